@@ -1,0 +1,1 @@
+"""Shared analyses the rules ask for through `xlalint.context.FileContext`."""

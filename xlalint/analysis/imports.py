@@ -1,0 +1,97 @@
+"""Which names in a file stand for torch, torch_xla and their modules.
+
+Rules ask for a call's qualified name (`torch_xla.core.xla_model.mark_step`) rather than
+its spelling (`xm.mark_step`), so aliases like `import torch_xla.core.xla_model as xm` or
+`from torch_xla import sync as s` are understood, and a local `xm` that is not torch_xla's
+is not mistaken for it. This is a light, flow-insensitive stand-in for libcst's
+QualifiedNameProvider: it reads import statements only, which is all these rules need and
+costs a fraction of full scope analysis.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+
+class ImportTable:
+    """Maps a bound local name to the dotted path it was imported as."""
+
+    def __init__(self) -> None:
+        self._bindings: dict[str, str] = {}
+
+    def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                dotted = get_full_name_for_node(alias.name)
+                if dotted is None:
+                    continue
+                if alias.asname is not None:
+                    bound = get_full_name_for_node(alias.asname.name)
+                    if bound:
+                        self._bindings[bound] = dotted
+                else:
+                    # `import torch.nn.functional` binds `torch`.
+                    head = dotted.split(".", 1)[0]
+                    self._bindings[head] = head
+            return
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = get_full_name_for_node(node.module)
+        if module is None:
+            return
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name)
+            if name is None:
+                continue
+            bound = get_full_name_for_node(alias.asname.name) if alias.asname else name
+            if bound:
+                self._bindings[bound] = f"{module}.{name}"
+
+    def add_top_level(self, module: cst.Module) -> None:
+        """Read imports at module level, including those under `try:` and `if`."""
+        stack: list[cst.CSTNode] = list(module.body)
+        while stack:
+            stmt = stack.pop()
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import | cst.ImportFrom):
+                        self.add(small)
+            elif isinstance(stmt, cst.Try | cst.If | cst.Else | cst.ExceptHandler | cst.Finally):
+                stack.extend(_child_statements(stmt))
+
+    def resolve(self, node: cst.CSTNode) -> str | None:
+        """The qualified name of a Name/Attribute chain whose head is an import, else None."""
+        dotted = get_full_name_for_node(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self._bindings.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def binds(self, qualified_prefix: str) -> bool:
+        """Whether the file imports anything at or under `qualified_prefix`."""
+        return any(
+            target == qualified_prefix or target.startswith(qualified_prefix + ".")
+            for target in self._bindings.values()
+        )
+
+    def local_names_for(self, qualified: str) -> list[str]:
+        """Local names bound to exactly `qualified` (e.g. `xm` for torch_xla's xla_model)."""
+        return [name for name, target in self._bindings.items() if target == qualified]
+
+
+def _child_statements(node: cst.CSTNode) -> list[cst.CSTNode]:
+    children: list[cst.CSTNode] = []
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        children.extend(body.body)
+    for attr in ("handlers", "orelse", "finalbody"):
+        value = getattr(node, attr, None)
+        if isinstance(value, cst.CSTNode):
+            children.append(value)
+        elif isinstance(value, tuple | list):
+            children.extend(value)
+    return children

@@ -1,0 +1,174 @@
+"""What rules may ask about the code around a node.
+
+The engine walks each file once and keeps this context current: the chain of ancestors,
+enclosing function and class, loop nesting, CUDA guards, step closures, import aliases and
+the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(expr)`,
+`ctx.under_cuda_guard`) so that the reasoning lives here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.guards import mentions_cuda
+from xlalint.analysis.hotness import FunctionKey, HotCode, Site
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.tensors import Kind, TensorKinds
+
+__all__ = ["FileContext", "Kind", "Site"]
+
+ADD_STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
+
+
+@dataclass
+class _Frame:
+    key: FunctionKey | None
+    module_call: bool
+    loop_depth: int = 0
+
+
+def _is_module_class(node: cst.ClassDef) -> bool:
+    for base in node.bases:
+        name = get_full_name_for_node(base.value) or ""
+        if name.rsplit(".", 1)[-1].endswith("Module"):
+            return True
+    return False
+
+
+class FileContext:
+    def __init__(
+        self, module: cst.Module, path: str, hot_functions: Iterable[str] = ()
+    ) -> None:
+        self.module = module
+        self.path = path
+        self.imports = ImportTable()
+        self.imports.add_top_level(module)
+        self.kinds = TensorKinds(self.imports)
+        self.hot = HotCode(hot_functions)
+        self._stack: list[cst.CSTNode] = []
+        self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
+        self._classes: list[tuple[str, bool]] = []
+        self._guarded: list[cst.CSTNode] = []
+        self._closure_calls: list[cst.Call] = []
+
+    # -- questions rules ask --------------------------------------------------------------
+    def qualified(self, node: cst.CSTNode) -> str | None:
+        """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
+        return self.imports.resolve(node)
+
+    def kind(self, node: cst.BaseExpression) -> Kind:
+        return self.kinds.of(node)
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        return self.kinds.of(node) is Kind.TENSOR
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        """The parent of the node being visited."""
+        return self._stack[-2] if len(self._stack) >= 2 else None
+
+    def ancestors(self) -> Iterator[cst.CSTNode]:
+        """Ancestors of the node being visited, innermost first."""
+        return reversed(self._stack[:-1])
+
+    @property
+    def in_loop(self) -> bool:
+        return self._frames[-1].loop_depth > 0
+
+    @property
+    def function(self) -> FunctionKey | None:
+        return self._frames[-1].key
+
+    @property
+    def under_cuda_guard(self) -> bool:
+        return bool(self._guarded)
+
+    @property
+    def in_step_closure(self) -> bool:
+        return bool(self._closure_calls)
+
+    def site(self) -> Site:
+        frame = self._frames[-1]
+        return Site(frame.key, frame.loop_depth > 0, self.in_step_closure, frame.module_call)
+
+    # -- bookkeeping, called by the engine around every node ------------------------------
+    def enter(self, node: cst.CSTNode) -> None:
+        parent = self._stack[-1] if self._stack else None
+        self._stack.append(node)
+        if isinstance(parent, cst.For | cst.While) and (
+            node is parent.body or (isinstance(parent, cst.While) and node is parent.test)
+        ):
+            self._frames[-1].loop_depth += 1
+        if isinstance(node, cst.FunctionDef):
+            self._enter_function(node)
+        elif isinstance(node, cst.ClassDef):
+            self._classes.append((node.name.value, _is_module_class(node)))
+            self.kinds.push_class()
+        elif isinstance(node, cst.If | cst.IfExp) and mentions_cuda(node.test, self.imports):
+            self._guarded.append(node)
+        elif isinstance(node, cst.For):
+            self.kinds.bind_loop_target(node.target, node.iter)
+        elif isinstance(node, cst.CompFor):
+            self.kinds.bind_loop_target(node.target, node.iter)
+        elif isinstance(node, cst.Import | cst.ImportFrom):
+            self.imports.add(node)
+        elif isinstance(node, cst.Call):
+            self._enter_call(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        self._stack.pop()
+        parent = self._stack[-1] if self._stack else None
+        if isinstance(parent, cst.For | cst.While) and (
+            node is parent.body or (isinstance(parent, cst.While) and node is parent.test)
+        ):
+            self._frames[-1].loop_depth -= 1
+        if isinstance(node, cst.FunctionDef):
+            self._frames.pop()
+            self.kinds.pop_function()
+        elif isinstance(node, cst.ClassDef):
+            self._classes.pop()
+            self.kinds.pop_class()
+        elif isinstance(node, cst.Assign):
+            kind = self.kinds.of(node.value)
+            for target in node.targets:
+                self.kinds.bind(target.target, kind)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            self.kinds.bind(node.target, self.kinds.of(node.value))
+        elif isinstance(node, cst.AugAssign):
+            self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
+                node.target, cst.Add(), node.value)))  # fmt: skip
+        if self._guarded and self._guarded[-1] is node:
+            self._guarded.pop()
+        if self._closure_calls and self._closure_calls[-1] is node:
+            self._closure_calls.pop()
+
+    def _enter_function(self, node: cst.FunctionDef) -> None:
+        class_name, is_module = self._classes[-1] if self._classes else (None, False)
+        # A def directly in a class body is a method; a def nested in a function is not.
+        direct_method = class_name is not None and isinstance(
+            self._stack[-3] if len(self._stack) >= 3 else None, cst.ClassDef
+        )
+        key = FunctionKey(class_name if direct_method else None, node.name.value)
+        module_call = direct_method and is_module and node.name.value == "__call__"
+        self._frames.append(_Frame(key=key, module_call=module_call))
+        self.kinds.push_function(node, in_class=direct_method)
+
+    def _enter_call(self, node: cst.Call) -> None:
+        func = node.func
+        if self.imports.resolve(func) == ADD_STEP_CLOSURE:
+            self._closure_calls.append(node)
+            if node.args and isinstance(node.args[0].value, cst.Name):
+                self.hot.add_step_closure_callback(node.args[0].value.value)
+            return
+        if isinstance(func, cst.Name) and self.imports.resolve(func) is None:
+            self.hot.add_call(self.site(), func.value)
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            self.hot.add_call(self.site(), func.attr.value)

@@ -1,0 +1,155 @@
+"""One file in, diagnostics out.
+
+The work is ordered from cheap to costly so that most files pay little: a text prefilter
+drops rules whose trigger strings the file lacks (and the parse, if none remain); libcst
+parses once; one walk runs every remaining rule with a shared context; positions and noqa
+comments are resolved only when a finding needs them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from xlalint.context import FileContext
+from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Fix, Location
+from xlalint.rule import NodeFix, PendingReport, Rule
+from xlalint.suppression import parse_suppressions
+
+Handler = Callable[[cst.CSTNode], object]
+
+
+def rules_for_text(text: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
+    """The rules whose trigger strings occur in `text` (rules without triggers always run)."""
+    return [rule for rule in rules if not rule.triggers or any(t in text for t in rule.triggers)]
+
+
+class _Walker(cst.CSTVisitor):
+    """Visits every node once, keeping the context current and dispatching to rules."""
+
+    def __init__(
+        self,
+        ctx: FileContext,
+        visits: dict[type[cst.CSTNode], list[Handler]],
+        leaves: dict[type[cst.CSTNode], list[Handler]],
+    ) -> None:
+        self._ctx = ctx
+        self._visits = visits
+        self._leaves = leaves
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._ctx.enter(node)
+        for handler in self._visits.get(type(node), ()):
+            handler(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for handler in self._leaves.get(type(original_node), ()):
+            handler(original_node)
+        self._ctx.leave(original_node)
+
+
+def _dispatch_tables(
+    rules: Sequence[Rule],
+) -> tuple[dict[type[cst.CSTNode], list[Handler]], dict[type[cst.CSTNode], list[Handler]]]:
+    visits: dict[type[cst.CSTNode], list[Handler]] = defaultdict(list)
+    leaves: dict[type[cst.CSTNode], list[Handler]] = defaultdict(list)
+    for rule in rules:
+        for attr in dir(type(rule)):
+            prefix, _, node_name = attr.partition("_")
+            if prefix not in ("visit", "leave") or not node_name:
+                continue
+            node_type = getattr(cst, node_name, None)
+            if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
+                continue
+            table = visits if prefix == "visit" else leaves
+            table[node_type].append(getattr(rule, attr))
+    return visits, leaves
+
+
+def lint_source(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+) -> FileResult:
+    """Lint one file's decoded text with the given rule classes."""
+    active = rules_for_text(text, rules)
+    if not active:
+        return FileResult(filename)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        reason = f"syntax error at {error.raw_line}:{error.raw_column + 1}: {error.message}"
+        return FileResult(filename, error=FileError(filename, reason))
+    except RecursionError:
+        return FileResult(filename, error=FileError(filename, "too deeply nested to parse"))
+
+    ctx = FileContext(module, filename, hot_functions)
+    instances = [rule(ctx) for rule in active]
+    visits, leaves = _dispatch_tables(instances)
+    try:
+        module.visit(_Walker(ctx, visits, leaves))
+    except RecursionError:
+        return FileResult(filename, error=FileError(filename, "too deeply nested to analyse"))
+
+    pending = [
+        report
+        for rule in instances
+        for report in rule.reports
+        if not rule.hot_only or ctx.hot.is_hot(report.site)
+    ]
+    if not pending:
+        return FileResult(filename)
+    return FileResult(filename, _to_diagnostics(module, text, filename, pending))
+
+
+def _to_diagnostics(
+    module: cst.Module, text: str, filename: str, pending: Iterable[PendingReport]
+) -> list[Diagnostic]:
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    suppressions = parse_suppressions(text)
+    seen: set[tuple[str, Location, Location]] = set()
+    diagnostics = []
+    for report in pending:
+        start = _start(positions[report.node])
+        end = _end(positions[report.end_node])
+        code = report.rule.code
+        if (code, start, end) in seen or suppressions.suppresses(code, start.row):
+            continue
+        seen.add((code, start, end))
+        diagnostics.append(
+            Diagnostic(
+                code=code,
+                name=report.rule.name,
+                message=report.message,
+                filename=filename,
+                start=start,
+                end=end,
+                fix=_to_fix(module, positions, report.fix) if report.fix else None,
+                hint=report.hint,
+                noqa_row=suppressions.noqa_row(start.row),
+            )
+        )
+    diagnostics.sort(key=Diagnostic.sort_key)
+    return diagnostics
+
+
+def _start(code_range: CodeRange) -> Location:
+    return Location(code_range.start.line, code_range.start.column + 1)
+
+
+def _end(code_range: CodeRange) -> Location:
+    return Location(code_range.end.line, code_range.end.column + 1)
+
+
+def _to_fix(module: cst.Module, positions: object, fix: NodeFix) -> Fix:
+    edits = []
+    for old, new in fix.replacements:
+        code_range = positions[old]  # type: ignore[index]
+        content = new if isinstance(new, str) else module.code_for_node(new)
+        edits.append(Edit(_start(code_range), _end(code_range), content))
+    return Fix(fix.applicability, fix.description, tuple(edits), fix.required_imports)

@@ -1,0 +1,130 @@
+"""The base class every xlalint rule derives from.
+
+A rule states what it is (code, name, message, docs), which source text can contain it
+(`triggers`, a cheap prefilter), and which libcst nodes it visits. It reports findings
+through `self.report`; it never prints, reads files or resolves config: the engine does.
+Shared reasoning (hot code, tensor-ness, import aliases, CUDA guards) is asked of
+`self.ctx`, never re-derived inside a rule.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from xlalint.diagnostics import Applicability, FixAvailability
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext, Site
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+)
+
+
+@dataclass(frozen=True)
+class NodeFix:
+    """A fix stated on libcst nodes: each `old` node's source is replaced by `new`'s.
+
+    `new` may be a node or literal source text. The engine turns these into text edits once
+    positions are known, so everything outside the replaced nodes stays byte for byte.
+    """
+
+    applicability: Applicability
+    description: str
+    replacements: tuple[tuple[cst.CSTNode, cst.CSTNode | str], ...]
+    required_imports: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PendingReport:
+    """A finding as a rule states it, before positions, hot-code and noqa are resolved."""
+
+    rule: Rule
+    node: cst.CSTNode
+    end_node: cst.CSTNode
+    message: str
+    fix: NodeFix | None
+    hint: str | None
+    site: Site
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    fix_applicability: ClassVar[Applicability | None] = None
+    default_enabled: ClassVar[bool] = True
+    # Report only where the code runs every step (families 1 and 2 of the catalogue).
+    hot_only: ClassVar[bool] = False
+    # A file runs this rule only if its text contains one of these strings.
+    triggers: ClassVar[Sequence[str]] = ()
+    hint: ClassVar[str | None] = None
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.reports: list[PendingReport] = []
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        *,
+        end_node: cst.CSTNode | None = None,
+        fix: NodeFix | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.reports.append(
+            PendingReport(
+                rule=self,
+                node=node,
+                end_node=end_node or node,
+                message=message or self.message,
+                fix=fix,
+                hint=hint or self.hint,
+                site=self.ctx.site(),
+            )
+        )
+
+    def fix(self, description: str, *replacements: tuple[cst.CSTNode, cst.CSTNode | str],
+            imports: Sequence[str] = ()) -> NodeFix:
+        """Build a fix with this rule's applicability."""
+        assert self.fix_applicability is not None, f"{self.code} declares no fix applicability"
+        return NodeFix(self.fix_applicability, description, tuple(replacements), tuple(imports))
+
+    @classmethod
+    def docs(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        """The rule's docs split by `## Heading`, for `xlalint rule` and the docs site."""
+        sections: dict[str, str] = {}
+        parts = re.split(r"^## (.+)$", cls.docs(), flags=re.MULTILINE)
+        for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+            sections[heading.strip()] = body.strip()
+        return sections
+
+    @classmethod
+    def summary(cls) -> str:
+        return cls.message
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if inspect.isabstract(cls) or not getattr(cls, "code", None):
+            return
+        missing = [s for s in DOC_SECTIONS if s not in cls.doc_sections()]
+        if missing:
+            raise TypeError(f"rule {cls.code} lacks doc sections: {', '.join(missing)}")
+        if (cls.fix_availability is FixAvailability.NONE) != (cls.fix_applicability is None):
+            raise TypeError(f"rule {cls.code}: fix_availability and fix_applicability disagree")

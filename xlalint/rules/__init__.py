@@ -1,0 +1,1 @@
+"""xlalint's rules, one module per rule, discovered by `xlalint.registry`."""
