@@ -31,9 +31,7 @@ def fixture_files() -> list[Path]:
     return sorted(FIXTURES.glob("XLA*/*.py"))
 
 
-@pytest.mark.parametrize(
-    "path", fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}"
-)
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixture_findings_match_markers(path: Path) -> None:
     code = path.parent.name
     rule = all_rules()[code]

@@ -40,9 +40,7 @@ def _is_module_class(node: cst.ClassDef) -> bool:
 
 
 class FileContext:
-    def __init__(
-        self, module: cst.Module, path: str, hot_functions: Iterable[str] = ()
-    ) -> None:
+    def __init__(self, module: cst.Module, path: str, hot_functions: Iterable[str] = ()) -> None:
         self.module = module
         self.path = path
         self.imports = ImportTable()
@@ -110,9 +108,7 @@ class FileContext:
             self.kinds.push_class()
         elif isinstance(node, cst.If | cst.IfExp) and mentions_cuda(node.test, self.imports):
             self._guarded.append(node)
-        elif isinstance(node, cst.For):
-            self.kinds.bind_loop_target(node.target, node.iter)
-        elif isinstance(node, cst.CompFor):
+        elif isinstance(node, cst.For | cst.CompFor):
             self.kinds.bind_loop_target(node.target, node.iter)
         elif isinstance(node, cst.Import | cst.ImportFrom):
             self.imports.add(node)

@@ -64,7 +64,7 @@ class Diagnostic:
     end: Location
     fix: Fix | None = None
     hint: str | None = None
-    # The line a `# noqa` comment must sit on (differs from `start.row` for findings inside
+    # The line a noqa comment must sit on (differs from `start.row` for findings inside
     # multi-line strings or backslash-continued lines).
     noqa_row: int | None = None
 

@@ -96,8 +96,12 @@ class Rule:
             )
         )
 
-    def fix(self, description: str, *replacements: tuple[cst.CSTNode, cst.CSTNode | str],
-            imports: Sequence[str] = ()) -> NodeFix:
+    def fix(
+        self,
+        description: str,
+        *replacements: tuple[cst.CSTNode, cst.CSTNode | str],
+        imports: Sequence[str] = (),
+    ) -> NodeFix:
         """Build a fix with this rule's applicability."""
         assert self.fix_applicability is not None, f"{self.code} declares no fix applicability"
         return NodeFix(self.fix_applicability, description, tuple(replacements), tuple(imports))

@@ -166,21 +166,27 @@ class TensorKinds:
                     self.bind(elements[0].value, Kind.HOST)
                     self.bind_loop_target(elements[1].value, iterable.args[0].value)
                     return
-            if callee == "zip" and isinstance(target, cst.Tuple):
-                if len(target.elements) == len(iterable.args):
-                    for element, arg in zip(target.elements, iterable.args, strict=True):
-                        self.bind_loop_target(element.value, arg.value)
-                    return
+            if (
+                callee == "zip"
+                and isinstance(target, cst.Tuple)
+                and len(target.elements) == len(iterable.args)
+            ):
+                for element, arg in zip(target.elements, iterable.args, strict=True):
+                    self.bind_loop_target(element.value, arg.value)
+                return
             if callee == "range":
                 self.bind(target, Kind.HOST)
                 return
             if isinstance(iterable.func, cst.Attribute):
                 method = iterable.func.attr.value
-                if method == "named_parameters" and isinstance(target, cst.Tuple):
-                    if len(target.elements) == 2:
-                        self.bind(target.elements[0].value, Kind.HOST)
-                        self.bind(target.elements[1].value, Kind.TENSOR)
-                        return
+                if (
+                    method == "named_parameters"
+                    and isinstance(target, cst.Tuple)
+                    and len(target.elements) == 2
+                ):
+                    self.bind(target.elements[0].value, Kind.HOST)
+                    self.bind(target.elements[1].value, Kind.TENSOR)
+                    return
                 if method == "items":
                     self.bind(target, Kind.UNKNOWN)
                     return
@@ -195,7 +201,7 @@ class TensorKinds:
         return self._frames[0].get(name)
 
     # -- inference ------------------------------------------------------------------------
-    def of(self, node: cst.BaseExpression) -> Kind:  # noqa: C901 - one case per node type
+    def of(self, node: cst.BaseExpression) -> Kind:
         """The kind of an expression's value."""
         if _is_literal(node) or isinstance(
             node, cst.FormattedString | cst.ConcatenatedString | cst.List | cst.Dict | cst.Set
