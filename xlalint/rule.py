@@ -22,6 +22,8 @@ from xlalint.diagnostics import Applicability, FixAvailability
 if TYPE_CHECKING:
     from xlalint.context import FileContext, Site
 
+DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
+
 DOC_SECTIONS = (
     "What it does",
     "Why is this bad?",
@@ -120,8 +122,8 @@ class Rule:
         return sections
 
     @classmethod
-    def summary(cls) -> str:
-        return cls.message
+    def url(cls) -> str:
+        return DOCS_URL.format(code=cls.code)
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

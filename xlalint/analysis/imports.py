@@ -20,6 +20,10 @@ class ImportTable:
     def __init__(self) -> None:
         self._bindings: dict[str, str] = {}
 
+    @property
+    def bindings(self) -> dict[str, str]:
+        return dict(self._bindings)
+
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
             for alias in node.names:

@@ -1,0 +1,353 @@
+"""The `xlalint` command: parse arguments, call the API, set the exit code.
+
+Exit codes, as in ruff: 0 no findings, 1 findings (or files that could not be linted),
+2 usage or configuration errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from xlalint import __version__
+from xlalint.api import CheckReport, FixReport, check_paths, enabled_rules, fix_paths
+from xlalint.config import ConfigError, Settings, find_settings, load_config_file
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.registry import all_rules, get_rule, validate_selectors
+from xlalint.report import FORMATS, HUMAN_FORMATS
+from xlalint.report.concise import header as concise_header
+from xlalint.report.diff import render_diff
+from xlalint.rule import Rule
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class ConfigProblem(click.ClickException):
+    """A bad config file: exit 2, like any usage error."""
+
+    exit_code = EXIT_ERROR
+
+
+def _split_selectors(values: Sequence[str]) -> tuple[str, ...] | None:
+    if not values:
+        return None
+    return tuple(s.strip() for value in values for s in value.split(",") if s.strip())
+
+
+def _check_selectors(option: str, selectors: Sequence[str] | None) -> None:
+    unknown = validate_selectors(selectors or ())
+    if unknown:
+        raise click.BadParameter(
+            f"unknown rule code(s) {', '.join(unknown)}; see `xlalint rules`", param_hint=option
+        )
+
+
+def _common_folder(paths: Sequence[Path]) -> Path:
+    resolved = [p.resolve() for p in paths]
+    try:
+        return Path(os.path.commonpath(resolved))
+    except ValueError:
+        return Path.cwd()
+
+
+def resolve_settings(
+    paths: Sequence[Path],
+    config: Path | None,
+    select: Sequence[str],
+    extend_select: Sequence[str],
+    ignore: Sequence[str],
+    force_exclude: bool | None = None,
+) -> Settings:
+    """Config file settings with command-line selectors on top."""
+    selected, extended, ignored = (
+        _split_selectors(select),
+        _split_selectors(extend_select),
+        _split_selectors(ignore),
+    )
+    _check_selectors("--select", selected)
+    _check_selectors("--extend-select", extended)
+    _check_selectors("--ignore", ignored)
+    try:
+        settings = load_config_file(config) if config else find_settings(_common_folder(paths))
+    except ConfigError as error:
+        raise ConfigProblem(str(error)) from None
+    return settings.with_overrides(
+        select=selected,
+        extend_select=(*settings.extend_select, *(extended or ())) if extended else None,
+        ignore=(*settings.ignore, *(ignored or ())) if ignored else None,
+        force_exclude=force_exclude or None,
+    )
+
+
+def summary(report: CheckReport) -> str:
+    diagnostics = report.diagnostics
+    lines = []
+    if report.errors:
+        count = len(report.errors)
+        lines.append(f"{count} file{'s' if count != 1 else ''} could not be linted.")
+    if not diagnostics:
+        if not report.errors:
+            lines.append("All checks passed!")
+        return "\n".join(lines) + "\n"
+    files = len({d.filename for d in diagnostics})
+    safe = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
+    unsafe = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.UNSAFE)
+    noun = "finding" if len(diagnostics) == 1 else "findings"
+    lines.append(f"Found {len(diagnostics)} {noun} in {files} file{'s' if files != 1 else ''}.")
+    if safe or unsafe:
+        hidden = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
+        lines.append(f"[*] {safe} fixable with `xlalint fix --apply`{hidden}.")
+    return "\n".join(lines) + "\n"
+
+
+def statistics(report: CheckReport, output_format: str) -> str:
+    counts = Counter(d.code for d in report.diagnostics)
+    rules = all_rules()
+    rows = [
+        {
+            "code": code,
+            "name": rules[code].name,
+            "count": count,
+            "fixable": rules[code].fix_availability is not FixAvailability.NONE,
+        }
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    if output_format == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    width = max((len(str(row["count"])) for row in rows), default=1)
+    return "".join(
+        f"{row['count']:>{width}}\t{row['code']}\t{'[*] ' if row['fixable'] else ''}{row['name']}\n"
+        for row in rows
+    )
+
+
+selector_options = [
+    click.option("--select", multiple=True, metavar="CODES",
+                 help="Rules to enable (codes or prefixes, comma-separated; `ALL`)."),
+    click.option("--extend-select", multiple=True, metavar="CODES",
+                 help="Rules to enable on top of the configured selection."),
+    click.option("--ignore", multiple=True, metavar="CODES", help="Rules to disable."),
+    click.option("--config", type=click.Path(path_type=Path, dir_okay=False),
+                 help="Use this xlalint.toml or pyproject.toml instead of searching for one."),
+    click.option("--force-exclude", is_flag=True, default=None,
+                 help="Apply exclusions to files named on the command line too."),
+]  # fmt: skip
+
+
+def with_selector_options(function):  # type: ignore[no-untyped-def]
+    for option in reversed(selector_options):
+        function = option(function)
+    return function
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="xlalint")
+def main() -> None:
+    """Find and fix PyTorch code that runs badly on XLA devices (TPUs)."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@with_selector_options
+@click.option(
+    "--output-format",
+    type=click.Choice(list(FORMATS)),
+    default="full",
+    show_default=True,
+    envvar="XLALINT_OUTPUT_FORMAT",
+    help="How to print findings.",
+)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", "show_statistics", is_flag=True,
+              help="Print a count per rule instead of each finding.")  # fmt: skip
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU; small runs stay in-process).")  # fmt: skip
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--fix", is_flag=True, help="Apply fixes, then report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix, apply unsafe fixes too.")
+def check(
+    paths: tuple[Path, ...],
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    config: Path | None,
+    force_exclude: bool | None,
+    output_format: str,
+    exit_zero: bool,
+    show_statistics: bool,
+    jobs: int | None,
+    quiet: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+) -> None:
+    """Lint PATHS (default: the current folder) for XLA performance pitfalls."""
+    targets = list(paths) or [Path(".")]
+    settings = resolve_settings(
+        targets, config, select, extend_select, ignore, force_exclude
+    )
+    rules = enabled_rules(settings)
+    fixed = 0
+    if fix:
+        fixes = fix_paths(
+            targets, settings, rules=rules, unsafe=unsafe_fixes, apply=True, jobs=jobs
+        )
+        fixed = sum(sum(o.applied.values()) for o in fixes.outcomes)
+        _echo_fix_problems(fixes)
+    report = check_paths(targets, settings, rules=rules, jobs=jobs)
+
+    for missing in report.missing:
+        click.echo(f"error: {missing}: no such file or directory", err=True)
+    for error in report.errors:
+        click.echo(f"error: {error.filename}: {error.reason}", err=True)
+
+    if show_statistics:
+        click.echo(statistics(report, output_format), nl=False)
+    else:
+        click.echo(FORMATS[output_format](report, rules), nl=False)
+        if output_format in HUMAN_FORMATS and not quiet:
+            if fix:
+                click.echo(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}.")
+            click.echo(summary(report), nl=False)
+
+    if report.missing:
+        raise SystemExit(EXIT_ERROR)
+    if (report.diagnostics or report.errors) and not exit_zero:
+        raise SystemExit(EXIT_FINDINGS)
+
+
+def _echo_fix_problems(report: FixReport) -> None:
+    for outcome in report.outcomes:
+        for dropped in outcome.dropped:
+            click.echo(
+                f"warning: {outcome.filename}: fix for {dropped} dropped: "
+                "its result would not parse",
+                err=True,
+            )
+
+
+def _applied_summary(report: FixReport) -> str:
+    counts: dict[str, int] = {}
+    for outcome in report.outcomes:
+        for code, count in outcome.applied.items():
+            counts[code] = counts.get(code, 0) + count
+    total = sum(counts.values())
+    files = sum(1 for o in report.outcomes if o.changed)
+    detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
+    noun = "finding" if total == 1 else "findings"
+    return f"{total} {noun} in {files} file{'s' if files != 1 else ''}" + (
+        f" ({detail})" if detail else ""
+    )
+
+
+@main.command("fix")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@with_selector_options
+@click.option("--apply", is_flag=True, help="Write the fixes (default: print them as a diff).")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="Include unsafe fixes, which change behaviour or need review.")  # fmt: skip
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU; small runs stay in-process).")  # fmt: skip
+@click.option("-q", "--quiet", is_flag=True, help="Print the diff or findings only.")
+def fix_command(
+    paths: tuple[Path, ...],
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    config: Path | None,
+    force_exclude: bool | None,
+    apply: bool,
+    unsafe_fixes: bool,
+    jobs: int | None,
+    quiet: bool,
+) -> None:
+    """Rewrite PATHS for XLA: show the fixes as a diff, or write them with --apply.
+
+    Without --apply, exits 1 if any file would change. With --apply, exits 1 if findings
+    remain after fixing.
+    """
+    targets = list(paths) or [Path(".")]
+    settings = resolve_settings(
+        targets, config, select, extend_select, ignore, force_exclude
+    )
+    rules = enabled_rules(settings)
+    report = fix_paths(targets, settings, rules=rules, unsafe=unsafe_fixes, apply=apply, jobs=jobs)
+    for missing in report.missing:
+        click.echo(f"error: {missing}: no such file or directory", err=True)
+    for error in report.errors:
+        click.echo(f"error: {error.filename}: {error.reason}", err=True)
+    _echo_fix_problems(report)
+    if report.missing:
+        raise SystemExit(EXIT_ERROR)
+    if not apply:
+        click.echo(render_diff(report.outcomes), nl=False)
+        if not quiet:
+            click.echo(f"Would fix {_applied_summary(report)}.", err=True)
+        changed = any(o.changed for o in report.outcomes)
+        raise SystemExit(EXIT_FINDINGS if changed or report.errors else EXIT_CLEAN)
+    for diagnostic in report.remaining:
+        click.echo(concise_header(diagnostic))
+    if not quiet:
+        click.echo(f"Fixed {_applied_summary(report)}.")
+        left = len(report.remaining)
+        if left:
+            click.echo(f"{left} finding{'s' if left != 1 else ''} remain (no fix available"
+                       f"{'' if unsafe_fixes else ', or unsafe: see --unsafe-fixes'}).")  # fmt: skip
+    raise SystemExit(EXIT_FINDINGS if report.remaining or report.errors else EXIT_CLEAN)
+
+
+def _fixable(rule: type[Rule]) -> str:
+    if rule.fix_availability is FixAvailability.NONE or rule.fix_applicability is None:
+        return "-"
+    return rule.fix_applicability.value
+
+
+@main.command("rules")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)  # fmt: skip
+def list_rules(output_format: str) -> None:
+    """List every rule: code, name, fix, and whether it is on by default."""
+    rules = list(all_rules().values())
+    if output_format == "json":
+        rows = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "fix": _fixable(r),
+                "default": r.default_enabled,
+                "hot_code_only": r.hot_only,
+                "url": r.url(),
+            }
+            for r in rules
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    name_width = max(len(r.name) for r in rules)
+    click.echo(f"{'CODE':<7}  {'NAME':<{name_width}}  {'FIX':<6}  DEFAULT")
+    for r in rules:
+        default = "on" if r.default_enabled else "off"
+        click.echo(f"{r.code:<7}  {r.name:<{name_width}}  {_fixable(r):<6}  {default}")
+
+
+@main.command("rule")
+@click.argument("code")
+def show_rule(code: str) -> None:
+    """Print a rule's documentation (by code, e.g. XLA101, or name)."""
+    rule = get_rule(code)
+    if rule is None:
+        raise click.BadParameter(f"no rule {code!r}; see `xlalint rules`", param_hint="CODE")
+    click.echo(render_rule_docs(rule))
+
+
+def render_rule_docs(rule: type[Rule]) -> str:
+    fix = {
+        FixAvailability.NONE: "No fix: reported with a hint.",
+        FixAvailability.SOMETIMES: f"Fix ({_fixable(rule)}) is sometimes available.",
+        FixAvailability.ALWAYS: f"Fix ({_fixable(rule)}) is always available.",
+    }[rule.fix_availability]
+    scope = "Reported in hot code only." if rule.hot_only else "Reported anywhere in the file."
+    return f"# {rule.name} ({rule.code})\n\n{fix} {scope}\n\n{rule.docs()}\n"

@@ -1,0 +1,124 @@
+"""Applying fixes to one file, to a fixed point, without ever breaking it.
+
+Each round lints the current text, takes the allowed fixes (safe ones, plus unsafe ones when
+asked) whose edits do not overlap, applies them with the imports they need, and keeps the
+result only if it still parses; a fix whose output would not parse is dropped and reported.
+Rounds repeat until nothing changes (bounded), so fixing twice equals fixing once. The
+text is encoded back with the file's own encoding and BOM; line endings are kept.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from xlalint.diagnostics import Applicability, Diagnostic, Fix
+from xlalint.edits import add_imports, apply_edits, edit_spans, spans_overlap
+from xlalint.engine import lint_source
+from xlalint.rule import Rule
+from xlalint.sources import Source
+
+MAX_ROUNDS = 10
+BOM = "\ufeff"
+
+
+@dataclass
+class FixOutcome:
+    filename: str
+    original: Source
+    text: str
+    applied: Counter[str] = field(default_factory=Counter)
+    remaining: list[Diagnostic] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original.text
+
+    def encoded(self) -> bytes:
+        bom = BOM if self.original.raw.startswith(b"\xef\xbb\xbf") else ""
+        encoding = "utf-8" if self.original.encoding == "utf-8-sig" else self.original.encoding
+        return (bom + self.text).encode(encoding)
+
+
+def allowed(fix: Fix | None, unsafe: bool) -> bool:
+    return fix is not None and (fix.applicability is Applicability.SAFE or unsafe)
+
+
+def _parses(text: str) -> bool:
+    try:
+        cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return False
+    return True
+
+
+def _choose(text: str, diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
+    """Fixable findings whose edits overlap no earlier chosen fix, in source order."""
+    chosen: list[Diagnostic] = []
+    taken: list[tuple[int, int]] = []
+    for diagnostic in diagnostics:
+        if not allowed(diagnostic.fix, unsafe):
+            continue
+        assert diagnostic.fix is not None
+        spans = edit_spans(text, diagnostic.fix.edits)
+        if any(spans_overlap(a, b) for a in spans for b in taken):
+            continue
+        chosen.append(diagnostic)
+        taken.extend(spans)
+    return chosen
+
+
+def _apply(text: str, fixes: Sequence[Diagnostic]) -> str:
+    edits = [edit for d in fixes for edit in d.fix.edits]  # type: ignore[union-attr]
+    imports = [i for d in fixes for i in d.fix.required_imports]  # type: ignore[union-attr]
+    return add_imports(apply_edits(text, edits), imports)
+
+
+def fix_text(
+    source: Source,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    *,
+    unsafe: bool = False,
+    hot_functions: Sequence[str] = (),
+) -> FixOutcome:
+    outcome = FixOutcome(filename, source, source.text)
+    text = source.text
+    seen = {text}
+    for _ in range(MAX_ROUNDS):
+        result = lint_source(text, filename, rules, hot_functions)
+        if result.error is not None:
+            outcome.error = result.error.reason
+            return outcome
+        chosen = _choose(text, result.diagnostics, unsafe)
+        if not chosen:
+            break
+        candidate = _apply(text, chosen)
+        if not _parses(candidate):
+            # Keep the fixes that parse on their own; report the others.
+            kept = []
+            for diagnostic in chosen:
+                if _parses(_apply(text, [*kept, diagnostic])):
+                    kept.append(diagnostic)
+                else:
+                    outcome.dropped.append(
+                        f"{diagnostic.code} at {diagnostic.start.row}:{diagnostic.start.column}"
+                    )
+            if not kept:
+                break
+            chosen, candidate = kept, _apply(text, kept)
+        if candidate in seen:
+            break  # a cycle: stop rather than flip-flop
+        outcome.applied.update(d.code for d in chosen)
+        seen.add(candidate)
+        text = candidate
+    outcome.text = text
+    outcome.dropped = list(dict.fromkeys(outcome.dropped))
+    final = lint_source(text, filename, rules, hot_functions)
+    outcome.remaining = final.diagnostics
+    return outcome

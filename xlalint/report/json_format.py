@@ -1,0 +1,54 @@
+"""A JSON array of findings, shaped like ruff's JSON output, for tools to consume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from xlalint.api import CheckReport
+from xlalint.diagnostics import Diagnostic, Fix, Location
+from xlalint.rule import Rule
+
+
+def _location(location: Location) -> dict[str, int]:
+    return {"row": location.row, "column": location.column}
+
+
+def fix_to_json(fix: Fix | None) -> dict[str, Any] | None:
+    if fix is None:
+        return None
+    return {
+        "applicability": fix.applicability.value,
+        "message": fix.description,
+        "edits": [
+            {
+                "content": edit.content,
+                "location": _location(edit.start),
+                "end_location": _location(edit.end),
+            }
+            for edit in fix.edits
+        ],
+        "required_imports": list(fix.required_imports),
+    }
+
+
+def diagnostic_to_json(diagnostic: Diagnostic, url: str) -> dict[str, Any]:
+    return {
+        "code": diagnostic.code,
+        "name": diagnostic.name,
+        "message": diagnostic.message,
+        "filename": diagnostic.filename,
+        "location": _location(diagnostic.start),
+        "end_location": _location(diagnostic.end),
+        "noqa_row": diagnostic.noqa_row,
+        "fix": fix_to_json(diagnostic.fix),
+        "hint": diagnostic.hint,
+        "url": url,
+    }
+
+
+def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
+    urls = {rule.code: rule.url() for rule in rules}
+    items = [diagnostic_to_json(d, urls.get(d.code, "")) for d in report.diagnostics]
+    return json.dumps(items, indent=2) + "\n"

@@ -1,0 +1,42 @@
+"""Writing fixed files safely.
+
+A fixed file is written to a temporary file beside it and renamed over it, so a crash
+leaves either the old file or the new one, never half of each. The file's mode is kept. A
+file that changed on disk since it was read, or that is read-only, is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+class WriteError(Exception):
+    """A fixed file that was not written; the message says why."""
+
+
+def write_atomic(path: Path, expected: bytes, content: bytes) -> None:
+    """Replace `path`'s bytes `expected` with `content`."""
+    try:
+        current = path.read_bytes()
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError as error:
+        raise WriteError(f"cannot read it back: {error.strerror or error}") from None
+    if current != expected:
+        raise WriteError("changed on disk since it was read; not overwritten")
+    if not os.access(path, os.W_OK):
+        raise WriteError("read-only; not written")
+    target = path.resolve()  # write through a symbolic link, not over it
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content)
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise WriteError(f"could not be written: {error.strerror or error}") from None
