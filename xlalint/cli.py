@@ -18,11 +18,11 @@ from xlalint import __version__
 from xlalint.api import CheckReport, FixReport, check_paths, enabled_rules, fix_paths
 from xlalint.config import ConfigError, Settings, find_settings, load_config_file
 from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.docgen import fix_label, rule_page
 from xlalint.registry import all_rules, get_rule, validate_selectors
 from xlalint.report import FORMATS, HUMAN_FORMATS
 from xlalint.report.concise import header as concise_header
 from xlalint.report.diff import render_diff
-from xlalint.rule import Rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -31,6 +31,10 @@ class ConfigProblem(click.ClickException):
     """A bad config file: exit 2, like any usage error."""
 
     exit_code = EXIT_ERROR
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _split_selectors(values: Sequence[str]) -> tuple[str, ...] | None:
@@ -89,7 +93,7 @@ def summary(report: CheckReport) -> str:
     lines = []
     if report.errors:
         count = len(report.errors)
-        lines.append(f"{count} file{'s' if count != 1 else ''} could not be linted.")
+        lines.append(f"{plural(count, 'file')} could not be linted.")
     if not diagnostics:
         if not report.errors:
             lines.append("All checks passed!")
@@ -97,8 +101,7 @@ def summary(report: CheckReport) -> str:
     files = len({d.filename for d in diagnostics})
     safe = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.UNSAFE)
-    noun = "finding" if len(diagnostics) == 1 else "findings"
-    lines.append(f"Found {len(diagnostics)} {noun} in {files} file{'s' if files != 1 else ''}.")
+    lines.append(f"Found {plural(len(diagnostics), 'finding')} in {plural(files, 'file')}.")
     if safe or unsafe:
         hidden = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
         lines.append(f"[*] {safe} fixable with `xlalint fix --apply`{hidden}.")
@@ -139,6 +142,15 @@ selector_options = [
 ]  # fmt: skip
 
 
+jobs_option = click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per CPU; small runs stay in one process).",
+)
+
+
 def with_selector_options(function):  # type: ignore[no-untyped-def]
     for option in reversed(selector_options):
         function = option(function)
@@ -163,10 +175,13 @@ def main() -> None:
     help="How to print findings.",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--statistics", "show_statistics", is_flag=True,
-              help="Print a count per rule instead of each finding.")  # fmt: skip
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: one per CPU; small runs stay in-process).")  # fmt: skip
+@click.option(
+    "--statistics",
+    "show_statistics",
+    is_flag=True,
+    help="Print a count per rule instead of each finding.",
+)
+@jobs_option
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--fix", is_flag=True, help="Apply fixes, then report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix, apply unsafe fixes too.")
@@ -187,9 +202,7 @@ def check(
 ) -> None:
     """Lint PATHS (default: the current folder) for XLA performance pitfalls."""
     targets = list(paths) or [Path(".")]
-    settings = resolve_settings(
-        targets, config, select, extend_select, ignore, force_exclude
-    )
+    settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
     fixed = 0
     if fix:
@@ -211,7 +224,7 @@ def check(
         click.echo(FORMATS[output_format](report, rules), nl=False)
         if output_format in HUMAN_FORMATS and not quiet:
             if fix:
-                click.echo(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}.")
+                click.echo(f"Fixed {plural(fixed, 'finding')}.")
             click.echo(summary(report), nl=False)
 
     if report.missing:
@@ -238,8 +251,7 @@ def _applied_summary(report: FixReport) -> str:
     total = sum(counts.values())
     files = sum(1 for o in report.outcomes if o.changed)
     detail = ", ".join(f"{code} x{count}" for code, count in sorted(counts.items()))
-    noun = "finding" if total == 1 else "findings"
-    return f"{total} {noun} in {files} file{'s' if files != 1 else ''}" + (
+    return f"{plural(total, 'finding')} in {plural(files, 'file')}" + (
         f" ({detail})" if detail else ""
     )
 
@@ -248,10 +260,12 @@ def _applied_summary(report: FixReport) -> str:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @with_selector_options
 @click.option("--apply", is_flag=True, help="Write the fixes (default: print them as a diff).")
-@click.option("--unsafe-fixes", is_flag=True,
-              help="Include unsafe fixes, which change behaviour or need review.")  # fmt: skip
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: one per CPU; small runs stay in-process).")  # fmt: skip
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="Include unsafe fixes, which change behaviour or need review.",
+)
+@jobs_option
 @click.option("-q", "--quiet", is_flag=True, help="Print the diff or findings only.")
 def fix_command(
     paths: tuple[Path, ...],
@@ -271,9 +285,7 @@ def fix_command(
     remain after fixing.
     """
     targets = list(paths) or [Path(".")]
-    settings = resolve_settings(
-        targets, config, select, extend_select, ignore, force_exclude
-    )
+    settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
     report = fix_paths(targets, settings, rules=rules, unsafe=unsafe_fixes, apply=apply, jobs=jobs)
     for missing in report.missing:
@@ -293,17 +305,10 @@ def fix_command(
         click.echo(concise_header(diagnostic))
     if not quiet:
         click.echo(f"Fixed {_applied_summary(report)}.")
-        left = len(report.remaining)
-        if left:
-            click.echo(f"{left} finding{'s' if left != 1 else ''} remain (no fix available"
-                       f"{'' if unsafe_fixes else ', or unsafe: see --unsafe-fixes'}).")  # fmt: skip
+        if report.remaining:
+            why = "no fix available" if unsafe_fixes else "no fix, or unsafe: see --unsafe-fixes"
+            click.echo(f"{plural(len(report.remaining), 'finding')} remain ({why}).")
     raise SystemExit(EXIT_FINDINGS if report.remaining or report.errors else EXIT_CLEAN)
-
-
-def _fixable(rule: type[Rule]) -> str:
-    if rule.fix_availability is FixAvailability.NONE or rule.fix_applicability is None:
-        return "-"
-    return rule.fix_applicability.value
 
 
 @main.command("rules")
@@ -317,7 +322,7 @@ def list_rules(output_format: str) -> None:
             {
                 "code": r.code,
                 "name": r.name,
-                "fix": _fixable(r),
+                "fix": fix_label(r),
                 "default": r.default_enabled,
                 "hot_code_only": r.hot_only,
                 "url": r.url(),
@@ -330,7 +335,7 @@ def list_rules(output_format: str) -> None:
     click.echo(f"{'CODE':<7}  {'NAME':<{name_width}}  {'FIX':<6}  DEFAULT")
     for r in rules:
         default = "on" if r.default_enabled else "off"
-        click.echo(f"{r.code:<7}  {r.name:<{name_width}}  {_fixable(r):<6}  {default}")
+        click.echo(f"{r.code:<7}  {r.name:<{name_width}}  {fix_label(r):<6}  {default}")
 
 
 @main.command("rule")
@@ -340,14 +345,4 @@ def show_rule(code: str) -> None:
     rule = get_rule(code)
     if rule is None:
         raise click.BadParameter(f"no rule {code!r}; see `xlalint rules`", param_hint="CODE")
-    click.echo(render_rule_docs(rule))
-
-
-def render_rule_docs(rule: type[Rule]) -> str:
-    fix = {
-        FixAvailability.NONE: "No fix: reported with a hint.",
-        FixAvailability.SOMETIMES: f"Fix ({_fixable(rule)}) is sometimes available.",
-        FixAvailability.ALWAYS: f"Fix ({_fixable(rule)}) is always available.",
-    }[rule.fix_availability]
-    scope = "Reported in hot code only." if rule.hot_only else "Reported anywhere in the file."
-    return f"# {rule.name} ({rule.code})\n\n{fix} {scope}\n\n{rule.docs()}\n"
+    click.echo(rule_page(rule))

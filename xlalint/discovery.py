@@ -92,9 +92,7 @@ def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
     return Discovered(files=sorted(unique, key=lambda p: p.as_posix()), missing=missing)
 
 
-def _excluded_anywhere(
-    path: Path, matches: Callable[[Path, bool, Path], bool], root: Path
-) -> bool:
+def _excluded_anywhere(path: Path, matches: Callable[[Path, bool, Path], bool], root: Path) -> bool:
     """Whether the file, or a folder it sits in, is excluded."""
     if matches(path, False, root):
         return True
@@ -121,7 +119,5 @@ def _walk(
                 continue
             if is_dir:
                 stack.append((path, chain))
-            elif path.suffix in PYTHON_SUFFIXES and (
-                entry.is_file() or entry.is_symlink()
-            ):
+            elif path.suffix in PYTHON_SUFFIXES and (entry.is_file() or entry.is_symlink()):
                 yield path

@@ -6,7 +6,6 @@ edited spans change: every other character (comments, blank lines, line endings)
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Sequence
 
 import libcst as cst

@@ -100,9 +100,7 @@ def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
                         "rules": [_rule(rule) for rule in rules],
                     }
                 },
-                "results": [
-                    _result(d, index.get(d.code, -1)) for d in report.diagnostics
-                ],
+                "results": [_result(d, index.get(d.code, -1)) for d in report.diagnostics],
                 "invocations": [
                     {
                         "executionSuccessful": not report.errors,
