@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.tensors import moves_to_cpu
+from xlalint.context import Kind
+from xlalint.rule import Rule
+
+# Methods that copy a tensor to the host, with whether an unknown receiver in a torch file is
+# presumed a tensor. `.tolist()` is not: numpy arrays have it too, and are common.
+_TRANSFERS = {"cpu": True, "numpy": True, "tolist": False, "to": True}
+
+
+class HostTransferInHotCode(Rule):
+    """
+    ## What it does
+    Flags `.cpu()`, `.numpy()`, `.tolist()` and `.to("cpu")` (also `.to(device="cpu")` and
+    `.to(torch.device("cpu"))`) on device tensors in code that runs every step: loop bodies,
+    `forward`, `*_step` methods and the functions they call. A chain such as
+    `x.detach().cpu().numpy()` is reported once, at the first copy to the host.
+
+    ## Why is this bad?
+    XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
+    the host needs its value, so the pending graph is compiled and executed right there and
+    the result is transferred back: one extra execution and one device-to-host transfer per
+    step, and the step's graph is cut in two. Unlike `.item()`, these copies show up in no
+    `aten::` counter, only in the `TransferFromDeviceTime` metric, so they are easy to miss.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        logits = model(x)
+        loss = criterion(logits, y)
+        loss.backward()
+        optimizer.step()
+        all_preds.extend(logits.argmax(-1).cpu().tolist())
+    ```
+
+    ## Use instead
+    Keep results on the device while the loop runs and copy them once, after it:
+    ```python
+    for x, y in loader:
+        logits = model(x)
+        loss = criterion(logits, y)
+        loss.backward()
+        optimizer.step()
+        all_preds.append(logits.argmax(-1).detach())
+    preds = torch.cat(all_preds).cpu().tolist()
+    ```
+    If the host really needs the value every step (logging), read it in
+    `xm.add_step_closure(...)`, which runs after the step's graph has executed.
+
+    ## Fix safety
+    No fix: where the value goes next decides the right rewrite, so this rule reports with a
+    hint only.
+
+    ## Runtime evidence
+    5 steps of a small model on the XLA CPU device: a `.tolist()` mid-step costs 10
+    executions and 5 device-to-host transfers; keeping the value as a tensor costs 5
+    executions and no transfer, with identical results.
+    """
+
+    code = "XLA102"
+    name = "host-transfer-in-hot-code"
+    message = "`{call}` copies a device tensor to the host every step, forcing a graph execution"
+    hint = "Keep the value on the device and copy it once after the loop, or in xm.add_step_closure"
+    hot_only = True
+    triggers = ("cpu", "numpy", "tolist")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _TRANSFERS:
+            return
+        method = func.attr.value
+        if method == "to":
+            if not moves_to_cpu(node):
+                return
+            spelled = '.to("cpu")'
+        else:
+            spelled = f".{method}()"
+        kind = self.ctx.kind(func.value)
+        # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
+        if kind is Kind.TENSOR or (
+            kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch")
+        ):
+            # From the method name: in a chain split over lines, that is the line to blame.
+            self.report(func.attr, self.message.format(call=spelled), end_node=node)
