@@ -1,0 +1,234 @@
+"""Family 3 (device placement): the fixes the rules record, applied to real text.
+
+Each case lints a snippet with one rule, applies every diagnostic's fix with a small local
+helper (1-based rows and columns, as the diagnostics state them), and checks the exact
+result and that it still parses. Detection itself is covered by fixtures/XLA30*/.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from xlalint.diagnostics import Diagnostic, Edit
+from xlalint.engine import lint_source
+from xlalint.registry import all_rules
+
+
+def lint(code: str, source: str) -> list[Diagnostic]:
+    result = lint_source(textwrap.dedent(source), "snippet.py", [all_rules()[code]])
+    assert result.error is None
+    return result.diagnostics
+
+
+def apply(text: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits, converting 1-based (row, column) to offsets."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(row: int, column: int) -> int:
+        return starts[row - 1] + column - 1
+
+    spans = sorted(
+        ((offset(e.start.row, e.start.column), offset(e.end.row, e.end.column), e.content)
+         for e in edits),
+        reverse=True,
+    )  # fmt: skip
+    for start, end, content in spans:
+        text = text[:start] + content + text[end:]
+    return text
+
+
+def fixed(code: str, source: str) -> tuple[str, set[str]]:
+    """The snippet with every fix of `code` applied, and the imports the fixes require."""
+    text = textwrap.dedent(source)
+    diagnostics = lint(code, text)
+    assert diagnostics, f"{code} found nothing in the snippet"
+    edits = [edit for d in diagnostics if d.fix for edit in d.fix.edits]
+    imports = {i for d in diagnostics if d.fix for i in d.fix.required_imports}
+    result = apply(text, edits)
+    ast.parse(result)
+    return result, imports
+
+
+# -- XLA301 cuda-call ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("x = x.cuda()\n", "x = x.to(torch_xla.device())\n"),
+        (
+            "x = x.cuda(non_blocking=True)\n",
+            "x = x.to(torch_xla.device(), non_blocking=True)\n",
+        ),
+        ("model = model.cuda(args.gpu)\n", "model = model.to(torch_xla.device())\n"),
+        (
+            "x = x.cuda(args.gpu, True)\n",
+            "x = x.to(torch_xla.device(), non_blocking=True)\n",
+        ),
+        ("x = x.cuda(device=0)\n", "x = x.to(device=torch_xla.device())\n"),
+        (
+            "x = x.cuda(0, non_blocking=True)\n",
+            "x = x.to(torch_xla.device(), non_blocking=True)\n",
+        ),
+        (
+            "y = torch.zeros(3).cuda(\n    non_blocking=True,  # async copy\n)\n",
+            "y = torch.zeros(3).to(\n    torch_xla.device(), non_blocking=True,  # async copy\n)\n",
+        ),
+        (
+            "m = Net(\n    width=4,\n).cuda()\n",
+            "m = Net(\n    width=4,\n).to(torch_xla.device())\n",
+        ),
+    ],
+)
+def test_cuda_call_fix(before: str, after: str) -> None:
+    result, imports = fixed("XLA301", "import torch\n" + before)
+    assert result == "import torch\n" + after
+    assert imports == {"import torch_xla"}
+
+
+def test_cuda_call_fix_leaves_the_receiver_to_other_fixes() -> None:
+    # `.half()` inside the receiver is XLA304's to fix: XLA301's edits must not cover it.
+    [diagnostic] = lint("XLA301", "import torch\nmodel = model.half().cuda()\n")
+    assert diagnostic.fix is not None
+    assert all(edit.start.column > len("model = model.half()") for edit in diagnostic.fix.edits)
+
+
+@pytest.mark.parametrize(
+    "source", ["x = x.cuda(**kwargs)\n", "x = x.cuda(memory=1)\n", "nn.Module.cuda(model)\n"]
+)
+def test_cuda_call_without_fix(source: str) -> None:
+    [diagnostic] = lint("XLA301", "import torch\nimport torch.nn as nn\n" + source)
+    assert diagnostic.fix is None
+
+
+# -- XLA302 cuda-device-string -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ('device = torch.device("cuda")\n', "device = torch_xla.device()\n"),
+        ('device = torch.device("cuda", 1)\n', "device = torch_xla.device()\n"),
+        ('d = torch.device(f"cuda:{rank}")\n', "d = torch_xla.device()\n"),
+        (
+            'x = x.to("cuda", non_blocking=True)\n',
+            "x = x.to(torch_xla.device(), non_blocking=True)\n",
+        ),
+        ('x = torch.ones(2, device="cuda:0")\n', "x = torch.ones(2, device=torch_xla.device())\n"),
+        ("device = 'cuda'\n", "device = 'xla'\n"),
+        ('DEVICE = f"cuda:{rank}"\n', 'DEVICE = "xla"\n'),
+        ('def run(device="cuda:1"):\n    pass\n', 'def run(device="xla"):\n    pass\n'),
+        (
+            'parser.add_argument("--device", default="cuda")\n',
+            'parser.add_argument("--device", default="xla")\n',
+        ),
+        ('cfg = {"device": "cuda", "lr": 1}\n', 'cfg = {"device": "xla", "lr": 1}\n'),
+    ],
+)
+def test_cuda_device_string_fix(before: str, after: str) -> None:
+    result, imports = fixed("XLA302", "import torch\n" + before)
+    assert result == "import torch\n" + after
+    assert imports == {"import torch_xla"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'state = torch.load(path, map_location="cuda")\n',
+        'state = torch.load(path, map_location=torch.device("cuda"))\n',
+        'peer = "cuda:0" if rank == 1 else "cuda:1"\ndevice = peer\ndev = peer\n'
+        'x = x.to("cuda:0" if rank == 1 else "cuda:1")\n',
+        'device = args.device or "cuda"\n',
+    ],
+)
+def test_cuda_device_string_without_fix(source: str) -> None:
+    diagnostics = lint("XLA302", "import torch\n" + source)
+    assert diagnostics
+    assert all(d.fix is None for d in diagnostics)
+
+
+# -- XLA303 cuda-api -----------------------------------------------------------------------
+def test_cuda_api_resolves_imports_and_gives_hints() -> None:
+    source = """\
+        import torch
+        import torch.cuda as tc
+        from torch.cuda.amp import GradScaler
+        from torch.amp import autocast
+
+        tc.synchronize()
+        scaler = GradScaler()
+        with autocast("cuda"):
+            pass
+        with autocast("xla"):
+            pass
+        ok = torch.cuda.is_available()
+        """
+    diagnostics = lint("XLA303", source)
+    assert [(d.start.row, d.fix) for d in diagnostics] == [(6, None), (7, None), (8, None)]
+    hints = [d.hint or "" for d in diagnostics]
+    assert "wait_device_ops" in hints[0]
+    assert "scaler" in hints[1]
+    assert 'torch.autocast("xla", dtype=torch.bfloat16)' in hints[2]
+
+
+def test_cuda_api_ignores_a_local_grad_scaler() -> None:
+    source = """\
+        import torch
+
+        class GradScaler:
+            pass
+
+        scaler = GradScaler()
+        """
+    assert lint("XLA303", source) == []
+
+
+# -- XLA304 float16 ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after", "imports"),
+    [
+        ("model = model.half()\n", "model = model.bfloat16()\n", set()),
+        ("x = x.to(torch.float16)\n", "x = x.to(torch.bfloat16)\n", set()),
+        ("dtype = th.half\n", "dtype = th.bfloat16\n", set()),
+        (
+            'with torch.autocast("xla", dtype=torch.float16):\n    pass\n',
+            'with torch.autocast("xla", dtype=torch.bfloat16):\n    pass\n',
+            set(),
+        ),
+        (
+            "from torch import float16 as f16\nx = y.to(f16)\n",
+            "from torch import float16 as f16\nx = y.to(bfloat16)\n",
+            {"from torch import bfloat16"},
+        ),
+        (
+            "m = net.half().to(dtype=torch.half)\n",
+            "m = net.bfloat16().to(dtype=torch.bfloat16)\n",
+            set(),
+        ),
+    ],
+)
+def test_float16_fix(before: str, after: str, imports: set[str]) -> None:
+    result, required = fixed("XLA304", "import torch\nimport torch as th\n" + before)
+    assert result == "import torch\nimport torch as th\n" + after
+    assert required == imports
+
+
+# -- XLA305 device-ladder-without-xla ------------------------------------------------------
+def test_device_ladder_is_reported_once_without_fix() -> None:
+    source = """\
+        import torch
+
+        if torch.cuda.is_available():
+            device = torch.device("cuda")
+        elif torch.backends.mps.is_available():
+            device = torch.device("mps")
+        else:
+            device = torch.device("cpu")
+        """
+    [diagnostic] = lint("XLA305", source)
+    assert (diagnostic.start.row, diagnostic.start.column) == (3, 1)
+    assert (diagnostic.end.row, diagnostic.end.column) == (3, 29)
+    assert diagnostic.fix is None
+    assert diagnostic.hint and "torch_xla.device()" in diagnostic.hint
+    assert "CUDA/MPS/the CPU" in diagnostic.message

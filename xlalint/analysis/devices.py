@@ -1,0 +1,431 @@
+"""Which values are devices, and how code chooses one.
+
+GPU code names its device in a few shapes: `.cuda()`, the strings `"cuda"`/`"cuda:0"`,
+`torch.device("cuda")`, `device="cuda"` arguments, and ladders such as
+`"cuda" if torch.cuda.is_available() else "cpu"`. The device rules (family 3) ask here what
+a string, call or `if` means for the choice of device, so that "is this a CUDA device
+string", "which arguments take a device" and "is this a device ladder" are decided once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from xlalint.analysis.guards import mentions_cuda
+from xlalint.analysis.imports import ImportTable
+
+# Device types torch accepts in a device string.
+DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xla", "xpu", "meta", "hpu", "npu", "mtia"})
+# GPU backends that a port to XLA replaces.
+GPU_TYPES = frozenset({"cuda", "mps"})
+# A device expression whose type is not known statically (`torch.device(args.device)`).
+UNKNOWN = "?"
+
+_DEVICE_STRING = re.compile(r"^([a-z]+)(?::\d+)?$")
+_DEVICE_NAME = re.compile(r"^(dev|device|devices|device_\w+|\w+_device|\w+_dev)$", re.IGNORECASE)
+_NOT_DEVICE_NAMES = frozenset({"device_map", "device_ids", "device_count", "device_id"})
+_XLA_WORD = re.compile(r"xla|tpu", re.IGNORECASE)
+# Conventional aliases of torch_xla modules, recognised even when imported elsewhere.
+_XLA_ALIASES = frozenset({"xm", "xr", "xmp"})
+
+TORCH_DEVICE = "torch.device"
+XLA_DEVICE_CALLS = frozenset(
+    {"torch_xla.device", "torch_xla.torch_xla.device", "torch_xla.core.xla_model.xla_device"}
+)
+# Calls whose first positional argument is a device.
+_DEVICE_FIRST_CALLS = frozenset({"torch.set_default_device", "torch.Generator"})
+
+# `torch.cuda` functions that only ask whether CUDA is there: guards and ladders use them.
+CUDA_PROBES = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.cuda.is_initialized",
+        "torch.backends.cudnn.is_available",
+        "torch.backends.cuda.is_built",
+        "torch.backends.mps.is_available",
+        "torch.backends.mps.is_built",
+    }
+)
+AUTOCAST_CALLS = frozenset(
+    {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
+)
+GRAD_SCALER_CALLS = frozenset(
+    {"torch.GradScaler", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler"}
+)
+CUDA_BACKEND_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
+
+
+# -- device strings ---------------------------------------------------------------------------
+def device_string_type(node: cst.CSTNode) -> str | None:
+    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"` -> `"cuda"`; `"cpu"` -> `"cpu"`; else None.
+
+    Only whole strings count: `"use cuda for speed"` and `"torch.cuda.FloatTensor"` are not
+    device strings."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, str) and (match := _DEVICE_STRING.match(value)):
+            return match[1] if match[1] in DEVICE_TYPES else None
+        return None
+    if isinstance(node, cst.FormattedString):
+        parts = node.parts
+        if (
+            len(parts) == 2
+            and isinstance(parts[0], cst.FormattedStringText)
+            and isinstance(parts[1], cst.FormattedStringExpression)
+            and parts[0].value.endswith(":")
+            and parts[0].value[:-1] in DEVICE_TYPES
+        ):
+            return parts[0].value[:-1]
+    return None
+
+
+def is_cuda_string(node: cst.CSTNode) -> bool:
+    return device_string_type(node) == "cuda"
+
+
+def cuda_strings(value: cst.BaseExpression, imports: ImportTable) -> list[cst.BaseExpression]:
+    """The CUDA device strings an expression may evaluate to, as chosen by this expression.
+
+    Operands of `or` count (`args.device or "cuda"`). Branches of a ternary that tests CUDA
+    (`"cuda" if torch.cuda.is_available() else "cpu"`) or that is a device ladder belong to
+    the guard or the ladder and are left out."""
+    if is_cuda_string(value):
+        return [value]
+    if isinstance(value, cst.IfExp):
+        if mentions_cuda(value.test, imports):
+            return []
+        choice = ifexp_device_choice(value, imports)
+        if choice is not None and choice.is_ladder:
+            return []
+        return [*cuda_strings(value.body, imports), *cuda_strings(value.orelse, imports)]
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+        # `args.device or "cuda"`: the fallback is a choice too.
+        return [*cuda_strings(value.left, imports), *cuda_strings(value.right, imports)]
+    return []
+
+
+def xla_string_source(node: cst.SimpleString | cst.FormattedString) -> str:
+    """`"xla"` spelled with the quotes of `node` (`'cuda:0'` -> `'xla'`)."""
+    if isinstance(node, cst.SimpleString):
+        return f"{node.prefix}{node.quote}xla{node.quote}"
+    return f"{node.end}xla{node.end}"
+
+
+def xla_device_source() -> tuple[str, tuple[str, ...]]:
+    """The expression for the XLA device, and the import it needs."""
+    return "torch_xla.device()", ("import torch_xla",)
+
+
+# -- where a device goes -----------------------------------------------------------------------
+def is_device_name(node: cst.CSTNode) -> bool:
+    """A name or attribute that holds a device: `device`, `self.device`, `DEVICE`,
+    `train_device`, `device_type`; not `device_map` or `device_ids`."""
+    if isinstance(node, cst.Attribute):
+        name = node.attr.value
+    elif isinstance(node, cst.Name):
+        name = node.value
+    else:
+        return False
+    return name.lower() not in _NOT_DEVICE_NAMES and _DEVICE_NAME.match(name) is not None
+
+
+def is_device_option(value: str) -> bool:
+    """An argparse option that holds a device: `"--device"`, `"--train-device"`."""
+    name = value.lstrip("-").replace("-", "_")
+    return bool(name) and name.lower() not in _NOT_DEVICE_NAMES and bool(_DEVICE_NAME.match(name))
+
+
+def keyword_argument(call: cst.Call, keyword: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    return None
+
+
+def positional_argument(call: cst.Call, index: int) -> cst.Arg | None:
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index] if index < len(positional) else None
+
+
+def torch_device_type_argument(call: cst.Call) -> cst.Arg | None:
+    """The type argument of `torch.device("cuda", 0)` / `torch.device(type="cuda")`."""
+    return positional_argument(call, 0) or keyword_argument(call, "type")
+
+
+def device_arguments(call: cst.Call, imports: ImportTable) -> list[cst.Arg]:
+    """Arguments of `call` that take the device to work on: `device=` keywords, the first
+    argument of `.to(...)`, `torch.set_default_device(d)` and `torch.Generator(d)`.
+
+    `torch.device(...)` itself, `map_location=` and the CUDA API calls (`torch.cuda.*`,
+    CUDA autocast, GradScaler) are not included: callers treat them on their own."""
+    qualified = imports.resolve(call.func)
+    if qualified == TORCH_DEVICE or cuda_api_kind(call, imports) is not None:
+        return []
+    found = []
+    if keyword := keyword_argument(call, "device"):
+        found.append(keyword)
+    first_is_device = qualified in _DEVICE_FIRST_CALLS or (
+        isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
+    )
+    if first_is_device and (first := positional_argument(call, 0)):
+        found.append(first)
+    return found
+
+
+# -- CUDA runtime API ------------------------------------------------------------------------
+def cuda_api_kind(call: cst.Call, imports: ImportTable) -> str | None:
+    """What kind of CUDA-only API a call is: "autocast", "scaler", "backend", "runtime", or
+    None (not a CUDA API, or a probe such as `torch.cuda.is_available()`)."""
+    qualified = imports.resolve(call.func)
+    if qualified is None or qualified in CUDA_PROBES:
+        return None
+    if qualified.startswith("torch.cuda.amp."):
+        tail = qualified.rsplit(".", 1)[-1]
+        if tail == "GradScaler":
+            return "scaler"
+        return "autocast" if tail == "autocast" else "runtime"
+    if qualified.startswith("torch.cuda."):
+        return "runtime"
+    if qualified.startswith(CUDA_BACKEND_PREFIXES):
+        return "backend"
+    if qualified in GRAD_SCALER_CALLS:
+        device = positional_argument(call, 0) or keyword_argument(call, "device")
+        if device is not None and isinstance(device.value, cst.SimpleString | cst.FormattedString):
+            return "scaler" if is_cuda_string(device.value) else None
+        return "scaler"  # the default device of torch.amp.GradScaler is "cuda"
+    if qualified in AUTOCAST_CALLS:
+        device = positional_argument(call, 0) or keyword_argument(call, "device_type")
+        if device is not None and is_cuda_string(device.value):
+            return "autocast"
+    return None
+
+
+_CUDA_TENSOR_TYPE = re.compile(r"^torch\.cuda\.[A-Z]\w*Tensor$")
+_TENSOR_TYPE_SETTERS = frozenset({"torch.set_default_tensor_type"})
+
+
+def is_cuda_tensor_type(node: cst.CSTNode, imports: ImportTable) -> bool:
+    """`torch.cuda.FloatTensor` or the string `"torch.cuda.FloatTensor"`."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and _CUDA_TENSOR_TYPE.match(value) is not None
+    if isinstance(node, cst.Attribute | cst.Name):
+        return _CUDA_TENSOR_TYPE.match(imports.resolve(node) or "") is not None
+    return False
+
+
+def converts_to_cuda_tensor_type(call: cst.Call, imports: ImportTable) -> bool:
+    """`x.type(torch.cuda.FloatTensor)`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`:
+    legacy CUDA tensor types used to convert or to set the default."""
+    first = positional_argument(call, 0) or keyword_argument(call, "dtype")
+    if first is None or not is_cuda_tensor_type(first.value, imports):
+        return False
+    func = call.func
+    if imports.resolve(func) in _TENSOR_TYPE_SETTERS:
+        return True
+    return isinstance(func, cst.Attribute) and func.attr.value == "type"
+
+
+# -- device ladders ---------------------------------------------------------------------------
+def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[str] | None:
+    """The device types an expression selects, or None if it is not a device expression.
+
+    `"cuda:0"` -> {cuda}; `torch.device("cpu")` -> {cpu}; `torch_xla.device()` -> {xla};
+    `torch.device(name)` -> {?}; `"cuda" if c else other` -> {cuda, ?}."""
+    if (kind := device_string_type(node)) is not None:
+        return frozenset({kind})
+    if isinstance(node, cst.Call):
+        qualified = imports.resolve(node.func)
+        if qualified in XLA_DEVICE_CALLS:
+            return frozenset({"xla"})
+        if qualified == TORCH_DEVICE:
+            arg = torch_device_type_argument(node)
+            inner = device_types(arg.value, imports) if arg is not None else None
+            return inner or frozenset({UNKNOWN})
+        return None
+    if isinstance(node, cst.IfExp):
+        body = device_types(node.body, imports)
+        orelse = device_types(node.orelse, imports)
+        if body is None and orelse is None:
+            return None
+        return (body or frozenset({UNKNOWN})) | (orelse or frozenset({UNKNOWN}))
+    return None
+
+
+def _leaves(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Names and string pieces under `node` (a plain walk: `m.findall` costs far more)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name | cst.SimpleString | cst.FormattedStringText):
+            yield current
+        else:
+            stack.extend(current.children)
+
+
+def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
+    """Whether a condition asks about CUDA or MPS (`torch.backends.mps.is_available()`)."""
+    for node in _leaves(test):
+        if isinstance(node, cst.Name) and "mps" in node.value.lower():
+            return True
+        if isinstance(node, cst.SimpleString) and device_string_type(node) == "mps":
+            return True
+    return mentions_cuda(test, imports)
+
+
+def mentions_xla(node: cst.CSTNode, imports: ImportTable) -> bool:
+    """Whether code mentions XLA or TPUs: `torch_xla`, `xm.xla_device()`, `xr.`, `"xla"`,
+    `use_tpu`, `PJRT_DEVICE == "TPU"`."""
+    for found in _leaves(node):
+        if isinstance(found, cst.Name):
+            if _XLA_WORD.search(found.value) or found.value in _XLA_ALIASES:
+                return True
+            qualified = imports.resolve(found)
+            if qualified is not None and qualified.startswith("torch_xla"):
+                return True
+        elif isinstance(found, cst.SimpleString):
+            value = found.evaluated_value
+            if isinstance(value, str) and _XLA_WORD.search(value):
+                return True
+        elif isinstance(found, cst.FormattedStringText) and _XLA_WORD.search(found.value):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """An `if` chain or ternary whose branches select devices."""
+
+    node: cst.If | cst.IfExp
+    types: frozenset[str]  # device types the branches select (UNKNOWN where not literal)
+    # A condition asks about CUDA or MPS. Only computed (else False) when the selected types
+    # alone do not decide `is_ladder`: no GPU type selected, or a ternary with one known type.
+    probes_gpu: bool
+    returns: bool  # a branch returns the device (a helper function's ladder)
+
+    @property
+    def is_ladder(self) -> bool:
+        """Chooses a GPU backend against something else: a device ladder.
+
+        `"cuda:0" if rank == 0 else "cuda:1"` chooses between two CUDA devices and is not a
+        ladder; an `if` that sets a CUDA device is one (its alternative is the value before)."""
+        known = self.types - {UNKNOWN}
+        if not (known & GPU_TYPES or self.probes_gpu):
+            return False
+        if isinstance(self.node, cst.IfExp):
+            return len(known) >= 2 or self.probes_gpu
+        return True
+
+
+def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice | None:
+    types = device_types(node, imports)
+    if types is None:
+        return None
+    known = types - {UNKNOWN}
+    # The conditions only matter when the selected types do not settle `is_ladder`.
+    probes = (not known & GPU_TYPES or len(known) < 2) and any(
+        probes_gpu(test, imports) for test in _ifexp_tests(node)
+    )
+    return DeviceChoice(node, types, probes, returns=False)
+
+
+def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
+    """The device choice made by an `if`/`elif`/`else` chain, if any branch assigns or
+    returns a device expression. A nested `if` statement is a choice of its own and is not
+    looked into."""
+    tests: list[cst.BaseExpression] = []
+    blocks: list[cst.CSTNode] = []
+    current = node
+    while True:
+        tests.append(current.test)
+        blocks.append(current.body)
+        orelse = current.orelse
+        if isinstance(orelse, cst.If):
+            current = orelse
+            continue
+        if isinstance(orelse, cst.Else):
+            blocks.append(orelse.body)
+        break
+    types: set[str] = set()
+    returns = False
+    for block in blocks:
+        for value, is_return in _selections(block):
+            selected = device_types(value, imports)
+            if selected:
+                types |= selected
+                returns = returns or is_return
+    if not types:
+        return None
+    # The conditions only matter when no branch selects a GPU device.
+    probes = not types & GPU_TYPES and any(probes_gpu(test, imports) for test in tests)
+    return DeviceChoice(node, frozenset(types), probes, returns)
+
+
+class DeviceChoices:
+    """`if_device_choice`/`ifexp_device_choice` for one file, each node computed once.
+
+    Rules ask about every enclosing `if` of a node; without the memo, nested code would pay
+    for the same analysis once per descendant."""
+
+    def __init__(self, imports: ImportTable) -> None:
+        self.imports = imports
+        # Keyed by id(node); the node is kept so that its id cannot be reused.
+        self._memo: dict[int, tuple[cst.CSTNode, DeviceChoice | None]] = {}
+
+    def of(self, node: cst.If | cst.IfExp) -> DeviceChoice | None:
+        cached = self._memo.get(id(node))
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        if isinstance(node, cst.If):
+            choice = if_device_choice(node, self.imports)
+        else:
+            choice = ifexp_device_choice(node, self.imports)
+        self._memo[id(node)] = (node, choice)
+        return choice
+
+    def is_ladder(self, node: cst.CSTNode) -> bool:
+        if not isinstance(node, cst.If | cst.IfExp):
+            return False
+        choice = self.of(node)
+        return choice is not None and choice.is_ladder
+
+    def in_ladder(self, ancestors: Iterable[cst.CSTNode], *, ternaries: bool = False) -> bool:
+        """Whether any of `ancestors` is an `if` device ladder (or a ternary one)."""
+        kinds = (cst.If, cst.IfExp) if ternaries else (cst.If,)
+        return any(isinstance(a, kinds) and self.is_ladder(a) for a in ancestors)
+
+
+def _ifexp_tests(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(node, cst.IfExp):
+        yield node.test
+        yield from _ifexp_tests(node.body)
+        yield from _ifexp_tests(node.orelse)
+
+
+_BLOCK_TYPES = (
+    cst.BaseSuite,
+    cst.BaseStatement,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+)
+
+
+def _selections(node: cst.CSTNode) -> Iterator[tuple[cst.BaseExpression, bool]]:
+    """Values assigned or returned in a block (not in nested `if`s, functions or classes)."""
+    for child in node.children:
+        if isinstance(child, cst.If | cst.FunctionDef | cst.ClassDef):
+            continue
+        if isinstance(child, cst.Assign | cst.AnnAssign):
+            if child.value is not None:
+                yield child.value, False
+        elif isinstance(child, cst.Return):
+            if child.value is not None:
+                yield child.value, True
+        elif isinstance(child, _BLOCK_TYPES):
+            yield from _selections(child)

@@ -1,0 +1,62 @@
+"""Is a dtype reference a choice, or a check?
+
+`x.to(torch.float16)`, `dtype = torch.float16` and `autocast(dtype=torch.float16)` choose
+float16; `x.dtype == torch.float16`, `dtype in (torch.float16, torch.bfloat16)` and a
+`{"fp16": torch.float16, ...}` lookup table only name it. Precision rules report choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.imports import ImportTable
+
+FLOAT16 = frozenset({"torch.float16", "torch.half"})
+
+# Calls that ask about a dtype rather than use it.
+_QUERY_CALLS = frozenset(
+    {
+        "torch.finfo", "torch.iinfo", "isinstance", "issubclass", "print", "str", "repr",
+        "hash", "id", "type",
+    }
+)  # fmt: skip
+
+
+def is_dtype_choice(
+    node: cst.BaseExpression, ancestors: Iterable[cst.CSTNode], imports: ImportTable
+) -> bool:
+    """Whether a dtype reference is chosen: passed as an argument, assigned, used as a
+    parameter default, returned, or stored under a `"...dtype"` key. Ternary branches and
+    `or`/`and` operands take the position of the whole expression.
+
+    `ancestors` are `node`'s ancestors, innermost first."""
+    chain = iter(ancestors)
+    child: cst.CSTNode = node
+    parent = next(chain, None)
+    while isinstance(parent, cst.IfExp | cst.BooleanOperation):
+        if isinstance(parent, cst.IfExp) and child is parent.test:
+            return False
+        child, parent = parent, next(chain, None)
+    if isinstance(parent, cst.Arg):
+        if parent.value is not child:
+            return False
+        call = next(chain, None)
+        if not isinstance(call, cst.Call):
+            return False
+        callee = imports.resolve(call.func) or get_full_name_for_node(call.func)
+        return callee not in _QUERY_CALLS
+    if isinstance(parent, cst.Assign | cst.AnnAssign | cst.Return):
+        return parent.value is child
+    if isinstance(parent, cst.Param):
+        return parent.default is child
+    if isinstance(parent, cst.DictElement) and parent.value is child:
+        key = parent.key
+        return (
+            isinstance(key, cst.SimpleString)
+            and isinstance(key.evaluated_value, str)
+            and "dtype" in key.evaluated_value
+        )
+    return False

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.devices import xla_device_source
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+
+# `Tensor.cuda(device=None, non_blocking=False, memory_format=...)`; `Module.cuda(device=None)`.
+_KEPT_KEYWORDS = ("non_blocking", "memory_format")
+
+
+class CudaCall(Rule):
+    """
+    ## What it does
+    Flags `.cuda()` calls on tensors and modules, with or without arguments
+    (`.cuda(non_blocking=True)`, `.cuda(args.gpu)`), anywhere in the file except under a
+    CUDA guard such as `if torch.cuda.is_available():`.
+
+    ## Why is this bad?
+    `.cuda()` places the value on a CUDA GPU. A TPU host has none, so the call fails, and
+    nothing in it puts the value on the XLA device where the rest of the port expects it.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    ```
+
+    ## Use instead
+    ```python
+    import torch_xla
+
+    model = Net().to(torch_xla.device())
+    for x, y in loader:
+        x = x.to(torch_xla.device(), non_blocking=True)
+        y = y.to(torch_xla.device(), non_blocking=True)
+    ```
+
+    ## Fix safety
+    Safe. The fix rewrites `.cuda(...)` to `.to(torch_xla.device())`, keeping
+    `non_blocking=` and `memory_format=`, and adds `import torch_xla`. A device index
+    (`.cuda(0)`, `.cuda(args.gpu)`) is dropped: each XLA process owns its device, which
+    `torch_xla.device()` returns. Calls with `*args`/`**kwargs` or other keywords are
+    reported without a fix.
+
+    ## Runtime evidence
+    Not measured by the harness yet. Without a CUDA device, `.cuda()` raises: a RuntimeError
+    (no NVIDIA driver / no CUDA GPUs) with the CUDA build of torch that torch_xla installs,
+    `AssertionError: Torch not compiled with CUDA enabled` with a CPU-only build. The harness
+    will run the script before and after the fix with `PJRT_DEVICE=CPU`: the original fails,
+    the fixed one runs on the XLA device.
+    """
+
+    code = "XLA301"
+    name = "cuda-call"
+    message = "`.cuda()` moves the value to a CUDA GPU, which an XLA host does not have"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    triggers = ("cuda",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return
+        if self.ctx.under_cuda_guard or self.ctx.qualified(func) == "torch.cuda":
+            return
+        self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
+
+    def _to_xla_fix(self, node: cst.Call, func: cst.Attribute) -> NodeFix | None:
+        """Small edits that leave the receiver alone (it may carry fixes of its own):
+        `cuda` -> `to`, and the device argument -> `torch_xla.device()`."""
+        receiver = func.value
+        qualified_receiver = (
+            self.ctx.qualified(receiver) if isinstance(receiver, cst.Name | cst.Attribute) else None
+        )
+        if qualified_receiver is not None and qualified_receiver.startswith("torch."):
+            return None  # `nn.Module.cuda(model)`: the receiver is a class, not the value
+        device, imports = xla_device_source()
+        edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = [(func.attr, "to")]
+        positional = [a for a in node.args if a.keyword is None]
+        keywords = {a.keyword.value: a for a in node.args if a.keyword is not None}
+        if any(a.star for a in node.args) or len(positional) > 2:
+            return None
+        if set(keywords) - {"device", *_KEPT_KEYWORDS}:
+            return None
+        if positional:
+            # `.cuda(0)`, `.cuda(args.gpu, True)`: the second positional is non_blocking.
+            edits.append((positional[0].value, device))
+            if len(positional) == 2:
+                value = self.ctx.module.code_for_node(positional[1].value)
+                edits.append((positional[1].value, f"non_blocking={value}"))
+        elif "device" in keywords:
+            edits.append((keywords["device"].value, device))  # `.to(device=...)` is valid
+        elif node.args:
+            first = node.args[0]
+            assert first.keyword is not None
+            edits.append((first.keyword, f"{device}, {first.keyword.value}"))
+        else:
+            edits.append((node.whitespace_before_args, device))
+        return self.fix(
+            "Move to the XLA device: `.to(torch_xla.device())`", *edits, imports=imports
+        )

@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.devices import (
+    TORCH_DEVICE,
+    cuda_strings,
+    device_arguments,
+    is_cuda_string,
+    is_device_name,
+    is_device_option,
+    keyword_argument,
+    torch_device_type_argument,
+    xla_device_source,
+    xla_string_source,
+)
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+
+_MAP_LOCATION_HINT = (
+    'load to the host with `map_location="cpu"`, then move the model with `.to(torch_xla.device())`'
+)
+
+
+class CudaDeviceString(Rule):
+    """
+    ## What it does
+    Flags the strings `"cuda"` and `"cuda:N"` (and `f"cuda:{rank}"`) where they choose a
+    device: `torch.device("cuda")`, `torch.device("cuda", 0)`, `device="cuda"` arguments,
+    `.to("cuda")`, `torch.set_default_device("cuda")`, `map_location="cuda"`, and values
+    given to a device-like name (`device = "cuda"`, `device = args.device or "cuda"`,
+    `def run(device="cuda")`, `{"device": "cuda"}`,
+    `add_argument("--device", default="cuda")`).
+
+    Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
+    strings, comments and docstrings, strings under a CUDA guard, and the branches of a
+    device ladder such as `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's).
+
+    ## Why is this bad?
+    A TPU host has no CUDA device: every tensor or module sent to `"cuda"` fails to get
+    there, and none of them reaches the XLA device the port is meant to use.
+
+    ## Example
+    ```python
+    device = torch.device("cuda")
+    x = torch.randn(8, 128, device="cuda:0")
+    batch = batch.to("cuda")
+    ```
+
+    ## Use instead
+    ```python
+    import torch_xla
+
+    device = torch_xla.device()
+    x = torch.randn(8, 128, device=torch_xla.device())
+    batch = batch.to(torch_xla.device())
+    ```
+
+    ## Fix safety
+    Safe. `torch.device("cuda", ...)` and a device string passed as an argument become
+    `torch_xla.device()`. A string stored in a variable, default, dict or argparse option
+    becomes the string `"xla"`, so the value stays a string (`torch.device("xla")` and
+    `.to("xla")` are the XLA device) and nothing touches the XLA runtime when the module is
+    imported. Both add `import torch_xla`, which registers the XLA device. A device index is
+    dropped: each XLA process owns its device. `map_location="cuda"` and strings inside a
+    ternary or an `or` are reported without a fix.
+
+    ## Runtime evidence
+    Not measured by the harness yet. Without a CUDA device, allocating on or moving to
+    `"cuda"` raises (RuntimeError with the CUDA build of torch, AssertionError with a
+    CPU-only build), and `torch.load(..., map_location="cuda")` refuses to deserialize. The
+    harness will run the script before and after the fix with `PJRT_DEVICE=CPU`.
+    """
+
+    code = "XLA302"
+    name = "cuda-device-string"
+    message = "`{text}` chooses a CUDA device, which an XLA host does not have"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    triggers = ("cuda",)
+
+    # -- argument positions --------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        imports = self.ctx.imports
+        if self.ctx.qualified(node.func) == TORCH_DEVICE:
+            self._torch_device(node)
+            return
+        for arg in device_arguments(node, imports):
+            self._strings(arg.value, argument=True)
+        if map_location := keyword_argument(node, "map_location"):
+            strings = cuda_strings(map_location.value, imports)
+            if strings and self._may_report():
+                for string in strings:
+                    self.report(string, self._message(string), hint=_MAP_LOCATION_HINT)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
+            self._argparse_default(node)
+
+    def _torch_device(self, node: cst.Call) -> None:
+        arg = torch_device_type_argument(node)
+        if arg is None or not cuda_strings(arg.value, self.ctx.imports):
+            return
+        parent = self.ctx.parent
+        if isinstance(parent, cst.Comparison | cst.ComparisonTarget):
+            return  # `x.device == torch.device("cuda")` checks, it does not choose
+        if not self._may_report():
+            return
+        message = self.message.format(text=self.ctx.module.code_for_node(node))
+        if (
+            isinstance(parent, cst.Arg)
+            and parent.keyword
+            and parent.keyword.value == "map_location"
+        ):
+            self.report(node, message, hint=_MAP_LOCATION_HINT)
+            return
+        fix = None
+        if is_cuda_string(arg.value):
+            device, imports = xla_device_source()
+            fix = self.fix(
+                "Use the XLA device: `torch_xla.device()`", (node, device), imports=imports
+            )
+        self.report(node, message, fix=fix)
+
+    def _argparse_default(self, node: cst.Call) -> None:
+        options = [
+            a.value.evaluated_value
+            for a in node.args
+            if a.keyword is None and isinstance(a.value, cst.SimpleString)
+        ]
+        if not any(isinstance(o, str) and is_device_option(o) for o in options):
+            return
+        if default := keyword_argument(node, "default"):
+            self._strings(default.value, argument=False)
+
+    # -- value positions -----------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(is_device_name(t.target) for t in node.targets):
+            self._strings(node.value, argument=False)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and is_device_name(node.target):
+            self._strings(node.value, argument=False)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.default is not None and is_device_name(node.name):
+            self._strings(node.default, argument=False)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        key = node.key
+        if (
+            isinstance(key, cst.SimpleString)
+            and isinstance(key.evaluated_value, str)
+            and is_device_option(key.evaluated_value)
+        ):
+            self._strings(node.value, argument=False)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self.ctx.function
+        if node.value is not None and function is not None and "device" in function.name.lower():
+            self._strings(node.value, argument=False)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _strings(self, value: cst.BaseExpression, *, argument: bool) -> None:
+        """Report the CUDA strings `value` chooses. An argument is fixed to
+        `torch_xla.device()`, a stored value to `"xla"`; strings in a ternary get no fix."""
+        strings = cuda_strings(value, self.ctx.imports)
+        if not strings or not self._may_report():
+            return
+        for string in strings:
+            fix: NodeFix | None = None
+            if string is value:
+                device, imports = xla_device_source()
+                if argument:
+                    fix = self.fix(
+                        "Use the XLA device: `torch_xla.device()`",
+                        (string, device),
+                        imports=imports,
+                    )
+                elif isinstance(string, cst.SimpleString | cst.FormattedString):
+                    fix = self.fix(
+                        'Use the XLA device: `"xla"`',
+                        (string, xla_string_source(string)),
+                        imports=imports,
+                    )
+            self.report(string, self._message(string), fix=fix)
+
+    def _message(self, string: cst.BaseExpression) -> str:
+        return self.message.format(text=self.ctx.module.code_for_node(string))
+
+    def _may_report(self) -> bool:
+        """Not under a CUDA guard and not inside the branches of an `if` device ladder."""
+        if self.ctx.under_cuda_guard:
+            return False
+        return not self.ctx.device_choices.in_ladder(self.ctx.ancestors())

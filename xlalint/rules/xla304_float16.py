@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.dtypes import FLOAT16, is_dtype_choice
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import Rule
+
+
+class Float16(Rule):
+    """
+    ## What it does
+    Flags float16 choices: `.half()` calls, and `torch.float16`/`torch.half` used as a
+    dtype (call arguments such as `.to(torch.float16)` or `autocast(dtype=torch.float16)`,
+    assignments, parameter defaults, returned values, `{"torch_dtype": torch.float16}`).
+
+    Left alone: checks (`x.dtype == torch.float16`, `dtype in (torch.float16,
+    torch.bfloat16)`), lookup tables of dtypes, `torch.finfo(torch.float16)`, numpy's
+    float16, and anything under a CUDA guard.
+
+    ## Why is this bad?
+    TPUs compute natively in bfloat16 and float32; float16 is not their native
+    reduced-precision type. bfloat16 has float32's exponent range, so it needs no loss
+    scaling, and it is what `torch.autocast("xla")` uses on TPUs. float16 code on a TPU gets
+    neither the native speed nor the range.
+
+    ## Example
+    ```python
+    model = model.half()
+    with torch.autocast("xla", dtype=torch.float16):
+        out = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    model = model.bfloat16()
+    with torch.autocast("xla", dtype=torch.bfloat16):
+        out = model(x)
+    ```
+
+    ## Fix safety
+    Safe for the purpose of the port: `.half()` becomes `.bfloat16()` and `torch.float16`/
+    `torch.half` become `torch.bfloat16` (a name imported from torch becomes `bfloat16`,
+    imported the same way). Both are 16-bit types, but bfloat16 keeps 8 bits of mantissa
+    instead of 11: results differ in the last digits, as between any two precisions.
+
+    ## Runtime evidence
+    Not measured by the harness yet. The harness will time the same model step in
+    float16 and in bfloat16 on the XLA device and compare compile counts and outputs; the
+    speed difference shows on a TPU, not on the `PJRT_DEVICE=CPU` device.
+    """
+
+    code = "XLA304"
+    name = "float16"
+    message = "`{text}` chooses float16; TPUs compute natively in bfloat16"
+    fix_availability = FixAvailability.ALWAYS
+    fix_applicability = Applicability.SAFE
+    triggers = ("half", "float16")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "half"):
+            return
+        qualified = self.ctx.qualified(func) or ""
+        if qualified.startswith("numpy.") or qualified == "torch.half":
+            return  # `np.half(1.0)` builds a numpy scalar
+        if self.ctx.under_cuda_guard:
+            return
+        fix = self.fix("Use bfloat16: `.bfloat16()`", (func.attr, "bfloat16"))
+        self.report(func.attr, self.message.format(text=".half()"), end_node=node, fix=fix)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.ctx.qualified(node) not in FLOAT16 or not self._chosen(node):
+            return
+        fix = self.fix("Use bfloat16: `torch.bfloat16`", (node.attr, "bfloat16"))
+        text = self.ctx.module.code_for_node(node)
+        self.report(node, self.message.format(text=text), fix=fix)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        # `from torch import float16`; attribute parts and import names are not dtype uses
+        # and fail `_chosen`'s position test.
+        if self.ctx.qualified(node) not in FLOAT16 or not self._chosen(node):
+            return
+        fix = self.fix(
+            "Use bfloat16: `bfloat16`", (node, "bfloat16"), imports=("from torch import bfloat16",)
+        )
+        self.report(node, self.message.format(text=node.value), fix=fix)
+
+    def _chosen(self, node: cst.BaseExpression) -> bool:
+        if self.ctx.under_cuda_guard:
+            return False
+        return is_dtype_choice(node, self.ctx.ancestors(), self.ctx.imports)
