@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site
 from xlalint.analysis.imports import ImportTable
@@ -57,6 +59,11 @@ class FileContext:
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
         return self.imports.resolve(node)
+
+    @cached_property
+    def device_choices(self) -> DeviceChoices:
+        """Which `if`s and ternaries choose a device (shared by the device rules)."""
+        return DeviceChoices(self.imports)
 
     def kind(self, node: cst.BaseExpression) -> Kind:
         return self.kinds.of(node)

@@ -65,7 +65,16 @@ class ImportTable:
                 stack.extend(_child_statements(stmt))
 
     def resolve(self, node: cst.CSTNode) -> str | None:
-        """The qualified name of a Name/Attribute chain whose head is an import, else None."""
+        """The qualified name of a Name/Attribute chain whose head is an import, else None.
+
+        Only plain chains resolve: `torch.zeros(3).view` and `xs[0].cpu` are not names
+        (libcst's `get_full_name_for_node` would spell them `torch.zeros.view`, `xs.cpu`).
+        """
+        head_node = node
+        while isinstance(head_node, cst.Attribute):
+            head_node = head_node.value
+        if not isinstance(head_node, cst.Name):
+            return None
         dotted = get_full_name_for_node(node)
         if dotted is None:
             return None

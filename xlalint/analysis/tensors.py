@@ -22,7 +22,9 @@ from xlalint.analysis.imports import ImportTable
 
 class Kind(enum.Enum):
     TENSOR = "tensor"  # a tensor, presumed on the device
-    HOST = "host"  # certainly not a device tensor: numbers, strings, shapes, numpy, host copies
+    # certainly not a device tensor: numbers, strings, shapes, numpy, host copies, and CPU
+    # tensors made without a device (`torch.rand(1)`)
+    HOST = "host"
     MODULE = "module"  # an nn.Module (calling it yields tensors)
     ITERABLE = "iterable"  # iterating yields tensors: loaders, parameters(), timesteps
     UNKNOWN = "unknown"
@@ -42,19 +44,35 @@ HOST_METHODS = frozenset(
         "is_complex", "is_pinned", "is_shared", "type", "__len__", "has_names", "untyped_storage",
     }
 )  # fmt: skip
+# Attributes that hold tensors whatever they hang off: parameters and their gradients.
+PARAMETER_ATTRIBUTES = frozenset({"grad", "weight", "bias"})
 # Methods that copy a device tensor to the host (the syncs themselves).
 TO_HOST_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 
 # torch functions that do not return tensors.
 _TORCH_NON_TENSOR = re.compile(
     r"^torch\.("
-    r"is_\w+|device|Size|dtype|finfo|iinfo|get_\w+|set_\w+|manual_seed|seed|initial_seed|"
+    r"is_\w+|equal|allclose|numel|typename|"
+    r"device|Size|dtype|finfo|iinfo|get_\w+|set_\w+|manual_seed|seed|initial_seed|"
     r"no_grad|enable_grad|inference_mode|autocast|compile|save|load|use_deterministic_algorithms|"
     r"cuda|backends|distributed|utils|optim|jit|onnx|hub|profiler|autograd|amp|mps|xpu|"
     r"testing|export|fx|library|overrides|multiprocessing|random"
     r")(\.|$)"
 )
 _TORCH_TENSOR_NAMESPACES = re.compile(r"^torch\.(nn\.functional|linalg|fft|special|nn\.init)\.")
+# torch factories that build a tensor from sizes or Python data: on the host (a CPU tensor,
+# like a numpy array) unless given a device. `torch.rand(1) < p` in a transform is no sync.
+_TORCH_FACTORIES = re.compile(
+    r"^torch\.(tensor|zeros|ones|empty|full|rand|randn|randint|randperm|arange|linspace|"
+    r"logspace|eye|[A-Z]\w*Tensor)$"
+)
+_DTYPE_NAMES = frozenset(
+    {
+        "float", "float16", "float32", "float64", "bfloat16", "half", "double", "int", "int8",
+        "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128",
+        "cfloat", "cdouble",
+    }
+)  # fmt: skip
 _NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
 
 # Callees whose call produces tensors (models and losses), by spelling.
@@ -68,6 +86,14 @@ _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.I
 _INDEX_NAME = re.compile(
     r"^(i|j|k|n|idx|index|step|epoch|it|iteration|global_step|batch_idx|batch_index|\w+_idx|"
     r"\w+_id|\w+_step|num_\w+|\w+_size)$"
+)
+# Parameters whose names say they hold a Python flag or size (`use_cache`, `return_dict`,
+# `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`), not a tensor: per-step
+# functions take tensors by default, and these would otherwise read as tensors.
+_HOST_PARAM_NAME = re.compile(
+    r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
+    r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
+    r"max_\w+|min_\w+|count|\w+_count)$"
 )
 _TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|__call__|compute_loss|loss)$")
 # Module methods that return the module itself.
@@ -131,17 +157,24 @@ class TensorKinds:
                 return Kind.TENSOR
             if tail in {"int", "float", "bool", "str", "bytes"}:
                 return Kind.HOST
-        if param.default is not None:
-            return Kind.HOST if _is_literal(param.default) else Kind.UNKNOWN
-        if _INDEX_NAME.match(param.name.value):
+        default = param.default
+        optional = isinstance(default, cst.Name) and default.value == "None"
+        if default is not None and not optional:
+            return Kind.HOST if _is_literal(default) else Kind.UNKNOWN
+        if _INDEX_NAME.match(param.name.value) or _HOST_PARAM_NAME.match(param.name.value):
             return Kind.HOST
+        # `forward(self, x, mask=None)`: an optional tensor is still a tensor when given.
         return Kind.TENSOR if tensor_params else Kind.UNKNOWN
 
     # -- bindings -------------------------------------------------------------------------
     def bind(self, target: cst.BaseExpression, kind: Kind) -> None:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
-            self._frames[-1][target.value] = kind
+            frame = self._frames[-1]
+            # A name keeps what it is known to hold when reassigned from something opaque:
+            # `latents = scheduler.step(noise, t, latents)` still holds a tensor.
+            if kind is not Kind.UNKNOWN or frame.get(target.value) in (None, Kind.UNKNOWN):
+                frame[target.value] = kind
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -270,6 +303,8 @@ class TensorKinds:
         base = self.of(node.value)
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
+        if base is not Kind.HOST and attr in PARAMETER_ATTRIBUTES:
+            return Kind.TENSOR  # `model.fc.weight`, `p.grad`
         if base is Kind.MODULE:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
@@ -289,6 +324,8 @@ class TensorKinds:
                 return Kind.HOST
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
+            if self._attribute(func) is Kind.MODULE:
+                return Kind.TENSOR  # `self.proj(x)` with `self.proj = nn.Linear(...)`
             method = func.attr.value
             receiver = self.of(func.value)
             if receiver is Kind.TENSOR:
@@ -306,10 +343,31 @@ class TensorKinds:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
             if receiver is Kind.HOST:
+                if method == "cuda" or (method == "to" and self._moves_to_device(node)):
+                    return Kind.TENSOR  # a host tensor moved to the device
+                return Kind.HOST
+            if method in TO_HOST_METHODS or (method == "to" and moves_to_cpu(node)):
+                # Whatever the receiver was, a copy to the host lives on the host: the
+                # `.numpy()` of `out.cpu().numpy()` reads no device tensor.
                 return Kind.HOST
             if isinstance(func.value, cst.Name) and func.value.value == "self":
                 return Kind.TENSOR if _MODEL_NAME.search(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    def _moves_to_device(self, call: cst.Call) -> bool:
+        """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`."""
+        if moves_to_cpu(call):
+            return False
+        for arg in call.args:
+            if _is_keyword(arg, "device"):
+                return True
+            if arg.keyword is None and not arg.star:
+                qualified = self.imports.resolve(arg.value) or ""
+                spelled = get_full_name_for_node(arg.value) or ""
+                return not (
+                    qualified.rsplit(".", 1)[-1] in _DTYPE_NAMES or spelled.endswith("dtype")
+                )
+        return False
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
         if qualified.startswith(("numpy.", "math.", "random.", "time.", "os.")):
@@ -322,9 +380,18 @@ class TensorKinds:
             return Kind.ITERABLE
         if _TORCH_TENSOR_NAMESPACES.match(qualified):
             return Kind.TENSOR
+        if qualified == "torch.from_numpy" or (
+            _TORCH_FACTORIES.match(qualified)
+            and (moves_to_cpu(node) or not any(_is_keyword(a, "device") for a in node.args))
+        ):
+            return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+
+def _is_keyword(arg: cst.Arg, name: str) -> bool:
+    return arg.keyword is not None and arg.keyword.value == name
 
 
 def _is_literal(node: cst.CSTNode) -> bool:
