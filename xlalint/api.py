@@ -24,7 +24,7 @@ from xlalint.diagnostics import Diagnostic, FileError, FileResult
 from xlalint.discovery import discover
 from xlalint.engine import lint_source
 from xlalint.fixer import FixOutcome, fix_text
-from xlalint.registry import all_rules, expand, select_rules
+from xlalint.registry import expand, select_rules
 from xlalint.rule import Rule
 from xlalint.sources import SourceError, read_source
 from xlalint.writer import WriteError, write_atomic
@@ -33,7 +33,9 @@ from xlalint.writer import WriteError, write_atomic
 PARALLEL_THRESHOLD = 16
 RECURSION_LIMIT = 10_000
 
-Job = tuple[str, tuple[str, ...], tuple[str, ...], bool]
+# The rule classes themselves travel (pickled by reference), so that rules passed in by the
+# caller need not be registered.
+Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool]
 T = TypeVar("T")
 
 
@@ -67,22 +69,25 @@ def enabled_rules(settings: Settings) -> list[type[Rule]]:
 
 
 @cache
-def _ignore_spec(pattern: str) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+def _ignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
 def ignored_codes_for(path: Path, settings: Settings) -> set[str]:
-    """Codes that `per-file-ignores` switches off for `path`."""
+    """Codes that `per-file-ignores` switches off for `path`.
+
+    Patterns use gitignore syntax relative to the config's folder, as `exclude` does: an
+    unanchored `__init__.py` matches at any depth, an anchored `/scripts/*.py` only there.
+    """
     if not settings.per_file_ignores:
         return set()
     try:
         relative = path.resolve().relative_to(settings.root.resolve()).as_posix()
     except ValueError:
-        relative = path.as_posix()
+        relative = path.name  # outside the project: only unanchored patterns can apply
     codes: set[str] = set()
     for pattern, selectors in settings.per_file_ignores.items():
-        spec = _ignore_spec(pattern)
-        if spec.match_file(relative) or spec.match_file(path.name):
+        if _ignore_spec(pattern).match_file(relative):
             codes.update(code for selector in selectors for code in expand(selector))
     return codes
 
@@ -128,13 +133,13 @@ def _raise_recursion_limit() -> None:
 
 
 def _lint_job(job: Job) -> FileResult:
-    path, codes, hot_functions, _ = job
-    return lint_file(Path(path), [all_rules()[code] for code in codes], hot_functions)
+    path, rules, hot_functions, _ = job
+    return lint_file(Path(path), rules, hot_functions)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
-    path, codes, hot_functions, unsafe = job
-    return fix_file(Path(path), [all_rules()[code] for code in codes], hot_functions, unsafe)
+    path, rules, hot_functions, unsafe = job
+    return fix_file(Path(path), rules, hot_functions, unsafe)
 
 
 def default_jobs() -> int:
@@ -157,11 +162,11 @@ def _run(worker: Callable[[Job], T], jobs: list[Job], processes: int) -> list[T]
 def _jobs(
     files: Iterable[Path], rules: Sequence[type[Rule]], settings: Settings, unsafe: bool
 ) -> list[Job]:
-    codes = tuple(rule.code for rule in rules)
+    every = tuple(rules)
     jobs = []
     for path in files:
         ignored = ignored_codes_for(path, settings)
-        kept = tuple(code for code in codes if code not in ignored) if ignored else codes
+        kept = tuple(rule for rule in every if rule.code not in ignored) if ignored else every
         jobs.append((str(path), kept, settings.hot_functions, unsafe))
     return jobs
 
@@ -179,6 +184,15 @@ def check_paths(
     work = _jobs(found.files, rules, settings, unsafe=False)
     results = _run(_lint_job, work, jobs or default_jobs())
     return CheckReport(results=results, missing=found.missing)
+
+
+def _encoded(outcome: FixOutcome) -> bytes:
+    try:
+        return outcome.encoded()
+    except UnicodeEncodeError as error:
+        raise WriteError(
+            f"the fixed text has characters {error.encoding} cannot encode; not written"
+        ) from None
 
 
 def fix_paths(
@@ -202,7 +216,7 @@ def fix_paths(
         report.outcomes.append(item)
         if apply and item.changed:
             try:
-                write_atomic(Path(item.filename), item.original.raw, item.encoded())
+                write_atomic(Path(item.filename), item.original.raw, _encoded(item))
             except WriteError as error:
                 report.errors.append(FileError(item.filename, str(error)))
                 # Nothing was written: report the file as it is.

@@ -17,7 +17,7 @@ import click
 from xlalint import __version__
 from xlalint.api import CheckReport, FixReport, check_paths, enabled_rules, fix_paths
 from xlalint.config import ConfigError, Settings, find_settings, load_config_file
-from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.diagnostics import Applicability, FileError
 from xlalint.docgen import fix_label, rule_page
 from xlalint.registry import all_rules, get_rule, validate_selectors
 from xlalint.report import FORMATS, HUMAN_FORMATS
@@ -110,14 +110,13 @@ def summary(report: CheckReport) -> str:
 
 def statistics(report: CheckReport, output_format: str) -> str:
     counts = Counter(d.code for d in report.diagnostics)
-    rules = all_rules()
+    names = {d.code: d.name for d in report.diagnostics}
+    # `[*]` means what it means in the other outputs: `xlalint fix --apply` fixes some.
+    safe = {
+        d.code for d in report.diagnostics if d.fix and d.fix.applicability is Applicability.SAFE
+    }
     rows = [
-        {
-            "code": code,
-            "name": rules[code].name,
-            "count": count,
-            "fixable": rules[code].fix_availability is not FixAvailability.NONE,
-        }
+        {"code": code, "name": names[code], "count": count, "fixable": code in safe}
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
     if output_format == "json":
@@ -205,11 +204,13 @@ def check(
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
     fixed = 0
+    fix_errors: list[FileError] = []
     if fix:
         fixes = fix_paths(
             targets, settings, rules=rules, unsafe=unsafe_fixes, apply=True, jobs=jobs
         )
         fixed = sum(sum(o.applied.values()) for o in fixes.outcomes)
+        fix_errors = fixes.errors
         _echo_fix_problems(fixes)
     report = check_paths(targets, settings, rules=rules, jobs=jobs)
 
@@ -217,6 +218,9 @@ def check(
         click.echo(f"error: {missing}: no such file or directory", err=True)
     for error in report.errors:
         click.echo(f"error: {error.filename}: {error.reason}", err=True)
+    for error in fix_errors:
+        if error not in report.errors:  # not linting errors, but e.g. a read-only file
+            click.echo(f"error: {error.filename}: {error.reason}", err=True)
 
     if show_statistics:
         click.echo(statistics(report, output_format), nl=False)

@@ -1,13 +1,16 @@
 """One file in, diagnostics out.
 
 The work is ordered from cheap to costly so that most files pay little: a text prefilter
-drops rules whose trigger strings the file lacks (and the parse, if none remain); libcst
-parses once; one walk runs every remaining rule with a shared context; positions and noqa
-comments are resolved only when a finding needs them.
+drops rules whose trigger strings the file lacks (if none remain, CPython's cheaper parser
+only checks the syntax); libcst parses once; one walk runs every remaining rule with a
+shared context; positions and noqa comments are resolved only when a finding needs them.
 """
 
 from __future__ import annotations
 
+import ast
+import sys
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
@@ -78,7 +81,12 @@ def lint_source(
 ) -> FileResult:
     """Lint one file's decoded text with the given rule classes."""
     active = rules_for_text(text, rules)
-    if not active:
+    verdict = cpython_verdict(text, filename)
+    if verdict is TOO_DEEP:
+        reason = "too deeply nested to analyse safely (Python's own parser refuses it too)"
+        return FileResult(filename, error=FileError(filename, reason))
+    if not active and verdict is None:
+        # No rule can flag this file and CPython vouches for its syntax: skip libcst.
         return FileResult(filename)
     try:
         module = cst.parse_module(text)
@@ -87,6 +95,8 @@ def lint_source(
         return FileResult(filename, error=FileError(filename, reason))
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to parse"))
+    if not active:
+        return FileResult(filename)
 
     ctx = FileContext(module, filename, hot_functions)
     instances = [rule(ctx) for rule in active]
@@ -105,6 +115,37 @@ def lint_source(
     if not pending:
         return FileResult(filename)
     return FileResult(filename, _to_diagnostics(module, text, filename, pending))
+
+
+TOO_DEEP = "too deep"
+# CPython's default recursion limit: at it, CPython rejects expressions nested deeper than
+# libcst's native parser can survive (it overflows the C stack, killing the process, from
+# about 1,500 nested brackets or a chain of ~10,000 `+`). Checking at a raised limit would
+# let such files through to libcst.
+_CPYTHON_CHECK_LIMIT = 1000
+_TOO_DEEP_MESSAGES = ("too many nested parentheses", "too many levels of indentation")
+
+
+def cpython_verdict(text: str, filename: str) -> str | None:
+    """None if CPython parses `text`; TOO_DEEP if it is nested beyond what is safe to hand
+    to libcst; otherwise CPython's syntax error message (libcst's grammar may be newer than
+    this interpreter's, so libcst has the last word on those)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(min(limit, _CPYTHON_CHECK_LIMIT))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. SyntaxWarning for invalid escapes
+            compile(text, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return TOO_DEEP
+    except SyntaxError as error:
+        message = str(error.msg)
+        return TOO_DEEP if message.startswith(_TOO_DEEP_MESSAGES) else message
+    except ValueError as error:
+        return str(error)
+    finally:
+        sys.setrecursionlimit(limit)
+    return None
 
 
 def _to_diagnostics(

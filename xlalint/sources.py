@@ -30,20 +30,29 @@ def decode(raw: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as error:
+        # Also raised for a file without a declaration whose first lines are not UTF-8.
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise SourceError(_not_valid("utf-8", raw, bad)) from None
         raise SourceError(f"bad coding declaration: {error.msg}") from None
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise SourceError(
-            f"not valid {encoding} (byte 0x{raw[error.start]:02x} on line {line}); "
-            "add a coding declaration or re-save the file as UTF-8"
-        ) from None
+        raise SourceError(_not_valid(encoding, raw, error)) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r} in coding declaration") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return Source(text=text, raw=raw, encoding=encoding)
+
+
+def _not_valid(encoding: str, raw: bytes, error: UnicodeDecodeError) -> str:
+    line = raw[: error.start].count(b"\n") + 1
+    return (
+        f"not valid {encoding} (byte 0x{raw[error.start]:02x} on line {line}); "
+        "add a coding declaration or re-save the file as UTF-8"
+    )
 
 
 def read_source(path: Path) -> Source:

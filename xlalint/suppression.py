@@ -18,10 +18,10 @@ import tokenize
 from dataclasses import dataclass, field
 
 _NOQA = re.compile(
-    r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
+    r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 _FILE_NOQA = re.compile(
-    r"^#\s*xlalint\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$",
+    r"^#\s*xlalint\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$",
     re.IGNORECASE,
 )
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from xlalint.edits import split_lines
 from xlalint.fixer import FixOutcome
 
 
@@ -14,14 +15,14 @@ def render_diff(outcomes: Iterable[FixOutcome]) -> str:
         if not outcome.changed:
             continue
         name = outcome.filename
-        chunks.extend(
-            difflib.unified_diff(
-                outcome.original.text.splitlines(keepends=True),
-                outcome.text.splitlines(keepends=True),
-                fromfile=f"a/{name}",
-                tofile=f"b/{name}",
-            )
-        )
-        if chunks and not chunks[-1].endswith("\n"):
-            chunks.append("\n\\ No newline at end of file\n")
+        for line in difflib.unified_diff(
+            split_lines(outcome.original.text),
+            split_lines(outcome.text),
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+        ):
+            chunks.append(line)
+            # Either side's last line may lack a newline; each such line gets the marker.
+            if not line.endswith(("\n", "\r")):
+                chunks.append("\n\\ No newline at end of file\n")
     return "".join(chunks)

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from xlalint import __version__
 from xlalint.api import CheckReport
@@ -24,7 +25,7 @@ def _uri(filename: str) -> str:
     path = Path(filename)
     if path.is_absolute():
         return path.as_uri()
-    return path.as_posix()
+    return quote(path.as_posix())  # a relative URI reference: spaces, `%`, `#` escaped
 
 
 def _region(start: Location, end: Location) -> dict[str, int]:

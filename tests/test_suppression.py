@@ -1,0 +1,232 @@
+"""`# noqa` and `# xlalint: noqa`, with ruff's semantics.
+
+Each snippet is linted with XLA101 only; `.item()` on a value in a loop of a file that
+imports torch is a finding, so the lines that still report show what a comment suppressed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent, indent
+
+import pytest
+from conftest import BAD, SELECT, run_cli, write
+
+from xlalint.engine import lint_source
+from xlalint.registry import all_rules
+from xlalint.suppression import parse_suppressions
+
+HEADER = "import torch\n\nfor x in loader:\n"  # the loop body starts on line 4
+
+
+def reported_rows(body: str) -> list[int]:
+    """Rows of XLA101 findings in HEADER + `body`, indented into the loop."""
+    text = HEADER + indent(dedent(body), "    ")
+    result = lint_source(text, "t.py", [all_rules()["XLA101"]])
+    assert result.error is None, result.error
+    return [d.start.row for d in result.diagnostics]
+
+
+def test_unsuppressed_baseline() -> None:
+    assert reported_rows("    a = x.item()\n    b = x.item()\n") == [4, 5]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# noqa",
+        "#noqa",
+        "# NOQA",
+        "# noqa: XLA101",
+        "# noqa:XLA101",
+        "# noqa:   XLA101",
+        "# noqa: xla101",
+        "# noqa: XLA101,XLA104",
+        "# noqa: XLA104, XLA101",
+        "# noqa: XLA104 XLA101",
+        "# noqa: XLA104,XLA101 because the loop runs once",
+        "# type: ignore  # noqa: XLA101",
+        "# some words # noqa",
+    ],
+)
+def test_noqa_on_the_line_suppresses(comment: str) -> None:
+    assert reported_rows(f"    a = x.item()  {comment}\n    b = x.item()\n") == [5]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# noqa: XLA104",
+        "# noqa:XLA102,XLA104",
+        "# noqa:   XLA104",  # not a blanket noqa because of the spaces
+        "# noqa: XLA1",  # prefixes are not codes
+        "# noqa: XLA1010",
+        "# no qa",
+        "# xlalint: noqa",  # a file-level directive counts only on a line of its own
+    ],
+)
+def test_noqa_for_other_codes_does_not_suppress(comment: str) -> None:
+    assert reported_rows(f"    a = x.item()  {comment}\n") == [4]
+
+
+def test_noqa_on_another_line_does_not_suppress() -> None:
+    body = """\
+        # noqa
+        a = x.item()
+        b = 1  # noqa
+    """
+    assert reported_rows(body) == [5]
+
+
+def test_noqa_inside_a_string_does_not_suppress() -> None:
+    body = """\
+        a = x.item() if "# noqa" else 0
+        b = f"{x.item()} # noqa"
+        c = [x.item(), '# noqa: XLA101']
+        d = x.item()  # "# noqa" inside a comment is still a comment
+    """
+    assert reported_rows(body) == [4, 5, 6]
+
+
+def test_multiline_string_takes_the_noqa_at_its_end() -> None:
+    body = '''\
+        a = """
+        {}
+        """.format(x.item())  # noqa
+        b = f"""
+        {x.item()}
+        """  # noqa: XLA101
+        c = f"""
+        {x.item()}
+        """
+        d = f"""
+        {x.item()}  # noqa
+        """
+        e = f"""  # noqa
+        {x.item()}
+        """
+    '''
+    # b's finding (line 8) is silenced from line 9; d's "comment" is string text; e's is too.
+    assert reported_rows(body) == [11, 14, 17]
+
+
+def test_backslash_continuation_takes_the_noqa_at_its_last_line() -> None:
+    body = """\
+        a = x.item() + \\
+            1  # noqa
+        b = x.item() + \\
+            1 + \\
+            2  # noqa: XLA101
+        c = x.item() + \\
+            1
+        d = x.item() + \\
+            1  # noqa: XLA104
+        e = x.item() + 1  # noqa
+    """
+    assert reported_rows(body) == [9, 11]
+
+
+def test_noqa_reaches_no_further_than_its_logical_line() -> None:
+    body = """\
+        a = (x.item()  # noqa
+             + 1)
+        b = x.item() + \\
+            1
+        c = 2  # noqa
+    """
+    assert reported_rows(body) == [6]
+
+
+def test_parenthesized_call_needs_the_noqa_on_the_findings_line() -> None:
+    body = """\
+        total = add(x.item(),
+                    1)  # noqa
+        total = add(
+            x.item(),
+        )  # noqa
+        total = add(x.item(),  # noqa
+                    1)
+        total = add(
+            x.item(),  # noqa: XLA101
+        )
+    """
+    assert reported_rows(body) == [4, 7]
+
+
+def test_noqa_on_a_loop_line_does_not_cover_the_body() -> None:
+    text = "import torch\n\nfor x in loader:  # noqa\n    a = x.item()\n"
+    result = lint_source(text, "t.py", [all_rules()["XLA101"]])
+    assert [d.start.row for d in result.diagnostics] == [4]
+
+
+# -- file level ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "directive",
+    [
+        "# xlalint: noqa",
+        "#xlalint:noqa",
+        "# XLALINT: NOQA",
+        "# xlalint: noqa: XLA101",
+        "# xlalint: noqa: xla101",
+        "# xlalint: noqa: XLA104, XLA101",
+        "# xlalint: noqa: XLA104 XLA101",
+        "    # xlalint: noqa",  # indented, still a line of its own
+    ],
+)
+def test_file_level_noqa(directive: str) -> None:
+    text = HEADER + "    a = x.item()\n    b = x.item()\n"
+    for placed in (directive + "\n" + text, text + directive + "\n"):
+        result = lint_source(placed, "t.py", [all_rules()["XLA101"]])
+        assert result.diagnostics == [], placed
+
+
+@pytest.mark.parametrize(
+    "directive",
+    [
+        "# xlalint: noqa: XLA104",
+        "# xlalint: noqa: XLA1",  # full codes only, as in ruff
+        "# ruff: noqa",
+        "# flake8: noqa: XLA104",
+        "x = 1  # xlalint: noqa",  # not on a line of its own
+        '"""\n# xlalint: noqa\n"""',  # inside a string
+    ],
+)
+def test_not_a_file_level_noqa(directive: str) -> None:
+    text = HEADER + "    a = x.item()\n"
+    placed = directive + "\n" + text
+    result = lint_source(placed, "t.py", [all_rules()["XLA101"]])
+    assert len(result.diagnostics) == 1, placed
+
+
+def test_parse_suppressions_records_file_and_line_codes() -> None:
+    text = "# xlalint: noqa: XLA301\nx = 1  # noqa: XLA101, xla104\ny = 2  # noqa\n"
+    suppressions = parse_suppressions(text)
+    assert suppressions.file_codes == {"XLA301"}
+    assert suppressions.line_codes == {2: {"XLA101", "XLA104"}, 3: None}
+    assert suppressions.suppresses("XLA301", 10)
+    assert suppressions.suppresses("XLA104", 2)
+    assert not suppressions.suppresses("XLA102", 2)
+    assert suppressions.suppresses("XLA999", 3)
+    assert not suppressions.suppresses("XLA101", 1)
+
+
+# -- through the command line ----------------------------------------------------------------
+
+
+def test_noqa_through_the_cli_and_json_noqa_row(project: Path) -> None:
+    suppressed = BAD.replace("loss.item()", "loss.item()  # noqa: XLA101")
+    in_string = HEADER + '    a = f"""\n    {x.item()}\n    """\n'
+    write(project, {"suppressed.py": suppressed, "string.py": in_string, "bad.py": BAD})
+    run = run_cli("check", *SELECT, "--output-format", "json", ".")
+    assert run.exit_code == 1
+    rows = {(d["filename"], d["location"]["row"], d["noqa_row"]) for d in run.json()}
+    # A finding inside a multi-line string tells where its noqa must go: the string's end.
+    assert rows == {("bad.py", 8, 8), ("string.py", 5, 6)}
+
+
+def test_file_level_noqa_through_the_cli(project: Path) -> None:
+    write(project, {"a.py": "# xlalint: noqa\n" + BAD, "b.py": "# xlalint: noqa: XLA101\n" + BAD})
+    run = run_cli("check", *SELECT, ".")
+    assert (run.exit_code, run.stdout) == (0, "All checks passed!\n")
