@@ -6,6 +6,7 @@ edited spans change: every other character (comments, blank lines, line endings)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 import libcst as cst
@@ -13,15 +14,22 @@ import libcst as cst
 from xlalint.analysis.imports import ImportTable
 from xlalint.diagnostics import Edit, Location
 
+# Where Python (and libcst) break lines; unlike str.splitlines, not at form feeds, \x1c-\x1e,
+# \x85 or \u2028, which may sit inside comments and strings.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """`text`'s lines with their endings, broken only where Python breaks lines."""
+    return _LINE.findall(text)
+
 
 class _Offsets:
     """Converts (row, column) locations to string offsets."""
 
     def __init__(self, text: str) -> None:
-        self._starts = [0]
-        for index, char in enumerate(text):
-            if char == "\n":
-                self._starts.append(index + 1)
+        self._starts = [0] + [match.end() for match in LINE_BREAK.finditer(text)]
         self._length = len(text)
 
     def __call__(self, location: Location) -> int:
@@ -32,7 +40,10 @@ class _Offsets:
 def newline_of(text: str) -> str:
     """The file's line ending, so inserted lines match it."""
     crlf = text.count("\r\n")
-    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+    lf, cr = text.count("\n") - crlf, text.count("\r") - crlf
+    if cr > max(crlf, lf):
+        return "\r"  # old Mac line endings, which Python still reads
+    return "\r\n" if crlf and crlf >= lf else "\n"
 
 
 def _with_newline(content: str, newline: str) -> str:
@@ -97,7 +108,7 @@ def add_imports(text: str, statements: Iterable[str]) -> str:
         return text
     row = _insertion_row(module)
     newline = newline_of(text)
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     if lines and row >= len(lines) and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += newline
     block = "".join(statement + newline for statement in missing)
@@ -110,7 +121,7 @@ def _insertion_row(module: cst.Module) -> int:
     (and a leading docstring), else after the file's header comments."""
     position = row = len(module.header)
     for index, statement in enumerate(module.body):
-        height = module.code_for_node(statement).count("\n")
+        height = len(LINE_BREAK.findall(module.code_for_node(statement)))
         if _is_import(statement) or (index == 0 and _is_docstring(statement)):
             row = position + height
         else:

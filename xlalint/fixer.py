@@ -57,12 +57,17 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _choose(text: str, diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[Diagnostic]:
+def _choose(
+    text: str,
+    diagnostics: Sequence[Diagnostic],
+    unsafe: bool,
+    rejected: Sequence[Diagnostic] = (),
+) -> list[Diagnostic]:
     """Fixable findings whose edits overlap no earlier chosen fix, in source order."""
     chosen: list[Diagnostic] = []
     taken: list[tuple[int, int]] = []
     for diagnostic in diagnostics:
-        if not allowed(diagnostic.fix, unsafe):
+        if not allowed(diagnostic.fix, unsafe) or diagnostic in rejected:
             continue
         assert diagnostic.fix is not None
         spans = edit_spans(text, diagnostic.fix.edits)
@@ -76,7 +81,11 @@ def _choose(text: str, diagnostics: Sequence[Diagnostic], unsafe: bool) -> list[
 def _apply(text: str, fixes: Sequence[Diagnostic]) -> str:
     edits = [edit for d in fixes for edit in d.fix.edits]  # type: ignore[union-attr]
     imports = [i for d in fixes for i in d.fix.required_imports]  # type: ignore[union-attr]
-    return add_imports(apply_edits(text, edits), imports)
+    edited = apply_edits(text, edits)
+    try:
+        return add_imports(edited, imports)
+    except (cst.ParserSyntaxError, RecursionError):
+        return edited  # does not parse: the caller's parse guard drops the culprit
 
 
 def fix_text(
@@ -89,33 +98,40 @@ def fix_text(
 ) -> FixOutcome:
     outcome = FixOutcome(filename, source, source.text)
     text = source.text
-    seen = {text}
+    seen = {text: Counter[str]()}  # each text reached, with the fixes applied to reach it
     for _ in range(MAX_ROUNDS):
         result = lint_source(text, filename, rules, hot_functions)
         if result.error is not None:
             outcome.error = result.error.reason
             return outcome
+        # Positions are the current text's: only the last round's drops are reported.
+        outcome.dropped = []
+        rejected: list[Diagnostic] = []
         chosen = _choose(text, result.diagnostics, unsafe)
-        if not chosen:
-            break
         candidate = _apply(text, chosen)
-        if not _parses(candidate):
-            # Keep the fixes that parse on their own; report the others.
+        while chosen and not _parses(candidate):
+            # Keep the fixes that parse on their own; report the others, and let the fixes
+            # they overlapped be chosen in their place.
             kept = []
             for diagnostic in chosen:
                 if _parses(_apply(text, [*kept, diagnostic])):
                     kept.append(diagnostic)
                 else:
+                    rejected.append(diagnostic)
                     outcome.dropped.append(
                         f"{diagnostic.code} at {diagnostic.start.row}:{diagnostic.start.column}"
                     )
-            if not kept:
-                break
-            chosen, candidate = kept, _apply(text, kept)
+            chosen = kept or _choose(text, result.diagnostics, unsafe, rejected)
+            candidate = _apply(text, chosen)
+        if not chosen:
+            break
         if candidate in seen:
-            break  # a cycle: stop rather than flip-flop
+            # A cycle: go back to where it started rather than flip-flop, so that fixing
+            # the result again changes nothing.
+            text, outcome.applied = candidate, seen[candidate].copy()
+            break
         outcome.applied.update(d.code for d in chosen)
-        seen.add(candidate)
+        seen[candidate] = outcome.applied.copy()
         text = candidate
     outcome.text = text
     outcome.dropped = list(dict.fromkeys(outcome.dropped))

@@ -25,12 +25,17 @@ def write_atomic(path: Path, expected: bytes, content: bytes) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError as error:
         raise WriteError(f"cannot read it back: {error.strerror or error}") from None
+    if current == content:
+        return  # already done, e.g. through another name (a symbolic link) for this file
     if current != expected:
         raise WriteError("changed on disk since it was read; not overwritten")
     if not os.access(path, os.W_OK):
         raise WriteError("read-only; not written")
     target = path.resolve()  # write through a symbolic link, not over it
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:  # e.g. a read-only folder
+        raise WriteError(f"could not be written: {error.strerror or error}") from None
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(content)
