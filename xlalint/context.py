@@ -136,9 +136,7 @@ class FileContext:
             self._classes.pop()
             self.kinds.pop_class()
         elif isinstance(node, cst.Assign):
-            kind = self.kinds.of(node.value)
-            for target in node.targets:
-                self.kinds.bind(target.target, kind)
+            self.kinds.bind_assignment([t.target for t in node.targets], node.value)
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
             self.kinds.bind(node.target, self.kinds.of(node.value))
         elif isinstance(node, cst.AugAssign):
@@ -158,7 +156,7 @@ class FileContext:
         key = FunctionKey(class_name if direct_method else None, node.name.value)
         module_call = direct_method and is_module and node.name.value == "__call__"
         self._frames.append(_Frame(key=key, module_call=module_call))
-        self.kinds.push_function(node, in_class=direct_method)
+        self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
 
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func

@@ -2,7 +2,8 @@
 
 `x.to(torch.float16)`, `dtype = torch.float16` and `autocast(dtype=torch.float16)` choose
 float16; `x.dtype == torch.float16`, `dtype in (torch.float16, torch.bfloat16)` and a
-`{"fp16": torch.float16, ...}` lookup table only name it. Precision rules report choices.
+`{"fp16": torch.float16, ...}` lookup table only name it, and `packed.view(torch.float16)`
+reads existing bits as float16. Precision rules report choices.
 """
 
 from __future__ import annotations
@@ -25,6 +26,17 @@ _QUERY_CALLS = frozenset(
 )  # fmt: skip
 
 
+# Methods and functions whose dtype says how to read existing bytes, not what precision to
+# compute in: `packed.view(torch.float16)` decodes float16 data; bfloat16 would corrupt it.
+_REINTERPRETING = frozenset({"view", "frombuffer", "from_file", "untyped_storage"})
+
+
+def _reinterprets(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else get_full_name_for_node(func)
+    return name in _REINTERPRETING
+
+
 def is_dtype_choice(
     node: cst.BaseExpression, ancestors: Iterable[cst.CSTNode], imports: ImportTable
 ) -> bool:
@@ -45,6 +57,8 @@ def is_dtype_choice(
             return False
         call = next(chain, None)
         if not isinstance(call, cst.Call):
+            return False
+        if _reinterprets(call):
             return False
         callee = imports.resolve(call.func) or get_full_name_for_node(call.func)
         return callee not in _QUERY_CALLS

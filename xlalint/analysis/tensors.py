@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
@@ -82,6 +83,20 @@ _MODEL_NAME = re.compile(
     r"text_encoder|controlnet|denoiser|policy|critic|actor)s?$",
     re.IGNORECASE,
 )
+# Names that start with a verb are functions (`get_model`, `maybe_pad_head`), not models;
+# `named_modules`, `iter_modules`, `num_heads` name collections and counts of them.
+_VERB_PREFIX = re.compile(
+    r"^_*(get|load|build|create|make|init|prepare|setup|set|is|has|to|apply|convert|register|"
+    r"named|iter|list|all|num|n|total|"
+    r"find|compile|save|freeze|patch|replace|enable|disable|remove|add|check|resolve|update|"
+    r"copy|fuse|unfuse|unwrap|wrap|maybe|compute|run|call|process|reset|clear|swap)_"
+)
+
+
+def _names_model(name: str) -> bool:
+    return _MODEL_NAME.search(name) is not None and _VERB_PREFIX.match(name) is None
+
+
 _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.IGNORECASE)
 _INDEX_NAME = re.compile(
     r"^(i|j|k|n|idx|index|step|epoch|it|iteration|global_step|batch_idx|batch_index|\w+_idx|"
@@ -95,7 +110,20 @@ _HOST_PARAM_NAME = re.compile(
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
     r"max_\w+|min_\w+|count|\w+_count)$"
 )
-_TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|__call__|compute_loss|loss)$")
+# Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
+_TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|compute_loss|loss)$")
+# Optional parameters (`=None`) of those functions whose names say they hold tensors.
+_OPTIONAL_TENSOR_NAME = re.compile(
+    r"(^|_)(x|mask|states|embeds|embeddings|ids|latents|labels|logits|targets|input|inputs|"
+    r"hidden|features|scores|sample|noise|pixel_values|image|images)$"
+)
+_TENSOR_ANNOTATIONS = frozenset(
+    {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "HalfTensor", "Parameter"}
+)
+_HOST_ANNOTATIONS = frozenset(
+    {"int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "set", "Dict", "List",
+     "Tuple", "Set", "Sequence", "Mapping", "Callable", "Any", "ndarray", "Generator"}
+)  # fmt: skip
 # Module methods that return the module itself.
 _MODULE_CHAINING = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat16",
                               "double", "requires_grad_", "xla", "type"})  # fmt: skip
@@ -125,23 +153,28 @@ class TensorKinds:
     def __init__(self, imports: ImportTable) -> None:
         self.imports = imports
         self._frames: list[dict[str, Kind]] = [{}]
+        self._dicts: list[set[str | None]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
-    def push_function(self, node: cst.FunctionDef, in_class: bool) -> None:
+    def push_function(
+        self, node: cst.FunctionDef, in_class: bool, module_call: bool = False
+    ) -> None:
         frame: dict[str, Kind] = {}
         params = node.params
         positional = [*params.posonly_params, *params.params]
-        tensor_params = _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+        tensor_params = module_call or _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
             frame[name] = self._param_kind(param, tensor_params)
         self._frames.append(frame)
+        self._dicts.append(set())
 
     def pop_function(self) -> None:
         self._frames.pop()
+        self._dicts.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
@@ -150,31 +183,35 @@ class TensorKinds:
         self._self_attributes.pop()
 
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
+        name = param.name.value
         if param.annotation is not None:
-            annotation = get_full_name_for_node(param.annotation.annotation) or ""
-            tail = annotation.rsplit(".", 1)[-1]
-            if tail in {"Tensor", "FloatTensor", "LongTensor", "BoolTensor"}:
+            names = {n.value for n in m.findall(param.annotation.annotation, m.Name())}
+            if names & _TENSOR_ANNOTATIONS:
                 return Kind.TENSOR
-            if tail in {"int", "float", "bool", "str", "bytes"}:
-                return Kind.HOST
+            # Any other annotation names what the parameter is: a host type, or a class
+            # such as `attn: Attention` whose attributes are not tensors.
+            return (
+                Kind.HOST
+                if names and names <= _HOST_ANNOTATIONS | {"Optional", "Union", "None"}
+                else Kind.UNKNOWN
+            )
         default = param.default
-        optional = isinstance(default, cst.Name) and default.value == "None"
-        if default is not None and not optional:
+        if isinstance(default, cst.Name) and default.value == "None":
+            # `forward(self, x, attention_mask=None)`: a tensor when given, by its name.
+            if tensor_params and _OPTIONAL_TENSOR_NAME.search(name):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if default is not None:
             return Kind.HOST if _is_literal(default) else Kind.UNKNOWN
-        if _INDEX_NAME.match(param.name.value) or _HOST_PARAM_NAME.match(param.name.value):
+        if _INDEX_NAME.match(name) or _HOST_PARAM_NAME.match(name):
             return Kind.HOST
-        # `forward(self, x, mask=None)`: an optional tensor is still a tensor when given.
         return Kind.TENSOR if tensor_params else Kind.UNKNOWN
 
     # -- bindings -------------------------------------------------------------------------
     def bind(self, target: cst.BaseExpression, kind: Kind) -> None:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
-            frame = self._frames[-1]
-            # A name keeps what it is known to hold when reassigned from something opaque:
-            # `latents = scheduler.step(noise, t, latents)` still holds a tensor.
-            if kind is not Kind.UNKNOWN or frame.get(target.value) in (None, Kind.UNKNOWN):
-                frame[target.value] = kind
+            self._frames[-1][target.value] = kind
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -188,6 +225,29 @@ class TensorKinds:
             and target.value.value == "self"
         ):
             self._self_attributes[-1][target.attr.value] = kind
+
+    def bind_assignment(
+        self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
+    ) -> None:
+        """`targets = value`. A tensor passed through an opaque call keeps being a tensor:
+        after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
+        kind = self.of(value)
+        if _makes_dict(value):
+            for target in targets:
+                self._dicts[-1].add(_binding_key(target))
+        passed_through: set[str] = set()
+        if kind is Kind.UNKNOWN and isinstance(value, cst.Call):
+            passed_through = {
+                arg.value.value
+                for arg in value.args
+                if isinstance(arg.value, cst.Name) and self.lookup(arg.value.value) is Kind.TENSOR
+            }
+        for target in targets:
+            self.bind(target, kind)
+            for name in m.findall(target, m.Name()) if passed_through else ():
+                assert isinstance(name, cst.Name)
+                if name.value in passed_through:
+                    self._frames[-1][name.value] = Kind.TENSOR
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
@@ -227,6 +287,14 @@ class TensorKinds:
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
         self.bind(target, element.get(kind, Kind.UNKNOWN))
 
+    def is_dict(self, node: cst.BaseExpression) -> bool:
+        """Whether a value is a dict (built here with `{}`, `dict()`, a dict comprehension
+        or `defaultdict()`/`OrderedDict()`), or `locals()`/`globals()`/`vars()`."""
+        if _makes_dict(node):
+            return True
+        key = _binding_key(node)
+        return key is not None and (key in self._dicts[-1] or key in self._dicts[0])
+
     def lookup(self, name: str) -> Kind | None:
         frame = self._frames[-1]
         if name in frame:
@@ -248,7 +316,9 @@ class TensorKinds:
                 return Kind.HOST
             if _LOADER_NAME.search(node.value):
                 return Kind.ITERABLE
-            if _MODEL_NAME.search(node.value):
+            # A model by its name, if the name is a variable or parameter here; an unbound
+            # name called like `unwrap_module(...)` is a function.
+            if known is not None and _names_model(node.value):
                 return Kind.MODULE
             return Kind.UNKNOWN
         if isinstance(node, cst.Attribute):
@@ -309,7 +379,7 @@ class TensorKinds:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
             return Kind.ITERABLE
-        if _MODEL_NAME.search(attr):
+        if _names_model(attr):
             return Kind.MODULE
         return Kind.UNKNOWN
 
@@ -351,7 +421,7 @@ class TensorKinds:
                 # `.numpy()` of `out.cpu().numpy()` reads no device tensor.
                 return Kind.HOST
             if isinstance(func.value, cst.Name) and func.value.value == "self":
-                return Kind.TENSOR if _MODEL_NAME.search(method) else Kind.UNKNOWN
+                return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 
     def _moves_to_device(self, call: cst.Call) -> bool:
@@ -392,6 +462,33 @@ class TensorKinds:
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:
     return arg.keyword is not None and arg.keyword.value == name
+
+
+_DICT_FACTORIES = frozenset(
+    {"dict", "defaultdict", "OrderedDict", "Counter", "locals", "globals", "vars"}
+)
+
+
+def _makes_dict(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Dict | cst.DictComp):
+        return True
+    if isinstance(node, cst.Call):
+        name = get_full_name_for_node(node.func) or ""
+        return name.rsplit(".", 1)[-1] in _DICT_FACTORIES
+    return False
+
+
+def _binding_key(node: cst.BaseExpression) -> str | None:
+    """`name` or `self.attr`: what a dict is remembered by."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return f"self.{node.attr.value}"
+    return None
 
 
 def _is_literal(node: cst.CSTNode) -> bool:

@@ -101,8 +101,9 @@ class HiddenHostRead(Rule):
             elif self.ctx.is_tensor(index.value):
                 if container is None:
                     container = self.ctx.kind(node.value)
-                # A tensor indexing a tensor is advanced indexing, on the device.
-                if container is Kind.HOST:
+                # A tensor indexing a tensor is advanced indexing, on the device; a dict
+                # hashes a tensor key by identity, reading nothing.
+                if container is Kind.HOST and not self.ctx.kinds.is_dict(node.value):
                     self.report(index.value, self.message.format(use="a Python index"))
 
     def visit_Call(self, node: cst.Call) -> None:
