@@ -26,15 +26,27 @@ class MLP(nn.Module):
         return logits
 
 
+def clip_gradients(model, max_norm: float = 1.0):
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    total_norm = torch.norm(torch.stack([g.norm(2) for g in grads]), 2)
+    clip_coef = max_norm / (total_norm + 1e-6)
+    if clip_coef < 1:
+        for g in grads:
+            g.mul_(clip_coef)
+    return total_norm
+
+
 def evaluate(model, loader, device):
     model.eval()
     correct = 0
+    predictions = []
     with torch.no_grad():
         for x, y in loader:
             x, y = x.to(device), y.to(device)
             preds = model(x).argmax(dim=-1)
             correct += (preds == y).sum().item()
-    return correct / len(loader.dataset)
+            predictions.append(preds.cpu().numpy())
+    return correct / len(loader.dataset), predictions
 
 
 def main() -> None:
@@ -60,13 +72,15 @@ def main() -> None:
             with torch.autocast("cuda", dtype=torch.float16):
                 loss = F.cross_entropy(model(x), y)
             scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            clip_gradients(model)
             scaler.step(optimizer)
             scaler.update()
             running_loss += loss.item()
             if step % 10 == 0:
                 print(f"epoch {epoch} step {step} loss {loss}")
                 logger.info("grad norm %s", model.layers[0].weight.grad.norm())
-        accuracy = evaluate(model, loader, device)
+        accuracy, _ = evaluate(model, loader, device)
         print(f"epoch {epoch}: loss {running_loss / len(loader):.4f} accuracy {accuracy:.3f}")
     torch.cuda.synchronize()
     torch.save(model.state_dict(), "mlp.pt")

@@ -91,7 +91,7 @@ def test_golden(project: Path, output_format: str) -> None:
 
 
 def test_every_format_has_a_golden_file() -> None:
-    assert sorted(p.stem for p in GOLDEN.glob("*.txt")) == sorted(FORMATS)
+    assert {p.stem for p in GOLDEN.glob("*.txt")} >= set(FORMATS)
 
 
 # -- full ------------------------------------------------------------------------------------

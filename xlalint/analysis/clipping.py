@@ -65,6 +65,7 @@ class _Collector(cst.CSTVisitor):
         self.calls: list[cst.Call] = []
         self.augmented: list[cst.AugAssign] = []
         self.assigns: list[cst.Assign] = []
+        self.loops: list[cst.For] = []
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.append(node)
@@ -83,6 +84,9 @@ class _Collector(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         self.assigns.append(node)
 
+    def visit_For(self, node: cst.For) -> None:
+        self.loops.append(node)
+
 
 def _collect(node: cst.CSTNode) -> _Collector:
     collector = _Collector()
@@ -95,17 +99,24 @@ def _variables(node: cst.CSTNode, kinds: TensorKinds) -> set[str]:
     return {name.value for name in _collect(node).names if kinds.imports.resolve(name) is None}
 
 
-def _mentions_gradient(node: cst.CSTNode) -> bool:
-    """`p.grad`, `grads`, `g_grad`...: the target of the scaling is a gradient."""
+def _mentions_gradient(node: cst.CSTNode, aliases: frozenset[str] = frozenset()) -> bool:
+    """`p.grad`, `grads`, `g_grad`, or a loop variable over them: the target is a gradient."""
     found = _collect(node)
     return any(a.attr.value == "grad" for a in found.attributes) or any(
-        "grad" in name.value for name in found.names
+        "grad" in name.value or name.value in aliases for name in found.names
     )
 
 
 def _gradient_scale_factors(body: cst.BaseSuite, kinds: TensorKinds) -> list[cst.BaseExpression]:
     """Factors by which `body` scales gradients in place."""
     found = _collect(body)
+    # `for g in grads: g.mul_(clip_coef)`: `g` is a gradient too.
+    aliases = frozenset(
+        name.value
+        for loop in found.loops
+        if _mentions_gradient(loop.iter)
+        for name in _collect(loop.target).names
+    )
     factors: list[cst.BaseExpression] = []
     for call in found.calls:
         func = call.func
@@ -113,7 +124,7 @@ def _gradient_scale_factors(body: cst.BaseSuite, kinds: TensorKinds) -> list[cst
             isinstance(func, cst.Attribute)
             and func.attr.value in _SCALE_METHODS
             and call.args
-            and _mentions_gradient(func.value)
+            and _mentions_gradient(func.value, aliases)
         ):
             factors.append(call.args[0].value)
         elif (
@@ -124,12 +135,12 @@ def _gradient_scale_factors(body: cst.BaseSuite, kinds: TensorKinds) -> list[cst
             factors.append(call.args[1].value)
     for augmented in found.augmented:
         if isinstance(augmented.operator, cst.MultiplyAssign | cst.DivideAssign) and (
-            _mentions_gradient(augmented.target)
+            _mentions_gradient(augmented.target, aliases)
         ):
             factors.append(augmented.value)
     for assign in found.assigns:
         if isinstance(assign.value, cst.BinaryOperation) and any(
-            _mentions_gradient(target.target) for target in assign.targets
+            _mentions_gradient(target.target, aliases) for target in assign.targets
         ):
             factors.append(assign.value)
     return factors

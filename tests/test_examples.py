@@ -1,0 +1,95 @@
+"""The bundled examples: the findings the quickstart shows, the same in every output format.
+
+The expected findings live in tests/golden/examples.txt (`path:row:col: CODE`, one per line).
+After a rule change that intends to change them, regenerate and review the diff:
+
+    XLALINT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_examples.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+from xlalint.report import FORMATS
+
+GOLDEN = ROOT / "tests" / "golden" / "examples.txt"
+UPDATE = os.environ.get("XLALINT_UPDATE_GOLDEN") == "1"
+Finding = tuple[str, int, int, str]
+
+_TEXT_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<row>\d+):(?P<col>\d+): (?P<code>XLA\d+)")
+_GITHUB = re.compile(r"^::error title=xlalint \((?P<code>XLA\d+)\),file=(?P<path>[^,]+),"
+                     r"line=(?P<row>\d+),col=(?P<col>\d+),")  # fmt: skip
+
+
+def _from_text(output: str, pattern: re.Pattern[str]) -> list[Finding]:
+    return [
+        (m["path"], int(m["row"]), int(m["col"]), m["code"])
+        for m in map(pattern.match, output.splitlines())
+        if m is not None
+    ]
+
+
+def _from_json(output: str) -> list[Finding]:
+    return [
+        (d["filename"], d["location"]["row"], d["location"]["column"], d["code"])
+        for d in json.loads(output)
+    ]
+
+
+def _from_sarif(output: str) -> list[Finding]:
+    findings = []
+    for result in json.loads(output)["runs"][0]["results"]:
+        location = result["locations"][0]["physicalLocation"]
+        region = location["region"]
+        uri = location["artifactLocation"]["uri"]
+        findings.append((uri, region["startLine"], region["startColumn"], result["ruleId"]))
+    return findings
+
+
+PARSERS: dict[str, Callable[[str], list[Finding]]] = {
+    "full": lambda out: _from_text(out, _TEXT_LOCATION),
+    "concise": lambda out: _from_text(out, _TEXT_LOCATION),
+    "github": lambda out: _from_text(out, _GITHUB),
+    "json": _from_json,
+    "sarif": _from_sarif,
+}
+
+
+def _expected() -> list[Finding]:
+    lines = GOLDEN.read_text(encoding="utf-8").splitlines()
+    return _from_text("\n".join(lines), _TEXT_LOCATION)
+
+
+@pytest.fixture
+def in_root(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(ROOT)
+    return ROOT
+
+
+def test_every_format_has_a_parser() -> None:
+    assert sorted(PARSERS) == sorted(FORMATS)
+
+
+@pytest.mark.parametrize("output_format", sorted(PARSERS))
+def test_examples_report_the_expected_findings(in_root: Path, output_format: str) -> None:
+    run = run_cli("check", "examples", "--output-format", output_format)
+    assert run.exit_code == 1
+    assert run.stderr == ""
+    found = PARSERS[output_format](run.stdout)
+    if UPDATE and output_format == "concise":
+        GOLDEN.write_text("".join(f"{p}:{r}:{c}: {code}\n" for p, r, c, code in found))
+    assert found == _expected()
+
+
+def test_examples_show_every_rule_family() -> None:
+    """The quickstart demonstrates both the host-sync and the device-placement rules."""
+    codes = {code for *_, code in _expected()}
+    assert {code[:4] for code in codes} >= {"XLA1", "XLA3"}
+    assert len(codes) >= 9
