@@ -95,6 +95,32 @@ class ImportTable:
         """Local names bound to exactly `qualified` (e.g. `xm` for torch_xla's xla_model)."""
         return [name for name, target in self._bindings.items() if target == qualified]
 
+    def spell(self, qualified: str, module_import: str) -> tuple[str, tuple[str, ...]]:
+        """How this file writes `qualified`, and the import a fix must add for it (if any).
+
+        A fix should read like the file around it: with `import torch_xla.core.xla_model as
+        xm`, `torch_xla.core.xla_model.optimizer_step` is `xm.optimizer_step`, and with
+        `from torch_xla import sync`, `torch_xla.sync` is `sync`. Only a binding of the name
+        itself or of its module is reused; otherwise `module_import` (which must bind that
+        module, e.g. `import torch_xla.core.xla_model as xm`) is added and its name used.
+        """
+        parent, _, leaf = qualified.rpartition(".")
+        for target, suffix in ((qualified, ""), (parent, f".{leaf}")):
+            names = sorted(self.local_names_for(target))
+            if names:
+                return names[0] + suffix, ()
+        statement = cst.parse_statement(module_import)
+        table = ImportTable()
+        assert isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body:
+            assert isinstance(small, cst.Import | cst.ImportFrom)
+            table.add(small)
+        for target, suffix in ((qualified, ""), (parent, f".{leaf}")):
+            names = table.local_names_for(target)
+            if names:
+                return names[0] + suffix, (module_import,)
+        raise ValueError(f"{module_import!r} binds neither {qualified} nor its module")
+
 
 def _child_statements(node: cst.CSTNode) -> list[cst.CSTNode]:
     children: list[cst.CSTNode] = []
