@@ -4,7 +4,7 @@ They are not registered (they live outside `xlalint.rules`): tests pass them exp
 `fix_text` / `fix_paths(rules=...)`, or register them for a CLI run with `registered()`.
 Each one exercises a different part of the fix engine: a required import, unsafe fixes,
 inserted statements, replacements that would not parse, overlapping edits, chains of fixes
-and cycles.
+and cycles, and fixes that leave an import unused.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class UnsafeNonzero(Rule):
 class MarkStepAfterStep(Rule):
     """
     ## What it does
-    Flags `optimizer.step()` statements that no `xm.mark_step()` follows.
+    Flags `optimizer.step()` statements that no `xm.mark_step()` (or `sync()`) follows.
 
     ## Why is this bad?
     Without a barrier the traced graph grows across steps.
@@ -158,7 +158,10 @@ class MarkStepAfterStep(Rule):
         body = block.body if isinstance(block, cst.IndentedBlock | cst.Module) else ()
         index = next(i for i, statement in enumerate(body) if statement is line)
         following = body[index + 1] if index + 1 < len(body) else None
-        if following is not None and "mark_step" in self.ctx.module.code_for_node(following):
+        if following is not None and any(
+            barrier in self.ctx.module.code_for_node(following)
+            for barrier in ("mark_step", "sync()")
+        ):
             return
         indent = "".join(
             a.indent if a.indent is not None else self.ctx.module.default_indent
@@ -511,6 +514,45 @@ class NonLatin(Rule):
             self.report(node, fix=self.fix("Arrow", (node, '"\u2192"')))
 
 
+class MarkStepToSync(Rule):
+    """
+    ## What it does
+    Flags `xm.mark_step()` (by what the name resolves to, under any import style).
+
+    ## Why is this bad?
+    Test rule standing in for XLA604: its fix can leave the `xm` import unused, which the
+    fixer must then remove.
+
+    ## Example
+    ```python
+    xm.mark_step()
+    ```
+
+    ## Use instead
+    ```python
+    torch_xla.sync()
+    ```
+
+    ## Fix safety
+    Safe.
+    """
+
+    code = "XLA914"
+    name = "test-mark-step-to-sync"
+    message = "`xm.mark_step()` is deprecated"
+    fix_availability = FixAvailability.ALWAYS
+    fix_applicability = Applicability.SAFE
+    triggers = ("mark_step",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualified(node.func) != "torch_xla.core.xla_model.mark_step" or node.args:
+            return
+        spelled, imports = self.ctx.imports.spell("torch_xla.sync", "import torch_xla")
+        self.report(
+            node, fix=self.fix("Use `torch_xla.sync()`", (node, f"{spelled}()"), imports=imports)
+        )
+
+
 TEST_RULES: tuple[type[Rule], ...] = (
     CudaToXla,
     UnsafeNonzero,
@@ -525,6 +567,7 @@ TEST_RULES: tuple[type[Rule], ...] = (
     Grow,
     NoFix,
     NonLatin,
+    MarkStepToSync,
 )
 
 

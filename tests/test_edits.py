@@ -12,7 +12,10 @@ from xlalint.edits import (
     add_imports,
     apply_edits,
     edit_spans,
+    import_bindings,
+    import_conflicts,
     newline_of,
+    remove_unused_imports,
     spans_overlap,
     split_lines,
 )
@@ -397,3 +400,189 @@ def test_insertion_row_counts_python_lines(text: str, expected: str) -> None:
     fixed = add_imports(text, [IMPORT])
     assert fixed == expected
     assert_parses(fixed)
+
+
+# -- remove_unused_imports ------------------------------------------------------------------
+
+XM = "import torch_xla.core.xla_model as xm"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (  # the whole statement goes
+            f"import torch_xla\n{XM}\n\nxm.mark_step()\n",
+            f"import torch_xla\n{XM}\n\ntorch_xla.sync()\n",
+            "import torch_xla\n\ntorch_xla.sync()\n",
+        ),
+        (  # one alias of several, first or last
+            "from torch_xla.core.xla_model import mark_step, optimizer_step\nimport torch_xla\n"
+            "mark_step()\noptimizer_step(o)\n",
+            "from torch_xla.core.xla_model import mark_step, optimizer_step\nimport torch_xla\n"
+            "torch_xla.sync()\noptimizer_step(o)\n",
+            "from torch_xla.core.xla_model import optimizer_step\nimport torch_xla\n"
+            "torch_xla.sync()\noptimizer_step(o)\n",
+        ),
+        (
+            "import torch_xla, torch_xla.core.xla_model as xm, os\nxm.f(os)\ntorch_xla.g()\n",
+            "import torch_xla, torch_xla.core.xla_model as xm, os\nos\ntorch_xla.g()\n",
+            "import torch_xla, os\nos\ntorch_xla.g()\n",
+        ),
+        (
+            "import torch_xla\nimport os, torch_xla.core.xla_model as xm\nxm.f(os)\n",
+            "import torch_xla\nimport os, torch_xla.core.xla_model as xm\nos\n",
+            "import torch_xla\nimport os\nos\n",
+        ),
+        (  # parenthesized, over several lines: each alias's comment goes with it
+            "from m import (\n    a,  # for a\n    b,\n    c,  # for c\n)\na(b, c)\n",
+            "from m import (\n    a,  # for a\n    b,\n    c,  # for c\n)\nb\n",
+            "from m import (\n    b,\n)\nb\n",
+        ),
+        (
+            "from m import (\n    a,\n    b  # for b\n)\na(b)\n",
+            "from m import (\n    a,\n    b  # for b\n)\na\n",
+            "from m import (\n    a\n)\na\n",
+        ),
+        (
+            "from m import (a, b)\na(b)\n",
+            "from m import (a, b)\na\n",
+            "from m import (a)\na\n",
+        ),
+        (  # an import sharing its line with another statement
+            f"import os; {XM}  # tail\nimport torch_xla\nxm.f(os)\n",
+            f"import os; {XM}  # tail\nimport torch_xla\nos\n",
+            "import os  # tail\nimport torch_xla\nos\n",
+        ),
+        (
+            f"{XM}; import os\nimport torch_xla\nxm.f(os)\n",
+            f"{XM}; import os\nimport torch_xla\nos\n",
+            "import os\nimport torch_xla\nos\n",
+        ),
+        (  # the comment and blank lines above a removed statement stay
+            f"import torch_xla\n\n# XLA helpers\n{XM}  # the model API\nx = xm.f()\n",
+            f"import torch_xla\n\n# XLA helpers\n{XM}  # the model API\nx = 1\n",
+            "import torch_xla\n\n# XLA helpers\nx = 1\n",
+        ),
+        (  # the last statement of the file
+            f"import torch_xla\nxm.f()\n# end\n{XM}\n",
+            f"import torch_xla\n1\n# end\n{XM}\n",
+            "import torch_xla\n1\n# end\n",
+        ),
+        (  # the line endings of the file
+            f"import torch_xla\r\n{XM}\r\nxm.f()\r\n",
+            f"import torch_xla\r\n{XM}\r\ntorch_xla.g()\r\n",
+            "import torch_xla\r\ntorch_xla.g()\r\n",
+        ),
+        (  # several at once, of different statements
+            f"import torch_xla\n{XM}\nimport torch_xla.debug.metrics as met\nxm.f(met)\n",
+            f"import torch_xla\n{XM}\nimport torch_xla.debug.metrics as met\nx = 1\n",
+            "import torch_xla\nx = 1\n",
+        ),
+    ],
+)
+def test_removes_what_the_fixes_made_unused(before: str, after: str, expected: str) -> None:
+    assert remove_unused_imports(before, after) == expected
+    assert_parses(expected)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        # unused already before: the author's business
+        (f"import torch_xla\n{XM}\nx = 1\n", f"import torch_xla\n{XM}\nx = 2\n"),
+        # still used
+        (f"{XM}\nxm.a()\nxm.b()\n", f"{XM}\nxm.a()\nx = 1\n"),
+        # never: `__future__`, under `try:`, under `if`, in a function
+        (
+            "from __future__ import annotations\nimport torch_xla\nx: int = 1\n",
+            "from __future__ import annotations\nimport torch_xla\ny = 1\n",
+        ),
+        (
+            f"import torch_xla\ntry:\n    {XM}\nexcept ImportError:\n    pass\nxm.f()\n",
+            f"import torch_xla\ntry:\n    {XM}\nexcept ImportError:\n    pass\nx = 1\n",
+        ),
+        (
+            f"import torch_xla\nif TYPE_CHECKING:\n    {XM}\nxm.f()\n",
+            f"import torch_xla\nif TYPE_CHECKING:\n    {XM}\nx = 1\n",
+        ),
+        (
+            f"import torch_xla\ndef f():\n    {XM}\n    xm.f()\n",
+            f"import torch_xla\ndef f():\n    {XM}\n    x = 1\n",
+        ),
+        # exported
+        (
+            f"import torch_xla\n{XM}\n__all__ = ['xm']\nxm.f()\n",
+            f"import torch_xla\n{XM}\n__all__ = ['xm']\n1\n",
+        ),
+        # the last import of torch_xla: it registers the XLA device
+        (f"{XM}\nimport torch\nxm.f(torch)\n", f"{XM}\nimport torch\nd = torch.device('xla')\n"),
+        # nothing changed
+        (f"{XM}\nx = 1\n", f"{XM}\nx = 1\n"),
+    ],
+)
+def test_keeps_imports_it_must_not_remove(before: str, after: str) -> None:
+    assert remove_unused_imports(before, after) == after
+
+
+def test_the_last_torch_xla_import_is_kept_and_the_others_go() -> None:
+    before = f"{XM}\nimport torch_xla.debug.metrics as met\nxm.f(met)\n"
+    after = f"{XM}\nimport torch_xla.debug.metrics as met\nx = 1\n"
+    assert remove_unused_imports(before, after) == f"{XM}\nx = 1\n"
+
+
+def test_nothing_is_removed_from_an_init_module() -> None:
+    before = f"import torch_xla\n{XM}\nxm.f()\n"
+    after = f"import torch_xla\n{XM}\n1\n"
+    assert remove_unused_imports(before, after, "pkg/__init__.py") == after
+    assert remove_unused_imports(before, after, "pkg/train.py") == "import torch_xla\n1\n"
+
+
+def test_the_closing_parenthesis_keeps_the_new_last_alias_comment() -> None:
+    before = "from m import (\n    a,  # for a\n    b,\n    c  # for c\n)\na(b, c)\n"
+    after = "from m import (\n    a,  # for a\n    b,\n    c  # for c\n)\na\n"
+    assert remove_unused_imports(before, after) == "from m import (\n    a  # for a\n)\na\n"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (  # bare CR line endings, which libcst's rendering would not give back
+            f"import torch_xla\r{XM}\rxm.f()\r",
+            f"import torch_xla\r{XM}\rtorch_xla.g()\r",
+            "import torch_xla\rtorch_xla.g()\r",
+        ),
+        (
+            "import torch_xla\rfrom m import (\r    a,\r    b,\r)\ra(b)\r",
+            "import torch_xla\rfrom m import (\r    a,\r    b,\r)\rb\r",
+            "import torch_xla\rfrom m import (\r    b,\r)\rb\r",
+        ),
+        (  # the last line, without a line ending: the file still ends without one
+            f"import torch_xla\nxm.f()\n{XM}",
+            f"import torch_xla\n1\n{XM}",
+            "import torch_xla\n1",
+        ),
+        (f"{XM}\nimport torch_xla\nxm.f()", f"{XM}\nimport torch_xla\n1", "import torch_xla\n1"),
+    ],
+)
+def test_line_endings_and_the_end_of_the_file(before: str, after: str, expected: str) -> None:
+    assert remove_unused_imports(before, after) == expected
+
+
+def test_bindings_to_keep_are_not_removed() -> None:
+    before = f"import torch_xla\n{XM}\nxm.f()\n"
+    after = f"import torch_xla\n{XM}\n1\n"
+    keep = {("xm", "torch_xla.core.xla_model")}
+    assert remove_unused_imports(before, after, "t.py", keep) == after
+    assert (
+        remove_unused_imports(before, after, "t.py", {("xm", "other")}) == "import torch_xla\n1\n"
+    )
+
+
+def test_import_conflicts() -> None:
+    bound = import_bindings(
+        "import numpy as xm\nimport torch_xla\ntry:\n    import a as b\nexcept:\n    pass\n"
+    )
+    assert bound == {"xm": "numpy", "torch_xla": "torch_xla", "b": "a"}
+    assert import_conflicts(bound, [XM, "import torch_xla", "import os"]) == ["xm"]
+    assert import_conflicts(bound, ["from c import d as b"]) == ["b"]
+    assert import_conflicts({}, [XM]) == []

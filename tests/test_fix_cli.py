@@ -18,7 +18,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from fix_rules import BrokenFix, CudaToXla, MarkStepAfterStep, UnsafeNonzero, registered
+from fix_rules import (
+    BrokenFix,
+    CudaToXla,
+    MarkStepAfterStep,
+    MarkStepToSync,
+    UnsafeNonzero,
+    registered,
+)
 
 from xlalint import writer
 from xlalint.cli import main
@@ -513,3 +520,76 @@ def test_parallel_fix_equals_serial(tmp_path: Path) -> None:
     files = runs["1"][-1]
     assert files["pkg/m00.py"] == TRAIN_FIXED.encode()
     assert files["pkg/m03.py"] == TRAIN_FIXED.replace("\n", "\r\n").encode()
+
+
+# -- what the engine does, through the CLI ----------------------------------------------------
+
+
+def test_apply_removes_an_import_the_fix_made_unused(inside: Path) -> None:
+    source = (
+        "import torch\n"
+        "import torch_xla.core.xla_model as xm  # the old API\n"
+        "import torch_xla.debug.metrics as met  # unused, and left alone\n"
+        "\n"
+        "for b in loader:\n"
+        "    xm.mark_step()\n"
+    )
+    (inside / "t.py").write_text(source)
+    with registered(MarkStepToSync):
+        shown = invoke("fix", "--select", "XLA914", "t.py")
+        assert shown.exit_code == 1
+        assert "-import torch_xla.core.xla_model as xm  # the old API\n" in shown.stdout
+        result = invoke("fix", "--apply", "--select", "XLA914", "t.py")
+    assert result.exit_code == 0, result.output
+    assert (inside / "t.py").read_text() == (
+        "import torch\n"
+        "import torch_xla.debug.metrics as met  # unused, and left alone\n"
+        "import torch_xla\n"
+        "\n"
+        "for b in loader:\n"
+        "    torch_xla.sync()\n"
+    )
+
+
+def test_config_selection_and_per_file_ignores_apply_to_fix(inside: Path) -> None:
+    (inside / "xlalint.toml").write_text(
+        'select = ["XLA90"]\nignore = ["XLA902"]\n[per-file-ignores]\n"legacy.py" = ["XLA901"]\n'
+    )
+    text = "idx = m.nonzero()\nx = t.cuda()\n"
+    for name in ("train.py", "legacy.py"):
+        (inside / name).write_text(text)
+    with registered(CudaToXla, UnsafeNonzero):
+        result = invoke("fix", "--apply", "--unsafe-fixes", ".")
+        assert result.exit_code == 0, result.output
+        assert (inside / "train.py").read_text() == (
+            "import torch_xla\nidx = m.nonzero()\nx = t.to(torch_xla.device())\n"
+        )
+        assert (inside / "legacy.py").read_text() == text
+        # The command line adds to the config, as in `check`.
+        (inside / "train.py").write_text(text)
+        result = invoke("fix", "--apply", "--ignore", "XLA901", "train.py")
+        assert result.exit_code == 0, result.output
+        assert (inside / "train.py").read_text() == text
+
+
+def test_the_safe_clipping_fix_is_applied_without_unsafe_fixes(project: Path) -> None:
+    (project / "clip.py").write_text(
+        "import torch\n\n\ndef train(params, loader, max_norm):\n    for x in loader:\n"
+        "        total_norm = torch.norm(torch.stack([p.grad.norm() for p in params]))\n"
+        "        clip_coef = max_norm / (total_norm + 1e-6)\n"
+        "        if clip_coef < 1:\n"
+        "            for p in params:\n"
+        "                p.grad.detach().mul_(clip_coef)\n"
+    )
+    result = xlalint("fix", "--apply", "--select", "XLA105", "clip.py", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == "Fixed 1 finding in 1 file (XLA105 x1).\n"
+    assert (
+        (project / "clip.py")
+        .read_text()
+        .endswith(
+            "        clip_coef = max_norm / (total_norm + 1e-6)\n"
+            "        for p in params:\n"
+            "            p.grad.detach().mul_(torch.where(clip_coef < 1, clip_coef, 1.0))\n"
+        )
+    )

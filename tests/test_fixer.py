@@ -22,6 +22,7 @@ from fix_rules import (
     Enabler,
     Grow,
     MarkStepAfterStep,
+    MarkStepToSync,
     NoFix,
     NonLatin,
     Ping,
@@ -282,6 +283,89 @@ CASES = [
         [CudaToXla],
         False,
         f'"""Doc\u2028more."""\n{IMPORT}# page\x0c\nx = t.to(torch_xla.device())\n',
+        {"XLA901": 1},
+    ),
+    (
+        "import-made-unused-is-removed",
+        f"import torch\n{XM}for b in loader:\n    xm.mark_step()\n",
+        [MarkStepToSync],
+        False,
+        f"import torch\n{IMPORT}for b in loader:\n    torch_xla.sync()\n",
+        {"XLA914": 1},
+    ),
+    (
+        "import-still-used-is-kept",
+        f"{XM}for b in loader:\n    xm.optimizer_step(opt)\n    xm.mark_step()\n",
+        [MarkStepToSync],
+        False,
+        f"{XM}{IMPORT}for b in loader:\n    xm.optimizer_step(opt)\n    torch_xla.sync()\n",
+        {"XLA914": 1},
+    ),
+    (
+        "existing-torch-xla-import-is-reused",
+        f"import torch_xla\n{XM}\nxm.mark_step()\nxm.mark_step()\n",
+        [MarkStepToSync],
+        False,
+        "import torch_xla\n\ntorch_xla.sync()\ntorch_xla.sync()\n",
+        {"XLA914": 2},
+    ),
+    (
+        "existing-sync-import-is-reused",
+        "from torch_xla import sync\nfrom torch_xla.core.xla_model import mark_step\nmark_step()\n",
+        [MarkStepToSync],
+        False,
+        "from torch_xla import sync\nsync()\n",
+        {"XLA914": 1},
+    ),
+    (
+        "one-alias-of-a-from-import-is-removed",
+        "import torch_xla\nfrom torch_xla.core.xla_model import (\n    mark_step,  # old\n"
+        "    optimizer_step,\n)\n\nmark_step()\noptimizer_step(opt)\n",
+        [MarkStepToSync],
+        False,
+        "import torch_xla\nfrom torch_xla.core.xla_model import (\n    optimizer_step,\n)\n\n"
+        "torch_xla.sync()\noptimizer_step(opt)\n",
+        {"XLA914": 1},
+    ),
+    (
+        "imports-unused-before-are-kept",
+        f"import os\nimport torch_xla.debug.metrics as met\n{XM}\nxm.mark_step()\n",
+        [MarkStepToSync],
+        False,
+        f"import os\nimport torch_xla.debug.metrics as met\n{IMPORT}\ntorch_xla.sync()\n",
+        {"XLA914": 1},
+    ),
+    (
+        "another-alias-for-xla-model",
+        "import torch_xla.core.xla_model as xla\n\nfor b in loader:\n    xla.mark_step()\n",
+        [MarkStepToSync],
+        False,
+        f"{IMPORT}\nfor b in loader:\n    torch_xla.sync()\n",
+        {"XLA914": 1},
+    ),
+    (
+        "import-a-fix-added-and-a-later-fix-made-unused-is-removed",
+        "for b in loader:\n    optimizer.step()\n",
+        [MarkStepAfterStep, MarkStepToSync],
+        False,
+        f"{IMPORT}for b in loader:\n    optimizer.step()\n    torch_xla.sync()\n",
+        {"XLA903": 1, "XLA914": 1},
+    ),
+    (
+        "import-unused-before-fixing-is-kept-even-if-a-fix-used-it-meanwhile",
+        f"{XM}for b in loader:\n    optimizer.step()\n",
+        [MarkStepAfterStep, MarkStepToSync],
+        False,
+        f"{XM}{IMPORT}for b in loader:\n    optimizer.step()\n    torch_xla.sync()\n",
+        {"XLA903": 1, "XLA914": 1},
+    ),
+    (
+        "fix-whose-import-would-rebind-a-name-is-not-applied",
+        "import numpy as xm\nfor b in loader:\n    optimizer.step()\nx = t.cuda()\n",
+        [MarkStepAfterStep, CudaToXla],
+        False,
+        f"import numpy as xm\n{IMPORT}for b in loader:\n    optimizer.step()\n"
+        "x = t.to(torch_xla.device())\n",
         {"XLA901": 1},
     ),
     (
@@ -546,6 +630,8 @@ LINES = [
     "\n",
     '"""a string."""\n',
     "v = 1  ;  u = 2\n",
+    "import torch_xla.core.xla_model as xm  # model API\n",
+    "xm.mark_step()\n",
 ]
 SAFE_RULES = [
     CudaToXla,
@@ -557,11 +643,15 @@ SAFE_RULES = [
     Enabler,
     NoFix,
     UnsafeNonzero,
+    MarkStepToSync,
 ]
 PLAIN = [
     line
     for line in LINES
-    if not any(t in line for t in ("cuda", "old_", "legacy", "nonzero", "broken", "optimizer"))
+    if not any(
+        t in line
+        for t in ("cuda", "old_", "legacy", "nonzero", "broken", "optimizer", "xla_model", "xm.")
+    )
 ]
 
 
@@ -598,6 +688,11 @@ def test_random_programs(
         position = found + len(line.rstrip("\r\n"))
     assert "(((" not in outcome.text  # no broken fix got through
     assert outcome.text.count("import torch_xla" + newline) <= 1
+    # The `xm` import goes when a fix took its last use, and only then.
+    had_xm = "import torch_xla.core.xla_model as xm" in text
+    uses_xm = "xm.mark_step()" in text
+    kept_xm = "import torch_xla.core.xla_model as xm" in outcome.text
+    assert kept_xm is (had_xm and not uses_xm)
 
 
 # -- fix_paths ------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.loops import LoopAnalysis
+from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.tensors import Kind, TensorKinds
 
 __all__ = ["FileContext", "Kind", "Site"]
@@ -50,6 +52,7 @@ class FileContext:
         self.kinds = TensorKinds(self.imports)
         self.hot = HotCode(hot_functions)
         self._stack: list[cst.CSTNode] = []
+        self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
         self._classes: list[tuple[str, bool]] = []
         self._guarded: list[cst.CSTNode] = []
@@ -59,6 +62,11 @@ class FileContext:
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
         return self.imports.resolve(node)
+
+    @cached_property
+    def loops(self) -> LoopAnalysis:
+        """What loops do: train, sample, reach a barrier (shared by the family 4 rules)."""
+        return LoopAnalysis(self.module, self.imports, self)
 
     @cached_property
     def device_choices(self) -> DeviceChoices:
@@ -117,6 +125,7 @@ class FileContext:
             self._guarded.append(node)
         elif isinstance(node, cst.For | cst.CompFor):
             self.kinds.bind_loop_target(node.target, node.iter)
+            self.masks.unbind(node.target)
         elif isinstance(node, cst.Import | cst.ImportFrom):
             self.imports.add(node)
         elif isinstance(node, cst.Call):
@@ -132,13 +141,18 @@ class FileContext:
         if isinstance(node, cst.FunctionDef):
             self._frames.pop()
             self.kinds.pop_function()
+            self.masks.pop_function()
         elif isinstance(node, cst.ClassDef):
             self._classes.pop()
             self.kinds.pop_class()
         elif isinstance(node, cst.Assign):
+            self.masks.bind_assignment([t.target for t in node.targets], node.value)
             self.kinds.bind_assignment([t.target for t in node.targets], node.value)
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            self.masks.bind_assignment([node.target], node.value)
             self.kinds.bind(node.target, self.kinds.of(node.value))
+        elif isinstance(node, cst.NamedExpr):
+            self.masks.bind_assignment([node.target], node.value)
         elif isinstance(node, cst.AugAssign):
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
                 node.target, cst.Add(), node.value)))  # fmt: skip
@@ -157,6 +171,7 @@ class FileContext:
         module_call = direct_method and is_module and node.name.value == "__call__"
         self._frames.append(_Frame(key=key, module_call=module_call))
         self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
+        self.masks.push_function(node)
 
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func

@@ -1,4 +1,5 @@
-"""Applying text edits to source, and adding imports the edits need.
+"""Applying text edits to source, adding imports the edits need, and removing those they
+made unused.
 
 Edits address text by 1-based row and 1-based character column, as diagnostics do. Only the
 edited spans change: every other character (comments, blank lines, line endings) is kept.
@@ -7,11 +8,13 @@ edited spans change: every other character (comments, blank lines, line endings)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.usage import ImportBinding, made_unused
 from xlalint.diagnostics import Edit, Location
 
 # Where Python (and libcst) break lines; unlike str.splitlines, not at form feeds, \x1c-\x1e,
@@ -116,6 +119,24 @@ def add_imports(text: str, statements: Iterable[str]) -> str:
     return "".join(lines)
 
 
+def import_bindings(text: str) -> dict[str, str]:
+    """The names `text` imports at module level (under `try:` and `if` too), and what to."""
+    table = ImportTable()
+    table.add_top_level(cst.parse_module(text))
+    return table.bindings
+
+
+def import_conflicts(bound: dict[str, str], statements: Iterable[str]) -> list[str]:
+    """The names that `statements` would bind to something other than what `bound` (a
+    file's `import_bindings`) binds them to: adding those would break the file."""
+    return [
+        name
+        for statement in statements
+        for name, target in _bindings(statement).items()
+        if bound.get(name, target) != target
+    ]
+
+
 def _insertion_row(module: cst.Module) -> int:
     """The 0-based line index before which new imports go: after the first run of imports
     (and a leading docstring), else after the file's header comments."""
@@ -143,3 +164,143 @@ def _is_import(statement: cst.BaseStatement) -> bool:
 def _is_docstring(statement: cst.BaseStatement) -> bool:
     small = _small(statement)
     return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
+
+
+# -- removing imports a fix made unused --------------------------------------------------------
+
+
+def remove_unused_imports(
+    before: str, after: str, filename: str = "", keep: Collection[tuple[str, str]] = ()
+) -> str:
+    """`after` without the module-level imports that its fixes made unused.
+
+    `after` is `before` with fixes applied. A binding used in `before` and no longer used in
+    `after` is removed (`xlalint.analysis.usage` says which, and which imports are never
+    touched), unless it is in `keep`: the fixer passes the bindings the file left unused
+    before any fix, which earlier rounds of fixes may have put to use. Only that alias goes
+    from an import of several, the whole statement when none is left; the comments and
+    blank lines above a removed statement stay. The last import of torch_xla is kept even
+    if unused: importing it registers the XLA device that `torch.device("xla")` and
+    `"xla"` strings rely on.
+    """
+    if after == before:
+        return after
+    after_module = cst.parse_module(after)
+    unused = made_unused(cst.parse_module(before), after_module, filename)
+    unused = [b for b in unused if (b.name, b.target) not in keep]
+    unused = _keep_torch_xla_loaded(after_module, unused)
+    if not unused:
+        return after
+    return apply_edits(after, _removal_edits(after, after_module, unused))
+
+
+def _is_torch_xla(target: str) -> bool:
+    return target == "torch_xla" or target.startswith("torch_xla.")
+
+
+def _keep_torch_xla_loaded(module: cst.Module, unused: list[ImportBinding]) -> list[ImportBinding]:
+    removed = [b for b in unused if _is_torch_xla(b.target)]
+    if not removed:
+        return unused
+    table = ImportTable()
+    table.add_top_level(module)  # includes imports under `try:` and `if`
+    gone = {(b.name, b.target) for b in removed}
+    if any(_is_torch_xla(t) and (n, t) not in gone for n, t in table.bindings.items()):
+        return unused
+    keep = removed[0]
+    return [b for b in unused if b is not keep]
+
+
+def _removal_edits(text: str, module: cst.Module, bindings: Sequence[ImportBinding]) -> list[Edit]:
+    """Text edits that remove `bindings`: the lines of a statement left empty (so the
+    comments and blank lines above it stay), or the rewritten imports of a statement that
+    keeps some. Text edits rather than libcst's rendering of the whole module, which does
+    not give back every file byte for byte (a final bare-CR line ending)."""
+    by_statement: dict[int, set[tuple[int, int]]] = {}
+    for binding in bindings:
+        by_statement.setdefault(binding.statement, set()).add((binding.small, binding.alias))
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    lines = split_lines(text)
+    edits = []
+    for index, removals in sorted(by_statement.items()):
+        statement = module.body[index]
+        assert isinstance(statement, cst.SimpleStatementLine)
+        where = positions[statement]
+        kept = _without_aliases(statement, removals)
+        if kept is not None:
+            bare = kept.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())
+            code = module.code_for_node(bare)
+            code = LINE_BREAK.sub("\n", code).removesuffix("\n")
+            start = Location(where.start.line, where.start.column + 1)
+            edits.append(Edit(start, Location(where.end.line, where.end.column + 1), code))
+            continue
+        first, last = where.start.line, where.end.line
+        if lines[last - 1].endswith(("\n", "\r")):
+            edits.append(Edit(Location(first, 1), Location(last + 1, 1), ""))
+        elif first > 1:  # the file's last line, without a line ending: keep it so
+            previous = LINE_BREAK.sub("", lines[first - 2])
+            end = Location(last, len(lines[last - 1]) + 1)
+            edits.append(Edit(Location(first - 1, len(previous) + 1), end, ""))
+        else:
+            edits.append(Edit(Location(1, 1), Location(last, len(lines[last - 1]) + 1), ""))
+    return edits
+
+
+def _without_aliases(
+    line: cst.SimpleStatementLine, removals: set[tuple[int, int]]
+) -> cst.SimpleStatementLine | None:
+    smalls: list[cst.BaseSmallStatement] = []
+    for small_index, small in enumerate(line.body):
+        gone = {alias for s, alias in removals if s == small_index}
+        if not gone:
+            smalls.append(small)
+            continue
+        assert isinstance(small, cst.Import | cst.ImportFrom)
+        assert not isinstance(small.names, cst.ImportStar)
+        names = [a for i, a in enumerate(small.names) if i not in gone]
+        if not names:
+            continue
+        changes: dict[str, object] = {"names": names}
+        if len(small.names) - 1 in gone:
+            kept_last = names[-1]
+            names[-1] = kept_last.with_changes(comma=_last_comma(kept_last, small.names[-1]))
+            rpar = getattr(small, "rpar", None)
+            if rpar is not None and not isinstance(small.names[-1].comma, cst.Comma):
+                changes["rpar"] = _closing(rpar, kept_last)
+        smalls.append(small.with_changes(**changes))
+    if not smalls:
+        return None
+    smalls[-1] = smalls[-1].with_changes(semicolon=line.body[-1].semicolon)
+    return line.with_changes(body=smalls)
+
+
+def _last_comma(
+    new_last: cst.ImportAlias, old_last: cst.ImportAlias
+) -> cst.Comma | cst.MaybeSentinel:
+    """The comma of the alias that becomes last when the old last one goes: none, or (in
+    parentheses) a trailing comma. A comment on the new last alias's own line stays there;
+    the lines up to the closing parenthesis come from the old last alias."""
+    old, own = old_last.comma, new_last.comma
+    if not isinstance(old, cst.Comma) or not isinstance(own, cst.Comma):
+        return old
+    after = old.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(
+        own.whitespace_after, cst.ParenthesizedWhitespace
+    ):
+        after = after.with_changes(first_line=own.whitespace_after.first_line)
+    return own.with_changes(whitespace_after=after)
+
+
+def _closing(rpar: cst.RightParen, new_last: cst.ImportAlias) -> cst.RightParen:
+    """The closing parenthesis after the new last alias, when the old one had no trailing
+    comma: its line's comment (in front of the parenthesis) went with it."""
+    before, own = rpar.whitespace_before, new_last.comma
+    if (
+        isinstance(before, cst.ParenthesizedWhitespace)
+        and isinstance(own, cst.Comma)
+        and isinstance(own.whitespace_after, cst.ParenthesizedWhitespace)
+    ):
+        return rpar.with_changes(
+            whitespace_before=before.with_changes(first_line=own.whitespace_after.first_line)
+        )
+    return rpar

@@ -1,8 +1,10 @@
 """Applying fixes to one file, to a fixed point, without ever breaking it.
 
 Each round lints the current text, takes the allowed fixes (safe ones, plus unsafe ones when
-asked) whose edits do not overlap, applies them with the imports they need, and keeps the
-result only if it still parses; a fix whose output would not parse is dropped and reported.
+asked) whose edits do not overlap, applies them with the imports they need, removes the
+imports they made unused (`edits.remove_unused_imports`), and keeps the result only if it
+still parses; a fix whose output would not parse is dropped and reported, and one whose
+import would rebind a name the file imports as something else is not applied.
 Rounds repeat until nothing changes (bounded), so fixing twice equals fixing once. The
 text is encoded back with the file's own encoding and BOM; line endings are kept.
 """
@@ -10,13 +12,22 @@ text is encoded back with the file's own encoding and BOM; line endings are kept
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from xlalint.analysis.usage import unused_bindings
 from xlalint.diagnostics import Applicability, Diagnostic, Fix
-from xlalint.edits import add_imports, apply_edits, edit_spans, spans_overlap
+from xlalint.edits import (
+    add_imports,
+    apply_edits,
+    edit_spans,
+    import_bindings,
+    import_conflicts,
+    remove_unused_imports,
+    spans_overlap,
+)
 from xlalint.engine import lint_source
 from xlalint.rule import Rule
 from xlalint.sources import Source
@@ -63,13 +74,24 @@ def _choose(
     unsafe: bool,
     rejected: Sequence[Diagnostic] = (),
 ) -> list[Diagnostic]:
-    """Fixable findings whose edits overlap no earlier chosen fix, in source order."""
+    """Fixable findings whose edits overlap no earlier chosen fix, in source order.
+
+    A fix whose import would rebind a name the file imports as something else (`import
+    torch_xla.core.xla_model as xm` in a file with `import numpy as xm`) is not chosen: the
+    finding remains, and the file keeps working.
+    """
     chosen: list[Diagnostic] = []
     taken: list[tuple[int, int]] = []
+    bound: dict[str, str] | None = None
     for diagnostic in diagnostics:
         if not allowed(diagnostic.fix, unsafe) or diagnostic in rejected:
             continue
         assert diagnostic.fix is not None
+        if diagnostic.fix.required_imports:
+            if bound is None:
+                bound = import_bindings(text)
+            if import_conflicts(bound, diagnostic.fix.required_imports):
+                continue
         spans = edit_spans(text, diagnostic.fix.edits)
         if any(spans_overlap(a, b) for a in spans for b in taken):
             continue
@@ -78,12 +100,19 @@ def _choose(
     return chosen
 
 
-def _apply(text: str, fixes: Sequence[Diagnostic]) -> str:
+def _apply(
+    text: str,
+    fixes: Sequence[Diagnostic],
+    filename: str = "",
+    keep: Collection[tuple[str, str]] = (),
+) -> str:
+    """`text` with `fixes` applied, the imports they need added and the imports they made
+    unused removed (but not those in `keep`)."""
     edits = [edit for d in fixes for edit in d.fix.edits]  # type: ignore[union-attr]
     imports = [i for d in fixes for i in d.fix.required_imports]  # type: ignore[union-attr]
     edited = apply_edits(text, edits)
     try:
-        return add_imports(edited, imports)
+        return remove_unused_imports(text, add_imports(edited, imports), filename, keep)
     except (cst.ParserSyntaxError, RecursionError):
         return edited  # does not parse: the caller's parse guard drops the culprit
 
@@ -99,6 +128,7 @@ def fix_text(
     outcome = FixOutcome(filename, source, source.text)
     text = source.text
     seen = {text: Counter[str]()}  # each text reached, with the fixes applied to reach it
+    keep: set[tuple[str, str]] | None = None  # imports the file left unused: never removed
     for _ in range(MAX_ROUNDS):
         result = lint_source(text, filename, rules, hot_functions)
         if result.error is not None:
@@ -108,13 +138,15 @@ def fix_text(
         outcome.dropped = []
         rejected: list[Diagnostic] = []
         chosen = _choose(text, result.diagnostics, unsafe)
-        candidate = _apply(text, chosen)
+        if chosen and keep is None:
+            keep = unused_bindings(cst.parse_module(source.text))
+        candidate = _apply(text, chosen, filename, keep)
         while chosen and not _parses(candidate):
             # Keep the fixes that parse on their own; report the others, and let the fixes
             # they overlapped be chosen in their place.
             kept = []
             for diagnostic in chosen:
-                if _parses(_apply(text, [*kept, diagnostic])):
+                if _parses(_apply(text, [*kept, diagnostic], filename, keep)):
                     kept.append(diagnostic)
                 else:
                     rejected.append(diagnostic)
@@ -122,7 +154,7 @@ def fix_text(
                         f"{diagnostic.code} at {diagnostic.start.row}:{diagnostic.start.column}"
                     )
             chosen = kept or _choose(text, result.diagnostics, unsafe, rejected)
-            candidate = _apply(text, chosen)
+            candidate = _apply(text, chosen, filename, keep)
         if not chosen:
             break
         if candidate in seen:

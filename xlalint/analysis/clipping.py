@@ -9,10 +9,14 @@
 The `if` reads a tensor on the host every step. XLA105 (clip-grad-norm-sync) owns this
 pattern, with its own advice (the `torch.where` form from the PyTorch/XLA docs); XLA103
 (tensor-control-flow), which reports any `if` on a tensor, leaves it alone. Both ask this one
-recognizer so that exactly one of them reports each such `if`.
+recognizer so that exactly one of them reports each such `if`. XLA105's fix asks
+`unconditional_factors` whether the `if` can become unconditional scaling by
+`torch.where(COND, F, 1.0)` with exactly the same effect.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -144,3 +148,169 @@ def _gradient_scale_factors(body: cst.BaseSuite, kinds: TensorKinds) -> list[cst
         ):
             factors.append(assign.value)
     return factors
+
+
+# -- the unconditional form (XLA105's fix) -------------------------------------------------------
+
+
+def unconditional_factors(node: cst.If, kinds: TensorKinds) -> list[cst.BaseExpression] | None:
+    """The scale factors of a clipping `if` that can run unconditionally, else None.
+
+    `if COND: BODY` scales gradients in place by factors F. Run unconditionally with each F
+    replaced by `torch.where(COND, F, 1.0)`, it does exactly the same: where COND holds, F
+    is used as before; elsewhere the gradients are multiplied (or divided) by 1.0, which
+    leaves every value as it was, `inf` and `nan` included. That holds only when:
+    - the `if` has no `else`, and its body does nothing but in-place scaling of gradients
+      (`g.mul_(F)`, `g.div_(F)`, `g *= F`, `g /= F`, `torch._foreach_mul_(grads, F)`,
+      `torch._foreach_div_(grads, F)`), in `for` loops over names, attributes,
+      `.parameters()` or comprehensions of them, and under `if x is (not) None` guards;
+    - COND and every F are free of side effects (names, attributes, numbers, arithmetic,
+      comparisons, subscripts), F is a tensor, and COND reads no gradient (`.grad`) and no
+      loop variable of the body, so it means the same at every F as before the body.
+    """
+    if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
+        return None
+    test = clipping_test(node, kinds)
+    if test is None or not _pure(test):
+        return None
+    read = _collect(test)
+    if any(a.attr.value == "grad" for a in read.attributes):
+        return None
+    factors: list[cst.BaseExpression] = []
+    targets: set[str] = set()
+    if not _only_scaling(node.body.body, kinds, frozenset(), factors, targets):
+        return None
+    if not factors or targets & {n.value for n in read.names}:
+        return None
+    if not all(_pure(f) and kinds.is_tensor(f) for f in factors):
+        return None
+    return factors
+
+
+def _only_scaling(
+    statements: Sequence[cst.BaseStatement],
+    kinds: TensorKinds,
+    aliases: frozenset[str],
+    factors: list[cst.BaseExpression],
+    targets: set[str],
+) -> bool:
+    """Whether `statements` only scale gradients in place; collects the factors, and the
+    names the loops bind."""
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                factor = _scaling_factor(small, kinds, aliases)
+                if factor is None:
+                    return False
+                factors.append(factor)
+        elif isinstance(statement, cst.For):
+            if (
+                statement.orelse is not None
+                or statement.asynchronous is not None
+                or not isinstance(statement.target, cst.Name)
+                or not _pure(statement.iter)
+                or not isinstance(statement.body, cst.IndentedBlock)
+            ):
+                return False
+            targets.add(statement.target.value)
+            inner = aliases
+            if _mentions_gradient(statement.iter, aliases):
+                inner = aliases | {statement.target.value}
+            if not _only_scaling(statement.body.body, kinds, inner, factors, targets):
+                return False
+        elif isinstance(statement, cst.If):
+            if (
+                statement.orelse is not None
+                or not _is_none_test(statement.test)
+                or not isinstance(statement.body, cst.IndentedBlock)
+                or not _only_scaling(statement.body.body, kinds, aliases, factors, targets)
+            ):
+                return False
+        else:
+            return False
+    return True
+
+
+def _scaling_factor(
+    small: cst.BaseSmallStatement, kinds: TensorKinds, aliases: frozenset[str]
+) -> cst.BaseExpression | None:
+    """F in `g.mul_(F)`, `g.div_(F)`, `g *= F`, `g /= F`, `torch._foreach_mul_(gs, F)`."""
+    if isinstance(small, cst.AugAssign):
+        if (
+            isinstance(small.operator, cst.MultiplyAssign | cst.DivideAssign)
+            and _pure(small.target)
+            and _mentions_gradient(small.target, aliases)
+        ):
+            return small.value
+        return None
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return None
+    call = small.value
+    if any(arg.keyword is not None or arg.star for arg in call.args):
+        return None
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _SCALE_METHODS:
+        if len(call.args) == 1 and _pure(func.value) and _mentions_gradient(func.value, aliases):
+            return call.args[0].value
+        return None
+    if kinds.imports.resolve(func) in _FOREACH_SCALES and len(call.args) == 2:
+        gradients = call.args[0].value
+        if _pure(gradients) and _mentions_gradient(gradients, aliases):
+            return call.args[1].value
+    return None
+
+
+def _is_none_test(test: cst.BaseExpression) -> bool:
+    """`x is None`, `x is not None`: a Python test that reads no tensor."""
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is | cst.IsNot)
+        and m.matches(test.comparisons[0].comparator, m.Name("None"))
+        and _pure(test.left)
+    )
+
+
+# Method calls without arguments that have no side effects, in receivers and loop iterables.
+_PURE_METHODS = frozenset({"detach", "parameters"})
+
+
+def _pure(node: cst.CSTNode) -> bool:
+    """An expression whose evaluation has no side effects and cannot fail in a way the
+    original would not: names, attributes, numbers, arithmetic, comparisons, subscripts,
+    lists and comprehensions of those, and `.detach()`/`.parameters()`."""
+    if isinstance(node, cst.Name | cst.Integer | cst.Float):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _pure(node.value)
+    if isinstance(node, cst.BinaryOperation):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _pure(node.expression)
+    if isinstance(node, cst.Comparison):
+        return _pure(node.left) and all(_pure(c.comparator) for c in node.comparisons)
+    if isinstance(node, cst.Subscript):
+        return _pure(node.value) and all(
+            isinstance(e.slice, cst.Index) and _pure(e.slice.value) for e in node.slice
+        )
+    if isinstance(node, cst.Call):
+        return (
+            not node.args
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _PURE_METHODS
+            and _pure(node.func.value)
+        )
+    if isinstance(node, cst.List | cst.Tuple):
+        return all(isinstance(e, cst.Element) and _pure(e.value) for e in node.elements)
+    if isinstance(node, cst.ListComp | cst.GeneratorExp):
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            if comp.asynchronous is not None or not (
+                isinstance(comp.target, cst.Name) and _pure(comp.iter)
+            ):
+                return False
+            if not all(_is_none_test(condition.test) for condition in comp.ifs):
+                return False
+            comp = comp.inner_for_in
+        return _pure(node.elt)
+    return False

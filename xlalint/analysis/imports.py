@@ -13,6 +13,8 @@ from __future__ import annotations
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.legacy_api import modernize
+
 
 class ImportTable:
     """Maps a bound local name to the dotted path it was imported as."""
@@ -33,7 +35,7 @@ class ImportTable:
                 if alias.asname is not None:
                     bound = get_full_name_for_node(alias.asname.name)
                     if bound:
-                        self._bindings[bound] = dotted
+                        self._bindings[bound] = modernize(dotted)
                 else:
                     # `import torch.nn.functional` binds `torch`.
                     head = dotted.split(".", 1)[0]
@@ -50,7 +52,7 @@ class ImportTable:
                 continue
             bound = get_full_name_for_node(alias.asname.name) if alias.asname else name
             if bound:
-                self._bindings[bound] = f"{module}.{name}"
+                self._bindings[bound] = modernize(f"{module}.{name}")
 
     def add_top_level(self, module: cst.Module) -> None:
         """Read imports at module level, including those under `try:` and `if`."""
@@ -82,7 +84,8 @@ class ImportTable:
         target = self._bindings.get(head)
         if target is None:
             return None
-        return f"{target}.{rest}" if rest else target
+        # `torch_xla_py.xla_model.x` (pre-1.0 imports) reads as `torch_xla.core.xla_model.x`.
+        return modernize(f"{target}.{rest}") if rest else target
 
     def binds(self, qualified_prefix: str) -> bool:
         """Whether the file imports anything at or under `qualified_prefix`."""

@@ -89,5 +89,16 @@ class ItemInHotCode(Rule):
         ):
             return None
         assert isinstance(node.func, cst.Attribute)
-        detached = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
+        receiver = node.func.value
+        if (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Attribute)
+            and receiver.func.attr.value == "detach"
+            and not receiver.args
+        ):
+            detached = receiver  # `x.detach().item()` -> `x.detach()`
+        else:
+            detached = node.with_changes(func=node.func.with_changes(attr=cst.Name("detach")))
+        # The replaced text is the call without its parentheses, which stay around it.
+        detached = detached.with_changes(lpar=(), rpar=())
         return self.fix("Accumulate `.detach()` instead of `.item()`", (node, detached))

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.clipping import clipping_test
+from xlalint.analysis.imports import ImportTable
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -18,6 +19,15 @@ _TESTED: dict[type[cst.CSTNode], str] = {
 _TESTED_TYPES = tuple(_TESTED)
 # Parents under which a node's truth may be taken (`bool(x)` is checked from the call).
 _TRUTH_PARENTS = (*_TESTED_TYPES, cst.BooleanOperation, cst.UnaryOperation)
+# Comparisons of tensors that give a bool tensor, which torch.where takes as its condition.
+_TENSOR_COMPARISONS = (
+    cst.LessThan,
+    cst.LessThanEqual,
+    cst.GreaterThan,
+    cst.GreaterThanEqual,
+    cst.Equal,
+    cst.NotEqual,
+)
 
 
 class TensorControlFlow(Rule):
@@ -61,10 +71,11 @@ class TensorControlFlow(Rule):
 
     ## Fix safety
     Unsafe, and only for a conditional expression `a if cond else b` whose `cond` is a
-    tensor comparison and whose branches are tensors or numbers: it becomes
-    `torch.where(cond, a, b)`. Both branches are then evaluated (a branch that fails or has
-    side effects changes behaviour), and the result is a tensor even where it was a Python
-    number. Other forms are reported without a fix.
+    tensor comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`, not against `None` or a string)
+    and whose branches are tensors or numbers: it becomes `torch.where(cond, a, b)`. Both
+    branches are then evaluated (a branch that fails or has side effects changes
+    behaviour), and the result is a tensor even where it was a Python number. Other forms
+    are reported without a fix.
 
     ## Runtime evidence
     5 steps on the XLA CPU device: `if x.sum() > 0:` each step costs 3 uncached and
@@ -193,23 +204,33 @@ class TensorControlFlow(Rule):
         if not (
             isinstance(test, cst.Comparison)
             and len(test.comparisons) == 1
+            # `<`, `==`, ...: a bool tensor. Not `is`/`in`, nor `t == None`/`t == "a"`,
+            # which give a Python bool that torch.where refuses.
+            and isinstance(test.comparisons[0].operator, _TENSOR_COMPARISONS)
+            and not any(
+                _is_none_or_string(side) for side in (test.left, test.comparisons[0].comparator)
+            )
             and all(self._selectable(branch) for branch in (node.body, node.orelse))
         ):
             return None
-        aliases = self.ctx.imports.local_names_for("torch")
-        torch_name = aliases[0] if aliases else "torch"
+        # Only module-level imports: one local to another function would not be in scope.
+        top_level = ImportTable()
+        top_level.add_top_level(self.ctx.module)
+        spelled, imports = top_level.spell("torch.where", "import torch")
         where = cst.Call(
-            func=cst.Attribute(cst.Name(torch_name), cst.Name("where")),
+            func=cst.parse_expression(spelled),
             args=[cst.Arg(test), cst.Arg(node.body), cst.Arg(node.orelse)],
         )
-        return self.fix(
-            "Select with `torch.where`",
-            (node, where),
-            imports=() if aliases else ("import torch",),
-        )
+        return self.fix("Select with `torch.where`", (node, where), imports=imports)
 
     def _selectable(self, branch: cst.BaseExpression) -> bool:
         """A branch `torch.where` can take: a tensor or a number literal."""
         if isinstance(branch, cst.UnaryOperation) and isinstance(branch.operator, cst.Minus):
             branch = branch.expression
         return isinstance(branch, cst.Integer | cst.Float) or self.ctx.is_tensor(branch)
+
+
+def _is_none_or_string(node: cst.BaseExpression) -> bool:
+    return (isinstance(node, cst.Name) and node.value == "None") or isinstance(
+        node, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString
+    )

@@ -5,7 +5,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.rule import Rule
+from xlalint.analysis.imports import ImportTable
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -21,6 +23,11 @@ _PROGRESS_METHODS = frozenset(
 )
 _SCALAR_METHODS = frozenset({"add_scalar", "add_scalars"})
 _STRINGIFIERS = frozenset({"str", "repr", "format"})
+ADD_STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
+XM_IMPORT = "import torch_xla.core.xla_model as xm"
+# Logging arguments whose meaning depends on where and when the call runs.
+_CALL_SITE_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel"})
+_LITERAL_NAMES = frozenset({"True", "False", "None"})
 
 
 class PrintInHotCode(Rule):
@@ -68,9 +75,25 @@ class PrintInHotCode(Rule):
     Or log every N steps only, or accumulate on the device and print after the loop.
 
     ## Fix safety
-    No fix yet. The planned fix is unsafe: moving the call into `xm.add_step_closure(...)`
-    defers it until after the step runs, which changes when (and, with mutated tensors,
-    what) it prints.
+    Unsafe. A `print`, logging, `xm.master_print`, tqdm or tensorboard call that stands
+    as a statement is handed to `xm.add_step_closure`, as the PyTorch/XLA docs advise
+    for printing and reporting: the closure runs after the step's barrier, when the
+    tensors passed in `args` have been computed with the step's graph. Values are bound
+    when the closure is added; only the turning into text waits. Two forms:
+    `xm.add_step_closure(print, args=(loss,))` passes the call's arguments when none of
+    them formats a tensor itself and there are no keywords;
+    `xm.add_step_closure(lambda step, loss: print(f"step {step} loss {loss:.4f}"),
+    args=(step, loss))` keeps the call as written when every value in it is a name or a
+    literal (logging prefers this form, so that records keep their line number).
+
+    Deferring changes behaviour: the output appears at the next barrier
+    (`torch_xla.sync()`, `xm.mark_step()`, a `MpDeviceLoader` step), later and ordered
+    differently against other output; it never appears if the program stops before that
+    barrier; a tensor changed in place after the call shows its later value; log records
+    carry the later time (and, in the direct form, torch_xla's caller). Calls whose value
+    is used, with `*args`/`**kwargs`, `logger.exception()` and `exc_info=`/`stack_info=`/
+    `stacklevel=` are reported without a fix, as are other arguments (`f"{x.mean()}"`:
+    the lambda form would compute it after the step).
 
     ## Runtime evidence
     5 steps of a small model on the XLA CPU device: `print(loss)` each step costs 2
@@ -83,6 +106,8 @@ class PrintInHotCode(Rule):
     name = "print-in-hot-code"
     message = "{what} turns a tensor into text every step, forcing a graph execution and a copy"
     hint = "Print or log in xm.add_step_closure(fn, args=(...)), or every N steps"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.UNSAFE
     hot_only = True
     # Sinks (`print`, `log...`, `set_postfix`, `set_description`, `add_scalar`) and
     # formatting: f-string fields need `{`, the rest `str`, `repr`, `format` or `%`.
@@ -109,7 +134,7 @@ class PrintInHotCode(Rule):
         if sink is not None:
             what, arguments = sink
             if any(self._formats_tensor(arg) for arg in arguments):
-                self._report(node, what)
+                self._report(node, what, fix=self._closure_fix(node))
             return
         if self._stringifier(node) is not None:
             self._check_formatting(node)
@@ -172,9 +197,132 @@ class PrintInHotCode(Rule):
         if self._formats_tensor(node):
             self._report(node, "Formatting")
 
-    def _report(self, node: cst.CSTNode, what: str) -> None:
+    def _report(self, node: cst.CSTNode, what: str, fix: NodeFix | None = None) -> None:
         self._reported.add(id(node))
-        self.report(node, self.message.format(what=what))
+        self.report(node, self.message.format(what=what), fix=fix)
+
+    # -- the fix: defer the call to a step closure ----------------------------------------
+    def _closure_fix(self, node: cst.Call) -> NodeFix | None:
+        """`print(...)`/`logger.info(...)` as a statement -> `xm.add_step_closure(...)`.
+
+        Two forms, both binding every value now and leaving only the turning into text for
+        after the step. The direct form, `xm.add_step_closure(print, args=(a, b))`, passes
+        the arguments themselves; it needs positional arguments only, none of which formats
+        a tensor itself (an f-string would format it now). The lambda form,
+        `xm.add_step_closure(lambda step, loss: print(f"{step} {loss}"), args=(step, loss))`,
+        keeps the call as written and passes the names it reads; it needs every value in
+        the call to be a name or a literal, so that nothing but formatting is deferred.
+        Logging calls prefer the lambda form, which keeps the log record's line number.
+        """
+        if not self._is_statement(node) or any(arg.star for arg in node.args):
+            return None
+        func = node.func
+        is_print = (isinstance(func, cst.Name) and func.value == "print") or (
+            self.ctx.qualified(func) in _PRINTS
+        )
+        if not is_print:
+            if not isinstance(func, cst.Attribute) or func.attr.value == "exception":
+                return None  # `exception()` reads the exception being handled, now
+            if any(a.keyword is not None and a.keyword.value in _CALL_SITE_KEYWORDS
+                   for a in node.args):  # fmt: skip
+                return None
+        forms = (self._direct_form, self._lambda_form)
+        for form in forms if is_print else reversed(forms):
+            text = form(node)
+            if text is not None:
+                break
+        else:
+            return None
+        top_level = ImportTable()  # not the imports of some function seen so far
+        top_level.add_top_level(self.ctx.module)
+        add, imports = top_level.spell(ADD_STEP_CLOSURE, XM_IMPORT)
+        return self.fix(
+            "Defer to `xm.add_step_closure(...)`", (node, f"{add}({text})"), imports=imports
+        )
+
+    def _is_statement(self, node: cst.Call) -> bool:
+        """A call whose value is not used: `print(x)` on its own, not `y = print(x)`."""
+        ancestors = self.ctx.ancestors()
+        expr, line = next(ancestors, None), next(ancestors, None)
+        return (
+            isinstance(expr, cst.Expr)
+            and expr.value is node
+            and isinstance(line, cst.SimpleStatementLine)
+        )
+
+    def _direct_form(self, node: cst.Call) -> str | None:
+        if any(arg.keyword is not None for arg in node.args):
+            return None
+        if any(self._formats_now(arg.value) for arg in node.args):
+            return None
+        code = self.ctx.module.code_for_node
+        values = [code(arg.value) for arg in node.args]
+        packed = f"({values[0]},)" if len(values) == 1 else f"({', '.join(values)})"
+        return f"{code(node.func)}, args={packed}"
+
+    def _lambda_form(self, node: cst.Call) -> str | None:
+        names: list[str] = []
+        if not all(self._deferrable(arg.value, names) for arg in node.args):
+            return None
+        params = list(dict.fromkeys(names))
+        if not params:
+            return None
+        packed = f"({params[0]},)" if len(params) == 1 else f"({', '.join(params)})"
+        # The replaced text is the call without its parentheses, which stay around it.
+        call = self.ctx.module.code_for_node(node.with_changes(lpar=(), rpar=()))
+        return f"lambda {', '.join(params)}: {call}, args={packed}"
+
+    def _formats_now(self, node: cst.BaseExpression) -> bool:
+        """Whether evaluating `node` (not printing it) turns a tensor into text."""
+        if self.ctx.is_tensor(node):
+            return False
+        if isinstance(node, cst.Tuple | cst.List | cst.Set):
+            return any(
+                self._formats_now(e.value) for e in node.elements if isinstance(e, cst.Element)
+            )
+        if isinstance(node, cst.Dict):
+            return any(
+                self._formats_now(e.key) or self._formats_now(e.value)
+                for e in node.elements
+                if isinstance(e, cst.DictElement)
+            )
+        return self._formats_tensor(node)
+
+    def _deferrable(self, node: cst.BaseExpression, names: list[str]) -> bool:
+        """Whether `node` is names and literals put into text: evaluating it later, with
+        the names bound to their values of now, gives the same text. Collects the names."""
+        if isinstance(node, cst.Name):
+            if node.value not in _LITERAL_NAMES:
+                names.append(node.value)
+            return True
+        if isinstance(node, cst.SimpleString | cst.Integer | cst.Float | cst.Imaginary):
+            return True
+        if isinstance(node, cst.FormattedString):
+            return all(
+                self._deferrable(part.expression, names)
+                and (part.format_spec is None or all(
+                    isinstance(spec, cst.FormattedStringText) for spec in part.format_spec))
+                for part in node.parts
+                if isinstance(part, cst.FormattedStringExpression)
+            )  # fmt: skip
+        if isinstance(node, cst.ConcatenatedString):
+            return self._deferrable(node.left, names) and self._deferrable(node.right, names)
+        if isinstance(node, cst.BinaryOperation):
+            return isinstance(node.operator, cst.Modulo | cst.Add) and (
+                self._deferrable(node.left, names) and self._deferrable(node.right, names)
+            )
+        if isinstance(node, cst.Tuple | cst.List):
+            return all(
+                isinstance(e, cst.Element) and self._deferrable(e.value, names)
+                for e in node.elements
+            )
+        if isinstance(node, cst.Call):
+            return (
+                self._stringifier(node) is not None
+                and not any(arg.star for arg in node.args)
+                and all(self._deferrable(arg.value, names) for arg in node.args)
+            )
+        return False
 
     # -- what turns a tensor into text ----------------------------------------------------
     def _formats_tensor(self, node: cst.BaseExpression) -> bool:

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.clipping import clipping_test
-from xlalint.rule import Rule
+from xlalint.analysis.clipping import clipping_test, unconditional_factors
+from xlalint.analysis.imports import ImportTable
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
 
 # Functions with an `error_if_nonfinite` flag, by the position of that flag.
 _NONFINITE_CHECKS = {
@@ -44,24 +46,41 @@ class ClipGradNormSync(Rule):
     ```
 
     ## Use instead
-    Clamp the coefficient on the device and always scale, as PyTorch/XLA's own version
-    does (multiplying by 1.0 is a no-op):
+    Keep the test on the device and always scale, as PyTorch/XLA's own `clip_grad_norm_`
+    does: where the coefficient is not below 1, the gradients are multiplied by 1.0, which
+    changes nothing:
     ```python
     total_norm = torch.norm(torch.stack([p.grad.norm(2) for p in params]), 2)
     clip_coef = max_norm / (total_norm + 1e-6)
-    clip_coef = torch.where(clip_coef < 1, clip_coef, torch.ones_like(clip_coef))
     for p in params:
-        p.grad.detach().mul_(clip_coef)
+        p.grad.detach().mul_(torch.where(clip_coef < 1, clip_coef, 1.0))
     ```
     Or call `torch.nn.utils.clip_grad_norm_(params, max_norm)` without
     `error_if_nonfinite=True`, and check for non-finite norms every N steps or in
     `xm.add_step_closure(...)`.
 
     ## Fix safety
-    No fix yet. A safe fix is planned for the hand-written form: replace the `if` with the
-    `torch.where` clamp above and scale unconditionally, which gives identical gradients.
-    Dropping `error_if_nonfinite=True` would change behaviour (no error on `inf`/`nan`), so
-    that form will stay report-only.
+    Safe, for hand-written clipping only: `if COND:` is removed, its body dedented, and
+    each scale factor `F` in it becomes `torch.where(COND, F, 1.0)`, the form of the
+    PyTorch/XLA troubleshooting guide (which multiplies by `torch.where(clip_coef < 1,
+    clip_coef, torch.tensor(1., device=device))`). Where `COND` held, the gradients get
+    `F` as before; elsewhere they are multiplied (or divided) by 1.0, which leaves every
+    value, `inf` and `nan` included, as it was. The Python scalar `1.0` keeps `F`'s dtype
+    and device (a float32 `torch.tensor(1.)` would promote a bfloat16 coefficient), and
+    `torch.clamp(clip_coef, max=1.0)` is not used because it turns a `nan` coefficient
+    into `nan` gradients where the `if` skipped them. Every comparison form is covered
+    (`clip_coef < 1`, `total_norm > max_norm`, ...), because `COND` is kept verbatim.
+
+    The fix is offered only where the result is exactly equivalent: the `if` has no
+    `else`; its body only scales gradients in place (`g.mul_(F)`, `g.div_(F)`, `g *= F`,
+    `g /= F`, `torch._foreach_mul_(grads, F)`, `torch._foreach_div_(grads, F)`), in `for`
+    loops and under `if p.grad is not None:` guards; `COND` and each `F` have no side
+    effects (names, attributes, numbers, arithmetic), `F` is a tensor, and `COND` reads
+    no gradient and no loop variable of the body. The body now runs on every step: a loop
+    that would fail (a `None` gradient without a guard) fails on every step instead of only
+    on steps that clip, and a loop over a one-shot iterator consumes it every step.
+    `error_if_nonfinite=True` is reported without a fix: dropping it would stop the error
+    on `inf`/`nan`.
 
     ## Runtime evidence
     5 steps on the XLA CPU device: hand-written clipping with `if clip_coef < 1:` costs
@@ -75,6 +94,8 @@ class ClipGradNormSync(Rule):
     name = "clip-grad-norm-sync"
     message = "{what} reads the gradient norm on the host every step, forcing a graph execution"
     hint = "Clamp the coefficient with torch.where and always scale; check non-finite norms rarely"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
     hot_only = True
     # Hand-written clipping scales `.grad`s; the API calls name `clip_grad_norm` or
     # `get_total_norm` in the call or its import.
@@ -98,7 +119,62 @@ class ClipGradNormSync(Rule):
     def visit_If(self, node: cst.If) -> None:
         test = clipping_test(node, self.ctx.kinds)
         if test is not None:
-            self.report(test, self.message.format(what="Clipping with a Python `if`"))
+            self.report(
+                test,
+                self.message.format(what="Clipping with a Python `if`"),
+                fix=self._unconditional_fix(node, test),
+            )
+
+    def _unconditional_fix(self, node: cst.If, test: cst.Comparison) -> NodeFix | None:
+        """`if COND: g.mul_(F)` -> `g.mul_(torch.where(COND, F, 1.0))`, the `if` removed and
+        its body dedented (see `unconditional_factors` for when that is exact)."""
+        if not isinstance(self.ctx.parent, cst.IndentedBlock | cst.Module):
+            return None  # an `elif`
+        factors = unconditional_factors(node, self.ctx.kinds)
+        if factors is None:
+            return None
+        assert isinstance(node.body, cst.IndentedBlock)
+        module = self.ctx.module
+        top_level = ImportTable()  # not imports local to some function seen so far
+        top_level.add_top_level(module)
+        where, imports = top_level.spell("torch.where", "import torch")
+        condition = module.code_for_node(test)
+        selected = {
+            id(factor): cst.parse_expression(
+                f"{where}({condition}, {module.code_for_node(factor)}, 1.0)"
+            )
+            for factor in factors
+        }
+        body = node.body.visit(_Replace(selected))
+        assert isinstance(body, cst.IndentedBlock)
+        code = "".join(module.code_for_node(statement) for statement in body.body)
+        lines = code.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n").split("\n")
+        comment = node.body.header.comment
+        if comment is not None:  # `if clip_coef < 1:  # clip` keeps its comment, above
+            lines.insert(0, comment.value)
+        indent = "".join(
+            block.indent if block.indent is not None else module.default_indent
+            for block in self.ctx.ancestors()
+            if isinstance(block, cst.IndentedBlock)
+        )
+        text = "\n".join(
+            [lines[0], *(f"{indent}{line}" if line.strip() else "" for line in lines[1:])]
+        )
+        return self.fix(
+            "Scale unconditionally by `torch.where(...)`", (node, text), imports=imports
+        )
+
+
+class _Replace(cst.CSTTransformer):
+    """Replaces nodes by identity."""
+
+    def __init__(self, replacements: dict[int, cst.BaseExpression]) -> None:
+        self._replacements = replacements
+
+    def on_leave(
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        return self._replacements.get(id(original_node), updated_node)
 
 
 def _is_true(node: cst.BaseExpression) -> bool:

@@ -29,7 +29,9 @@ class HiddenHostRead(Rule):
     `x.reshape(...)`, `x.expand(...)`, `x.repeat(...)`, `torch.ones/empty/full/rand/randn`),
     a bound of `torch.arange(...)`, or an argument of `range(...)`. Indexing a tensor with
     a tensor (`x[idx]`) is advanced indexing on the device and is not flagged; nor are
-    `range(int(t))` and `range(t.item())`, which other rules report.
+    `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. For
+    `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
+    depends on the data even when read once, is XLA209's (data-dependent-trip-count).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,

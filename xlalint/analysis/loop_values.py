@@ -1,0 +1,479 @@
+"""Values that change from one pass of a loop to the next, and host values read from tensors.
+
+XLA bakes Python numbers into the traced graph as constants, so whether a value changes
+between passes decides whether a pass compiles a new graph (XLA_FACTS.md, re-measured while
+writing XLA207-XLA209 on the XLA CPU device, 5 passes each):
+- `X[i]` with `i` the pass's index and a barrier every pass: 5 compiles (1 with
+  `index_select` and a device index). The same loop traced into one graph, without a barrier
+  inside, unrolls identically every step and compiles once.
+- `torch.arange(i, i + 16, device=dev)`: 5 compiles; `torch.arange(16, device=dev)`: 1.
+- a loop run `int(t)` times inside the step: one compile per distinct count.
+
+`LoopValues` follows, during the engine's single walk, which names hold the pass's index
+(`for i in range(n)`, `for i, x in enumerate(xs)`) or ints derived from it (`j = i + 1`), and
+which names change with the pass at all (XLA207, XLA208). `TensorReads` follows which names
+hold a number or list read from a tensor (`n = int(t)`, `lens = t.tolist()`; XLA209). Rules
+feed both from their own `visit_*`/`leave_*` methods: no tree is walked twice. Whether a
+loop runs the device on every pass comes from `ctx.loops` (analysis/loops.py), shared with
+the barrier rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.tensors import HOST_ATTRIBUTES, HOST_METHODS, Kind, TensorKinds
+
+if TYPE_CHECKING:
+    from xlalint.analysis.loops import LoopAnalysis
+
+Loop = cst.For | cst.While
+
+# Iterables whose items are the pass's index, possibly through wrappers.
+_RANGES = frozenset({"range", "trange"})
+_WRAPPERS = frozenset({"reversed", "tqdm", "list", "iter", "sorted"})
+# Int operators: an index stays an int through them.
+_INT_OPERATORS = (
+    cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.Power,
+    cst.LeftShift, cst.RightShift, cst.BitAnd, cst.BitOr, cst.BitXor,
+)  # fmt: skip
+_INT_BUILTINS = frozenset({"int", "abs", "min", "max"})
+# Subtrees that read only a shape: the same every pass unless the shapes change (and then
+# the step recompiles whatever this value does).
+_SHAPE_CALLS = frozenset({"len"})
+# Tensor methods and torch functions that return a tuple or list of tensors.
+_SEQUENCE_METHODS = frozenset(
+    {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"}
+)
+_SEQUENCE_FUNCTIONS = frozenset(
+    {
+        "torch.split", "torch.chunk", "torch.unbind", "torch.tensor_split", "torch.hsplit",
+        "torch.vsplit", "torch.dsplit", "torch.meshgrid", "torch.broadcast_tensors",
+        "torch.atleast_1d", "torch.atleast_2d", "torch.atleast_3d",
+    }
+)  # fmt: skip
+_SEQUENCE_BUILTINS = frozenset({"list", "tuple", "sorted", "zip", "map", "filter", "reversed"})
+_SEQUENCE_ANNOTATIONS = frozenset(
+    {"tuple", "Tuple", "list", "List", "Sequence", "Iterable", "Iterator", "dict", "Dict"}
+)
+# Names that say they hold several tensors: `all_hidden_states`, `res_hidden_states_tuple`,
+# `past_key_values`, `layer_outputs`, `image_list`, `blocks`.
+COLLECTION_NAME = re.compile(
+    r"(^all_|_tuple$|_tuples$|_list$|_lists$|^list_|_seq$|_dict$|past_key_values|"
+    r"(^|_)(outputs|layers|blocks|cache|caches|chunks|splits|pieces|parts|items)$)",
+    re.IGNORECASE,
+)
+_TO_HOST = frozenset({"item", "tolist"})
+_HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+@dataclass
+class _Function:
+    loops: list[Loop] = field(default_factory=list)  # innermost last
+    in_body: list[Loop] = field(default_factory=list)  # loops whose pass is being walked
+    # name -> the loops whose pass it changes with
+    varying: dict[str, frozenset[Loop]] = field(default_factory=dict)
+    ints: dict[str, frozenset[Loop]] = field(default_factory=dict)
+    sequences: set[str] = field(default_factory=set)
+
+
+class LoopValues:
+    """Which names change with the pass of an enclosing loop, for one function at a time,
+    and which loops read a tensor on the host (each such pass ends in an execution)."""
+
+    def __init__(self, kinds: TensorKinds) -> None:
+        self.kinds = kinds
+        self._functions: list[_Function] = [_Function()]
+        self._reading: set[Loop] = set()
+
+    # -- feeding, from the rule's visit/leave methods --------------------------------------
+    def push_function(self, node: cst.FunctionDef) -> None:
+        function = _Function()
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            annotation = param.annotation
+            if annotation is not None and _names_sequence(annotation.annotation):
+                function.sequences.add(param.name.value)
+        self._functions.append(function)
+
+    def pop_function(self) -> None:
+        self._functions.pop()
+
+    def enter_loop(self, node: Loop) -> None:
+        function = self._functions[-1]
+        function.loops.append(node)
+        if isinstance(node, cst.While):
+            function.in_body.append(node)
+        else:
+            only = frozenset({node})
+            for name in _target_names(node.target):
+                function.varying[name] = only
+                function.ints.pop(name, None)
+                function.sequences.discard(name)
+            for name in _index_targets(node.target, node.iter):
+                function.ints[name] = only
+
+    def enter_block(self, block: cst.BaseSuite, parent: cst.CSTNode | None) -> None:
+        """A suite is entered: a `for` body starts its pass (the iterable and an `else:` run
+        once, not per pass; a `while` pass starts at its test)."""
+        if isinstance(parent, cst.For) and parent.body is block:
+            self._functions[-1].in_body.append(parent)
+
+    def leave_block(self, block: cst.BaseSuite, parent: cst.CSTNode | None) -> None:
+        in_body = self._functions[-1].in_body
+        if isinstance(parent, cst.For) and in_body and in_body[-1] is parent:
+            in_body.pop()
+
+    def leave_loop(self, node: Loop) -> None:
+        function = self._functions[-1]
+        if not function.loops or function.loops[-1] is not node:
+            return
+        function.loops.pop()
+        if function.in_body and function.in_body[-1] is node:
+            function.in_body.pop()
+        for table in (function.varying, function.ints):
+            for name in [n for n, loops in table.items() if node in loops]:
+                remaining = table[name] - {node}
+                if remaining:
+                    table[name] = remaining
+                else:
+                    del table[name]
+
+    def note_call(self, call: cst.Call) -> None:
+        """A call in the bodies being walked: a host read (`.item()`, `.tolist()`,
+        `.cpu()`, `int(t)`) makes every enclosing loop of this function execute per pass."""
+        loops = self._functions[-1].in_body
+        if loops and self.reads_host(call):
+            self._reading.update(loops)
+
+    def executes_every_pass(self, loop: Loop, analysis: LoopAnalysis) -> bool:
+        """Whether each pass of `loop` ends in an execution of its own: it reaches a barrier,
+        takes its batches from a loader that syncs, reads a tensor on the host (as far as
+        `note_call` was told), or is a step loop that trains or samples (it needs a barrier
+        per pass, which XLA401/XLA402 ask for; a loop nested in one is a micro-step of it).
+        Loops that do none of these are traced into the graph around them, unrolled."""
+        site = analysis.site(loop)
+        return (
+            loop in self._reading
+            or analysis.reaches_barrier(loop)
+            or (site is not None and analysis.syncs_per_pass(site))
+            or any(step.site.node is loop for step in analysis.step_loops())
+        )
+
+    def reads_host(self, call: cst.Call) -> bool:
+        """`t.item()`, `t.tolist()`, `t.cpu()`, `t.numpy()`, `int(t)`, `float(t)`, `bool(t)`
+        on a value that is (or, for the methods, may be) a device tensor."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _HOST_READ_METHODS:
+            return self.kinds.of(func.value) in (Kind.TENSOR, Kind.UNKNOWN) and not call.args
+        return (
+            isinstance(func, cst.Name)
+            and func.value in ("int", "float", "bool")
+            and self.kinds.lookup(func.value) is None
+            and len(call.args) == 1
+            and self.kinds.of(call.args[0].value) is Kind.TENSOR
+        )
+
+    def bind(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        """`targets = value` (also the value of an annotated assignment)."""
+        function = self._functions[-1]
+        varying = self._varying_loops(value)
+        ints = self.int_loops(value)
+        sequence = self.makes_sequence(value)
+        for target in targets:
+            names = _target_names(target)
+            unpacked = not isinstance(target, cst.Name)
+            for name in names:
+                if varying:
+                    function.varying[name] = varying
+                else:
+                    function.varying.pop(name, None)
+                if ints and not unpacked:
+                    function.ints[name] = ints
+                else:
+                    function.ints.pop(name, None)
+                if sequence and not unpacked:
+                    function.sequences.add(name)
+                else:
+                    function.sequences.discard(name)
+
+    def bind_augmented(self, augmented: cst.AugAssign) -> None:
+        """`target op= value`: inside a loop, a name changes every pass, and a counter
+        (`step += 1`, `i -= 1`) stays an int."""
+        function = self._functions[-1]
+        target, value = augmented.target, augmented.value
+        if not isinstance(target, cst.Name) or not function.loops:
+            return
+        name = target.value
+        innermost = frozenset({function.loops[-1]})
+        function.varying[name] = function.varying.get(name, frozenset()) | innermost
+        int_like = self.kinds.of(target) is Kind.HOST or name in function.ints
+        counting = isinstance(augmented.operator, cst.AddAssign | cst.SubtractAssign)
+        if counting and int_like and self.int_loops(value) is not None:
+            function.ints[name] = function.ints.get(name, frozenset()) | innermost
+        else:
+            function.ints.pop(name, None)
+
+    # -- questions -------------------------------------------------------------------------
+    @property
+    def in_loop(self) -> bool:
+        return bool(self._functions[-1].loops)
+
+    def passes_walked(self) -> list[Loop]:
+        """The loops of this function whose pass (body, or `while` test) is being walked."""
+        return self._functions[-1].in_body
+
+    def int_loops(self, expr: cst.BaseExpression) -> frozenset[Loop] | None:
+        """If `expr` is a Python int computed from loop indices (`i`, `i + 1`, `n - 1 - i`,
+        `min(i * bs, n)`), the loops whose pass it changes with (empty for an int that does
+        not change, such as a literal). None if it may not be an int: a tensor, an unknown
+        call, a subscript."""
+        if isinstance(expr, cst.Integer):
+            return frozenset()
+        if isinstance(expr, cst.Name):
+            ints = self._functions[-1].ints
+            if expr.value in ints:
+                return ints[expr.value]
+            kind = self.kinds.of(expr)
+            return frozenset() if kind in (Kind.HOST, Kind.UNKNOWN) else None
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _INT_OPERATORS):
+            left, right = self.int_loops(expr.left), self.int_loops(expr.right)
+            return None if left is None or right is None else left | right
+        if isinstance(expr, cst.UnaryOperation) and isinstance(
+            expr.operator, cst.Minus | cst.Plus | cst.BitInvert
+        ):
+            return self.int_loops(expr.expression)
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Name)
+            and expr.func.value in _INT_BUILTINS
+            and self.kinds.lookup(expr.func.value) is None
+            and expr.args
+        ):
+            found: frozenset[Loop] = frozenset()
+            for arg in expr.args:
+                if arg.keyword is not None or arg.star:
+                    return None
+                loops = self.int_loops(arg.value)
+                if loops is None:
+                    return None
+                found |= loops
+            return found
+        if isinstance(expr, cst.Attribute | cst.Call) and self.kinds.of(expr) is Kind.HOST:
+            return frozenset()  # `x.shape[0]`-like values and `len(...)`: ints, fixed
+        return None
+
+    def varies(self, expr: cst.CSTNode) -> bool:
+        """Whether `expr` reads a name that changes with the pass of an enclosing loop (a
+        loop target, or a value computed from one). Shapes (`x.shape`, `x.size(0)`,
+        `len(x)`) do not count: they change only with the shapes, which recompile anyway."""
+        return bool(self._varying_loops(expr))
+
+    def is_sequence(self, name: str) -> bool:
+        """Whether the latest binding of `name` here holds several values (a tuple, a list,
+        `x.chunk(4)`), or a parameter annotated as such."""
+        return name in self._functions[-1].sequences
+
+    def makes_sequence(self, value: cst.BaseExpression) -> bool:
+        """`(a, b)`, `[...]`, `x.split(2)`, `torch.chunk(x, 4)`, `list(...)`, `acc + (h,)`."""
+        if isinstance(value, cst.Tuple | cst.List | cst.ListComp | cst.GeneratorExp):
+            return True
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+            return self.makes_sequence(value.left) or self.makes_sequence(value.right)
+        if isinstance(value, cst.Name):
+            return self.is_sequence(value.value)
+        if isinstance(value, cst.Call):
+            func = value.func
+            qualified = self.kinds.imports.resolve(func)
+            if qualified is not None:
+                return qualified in _SEQUENCE_FUNCTIONS
+            if isinstance(func, cst.Name):
+                return func.value in _SEQUENCE_BUILTINS and self.kinds.lookup(func.value) is None
+            if isinstance(func, cst.Attribute):
+                return func.attr.value in _SEQUENCE_METHODS
+        return False
+
+    def _varying_loops(self, expr: cst.CSTNode) -> frozenset[Loop]:
+        function = self._functions[-1]
+        if not function.varying:
+            return frozenset()
+        found: frozenset[Loop] = frozenset()
+        for name in _value_names(expr):
+            found |= function.varying.get(name, frozenset())
+        return found
+
+
+class TensorReads:
+    """Which names hold a host value read from a tensor (`n = int(t)`, `k = t.item()`,
+    `lens = lengths.tolist()`), one function at a time."""
+
+    def __init__(self, kinds: TensorKinds, imports: ImportTable) -> None:
+        self.kinds = kinds
+        self.imports = imports
+        self._functions: list[set[str]] = [set()]
+
+    def push_function(self) -> None:
+        self._functions.append(set())
+
+    def pop_function(self) -> None:
+        self._functions.pop()
+
+    def bind(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        read = self.reads(value)
+        names = self._functions[-1]
+        for target in targets:
+            for name in _target_names(target):
+                if read:
+                    names.add(name)
+                else:
+                    names.discard(name)
+
+    def bind_augmented(self, augmented: cst.AugAssign) -> None:
+        """`n += int(t)`: a read value stays read."""
+        target = augmented.target
+        if isinstance(target, cst.Name) and self.reads(augmented.value):
+            self._functions[-1].add(target.value)
+
+    def is_read_name(self, name: str) -> bool:
+        return name in self._functions[-1]
+
+    def direct_read(self, expr: cst.BaseExpression) -> bool:
+        """`expr` itself reads a tensor: it is one, or contains `int(t)`/`t.item()`."""
+        return self._reads(expr, names=False)
+
+    def reads(self, expr: cst.BaseExpression) -> bool:
+        """`expr` is (computed from) a value read from a tensor, here or earlier."""
+        return self._reads(expr, names=True)
+
+    def _reads(self, expr: cst.BaseExpression, names: bool) -> bool:
+        if isinstance(expr, cst.Name):
+            if names and expr.value in self._functions[-1]:
+                return True
+            return self.kinds.of(expr) is Kind.TENSOR
+        if isinstance(expr, cst.Call):
+            return self._call_reads(expr, names)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._reads(expr.left, names) or self._reads(expr.right, names)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._reads(expr.expression, names)
+        if isinstance(expr, cst.Subscript):
+            # `lens[i]` of `lens = t.tolist()`; a tensor element `t[0]` is a tensor.
+            return self._reads(expr.value, names)
+        if isinstance(expr, cst.IfExp):
+            return self._reads(expr.body, names) or self._reads(expr.orelse, names)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value not in HOST_ATTRIBUTES and self.kinds.of(expr) is Kind.TENSOR
+        return False
+
+    def _call_reads(self, call: cst.Call, names: bool) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in _TO_HOST and not call.args:
+                kind = self.kinds.of(func.value)
+                # `.item()` exists on tensors and numpy values: in torch code, a tensor
+                # unless known to live on the host (as XLA101 reads it).
+                return kind is Kind.TENSOR or (kind is Kind.UNKNOWN and self.imports.binds("torch"))
+            if method in HOST_METHODS:
+                return False
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            if qualified.startswith("math."):
+                return any(self._reads(a.value, names) for a in call.args)
+            return self.kinds.of(call) is Kind.TENSOR
+        if isinstance(func, cst.Name) and self.kinds.lookup(func.value) is None:
+            if func.value in _SHAPE_CALLS:
+                return False
+            if func.value in {"int", "float", "round", "abs", "min", "max", "sum", "bool"}:
+                return any(self._reads(a.value, names) for a in call.args if not a.keyword)
+        return self.kinds.of(call) is Kind.TENSOR
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _target_names(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.Tuple | cst.List):
+        names: list[str] = []
+        for element in target.elements:
+            names.extend(_target_names(element.value))
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _callee_name(call: cst.Call) -> str:
+    return (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+
+
+def _index_targets(target: cst.BaseExpression, iterable: cst.BaseExpression) -> list[str]:
+    """Names of a `for` target that hold the pass's index: `i` of `for i in range(n)`,
+    `for i, x in enumerate(xs)`, `for i in reversed(range(n))`, `for i, _ in zip(range(n), xs)`."""
+    if not isinstance(iterable, cst.Call) or not iterable.args:
+        return []
+    name = _callee_name(iterable)
+    if name in _RANGES:
+        return [target.value] if isinstance(target, cst.Name) else []
+    if name == "enumerate":
+        if isinstance(target, cst.Tuple | cst.List) and len(target.elements) == 2:
+            first = target.elements[0].value
+            return [first.value] if isinstance(first, cst.Name) else []
+        return []
+    if name in _WRAPPERS:
+        return _index_targets(target, iterable.args[0].value)
+    if name == "zip" and isinstance(target, cst.Tuple | cst.List):
+        if len(target.elements) != len(iterable.args):
+            return []
+        found: list[str] = []
+        for element, arg in zip(target.elements, iterable.args, strict=True):
+            found.extend(_index_targets(element.value, arg.value))
+        return found
+    return []
+
+
+def _value_names(expr: cst.CSTNode) -> Iterator[str]:
+    """Names whose value flows into `expr`: not attribute names, keywords, lambda bodies or
+    shape reads (`x.shape`, `x.size(0)`, `len(x)`)."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            yield node.value
+        elif isinstance(node, cst.Attribute):
+            if node.attr.value not in HOST_ATTRIBUTES:
+                stack.append(node.value)
+        elif isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in HOST_METHODS:
+                continue
+            if isinstance(func, cst.Name) and func.value in _SHAPE_CALLS:
+                continue
+            stack.append(func)
+            stack.extend(arg.value for arg in node.args)
+        elif isinstance(node, cst.Arg):
+            stack.append(node.value)
+        elif not isinstance(node, cst.Lambda):
+            stack.extend(node.children)
+
+
+def _names_sequence(annotation: cst.BaseExpression) -> bool:
+    """`tuple[torch.Tensor, ...]`, `List[Tensor]`, `Sequence[Tensor]`: several tensors."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _names_sequence(annotation.left) or _names_sequence(annotation.right)
+    head = annotation
+    if isinstance(head, cst.Subscript):
+        head = head.value
+    name = get_full_name_for_node(head) or ""
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in ("Optional",) and isinstance(annotation, cst.Subscript):
+        inner = annotation.slice[0].slice
+        return isinstance(inner, cst.Index) and _names_sequence(inner.value)
+    return leaf in _SEQUENCE_ANNOTATIONS

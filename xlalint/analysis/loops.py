@@ -1,0 +1,1149 @@
+"""What a loop body does, for the graph-barrier rules (family 4).
+
+XLA traces a step lazily and runs it at a barrier (`torch_xla.sync()`, `xm.mark_step()`,
+`xm.optimizer_step(..., barrier=True)`, the next batch of an `MpDeviceLoader`). A loop that
+trains or samples without one keeps growing a single graph. The rules ask here, once per
+loop: does its body train (backward, optimizer step) or run a model step (a scheduler step,
+a model fed with state carried over from the previous pass)? Does it reach a barrier, in its
+body, in a nested loop or in a function of the same module that it calls? Does it iterate a
+loader that syncs? Is it part of the step of a loop around it (gradient-accumulation
+micro-batches, corrector sweeps), or a step loop of its own?
+
+Costs: the engine walks the file once. Rules register loops and functions during that walk
+(`register_loop`, `register_function`); everything else is computed after the walk, on
+demand, from the loop's own subtree, and cached: each loop body and each function body is
+scanned at most once (nested loops are summarised by their own scan), and assignments are
+collected per scope only when a loader has to be traced back to where it was made.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
+from xlalint.analysis.imports import ImportTable
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+Loop = cst.For | cst.While
+Scope = cst.For | cst.While | cst.FunctionDef
+T = TypeVar("T")
+
+SYNC = frozenset({"torch_xla.sync", "torch_xla.torch_xla.sync"})
+MARK_STEP = "torch_xla.core.xla_model.mark_step"
+OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
+# Context managers that sync when they exit: `with torch_xla.step():`.
+SYNCING_CONTEXTS = frozenset(
+    {
+        "torch_xla.step",
+        "torch_xla.torch_xla.step",
+        "torch_xla.compile",
+        "torch_xla.torch_xla.compile",
+    }
+)
+COMPILE_DECORATORS = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
+MP_DEVICE_LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
+PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
+_OPTIMIZER_NAME = re.compile(r"^(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
+_SCHEDULER_NAME = re.compile(r"scheduler|sampler|solver", re.I)
+_LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
+# Callees that run a model step: the network of a sampling or generation loop.
+_MODEL_NAME = re.compile(
+    r"(^|_)(model|unet|transformer|denoiser|net|network|decoder|generator|prior|policy|lm|llm|"
+    r"controlnet)s?\d*$",
+    re.I,
+)
+_VERB_PREFIX = re.compile(
+    r"^_*(get|load|build|create|make|init|prepare|setup|set|is|has|to|apply|convert|register|"
+    r"named|iter|list|num|find|compile|save|freeze|patch|replace|enable|disable|remove|add|"
+    r"check|resolve|update|copy|fuse|unwrap|wrap|maybe|reset|clear|swap|print|log)_",
+    re.I,
+)
+_ACCELERATOR_NAME = re.compile(r"accelerator|fabric", re.I)
+_ACCELERATOR_PREPARE = frozenset(
+    {"prepare", "prepare_data_loader", "skip_first_batches", "setup_dataloaders"}
+)
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice"})
+_NON_LOADER_CALLS = frozenset({"range", "zip", "len", "list", "tuple", "sorted", "reversed"})
+_LOADER_NAME = re.compile(r"loader|batches|data|(^|_)dl$", re.I)
+_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+_CACHE_KEYWORD = re.compile(r"cache|past", re.I)
+# Classes whose `self(...)` runs the model: `logits = self(idx)` in a `generate` method.
+_MODEL_CLASS_BASE = re.compile(r"(Module|Model|ModelMixin)$")
+_EXITS = (cst.Return, cst.Break, cst.Continue, cst.Raise)
+# Method names too common to resolve to a method of this module on any receiver.
+_GENERIC_METHODS = frozenset(
+    {
+        "step", "forward", "__call__", "update", "run", "apply", "get", "set", "append",
+        "extend", "add", "backward", "zero_grad", "eval", "train", "to", "item", "cpu",
+        "cuda", "numpy", "tolist", "sum", "mean", "format", "join", "split", "copy", "pop",
+        "keys", "values", "items", "close", "write", "read", "save", "load", "log", "info",
+    }
+)  # fmt: skip
+
+
+# -- names -----------------------------------------------------------------------------------
+def _last_name(node: cst.BaseExpression) -> str | None:
+    """`self.noise_scheduler` -> `noise_scheduler`; `opts[0]` -> `opts`; `f()` -> None."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def is_optimizer(node: cst.BaseExpression) -> bool:
+    """`optimizer`, `opt`, `self.optimizer`, `d_optimizer`, `optimizer_g`, `optimizers[0]`."""
+    name = _last_name(node)
+    return name is not None and _OPTIMIZER_NAME.match(name) is not None
+
+
+def _is_model_callee(func: cst.BaseExpression) -> bool:
+    """`model(...)`, `self.unet(...)`, `pipe.transformer(...)`, `model.forward(...)`."""
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        func = func.value
+    name = _last_name(func)
+    return name is not None and bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
+
+
+def _head_name(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, cst.Attribute | cst.Subscript | cst.Call):
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def _dotted_prefixes(node: cst.Attribute) -> list[str] | None:
+    """`state.latents.to` -> `state`, `state.latents`, `state.latents.to`: the values an
+    attribute chain reads (state may live in attributes: `block_state.latents`). None if
+    the chain does not start at a name (`f().x`)."""
+    parts: list[str] = []
+    current: cst.BaseExpression = node
+    while isinstance(current, cst.Attribute):
+        parts.append(current.attr.value)
+        current = current.value
+    if not isinstance(current, cst.Name):
+        return None
+    prefixes = [current.value]
+    for part in reversed(parts):
+        prefixes.append(f"{prefixes[-1]}.{part}")
+    return prefixes
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    """Names and attribute chains whose device values an expression reads: not keywords,
+    lambda bodies, or what it copies to the host (`env.step(action.item())` reads no
+    device value)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call) and _reads_host(current):
+            continue
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            prefixes = _dotted_prefixes(current)
+            if prefixes is None:
+                stack.append(current.value)
+            else:
+                found.update(prefixes)
+        elif isinstance(current, cst.Arg):
+            stack.append(current.value)
+        elif not isinstance(current, cst.Lambda):
+            stack.extend(current.children)
+    return found
+
+
+def _model_inputs(call: cst.Call) -> frozenset[str]:
+    """Names a model call reads, except caches (`conv_cache=`, `past_key_values=`): a loop
+    that only threads a cache through chunks of one input decodes that input, it does not
+    sample (a generation loop also carries its tokens)."""
+    names: set[str] = set()
+    for arg in call.args:
+        if arg.keyword is None or not _CACHE_KEYWORD.search(arg.keyword.value):
+            names |= _names_in(arg.value)
+    return frozenset(names)
+
+
+def _target_names(target: cst.CSTNode) -> set[str]:
+    """Names bound by an assignment target (`a, (b, *c) = ...`); `self.x`/`x[i]` bind none."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, cst.Tuple | cst.List):
+        names: set[str] = set()
+        for element in target.elements:
+            names |= _target_names(element.value)
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _state_keys(target: cst.CSTNode) -> tuple[set[str], bool]:
+    """What an assignment updates, for the loop-state dataflow: names, attribute chains
+    (`block_state.latents`), the base of a subscript (`latents[:, i] = ...` updates
+    `latents` in part). The flag says whether some update is partial (the old value stays
+    a source)."""
+    if isinstance(target, cst.Name):
+        return {target.value}, False
+    if isinstance(target, cst.Attribute):
+        prefixes = _dotted_prefixes(target)
+        return ({prefixes[-1]}, False) if prefixes else (set(), False)
+    if isinstance(target, cst.Subscript):
+        keys, _ = _state_keys(target.value)
+        return keys, True
+    if isinstance(target, cst.StarredElement):
+        return _state_keys(target.value)
+    if isinstance(target, cst.Tuple | cst.List):
+        keys: set[str] = set()
+        partial = False
+        for element in target.elements:
+            element_keys, element_partial = _state_keys(element.value)
+            keys |= element_keys
+            partial = partial or element_partial
+        return keys, partial
+    return set(), False
+
+
+def _mentions_grad(names: set[str]) -> bool:
+    return any(name.endswith(".grad") or ".grad." in name for name in names)
+
+
+def _reads_host(value: cst.BaseExpression) -> bool:
+    """`loss.item()`, `x.cpu().numpy()`, `float(t)`, `out.prev_sample.numpy()[0]`: the value
+    is copied to the host, so what it is assigned to starts no graph."""
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in _HOST_READS
+    return isinstance(func, cst.Name) and func.value in {"float", "int", "bool"}
+
+
+def is_model_class(node: cst.ClassDef) -> bool:
+    """A class whose instances are models: it defines `forward` or derives from a
+    `*Module`/`*Model` class."""
+    for base in node.bases:
+        if _MODEL_CLASS_BASE.search(_last_name(base.value) or ""):
+            return True
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
+
+
+def _self_call(call: cst.Call) -> bool:
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    receiver = func.value
+    if isinstance(receiver, cst.Name):
+        return receiver.value in ("self", "cls")
+    return isinstance(receiver, cst.Call) and get_full_name_for_node(receiver.func) == "super"
+
+
+# -- barriers ------------------------------------------------------------------------------
+class Barrier:
+    """How a call stands to the step barrier."""
+
+    NONE = 0
+    SYNC = 1  # torch_xla.sync(), xm.mark_step(), xm.optimizer_step(..., barrier=True)
+    OPTIMIZER_STEP = 2  # xm.optimizer_step(...) without barrier=True
+
+
+def barrier_kind(call: cst.Call, imports: ImportTable) -> int:
+    """Whether `call` is a barrier, an `xm.optimizer_step` without one, or neither.
+
+    Names resolve by the file's imports; an unresolved `xm.mark_step()` also counts (a
+    helper module may hand out `xm`): taking it for a barrier only ever silences a finding.
+    """
+    func = call.func
+    qualified = imports.resolve(func)
+    spelled = get_full_name_for_node(func) or ""
+    if qualified in SYNC or qualified == MARK_STEP or spelled == "xm.mark_step":
+        return Barrier.SYNC
+    if qualified == OPTIMIZER_STEP or (qualified is None and spelled == "xm.optimizer_step"):
+        return Barrier.OPTIMIZER_STEP if barrier_argument(call) is None else Barrier.SYNC
+    return Barrier.NONE
+
+
+def barrier_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """The `barrier` argument of `xm.optimizer_step(...)` unless it is absent, `False` or
+    `None` (then the call does not sync)."""
+    arg = keyword_arg(call, "barrier")
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    value = arg.value if arg else positional[1].value if len(positional) > 1 else None
+    if value is None or (isinstance(value, cst.Name) and value.value in ("False", "None")):
+        return None
+    return value
+
+
+# -- what one body does --------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Assign:
+    targets: frozenset[str]
+    sources: frozenset[str]
+    from_model: bool  # the value holds the result of a model call or scheduler step
+    host: bool  # the value is copied to the host (`.numpy()`, `.item()`)
+
+
+@dataclass(frozen=True)
+class _ModelCall:
+    """A model call or scheduler step, and the names it reads."""
+
+    call: cst.Call
+    inputs: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Nested:
+    """A nested loop, where its assignments happen in the body's order."""
+
+    loop: Loop
+
+
+@dataclass
+class BodyFacts:
+    """What one pass of a body does, not counting nested loops and definitions.
+
+    For a loop: its body (and a `while` test). For a function: its body. Nested loops are
+    listed in `child_loops` and have facts of their own.
+    """
+
+    trains: bool = False  # backward() or an optimizer step
+    steps_optimizer: bool = False  # `optimizer.step()`, `scaler.step(opt)`, `xm.optimizer_step`
+    updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
+    scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
+    barriers: list[cst.Call] = field(default_factory=list)
+    optimizer_steps: list[cst.Call] = field(default_factory=list)  # xm's, without barrier
+    model_calls: int = 0  # calls of a model (or of a function of this module that runs one)
+    calls: list[cst.Call] = field(default_factory=list)  # calls that may be this module's
+    child_loops: list[Loop] = field(default_factory=list)
+    next_of: list[cst.BaseExpression] = field(default_factory=list)  # `next(it)` arguments
+    events: list[_Assign | _ModelCall | _Nested] = field(default_factory=list)
+    read_first: frozenset[str] = frozenset()  # read before this body assigns them
+    assigned: frozenset[str] = frozenset()  # assigned by this body (not nested loops)
+
+
+class _BodyScanner:
+    """Collects `BodyFacts` in source order (a value's reads before the targets it feeds).
+
+    `runs_model(call)` says whether a call of a function of this module runs a model (None
+    when the call is not one of this module's functions)."""
+
+    def __init__(
+        self,
+        imports: ImportTable,
+        runs_model: Callable[[cst.Call], bool | None],
+        items: set[str],
+        self_is_model: bool = False,
+    ) -> None:
+        self.imports = imports
+        self.runs_model = runs_model
+        self.items = items  # the loop's own items: `for block in blocks: x = block(x)`
+        self.self_is_model = self_is_model
+        self.facts = BodyFacts()
+        self.assigned = set(items)
+        self.read_first: set[str] = set()
+        self.model_events = 0
+
+    # statements
+    def statements(self, statements: Sequence[cst.CSTNode]) -> None:
+        for statement in statements:
+            self.statement(statement)
+
+    def statement(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            return  # defined here, run elsewhere
+        if isinstance(node, cst.For | cst.While):
+            self.facts.child_loops.append(node)
+            self.facts.events.append(_Nested(node))
+            if isinstance(node, cst.For):
+                self.expression(node.iter)  # evaluated on each pass of this body
+            if node.orelse is not None:
+                self.suite(node.orelse.body)
+        elif isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self.small(small)
+        elif isinstance(node, cst.If):
+            self.expression(node.test)
+            self.suite(node.body)
+            if isinstance(node.orelse, cst.If):
+                self.statement(node.orelse)
+            elif node.orelse is not None:
+                self.suite(node.orelse.body)
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                self.expression(item.item)
+                call = item.item
+                if (
+                    isinstance(call, cst.Call)
+                    and self.imports.resolve(call.func) in SYNCING_CONTEXTS
+                ):
+                    self.facts.barriers.append(call)
+                if item.asname is not None:
+                    self.assign(item.asname.name, item.item)
+            self.suite(node.body)
+        elif isinstance(node, cst.Try | cst.TryStar):
+            self.suite(node.body)
+            for handler in node.handlers:
+                self.suite(handler.body)
+            for part in (node.orelse, node.finalbody):
+                if part is not None:
+                    self.suite(part.body)
+        elif isinstance(node, cst.Match):
+            self.expression(node.subject)
+            for case in node.cases:
+                self.suite(case.body)
+
+    def suite(self, suite: cst.BaseSuite) -> None:
+        if isinstance(suite, cst.IndentedBlock):
+            self.statements(suite.body)
+        elif isinstance(suite, cst.SimpleStatementSuite):
+            for small in suite.body:
+                self.small(small)
+
+    def small(self, node: cst.BaseSmallStatement) -> None:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self.assign(target.target, node.value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self.assign(node.target, node.value)
+        elif isinstance(node, cst.AugAssign):
+            self.expression(node.target)
+            self.assign(node.target, node.value, augmented=True)
+        else:
+            self.expression(node)
+
+    def assign(
+        self, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool = False
+    ) -> None:
+        before = self.model_events
+        self.expression(value)
+        if not isinstance(target, cst.Name | cst.Tuple | cst.List):
+            self.expression(target)  # `x[i] = v` and `self.a = v` read their base
+        keys, partial = _state_keys(target)
+        host = _reads_host(value)
+        from_model = self.model_events > before and not host
+        names = _names_in(value)
+        if (augmented or keys & names) and _mentions_grad(names):
+            self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
+        sources = names | (keys if augmented or partial else set())
+        self.facts.events.append(_Assign(frozenset(keys), frozenset(sources), from_model, host))
+        self.assigned |= keys
+
+    # expressions
+    def expression(self, root: cst.CSTNode) -> None:
+        stack: list[cst.CSTNode] = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Lambda):
+                continue
+            if isinstance(node, cst.Name):
+                if node.value not in self.assigned:
+                    self.read_first.add(node.value)
+                continue
+            if isinstance(node, cst.Attribute):
+                prefixes = _dotted_prefixes(node)
+                if prefixes is None:
+                    stack.append(node.value)
+                else:
+                    self.read_first.update(p for p in prefixes if p not in self.assigned)
+                continue
+            if isinstance(node, cst.Arg):
+                stack.append(node.value)
+                continue
+            if isinstance(node, cst.Call):
+                self.call(node)
+            stack.extend(reversed(node.children))  # popped in source order
+
+    def call(self, call: cst.Call) -> None:
+        facts = self.facts
+        func = call.func
+        kind = barrier_kind(call, self.imports)
+        if kind == Barrier.SYNC:
+            facts.barriers.append(call)
+            return
+        if kind == Barrier.OPTIMIZER_STEP:
+            facts.optimizer_steps.append(call)
+            facts.trains = facts.steps_optimizer = True
+            return
+        resolved = self.imports.resolve(func) is not None
+        on_item = _head_name(func) in self.items
+        if isinstance(func, cst.Attribute):
+            # `for loss in losses: loss.backward()`, `for opt in optimizers: opt.step()` act
+            # on the loop's items: parts of one step, not one step per pass.
+            method = func.attr.value
+            if method.endswith("_") and not method.startswith("_"):
+                # An in-place update from the gradients: `p.data.add_(p.grad, alpha=-lr)`.
+                facts.updates_from_grad |= _mentions_grad(_names_in(call))
+            if method == "backward" and not on_item:
+                facts.trains = True
+            elif method == "step" and not on_item:
+                self._step(call, func.value)
+        elif isinstance(func, cst.Name) and func.value == "next" and call.args:
+            facts.next_of.append(call.args[0].value)
+        if resolved or on_item:
+            return
+        local = isinstance(func, cst.Name) and func.value in self.assigned
+        runs = None if local else self.runs_model(call)
+        if not local:
+            facts.calls.append(call)
+        if runs is None:
+            # Not a function of this module: a model by its name (`unet`, `self.model`).
+            calls_self = isinstance(func, cst.Name) and func.value == "self"
+            runs = (calls_self and self.self_is_model) or _is_model_callee(func)
+        if runs:
+            facts.model_calls += 1
+            self._model_event(call)
+
+    def _model_event(self, call: cst.Call) -> None:
+        self.model_events += 1
+        self.facts.events.append(_ModelCall(call, _model_inputs(call)))
+
+    def _step(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
+        name = _last_name(receiver) or ""
+        if is_optimizer(receiver) or name.endswith("scaler"):
+            # `optimizer.step()`, `scaler.step(optimizer)`
+            self.facts.trains = self.facts.steps_optimizer = True
+        elif (
+            _SCHEDULER_NAME.search(name)
+            and not _LR_SCHEDULER_NAME.search(name)
+            and len(call.args) >= 2
+        ):
+            # A diffusion scheduler steps on (model_output, timestep, sample); an LR
+            # scheduler on nothing, an epoch or a metric.
+            self.facts.scheduler_step = True
+            self._model_event(call)
+
+
+def _model_state(events: Sequence[_Assign | _ModelCall], carried: frozenset[str]) -> frozenset[str]:
+    """The state a loop's model calls or scheduler steps read that one of an earlier pass
+    produced on the device: `x` in `x = model(x, t)`, `latents` in `latents =
+    scheduler.step(eps, t, latents).prev_sample`, `ids` in `ids = torch.cat([ids,
+    model(ids).argmax(-1)], 1)`.
+
+    Such state is what makes a loop a sampling or generation loop, one graph growing pass
+    after pass. An evaluation loop feeds each new batch to the model and carries none; a
+    loop whose state comes back through the host (`latents = out.prev_sample.numpy()`, an
+    ONNX pipeline) starts a new graph on every pass.
+    """
+    if not carried or not any(isinstance(e, _ModelCall) for e in events):
+        return frozenset()
+    # What each pass hands to the next: model results on the device at the end of the
+    # body. The second round starts from what the first one handed over.
+    derived: set[str] = set()
+    for _ in range(2):
+        current = derived & carried
+        for event in events:
+            if not isinstance(event, _Assign):
+                continue
+            if not event.host and (event.from_model or event.sources & current):
+                current |= event.targets
+            else:
+                current -= event.targets
+        derived = current
+    return frozenset(s for s in carried & derived if _feeds_model(events, s))
+
+
+def _feeds_model(events: Sequence[_Assign | _ModelCall], state: str) -> bool:
+    """Whether a model call's inputs depend, within one pass, on `state` as it was when
+    the pass began."""
+    depends = {state}
+    for event in events:
+        if isinstance(event, _ModelCall):
+            if event.inputs & depends:
+                return True
+        elif event.sources & depends and not event.host:
+            depends |= event.targets
+        else:
+            depends -= event.targets
+    return False
+
+
+# -- the analysis --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LoopSite:
+    """Where a loop sits, as recorded during the walk."""
+
+    node: Loop
+    function: cst.FunctionDef | None
+    class_def: cst.ClassDef | None
+    parents: tuple[Loop, ...]  # enclosing loops of the same function, innermost first
+    body_indent: str  # the absolute indentation of the loop body's statements
+    per_step: bool  # inside `forward`, a `*_step` function or a module's `__call__`
+
+
+@dataclass(frozen=True)
+class StepLoop:
+    """A loop that does a training or model step on every pass."""
+
+    site: LoopSite
+    trains: bool  # backward / optimizer step (else: a sampling or generation step)
+    has_barrier: bool
+    optimizer_steps: tuple[cst.Call, ...]  # `xm.optimizer_step` without barrier, per pass
+    syncing_loader: bool  # iterates (or pulls `next()` from) a loader that syncs
+
+
+class Wrapping:
+    """What a loader expression is."""
+
+    SYNCING = "syncing"  # MpDeviceLoader, per_device_loader, accelerator.prepare(...)
+    DATALOADER = "dataloader"  # a plain torch DataLoader
+    OTHER = "other"
+    UNKNOWN = "unknown"
+
+
+class LoopAnalysis:
+    """Per-file loop facts for the family 4 rules, computed after the walk."""
+
+    def __init__(
+        self, module: cst.Module, imports: ImportTable, ctx: FileContext | None = None
+    ) -> None:
+        self.module = module
+        self.imports = imports
+        self._ctx = ctx  # where the walk is, for registrations
+        self._sites: dict[int, LoopSite] = {}
+        self._functions: dict[str, list[cst.FunctionDef]] = {}  # functions, by name
+        self._methods: dict[str, list[cst.FunctionDef]] = {}  # methods, by name
+        self._function_ids: set[int] = set()
+        self._facts: dict[int, BodyFacts] = {}
+        self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
+        self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._step_loops: list[StepLoop] | None = None
+
+    # -- registration, during the walk ----------------------------------------------------
+    def register_loop(self, node: Loop, ctx: FileContext) -> None:
+        if id(node) in self._sites:
+            return
+        function: cst.FunctionDef | None = None
+        class_def: cst.ClassDef | None = None
+        parents: list[Loop] = []
+        indents: list[str] = []
+        child: cst.CSTNode = node
+        for ancestor in ctx.ancestors():
+            if isinstance(ancestor, cst.IndentedBlock):
+                indents.append(_indent(ancestor, self.module))
+            elif isinstance(ancestor, cst.For | cst.While):
+                if function is None and class_def is None and child is ancestor.body:
+                    parents.append(ancestor)
+            elif isinstance(ancestor, cst.FunctionDef):
+                function = function or ancestor
+            elif isinstance(ancestor, cst.ClassDef):
+                class_def = class_def or ancestor
+            child = ancestor
+        body_indent = "".join(reversed(indents))
+        if isinstance(node.body, cst.IndentedBlock):
+            body_indent += _indent(node.body, self.module)
+        per_step = ctx.site().module_call or (
+            function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None
+        )
+        self._sites[id(node)] = LoopSite(
+            node, function, class_def, tuple(parents), body_indent, per_step
+        )
+
+    def register_function(self, node: cst.FunctionDef, ctx: FileContext | None = None) -> None:
+        """Record a definition, called from `visit_FunctionDef` (methods apart: `f()` calls
+        a function, `obj.f()` a method)."""
+        if id(node) in self._function_ids:
+            return
+        self._function_ids.add(id(node))
+        ctx = ctx or self._ctx
+        is_method = False
+        if ctx is not None:
+            ancestors = ctx.ancestors()
+            next(ancestors, None)  # the block the definition sits in
+            is_method = isinstance(next(ancestors, None), cst.ClassDef)
+        table = self._methods if is_method else self._functions
+        table.setdefault(node.name.value, []).append(node)
+
+    def site(self, node: Loop) -> LoopSite | None:
+        return self._sites.get(id(node))
+
+    def sites(self) -> list[LoopSite]:
+        """Every loop of the file, in source order."""
+        return list(self._sites.values())
+
+    # -- facts of one body ----------------------------------------------------------------
+    def facts(self, node: Scope) -> BodyFacts:
+        cached = self._facts.get(id(node))
+        if cached is None:
+            self._facts[id(node)] = BodyFacts()  # recursion guard: a function calling itself
+            items = _target_names(node.target) if isinstance(node, cst.For) else set()
+            site = self._sites.get(id(node))
+            self_is_model = (
+                site is not None and site.class_def is not None and (is_model_class(site.class_def))
+            )
+            scanner = _BodyScanner(self.imports, self._runs_model, items, self_is_model)
+            if isinstance(node, cst.While):
+                scanner.expression(node.test)
+            scanner.suite(node.body)
+            cached = scanner.facts
+            cached.read_first = frozenset(scanner.read_first)
+            cached.assigned = frozenset(scanner.assigned - items)
+            self._facts[id(node)] = cached
+        return cached
+
+    def resolve(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """Functions of this module a call may run: `train_step(b)` -> `def train_step`,
+        `self.training_step(b)` / `trainer.training_step(b)` -> methods of that name."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self._functions.get(func.value, [])
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            if _self_call(call) or name not in _GENERIC_METHODS:
+                return self._methods.get(name, [])
+        return []
+
+    def _callees(self, facts: BodyFacts) -> Iterator[cst.FunctionDef]:
+        for call in facts.calls:
+            yield from self.resolve(call)
+
+    def _runs_model(self, call: cst.Call) -> bool | None:
+        """Whether a call of a function of this module calls a model or steps a scheduler;
+        None if it calls none of this module's functions."""
+        functions = self.resolve(call)
+        if not functions:
+            return None
+        return any(self.facts(fn).model_calls or self.facts(fn).scheduler_step for fn in functions)
+
+    def _memoized(self, key: str, node: Scope, default: T, compute: Callable[[], T]) -> T:
+        """`compute()` once per question and node; `default` while it runs, so that
+        functions calling each other end the recursion."""
+        memo_key = (key, id(node))
+        if memo_key not in self._memo:
+            self._memo[memo_key] = default
+            self._memo[memo_key] = compute()
+        return self._memo[memo_key]  # type: ignore[return-value]
+
+    def reaches_barrier(self, node: Scope) -> bool:
+        """A barrier anywhere in a pass: in the body, behind an `if` (`if XLA_AVAILABLE:
+        xm.mark_step()`), in a nested loop, or in a function of this module it calls
+        (a `@torch_xla.compile` function syncs around its body)."""
+
+        def compute() -> bool:
+            facts = self.facts(node)
+            if facts.barriers:
+                return True
+            if isinstance(node, cst.FunctionDef) and any(
+                self.imports.resolve(_decorator_func(d)) in COMPILE_DECORATORS
+                for d in node.decorators
+            ):
+                return True
+            return any(self.reaches_barrier(loop) for loop in facts.child_loops) or any(
+                self.reaches_barrier(fn) for fn in self._callees(facts)
+            )
+
+        return self._memoized("barrier", node, False, compute)
+
+    def trains(self, node: Scope) -> bool:
+        """Backward or an optimizer step in the body itself or in a function of this module
+        it calls, not in a nested loop (that loop is then the training loop)."""
+        return self._through_calls("trains", node)
+
+    def steps_optimizer(self, node: Scope) -> bool:
+        """An optimizer step in the body or in a function of this module it calls."""
+        return self._through_calls("steps_optimizer", node)
+
+    def updates_from_grads(self, node: Scope) -> bool:
+        """A hand-written update from the gradients in a pass: here, in a nested loop (`for
+        p in params: p -= lr * p.grad`) or in a function of this module it calls. Reading
+        `.grad` to check it is no update."""
+
+        def compute() -> bool:
+            facts = self.facts(node)
+            return (
+                facts.updates_from_grad
+                or any(self.updates_from_grads(loop) for loop in facts.child_loops)
+                or any(self.updates_from_grads(fn) for fn in self._callees(facts))
+            )
+
+        return self._memoized("grads", node, False, compute)
+
+    def steps_scheduler(self, node: Scope) -> bool:
+        """A diffusion scheduler step in the body or in a function of this module it calls."""
+        return self._through_calls("scheduler_step", node)
+
+    def _through_calls(self, fact: str, node: Scope) -> bool:
+        """A `BodyFacts` flag of the body or of any function of this module it calls."""
+
+        def compute() -> bool:
+            facts = self.facts(node)
+            return bool(getattr(facts, fact)) or any(
+                self._through_calls(fact, fn) for fn in self._callees(facts)
+            )
+
+        return self._memoized(fact, node, False, compute)
+
+    def runs_model(self, node: Loop) -> bool:
+        """The body trains, samples, or calls a model (an evaluation loop)."""
+        return self.trains(node) or self.infers(node) or self.facts(node).model_calls > 0
+
+    def infers(self, node: Loop) -> bool:
+        """A sampling or generation step on every pass: a model call or scheduler step (here
+        or in a function of this module) fed with device state of the previous pass.
+
+        The state may be updated in a nested loop (`for i in frames: latents[:, :, i] =
+        scheduler.step(...)` under a loop that runs the model on `latents`): nested loops'
+        assignments count in their place, their model calls are theirs."""
+        return bool(self.model_state(node))
+
+    def model_state(self, node: Loop) -> frozenset[str]:
+        """The device state one pass hands to the model calls of the next (`_model_state`).
+        A nested loop's assignments count in its place; its model calls are its own."""
+
+        def compute() -> frozenset[str]:
+            events, assigned = self._state_events(node)
+            return _model_state(events, self.facts(node).read_first & assigned)
+
+        return self._memoized("state", node, frozenset(), compute)
+
+    def carried(self, node: Loop) -> frozenset[str]:
+        """What a pass hands to the next: read before being assigned, and assigned (here or
+        in a nested loop)."""
+        return self.facts(node).read_first & self._state_events(node)[1]
+
+    def _state_events(self, node: Loop) -> tuple[list[_Assign | _ModelCall], frozenset[str]]:
+        facts = self.facts(node)
+        events: list[_Assign | _ModelCall] = []
+        assigned = set(facts.assigned)
+        for event in facts.events:
+            if isinstance(event, _Nested):
+                nested, nested_assigned = self._state_events(event.loop)
+                events.extend(e for e in nested if isinstance(e, _Assign))
+                assigned |= nested_assigned
+            else:
+                events.append(event)
+        return events, frozenset(assigned)
+
+    def optimizer_steps(self, node: Scope) -> tuple[cst.Call, ...]:
+        """`xm.optimizer_step(...)` calls without `barrier=True` that a pass runs, directly or
+        in functions of this module (not in nested loops)."""
+
+        def compute() -> tuple[cst.Call, ...]:
+            facts = self.facts(node)
+            found = list(facts.optimizer_steps)
+            for fn in self._callees(facts):
+                found.extend(c for c in self.optimizer_steps(fn) if c not in found)
+            return tuple(found)
+
+        return self._memoized("optimizer_steps", node, (), compute)
+
+    # -- loaders ----------------------------------------------------------------------------
+    def iterated_loader(self, site: LoopSite) -> cst.BaseExpression | None:
+        """What a `for` loop iterates, through `enumerate`, `tqdm`, `iter`, `islice`."""
+        node = site.node
+        return unwrap_iteration(node.iter) if isinstance(node, cst.For) else None
+
+    def wrapping(self, site: LoopSite, expr: cst.BaseExpression, depth: int = 0) -> str:
+        """What a loader expression is, traced through the assignments of its name in the
+        loop's function (else the module) or, for `self.x`, in the loop's class."""
+        kind = self._wrapping_of_value(expr)
+        if kind != Wrapping.UNKNOWN or depth > 3:
+            return kind
+        key = _binding_key(expr)
+        if key is None:
+            return Wrapping.UNKNOWN
+        kinds = {self.wrapping(site, value, depth + 1) for value in self._values_of(site, key)}
+        if Wrapping.SYNCING in kinds:
+            return Wrapping.SYNCING
+        if kinds == {Wrapping.DATALOADER}:
+            return Wrapping.DATALOADER
+        if kinds and Wrapping.UNKNOWN not in kinds:
+            return Wrapping.OTHER
+        return Wrapping.UNKNOWN
+
+    def syncs_per_pass(self, site: LoopSite) -> bool:
+        """The loop takes its batches from a loader that syncs on every batch: it iterates
+        one, or calls `next()` on an iterator of one."""
+        candidates = [unwrap_iteration(arg) for arg in self.facts(site.node).next_of]
+        if (loader := self.iterated_loader(site)) is not None:
+            candidates.append(loader)
+        for candidate in candidates:
+            kind = self.wrapping(site, candidate)
+            if kind == Wrapping.SYNCING:
+                return True
+            if kind == Wrapping.UNKNOWN and self._file_wraps_loaders():
+                name = _last_name(candidate) or ""
+                if _LOADER_NAME.search(name):
+                    # Handed in from elsewhere, in a file that wraps its loaders for XLA
+                    # (or with accelerate): most likely the wrapped one.
+                    return True
+        return False
+
+    def plain_dataloader(self, site: LoopSite) -> cst.BaseExpression | None:
+        """The loader expression of a loop that iterates a `DataLoader` made in this file
+        directly (not through `MpDeviceLoader` or `accelerator.prepare`)."""
+        loader = self.iterated_loader(site)
+        if loader is None or self.wrapping(site, loader) != Wrapping.DATALOADER:
+            return None
+        return loader
+
+    def _file_wraps_loaders(self) -> bool:
+        return self.imports.binds(PARALLEL_LOADER_MODULE) or self.imports.binds("accelerate")
+
+    def _wrapping_of_value(self, value: cst.BaseExpression) -> str:
+        value = unwrap_iteration(value)
+        if isinstance(value, cst.Call):
+            func = value.func
+            qualified = self.imports.resolve(func)
+            leaf = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
+            if qualified == MP_DEVICE_LOADER or leaf in ("MpDeviceLoader", "per_device_loader"):
+                return Wrapping.SYNCING
+            if (
+                isinstance(func, cst.Attribute)
+                and leaf in _ACCELERATOR_PREPARE
+                and _ACCELERATOR_NAME.search(_last_name(func.value) or "")
+            ):
+                return Wrapping.SYNCING
+            if qualified in DATALOADERS or (qualified is None and leaf == "DataLoader"):
+                return Wrapping.DATALOADER
+            if qualified is not None or leaf in _NON_LOADER_CALLS:
+                return Wrapping.OTHER
+            return Wrapping.UNKNOWN
+        if isinstance(value, cst.List | cst.Tuple | cst.ListComp | cst.SimpleString):
+            return Wrapping.OTHER
+        return Wrapping.UNKNOWN
+
+    def _values_of(self, site: LoopSite, key: str) -> list[cst.BaseExpression]:
+        if key.startswith("self."):
+            if site.class_def is None:
+                return []
+            return self._scope_assignments(site.class_def).get(key, [])
+        if site.function is not None:
+            values = self._scope_assignments(site.function).get(key, [])
+            if values or _is_parameter(site.function, key):
+                return values
+        return self._scope_assignments(self.module).get(key, [])
+
+    def _scope_assignments(
+        self, scope: cst.Module | cst.FunctionDef | cst.ClassDef
+    ) -> dict[str, list[cst.BaseExpression]]:
+        """`name -> assigned values` in a function or at module level (not in nested
+        definitions), or `self.attr -> values` across a class's methods."""
+        cached = self._assignments.get(id(scope))
+        if cached is not None:
+            return cached
+        found: dict[str, list[cst.BaseExpression]] = {}
+        body = scope.body if isinstance(scope, cst.Module) else scope.body.children
+        stack: list[cst.CSTNode] = list(body)
+        in_class = isinstance(scope, cst.ClassDef)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.FunctionDef):
+                if in_class:
+                    stack.extend(node.body.children)
+            elif isinstance(node, cst.Assign):
+                for target in node.targets:
+                    _record(found, target.target, node.value)
+            elif isinstance(node, cst.AnnAssign):
+                if node.value is not None:
+                    _record(found, node.target, node.value)
+            elif not isinstance(node, cst.ClassDef | cst.BaseExpression):
+                stack.extend(node.children)
+        self._assignments[id(scope)] = found
+        return found
+
+    # -- step loops ---------------------------------------------------------------------------
+    def step_loops(self) -> list[StepLoop]:
+        """Every loop that does a training or model step itself on each pass, judged once.
+
+        An epoch loop around a batch loop does no step itself: the batch loop is the step
+        loop. Not step loops either: sweeps over a literal list of settings; loops inside
+        `forward`, a `*_step` function or a module's `__call__` (part of one step's
+        graph); loops that only call `backward()`
+        inside a step loop (micro-batches of gradient accumulation, gradient guidance of a
+        sampler: the enclosing step is theirs, and a barrier anywhere in it counts); loops
+        nested in a loop whose loader syncs on every batch (bounded by it).
+        """
+        if self._step_loops is not None:
+            return self._step_loops
+        result: list[StepLoop] = []
+        for site in self._sites.values():
+            node = site.node
+            if site.per_step or _iterates_a_literal(node):
+                continue
+            # A training step updates the weights: an optimizer step, or `backward()` with a
+            # hand-written update from the gradients. `for optim in optimizers:
+            # init_state(optim)` steps each optimizer once; `for _ in range(n):
+            # f.backward()` profiles a backward pass.
+            trains = (
+                self.trains(node)
+                and (self.steps_optimizer(node) or self.updates_from_grads(node))
+                and not _iterates_optimizers(node)
+            )
+            infers = self.infers(node)
+            if not (trains or infers):
+                continue
+            if any(self._parent_syncs(parent) for parent in site.parents):
+                continue
+            if site.parents and self._sub_step(node, trains, infers, site.parents):
+                continue
+            result.append(
+                StepLoop(
+                    site=site,
+                    trains=trains and not self.steps_scheduler(site.node),
+                    has_barrier=self.reaches_barrier(site.node),
+                    optimizer_steps=self.optimizer_steps(site.node),
+                    syncing_loader=self.syncs_per_pass(site),
+                )
+            )
+        self._step_loops = result
+        return result
+
+    def _sub_step(self, node: Loop, trains: bool, infers: bool, parents: Sequence[Loop]) -> bool:
+        """Part of the step of an enclosing loop: only `backward()` (accumulation, gradient
+        guidance) inside a loop that trains or samples, or sampling passes that update the
+        state the enclosing sampling loop carries (corrector sweeps, per-frame scheduler
+        updates). A full sampling loop run on each pass of an outer loop (a chunk, a
+        prompt) carries state of its own and is a step loop itself."""
+        if trains and not infers and not self.steps_optimizer(node):
+            return any(self.trains(parent) or self.infers(parent) for parent in parents)
+        if infers:
+            state = self.model_state(node)
+            return any(self.infers(parent) and state & self.carried(parent) for parent in parents)
+        return False
+
+    def _parent_syncs(self, parent: Loop) -> bool:
+        site = self._sites.get(id(parent))
+        return site is not None and self.syncs_per_pass(site)
+
+
+def _iterates_a_literal(node: Loop) -> bool:
+    """`for mode in ["local", "remote"]:`, `for lr in (0.1, 0.01):`: a sweep over a few
+    settings, each of which runs its own steps."""
+    return isinstance(node, cst.For) and isinstance(
+        unwrap_iteration(node.iter), cst.List | cst.Tuple | cst.Set
+    )
+
+
+def _iterates_optimizers(node: Loop) -> bool:
+    return isinstance(node, cst.For) and any(
+        _OPTIMIZER_NAME.match(name) for name in _target_names(node.target)
+    )
+
+
+def _decorator_func(decorator: cst.Decorator) -> cst.BaseExpression:
+    value = decorator.decorator
+    return value.func if isinstance(value, cst.Call) else value
+
+
+def _indent(block: cst.IndentedBlock, module: cst.Module) -> str:
+    return block.indent if block.indent is not None else module.default_indent
+
+
+def unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`enumerate(tqdm(loader))` -> `loader`."""
+    while isinstance(expr, cst.Call) and expr.args:
+        name = (get_full_name_for_node(expr.func) or "").rsplit(".", 1)[-1]
+        if name not in _ITERATION_WRAPPERS or expr.args[0].star:
+            break
+        expr = expr.args[0].value
+    return expr
+
+
+def _binding_key(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self"
+    ):
+        return f"self.{expr.attr.value}"
+    return None
+
+
+def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    return any(
+        p.name.value == name
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    )
+
+
+def _record(
+    found: dict[str, list[cst.BaseExpression]],
+    target: cst.BaseExpression,
+    value: cst.BaseExpression,
+) -> None:
+    """Tuple targets map elementwise; `a, b, loader = accelerator.prepare(a, b, loader)`
+    hands the call to every target."""
+    key = _binding_key(target)
+    if key is not None:
+        found.setdefault(key, []).append(value)
+    elif isinstance(target, cst.Tuple | cst.List):
+        elements = [e.value for e in target.elements]
+        if isinstance(value, cst.Tuple | cst.List) and len(value.elements) == len(elements):
+            for element, item in zip(elements, value.elements, strict=True):
+                _record(found, element, item.value)
+        else:
+            for element in elements:
+                _record(found, element, value)
+
+
+# -- where a barrier goes --------------------------------------------------------------------
+def always_exits(statement: cst.CSTNode) -> bool:
+    """Whether control never falls through `statement` (it returns, breaks, continues or
+    raises on every path), so that a statement after it would never run."""
+    if isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+        return bool(statement.body) and isinstance(statement.body[-1], _EXITS)
+    if isinstance(statement, cst.IndentedBlock):
+        return bool(statement.body) and always_exits(statement.body[-1])
+    if isinstance(statement, cst.If):
+        orelse = statement.orelse
+        if orelse is None:
+            return False
+        other = orelse if isinstance(orelse, cst.If) else orelse.body
+        return always_exits(statement.body) and always_exits(other)
+    if isinstance(statement, cst.With):
+        return always_exits(statement.body)
+    return False
+
+
+def last_line_end(statement: cst.CSTNode) -> cst.TrailingWhitespace | None:
+    """The end of a statement's last line (trailing whitespace, comment and newline):
+    text inserted after it starts on the line after the statement."""
+    if isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+        return statement.trailing_whitespace
+    if isinstance(statement, cst.IndentedBlock):
+        return last_line_end(statement.body[-1]) if statement.body else None
+    suite: cst.BaseSuite | None = None
+    if isinstance(statement, cst.If):
+        current: cst.If = statement
+        while isinstance(current.orelse, cst.If):
+            current = current.orelse
+        suite = current.orelse.body if current.orelse is not None else current.body
+    elif isinstance(statement, cst.For | cst.While):
+        suite = statement.orelse.body if statement.orelse is not None else statement.body
+    elif isinstance(statement, cst.Try | cst.TryStar):
+        last = statement.finalbody or statement.orelse
+        if last is not None:
+            suite = last.body
+        elif statement.handlers:
+            suite = statement.handlers[-1].body
+    elif isinstance(statement, cst.With | cst.FunctionDef | cst.ClassDef):
+        suite = statement.body
+    elif isinstance(statement, cst.Match) and statement.cases:
+        suite = statement.cases[-1].body
+    return last_line_end(suite) if suite is not None else None

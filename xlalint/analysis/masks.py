@@ -1,0 +1,550 @@
+"""Is this index a boolean mask, and does it cover a tensor element for element?
+
+`x[mask]` with a boolean mask has as many rows as the mask has `True`s, so XLA cannot know
+its shape when it traces the step: it runs `nonzero` on the CPU and compiles a graph per
+count. `x[idx]` with integer indices has a static shape and is cheap. The two look alike in
+the source, so the rules of family 2 ask this module which indexes are masks.
+
+The answer comes with its `Evidence`: `VALUE` when the expression makes booleans from
+tensors (a comparison with a tensor, `isnan`, `&`/`|`/`~` of such masks, `.bool()`,
+`dtype=torch.bool`, or a name bound to one of those in the same function); `LIKELY` when it
+compares values of unknown kind (`labels != -100`) or inverts/combines masks known by
+name; `NAME` when only the spelling says so (`mask`, `padding_mask`); `NONE` otherwise. A
+name bound to anything else (a list, a `LongTensor`, `topk` indices) is not a mask
+whatever it is called, and a name does not inherit another name's spelling. Rules take
+weak evidence only when the indexed value is known to be a tensor.
+
+Fixes need more: `torch.where(mask, x, 0)` equals `x[mask]` reduced only if the mask has
+exactly `x`'s shape. `elementwise_base` answers that: the one tensor a mask is computed from
+element for element (`x > 0`, `torch.isnan(x) | (x < lo)`), through names whose base has not
+been rebound since (versions) and within the same loop iteration.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.tensors import Kind, TensorKinds
+
+
+class Evidence(enum.IntEnum):
+    """How sure we are that an expression holds booleans."""
+
+    NONE = 0
+    NAME = 1  # only its spelling: `mask`, `padding_mask`, `self.keep_masks`
+    # computed like booleans from values of unknown kind (`labels != -100` with `labels`
+    # unknown), or by `~`/`&` from masks known by name: a mask if it indexes a tensor
+    LIKELY = 2
+    VALUE = 3  # computed as booleans from tensors, here or where the name was bound
+
+
+# Names that read as boolean masks. `mask_*` names (`mask_ratio`, `mask_token_id`) do not.
+MASK_NAME = re.compile(r"^(\w+_)?masks?$", re.IGNORECASE)
+
+_COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual,
+                cst.Equal, cst.NotEqual)  # fmt: skip
+_LOGICAL_BINARY = (cst.BitAnd, cst.BitOr, cst.BitXor)
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo,
+               cst.Power)  # fmt: skip
+
+# torch functions and tensor methods whose result is boolean, by their last name part.
+_BOOLEAN_OPS = frozenset(
+    {
+        "eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
+        "not_equal", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "isclose",
+        "isin", "signbit", "logical_and", "logical_or", "logical_not", "logical_xor", "any",
+        "all", "bool",
+    }
+)  # fmt: skip
+# Boolean ops with one operand, elementwise: the mask has the operand's shape.
+_UNARY_BOOLEAN = frozenset(
+    {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "signbit", "logical_not",
+     "bool"}
+)  # fmt: skip
+# Boolean ops with two operands, elementwise (the result broadcasts them).
+_BINARY_BOOLEAN = frozenset(
+    {"eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
+     "not_equal", "logical_and", "logical_or", "logical_xor"}
+)  # fmt: skip
+# Tensor methods that keep the dtype (and so keep a mask a mask).
+_DTYPE_KEEPING_METHODS = frozenset(
+    {
+        "to", "cuda", "cpu", "detach", "clone", "contiguous", "view", "reshape", "flatten",
+        "squeeze", "unsqueeze", "expand", "expand_as", "repeat", "permute", "transpose", "t",
+        "flip", "roll", "tril", "triu", "narrow", "unflatten", "view_as", "reshape_as",
+        "movedim", "logical_not_", "logical_and_", "logical_or_", "requires_grad_",
+    }
+)  # fmt: skip
+_DTYPE_KEEPING_FUNCTIONS = frozenset(
+    {"tril", "triu", "flip", "roll", "reshape", "flatten", "squeeze", "unsqueeze",
+     "transpose", "permute", "broadcast_to", "movedim"}
+)  # fmt: skip
+# Elementwise tensor methods without arguments: same shape as the receiver.
+_ELEMENTWISE_METHODS = frozenset(
+    {
+        "abs", "neg", "exp", "log", "log1p", "sqrt", "rsqrt", "square", "sigmoid", "tanh",
+        "relu", "sign", "floor", "ceil", "round", "trunc", "frac", "float", "double", "half",
+        "bfloat16", "long", "int", "short", "detach", "clone", "contiguous", "reciprocal",
+    }
+)  # fmt: skip
+_ELEMENTWISE_FUNCTIONS = frozenset(
+    {"abs", "neg", "exp", "log", "log1p", "sqrt", "rsqrt", "square", "sigmoid", "tanh",
+     "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal"}
+)  # fmt: skip
+# Tensor methods that, called without arguments, reduce to a 0-d tensor.
+ZERO_DIM_REDUCTIONS = frozenset(
+    {"sum", "mean", "max", "min", "amax", "amin", "prod", "std", "var", "norm", "nansum",
+     "nanmean"}
+)  # fmt: skip
+# Attributes of `torch.finfo(...)`/`torch.iinfo(...)`: Python numbers.
+_INFO_ATTRIBUTES = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution"})
+_MATH_CONSTANTS = frozenset(
+    {"math.inf", "math.nan", "math.pi", "math.e", "math.tau", "numpy.inf", "numpy.nan",
+     "numpy.pi", "numpy.e"}
+)  # fmt: skip
+
+
+class _Scalar:
+    """Marks a Python number (or a 0-d tensor): it broadcasts to any shape."""
+
+
+SCALAR = _Scalar()
+
+
+@dataclass(frozen=True)
+class _Binding:
+    evidence: Evidence
+    # The tensor the bound mask is computed from element for element, with the versions of
+    # that name (and its prefixes) when the mask was bound, and the loop it was bound in.
+    base: str | None = None
+    versions: tuple[tuple[str, int], ...] = ()
+    loop: cst.CSTNode | None = None
+
+
+class BooleanMasks:
+    """Mask evidence of expressions, with one table of bound names per function frame.
+
+    `stack` is the walk's ancestor stack (shared with FileContext), used only to tell which
+    loop a binding and a use sit in.
+    """
+
+    def __init__(self, imports: ImportTable, kinds: TensorKinds, stack: Sequence[cst.CSTNode]):
+        self.imports = imports
+        self.kinds = kinds
+        self._stack = stack
+        self._frames: list[dict[str, _Binding]] = [{}]
+        self._versions: list[dict[str, int]] = [{}]
+
+    # -- frames and bindings (called by FileContext during the walk) ----------------------
+    def push_function(self, node: cst.FunctionDef) -> None:
+        frame: dict[str, _Binding] = {}
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.annotation is None:
+                continue
+            names = _names_in(param.annotation.annotation)
+            if not names:
+                continue  # a string annotation: let the name speak
+            if "BoolTensor" in names:
+                frame[param.name.value] = _Binding(Evidence.VALUE)
+            elif "Tensor" not in names:
+                # `mask: list[bool]`, `attention_mask: torch.LongTensor`: not a bool tensor.
+                frame[param.name.value] = _Binding(Evidence.NONE)
+        self._frames.append(frame)
+        self._versions.append({})
+
+    def pop_function(self) -> None:
+        self._frames.pop()
+        self._versions.pop()
+
+    def bind_assignment(
+        self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
+    ) -> None:
+        """`targets = value`; call before the kinds of the targets are rebound."""
+        if len(targets) == 1 and isinstance(targets[0], cst.Tuple | cst.List):
+            elements = targets[0].elements
+            if isinstance(value, cst.Tuple) and len(value.elements) == len(elements):
+                pairs = [(e.value, v.value) for e, v in zip(elements, value.elements, strict=True)]
+                bindings = [(t, self._binding(v)) for t, v in pairs]
+                for target, binding in bindings:
+                    self._bind(target, binding)
+                return
+        binding = self._binding(value)
+        for target in targets:
+            self._bind(target, binding)
+
+    def unbind(self, target: cst.BaseExpression) -> None:
+        """`target` is rebound to something unknown (a loop variable, `with ... as`)."""
+        self._bind(target, None)
+
+    def _binding(self, value: cst.BaseExpression) -> _Binding:
+        evidence = self.evidence(value)
+        if evidence is not Evidence.VALUE:
+            return _Binding(evidence)
+        base = self._base(value)
+        if not isinstance(base, str):
+            return _Binding(evidence)
+        return _Binding(evidence, base, self._versions_of(base), self._loop())
+
+    def _bind(self, target: cst.BaseExpression, binding: _Binding | None) -> None:
+        """Record `target = <binding>`. Spelling is evidence only for the name that has it:
+        `ids = order_mask[perm]` does not make `ids` a mask."""
+        if isinstance(target, cst.StarredElement):
+            target = target.value
+        if isinstance(target, cst.Tuple | cst.List):
+            for element in target.elements:
+                self._bind(element.value, None)
+            return
+        key = dotted(target)
+        if key is None:
+            return
+        versions = self._versions[-1]
+        versions[key] = versions.get(key, 0) + 1
+        if isinstance(target, cst.Name):
+            if (
+                binding is not None
+                and binding.evidence is Evidence.NAME
+                and not MASK_NAME.match(target.value)
+            ):
+                binding = _Binding(Evidence.NONE)
+            if binding is None:
+                self._frames[-1].pop(target.value, None)
+            else:
+                self._frames[-1][target.value] = binding
+
+    def _versions_of(self, dotted: str) -> tuple[tuple[str, int], ...]:
+        parts = dotted.split(".")
+        versions = self._versions[-1]
+        prefixes = [".".join(parts[: i + 1]) for i in range(len(parts))]
+        return tuple((p, versions.get(p, 0)) for p in prefixes)
+
+    def _loop(self) -> cst.CSTNode | None:
+        """The innermost loop whose body holds the node being visited, in this function."""
+        stack = self._stack
+        for index in range(len(stack) - 2, -1, -1):
+            node = stack[index]
+            if isinstance(node, cst.FunctionDef | cst.Lambda):
+                return None
+            if isinstance(node, cst.For | cst.While) and stack[index + 1] is node.body:
+                return node
+        return None
+
+    # -- questions ------------------------------------------------------------------------
+    def evidence(self, node: cst.BaseExpression) -> Evidence:
+        """How sure we are that `node` holds booleans (a mask)."""
+        if isinstance(node, cst.Name):
+            binding = self._frames[-1].get(node.value)
+            if binding is not None:
+                return binding.evidence
+            return Evidence.NAME if MASK_NAME.match(node.value) else Evidence.NONE
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in ("T", "mT", "data"):
+                return self.evidence(node.value)
+            if self.imports.resolve(node) is None and MASK_NAME.match(node.attr.value):
+                return Evidence.NAME
+            return Evidence.NONE
+        if isinstance(node, cst.Comparison):
+            if len(node.comparisons) != 1:
+                return Evidence.NONE  # `0 < x < 1` is Python's `and`, not a mask
+            target = node.comparisons[0]
+            if not isinstance(target.operator, _COMPARISONS):
+                return Evidence.NONE
+            operands = (node.left, target.comparator)
+            if any(self._tensorish(o) for o in operands):
+                return Evidence.VALUE
+            if all(self.kinds.of(o) is Kind.HOST for o in operands):
+                return Evidence.NONE  # Python numbers, shapes, numpy arrays
+            return Evidence.LIKELY
+        if isinstance(node, cst.BinaryOperation):
+            if not isinstance(node.operator, _LOGICAL_BINARY):
+                return Evidence.NONE
+            # `a_mask & b_mask`: two names that read as masks, combined logically.
+            low, high = sorted((self.evidence(node.left), self.evidence(node.right)))
+            if low is not Evidence.NONE:
+                return max(high, Evidence.LIKELY)
+            return high
+        if isinstance(node, cst.UnaryOperation):
+            if not isinstance(node.operator, cst.BitInvert):
+                return Evidence.NONE
+            # `~padding_mask`: one rarely inverts the bits of an integer mask.
+            inverted = self.evidence(node.expression)
+            return max(inverted, Evidence.LIKELY) if inverted is not Evidence.NONE else inverted
+        if isinstance(node, cst.Call):
+            return self._call_evidence(node)
+        if isinstance(node, cst.Subscript):
+            return self.evidence(node.value)  # `mask[:, None]`, `masks[i]`
+        if isinstance(node, cst.IfExp):
+            return min(self.evidence(node.body), self.evidence(node.orelse))
+        if isinstance(node, cst.NamedExpr):
+            return self.evidence(node.value)
+        return Evidence.NONE
+
+    def _tensorish(self, node: cst.BaseExpression) -> bool:
+        """A comparison operand that makes the comparison elementwise: a tensor (or a
+        schedule of them, `timesteps`), or a mask (itself a tensor)."""
+        kind = self.kinds.of(node)
+        if kind in (Kind.TENSOR, Kind.ITERABLE):
+            return True
+        return kind is Kind.UNKNOWN and self.evidence(node) >= Evidence.LIKELY
+
+    def _call_evidence(self, node: cst.Call) -> Evidence:
+        if any(_is_keyword(a, "dtype") for a in node.args):
+            return Evidence.VALUE if self._bool_dtype(node) else Evidence.NONE
+        func = node.func
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            module, _, name = qualified.rpartition(".")
+            if module != "torch":
+                return Evidence.NONE
+            if name in _BOOLEAN_OPS:
+                return Evidence.VALUE
+            if name in _DTYPE_KEEPING_FUNCTIONS and node.args:
+                return self.evidence(node.args[0].value)
+            return Evidence.NONE
+        if not isinstance(func, cst.Attribute):
+            return Evidence.NONE
+        method = func.attr.value
+        if self.kinds.of(func.value) in (Kind.MODULE, Kind.HOST) and method != "bool":
+            return Evidence.NONE
+        if method in _BOOLEAN_OPS:
+            return Evidence.VALUE
+        if method in ("to", "type", "view"):
+            dtype = self._positional_dtype(node)
+            if dtype is not None:
+                return Evidence.VALUE if dtype == "bool" else Evidence.NONE
+        if method in _DTYPE_KEEPING_METHODS:
+            return self.evidence(func.value)
+        return Evidence.NONE
+
+    def _bool_dtype(self, node: cst.Call) -> bool:
+        for arg in node.args:
+            if _is_keyword(arg, "dtype"):
+                return self._dtype_name(arg.value) == "bool"
+        return False
+
+    def _positional_dtype(self, node: cst.Call) -> str | None:
+        for arg in node.args:
+            if arg.keyword is None and not arg.star:
+                name = self._dtype_name(arg.value)
+                if name is not None:
+                    return name
+        return None
+
+    def _dtype_name(self, node: cst.BaseExpression) -> str | None:
+        """`torch.bool` -> "bool", `torch.BoolTensor` -> "bool", `torch.float` -> "float"."""
+        qualified = self.imports.resolve(node) or ""
+        module, _, name = qualified.rpartition(".")
+        if module != "torch":
+            if isinstance(node, cst.SimpleString) and "Tensor" in node.value:
+                return "bool" if "BoolTensor" in node.value else "other"
+            return None
+        if name == "BoolTensor":
+            return "bool"
+        return name if name[:1].islower() or name.endswith("Tensor") else None
+
+    def mask_index(self, node: cst.Subscript) -> cst.BaseExpression | None:
+        """The boolean mask `node` indexes a device tensor with (`x[mask]`, `x[:, m]`).
+
+        Any evidence counts when the indexed value is known to be a tensor; on a schedule
+        (`timesteps`) or a value of unknown kind only a mask computed from tensors counts
+        (and on the latter, one known to be a device tensor). Lists, dicts, numpy arrays
+        and host tensors are never masked reads for XLA.
+        """
+        base_kind: Kind | None = None
+        for element in node.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index) or index.star is not None:
+                continue
+            evidence = self.evidence(index.value)
+            if evidence is Evidence.NONE:
+                continue
+            if base_kind is None:
+                base_kind = self.kinds.of(node.value)
+            if base_kind is Kind.TENSOR:
+                return index.value
+            if evidence is not Evidence.VALUE:
+                continue
+            if base_kind is Kind.ITERABLE:
+                return index.value  # `self.timesteps[self.timesteps > t]`
+            if (
+                base_kind is Kind.UNKNOWN
+                and not self.kinds.is_dict(node.value)
+                and self.kinds.of(index.value) is Kind.TENSOR
+            ):
+                return index.value
+        return None
+
+    def elementwise_base(self, mask: cst.BaseExpression) -> str | None:
+        """The tensor (`x`, `self.buf`) a mask is computed from element for element, so it
+        has exactly that tensor's shape; None if it mixes tensors or reshapes."""
+        if self.evidence(mask) is not Evidence.VALUE:
+            return None
+        base = self._base(mask)
+        return base if isinstance(base, str) else None
+
+    def _base(self, node: cst.BaseExpression, depth: int = 0) -> str | _Scalar | None:
+        """Element-for-element provenance: one dotted tensor name, SCALAR, or None."""
+        if depth > 50:
+            return None
+        depth += 1
+        if is_scalar(node, self.imports) or self.is_zero_dim(node):
+            return SCALAR
+        if isinstance(node, cst.Name):
+            binding = self._frames[-1].get(node.value)
+            if binding is not None and binding.evidence is Evidence.VALUE:
+                if binding.base is None or binding.loop is not self._loop():
+                    return None
+                if binding.versions != self._versions_of(binding.base):
+                    return None  # the base was rebound since the mask was made
+                return binding.base
+        name = dotted(node)
+        if name is not None:
+            return name if self.kinds.of(node) is Kind.TENSOR else None
+        if isinstance(node, cst.Comparison):
+            if len(node.comparisons) != 1:
+                return None
+            return _combine(
+                self._base(node.left, depth), self._base(node.comparisons[0].comparator, depth)
+            )
+        if isinstance(node, cst.BinaryOperation):
+            if not isinstance(node.operator, _ARITHMETIC + _LOGICAL_BINARY):
+                return None
+            return _combine(self._base(node.left, depth), self._base(node.right, depth))
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return None
+            return self._base(node.expression, depth)
+        if isinstance(node, cst.Call):
+            return self._call_base(node, depth)
+        return None
+
+    def _call_base(self, node: cst.Call, depth: int) -> str | _Scalar | None:
+        if any(arg.keyword is not None or arg.star for arg in node.args):
+            return None
+        args = [arg.value for arg in node.args]
+        func = node.func
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            module, _, name = qualified.rpartition(".")
+            if module != "torch":
+                return None
+            if name in _UNARY_BOOLEAN | _ELEMENTWISE_FUNCTIONS and len(args) == 1:
+                return self._base(args[0], depth)
+            if name in _BINARY_BOOLEAN and len(args) == 2:
+                return _combine(self._base(args[0], depth), self._base(args[1], depth))
+            return None
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        receiver = self._base(func.value, depth)
+        if method in _UNARY_BOOLEAN | _ELEMENTWISE_METHODS and not args:
+            return receiver if isinstance(receiver, str) else None
+        if method in _BINARY_BOOLEAN and len(args) == 1:
+            combined = _combine(receiver, self._base(args[0], depth))
+            return combined if isinstance(combined, str) else None
+        return None
+
+    def is_zero_dim(self, node: cst.BaseExpression) -> bool:
+        """`t.mean()`, `t.max()`: a 0-d tensor, which broadcasts like a number."""
+        return (
+            isinstance(node, cst.Call)
+            and not node.args
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ZERO_DIM_REDUCTIONS
+            and self.kinds.of(node.func.value) is Kind.TENSOR
+        )
+
+
+def _combine(a: str | _Scalar | None, b: str | _Scalar | None) -> str | _Scalar | None:
+    if a is None or b is None:
+        return None
+    if a is SCALAR:
+        return b
+    if b is SCALAR or a == b:
+        return a
+    return None
+
+
+def is_scalar(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """A Python number written in place: `0`, `-1e4`, `True`, `float("-inf")`, `math.inf`,
+    `torch.finfo(x.dtype).min`, and arithmetic of those."""
+    if isinstance(node, cst.Integer | cst.Float):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False") and imports.resolve(node) is None
+    if isinstance(node, cst.UnaryOperation):
+        return isinstance(node.operator, cst.Minus | cst.Plus) and is_scalar(
+            node.expression, imports
+        )
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, _ARITHMETIC) and (
+            is_scalar(node.left, imports) and is_scalar(node.right, imports)
+        )
+    if isinstance(node, cst.Call):
+        func = node.func
+        return (
+            isinstance(func, cst.Name)
+            and func.value in ("float", "int")
+            and imports.resolve(func) is None
+            and len(node.args) == 1
+            and node.args[0].keyword is None
+            and (
+                isinstance(node.args[0].value, cst.SimpleString)
+                or is_scalar(node.args[0].value, imports)
+            )
+        )
+    if isinstance(node, cst.Attribute):
+        if imports.resolve(node) in _MATH_CONSTANTS:
+            return True
+        value = node.value
+        return (
+            node.attr.value in _INFO_ATTRIBUTES
+            and isinstance(value, cst.Call)
+            and imports.resolve(value.func) in ("torch.finfo", "torch.iinfo")
+        )
+    return False
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`x` or `self.buf.data`: a plain chain of names, else None."""
+    head = node
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not isinstance(head, cst.Name):
+        return None
+    return get_full_name_for_node(node)
+
+
+def atom(node: cst.BaseExpression, code: str) -> str:
+    """`code` (the source of `node`) ready to take `.sum()`: parenthesized unless it
+    already binds tightly."""
+    if node.lpar or isinstance(node, cst.Name | cst.Attribute | cst.Call | cst.Subscript):
+        return code
+    return f"({code})"
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    """The names an annotation mentions (`torch.Tensor | None` -> torch, Tensor, None)."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            names.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            names.add(current.attr.value)
+            stack.append(current.value)
+        elif isinstance(current, cst.BaseExpression | cst.SubscriptElement | cst.Index):
+            stack.extend(current.children)
+    return names
+
+
+def _is_keyword(arg: cst.Arg, name: str) -> bool:
+    return arg.keyword is not None and arg.keyword.value == name

@@ -1,0 +1,170 @@
+"""Which module-level imports a file uses, so that the fixer can drop those a fix made unused.
+
+The question is asked twice, of a file's text before a round of fixes and after it: an import
+binding that was used before and is not used after is one the fixes made unused, and only
+those are removed. Imports the author left unused are never touched.
+
+"Used" is decided by name and errs towards keeping an import. A binding counts as used when
+its name is mentioned anywhere outside import statements: read, assigned, deleted, declared
+`global`, used as a parameter name, listed in `__all__`, or spelled in a string annotation
+(`"xm.Foo"`). Attribute names (`a.xm`) and keyword names (`f(xm=1)`) are not mentions.
+
+Only plain import statements directly in the module body are candidates. These never are:
+- imports under `try:` (optional dependencies: `except ImportError: xm = None` needs them),
+  `if` (`TYPE_CHECKING`, version checks), functions or classes, whose use depends on flow;
+- `from __future__ import ...`, which changes how the file compiles;
+- star imports, whose bindings are unknown;
+- any import in an `__init__.py`, where imports re-export names to other modules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class ImportBinding:
+    """One name bound by a module-level import: `xm` in `import torch_xla.core.xla_model as
+    xm`, `mark_step` in `from torch_xla.core.xla_model import mark_step`."""
+
+    statement: int  # index of the statement line in module.body
+    small: int  # index of the import within that line (`import a; import b`)
+    alias: int  # index of the alias within the import
+    name: str  # the bound name
+    target: str  # what it is bound to, e.g. `torch_xla.core.xla_model`
+
+
+def module_import_bindings(module: cst.Module) -> list[ImportBinding]:
+    """The bindings of the removable imports directly in the module body, in order."""
+    bindings = []
+    for index, statement in enumerate(module.body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small_index, small in enumerate(statement.body):
+            for alias_index, name, target in _aliases(small):
+                bindings.append(ImportBinding(index, small_index, alias_index, name, target))
+    return bindings
+
+
+def _aliases(small: cst.BaseSmallStatement) -> Iterator[tuple[int, str, str]]:
+    if isinstance(small, cst.Import):
+        for index, alias in enumerate(small.names):
+            dotted = get_full_name_for_node(alias.name)
+            if dotted is None:
+                continue
+            if alias.asname is not None:
+                bound = get_full_name_for_node(alias.asname.name)
+                if bound:
+                    yield index, bound, dotted
+            else:  # `import torch_xla.core.xla_model` binds `torch_xla`
+                head = dotted.split(".", 1)[0]
+                yield index, head, head
+    elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        module = get_full_name_for_node(small.module) if small.module else ""
+        if module == "__future__":
+            return
+        prefix = "." * len(small.relative) + (module or "")
+        for index, alias in enumerate(small.names):
+            name = get_full_name_for_node(alias.name)
+            if name is None:
+                continue
+            bound = get_full_name_for_node(alias.asname.name) if alias.asname else name
+            if bound:
+                yield index, bound, f"{prefix}.{name}" if prefix else name
+
+
+class _Mentions(cst.CSTVisitor):
+    """Every name a module mentions outside its import statements."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False  # `node.attr` names a field, not a variable
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False  # `keyword=` names a parameter, not a variable
+
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        # `x: "xm.Tensor"`: a string annotation names what it mentions.
+        for string in _strings(node.annotation):
+            self.names.update(_WORD.findall(string))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `__all__ = ["xm"]` exports the name: keep its import.
+        if any(_is_all(target.target) for target in node.targets):
+            for string in _strings(node.value):
+                self.names.add(string)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if _is_all(node.target):
+            for string in _strings(node.value):
+                self.names.add(string)
+
+
+def _is_all(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "__all__"
+
+
+def _strings(node: cst.CSTNode) -> list[str]:
+    found: list[str] = []
+
+    class Strings(cst.CSTVisitor):
+        def visit_SimpleString(self, string: cst.SimpleString) -> None:
+            value = string.evaluated_value
+            if isinstance(value, str):
+                found.append(value)
+
+    node.visit(Strings())
+    return found
+
+
+def mentioned_names(module: cst.Module) -> set[str]:
+    """Names `module` mentions anywhere outside import statements (see the module doc)."""
+    visitor = _Mentions()
+    module.visit(visitor)
+    return visitor.names
+
+
+def unused_bindings(module: cst.Module) -> set[tuple[str, str]]:
+    """`(name, target)` of the removable imports that `module` does not use."""
+    used = mentioned_names(module)
+    return {(b.name, b.target) for b in module_import_bindings(module) if b.name not in used}
+
+
+def made_unused(before: cst.Module, after: cst.Module, filename: str) -> list[ImportBinding]:
+    """The bindings of `after`'s removable imports that `before` used and `after` does not.
+
+    `after` is `before` with fixes applied: its imports are matched to `before`'s by name and
+    target, so an import a fix added is never one it "made unused".
+    """
+    if filename.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py":
+        return []
+    used_before = mentioned_names(before)
+    earlier = {(b.name, b.target) for b in module_import_bindings(before)}
+    used_after = mentioned_names(after)
+    return [
+        binding
+        for binding in module_import_bindings(after)
+        if (binding.name, binding.target) in earlier
+        and binding.name in used_before
+        and binding.name not in used_after
+    ]

@@ -1,0 +1,149 @@
+"""Bases of the graph-barrier rules (family 4): they judge loops once the file is walked.
+
+Whether a loop reaches a barrier can depend on a function defined after it, so these rules
+register loops and functions during the walk and decide in `leave_Module`, asking
+`ctx.loops` (xlalint.analysis.loops). Not a rule module: it defines no rule code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.loops import MARK_STEP, LoopSite, always_exits, last_line_end
+from xlalint.rule import NodeFix, Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+
+class LoopRule(Rule):
+    """Registers every loop and function with `ctx.loops` during the walk."""
+
+    def visit_For(self, node: cst.For) -> None:
+        self.ctx.loops.register_loop(node, self.ctx)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.ctx.loops.register_loop(node, self.ctx)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.ctx.loops.register_function(node, self.ctx)
+
+    def torch_code(self) -> bool:
+        """The file uses torch (a CUDA script on its way to XLA counts)."""
+        imports = self.ctx.imports
+        return imports.binds("torch") or imports.binds("torch_xla")
+
+    @staticmethod
+    def header(site: LoopSite) -> tuple[cst.CSTNode, cst.CSTNode]:
+        """Where a loop is reported: from `for`/`while` to the end of its iterable/test."""
+        node = site.node
+        return node, node.iter if isinstance(node, cst.For) else node.test
+
+
+class BarrierLoopRule(LoopRule):
+    """A loop rule whose fix appends a barrier to the loop body."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._uses_mark_step = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._uses_mark_step and isinstance(node.func, cst.Attribute | cst.Name):
+            self._uses_mark_step = self.ctx.qualified(node.func) == MARK_STEP
+
+    def barrier_fix(self, site: LoopSite) -> NodeFix | None:
+        """Append the barrier as the last statement of the loop body, at the body's
+        indentation: `torch_xla.sync()` in the file's spelling, or `xm.mark_step()` where the
+        file already calls it. No fix where it could change what the code does or would
+        never run: a one-line body, a loop with `else:`, a body that ends by leaving the
+        pass (`return`/`break`/`continue`/`raise`)."""
+        loop = site.node
+        body = loop.body
+        if not isinstance(body, cst.IndentedBlock) or not body.body or loop.orelse is not None:
+            return None
+        last = body.body[-1]
+        end = last_line_end(last)
+        if end is None or always_exits(last):
+            return None
+        if self._uses_mark_step:
+            spelling, imports = self.ctx.imports.spell(
+                MARK_STEP, "import torch_xla.core.xla_model as xm"
+            )
+        else:
+            spelling, imports = self.ctx.imports.spell("torch_xla.sync", "import torch_xla")
+        module = self.ctx.module
+        barrier = f"{site.body_indent}{spelling}()"
+        if imports and torch_xla_is_optional(module):
+            return None  # the import would have to be guarded like the file's own
+        if not imports:
+            guarded, flag = _import_guard(module, spelling.split(".", 1)[0])
+            if guarded and flag is None:
+                return None  # torch_xla is optional here, and how to test for it is unclear
+            if flag is not None:
+                # `if XLA_AVAILABLE: xm.mark_step()`, as the file guards its import.
+                unit = body.indent if body.indent is not None else module.default_indent
+                barrier = f"{site.body_indent}if {flag}:\n{site.body_indent}{unit}{spelling}()"
+        description = f"Append `{spelling}()` to the loop body"
+        if not module.has_trailing_newline and end is last_line_end(module.body[-1]):
+            # The file ends on this line, without a newline: insert before the line's end.
+            tail: cst.CSTNode = end.comment or end.whitespace
+            new = f"{module.code_for_node(tail)}\n{barrier}"
+            return self.fix(description, (tail, new), imports=imports)
+        new = f"{module.code_for_node(end)}{barrier}\n"
+        return self.fix(description, (end, new), imports=imports)
+
+
+def torch_xla_is_optional(module: cst.Module) -> bool:
+    """Whether the file imports torch_xla only if it is there (under `if` or `try:`):
+    a fix must not make it a requirement."""
+    for statement in module.body:
+        if isinstance(statement, cst.If | cst.Try):
+            for line in statement.body.body:
+                if isinstance(line, cst.SimpleStatementLine) and any(
+                    _binds_torch_xla(small) for small in line.body
+                ):
+                    return True
+    return False
+
+
+def _binds_torch_xla(small: cst.BaseSmallStatement) -> bool:
+    if not isinstance(small, cst.Import | cst.ImportFrom):
+        return False
+    table = ImportTable()
+    table.add(small)
+    return table.binds("torch_xla")
+
+
+def _import_guard(module: cst.Module, name: str) -> tuple[bool, str | None]:
+    """Whether the module-level import that binds `name` sits under an `if` or `try:`, and
+    the flag that the same block sets to True (`XLA_AVAILABLE = True`), if any: code
+    that uses an optional import must test for it."""
+    for statement in module.body:
+        if not isinstance(statement, cst.If | cst.Try):
+            continue
+        lines = [s for s in statement.body.body if isinstance(s, cst.SimpleStatementLine)]
+        smalls = [small for line in lines for small in line.body]
+        if not any(_binds(small, name) for small in smalls):
+            continue
+        for small in smalls:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Name)
+                and small.value.value == "True"
+            ):
+                return True, small.targets[0].target.value
+        return True, None
+    return False, None
+
+
+def _binds(small: cst.BaseSmallStatement, name: str) -> bool:
+    if not isinstance(small, cst.Import | cst.ImportFrom):
+        return False
+    table = ImportTable()
+    table.add(small)
+    return name in table.bindings

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+from itertools import islice
+
+import libcst as cst
+
+from xlalint.analysis.masks import Evidence, atom
+from xlalint.context import Kind
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+
+_FUNCTIONS = {"torch.nonzero": "torch.nonzero", "torch.argwhere": "torch.argwhere"}
+_METHODS = frozenset({"nonzero", "argwhere"})
+_COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual,
+                cst.Equal, cst.NotEqual)  # fmt: skip
+
+
+class Nonzero(Rule):
+    """
+    ## What it does
+    Flags `.nonzero()`, `torch.nonzero`, `torch.argwhere`/`.argwhere()` and one-argument
+    `torch.where(cond)` on device tensors, in code that runs every step. This includes the
+    timestep lookup of diffusion schedulers, `(self.timesteps == t).nonzero().item()`, in
+    `step()` and the helpers it calls. `np.nonzero`, three-argument `torch.where` and
+    `nonzero_static` are not flagged.
+
+    ## Why is this bad?
+    The result has one row per nonzero element, a count only the data knows. XLA compiles
+    graphs for static shapes, so `nonzero` cannot stay in the traced graph: PyTorch/XLA
+    executes the pending graph, copies the input to the host, runs `nonzero` on the CPU
+    and copies the indices back. The step's graph is cut in two and every new count is a
+    new shape downstream, which compiles again.
+
+    ## Example
+    ```python
+    def step(self, model_output, timestep, sample):
+        index = (self.timesteps == timestep).nonzero().item()
+        positives = (labels > 0).nonzero().shape[0]
+        loss = per_token.sum() / positives
+    ```
+
+    ## Use instead
+    Count with a sum and keep indices static:
+    ```python
+    def step(self, model_output, timestep, sample):
+        index = self._step_index  # kept as a Python int, advanced once per step
+        loss = per_token.sum() / (labels > 0).sum()
+    ```
+    `(self.timesteps == timestep).int().argmax()` finds the first match on the device.
+
+    ## Fix safety
+    Safe, and only where the result is just counted and the count meets a tensor:
+    `m.nonzero().shape[0]`, `m.nonzero().size(0)`, `len(m.nonzero())` and the same for
+    `torch.nonzero(m)`/`torch.argwhere(m)`, used as an operand of `/` or of a comparison
+    whose other side is a tensor, become `m.sum()` (`(m != 0).sum()` when `m` is not known
+    to be boolean). The count is then a 0-d integer tensor instead of a Python int; as an
+    operand of true division or a comparison with a tensor the result has the same value,
+    dtype and shape either way. Elsewhere (`n = ...`, `range(n)`, `max(n, 1)`, f-strings,
+    `+`/`*` with 0-d integer tensors, whose dtype could change) a Python int is not
+    interchangeable with a tensor, so no fix is offered. `.numel()` of the result is not
+    a count (the result has one column per dimension), and `as_tuple=True` returns a
+    tuple: neither is fixed.
+
+    ## Runtime evidence
+    5 steps on the XLA CPU device: `torch.nonzero(m).shape[0]` each step costs 2 uncached
+    and 8 cached compiles, 10 executions and 5 `aten::nonzero` CPU fallbacks; `m.sum()`
+    costs 1 uncached and 4 cached compiles and 5 executions, with identical results.
+    """
+
+    code = "XLA201"
+    name = "nonzero"
+    message = (
+        "`{call}` has a data-dependent shape: it runs on the CPU (a device-to-host copy) "
+        "and recompiles whenever the count changes"
+    )
+    hint = (
+        "Count with `mask.sum()`, select with `torch.where(mask, x, 0)`, find a first match "
+        "with `(t == v).int().argmax()`, or keep the index as a Python int"
+    )
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    hot_only = True
+    triggers = ("nonzero", "argwhere", "where")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.ctx.qualified(func)
+        if qualified in _FUNCTIONS:
+            source = _input(node)
+            if source is not None and self._on_device(source):
+                count = _single_positional(node)
+                fix = self._count_fix(node, source) if count else None
+                self.report(node, self.message.format(call=f"{_FUNCTIONS[qualified]}()"), fix=fix)
+        elif qualified == "torch.where":
+            cond = _single_positional(node)
+            if cond is not None and self._on_device(cond):
+                self.report(node, self.message.format(call="torch.where(cond)"))
+        elif (
+            qualified is None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in _METHODS
+            and not (isinstance(func.value, cst.Name) and func.value.value == "self")
+            and self._on_device(func.value)
+        ):
+            fix = None if node.args else self._count_fix(node, func.value)
+            self.report(node, self.message.format(call=f".{func.attr.value}()"), fix=fix)
+
+    def _on_device(self, value: cst.BaseExpression) -> bool:
+        """Whether `value` is (likely) a device tensor: numpy arrays and CPU tensors made
+        here are not; an unknown value in a file that uses torch is."""
+        kind = self.ctx.kind(value)
+        if kind in (Kind.TENSOR, Kind.ITERABLE):
+            return True
+        if kind is not Kind.UNKNOWN:
+            return False
+        return self.ctx.masks.evidence(value) is Evidence.VALUE or self.ctx.imports.binds("torch")
+
+    def _count_fix(self, node: cst.Call, source: cst.BaseExpression) -> NodeFix | None:
+        """`m.nonzero().shape[0]` (and `.size(0)`, `len(...)`) -> `m.sum()`, where the
+        count only meets a tensor in `/` or a comparison."""
+        ancestors = list(islice(self.ctx.ancestors(), 4))
+        if len(ancestors) < 3:
+            return None
+        parent, count, outer = ancestors[:3]
+        if isinstance(outer, cst.ComparisonTarget) and len(ancestors) == 4:
+            outer = ancestors[3]  # `y >= count`: the comparator sits in a ComparisonTarget
+        if not self._counts(node, parent, count) or not self._meets_tensor(count, outer):
+            return None
+        code = self.ctx.module.code_for_node(source)
+        if self.ctx.masks.evidence(source) is Evidence.VALUE:
+            replacement = f"{atom(source, code)}.sum()"
+        else:
+            replacement = f"({code} != 0).sum()"
+        return self.fix(f"Count with `{replacement}`", (count, replacement))
+
+    def _counts(self, node: cst.Call, parent: cst.CSTNode, count: cst.CSTNode) -> bool:
+        """Whether `count` reads the number of rows of `node`'s result: `.shape[0]`,
+        `.size(0)` or `len(...)`."""
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if parent.attr.value == "shape" and isinstance(count, cst.Subscript):
+                return (
+                    count.value is parent
+                    and len(count.slice) == 1
+                    and _is_zero(count.slice[0].slice)
+                )
+            if parent.attr.value == "size" and isinstance(count, cst.Call):
+                return (
+                    count.func is parent
+                    and len(count.args) == 1
+                    and _keyword(count.args[0]) in (None, "dim")
+                    and _is_zero_value(count.args[0].value)
+                )
+            return False
+        return (
+            isinstance(parent, cst.Arg)
+            and parent.keyword is None
+            and not parent.star
+            and isinstance(count, cst.Call)
+            and isinstance(count.func, cst.Name)
+            and count.func.value == "len"
+            and self.ctx.kinds.lookup("len") is None
+            and len(count.args) == 1
+        )
+
+    def _meets_tensor(self, count: cst.BaseExpression, outer: cst.CSTNode) -> bool:
+        if isinstance(outer, cst.BinaryOperation) and isinstance(outer.operator, cst.Divide):
+            other = outer.right if outer.left is count else outer.left
+            return self.ctx.is_tensor(other)
+        if isinstance(outer, cst.Comparison) and len(outer.comparisons) == 1:
+            target = outer.comparisons[0]
+            if not isinstance(target.operator, _COMPARISONS):
+                return False
+            other = target.comparator if outer.left is count else outer.left
+            return self.ctx.is_tensor(other)
+        return False
+
+
+def _input(node: cst.Call) -> cst.BaseExpression | None:
+    for arg in node.args:
+        if arg.star:
+            return None
+        if arg.keyword is None or arg.keyword.value == "input":
+            return arg.value
+    return None
+
+
+def _single_positional(node: cst.Call) -> cst.BaseExpression | None:
+    if len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+        return node.args[0].value
+    return None
+
+
+def _keyword(arg: cst.Arg) -> str | None:
+    return arg.keyword.value if arg.keyword is not None else None
+
+
+def _is_zero(index: cst.BaseSlice) -> bool:
+    return isinstance(index, cst.Index) and _is_zero_value(index.value)
+
+
+def _is_zero_value(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Integer) and value.evaluated_value == 0

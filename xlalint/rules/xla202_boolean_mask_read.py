@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+from itertools import islice
+
+import libcst as cst
+
+from xlalint.analysis.masks import atom, dotted
+from xlalint.context import Kind
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+
+# Parents in which `a / b` needs no parentheses: it is the whole value there.
+_LOOSE_PARENTS = (
+    cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Arg, cst.Element, cst.Expr,
+    cst.Index, cst.DictElement,
+)  # fmt: skip
+# Nodes between a store target and its statement (`a[m], b = ...`).
+_TARGET_WRAPPERS = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
+
+
+class BooleanMaskRead(Rule):
+    """
+    ## What it does
+    Flags reads through a boolean mask, `x[mask]` (also `x[:, mask]`), and
+    `torch.masked_select`/`.masked_select()`, on device tensors in code that runs every
+    step. A mask is a comparison of tensors (`labels != -100`), `isnan`/`isinf`/
+    `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor,
+    a name bound to one of those in the same function, or a name such as `mask`/
+    `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`),
+    slices, and lists, dicts or numpy arrays indexed by anything are not flagged.
+    Assignments through a mask are XLA203's.
+
+    ## Why is this bad?
+    `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
+    compiles graphs for static shapes, so PyTorch/XLA executes the pending graph, copies the
+    mask to the host, runs `nonzero` on the CPU and gathers with the result: the step's
+    graph is cut in two, and everything downstream of a new count compiles again.
+
+    ## Example
+    ```python
+    for batch in loader:
+        logits = model(batch["input_ids"])
+        labels = batch["labels"]
+        per_token = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
+        valid = labels.flatten() != -100
+        loss = per_token[valid].mean()
+    ```
+
+    ## Use instead
+    Keep the shape and zero out what the mask drops:
+    ```python
+        loss = torch.where(valid, per_token, 0).sum() / valid.sum()
+    ```
+    (`F.cross_entropy(..., ignore_index=-100)` does this masking itself.)
+
+    ## Fix safety
+    Safe, and only where the selection is reduced to one number and the mask has exactly
+    the tensor's shape because it is computed from that tensor element for element
+    (`x[x > 0]`, `x[torch.isfinite(x)]`, or `mask = x > 0` earlier in the same function with
+    `x` not rebound since): `x[m].sum()` becomes `torch.where(m, x, 0).sum()`, and
+    `x[m].mean()` becomes `torch.where(m, x, 0).sum() / m.sum()` (NaN for an empty mask, as
+    before). `torch.masked_select(x, m).sum()` becomes `torch.where(m, x, 0).sum()` for any
+    broadcastable shapes. The selected elements and the dtype of the result are the same;
+    floating-point sums add the same numbers with zeros in between, so only the rounding of
+    the summation order can differ (XLA does not fix a reduction order anyway), and `mean`
+    of a float16/bfloat16 tensor rounds the sum before dividing. Masks of another shape (a
+    `(B, T)` mask selecting rows of a `(B, T, D)` tensor) and other uses are reported
+    without a fix.
+
+    ## Runtime evidence
+    5 steps on the XLA CPU device: `x[x > 0].sum()` each step costs 4 uncached and 6 cached
+    compiles, 10 executions, 5 device-to-host transfers and 5 `aten::nonzero` CPU
+    fallbacks; `torch.where(x > 0, x, 0).sum()` costs 1 uncached and 4 cached compiles,
+    5 executions and no transfer, with identical results. `masked_select` was seen falling
+    back to the CPU the same way.
+    """
+
+    code = "XLA202"
+    name = "boolean-mask-read"
+    message = (
+        "`{what}` selects a data-dependent number of elements: XLA runs `nonzero` on the "
+        "CPU (a device-to-host copy) and recompiles for every new count"
+    )
+    hint = "Keep the shape: `torch.where(mask, x, 0)` and reduce, or multiply by the mask"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    hot_only = True
+    # A subscript needs `[`; `masked_select` needs its name.
+    triggers = ("[", "masked_select")
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if self._is_store_target(node):
+            return
+        mask = self.ctx.masks.mask_index(node)
+        if mask is None:
+            return
+        fix = self._reduction_fix(node, mask)
+        self.report(
+            node, self.message.format(what=_spelled(self.ctx.module.code_for_node(node))), fix=fix
+        )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.ctx.qualified(func)
+        if qualified == "torch.masked_select":
+            source, mask = _argument(node, 0, "input"), _argument(node, 1, "mask")
+        elif (
+            qualified is None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "masked_select"
+        ):
+            source, mask = func.value, _argument(node, 0, "mask")
+        else:
+            return
+        if source is None or self.ctx.kind(source) in (Kind.HOST, Kind.MODULE):
+            return
+        fix = self._masked_select_fix(node, source, mask) if mask is not None else None
+        self.report(node, self.message.format(what="masked_select"), fix=fix)
+
+    def _is_store_target(self, node: cst.Subscript) -> bool:
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, _TARGET_WRAPPERS):
+                child = ancestor
+                continue
+            if isinstance(ancestor, cst.AssignTarget | cst.Del):
+                return True
+            if isinstance(ancestor, cst.AugAssign | cst.AnnAssign | cst.For | cst.CompFor):
+                return ancestor.target is child
+            if isinstance(ancestor, cst.WithItem) and ancestor.asname is not None:
+                return ancestor.asname.name is child
+            return False
+        return False
+
+    def _reduction_fix(self, node: cst.Subscript, mask: cst.BaseExpression) -> NodeFix | None:
+        """`x[m].sum()` -> `torch.where(m, x, 0).sum()`; `.mean()` divides by `m.sum()`."""
+        reduction = self._reduction(node)
+        if reduction is None or len(node.slice) != 1:
+            return None
+        call, method, outer = reduction
+        base = dotted(node.value)
+        if base is None or self.ctx.kind(node.value) is not Kind.TENSOR:
+            return None
+        if self.ctx.masks.elementwise_base(mask) != base:
+            return None
+        code = self.ctx.module.code_for_node
+        where, imports = self.ctx.imports.spell("torch.where", "import torch")
+        total = f"{where}({code(mask)}, {code(node.value)}, 0).sum()"
+        if method == "sum":
+            return self.fix(f"Sum with `{where}`", (call, total), imports=imports)
+        mean = f"{total} / {atom(mask, code(mask))}.sum()"
+        if not call.lpar and not (isinstance(outer, _LOOSE_PARENTS) and _holds(outer, call)):
+            mean = f"({mean})"
+        return self.fix(f"Average with `{where}` and the mask's count", (call, mean),
+                        imports=imports)  # fmt: skip
+
+    def _reduction(self, node: cst.BaseExpression) -> tuple[cst.Call, str, cst.CSTNode] | None:
+        """`node.sum()`/`node.mean()` without arguments: the call, the method, its parent."""
+        ancestors = list(islice(self.ctx.ancestors(), 3))
+        if len(ancestors) < 3:
+            return None
+        attribute, call, outer = ancestors
+        if (
+            isinstance(attribute, cst.Attribute)
+            and attribute.value is node
+            and attribute.attr.value in ("sum", "mean")
+            and isinstance(call, cst.Call)
+            and call.func is attribute
+            and not call.args
+        ):
+            return call, attribute.attr.value, outer
+        return None
+
+    def _masked_select_fix(
+        self, node: cst.Call, source: cst.BaseExpression, mask: cst.BaseExpression
+    ) -> NodeFix | None:
+        reduction = self._reduction(node)
+        if reduction is None or reduction[1] != "sum":
+            return None
+        code = self.ctx.module.code_for_node
+        where, imports = self.ctx.imports.spell("torch.where", "import torch")
+        total = f"{where}({code(mask)}, {code(source)}, 0).sum()"
+        return self.fix(f"Sum with `{where}`", (reduction[0], total), imports=imports)
+
+
+def _argument(node: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    positional = [a for a in node.args if a.keyword is None]
+    if any(a.star for a in node.args):
+        return None
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return positional[position].value if len(positional) > position else None
+
+
+def _holds(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Whether `child` is the whole value slot of `parent` (not, say, its target)."""
+    if isinstance(parent, cst.AugAssign | cst.AnnAssign | cst.Assign | cst.Return):
+        return parent.value is child
+    if isinstance(parent, cst.DictElement):
+        return parent.value is child
+    return True
+
+
+def _spelled(code: str, fallback: str = "x[mask]") -> str:
+    """The code itself in the message when it is short and on one line."""
+    return code if len(code) <= 40 and "\n" not in code else fallback

@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.masks import atom, dotted, is_scalar
+from xlalint.context import Kind
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo,
+               cst.Power)  # fmt: skip
+
+
+class BooleanMaskWrite(Rule):
+    """
+    ## What it does
+    Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
+    tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons
+    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names);
+    integer-index writes (`x[idx] = v`), slices, and lists, dicts or numpy arrays are not
+    flagged.
+
+    ## Why is this bad?
+    PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
+    `True`, and finding those positions is `nonzero`, whose output size only the data
+    knows. PyTorch/XLA executes the pending graph, copies the mask to the host, runs
+    `nonzero` on the CPU and sends the indices back: the step's graph is cut in two and
+    every new count compiles again. `masked_fill` and `torch.where` compute the same result
+    with static shapes, entirely on the device.
+
+    ## Example
+    ```python
+    def forward(self, scores, padding_mask):
+        scores[scores.isnan()] = 0.0
+        scores[padding_mask] = float("-inf")
+        return scores.softmax(-1)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, scores, padding_mask):
+        scores.masked_fill_(scores.isnan(), 0.0)
+        scores = scores.masked_fill(padding_mask, float("-inf"))
+        return scores.softmax(-1)
+    ```
+
+    ## Fix safety
+    Safe, and only for a statement `x[m] = v` with one plain target (`x` or `self.buf`)
+    whose mask has exactly `x`'s shape because it is computed from `x` element for element
+    (`x[x < 0] = 0`, `x[torch.isnan(x)] = 0`, or `mask = x > 0` earlier in the same function
+    and loop iteration with `x` not rebound since). For such a mask both forms change the
+    same elements of `x` in place, with `v` cast to `x`'s dtype:
+    - a number `v` (`0`, `-1e4`, `float("-inf")`, `torch.finfo(x.dtype).min`) gives
+      `x.masked_fill_(m, v)`;
+    - an elementwise expression of numbers and reads through the same mask
+      (`x[m] = y[m] * 2`, `y` a tensor) gives `x.copy_(torch.where(m, v', x))`, with each
+      `y[m]` read as `y`: the original only runs if `y[m]` has as many elements as `x[m]`
+      and `v` has `x`'s dtype (`index_put_` refuses others), so `y` has `x`'s shape and
+      `torch.where` promotes nothing;
+    - a 0-d tensor `v` (`y.mean()`, `2 * y.max()`) gives
+      `x.copy_(torch.where(m, v.to(x.dtype), x))`: `index_put_` casts a 0-d value to
+      `x`'s dtype, and casting first keeps `torch.where` from promoting the rest of `x`.
+    Other values (a tensor of selected values from elsewhere, a variable whose kind is not
+    known), masks of another shape, several targets and `+=` are reported without a fix.
+
+    ## Runtime evidence
+    5 steps on the XLA CPU device: `x[x < 0] = 0` each step costs 4 uncached and 6 cached
+    compiles, 10 executions and 5 `aten::nonzero` CPU fallbacks;
+    `x.masked_fill_(x < 0, 0)` (or the `torch.where` form) costs 1 uncached and 4 cached
+    compiles and 5 executions, with identical results.
+    """
+
+    code = "XLA203"
+    name = "boolean-mask-write"
+    message = (
+        "`{write}` writes a data-dependent number of elements: XLA runs `nonzero` on "
+        "the CPU (a device-to-host copy) and recompiles for every new count"
+    )
+    hint = "Write in place with `x.masked_fill_(mask, v)` or `x.copy_(torch.where(mask, v, x))`"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    hot_only = True
+    # A write through a subscript ends its target with `]`.
+    triggers = ("]",)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            subscript = target.target
+            if not isinstance(subscript, cst.Subscript):
+                continue
+            mask = self.ctx.masks.mask_index(subscript)
+            if mask is None:
+                continue
+            fix = self._fix(node, subscript, mask) if len(node.targets) == 1 else None
+            self.report(subscript, self._message(subscript, "="), fix=fix)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Subscript) and self.ctx.masks.mask_index(node.target):
+            operator = cst.Module([]).code_for_node(node.operator).strip()
+            self.report(node.target, self._message(node.target, operator))
+
+    def _message(self, target: cst.Subscript, operator: str) -> str:
+        code = self.ctx.module.code_for_node(target)
+        if len(code) > 40 or "\n" in code:
+            code = "x[mask]"
+        return self.message.format(write=f"{code} {operator} ...")
+
+    def _fix(
+        self, node: cst.Assign, target: cst.Subscript, mask: cst.BaseExpression
+    ) -> NodeFix | None:
+        if len(target.slice) != 1:
+            return None
+        base = dotted(target.value)
+        if base is None or self.ctx.kind(target.value) is not Kind.TENSOR:
+            return None
+        masks = self.ctx.masks
+        if masks.elementwise_base(mask) != base:
+            return None
+        code = self.ctx.module.code_for_node
+        if "#" in code(node):
+            return None  # a comment inside the statement would be lost
+        mask_code = code(mask)
+        value = node.value
+        if is_scalar(value, self.ctx.imports):
+            fill = f"{code(target.value)}.masked_fill_({mask_code}, {code(value)})"
+            return self.fix("Fill with `.masked_fill_()`", (node, fill))
+        unselected = self._unselect(value, mask_code)
+        if unselected is None:
+            return None
+        selected, reads = unselected
+        where, imports = self.ctx.imports.spell("torch.where", "import torch")
+        x = code(target.value)
+        new_value = code(selected)
+        if not reads:
+            # A 0-d value is cast to `x`'s dtype by `index_put_`; `torch.where` would instead
+            # promote the kept elements of `x` to its dtype (int64 through float32 loses
+            # digits). Reads through the mask already have `x`'s dtype, or the write fails.
+            new_value = f"{atom(selected, new_value)}.to({x}.dtype)"
+        copy = f"{x}.copy_({where}({mask_code}, {new_value}, {x}))"
+        return self.fix(f"Select with `{where}` and copy in place", (node, copy), imports=imports)
+
+    def _unselect(
+        self, value: cst.BaseExpression, mask_code: str
+    ) -> tuple[cst.BaseExpression, bool] | None:
+        """`value` with each `y[mask]` read as `y`, if it is an elementwise expression of
+        numbers, 0-d reductions and reads through the same mask, and whether it had any
+        such read; else None."""
+        code = self.ctx.module.code_for_node
+        masks = self.ctx.masks
+        reads = False
+
+        def walk(node: cst.BaseExpression) -> cst.BaseExpression | None:
+            nonlocal reads
+            if is_scalar(node, self.ctx.imports) or masks.is_zero_dim(node):
+                return node
+            if isinstance(node, cst.Subscript):
+                if (
+                    len(node.slice) == 1
+                    and isinstance(node.slice[0].slice, cst.Index)
+                    and code(node.slice[0].slice.value) == mask_code
+                    and dotted(node.value) is not None
+                    and self.ctx.kind(node.value) is Kind.TENSOR
+                ):
+                    reads = True
+                    return node.value.with_changes(lpar=node.lpar, rpar=node.rpar)
+                return None
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
+                left, right = walk(node.left), walk(node.right)
+                if left is None or right is None:
+                    return None
+                return node.with_changes(left=left, right=right)
+            if isinstance(node, cst.UnaryOperation) and isinstance(
+                node.operator, cst.Minus | cst.Plus
+            ):
+                operand = walk(node.expression)
+                return None if operand is None else node.with_changes(expression=operand)
+            return None
+
+        selected = walk(value)
+        return None if selected is None else (selected, reads)

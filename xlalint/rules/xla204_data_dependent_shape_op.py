@@ -1,0 +1,203 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from xlalint.context import Kind
+from xlalint.rule import Rule
+
+
+@dataclass(frozen=True)
+class _Op:
+    # What besides the CPU fallback makes it costly (appended to the message).
+    extra: str
+    hint: str
+    # Whether `.op()` on a value of unknown kind is torch's (no numpy/pandas method shares
+    # the name); otherwise the receiver must be known to be a tensor.
+    torch_only_method: bool
+
+
+_DYNAMIC = "; its output shape depends on the data, so every new shape compiles again"
+_OPS: dict[str, _Op] = {
+    "unique": _Op(
+        _DYNAMIC,
+        "Keep a fixed size: count into a table with `scatter_add_`/`F.one_hot(x, n).sum(0)`, "
+        "or move the call out of the step",
+        torch_only_method=False,
+    ),
+    "unique_consecutive": _Op(
+        _DYNAMIC,
+        "Keep a fixed size (mark run starts with `x[1:] != x[:-1]`), or move the call out "
+        "of the step",
+        torch_only_method=True,
+    ),
+    "bincount": _Op(
+        _DYNAMIC,
+        "Count into a fixed-size table on the device: "
+        "`torch.zeros(n, device=x.device).scatter_add_(0, x, torch.ones_like(x, dtype=...))`",
+        torch_only_method=True,
+    ),
+    "histc": _Op(
+        "",
+        "Bucket against fixed edges on the device (compare and sum), or histogram after the loop",
+        torch_only_method=True,
+    ),
+    "median": _Op(
+        "",
+        "`x.kthvalue((n + 1) // 2, dim)` or `torch.sort` stay on the device",
+        torch_only_method=False,
+    ),
+    "nanmedian": _Op(
+        "",
+        "`torch.sort` (NaNs sort last) and an index stay on the device",
+        torch_only_method=True,
+    ),
+    "searchsorted": _Op(
+        "",
+        "For a 1-D sorted sequence, `(seq < v[..., None]).sum(-1)` gives the same indices "
+        "on the device",
+        torch_only_method=True,
+    ),
+    "multinomial": _Op(
+        "",
+        "For one sample, `(probs / torch.empty_like(probs).exponential_()).argmax(-1)` "
+        "samples on the device",
+        torch_only_method=True,
+    ),
+    "repeat_interleave": _Op(
+        _DYNAMIC,
+        "Repeat by Python ints, or pad to a fixed total length and gather with indices "
+        "built on the device",
+        torch_only_method=True,
+    ),
+    "equal": _Op(
+        "; it also returns a Python bool, read on the host",
+        "`(a == b).all()` keeps the answer on the device (compare shapes separately)",
+        torch_only_method=False,
+    ),
+}
+
+
+class DataDependentShapeOp(Rule):
+    """
+    ## What it does
+    Flags torch ops that PyTorch/XLA runs on the CPU, in code that runs every step, as
+    functions or tensor methods: `unique`, `unique_consecutive`, `bincount`, `histc`,
+    `median`/`nanmedian` (with or without `dim`), `searchsorted`, `multinomial`,
+    `repeat_interleave` with a tensor of repeats, and `torch.equal`. Of these, `unique`,
+    `unique_consecutive`, `bincount` (length `max(x) + 1`) and `repeat_interleave` with
+    tensor repeats have outputs whose shape depends on the data; the others have static
+    shapes but no XLA lowering, and `torch.equal` returns a Python bool. Calls on numpy
+    arrays, pandas objects and CPU tensors made here, and `repeat_interleave` by a Python
+    int, are not flagged.
+
+    ## Why is this bad?
+    An op without an XLA lowering falls back to the CPU: PyTorch/XLA executes the pending
+    graph, copies the inputs to the host, runs the op there and copies the result back, so
+    the step's graph is cut in two and pays a device-to-host transfer. When the output's
+    shape depends on the data, everything downstream is traced with a new shape whenever
+    the data changes it, and compiles again.
+
+    ## Example
+    ```python
+    for images, labels in loader:
+        counts = torch.bincount(labels, minlength=num_classes)
+        weights = counts.sum() / (counts.float() + 1)
+        loss = F.cross_entropy(model(images), labels, weight=weights)
+    ```
+
+    ## Use instead
+    ```python
+    for images, labels in loader:
+        counts = torch.zeros(num_classes, device=labels.device).scatter_add_(
+            0, labels, torch.ones_like(labels, dtype=torch.float)
+        )
+        weights = counts.sum() / (counts + 1)
+        loss = F.cross_entropy(model(images), labels, weight=weights)
+    ```
+    (`scatter_add_`, `sort`, `topk`, `kthvalue` and `cumsum` have XLA lowerings.)
+
+    ## Fix safety
+    No fix: each rewrite changes the algorithm (a fixed-size table, a sort, device-side
+    sampling with different random numbers), so this rule reports with a hint per op.
+
+    ## Runtime evidence
+    On torch 2.9 / torch_xla 2.9 (PJRT CPU device), `unique`, `bincount`, `histc`,
+    `median`, `searchsorted`, `multinomial`, `repeat_interleave` with a tensor of repeats
+    and `torch.equal` were each seen falling back to the CPU, one device-to-host transfer
+    per call; `sort`, `topk`, `kthvalue`, `cumsum` and `masked_fill` were not. Per-step
+    counts are not measured by the harness yet: it will run 5 steps of each op against its
+    rewrite and show one `aten::` fallback counter increment and one
+    `TransferFromDeviceTime` sample per step for the op, and, for `unique`, `bincount` and
+    `repeat_interleave` fed changing data, an uncached compile per new output shape, where
+    the rewrite compiles once.
+    """
+
+    code = "XLA204"
+    name = "data-dependent-shape-op"
+    message = "`{op}` falls back to the CPU, copying its input to the host every step{extra}"
+    hot_only = True
+    triggers = tuple(_OPS)  # `unique` also covers `unique_consecutive`, `median` `nanmedian`
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.ctx.qualified(func)
+        if qualified is not None:
+            module, _, name = qualified.rpartition(".")
+            if module != "torch" or name not in _OPS:
+                return
+            if not self._function_on_device(node, name):
+                return
+            self._report(node, f"torch.{name}", name)
+        elif isinstance(func, cst.Attribute) and func.attr.value in _OPS:
+            name = func.attr.value
+            if not self._method_on_device(node, func.value, name):
+                return
+            self._report(node, f".{name}()", name)
+
+    def _report(self, node: cst.Call, spelled: str, name: str) -> None:
+        op = _OPS[name]
+        self.report(node, self.message.format(op=spelled, extra=op.extra), hint=op.hint)
+
+    def _function_on_device(self, node: cst.Call, name: str) -> bool:
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        if name == "repeat_interleave":
+            repeats = _keyword(node, "repeats")
+            if repeats is None:
+                # `torch.repeat_interleave(repeats)` or `(input, repeats, dim)`
+                repeats = positional[1] if len(positional) > 1 else None
+                if repeats is None and len(positional) == 1 and _keyword(node, "dim") is None:
+                    repeats = positional[0]
+            return repeats is not None and self.ctx.kind(repeats) is Kind.TENSOR
+        inputs = positional[:2] if name in ("equal", "searchsorted") else positional[:1]
+        inputs += [v for k in ("input", "sorted_sequence") if (v := _keyword(node, k))]
+        kinds = [self.ctx.kind(value) for value in inputs]
+        if name == "equal":
+            # Mostly compares tokenizer outputs (host tensors of unknown kind) in pipelines.
+            return Kind.TENSOR in kinds
+        return any(kind not in (Kind.HOST, Kind.MODULE) for kind in kinds)
+
+    def _method_on_device(self, node: cst.Call, receiver: cst.BaseExpression, name: str) -> bool:
+        kind = self.ctx.kind(receiver)
+        if name == "repeat_interleave":
+            repeats = _keyword(node, "repeats")
+            if repeats is None and node.args and node.args[0].keyword is None:
+                repeats = node.args[0].value
+            if repeats is None or self.ctx.kind(repeats) is not Kind.TENSOR:
+                return False
+        if kind in (Kind.TENSOR, Kind.ITERABLE):
+            return True
+        return (
+            kind is Kind.UNKNOWN
+            and _OPS[name].torch_only_method
+            and self.ctx.imports.binds("torch")
+            and not (isinstance(receiver, cst.Name) and receiver.value == "self")
+        )
+
+
+def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None

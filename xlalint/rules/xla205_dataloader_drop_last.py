@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.arguments import append_keyword
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+_DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# `DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+# num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, ...)`
+_POSITIONS = {
+    "dataset": 0, "batch_size": 1, "shuffle": 2, "sampler": 3, "batch_sampler": 4,
+    "drop_last": 8,
+}  # fmt: skip
+# Samplers that draw batches in random order: training samplers. A DistributedSampler
+# shuffles unless told `shuffle=False`.
+_RANDOM_SAMPLERS = frozenset(
+    {"RandomSampler", "WeightedRandomSampler", "SubsetRandomSampler", "DistributedSampler"}
+)
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_TRAINING_WORDS = frozenset({"train", "training", "trainset", "trainloader", "traindata"})
+_EVAL_WORDS = frozenset(
+    {
+        "val", "valid", "validation", "eval", "evaluation", "evaluate", "test", "testing",
+        "testset", "testloader", "valset", "valloader", "dev", "predict", "prediction",
+        "inference", "infer", "calib", "calibration", "holdout", "score", "scoring",
+    }
+)  # fmt: skip
+_SPLIT_KEYWORDS = frozenset({"split", "subset", "mode", "phase", "stage"})
+
+
+class DataLoaderDropLast(Rule):
+    """
+    ## What it does
+    Flags a training `torch.utils.data.DataLoader` built without `drop_last=True`. A loader
+    is a training loader when it shuffles (`shuffle=True`), draws from a random sampler
+    (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, a `DistributedSampler`
+    without `shuffle=False`), or is named for training: its variable, the function that
+    returns it (`train_dataloader`), its dataset (`train_ds`, `dataset["train"]`,
+    `MNIST(root, train=True)`), its sampler (`train_sampler`), or the dict key or keyword it
+    is passed as. A loader named for evaluation (`val`, `eval`, `test`, `dev`, `predict`,
+    `inference`, `calib` in any of those names, `train=False`) is never flagged: dropping
+    samples there would change the metrics. Nor are loaders with `batch_sampler=`, with
+    `batch_size=1`/`None` (or no batch size: the default is 1), with `**kwargs`, or with a
+    `drop_last=` that is not the literal `False`.
+
+    ## Why is this bad?
+    Unless the dataset size is a multiple of the batch size, the last batch of every epoch
+    is smaller. On XLA a new shape is a new graph: the last step compiles the whole training
+    step again, and every graph that step feeds (optimizer, metrics) with it.
+
+    ## Example
+    ```python
+    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4)
+    ```
+
+    ## Use instead
+    ```python
+    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4, drop_last=True)
+    ```
+    Where every sample must count, pad the last batch to the full size and mask the padded
+    rows out of the loss instead.
+
+    ## Fix safety
+    Unsafe: the fix adds `drop_last=True` (or turns `drop_last=False` into `True`), so each
+    epoch skips the last `len(dataset) % batch_size` samples and runs one step fewer; with
+    shuffling, different samples are skipped each epoch.
+
+    ## Runtime evidence
+    5 steps of a small model on the XLA CPU device (XLA_FACTS.md): batches of 16, 16, 16, 16
+    and 8 cost 2 uncached compiles; `drop_last=True` costs 1 compile and runs one step fewer
+    (a different result); padding the last batch and masking the loss costs 1 compile with
+    identical results.
+    """
+
+    code = "XLA205"
+    name = "dataloader-drop-last"
+    message = (
+        "Training DataLoader without `drop_last=True`: a smaller last batch is a new shape, "
+        "and the step compiles again"
+    )
+    hint = "Pass drop_last=True, or pad the last batch and mask it out of the loss"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("DataLoader",)
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # Per function: names bound to a sampler call, and whether it draws at random.
+        self._samplers: list[dict[str, bool]] = [{}]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._samplers.append({})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._samplers.pop()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        random = self._random_sampler(node.value)
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                if random is None:
+                    self._samplers[-1].pop(target.target.value, None)
+                else:
+                    self._samplers[-1][target.target.value] = random
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualified(node.func) not in _DATALOADERS:
+            return
+        args = _arguments(node)
+        if args is None or "batch_sampler" in args or not _batches(args.get("batch_size")):
+            return
+        drop_last = args.get("drop_last")
+        if drop_last is not None and not _is_name(drop_last, "False"):
+            return
+        words = set(self._context_words(args))
+        if words & _EVAL_WORDS or _split_is(args.get("dataset"), evaluation=True):
+            return
+        if not (
+            words & _TRAINING_WORDS
+            or _split_is(args.get("dataset"), evaluation=False)
+            or _is_name(args.get("shuffle"), "True")
+            or self._draws_at_random(args.get("sampler"))
+        ):
+            return
+        self.report(node, fix=self._drop_last_fix(node, drop_last))
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _context_words(self, args: dict[str, cst.BaseExpression]) -> Iterator[str]:
+        """Words of the names that say what the loader is for."""
+        for part in ("dataset", "sampler"):
+            if (value := args.get(part)) is not None:
+                yield from _words_of(value)
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.Arg):
+                if ancestor.keyword is not None:  # `Trainer(train_dataloader=DataLoader(...))`
+                    yield from _words(ancestor.keyword.value)
+                    return
+            elif isinstance(ancestor, cst.DictElement):
+                yield from _words_of(ancestor.key)
+                return
+            elif isinstance(ancestor, cst.Assign):
+                for target in ancestor.targets:
+                    yield from _words_of(target.target)
+                return
+            elif isinstance(ancestor, cst.AnnAssign):
+                yield from _words_of(ancestor.target)
+                return
+            elif isinstance(ancestor, cst.Return):
+                if self.ctx.function is not None:
+                    yield from _words(self.ctx.function.name)
+                return
+            elif not isinstance(ancestor, cst.Call | cst.Element | cst.Tuple | cst.List | cst.Dict):
+                return
+
+    def _random_sampler(self, value: cst.BaseExpression) -> bool | None:
+        """True for a sampler that draws at random, False for another sampler, None if the
+        value is no sampler call."""
+        if not isinstance(value, cst.Call):
+            return None
+        name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
+        if not name.endswith("Sampler"):
+            return None
+        if name not in _RANDOM_SAMPLERS:
+            return False
+        shuffle = next(
+            (a.value for a in value.args if a.keyword and a.keyword.value == "shuffle"), None
+        )
+        return not _is_name(shuffle, "False")
+
+    def _draws_at_random(self, sampler: cst.BaseExpression | None) -> bool:
+        if sampler is None:
+            return False
+        if isinstance(sampler, cst.Name) and sampler.value in self._samplers[-1]:
+            return self._samplers[-1][sampler.value]
+        return bool(self._random_sampler(sampler))
+
+    def _drop_last_fix(
+        self, node: cst.Call, drop_last: cst.BaseExpression | None
+    ) -> NodeFix | None:
+        if drop_last is not None:
+            return self.fix("Set `drop_last=True`", (drop_last, "True"))
+        edit = append_keyword(node, self.ctx.module, "drop_last", "True")
+        return self.fix("Add `drop_last=True`", edit) if edit else None
+
+
+def _arguments(call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    """The DataLoader's arguments by parameter name; None with `*args`/`**kwargs`."""
+    by_position = {index: name for name, index in _POSITIONS.items()}
+    found: dict[str, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if position in by_position:
+                found[by_position[position]] = arg.value
+            position += 1
+        else:
+            found[arg.keyword.value] = arg.value
+    return found
+
+
+def _batches(batch_size: cst.BaseExpression | None) -> bool:
+    """Whether the loader groups samples: not `batch_size=None`, `1` or absent (1)."""
+    if batch_size is None or _is_name(batch_size, "None"):
+        return False
+    return not (isinstance(batch_size, cst.Integer) and batch_size.evaluated_value == 1)
+
+
+def _is_name(node: cst.BaseExpression | None, value: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == value
+
+
+def _words(identifier: str) -> list[str]:
+    """`train_ds` -> [train, ds]; `valLoader` -> [val, loader]; lower case."""
+    return [w.lower() for part in identifier.split("_") for w in _WORDS.findall(part)]
+
+
+def _words_of(node: cst.CSTNode) -> Iterator[str]:
+    """Words of the names and string constants in an expression (`dataset["train"]`,
+    `self.train_set`, `get_dataset("val")`), not of the values of keyword arguments."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            yield from _words(current.value)
+        elif isinstance(current, cst.SimpleString):
+            value = current.evaluated_value
+            if isinstance(value, str) and len(value) < 40:
+                yield from _words(value)
+        elif isinstance(current, cst.Arg):
+            if current.keyword is None:
+                stack.append(current.value)
+        elif not isinstance(current, cst.Lambda):
+            stack.extend(current.children)
+
+
+def _split_is(dataset: cst.BaseExpression | None, evaluation: bool) -> bool:
+    """`MNIST(root, train=True)`, `load_dataset(name, split="validation")`: the split a
+    dataset call asks for by keyword."""
+    if not isinstance(dataset, cst.Call):
+        return False
+    for arg in dataset.args:
+        if arg.keyword is None:
+            continue
+        keyword = arg.keyword.value
+        value = arg.value
+        if keyword == "train" and isinstance(value, cst.Name) and value.value in ("True", "False"):
+            return (value.value == "False") == evaluation
+        if keyword in _SPLIT_KEYWORDS:
+            words = set(_words_of(arg.value))
+            if words & (_EVAL_WORDS if evaluation else _TRAINING_WORDS):
+                return True
+    return False

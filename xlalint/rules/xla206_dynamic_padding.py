@@ -1,0 +1,268 @@
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.hotness import Site
+from xlalint.rule import PendingReport, Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+PAD_SEQUENCE = "torch.nn.utils.rnn.pad_sequence"
+# transformers collators that pad each batch to its longest example unless told otherwise.
+_PADDING_COLLATORS = frozenset(
+    {"DataCollatorWithPadding", "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification"}
+)
+# Callees that tokenize or pad text, audio or images: `tokenizer(...)`, `self.tokenizer_2`,
+# `processor(...)`, `tokenizer.batch_encode_plus(...)`, `feature_extractor(...)`.
+_TOKENIZER_PART = re.compile(
+    r"(tokeni[sz]er|processor|feature_extractor|^tok$|^encode_plus$|^batch_encode_plus$)",
+    re.IGNORECASE,
+)
+_COLLATE_FUNCTION = re.compile(r"collate", re.IGNORECASE)
+_COLLATOR_CLASS = re.compile(r"collat", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    node: cst.Call
+    message: str
+    site: Site
+    collating: bool  # in a lambda passed as `collate_fn=`
+    loops: tuple[cst.For | cst.While, ...]  # enclosing loops of the same function
+    function: cst.FunctionDef | None
+    may_check_truncation: bool  # a tokenizer call, which may sit next to a fixed-length one
+
+
+class DynamicPadding(Rule):
+    """
+    ## What it does
+    Flags padding to the longest example of each batch, where it runs per batch: in
+    collate functions (named `*collate*`, passed as `collate_fn=`, `__call__` of a
+    `*Collat*` class, or a lambda passed as `collate_fn=`), in functions that run every
+    step (`forward`, `*_step`, functions called from a loop), and in loops whose passes run
+    a model or sync (training, sampling, evaluation); not in a loop over prompts or
+    tokenizers. A "longest" tokenizer call in a function that also tokenizes with
+    `padding="max_length"` is taken for a truncation check (diffusers'
+    `untruncated_ids = tokenizer(prompt, padding="longest")`), whose result stays on the
+    host, and is not flagged either. The forms: tokenizer, processor
+    and feature-extractor calls with `padding=True`, `padding="longest"` or
+    `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
+    and `torch.nn.utils.rnn.pad_sequence(...)`. The transformers collators that pad this
+    way by default (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
+    `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
+    `pad_to_multiple_of=` (a few buckets of lengths) are not.
+
+    ## Why is this bad?
+    Each batch comes out as long as its longest example, so the sequence length changes
+    from batch to batch. On XLA every new shape is a new graph: the training or inference
+    step compiles again for each length it meets, and compiling takes far longer than the
+    step itself.
+
+    ## Example
+    ```python
+    def collate(examples):
+        return tokenizer(
+            [e["text"] for e in examples], padding=True, truncation=True, return_tensors="pt"
+        )
+    ```
+
+    ## Use instead
+    Pad to one fixed length (or to a few bucket lengths):
+    ```python
+    def collate(examples):
+        return tokenizer(
+            [e["text"] for e in examples],
+            padding="max_length",
+            max_length=128,
+            truncation=True,
+            return_tensors="pt",
+        )
+    ```
+    For `pad_sequence`, pad its result on to a fixed length with `torch.nn.functional.pad`.
+
+    ## Fix safety
+    No fix: the fixed length (or the buckets) depends on the data and the model's limit,
+    so this rule reports with a hint only.
+
+    ## Runtime evidence
+    Not measured by the harness yet. The harness will run 5 training steps on batches padded
+    to their longest example (different lengths) against the same batches padded to one
+    fixed length, and compare uncached compiles: one per distinct length against one in all,
+    as for the ragged last batch measured in XLA_FACTS.md (batches of 16, 16, 16, 16 and 8:
+    2 uncached compiles; padded to 16: 1).
+    """
+
+    code = "XLA206"
+    name = "dynamic-padding"
+    message = (
+        "{what} pads each batch to its longest example: every new length is a new shape, "
+        "and the step compiles again"
+    )
+    hint = 'Pad to a fixed length (padding="max_length", max_length=N) or to a few buckets'
+    triggers = ("pad", "DataCollator")
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._candidates: list[_Candidate] = []
+        self._collate_fns: set[str] = set()
+        self._functions: list[cst.FunctionDef | None] = [None]
+        # Functions that also tokenize with `padding="max_length"`: their model input has a
+        # fixed length, and a "longest" call next to it checks for truncation (diffusers'
+        # `untruncated_ids = tokenizer(prompt, padding="longest").input_ids`).
+        self._fixed_length: set[cst.FunctionDef | None] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.ctx.loops.register_function(node)
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self.ctx.loops.register_loop(node, self.ctx)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.ctx.loops.register_loop(node, self.ctx)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        collate_fn = keyword_argument(node, "collate_fn")
+        if collate_fn is not None and isinstance(collate_fn.value, cst.Name):
+            self._collate_fns.add(collate_fn.value.value)
+        func = node.func
+        qualified = self.ctx.qualified(func)
+        if qualified is not None:
+            leaf = qualified.rsplit(".", 1)[-1]
+            if qualified.startswith("transformers") and leaf in _PADDING_COLLATORS:
+                if _pads_to_longest(node, default=True):
+                    self.report(node, self.message.format(what=f"`{leaf}`"))
+                return
+            if qualified == PAD_SEQUENCE:
+                self._candidate(node, "`pad_sequence`")
+            if not qualified.startswith("transformers"):
+                return
+        callee = get_full_name_for_node(func) or ""
+        parts = callee.split(".")
+        if isinstance(func, cst.Attribute) and func.attr.value == "pad":
+            tokenizer = any(_TOKENIZER_PART.search(p) for p in parts[:-1])
+            if tokenizer and _pads_to_longest(node, default=True):
+                self._candidate(node, f"`{callee}(...)`")
+            return
+        padding = keyword_argument(node, "padding")
+        if padding is None:
+            return
+        tokenizer = any(_TOKENIZER_PART.search(p) for p in parts)
+        if not _pads_to_longest(node, default=False):
+            value = padding.value
+            if isinstance(value, cst.SimpleString) and value.evaluated_value == "max_length":
+                self._fixed_length.add(self._functions[-1])
+            return
+        longest = isinstance(padding.value, cst.SimpleString | cst.Attribute)
+        if longest or tokenizer:
+            self._candidate(node, f"`{callee}(..., padding=...)`", checks_truncation=True)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for candidate in self._candidates:
+            site = candidate.site
+            if candidate.may_check_truncation and candidate.function in self._fixed_length:
+                continue
+            if (
+                candidate.collating
+                or self._in_collate_function(site)
+                or self._in_step_function(site)
+                or any(self._feeds_a_model(loop) for loop in candidate.loops)
+            ):
+                self.reports.append(
+                    PendingReport(
+                        rule=self,
+                        node=candidate.node,
+                        end_node=candidate.node,
+                        message=candidate.message,
+                        fix=None,
+                        hint=self.hint,
+                        site=site,
+                    )
+                )
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _candidate(self, node: cst.Call, what: str, checks_truncation: bool = False) -> None:
+        """A padding call: judged once the file's loops and call graph are known."""
+        collating = False
+        loops: list[cst.For | cst.While] = []
+        child: cst.CSTNode | None = None
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.Arg) and isinstance(child, cst.Lambda):
+                keyword = ancestor.keyword
+                collating = collating or (keyword is not None and keyword.value == "collate_fn")
+            elif isinstance(ancestor, cst.For | cst.While) and child is ancestor.body:
+                loops.append(ancestor)
+            elif isinstance(ancestor, cst.FunctionDef | cst.ClassDef):
+                break
+            child = ancestor
+        message = self.message.format(what=what)
+        self._candidates.append(
+            _Candidate(
+                node,
+                message,
+                self.ctx.site(),
+                collating,
+                tuple(loops),
+                self._functions[-1],
+                checks_truncation,
+            )
+        )
+
+    def _in_step_function(self, site: Site) -> bool:
+        """The function runs every step (`forward`, `*_step`, or called from a loop)."""
+        return site.function is not None and self.ctx.hot.is_hot(
+            Site(site.function, False, site.in_step_closure, site.module_call)
+        )
+
+    def _feeds_a_model(self, loop: cst.For | cst.While) -> bool:
+        """A loop whose passes run a model (train, sample, evaluate) or sync: what it pads
+        per pass goes to the device. A loop over prompts or tokenizers does not count."""
+        loops = self.ctx.loops
+        site = loops.site(loop)
+        return (
+            loops.runs_model(loop)
+            or loops.reaches_barrier(loop)
+            or (site is not None and loops.syncs_per_pass(site))
+        )
+
+    def _in_collate_function(self, site: Site) -> bool:
+        function = site.function
+        if function is None:
+            return False
+        if function.name == "__call__" and function.class_name is not None:
+            return _COLLATOR_CLASS.search(function.class_name) is not None
+        return (
+            _COLLATE_FUNCTION.search(function.name) is not None
+            or function.name in self._collate_fns
+        )
+
+
+def _pads_to_longest(call: cst.Call, default: bool) -> bool:
+    """`padding=True`/`"longest"`/`PaddingStrategy.LONGEST` (or no `padding=`, where that is
+    the default), and no `pad_to_multiple_of=` bucketing."""
+    bucket = keyword_argument(call, "pad_to_multiple_of")
+    if bucket is not None and not (
+        isinstance(bucket.value, cst.Name) and bucket.value.value == "None"
+    ):
+        return False
+    padding = keyword_argument(call, "padding")
+    if padding is None:
+        return default and not any(a.star for a in call.args)
+    value = padding.value
+    if isinstance(value, cst.Name):
+        return value.value == "True"
+    if isinstance(value, cst.SimpleString):
+        return value.evaluated_value == "longest"
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "LONGEST"
+    return False

@@ -1,0 +1,280 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from xlalint.analysis.arguments import keyword_argument, with_keyword
+from xlalint.analysis.devices import XLA_DEVICE_CALLS, device_string_type, is_device_name
+from xlalint.analysis.loop_values import LoopValues
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+# Factories that XLA builds on the device from their arguments alone. Not here:
+# `torch.tensor`/`as_tensor`/`from_numpy` copy host data whatever their device (measured:
+# 5 transfers in 5 steps either way), and the random factories, whose `device=` form draws
+# from another generator (other numbers) and still transfers a seed every step.
+_FACTORIES = frozenset(
+    f"torch.{name}" for name in ("zeros", "ones", "empty", "full", "arange", "linspace",
+                                 "logspace", "eye")
+)  # fmt: skip
+# Arguments that become constants of the graph when the tensor is built on the device:
+# bounds that change every pass would compile a new graph every pass (measured: 5 compiles
+# for `torch.arange(i, i + 16, device=dev)` in 5 steps; 1 when built on the host and moved).
+_RANGES = frozenset({"torch.arange", "torch.linspace", "torch.logspace"})
+# Methods between the factory and the move that act the same on either device.
+_DEVICE_AGNOSTIC = frozenset(
+    {
+        "float", "double", "half", "bfloat16", "long", "int", "short", "bool", "byte",
+        "unsqueeze", "squeeze", "view", "reshape", "expand", "repeat", "flatten", "t",
+        "transpose", "permute", "contiguous", "flip",
+    }
+)  # fmt: skip
+# `.to()` keywords that only matter for a copy: a tensor built on the device needs none.
+_COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
+# Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
+_HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
+_MOVES = frozenset({"to", "cuda"})
+
+
+class HostTensorInLoop(Rule):
+    """
+    ## What it does
+    Flags tensors built on the host and copied to the device in code that runs every
+    step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` without
+    `device=` (or with `device="cpu"`), followed by a move to a device, either chained
+    (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
+    `pos.to(device)` in the loop). A move is `.cuda()` or a `.to()` whose target is clearly
+    a device: a device string other than `"cpu"`, `torch.device(...)`, `torch_xla.device()`,
+    or a name such as `device`, `x.device`, `self.device`, `dev`.
+
+    Not flagged: `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.from_numpy(...)`,
+    whose values come from the host anyway (a changing Python number passed this way is
+    the recommended way to feed it without recompiling); random factories, whose device
+    form draws other numbers; `.to(other_tensor)`; and `arange`/`linspace`/`logspace`
+    bounds or a `full` value that change every pass, which the device form would bake into
+    the graph (one compile per value).
+
+    ## Why is this bad?
+    A tensor made on the host is copied to the device on every step: one host-to-device
+    transfer per step for a value the device can produce itself. Built with `device=`,
+    it becomes part of the compiled graph and costs no transfer at all.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        positions = torch.arange(x.shape[1]).to(x.device)
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).to(x.device)
+        return self.block(x + self.pos_emb(positions), mask.tril())
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        positions = torch.arange(x.shape[1], device=x.device)
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=x.device)
+        return self.block(x + self.pos_emb(positions), mask.tril())
+    ```
+
+    ## Fix safety
+    Safe. For a chain `factory(...)[.method()...].to(device)` (or `.to(device=device)`,
+    with `non_blocking=`/`copy=` dropped: there is no copy left) the fix passes
+    `device=<that device>` to the factory, keeping its other arguments, and removes the
+    move. The values, dtype and device are the same. No fix where the move also changes the
+    dtype or memory format, where the factory takes `out=`, `pin_memory=`,
+    `requires_grad=` or `layout=`, for `.cuda()` (XLA301 rewrites it first), for a
+    multi-line expression, or for the two-statement form.
+
+    ## Runtime evidence
+    5 steps on the XLA CPU device (XLA_FACTS.md): `torch.arange(64).to(dev)` each step costs
+    5 host-to-device transfers; `torch.arange(64, device=dev)` costs none, with identical
+    results. Measured by hand while writing this rule: `torch.zeros(16).to(dev)` 5
+    transfers, `torch.zeros(16, device=dev)` 0; `torch.full((16,), 0.5)` 5 against 1; and
+    the cases left out: `torch.tensor(data)` 5 transfers with or without `device=`,
+    `torch.randint(...)` 5 on the host and 6 with `device=`, `torch.arange(i, i + 16,
+    device=dev)` with a changing `i` 5 compiles against 1 for the host version.
+    """
+
+    code = "XLA208"
+    name = "host-tensor-in-loop"
+    message = (
+        "`{factory}` builds a tensor on the host and copies it to the device every step; "
+        "build it there with `device=`"
+    )
+    moved_message = (
+        "`{name}` (from `{factory}`) lives on the host and is copied to the device every "
+        "step; build it there with `device=`"
+    )
+    hint = "Pass `device=` to the factory instead of moving its result"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    hot_only = True
+    # A flagged file names one of the factories (an alias still imports it by name).
+    triggers = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye")
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.values = LoopValues(ctx.kinds)
+        # Per function: names bound to a host tensor from a factory, and which factory.
+        self._host_names: list[dict[str, str]] = [{}]
+
+    # -- walk ---------------------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.values.push_function(node)
+        self._host_names.append({})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.values.pop_function()
+        self._host_names.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self.values.enter_loop(node)
+
+    def leave_For(self, node: cst.For) -> None:
+        self.values.leave_loop(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.values.enter_loop(node)
+
+    def leave_While(self, node: cst.While) -> None:
+        self.values.leave_loop(node)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        targets = [t.target for t in node.targets]
+        self.values.bind(targets, node.value)
+        factory = self._host_factory(node.value)
+        names = self._host_names[-1]
+        for target in targets:
+            if isinstance(target, cst.Name):
+                if factory is not None:
+                    names[target.value] = self._factory_name(factory)
+                else:
+                    names.pop(target.value, None)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self.values.bind_augmented(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _MOVES):
+            return
+        move = func.attr.value
+        receiver = func.value
+        if move == "to" and not self._moves_to_device(node):
+            return
+        factory = self._host_factory(receiver)
+        if factory is None:
+            if isinstance(receiver, cst.Name) and receiver.value in self._host_names[-1]:
+                factory_name = self._host_names[-1][receiver.value]
+                message = self.moved_message.format(name=receiver.value, factory=factory_name)
+                self.report(node, message)
+            return
+        if self.ctx.under_cuda_guard and move == "cuda":
+            return
+        fix = self._device_fix(node, receiver, factory) if move == "to" else None
+        self.report(node, self.message.format(factory=self._factory_name(factory)), fix=fix)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _factory_name(self, factory: cst.Call) -> str:
+        qualified = self.ctx.qualified(factory.func) or ""
+        return f"{qualified}(...)"
+
+    def _host_factory(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """The factory call at the head of a chain of device-agnostic methods, if it builds
+        on the host and the device form would cost no more."""
+        while True:
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value
+            elif (
+                isinstance(expr, cst.Call)
+                and isinstance(expr.func, cst.Attribute)
+                and expr.func.attr.value in _DEVICE_AGNOSTIC
+            ):
+                expr = expr.func.value
+            else:
+                break
+        if not isinstance(expr, cst.Call):
+            return None
+        qualified = self.ctx.qualified(expr.func)
+        if qualified not in _FACTORIES:
+            return None
+        device = keyword_argument(expr, "device")
+        if device is not None and device_string_type(device.value) != "cpu":
+            return None
+        if self._bakes_changing_value(expr, qualified):
+            return None
+        return expr
+
+    def _bakes_changing_value(self, factory: cst.Call, qualified: str) -> bool:
+        """Arguments the device form bakes into the graph, changing from pass to pass."""
+        positional = [a.value for a in factory.args if a.keyword is None]
+        if qualified in _RANGES:
+            keywords = ("start", "end", "step", "steps", "base")
+            values = [*positional, *(a.value for a in factory.args if _keyword_in(a, keywords))]
+        elif qualified == "torch.full":
+            values = [
+                *positional[1:2],
+                *(a.value for a in factory.args if _keyword_in(a, ("fill_value",))),
+            ]
+        else:
+            return False
+        return any(self.values.varies(value) for value in values)
+
+    def _moves_to_device(self, call: cst.Call) -> bool:
+        """`.to(device)`, `.to(device=d)`, `.to("xla")`: a first argument that is a device."""
+        device = self._device_argument(call)
+        return device is not None and self._is_device(device)
+
+    @staticmethod
+    def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
+        keyword = keyword_argument(call, "device")
+        if keyword is not None:
+            return keyword.value
+        positional = [a for a in call.args if a.keyword is None]
+        return positional[0].value if positional and not positional[0].star else None
+
+    def _is_device(self, value: cst.BaseExpression) -> bool:
+        kind = device_string_type(value)
+        if kind is not None:
+            return kind != "cpu"
+        if isinstance(value, cst.Call):
+            qualified = self.ctx.qualified(value.func)
+            if qualified in XLA_DEVICE_CALLS:
+                return True
+            if qualified == "torch.device":
+                first = value.args[0].value if value.args else None
+                return first is None or device_string_type(first) != "cpu"
+            return False
+        return is_device_name(value)
+
+    def _device_fix(
+        self, move: cst.Call, receiver: cst.BaseExpression, factory: cst.Call
+    ) -> NodeFix | None:
+        device = self._device_argument(move)
+        assert device is not None
+        others = [a for a in move.args if a.value is not device]
+        if any(
+            a.star or a.keyword is None or a.keyword.value not in _COPY_ONLY_KEYWORDS
+            for a in others
+        ):
+            return None  # a dtype, a memory format, or arguments we cannot see
+        if any(a.star or _keyword_in(a, tuple(_HOST_ONLY_KEYWORDS)) for a in factory.args):
+            return None
+        built = with_keyword(factory, "device", device)
+        replaced = receiver.deep_replace(factory, built)
+        assert isinstance(replaced, cst.BaseExpression)
+        # The edit spans the call without its own parentheses, which stay in place.
+        replaced = replaced.with_changes(lpar=(), rpar=())
+        code = self.ctx.module.code_for_node(replaced)
+        if "\n" in code or "\r" in code:
+            return None
+        return self.fix(
+            "Build the tensor on the device: pass `device=` to the factory", (move, code)
+        )
+
+
+def _keyword_in(arg: cst.Arg, names: tuple[str, ...]) -> bool:
+    return arg.keyword is not None and arg.keyword.value in names

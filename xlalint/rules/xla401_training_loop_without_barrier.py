@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rules._loop_rules import BarrierLoopRule
+
+
+class TrainingLoopWithoutBarrier(BarrierLoopRule):
+    """
+    ## What it does
+    Flags a training loop (a loop whose body steps an optimizer, or calls `backward()` and
+    updates tensors from their `.grad` by hand, itself or through a function of the same
+    module such as `train_step(batch)`) that reaches no graph barrier on each pass: no
+    `torch_xla.sync()`, `xm.mark_step()` or `xm.optimizer_step(..., barrier=True)` in the
+    body, in a nested loop or in a function it calls, and no batches from a loader that syncs
+    (`pl.MpDeviceLoader`, `ParallelLoader.per_device_loader`, an `accelerator.prepare()`d
+    loader). A barrier behind `if XLA_AVAILABLE:` counts.
+
+    The loop header is reported once. With nested loops, the innermost loop that does the
+    step is reported: not an epoch loop around a batch loop, and not `backward()`-only
+    micro-batch loops inside a loop that steps the optimizer (they are part of its step).
+    Not training loops: loops over optimizers or losses (`for opt in optimizers:
+    opt.step()`), sweeps over a literal list of settings, loops in `forward` or a `*_step`
+    function. Loops with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that
+    use torch, with or without torch_xla imports yet: a CUDA script being ported is linted
+    before it imports torch_xla.
+
+    ## Why is this bad?
+    XLA records operations lazily and compiles and runs the pending graph at a barrier.
+    Without one, every iteration appends its forward, backward and update to the same
+    graph: it grows step after step, nothing runs until something reads a value, and then
+    one huge graph is compiled (and recompiled when the trip count changes), memory holding
+    every intermediate of every step.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch_xla
+
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        torch_xla.sync()
+    ```
+    or iterate `pl.MpDeviceLoader(loader, torch_xla.device())`, which syncs on every batch.
+
+    ## Fix safety
+    Safe. The fix appends `torch_xla.sync()` as the last statement of the loop body, at the
+    body's indentation (`xm.mark_step()` if the file already calls it; `sync()` after `from
+    torch_xla import sync`), and adds `import torch_xla` if needed. Where the file imports
+    torch_xla only under `if`/`try:` and sets a flag there (`XLA_AVAILABLE = True`), the
+    barrier is appended as `if XLA_AVAILABLE: xm.mark_step()` so the file still runs
+    without torch_xla; with no such flag there is no fix. A barrier only decides where
+    graphs are cut: results are the same. No fix for a one-line body
+    (`for b in loader: step(b)`), a loop with `else:`, or a body whose last statement leaves
+    the pass (`return`, `break`, `continue`, `raise`): there, where the barrier belongs is a
+    judgement call.
+
+    ## Runtime evidence
+    5 training steps of a small MLP on the XLA CPU device without a barrier: one graph of
+    163 nodes is compiled after the 5 steps, growing about 32 nodes a step, and compile time
+    grows with it (0.57 s at 5 steps, 3.06 s at 40). With `torch_xla.sync()` each step the
+    graph stays at 36 nodes and compiles once; the results are identical.
+    """
+
+    code = "XLA401"
+    name = "training-loop-without-barrier"
+    message = (
+        "Training loop without a graph barrier: each iteration grows one XLA graph; "
+        "call `torch_xla.sync()` once per step"
+    )
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    triggers = ("backward", "step")
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if not self.torch_code():
+            return
+        for loop in self.ctx.loops.step_loops():
+            if loop.trains and not (
+                loop.has_barrier or loop.syncing_loader or loop.optimizer_steps
+            ):
+                start, end = self.header(loop.site)
+                self.report(start, end_node=end, fix=self.barrier_fix(loop.site))

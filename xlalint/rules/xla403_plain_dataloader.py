@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.devices import xla_device_source
+from xlalint.analysis.loops import MP_DEVICE_LOADER
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix
+from xlalint.rules._loop_rules import LoopRule, torch_xla_is_optional
+
+
+class PlainDataloader(LoopRule):
+    """
+    ## What it does
+    Flags, in XLA code (a file that imports torch_xla), a training, sampling or evaluation
+    loop (its body trains or calls a model) that iterates a `torch.utils.data.DataLoader`
+    made in the file directly, through `enumerate`/`tqdm` or not, instead of a
+    `pl.MpDeviceLoader`. Loaders traced to `MpDeviceLoader`, `per_device_loader` or
+    `accelerator.prepare()` are not reported, nor loops that only prepare data.
+
+    ## Why is this bad?
+    A plain DataLoader yields CPU tensors: each batch is copied to the device on the
+    training thread, in the step's critical path, and the loop needs a barrier of its own.
+    `MpDeviceLoader` uploads the next batches in background threads while the device runs
+    the current step, and marks the step boundary (`torch_xla.sync()`) on every batch.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = loss_fn(model(x), y)
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    import torch_xla
+    import torch_xla.distributed.parallel_loader as pl
+
+    loader = DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True)
+    for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):
+        x, y = x.to(device), y.to(device)  # already there: a no-op
+        loss = loss_fn(model(x), y)
+        ...
+    ```
+
+    ## Fix safety
+    Safe. The fix wraps the iterated loader in `pl.MpDeviceLoader(loader, torch_xla.device())`
+    in the loop header only (other uses of `loader`, such as `len(loader)` or
+    `loader.sampler.set_epoch(epoch)`, are untouched) and adds the imports. Batches then
+    arrive on the XLA device, where the loop moved them anyway; non-tensor items pass
+    through unchanged. No fix where the file imports torch_xla only if it is installed
+    (under `if`/`try:`): there the loop must keep working without it.
+
+    ## Runtime evidence
+    Not measured by the harness yet. The harness will run the same loop over a DataLoader
+    with and without `MpDeviceLoader` on the XLA CPU device: the wrapped loop executes one
+    graph per batch (`ExecuteComputation` equals the number of batches) without an explicit
+    barrier, where the plain loop needs one.
+    """
+
+    code = "XLA403"
+    name = "plain-dataloader"
+    message = (
+        "DataLoader iterated directly in XLA code: wrap it in `pl.MpDeviceLoader` to upload "
+        "batches in the background and sync once per batch"
+    )
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    triggers = ("DataLoader",)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        loops = self.ctx.loops
+        if not self.ctx.imports.binds("torch_xla"):
+            return
+        for site in loops.sites():
+            if site.per_step or not loops.runs_model(site.node):
+                continue
+            loader = loops.plain_dataloader(site)
+            if loader is not None:
+                self.report(loader, fix=self._wrap(loader))
+
+    def _wrap(self, loader: cst.BaseExpression) -> NodeFix | None:
+        if torch_xla_is_optional(self.ctx.module):
+            return None  # the loop must still run where torch_xla is not installed
+        wrapper, imports = self.ctx.imports.spell(
+            MP_DEVICE_LOADER, "import torch_xla.distributed.parallel_loader as pl"
+        )
+        device, device_imports = xla_device_source()
+        code = self.ctx.module.code_for_node(loader)
+        return self.fix(
+            f"Iterate `{wrapper}({code}, {device})`",
+            (loader, f"{wrapper}({code}, {device})"),
+            imports=(*device_imports, *imports),
+        )

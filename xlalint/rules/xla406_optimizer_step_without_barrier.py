@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.loops import keyword_arg
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix
+from xlalint.rules._loop_rules import LoopRule
+
+
+class OptimizerStepWithoutBarrier(LoopRule):
+    """
+    ## What it does
+    Flags `xm.optimizer_step(optimizer)` when it is the only barrier candidate of a
+    training loop: `barrier` is left at its default (`False`) or set to `False`, nothing
+    else in the loop (or the functions of the same module it calls) syncs, and the loop
+    does not take its batches from `MpDeviceLoader`/`per_device_loader`/an
+    `accelerator.prepare()`d loader, whose iteration syncs.
+
+    ## Why is this bad?
+    `xm.optimizer_step` reduces gradients and steps the optimizer, but syncs only with
+    `barrier=True`: its default assumes the loader marks the step. Without a syncing loader
+    the loop has no barrier at all, and each iteration grows the same XLA graph, exactly
+    like a loop with no `torch_xla.sync()`.
+
+    ## Example
+    ```python
+    for x, y in loader:  # a plain DataLoader
+        loss_fn(model(x), y).backward()
+        xm.optimizer_step(optimizer)
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss_fn(model(x), y).backward()
+        xm.optimizer_step(optimizer, barrier=True)
+    ```
+
+    ## Fix safety
+    Safe. The fix adds `barrier=True`, which syncs after the step: graphs are cut per step,
+    results are the same. An explicit `barrier=False` (or a positional `False`) is reported
+    without a fix, as are calls with `**kwargs`.
+
+    ## Runtime evidence
+    5 steps on the XLA CPU device: `xm.optimizer_step(opt)` with the default `barrier=False`
+    behaves like no barrier at all (one graph growing about 32 nodes a step, compiled once
+    at the end: 163 nodes after 5 steps); with `barrier=True` the graph stays at 36 nodes
+    per step. Outputs are identical.
+    """
+
+    code = "XLA406"
+    name = "optimizer-step-without-barrier"
+    message = (
+        "`xm.optimizer_step()` does not sync unless `barrier=True`, and nothing else in this "
+        "loop does: each iteration grows one XLA graph"
+    )
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    triggers = ("optimizer_step",)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        seen: set[int] = set()
+        for loop in self.ctx.loops.step_loops():
+            if loop.has_barrier or loop.syncing_loader:
+                continue
+            for call in loop.optimizer_steps:
+                if id(call) not in seen:
+                    seen.add(id(call))
+                    self.report(call, fix=self._with_barrier(call))
+
+    def _with_barrier(self, call: cst.Call) -> NodeFix | None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if (
+            not call.args
+            or keyword_arg(call, "barrier") is not None
+            or len(positional) > 1
+            or any(a.star for a in call.args)
+        ):
+            return None
+        last = call.args[-1].value
+        code = self.ctx.module.code_for_node(last)
+        return self.fix("Add `barrier=True`", (last, f"{code}, barrier=True"))

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.devices import device_types
+from xlalint.rule import Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+TORCH_LOAD = "torch.load"
+XLA = frozenset({"xla"})
+
+
+class LoadMapLocationXla(Rule):
+    """
+    ## What it does
+    Flags `torch.load(f, map_location=<XLA device>)`: `"xla"`, `"xla:0"`,
+    `torch.device("xla")`, `torch_xla.device()`, `xm.xla_device()`, or a name assigned one
+    of these in the same function or at module level.
+
+    ## Why is this bad?
+    `torch.load` restores storages with the location functions torch has registered
+    (CPU, CUDA, MPS, meta, ...); XLA has none, so asking for an XLA device does not load
+    the tensors there. With torch 2.9 and torch_xla 2.9 it fails outright on any checkpoint
+    that holds tensors: `RuntimeError: don't know how to restore data location of
+    torch.storage.UntypedStorage (tagged with xla:0)`.
+
+    ## Example
+    ```python
+    device = torch_xla.device()
+    state = torch.load("model.pt", map_location=device)
+    model.load_state_dict(state)
+    ```
+
+    ## Use instead
+    Load on the CPU and move the model (or the tensors) to the device:
+    ```python
+    state = torch.load("model.pt", map_location="cpu")
+    model.load_state_dict(state)
+    model.to(torch_xla.device())
+    ```
+
+    ## Fix safety
+    No fix: where the loaded tensors should go next (a model already on the device, or
+    tensors used directly) is for the code to say, so this rule reports with a hint only.
+
+    ## Runtime evidence
+    Not measured by the harness yet. Observed while writing this rule (torch 2.9, torch_xla
+    2.9, XLA CPU device): `torch.load(buffer, map_location=d)` raised the RuntimeError above
+    for `d` in `"xla"`, `"xla:0"`, `torch.device("xla")`, `xm.xla_device()` and
+    `torch_xla.device()`, for checkpoints saved from CPU and from XLA tensors alike;
+    `map_location="cpu"` loaded both.
+    """
+
+    code = "XLA503"
+    name = "load-map-location-xla"
+    message = "`torch.load` cannot map storages to an XLA device: load on the CPU, then move"
+    hint = 'Use map_location="cpu", then model.load_state_dict(...) and model.to(device)'
+    triggers = ("map_location",)
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # Per function (module level first): assigned names, and whether to an XLA device.
+        self._devices: list[dict[str, bool]] = [{}]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._devices.append({})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._devices.pop()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        is_xla = device_types(node.value, self.ctx.imports) == XLA
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self._devices[-1][target.target.value] = is_xla
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualified(node.func) != TORCH_LOAD:
+            return
+        location = keyword_argument(node, "map_location")
+        if location is None:
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            location = positional[1] if len(positional) > 1 else None
+        if location is not None and self._is_xla_device(location.value):
+            self.report(location)
+
+    def _is_xla_device(self, value: cst.BaseExpression) -> bool:
+        if device_types(value, self.ctx.imports) == XLA:
+            return True
+        if isinstance(value, cst.Name):
+            local = self._devices[-1].get(value.value)
+            if local is not None:
+                return local
+            return self._devices[0].get(value.value, False)
+        return False
