@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xlalint.docgen import DOCS, pages
+from xlalint.docgen import DOCS, pages, rule_page
+from xlalint.harness import evidence
 from xlalint.registry import all_rules
 from xlalint.rule import DOC_SECTIONS
 
@@ -23,3 +24,19 @@ def test_every_rule_documents_every_section(code: str) -> None:
     sections = all_rules()[code].doc_sections()
     for heading in (*DOC_SECTIONS, "Runtime evidence"):
         assert sections.get(heading), f"{code} has an empty or missing '{heading}' section"
+
+
+@pytest.mark.parametrize("code", list(all_rules()))
+def test_runtime_evidence_is_the_last_section(code: str) -> None:
+    """docgen appends the measured numbers to the page: they must land in this section."""
+    assert list(all_rules()[code].doc_sections())[-1] == "Runtime evidence"
+
+
+def test_measured_evidence_appears_on_the_rule_page() -> None:
+    record = evidence.load()
+    measured = {case["code"] for case in record["cases"]}
+    assert measured, "xlalint/evidence.json records no case"
+    for code in measured:
+        page = rule_page(all_rules()[code])
+        assert "Measured by `xlalint verify`" in page
+        assert page.index("## Runtime evidence") < page.index("Measured by")

@@ -13,12 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from xlalint import __version__
 from xlalint.api import CheckReport, FixReport, check_paths, enabled_rules, fix_paths
 from xlalint.config import ConfigError, Settings, find_settings, load_config_file
 from xlalint.diagnostics import Applicability, FileError
 from xlalint.docgen import fix_label, rule_page
+from xlalint.harness.commands import HarnessProblem, profile_command, verify_command
+from xlalint.harness.fix_verify import verify_fixes
+from xlalint.harness.profile import ScriptCommandError
+from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
+from xlalint.harness.table import print_fix_verification
 from xlalint.registry import all_rules, get_rule, validate_selectors
 from xlalint.report import FORMATS, HUMAN_FORMATS
 from xlalint.report.concise import header as concise_header
@@ -271,6 +277,13 @@ def _applied_summary(report: FixReport) -> str:
 )
 @jobs_option
 @click.option("-q", "--quiet", is_flag=True, help="Print the diff or findings only.")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Run `-- python SCRIPT ARGS` as it is and with the fixes (on a temporary copy of "
+    "the current folder) on the XLA device, and compare the two.",
+)
+@click.option("--device", type=click.Choice(DEVICES), default="auto", help="With --verify.")
 def fix_command(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -282,12 +295,25 @@ def fix_command(
     unsafe_fixes: bool,
     jobs: int | None,
     quiet: bool,
+    verify: bool,
+    device: str,
 ) -> None:
     """Rewrite PATHS for XLA: show the fixes as a diff, or write them with --apply.
 
     Without --apply, exits 1 if any file would change. With --apply, exits 1 if findings
     remain after fixing.
+
+    \b
+    xlalint fix --verify [--unsafe-fixes] [--apply] -- python train.py ARGS
+    fixes the current folder; the script's command comes after `--`.
     """
+    if verify:
+        _verify_fixes(
+            [str(p) for p in paths], config, select, extend_select, ignore, unsafe_fixes, device
+        )
+        if not apply:
+            raise SystemExit(EXIT_CLEAN)
+        paths = ()
     targets = list(paths) or [Path(".")]
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
@@ -313,6 +339,29 @@ def fix_command(
             why = "no fix available" if unsafe_fixes else "no fix, or unsafe: see --unsafe-fixes"
             click.echo(f"{plural(len(report.remaining), 'finding')} remain ({why}).")
     raise SystemExit(EXIT_FINDINGS if report.remaining or report.errors else EXIT_CLEAN)
+
+
+def _verify_fixes(
+    command: list[str],
+    config: Path | None,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    unsafe: bool,
+    device: str,
+) -> None:
+    if not command:
+        raise click.UsageError("--verify needs the script's command: -- python SCRIPT [ARGS...]")
+    settings = resolve_settings([Path(".")], config, select, extend_select, ignore, None)
+    try:
+        require_runtime()
+        with Console(stderr=True).status(f"profiling {' '.join(command)}, before and after"):
+            verification = verify_fixes(
+                command, settings, enabled_rules(settings), unsafe=unsafe, device=device
+            )
+    except (RuntimeUnavailable, ScriptCommandError) as error:
+        raise HarnessProblem(str(error)) from None
+    print_fix_verification(verification, Console())
 
 
 @main.command("rules")
@@ -350,3 +399,7 @@ def show_rule(code: str) -> None:
     if rule is None:
         raise click.BadParameter(f"no rule {code!r}; see `xlalint rules`", param_hint="CODE")
     click.echo(rule_page(rule))
+
+
+main.add_command(verify_command)
+main.add_command(profile_command)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from xlalint.diagnostics import FixAvailability
+from xlalint.harness import evidence
 from xlalint.registry import all_rules
 from xlalint.rule import Rule
 
@@ -31,7 +32,10 @@ def rule_page(rule: type[Rule]) -> str:
     }[rule.fix_availability]
     scope = "Reported in hot code only." if rule.hot_only else "Reported anywhere in the file."
     default = "" if rule.default_enabled else " Off by default."
-    return f"# {rule.name} ({rule.code})\n\n{fix} {scope}{default}\n\n{rule.docs()}\n"
+    # "Runtime evidence" is the docstring's last section: the measured numbers extend it.
+    measured = evidence.render(rule.code)
+    body = f"{rule.docs()}\n\n{measured}" if measured else rule.docs()
+    return f"# {rule.name} ({rule.code})\n\n{fix} {scope}{default}\n\n{body}\n"
 
 
 def index_page() -> str:

@@ -1,0 +1,154 @@
+"""The harness's reasoning, without a device: debug-log parsing, verdicts, cases, commands.
+
+The same code runs for real on the XLA CPU device in test_harness_runtime.py; these tests
+pin down the decisions (what counts as a pass, which frame a cost belongs to) exactly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from xlalint.harness import debug_log
+from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_costs
+from xlalint.harness.profile import ScriptCommandError, script_arguments
+from xlalint.harness.runner import ChildResult
+from xlalint.harness.verdict import compare_outputs, judge
+
+RULE, DASHES = "=" * 80, "-" * 80
+
+
+def block(kind: str, *lines: str) -> list[str]:
+    """A block of torch_xla's debug analysis, as PT_XLA_DEBUG_LEVEL=2 writes it."""
+    return [f"{kind} Analysis: {text}" for text in (RULE, *lines, DASHES, RULE)] + [""]
+
+
+LOG = [
+    "",
+    *block("Compilation", "Compilation Cause",
+           "  most likely user code trying to access tensor value before torch_xla.sync",
+           "Graph Info: ", "  Graph Hash: afd866b3337109b1912a6135882bd614",
+           "Python Frame Triggered Execution: ",
+           "  item (/venv/lib/python3.11/site-packages/torch/_tensor.py:40)",
+           "  train (train.py:10)", "  <module> (/work/proj/train.py:20)"),
+    *block("Post Compilation", "Graph input size: 0.000000 GB"),
+    *block("Execution", "Execution Cause", "  user torch_xla.sync", "Graph Info: ",
+           "Python Frame Triggered Execution: ",
+           "  sync (/venv/lib/python3.11/site-packages/torch_xla/torch_xla.py:87)"),
+]  # fmt: skip
+
+
+def test_debug_log_attributes_each_event_to_the_innermost_user_frame() -> None:
+    is_user = debug_log.user_file_filter([Path("/work/proj")], cwd=Path("/work/proj"))
+    events = debug_log.parse(LOG, is_user)
+    assert [(e.kind, e.file, e.line, e.host_read) for e in events] == [
+        ("compile", "train.py", 10, True),
+        ("execute", None, None, False),  # only torch_xla's own frames: no user line
+    ]
+
+
+def test_user_files_exclude_installed_packages_inside_the_project() -> None:
+    is_user = debug_log.user_file_filter([Path("/work/proj")], cwd=Path("/work/proj"))
+    assert is_user("/work/proj/model.py")
+    assert not is_user("/work/proj/.venv/lib/python3.11/site-packages/torch/nn.py")
+    assert not is_user("/elsewhere/model.py")
+    assert not is_user("<frozen runpy>")
+
+
+def ok(outputs: object, **metrics: int) -> ChildResult:
+    return ChildResult(ok=True, outputs=outputs, metrics=dict(metrics))
+
+
+def case(
+    tmp_path: Path, code: str = "XLA301", costs: tuple[str, ...] = ("executions",)
+) -> RuntimeCase:
+    return RuntimeCase(code, tmp_path / "runtime_x.py", costs)
+
+
+def test_outputs_are_compared_exactly_and_within_tolerance() -> None:
+    assert compare_outputs(1.0, 1.0).exact
+    near = compare_outputs({"tensor": [1.0, 2.0]}, {"tensor": [1.0, 2.0000001]})
+    assert (near.exact, near.close) == (False, True)
+    far = compare_outputs([1.0], [1.5])
+    assert (far.exact, far.close, far.max_abs_diff) == (False, False, 0.5)
+    assert not compare_outputs("a", "b").close
+
+
+def test_a_safe_fix_that_changes_results_fails(tmp_path: Path) -> None:
+    verdict = judge(case(tmp_path), ok([1.0], executions=10), ok([2.0], executions=5))
+    assert not verdict.passed
+    assert "a safe fix changed the results" in verdict.problems[0]
+
+
+def test_an_unsafe_fix_reports_its_difference(tmp_path: Path) -> None:
+    unsafe = case(tmp_path, code="XLA101")  # XLA101's fix is unsafe
+    verdict = judge(unsafe, ok([1.0], executions=10), ok([2.0], executions=5))
+    assert verdict.passed
+    assert "unsafe fix" in verdict.notes[0]
+
+
+def test_a_fix_must_lower_its_cost_and_raise_none(tmp_path: Path) -> None:
+    same = judge(case(tmp_path), ok(1, executions=5), ok(1, executions=5))
+    assert same.problems == ["the fix did not lower executions"]
+    both = case(tmp_path, costs=("executions", "device_to_host"))
+    worse = judge(
+        both, ok(1, executions=4, device_to_host=1), ok(1, executions=2, device_to_host=2)
+    )
+    assert worse.problems == ["the fix raised device_to_host"]
+
+
+def test_a_failing_original_counts_only_where_errors_are_the_cost(tmp_path: Path) -> None:
+    crash = ChildResult(ok=False, error="RuntimeError: no CUDA GPUs")
+    assert judge(case(tmp_path, costs=("errors",)), crash, ok(1)).passed
+    assert not judge(case(tmp_path), crash, ok(1, executions=1)).passed
+    assert not judge(case(tmp_path, costs=("errors",)), ok(1), crash).passed
+
+
+def test_costs_are_read_without_running_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "runtime_x.py"
+    path.write_text('import torch\nCOSTS = ("executions", "device_to_host")\n')
+    assert read_costs(path) == ("executions", "device_to_host")
+    path.write_text('COSTS = ("speed",)\n')
+    with pytest.raises(CaseError, match="unknown costs"):
+        read_costs(path)
+    path.write_text("STEPS = 5\n")
+    with pytest.raises(CaseError, match="no `COSTS"):
+        read_costs(path)
+
+
+def test_every_runtime_case_belongs_to_a_fixable_rule() -> None:
+    cases = discover()
+    assert cases, "no runtime cases under fixtures/"
+    for runtime_case in cases:
+        assert runtime_case.rule.fix_applicability is not None, runtime_case.path
+
+
+def test_profile_takes_only_python_commands(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print(1)\n")
+    assert script_arguments(["python", "train.py", "--lr", "1"], tmp_path) == (
+        ["train.py", "--lr", "1"], tmp_path / "train.py")  # fmt: skip
+    assert script_arguments(["python3", "-m", "pkg.train"], tmp_path) == (["-m", "pkg.train"], None)
+    for bad, reason in [(["bash", "run.sh"], "give the script as"),
+                        (["python", "missing.py"], "missing.py: no such file"),
+                        (["python", "-c", "1"], "no script")]:  # fmt: skip
+        with pytest.raises(ScriptCommandError, match=reason):
+            script_arguments(bad, tmp_path)
+
+
+def test_without_the_runtime_extra_the_commands_say_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "torch_xla" else real(name, *a),
+    )
+    for args in (["verify"], ["profile", "--", "python", "train.py"]):
+        run = run_cli(*args)
+        assert run.exit_code == 2
+        assert "torch_xla not installed" in run.stderr
+        assert "pip install 'xlalint[runtime]'" in run.stderr

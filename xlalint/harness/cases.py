@@ -1,0 +1,113 @@
+"""Runtime cases: small programs in fixtures/<CODE>/runtime_*.py that a rule's fix must improve.
+
+A case defines `setup(device)` and `run(*args)` (see child.py) and names, in a module-level
+`COSTS`, the measured costs its rule is about (`executions`, `device_to_host`, ...). A cost
+that only a TPU shows (float16 vs bfloat16 speed) is declared with `MEASURED_ON = ("TPU",)`:
+elsewhere verify compares outputs and says the cost was not measurable there. Its
+"after" variant is never written by hand: xlalint's own fixer produces it, with only the
+case's rule enabled, so the harness proves the rewrite users will get.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from xlalint.diagnostics import Applicability
+from xlalint.fixer import fix_text
+from xlalint.registry import all_rules
+from xlalint.rule import Rule
+from xlalint.sources import decode
+
+# What a case may name in COSTS: the child's metrics, plus `cpu_fallbacks` (all `aten::*`
+# counters together) and `errors` (1 when the program fails, as `.cuda()` does on a TPU host).
+COST_NAMES = frozenset(
+    {
+        "executions", "uncached_compiles", "cached_compiles", "device_to_host",
+        "host_to_device", "max_graph_size", "cpu_fallbacks", "errors",
+    }
+)  # fmt: skip
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
+
+
+class CaseError(Exception):
+    """A runtime case that cannot be run as written (bad COSTS, nothing to fix, ...)."""
+
+
+@dataclass(frozen=True)
+class RuntimeCase:
+    code: str
+    path: Path
+    costs: tuple[str, ...]
+    measured_on: tuple[str, ...] = ()  # PJRT devices that show the cost; () means all
+
+    @property
+    def name(self) -> str:
+        return self.path.stem.removeprefix("runtime_")
+
+    @property
+    def rule(self) -> type[Rule]:
+        return all_rules()[self.code]
+
+    @property
+    def unsafe(self) -> bool:
+        return self.rule.fix_applicability is Applicability.UNSAFE
+
+
+def _constants(path: Path) -> dict[str, object]:
+    """The case's module-level literal constants, read without running the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: dict[str, object] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                try:
+                    found[target.id] = ast.literal_eval(statement.value)
+                except ValueError:
+                    continue
+    return found
+
+
+def read_costs(path: Path) -> tuple[str, ...]:
+    """The case's `COSTS = ("executions", ...)`."""
+    costs = _constants(path).get("COSTS")
+    if not isinstance(costs, tuple | list) or not costs:
+        raise CaseError(f"{path}: no `COSTS = (...)` tuple of cost names")
+    unknown = sorted(set(costs) - COST_NAMES)
+    if unknown:
+        raise CaseError(f"{path}: COSTS names unknown costs {unknown}; use {sorted(COST_NAMES)}")
+    return tuple(str(c) for c in costs)
+
+
+def read_case(code: str, path: Path) -> RuntimeCase:
+    measured_on = _constants(path).get("MEASURED_ON", ())
+    if not isinstance(measured_on, tuple | list):
+        raise CaseError(f'{path}: MEASURED_ON must be a tuple of devices, e.g. ("TPU",)')
+    return RuntimeCase(code, path, read_costs(path), tuple(str(d).upper() for d in measured_on))
+
+
+def discover(fixtures: Path = FIXTURES, codes: set[str] | None = None) -> list[RuntimeCase]:
+    """Every runtime case under `fixtures`, for the rules in `codes` (all when None)."""
+    rules = all_rules()
+    cases = []
+    for path in sorted(fixtures.glob("XLA*/runtime_*.py")):
+        code = path.parent.name
+        if code not in rules or (codes is not None and code not in codes):
+            continue
+        cases.append(read_case(code, path))
+    return cases
+
+
+def fixed_variant(case: RuntimeCase, folder: Path) -> Path:
+    """Write the case as xlalint's fixer rewrites it into `folder`; return the new path."""
+    source = decode(case.path.read_bytes())
+    outcome = fix_text(source, str(case.path), [case.rule], unsafe=case.unsafe)
+    if outcome.error is not None:
+        raise CaseError(f"{case.path}: {outcome.error}")
+    if not outcome.changed:
+        raise CaseError(f"{case.path}: the {case.code} fix changed nothing")
+    fixed = folder / f"{case.code}_{case.path.stem}_fixed.py"
+    fixed.write_bytes(outcome.encoded())
+    return fixed

@@ -1,0 +1,87 @@
+"""The measured evidence behind each fix, as the rules' docs show it.
+
+`xlalint verify --json xlalint/evidence.json` records what every runtime case cost before
+and after its fix; `python -m xlalint.docgen` renders those numbers into the "Runtime
+evidence" section of each rule's page (and `xlalint rule CODE`). A runtime test re-runs
+verify and checks the committed numbers, so the docs cannot claim what was not measured.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+EVIDENCE = Path(__file__).resolve().parent.parent / "evidence.json"
+
+ROWS = (
+    ("executions", "executions"),
+    ("device_to_host", "device-to-host transfers"),
+    ("uncached_compiles", "compiles"),
+    ("cached_compiles", "cached compiles"),
+    ("cpu_fallbacks", "CPU fallbacks"),
+    ("max_graph_size", "largest graph (nodes)"),
+)
+
+
+@cache
+def load(path: Path = EVIDENCE) -> dict[str, Any]:
+    """verify's JSON, or an empty record where none was committed (an installed wheel)."""
+    if not path.is_file():
+        return {"cases": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _cell(costs: dict[str, int] | None, error: str | None, name: str) -> str:
+    if costs is None:
+        return f"fails: `{error}`" if name == "executions" else "-"
+    return str(costs[name])
+
+
+def _fallbacks(fallbacks: dict[str, int]) -> str:
+    return ", ".join(f"`{k}` {v}" for k, v in sorted(fallbacks.items())) or "none"
+
+
+def _outputs(case: dict[str, Any]) -> str:
+    outputs = case["outputs"]
+    if outputs is None:
+        return "not compared: the original program fails"
+    if outputs["exact"]:
+        return "identical"
+    if outputs["close"]:
+        return f"equal within tolerance (max abs difference {outputs['max_abs_diff']:.2g})"
+    return f"different (max abs difference {outputs['max_abs_diff']:.2g})"
+
+
+def render(code: str, record: dict[str, Any] | None = None) -> str:
+    """Markdown tables of the measured cases of rule `code`; empty if none were measured."""
+    record = load() if record is None else record
+    cases = [c for c in record["cases"] if c["code"] == code]
+    if not cases:
+        return ""
+    where = (
+        f"torch {record.get('torch')}, torch_xla {record.get('torch_xla')}, "
+        f"on the XLA {record.get('device')} device"
+    )
+    parts = [f"Measured by `xlalint verify` ({where}):"]
+    for case in cases:
+        about = ", ".join(case["costs"])
+        lines = [
+            f"Case `{case['case']}` (the costs it is about: {about}):",
+            "",
+            "| | as written | as fixed |",
+            "|---|---|---|",
+        ]
+        for name, label in ROWS:
+            before = _cell(case["before"], case["before_error"], name)
+            after = _cell(case["after"], case["after_error"], name)
+            lines.append(f"| {label} | {before} | {after} |")
+        lines.append(
+            f"| fallback ops | {_fallbacks(case['fallbacks_before'])} | "
+            f"{_fallbacks(case['fallbacks_after'])} |"
+        )
+        lines.append("")
+        lines.append(f"Outputs: {_outputs(case)}.")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)

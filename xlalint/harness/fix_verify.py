@@ -1,0 +1,102 @@
+"""`xlalint fix --verify -- python train.py ARGS`: the user's script before and after the fixes.
+
+The fixes are applied to a temporary copy of the project (the current folder), never to the
+user's files; the script is profiled in both folders, and what each run printed is compared
+number by number, so a user sees what the port buys and whether it changed their results
+before deciding to `--apply`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from xlalint.api import FixReport, fix_paths
+from xlalint.config import Settings
+from xlalint.harness.profile import Profile, profile
+from xlalint.rule import Rule
+
+# Folders a project copy does not need: environments, caches, version control.
+_NOT_COPIED = (
+    ".git", ".hg", ".venv", "venv", ".tox", "__pycache__", "*.egg-info", ".xlalint_cache",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules",
+)  # fmt: skip
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+RTOL = 1e-4
+
+
+@dataclass(frozen=True)
+class PrintedComparison:
+    """The numbers two runs printed, in order."""
+
+    count: tuple[int, int]
+    exact: bool
+    max_rel_diff: float
+
+    def describe(self) -> str:
+        if self.count[0] != self.count[1]:
+            return f"different output: {self.count[0]} vs {self.count[1]} numbers printed"
+        if self.exact:
+            return f"the same {self.count[0]} numbers printed"
+        verdict = "close" if self.max_rel_diff <= RTOL else "different"
+        return (
+            f"{verdict}: {self.count[0]} numbers, max relative difference {self.max_rel_diff:.2g}"
+        )
+
+
+def compare_printed(before: str, after: str) -> PrintedComparison:
+    a = [float(n) for n in _NUMBER.findall(before)]
+    b = [float(n) for n in _NUMBER.findall(after)]
+    if len(a) != len(b):
+        return PrintedComparison((len(a), len(b)), False, math.inf)
+    diffs = [abs(x - y) / max(abs(x), abs(y), 1e-12) for x, y in zip(a, b, strict=True)]
+    return PrintedComparison((len(a), len(b)), a == b, max(diffs, default=0.0))
+
+
+@dataclass
+class FixVerification:
+    fixes: FixReport
+    before: Profile
+    after: Profile
+
+    @property
+    def printed(self) -> PrintedComparison:
+        return compare_printed(self.before.stdout, self.after.stdout)
+
+
+def _in_copy(argument: str, project: Path, copy: Path) -> str:
+    """An absolute path into the project, redirected into its copy."""
+    path = Path(argument)
+    if path.is_absolute() and path.resolve().is_relative_to(project):
+        return str(copy / path.resolve().relative_to(project))
+    return argument
+
+
+def verify_fixes(
+    command: Sequence[str],
+    settings: Settings,
+    rules: Sequence[type[Rule]],
+    *,
+    unsafe: bool,
+    device: str = "auto",
+    project: Path | None = None,
+) -> FixVerification:
+    project = (project or Path.cwd()).resolve()
+    with tempfile.TemporaryDirectory(prefix="xlalint-fix-verify-") as folder:
+        copy = Path(folder) / project.name
+        shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns(*_NOT_COPIED))
+        root = settings.root.resolve()
+        copied_root = copy / root.relative_to(project) if root.is_relative_to(project) else root
+        fixes = fix_paths(
+            [copy], replace(settings, root=copied_root), rules=rules, unsafe=unsafe, apply=True
+        )
+        before = profile(command, device=device, cwd=project)
+        after = profile([_in_copy(a, project, copy) for a in command], device=device, cwd=copy)
+    for outcome in fixes.outcomes:
+        outcome.filename = str(Path(outcome.filename).relative_to(copy))
+    return FixVerification(fixes, before, after)

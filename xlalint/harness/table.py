@@ -1,0 +1,173 @@
+"""What the harness measured, as tables a person reads at a glance (verify and profile)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+
+from xlalint.harness.fix_verify import FixVerification
+from xlalint.harness.profile import Profile
+from xlalint.harness.verdict import CaseVerdict
+from xlalint.harness.verify import VerifyReport
+
+COLUMNS = (
+    ("executions", "exec"),
+    ("device_to_host", "D2H"),
+    ("uncached_compiles", "compiles"),
+    ("cpu_fallbacks", "fallbacks"),
+    ("max_graph_size", "graph"),
+)
+
+
+def _cell(verdict: CaseVerdict, cost: str) -> str:
+    before, after = verdict.before, verdict.after
+    left = str(before.cost(cost)) if before.ok else "fails"
+    right = str(after.cost(cost)) if after.ok else "fails"
+    text = left if left == right else f"{left} -> {right}"
+    return f"[bold]{text}[/bold]" if cost in verdict.case.costs else text
+
+
+def verify_table(report: VerifyReport) -> Table:
+    table = Table(title=f"xlalint verify on the XLA {report.device} device", title_justify="left")
+    table.add_column("rule")
+    table.add_column("case")
+    table.add_column("fix")
+    table.add_column("outputs")
+    for _, header in COLUMNS:
+        table.add_column(header, justify="right")
+    table.add_column("verdict")
+    for verdict in report.verdicts:
+        outputs = verdict.outputs.describe() if verdict.outputs else "-"
+        status = "[green]ok[/green]" if verdict.passed else "[red]FAIL[/red]"
+        detail = "; ".join([*verdict.problems, *verdict.notes])
+        table.add_row(
+            verdict.case.code,
+            verdict.case.name,
+            "unsafe" if verdict.case.unsafe else "safe",
+            outputs,
+            *(_cell(verdict, cost) for cost, _ in COLUMNS),
+            f"{status} {detail}".strip(),
+        )
+    return table
+
+
+def print_report(report: VerifyReport, console: Console) -> None:
+    console.print(verify_table(report))
+    failed = [v for v in report.verdicts if not v.passed]
+    summary = f"{len(report.verdicts)} cases, {len(failed)} failed"
+    console.print(f"[red]{summary}[/red]" if failed else f"[green]{summary}[/green]")
+    console.print("Bold: the costs each rule is about. Costs counted by torch_xla's metrics.")
+
+
+def _short_cause(causes: Counter[str]) -> str:
+    if not causes:
+        return ""
+    cause, _ = causes.most_common(1)[0]
+    return cause.removeprefix("most likely ")
+
+
+def profile_tables(result: Profile) -> list[Table | str]:
+    totals = result.totals
+    out: list[Table | str] = [
+        f"[bold]xlalint profile[/bold] `{' '.join(result.command)}` (exit code {result.returncode})"
+    ]
+    if not totals.get("imported_torch_xla"):
+        out.append("The script did not import torch_xla: nothing ran on an XLA device.")
+        return out
+    fallbacks = ", ".join(f"{k} {v}" for k, v in sorted(totals.get("fallbacks", {}).items()))
+    out.append(
+        f"{totals['executions']} executions, {totals['device_to_host']} device-to-host "
+        f"transfers, {totals['uncached_compiles']} compiles ({totals['cached_compiles']} "
+        f"cached), largest graph {totals['max_graph_size']} nodes; CPU fallbacks: "
+        f"{fallbacks or 'none'}"
+    )
+    lines = Table(title="Where the device work was triggered", title_justify="left")
+    for header in ("line", "executions", "host reads", "compiles", "cause", "findings"):
+        numeric = header in {"executions", "host reads", "compiles"}
+        lines.add_column(header, justify="right" if numeric else "left")
+    codes: dict[tuple[str, int], list[str]] = {}
+    for confirmation in result.confirmed:
+        assert confirmation.cost is not None
+        key = (confirmation.cost.file, confirmation.cost.line)
+        codes.setdefault(key, []).append(confirmation.finding.code)
+    for cost in result.lines:
+        lines.add_row(
+            f"{cost.file}:{cost.line}", str(cost.executions), str(cost.host_reads),
+            str(cost.compiles), _short_cause(cost.causes),
+            ", ".join(codes.get((cost.file, cost.line), [])),
+        )  # fmt: skip
+    out.append(lines)
+    findings = Table(title="Static findings, checked against the run", title_justify="left")
+    for header in ("finding", "rule", "at runtime"):
+        findings.add_column(header)
+    for confirmation in result.findings:
+        finding, cost = confirmation.finding, confirmation.cost
+        seen = (
+            f"[green]confirmed[/green]: {cost.executions} executions, {cost.host_reads} host "
+            f"reads, {cost.compiles} compiles"
+            if cost
+            else "not seen (did not run, or cost nothing measurable)"
+        )
+        findings.add_row(f"{finding.filename}:{finding.start.row}", finding.code, seen)
+    out.append(findings)
+    if result.unexplained:
+        out.append("[yellow]Runtime costs no rule explains:[/yellow]")
+        for cost in result.unexplained:
+            out.append(
+                f"  {cost.file}:{cost.line}: {cost.host_reads} host reads, {cost.compiles} "
+                f"compiles ({_short_cause(cost.causes)})"
+            )
+    return out
+
+
+def print_profile(result: Profile, console: Console) -> None:
+    for part in profile_tables(result):
+        console.print(part)
+
+
+TOTALS = (
+    ("executions", "executions"),
+    ("device_to_host", "device-to-host transfers"),
+    ("uncached_compiles", "compiles"),
+    ("cached_compiles", "cached compiles"),
+    ("max_graph_size", "largest graph (nodes)"),
+)
+
+
+def _total(result: Profile, key: str) -> str:
+    totals = result.totals
+    if not totals.get("imported_torch_xla"):
+        return "-"
+    if key == "fallbacks":
+        return str(sum(totals.get("fallbacks", {}).values()))
+    return str(totals.get(key, 0))
+
+
+def print_fix_verification(verification: FixVerification, console: Console) -> None:
+    before, after = verification.before, verification.after
+    applied = sum(sum(o.applied.values()) for o in verification.fixes.outcomes)
+    changed = [o.filename for o in verification.fixes.outcomes if o.changed]
+    console.print(
+        f"[bold]xlalint fix --verify[/bold] `{' '.join(before.command)}`: {applied} fixes in "
+        f"{len(changed)} files, applied to a temporary copy ({', '.join(changed) or 'none'})"
+    )
+    table = Table(title="The script as it is, and with the fixes", title_justify="left")
+    table.add_column("")
+    table.add_column("as it is", justify="right")
+    table.add_column("fixed", justify="right")
+    table.add_row("exit code", str(before.returncode), str(after.returncode))
+    for key, label in (*TOTALS, ("fallbacks", "CPU fallbacks")):
+        table.add_row(label, _total(before, key), _total(after, key))
+    table.add_row(
+        "static findings confirmed at runtime",
+        str(len(before.confirmed)),
+        str(len(after.confirmed)),
+    )
+    console.print(table)
+    console.print(f"What the script printed: {verification.printed.describe()}.")
+    for label, result in (("as it is", before), ("fixed", after)):
+        if result.returncode != 0:
+            tail = result.stderr.strip().splitlines()[-1:] or ["no error output"]
+            console.print(f"[red]The script {label} fails:[/red] {tail[0]}")

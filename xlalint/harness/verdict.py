@@ -1,0 +1,117 @@
+"""Did a fix keep the results and cut the cost its rule is about?
+
+Outputs are compared twice, and reported separately: exactly (bit for bit, as JSON values)
+and within a tolerance (a different but equivalent float order may round differently). A
+safe fix must keep results within tolerance; an unsafe fix reports its difference instead.
+Every fix must lower at least one of the case's costs and raise none of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlalint.harness.cases import RuntimeCase
+from xlalint.harness.runner import ChildResult
+
+RTOL, ATOL = 1e-5, 1e-6
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    exact: bool
+    close: bool
+    max_abs_diff: float
+
+    def describe(self) -> str:
+        if self.exact:
+            return "identical"
+        if self.close:
+            return f"close (max |diff| {self.max_abs_diff:.2g})"
+        return f"differ (max |diff| {self.max_abs_diff:.2g})"
+
+
+def _numbers(value: Any) -> list[float] | None:
+    """The numbers in an output, flattened; None when its structure is not numeric."""
+    if isinstance(value, dict) and "tensor" in value:
+        return _numbers(value["tensor"])
+    if isinstance(value, bool | int | float):
+        return [float(value)]
+    if isinstance(value, list):
+        flat: list[float] = []
+        for item in value:
+            numbers = _numbers(item)
+            if numbers is None:
+                return None
+            flat.extend(numbers)
+        return flat
+    if isinstance(value, dict):
+        return _numbers([value[k] for k in sorted(value)])
+    return None
+
+
+def compare_outputs(before: Any, after: Any) -> OutputComparison:
+    exact = before == after
+    a, b = _numbers(before), _numbers(after)
+    if a is None or b is None or len(a) != len(b):
+        return OutputComparison(exact, exact, 0.0 if exact else math.inf)
+    diffs = [abs(x - y) for x, y in zip(a, b, strict=True)]
+    close = all(
+        math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL) or (math.isnan(x) and math.isnan(y))
+        for x, y in zip(a, b, strict=True)
+    )
+    return OutputComparison(exact, close, max(diffs, default=0.0))
+
+
+@dataclass
+class CaseVerdict:
+    case: RuntimeCase
+    before: ChildResult
+    after: ChildResult
+    outputs: OutputComparison | None
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+def _short(error: str | None) -> str:
+    """An error's first sentence: enough to recognise it in a table cell."""
+    text = (error or "").split(". ", 1)[0]
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def judge(
+    case: RuntimeCase, before: ChildResult, after: ChildResult, device: str = "CPU"
+) -> CaseVerdict:
+    verdict = CaseVerdict(case, before, after, None)
+    if not after.ok:
+        verdict.problems.append(f"the fixed program fails: {after.error}")
+        return verdict
+    if not before.ok:
+        if "errors" not in case.costs:
+            verdict.problems.append(f"the original program fails: {before.error}")
+            return verdict
+        verdict.notes.append(f"the original fails ({_short(before.error)}); the fixed one runs")
+    else:
+        verdict.outputs = compare_outputs(before.outputs, after.outputs)
+        if not verdict.outputs.close:
+            message = f"outputs {verdict.outputs.describe()}"
+            if case.unsafe:
+                verdict.notes.append(f"{message} (unsafe fix: reported, not a failure)")
+            else:
+                verdict.problems.append(f"a safe fix changed the results: {message}")
+    if case.measured_on and device not in case.measured_on:
+        where = "/".join(case.measured_on)
+        verdict.notes.append(f"{', '.join(case.costs)} shows only on {where}: not judged here")
+        return verdict
+    raised = [c for c in case.costs if after.cost(c) > before.cost(c)]
+    lowered = [c for c in case.costs if after.cost(c) < before.cost(c)]
+    if raised:
+        verdict.problems.append(f"the fix raised {', '.join(raised)}")
+    elif not lowered:
+        verdict.problems.append(f"the fix did not lower {', '.join(case.costs)}")
+    return verdict
