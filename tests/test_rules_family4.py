@@ -481,6 +481,106 @@ def test_plain_dataloader_no_fix_where_torch_xla_is_optional() -> None:
 
 
 # -- XLA404 unreduced-optimizer-step -------------------------------------------------------
+PASSED_LOADER = """\
+import torch
+import torch_xla
+from torch.utils.data import DataLoader
+
+
+def train_epoch(model, loader, optimizer):
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+        torch_xla.sync()
+
+
+def main(dataset, model, optimizer):
+    train_epoch(model, {argument}, optimizer)
+"""
+
+
+@pytest.mark.parametrize(
+    ("argument", "reported"),
+    [
+        ("DataLoader(dataset, batch_size=8)", True),
+        ("loader", True),  # `loader = DataLoader(...)` in `main`, below
+        ("pl.MpDeviceLoader(DataLoader(dataset), torch_xla.device())", False),
+        ("make_batches(dataset)", False),  # unknown: not a DataLoader for sure
+    ],
+)
+def test_plain_dataloader_traced_through_a_parameter(argument: str, reported: bool) -> None:
+    source = PASSED_LOADER.format(argument=argument)
+    if argument == "loader":
+        source = source.replace(
+            "def main(dataset, model, optimizer):\n",
+            "def main(dataset, model, optimizer):\n    loader = DataLoader(dataset)\n",
+        )
+    found = lint(source, "XLA403")
+    assert [d.start.row for d in found] == ([7] if reported else [])
+
+
+def test_plain_dataloader_parameter_untraced_when_a_call_passes_star_args() -> None:
+    source = PASSED_LOADER.format(argument="DataLoader(dataset)") + (
+        "\n\ndef again(args):\n    train_epoch(*args)\n"
+    )
+    assert lint(source, "XLA403") == []
+
+
+GPU_LOOP = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, dataset, optimizer):
+    loader = DataLoader(dataset, batch_size=8)
+    for x, y in loader:
+{moves}        model(x).sum().backward()
+        optimizer.step()
+"""
+
+
+def test_barrier_fix_wraps_a_dataloader_whose_batches_the_loop_moves() -> None:
+    before = GPU_LOOP.format(moves="        x, y = x.cuda(), y.cuda()\n")
+    after = before.replace(
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader\n"
+        "import torch_xla\n"
+        "import torch_xla.distributed.parallel_loader as pl\n",
+    ).replace("for x, y in loader:", "for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):")
+    assert fixed(before, "XLA401") == after
+
+
+def test_barrier_fix_wraps_when_a_comprehension_moves_the_batch() -> None:
+    before = GPU_LOOP.replace("for x, y in loader:", "for batch in loader:").format(
+        moves="        x = {k: v.to('cuda') for k, v in batch.items()}\n"
+    )
+    assert "pl.MpDeviceLoader(loader, torch_xla.device())" in fixed(before, "XLA401")
+
+
+def test_optimizer_step_fix_wraps_the_loader_instead_of_a_second_barrier() -> None:
+    before = (
+        GPU_LOOP.replace("import torch\n", "import torch\nimport torch_xla\n")
+        .replace(
+            "from torch.utils.data", "import torch_xla.core.xla_model as xm\nfrom torch.utils.data"
+        )
+        .replace("optimizer.step()", "xm.optimizer_step(optimizer)")
+        .format(moves="        x, y = x.to('xla'), y.to('xla')\n")
+    )
+    # Both rules fix the loop the same way, so it gets one barrier: the loader's.
+    after = fixed(before, "XLA403", "XLA406")
+    assert "pl.MpDeviceLoader(loader, torch_xla.device())" in after
+    assert "barrier=True" not in after
+
+
+def test_barrier_fix_appends_a_sync_where_the_loop_does_not_move_its_batches() -> None:
+    before = GPU_LOOP.format(moves="")
+    after = before.replace(
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader\nimport torch_xla\n",
+    ).replace("optimizer.step()\n", "optimizer.step()\n        torch_xla.sync()\n")
+    assert fixed(before, "XLA401") == after
+
+
 def test_unreduced_optimizer_step_fix() -> None:
     before = dedent(
         """\

@@ -855,23 +855,100 @@ class LoopAnalysis:
         node = site.node
         return unwrap_iteration(node.iter) if isinstance(node, cst.For) else None
 
-    def wrapping(self, site: LoopSite, expr: cst.BaseExpression, depth: int = 0) -> str:
+    def wrapping(self, site: LoopSite, expr: cst.BaseExpression) -> str:
         """What a loader expression is, traced through the assignments of its name in the
-        loop's function (else the module) or, for `self.x`, in the loop's class."""
+        loop's function (else the module), for `self.x` in the loop's class, and for a
+        parameter of a module-level function to what this module's calls pass it:
+        `train_epoch(model, loader, opt)` with `loader = DataLoader(...)` in `main()`."""
+        return self._wrapping_in(site.function, site.class_def, expr, 0)
+
+    def _wrapping_in(
+        self,
+        function: cst.FunctionDef | None,
+        class_def: cst.ClassDef | None,
+        expr: cst.BaseExpression,
+        depth: int,
+    ) -> str:
         kind = self._wrapping_of_value(expr)
         if kind != Wrapping.UNKNOWN or depth > 3:
             return kind
         key = _binding_key(expr)
         if key is None:
             return Wrapping.UNKNOWN
-        kinds = {self.wrapping(site, value, depth + 1) for value in self._values_of(site, key)}
-        if Wrapping.SYNCING in kinds:
-            return Wrapping.SYNCING
-        if kinds == {Wrapping.DATALOADER}:
-            return Wrapping.DATALOADER
-        if kinds and Wrapping.UNKNOWN not in kinds:
-            return Wrapping.OTHER
-        return Wrapping.UNKNOWN
+        traced = [
+            self._wrapping_in(scope_function, scope_class, value, depth + 1)
+            for scope_function, scope_class, value in self._sources_of(function, class_def, key)
+        ]
+        return _combine(set(traced))
+
+    def _sources_of(
+        self, function: cst.FunctionDef | None, class_def: cst.ClassDef | None, key: str
+    ) -> list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]]:
+        """The values `key` may hold, each with the scope it is evaluated in."""
+        if key.startswith("self."):
+            if class_def is None:
+                return []
+            return [(None, class_def, v) for v in self._scope_assignments(class_def).get(key, [])]
+        if function is not None:
+            values = self._scope_assignments(function).get(key, [])
+            if values:
+                return [(function, class_def, v) for v in values]
+            if _is_parameter(function, key):
+                return [] if class_def is not None else self._arguments_for(function, key)
+        return [(None, None, v) for v in self._scope_assignments(self.module).get(key, [])]
+
+    def _arguments_for(
+        self, function: cst.FunctionDef, name: str
+    ) -> list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]]:
+        """What this module's calls of a module-level `function` pass as parameter `name`;
+        nothing if any call's argument for it cannot be told (`*args`, `**kwargs`)."""
+        params = function.params
+        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        found: list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]] = []
+        for call, caller, caller_class in self._calls_by_name().get(function.name.value, []):
+            if any(arg.star for arg in call.args):
+                return []
+            by_keyword = [a.value for a in call.args if a.keyword and a.keyword.value == name]
+            plain = [a.value for a in call.args if a.keyword is None]
+            index = positional.index(name) if name in positional else None
+            if by_keyword:
+                found.append((caller, caller_class, by_keyword[0]))
+            elif index is not None and index < len(plain):
+                found.append((caller, caller_class, plain[index]))
+        return found
+
+    def _calls_by_name(
+        self,
+    ) -> dict[str, list[tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]]]:
+        """Calls of plain names in this module, with the function and class around each."""
+        cached = self._memo.get(("calls_by_name", id(self.module)))
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        calls: dict[str, list[tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]]] = {}
+        stack: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None]] = [
+            (self.module, None, None)
+        ]
+        while stack:
+            node, function, class_def = stack.pop()
+            if isinstance(node, cst.FunctionDef):
+                function = node
+            elif isinstance(node, cst.ClassDef):
+                function, class_def = None, node
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                calls.setdefault(node.func.value, []).append((node, function, class_def))
+            stack.extend((child, function, class_def) for child in node.children)
+        self._memo[("calls_by_name", id(self.module))] = calls
+        return calls
+
+    def moves_batches(self, site: LoopSite) -> bool:
+        """The loop moves what it iterates to a device itself (`x.to(device)`, `x.cuda()`,
+        `batch = {k: v.to(device) ...}`): batches that arrive on the XLA device already
+        change nothing for it."""
+        node = site.node
+        if not isinstance(node, cst.For):
+            return False
+        batch = _target_names(node.target)
+        return next(_batch_moves(node.body, batch), None) is not None
 
     def syncs_per_pass(self, site: LoopSite) -> bool:
         """The loop takes its batches from a loader that syncs on every batch: it iterates
@@ -924,17 +1001,6 @@ class LoopAnalysis:
         if isinstance(value, cst.List | cst.Tuple | cst.ListComp | cst.SimpleString):
             return Wrapping.OTHER
         return Wrapping.UNKNOWN
-
-    def _values_of(self, site: LoopSite, key: str) -> list[cst.BaseExpression]:
-        if key.startswith("self."):
-            if site.class_def is None:
-                return []
-            return self._scope_assignments(site.class_def).get(key, [])
-        if site.function is not None:
-            values = self._scope_assignments(site.function).get(key, [])
-            if values or _is_parameter(site.function, key):
-                return values
-        return self._scope_assignments(self.module).get(key, [])
 
     def _scope_assignments(
         self, scope: cst.Module | cst.FunctionDef | cst.ClassDef
@@ -1027,6 +1093,53 @@ class LoopAnalysis:
     def _parent_syncs(self, parent: Loop) -> bool:
         site = self._sites.get(id(parent))
         return site is not None and self.syncs_per_pass(site)
+
+
+def _combine(kinds: set[str]) -> str:
+    """What a name is, from what each of its sources is: syncing if any source syncs (the
+    loop is covered where it matters), a DataLoader only if every source is one."""
+    if Wrapping.SYNCING in kinds:
+        return Wrapping.SYNCING
+    if kinds == {Wrapping.DATALOADER}:
+        return Wrapping.DATALOADER
+    if kinds and Wrapping.UNKNOWN not in kinds:
+        return Wrapping.OTHER
+    return Wrapping.UNKNOWN
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _moves_to_device(call: cst.CSTNode) -> bool:
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ("to", "cuda")
+    )
+
+
+def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.Call]:
+    """Device moves of the batch: `x.to(device)`, or any move inside a comprehension over
+    the batch (`{k: v.to(device) for k, v in batch.items()}`)."""
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, _COMPREHENSIONS) and _names_in(current) & batch:
+            yield from (c for c in _subtree(current) if _moves_to_device(c))  # type: ignore[misc]
+            continue
+        if _moves_to_device(current):
+            assert isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute)
+            if _names_in(current.func.value) & batch:
+                yield current
+        stack.extend(current.children)
+
+
+def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
 
 
 def _iterates_a_literal(node: Loop) -> bool:

@@ -11,8 +11,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis.devices import xla_device_source
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.loops import MARK_STEP, LoopSite, always_exits, last_line_end
+from xlalint.analysis.loops import (
+    MARK_STEP,
+    MP_DEVICE_LOADER,
+    LoopSite,
+    always_exits,
+    last_line_end,
+)
 from xlalint.rule import NodeFix, Rule
 
 if TYPE_CHECKING:
@@ -42,6 +49,24 @@ class LoopRule(Rule):
         node = site.node
         return node, node.iter if isinstance(node, cst.For) else node.test
 
+    def loader_fix(self, site: LoopSite) -> NodeFix | None:
+        """Iterate `pl.MpDeviceLoader(loader, torch_xla.device())` where the loop iterates a
+        plain DataLoader: batches are uploaded in the background and the loader syncs once
+        per batch. Nothing where torch_xla is imported only if installed."""
+        loader = self.ctx.loops.plain_dataloader(site)
+        if loader is None:
+            return None
+        if torch_xla_is_optional(self.ctx.module):
+            return None  # the loop must still run where torch_xla is not installed
+        wrapper, imports = self.ctx.imports.spell(
+            MP_DEVICE_LOADER, "import torch_xla.distributed.parallel_loader as pl"
+        )
+        device, device_imports = xla_device_source()
+        wrapped = f"{wrapper}({self.ctx.module.code_for_node(loader)}, {device})"
+        return self.fix(
+            f"Iterate `{wrapped}`", (loader, wrapped), imports=(*device_imports, *imports)
+        )
+
 
 class BarrierLoopRule(LoopRule):
     """A loop rule whose fix appends a barrier to the loop body."""
@@ -55,11 +80,17 @@ class BarrierLoopRule(LoopRule):
             self._uses_mark_step = self.ctx.qualified(node.func) == MARK_STEP
 
     def barrier_fix(self, site: LoopSite) -> NodeFix | None:
-        """Append the barrier as the last statement of the loop body, at the body's
+        """Where the loop iterates a plain DataLoader and moves each batch to a device
+        itself, wrap the loader in `MpDeviceLoader`, whose every batch is a barrier: what a
+        person porting the loop writes, and batches arrive where the loop moved them anyway
+        (see `loader_fix`). Otherwise append the barrier as the last statement of
+        the loop body, at the body's
         indentation: `torch_xla.sync()` in the file's spelling, or `xm.mark_step()` where the
         file already calls it. No fix where it could change what the code does or would
         never run: a one-line body, a loop with `else:`, a body that ends by leaving the
         pass (`return`/`break`/`continue`/`raise`)."""
+        if self.ctx.loops.moves_batches(site) and (wrap := self.loader_fix(site)) is not None:
+            return wrap
         loop = site.node
         body = loop.body
         if not isinstance(body, cst.IndentedBlock) or not body.body or loop.orelse is not None:

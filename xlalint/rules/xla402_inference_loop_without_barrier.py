@@ -51,6 +51,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     a flag gets no fix. No fix for a one-line body, a loop with `else:`, or a body whose
     last statement is `return`, `break`, `continue` or `raise`.
 
+    Where the loop iterates a plain `DataLoader` (traced as for XLA403) and moves each batch
+    to a device itself (`x.to(device)`, `x.cuda()`), the fix instead wraps the loader in the
+    loop header, `for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):`, as a person
+    porting the loop would: every batch is then a barrier, and batches arrive on the XLA
+    device where the loop moved them anyway (the move becomes a no-op).
+
     ## Runtime evidence
     Not measured by the harness yet for a sampling loop. The same mechanism is measured for
     training loops (XLA401): without a barrier the graph grows each step (163 nodes after 5

@@ -2,11 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import xla_device_source
-from xlalint.analysis.loops import MP_DEVICE_LOADER
 from xlalint.diagnostics import Applicability, FixAvailability
-from xlalint.rule import NodeFix
-from xlalint.rules._loop_rules import LoopRule, torch_xla_is_optional
+from xlalint.rules._loop_rules import LoopRule
 
 
 class PlainDataloader(LoopRule):
@@ -15,8 +12,11 @@ class PlainDataloader(LoopRule):
     Flags, in XLA code (a file that imports torch_xla), a training, sampling or evaluation
     loop (its body trains or calls a model) that iterates a `torch.utils.data.DataLoader`
     made in the file directly, through `enumerate`/`tqdm` or not, instead of a
-    `pl.MpDeviceLoader`. Loaders traced to `MpDeviceLoader`, `per_device_loader` or
-    `accelerator.prepare()` are not reported, nor loops that only prepare data.
+    `pl.MpDeviceLoader`. A loader is traced through its name's assignments and, for a
+    parameter of a function (`def train_epoch(model, loader, opt)`), to what this file's
+    calls of that function pass (`train_epoch(model, DataLoader(...), opt)`). Loaders
+    traced to `MpDeviceLoader`, `per_device_loader` or `accelerator.prepare()` are not
+    reported, nor loops that only prepare data.
 
     ## Why is this bad?
     A plain DataLoader yields CPU tensors: each batch is copied to the device on the
@@ -79,18 +79,4 @@ class PlainDataloader(LoopRule):
                 continue
             loader = loops.plain_dataloader(site)
             if loader is not None:
-                self.report(loader, fix=self._wrap(loader))
-
-    def _wrap(self, loader: cst.BaseExpression) -> NodeFix | None:
-        if torch_xla_is_optional(self.ctx.module):
-            return None  # the loop must still run where torch_xla is not installed
-        wrapper, imports = self.ctx.imports.spell(
-            MP_DEVICE_LOADER, "import torch_xla.distributed.parallel_loader as pl"
-        )
-        device, device_imports = xla_device_source()
-        code = self.ctx.module.code_for_node(loader)
-        return self.fix(
-            f"Iterate `{wrapper}({code}, {device})`",
-            (loader, f"{wrapper}({code}, {device})"),
-            imports=(*device_imports, *imports),
-        )
+                self.report(loader, fix=self.loader_fix(site))

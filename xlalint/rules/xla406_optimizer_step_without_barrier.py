@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.loops import keyword_arg
+from xlalint.analysis.loops import LoopSite, keyword_arg
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
 from xlalint.rules._loop_rules import LoopRule
@@ -40,7 +40,10 @@ class OptimizerStepWithoutBarrier(LoopRule):
     ## Fix safety
     Safe. The fix adds `barrier=True`, which syncs after the step: graphs are cut per step,
     results are the same. An explicit `barrier=False` (or a positional `False`) is reported
-    without a fix, as are calls with `**kwargs`.
+    without a fix, as are calls with `**kwargs`. Where the loop iterates a plain
+    `DataLoader` and moves each batch to the device itself, the fix wraps the loader in
+    `pl.MpDeviceLoader(loader, torch_xla.device())` instead, as XLA401's does: its batches
+    are the barriers, so no second barrier per step is added.
 
     ## Runtime evidence
     5 steps on the XLA CPU device: `xm.optimizer_step(opt)` with the default `barrier=False`
@@ -67,7 +70,12 @@ class OptimizerStepWithoutBarrier(LoopRule):
             for call in loop.optimizer_steps:
                 if id(call) not in seen:
                     seen.add(id(call))
-                    self.report(call, fix=self._with_barrier(call))
+                    self.report(call, fix=self._fix(loop.site, call))
+
+    def _fix(self, site: LoopSite, call: cst.Call) -> NodeFix | None:
+        if self.ctx.loops.moves_batches(site) and (wrap := self.loader_fix(site)) is not None:
+            return wrap  # as for XLA401: the loader's batches are the barriers
+        return self._with_barrier(call)
 
     def _with_barrier(self, call: cst.Call) -> NodeFix | None:
         positional = [a for a in call.args if a.keyword is None and not a.star]
