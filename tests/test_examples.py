@@ -11,12 +11,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli
 
+from xlalint.api import enabled_rules
+from xlalint.config import find_settings
+from xlalint.harness.fix_verify import verify_fixes
 from xlalint.report import FORMATS
 
 GOLDEN = ROOT / "tests" / "golden" / "examples.txt"
@@ -93,3 +98,26 @@ def test_examples_show_every_rule_family() -> None:
     codes = {code for *_, code in _expected()}
     assert {code[:4] for code in codes} >= {"XLA1", "XLA3"}
     assert len(codes) >= 9
+
+
+@pytest.mark.runtime
+def test_fix_verify_on_the_slow_xla_example_proves_the_fixes_pay(project: Path) -> None:
+    """The bundled XLA training script, profiled as it is and with the fixes on a copy."""
+    shutil.copyfile(ROOT / "examples" / "train_xla_slow.py", project / "train.py")
+    original = (project / "train.py").read_bytes()
+    settings = find_settings(project)
+    result = verify_fixes(
+        ["python", "train.py"], settings, enabled_rules(settings), unsafe=True, device="cpu"
+    )
+    assert (project / "train.py").read_bytes() == original  # only the copy was fixed
+    applied = sum((outcome.applied for outcome in result.fixes.outcomes), Counter())
+    assert applied == Counter({"XLA101": 1, "XLA401": 1, "XLA603": 1})
+    before, after = result.before, result.after
+    assert before.returncode == after.returncode == 0
+    assert result.printed.count == (3, 3)
+    assert result.printed.max_rel_diff < 1e-5
+    assert after.totals["device_to_host"] < before.totals["device_to_host"]
+    assert after.totals["max_graph_size"] < before.totals["max_graph_size"]
+    confirmed = {(c.finding.code, c.finding.start.row) for c in before.findings if c.cost}
+    assert {("XLA101", 40), ("XLA201", 41)} <= confirmed
+    assert [(cost.file, cost.line) for cost in before.unexplained] == [("train.py", 21)]
