@@ -85,7 +85,11 @@ class Rule:
         end_node: cst.CSTNode | None = None,
         fix: NodeFix | None = None,
         hint: str | None = None,
+        site: Site | None = None,
     ) -> None:
+        """Report a finding at `node` (through `end_node`). `site` is where the walk was
+        when the rule met the node; rules that decide after the walk pass the one they
+        recorded, the others leave it to be taken now."""
         self.reports.append(
             PendingReport(
                 rule=self,
@@ -94,7 +98,7 @@ class Rule:
                 message=message or self.message,
                 fix=fix,
                 hint=hint or self.hint,
-                site=self.ctx.site(),
+                site=site or self.ctx.site(),
             )
         )
 

@@ -9,7 +9,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.hotness import Site
-from xlalint.rule import PendingReport, Rule
+from xlalint.rule import Rule
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -178,17 +178,7 @@ class DynamicPadding(Rule):
                 or self._in_step_function(site)
                 or any(self._feeds_a_model(loop) for loop in candidate.loops)
             ):
-                self.reports.append(
-                    PendingReport(
-                        rule=self,
-                        node=candidate.node,
-                        end_node=candidate.node,
-                        message=candidate.message,
-                        fix=None,
-                        hint=self.hint,
-                        site=site,
-                    )
-                )
+                self.report(candidate.node, candidate.message, site=site)
 
     # -- helpers ------------------------------------------------------------------------------
     def _candidate(self, node: cst.Call, what: str, checks_truncation: bool = False) -> None:

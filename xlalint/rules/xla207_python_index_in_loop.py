@@ -9,7 +9,7 @@ import libcst as cst
 from xlalint.analysis.hotness import Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop, LoopValues
 from xlalint.context import Kind
-from xlalint.rule import PendingReport, Rule
+from xlalint.rule import Rule
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -173,16 +173,8 @@ class PythonIndexInLoop(Rule):
             if any(
                 self.values.executes_every_pass(loop, self.ctx.loops) for loop in candidate.loops
             ):
-                self.reports.append(
-                    PendingReport(
-                        rule=self,
-                        node=candidate.node,
-                        end_node=candidate.node,
-                        message=self.message.format(index=candidate.index),
-                        fix=None,
-                        hint=self.hint,
-                        site=candidate.site,
-                    )
+                self.report(
+                    candidate.node, self.message.format(index=candidate.index), site=candidate.site
                 )
 
     # -- helpers ------------------------------------------------------------------------------

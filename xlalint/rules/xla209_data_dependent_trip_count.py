@@ -7,7 +7,7 @@ import libcst as cst
 
 from xlalint.analysis.hotness import Site
 from xlalint.analysis.loop_values import Loop, LoopValues, TensorReads
-from xlalint.rule import PendingReport, Rule
+from xlalint.rule import Rule
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -174,17 +174,7 @@ class DataDependentTripCount(Rule):
                 candidate.loop, self.ctx.loops
             ):
                 continue
-            self.reports.append(
-                PendingReport(
-                    rule=self,
-                    node=candidate.node,
-                    end_node=candidate.node,
-                    message=self.message,
-                    fix=None,
-                    hint=self.hint,
-                    site=candidate.site,
-                )
-            )
+            self.report(candidate.node, self.message, site=candidate.site)
 
     # -- helpers ------------------------------------------------------------------------------
     def _note_tensor_work(self, node: cst.BaseExpression) -> None:

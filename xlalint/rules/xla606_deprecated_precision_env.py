@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-import libcst as cst
-
-from xlalint.analysis.env_vars import env_settings
-from xlalint.rule import Rule
+from xlalint.analysis.env_vars import EnvSetting
+from xlalint.rules._env_rules import EnvSettingRule
 
 _BF16_HINT = (
     "convert the model with `model.to(torch.bfloat16)`, or compute in "
@@ -34,7 +32,7 @@ PRECISION_VARIABLES: dict[str, tuple[str, str]] = {
 }
 
 
-class DeprecatedPrecisionEnv(Rule):
+class DeprecatedPrecisionEnv(EnvSettingRule):
     """
     ## What it does
     Flags code that sets torch_xla's precision environment variables, `XLA_USE_BF16`,
@@ -89,17 +87,7 @@ class DeprecatedPrecisionEnv(Rule):
     message = "a deprecated precision variable is set: set the dtype in the code instead"
     triggers = tuple(PRECISION_VARIABLES)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._check(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._check(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._check(node)
-
-    def _check(self, node: cst.CSTNode) -> None:
-        for setting in env_settings(node, self.ctx.imports):
-            if setting.name in PRECISION_VARIABLES:
-                message, hint = PRECISION_VARIABLES[setting.name]
-                self.report(setting.node, message, hint=hint)
+    def check_setting(self, setting: EnvSetting) -> None:
+        if setting.name in PRECISION_VARIABLES:
+            message, hint = PRECISION_VARIABLES[setting.name]
+            self.report(setting.node, message, hint=hint)

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-import libcst as cst
-
-from xlalint.analysis.env_vars import env_settings
-from xlalint.rule import Rule
+from xlalint.analysis.env_vars import EnvSetting
+from xlalint.rules._env_rules import EnvSettingRule
 
 _SHELL_HINT = "set it for a debugging run only: `{name}=1 python train.py`"
 _UNREAD = "is not read by torch_xla 2.9: setting it does nothing"
@@ -19,7 +17,7 @@ DEBUG_VARIABLES: dict[str, str] = {
 }
 
 
-class DebugEnvInCode(Rule):
+class DebugEnvInCode(EnvSettingRule):
     """
     ## What it does
     Flags code that sets torch_xla's debugging environment variables, `XLA_IR_DEBUG`,
@@ -70,20 +68,10 @@ class DebugEnvInCode(Rule):
     message = "`{name}` {effect}; a debugging switch should not be set in code"
     triggers = tuple(DEBUG_VARIABLES)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._check(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._check(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._check(node)
-
-    def _check(self, node: cst.CSTNode) -> None:
-        for setting in env_settings(node, self.ctx.imports):
-            effect = DEBUG_VARIABLES.get(setting.name)
-            if effect is None:
-                continue
-            message = self.message.format(name=setting.name, effect=effect)
-            hint = "remove it" if effect is _UNREAD else _SHELL_HINT.format(name=setting.name)
-            self.report(setting.node, message, hint=hint)
+    def check_setting(self, setting: EnvSetting) -> None:
+        effect = DEBUG_VARIABLES.get(setting.name)
+        if effect is None:
+            return
+        message = self.message.format(name=setting.name, effect=effect)
+        hint = "remove it" if effect is _UNREAD else _SHELL_HINT.format(name=setting.name)
+        self.report(setting.node, message, hint=hint)
