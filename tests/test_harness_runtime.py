@@ -55,6 +55,31 @@ def test_verify_proves_the_item_fix_removes_host_transfers(verified: dict) -> No
     assert case["outputs"]["close"]
 
 
+def test_verify_passes_a_fix_that_turns_a_crash_or_a_warning_into_a_clean_run(
+    verified: dict,
+) -> None:
+    removed = case_of(verified, "XLA605")  # xm.xrt_world_size is gone in torch_xla 2.9
+    assert removed["passed"] and removed["after"] is not None
+    assert removed["before_error"].startswith("AttributeError")
+    deprecated = case_of(verified, "XLA604")  # xm.mark_step warns at every call
+    assert deprecated["passed"] and deprecated["outputs"]["exact"]
+    assert deprecated["before"]["warnings"] > 0 == deprecated["after"]["warnings"]
+    assert deprecated["before"]["executions"] == deprecated["after"]["executions"]
+
+
+def test_verify_reports_what_an_unsafe_fix_changes_and_proves_costless_fixes(
+    verified: dict,
+) -> None:
+    drop_last = case_of(verified, "XLA205")
+    assert drop_last["passed"] and not drop_last["outputs"]["close"]
+    assert any("unsafe fix" in note for note in drop_last["notes"])
+    assert drop_last["after"]["uncached_compiles"] < drop_last["before"]["uncached_compiles"]
+    single_device = case_of(verified, "XLA404")  # nothing to reduce on one device
+    assert single_device["passed"] and single_device["costs"] == []
+    assert single_device["outputs"]["exact"]
+    assert single_device["before"] == single_device["after"]
+
+
 def test_profile_ties_a_host_read_to_its_line(project: Path) -> None:
     (project / "train.py").write_text(SCRIPT)
     run = run_cli("profile", "--device", "cpu", "--json", "-", "--", "python", "train.py")

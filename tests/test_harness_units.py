@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+from rich.console import Console
 
-from xlalint.harness import debug_log
-from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_costs
+from xlalint.harness import debug_log, evidence
+from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_case, read_costs
 from xlalint.harness.profile import ScriptCommandError, script_arguments
 from xlalint.harness.runner import ChildResult
+from xlalint.harness.table import print_report
 from xlalint.harness.verdict import compare_outputs, judge
+from xlalint.harness.verify import VerifyReport
 
 RULE, DASHES = "=" * 80, "-" * 80
 
@@ -152,3 +155,74 @@ def test_without_the_runtime_extra_the_commands_say_what_to_install(
         assert run.exit_code == 2
         assert "torch_xla not installed" in run.stderr
         assert "pip install 'xlalint[runtime]'" in run.stderr
+
+
+def test_a_case_without_a_cost_must_say_why(tmp_path: Path) -> None:
+    path = tmp_path / "runtime_x.py"
+    path.write_text("COSTS = ()\n")
+    with pytest.raises(CaseError, match="WHY_NO_COST"):
+        read_costs(path)
+    path.write_text('COSTS = ()\nWHY_NO_COST = "needs several devices"\n')
+    assert read_case("XLA404", path).why_no_cost == "needs several devices"
+
+
+def test_a_case_without_a_cost_passes_only_with_the_same_results(tmp_path: Path) -> None:
+    free = RuntimeCase("XLA404", tmp_path / "runtime_x.py", (), why_no_cost="one device")
+    same = judge(free, ok([1.0], executions=5), ok([1.0], executions=5))
+    assert same.passed and same.notes == ["no cost to lower: one device"]
+    assert not judge(free, ok([1.0]), ok([2.0])).passed
+    assert not judge(free, ChildResult(ok=False, error="AttributeError: x"), ok([1.0])).passed
+
+
+def test_a_fix_that_silences_a_deprecation_lowers_warnings(tmp_path: Path) -> None:
+    warned = ok(1, warnings=5)
+    warned.metrics["warning_messages"] = ["DeprecationWarning: Use torch_xla.sync instead"]
+    verdict = judge(case(tmp_path, code="XLA604", costs=("warnings",)), warned, ok(1, warnings=0))
+    assert verdict.passed
+    assert verdict.notes == ["the original warns: DeprecationWarning: Use torch_xla.sync instead"]
+    still = judge(case(tmp_path, code="XLA604", costs=("warnings",)), warned, ok(1, warnings=5))
+    assert still.problems == ["the fix did not lower warnings"]
+
+
+def test_the_verify_report_fits_80_columns_with_notes_below(tmp_path: Path) -> None:
+    crash = ChildResult(
+        ok=False, error="AttributeError: module 'xm' has no attribute 'xrt_world_size'"
+    )
+    verdicts = [
+        judge(case(tmp_path, code="XLA605", costs=("errors",)), crash, ok([1.0], executions=3)),
+        judge(case(tmp_path, code="XLA101", costs=("device_to_host", "executions")),
+              ok([1.0], executions=10, device_to_host=5, max_graph_size=163),
+              ok([3.0], executions=5, device_to_host=0, max_graph_size=36)),
+    ]  # fmt: skip
+    console = Console(width=80, record=True, color_system=None)
+    print_report(VerifyReport("CPU", verdicts), console)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():  # the table's row comes first, the case's lines after it
+        if line.startswith("XLA"):
+            rows.setdefault(line.split()[0], line.split())
+    assert rows["XLA101"][:7] == ["XLA101", "differ", "10->5", "5->0", "0", "0", "163->36"]
+    assert rows["XLA605"][:3] == ["XLA605", "-", "err->3"]
+    # Notes and problems are whole lines below the table, not one word per line in a cell.
+    assert "XLA605 x (safe fix): errors 1->0: ok\n  the original fails (AttributeError:" in text
+    assert "XLA101 x (unsafe fix): device_to_host 5->0, executions 10->5: ok" in text
+    assert "\n  outputs differ (max |diff| 2) (unsafe fix: reported, not a failure)\n" in text
+    assert "2 cases, 0 failed" in text
+
+
+def test_rule_pages_show_every_cost_a_case_may_declare() -> None:
+    costs = {
+        "executions": 6, "device_to_host": 0, "host_to_device": 5, "uncached_compiles": 2,
+        "cached_compiles": 4, "cpu_fallbacks": 0, "max_graph_size": 7, "warnings": 3,
+    }  # fmt: skip
+    case_record = {
+        "code": "XLA604", "case": "mark_step", "costs": [], "before": costs,
+        "after": {**costs, "host_to_device": 0, "warnings": 0}, "before_error": None,
+        "after_error": None, "fallbacks_before": {}, "fallbacks_after": {},
+        "outputs": {"exact": True, "close": True, "max_abs_diff": 0.0},
+    }  # fmt: skip
+    page = evidence.render("XLA604", {"device": "CPU", "cases": [case_record]})
+    assert "| host-to-device transfers | 5 | 0 |" in page
+    assert "| warnings | 3 | 0 |" in page
+    assert "(the costs it is about: none: it proves the fix runs with the same results)" in page

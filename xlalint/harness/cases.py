@@ -6,6 +6,11 @@ that only a TPU shows (float16 vs bfloat16 speed) is declared with `MEASURED_ON 
 elsewhere verify compares outputs and says the cost was not measurable there. Its
 "after" variant is never written by hand: xlalint's own fixer produces it, with only the
 case's rule enabled, so the harness proves the rewrite users will get.
+
+A fix with no cost to lower on any single device (a rename of the same function, a
+gradient reduction that needs several replicas) declares `COSTS = ()` and says why in
+`WHY_NO_COST = "..."`: verify then proves only that the fixed program runs and gives the
+same results.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from xlalint.rule import Rule
 from xlalint.sources import decode
 
 # What a case may name in COSTS: the child's metrics, plus `cpu_fallbacks` (all `aten::*`
-# counters together) and `errors` (1 when the program fails, as `.cuda()` does on a TPU host).
+# counters together), `errors` (1 when the program fails, as `.cuda()` does on a TPU host)
+# and `warnings` (the warnings the run raised, such as a deprecated API's).
 COST_NAMES = frozenset(
     {
         "executions", "uncached_compiles", "cached_compiles", "device_to_host",
-        "host_to_device", "max_graph_size", "cpu_fallbacks", "errors",
+        "host_to_device", "max_graph_size", "cpu_fallbacks", "errors", "warnings",
     }
 )  # fmt: skip
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
@@ -41,6 +47,7 @@ class RuntimeCase:
     path: Path
     costs: tuple[str, ...]
     measured_on: tuple[str, ...] = ()  # PJRT devices that show the cost; () means all
+    why_no_cost: str = ""  # set exactly when costs is (): why no device shows one
 
     @property
     def name(self) -> str:
@@ -71,10 +78,13 @@ def _constants(path: Path) -> dict[str, object]:
 
 
 def read_costs(path: Path) -> tuple[str, ...]:
-    """The case's `COSTS = ("executions", ...)`."""
-    costs = _constants(path).get("COSTS")
-    if not isinstance(costs, tuple | list) or not costs:
+    """The case's `COSTS = ("executions", ...)`; `()` only beside a `WHY_NO_COST` reason."""
+    constants = _constants(path)
+    costs = constants.get("COSTS")
+    if not isinstance(costs, tuple | list):
         raise CaseError(f"{path}: no `COSTS = (...)` tuple of cost names")
+    if not costs and not constants.get("WHY_NO_COST"):
+        raise CaseError(f'{path}: `COSTS = ()` needs `WHY_NO_COST = "..."`: why no cost drops')
     unknown = sorted(set(costs) - COST_NAMES)
     if unknown:
         raise CaseError(f"{path}: COSTS names unknown costs {unknown}; use {sorted(COST_NAMES)}")
@@ -82,10 +92,13 @@ def read_costs(path: Path) -> tuple[str, ...]:
 
 
 def read_case(code: str, path: Path) -> RuntimeCase:
-    measured_on = _constants(path).get("MEASURED_ON", ())
+    constants = _constants(path)
+    measured_on = constants.get("MEASURED_ON", ())
     if not isinstance(measured_on, tuple | list):
         raise CaseError(f'{path}: MEASURED_ON must be a tuple of devices, e.g. ("TPU",)')
-    return RuntimeCase(code, path, read_costs(path), tuple(str(d).upper() for d in measured_on))
+    costs = read_costs(path)
+    why = str(constants.get("WHY_NO_COST", "")) if not costs else ""
+    return RuntimeCase(code, path, costs, tuple(str(d).upper() for d in measured_on), why)
 
 
 def discover(fixtures: Path = FIXTURES, codes: set[str] | None = None) -> list[RuntimeCase]:

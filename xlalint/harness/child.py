@@ -19,6 +19,7 @@ import json
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +94,16 @@ def measure(path: Path) -> dict[str, Any]:
     xm.wait_device_ops()
     met.clear_all()
     started = time.perf_counter()
-    outputs = case.run(*args)
-    torch_xla.sync(wait=True)
+    with warnings.catch_warnings(record=True) as caught:  # a deprecated API warns in the run
+        warnings.simplefilter("always")
+        outputs = case.run(*args)
+        torch_xla.sync(wait=True)
     elapsed = time.perf_counter() - started
     measured = metrics()  # before the outputs are copied to the host: that copy is not the case's
+    measured["warnings"] = len(caught)
+    measured["warning_messages"] = sorted(
+        {f"{w.category.__name__}: {(str(w.message).splitlines() or [''])[0]}" for w in caught}
+    )
     return {"ok": True, "outputs": _to_host(outputs), "metrics": measured, "seconds": elapsed}
 
 

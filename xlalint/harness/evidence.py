@@ -18,10 +18,12 @@ EVIDENCE = Path(__file__).resolve().parent.parent / "evidence.json"
 ROWS = (
     ("executions", "executions"),
     ("device_to_host", "device-to-host transfers"),
+    ("host_to_device", "host-to-device transfers"),
     ("uncached_compiles", "compiles"),
     ("cached_compiles", "cached compiles"),
     ("cpu_fallbacks", "CPU fallbacks"),
     ("max_graph_size", "largest graph (nodes)"),
+    ("warnings", "warnings"),
 )
 
 
@@ -66,7 +68,7 @@ def render(code: str, record: dict[str, Any] | None = None) -> str:
     )
     parts = [f"Measured by `xlalint verify` ({where}):"]
     for case in cases:
-        about = ", ".join(case["costs"])
+        about = ", ".join(case["costs"]) or "none: it proves the fix runs with the same results"
         lines = [
             f"Case `{case['case']}` (the costs it is about: {about}):",
             "",

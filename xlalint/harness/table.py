@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -15,50 +17,102 @@ from xlalint.harness.verify import VerifyReport
 COLUMNS = (
     ("executions", "exec"),
     ("device_to_host", "D2H"),
-    ("uncached_compiles", "compiles"),
-    ("cpu_fallbacks", "fallbacks"),
+    ("uncached_compiles", "comp"),
+    ("cpu_fallbacks", "fallb"),
     ("max_graph_size", "graph"),
+    ("warnings", "warn"),
+)
+OUTPUTS = {(True, True): "identical", (False, True): "close", (False, False): "differ"}
+LEGEND = (
+    "Cells: as written->as fixed (one number when equal; err: the program fails). Bold: the "
+    "costs each rule is about. exec executions, D2H device-to-host transfers, comp "
+    "compiles, fallb CPU fallbacks, graph largest graph (nodes), warn warnings; counted by "
+    "torch_xla's metrics."
 )
 
 
-def _cell(verdict: CaseVerdict, cost: str) -> str:
+def _change(verdict: CaseVerdict, cost: str) -> str:
+    """`before->after`, kept short: the table must fit an 80-column terminal or log."""
     before, after = verdict.before, verdict.after
-    left = str(before.cost(cost)) if before.ok else "fails"
-    right = str(after.cost(cost)) if after.ok else "fails"
-    text = left if left == right else f"{left} -> {right}"
+    left = str(before.cost(cost)) if before.ok or cost == "errors" else "err"
+    right = str(after.cost(cost)) if after.ok or cost == "errors" else "err"
+    return left if left == right else f"{left}->{right}"
+
+
+def _cell(verdict: CaseVerdict, cost: str) -> str:
+    text = _change(verdict, cost)
     return f"[bold]{text}[/bold]" if cost in verdict.case.costs else text
 
 
+def _outputs(verdict: CaseVerdict) -> str:
+    if verdict.outputs is None:
+        return "-"
+    return OUTPUTS[verdict.outputs.exact, verdict.outputs.close]
+
+
 def verify_table(report: VerifyReport) -> Table:
-    table = Table(title=f"xlalint verify on the XLA {report.device} device", title_justify="left")
-    table.add_column("rule")
-    table.add_column("case")
-    table.add_column("fix")
-    table.add_column("outputs")
+    """One short row per case; what needs words goes below the table (`case_lines`)."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    table.add_column("rule", no_wrap=True)
+    table.add_column("outputs", no_wrap=True)
     for _, header in COLUMNS:
-        table.add_column(header, justify="right")
-    table.add_column("verdict")
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("pass", justify="right", no_wrap=True)
     for verdict in report.verdicts:
-        outputs = verdict.outputs.describe() if verdict.outputs else "-"
-        status = "[green]ok[/green]" if verdict.passed else "[red]FAIL[/red]"
-        detail = "; ".join([*verdict.problems, *verdict.notes])
         table.add_row(
             verdict.case.code,
-            verdict.case.name,
-            "unsafe" if verdict.case.unsafe else "safe",
-            outputs,
+            _outputs(verdict),
             *(_cell(verdict, cost) for cost, _ in COLUMNS),
-            f"{status} {detail}".strip(),
+            "[green]ok[/green]" if verdict.passed else "[red]FAIL[/red]",
         )
     return table
 
 
+def _costs_text(verdict: CaseVerdict) -> str:
+    """The case's own costs, as written->as fixed: some (host_to_device) have no column."""
+    cells = [f"{cost} {_change(verdict, cost)}" for cost in verdict.case.costs]
+    return ", ".join(cells) or "no cost declared"
+
+
+def case_lines(verdict: CaseVerdict) -> list[str]:
+    """The case's name, costs and verdict, then each problem and note on a line of its own."""
+    fix = "unsafe" if verdict.case.unsafe else "safe"
+    status = "ok" if verdict.passed else "FAIL"
+    lines = [
+        f"{verdict.case.code} {verdict.case.name} ({fix} fix): {_costs_text(verdict)}: {status}"
+    ]
+    if verdict.outputs is not None and verdict.outputs.close and not verdict.outputs.exact:
+        lines.append(f"outputs {verdict.outputs.describe()}")
+    lines += [f"problem: {p}" for p in verdict.problems]
+    lines += verdict.notes
+    return lines
+
+
+def _wrapped(text: str, width: int, indent: str = "") -> str:
+    """Plain text wrapped at the console's width, continuation lines indented, no padding."""
+    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent + "  ")
+
+
 def print_report(report: VerifyReport, console: Console) -> None:
+    width = console.width
+    console.print(f"xlalint verify on the XLA {report.device} device", style="bold")
     console.print(verify_table(report))
+    plain = {"highlight": False, "markup": False, "soft_wrap": True}
+    console.print(_wrapped(LEGEND, width), **plain)
+    console.print()
+    for verdict in report.verdicts:
+        first, *rest = case_lines(verdict)
+        style = None if verdict.passed else "bold red"
+        console.print(_wrapped(first, width), style=style, **plain)
+        for line in rest:
+            console.print(_wrapped(line, width, indent="  "), **plain)
     failed = [v for v in report.verdicts if not v.passed]
     summary = f"{len(report.verdicts)} cases, {len(failed)} failed"
     console.print(f"[red]{summary}[/red]" if failed else f"[green]{summary}[/green]")
-    console.print("Bold: the costs each rule is about. Costs counted by torch_xla's metrics.")
 
 
 def _short_cause(causes: Counter[str]) -> str:

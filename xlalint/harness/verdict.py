@@ -3,7 +3,10 @@
 Outputs are compared twice, and reported separately: exactly (bit for bit, as JSON values)
 and within a tolerance (a different but equivalent float order may round differently). A
 safe fix must keep results within tolerance; an unsafe fix reports its difference instead.
-Every fix must lower at least one of the case's costs and raise none of them.
+Every fix must lower at least one of the case's costs and raise none of them; a case that
+declares no cost (`COSTS = ()`, with its reason) must run before and after with the same
+results. A crash or a warning is a cost too: a fix that turns a failing program into a
+working one lowers `errors`, one that silences a deprecation lowers `warnings`.
 """
 
 from __future__ import annotations
@@ -84,6 +87,11 @@ def _short(error: str | None) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _warnings(result: ChildResult) -> list[str]:
+    """The distinct warnings a run raised, each shortened for a report line."""
+    return [_short(m) for m in result.metrics.get("warning_messages", [])]
+
+
 def judge(
     case: RuntimeCase, before: ChildResult, after: ChildResult, device: str = "CPU"
 ) -> CaseVerdict:
@@ -104,6 +112,11 @@ def judge(
                 verdict.notes.append(f"{message} (unsafe fix: reported, not a failure)")
             else:
                 verdict.problems.append(f"a safe fix changed the results: {message}")
+    if before.ok and before.cost("warnings") > after.cost("warnings"):
+        verdict.notes.append(f"the original warns: {'; '.join(_warnings(before))}")
+    if not case.costs:
+        verdict.notes.append(f"no cost to lower: {case.why_no_cost}")
+        return verdict
     if case.measured_on and device not in case.measured_on:
         where = "/".join(case.measured_on)
         verdict.notes.append(f"{', '.join(case.costs)} shows only on {where}: not judged here")

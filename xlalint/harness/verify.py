@@ -60,7 +60,7 @@ def _version(distribution: str) -> str | None:
 def _costs_json(result: ChildResult) -> dict[str, int] | None:
     if not result.ok:
         return None
-    names = dict.fromkeys([*SHOWN_COSTS, "host_to_device"])
+    names = dict.fromkeys([*SHOWN_COSTS, "host_to_device", "warnings"])
     return {name: result.cost(name) for name in names}
 
 

@@ -69,8 +69,9 @@ class LegacyTorchXlaPy(Rule):
     ## Runtime evidence
     Checked on torch_xla 2.9.0: `import torch_xla_py` raises
     `ModuleNotFoundError: No module named 'torch_xla_py'`, and each successor module
-    listed above is in the 2.9 wheel. Not measured by the harness yet; it will run the
-    imports before and after the fix.
+    listed above is in the 2.9 wheel. The runtime case
+    `fixtures/XLA601/runtime_torch_xla_py_import.py` fails at that import as written and
+    trains as fixed.
     """
 
     code = "XLA601"

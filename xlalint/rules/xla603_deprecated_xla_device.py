@@ -57,8 +57,8 @@ class DeprecatedXlaDevice(Rule):
     Checked on torch_xla 2.9.0 (`PJRT_DEVICE=CPU`, `python -W always`):
     `xm.xla_device()` returns `xla:0`, the same device as `torch_xla.device()`, and prints
     `DeprecationWarning: Use torch_xla.device instead`; the 2.9 source is
-    `del devkind; return torch_xla.device(n)` under that `@deprecated`. Not measured by the
-    harness yet; it will show the warning before the fix and the same device after.
+    `del devkind; return torch_xla.device(n)` under that `@deprecated`. The runtime case
+    counts the warning before the fix and none after, with identical outputs.
     """
 
     code = "XLA603"

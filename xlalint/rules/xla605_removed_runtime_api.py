@@ -59,9 +59,9 @@ class RemovedRuntimeApi(Rule):
     Checked on torch_xla 2.9.0: `hasattr(xm, "xrt_world_size")`,
     `hasattr(xm, "get_ordinal")` and `hasattr(xm, "parse_xla_device")` are False,
     `xm.get_local_ordinal()` works; `xr.world_size()`, `xr.global_ordinal()` and
-    `xr.local_ordinal()` return 1, 0, 0 in a single process on `PJRT_DEVICE=CPU`. Not
-    measured by the harness yet; it will show the AttributeError before the fix and a
-    clean run after it.
+    `xr.local_ordinal()` return 1, 0, 0 in a single process on `PJRT_DEVICE=CPU`. The
+    runtime case `fixtures/XLA605/runtime_world_size.py` fails with the AttributeError as
+    written and trains as fixed.
     """
 
     code = "XLA605"
