@@ -583,3 +583,25 @@ def test_xla103_fix_ignores_a_torch_alias_local_to_another_function() -> None:
     output = unsafe_fixed(source, "XLA103")
     assert "return torch.where(x.sum() > 0, x, -x)" in output
     assert output.startswith("import torch\ndef setup():")
+
+
+NO_TORCH_LOOP = """\
+def train(model, loader, criterion):
+    total = 0.0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        if loss > 10:
+            print(loss)
+        total += loss.item()
+    return total
+"""
+
+
+@pytest.mark.parametrize("code", ["XLA101", "XLA103", "XLA104"])
+def test_host_sync_rules_need_a_file_that_uses_torch(code: str) -> None:
+    """Tensor-ness is inferred (`loss` from `criterion(...)`), so a file that never mentions
+    torch gets no finding: the standard library's `if m:` over module objects must not."""
+    rule = all_rules()[code]
+    assert lint_source(NO_TORCH_LOOP, "t.py", [rule]).diagnostics == []
+    with_torch = "import torch\n\n\n" + NO_TORCH_LOOP
+    assert [d.code for d in lint_source(with_torch, "t.py", [rule]).diagnostics] == [code]

@@ -58,11 +58,20 @@ def _check_selectors(option: str, selectors: Sequence[str] | None) -> None:
 
 
 def _common_folder(paths: Sequence[Path]) -> Path:
-    resolved = [p.resolve() for p in paths]
+    """Where to look for the config: the deepest folder holding every path. A path that
+    cannot be resolved (a symlink loop) counts as written; discovery reports it."""
+    resolved = [_resolved(p) for p in paths]
     try:
         return Path(os.path.commonpath(resolved))
     except ValueError:
         return Path.cwd()
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
 
 
 def resolve_settings(

@@ -26,8 +26,15 @@ Handler = Callable[[cst.CSTNode], object]
 
 
 def rules_for_text(text: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
-    """The rules whose trigger strings occur in `text` (rules without triggers always run)."""
-    return [rule for rule in rules if not rule.triggers or any(t in text for t in rule.triggers)]
+    """The rules whose trigger strings occur in `text` (rules without triggers always run),
+    less those that need torch where the text never mentions it."""
+    uses_torch = "torch" in text
+    return [
+        rule
+        for rule in rules
+        if (not rule.triggers or any(t in text for t in rule.triggers))
+        and (uses_torch or not rule.needs_torch)
+    ]
 
 
 class _Walker(cst.CSTVisitor):

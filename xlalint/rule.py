@@ -71,6 +71,10 @@ class Rule:
     hot_only: ClassVar[bool] = False
     # A file runs this rule only if its text contains one of these strings.
     triggers: ClassVar[Sequence[str]] = ()
+    # The findings rest on values being tensors, which only code that uses torch has: the
+    # rule runs only on files whose text mentions `torch` (not on the standard library's
+    # `if m:` over module objects, or `float(a)` in number code).
+    needs_torch: ClassVar[bool] = False
     hint: ClassVar[str | None] = None
 
     def __init__(self, ctx: FileContext) -> None:

@@ -429,3 +429,13 @@ def _selections(node: cst.CSTNode) -> Iterator[tuple[cst.BaseExpression, bool]]:
                 yield child.value, True
         elif isinstance(child, _BLOCK_TYPES):
             yield from _selections(child)
+
+
+def is_super_call(node: cst.BaseExpression) -> bool:
+    """`super()` or `super(Cls, self)`: `super().cuda()` inside an override of `cuda` is the
+    implementation of the method, not a choice of device or dtype to rewrite."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "super"
+    )

@@ -108,7 +108,7 @@ _INDEX_NAME = re.compile(
 _HOST_PARAM_NAME = re.compile(
     r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
-    r"max_\w+|min_\w+|count|\w+_count)$"
+    r"max_\w+|min_\w+|count|\w+_count|device|dtype)$"
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
 _TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|compute_loss|loss)$")
@@ -135,6 +135,38 @@ _HOST_BUILTINS = frozenset(
         "format", "round", "abs", "print", "getattr", "callable", "ord", "chr",
     }
 )  # fmt: skip
+
+
+def _tensor_annotation(node: cst.BaseExpression) -> Kind:
+    """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
+    `Tensor | None`); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
+    if isinstance(node, cst.BinaryOperation):
+        return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
+    if isinstance(node, cst.Subscript):
+        base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+        if isinstance(base, cst.Name) and base.value in ("Optional", "Union"):
+            parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+            return _join([_tensor_annotation(part) for part in parts])
+        return Kind.UNKNOWN
+    name = node.attr if isinstance(node, cst.Attribute) else node
+    if isinstance(name, cst.Name) and name.value in _TENSOR_ANNOTATIONS:
+        return Kind.TENSOR
+    return Kind.UNKNOWN
+
+
+def _rows_of(iterable: cst.BaseExpression, width: int) -> list[list[cst.BaseExpression]]:
+    """The rows of a literal `((a, b), (c, d))` whose rows all have `width` plain elements."""
+    if not isinstance(iterable, cst.Tuple | cst.List) or not iterable.elements:
+        return []
+    rows = []
+    for element in iterable.elements:
+        row = element.value
+        if not isinstance(row, cst.Tuple | cst.List) or len(row.elements) != width:
+            return []
+        if any(isinstance(e, cst.StarredElement) for e in row.elements):
+            return []
+        rows.append([e.value for e in row.elements])
+    return rows
 
 
 def _join(kinds: Iterable[Kind]) -> Kind:
@@ -187,7 +219,8 @@ class TensorKinds:
         if param.annotation is not None:
             names = {n.value for n in m.findall(param.annotation.annotation, m.Name())}
             if names & _TENSOR_ANNOTATIONS:
-                return Kind.TENSOR
+                # `dict[str, Tensor] | None` holds tensors but is not one.
+                return _tensor_annotation(param.annotation.annotation)
             # Any other annotation names what the parameter is: a host type, or a class
             # such as `attn: Attention` whose attributes are not tensors.
             return (
@@ -283,6 +316,12 @@ class TensorKinds:
                 if method == "items":
                     self.bind(target, Kind.UNKNOWN)
                     return
+        if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
+            # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
+            rows = _rows_of(iterable, len(target.elements))
+            for index, element in enumerate(target.elements):
+                self.bind(element.value, _join(self.of(row[index]) for row in rows))
+            return
         kind = self.of(iterable)
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
         self.bind(target, element.get(kind, Kind.UNKNOWN))
@@ -368,8 +407,8 @@ class TensorKinds:
                 # torch.float32, torch.cuda, torch.nn...: dtypes and namespaces
                 return Kind.HOST
             return Kind.UNKNOWN
-        if attr in HOST_ATTRIBUTES:
-            return Kind.HOST
+        if attr in HOST_ATTRIBUTES or (attr.startswith("__") and attr.endswith("__")):
+            return Kind.HOST  # `.shape`, ...; `x.__class__.__name__` is Python metadata
         base = self.of(node.value)
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output

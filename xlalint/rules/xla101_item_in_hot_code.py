@@ -56,6 +56,7 @@ class ItemInHotCode(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     hot_only = True
+    needs_torch = True
     triggers = (".item(", "float(", "int(")
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -65,6 +65,7 @@ class HostTransferInHotCode(Rule):
     message = "`{call}` copies a device tensor to the host every step, forcing a graph execution"
     hint = "Keep the value on the device and copy it once after the loop, or in xm.add_step_closure"
     hot_only = True
+    needs_torch = True
     triggers = ("cpu", "numpy", "tolist")
 
     def visit_Call(self, node: cst.Call) -> None:

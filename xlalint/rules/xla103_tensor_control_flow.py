@@ -90,6 +90,7 @@ class TensorControlFlow(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     hot_only = True
+    needs_torch = True
     triggers = ("if", "while", "assert", "and", "or", "not", "bool", "min", "max")
 
     # Every expression kind that can hold a tensor is checked for being truth-tested. The

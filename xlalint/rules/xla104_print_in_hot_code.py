@@ -109,6 +109,7 @@ class PrintInHotCode(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     hot_only = True
+    needs_torch = True
     # Sinks (`print`, `log...`, `set_postfix`, `set_description`, `add_scalar`) and
     # formatting: f-string fields need `{`, the rest `str`, `repr`, `format` or `%`.
     triggers = (

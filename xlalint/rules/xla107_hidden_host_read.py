@@ -76,6 +76,7 @@ class HiddenHostRead(Rule):
     message = "A tensor used as {use} is read on the host every step, forcing a graph execution"
     hint = "Keep shapes static (pad and mask) and index on the device; read values after the loop"
     hot_only = True
+    needs_torch = True
     # Subscripts need `[`; the sized calls and `range` need their names.
     triggers = (
         "[",
@@ -135,7 +136,9 @@ class HiddenHostRead(Rule):
             isinstance(func, cst.Attribute)
             and func.attr.value in _SIZED_METHODS
             and self.ctx.kind(func.value) is not Kind.MODULE
+            and not (isinstance(func.value, cst.Name) and func.value.value == "self")
         ):
+            # `self.expand(x)` calls the module's own layer, not `Tensor.expand`.
             self._check_sizes([*positional, *keywords])
         elif isinstance(func, cst.Attribute) and func.attr.value == "new_full":
             self._check_sizes([*positional[:1], *keywords])

@@ -80,6 +80,7 @@ class Nonzero(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    needs_torch = True
     triggers = ("nonzero", "argwhere", "where")
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -85,6 +85,7 @@ class BooleanMaskRead(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    needs_torch = True
     # A subscript needs `[`; `masked_select` needs its name.
     triggers = ("[", "masked_select")
 

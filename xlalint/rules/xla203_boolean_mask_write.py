@@ -80,6 +80,7 @@ class BooleanMaskWrite(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    needs_torch = True
     # A write through a subscript ends its target with `]`.
     triggers = ("]",)
 

@@ -138,6 +138,7 @@ class DataDependentShapeOp(Rule):
     name = "data-dependent-shape-op"
     message = "`{op}` falls back to the CPU, copying its input to the host every step{extra}"
     hot_only = True
+    needs_torch = True
     triggers = tuple(_OPS)  # `unique` also covers `unique_consecutive`, `median` `nanmedian`
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -100,6 +100,7 @@ class PythonIndexInLoop(Rule):
         "`idx = torch.tensor([i]).to(device)`, or keep the index on the device"
     )
     hot_only = True
+    needs_torch = True
     # The pass's index comes from `range`/`trange`/`enumerate`, or a counter (`step += 1`).
     triggers = ("range", "enumerate", "+=", "-=")
 

@@ -88,6 +88,7 @@ class DataDependentTripCount(Rule):
     )
     hint = "Loop a fixed number of times and mask the extra passes with torch.where"
     hot_only = True
+    needs_torch = True
     triggers = ("range", "while")
 
     def __init__(self, ctx: FileContext) -> None:

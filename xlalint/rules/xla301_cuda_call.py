@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import xla_device_source
+from xlalint.analysis.devices import is_super_call, xla_device_source
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -65,6 +65,8 @@ class CudaCall(Rule):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return
         if self.ctx.under_cuda_guard or self.ctx.qualified(func) == "torch.cuda":
+            return
+        if is_super_call(func.value):
             return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.analysis.devices import is_super_call
 from xlalint.analysis.dtypes import FLOAT16, is_dtype_choice
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
@@ -62,6 +63,8 @@ class Float16(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "half"):
+            return
+        if is_super_call(func.value):
             return
         qualified = self.ctx.qualified(func) or ""
         if qualified.startswith("numpy.") or qualified == "torch.half":
