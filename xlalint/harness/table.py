@@ -138,9 +138,12 @@ def profile_tables(result: Profile) -> list[Table | str]:
         f"{fallbacks or 'none'}"
     )
     lines = Table(title="Where the device work was triggered", title_justify="left")
-    for header in ("line", "executions", "host reads", "compiles", "cause", "findings"):
-        numeric = header in {"executions", "host reads", "compiles"}
-        lines.add_column(header, justify="right" if numeric else "left")
+    # Narrow numbers and a whole location; the cause, last, wraps in what is left.
+    lines.add_column("line", no_wrap=True)
+    for header in ("exec", "D2H", "comp"):
+        lines.add_column(header, justify="right", no_wrap=True)
+    lines.add_column("findings", no_wrap=True)
+    lines.add_column("cause", overflow="fold")
     codes: dict[tuple[str, int], list[str]] = {}
     for confirmation in result.confirmed:
         assert confirmation.cost is not None
@@ -149,13 +152,14 @@ def profile_tables(result: Profile) -> list[Table | str]:
     for cost in result.lines:
         lines.add_row(
             f"{cost.file}:{cost.line}", str(cost.executions), str(cost.host_reads),
-            str(cost.compiles), _short_cause(cost.causes),
-            ", ".join(codes.get((cost.file, cost.line), [])),
+            str(cost.compiles), ", ".join(codes.get((cost.file, cost.line), [])),
+            _short_cause(cost.causes),
         )  # fmt: skip
     out.append(lines)
     findings = Table(title="Static findings, checked against the run", title_justify="left")
-    for header in ("finding", "rule", "at runtime"):
-        findings.add_column(header)
+    findings.add_column("finding", no_wrap=True)
+    findings.add_column("rule", no_wrap=True)
+    findings.add_column("at runtime")
     for confirmation in result.findings:
         finding, cost = confirmation.finding, confirmation.cost
         seen = (
@@ -199,13 +203,18 @@ def _total(result: Profile, key: str) -> str:
     return str(totals.get(key, 0))
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def print_fix_verification(verification: FixVerification, console: Console) -> None:
     before, after = verification.before, verification.after
     applied = sum(sum(o.applied.values()) for o in verification.fixes.outcomes)
     changed = [o.filename for o in verification.fixes.outcomes if o.changed]
     console.print(
-        f"[bold]xlalint fix --verify[/bold] `{' '.join(before.command)}`: {applied} fixes in "
-        f"{len(changed)} files, applied to a temporary copy ({', '.join(changed) or 'none'})"
+        f"[bold]xlalint fix --verify[/bold] `{' '.join(before.command)}`: "
+        f"{_count(applied, 'fix', 'fixes')} in {_count(len(changed), 'file', 'files')}, "
+        f"applied to a temporary copy ({', '.join(changed) or 'none'})"
     )
     table = Table(title="The script as it is, and with the fixes", title_justify="left")
     table.add_column("")
