@@ -125,6 +125,12 @@ def _no_format_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("XLALINT_OUTPUT_FORMAT", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests lint fresh each time and leave no cache folder behind; test_cache.py opts in."""
+    monkeypatch.setenv("XLALINT_NO_CACHE", "1")
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty folder, made the current directory, so paths in the output are relative."""

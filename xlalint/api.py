@@ -2,7 +2,9 @@
 
 Files are handled in worker processes when there are enough of them to pay for it; results
 come back in path order whatever the number of workers, so output is deterministic.
-`per-file-ignores` is applied by giving each file only the rules it keeps.
+`per-file-ignores` is applied by giving each file only the rules it keeps. With a
+`ResultCache`, files whose cached result is current are answered in this process and only
+the others go to the workers, which store what they compute.
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ from typing import TypeVar
 
 import pathspec
 
+from xlalint.cache import ResultCache
 from xlalint.config import Settings
 from xlalint.diagnostics import Diagnostic, FileError, FileResult
 from xlalint.discovery import discover
 from xlalint.engine import lint_source
-from xlalint.fixer import FixOutcome, fix_text
+from xlalint.fixer import FixOutcome, allowed, fix_text
 from xlalint.registry import expand, select_rules
 from xlalint.rule import Rule
-from xlalint.sources import SourceError, read_source
+from xlalint.sources import Source, SourceError, decode, read_source
 from xlalint.writer import WriteError, write_atomic
 
 # Below this many files a process pool costs more than it saves.
@@ -35,7 +38,7 @@ RECURSION_LIMIT = 10_000
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
-Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool]
+Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None]
 T = TypeVar("T")
 
 
@@ -93,34 +96,73 @@ def ignored_codes_for(path: Path, settings: Settings) -> set[str]:
 
 
 def lint_file(
-    path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    cache: ResultCache | None = None,
 ) -> FileResult:
+    """Lint one file; with `cache`, store the result under the bytes actually linted."""
     filename = str(path)
     try:
         source = read_source(path)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, str(error)))
     try:
-        return lint_source(source.text, filename, rules, hot_functions)
+        result = lint_source(source.text, filename, rules, hot_functions)
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileResult(filename, error=FileError(filename, _internal(error)))
+    if cache is not None:
+        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
+    return result
 
 
 def fix_file(
-    path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = (), unsafe: bool = False
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    unsafe: bool = False,
+    cache: ResultCache | None = None,
 ) -> FixOutcome | FileError:
     filename = str(path)
     try:
         source = read_source(path)
     except SourceError as error:
         return FileError(filename, str(error))
+    if cache is not None:
+        unchanged = _unchanged_by_fix(source, filename, rules, hot_functions, unsafe, cache)
+        if unchanged is not None:
+            return unchanged
     try:
         outcome = fix_text(source, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileError(filename, _internal(error))
+    if cache is not None and outcome.error is None and not outcome.changed:
+        # The findings of an unchanged text are its lint result: worth keeping for `check`.
+        result = FileResult(filename, outcome.remaining)
+        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
     if outcome.error is not None:
         return FileError(filename, outcome.error)
     return outcome
+
+
+def _unchanged_by_fix(
+    source: Source,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str],
+    unsafe: bool,
+    cache: ResultCache,
+) -> FixOutcome | FileError | None:
+    """What `fix_text` would return for a file whose cached findings offer no fix to apply
+    (its first round would choose nothing), or None when the fixer must run."""
+    cached = cache.load(cache.key(filename, source.raw, rules, hot_functions), filename)
+    if cached is None:
+        return None
+    if cached.error is not None:
+        return FileError(filename, cached.error.reason)
+    if any(allowed(d.fix, unsafe) for d in cached.diagnostics):
+        return None
+    return FixOutcome(filename, source, source.text, remaining=cached.diagnostics)
 
 
 def _internal(error: Exception) -> str:
@@ -133,13 +175,35 @@ def _raise_recursion_limit() -> None:
 
 
 def _lint_job(job: Job) -> FileResult:
-    path, rules, hot_functions, _ = job
-    return lint_file(Path(path), rules, hot_functions)
+    path, rules, hot_functions, _, cache = job
+    return lint_file(Path(path), rules, hot_functions, cache)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
-    path, rules, hot_functions, unsafe = job
-    return fix_file(Path(path), rules, hot_functions, unsafe)
+    path, rules, hot_functions, unsafe, cache = job
+    return fix_file(Path(path), rules, hot_functions, unsafe, cache)
+
+
+def _cached_lint(job: Job) -> FileResult | None:
+    path, rules, hot_functions, _, cache = job
+    if cache is None:
+        return None
+    try:
+        raw = Path(path).read_bytes()
+    except OSError:
+        return None  # the worker reports it
+    return cache.load(cache.key(path, raw, rules, hot_functions), path)
+
+
+def _cached_fix(job: Job) -> FixOutcome | FileError | None:
+    path, rules, hot_functions, unsafe, cache = job
+    if cache is None:
+        return None
+    try:
+        source = decode(Path(path).read_bytes())
+    except (OSError, SourceError):
+        return None  # the worker reports it
+    return _unchanged_by_fix(source, path, rules, hot_functions, unsafe, cache)
 
 
 def default_jobs() -> int:
@@ -159,15 +223,34 @@ def _run(worker: Callable[[Job], T], jobs: list[Job], processes: int) -> list[T]
         return list(pool.map(worker, jobs, chunksize=chunk))
 
 
+def _run_cached(
+    lookup: Callable[[Job], T | None],
+    worker: Callable[[Job], T],
+    jobs: list[Job],
+    processes: int,
+) -> list[T]:
+    """Answer from the cache here; run `worker` on the misses only; results in job order."""
+    results = [lookup(job) for job in jobs]
+    misses = [index for index, result in enumerate(results) if result is None]
+    computed = _run(worker, [jobs[index] for index in misses], processes)
+    for index, result in zip(misses, computed, strict=True):
+        results[index] = result
+    return results  # type: ignore[return-value]  # no None is left
+
+
 def _jobs(
-    files: Iterable[Path], rules: Sequence[type[Rule]], settings: Settings, unsafe: bool
+    files: Iterable[Path],
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    unsafe: bool,
+    cache: ResultCache | None,
 ) -> list[Job]:
     every = tuple(rules)
     jobs = []
     for path in files:
         ignored = ignored_codes_for(path, settings)
         kept = tuple(rule for rule in every if rule.code not in ignored) if ignored else every
-        jobs.append((str(path), kept, settings.hot_functions, unsafe))
+        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache))
     return jobs
 
 
@@ -177,12 +260,14 @@ def check_paths(
     *,
     rules: Sequence[type[Rule]] | None = None,
     jobs: int | None = None,
+    cache: ResultCache | None = None,
 ) -> CheckReport:
-    """Lint every file under `paths` with the enabled rules."""
+    """Lint every file under `paths` with the enabled rules (answered from `cache` where
+    it holds a result for the file's current content)."""
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
-    work = _jobs(found.files, rules, settings, unsafe=False)
-    results = _run(_lint_job, work, jobs or default_jobs())
+    work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
+    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs())
     return CheckReport(results=results, missing=found.missing)
 
 
@@ -203,13 +288,19 @@ def fix_paths(
     unsafe: bool = False,
     apply: bool = False,
     jobs: int | None = None,
+    cache: ResultCache | None = None,
 ) -> FixReport:
-    """Compute fixes for every file under `paths`; with `apply`, write the changed files."""
+    """Compute fixes for every file under `paths`; with `apply`, write the changed files.
+
+    With `cache`, a file whose cached findings offer no applicable fix is not parsed: it
+    would not change. Files that do change are keyed by new content, so never served stale.
+    """
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
-    work = _jobs(found.files, rules, settings, unsafe=unsafe)
+    work = _jobs(found.files, rules, settings, unsafe=unsafe, cache=cache)
     report = FixReport(missing=found.missing)
-    for job, item in zip(work, _run(_fix_job, work, jobs or default_jobs()), strict=True):
+    items = _run_cached(_cached_fix, _fix_job, work, jobs or default_jobs())
+    for job, item in zip(work, items, strict=True):
         if isinstance(item, FileError):
             report.errors.append(item)
             continue

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from xlalint import __version__
 from xlalint.api import CheckReport, FixReport, check_paths, enabled_rules, fix_paths
+from xlalint.cache import ENV_CACHE_DIR, ENV_NO_CACHE, CleanError, ResultCache, default_cache_dir
 from xlalint.config import ConfigError, Settings, find_settings, load_config_file
 from xlalint.diagnostics import Applicability, FileError
 from xlalint.docgen import fix_label, rule_page
@@ -171,6 +172,35 @@ def with_selector_options(function):  # type: ignore[no-untyped-def]
     return function
 
 
+cache_dir_option = click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar=ENV_CACHE_DIR,
+    help="Cache folder (default: .xlalint_cache in the project root).",
+)
+cache_options = [
+    click.option(
+        "--no-cache",
+        is_flag=True,
+        envvar=ENV_NO_CACHE,
+        help="Neither read nor write the result cache.",
+    ),
+    cache_dir_option,
+]
+
+
+def with_cache_options(function):  # type: ignore[no-untyped-def]
+    for option in reversed(cache_options):
+        function = option(function)
+    return function
+
+
+def result_cache(settings: Settings, no_cache: bool, cache_dir: Path | None) -> ResultCache | None:
+    if no_cache:
+        return None
+    return ResultCache(cache_dir or default_cache_dir(settings.root))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="xlalint")
 def main() -> None:
@@ -199,6 +229,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--fix", is_flag=True, help="Apply fixes, then report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix, apply unsafe fixes too.")
+@with_cache_options
 def check(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -213,21 +244,24 @@ def check(
     quiet: bool,
     fix: bool,
     unsafe_fixes: bool,
+    no_cache: bool,
+    cache_dir: Path | None,
 ) -> None:
     """Lint PATHS (default: the current folder) for XLA performance pitfalls."""
     targets = list(paths) or [Path(".")]
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
+    cache = result_cache(settings, no_cache, cache_dir)
     fixed = 0
     fix_errors: list[FileError] = []
     if fix:
         fixes = fix_paths(
-            targets, settings, rules=rules, unsafe=unsafe_fixes, apply=True, jobs=jobs
+            targets, settings, rules=rules, unsafe=unsafe_fixes, apply=True, jobs=jobs, cache=cache
         )
         fixed = sum(sum(o.applied.values()) for o in fixes.outcomes)
         fix_errors = fixes.errors
         _echo_fix_problems(fixes)
-    report = check_paths(targets, settings, rules=rules, jobs=jobs)
+    report = check_paths(targets, settings, rules=rules, jobs=jobs, cache=cache)
 
     for missing in report.missing:
         click.echo(f"error: {missing}: no such file or directory", err=True)
@@ -293,6 +327,7 @@ def _applied_summary(report: FixReport) -> str:
     "the current folder) on the XLA device, and compare the two.",
 )
 @click.option("--device", type=click.Choice(DEVICES), default="auto", help="With --verify.")
+@with_cache_options
 def fix_command(
     paths: tuple[Path, ...],
     select: tuple[str, ...],
@@ -306,6 +341,8 @@ def fix_command(
     quiet: bool,
     verify: bool,
     device: str,
+    no_cache: bool,
+    cache_dir: Path | None,
 ) -> None:
     """Rewrite PATHS for XLA: show the fixes as a diff, or write them with --apply.
 
@@ -326,7 +363,10 @@ def fix_command(
     targets = list(paths) or [Path(".")]
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
-    report = fix_paths(targets, settings, rules=rules, unsafe=unsafe_fixes, apply=apply, jobs=jobs)
+    cache = result_cache(settings, no_cache, cache_dir)
+    report = fix_paths(
+        targets, settings, rules=rules, unsafe=unsafe_fixes, apply=apply, jobs=jobs, cache=cache
+    )
     for missing in report.missing:
         click.echo(f"error: {missing}: no such file or directory", err=True)
     for error in report.errors:
@@ -408,6 +448,24 @@ def show_rule(code: str) -> None:
     if rule is None:
         raise click.BadParameter(f"no rule {code!r}; see `xlalint rules`", param_hint="CODE")
     click.echo(rule_page(rule))
+
+
+@main.command("clean")
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The project whose cache to remove (default: found from the current folder).",
+)
+@cache_dir_option
+def clean(config: Path | None, cache_dir: Path | None) -> None:
+    """Remove the result cache."""
+    settings = resolve_settings([Path(".")], config, (), (), ())
+    directory = cache_dir or default_cache_dir(settings.root)
+    try:
+        removed = ResultCache(directory).clean()
+    except CleanError as error:
+        raise ConfigProblem(str(error)) from None
+    click.echo(f"Removed {directory}" if removed else f"No cache at {directory}")
 
 
 main.add_command(verify_command)

@@ -3,7 +3,8 @@
 The work is ordered from cheap to costly so that most files pay little: a text prefilter
 drops rules whose trigger strings the file lacks (if none remain, CPython's cheaper parser
 only checks the syntax); libcst parses once; one walk runs every remaining rule with a
-shared context; positions and noqa comments are resolved only when a finding needs them.
+shared context (`walk.py`: libcst's visiting order without its cost of rebuilding every
+node); positions and noqa comments are resolved only when a finding needs them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ast
 import sys
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -21,6 +22,7 @@ from xlalint.context import FileContext
 from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Fix, Location
 from xlalint.rule import NodeFix, PendingReport, Rule
 from xlalint.suppression import parse_suppressions
+from xlalint.walk import TRIVIA, WalkUnavailable, walk
 
 Handler = Callable[[cst.CSTNode], object]
 
@@ -60,6 +62,14 @@ class _Walker(cst.CSTVisitor):
         for handler in self._leaves.get(type(original_node), ()):
             handler(original_node)
         self._ctx.leave(original_node)
+
+    # libcst looks up a `visit_<Node>_<attribute>` method for every attribute of every node
+    # (about a tenth of the walk); no rule uses them, so skip the lookup.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
 
 
 def _dispatch_tables(
@@ -105,11 +115,11 @@ def lint_source(
     if not active:
         return FileResult(filename)
 
-    ctx = FileContext(module, filename, hot_functions)
-    instances = [rule(ctx) for rule in active]
-    visits, leaves = _dispatch_tables(instances)
     try:
-        module.visit(_Walker(ctx, visits, leaves))
+        try:
+            ctx, instances = _analyse(module, filename, active, hot_functions, fast=True)
+        except WalkUnavailable:  # start over with fresh state on libcst's own walk
+            ctx, instances = _analyse(module, filename, active, hot_functions, fast=False)
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to analyse"))
 
@@ -122,6 +132,27 @@ def lint_source(
     if not pending:
         return FileResult(filename)
     return FileResult(filename, _to_diagnostics(module, text, filename, pending))
+
+
+def _analyse(
+    module: cst.Module,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str],
+    fast: bool,
+) -> tuple[FileContext, list[Rule]]:
+    """Walk `module` once, running every rule with a shared context."""
+    ctx = FileContext(module, filename, hot_functions)
+    instances = [rule(ctx) for rule in rules]
+    visits, leaves = _dispatch_tables(instances)
+    walker = _Walker(ctx, visits, leaves)
+    if fast:
+        # Trivia matter to no rule here unless one visits them (then the walk is complete).
+        skip = frozenset() if any(t in TRIVIA for t in (*visits, *leaves)) else TRIVIA
+        walk(module, walker.on_visit, walker.on_leave, skip)
+    else:
+        module.visit(walker)
+    return ctx, instances
 
 
 TOO_DEEP = "too deep"
@@ -158,7 +189,7 @@ def cpython_verdict(text: str, filename: str) -> str | None:
 def _to_diagnostics(
     module: cst.Module, text: str, filename: str, pending: Iterable[PendingReport]
 ) -> list[Diagnostic]:
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = _positions(module)
     suppressions = parse_suppressions(text)
     seen: set[tuple[str, Location, Location]] = set()
     diagnostics = []
@@ -186,6 +217,18 @@ def _to_diagnostics(
     return diagnostics
 
 
+def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    """PositionProvider's positions, computed without `MetadataWrapper`: its resolve first
+    walks the whole tree for batchable providers (none here), as costly as the codegen
+    that computes the positions. Falls back to the public API if libcst's internals move."""
+    provider = PositionProvider()
+    try:
+        provider._gen_impl(module)
+        return provider._computed
+    except AttributeError:
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
 def _start(code_range: CodeRange) -> Location:
     return Location(code_range.start.line, code_range.start.column + 1)
 
@@ -194,10 +237,10 @@ def _end(code_range: CodeRange) -> Location:
     return Location(code_range.end.line, code_range.end.column + 1)
 
 
-def _to_fix(module: cst.Module, positions: object, fix: NodeFix) -> Fix:
+def _to_fix(module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange], fix: NodeFix) -> Fix:
     edits = []
     for old, new in fix.replacements:
-        code_range = positions[old]  # type: ignore[index]
+        code_range = positions[old]
         content = new if isinstance(new, str) else module.code_for_node(new)
         edits.append(Edit(_start(code_range), _end(code_range), content))
     return Fix(fix.applicability, fix.description, tuple(edits), fix.required_imports)

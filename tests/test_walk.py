@@ -1,0 +1,134 @@
+"""The engine's fast walk must produce exactly the events of libcst's own `visit`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from conftest import ROOT
+
+from xlalint import engine, walk
+from xlalint.api import enabled_rules
+from xlalint.config import Settings
+
+# Nodes whose visiting code is unusual: fields visited conditionally or in two ways.
+TRICKY = """\
+from . import (a, b as c)
+from .. import *
+from x.y import z
+import p.q as r
+x = f"{a!r:>{width}} {b=} {c:{d}.{e}f}"
+t = t"{a:{b}}" if False else 0
+type Alias[T: int = str, *Ts = *tuple[int], **P = [int]] = list[T]
+def g[T](a, /, b: int = 1, *args, c, d=2, **kw) -> T: ...
+@decorator(1)
+async def h():
+    async with a as b, c:
+        async for i in j:
+            yield [k async for k in i if k]
+    await h()
+match command:
+    case [Point(x=0, y=0), *rest] | {"k": v, **others} if v:
+        pass
+    case str() as s:
+        pass
+lambda *a, b=1, **c: (yield)
+del a[1:2, ::3], b.c
+global q
+with (open(a) as b, open(c) as d):
+    pass
+try:
+    pass
+except* (ValueError, TypeError) as e:
+    raise RuntimeError from e
+else:
+    pass
+finally:
+    pass
+print(*a, **b, sep="")  # a comment
+x: int = 1; y += 2 ; z @= w
+"""
+
+
+def events(module: cst.Module, *, fast: bool) -> list[tuple[str, int]]:
+    seen: list[tuple[str, int]] = []
+
+    class Recorder(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            seen.append(("enter", id(node)))
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            seen.append(("leave", id(original_node)))
+
+    if fast:
+        walk.walk(
+            module,
+            lambda node: seen.append(("enter", id(node))),
+            lambda node: seen.append(("leave", id(node))),
+        )
+    else:
+        module.visit(Recorder())
+    return seen
+
+
+def sources() -> list[Path]:
+    return sorted([*(ROOT / "examples").rglob("*.py"), *(ROOT / "fixtures").rglob("*.py")])
+
+
+def test_tricky_nodes_are_walked_like_libcst() -> None:
+    module = cst.parse_module(TRICKY)
+    assert events(module, fast=True) == events(module, fast=False)
+
+
+def test_every_example_and_fixture_is_walked_like_libcst() -> None:
+    checked = 0
+    for path in sources():
+        try:
+            module = cst.parse_module(path.read_text(encoding="utf-8"))
+        except (cst.ParserSyntaxError, UnicodeDecodeError):
+            continue
+        assert events(module, fast=True) == events(module, fast=False), path
+        checked += 1
+    assert checked > 50
+
+
+def test_without_libcst_sources_the_engine_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = enabled_rules(Settings(root=ROOT).with_overrides(select=("ALL",)))
+    paths = sorted((ROOT / "examples").glob("*.py"))
+    expected = [engine.lint_source(p.read_text(), str(p), rules) for p in paths]
+
+    def unavailable(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+        raise walk.WalkUnavailable(node_type.__name__)
+
+    monkeypatch.setattr(walk, "child_fields", unavailable)
+    fallback = [engine.lint_source(p.read_text(), str(p), rules) for p in paths]
+    assert fallback == expected
+    assert any(result.diagnostics for result in expected)
+
+
+def test_skipping_trivia_changes_no_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    rules = enabled_rules(Settings(root=ROOT).with_overrides(select=("ALL",)))
+    paths = [p for p in sources() if "XLA" in p.parent.name or p.parent.name == "examples"]
+    texts = {p: p.read_text(encoding="utf-8", errors="replace") for p in paths}
+    skipped = [engine.lint_source(text, str(p), rules) for p, text in texts.items()]
+    monkeypatch.setattr(engine, "TRIVIA", frozenset())
+    complete = [engine.lint_source(text, str(p), rules) for p, text in texts.items()]
+    assert skipped == complete
+    assert sum(len(result.diagnostics) for result in complete) > 100
+
+
+def test_trivia_never_enclose_code() -> None:
+    module = cst.parse_module(TRICKY)
+    inside: list[type[cst.CSTNode]] = []
+
+    def collect(node: cst.CSTNode) -> None:
+        for child in node.children:
+            if type(node) in walk.TRIVIA:
+                inside.append(type(child))
+            collect(child)
+
+    collect(module)
+    assert inside  # comments in empty lines, whitespace in operators
+    assert set(inside) <= walk.TRIVIA

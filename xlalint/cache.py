@@ -1,0 +1,242 @@
+"""Per-file lint results cached by content, so an unchanged tree is not parsed again.
+
+An entry is named by a digest of everything the result depends on: xlalint's own code (its
+version plus a fingerprint of its installed sources, so an edited checkout never serves
+results of older rules), the Python and libcst versions (syntax errors are theirs), the
+file's rule set after `per-file-ignores`, `hot-functions`, the file name (fixes differ in
+`__init__.py`) and the file's bytes. A changed input is a different name, so nothing is ever
+invalidated in place: stale entries are just never read again (`xlalint clean` drops them).
+
+Unlike ruff, files with findings are cached too. Entries are JSON (never pickle: a cache
+folder may be writable by others), written atomically; an entry that cannot be read or
+decoded is a miss, never an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import xlalint
+from xlalint.diagnostics import (
+    Applicability,
+    Diagnostic,
+    Edit,
+    FileError,
+    FileResult,
+    Fix,
+    Location,
+)
+from xlalint.rule import Rule
+
+CACHE_DIR_NAME = ".xlalint_cache"
+ENV_CACHE_DIR = "XLALINT_CACHE_DIR"
+ENV_NO_CACHE = "XLALINT_NO_CACHE"
+FORMAT = 1  # bump when the entry layout changes
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by xlalint.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+
+class CleanError(Exception):
+    """A folder `xlalint clean` refuses to delete because it is not an xlalint cache."""
+
+
+# Subpackages that never change a file's lint result: the runtime harness and the output
+# formats (applied to results after the cache). Edits there keep the cache warm.
+_NOT_LINTING = ("harness", "report")
+
+
+@cache
+def code_fingerprint() -> str:
+    """xlalint's version plus the size and mtime of each source file that can change a
+    lint result.
+
+    Releases change the version; a development checkout changes its files. Stats, not
+    contents: a hundred stats cost about a millisecond.
+    """
+    package = Path(xlalint.__file__).parent
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (xlalint.__version__, sys.version, metadata.version("libcst"), str(FORMAT)):
+        digest.update(part.encode() + b"\0")
+    for folder, dirs, files in os.walk(package):
+        top = os.path.samefile(folder, package)
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not (top and d in _NOT_LINTING))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                stat = os.stat(os.path.join(folder, name))
+                digest.update(f"{folder}/{name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
+    return f"{xlalint.__version__}-{digest.hexdigest()}"
+
+
+def default_cache_dir(root: Path) -> Path:
+    """`XLALINT_CACHE_DIR` if set, else `.xlalint_cache` in the project root."""
+    configured = os.environ.get(ENV_CACHE_DIR)
+    return Path(configured) if configured else root / CACHE_DIR_NAME
+
+
+@dataclass(frozen=True)
+class ResultCache:
+    """The entries under one cache folder. Picklable: worker processes store their own."""
+
+    directory: Path
+
+    @property
+    def entries(self) -> Path:
+        # One subfolder per version keeps `clean` meaningful and old entries out of the way.
+        return self.directory / xlalint.__version__
+
+    def key(
+        self,
+        filename: str,
+        raw: bytes,
+        rules: Sequence[type[Rule]],
+        hot_functions: Sequence[str],
+    ) -> str:
+        digest = hashlib.blake2b(_prefix(tuple(rules), tuple(hot_functions)), digest_size=20)
+        digest.update(filename.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+        digest.update(raw)
+        return digest.hexdigest()
+
+    def load(self, key: str, filename: str) -> FileResult | None:
+        """The cached result, or None on a miss or an unusable entry."""
+        try:
+            with open(self.entries / f"{key}.json", "rb") as handle:
+                return decode(json.loads(handle.read()), filename)
+        except Exception:  # a missing, truncated or foreign entry is just a miss
+            return None
+
+    def store(self, key: str, result: FileResult) -> None:
+        """Write an entry atomically; a cache that cannot be written is silently skipped."""
+        try:
+            self._prepare()
+            data = json.dumps(encode(result), separators=(",", ":")).encode()
+            handle, temporary = tempfile.mkstemp(dir=self.entries, prefix=".tmp-")
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    out.write(data)
+                os.replace(temporary, self.entries / f"{key}.json")
+            except BaseException:
+                _unlink(temporary)
+                raise
+        except OSError:
+            pass  # read-only or full: lint without caching
+
+    def _prepare(self) -> None:
+        if self.entries.is_dir():
+            return
+        self.entries.mkdir(parents=True, exist_ok=True)
+        for name, content in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "*\n")):
+            path = self.directory / name
+            if not path.exists():
+                path.write_text(content, encoding="utf-8")
+
+    def clean(self) -> bool:
+        """Delete the cache folder; False if there was none. Refuses a folder without
+        xlalint's CACHEDIR.TAG, so a mistyped `--cache-dir` cannot delete a user's files."""
+        if not self.directory.exists():
+            return False
+        tag = self.directory / "CACHEDIR.TAG"
+        try:
+            ours = tag.read_text(encoding="utf-8").startswith(CACHEDIR_TAG.splitlines()[0])
+        except (OSError, UnicodeDecodeError):
+            ours = False
+        if not ours:
+            raise CleanError(f"{self.directory}: not an xlalint cache (no CACHEDIR.TAG); kept")
+        shutil.rmtree(self.directory)
+        return True
+
+
+@cache
+def _prefix(rules: tuple[type[Rule], ...], hot_functions: tuple[str, ...]) -> bytes:
+    rule_ids = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)
+    parts = [code_fingerprint(), *rule_ids, "hot:", *hot_functions]
+    return hashlib.blake2b("\0".join(parts).encode(), digest_size=32).digest()
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+# -- serialization: exact, compact, no filename (the key already fixes it) ----------------
+
+
+def encode(result: FileResult) -> dict[str, Any]:
+    if result.error is not None:
+        return {"error": result.error.reason}
+    return {"diagnostics": [_encode_diagnostic(d) for d in result.diagnostics]}
+
+
+def _encode_diagnostic(d: Diagnostic) -> list[Any]:
+    fix = None
+    if d.fix is not None:
+        edits = [[*_loc(e.start), *_loc(e.end), e.content] for e in d.fix.edits]
+        fix = [d.fix.applicability.value, d.fix.description, edits, list(d.fix.required_imports)]
+    return [d.code, d.name, d.message, *_loc(d.start), *_loc(d.end), fix, d.hint, d.noqa_row]
+
+
+def _loc(location: Location) -> tuple[int, int]:
+    return location.row, location.column
+
+
+def decode(data: dict[str, Any], filename: str) -> FileResult:
+    """The inverse of `encode`; raises on anything malformed (the caller treats it as a miss)."""
+    if "error" in data:
+        return FileResult(filename, error=FileError(filename, _str(data["error"])))
+    diagnostics = [_decode_diagnostic(item, filename) for item in data["diagnostics"]]
+    return FileResult(filename, diagnostics)
+
+
+def _decode_diagnostic(item: list[Any], filename: str) -> Diagnostic:
+    code, name, message, r1, c1, r2, c2, fix, hint, noqa_row = item
+    return Diagnostic(
+        code=_str(code),
+        name=_str(name),
+        message=_str(message),
+        filename=filename,
+        start=Location(_int(r1), _int(c1)),
+        end=Location(_int(r2), _int(c2)),
+        fix=None if fix is None else _decode_fix(fix),
+        hint=None if hint is None else _str(hint),
+        noqa_row=None if noqa_row is None else _int(noqa_row),
+    )
+
+
+def _decode_fix(item: list[Any]) -> Fix:
+    applicability, description, edits, imports = item
+    return Fix(
+        Applicability(applicability),
+        _str(description),
+        tuple(
+            Edit(Location(_int(r1), _int(c1)), Location(_int(r2), _int(c2)), _str(content))
+            for r1, c1, r2, c2, content in edits
+        ),
+        tuple(_str(i) for i in imports),
+    )
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value

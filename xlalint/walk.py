@@ -1,0 +1,114 @@
+"""A read-only walk over a libcst tree: libcst's own visiting order, about 3x faster.
+
+`Module.visit` serves transformers too, so it rebuilds (and validates) every node it passes
+and calls a per-attribute hook around each child: most of the cost of a lint. The engine
+only reads. This walk takes, for each node type, the child fields in the order that type's
+`_visit_and_replace_children` visits them (read once per type from libcst's source), so it
+produces the same enter/leave events on the same node objects in the same order.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
+from functools import cache
+
+import libcst as cst
+
+_VISIT_HELPERS = frozenset(
+    {
+        "visit_required",
+        "visit_optional",
+        "visit_sentinel",
+        "visit_sequence",
+        "visit_iterable",
+        "visit_body_sequence",
+        "visit_body_iterable",
+    }
+)
+
+Callback = Callable[[cst.CSTNode], object]
+
+
+class WalkUnavailable(Exception):
+    """libcst's sources cannot be read or parsed here: use `Module.visit` instead."""
+
+
+@cache
+def child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    """The fields `node_type` visits, in visiting order."""
+    try:
+        return _child_fields(node_type)
+    except (OSError, TypeError, SyntaxError) as error:
+        raise WalkUnavailable(f"{node_type.__name__}: {error}") from None
+
+
+def _child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    source = textwrap.dedent(inspect.getsource(node_type._visit_and_replace_children))
+    calls = [
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _VISIT_HELPERS
+    ]
+    calls.sort(key=lambda call: (call.lineno, call.col_offset))
+    fields: list[str] = []
+    for call in calls:
+        name = call.args[1]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            raise TypeError("unexpected visiting code")
+        if name.value not in fields:  # `ImportFrom.names` is visited in one of two ways
+            fields.append(name.value)
+    return tuple(fields)
+
+
+def _concrete(*bases: type[cst.CSTNode]) -> frozenset[type[cst.CSTNode]]:
+    found: set[type[cst.CSTNode]] = set()
+    pending = list(bases)
+    while pending:
+        node_type = pending.pop()
+        found.add(node_type)
+        pending.extend(node_type.__subclasses__())
+    return frozenset(found)
+
+
+# Whitespace, comments and punctuation: about half of all nodes. Their subtrees hold nothing
+# else, they never enclose code, and the engine's context does nothing with them but push
+# and pop its ancestor stack, so a file none of whose rules visits them can skip them.
+TRIVIA = _concrete(
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
+    cst.Comment, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Colon, cst.Semicolon, cst.Dot,
+    cst.AssignEqual, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp,
+    cst.BaseAugOp,
+)  # fmt: skip
+
+
+def walk(
+    node: cst.CSTNode,
+    enter: Callback,
+    leave: Callback,
+    skip: frozenset[type[cst.CSTNode]] = frozenset(),
+) -> None:
+    """Call `enter` and `leave` around every node under `node`, as `node.visit` would,
+    except under nodes whose type is in `skip` (not entered at all).
+
+    Raises WalkUnavailable (possibly midway) where libcst's sources cannot be read.
+    """
+    enter(node)
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, list | tuple):
+            for item in value:
+                if type(item) not in skip:
+                    walk(item, enter, leave, skip)
+        elif (
+            value is not None
+            and not isinstance(value, cst.MaybeSentinel)
+            and type(value) not in skip
+        ):
+            walk(value, enter, leave, skip)
+    leave(node)
