@@ -35,6 +35,22 @@ class _Frame:
     loop_depth: int = 0
 
 
+_LOOPS = frozenset({cst.For, cst.While})
+_ENTERED = frozenset(
+    {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
+     cst.ImportFrom, cst.Call}
+)  # fmt: skip
+_LEFT = frozenset(
+    {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
+)
+
+
+def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """`child` runs on every pass of `loop`: its body, or a `while` loop's test."""
+    assert isinstance(loop, cst.For | cst.While)
+    return child is loop.body or (isinstance(loop, cst.While) and child is loop.test)
+
+
 def _is_module_class(node: cst.ClassDef) -> bool:
     for base in node.bases:
         name = get_full_name_for_node(base.value) or ""
@@ -109,57 +125,73 @@ class FileContext:
         return Site(frame.key, frame.loop_depth > 0, self.in_step_closure, frame.module_call)
 
     # -- bookkeeping, called by the engine around every node ------------------------------
+    # The engine calls these two for every node of the file: they dispatch on the node's
+    # exact type (libcst's node classes are final) because `isinstance` on libcst's ABCs
+    # costs a quarter of a lint, and most nodes need no bookkeeping at all.
     def enter(self, node: cst.CSTNode) -> None:
         parent = self._stack[-1] if self._stack else None
         self._stack.append(node)
-        if isinstance(parent, cst.For | cst.While) and (
-            node is parent.body or (isinstance(parent, cst.While) and node is parent.test)
-        ):
+        kind = type(node)
+        if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loop_depth += 1
-        if isinstance(node, cst.FunctionDef):
-            self._enter_function(node)
-        elif isinstance(node, cst.ClassDef):
+        if kind not in _ENTERED:
+            return
+        if kind is cst.FunctionDef:
+            self._enter_function(node)  # type: ignore[arg-type]
+        elif kind is cst.ClassDef:
+            assert isinstance(node, cst.ClassDef)
             self._classes.append((node.name.value, _is_module_class(node)))
             self.kinds.push_class()
-        elif isinstance(node, cst.If | cst.IfExp) and mentions_cuda(node.test, self.imports):
-            self._guarded.append(node)
-        elif isinstance(node, cst.For | cst.CompFor):
+        elif kind is cst.If or kind is cst.IfExp:
+            assert isinstance(node, cst.If | cst.IfExp)
+            if mentions_cuda(node.test, self.imports):
+                self._guarded.append(node)
+        elif kind is cst.For or kind is cst.CompFor:
+            assert isinstance(node, cst.For | cst.CompFor)
             self.kinds.bind_loop_target(node.target, node.iter)
             self.masks.unbind(node.target)
-        elif isinstance(node, cst.Import | cst.ImportFrom):
-            self.imports.add(node)
-        elif isinstance(node, cst.Call):
-            self._enter_call(node)
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            self.imports.add(node)  # type: ignore[arg-type]
+        elif kind is cst.Call:
+            self._enter_call(node)  # type: ignore[arg-type]
 
     def leave(self, node: cst.CSTNode) -> None:
         self._stack.pop()
         parent = self._stack[-1] if self._stack else None
-        if isinstance(parent, cst.For | cst.While) and (
-            node is parent.body or (isinstance(parent, cst.While) and node is parent.test)
-        ):
+        kind = type(node)
+        if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loop_depth -= 1
-        if isinstance(node, cst.FunctionDef):
-            self._frames.pop()
-            self.kinds.pop_function()
-            self.masks.pop_function()
-        elif isinstance(node, cst.ClassDef):
-            self._classes.pop()
-            self.kinds.pop_class()
-        elif isinstance(node, cst.Assign):
-            self.masks.bind_assignment([t.target for t in node.targets], node.value)
-            self.kinds.bind_assignment([t.target for t in node.targets], node.value)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
-            self.masks.bind_assignment([node.target], node.value)
-            self.kinds.bind(node.target, self.kinds.of(node.value))
-        elif isinstance(node, cst.NamedExpr):
-            self.masks.bind_assignment([node.target], node.value)
-        elif isinstance(node, cst.AugAssign):
-            self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
-                node.target, cst.Add(), node.value)))  # fmt: skip
+        if kind in _LEFT:
+            self._leave_binding(node, kind)
         if self._guarded and self._guarded[-1] is node:
             self._guarded.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
+
+    def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
+        if kind is cst.FunctionDef:
+            self._frames.pop()
+            self.kinds.pop_function()
+            self.masks.pop_function()
+        elif kind is cst.ClassDef:
+            self._classes.pop()
+            self.kinds.pop_class()
+        elif kind is cst.Assign:
+            assert isinstance(node, cst.Assign)
+            self.masks.bind_assignment([t.target for t in node.targets], node.value)
+            self.kinds.bind_assignment([t.target for t in node.targets], node.value)
+        elif kind is cst.AnnAssign:
+            assert isinstance(node, cst.AnnAssign)
+            if node.value is not None:
+                self.masks.bind_assignment([node.target], node.value)
+                self.kinds.bind(node.target, self.kinds.of(node.value))
+        elif kind is cst.NamedExpr:
+            assert isinstance(node, cst.NamedExpr)
+            self.masks.bind_assignment([node.target], node.value)
+        elif kind is cst.AugAssign:
+            assert isinstance(node, cst.AugAssign)
+            self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
+                node.target, cst.Add(), node.value)))  # fmt: skip
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module = self._classes[-1] if self._classes else (None, False)
