@@ -98,6 +98,8 @@ def _names_model(name: str) -> bool:
 
 
 _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.IGNORECASE)
+# Iterables of tensors that are tensors themselves, so indexing one gives a tensor.
+_SCHEDULE_NAME = re.compile(r"(timesteps|sigmas)$", re.IGNORECASE)
 _INDEX_NAME = re.compile(
     r"^(i|j|k|n|idx|index|step|epoch|it|iteration|global_step|batch_idx|batch_index|\w+_idx|"
     r"\w+_id|\w+_step|num_\w+|\w+_size)$"
@@ -367,7 +369,10 @@ class TensorKinds:
         if isinstance(node, cst.Subscript):
             base = self.of(node.value)
             if base is Kind.ITERABLE:
-                return Kind.TENSOR
+                # `timesteps[i]` is a tensor; a loader cannot be indexed, so
+                # `epoch_batches[epoch]` is some container of batches, not one tensor.
+                schedule = _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
+                return Kind.TENSOR if schedule else Kind.UNKNOWN
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if isinstance(node, cst.BinaryOperation):
             return _join((self.of(node.left), self.of(node.right)))
