@@ -18,7 +18,9 @@ class DeviceLadderWithoutXla(Rule):
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
     device, anywhere in that function. Also left alone: a choice between CUDA devices only
-    (`"cuda:0" if rank == 0 else "cuda:1"`) and guards that set no device.
+    (`"cuda:0" if rank == 0 else "cuda:1"`) and guards that set no device. Nor a ternary that remaps
+    the device its test examines and passes every other one through
+    (`"cpu" if device == "mps" else device`): an XLA device is kept as given.
 
     ## Why is this bad?
     On a TPU host every GPU probe is false, so the ladder quietly picks the CPU. The script
@@ -74,6 +76,8 @@ class DeviceLadderWithoutXla(Rule):
             return  # reported (or excused) with the enclosing ladder
         if "xla" in choice.types or mentions_xla(node, self.ctx.imports):
             return
+        if _passes_through(node):
+            return
         self.report(node, self._message(choice))
 
     def visit_If(self, node: cst.If) -> None:
@@ -116,3 +120,25 @@ class DeviceLadderWithoutXla(Rule):
         if choice.probes_gpu and not selected & {"cuda", "mps"}:
             labels.insert(0, "a GPU")
         return self.message.format(types="/".join(labels))
+
+
+def _passes_through(node: cst.IfExp) -> bool:
+    """`"cpu" if device == "mps" else device`: a branch is the very device the test
+    examines, so every other device, XLA's included, is kept as given. That remaps one
+    device; it does not choose one."""
+    names = {n.value for n in _names(node.test)}
+    return any(
+        isinstance(branch, cst.Name) and branch.value in names
+        for branch in (node.body, node.orelse)
+    )
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.append(current)
+        stack.extend(current.children)
+    return found
