@@ -7,51 +7,8 @@ result and that it still parses. Detection itself is covered by fixtures/XLA30*/
 
 from __future__ import annotations
 
-import ast
-import textwrap
-
 import pytest
-
-from xlalint.diagnostics import Diagnostic, Edit
-from xlalint.engine import lint_source
-from xlalint.registry import all_rules
-
-
-def lint(code: str, source: str) -> list[Diagnostic]:
-    result = lint_source(textwrap.dedent(source), "snippet.py", [all_rules()[code]])
-    assert result.error is None
-    return result.diagnostics
-
-
-def apply(text: str, edits: list[Edit]) -> str:
-    """Apply non-overlapping edits, converting 1-based (row, column) to offsets."""
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
-
-    def offset(row: int, column: int) -> int:
-        return starts[row - 1] + column - 1
-
-    spans = sorted(
-        ((offset(e.start.row, e.start.column), offset(e.end.row, e.end.column), e.content)
-         for e in edits),
-        reverse=True,
-    )  # fmt: skip
-    for start, end, content in spans:
-        text = text[:start] + content + text[end:]
-    return text
-
-
-def fixed(code: str, source: str) -> tuple[str, set[str]]:
-    """The snippet with every fix of `code` applied, and the imports the fixes require."""
-    text = textwrap.dedent(source)
-    diagnostics = lint(code, text)
-    assert diagnostics, f"{code} found nothing in the snippet"
-    edits = [edit for d in diagnostics if d.fix for edit in d.fix.edits]
-    imports = {i for d in diagnostics if d.fix for i in d.fix.required_imports}
-    result = apply(text, edits)
-    ast.parse(result)
-    return result, imports
+from snippet_fixes import fixed, lint
 
 
 # -- XLA301 cuda-call ----------------------------------------------------------------------

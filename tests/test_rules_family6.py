@@ -13,10 +13,11 @@ import textwrap
 
 import libcst as cst
 import pytest
+from snippet_fixes import apply, lint
+from snippet_fixes import fixed as fixed_snippet
 
 from xlalint.analysis.imports import ImportTable
-from xlalint.diagnostics import Diagnostic, Edit
-from xlalint.engine import lint_source
+from xlalint.diagnostics import Diagnostic
 from xlalint.fixer import fix_text
 from xlalint.registry import all_rules
 from xlalint.sources import decode
@@ -28,42 +29,9 @@ MET = "import torch_xla.debug.metrics as met"
 FAMILY6 = [rule for code, rule in all_rules().items() if code.startswith("XLA6")]
 
 
-def lint(code: str, source: str) -> list[Diagnostic]:
-    result = lint_source(textwrap.dedent(source), "snippet.py", [all_rules()[code]])
-    assert result.error is None
-    return result.diagnostics
-
-
-def apply(text: str, edits: list[Edit]) -> str:
-    """Apply non-overlapping edits, converting 1-based (row, column) to offsets."""
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
-
-    def offset(row: int, column: int) -> int:
-        return starts[row - 1] + column - 1
-
-    spans = sorted(
-        ((offset(e.start.row, e.start.column), offset(e.end.row, e.end.column), e.content)
-         for e in edits),
-        reverse=True,
-    )  # fmt: skip
-    for start, end, content in spans:
-        text = text[:start] + content + text[end:]
-    return text
-
-
 def fixed(code: str, source: str) -> tuple[str, set[str]]:
-    """The snippet with every fix of `code` applied, and the imports the fixes require."""
-    text = textwrap.dedent(source)
-    diagnostics = lint(code, text)
-    assert diagnostics, f"{code} found nothing in the snippet"
-    assert all(d.fix for d in diagnostics), [d.message for d in diagnostics if not d.fix]
-    edits = [edit for d in diagnostics if d.fix for edit in d.fix.edits]
-    imports = {i for d in diagnostics if d.fix for i in d.fix.required_imports}
-    result = apply(text, edits)
-    ast.parse(result)
-    return result, imports
+    """The snippet with every fix of `code` applied; every finding must have one."""
+    return fixed_snippet(code, source, all_fixable=True)
 
 
 def assert_no_fix(code: str, source: str) -> list[Diagnostic]:

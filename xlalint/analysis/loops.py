@@ -28,6 +28,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.tensors import binding_key
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -872,7 +873,7 @@ class LoopAnalysis:
         kind = self._wrapping_of_value(expr)
         if kind != Wrapping.UNKNOWN or depth > 3:
             return kind
-        key = _binding_key(expr)
+        key = binding_key(expr)
         if key is None:
             return Wrapping.UNKNOWN
         traced = [
@@ -1175,18 +1176,6 @@ def unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _binding_key(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if (
-        isinstance(expr, cst.Attribute)
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value == "self"
-    ):
-        return f"self.{expr.attr.value}"
-    return None
-
-
 def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
     params = function.params
     return any(
@@ -1202,7 +1191,7 @@ def _record(
 ) -> None:
     """Tuple targets map elementwise; `a, b, loader = accelerator.prepare(a, b, loader)`
     hands the call to every target."""
-    key = _binding_key(target)
+    key = binding_key(target)
     if key is not None:
         found.setdefault(key, []).append(value)
     elif isinstance(target, cst.Tuple | cst.List):

@@ -269,7 +269,7 @@ class TensorKinds:
         kind = self.of(value)
         if _makes_dict(value):
             for target in targets:
-                self._dicts[-1].add(_binding_key(target))
+                self._dicts[-1].add(binding_key(target))
         passed_through: set[str] = set()
         if kind is Kind.UNKNOWN and isinstance(value, cst.Call):
             passed_through = {
@@ -333,7 +333,7 @@ class TensorKinds:
         or `defaultdict()`/`OrderedDict()`), or `locals()`/`globals()`/`vars()`."""
         if _makes_dict(node):
             return True
-        key = _binding_key(node)
+        key = binding_key(node)
         return key is not None and (key in self._dicts[-1] or key in self._dicts[0])
 
     def lookup(self, name: str) -> Kind | None:
@@ -522,8 +522,9 @@ def _makes_dict(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _binding_key(node: cst.BaseExpression) -> str | None:
-    """`name` or `self.attr`: what a dict is remembered by."""
+def binding_key(node: cst.BaseExpression) -> str | None:
+    """`name` or `self.attr`: what a bound value is remembered by (a dict here, a loader's
+    assignments in `loops`)."""
     if isinstance(node, cst.Name):
         return node.value
     if (
