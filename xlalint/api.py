@@ -123,15 +123,13 @@ def fix_file(
     unsafe: bool = False,
     cache: ResultCache | None = None,
 ) -> FixOutcome | FileError:
+    """Fix one file. The caller has asked the cache already (`_cached_fix`); with `cache`,
+    an unchanged file's findings are stored for `check`."""
     filename = str(path)
     try:
         source = read_source(path)
     except SourceError as error:
         return FileError(filename, str(error))
-    if cache is not None:
-        unchanged = _unchanged_by_fix(source, filename, rules, hot_functions, unsafe, cache)
-        if unchanged is not None:
-            return unchanged
     try:
         outcome = fix_text(source, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
     except Exception as error:  # a bug in xlalint must not stop the other files
