@@ -33,19 +33,18 @@ import sysconfig
 import tarfile
 import time
 import traceback
-import warnings
 import zipfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "tests"))  # fix_promises: the checks the tests make
+
+from fix_promises import compiles, lost_untouched_row, recorded_rounds  # noqa: E402
 
 from xlalint import fixer  # noqa: E402
-from xlalint.diagnostics import Diagnostic, FileResult  # noqa: E402
-from xlalint.edits import split_lines  # noqa: E402
 from xlalint.engine import lint_source  # noqa: E402
 from xlalint.registry import all_rules  # noqa: E402
 from xlalint.sources import SourceError, decode  # noqa: E402
@@ -107,51 +106,6 @@ def python_files(root: Path, name: str) -> list[Path]:
 # -- checking one file ------------------------------------------------------------------------
 
 
-class _Rounds:
-    """Records each text the fixer lints, with its findings: one entry per fix round."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, list[Diagnostic]]] = []
-
-    def __call__(self, text: str, *args: Any, **kwargs: Any) -> FileResult:
-        result = lint_source(text, *args, **kwargs)
-        self.seen.append((text, result.diagnostics))
-        return result
-
-
-def _compiles(text: str, name: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, name, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
-
-
-def _touched_rows(findings: list[Diagnostic]) -> set[int]:
-    rows: set[int] = set()
-    for d in findings:
-        rows.update(range(d.start.row, d.end.row + 1))
-        for edit in d.fix.edits if d.fix else ():
-            rows.update(range(edit.start.row, edit.end.row + 1))
-    return rows
-
-
-def _outside_changed(before: str, after: str, findings: list[Diagnostic]) -> int | None:
-    """The first row of `before` that no finding or edit covers and that `after` lost
-    (import lines aside: the fixer removes the imports its fixes made unused)."""
-    touched = _touched_rows(findings)
-    lines = split_lines(before)
-    remaining = iter(split_lines(after))
-    for row, line in enumerate(lines, start=1):
-        if row in touched or "import" in line or row == len(lines):
-            continue
-        if not any(line == candidate for candidate in remaining):
-            return row
-    return None
-
-
 def check_file(job: tuple[str, str, str]) -> dict[str, Any]:
     """Lint and fix one file; every broken promise goes into `failures`."""
     package, root, relative = job
@@ -186,8 +140,7 @@ def check_file(job: tuple[str, str, str]) -> dict[str, Any]:
     if not result.diagnostics:
         return out
     try:
-        rounds = _Rounds()
-        with mock.patch.object(fixer, "lint_source", rounds):
+        with recorded_rounds() as rounds:
             outcome = fixer.fix_text(source, relative, rules, unsafe=True)
         again = fixer.fix_text(decode(outcome.encoded()), relative, rules, unsafe=True)
     except Exception:
@@ -201,12 +154,12 @@ def check_file(job: tuple[str, str, str]) -> dict[str, Any]:
         ast.parse(outcome.text)
     except SyntaxError as error:
         out["failures"].append(f"fixed file does not parse: {error}")
-    if _compiles(source.text, relative) and not _compiles(outcome.text, relative):
+    if compiles(source.text) and not compiles(outcome.text):
         out["failures"].append("fixed file does not compile")
     if again.text != outcome.text or again.applied:
         out["failures"].append(f"second fix changed it again ({dict(again.applied)})")
-    for (before, findings), (after, _) in zip(rounds.seen, rounds.seen[1:], strict=False):
-        if before != after and (row := _outside_changed(before, after, findings)) is not None:
+    for before, after, findings in rounds.changes():
+        if (row := lost_untouched_row(before, after, findings)) is not None:
             out["failures"].append(f"fix changed line {row}, outside every finding")
             break
     return out

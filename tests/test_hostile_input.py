@@ -11,22 +11,16 @@ finding or edit touches is still there, byte for byte and in order.
 
 from __future__ import annotations
 
-import ast
 import os
-import warnings
 from functools import cache
 from pathlib import Path
-from typing import Any
-from unittest import mock
 
 import pytest
 from conftest import BAD, CLEAN, SELECT, run_cli, write
+from fix_promises import compiles, lost_untouched_row, recorded_rounds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xlalint import fixer
-from xlalint.diagnostics import Diagnostic, FileResult
-from xlalint.edits import split_lines
 from xlalint.engine import lint_source
 from xlalint.fixer import fix_text
 from xlalint.registry import all_rules
@@ -233,65 +227,13 @@ def mutated(draw: st.DrawFn, source: st.SearchStrategy[str]) -> str:
 # -- the properties ---------------------------------------------------------------------------
 
 
-def _touched_rows(diagnostics: list[Diagnostic]) -> set[int]:
-    """Rows a finding or one of its fix's edits covers (end rows included, conservatively)."""
-    rows: set[int] = set()
-    for d in diagnostics:
-        rows.update(range(d.start.row, d.end.row + 1))
-        for edit in d.fix.edits if d.fix else ():
-            rows.update(range(edit.start.row, edit.end.row + 1))
-    return rows
-
-
-def _is_subsequence(needles: list[str], haystack: list[str]) -> bool:
-    remaining = iter(haystack)
-    return all(any(needle == line for line in remaining) for needle in needles)
-
-
-def _compiles(text: str, only_ast: bool = False) -> bool:
-    flags = ast.PyCF_ONLY_AST if only_ast else 0
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "<source>", "exec", flags, dont_inherit=True)
-    except SyntaxError:
-        return False
-    return True
-
-
-class _Rounds:
-    """Records each text the fixer lints, with its findings: one entry per fix round."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, list[Diagnostic]]] = []
-
-    def __call__(self, text: str, *args: Any, **kwargs: Any) -> FileResult:
-        result = lint_source(text, *args, **kwargs)
-        self.seen.append((text, result.diagnostics))
-        return result
-
-
-def _assert_untouched_lines_survive(before: str, after: str, findings: list[Diagnostic]) -> None:
-    """Lines of `before` that no finding or edit touches are in `after`, in order. Import
-    lines are left out: the fixer removes the ones its fixes made unused."""
-    touched = _touched_rows(findings)
-    lines = split_lines(before)
-    kept = [
-        line
-        for row, line in enumerate(lines, start=1)
-        if row not in touched and "import" not in line and row != len(lines)
-    ]
-    assert _is_subsequence(kept, split_lines(after)), (before, after)
-
-
 def assert_never_breaks(text: str, unsafe: bool) -> None:
     """The properties every input must keep."""
     try:
         source = decode(text.encode("utf-8"))
     except SourceError:
         return  # reported as a one-line error before any rule runs
-    rounds = _Rounds()
-    with mock.patch.object(fixer, "lint_source", rounds):
+    with recorded_rounds() as rounds:
         outcome = fix_text(source, "t.py", RULES, unsafe=unsafe)
     first = lint_source(source.text, "t.py", RULES)
     if first.error is not None:
@@ -301,15 +243,24 @@ def assert_never_breaks(text: str, unsafe: bool) -> None:
     assert outcome.error is None
     # What CPython accepted before (as a tree, or compiled), it accepts after.
     for only_ast in (True, False):
-        if _compiles(source.text, only_ast):
-            assert _compiles(outcome.text, only_ast), outcome.text
+        if compiles(source.text, only_ast):
+            assert compiles(outcome.text, only_ast), outcome.text
     again = fix_text(decode(outcome.encoded()), "t.py", RULES, unsafe=unsafe)
     assert again.text == outcome.text, "fixing twice differs from fixing once"
     assert not again.applied
     # Each round changes only what its findings cover.
-    for (before, findings), (after, _) in zip(rounds.seen, rounds.seen[1:], strict=False):
-        if before != after:
-            _assert_untouched_lines_survive(before, after, findings)
+    for before, after, findings in rounds.changes():
+        assert lost_untouched_row(before, after, findings) is None, (before, after)
+
+
+def test_the_untouched_line_check_catches_a_lost_line() -> None:
+    """The oracle the properties rely on: a line no finding covers must survive."""
+    before = "import torch\nx = 1\ny = x.cuda()\nz = 2\nend = 3\n"
+    [finding] = lint_source(before, "t.py", [all_rules()["XLA301"]]).diagnostics
+    fixed = "x = 1\ny = x.to(torch_xla.device())\nz = 2\nend = 3\n"
+    assert lost_untouched_row(before, fixed, [finding]) is None  # an import may go
+    assert lost_untouched_row(before, fixed.replace("z = 2", "z = 3"), [finding]) == 4
+    assert lost_untouched_row(before, fixed.replace("x = 1\n", ""), [finding]) == 2
 
 
 @BUDGET
