@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
@@ -605,6 +606,10 @@ class StepLoop:
     syncing_loader: bool  # iterates (or pulls `next()` from) a loader that syncs
 
 
+# A call, with the function and the class around it.
+_CallSite = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
+
+
 class Wrapping:
     """What a loader expression is."""
 
@@ -631,6 +636,7 @@ class LoopAnalysis:
         self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
         self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._step_loops: list[StepLoop] | None = None
+        self._calls: dict[str, list[_CallSite]] | None = None  # plain-name calls, by name
 
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(self, node: Loop, ctx: FileContext) -> None:
@@ -918,14 +924,11 @@ class LoopAnalysis:
                 found.append((caller, caller_class, plain[index]))
         return found
 
-    def _calls_by_name(
-        self,
-    ) -> dict[str, list[tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]]]:
+    def _calls_by_name(self) -> dict[str, list[_CallSite]]:
         """Calls of plain names in this module, with the function and class around each."""
-        cached = self._memo.get(("calls_by_name", id(self.module)))
-        if cached is not None:
-            return cached  # type: ignore[return-value]
-        calls: dict[str, list[tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]]] = {}
+        if self._calls is not None:
+            return self._calls
+        calls: dict[str, list[_CallSite]] = {}
         stack: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None]] = [
             (self.module, None, None)
         ]
@@ -938,7 +941,7 @@ class LoopAnalysis:
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
                 calls.setdefault(node.func.value, []).append((node, function, class_def))
             stack.extend((child, function, class_def) for child in node.children)
-        self._memo[("calls_by_name", id(self.module))] = calls
+        self._calls = calls
         return calls
 
     def moves_batches(self, site: LoopSite) -> bool:
@@ -1109,37 +1112,22 @@ def _combine(kinds: set[str]) -> str:
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_DEVICE_MOVE = m.Call(func=m.Attribute(attr=m.Name("to") | m.Name("cuda")))
 
 
-def _moves_to_device(call: cst.CSTNode) -> bool:
-    return (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
-        and call.func.attr.value in ("to", "cuda")
-    )
-
-
-def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.Call]:
+def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
     """Device moves of the batch: `x.to(device)`, or any move inside a comprehension over
     the batch (`{k: v.to(device) for k, v in batch.items()}`)."""
     stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, _COMPREHENSIONS) and _names_in(current) & batch:
-            yield from (c for c in _subtree(current) if _moves_to_device(c))  # type: ignore[misc]
+            yield from m.findall(current, _DEVICE_MOVE)
             continue
-        if _moves_to_device(current):
+        if m.matches(current, _DEVICE_MOVE):
             assert isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute)
             if _names_in(current.func.value) & batch:
                 yield current
-        stack.extend(current.children)
-
-
-def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
         stack.extend(current.children)
 
 

@@ -67,6 +67,12 @@ class LoopRule(Rule):
             f"Iterate `{wrapped}`", (loader, wrapped), imports=(*device_imports, *imports)
         )
 
+    def moved_batches_fix(self, site: LoopSite) -> NodeFix | None:
+        """`loader_fix` where the loop moves each batch to a device itself: batches then
+        arrive where the loop moved them anyway, and each one is a barrier. What a person
+        porting a loop without a barrier writes (XLA401, XLA402, XLA406)."""
+        return self.loader_fix(site) if self.ctx.loops.moves_batches(site) else None
+
 
 class BarrierLoopRule(LoopRule):
     """A loop rule whose fix appends a barrier to the loop body."""
@@ -89,7 +95,7 @@ class BarrierLoopRule(LoopRule):
         file already calls it. No fix where it could change what the code does or would
         never run: a one-line body, a loop with `else:`, a body that ends by leaving the
         pass (`return`/`break`/`continue`/`raise`)."""
-        if self.ctx.loops.moves_batches(site) and (wrap := self.loader_fix(site)) is not None:
+        if (wrap := self.moved_batches_fix(site)) is not None:
             return wrap
         loop = site.node
         body = loop.body

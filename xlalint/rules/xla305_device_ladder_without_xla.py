@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from xlalint.analysis.devices import DeviceChoice, mentions_xla
 from xlalint.rule import Rule
@@ -126,19 +127,8 @@ def _passes_through(node: cst.IfExp) -> bool:
     """`"cpu" if device == "mps" else device`: a branch is the very device the test
     examines, so every other device, XLA's included, is kept as given. That remaps one
     device; it does not choose one."""
-    names = {n.value for n in _names(node.test)}
+    tested = {name.value for name in m.findall(node.test, m.Name()) if isinstance(name, cst.Name)}
     return any(
-        isinstance(branch, cst.Name) and branch.value in names
+        isinstance(branch, cst.Name) and branch.value in tested
         for branch in (node.body, node.orelse)
     )
-
-
-def _names(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            found.append(current)
-        stack.extend(current.children)
-    return found

@@ -73,9 +73,7 @@ class OptimizerStepWithoutBarrier(LoopRule):
                     self.report(call, fix=self._fix(loop.site, call))
 
     def _fix(self, site: LoopSite, call: cst.Call) -> NodeFix | None:
-        if self.ctx.loops.moves_batches(site) and (wrap := self.loader_fix(site)) is not None:
-            return wrap  # as for XLA401: the loader's batches are the barriers
-        return self._with_barrier(call)
+        return self.moved_batches_fix(site) or self._with_barrier(call)
 
     def _with_barrier(self, call: cst.Call) -> NodeFix | None:
         positional = [a for a in call.args if a.keyword is None and not a.star]
