@@ -27,7 +27,7 @@ from xlalint.harness.profile import ScriptCommandError
 from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
 from xlalint.harness.table import print_fix_verification
 from xlalint.registry import all_rules, get_rule, validate_selectors
-from xlalint.report import FORMATS, HUMAN_FORMATS
+from xlalint.report import FORMATS, HUMAN_FORMATS, plural
 from xlalint.report.concise import header as concise_header
 from xlalint.report.diff import render_diff
 
@@ -38,10 +38,6 @@ class ConfigProblem(click.ClickException):
     """A bad config file: exit 2, like any usage error."""
 
     exit_code = EXIT_ERROR
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _split_selectors(values: Sequence[str]) -> tuple[str, ...] | None:

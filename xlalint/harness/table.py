@@ -13,6 +13,7 @@ from xlalint.harness.fix_verify import FixVerification
 from xlalint.harness.profile import Profile
 from xlalint.harness.verdict import CaseVerdict
 from xlalint.harness.verify import VerifyReport
+from xlalint.report import plural
 
 COLUMNS = (
     ("executions", "exec"),
@@ -203,17 +204,13 @@ def _total(result: Profile, key: str) -> str:
     return str(totals.get(key, 0))
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def print_fix_verification(verification: FixVerification, console: Console) -> None:
     before, after = verification.before, verification.after
     applied = sum(sum(o.applied.values()) for o in verification.fixes.outcomes)
     changed = [o.filename for o in verification.fixes.outcomes if o.changed]
     console.print(
         f"[bold]xlalint fix --verify[/bold] `{' '.join(before.command)}`: "
-        f"{_count(applied, 'fix', 'fixes')} in {_count(len(changed), 'file', 'files')}, "
+        f"{plural(applied, 'fix', 'fixes')} in {plural(len(changed), 'file')}, "
         f"applied to a temporary copy ({', '.join(changed) or 'none'})"
     )
     table = Table(title="The script as it is, and with the fixes", title_justify="left")

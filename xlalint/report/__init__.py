@@ -19,3 +19,8 @@ FORMATS: dict[str, Renderer] = {
 }
 # Formats read by people get the closing summary; machine formats stay pure.
 HUMAN_FORMATS = frozenset({"full", "concise"})
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 file`, `2 files`; `nouns` where adding an s is wrong (`fixes`)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
