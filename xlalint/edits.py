@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.imports import ImportTable, statement_bindings
 from xlalint.analysis.usage import ImportBinding, made_unused
 from xlalint.diagnostics import Edit, Location
 
@@ -85,16 +85,6 @@ def edit_spans(text: str, edits: Iterable[Edit]) -> list[tuple[int, int]]:
     return [(offsets(e.start), offsets(e.end)) for e in edits]
 
 
-def _bindings(statement: str) -> dict[str, str]:
-    table = ImportTable()
-    parsed = cst.parse_statement(statement)
-    assert isinstance(parsed, cst.SimpleStatementLine)
-    for small in parsed.body:
-        assert isinstance(small, cst.Import | cst.ImportFrom)
-        table.add(small)
-    return table.bindings
-
-
 def add_imports(text: str, statements: Iterable[str]) -> str:
     """Add each import statement the file does not already have, after its last top-level
     import (or its docstring and `__future__` imports), in the file's line ending."""
@@ -105,7 +95,9 @@ def add_imports(text: str, statements: Iterable[str]) -> str:
     existing = ImportTable()
     existing.add_top_level(module)
     missing = [
-        s for s in wanted if any(existing.bindings.get(k) != v for k, v in _bindings(s).items())
+        s
+        for s in wanted
+        if any(existing.bindings.get(k) != v for k, v in statement_bindings(s).items())
     ]
     if not missing:
         return text
@@ -132,7 +124,7 @@ def import_conflicts(bound: dict[str, str], statements: Iterable[str]) -> list[s
     return [
         name
         for statement in statements
-        for name, target in _bindings(statement).items()
+        for name, target in statement_bindings(statement).items()
         if bound.get(name, target) != target
     ]
 

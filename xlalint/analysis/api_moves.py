@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.imports import ImportTable, statement_bindings
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
+    from xlalint.rule import NodeFix, Rule
 
 # Exceptions a version-compatibility `try:` catches around an old API (not `Exception`,
 # which training loops catch for other reasons).
@@ -358,6 +359,12 @@ class Spelling:
     imports: tuple[str, ...] = ()
     edits: tuple[tuple[cst.CSTNode, str], ...] = ()
 
+    def fix(
+        self, rule: Rule, description: str, *replacements: tuple[cst.CSTNode, cst.CSTNode | str]
+    ) -> NodeFix:
+        """`rule`'s fix making `replacements`, with the imports this spelling needs."""
+        return rule.fix(description, *replacements, *self.edits, imports=self.imports)
+
 
 def spell_beside(
     ctx: FileContext, reference: cst.BaseExpression, qualified: str, module_import: str
@@ -389,16 +396,10 @@ def spell_beside(
 
 def _clashes(ctx: FileContext, sites: ImportSites, statement: str) -> bool:
     """Whether adding `statement` would rebind a name the file uses for something else."""
-    table = ImportTable()
-    parsed = cst.parse_statement(statement)
-    assert isinstance(parsed, cst.SimpleStatementLine)
-    for small in parsed.body:
-        assert isinstance(small, cst.Import | cst.ImportFrom)
-        table.add(small)
     existing = ctx.imports.bindings
     return any(
         name in sites.assigned or existing.get(name, target) != target
-        for name, target in table.bindings.items()
+        for name, target in statement_bindings(statement).items()
     )
 
 

@@ -137,3 +137,15 @@ def _child_statements(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif isinstance(value, tuple | list):
             children.extend(value)
     return children
+
+
+def statement_bindings(statement: str) -> dict[str, str]:
+    """What a one-line import statement binds: `import torch_xla.core.xla_model as xm` ->
+    `{"xm": "torch_xla.core.xla_model"}`."""
+    table = ImportTable()
+    parsed = cst.parse_statement(statement)
+    assert isinstance(parsed, cst.SimpleStatementLine)
+    for small in parsed.body:
+        assert isinstance(small, cst.Import | cst.ImportFrom)
+        table.add(small)
+    return table.bindings

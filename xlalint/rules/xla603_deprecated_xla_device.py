@@ -101,9 +101,7 @@ class DeprecatedXlaDevice(Rule):
             return None
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = [(node, spelling.text)]
         edits += [(a.keyword, "index") for a in args if a.keyword is not None]
-        return self.fix(
-            f"Use `{spelling.text}()`", *edits, *spelling.edits, imports=spelling.imports
-        )
+        return spelling.fix(self, f"Use `{spelling.text}()`", *edits)
 
 
 def _passes_devkind(call: cst.Call) -> bool:

@@ -89,12 +89,7 @@ class DeprecatedMarkStep(Rule):
         spelling = spell_beside(self.ctx, node, MARK_STEP.new, MARK_STEP.module_import)
         fix = None
         if spelling is not None:
-            fix = self.fix(
-                f"Use `{spelling.text}`",
-                (node, spelling.text),
-                *spelling.edits,
-                imports=spelling.imports,
-            )
+            fix = spelling.fix(self, f"Use `{spelling.text}`", (node, spelling.text))
         call = call_of(self.ctx, node)
         spelled = get_full_name_for_node(node) or "mark_step"
         message = self.message.format(name=f"{spelled}()" if call else spelled)

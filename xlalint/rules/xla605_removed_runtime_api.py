@@ -116,12 +116,7 @@ class RemovedRuntimeApi(Rule):
         spelling = spell_beside(self.ctx, node, entry.new, entry.module_import)
         if spelling is None:
             return None
-        return self.fix(
-            f"Use `{spelling.text}()`",
-            (call, f"{spelling.text}()"),
-            *spelling.edits,
-            imports=spelling.imports,
-        )
+        return spelling.fix(self, f"Use `{spelling.text}()`", (call, f"{spelling.text}()"))
 
 
 def _inert(value: cst.BaseExpression) -> bool:

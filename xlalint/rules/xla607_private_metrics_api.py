@@ -93,10 +93,5 @@ class PrivateMetricsApi(Rule):
         spelling = spell_beside(self.ctx, node, entry.new, entry.module_import)
         fix = None
         if spelling is not None:
-            fix = self.fix(
-                f"Use `{spelling.text}`",
-                (node, spelling.text),
-                *spelling.edits,
-                imports=spelling.imports,
-            )
+            fix = spelling.fix(self, f"Use `{spelling.text}`", (node, spelling.text))
         self.report(node, message, end_node=call or node, fix=fix)
