@@ -10,6 +10,8 @@ costs a fraction of full scope analysis.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
@@ -27,32 +29,11 @@ class ImportTable:
         return dict(self._bindings)
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                dotted = get_full_name_for_node(alias.name)
-                if dotted is None:
-                    continue
-                if alias.asname is not None:
-                    bound = get_full_name_for_node(alias.asname.name)
-                    if bound:
-                        self._bindings[bound] = modernize(dotted)
-                else:
-                    # `import torch.nn.functional` binds `torch`.
-                    head = dotted.split(".", 1)[0]
-                    self._bindings[head] = head
-            return
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = get_full_name_for_node(node.module)
-        if module is None:
-            return
-        for alias in node.names:
-            name = get_full_name_for_node(alias.name)
-            if name is None:
-                continue
-            bound = get_full_name_for_node(alias.asname.name) if alias.asname else name
-            if bound:
-                self._bindings[bound] = modernize(f"{module}.{name}")
+        """Record what an import binds; relative imports name this package's own modules,
+        never torch's, and are left out."""
+        for _, bound, target in import_aliases(node):
+            if not target.startswith("."):
+                self._bindings[bound] = modernize(target)
 
     def add_top_level(self, module: cst.Module) -> None:
         """Read imports at module level, including those under `try:` and `if`."""
@@ -149,3 +130,33 @@ def statement_bindings(statement: str) -> dict[str, str]:
         assert isinstance(small, cst.Import | cst.ImportFrom)
         table.add(small)
     return table.bindings
+
+
+def import_aliases(node: cst.BaseSmallStatement) -> Iterator[tuple[int, str, str]]:
+    """(position in the statement, bound name, dotted target) for each name an import
+    binds: `import a.b as c` -> `c: a.b`; `import a.b` -> `a: a`; `from .m import x as y`
+    -> `y: .m.x`. Nothing for a star import, or for a statement that imports nothing."""
+    if isinstance(node, cst.Import):
+        for index, alias in enumerate(node.names):
+            dotted = get_full_name_for_node(alias.name)
+            if dotted is None:
+                continue
+            if alias.asname is not None:
+                bound = get_full_name_for_node(alias.asname.name)
+                if bound:
+                    yield index, bound, dotted
+            else:  # `import torch_xla.core.xla_model` binds `torch_xla`
+                head = dotted.split(".", 1)[0]
+                yield index, head, head
+    elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+        module = get_full_name_for_node(node.module) if node.module else ""
+        if module is None:
+            return
+        prefix = "." * len(node.relative) + module
+        for index, alias in enumerate(node.names):
+            name = get_full_name_for_node(alias.name)
+            if name is None:
+                continue
+            bound = get_full_name_for_node(alias.asname.name) if alias.asname else name
+            if bound:
+                yield index, bound, f"{prefix}.{name}" if prefix else name

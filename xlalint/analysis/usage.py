@@ -20,11 +20,12 @@ Only plain import statements directly in the module body are candidates. These n
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.imports import import_aliases
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -48,36 +49,19 @@ def module_import_bindings(module: cst.Module) -> list[ImportBinding]:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small_index, small in enumerate(statement.body):
-            for alias_index, name, target in _aliases(small):
+            if _imports_from_future(small):
+                continue  # `from __future__ import annotations` is a directive, not a name
+            for alias_index, name, target in import_aliases(small):
                 bindings.append(ImportBinding(index, small_index, alias_index, name, target))
     return bindings
 
 
-def _aliases(small: cst.BaseSmallStatement) -> Iterator[tuple[int, str, str]]:
-    if isinstance(small, cst.Import):
-        for index, alias in enumerate(small.names):
-            dotted = get_full_name_for_node(alias.name)
-            if dotted is None:
-                continue
-            if alias.asname is not None:
-                bound = get_full_name_for_node(alias.asname.name)
-                if bound:
-                    yield index, bound, dotted
-            else:  # `import torch_xla.core.xla_model` binds `torch_xla`
-                head = dotted.split(".", 1)[0]
-                yield index, head, head
-    elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-        module = get_full_name_for_node(small.module) if small.module else ""
-        if module == "__future__":
-            return
-        prefix = "." * len(small.relative) + (module or "")
-        for index, alias in enumerate(small.names):
-            name = get_full_name_for_node(alias.name)
-            if name is None:
-                continue
-            bound = get_full_name_for_node(alias.asname.name) if alias.asname else name
-            if bound:
-                yield index, bound, f"{prefix}.{name}" if prefix else name
+def _imports_from_future(small: cst.BaseSmallStatement) -> bool:
+    return (
+        isinstance(small, cst.ImportFrom)
+        and small.module is not None
+        and get_full_name_for_node(small.module) == "__future__"
+    )
 
 
 class _Mentions(cst.CSTVisitor):
