@@ -80,11 +80,7 @@ def verify_command(
             raise HarnessProblem(str(error)) from None
     print_report(report, console)
     if json_path is not None:
-        text = json.dumps(report.to_json(), indent=2) + "\n"
-        if json_path == Path("-"):
-            click.echo(text, nl=False)
-        else:
-            json_path.write_text(text, encoding="utf-8")
+        _write_json(report.to_json(), json_path)
     raise SystemExit(EXIT_CLEAN if report.passed else EXIT_FAILED)
 
 
@@ -115,9 +111,14 @@ def profile_command(device: str, json_path: Path | None, command: tuple[str, ...
                    err=True)  # fmt: skip
     print_profile(result, Console(stderr=json_path == Path("-")))
     if json_path is not None:
-        text = json.dumps(result.to_json(), indent=2) + "\n"
-        if json_path == Path("-"):
-            click.echo(text, nl=False)
-        else:
-            json_path.write_text(text, encoding="utf-8")
+        _write_json(result.to_json(), json_path)
     raise SystemExit(result.returncode)
+
+
+def _write_json(data: object, path: Path) -> None:
+    """`--json FILE`, or `--json -` for standard output."""
+    text = json.dumps(data, indent=2) + "\n"
+    if path == Path("-"):
+        click.echo(text, nl=False)
+    else:
+        path.write_text(text, encoding="utf-8")
