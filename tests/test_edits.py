@@ -562,6 +562,16 @@ def test_the_closing_parenthesis_keeps_the_new_last_alias_comment() -> None:
             "import torch_xla\n1",
         ),
         (f"{XM}\nimport torch_xla\nxm.f()", f"{XM}\nimport torch_xla\n1", "import torch_xla\n1"),
+        (  # two removed statements end the file, the last without a line ending
+            f"import torch_xla\nxm.f()\n{XM}\n{XM}  # again",
+            f"import torch_xla\n1\n{XM}\n{XM}  # again",
+            "import torch_xla\n1",
+        ),
+        (  # ... with a comment between them, which stays and now ends the file
+            f"import torch_xla\nxm.f()\n{XM}\n# the model API\n{XM}",
+            f"import torch_xla\n1\n{XM}\n# the model API\n{XM}",
+            "import torch_xla\n1\n# the model API",
+        ),
     ],
 )
 def test_line_endings_and_the_end_of_the_file(before: str, after: str, expected: str) -> None:

@@ -214,6 +214,7 @@ def _removal_edits(text: str, module: cst.Module, bindings: Sequence[ImportBindi
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     lines = split_lines(text)
     edits = []
+    emptied: list[list[int]] = []  # [first, last] rows of removed statements, adjacent merged
     for index, removals in sorted(by_statement.items()):
         statement = module.body[index]
         assert isinstance(statement, cst.SimpleStatementLine)
@@ -225,8 +226,11 @@ def _removal_edits(text: str, module: cst.Module, bindings: Sequence[ImportBindi
             code = LINE_BREAK.sub("\n", code).removesuffix("\n")
             start = Location(where.start.line, where.start.column + 1)
             edits.append(Edit(start, Location(where.end.line, where.end.column + 1), code))
-            continue
-        first, last = where.start.line, where.end.line
+        elif emptied and emptied[-1][1] + 1 == where.start.line:
+            emptied[-1][1] = where.end.line
+        else:
+            emptied.append([where.start.line, where.end.line])
+    for first, last in emptied:
         if lines[last - 1].endswith(("\n", "\r")):
             edits.append(Edit(Location(first, 1), Location(last + 1, 1), ""))
         elif first > 1:  # the file's last line, without a line ending: keep it so
