@@ -132,3 +132,33 @@ def test_trivia_never_enclose_code() -> None:
     collect(module)
     assert inside  # comments in empty lines, whitespace in operators
     assert set(inside) <= walk.TRIVIA
+
+
+def parsed_sources() -> list[cst.Module]:
+    modules = [cst.parse_module(TRICKY)]
+    for path in sources():
+        try:
+            modules.append(cst.parse_module(path.read_text(encoding="utf-8")))
+        except (cst.ParserSyntaxError, UnicodeDecodeError):
+            continue
+    return modules
+
+
+def test_children_are_libcsts_children() -> None:
+    for module in parsed_sources():
+        for node in walk.descendants(module, skip=frozenset()):
+            assert list(map(id, walk.children(node))) == list(map(id, node.children))
+
+
+def test_descendants_are_the_walked_nodes_in_order() -> None:
+    for module in parsed_sources():
+        entered = [node_id for event, node_id in events(module, fast=False) if event == "enter"]
+        assert list(map(id, walk.descendants(module, skip=frozenset()))) == entered
+
+
+def test_descendants_leave_out_skipped_subtrees() -> None:
+    module = cst.parse_module(TRICKY)
+    kept = list(walk.descendants(module))
+    assert not any(type(node) in walk.TRIVIA for node in kept)
+    names = [node for node in walk.descendants(module, skip=frozenset()) if type(node) is cst.Name]
+    assert [node for node in kept if type(node) is cst.Name] == names

@@ -11,11 +11,11 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from xlalint.analysis.imports import ImportTable, statement_bindings
 from xlalint.analysis.usage import ImportBinding, made_unused
 from xlalint.diagnostics import Edit, Location
+from xlalint.positions import Positions
 
 # Where Python (and libcst) break lines; unlike str.splitlines, not at form feeds, \x1c-\x1e,
 # \x85 or \u2028, which may sit inside comments and strings.
@@ -211,7 +211,7 @@ def _removal_edits(text: str, module: cst.Module, bindings: Sequence[ImportBindi
     by_statement: dict[int, set[tuple[int, int]]] = {}
     for binding in bindings:
         by_statement.setdefault(binding.statement, set()).add((binding.small, binding.alias))
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = Positions(module, text)
     lines = split_lines(text)
     edits = []
     emptied: list[list[int]] = []  # [first, last] rows of removed statements, adjacent merged

@@ -13,13 +13,14 @@ import ast
 import sys
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from xlalint.context import FileContext
 from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Fix, Location
+from xlalint.positions import Positions
 from xlalint.rule import NodeFix, PendingReport, Rule
 from xlalint.suppression import parse_suppressions
 from xlalint.walk import TRIVIA, WalkUnavailable, walk
@@ -189,8 +190,8 @@ def cpython_verdict(text: str, filename: str) -> str | None:
 def _to_diagnostics(
     module: cst.Module, text: str, filename: str, pending: Iterable[PendingReport]
 ) -> list[Diagnostic]:
-    positions = _positions(module)
-    suppressions = parse_suppressions(text)
+    positions = Positions(module, text)
+    suppressions = parse_suppressions(text, positions)
     seen: set[tuple[str, Location, Location]] = set()
     diagnostics = []
     for report in pending:
@@ -217,18 +218,6 @@ def _to_diagnostics(
     return diagnostics
 
 
-def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    """PositionProvider's positions, computed without `MetadataWrapper`: its resolve first
-    walks the whole tree for batchable providers (none here), as costly as the codegen
-    that computes the positions. Falls back to the public API if libcst's internals move."""
-    provider = PositionProvider()
-    try:
-        provider._gen_impl(module)
-        return provider._computed
-    except AttributeError:
-        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-
 def _start(code_range: CodeRange) -> Location:
     return Location(code_range.start.line, code_range.start.column + 1)
 
@@ -237,7 +226,7 @@ def _end(code_range: CodeRange) -> Location:
     return Location(code_range.end.line, code_range.end.column + 1)
 
 
-def _to_fix(module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange], fix: NodeFix) -> Fix:
+def _to_fix(module: cst.Module, positions: Positions, fix: NodeFix) -> Fix:
     edits = []
     for old, new in fix.replacements:
         code_range = positions[old]

@@ -12,10 +12,12 @@ Only comments count: `"# noqa"` inside a string literal does nothing.
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from dataclasses import dataclass, field
+
+import libcst as cst
+
+from xlalint.positions import Positions
 
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
@@ -63,55 +65,43 @@ def _merge(existing: set[str] | None, new: set[str] | None) -> set[str] | None:
     return existing | new
 
 
-def parse_suppressions(source: str) -> Suppressions:
+def parse_suppressions(source: str, positions: Positions | None = None) -> Suppressions:
+    """The directives of `source`, read from its syntax tree: comments are `Comment` nodes
+    (never text inside a string), multi-line strings are string nodes spanning lines.
+    `positions` are the parsed file's, when the caller has them."""
+    if positions is None:
+        positions = Positions(cst.parse_module(source), source)
     result = Suppressions()
-    try:
-        comments, multiline_strings = _scan_tokens(source)
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        comments, multiline_strings = _scan_lines(source), []
-    for row, text, own_line in comments:
+    for row, text, own_line in _comments(positions):
         if own_line and (file_match := _FILE_NOQA.match(text)):
             result.file_codes = _merge(result.file_codes, _codes(file_match))
             continue
         if line_match := _NOQA.search(text):
             result.line_codes[row] = _merge(result.line_codes.get(row, set()), _codes(line_match))
-    for start, end in multiline_strings:
-        for row in range(start, end):
-            result.noqa_row_for[row] = end
+    for string in positions.nodes_of(_STRINGS):
+        where = positions[string]
+        for row in range(where.start.line, where.end.line):
+            result.noqa_row_for[row] = where.end.line
     _map_continuations(source, result.noqa_row_for)
     return result
 
 
-def _scan_tokens(source: str) -> tuple[list[tuple[int, str, bool]], list[tuple[int, int]]]:
-    comments: list[tuple[int, str, bool]] = []
-    strings: list[tuple[int, int]] = []
-    lines = source.splitlines()
-    fstring_start: int | None = None
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        kind = tok.type
-        if kind == tokenize.COMMENT:
-            row, col = tok.start
-            own_line = row <= len(lines) and not lines[row - 1][:col].strip()
-            comments.append((row, tok.string, own_line))
-        elif kind == tokenize.STRING and tok.start[0] != tok.end[0]:
-            strings.append((tok.start[0], tok.end[0]))
-        elif kind == getattr(tokenize, "FSTRING_START", -1):
-            fstring_start = tok.start[0]
-        elif kind == getattr(tokenize, "FSTRING_END", -1) and fstring_start is not None:
-            if fstring_start != tok.end[0]:
-                strings.append((fstring_start, tok.end[0]))
-            fstring_start = None
-    return comments, strings
+# Every comment hangs off one of these: a line of its own, or the end of a line of code.
+_COMMENT_LINES = frozenset({cst.EmptyLine, cst.TrailingWhitespace})
+# String tokens (a concatenation is several); an f-string counts whole, as `tokenize` saw it.
+_STRINGS = frozenset({cst.SimpleString, cst.FormattedString, cst.TemplatedString})
 
 
-def _scan_lines(source: str) -> list[tuple[int, str, bool]]:
-    """Fallback for sources `tokenize` rejects: find `#` comments line by line."""
-    comments = []
-    for row, line in enumerate(source.splitlines(), start=1):
-        index = line.find("#")
-        if index >= 0:
-            comments.append((row, line[index:], not line[:index].strip()))
-    return comments
+def _comments(positions: Positions) -> list[tuple[int, str, bool]]:
+    """(row, text, on a line of its own) of every comment."""
+    found = []
+    for line in positions.nodes_of(_COMMENT_LINES):
+        comment = line.comment  # type: ignore[attr-defined]
+        if comment is not None:
+            found.append(
+                (positions[comment].start.line, comment.value, type(line) is cst.EmptyLine)
+            )
+    return found
 
 
 def _map_continuations(source: str, mapping: dict[int, int]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 
 import libcst as cst
@@ -112,3 +112,36 @@ def walk(
         ):
             walk(value, enter, leave, skip)
     leave(node)
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node.children`, in the same order, without libcst's cost: its property runs a
+    visitor over the node's fields, rebuilding the node, and dominates analyses that walk
+    subtrees by hand."""
+    try:
+        fields = child_fields(type(node))
+    except WalkUnavailable:
+        return list(node.children)
+    found: list[cst.CSTNode] = []
+    for name in fields:
+        value = getattr(node, name)
+        if isinstance(value, list | tuple):
+            found.extend(value)
+        elif isinstance(value, cst.CSTNode):
+            found.append(value)
+    return found
+
+
+def descendants(
+    node: cst.CSTNode, skip: frozenset[type[cst.CSTNode]] = TRIVIA
+) -> Iterator[cst.CSTNode]:
+    """`node` and every node under it, in visiting order, except under (and including)
+    nodes whose type is in `skip`: by default whitespace, comments and punctuation, which
+    hold no names, calls or strings. The cheap `libcst.matchers.findall` for a type test."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) in skip:
+            continue
+        yield current
+        stack.extend(reversed(children(current)))

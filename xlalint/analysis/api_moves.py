@@ -27,6 +27,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable, statement_bindings
+from xlalint.walk import children
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -346,7 +347,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(children(current))
 
 
 # -- writing the new name -------------------------------------------------------------------

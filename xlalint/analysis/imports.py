@@ -53,18 +53,17 @@ class ImportTable:
         Only plain chains resolve: `torch.zeros(3).view` and `xs[0].cpu` are not names
         (libcst's `get_full_name_for_node` would spell them `torch.zeros.view`, `xs.cpu`).
         """
-        head_node = node
-        while isinstance(head_node, cst.Attribute):
-            head_node = head_node.value
-        if not isinstance(head_node, cst.Name):
+        # Exact types: libcst's node classes are final, and `isinstance` on them is costly.
+        attributes: list[str] = []
+        while type(node) is cst.Attribute:
+            attributes.append(node.attr.value)  # type: ignore[attr-defined]
+            node = node.value  # type: ignore[attr-defined]
+        if type(node) is not cst.Name:
             return None
-        dotted = get_full_name_for_node(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        target = self._bindings.get(head)
+        target = self._bindings.get(node.value)  # type: ignore[attr-defined]
         if target is None:
             return None
+        rest = ".".join(reversed(attributes))
         # `torch_xla_py.xla_model.x` (pre-1.0 imports) reads as `torch_xla.core.xla_model.x`.
         return modernize(f"{target}.{rest}") if rest else target
 

@@ -30,6 +30,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import HOST_ATTRIBUTES, HOST_METHODS, Kind, TensorKinds
+from xlalint.walk import children
 
 if TYPE_CHECKING:
     from xlalint.analysis.loops import LoopAnalysis
@@ -461,7 +462,7 @@ def _value_names(expr: cst.CSTNode) -> Iterator[str]:
         elif isinstance(node, cst.Arg):
             stack.append(node.value)
         elif not isinstance(node, cst.Lambda):
-            stack.extend(node.children)
+            stack.extend(children(node))
 
 
 def _names_sequence(annotation: cst.BaseExpression) -> bool:

@@ -30,6 +30,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import binding_key
+from xlalint.walk import children, descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -170,7 +171,7 @@ def _names_in(node: cst.CSTNode) -> set[str]:
         elif isinstance(current, cst.Arg):
             stack.append(current.value)
         elif not isinstance(current, cst.Lambda):
-            stack.extend(current.children)
+            stack.extend(children(current))
     return found
 
 
@@ -476,7 +477,7 @@ class _BodyScanner:
                 continue
             if isinstance(node, cst.Call):
                 self.call(node)
-            stack.extend(reversed(node.children))  # popped in source order
+            stack.extend(reversed(children(node)))  # popped in source order
 
     def call(self, call: cst.Call) -> None:
         facts = self.facts
@@ -940,7 +941,7 @@ class LoopAnalysis:
                 function, class_def = None, node
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
                 calls.setdefault(node.func.value, []).append((node, function, class_def))
-            stack.extend((child, function, class_def) for child in node.children)
+            stack.extend((child, function, class_def) for child in children(node))
         self._calls = calls
         return calls
 
@@ -1015,14 +1016,14 @@ class LoopAnalysis:
         if cached is not None:
             return cached
         found: dict[str, list[cst.BaseExpression]] = {}
-        body = scope.body if isinstance(scope, cst.Module) else scope.body.children
+        body = scope.body if isinstance(scope, cst.Module) else children(scope.body)
         stack: list[cst.CSTNode] = list(body)
         in_class = isinstance(scope, cst.ClassDef)
         while stack:
             node = stack.pop()
             if isinstance(node, cst.FunctionDef):
                 if in_class:
-                    stack.extend(node.body.children)
+                    stack.extend(children(node.body))
             elif isinstance(node, cst.Assign):
                 for target in node.targets:
                     _record(found, target.target, node.value)
@@ -1030,7 +1031,7 @@ class LoopAnalysis:
                 if node.value is not None:
                     _record(found, node.target, node.value)
             elif not isinstance(node, cst.ClassDef | cst.BaseExpression):
-                stack.extend(node.children)
+                stack.extend(children(node))
         self._assignments[id(scope)] = found
         return found
 
@@ -1122,13 +1123,13 @@ def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         if isinstance(current, _COMPREHENSIONS) and _names_in(current) & batch:
-            yield from m.findall(current, _DEVICE_MOVE)
+            yield from (node for node in descendants(current) if m.matches(node, _DEVICE_MOVE))
             continue
         if m.matches(current, _DEVICE_MOVE):
             assert isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute)
             if _names_in(current.func.value) & batch:
                 yield current
-        stack.extend(current.children)
+        stack.extend(children(current))
 
 
 def _iterates_a_literal(node: Loop) -> bool:

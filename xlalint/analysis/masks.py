@@ -32,6 +32,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.walk import children
 
 
 class Evidence(enum.IntEnum):
@@ -542,7 +543,7 @@ def _names_in(node: cst.CSTNode) -> set[str]:
             names.add(current.attr.value)
             stack.append(current.value)
         elif isinstance(current, cst.BaseExpression | cst.SubscriptElement | cst.Index):
-            stack.extend(current.children)
+            stack.extend(children(current))
     return names
 
 

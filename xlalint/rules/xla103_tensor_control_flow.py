@@ -18,7 +18,7 @@ _TESTED: dict[type[cst.CSTNode], str] = {
 }
 _TESTED_TYPES = tuple(_TESTED)
 # Parents under which a node's truth may be taken (`bool(x)` is checked from the call).
-_TRUTH_PARENTS = (*_TESTED_TYPES, cst.BooleanOperation, cst.UnaryOperation)
+_TRUTH_PARENTS = frozenset({*_TESTED_TYPES, cst.BooleanOperation, cst.UnaryOperation})
 # Comparisons of tensors that give a bool tensor, which torch.where takes as its condition.
 _TENSOR_COMPARISONS = (
     cst.LessThan,
@@ -149,7 +149,7 @@ class TensorControlFlow(Rule):
 
     # -- helpers --------------------------------------------------------------------------
     def _check(self, node: cst.BaseExpression) -> None:
-        if not isinstance(self.ctx.parent, _TRUTH_PARENTS) or not self.ctx.is_tensor(node):
+        if type(self.ctx.parent) not in _TRUTH_PARENTS or not self.ctx.is_tensor(node):
             return  # the common case, decided without walking the ancestors
         construct = self._truth_context(node)
         if construct is None:

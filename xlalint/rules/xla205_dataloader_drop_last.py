@@ -10,6 +10,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import append_keyword
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import children
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -242,7 +243,7 @@ def _words_of(node: cst.CSTNode) -> Iterator[str]:
             if current.keyword is None:
                 stack.append(current.value)
         elif not isinstance(current, cst.Lambda):
-            stack.extend(current.children)
+            stack.extend(children(current))
 
 
 def _split_is(dataset: cst.BaseExpression | None, evaluation: bool) -> bool:

@@ -8,6 +8,7 @@ import libcst as cst
 from xlalint.analysis.hotness import Site
 from xlalint.analysis.loop_values import Loop, LoopValues, TensorReads
 from xlalint.rule import Rule
+from xlalint.walk import children
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -223,5 +224,5 @@ def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
         current = stack.pop()
         found.append(current)
         if not isinstance(current, cst.Lambda):
-            stack.extend(current.children)
+            stack.extend(children(current))
     return found

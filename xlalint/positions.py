@@ -1,0 +1,109 @@
+"""Line and column of the nodes that findings and fixes name.
+
+libcst's `PositionProvider` regenerates the whole module and, token by token, splits each
+token on newlines to keep a line and column current, then builds a `CodeRange` for every
+node: a fifth of a lint for each file with findings. The regeneration itself is cheap. So
+the same codegen runs here with a state that only counts characters, and the few nodes
+asked about get their line and column from the source's table of line starts.
+
+The ranges equal `PositionProvider`'s (the tests compare them node by node), including
+its syntactic ranges (`record_syntactic_position`: a function's range starts at `def`,
+not at its decorators' leading comments).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+
+# Newlines as libcst's position tracking counts them.
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+@dataclass
+class _OffsetState(CodegenState):
+    """Codegen that records each node's (start, end) character offsets."""
+
+    offset: int = 0
+    popped: str = ""  # the newline libcst adds for its own codegen to a file without one
+    spans: dict[cst.CSTNode, tuple[int, int]] = field(default_factory=dict)
+    _starts: list[int] = field(default_factory=list)
+
+    def add_indent_tokens(self) -> None:
+        self.tokens.extend(self.indent_tokens)
+        self.offset += sum(map(len, self.indent_tokens))
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.offset += len(value)
+
+    def pop_trailing_newline(self) -> None:
+        if self.tokens:
+            self.popped = self.tokens.pop()
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._starts.append(self.offset)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._starts.pop()
+        # A syntactic range recorded inside the node's codegen takes precedence.
+        self.spans.setdefault(node, (start, self.offset))
+
+    @contextmanager
+    def record_syntactic_position(
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: cst.CSTNode | None = None,
+        end_node: cst.CSTNode | None = None,
+    ) -> Iterator[None]:
+        start = self.offset
+        try:
+            yield
+        finally:
+            end = self.offset
+            if start_node is not None:
+                start = self.spans[start_node][0]
+            if end_node is not None:
+                end = self.spans[end_node][1]
+            self.spans[node] = (start, end)
+
+
+class Positions:
+    """`positions[node]` is the node's `CodeRange`, as `PositionProvider` gives it."""
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        state = _OffsetState(
+            default_indent=module.default_indent, default_newline=module.default_newline
+        )
+        module._codegen(state)
+        self._fallback: dict[cst.CSTNode, CodeRange] | None = None
+        if "".join(state.tokens) != text:  # not this text's tree: ask libcst itself
+            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+            self._fallback = dict(wrapper.resolve(PositionProvider))
+        self._spans = state.spans
+        # Ranges at the end of a file without a final newline count the one libcst added.
+        generated = text + state.popped
+        self._line_starts = [0, *(match.end() for match in _NEWLINE.finditer(generated))]
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        if self._fallback is not None:
+            return self._fallback[node]
+        start, end = self._spans[node]
+        return CodeRange(self._position(start), self._position(end))
+
+    def nodes_of(self, types: frozenset[type[cst.CSTNode]]) -> Iterator[cst.CSTNode]:
+        """Every node of one of `types` (exact types), children before their parents."""
+        nodes = self._fallback if self._fallback is not None else self._spans
+        return (node for node in nodes if type(node) in types)
+
+    def _position(self, offset: int) -> CodePosition:
+        line = bisect_right(self._line_starts, offset)
+        return CodePosition(line, offset - self._line_starts[line - 1])
