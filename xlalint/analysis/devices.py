@@ -12,11 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.guards import mentions_cuda
+from xlalint.analysis.guards import implied, mentions_cuda, path_conditions, requires_cuda
 from xlalint.analysis.imports import ImportTable
+from xlalint.walk import children, descendants
+
+if TYPE_CHECKING:
+    from xlalint.analysis.hotness import FunctionKey
 
 # Device types torch accepts in a device string.
 DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xla", "xpu", "meta", "hpu", "npu", "mtia"})
@@ -28,7 +34,9 @@ UNKNOWN = "?"
 _DEVICE_STRING = re.compile(r"^([a-z]+)(?::\d+)?$")
 _DEVICE_NAME = re.compile(r"^(dev|device|devices|device_\w+|\w+_device|\w+_dev)$", re.IGNORECASE)
 _NOT_DEVICE_NAMES = frozenset({"device_map", "device_ids", "device_count", "device_id"})
-_XLA_WORD = re.compile(r"xla|tpu", re.IGNORECASE)
+# "xla"/"tpu" as a word or a camel-case part (`use_tpu`, `is_torch_xla_available`,
+# `XLAStrategy`, `"TPU"`), not inside another word: `output_type` holds "tpu".
+_XLA_WORD = re.compile(r"XLA|TPU|Xla|Tpu|(?<![a-z])(?:xla|tpu)|(?:xla|tpu)(?![a-z])")
 # Conventional aliases of torch_xla modules, recognised even when imported elsewhere.
 _XLA_ALIASES = frozenset({"xm", "xr", "xmp"})
 
@@ -264,7 +272,7 @@ def _leaves(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(current, cst.Name | cst.SimpleString | cst.FormattedStringText):
             yield current
         else:
-            stack.extend(current.children)
+            stack.extend(children(current))
 
 
 def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
@@ -277,15 +285,21 @@ def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
     return mentions_cuda(test, imports)
 
 
-def mentions_xla(node: cst.CSTNode, imports: ImportTable) -> bool:
+def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = True) -> bool:
     """Whether code mentions XLA or TPUs: `torch_xla`, `xm.xla_device()`, `xr.`, `"xla"`,
-    `use_tpu`, `PJRT_DEVICE == "TPU"`."""
+    `use_tpu`, `PJRT_DEVICE == "TPU"`. With `modules=False`, torch_xla's modules do not
+    count: a condition that calls into them (`xm.is_master_ordinal()`) presupposes XLA
+    rather than asking whether it is in use."""
     for found in _leaves(node):
         if isinstance(found, cst.Name):
-            if _XLA_WORD.search(found.value) or found.value in _XLA_ALIASES:
-                return True
             qualified = imports.resolve(found)
-            if qualified is not None and qualified.startswith("torch_xla"):
+            module = found.value in _XLA_ALIASES or (
+                qualified is not None and qualified.startswith("torch_xla")
+            )
+            if module:
+                if modules:
+                    return True
+            elif _XLA_WORD.search(found.value):
                 return True
         elif isinstance(found, cst.SimpleString):
             value = found.evaluated_value
@@ -294,6 +308,36 @@ def mentions_xla(node: cst.CSTNode, imports: ImportTable) -> bool:
         elif isinstance(found, cst.FormattedStringText) and _XLA_WORD.search(found.value):
             return True
     return False
+
+
+def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
+    """Whether the code on `path` (a node and its ancestors, innermost first) runs only
+    where XLA is not in use: on CUDA machines (after `if not torch.cuda.is_available():
+    return`, under `if use_cuda:`) or where a test for XLA failed (`if is_xla: xm.save(...)
+    else: <here>`). Device rules leave such code alone: a TPU host never runs it."""
+    nodes = list(path)
+    return requires_cuda(nodes, imports) or xla_ruled_out(nodes, imports)
+
+
+def creates_xla_device(node: cst.CSTNode, imports: ImportTable) -> bool:
+    """Whether code under `node` creates the XLA device: `xm.xla_device()`,
+    `torch_xla.device()`, `torch.device("xla")`. A bare `"xla"` does not count: out of a
+    device position it is as often a backend or strategy name."""
+    return any(
+        isinstance(found, cst.Call) and "xla" in (device_types(found, imports) or ())
+        for found in descendants(node)
+    )
+
+
+def xla_ruled_out(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
+    """Whether the code on `path` (a node and its ancestors, innermost first) runs only
+    where a test for XLA failed, within its function: in the `else` of
+    `if device == "xla":`, under `if not use_tpu:`, or after
+    `if is_xla: return XLAPrecision()`. Its author handles XLA elsewhere."""
+    return any(
+        implied(test, holds, lambda t: mentions_xla(t, imports, modules=False)) is False
+        for test, holds in path_conditions(path)
+    )
 
 
 @dataclass(frozen=True)
@@ -306,15 +350,17 @@ class DeviceChoice:
     # alone do not decide `is_ladder`: no GPU type selected, or a ternary with one known type.
     probes_gpu: bool
     returns: bool  # a branch returns the device (a helper function's ladder)
+    remaps: bool  # replaces the value its test examines; see `_remaps`
 
     @property
     def is_ladder(self) -> bool:
         """Chooses a GPU backend against something else: a device ladder.
 
         `"cuda:0" if rank == 0 else "cuda:1"` chooses between two CUDA devices and is not a
-        ladder; an `if` that sets a CUDA device is one (its alternative is the value before)."""
+        ladder; an `if` that sets a CUDA device is one (its alternative is the value before),
+        unless it only remaps the value its test examines."""
         known = self.types - {UNKNOWN}
-        if not (known & GPU_TYPES or self.probes_gpu):
+        if self.remaps or not (known & GPU_TYPES or self.probes_gpu):
             return False
         if isinstance(self.node, cst.IfExp):
             return len(known) >= 2 or self.probes_gpu
@@ -330,15 +376,45 @@ def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice |
     probes = (not known & GPU_TYPES or len(known) < 2) and any(
         probes_gpu(test, imports) for test in _ifexp_tests(node)
     )
-    return DeviceChoice(node, types, probes, returns=False)
+    # `"cpu" if device == "mps" else device`: a branch is the very name the test examines.
+    tested = {n.value for n in descendants(node.test) if isinstance(n, cst.Name)}
+    remaps = any(
+        isinstance(branch, cst.Name) and branch.value in tested
+        for branch in (node.body, node.orelse)
+    )
+    return DeviceChoice(node, types, probes, returns=False, remaps=remaps)
 
 
 def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     """The device choice made by an `if`/`elif`/`else` chain, if any branch assigns or
     returns a device expression. A nested `if` statement is a choice of its own and is not
     looked into."""
+    tests, blocks = _chain(node)
+    types: set[str] = set()
+    returns = False
+    last_selecting = -1  # index in `blocks` of the last branch that selects a device
+    for index, block in enumerate(blocks):
+        for value, targets in _selections(block):
+            selected = device_types(value, imports)
+            if selected:
+                types |= selected
+                returns = returns or targets is None
+                last_selecting = index
+    if not types:
+        return None
+    # The conditions only matter when no branch selects a GPU device. A test after the last
+    # branch that selects one (`elif gen == "cuda": raise ...`) cannot change the choice.
+    probes = not types & GPU_TYPES and any(
+        probes_gpu(test, imports) for test in tests[: last_selecting + 1]
+    )
+    remaps = len(blocks) == len(tests) and _remaps(tests, blocks, imports)  # no `else`
+    return DeviceChoice(node, frozenset(types), probes, returns, remaps)
+
+
+def _chain(node: cst.If) -> tuple[list[cst.BaseExpression], list[cst.BaseSuite]]:
+    """The tests of an `if`/`elif` chain and its blocks (one more block for an `else`)."""
     tests: list[cst.BaseExpression] = []
-    blocks: list[cst.CSTNode] = []
+    blocks: list[cst.BaseSuite] = []
     current = node
     while True:
         tests.append(current.test)
@@ -349,20 +425,45 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
             continue
         if isinstance(orelse, cst.Else):
             blocks.append(orelse.body)
-        break
-    types: set[str] = set()
-    returns = False
-    for block in blocks:
-        for value, is_return in _selections(block):
-            selected = device_types(value, imports)
-            if selected:
-                types |= selected
-                returns = returns or is_return
-    if not types:
-        return None
-    # The conditions only matter when no branch selects a GPU device.
-    probes = not types & GPU_TYPES and any(probes_gpu(test, imports) for test in tests)
-    return DeviceChoice(node, frozenset(types), probes, returns)
+        return tests, blocks
+
+
+def _remaps(
+    tests: list[cst.BaseExpression], blocks: list[cst.BaseSuite], imports: ImportTable
+) -> bool:
+    """An `if` chain without `else` whose branches only reassign the value their tests
+    examine: `if device_map == "cuda": device_map = f"cuda:{rank}"`,
+    `if device_type == "mps": device_type = "cpu"`. Every other value, an XLA device
+    included, passes through as given."""
+    examined: set[str] = set()
+    remapped = False
+    for test, block in zip(tests, blocks, strict=True):
+        examined |= _examined(test, imports)  # a branch runs after the tests before it
+        for value, targets in _selections(block):
+            if device_types(value, imports) is None:
+                continue
+            if targets is None or any(get_full_name_for_node(t) not in examined for t in targets):
+                return False  # returned, or stored elsewhere: a choice
+            remapped = True
+    return remapped
+
+
+def _examined(node: cst.CSTNode, imports: ImportTable) -> set[str]:
+    """Names and attribute chains a condition reads (`device`, `args.device`), without
+    imported modules (`torch.cuda`) and a bare `self`, which every method shares."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name | cst.Attribute):
+            name = get_full_name_for_node(current)
+            if name not in (None, "self", "cls") and imports.resolve(current) is None:
+                found.add(name)  # type: ignore[arg-type]
+            if isinstance(current, cst.Attribute):
+                stack.append(current.value)  # `.attr` alone names nothing
+        else:
+            stack.extend(children(current))
+    return found
 
 
 class DeviceChoices:
@@ -416,19 +517,31 @@ _BLOCK_TYPES = (
 )
 
 
-def _selections(node: cst.CSTNode) -> Iterator[tuple[cst.BaseExpression, bool]]:
-    """Values assigned or returned in a block (not in nested `if`s, functions or classes)."""
-    for child in node.children:
+def _selections(
+    node: cst.CSTNode,
+) -> Iterator[tuple[cst.BaseExpression, list[cst.BaseExpression] | None]]:
+    """Values assigned in a block, with their targets, or returned (targets None); not in
+    nested `if`s, functions or classes."""
+    for child in children(node):
         if isinstance(child, cst.If | cst.FunctionDef | cst.ClassDef):
             continue
-        if isinstance(child, cst.Assign | cst.AnnAssign):
+        if isinstance(child, cst.Assign):
+            yield child.value, [t.target for t in child.targets]
+        elif isinstance(child, cst.AnnAssign):
             if child.value is not None:
-                yield child.value, False
+                yield child.value, [child.target]
         elif isinstance(child, cst.Return):
             if child.value is not None:
-                yield child.value, True
+                yield child.value, None
         elif isinstance(child, _BLOCK_TYPES):
             yield from _selections(child)
+
+
+def in_own_method(function: FunctionKey | None, name: str) -> bool:
+    """Whether code runs in a class's own `cuda()`/`half()` method: a wrapper that moves
+    its parts (`def cuda(self): return Rigid(self._rots.cuda(), self._trans.cuda())`) does
+    what its caller asked for; the caller's `.cuda()` is the finding, not the method."""
+    return function is not None and function.class_name is not None and function.name == name
 
 
 def is_super_call(node: cst.BaseExpression) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.guards import path_conditions
 from xlalint.analysis.imports import ImportTable
 
 FLOAT16 = frozenset({"torch.float16", "torch.half"})
@@ -74,3 +75,26 @@ def is_dtype_choice(
             and "dtype" in key.evaluated_value
         )
     return False
+
+
+def keeps_float16(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
+    """Whether the code on `path` (a node and its ancestors, innermost first) runs only
+    where a value already is float16: under `if attn_weights.dtype == torch.float16:`, where
+    `.to(torch.float16)` restores the dtype after a float32 softmax. Float16 was chosen
+    where that value was made, and on a TPU in bfloat16 the branch is not taken."""
+    return any(holds and _tests_float16(test, imports) for test, holds in path_conditions(path))
+
+
+def _tests_float16(test: cst.BaseExpression, imports: ImportTable) -> bool:
+    """`x.dtype == torch.float16`, `dtype is torch.half`, or one of them in an `and`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_float16(test.left, imports) or _tests_float16(test.right, imports)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal | cst.Is):
+        return False
+    sides = (test.left, comparison.comparator)
+    return any(imports.resolve(side) in FLOAT16 for side in sides) and any(
+        "dtype" in (get_full_name_for_node(side) or "").rsplit(".", 1)[-1] for side in sides
+    )

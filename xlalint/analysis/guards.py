@@ -1,4 +1,4 @@
-"""Code that only runs on CUDA machines.
+"""Code that only runs on CUDA machines, and the conditions known on the way to a node.
 
 `if torch.cuda.is_available(): model.cuda()` is not a porting problem: on an XLA host the
 branch is never taken. Device rules ask whether a node sits under such a guard.
@@ -6,11 +6,14 @@ branch is never taken. Device rules ask whether a node sits under such a guard.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+
 import libcst as cst
-import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
+from xlalint.walk import descendants
 
 _CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 
@@ -18,17 +21,88 @@ _CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether a condition asks about CUDA: `torch.cuda.is_available()`, `args.cuda`,
     `use_cuda`, `device.type == "cuda"`."""
-    for call in m.findall(test, m.Call()):
-        assert isinstance(call, cst.Call)
-        if imports.resolve(call.func) in _CUDA_PROBES:
-            return True
-    for node in m.findall(test, m.Name() | m.Attribute() | m.SimpleString()):
-        if isinstance(node, cst.SimpleString):
-            value = node.evaluated_value
+    for node in descendants(test):
+        kind = type(node)
+        if kind is cst.Call:
+            if imports.resolve(node.func) in _CUDA_PROBES:  # type: ignore[attr-defined]
+                return True
+        elif kind is cst.SimpleString:
+            value = node.evaluated_value  # type: ignore[attr-defined]
             if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
                 return True
-            continue
-        name = get_full_name_for_node(node) or ""
-        if "cuda" in name.rsplit(".", 1)[-1].lower():
-            return True
+        elif kind is cst.Name or kind is cst.Attribute:
+            name = get_full_name_for_node(node) or ""
+            if "cuda" in name.rsplit(".", 1)[-1].lower():
+                return True
     return False
+
+
+def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpression, bool]]:
+    """Conditions known where the code on `path` runs (a node and its ancestors, innermost
+    first), within its function, as `(test, holds)`: true for an `if` whose body holds it,
+    false for one whose `else`/`elif` holds it or for an earlier `if` whose body returns or
+    raises (`if not torch.cuda.is_available(): return False`)."""
+    for child, parent in itertools.pairwise(path):
+        if isinstance(parent, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            return
+        if isinstance(parent, cst.If) and child is not parent.test:
+            yield parent.test, child is parent.body
+        elif isinstance(parent, cst.IndentedBlock | cst.Module):
+            for statement in parent.body:
+                if statement is child:
+                    break
+                if isinstance(statement, cst.If) and _exits(statement.body):
+                    yield statement.test, False
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """A block that ends in `return` or `raise`."""
+    last: cst.CSTNode | None = block.body[-1] if block.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return isinstance(last, cst.Return | cst.Raise)
+
+
+def negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`x` for `not x`, else None."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression
+    return None
+
+
+_NEGATIVE_COMPARISONS = (cst.NotEqual, cst.IsNot, cst.NotIn)
+
+
+def implied(
+    test: cst.BaseExpression, holds: bool, asks: Callable[[cst.BaseExpression], bool]
+) -> bool | None:
+    """What `test` being `holds` says of the thing `asks` recognises in a plain condition
+    (CUDA, XLA): True (in use), False (not), or None (nothing). `not`, `!=` and `not in`
+    turn it around; both sides of a true `and` or a false `or` count, and neither side of
+    the other two: `if args.cuda and not torch.cuda.is_available(): raise` says nothing of
+    CUDA once passed."""
+    inner = negated(test)
+    if inner is not None:
+        return implied(inner, not holds, asks)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) != holds:
+            return None  # one side decided it, and which one is not known
+        left = implied(test.left, holds, asks)
+        return left if left is not None else implied(test.right, holds, asks)
+    if not asks(test):
+        return None
+    if isinstance(test, cst.Comparison) and any(
+        isinstance(c.operator, _NEGATIVE_COMPARISONS) for c in test.comparisons
+    ):
+        return not holds  # `device.type != "cuda"`
+    return holds
+
+
+def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
+    """Whether the code on `path` runs only where a CUDA test passed: under `if use_cuda:`,
+    or after `if not torch.cuda.is_available(): return False`. A check that leaves on some
+    other failure (`if args.cuda and not torch.cuda.is_available(): raise`) does not count."""
+    return any(
+        implied(test, holds, lambda t: mentions_cuda(t, imports)) is True
+        for test, holds in path_conditions(path)
+    )

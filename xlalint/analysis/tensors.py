@@ -15,10 +15,11 @@ import re
 from collections.abc import Iterable, Sequence
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
+from xlalint.walk import descendants
 
 
 class Kind(enum.Enum):
@@ -60,6 +61,9 @@ _TORCH_NON_TENSOR = re.compile(
     r"testing|export|fx|library|overrides|multiprocessing|random"
     r")(\.|$)"
 )
+_RNG_STATE_GETTERS = frozenset({"get_rng_state", "get_rng_state_all"})
+# Conditions true only while TorchScript traces or scripts the code.
+_TRACING_PROBES = frozenset({"torch.jit.is_tracing", "torch.jit.is_scripting"})
 _TORCH_TENSOR_NAMESPACES = re.compile(r"^torch\.(nn\.functional|linalg|fft|special|nn\.init)\.")
 # torch factories that build a tensor from sizes or Python data: on the host (a CPU tensor,
 # like a numpy array) unless given a device. `torch.rand(1) < p` in a transform is no sync.
@@ -104,13 +108,14 @@ _INDEX_NAME = re.compile(
     r"^(i|j|k|n|idx|index|step|epoch|it|iteration|global_step|batch_idx|batch_index|\w+_idx|"
     r"\w+_id|\w+_step|num_\w+|\w+_size)$"
 )
-# Parameters whose names say they hold a Python flag or size (`use_cache`, `return_dict`,
-# `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`), not a tensor: per-step
-# functions take tensors by default, and these would otherwise read as tensors.
+# Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
+# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`),
+# not a tensor: per-step functions take tensors by default, and these would otherwise read
+# as tensors.
 _HOST_PARAM_NAME = re.compile(
     r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
-    r"max_\w+|min_\w+|count|\w+_count|device|dtype)$"
+    r"max_\w+|min_\w+|count|\w+_count|device|dtype|\w+_type)$"
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
 _TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|compute_loss|loss)$")
@@ -171,6 +176,21 @@ def _rows_of(iterable: cst.BaseExpression, width: int) -> list[list[cst.BaseExpr
     return rows
 
 
+def _positions(
+    target: cst.BaseExpression, value: cst.BaseExpression
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """`a, b = x, y`: the pairs `(a, x)`, `(b, y)` when both sides are literal tuples or
+    lists of one length, without starred elements; else none."""
+    if not (isinstance(target, cst.Tuple | cst.List) and isinstance(value, cst.Tuple | cst.List)):
+        return []
+    elements = (*target.elements, *value.elements)
+    if len(target.elements) != len(value.elements) or any(
+        isinstance(e, cst.StarredElement) for e in elements
+    ):
+        return []
+    return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+
+
 def _join(kinds: Iterable[Kind]) -> Kind:
     """TENSOR if any part is a tensor; HOST only if every part is host."""
     seen = set(kinds)
@@ -219,7 +239,7 @@ class TensorKinds:
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
         if param.annotation is not None:
-            names = {n.value for n in m.findall(param.annotation.annotation, m.Name())}
+            names = _names_in(param.annotation.annotation)
             if names & _TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
                 return _tensor_annotation(param.annotation.annotation)
@@ -278,11 +298,15 @@ class TensorKinds:
                 if isinstance(arg.value, cst.Name) and self.lookup(arg.value.value) is Kind.TENSOR
             }
         for target in targets:
+            if pairs := _positions(target, value):
+                # `x, h, w = hidden, height, width`: each name gets its own value's kind
+                # (all read before any is bound, as in `a, b = b, a`).
+                for name, item_kind in [(name, self.of(item)) for name, item in pairs]:
+                    self.bind(name, item_kind)
+                continue
             self.bind(target, kind)
-            for name in m.findall(target, m.Name()) if passed_through else ():
-                assert isinstance(name, cst.Name)
-                if name.value in passed_through:
-                    self._frames[-1][name.value] = Kind.TENSOR
+            for name in _names_in(target) & passed_through:
+                self._frames[-1][name] = Kind.TENSOR
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
@@ -345,11 +369,12 @@ class TensorKinds:
     # -- inference ------------------------------------------------------------------------
     def of(self, node: cst.BaseExpression) -> Kind:
         """The kind of an expression's value."""
-        if _is_literal(node) or isinstance(
-            node, cst.FormattedString | cst.ConcatenatedString | cst.List | cst.Dict | cst.Set
-        ):
+        # Exact types, not `isinstance`: libcst's node classes are final, and `isinstance`
+        # on them goes through `ABCMeta`, the largest single cost of an analysis.
+        node_type = type(node)
+        if node_type in _HOST_VALUES or _is_literal(node):
             return Kind.HOST
-        if isinstance(node, cst.Name):
+        if node_type is cst.Name:
             known = self.lookup(node.value)
             if known is not None and known is not Kind.UNKNOWN:
                 return known
@@ -362,11 +387,11 @@ class TensorKinds:
             if known is not None and _names_model(node.value):
                 return Kind.MODULE
             return Kind.UNKNOWN
-        if isinstance(node, cst.Attribute):
+        if node_type is cst.Attribute:
             return self._attribute(node)
-        if isinstance(node, cst.Call):
+        if node_type is cst.Call:
             return self._call(node)
-        if isinstance(node, cst.Subscript):
+        if node_type is cst.Subscript:
             base = self.of(node.value)
             if base is Kind.ITERABLE:
                 # `timesteps[i]` is a tensor; a loader cannot be indexed, so
@@ -374,31 +399,43 @@ class TensorKinds:
                 schedule = _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
                 return Kind.TENSOR if schedule else Kind.UNKNOWN
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
-        if isinstance(node, cst.BinaryOperation):
+        if node_type is cst.BinaryOperation:
             return _join((self.of(node.left), self.of(node.right)))
-        if isinstance(node, cst.UnaryOperation):
+        if node_type is cst.UnaryOperation:
             if isinstance(node.operator, cst.Not):
                 return Kind.HOST
             return self.of(node.expression)
-        if isinstance(node, cst.Comparison):
+        if node_type is cst.Comparison:
             if all(
                 isinstance(t.operator, cst.Is | cst.IsNot | cst.In | cst.NotIn)
                 for t in node.comparisons
             ):
                 return Kind.HOST
             return _join([self.of(node.left), *(self.of(t.comparator) for t in node.comparisons)])
-        if isinstance(node, cst.IfExp):
+        if node_type is cst.IfExp:
+            if (tracing := self._tests_tracing(node.test)) is not None:
+                # `torch.min(torch.tensor(hw)) if torch.jit.is_tracing() else min(hw)`: a
+                # step on the XLA device is not traced by TorchScript.
+                return self.of(node.orelse if tracing else node.body)
             return _join((self.of(node.body), self.of(node.orelse)))
-        if isinstance(node, cst.BooleanOperation):
+        if node_type is cst.BooleanOperation:
             return _join((self.of(node.left), self.of(node.right)))
-        if isinstance(node, cst.Tuple):
+        if node_type is cst.Tuple:
             return _join(self.of(e.value) for e in node.elements) if node.elements else Kind.HOST
-        if isinstance(node, cst.NamedExpr):
+        if node_type is cst.NamedExpr:
             return self.of(node.value)
         return Kind.UNKNOWN
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
+
+    def _tests_tracing(self, test: cst.BaseExpression) -> bool | None:
+        """True for `torch.jit.is_tracing()`, False for its negation, else None."""
+        inner = negated(test)
+        call = test if inner is None else inner
+        if isinstance(call, cst.Call) and self.imports.resolve(call.func) in _TRACING_PROBES:
+            return inner is None
+        return None
 
     def _attribute(self, node: cst.Attribute) -> Kind:
         attr = node.attr.value
@@ -445,6 +482,10 @@ class TensorKinds:
             if receiver is Kind.TENSOR:
                 if method in HOST_METHODS or method in TO_HOST_METHODS:
                     return Kind.HOST
+                if method.startswith("get_"):
+                    # Tensor's one getter, `get_device`, is a host method: a receiver with
+                    # `get_seq_length()` is some other object (a cache typed as a tensor).
+                    return Kind.UNKNOWN
                 if method == "to" and moves_to_cpu(node):
                     return Kind.HOST
                 return Kind.TENSOR
@@ -494,6 +535,8 @@ class TensorKinds:
             return Kind.ITERABLE
         if _TORCH_TENSOR_NAMESPACES.match(qualified):
             return Kind.TENSOR
+        if qualified.rsplit(".", 1)[-1] in _RNG_STATE_GETTERS:
+            return Kind.HOST  # a CPU ByteTensor, whatever the backend (`torch.npu.random`)
         if qualified == "torch.from_numpy" or (
             _TORCH_FACTORIES.match(qualified)
             and (moves_to_cpu(node) or not any(_is_keyword(a, "device") for a in node.args))
@@ -536,12 +579,23 @@ def binding_key(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _names_in(node: cst.CSTNode) -> set[str]:
+    """The plain names under `node` (`dict[str, Tensor]` -> dict, str, Tensor)."""
+    return {name.value for name in descendants(node) if type(name) is cst.Name}  # type: ignore[attr-defined]
+
+
+_LITERALS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
+_HOST_VALUES = frozenset({cst.FormattedString, cst.ConcatenatedString, cst.List, cst.Dict, cst.Set})
+_CONSTANTS = frozenset({"True", "False", "None"})
+
+
 def _is_literal(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.Integer | cst.Float | cst.Imaginary | cst.SimpleString):
+    node_type = type(node)
+    if node_type in _LITERALS:
         return True
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        return _is_literal(node.expression)
-    return isinstance(node, cst.Name) and node.value in {"True", "False", "None"}
+    if node_type is cst.UnaryOperation and type(node.operator) is cst.Minus:  # type: ignore[attr-defined]
+        return _is_literal(node.expression)  # type: ignore[attr-defined]
+    return node_type is cst.Name and node.value in _CONSTANTS  # type: ignore[attr-defined]
 
 
 def moves_to_cpu(call: cst.Call) -> bool:

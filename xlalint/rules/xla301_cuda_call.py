@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import is_super_call, xla_device_source
+from xlalint.analysis.devices import (
+    in_own_method,
+    is_super_call,
+    runs_without_xla,
+    xla_device_source,
+)
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -15,7 +20,10 @@ class CudaCall(Rule):
     ## What it does
     Flags `.cuda()` calls on tensors and modules, with or without arguments
     (`.cuda(non_blocking=True)`, `.cuda(args.gpu)`), anywhere in the file except under a
-    CUDA guard such as `if torch.cuda.is_available():`.
+    CUDA guard such as `if torch.cuda.is_available():` or after
+    `if not torch.cuda.is_available(): return`, code that runs only where a test for XLA
+    failed (`if is_xla: ... else: x.cuda()`), and a class's own `cuda()` method (a wrapper
+    moving its parts for a caller that asked for CUDA).
 
     ## Why is this bad?
     `.cuda()` places the value on a CUDA GPU. A TPU host has none, so the call fails, and
@@ -66,7 +74,9 @@ class CudaCall(Rule):
             return
         if self.ctx.under_cuda_guard or self.ctx.qualified(func) == "torch.cuda":
             return
-        if is_super_call(func.value):
+        if is_super_call(func.value) or in_own_method(self.ctx.function, "cuda"):
+            return
+        if runs_without_xla(self.ctx.ancestors(), self.ctx.imports):
             return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
 

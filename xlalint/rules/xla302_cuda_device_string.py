@@ -6,10 +6,12 @@ from xlalint.analysis.devices import (
     TORCH_DEVICE,
     cuda_strings,
     device_arguments,
+    in_own_method,
     is_cuda_string,
     is_device_name,
     is_device_option,
     keyword_argument,
+    runs_without_xla,
     torch_device_type_argument,
     xla_device_source,
     xla_string_source,
@@ -33,8 +35,11 @@ class CudaDeviceString(Rule):
     `add_argument("--device", default="cuda")`).
 
     Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
-    strings, comments and docstrings, strings under a CUDA guard, and the branches of a
-    device ladder such as `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's).
+    strings, comments and docstrings, strings under a CUDA guard (or after
+    `if not torch.cuda.is_available(): return`), in code that runs only where a test for
+    XLA failed (`if device == "xla": ... else: <here>`) or in a class's own `cuda()`
+    method, and the branches of a device ladder such as
+    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's).
 
     ## Why is this bad?
     A TPU host has no CUDA device: every tensor or module sent to `"cuda"` fails to get
@@ -187,7 +192,9 @@ class CudaDeviceString(Rule):
         return self.message.format(text=self.ctx.module.code_for_node(string))
 
     def _may_report(self) -> bool:
-        """Not under a CUDA guard and not inside the branches of an `if` device ladder."""
-        if self.ctx.under_cuda_guard:
+        """Not in CUDA-only code, a class's own `cuda()`, or an `if` device ladder."""
+        if self.ctx.under_cuda_guard or in_own_method(self.ctx.function, "cuda"):
+            return False
+        if runs_without_xla(self.ctx.ancestors(), self.ctx.imports):
             return False
         return not self.ctx.device_choices.in_ladder(self.ctx.ancestors())

@@ -7,6 +7,7 @@ from xlalint.analysis.devices import (
     CUDA_PROBES,
     converts_to_cuda_tensor_type,
     cuda_api_kind,
+    runs_without_xla,
 )
 from xlalint.rule import Rule
 
@@ -61,7 +62,9 @@ class CudaApi(Rule):
     `import torch.cuda as tc` are understood and a local `GradScaler` class is not.
 
     Left alone: the probes `torch.cuda.is_available()` and `torch.cuda.is_initialized()`,
-    which guards and device ladders use, and anything under a CUDA guard.
+    which guards and device ladders use, and anything under a CUDA guard, after
+    `if not torch.cuda.is_available(): return`, or where a test for XLA failed
+    (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`).
 
     ## Why is this bad?
     These calls act on the CUDA runtime only. On a TPU host some raise (`synchronize`,
@@ -110,12 +113,12 @@ class CudaApi(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if converts_to_cuda_tensor_type(node, self.ctx.imports):
-            if not self.ctx.under_cuda_guard:
+            if not self._cuda_only():
                 message = "CUDA tensor types exist only on CUDA: the conversion fails on XLA"
                 self.report(node, message, hint=_TENSOR_TYPE_HINT)
             return
         kind = cuda_api_kind(node, self.ctx.imports)
-        if kind is None or kind == "backend" or self.ctx.under_cuda_guard:
+        if kind is None or kind == "backend" or self._cuda_only():
             return  # backend settings are reported where they are read (visit_Attribute)
         qualified = self.ctx.qualified(node.func) or ""
         if kind == "autocast":
@@ -135,6 +138,10 @@ class CudaApi(Rule):
         qualified = self.ctx.qualified(node)
         if qualified is None or not qualified.startswith(CUDA_BACKEND_PREFIXES):
             return
-        if qualified in CUDA_PROBES or self.ctx.under_cuda_guard:
+        if qualified in CUDA_PROBES or self._cuda_only():
             return
         self.report(node, self.message.format(name=qualified), hint=_BACKEND_HINT)
+
+    def _cuda_only(self) -> bool:
+        """Under a CUDA guard, or in other code a TPU host never runs."""
+        return self.ctx.under_cuda_guard or runs_without_xla(self.ctx.ancestors(), self.ctx.imports)

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import is_super_call
-from xlalint.analysis.dtypes import FLOAT16, is_dtype_choice
+from xlalint.analysis.devices import in_own_method, is_super_call, runs_without_xla
+from xlalint.analysis.dtypes import FLOAT16, is_dtype_choice, keeps_float16
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -17,7 +17,11 @@ class Float16(Rule):
 
     Left alone: checks (`x.dtype == torch.float16`, `dtype in (torch.float16,
     torch.bfloat16)`), lookup tables of dtypes, `torch.finfo(torch.float16)`, numpy's
-    float16, and anything under a CUDA guard.
+    float16, anything under a CUDA guard (or after
+    `if not torch.cuda.is_available(): return`, or where a test for XLA failed), a class's
+    own `half()` method, and code under `if x.dtype == torch.float16:`, which keeps a dtype
+    chosen elsewhere (`softmax(w, dtype=torch.float32).to(torch.float16)`) and is not taken
+    in bfloat16.
 
     ## Why is this bad?
     TPUs compute natively in bfloat16 and float32; float16 is not their native
@@ -64,12 +68,12 @@ class Float16(Rule):
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "half"):
             return
-        if is_super_call(func.value):
+        if is_super_call(func.value) or in_own_method(self.ctx.function, "half"):
             return
         qualified = self.ctx.qualified(func) or ""
         if qualified.startswith("numpy.") or qualified == "torch.half":
             return  # `np.half(1.0)` builds a numpy scalar
-        if self.ctx.under_cuda_guard:
+        if self._left_alone():
             return
         fix = self.fix("Use bfloat16: `.bfloat16()`", (func.attr, "bfloat16"))
         self.report(func.attr, self.message.format(text=".half()"), end_node=node, fix=fix)
@@ -92,6 +96,14 @@ class Float16(Rule):
         self.report(node, self.message.format(text=node.value), fix=fix)
 
     def _chosen(self, node: cst.BaseExpression) -> bool:
-        if self.ctx.under_cuda_guard:
+        if not is_dtype_choice(node, self.ctx.ancestors(), self.ctx.imports):
             return False
-        return is_dtype_choice(node, self.ctx.ancestors(), self.ctx.imports)
+        return not self._left_alone()
+
+    def _left_alone(self) -> bool:
+        """Code a TPU host never runs, or that runs only on values already in float16."""
+        if self.ctx.under_cuda_guard:
+            return True
+        ancestors = list(self.ctx.ancestors())
+        imports = self.ctx.imports
+        return runs_without_xla(ancestors, imports) or keeps_float16(ancestors, imports)

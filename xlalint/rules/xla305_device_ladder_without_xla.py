@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
-from xlalint.analysis.devices import DeviceChoice, mentions_xla
+from xlalint.analysis.devices import (
+    DeviceChoice,
+    creates_xla_device,
+    mentions_xla,
+    xla_ruled_out,
+)
 from xlalint.rule import Rule
 
 
@@ -18,10 +22,19 @@ class DeviceLadderWithoutXla(Rule):
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
-    device, anywhere in that function. Also left alone: a choice between CUDA devices only
-    (`"cuda:0" if rank == 0 else "cuda:1"`) and guards that set no device. Nor a ternary that remaps
-    the device its test examines and passes every other one through
-    (`"cpu" if device == "mps" else device`): an XLA device is kept as given.
+    device, anywhere in that function. A method that returns the device, in a class that
+    creates the XLA device in another method (`xm.xla_device()`, `torch_xla.device()`): the
+    class decides when that fallback runs. A ladder reached only where a test for XLA
+    failed: in the `else` of one (`if device == "xla": ... else: <ladder>`), or after one
+    that returns or raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`).
+    Also left alone: a choice between CUDA devices only (`"cuda:0" if rank == 0 else
+    "cuda:1"`) and guards that set no device; a ternary or an `if` without `else` that
+    remaps the value its test examines and passes every other one through
+    (`"cpu" if device == "mps" else device`,
+    `if device_map == "cuda": device_map = f"cuda:{rank}"`): an XLA device is kept as given.
+    A test after the last branch that sets a device chooses nothing:
+    `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
+    generator's device.
 
     ## Why is this bad?
     On a TPU host every GPU probe is false, so the ladder quietly picks the CPU. The script
@@ -77,7 +90,7 @@ class DeviceLadderWithoutXla(Rule):
             return  # reported (or excused) with the enclosing ladder
         if "xla" in choice.types or mentions_xla(node, self.ctx.imports):
             return
-        if _passes_through(node):
+        if self._xla_ruled_out(node):
             return
         self.report(node, self._message(choice))
 
@@ -100,17 +113,26 @@ class DeviceLadderWithoutXla(Rule):
         if first_ladder.node is not node:
             return
         scope: list[cst.CSTNode] = [c.node for c in group]
-        if any(c.returns for c in group):
-            function = next(
-                (a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None
-            )
-            if function is not None:
-                scope = [function]
         imports = self.ctx.imports
+        if any(c.returns for c in group):
+            ancestors = list(self.ctx.ancestors())
+            at = next((i for i, a in enumerate(ancestors) if isinstance(a, cst.FunctionDef)), None)
+            if at is not None:
+                scope = [ancestors[at]]
+                # A method returning the device, in a class that creates the XLA device
+                # in another method (`PartialState.default_device`): the class decides when.
+                owner = ancestors[at + 2] if at + 2 < len(ancestors) else None
+                if isinstance(owner, cst.ClassDef) and creates_xla_device(owner, imports):
+                    return
         if any("xla" in c.types for c in group) or any(mentions_xla(n, imports) for n in scope):
+            return
+        if self._xla_ruled_out(node):
             return
         types = frozenset().union(*(c.types for c in group))
         self.report(node, self._message(choice, types), end_node=node.test)
+
+    def _xla_ruled_out(self, node: cst.CSTNode) -> bool:
+        return xla_ruled_out([node, *self.ctx.ancestors()], self.ctx.imports)
 
     def _message(self, choice: DeviceChoice, types: frozenset[str] | None = None) -> str:
         selected = (types or choice.types) - {"?"}
@@ -121,14 +143,3 @@ class DeviceLadderWithoutXla(Rule):
         if choice.probes_gpu and not selected & {"cuda", "mps"}:
             labels.insert(0, "a GPU")
         return self.message.format(types="/".join(labels))
-
-
-def _passes_through(node: cst.IfExp) -> bool:
-    """`"cpu" if device == "mps" else device`: a branch is the very device the test
-    examines, so every other device, XLA's included, is kept as given. That remaps one
-    device; it does not choose one."""
-    tested = {name.value for name in m.findall(node.test, m.Name()) if isinstance(name, cst.Name)}
-    return any(
-        isinstance(branch, cst.Name) and branch.value in tested
-        for branch in (node.body, node.orelse)
-    )

@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.devices import xla_ruled_out
 from xlalint.analysis.tensors import TO_HOST_METHODS, moves_to_cpu
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import children
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -41,7 +43,10 @@ class TorchSaveDeviceState(Rule):
     filled with `ckpt["model"] = model.state_dict()`). State dicts of LR schedulers,
     samplers, grad scalers and loaders, and values moved to the CPU first (`.cpu()`,
     `.to("cpu")`), are not flagged; nor is a whole module (`torch.save(model, f)`), which
-    `xm.save` would pickle with its XLA parameters just the same.
+    `xm.save` would pickle with its XLA parameters just the same; nor RNG states
+    (`get_rng_state()` is a CPU tensor on every backend); nor a `torch.save` that runs only
+    where XLA is not in use (`if is_xla: xm.save(...) else: torch.save(...)`, or after
+    `if is_xla: ... return`).
 
     ## Why is this bad?
     `torch.save` pickles each XLA tensor on its own: one device-to-host transfer per
@@ -132,6 +137,8 @@ class TorchSaveDeviceState(Rule):
         obj = _argument(node, 0, "obj")
         if obj is None or not self._holds_device_state(obj):
             return
+        if xla_ruled_out(self.ctx.ancestors(), self.ctx.imports):
+            return  # `if is_xla: xm.save(...) else: torch.save(...)`
         self.report(node, fix=self._xm_save_fix(node))
 
     # -- helpers ------------------------------------------------------------------------------
@@ -243,7 +250,7 @@ def _mentions_process(node: cst.CSTNode, words: re.Pattern[str] = _PROCESS_WORD)
             words.search(current.value)
         ):
             return True
-        stack.extend(current.children)
+        stack.extend(children(current))
     return False
 
 
