@@ -8,13 +8,18 @@ reads existing bits as float16. Precision rules report choices.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.guards import path_conditions
 from xlalint.analysis.imports import ImportTable
+
+if TYPE_CHECKING:
+    from xlalint.analysis.hotness import FunctionKey
 
 FLOAT16 = frozenset({"torch.float16", "torch.half"})
 
@@ -98,3 +103,14 @@ def _tests_float16(test: cst.BaseExpression, imports: ImportTable) -> bool:
     return any(imports.resolve(side) in FLOAT16 for side in sides) and any(
         "dtype" in (get_full_name_for_node(side) or "").rsplit(".", 1)[-1] for side in sides
     )
+
+
+# `is_torch_fp16_available_on_device`, `supports_half`, `can_use_float16`.
+_FLOAT16_PROBE = re.compile(r"^(is|has|supports?|can)_\w*(fp16|float16|half)", re.IGNORECASE)
+
+
+def in_float16_probe(function: FunctionKey | None) -> bool:
+    """Whether code runs in a function that asks whether float16 works
+    (`is_torch_fp16_available_on_device`): it tries float16 to answer, and its caller
+    decides what to use."""
+    return function is not None and _FLOAT16_PROBE.match(function.name) is not None

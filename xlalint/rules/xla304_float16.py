@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.devices import in_own_method, is_super_call, runs_without_xla
-from xlalint.analysis.dtypes import FLOAT16, is_dtype_choice, keeps_float16
+from xlalint.analysis.dtypes import FLOAT16, in_float16_probe, is_dtype_choice, keeps_float16
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -21,7 +21,8 @@ class Float16(Rule):
     `if not torch.cuda.is_available(): return`, or where a test for XLA failed), a class's
     own `half()` method, and code under `if x.dtype == torch.float16:`, which keeps a dtype
     chosen elsewhere (`softmax(w, dtype=torch.float32).to(torch.float16)`) and is not taken
-    in bfloat16.
+    in bfloat16, and functions that ask whether float16 works
+    (`is_torch_fp16_available_on_device`): trying it is how they answer.
 
     ## Why is this bad?
     TPUs compute natively in bfloat16 and float32; float16 is not their native
@@ -101,8 +102,9 @@ class Float16(Rule):
         return not self._left_alone()
 
     def _left_alone(self) -> bool:
-        """Code a TPU host never runs, or that runs only on values already in float16."""
-        if self.ctx.under_cuda_guard:
+        """Code a TPU host never runs, that runs only on values already in float16, or that
+        asks whether float16 works."""
+        if self.ctx.under_cuda_guard or in_float16_probe(self.ctx.function):
             return True
         ancestors = list(self.ctx.ancestors())
         imports = self.ctx.imports
