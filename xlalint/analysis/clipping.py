@@ -19,11 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
-import libcst.matchers as m
 
 from xlalint.analysis.tensors import TensorKinds
 
-_ORDERING = m.LessThan() | m.LessThanEqual() | m.GreaterThan() | m.GreaterThanEqual()
+_ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _SCALE_METHODS = frozenset({"mul_", "div_"})
 _FOREACH_SCALES = frozenset({"torch._foreach_mul_", "torch._foreach_div_"})
 
@@ -40,7 +39,7 @@ def clipping_test(node: cst.If, kinds: TensorKinds) -> cst.Comparison | None:
     if not (
         isinstance(test, cst.Comparison)
         and len(test.comparisons) == 1
-        and m.matches(test.comparisons[0].operator, _ORDERING)
+        and isinstance(test.comparisons[0].operator, _ORDERING)
     ):
         return None
     sides = (test.left, test.comparisons[0].comparator)
@@ -266,7 +265,8 @@ def _is_none_test(test: cst.BaseExpression) -> bool:
         isinstance(test, cst.Comparison)
         and len(test.comparisons) == 1
         and isinstance(test.comparisons[0].operator, cst.Is | cst.IsNot)
-        and m.matches(test.comparisons[0].comparator, m.Name("None"))
+        and isinstance(none := test.comparisons[0].comparator, cst.Name)
+        and none.value == "None"
         and _pure(test.left)
     )
 

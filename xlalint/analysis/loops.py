@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
@@ -1113,7 +1112,16 @@ def _combine(kinds: set[str]) -> str:
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-_DEVICE_MOVE = m.Call(func=m.Attribute(attr=m.Name("to") | m.Name("cuda")))
+_DEVICE_MOVES = frozenset({"to", "cuda"})
+
+
+def _is_device_move(node: cst.CSTNode) -> bool:
+    """`x.to(...)` or `x.cuda(...)`."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _DEVICE_MOVES
+    )
 
 
 def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
@@ -1123,9 +1131,9 @@ def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         if isinstance(current, _COMPREHENSIONS) and _names_in(current) & batch:
-            yield from (node for node in descendants(current) if m.matches(node, _DEVICE_MOVE))
+            yield from (node for node in descendants(current) if _is_device_move(node))
             continue
-        if m.matches(current, _DEVICE_MOVE):
+        if _is_device_move(current):
             assert isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute)
             if _names_in(current.func.value) & batch:
                 yield current
