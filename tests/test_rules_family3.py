@@ -53,12 +53,27 @@ def test_cuda_call_fix_leaves_the_receiver_to_other_fixes() -> None:
     assert all(edit.start.column > len("model = model.half()") for edit in diagnostic.fix.edits)
 
 
-@pytest.mark.parametrize(
-    "source", ["x = x.cuda(**kwargs)\n", "x = x.cuda(memory=1)\n", "nn.Module.cuda(model)\n"]
-)
+@pytest.mark.parametrize("source", ["x = x.cuda(**kwargs)\n", "nn.Module.cuda(model)\n"])
 def test_cuda_call_without_fix(source: str) -> None:
     [diagnostic] = lint("XLA301", "import torch\nimport torch.nn as nn\n" + source)
     assert diagnostic.fix is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = x.cuda(memory=1)\n",
+        "q.cuda(qtensor, meta=meta, device=d)\n",
+        "q.cuda(a, b, c)\n",
+    ],
+)
+def test_cuda_methods_torch_could_not_take_are_not_flagged(source: str) -> None:
+    assert lint("XLA301", "import torch\n" + source) == []
+
+
+def test_cuda_call_with_torchs_arguments_is_flagged() -> None:
+    source = "import torch\nx = x.cuda(0, non_blocking=True, memory_format=torch.preserve_format)\n"
+    assert [d.code for d in lint("XLA301", source)] == ["XLA301"]
 
 
 # -- XLA302 cuda-device-string -------------------------------------------------------------

@@ -39,14 +39,18 @@ def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
 
 def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpression, bool]]:
     """Conditions known where the code on `path` runs (a node and its ancestors, innermost
-    first), within its function, as `(test, holds)`: true for an `if` whose body holds it,
-    false for one whose `else`/`elif` holds it or for an earlier `if` whose body returns or
+    first), within its function, as `(test, holds)`: true for an `if` or a ternary whose
+    body holds it, or the left side of an `and` whose right side holds it
+    (`torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9)`); false
+    for an `else`/`elif`, the left side of an `or`, or an earlier `if` whose body returns or
     raises (`if not torch.cuda.is_available(): return False`)."""
     for child, parent in itertools.pairwise(path):
         if isinstance(parent, cst.FunctionDef | cst.ClassDef | cst.Lambda):
             return
-        if isinstance(parent, cst.If) and child is not parent.test:
+        if isinstance(parent, cst.If | cst.IfExp) and child is not parent.test:
             yield parent.test, child is parent.body
+        elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+            yield parent.left, isinstance(parent.operator, cst.And)
         elif isinstance(parent, cst.IndentedBlock | cst.Module):
             for statement in parent.body:
                 if statement is child:

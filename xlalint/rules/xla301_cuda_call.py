@@ -22,8 +22,10 @@ class CudaCall(Rule):
     (`.cuda(non_blocking=True)`, `.cuda(args.gpu)`), anywhere in the file except under a
     CUDA guard such as `if torch.cuda.is_available():` or after
     `if not torch.cuda.is_available(): return`, code that runs only where a test for XLA
-    failed (`if is_xla: ... else: x.cuda()`), and a class's own `cuda()` method (a wrapper
-    moving its parts for a caller that asked for CUDA).
+    failed (`if is_xla: ... else: x.cuda()`), a class's own `cuda()` method (a wrapper
+    moving its parts for a caller that asked for CUDA), and calls that torch's `.cuda()`
+    could not take (`quantizer.cuda(qtensor, meta=meta, device=d)`: another library's
+    method of the same name).
 
     ## Why is this bad?
     `.cuda()` places the value on a CUDA GPU. A TPU host has none, so the call fails, and
@@ -76,6 +78,8 @@ class CudaCall(Rule):
             return
         if is_super_call(func.value) or in_own_method(self.ctx.function, "cuda"):
             return
+        if not _fits_torch_cuda(node):
+            return  # `quantizer.cuda(qtensor, meta=meta, device=d)`: some other `cuda()`
         if runs_without_xla(self.ctx.ancestors(), self.ctx.imports):
             return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
@@ -114,3 +118,21 @@ class CudaCall(Rule):
         return self.fix(
             "Move to the XLA device: `.to(torch_xla.device())`", *edits, imports=imports
         )
+
+
+# `Tensor.cuda(device=None, non_blocking=False, memory_format=...)`; `Module.cuda(device=None)`.
+_TORCH_CUDA_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})
+
+
+def _fits_torch_cuda(call: cst.Call) -> bool:
+    """Whether torch's `.cuda()` accepts these arguments. A call with other keywords or more
+    positional arguments is another library's method of the same name."""
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return True  # `*args`, `**kwargs`: cannot tell
+        if arg.keyword is None:
+            positional += 1
+        elif arg.keyword.value not in _TORCH_CUDA_KEYWORDS:
+            return False
+    return positional <= 2

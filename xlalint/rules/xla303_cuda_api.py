@@ -7,6 +7,7 @@ from xlalint.analysis.devices import (
     CUDA_PROBES,
     converts_to_cuda_tensor_type,
     cuda_api_kind,
+    in_own_method,
     runs_without_xla,
 )
 from xlalint.rule import Rule
@@ -62,9 +63,11 @@ class CudaApi(Rule):
     `import torch.cuda as tc` are understood and a local `GradScaler` class is not.
 
     Left alone: the probes `torch.cuda.is_available()` and `torch.cuda.is_initialized()`,
-    which guards and device ladders use, and anything under a CUDA guard, after
-    `if not torch.cuda.is_available(): return`, or where a test for XLA failed
-    (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`).
+    which guards and device ladders use, and anything under a CUDA guard (including the
+    right side of `torch.cuda.is_available() and ...`), after
+    `if not torch.cuda.is_available(): return`, where a test for XLA failed
+    (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
+    `cuda()` method.
 
     ## Why is this bad?
     These calls act on the CUDA runtime only. On a TPU host some raise (`synchronize`,
@@ -143,5 +146,8 @@ class CudaApi(Rule):
         self.report(node, self.message.format(name=qualified), hint=_BACKEND_HINT)
 
     def _cuda_only(self) -> bool:
-        """Under a CUDA guard, or in other code a TPU host never runs."""
-        return self.ctx.under_cuda_guard or runs_without_xla(self.ctx.ancestors(), self.ctx.imports)
+        """Under a CUDA guard, in other code a TPU host never runs, or in a class's own
+        `cuda()` method, which its caller asked for."""
+        if self.ctx.under_cuda_guard or in_own_method(self.ctx.function, "cuda"):
+            return True
+        return runs_without_xla(self.ctx.ancestors(), self.ctx.imports)

@@ -34,7 +34,8 @@ class DeviceLadderWithoutXla(Rule):
     `if device_map == "cuda": device_map = f"cuda:{rank}"`): an XLA device is kept as given.
     A test after the last branch that sets a device chooses nothing:
     `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
-    generator's device.
+    generator's device. A ternary that fills part of a longer f-string
+    (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
 
     ## Why is this bad?
     On a TPU host every GPU probe is false, so the ladder quietly picks the CPU. The script
@@ -83,6 +84,10 @@ class DeviceLadderWithoutXla(Rule):
         parent = self.ctx.parent
         if isinstance(parent, cst.IfExp) and node is not parent.test:
             return  # a nested ternary is part of its parent's ladder
+        if isinstance(parent, cst.FormattedStringExpression) and _builds_a_name(
+            next(a for a in self.ctx.ancestors() if isinstance(a, cst.FormattedString))
+        ):
+            return  # `f"{'cuda' if is_cuda else 'cpu'}_time_total"`: a key, not a device
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
             return
@@ -143,3 +148,12 @@ class DeviceLadderWithoutXla(Rule):
         if choice.probes_gpu and not selected & {"cuda", "mps"}:
             labels.insert(0, "a GPU")
         return self.message.format(types="/".join(labels))
+
+
+def _builds_a_name(fstring: cst.FormattedString) -> bool:
+    """An f-string with text other than a `:index` suffix (`f"{kind}_time_total"`,
+    `f"device={kind}"`) builds a name or a message, not a device string."""
+    return any(
+        isinstance(part, cst.FormattedStringText) and not part.value.startswith(":")
+        for part in fstring.parts
+    )
