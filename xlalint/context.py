@@ -15,6 +15,7 @@ from functools import cached_property
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis import devices
 from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site
@@ -115,6 +116,13 @@ class FileContext:
     @property
     def under_cuda_guard(self) -> bool:
         return bool(self._guarded)
+
+    @property
+    def runs_without_xla(self) -> bool:
+        """Whether the node being visited runs only where XLA is not in use: under a CUDA
+        guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
+        failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
+        return self.under_cuda_guard or devices.runs_without_xla(self.ancestors(), self.imports)
 
     @property
     def in_step_closure(self) -> bool:

@@ -5,7 +5,6 @@ import libcst as cst
 from xlalint.analysis.devices import (
     in_own_method,
     is_super_call,
-    runs_without_xla,
     xla_device_source,
 )
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -74,13 +73,13 @@ class CudaCall(Rule):
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
             return
-        if self.ctx.under_cuda_guard or self.ctx.qualified(func) == "torch.cuda":
+        if self.ctx.qualified(func) == "torch.cuda":
             return
         if is_super_call(func.value) or in_own_method(self.ctx.function, "cuda"):
             return
         if not _fits_torch_cuda(node):
             return  # `quantizer.cuda(qtensor, meta=meta, device=d)`: some other `cuda()`
-        if runs_without_xla(self.ctx.ancestors(), self.ctx.imports):
+        if self.ctx.runs_without_xla:
             return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
 

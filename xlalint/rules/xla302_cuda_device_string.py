@@ -11,7 +11,6 @@ from xlalint.analysis.devices import (
     is_device_name,
     is_device_option,
     keyword_argument,
-    runs_without_xla,
     torch_device_type_argument,
     xla_device_source,
     xla_string_source,
@@ -193,8 +192,6 @@ class CudaDeviceString(Rule):
 
     def _may_report(self) -> bool:
         """Not in CUDA-only code, a class's own `cuda()`, or an `if` device ladder."""
-        if self.ctx.under_cuda_guard or in_own_method(self.ctx.function, "cuda"):
-            return False
-        if runs_without_xla(self.ctx.ancestors(), self.ctx.imports):
+        if in_own_method(self.ctx.function, "cuda") or self.ctx.runs_without_xla:
             return False
         return not self.ctx.device_choices.in_ladder(self.ctx.ancestors())

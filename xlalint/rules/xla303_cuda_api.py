@@ -8,7 +8,6 @@ from xlalint.analysis.devices import (
     converts_to_cuda_tensor_type,
     cuda_api_kind,
     in_own_method,
-    runs_without_xla,
 )
 from xlalint.rule import Rule
 
@@ -148,6 +147,4 @@ class CudaApi(Rule):
     def _cuda_only(self) -> bool:
         """Under a CUDA guard, in other code a TPU host never runs, or in a class's own
         `cuda()` method, which its caller asked for."""
-        if self.ctx.under_cuda_guard or in_own_method(self.ctx.function, "cuda"):
-            return True
-        return runs_without_xla(self.ctx.ancestors(), self.ctx.imports)
+        return in_own_method(self.ctx.function, "cuda") or self.ctx.runs_without_xla

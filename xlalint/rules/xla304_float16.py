@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import in_own_method, is_super_call, runs_without_xla
+from xlalint.analysis.devices import in_own_method, is_super_call
 from xlalint.analysis.dtypes import FLOAT16, in_float16_probe, is_dtype_choice, keeps_float16
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
@@ -104,8 +104,6 @@ class Float16(Rule):
     def _left_alone(self) -> bool:
         """Code a TPU host never runs, that runs only on values already in float16, or that
         asks whether float16 works."""
-        if self.ctx.under_cuda_guard or in_float16_probe(self.ctx.function):
+        if in_float16_probe(self.ctx.function) or self.ctx.runs_without_xla:
             return True
-        ancestors = list(self.ctx.ancestors())
-        imports = self.ctx.imports
-        return runs_without_xla(ancestors, imports) or keeps_float16(ancestors, imports)
+        return keeps_float16(self.ctx.ancestors(), self.ctx.imports)
