@@ -448,6 +448,20 @@ def _remaps(
     return remapped
 
 
+def passes_through(node: cst.If, following: cst.CSTNode | None, imports: ImportTable) -> bool:
+    """An `if` without `else` that returns a device for some values of what its test
+    examines, followed by returning that value itself: `if device.type == "cuda" and
+    device.index is None: return torch.device("cuda", torch.cuda.current_device())`, then
+    `return device`. Every other device, an XLA one included, comes back as given."""
+    if node.orelse is not None or not isinstance(following, cst.SimpleStatementLine):
+        return False
+    statement = following.body[0] if following.body else None
+    if not isinstance(statement, cst.Return) or statement.value is None:
+        return False
+    returned = get_full_name_for_node(statement.value)
+    return returned is not None and returned in _examined(node.test, imports)
+
+
 def _examined(node: cst.CSTNode, imports: ImportTable) -> set[str]:
     """Names and attribute chains a condition reads (`device`, `args.device`), without
     imported modules (`torch.cuda`) and a bare `self`, which every method shares."""

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import itertools
+
 import libcst as cst
 
 from xlalint.analysis.devices import (
     DeviceChoice,
     creates_xla_device,
     mentions_xla,
+    passes_through,
     xla_ruled_out,
 )
 from xlalint.rule import Rule
@@ -34,7 +37,10 @@ class DeviceLadderWithoutXla(Rule):
     `if device_map == "cuda": device_map = f"cuda:{rank}"`): an XLA device is kept as given.
     A test after the last branch that sets a device chooses nothing:
     `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
-    generator's device. A ternary that fills part of a longer f-string
+    generator's device. An `if` that returns a device only for some values of what it
+    tests and the value itself after it (`if device.index is None: return
+    torch.device("cuda", torch.cuda.current_device())` / `return device`) passes XLA
+    devices through. A ternary that fills part of a longer f-string
     (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
 
     ## Why is this bad?
@@ -116,6 +122,9 @@ class DeviceLadderWithoutXla(Rule):
         ]
         first_ladder = next(c for c in group if c.is_ladder)
         if first_ladder.node is not node:
+            return
+        following = next((b for a, b in itertools.pairwise(siblings) if a is node), None)
+        if len(group) == 1 and passes_through(node, following, self.ctx.imports):
             return
         scope: list[cst.CSTNode] = [c.node for c in group]
         imports = self.ctx.imports
