@@ -132,6 +132,12 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+def names_under(node: cst.CSTNode) -> set[str]:
+    """The value of every `Name` under `node`, attributes' included (`dict[str, Tensor]`
+    -> dict, str, Tensor; `device.type == "cuda"` -> device, type)."""
+    return {name.value for name in descendants(node) if type(name) is cst.Name}  # type: ignore[attr-defined]
+
+
 def descendants(
     node: cst.CSTNode, skip: frozenset[type[cst.CSTNode]] = TRIVIA
 ) -> Iterator[cst.CSTNode]:

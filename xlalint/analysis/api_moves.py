@@ -19,15 +19,16 @@ decide whether such a fix keeps the code working:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.guards import ends_in
 from xlalint.analysis.imports import ImportTable, statement_bindings
-from xlalint.walk import children
+from xlalint.walk import descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -290,7 +291,7 @@ def _probes_api(test: cst.BaseExpression, names: Collection[str]) -> bool:
     check (`torch_xla.__version__`, `is_torch_xla_version(...)`, `XLA_VERSION`); a torch
     version check (`is_torch_version("<", "2.2")`) is not about torch_xla's API."""
     words = set()
-    for node in _walk(test):
+    for node in descendants(test):
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Name)
@@ -323,11 +324,7 @@ def _returns_early_on_probe(statement: cst.CSTNode, names: Collection[str]) -> b
     """`if hasattr(torch_xla, "sync"): ...; return` before the old API's use."""
     if not isinstance(statement, cst.If) or not _probes_api(statement.test, names):
         return False
-    body = statement.body
-    last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        return isinstance(last.body[-1], _EXITS)
-    return isinstance(body, cst.SimpleStatementSuite) and isinstance(body.body[-1], _EXITS)
+    return ends_in(statement.body, _EXITS)
 
 
 def _catches_compat_error(handler: cst.ExceptHandler) -> bool:
@@ -340,14 +337,6 @@ def _catches_compat_error(handler: cst.ExceptHandler) -> bool:
         if name.rsplit(".", 1)[-1] in _COMPAT_EXCEPTIONS:
             return True
     return False
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(children(current))
 
 
 # -- writing the new name -------------------------------------------------------------------

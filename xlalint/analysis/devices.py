@@ -19,7 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.guards import implied, mentions_cuda, path_conditions, requires_cuda
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, descendants
+from xlalint.walk import children, descendants, names_under
 
 if TYPE_CHECKING:
     from xlalint.analysis.hotness import FunctionKey
@@ -377,7 +377,7 @@ def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice |
         probes_gpu(test, imports) for test in _ifexp_tests(node)
     )
     # `"cpu" if device == "mps" else device`: a branch is the very name the test examines.
-    tested = {n.value for n in descendants(node.test) if isinstance(n, cst.Name)}
+    tested = names_under(node.test)
     remaps = any(
         isinstance(branch, cst.Name) and branch.value in tested
         for branch in (node.body, node.orelse)

@@ -55,16 +55,21 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
             for statement in parent.body:
                 if statement is child:
                     break
-                if isinstance(statement, cst.If) and _exits(statement.body):
+                if isinstance(statement, cst.If) and ends_in(statement.body, _LEAVES):
                     yield statement.test, False
 
 
-def _exits(block: cst.BaseSuite) -> bool:
-    """A block that ends in `return` or `raise`."""
+# How a guard leaves its function when its test holds.
+_LEAVES = (cst.Return, cst.Raise)
+
+
+def ends_in(block: cst.BaseSuite, kinds: tuple[type[cst.BaseSmallStatement], ...]) -> bool:
+    """Whether the last statement of `block` (an indented block, or the statements on an
+    `if`'s own line) is one of `kinds`: `return`, `raise`, `continue`..."""
     last: cst.CSTNode | None = block.body[-1] if block.body else None
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1] if last.body else None
-    return isinstance(last, cst.Return | cst.Raise)
+    return isinstance(last, kinds)
 
 
 def negated(test: cst.BaseExpression) -> cst.BaseExpression | None:

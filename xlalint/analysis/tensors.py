@@ -19,7 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import descendants
+from xlalint.walk import names_under
 
 
 class Kind(enum.Enum):
@@ -239,7 +239,7 @@ class TensorKinds:
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
         if param.annotation is not None:
-            names = _names_in(param.annotation.annotation)
+            names = names_under(param.annotation.annotation)
             if names & _TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
                 return _tensor_annotation(param.annotation.annotation)
@@ -305,7 +305,7 @@ class TensorKinds:
                     self.bind(name, item_kind)
                 continue
             self.bind(target, kind)
-            for name in _names_in(target) & passed_through:
+            for name in names_under(target) & passed_through:
                 self._frames[-1][name] = Kind.TENSOR
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
@@ -577,11 +577,6 @@ def binding_key(node: cst.BaseExpression) -> str | None:
     ):
         return f"self.{node.attr.value}"
     return None
-
-
-def _names_in(node: cst.CSTNode) -> set[str]:
-    """The plain names under `node` (`dict[str, Tensor]` -> dict, str, Tensor)."""
-    return {name.value for name in descendants(node) if type(name) is cst.Name}  # type: ignore[attr-defined]
 
 
 _LITERALS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
