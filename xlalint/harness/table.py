@@ -112,7 +112,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
         for line in rest:
             console.print(_wrapped(line, width, indent="  "), **plain)
     failed = [v for v in report.verdicts if not v.passed]
-    summary = f"{len(report.verdicts)} cases, {len(failed)} failed"
+    summary = f"{plural(len(report.verdicts), 'case')}, {len(failed)} failed"
     console.print(f"[red]{summary}[/red]" if failed else f"[green]{summary}[/green]")
 
 
@@ -133,9 +133,10 @@ def profile_tables(result: Profile) -> list[Table | str]:
         return out
     fallbacks = ", ".join(f"{k} {v}" for k, v in sorted(totals.get("fallbacks", {}).items()))
     out.append(
-        f"{totals['executions']} executions, {totals['device_to_host']} device-to-host "
-        f"transfers, {totals['uncached_compiles']} compiles ({totals['cached_compiles']} "
-        f"cached), largest graph {totals['max_graph_size']} nodes; CPU fallbacks: "
+        f"{plural(totals['executions'], 'execution')}, "
+        f"{plural(totals['device_to_host'], 'device-to-host transfer')}, "
+        f"{plural(totals['uncached_compiles'], 'compile')} ({totals['cached_compiles']} "
+        f"cached), largest graph {plural(totals['max_graph_size'], 'node')}; CPU fallbacks: "
         f"{fallbacks or 'none'}"
     )
     lines = Table(title="Where the device work was triggered", title_justify="left")
@@ -164,8 +165,8 @@ def profile_tables(result: Profile) -> list[Table | str]:
     for confirmation in result.findings:
         finding, cost = confirmation.finding, confirmation.cost
         seen = (
-            f"[green]confirmed[/green]: {cost.executions} executions, {cost.host_reads} host "
-            f"reads, {cost.compiles} compiles"
+            f"[green]confirmed[/green]: {plural(cost.executions, 'execution')}, "
+            f"{plural(cost.host_reads, 'host read')}, {plural(cost.compiles, 'compile')}"
             if cost
             else "not seen (did not run, or cost nothing measurable)"
         )
@@ -175,8 +176,8 @@ def profile_tables(result: Profile) -> list[Table | str]:
         out.append("[yellow]Runtime costs no rule explains:[/yellow]")
         for cost in result.unexplained:
             out.append(
-                f"  {cost.file}:{cost.line}: {cost.host_reads} host reads, {cost.compiles} "
-                f"compiles ({_short_cause(cost.causes)})"
+                f"  {cost.file}:{cost.line}: {plural(cost.host_reads, 'host read')}, "
+                f"{plural(cost.compiles, 'compile')} ({_short_cause(cost.causes)})"
             )
     return out
 
