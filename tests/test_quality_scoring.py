@@ -209,3 +209,84 @@ def test_project_files_in_the_repository_parse() -> None:
     assert all(project.split in ("tune", "test") for project in projects)
     for project in projects:
         assert all(lab.file in project.files for lab in project.labels)
+
+
+# -- fetching and linting, offline ------------------------------------------------------------
+
+BENCHMARKS = SCORING.parent.parent
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fetch = _load("xlalint_quality_fetch", BENCHMARKS / "quality" / "fetch.py")
+
+
+def _no_download(requirement: str, downloads: Path) -> None:
+    raise AssertionError(f"tried to download {requirement}")
+
+
+def test_fetch_unpacks_the_wheel_of_the_pinned_version(tmp_path: Path, monkeypatch) -> None:
+    import zipfile
+
+    monkeypatch.setattr(fetch, "_download", _no_download)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    for version in ("1.0", "1.0.1"):
+        with zipfile.ZipFile(downloads / f"demo_pkg-{version}-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("demo_pkg/train.py", f"VERSION = {version!r}\n")
+    root = fetch.project_root("demo-pkg==1.0", tmp_path)
+    assert (root / "demo_pkg" / "train.py").read_text() == "VERSION = '1.0'\n"
+    assert fetch.project_root("demo-pkg==1.0", tmp_path) == root  # unpacked once
+
+
+def test_fetch_strips_the_sdist_top_folder(tmp_path: Path, monkeypatch) -> None:
+    import io
+    import tarfile
+
+    monkeypatch.setattr(fetch, "_download", _no_download)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    with tarfile.open(downloads / "demo-2.0.tar.gz", "w:gz") as sdist:
+        data = b"x = 1\n"
+        info = tarfile.TarInfo("demo-2.0/pkg/a.py")
+        info.size = len(data)
+        sdist.addfile(info, io.BytesIO(data))
+    root = fetch.project_root("demo==2.0", tmp_path)
+    assert (root / "pkg" / "a.py").read_text() == "x = 1\n"
+
+
+TRAIN = """\
+import torch
+
+
+def train(model, loader, opt):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+"""
+
+
+def test_lint_project_reports_listed_files_with_default_rules(tmp_path: Path, monkeypatch) -> None:
+    quality = _load("xlalint_quality_cli", BENCHMARKS / "quality.py")
+    root = tmp_path / "src" / "demo-1.0"
+    root.mkdir(parents=True)
+    (root / "train.py").write_text(TRAIN)
+    (root / "unlisted.py").write_text(TRAIN)
+    # The unpacked project's own config must not change what is scored.
+    (root / "pyproject.toml").write_text('[tool.xlalint]\nignore = ["XLA101"]\n')
+    monkeypatch.setenv("XLALINT_QUALITY_CACHE", str(tmp_path))
+    project = scoring.Project("demo", "demo==1.0", "tune", ("train.py",), ())
+    findings, errors = quality.lint_project(project, jobs=1)
+    assert errors == []
+    assert {f.file for f in findings} == {"train.py"}
+    assert ("train.py", 9, "XLA101") in {(f.file, f.line, f.code) for f in findings}
+    assert all(f.project == "demo" for f in findings)
