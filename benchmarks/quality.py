@@ -150,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     if show - {"fp", "fn"}:
         parser.error(f"--show takes fp and/or fn, got {args.show!r}")
 
+    known = {project.name for project in load_projects()}
+    unknown = set(args.project or ()) - known
+    if unknown:
+        parser.error(f"unknown project(s) {sorted(unknown)}; known: {sorted(known)}")
     splits = SPLITS if args.split == "all" else (args.split,)
     out: dict[str, Any] = {}
     for split in splits:

@@ -69,6 +69,13 @@ def test_a_label_absorbs_one_finding_the_rest_are_duplicates() -> None:
     assert result.fn == []
 
 
+def test_identical_findings_each_count() -> None:
+    # `a.cpu(), b.cpu()` on one line: two findings alike, one label absorbs one of them.
+    result = scoring.score([finding(4, "XLA102"), finding(4, "XLA102")], [label(4, "XLA102")])
+    assert len(result.tp) == 1
+    assert [fp.reason for fp in result.fp] == ["duplicate"]
+
+
 def test_family_prefix_matches_codes_of_that_family_only() -> None:
     labels = [label(3, "XLA1"), label(4, "XLA1")]
     result = scoring.score([finding(3, "XLA104"), finding(4, "XLA201")], labels)
