@@ -9,7 +9,7 @@ the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(ex
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
@@ -17,6 +17,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices
 from xlalint.analysis.devices import DeviceChoices
+from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site
 from xlalint.analysis.imports import ImportTable
@@ -33,7 +34,8 @@ ADD_STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
 class _Frame:
     key: FunctionKey | None
     module_call: bool
-    loop_depth: int = 0
+    node: cst.FunctionDef | None = None
+    loops: list[cst.CSTNode] = field(default_factory=list)  # loops around, outermost first
 
 
 _LOOPS = frozenset({cst.For, cst.While})
@@ -67,7 +69,8 @@ class FileContext:
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports)
-        self.hot = HotCode(hot_functions)
+        self.epochs = Epochs(self.imports)
+        self.hot = HotCode(hot_functions, self.epochs.per_epoch)
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
@@ -107,7 +110,7 @@ class FileContext:
 
     @property
     def in_loop(self) -> bool:
-        return self._frames[-1].loop_depth > 0
+        return bool(self._frames[-1].loops)
 
     @property
     def function(self) -> FunctionKey | None:
@@ -130,7 +133,8 @@ class FileContext:
 
     def site(self) -> Site:
         frame = self._frames[-1]
-        return Site(frame.key, frame.loop_depth > 0, self.in_step_closure, frame.module_call)
+        scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
+        return Site(frame.key, bool(frame.loops), self.in_step_closure, frame.module_call, scopes)
 
     # -- bookkeeping, called by the engine around every node ------------------------------
     # The engine calls these two for every node of the file: they dispatch on the node's
@@ -141,7 +145,7 @@ class FileContext:
         self._stack.append(node)
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
-            self._frames[-1].loop_depth += 1
+            self._frames[-1].loops.append(parent)
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
@@ -168,7 +172,7 @@ class FileContext:
         parent = self._stack[-1] if self._stack else None
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
-            self._frames[-1].loop_depth -= 1
+            self._frames[-1].loops.pop()
         if kind in _LEFT:
             self._leave_binding(node, kind)
         if self._guarded and self._guarded[-1] is node:
@@ -209,7 +213,7 @@ class FileContext:
         )
         key = FunctionKey(class_name if direct_method else None, node.name.value)
         module_call = direct_method and is_module and node.name.value == "__call__"
-        self._frames.append(_Frame(key=key, module_call=module_call))
+        self._frames.append(_Frame(key=key, module_call=module_call, node=node))
         self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
         self.masks.push_function(node)
 
