@@ -23,6 +23,7 @@ from xlalint.analysis.hotness import FunctionKey, HotCode, Site
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
+from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
 
 __all__ = ["FileContext", "Kind", "Site"]
@@ -68,7 +69,7 @@ class FileContext:
         self.path = path
         self.imports = ImportTable()
         self.imports.add_top_level(module)
-        self.kinds = TensorKinds(self.imports)
+        self.kinds = TensorKinds(self.imports, NumberReturns(module))
         self.epochs = Epochs(self.imports)
         self.hot = HotCode(hot_functions, self.epochs.per_epoch)
         self._stack: list[cst.CSTNode] = []
@@ -77,6 +78,8 @@ class FileContext:
         self._classes: list[tuple[str, bool]] = []
         self._guarded: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
+        # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
+        self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
 
     # -- questions rules ask --------------------------------------------------------------
     def qualified(self, node: cst.CSTNode) -> str | None:
@@ -146,6 +149,9 @@ class FileContext:
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.append(parent)
+        if self._narrowed and node is self._narrowed[-1][0]:
+            for name, _ in self._narrowed[-1][1]:
+                self.kinds.bind(cst.Name(name), Kind.HOST)
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
@@ -158,6 +164,10 @@ class FileContext:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
                 self._guarded.append(node)
+            if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
+                assert isinstance(node, cst.If)
+                self._narrowed.append((node.body, [(n, self.kinds.lookup(n)) for n in names]))
+
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
             self.kinds.bind_loop_target(node.target, node.iter)
@@ -179,6 +189,9 @@ class FileContext:
             self._guarded.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
+        if self._narrowed and self._narrowed[-1][0] is node:
+            for name, previous in self._narrowed.pop()[1]:
+                self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
 
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
         if kind is cst.FunctionDef:

@@ -19,6 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.returns import NumberReturns
 from xlalint.walk import names_under
 
 
@@ -204,8 +205,9 @@ def _join(kinds: Iterable[Kind]) -> Kind:
 class TensorKinds:
     """Kinds of expressions, with one symbol table per function frame."""
 
-    def __init__(self, imports: ImportTable) -> None:
+    def __init__(self, imports: ImportTable, returns: NumberReturns | None = None) -> None:
         self.imports = imports
+        self.returns = returns
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
@@ -340,7 +342,15 @@ class TensorKinds:
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
                 if method == "items":
-                    self.bind(target, Kind.UNKNOWN)
+                    if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                        # A dict's keys are names, numbers or tuples: never device tensors.
+                        self.bind(target.elements[0].value, Kind.HOST)
+                        self.bind(target.elements[1].value, Kind.UNKNOWN)
+                    else:
+                        self.bind(target, Kind.UNKNOWN)
+                    return
+                if method == "keys":
+                    self.bind(target, Kind.HOST)
                     return
         if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
             # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
@@ -351,6 +361,36 @@ class TensorKinds:
         kind = self.of(iterable)
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
         self.bind(target, element.get(kind, Kind.UNKNOWN))
+
+    def narrowed_to_tensor(self, test: cst.BaseExpression) -> list[str]:
+        """Names that an `if` test checks to be tensors (`isinstance(v, torch.Tensor)`,
+        `torch.is_tensor(v)`, either side of an `and`) without their being known tensors
+        already: code that converts whatever it is given (`if isinstance(v, Tensor): v =
+        v.item()` in a logging helper). Whether a tensor ever arrives there is a matter of
+        its callers, so the branch is left alone."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self.narrowed_to_tensor(test.left) + self.narrowed_to_tensor(test.right)
+        if not (isinstance(test, cst.Call) and test.args):
+            return []
+        subject = test.args[0].value
+        if not isinstance(subject, cst.Name) or self.lookup(subject.value) is Kind.TENSOR:
+            return []
+        callee = get_full_name_for_node(test.func)
+        qualified = self.imports.resolve(test.func)
+        if qualified == "torch.is_tensor" and len(test.args) == 1:
+            return [subject.value]
+        if callee == "isinstance" and len(test.args) == 2:
+            classes = test.args[1].value
+            options = (
+                [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+            )
+            for option in options:
+                spelled = get_full_name_for_node(option) or ""
+                if (self.imports.resolve(option) or spelled).rsplit(".", 1)[
+                    -1
+                ] in _TENSOR_ANNOTATIONS:
+                    return [subject.value]
+        return []
 
     def is_dict(self, node: cst.BaseExpression) -> bool:
         """Whether a value is a dict (built here with `{}`, `dict()`, a dict comprehension
@@ -473,6 +513,9 @@ class TensorKinds:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
+            returns = self.returns
+            if returns is not None and self.lookup(name) is None and returns.function(name):
+                return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
@@ -489,6 +532,8 @@ class TensorKinds:
                 if method == "to" and moves_to_cpu(node):
                     return Kind.HOST
                 return Kind.TENSOR
+            if self.returns is not None and self.returns.method(method):
+                return Kind.HOST  # `meter.average()`, `self.rate(t)`: this module's numbers
             if receiver is Kind.MODULE:
                 if method in _MODULE_CHAINING:
                     return Kind.MODULE
