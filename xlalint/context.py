@@ -116,6 +116,28 @@ class FileContext:
         return bool(self._frames[-1].loops)
 
     @property
+    def enclosing_loops(self) -> tuple[cst.CSTNode, ...]:
+        """Loops whose pass runs the node being visited, in its function, outermost first."""
+        return tuple(self._frames[-1].loops)
+
+    def frequency(self) -> str:
+        """How often the node being visited runs, in words for a message, from the code:
+        "every step" in a batch loop or a per-step function, "on every pass of its loop"
+        in another loop, else "each time `f()` runs"."""
+        loops = self._frames[-1].loops
+        if loops:
+            if any(
+                isinstance(loop, cst.For | cst.While) and self.epochs.is_batch_loop(loop)
+                for loop in loops
+            ):
+                return "every step"
+            return "on every pass of its loop"
+        key = self.function
+        if key is None or self.hot.declared_per_step(key.name) or self._frames[-1].module_call:
+            return "every step"
+        return f"each time `{key.name}()` runs"
+
+    @property
     def function(self) -> FunctionKey | None:
         return self._frames[-1].key
 

@@ -5,7 +5,8 @@ an epoch function: only the body of that loop runs per step, while the code befo
 after it runs once per call. The same holds for an epoch loop around a batch loop: its body
 outside the batch loop runs once per epoch. Accumulating on the device inside the batch
 loop and reading the total once after it is what the torch_xla docs recommend, so a read
-there must not be reported as a per-step cost.
+there must not be reported as a per-step cost. Any other loop in an epoch function (a
+sampling loop after training, a sweep over stages) still runs its body on every pass.
 
 A loop is a batch loop when it iterates a data loader (`for x, y in loader`, through
 `enumerate`/`tqdm`/`iter`), pulls batches with `next()` from one, or runs a whole training
@@ -103,9 +104,11 @@ class Epochs:
 
     def per_epoch(self, scopes: Sequence[cst.CSTNode]) -> bool:
         """Whether code inside `scopes` (its function, then the loops around it in that
-        function, outermost first) runs once per epoch: no enclosing loop is a batch loop,
-        and the function or an enclosing loop runs one."""
+        function, outermost first) runs once per epoch: the function or the loops around
+        it run a batch loop, and every loop around it is an epoch loop (it holds a batch
+        loop without being one). Code in any other loop (a sampling loop after training,
+        a sweep over stages) keeps running on every pass of that loop."""
         loops = [s for s in scopes if isinstance(s, cst.For | cst.While)]
-        if any(self.is_batch_loop(loop) for loop in loops):
+        if any(self.is_batch_loop(loop) or not self.holds_batch_loop(loop) for loop in loops):
             return False
         return any(self.holds_batch_loop(scope) for scope in scopes)

@@ -70,6 +70,10 @@ class HotCode:
         self._closure_callbacks.add(name)
         self._hot_names = None
 
+    def declared_per_step(self, name: str) -> bool:
+        """A function that runs per step by its name (`forward`, `*_step`) or config."""
+        return self._declared_hot(name)
+
     def _declared_hot(self, name: str) -> bool:
         if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
             return False
