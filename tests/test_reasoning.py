@@ -152,3 +152,23 @@ def test_dict_keys_and_converting_helpers_are_not_tensors() -> None:
     found = sorted((d.start.row, d.code) for d in lint(source, "XLA101", "XLA102"))
     # The branch restores the value's kind after it; a known tensor is still one inside.
     assert found == [(8, "XLA101"), (17, "XLA101")]
+
+
+def test_host_transfer_message_quotes_the_call_as_written() -> None:
+    source = """\
+        import torch
+
+        def evaluate(model, loader):
+            cpu_device = torch.device("cpu")
+            for x in loader:
+                out = model(x)
+                a = out.to(torch.device("cpu"))
+                b = out.to(device="cpu", non_blocking=True)
+                c = out.to(cpu_device)
+        """
+    calls = [d.message.split("`")[1] for d in lint(source, "XLA102")]
+    assert calls == [
+        '.to(torch.device("cpu"))',
+        '.to(device="cpu", non_blocking=True)',
+        ".to(cpu_device)",
+    ]

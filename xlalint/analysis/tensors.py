@@ -210,6 +210,8 @@ class TensorKinds:
         self.returns = returns
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
+        # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
+        self._cpu_devices: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
@@ -227,10 +229,12 @@ class TensorKinds:
             frame[name] = self._param_kind(param, tensor_params)
         self._frames.append(frame)
         self._dicts.append(set())
+        self._cpu_devices.append(set())
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._dicts.pop()
+        self._cpu_devices.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
@@ -292,6 +296,13 @@ class TensorKinds:
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        cpu = self.is_cpu_device(value)
+        for target in targets:
+            if (key := binding_key(target)) is not None:
+                if cpu:
+                    self._cpu_devices[-1].add(key)
+                else:
+                    self._cpu_devices[-1].discard(key)
         passed_through: set[str] = set()
         if kind is Kind.UNKNOWN and isinstance(value, cst.Call):
             passed_through = {
@@ -391,6 +402,27 @@ class TensorKinds:
                 ] in _TENSOR_ANNOTATIONS:
                     return [subject.value]
         return []
+
+    def is_cpu_device(self, node: cst.BaseExpression) -> bool:
+        """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
+        if isinstance(node, cst.Call) and node.args:
+            if (self.imports.resolve(node.func) or "") != "torch.device":
+                return False
+            node = node.args[0].value
+        if isinstance(node, cst.SimpleString):
+            return node.evaluated_value == "cpu"
+        key = binding_key(node)
+        return key is not None and (key in self._cpu_devices[-1] or key in self._cpu_devices[0])
+
+    def moves_to_cpu(self, call: cst.Call) -> bool:
+        """`.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`, `.to(cpu_device)`
+        with `cpu_device = torch.device("cpu")`."""
+        if moves_to_cpu(call):
+            return True
+        for arg in call.args:
+            if arg.keyword is None or arg.keyword.value == "device":
+                return self.is_cpu_device(arg.value)  # the device comes first
+        return False
 
     def is_dict(self, node: cst.BaseExpression) -> bool:
         """Whether a value is a dict (built here with `{}`, `dict()`, a dict comprehension
@@ -529,7 +561,7 @@ class TensorKinds:
                     # Tensor's one getter, `get_device`, is a host method: a receiver with
                     # `get_seq_length()` is some other object (a cache typed as a tensor).
                     return Kind.UNKNOWN
-                if method == "to" and moves_to_cpu(node):
+                if method == "to" and self.moves_to_cpu(node):
                     return Kind.HOST
                 return Kind.TENSOR
             if self.returns is not None and self.returns.method(method):
@@ -546,7 +578,7 @@ class TensorKinds:
                 if method == "cuda" or (method == "to" and self._moves_to_device(node)):
                     return Kind.TENSOR  # a host tensor moved to the device
                 return Kind.HOST
-            if method in TO_HOST_METHODS or (method == "to" and moves_to_cpu(node)):
+            if method in TO_HOST_METHODS or (method == "to" and self.moves_to_cpu(node)):
                 # Whatever the receiver was, a copy to the host lives on the host: the
                 # `.numpy()` of `out.cpu().numpy()` reads no device tensor.
                 return Kind.HOST
@@ -556,7 +588,7 @@ class TensorKinds:
 
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`."""
-        if moves_to_cpu(call):
+        if self.moves_to_cpu(call):
             return False
         for arg in call.args:
             if _is_keyword(arg, "device"):
