@@ -197,6 +197,9 @@ CASES: dict[str, dict[str, str]] = {
         'torch.set_default_tensor_type("torch.cuda.FloatTensor")': _call(
             'torch.set_default_tensor_type("torch.cuda.FloatTensor")'
         ),
+        'set_default_tensor_type("torch.cuda.FloatTensor"), then torch.ones(2)': _statement(
+            'torch.set_default_tensor_type("torch.cuda.FloatTensor")\ntorch.ones(2)'
+        ),
         "x.type(torch.cuda.FloatTensor)": _call(
             "torch.ones(2).to(dev).type(torch.cuda.FloatTensor)"
         ),
