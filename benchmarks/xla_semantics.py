@@ -7,7 +7,7 @@ returned, the warnings it gave, and torch_xla's counts over the measured window:
 device-to-host transfers (`TransferFromDeviceTime` samples), `aten::_local_scalar_dense`,
 executions and CPU fallbacks (`aten::*` counters).
 
-    .venv/bin/python benchmarks/xla_semantics.py [--group cuda|multinomial|dist|compile]
+    .venv/bin/python benchmarks/xla_semantics.py [--group cuda|multinomial|dist|growth|compile]
 
 Prints one markdown table per group. Needs torch 2.9.0 and torch-xla 2.9.0.
 """
@@ -41,6 +41,7 @@ def _counts():
         "d2h": d2h[0] if d2h else 0,
         "scalar_reads": met.counter_value("aten::_local_scalar_dense") or 0,
         "executions": met.counter_value("ExecuteComputation") or 0,
+        "uncached_compiles": met.counter_value("UncachedCompile") or 0,
         "fallbacks": sorted(
             n for n in met.counter_names() if n.startswith("aten::") and met.counter_value(n)
         ),
@@ -160,6 +161,33 @@ got = g(x).cpu()
 out["same_output"] = bool(torch.allclose(expected, got))
 """
 
+_GROWTH = """
+w = torch.randn(8, 8).to(dev)
+x = torch.randn(2, 8).to(dev)
+_window_start()
+for step in range(5):
+    y = torch.tanh(x[-1:] @ w)
+    {grow}
+    torch_xla.sync()
+out.update(_counts())
+out["shape"] = tuple(x.shape)
+"""
+
+# The rewrite: a tensor of the final length, written at a position kept on the device.
+_PREALLOCATED = """
+w = torch.randn(8, 8).to(dev)
+x = torch.cat((torch.randn(2, 8), torch.zeros(5, 8))).to(dev)
+pos = torch.tensor([1]).to(dev)
+_window_start()
+for step in range(5):
+    y = torch.tanh(x.index_select(0, pos) @ w)
+    pos = pos + 1
+    x.index_copy_(0, pos, y)
+    torch_xla.sync()
+out.update(_counts())
+out["shape"] = tuple(x.shape)
+"""
+
 CASES: dict[str, dict[str, str]] = {
     "cuda": {
         "torch.cuda.synchronize()": _call("torch.cuda.synchronize()"),
@@ -248,6 +276,10 @@ CASES: dict[str, dict[str, str]] = {
             args='backend="nccl"',
         ),
         'init_process_group("gloo", world_size=1)': _DIST.format(setup="", args=f'"gloo", {_TCP}'),
+    },
+    "growth": {
+        "x = torch.cat((x, y), 0), 5 steps": _GROWTH.format(grow="x = torch.cat((x, y), 0)"),
+        "preallocated x, x.index_copy_(0, pos, y), 5 steps": _PREALLOCATED,
     },
     "compile": {
         "torch.compile(f)": _COMPILE.format(args=""),
