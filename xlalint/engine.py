@@ -192,13 +192,20 @@ def _to_diagnostics(
 ) -> list[Diagnostic]:
     positions = Positions(module, text)
     suppressions = parse_suppressions(text, positions)
+    spanned = [
+        (report, _start(positions[report.node]), _end(positions[report.end_node]))
+        for report in pending
+    ]
+    superseded = _superseded(spanned)
     seen: set[tuple[str, Location, Location]] = set()
     diagnostics = []
-    for report in pending:
-        start = _start(positions[report.node])
-        end = _end(positions[report.end_node])
+    for report, start, end in spanned:
         code = report.rule.code
-        if (code, start, end) in seen or suppressions.suppresses(code, start.row):
+        if (
+            (code, start, end) in seen
+            or (code, start, end) in superseded
+            or suppressions.suppresses(code, start.row)
+        ):
             continue
         seen.add((code, start, end))
         diagnostics.append(
@@ -216,6 +223,15 @@ def _to_diagnostics(
         )
     diagnostics.sort(key=Diagnostic.sort_key)
     return diagnostics
+
+
+def _superseded(
+    spanned: Iterable[tuple[PendingReport, Location, Location]],
+) -> set[tuple[str, Location, Location]]:
+    """(code, start, end) of findings that a more specific rule's finding on the same span
+    replaces (`Rule.supersedes`): one finding per cause. Decided before `# noqa`, so a
+    suppressed specific finding does not bring back the general one."""
+    return {(code, start, end) for report, start, end in spanned for code in report.rule.supersedes}
 
 
 def _start(code_range: CodeRange) -> Location:

@@ -76,6 +76,11 @@ class Rule:
     # `if m:` over module objects, or `float(a)` in number code).
     needs_torch: ClassVar[bool] = False
     hint: ClassVar[str | None] = None
+    # Codes of less specific rules that this rule's finding replaces where both report the
+    # same span: one finding per cause (`torch.cuda.synchronize()` raises on an XLA host,
+    # which says more than that it blocks every step). Only enabled rules take part, so
+    # ignoring the specific rule brings the general finding back.
+    supersedes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
