@@ -64,7 +64,10 @@ class LoopRule(Rule):
         device, device_imports = xla_device_source()
         wrapped = f"{wrapper}({self.ctx.module.code_for_node(loader)}, {device})"
         return self.fix(
-            f"Iterate `{wrapped}`", (loader, wrapped), imports=(*device_imports, *imports)
+            f"Iterate `{wrapped}`",
+            (loader, wrapped),
+            imports=(*device_imports, *imports),
+            moves_to_xla=True,
         )
 
     def moved_batches_fix(self, site: LoopSite) -> NodeFix | None:
