@@ -593,3 +593,41 @@ def test_the_safe_clipping_fix_is_applied_without_unsafe_fixes(project: Path) ->
             "            p.grad.detach().mul_(torch.where(clip_coef < 1, clip_coef, 1.0))\n"
         )
     )
+
+
+LIGHTNING = """\
+import lightning.pytorch as pl
+import torch_xla
+from torch.utils.data import DataLoader
+
+
+class Model(pl.LightningModule):
+    pass
+
+
+def train(model, dataset, optimizer):
+    device = torch_xla.device()
+    for x, y in DataLoader(dataset, batch_size=8):
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+"""
+
+
+def test_a_fix_never_shadows_a_name_the_file_binds(inside: Path) -> None:
+    """XLA403's loader wrapper needs torch_xla's parallel_loader, usually imported as `pl`:
+    next to Lightning's `pl` it is imported under a free alias, and the fix is applied."""
+    (inside / "lightning_train.py").write_text(LIGHTNING)
+    result = invoke("fix", "--apply", "--select", "XLA403", "lightning_train.py")
+    assert result.exit_code == 0, result.output
+    fixed = (inside / "lightning_train.py").read_text()
+    assert fixed == LIGHTNING.replace(
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader\n"
+        "import torch_xla.distributed.parallel_loader as xla_pl\n",
+    ).replace(
+        "DataLoader(dataset, batch_size=8):",
+        "xla_pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), torch_xla.device()):",
+    )
+    assert "class Model(pl.LightningModule)" in fixed
