@@ -35,6 +35,7 @@ from xlalint.writer import WriteError, write_atomic
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
 RECURSION_LIMIT = 10_000
+MISSING = "no such file or directory"
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
@@ -54,6 +55,13 @@ class CheckReport:
     @property
     def errors(self) -> list[FileError]:
         return [result.error for result in self.results if result.error is not None]
+
+    @property
+    def problems(self) -> list[FileError]:
+        """Files that could not be linted, and paths named on the command line that do not
+        exist: what every output format reports besides the findings."""
+        missing = [FileError(str(path), MISSING) for path in self.missing]
+        return [*missing, *self.errors]
 
 
 @dataclass

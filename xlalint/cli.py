@@ -103,11 +103,13 @@ def resolve_settings(
 def summary(report: CheckReport) -> str:
     diagnostics = report.diagnostics
     lines = []
+    if report.missing:
+        lines.append(f"{plural(len(report.missing), 'path')} not found.")
     if report.errors:
         count = len(report.errors)
         lines.append(f"{plural(count, 'file')} could not be linted.")
     if not diagnostics:
-        if not report.errors:
+        if not report.problems:
             lines.append("All checks passed!")
         return "\n".join(lines) + "\n"
     files = len({d.filename for d in diagnostics})
@@ -263,8 +265,9 @@ def check(
         click.echo(f"error: {missing}: no such file or directory", err=True)
     for error in report.errors:
         click.echo(f"error: {error.filename}: {error.reason}", err=True)
+    linting = {(error.filename, error.reason) for error in report.errors}
     for error in fix_errors:
-        if error not in report.errors:  # not linting errors, but e.g. a read-only file
+        if (error.filename, error.reason) not in linting:  # e.g. a read-only file
             click.echo(f"error: {error.filename}: {error.reason}", err=True)
 
     if show_statistics:
