@@ -22,7 +22,7 @@ from xlalint.config import ConfigError, Settings, find_settings, load_config_fil
 from xlalint.diagnostics import Applicability, FileError
 from xlalint.docgen import fix_label, rule_page
 from xlalint.harness.commands import HarnessProblem, profile_command, verify_command
-from xlalint.harness.fix_verify import verify_fixes
+from xlalint.harness.fix_verify import named_scripts, verify_fixes
 from xlalint.harness.profile import ScriptCommandError
 from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
 from xlalint.harness.table import print_fix_verification
@@ -358,7 +358,8 @@ def fix_command(
         )
         if not apply:
             raise SystemExit(EXIT_CLEAN)
-        paths = ()
+        # The current folder, and the script even where `exclude` leaves its folder out.
+        paths = (Path("."), *named_scripts([str(p) for p in paths], Path.cwd()))
     targets = list(paths) or [Path(".")]
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
