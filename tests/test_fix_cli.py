@@ -631,3 +631,31 @@ def test_a_fix_never_shadows_a_name_the_file_binds(inside: Path) -> None:
         "xla_pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), torch_xla.device()):",
     )
     assert "class Model(pl.LightningModule)" in fixed
+
+
+# -- ruff's split: --fix-only and --exit-non-zero-on-fix ------------------------------------
+
+
+def test_fix_only_exits_0_when_findings_remain(project: Path) -> None:
+    """REPORT has a finding without a fix: plain --apply fails on it, --fix-only does not."""
+    assert invoke("fix", "--apply", "--select", "XLA101", str(project / "report.py")).exit_code == 1
+    result = invoke(
+        "fix", "--apply", "--fix-only", "--select", "XLA101", str(project / "report.py")
+    )
+    assert result.exit_code == 0
+    assert "XLA101" not in result.stdout  # the remaining finding is not listed
+    assert (project / "report.py").read_text() == REPORT
+
+
+def test_exit_non_zero_on_fix_fails_exactly_when_a_file_changed(project: Path) -> None:
+    args = ("fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "--select", "XLA101")
+    assert invoke(*args, str(project / "train.py")).exit_code == 1
+    assert (project / "train.py").read_text() == TRAIN_FIXED
+    assert invoke(*args, str(project / "train.py")).exit_code == 0  # nothing left to change
+    assert invoke(*args, "--fix-only", str(project / "report.py")).exit_code == 0
+
+
+def test_the_fix_hook_fails_only_when_it_changes_a_file() -> None:
+    """pre-commit's xlalint-fix hook: a report-only finding must not fail every commit."""
+    hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
+    assert "entry: xlalint fix --apply --fix-only --exit-non-zero-on-fix --force-exclude" in hooks
