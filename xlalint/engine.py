@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -118,8 +118,13 @@ def lint_source(
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        reason = f"syntax error at {error.raw_line}:{error.raw_column + 1}: {error.message}"
-        return FileResult(filename, error=FileError(filename, reason))
+        if isinstance(verdict, SyntaxProblem):
+            # CPython's words and position ("'(' was never closed" where it opened), not
+            # libcst's parser state at the point it gave up.
+            problem = verdict
+        else:
+            problem = SyntaxProblem(error.message, Location(error.raw_line, error.raw_column + 1))
+        return FileResult(filename, error=problem.file_error(filename))
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to parse"))
     if not active:
@@ -174,10 +179,22 @@ _CPYTHON_CHECK_LIMIT = 1000
 _TOO_DEEP_MESSAGES = ("too many nested parentheses", "too many levels of indentation")
 
 
-def cpython_verdict(text: str, filename: str) -> str | None:
+@dataclass(frozen=True)
+class SyntaxProblem:
+    """Why a text does not parse, and where (None when the parser does not say)."""
+
+    message: str
+    location: Location | None = None
+
+    def file_error(self, filename: str) -> FileError:
+        where = f" at {self.location.row}:{self.location.column}" if self.location else ""
+        return FileError(filename, f"syntax error{where}: {self.message}", self.location)
+
+
+def cpython_verdict(text: str, filename: str) -> str | SyntaxProblem | None:
     """None if CPython parses `text`; TOO_DEEP if it is nested beyond what is safe to hand
-    to libcst; otherwise CPython's syntax error message (libcst's grammar may be newer than
-    this interpreter's, so libcst has the last word on those)."""
+    to libcst; otherwise CPython's syntax error (libcst's grammar may be newer than this
+    interpreter's, so libcst has the last word on whether the file parses)."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(min(limit, _CPYTHON_CHECK_LIMIT))
     try:
@@ -188,9 +205,13 @@ def cpython_verdict(text: str, filename: str) -> str | None:
         return TOO_DEEP
     except SyntaxError as error:
         message = str(error.msg)
-        return TOO_DEEP if message.startswith(_TOO_DEEP_MESSAGES) else message
+        if message.startswith(_TOO_DEEP_MESSAGES):
+            return TOO_DEEP
+        # `offset` counts characters from 1 (0 or None when CPython does not know).
+        where = Location(error.lineno, max(error.offset or 1, 1)) if error.lineno else None
+        return SyntaxProblem(message, where)
     except ValueError as error:
-        return str(error)
+        return SyntaxProblem(str(error))
     finally:
         sys.setrecursionlimit(limit)
     return None
