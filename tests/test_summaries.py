@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from conftest import run_cli, write
@@ -19,8 +20,9 @@ from xlalint.api import CheckReport, FixForecast
 from xlalint.cli import summary
 from xlalint.diagnostics import Applicability, Diagnostic, FileResult, Fix, Location
 from xlalint.harness.fix_verify import compare_printed
-from xlalint.harness.profile import LineCost, Profile
+from xlalint.harness.profile import Confirmation, LineCost, Profile, Unexplained, closest_rule
 from xlalint.harness.table import profile_tables
+from xlalint.report import plural
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -76,22 +78,25 @@ def test_check_counts_the_fixes_that_other_fixes_enable(project: Path) -> None:
 
 
 def test_check_and_fix_agree_on_the_cuda_example(project: Path) -> None:
-    """What `check` says `fix --apply` fixes, it fixes; and what it leaves, it leaves."""
+    """What `check` says `fix --apply` (with and without `--unsafe-fixes`) fixes, it fixes."""
     shutil.copy(EXAMPLES / "train_cuda.py", project / "train_cuda.py")
-    check = run_cli("check", "--output-format", "concise", "train_cuda.py")
-    found = len([line for line in check.stdout.splitlines() if ": XLA" in line])
-    marked = _marked(check.stdout)
-    promised = _fixable(check.stdout)
-    assert promised > marked  # the example has fixes that only other fixes make possible
-    assert f"Of these, {marked} are marked [*] and {promised - marked} (" in check.stdout
+    check = run_cli("check", "train_cuda.py").stdout
+    promised = _fixable(check)
+    more = next(
+        int(m[1])
+        for line in check.splitlines()
+        if (m := re.search(r"\((\d+) more with `--un", line))
+    )
+    shutil.copy(project / "train_cuda.py", project / "unsafe.py")
 
     fixed = run_cli("fix", "--apply", "train_cuda.py")
     assert _fixed(fixed.stdout) == promised
-    assert "found only once other fixes were applied" in fixed.stdout
-    left = run_cli("check", "--output-format", "concise", "train_cuda.py")
-    remaining = len([line for line in left.stdout.splitlines() if ": XLA" in line])
-    assert remaining == found - marked
-    assert f"{remaining} findings remain (" in fixed.stdout
+    left = run_cli("check", "--output-format", "concise", "train_cuda.py").stdout
+    remaining = len([line for line in left.splitlines() if ": XLA" in line])
+    assert f"{plural(remaining, 'finding')} remain" in fixed.stdout
+    assert _fixed(run_cli("fix", "--apply", "--unsafe-fixes", "unsafe.py").stdout) == (
+        promised + more
+    )
 
 
 def test_check_fix_with_nothing_safe_to_fix_says_so(project: Path) -> None:
@@ -156,14 +161,24 @@ def test_profile_and_verify_words_agree_in_number() -> None:
         "uncached_compiles": 1, "cached_compiles": 0, "max_graph_size": 1, "fallbacks": {},
     }  # fmt: skip
     cost = LineCost("train.py", 3, executions=1, host_reads=1, compiles=1)
-    result = Profile(["python", "train.py"], 0, "", "", totals, [cost], [], [cost])
+    finding = _diagnostic(3, None)
+    read = LineCost("train.py", 4, executions=1, host_reads=1)
+    what, rule = closest_rule(read, "print(loss)")
+    assert what == "1 device-to-host transfer"
+    assert closest_rule(LineCost("train.py", 5, compiles=1), "y = f(x)")[0] == "1 compile"
+    result = Profile(
+        ["python", "train.py"], 0, "", "", totals, [cost, read],
+        [Confirmation(replace(finding, filename="train.py"), cost)],
+        [Unexplained("train.py", 4, what, rule, read)],
+    )  # fmt: skip
     console = Console(record=True, width=200)
     for part in profile_tables(result):
         console.print(part)
     text = console.export_text()
     assert "1 execution, 1 device-to-host transfer, 1 compile (0 cached)" in text
     assert "largest graph 1 node;" in text
-    assert "train.py:3: 1 host read, 1 compile (" in text
-    assert not re.search(r"\b1 (executions|compiles|host reads|nodes)\b", text)
+    assert "confirmed: 1 execution, 1 device-to-host transfer, 1 compile" in text
+    assert "train.py:4: 1 device-to-host transfer;" in text
+    assert not re.search(r"\b1 (executions|compiles|transfers|nodes)\b", text)
     assert compare_printed("loss 0.5", "loss 0.5").describe() == "the same number printed"
     assert compare_printed("1 2", "1").describe() == "different output: 2 vs 1 number printed"
