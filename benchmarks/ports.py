@@ -54,6 +54,8 @@ DEPENDENCIES = ("pytorch-ignite==0.5.5", "torchvision==0.24.0", "tqdm==4.70.1", 
 # A run whose largest graph is this small did not trace a model: the model is elsewhere.
 MODEL_GRAPH_NODES = 50
 VARIANTS = ("as written", "fix --apply", "--unsafe-fixes")
+# A run that compiles every step (a graph that grows without a barrier) can take hours.
+TIMEOUT = 300.0
 
 # The runs' sitecustomize. As written, a script runs as on the machine it was written for:
 # torch_xla is not importable (libraries that probe for it, like ignite and
@@ -251,7 +253,9 @@ def child_pythonpath(cache: Path) -> str:
     return os.pathsep.join([*parts, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
 
-def run_script(port: Port, folder: Path, steps: int, cache: Path, *, xla: bool) -> Run:
+def run_script(
+    port: Port, folder: Path, steps: int, cache: Path, *, xla: bool, timeout: float = TIMEOUT
+) -> Run:
     """Run the script in `folder` under xlalint's profile runner: on the XLA CPU device, or
     (`xla=False`) where torch_xla cannot be imported."""
     saved = dict(os.environ)
@@ -259,10 +263,12 @@ def run_script(port: Port, folder: Path, steps: int, cache: Path, *, xla: bool) 
     if not xla:
         os.environ["XLALINT_PORTS_NO_TORCH_XLA"] = "1"
     started = time.perf_counter()
+    command = ["python", port.script, *port.arguments(steps)]
     try:
-        result: Profile = profile(
-            ["python", port.script, *port.arguments(steps)], device="cpu", cwd=folder
-        )
+        result: Profile = profile(command, device="cpu", cwd=folder, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        totals = {"timed_out": True}
+        return Run(steps, -1, round(timeout), f"did not finish in {timeout:.0f} s", totals, "")
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -381,7 +387,8 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="refresh the table in PORTS.md")
     options = parser.parse_args()
     cache = options.cache.resolve()
-    selected = [p for p in PORTS if not options.only or p.name in options.only.split(",")]
+    by_name = {p.name: p for p in PORTS}
+    selected = [by_name[name] for name in options.only.split(",")] if options.only else PORTS
     if any(p.folder is not _written for p in selected):
         prepare_cache(cache)
     results = cache / "results.json"
