@@ -199,6 +199,39 @@ def _target_names(target: cst.CSTNode) -> set[str]:
     return set()
 
 
+def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
+    """Names a module's or a function's own code binds other than by import: assignment,
+    loop and `with` targets, parameters, nested `def`/`class` names (not their bodies)."""
+    names: set[str] = set()
+    if isinstance(scope, cst.FunctionDef):
+        params = scope.params
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            names.add(param.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
+    stack: list[cst.CSTNode] = list(
+        children(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
+    )
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            names.add(node.name.value)
+            continue
+        if isinstance(node, cst.Lambda):
+            continue
+        if isinstance(
+            node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For | cst.NamedExpr
+        ):
+            names |= _target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            names |= _target_names(node.name)
+        elif isinstance(node, cst.Import | cst.ImportFrom):
+            continue  # `import x as y` binds by import: the table has it
+        stack.extend(children(node))
+    return names
+
+
 def _state_keys(target: cst.CSTNode) -> tuple[set[str], bool]:
     """What an assignment updates, for the loop-state dataflow: names, attribute chains
     (`block_state.latents`), the base of a subscript (`latents[:, i] = ...` updates
@@ -700,7 +733,8 @@ class LoopAnalysis:
             self_is_model = (
                 site is not None and site.class_def is not None and (is_model_class(site.class_def))
             )
-            scanner = _BodyScanner(self.imports, self._runs_model, items, self_is_model)
+            imports = self._imports_reaching(site.function if site is not None else None)
+            scanner = _BodyScanner(imports, self._runs_model, items, self_is_model)
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
             scanner.suite(node.body)
@@ -709,6 +743,27 @@ class LoopAnalysis:
             cached.assigned = frozenset(scanner.assigned - items)
             self._facts[id(node)] = cached
         return cached
+
+    def _imports_reaching(self, function: cst.FunctionDef | None) -> ImportTable:
+        """The file's imports without the names that the module's own code, or `function`,
+        binds otherwise: after `import model` and `model = model.GPT(conf)`, `model(x)`
+        calls the model, not the module."""
+        key = ("imports", id(function))
+        cached = self._memo.get(key)
+        if isinstance(cached, ImportTable):
+            return cached
+        imported = set(self.imports.bindings)
+        module_key = ("imports", id(self.module))
+        at_module = self._memo.get(module_key)
+        if not isinstance(at_module, frozenset):
+            at_module = frozenset(_bound_names(self.module) & imported)
+            self._memo[module_key] = at_module
+        rebound = set(at_module)
+        if function is not None:
+            rebound |= _bound_names(function) & imported
+        table = self.imports.without(rebound) if rebound else self.imports
+        self._memo[key] = table
+        return table
 
     def resolve(self, call: cst.Call) -> list[cst.FunctionDef]:
         """Functions of this module a call may run: `train_step(b)` -> `def train_step`,
