@@ -62,16 +62,16 @@ class CudaDeviceString(Rule):
 
     ## Fix safety
     Safe. `torch.device("cuda", ...)` and a device string passed as an argument become
-    `torch_xla.device()`. A string stored in a variable, default, dict or argparse option
-    becomes the string `"xla"`, so the value stays a string (`torch.device("xla")` and
-    `.to("xla")` are the XLA device) and nothing touches the XLA runtime when the module is
-    imported. Both add `import torch_xla`, which registers the XLA device. A device index is
-    dropped: each XLA process owns its device. `map_location="cuda"` and strings inside a
-    ternary or an `or` are reported without a fix. In a file with a device ladder without
-    XLA (XLA305), the fix is unsafe: the ladder decides where the model goes, and moving
-    this value alone could put it on another device than the model (`RuntimeError: Expected
-    XLA tensor`). It then goes together with the ladder's fix: `--unsafe-fixes` applies both
-    or neither.
+    `torch_xla.device()`; in a parameter's default, `torch.device("xla")`. A string stored
+    in a variable, default, dict or argparse option becomes the string `"xla"`, so the value
+    stays a string (`torch.device("xla")` and `.to("xla")` are the XLA device) and nothing
+    touches the XLA runtime when the module is imported. Both add `import torch_xla`, which
+    registers the XLA device. A device index is dropped: each XLA process owns its device.
+    `map_location="cuda"` and strings inside a ternary or an `or` are reported without a
+    fix. In a file with a device ladder without XLA (XLA305), the fix is unsafe: the ladder
+    decides where the model goes, and moving this value alone could put it on another device
+    than the model (`RuntimeError: Expected XLA tensor`). It then goes together with the
+    ladder's fix: `--unsafe-fixes` applies both or neither.
 
     ## Runtime evidence
     Not measured by the harness yet. Without a CUDA device, allocating on or moving to
@@ -121,7 +121,19 @@ class CudaDeviceString(Rule):
             self.report(node, message, hint=_MAP_LOCATION_HINT)
             return
         fix = None
-        if is_cuda_string(arg.value):
+        if is_cuda_string(arg.value) and isinstance(parent, cst.Param):
+            # `def run(device=torch.device("cuda"))`: the default is made at import, where
+            # `torch_xla.device()` would start the XLA runtime; `torch.device("xla")` does not.
+            string = arg.value
+            assert isinstance(string, cst.SimpleString | cst.FormattedString)
+            func = self.ctx.module.code_for_node(node.func)
+            fix = self.fix(
+                'Use the XLA device: `torch.device("xla")`',
+                (node, f"{func}({xla_string_source(string)})"),
+                imports=("import torch_xla",),
+                moves_to_xla=True,
+            )
+        elif is_cuda_string(arg.value):
             device, imports = xla_device_source()
             fix = self.fix(
                 "Use the XLA device: `torch_xla.device()`",
