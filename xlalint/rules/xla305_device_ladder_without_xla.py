@@ -221,6 +221,8 @@ class DeviceLadderWithoutXla(Rule):
         # Text before the first branch: `X if t else A if c else B` parses as
         # `X if t else (A if c else B)`, and the ladder's own text stays as it is.
         body = self.ctx.module.code_for_node(node.body)
+        if "\n" in body:
+            return None  # its lines would lose their indentation
         new = f"{value} if {test} else {body}"
         return self.fix(_DESCRIPTION, *edits, (node.body, new), imports=(*imports, *value_imports))
 
@@ -253,15 +255,23 @@ class DeviceLadderWithoutXla(Rule):
         for statement, selected in branch:
             if selected is None:
                 lines.append(module.code_for_node(statement).strip())
+                if "\n" in lines[-1]:
+                    return None  # its lines would lose their indentation
                 continue
             value, value_imports = self._xla_value(
                 _first_device_leaf(selected.value, self.ctx.imports)
             )
             lines.append(_with_value(module, selected, value))
         statements = "".join(f"{indent}{unit}{line}\n" for line in lines)
-        test_source = module.code_for_node(node.test)
-        new = f"{test}:\n{statements}{indent}elif {test_source}"
-        return self.fix(_DESCRIPTION, *edits, (node.test, new), imports=(*imports, *value_imports))
+        # `if` + ` XLA_AVAILABLE:` / the branch / `elif` + the chain's own test, untouched.
+        space = module.code_for_node(node.whitespace_before_test)
+        new = f" {test}:\n{statements}{indent}elif{space}"
+        return self.fix(
+            _DESCRIPTION,
+            *edits,
+            (node.whitespace_before_test, new),
+            imports=(*imports, *value_imports),
+        )
 
     def _xla_value(self, leaf: cst.CSTNode | None) -> tuple[str, tuple[str, ...]]:
         """The XLA device in the ladder's own style: the string `"xla"` where it chooses
@@ -328,9 +338,11 @@ def _template_branch(
     node: cst.If, imports: ImportTable
 ) -> list[tuple[cst.CSTNode, Selection | None]] | None:
     """What the XLA branch does, copied from the chain: the statements of the first branch
-    that selects a GPU and does nothing else CUDA-specific (`device = torch.device("cuda")`
-    / `model = model.to(device)`), so the model moves where the device goes; else only the
-    first statement that selects a device. Pairs of (statement, its device selection)."""
+    that selects a GPU and moves nothing in a CUDA-only way (`device = torch.device("cuda")`
+    / `model = model.to(device)`), so the model moves where the device goes, without the
+    branch's GPU-only settings (`torch.cuda.set_device(...)`, `cudnn.benchmark = True`);
+    else only the first statement that selects a device. Pairs of (statement, its device
+    selection)."""
     _, blocks = chain(node)
     for block in blocks:
         if not isinstance(block, cst.IndentedBlock):
@@ -349,7 +361,9 @@ def _template_branch(
                 selects_gpu = True
                 pairs.append((small, small))
             elif _gpu_specific(small, imports):
-                break
+                if _moves(small):
+                    break  # `model = model.cuda(args.gpu)`: without it the model stays
+                # `torch.cuda.set_device(args.gpu)`, `cudnn.benchmark = True`: left out
             else:
                 pairs.append((small, None))
         else:
@@ -374,15 +388,33 @@ def _with_value(module: cst.Module, statement: Selection, value: str) -> str:
 
 
 def _gpu_specific(node: cst.CSTNode, imports: ImportTable) -> bool:
-    """Code that names CUDA or MPS: `torch.cuda.set_device(...)`, `.cuda(...)`, `"cuda:0"`."""
-    return (
-        probes_gpu(node, imports)
-        or any(
-            isinstance(leaf, cst.Name) and leaf.value in ("cuda", "mps")
-            for leaf in descendants(node)
-        )
-        or any(device_string_type(leaf) in GPU_TYPES for leaf in descendants(node))
+    """Code for a GPU only: `torch.cuda.set_device(...)`, `.cuda(...)`, `"cuda:0"`,
+    `cudnn.benchmark = True`, `torch.backends.mps`."""
+    if probes_gpu(node, imports):
+        return True
+    for leaf in descendants(node):
+        if isinstance(leaf, cst.Name) and leaf.value in ("cuda", "mps"):
+            return True
+        if device_string_type(leaf) in GPU_TYPES:
+            return True
+        if isinstance(leaf, cst.Name | cst.Attribute):
+            qualified = imports.resolve(leaf) or ""
+            if qualified.startswith(_GPU_MODULES):
+                return True
+    return False
+
+
+def _moves(node: cst.CSTNode) -> bool:
+    """Whether code moves a value to a device: `.cuda(...)`, `.to(...)`."""
+    return any(
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ("cuda", "to")
+        for call in descendants(node)
     )
+
+
+_GPU_MODULES = ("torch.cuda", "torch.backends.cud", "torch.backends.mps")
 
 
 def _selecting_statements(block: cst.CSTNode, imports: ImportTable) -> list[Selection]:
