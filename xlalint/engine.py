@@ -203,7 +203,7 @@ def _to_diagnostics(
     suppressions = parse_suppressions(text, positions)
     seen: set[tuple[str, Location, Location]] = set()
     diagnostics = []
-    pending = group_device_fixes(list(pending))
+    pending = group_device_fixes(list(pending), positions)
     for report in pending:
         start = _start(positions[report.node])
         end = _end(positions[report.end_node])
@@ -231,7 +231,7 @@ def _to_diagnostics(
 DEVICE_GROUP = "xla-device"
 
 
-def group_device_fixes(pending: list[PendingReport]) -> list[PendingReport]:
+def group_device_fixes(pending: list[PendingReport], positions: Positions) -> list[PendingReport]:
     """Fixes that move values to the XLA device, judged for the file as a whole.
 
     Moving a loader's batches or a tensor to the XLA device is safe only where the model
@@ -243,16 +243,17 @@ def group_device_fixes(pending: list[PendingReport]) -> list[PendingReport]:
     if not choices or not any(r.fix and r.fix.moves_to_xla for r in pending):
         return pending
     unfixed = [r for r in choices if r.fix is None]
+    first = unfixed[0] if unfixed else choices[0]
+    where = f"{first.rule.code} at line {positions[first.node].start.line}"
     if unfixed:
         reason = (
-            "unsafe: a device choice without XLA that xlalint cannot fix "
-            f"({unfixed[0].rule.code}) decides where the model goes"
+            f"the device choice without XLA ({where}) has no fix and decides the model's device"
         )
         group = None
     else:
         reason = (
-            f"unsafe: goes together with the {choices[0].rule.code} fix that gives the "
-            "device choice XLA, which decides where the model goes"
+            f"goes together with the fix of the device choice ({where}), "
+            "which decides the model's device"
         )
         group = DEVICE_GROUP
     grouped = []
