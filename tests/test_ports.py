@@ -177,3 +177,37 @@ def test_the_ladder_fix_keeps_the_script_running_without_torch_xla(project: Path
     script = _port(project, "use_cuda_flag.py", "--unsafe-fixes", "--select", "XLA305")
     (project / "sitecustomize.py").write_text(WITHOUT_TORCH_XLA, encoding="utf-8")
     assert "model on cpu" in _run(script, f"PYTHONPATH={project}")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Lightning-style accelerator names read "cuda" but are not devices.
+        'accelerator = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        "def backend():\n"
+        '    if torch.cuda.is_available():\n        return "cuda"\n    return "cpu"\n',
+        'def f(flags):\n    if torch.cuda.is_available():\n        flags.accelerator = "cuda"\n',
+        'print("cuda" if torch.cuda.is_available() else "cpu")\n',
+    ],
+)
+def test_ladder_of_names_that_are_not_devices_gets_no_fix(source: str) -> None:
+    [finding] = _findings("import torch\n" + source, "XLA305").values()
+    assert finding.fix is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        'x = x.to("cuda" if torch.cuda.is_available() else "cpu")\n',
+        'x = torch.ones(2, device="cuda" if torch.cuda.is_available() else "cpu")\n',
+        'def run(device="cuda" if torch.cuda.is_available() else "cpu"):\n    pass\n',
+        "def get_device():\n"
+        '    if torch.cuda.is_available():\n        return "cuda"\n    return "cpu"\n',
+        "def f(flags):\n"
+        '    if torch.cuda.is_available():\n        flags.x = torch.device("cuda")\n',
+    ],
+)
+def test_ladder_in_a_device_position_gets_the_fix(source: str) -> None:
+    [finding] = _findings("import torch\n" + source, "XLA305").values()
+    assert finding.fix is not None

@@ -6,11 +6,14 @@ import libcst as cst
 
 from xlalint.analysis.devices import (
     GPU_TYPES,
+    TORCH_DEVICE,
     DeviceChoice,
     chain,
     creates_xla_device,
+    device_arguments,
     device_string_type,
     device_types,
+    is_device_name,
     mentions_xla,
     passes_through,
     probes_gpu,
@@ -94,21 +97,24 @@ class DeviceLadderWithoutXla(Rule):
     Unsafe. The fix puts an XLA choice before the ladder, in its style: a ternary gets
     `"xla" if XLA_AVAILABLE else ...` (a string where the ladder chooses strings, else
     `torch.device("xla")`); an `if`/`elif` chain gets a first branch that repeats what the
-    first GPU branch without CUDA-only calls does (`device = torch.device("xla")`,
-    `model = model.to(device)`), or else only sets or returns the device. Detection:
-    where the file does not import torch_xla, the fix adds
-    `try: import torch_xla; XLA_AVAILABLE = True` / `except ImportError: XLA_AVAILABLE =
-    False` after its imports, so the script still runs, on its CUDA or CPU path, where
-    torch_xla is not installed; where the file has such a guard already, its flag is used;
-    where it imports torch_xla otherwise, `importlib.util.find_spec("torch_xla")`.
-    `PJRT_DEVICE` is not consulted: measured with torch_xla 2.9 on a host without a TPU,
-    `torch_xla.device()` is `xla:0` with `PJRT_DEVICE=CPU` and also without it (torch_xla
-    warns "Defaulting to PJRT_DEVICE=CPU"); on a TPU VM it finds the TPU. The fix is unsafe
-    because a host with both a GPU and torch_xla installed now runs on XLA, and the XLA
-    branch wins over flags such as `--no-cuda` or `--gpu`. No fix for a ternary inside an
-    f-string (`f"{'cuda' if c else 'cpu'}:{rank}"`: XLA takes no index). Fixes that move
-    values to the XLA device in a file with such a ladder go together with this one (see
-    XLA301).
+    first GPU branch without CUDA-only calls does (`device = torch.device("xla")`, `model =
+    model.to(device)`), or else only sets or returns the device. Detection: where the file
+    does not import torch_xla, the fix adds `try: import torch_xla; XLA_AVAILABLE = True` /
+    `except ImportError: XLA_AVAILABLE = False` after its imports, so the script still runs,
+    on its CUDA or CPU path, where torch_xla is not installed; where the file has such a
+    guard already, its flag is used; where it imports torch_xla otherwise,
+    `importlib.util.find_spec("torch_xla")`. `PJRT_DEVICE` is not consulted: measured with
+    torch_xla 2.9 on a host without a TPU, `torch_xla.device()` is `xla:0` with
+    `PJRT_DEVICE=CPU` and also without it (torch_xla warns "Defaulting to PJRT_DEVICE=CPU");
+    on a TPU VM it finds the TPU. The fix is unsafe because a host with both a GPU and
+    torch_xla installed now runs on XLA, and the XLA branch wins over flags such as
+    `--no-cuda` or `--gpu`. No fix for a ternary inside an f-string (`f"{'cuda' if c else
+    'cpu'}:{rank}"`: XLA takes no index), nor where the ladder's value is not used as a
+    device (`accelerator = "cuda"`, a function `backend()` returning `"cuda"`): only values
+    given to `torch.device(...)`, a `device=` argument or `.to(...)`, stored in a
+    device-like name, or returned by a function named for devices (`get_device`) get the XLA
+    branch. Fixes that move values to the XLA device in a file with such a ladder go
+    together with this one (see XLA301).
 
     ## Runtime evidence
     Not measured by the harness yet. With `PJRT_DEVICE=CPU` and no GPU, the ladder picks
@@ -213,6 +219,8 @@ class DeviceLadderWithoutXla(Rule):
         the XLA choice wins where torch_xla is installed; elsewhere the ladder is as before."""
         if any(isinstance(a, cst.FormattedString) for a in self.ctx.ancestors()):
             return None  # `f"{'cuda' if c else 'cpu'}:{rank}"`: an index XLA does not take
+        if not self._takes_a_device(node):
+            return None  # `accelerator = "cuda" if ... else "cpu"`: a name, not a device
         availability = self._availability()
         if availability is None:
             return None
@@ -233,6 +241,8 @@ class DeviceLadderWithoutXla(Rule):
         branch = _template_branch(node, self.ctx.imports)
         if branch is None or availability is None:
             return None
+        if not all(self._stores_a_device(selected) for _, selected in branch if selected):
+            return None  # `self._accelerator_flag = "cuda"`: a name, not a device
         test, edits, imports = availability
         module = self.ctx.module
         indent = "".join(
@@ -272,6 +282,45 @@ class DeviceLadderWithoutXla(Rule):
             (node.whitespace_before_test, new),
             imports=(*imports, *value_imports),
         )
+
+    def _takes_a_device(self, node: cst.IfExp) -> bool:
+        """Whether a ternary's value goes where torch takes a device: `torch.device(...)`,
+        a `device=` argument, `.to(...)`, a device-like name (`device = ...`,
+        `def f(device=...)`) or the return value of a function named for devices."""
+        ancestors = list(self.ctx.ancestors())
+        parent = ancestors[0] if ancestors else None
+        if isinstance(parent, cst.Arg) and len(ancestors) > 1:
+            call = ancestors[1]
+            return isinstance(call, cst.Call) and (
+                self.ctx.qualified(call.func) == TORCH_DEVICE
+                or any(arg is parent for arg in device_arguments(call, self.ctx.imports))
+            )
+        if isinstance(parent, cst.Assign):
+            return all(is_device_name(t.target) for t in parent.targets)
+        if isinstance(parent, cst.AnnAssign):
+            return is_device_name(parent.target)
+        if isinstance(parent, cst.Param):
+            return is_device_name(parent.name)
+        if isinstance(parent, cst.Return):
+            return self._returns_a_device()
+        return False
+
+    def _stores_a_device(self, statement: Selection) -> bool:
+        """Whether an `if` branch's selection sets a device (not an accelerator or backend
+        name that happens to read "cuda"): a `torch.device(...)` value, a device-like
+        target, or the return value of a function named for devices."""
+        value = statement.value
+        if isinstance(value, cst.Call) and device_types(value, self.ctx.imports):
+            return True
+        if isinstance(statement, cst.Return):
+            return self._returns_a_device()
+        if isinstance(statement, cst.AnnAssign):
+            return is_device_name(statement.target)
+        return all(is_device_name(t.target) for t in statement.targets)
+
+    def _returns_a_device(self) -> bool:
+        function = self.ctx.function
+        return function is not None and is_device_name(cst.Name(function.name))
 
     def _xla_value(self, leaf: cst.CSTNode | None) -> tuple[str, tuple[str, ...]]:
         """The XLA device in the ladder's own style: the string `"xla"` where it chooses
