@@ -96,25 +96,26 @@ class DeviceLadderWithoutXla(Rule):
     ## Fix safety
     Unsafe. The fix puts an XLA choice before the ladder, in its style: a ternary gets
     `"xla" if XLA_AVAILABLE else ...` (a string where the ladder chooses strings, else
-    `torch.device("xla")`); an `if`/`elif` chain gets a first branch that repeats what the
-    first GPU branch without CUDA-only calls does (`device = torch.device("xla")`, `model =
-    model.to(device)`), or else only sets or returns the device. Detection: where the file
-    does not import torch_xla, the fix adds `try: import torch_xla; XLA_AVAILABLE = True` /
-    `except ImportError: XLA_AVAILABLE = False` after its imports, so the script still runs,
-    on its CUDA or CPU path, where torch_xla is not installed; where the file has such a
-    guard already, its flag is used; where it imports torch_xla otherwise,
+    `torch.device("xla")`); an `if`/`elif` chain gets a first branch that repeats the first
+    GPU branch that moves nothing the CUDA way (`device = torch.device("xla")`, `model =
+    model.to(device)`), without its GPU-only settings (`cudnn.benchmark`,
+    `torch.cuda.set_device`), or else only sets or returns the device. Detection: where the
+    file does not import torch_xla, the fix adds `try: import torch_xla; XLA_AVAILABLE =
+    True` / `except ImportError: XLA_AVAILABLE = False` after its imports, so the script
+    still runs, on its CUDA or CPU path, where torch_xla is not installed; where the file
+    has such a guard already, its flag is used; where it imports torch_xla otherwise,
     `importlib.util.find_spec("torch_xla")`. `PJRT_DEVICE` is not consulted: measured with
     torch_xla 2.9 on a host without a TPU, `torch_xla.device()` is `xla:0` with
     `PJRT_DEVICE=CPU` and also without it (torch_xla warns "Defaulting to PJRT_DEVICE=CPU");
-    on a TPU VM it finds the TPU. The fix is unsafe because a host with both a GPU and
-    torch_xla installed now runs on XLA, and the XLA branch wins over flags such as
-    `--no-cuda` or `--gpu`. No fix for a ternary inside an f-string (`f"{'cuda' if c else
-    'cpu'}:{rank}"`: XLA takes no index), nor where the ladder's value is not used as a
-    device (`accelerator = "cuda"`, a function `backend()` returning `"cuda"`): only values
-    given to `torch.device(...)`, a `device=` argument or `.to(...)`, stored in a
-    device-like name, or returned by a function named for devices (`get_device`) get the XLA
-    branch. Fixes that move values to the XLA device in a file with such a ladder go
-    together with this one (see XLA301).
+    where a TPU is attached, torch_xla picks it (its documented default; not measured here).
+    The fix is unsafe because a host with both a GPU and torch_xla installed now runs on
+    XLA, and the XLA branch wins over flags such as `--no-cuda` or `--gpu`. No fix for a
+    ternary inside an f-string (`f"{'cuda' if c else 'cpu'}:{rank}"`: XLA takes no index),
+    nor where the ladder's value is not used as a device (`accelerator = "cuda"`, a function
+    `backend()` returning `"cuda"`): only values given to `torch.device(...)`, a `device=`
+    argument or `.to(...)`, stored in a device-like name, or returned by a function named
+    for devices (`get_device`) get the XLA branch. Fixes that move values to the XLA device
+    in a file with such a ladder go together with this one (see XLA301).
 
     ## Runtime evidence
     Not measured by the harness yet. With `PJRT_DEVICE=CPU` and no GPU, the ladder picks
