@@ -112,6 +112,25 @@ def test_a_ladder_without_a_fix_leaves_the_moves_unsafe_and_says_why() -> None:
     assert "(XLA305 at line 8) has no fix" in loader.description
 
 
+def test_in_a_file_without_torch_xla_the_moves_wait_for_the_ladder_guard() -> None:
+    text = LADDER_AND_LOADER.replace("\nimport torch_xla\n", "")
+    found = _findings(text, "XLA305", "XLA401")
+    loader = found["XLA401"]
+    assert loader.fix is None
+    assert loader.hint is not None and "device choice (XLA305 at line 6)" in loader.hint
+    assert _fixed(text, "XLA305", "XLA401", unsafe=False) == text
+    # XLA401 wraps the loader (the loop moves its batches). With the ladder's guard in
+    # place, only where the guard found torch_xla, and its import goes inside the guard.
+    both = _fixed(text, "XLA305", "XLA401")
+    assert (
+        "try:\n    import torch_xla\n    import torch_xla.distributed.parallel_loader as pl\n"
+        in both
+    )
+    wrapped = "pl.MpDeviceLoader(DataLoader(loader, batch_size=8), torch_xla.device())"
+    assert f"in {wrapped} if XLA_AVAILABLE else DataLoader(loader, batch_size=8):" in both
+    assert _findings(both, "XLA305", "XLA403", "XLA401") == {}
+
+
 def test_a_group_is_applied_whole_or_not_at_all() -> None:
     # `pl` means something else here: the loader wrap cannot be applied, so neither is the
     # ladder fix that goes with it.
@@ -173,8 +192,10 @@ def test_unsafe_fixes_port_a_classic_cuda_script_to_xla(project: Path, name: str
 
 
 @pytest.mark.runtime
-def test_the_ladder_fix_keeps_the_script_running_without_torch_xla(project: Path) -> None:
-    script = _port(project, "use_cuda_flag.py", "--unsafe-fixes", "--select", "XLA305")
+def test_the_ported_script_still_runs_where_torch_xla_is_absent(project: Path) -> None:
+    # The ladder keeps its CUDA and CPU path, and the loader is wrapped only where the
+    # guard found torch_xla: without it, the script runs as it did.
+    script = _port(project, "gpu_flag.py", "--unsafe-fixes")
     (project / "sitecustomize.py").write_text(WITHOUT_TORCH_XLA, encoding="utf-8")
     assert "model on cpu" in _run(script, f"PYTHONPATH={project}")
 

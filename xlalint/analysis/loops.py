@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import binding_key
@@ -1059,6 +1060,15 @@ class LoopAnalysis:
             return Wrapping.UNKNOWN
         if isinstance(value, cst.List | cst.Tuple | cst.ListComp | cst.SimpleString):
             return Wrapping.OTHER
+        # `pl.MpDeviceLoader(loader, device) if XLA_AVAILABLE else loader`: where XLA is in
+        # use the loader syncs; elsewhere the loop does not run on XLA.
+        if (
+            isinstance(value, cst.IfExp)
+            and mentions_xla(value.test, self.imports)
+            and Wrapping.SYNCING
+            in (self._wrapping_of_value(value.body), self._wrapping_of_value(value.orelse))
+        ):
+            return Wrapping.SYNCING
         return Wrapping.UNKNOWN
 
     def _scope_assignments(

@@ -17,6 +17,7 @@ from xlalint.analysis.devices import (
 )
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.rules._loop_rules import torch_xla_is_optional
 
 _MAP_LOCATION_HINT = (
     'load to the host with `map_location="cpu"`, then move the model with `.to(torch_xla.device())`'
@@ -68,10 +69,11 @@ class CudaDeviceString(Rule):
     touches the XLA runtime when the module is imported. Both add `import torch_xla`, which
     registers the XLA device. A device index is dropped: each XLA process owns its device.
     `map_location="cuda"` and strings inside a ternary or an `or` are reported without a
-    fix. In a file with a device ladder without XLA (XLA305), the fix is unsafe: the ladder
-    decides where the model goes, and moving this value alone could put it on another device
-    than the model (`RuntimeError: Expected XLA tensor`). It then goes together with the
-    ladder's fix: `--unsafe-fixes` applies both or neither.
+    fix, as are strings in a file that imports torch_xla only where it is installed (under
+    `try:`/`if`). In a file with a device ladder without XLA (XLA305), the fix is unsafe:
+    the ladder decides where the model goes, and moving this value alone could put it on
+    another device than the model (`RuntimeError: Expected XLA tensor`). It then goes
+    together with the ladder's fix: `--unsafe-fixes` applies both or neither.
 
     ## Runtime evidence
     Not measured by the harness yet. Without a CUDA device, allocating on or moving to
@@ -121,7 +123,9 @@ class CudaDeviceString(Rule):
             self.report(node, message, hint=_MAP_LOCATION_HINT)
             return
         fix = None
-        if is_cuda_string(arg.value) and isinstance(parent, cst.Param):
+        if torch_xla_is_optional(self.ctx.module):
+            pass  # CUDA hosts without torch_xla still run this line: no fix
+        elif is_cuda_string(arg.value) and isinstance(parent, cst.Param):
             # `def run(device=torch.device("cuda"))`: the default is made at import, where
             # `torch_xla.device()` would start the XLA runtime; `torch.device("xla")` does not.
             string = arg.value
@@ -188,9 +192,10 @@ class CudaDeviceString(Rule):
         strings = cuda_strings(value, self.ctx.imports)
         if not strings or not self._may_report():
             return
+        optional = torch_xla_is_optional(self.ctx.module)
         for string in strings:
             fix: NodeFix | None = None
-            if string is value:
+            if string is value and not optional:
                 device, imports = xla_device_source()
                 if argument:
                     fix = self.fix(

@@ -115,7 +115,8 @@ class DeviceLadderWithoutXla(Rule):
     `backend()` returning `"cuda"`): only values given to `torch.device(...)`, a `device=`
     argument or `.to(...)`, stored in a device-like name, or returned by a function named
     for devices (`get_device`) get the XLA branch. Fixes that move values to the XLA device
-    in a file with such a ladder go together with this one (see XLA301).
+    in a file with such a ladder go together with this one (see XLA403), or, where the file
+    does not import torch_xla yet, wait for its guard.
 
     ## Runtime evidence
     Not measured by the harness yet. With `PJRT_DEVICE=CPU` and no GPU, the ladder picks
