@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, run_subprocess
 
-from xlalint.diagnostics import Diagnostic
+from xlalint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from xlalint.engine import lint_source
-from xlalint.fixer import fix_text
+from xlalint.fixer import _apply, _choose, fix_text
 from xlalint.registry import all_rules
 from xlalint.sources import decode
 
@@ -131,11 +131,29 @@ def test_in_a_file_without_torch_xla_the_moves_wait_for_the_ladder_guard() -> No
     assert _findings(both, "XLA305", "XLA403", "XLA401") == {}
 
 
+def _finding(row: int, start: int, end: int, content: str, group: str | None = None) -> Diagnostic:
+    edit = Edit(Location(row, start), Location(row, end), content)
+    fix = Fix(Applicability.SAFE, "edit", (edit,), group=group)
+    return Diagnostic("XLA999", "test", "m", "t.py", edit.start, edit.end, fix=fix)
+
+
 def test_a_group_is_applied_whole_or_not_at_all() -> None:
-    # `pl` means something else here: the loader wrap cannot be applied, so neither is the
-    # ladder fix that goes with it.
-    text = LADDER_AND_LOADER.replace("import torch_xla\n", "import torch_xla\nimport numpy as pl\n")
-    assert _fixed(text, "XLA305", "XLA403") == text
+    text = "aaaa\nbbbb\ncccc\n"
+    alone = _finding(1, 1, 3, "x")
+    overlapping = _finding(1, 2, 4, "y", group="g")  # overlaps `alone`, chosen first
+    elsewhere = _finding(3, 1, 3, "z", group="g")
+    assert _choose(text, [alone, overlapping, elsewhere], unsafe=False) == [alone]
+    assert _choose(text, [overlapping, elsewhere, alone], unsafe=False) == [
+        overlapping,
+        elsewhere,
+    ]
+
+
+def test_two_fixes_that_make_the_same_edit_are_both_chosen_and_applied_once() -> None:
+    text = "aaaa\nbbbb\n"
+    first, second = _finding(2, 1, 1, "guard\n"), _finding(2, 1, 1, "guard\n")
+    assert _choose(text, [first, second], unsafe=False) == [first, second]
+    assert _apply(text, [first, second]) == "aaaa\nguard\nbbbb\n"
 
 
 # -- the classic CUDA examples of fixtures/ports/, run after `fix` -----------------------------

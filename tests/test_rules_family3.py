@@ -270,3 +270,78 @@ def test_ladder_message_says_what_a_cuda_only_branch_picks() -> None:
     [diagnostic] = lint("XLA305", source)
     assert "the CPU" not in diagnostic.message
     assert "on an XLA host it picks CUDA, which is not there" in diagnostic.message
+
+
+# -- XLA306 nccl-backend -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ('dist.init_process_group("nccl")\n', 'dist.init_process_group("xla")\n'),
+        (
+            "dist.init_process_group(backend='nccl', init_method=url)\n",
+            "dist.init_process_group(backend='xla', init_method=url)\n",
+        ),
+        (
+            'def setup(rank, backend="nccl"):\n    pass\n',
+            'def setup(rank, backend="xla"):\n    pass\n',
+        ),
+        ('cfg = {"backend": "nccl"}\n', 'cfg = {"backend": "xla"}\n'),
+    ],
+)
+def test_nccl_backend_fix(before: str, after: str) -> None:
+    header = "import torch.distributed as dist\n"
+    result, imports = fixed("XLA306", header + before, all_fixable=True)
+    assert result == header + after
+    assert imports == {"import torch_xla.distributed.xla_backend"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if backend == "nccl":\n    pass\n',
+        'names = ["nccl", "gloo"]\n',
+        'dist.init_process_group(dist_url, "nccl")\n',  # not the backend's position
+        'backend = "xla" if args.tpu else "nccl"\n',
+        'backend = "nccl" if torch.cuda.is_available() else "gloo"\n',
+        'log("nccl")\n',
+    ],
+)
+def test_nccl_backend_leaves_other_strings_alone(source: str) -> None:
+    assert lint("XLA306", "import torch\nimport torch.distributed as dist\n" + source) == []
+
+
+# -- XLA307 compile-without-openxla --------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("m = torch.compile(m)\n", 'm = torch.compile(m, backend="openxla")\n'),
+        ("m = torch.compile(m, )\n", 'm = torch.compile(m, backend="openxla", )\n'),
+        (
+            "m = torch.compile(m, backend='inductor')\n",
+            "m = torch.compile(m, backend='openxla')\n",
+        ),
+        (
+            "@torch.compile\ndef f(x):\n    return x\n",
+            '@torch.compile(backend="openxla")\ndef f(x):\n    return x\n',
+        ),
+        (
+            "@torch.compile(dynamic=False)\ndef f(x):\n    return x\n",
+            '@torch.compile(dynamic=False, backend="openxla")\ndef f(x):\n    return x\n',
+        ),
+    ],
+)
+def test_compile_without_openxla_fix(before: str, after: str) -> None:
+    header = "import torch\nimport torch_xla\n"
+    result, imports = fixed("XLA307", header + before, all_fixable=True)
+    assert result == header + after
+    assert imports == set()
+
+
+def test_compile_with_inductor_options_has_no_fix() -> None:
+    source = 'import torch\nimport torch_xla\nm = torch.compile(m, mode="reduce-overhead")\n'
+    [diagnostic] = lint("XLA307", source)
+    assert diagnostic.fix is None
+
+
+def test_compile_outside_xla_code_is_not_reported() -> None:
+    assert lint("XLA307", "import torch\nm = torch.compile(m)\n") == []

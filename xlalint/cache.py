@@ -178,7 +178,8 @@ def _unlink(path: str) -> None:
 
 def encode(result: FileResult) -> dict[str, Any]:
     if result.error is not None:
-        return {"error": result.error.reason}
+        where = result.error.location
+        return {"error": result.error.reason, **({"at": _loc(where)} if where else {})}
     return {"diagnostics": [_encode_diagnostic(d) for d in result.diagnostics]}
 
 
@@ -203,7 +204,9 @@ def _loc(location: Location) -> tuple[int, int]:
 def decode(data: dict[str, Any], filename: str) -> FileResult:
     """The inverse of `encode`; raises on anything malformed (the caller treats it as a miss)."""
     if "error" in data:
-        return FileResult(filename, error=FileError(filename, _str(data["error"])))
+        at = data.get("at")
+        where = Location(_int(at[0]), _int(at[1])) if at is not None else None
+        return FileResult(filename, error=FileError(filename, _str(data["error"]), where))
     diagnostics = [_decode_diagnostic(item, filename) for item in data["diagnostics"]]
     return FileResult(filename, diagnostics)
 

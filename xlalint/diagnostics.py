@@ -80,6 +80,7 @@ class FileError:
 
     filename: str
     reason: str
+    location: Location | None = None  # where a syntax error is, when the parser says
 
 
 @dataclass

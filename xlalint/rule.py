@@ -80,6 +80,11 @@ class Rule:
     # `if m:` over module objects, or `float(a)` in number code).
     needs_torch: ClassVar[bool] = False
     hint: ClassVar[str | None] = None
+    # Codes of less specific rules that this rule's finding replaces where both report the
+    # same span: one finding per cause (`torch.cuda.synchronize()` raises on an XLA host,
+    # which says more than that it blocks every step). Only enabled rules take part, so
+    # ignoring the specific rule brings the general finding back.
+    supersedes: ClassVar[tuple[str, ...]] = ()
     # The rule's findings are device choices that can keep a model off the XLA device
     # (XLA305's ladders): fixes that move other values there go together with theirs.
     decides_device: ClassVar[bool] = False

@@ -59,7 +59,9 @@ class LoopRule(Rule):
             return None
         module = self.ctx.module
         wrapper, imports = self.ctx.imports.spell(
-            MP_DEVICE_LOADER, "import torch_xla.distributed.parallel_loader as pl"
+            MP_DEVICE_LOADER,
+            "import torch_xla.distributed.parallel_loader as pl",
+            self.ctx.names_in_use,
         )
         device, device_imports = xla_device_source()
         source = module.code_for_node(loader)
@@ -128,10 +130,12 @@ class BarrierLoopRule(LoopRule):
             return None
         if self._uses_mark_step:
             spelling, imports = self.ctx.imports.spell(
-                MARK_STEP, "import torch_xla.core.xla_model as xm"
+                MARK_STEP, "import torch_xla.core.xla_model as xm", self.ctx.names_in_use
             )
         else:
-            spelling, imports = self.ctx.imports.spell("torch_xla.sync", "import torch_xla")
+            spelling, imports = self.ctx.imports.spell(
+                "torch_xla.sync", "import torch_xla", self.ctx.names_in_use
+            )
         module = self.ctx.module
         barrier = f"{site.body_indent}{spelling}()"
         if imports and torch_xla_is_optional(module):
