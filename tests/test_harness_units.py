@@ -282,3 +282,32 @@ def test_fix_verify_says_why_the_as_it_is_column_is_empty() -> None:
     text = console.export_text()
     assert "as it is: no XLA counts (-): the script never imported torch_xla" in text
     assert "fixed: no XLA counts" not in text
+
+
+def test_random_outputs_pass_as_draws_of_the_same_distribution(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(0)
+    first = [rng.gauss(0.0, 1.0) for _ in range(2000)]
+    second = [rng.gauss(0.0, 1.0) for _ in range(2000)]
+    shifted = [x + 0.5 for x in second]
+    draws = RuntimeCase("XLA401", tmp_path / "runtime_x.py", ("max_graph_size",),
+                        random_outputs=True)  # fmt: skip
+    same = judge(draws, ok(first, max_graph_size=90), ok(second, max_graph_size=20))
+    assert same.passed and same.outputs is not None and same.outputs.same_distribution
+    assert "but are draws of the same distribution" in same.notes[0]
+    moved = judge(draws, ok(first, max_graph_size=90), ok(shifted, max_graph_size=20))
+    assert not moved.passed
+    assert "not as draws of one distribution" in moved.problems[0]
+    # A case about values (the default) fails on the same draws: the values differ.
+    values = RuntimeCase("XLA401", tmp_path / "runtime_x.py", ("max_graph_size",))
+    assert not judge(values, ok(first, max_graph_size=90), ok(second, max_graph_size=20)).passed
+
+
+def test_outputs_kind_is_read_from_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "runtime_x.py"
+    path.write_text('COSTS = ("max_graph_size",)\nOUTPUTS = "distribution"\n')
+    assert read_case("XLA401", path).random_outputs
+    path.write_text('COSTS = ("max_graph_size",)\nOUTPUTS = "roughly"\n')
+    with pytest.raises(CaseError, match='OUTPUTS must be "values" or "distribution"'):
+        read_case("XLA401", path)

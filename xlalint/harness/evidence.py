@@ -53,6 +53,12 @@ def _outputs(case: dict[str, Any]) -> str:
         return "identical"
     if outputs["close"]:
         return f"equal within tolerance (max abs difference {outputs['max_abs_diff']:.2g})"
+    if outputs.get("same_distribution"):
+        return (
+            f"different values (max abs difference {outputs['max_abs_diff']:.2g}), the same "
+            "distribution: the case draws random numbers on the device, and the fix changes "
+            "which numbers each step draws"
+        )
     return f"different (max abs difference {outputs['max_abs_diff']:.2g})"
 
 
