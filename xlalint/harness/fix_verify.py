@@ -19,6 +19,7 @@ from pathlib import Path
 from xlalint.api import FixReport, fix_paths
 from xlalint.config import Settings
 from xlalint.diagnostics import Applicability
+from xlalint.discovery import PYTHON_SUFFIXES
 from xlalint.harness.profile import Profile, profile
 from xlalint.registry import all_rules
 from xlalint.rule import Rule
@@ -133,6 +134,19 @@ def _in_copy(argument: str, project: Path, copy: Path) -> str:
     return argument
 
 
+def named_scripts(command: Sequence[str], project: Path) -> list[Path]:
+    """The Python files in `project` that the command names (`python examples/train.py`),
+    as written: they are fixed even where `exclude` leaves their folder out, as any file
+    named on the command line is."""
+    scripts = []
+    for argument in command[1:]:
+        path = Path(argument)
+        full = (project / path).resolve()
+        if path.suffix in PYTHON_SUFFIXES and full.is_file() and full.is_relative_to(project):
+            scripts.append(path)
+    return scripts
+
+
 def verify_fixes(
     command: Sequence[str],
     settings: Settings,
@@ -148,8 +162,16 @@ def verify_fixes(
         shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns(*_NOT_COPIED))
         root = settings.root.resolve()
         copied_root = copy / root.relative_to(project) if root.is_relative_to(project) else root
+        scripts = [
+            copy / (project / p).resolve().relative_to(project)
+            for p in named_scripts(command, project)
+        ]
         fixes = fix_paths(
-            [copy], replace(settings, root=copied_root), rules=rules, unsafe=unsafe, apply=True
+            [copy, *scripts],
+            replace(settings, root=copied_root),
+            rules=rules,
+            unsafe=unsafe,
+            apply=True,
         )
         before = profile(command, device=device, cwd=project)
         after = profile([_in_copy(a, project, copy) for a in command], device=device, cwd=copy)
