@@ -19,9 +19,15 @@ from xlalint.fixer import FixOutcome
 from xlalint.harness import debug_log, evidence
 from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_case, read_costs
 from xlalint.harness.fix_verify import FixVerification, no_xla_reason
-from xlalint.harness.profile import Profile, ScriptCommandError, script_arguments
+from xlalint.harness.profile import LineCost, Profile, ScriptCommandError, script_arguments
 from xlalint.harness.runner import ChildResult
-from xlalint.harness.table import print_fix_verification, print_report
+from xlalint.harness.table import (
+    PLAIN_WIDTH,
+    output_console,
+    print_fix_verification,
+    print_profile,
+    print_report,
+)
 from xlalint.harness.verdict import compare_outputs, judge
 from xlalint.harness.verify import VerifyReport
 from xlalint.sources import Source
@@ -207,7 +213,8 @@ def test_the_verify_report_fits_80_columns_with_notes_below(tmp_path: Path) -> N
     for line in text.splitlines():  # the table's row comes first, the case's lines after it
         if line.startswith("XLA"):
             rows.setdefault(line.split()[0], line.split())
-    assert rows["XLA101"][:7] == ["XLA101", "differ", "10->5", "5->0", "0", "0", "163->36"]
+    assert rows["XLA101"][:8] == [
+        "XLA101", "differ", "10->5", "5->0", "0", "0", "0", "163->36"]  # fmt: skip
     assert rows["XLA605"][:3] == ["XLA605", "-", "err->3"]
     # Notes and problems are whole lines below the table, not one word per line in a cell.
     assert "XLA605 x (safe fix): errors 1->0: ok\n  the original fails (AttributeError:" in text
@@ -311,3 +318,35 @@ def test_outputs_kind_is_read_from_the_case(tmp_path: Path) -> None:
     path.write_text('COSTS = ("max_graph_size",)\nOUTPUTS = "roughly"\n')
     with pytest.raises(CaseError, match='OUTPUTS must be "values" or "distribution"'):
         read_case("XLA401", path)
+
+
+def test_verify_shows_host_to_device_transfers(tmp_path: Path) -> None:
+    """XLA208's cost is host-to-device copies: its row must show 5->0."""
+    verdict = judge(case(tmp_path, code="XLA208", costs=("host_to_device",)),
+                    ok([1.0], executions=6, host_to_device=5), ok([1.0], executions=6))  # fmt: skip
+    console = Console(width=80, record=True, color_system=None)
+    print_report(VerifyReport("CPU", [verdict]), console)
+    text = console.export_text().splitlines()
+    header = next(line for line in text if "H2D" in line)
+    row = next(line for line in text if line.startswith("XLA208"))
+    assert row.split()[:5] == ["XLA208", "identical", "6", "0", "5->0"]
+    assert header.split()[:5] == ["rule", "outputs", "exec", "D2H", "H2D"]
+
+
+def test_without_a_terminal_reports_are_wide_and_never_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console = output_console()
+    assert not console.is_terminal and console.width == PLAIN_WIDTH
+    cause = "user code trying to access tensor value before torch_xla.sync"
+    cost = LineCost("models/very_long_module_name/train_loop.py", 123, executions=5,
+                    host_reads=5, causes=Counter({cause: 5}))  # fmt: skip
+    totals = {"imported_torch_xla": True, "executions": 5, "device_to_host": 5,
+              "uncached_compiles": 1, "cached_compiles": 0, "max_graph_size": 9}  # fmt: skip
+    result = Profile(["python", "train.py"], 0, "", "", totals, [cost], [], [])
+    console = Console(width=console.width, record=True, color_system=None)
+    print_profile(result, console)
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if "train_loop.py:123" in line)
+    assert cause in row  # the whole cause on the row's one line
