@@ -16,10 +16,16 @@ from rich.console import Console
 
 from xlalint.api import FixReport
 from xlalint.fixer import FixOutcome
-from xlalint.harness import debug_log, evidence
+from xlalint.harness import debug_log, evidence, ir_dump
 from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_case, read_costs
 from xlalint.harness.fix_verify import FixVerification, no_xla_reason
-from xlalint.harness.profile import LineCost, Profile, ScriptCommandError, script_arguments
+from xlalint.harness.profile import (
+    LineCost,
+    LoopGrowth,
+    Profile,
+    ScriptCommandError,
+    script_arguments,
+)
 from xlalint.harness.runner import ChildResult
 from xlalint.harness.table import (
     PLAIN_WIDTH,
@@ -350,3 +356,36 @@ def test_without_a_terminal_reports_are_wide_and_never_cut(
     text = console.export_text()
     row = next(line for line in text.splitlines() if "train_loop.py:123" in line)
     assert cause in row  # the whole cause on the row's one line
+
+
+def ir_graph(rows: int, graph_hash: str) -> list[str]:
+    """One graph of torch_xla's IR dump (XLA_SAVE_TENSORS_FMT=text, XLA_IR_DEBUG=1)."""
+    return [
+        "[ScheduleSyncTensorsGraph]", "TensorsGraphInfo:", "  sync (torch_xla.py:87)", "",
+        "## BEGIN_GRAPH", "IR {",
+        "  %0 = f32[8,4]{1,0} xla::device_data(), location=<module>@train.py:5, "
+        "xla_shape=f32[8,4]{1,0}",
+        f"  %1 = f32[{rows},4]{{1,0}} xla::select(%0), location=take@train.py:9, "
+        f"xla_shape=f32[{rows},4]{{1,0}}, ROOT=0",
+        "  %2 = f32[] aten::sum(%1), location=<module>@train.py:15, xla_shape=f32[], ROOT=1",
+        "}", "", f"Graph Hash: {graph_hash}", "", "## END_GRAPH", "",
+    ]  # fmt: skip
+
+
+def test_a_recompile_belongs_to_the_node_whose_shape_changed() -> None:
+    dump = [*ir_graph(1, "a1"), *ir_graph(2, "b2"), *ir_graph(2, "b2"), *ir_graph(3, "c3")]
+    graphs = ir_dump.graphs(dump, {"a1", "b2", "c3"})
+    assert [len(graphs[h]) for h in ("a1", "b2", "c3")] == [3, 3, 3]
+    found = ir_dump.recompiles(["a1", "b2", "c3"], graphs)
+    assert sorted(found) == [1, 2]  # the first compile is a new graph, not a recompile
+    assert found[1].change == "f32[1,4] -> f32[2,4]"
+    assert (found[1].after.function, found[1].after.file, found[1].after.line) == (
+        "take", "train.py", 9)  # fmt: skip
+    # A graph of another length is a different graph: no recompile is claimed.
+    assert ir_dump.recompiles(["a1", "x"], {**graphs, "x": graphs["a1"][:2]}) == {}
+
+
+def test_a_loop_grows_only_when_every_iteration_adds_nodes() -> None:
+    assert LoopGrowth("t.py", 3, (91, 22, 45, 68)).grows  # the first sample: before the loop
+    assert not LoopGrowth("t.py", 3, (0, 5, 5, 5)).grows  # a barrier each iteration
+    assert not LoopGrowth("t.py", 3, (0, 5)).grows  # too few iterations to tell
