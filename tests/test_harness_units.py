@@ -23,7 +23,9 @@ from xlalint.harness.profile import (
     LineCost,
     LoopGrowth,
     Profile,
+    RecompileCause,
     ScriptCommandError,
+    closest_rule,
     script_arguments,
 )
 from xlalint.harness.runner import ChildResult
@@ -389,3 +391,22 @@ def test_a_loop_grows_only_when_every_iteration_adds_nodes() -> None:
     assert LoopGrowth("t.py", 3, (91, 22, 45, 68)).grows  # the first sample: before the loop
     assert not LoopGrowth("t.py", 3, (0, 5, 5, 5)).grows  # a barrier each iteration
     assert not LoopGrowth("t.py", 3, (0, 5)).grows  # too few iterations to tell
+
+
+def test_an_unexplained_cost_names_the_closest_rule() -> None:
+    slice_ = LineCost("t.py", 9, compiles=3)
+    slice_.recompiles.append(
+        RecompileCause("f32[1,4] -> f32[2,4]", "t.py:16", "take", "xla::select")
+    )
+    assert closest_rule(slice_, "    return w[:n]")[1] == "XLA207"
+    batch = LineCost("t.py", 20, compiles=2)
+    batch.recompiles.append(RecompileCause("s64[8,31] -> s64[8,40]", "t.py:25", "<module>",
+                                           "xla::device_data"))  # fmt: skip
+    assert closest_rule(batch, "    ids = ids.to(device)")[1] == "XLA206"
+    read = LineCost("t.py", 30, host_reads=5)
+    assert closest_rule(read, "    total += loss.item()") == (
+        "5 device-to-host transfers",
+        "XLA101",
+    )
+    assert closest_rule(read, "    if loss > 3:")[1] == "XLA103"
+    assert closest_rule(read, "    values = helper(loss)")[1] == "XLA107"
