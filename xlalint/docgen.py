@@ -25,15 +25,19 @@ def fix_label(rule: type[Rule]) -> str:
     return rule.fix_applicability.value
 
 
-def _reflow_evidence(docs: str, width: int = 88) -> str:
-    """The "Runtime evidence" prose rewrapped: numbers filled in change the lines' lengths."""
+def _filled(code: str, docs: str, width: int = 88) -> str:
+    """The docs with measured numbers filled in (evidence.fill); each "Runtime evidence"
+    paragraph that held one is rewrapped, as the numbers change the lines' lengths."""
     head, marker, section = docs.partition("## Runtime evidence\n")
     if not marker:
-        return docs
+        return evidence.fill(code, docs)
     paragraphs = [
-        textwrap.fill(" ".join(p.split()), width) if p.strip() else p for p in section.split("\n\n")
+        textwrap.fill(" ".join(evidence.fill(code, p).split()), width)
+        if evidence.PLACEHOLDER.search(p)
+        else p
+        for p in section.split("\n\n")
     ]
-    return head + marker + "\n\n".join(paragraphs)
+    return evidence.fill(code, head) + marker + "\n\n".join(paragraphs)
 
 
 def rule_page(rule: type[Rule]) -> str:
@@ -46,7 +50,7 @@ def rule_page(rule: type[Rule]) -> str:
     default = "" if rule.default_enabled else " Off by default."
     # "Runtime evidence" is the docstring's last section: the measured numbers extend it.
     measured = evidence.render(rule.code)
-    docs = _reflow_evidence(evidence.fill(rule.code, rule.docs()))  # measured numbers
+    docs = _filled(rule.code, rule.docs())  # measured numbers in the prose
     body = f"{docs}\n\n{measured}" if measured else docs
     return f"# {rule.name} ({rule.code})\n\n{fix} {scope}{default}\n\n{body}\n"
 
