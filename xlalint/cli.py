@@ -25,7 +25,7 @@ from xlalint.harness.commands import HarnessProblem, profile_command, verify_com
 from xlalint.harness.fix_verify import named_scripts, verify_fixes
 from xlalint.harness.profile import ScriptCommandError
 from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
-from xlalint.harness.table import print_fix_verification
+from xlalint.harness.table import output_console, print_fix_verification
 from xlalint.registry import (
     all_rules,
     did_you_mean,
@@ -446,7 +446,7 @@ def _verify_fixes(
             )
     except (RuntimeUnavailable, ScriptCommandError) as error:
         raise HarnessProblem(str(error)) from None
-    print_fix_verification(verification, Console())
+    print_fix_verification(verification, output_console())
     return verification.passed
 
 
