@@ -40,8 +40,9 @@ class NcclBackend(Rule):
     `process_group_backend=` keyword, a default argument or argparse default of such a
     parameter or option (`def setup(backend="nccl")`,
     `parser.add_argument("--dist-backend", default="nccl")`), and a config value stored
-    under such a name (`dist_backend = "nccl"`, `{"backend": "nccl"}`), also as a branch of
-    `or` or a ternary. Left alone: comparisons (`if backend == "nccl":`), a choice that
+    under such a name (`dist_backend = "nccl"`, `{"backend": "nccl"}`) or returned by a
+    function so named (`def get_backend(): return "nccl"`), also as a branch of `or` or a
+    ternary. Left alone: comparisons (`if backend == "nccl":`), a choice that
     only CUDA machines make (`"nccl" if torch.cuda.is_available() else "gloo"`), code where
     a test for XLA failed (`"xla" if use_tpu else "nccl"`), and code under a CUDA guard.
 
@@ -144,6 +145,9 @@ class NcclBackend(Rule):
             return any(_names_backend(_name_of(t.target) or "") for t in parent.targets)
         if isinstance(parent, cst.AnnAssign):
             return _names_backend(_name_of(parent.target) or "")
+        if isinstance(parent, cst.Return):
+            function = self.ctx.function
+            return function is not None and _names_backend(function.name)
         if isinstance(parent, cst.DictElement):
             return parent.value is value and _names_backend(_name_of(parent.key) or "")
         return False
