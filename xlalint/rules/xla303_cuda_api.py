@@ -215,7 +215,7 @@ class CudaApi(Rule):
         function = qualified.rsplit(".", 1)[-1]
         if function in _MEMORY_READS and kind == "runtime":
             # Its own `if` asks about CUDA by calling it, which guards nothing.
-            if self._decides() and not self._cuda_only(own_test=True):
+            if self._decides() and not self._cuda_only(own_test=node):
                 value = "False" if function.startswith("is_") else "0"
                 message = (
                     f"`{qualified}` returns {value} on an XLA host, and this code decides on it"
@@ -257,12 +257,13 @@ class CudaApi(Rule):
                 return False
         return False
 
-    def _cuda_only(self, *, own_test: bool = False) -> bool:
+    def _cuda_only(self, *, own_test: cst.Call | None = None) -> bool:
         """Under a CUDA guard, in other code a TPU host never runs, or in a class's own
-        `cuda()` method, which its caller asked for. `own_test`: the test of an `if` that
-        holds the call does not count as a guard of it."""
+        `cuda()` method, which its caller asked for. `own_test` (the call): the test of an
+        `if` that holds the call does not count as a guard of it, and the left side of its
+        own `and` does (`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`)."""
         if in_own_method(self.ctx.function, "cuda"):
             return True
-        if own_test:
-            return runs_without_xla(self.ctx.ancestors(), self.ctx.imports)
+        if own_test is not None:
+            return runs_without_xla((own_test, *self.ctx.ancestors()), self.ctx.imports)
         return self.ctx.runs_without_xla
