@@ -314,3 +314,21 @@ def test_cuda_api_leaves_measured_no_ops_alone(source: str) -> None:
 def test_cuda_api_says_what_the_call_does_on_xla(source: str, says: str) -> None:
     [diagnostic] = lint("XLA303", "import torch\n" + source)
     assert says in diagnostic.message
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "torch.cuda.set_rng_state(state)\n",
+        "@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\ndef f(x):\n    return x\n",
+        'torch.cuda.nvtx.range_push("step")\n',
+        "archs = torch.cuda.get_arch_list()\n",
+    ],
+)
+def test_cuda_api_leaves_more_measured_no_ops_alone(source: str) -> None:
+    assert lint("XLA303", "import torch\n" + source) == []
+
+
+def test_cuda_api_reports_a_query_that_decides() -> None:
+    [diagnostic] = lint("XLA303", 'import torch\nnew = "sm_90" in torch.cuda.get_arch_list()\n')
+    assert "an empty list" in diagnostic.message
