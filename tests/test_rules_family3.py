@@ -187,7 +187,7 @@ def test_float16_fix(before: str, after: str, imports: set[str]) -> None:
 
 
 # -- XLA305 device-ladder-without-xla ------------------------------------------------------
-def test_device_ladder_is_reported_once_without_fix() -> None:
+def test_device_ladder_is_reported_once_with_an_unsafe_xla_branch_first() -> None:
     source = """\
         import torch
 
@@ -201,9 +201,70 @@ def test_device_ladder_is_reported_once_without_fix() -> None:
     [diagnostic] = lint("XLA305", source)
     assert (diagnostic.start.row, diagnostic.start.column) == (3, 1)
     assert (diagnostic.end.row, diagnostic.end.column) == (3, 29)
-    assert diagnostic.fix is None
-    assert diagnostic.hint and "torch_xla.device()" in diagnostic.hint
+    assert diagnostic.fix is not None and diagnostic.fix.applicability.value == "unsafe"
     assert "CUDA/MPS/the CPU" in diagnostic.message
+    assert "picks the CPU" in diagnostic.message
+    result, imports = fixed("XLA305", source)
+    assert imports == set()
+    assert (
+        result
+        == """\
+import torch
+
+try:
+    import torch_xla
+
+    XLA_AVAILABLE = True
+except ImportError:
+    XLA_AVAILABLE = False
+
+if XLA_AVAILABLE:
+    device = torch.device("xla")
+elif torch.cuda.is_available():
+    device = torch.device("cuda")
+elif torch.backends.mps.is_available():
+    device = torch.device("mps")
+else:
+    device = torch.device("cpu")
+"""
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "test"),
+    [
+        # An unconditional import: ask whether the module is there.
+        ("import torch_xla\n", 'importlib.util.find_spec("torch_xla")'),
+        # The file's own guard and its flag.
+        (
+            "try:\n    import torch_xla\n    HAS_XLA = True\nexcept ImportError:\n"
+            "    HAS_XLA = False\n",
+            "HAS_XLA",
+        ),
+    ],
+)
+def test_ladder_fix_tests_for_xla_as_the_file_imports_it(source: str, test: str) -> None:
+    text = "import torch\n" + source + 'dev = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    result, _ = fixed("XLA305", text)
+    assert result.endswith(
+        f'dev = "xla" if {test} else "cuda" if torch.cuda.is_available() else "cpu"\n'
+    )
+
+
+def test_ladder_message_says_what_a_cuda_only_branch_picks() -> None:
+    # #16.12: a DDP branch picks `cuda:N`, not the CPU.
+    source = """\
+        import torch
+
+        def setup(args, rank):
+            device = args.device
+            if args.distributed:
+                device = f"cuda:{rank}"
+            return device
+        """
+    [diagnostic] = lint("XLA305", source)
+    assert "the CPU" not in diagnostic.message
+    assert "on an XLA host it picks CUDA, which is not there" in diagnostic.message
 
 
 # -- XLA306 nccl-backend -------------------------------------------------------------------
