@@ -95,9 +95,11 @@ class GrowingTensorInLoop(Rule):
     and needs a maximum length, so this rule reports with a hint.
 
     ## Runtime evidence
-    Not measured by the harness yet. The expected measurement: N steps of
-    `x = torch.cat((x, y), 1)` compile N graphs (one per length), where writing into a
-    preallocated tensor compiles one.
+    Measured with `benchmarks/xla_semantics.py --group growth` (torch 2.9.0, torch_xla
+    2.9.0, `PJRT_DEVICE=CPU`): 5 steps of `y = tanh(x[-1:] @ w); x = torch.cat((x, y), 0)`
+    with a `torch_xla.sync()` each cost 5 uncached compiles, one per length; the same steps
+    writing `y` into a preallocated `x` with `x.index_copy_(0, pos, y)` at a position kept
+    on the device cost 1, with the same final shape and no device-to-host transfer.
     """
 
     code = "XLA210"
