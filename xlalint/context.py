@@ -18,7 +18,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis import devices
 from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.guards import mentions_cuda
-from xlalint.analysis.hotness import FunctionKey, HotCode, Site
+from xlalint.analysis.hotness import FunctionKey, HotCode, Site, per_step_hooks
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
@@ -34,6 +34,7 @@ class _Frame:
     key: FunctionKey | None
     module_call: bool
     loop_depth: int = 0
+    hook: bool = False
 
 
 _LOOPS = frozenset({cst.For, cst.While})
@@ -52,12 +53,13 @@ def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
     return child is loop.body or (isinstance(loop, cst.While) and child is loop.test)
 
 
+def _base_names(node: cst.ClassDef) -> list[str]:
+    """The last names of a class's bases: `nn.Module` -> `Module`."""
+    return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
+
+
 def _is_module_class(node: cst.ClassDef) -> bool:
-    for base in node.bases:
-        name = get_full_name_for_node(base.value) or ""
-        if name.rsplit(".", 1)[-1].endswith("Module"):
-            return True
-    return False
+    return any(name.endswith("Module") for name in _base_names(node))
 
 
 class FileContext:
@@ -71,7 +73,9 @@ class FileContext:
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
-        self._classes: list[tuple[str, bool]] = []
+        self._classes: list[tuple[str, bool, frozenset[str]]] = []
+        # Per-step hooks of the classes defined so far, inherited by their subclasses here.
+        self._class_hooks: dict[str, frozenset[str]] = {}
         self._guarded: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
 
@@ -130,7 +134,9 @@ class FileContext:
 
     def site(self) -> Site:
         frame = self._frames[-1]
-        return Site(frame.key, frame.loop_depth > 0, self.in_step_closure, frame.module_call)
+        return Site(
+            frame.key, frame.loop_depth > 0, self.in_step_closure, frame.module_call, frame.hook
+        )
 
     # -- bookkeeping, called by the engine around every node ------------------------------
     # The engine calls these two for every node of the file: they dispatch on the node's
@@ -148,7 +154,12 @@ class FileContext:
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
-            self._classes.append((node.name.value, _is_module_class(node)))
+            bases = _base_names(node)
+            hooks = per_step_hooks(bases).union(
+                *(self._class_hooks.get(base, frozenset()) for base in bases)
+            )
+            self._class_hooks[node.name.value] = hooks
+            self._classes.append((node.name.value, _is_module_class(node), hooks))
             self.kinds.push_class()
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
@@ -202,14 +213,17 @@ class FileContext:
                 node.target, cst.Add(), node.value)))  # fmt: skip
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
-        class_name, is_module = self._classes[-1] if self._classes else (None, False)
+        class_name, is_module, hooks = (
+            self._classes[-1] if self._classes else (None, False, frozenset())
+        )
         # A def directly in a class body is a method; a def nested in a function is not.
         direct_method = class_name is not None and isinstance(
             self._stack[-3] if len(self._stack) >= 3 else None, cst.ClassDef
         )
         key = FunctionKey(class_name if direct_method else None, node.name.value)
         module_call = direct_method and is_module and node.name.value == "__call__"
-        self._frames.append(_Frame(key=key, module_call=module_call))
+        hook = direct_method and node.name.value in hooks
+        self._frames.append(_Frame(key=key, module_call=module_call, hook=hook))
         self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
         self.masks.push_function(node)
 

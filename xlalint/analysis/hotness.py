@@ -21,6 +21,27 @@ PER_STEP_FUNCTIONS = re.compile(
 RUN_ONCE_FUNCTIONS = frozenset(
     {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}
 )
+# Methods a training framework calls once per step on a subclass, by the name its base class
+# ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
+# `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
+# gets `update` with every batch's output; an mmengine optimizer wrapper's `update_params`
+# runs backward and the optimizer step of every iteration.
+PER_STEP_HOOKS: dict[str, frozenset[str]] = {
+    "Trainer": frozenset({"compute_loss", "training_step", "prediction_step"}),
+    "Metric": frozenset({"update"}),
+    "OptimWrapper": frozenset({"update_params"}),
+}
+
+
+def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:
+    """The per-step hooks a class overrides, from the last names of its bases
+    (`SFTTrainer` -> the Trainer's hooks)."""
+    hooks: frozenset[str] = frozenset()
+    for base in base_names:
+        for suffix, names in PER_STEP_HOOKS.items():
+            if base.endswith(suffix):
+                hooks |= names
+    return hooks
 
 
 @dataclass(frozen=True)
@@ -39,6 +60,7 @@ class Site:
     in_loop: bool
     in_step_closure: bool
     module_call: bool = False  # the function is `__call__` of an nn.Module subclass
+    hook: bool = False  # a method a framework calls every step (`PER_STEP_HOOKS`)
 
 
 class HotCode:
@@ -75,6 +97,7 @@ class HotCode:
             return False
         return (
             site.module_call
+            or site.hook
             or self._declared_hot(function.name)
             or function.name in self._reached_names()
         )
@@ -95,6 +118,7 @@ class HotCode:
                         site.function is not None
                         and (
                             site.module_call
+                            or site.hook
                             or self._declared_hot(site.function.name)
                             or site.function.name in hot
                         )

@@ -661,8 +661,10 @@ class LoopAnalysis:
         body_indent = "".join(reversed(indents))
         if isinstance(node.body, cst.IndentedBlock):
             body_indent += _indent(node.body, self.module)
-        per_step = ctx.site().module_call or (
-            function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None
+        per_step = (
+            ctx.site().module_call
+            or ctx.site().hook
+            or (function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None)
         )
         self._sites[id(node)] = LoopSite(
             node, function, class_def, tuple(parents), body_indent, per_step

@@ -144,16 +144,31 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+_SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
-    `Tensor | None`); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
+    `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
+    `tuple[Tensor, Tensor]`: each element is one); UNKNOWN for one that only holds tensors
+    (`dict[str, Tensor]`)."""
     if isinstance(node, cst.BinaryOperation):
         return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
     if isinstance(node, cst.Subscript):
         base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+        parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         if isinstance(base, cst.Name) and base.value in ("Optional", "Union"):
-            parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
             return _join([_tensor_annotation(part) for part in parts])
+        if (
+            isinstance(base, cst.Name)
+            and base.value in _SEQUENCE_ANNOTATIONS
+            and parts
+            and all(
+                isinstance(part, cst.Ellipsis) or _tensor_annotation(part) is Kind.TENSOR
+                for part in parts
+            )
+        ):
+            return Kind.ITERABLE
         return Kind.UNKNOWN
     name = node.attr if isinstance(node, cst.Attribute) else node
     if isinstance(name, cst.Name) and name.value in _TENSOR_ANNOTATIONS:
@@ -208,7 +223,12 @@ class TensorKinds:
         self.imports = imports
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
+        # Parameters annotated as sequences of tensors, per frame (until rebound).
+        self._sequences: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
+        # is set to anywhere in the class, so that calling it has their result's kind.
+        self._self_functions: list[dict[str, set[str]]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -218,23 +238,30 @@ class TensorKinds:
         params = node.params
         positional = [*params.posonly_params, *params.params]
         tensor_params = module_call or _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+        sequences: set[str] = set()
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
             frame[name] = self._param_kind(param, tensor_params)
+            if frame[name] is Kind.ITERABLE and param.annotation is not None:
+                sequences.add(name)
         self._frames.append(frame)
         self._dicts.append(set())
+        self._sequences.append(sequences)
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._dicts.pop()
+        self._sequences.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
+        self._self_functions.append({})
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
+        self._self_functions.pop()
 
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
@@ -267,6 +294,7 @@ class TensorKinds:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
             self._frames[-1][target.value] = kind
+            self._sequences[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -297,7 +325,12 @@ class TensorKinds:
                 for arg in value.args
                 if isinstance(arg.value, cst.Name) and self.lookup(arg.value.value) is Kind.TENSOR
             }
+        function = self.imports.resolve(value) if type(value) in (cst.Name, cst.Attribute) else None
         for target in targets:
+            if function is not None and function.startswith("torch."):
+                key = binding_key(target)
+                if key is not None and key.startswith("self."):
+                    self._self_functions[-1].setdefault(key[5:], set()).add(function)
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
@@ -394,10 +427,13 @@ class TensorKinds:
         if node_type is cst.Subscript:
             base = self.of(node.value)
             if base is Kind.ITERABLE:
-                # `timesteps[i]` is a tensor; a loader cannot be indexed, so
-                # `epoch_batches[epoch]` is some container of batches, not one tensor.
+                # `timesteps[i]` is a tensor, and so is an element of a parameter annotated
+                # `Sequence[Tensor]`; a loader cannot be indexed, so `epoch_batches[epoch]`
+                # is some container of batches, not one tensor.
                 schedule = _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
-                return Kind.TENSOR if schedule else Kind.UNKNOWN
+                value = node.value
+                sequence = isinstance(value, cst.Name) and value.value in self._sequences[-1]
+                return Kind.TENSOR if schedule or sequence else Kind.UNKNOWN
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
             return _join((self.of(node.left), self.of(node.right)))
@@ -506,6 +542,8 @@ class TensorKinds:
                 # `.numpy()` of `out.cpu().numpy()` reads no device tensor.
                 return Kind.HOST
             if isinstance(func.value, cst.Name) and func.value.value == "self":
+                if functions := self._self_functions[-1].get(method):
+                    return _join(self._qualified_call(name, node) for name in sorted(functions))
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 
