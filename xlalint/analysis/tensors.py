@@ -225,6 +225,10 @@ class TensorKinds:
         self._dicts: list[set[str | None]] = [set()]
         # Parameters annotated as sequences of tensors, per frame (until rebound).
         self._sequences: list[set[str]] = [set()]
+        # Names bound to what a helper xlalint cannot see computed from tensors, per frame:
+        # `logprobs = rlhf.logits_to_logprobs(logits, ...)`. Of unknown kind (the helper
+        # may return anything), but likely tensors where a tensor's use confirms it.
+        self._derived: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
@@ -249,11 +253,13 @@ class TensorKinds:
         self._frames.append(frame)
         self._dicts.append(set())
         self._sequences.append(sequences)
+        self._derived.append(set())
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._dicts.pop()
         self._sequences.pop()
+        self._derived.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
@@ -295,6 +301,7 @@ class TensorKinds:
         if isinstance(target, cst.Name):
             self._frames[-1][target.value] = kind
             self._sequences[-1].discard(target.value)
+            self._derived[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -315,6 +322,7 @@ class TensorKinds:
         """`targets = value`. A tensor passed through an opaque call keeps being a tensor:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
         kind = self.of(value)
+        derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
@@ -340,6 +348,8 @@ class TensorKinds:
             self.bind(target, kind)
             for name in names_under(target) & passed_through:
                 self._frames[-1][name] = Kind.TENSOR
+            if derived:
+                self._derived[-1].update(_bound_names(target))
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
@@ -464,6 +474,33 @@ class TensorKinds:
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
+
+    def is_derived(self, node: cst.BaseExpression) -> bool:
+        """Whether a name of unknown kind was computed from tensors by a helper xlalint
+        cannot see (`logprobs = rlhf.logits_to_logprobs(logits, ...)`, or a tuple element
+        of such a result): not enough to call it a tensor, enough when a use agrees."""
+        return isinstance(node, cst.Name) and node.value in self._derived[-1]
+
+    def _computed_from_tensors(self, value: cst.BaseExpression) -> bool:
+        """A call of a helper with a tensor (or a derived value) among its arguments, or a
+        method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
+        what lives on the host (`len()`, numpy, `.item()`)."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            return self.is_derived(value)
+        if not isinstance(value, cst.Call) or self.of(value) is Kind.HOST:
+            return False
+        func = value.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in HOST_METHODS or func.attr.value in TO_HOST_METHODS:
+                return False
+            if self._computed_from_tensors(func.value):
+                return True
+        return any(
+            not arg.star and (self.of(arg.value) is Kind.TENSOR or self.is_derived(arg.value))
+            for arg in value.args
+        )
 
     def _tests_tracing(self, test: cst.BaseExpression) -> bool | None:
         """True for `torch.jit.is_tracing()`, False for its negation, else None."""
@@ -601,6 +638,17 @@ def _makes_dict(node: cst.BaseExpression) -> bool:
         name = get_full_name_for_node(node.func) or ""
         return name.rsplit(".", 1)[-1] in _DICT_FACTORIES
     return False
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    """Names a target binds: `x`, `a, (b, *c)`; `self.x` and `x[i]` bind none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    if isinstance(target, cst.Tuple | cst.List):
+        return [name for e in target.elements for name in _bound_names(e.value)]
+    return []
 
 
 def binding_key(node: cst.BaseExpression) -> str | None:
