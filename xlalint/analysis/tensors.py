@@ -231,6 +231,9 @@ class TensorKinds:
         # `logprobs = rlhf.logits_to_logprobs(logits, ...)`. Of unknown kind (the helper
         # may return anything), but likely tensors where a tensor's use confirms it.
         self._derived: list[set[str]] = [set()]
+        # Dicts of tensors moved to the device, per frame:
+        # `batch = {k: v.to(device) for k, v in batch.items()}`.
+        self._tensor_dicts: list[set[str]] = [set()]
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
@@ -258,6 +261,7 @@ class TensorKinds:
         self._dicts.append(set())
         self._sequences.append(sequences)
         self._derived.append(set())
+        self._tensor_dicts.append(set())
         self._cpu_devices.append(set())
 
     def pop_function(self) -> None:
@@ -265,6 +269,7 @@ class TensorKinds:
         self._dicts.pop()
         self._sequences.pop()
         self._derived.pop()
+        self._tensor_dicts.pop()
         self._cpu_devices.pop()
 
     def push_class(self) -> None:
@@ -308,6 +313,7 @@ class TensorKinds:
             self._frames[-1][target.value] = kind
             self._sequences[-1].discard(target.value)
             self._derived[-1].discard(target.value)
+            self._tensor_dicts[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -363,6 +369,8 @@ class TensorKinds:
                 self._frames[-1][name] = Kind.TENSOR
             if derived:
                 self._derived[-1].update(_bound_names(target))
+            if isinstance(target, cst.Name) and self._moves_values(value):
+                self._tensor_dicts[-1].add(target.value)
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
@@ -507,6 +515,8 @@ class TensorKinds:
         if node_type is cst.Call:
             return self._call(node)
         if node_type is cst.Subscript:
+            if type(node.value) is cst.Name and node.value.value in self._tensor_dicts[-1]:
+                return Kind.TENSOR  # an element of a dict of tensors moved to the device
             base = self.of(node.value)
             if base is Kind.ITERABLE:
                 # `timesteps[i]` is a tensor, and so is an element of a parameter annotated
@@ -547,6 +557,17 @@ class TensorKinds:
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
 
+    def _moves_values(self, value: cst.BaseExpression) -> bool:
+        """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
+        the device, so each is a tensor there."""
+        if not isinstance(value, cst.DictComp) or not isinstance(value.value, cst.Call):
+            return False
+        call = value.value
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        method = call.func.attr.value
+        return method == "cuda" or (method == "to" and self._moves_to_device(call))
+
     def is_derived(self, node: cst.BaseExpression) -> bool:
         """Whether a name of unknown kind was computed from tensors by a helper xlalint
         cannot see (`logprobs = rlhf.logits_to_logprobs(logits, ...)`, or a tuple element
@@ -586,7 +607,7 @@ class TensorKinds:
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             known = self._self_attributes[-1].get(attr)
-            if known is not None:
+            if known is not None and known is not Kind.UNKNOWN:
                 return known
         qualified = self.imports.resolve(node)
         if qualified is not None:
