@@ -763,7 +763,8 @@ class LoopAnalysis:
             return self._functions.get(func.value, [])
         if isinstance(func, cst.Attribute):
             name = func.attr.value
-            methods = self._methods.get(name, [])
+            # `self.model(x)` with `model` a property calls what the property returns.
+            methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
             if _self_call(call) and class_def is not None:
                 own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
                 return own or methods
@@ -1222,6 +1223,17 @@ def _iterates_a_literal(node: Loop) -> bool:
 def _iterates_optimizers(node: Loop) -> bool:
     return isinstance(node, cst.For) and any(
         _OPTIMIZER_NAME.match(name) for name in _target_names(node.target)
+    )
+
+
+_PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _is_property(function: cst.FunctionDef) -> bool:
+    """`@property`, `@functools.cached_property`: reading the attribute runs the function."""
+    return any(
+        (get_full_name_for_node(_decorator_func(d)) or "").rsplit(".", 1)[-1] in _PROPERTIES
+        for d in function.decorators
     )
 
 
