@@ -44,7 +44,7 @@ class _Frame:
 _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
-     cst.ImportFrom, cst.Call}
+     cst.ImportFrom, cst.Call, cst.With}
 )  # fmt: skip
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
@@ -83,6 +83,9 @@ class FileContext:
         self._class_hooks: dict[str, frozenset[str]] = {}
         self._guarded: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
+        # `with torch.device(...)` / `with self.device:` blocks: factories there make tensors
+        # on that device.
+        self._device_withs: list[cst.With] = []
         # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
 
@@ -221,6 +224,11 @@ class FileContext:
             self.imports.add(node)  # type: ignore[arg-type]
         elif kind is cst.Call:
             self._enter_call(node)  # type: ignore[arg-type]
+        elif kind is cst.With:
+            assert isinstance(node, cst.With)
+            if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
+                self._device_withs.append(node)
+                self.kinds.device_contexts += 1
 
     def leave(self, node: cst.CSTNode) -> None:
         self._stack.pop()
@@ -234,6 +242,9 @@ class FileContext:
             self._guarded.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
+        if self._device_withs and self._device_withs[-1] is node:
+            self._device_withs.pop()
+            self.kinds.device_contexts -= 1
         if self._narrowed and self._narrowed[-1][0] is node:
             for name, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)

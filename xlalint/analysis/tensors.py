@@ -234,6 +234,9 @@ class TensorKinds:
         # Dicts of tensors moved to the device, per frame:
         # `batch = {k: v.to(device) for k, v in batch.items()}`.
         self._tensor_dicts: list[set[str]] = [set()]
+        # How many `with <device>:` blocks enclose the code being walked (kept by the
+        # context): torch factories there make their tensors on that device.
+        self.device_contexts = 0
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
@@ -712,7 +715,10 @@ class TensorKinds:
             return Kind.HOST  # a CPU ByteTensor, whatever the backend (`torch.npu.random`)
         if qualified == "torch.from_numpy" or (
             _TORCH_FACTORIES.match(qualified)
-            and (moves_to_cpu(node) or not any(_is_keyword(a, "device") for a in node.args))
+            and (
+                moves_to_cpu(node)
+                or not (self.device_contexts or any(_is_keyword(a, "device") for a in node.args))
+            )
         ):
             return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):
