@@ -44,7 +44,7 @@ class _Frame:
 _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
-     cst.ImportFrom, cst.Call, cst.With}
+     cst.ImportFrom, cst.Call, cst.With, cst.Lambda}
 )  # fmt: skip
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
@@ -74,7 +74,7 @@ class FileContext:
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
         self.epochs = Epochs(self.imports)
-        self.hot = HotCode(hot_functions, self.epochs.per_epoch)
+        self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
@@ -86,6 +86,7 @@ class FileContext:
         # `with torch.device(...)` / `with self.device:` blocks: factories there make tensors
         # on that device.
         self._device_withs: list[cst.With] = []
+        self._default_lambdas: list[cst.Lambda] = []  # lambdas given as parameter defaults
         # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
 
@@ -224,6 +225,13 @@ class FileContext:
             self.imports.add(node)  # type: ignore[arg-type]
         elif kind is cst.Call:
             self._enter_call(node)  # type: ignore[arg-type]
+        elif kind is cst.Lambda:
+            if type(parent) is cst.Param and parent.default is node:  # type: ignore[union-attr]
+                # `output_transform=lambda x, y, y_pred, loss: loss.item()`: the default runs
+                # wherever the parameter is called, as a function of that name.
+                name = parent.name.value  # type: ignore[union-attr]
+                self._frames.append(_Frame(key=FunctionKey(None, name), module_call=False))
+                self._default_lambdas.append(node)
         elif kind is cst.With:
             assert isinstance(node, cst.With)
             if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
@@ -242,6 +250,9 @@ class FileContext:
             self._guarded.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
+        if self._default_lambdas and self._default_lambdas[-1] is node:
+            self._default_lambdas.pop()
+            self._frames.pop()
         if self._device_withs and self._device_withs[-1] is node:
             self._device_withs.pop()
             self.kinds.device_contexts -= 1
@@ -273,6 +284,11 @@ class FileContext:
             assert isinstance(node, cst.AugAssign)
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
                 node.target, cst.Add(), node.value)))  # fmt: skip
+
+    def _trains_in_body(self, function: cst.CSTNode) -> bool:
+        """A function whose own body (not a loop in it) runs backward or an optimizer step:
+        one training step, whoever calls it (ignite's `update(engine, batch)`)."""
+        return isinstance(function, cst.FunctionDef) and self.loops.facts(function).trains
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module, hooks = (

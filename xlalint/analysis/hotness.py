@@ -75,9 +75,11 @@ class HotCode:
         self,
         extra_hot_functions: Iterable[str] = (),
         per_epoch: Callable[[Sequence[cst.CSTNode]], bool] | None = None,
+        step_function: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
+        self._step_function = step_function
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
         self._hot_names: set[str] | None = None
@@ -113,8 +115,17 @@ class HotCode:
             site.module_call
             or site.hook
             or self._declared_hot(function.name)
+            or self._trains(site)
             or function.name in self._reached_names()
         )
+
+    def _trains(self, site: Site) -> bool:
+        """The site's function trains in its own body (backward, an optimizer step): it is
+        one training step, whoever calls it (unless it runs once, as `main` does)."""
+        function = site.function
+        if not site.scopes or self._step_function is None or function is None:
+            return False
+        return function.name not in RUN_ONCE_FUNCTIONS and self._step_function(site.scopes[0])
 
     def _once_per_epoch(self, site: Site) -> bool:
         """The site is outside the batch loop of an epoch function or loop (a declared
@@ -150,6 +161,7 @@ class HotCode:
                                 site.module_call
                                 or site.hook
                                 or self._declared_hot(site.function.name)
+                                or self._trains(site)
                                 or site.function.name in hot
                             )
                         )
