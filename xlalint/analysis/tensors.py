@@ -146,6 +146,8 @@ _HOST_BUILTINS = frozenset(
 
 
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
+# Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
+_TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
 
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
@@ -171,6 +173,10 @@ def _tensor_annotation(node: cst.BaseExpression) -> Kind:
         ):
             return Kind.ITERABLE
         return Kind.UNKNOWN
+    if isinstance(node, cst.Attribute) and not _TORCH_MODULE_PREFIX.match(
+        get_full_name_for_node(node) or ""
+    ):
+        return Kind.UNKNOWN  # `inspect.Parameter` is no `nn.Parameter`
     name = node.attr if isinstance(node, cst.Attribute) else node
     if isinstance(name, cst.Name) and name.value in _TENSOR_ANNOTATIONS:
         return Kind.TENSOR
