@@ -10,7 +10,7 @@ costs a fraction of full scope analysis.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -68,6 +68,14 @@ class ImportTable:
         rest = ".".join(reversed(attributes))
         # `torch_xla_py.xla_model.x` (pre-1.0 imports) reads as `torch_xla.core.xla_model.x`.
         return modernize(f"{target}.{rest}") if rest else target
+
+    def without(self, names: Iterable[str]) -> ImportTable:
+        """A copy without `names`: where code rebinds an imported name (`import model`,
+        then `model = model.GPT(conf)`), the binding that reaches a use decides."""
+        table = ImportTable()
+        dropped = set(names)
+        table._bindings = {k: v for k, v in self._bindings.items() if k not in dropped}
+        return table
 
     def binds(self, qualified_prefix: str) -> bool:
         """Whether the file imports anything at or under `qualified_prefix`."""
