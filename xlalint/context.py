@@ -23,7 +23,6 @@ from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.tensors import Kind, TensorKinds
-from xlalint.walk import names_under
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -84,7 +83,7 @@ class FileContext:
     @cached_property
     def names_in_use(self) -> NamesInUse:
         """Every name the file uses: an import a fix adds must not rebind one of them."""
-        return names_in_use(self.module, names_under(self.module))
+        return names_in_use(self.module)
 
     @cached_property
     def loops(self) -> LoopAnalysis:
