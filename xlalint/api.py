@@ -41,6 +41,7 @@ MISSING = "no such file or directory"
 # caller need not be registered.
 Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None]
 T = TypeVar("T")
+Progress = Callable[[int, int], None]  # (files done, files in all)
 
 
 @dataclass
@@ -218,17 +219,31 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _run(worker: Callable[[Job], T], jobs: list[Job], processes: int) -> list[T]:
-    """Run `worker` over `jobs`, in a process pool when it pays; results in job order."""
+def _run(
+    worker: Callable[[Job], T],
+    jobs: list[Job],
+    processes: int,
+    done: Callable[[], None] = lambda: None,
+) -> list[T]:
+    """Run `worker` over `jobs`, in a process pool when it pays; results in job order.
+    `done` is called as each result arrives (for a progress bar)."""
     _raise_recursion_limit()
     if processes <= 1 or len(jobs) < PARALLEL_THRESHOLD:
-        return [worker(job) for job in jobs]
+        results = []
+        for job in jobs:
+            results.append(worker(job))
+            done()
+        return results
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     chunk = max(1, len(jobs) // (processes * 8))
     with ProcessPoolExecutor(
         max_workers=processes, mp_context=context, initializer=_raise_recursion_limit
     ) as pool:
-        return list(pool.map(worker, jobs, chunksize=chunk))
+        results = []
+        for result in pool.map(worker, jobs, chunksize=chunk):
+            results.append(result)
+            done()
+        return results
 
 
 def _run_cached(
@@ -236,11 +251,25 @@ def _run_cached(
     worker: Callable[[Job], T],
     jobs: list[Job],
     processes: int,
+    progress: Progress | None = None,
 ) -> list[T]:
-    """Answer from the cache here; run `worker` on the misses only; results in job order."""
-    results = [lookup(job) for job in jobs]
+    """Answer from the cache here; run `worker` on the misses only; results in job order.
+    `progress(done, total)` hears of each file as it is answered."""
+    report = progress or (lambda done, total: None)
+    count = 0
+
+    def done() -> None:
+        nonlocal count
+        count += 1
+        report(count, len(jobs))
+
+    results = []
+    for job in jobs:
+        results.append(lookup(job))
+        if results[-1] is not None:
+            done()
     misses = [index for index, result in enumerate(results) if result is None]
-    computed = _run(worker, [jobs[index] for index in misses], processes)
+    computed = _run(worker, [jobs[index] for index in misses], processes, done)
     for index, result in zip(misses, computed, strict=True):
         results[index] = result
     return results  # type: ignore[return-value]  # no None is left
@@ -269,13 +298,15 @@ def check_paths(
     rules: Sequence[type[Rule]] | None = None,
     jobs: int | None = None,
     cache: ResultCache | None = None,
+    progress: Progress | None = None,
 ) -> CheckReport:
     """Lint every file under `paths` with the enabled rules (answered from `cache` where
-    it holds a result for the file's current content)."""
+    it holds a result for the file's current content); `progress(done, total)` is told of
+    each file linted."""
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
     work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
-    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs())
+    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs(), progress)
     return CheckReport(results=results, missing=found.missing, empty=found.empty)
 
 
