@@ -385,12 +385,18 @@ def fix_command(
 
     \b
     xlalint fix --verify [--unsafe-fixes] [--apply] -- python train.py ARGS
-    fixes the current folder; the script's command comes after `--`.
+    fixes the current folder; the script's command comes after `--`. Exits 1 when the
+    fixed script fails or, with safe fixes only, prints different numbers; --apply then
+    writes nothing.
     """
     if verify:
-        _verify_fixes(
+        verified = _verify_fixes(
             [str(p) for p in paths], config, select, extend_select, ignore, unsafe_fixes, device
         )
+        if not verified:
+            if apply:
+                click.echo("Not applied: the run showed the fixes break the script.", err=True)
+            raise SystemExit(EXIT_FINDINGS)
         if not apply:
             raise SystemExit(EXIT_CLEAN)
         # The current folder, and the script even where `exclude` leaves its folder out.
@@ -435,7 +441,8 @@ def _verify_fixes(
     ignore: tuple[str, ...],
     unsafe: bool,
     device: str,
-) -> None:
+) -> bool:
+    """Run the script as it is and fixed (on a copy); True when the fixed one holds up."""
     if not command:
         raise click.UsageError("--verify needs the script's command: -- python SCRIPT [ARGS...]")
     settings = resolve_settings([Path(".")], config, select, extend_select, ignore, None)
@@ -448,6 +455,7 @@ def _verify_fixes(
     except (RuntimeUnavailable, ScriptCommandError) as error:
         raise HarnessProblem(str(error)) from None
     print_fix_verification(verification, Console())
+    return verification.passed
 
 
 @main.command("rules")

@@ -66,7 +66,10 @@ class LoopRule(Rule):
         device, device_imports = xla_device_source()
         wrapped = f"{wrapper}({self.ctx.module.code_for_node(loader)}, {device})"
         return self.fix(
-            f"Iterate `{wrapped}`", (loader, wrapped), imports=(*device_imports, *imports)
+            f"Iterate `{wrapped}`",
+            (loader, wrapped),
+            imports=(*device_imports, *imports),
+            moves_to_xla=True,
         )
 
     def moved_batches_fix(self, site: LoopSite) -> NodeFix | None:
@@ -120,7 +123,7 @@ class BarrierLoopRule(LoopRule):
         if imports and torch_xla_is_optional(module):
             return None  # the import would have to be guarded like the file's own
         if not imports:
-            guarded, flag = _import_guard(module, spelling.split(".", 1)[0])
+            guarded, flag = import_guard(module, spelling.split(".", 1)[0])
             if guarded and flag is None:
                 return None  # torch_xla is optional here, and how to test for it is unclear
             if flag is not None:
@@ -158,7 +161,7 @@ def _binds_torch_xla(small: cst.BaseSmallStatement) -> bool:
     return table.binds("torch_xla")
 
 
-def _import_guard(module: cst.Module, name: str) -> tuple[bool, str | None]:
+def import_guard(module: cst.Module, name: str) -> tuple[bool, str | None]:
     """Whether the module-level import that binds `name` sits under an `if` or `try:`, and
     the flag that the same block sets to True (`XLA_AVAILABLE = True`), if any: code
     that uses an optional import must test for it."""
