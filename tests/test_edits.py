@@ -15,6 +15,7 @@ from xlalint.diagnostics import Edit, Location
 from xlalint.edits import (
     add_imports,
     apply_edits,
+    apply_edits_marking,
     edit_spans,
     import_bindings,
     import_conflicts,
@@ -22,6 +23,7 @@ from xlalint.edits import (
     remove_unused_imports,
     spans_overlap,
     split_lines,
+    wrap_long_lines,
 )
 
 IMPORT = "import torch_xla"
@@ -639,3 +641,53 @@ def test_added_imports_keep_a_sorted_file_sorted(text: str, tmp_path: Path) -> N
         fixed = add_imports(text, WANTED[:count])
         result = _ruff_isort(tmp_path, fixed.rstrip("\n"))
         assert result.returncode == 0, (fixed, result.stdout)
+
+
+# -- wrapping rewritten lines that grew too long -------------------------------------------------
+
+LOOP = (
+    "def train():\n"
+    "    for x, y in pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), torch_xla.device()):\n"
+    "        pass\n"
+)
+
+
+def test_a_long_rewritten_line_is_wrapped_like_ruff_format(tmp_path: Path) -> None:
+    wrapped = wrap_long_lines(LOOP, [2], 88)
+    assert wrapped == (
+        "def train():\n"
+        "    for x, y in pl.MpDeviceLoader(\n"
+        "        DataLoader(dataset, batch_size=8), torch_xla.device()\n"
+        "    ):\n"
+        "        pass\n"
+    )
+    path = tmp_path / "t.py"
+    path.write_text(wrapped)
+    command = [sys.executable, "-m", "ruff", "format", "--isolated", "--check", str(path)]
+    assert subprocess.run(command, capture_output=True, check=False).returncode == 0
+
+
+def test_arguments_that_do_not_fit_on_one_line_get_one_each() -> None:
+    assert wrap_long_lines(LOOP, [2], 50) == (
+        "def train():\n"
+        "    for x, y in pl.MpDeviceLoader(\n"
+        "        DataLoader(dataset, batch_size=8),\n"
+        "        torch_xla.device(),\n"
+        "    ):\n"
+        "        pass\n"
+    )
+
+
+def test_only_the_rewritten_rows_and_only_when_too_long() -> None:
+    assert wrap_long_lines(LOOP, [1, 3], 40) == LOOP  # row 2 was not rewritten
+    assert wrap_long_lines(LOOP, [2], 100) == LOOP
+    crlf = LOOP.replace("\n", "\r\n")
+    assert wrap_long_lines(crlf, [2], 88) == wrap_long_lines(LOOP, [2], 88).replace("\n", "\r\n")
+
+
+def test_apply_edits_marking_names_the_rows_written() -> None:
+    text = "a = 1\nb = 2\nc = 3\n"
+    edits = [Edit(Location(2, 5), Location(2, 6), "f(\n  2\n)")]
+    result, rows = apply_edits_marking(text, edits)
+    assert result == "a = 1\nb = f(\n  2\n)\nc = 3\n"
+    assert rows == {2, 3, 4}

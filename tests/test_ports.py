@@ -111,10 +111,14 @@ def test_a_ladder_without_a_fix_leaves_the_moves_unsafe_and_says_why() -> None:
 
 
 def test_a_group_is_applied_whole_or_not_at_all() -> None:
-    # `pl` means something else here: the loader wrap cannot be applied, so neither is the
-    # ladder fix that goes with it.
+    # `pl` means something else here: the loader wrap imports torch_xla's loader under a
+    # free alias rather than rebind it, and the ladder fix that goes with it comes along.
     text = LADDER_AND_LOADER.replace("import torch_xla\n", "import torch_xla\nimport numpy as pl\n")
-    assert _fixed(text, "XLA305", "XLA403") == text
+    fixed = _fixed(text, "XLA305", "XLA403")
+    assert "import numpy as pl\n" in fixed
+    assert "import torch_xla.distributed.parallel_loader as xla_pl\n" in fixed
+    assert "for x, y in xla_pl.MpDeviceLoader(DataLoader(loader, batch_size=8)," in fixed
+    assert 'torch.device("xla" if importlib.util.find_spec("torch_xla") else "cuda"' in fixed
 
 
 # -- the classic CUDA examples of fixtures/ports/, run after `fix` -----------------------------

@@ -22,7 +22,7 @@ from typing import TypeVar
 import pathspec
 
 from xlalint.cache import ResultCache
-from xlalint.config import Settings
+from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult
 from xlalint.discovery import discover
 from xlalint.engine import lint_source
@@ -39,7 +39,8 @@ MISSING = "no such file or directory"
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
-Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None]
+# (path, rules, hot functions, unsafe, cache, line length for fixed lines)
+Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None]
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (files done, files in all)
 
@@ -133,6 +134,7 @@ def fix_file(
     hot_functions: Sequence[str] = (),
     unsafe: bool = False,
     cache: ResultCache | None = None,
+    line_length: int | None = None,
 ) -> FixOutcome | FileError:
     """Fix one file. The caller has asked the cache already (`_cached_fix`); with `cache`,
     an unchanged file's findings are stored for `check`."""
@@ -142,7 +144,14 @@ def fix_file(
     except SourceError as error:
         return FileError(filename, str(error))
     try:
-        outcome = fix_text(source, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
+        outcome = fix_text(
+            source,
+            filename,
+            rules,
+            unsafe=unsafe,
+            hot_functions=hot_functions,
+            line_length=line_length,
+        )
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileError(filename, _internal(error))
     if cache is not None and outcome.error is None and not outcome.changed:
@@ -184,17 +193,17 @@ def _raise_recursion_limit() -> None:
 
 
 def _lint_job(job: Job) -> FileResult:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     return lint_file(Path(path), rules, hot_functions, cache)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
-    path, rules, hot_functions, unsafe, cache = job
-    return fix_file(Path(path), rules, hot_functions, unsafe, cache)
+    path, rules, hot_functions, unsafe, cache, line_length = job
+    return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length)
 
 
 def _cached_lint(job: Job) -> FileResult | None:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     if cache is None:
         return None
     try:
@@ -205,7 +214,7 @@ def _cached_lint(job: Job) -> FileResult | None:
 
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
-    path, rules, hot_functions, unsafe, cache = job
+    path, rules, hot_functions, unsafe, cache, _ = job
     if cache is None:
         return None
     try:
@@ -283,11 +292,12 @@ def _jobs(
     cache: ResultCache | None,
 ) -> list[Job]:
     every = tuple(rules)
+    line_length = line_length_for(settings)
     jobs = []
     for path in files:
         ignored = ignored_codes_for(path, settings)
         kept = tuple(rule for rule in every if rule.code not in ignored) if ignored else every
-        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache))
+        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache, line_length))
     return jobs
 
 
