@@ -22,7 +22,7 @@ from typing import TypeVar
 import pathspec
 
 from xlalint.cache import ResultCache
-from xlalint.config import Settings
+from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult
 from xlalint.discovery import discover
 from xlalint.engine import lint_source
@@ -39,8 +39,10 @@ MISSING = "no such file or directory"
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
-Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None]
+# (path, rules, hot functions, unsafe, cache, line length for fixed lines)
+Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None]
 T = TypeVar("T")
+Progress = Callable[[int, int], None]  # (files done, files in all)
 
 
 @dataclass
@@ -132,6 +134,7 @@ def fix_file(
     hot_functions: Sequence[str] = (),
     unsafe: bool = False,
     cache: ResultCache | None = None,
+    line_length: int | None = None,
 ) -> FixOutcome | FileError:
     """Fix one file. The caller has asked the cache already (`_cached_fix`); with `cache`,
     an unchanged file's findings are stored for `check`."""
@@ -141,7 +144,14 @@ def fix_file(
     except SourceError as error:
         return FileError(filename, str(error))
     try:
-        outcome = fix_text(source, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
+        outcome = fix_text(
+            source,
+            filename,
+            rules,
+            unsafe=unsafe,
+            hot_functions=hot_functions,
+            line_length=line_length,
+        )
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileError(filename, _internal(error))
     if cache is not None and outcome.error is None and not outcome.changed:
@@ -183,17 +193,17 @@ def _raise_recursion_limit() -> None:
 
 
 def _lint_job(job: Job) -> FileResult:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     return lint_file(Path(path), rules, hot_functions, cache)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
-    path, rules, hot_functions, unsafe, cache = job
-    return fix_file(Path(path), rules, hot_functions, unsafe, cache)
+    path, rules, hot_functions, unsafe, cache, line_length = job
+    return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length)
 
 
 def _cached_lint(job: Job) -> FileResult | None:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     if cache is None:
         return None
     try:
@@ -204,7 +214,7 @@ def _cached_lint(job: Job) -> FileResult | None:
 
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
-    path, rules, hot_functions, unsafe, cache = job
+    path, rules, hot_functions, unsafe, cache, _ = job
     if cache is None:
         return None
     try:
@@ -218,17 +228,31 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _run(worker: Callable[[Job], T], jobs: list[Job], processes: int) -> list[T]:
-    """Run `worker` over `jobs`, in a process pool when it pays; results in job order."""
+def _run(
+    worker: Callable[[Job], T],
+    jobs: list[Job],
+    processes: int,
+    done: Callable[[], None] = lambda: None,
+) -> list[T]:
+    """Run `worker` over `jobs`, in a process pool when it pays; results in job order.
+    `done` is called as each result arrives (for a progress bar)."""
     _raise_recursion_limit()
     if processes <= 1 or len(jobs) < PARALLEL_THRESHOLD:
-        return [worker(job) for job in jobs]
+        results = []
+        for job in jobs:
+            results.append(worker(job))
+            done()
+        return results
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     chunk = max(1, len(jobs) // (processes * 8))
     with ProcessPoolExecutor(
         max_workers=processes, mp_context=context, initializer=_raise_recursion_limit
     ) as pool:
-        return list(pool.map(worker, jobs, chunksize=chunk))
+        results = []
+        for result in pool.map(worker, jobs, chunksize=chunk):
+            results.append(result)
+            done()
+        return results
 
 
 def _run_cached(
@@ -236,11 +260,25 @@ def _run_cached(
     worker: Callable[[Job], T],
     jobs: list[Job],
     processes: int,
+    progress: Progress | None = None,
 ) -> list[T]:
-    """Answer from the cache here; run `worker` on the misses only; results in job order."""
-    results = [lookup(job) for job in jobs]
+    """Answer from the cache here; run `worker` on the misses only; results in job order.
+    `progress(done, total)` hears of each file as it is answered."""
+    report = progress or (lambda done, total: None)
+    count = 0
+
+    def done() -> None:
+        nonlocal count
+        count += 1
+        report(count, len(jobs))
+
+    results = []
+    for job in jobs:
+        results.append(lookup(job))
+        if results[-1] is not None:
+            done()
     misses = [index for index, result in enumerate(results) if result is None]
-    computed = _run(worker, [jobs[index] for index in misses], processes)
+    computed = _run(worker, [jobs[index] for index in misses], processes, done)
     for index, result in zip(misses, computed, strict=True):
         results[index] = result
     return results  # type: ignore[return-value]  # no None is left
@@ -254,11 +292,12 @@ def _jobs(
     cache: ResultCache | None,
 ) -> list[Job]:
     every = tuple(rules)
+    line_length = line_length_for(settings)
     jobs = []
     for path in files:
         ignored = ignored_codes_for(path, settings)
         kept = tuple(rule for rule in every if rule.code not in ignored) if ignored else every
-        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache))
+        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache, line_length))
     return jobs
 
 
@@ -269,13 +308,15 @@ def check_paths(
     rules: Sequence[type[Rule]] | None = None,
     jobs: int | None = None,
     cache: ResultCache | None = None,
+    progress: Progress | None = None,
 ) -> CheckReport:
     """Lint every file under `paths` with the enabled rules (answered from `cache` where
-    it holds a result for the file's current content)."""
+    it holds a result for the file's current content); `progress(done, total)` is told of
+    each file linted."""
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
     work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
-    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs())
+    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs(), progress)
     return CheckReport(results=results, missing=found.missing, empty=found.empty)
 
 

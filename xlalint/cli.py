@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +37,7 @@ from xlalint.registry import (
 from xlalint.report import FORMATS, HUMAN_FORMATS, plural
 from xlalint.report.concise import header as concise_header
 from xlalint.report.diff import render_diff
+from xlalint.report.progress import progress_bar
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -265,7 +267,13 @@ def check(
         fixed = sum(sum(o.applied.values()) for o in fixes.outcomes)
         fix_errors = fixes.errors
         _echo_fix_problems(fixes)
-    report = check_paths(targets, settings, rules=rules, jobs=jobs, cache=cache)
+    # A bar while a large run lints, for people watching a terminal; never in machine formats.
+    bar = progress_bar(sys.stderr, output_format in HUMAN_FORMATS and not quiet)
+    try:
+        report = check_paths(targets, settings, rules=rules, jobs=jobs, cache=cache, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
 
     _echo_path_problems(report)
     for error in report.errors:
