@@ -212,7 +212,7 @@ def test_apply_reports_what_remains_and_exits_1(project: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"report.py:5:11: {ITEM_MESSAGE}")
     assert lines[1] == "Fixed 1 finding in 1 file (XLA101 x1)."
-    assert lines[2].startswith("1 finding remain")
+    assert lines[2] == "1 finding remains (no fix available)."
     assert len(lines) == 3
     assert (project / "train.py").read_text() == TRAIN_FIXED
     assert (project / "report.py").read_text() == REPORT
@@ -224,7 +224,7 @@ def test_apply_without_unsafe_fixes_leaves_unsafe_fixes(project: Path) -> None:
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[:2]] == ["report.py", "train.py"]
-    assert lines[2] == "Fixed 0 findings in 0 files."
+    assert lines[2] == "No fixes applied."
     assert lines[3].startswith("2 findings remain") and "--unsafe-fixes" in lines[3]
     assert snapshot(project) == before
 
@@ -241,7 +241,7 @@ def test_apply_twice_changes_nothing_the_second_time(project: Path) -> None:
     xlalint("fix", "--apply", "--unsafe-fixes", "--select", "XLA101", ".", cwd=project)
     after_first = snapshot(project)
     again = xlalint("fix", "--apply", "--unsafe-fixes", "--select", "XLA101", ".", cwd=project)
-    assert "Fixed 0 findings in 0 files." in again.stdout
+    assert "No fixes applied." in again.stdout.splitlines()
     assert snapshot(project) == after_first
 
 
@@ -346,7 +346,7 @@ def test_read_only_file_is_reported_and_the_others_are_fixed(
         "ro.py:1:5: XLA901 [*] `.cuda()` hard-codes a CUDA device",
         "Fixed 2 findings in 2 files (XLA901 x2).",
     ]
-    assert lines[2].startswith("1 finding remain")
+    assert lines[2] == "1 finding remains (no fix, or unsafe: see --unsafe-fixes)."
     assert len(lines) == 3
     assert (inside / "ro.py").read_text() == "x = t.cuda()\n"
     for name in ("a.py", "z.py"):
@@ -411,7 +411,9 @@ def test_check_fix_without_unsafe_fixes_applies_only_safe_ones(project: Path) ->
     before = snapshot(project)
     result = xlalint("check", "--fix", "--select", "XLA101", ".", cwd=project)
     assert result.returncode == 1
-    assert "Fixed 0 findings." in result.stdout.splitlines()
+    lines = result.stdout.splitlines()
+    assert "No fixes applied." in lines
+    assert lines[-1] == "No safe fixes; 1 with `xlalint fix --apply --unsafe-fixes`."
     assert "train.py:10:18: XLA101" in result.stdout
     assert snapshot(project) == before
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
@@ -77,6 +78,29 @@ class FixReport:
     @property
     def remaining(self) -> list[Diagnostic]:
         return [d for outcome in self.outcomes for d in outcome.remaining]
+
+
+def enabled_fixes(outcome: FixOutcome, unsafe: bool) -> Counter[str]:
+    """Fixes applied, per code, beyond those the file's own findings offered: fixes for
+    findings that appeared only once other fixes were applied (a fix that adds `import
+    torch_xla` turns on the rules that need it)."""
+    offered = Counter(d.code for d in outcome.found if allowed(d.fix, unsafe))
+    return Counter(
+        {code: n - offered[code] for code, n in outcome.applied.items() if n > offered[code]}
+    )
+
+
+@dataclass
+class FixForecast:
+    """What `xlalint fix --apply` would do to the files `check` linted, from the fixer's
+    own fixed point: a fix can bring out findings that `check` could not list yet, and one
+    fix can settle more than one finding, so counting `[*]` marks is not enough."""
+
+    marked: int = 0  # findings listed with a safe fix
+    safe: int = 0  # fixes `fix --apply` applies
+    enabled: Counter[str] = field(default_factory=Counter)  # of them, for findings not listed
+    unsafe: int = 0  # fixes `fix --apply --unsafe-fixes` applies
+    kept: int = 0  # marked findings `fix --apply` leaves (a fix dropped or held back)
 
 
 def enabled_rules(settings: Settings) -> list[type[Rule]]:
@@ -180,7 +204,8 @@ def _unchanged_by_fix(
         return FileError(filename, cached.error.reason)
     if any(allowed(d.fix, unsafe) for d in cached.diagnostics):
         return None
-    return FixOutcome(filename, source, source.text, remaining=cached.diagnostics)
+    found = cached.diagnostics
+    return FixOutcome(filename, source, source.text, remaining=found, found=found)
 
 
 def _internal(error: Exception) -> str:
@@ -318,6 +343,85 @@ def check_paths(
     work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
     results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs(), progress)
     return CheckReport(results=results, missing=found.missing, empty=found.empty)
+
+
+def _forecast_file(path: Path, rules: Sequence[type[Rule]], hot: Sequence[str]) -> FixForecast:
+    """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
+    forecast = FixForecast()
+    for unsafe in (False, True):
+        item = fix_file(path, rules, hot, unsafe)
+        if isinstance(item, FileError):
+            return FixForecast()
+        applied = sum(item.applied.values())
+        if unsafe:
+            forecast.unsafe = applied
+            continue
+        enabled = enabled_fixes(item, unsafe=False)
+        marked = sum(1 for d in item.found if allowed(d.fix, False))
+        unapplied = marked - (applied - sum(enabled.values()))
+        # Findings left beyond those that had no safe fix: marked ones the fixer kept.
+        beyond = len(item.remaining) - (len(item.found) - marked)
+        forecast.marked, forecast.safe, forecast.enabled = marked, applied, enabled
+        forecast.kept = max(0, min(unapplied, beyond))
+    return forecast
+
+
+def _forecast_key(job: Job) -> str | None:
+    path, rules, hot_functions, _, cache = job
+    if cache is None:
+        return None
+    try:
+        raw = Path(path).read_bytes()
+    except OSError:
+        return None
+    return cache.key(path, raw, rules, hot_functions) + "-fixes"
+
+
+def _cached_forecast(job: Job) -> FixForecast | None:
+    key = _forecast_key(job)
+    data = None if key is None or job[4] is None else job[4].load_data(key)
+    if not isinstance(data, dict):
+        return None
+    try:
+        return FixForecast(**{**data, "enabled": Counter(data["enabled"])})
+    except (TypeError, KeyError):
+        return None
+
+
+def _forecast_job(job: Job) -> FixForecast:
+    path, rules, hot_functions, _, cache = job
+    forecast = _forecast_file(Path(path), rules, hot_functions)
+    key = _forecast_key(job)
+    if cache is not None and key is not None:
+        cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})
+    return forecast
+
+
+def forecast_fixes(
+    report: CheckReport,
+    settings: Settings,
+    *,
+    rules: Sequence[type[Rule]] | None = None,
+    jobs: int | None = None,
+    cache: ResultCache | None = None,
+) -> FixForecast:
+    """What `fix --apply` (and with `--unsafe-fixes`) would do to the files of `report`:
+    the fixer runs, writing nothing, on each file with a fixable finding (the others would
+    not change); with `cache`, a file's forecast is kept under its content, like its
+    findings."""
+    rules = enabled_rules(settings) if rules is None else rules
+    fixable = [
+        Path(r.filename) for r in report.results if any(d.fix is not None for d in r.diagnostics)
+    ]
+    work = _jobs(fixable, rules, settings, unsafe=False, cache=cache)
+    total = FixForecast()
+    for forecast in _run_cached(_cached_forecast, _forecast_job, work, jobs or default_jobs()):
+        total.marked += forecast.marked
+        total.safe += forecast.safe
+        total.enabled.update(forecast.enabled)
+        total.unsafe += forecast.unsafe
+        total.kept += forecast.kept
+    return total
 
 
 def _encoded(outcome: FixOutcome) -> bytes:

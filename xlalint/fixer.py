@@ -44,6 +44,8 @@ class FixOutcome:
     text: str
     applied: Counter[str] = field(default_factory=Counter)
     remaining: list[Diagnostic] = field(default_factory=list)
+    # The findings of the text as given: what `check` lists (a fix can bring out others).
+    found: list[Diagnostic] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -166,6 +168,8 @@ def fix_text(
         if result.error is not None:
             outcome.error = result.error.reason
             return outcome
+        if text == source.text:
+            outcome.found = result.diagnostics
         # Positions are the current text's: only the last round's drops are reported.
         outcome.dropped = []
         rejected: list[Diagnostic] = []
