@@ -105,6 +105,24 @@ def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
     return Discovered(files=sorted(unique, key=lambda p: p.as_posix()), missing=missing)
 
 
+def force_excluded(path: Path, settings: Settings) -> bool:
+    """Whether `force-exclude` drops a file named on the command line (or a buffer named by
+    `--stdin-filename`, which need not exist on disk)."""
+    if not settings.force_exclude:
+        return False
+    excludes = _spec([*settings.exclude, *settings.extend_exclude])
+    root = settings.root.resolve()
+
+    def matches(candidate: Path, is_dir: bool, base: Path) -> bool:
+        try:
+            relative = candidate.absolute().relative_to(base).as_posix()
+        except ValueError:
+            relative = candidate.name
+        return excludes.match_file(relative + ("/" if is_dir else ""))
+
+    return _excluded_anywhere(path, matches, root)
+
+
 def _excluded_anywhere(path: Path, matches: Callable[[Path, bool, Path], bool], root: Path) -> bool:
     """Whether the file, or a folder it sits in below the project root, is excluded.
 

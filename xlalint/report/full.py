@@ -9,12 +9,19 @@ from xlalint.api import CheckReport
 from xlalint.diagnostics import Diagnostic
 from xlalint.report.concise import header
 from xlalint.rule import Rule
-from xlalint.sources import SourceError, read_source
+from xlalint.sources import SourceError, decode, read_source
 
 
 def _lines(filename: str) -> list[str]:
     try:
         return read_source(Path(filename)).text.splitlines()
+    except SourceError:
+        return []
+
+
+def _buffer_lines(raw: bytes) -> list[str]:
+    try:
+        return decode(raw).text.splitlines()
     except SourceError:
         return []
 
@@ -50,7 +57,10 @@ def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
     cache: dict[str, list[str]] = {}
     for diagnostic in report.diagnostics:
         if diagnostic.filename not in cache:
-            cache[diagnostic.filename] = _lines(diagnostic.filename)
+            buffer = report.buffers.get(diagnostic.filename)
+            cache[diagnostic.filename] = (
+                _lines(diagnostic.filename) if buffer is None else _buffer_lines(buffer)
+            )
         out.append(header(diagnostic))
         out.extend(_snippet(diagnostic, cache[diagnostic.filename]))
         out.extend(_help(diagnostic))
