@@ -27,6 +27,7 @@ from xlalint.diagnostics import Diagnostic, FileError, FileResult
 from xlalint.discovery import discover
 from xlalint.engine import lint_source
 from xlalint.fixer import FixOutcome, allowed, fix_text
+from xlalint.notebooks import fix_notebook, is_notebook, lint_notebook
 from xlalint.registry import expand, select_rules
 from xlalint.rule import Rule
 from xlalint.sources import Source, SourceError, decode, read_bytes
@@ -112,14 +113,21 @@ def lint_file(
         return FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileResult(filename, error=FileError(filename, _internal(error)))
-    if cache is not None:
+    if cache is not None and _cacheable(filename):
         cache.store(cache.key(filename, raw, rules, hot_functions), result)
     return result
+
+
+def _cacheable(filename: str) -> bool:
+    """Notebook findings carry cell numbers, which cache entries do not hold."""
+    return not is_notebook(filename)
 
 
 def _lint_raw(
     raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str]
 ) -> FileResult:
+    if is_notebook(path):
+        return lint_notebook(raw, str(path), rules, hot_functions)
     return lint_source(decode(raw).text, str(path), rules, hot_functions)
 
 
@@ -154,7 +162,7 @@ def fix_file(
     if isinstance(outcome, FileError):
         return outcome
     source = outcome.original
-    if cache is not None and outcome.error is None and not outcome.changed:
+    if cache is not None and outcome.error is None and not outcome.changed and _cacheable(filename):
         # The findings of an unchanged text are its lint result: worth keeping for `check`.
         result = FileResult(filename, outcome.remaining)
         cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
@@ -174,6 +182,8 @@ def fix_source(
     `error` is set when the text cannot be linted."""
     filename = str(path)
     try:
+        if is_notebook(path):
+            return fix_notebook(raw, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
         source = decode(raw)
     except SourceError as error:
         return FileError(filename, str(error))
@@ -224,7 +234,7 @@ def _fix_job(job: Job) -> FixOutcome | FileError:
 
 def _cached_lint(job: Job) -> FileResult | None:
     path, rules, hot_functions, _, cache = job
-    if cache is None:
+    if cache is None or not _cacheable(path):
         return None
     try:
         raw = Path(path).read_bytes()
@@ -235,7 +245,7 @@ def _cached_lint(job: Job) -> FileResult | None:
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
     path, rules, hot_functions, unsafe, cache = job
-    if cache is None:
+    if cache is None or not _cacheable(path):
         return None
     try:
         source = decode(Path(path).read_bytes())

@@ -1,6 +1,6 @@
 """Which files to lint.
 
-Directories are walked for `.py` and `.pyi` files, skipping `exclude`/`extend-exclude`
+Directories are walked for `.py`, `.pyi` and `.ipynb` files, skipping `exclude`/`extend-exclude`
 patterns (gitignore syntax, relative to the config's folder) and whatever `.gitignore` files
 on the way ignore (and those of the folders above, up to the git repository's root). Files
 named on the command line are always linted, as in ruff. Symbolic links to directories are
@@ -18,7 +18,7 @@ import pathspec
 
 from xlalint.config import Settings
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: `extend-exclude = ["*.ipynb"]` skips them
 
 
 @dataclass(frozen=True)

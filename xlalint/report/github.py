@@ -29,7 +29,7 @@ def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
                 f"endColumn={d.end.column}",
             )
         )
-        message = f"{d.filename}:{d.start.row}:{d.start.column}: {d.code} {d.message}"
+        message = f"{d.filename}:{d.position}: {d.code} {d.message}"
         lines.append(f"::error {properties}::{_escape_data(message)}\n")
     for error in report.errors:
         properties = f"title=xlalint,file={_escape_property(error.filename)}"
