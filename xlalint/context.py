@@ -9,7 +9,7 @@ the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(ex
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
@@ -17,12 +17,15 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices
 from xlalint.analysis.devices import DeviceChoices
+from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site
-from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
+from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.walk import names_under
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -33,7 +36,8 @@ ADD_STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
 class _Frame:
     key: FunctionKey | None
     module_call: bool
-    loop_depth: int = 0
+    node: cst.FunctionDef | None = None
+    loops: list[cst.CSTNode] = field(default_factory=list)  # loops around, outermost first
 
 
 _LOOPS = frozenset({cst.For, cst.While})
@@ -66,19 +70,27 @@ class FileContext:
         self.path = path
         self.imports = ImportTable()
         self.imports.add_top_level(module)
-        self.kinds = TensorKinds(self.imports)
-        self.hot = HotCode(hot_functions)
+        self.kinds = TensorKinds(self.imports, NumberReturns(module))
+        self.epochs = Epochs(self.imports)
+        self.hot = HotCode(hot_functions, self.epochs.per_epoch)
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
         self._classes: list[tuple[str, bool]] = []
         self._guarded: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
+        # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
+        self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
 
     # -- questions rules ask --------------------------------------------------------------
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
         return self.imports.resolve(node)
+
+    @cached_property
+    def names_in_use(self) -> NamesInUse:
+        """Every name the file uses: an import a fix adds must not rebind one of them."""
+        return names_in_use(self.module, names_under(self.module))
 
     @cached_property
     def loops(self) -> LoopAnalysis:
@@ -107,7 +119,29 @@ class FileContext:
 
     @property
     def in_loop(self) -> bool:
-        return self._frames[-1].loop_depth > 0
+        return bool(self._frames[-1].loops)
+
+    @property
+    def enclosing_loops(self) -> tuple[cst.CSTNode, ...]:
+        """Loops whose pass runs the node being visited, in its function, outermost first."""
+        return tuple(self._frames[-1].loops)
+
+    def frequency(self) -> str:
+        """How often the node being visited runs, in words for a message, from the code:
+        "every step" in a batch loop or a per-step function, "on every pass of its loop"
+        in another loop, else "each time `f()` runs"."""
+        loops = self._frames[-1].loops
+        if loops:
+            if any(
+                isinstance(loop, cst.For | cst.While) and self.epochs.is_batch_loop(loop)
+                for loop in loops
+            ):
+                return "every step"
+            return "on every pass of its loop"
+        key = self.function
+        if key is None or self.hot.declared_per_step(key.name) or self._frames[-1].module_call:
+            return "every step"
+        return f"each time `{key.name}()` runs"
 
     @property
     def function(self) -> FunctionKey | None:
@@ -130,7 +164,8 @@ class FileContext:
 
     def site(self) -> Site:
         frame = self._frames[-1]
-        return Site(frame.key, frame.loop_depth > 0, self.in_step_closure, frame.module_call)
+        scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
+        return Site(frame.key, bool(frame.loops), self.in_step_closure, frame.module_call, scopes)
 
     # -- bookkeeping, called by the engine around every node ------------------------------
     # The engine calls these two for every node of the file: they dispatch on the node's
@@ -141,7 +176,10 @@ class FileContext:
         self._stack.append(node)
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
-            self._frames[-1].loop_depth += 1
+            self._frames[-1].loops.append(parent)
+        if self._narrowed and node is self._narrowed[-1][0]:
+            for name, _ in self._narrowed[-1][1]:
+                self.kinds.bind(cst.Name(name), Kind.HOST)
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
@@ -154,6 +192,10 @@ class FileContext:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
                 self._guarded.append(node)
+            if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
+                assert isinstance(node, cst.If)
+                self._narrowed.append((node.body, [(n, self.kinds.lookup(n)) for n in names]))
+
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
             self.kinds.bind_loop_target(node.target, node.iter)
@@ -168,13 +210,16 @@ class FileContext:
         parent = self._stack[-1] if self._stack else None
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
-            self._frames[-1].loop_depth -= 1
+            self._frames[-1].loops.pop()
         if kind in _LEFT:
             self._leave_binding(node, kind)
         if self._guarded and self._guarded[-1] is node:
             self._guarded.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
+        if self._narrowed and self._narrowed[-1][0] is node:
+            for name, previous in self._narrowed.pop()[1]:
+                self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
 
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
         if kind is cst.FunctionDef:
@@ -209,7 +254,7 @@ class FileContext:
         )
         key = FunctionKey(class_name if direct_method else None, node.name.value)
         module_call = direct_method and is_module and node.name.value == "__call__"
-        self._frames.append(_Frame(key=key, module_call=module_call))
+        self._frames.append(_Frame(key=key, module_call=module_call, node=node))
         self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
         self.masks.push_function(node)
 

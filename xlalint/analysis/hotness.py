@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+import libcst as cst
 
 PER_STEP_FUNCTIONS = re.compile(
     r"^(forward|step|\w+_step|scale_model_input|training_step|validation_step|test_step|"
@@ -39,13 +41,21 @@ class Site:
     in_loop: bool
     in_step_closure: bool
     module_call: bool = False  # the function is `__call__` of an nn.Module subclass
+    # The function, then the loops around the site in it (outermost first): what tells
+    # per-epoch code (after the batch loop of an epoch function) from per-step code.
+    scopes: tuple[cst.CSTNode, ...] = ()
 
 
 class HotCode:
     """Collects call edges while the file is walked, then answers `is_hot(site)`."""
 
-    def __init__(self, extra_hot_functions: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        extra_hot_functions: Iterable[str] = (),
+        per_epoch: Callable[[Sequence[cst.CSTNode]], bool] | None = None,
+    ) -> None:
         self._extra = tuple(extra_hot_functions)
+        self._per_epoch = per_epoch
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
         self._hot_names: set[str] | None = None
@@ -59,6 +69,10 @@ class HotCode:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
         self._closure_callbacks.add(name)
         self._hot_names = None
+
+    def declared_per_step(self, name: str) -> bool:
+        """A function that runs per step by its name (`forward`, `*_step`) or config."""
+        return self._declared_hot(name)
 
     def _declared_hot(self, name: str) -> bool:
         if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
@@ -79,6 +93,16 @@ class HotCode:
             or function.name in self._reached_names()
         )
 
+    def _once_per_epoch(self, site: Site) -> bool:
+        """The site is outside the batch loop of an epoch function or loop (a declared
+        per-step function, whose loops are part of one step, has no epoch code)."""
+        if self._per_epoch is None or not site.scopes:
+            return False
+        function = site.function
+        if site.module_call or (function is not None and self._declared_hot(function.name)):
+            return False
+        return self._per_epoch(site.scopes)
+
     def _reached_names(self) -> set[str]:
         """Function names called, directly or transitively, from hot code."""
         if self._hot_names is None:
@@ -91,14 +115,17 @@ class HotCode:
                         continue
                     if callee in self._closure_callbacks or site.in_step_closure:
                         continue
-                    caller_hot = site.in_loop or (
-                        site.function is not None
-                        and (
-                            site.module_call
-                            or self._declared_hot(site.function.name)
-                            or site.function.name in hot
+                    caller_hot = (
+                        site.in_loop
+                        or (
+                            site.function is not None
+                            and (
+                                site.module_call
+                                or self._declared_hot(site.function.name)
+                                or site.function.name in hot
+                            )
                         )
-                    )
+                    ) and not self._once_per_epoch(site)
                     if caller_hot:
                         hot.add(callee)
                         changed = True
@@ -106,6 +133,6 @@ class HotCode:
         return self._hot_names
 
     def is_hot(self, site: Site) -> bool:
-        if site.in_step_closure:
+        if site.in_step_closure or self._once_per_epoch(site):
             return False
         return site.in_loop or self._function_hot(site)

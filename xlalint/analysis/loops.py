@@ -74,7 +74,7 @@ _ACCELERATOR_NAME = re.compile(r"accelerator|fabric", re.I)
 _ACCELERATOR_PREPARE = frozenset(
     {"prepare", "prepare_data_loader", "skip_first_batches", "setup_dataloaders"}
 )
-_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice"})
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"})
 _NON_LOADER_CALLS = frozenset({"range", "zip", "len", "list", "tuple", "sorted", "reversed"})
 _LOADER_NAME = re.compile(r"loader|batches|data|(^|_)dl$", re.I)
 _HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -117,6 +117,18 @@ def _is_model_callee(func: cst.BaseExpression) -> bool:
         func = func.value
     name = _last_name(func)
     return name is not None and bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
+
+
+def is_accelerator_prepare(call: cst.Call) -> bool:
+    """`accelerator.prepare(...)`, `self.accelerator.prepare_data_loader(...)`,
+    `fabric.setup_dataloaders(...)`: the loaders it is handed come back wrapped for the
+    device (a syncing device loader on XLA, batches evened out across processes)."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in _ACCELERATOR_PREPARE
+        and _ACCELERATOR_NAME.search(_last_name(func.value) or "") is not None
+    )
 
 
 def _head_name(node: cst.BaseExpression) -> str | None:
@@ -637,6 +649,7 @@ class LoopAnalysis:
         self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._step_loops: list[StepLoop] | None = None
         self._calls: dict[str, list[_CallSite]] | None = None  # plain-name calls, by name
+        self._prepared: tuple[frozenset[str], frozenset[int]] | None = None
 
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(self, node: Loop, ctx: FileContext) -> None:
@@ -857,6 +870,23 @@ class LoopAnalysis:
         return self._memoized("optimizer_steps", node, (), compute)
 
     # -- loaders ----------------------------------------------------------------------------
+    def handed_to_accelerator(self, loader: cst.Call, bound_to: set[str]) -> bool:
+        """Whether a `DataLoader(...)` call, or a name or `self.attr` it is bound to, is
+        handed to `accelerator.prepare(...)` somewhere in this file."""
+        if self._prepared is None:
+            keys: set[str] = set()
+            calls: set[int] = set()
+            for node in descendants(self.module):
+                if isinstance(node, cst.Call) and is_accelerator_prepare(node):
+                    for arg in node.args:
+                        value = unwrap_iteration(arg.value)
+                        if (key := binding_key(value)) is not None:
+                            keys.add(key)
+                        calls.add(id(value))
+            self._prepared = frozenset(keys), frozenset(calls)
+        keys_seen, calls_seen = self._prepared
+        return id(loader) in calls_seen or bool(bound_to & keys_seen)
+
     def iterated_loader(self, site: LoopSite) -> cst.BaseExpression | None:
         """What a `for` loop iterates, through `enumerate`, `tqdm`, `iter`, `islice`."""
         node = site.node
@@ -876,6 +906,7 @@ class LoopAnalysis:
         expr: cst.BaseExpression,
         depth: int,
     ) -> str:
+        expr = unwrap_iteration(expr)  # `it = iter(loader)` is traced through `loader`
         kind = self._wrapping_of_value(expr)
         if kind != Wrapping.UNKNOWN or depth > 3:
             return kind
@@ -991,11 +1022,7 @@ class LoopAnalysis:
             leaf = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
             if qualified == MP_DEVICE_LOADER or leaf in ("MpDeviceLoader", "per_device_loader"):
                 return Wrapping.SYNCING
-            if (
-                isinstance(func, cst.Attribute)
-                and leaf in _ACCELERATOR_PREPARE
-                and _ACCELERATOR_NAME.search(_last_name(func.value) or "")
-            ):
+            if is_accelerator_prepare(value):
                 return Wrapping.SYNCING
             if qualified in DATALOADERS or (qualified is None and leaf == "DataLoader"):
                 return Wrapping.DATALOADER
@@ -1164,7 +1191,7 @@ def _indent(block: cst.IndentedBlock, module: cst.Module) -> str:
 
 
 def unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`enumerate(tqdm(loader))` -> `loader`."""
+    """`enumerate(tqdm(loader))` -> `loader`; `cycle(loader)` -> `loader`."""
     while isinstance(expr, cst.Call) and expr.args:
         name = (get_full_name_for_node(expr.func) or "").rsplit(".", 1)[-1]
         if name not in _ITERATION_WRAPPERS or expr.args[0].star:

@@ -19,6 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.returns import NumberReturns
 from xlalint.walk import names_under
 
 
@@ -204,10 +205,13 @@ def _join(kinds: Iterable[Kind]) -> Kind:
 class TensorKinds:
     """Kinds of expressions, with one symbol table per function frame."""
 
-    def __init__(self, imports: ImportTable) -> None:
+    def __init__(self, imports: ImportTable, returns: NumberReturns | None = None) -> None:
         self.imports = imports
+        self.returns = returns
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
+        # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
+        self._cpu_devices: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
@@ -225,10 +229,12 @@ class TensorKinds:
             frame[name] = self._param_kind(param, tensor_params)
         self._frames.append(frame)
         self._dicts.append(set())
+        self._cpu_devices.append(set())
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._dicts.pop()
+        self._cpu_devices.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
@@ -290,6 +296,13 @@ class TensorKinds:
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        cpu = self.is_cpu_device(value)
+        for target in targets:
+            if (key := binding_key(target)) is not None:
+                if cpu:
+                    self._cpu_devices[-1].add(key)
+                else:
+                    self._cpu_devices[-1].discard(key)
         passed_through: set[str] = set()
         if kind is Kind.UNKNOWN and isinstance(value, cst.Call):
             passed_through = {
@@ -340,7 +353,15 @@ class TensorKinds:
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
                 if method == "items":
-                    self.bind(target, Kind.UNKNOWN)
+                    if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                        # A dict's keys are names, numbers or tuples: never device tensors.
+                        self.bind(target.elements[0].value, Kind.HOST)
+                        self.bind(target.elements[1].value, Kind.UNKNOWN)
+                    else:
+                        self.bind(target, Kind.UNKNOWN)
+                    return
+                if method == "keys":
+                    self.bind(target, Kind.HOST)
                     return
         if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
             # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
@@ -351,6 +372,57 @@ class TensorKinds:
         kind = self.of(iterable)
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
         self.bind(target, element.get(kind, Kind.UNKNOWN))
+
+    def narrowed_to_tensor(self, test: cst.BaseExpression) -> list[str]:
+        """Names that an `if` test checks to be tensors (`isinstance(v, torch.Tensor)`,
+        `torch.is_tensor(v)`, either side of an `and`) without their being known tensors
+        already: code that converts whatever it is given (`if isinstance(v, Tensor): v =
+        v.item()` in a logging helper). Whether a tensor ever arrives there is a matter of
+        its callers, so the branch is left alone."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self.narrowed_to_tensor(test.left) + self.narrowed_to_tensor(test.right)
+        if not (isinstance(test, cst.Call) and test.args):
+            return []
+        subject = test.args[0].value
+        if not isinstance(subject, cst.Name) or self.lookup(subject.value) is Kind.TENSOR:
+            return []
+        callee = get_full_name_for_node(test.func)
+        qualified = self.imports.resolve(test.func)
+        if qualified == "torch.is_tensor" and len(test.args) == 1:
+            return [subject.value]
+        if callee == "isinstance" and len(test.args) == 2:
+            classes = test.args[1].value
+            options = (
+                [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+            )
+            for option in options:
+                spelled = get_full_name_for_node(option) or ""
+                if (self.imports.resolve(option) or spelled).rsplit(".", 1)[
+                    -1
+                ] in _TENSOR_ANNOTATIONS:
+                    return [subject.value]
+        return []
+
+    def is_cpu_device(self, node: cst.BaseExpression) -> bool:
+        """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
+        if isinstance(node, cst.Call) and node.args:
+            if (self.imports.resolve(node.func) or "") != "torch.device":
+                return False
+            node = node.args[0].value
+        if isinstance(node, cst.SimpleString):
+            return node.evaluated_value == "cpu"
+        key = binding_key(node)
+        return key is not None and (key in self._cpu_devices[-1] or key in self._cpu_devices[0])
+
+    def moves_to_cpu(self, call: cst.Call) -> bool:
+        """`.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`, `.to(cpu_device)`
+        with `cpu_device = torch.device("cpu")`."""
+        if moves_to_cpu(call):
+            return True
+        for arg in call.args:
+            if arg.keyword is None or arg.keyword.value == "device":
+                return self.is_cpu_device(arg.value)  # the device comes first
+        return False
 
     def is_dict(self, node: cst.BaseExpression) -> bool:
         """Whether a value is a dict (built here with `{}`, `dict()`, a dict comprehension
@@ -473,6 +545,9 @@ class TensorKinds:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
+            returns = self.returns
+            if returns is not None and self.lookup(name) is None and returns.function(name):
+                return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
@@ -486,9 +561,11 @@ class TensorKinds:
                     # Tensor's one getter, `get_device`, is a host method: a receiver with
                     # `get_seq_length()` is some other object (a cache typed as a tensor).
                     return Kind.UNKNOWN
-                if method == "to" and moves_to_cpu(node):
+                if method == "to" and self.moves_to_cpu(node):
                     return Kind.HOST
                 return Kind.TENSOR
+            if self.returns is not None and self.returns.method(method):
+                return Kind.HOST  # `meter.average()`, `self.rate(t)`: this module's numbers
             if receiver is Kind.MODULE:
                 if method in _MODULE_CHAINING:
                     return Kind.MODULE
@@ -501,7 +578,7 @@ class TensorKinds:
                 if method == "cuda" or (method == "to" and self._moves_to_device(node)):
                     return Kind.TENSOR  # a host tensor moved to the device
                 return Kind.HOST
-            if method in TO_HOST_METHODS or (method == "to" and moves_to_cpu(node)):
+            if method in TO_HOST_METHODS or (method == "to" and self.moves_to_cpu(node)):
                 # Whatever the receiver was, a copy to the host lives on the host: the
                 # `.numpy()` of `out.cpu().numpy()` reads no device tensor.
                 return Kind.HOST
@@ -511,7 +588,7 @@ class TensorKinds:
 
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`."""
-        if moves_to_cpu(call):
+        if self.moves_to_cpu(call):
             return False
         for arg in call.args:
             if _is_keyword(arg, "device"):

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.tensors import moves_to_cpu
 from xlalint.context import Kind
 from xlalint.rule import Rule
 
@@ -74,9 +73,9 @@ class HostTransferInHotCode(Rule):
             return
         method = func.attr.value
         if method == "to":
-            if not moves_to_cpu(node):
+            if not self.ctx.kinds.moves_to_cpu(node):
                 return
-            spelled = '.to("cpu")'
+            spelled = f".to({self._arguments(node)})"  # as written: `.to(torch.device("cpu"))`
         else:
             spelled = f".{method}()"
         kind = self.ctx.kind(func.value)
@@ -86,3 +85,10 @@ class HostTransferInHotCode(Rule):
         ):
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, self.message.format(call=spelled), end_node=node)
+
+    def _arguments(self, node: cst.Call) -> str:
+        code = self.ctx.module.code_for_node
+        return ", ".join(
+            f"{arg.keyword.value}={code(arg.value)}" if arg.keyword else code(arg.value)
+            for arg in node.args
+        )

@@ -68,7 +68,7 @@ class BlockingWaitInHotCode(Rule):
 
     code = "XLA106"
     name = "blocking-wait-in-hot-code"
-    message = "`{call}` blocks the host until the device is idle, every step"
+    message = "`{call}` blocks the host until the device is idle, {when}"
     hint = "Use torch_xla.sync() in the loop; wait once with xm.wait_device_ops() after it"
     hot_only = True
     # Every name above contains one of these, in the call or in its import.
@@ -81,9 +81,14 @@ class BlockingWaitInHotCode(Rule):
         if qualified in _ALWAYS_BLOCKING:
             if qualified.startswith("torch.cuda.") and self.ctx.under_cuda_guard:
                 return  # never runs on an XLA host
-            self.report(node, self.message.format(call=_ALWAYS_BLOCKING[qualified]))
+            self.report(node, self._message(_ALWAYS_BLOCKING[qualified]))
         elif qualified in _WAITABLE_BARRIERS and _waits(node):
-            self.report(node, self.message.format(call=_WAITABLE_BARRIERS[qualified]))
+            self.report(node, self._message(_WAITABLE_BARRIERS[qualified]))
+
+    def _message(self, call: str) -> str:
+        """Says how often the call runs, from the code around it: "every step" only in a
+        batch loop or a per-step function."""
+        return self.message.format(call=call, when=self.ctx.frequency())
 
 
 def _waits(call: cst.Call) -> bool:

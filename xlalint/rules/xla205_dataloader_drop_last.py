@@ -8,6 +8,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import append_keyword
+from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import children
@@ -133,9 +134,22 @@ class DataLoaderDropLast(Rule):
             or self._draws_at_random(args.get("sampler"))
         ):
             return
+        if self.ctx.loops.handed_to_accelerator(node, self._bound_to(node)):
+            return  # accelerate evens the batches out (`even_batches`)
         self.report(node, fix=self._drop_last_fix(node, drop_last))
 
     # -- helpers ------------------------------------------------------------------------------
+    def _bound_to(self, node: cst.Call) -> set[str]:
+        """The names (`loader`, `self.loader`) an assignment binds the loader call to."""
+        parent = self.ctx.parent
+        if isinstance(parent, cst.Assign) and parent.value is node:
+            targets = [t.target for t in parent.targets]
+        elif isinstance(parent, cst.AnnAssign) and parent.value is node:
+            targets = [parent.target]
+        else:
+            return set()
+        return {key for target in targets if (key := binding_key(target)) is not None}
+
     def _context_words(self, args: dict[str, cst.BaseExpression]) -> Iterator[str]:
         """Words of the names that say what the loader is for."""
         for part in ("dataset", "sampler"):

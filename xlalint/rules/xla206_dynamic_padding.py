@@ -10,6 +10,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.hotness import Site
 from xlalint.rule import Rule
+from xlalint.walk import children, descendants, names_under
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -57,7 +58,12 @@ class DynamicPadding(Rule):
     and `torch.nn.utils.rnn.pad_sequence(...)`. The transformers collators that pad this
     way by default (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
     `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
-    `pad_to_multiple_of=` (a few buckets of lengths) are not.
+    a literal `pad_to_multiple_of=` (a few buckets of lengths) are not; a variable there
+    (`pad_to_multiple_of=self.pad_to_multiple_of`, None by default) is no bucketing.
+    A collate function that pads to its batch's longest example by hand (`max_len =
+    max(len(x) for x in batch)`, then `torch.full((n, max_len), pad)` or `max_len -
+    len(x)`) is flagged at the `max(...)`; not where the longest length is only checked
+    (`assert longest <= max_length`).
 
     ## Why is this bad?
     Each batch comes out as long as its longest example, so the sequence length changes
@@ -106,7 +112,7 @@ class DynamicPadding(Rule):
         "and the step compiles again"
     )
     hint = 'Pad to a fixed length (padding="max_length", max_length=N) or to a few buckets'
-    triggers = ("pad", "DataCollator")
+    triggers = ("pad", "DataCollator", "collat")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -117,6 +123,9 @@ class DynamicPadding(Rule):
         # fixed length, and a "longest" call next to it checks for truncation (diffusers'
         # `untruncated_ids = tokenizer(prompt, padding="longest").input_ids`).
         self._fixed_length: set[cst.FunctionDef | None] = set()
+        # `max_len = max(len(x) for x in batch)` used to pad, judged at the end (whether
+        # the function collates is known once the file is read).
+        self._longest: list[tuple[cst.Call, Site]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.ctx.loops.register_function(node)
@@ -132,6 +141,9 @@ class DynamicPadding(Rule):
         self.ctx.loops.register_loop(node, self.ctx)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "max":
+            self._longest_length(node)
+            return
         collate_fn = keyword_argument(node, "collate_fn")
         if collate_fn is not None and isinstance(collate_fn.value, cst.Name):
             self._collate_fns.add(collate_fn.value.value)
@@ -168,6 +180,10 @@ class DynamicPadding(Rule):
             self._candidate(node, f"`{callee}(..., padding=...)`", checks_truncation=True)
 
     def leave_Module(self, node: cst.Module) -> None:
+        for call, site in self._longest:
+            if self._in_collate_function(site):
+                assert site.function is not None
+                self.report(call, self.message.format(what=f"`{site.function.name}`"), site=site)
         for candidate in self._candidates:
             site = candidate.site
             if candidate.may_check_truncation and candidate.function in self._fixed_length:
@@ -181,6 +197,22 @@ class DynamicPadding(Rule):
                 self.report(candidate.node, candidate.message, site=site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _longest_length(self, node: cst.Call) -> None:
+        """`max_len = max(lengths)`, `max(s.size(-1) for s in samples)`: the longest
+        example of the batch, where the result sizes or pads something later in the same
+        function (not where it is only checked, `assert longest <= max_length`)."""
+        if self.ctx.imports.resolve(node.func) is not None or not node.args:
+            return
+        if not _measures_lengths(node):
+            return
+        function = self._functions[-1]
+        parent = self.ctx.parent
+        if function is None or not (isinstance(parent, cst.Assign) and parent.value is node):
+            return
+        targets = {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
+        if targets and _sizes_something(function, parent, targets):
+            self._longest.append((node, self.ctx.site()))
+
     def _candidate(self, node: cst.Call, what: str, checks_truncation: bool = False) -> None:
         """A padding call: judged once the file's loops and call graph are known."""
         collating = False
@@ -237,13 +269,58 @@ class DynamicPadding(Rule):
         )
 
 
+_LENGTHS_NAME = re.compile(r"(^|_)(lengths|lens|sizes|seq_lens)$", re.IGNORECASE)
+
+
+def _measures_lengths(call: cst.Call) -> bool:
+    """`max(len(x) ...)`, `max(x.size(0) ...)`, `max(x.shape[1] ...)`, `max(lengths)`."""
+    return any(_measures_a_length(sub) for sub in descendants(call))
+
+
+def _measures_a_length(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.Call):
+        func = node.func
+        return (isinstance(func, cst.Name) and func.value == "len") or (
+            isinstance(func, cst.Attribute) and func.attr.value == "size"
+        )
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "shape"
+    return isinstance(node, cst.Name) and _LENGTHS_NAME.search(node.value) is not None
+
+
+def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[str]) -> bool:
+    """A name is read, after `assign`, in a call or arithmetic (`torch.full((n, max_len),
+    ...)`, `max_len - len(x)`), outside `assert`s and `if` tests."""
+    seen = False
+    stack: list[cst.CSTNode] = [function.body]
+    order: list[cst.CSTNode] = []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assert | cst.FunctionDef | cst.ClassDef):
+            continue
+        order.append(node)
+        if isinstance(node, cst.If | cst.While):
+            stack.extend(reversed([c for c in children(node) if c is not node.test]))
+        else:
+            stack.extend(reversed(children(node)))
+    for node in order:
+        if node is assign:
+            seen = True
+            continue
+        if seen and isinstance(node, cst.Call | cst.BinaryOperation | cst.Tuple):
+            parts = node.args if isinstance(node, cst.Call) else [node]
+            if any(names_under(part) & names for part in parts):
+                return True
+    return False
+
+
 def _pads_to_longest(call: cst.Call, default: bool) -> bool:
     """`padding=True`/`"longest"`/`PaddingStrategy.LONGEST` (or no `padding=`, where that is
     the default), and no `pad_to_multiple_of=` bucketing."""
     bucket = keyword_argument(call, "pad_to_multiple_of")
-    if bucket is not None and not (
-        isinstance(bucket.value, cst.Name) and bucket.value.value == "None"
-    ):
+    if bucket is not None and isinstance(bucket.value, cst.Integer):
+        # Buckets of a literal size. A variable (`self.pad_to_multiple_of`) is most often
+        # its default, None: the batch is padded to its longest example.
         return False
     padding = keyword_argument(call, "padding")
     if padding is None:

@@ -1,0 +1,174 @@
+"""Shared reasoning the rules rely on: what runs per step, what is a tensor, which loaders
+sync. Fixtures pin flagged lines; these tests pin the analyses and the words of messages."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import libcst as cst
+
+from xlalint.analysis.returns import NumberReturns
+from xlalint.diagnostics import Diagnostic
+from xlalint.engine import lint_source
+from xlalint.registry import all_rules
+
+
+def lint(source: str, *codes: str) -> list[Diagnostic]:
+    rules = [all_rules()[code] for code in codes]
+    result = lint_source(dedent(source), "t.py", rules)
+    assert result.error is None
+    return result.diagnostics
+
+
+def test_number_returns_by_every_return_of_every_definition() -> None:
+    module = cst.parse_module(
+        dedent(
+            """\
+            def accuracy(logits, y):
+                return float((logits.argmax(-1) == y).float().mean())
+
+            def mean_loss(total, n):
+                value = total.item()
+                return value / n
+
+            def both(a, b):
+                return a.item(), len(b)
+
+            def maybe(x, flag):
+                if flag:
+                    return x.item()
+                return x
+
+            def rows(loader):
+                for batch in loader:
+                    yield batch.sum().item()
+
+            class Meter:
+                def average(self):
+                    return round(self.total / self.count, 3)
+
+                def value(self):
+                    return self.total
+
+            def average(x):
+                return x.mean()
+            """
+        )
+    )
+    returns = NumberReturns(module)
+    assert returns.function("accuracy")
+    assert returns.function("mean_loss")
+    assert returns.function("both")
+    assert not returns.function("maybe")  # one return hands back the tensor
+    assert not returns.function("rows")  # a generator
+    assert returns.method("average")
+    assert not returns.method("value")
+    assert not returns.function("average")  # the module-level one returns a tensor
+    assert not returns.function("undefined")
+
+
+def test_blocking_wait_message_says_how_often_the_call_runs() -> None:
+    source = """\
+        import torch_xla.core.xla_model as xm
+
+        def run_stage(model, stage):
+            model(stage)
+            xm.wait_device_ops()
+
+        def train(model, loader, optimizer, stages):
+            for stage in stages:
+                run_stage(model, stage)
+            for x in loader:
+                optimizer.step()
+                xm.wait_device_ops()
+            for stage in stages:
+                model(stage)
+                xm.wait_device_ops()
+
+        class Net:
+            def training_step(self, batch):
+                xm.wait_device_ops()
+        """
+    messages = {d.start.row: d.message for d in lint(source, "XLA106")}
+    assert messages == {
+        5: "`xm.wait_device_ops()` blocks the host until the device is idle, "
+        "each time `run_stage()` runs",
+        12: "`xm.wait_device_ops()` blocks the host until the device is idle, every step",
+        15: "`xm.wait_device_ops()` blocks the host until the device is idle, "
+        "on every pass of its loop",
+        19: "`xm.wait_device_ops()` blocks the host until the device is idle, every step",
+    }
+
+
+def test_epoch_function_reads_after_its_batch_loop_are_per_epoch() -> None:
+    source = """\
+        import torch
+        import torch_xla.core.xla_model as xm
+
+        def train_epoch(model, loader, optimizer):
+            total = torch.zeros(())
+            for x, y in loader:
+                loss = model(x, y)
+                loss.backward()
+                optimizer.step()
+                total += loss.detach()
+                print(loss.item())
+            xm.wait_device_ops()
+            print(total.item())
+            log_epoch(total)
+
+        def log_epoch(total):
+            print(total.item())
+
+        def main(model, loader, optimizer, epochs):
+            for epoch in range(epochs):
+                train_epoch(model, loader, optimizer)
+        """
+    found = sorted((d.start.row, d.code) for d in lint(source, "XLA101", "XLA104", "XLA106"))
+    # Only the batch loop's body runs per step; a helper called after it runs per epoch.
+    assert found == [(11, "XLA101")]
+
+
+def test_dict_keys_and_converting_helpers_are_not_tensors() -> None:
+    source = """\
+        import torch
+
+        def log_scalars(writer, scalars, step):
+            for name, value in scalars.items():
+                if isinstance(value, (torch.Tensor, float)):
+                    value = value.item()
+                writer.add_scalar(name, value, step)
+            return value.item()
+
+        def train(model, loader, writer, schedule):
+            for step, x in enumerate(loader):
+                out = model(x)
+                for boundary, lr in schedule.items():
+                    limit = boundary.tolist()
+                log_scalars(writer, {"out": 1.0}, step)
+                if isinstance(out, torch.Tensor):
+                    print(out.item())
+        """
+    found = sorted((d.start.row, d.code) for d in lint(source, "XLA101", "XLA102"))
+    # The branch restores the value's kind after it; a known tensor is still one inside.
+    assert found == [(8, "XLA101"), (17, "XLA101")]
+
+
+def test_host_transfer_message_quotes_the_call_as_written() -> None:
+    source = """\
+        import torch
+
+        def evaluate(model, loader):
+            cpu_device = torch.device("cpu")
+            for x in loader:
+                out = model(x)
+                a = out.to(torch.device("cpu"))
+                b = out.to(device="cpu", non_blocking=True)
+                c = out.to(cpu_device)
+        """
+    calls = [d.message.split("`")[1] for d in lint(source, "XLA102")]
+    assert calls == [
+        '.to(torch.device("cpu"))',
+        '.to(device="cpu", non_blocking=True)',
+        ".to(cpu_device)",
+    ]

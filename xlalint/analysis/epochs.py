@@ -1,0 +1,114 @@
+"""Which code runs once per epoch, not once per step.
+
+A function that runs its own loop over batches (`train_one_epoch(model, loader, opt)`) is
+an epoch function: only the body of that loop runs per step, while the code before and
+after it runs once per call. The same holds for an epoch loop around a batch loop: its body
+outside the batch loop runs once per epoch. Accumulating on the device inside the batch
+loop and reading the total once after it is what the torch_xla docs recommend, so a read
+there must not be reported as a per-step cost. Any other loop in an epoch function (a
+sampling loop after training, a sweep over stages) still runs its body on every pass.
+
+A loop is a batch loop when it iterates a data loader (`for x, y in loader`, through
+`enumerate`/`tqdm`/`iter`), pulls batches with `next()` from one, or runs a whole training
+step (an optimizer step) on every pass. A loop over layers, chunks or micro-batches that
+only calls a model or `backward()` is not: it is part of a step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import libcst as cst
+
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.loops import BodyFacts, _BodyScanner, _target_names, unwrap_iteration
+from xlalint.walk import children
+
+# What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
+# `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
+_LOADER_NAME = re.compile(r"loader|(^|_)dl$|(^|_)ds$|(^|_)data(set)?$|^dataset", re.I)
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _loader_named(expr: cst.BaseExpression) -> bool:
+    """`loader`, `self.train_loader`, `loaders["train"]`, `trainer.get_train_dataloader()`."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            expr = expr.func
+        else:
+            break
+    if isinstance(expr, cst.Name):
+        name = expr.value
+    elif isinstance(expr, cst.Attribute):
+        name = expr.attr.value
+    else:
+        return False
+    return _LOADER_NAME.search(name) is not None
+
+
+class Epochs:
+    """Answers, after the walk, whether a place in a function runs per epoch."""
+
+    def __init__(self, imports: ImportTable) -> None:
+        self.imports = imports
+        self._batch: dict[int, bool] = {}
+        self._holds: dict[int, bool] = {}
+
+    def _facts(self, loop: cst.For | cst.While) -> BodyFacts:
+        items = _target_names(loop.target) if isinstance(loop, cst.For) else set()
+        # By names only: whether a call of this module's functions trains is not needed
+        # to tell an epoch from a step, and the answer must not depend on the rule set.
+        scanner = _BodyScanner(self.imports, lambda _call: None, items)
+        if isinstance(loop, cst.While):
+            scanner.expression(loop.test)
+        scanner.suite(loop.body)
+        return scanner.facts
+
+    def is_batch_loop(self, loop: cst.For | cst.While) -> bool:
+        """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or
+        steps an optimizer itself."""
+        cached = self._batch.get(id(loop))
+        if cached is None:
+            if isinstance(loop, cst.For) and _loader_named(unwrap_iteration(loop.iter)):
+                cached = True
+            else:
+                facts = self._facts(loop)
+                cached = facts.steps_optimizer or any(
+                    _loader_named(unwrap_iteration(arg)) for arg in facts.next_of
+                )
+            self._batch[id(loop)] = cached
+        return cached
+
+    def holds_batch_loop(self, scope: cst.CSTNode) -> bool:
+        """A batch loop runs somewhere in `scope`'s body (not in a nested definition)."""
+        cached = self._holds.get(id(scope))
+        if cached is None:
+            cached = False
+            body = scope.body if isinstance(scope, cst.FunctionDef | cst.For | cst.While) else scope
+            stack: list[cst.CSTNode] = [body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, _SCOPES):
+                    continue
+                if isinstance(node, cst.For | cst.While) and self.is_batch_loop(node):
+                    cached = True
+                    break
+                if isinstance(node, cst.BaseExpression):
+                    continue  # loops are statements; comprehensions are not batch loops
+                stack.extend(children(node))
+            self._holds[id(scope)] = cached
+        return cached
+
+    def per_epoch(self, scopes: Sequence[cst.CSTNode]) -> bool:
+        """Whether code inside `scopes` (its function, then the loops around it in that
+        function, outermost first) runs once per epoch: the function or the loops around
+        it run a batch loop, and every loop around it is an epoch loop (it holds a batch
+        loop without being one). Code in any other loop (a sampling loop after training,
+        a sweep over stages) keeps running on every pass of that loop."""
+        loops = [s for s in scopes if isinstance(s, cst.For | cst.While)]
+        if any(self.is_batch_loop(loop) or not self.holds_batch_loop(loop) for loop in loops):
+            return False
+        return any(self.holds_batch_loop(scope) for scope in scopes)

@@ -1,0 +1,160 @@
+"""Functions of a module that return Python numbers.
+
+A helper such as `def accuracy(logits, y): return float((logits.argmax(-1) == y).mean())`
+reads its tensor on the host itself (that read is its own finding); what it hands back is a
+number. Without knowing that, `acc = accuracy(logits, y)` stays unknown, and `loss =
+reduce(loss)` (a helper returning `loss.item()`) would keep `loss` a tensor, so that every
+later print or comparison of the number is reported as a device read.
+
+The answer is syntactic and per module: every `return` of every definition of the name
+returns a number (a numeric literal, `float(...)`/`int(...)`/`round(...)`/`len(...)`,
+`.item()`/`.tolist()`, arithmetic on those, a tuple of those, or a local name only ever
+assigned such values).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.walk import children
+
+_NUMBER_BUILTINS = frozenset({"float", "int", "round", "len", "bool", "abs"})
+_NUMBER_METHODS = frozenset({"item", "tolist", "numel", "dim", "nelement", "element_size"})
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _walk_body(function: cst.FunctionDef) -> list[cst.CSTNode]:
+    """Statements and expressions of a function, not of definitions nested in it."""
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        found.append(node)
+        stack.extend(children(node))
+    return found
+
+
+def _returns_numbers(function: cst.FunctionDef) -> bool:
+    nodes = _walk_body(function)
+    if any(isinstance(n, cst.Yield | cst.Await) for n in nodes):
+        return False
+    returns = [n.value for n in nodes if isinstance(n, cst.Return) and n.value is not None]
+    if not returns:
+        return False
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    for node in nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    assigned.setdefault(target.target.value, []).append(node.value)
+                else:
+                    for name in _bound_names(target.target):
+                        assigned.setdefault(name, []).append(cst.Name("__unknown__"))
+        elif isinstance(node, cst.AugAssign | cst.AnnAssign) and isinstance(node.target, cst.Name):
+            value = node.value if node.value is not None else cst.Name("__unknown__")
+            assigned.setdefault(node.target.value, []).append(value)
+        elif isinstance(node, cst.For | cst.CompFor | cst.WithItem | cst.NamedExpr):
+            target = node.asname.name if isinstance(node, cst.WithItem) and node.asname else None
+            target = (
+                node.target if isinstance(node, cst.For | cst.CompFor | cst.NamedExpr) else target
+            )
+            for name in _bound_names(target) if target is not None else ():
+                assigned.setdefault(name, []).append(cst.Name("__unknown__"))
+    numbers: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in assigned.items():
+            if name not in numbers and all(_is_number(v, numbers) for v in values):
+                numbers.add(name)
+                changed = True
+    return all(_is_number(value, numbers) for value in returns)
+
+
+def _bound_names(target: cst.CSTNode) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, cst.Tuple | cst.List):
+        names: set[str] = set()
+        for element in target.elements:
+            names |= _bound_names(element.value)
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
+
+
+def _is_number(node: cst.BaseExpression, numbers: set[str]) -> bool:
+    if isinstance(node, cst.Integer | cst.Float):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in numbers
+    if isinstance(node, cst.UnaryOperation):
+        return _is_number(node.expression, numbers)
+    if isinstance(node, cst.BinaryOperation):
+        # `loss.item() / world_size`: a number scaled by a plain name or attribute (a
+        # count, a size) is a number; `x.item() * weights` where `weights` is a tensor
+        # would not be, which a helper that has just read a number rarely does.
+        left, right = node.left, node.right
+        return (_is_number(left, numbers) and _is_number_or_name(right, numbers)) or (
+            _is_number(right, numbers) and _is_number_or_name(left, numbers)
+        )
+    if isinstance(node, cst.Tuple) and node.elements:
+        return all(_is_number(e.value, numbers) for e in node.elements)
+    if isinstance(node, cst.IfExp):
+        return _is_number(node.body, numbers) and _is_number(node.orelse, numbers)
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Name):
+            return func.value in _NUMBER_BUILTINS
+        if isinstance(func, cst.Attribute):
+            return func.attr.value in _NUMBER_METHODS
+    return False
+
+
+def _is_number_or_name(node: cst.BaseExpression, numbers: set[str]) -> bool:
+    return isinstance(node, cst.Name | cst.Attribute) or _is_number(node, numbers)
+
+
+class NumberReturns:
+    """Which functions and methods of a module return Python numbers, by name."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._functions: dict[str, bool] | None = None
+        self._methods: dict[str, bool] | None = None
+
+    def _scan(self) -> None:
+        functions: dict[str, bool] = {}
+        methods: dict[str, bool] = {}
+        stack: list[tuple[cst.CSTNode, bool]] = [(self.module, False)]
+        while stack:
+            node, in_class = stack.pop()
+            if isinstance(node, cst.FunctionDef):
+                table = methods if in_class else functions
+                name = node.name.value
+                table[name] = table.get(name, True) and _returns_numbers(node)
+                stack.extend((child, False) for child in children(node.body))
+            elif isinstance(node, cst.ClassDef):
+                stack.extend((child, True) for child in children(node.body))
+            elif isinstance(node, cst.IndentedBlock) and in_class:
+                stack.extend((child, True) for child in children(node))
+            elif not isinstance(node, cst.BaseExpression):
+                stack.extend((child, False) for child in children(node))
+        self._functions, self._methods = functions, methods
+
+    def function(self, name: str) -> bool:
+        """Every function of this name (not a method) returns a Python number."""
+        if self._functions is None:
+            self._scan()
+        assert self._functions is not None
+        return self._functions.get(name, False)
+
+    def method(self, name: str) -> bool:
+        """Every method of this name in this module's classes returns a Python number."""
+        if self._methods is None:
+            self._scan()
+        assert self._methods is not None
+        return self._methods.get(name, False)
