@@ -193,9 +193,9 @@ def test_syntax_error_is_placed_in_its_cell(project: Path) -> None:
     write(project, {"nb.ipynb": notebook("import torch\n", "x = 1\ndef f(:\n")})
     run = run_cli("check", "nb.ipynb")
     assert run.exit_code == 1
-    assert run.error_lines == [
-        "error: nb.ipynb: syntax error at cell 3:2:1: expected one of ), *, **, NAME"
-    ]
+    assert run.error_lines == ["error: nb.ipynb: syntax error at cell 3:2:7: invalid syntax"]
+    entry = run_cli("check", "--output-format", "json", "nb.ipynb").json()[0]
+    assert entry["location"] == {"row": 2, "column": 7}  # in the cell, as the message says
 
 
 def test_unreadable_notebooks_are_file_errors(project: Path) -> None:

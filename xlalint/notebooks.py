@@ -115,7 +115,8 @@ class VirtualModule:
     def result(self, result: FileResult) -> FileResult:
         error = result.error
         if error is not None:
-            error = FileError(error.filename, self.reason(error.reason))
+            location = error.location and self._location(error.location)
+            error = FileError(error.filename, self.reason(error.reason), location)
         return FileResult(result.filename, [self.diagnostic(d) for d in result.diagnostics], error)
 
     def split(self, text: str) -> list[str]:
