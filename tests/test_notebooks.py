@@ -242,3 +242,12 @@ def test_lint_notebook_api_without_code_cells() -> None:
     raw = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     result = lint_notebook(raw.encode(), "empty.ipynb", select_rules(["ALL"], (), ()))
     assert (result.diagnostics, result.error) == ([], None)
+
+
+def test_github_annotations_of_notebooks_name_the_cell_not_a_json_line(colab: Path) -> None:
+    run = run_cli("check", "--output-format", "github", "--select", "XLA604", TRAIN)
+    assert run.stdout == (
+        f"::notice title=xlalint (XLA604),file={TRAIN}::{TRAIN}:cell 6:10:9: XLA604 "
+        "`xm.mark_step()` is deprecated: torch_xla 2.9 warns on every call; use "
+        "`torch_xla.sync()`\n"
+    )

@@ -233,7 +233,7 @@ def test_machine_formats_have_no_summary(project: Path, output_format: str) -> N
     assert "Found " not in out and "fixable with" not in out and "could not" not in out
     assert render(project, output_format, "--quiet") == out
     if output_format == "github":
-        assert all(line.startswith("::error ") for line in out.splitlines())
+        assert all(line.startswith(("::error ", "::warning ")) for line in out.splitlines())
     else:
         json.loads(out)  # the whole output is one JSON document
 
@@ -313,7 +313,7 @@ def test_json_edit_applies_to_the_source(project: Path) -> None:
 
 # -- github ----------------------------------------------------------------------------------
 
-GITHUB_LINE = re.compile(r"^::error (?P<properties>[^:]*)::(?P<message>.*)$")
+GITHUB_LINE = re.compile(r"^::(?:error|warning|notice) (?P<properties>[^:]*)::(?P<message>.*)$")
 
 
 def test_github_annotations(project: Path) -> None:
@@ -330,6 +330,7 @@ def test_github_annotations(project: Path) -> None:
         "endColumn": "31",
     }
     assert parsed[0]["message"] == f"pkg/odd name,1%25.py:4:13: XLA101 {ITEM_MESSAGE}"
+    assert lines[0].startswith("::warning ")  # XLA101's severity: the code runs, slowly
     assert properties[1]["file"] == "pkg/train.py"
     assert (properties[1]["line"], properties[1]["col"]) == ("10", "18")
     # Files that could not be linted are annotated too.
