@@ -251,3 +251,23 @@ def test_github_annotations_of_notebooks_name_the_cell_not_a_json_line(colab: Pa
         "`xm.mark_step()` is deprecated: torch_xla 2.9 warns on every call; use "
         "`torch_xla.sync()`\n"
     )
+
+
+def test_fix_without_apply_diffs_cell_by_cell(colab: Path) -> None:
+    before = (colab / TRAIN).read_bytes()
+    run = run_cli("fix", "--select", "XLA604", TRAIN)
+    assert run.exit_code == 1  # it would change
+    assert (colab / TRAIN).read_bytes() == before
+    assert (
+        run.stdout
+        == (
+            f"--- a/{TRAIN}:cell 3\n+++ b/{TRAIN}:cell 3\n"
+            "@@ -1,6 +1,7 @@\n"
+            " import torch\n import torch.nn as nn\n import torch_xla.core.xla_model as xm\n"
+            "+import torch_xla\n \n device = xm.xla_device()\n print(device)\n"
+            f"--- a/{TRAIN}:cell 6\n+++ b/{TRAIN}:cell 6\n"
+        )
+        + run.stdout.split(f"+++ b/{TRAIN}:cell 6\n", 1)[1]
+    )
+    assert "-        xm.mark_step()\n+        torch_xla.sync()\n" in run.stdout
+    assert '"source"' not in run.stdout  # code, not JSON

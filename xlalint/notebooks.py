@@ -284,6 +284,18 @@ def _mask(text: str, masked: list[str]) -> str:
     return "".join(out)
 
 
+def changed_cells(before: str, after: str) -> list[tuple[int, str, str]]:
+    """(cell number, old source, new source) of each cell whose source differs between two
+    versions of a notebook's JSON text, for diffs shown cell by cell."""
+    old_cells = json.loads(before).get("cells", [])
+    new_cells = json.loads(after).get("cells", [])
+    return [
+        (number, _source_text(old.get("source", "")), _source_text(new.get("source", "")))
+        for number, (old, new) in enumerate(zip(old_cells, new_cells, strict=False), start=1)
+        if old.get("source") != new.get("source")
+    ]
+
+
 def cell_lines(raw: bytes, cell: int) -> list[str]:
     """The lines of cell `cell` (1-based over all cells), for quoting a finding."""
     try:
