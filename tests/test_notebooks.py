@@ -11,6 +11,8 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 from conftest import ROOT, run_cli, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xlalint.cli import main
 from xlalint.notebooks import Notebook, lint_notebook
@@ -271,3 +273,55 @@ def test_fix_without_apply_diffs_cell_by_cell(colab: Path) -> None:
     )
     assert "-        xm.mark_step()\n+        torch_xla.sync()\n" in run.stdout
     assert '"source"' not in run.stdout  # code, not JSON
+
+
+_PYTHON = {
+    "import torch",
+    "x = 1",
+    "for b in data:",
+    "    step(b)",
+    "# xlalint-masked-0-1",
+    "# %% xlalint: next cell",
+    "",
+}
+_LINES = st.sampled_from(
+    [
+        "import torch",
+        "x = 1",
+        "for b in data:",
+        "    step(b)",
+        "    !echo hi",
+        "    %time f()",
+        "%matplotlib inline",
+        "!pip install a \\",
+        "  b",
+        "files = !ls",
+        "torch.nn?",
+        "%%time",
+        "%%bash",
+        "# xlalint-masked-0-1",
+        "# %% xlalint: next cell",
+        "",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_LINES, max_size=6).map("\n".join), min_size=1, max_size=4))
+def test_masking_keeps_every_row_and_round_trips(sources: list[str]) -> None:
+    """Whatever the cells hold, the virtual module has each cell's rows where the map says,
+    and splitting it back (as a fix with no edits would) gives the sources unchanged."""
+    nb = Notebook(notebook(*sources).encode())
+    module = nb.virtual()
+    lines = module.text.splitlines()
+    for span, (number, source) in zip(module.spans, nb.code_cells(), strict=True):
+        originals = source.splitlines()
+        assert span.rows == max(1, len(originals))
+        whole_cell_masked = source.startswith("%%bash")
+        for row_in_cell, original in enumerate(originals, start=1):
+            virtual = lines[span.first_row + row_in_cell - 2]
+            assert module.locate(span.first_row + row_in_cell - 1) == (number, row_in_cell)
+            continued = row_in_cell > 1 and originals[row_in_cell - 2].endswith("\\")
+            if original in _PYTHON and not (whole_cell_masked or continued):
+                assert virtual == original  # Python lines are untouched
+    assert module.split(module.text) == [source for _, source in nb.code_cells()]

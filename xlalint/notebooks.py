@@ -21,6 +21,7 @@ validated against the nbformat 4 schema before it is written.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -35,8 +36,9 @@ from xlalint.rule import Rule
 from xlalint.sources import Source, SourceError
 
 NOTEBOOK_SUFFIX = ".ipynb"
-BOUNDARY = "# %% xlalint: next cell"
-_MARK = "xlalint-masked-line-"
+# Markers carry a digest of the notebook, so no line of its own can look like one.
+BOUNDARY = "# %% xlalint: next cell {tag}"
+_MARK = "xlalint-masked-{tag}-"
 # Cell magics whose body is Python run in the notebook's own namespace.
 PYTHON_CELL_MAGICS = frozenset(
     {"time", "timeit", "capture", "prun", "debug", "python", "python3", "ipython"}
@@ -49,7 +51,6 @@ _MAGIC = re.compile(
     )""",
     re.VERBOSE,
 )
-_MASKED = re.compile(rf"#{_MARK}(\d+)$")
 _SYNTAX_AT = re.compile(r"syntax error at (\d+):(\d+)")
 _INNER_POSITION = re.compile(r"(?:parser error: )?error at \d+:\d+: ")
 
@@ -73,6 +74,11 @@ class VirtualModule:
     text: str
     spans: list[_Span]
     masked: list[str]  # original lines, by mask number
+    tag: str  # the notebook's digest, in the boundary and mask markers
+
+    @property
+    def boundary(self) -> str:
+        return BOUNDARY.format(tag=self.tag)
 
     def locate(self, row: int) -> tuple[int, int]:
         """(cell, row in cell) of a virtual row; a boundary row counts as its cell's next."""
@@ -125,7 +131,7 @@ class VirtualModule:
         lines = text.splitlines(keepends=True)
         cells: list[list[str]] = [[]]
         for line in lines:
-            if line.rstrip("\r\n") == BOUNDARY:
+            if line.rstrip("\r\n") == self.boundary:
                 cells.append([])
             else:
                 cells[-1].append(line)
@@ -145,18 +151,18 @@ class VirtualModule:
         row = first = 1
         index = 0
         for row, line in enumerate(text.splitlines(), start=1):
-            if line == BOUNDARY and index + 1 < len(self.spans):
+            if line == self.boundary and index + 1 < len(self.spans):
                 old = self.spans[index]
                 spans.append(_Span(old.cell, first, row - first, old.added_newline))
                 first, index = row + 1, index + 1
         old = self.spans[index]
         spans.append(_Span(old.cell, first, max(0, row - first + 1), old.added_newline))
         spans.extend(self.spans[index + 1 :])
-        return VirtualModule(text, spans, self.masked)
+        return VirtualModule(text, spans, self.masked, self.tag)
 
     def _unmask(self, line: str) -> str:
         body = line.rstrip("\r\n")
-        match = _MASKED.search(body)
+        match = re.search(rf"#{_MARK.format(tag=self.tag)}(\d+)$", body)
         if match is None:
             return line
         return self.masked[int(match.group(1))] + line[len(body) :]
@@ -205,18 +211,20 @@ class Notebook:
         parts: list[str] = []
         spans: list[_Span] = []
         masked: list[str] = []
+        tag = hashlib.blake2b(self.raw, digest_size=6).hexdigest()
+        boundary = BOUNDARY.format(tag=tag)
         row = 1
         for index, (number, source) in enumerate(self.code_cells()):
             if index:
-                parts.append(BOUNDARY + "\n")
+                parts.append(boundary + "\n")
                 row += 1
             added = not source.endswith("\n")
-            text = _mask(source + "\n" if added else source, masked)
+            text = _mask(source + "\n" if added else source, masked, _MARK.format(tag=tag))
             count = text.count("\n")
             spans.append(_Span(number, row, count, added))
             parts.append(text)
             row += count
-        return VirtualModule("".join(parts), spans, masked)
+        return VirtualModule("".join(parts), spans, masked, tag)
 
     def with_sources(self, sources: Sequence[str]) -> bytes:
         """The notebook with its code cells' sources replaced, in its own JSON style."""
@@ -252,7 +260,7 @@ def _source_text(source: object) -> str:
     return str(source)
 
 
-def _mask(text: str, masked: list[str]) -> str:
+def _mask(text: str, masked: list[str], mark: str) -> str:
     """`text` with IPython-only lines replaced, line for line, by Python that does nothing;
     the originals are appended to `masked` (the replacement names its index)."""
     lines = text.splitlines(keepends=True)
@@ -267,13 +275,13 @@ def _mask(text: str, masked: list[str]) -> str:
         body = line.rstrip("\r\n")
         ending = line[len(body) :]
         if whole_cell or continued or (index == 0 and first.startswith("%%")):
-            replacement = f"#{_MARK}{len(masked)}"
+            replacement = f"#{mark}{len(masked)}"
         elif _MAGIC.match(body):
             # In a block, `pass` keeps the block valid; at the top a comment, so that the
             # imports a fix adds go below a leading `!pip install`, as a comment header.
             indent = body[: len(body) - len(body.lstrip())]
             statement = "pass  " if indent else ""
-            replacement = f"{indent}{statement}#{_MARK}{len(masked)}"
+            replacement = f"{indent}{statement}#{mark}{len(masked)}"
         else:
             out.append(line)
             continued = False
