@@ -14,6 +14,7 @@ from conftest import ROOT, run_cli, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xlalint import notebooks
 from xlalint.cli import main
 from xlalint.notebooks import Notebook, lint_notebook
 from xlalint.registry import select_rules
@@ -325,3 +326,23 @@ def test_masking_keeps_every_row_and_round_trips(sources: list[str]) -> None:
             if original in _PYTHON and not (whole_cell_masked or continued):
                 assert virtual == original  # Python lines are untouched
     assert module.split(module.text) == [source for _, source in nb.code_cells()]
+
+
+def test_notebook_results_are_cached_with_their_cells(
+    colab: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XLALINT_NO_CACHE", raising=False)
+    calls: list[str] = []
+    real = notebooks.lint_source
+
+    def counting(text: str, filename: str, *args: object, **kwargs: object) -> object:
+        calls.append(filename)
+        return real(text, filename, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(notebooks, "lint_source", counting)
+    first = run_cli("check", *CONCISE, TRAIN)
+    assert calls == [TRAIN]
+    second = run_cli("check", *CONCISE, TRAIN)
+    assert calls == [TRAIN]  # answered from the cache...
+    assert second.stdout == first.stdout  # ...with the same cells, rows and columns
+    assert f"{TRAIN}:cell 6:10:9: XLA604" in second.stdout

@@ -123,14 +123,9 @@ def lint_file(
         return FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileResult(filename, error=FileError(filename, _internal(error)))
-    if cache is not None and _cacheable(filename):
+    if cache is not None:
         cache.store(cache.key(filename, raw, rules, hot_functions), result)
     return result
-
-
-def _cacheable(filename: str) -> bool:
-    """Notebook findings carry cell numbers, which cache entries do not hold."""
-    return not is_notebook(filename)
 
 
 def _lint_raw(
@@ -172,7 +167,7 @@ def fix_file(
     if isinstance(outcome, FileError):
         return outcome
     source = outcome.original
-    if cache is not None and outcome.error is None and not outcome.changed and _cacheable(filename):
+    if cache is not None and outcome.error is None and not outcome.changed:
         # The findings of an unchanged text are its lint result: worth keeping for `check`.
         result = FileResult(filename, outcome.remaining)
         cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
@@ -244,7 +239,7 @@ def _fix_job(job: Job) -> FixOutcome | FileError:
 
 def _cached_lint(job: Job) -> FileResult | None:
     path, rules, hot_functions, _, cache = job
-    if cache is None or not _cacheable(path):
+    if cache is None:
         return None
     try:
         raw = Path(path).read_bytes()
@@ -255,7 +250,7 @@ def _cached_lint(job: Job) -> FileResult | None:
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
     path, rules, hot_functions, unsafe, cache = job
-    if cache is None or not _cacheable(path):
+    if cache is None:
         return None
     try:
         source = decode(Path(path).read_bytes())
