@@ -346,3 +346,22 @@ def test_notebook_results_are_cached_with_their_cells(
     assert calls == [TRAIN]  # answered from the cache...
     assert second.stdout == first.stdout  # ...with the same cells, rows and columns
     assert f"{TRAIN}:cell 6:10:9: XLA604" in second.stdout
+
+
+@pytest.mark.parametrize(
+    "style",
+    [
+        {"indent": 3},
+        {"indent": "\t"},
+        {"separators": (",", ":")},
+        {"indent": 2, "ensure_ascii": True},
+    ],
+)
+def test_fix_keeps_any_json_style(project: Path, style: dict[str, object]) -> None:
+    source = "import torch_xla.core.xla_model as xm\nxm.mark_step()  # é\n"
+    text = notebook(source, "print('ü')\n", **style)
+    write(project, {"nb.ipynb": text})
+    run_cli("fix", "--apply", "--select", "XLA604", "nb.ipynb")
+    data = json.loads(text)
+    data["cells"][1]["source"] = ["import torch_xla\n", "torch_xla.sync()  # é\n"]
+    assert (project / "nb.ipynb").read_text(encoding="utf-8") == json.dumps(data, **style) + "\n"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -242,16 +242,29 @@ class Notebook:
         import nbformat  # only fixes need it: validation and the standard style
 
         nbformat.validate(nbformat.from_dict(data))
-        original = json.loads(self.raw.decode("utf-8"))
         text = self.raw.decode("utf-8")
-        for indent in (1, 2, 4, None):
-            for ensure_ascii in (False, True):
-                dumped = json.dumps(original, indent=indent, ensure_ascii=ensure_ascii)
-                if text.startswith(dumped) and not text[len(dumped) :].strip():
-                    tail = text[len(dumped) :]
-                    new = json.dumps(data, indent=indent, ensure_ascii=ensure_ascii)
-                    return (new + tail).encode("utf-8")
+        original = json.loads(text)
+        for style in _styles(text):
+            dumped = json.dumps(original, **style)
+            if text.startswith(dumped) and not text[len(dumped) :].strip():
+                return (json.dumps(data, **style) + text[len(dumped) :]).encode("utf-8")
         return nbformat.writes(nbformat.from_dict(data)).encode("utf-8")
+
+
+def _styles(text: str) -> Iterator[dict[str, Any]]:
+    """json.dumps settings that may have written `text`: its own indent first (read from
+    its second line), then the common ones; ASCII escaping or not; compact or not."""
+    second = text.split("\n", 2)[1] if text.count("\n") >= 1 else ""
+    own = len(second) - len(second.lstrip(" "))
+    indents: list[int | str | None] = [own] if own else []
+    if second.startswith("\t"):
+        indents.append("\t")
+    indents += [1, 2, 4, None]
+    for indent in dict.fromkeys(indents):
+        separators = [(",", ": ")] if indent is not None else [(", ", ": "), (",", ":")]
+        for separator in separators:
+            for ensure_ascii in (False, True):
+                yield {"indent": indent, "separators": separator, "ensure_ascii": ensure_ascii}
 
 
 def _source_text(source: object) -> str:
