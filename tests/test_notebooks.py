@@ -11,12 +11,13 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 from conftest import ROOT, run_cli, write
+from fix_rules import BrokenFix
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xlalint import notebooks
 from xlalint.cli import main
-from xlalint.notebooks import Notebook, lint_notebook
+from xlalint.notebooks import Notebook, fix_notebook, lint_notebook
 from xlalint.registry import select_rules
 
 NOTEBOOKS = ROOT / "fixtures" / "notebooks"
@@ -365,3 +366,11 @@ def test_fix_keeps_any_json_style(project: Path, style: dict[str, object]) -> No
     data = json.loads(text)
     data["cells"][1]["source"] = ["import torch_xla\n", "torch_xla.sync()  # é\n"]
     assert (project / "nb.ipynb").read_text(encoding="utf-8") == json.dumps(data, **style) + "\n"
+
+
+def test_dropped_fixes_are_placed_by_cell() -> None:
+    raw = notebook("import torch\n", "x = 1\nx.broken()\n").encode()
+    outcome = fix_notebook(raw, "nb.ipynb", [BrokenFix])
+    assert outcome.dropped == ["XLA904 at cell 3:2:1"]
+    assert not outcome.changed
+    assert [(d.code, d.cell, d.start.row) for d in outcome.remaining] == [("XLA904", 3, 2)]

@@ -52,6 +52,7 @@ _MAGIC = re.compile(
     re.VERBOSE,
 )
 _SYNTAX_AT = re.compile(r"syntax error at (\d+):(\d+)")
+_DROPPED = re.compile(r"(\S+) at (\d+):(\d+)")
 _INNER_POSITION = re.compile(r"(?:parser error: )?error at \d+:\d+: ")
 
 
@@ -117,6 +118,14 @@ class VirtualModule:
 
         # libcst's message repeats the virtual position; the cell position says it.
         return _INNER_POSITION.sub("", _SYNTAX_AT.sub(cell_position, reason))
+
+    def dropped(self, entry: str) -> str:
+        """A dropped fix's `CODE at row:col` with its position given as cell, row, column."""
+        match = _DROPPED.fullmatch(entry)
+        if match is None:
+            return entry
+        cell, row = self.locate(int(match.group(2)))
+        return f"{match.group(1)} at cell {cell}:{row}:{match.group(3)}"
 
     def result(self, result: FileResult) -> FileResult:
         error = result.error
@@ -359,7 +368,7 @@ def fix_notebook(
         original.text,
         applied=fixed.applied,
         remaining=[after.diagnostic(d) for d in fixed.remaining],
-        dropped=fixed.dropped,
+        dropped=[after.dropped(entry) for entry in fixed.dropped],
         error=None if fixed.error is None else module.reason(fixed.error),
     )
     if fixed.error is not None or not fixed.changed:
