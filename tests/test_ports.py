@@ -156,6 +156,17 @@ def test_two_fixes_that_make_the_same_edit_are_both_chosen_and_applied_once() ->
     assert _apply(text, [first, second]) == "aaaa\nguard\nbbbb\n"
 
 
+def test_the_loader_wrap_takes_a_free_alias_beside_another_pl() -> None:
+    # `pl` means something else here: the loader wrap imports torch_xla's loader under a
+    # free alias rather than rebind it, and the ladder fix that goes with it comes along.
+    text = LADDER_AND_LOADER.replace("import torch_xla\n", "import torch_xla\nimport numpy as pl\n")
+    fixed = _fixed(text, "XLA305", "XLA403")
+    assert "import numpy as pl\n" in fixed
+    assert "import torch_xla.distributed.parallel_loader as xla_pl\n" in fixed
+    assert "for x, y in xla_pl.MpDeviceLoader(DataLoader(loader, batch_size=8)," in fixed
+    assert 'torch.device("xla" if importlib.util.find_spec("torch_xla") else "cuda"' in fixed
+
+
 # -- the classic CUDA examples of fixtures/ports/, run after `fix` -----------------------------
 PORTS = ROOT / "fixtures" / "ports"
 

@@ -61,6 +61,13 @@ class PlainDataloader(LoopRule):
     neither. Where the file does not import torch_xla at all, the wrap waits (no fix, a
     hint) until the ladder's fix has added its guard, and is then made in the guard's terms.
 
+    Random numbers drawn on the device in the loop (dropout, `torch.randn(...,
+    device=...)`) are the exception: a barrier changes which numbers torch_xla's device
+    generator gives every later draw, so the results are a different sample of the same
+    distribution, not the same values (measured by the `device_randomness` runtime case:
+    values differ, a two-sample Kolmogorov-Smirnov test finds the same distribution).
+    Without device randomness, results are the same values.
+
     ## Runtime evidence
     The runtime case `fixtures/XLA403/runtime_plain_loader.py` runs a training loop without
     an explicit barrier over a plain DataLoader and over the `MpDeviceLoader` the fix wraps
