@@ -413,7 +413,7 @@ def _forecast_file(path: Path, rules: Sequence[type[Rule]], hot: Sequence[str]) 
 
 
 def _forecast_key(job: Job) -> str | None:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     if cache is None:
         return None
     try:
@@ -435,7 +435,7 @@ def _cached_forecast(job: Job) -> FixForecast | None:
 
 
 def _forecast_job(job: Job) -> FixForecast:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     forecast = _forecast_file(Path(path), rules, hot_functions)
     key = _forecast_key(job)
     if cache is not None and key is not None:
