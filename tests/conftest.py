@@ -72,10 +72,12 @@ class Run:
         return [line for line in self.stderr.splitlines() if line.startswith("error: ")]
 
     def findings(self) -> list[tuple[str, int, int, str]]:
-        """(filename, row, column, code) of each finding; needs `--output-format json`."""
+        """(filename, row, column, code) of each finding; needs `--output-format json`.
+        Entries for files that could not be linted (`code` null) are not findings."""
         return [
             (d["filename"], d["location"]["row"], d["location"]["column"], d["code"])
             for d in self.json()
+            if d["code"] is not None
         ]
 
 

@@ -125,7 +125,30 @@ def test_usage_errors_exit_2(project: Path, args: tuple[str, ...]) -> None:
 def test_unknown_code_error_names_the_option_and_code(project: Path) -> None:
     run = run_cli("check", "--select", "XLA101,XLA999", ".")
     assert run.exit_code == 2
-    assert "Invalid value for --select: unknown rule code(s) XLA999;" in run.stderr
+    assert "Invalid value for --select: unknown rule code(s) XLA999" in run.stderr
+
+
+def test_unknown_codes_get_a_did_you_mean(project: Path) -> None:
+    run = run_cli("check", "--ignore", "XLA1011", ".")
+    assert run.exit_code == 2
+    assert "unknown rule code(s) XLA1011 (did you mean `XLA101`?);" in run.stderr
+    run = run_cli("rule", "xla1011")
+    assert run.exit_code == 2
+    assert "no rule 'xla1011' (did you mean `XLA101`?)" in run.stderr
+    run = run_cli("rule", "item-in-hot-cod")
+    assert "(did you mean `item-in-hot-code`?)" in run.stderr
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_folder_without_python_files_gets_a_warning(project: Path, command: str) -> None:
+    write(project, {"docs/readme.md": "# docs\n", "pkg/a.py": "x = 1\n", "empty/.keep": ""})
+    run = run_cli(command, *SELECT, "docs", "pkg", "empty")
+    assert run.exit_code == 0
+    assert [line for line in run.stderr.splitlines() if line.startswith("warning")] == [
+        "warning: docs: no Python files found",
+        "warning: empty: no Python files found",
+    ]
+    assert "warning" not in run_cli(command, *SELECT, "pkg").stderr
 
 
 # -- rule selection --------------------------------------------------------------------------
@@ -473,6 +496,9 @@ def test_rules_json_lists_every_rule() -> None:
     xla101 = next(row for row in rows if row["code"] == "XLA101")
     assert xla101["name"] == "item-in-hot-code"
     assert xla101["fix"] == "unsafe"
+    # A rule without a fix has none: null, not a placeholder string.
+    assert {row["fix"] for row in rows} <= {"safe", "unsafe", None}
+    assert next(row for row in rows if row["code"] == "XLA102")["fix"] is None
     assert xla101["default"] is True
     assert xla101["url"].endswith("XLA101.md")
 

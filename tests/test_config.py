@@ -292,7 +292,9 @@ def assert_config_error(project: Path, config_name: str, *expected: str) -> None
     ("body", "expected"),
     [
         ("bogus = 1\n", ["unknown key `bogus`", "known keys:", "select"]),
-        ("extend_select = []\n", ["unknown key `extend_select`"]),
+        ("extend_select = []\n", ["unknown key `extend_select` (did you mean `extend-select`?)"]),
+        ("selct = []\n", ["unknown key `selct` (did you mean `select`?)"]),
+        ('select = ["XLA1011"]\n', ["unknown rule code(s) XLA1011 (did you mean `XLA101`?)"]),
         ('select = ["XLA999"]\n', ["`select`", "unknown rule code(s) XLA999"]),
         ('extend-select = ["XLA101", "NOPE1"]\n', ["`extend-select`", "NOPE1"]),
         ('ignore = ["E501"]\n', ["`ignore`", "E501"]),

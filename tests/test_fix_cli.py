@@ -593,3 +593,69 @@ def test_the_safe_clipping_fix_is_applied_without_unsafe_fixes(project: Path) ->
             "            p.grad.detach().mul_(torch.where(clip_coef < 1, clip_coef, 1.0))\n"
         )
     )
+
+
+LIGHTNING = """\
+import lightning.pytorch as pl
+import torch_xla
+from torch.utils.data import DataLoader
+
+
+class Model(pl.LightningModule):
+    pass
+
+
+def train(model, dataset, optimizer):
+    device = torch_xla.device()
+    for x, y in DataLoader(dataset, batch_size=8):
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+"""
+
+
+def test_a_fix_never_shadows_a_name_the_file_binds(inside: Path) -> None:
+    """XLA403's loader wrapper needs torch_xla's parallel_loader, usually imported as `pl`:
+    next to Lightning's `pl` it is imported under a free alias, and the fix is applied."""
+    (inside / "lightning_train.py").write_text(LIGHTNING)
+    result = invoke("fix", "--apply", "--select", "XLA403", "lightning_train.py")
+    assert result.exit_code == 0, result.output
+    fixed = (inside / "lightning_train.py").read_text()
+    assert fixed == LIGHTNING.replace(
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader\n"
+        "import torch_xla.distributed.parallel_loader as xla_pl\n",
+    ).replace(
+        "DataLoader(dataset, batch_size=8):",
+        "xla_pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), torch_xla.device()):",
+    )
+    assert "class Model(pl.LightningModule)" in fixed
+
+
+# -- ruff's split: --fix-only and --exit-non-zero-on-fix ------------------------------------
+
+
+def test_fix_only_exits_0_when_findings_remain(project: Path) -> None:
+    """REPORT has a finding without a fix: plain --apply fails on it, --fix-only does not."""
+    assert invoke("fix", "--apply", "--select", "XLA101", str(project / "report.py")).exit_code == 1
+    result = invoke(
+        "fix", "--apply", "--fix-only", "--select", "XLA101", str(project / "report.py")
+    )
+    assert result.exit_code == 0
+    assert "XLA101" not in result.stdout  # the remaining finding is not listed
+    assert (project / "report.py").read_text() == REPORT
+
+
+def test_exit_non_zero_on_fix_fails_exactly_when_a_file_changed(project: Path) -> None:
+    args = ("fix", "--apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "--select", "XLA101")
+    assert invoke(*args, str(project / "train.py")).exit_code == 1
+    assert (project / "train.py").read_text() == TRAIN_FIXED
+    assert invoke(*args, str(project / "train.py")).exit_code == 0  # nothing left to change
+    assert invoke(*args, "--fix-only", str(project / "report.py")).exit_code == 0
+
+
+def test_the_fix_hook_fails_only_when_it_changes_a_file() -> None:
+    """pre-commit's xlalint-fix hook: a report-only finding must not fail every commit."""
+    hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
+    assert "entry: xlalint fix --apply --fix-only --exit-non-zero-on-fix --force-exclude" in hooks

@@ -95,6 +95,92 @@ def test_profile_ties_a_host_read_to_its_line(project: Path) -> None:
     assert result["unexplained"] == []
 
 
+EXPLAINED = """\
+import torch
+import torch.nn as nn
+import torch_xla
+
+device = torch_xla.device()
+model = nn.Linear(4, 1).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.randn(8, 4).to(device)
+
+
+def first_rows(n):
+    return data[:n]
+
+
+for step in range(4):
+    optimizer.zero_grad()
+    loss = model(data).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+
+for n in range(1, 5):
+    part = first_rows(n)
+    total = torch.sum(part)
+    torch_xla.sync()
+    print(total, total.item())
+"""
+
+
+def test_profile_explains_growth_recompiles_and_transfers_by_line(project: Path) -> None:
+    (project / "train.py").write_text(EXPLAINED)
+    run = run_cli("profile", "--device", "cpu", "--json", "-", "--", "python", "train.py")
+    assert run.exit_code == 0, run.stderr
+    result = json.loads(run.stdout)
+    findings = {(f["code"], f["line"]): f for f in result["findings"]}
+    # The loop without a barrier: its graph grew at every iteration, which confirms XLA401.
+    no_barrier = findings["XLA401", 15]
+    assert no_barrier["confirmed"]
+    sizes = no_barrier["graph_sizes"][1:]
+    assert len(sizes) == 4 and sizes == sorted(set(sizes))
+    # Recompiles belong to the helper's slice, with the two shapes, not to the barrier.
+    lines = {c["line"]: c for c in result["lines"]}
+    assert [r["change"] for r in lines[12]["recompiles"]] == [
+        "f32[2,4] -> f32[3,4]", "f32[2,4] -> f32[4,4]"]  # fmt: skip
+    assert {r["trigger"] for r in lines[12]["recompiles"]} == {"train.py:24"}
+    assert sum(c["compiles"] for c in result["lines"]) == result["totals"]["uncached_compiles"]
+    assert {"file": "train.py", "line": 12, "closest_rule": "XLA207"}.items() <= (
+        result["unexplained"][0].items())  # fmt: skip
+    # Every transfer on its line: `print(total)` and `.item()`, twice per step.
+    assert lines[25]["host_reads"] == 8 == result["totals"]["device_to_host"]
+    assert sum(c["host_reads"] for c in result["lines"]) == result["totals"]["device_to_host"]
+    # Two findings on one line: the cost is shown once, the other finding points to it.
+    assert findings["XLA101", 25]["shared_with"] == ["XLA104"]
+    assert findings["XLA104", 25]["shared_with"] == ["XLA101"]
+    assert "the same line's cost, counted under XLA101" in run.stderr
+
+
+def test_fix_verify_refuses_fixes_that_break_the_script(project: Path) -> None:
+    """drop_last=True (XLA205, unsafe) leaves a 3-sample dataset with no batch at all."""
+    script = project / "train.py"
+    script.write_text(
+        textwrap.dedent("""\
+        import torch
+        import torch_xla
+        from torch.utils.data import DataLoader, TensorDataset
+
+        device = torch_xla.device()
+        train_loader = DataLoader(TensorDataset(torch.randn(3, 4)), batch_size=4, shuffle=True)
+        seen = 0
+        for (x,) in train_loader:
+            x = x.to(device)
+            seen += len(x)
+            torch_xla.sync()
+        print(f"{3 / seen:.1f} per sample")
+    """)
+    )
+    original = script.read_bytes()
+    args = ("fix", "--verify", "--unsafe-fixes", "--apply", "--select", "XLA205", "--device",
+            "cpu", "--", "python", "train.py")  # fmt: skip
+    run = run_cli(*args)
+    assert run.exit_code == 1
+    assert "FAIL: the fixed script fails (exit code 1): ZeroDivisionError" in run.stdout
+    assert "Not applied: the run showed the fixes break the script." in run.stderr
+    assert script.read_bytes() == original
+
+
 def test_profile_reports_a_failing_script_clearly(project: Path) -> None:
     (project / "broken.py").write_text(
         textwrap.dedent("""\

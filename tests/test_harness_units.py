@@ -7,19 +7,24 @@ pin down the decisions (what counts as a pass, which frame a cost belongs to) ex
 from __future__ import annotations
 
 import importlib.util
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 from rich.console import Console
 
+from xlalint.api import FixReport
+from xlalint.fixer import FixOutcome
 from xlalint.harness import debug_log, evidence
 from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_case, read_costs
-from xlalint.harness.profile import ScriptCommandError, script_arguments
+from xlalint.harness.fix_verify import FixVerification, no_xla_reason
+from xlalint.harness.profile import Profile, ScriptCommandError, script_arguments
 from xlalint.harness.runner import ChildResult
-from xlalint.harness.table import print_report
+from xlalint.harness.table import print_fix_verification, print_report
 from xlalint.harness.verdict import compare_outputs, judge
 from xlalint.harness.verify import VerifyReport
+from xlalint.sources import Source
 
 RULE, DASHES = "=" * 80, "-" * 80
 
@@ -226,3 +231,54 @@ def test_rule_pages_show_every_cost_a_case_may_declare() -> None:
     assert "| host-to-device transfers | 5 | 0 |" in page
     assert "| warnings | 3 | 0 |" in page
     assert "(the costs it is about: none: it proves the fix runs with the same results)" in page
+
+
+def run_of(returncode: int, stdout: str, stderr: str = "", xla: bool = True) -> Profile:
+    totals = {"imported_torch_xla": xla, "executions": 3} if xla else {"imported_torch_xla": False}
+    return Profile(["python", "t.py"], returncode, stdout, stderr, totals, [], [], [])
+
+
+def checked(before: Profile, after: Profile, applied: str, unsafe: bool) -> FixVerification:
+    outcome = FixOutcome("t.py", Source("", b"", "utf-8"), "", Counter([applied]))
+    return FixVerification(FixReport(outcomes=[outcome]), before, after, unsafe)
+
+
+def test_fix_verify_fails_when_the_fixed_script_fails() -> None:
+    crash = run_of(1, "", "Traceback...\nRuntimeError: Expected XLA tensor. Got: torch.FloatTensor")
+    verification = checked(run_of(0, "loss 1.0"), crash, "XLA403", unsafe=False)
+    assert verification.problems == [
+        "the fixed script fails (exit code 1): RuntimeError: Expected XLA tensor. Got: "
+        "torch.FloatTensor"
+    ]
+    assert not checked(run_of(1, ""), crash, "XLA205", unsafe=True).passed
+
+
+def test_fix_verify_fails_a_safe_fix_that_changes_the_printed_numbers() -> None:
+    before, after = run_of(0, "step 0 loss 0.4552"), run_of(0, "step 0 loss 0.5826")
+    safe = checked(before, after, "XLA401", unsafe=False)
+    assert safe.problems == [
+        "the safe fixes changed what the script printed: different: 2 numbers, max relative "
+        "difference 0.22"
+    ]
+    # An unsafe fix declares that results may change: reported, not a failure.
+    declared = checked(before, after, "XLA205", unsafe=True)
+    assert declared.unsafe_codes == ["XLA205"] and declared.passed
+    # --unsafe-fixes with only safe fixes applied declares nothing.
+    assert not checked(before, after, "XLA401", unsafe=True).passed
+    assert checked(before, run_of(0, "step 0 loss 0.45520001"), "XLA401", unsafe=False).passed
+
+
+def test_fix_verify_says_why_the_as_it_is_column_is_empty() -> None:
+    cpu_only = run_of(0, "loss 1.0", xla=False)
+    assert no_xla_reason(cpu_only) == (
+        "the script never imported torch_xla: it ran without XLA (on the CPU or a GPU)"
+    )
+    assert no_xla_reason(run_of(1, "", xla=False)) == (
+        "the script failed before it imported torch_xla"
+    )
+    assert no_xla_reason(run_of(0, "loss 1.0")) is None
+    console = Console(width=200, record=True, color_system=None)
+    print_fix_verification(checked(cpu_only, run_of(0, "loss 1.0"), "XLA301", False), console)
+    text = console.export_text()
+    assert "as it is: no XLA counts (-): the script never imported torch_xla" in text
+    assert "fixed: no XLA counts" not in text

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
+from xlalint.walk import names_under
 
 XM = "import torch_xla.core.xla_model as xm"
 
@@ -56,3 +57,48 @@ def test_spell_reuses_the_files_own_binding(
 def test_spell_rejects_an_import_that_binds_something_else() -> None:
     with pytest.raises(ValueError, match="binds neither"):
         table("").spell("torch_xla.sync", "import numpy as np")
+
+
+def names(source: str) -> NamesInUse:
+    module = cst.parse_module(source)
+    return names_in_use(module, names_under(module))
+
+
+PL = "import torch_xla.distributed.parallel_loader as pl"
+LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
+
+
+@pytest.mark.parametrize(
+    ("source", "spelled"),
+    [
+        # Lightning's `pl`: the import gets a free alias instead of shadowing it.
+        ("import lightning.pytorch as pl\n",
+         ("xla_pl.MpDeviceLoader", ("import torch_xla.distributed.parallel_loader as xla_pl",))),
+        # A variable, a parameter or a function named `pl` anywhere counts as well.
+        ("def f(pl):\n    return pl\n",
+         ("xla_pl.MpDeviceLoader", ("import torch_xla.distributed.parallel_loader as xla_pl",))),
+        ("pl = 3\nxla_pl = 4\n",
+         ("xla_pl2.MpDeviceLoader",
+          ("import torch_xla.distributed.parallel_loader as xla_pl2",))),
+        # The same import inside a function: binding it at module level changes nothing.
+        (f"def f():\n    {PL}\n    return pl\n", ("pl.MpDeviceLoader", (PL,))),
+        ("x = 1\n", ("pl.MpDeviceLoader", (PL,))),
+    ],
+)  # fmt: skip
+def test_spell_never_binds_a_name_the_file_uses(
+    source: str, spelled: tuple[str, tuple[str, ...]]
+) -> None:
+    assert table(source).spell(LOADER, PL, names(source)) == spelled
+
+
+def test_a_free_alias_for_imports_without_one() -> None:
+    source = "torch = None\n"
+    assert table(source).spell("torch.where", "import torch", names(source)) == (
+        "xla_torch.where",
+        ("import torch as xla_torch",),
+    )
+    source = "def sync():\n    pass\n"
+    assert table(source).spell("torch_xla.sync", "from torch_xla import sync", names(source)) == (
+        "xla_sync",
+        ("from torch_xla import sync as xla_sync",),
+    )

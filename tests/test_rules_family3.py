@@ -187,7 +187,7 @@ def test_float16_fix(before: str, after: str, imports: set[str]) -> None:
 
 
 # -- XLA305 device-ladder-without-xla ------------------------------------------------------
-def test_device_ladder_is_reported_once_without_fix() -> None:
+def test_device_ladder_is_reported_once_with_an_unsafe_xla_branch_first() -> None:
     source = """\
         import torch
 
@@ -201,6 +201,142 @@ def test_device_ladder_is_reported_once_without_fix() -> None:
     [diagnostic] = lint("XLA305", source)
     assert (diagnostic.start.row, diagnostic.start.column) == (3, 1)
     assert (diagnostic.end.row, diagnostic.end.column) == (3, 29)
-    assert diagnostic.fix is None
-    assert diagnostic.hint and "torch_xla.device()" in diagnostic.hint
+    assert diagnostic.fix is not None and diagnostic.fix.applicability.value == "unsafe"
     assert "CUDA/MPS/the CPU" in diagnostic.message
+    assert "picks the CPU" in diagnostic.message
+    result, imports = fixed("XLA305", source)
+    assert imports == set()
+    assert (
+        result
+        == """\
+import torch
+
+try:
+    import torch_xla
+
+    XLA_AVAILABLE = True
+except ImportError:
+    XLA_AVAILABLE = False
+
+if XLA_AVAILABLE:
+    device = torch.device("xla")
+elif torch.cuda.is_available():
+    device = torch.device("cuda")
+elif torch.backends.mps.is_available():
+    device = torch.device("mps")
+else:
+    device = torch.device("cpu")
+"""
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "test"),
+    [
+        # An unconditional import: ask whether the module is there.
+        ("import torch_xla\n", 'importlib.util.find_spec("torch_xla")'),
+        # The file's own guard and its flag.
+        (
+            "try:\n    import torch_xla\n    HAS_XLA = True\nexcept ImportError:\n"
+            "    HAS_XLA = False\n",
+            "HAS_XLA",
+        ),
+    ],
+)
+def test_ladder_fix_tests_for_xla_as_the_file_imports_it(source: str, test: str) -> None:
+    text = "import torch\n" + source + 'dev = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    result, _ = fixed("XLA305", text)
+    assert result.endswith(
+        f'dev = "xla" if {test} else "cuda" if torch.cuda.is_available() else "cpu"\n'
+    )
+
+
+def test_ladder_message_says_what_a_cuda_only_branch_picks() -> None:
+    # #16.12: a DDP branch picks `cuda:N`, not the CPU.
+    source = """\
+        import torch
+
+        def setup(args, rank):
+            device = args.device
+            if args.distributed:
+                device = f"cuda:{rank}"
+            return device
+        """
+    [diagnostic] = lint("XLA305", source)
+    assert "the CPU" not in diagnostic.message
+    assert "on an XLA host it picks CUDA, which is not there" in diagnostic.message
+
+
+# -- XLA306 nccl-backend -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ('dist.init_process_group("nccl")\n', 'dist.init_process_group("xla")\n'),
+        (
+            "dist.init_process_group(backend='nccl', init_method=url)\n",
+            "dist.init_process_group(backend='xla', init_method=url)\n",
+        ),
+        (
+            'def setup(rank, backend="nccl"):\n    pass\n',
+            'def setup(rank, backend="xla"):\n    pass\n',
+        ),
+        ('cfg = {"backend": "nccl"}\n', 'cfg = {"backend": "xla"}\n'),
+    ],
+)
+def test_nccl_backend_fix(before: str, after: str) -> None:
+    header = "import torch.distributed as dist\n"
+    result, imports = fixed("XLA306", header + before, all_fixable=True)
+    assert result == header + after
+    assert imports == {"import torch_xla.distributed.xla_backend"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if backend == "nccl":\n    pass\n',
+        'names = ["nccl", "gloo"]\n',
+        'dist.init_process_group(dist_url, "nccl")\n',  # not the backend's position
+        'backend = "xla" if args.tpu else "nccl"\n',
+        'backend = "nccl" if torch.cuda.is_available() else "gloo"\n',
+        'log("nccl")\n',
+    ],
+)
+def test_nccl_backend_leaves_other_strings_alone(source: str) -> None:
+    assert lint("XLA306", "import torch\nimport torch.distributed as dist\n" + source) == []
+
+
+# -- XLA307 compile-without-openxla --------------------------------------------------------
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("m = torch.compile(m)\n", 'm = torch.compile(m, backend="openxla")\n'),
+        ("m = torch.compile(m, )\n", 'm = torch.compile(m, backend="openxla", )\n'),
+        (
+            "m = torch.compile(m, backend='inductor')\n",
+            "m = torch.compile(m, backend='openxla')\n",
+        ),
+        (
+            "@torch.compile\ndef f(x):\n    return x\n",
+            '@torch.compile(backend="openxla")\ndef f(x):\n    return x\n',
+        ),
+        (
+            "@torch.compile(dynamic=False)\ndef f(x):\n    return x\n",
+            '@torch.compile(dynamic=False, backend="openxla")\ndef f(x):\n    return x\n',
+        ),
+    ],
+)
+def test_compile_without_openxla_fix(before: str, after: str) -> None:
+    header = "import torch\nimport torch_xla\n"
+    result, imports = fixed("XLA307", header + before, all_fixable=True)
+    assert result == header + after
+    assert imports == set()
+
+
+def test_compile_with_inductor_options_has_no_fix() -> None:
+    source = 'import torch\nimport torch_xla\nm = torch.compile(m, mode="reduce-overhead")\n'
+    [diagnostic] = lint("XLA307", source)
+    assert diagnostic.fix is None
+
+
+def test_compile_outside_xla_code_is_not_reported() -> None:
+    assert lint("XLA307", "import torch\nm = torch.compile(m)\n") == []

@@ -54,13 +54,21 @@ def test_noqa_on_the_line_suppresses(comment: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "comment", ["# noqa: XLA1", "# noqa: xla10", "# noqa: XLA104, XLA1", "# noqa:XLA101"]
+)
+def test_noqa_takes_code_prefixes_as_select_does(comment: str) -> None:
+    assert reported_rows(f"    a = x.item()  {comment}\n    b = x.item()\n") == [5]
+
+
+@pytest.mark.parametrize(
     "comment",
     [
         "# noqa: XLA104",
         "# noqa:XLA102,XLA104",
         "# noqa:   XLA104",  # not a blanket noqa because of the spaces
-        "# noqa: XLA1",  # prefixes are not codes
         "# noqa: XLA1010",
+        "# noqa: XLA11",
+        "# noqa: XLA2",
         "# no qa",
         "# xlalint: noqa",  # a file-level directive counts only on a line of its own
     ],
@@ -182,11 +190,19 @@ def test_file_level_noqa(directive: str) -> None:
         assert result.diagnostics == [], placed
 
 
+def test_file_level_noqa_takes_code_prefixes() -> None:
+    directive = "# xlalint: noqa: XLA1"
+    text = HEADER + "    a = x.item()\n    b = x.item()\n"
+    for placed in (directive + "\n" + text, text + directive + "\n"):
+        result = lint_source(placed, "t.py", [all_rules()["XLA101"]])
+        assert result.diagnostics == [], placed
+
+
 @pytest.mark.parametrize(
     "directive",
     [
         "# xlalint: noqa: XLA104",
-        "# xlalint: noqa: XLA1",  # full codes only, as in ruff
+        "# xlalint: noqa: XLA2",
         "# ruff: noqa",
         "# flake8: noqa: XLA104",
         "x = 1  # xlalint: noqa",  # not on a line of its own

@@ -35,6 +35,7 @@ from xlalint.writer import WriteError, write_atomic
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
 RECURSION_LIMIT = 10_000
+MISSING = "no such file or directory"
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
@@ -46,6 +47,7 @@ T = TypeVar("T")
 class CheckReport:
     results: list[FileResult] = field(default_factory=list)
     missing: list[Path] = field(default_factory=list)
+    empty: list[Path] = field(default_factory=list)  # folders without a Python file to lint
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -55,12 +57,20 @@ class CheckReport:
     def errors(self) -> list[FileError]:
         return [result.error for result in self.results if result.error is not None]
 
+    @property
+    def problems(self) -> list[FileError]:
+        """Files that could not be linted, and paths named on the command line that do not
+        exist: what every output format reports besides the findings."""
+        missing = [FileError(str(path), MISSING) for path in self.missing]
+        return [*missing, *self.errors]
+
 
 @dataclass
 class FixReport:
     outcomes: list[FixOutcome] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     missing: list[Path] = field(default_factory=list)
+    empty: list[Path] = field(default_factory=list)  # folders without a Python file to fix
 
     @property
     def remaining(self) -> list[Diagnostic]:
@@ -266,7 +276,7 @@ def check_paths(
     found = discover(paths, settings)
     work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
     results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs())
-    return CheckReport(results=results, missing=found.missing)
+    return CheckReport(results=results, missing=found.missing, empty=found.empty)
 
 
 def _encoded(outcome: FixOutcome) -> bytes:
@@ -296,7 +306,7 @@ def fix_paths(
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
     work = _jobs(found.files, rules, settings, unsafe=unsafe, cache=cache)
-    report = FixReport(missing=found.missing)
+    report = FixReport(missing=found.missing, empty=found.empty)
     items = _run_cached(_cached_fix, _fix_job, work, jobs or default_jobs())
     for job, item in zip(work, items, strict=True):
         if isinstance(item, FileError):

@@ -43,7 +43,7 @@ from xlalint.rule import Rule
 CACHE_DIR_NAME = ".xlalint_cache"
 ENV_CACHE_DIR = "XLALINT_CACHE_DIR"
 ENV_NO_CACHE = "XLALINT_NO_CACHE"
-FORMAT = 1  # bump when the entry layout changes
+FORMAT = 2  # bump when the entry layout changes
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by xlalint.\n"
@@ -178,7 +178,8 @@ def _unlink(path: str) -> None:
 
 def encode(result: FileResult) -> dict[str, Any]:
     if result.error is not None:
-        return {"error": result.error.reason}
+        where = result.error.location
+        return {"error": result.error.reason, **({"at": _loc(where)} if where else {})}
     return {"diagnostics": [_encode_diagnostic(d) for d in result.diagnostics]}
 
 
@@ -186,7 +187,13 @@ def _encode_diagnostic(d: Diagnostic) -> list[Any]:
     fix = None
     if d.fix is not None:
         edits = [[*_loc(e.start), *_loc(e.end), e.content] for e in d.fix.edits]
-        fix = [d.fix.applicability.value, d.fix.description, edits, list(d.fix.required_imports)]
+        fix = [
+            d.fix.applicability.value,
+            d.fix.description,
+            edits,
+            list(d.fix.required_imports),
+            d.fix.group,
+        ]
     return [d.code, d.name, d.message, *_loc(d.start), *_loc(d.end), fix, d.hint, d.noqa_row]
 
 
@@ -197,7 +204,9 @@ def _loc(location: Location) -> tuple[int, int]:
 def decode(data: dict[str, Any], filename: str) -> FileResult:
     """The inverse of `encode`; raises on anything malformed (the caller treats it as a miss)."""
     if "error" in data:
-        return FileResult(filename, error=FileError(filename, _str(data["error"])))
+        at = data.get("at")
+        where = Location(_int(at[0]), _int(at[1])) if at is not None else None
+        return FileResult(filename, error=FileError(filename, _str(data["error"]), where))
     diagnostics = [_decode_diagnostic(item, filename) for item in data["diagnostics"]]
     return FileResult(filename, diagnostics)
 
@@ -218,7 +227,7 @@ def _decode_diagnostic(item: list[Any], filename: str) -> Diagnostic:
 
 
 def _decode_fix(item: list[Any]) -> Fix:
-    applicability, description, edits, imports = item
+    applicability, description, edits, imports, group = item
     return Fix(
         Applicability(applicability),
         _str(description),
@@ -227,6 +236,7 @@ def _decode_fix(item: list[Any]) -> Fix:
             for r1, c1, r2, c2, content in edits
         ),
         tuple(_str(i) for i in imports),
+        None if group is None else _str(group),
     )
 
 

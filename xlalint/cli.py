@@ -19,14 +19,20 @@ from xlalint import __version__
 from xlalint.api import CheckReport, FixReport, check_paths, enabled_rules, fix_paths
 from xlalint.cache import ENV_CACHE_DIR, ENV_NO_CACHE, CleanError, ResultCache, default_cache_dir
 from xlalint.config import ConfigError, Settings, find_settings, load_config_file
-from xlalint.diagnostics import Applicability, FileError
+from xlalint.diagnostics import Applicability, FileError, FixAvailability
 from xlalint.docgen import fix_label, rule_page
 from xlalint.harness.commands import HarnessProblem, profile_command, verify_command
-from xlalint.harness.fix_verify import verify_fixes
+from xlalint.harness.fix_verify import named_scripts, verify_fixes
 from xlalint.harness.profile import ScriptCommandError
 from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
 from xlalint.harness.table import print_fix_verification
-from xlalint.registry import all_rules, get_rule, validate_selectors
+from xlalint.registry import (
+    all_rules,
+    did_you_mean,
+    get_rule,
+    unknown_selectors_message,
+    validate_selectors,
+)
 from xlalint.report import FORMATS, HUMAN_FORMATS, plural
 from xlalint.report.concise import header as concise_header
 from xlalint.report.diff import render_diff
@@ -50,7 +56,7 @@ def _check_selectors(option: str, selectors: Sequence[str] | None) -> None:
     unknown = validate_selectors(selectors or ())
     if unknown:
         raise click.BadParameter(
-            f"unknown rule code(s) {', '.join(unknown)}; see `xlalint rules`", param_hint=option
+            f"{unknown_selectors_message(unknown)}; see `xlalint rules`", param_hint=option
         )
 
 
@@ -103,11 +109,13 @@ def resolve_settings(
 def summary(report: CheckReport) -> str:
     diagnostics = report.diagnostics
     lines = []
+    if report.missing:
+        lines.append(f"{plural(len(report.missing), 'path')} not found.")
     if report.errors:
         count = len(report.errors)
         lines.append(f"{plural(count, 'file')} could not be linted.")
     if not diagnostics:
-        if not report.errors:
+        if not report.problems:
             lines.append("All checks passed!")
         return "\n".join(lines) + "\n"
     files = len({d.filename for d in diagnostics})
@@ -259,12 +267,12 @@ def check(
         _echo_fix_problems(fixes)
     report = check_paths(targets, settings, rules=rules, jobs=jobs, cache=cache)
 
-    for missing in report.missing:
-        click.echo(f"error: {missing}: no such file or directory", err=True)
+    _echo_path_problems(report)
     for error in report.errors:
         click.echo(f"error: {error.filename}: {error.reason}", err=True)
+    linting = {(error.filename, error.reason) for error in report.errors}
     for error in fix_errors:
-        if error not in report.errors:  # not linting errors, but e.g. a read-only file
+        if (error.filename, error.reason) not in linting:  # e.g. a read-only file
             click.echo(f"error: {error.filename}: {error.reason}", err=True)
 
     if show_statistics:
@@ -280,6 +288,15 @@ def check(
         raise SystemExit(EXIT_ERROR)
     if (report.diagnostics or report.errors) and not exit_zero:
         raise SystemExit(EXIT_FINDINGS)
+
+
+def _echo_path_problems(report: CheckReport | FixReport) -> None:
+    """Paths named on the command line that do not exist, or hold no Python file to lint
+    (ruff warns about those too: a typo in a path must not pass as a clean run)."""
+    for missing in report.missing:
+        click.echo(f"error: {missing}: no such file or directory", err=True)
+    for folder in report.empty:
+        click.echo(f"warning: {folder}: no Python files found", err=True)
 
 
 def _echo_fix_problems(report: FixReport) -> None:
@@ -323,6 +340,16 @@ def _applied_summary(report: FixReport) -> str:
     "the current folder) on the XLA device, and compare the two.",
 )
 @click.option("--device", type=click.Choice(DEVICES), default="auto", help="With --verify.")
+@click.option(
+    "--fix-only",
+    is_flag=True,
+    help="With --apply, exit 0 even when findings remain (they are not listed), as ruff.",
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="With --apply, exit 1 when a file was changed, even if no finding remains.",
+)
 @with_cache_options
 def fix_command(
     paths: tuple[Path, ...],
@@ -337,25 +364,35 @@ def fix_command(
     quiet: bool,
     verify: bool,
     device: str,
+    fix_only: bool,
+    exit_non_zero_on_fix: bool,
     no_cache: bool,
     cache_dir: Path | None,
 ) -> None:
     """Rewrite PATHS for XLA: show the fixes as a diff, or write them with --apply.
 
     Without --apply, exits 1 if any file would change. With --apply, exits 1 if findings
-    remain after fixing.
+    remain after fixing (with --fix-only, never for that), or if a file was changed and
+    --exit-non-zero-on-fix is given; 1 too for files that could not be linted or written.
 
     \b
     xlalint fix --verify [--unsafe-fixes] [--apply] -- python train.py ARGS
-    fixes the current folder; the script's command comes after `--`.
+    fixes the current folder; the script's command comes after `--`. Exits 1 when the
+    fixed script fails or, with safe fixes only, prints different numbers; --apply then
+    writes nothing.
     """
     if verify:
-        _verify_fixes(
+        verified = _verify_fixes(
             [str(p) for p in paths], config, select, extend_select, ignore, unsafe_fixes, device
         )
+        if not verified:
+            if apply:
+                click.echo("Not applied: the run showed the fixes break the script.", err=True)
+            raise SystemExit(EXIT_FINDINGS)
         if not apply:
             raise SystemExit(EXIT_CLEAN)
-        paths = ()
+        # The current folder, and the script even where `exclude` leaves its folder out.
+        paths = (Path("."), *named_scripts([str(p) for p in paths], Path.cwd()))
     targets = list(paths) or [Path(".")]
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
     rules = enabled_rules(settings)
@@ -363,8 +400,7 @@ def fix_command(
     report = fix_paths(
         targets, settings, rules=rules, unsafe=unsafe_fixes, apply=apply, jobs=jobs, cache=cache
     )
-    for missing in report.missing:
-        click.echo(f"error: {missing}: no such file or directory", err=True)
+    _echo_path_problems(report)
     for error in report.errors:
         click.echo(f"error: {error.filename}: {error.reason}", err=True)
     _echo_fix_problems(report)
@@ -376,14 +412,17 @@ def fix_command(
             click.echo(f"Would fix {_applied_summary(report)}.", err=True)
         changed = any(o.changed for o in report.outcomes)
         raise SystemExit(EXIT_FINDINGS if changed or report.errors else EXIT_CLEAN)
-    for diagnostic in report.remaining:
+    remaining = [] if fix_only else report.remaining
+    for diagnostic in remaining:
         click.echo(concise_header(diagnostic))
     if not quiet:
         click.echo(f"Fixed {_applied_summary(report)}.")
-        if report.remaining:
+        if remaining:
             why = "no fix available" if unsafe_fixes else "no fix, or unsafe: see --unsafe-fixes"
-            click.echo(f"{plural(len(report.remaining), 'finding')} remain ({why}).")
-    raise SystemExit(EXIT_FINDINGS if report.remaining or report.errors else EXIT_CLEAN)
+            click.echo(f"{plural(len(remaining), 'finding')} remain ({why}).")
+    changed = exit_non_zero_on_fix and any(o.changed for o in report.outcomes)
+    failed = remaining or report.errors or changed
+    raise SystemExit(EXIT_FINDINGS if failed else EXIT_CLEAN)
 
 
 def _verify_fixes(
@@ -394,7 +433,8 @@ def _verify_fixes(
     ignore: tuple[str, ...],
     unsafe: bool,
     device: str,
-) -> None:
+) -> bool:
+    """Run the script as it is and fixed (on a copy); True when the fixed one holds up."""
     if not command:
         raise click.UsageError("--verify needs the script's command: -- python SCRIPT [ARGS...]")
     settings = resolve_settings([Path(".")], config, select, extend_select, ignore, None)
@@ -407,6 +447,7 @@ def _verify_fixes(
     except (RuntimeUnavailable, ScriptCommandError) as error:
         raise HarnessProblem(str(error)) from None
     print_fix_verification(verification, Console())
+    return verification.passed
 
 
 @main.command("rules")
@@ -420,7 +461,7 @@ def list_rules(output_format: str) -> None:
             {
                 "code": r.code,
                 "name": r.name,
-                "fix": fix_label(r),
+                "fix": fix_label(r) if r.fix_availability is not FixAvailability.NONE else None,
                 "default": r.default_enabled,
                 "hot_code_only": r.hot_only,
                 "url": r.url(),
@@ -442,7 +483,11 @@ def show_rule(code: str) -> None:
     """Print a rule's documentation (by code, e.g. XLA101, or name)."""
     rule = get_rule(code)
     if rule is None:
-        raise click.BadParameter(f"no rule {code!r}; see `xlalint rules`", param_hint="CODE")
+        rules = all_rules()
+        hint = did_you_mean(code.upper(), rules) or did_you_mean(
+            code, [r.name for r in rules.values()]
+        )
+        raise click.BadParameter(f"no rule {code!r}{hint}; see `xlalint rules`", param_hint="CODE")
     click.echo(rule_page(rule))
 
 

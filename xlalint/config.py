@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from xlalint.registry import validate_selectors
+from xlalint.registry import did_you_mean, unknown_selectors_message, validate_selectors
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,8 +62,7 @@ def _string_list(source: str, key: str, value: object, *, codes: bool = False) -
         unknown = validate_selectors(value)
         if unknown:
             raise ConfigError(
-                f"{source}: `{key}` has unknown rule code(s) {', '.join(unknown)}; "
-                "see `xlalint rules`"
+                f"{source}: `{key}` has {unknown_selectors_message(unknown)}; see `xlalint rules`"
             )
     return tuple(value)
 
@@ -106,7 +105,9 @@ def settings_from_table(table: Mapping[str, object], root: Path, source: str) ->
     for key, value in table.items():
         if key not in _KEYS:
             known = ", ".join(sorted(_KEYS))
-            raise ConfigError(f"{source}: unknown key `{key}` (known keys: {known})")
+            raise ConfigError(
+                f"{source}: unknown key `{key}`{did_you_mean(key, _KEYS)} (known keys: {known})"
+            )
         attr, parsed = _KEYS[key](source, value)
         values[attr] = parsed
     return Settings(root=root, config_file=Path(source), **values)

@@ -20,11 +20,12 @@ from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site
-from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.walk import names_under
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -85,6 +86,11 @@ class FileContext:
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
         return self.imports.resolve(node)
+
+    @cached_property
+    def names_in_use(self) -> NamesInUse:
+        """Every name the file uses: an import a fix adds must not rebind one of them."""
+        return names_in_use(self.module, names_under(self.module))
 
     @cached_property
     def loops(self) -> LoopAnalysis:

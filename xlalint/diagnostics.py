@@ -45,13 +45,15 @@ class Fix:
     """A rewrite that resolves one finding.
 
     `required_imports` are module-level import statements (as source text) the edits rely on;
-    the fixer adds each at most once per file.
+    the fixer adds each at most once per file. Fixes of one file with the same `group` must
+    go together: the fixer applies all of them or none.
     """
 
     applicability: Applicability
     description: str
     edits: tuple[Edit, ...]
     required_imports: tuple[str, ...] = ()
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class FileError:
 
     filename: str
     reason: str
+    location: Location | None = None  # where a syntax error is, when the parser says
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
@@ -25,6 +25,8 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 class Discovered:
     files: list[Path]
     missing: list[Path]  # named on the command line but absent
+    # Folders named on the command line in which no Python file is linted: worth a warning.
+    empty: list[Path] = field(default_factory=list)
 
 
 def _spec(patterns: Iterable[str]) -> pathspec.GitIgnoreSpec:
@@ -78,6 +80,7 @@ def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
     root = settings.root.resolve()
     files: list[Path] = []
     missing: list[Path] = []
+    empty: list[Path] = []
     ignores = _Ignores()
 
     def matches(path: Path, is_dir: bool, base: Path) -> bool:
@@ -94,7 +97,10 @@ def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
             # apply to what is inside it, relative to it.
             base = given.absolute() if matches(given, True, root) else root
             walk_ignores = ignores if settings.respect_gitignore else None
-            files.extend(_walk(given, lambda p, d, b=base: matches(p, d, b), walk_ignores))
+            found = list(_walk(given, lambda p, d, b=base: matches(p, d, b), walk_ignores))
+            if not found:
+                empty.append(given)
+            files.extend(found)
         elif given.exists() or given.is_symlink():
             # Named explicitly: linted unless `force-exclude` (pre-commit passes every file).
             if not (settings.force_exclude and _excluded_anywhere(given, matches, root)):
@@ -102,7 +108,9 @@ def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
         else:
             missing.append(given)
     unique = list(dict.fromkeys(files))
-    return Discovered(files=sorted(unique, key=lambda p: p.as_posix()), missing=missing)
+    return Discovered(
+        files=sorted(unique, key=lambda p: p.as_posix()), missing=missing, empty=empty
+    )
 
 
 def _excluded_anywhere(path: Path, matches: Callable[[Path, bool, Path], bool], root: Path) -> bool:

@@ -14,12 +14,21 @@ import sys
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
 from xlalint.context import FileContext
-from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Fix, Location
+from xlalint.diagnostics import (
+    Applicability,
+    Diagnostic,
+    Edit,
+    FileError,
+    FileResult,
+    Fix,
+    Location,
+)
 from xlalint.positions import Positions
 from xlalint.rule import NodeFix, PendingReport, Rule
 from xlalint.suppression import parse_suppressions
@@ -109,8 +118,13 @@ def lint_source(
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        reason = f"syntax error at {error.raw_line}:{error.raw_column + 1}: {error.message}"
-        return FileResult(filename, error=FileError(filename, reason))
+        if isinstance(verdict, SyntaxProblem):
+            # CPython's words and position ("'(' was never closed" where it opened), not
+            # libcst's parser state at the point it gave up.
+            problem = verdict
+        else:
+            problem = SyntaxProblem(error.message, Location(error.raw_line, error.raw_column + 1))
+        return FileResult(filename, error=problem.file_error(filename))
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to parse"))
     if not active:
@@ -165,10 +179,22 @@ _CPYTHON_CHECK_LIMIT = 1000
 _TOO_DEEP_MESSAGES = ("too many nested parentheses", "too many levels of indentation")
 
 
-def cpython_verdict(text: str, filename: str) -> str | None:
+@dataclass(frozen=True)
+class SyntaxProblem:
+    """Why a text does not parse, and where (None when the parser does not say)."""
+
+    message: str
+    location: Location | None = None
+
+    def file_error(self, filename: str) -> FileError:
+        where = f" at {self.location.row}:{self.location.column}" if self.location else ""
+        return FileError(filename, f"syntax error{where}: {self.message}", self.location)
+
+
+def cpython_verdict(text: str, filename: str) -> str | SyntaxProblem | None:
     """None if CPython parses `text`; TOO_DEEP if it is nested beyond what is safe to hand
-    to libcst; otherwise CPython's syntax error message (libcst's grammar may be newer than
-    this interpreter's, so libcst has the last word on those)."""
+    to libcst; otherwise CPython's syntax error (libcst's grammar may be newer than this
+    interpreter's, so libcst has the last word on whether the file parses)."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(min(limit, _CPYTHON_CHECK_LIMIT))
     try:
@@ -179,9 +205,13 @@ def cpython_verdict(text: str, filename: str) -> str | None:
         return TOO_DEEP
     except SyntaxError as error:
         message = str(error.msg)
-        return TOO_DEEP if message.startswith(_TOO_DEEP_MESSAGES) else message
+        if message.startswith(_TOO_DEEP_MESSAGES):
+            return TOO_DEEP
+        # `offset` counts characters from 1 (0 or None when CPython does not know).
+        where = Location(error.lineno, max(error.offset or 1, 1)) if error.lineno else None
+        return SyntaxProblem(message, where)
     except ValueError as error:
-        return str(error)
+        return SyntaxProblem(str(error))
     finally:
         sys.setrecursionlimit(limit)
     return None
@@ -192,13 +222,21 @@ def _to_diagnostics(
 ) -> list[Diagnostic]:
     positions = Positions(module, text)
     suppressions = parse_suppressions(text, positions)
+    pending = group_device_fixes(list(pending))
+    spanned = [
+        (report, _start(positions[report.node]), _end(positions[report.end_node]))
+        for report in pending
+    ]
+    superseded = _superseded(spanned)
     seen: set[tuple[str, Location, Location]] = set()
     diagnostics = []
-    for report in pending:
-        start = _start(positions[report.node])
-        end = _end(positions[report.end_node])
+    for report, start, end in spanned:
         code = report.rule.code
-        if (code, start, end) in seen or suppressions.suppresses(code, start.row):
+        if (
+            (code, start, end) in seen
+            or (code, start, end) in superseded
+            or suppressions.suppresses(code, start.row)
+        ):
             continue
         seen.add((code, start, end))
         diagnostics.append(
@@ -218,6 +256,58 @@ def _to_diagnostics(
     return diagnostics
 
 
+def _superseded(
+    spanned: Iterable[tuple[PendingReport, Location, Location]],
+) -> set[tuple[str, Location, Location]]:
+    """(code, start, end) of findings that a more specific rule's finding on the same span
+    replaces (`Rule.supersedes`): one finding per cause. Decided before `# noqa`, so a
+    suppressed specific finding does not bring back the general one."""
+    return {(code, start, end) for report, start, end in spanned for code in report.rule.supersedes}
+
+
+DEVICE_GROUP = "xla-device"
+
+
+def group_device_fixes(pending: list[PendingReport]) -> list[PendingReport]:
+    """Fixes that move values to the XLA device, judged for the file as a whole.
+
+    Moving a loader's batches or a tensor to the XLA device is safe only where the model
+    and every tensor they meet end up there too. A device choice that can keep the model
+    elsewhere (XLA305's ladder: the CPU on an XLA host) makes each such fix unsafe on its
+    own: with the ladder's fix they form one group that the fixer applies all or nothing;
+    where a ladder has no fix, they stay unsafe, with the reason in their description."""
+    choices = [r for r in pending if r.rule.decides_device]
+    if not choices or not any(r.fix and r.fix.moves_to_xla for r in pending):
+        return pending
+    unfixed = [r for r in choices if r.fix is None]
+    if unfixed:
+        reason = (
+            "unsafe: a device choice without XLA that xlalint cannot fix "
+            f"({unfixed[0].rule.code}) decides where the model goes"
+        )
+        group = None
+    else:
+        reason = (
+            f"unsafe: goes together with the {choices[0].rule.code} fix that gives the "
+            "device choice XLA, which decides where the model goes"
+        )
+        group = DEVICE_GROUP
+    grouped = []
+    for report in pending:
+        fix = report.fix
+        if fix is not None and fix.moves_to_xla:
+            fix = replace(
+                fix,
+                applicability=Applicability.UNSAFE,
+                description=f"{fix.description} ({reason})",
+                group=group,
+            )
+        elif fix is not None and report.rule.decides_device:
+            fix = replace(fix, group=group)
+        grouped.append(replace(report, fix=fix))
+    return grouped
+
+
 def _start(code_range: CodeRange) -> Location:
     return Location(code_range.start.line, code_range.start.column + 1)
 
@@ -232,4 +322,4 @@ def _to_fix(module: cst.Module, positions: Positions, fix: NodeFix) -> Fix:
         code_range = positions[old]
         content = new if isinstance(new, str) else module.code_for_node(new)
         edits.append(Edit(_start(code_range), _end(code_range), content))
-    return Fix(fix.applicability, fix.description, tuple(edits), fix.required_imports)
+    return Fix(fix.applicability, fix.description, tuple(edits), fix.required_imports, fix.group)

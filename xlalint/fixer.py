@@ -68,6 +68,23 @@ def _parses(text: str) -> bool:
     return True
 
 
+def _units(diagnostics: Sequence[Diagnostic]) -> list[list[Diagnostic]]:
+    """Findings as the fixer takes them: each alone, or with the other members of its fix's
+    group (fixes that must go together), at the place of the group's first member."""
+    groups: dict[str, list[Diagnostic]] = {}
+    units: list[list[Diagnostic]] = []
+    for diagnostic in diagnostics:
+        group = diagnostic.fix.group if diagnostic.fix is not None else None
+        if group is None:
+            units.append([diagnostic])
+        elif group in groups:
+            groups[group].append(diagnostic)
+        else:
+            groups[group] = [diagnostic]
+            units.append(groups[group])
+    return units
+
+
 def _choose(
     text: str,
     diagnostics: Sequence[Diagnostic],
@@ -76,26 +93,34 @@ def _choose(
 ) -> list[Diagnostic]:
     """Fixable findings whose edits overlap no earlier chosen fix, in source order.
 
+    A group of fixes that must go together is chosen whole or not at all: every member
+    allowed, none rejected, none overlapping. Two fixes that make the very same edit (the
+    same guard inserted at the same place) do not overlap: the edit is made once.
     A fix whose import would rebind a name the file imports as something else (`import
     torch_xla.core.xla_model as xm` in a file with `import numpy as xm`) is not chosen: the
     finding remains, and the file keeps working.
     """
     chosen: list[Diagnostic] = []
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[tuple[int, int], str]] = []
     bound: dict[str, str] | None = None
-    for diagnostic in diagnostics:
-        if not allowed(diagnostic.fix, unsafe) or diagnostic in rejected:
+    for unit in _units(diagnostics):
+        if not all(allowed(d.fix, unsafe) and d not in rejected for d in unit):
             continue
-        assert diagnostic.fix is not None
-        if diagnostic.fix.required_imports:
+        imports = [i for d in unit for i in d.fix.required_imports]  # type: ignore[union-attr]
+        if imports:
             if bound is None:
                 bound = import_bindings(text)
-            if import_conflicts(bound, diagnostic.fix.required_imports):
+            if import_conflicts(bound, imports):
                 continue
-        spans = edit_spans(text, diagnostic.fix.edits)
-        if any(spans_overlap(a, b) for a in spans for b in taken):
+        edits = list(dict.fromkeys(e for d in unit for e in d.fix.edits))  # type: ignore[union-attr]
+        spans = list(zip(edit_spans(text, edits), (e.content for e in edits), strict=True))
+        if any(
+            spans_overlap(a, b) and (a, content) != (b, other)
+            for index, (a, content) in enumerate(spans)
+            for b, other in [*taken, *spans[:index]]
+        ):
             continue
-        chosen.append(diagnostic)
+        chosen.extend(unit)
         taken.extend(spans)
     return chosen
 
@@ -108,7 +133,8 @@ def _apply(
 ) -> str:
     """`text` with `fixes` applied, the imports they need added and the imports they made
     unused removed (but not those in `keep`)."""
-    edits = [edit for d in fixes for edit in d.fix.edits]  # type: ignore[union-attr]
+    # The same edit from two fixes (a shared guard) is made once.
+    edits = list(dict.fromkeys(edit for d in fixes for edit in d.fix.edits))  # type: ignore[union-attr]
     imports = [i for d in fixes for i in d.fix.required_imports]  # type: ignore[union-attr]
     edited = apply_edits(text, edits)
     try:
@@ -144,15 +170,14 @@ def fix_text(
         while chosen and not _parses(candidate):
             # Keep the fixes that parse on their own; report the others, and let the fixes
             # they overlapped be chosen in their place.
-            kept = []
-            for diagnostic in chosen:
-                if _parses(_apply(text, [*kept, diagnostic], filename, keep)):
-                    kept.append(diagnostic)
-                else:
-                    rejected.append(diagnostic)
-                    outcome.dropped.append(
-                        f"{diagnostic.code} at {diagnostic.start.row}:{diagnostic.start.column}"
-                    )
+            # A group of fixes that must go together is kept or dropped whole.
+            kept: list[Diagnostic] = []
+            for unit in _units(chosen):
+                if _parses(_apply(text, [*kept, *unit], filename, keep)):
+                    kept.extend(unit)
+                    continue
+                rejected.extend(unit)
+                outcome.dropped.extend(f"{d.code} at {d.start.row}:{d.start.column}" for d in unit)
             chosen = kept or _choose(text, result.diagnostics, unsafe, rejected)
             candidate = _apply(text, chosen, filename, keep)
         if not chosen:

@@ -6,6 +6,7 @@ set is: `select` (or the default-on rules when unset), plus `extend-select`, min
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from collections.abc import Iterable
@@ -51,6 +52,19 @@ def expand(selector: str) -> list[str]:
     if not matched:
         raise UnknownSelectorError(selector)
     return matched
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """` (did you mean `X`?)` for the candidate closest to a mistyped `word`, else ``."""
+    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
+    return f" (did you mean `{match[0]}`?)" if match else ""
+
+
+def unknown_selectors_message(unknown: Iterable[str]) -> str:
+    """`unknown rule code(s) XLA1011 (did you mean `XLA101`?)`, for each unknown selector."""
+    codes = list(all_rules())
+    named = ", ".join(f"{u}{did_you_mean(u.strip().upper(), codes)}" for u in unknown)
+    return f"unknown rule code(s) {named}"
 
 
 def validate_selectors(selectors: Iterable[str]) -> list[str]:

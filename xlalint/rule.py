@@ -45,6 +45,10 @@ class NodeFix:
     description: str
     replacements: tuple[tuple[cst.CSTNode, cst.CSTNode | str], ...]
     required_imports: tuple[str, ...] = ()
+    group: str | None = None  # set by the engine: fixes that must go together
+    # Moves a value (data, a model, a loader's batches) to the XLA device: safe only where
+    # every value it meets ends up there too (see `engine.group_device_fixes`).
+    moves_to_xla: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,14 @@ class Rule:
     # `if m:` over module objects, or `float(a)` in number code).
     needs_torch: ClassVar[bool] = False
     hint: ClassVar[str | None] = None
+    # Codes of less specific rules that this rule's finding replaces where both report the
+    # same span: one finding per cause (`torch.cuda.synchronize()` raises on an XLA host,
+    # which says more than that it blocks every step). Only enabled rules take part, so
+    # ignoring the specific rule brings the general finding back.
+    supersedes: ClassVar[tuple[str, ...]] = ()
+    # The rule's findings are device choices that can keep a model off the XLA device
+    # (XLA305's ladders): fixes that move other values there go together with theirs.
+    decides_device: ClassVar[bool] = False
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -111,10 +123,17 @@ class Rule:
         description: str,
         *replacements: tuple[cst.CSTNode, cst.CSTNode | str],
         imports: Sequence[str] = (),
+        moves_to_xla: bool = False,
     ) -> NodeFix:
         """Build a fix with this rule's applicability."""
         assert self.fix_applicability is not None, f"{self.code} declares no fix applicability"
-        return NodeFix(self.fix_applicability, description, tuple(replacements), tuple(imports))
+        return NodeFix(
+            self.fix_applicability,
+            description,
+            tuple(replacements),
+            tuple(imports),
+            moves_to_xla=moves_to_xla,
+        )
 
     @classmethod
     def docs(cls) -> str:

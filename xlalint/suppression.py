@@ -6,6 +6,8 @@
   `# noqa` at the end of that string or continued line, which is where a comment can go.
 - `# xlalint: noqa` on a line of its own silences the whole file; `# xlalint: noqa: XLA101`
   only those codes.
+- A code may be a prefix, as in `--select` and `per-file-ignores`: `# noqa: XLA1` covers
+  XLA101 to XLA199 (a user who wrote it meant that; ignoring it silently helped no one).
 
 Only comments count: `"# noqa"` inside a string literal does nothing.
 """
@@ -43,13 +45,18 @@ class Suppressions:
         return self.noqa_row_for.get(row, row)
 
     def suppresses(self, code: str, row: int) -> bool:
-        if self.file_codes is None or code in self.file_codes:
+        if self.file_codes is None or _covers(self.file_codes, code):
             return True
         target = self.noqa_row(row)
         if target not in self.line_codes:
             return False
         codes = self.line_codes[target]
-        return codes is None or code in codes
+        return codes is None or _covers(codes, code)
+
+
+def _covers(codes: set[str], code: str) -> bool:
+    """Whether one of `codes` is `code` or a prefix of it."""
+    return any(code.startswith(listed) for listed in codes)
 
 
 def _codes(match: re.Match[str]) -> set[str] | None:

@@ -389,7 +389,7 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     """The device choice made by an `if`/`elif`/`else` chain, if any branch assigns or
     returns a device expression. A nested `if` statement is a choice of its own and is not
     looked into."""
-    tests, blocks = _chain(node)
+    tests, blocks = chain(node)
     types: set[str] = set()
     returns = False
     last_selecting = -1  # index in `blocks` of the last branch that selects a device
@@ -411,7 +411,7 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     return DeviceChoice(node, frozenset(types), probes, returns, remaps)
 
 
-def _chain(node: cst.If) -> tuple[list[cst.BaseExpression], list[cst.BaseSuite]]:
+def chain(node: cst.If) -> tuple[list[cst.BaseExpression], list[cst.BaseSuite]]:
     """The tests of an `if`/`elif` chain and its blocks (one more block for an `else`)."""
     tests: list[cst.BaseExpression] = []
     blocks: list[cst.BaseSuite] = []

@@ -10,12 +10,14 @@ costs a fraction of full scope analysis.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.legacy_api import modernize
+from xlalint.walk import descendants
 
 
 class ImportTable:
@@ -78,20 +80,26 @@ class ImportTable:
         """Local names bound to exactly `qualified` (e.g. `xm` for torch_xla's xla_model)."""
         return [name for name, target in self._bindings.items() if target == qualified]
 
-    def spell(self, qualified: str, module_import: str) -> tuple[str, tuple[str, ...]]:
+    def spell(
+        self, qualified: str, module_import: str, in_use: NamesInUse | None = None
+    ) -> tuple[str, tuple[str, ...]]:
         """How this file writes `qualified`, and the import a fix must add for it (if any).
 
         A fix should read like the file around it: with `import torch_xla.core.xla_model as
         xm`, `torch_xla.core.xla_model.optimizer_step` is `xm.optimizer_step`, and with
         `from torch_xla import sync`, `torch_xla.sync` is `sync`. Only a binding of the name
         itself or of its module is reused; otherwise `module_import` (which must bind that
-        module, e.g. `import torch_xla.core.xla_model as xm`) is added and its name used.
+        module, e.g. `import torch_xla.core.xla_model as xm`) is added and its name used,
+        unless the file already uses that name for something else (`in_use`: Lightning's
+        `import lightning.pytorch as pl`): then the import gets a free alias (`xla_pl`).
         """
         parent, _, leaf = qualified.rpartition(".")
         for target, suffix in ((qualified, ""), (parent, f".{leaf}")):
             names = sorted(self.local_names_for(target))
             if names:
                 return names[0] + suffix, ()
+        if in_use is not None:
+            module_import = in_use.free_import(module_import)
         statement = cst.parse_statement(module_import)
         table = ImportTable()
         assert isinstance(statement, cst.SimpleStatementLine)
@@ -103,6 +111,62 @@ class ImportTable:
             if names:
                 return names[0] + suffix, (module_import,)
         raise ValueError(f"{module_import!r} binds neither {qualified} nor its module")
+
+
+@dataclass(frozen=True)
+class NamesInUse:
+    """The names a file uses anywhere, and what its imports (at any depth) bind them to:
+    what an import added by a fix must not rebind."""
+
+    names: Collection[str]
+    imported: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def clashes(self, name: str, target: str) -> bool:
+        """Whether binding `name` to `target` at module level could change what some code
+        in the file refers to: the name is used, and not only as an import of `target`."""
+        return name in self.names and self.imported.get(name) != frozenset({target})
+
+    def free_import(self, statement: str) -> str:
+        """`statement` (one import of one name), with an alias no code in the file uses
+        when the name it binds would clash: `import a.b as pl` -> `import a.b as xla_pl`."""
+        parsed = cst.parse_statement(statement)
+        assert isinstance(parsed, cst.SimpleStatementLine)
+        small = parsed.body[0]
+        assert isinstance(small, cst.Import | cst.ImportFrom)
+        aliases = list(import_aliases(small))
+        if len(aliases) != 1 or len(parsed.body) != 1:
+            return statement
+        _, bound, target = aliases[0]
+        if not self.clashes(bound, modernize(target)):
+            return statement
+        alias = next(
+            candidate
+            for n in range(1, len(self.names) + 2)
+            if (candidate := f"xla_{bound}{n if n > 1 else ''}") not in self.names
+        )
+        assert not isinstance(small.names, cst.ImportStar)
+        renamed = small.names[0].with_changes(asname=cst.AsName(cst.Name(alias)))
+        return (
+            cst.Module([])
+            .code_for_node(parsed.with_changes(body=[small.with_changes(names=[renamed])]))
+            .strip()
+        )
+
+
+def names_in_use(module: cst.Module, names: Collection[str]) -> NamesInUse:
+    """`NamesInUse` of `module`, whose `Name` values are `names`."""
+    imported: dict[str, set[str]] = {}
+    for node in _imports_anywhere(module):
+        for _, bound, target in import_aliases(node):
+            imported.setdefault(bound, set()).add(modernize(target))
+    return NamesInUse(names, {name: frozenset(t) for name, t in imported.items()})
+
+
+def _imports_anywhere(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
+    """Every import statement in `module`, at any depth."""
+    for node in descendants(module):
+        if type(node) is cst.Import or type(node) is cst.ImportFrom:
+            yield node  # type: ignore[misc]
 
 
 def _child_statements(node: cst.CSTNode) -> list[cst.CSTNode]:

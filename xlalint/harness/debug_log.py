@@ -16,6 +16,7 @@ from pathlib import Path
 _BLOCK_START = re.compile(r"^(?P<kind>Compilation|Execution) Analysis: =+$")
 _FRAME = re.compile(r"^\w+ Analysis:\s+(?P<function>\S+) \((?P<file>.+):(?P<line>\d+)\)$")
 _SECTION = re.compile(r"^\w+ Analysis: (?P<title>[A-Z][\w ]+?):?\s*$")
+_GRAPH_HASH = re.compile(r"^\w+ Analysis:\s+Graph Hash: (?P<hash>\w+)")
 HOST_READ = "access tensor value"
 
 
@@ -27,6 +28,7 @@ class Event:
     cause: str
     file: str | None
     line: int | None
+    graph_hash: str | None = None
 
     @property
     def host_read(self) -> bool:
@@ -40,11 +42,12 @@ def parse(lines: Iterable[str], is_user_file: Callable[[str], bool]) -> list[Eve
     cause = ""
     section = ""
     frame: tuple[str, int] | None = None
+    graph_hash: str | None = None
 
     def close() -> None:
         if kind is not None:
             file, line = frame if frame else (None, None)
-            events.append(Event(kind, cause, file, line))
+            events.append(Event(kind, cause, file, line, graph_hash))
 
     for raw in lines:
         text = raw.rstrip("\n")
@@ -55,14 +58,16 @@ def parse(lines: Iterable[str], is_user_file: Callable[[str], bool]) -> list[Eve
                 kind = None
                 continue
             kind = "compile" if start["kind"] == "Compilation" else "execute"
-            cause, section, frame = "", "", None
+            cause, section, frame, graph_hash = "", "", None, None
             continue
         if kind is None:
             continue
         if heading := _SECTION.match(text):
             section = heading["title"]
             continue
-        if section == "Compilation Cause" or section == "Execution Cause":
+        if section == "Graph Info" and (match := _GRAPH_HASH.match(text)):
+            graph_hash = match["hash"]
+        elif section == "Compilation Cause" or section == "Execution Cause":
             cause = (cause + " " + text.split(":", 1)[1].strip()).strip()
         elif (
             section == "Python Frame Triggered Execution"

@@ -18,7 +18,10 @@ from pathlib import Path
 
 from xlalint.api import FixReport, fix_paths
 from xlalint.config import Settings
+from xlalint.diagnostics import Applicability
+from xlalint.discovery import PYTHON_SUFFIXES
 from xlalint.harness.profile import Profile, profile
+from xlalint.registry import all_rules
 from xlalint.rule import Rule
 
 # Folders a project copy does not need: environments, caches, version control.
@@ -37,6 +40,11 @@ class PrintedComparison:
     count: tuple[int, int]
     exact: bool
     max_rel_diff: float
+
+    @property
+    def agrees(self) -> bool:
+        """The same numbers, or within RTOL of each other."""
+        return self.count[0] == self.count[1] and self.max_rel_diff <= RTOL
 
     def describe(self) -> str:
         if self.count[0] != self.count[1]:
@@ -58,15 +66,64 @@ def compare_printed(before: str, after: str) -> PrintedComparison:
     return PrintedComparison((len(a), len(b)), a == b, max(diffs, default=0.0))
 
 
+def no_xla_reason(run: Profile) -> str | None:
+    """Why a run has no XLA counts (None when it has them): the "as it is" column says so."""
+    if not run.totals:
+        return "the run left no metrics (it was killed or timed out)"
+    if run.totals.get("imported_torch_xla"):
+        return None
+    if run.returncode != 0:
+        return "the script failed before it imported torch_xla"
+    return "the script never imported torch_xla: it ran without XLA (on the CPU or a GPU)"
+
+
 @dataclass
 class FixVerification:
     fixes: FixReport
     before: Profile
     after: Profile
+    unsafe: bool = False
 
     @property
     def printed(self) -> PrintedComparison:
         return compare_printed(self.before.stdout, self.after.stdout)
+
+    @property
+    def unsafe_codes(self) -> list[str]:
+        """The applied fixes that may change behaviour: their differences are declared."""
+        if not self.unsafe:
+            return []
+        rules = all_rules()
+        applied = {code for o in self.fixes.outcomes for code in o.applied}
+        return sorted(
+            code
+            for code in applied
+            if code in rules and rules[code].fix_applicability is Applicability.UNSAFE
+        )
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the fixes must not be applied: the fixed script fails, or its results moved.
+
+        A difference in what the script printed is a problem only when every applied fix is
+        safe: unsafe fixes declare that results may change, and the difference is reported.
+        The numbers are compared only when both runs succeed.
+        """
+        found = []
+        if self.after.returncode != 0:
+            tail = self.after.stderr.strip().splitlines()[-1:] or ["no error output"]
+            found.append(f"the fixed script fails (exit code {self.after.returncode}): {tail[0]}")
+        elif self.before.returncode == 0:
+            printed = self.printed
+            if not printed.agrees and not self.unsafe_codes:
+                found.append(
+                    f"the safe fixes changed what the script printed: {printed.describe()}"
+                )
+        return found
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
 
 
 def _in_copy(argument: str, project: Path, copy: Path) -> str:
@@ -75,6 +132,19 @@ def _in_copy(argument: str, project: Path, copy: Path) -> str:
     if path.is_absolute() and path.resolve().is_relative_to(project):
         return str(copy / path.resolve().relative_to(project))
     return argument
+
+
+def named_scripts(command: Sequence[str], project: Path) -> list[Path]:
+    """The Python files in `project` that the command names (`python examples/train.py`),
+    as written: they are fixed even where `exclude` leaves their folder out, as any file
+    named on the command line is."""
+    scripts = []
+    for argument in command[1:]:
+        path = Path(argument)
+        full = (project / path).resolve()
+        if path.suffix in PYTHON_SUFFIXES and full.is_file() and full.is_relative_to(project):
+            scripts.append(path)
+    return scripts
 
 
 def verify_fixes(
@@ -92,11 +162,19 @@ def verify_fixes(
         shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns(*_NOT_COPIED))
         root = settings.root.resolve()
         copied_root = copy / root.relative_to(project) if root.is_relative_to(project) else root
+        scripts = [
+            copy / (project / p).resolve().relative_to(project)
+            for p in named_scripts(command, project)
+        ]
         fixes = fix_paths(
-            [copy], replace(settings, root=copied_root), rules=rules, unsafe=unsafe, apply=True
+            [copy, *scripts],
+            replace(settings, root=copied_root),
+            rules=rules,
+            unsafe=unsafe,
+            apply=True,
         )
         before = profile(command, device=device, cwd=project)
         after = profile([_in_copy(a, project, copy) for a in command], device=device, cwd=copy)
     for outcome in fixes.outcomes:
         outcome.filename = str(Path(outcome.filename).relative_to(copy))
-    return FixVerification(fixes, before, after)
+    return FixVerification(fixes, before, after, unsafe)

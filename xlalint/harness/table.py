@@ -7,10 +7,11 @@ from collections import Counter
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from xlalint.harness.fix_verify import FixVerification
-from xlalint.harness.profile import Profile
+from xlalint.harness.fix_verify import FixVerification, no_xla_reason
+from xlalint.harness.profile import Confirmation, Profile
 from xlalint.harness.verdict import CaseVerdict
 from xlalint.harness.verify import VerifyReport
 from xlalint.report import plural
@@ -23,6 +24,7 @@ COLUMNS = (
     ("max_graph_size", "graph"),
     ("warnings", "warn"),
 )
+PLAIN = {"highlight": False, "markup": False, "soft_wrap": True}
 OUTPUTS = {(True, True): "identical", (False, True): "close", (False, False): "differ"}
 LEGEND = (
     "Cells: as written->as fixed (one number when equal; err: the program fails). Bold: the "
@@ -48,6 +50,8 @@ def _cell(verdict: CaseVerdict, cost: str) -> str:
 def _outputs(verdict: CaseVerdict) -> str:
     if verdict.outputs is None:
         return "-"
+    if verdict.outputs.same_distribution:
+        return "same dist"
     return OUTPUTS[verdict.outputs.exact, verdict.outputs.close]
 
 
@@ -123,10 +127,30 @@ def _short_cause(causes: Counter[str]) -> str:
     return cause.removeprefix("most likely ")
 
 
+def _seen(confirmation: Confirmation) -> str:
+    """What the run showed for one finding: its line's cost (once per line) or its loop's growth."""
+    if confirmation.growth is not None:
+        return f"confirmed: {confirmation.growth.describe()}"
+    cost = confirmation.cost
+    if cost is None:
+        return "not seen (did not run, or cost nothing measurable)"
+    if confirmation.shared_with and confirmation.finding.code > min(confirmation.shared_with):
+        return f"confirmed: the same line's cost, counted under {min(confirmation.shared_with)}"
+    shared = f" (one cost for {', '.join(confirmation.shared_with)} too)" * bool(
+        confirmation.shared_with
+    )
+    recompiles = f", {len(cost.recompiles)} recompiles caused here" * bool(cost.recompiles)
+    return (
+        f"confirmed: {cost.executions} executions, {cost.host_reads} device-to-host "
+        f"transfers, {cost.compiles} compiles{recompiles}{shared}"
+    )
+
+
 def profile_tables(result: Profile) -> list[Table | str]:
     totals = result.totals
     out: list[Table | str] = [
-        f"[bold]xlalint profile[/bold] `{' '.join(result.command)}` (exit code {result.returncode})"
+        f"[bold]xlalint profile[/bold] `{escape(' '.join(result.command))}` "
+        f"(exit code {result.returncode})"
     ]
     if not totals.get("imported_torch_xla"):
         out.append("The script did not import torch_xla: nothing ran on an XLA device.")
@@ -147,14 +171,19 @@ def profile_tables(result: Profile) -> list[Table | str]:
     lines.add_column("cause", overflow="fold")
     codes: dict[tuple[str, int], list[str]] = {}
     for confirmation in result.confirmed:
-        assert confirmation.cost is not None
-        key = (confirmation.cost.file, confirmation.cost.line)
-        codes.setdefault(key, []).append(confirmation.finding.code)
+        if confirmation.cost is not None:
+            key = (confirmation.cost.file, confirmation.cost.line)
+            codes.setdefault(key, []).append(confirmation.finding.code)
     for cost in result.lines:
+        cause = _short_cause(cost.causes)
+        if cost.recompiles:
+            first = cost.recompiles[0]
+            cause = f"recompiles: {first.change}" + (
+                f" (compiled at {first.trigger})" if first.trigger else ""
+            )
         lines.add_row(
             f"{cost.file}:{cost.line}", str(cost.executions), str(cost.host_reads),
-            str(cost.compiles), ", ".join(codes.get((cost.file, cost.line), [])),
-            _short_cause(cost.causes),
+            str(cost.compiles), ", ".join(codes.get((cost.file, cost.line), [])), escape(cause),
         )  # fmt: skip
     out.append(lines)
     findings = Table(title="Static findings, checked against the run", title_justify="left")
@@ -162,22 +191,17 @@ def profile_tables(result: Profile) -> list[Table | str]:
     findings.add_column("rule", no_wrap=True)
     findings.add_column("at runtime")
     for confirmation in result.findings:
-        finding, cost = confirmation.finding, confirmation.cost
-        seen = (
-            f"[green]confirmed[/green]: {cost.executions} executions, {cost.host_reads} host "
-            f"reads, {cost.compiles} compiles"
-            if cost
-            else "not seen (did not run, or cost nothing measurable)"
-        )
+        finding = confirmation.finding
+        seen = escape(_seen(confirmation)).replace("confirmed", "[green]confirmed[/green]", 1)
         findings.add_row(f"{finding.filename}:{finding.start.row}", finding.code, seen)
     out.append(findings)
     if result.unexplained:
         out.append("[yellow]Runtime costs no rule explains:[/yellow]")
-        for cost in result.unexplained:
+        for item in result.unexplained:
             out.append(
-                f"  {cost.file}:{cost.line}: {cost.host_reads} host reads, {cost.compiles} "
-                f"compiles ({_short_cause(cost.causes)})"
-            )
+                escape(f"  {item.file}:{item.line}: {item.what}; no finding here, closest "
+                       f"rule {item.closest_rule}")
+            )  # fmt: skip
     return out
 
 
@@ -226,8 +250,19 @@ def print_fix_verification(verification: FixVerification, console: Console) -> N
         str(len(after.confirmed)),
     )
     console.print(table)
-    console.print(f"What the script printed: {verification.printed.describe()}.")
     for label, result in (("as it is", before), ("fixed", after)):
-        if result.returncode != 0:
-            tail = result.stderr.strip().splitlines()[-1:] or ["no error output"]
-            console.print(f"[red]The script {label} fails:[/red] {tail[0]}")
+        reason = no_xla_reason(result)
+        if reason:
+            console.print(f"{label}: no XLA counts (-): {reason}.", **PLAIN)
+    console.print(f"What the script printed: {verification.printed.describe()}.", **PLAIN)
+    if verification.unsafe_codes:
+        console.print(
+            f"Unsafe fixes applied ({', '.join(verification.unsafe_codes)}): they may change "
+            "results, so a difference is reported, not a failure.",
+            **PLAIN,
+        )
+    if before.returncode != 0:
+        tail = before.stderr.strip().splitlines()[-1:] or ["no error output"]
+        console.print(f"[red]The script as it is fails:[/red] {escape(tail[0])}")
+    for problem in verification.problems:
+        console.print(f"[red]FAIL:[/red] {escape(problem)}")

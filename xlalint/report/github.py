@@ -31,7 +31,9 @@ def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
         )
         message = f"{d.filename}:{d.start.row}:{d.start.column}: {d.code} {d.message}"
         lines.append(f"::error {properties}::{_escape_data(message)}\n")
-    for error in report.errors:
+    for error in report.problems:
         properties = f"title=xlalint,file={_escape_property(error.filename)}"
+        if error.location is not None:
+            properties += f",line={error.location.row},col={error.location.column}"
         lines.append(f"::error {properties}::{_escape_data(f'{error.filename}: {error.reason}')}\n")
     return "".join(lines)

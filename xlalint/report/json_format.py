@@ -1,4 +1,9 @@
-"""A JSON array of findings, shaped like ruff's JSON output, for tools to consume."""
+"""A JSON array of findings, shaped like ruff's JSON output, for tools to consume.
+
+A file that could not be linted (a syntax error, an unreadable file, a missing path) is an
+entry too, as in ruff: `code` null, `name` "file-error", the reason as `message`, and the
+position of a syntax error (else null), so a tool reading only this output misses nothing.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xlalint.api import CheckReport
-from xlalint.diagnostics import Diagnostic, Fix, Location
+from xlalint.diagnostics import Diagnostic, FileError, Fix, Location
 from xlalint.rule import Rule
 
 
@@ -48,7 +53,24 @@ def diagnostic_to_json(diagnostic: Diagnostic, url: str) -> dict[str, Any]:
     }
 
 
+def error_to_json(error: FileError) -> dict[str, Any]:
+    where = _location(error.location) if error.location else None
+    return {
+        "code": None,
+        "name": "file-error",
+        "message": error.reason,
+        "filename": error.filename,
+        "location": where,
+        "end_location": where,
+        "noqa_row": None,
+        "fix": None,
+        "hint": None,
+        "url": None,
+    }
+
+
 def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
     urls = {rule.code: rule.url() for rule in rules}
-    items = [diagnostic_to_json(d, urls.get(d.code, "")) for d in report.diagnostics]
+    items = [error_to_json(e) for e in report.problems]
+    items += [diagnostic_to_json(d, urls.get(d.code, "")) for d in report.diagnostics]
     return json.dumps(items, indent=2) + "\n"

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from xlalint import __version__
 from xlalint.api import CheckReport
-from xlalint.diagnostics import Diagnostic, Location
+from xlalint.diagnostics import Diagnostic, FileError, Location
 from xlalint.rule import Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -86,6 +86,21 @@ def _result(diagnostic: Diagnostic, rule_index: int) -> dict[str, Any]:
     return result
 
 
+def _notification(error: FileError) -> dict[str, Any]:
+    """A file xlalint could not lint, as a tool execution notification."""
+    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(error.filename)}}
+    if error.location is not None:
+        physical["region"] = {
+            "startLine": error.location.row,
+            "startColumn": error.location.column,
+        }
+    return {
+        "level": "error",
+        "message": {"text": error.reason},
+        "locations": [{"physicalLocation": physical}],
+    }
+
+
 def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
     index = {rule.code: i for i, rule in enumerate(rules)}
     document = {
@@ -104,20 +119,9 @@ def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
                 "results": [_result(d, index.get(d.code, -1)) for d in report.diagnostics],
                 "invocations": [
                     {
-                        "executionSuccessful": not report.errors,
+                        "executionSuccessful": not report.problems,
                         "toolExecutionNotifications": [
-                            {
-                                "level": "error",
-                                "message": {"text": error.reason},
-                                "locations": [
-                                    {
-                                        "physicalLocation": {
-                                            "artifactLocation": {"uri": _uri(error.filename)}
-                                        }
-                                    }
-                                ],
-                            }
-                            for error in report.errors
+                            _notification(error) for error in report.problems
                         ],
                     }
                 ],

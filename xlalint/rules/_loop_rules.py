@@ -59,12 +59,17 @@ class LoopRule(Rule):
         if torch_xla_is_optional(self.ctx.module):
             return None  # the loop must still run where torch_xla is not installed
         wrapper, imports = self.ctx.imports.spell(
-            MP_DEVICE_LOADER, "import torch_xla.distributed.parallel_loader as pl"
+            MP_DEVICE_LOADER,
+            "import torch_xla.distributed.parallel_loader as pl",
+            self.ctx.names_in_use,
         )
         device, device_imports = xla_device_source()
         wrapped = f"{wrapper}({self.ctx.module.code_for_node(loader)}, {device})"
         return self.fix(
-            f"Iterate `{wrapped}`", (loader, wrapped), imports=(*device_imports, *imports)
+            f"Iterate `{wrapped}`",
+            (loader, wrapped),
+            imports=(*device_imports, *imports),
+            moves_to_xla=True,
         )
 
     def moved_batches_fix(self, site: LoopSite) -> NodeFix | None:
@@ -107,16 +112,18 @@ class BarrierLoopRule(LoopRule):
             return None
         if self._uses_mark_step:
             spelling, imports = self.ctx.imports.spell(
-                MARK_STEP, "import torch_xla.core.xla_model as xm"
+                MARK_STEP, "import torch_xla.core.xla_model as xm", self.ctx.names_in_use
             )
         else:
-            spelling, imports = self.ctx.imports.spell("torch_xla.sync", "import torch_xla")
+            spelling, imports = self.ctx.imports.spell(
+                "torch_xla.sync", "import torch_xla", self.ctx.names_in_use
+            )
         module = self.ctx.module
         barrier = f"{site.body_indent}{spelling}()"
         if imports and torch_xla_is_optional(module):
             return None  # the import would have to be guarded like the file's own
         if not imports:
-            guarded, flag = _import_guard(module, spelling.split(".", 1)[0])
+            guarded, flag = import_guard(module, spelling.split(".", 1)[0])
             if guarded and flag is None:
                 return None  # torch_xla is optional here, and how to test for it is unclear
             if flag is not None:
@@ -154,7 +161,7 @@ def _binds_torch_xla(small: cst.BaseSmallStatement) -> bool:
     return table.binds("torch_xla")
 
 
-def _import_guard(module: cst.Module, name: str) -> tuple[bool, str | None]:
+def import_guard(module: cst.Module, name: str) -> tuple[bool, str | None]:
     """Whether the module-level import that binds `name` sits under an `if` or `try:`, and
     the flag that the same block sets to True (`XLA_AVAILABLE = True`), if any: code
     that uses an optional import must test for it."""

@@ -217,7 +217,7 @@ class TensorControlFlow(Rule):
         # Only module-level imports: one local to another function would not be in scope.
         top_level = ImportTable()
         top_level.add_top_level(self.ctx.module)
-        spelled, imports = top_level.spell("torch.where", "import torch")
+        spelled, imports = top_level.spell("torch.where", "import torch", self.ctx.names_in_use)
         where = cst.Call(
             func=cst.parse_expression(spelled),
             args=[cst.Arg(test), cst.Arg(node.body), cst.Arg(node.orelse)],

@@ -236,7 +236,7 @@ class PrintInHotCode(Rule):
             return None
         top_level = ImportTable()  # not the imports of some function seen so far
         top_level.add_top_level(self.ctx.module)
-        add, imports = top_level.spell(ADD_STEP_CLOSURE, XM_IMPORT)
+        add, imports = top_level.spell(ADD_STEP_CLOSURE, XM_IMPORT, self.ctx.names_in_use)
         return self.fix(
             "Defer to `xm.add_step_closure(...)`", (node, f"{add}({text})"), imports=imports
         )

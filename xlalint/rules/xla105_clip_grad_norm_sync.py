@@ -137,7 +137,7 @@ class ClipGradNormSync(Rule):
         module = self.ctx.module
         top_level = ImportTable()  # not imports local to some function seen so far
         top_level.add_top_level(module)
-        where, imports = top_level.spell("torch.where", "import torch")
+        where, imports = top_level.spell("torch.where", "import torch", self.ctx.names_in_use)
         condition = module.code_for_node(test)
         selected = {
             id(factor): cst.parse_expression(

@@ -145,7 +145,9 @@ class BooleanMaskRead(Rule):
         if self.ctx.masks.elementwise_base(mask) != base:
             return None
         code = self.ctx.module.code_for_node
-        where, imports = self.ctx.imports.spell("torch.where", "import torch")
+        where, imports = self.ctx.imports.spell(
+            "torch.where", "import torch", self.ctx.names_in_use
+        )
         total = f"{where}({code(mask)}, {code(node.value)}, 0).sum()"
         if method == "sum":
             return self.fix(f"Sum with `{where}`", (call, total), imports=imports)
@@ -179,7 +181,9 @@ class BooleanMaskRead(Rule):
         if reduction is None or reduction[1] != "sum":
             return None
         code = self.ctx.module.code_for_node
-        where, imports = self.ctx.imports.spell("torch.where", "import torch")
+        where, imports = self.ctx.imports.spell(
+            "torch.where", "import torch", self.ctx.names_in_use
+        )
         total = f"{where}({code(mask)}, {code(source)}, 0).sum()"
         return self.fix(f"Sum with `{where}`", (reduction[0], total), imports=imports)
 

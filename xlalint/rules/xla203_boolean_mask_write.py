@@ -129,7 +129,9 @@ class BooleanMaskWrite(Rule):
         if unselected is None:
             return None
         selected, reads = unselected
-        where, imports = self.ctx.imports.spell("torch.where", "import torch")
+        where, imports = self.ctx.imports.spell(
+            "torch.where", "import torch", self.ctx.names_in_use
+        )
         x = code(target.value)
         new_value = code(selected)
         if not reads:

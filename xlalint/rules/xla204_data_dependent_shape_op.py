@@ -60,9 +60,9 @@ _OPS: dict[str, _Op] = {
         torch_only_method=True,
     ),
     "multinomial": _Op(
-        "",
-        "For one sample, `(probs / torch.empty_like(probs).exponential_()).argmax(-1)` "
-        "samples on the device",
+        " (with a generator, or more than one sample without replacement)",
+        "Sample on the device: drop the generator (seed with `xm.set_rng_state`), and draw "
+        "one sample at a time or with `replacement=True`",
         torch_only_method=True,
     ),
     "repeat_interleave": _Op(
@@ -84,7 +84,8 @@ class DataDependentShapeOp(Rule):
     ## What it does
     Flags torch ops that PyTorch/XLA runs on the CPU, in code that runs every step, as
     functions or tensor methods: `unique`, `unique_consecutive`, `bincount`, `histc`,
-    `median`/`nanmedian` (with or without `dim`), `searchsorted`, `multinomial`,
+    `median`/`nanmedian` (with or without `dim`), `searchsorted`, `multinomial` (with a
+    `generator`, or more than one sample without replacement),
     `repeat_interleave` with a tensor of repeats, and `torch.equal`. Of these, `unique`,
     `unique_consecutive`, `bincount` (length `max(x) + 1`) and `repeat_interleave` with
     tensor repeats have outputs whose shape depends on the data; the others have static
@@ -126,7 +127,13 @@ class DataDependentShapeOp(Rule):
     On torch 2.9 / torch_xla 2.9 (PJRT CPU device), `unique`, `bincount`, `histc`,
     `median`, `searchsorted`, `multinomial`, `repeat_interleave` with a tensor of repeats
     and `torch.equal` were each seen falling back to the CPU, one device-to-host transfer
-    per call; `sort`, `topk`, `kthvalue`, `cumsum` and `masked_fill` were not. Per-step
+    per call. `multinomial` falls back only in some forms
+    (`benchmarks/xla_semantics.py --group multinomial`, 5 calls on a 4x16 probability
+    tensor): with `generator=` (any `num_samples`, with or without replacement) and with
+    `num_samples=4` without replacement, 5 `aten::multinomial` fallbacks and 5
+    device-to-host transfers; with `num_samples=1`, or `replacement=True` and no
+    generator, none (so `torch.multinomial(probs, num_samples=1)` in a sampling loop is not
+    reported); `sort`, `topk`, `kthvalue`, `cumsum` and `masked_fill` were not. Per-step
     counts are not measured by the harness yet: it will run 5 steps of each op against its
     rewrite and show one `aten::` fallback counter increment and one
     `TransferFromDeviceTime` sample per step for the op, and, for `unique`, `bincount` and
@@ -158,6 +165,8 @@ class DataDependentShapeOp(Rule):
             self._report(node, f".{name}()", name)
 
     def _report(self, node: cst.Call, spelled: str, name: str) -> None:
+        if name == "multinomial" and not _multinomial_falls_back(node, method=spelled[0] == "."):
+            return
         op = _OPS[name]
         self.report(node, self.message.format(op=spelled, extra=op.extra), hint=op.hint)
 
@@ -202,3 +211,25 @@ def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg.value
     return None
+
+
+def _multinomial_falls_back(node: cst.Call, *, method: bool) -> bool:
+    """Measured on torch_xla 2.9: `multinomial` runs on the device except with a
+    `generator`, or without replacement and `num_samples > 1`. A value that is not a
+    literal (`num_samples=n`, `replacement=flag`) may be either, and counts as falling back."""
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    offset = 0 if method else 1  # `torch.multinomial(input, num_samples, replacement)`
+    generator = _keyword(node, "generator")
+    if generator is not None and not (
+        isinstance(generator, cst.Name) and generator.value == "None"
+    ):
+        return True
+    replacement = _keyword(node, "replacement")
+    if replacement is None and len(positional) > offset + 1:
+        replacement = positional[offset + 1]
+    if isinstance(replacement, cst.Name) and replacement.value == "True":
+        return False
+    samples = _keyword(node, "num_samples")
+    if samples is None and len(positional) > offset:
+        samples = positional[offset]
+    return not (isinstance(samples, cst.Integer) and samples.evaluated_value == 1)

@@ -19,7 +19,9 @@ class CudaCall(Rule):
     ## What it does
     Flags `.cuda()` calls on tensors and modules, with or without arguments
     (`.cuda(non_blocking=True)`, `.cuda(args.gpu)`), anywhere in the file except under a
-    CUDA guard such as `if torch.cuda.is_available():` or after
+    CUDA guard such as `if torch.cuda.is_available():`, in the branches of a device ladder
+    (`if args.gpu is not None: model.cuda(args.gpu) ... else: <cpu>`: XLA305 adds the XLA
+    branch and the CUDA one stays for CUDA hosts), or after
     `if not torch.cuda.is_available(): return`, code that runs only where a test for XLA
     failed (`if is_xla: ... else: x.cuda()`), a class's own `cuda()` method (a wrapper
     moving its parts for a caller that asked for CUDA), and calls that torch's `.cuda()`
@@ -52,7 +54,10 @@ class CudaCall(Rule):
     `non_blocking=` and `memory_format=`, and adds `import torch_xla`. A device index
     (`.cuda(0)`, `.cuda(args.gpu)`) is dropped: each XLA process owns its device, which
     `torch_xla.device()` returns. Calls with `*args`/`**kwargs` or other keywords are
-    reported without a fix.
+    reported without a fix. In a file with a device ladder without XLA (XLA305), the fix is
+    unsafe: the ladder decides where the model goes, and moving this value alone could put
+    it on another device than the model (`RuntimeError: Expected XLA tensor`). It then goes
+    together with the ladder's fix: `--unsafe-fixes` applies both or neither.
 
     ## Runtime evidence
     Not measured by the harness yet. Without a CUDA device, `.cuda()` raises: a RuntimeError
@@ -81,6 +86,8 @@ class CudaCall(Rule):
             return  # `quantizer.cuda(qtensor, meta=meta, device=d)`: some other `cuda()`
         if self.ctx.runs_without_xla:
             return
+        if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
+            return  # a branch of a device ladder: XLA305 gives the ladder its XLA branch
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
 
     def _to_xla_fix(self, node: cst.Call, func: cst.Attribute) -> NodeFix | None:
@@ -115,7 +122,10 @@ class CudaCall(Rule):
         else:
             edits.append((node.whitespace_before_args, device))
         return self.fix(
-            "Move to the XLA device: `.to(torch_xla.device())`", *edits, imports=imports
+            "Move to the XLA device: `.to(torch_xla.device())`",
+            *edits,
+            imports=imports,
+            moves_to_xla=True,
         )
 
 

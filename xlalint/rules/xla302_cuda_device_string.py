@@ -67,7 +67,11 @@ class CudaDeviceString(Rule):
     `.to("xla")` are the XLA device) and nothing touches the XLA runtime when the module is
     imported. Both add `import torch_xla`, which registers the XLA device. A device index is
     dropped: each XLA process owns its device. `map_location="cuda"` and strings inside a
-    ternary or an `or` are reported without a fix.
+    ternary or an `or` are reported without a fix. In a file with a device ladder without
+    XLA (XLA305), the fix is unsafe: the ladder decides where the model goes, and moving
+    this value alone could put it on another device than the model (`RuntimeError: Expected
+    XLA tensor`). It then goes together with the ladder's fix: `--unsafe-fixes` applies both
+    or neither.
 
     ## Runtime evidence
     Not measured by the harness yet. Without a CUDA device, allocating on or moving to
@@ -120,7 +124,10 @@ class CudaDeviceString(Rule):
         if is_cuda_string(arg.value):
             device, imports = xla_device_source()
             fix = self.fix(
-                "Use the XLA device: `torch_xla.device()`", (node, device), imports=imports
+                "Use the XLA device: `torch_xla.device()`",
+                (node, device),
+                imports=imports,
+                moves_to_xla=True,
             )
         self.report(node, message, fix=fix)
 
@@ -178,12 +185,14 @@ class CudaDeviceString(Rule):
                         "Use the XLA device: `torch_xla.device()`",
                         (string, device),
                         imports=imports,
+                        moves_to_xla=True,
                     )
                 elif isinstance(string, cst.SimpleString | cst.FormattedString):
                     fix = self.fix(
                         'Use the XLA device: `"xla"`',
                         (string, xla_string_source(string)),
                         imports=imports,
+                        moves_to_xla=True,
                     )
             self.report(string, self._message(string), fix=fix)
 

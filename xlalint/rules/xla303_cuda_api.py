@@ -1,36 +1,41 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from xlalint.analysis.devices import (
-    CUDA_BACKEND_PREFIXES,
-    CUDA_PROBES,
     converts_to_cuda_tensor_type,
     cuda_api_kind,
     in_own_method,
+    keyword_argument,
+    runs_without_xla,
 )
 from xlalint.rule import Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
 
 _AUTOCAST_HINT = 'use `torch.autocast("xla", dtype=torch.bfloat16)`'
 _SCALER_HINT = (
     "with bfloat16 no loss scaling is needed: drop the scaler; keep a scaler-free step with "
     "`torch_xla.amp.syncfree` optimizers"
 )
-_BACKEND_HINT = "cuDNN/CUDA backend settings do nothing on XLA: remove them"
 _DEFAULT_HINT = "remove it, or use the torch_xla equivalent"
 _RUNTIME_HINTS = {
     "synchronize": (
         "`xm.wait_device_ops()` waits for the XLA device; `torch_xla.sync()` ends a step"
     ),
-    "manual_seed": "`xm.set_rng_state(seed)` seeds the XLA device's generator",
-    "manual_seed_all": "`xm.set_rng_state(seed)` seeds the XLA device's generator",
-    "seed": "`xm.set_rng_state(seed)` seeds the XLA device's generator",
     "set_device": "each XLA process owns its device: use `torch_xla.device()`",
     "current_device": "use `torch_xla.device()`",
     "device": "use `torch_xla.device()`",
-    "device_count": "use `xr.world_size()` (torch_xla.runtime) for the number of processes",
     "get_device_name": "`xm.xla_device_hw(torch_xla.device())` names the XLA hardware",
     "get_device_properties": "`xm.xla_device_hw(torch_xla.device())` names the XLA hardware",
+    "get_device_capability": "`xm.xla_device_hw(torch_xla.device())` names the XLA hardware",
+    "Event": "time with `time.perf_counter()` around `xm.wait_device_ops()`",
+    "Stream": "XLA schedules its own work: drop the stream",
+    "current_stream": "XLA schedules its own work: drop the stream",
+    "default_stream": "XLA schedules its own work: drop the stream",
 }
 _TENSOR_TYPE_HINT = (
     "move with `.to(torch_xla.device())` and set the dtype with `.to(dtype)` / "
@@ -38,46 +43,106 @@ _TENSOR_TYPE_HINT = (
 )
 _MEMORY_HINT = "`xm.get_memory_info(torch_xla.device())` reports XLA device memory"
 
+# `torch.cuda` functions measured to do nothing on an XLA host (torch 2.9, no CUDA driver):
+# they return None, 0 or False without touching the CUDA runtime. Not reported.
+_NO_OPS = frozenset(
+    {
+        "manual_seed",
+        "manual_seed_all",
+        "seed",
+        "seed_all",
+        "empty_cache",
+        "ipc_collect",
+        "device_count",
+        "is_available",
+        "is_initialized",
+        "stream",  # `with torch.cuda.stream(s)`: only `s` (a `Stream()`) reaches the runtime
+        "nvtx",
+    }
+)
+# Memory statistics that return 0 without CUDA: reported only where the value steers the
+# program (a comparison or condition), not where it is only logged.
+_MEMORY_READS = frozenset(
+    {
+        "memory_allocated",
+        "max_memory_allocated",
+        "memory_reserved",
+        "max_memory_reserved",
+        "memory_cached",
+        "max_memory_cached",
+        "memory_stats",
+        "is_bf16_supported",
+    }
+)
+# Ancestors through which a value decides something (up to the enclosing statement).
+_DECIDING = (cst.Comparison, cst.BooleanOperation, cst.If, cst.While, cst.Assert, cst.IfExp)
+_STATEMENT = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
 
 def _runtime_hint(function: str) -> str:
     if function in _RUNTIME_HINTS:
         return _RUNTIME_HINTS[function]
-    if "memory" in function or function in {"empty_cache", "mem_get_info"}:
+    if "memory" in function or function == "mem_get_info":
         return _MEMORY_HINT
     return _DEFAULT_HINT
+
+
+def _to_bfloat16(call: cst.Call, ctx: FileContext) -> bool:
+    """`dtype=torch.bfloat16`: CUDA autocast checks that the CUDA device supports it."""
+    dtype = keyword_argument(call, "dtype")
+    return dtype is not None and ctx.qualified(dtype.value) == "torch.bfloat16"
+
+
+def _disabled(call: cst.Call) -> bool:
+    """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere."""
+    enabled = keyword_argument(call, "enabled")
+    return (
+        enabled is not None
+        and isinstance(enabled.value, cst.Name)
+        and enabled.value.value == "False"
+    )
 
 
 class CudaApi(Rule):
     """
     ## What it does
-    Flags CUDA-only APIs: calls of `torch.cuda.*` runtime functions (`synchronize`,
-    `empty_cache`, `memory_allocated`, `set_device`, `current_device`, `device_count`,
-    `manual_seed`, `get_device_name`, `Event`, ...), reads and writes of
-    `torch.backends.cudnn.*` and `torch.backends.cuda.*` settings, CUDA autocast
-    (`torch.cuda.amp.autocast`, `torch.autocast("cuda")`), `GradScaler`
-    (`torch.cuda.amp.GradScaler`, `torch.amp.GradScaler("cuda")`, `torch.GradScaler`), and
-    conversions to legacy CUDA tensor types (`x.type(torch.cuda.FloatTensor)`,
-    `torch.set_default_tensor_type("torch.cuda.FloatTensor")`). Names are resolved through
-    the file's imports, so `from torch.cuda.amp import GradScaler` and
-    `import torch.cuda as tc` are understood and a local `GradScaler` class is not.
+    Flags CUDA-only APIs that fail or cost on an XLA host: `torch.cuda` runtime calls that
+    raise without CUDA (`synchronize`, `set_device`, `current_device`, `get_device_name`,
+    `get_device_properties`, `get_device_capability`, `mem_get_info`,
+    `reset_peak_memory_stats`, `memory_summary`, `Stream`, `current_stream`, `Event`, ...),
+    CUDA autocast (`torch.cuda.amp.autocast()`, `torch.autocast("cuda", ...)`), the CUDA
+    `GradScaler` (`torch.cuda.amp.GradScaler`, `torch.amp.GradScaler("cuda")`,
+    `torch.GradScaler()`), conversions to legacy CUDA tensor types
+    (`x.type(torch.cuda.FloatTensor)`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`),
+    and memory statistics (`memory_allocated()`, ...) or `is_bf16_supported()` where their
+    value decides something (a comparison or condition). Names are resolved through the
+    file's imports, so `from torch.cuda.amp import GradScaler` and `import torch.cuda as tc`
+    are understood and a local `GradScaler` class is not.
 
-    Left alone: the probes `torch.cuda.is_available()` and `torch.cuda.is_initialized()`,
-    which guards and device ladders use, and anything under a CUDA guard (including the
-    right side of `torch.cuda.is_available() and ...`), after
+    Left alone, because they do nothing and cost nothing on an XLA host (measured below):
+    cuDNN/TF32 flag writes (`torch.backends.cudnn.benchmark = True`,
+    `torch.backends.cuda.matmul.allow_tf32 = True`), `torch.cuda.manual_seed*`/`seed*`,
+    `empty_cache`, `device_count`, memory statistics that are only logged, and CUDA
+    autocast or scalers built with `enabled=False` (also as a decorator). Also left alone:
+    the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
+    (including the right side of `torch.cuda.is_available() and ...`), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
     `cuda()` method.
 
     ## Why is this bad?
-    These calls act on the CUDA runtime only. On a TPU host some raise (`synchronize`,
-    `set_device`, `get_device_name`), some silently do nothing (`empty_cache`,
-    `manual_seed`, cuDNN flags), and CUDA autocast and the CUDA GradScaler disable
-    themselves with a warning, so a model meant to train in mixed precision quietly runs in
-    float32. None of them acts on the XLA device.
+    Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
+    driver on your system`, so the script stops on a TPU host. Two fail quietly, in cost:
+    `torch.cuda.amp.autocast()` leaves the XLA matmuls in float32, so the model trains at
+    full precision where mixed precision was meant; and the CUDA `GradScaler` stays enabled
+    when torch_xla is installed (its docs say it disables itself without CUDA), and its
+    `step` reads the found-inf flag to the host every step: a device-to-host transfer and an
+    extra graph execution per step. `torch.autocast("cuda", dtype=torch.bfloat16)` raises.
+    Memory statistics return 0, so code that decides on them (a batch size, a cache
+    policy) takes the wrong branch; `is_bf16_supported()` returns False.
 
     ## Example
     ```python
-    torch.backends.cudnn.benchmark = True
     scaler = torch.cuda.amp.GradScaler()
     for x, y in loader:
         with torch.cuda.amp.autocast():
@@ -100,51 +165,104 @@ class CudaApi(Rule):
 
     ## Fix safety
     No fix: the XLA replacement depends on what the call was for (timing, memory
-    reporting, seeding, mixed precision). Each finding carries a hint.
+    reporting, mixed precision). Each finding carries a hint.
 
     ## Runtime evidence
-    Not measured by the harness yet. The harness will run each call on a host without CUDA
-    (`PJRT_DEVICE=CPU`) and record whether it raises, warns or does nothing, and, for
-    autocast, the dtype the XLA computation actually runs in.
+    Measured with `benchmarks/xla_semantics.py --group cuda` (torch 2.9.0, torch_xla 2.9.0,
+    `PJRT_DEVICE=CPU`, no CUDA driver, one fresh process per case):
+
+    - raise `RuntimeError: Found no NVIDIA driver on your system`: `synchronize()`,
+      `set_device(0)`, `current_device()`, `get_device_name(0)`, `get_device_capability()`,
+      `get_device_properties(0)`, `mem_get_info()`, `current_stream()`,
+      `Event().record()`, `x.type(torch.cuda.FloatTensor)`;
+    - `torch.cuda.Stream()` raises `AcceleratorError: CUDA error`;
+      `reset_peak_memory_stats()` raises `RuntimeError`, `memory_summary()` `KeyError`;
+    - `torch.autocast("cuda", dtype=torch.bfloat16)` raises `RuntimeError: Current CUDA
+      Device does not support bfloat16`;
+    - `torch.cuda.amp.autocast()` around an XLA matmul runs and leaves the result float32
+      (`torch.autocast("xla", dtype=torch.bfloat16)`: bfloat16);
+    - `torch.cuda.amp.GradScaler()`, `torch.amp.GradScaler("cuda")` and
+      `torch.GradScaler()` report `is_enabled()` True; 5 training steps with one cost 5
+      device-to-host transfers, 5 `aten::_local_scalar_dense` and 10 executions, against
+      0, 0 and 5 without a scaler;
+    - `memory_allocated()`, `max_memory_allocated()`, `memory_reserved()` return 0;
+      `is_bf16_supported()` returns False;
+    - `set_default_tensor_type("torch.cuda.FloatTensor")` runs (deprecated), and the next
+      tensor made raises;
+    - do nothing (not reported): `device_count()` (0), `manual_seed(0)`,
+      `manual_seed_all(0)`, `seed()`, `empty_cache()`, cuDNN/TF32 flag writes,
+      `autocast(enabled=False)`, `@autocast("cuda", enabled=False)`,
+      `with torch.cuda.stream(None)`, and `torch.cuda.Event()` until it is recorded.
     """
 
     code = "XLA303"
     name = "cuda-api"
-    message = "`{name}` is a CUDA-only API: it fails or does nothing on an XLA device"
+    message = "`{name}` raises on an XLA host: it needs the CUDA runtime"
     triggers = ("cuda", "GradScaler")
+    # `torch.cuda.synchronize()` in a loop: that it raises says more than that it blocks.
+    supersedes = ("XLA106",)
 
     def visit_Call(self, node: cst.Call) -> None:
         if converts_to_cuda_tensor_type(node, self.ctx.imports):
             if not self._cuda_only():
-                message = "CUDA tensor types exist only on CUDA: the conversion fails on XLA"
+                message = "CUDA tensor types need the CUDA runtime: the conversion raises on XLA"
                 self.report(node, message, hint=_TENSOR_TYPE_HINT)
             return
         kind = cuda_api_kind(node, self.ctx.imports)
-        if kind is None or kind == "backend" or self._cuda_only():
-            return  # backend settings are reported where they are read (visit_Attribute)
+        if kind is None or kind == "backend":
+            return
         qualified = self.ctx.qualified(node.func) or ""
+        function = qualified.rsplit(".", 1)[-1]
+        if function in _MEMORY_READS and kind == "runtime":
+            # Its own `if` asks about CUDA by calling it, which guards nothing.
+            if self._decides() and not self._cuda_only(own_test=True):
+                value = "False" if function.startswith("is_") else "0"
+                message = (
+                    f"`{qualified}` returns {value} on an XLA host, and this code decides on it"
+                )
+                self.report(node, message, hint=_MEMORY_HINT)
+            return
+        if self._cuda_only():
+            return
         if kind == "autocast":
-            message = f"`{qualified}` with CUDA autocasts nothing on an XLA device"
+            if _disabled(node):
+                return
+            if _to_bfloat16(node, self.ctx):
+                message = f"`{qualified}` for CUDA with bfloat16 raises on an XLA host"
+            else:
+                message = f"`{qualified}` for CUDA leaves XLA math in float32"
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
-            message = f"`{qualified}` scales losses for CUDA float16 training"
+            if _disabled(node):
+                return
+            message = (
+                f"`{qualified}` for CUDA stays enabled with torch_xla and reads the found-inf "
+                "flag to the host every step"
+            )
             self.report(node, message, hint=_SCALER_HINT)
+        elif function in _NO_OPS:
+            return
+        elif function == "Event":
+            message = f"`{qualified}` raises on an XLA host when recorded: it needs CUDA"
+            self.report(node, message, hint=_runtime_hint(function))
         else:
-            hint = _runtime_hint(qualified.rsplit(".", 1)[-1])
-            self.report(node, self.message.format(name=qualified), hint=hint)
+            self.report(node, self.message.format(name=qualified), hint=_runtime_hint(function))
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        parent = self.ctx.parent
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            return  # report the whole chain once, at its outermost attribute
-        qualified = self.ctx.qualified(node)
-        if qualified is None or not qualified.startswith(CUDA_BACKEND_PREFIXES):
-            return
-        if qualified in CUDA_PROBES or self._cuda_only():
-            return
-        self.report(node, self.message.format(name=qualified), hint=_BACKEND_HINT)
+    def _decides(self) -> bool:
+        """Whether the call's value feeds a comparison or condition in its statement."""
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, _DECIDING):
+                return True
+            if isinstance(ancestor, _STATEMENT):
+                return False
+        return False
 
-    def _cuda_only(self) -> bool:
+    def _cuda_only(self, *, own_test: bool = False) -> bool:
         """Under a CUDA guard, in other code a TPU host never runs, or in a class's own
-        `cuda()` method, which its caller asked for."""
-        return in_own_method(self.ctx.function, "cuda") or self.ctx.runs_without_xla
+        `cuda()` method, which its caller asked for. `own_test`: the test of an `if` that
+        holds the call does not count as a guard of it."""
+        if in_own_method(self.ctx.function, "cuda"):
+            return True
+        if own_test:
+            return runs_without_xla(self.ctx.ancestors(), self.ctx.imports)
+        return self.ctx.runs_without_xla

@@ -5,13 +5,27 @@ import itertools
 import libcst as cst
 
 from xlalint.analysis.devices import (
+    GPU_TYPES,
     DeviceChoice,
+    chain,
     creates_xla_device,
+    device_string_type,
+    device_types,
     mentions_xla,
     passes_through,
+    probes_gpu,
     xla_ruled_out,
+    xla_string_source,
 )
-from xlalint.rule import Rule
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.loops import last_line_end
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix, Rule
+from xlalint.rules._loop_rules import import_guard
+from xlalint.walk import children, descendants, names_under
+
+# The flag a fix sets where it makes the file import torch_xla only if it is installed.
+XLA_FLAG = "XLA_AVAILABLE"
 
 
 class DeviceLadderWithoutXla(Rule):
@@ -44,8 +58,9 @@ class DeviceLadderWithoutXla(Rule):
     (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
 
     ## Why is this bad?
-    On a TPU host every GPU probe is false, so the ladder quietly picks the CPU. The script
-    runs, slowly and without an error, on the host CPU instead of the TPU.
+    On an XLA host every GPU probe is false, so the ladder quietly picks the CPU (or, for a
+    branch that only knows `cuda:N`, a device that is not there). The script runs, slowly
+    and without an error, on the host CPU instead of the TPU.
 
     ## Example
     ```python
@@ -60,10 +75,15 @@ class DeviceLadderWithoutXla(Rule):
     ## Use instead
     Ask for XLA first:
     ```python
-    if importlib.util.find_spec("torch_xla") is not None:
+    try:
         import torch_xla
 
-        device = torch_xla.device()
+        XLA_AVAILABLE = True
+    except ImportError:
+        XLA_AVAILABLE = False
+
+    if XLA_AVAILABLE:
+        device = torch.device("xla")
     elif torch.cuda.is_available():
         device = torch.device("cuda")
     else:
@@ -71,8 +91,24 @@ class DeviceLadderWithoutXla(Rule):
     ```
 
     ## Fix safety
-    No fix: where XLA belongs in the order, and how its availability is detected, is the
-    author's choice.
+    Unsafe. The fix puts an XLA choice before the ladder, in its style: a ternary gets
+    `"xla" if XLA_AVAILABLE else ...` (a string where the ladder chooses strings, else
+    `torch.device("xla")`); an `if`/`elif` chain gets a first branch that repeats what the
+    first GPU branch without CUDA-only calls does (`device = torch.device("xla")`,
+    `model = model.to(device)`), or else only sets or returns the device. Detection:
+    where the file does not import torch_xla, the fix adds
+    `try: import torch_xla; XLA_AVAILABLE = True` / `except ImportError: XLA_AVAILABLE =
+    False` after its imports, so the script still runs, on its CUDA or CPU path, where
+    torch_xla is not installed; where the file has such a guard already, its flag is used;
+    where it imports torch_xla otherwise, `importlib.util.find_spec("torch_xla")`.
+    `PJRT_DEVICE` is not consulted: measured with torch_xla 2.9 on a host without a TPU,
+    `torch_xla.device()` is `xla:0` with `PJRT_DEVICE=CPU` and also without it (torch_xla
+    warns "Defaulting to PJRT_DEVICE=CPU"); on a TPU VM it finds the TPU. The fix is unsafe
+    because a host with both a GPU and torch_xla installed now runs on XLA, and the XLA
+    branch wins over flags such as `--no-cuda` or `--gpu`. No fix for a ternary inside an
+    f-string (`f"{'cuda' if c else 'cpu'}:{rank}"`: XLA takes no index). Fixes that move
+    values to the XLA device in a file with such a ladder go together with this one (see
+    XLA301).
 
     ## Runtime evidence
     Not measured by the harness yet. With `PJRT_DEVICE=CPU` and no GPU, the ladder picks
@@ -82,8 +118,11 @@ class DeviceLadderWithoutXla(Rule):
 
     code = "XLA305"
     name = "device-ladder-without-xla"
-    message = "Device selection knows {types} but not XLA: on a TPU host it picks the CPU"
+    message = "Device selection knows {types} but not XLA: {outcome}"
     hint = "add a `torch_xla.device()` branch first"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.UNSAFE
+    decides_device = True
     triggers = ("cuda", "mps")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -103,7 +142,7 @@ class DeviceLadderWithoutXla(Rule):
             return
         if self._xla_ruled_out(node):
             return
-        self.report(node, self._message(choice))
+        self.report(node, self._message(choice), fix=self._ternary_fix(node))
 
     def visit_If(self, node: cst.If) -> None:
         parent = self.ctx.parent
@@ -143,7 +182,9 @@ class DeviceLadderWithoutXla(Rule):
         if self._xla_ruled_out(node):
             return
         types = frozenset().union(*(c.types for c in group))
-        self.report(node, self._message(choice, types), end_node=node.test)
+        self.report(
+            node, self._message(choice, types), end_node=node.test, fix=self._chain_fix(node)
+        )
 
     def _xla_ruled_out(self, node: cst.CSTNode) -> bool:
         return xla_ruled_out([node, *self.ctx.ancestors()], self.ctx.imports)
@@ -156,7 +197,205 @@ class DeviceLadderWithoutXla(Rule):
         labels = [names.get(t, t) for t in known]
         if choice.probes_gpu and not selected & {"cuda", "mps"}:
             labels.insert(0, "a GPU")
-        return self.message.format(types="/".join(labels))
+        if "cpu" in selected:
+            outcome = "on an XLA host it picks the CPU"
+        elif selected and selected <= GPU_TYPES:
+            # `if args.distributed: device = f"cuda:{rank}"`: no CPU to fall back to.
+            gpus = "/".join(names[t] for t in known)
+            outcome = f"on an XLA host it picks {gpus}, which is not there"
+        else:
+            outcome = "on an XLA host it never picks the XLA device"
+        return self.message.format(types="/".join(labels), outcome=outcome)
+
+    # -- the fix ---------------------------------------------------------------------------
+    def _ternary_fix(self, node: cst.IfExp) -> NodeFix | None:
+        """`"cuda" if c else "cpu"` -> `"xla" if XLA_AVAILABLE else "cuda" if c else "cpu"`:
+        the XLA choice wins where torch_xla is installed; elsewhere the ladder is as before."""
+        if any(isinstance(a, cst.FormattedString) for a in self.ctx.ancestors()):
+            return None  # `f"{'cuda' if c else 'cpu'}:{rank}"`: an index XLA does not take
+        availability = self._availability()
+        if availability is None:
+            return None
+        test, edits, imports = availability
+        value, value_imports = self._xla_value(_first_device_leaf(node, self.ctx.imports))
+        # Text before the first branch: `X if t else A if c else B` parses as
+        # `X if t else (A if c else B)`, and the ladder's own text stays as it is.
+        body = self.ctx.module.code_for_node(node.body)
+        new = f"{value} if {test} else {body}"
+        return self.fix(_DESCRIPTION, *edits, (node.body, new), imports=(*imports, *value_imports))
+
+    def _chain_fix(self, node: cst.If) -> NodeFix | None:
+        """A first branch `if XLA_AVAILABLE: device = "xla"` before the chain's `if`, which
+        becomes its `elif`. The branch sets what the chain's branches set (or returns)."""
+        availability = self._availability()
+        branch = _template_branch(node, self.ctx.imports)
+        if branch is None or availability is None:
+            return None
+        test, edits, imports = availability
+        module = self.ctx.module
+        indent = "".join(
+            reversed(
+                [
+                    a.indent if a.indent is not None else module.default_indent
+                    for a in self.ctx.ancestors()
+                    if isinstance(a, cst.IndentedBlock)
+                ]
+            )
+        )
+        body = node.body
+        unit = (
+            body.indent
+            if isinstance(body, cst.IndentedBlock) and body.indent is not None
+            else module.default_indent
+        )
+        value_imports: tuple[str, ...] = ()
+        lines = []
+        for statement, selected in branch:
+            if selected is None:
+                lines.append(module.code_for_node(statement).strip())
+                continue
+            value, value_imports = self._xla_value(
+                _first_device_leaf(selected.value, self.ctx.imports)
+            )
+            lines.append(_with_value(module, selected, value))
+        statements = "".join(f"{indent}{unit}{line}\n" for line in lines)
+        test_source = module.code_for_node(node.test)
+        new = f"{test}:\n{statements}{indent}elif {test_source}"
+        return self.fix(_DESCRIPTION, *edits, (node.test, new), imports=(*imports, *value_imports))
+
+    def _xla_value(self, leaf: cst.CSTNode | None) -> tuple[str, tuple[str, ...]]:
+        """The XLA device in the ladder's own style: the string `"xla"` where it chooses
+        strings, else `torch.device("xla")` (torch_xla registers the type on import)."""
+        if isinstance(leaf, cst.SimpleString | cst.FormattedString):
+            return xla_string_source(leaf), ()
+        spelling, imports = self.ctx.imports.spell("torch.device", "import torch")
+        return f'{spelling}("xla")', imports
+
+    def _availability(
+        self,
+    ) -> tuple[str, list[tuple[cst.CSTNode, cst.CSTNode | str]], tuple[str, ...]] | None:
+        """How the ladder asks whether torch_xla is there: the flag of the file's own
+        guarded import; `importlib.util.find_spec("torch_xla")` where the file imports it
+        otherwise; else a guarded import that sets `XLA_AVAILABLE`, added after the file's
+        last top-level import, so that the script still runs where torch_xla is absent."""
+        module = self.ctx.module
+        guarded, flag = import_guard(module, "torch_xla")
+        if flag is not None:
+            return flag, [], ()
+        if guarded or self.ctx.imports.bindings.get("torch_xla") == "torch_xla":
+            util, imports = self.ctx.imports.spell("importlib.util", "import importlib.util")
+            return f'{util}.find_spec("torch_xla")', [], imports
+        if XLA_FLAG in names_under(module):
+            return None  # the name means something else here
+        last = next(
+            (
+                statement
+                for statement in reversed(module.body)
+                if isinstance(statement, cst.SimpleStatementLine)
+                and any(isinstance(s, cst.Import | cst.ImportFrom) for s in statement.body)
+            ),
+            None,
+        )
+        end = last_line_end(last) if last is not None else None
+        if end is None:
+            return None
+        unit = module.default_indent
+        guard = (
+            f"\ntry:\n{unit}import torch_xla\n\n{unit}{XLA_FLAG} = True\n"
+            f"except ImportError:\n{unit}{XLA_FLAG} = False\n"
+        )
+        return XLA_FLAG, [(end, module.code_for_node(end) + guard)], ()
+
+
+_DESCRIPTION = "Give the device ladder an XLA choice first, used where torch_xla is installed"
+
+
+def _first_device_leaf(node: cst.CSTNode, imports: ImportTable) -> cst.CSTNode | None:
+    """The first string or call in a device expression that names a device type."""
+    if isinstance(node, cst.IfExp):
+        return _first_device_leaf(node.body, imports) or _first_device_leaf(node.orelse, imports)
+    if isinstance(node, cst.SimpleString | cst.FormattedString) and device_string_type(node):
+        return node
+    if isinstance(node, cst.Call) and device_types(node, imports):
+        return node
+    return None
+
+
+Selection = cst.Assign | cst.AnnAssign | cst.Return
+
+
+def _template_branch(
+    node: cst.If, imports: ImportTable
+) -> list[tuple[cst.CSTNode, Selection | None]] | None:
+    """What the XLA branch does, copied from the chain: the statements of the first branch
+    that selects a GPU and does nothing else CUDA-specific (`device = torch.device("cuda")`
+    / `model = model.to(device)`), so the model moves where the device goes; else only the
+    first statement that selects a device. Pairs of (statement, its device selection)."""
+    _, blocks = chain(node)
+    for block in blocks:
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        pairs: list[tuple[cst.CSTNode, Selection | None]] = []
+        selects_gpu = False
+        for line in block.body:
+            if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+                break
+            small = line.body[0]
+            value = getattr(small, "value", None)
+            types = device_types(value, imports) if isinstance(value, cst.BaseExpression) else None
+            if isinstance(small, Selection) and types:
+                if not types & GPU_TYPES:
+                    break
+                selects_gpu = True
+                pairs.append((small, small))
+            elif _gpu_specific(small, imports):
+                break
+            else:
+                pairs.append((small, None))
+        else:
+            if selects_gpu:
+                return pairs
+    for block in blocks:
+        for small in _selecting_statements(block, imports):
+            return [(small, small)]
+    return None
+
+
+def _with_value(module: cst.Module, statement: Selection, value: str) -> str:
+    """`statement` (`device = ...`, `self.dev: str = ...`, `return ...`) giving `value`."""
+    if isinstance(statement, cst.Return):
+        return f"return {value}"
+    if isinstance(statement, cst.AnnAssign):
+        target = module.code_for_node(statement.target)
+        annotation = module.code_for_node(statement.annotation.annotation)
+        return f"{target}: {annotation} = {value}"
+    targets = [module.code_for_node(t.target) for t in statement.targets]
+    return " = ".join([*targets, value])
+
+
+def _gpu_specific(node: cst.CSTNode, imports: ImportTable) -> bool:
+    """Code that names CUDA or MPS: `torch.cuda.set_device(...)`, `.cuda(...)`, `"cuda:0"`."""
+    return (
+        probes_gpu(node, imports)
+        or any(
+            isinstance(leaf, cst.Name) and leaf.value in ("cuda", "mps")
+            for leaf in descendants(node)
+        )
+        or any(device_string_type(leaf) in GPU_TYPES for leaf in descendants(node))
+    )
+
+
+def _selecting_statements(block: cst.CSTNode, imports: ImportTable) -> list[Selection]:
+    found = []
+    for child in children(block):
+        if isinstance(child, cst.If | cst.FunctionDef | cst.ClassDef):
+            continue
+        if isinstance(child, Selection):
+            if child.value is not None and device_types(child.value, imports):
+                found.append(child)
+        else:
+            found.extend(_selecting_statements(child, imports))
+    return found
 
 
 def _builds_a_name(fstring: cst.FormattedString) -> bool:

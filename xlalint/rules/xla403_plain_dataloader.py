@@ -46,12 +46,16 @@ class PlainDataloader(LoopRule):
     ```
 
     ## Fix safety
-    Safe. The fix wraps the iterated loader in `pl.MpDeviceLoader(loader, torch_xla.device())`
-    in the loop header only (other uses of `loader`, such as `len(loader)` or
-    `loader.sampler.set_epoch(epoch)`, are untouched) and adds the imports. Batches then
-    arrive on the XLA device, where the loop moved them anyway; non-tensor items pass
-    through unchanged. No fix where the file imports torch_xla only if it is installed
-    (under `if`/`try:`): there the loop must keep working without it.
+    Safe. The fix wraps the iterated loader in `pl.MpDeviceLoader(loader,
+    torch_xla.device())` in the loop header only (other uses of `loader`, such as
+    `len(loader)` or `loader.sampler.set_epoch(epoch)`, are untouched) and adds the imports.
+    Batches then arrive on the XLA device, where the loop moved them anyway; non-tensor
+    items pass through unchanged. No fix where the file imports torch_xla only if it is
+    installed (under `if`/`try:`): there the loop must keep working without it. In a file
+    with a device ladder without XLA (XLA305), the fix is unsafe: the ladder decides where
+    the model goes, and moving this value alone could put it on another device than the
+    model (`RuntimeError: Expected XLA tensor`). It then goes together with the ladder's
+    fix: `--unsafe-fixes` applies both or neither.
 
     ## Runtime evidence
     The runtime case `fixtures/XLA403/runtime_plain_loader.py` runs a training loop without

@@ -126,7 +126,7 @@ class UnreducedOptimizerStep(Rule):
             return None
         assert isinstance(call.func, cst.Attribute)
         spelling, imports = self.ctx.imports.spell(
-            OPTIMIZER_STEP, "import torch_xla.core.xla_model as xm"
+            OPTIMIZER_STEP, "import torch_xla.core.xla_model as xm", self.ctx.names_in_use
         )
         optimizer = self.ctx.module.code_for_node(call.func.value)
         return self.fix(

@@ -184,7 +184,7 @@ class TorchSaveDeviceState(Rule):
             return None
         if not self._runs_where_master_does():
             return None
-        spelling, imports = self.ctx.imports.spell(XM_SAVE, XM_IMPORT)
+        spelling, imports = self.ctx.imports.spell(XM_SAVE, XM_IMPORT, self.ctx.names_in_use)
         return self.fix(f"Save with `{spelling}`", (node.func, spelling), imports=imports)
 
     def _is_path(self, destination: cst.BaseExpression) -> bool:

@@ -1,0 +1,49 @@
+"""One finding per cause: where a more specific rule reports the same span as a general one
+(`Rule.supersedes`), only the specific finding is shown, and only while it is enabled."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from xlalint.engine import lint_source
+from xlalint.registry import all_rules
+
+LOOP = """\
+    import torch
+    import torch_xla.core.xla_model as xm
+
+    def train(loader, step):
+        for batch in loader:
+            step(batch)
+            torch.cuda.synchronize(){noqa}
+            xm.wait_device_ops()
+    """
+
+
+def findings(codes: list[str], noqa: str = "") -> list[tuple[int, str]]:
+    text = textwrap.dedent(LOOP.format(noqa=noqa))
+    result = lint_source(text, "train.py", [all_rules()[code] for code in codes])
+    assert result.error is None
+    return [(d.start.row, d.code) for d in result.diagnostics]
+
+
+def test_the_specific_rule_replaces_the_general_one_on_the_same_span() -> None:
+    # `torch.cuda.synchronize()` raises on XLA (XLA303), which says more than that it
+    # blocks every step (XLA106); `xm.wait_device_ops()` is XLA106's alone.
+    assert findings(["XLA106", "XLA303"]) == [(7, "XLA303"), (8, "XLA106")]
+
+
+def test_the_general_finding_stays_when_the_specific_rule_is_off() -> None:
+    assert findings(["XLA106"]) == [(7, "XLA106"), (8, "XLA106")]
+
+
+def test_silencing_the_specific_finding_does_not_bring_back_the_general_one() -> None:
+    assert findings(["XLA106", "XLA303"], noqa="  # noqa: XLA303") == [(8, "XLA106")]
+
+
+@pytest.mark.parametrize("code", [c for c, r in all_rules().items() if r.supersedes])
+def test_superseded_codes_are_real_rules(code: str) -> None:
+    for other in all_rules()[code].supersedes:
+        assert other in all_rules() and other != code

@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.context import Kind
+from xlalint.rule import Rule
+from xlalint.walk import descendants
+
+# Joins whose output is as long as all their inputs together.
+_JOINS = frozenset(
+    {
+        "torch.cat",
+        "torch.concat",
+        "torch.concatenate",
+        "torch.stack",
+        "torch.hstack",
+        "torch.vstack",
+        "torch.dstack",
+        "torch.column_stack",
+        "torch.row_stack",
+    }
+)
+_LIST_GROWTH = frozenset({"append", "extend", "insert"})
+# Calls and methods that leave a tensor on the host: growing it costs no compile.
+_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
+
+
+def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """`x` and `x`, `self.cache` and `self.cache`."""
+    if isinstance(a, cst.Name) and isinstance(b, cst.Name):
+        return a.value == b.value
+    if isinstance(a, cst.Attribute) and isinstance(b, cst.Attribute):
+        return a.attr.value == b.attr.value and _same(a.value, b.value)
+    return False
+
+
+def _on_host(node: cst.BaseExpression) -> bool:
+    """`y.cpu()`, `y.detach().cpu()`, `y.to("cpu")`: a host copy."""
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        method = node.func.attr.value
+        if method in _TO_HOST:
+            return True
+        if method == "to" and any(
+            isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == "cpu"
+            for a in node.args
+        ):
+            return True
+        node = node.func.value
+    return False
+
+
+class GrowingTensorInLoop(Rule):
+    """
+    ## What it does
+    Flags a tensor that grows every step: inside a loop, `x = torch.cat((x, y), dim)`
+    (also `torch.cat([x, y])`, `torch.stack`, `hstack`/`vstack`, ...) where the result
+    replaces one of the joined tensors, and `torch.cat(xs)`/`torch.stack(xs)` inside a loop
+    that appends to the list `xs`. In code that runs every step (`forward`, `*_step`), an
+    attribute grown on every call (`self.cache = torch.cat([self.cache, k], dim=2)`) is
+    flagged too. Left alone: joins of fresh tensors (`torch.cat([a, b], -1)`), sliding
+    windows that keep the length (`x = torch.cat([x[:, 1:], y], 1)`), joins after the loop
+    (`torch.cat(outputs)` once all steps are done), and growth of host copies
+    (`torch.cat([preds, logits.cpu()])`).
+
+    ## Why is this bad?
+    XLA compiles a graph per set of input shapes. A tensor that is one step longer on every
+    pass gives every step a new shape: the step compiles again each time (and everything
+    downstream of the tensor with it), so a generation loop of N tokens compiles N graphs
+    and the compile time grows with the sequence.
+
+    ## Example
+    ```python
+    for _ in range(max_new_tokens):
+        logits = model(tokens)[:, -1]
+        next_token = logits.argmax(-1, keepdim=True)
+        tokens = torch.cat((tokens, next_token), dim=1)
+        torch_xla.sync()
+    ```
+
+    ## Use instead
+    Preallocate to the maximum length and write each step into a static slice (with
+    `index_copy_` at a device-side position), and let the model read a static KV cache:
+    ```python
+    tokens = torch.full((batch, max_len), pad_id, device=device)
+    tokens[:, :prompt_len] = prompt
+    for pos in range(prompt_len, max_len):
+        logits = model(tokens, attention_mask=tokens != pad_id)
+        next_token = logits[:, pos - 1].argmax(-1, keepdim=True)
+        tokens.index_copy_(1, torch.tensor([pos], device=device), next_token)
+        torch_xla.sync()
+    ```
+
+    ## Fix safety
+    No fix: the rewrite changes the model's inputs (padding and a mask, or a static cache)
+    and needs a maximum length, so this rule reports with a hint.
+
+    ## Runtime evidence
+    Not measured by the harness yet. The expected measurement: N steps of
+    `x = torch.cat((x, y), 1)` compile N graphs (one per length), where writing into a
+    preallocated tensor compiles one.
+    """
+
+    code = "XLA210"
+    name = "growing-tensor-in-loop"
+    message = "`{name}` grows every step: each step has a new shape and compiles again"
+    hint = (
+        "Preallocate to the maximum length and write with `index_copy_`/a static slice, "
+        "or use a static KV cache"
+    )
+    hot_only = True
+    needs_torch = True
+    triggers = ("cat", "stack")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call) or self.ctx.qualified(call.func) not in _JOINS:
+            return
+        joined = self._joined(call)
+        if joined is None:
+            return
+        for target in (t.target for t in node.targets):
+            carried = isinstance(target, cst.Name) and self.ctx.in_loop
+            grown_attribute = isinstance(target, cst.Attribute)
+            if not (carried or grown_attribute):
+                continue
+            added = [element for element in joined if not _same(target, element)]
+            if len(added) < len(joined) and not self._on_host(added):
+                name = self.ctx.module.code_for_node(target)
+                self.report(call, self.message.format(name=name))
+                return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.ctx.in_loop or self.ctx.qualified(node.func) not in _JOINS:
+            return
+        first = self._first(node)
+        if not isinstance(first, cst.Name):
+            return
+        loop = next((a for a in self.ctx.ancestors() if isinstance(a, cst.For | cst.While)), None)
+        if loop is not None and _grows_list(loop.body, first.value):
+            message = (
+                f"the list `{first.value}` grows every step, and so does the tensor joined "
+                "from it: each step has a new shape and compiles again"
+            )
+            self.report(node, message)
+
+    def _on_host(self, added: list[cst.BaseExpression]) -> bool:
+        """The tensors joined on are host copies (`y.cpu()`) or made on the host: the
+        growing tensor stays on the host too."""
+        return bool(added) and all(
+            _on_host(element) or self.ctx.kind(element) is Kind.HOST for element in added
+        )
+
+    @staticmethod
+    def _first(call: cst.Call) -> cst.BaseExpression | None:
+        for arg in call.args:
+            if arg.keyword is None and not arg.star:
+                return arg.value
+            if arg.keyword is not None and arg.keyword.value == "tensors":
+                return arg.value
+        return None
+
+    def _joined(self, call: cst.Call) -> list[cst.BaseExpression] | None:
+        """The tensors a join takes, when written out as a list or tuple."""
+        first = self._first(call)
+        if not isinstance(first, cst.List | cst.Tuple):
+            return None
+        return [e.value for e in first.elements if not isinstance(e, cst.StarredElement)]
+
+
+def _grows_list(body: cst.CSTNode, name: str) -> bool:
+    """Whether `body` appends to the list `name` (`xs.append(y)`, `xs.extend(...)`,
+    `xs += [y]`) and does not start it afresh (`xs = []` in the body: a list of the same
+    length every pass)."""
+    grows = False
+    for node in descendants(body):
+        if isinstance(node, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets
+        ):
+            return False
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _LIST_GROWTH
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == name
+        ) or (
+            isinstance(node, cst.AugAssign)
+            and isinstance(node.operator, cst.AddAssign)
+            and isinstance(node.target, cst.Name)
+            and node.target.value == name
+        ):
+            grows = True
+    return grows

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.arguments import append_keyword, keyword_argument
+from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import Rule
+
+TORCH_COMPILE = frozenset({"torch.compile"})
+# Backends that lower to Inductor, which has no XLA device.
+_INDUCTOR = frozenset({"inductor"})
+# Options that only Inductor reads: `torch.compile` hands them to any other backend, which
+# `openxla` does not accept.
+_INDUCTOR_OPTIONS = ("mode", "options")
+
+
+class CompileWithoutOpenxla(Rule):
+    """
+    ## What it does
+    Flags `torch.compile(...)` in XLA code (a file that imports torch_xla) without
+    `backend="openxla"`: no `backend` argument (the default is Inductor) or
+    `backend="inductor"`, as a call or as a decorator (`@torch.compile`,
+    `@torch.compile(fullgraph=True)`). Left alone: other backends (`"openxla"`,
+    `"aot_eager"`, a backend held in a variable), calls with `**kwargs` (the backend may be
+    in them), code that only CUDA machines run, and files that do not import torch_xla.
+
+    ## Why is this bad?
+    Inductor generates Triton or C++ kernels for CUDA and CPU tensors; it has no lowering
+    for XLA tensors, so the first call of the compiled function on the XLA device raises
+    an `InductorError`. PyTorch/XLA registers the `openxla` backend for dynamo, which
+    captures the graph and compiles it with XLA.
+
+    ## Example
+    ```python
+    import torch_xla
+
+    model = torch.compile(model)
+    ```
+
+    ## Use instead
+    ```python
+    import torch_xla
+
+    model = torch.compile(model, backend="openxla")
+    ```
+
+    ## Fix safety
+    Safe in XLA code: the fix adds `backend="openxla"` (or replaces `"inductor"`). Where the
+    call also passes `mode=` or `options=`, which only Inductor understands, the finding has
+    no fix: drop them by hand.
+
+    ## Runtime evidence
+    Measured with `benchmarks/xla_semantics.py --group compile` (torch 2.9.0, torch_xla
+    2.9.0, `PJRT_DEVICE=CPU`): `torch.compile(f)` and `torch.compile(f,
+    backend="inductor")` called on an XLA tensor raise
+    `InductorError: LoweringException`; `torch.compile(f, backend="openxla")` runs and gives
+    the same output as `f`.
+    """
+
+    code = "XLA307"
+    name = "compile-without-openxla"
+    message = "`torch.compile` uses Inductor by default, which fails on XLA tensors"
+    hint = 'pass `backend="openxla"`'
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = Applicability.SAFE
+    triggers = ("compile",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualified(node.func) not in TORCH_COMPILE or not self._in_xla_code():
+            return
+        if any(arg.star == "**" for arg in node.args):
+            return
+        backend = keyword_argument(node, "backend")
+        if backend is None:
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            backend = positional[1] if len(positional) > 1 else None
+        if backend is not None:
+            value = backend.value
+            if not (isinstance(value, cst.SimpleString) and value.evaluated_value in _INDUCTOR):
+                return
+            message = f"`backend={value.value}` fails on XLA tensors: Inductor has no XLA device"
+            fix = self.fix('Use `backend="openxla"`', (value, _openxla(value)))
+            self.report(node, message, fix=None if self._inductor_options(node) else fix)
+            return
+        fix = None
+        if not self._inductor_options(node) and (edit := self._append_backend(node)):
+            fix = self.fix('Add `backend="openxla"`', edit)
+        self.report(node, fix=fix)
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        """`@torch.compile` without a call: the default backend."""
+        decorator = node.decorator
+        if isinstance(decorator, cst.Call) or self.ctx.qualified(decorator) not in TORCH_COMPILE:
+            return
+        if not self._in_xla_code():
+            return
+        text = self.ctx.module.code_for_node(decorator)
+        fix = self.fix('Add `backend="openxla"`', (decorator, f'{text}(backend="openxla")'))
+        self.report(decorator, fix=fix)
+
+    def _append_backend(self, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
+        return append_keyword(node, self.ctx.module, "backend", '"openxla"')
+
+    @staticmethod
+    def _inductor_options(node: cst.Call) -> bool:
+        return any(keyword_argument(node, name) for name in _INDUCTOR_OPTIONS)
+
+    def _in_xla_code(self) -> bool:
+        return self.ctx.imports.binds("torch_xla") and not self.ctx.runs_without_xla
+
+
+def _openxla(string: cst.SimpleString) -> str:
+    """`"openxla"` spelled with the prefix and quotes of `string`."""
+    return f"{string.prefix}{string.quote}openxla{string.quote}"
