@@ -43,7 +43,7 @@ class _Frame:
 _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
-     cst.ImportFrom, cst.Call}
+     cst.ImportFrom, cst.Call, cst.With}
 )  # fmt: skip
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
@@ -79,6 +79,8 @@ class FileContext:
         self._classes: list[tuple[str, bool]] = []
         self._guarded: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
+        # Bodies of `with device:` blocks (torch's default device is that device there).
+        self._device_blocks: list[cst.CSTNode] = []
         # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
 
@@ -180,6 +182,8 @@ class FileContext:
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, _ in self._narrowed[-1][1]:
                 self.kinds.bind(cst.Name(name), Kind.HOST)
+        if self._device_blocks and node is self._device_blocks[-1]:
+            self.kinds.default_device += 1
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
@@ -202,6 +206,10 @@ class FileContext:
             self.masks.unbind(node.target)
         elif kind is cst.Import or kind is cst.ImportFrom:
             self.imports.add(node)  # type: ignore[arg-type]
+        elif kind is cst.With:
+            assert isinstance(node, cst.With)
+            if any(self.kinds.sets_default_device(item.item) for item in node.items):
+                self._device_blocks.append(node.body)
         elif kind is cst.Call:
             self._enter_call(node)  # type: ignore[arg-type]
 
@@ -217,6 +225,9 @@ class FileContext:
             self._guarded.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
+        if self._device_blocks and self._device_blocks[-1] is node:
+            self._device_blocks.pop()
+            self.kinds.default_device -= 1
         if self._narrowed and self._narrowed[-1][0] is node:
             for name, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+# `compute_loss` is the per-step hook of transformers' `Trainer` (and of trl's trainers).
 PER_STEP_FUNCTIONS = re.compile(
     r"^(forward|step|\w+_step|scale_model_input|training_step|validation_step|test_step|"
-    r"predict_step)$"
+    r"predict_step|compute_loss)$"
 )
 RUN_ONCE_FUNCTIONS = frozenset(
     {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}

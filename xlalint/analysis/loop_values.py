@@ -128,6 +128,29 @@ class LoopValues:
                 function.sequences.discard(name)
             for name in _index_targets(node.target, node.iter, self.int_sequence):
                 function.ints[name] = only
+        self._counters(node, function)
+
+    def _counters(self, node: Loop, function: _Function) -> None:
+        """`seq_len += 1` anywhere in the loop's body: the counter changes with every pass,
+        also where the body reads it before the increment (`x[None, seq_len]` above it)."""
+        pass_of = frozenset({node})
+        stack: list[cst.CSTNode] = [node.body]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+                continue
+            if (
+                isinstance(current, cst.AugAssign)
+                and isinstance(current.target, cst.Name)
+                and isinstance(current.operator, cst.AddAssign | cst.SubtractAssign)
+                and self.int_loops(current.value) is not None
+            ):
+                name = current.target.value
+                if self.kinds.of(current.target) is Kind.HOST or name in function.ints:
+                    function.ints[name] = function.ints.get(name, frozenset()) | pass_of
+                    function.varying[name] = function.varying.get(name, frozenset()) | pass_of
+            elif not isinstance(current, cst.BaseExpression):
+                stack.extend(children(current))
 
     def enter_block(self, block: cst.BaseSuite, parent: cst.CSTNode | None) -> None:
         """A suite is entered: a `for` body starts its pass (the iterable and an `else:` run

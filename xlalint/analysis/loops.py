@@ -57,8 +57,9 @@ DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.datalo
 
 _OPTIMIZER_NAME = re.compile(r"^_*(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
 # Callables that run backward and the optimizer step they are handed: timm's and DeiT's
-# `loss_scaler(loss, optimizer, ...)` (NativeScaler.__call__).
-_STEPPING_CALLEE = re.compile(r"scaler$", re.I)
+# `loss_scaler(loss, optimizer, ...)` (NativeScaler.__call__), mmengine's
+# `model.train_step(data, optim_wrapper=...)`.
+_STEPPING_CALLEE = re.compile(r"scaler$|(^|_)train(ing)?_step$", re.I)
 _SCHEDULER_NAME = re.compile(r"scheduler|sampler|solver", re.I)
 _LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
 # Callees that run a model step: the network of a sampling or generation loop.

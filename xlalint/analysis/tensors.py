@@ -210,6 +210,9 @@ class TensorKinds:
         self.returns = returns
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
+        # `with device:` / `with torch.device(d):` blocks around the walk: torch's factories
+        # make their tensors on that device there.
+        self.default_device = 0
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
@@ -402,6 +405,19 @@ class TensorKinds:
                 ] in _TENSOR_ANNOTATIONS:
                     return [subject.value]
         return []
+
+    def sets_default_device(self, item: cst.BaseExpression) -> bool:
+        """`with torch.device("xla"):`, `with self.device:`, `with device:`: torch's
+        default device for the block (not `torch.cuda.device(i)`, which only picks a GPU)."""
+        if isinstance(item, cst.Call):
+            return self.imports.resolve(item.func) == "torch.device"
+        name = item.attr.value if isinstance(item, cst.Attribute) else getattr(item, "value", "")
+        return (
+            isinstance(item, cst.Name | cst.Attribute)
+            and isinstance(name, str)
+            and name.endswith("device")
+            and not self.is_cpu_device(item)
+        )
 
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
@@ -616,7 +632,10 @@ class TensorKinds:
             return Kind.HOST  # a CPU ByteTensor, whatever the backend (`torch.npu.random`)
         if qualified == "torch.from_numpy" or (
             _TORCH_FACTORIES.match(qualified)
-            and (moves_to_cpu(node) or not any(_is_keyword(a, "device") for a in node.args))
+            and (
+                moves_to_cpu(node)
+                or not (self.default_device or any(_is_keyword(a, "device") for a in node.args))
+            )
         ):
             return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):

@@ -28,6 +28,8 @@ _TOKENIZER_PART = re.compile(
 )
 _COLLATE_FUNCTION = re.compile(r"collate", re.IGNORECASE)
 _COLLATOR_CLASS = re.compile(r"collat", re.IGNORECASE)
+# What a collator class collates in: `__call__`, or transformers' `DataCollatorMixin` hooks.
+_COLLATOR_METHODS = frozenset({"__call__", "torch_call", "numpy_call", "tf_call"})
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,10 @@ class DynamicPadding(Rule):
     """
     ## What it does
     Flags padding to the longest example of each batch, where it runs per batch: in
-    collate functions (named `*collate*`, passed as `collate_fn=`, `__call__` of a
-    `*Collat*` class, or a lambda passed as `collate_fn=`), in functions that run every
-    step (`forward`, `*_step`, functions called from a loop), and in loops whose passes run
+    collate functions (named `*collate*`, passed as `collate_fn=`, `__call__` or
+    `torch_call` of a `*Collat*` class, or a lambda passed as `collate_fn=`), in functions
+    that run every step (`forward`, `*_step`, functions called from a loop), and in loops
+    whose passes run
     a model or sync (training, sampling, evaluation); not in a loop over prompts or
     tokenizers. A "longest" tokenizer call in a function that also tokenizes with
     `padding="max_length"` is taken for a truncation check (diffusers'
@@ -55,7 +58,8 @@ class DynamicPadding(Rule):
     host, and is not flagged either. The forms: tokenizer, processor
     and feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
-    and `torch.nn.utils.rnn.pad_sequence(...)`. The transformers collators that pad this
+    `torch.nn.utils.rnn.pad_sequence(...)`; and a `pad(tensors, padding_value=...)` helper
+    without a fixed length. The transformers collators that pad this
     way by default (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
     `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
     a literal `pad_to_multiple_of=` (a few buckets of lengths) are not; a variable there
@@ -148,6 +152,11 @@ class DynamicPadding(Rule):
         if collate_fn is not None and isinstance(collate_fn.value, cst.Name):
             self._collate_fns.add(collate_fn.value.value)
         func = node.func
+        if isinstance(func, cst.Name) and func.value == "pad" and _pads_sequences(node):
+            # A helper that pads a list of tensors to the longest, like `pad_sequence`
+            # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`).
+            self._candidate(node, "`pad(...)`")
+            return
         qualified = self.ctx.qualified(func)
         if qualified is not None:
             leaf = qualified.rsplit(".", 1)[-1]
@@ -261,7 +270,7 @@ class DynamicPadding(Rule):
         function = site.function
         if function is None:
             return False
-        if function.name == "__call__" and function.class_name is not None:
+        if function.name in _COLLATOR_METHODS and function.class_name is not None:
             return _COLLATOR_CLASS.search(function.class_name) is not None
         return (
             _COLLATE_FUNCTION.search(function.name) is not None
@@ -312,6 +321,16 @@ def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[s
             if any(names_under(part) & names for part in parts):
                 return True
     return False
+
+
+def _pads_sequences(call: cst.Call) -> bool:
+    """`pad(tensors, padding_value=0)`: a sequence padder (a `padding_value=`), without a
+    fixed length (`max_length=`/`length=`) or a literal bucket size."""
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    if "padding_value" not in keywords or keywords.keys() & {"max_length", "length", "size"}:
+        return False
+    bucket = keywords.get("pad_to_multiple_of")
+    return not isinstance(bucket, cst.Integer)
 
 
 def _pads_to_longest(call: cst.Call, default: bool) -> bool:
