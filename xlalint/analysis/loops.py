@@ -656,6 +656,7 @@ class LoopAnalysis:
         self._functions: dict[str, list[cst.FunctionDef]] = {}  # functions, by name
         self._methods: dict[str, list[cst.FunctionDef]] = {}  # methods, by name
         self._function_ids: set[int] = set()
+        self._method_class: dict[int, cst.ClassDef] = {}  # id(method) -> its class
         self._facts: dict[int, BodyFacts] = {}
         self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
         self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
@@ -700,11 +701,19 @@ class LoopAnalysis:
             return
         self._function_ids.add(id(node))
         ctx = ctx or self._ctx
-        is_method = False
+        class_def: cst.CSTNode | None = None
         if ctx is not None:
             ancestors = ctx.ancestors()
             next(ancestors, None)  # the block the definition sits in
-            is_method = isinstance(next(ancestors, None), cst.ClassDef)
+            class_def = next(ancestors, None)
+        is_method = isinstance(class_def, cst.ClassDef)
+        if is_method:
+            if any(
+                get_full_name_for_node(_decorator_func(d)) == "property" for d in node.decorators
+            ):
+                return  # `self.model(x)` calls what the property returns, not the property
+            assert isinstance(class_def, cst.ClassDef)
+            self._method_class[id(node)] = class_def
         table = self._methods if is_method else self._functions
         table.setdefault(node.name.value, []).append(node)
 
@@ -735,21 +744,36 @@ class LoopAnalysis:
             self._facts[id(node)] = cached
         return cached
 
-    def resolve(self, call: cst.Call) -> list[cst.FunctionDef]:
+    def resolve(
+        self, call: cst.Call, class_def: cst.ClassDef | None = None
+    ) -> list[cst.FunctionDef]:
         """Functions of this module a call may run: `train_step(b)` -> `def train_step`,
-        `self.training_step(b)` / `trainer.training_step(b)` -> methods of that name."""
+        `self.training_step(b)` / `trainer.training_step(b)` -> methods of that name. With
+        the caller's class, `self.run_iter(...)` is that class's own `run_iter` when it
+        defines one (a validation loop's, not the training loop's next to it)."""
         func = call.func
         if isinstance(func, cst.Name):
             return self._functions.get(func.value, [])
         if isinstance(func, cst.Attribute):
             name = func.attr.value
             if _self_call(call) or name not in _GENERIC_METHODS:
-                return self._methods.get(name, [])
+                methods = self._methods.get(name, [])
+                if class_def is not None and _self_call(call):
+                    own = [m for m in methods if self._method_class.get(id(m)) is class_def]
+                    return own or methods
+                return methods
         return []
 
-    def _callees(self, facts: BodyFacts) -> Iterator[cst.FunctionDef]:
+    def _class_of(self, node: Scope) -> cst.ClassDef | None:
+        if isinstance(node, cst.FunctionDef):
+            return self._method_class.get(id(node))
+        site = self._sites.get(id(node))
+        return site.class_def if site is not None else None
+
+    def _callees(self, facts: BodyFacts, node: Scope | None = None) -> Iterator[cst.FunctionDef]:
+        class_def = self._class_of(node) if node is not None else None
         for call in facts.calls:
-            yield from self.resolve(call)
+            yield from self.resolve(call, class_def)
 
     def _runs_model(self, call: cst.Call) -> bool | None:
         """Whether a call of a function of this module calls a model or steps a scheduler;
@@ -783,7 +807,7 @@ class LoopAnalysis:
             ):
                 return True
             return any(self.reaches_barrier(loop) for loop in facts.child_loops) or any(
-                self.reaches_barrier(fn) for fn in self._callees(facts)
+                self.reaches_barrier(fn) for fn in self._callees(facts, node)
             )
 
         return self._memoized("barrier", node, False, compute)
@@ -807,7 +831,7 @@ class LoopAnalysis:
             return (
                 facts.updates_from_grad
                 or any(self.updates_from_grads(loop) for loop in facts.child_loops)
-                or any(self.updates_from_grads(fn) for fn in self._callees(facts))
+                or any(self.updates_from_grads(fn) for fn in self._callees(facts, node))
             )
 
         return self._memoized("grads", node, False, compute)
@@ -822,7 +846,7 @@ class LoopAnalysis:
         def compute() -> bool:
             facts = self.facts(node)
             return bool(getattr(facts, fact)) or any(
-                self._through_calls(fact, fn) for fn in self._callees(facts)
+                self._through_calls(fact, fn) for fn in self._callees(facts, node)
             )
 
         return self._memoized(fact, node, False, compute)
@@ -875,7 +899,7 @@ class LoopAnalysis:
         def compute() -> tuple[cst.Call, ...]:
             facts = self.facts(node)
             found = list(facts.optimizer_steps)
-            for fn in self._callees(facts):
+            for fn in self._callees(facts, node):
                 found.extend(c for c in self.optimizer_steps(fn) if c not in found)
             return tuple(found)
 

@@ -529,8 +529,8 @@ class TensorKinds:
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             known = self._self_attributes[-1].get(attr)
-            if known is not None:
-                return known
+            if known is not None and known is not Kind.UNKNOWN:
+                return known  # else by its name: `self._dataloader = self._setup_data()`
         qualified = self.imports.resolve(node)
         if qualified is not None:
             if qualified.startswith("torch.") and attr[:1].islower():

@@ -193,17 +193,23 @@ class DynamicPadding(Rule):
             if self._in_collate_function(site):
                 assert site.function is not None
                 self.report(call, self.message.format(what=f"`{site.function.name}`"), site=site)
+        collators: set[int] = set()  # collate functions already reported
         for candidate in self._candidates:
             site = candidate.site
             if candidate.may_check_truncation and candidate.function in self._fixed_length:
                 continue
+            collate = self._in_collate_function(site)
+            if collate and id(candidate.function) in collators:
+                continue  # one cause: the collator pads each batch to its longest
             if (
                 candidate.collating
-                or self._in_collate_function(site)
+                or collate
                 or self._in_step_function(site)
                 or any(self._feeds_a_model(loop) for loop in candidate.loops)
             ):
                 self.report(candidate.node, candidate.message, site=site)
+                if collate:
+                    collators.add(id(candidate.function))
 
     # -- helpers ------------------------------------------------------------------------------
     def _longest_length(self, node: cst.Call) -> None:
