@@ -213,6 +213,8 @@ class TensorKinds:
         # `with device:` / `with torch.device(d):` blocks around the walk: torch's factories
         # make their tensors on that device there.
         self.default_device = 0
+        # Kinds of the values of dicts built here from literals (`{"a": x, "b": y}`).
+        self._dict_values: list[dict[str, Kind]] = [{}]
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
@@ -233,11 +235,13 @@ class TensorKinds:
         self._frames.append(frame)
         self._dicts.append(set())
         self._cpu_devices.append(set())
+        self._dict_values.append({})
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._dicts.pop()
         self._cpu_devices.pop()
+        self._dict_values.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
@@ -299,6 +303,17 @@ class TensorKinds:
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        values = None
+        if isinstance(value, cst.Dict) and all(
+            isinstance(e, cst.DictElement) for e in value.elements
+        ):
+            values = _join(self.of(e.value) for e in value.elements) if value.elements else None
+        for target in targets:
+            if (key := binding_key(target)) is not None:
+                if values is not None:
+                    self._dict_values[-1][key] = values
+                else:
+                    self._dict_values[-1].pop(key, None)
         cpu = self.is_cpu_device(value)
         for target in targets:
             if (key := binding_key(target)) is not None:
@@ -355,16 +370,20 @@ class TensorKinds:
                     self.bind(target.elements[0].value, Kind.HOST)
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
+                values = self._values_of(iterable.func.value)
                 if method == "items":
                     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
                         # A dict's keys are names, numbers or tuples: never device tensors.
                         self.bind(target.elements[0].value, Kind.HOST)
-                        self.bind(target.elements[1].value, Kind.UNKNOWN)
+                        self.bind(target.elements[1].value, values)
                     else:
                         self.bind(target, Kind.UNKNOWN)
                     return
                 if method == "keys":
                     self.bind(target, Kind.HOST)
+                    return
+                if method == "values":
+                    self.bind(target, values)
                     return
         if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
             # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
@@ -405,6 +424,14 @@ class TensorKinds:
                 ] in _TENSOR_ANNOTATIONS:
                     return [subject.value]
         return []
+
+    def _values_of(self, mapping: cst.BaseExpression) -> Kind:
+        """What the values of a dict built here from a literal are (else unknown)."""
+        key = binding_key(mapping)
+        if key is None:
+            return Kind.UNKNOWN
+        known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
+        return known if known is not None else Kind.UNKNOWN
 
     def sets_default_device(self, item: cst.BaseExpression) -> bool:
         """`with torch.device("xla"):`, `with self.device:`, `with device:`: torch's
@@ -602,6 +629,22 @@ class TensorKinds:
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 
+    def _host_inputs(self, call: cst.Call) -> bool:
+        """Every positional argument of a torch call is a host value, and none names a
+        device: the result is on the host too (elements of a list or tuple argument count
+        one by one)."""
+        values = []
+        for arg in call.args:
+            if arg.star or _is_keyword(arg, "device"):
+                return False
+            if arg.keyword is None:
+                value = arg.value
+                if isinstance(value, cst.List | cst.Tuple):
+                    values.extend(e.value for e in value.elements)
+                else:
+                    values.append(value)
+        return bool(values) and all(self.of(v) is Kind.HOST for v in values)
+
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`."""
         if self.moves_to_cpu(call):
@@ -626,6 +669,12 @@ class TensorKinds:
             return Kind.ITERABLE
         if qualified.startswith("torch_xla.distributed.parallel_loader."):
             return Kind.ITERABLE
+        if (
+            qualified.startswith("torch.")
+            and not _TORCH_FACTORIES.match(qualified)
+            and self._host_inputs(node)
+        ):
+            return Kind.HOST  # `torch.argsort(logits_on_cpu)`: computed where its input is
         if _TORCH_TENSOR_NAMESPACES.match(qualified):
             return Kind.TENSOR
         if qualified.rsplit(".", 1)[-1] in _RNG_STATE_GETTERS:
