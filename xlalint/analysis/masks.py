@@ -350,13 +350,16 @@ class BooleanMasks:
             return "bool"
         return name if name[:1].islower() or name.endswith("Tensor") else None
 
-    def mask_index(self, node: cst.Subscript) -> cst.BaseExpression | None:
+    def mask_index(self, node: cst.Subscript, write: bool = False) -> cst.BaseExpression | None:
         """The boolean mask `node` indexes a device tensor with (`x[mask]`, `x[:, m]`).
 
         Any evidence counts when the indexed value is known to be a tensor; on a schedule
         (`timesteps`) or a value of unknown kind only a mask computed from tensors counts
         (and on the latter, one known to be a device tensor). Lists, dicts, numpy arrays
-        and host tensors are never masked reads for XLA.
+        and host tensors are never masked reads for XLA. A write (`write=True`) through an
+        index named as a mask (`logprobs[response_padding_masks] = 1.0`) counts on a value
+        of unknown kind too: what is filled through a mask is an array, and in torch code
+        lists and dicts are not indexed by masks.
         """
         base_kind: Kind | None = None
         for element in node.slice:
@@ -369,6 +372,9 @@ class BooleanMasks:
             if base_kind is None:
                 base_kind = self.kinds.of(node.value)
             if base_kind is Kind.TENSOR:
+                return index.value
+            unknown_base = base_kind is Kind.UNKNOWN and not self.kinds.is_dict(node.value)
+            if write and unknown_base and evidence >= Evidence.NAME:
                 return index.value
             if evidence is not Evidence.VALUE:
                 continue

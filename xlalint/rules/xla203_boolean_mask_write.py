@@ -16,9 +16,11 @@ class BooleanMaskWrite(Rule):
     ## What it does
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
     tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons
-    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names);
-    integer-index writes (`x[idx] = v`), slices, and lists, dicts or numpy arrays are not
-    flagged.
+    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names).
+    A write through a `mask`-like name also counts where the written value's kind is not
+    known (`logprobs = helper(...)`, then `logprobs[padding_masks] = 1.0`): only arrays
+    are filled through masks. Integer-index writes (`x[idx] = v`), slices, and lists,
+    dicts or numpy arrays are not flagged.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
@@ -89,14 +91,16 @@ class BooleanMaskWrite(Rule):
             subscript = target.target
             if not isinstance(subscript, cst.Subscript):
                 continue
-            mask = self.ctx.masks.mask_index(subscript)
+            mask = self.ctx.masks.mask_index(subscript, write=True)
             if mask is None:
                 continue
             fix = self._fix(node, subscript, mask) if len(node.targets) == 1 else None
             self.report(subscript, self._message(subscript, "="), fix=fix)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Subscript) and self.ctx.masks.mask_index(node.target):
+        if isinstance(node.target, cst.Subscript) and self.ctx.masks.mask_index(
+            node.target, write=True
+        ):
             operator = cst.Module([]).code_for_node(node.operator).strip()
             self.report(node.target, self._message(node.target, operator))
 
