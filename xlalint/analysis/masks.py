@@ -48,6 +48,8 @@ class Evidence(enum.IntEnum):
 
 # Names that read as boolean masks. `mask_*` names (`mask_ratio`, `mask_token_id`) do not.
 MASK_NAME = re.compile(r"^(\w+_)?masks?$", re.IGNORECASE)
+# Helpers named for the mask they return: `get_reward_penalty_mask`, `make_pad_mask`.
+_MASK_MAKER = re.compile(r"^_*(get|make|build|create|compute)_\w*masks?$", re.IGNORECASE)
 
 _COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual,
                 cst.Equal, cst.NotEqual)  # fmt: skip
@@ -81,6 +83,7 @@ _DTYPE_KEEPING_METHODS = frozenset(
         "squeeze", "unsqueeze", "expand", "expand_as", "repeat", "permute", "transpose", "t",
         "flip", "roll", "tril", "triu", "narrow", "unflatten", "view_as", "reshape_as",
         "movedim", "logical_not_", "logical_and_", "logical_or_", "requires_grad_",
+        "scatter", "scatter_", "masked_fill", "masked_fill_",
     }
 )  # fmt: skip
 _DTYPE_KEEPING_FUNCTIONS = frozenset(
@@ -303,12 +306,15 @@ class BooleanMasks:
         if qualified is not None:
             module, _, name = qualified.rpartition(".")
             if module != "torch":
-                return Evidence.NONE
+                # `rlhf.get_reward_penalty_mask(...)`: a helper named for the mask it makes.
+                return Evidence.NAME if _MASK_MAKER.match(name) else Evidence.NONE
             if name in _BOOLEAN_OPS:
                 return Evidence.VALUE
             if name in _DTYPE_KEEPING_FUNCTIONS and node.args:
                 return self.evidence(node.args[0].value)
             return Evidence.NONE
+        if isinstance(func, cst.Name):
+            return Evidence.NAME if _MASK_MAKER.match(func.value) else Evidence.NONE
         if not isinstance(func, cst.Attribute):
             return Evidence.NONE
         method = func.attr.value
@@ -322,7 +328,7 @@ class BooleanMasks:
                 return Evidence.VALUE if dtype == "bool" else Evidence.NONE
         if method in _DTYPE_KEEPING_METHODS:
             return self.evidence(func.value)
-        return Evidence.NONE
+        return Evidence.NAME if _MASK_MAKER.match(method) else Evidence.NONE
 
     def _bool_dtype(self, node: cst.Call) -> bool:
         for arg in node.args:

@@ -226,7 +226,12 @@ class TensorKinds:
         frame: dict[str, Kind] = {}
         params = node.params
         positional = [*params.posonly_params, *params.params]
-        tensor_params = module_call or _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+        # Not callback hooks (`on_prediction_step(self, args, state, control)`): they get
+        # the trainer's state, not tensors.
+        tensor_params = module_call or (
+            _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+            and not node.name.value.startswith("on_")
+        )
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if in_class and index == 0 and param in positional:
