@@ -544,7 +544,18 @@ class TensorKinds:
             return _join(self.of(e.value) for e in node.elements) if node.elements else Kind.HOST
         if node_type is cst.NamedExpr:
             return self.of(node.value)
+        if node_type is cst.DictComp and self._moves_to_a_device(node.value):
+            # `batch = {k: v.to(device) for k, v in batch.items()}`: a batch moved to the
+            # device; `batch["labels"]` is a device tensor.
+            return Kind.TENSOR
         return Kind.UNKNOWN
+
+    def _moves_to_a_device(self, value: cst.BaseExpression) -> bool:
+        """`v.to(device)`, `v.to(device, non_blocking=True)`, `v.cuda()`."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return False
+        method = value.func.attr.value
+        return method == "cuda" or (method == "to" and self._moves_to_device(value))
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
