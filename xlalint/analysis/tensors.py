@@ -79,6 +79,8 @@ _DTYPE_NAMES = frozenset(
         "cfloat", "cdouble",
     }
 )  # fmt: skip
+# Collectives that return what they are given, gathered or reduced across processes.
+_STRUCTURE_KEEPING = re.compile(r"gather|reduce|broadcast|pad_across_processes", re.I)
 _NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
 
 # Callees whose call produces tensors (models and losses), by spelling.
@@ -334,6 +336,12 @@ class TensorKinds:
                 if isinstance(arg.value, cst.Name) and self.lookup(arg.value.value) is Kind.TENSOR
             }
         for target in targets:
+            if kind is Kind.UNKNOWN and (gathered := self._gathered(target, value)):
+                # `preds, refs = accelerator.gather_for_metrics((preds, labels))`: a
+                # collective hands back what it was given, element for element.
+                for name, item_kind in gathered:
+                    self.bind(name, item_kind)
+                continue
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
@@ -343,6 +351,24 @@ class TensorKinds:
             self.bind(target, kind)
             for name in names_under(target) & passed_through:
                 self._frames[-1][name] = Kind.TENSOR
+
+    def _gathered(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]]:
+        """`a, b = gather((x, y))` or `a, b = all_reduce(x, y)` with a collective that keeps
+        the structure of its input: the target elements with their inputs' kinds."""
+        if not (isinstance(target, cst.Tuple | cst.List) and isinstance(value, cst.Call)):
+            return []
+        name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
+        if not _STRUCTURE_KEEPING.search(name):
+            return []
+        args = [a.value for a in value.args if a.keyword is None and not a.star]
+        if len(args) == 1 and isinstance(args[0], cst.Tuple | cst.List):
+            args = [e.value for e in args[0].elements]
+        elements = [e.value for e in target.elements]
+        if len(args) != len(elements) or any(isinstance(e, cst.StarredElement) for e in elements):
+            return []
+        return [(element, self.of(arg)) for element, arg in zip(elements, args, strict=True)]
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
