@@ -67,7 +67,8 @@ class DynamicPadding(Rule):
     A collate function that pads to its batch's longest example by hand (`max_len =
     max(len(x) for x in batch)`, then `torch.full((n, max_len), pad)` or `max_len -
     len(x)`) is flagged at the `max(...)`; not where the longest length is only checked
-    (`assert longest <= max_length`).
+    (`assert longest <= max_length`). A function that pads several tensors this way is
+    reported once, at its first padding call: it is one cause.
 
     ## Why is this bad?
     Each batch comes out as long as its longest example, so the sequence length changes
@@ -129,7 +130,7 @@ class DynamicPadding(Rule):
         self._fixed_length: set[cst.FunctionDef | None] = set()
         # `max_len = max(len(x) for x in batch)` used to pad, judged at the end (whether
         # the function collates is known once the file is read).
-        self._longest: list[tuple[cst.Call, Site]] = []
+        self._longest: list[tuple[cst.Call, Site, cst.FunctionDef]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.ctx.loops.register_function(node)
@@ -189,27 +190,27 @@ class DynamicPadding(Rule):
             self._candidate(node, f"`{callee}(..., padding=...)`", checks_truncation=True)
 
     def leave_Module(self, node: cst.Module) -> None:
-        for call, site in self._longest:
-            if self._in_collate_function(site):
+        reported: set[int] = set()  # functions already reported
+        for call, site, function in self._longest:
+            if self._in_collate_function(site) and id(function) not in reported:
                 assert site.function is not None
                 self.report(call, self.message.format(what=f"`{site.function.name}`"), site=site)
-        collators: set[int] = set()  # collate functions already reported
+                reported.add(id(function))
         for candidate in self._candidates:
             site = candidate.site
             if candidate.may_check_truncation and candidate.function in self._fixed_length:
                 continue
-            collate = self._in_collate_function(site)
-            if collate and id(candidate.function) in collators:
-                continue  # one cause: the collator pads each batch to its longest
+            if candidate.function is not None and id(candidate.function) in reported:
+                continue  # one cause: the function pads each batch to its longest
             if (
                 candidate.collating
-                or collate
+                or self._in_collate_function(site)
                 or self._in_step_function(site)
                 or any(self._feeds_a_model(loop) for loop in candidate.loops)
             ):
                 self.report(candidate.node, candidate.message, site=site)
-                if collate:
-                    collators.add(id(candidate.function))
+                if candidate.function is not None and not candidate.collating:
+                    reported.add(id(candidate.function))
 
     # -- helpers ------------------------------------------------------------------------------
     def _longest_length(self, node: cst.Call) -> None:
@@ -226,7 +227,7 @@ class DynamicPadding(Rule):
             return
         targets = {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
         if targets and _sizes_something(function, parent, targets):
-            self._longest.append((node, self.ctx.site()))
+            self._longest.append((node, self.ctx.site(), function))
 
     def _candidate(self, node: cst.Call, what: str, checks_truncation: bool = False) -> None:
         """A padding call: judged once the file's loops and call graph are known."""
