@@ -56,12 +56,17 @@ def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
     return child is loop.body or (isinstance(loop, cst.While) and child is loop.test)
 
 
-def _is_module_class(node: cst.ClassDef) -> bool:
+def _has_base(node: cst.ClassDef, suffix: str) -> bool:
     for base in node.bases:
         name = get_full_name_for_node(base.value) or ""
-        if name.rsplit(".", 1)[-1].endswith("Module"):
+        if name.rsplit(".", 1)[-1].endswith(suffix):
             return True
     return False
+
+
+# Methods that a framework calls on every step with the step's tensors: `__call__` of an
+# `nn.Module`, `update` of a metric (ignite's and torchmetrics' `Metric.update`).
+_PER_STEP_METHODS = {"Module": "__call__", "Metric": "update"}
 
 
 class FileContext:
@@ -76,7 +81,8 @@ class FileContext:
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
-        self._classes: list[tuple[str, bool]] = []
+        # Enclosing classes: name, and the method a framework calls per step, if any.
+        self._classes: list[tuple[str, str | None]] = []
         self._guarded: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
         # Bodies of `with device:` blocks (torch's default device is that device there).
@@ -190,7 +196,10 @@ class FileContext:
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
-            self._classes.append((node.name.value, _is_module_class(node)))
+            step_method = next(
+                (m for suffix, m in _PER_STEP_METHODS.items() if _has_base(node, suffix)), None
+            )
+            self._classes.append((node.name.value, step_method))
             self.kinds.push_class()
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
@@ -258,13 +267,13 @@ class FileContext:
                 node.target, cst.Add(), node.value)))  # fmt: skip
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
-        class_name, is_module = self._classes[-1] if self._classes else (None, False)
+        class_name, step_method = self._classes[-1] if self._classes else (None, None)
         # A def directly in a class body is a method; a def nested in a function is not.
         direct_method = class_name is not None and isinstance(
             self._stack[-3] if len(self._stack) >= 3 else None, cst.ClassDef
         )
         key = FunctionKey(class_name if direct_method else None, node.name.value)
-        module_call = direct_method and is_module and node.name.value == "__call__"
+        module_call = direct_method and step_method == node.name.value
         self._frames.append(_Frame(key=key, module_call=module_call, node=node))
         self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
         self.masks.push_function(node)

@@ -41,7 +41,9 @@ class Site:
     function: FunctionKey | None
     in_loop: bool
     in_step_closure: bool
-    module_call: bool = False  # the function is `__call__` of an nn.Module subclass
+    # the function is one a framework calls per step with tensors: `__call__` of an
+    # nn.Module subclass, `update` of a Metric subclass
+    module_call: bool = False
     # The function, then the loops around the site in it (outermost first): what tells
     # per-epoch code (after the batch loop of an epoch function) from per-step code.
     scopes: tuple[cst.CSTNode, ...] = ()

@@ -164,6 +164,28 @@ def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     return Kind.UNKNOWN
 
 
+_SEQUENCE_HEADS = frozenset({"Sequence", "List", "list", "Tuple", "tuple"})
+
+
+def _tensor_sequence(annotation: cst.BaseExpression) -> bool:
+    """`Sequence[torch.Tensor]`, `list[Tensor]`, `tuple[Tensor, ...]`, `Tuple[Tensor, Tensor]`."""
+    if not isinstance(annotation, cst.Subscript):
+        return False
+    head = annotation.value
+    name = head.attr.value if isinstance(head, cst.Attribute) else getattr(head, "value", "")
+    if name not in _SEQUENCE_HEADS:
+        return False
+    items = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+    return (
+        bool(items)
+        and all(
+            _tensor_annotation(item) is Kind.TENSOR or isinstance(item, cst.Ellipsis)
+            for item in items
+        )
+        and any(_tensor_annotation(item) is Kind.TENSOR for item in items)
+    )
+
+
 def _rows_of(iterable: cst.BaseExpression, width: int) -> list[list[cst.BaseExpression]]:
     """The rows of a literal `((a, b), (c, d))` whose rows all have `width` plain elements."""
     if not isinstance(iterable, cst.Tuple | cst.List) or not iterable.elements:
@@ -215,6 +237,8 @@ class TensorKinds:
         # `with device:` / `with torch.device(d):` blocks around the walk: torch's factories
         # make their tensors on that device there.
         self.default_device = 0
+        # Parameters annotated as sequences of tensors (`output: Sequence[torch.Tensor]`).
+        self._tensor_sequences: list[set[str]] = [set()]
         # Kinds of the values of dicts built here from literals (`{"a": x, "b": y}`).
         self._dict_values: list[dict[str, Kind]] = [{}]
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
@@ -226,6 +250,7 @@ class TensorKinds:
         self, node: cst.FunctionDef, in_class: bool, module_call: bool = False
     ) -> None:
         frame: dict[str, Kind] = {}
+        self._tensor_sequences.append(set())
         params = node.params
         positional = [*params.posonly_params, *params.params]
         # Not callback hooks (`on_prediction_step(self, args, state, control)`): they get
@@ -246,6 +271,7 @@ class TensorKinds:
 
     def pop_function(self) -> None:
         self._frames.pop()
+        self._tensor_sequences.pop()
         self._dicts.pop()
         self._cpu_devices.pop()
         self._dict_values.pop()
@@ -260,6 +286,8 @@ class TensorKinds:
         name = param.name.value
         if param.annotation is not None:
             names = names_under(param.annotation.annotation)
+            if _tensor_sequence(param.annotation.annotation):
+                self._tensor_sequences[-1].add(name)
             if names & _TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
                 return _tensor_annotation(param.annotation.annotation)
@@ -287,6 +315,7 @@ class TensorKinds:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
             self._frames[-1][target.value] = kind
+            self._tensor_sequences[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -538,6 +567,8 @@ class TensorKinds:
         if node_type is cst.Call:
             return self._call(node)
         if node_type is cst.Subscript:
+            if self._indexes_tensor_sequence(node):
+                return Kind.TENSOR  # `output[0]` of `output: Sequence[torch.Tensor]`
             base = self.of(node.value)
             if base is Kind.ITERABLE:
                 # `timesteps[i]` is a tensor; a loader cannot be indexed, so
@@ -582,6 +613,16 @@ class TensorKinds:
             return False
         method = value.func.attr.value
         return method == "cuda" or (method == "to" and self._moves_to_device(value))
+
+    def _indexes_tensor_sequence(self, node: cst.Subscript) -> bool:
+        value = node.value
+        return (
+            isinstance(value, cst.Name)
+            and value.value in self._tensor_sequences[-1]
+            and self._frames[-1].get(value.value) is not None
+            and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)
+        )
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
