@@ -133,7 +133,7 @@ def test_full_and_concise_end_with_the_summary(project: Path) -> None:
     expected = (
         "1 file could not be linted.\n"
         "Found 3 findings in 2 files.\n"
-        "[*] 0 fixable with `xlalint fix --apply` (1 more with `--unsafe-fixes`).\n"
+        "No safe fixes; 1 with `xlalint fix --apply --unsafe-fixes`.\n"
     )
     for output_format in ("full", "concise"):
         out = render(project, output_format)
@@ -218,7 +218,7 @@ def test_concise_one_line_per_finding(project: Path) -> None:
     assert lines[len(findings) :] == [
         "1 file could not be linted.",
         "Found 3 findings in 2 files.",
-        "[*] 0 fixable with `xlalint fix --apply` (1 more with `--unsafe-fixes`).",
+        "No safe fixes; 1 with `xlalint fix --apply --unsafe-fixes`.",
     ]
 
 

@@ -122,9 +122,20 @@ class ResultCache:
 
     def store(self, key: str, result: FileResult) -> None:
         """Write an entry atomically; a cache that cannot be written is silently skipped."""
+        self.store_data(key, encode(result))
+
+    def load_data(self, key: str) -> Any:
+        """Another kind of entry (its key says which), or None on a miss."""
+        try:
+            with open(self.entries / f"{key}.json", "rb") as handle:
+                return json.loads(handle.read())
+        except Exception:  # a missing, truncated or foreign entry is just a miss
+            return None
+
+    def store_data(self, key: str, value: Any) -> None:
         try:
             self._prepare()
-            data = json.dumps(encode(result), separators=(",", ":")).encode()
+            data = json.dumps(value, separators=(",", ":")).encode()
             handle, temporary = tempfile.mkstemp(dir=self.entries, prefix=".tmp-")
             try:
                 with os.fdopen(handle, "wb") as out:

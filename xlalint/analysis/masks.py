@@ -48,8 +48,6 @@ class Evidence(enum.IntEnum):
 
 # Names that read as boolean masks. `mask_*` names (`mask_ratio`, `mask_token_id`) do not.
 MASK_NAME = re.compile(r"^(\w+_)?masks?$", re.IGNORECASE)
-# Helpers named for the mask they return: `get_reward_penalty_mask`, `make_pad_mask`.
-_MASK_MAKER = re.compile(r"^_*(get|make|build|create|compute)_\w*masks?$", re.IGNORECASE)
 
 _COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual,
                 cst.Equal, cst.NotEqual)  # fmt: skip
@@ -83,7 +81,7 @@ _DTYPE_KEEPING_METHODS = frozenset(
         "squeeze", "unsqueeze", "expand", "expand_as", "repeat", "permute", "transpose", "t",
         "flip", "roll", "tril", "triu", "narrow", "unflatten", "view_as", "reshape_as",
         "movedim", "logical_not_", "logical_and_", "logical_or_", "requires_grad_",
-        "scatter", "scatter_", "masked_fill", "masked_fill_",
+        "scatter", "scatter_", "masked_fill", "masked_fill_", "index_fill", "index_fill_",
     }
 )  # fmt: skip
 _DTYPE_KEEPING_FUNCTIONS = frozenset(
@@ -190,6 +188,10 @@ class BooleanMasks:
 
     def _binding(self, value: cst.BaseExpression) -> _Binding:
         evidence = self.evidence(value)
+        if evidence is Evidence.NONE and self._opaque_call(value):
+            # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
+            # unknown, so the name it is given is the evidence (kept only for mask names).
+            return _Binding(Evidence.NAME)
         if evidence is not Evidence.VALUE:
             return _Binding(evidence)
         base = self._base(value)
@@ -290,6 +292,25 @@ class BooleanMasks:
             return self.evidence(node.value)
         return Evidence.NONE
 
+    def _opaque_call(self, value: cst.BaseExpression) -> bool:
+        """A call of a helper whose result xlalint cannot tell: a function (`get_mask(x)`),
+        a function of an imported module (`rlhf.get_reward_penalty_mask(...)`) or a method
+        on `self`; not torch's, not a method of some value (`(x != 0).sum(-1)` counts),
+        not a known tensor or host value (`len(x)`)."""
+        if not isinstance(value, cst.Call) or self.kinds.of(value) is not Kind.UNKNOWN:
+            return False
+        func = value.func
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            return not qualified.startswith("torch.")
+        if isinstance(func, cst.Name):
+            return True
+        return (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        )
+
     def _tensorish(self, node: cst.BaseExpression) -> bool:
         """A comparison operand that makes the comparison elementwise: a tensor (or a
         schedule of them, `timesteps`), or a mask (itself a tensor)."""
@@ -306,15 +327,12 @@ class BooleanMasks:
         if qualified is not None:
             module, _, name = qualified.rpartition(".")
             if module != "torch":
-                # `rlhf.get_reward_penalty_mask(...)`: a helper named for the mask it makes.
-                return Evidence.NAME if _MASK_MAKER.match(name) else Evidence.NONE
+                return Evidence.NONE
             if name in _BOOLEAN_OPS:
                 return Evidence.VALUE
             if name in _DTYPE_KEEPING_FUNCTIONS and node.args:
                 return self.evidence(node.args[0].value)
             return Evidence.NONE
-        if isinstance(func, cst.Name):
-            return Evidence.NAME if _MASK_MAKER.match(func.value) else Evidence.NONE
         if not isinstance(func, cst.Attribute):
             return Evidence.NONE
         method = func.attr.value
@@ -328,7 +346,7 @@ class BooleanMasks:
                 return Evidence.VALUE if dtype == "bool" else Evidence.NONE
         if method in _DTYPE_KEEPING_METHODS:
             return self.evidence(func.value)
-        return Evidence.NAME if _MASK_MAKER.match(method) else Evidence.NONE
+        return Evidence.NONE
 
     def _bool_dtype(self, node: cst.Call) -> bool:
         for arg in node.args:
@@ -356,16 +374,13 @@ class BooleanMasks:
             return "bool"
         return name if name[:1].islower() or name.endswith("Tensor") else None
 
-    def mask_index(self, node: cst.Subscript, write: bool = False) -> cst.BaseExpression | None:
+    def mask_index(self, node: cst.Subscript) -> cst.BaseExpression | None:
         """The boolean mask `node` indexes a device tensor with (`x[mask]`, `x[:, m]`).
 
         Any evidence counts when the indexed value is known to be a tensor; on a schedule
         (`timesteps`) or a value of unknown kind only a mask computed from tensors counts
         (and on the latter, one known to be a device tensor). Lists, dicts, numpy arrays
-        and host tensors are never masked reads for XLA. A write (`write=True`) through an
-        index named as a mask (`logprobs[response_padding_masks] = 1.0`) counts on a value
-        of unknown kind too: what is filled through a mask is an array, and in torch code
-        lists and dicts are not indexed by masks.
+        and host tensors are never masked reads for XLA.
         """
         base_kind: Kind | None = None
         for element in node.slice:
@@ -379,8 +394,13 @@ class BooleanMasks:
                 base_kind = self.kinds.of(node.value)
             if base_kind is Kind.TENSOR:
                 return index.value
-            unknown_base = base_kind is Kind.UNKNOWN and not self.kinds.is_dict(node.value)
-            if write and unknown_base and evidence >= Evidence.NAME:
+            if (
+                base_kind is Kind.UNKNOWN
+                and self.kinds.is_derived(node.value)
+                and not self.kinds.is_dict(node.value)
+            ):
+                # A helper's result computed from tensors, indexed by a mask: both agree
+                # that it is a tensor (`logprobs[padding_masks] = 1.0`).
                 return index.value
             if evidence is not Evidence.VALUE:
                 continue

@@ -16,11 +16,9 @@ class BooleanMaskWrite(Rule):
     ## What it does
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
     tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons
-    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names).
-    A write through a `mask`-like name also counts where the written value's kind is not
-    known (`logprobs = helper(...)`, then `logprobs[padding_masks] = 1.0`): only arrays
-    are filled through masks. Integer-index writes (`x[idx] = v`), slices, and lists,
-    dicts or numpy arrays are not flagged.
+    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names);
+    integer-index writes (`x[idx] = v`), slices, and lists, dicts or numpy arrays are not
+    flagged.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
@@ -66,10 +64,15 @@ class BooleanMaskWrite(Rule):
     known), masks of another shape, several targets and `+=` are reported without a fix.
 
     ## Runtime evidence
-    5 steps on the XLA CPU device: `x[x < 0] = 0` each step costs 4 uncached and 6 cached
-    compiles, 10 executions and 5 `aten::nonzero` CPU fallbacks;
-    `x.masked_fill_(x < 0, 0)` (or the `torch.where` form) costs 1 uncached and 4 cached
-    compiles and 5 executions, with identical results.
+    5 steps on the XLA CPU device (case `mask_nan_scores`): a boolean-mask write each step costs
+    {mask_nan_scores.before.uncached_compiles} uncached and
+    {mask_nan_scores.before.cached_compiles} cached compiles,
+    {mask_nan_scores.before.executions} executions and {mask_nan_scores.before.cpu_fallbacks}
+    `aten::nonzero` CPU fallbacks; the `masked_fill_` (or `torch.where`) form costs
+    {mask_nan_scores.after.uncached_compiles} uncached and
+    {mask_nan_scores.after.cached_compiles} cached compiles and
+    {mask_nan_scores.after.executions} executions, and the results are
+    {mask_nan_scores.outputs}.
     """
 
     code = "XLA203"
@@ -91,16 +94,14 @@ class BooleanMaskWrite(Rule):
             subscript = target.target
             if not isinstance(subscript, cst.Subscript):
                 continue
-            mask = self.ctx.masks.mask_index(subscript, write=True)
+            mask = self.ctx.masks.mask_index(subscript)
             if mask is None:
                 continue
             fix = self._fix(node, subscript, mask) if len(node.targets) == 1 else None
             self.report(subscript, self._message(subscript, "="), fix=fix)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Subscript) and self.ctx.masks.mask_index(
-            node.target, write=True
-        ):
+        if isinstance(node.target, cst.Subscript) and self.ctx.masks.mask_index(node.target):
             operator = cst.Module([]).code_for_node(node.operator).strip()
             self.report(node.target, self._message(node.target, operator))
 
