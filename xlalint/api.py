@@ -28,9 +28,10 @@ from xlalint.diagnostics import Diagnostic, FileError, FileResult
 from xlalint.discovery import discover
 from xlalint.engine import lint_source
 from xlalint.fixer import FixOutcome, allowed, fix_text
+from xlalint.notebooks import fix_notebook, is_notebook, lint_notebook
 from xlalint.registry import expand, select_rules
 from xlalint.rule import Rule
-from xlalint.sources import Source, SourceError, decode, read_source
+from xlalint.sources import Source, SourceError, decode, read_bytes
 from xlalint.writer import WriteError, write_atomic
 
 # Below this many files a process pool costs more than it saves.
@@ -51,6 +52,8 @@ class CheckReport:
     results: list[FileResult] = field(default_factory=list)
     missing: list[Path] = field(default_factory=list)
     empty: list[Path] = field(default_factory=list)  # folders without a Python file to lint
+    # Content linted from somewhere other than its file (stdin), for renderers that quote it.
+    buffers: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -140,16 +143,36 @@ def lint_file(
     """Lint one file; with `cache`, store the result under the bytes actually linted."""
     filename = str(path)
     try:
-        source = read_source(path)
+        raw = read_bytes(path)
+        result = _lint_raw(raw, path, rules, hot_functions)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, str(error)))
-    try:
-        result = lint_source(source.text, filename, rules, hot_functions)
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileResult(filename, error=FileError(filename, _internal(error)))
     if cache is not None:
-        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
+        cache.store(cache.key(filename, raw, rules, hot_functions), result)
     return result
+
+
+def _lint_raw(
+    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str]
+) -> FileResult:
+    if is_notebook(path):
+        return lint_notebook(raw, str(path), rules, hot_functions)
+    return lint_source(decode(raw).text, str(path), rules, hot_functions)
+
+
+def lint_source_file(
+    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+) -> FileResult:
+    """Lint `raw` as the content of `path`, which need not exist (stdin)."""
+    filename = str(path)
+    try:
+        return _lint_raw(raw, path, rules, hot_functions)
+    except SourceError as error:
+        return FileResult(filename, error=FileError(filename, str(error)))
+    except Exception as error:  # a bug in xlalint must not crash the caller
+        return FileResult(filename, error=FileError(filename, _internal(error)))
 
 
 def fix_file(
@@ -164,11 +187,41 @@ def fix_file(
     an unchanged file's findings are stored for `check`."""
     filename = str(path)
     try:
-        source = read_source(path)
+        raw = read_bytes(path)
+    except SourceError as error:
+        return FileError(filename, str(error))
+    outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length)
+    if isinstance(outcome, FileError):
+        return outcome
+    source = outcome.original
+    if cache is not None and outcome.error is None and not outcome.changed:
+        # The findings of an unchanged text are its lint result: worth keeping for `check`.
+        result = FileResult(filename, outcome.remaining)
+        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
+    if outcome.error is not None:
+        return FileError(filename, outcome.error)
+    return outcome
+
+
+def fix_source(
+    raw: bytes,
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    unsafe: bool = False,
+    line_length: int | None = None,
+) -> FixOutcome | FileError:
+    """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
+    `error` is set when the text cannot be linted."""
+    filename = str(path)
+    try:
+        if is_notebook(path):
+            return fix_notebook(raw, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
+        source = decode(raw)
     except SourceError as error:
         return FileError(filename, str(error))
     try:
-        outcome = fix_text(
+        return fix_text(
             source,
             filename,
             rules,
@@ -178,13 +231,6 @@ def fix_file(
         )
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileError(filename, _internal(error))
-    if cache is not None and outcome.error is None and not outcome.changed:
-        # The findings of an unchanged text are its lint result: worth keeping for `check`.
-        result = FileResult(filename, outcome.remaining)
-        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
-    if outcome.error is not None:
-        return FileError(filename, outcome.error)
-    return outcome
 
 
 def _unchanged_by_fix(

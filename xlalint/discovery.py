@@ -1,6 +1,6 @@
 """Which files to lint.
 
-Directories are walked for `.py` and `.pyi` files, skipping `exclude`/`extend-exclude`
+Directories are walked for `.py`, `.pyi` and `.ipynb` files, skipping `exclude`/`extend-exclude`
 patterns (gitignore syntax, relative to the config's folder) and whatever git ignores: the
 `.gitignore` files on the way (and those of the folders above, up to the git repository's
 root), the repository's `.git/info/exclude` and git's global excludes file. Files
@@ -20,7 +20,7 @@ import pathspec
 
 from xlalint.config import Settings
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: `extend-exclude = ["*.ipynb"]` skips them
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,24 @@ def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
     return Discovered(
         files=sorted(unique, key=lambda p: p.as_posix()), missing=missing, empty=empty
     )
+
+
+def force_excluded(path: Path, settings: Settings) -> bool:
+    """Whether `force-exclude` drops a file named on the command line (or a buffer named by
+    `--stdin-filename`, which need not exist on disk)."""
+    if not settings.force_exclude:
+        return False
+    excludes = _spec([*settings.exclude, *settings.extend_exclude])
+    root = settings.root.resolve()
+
+    def matches(candidate: Path, is_dir: bool, base: Path) -> bool:
+        try:
+            relative = candidate.absolute().relative_to(base).as_posix()
+        except ValueError:
+            relative = candidate.name
+        return excludes.match_file(relative + ("/" if is_dir else ""))
+
+    return _excluded_anywhere(path, matches, root)
 
 
 def _excluded_anywhere(path: Path, matches: Callable[[Path, bool, Path], bool], root: Path) -> bool:
