@@ -25,7 +25,6 @@ from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
-from xlalint.walk import names_under
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -98,7 +97,7 @@ class FileContext:
     @cached_property
     def names_in_use(self) -> NamesInUse:
         """Every name the file uses: an import a fix adds must not rebind one of them."""
-        return names_in_use(self.module, names_under(self.module))
+        return names_in_use(self.module)
 
     @cached_property
     def loops(self) -> LoopAnalysis:

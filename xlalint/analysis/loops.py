@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import binding_key
@@ -209,6 +210,39 @@ def _target_names(target: cst.CSTNode) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return set()
+
+
+def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
+    """Names a module's or a function's own code binds other than by import: assignment,
+    loop and `with` targets, parameters, nested `def`/`class` names (not their bodies)."""
+    names: set[str] = set()
+    if isinstance(scope, cst.FunctionDef):
+        params = scope.params
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            names.add(param.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
+    stack: list[cst.CSTNode] = list(
+        children(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
+    )
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            names.add(node.name.value)
+            continue
+        if isinstance(node, cst.Lambda):
+            continue
+        if isinstance(
+            node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For | cst.NamedExpr
+        ):
+            names |= _target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            names |= _target_names(node.name)
+        elif isinstance(node, cst.Import | cst.ImportFrom):
+            continue  # `import x as y` binds by import: the table has it
+        stack.extend(children(node))
+    return names
 
 
 def _state_keys(target: cst.CSTNode) -> tuple[set[str], bool]:
@@ -740,8 +774,9 @@ class LoopAnalysis:
                 site is not None and site.class_def is not None and (is_model_class(site.class_def))
             )
             class_def = self._class_of(node)
+            imports = self._imports_reaching(site.function if site is not None else None)
             scanner = _BodyScanner(
-                self.imports, lambda call: self._runs_model(call, class_def), items, self_is_model
+                imports, lambda call: self._runs_model(call, class_def), items, self_is_model
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -751,6 +786,27 @@ class LoopAnalysis:
             cached.assigned = frozenset(scanner.assigned - items)
             self._facts[id(node)] = cached
         return cached
+
+    def _imports_reaching(self, function: cst.FunctionDef | None) -> ImportTable:
+        """The file's imports without the names that the module's own code, or `function`,
+        binds otherwise: after `import model` and `model = model.GPT(conf)`, `model(x)`
+        calls the model, not the module."""
+        key = ("imports", id(function))
+        cached = self._memo.get(key)
+        if isinstance(cached, ImportTable):
+            return cached
+        imported = set(self.imports.bindings)
+        module_key = ("imports", id(self.module))
+        at_module = self._memo.get(module_key)
+        if not isinstance(at_module, frozenset):
+            at_module = frozenset(_bound_names(self.module) & imported)
+            self._memo[module_key] = at_module
+        rebound = set(at_module)
+        if function is not None:
+            rebound |= _bound_names(function) & imported
+        table = self.imports.without(rebound) if rebound else self.imports
+        self._memo[key] = table
+        return table
 
     def resolve(
         self, call: cst.Call, class_def: cst.ClassDef | None = None
@@ -1077,6 +1133,15 @@ class LoopAnalysis:
             return Wrapping.UNKNOWN
         if isinstance(value, cst.List | cst.Tuple | cst.ListComp | cst.SimpleString):
             return Wrapping.OTHER
+        # `pl.MpDeviceLoader(loader, device) if XLA_AVAILABLE else loader`: where XLA is in
+        # use the loader syncs; elsewhere the loop does not run on XLA.
+        if (
+            isinstance(value, cst.IfExp)
+            and mentions_xla(value.test, self.imports)
+            and Wrapping.SYNCING
+            in (self._wrapping_of_value(value.body), self._wrapping_of_value(value.orelse))
+        ):
+            return Wrapping.SYNCING
         return Wrapping.UNKNOWN
 
     def _scope_assignments(
