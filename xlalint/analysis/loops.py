@@ -381,6 +381,7 @@ class BodyFacts:
     """
 
     trains: bool = False  # backward() or an optimizer step
+    backward: bool = False  # backward() itself
     steps_optimizer: bool = False  # `optimizer.step()`, `scaler.step(opt)`, `xm.optimizer_step`
     updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
     scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
@@ -553,7 +554,7 @@ class _BodyScanner:
                 # An in-place update from the gradients: `p.data.add_(p.grad, alpha=-lr)`.
                 facts.updates_from_grad |= _mentions_grad(_names_in(call))
             if method == "backward" and not on_item:
-                facts.trains = True
+                facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:

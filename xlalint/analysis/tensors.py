@@ -586,12 +586,17 @@ class TensorKinds:
                 return Kind.TENSOR  # an element of a dict of tensors moved to the device
             base = self.of(node.value)
             if base is Kind.ITERABLE:
-                # `timesteps[i]` is a tensor, and so is an element of a parameter annotated
-                # `Sequence[Tensor]`; a loader cannot be indexed, so `epoch_batches[epoch]`
-                # is some container of batches, not one tensor.
+                # `timesteps[i]` is a tensor, and so is a fixed element of a parameter
+                # annotated `Sequence[Tensor]` (`output[0]`: optimizers' parallel lists,
+                # indexed by the loop's counter, are left to the loops over them); a loader
+                # cannot be indexed, so `epoch_batches[epoch]` is some container of batches.
                 schedule = _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
                 value = node.value
-                sequence = isinstance(value, cst.Name) and value.value in self._sequences[-1]
+                sequence = (
+                    isinstance(value, cst.Name)
+                    and value.value in self._sequences[-1]
+                    and _literal_index(node)
+                )
                 return Kind.TENSOR if schedule or sequence else Kind.UNKNOWN
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
@@ -828,6 +833,16 @@ def _makes_dict(node: cst.BaseExpression) -> bool:
         name = get_full_name_for_node(node.func) or ""
         return name.rsplit(".", 1)[-1] in _DICT_FACTORIES
     return False
+
+
+def _literal_index(node: cst.Subscript) -> bool:
+    """`x[0]`, `x[-1]`: one element, at a position written in place."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, cst.Integer)
 
 
 def _bound_names(target: cst.BaseExpression) -> list[str]:
