@@ -91,6 +91,11 @@ def test_cuda_call_with_torchs_arguments_is_flagged() -> None:
         ("device = 'cuda'\n", "device = 'xla'\n"),
         ('DEVICE = f"cuda:{rank}"\n', 'DEVICE = "xla"\n'),
         ('def run(device="cuda:1"):\n    pass\n', 'def run(device="xla"):\n    pass\n'),
+        # A default is made at import: `torch.device("xla")` does not start the runtime.
+        (
+            'def run(device=torch.device("cuda", 0)):\n    pass\n',
+            'def run(device=torch.device("xla")):\n    pass\n',
+        ),
         (
             'parser.add_argument("--device", default="cuda")\n',
             'parser.add_argument("--device", default="xla")\n',

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections import Counter
 
@@ -19,6 +20,7 @@ from xlalint.report import plural
 COLUMNS = (
     ("executions", "exec"),
     ("device_to_host", "D2H"),
+    ("host_to_device", "H2D"),
     ("uncached_compiles", "comp"),
     ("cpu_fallbacks", "fallb"),
     ("max_graph_size", "graph"),
@@ -27,11 +29,26 @@ COLUMNS = (
 PLAIN = {"highlight": False, "markup": False, "soft_wrap": True}
 OUTPUTS = {(True, True): "identical", (False, True): "close", (False, False): "differ"}
 LEGEND = (
-    "Cells: as written->as fixed (one number when equal; err: the program fails). Bold: the "
-    "costs each rule is about. exec executions, D2H device-to-host transfers, comp "
+    "Cells: as written->as fixed (one number when equal or when one run fails; err in exec: "
+    "the program fails). Bold: the "
+    "costs each rule is about. exec executions, D2H device-to-host transfers, H2D "
+    "host-to-device transfers, comp "
     "compiles, fallb CPU fallbacks, graph largest graph (nodes), warn warnings; counted by "
     "torch_xla's metrics."
 )
+
+
+# Without a terminal (a CI log, a pipe) nothing needs to fit a screen: lines are as long as
+# their content, so no cell is folded mid-token. COLUMNS, where set, still decides.
+PLAIN_WIDTH = 1000
+
+
+def output_console(stderr: bool = False) -> Console:
+    """A console for the harness's reports: the terminal's width, or a wide plain layout."""
+    console = Console(stderr=stderr)
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return console
+    return Console(stderr=stderr, width=PLAIN_WIDTH)
 
 
 def _change(verdict: CaseVerdict, cost: str) -> str:
@@ -39,6 +56,8 @@ def _change(verdict: CaseVerdict, cost: str) -> str:
     before, after = verdict.before, verdict.after
     left = str(before.cost(cost)) if before.ok or cost == "errors" else "err"
     right = str(after.cost(cost)) if after.ok or cost == "errors" else "err"
+    if "err" in (left, right) and cost != "executions":
+        return right if left == "err" else left  # `err` once per row, in its first column
     return left if left == right else f"{left}->{right}"
 
 
@@ -116,7 +135,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
         for line in rest:
             console.print(_wrapped(line, width, indent="  "), **plain)
     failed = [v for v in report.verdicts if not v.passed]
-    summary = f"{len(report.verdicts)} cases, {len(failed)} failed"
+    summary = f"{plural(len(report.verdicts), 'case')}, {len(failed)} failed"
     console.print(f"[red]{summary}[/red]" if failed else f"[green]{summary}[/green]")
 
 
@@ -139,10 +158,13 @@ def _seen(confirmation: Confirmation) -> str:
     shared = f" (one cost for {', '.join(confirmation.shared_with)} too)" * bool(
         confirmation.shared_with
     )
-    recompiles = f", {len(cost.recompiles)} recompiles caused here" * bool(cost.recompiles)
+    recompiles = f", {plural(len(cost.recompiles), 'recompile')} caused here" * bool(
+        cost.recompiles
+    )
     return (
-        f"confirmed: {cost.executions} executions, {cost.host_reads} device-to-host "
-        f"transfers, {cost.compiles} compiles{recompiles}{shared}"
+        f"confirmed: {plural(cost.executions, 'execution')}, "
+        f"{plural(cost.host_reads, 'device-to-host transfer')}, "
+        f"{plural(cost.compiles, 'compile')}{recompiles}{shared}"
     )
 
 
@@ -157,9 +179,10 @@ def profile_tables(result: Profile) -> list[Table | str]:
         return out
     fallbacks = ", ".join(f"{k} {v}" for k, v in sorted(totals.get("fallbacks", {}).items()))
     out.append(
-        f"{totals['executions']} executions, {totals['device_to_host']} device-to-host "
-        f"transfers, {totals['uncached_compiles']} compiles ({totals['cached_compiles']} "
-        f"cached), largest graph {totals['max_graph_size']} nodes; CPU fallbacks: "
+        f"{plural(totals['executions'], 'execution')}, "
+        f"{plural(totals['device_to_host'], 'device-to-host transfer')}, "
+        f"{plural(totals['uncached_compiles'], 'compile')} ({totals['cached_compiles']} "
+        f"cached), largest graph {plural(totals['max_graph_size'], 'node')}; CPU fallbacks: "
         f"{fallbacks or 'none'}"
     )
     lines = Table(title="Where the device work was triggered", title_justify="left")
