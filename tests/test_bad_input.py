@@ -329,7 +329,8 @@ def test_folder_named_like_a_python_file(project: Path) -> None:
     assert (run.exit_code, run.stderr) == (1, "")
     assert run.findings() == [("x.py/inner.py", BAD_ROW, BAD_COL, "XLA101")]
     named = run_cli("check", *SELECT, *JSON, "x.py", "empty.py")
-    assert (named.exit_code, named.stderr) == (1, "")
+    # A folder named on the command line that holds no Python file is worth a warning.
+    assert (named.exit_code, named.stderr) == (1, "warning: empty.py: no Python files found\n")
     assert named.findings() == [("x.py/inner.py", BAD_ROW, BAD_COL, "XLA101")]
     assert run_cli("check", *SELECT, "empty.py").exit_code == 0
 

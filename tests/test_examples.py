@@ -29,8 +29,8 @@ UPDATE = os.environ.get("XLALINT_UPDATE_GOLDEN") == "1"
 Finding = tuple[str, int, int, str]
 
 _TEXT_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<row>\d+):(?P<col>\d+): (?P<code>XLA\d+)")
-_GITHUB = re.compile(r"^::error title=xlalint \((?P<code>XLA\d+)\),file=(?P<path>[^,]+),"
-                     r"line=(?P<row>\d+),col=(?P<col>\d+),")  # fmt: skip
+_GITHUB = re.compile(r"^::(?:error|warning|notice) title=xlalint \((?P<code>XLA\d+)\),"
+                     r"file=(?P<path>[^,]+),line=(?P<row>\d+),col=(?P<col>\d+),")  # fmt: skip
 
 
 def _from_text(output: str, pattern: re.Pattern[str]) -> list[Finding]:

@@ -185,7 +185,8 @@ def test_the_diff_applies_and_gives_what_apply_writes(
         b"    b = b.to(torch_xla.device())\n    optimizer.step()\n    xm.mark_step()"
     )
     assert (
-        written["e.py"] == b"import os\r\nimport torch_xla\r\n\r\nx = t.to(torch_xla.device())\r\n"
+        written["e.py"]
+        == b"import os\r\n\r\nimport torch_xla\r\n\r\nx = t.to(torch_xla.device())\r\n"
     )
     # The bytes: `Result.stdout` turns CRLF into LF.
     patch_applies(shown.stdout_bytes, tmp_path / "diffed", written)
@@ -211,7 +212,7 @@ def test_apply_reports_what_remains_and_exits_1(project: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"report.py:5:11: {ITEM_MESSAGE}")
     assert lines[1] == "Fixed 1 finding in 1 file (XLA101 x1)."
-    assert lines[2].startswith("1 finding remain")
+    assert lines[2] == "1 finding remains (no fix available)."
     assert len(lines) == 3
     assert (project / "train.py").read_text() == TRAIN_FIXED
     assert (project / "report.py").read_text() == REPORT
@@ -223,7 +224,7 @@ def test_apply_without_unsafe_fixes_leaves_unsafe_fixes(project: Path) -> None:
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[:2]] == ["report.py", "train.py"]
-    assert lines[2] == "Fixed 0 findings in 0 files."
+    assert lines[2] == "No fixes applied."
     assert lines[3].startswith("2 findings remain") and "--unsafe-fixes" in lines[3]
     assert snapshot(project) == before
 
@@ -240,7 +241,7 @@ def test_apply_twice_changes_nothing_the_second_time(project: Path) -> None:
     xlalint("fix", "--apply", "--unsafe-fixes", "--select", "XLA101", ".", cwd=project)
     after_first = snapshot(project)
     again = xlalint("fix", "--apply", "--unsafe-fixes", "--select", "XLA101", ".", cwd=project)
-    assert "Fixed 0 findings in 0 files." in again.stdout
+    assert "No fixes applied." in again.stdout.splitlines()
     assert snapshot(project) == after_first
 
 
@@ -345,7 +346,7 @@ def test_read_only_file_is_reported_and_the_others_are_fixed(
         "ro.py:1:5: XLA901 [*] `.cuda()` hard-codes a CUDA device",
         "Fixed 2 findings in 2 files (XLA901 x2).",
     ]
-    assert lines[2].startswith("1 finding remain")
+    assert lines[2] == "1 finding remains (no fix, or unsafe: see --unsafe-fixes)."
     assert len(lines) == 3
     assert (inside / "ro.py").read_text() == "x = t.cuda()\n"
     for name in ("a.py", "z.py"):
@@ -410,7 +411,9 @@ def test_check_fix_without_unsafe_fixes_applies_only_safe_ones(project: Path) ->
     before = snapshot(project)
     result = xlalint("check", "--fix", "--select", "XLA101", ".", cwd=project)
     assert result.returncode == 1
-    assert "Fixed 0 findings." in result.stdout.splitlines()
+    lines = result.stdout.splitlines()
+    assert "No fixes applied." in lines
+    assert lines[-1] == "No safe fixes; 1 with `xlalint fix --apply --unsafe-fixes`."
     assert "train.py:10:18: XLA101" in result.stdout
     assert snapshot(project) == before
 
@@ -543,8 +546,8 @@ def test_apply_removes_an_import_the_fix_made_unused(inside: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (inside / "t.py").read_text() == (
         "import torch\n"
-        "import torch_xla.debug.metrics as met  # unused, and left alone\n"
         "import torch_xla\n"
+        "import torch_xla.debug.metrics as met  # unused, and left alone\n"
         "\n"
         "for b in loader:\n"
         "    torch_xla.sync()\n"
@@ -623,12 +626,14 @@ def test_a_fix_never_shadows_a_name_the_file_binds(inside: Path) -> None:
     assert result.exit_code == 0, result.output
     fixed = (inside / "lightning_train.py").read_text()
     assert fixed == LIGHTNING.replace(
-        "from torch.utils.data import DataLoader\n",
-        "from torch.utils.data import DataLoader\n"
-        "import torch_xla.distributed.parallel_loader as xla_pl\n",
+        "import torch_xla\n",
+        "import torch_xla\nimport torch_xla.distributed.parallel_loader as xla_pl\n",
     ).replace(
         "DataLoader(dataset, batch_size=8):",
-        "xla_pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), torch_xla.device()):",
+        # Wrapped at 88 characters, ruff's and black's default line length, as they would.
+        "xla_pl.MpDeviceLoader(\n"
+        "        DataLoader(dataset, batch_size=8), torch_xla.device()\n"
+        "    ):",
     )
     assert "class Model(pl.LightningModule)" in fixed
 
@@ -659,3 +664,16 @@ def test_the_fix_hook_fails_only_when_it_changes_a_file() -> None:
     """pre-commit's xlalint-fix hook: a report-only finding must not fail every commit."""
     hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
     assert "entry: xlalint fix --apply --fix-only --exit-non-zero-on-fix --force-exclude" in hooks
+
+
+def test_rewritten_lines_keep_to_the_projects_line_length(inside: Path) -> None:
+    """The loader line grows to 96 characters: wrapped at 88 (the default), not at 120."""
+    (inside / "lightning_train.py").write_text(LIGHTNING)
+    (inside / "pyproject.toml").write_text("[tool.ruff]\nline-length = 120\n")
+    assert invoke("fix", "--apply", "--select", "XLA403", "lightning_train.py").exit_code == 0
+    fixed = (inside / "lightning_train.py").read_text()
+    assert (
+        "    for x, y in xla_pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), "
+        "torch_xla.device()):\n" in fixed
+    )
+    assert max(len(line) for line in fixed.splitlines()) <= 120

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,11 +17,21 @@ import click
 from rich.console import Console
 
 from xlalint import __version__
-from xlalint.api import CheckReport, FixReport, check_paths, enabled_rules, fix_paths
+from xlalint.api import (
+    CheckReport,
+    FixForecast,
+    FixReport,
+    check_paths,
+    enabled_fixes,
+    enabled_rules,
+    fix_paths,
+    forecast_fixes,
+)
 from xlalint.cache import ENV_CACHE_DIR, ENV_NO_CACHE, CleanError, ResultCache, default_cache_dir
 from xlalint.config import ConfigError, Settings, find_settings, load_config_file
 from xlalint.diagnostics import Applicability, FileError, FixAvailability
 from xlalint.docgen import fix_label, rule_page
+from xlalint.fixer import allowed
 from xlalint.harness.commands import HarnessProblem, profile_command, verify_command
 from xlalint.harness.fix_verify import named_scripts, verify_fixes
 from xlalint.harness.profile import ScriptCommandError
@@ -36,6 +47,8 @@ from xlalint.registry import (
 from xlalint.report import FORMATS, HUMAN_FORMATS, plural
 from xlalint.report.concise import header as concise_header
 from xlalint.report.diff import render_diff
+from xlalint.report.progress import progress_bar
+from xlalint.stdin import check_stdin, fix_stdin
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -106,7 +119,10 @@ def resolve_settings(
     )
 
 
-def summary(report: CheckReport) -> str:
+def summary(report: CheckReport, forecast: FixForecast | None = None) -> str:
+    """The closing lines of `check`. With `forecast` (the fixer's own fixed point), the
+    fixable counts are what `xlalint fix --apply` will fix, and say why they differ from
+    the findings marked `[*]`; without it, they count the marks."""
     diagnostics = report.diagnostics
     lines = []
     if report.missing:
@@ -119,13 +135,66 @@ def summary(report: CheckReport) -> str:
             lines.append("All checks passed!")
         return "\n".join(lines) + "\n"
     files = len({d.filename for d in diagnostics})
-    safe = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.SAFE)
-    unsafe = sum(1 for d in diagnostics if d.fix and d.fix.applicability is Applicability.UNSAFE)
     lines.append(f"Found {plural(len(diagnostics), 'finding')} in {plural(files, 'file')}.")
-    if safe or unsafe:
-        hidden = f" ({unsafe} more with `--unsafe-fixes`)" if unsafe else ""
-        lines.append(f"[*] {safe} fixable with `xlalint fix --apply`{hidden}.")
+    if forecast is None:
+        marked = sum(1 for d in diagnostics if allowed(d.fix, unsafe=False))
+        forecast = FixForecast(
+            marked=marked, safe=marked, unsafe=sum(1 for d in diagnostics if d.fix)
+        )
+    if fixable := _fixable_line(forecast):
+        lines.append(fixable)
     return "\n".join(lines) + "\n"
+
+
+def _fixable_line(forecast: FixForecast) -> str:
+    more = forecast.unsafe - forecast.safe
+    if forecast.safe == 0:
+        return f"No safe fixes; {more} with `xlalint fix --apply --unsafe-fixes`." if more else ""
+    hidden = f" ({more} more with `--unsafe-fixes`)" if more > 0 else ""
+    lines = [f"[*] {forecast.safe} fixable with `xlalint fix --apply`{hidden}."]
+    enabled = sum(forecast.enabled.values())
+    if enabled:
+        listed = forecast.safe - enabled
+        lines.append(
+            f"Of these, {listed} {'is' if listed == 1 else 'are'} marked [*] and {enabled} "
+            f"({', '.join(sorted(forecast.enabled))}) {'appears' if enabled == 1 else 'appear'} "
+            "only once other fixes are applied: a fix can enable another."
+        )
+    unapplied = forecast.marked - (forecast.safe - enabled)
+    if forecast.kept:
+        lines.append(
+            f"{_of_the_marked(forecast.kept, forecast.marked)} "
+            f"{'stays: its fix' if forecast.kept == 1 else 'stay: their fixes'} "
+            "cannot be applied with the others."
+        )
+    settled = unapplied - forecast.kept
+    if settled > 0:
+        lines.append(
+            f"{_of_the_marked(settled, forecast.marked)} "
+            f"{'goes' if settled == 1 else 'go'} away with another finding's fix."
+        )
+    return "\n".join(lines)
+
+
+def _of_the_marked(count: int, marked: int) -> str:
+    if marked == 1:
+        return "The finding marked [*]"
+    return f"{count} of the {marked} findings marked [*]"
+
+
+def _enabled_note(report: FixReport, unsafe: bool, *, would: bool = False) -> str:
+    """Why `fix` fixed more findings than `check` marked: fixes that enable other fixes."""
+    enabled: Counter[str] = Counter()
+    for outcome in report.outcomes:
+        enabled.update(enabled_fixes(outcome, unsafe))
+    count = sum(enabled.values())
+    if not count:
+        return ""
+    verb = ("is" if count == 1 else "are") if would else ("was" if count == 1 else "were")
+    return (
+        f"{count} of them ({', '.join(sorted(enabled))}) {verb} found only once other fixes "
+        f"{'are' if would else 'were'} applied: a fix can enable another."
+    )
 
 
 def statistics(report: CheckReport, output_format: str) -> str:
@@ -168,6 +237,48 @@ jobs_option = click.option(
     default=None,
     help="Worker processes (default: one per CPU; small runs stay in one process).",
 )
+
+
+stdin_option = click.option(
+    "--stdin-filename",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Read the source from standard input and treat it as this file (its config, "
+    "per-file-ignores and file type apply).",
+)
+
+
+def stdin_target(paths: Sequence[Path], stdin_filename: Path | None) -> Path | None:
+    """The file standard input stands for, or None when linting paths (ruff's rule: a
+    `--stdin-filename` means stdin whatever else is named; so does a lone `-`)."""
+    if stdin_filename is not None:
+        for other in paths:
+            if str(other) != "-":
+                click.echo(f"warning: ignoring {other} in favour of standard input", err=True)
+        return stdin_filename
+    if [str(p) for p in paths] == ["-"]:
+        return Path("-")
+    return None
+
+
+def _read_stdin() -> bytes:
+    return sys.stdin.buffer.read()
+
+
+def _fix_stdin(path: Path, settings: Settings, unsafe: bool, quiet: bool) -> None:
+    """Write the fixed source to stdout (the input as it is when nothing applies), what
+    remains to stderr; exit 1 if findings remain, as with `fix --apply`."""
+    fixed, report = fix_stdin(_read_stdin(), path, settings, enabled_rules(settings), unsafe)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(fixed)
+    sys.stdout.buffer.flush()
+    for error in report.errors:
+        click.echo(f"error: {error.filename}: {error.reason}", err=True)
+    _echo_fix_problems(report)
+    for diagnostic in report.remaining:
+        click.echo(concise_header(diagnostic), err=True)
+    if not quiet:
+        click.echo(f"Fixed {_applied_summary(report)}.", err=True)
+    raise SystemExit(EXIT_FINDINGS if report.remaining or report.errors else EXIT_CLEAN)
 
 
 def with_selector_options(function):  # type: ignore[no-untyped-def]
@@ -233,6 +344,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--fix", is_flag=True, help="Apply fixes, then report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix, apply unsafe fixes too.")
+@stdin_option
 @with_cache_options
 def check(
     paths: tuple[Path, ...],
@@ -248,24 +360,45 @@ def check(
     quiet: bool,
     fix: bool,
     unsafe_fixes: bool,
+    stdin_filename: Path | None,
     no_cache: bool,
     cache_dir: Path | None,
 ) -> None:
-    """Lint PATHS (default: the current folder) for XLA performance pitfalls."""
-    targets = list(paths) or [Path(".")]
+    """Lint PATHS (default: the current folder) for XLA performance pitfalls.
+
+    With `--stdin-filename PATH` (or a lone `-`), lint standard input as PATH; with
+    `--fix`, the fixed source goes to stdout and the findings left to stderr.
+    """
+    stdin_path = stdin_target(paths, stdin_filename)
+    targets = [stdin_path] if stdin_path else list(paths) or [Path(".")]
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
+    if stdin_path is not None and fix:
+        _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     rules = enabled_rules(settings)
     cache = result_cache(settings, no_cache, cache_dir)
     fixed = 0
+    fixes = FixReport()
     fix_errors: list[FileError] = []
-    if fix:
+    if stdin_path is not None:
+        report = check_stdin(_read_stdin(), stdin_path, settings, rules)
+    elif fix:
         fixes = fix_paths(
             targets, settings, rules=rules, unsafe=unsafe_fixes, apply=True, jobs=jobs, cache=cache
         )
         fixed = sum(sum(o.applied.values()) for o in fixes.outcomes)
         fix_errors = fixes.errors
         _echo_fix_problems(fixes)
-    report = check_paths(targets, settings, rules=rules, jobs=jobs, cache=cache)
+    if stdin_path is None:
+        # A bar while a large run lints, for people watching a terminal; never in machine
+        # formats.
+        bar = progress_bar(sys.stderr, output_format in HUMAN_FORMATS and not quiet)
+        try:
+            report = check_paths(
+                targets, settings, rules=rules, jobs=jobs, cache=cache, progress=bar
+            )
+        finally:
+            if bar is not None:
+                bar.close()
 
     _echo_path_problems(report)
     for error in report.errors:
@@ -281,8 +414,11 @@ def check(
         click.echo(FORMATS[output_format](report, rules), nl=False)
         if output_format in HUMAN_FORMATS and not quiet:
             if fix:
-                click.echo(f"Fixed {plural(fixed, 'finding')}.")
-            click.echo(summary(report), nl=False)
+                click.echo(f"Fixed {plural(fixed, 'finding')}." if fixed else "No fixes applied.")
+                if note := _enabled_note(fixes, unsafe_fixes):
+                    click.echo(note)
+            forecast = forecast_fixes(report, settings, rules=rules, jobs=jobs, cache=cache)
+            click.echo(summary(report, forecast), nl=False)
 
     if report.missing:
         raise SystemExit(EXIT_ERROR)
@@ -307,6 +443,12 @@ def _echo_fix_problems(report: FixReport) -> None:
                 "its result would not parse",
                 err=True,
             )
+
+
+def _applied_line(report: FixReport, verb: str, nothing: str) -> str:
+    if not any(o.applied for o in report.outcomes):
+        return nothing
+    return f"{verb} {_applied_summary(report)}."
 
 
 def _applied_summary(report: FixReport) -> str:
@@ -350,6 +492,7 @@ def _applied_summary(report: FixReport) -> str:
     is_flag=True,
     help="With --apply, exit 1 when a file was changed, even if no finding remains.",
 )
+@stdin_option
 @with_cache_options
 def fix_command(
     paths: tuple[Path, ...],
@@ -366,6 +509,7 @@ def fix_command(
     device: str,
     fix_only: bool,
     exit_non_zero_on_fix: bool,
+    stdin_filename: Path | None,
     no_cache: bool,
     cache_dir: Path | None,
 ) -> None:
@@ -380,7 +524,17 @@ def fix_command(
     fixes the current folder; the script's command comes after `--`. Exits 1 when the
     fixed script fails or, with safe fixes only, prints different numbers; --apply then
     writes nothing.
+
+    \b
+    xlalint fix --stdin-filename PATH -
+    fixes standard input as PATH: the fixed source on stdout, findings left on stderr;
+    exits 1 if findings remain.
     """
+    stdin_path = None if verify else stdin_target(paths, stdin_filename)
+    if stdin_path is not None:
+        settings = resolve_settings([stdin_path], config, select, extend_select, ignore,
+                                    force_exclude)  # fmt: skip
+        _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     if verify:
         verified = _verify_fixes(
             [str(p) for p in paths], config, select, extend_select, ignore, unsafe_fixes, device
@@ -409,17 +563,22 @@ def fix_command(
     if not apply:
         click.echo(render_diff(report.outcomes), nl=False)
         if not quiet:
-            click.echo(f"Would fix {_applied_summary(report)}.", err=True)
+            click.echo(_applied_line(report, "Would fix", "No fixes to apply."), err=True)
+            if note := _enabled_note(report, unsafe_fixes, would=True):
+                click.echo(note, err=True)
         changed = any(o.changed for o in report.outcomes)
         raise SystemExit(EXIT_FINDINGS if changed or report.errors else EXIT_CLEAN)
     remaining = [] if fix_only else report.remaining
     for diagnostic in remaining:
         click.echo(concise_header(diagnostic))
     if not quiet:
-        click.echo(f"Fixed {_applied_summary(report)}.")
+        click.echo(_applied_line(report, "Fixed", "No fixes applied."))
+        if note := _enabled_note(report, unsafe_fixes):
+            click.echo(note)
         if remaining:
             why = "no fix available" if unsafe_fixes else "no fix, or unsafe: see --unsafe-fixes"
-            click.echo(f"{plural(len(remaining), 'finding')} remain ({why}).")
+            left = len(remaining)
+            click.echo(f"{plural(left, 'finding')} {'remains' if left == 1 else 'remain'} ({why}).")
     changed = exit_non_zero_on_fix and any(o.changed for o in report.outcomes)
     failed = remaining or report.errors or changed
     raise SystemExit(EXIT_FINDINGS if failed else EXIT_CLEAN)

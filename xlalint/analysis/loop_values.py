@@ -120,6 +120,15 @@ class LoopValues:
                 function.sequences.discard(name)
             for name in _index_targets(node.target, node.iter):
                 function.ints[name] = only
+        # A counter the pass steps (`seq_len += 1` at the end of a decode loop) differs from
+        # one pass to the next from the start of the pass, before the increment too.
+        innermost = frozenset({node})
+        for counter in _counters(node.body):
+            name = counter.target.value  # type: ignore[attr-defined]
+            int_like = self.kinds.lookup(name) is Kind.HOST or name in function.ints
+            if int_like and self.int_loops(counter.value) is not None:
+                function.varying[name] = function.varying.get(name, frozenset()) | innermost
+                function.ints[name] = function.ints.get(name, frozenset()) | innermost
 
     def enter_block(self, block: cst.BaseSuite, parent: cst.CSTNode | None) -> None:
         """A suite is entered: a `for` body starts its pass (the iterable and an `else:` run
@@ -398,6 +407,26 @@ class TensorReads:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _counters(body: cst.BaseSuite) -> Iterator[cst.AugAssign]:
+    """`name += n` and `name -= n` statements of one pass of a loop body, not those of
+    nested loops (they count the nested passes) or definitions."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.For | cst.While | cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            continue
+        if (
+            isinstance(node, cst.AugAssign)
+            and isinstance(node.target, cst.Name)
+            and isinstance(node.operator, cst.AddAssign | cst.SubtractAssign)
+        ):
+            yield node
+            continue
+        if isinstance(node, cst.BaseExpression):
+            continue
+        stack.extend(children(node))
+
+
 def _target_names(target: cst.CSTNode) -> list[str]:
     if isinstance(target, cst.Name):
         return [target.value]

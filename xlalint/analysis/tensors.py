@@ -145,17 +145,38 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+_SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
+# Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
+_TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
-    `Tensor | None`); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
+    `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
+    `tuple[Tensor, Tensor]`: each element is one); UNKNOWN for one that only holds tensors
+    (`dict[str, Tensor]`)."""
     if isinstance(node, cst.BinaryOperation):
         return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
     if isinstance(node, cst.Subscript):
         base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+        parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         if isinstance(base, cst.Name) and base.value in ("Optional", "Union"):
-            parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
             return _join([_tensor_annotation(part) for part in parts])
+        if (
+            isinstance(base, cst.Name)
+            and base.value in _SEQUENCE_ANNOTATIONS
+            and parts
+            and all(
+                isinstance(part, cst.Ellipsis) or _tensor_annotation(part) is Kind.TENSOR
+                for part in parts
+            )
+        ):
+            return Kind.ITERABLE
         return Kind.UNKNOWN
+    if isinstance(node, cst.Attribute) and not _TORCH_MODULE_PREFIX.match(
+        get_full_name_for_node(node) or ""
+    ):
+        return Kind.UNKNOWN  # `inspect.Parameter` is no `nn.Parameter`
     name = node.attr if isinstance(node, cst.Attribute) else node
     if isinstance(name, cst.Name) and name.value in _TENSOR_ANNOTATIONS:
         return Kind.TENSOR
@@ -210,9 +231,24 @@ class TensorKinds:
         self.returns = returns
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
+        # Parameters annotated as sequences of tensors, per frame (until rebound).
+        self._sequences: list[set[str]] = [set()]
+        # Names bound to what a helper xlalint cannot see computed from tensors, per frame:
+        # `logprobs = rlhf.logits_to_logprobs(logits, ...)`. Of unknown kind (the helper
+        # may return anything), but likely tensors where a tensor's use confirms it.
+        self._derived: list[set[str]] = [set()]
+        # Dicts of tensors moved to the device, per frame:
+        # `batch = {k: v.to(device) for k, v in batch.items()}`.
+        self._tensor_dicts: list[set[str]] = [set()]
+        # How many `with <device>:` blocks enclose the code being walked (kept by the
+        # context): torch factories there make their tensors on that device.
+        self.device_contexts = 0
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
+        # is set to anywhere in the class, so that calling it has their result's kind.
+        self._self_functions: list[dict[str, set[str]]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -222,25 +258,36 @@ class TensorKinds:
         params = node.params
         positional = [*params.posonly_params, *params.params]
         tensor_params = module_call or _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+        sequences: set[str] = set()
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
             frame[name] = self._param_kind(param, tensor_params)
+            if frame[name] is Kind.ITERABLE and param.annotation is not None:
+                sequences.add(name)
         self._frames.append(frame)
         self._dicts.append(set())
+        self._sequences.append(sequences)
+        self._derived.append(set())
+        self._tensor_dicts.append(set())
         self._cpu_devices.append(set())
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._dicts.pop()
+        self._sequences.pop()
+        self._derived.pop()
+        self._tensor_dicts.pop()
         self._cpu_devices.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
+        self._self_functions.append({})
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
+        self._self_functions.pop()
 
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
@@ -273,6 +320,9 @@ class TensorKinds:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
             self._frames[-1][target.value] = kind
+            self._sequences[-1].discard(target.value)
+            self._derived[-1].discard(target.value)
+            self._tensor_dicts[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -293,6 +343,7 @@ class TensorKinds:
         """`targets = value`. A tensor passed through an opaque call keeps being a tensor:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
         kind = self.of(value)
+        derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
@@ -310,7 +361,12 @@ class TensorKinds:
                 for arg in value.args
                 if isinstance(arg.value, cst.Name) and self.lookup(arg.value.value) is Kind.TENSOR
             }
+        function = self.imports.resolve(value) if type(value) in (cst.Name, cst.Attribute) else None
         for target in targets:
+            if function is not None and function.startswith("torch."):
+                key = binding_key(target)
+                if key is not None and key.startswith("self."):
+                    self._self_functions[-1].setdefault(key[5:], set()).add(function)
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
@@ -320,6 +376,10 @@ class TensorKinds:
             self.bind(target, kind)
             for name in names_under(target) & passed_through:
                 self._frames[-1][name] = Kind.TENSOR
+            if derived:
+                self._derived[-1].update(_bound_names(target))
+            if isinstance(target, cst.Name) and self._moves_values(value):
+                self._tensor_dicts[-1].add(target.value)
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
@@ -464,12 +524,17 @@ class TensorKinds:
         if node_type is cst.Call:
             return self._call(node)
         if node_type is cst.Subscript:
+            if type(node.value) is cst.Name and node.value.value in self._tensor_dicts[-1]:
+                return Kind.TENSOR  # an element of a dict of tensors moved to the device
             base = self.of(node.value)
             if base is Kind.ITERABLE:
-                # `timesteps[i]` is a tensor; a loader cannot be indexed, so
-                # `epoch_batches[epoch]` is some container of batches, not one tensor.
+                # `timesteps[i]` is a tensor, and so is an element of a parameter annotated
+                # `Sequence[Tensor]`; a loader cannot be indexed, so `epoch_batches[epoch]`
+                # is some container of batches, not one tensor.
                 schedule = _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
-                return Kind.TENSOR if schedule else Kind.UNKNOWN
+                value = node.value
+                sequence = isinstance(value, cst.Name) and value.value in self._sequences[-1]
+                return Kind.TENSOR if schedule or sequence else Kind.UNKNOWN
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
             return _join((self.of(node.left), self.of(node.right)))
@@ -501,6 +566,44 @@ class TensorKinds:
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
 
+    def _moves_values(self, value: cst.BaseExpression) -> bool:
+        """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
+        the device, so each is a tensor there."""
+        if not isinstance(value, cst.DictComp) or not isinstance(value.value, cst.Call):
+            return False
+        call = value.value
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        method = call.func.attr.value
+        return method == "cuda" or (method == "to" and self._moves_to_device(call))
+
+    def is_derived(self, node: cst.BaseExpression) -> bool:
+        """Whether a name of unknown kind was computed from tensors by a helper xlalint
+        cannot see (`logprobs = rlhf.logits_to_logprobs(logits, ...)`, or a tuple element
+        of such a result): not enough to call it a tensor, enough when a use agrees."""
+        return isinstance(node, cst.Name) and node.value in self._derived[-1]
+
+    def _computed_from_tensors(self, value: cst.BaseExpression) -> bool:
+        """A call of a helper with a tensor (or a derived value) among its arguments, or a
+        method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
+        what lives on the host (`len()`, numpy, `.item()`)."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            return self.is_derived(value)
+        if not isinstance(value, cst.Call) or self.of(value) is Kind.HOST:
+            return False
+        func = value.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in HOST_METHODS or func.attr.value in TO_HOST_METHODS:
+                return False
+            if self._computed_from_tensors(func.value):
+                return True
+        return any(
+            not arg.star and (self.of(arg.value) is Kind.TENSOR or self.is_derived(arg.value))
+            for arg in value.args
+        )
+
     def _tests_tracing(self, test: cst.BaseExpression) -> bool | None:
         """True for `torch.jit.is_tracing()`, False for its negation, else None."""
         inner = negated(test)
@@ -513,7 +616,7 @@ class TensorKinds:
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             known = self._self_attributes[-1].get(attr)
-            if known is not None:
+            if known is not None and known is not Kind.UNKNOWN:
                 return known
         qualified = self.imports.resolve(node)
         if qualified is not None:
@@ -583,6 +686,8 @@ class TensorKinds:
                 # `.numpy()` of `out.cpu().numpy()` reads no device tensor.
                 return Kind.HOST
             if isinstance(func.value, cst.Name) and func.value.value == "self":
+                if functions := self._self_functions[-1].get(method):
+                    return _join(self._qualified_call(name, node) for name in sorted(functions))
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 
@@ -616,7 +721,10 @@ class TensorKinds:
             return Kind.HOST  # a CPU ByteTensor, whatever the backend (`torch.npu.random`)
         if qualified == "torch.from_numpy" or (
             _TORCH_FACTORIES.match(qualified)
-            and (moves_to_cpu(node) or not any(_is_keyword(a, "device") for a in node.args))
+            and (
+                moves_to_cpu(node)
+                or not (self.device_contexts or any(_is_keyword(a, "device") for a in node.args))
+            )
         ):
             return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):
@@ -640,6 +748,17 @@ def _makes_dict(node: cst.BaseExpression) -> bool:
         name = get_full_name_for_node(node.func) or ""
         return name.rsplit(".", 1)[-1] in _DICT_FACTORIES
     return False
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    """Names a target binds: `x`, `a, (b, *c)`; `self.x` and `x[i]` bind none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    if isinstance(target, cst.Tuple | cst.List):
+        return [name for e in target.elements for name in _bound_names(e.value)]
+    return []
 
 
 def binding_key(node: cst.BaseExpression) -> str | None:

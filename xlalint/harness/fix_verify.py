@@ -22,6 +22,7 @@ from xlalint.diagnostics import Applicability
 from xlalint.discovery import PYTHON_SUFFIXES
 from xlalint.harness.profile import Profile, profile
 from xlalint.registry import all_rules
+from xlalint.report import plural
 from xlalint.rule import Rule
 
 # Folders a project copy does not need: environments, caches, version control.
@@ -48,12 +49,15 @@ class PrintedComparison:
 
     def describe(self) -> str:
         if self.count[0] != self.count[1]:
-            return f"different output: {self.count[0]} vs {self.count[1]} numbers printed"
+            return f"different output: {self.count[0]} vs {plural(self.count[1], 'number')} printed"
         if self.exact:
+            if self.count[0] == 1:
+                return "the same number printed"
             return f"the same {self.count[0]} numbers printed"
         verdict = "close" if self.max_rel_diff <= RTOL else "different"
         return (
-            f"{verdict}: {self.count[0]} numbers, max relative difference {self.max_rel_diff:.2g}"
+            f"{verdict}: {plural(self.count[0], 'number')}, "
+            f"max relative difference {self.max_rel_diff:.2g}"
         )
 
 

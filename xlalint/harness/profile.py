@@ -28,6 +28,7 @@ from xlalint.config import find_settings
 from xlalint.diagnostics import Diagnostic
 from xlalint.harness import debug_log, ir_dump
 from xlalint.harness.runner import child_environment
+from xlalint.report import plural
 
 
 class ScriptCommandError(ValueError):
@@ -203,12 +204,12 @@ def closest_rule(cost: LineCost, source_line: str) -> tuple[str, str]:
             return what, "XLA206"  # data of a new shape moved to the device: pad it
         return what, "XLA207"  # a slice or view sized by a Python value
     if cost.host_reads:
-        what = f"{cost.host_reads} device-to-host transfers"
+        what = plural(cost.host_reads, "device-to-host transfer")
         for pattern, code in _SUGGESTIONS:
             if pattern.search(source_line):
                 return what, code
         return what, "XLA107"
-    return f"{cost.compiles} compiles", "XLA207"
+    return plural(cost.compiles, "compile"), "XLA207"
 
 
 def _user_file(name: str, known: set[str]) -> str | None:

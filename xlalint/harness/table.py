@@ -135,7 +135,7 @@ def print_report(report: VerifyReport, console: Console) -> None:
         for line in rest:
             console.print(_wrapped(line, width, indent="  "), **plain)
     failed = [v for v in report.verdicts if not v.passed]
-    summary = f"{len(report.verdicts)} cases, {len(failed)} failed"
+    summary = f"{plural(len(report.verdicts), 'case')}, {len(failed)} failed"
     console.print(f"[red]{summary}[/red]" if failed else f"[green]{summary}[/green]")
 
 
@@ -158,10 +158,13 @@ def _seen(confirmation: Confirmation) -> str:
     shared = f" (one cost for {', '.join(confirmation.shared_with)} too)" * bool(
         confirmation.shared_with
     )
-    recompiles = f", {len(cost.recompiles)} recompiles caused here" * bool(cost.recompiles)
+    recompiles = f", {plural(len(cost.recompiles), 'recompile')} caused here" * bool(
+        cost.recompiles
+    )
     return (
-        f"confirmed: {cost.executions} executions, {cost.host_reads} device-to-host "
-        f"transfers, {cost.compiles} compiles{recompiles}{shared}"
+        f"confirmed: {plural(cost.executions, 'execution')}, "
+        f"{plural(cost.host_reads, 'device-to-host transfer')}, "
+        f"{plural(cost.compiles, 'compile')}{recompiles}{shared}"
     )
 
 
@@ -176,9 +179,10 @@ def profile_tables(result: Profile) -> list[Table | str]:
         return out
     fallbacks = ", ".join(f"{k} {v}" for k, v in sorted(totals.get("fallbacks", {}).items()))
     out.append(
-        f"{totals['executions']} executions, {totals['device_to_host']} device-to-host "
-        f"transfers, {totals['uncached_compiles']} compiles ({totals['cached_compiles']} "
-        f"cached), largest graph {totals['max_graph_size']} nodes; CPU fallbacks: "
+        f"{plural(totals['executions'], 'execution')}, "
+        f"{plural(totals['device_to_host'], 'device-to-host transfer')}, "
+        f"{plural(totals['uncached_compiles'], 'compile')} ({totals['cached_compiles']} "
+        f"cached), largest graph {plural(totals['max_graph_size'], 'node')}; CPU fallbacks: "
         f"{fallbacks or 'none'}"
     )
     lines = Table(title="Where the device work was triggered", title_justify="left")

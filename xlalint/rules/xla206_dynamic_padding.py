@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -243,7 +243,7 @@ class DynamicPadding(Rule):
     def _in_step_function(self, site: Site) -> bool:
         """The function runs every step (`forward`, `*_step`, or called from a loop)."""
         return site.function is not None and self.ctx.hot.is_hot(
-            Site(site.function, False, site.in_step_closure, site.module_call)
+            replace(site, in_loop=False, scopes=())
         )
 
     def _feeds_a_model(self, loop: cst.For | cst.While) -> bool:

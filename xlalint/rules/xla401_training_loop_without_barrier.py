@@ -71,7 +71,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     to a device itself (`x.to(device)`, `x.cuda()`), the fix instead wraps the loader in the
     loop header, `for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):`, as a person
     porting the loop would: every batch is then a barrier, and batches arrive on the XLA
-    device where the loop moved them anyway (the move becomes a no-op).
+    device where the loop moved them anyway (the move becomes a no-op). In a file whose
+    model a device ladder without XLA places (XLA305), the wrap is unsafe and goes together
+    with the ladder's fix (both or neither): wrapped alone, batches would reach the XLA
+    device while the model stays on the CPU.
 
     Random numbers drawn on the device in the loop (dropout, `torch.randn(...,
     device=...)`) are the exception: a barrier changes which numbers torch_xla's device

@@ -43,7 +43,8 @@ class OptimizerStepWithoutBarrier(LoopRule):
     (or a positional `False`) is reported without a fix, as are calls with `**kwargs`. Where the
     loop iterates a plain `DataLoader` and moves each batch to the device itself, the fix wraps
     the loader in `pl.MpDeviceLoader(loader, torch_xla.device())` instead, as XLA401's does: its
-    batches are the barriers, so no second barrier per step is added.
+    batches are the barriers, so no second barrier per step is added. With a device ladder
+    without XLA in the file (XLA305), that wrap goes together with the ladder's fix, unsafe.
 
     Random numbers drawn on the device in the loop (dropout, `torch.randn(...,
     device=...)`) are the exception: a barrier changes which numbers torch_xla's device

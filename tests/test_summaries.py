@@ -1,0 +1,184 @@
+"""The closing words of `check` and `fix`: counts that agree, and say why they differ.
+
+A fix can bring out findings that `check` cannot list yet (a fix that adds `import torch_xla`
+turns on the rules that need torch_xla), and one fix can settle more than one finding, so
+`check` counts what the fixer's own fixed point will fix rather than its `[*]` marks.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from conftest import run_cli, write
+from rich.console import Console
+
+from xlalint.api import CheckReport, FixForecast
+from xlalint.cli import summary
+from xlalint.diagnostics import Applicability, Diagnostic, FileResult, Fix, Location
+from xlalint.harness.fix_verify import compare_printed
+from xlalint.harness.profile import Confirmation, LineCost, Profile, Unexplained, closest_rule
+from xlalint.harness.table import profile_tables
+from xlalint.report import plural
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# `.cuda()` has a safe fix that imports torch_xla; only then is `torch.save` of device
+# state XLA code, and XLA501's fix (`xm.save`) applies.
+CUDA_SCRIPT = """\
+import torch
+
+model = torch.nn.Linear(4, 4).cuda()
+torch.save(model.state_dict(), "m.pt")
+"""
+
+FIXABLE = re.compile(r"^\[\*\] (\d+) fixable with `xlalint fix --apply`")
+FIXED = re.compile(r"^Fixed (\d+) findings? in ")
+MARKED = re.compile(r": XLA\d{3} \[\*\] ")
+
+
+def _marked(stdout: str) -> int:
+    return sum(1 for line in stdout.splitlines() if MARKED.search(line))
+
+
+def _fixable(stdout: str) -> int:
+    return next(int(m[1]) for line in stdout.splitlines() if (m := FIXABLE.match(line)))
+
+
+def _fixed(stdout: str) -> int:
+    return next(int(m[1]) for line in stdout.splitlines() if (m := FIXED.match(line)))
+
+
+def test_check_counts_the_fixes_that_other_fixes_enable(project: Path) -> None:
+    write(project, {"train.py": CUDA_SCRIPT})
+    concise = run_cli("check", "--output-format", "concise", "train.py")
+    assert _marked(concise.stdout) == 1  # only `.cuda()` can be listed as fixable
+    assert concise.stdout.splitlines()[-2:] == [
+        "[*] 2 fixable with `xlalint fix --apply`.",
+        "Of these, 1 is marked [*] and 1 (XLA501) appears only once other fixes are applied: "
+        "a fix can enable another.",
+    ]
+
+    diff = run_cli("fix", "train.py")
+    assert diff.stderr.splitlines() == [
+        "Would fix 2 findings in 1 file (XLA301 x1, XLA501 x1).",
+        "1 of them (XLA501) is found only once other fixes are applied: a fix can enable another.",
+    ]
+    applied = run_cli("fix", "--apply", "train.py")
+    assert applied.stdout.splitlines() == [
+        "Fixed 2 findings in 1 file (XLA301 x1, XLA501 x1).",
+        "1 of them (XLA501) was found only once other fixes were applied: a fix can enable "
+        "another.",
+    ]
+    assert "xm.save(model.state_dict()" in (project / "train.py").read_text()
+    assert run_cli("check", "train.py").stdout == "All checks passed!\n"
+
+
+def test_check_and_fix_agree_on_the_cuda_example(project: Path) -> None:
+    """What `check` says `fix --apply` (with and without `--unsafe-fixes`) fixes, it fixes."""
+    shutil.copy(EXAMPLES / "train_cuda.py", project / "train_cuda.py")
+    check = run_cli("check", "train_cuda.py").stdout
+    promised = _fixable(check)
+    more = next(
+        int(m[1])
+        for line in check.splitlines()
+        if (m := re.search(r"\((\d+) more with `--un", line))
+    )
+    shutil.copy(project / "train_cuda.py", project / "unsafe.py")
+
+    fixed = run_cli("fix", "--apply", "train_cuda.py")
+    assert _fixed(fixed.stdout) == promised
+    left = run_cli("check", "--output-format", "concise", "train_cuda.py").stdout
+    remaining = len([line for line in left.splitlines() if ": XLA" in line])
+    assert f"{plural(remaining, 'finding')} remain" in fixed.stdout
+    assert _fixed(run_cli("fix", "--apply", "--unsafe-fixes", "unsafe.py").stdout) == (
+        promised + more
+    )
+
+
+def test_check_fix_with_nothing_safe_to_fix_says_so(project: Path) -> None:
+    write(project, {"train.py": CUDA_SCRIPT})
+    run_cli("fix", "--apply", "train.py")
+    again = run_cli("check", "--fix", "train.py")
+    assert again.stdout.splitlines() == ["No fixes applied.", "All checks passed!"]
+
+
+def _diagnostic(row: int, applicability: Applicability | None) -> Diagnostic:
+    fix = Fix(applicability, "rewrite it", ()) if applicability else None
+    return Diagnostic(
+        code="XLA101", name="item-in-hot-code", message="m", filename="a.py",
+        start=Location(row, 1), end=Location(row, 2), fix=fix,
+    )  # fmt: skip
+
+
+def _report(*applicabilities: Applicability | None) -> CheckReport:
+    diagnostics = [_diagnostic(row, a) for row, a in enumerate(applicabilities, 1)]
+    return CheckReport(results=[FileResult("a.py", diagnostics)])
+
+
+def test_summary_without_safe_fixes_names_the_unsafe_ones() -> None:
+    unsafe = Applicability.UNSAFE
+    report = _report(unsafe, unsafe, None)
+    assert summary(report).splitlines()[-1] == (
+        "No safe fixes; 2 with `xlalint fix --apply --unsafe-fixes`."
+    )
+    assert summary(report, FixForecast(marked=0, safe=0, unsafe=3)).splitlines()[-1] == (
+        "No safe fixes; 3 with `xlalint fix --apply --unsafe-fixes`."
+    )
+    assert summary(_report(None)) == "Found 1 finding in 1 file.\n"
+
+
+def test_summary_says_when_a_fix_settles_or_holds_back_a_marked_finding() -> None:
+    safe = Applicability.SAFE
+    report = _report(safe, safe, safe, None)
+    settled = summary(report, FixForecast(marked=3, safe=2, unsafe=2)).splitlines()
+    assert settled[1:] == [
+        "[*] 2 fixable with `xlalint fix --apply`.",
+        "1 of the 3 findings marked [*] goes away with another finding's fix.",
+    ]
+    kept = summary(report, FixForecast(marked=3, safe=1, unsafe=1, kept=2)).splitlines()
+    assert kept[2] == (
+        "2 of the 3 findings marked [*] stay: their fixes cannot be applied with the others."
+    )
+    one = summary(_report(safe), FixForecast(marked=1, safe=0, unsafe=0, kept=0))
+    assert one == "Found 1 finding in 1 file.\n"
+    enabled = summary(
+        report, FixForecast(marked=3, safe=5, unsafe=6, enabled=Counter({"XLA501": 2}))
+    ).splitlines()
+    assert enabled[1:] == [
+        "[*] 5 fixable with `xlalint fix --apply` (1 more with `--unsafe-fixes`).",
+        "Of these, 3 are marked [*] and 2 (XLA501) appear only once other fixes are applied: "
+        "a fix can enable another.",
+    ]
+
+
+def test_profile_and_verify_words_agree_in_number() -> None:
+    totals = {
+        "imported_torch_xla": True, "executions": 1, "device_to_host": 1,
+        "uncached_compiles": 1, "cached_compiles": 0, "max_graph_size": 1, "fallbacks": {},
+    }  # fmt: skip
+    cost = LineCost("train.py", 3, executions=1, host_reads=1, compiles=1)
+    finding = _diagnostic(3, None)
+    read = LineCost("train.py", 4, executions=1, host_reads=1)
+    what, rule = closest_rule(read, "print(loss)")
+    assert what == "1 device-to-host transfer"
+    assert closest_rule(LineCost("train.py", 5, compiles=1), "y = f(x)")[0] == "1 compile"
+    result = Profile(
+        ["python", "train.py"], 0, "", "", totals, [cost, read],
+        [Confirmation(replace(finding, filename="train.py"), cost)],
+        [Unexplained("train.py", 4, what, rule, read)],
+    )  # fmt: skip
+    console = Console(record=True, width=200)
+    for part in profile_tables(result):
+        console.print(part)
+    text = console.export_text()
+    assert "1 execution, 1 device-to-host transfer, 1 compile (0 cached)" in text
+    assert "largest graph 1 node;" in text
+    assert "confirmed: 1 execution, 1 device-to-host transfer, 1 compile" in text
+    assert "train.py:4: 1 device-to-host transfer;" in text
+    assert not re.search(r"\b1 (executions|compiles|transfers|nodes)\b", text)
+    assert compare_printed("loss 0.5", "loss 0.5").describe() == "the same number printed"
+    assert compare_printed("1 2", "1").describe() == "different output: 2 vs 1 number printed"
