@@ -213,6 +213,16 @@ CASES: dict[str, dict[str, str]] = {
         "torch.cuda.Event(enable_timing=True)": _call("torch.cuda.Event(enable_timing=True)"),
         "torch.cuda.Event().record()": _call("torch.cuda.Event(enable_timing=True).record()"),
         "torch.cuda.is_bf16_supported()": _call("torch.cuda.is_bf16_supported()"),
+        "torch.cuda.get_rng_state()": _call("torch.cuda.get_rng_state()"),
+        "torch.cuda.set_rng_state(torch.get_rng_state())": _call(
+            "torch.cuda.set_rng_state(torch.get_rng_state())"
+        ),
+        "torch.cuda.get_arch_list()": _call("torch.cuda.get_arch_list()"),
+        "with torch.cuda.device(0)": _statement("with torch.cuda.device(0):\n    pass"),
+        "torch.cuda.nvtx.range_push('step')": _call("torch.cuda.nvtx.range_push('step')"),
+        "@torch.cuda.amp.custom_fwd, called": _statement(
+            "@torch.cuda.amp.custom_fwd\ndef f(a):\n    return a * 2\nf(torch.ones(2).to(dev))"
+        ),
         "torch.backends.cudnn.benchmark = True": _statement(
             "torch.backends.cudnn.benchmark = True"
         ),
@@ -275,6 +285,11 @@ CASES: dict[str, dict[str, str]] = {
             " RANK='0', WORLD_SIZE='1')",
             args='backend="nccl"',
         ),
+        'init_process_group(backend="xla") from env (world size 1)': _DIST.format(
+            setup="import torch_xla.distributed.xla_backend, os; os.environ.update("
+            "MASTER_ADDR='127.0.0.1', MASTER_PORT='29533', RANK='0', WORLD_SIZE='1')",
+            args='backend="xla"',
+        ),
         'init_process_group("gloo", world_size=1)': _DIST.format(setup="", args=f'"gloo", {_TCP}'),
     },
     "growth": {
@@ -325,14 +340,16 @@ def _cell(result: dict[str, object]) -> tuple[str, str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--group", choices=sorted(CASES), action="append")
-    parser.add_argument("--case", help="run only cases whose name contains this")
+    parser.add_argument(
+        "--case", action="append", help="run only cases whose name contains this (repeatable)"
+    )
     args = parser.parse_args()
     for group in args.group or list(CASES):
         print(f"\n### {group}\n")
         print("| case | outcome | result | warnings |")
         print("|---|---|---|---|")
         for name, body in CASES[group].items():
-            if args.case and args.case not in name:
+            if args.case and not any(part in name for part in args.case):
                 continue
             outcome, shown, warned = _cell(run_case(body))
             print(f"| `{name}` | {outcome} | {shown} | {warned} |", flush=True)

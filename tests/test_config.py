@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 from conftest import BAD, BAD_COL, BAD_ROW, CLEAN, SELECT, run_cli, write
 
-from xlalint.config import DEFAULT_EXCLUDE, ConfigError, find_settings, load_config_file
+from xlalint.config import (
+    DEFAULT_EXCLUDE,
+    ConfigError,
+    find_settings,
+    line_length_for,
+    load_config_file,
+)
 
 JSON = ("--output-format", "json")
 
@@ -339,7 +345,7 @@ def test_bad_config_given_with_config_option(project: Path) -> None:
     assert run.exit_code == 2
     assert run.stderr.strip().splitlines() == [
         f"Error: {project / 'conf' / 'x.toml'}: unknown key `nonsense` (known keys: exclude, "
-        "extend-exclude, extend-select, force-exclude, hot-functions, ignore, "
+        "extend-exclude, extend-select, force-exclude, hot-functions, ignore, line-length, "
         "per-file-ignores, respect-gitignore, select)"
     ]
 
@@ -365,3 +371,27 @@ def test_bad_config_for_fix_and_api(project: Path) -> None:
     assert "`select` must be a list" in run.stderr
     with pytest.raises(ConfigError, match=r"xlalint\.toml: `select` must be a list"):
         find_settings(project)
+
+
+# -- line-length: how long a line a fix may write ---------------------------------------------
+
+
+def test_line_length_is_configured_or_found_where_ruff_and_black_keep_it(project: Path) -> None:
+    assert line_length_for(find_settings(project)) == 88  # their default
+    write(project, {"pyproject.toml": "[tool.black]\nline-length = 79\n"})
+    assert line_length_for(find_settings(project)) == 79
+    write(
+        project,
+        {"pyproject.toml": "[tool.ruff]\nline-length = 100\n[tool.black]\nline-length = 79\n"},
+    )
+    assert line_length_for(find_settings(project)) == 100
+    write(project, {"ruff.toml": "line-length = 120\n"})
+    assert line_length_for(find_settings(project)) == 120
+    write(project, {"xlalint.toml": "line-length = 60\n"})
+    assert line_length_for(find_settings(project)) == 60
+
+
+@pytest.mark.parametrize("value", ["'88'", "0", "true", "1000"])
+def test_line_length_must_be_a_sensible_integer(project: Path, value: str) -> None:
+    write(project, {"xlalint.toml": f"line-length = {value}\n"})
+    assert_config_error(project, "xlalint.toml", "`line-length` must be an integer")

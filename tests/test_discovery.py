@@ -232,3 +232,80 @@ def test_symlinked_files_are_linted(project: Path) -> None:
     (project / "pkg" / "alias.py").symlink_to(project / "real" / "a.py")
     assert found("pkg") == ["pkg/alias.py"]
     assert linted("pkg") == ["pkg/alias.py"]
+
+
+# -- git's other excludes: .git/info/exclude and the global excludes file -------------------
+
+
+@pytest.fixture
+def no_global_git_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git configuration of the tests' own: no user's global excludes leak in."""
+    config = tmp_path / "gitconfig"
+    config.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    return config
+
+
+def test_git_info_exclude_is_respected(project: Path, no_global_git_config: Path) -> None:
+    git_init(project)
+    write(
+        project,
+        {
+            ".git/info/exclude": "secret.py\nvendored/\n",
+            "secret.py": BAD,
+            "vendored/a.py": BAD,
+            "pkg/secret.py": BAD,
+            "train.py": BAD,
+        },
+    )
+    assert found(".") == ["train.py"]
+    assert found("pkg") == []  # the repository's excludes apply in a sub-folder too
+    assert linted("secret.py") == ["secret.py"]  # a file named on the command line is linted
+
+
+def test_a_gitignore_overrides_info_exclude(project: Path, no_global_git_config: Path) -> None:
+    git_init(project)
+    write(project, {".git/info/exclude": "*_gen.py\n", ".gitignore": "!keep_gen.py\n",
+                    "a_gen.py": BAD, "keep_gen.py": BAD})  # fmt: skip
+    assert found(".") == ["keep_gen.py"]
+
+
+def test_core_excludes_file_is_respected(
+    project: Path, tmp_path: Path, no_global_git_config: Path
+) -> None:
+    ignore = tmp_path / "global-ignore"
+    ignore.write_text("scratch_*.py\n")
+    no_global_git_config.write_text(f"[core]\n\texcludesFile = {ignore}\n")
+    git_init(project)
+    write(project, {"scratch_1.py": BAD, "train.py": BAD})
+    assert found(".") == ["train.py"]
+
+
+def test_the_default_global_excludes_file_is_respected(
+    project: Path, tmp_path: Path, no_global_git_config: Path
+) -> None:
+    write(tmp_path, {"xdg/git/ignore": "notes.py\n"})
+    git_init(project)
+    write(project, {"notes.py": BAD, "train.py": BAD})
+    assert found(".") == ["train.py"]
+    # Outside a git repository git's excludes do not apply, as in git.
+    write(tmp_path, {"plain/notes.py": BAD})
+    assert found(str(tmp_path / "plain")) == [(tmp_path / "plain/notes.py").as_posix()]
+
+
+def test_info_exclude_of_a_worktrees_repository(
+    tmp_path: Path, no_global_git_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = tmp_path / "main"
+    git_init(main)
+    write(main, {"a.py": CLEAN, ".git/info/exclude": "secret.py\n"})
+    env = ("-c", "user.name=t", "-c", "user.email=t@t.invalid")
+    for command in (["add", "a.py"], ["commit", "-qm", "a"], ["worktree", "add", "-q", "../wt"]):
+        subprocess.run(["git", *env, *command], cwd=main, check=True, capture_output=True)
+    worktree = tmp_path / "wt"
+    assert (worktree / ".git").is_file()
+    write(worktree, {"secret.py": BAD})
+    monkeypatch.chdir(worktree)
+    assert found(".") == ["a.py"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import libcst as cst
 import pytest
 from hypothesis import given, settings
@@ -11,6 +15,7 @@ from xlalint.diagnostics import Edit, Location
 from xlalint.edits import (
     add_imports,
     apply_edits,
+    apply_edits_marking,
     edit_spans,
     import_bindings,
     import_conflicts,
@@ -18,6 +23,7 @@ from xlalint.edits import (
     remove_unused_imports,
     spans_overlap,
     split_lines,
+    wrap_long_lines,
 )
 
 IMPORT = "import torch_xla"
@@ -250,12 +256,15 @@ def test_file_that_is_only_a_docstring(text: str, expected: str) -> None:
 
 def test_after_the_existing_imports() -> None:
     text = "import os\nimport sys\n\nx = 1\n"
-    assert add_imports(text, [IMPORT]) == f"import os\nimport sys\n{IMPORT}\n\nx = 1\n"
+    # torch_xla is not in the standard library: a section of its own, as isort makes it.
+    assert add_imports(text, [IMPORT]) == f"import os\nimport sys\n\n{IMPORT}\n\nx = 1\n"
+    text = "import os\n\nimport torch\n\nx = 1\n"
+    assert add_imports(text, [IMPORT]) == f"import os\n\nimport torch\n{IMPORT}\n\nx = 1\n"
 
 
 def test_after_docstring_and_future_imports() -> None:
     text = '"""Doc."""\n\nfrom __future__ import annotations\n\nx = 1\n'
-    expected = f'"""Doc."""\n\nfrom __future__ import annotations\n{IMPORT}\n\nx = 1\n'
+    expected = f'"""Doc."""\n\nfrom __future__ import annotations\n\n{IMPORT}\n\nx = 1\n'
     assert add_imports(text, [IMPORT]) == expected
 
 
@@ -297,7 +306,7 @@ def test_first_statement_code_puts_imports_at_the_top_after_header() -> None:
 
 def test_stops_at_the_first_compound_statement() -> None:
     text = "import os\nif TYPE_CHECKING:\n    import sys\nimport re\n"
-    assert add_imports(text, [IMPORT]) == f"import os\n{IMPORT}\nif TYPE_CHECKING:\n" + (
+    assert add_imports(text, [IMPORT]) == f"import os\n\n{IMPORT}\nif TYPE_CHECKING:\n" + (
         "    import sys\nimport re\n"
     )
 
@@ -313,13 +322,13 @@ def test_stops_at_the_first_compound_statement() -> None:
 )
 def test_after_multi_line_imports(imports: str) -> None:
     fixed = add_imports(imports + "x = 1\n", [IMPORT])
-    assert fixed == f"{imports}{IMPORT}\nx = 1\n"
+    assert fixed == f"{imports}\n{IMPORT}\nx = 1\n"
 
 
 def test_no_trailing_newline_after_the_last_import() -> None:
-    assert add_imports("import os", [IMPORT]) == f"import os\n{IMPORT}\n"
+    assert add_imports("import os", [IMPORT]) == f"import os\n\n{IMPORT}\n"
     assert add_imports("import os\r\nimport sys", [IMPORT]) == (
-        f"import os\r\nimport sys\r\n{IMPORT}\r\n"
+        f"import os\r\nimport sys\r\n\r\n{IMPORT}\r\n"
     )
 
 
@@ -361,7 +370,7 @@ def test_alias_bound_to_something_else_is_added() -> None:
 
 def test_added_once_when_many_fixes_need_it() -> None:
     fixed = add_imports("import os\n", [IMPORT] * 5)
-    assert fixed == f"import os\n{IMPORT}\n"
+    assert fixed == f"import os\n\n{IMPORT}\n"
 
 
 def test_several_imports_in_order() -> None:
@@ -374,7 +383,7 @@ def test_several_imports_in_order() -> None:
 def test_crlf_file_gets_a_crlf_import_line() -> None:
     text = "import os\r\n\r\nx = 1\r\n"
     fixed = add_imports(text, [IMPORT, "import sys"])
-    assert fixed == f"import os\r\n{IMPORT}\r\nimport sys\r\n\r\nx = 1\r\n"
+    assert fixed == f"import os\r\nimport sys\r\n\r\n{IMPORT}\r\n\r\nx = 1\r\n"
     assert fixed.count("\n") == fixed.count("\r\n")
 
 
@@ -390,10 +399,10 @@ def test_adding_is_idempotent() -> None:
         # str.splitlines would see two lines in each of these first lines.
         ("# page\x0c\nx = 1\n", f"# page\x0c\n{IMPORT}\nx = 1\n"),
         ('"""Doc\u2028more."""\nx = 1\n', f'"""Doc\u2028more."""\n{IMPORT}\nx = 1\n'),
-        ('"""Doc\x0c."""\nimport os\nx = 1\n', f'"""Doc\x0c."""\nimport os\n{IMPORT}\nx = 1\n'),
-        ("import os  # \x85\x1c\nx = 1\n", f"import os  # \x85\x1c\n{IMPORT}\nx = 1\n"),
+        ('"""Doc\x0c."""\nimport os\nx = 1\n', f'"""Doc\x0c."""\nimport os\n\n{IMPORT}\nx = 1\n'),
+        ("import os  # \x85\x1c\nx = 1\n", f"import os  # \x85\x1c\n\n{IMPORT}\nx = 1\n"),
         # Bare \r line endings are lines to Python.
-        ("import os\rx = 1\r", f"import os\r{IMPORT}\rx = 1\r"),
+        ("import os\rx = 1\r", f"import os\r\r{IMPORT}\rx = 1\r"),
     ],
 )
 def test_insertion_row_counts_python_lines(text: str, expected: str) -> None:
@@ -596,3 +605,96 @@ def test_import_conflicts() -> None:
     assert import_conflicts(bound, [XM, "import torch_xla", "import os"]) == ["xm"]
     assert import_conflicts(bound, ["from c import d as b"]) == ["b"]
     assert import_conflicts({}, [XM]) == []
+
+
+# -- sorted placement: ruff's isort (I001) finds nothing to sort after a fix ------------------
+
+SORTED_FILES = [
+    "import lightning.pytorch as pl\nimport torch\nfrom torch.utils.data import DataLoader\n",
+    "import os\nimport sys\n\nimport numpy as np\nimport torch\n\nfrom . import local\n",
+    "import os\n\nfrom mypkg import thing\n",
+    '"""Doc."""\n\nfrom __future__ import annotations\n\nimport math\n',
+    "import torch\nimport torch_xla.core.xla_model as xm\nimport zeta\n",
+    "import abc\n\nimport torch_xla.utils\nfrom torch_xla import runtime\n",
+    "import argparse\n\nimport torch.nn as nn\nimport yaml\nfrom torch import optim\n",
+]
+WANTED = [
+    "import torch",
+    "import torch_xla",
+    "import torch_xla.core.xla_model as xm",
+    "import torch_xla.distributed.parallel_loader as xla_pl",
+    "from torch_xla import sync",
+]
+
+
+def _ruff_isort(folder: Path, text: str) -> subprocess.CompletedProcess[str]:
+    path = folder / "t.py"
+    path.write_text(text + "\n\nx = 1\n")
+    command = [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=folder, check=False)
+
+
+@pytest.mark.parametrize("text", SORTED_FILES)
+def test_added_imports_keep_a_sorted_file_sorted(text: str, tmp_path: Path) -> None:
+    assert _ruff_isort(tmp_path, text.rstrip("\n")).returncode == 0, "the input is not sorted"
+    for count in range(1, len(WANTED) + 1):
+        fixed = add_imports(text, WANTED[:count])
+        result = _ruff_isort(tmp_path, fixed.rstrip("\n"))
+        assert result.returncode == 0, (fixed, result.stdout)
+
+
+# -- wrapping rewritten lines that grew too long -------------------------------------------------
+
+LOOP = (
+    "def train():\n"
+    "    for x, y in pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), torch_xla.device()):\n"
+    "        pass\n"
+)
+
+
+def test_a_long_rewritten_line_is_wrapped_like_ruff_format(tmp_path: Path) -> None:
+    wrapped = wrap_long_lines(LOOP, [2], 88)
+    assert wrapped == (
+        "def train():\n"
+        "    for x, y in pl.MpDeviceLoader(\n"
+        "        DataLoader(dataset, batch_size=8), torch_xla.device()\n"
+        "    ):\n"
+        "        pass\n"
+    )
+    path = tmp_path / "t.py"
+    path.write_text(wrapped)
+    command = [sys.executable, "-m", "ruff", "format", "--isolated", "--check", str(path)]
+    assert subprocess.run(command, capture_output=True, check=False).returncode == 0
+
+
+def test_arguments_that_do_not_fit_on_one_line_get_one_each() -> None:
+    assert wrap_long_lines(LOOP, [2], 50) == (
+        "def train():\n"
+        "    for x, y in pl.MpDeviceLoader(\n"
+        "        DataLoader(dataset, batch_size=8),\n"
+        "        torch_xla.device(),\n"
+        "    ):\n"
+        "        pass\n"
+    )
+
+
+def test_only_the_rewritten_rows_and_only_when_too_long() -> None:
+    assert wrap_long_lines(LOOP, [1, 3], 40) == LOOP  # row 2 was not rewritten
+    assert wrap_long_lines(LOOP, [2], 100) == LOOP
+    crlf = LOOP.replace("\n", "\r\n")
+    assert wrap_long_lines(crlf, [2], 88) == wrap_long_lines(LOOP, [2], 88).replace("\n", "\r\n")
+
+
+def test_apply_edits_marking_names_the_rows_written() -> None:
+    text = "a = 1\nb = 2\nc = 3\n"
+    edits = [Edit(Location(2, 5), Location(2, 6), "f(\n  2\n)")]
+    result, rows = apply_edits_marking(text, edits)
+    assert result == "a = 1\nb = f(\n  2\n)\nc = 3\n"
+    assert rows == {2, 3, 4}
+
+
+def test_a_line_that_would_still_not_fit_is_left_alone() -> None:
+    deep = " " * 90 + "total += model(x, y).detach()\n"
+    assert wrap_long_lines(deep, [1], 88) == deep
+    one_long = "x = f(" + "a" * 90 + ")\n"
+    assert wrap_long_lines(one_long, [1], 88) == one_long

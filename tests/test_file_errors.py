@@ -71,9 +71,9 @@ def test_sarif_has_a_notification_for_each_file_error(files: Path) -> None:
         ("error", "syntax error at 2:7: '(' was never closed"),
     ]
     located = [n["locations"][0]["physicalLocation"] for n in notes]
-    assert located[0] == {"artifactLocation": {"uri": "nope.py"}}
+    assert located[0] == {"artifactLocation": {"uri": "nope.py", "uriBaseId": "%SRCROOT%"}}
     assert located[1] == {
-        "artifactLocation": {"uri": "broken.py"},
+        "artifactLocation": {"uri": "broken.py", "uriBaseId": "%SRCROOT%"},
         "region": {"startLine": 2, "startColumn": 7},
     }
 

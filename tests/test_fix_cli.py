@@ -185,7 +185,8 @@ def test_the_diff_applies_and_gives_what_apply_writes(
         b"    b = b.to(torch_xla.device())\n    optimizer.step()\n    xm.mark_step()"
     )
     assert (
-        written["e.py"] == b"import os\r\nimport torch_xla\r\n\r\nx = t.to(torch_xla.device())\r\n"
+        written["e.py"]
+        == b"import os\r\n\r\nimport torch_xla\r\n\r\nx = t.to(torch_xla.device())\r\n"
     )
     # The bytes: `Result.stdout` turns CRLF into LF.
     patch_applies(shown.stdout_bytes, tmp_path / "diffed", written)
@@ -545,8 +546,8 @@ def test_apply_removes_an_import_the_fix_made_unused(inside: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (inside / "t.py").read_text() == (
         "import torch\n"
-        "import torch_xla.debug.metrics as met  # unused, and left alone\n"
         "import torch_xla\n"
+        "import torch_xla.debug.metrics as met  # unused, and left alone\n"
         "\n"
         "for b in loader:\n"
         "    torch_xla.sync()\n"
@@ -625,12 +626,14 @@ def test_a_fix_never_shadows_a_name_the_file_binds(inside: Path) -> None:
     assert result.exit_code == 0, result.output
     fixed = (inside / "lightning_train.py").read_text()
     assert fixed == LIGHTNING.replace(
-        "from torch.utils.data import DataLoader\n",
-        "from torch.utils.data import DataLoader\n"
-        "import torch_xla.distributed.parallel_loader as xla_pl\n",
+        "import torch_xla\n",
+        "import torch_xla\nimport torch_xla.distributed.parallel_loader as xla_pl\n",
     ).replace(
         "DataLoader(dataset, batch_size=8):",
-        "xla_pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), torch_xla.device()):",
+        # Wrapped at 88 characters, ruff's and black's default line length, as they would.
+        "xla_pl.MpDeviceLoader(\n"
+        "        DataLoader(dataset, batch_size=8), torch_xla.device()\n"
+        "    ):",
     )
     assert "class Model(pl.LightningModule)" in fixed
 
@@ -661,3 +664,16 @@ def test_the_fix_hook_fails_only_when_it_changes_a_file() -> None:
     """pre-commit's xlalint-fix hook: a report-only finding must not fail every commit."""
     hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
     assert "entry: xlalint fix --apply --fix-only --exit-non-zero-on-fix --force-exclude" in hooks
+
+
+def test_rewritten_lines_keep_to_the_projects_line_length(inside: Path) -> None:
+    """The loader line grows to 96 characters: wrapped at 88 (the default), not at 120."""
+    (inside / "lightning_train.py").write_text(LIGHTNING)
+    (inside / "pyproject.toml").write_text("[tool.ruff]\nline-length = 120\n")
+    assert invoke("fix", "--apply", "--select", "XLA403", "lightning_train.py").exit_code == 0
+    fixed = (inside / "lightning_train.py").read_text()
+    assert (
+        "    for x, y in xla_pl.MpDeviceLoader(DataLoader(dataset, batch_size=8), "
+        "torch_xla.device()):\n" in fixed
+    )
+    assert max(len(line) for line in fixed.splitlines()) <= 120

@@ -16,12 +16,26 @@ from rich.console import Console
 
 from xlalint.api import FixReport
 from xlalint.fixer import FixOutcome
-from xlalint.harness import debug_log, evidence
+from xlalint.harness import debug_log, evidence, ir_dump
 from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_case, read_costs
 from xlalint.harness.fix_verify import FixVerification, no_xla_reason
-from xlalint.harness.profile import Profile, ScriptCommandError, script_arguments
+from xlalint.harness.profile import (
+    LineCost,
+    LoopGrowth,
+    Profile,
+    RecompileCause,
+    ScriptCommandError,
+    closest_rule,
+    script_arguments,
+)
 from xlalint.harness.runner import ChildResult
-from xlalint.harness.table import print_fix_verification, print_report
+from xlalint.harness.table import (
+    PLAIN_WIDTH,
+    output_console,
+    print_fix_verification,
+    print_profile,
+    print_report,
+)
 from xlalint.harness.verdict import compare_outputs, judge
 from xlalint.harness.verify import VerifyReport
 from xlalint.sources import Source
@@ -207,7 +221,8 @@ def test_the_verify_report_fits_80_columns_with_notes_below(tmp_path: Path) -> N
     for line in text.splitlines():  # the table's row comes first, the case's lines after it
         if line.startswith("XLA"):
             rows.setdefault(line.split()[0], line.split())
-    assert rows["XLA101"][:7] == ["XLA101", "differ", "10->5", "5->0", "0", "0", "163->36"]
+    assert rows["XLA101"][:8] == [
+        "XLA101", "differ", "10->5", "5->0", "0", "0", "0", "163->36"]  # fmt: skip
     assert rows["XLA605"][:3] == ["XLA605", "-", "err->3"]
     # Notes and problems are whole lines below the table, not one word per line in a cell.
     assert "XLA605 x (safe fix): errors 1->0: ok\n  the original fails (AttributeError:" in text
@@ -282,3 +297,116 @@ def test_fix_verify_says_why_the_as_it_is_column_is_empty() -> None:
     text = console.export_text()
     assert "as it is: no XLA counts (-): the script never imported torch_xla" in text
     assert "fixed: no XLA counts" not in text
+
+
+def test_random_outputs_pass_as_draws_of_the_same_distribution(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(0)
+    first = [rng.gauss(0.0, 1.0) for _ in range(2000)]
+    second = [rng.gauss(0.0, 1.0) for _ in range(2000)]
+    shifted = [x + 0.5 for x in second]
+    draws = RuntimeCase("XLA401", tmp_path / "runtime_x.py", ("max_graph_size",),
+                        random_outputs=True)  # fmt: skip
+    same = judge(draws, ok(first, max_graph_size=90), ok(second, max_graph_size=20))
+    assert same.passed and same.outputs is not None and same.outputs.same_distribution
+    assert "but are draws of the same distribution" in same.notes[0]
+    moved = judge(draws, ok(first, max_graph_size=90), ok(shifted, max_graph_size=20))
+    assert not moved.passed
+    assert "not as draws of one distribution" in moved.problems[0]
+    # A case about values (the default) fails on the same draws: the values differ.
+    values = RuntimeCase("XLA401", tmp_path / "runtime_x.py", ("max_graph_size",))
+    assert not judge(values, ok(first, max_graph_size=90), ok(second, max_graph_size=20)).passed
+
+
+def test_outputs_kind_is_read_from_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "runtime_x.py"
+    path.write_text('COSTS = ("max_graph_size",)\nOUTPUTS = "distribution"\n')
+    assert read_case("XLA401", path).random_outputs
+    path.write_text('COSTS = ("max_graph_size",)\nOUTPUTS = "roughly"\n')
+    with pytest.raises(CaseError, match='OUTPUTS must be "values" or "distribution"'):
+        read_case("XLA401", path)
+
+
+def test_verify_shows_host_to_device_transfers(tmp_path: Path) -> None:
+    """XLA208's cost is host-to-device copies: its row must show 5->0."""
+    verdict = judge(case(tmp_path, code="XLA208", costs=("host_to_device",)),
+                    ok([1.0], executions=6, host_to_device=5), ok([1.0], executions=6))  # fmt: skip
+    console = Console(width=80, record=True, color_system=None)
+    print_report(VerifyReport("CPU", [verdict]), console)
+    text = console.export_text().splitlines()
+    header = next(line for line in text if "H2D" in line)
+    row = next(line for line in text if line.startswith("XLA208"))
+    assert row.split()[:5] == ["XLA208", "identical", "6", "0", "5->0"]
+    assert header.split()[:5] == ["rule", "outputs", "exec", "D2H", "H2D"]
+
+
+def test_without_a_terminal_reports_are_wide_and_never_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console = output_console()
+    assert not console.is_terminal and console.width == PLAIN_WIDTH
+    cause = "user code trying to access tensor value before torch_xla.sync"
+    cost = LineCost("models/very_long_module_name/train_loop.py", 123, executions=5,
+                    host_reads=5, causes=Counter({cause: 5}))  # fmt: skip
+    totals = {"imported_torch_xla": True, "executions": 5, "device_to_host": 5,
+              "uncached_compiles": 1, "cached_compiles": 0, "max_graph_size": 9}  # fmt: skip
+    result = Profile(["python", "train.py"], 0, "", "", totals, [cost], [], [])
+    console = Console(width=console.width, record=True, color_system=None)
+    print_profile(result, console)
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if "train_loop.py:123" in line)
+    assert cause in row  # the whole cause on the row's one line
+
+
+def ir_graph(rows: int, graph_hash: str) -> list[str]:
+    """One graph of torch_xla's IR dump (XLA_SAVE_TENSORS_FMT=text, XLA_IR_DEBUG=1)."""
+    return [
+        "[ScheduleSyncTensorsGraph]", "TensorsGraphInfo:", "  sync (torch_xla.py:87)", "",
+        "## BEGIN_GRAPH", "IR {",
+        "  %0 = f32[8,4]{1,0} xla::device_data(), location=<module>@train.py:5, "
+        "xla_shape=f32[8,4]{1,0}",
+        f"  %1 = f32[{rows},4]{{1,0}} xla::select(%0), location=take@train.py:9, "
+        f"xla_shape=f32[{rows},4]{{1,0}}, ROOT=0",
+        "  %2 = f32[] aten::sum(%1), location=<module>@train.py:15, xla_shape=f32[], ROOT=1",
+        "}", "", f"Graph Hash: {graph_hash}", "", "## END_GRAPH", "",
+    ]  # fmt: skip
+
+
+def test_a_recompile_belongs_to_the_node_whose_shape_changed() -> None:
+    dump = [*ir_graph(1, "a1"), *ir_graph(2, "b2"), *ir_graph(2, "b2"), *ir_graph(3, "c3")]
+    graphs = ir_dump.graphs(dump, {"a1", "b2", "c3"})
+    assert [len(graphs[h]) for h in ("a1", "b2", "c3")] == [3, 3, 3]
+    found = ir_dump.recompiles(["a1", "b2", "c3"], graphs)
+    assert sorted(found) == [1, 2]  # the first compile is a new graph, not a recompile
+    assert found[1].change == "f32[1,4] -> f32[2,4]"
+    assert (found[1].after.function, found[1].after.file, found[1].after.line) == (
+        "take", "train.py", 9)  # fmt: skip
+    # A graph of another length is a different graph: no recompile is claimed.
+    assert ir_dump.recompiles(["a1", "x"], {**graphs, "x": graphs["a1"][:2]}) == {}
+
+
+def test_a_loop_grows_only_when_every_iteration_adds_nodes() -> None:
+    assert LoopGrowth("t.py", 3, (91, 22, 45, 68)).grows  # the first sample: before the loop
+    assert not LoopGrowth("t.py", 3, (0, 5, 5, 5)).grows  # a barrier each iteration
+    assert not LoopGrowth("t.py", 3, (0, 5)).grows  # too few iterations to tell
+
+
+def test_an_unexplained_cost_names_the_closest_rule() -> None:
+    slice_ = LineCost("t.py", 9, compiles=3)
+    slice_.recompiles.append(
+        RecompileCause("f32[1,4] -> f32[2,4]", "t.py:16", "take", "xla::select")
+    )
+    assert closest_rule(slice_, "    return w[:n]")[1] == "XLA207"
+    batch = LineCost("t.py", 20, compiles=2)
+    batch.recompiles.append(RecompileCause("s64[8,31] -> s64[8,40]", "t.py:25", "<module>",
+                                           "xla::device_data"))  # fmt: skip
+    assert closest_rule(batch, "    ids = ids.to(device)")[1] == "XLA206"
+    read = LineCost("t.py", 30, host_reads=5)
+    assert closest_rule(read, "    total += loss.item()") == (
+        "5 device-to-host transfers",
+        "XLA101",
+    )
+    assert closest_rule(read, "    if loss > 3:")[1] == "XLA103"
+    assert closest_rule(read, "    values = helper(loss)")[1] == "XLA107"

@@ -418,10 +418,11 @@ def test_symlink_loop_named_explicitly(project: Path) -> None:
 
 def test_empty_directory(project: Path) -> None:
     (project / "empty").mkdir()
+    warning = "warning: empty: no Python files found\n"
     run = run_cli("check", *SELECT, "empty")
-    assert (run.exit_code, run.stderr) == (0, "")
+    assert (run.exit_code, run.stderr) == (0, warning)
     fix = run_cli(*FIX_ALL, "empty")
-    assert (fix.exit_code, fix.stderr) == (0, "")
+    assert (fix.exit_code, fix.stderr) == (0, warning)
     assert list((project / "empty").iterdir()) == []
 
 

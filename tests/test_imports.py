@@ -6,7 +6,6 @@ import libcst as cst
 import pytest
 
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
-from xlalint.walk import names_under
 
 XM = "import torch_xla.core.xla_model as xm"
 
@@ -60,8 +59,7 @@ def test_spell_rejects_an_import_that_binds_something_else() -> None:
 
 
 def names(source: str) -> NamesInUse:
-    module = cst.parse_module(source)
-    return names_in_use(module, names_under(module))
+    return names_in_use(cst.parse_module(source))
 
 
 PL = "import torch_xla.distributed.parallel_loader as pl"
@@ -83,12 +81,23 @@ LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
         # The same import inside a function: binding it at module level changes nothing.
         (f"def f():\n    {PL}\n    return pl\n", ("pl.MpDeviceLoader", (PL,))),
         ("x = 1\n", ("pl.MpDeviceLoader", (PL,))),
+        # Module paths in imports bind nothing: `pl` stays free here.
+        ("import pl.x as y\nfrom pl import z\nfrom a import pl as w\n",
+         ("pl.MpDeviceLoader", (PL,))),
     ],
 )  # fmt: skip
 def test_spell_never_binds_a_name_the_file_uses(
     source: str, spelled: tuple[str, tuple[str, ...]]
 ) -> None:
     assert table(source).spell(LOADER, PL, names(source)) == spelled
+
+
+def test_import_paths_are_not_names_in_use() -> None:
+    source = "import torch.nn as nn\nimport torch_xla.core.xla_model as xm\n"
+    assert table(source).spell("torch.where", "import torch", names(source)) == (
+        "torch.where",
+        ("import torch",),
+    )
 
 
 def test_a_free_alias_for_imports_without_one() -> None:

@@ -87,7 +87,9 @@ def assert_golden(name: str, actual: str) -> None:
 
 @pytest.mark.parametrize("output_format", sorted(FORMATS))
 def test_golden(project: Path, output_format: str) -> None:
-    assert_golden(f"{output_format}.txt", render(project, output_format))
+    # SARIF anchors relative paths at the project's absolute location, which varies.
+    output = render(project, output_format).replace(project.resolve().as_uri(), "file:///PROJECT")
+    assert_golden(f"{output_format}.txt", output)
 
 
 def test_every_format_has_a_golden_file() -> None:
@@ -231,7 +233,7 @@ def test_machine_formats_have_no_summary(project: Path, output_format: str) -> N
     assert "Found " not in out and "fixable with" not in out and "could not" not in out
     assert render(project, output_format, "--quiet") == out
     if output_format == "github":
-        assert all(line.startswith("::error ") for line in out.splitlines())
+        assert all(line.startswith(("::error ", "::warning ")) for line in out.splitlines())
     else:
         json.loads(out)  # the whole output is one JSON document
 
@@ -311,7 +313,7 @@ def test_json_edit_applies_to_the_source(project: Path) -> None:
 
 # -- github ----------------------------------------------------------------------------------
 
-GITHUB_LINE = re.compile(r"^::error (?P<properties>[^:]*)::(?P<message>.*)$")
+GITHUB_LINE = re.compile(r"^::(?:error|warning|notice) (?P<properties>[^:]*)::(?P<message>.*)$")
 
 
 def test_github_annotations(project: Path) -> None:
@@ -328,6 +330,7 @@ def test_github_annotations(project: Path) -> None:
         "endColumn": "31",
     }
     assert parsed[0]["message"] == f"pkg/odd name,1%25.py:4:13: XLA101 {ITEM_MESSAGE}"
+    assert lines[0].startswith("::warning ")  # XLA101's severity: the code runs, slowly
     assert properties[1]["file"] == "pkg/train.py"
     assert (properties[1]["line"], properties[1]["col"]) == ("10", "18")
     # Files that could not be linted are annotated too.
@@ -389,13 +392,22 @@ def test_sarif_document(project: Path) -> None:
     assert notification["message"]["text"] == "contains a null byte; not Python source"
 
 
-def test_sarif_absolute_paths_are_file_uris(project: Path) -> None:
+def test_sarif_absolute_paths_are_relative_to_the_root(project: Path) -> None:
     write(project, {"my dir/a.py": BAD})
     run = run_cli("check", *SELECT, "--output-format", "sarif", str(project / "my dir"))
     [result] = run.json()["runs"][0]["results"]
-    uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-    assert uri == (project / "my dir" / "a.py").as_uri()
-    assert " " not in uri
+    artifact = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert artifact == {"uri": "my%20dir/a.py", "uriBaseId": "%SRCROOT%"}
+
+
+def test_sarif_paths_outside_the_root_are_file_uris(tmp_path: Path, project: Path) -> None:
+    write(tmp_path, {"elsewhere/my dir/a.py": BAD})
+    target = tmp_path / "elsewhere" / "my dir"
+    run = run_cli("check", *SELECT, "--output-format", "sarif", str(target))
+    [result] = run.json()["runs"][0]["results"]
+    artifact = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert artifact == {"uri": (target / "a.py").as_uri()}
+    assert " " not in artifact["uri"]
 
 
 def test_sarif_lists_every_enabled_rule(project: Path) -> None:

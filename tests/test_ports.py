@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, run_subprocess
 
-from xlalint.diagnostics import Diagnostic
+from xlalint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from xlalint.engine import lint_source
-from xlalint.fixer import fix_text
+from xlalint.fixer import _apply, _choose, fix_text
 from xlalint.registry import all_rules
 from xlalint.sources import decode
 
@@ -80,7 +80,9 @@ def test_loader_wrap_goes_together_with_the_ladder_fix() -> None:
     found = _findings(LADDER_AND_LOADER, "XLA305", "XLA403")
     ladder, loader = found["XLA305"].fix, found["XLA403"].fix
     assert loader.applicability.value == "unsafe"
-    assert "goes together with the XLA305 fix" in loader.description
+    assert (
+        "goes together with the fix of the device choice (XLA305 at line 8)" in loader.description
+    )
     assert ladder.group == loader.group is not None
     # Safe fixes leave the model's device and the loader alone; the unsafe ones move both.
     assert _fixed(LADDER_AND_LOADER, "XLA305", "XLA403", unsafe=False) == LADDER_AND_LOADER
@@ -107,14 +109,62 @@ def test_a_ladder_without_a_fix_leaves_the_moves_unsafe_and_says_why() -> None:
     assert found["XLA305"].fix is None
     loader = found["XLA403"].fix
     assert loader.applicability.value == "unsafe" and loader.group is None
-    assert "cannot fix (XLA305)" in loader.description
+    assert "(XLA305 at line 8) has no fix" in loader.description
+
+
+def test_in_a_file_without_torch_xla_the_moves_wait_for_the_ladder_guard() -> None:
+    text = LADDER_AND_LOADER.replace("\nimport torch_xla\n", "")
+    found = _findings(text, "XLA305", "XLA401")
+    loader = found["XLA401"]
+    assert loader.fix is None
+    assert loader.hint is not None and "device choice (XLA305 at line 6)" in loader.hint
+    assert _fixed(text, "XLA305", "XLA401", unsafe=False) == text
+    # XLA401 wraps the loader (the loop moves its batches). With the ladder's guard in
+    # place, only where the guard found torch_xla, and its import goes inside the guard.
+    both = _fixed(text, "XLA305", "XLA401")
+    assert (
+        "try:\n    import torch_xla\n    import torch_xla.distributed.parallel_loader as pl\n"
+        in both
+    )
+    wrapped = "pl.MpDeviceLoader(DataLoader(loader, batch_size=8), torch_xla.device())"
+    assert f"in {wrapped} if XLA_AVAILABLE else DataLoader(loader, batch_size=8):" in both
+    assert _findings(both, "XLA305", "XLA403", "XLA401") == {}
+
+
+def _finding(row: int, start: int, end: int, content: str, group: str | None = None) -> Diagnostic:
+    edit = Edit(Location(row, start), Location(row, end), content)
+    fix = Fix(Applicability.SAFE, "edit", (edit,), group=group)
+    return Diagnostic("XLA999", "test", "m", "t.py", edit.start, edit.end, fix=fix)
 
 
 def test_a_group_is_applied_whole_or_not_at_all() -> None:
-    # `pl` means something else here: the loader wrap cannot be applied, so neither is the
-    # ladder fix that goes with it.
+    text = "aaaa\nbbbb\ncccc\n"
+    alone = _finding(1, 1, 3, "x")
+    overlapping = _finding(1, 2, 4, "y", group="g")  # overlaps `alone`, chosen first
+    elsewhere = _finding(3, 1, 3, "z", group="g")
+    assert _choose(text, [alone, overlapping, elsewhere], unsafe=False) == [alone]
+    assert _choose(text, [overlapping, elsewhere, alone], unsafe=False) == [
+        overlapping,
+        elsewhere,
+    ]
+
+
+def test_two_fixes_that_make_the_same_edit_are_both_chosen_and_applied_once() -> None:
+    text = "aaaa\nbbbb\n"
+    first, second = _finding(2, 1, 1, "guard\n"), _finding(2, 1, 1, "guard\n")
+    assert _choose(text, [first, second], unsafe=False) == [first, second]
+    assert _apply(text, [first, second]) == "aaaa\nguard\nbbbb\n"
+
+
+def test_the_loader_wrap_takes_a_free_alias_beside_another_pl() -> None:
+    # `pl` means something else here: the loader wrap imports torch_xla's loader under a
+    # free alias rather than rebind it, and the ladder fix that goes with it comes along.
     text = LADDER_AND_LOADER.replace("import torch_xla\n", "import torch_xla\nimport numpy as pl\n")
-    assert _fixed(text, "XLA305", "XLA403") == text
+    fixed = _fixed(text, "XLA305", "XLA403")
+    assert "import numpy as pl\n" in fixed
+    assert "import torch_xla.distributed.parallel_loader as xla_pl\n" in fixed
+    assert "for x, y in xla_pl.MpDeviceLoader(DataLoader(loader, batch_size=8)," in fixed
+    assert 'torch.device("xla" if importlib.util.find_spec("torch_xla") else "cuda"' in fixed
 
 
 # -- the classic CUDA examples of fixtures/ports/, run after `fix` -----------------------------
@@ -171,7 +221,43 @@ def test_unsafe_fixes_port_a_classic_cuda_script_to_xla(project: Path, name: str
 
 
 @pytest.mark.runtime
-def test_the_ladder_fix_keeps_the_script_running_without_torch_xla(project: Path) -> None:
-    script = _port(project, "use_cuda_flag.py", "--unsafe-fixes", "--select", "XLA305")
+def test_the_ported_script_still_runs_where_torch_xla_is_absent(project: Path) -> None:
+    # The ladder keeps its CUDA and CPU path, and the loader is wrapped only where the
+    # guard found torch_xla: without it, the script runs as it did.
+    script = _port(project, "gpu_flag.py", "--unsafe-fixes")
     (project / "sitecustomize.py").write_text(WITHOUT_TORCH_XLA, encoding="utf-8")
     assert "model on cpu" in _run(script, f"PYTHONPATH={project}")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Lightning-style accelerator names read "cuda" but are not devices.
+        'accelerator = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        "def backend():\n"
+        '    if torch.cuda.is_available():\n        return "cuda"\n    return "cpu"\n',
+        'def f(flags):\n    if torch.cuda.is_available():\n        flags.accelerator = "cuda"\n',
+        'print("cuda" if torch.cuda.is_available() else "cpu")\n',
+    ],
+)
+def test_ladder_of_names_that_are_not_devices_gets_no_fix(source: str) -> None:
+    [finding] = _findings("import torch\n" + source, "XLA305").values()
+    assert finding.fix is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n',
+        'x = x.to("cuda" if torch.cuda.is_available() else "cpu")\n',
+        'x = torch.ones(2, device="cuda" if torch.cuda.is_available() else "cpu")\n',
+        'def run(device="cuda" if torch.cuda.is_available() else "cpu"):\n    pass\n',
+        "def get_device():\n"
+        '    if torch.cuda.is_available():\n        return "cuda"\n    return "cpu"\n',
+        "def f(flags):\n"
+        '    if torch.cuda.is_available():\n        flags.x = torch.device("cuda")\n',
+    ],
+)
+def test_ladder_in_a_device_position_gets_the_fix(source: str) -> None:
+    [finding] = _findings("import torch\n" + source, "XLA305").values()
+    assert finding.fix is not None

@@ -186,7 +186,7 @@ def test_boolean_mask_read_fix_spells_torch_like_the_file(
     assert set(diagnostic.fix.required_imports) == imports
     assert f"s = {where}(x > 0, x, 0).sum()\n" in fix("XLA202", source).text
     if imports:
-        assert fix("XLA202", source).text.startswith("from torch import nn\nimport torch\n")
+        assert fix("XLA202", source).text.startswith("import torch\nfrom torch import nn\n")
 
 
 @pytest.mark.parametrize(

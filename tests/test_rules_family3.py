@@ -91,6 +91,11 @@ def test_cuda_call_with_torchs_arguments_is_flagged() -> None:
         ("device = 'cuda'\n", "device = 'xla'\n"),
         ('DEVICE = f"cuda:{rank}"\n', 'DEVICE = "xla"\n'),
         ('def run(device="cuda:1"):\n    pass\n', 'def run(device="xla"):\n    pass\n'),
+        # A default is made at import: `torch.device("xla")` does not start the runtime.
+        (
+            'def run(device=torch.device("cuda", 0)):\n    pass\n',
+            'def run(device=torch.device("xla")):\n    pass\n',
+        ),
         (
             'parser.add_argument("--device", default="cuda")\n',
             'parser.add_argument("--device", default="xla")\n',
@@ -340,3 +345,69 @@ def test_compile_with_inductor_options_has_no_fix() -> None:
 
 def test_compile_outside_xla_code_is_not_reported() -> None:
     assert lint("XLA307", "import torch\nm = torch.compile(m)\n") == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "torch.backends.cudnn.benchmark = True\n",
+        "torch.backends.cuda.matmul.allow_tf32 = True\n",
+        "torch.cuda.manual_seed_all(0)\n",
+        "torch.cuda.empty_cache()\n",
+        "n = torch.cuda.device_count()\n",
+        "print(torch.cuda.max_memory_allocated() / 2**30)\n",
+        'with torch.autocast("cuda", enabled=False):\n    pass\n',
+        "scaler = torch.cuda.amp.GradScaler(enabled=False)\n",
+        '@torch.autocast("cuda", enabled=False)\ndef f(x):\n    return x\n',
+    ],
+)
+def test_cuda_api_leaves_measured_no_ops_alone(source: str) -> None:
+    assert lint("XLA303", "import torch\n" + source) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("torch.cuda.synchronize()\n", "raises on an XLA host"),
+        ('with torch.autocast("cuda", enabled=args.amp):\n    pass\n', "float32"),
+        ('with torch.autocast("cuda", dtype=torch.bfloat16):\n    pass\n', "raises"),
+        ("scaler = torch.amp.GradScaler()\n", "reads the found-inf flag to the host"),
+        ("big = torch.cuda.memory_allocated() > limit\n", "returns 0"),
+        ("bf16 = torch.cuda.is_bf16_supported() and args.bf16\n", "returns False"),
+        ("t = torch.cuda.Event(enable_timing=True)\n", "when recorded"),
+    ],
+)
+def test_cuda_api_says_what_the_call_does_on_xla(source: str, says: str) -> None:
+    [diagnostic] = lint("XLA303", "import torch\n" + source)
+    assert says in diagnostic.message
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "torch.cuda.set_rng_state(state)\n",
+        "@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\ndef f(x):\n    return x\n",
+        'torch.cuda.nvtx.range_push("step")\n',
+        "archs = torch.cuda.get_arch_list()\n",
+    ],
+)
+def test_cuda_api_leaves_more_measured_no_ops_alone(source: str) -> None:
+    assert lint("XLA303", "import torch\n" + source) == []
+
+
+def test_cuda_api_reports_a_query_that_decides() -> None:
+    [diagnostic] = lint("XLA303", 'import torch\nnew = "sm_90" in torch.cuda.get_arch_list()\n')
+    assert "an empty list" in diagnostic.message
+
+
+def test_module_compile_gets_the_openxla_backend() -> None:
+    source = """\
+        import torch
+        import torch.nn as nn
+        import torch_xla
+
+        model = nn.Linear(4, 4).to(torch_xla.device())
+        model.compile(fullgraph=True)
+        """
+    result, _ = fixed("XLA307", source, all_fixable=True)
+    assert 'model.compile(fullgraph=True, backend="openxla")' in result

@@ -438,8 +438,8 @@ def test_plain_dataloader_fix(before: str, after: str) -> None:
     )
     body = "    model(x).sum().backward()\n    optimizer.step()\n    torch_xla.sync()\n"
     imported = head.replace(
-        "from tqdm import tqdm\n",
-        "from tqdm import tqdm\nimport torch_xla.distributed.parallel_loader as pl\n",
+        "import torch_xla\n",
+        "import torch_xla\nimport torch_xla.distributed.parallel_loader as pl\n",
     )
     assert fixed(head + before + body, "XLA403") == imported + after + body
 
@@ -542,10 +542,9 @@ def train(model, dataset, optimizer):
 def test_barrier_fix_wraps_a_dataloader_whose_batches_the_loop_moves() -> None:
     before = GPU_LOOP.format(moves="        x, y = x.cuda(), y.cuda()\n")
     after = before.replace(
-        "from torch.utils.data import DataLoader\n",
-        "from torch.utils.data import DataLoader\n"
-        "import torch_xla\n"
-        "import torch_xla.distributed.parallel_loader as pl\n",
+        "import torch\n",
+        "import torch\nimport torch_xla\nimport torch_xla.distributed.parallel_loader as pl\n",
+        1,
     ).replace("for x, y in loader:", "for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):")
     assert fixed(before, "XLA401") == after
 
@@ -575,8 +574,9 @@ def test_optimizer_step_fix_wraps_the_loader_instead_of_a_second_barrier() -> No
 def test_barrier_fix_appends_a_sync_where_the_loop_does_not_move_its_batches() -> None:
     before = GPU_LOOP.format(moves="")
     after = before.replace(
-        "from torch.utils.data import DataLoader\n",
-        "from torch.utils.data import DataLoader\nimport torch_xla\n",
+        "import torch\n",
+        "import torch\nimport torch_xla\n",
+        1,
     ).replace("optimizer.step()\n", "optimizer.step()\n        torch_xla.sync()\n")
     assert fixed(before, "XLA401") == after
 
@@ -743,11 +743,11 @@ def test_all_fixes_together_reach_a_fixed_point() -> None:
         """\
         import torch
         import torch.nn.functional as F
+        import torch_xla
+        import torch_xla.core.xla_model as xm
+        import torch_xla.distributed.parallel_loader as pl
         import torch_xla.distributed.xla_multiprocessing as xmp
         from torch.utils.data import DataLoader
-        import torch_xla
-        import torch_xla.distributed.parallel_loader as pl
-        import torch_xla.core.xla_model as xm
 
 
         def _mp_fn(index, model, dataset, optimizer):

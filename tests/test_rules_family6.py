@@ -382,12 +382,12 @@ MODERN_SCRIPT = """\
 import os
 
 import torch
-import torch_xla.core.xla_model as xm
-import torch_xla.distributed.parallel_loader as pl
-from torch.utils.data.distributed import DistributedSampler
 import torch_xla
-import torch_xla.runtime as xr
+import torch_xla.core.xla_model as xm
 import torch_xla.debug.metrics as met
+import torch_xla.distributed.parallel_loader as pl
+import torch_xla.runtime as xr
+from torch.utils.data.distributed import DistributedSampler
 
 os.environ["XLA_USE_BF16"] = "1"
 

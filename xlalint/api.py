@@ -23,14 +23,15 @@ from typing import TypeVar
 import pathspec
 
 from xlalint.cache import ResultCache
-from xlalint.config import Settings
+from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult
 from xlalint.discovery import discover
 from xlalint.engine import lint_source
 from xlalint.fixer import FixOutcome, allowed, fix_text
+from xlalint.notebooks import fix_notebook, is_notebook, lint_notebook
 from xlalint.registry import expand, select_rules
 from xlalint.rule import Rule
-from xlalint.sources import Source, SourceError, decode, read_source
+from xlalint.sources import Source, SourceError, decode, read_bytes
 from xlalint.writer import WriteError, write_atomic
 
 # Below this many files a process pool costs more than it saves.
@@ -40,8 +41,10 @@ MISSING = "no such file or directory"
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
-Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None]
+# (path, rules, hot functions, unsafe, cache, line length for fixed lines)
+Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None]
 T = TypeVar("T")
+Progress = Callable[[int, int], None]  # (files done, files in all)
 
 
 @dataclass
@@ -49,6 +52,8 @@ class CheckReport:
     results: list[FileResult] = field(default_factory=list)
     missing: list[Path] = field(default_factory=list)
     empty: list[Path] = field(default_factory=list)  # folders without a Python file to lint
+    # Content linted from somewhere other than its file (stdin), for renderers that quote it.
+    buffers: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -138,16 +143,36 @@ def lint_file(
     """Lint one file; with `cache`, store the result under the bytes actually linted."""
     filename = str(path)
     try:
-        source = read_source(path)
+        raw = read_bytes(path)
+        result = _lint_raw(raw, path, rules, hot_functions)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, str(error)))
-    try:
-        result = lint_source(source.text, filename, rules, hot_functions)
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileResult(filename, error=FileError(filename, _internal(error)))
     if cache is not None:
-        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
+        cache.store(cache.key(filename, raw, rules, hot_functions), result)
     return result
+
+
+def _lint_raw(
+    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str]
+) -> FileResult:
+    if is_notebook(path):
+        return lint_notebook(raw, str(path), rules, hot_functions)
+    return lint_source(decode(raw).text, str(path), rules, hot_functions)
+
+
+def lint_source_file(
+    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+) -> FileResult:
+    """Lint `raw` as the content of `path`, which need not exist (stdin)."""
+    filename = str(path)
+    try:
+        return _lint_raw(raw, path, rules, hot_functions)
+    except SourceError as error:
+        return FileResult(filename, error=FileError(filename, str(error)))
+    except Exception as error:  # a bug in xlalint must not crash the caller
+        return FileResult(filename, error=FileError(filename, _internal(error)))
 
 
 def fix_file(
@@ -156,18 +181,19 @@ def fix_file(
     hot_functions: Sequence[str] = (),
     unsafe: bool = False,
     cache: ResultCache | None = None,
+    line_length: int | None = None,
 ) -> FixOutcome | FileError:
     """Fix one file. The caller has asked the cache already (`_cached_fix`); with `cache`,
     an unchanged file's findings are stored for `check`."""
     filename = str(path)
     try:
-        source = read_source(path)
+        raw = read_bytes(path)
     except SourceError as error:
         return FileError(filename, str(error))
-    try:
-        outcome = fix_text(source, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
-    except Exception as error:  # a bug in xlalint must not stop the other files
-        return FileError(filename, _internal(error))
+    outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length)
+    if isinstance(outcome, FileError):
+        return outcome
+    source = outcome.original
     if cache is not None and outcome.error is None and not outcome.changed:
         # The findings of an unchanged text are its lint result: worth keeping for `check`.
         result = FileResult(filename, outcome.remaining)
@@ -175,6 +201,43 @@ def fix_file(
     if outcome.error is not None:
         return FileError(filename, outcome.error)
     return outcome
+
+
+def fix_source(
+    raw: bytes,
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    unsafe: bool = False,
+    line_length: int | None = None,
+) -> FixOutcome | FileError:
+    """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
+    `error` is set when the text cannot be linted."""
+    filename = str(path)
+    try:
+        if is_notebook(path):
+            return fix_notebook(
+                raw,
+                filename,
+                rules,
+                unsafe=unsafe,
+                hot_functions=hot_functions,
+                line_length=line_length,
+            )
+        source = decode(raw)
+    except SourceError as error:
+        return FileError(filename, str(error))
+    try:
+        return fix_text(
+            source,
+            filename,
+            rules,
+            unsafe=unsafe,
+            hot_functions=hot_functions,
+            line_length=line_length,
+        )
+    except Exception as error:  # a bug in xlalint must not stop the other files
+        return FileError(filename, _internal(error))
 
 
 def _unchanged_by_fix(
@@ -208,17 +271,17 @@ def _raise_recursion_limit() -> None:
 
 
 def _lint_job(job: Job) -> FileResult:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     return lint_file(Path(path), rules, hot_functions, cache)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
-    path, rules, hot_functions, unsafe, cache = job
-    return fix_file(Path(path), rules, hot_functions, unsafe, cache)
+    path, rules, hot_functions, unsafe, cache, line_length = job
+    return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length)
 
 
 def _cached_lint(job: Job) -> FileResult | None:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     if cache is None:
         return None
     try:
@@ -229,7 +292,7 @@ def _cached_lint(job: Job) -> FileResult | None:
 
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
-    path, rules, hot_functions, unsafe, cache = job
+    path, rules, hot_functions, unsafe, cache, _ = job
     if cache is None:
         return None
     try:
@@ -243,17 +306,31 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def _run(worker: Callable[[Job], T], jobs: list[Job], processes: int) -> list[T]:
-    """Run `worker` over `jobs`, in a process pool when it pays; results in job order."""
+def _run(
+    worker: Callable[[Job], T],
+    jobs: list[Job],
+    processes: int,
+    done: Callable[[], None] = lambda: None,
+) -> list[T]:
+    """Run `worker` over `jobs`, in a process pool when it pays; results in job order.
+    `done` is called as each result arrives (for a progress bar)."""
     _raise_recursion_limit()
     if processes <= 1 or len(jobs) < PARALLEL_THRESHOLD:
-        return [worker(job) for job in jobs]
+        results = []
+        for job in jobs:
+            results.append(worker(job))
+            done()
+        return results
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     chunk = max(1, len(jobs) // (processes * 8))
     with ProcessPoolExecutor(
         max_workers=processes, mp_context=context, initializer=_raise_recursion_limit
     ) as pool:
-        return list(pool.map(worker, jobs, chunksize=chunk))
+        results = []
+        for result in pool.map(worker, jobs, chunksize=chunk):
+            results.append(result)
+            done()
+        return results
 
 
 def _run_cached(
@@ -261,11 +338,25 @@ def _run_cached(
     worker: Callable[[Job], T],
     jobs: list[Job],
     processes: int,
+    progress: Progress | None = None,
 ) -> list[T]:
-    """Answer from the cache here; run `worker` on the misses only; results in job order."""
-    results = [lookup(job) for job in jobs]
+    """Answer from the cache here; run `worker` on the misses only; results in job order.
+    `progress(done, total)` hears of each file as it is answered."""
+    report = progress or (lambda done, total: None)
+    count = 0
+
+    def done() -> None:
+        nonlocal count
+        count += 1
+        report(count, len(jobs))
+
+    results = []
+    for job in jobs:
+        results.append(lookup(job))
+        if results[-1] is not None:
+            done()
     misses = [index for index, result in enumerate(results) if result is None]
-    computed = _run(worker, [jobs[index] for index in misses], processes)
+    computed = _run(worker, [jobs[index] for index in misses], processes, done)
     for index, result in zip(misses, computed, strict=True):
         results[index] = result
     return results  # type: ignore[return-value]  # no None is left
@@ -279,11 +370,12 @@ def _jobs(
     cache: ResultCache | None,
 ) -> list[Job]:
     every = tuple(rules)
+    line_length = line_length_for(settings)
     jobs = []
     for path in files:
         ignored = ignored_codes_for(path, settings)
         kept = tuple(rule for rule in every if rule.code not in ignored) if ignored else every
-        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache))
+        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache, line_length))
     return jobs
 
 
@@ -294,21 +386,28 @@ def check_paths(
     rules: Sequence[type[Rule]] | None = None,
     jobs: int | None = None,
     cache: ResultCache | None = None,
+    progress: Progress | None = None,
 ) -> CheckReport:
     """Lint every file under `paths` with the enabled rules (answered from `cache` where
-    it holds a result for the file's current content)."""
+    it holds a result for the file's current content); `progress(done, total)` is told of
+    each file linted."""
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
     work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
-    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs())
+    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs(), progress)
     return CheckReport(results=results, missing=found.missing, empty=found.empty)
 
 
-def _forecast_file(path: Path, rules: Sequence[type[Rule]], hot: Sequence[str]) -> FixForecast:
+def _forecast_file(
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot: Sequence[str],
+    line_length: int | None = None,
+) -> FixForecast:
     """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
     forecast = FixForecast()
     for unsafe in (False, True):
-        item = fix_file(path, rules, hot, unsafe)
+        item = fix_file(path, rules, hot, unsafe, line_length=line_length)
         if isinstance(item, FileError):
             return FixForecast()
         applied = sum(item.applied.values())
@@ -326,7 +425,7 @@ def _forecast_file(path: Path, rules: Sequence[type[Rule]], hot: Sequence[str]) 
 
 
 def _forecast_key(job: Job) -> str | None:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     if cache is None:
         return None
     try:
@@ -348,8 +447,8 @@ def _cached_forecast(job: Job) -> FixForecast | None:
 
 
 def _forecast_job(job: Job) -> FixForecast:
-    path, rules, hot_functions, _, cache = job
-    forecast = _forecast_file(Path(path), rules, hot_functions)
+    path, rules, hot_functions, _, cache, line_length = job
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length)
     key = _forecast_key(job)
     if cache is not None and key is not None:
         cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})

@@ -43,7 +43,7 @@ from xlalint.rule import Rule
 CACHE_DIR_NAME = ".xlalint_cache"
 ENV_CACHE_DIR = "XLALINT_CACHE_DIR"
 ENV_NO_CACHE = "XLALINT_NO_CACHE"
-FORMAT = 2  # bump when the entry layout changes
+FORMAT = 3  # bump when the entry layout changes
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by xlalint.\n"
@@ -205,7 +205,10 @@ def _encode_diagnostic(d: Diagnostic) -> list[Any]:
             list(d.fix.required_imports),
             d.fix.group,
         ]
-    return [d.code, d.name, d.message, *_loc(d.start), *_loc(d.end), fix, d.hint, d.noqa_row]
+    return [
+        *(d.code, d.name, d.message, *_loc(d.start), *_loc(d.end)),
+        *(fix, d.hint, d.noqa_row, d.cell),
+    ]
 
 
 def _loc(location: Location) -> tuple[int, int]:
@@ -223,7 +226,7 @@ def decode(data: dict[str, Any], filename: str) -> FileResult:
 
 
 def _decode_diagnostic(item: list[Any], filename: str) -> Diagnostic:
-    code, name, message, r1, c1, r2, c2, fix, hint, noqa_row = item
+    code, name, message, r1, c1, r2, c2, fix, hint, noqa_row, cell = item
     return Diagnostic(
         code=_str(code),
         name=_str(name),
@@ -234,6 +237,7 @@ def _decode_diagnostic(item: list[Any], filename: str) -> Diagnostic:
         fix=None if fix is None else _decode_fix(fix),
         hint=None if hint is None else _str(hint),
         noqa_row=None if noqa_row is None else _int(noqa_row),
+        cell=None if cell is None else _int(cell),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +36,7 @@ from xlalint.harness.commands import HarnessProblem, profile_command, verify_com
 from xlalint.harness.fix_verify import named_scripts, verify_fixes
 from xlalint.harness.profile import ScriptCommandError
 from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
-from xlalint.harness.table import print_fix_verification
+from xlalint.harness.table import output_console, print_fix_verification
 from xlalint.registry import (
     all_rules,
     did_you_mean,
@@ -46,6 +47,8 @@ from xlalint.registry import (
 from xlalint.report import FORMATS, HUMAN_FORMATS, plural
 from xlalint.report.concise import header as concise_header
 from xlalint.report.diff import render_diff
+from xlalint.report.progress import progress_bar
+from xlalint.stdin import check_stdin, fix_stdin
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -236,6 +239,48 @@ jobs_option = click.option(
 )
 
 
+stdin_option = click.option(
+    "--stdin-filename",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Read the source from standard input and treat it as this file (its config, "
+    "per-file-ignores and file type apply).",
+)
+
+
+def stdin_target(paths: Sequence[Path], stdin_filename: Path | None) -> Path | None:
+    """The file standard input stands for, or None when linting paths (ruff's rule: a
+    `--stdin-filename` means stdin whatever else is named; so does a lone `-`)."""
+    if stdin_filename is not None:
+        for other in paths:
+            if str(other) != "-":
+                click.echo(f"warning: ignoring {other} in favour of standard input", err=True)
+        return stdin_filename
+    if [str(p) for p in paths] == ["-"]:
+        return Path("-")
+    return None
+
+
+def _read_stdin() -> bytes:
+    return sys.stdin.buffer.read()
+
+
+def _fix_stdin(path: Path, settings: Settings, unsafe: bool, quiet: bool) -> None:
+    """Write the fixed source to stdout (the input as it is when nothing applies), what
+    remains to stderr; exit 1 if findings remain, as with `fix --apply`."""
+    fixed, report = fix_stdin(_read_stdin(), path, settings, enabled_rules(settings), unsafe)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(fixed)
+    sys.stdout.buffer.flush()
+    for error in report.errors:
+        click.echo(f"error: {error.filename}: {error.reason}", err=True)
+    _echo_fix_problems(report)
+    for diagnostic in report.remaining:
+        click.echo(concise_header(diagnostic), err=True)
+    if not quiet:
+        click.echo(f"Fixed {_applied_summary(report)}.", err=True)
+    raise SystemExit(EXIT_FINDINGS if report.remaining or report.errors else EXIT_CLEAN)
+
+
 def with_selector_options(function):  # type: ignore[no-untyped-def]
     for option in reversed(selector_options):
         function = option(function)
@@ -299,6 +344,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--fix", is_flag=True, help="Apply fixes, then report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix, apply unsafe fixes too.")
+@stdin_option
 @with_cache_options
 def check(
     paths: tuple[Path, ...],
@@ -314,25 +360,45 @@ def check(
     quiet: bool,
     fix: bool,
     unsafe_fixes: bool,
+    stdin_filename: Path | None,
     no_cache: bool,
     cache_dir: Path | None,
 ) -> None:
-    """Lint PATHS (default: the current folder) for XLA performance pitfalls."""
-    targets = list(paths) or [Path(".")]
+    """Lint PATHS (default: the current folder) for XLA performance pitfalls.
+
+    With `--stdin-filename PATH` (or a lone `-`), lint standard input as PATH; with
+    `--fix`, the fixed source goes to stdout and the findings left to stderr.
+    """
+    stdin_path = stdin_target(paths, stdin_filename)
+    targets = [stdin_path] if stdin_path else list(paths) or [Path(".")]
     settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
+    if stdin_path is not None and fix:
+        _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     rules = enabled_rules(settings)
     cache = result_cache(settings, no_cache, cache_dir)
     fixed = 0
     fixes = FixReport()
     fix_errors: list[FileError] = []
-    if fix:
+    if stdin_path is not None:
+        report = check_stdin(_read_stdin(), stdin_path, settings, rules)
+    elif fix:
         fixes = fix_paths(
             targets, settings, rules=rules, unsafe=unsafe_fixes, apply=True, jobs=jobs, cache=cache
         )
         fixed = sum(sum(o.applied.values()) for o in fixes.outcomes)
         fix_errors = fixes.errors
         _echo_fix_problems(fixes)
-    report = check_paths(targets, settings, rules=rules, jobs=jobs, cache=cache)
+    if stdin_path is None:
+        # A bar while a large run lints, for people watching a terminal; never in machine
+        # formats.
+        bar = progress_bar(sys.stderr, output_format in HUMAN_FORMATS and not quiet)
+        try:
+            report = check_paths(
+                targets, settings, rules=rules, jobs=jobs, cache=cache, progress=bar
+            )
+        finally:
+            if bar is not None:
+                bar.close()
 
     _echo_path_problems(report)
     for error in report.errors:
@@ -351,7 +417,12 @@ def check(
                 click.echo(f"Fixed {plural(fixed, 'finding')}." if fixed else "No fixes applied.")
                 if note := _enabled_note(fixes, unsafe_fixes):
                     click.echo(note)
-            forecast = forecast_fixes(report, settings, rules=rules, jobs=jobs, cache=cache)
+            # The forecast reruns the fixer on the files; a buffer from stdin is not one.
+            forecast = (
+                None
+                if stdin_path is not None
+                else forecast_fixes(report, settings, rules=rules, jobs=jobs, cache=cache)
+            )
             click.echo(summary(report, forecast), nl=False)
 
     if report.missing:
@@ -426,6 +497,7 @@ def _applied_summary(report: FixReport) -> str:
     is_flag=True,
     help="With --apply, exit 1 when a file was changed, even if no finding remains.",
 )
+@stdin_option
 @with_cache_options
 def fix_command(
     paths: tuple[Path, ...],
@@ -442,6 +514,7 @@ def fix_command(
     device: str,
     fix_only: bool,
     exit_non_zero_on_fix: bool,
+    stdin_filename: Path | None,
     no_cache: bool,
     cache_dir: Path | None,
 ) -> None:
@@ -456,7 +529,17 @@ def fix_command(
     fixes the current folder; the script's command comes after `--`. Exits 1 when the
     fixed script fails or, with safe fixes only, prints different numbers; --apply then
     writes nothing.
+
+    \b
+    xlalint fix --stdin-filename PATH -
+    fixes standard input as PATH: the fixed source on stdout, findings left on stderr;
+    exits 1 if findings remain.
     """
+    stdin_path = None if verify else stdin_target(paths, stdin_filename)
+    if stdin_path is not None:
+        settings = resolve_settings([stdin_path], config, select, extend_select, ignore,
+                                    force_exclude)  # fmt: skip
+        _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     if verify:
         verified = _verify_fixes(
             [str(p) for p in paths], config, select, extend_select, ignore, unsafe_fixes, device
@@ -527,7 +610,7 @@ def _verify_fixes(
             )
     except (RuntimeUnavailable, ScriptCommandError) as error:
         raise HarnessProblem(str(error)) from None
-    print_fix_verification(verification, Console())
+    print_fix_verification(verification, output_console())
     return verification.passed
 
 

@@ -49,6 +49,7 @@ class Settings:
     hot_functions: tuple[str, ...] = ()
     respect_gitignore: bool = True
     force_exclude: bool = False
+    line_length: int | None = None  # for the lines fixes rewrite; None: see `line_length_for`
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -78,6 +79,44 @@ def _per_file_ignores(source: str, value: object) -> dict[str, tuple[str, ...]]:
     }
 
 
+def _line_length(source: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 320:
+        raise ConfigError(
+            f"{source}: `line-length` must be an integer from 1 to 320, got {value!r}"
+        )
+    return value
+
+
+DEFAULT_LINE_LENGTH = 88  # ruff's and black's
+
+
+def line_length_for(settings: Settings) -> int:
+    """The line length fixes keep to: `line-length` in xlalint's config, else the one ruff
+    or black is configured with in the project root (pyproject.toml, ruff.toml,
+    .ruff.toml), else their default, 88."""
+    if settings.line_length is not None:
+        return settings.line_length
+    root = settings.root
+    candidates = [
+        (root / "ruff.toml", ("line-length",)),
+        (root / ".ruff.toml", ("line-length",)),
+        (root / "pyproject.toml", ("tool", "ruff", "line-length")),
+        (root / "pyproject.toml", ("tool", "black", "line-length")),
+    ]
+    for path, keys in candidates:
+        if not path.is_file():
+            continue
+        try:
+            value: Any = _load_toml(path)
+        except ConfigError:
+            continue
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return DEFAULT_LINE_LENGTH
+
+
 def _bool(source: str, key: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{source}: `{key}` must be true or false, got {value!r}")
@@ -97,6 +136,7 @@ _KEYS = {
     "hot-functions": lambda s, v: ("hot_functions", _string_list(s, "hot-functions", v)),
     "respect-gitignore": lambda s, v: ("respect_gitignore", _bool(s, "respect-gitignore", v)),
     "force-exclude": lambda s, v: ("force_exclude", _bool(s, "force-exclude", v)),
+    "line-length": lambda s, v: ("line_length", _line_length(s, v)),
 }
 
 

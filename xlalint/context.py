@@ -19,13 +19,12 @@ from xlalint.analysis import devices
 from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
-from xlalint.analysis.hotness import FunctionKey, HotCode, Site
+from xlalint.analysis.hotness import FunctionKey, HotCode, Site, per_step_hooks
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
-from xlalint.walk import names_under
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -38,12 +37,13 @@ class _Frame:
     module_call: bool
     node: cst.FunctionDef | None = None
     loops: list[cst.CSTNode] = field(default_factory=list)  # loops around, outermost first
+    hook: bool = False
 
 
 _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
-     cst.ImportFrom, cst.Call}
+     cst.ImportFrom, cst.Call, cst.With, cst.Lambda}
 )  # fmt: skip
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
@@ -56,12 +56,13 @@ def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
     return child is loop.body or (isinstance(loop, cst.While) and child is loop.test)
 
 
+def _base_names(node: cst.ClassDef) -> list[str]:
+    """The last names of a class's bases: `nn.Module` -> `Module`."""
+    return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
+
+
 def _is_module_class(node: cst.ClassDef) -> bool:
-    for base in node.bases:
-        name = get_full_name_for_node(base.value) or ""
-        if name.rsplit(".", 1)[-1].endswith("Module"):
-            return True
-    return False
+    return any(name.endswith("Module") for name in _base_names(node))
 
 
 class FileContext:
@@ -72,13 +73,19 @@ class FileContext:
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
         self.epochs = Epochs(self.imports)
-        self.hot = HotCode(hot_functions, self.epochs.per_epoch)
+        self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
-        self._classes: list[tuple[str, bool]] = []
+        self._classes: list[tuple[str, bool, frozenset[str]]] = []
+        # Per-step hooks of the classes defined so far, inherited by their subclasses here.
+        self._class_hooks: dict[str, frozenset[str]] = {}
         self._guarded: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
+        # `with torch.device(...)` / `with self.device:` blocks: factories there make tensors
+        # on that device.
+        self._device_withs: list[cst.With] = []
+        self._default_lambdas: list[cst.Lambda] = []  # lambdas given as parameter defaults
         # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
 
@@ -90,7 +97,7 @@ class FileContext:
     @cached_property
     def names_in_use(self) -> NamesInUse:
         """Every name the file uses: an import a fix adds must not rebind one of them."""
-        return names_in_use(self.module, names_under(self.module))
+        return names_in_use(self.module)
 
     @cached_property
     def loops(self) -> LoopAnalysis:
@@ -139,7 +146,8 @@ class FileContext:
                 return "every step"
             return "on every pass of its loop"
         key = self.function
-        if key is None or self.hot.declared_per_step(key.name) or self._frames[-1].module_call:
+        frame = self._frames[-1]
+        if key is None or self.hot.declared_per_step(key.name) or frame.module_call or frame.hook:
             return "every step"
         return f"each time `{key.name}()` runs"
 
@@ -165,7 +173,14 @@ class FileContext:
     def site(self) -> Site:
         frame = self._frames[-1]
         scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
-        return Site(frame.key, bool(frame.loops), self.in_step_closure, frame.module_call, scopes)
+        return Site(
+            frame.key,
+            bool(frame.loops),
+            self.in_step_closure,
+            frame.module_call,
+            scopes,
+            hook=frame.hook,
+        )
 
     # -- bookkeeping, called by the engine around every node ------------------------------
     # The engine calls these two for every node of the file: they dispatch on the node's
@@ -186,7 +201,12 @@ class FileContext:
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
-            self._classes.append((node.name.value, _is_module_class(node)))
+            bases = _base_names(node)
+            hooks = per_step_hooks(bases).union(
+                *(self._class_hooks.get(base, frozenset()) for base in bases)
+            )
+            self._class_hooks[node.name.value] = hooks
+            self._classes.append((node.name.value, _is_module_class(node), hooks))
             self.kinds.push_class()
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
@@ -204,6 +224,18 @@ class FileContext:
             self.imports.add(node)  # type: ignore[arg-type]
         elif kind is cst.Call:
             self._enter_call(node)  # type: ignore[arg-type]
+        elif kind is cst.Lambda:
+            if type(parent) is cst.Param and parent.default is node:  # type: ignore[union-attr]
+                # `output_transform=lambda x, y, y_pred, loss: loss.item()`: the default runs
+                # wherever the parameter is called, as a function of that name.
+                name = parent.name.value  # type: ignore[union-attr]
+                self._frames.append(_Frame(key=FunctionKey(None, name), module_call=False))
+                self._default_lambdas.append(node)
+        elif kind is cst.With:
+            assert isinstance(node, cst.With)
+            if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
+                self._device_withs.append(node)
+                self.kinds.device_contexts += 1
 
     def leave(self, node: cst.CSTNode) -> None:
         self._stack.pop()
@@ -217,6 +249,12 @@ class FileContext:
             self._guarded.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
+        if self._default_lambdas and self._default_lambdas[-1] is node:
+            self._default_lambdas.pop()
+            self._frames.pop()
+        if self._device_withs and self._device_withs[-1] is node:
+            self._device_withs.pop()
+            self.kinds.device_contexts -= 1
         if self._narrowed and self._narrowed[-1][0] is node:
             for name, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
@@ -246,15 +284,24 @@ class FileContext:
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
                 node.target, cst.Add(), node.value)))  # fmt: skip
 
+    def _trains_in_body(self, function: cst.CSTNode) -> bool:
+        """A function whose own body (not a loop in it) runs backward: one training step,
+        whoever calls it (ignite's `update(engine, batch)`). An optimizer step alone can be
+        a one-off (priming an optimizer's state before loading a checkpoint)."""
+        return isinstance(function, cst.FunctionDef) and self.loops.facts(function).backward
+
     def _enter_function(self, node: cst.FunctionDef) -> None:
-        class_name, is_module = self._classes[-1] if self._classes else (None, False)
+        class_name, is_module, hooks = (
+            self._classes[-1] if self._classes else (None, False, frozenset())
+        )
         # A def directly in a class body is a method; a def nested in a function is not.
         direct_method = class_name is not None and isinstance(
             self._stack[-3] if len(self._stack) >= 3 else None, cst.ClassDef
         )
         key = FunctionKey(class_name if direct_method else None, node.name.value)
         module_call = direct_method and is_module and node.name.value == "__call__"
-        self._frames.append(_Frame(key=key, module_call=module_call, node=node))
+        hook = direct_method and node.name.value in hooks
+        self._frames.append(_Frame(key=key, module_call=module_call, node=node, hook=hook))
         self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
         self.masks.push_function(node)
 

@@ -69,9 +69,17 @@ class Diagnostic:
     # The line a noqa comment must sit on (differs from `start.row` for findings inside
     # multi-line strings or backslash-continued lines).
     noqa_row: int | None = None
+    # In a notebook, the 1-based cell (over all cells) that rows and columns count within.
+    cell: int | None = None
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.filename, self.start.row, self.start.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.filename, self.cell or 0, self.start.row, self.start.column, self.code)
+
+    @property
+    def position(self) -> str:
+        """`row:col`, or `cell N:row:col` in a notebook, as shown after the file name."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{cell}{self.start.row}:{self.start.column}"
 
 
 @dataclass(frozen=True)

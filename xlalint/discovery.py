@@ -1,8 +1,9 @@
 """Which files to lint.
 
-Directories are walked for `.py` and `.pyi` files, skipping `exclude`/`extend-exclude`
-patterns (gitignore syntax, relative to the config's folder) and whatever `.gitignore` files
-on the way ignore (and those of the folders above, up to the git repository's root). Files
+Directories are walked for `.py`, `.pyi` and `.ipynb` files, skipping `exclude`/`extend-exclude`
+patterns (gitignore syntax, relative to the config's folder) and whatever git ignores: the
+`.gitignore` files on the way (and those of the folders above, up to the git repository's
+root), the repository's `.git/info/exclude` and git's global excludes file. Files
 named on the command line are always linted, as in ruff. Symbolic links to directories are
 not followed, so a link loop cannot trap the walk.
 """
@@ -10,6 +11,7 @@ not followed, so a link loop cannot trap the walk.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ import pathspec
 
 from xlalint.config import Settings
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: `extend-exclude = ["*.ipynb"]` skips them
 
 
 @dataclass(frozen=True)
@@ -33,28 +35,68 @@ def _spec(patterns: Iterable[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
+def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
+    """The patterns of an ignore file, or None when there is none (or it cannot be read)."""
+    try:
+        if not path.is_file():
+            return None
+        return _spec(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    except OSError:
+        return None
+
+
+def _git(repository: Path, *args: str) -> str:
+    """What `git ARGS` prints in `repository`, or "" where git is missing or fails."""
+    try:
+        result = subprocess.run(
+            ["git", *args], cwd=repository, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def repository_excludes(repository: Path) -> list[Path]:
+    """The repository's own excludes file (`.git/info/exclude`, in the common git folder of
+    a worktree) and git's global one (`core.excludesFile`, else `$XDG_CONFIG_HOME/git/ignore`
+    or `~/.config/git/ignore`), as git itself finds them; in that order of precedence."""
+    info = _git(repository, "rev-parse", "--git-path", "info/exclude")
+    own = repository / info if info else repository / ".git" / "info" / "exclude"
+    configured = _git(repository, "config", "--path", "--get", "core.excludesFile")
+    if configured:
+        return [own, Path(configured).expanduser()]
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return [own, Path(xdg) / "git" / "ignore"]
+
+
 class _Ignores:
-    """`.gitignore` files met on the way down, each applying below its own folder."""
+    """`.gitignore` files met on the way down, each applying below its own folder, then
+    the repository's `.git/info/exclude` and git's global excludes file, in git's order."""
 
     def __init__(self) -> None:
         self._specs: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._repository_specs: dict[Path, list[pathspec.GitIgnoreSpec]] = {}
 
     def spec_for(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
         if folder not in self._specs:
-            gitignore = folder / ".gitignore"
-            spec = None
-            if gitignore.is_file():
-                try:
-                    lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-                    spec = _spec(lines)
-                except OSError:
-                    spec = None
-            self._specs[folder] = spec
+            self._specs[folder] = _read_spec(folder / ".gitignore")
         return self._specs[folder]
 
-    def ignored(self, path: Path, is_dir: bool, chain: list[Path]) -> bool:
+    def repository_specs(self, root: Path) -> list[pathspec.GitIgnoreSpec]:
+        """`info/exclude`, then the global excludes, for the repository at `root`."""
+        if root not in self._repository_specs:
+            specs = []
+            if (root / ".git").exists():
+                specs = [s for f in repository_excludes(root) if (s := _read_spec(f)) is not None]
+            self._repository_specs[root] = specs
+        return self._repository_specs[root]
+
+    def ignored(
+        self, path: Path, is_dir: bool, chain: list[Path], repository: Path | None = None
+    ) -> bool:
         # As in git, the deepest .gitignore with a matching pattern decides, so a `!pattern`
-        # in a sub-folder re-includes what a folder above ignored.
+        # in a sub-folder re-includes what a folder above ignored; only where none has a
+        # say do the repository's own excludes and then the global ones.
         for folder in reversed(chain):
             spec = self.spec_for(folder)
             if spec is None:
@@ -63,6 +105,12 @@ class _Ignores:
             verdict = _verdict(spec, relative)
             if verdict is not None:
                 return verdict
+        if repository is not None:
+            relative = path.relative_to(repository).as_posix() + ("/" if is_dir else "")
+            for spec in self.repository_specs(repository):
+                verdict = _verdict(spec, relative)
+                if verdict is not None:
+                    return verdict
         return False
 
 
@@ -113,6 +161,24 @@ def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
     )
 
 
+def force_excluded(path: Path, settings: Settings) -> bool:
+    """Whether `force-exclude` drops a file named on the command line (or a buffer named by
+    `--stdin-filename`, which need not exist on disk)."""
+    if not settings.force_exclude:
+        return False
+    excludes = _spec([*settings.exclude, *settings.extend_exclude])
+    root = settings.root.resolve()
+
+    def matches(candidate: Path, is_dir: bool, base: Path) -> bool:
+        try:
+            relative = candidate.absolute().relative_to(base).as_posix()
+        except ValueError:
+            relative = candidate.name
+        return excludes.match_file(relative + ("/" if is_dir else ""))
+
+    return _excluded_anywhere(path, matches, root)
+
+
 def _excluded_anywhere(path: Path, matches: Callable[[Path, bool, Path], bool], root: Path) -> bool:
     """Whether the file, or a folder it sits in below the project root, is excluded.
 
@@ -151,6 +217,12 @@ def _repo_parents(top: Path) -> list[Path]:
     return []
 
 
+def _repository_root(top: Path) -> Path | None:
+    """The git repository `top` is in (the folder holding `.git`), if any."""
+    top = _normalized(top)
+    return next((f for f in (top, *top.parents) if (f / ".git").exists()), None)
+
+
 def _walk(
     top: Path, excluded: Callable[[Path, bool], bool], ignores: _Ignores | None
 ) -> Iterator[Path]:
@@ -161,6 +233,7 @@ def _walk(
             for folder in _repo_parents(top)
             if not ignores.ignored(_normalized(top), True, [folder])
         ]
+    repository = _repository_root(top)
     stack: list[tuple[Path, list[Path]]] = [(top, parents)]
     while stack:
         folder, chain = stack.pop()
@@ -174,7 +247,7 @@ def _walk(
             is_dir = entry.is_dir(follow_symlinks=False)
             if excluded(path, is_dir):
                 continue
-            if ignores and ignores.ignored(_normalized(path), is_dir, chain):
+            if ignores and ignores.ignored(_normalized(path), is_dir, chain, repository):
                 continue
             if is_dir:
                 stack.append((path, chain))

@@ -7,6 +7,7 @@ differ from what the rules say, so the docs cannot drift from the code.
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 from xlalint.diagnostics import FixAvailability
@@ -24,6 +25,26 @@ def fix_label(rule: type[Rule]) -> str:
     return rule.fix_applicability.value
 
 
+def _filled(code: str, docs: str, width: int = 88) -> str:
+    """The docs with measured numbers filled in (evidence.fill); each "Runtime evidence"
+    paragraph that held one is rewrapped, as the numbers change the lines' lengths."""
+    head, marker, section = docs.partition("## Runtime evidence\n")
+    if not marker:
+        return evidence.fill(code, docs)
+    paragraphs = [
+        textwrap.fill(" ".join(evidence.fill(code, p).split()), width)
+        if evidence.PLACEHOLDER.search(p)
+        else p
+        for p in section.split("\n\n")
+    ]
+    return evidence.fill(code, head) + marker + "\n\n".join(paragraphs)
+
+
+def filled_docs(rule: type[Rule]) -> str:
+    """The rule's docstring with its measured numbers filled in."""
+    return _filled(rule.code, rule.docs())
+
+
 def rule_page(rule: type[Rule]) -> str:
     fix = {
         FixAvailability.NONE: "No fix: reported with a hint.",
@@ -34,7 +55,8 @@ def rule_page(rule: type[Rule]) -> str:
     default = "" if rule.default_enabled else " Off by default."
     # "Runtime evidence" is the docstring's last section: the measured numbers extend it.
     measured = evidence.render(rule.code)
-    body = f"{rule.docs()}\n\n{measured}" if measured else rule.docs()
+    docs = filled_docs(rule)  # measured numbers in the prose
+    body = f"{docs}\n\n{measured}" if measured else docs
     return f"# {rule.name} ({rule.code})\n\n{fix} {scope}{default}\n\n{body}\n"
 
 

@@ -8,9 +8,14 @@ edited spans change: every other character (comments, blank lines, line endings)
 from __future__ import annotations
 
 import re
+import sys
+from bisect import bisect_right
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import CodeRange
 
 from xlalint.analysis.imports import ImportTable, statement_bindings
 from xlalint.analysis.usage import ImportBinding, made_unused
@@ -21,6 +26,7 @@ from xlalint.positions import Positions
 # \x85 or \u2028, which may sit inside comments and strings.
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_STDLIB_MODULES = frozenset(getattr(sys, "stdlib_module_names", ()))  # Python 3.10+
 
 
 def split_lines(text: str) -> list[str]:
@@ -101,14 +107,112 @@ def add_imports(text: str, statements: Iterable[str]) -> str:
     ]
     if not missing:
         return text
-    row = _insertion_row(module)
+    if not _import_block(module):
+        text = _insert_lines(text, _insertion_row(module), missing[:1])
+        missing = missing[1:]
+    for statement in missing:
+        text = _insert_sorted(text, statement)
+    return text
+
+
+def _insert_lines(text: str, row: int, statements: Sequence[str], blank: str = "") -> str:
+    """`statements` as lines before 0-based line `row`, with a blank line `"before"` or
+    `"after"` them when `blank` says so (a new section of imports)."""
     newline = newline_of(text)
     lines = split_lines(text)
     if lines and row >= len(lines) and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += newline
-    block = "".join(statement + newline for statement in missing)
+    block = "".join(statement + newline for statement in statements)
+    block = newline + block if blank == "before" else block + newline if blank else block
     lines.insert(row, block)
     return "".join(lines)
+
+
+# -- where an isort-style sort puts an import -------------------------------------------------
+# Sections in order (`from __future__`, the standard library, everything else, relative
+# imports), separated by blank lines; within one, `import x` lines before `from x import y`
+# lines, each sorted by module name without regard to case: isort's and ruff's defaults. A
+# fix's import (torch, torch_xla) joins the paragraph of the file's other third-party
+# imports at its sorted place, so that a sorted file stays sorted (ruff's I001 stays quiet).
+
+_FUTURE, _STDLIB, _THIRD_PARTY, _RELATIVE = range(4)
+
+
+@dataclass(frozen=True)
+class _ImportLine:
+    first: int  # 0-based line of the statement itself (after its leading comments/blanks)
+    end: int  # 0-based line after it
+    new_paragraph: bool  # a blank line or comment above it
+    key: tuple[int, int, str, str]
+
+
+def _sort_key(small: cst.Import | cst.ImportFrom) -> tuple[int, int, str, str]:
+    if isinstance(small, cst.Import):
+        name = get_full_name_for_node(small.names[0].name) or ""
+        alias = small.names[0].asname
+        asname = (get_full_name_for_node(alias.name) or "") if alias else ""
+        return (_section(name), 0, name.lower(), asname.lower())
+    module = get_full_name_for_node(small.module) if small.module else ""
+    if small.relative:
+        return (_RELATIVE, 1, "." * len(small.relative) + (module or ""), "")
+    return (_section(module or ""), 1, (module or "").lower(), "")
+
+
+def _section(module: str) -> int:
+    top = module.split(".", 1)[0]
+    if top == "__future__":
+        return _FUTURE
+    return _STDLIB if top in _STDLIB_MODULES else _THIRD_PARTY
+
+
+def _import_block(module: cst.Module) -> list[_ImportLine]:
+    """The file's leading run of import statements (after its docstring)."""
+    entries = []
+    position = len(module.header)
+    for index, statement in enumerate(module.body):
+        height = len(LINE_BREAK.findall(module.code_for_node(statement)))
+        small = _small(statement)
+        if isinstance(small, cst.Import | cst.ImportFrom):
+            assert isinstance(statement, cst.SimpleStatementLine)
+            leading = len(statement.leading_lines)
+            first = position + leading
+            entries.append(_ImportLine(first, position + height, leading > 0, _sort_key(small)))
+        elif not (index == 0 and _is_docstring(statement)):
+            break
+        position += height
+    return entries
+
+
+def _insert_sorted(text: str, statement: str) -> str:
+    """`text` with the one-line import `statement` where a sort of the imports puts it."""
+    entries = _import_block(cst.parse_module(text))
+    parsed = cst.parse_statement(statement)
+    small = _small(parsed)
+    assert isinstance(small, cst.Import | cst.ImportFrom)
+    key = _sort_key(small)
+    if isinstance(small, cst.ImportFrom):
+        for entry in entries:
+            if entry.key == key and entry.end == entry.first + 1:
+                merged = _merged_from_import(text, entry.first, small)
+                if merged is not None:
+                    return merged
+    paragraphs: list[list[_ImportLine]] = []
+    for entry in entries:
+        if entry.new_paragraph or not paragraphs:
+            paragraphs.append([])
+        paragraphs[-1].append(entry)
+    # The paragraph holding the imports of this section (the first, if the file has split
+    # it); else a new paragraph after the sections that come before it.
+    same = [p for p in paragraphs if any(e.key[0] == key[0] for e in p)]
+    if not same:
+        before = [p for p in paragraphs if all(e.key[0] < key[0] for e in p)]
+        if before:
+            return _insert_lines(text, before[-1][-1].end, [statement], blank="before")
+        return _insert_lines(text, paragraphs[0][0].first, [statement], blank="after")
+    paragraph = same[0]
+    following = [e for e in paragraph if e.key > key]
+    row = following[0].first if following else paragraph[-1].end
+    return _insert_lines(text, row, [statement])
 
 
 def import_bindings(text: str) -> dict[str, str]:
@@ -156,6 +260,40 @@ def _is_import(statement: cst.BaseStatement) -> bool:
 def _is_docstring(statement: cst.BaseStatement) -> bool:
     small = _small(statement)
     return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
+
+
+def _member_key(alias: cst.ImportAlias) -> tuple[int, str]:
+    """isort's `order-by-type`: CONSTANTS, then Classes, then everything else."""
+    name = get_full_name_for_node(alias.name) or ""
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name.lower()
+
+
+def _merged_from_import(text: str, row: int, new: cst.ImportFrom) -> str | None:
+    """`text` with the names of `new` added to the one-line `from M import ...` on 0-based
+    line `row` (isort keeps one statement per module), or None if that line is not one."""
+    lines = split_lines(text)
+    line = lines[row]
+    body = LINE_BREAK.sub("", line)
+    try:
+        parsed = cst.parse_statement(body + "\n")
+    except cst.ParserSyntaxError:
+        return None
+    small = _small(parsed)
+    if (
+        not isinstance(small, cst.ImportFrom)
+        or isinstance(small.names, cst.ImportStar)
+        or isinstance(new.names, cst.ImportStar)
+        or small.lpar is not None
+        or len(parsed.body) != 1  # type: ignore[attr-defined]
+    ):
+        return None
+    bare = [alias.with_changes(comma=cst.MaybeSentinel.DEFAULT) for alias in small.names]
+    names = sorted([*bare, *new.names], key=_member_key)
+    merged = parsed.with_changes(body=[small.with_changes(names=names)])  # type: ignore[attr-defined]
+    code = cst.Module([]).code_for_node(merged)
+    lines[row] = LINE_BREAK.sub("", code) + line[len(body) :]
+    return "".join(lines)
 
 
 # -- removing imports a fix made unused --------------------------------------------------------
@@ -234,9 +372,14 @@ def _removal_edits(text: str, module: cst.Module, bindings: Sequence[ImportBindi
         if lines[last - 1].endswith(("\n", "\r")):
             edits.append(Edit(Location(first, 1), Location(last + 1, 1), ""))
         elif first > 1:  # the file's last line, without a line ending: keep it so
-            previous = LINE_BREAK.sub("", lines[first - 2])
+            # The text then ends where the last line left standing ends (blank lines
+            # between it and the removed import go too, or the file would end in one).
+            above = first - 1
+            while above > 1 and not LINE_BREAK.sub("", lines[above - 1]).strip():
+                above -= 1
+            previous = LINE_BREAK.sub("", lines[above - 1])
             end = Location(last, len(lines[last - 1]) + 1)
-            edits.append(Edit(Location(first - 1, len(previous) + 1), end, ""))
+            edits.append(Edit(Location(above, len(previous) + 1), end, ""))
         else:
             edits.append(Edit(Location(1, 1), Location(last, len(lines[last - 1]) + 1), ""))
     return edits
@@ -300,3 +443,123 @@ def _closing(rpar: cst.RightParen, new_last: cst.ImportAlias) -> cst.RightParen:
             whitespace_before=before.with_changes(first_line=own.whitespace_after.first_line)
         )
     return rpar
+
+
+# -- keeping rewritten lines within the line length --------------------------------------------
+
+
+def apply_edits_marking(text: str, edits: Sequence[Edit]) -> tuple[str, set[int]]:
+    """`apply_edits`, and the 1-based rows of the result that an edit wrote to."""
+    offsets = _Offsets(text)
+    newline = newline_of(text)
+    spans = sorted(
+        ((offsets(e.start), offsets(e.end), e.content) for e in edits), key=lambda s: s[:2]
+    )
+    pieces: list[str] = []
+    written: list[tuple[int, int]] = []
+    cursor = length = 0
+    for start, end, content in spans:
+        pieces.append(text[cursor:start])
+        length += start - cursor
+        new = _with_newline(content, newline)
+        pieces.append(new)
+        written.append((length, length + len(new)))
+        length += len(new)
+        cursor = end
+    pieces.append(text[cursor:])
+    result = "".join(pieces)
+    starts = [0] + [match.end() for match in LINE_BREAK.finditer(result)]
+    rows = set()
+    for start, end in written:
+        first = bisect_right(starts, start)
+        last = bisect_right(starts, max(start, end - 1))
+        rows.update(range(first, last + 1))
+    return result, rows
+
+
+def wrap_long_lines(text: str, rows: Iterable[int], line_length: int) -> str:
+    """`text` with each of `rows` (1-based) that is longer than `line_length` wrapped as
+    ruff's formatter would: the call that ends last on the line gets its arguments on an
+    indented line of their own, or one a line with a trailing comma where they do not fit
+    on one. Rows with no such call, or that would still not fit or not parse, stay as they
+    are."""
+    lines = split_lines(text)
+    long_rows = sorted(
+        (r for r in set(rows) if 0 < r <= len(lines) and _width(lines[r - 1]) > line_length),
+        reverse=True,  # bottom up: a wrap moves only the rows below it
+    )
+    if not long_rows:
+        return text
+    try:
+        module = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return text
+    positions = Positions(module, text)
+    newline = newline_of(text)
+    calls = [
+        (positions[node], node)
+        for node in positions.nodes_of(frozenset({cst.Call}))
+        if node.args  # type: ignore[attr-defined]
+    ]
+    for row in long_rows:
+        on_row = [
+            (where, call) for where, call in calls if where.start.line == where.end.line == row
+        ]
+        if not on_row:
+            continue
+        # The call ending last, the outermost of those ending there: ruff's right-hand split.
+        where, call = max(on_row, key=lambda item: (item[0].end.column, -item[0].start.column))
+        wrapped = _wrapped_call(module, call, lines[row - 1], where, newline, line_length)
+        if wrapped is None:
+            continue
+        candidate = "".join([*lines[: row - 1], wrapped, *lines[row:]])
+        try:
+            cst.parse_module(candidate)
+        except (cst.ParserSyntaxError, RecursionError):
+            continue
+        lines = split_lines(candidate)
+    return "".join(lines)
+
+
+def _width(line: str) -> int:
+    return len(LINE_BREAK.sub("", line))
+
+
+def _wrapped_call(
+    module: cst.Module, call: cst.Call, line: str, where: CodeRange, newline: str, limit: int
+) -> str | None:
+    """`line` with `call`'s arguments split over lines, or None if the call cannot be."""
+    if any(
+        isinstance(arg.comma, cst.Comma)
+        and not isinstance(arg.comma.whitespace_after, cst.SimpleWhitespace)
+        for arg in call.args
+    ):
+        return None  # a comment or line break among the arguments: not a one-line call
+    body = LINE_BREAK.sub("", line)
+    ending = line[len(body) :]
+    start, end = where.start.column, where.end.column
+    code = body[start:end]
+    func = module.code_for_node(call.func)
+    if not code.startswith(func) or not code.endswith(")"):
+        return None
+    head = body[:start] + code[: code.index("(", len(func)) + 1]
+    tail = body[end - 1 :]
+    indent = body[: len(body) - len(body.lstrip())]
+    inner = indent + " " * 4
+    arguments = [
+        module.code_for_node(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+        for arg in call.args
+    ]
+    one_line = inner + ", ".join(arguments)
+    if len(one_line) <= limit and not _has_trailing_comma(call):
+        middle = one_line + newline
+    else:  # one a line, with the trailing comma that keeps ruff's formatter from joining them
+        middle = "".join(f"{inner}{argument},{newline}" for argument in arguments)
+    wrapped = f"{head}{newline}{middle}{indent}{tail}"
+    if any(_width(part) > limit for part in split_lines(wrapped)):
+        return None  # it would still not fit (deep indentation, one long argument): leave it
+    return wrapped + ending
+
+
+def _has_trailing_comma(call: cst.Call) -> bool:
+    return isinstance(call.args[-1].comma, cst.Comma)

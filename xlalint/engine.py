@@ -146,7 +146,12 @@ def lint_source(
     ]
     if not pending:
         return FileResult(filename)
-    return FileResult(filename, _to_diagnostics(module, text, filename, pending))
+    # Where the file does not import torch_xla, a ladder's fix makes it optional behind a
+    # guard: the moves wait for it (see `group_device_fixes`).
+    optional_after_fix = not ctx.imports.binds("torch_xla")
+    return FileResult(
+        filename, _to_diagnostics(module, text, filename, pending, optional_after_fix)
+    )
 
 
 def _analyse(
@@ -218,11 +223,15 @@ def cpython_verdict(text: str, filename: str) -> str | SyntaxProblem | None:
 
 
 def _to_diagnostics(
-    module: cst.Module, text: str, filename: str, pending: Iterable[PendingReport]
+    module: cst.Module,
+    text: str,
+    filename: str,
+    pending: Iterable[PendingReport],
+    optional_after_fix: bool = False,
 ) -> list[Diagnostic]:
     positions = Positions(module, text)
     suppressions = parse_suppressions(text, positions)
-    pending = group_device_fixes(list(pending))
+    pending = group_device_fixes(list(pending), positions, optional_after_fix)
     spanned = [
         (report, _start(positions[report.node]), _end(positions[report.end_node]))
         for report in pending
@@ -268,28 +277,44 @@ def _superseded(
 DEVICE_GROUP = "xla-device"
 
 
-def group_device_fixes(pending: list[PendingReport]) -> list[PendingReport]:
+def group_device_fixes(
+    pending: list[PendingReport], positions: Positions, optional_after_fix: bool = False
+) -> list[PendingReport]:
     """Fixes that move values to the XLA device, judged for the file as a whole.
 
     Moving a loader's batches or a tensor to the XLA device is safe only where the model
     and every tensor they meet end up there too. A device choice that can keep the model
     elsewhere (XLA305's ladder: the CPU on an XLA host) makes each such fix unsafe on its
     own: with the ladder's fix they form one group that the fixer applies all or nothing;
-    where a ladder has no fix, they stay unsafe, with the reason in their description."""
+    where a ladder has no fix, they stay unsafe, with the reason in their description.
+    `optional_after_fix`: the ladder's fix will import torch_xla behind a guard (the file
+    does not import it yet). The moves then wait, without a fix, for the round after it,
+    where they are made in the guard's terms (`... if XLA_AVAILABLE else loader`) and the
+    script keeps running without torch_xla."""
     choices = [r for r in pending if r.rule.decides_device]
     if not choices or not any(r.fix and r.fix.moves_to_xla for r in pending):
         return pending
     unfixed = [r for r in choices if r.fix is None]
+    first = unfixed[0] if unfixed else choices[0]
+    where = f"{first.rule.code} at line {positions[first.node].start.line}"
+    if not unfixed and optional_after_fix:
+        hint = (
+            f"fixed once the device choice ({where}) has its XLA branch, "
+            "which decides the model's device"
+        )
+        return [
+            replace(r, fix=None, hint=hint) if r.fix is not None and r.fix.moves_to_xla else r
+            for r in pending
+        ]
     if unfixed:
         reason = (
-            "unsafe: a device choice without XLA that xlalint cannot fix "
-            f"({unfixed[0].rule.code}) decides where the model goes"
+            f"the device choice without XLA ({where}) has no fix and decides the model's device"
         )
         group = None
     else:
         reason = (
-            f"unsafe: goes together with the {choices[0].rule.code} fix that gives the "
-            "device choice XLA, which decides where the model goes"
+            f"goes together with the fix of the device choice ({where}), "
+            "which decides the model's device"
         )
         group = DEVICE_GROUP
     grouped = []

@@ -21,12 +21,13 @@ from xlalint.analysis.usage import unused_bindings
 from xlalint.diagnostics import Applicability, Diagnostic, Fix
 from xlalint.edits import (
     add_imports,
-    apply_edits,
+    apply_edits_marking,
     edit_spans,
     import_bindings,
     import_conflicts,
     remove_unused_imports,
     spans_overlap,
+    wrap_long_lines,
 )
 from xlalint.engine import lint_source
 from xlalint.rule import Rule
@@ -132,13 +133,17 @@ def _apply(
     fixes: Sequence[Diagnostic],
     filename: str = "",
     keep: Collection[tuple[str, str]] = (),
+    line_length: int | None = None,
 ) -> str:
-    """`text` with `fixes` applied, the imports they need added and the imports they made
-    unused removed (but not those in `keep`)."""
+    """`text` with `fixes` applied, the lines they wrote wrapped where they grew past
+    `line_length`, the imports they need added and the imports they made unused removed
+    (but not those in `keep`)."""
     # The same edit from two fixes (a shared guard) is made once.
     edits = list(dict.fromkeys(edit for d in fixes for edit in d.fix.edits))  # type: ignore[union-attr]
     imports = [i for d in fixes for i in d.fix.required_imports]  # type: ignore[union-attr]
-    edited = apply_edits(text, edits)
+    edited, rows = apply_edits_marking(text, edits)
+    if line_length is not None:
+        edited = wrap_long_lines(edited, rows, line_length)
     try:
         return remove_unused_imports(text, add_imports(edited, imports), filename, keep)
     except (cst.ParserSyntaxError, RecursionError):
@@ -152,6 +157,7 @@ def fix_text(
     *,
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
+    line_length: int | None = None,
 ) -> FixOutcome:
     outcome = FixOutcome(filename, source, source.text)
     text = source.text
@@ -170,20 +176,20 @@ def fix_text(
         chosen = _choose(text, result.diagnostics, unsafe)
         if chosen and keep is None:
             keep = unused_bindings(cst.parse_module(source.text))
-        candidate = _apply(text, chosen, filename, keep)
+        candidate = _apply(text, chosen, filename, keep, line_length)
         while chosen and not _parses(candidate):
             # Keep the fixes that parse on their own; report the others, and let the fixes
             # they overlapped be chosen in their place.
             # A group of fixes that must go together is kept or dropped whole.
             kept: list[Diagnostic] = []
             for unit in _units(chosen):
-                if _parses(_apply(text, [*kept, *unit], filename, keep)):
+                if _parses(_apply(text, [*kept, *unit], filename, keep, line_length)):
                     kept.extend(unit)
                     continue
                 rejected.extend(unit)
                 outcome.dropped.extend(f"{d.code} at {d.start.row}:{d.start.column}" for d in unit)
             chosen = kept or _choose(text, result.diagnostics, unsafe, rejected)
-            candidate = _apply(text, chosen, filename, keep)
+            candidate = _apply(text, chosen, filename, keep, line_length)
         if not chosen:
             break
         if candidate in seen:

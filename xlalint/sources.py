@@ -56,6 +56,11 @@ def _not_valid(encoding: str, raw: bytes, error: UnicodeDecodeError) -> str:
 
 
 def read_source(path: Path) -> Source:
+    return decode(read_bytes(path))
+
+
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes, or a SourceError with a reason a user can act on."""
     try:
         raw = path.read_bytes()
     except IsADirectoryError:
@@ -67,4 +72,4 @@ def read_source(path: Path) -> Source:
         raise SourceError("permission denied") from None
     except OSError as error:
         raise SourceError(error.strerror or str(error)) from None
-    return decode(raw)
+    return raw

@@ -96,7 +96,10 @@ def parse_suppressions(source: str, positions: Positions | None = None) -> Suppr
 # Every comment hangs off one of these: a line of its own, or the end of a line of code.
 _COMMENT_LINES = frozenset({cst.EmptyLine, cst.TrailingWhitespace})
 # String tokens (a concatenation is several); an f-string counts whole, as `tokenize` saw it.
-_STRINGS = frozenset({cst.SimpleString, cst.FormattedString, cst.TemplatedString})
+# (libcst has t-strings, `TemplatedString`, from 1.8.1 on; older releases cannot parse them.)
+_STRINGS = frozenset(
+    {cst.SimpleString, cst.FormattedString, *filter(None, [getattr(cst, "TemplatedString", None)])}
+)
 
 
 def _comments(positions: Positions) -> list[tuple[int, str, bool]]:

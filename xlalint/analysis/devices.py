@@ -141,6 +141,18 @@ def is_device_name(node: cst.CSTNode) -> bool:
     return name.lower() not in _NOT_DEVICE_NAMES and _DEVICE_NAME.match(name) is not None
 
 
+def sets_default_device(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """A `with` item that makes a device the default for tensor factories:
+    `with torch.device("xla"):`, `with self.device:`; not `with torch.device("cpu"):`."""
+    if isinstance(node, cst.Call):
+        if imports.resolve(node.func) != "torch.device" or not node.args:
+            return False
+        first = node.args[0].value
+        return not (isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu")
+    name = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
+    return is_device_name(node) and not str(name).endswith("_type")
+
+
 def is_device_option(value: str) -> bool:
     """An argparse option that holds a device: `"--device"`, `"--train-device"`."""
     name = value.lstrip("-").replace("-", "_")

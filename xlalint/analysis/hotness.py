@@ -23,6 +23,27 @@ PER_STEP_FUNCTIONS = re.compile(
 RUN_ONCE_FUNCTIONS = frozenset(
     {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}
 )
+# Methods a training framework calls once per step on a subclass, by the name its base class
+# ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
+# `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
+# gets `update` with every batch's output; an mmengine optimizer wrapper's `update_params`
+# runs backward and the optimizer step of every iteration.
+PER_STEP_HOOKS: dict[str, frozenset[str]] = {
+    "Trainer": frozenset({"compute_loss", "training_step", "prediction_step"}),
+    "Metric": frozenset({"update"}),
+    "OptimWrapper": frozenset({"update_params"}),
+}
+
+
+def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:
+    """The per-step hooks a class overrides, from the last names of its bases
+    (`SFTTrainer` -> the Trainer's hooks)."""
+    hooks: frozenset[str] = frozenset()
+    for base in base_names:
+        for suffix, names in PER_STEP_HOOKS.items():
+            if base.endswith(suffix):
+                hooks |= names
+    return hooks
 
 
 @dataclass(frozen=True)
@@ -44,6 +65,7 @@ class Site:
     # The function, then the loops around the site in it (outermost first): what tells
     # per-epoch code (after the batch loop of an epoch function) from per-step code.
     scopes: tuple[cst.CSTNode, ...] = ()
+    hook: bool = False  # a method a framework calls every step (`PER_STEP_HOOKS`)
 
 
 class HotCode:
@@ -53,9 +75,11 @@ class HotCode:
         self,
         extra_hot_functions: Iterable[str] = (),
         per_epoch: Callable[[Sequence[cst.CSTNode]], bool] | None = None,
+        step_function: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
+        self._step_function = step_function
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
         self._hot_names: set[str] | None = None
@@ -89,9 +113,19 @@ class HotCode:
             return False
         return (
             site.module_call
+            or site.hook
             or self._declared_hot(function.name)
+            or self._trains(site)
             or function.name in self._reached_names()
         )
+
+    def _trains(self, site: Site) -> bool:
+        """The site's function trains in its own body (backward, an optimizer step): it is
+        one training step, whoever calls it (unless it runs once, as `main` does)."""
+        function = site.function
+        if not site.scopes or self._step_function is None or function is None:
+            return False
+        return function.name not in RUN_ONCE_FUNCTIONS and self._step_function(site.scopes[0])
 
     def _once_per_epoch(self, site: Site) -> bool:
         """The site is outside the batch loop of an epoch function or loop (a declared
@@ -99,7 +133,11 @@ class HotCode:
         if self._per_epoch is None or not site.scopes:
             return False
         function = site.function
-        if site.module_call or (function is not None and self._declared_hot(function.name)):
+        if (
+            site.module_call
+            or site.hook
+            or (function is not None and self._declared_hot(function.name))
+        ):
             return False
         return self._per_epoch(site.scopes)
 
@@ -121,7 +159,9 @@ class HotCode:
                             site.function is not None
                             and (
                                 site.module_call
+                                or site.hook
                                 or self._declared_hot(site.function.name)
+                                or self._trains(site)
                                 or site.function.name in hot
                             )
                         )

@@ -10,7 +10,8 @@ costs a fraction of full scope analysis.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+import builtins
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -18,6 +19,8 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.legacy_api import modernize
 from xlalint.walk import descendants
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 class ImportTable:
@@ -68,6 +71,14 @@ class ImportTable:
         rest = ".".join(reversed(attributes))
         # `torch_xla_py.xla_model.x` (pre-1.0 imports) reads as `torch_xla.core.xla_model.x`.
         return modernize(f"{target}.{rest}") if rest else target
+
+    def without(self, names: Iterable[str]) -> ImportTable:
+        """A copy without `names`: where code rebinds an imported name (`import model`,
+        then `model = model.GPT(conf)`), the binding that reaches a use decides."""
+        table = ImportTable()
+        dropped = set(names)
+        table._bindings = {k: v for k, v in self._bindings.items() if k not in dropped}
+        return table
 
     def binds(self, qualified_prefix: str) -> bool:
         """Whether the file imports anything at or under `qualified_prefix`."""
@@ -120,11 +131,18 @@ class NamesInUse:
 
     names: Collection[str]
     imported: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    bound: Collection[str] = ()  # bound other than by an import: assigned, a def, a parameter
 
     def clashes(self, name: str, target: str) -> bool:
         """Whether binding `name` to `target` at module level could change what some code
-        in the file refers to: the name is used, and not only as an import of `target`."""
-        return name in self.names and self.imported.get(name) != frozenset({target})
+        in the file refers to: the file binds the name to something else somewhere, or uses
+        the builtin of that name. A name read but bound nowhere (`torch` used, never
+        imported) is free: binding it is what that code needs."""
+        if name in self.bound:
+            return True
+        if name in self.imported:
+            return self.imported[name] != frozenset({target})
+        return name in self.names and name in _BUILTINS
 
     def free_import(self, statement: str) -> str:
         """`statement` (one import of one name), with an alias no code in the file uses
@@ -153,20 +171,80 @@ class NamesInUse:
         )
 
 
-def names_in_use(module: cst.Module, names: Collection[str]) -> NamesInUse:
-    """`NamesInUse` of `module`, whose `Name` values are `names`."""
+def names_in_use(module: cst.Module) -> NamesInUse:
+    """`NamesInUse` of `module`: every name it binds or reads, anywhere, but not the
+    module paths of its imports (`torch` in `import torch.nn as nn` binds nothing)."""
     imported: dict[str, set[str]] = {}
-    for node in _imports_anywhere(module):
-        for _, bound, target in import_aliases(node):
-            imported.setdefault(bound, set()).add(modernize(target))
-    return NamesInUse(names, {name: frozenset(t) for name, t in imported.items()})
-
-
-def _imports_anywhere(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
-    """Every import statement in `module`, at any depth."""
+    names: set[str] = set()
+    bound: set[str] = set()
+    paths: set[int] = set()  # ids of the Name nodes that only spell an imported path
     for node in descendants(module):
-        if type(node) is cst.Import or type(node) is cst.ImportFrom:
-            yield node  # type: ignore[misc]
+        kind = type(node)
+        if kind is cst.Import or kind is cst.ImportFrom:
+            paths.update(_path_names(node))  # type: ignore[arg-type]
+            for _, name, target in import_aliases(node):  # type: ignore[arg-type]
+                imported.setdefault(name, set()).add(modernize(target))
+        elif kind is cst.Name:
+            if id(node) not in paths:
+                names.add(node.value)  # type: ignore[attr-defined]
+        else:
+            for target in _binding_targets(node):
+                bound.update(_target_names(target))
+    return NamesInUse(names, {name: frozenset(t) for name, t in imported.items()}, bound)
+
+
+def _binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """What `node` binds other than by importing: assignment and loop targets, `with ...
+    as`, `except ... as`, a def's or class's name, parameters, `global`/`nonlocal`, `del`."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, cst.AnnAssign | cst.AugAssign | cst.NamedExpr | cst.For | cst.CompFor):
+        return [node.target]
+    if isinstance(node, cst.WithItem) and node.asname is not None:
+        return [node.asname.name]
+    if isinstance(node, cst.ExceptHandler | cst.ExceptStarHandler) and node.name is not None:
+        return [node.name.name]
+    if isinstance(node, cst.FunctionDef | cst.ClassDef | cst.Param):
+        return [node.name]
+    if isinstance(node, cst.Global | cst.Nonlocal):
+        return [item.name for item in node.names]
+    if isinstance(node, cst.Del):
+        return [node.target]
+    if isinstance(node, cst.MatchAs | cst.MatchStar) and node.name is not None:
+        return [node.name]
+    return []
+
+
+def _target_names(target: cst.CSTNode) -> Iterator[str]:
+    """The names an assignment target binds: `a`, `a, (b, *c)`; not `a.b` or `a[0]`."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, cst.Tuple | cst.List):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+def _path_names(node: cst.Import | cst.ImportFrom) -> Iterator[int]:
+    """The ids of the Names in an import that name what is imported rather than bind it:
+    all of `from a.b import c as d` but `d`, all of `import a.b` but `a`."""
+    spelled: list[cst.CSTNode] = []
+    if isinstance(node, cst.ImportFrom):
+        if node.module is not None:
+            spelled.append(node.module)
+        if not isinstance(node.names, cst.ImportStar):
+            spelled.extend(alias.name for alias in node.names if alias.asname is not None)
+    else:
+        for alias in node.names:
+            if alias.asname is not None:
+                spelled.append(alias.name)
+            elif isinstance(alias.name, cst.Attribute):
+                spelled.append(alias.name)  # binds its head, counted as imported
+    for part in spelled:
+        for name in descendants(part):
+            if type(name) is cst.Name:
+                yield id(name)
 
 
 def _child_statements(node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import binding_key
@@ -55,7 +56,10 @@ MP_DEVICE_LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
 PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
-_OPTIMIZER_NAME = re.compile(r"^(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
+_OPTIMIZER_NAME = re.compile(r"^_*(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
+# Callables that run backward and the optimizer step they are handed: timm's and DeiT's
+# `loss_scaler(loss, optimizer, ...)` (NativeScaler.__call__).
+_STEPPING_CALLEE = re.compile(r"scaler$", re.I)
 _SCHEDULER_NAME = re.compile(r"scheduler|sampler|solver", re.I)
 _LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
 # Callees that run a model step: the network of a sampling or generation loop.
@@ -106,7 +110,8 @@ def _last_name(node: cst.BaseExpression) -> str | None:
 
 
 def is_optimizer(node: cst.BaseExpression) -> bool:
-    """`optimizer`, `opt`, `self.optimizer`, `d_optimizer`, `optimizer_g`, `optimizers[0]`."""
+    """`optimizer`, `opt`, `self.optimizer`, `self._optimizer`, `d_optimizer`,
+    `optimizer_g`, `optimizers[0]`."""
     name = _last_name(node)
     return name is not None and _OPTIMIZER_NAME.match(name) is not None
 
@@ -209,6 +214,39 @@ def _target_names(target: cst.CSTNode) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return set()
+
+
+def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
+    """Names a module's or a function's own code binds other than by import: assignment,
+    loop and `with` targets, parameters, nested `def`/`class` names (not their bodies)."""
+    names: set[str] = set()
+    if isinstance(scope, cst.FunctionDef):
+        params = scope.params
+        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            names.add(param.name.value)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
+    stack: list[cst.CSTNode] = list(
+        children(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
+    )
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+            names.add(node.name.value)
+            continue
+        if isinstance(node, cst.Lambda):
+            continue
+        if isinstance(
+            node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For | cst.NamedExpr
+        ):
+            names |= _target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            names |= _target_names(node.name)
+        elif isinstance(node, cst.Import | cst.ImportFrom):
+            continue  # `import x as y` binds by import: the table has it
+        stack.extend(children(node))
+    return names
 
 
 def _state_keys(target: cst.CSTNode) -> tuple[set[str], bool]:
@@ -343,6 +381,7 @@ class BodyFacts:
     """
 
     trains: bool = False  # backward() or an optimizer step
+    backward: bool = False  # backward() itself
     steps_optimizer: bool = False  # `optimizer.step()`, `scaler.step(opt)`, `xm.optimizer_step`
     updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
     scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
@@ -503,6 +542,10 @@ class _BodyScanner:
             return
         resolved = self.imports.resolve(func) is not None
         on_item = _head_name(func) in self.items
+        if _hands_optimizer_to_step(call, func) and not on_item:
+            # `model.train_step(batch, optim_wrapper=wrapper)`: the step function runs
+            # backward and steps the optimizer it is handed (mmengine, ignite-style steps).
+            facts.trains = facts.steps_optimizer = True
         if isinstance(func, cst.Attribute):
             # `for loss in losses: loss.backward()`, `for opt in optimizers: opt.step()` act
             # on the loop's items: parts of one step, not one step per pass.
@@ -511,11 +554,18 @@ class _BodyScanner:
                 # An in-place update from the gradients: `p.data.add_(p.grad, alpha=-lr)`.
                 facts.updates_from_grad |= _mentions_grad(_names_in(call))
             if method == "backward" and not on_item:
-                facts.trains = True
+                facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
             facts.next_of.append(call.args[0].value)
+        if (
+            not resolved
+            and _STEPPING_CALLEE.search(_last_name(func) or "")
+            and any(is_optimizer(arg.value) for arg in call.args)
+        ):
+            # `loss_scaler(loss, optimizer)`: backward and the optimizer step in one call.
+            facts.trains = facts.steps_optimizer = True
         if resolved or on_item:
             return
         local = isinstance(func, cst.Name) and func.value in self.assigned
@@ -548,6 +598,21 @@ class _BodyScanner:
             # scheduler on nothing, an epoch or a metric.
             self.facts.scheduler_step = True
             self._model_event(call)
+
+
+_STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
+
+
+def _hands_optimizer_to_step(call: cst.Call, func: cst.BaseExpression) -> bool:
+    """A per-step function (`train_step`, `run_step`) called with an optimizer argument:
+    `model.train_step(data, optim_wrapper=self.optim_wrapper)`. `optimizer.step()`, scaler
+    and scheduler steps are told apart by their receivers (`_BodyScanner._step`)."""
+    name = _last_name(func) if isinstance(func, cst.Attribute | cst.Name) else None
+    if name is None or name == "step" or not _STEP_FUNCTION.match(name):
+        return False
+    if _SCHEDULER_NAME.search(name) or _LR_SCHEDULER_NAME.search(name):
+        return False  # `lr_step(optimizer)`, `scheduler_step(optimizer)` set learning rates
+    return any(not arg.star and is_optimizer(arg.value) for arg in call.args)
 
 
 def _model_state(events: Sequence[_Assign | _ModelCall], carried: frozenset[str]) -> frozenset[str]:
@@ -644,6 +709,7 @@ class LoopAnalysis:
         self._functions: dict[str, list[cst.FunctionDef]] = {}  # functions, by name
         self._methods: dict[str, list[cst.FunctionDef]] = {}  # methods, by name
         self._function_ids: set[int] = set()
+        self._method_classes: dict[int, cst.ClassDef] = {}  # id(method) -> its class
         self._facts: dict[int, BodyFacts] = {}
         self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
         self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
@@ -674,8 +740,10 @@ class LoopAnalysis:
         body_indent = "".join(reversed(indents))
         if isinstance(node.body, cst.IndentedBlock):
             body_indent += _indent(node.body, self.module)
-        per_step = ctx.site().module_call or (
-            function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None
+        per_step = (
+            ctx.site().module_call
+            or ctx.site().hook
+            or (function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None)
         )
         self._sites[id(node)] = LoopSite(
             node, function, class_def, tuple(parents), body_indent, per_step
@@ -692,7 +760,10 @@ class LoopAnalysis:
         if ctx is not None:
             ancestors = ctx.ancestors()
             next(ancestors, None)  # the block the definition sits in
-            is_method = isinstance(next(ancestors, None), cst.ClassDef)
+            owner = next(ancestors, None)
+            is_method = isinstance(owner, cst.ClassDef)
+            if isinstance(owner, cst.ClassDef):
+                self._method_classes[id(node)] = owner
         table = self._methods if is_method else self._functions
         table.setdefault(node.name.value, []).append(node)
 
@@ -713,7 +784,11 @@ class LoopAnalysis:
             self_is_model = (
                 site is not None and site.class_def is not None and (is_model_class(site.class_def))
             )
-            scanner = _BodyScanner(self.imports, self._runs_model, items, self_is_model)
+            class_def = self._class_of(node)
+            imports = self._imports_reaching(site.function if site is not None else None)
+            scanner = _BodyScanner(
+                imports, lambda call: self._runs_model(call, class_def), items, self_is_model
+            )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
             scanner.suite(node.body)
@@ -723,26 +798,64 @@ class LoopAnalysis:
             self._facts[id(node)] = cached
         return cached
 
-    def resolve(self, call: cst.Call) -> list[cst.FunctionDef]:
+    def _imports_reaching(self, function: cst.FunctionDef | None) -> ImportTable:
+        """The file's imports without the names that the module's own code, or `function`,
+        binds otherwise: after `import model` and `model = model.GPT(conf)`, `model(x)`
+        calls the model, not the module."""
+        key = ("imports", id(function))
+        cached = self._memo.get(key)
+        if isinstance(cached, ImportTable):
+            return cached
+        imported = set(self.imports.bindings)
+        module_key = ("imports", id(self.module))
+        at_module = self._memo.get(module_key)
+        if not isinstance(at_module, frozenset):
+            at_module = frozenset(_bound_names(self.module) & imported)
+            self._memo[module_key] = at_module
+        rebound = set(at_module)
+        if function is not None:
+            rebound |= _bound_names(function) & imported
+        table = self.imports.without(rebound) if rebound else self.imports
+        self._memo[key] = table
+        return table
+
+    def resolve(
+        self, call: cst.Call, class_def: cst.ClassDef | None = None
+    ) -> list[cst.FunctionDef]:
         """Functions of this module a call may run: `train_step(b)` -> `def train_step`,
-        `self.training_step(b)` / `trainer.training_step(b)` -> methods of that name."""
+        `self.training_step(b)` / `trainer.training_step(b)` -> methods of that name. Made
+        in a method of `class_def`, `self.run_iter(b)` runs that class's own `run_iter` when
+        it defines one (a training loop's and a validation loop's `run_iter` differ)."""
         func = call.func
         if isinstance(func, cst.Name):
             return self._functions.get(func.value, [])
         if isinstance(func, cst.Attribute):
             name = func.attr.value
+            # `self.model(x)` with `model` a property calls what the property returns.
+            methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
+            if _self_call(call) and class_def is not None:
+                own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
+                return own or methods
             if _self_call(call) or name not in _GENERIC_METHODS:
-                return self._methods.get(name, [])
+                return methods
         return []
 
-    def _callees(self, facts: BodyFacts) -> Iterator[cst.FunctionDef]:
-        for call in facts.calls:
-            yield from self.resolve(call)
+    def _class_of(self, node: Scope) -> cst.ClassDef | None:
+        """The class whose method holds a loop, or that a method belongs to."""
+        if isinstance(node, cst.FunctionDef):
+            return self._method_classes.get(id(node))
+        site = self._sites.get(id(node))
+        return site.class_def if site is not None else None
 
-    def _runs_model(self, call: cst.Call) -> bool | None:
+    def _callees(self, node: Scope) -> Iterator[cst.FunctionDef]:
+        class_def = self._class_of(node)
+        for call in self.facts(node).calls:
+            yield from self.resolve(call, class_def)
+
+    def _runs_model(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool | None:
         """Whether a call of a function of this module calls a model or steps a scheduler;
         None if it calls none of this module's functions."""
-        functions = self.resolve(call)
+        functions = self.resolve(call, class_def)
         if not functions:
             return None
         return any(self.facts(fn).model_calls or self.facts(fn).scheduler_step for fn in functions)
@@ -771,7 +884,7 @@ class LoopAnalysis:
             ):
                 return True
             return any(self.reaches_barrier(loop) for loop in facts.child_loops) or any(
-                self.reaches_barrier(fn) for fn in self._callees(facts)
+                self.reaches_barrier(fn) for fn in self._callees(node)
             )
 
         return self._memoized("barrier", node, False, compute)
@@ -795,7 +908,7 @@ class LoopAnalysis:
             return (
                 facts.updates_from_grad
                 or any(self.updates_from_grads(loop) for loop in facts.child_loops)
-                or any(self.updates_from_grads(fn) for fn in self._callees(facts))
+                or any(self.updates_from_grads(fn) for fn in self._callees(node))
             )
 
         return self._memoized("grads", node, False, compute)
@@ -810,7 +923,7 @@ class LoopAnalysis:
         def compute() -> bool:
             facts = self.facts(node)
             return bool(getattr(facts, fact)) or any(
-                self._through_calls(fact, fn) for fn in self._callees(facts)
+                self._through_calls(fact, fn) for fn in self._callees(node)
             )
 
         return self._memoized(fact, node, False, compute)
@@ -863,7 +976,7 @@ class LoopAnalysis:
         def compute() -> tuple[cst.Call, ...]:
             facts = self.facts(node)
             found = list(facts.optimizer_steps)
-            for fn in self._callees(facts):
+            for fn in self._callees(node):
                 found.extend(c for c in self.optimizer_steps(fn) if c not in found)
             return tuple(found)
 
@@ -1031,6 +1144,15 @@ class LoopAnalysis:
             return Wrapping.UNKNOWN
         if isinstance(value, cst.List | cst.Tuple | cst.ListComp | cst.SimpleString):
             return Wrapping.OTHER
+        # `pl.MpDeviceLoader(loader, device) if XLA_AVAILABLE else loader`: where XLA is in
+        # use the loader syncs; elsewhere the loop does not run on XLA.
+        if (
+            isinstance(value, cst.IfExp)
+            and mentions_xla(value.test, self.imports)
+            and Wrapping.SYNCING
+            in (self._wrapping_of_value(value.body), self._wrapping_of_value(value.orelse))
+        ):
+            return Wrapping.SYNCING
         return Wrapping.UNKNOWN
 
     def _scope_assignments(
@@ -1178,6 +1300,17 @@ def _iterates_a_literal(node: Loop) -> bool:
 def _iterates_optimizers(node: Loop) -> bool:
     return isinstance(node, cst.For) and any(
         _OPTIMIZER_NAME.match(name) for name in _target_names(node.target)
+    )
+
+
+_PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _is_property(function: cst.FunctionDef) -> bool:
+    """`@property`, `@functools.cached_property`: reading the attribute runs the function."""
+    return any(
+        (get_full_name_for_node(_decorator_func(d)) or "").rsplit(".", 1)[-1] in _PROPERTIES
+        for d in function.decorators
     )
 
 

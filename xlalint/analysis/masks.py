@@ -81,6 +81,7 @@ _DTYPE_KEEPING_METHODS = frozenset(
         "squeeze", "unsqueeze", "expand", "expand_as", "repeat", "permute", "transpose", "t",
         "flip", "roll", "tril", "triu", "narrow", "unflatten", "view_as", "reshape_as",
         "movedim", "logical_not_", "logical_and_", "logical_or_", "requires_grad_",
+        "scatter", "scatter_", "masked_fill", "masked_fill_", "index_fill", "index_fill_",
     }
 )  # fmt: skip
 _DTYPE_KEEPING_FUNCTIONS = frozenset(
@@ -187,6 +188,10 @@ class BooleanMasks:
 
     def _binding(self, value: cst.BaseExpression) -> _Binding:
         evidence = self.evidence(value)
+        if evidence is Evidence.NONE and self._opaque_call(value):
+            # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
+            # unknown, so the name it is given is the evidence (kept only for mask names).
+            return _Binding(Evidence.NAME)
         if evidence is not Evidence.VALUE:
             return _Binding(evidence)
         base = self._base(value)
@@ -287,6 +292,25 @@ class BooleanMasks:
             return self.evidence(node.value)
         return Evidence.NONE
 
+    def _opaque_call(self, value: cst.BaseExpression) -> bool:
+        """A call of a helper whose result xlalint cannot tell: a function (`get_mask(x)`),
+        a function of an imported module (`rlhf.get_reward_penalty_mask(...)`) or a method
+        on `self`; not torch's, not a method of some value (`(x != 0).sum(-1)` counts),
+        not a known tensor or host value (`len(x)`)."""
+        if not isinstance(value, cst.Call) or self.kinds.of(value) is not Kind.UNKNOWN:
+            return False
+        func = value.func
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            return not qualified.startswith("torch.")
+        if isinstance(func, cst.Name):
+            return True
+        return (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        )
+
     def _tensorish(self, node: cst.BaseExpression) -> bool:
         """A comparison operand that makes the comparison elementwise: a tensor (or a
         schedule of them, `timesteps`), or a mask (itself a tensor)."""
@@ -369,6 +393,14 @@ class BooleanMasks:
             if base_kind is None:
                 base_kind = self.kinds.of(node.value)
             if base_kind is Kind.TENSOR:
+                return index.value
+            if (
+                base_kind is Kind.UNKNOWN
+                and self.kinds.is_derived(node.value)
+                and not self.kinds.is_dict(node.value)
+            ):
+                # A helper's result computed from tensors, indexed by a mask: both agree
+                # that it is a tensor (`logprobs[padding_masks] = 1.0`).
                 return index.value
             if evidence is not Evidence.VALUE:
                 continue

@@ -79,6 +79,8 @@ _DTYPE_NAMES = frozenset(
         "cfloat", "cdouble",
     }
 )  # fmt: skip
+# Collectives that return what they are given, gathered or reduced across processes.
+_STRUCTURE_KEEPING = re.compile(r"gather|reduce|broadcast|pad_across_processes", re.I)
 _NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
 
 # Callees whose call produces tensors (models and losses), by spelling.
@@ -145,17 +147,38 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+_SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
+# Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
+_TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
-    `Tensor | None`); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
+    `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
+    `tuple[Tensor, Tensor]`: each element is one); UNKNOWN for one that only holds tensors
+    (`dict[str, Tensor]`)."""
     if isinstance(node, cst.BinaryOperation):
         return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
     if isinstance(node, cst.Subscript):
         base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+        parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         if isinstance(base, cst.Name) and base.value in ("Optional", "Union"):
-            parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
             return _join([_tensor_annotation(part) for part in parts])
+        if (
+            isinstance(base, cst.Name)
+            and base.value in _SEQUENCE_ANNOTATIONS
+            and parts
+            and all(
+                isinstance(part, cst.Ellipsis) or _tensor_annotation(part) is Kind.TENSOR
+                for part in parts
+            )
+        ):
+            return Kind.ITERABLE
         return Kind.UNKNOWN
+    if isinstance(node, cst.Attribute) and not _TORCH_MODULE_PREFIX.match(
+        get_full_name_for_node(node) or ""
+    ):
+        return Kind.UNKNOWN  # `inspect.Parameter` is no `nn.Parameter`
     name = node.attr if isinstance(node, cst.Attribute) else node
     if isinstance(name, cst.Name) and name.value in _TENSOR_ANNOTATIONS:
         return Kind.TENSOR
@@ -210,9 +233,26 @@ class TensorKinds:
         self.returns = returns
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
+        # Parameters annotated as sequences of tensors, per frame (until rebound).
+        self._sequences: list[set[str]] = [set()]
+        # Names bound to what a helper xlalint cannot see computed from tensors, per frame:
+        # `logprobs = rlhf.logits_to_logprobs(logits, ...)`. Of unknown kind (the helper
+        # may return anything), but likely tensors where a tensor's use confirms it.
+        self._derived: list[set[str]] = [set()]
+        # Dicts of tensors moved to the device, per frame:
+        # `batch = {k: v.to(device) for k, v in batch.items()}`.
+        self._tensor_dicts: list[set[str]] = [set()]
+        # How many `with <device>:` blocks enclose the code being walked (kept by the
+        # context): torch factories there make their tensors on that device.
+        self.device_contexts = 0
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
+        # Kinds of the values of dicts built here from literals (`{"a": x, "b": y}`).
+        self._dict_values: list[dict[str, Kind]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
+        # is set to anywhere in the class, so that calling it has their result's kind.
+        self._self_functions: list[dict[str, set[str]]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -221,26 +261,44 @@ class TensorKinds:
         frame: dict[str, Kind] = {}
         params = node.params
         positional = [*params.posonly_params, *params.params]
-        tensor_params = module_call or _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+        # Not callback hooks (`on_prediction_step(self, args, state, control)`): they get
+        # the trainer's state, not tensors.
+        tensor_params = module_call or (
+            _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+            and not node.name.value.startswith("on_")
+        )
+        sequences: set[str] = set()
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
             frame[name] = self._param_kind(param, tensor_params)
+            if frame[name] is Kind.ITERABLE and param.annotation is not None:
+                sequences.add(name)
         self._frames.append(frame)
         self._dicts.append(set())
+        self._sequences.append(sequences)
+        self._derived.append(set())
+        self._tensor_dicts.append(set())
         self._cpu_devices.append(set())
+        self._dict_values.append({})
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._dicts.pop()
+        self._sequences.pop()
+        self._derived.pop()
+        self._tensor_dicts.pop()
         self._cpu_devices.pop()
+        self._dict_values.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
+        self._self_functions.append({})
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
+        self._self_functions.pop()
 
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
@@ -273,6 +331,9 @@ class TensorKinds:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
             self._frames[-1][target.value] = kind
+            self._sequences[-1].discard(target.value)
+            self._derived[-1].discard(target.value)
+            self._tensor_dicts[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -293,9 +354,21 @@ class TensorKinds:
         """`targets = value`. A tensor passed through an opaque call keeps being a tensor:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
         kind = self.of(value)
+        derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        values = None
+        if isinstance(value, cst.Dict) and all(
+            isinstance(e, cst.DictElement) for e in value.elements
+        ):
+            values = _join(self.of(e.value) for e in value.elements) if value.elements else None
+        for target in targets:
+            if (key := binding_key(target)) is not None:
+                if values is not None:
+                    self._dict_values[-1][key] = values
+                else:
+                    self._dict_values[-1].pop(key, None)
         cpu = self.is_cpu_device(value)
         for target in targets:
             if (key := binding_key(target)) is not None:
@@ -310,7 +383,18 @@ class TensorKinds:
                 for arg in value.args
                 if isinstance(arg.value, cst.Name) and self.lookup(arg.value.value) is Kind.TENSOR
             }
+        function = self.imports.resolve(value) if type(value) in (cst.Name, cst.Attribute) else None
         for target in targets:
+            if function is not None and function.startswith("torch."):
+                key = binding_key(target)
+                if key is not None and key.startswith("self."):
+                    self._self_functions[-1].setdefault(key[5:], set()).add(function)
+            if kind is Kind.UNKNOWN and (gathered := self._gathered(target, value)):
+                # `preds, refs = accelerator.gather_for_metrics((preds, labels))`: a
+                # collective hands back what it was given, element for element.
+                for name, item_kind in gathered:
+                    self.bind(name, item_kind)
+                continue
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
@@ -320,6 +404,28 @@ class TensorKinds:
             self.bind(target, kind)
             for name in names_under(target) & passed_through:
                 self._frames[-1][name] = Kind.TENSOR
+            if derived:
+                self._derived[-1].update(_bound_names(target))
+            if isinstance(target, cst.Name) and self._moves_values(value):
+                self._tensor_dicts[-1].add(target.value)
+
+    def _gathered(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]]:
+        """`a, b = gather((x, y))` or `a, b = all_reduce(x, y)` with a collective that keeps
+        the structure of its input: the target elements with their inputs' kinds."""
+        if not (isinstance(target, cst.Tuple | cst.List) and isinstance(value, cst.Call)):
+            return []
+        name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
+        if not _STRUCTURE_KEEPING.search(name):
+            return []
+        args = [a.value for a in value.args if a.keyword is None and not a.star]
+        if len(args) == 1 and isinstance(args[0], cst.Tuple | cst.List):
+            args = [e.value for e in args[0].elements]
+        elements = [e.value for e in target.elements]
+        if len(args) != len(elements) or any(isinstance(e, cst.StarredElement) for e in elements):
+            return []
+        return [(element, self.of(arg)) for element, arg in zip(elements, args, strict=True)]
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
@@ -352,16 +458,20 @@ class TensorKinds:
                     self.bind(target.elements[0].value, Kind.HOST)
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
+                values = self._values_of(iterable.func.value)
                 if method == "items":
                     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
                         # A dict's keys are names, numbers or tuples: never device tensors.
                         self.bind(target.elements[0].value, Kind.HOST)
-                        self.bind(target.elements[1].value, Kind.UNKNOWN)
+                        self.bind(target.elements[1].value, values)
                     else:
                         self.bind(target, Kind.UNKNOWN)
                     return
                 if method == "keys":
                     self.bind(target, Kind.HOST)
+                    return
+                if method == "values":
+                    self.bind(target, values)
                     return
         if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
             # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
@@ -402,6 +512,14 @@ class TensorKinds:
                 ] in _TENSOR_ANNOTATIONS:
                     return [subject.value]
         return []
+
+    def _values_of(self, mapping: cst.BaseExpression) -> Kind:
+        """What the values of a dict built here from a literal are (else unknown)."""
+        key = binding_key(mapping)
+        if key is None:
+            return Kind.UNKNOWN
+        known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
+        return known if known is not None else Kind.UNKNOWN
 
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
@@ -464,12 +582,22 @@ class TensorKinds:
         if node_type is cst.Call:
             return self._call(node)
         if node_type is cst.Subscript:
+            if type(node.value) is cst.Name and node.value.value in self._tensor_dicts[-1]:
+                return Kind.TENSOR  # an element of a dict of tensors moved to the device
             base = self.of(node.value)
             if base is Kind.ITERABLE:
-                # `timesteps[i]` is a tensor; a loader cannot be indexed, so
-                # `epoch_batches[epoch]` is some container of batches, not one tensor.
+                # `timesteps[i]` is a tensor, and so is a fixed element of a parameter
+                # annotated `Sequence[Tensor]` (`output[0]`: optimizers' parallel lists,
+                # indexed by the loop's counter, are left to the loops over them); a loader
+                # cannot be indexed, so `epoch_batches[epoch]` is some container of batches.
                 schedule = _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
-                return Kind.TENSOR if schedule else Kind.UNKNOWN
+                value = node.value
+                sequence = (
+                    isinstance(value, cst.Name)
+                    and value.value in self._sequences[-1]
+                    and _literal_index(node)
+                )
+                return Kind.TENSOR if schedule or sequence else Kind.UNKNOWN
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
             return _join((self.of(node.left), self.of(node.right)))
@@ -501,6 +629,44 @@ class TensorKinds:
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
 
+    def _moves_values(self, value: cst.BaseExpression) -> bool:
+        """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
+        the device, so each is a tensor there."""
+        if not isinstance(value, cst.DictComp) or not isinstance(value.value, cst.Call):
+            return False
+        call = value.value
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        method = call.func.attr.value
+        return method == "cuda" or (method == "to" and self._moves_to_device(call))
+
+    def is_derived(self, node: cst.BaseExpression) -> bool:
+        """Whether a name of unknown kind was computed from tensors by a helper xlalint
+        cannot see (`logprobs = rlhf.logits_to_logprobs(logits, ...)`, or a tuple element
+        of such a result): not enough to call it a tensor, enough when a use agrees."""
+        return isinstance(node, cst.Name) and node.value in self._derived[-1]
+
+    def _computed_from_tensors(self, value: cst.BaseExpression) -> bool:
+        """A call of a helper with a tensor (or a derived value) among its arguments, or a
+        method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
+        what lives on the host (`len()`, numpy, `.item()`)."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            return self.is_derived(value)
+        if not isinstance(value, cst.Call) or self.of(value) is Kind.HOST:
+            return False
+        func = value.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in HOST_METHODS or func.attr.value in TO_HOST_METHODS:
+                return False
+            if self._computed_from_tensors(func.value):
+                return True
+        return any(
+            not arg.star and (self.of(arg.value) is Kind.TENSOR or self.is_derived(arg.value))
+            for arg in value.args
+        )
+
     def _tests_tracing(self, test: cst.BaseExpression) -> bool | None:
         """True for `torch.jit.is_tracing()`, False for its negation, else None."""
         inner = negated(test)
@@ -513,7 +679,7 @@ class TensorKinds:
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             known = self._self_attributes[-1].get(attr)
-            if known is not None:
+            if known is not None and known is not Kind.UNKNOWN:
                 return known
         qualified = self.imports.resolve(node)
         if qualified is not None:
@@ -583,8 +749,26 @@ class TensorKinds:
                 # `.numpy()` of `out.cpu().numpy()` reads no device tensor.
                 return Kind.HOST
             if isinstance(func.value, cst.Name) and func.value.value == "self":
+                if functions := self._self_functions[-1].get(method):
+                    return _join(self._qualified_call(name, node) for name in sorted(functions))
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    def _host_inputs(self, call: cst.Call) -> bool:
+        """Every positional argument of a torch call is a host value, and none names a
+        device: the result is on the host too (elements of a list or tuple argument count
+        one by one)."""
+        values = []
+        for arg in call.args:
+            if arg.star or _is_keyword(arg, "device"):
+                return False
+            if arg.keyword is None:
+                value = arg.value
+                if isinstance(value, cst.List | cst.Tuple):
+                    values.extend(e.value for e in value.elements)
+                else:
+                    values.append(value)
+        return bool(values) and all(self.of(v) is Kind.HOST for v in values)
 
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`."""
@@ -610,13 +794,22 @@ class TensorKinds:
             return Kind.ITERABLE
         if qualified.startswith("torch_xla.distributed.parallel_loader."):
             return Kind.ITERABLE
+        if (
+            qualified.startswith("torch.")
+            and not _TORCH_FACTORIES.match(qualified)
+            and self._host_inputs(node)
+        ):
+            return Kind.HOST  # `torch.argsort(logits_on_cpu)`: computed where its input is
         if _TORCH_TENSOR_NAMESPACES.match(qualified):
             return Kind.TENSOR
         if qualified.rsplit(".", 1)[-1] in _RNG_STATE_GETTERS:
             return Kind.HOST  # a CPU ByteTensor, whatever the backend (`torch.npu.random`)
         if qualified == "torch.from_numpy" or (
             _TORCH_FACTORIES.match(qualified)
-            and (moves_to_cpu(node) or not any(_is_keyword(a, "device") for a in node.args))
+            and (
+                moves_to_cpu(node)
+                or not (self.device_contexts or any(_is_keyword(a, "device") for a in node.args))
+            )
         ):
             return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):
@@ -640,6 +833,27 @@ def _makes_dict(node: cst.BaseExpression) -> bool:
         name = get_full_name_for_node(node.func) or ""
         return name.rsplit(".", 1)[-1] in _DICT_FACTORIES
     return False
+
+
+def _literal_index(node: cst.Subscript) -> bool:
+    """`x[0]`, `x[-1]`: one element, at a position written in place."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, cst.Integer)
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    """Names a target binds: `x`, `a, (b, *c)`; `self.x` and `x[i]` bind none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    if isinstance(target, cst.Tuple | cst.List):
+        return [name for e in target.elements for name in _bound_names(e.value)]
+    return []
 
 
 def binding_key(node: cst.BaseExpression) -> str | None:

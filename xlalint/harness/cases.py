@@ -7,6 +7,11 @@ elsewhere verify compares outputs and says the cost was not measurable there. It
 "after" variant is never written by hand: xlalint's own fixer produces it, with only the
 case's rule enabled, so the harness proves the rewrite users will get.
 
+A case whose outputs are random draws on the device (dropout, `torch.randn(...,
+device=...)` in the loop) declares `OUTPUTS = "distribution"`: a barrier changes which
+numbers each step draws, so verify checks that before and after are draws of the same
+distribution (and says so) rather than the same values.
+
 A fix with no cost to lower on any single device (a rename of the same function, a
 gradient reduction that needs several replicas) declares `COSTS = ()` and says why in
 `WHY_NO_COST = "..."`: verify then proves only that the fixed program runs and gives the
@@ -34,7 +39,11 @@ COST_NAMES = frozenset(
         "host_to_device", "max_graph_size", "cpu_fallbacks", "errors", "warnings",
     }
 )  # fmt: skip
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
+# An installed xlalint carries the cases as package data (xlalint/runtime_cases/, built from
+# fixtures/: see pyproject.toml); a source checkout reads them from fixtures/ directly.
+PACKAGED_CASES = Path(__file__).resolve().parent.parent / "runtime_cases"
+SOURCE_CASES = Path(__file__).resolve().parent.parent.parent / "fixtures"
+FIXTURES = PACKAGED_CASES if PACKAGED_CASES.is_dir() else SOURCE_CASES
 
 
 class CaseError(Exception):
@@ -48,6 +57,7 @@ class RuntimeCase:
     costs: tuple[str, ...]
     measured_on: tuple[str, ...] = ()  # PJRT devices that show the cost; () means all
     why_no_cost: str = ""  # set exactly when costs is (): why no device shows one
+    random_outputs: bool = False  # OUTPUTS = "distribution": compared as draws, not values
 
     @property
     def name(self) -> str:
@@ -96,9 +106,13 @@ def read_case(code: str, path: Path) -> RuntimeCase:
     measured_on = constants.get("MEASURED_ON", ())
     if not isinstance(measured_on, tuple | list):
         raise CaseError(f'{path}: MEASURED_ON must be a tuple of devices, e.g. ("TPU",)')
+    outputs = constants.get("OUTPUTS", "values")
+    if outputs not in ("values", "distribution"):
+        raise CaseError(f'{path}: OUTPUTS must be "values" or "distribution", not {outputs!r}')
     costs = read_costs(path)
     why = str(constants.get("WHY_NO_COST", "")) if not costs else ""
-    return RuntimeCase(code, path, costs, tuple(str(d).upper() for d in measured_on), why)
+    devices = tuple(str(d).upper() for d in measured_on)
+    return RuntimeCase(code, path, costs, devices, why, outputs == "distribution")
 
 
 def discover(fixtures: Path = FIXTURES, codes: set[str] | None = None) -> list[RuntimeCase]:

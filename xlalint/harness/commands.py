@@ -16,7 +16,7 @@ from rich.progress import Progress
 from xlalint.harness.cases import FIXTURES, CaseError, discover
 from xlalint.harness.profile import ScriptCommandError, profile
 from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
-from xlalint.harness.table import print_profile, print_report
+from xlalint.harness.table import output_console, print_profile, print_report
 from xlalint.harness.verify import DEFAULT_JOBS, verify
 from xlalint.registry import UnknownSelectorError, expand
 
@@ -67,7 +67,7 @@ def verify_command(
         raise HarnessProblem(str(error)) from None
     if not cases:
         raise HarnessProblem(f"no runtime cases for {rules or 'any rule'} in {cases_folder}")
-    console = Console(stderr=json_path == Path("-"))
+    console = output_console(stderr=json_path == Path("-"))
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("running cases", total=2 * len(cases))
 
@@ -109,7 +109,7 @@ def profile_command(device: str, json_path: Path | None, command: tuple[str, ...
         tail = result.stderr.strip().splitlines()[-1:] or ["no error output"]
         click.echo(f"error: the script failed (exit code {result.returncode}): {tail[0]}",
                    err=True)  # fmt: skip
-    print_profile(result, Console(stderr=json_path == Path("-")))
+    print_profile(result, output_console(stderr=json_path == Path("-")))
     if json_path is not None:
         _write_json(result.to_json(), json_path)
     raise SystemExit(result.returncode)

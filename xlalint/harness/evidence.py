@@ -9,6 +9,7 @@ verify and checks the committed numbers, so the docs cannot claim what was not m
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,12 @@ def _outputs(case: dict[str, Any]) -> str:
         return "identical"
     if outputs["close"]:
         return f"equal within tolerance (max abs difference {outputs['max_abs_diff']:.2g})"
+    if outputs.get("same_distribution"):
+        return (
+            f"different values (max abs difference {outputs['max_abs_diff']:.2g}), the same "
+            "distribution: the case draws random numbers on the device, and the fix changes "
+            "which numbers each step draws"
+        )
     return f"different (max abs difference {outputs['max_abs_diff']:.2g})"
 
 
@@ -87,3 +94,56 @@ def render(code: str, record: dict[str, Any] | None = None) -> str:
         lines.append(f"Outputs: {_outputs(case)}.")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+# A measured number in a rule's prose: `{case.before.executions}` (a case of the rule
+# itself) or `{XLA101:case.after.device_to_host}`; `{case.outputs}` gives the verdict in
+# words. docgen fills them from evidence.json, so prose and table cannot disagree.
+PLACEHOLDER = re.compile(
+    r"\{(?:(?P<code>XLA\d+):)?(?P<case>\w+)\.(?:(?P<side>before|after)\.(?P<cost>\w+)|outputs)\}"
+)
+_OUTPUT_WORDS = {(True, True): "identical", (False, True): "equal within tolerance",
+                 (False, False): "different"}  # fmt: skip
+
+
+class MissingEvidence(KeyError):
+    """A placeholder names a case or a cost that evidence.json does not hold."""
+
+
+def _value(record: dict[str, Any], code: str, match: re.Match[str]) -> str:
+    code = match["code"] or code
+    case = next(
+        (c for c in record["cases"] if c["code"] == code and c["case"] == match["case"]), None
+    )
+    if case is None:
+        raise MissingEvidence(f"{match[0]}: no measured case {code} {match['case']}")
+    if match["side"] is None:
+        outputs = case["outputs"]
+        if outputs is None:
+            return "not compared (the original fails)"
+        if outputs.get("same_distribution") and not outputs["close"]:
+            return "different values from the same distribution"
+        return _OUTPUT_WORDS[outputs["exact"], outputs["close"]]
+    costs = case[match["side"]]
+    if costs is None or match["cost"] not in costs:
+        raise MissingEvidence(f"{match[0]}: {code} {match['case']} has no {match['cost']}")
+    return str(costs[match["cost"]])
+
+
+def fill(code: str, text: str, record: dict[str, Any] | None = None, strict: bool = False) -> str:
+    """`text` with each measured-number placeholder replaced by its value in evidence.json.
+
+    A placeholder without a measurement reads "(not measured)", or raises when `strict` (the
+    docs test: every placeholder of the committed docs must resolve).
+    """
+    record = load() if record is None else record
+
+    def value(match: re.Match[str]) -> str:
+        try:
+            return _value(record, code, match)
+        except MissingEvidence:
+            if strict:
+                raise
+            return "(not measured)"
+
+    return PLACEHOLDER.sub(value, text)

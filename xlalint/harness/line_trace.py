@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import re
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -134,12 +133,12 @@ class LineTracer:
         return self._local
 
     def start(self) -> None:
+        """Trace the main thread only: user code in a loader's thread (a Dataset's
+        `__getitem__` under MpDeviceLoader) must not move the main thread's current line."""
         sys.settrace(self._global)
-        threading.settrace(self._global)
 
     def stop(self) -> None:
         sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
         self.flush()
 
     def to_json(self) -> dict[str, Any]:

@@ -43,6 +43,7 @@ class RecompileCause:
     change: str
     trigger: str | None
     function: str | None
+    op: str = ""  # the changed node's op: `xla::device_data` is data moved to the device
 
 
 @dataclass
@@ -197,10 +198,11 @@ def _line_text(path: Path, line: int) -> str:
 def closest_rule(cost: LineCost, source_line: str) -> tuple[str, str]:
     """What a cost no finding explains is, and the rule closest to it."""
     if cost.recompiles:
-        change = cost.recompiles[0].change
-        if "device_data" in change or cost.recompiles[0].function == "<module>":
-            return f"recompiles: a tensor made here changed ({change})", "XLA206"
-        return f"recompiles: a tensor made here changed ({change})", "XLA207"
+        first = cost.recompiles[0]
+        what = f"recompiles: a tensor made here changed ({first.change})"
+        if first.op == "xla::device_data" and "->" in first.change and "[" in first.change:
+            return what, "XLA206"  # data of a new shape moved to the device: pad it
+        return what, "XLA207"  # a slice or view sized by a Python value
     if cost.host_reads:
         what = plural(cost.host_reads, "device-to-host transfer")
         for pattern, code in _SUGGESTIONS:
@@ -250,7 +252,7 @@ def _line_costs(
                 cost = at(where, change.after.line)
                 cost.compiles += 1
                 cost.recompiles.append(
-                    RecompileCause(change.change, trigger, change.after.function)
+                    RecompileCause(change.change, trigger, change.after.function, change.after.op)
                 )
             elif event.file is not None and event.line is not None:
                 at(event.file, event.line).compiles += 1

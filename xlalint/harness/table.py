@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections import Counter
 
@@ -19,6 +20,7 @@ from xlalint.report import plural
 COLUMNS = (
     ("executions", "exec"),
     ("device_to_host", "D2H"),
+    ("host_to_device", "H2D"),
     ("uncached_compiles", "comp"),
     ("cpu_fallbacks", "fallb"),
     ("max_graph_size", "graph"),
@@ -27,11 +29,26 @@ COLUMNS = (
 PLAIN = {"highlight": False, "markup": False, "soft_wrap": True}
 OUTPUTS = {(True, True): "identical", (False, True): "close", (False, False): "differ"}
 LEGEND = (
-    "Cells: as written->as fixed (one number when equal; err: the program fails). Bold: the "
-    "costs each rule is about. exec executions, D2H device-to-host transfers, comp "
+    "Cells: as written->as fixed (one number when equal or when one run fails; err in exec: "
+    "the program fails). Bold: the "
+    "costs each rule is about. exec executions, D2H device-to-host transfers, H2D "
+    "host-to-device transfers, comp "
     "compiles, fallb CPU fallbacks, graph largest graph (nodes), warn warnings; counted by "
     "torch_xla's metrics."
 )
+
+
+# Without a terminal (a CI log, a pipe) nothing needs to fit a screen: lines are as long as
+# their content, so no cell is folded mid-token. COLUMNS, where set, still decides.
+PLAIN_WIDTH = 1000
+
+
+def output_console(stderr: bool = False) -> Console:
+    """A console for the harness's reports: the terminal's width, or a wide plain layout."""
+    console = Console(stderr=stderr)
+    if console.is_terminal or os.environ.get("COLUMNS"):
+        return console
+    return Console(stderr=stderr, width=PLAIN_WIDTH)
 
 
 def _change(verdict: CaseVerdict, cost: str) -> str:
@@ -39,6 +56,8 @@ def _change(verdict: CaseVerdict, cost: str) -> str:
     before, after = verdict.before, verdict.after
     left = str(before.cost(cost)) if before.ok or cost == "errors" else "err"
     right = str(after.cost(cost)) if after.ok or cost == "errors" else "err"
+    if "err" in (left, right) and cost != "executions":
+        return right if left == "err" else left  # `err` once per row, in its first column
     return left if left == right else f"{left}->{right}"
 
 

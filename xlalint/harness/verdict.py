@@ -3,6 +3,8 @@
 Outputs are compared twice, and reported separately: exactly (bit for bit, as JSON values)
 and within a tolerance (a different but equivalent float order may round differently). A
 safe fix must keep results within tolerance; an unsafe fix reports its difference instead.
+A case whose outputs are random draws on the device must keep their distribution (a
+two-sample Kolmogorov-Smirnov test), and the verdict says the values differ.
 Every fix must lower at least one of the case's costs and raise none of them; a case that
 declares no cost (`COSTS = ()`, with its reason) must run before and after with the same
 results. A crash or a warning is a cost too: a fix that turns a failing program into a
@@ -21,18 +23,54 @@ from xlalint.harness.runner import ChildResult
 RTOL, ATOL = 1e-5, 1e-6
 
 
+# Two-sample Kolmogorov-Smirnov critical coefficient at a 0.1% false-alarm rate.
+KS_C = 1.949
+
+
 @dataclass(frozen=True)
 class OutputComparison:
     exact: bool
     close: bool
     max_abs_diff: float
+    # Only for outputs that are random draws: same distribution by a two-sample KS test.
+    same_distribution: bool | None = None
+    ks_statistic: float | None = None
 
     def describe(self) -> str:
         if self.exact:
             return "identical"
         if self.close:
             return f"close (max |diff| {self.max_abs_diff:.2g})"
+        if self.same_distribution:
+            return (
+                f"differ as values (max |diff| {self.max_abs_diff:.2g}) but are draws of the "
+                f"same distribution (KS D={self.ks_statistic:.2g})"
+            )
+        if self.same_distribution is False:
+            return f"differ, and not as draws of one distribution (KS D={self.ks_statistic:.2g})"
         return f"differ (max |diff| {self.max_abs_diff:.2g})"
+
+
+def ks_statistic(a: list[float], b: list[float]) -> float:
+    """The two-sample Kolmogorov-Smirnov distance: the largest gap between the two CDFs."""
+    xs, ys = sorted(a), sorted(b)
+    i = j = 0
+    gap = 0.0
+    while i < len(xs) and j < len(ys):
+        value = min(xs[i], ys[j])
+        while i < len(xs) and xs[i] == value:
+            i += 1
+        while j < len(ys) and ys[j] == value:
+            j += 1
+        gap = max(gap, abs(i / len(xs) - j / len(ys)))
+    return gap
+
+
+def same_distribution(a: list[float], b: list[float]) -> tuple[bool, float]:
+    """Could `a` and `b` be draws of one distribution? (KS test at the 0.1% level.)"""
+    n, m = len(a), len(b)
+    statistic = ks_statistic(a, b)
+    return statistic <= KS_C * math.sqrt((n + m) / (n * m)), statistic
 
 
 def _numbers(value: Any) -> list[float] | None:
@@ -54,7 +92,8 @@ def _numbers(value: Any) -> list[float] | None:
     return None
 
 
-def compare_outputs(before: Any, after: Any) -> OutputComparison:
+def compare_outputs(before: Any, after: Any, random: bool = False) -> OutputComparison:
+    """Values compared exactly and within tolerance; draws (`random`) also as distributions."""
     exact = before == after
     a, b = _numbers(before), _numbers(after)
     if a is None or b is None or len(a) != len(b):
@@ -64,7 +103,10 @@ def compare_outputs(before: Any, after: Any) -> OutputComparison:
         math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL) or (math.isnan(x) and math.isnan(y))
         for x, y in zip(a, b, strict=True)
     )
-    return OutputComparison(exact, close, max(diffs, default=0.0))
+    if not random or close or not a:
+        return OutputComparison(exact, close, max(diffs, default=0.0))
+    same, statistic = same_distribution(a, b)
+    return OutputComparison(exact, close, max(diffs), same, statistic)
 
 
 @dataclass
@@ -105,8 +147,13 @@ def judge(
             return verdict
         verdict.notes.append(f"the original fails ({_short(before.error)}); the fixed one runs")
     else:
-        verdict.outputs = compare_outputs(before.outputs, after.outputs)
-        if not verdict.outputs.close:
+        verdict.outputs = compare_outputs(before.outputs, after.outputs, case.random_outputs)
+        if verdict.outputs.same_distribution:
+            verdict.notes.append(
+                f"outputs {verdict.outputs.describe()}: the loop draws random numbers on the "
+                "device, and the fix changes which numbers each step draws"
+            )
+        elif not verdict.outputs.close:
             message = f"outputs {verdict.outputs.describe()}"
             if case.unsafe:
                 verdict.notes.append(f"{message} (unsafe fix: reported, not a failure)")

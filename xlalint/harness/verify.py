@@ -80,7 +80,12 @@ def _case_json(verdict: CaseVerdict) -> dict[str, Any]:
         "fallbacks_after": verdict.after.metrics.get("fallbacks", {}),
         "outputs": None
         if outputs is None
-        else {"exact": outputs.exact, "close": outputs.close, "max_abs_diff": outputs.max_abs_diff},
+        else {
+            "exact": outputs.exact,
+            "close": outputs.close,
+            "max_abs_diff": outputs.max_abs_diff,
+            "same_distribution": outputs.same_distribution,
+        },
         "passed": verdict.passed,
         "problems": verdict.problems,
         "notes": verdict.notes,

@@ -16,7 +16,7 @@ def fix_marker(diagnostic: Diagnostic) -> str:
 
 def header(diagnostic: Diagnostic) -> str:
     d = diagnostic
-    return f"{d.filename}:{d.start.row}:{d.start.column}: {d.code} {fix_marker(d)}{d.message}"
+    return f"{d.filename}:{d.position}: {d.code} {fix_marker(d)}{d.message}"
 
 
 def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:

@@ -7,14 +7,20 @@ from pathlib import Path
 
 from xlalint.api import CheckReport
 from xlalint.diagnostics import Diagnostic
+from xlalint.notebooks import cell_lines
 from xlalint.report.concise import header
 from xlalint.rule import Rule
-from xlalint.sources import SourceError, read_source
+from xlalint.sources import SourceError, decode, read_bytes
 
 
-def _lines(filename: str) -> list[str]:
+def _lines(diagnostic: Diagnostic, buffer: bytes | None) -> list[str]:
+    """The lines the finding's rows count in: its file's, its buffer's (stdin), or its
+    notebook cell's."""
     try:
-        return read_source(Path(filename)).text.splitlines()
+        raw = read_bytes(Path(diagnostic.filename)) if buffer is None else buffer
+        if diagnostic.cell is not None:
+            return cell_lines(raw, diagnostic.cell)
+        return decode(raw).text.splitlines()
     except SourceError:
         return []
 
@@ -47,12 +53,13 @@ def _help(diagnostic: Diagnostic) -> list[str]:
 
 def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
     out: list[str] = []
-    cache: dict[str, list[str]] = {}
+    cache: dict[tuple[str, int | None], list[str]] = {}
     for diagnostic in report.diagnostics:
-        if diagnostic.filename not in cache:
-            cache[diagnostic.filename] = _lines(diagnostic.filename)
+        key = (diagnostic.filename, diagnostic.cell)
+        if key not in cache:
+            cache[key] = _lines(diagnostic, report.buffers.get(diagnostic.filename))
         out.append(header(diagnostic))
-        out.extend(_snippet(diagnostic, cache[diagnostic.filename]))
+        out.extend(_snippet(diagnostic, cache[key]))
         out.extend(_help(diagnostic))
         out.append("")
     return "".join(line + "\n" for line in out)

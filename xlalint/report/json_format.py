@@ -44,6 +44,7 @@ def diagnostic_to_json(diagnostic: Diagnostic, url: str) -> dict[str, Any]:
         "name": diagnostic.name,
         "message": diagnostic.message,
         "filename": diagnostic.filename,
+        "cell": diagnostic.cell,  # notebooks: rows count within this cell (1-based)
         "location": _location(diagnostic.start),
         "end_location": _location(diagnostic.end),
         "noqa_row": diagnostic.noqa_row,

@@ -1,12 +1,20 @@
 """SARIF 2.1.0, the format code-scanning services ingest.
 
 Rule metadata (name, summary, docs, help link) travels with the results so a viewer can
-explain each finding without xlalint installed.
+explain each finding without xlalint installed. Levels follow each rule's severity
+(`xlalint.severity`). Paths are relative to the repository root (the git work tree holding
+the current folder, else the current folder) through the `%SRCROOT%` base, which
+`originalUriBaseIds` anchors, so code scanning places findings on the right file whatever
+folder xlalint ran in; files outside the root keep absolute `file:` URIs. Columns count
+Unicode code points, as in every xlalint output. A finding in a notebook has its cell in
+the location's `properties` (rows count within that cell).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,17 +23,34 @@ from urllib.parse import quote
 from xlalint import __version__
 from xlalint.api import CheckReport
 from xlalint.diagnostics import Diagnostic, FileError, Location
+from xlalint.docgen import filled_docs, rule_page
 from xlalint.rule import Rule
+from xlalint.severity import severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 HOMEPAGE = "https://github.com/xlalint/xlalint"
+BASE_ID = "%SRCROOT%"
 
 
-def _uri(filename: str) -> str:
+def repository_root(start: Path | None = None) -> Path:
+    """The git work tree holding `start` (default: the current folder), else `start`."""
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def _artifact(filename: str, root: Path) -> dict[str, str]:
+    """An artifactLocation: relative to `root` through BASE_ID where the file is inside it."""
     path = Path(filename)
-    if path.is_absolute():
-        return path.as_uri()
-    return quote(path.as_posix())  # a relative URI reference: spaces, `%`, `#` escaped
+    absolute = Path(os.path.abspath(path))
+    try:
+        relative = absolute.relative_to(root)
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+    # A relative URI reference: spaces, `%`, `#` escaped.
+    return {"uri": quote(relative.as_posix()), "uriBaseId": BASE_ID}
 
 
 def _region(start: Location, end: Location) -> dict[str, int]:
@@ -37,32 +62,61 @@ def _region(start: Location, end: Location) -> dict[str, int]:
     }
 
 
+_PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "note": "recommendation"}
+
+
+def _sections(docs: str) -> dict[str, str]:
+    parts = re.split(r"^## (.+)$", docs, flags=re.MULTILINE)
+    return {
+        title.strip(): body.strip() for title, body in zip(parts[1::2], parts[2::2], strict=True)
+    }
+
+
 def _rule(rule: type[Rule]) -> dict[str, Any]:
-    sections = rule.doc_sections()
+    # The docs as `xlalint rule CODE` shows them: measured numbers filled in.
+    page = rule_page(rule)
+    sections = _sections(filled_docs(rule))
+    what = sections.get("What it does", "").strip()
+    why = sections.get("Why is this bad?", "").strip()
+    level = severity(rule)
     return {
         "id": rule.code,
         "name": rule.name,
-        "shortDescription": {"text": rule.name.replace("-", " ")},
-        "fullDescription": {"text": sections.get("What it does", "")},
-        "help": {"text": rule.docs(), "markdown": rule.docs()},
+        "shortDescription": {"text": _first_sentence(what) or rule.name.replace("-", " ")},
+        "fullDescription": {"text": "\n\n".join(part for part in (what, why) if part)},
+        "help": {"text": page, "markdown": page},
         "helpUri": rule.url(),
-        "defaultConfiguration": {"level": "error"},
-        "properties": {"tags": ["xla", "performance"], "fixable": rule.fix_availability.value},
+        "defaultConfiguration": {"level": level},
+        "properties": {
+            "tags": ["xla", "performance"],
+            "fixable": rule.fix_availability.value,
+            "problem.severity": _PROBLEM_SEVERITY[level],
+        },
     }
 
 
-def _result(diagnostic: Diagnostic, rule_index: int) -> dict[str, Any]:
-    location = {
+def _first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    end = flat.find(". ")
+    return flat if end < 0 else flat[: end + 1]
+
+
+def _result(diagnostic: Diagnostic, rule_index: int, level: str, root: Path) -> dict[str, Any]:
+    location: dict[str, Any] = {
         "physicalLocation": {
-            "artifactLocation": {"uri": _uri(diagnostic.filename)},
+            "artifactLocation": _artifact(diagnostic.filename, root),
             "region": _region(diagnostic.start, diagnostic.end),
         }
     }
+    message = diagnostic.message
+    if diagnostic.cell is not None:
+        location["properties"] = {"cell": diagnostic.cell}
+        message = f"cell {diagnostic.cell}: {message}"
     result: dict[str, Any] = {
         "ruleId": diagnostic.code,
         "ruleIndex": rule_index,
-        "level": "error",
-        "message": {"text": diagnostic.message},
+        "level": level,
+        "message": {"text": message},
         "locations": [location],
     }
     if diagnostic.fix is not None:
@@ -71,7 +125,7 @@ def _result(diagnostic: Diagnostic, rule_index: int) -> dict[str, Any]:
                 "description": {"text": diagnostic.fix.description},
                 "artifactChanges": [
                     {
-                        "artifactLocation": {"uri": _uri(diagnostic.filename)},
+                        "artifactLocation": _artifact(diagnostic.filename, root),
                         "replacements": [
                             {
                                 "deletedRegion": _region(edit.start, edit.end),
@@ -86,9 +140,9 @@ def _result(diagnostic: Diagnostic, rule_index: int) -> dict[str, Any]:
     return result
 
 
-def _notification(error: FileError) -> dict[str, Any]:
+def _notification(error: FileError, root: Path) -> dict[str, Any]:
     """A file xlalint could not lint, as a tool execution notification."""
-    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(error.filename)}}
+    physical: dict[str, Any] = {"artifactLocation": _artifact(error.filename, root)}
     if error.location is not None:
         physical["region"] = {
             "startLine": error.location.row,
@@ -103,6 +157,8 @@ def _notification(error: FileError) -> dict[str, Any]:
 
 def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
     index = {rule.code: i for i, rule in enumerate(rules)}
+    levels = {rule.code: severity(rule) for rule in rules}
+    root = repository_root()
     document = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -116,12 +172,17 @@ def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
                         "rules": [_rule(rule) for rule in rules],
                     }
                 },
-                "results": [_result(d, index.get(d.code, -1)) for d in report.diagnostics],
+                "originalUriBaseIds": {BASE_ID: {"uri": root.as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "results": [
+                    _result(d, index.get(d.code, -1), levels.get(d.code, "warning"), root)
+                    for d in report.diagnostics
+                ],
                 "invocations": [
                     {
                         "executionSuccessful": not report.problems,
                         "toolExecutionNotifications": [
-                            _notification(error) for error in report.problems
+                            _notification(error, root) for error in report.problems
                         ],
                     }
                 ],

@@ -21,6 +21,7 @@ from xlalint.analysis.loops import (
     last_line_end,
 )
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import names_under
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -56,21 +57,38 @@ class LoopRule(Rule):
         loader = self.ctx.loops.plain_dataloader(site)
         if loader is None:
             return None
-        if torch_xla_is_optional(self.ctx.module):
-            return None  # the loop must still run where torch_xla is not installed
+        module = self.ctx.module
         wrapper, imports = self.ctx.imports.spell(
             MP_DEVICE_LOADER,
             "import torch_xla.distributed.parallel_loader as pl",
             self.ctx.names_in_use,
         )
         device, device_imports = xla_device_source()
-        wrapped = f"{wrapper}({self.ctx.module.code_for_node(loader)}, {device})"
-        return self.fix(
-            f"Iterate `{wrapped}`",
-            (loader, wrapped),
-            imports=(*device_imports, *imports),
-            moves_to_xla=True,
-        )
+        source = module.code_for_node(loader)
+        wrapped = f"{wrapper}({source}, {device})"
+        if not torch_xla_is_optional(module):
+            return self.fix(
+                f"Iterate `{wrapped}`",
+                (loader, wrapped),
+                imports=(*device_imports, *imports),
+                moves_to_xla=True,
+            )
+        # torch_xla is optional here: wrap only where the guard found it, and import the
+        # wrapper inside that guard, so that the loop still runs where it is not installed.
+        guard = _guard_import_line(module, "torch_xla")
+        _, flag = import_guard(module, "torch_xla")
+        if guard is None or flag is None or "torch_xla" not in self.ctx.imports.bindings:
+            return None
+        edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = []
+        if imports:
+            alias = wrapper.split(".", 1)[0]
+            if alias in names_under(module):
+                return None  # the name means something else here
+            line, indent = guard
+            end = line.trailing_whitespace
+            edits.append((end, f"{module.code_for_node(end)}{indent}{imports[0]}\n"))
+        wrapped = f"{wrapped} if {flag} else {source}"
+        return self.fix(f"Iterate `{wrapped}`", *edits, (loader, wrapped), moves_to_xla=True)
 
     def moved_batches_fix(self, site: LoopSite) -> NodeFix | None:
         """`loader_fix` where the loop moves each batch to a device itself: batches then
@@ -151,6 +169,21 @@ def torch_xla_is_optional(module: cst.Module) -> bool:
                 ):
                     return True
     return False
+
+
+def _guard_import_line(module: cst.Module, name: str) -> tuple[cst.SimpleStatementLine, str] | None:
+    """The line of a module-level `try:` that imports `name`, and its indentation: where
+    an import that must stay as optional as `name` goes."""
+    for statement in module.body:
+        if not isinstance(statement, cst.Try) or not isinstance(statement.body, cst.IndentedBlock):
+            continue
+        for line in statement.body.body:
+            if isinstance(line, cst.SimpleStatementLine) and any(
+                _binds(small, name) for small in line.body
+            ):
+                indent = statement.body.indent
+                return line, module.default_indent if indent is None else indent
+    return None
 
 
 def _binds_torch_xla(small: cst.BaseSmallStatement) -> bool:

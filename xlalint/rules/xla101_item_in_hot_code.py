@@ -45,9 +45,13 @@ class ItemInHotCode(Rule):
     Other uses are reported without a fix.
 
     ## Runtime evidence
-    5 steps of a small model on the XLA CPU device: `loss.item()` each step costs 10
-    executions, 5 device-to-host transfers and 5 `aten::_local_scalar_dense` calls;
-    accumulating `loss.detach()` costs 5 executions and no transfer, with identical results.
+    5 steps of a small model on the XLA CPU device (case `accumulate_loss`): `loss.item()` each
+    step costs {accumulate_loss.before.executions} executions,
+    {accumulate_loss.before.device_to_host} device-to-host transfers and
+    {accumulate_loss.before.cpu_fallbacks} `aten::_local_scalar_dense` calls; accumulating
+    `loss.detach()` costs {accumulate_loss.after.executions} executions and
+    {accumulate_loss.after.device_to_host} transfers, and the results are
+    {accumulate_loss.outputs}.
     """
 
     code = "XLA101"

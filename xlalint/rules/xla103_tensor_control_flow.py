@@ -78,9 +78,15 @@ class TensorControlFlow(Rule):
     are reported without a fix.
 
     ## Runtime evidence
-    5 steps on the XLA CPU device: `if x.sum() > 0:` each step costs 3 uncached and
-    7 cached compiles, 10 executions and 5 device-to-host transfers; the `torch.where`
-    version costs 1 uncached and 4 cached compiles and 5 executions, with identical results.
+    5 steps on the XLA CPU device (case `ternary_on_tensor`): `if x.sum() > 0:` each step costs
+    {ternary_on_tensor.before.uncached_compiles} uncached and
+    {ternary_on_tensor.before.cached_compiles} cached compiles,
+    {ternary_on_tensor.before.executions} executions and
+    {ternary_on_tensor.before.device_to_host} device-to-host transfers; the `torch.where`
+    version costs {ternary_on_tensor.after.uncached_compiles} uncached and
+    {ternary_on_tensor.after.cached_compiles} cached compiles and
+    {ternary_on_tensor.after.executions} executions, and the results are
+    {ternary_on_tensor.outputs}.
     """
 
     code = "XLA103"

@@ -23,6 +23,13 @@ _PROGRESS_METHODS = frozenset(
 )
 _SCALAR_METHODS = frozenset({"add_scalar", "add_scalars"})
 _STRINGIFIERS = frozenset({"str", "repr", "format"})
+# Lightning's logging methods, by the position of the logged value(s).
+_LIGHTNING_LOGS = {"log": 1, "log_dict": 0}
+_LOG_VALUES = frozenset({"value", "dictionary"})
+_PROG_BAR_HINT = (
+    "Drop `prog_bar=True` (the logger still reads it every `log_every_n_steps`), or log "
+    "with `on_step=False, on_epoch=True`"
+)
 ADD_STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
 XM_IMPORT = "import torch_xla.core.xla_model as xm"
 # Logging arguments whose meaning depends on where and when the call runs.
@@ -36,10 +43,12 @@ class PrintInHotCode(Rule):
     Flags printing, logging and formatting of tensors in code that runs every step:
     `print(...)`, `logging`/`logger`/`log` calls, tqdm's `set_postfix`/`set_description`
     and tensorboard's `add_scalar`/`add_scalars` when an argument is a tensor or formats
-    one, and f-strings, `str()`, `repr()`, `format()`, `.format()` and `%` formatting of
-    tensors anywhere in the step. Printing strings and Python numbers is not flagged (a
-    `loss.item()` read for printing is XLA101's finding), nor is code inside an
-    `xm.add_step_closure(...)` callback, a `raise` or an `assert` message.
+    one, Lightning's `self.log(...)`/`self.log_dict(...)` of a tensor with
+    `prog_bar=True`, and f-strings, `str()`, `repr()`, `format()`, `.format()` and `%`
+    formatting of tensors anywhere in the step. Printing strings and Python numbers is not
+    flagged (a `loss.item()` read for printing is XLA101's finding), nor is code inside an
+    `xm.add_step_closure(...)` callback, a `raise` or an `assert` message, nor Lightning's
+    `self.log` without `prog_bar=True`.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Turning a tensor
@@ -96,10 +105,22 @@ class PrintInHotCode(Rule):
     the lambda form would compute it after the step).
 
     ## Runtime evidence
-    5 steps of a small model on the XLA CPU device: `print(loss)` each step costs 2
-    uncached and 8 cached compiles, 10 executions and 5 device-to-host transfers;
-    `xm.add_step_closure(print, args=(loss,))` costs 1 uncached and 4 cached compiles and
-    5 executions (the 5 transfers stay, the extra executions go), with identical output.
+    5 steps of a small model on the XLA CPU device (case `print_loss`): `print(loss)` each step
+    costs {print_loss.before.uncached_compiles} uncached and {print_loss.before.cached_compiles}
+    cached compiles, {print_loss.before.executions} executions and
+    {print_loss.before.device_to_host} device-to-host transfers; `xm.add_step_closure(print,
+    args=(loss,))` costs {print_loss.after.uncached_compiles} uncached and
+    {print_loss.after.cached_compiles} cached compiles, {print_loss.after.executions} executions
+    and {print_loss.after.device_to_host} transfers (the transfers stay, the extra executions
+    go), and the output is {print_loss.outputs}.
+
+    Lightning 2.5.6 on the same device (`benchmarks/lightning_log.py`, 10 measured steps of
+    a `training_step` on `Trainer(accelerator="tpu")`): `self.log("loss", loss,
+    prog_bar=True)` costs 20 device-to-host transfers and 20 `_local_scalar_dense` reads,
+    two per step; `self.log("loss", loss)` and `self.log("loss", loss, on_step=False,
+    on_epoch=True)` cost none within the window (the logger reads every
+    `log_every_n_steps`, 50 by default). Executions stay at 10 in every variant: the reads
+    come after Lightning's barrier, but each one waits for the device.
     """
 
     code = "XLA104"
@@ -131,6 +152,8 @@ class PrintInHotCode(Rule):
 
     # -- sinks ----------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        if self._progress_bar_log(node):
+            return
         sink = self._sink(node)
         if sink is not None:
             what, arguments = sink
@@ -168,6 +191,40 @@ class PrintInHotCode(Rule):
             ]
             return f"`.{method}()`", values  # the values and the step, not the tag
         return None
+
+    def _progress_bar_log(self, node: cst.Call) -> bool:
+        """Lightning's `self.log(name, value, prog_bar=True)` / `self.log_dict({...},
+        prog_bar=True)` with a tensor value: the progress bar reads it every step. Without
+        `prog_bar=True` Lightning keeps the tensor and reads it only when the logger
+        writes (every `log_every_n_steps`), which is not flagged."""
+        func = node.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in _LIGHTNING_LOGS
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return False
+        if not any(
+            arg.keyword is not None
+            and arg.keyword.value == "prog_bar"
+            and isinstance(arg.value, cst.Name)
+            and arg.value.value == "True"
+            for arg in node.args
+        ):
+            return False
+        index = _LIGHTNING_LOGS[func.attr.value]
+        positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+        values = [a.value for a in node.args if a.keyword and a.keyword.value in _LOG_VALUES]
+        values += positional[index : index + 1]
+        if any(self._formats_tensor(value) for value in values):
+            message = (
+                f"`self.{func.attr.value}(..., prog_bar=True)` of a tensor reads it to the "
+                "host every step for the progress bar"
+            )
+            self._reported.add(id(node))
+            self.report(node, message, hint=_PROG_BAR_HINT)
+        return True
 
     def _is_logger(self, receiver: cst.BaseExpression) -> bool:
         """`logging`, `logger`, `log`, `self.logger`, `logging.getLogger(...)`, loguru's."""

@@ -24,7 +24,9 @@ class BlockingWaitInHotCode(Rule):
     `xm.mark_step(wait=True)` and `torch.cuda.synchronize()`. Names are resolved through
     the file's imports, so `from torch_xla.core.xla_model import wait_device_ops as w` is
     found and a local function called `wait_device_ops` is not. The plain barriers
-    `torch_xla.sync()` and `xm.mark_step()` do not block and are not flagged.
+    `torch_xla.sync()` and `xm.mark_step()` do not block and are not flagged. While XLA303
+    is enabled, `torch.cuda.synchronize()` is reported there instead (on an XLA host it
+    raises), once.
 
     ## Why is this bad?
     XLA overlaps work: after a barrier the host returns at once and traces the next step

@@ -62,9 +62,15 @@ class Nonzero(Rule):
     tuple: neither is fixed.
 
     ## Runtime evidence
-    5 steps on the XLA CPU device: `torch.nonzero(m).shape[0]` each step costs 2 uncached
-    and 8 cached compiles, 10 executions and 5 `aten::nonzero` CPU fallbacks; `m.sum()`
-    costs 1 uncached and 4 cached compiles and 5 executions, with identical results.
+    5 steps on the XLA CPU device (case `count_valid_tokens`): `torch.nonzero(m).shape[0]` each
+    step costs {count_valid_tokens.before.uncached_compiles} uncached and
+    {count_valid_tokens.before.cached_compiles} cached compiles,
+    {count_valid_tokens.before.executions} executions and
+    {count_valid_tokens.before.cpu_fallbacks} `aten::nonzero` CPU fallbacks; `m.sum()` costs
+    {count_valid_tokens.after.uncached_compiles} uncached and
+    {count_valid_tokens.after.cached_compiles} cached compiles and
+    {count_valid_tokens.after.executions} executions, and the results are
+    {count_valid_tokens.outputs}.
     """
 
     code = "XLA201"

@@ -68,10 +68,15 @@ class BooleanMaskRead(Rule):
     without a fix.
 
     ## Runtime evidence
-    5 steps on the XLA CPU device: `x[x > 0].sum()` each step costs 4 uncached and 6 cached
-    compiles, 10 executions, 5 device-to-host transfers and 5 `aten::nonzero` CPU
-    fallbacks; `torch.where(x > 0, x, 0).sum()` costs 1 uncached and 4 cached compiles,
-    5 executions and no transfer, with identical results. `masked_select` was seen falling
+    5 steps on the XLA CPU device (case `positive_scores`): `h[h > 0].sum()` with its backward
+    pass costs {positive_scores.before.uncached_compiles} uncached and
+    {positive_scores.before.cached_compiles} cached compiles,
+    {positive_scores.before.executions} executions, {positive_scores.before.device_to_host}
+    device-to-host transfers and {positive_scores.before.cpu_fallbacks} `aten::nonzero` CPU
+    fallbacks; `torch.where(h > 0, h, 0).sum()` costs {positive_scores.after.uncached_compiles}
+    uncached and {positive_scores.after.cached_compiles} cached compiles,
+    {positive_scores.after.executions} executions and {positive_scores.after.device_to_host}
+    transfers, and the results are {positive_scores.outputs}. `masked_select` was seen falling
     back to the CPU the same way.
     """
 

@@ -64,10 +64,15 @@ class BooleanMaskWrite(Rule):
     known), masks of another shape, several targets and `+=` are reported without a fix.
 
     ## Runtime evidence
-    5 steps on the XLA CPU device: `x[x < 0] = 0` each step costs 4 uncached and 6 cached
-    compiles, 10 executions and 5 `aten::nonzero` CPU fallbacks;
-    `x.masked_fill_(x < 0, 0)` (or the `torch.where` form) costs 1 uncached and 4 cached
-    compiles and 5 executions, with identical results.
+    5 steps on the XLA CPU device (case `mask_nan_scores`): a boolean-mask write each step costs
+    {mask_nan_scores.before.uncached_compiles} uncached and
+    {mask_nan_scores.before.cached_compiles} cached compiles,
+    {mask_nan_scores.before.executions} executions and {mask_nan_scores.before.cpu_fallbacks}
+    `aten::nonzero` CPU fallbacks; the `masked_fill_` (or `torch.where`) form costs
+    {mask_nan_scores.after.uncached_compiles} uncached and
+    {mask_nan_scores.after.cached_compiles} cached compiles and
+    {mask_nan_scores.after.executions} executions, and the results are
+    {mask_nan_scores.outputs}.
     """
 
     code = "XLA203"

@@ -78,10 +78,11 @@ class DataLoaderDropLast(Rule):
     shuffling, different samples are skipped each epoch.
 
     ## Runtime evidence
-    5 steps of a small model on the XLA CPU device (XLA_FACTS.md): batches of 16, 16, 16, 16
-    and 8 cost 2 uncached compiles; `drop_last=True` costs 1 compile and runs one step fewer
-    (a different result); padding the last batch and masking the loss costs 1 compile with
-    identical results.
+    5 batches of a small model on the XLA CPU device (case `last_batch_recompiles`): a smaller
+    last batch costs {last_batch_recompiles.before.uncached_compiles} uncached compiles;
+    `drop_last=True` costs {last_batch_recompiles.after.uncached_compiles} and runs one step
+    fewer (the results are {last_batch_recompiles.outputs}). Padding the last batch and masking
+    the loss (XLA_FACTS.md) also compiles once, with identical results.
     """
 
     code = "XLA205"

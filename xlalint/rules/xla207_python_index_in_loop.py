@@ -34,7 +34,9 @@ class PythonIndexInLoop(Rule):
     Flags a tensor indexed or sliced with a Python int that changes on every pass of a
     loop that runs the device on every pass: `x[i]`, `x[:, i]`, `x[i : i + bs]`,
     `x[i + 1] = v`, where `i` is the index of `for i in range(...)` or
-    `for i, _ in enumerate(...)`, or an int computed from it (`j = i + 1`). A loop runs the
+    `for i, _ in enumerate(...)`, an int computed from it (`j = i + 1`), or a counter the
+    pass steps (`seq_len += 1`, different on every pass, before its increment too). Tensors
+    made by factories under `with self.device:` live on that device. A loop runs the
     device on every pass when it reaches a barrier (`torch_xla.sync()`, `xm.mark_step()`),
     iterates a loader that syncs, or is the loop that trains or samples (it needs a
     barrier; XLA401 and XLA402 ask for it). A loop nested in such a loop without a barrier
@@ -101,8 +103,9 @@ class PythonIndexInLoop(Rule):
     )
     hot_only = True
     needs_torch = True
-    # The pass's index comes from `range`/`trange`/`enumerate`, or a counter (`step += 1`).
-    triggers = ("range", "enumerate", "+=", "-=")
+    # The pass's index comes from `range`/`trange`/`enumerate`, a counter (`step += 1`), or
+    # a host list of ints (`zip(ts[:-1], ts[1:])`, `t.tolist()`).
+    triggers = ("range", "enumerate", "+=", "-=", "zip", "tolist")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -89,13 +89,15 @@ class HostTensorInLoop(Rule):
     multi-line expression, or for the two-statement form.
 
     ## Runtime evidence
-    5 steps on the XLA CPU device (XLA_FACTS.md): `torch.arange(64).to(dev)` each step costs
-    5 host-to-device transfers; `torch.arange(64, device=dev)` costs none, with identical
-    results. Measured by hand while writing this rule: `torch.zeros(16).to(dev)` 5
-    transfers, `torch.zeros(16, device=dev)` 0; `torch.full((16,), 0.5)` 5 against 1; and
-    the cases left out: `torch.tensor(data)` 5 transfers with or without `device=`,
-    `torch.randint(...)` 5 on the host and 6 with `device=`, `torch.arange(i, i + 16,
-    device=dev)` with a changing `i` 5 compiles against 1 for the host version.
+    5 steps on the XLA CPU device (case `positions_each_step`): a host-built tensor moved each
+    step costs {positions_each_step.before.host_to_device} host-to-device transfers; built with
+    `device=` it costs {positions_each_step.after.host_to_device}, and the results are
+    {positions_each_step.outputs}. Measured by hand while writing this rule, not by a runtime
+    case: `torch.zeros(16).to(dev)` transfers every step and `torch.zeros(16, device=dev)`
+    never; `torch.full((16,), 0.5)` every step against once; and the cases left out:
+    `torch.tensor(data)` transfers with or without `device=`, `torch.randint(...)` transfers on
+    the host and with `device=`, and `torch.arange(i, i + 16, device=dev)` with a changing `i`
+    compiles every step where the host version compiles once.
     """
 
     code = "XLA208"

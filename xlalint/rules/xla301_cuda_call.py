@@ -9,6 +9,7 @@ from xlalint.analysis.devices import (
 )
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.rules._loop_rules import torch_xla_is_optional
 
 # `Tensor.cuda(device=None, non_blocking=False, memory_format=...)`; `Module.cuda(device=None)`.
 _KEPT_KEYWORDS = ("non_blocking", "memory_format")
@@ -54,10 +55,12 @@ class CudaCall(Rule):
     `non_blocking=` and `memory_format=`, and adds `import torch_xla`. A device index
     (`.cuda(0)`, `.cuda(args.gpu)`) is dropped: each XLA process owns its device, which
     `torch_xla.device()` returns. Calls with `*args`/`**kwargs` or other keywords are
-    reported without a fix. In a file with a device ladder without XLA (XLA305), the fix is
-    unsafe: the ladder decides where the model goes, and moving this value alone could put
-    it on another device than the model (`RuntimeError: Expected XLA tensor`). It then goes
-    together with the ladder's fix: `--unsafe-fixes` applies both or neither.
+    reported without a fix, as are calls in a file that imports torch_xla only where it is
+    installed (under `try:`/`if`): CUDA hosts without torch_xla still run them. In a file
+    with a device ladder without XLA (XLA305), the fix is unsafe: the ladder decides where
+    the model goes, and moving this value alone could put it on another device than the
+    model (`RuntimeError: Expected XLA tensor`). It then goes together with the ladder's
+    fix: `--unsafe-fixes` applies both or neither.
 
     ## Runtime evidence
     Not measured by the harness yet. Without a CUDA device, `.cuda()` raises: a RuntimeError
@@ -93,6 +96,8 @@ class CudaCall(Rule):
     def _to_xla_fix(self, node: cst.Call, func: cst.Attribute) -> NodeFix | None:
         """Small edits that leave the receiver alone (it may carry fixes of its own):
         `cuda` -> `to`, and the device argument -> `torch_xla.device()`."""
+        if torch_xla_is_optional(self.ctx.module):
+            return None  # CUDA hosts without torch_xla still run this line
         receiver = func.value
         qualified_receiver = (
             self.ctx.qualified(receiver) if isinstance(receiver, cst.Name | cst.Attribute) else None

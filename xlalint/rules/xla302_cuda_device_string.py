@@ -17,6 +17,7 @@ from xlalint.analysis.devices import (
 )
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.rules._loop_rules import torch_xla_is_optional
 
 _MAP_LOCATION_HINT = (
     'load to the host with `map_location="cpu"`, then move the model with `.to(torch_xla.device())`'
@@ -62,16 +63,17 @@ class CudaDeviceString(Rule):
 
     ## Fix safety
     Safe. `torch.device("cuda", ...)` and a device string passed as an argument become
-    `torch_xla.device()`. A string stored in a variable, default, dict or argparse option
-    becomes the string `"xla"`, so the value stays a string (`torch.device("xla")` and
-    `.to("xla")` are the XLA device) and nothing touches the XLA runtime when the module is
-    imported. Both add `import torch_xla`, which registers the XLA device. A device index is
-    dropped: each XLA process owns its device. `map_location="cuda"` and strings inside a
-    ternary or an `or` are reported without a fix. In a file with a device ladder without
-    XLA (XLA305), the fix is unsafe: the ladder decides where the model goes, and moving
-    this value alone could put it on another device than the model (`RuntimeError: Expected
-    XLA tensor`). It then goes together with the ladder's fix: `--unsafe-fixes` applies both
-    or neither.
+    `torch_xla.device()`; in a parameter's default, `torch.device("xla")`. A string stored
+    in a variable, default, dict or argparse option becomes the string `"xla"`, so the value
+    stays a string (`torch.device("xla")` and `.to("xla")` are the XLA device) and nothing
+    touches the XLA runtime when the module is imported. Both add `import torch_xla`, which
+    registers the XLA device. A device index is dropped: each XLA process owns its device.
+    `map_location="cuda"` and strings inside a ternary or an `or` are reported without a
+    fix, as are strings in a file that imports torch_xla only where it is installed (under
+    `try:`/`if`). In a file with a device ladder without XLA (XLA305), the fix is unsafe:
+    the ladder decides where the model goes, and moving this value alone could put it on
+    another device than the model (`RuntimeError: Expected XLA tensor`). It then goes
+    together with the ladder's fix: `--unsafe-fixes` applies both or neither.
 
     ## Runtime evidence
     Not measured by the harness yet. Without a CUDA device, allocating on or moving to
@@ -121,7 +123,21 @@ class CudaDeviceString(Rule):
             self.report(node, message, hint=_MAP_LOCATION_HINT)
             return
         fix = None
-        if is_cuda_string(arg.value):
+        if torch_xla_is_optional(self.ctx.module):
+            pass  # CUDA hosts without torch_xla still run this line: no fix
+        elif is_cuda_string(arg.value) and isinstance(parent, cst.Param):
+            # `def run(device=torch.device("cuda"))`: the default is made at import, where
+            # `torch_xla.device()` would start the XLA runtime; `torch.device("xla")` does not.
+            string = arg.value
+            assert isinstance(string, cst.SimpleString | cst.FormattedString)
+            func = self.ctx.module.code_for_node(node.func)
+            fix = self.fix(
+                'Use the XLA device: `torch.device("xla")`',
+                (node, f"{func}({xla_string_source(string)})"),
+                imports=("import torch_xla",),
+                moves_to_xla=True,
+            )
+        elif is_cuda_string(arg.value):
             device, imports = xla_device_source()
             fix = self.fix(
                 "Use the XLA device: `torch_xla.device()`",
@@ -176,9 +192,10 @@ class CudaDeviceString(Rule):
         strings = cuda_strings(value, self.ctx.imports)
         if not strings or not self._may_report():
             return
+        optional = torch_xla_is_optional(self.ctx.module)
         for string in strings:
             fix: NodeFix | None = None
-            if string is value:
+            if string is value and not optional:
                 device, imports = xla_device_source()
                 if argument:
                     fix = self.fix(

@@ -51,29 +51,34 @@ _NO_OPS = frozenset(
         "manual_seed_all",
         "seed",
         "seed_all",
+        "set_rng_state",
+        "set_rng_state_all",
+        "custom_fwd",  # `torch.cuda.amp.custom_fwd`: a decorator that runs the function as is
+        "custom_bwd",
         "empty_cache",
         "ipc_collect",
         "device_count",
         "is_available",
         "is_initialized",
         "stream",  # `with torch.cuda.stream(s)`: only `s` (a `Stream()`) reaches the runtime
-        "nvtx",
     }
 )
-# Memory statistics that return 0 without CUDA: reported only where the value steers the
-# program (a comparison or condition), not where it is only logged.
-_MEMORY_READS = frozenset(
-    {
-        "memory_allocated",
-        "max_memory_allocated",
-        "memory_reserved",
-        "max_memory_reserved",
-        "memory_cached",
-        "max_memory_cached",
-        "memory_stats",
-        "is_bf16_supported",
-    }
-)
+# Modules whose every function was measured or documented to do nothing without CUDA
+# (`torch.cuda.nvtx.range_push` returns -2).
+_NO_OP_MODULES = ("torch.cuda.nvtx.",)
+# Queries that answer without CUDA (memory statistics 0): reported only where the value
+# steers the program (a comparison or condition), not where it is only logged.
+_MEMORY_READS = {
+    "memory_allocated": "0",
+    "max_memory_allocated": "0",
+    "memory_reserved": "0",
+    "max_memory_reserved": "0",
+    "memory_cached": "0",
+    "max_memory_cached": "0",
+    "memory_stats": "an empty dict",
+    "is_bf16_supported": "False",
+    "get_arch_list": "an empty list",
+}
 # Ancestors through which a value decides something (up to the enclosing statement).
 _DECIDING = (cst.Comparison, cst.BooleanOperation, cst.If, cst.While, cst.Assert, cst.IfExp)
 _STATEMENT = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
@@ -173,8 +178,8 @@ class CudaApi(Rule):
 
     - raise `RuntimeError: Found no NVIDIA driver on your system`: `synchronize()`,
       `set_device(0)`, `current_device()`, `get_device_name(0)`, `get_device_capability()`,
-      `get_device_properties(0)`, `mem_get_info()`, `current_stream()`,
-      `Event().record()`, `x.type(torch.cuda.FloatTensor)`;
+      `get_device_properties(0)`, `mem_get_info()`, `current_stream()`, `get_rng_state()`,
+      `Event().record()`, `with torch.cuda.device(0)`, `x.type(torch.cuda.FloatTensor)`;
     - `torch.cuda.Stream()` raises `AcceleratorError: CUDA error`;
       `reset_peak_memory_stats()` raises `RuntimeError`, `memory_summary()` `KeyError`;
     - `torch.autocast("cuda", dtype=torch.bfloat16)` raises `RuntimeError: Current CUDA
@@ -186,13 +191,15 @@ class CudaApi(Rule):
       device-to-host transfers, 5 `aten::_local_scalar_dense` and 10 executions, against
       0, 0 and 5 without a scaler;
     - `memory_allocated()`, `max_memory_allocated()`, `memory_reserved()` return 0;
-      `is_bf16_supported()` returns False;
+      `is_bf16_supported()` returns False, `get_arch_list()` an empty list;
     - `set_default_tensor_type("torch.cuda.FloatTensor")` runs (deprecated), and the next
       tensor made raises;
-    - do nothing (not reported): `device_count()` (0), `manual_seed(0)`,
+    - do nothing (not reported): `device_count()` (0), `manual_seed(0)`, `set_rng_state()`,
       `manual_seed_all(0)`, `seed()`, `empty_cache()`, cuDNN/TF32 flag writes,
       `autocast(enabled=False)`, `@autocast("cuda", enabled=False)`,
-      `with torch.cuda.stream(None)`, and `torch.cuda.Event()` until it is recorded.
+      `with torch.cuda.stream(None)`, `torch.cuda.nvtx.range_push(...)` (returns -2),
+      functions decorated with `torch.cuda.amp.custom_fwd` (deprecated; run as written), and
+      `torch.cuda.Event()` until it is recorded.
     """
 
     code = "XLA303"
@@ -215,8 +222,8 @@ class CudaApi(Rule):
         function = qualified.rsplit(".", 1)[-1]
         if function in _MEMORY_READS and kind == "runtime":
             # Its own `if` asks about CUDA by calling it, which guards nothing.
-            if self._decides() and not self._cuda_only(own_test=True):
-                value = "False" if function.startswith("is_") else "0"
+            if self._decides() and not self._cuda_only(own_test=node):
+                value = _MEMORY_READS[function]
                 message = (
                     f"`{qualified}` returns {value} on an XLA host, and this code decides on it"
                 )
@@ -240,7 +247,7 @@ class CudaApi(Rule):
                 "flag to the host every step"
             )
             self.report(node, message, hint=_SCALER_HINT)
-        elif function in _NO_OPS:
+        elif function in _NO_OPS or qualified.startswith(_NO_OP_MODULES):
             return
         elif function == "Event":
             message = f"`{qualified}` raises on an XLA host when recorded: it needs CUDA"
@@ -257,12 +264,13 @@ class CudaApi(Rule):
                 return False
         return False
 
-    def _cuda_only(self, *, own_test: bool = False) -> bool:
+    def _cuda_only(self, *, own_test: cst.Call | None = None) -> bool:
         """Under a CUDA guard, in other code a TPU host never runs, or in a class's own
-        `cuda()` method, which its caller asked for. `own_test`: the test of an `if` that
-        holds the call does not count as a guard of it."""
+        `cuda()` method, which its caller asked for. `own_test` (the call): the test of an
+        `if` that holds the call does not count as a guard of it, and the left side of its
+        own `and` does (`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`)."""
         if in_own_method(self.ctx.function, "cuda"):
             return True
-        if own_test:
-            return runs_without_xla(self.ctx.ancestors(), self.ctx.imports)
+        if own_test is not None:
+            return runs_without_xla((own_test, *self.ctx.ancestors()), self.ctx.imports)
         return self.ctx.runs_without_xla

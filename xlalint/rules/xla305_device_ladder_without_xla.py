@@ -6,11 +6,14 @@ import libcst as cst
 
 from xlalint.analysis.devices import (
     GPU_TYPES,
+    TORCH_DEVICE,
     DeviceChoice,
     chain,
     creates_xla_device,
+    device_arguments,
     device_string_type,
     device_types,
+    is_device_name,
     mentions_xla,
     passes_through,
     probes_gpu,
@@ -93,22 +96,28 @@ class DeviceLadderWithoutXla(Rule):
     ## Fix safety
     Unsafe. The fix puts an XLA choice before the ladder, in its style: a ternary gets
     `"xla" if XLA_AVAILABLE else ...` (a string where the ladder chooses strings, else
-    `torch.device("xla")`); an `if`/`elif` chain gets a first branch that repeats what the
-    first GPU branch without CUDA-only calls does (`device = torch.device("xla")`,
-    `model = model.to(device)`), or else only sets or returns the device. Detection:
-    where the file does not import torch_xla, the fix adds
-    `try: import torch_xla; XLA_AVAILABLE = True` / `except ImportError: XLA_AVAILABLE =
-    False` after its imports, so the script still runs, on its CUDA or CPU path, where
-    torch_xla is not installed; where the file has such a guard already, its flag is used;
-    where it imports torch_xla otherwise, `importlib.util.find_spec("torch_xla")`.
-    `PJRT_DEVICE` is not consulted: measured with torch_xla 2.9 on a host without a TPU,
-    `torch_xla.device()` is `xla:0` with `PJRT_DEVICE=CPU` and also without it (torch_xla
-    warns "Defaulting to PJRT_DEVICE=CPU"); on a TPU VM it finds the TPU. The fix is unsafe
-    because a host with both a GPU and torch_xla installed now runs on XLA, and the XLA
-    branch wins over flags such as `--no-cuda` or `--gpu`. No fix for a ternary inside an
-    f-string (`f"{'cuda' if c else 'cpu'}:{rank}"`: XLA takes no index). Fixes that move
-    values to the XLA device in a file with such a ladder go together with this one (see
-    XLA301).
+    `torch.device("xla")`); an `if`/`elif` chain gets a first branch that repeats the first
+    GPU branch (`device = torch.device("xla")`, `model = model.to(device)`), with its
+    `.cuda(...)` moves made to the device it stores (`model = model.cuda(args.gpu)` becomes
+    `model = model.to(device)`) and without its GPU-only settings (`cudnn.benchmark`,
+    `torch.cuda.set_device`), or else only sets or returns the device. Detection: where the
+    file does not import torch_xla, the fix adds `try: import torch_xla; XLA_AVAILABLE =
+    True` / `except ImportError: XLA_AVAILABLE = False` after its imports, so the script
+    still runs, on its CUDA or CPU path, where torch_xla is not installed; where the file
+    has such a guard already, its flag is used; where it imports torch_xla otherwise,
+    `importlib.util.find_spec("torch_xla")`. `PJRT_DEVICE` is not consulted: measured with
+    torch_xla 2.9 on a host without a TPU, `torch_xla.device()` is `xla:0` with
+    `PJRT_DEVICE=CPU` and also without it (torch_xla warns "Defaulting to PJRT_DEVICE=CPU");
+    where a TPU is attached, torch_xla picks it (its documented default; not measured here).
+    The fix is unsafe because a host with both a GPU and torch_xla installed now runs on
+    XLA, and the XLA branch wins over flags such as `--no-cuda` or `--gpu`. No fix for a
+    ternary inside an f-string (`f"{'cuda' if c else 'cpu'}:{rank}"`: XLA takes no index),
+    nor where the ladder's value is not used as a device (`accelerator = "cuda"`, a function
+    `backend()` returning `"cuda"`): only values given to `torch.device(...)`, a `device=`
+    argument or `.to(...)`, stored in a device-like name, or returned by a function named
+    for devices (`get_device`) get the XLA branch. Fixes that move values to the XLA device
+    in a file with such a ladder go together with this one (see XLA403), or, where the file
+    does not import torch_xla yet, wait for its guard.
 
     ## Runtime evidence
     Not measured by the harness yet. With `PJRT_DEVICE=CPU` and no GPU, the ladder picks
@@ -213,6 +222,8 @@ class DeviceLadderWithoutXla(Rule):
         the XLA choice wins where torch_xla is installed; elsewhere the ladder is as before."""
         if any(isinstance(a, cst.FormattedString) for a in self.ctx.ancestors()):
             return None  # `f"{'cuda' if c else 'cpu'}:{rank}"`: an index XLA does not take
+        if not self._takes_a_device(node):
+            return None  # `accelerator = "cuda" if ... else "cpu"`: a name, not a device
         availability = self._availability()
         if availability is None:
             return None
@@ -221,6 +232,8 @@ class DeviceLadderWithoutXla(Rule):
         # Text before the first branch: `X if t else A if c else B` parses as
         # `X if t else (A if c else B)`, and the ladder's own text stays as it is.
         body = self.ctx.module.code_for_node(node.body)
+        if "\n" in body:
+            return None  # its lines would lose their indentation
         new = f"{value} if {test} else {body}"
         return self.fix(_DESCRIPTION, *edits, (node.body, new), imports=(*imports, *value_imports))
 
@@ -231,6 +244,8 @@ class DeviceLadderWithoutXla(Rule):
         branch = _template_branch(node, self.ctx.imports)
         if branch is None or availability is None:
             return None
+        if not all(self._stores_a_device(selected) for _, selected in branch if selected):
+            return None  # `self._accelerator_flag = "cuda"`: a name, not a device
         test, edits, imports = availability
         module = self.ctx.module
         indent = "".join(
@@ -253,15 +268,62 @@ class DeviceLadderWithoutXla(Rule):
         for statement, selected in branch:
             if selected is None:
                 lines.append(module.code_for_node(statement).strip())
+                if "\n" in lines[-1]:
+                    return None  # its lines would lose their indentation
                 continue
             value, value_imports = self._xla_value(
                 _first_device_leaf(selected.value, self.ctx.imports)
             )
             lines.append(_with_value(module, selected, value))
         statements = "".join(f"{indent}{unit}{line}\n" for line in lines)
-        test_source = module.code_for_node(node.test)
-        new = f"{test}:\n{statements}{indent}elif {test_source}"
-        return self.fix(_DESCRIPTION, *edits, (node.test, new), imports=(*imports, *value_imports))
+        # `if` + ` XLA_AVAILABLE:` / the branch / `elif` + the chain's own test, untouched.
+        space = module.code_for_node(node.whitespace_before_test)
+        new = f" {test}:\n{statements}{indent}elif{space}"
+        return self.fix(
+            _DESCRIPTION,
+            *edits,
+            (node.whitespace_before_test, new),
+            imports=(*imports, *value_imports),
+        )
+
+    def _takes_a_device(self, node: cst.IfExp) -> bool:
+        """Whether a ternary's value goes where torch takes a device: `torch.device(...)`,
+        a `device=` argument, `.to(...)`, a device-like name (`device = ...`,
+        `def f(device=...)`) or the return value of a function named for devices."""
+        ancestors = list(self.ctx.ancestors())
+        parent = ancestors[0] if ancestors else None
+        if isinstance(parent, cst.Arg) and len(ancestors) > 1:
+            call = ancestors[1]
+            return isinstance(call, cst.Call) and (
+                self.ctx.qualified(call.func) == TORCH_DEVICE
+                or any(arg is parent for arg in device_arguments(call, self.ctx.imports))
+            )
+        if isinstance(parent, cst.Assign):
+            return all(is_device_name(t.target) for t in parent.targets)
+        if isinstance(parent, cst.AnnAssign):
+            return is_device_name(parent.target)
+        if isinstance(parent, cst.Param):
+            return is_device_name(parent.name)
+        if isinstance(parent, cst.Return):
+            return self._returns_a_device()
+        return False
+
+    def _stores_a_device(self, statement: Selection) -> bool:
+        """Whether an `if` branch's selection sets a device (not an accelerator or backend
+        name that happens to read "cuda"): a `torch.device(...)` value, a device-like
+        target, or the return value of a function named for devices."""
+        value = statement.value
+        if isinstance(value, cst.Call) and device_types(value, self.ctx.imports):
+            return True
+        if isinstance(statement, cst.Return):
+            return self._returns_a_device()
+        if isinstance(statement, cst.AnnAssign):
+            return is_device_name(statement.target)
+        return all(is_device_name(t.target) for t in statement.targets)
+
+    def _returns_a_device(self) -> bool:
+        function = self.ctx.function
+        return function is not None and is_device_name(cst.Name(function.name))
 
     def _xla_value(self, leaf: cst.CSTNode | None) -> tuple[str, tuple[str, ...]]:
         """The XLA device in the ladder's own style: the string `"xla"` where it chooses
@@ -328,37 +390,80 @@ def _template_branch(
     node: cst.If, imports: ImportTable
 ) -> list[tuple[cst.CSTNode, Selection | None]] | None:
     """What the XLA branch does, copied from the chain: the statements of the first branch
-    that selects a GPU and does nothing else CUDA-specific (`device = torch.device("cuda")`
-    / `model = model.to(device)`), so the model moves where the device goes; else only the
-    first statement that selects a device. Pairs of (statement, its device selection)."""
+    that selects a GPU device and stores it in a name (`device = torch.device("cuda")`,
+    `model = model.to(device)`), so the model moves where the device goes, without the
+    branch's GPU-only settings (`torch.cuda.set_device(...)`, `cudnn.benchmark = True`),
+    and with its `.cuda(...)` moves made with that name (`model = model.cuda(args.gpu)` ->
+    `model = model.to(device)`); the selection comes first. Else only the first statement
+    that selects a device. Pairs of (statement, its device selection)."""
     _, blocks = chain(node)
     for block in blocks:
-        if not isinstance(block, cst.IndentedBlock):
-            continue
-        pairs: list[tuple[cst.CSTNode, Selection | None]] = []
-        selects_gpu = False
-        for line in block.body:
-            if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-                break
-            small = line.body[0]
-            value = getattr(small, "value", None)
-            types = device_types(value, imports) if isinstance(value, cst.BaseExpression) else None
-            if isinstance(small, Selection) and types:
-                if not types & GPU_TYPES:
-                    break
-                selects_gpu = True
-                pairs.append((small, small))
-            elif _gpu_specific(small, imports):
-                break
-            else:
-                pairs.append((small, None))
-        else:
-            if selects_gpu:
-                return pairs
+        if isinstance(block, cst.IndentedBlock) and (pairs := _portable(block, imports)):
+            return pairs
     for block in blocks:
         for small in _selecting_statements(block, imports):
             return [(small, small)]
     return None
+
+
+def _portable(
+    block: cst.IndentedBlock, imports: ImportTable
+) -> list[tuple[cst.CSTNode, Selection | None]] | None:
+    """`_template_branch` for one branch, or None where it does not fit."""
+    selection: Selection | None = None
+    others: list[cst.BaseSmallStatement] = []
+    cuda_moves: list[cst.BaseSmallStatement] = []
+    for line in block.body:
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        small = line.body[0]
+        value = getattr(small, "value", None)
+        types = device_types(value, imports) if isinstance(value, cst.BaseExpression) else None
+        if isinstance(small, Selection) and types:
+            if not types & GPU_TYPES or selection is not None:
+                return None
+            selection = small
+        elif not _gpu_specific(small, imports):
+            others.append(small)
+        elif _moves(small):
+            if not _gpu_specific(small.visit(_ToDevice(cst.Name("device"))), imports):
+                cuda_moves.append(small)  # `model = model.cuda(args.gpu)`
+                others.append(small)
+            else:
+                return None
+        # `torch.cuda.set_device(args.gpu)`, `cudnn.benchmark = True`: left out
+    if selection is None:
+        return None
+    if cuda_moves:
+        targets = [] if isinstance(selection, cst.Return) else _targets(selection)
+        if len(targets) != 1 or not isinstance(targets[0], cst.Name | cst.Attribute):
+            return None
+        device = targets[0]
+        others = [s.visit(_ToDevice(device)) if s in cuda_moves else s for s in others]
+    return [(selection, selection), *((s, None) for s in others)]
+
+
+def _targets(statement: cst.Assign | cst.AnnAssign) -> list[cst.BaseExpression]:
+    if isinstance(statement, cst.AnnAssign):
+        return [statement.target]
+    return [t.target for t in statement.targets]
+
+
+class _ToDevice(cst.CSTTransformer):
+    """`.cuda(args.gpu, non_blocking=True)` -> `.to(device, non_blocking=True)`."""
+
+    def __init__(self, device: cst.BaseExpression) -> None:
+        super().__init__()
+        self.device = device
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        func = updated.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return updated
+        keywords = [a for a in updated.args if a.keyword is not None]
+        kept = [a for a in keywords if a.keyword and a.keyword.value != "device"]
+        args = [cst.Arg(self.device), *kept]
+        return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
 
 
 def _with_value(module: cst.Module, statement: Selection, value: str) -> str:
@@ -374,15 +479,33 @@ def _with_value(module: cst.Module, statement: Selection, value: str) -> str:
 
 
 def _gpu_specific(node: cst.CSTNode, imports: ImportTable) -> bool:
-    """Code that names CUDA or MPS: `torch.cuda.set_device(...)`, `.cuda(...)`, `"cuda:0"`."""
-    return (
-        probes_gpu(node, imports)
-        or any(
-            isinstance(leaf, cst.Name) and leaf.value in ("cuda", "mps")
-            for leaf in descendants(node)
-        )
-        or any(device_string_type(leaf) in GPU_TYPES for leaf in descendants(node))
+    """Code for a GPU only: `torch.cuda.set_device(...)`, `.cuda(...)`, `"cuda:0"`,
+    `cudnn.benchmark = True`, `torch.backends.mps`."""
+    if probes_gpu(node, imports):
+        return True
+    for leaf in descendants(node):
+        if isinstance(leaf, cst.Name) and leaf.value in ("cuda", "mps"):
+            return True
+        if device_string_type(leaf) in GPU_TYPES:
+            return True
+        if isinstance(leaf, cst.Name | cst.Attribute):
+            qualified = imports.resolve(leaf) or ""
+            if qualified.startswith(_GPU_MODULES):
+                return True
+    return False
+
+
+def _moves(node: cst.CSTNode) -> bool:
+    """Whether code moves a value to a device: `.cuda(...)`, `.to(...)`."""
+    return any(
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ("cuda", "to")
+        for call in descendants(node)
     )
+
+
+_GPU_MODULES = ("torch.cuda", "torch.backends.cud", "torch.backends.mps")
 
 
 def _selecting_statements(block: cst.CSTNode, imports: ImportTable) -> list[Selection]:

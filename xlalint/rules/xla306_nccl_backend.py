@@ -40,8 +40,9 @@ class NcclBackend(Rule):
     `process_group_backend=` keyword, a default argument or argparse default of such a
     parameter or option (`def setup(backend="nccl")`,
     `parser.add_argument("--dist-backend", default="nccl")`), and a config value stored
-    under such a name (`dist_backend = "nccl"`, `{"backend": "nccl"}`), also as a branch of
-    `or` or a ternary. Left alone: comparisons (`if backend == "nccl":`), a choice that
+    under such a name (`dist_backend = "nccl"`, `{"backend": "nccl"}`) or returned by a
+    function so named (`def get_backend(): return "nccl"`), also as a branch of `or` or a
+    ternary. Left alone: comparisons (`if backend == "nccl":`), a choice that
     only CUDA machines make (`"nccl" if torch.cuda.is_available() else "gloo"`), code where
     a test for XLA failed (`"xla" if use_tpu else "nccl"`), and code under a CUDA guard.
 
@@ -69,9 +70,9 @@ class NcclBackend(Rule):
     ## Fix safety
     Unsafe: the fix writes `"xla"` and adds `import torch_xla.distributed.xla_backend`.
     The script then needs torch_xla on every machine it runs on, including GPU machines it
-    may still be meant for, and `init_process_group("xla")` without `init_method="xla://"`
-    reads the rank and world size from the environment (`MASTER_ADDR`, ...), which
-    `torch_xla.launch` does not set: review the call.
+    may still be meant for; and the rank and world size still come from where the call
+    took them (`init_method`, or the environment as `torchrun` sets it), where
+    `torch_xla.launch` programs usually pass `init_method="xla://"`: review the call.
 
     ## Runtime evidence
     Measured with `benchmarks/xla_semantics.py --group dist` (torch 2.9.0, torch_xla
@@ -79,8 +80,9 @@ class NcclBackend(Rule):
     `init_process_group(backend="nccl")` with the rank and world size in the environment
     raise `ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!`;
     `init_process_group("xla", init_method="xla://")` after
-    `import torch_xla.distributed.xla_backend` runs, `get_backend()` is `"xla"`, and
-    `all_reduce` of an XLA tensor of ones gives ones.
+    `import torch_xla.distributed.xla_backend` runs, and so does
+    `init_process_group(backend="xla")` with the rank and world size in the environment:
+    `get_backend()` is `"xla"`, and `all_reduce` of an XLA tensor of ones gives ones.
     """
 
     code = "XLA306"
@@ -144,6 +146,9 @@ class NcclBackend(Rule):
             return any(_names_backend(_name_of(t.target) or "") for t in parent.targets)
         if isinstance(parent, cst.AnnAssign):
             return _names_backend(_name_of(parent.target) or "")
+        if isinstance(parent, cst.Return):
+            function = self.ctx.function
+            return function is not None and _names_backend(function.name)
         if isinstance(parent, cst.DictElement):
             return parent.value is value and _names_backend(_name_of(parent.key) or "")
         return False

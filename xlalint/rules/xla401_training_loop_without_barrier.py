@@ -59,25 +59,38 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     Safe. The fix appends `torch_xla.sync()` as the last statement of the loop body, at the
     body's indentation (`xm.mark_step()` if the file already calls it; `sync()` after `from
     torch_xla import sync`), and adds `import torch_xla` if needed. Where the file imports
-    torch_xla only under `if`/`try:` and sets a flag there (`XLA_AVAILABLE = True`), the
-    barrier is appended as `if XLA_AVAILABLE: xm.mark_step()` so the file still runs
-    without torch_xla; with no such flag there is no fix. A barrier only decides where
-    graphs are cut: results are the same. No fix for a one-line body
-    (`for b in loader: step(b)`), a loop with `else:`, or a body whose last statement leaves
-    the pass (`return`, `break`, `continue`, `raise`): there, where the barrier belongs is a
-    judgement call.
+    torch_xla only under `if`/`try:` and sets a flag there (`XLA_AVAILABLE = True`), the barrier
+    is appended as `if XLA_AVAILABLE: xm.mark_step()` so the file still runs without torch_xla;
+    with no such flag there is no fix. A barrier only decides where graphs are cut: results are
+    the same, except for device random numbers (below). No fix for a one-line body (`for b in
+    loader: step(b)`), a loop with `else:`, or a body whose last statement leaves the pass
+    (`return`, `break`, `continue`, `raise`): there, where the barrier belongs is a judgement
+    call.
 
     Where the loop iterates a plain `DataLoader` (traced as for XLA403) and moves each batch
     to a device itself (`x.to(device)`, `x.cuda()`), the fix instead wraps the loader in the
     loop header, `for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):`, as a person
     porting the loop would: every batch is then a barrier, and batches arrive on the XLA
-    device where the loop moved them anyway (the move becomes a no-op).
+    device where the loop moved them anyway (the move becomes a no-op). In a file whose
+    model a device ladder without XLA places (XLA305), the wrap is unsafe and goes together
+    with the ladder's fix (both or neither): wrapped alone, batches would reach the XLA
+    device while the model stays on the CPU.
+
+    Random numbers drawn on the device in the loop (dropout, `torch.randn(...,
+    device=...)`) are the exception: a barrier changes which numbers torch_xla's device
+    generator gives every later draw, so the results are a different sample of the same
+    distribution, not the same values (measured by the `device_randomness` runtime case:
+    values differ, a two-sample Kolmogorov-Smirnov test finds the same distribution).
+    Without device randomness, results are the same values.
 
     ## Runtime evidence
-    5 training steps of a small MLP on the XLA CPU device without a barrier: one graph of
-    163 nodes is compiled after the 5 steps, growing about 32 nodes a step, and compile time
-    grows with it (0.57 s at 5 steps, 3.06 s at 40). With `torch_xla.sync()` each step the
-    graph stays at 36 nodes and compiles once; the results are identical.
+    5 training steps of a small MLP on the XLA CPU device (case `training_loop`): without a
+    barrier one graph of {training_loop.before.max_graph_size} nodes is compiled after the 5
+    steps, and compile time grows with the number of steps (XLA_FACTS.md). With
+    `torch_xla.sync()` each step the largest graph is {training_loop.after.max_graph_size}
+    nodes, compiled once and reused; the results are {training_loop.outputs}. With dropout and
+    `torch.randn` on the device (case `device_randomness`) the results are
+    {device_randomness.outputs}.
     """
 
     code = "XLA401"

@@ -44,25 +44,35 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
 
     ## Fix safety
     Safe. The fix appends `torch_xla.sync()` as the last statement of the loop body, at the
-    body's indentation (`xm.mark_step()` if the file already calls it), and adds
-    `import torch_xla` if needed; a barrier only decides where graphs are cut. Where
-    torch_xla is an optional import guarded by a flag (`XLA_AVAILABLE = True`, as in
-    diffusers), the barrier goes behind `if XLA_AVAILABLE:`; an optional import without such
-    a flag gets no fix. No fix for a one-line body, a loop with `else:`, or a body whose
-    last statement is `return`, `break`, `continue` or `raise`.
+    body's indentation (`xm.mark_step()` if the file already calls it), and adds `import
+    torch_xla` if needed; a barrier only decides where graphs are cut (but see device random
+    numbers, below). Where torch_xla is an optional import guarded by a flag (`XLA_AVAILABLE =
+    True`, as in diffusers), the barrier goes behind `if XLA_AVAILABLE:`; an optional import
+    without such a flag gets no fix. No fix for a one-line body, a loop with `else:`, or a body
+    whose last statement is `return`, `break`, `continue` or `raise`.
 
     Where the loop iterates a plain `DataLoader` (traced as for XLA403) and moves each batch
     to a device itself (`x.to(device)`, `x.cuda()`), the fix instead wraps the loader in the
     loop header, `for x, y in pl.MpDeviceLoader(loader, torch_xla.device()):`, as a person
     porting the loop would: every batch is then a barrier, and batches arrive on the XLA
-    device where the loop moved them anyway (the move becomes a no-op).
+    device where the loop moved them anyway (the move becomes a no-op). In a file whose
+    model a device ladder without XLA places (XLA305), the wrap is unsafe and goes together
+    with the ladder's fix (both or neither): wrapped alone, batches would reach the XLA
+    device while the model stays on the CPU.
+
+    Random numbers drawn on the device in the loop (dropout, `torch.randn(...,
+    device=...)`) are the exception: a barrier changes which numbers torch_xla's device
+    generator gives every later draw, so the results are a different sample of the same
+    distribution, not the same values (measured by the `device_randomness` runtime case:
+    values differ, a two-sample Kolmogorov-Smirnov test finds the same distribution).
+    Without device randomness, results are the same values.
 
     ## Runtime evidence
-    The same mechanism is measured for training loops (XLA401): without a barrier the graph
-    grows each step (163 nodes after 5 steps, about 32 more per step) and compile time with
-    it (0.57 s at 5 steps, 3.06 s at 40); with `torch_xla.sync()` each step it stays at 36
-    nodes. The runtime case `fixtures/XLA402/runtime_sampling_loop.py` runs an 8-step
-    denoising loop without a barrier and as fixed, comparing the largest graph.
+    8 denoising steps on the XLA CPU device (case `sampling_loop`): without a barrier one graph
+    of {sampling_loop.before.max_graph_size} nodes holds every step; with `torch_xla.sync()`
+    each step the largest graph is {sampling_loop.after.max_graph_size} nodes; the results are
+    {sampling_loop.outputs}. A sampler that adds `torch.randn_like` noise each step (case
+    `device_randomness`) gives results that are {device_randomness.outputs}.
     """
 
     code = "XLA402"

@@ -50,12 +50,23 @@ class PlainDataloader(LoopRule):
     torch_xla.device())` in the loop header only (other uses of `loader`, such as
     `len(loader)` or `loader.sampler.set_epoch(epoch)`, are untouched) and adds the imports.
     Batches then arrive on the XLA device, where the loop moved them anyway; non-tensor
-    items pass through unchanged. No fix where the file imports torch_xla only if it is
-    installed (under `if`/`try:`): there the loop must keep working without it. In a file
-    with a device ladder without XLA (XLA305), the fix is unsafe: the ladder decides where
-    the model goes, and moving this value alone could put it on another device than the
-    model (`RuntimeError: Expected XLA tensor`). It then goes together with the ladder's
-    fix: `--unsafe-fixes` applies both or neither.
+    items pass through unchanged. Where the file imports torch_xla only if it is installed,
+    in a `try:` that sets a flag (`XLA_AVAILABLE = True`, as XLA305's fix writes it), the
+    wrap is `pl.MpDeviceLoader(loader, torch_xla.device()) if XLA_AVAILABLE else loader` and
+    its import goes inside that `try:`, so the loop keeps working without torch_xla; with
+    another kind of guard there is no fix. In a file with a device ladder without XLA
+    (XLA305), the fix is unsafe: the ladder decides where the model goes, and moving this
+    value alone could put it on another device than the model (`RuntimeError: Expected XLA
+    tensor`). It then goes together with the ladder's fix: `--unsafe-fixes` applies both or
+    neither. Where the file does not import torch_xla at all, the wrap waits (no fix, a
+    hint) until the ladder's fix has added its guard, and is then made in the guard's terms.
+
+    Random numbers drawn on the device in the loop (dropout, `torch.randn(...,
+    device=...)`) are the exception: a barrier changes which numbers torch_xla's device
+    generator gives every later draw, so the results are a different sample of the same
+    distribution, not the same values (measured by the `device_randomness` runtime case:
+    values differ, a two-sample Kolmogorov-Smirnov test finds the same distribution).
+    Without device randomness, results are the same values.
 
     ## Runtime evidence
     The runtime case `fixtures/XLA403/runtime_plain_loader.py` runs a training loop without

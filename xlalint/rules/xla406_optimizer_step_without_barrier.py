@@ -39,17 +39,27 @@ class OptimizerStepWithoutBarrier(LoopRule):
 
     ## Fix safety
     Safe. The fix adds `barrier=True`, which syncs after the step: graphs are cut per step,
-    results are the same. An explicit `barrier=False` (or a positional `False`) is reported
-    without a fix, as are calls with `**kwargs`. Where the loop iterates a plain
-    `DataLoader` and moves each batch to the device itself, the fix wraps the loader in
-    `pl.MpDeviceLoader(loader, torch_xla.device())` instead, as XLA401's does: its batches
-    are the barriers, so no second barrier per step is added.
+    results are the same except for device random numbers (below). An explicit `barrier=False`
+    (or a positional `False`) is reported without a fix, as are calls with `**kwargs`. Where the
+    loop iterates a plain `DataLoader` and moves each batch to the device itself, the fix wraps
+    the loader in `pl.MpDeviceLoader(loader, torch_xla.device())` instead, as XLA401's does: its
+    batches are the barriers, so no second barrier per step is added. With a device ladder
+    without XLA in the file (XLA305), that wrap goes together with the ladder's fix, unsafe.
+
+    Random numbers drawn on the device in the loop (dropout, `torch.randn(...,
+    device=...)`) are the exception: a barrier changes which numbers torch_xla's device
+    generator gives every later draw, so the results are a different sample of the same
+    distribution, not the same values (measured by the `device_randomness` runtime case:
+    values differ, a two-sample Kolmogorov-Smirnov test finds the same distribution).
+    Without device randomness, results are the same values.
 
     ## Runtime evidence
-    5 steps on the XLA CPU device: `xm.optimizer_step(opt)` with the default `barrier=False`
-    behaves like no barrier at all (one graph growing about 32 nodes a step, compiled once
-    at the end: 163 nodes after 5 steps); with `barrier=True` the graph stays at 36 nodes
-    per step. Outputs are identical.
+    5 steps on the XLA CPU device (case `optimizer_step_no_barrier`): `xm.optimizer_step(opt)`
+    with the default `barrier=False` behaves like no barrier at all: one graph of
+    {optimizer_step_no_barrier.before.max_graph_size} nodes, compiled once at the end; with
+    `barrier=True` the largest graph is {optimizer_step_no_barrier.after.max_graph_size} nodes.
+    Outputs are {optimizer_step_no_barrier.outputs}; with random numbers drawn on the device
+    (case `device_randomness`) they are {device_randomness.outputs}.
     """
 
     code = "XLA406"
