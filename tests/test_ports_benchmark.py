@@ -20,18 +20,13 @@ import ports
 pytestmark = pytest.mark.runtime
 
 CI_PORTS = [port for port in ports.PORTS if port.ci]
-# The CI scripts that benchmarks/PORTS.md measures as ported; dcgan_cuda is not yet (its
-# loop gets no barrier, so the unsafe-fixed script does not finish: see PORTS.md).
-PORTED = {"mnist_cuda"}
 
 
 def test_the_smallest_two_run_in_ci() -> None:
     assert [port.name for port in CI_PORTS] == ["mnist_cuda", "dcgan_cuda"]
 
 
-@pytest.mark.parametrize(
-    "port", [p for p in CI_PORTS if p.name in PORTED], ids=lambda port: port.name
-)
+@pytest.mark.parametrize("port", CI_PORTS, ids=lambda port: port.name)
 def test_unsafe_fixes_port_the_script_to_xla_with_flat_compiles(
     port: ports.Port, tmp_path: Path
 ) -> None:
