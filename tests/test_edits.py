@@ -691,3 +691,10 @@ def test_apply_edits_marking_names_the_rows_written() -> None:
     result, rows = apply_edits_marking(text, edits)
     assert result == "a = 1\nb = f(\n  2\n)\nc = 3\n"
     assert rows == {2, 3, 4}
+
+
+def test_a_line_that_would_still_not_fit_is_left_alone() -> None:
+    deep = " " * 90 + "total += model(x, y).detach()\n"
+    assert wrap_long_lines(deep, [1], 88) == deep
+    one_long = "x = f(" + "a" * 90 + ")\n"
+    assert wrap_long_lines(one_long, [1], 88) == one_long

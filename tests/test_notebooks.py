@@ -266,9 +266,9 @@ def test_fix_without_apply_diffs_cell_by_cell(colab: Path) -> None:
         run.stdout
         == (
             f"--- a/{TRAIN}:cell 3\n+++ b/{TRAIN}:cell 3\n"
-            "@@ -1,6 +1,7 @@\n"
-            " import torch\n import torch.nn as nn\n import torch_xla.core.xla_model as xm\n"
-            "+import torch_xla\n \n device = xm.xla_device()\n print(device)\n"
+            "@@ -1,5 +1,6 @@\n"
+            " import torch\n import torch.nn as nn\n+import torch_xla\n"
+            " import torch_xla.core.xla_model as xm\n \n device = xm.xla_device()\n"
             f"--- a/{TRAIN}:cell 6\n+++ b/{TRAIN}:cell 6\n"
         )
         + run.stdout.split(f"+++ b/{TRAIN}:cell 6\n", 1)[1]

@@ -398,3 +398,16 @@ def test_cuda_api_leaves_more_measured_no_ops_alone(source: str) -> None:
 def test_cuda_api_reports_a_query_that_decides() -> None:
     [diagnostic] = lint("XLA303", 'import torch\nnew = "sm_90" in torch.cuda.get_arch_list()\n')
     assert "an empty list" in diagnostic.message
+
+
+def test_module_compile_gets_the_openxla_backend() -> None:
+    source = """\
+        import torch
+        import torch.nn as nn
+        import torch_xla
+
+        model = nn.Linear(4, 4).to(torch_xla.device())
+        model.compile(fullgraph=True)
+        """
+    result, _ = fixed("XLA307", source, all_fixable=True)
+    assert 'model.compile(fullgraph=True, backend="openxla")' in result

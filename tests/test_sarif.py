@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import BAD, ROOT, run_cli, write
 
+from xlalint.docgen import rule_page
 from xlalint.registry import all_rules
 from xlalint.severity import severity
 
@@ -107,7 +108,10 @@ def test_descriptions_and_help_come_from_the_rule_docs(project: Path) -> None:
     assert rule["fullDescription"]["text"] == (
         sections["What it does"].strip() + "\n\n" + sections["Why is this bad?"].strip()
     )
-    assert rule["help"]["markdown"] == source.docs()
+    # The page `xlalint rule XLA101` prints: measured numbers filled in, no placeholders.
+    assert rule["help"]["markdown"] == rule_page(source)
+    assert "## Runtime evidence" in rule["help"]["markdown"]
+    assert "{" not in rule["help"]["markdown"].split("## Runtime evidence")[1].split("|")[0]
     assert rule["helpUri"].endswith("/docs/rules/XLA101.md")
 
 

@@ -216,7 +216,14 @@ def fix_source(
     filename = str(path)
     try:
         if is_notebook(path):
-            return fix_notebook(raw, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
+            return fix_notebook(
+                raw,
+                filename,
+                rules,
+                unsafe=unsafe,
+                hot_functions=hot_functions,
+                line_length=line_length,
+            )
         source = decode(raw)
     except SourceError as error:
         return FileError(filename, str(error))
@@ -391,11 +398,16 @@ def check_paths(
     return CheckReport(results=results, missing=found.missing, empty=found.empty)
 
 
-def _forecast_file(path: Path, rules: Sequence[type[Rule]], hot: Sequence[str]) -> FixForecast:
+def _forecast_file(
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot: Sequence[str],
+    line_length: int | None = None,
+) -> FixForecast:
     """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
     forecast = FixForecast()
     for unsafe in (False, True):
-        item = fix_file(path, rules, hot, unsafe)
+        item = fix_file(path, rules, hot, unsafe, line_length=line_length)
         if isinstance(item, FileError):
             return FixForecast()
         applied = sum(item.applied.values())
@@ -413,7 +425,7 @@ def _forecast_file(path: Path, rules: Sequence[type[Rule]], hot: Sequence[str]) 
 
 
 def _forecast_key(job: Job) -> str | None:
-    path, rules, hot_functions, _, cache = job
+    path, rules, hot_functions, _, cache, _ = job
     if cache is None:
         return None
     try:
@@ -435,8 +447,8 @@ def _cached_forecast(job: Job) -> FixForecast | None:
 
 
 def _forecast_job(job: Job) -> FixForecast:
-    path, rules, hot_functions, _, cache = job
-    forecast = _forecast_file(Path(path), rules, hot_functions)
+    path, rules, hot_functions, _, cache, line_length = job
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length)
     key = _forecast_key(job)
     if cache is not None and key is not None:
         cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})

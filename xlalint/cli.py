@@ -417,7 +417,12 @@ def check(
                 click.echo(f"Fixed {plural(fixed, 'finding')}." if fixed else "No fixes applied.")
                 if note := _enabled_note(fixes, unsafe_fixes):
                     click.echo(note)
-            forecast = forecast_fixes(report, settings, rules=rules, jobs=jobs, cache=cache)
+            # The forecast reruns the fixer on the files; a buffer from stdin is not one.
+            forecast = (
+                None
+                if stdin_path is not None
+                else forecast_fixes(report, settings, rules=rules, jobs=jobs, cache=cache)
+            )
             click.echo(summary(report, forecast), nl=False)
 
     if report.missing:

@@ -285,9 +285,10 @@ class FileContext:
                 node.target, cst.Add(), node.value)))  # fmt: skip
 
     def _trains_in_body(self, function: cst.CSTNode) -> bool:
-        """A function whose own body (not a loop in it) runs backward or an optimizer step:
-        one training step, whoever calls it (ignite's `update(engine, batch)`)."""
-        return isinstance(function, cst.FunctionDef) and self.loops.facts(function).trains
+        """A function whose own body (not a loop in it) runs backward: one training step,
+        whoever calls it (ignite's `update(engine, batch)`). An optimizer step alone can be
+        a one-off (priming an optimizer's state before loading a checkpoint)."""
+        return isinstance(function, cst.FunctionDef) and self.loops.facts(function).backward
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module, hooks = (

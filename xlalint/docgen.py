@@ -40,6 +40,11 @@ def _filled(code: str, docs: str, width: int = 88) -> str:
     return evidence.fill(code, head) + marker + "\n\n".join(paragraphs)
 
 
+def filled_docs(rule: type[Rule]) -> str:
+    """The rule's docstring with its measured numbers filled in."""
+    return _filled(rule.code, rule.docs())
+
+
 def rule_page(rule: type[Rule]) -> str:
     fix = {
         FixAvailability.NONE: "No fix: reported with a hint.",
@@ -50,7 +55,7 @@ def rule_page(rule: type[Rule]) -> str:
     default = "" if rule.default_enabled else " Off by default."
     # "Runtime evidence" is the docstring's last section: the measured numbers extend it.
     measured = evidence.render(rule.code)
-    docs = _filled(rule.code, rule.docs())  # measured numbers in the prose
+    docs = filled_docs(rule)  # measured numbers in the prose
     body = f"{docs}\n\n{measured}" if measured else docs
     return f"# {rule.name} ({rule.code})\n\n{fix} {scope}{default}\n\n{body}\n"
 

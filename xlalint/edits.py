@@ -481,7 +481,8 @@ def wrap_long_lines(text: str, rows: Iterable[int], line_length: int) -> str:
     """`text` with each of `rows` (1-based) that is longer than `line_length` wrapped as
     ruff's formatter would: the call that ends last on the line gets its arguments on an
     indented line of their own, or one a line with a trailing comma where they do not fit
-    on one. Rows with no such call, or whose wrapping would not parse, stay as they are."""
+    on one. Rows with no such call, or that would still not fit or not parse, stay as they
+    are."""
     lines = split_lines(text)
     long_rows = sorted(
         (r for r in set(rows) if 0 < r <= len(lines) and _width(lines[r - 1]) > line_length),
@@ -554,7 +555,10 @@ def _wrapped_call(
         middle = one_line + newline
     else:  # one a line, with the trailing comma that keeps ruff's formatter from joining them
         middle = "".join(f"{inner}{argument},{newline}" for argument in arguments)
-    return f"{head}{newline}{middle}{indent}{tail}{ending}"
+    wrapped = f"{head}{newline}{middle}{indent}{tail}"
+    if any(_width(part) > limit for part in split_lines(wrapped)):
+        return None  # it would still not fit (deep indentation, one long argument): leave it
+    return wrapped + ending
 
 
 def _has_trailing_comma(call: cst.Call) -> bool:

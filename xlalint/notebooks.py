@@ -352,6 +352,7 @@ def fix_notebook(
     *,
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
+    line_length: int | None = None,
 ) -> FixOutcome:
     """Fix a notebook's code cells; the outcome's text is the notebook's new JSON."""
     notebook = Notebook(raw)
@@ -360,7 +361,14 @@ def fix_notebook(
     if not module.spans:
         return FixOutcome(filename, original, original.text)
     virtual = Source(module.text, module.text.encode("utf-8"), "utf-8")
-    fixed = fix_text(virtual, filename, rules, unsafe=unsafe, hot_functions=hot_functions)
+    fixed = fix_text(
+        virtual,
+        filename,
+        rules,
+        unsafe=unsafe,
+        hot_functions=hot_functions,
+        line_length=line_length,
+    )
     after = module.rebased(fixed.text)
     outcome = FixOutcome(
         filename,
@@ -368,6 +376,7 @@ def fix_notebook(
         original.text,
         applied=fixed.applied,
         remaining=[after.diagnostic(d) for d in fixed.remaining],
+        found=[module.diagnostic(d) for d in fixed.found],
         dropped=[after.dropped(entry) for entry in fixed.dropped],
         error=None if fixed.error is None else module.reason(fixed.error),
     )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xlalint.api import CheckReport, FixReport, fix_source, ignored_codes_for, lint_source_file
-from xlalint.config import Settings
+from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import FileError
 from xlalint.discovery import force_excluded
 from xlalint.fixer import FixOutcome
@@ -47,8 +47,14 @@ def fix_stdin(
     report = FixReport()
     if force_excluded(path, settings):
         return raw, report
+    kept = _kept(path, rules, settings)
     outcome = fix_source(
-        raw, path, _kept(path, rules, settings), settings.hot_functions, unsafe=unsafe
+        raw,
+        path,
+        kept,
+        settings.hot_functions,
+        unsafe=unsafe,
+        line_length=line_length_for(settings),
     )
     if not isinstance(outcome, FileError) and outcome.error is not None:
         outcome = FileError(str(path), outcome.error)

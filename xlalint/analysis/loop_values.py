@@ -21,7 +21,7 @@ the barrier rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -83,6 +83,14 @@ class _Function:
     varying: dict[str, frozenset[Loop]] = field(default_factory=dict)
     ints: dict[str, frozenset[Loop]] = field(default_factory=dict)
     sequences: set[str] = field(default_factory=set)
+    # names bound to host lists of Python ints (`list(range(n))`, `t.tolist()`), or of
+    # pairs of them (`list(zip(times[:-1], times[1:]))`)
+    int_lists: dict[str, str] = field(default_factory=dict)
+
+
+_INTS = "ints"
+_PAIRS = "pairs"
+_LIST_WRAPPERS = frozenset({"list", "tuple", "reversed", "sorted"})
 
 
 class LoopValues:
@@ -118,7 +126,7 @@ class LoopValues:
                 function.varying[name] = only
                 function.ints.pop(name, None)
                 function.sequences.discard(name)
-            for name in _index_targets(node.target, node.iter):
+            for name in _index_targets(node.target, node.iter, self.int_sequence):
                 function.ints[name] = only
         # A counter the pass steps (`seq_len += 1` at the end of a decode loop) differs from
         # one pass to the next from the start of the pass, before the increment too.
@@ -197,9 +205,15 @@ class LoopValues:
         varying = self._varying_loops(value)
         ints = self.int_loops(value)
         sequence = self.makes_sequence(value)
+        int_sequence = self.int_sequence(value)
         for target in targets:
             names = _target_names(target)
             unpacked = not isinstance(target, cst.Name)
+            if isinstance(target, cst.Name) and int_sequence is not None:
+                function.int_lists[target.value] = int_sequence
+            else:
+                for name in names:
+                    function.int_lists.pop(name, None)
             for name in names:
                 if varying:
                     function.varying[name] = varying
@@ -290,6 +304,43 @@ class LoopValues:
         """Whether the latest binding of `name` here holds several values (a tuple, a list,
         `x.chunk(4)`), or a parameter annotated as such."""
         return name in self._functions[-1].sequences
+
+    def int_sequence(self, value: cst.BaseExpression) -> str | None:
+        """`"ints"` for a host sequence of Python ints (`range(n)`, `list(range(n))`,
+        `t.int().tolist()`, `[999, 749, 499]`, a slice of one), `"pairs"` for a sequence of
+        pairs of them (`zip(ts[:-1], ts[1:])`, `list(zip(...))`), else None."""
+        if isinstance(value, cst.Name):
+            return self._functions[-1].int_lists.get(value.value)
+        if isinstance(value, cst.Subscript):
+            sliced = len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Slice)
+            return self.int_sequence(value.value) if sliced else None
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+            left, right = self.int_sequence(value.left), self.int_sequence(value.right)
+            return left if left == right else None
+        if isinstance(value, cst.List | cst.Tuple) and value.elements:
+            items = [e.value for e in value.elements]
+            if all(isinstance(item, cst.Integer) for item in items):
+                return _INTS
+            if all(
+                isinstance(item, cst.Tuple) and self.int_sequence(item) == _INTS for item in items
+            ):
+                return _PAIRS
+            return None
+        if not isinstance(value, cst.Call):
+            return None
+        func = value.func
+        if isinstance(func, cst.Attribute):
+            return _INTS if func.attr.value == "tolist" and not value.args else None
+        if not isinstance(func, cst.Name) or self.kinds.lookup(func.value) is not None:
+            return None
+        if func.value in _RANGES:
+            return _INTS
+        args = [arg.value for arg in value.args if arg.keyword is None and not arg.star]
+        if func.value in _LIST_WRAPPERS and len(args) == 1:
+            return self.int_sequence(args[0])
+        if func.value == "zip" and len(args) == 2 == len(value.args):
+            return _PAIRS if all(self.int_sequence(a) == _INTS for a in args) else None
+        return None
 
     def makes_sequence(self, value: cst.BaseExpression) -> bool:
         """`(a, b)`, `[...]`, `x.split(2)`, `torch.chunk(x, 4)`, `list(...)`, `acc + (h,)`."""
@@ -444,9 +495,23 @@ def _callee_name(call: cst.Call) -> str:
     return (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
 
 
-def _index_targets(target: cst.BaseExpression, iterable: cst.BaseExpression) -> list[str]:
+def _index_targets(
+    target: cst.BaseExpression,
+    iterable: cst.BaseExpression,
+    int_sequence: Callable[[cst.BaseExpression], str | None],
+) -> list[str]:
     """Names of a `for` target that hold the pass's index: `i` of `for i in range(n)`,
-    `for i, x in enumerate(xs)`, `for i in reversed(range(n))`, `for i, _ in zip(range(n), xs)`."""
+    `for i, x in enumerate(xs)`, `for i in reversed(range(n))`, `for i, _ in zip(range(n), xs)`,
+    or a Python int taken from a host list of them: `for t, t_next in time_pairs` with
+    `time_pairs = list(zip(times[:-1], times[1:]))` and `times = t.int().tolist()`."""
+    kind = int_sequence(iterable)
+    if kind == _INTS and isinstance(target, cst.Name):
+        return [target.value]
+    if kind == _PAIRS and isinstance(target, cst.Tuple | cst.List):
+        names = [e.value for e in target.elements]
+        if len(names) == 2 and all(isinstance(n, cst.Name) for n in names):
+            return [n.value for n in names]  # type: ignore[attr-defined]
+        return []
     if not isinstance(iterable, cst.Call) or not iterable.args:
         return []
     name = _callee_name(iterable)
@@ -454,17 +519,18 @@ def _index_targets(target: cst.BaseExpression, iterable: cst.BaseExpression) -> 
         return [target.value] if isinstance(target, cst.Name) else []
     if name == "enumerate":
         if isinstance(target, cst.Tuple | cst.List) and len(target.elements) == 2:
-            first = target.elements[0].value
-            return [first.value] if isinstance(first, cst.Name) else []
+            first, second = target.elements[0].value, target.elements[1].value
+            items = _index_targets(second, iterable.args[0].value, int_sequence)
+            return [first.value, *items] if isinstance(first, cst.Name) else items
         return []
     if name in _WRAPPERS:
-        return _index_targets(target, iterable.args[0].value)
+        return _index_targets(target, iterable.args[0].value, int_sequence)
     if name == "zip" and isinstance(target, cst.Tuple | cst.List):
         if len(target.elements) != len(iterable.args):
             return []
         found: list[str] = []
         for element, arg in zip(target.elements, iterable.args, strict=True):
-            found.extend(_index_targets(element.value, arg.value))
+            found.extend(_index_targets(element.value, arg.value, int_sequence))
         return found
     return []
 

@@ -57,6 +57,9 @@ PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 _OPTIMIZER_NAME = re.compile(r"^_*(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
+# Callables that run backward and the optimizer step they are handed: timm's and DeiT's
+# `loss_scaler(loss, optimizer, ...)` (NativeScaler.__call__).
+_STEPPING_CALLEE = re.compile(r"scaler$", re.I)
 _SCHEDULER_NAME = re.compile(r"scheduler|sampler|solver", re.I)
 _LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
 # Callees that run a model step: the network of a sampling or generation loop.
@@ -107,7 +110,8 @@ def _last_name(node: cst.BaseExpression) -> str | None:
 
 
 def is_optimizer(node: cst.BaseExpression) -> bool:
-    """`optimizer`, `opt`, `self.optimizer`, `d_optimizer`, `optimizer_g`, `optimizers[0]`."""
+    """`optimizer`, `opt`, `self.optimizer`, `self._optimizer`, `d_optimizer`,
+    `optimizer_g`, `optimizers[0]`."""
     name = _last_name(node)
     return name is not None and _OPTIMIZER_NAME.match(name) is not None
 
@@ -377,6 +381,7 @@ class BodyFacts:
     """
 
     trains: bool = False  # backward() or an optimizer step
+    backward: bool = False  # backward() itself
     steps_optimizer: bool = False  # `optimizer.step()`, `scaler.step(opt)`, `xm.optimizer_step`
     updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
     scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
@@ -549,11 +554,18 @@ class _BodyScanner:
                 # An in-place update from the gradients: `p.data.add_(p.grad, alpha=-lr)`.
                 facts.updates_from_grad |= _mentions_grad(_names_in(call))
             if method == "backward" and not on_item:
-                facts.trains = True
+                facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
             facts.next_of.append(call.args[0].value)
+        if (
+            not resolved
+            and _STEPPING_CALLEE.search(_last_name(func) or "")
+            and any(is_optimizer(arg.value) for arg in call.args)
+        ):
+            # `loss_scaler(loss, optimizer)`: backward and the optimizer step in one call.
+            facts.trains = facts.steps_optimizer = True
         if resolved or on_item:
             return
         local = isinstance(func, cst.Name) and func.value in self.assigned

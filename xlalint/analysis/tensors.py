@@ -79,6 +79,8 @@ _DTYPE_NAMES = frozenset(
         "cfloat", "cdouble",
     }
 )  # fmt: skip
+# Collectives that return what they are given, gathered or reduced across processes.
+_STRUCTURE_KEEPING = re.compile(r"gather|reduce|broadcast|pad_across_processes", re.I)
 _NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
 
 # Callees whose call produces tensors (models and losses), by spelling.
@@ -245,6 +247,8 @@ class TensorKinds:
         self.device_contexts = 0
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
+        # Kinds of the values of dicts built here from literals (`{"a": x, "b": y}`).
+        self._dict_values: list[dict[str, Kind]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
@@ -257,7 +261,12 @@ class TensorKinds:
         frame: dict[str, Kind] = {}
         params = node.params
         positional = [*params.posonly_params, *params.params]
-        tensor_params = module_call or _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+        # Not callback hooks (`on_prediction_step(self, args, state, control)`): they get
+        # the trainer's state, not tensors.
+        tensor_params = module_call or (
+            _TENSOR_PARAM_FUNCTIONS.match(node.name.value) is not None
+            and not node.name.value.startswith("on_")
+        )
         sequences: set[str] = set()
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
@@ -272,6 +281,7 @@ class TensorKinds:
         self._derived.append(set())
         self._tensor_dicts.append(set())
         self._cpu_devices.append(set())
+        self._dict_values.append({})
 
     def pop_function(self) -> None:
         self._frames.pop()
@@ -280,6 +290,7 @@ class TensorKinds:
         self._derived.pop()
         self._tensor_dicts.pop()
         self._cpu_devices.pop()
+        self._dict_values.pop()
 
     def push_class(self) -> None:
         self._self_attributes.append({})
@@ -347,6 +358,17 @@ class TensorKinds:
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        values = None
+        if isinstance(value, cst.Dict) and all(
+            isinstance(e, cst.DictElement) for e in value.elements
+        ):
+            values = _join(self.of(e.value) for e in value.elements) if value.elements else None
+        for target in targets:
+            if (key := binding_key(target)) is not None:
+                if values is not None:
+                    self._dict_values[-1][key] = values
+                else:
+                    self._dict_values[-1].pop(key, None)
         cpu = self.is_cpu_device(value)
         for target in targets:
             if (key := binding_key(target)) is not None:
@@ -367,6 +389,12 @@ class TensorKinds:
                 key = binding_key(target)
                 if key is not None and key.startswith("self."):
                     self._self_functions[-1].setdefault(key[5:], set()).add(function)
+            if kind is Kind.UNKNOWN and (gathered := self._gathered(target, value)):
+                # `preds, refs = accelerator.gather_for_metrics((preds, labels))`: a
+                # collective hands back what it was given, element for element.
+                for name, item_kind in gathered:
+                    self.bind(name, item_kind)
+                continue
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
@@ -380,6 +408,24 @@ class TensorKinds:
                 self._derived[-1].update(_bound_names(target))
             if isinstance(target, cst.Name) and self._moves_values(value):
                 self._tensor_dicts[-1].add(target.value)
+
+    def _gathered(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]]:
+        """`a, b = gather((x, y))` or `a, b = all_reduce(x, y)` with a collective that keeps
+        the structure of its input: the target elements with their inputs' kinds."""
+        if not (isinstance(target, cst.Tuple | cst.List) and isinstance(value, cst.Call)):
+            return []
+        name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
+        if not _STRUCTURE_KEEPING.search(name):
+            return []
+        args = [a.value for a in value.args if a.keyword is None and not a.star]
+        if len(args) == 1 and isinstance(args[0], cst.Tuple | cst.List):
+            args = [e.value for e in args[0].elements]
+        elements = [e.value for e in target.elements]
+        if len(args) != len(elements) or any(isinstance(e, cst.StarredElement) for e in elements):
+            return []
+        return [(element, self.of(arg)) for element, arg in zip(elements, args, strict=True)]
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
@@ -412,16 +458,20 @@ class TensorKinds:
                     self.bind(target.elements[0].value, Kind.HOST)
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
+                values = self._values_of(iterable.func.value)
                 if method == "items":
                     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
                         # A dict's keys are names, numbers or tuples: never device tensors.
                         self.bind(target.elements[0].value, Kind.HOST)
-                        self.bind(target.elements[1].value, Kind.UNKNOWN)
+                        self.bind(target.elements[1].value, values)
                     else:
                         self.bind(target, Kind.UNKNOWN)
                     return
                 if method == "keys":
                     self.bind(target, Kind.HOST)
+                    return
+                if method == "values":
+                    self.bind(target, values)
                     return
         if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
             # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
@@ -462,6 +512,14 @@ class TensorKinds:
                 ] in _TENSOR_ANNOTATIONS:
                     return [subject.value]
         return []
+
+    def _values_of(self, mapping: cst.BaseExpression) -> Kind:
+        """What the values of a dict built here from a literal are (else unknown)."""
+        key = binding_key(mapping)
+        if key is None:
+            return Kind.UNKNOWN
+        known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
+        return known if known is not None else Kind.UNKNOWN
 
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
@@ -528,12 +586,17 @@ class TensorKinds:
                 return Kind.TENSOR  # an element of a dict of tensors moved to the device
             base = self.of(node.value)
             if base is Kind.ITERABLE:
-                # `timesteps[i]` is a tensor, and so is an element of a parameter annotated
-                # `Sequence[Tensor]`; a loader cannot be indexed, so `epoch_batches[epoch]`
-                # is some container of batches, not one tensor.
+                # `timesteps[i]` is a tensor, and so is a fixed element of a parameter
+                # annotated `Sequence[Tensor]` (`output[0]`: optimizers' parallel lists,
+                # indexed by the loop's counter, are left to the loops over them); a loader
+                # cannot be indexed, so `epoch_batches[epoch]` is some container of batches.
                 schedule = _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
                 value = node.value
-                sequence = isinstance(value, cst.Name) and value.value in self._sequences[-1]
+                sequence = (
+                    isinstance(value, cst.Name)
+                    and value.value in self._sequences[-1]
+                    and _literal_index(node)
+                )
                 return Kind.TENSOR if schedule or sequence else Kind.UNKNOWN
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
@@ -691,6 +754,22 @@ class TensorKinds:
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 
+    def _host_inputs(self, call: cst.Call) -> bool:
+        """Every positional argument of a torch call is a host value, and none names a
+        device: the result is on the host too (elements of a list or tuple argument count
+        one by one)."""
+        values = []
+        for arg in call.args:
+            if arg.star or _is_keyword(arg, "device"):
+                return False
+            if arg.keyword is None:
+                value = arg.value
+                if isinstance(value, cst.List | cst.Tuple):
+                    values.extend(e.value for e in value.elements)
+                else:
+                    values.append(value)
+        return bool(values) and all(self.of(v) is Kind.HOST for v in values)
+
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`."""
         if self.moves_to_cpu(call):
@@ -715,6 +794,12 @@ class TensorKinds:
             return Kind.ITERABLE
         if qualified.startswith("torch_xla.distributed.parallel_loader."):
             return Kind.ITERABLE
+        if (
+            qualified.startswith("torch.")
+            and not _TORCH_FACTORIES.match(qualified)
+            and self._host_inputs(node)
+        ):
+            return Kind.HOST  # `torch.argsort(logits_on_cpu)`: computed where its input is
         if _TORCH_TENSOR_NAMESPACES.match(qualified):
             return Kind.TENSOR
         if qualified.rsplit(".", 1)[-1] in _RNG_STATE_GETTERS:
@@ -748,6 +833,16 @@ def _makes_dict(node: cst.BaseExpression) -> bool:
         name = get_full_name_for_node(node.func) or ""
         return name.rsplit(".", 1)[-1] in _DICT_FACTORIES
     return False
+
+
+def _literal_index(node: cst.Subscript) -> bool:
+    """`x[0]`, `x[-1]`: one element, at a position written in place."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, cst.Integer)
 
 
 def _bound_names(target: cst.BaseExpression) -> list[str]:

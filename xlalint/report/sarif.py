@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from urllib.parse import quote
 from xlalint import __version__
 from xlalint.api import CheckReport
 from xlalint.diagnostics import Diagnostic, FileError, Location
+from xlalint.docgen import filled_docs, rule_page
 from xlalint.rule import Rule
 from xlalint.severity import severity
 
@@ -63,8 +65,17 @@ def _region(start: Location, end: Location) -> dict[str, int]:
 _PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "note": "recommendation"}
 
 
+def _sections(docs: str) -> dict[str, str]:
+    parts = re.split(r"^## (.+)$", docs, flags=re.MULTILINE)
+    return {
+        title.strip(): body.strip() for title, body in zip(parts[1::2], parts[2::2], strict=True)
+    }
+
+
 def _rule(rule: type[Rule]) -> dict[str, Any]:
-    sections = rule.doc_sections()
+    # The docs as `xlalint rule CODE` shows them: measured numbers filled in.
+    page = rule_page(rule)
+    sections = _sections(filled_docs(rule))
     what = sections.get("What it does", "").strip()
     why = sections.get("Why is this bad?", "").strip()
     level = severity(rule)
@@ -73,7 +84,7 @@ def _rule(rule: type[Rule]) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": _first_sentence(what) or rule.name.replace("-", " ")},
         "fullDescription": {"text": "\n\n".join(part for part in (what, why) if part)},
-        "help": {"text": rule.docs(), "markdown": rule.docs()},
+        "help": {"text": page, "markdown": page},
         "helpUri": rule.url(),
         "defaultConfiguration": {"level": level},
         "properties": {

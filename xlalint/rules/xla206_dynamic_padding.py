@@ -28,6 +28,8 @@ _TOKENIZER_PART = re.compile(
 )
 _COLLATE_FUNCTION = re.compile(r"collate", re.IGNORECASE)
 _COLLATOR_CLASS = re.compile(r"collat", re.IGNORECASE)
+# What a collator class collates in: `__call__`, or transformers' `DataCollatorMixin` hooks.
+_COLLATOR_METHODS = frozenset({"__call__", "torch_call", "numpy_call", "tf_call"})
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,10 @@ class DynamicPadding(Rule):
     """
     ## What it does
     Flags padding to the longest example of each batch, where it runs per batch: in
-    collate functions (named `*collate*`, passed as `collate_fn=`, `__call__` of a
-    `*Collat*` class, or a lambda passed as `collate_fn=`), in functions that run every
-    step (`forward`, `*_step`, functions called from a loop), and in loops whose passes run
+    collate functions (named `*collate*`, passed as `collate_fn=`, `__call__` or
+    `torch_call` of a `*Collat*` class, or a lambda passed as `collate_fn=`), in functions
+    that run every step (`forward`, `*_step`, functions called from a loop), and in loops
+    whose passes run
     a model or sync (training, sampling, evaluation); not in a loop over prompts or
     tokenizers. A "longest" tokenizer call in a function that also tokenizes with
     `padding="max_length"` is taken for a truncation check (diffusers'
@@ -55,7 +58,8 @@ class DynamicPadding(Rule):
     host, and is not flagged either. The forms: tokenizer, processor
     and feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
-    and `torch.nn.utils.rnn.pad_sequence(...)`. The transformers collators that pad this
+    `torch.nn.utils.rnn.pad_sequence(...)`; and a `pad(tensors, padding_value=...)` helper
+    without a fixed length. The transformers collators that pad this
     way by default (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
     `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
     a literal `pad_to_multiple_of=` (a few buckets of lengths) are not; a variable there
@@ -63,7 +67,8 @@ class DynamicPadding(Rule):
     A collate function that pads to its batch's longest example by hand (`max_len =
     max(len(x) for x in batch)`, then `torch.full((n, max_len), pad)` or `max_len -
     len(x)`) is flagged at the `max(...)`; not where the longest length is only checked
-    (`assert longest <= max_length`).
+    (`assert longest <= max_length`). A function that pads several tensors this way is
+    reported once, at its first padding call: it is one cause.
 
     ## Why is this bad?
     Each batch comes out as long as its longest example, so the sequence length changes
@@ -125,7 +130,7 @@ class DynamicPadding(Rule):
         self._fixed_length: set[cst.FunctionDef | None] = set()
         # `max_len = max(len(x) for x in batch)` used to pad, judged at the end (whether
         # the function collates is known once the file is read).
-        self._longest: list[tuple[cst.Call, Site]] = []
+        self._longest: list[tuple[cst.Call, Site, cst.FunctionDef]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.ctx.loops.register_function(node)
@@ -148,6 +153,11 @@ class DynamicPadding(Rule):
         if collate_fn is not None and isinstance(collate_fn.value, cst.Name):
             self._collate_fns.add(collate_fn.value.value)
         func = node.func
+        if isinstance(func, cst.Name) and func.value == "pad" and _pads_sequences(node):
+            # A helper that pads a list of tensors to the longest, like `pad_sequence`
+            # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`).
+            self._candidate(node, "`pad(...)`")
+            return
         qualified = self.ctx.qualified(func)
         if qualified is not None:
             leaf = qualified.rsplit(".", 1)[-1]
@@ -180,14 +190,18 @@ class DynamicPadding(Rule):
             self._candidate(node, f"`{callee}(..., padding=...)`", checks_truncation=True)
 
     def leave_Module(self, node: cst.Module) -> None:
-        for call, site in self._longest:
-            if self._in_collate_function(site):
+        reported: set[int] = set()  # functions already reported
+        for call, site, function in self._longest:
+            if self._in_collate_function(site) and id(function) not in reported:
                 assert site.function is not None
                 self.report(call, self.message.format(what=f"`{site.function.name}`"), site=site)
+                reported.add(id(function))
         for candidate in self._candidates:
             site = candidate.site
             if candidate.may_check_truncation and candidate.function in self._fixed_length:
                 continue
+            if candidate.function is not None and id(candidate.function) in reported:
+                continue  # one cause: the function pads each batch to its longest
             if (
                 candidate.collating
                 or self._in_collate_function(site)
@@ -195,6 +209,8 @@ class DynamicPadding(Rule):
                 or any(self._feeds_a_model(loop) for loop in candidate.loops)
             ):
                 self.report(candidate.node, candidate.message, site=site)
+                if candidate.function is not None and not candidate.collating:
+                    reported.add(id(candidate.function))
 
     # -- helpers ------------------------------------------------------------------------------
     def _longest_length(self, node: cst.Call) -> None:
@@ -211,7 +227,7 @@ class DynamicPadding(Rule):
             return
         targets = {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
         if targets and _sizes_something(function, parent, targets):
-            self._longest.append((node, self.ctx.site()))
+            self._longest.append((node, self.ctx.site(), function))
 
     def _candidate(self, node: cst.Call, what: str, checks_truncation: bool = False) -> None:
         """A padding call: judged once the file's loops and call graph are known."""
@@ -261,7 +277,7 @@ class DynamicPadding(Rule):
         function = site.function
         if function is None:
             return False
-        if function.name == "__call__" and function.class_name is not None:
+        if function.name in _COLLATOR_METHODS and function.class_name is not None:
             return _COLLATOR_CLASS.search(function.class_name) is not None
         return (
             _COLLATE_FUNCTION.search(function.name) is not None
@@ -312,6 +328,16 @@ def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[s
             if any(names_under(part) & names for part in parts):
                 return True
     return False
+
+
+def _pads_sequences(call: cst.Call) -> bool:
+    """`pad(tensors, padding_value=0)`: a sequence padder (a `padding_value=`), without a
+    fixed length (`max_length=`/`length=`) or a literal bucket size."""
+    keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+    if "padding_value" not in keywords or keywords.keys() & {"max_length", "length", "size"}:
+        return False
+    bucket = keywords.get("pad_to_multiple_of")
+    return not isinstance(bucket, cst.Integer)
 
 
 def _pads_to_longest(call: cst.Call, default: bool) -> bool:

@@ -103,8 +103,9 @@ class PythonIndexInLoop(Rule):
     )
     hot_only = True
     needs_torch = True
-    # The pass's index comes from `range`/`trange`/`enumerate`, or a counter (`step += 1`).
-    triggers = ("range", "enumerate", "+=", "-=")
+    # The pass's index comes from `range`/`trange`/`enumerate`, a counter (`step += 1`), or
+    # a host list of ints (`zip(ts[:-1], ts[1:])`, `t.tolist()`).
+    triggers = ("range", "enumerate", "+=", "-=", "zip", "tolist")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -97,8 +97,9 @@ class DeviceLadderWithoutXla(Rule):
     Unsafe. The fix puts an XLA choice before the ladder, in its style: a ternary gets
     `"xla" if XLA_AVAILABLE else ...` (a string where the ladder chooses strings, else
     `torch.device("xla")`); an `if`/`elif` chain gets a first branch that repeats the first
-    GPU branch that moves nothing the CUDA way (`device = torch.device("xla")`, `model =
-    model.to(device)`), without its GPU-only settings (`cudnn.benchmark`,
+    GPU branch (`device = torch.device("xla")`, `model = model.to(device)`), with its
+    `.cuda(...)` moves made to the device it stores (`model = model.cuda(args.gpu)` becomes
+    `model = model.to(device)`) and without its GPU-only settings (`cudnn.benchmark`,
     `torch.cuda.set_device`), or else only sets or returns the device. Detection: where the
     file does not import torch_xla, the fix adds `try: import torch_xla; XLA_AVAILABLE =
     True` / `except ImportError: XLA_AVAILABLE = False` after its imports, so the script
@@ -389,41 +390,80 @@ def _template_branch(
     node: cst.If, imports: ImportTable
 ) -> list[tuple[cst.CSTNode, Selection | None]] | None:
     """What the XLA branch does, copied from the chain: the statements of the first branch
-    that selects a GPU and moves nothing in a CUDA-only way (`device = torch.device("cuda")`
-    / `model = model.to(device)`), so the model moves where the device goes, without the
-    branch's GPU-only settings (`torch.cuda.set_device(...)`, `cudnn.benchmark = True`);
-    else only the first statement that selects a device. Pairs of (statement, its device
-    selection)."""
+    that selects a GPU device and stores it in a name (`device = torch.device("cuda")`,
+    `model = model.to(device)`), so the model moves where the device goes, without the
+    branch's GPU-only settings (`torch.cuda.set_device(...)`, `cudnn.benchmark = True`),
+    and with its `.cuda(...)` moves made with that name (`model = model.cuda(args.gpu)` ->
+    `model = model.to(device)`); the selection comes first. Else only the first statement
+    that selects a device. Pairs of (statement, its device selection)."""
     _, blocks = chain(node)
     for block in blocks:
-        if not isinstance(block, cst.IndentedBlock):
-            continue
-        pairs: list[tuple[cst.CSTNode, Selection | None]] = []
-        selects_gpu = False
-        for line in block.body:
-            if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-                break
-            small = line.body[0]
-            value = getattr(small, "value", None)
-            types = device_types(value, imports) if isinstance(value, cst.BaseExpression) else None
-            if isinstance(small, Selection) and types:
-                if not types & GPU_TYPES:
-                    break
-                selects_gpu = True
-                pairs.append((small, small))
-            elif _gpu_specific(small, imports):
-                if _moves(small):
-                    break  # `model = model.cuda(args.gpu)`: without it the model stays
-                # `torch.cuda.set_device(args.gpu)`, `cudnn.benchmark = True`: left out
-            else:
-                pairs.append((small, None))
-        else:
-            if selects_gpu:
-                return pairs
+        if isinstance(block, cst.IndentedBlock) and (pairs := _portable(block, imports)):
+            return pairs
     for block in blocks:
         for small in _selecting_statements(block, imports):
             return [(small, small)]
     return None
+
+
+def _portable(
+    block: cst.IndentedBlock, imports: ImportTable
+) -> list[tuple[cst.CSTNode, Selection | None]] | None:
+    """`_template_branch` for one branch, or None where it does not fit."""
+    selection: Selection | None = None
+    others: list[cst.BaseSmallStatement] = []
+    cuda_moves: list[cst.BaseSmallStatement] = []
+    for line in block.body:
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        small = line.body[0]
+        value = getattr(small, "value", None)
+        types = device_types(value, imports) if isinstance(value, cst.BaseExpression) else None
+        if isinstance(small, Selection) and types:
+            if not types & GPU_TYPES or selection is not None:
+                return None
+            selection = small
+        elif not _gpu_specific(small, imports):
+            others.append(small)
+        elif _moves(small):
+            if not _gpu_specific(small.visit(_ToDevice(cst.Name("device"))), imports):
+                cuda_moves.append(small)  # `model = model.cuda(args.gpu)`
+                others.append(small)
+            else:
+                return None
+        # `torch.cuda.set_device(args.gpu)`, `cudnn.benchmark = True`: left out
+    if selection is None:
+        return None
+    if cuda_moves:
+        targets = [] if isinstance(selection, cst.Return) else _targets(selection)
+        if len(targets) != 1 or not isinstance(targets[0], cst.Name | cst.Attribute):
+            return None
+        device = targets[0]
+        others = [s.visit(_ToDevice(device)) if s in cuda_moves else s for s in others]
+    return [(selection, selection), *((s, None) for s in others)]
+
+
+def _targets(statement: cst.Assign | cst.AnnAssign) -> list[cst.BaseExpression]:
+    if isinstance(statement, cst.AnnAssign):
+        return [statement.target]
+    return [t.target for t in statement.targets]
+
+
+class _ToDevice(cst.CSTTransformer):
+    """`.cuda(args.gpu, non_blocking=True)` -> `.to(device, non_blocking=True)`."""
+
+    def __init__(self, device: cst.BaseExpression) -> None:
+        super().__init__()
+        self.device = device
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        func = updated.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return updated
+        keywords = [a for a in updated.args if a.keyword is not None]
+        kept = [a for a in keywords if a.keyword and a.keyword.value != "device"]
+        args = [cst.Arg(self.device), *kept]
+        return updated.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
 
 
 def _with_value(module: cst.Module, statement: Selection, value: str) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.arguments import append_keyword, keyword_argument
+from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -20,7 +21,8 @@ class CompileWithoutOpenxla(Rule):
     Flags `torch.compile(...)` in XLA code (a file that imports torch_xla) without
     `backend="openxla"`: no `backend` argument (the default is Inductor) or
     `backend="inductor"`, as a call or as a decorator (`@torch.compile`,
-    `@torch.compile(fullgraph=True)`). Left alone: other backends (`"openxla"`,
+    `@torch.compile(fullgraph=True)`), and `model.compile()` of an `nn.Module`, which
+    compiles the module's forward the same way. Left alone: other backends (`"openxla"`,
     `"aot_eager"`, a backend held in a variable), calls with `**kwargs` (the backend may be
     in them), code that only CUDA machines run, and files that do not import torch_xla.
 
@@ -59,19 +61,21 @@ class CompileWithoutOpenxla(Rule):
 
     code = "XLA307"
     name = "compile-without-openxla"
-    message = "`torch.compile` uses Inductor by default, which fails on XLA tensors"
+    message = "`{name}` uses Inductor by default, which fails on XLA tensors"
     hint = 'pass `backend="openxla"`'
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("compile",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualified(node.func) not in TORCH_COMPILE or not self._in_xla_code():
+        if not (self._torch_compile(node) or self._module_compile(node)):
+            return
+        if not self._in_xla_code():
             return
         if any(arg.star == "**" for arg in node.args):
             return
         backend = keyword_argument(node, "backend")
-        if backend is None:
+        if backend is None and self._torch_compile(node):
             positional = [a for a in node.args if a.keyword is None and not a.star]
             backend = positional[1] if len(positional) > 1 else None
         if backend is not None:
@@ -85,7 +89,21 @@ class CompileWithoutOpenxla(Rule):
         fix = None
         if not self._inductor_options(node) and (edit := self._append_backend(node)):
             fix = self.fix('Add `backend="openxla"`', edit)
-        self.report(node, fix=fix)
+        name = "torch.compile" if self._torch_compile(node) else ".compile()"
+        self.report(node, self.message.format(name=name), fix=fix)
+
+    def _torch_compile(self, node: cst.Call) -> bool:
+        return self.ctx.qualified(node.func) in TORCH_COMPILE
+
+    def _module_compile(self, node: cst.Call) -> bool:
+        """`model.compile()`: `nn.Module.compile` takes `torch.compile`'s arguments."""
+        func = node.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "compile"
+            and self.ctx.qualified(func) is None
+            and self.ctx.kind(func.value) is Kind.MODULE
+        )
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         """`@torch.compile` without a call: the default backend."""
@@ -96,7 +114,7 @@ class CompileWithoutOpenxla(Rule):
             return
         text = self.ctx.module.code_for_node(decorator)
         fix = self.fix('Add `backend="openxla"`', (decorator, f'{text}(backend="openxla")'))
-        self.report(decorator, fix=fix)
+        self.report(decorator, self.message.format(name="torch.compile"), fix=fix)
 
     def _append_backend(self, node: cst.Call) -> tuple[cst.CSTNode, str] | None:
         return append_keyword(node, self.ctx.module, "backend", '"openxla"')
