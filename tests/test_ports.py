@@ -167,6 +167,35 @@ def test_the_loader_wrap_takes_a_free_alias_beside_another_pl() -> None:
     assert 'torch.device("xla" if importlib.util.find_spec("torch_xla") else "cuda"' in fixed
 
 
+def test_sibling_chains_that_each_end_in_else_are_two_ladders() -> None:
+    # The first moves the model, the second picks the device for the data: fixing only the
+    # first would leave the batches on the CPU beside a model on XLA.
+    source = """\
+import torch
+
+def setup(model, args):
+    if not torch.cuda.is_available() and not torch.backends.mps.is_available():
+        print("using CPU, this will be slow")
+    elif torch.backends.mps.is_available():
+        device = torch.device("mps")
+        model = model.to(device)
+    else:
+        model = model.cuda()
+    if torch.cuda.is_available():
+        device = torch.device("cuda")
+    else:
+        device = torch.device("cpu")
+    return model, device
+"""
+    first, second = lint_source(source, "script.py", [all_rules()["XLA305"]]).diagnostics
+    assert (first.start.row, second.start.row) == (4, 11)
+    assert "never picks the XLA device" in first.message
+    assert "picks the CPU" in second.message
+    result = _fixed(source, "XLA305")
+    assert result.count("if XLA_AVAILABLE:") == 2
+    assert result.count("import torch_xla\n") == 1
+
+
 # -- the classic CUDA examples of fixtures/ports/, run after `fix` -----------------------------
 PORTS = ROOT / "fixtures" / "ports"
 

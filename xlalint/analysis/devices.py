@@ -427,6 +427,17 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     return DeviceChoice(node, frozenset(types), probes, returns, remaps)
 
 
+def has_silent_branch(node: cst.If, imports: ImportTable) -> bool:
+    """Whether a chain ending in `else` has a branch that selects no device (`if not
+    cuda and not mps: print("using CPU")`): there the value set before the chain stands."""
+    tests, blocks = chain(node)
+    if len(blocks) == len(tests):
+        return False  # no `else`
+    return any(
+        not any(device_types(value, imports) for value, _ in _selections(block)) for block in blocks
+    )
+
+
 def chain(node: cst.If) -> tuple[list[cst.BaseExpression], list[cst.BaseSuite]]:
     """The tests of an `if`/`elif` chain and its blocks (one more block for an `else`)."""
     tests: list[cst.BaseExpression] = []

@@ -13,6 +13,7 @@ from xlalint.analysis.devices import (
     device_arguments,
     device_string_type,
     device_types,
+    has_silent_branch,
     is_device_name,
     mentions_xla,
     passes_through,
@@ -164,9 +165,16 @@ class DeviceLadderWithoutXla(Rule):
             return  # nested in a ladder's branch: reported with it
         # Sibling `if` statements that choose devices form one ladder
         # (`if cuda: return ...` / `if mps: return ...` / `return cpu`).
+        # A chain with its own `else` is a whole choice: it stands alone.
         siblings = parent.body if isinstance(parent, cst.IndentedBlock | cst.Module) else (node,)
+        if _has_else(node):
+            siblings = (node,)
         group = [
-            c for s in siblings if isinstance(s, cst.If) and (c := self.ctx.device_choices.of(s))
+            c
+            for s in siblings
+            if isinstance(s, cst.If)
+            and (s is node or not _has_else(s))
+            and (c := self.ctx.device_choices.of(s))
         ]
         first_ladder = next(c for c in group if c.is_ladder)
         if first_ladder.node is not node:
@@ -208,6 +216,8 @@ class DeviceLadderWithoutXla(Rule):
             labels.insert(0, "a GPU")
         if "cpu" in selected:
             outcome = "on an XLA host it picks the CPU"
+        elif isinstance(choice.node, cst.If) and has_silent_branch(choice.node, self.ctx.imports):
+            outcome = "on an XLA host it never picks the XLA device"
         elif selected and selected <= GPU_TYPES:
             # `if args.distributed: device = f"cuda:{rank}"`: no CPU to fall back to.
             gpus = "/".join(names[t] for t in known)
@@ -370,6 +380,13 @@ class DeviceLadderWithoutXla(Rule):
 
 
 _DESCRIPTION = "Give the device ladder an XLA choice first, used where torch_xla is installed"
+
+
+def _has_else(node: cst.If) -> bool:
+    """Whether an `if`/`elif` chain ends in an `else`."""
+    while isinstance(node.orelse, cst.If):
+        node = node.orelse
+    return isinstance(node.orelse, cst.Else)
 
 
 def _first_device_leaf(node: cst.CSTNode, imports: ImportTable) -> cst.CSTNode | None:
