@@ -290,3 +290,25 @@ def test_ladder_of_names_that_are_not_devices_gets_no_fix(source: str) -> None:
 def test_ladder_in_a_device_position_gets_the_fix(source: str) -> None:
     [finding] = _findings("import torch\n" + source, "XLA305").values()
     assert finding.fix is not None
+
+
+def test_save_fix_waits_where_torch_xla_is_optional() -> None:
+    # After the ladder fix the file imports torch_xla only if it is there: `xm.save` would
+    # make it a requirement, so XLA501 keeps its finding without a fix.
+    source = """\
+import torch
+
+try:
+    import torch_xla
+
+    XLA_AVAILABLE = True
+except ImportError:
+    XLA_AVAILABLE = False
+
+device = torch.device("xla") if XLA_AVAILABLE else torch.device("cpu")
+model = torch.nn.Linear(2, 2).to(device)
+torch.save(model.state_dict(), "model.pt")
+"""
+    [finding] = lint_source(source, "script.py", [all_rules()["XLA501"]]).diagnostics
+    assert finding.fix is None
+    assert _fixed(source, "XLA501") == source

@@ -11,6 +11,7 @@ from xlalint.analysis.tensors import TO_HOST_METHODS, moves_to_cpu
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.rules._loop_rules import torch_xla_is_optional
 from xlalint.walk import children
 
 if TYPE_CHECKING:
@@ -76,7 +77,9 @@ class TorchSaveDeviceState(Rule):
     positional arguments, a destination that is a path (not a file object or buffer, which
     non-master processes would leave empty), a path that does not name a rank or ordinal
     (per-process files), and no enclosing condition on the rank other than a check for the
-    master (`if xm.is_master_ordinal():`, `if rank == 0:`).
+    master (`if xm.is_master_ordinal():`, `if rank == 0:`). Where the file imports
+    torch_xla only if it is there (`try: import torch_xla` after a device-ladder fix), the
+    finding has no fix: `xm.save` would make torch_xla a requirement.
 
     ## Runtime evidence
     On the XLA CPU device (case `checkpoint_state`): saving and loading back the state dict of a
@@ -184,6 +187,8 @@ class TorchSaveDeviceState(Rule):
             return None
         if not self._runs_where_master_does():
             return None
+        if torch_xla_is_optional(self.ctx.module):
+            return None  # `xm.save` would need torch_xla where the file runs without it
         spelling, imports = self.ctx.imports.spell(XM_SAVE, XM_IMPORT, self.ctx.names_in_use)
         return self.fix(f"Save with `{spelling}`", (node.func, spelling), imports=imports)
 
