@@ -26,6 +26,7 @@ from xlalint.server import (
     document_lines,
     from_position,
     lint_document,
+    lsp_diagnostic,
     noqa_edit,
     text_edits,
     to_position,
@@ -240,6 +241,24 @@ def test_lsp_conversation_over_stdio(tmp_path: Path) -> None:
         client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
         assert len(published(client, uri)["diagnostics"]) == 1
 
+        # A buffer that does not parse says so where the parser stopped.
+        broken = (tmp_path / "broken.py").as_uri()
+        client.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": broken,
+                    "languageId": "python",
+                    "version": 1,
+                    "text": "import torch\ndef f(:\n",
+                }
+            },
+        )
+        [error] = published(client, broken)["diagnostics"]
+        assert error["severity"] == types.DiagnosticSeverity.Error
+        assert error["message"].startswith("xlalint cannot lint this file")
+        assert error["range"]["start"]["line"] == 1
+
         assert client.request("shutdown") is None
         client.notify("exit")
         assert client.process.wait(timeout=10) == 0
@@ -339,3 +358,17 @@ def test_no_actions_outside_the_findings(tmp_path: Path) -> None:
     actions = code_actions(linted, "file:///a.py", first_line, UTF16)
     assert [a.kind for a in actions] == ["source.fixAll.xlalint"]
     assert code_actions(linted, "file:///a.py", first_line, UTF16, only=["quickfix"]) == []
+
+
+def test_actions_for_the_diagnostics_the_client_names(tmp_path: Path) -> None:
+    # Editors ask with the cursor's range and the diagnostics they show there.
+    linted = lint_document(SOURCE, tmp_path / "a.py", 1)
+    lines = document_lines(SOURCE)
+    shown = lsp_diagnostic(linted.findings[1], lines, UTF16)
+    cursor = types.Range(
+        start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+    )
+    actions = code_actions(linted, "file:///a.py", cursor, UTF16, ["quickfix"], [shown])
+    assert [a.diagnostics for a in actions] == [[shown], [shown]]
+    other = types.Diagnostic(range=shown.range, message="", code="XLA301", source="another-tool")
+    assert code_actions(linted, "file:///a.py", cursor, UTF16, ["quickfix"], [other]) == []

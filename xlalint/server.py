@@ -232,18 +232,22 @@ def code_actions(
     wanted: types.Range,
     codec: PositionCodec,
     only: Sequence[str] | None = None,
+    named: Sequence[types.Diagnostic] = (),
 ) -> list[types.CodeAction]:
-    """Quick fixes and `# noqa` for the findings touching `wanted`, and the fix-all action."""
+    """Quick fixes and `# noqa` for the findings touching `wanted` or `named` by the client
+    (the diagnostics it shows where the user asked), and the fix-all action."""
     lines = document_lines(linted.text)
+    asked = {(d.code, _range_key(d.range)) for d in named if d.source == SOURCE}
     first, last = from_position(lines, codec, wanted.start), from_position(lines, codec, wanted.end)
     actions: list[types.CodeAction] = []
     quick = only is None or any(
         types.CodeActionKind.QuickFix.value.startswith(kind) for kind in only
     )
     for finding in linted.findings if quick else ():
-        if finding.end < first or finding.start > last:
-            continue
         diagnostic = lsp_diagnostic(finding, lines, codec)
+        touches = not (finding.end < first or finding.start > last)
+        if not touches and (diagnostic.code, _range_key(diagnostic.range)) not in asked:
+            continue
         fixed = (
             fix_one(
                 linted.text,
@@ -288,6 +292,10 @@ def code_actions(
                 )
             )
     return actions
+
+
+def _range_key(span: types.Range) -> tuple[int, int, int, int]:
+    return (span.start.line, span.start.character, span.end.line, span.end.character)
 
 
 def fix_all(linted: Linted) -> str | None:
@@ -411,7 +419,12 @@ def build_server() -> XlalintServer:
             else None
         )
         return code_actions(
-            linted, params.text_document.uri, params.range, ls.workspace.position_codec, only
+            linted,
+            params.text_document.uri,
+            params.range,
+            ls.workspace.position_codec,
+            only,
+            params.context.diagnostics,
         )
 
     return server
