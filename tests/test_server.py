@@ -241,6 +241,42 @@ def test_lsp_conversation_over_stdio(tmp_path: Path) -> None:
         client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
         assert len(published(client, uri)["diagnostics"]) == 1
 
+        # Incremental changes arrive in UTF-16 units: `.cuda()` on line 2 becomes `.cpu()`.
+        client.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 3},
+                "contentChanges": [
+                    {
+                        "range": {
+                            "start": {"line": 2, "character": 18},
+                            "end": {"line": 2, "character": 22},
+                        },
+                        "text": "cpu",
+                    }
+                ],
+            },
+        )
+        assert published(client, uri)["diagnostics"] == []
+
+        # A bad config is shown to the user, not swallowed.
+        (tmp_path / "bad").mkdir()
+        (tmp_path / "bad" / "xlalint.toml").write_text("select = 3\n")
+        client.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": (tmp_path / "bad" / "a.py").as_uri(),
+                    "languageId": "python",
+                    "version": 1,
+                    "text": SOURCE,
+                }
+            },
+        )
+        shown = client.wait(lambda m: m.get("method") == "window/showMessage")["params"]
+        assert shown["type"] == types.MessageType.Error
+        assert "`select` must be a list" in shown["message"]
+
         # A buffer that does not parse says so where the parser stopped.
         broken = (tmp_path / "broken.py").as_uri()
         client.notify(
@@ -358,6 +394,17 @@ def test_no_actions_outside_the_findings(tmp_path: Path) -> None:
     actions = code_actions(linted, "file:///a.py", first_line, UTF16)
     assert [a.kind for a in actions] == ["source.fixAll.xlalint"]
     assert code_actions(linted, "file:///a.py", first_line, UTF16, only=["quickfix"]) == []
+
+
+def test_no_quick_fix_when_its_import_would_rebind_a_name(tmp_path: Path) -> None:
+    # `import torch_xla` would rebind the file's `torch_xla` (numpy): only noqa is offered.
+    text = "import torch\nimport numpy as torch_xla\n\nx = torch.ones(3).cuda()\n"
+    linted = lint_document(text, tmp_path / "a.py", 1)
+    line = types.Range(
+        start=types.Position(line=3, character=0), end=types.Position(line=4, character=0)
+    )
+    actions = code_actions(linted, "file:///a.py", line, UTF16)
+    assert [a.title for a in actions] == ["XLA301: ignore on this line (# noqa: XLA301)"]
 
 
 def test_actions_for_the_diagnostics_the_client_names(tmp_path: Path) -> None:

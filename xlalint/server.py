@@ -21,6 +21,7 @@ import re
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from lsprotocol import types
@@ -64,6 +65,11 @@ class Linted:
     rules: list[type[Rule]]
     findings: list[Diagnostic]
     error: FileError | None = None
+
+    @cached_property
+    def fixed_all(self) -> str | None:
+        """`fix_all` of this text, once: editors ask for code actions at every cursor move."""
+        return fix_all(self)
 
 
 def document_lines(text: str) -> list[str]:
@@ -282,7 +288,7 @@ def code_actions(
             )
         )
     if only is None or any(FIX_ALL.startswith(kind) for kind in only):
-        fixed_all = fix_all(linted)
+        fixed_all = linted.fixed_all
         if fixed_all is not None:
             actions.append(
                 types.CodeAction(
@@ -300,7 +306,8 @@ def _range_key(span: types.Range) -> tuple[int, int, int, int]:
 
 def fix_all(linted: Linted) -> str | None:
     """The document with every safe fix applied, or None when none applies."""
-    if not any(f.fix is not None for f in linted.findings) or force_excluded(
+    safe = Applicability.SAFE
+    if not any(f.fix and f.fix.applicability is safe for f in linted.findings) or force_excluded(
         linted.path, linted.settings
     ):
         return None
