@@ -20,7 +20,7 @@ import io
 import re
 import tokenize
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -65,6 +65,24 @@ class Linted:
     rules: list[type[Rule]]
     findings: list[Diagnostic]
     error: FileError | None = None
+
+    fixed: dict[Diagnostic, str | None] = field(default_factory=dict)
+
+    def fixed_by(self, finding: Diagnostic) -> str | None:
+        """The text with only `finding`'s fix applied (None: it has none that applies),
+        computed once per finding: editors ask for code actions at every cursor move."""
+        if finding not in self.fixed:
+            try:
+                self.fixed[finding] = fix_one(
+                    self.text,
+                    finding,
+                    self.findings,
+                    str(self.path),
+                    line_length_for(self.settings),
+                )
+            except Exception:  # a bug in xlalint must not take the editor's server down
+                self.fixed[finding] = None
+        return self.fixed[finding]
 
     @cached_property
     def fixed_all(self) -> str | None:
@@ -254,17 +272,7 @@ def code_actions(
         touches = not (finding.end < first or finding.start > last)
         if not touches and (diagnostic.code, _range_key(diagnostic.range)) not in asked:
             continue
-        fixed = (
-            fix_one(
-                linted.text,
-                finding,
-                linted.findings,
-                str(linted.path),
-                line_length_for(linted.settings),
-            )
-            if finding.fix is not None
-            else None
-        )
+        fixed = linted.fixed_by(finding)
         if fixed is not None and finding.fix is not None:
             unsafe = finding.fix.applicability is Applicability.UNSAFE
             title = f"{finding.code}: {finding.fix.description}" + (
