@@ -295,6 +295,10 @@ def test_lsp_conversation_over_stdio(tmp_path: Path) -> None:
         assert error["message"].startswith("xlalint cannot lint this file")
         assert error["range"]["start"]["line"] == 1
 
+        # Closing a document clears its findings.
+        client.notify("textDocument/didClose", {"textDocument": {"uri": broken}})
+        assert published(client, broken)["diagnostics"] == []
+
         assert client.request("shutdown") is None
         client.notify("exit")
         assert client.process.wait(timeout=10) == 0

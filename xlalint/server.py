@@ -15,6 +15,7 @@ them. Notebooks are not served: editors send their cells as separate documents.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import io
 import re
@@ -44,6 +45,7 @@ from xlalint.severity import severity
 from xlalint.sources import Source
 
 SOURCE = "xlalint"
+CHANGE_DELAY = 0.15  # seconds without a change before a changed document is linted
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"  # source.fixAll.xlalint
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -351,8 +353,16 @@ class XlalintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(SOURCE, __version__)
         self.linted: dict[str, Linted] = {}
+        self.pending: dict[str, int] = {}  # the latest version of each changed document
+
+    def publish_if_current(self, uri: str, version: int) -> None:
+        if self.pending.get(uri) == version and uri in self.workspace.text_documents:
+            del self.pending[uri]
+            self.publish(uri)
 
     def lint(self, uri: str) -> Linted | None:
+        if uri not in self.workspace.text_documents:
+            return None  # not open: the editor shows no findings for it
         document = self.workspace.get_text_document(uri)
         path = Path(to_fs_path(uri) or uri)
         if document.language_id not in (None, "python") or is_notebook(path):
@@ -397,7 +407,11 @@ def build_server() -> XlalintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: XlalintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.publish(params.text_document.uri)
+        # Lint once typing pauses, not at every keystroke; a code action asked for in
+        # between lints the current text itself.
+        uri, version = params.text_document.uri, params.text_document.version
+        ls.pending[uri] = version
+        asyncio.get_running_loop().call_later(CHANGE_DELAY, ls.publish_if_current, uri, version)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: XlalintServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -413,6 +427,7 @@ def build_server() -> XlalintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: XlalintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
+        ls.pending.pop(uri, None)
         if ls.linted.pop(uri, None) is not None:
             ls.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
