@@ -308,6 +308,20 @@ def test_lsp_conversation_over_stdio(tmp_path: Path) -> None:
             client.process.wait()
 
 
+def test_server_without_its_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from xlalint.cli import main
+
+    # As if pygls were not installed: no module of it can be imported.
+    for name in [m for m in sys.modules if m == "pygls" or m.startswith("pygls.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "xlalint.server")
+    result = CliRunner().invoke(main, ["server"])
+    assert result.exit_code == 2
+    assert "pip install 'xlalint[server]'" in result.output
+
+
 def _range(raw: dict[str, Any]) -> types.Range:
     return types.Range(start=types.Position(**raw["start"]), end=types.Position(**raw["end"]))
 

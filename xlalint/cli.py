@@ -680,7 +680,7 @@ def server() -> None:
         from xlalint.server import serve
     except ImportError as error:
         raise ConfigProblem(
-            f"{error}; install the server extra: pip install 'xlalint[server]'"
+            f"`xlalint server` needs pygls and lsprotocol ({error}): pip install 'xlalint[server]'"
         ) from None
     serve()
 
