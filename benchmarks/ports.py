@@ -206,6 +206,8 @@ class Version:
     runs: list[Run] = field(default_factory=list)
     # The fixed script where torch_xla cannot be imported (the machine it was written for).
     without_xla: Run | None = None
+    library_applied: dict[str, int] = field(default_factory=dict)  # in the copied libraries
+    commit: str = ""  # the xlalint commit that fixed and measured it
 
     @property
     def runs_ok(self) -> bool:
@@ -280,25 +282,38 @@ def run_script(
     return Run(steps, result.returncode, round(seconds, 1), error, result.totals, result.stdout)
 
 
-def measure(port: Port, variant: str, cache: Path, *, without_xla: bool = True) -> Version:
-    """Copy the script's folder, fix it as `variant` says, and run it: as written once;
-    fixed for N steps on the XLA device, for 2N more if the model ran there, and
-    (`without_xla`) once without torch_xla."""
+def prepare(port: Port, variant: str, cache: Path) -> tuple[Path, Version]:
+    """A fresh copy of the script's folder (and its libraries), fixed as `variant` says;
+    the version records the fixes applied and the findings left, the script's apart from
+    its libraries'."""
     folder = cache / "work" / port.name / variant.replace(" ", "_").strip("-")
     shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(port.folder(cache), folder)
     for library in port.libraries:
         shutil.copytree(cache / "deps" / library, folder / library)
     version = Version(port.name, variant)
-    if variant != "as written":
-        targets = [folder / port.script, *(folder / library for library in port.libraries)]
-        report = fix_paths(targets, find_settings(folder), unsafe=variant == "--unsafe-fixes",
-                           apply=True, jobs=1)  # fmt: skip
-        applied: Counter[str] = Counter()
-        for outcome in report.outcomes:
-            applied.update(outcome.applied)
-        version.applied = dict(sorted(applied.items()))
-        version.remaining = sorted(Counter(d.code for d in report.remaining).elements())
+    if variant == "as written":
+        return folder, version
+    script = folder / port.script
+    targets = [script, *(folder / library for library in port.libraries)]
+    report = fix_paths(targets, find_settings(folder), unsafe=variant == "--unsafe-fixes",
+                       apply=True, jobs=1)  # fmt: skip
+    applied: Counter[str] = Counter()
+    library: Counter[str] = Counter()
+    for outcome in report.outcomes:
+        (applied if Path(outcome.filename) == script else library).update(outcome.applied)
+        if Path(outcome.filename) == script:
+            version.remaining = sorted(d.code for d in outcome.remaining)
+    version.applied = dict(sorted(applied.items()))
+    version.library_applied = dict(sorted(library.items()))
+    return folder, version
+
+
+def measure(port: Port, variant: str, cache: Path, *, without_xla: bool = True) -> Version:
+    """Copy the script's folder, fix it as `variant` says, and run it: as written once;
+    fixed for N steps on the XLA device, for 2N more if the model ran there, and
+    (`without_xla`) once without torch_xla."""
+    folder, version = prepare(port, variant, cache)
     xla = variant != "as written"
     version.runs = [run_script(port, folder, port.steps, cache, xla=xla)]
     if xla and version.runs[0].on_xla:  # per-step costs only mean something on the device
@@ -308,8 +323,14 @@ def measure(port: Port, variant: str, cache: Path, *, without_xla: bool = True) 
     return version
 
 
-def measure_port(port: Port, cache: Path) -> list[Version]:
-    return [measure(port, variant, cache) for variant in VARIANTS]
+def xlalint_commit() -> str:
+    """This checkout's commit, `+` when xlalint/ has uncommitted changes."""
+    root = HERE.parent
+    git = ["git", "-C", str(root)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=False).stdout.strip()  # fmt: skip
+    dirty = subprocess.run([*git, "diff", "--quiet", "HEAD", "--", "xlalint"], check=False)
+    return head + ("+" if dirty.returncode else "")
 
 
 def _number(value: float | None) -> str:
@@ -336,8 +357,8 @@ def table(versions: Sequence[Version]) -> str:
         "| script | version | runs | without torch_xla | model on XLA "
         "| compiles after warm-up (N more steps) "
         "| executions / step | device-to-host / step | largest graph | printed vs as written "
-        "| fixes applied | findings left |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| fixes applied | findings left | measured on |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     rows = []
     written: dict[str, Version] = {v.port: v for v in versions if v.variant == "as written"}
@@ -350,6 +371,9 @@ def table(versions: Sequence[Version]) -> str:
         printed = "-"
         fixed = v.variant != "as written"
         applied, remaining = (_codes(v.applied), _codes(v.remaining)) if fixed else ("-", "-")
+        if fixed and v.library_applied:
+            libraries = "/".join(ports[v.port].libraries)
+            applied += f"; in {libraries}: {_codes(v.library_applied)}"
         base = written.get(v.port)
         if v.variant != "as written" and base and base.runs_ok and v.runs_ok:
             unstable = ports[v.port].unstable or r"(?!)"
@@ -359,7 +383,7 @@ def table(versions: Sequence[Version]) -> str:
             f"| {v.port} | {v.variant} | {runs} | {without} | {on_xla} "
             f"| {_number(v.warm_compiles())} "
             f"| {_number(v.per_step('executions'))} | {_number(v.per_step('device_to_host'))} "
-            f"| {graph or '-'} | {printed} | {applied} | {remaining} |"
+            f"| {graph or '-'} | {printed} | {applied} | {remaining} | {v.commit or '-'} |"
         )
     return header + "\n".join(rows) + "\n"
 
@@ -385,6 +409,12 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--only", help="comma-separated script names")
     parser.add_argument("--write", action="store_true", help="refresh the table in PORTS.md")
+    parser.add_argument("--variants", help=f"comma-separated, of: {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--refix",
+        action="store_true",
+        help="recompute only the fixes and findings of the recorded runs (no script runs)",
+    )
     options = parser.parse_args()
     cache = options.cache.resolve()
     by_name = {p.name: p for p in PORTS}
@@ -395,7 +425,19 @@ def main() -> None:
     recorded = json.loads(results.read_text(encoding="utf-8")) if results.exists() else {}
     for port in selected:
         print(f"{port.name} ...", file=sys.stderr, flush=True)
-        recorded[port.name] = [asdict(v) for v in measure_port(port, cache)]
+        if options.refix:
+            for data in recorded.get(port.name, []):
+                _, fixed = prepare(port, data["variant"], cache)
+                data.update(applied=fixed.applied, remaining=fixed.remaining,
+                            library_applied=fixed.library_applied)  # fmt: skip
+        else:
+            variants = options.variants.split(",") if options.variants else VARIANTS
+            old = {d["variant"]: d for d in recorded.get(port.name, [])}
+            for variant in variants:
+                version = measure(port, variant, cache)
+                version.commit = xlalint_commit()
+                old[variant] = asdict(version)
+            recorded[port.name] = [old[v] for v in VARIANTS if v in old]
         results.write_text(json.dumps(recorded, indent=1), encoding="utf-8")
     order = [p.name for p in PORTS]
     versions = [
