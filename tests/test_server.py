@@ -425,6 +425,23 @@ def test_no_quick_fix_when_its_import_would_rebind_a_name(tmp_path: Path) -> Non
     assert [a.title for a in actions] == ["XLA301: ignore on this line (# noqa: XLA301)"]
 
 
+def test_a_quick_fix_brings_the_fixes_its_group_must_go_with(tmp_path: Path) -> None:
+    # Wrapping the loader for the XLA device is right only with the device choice's fix.
+    from test_ports import LADDER_AND_LOADER
+
+    linted = lint_document(LADDER_AND_LOADER, tmp_path / "a.py", 1)
+    loader = next(f for f in linted.findings if f.code == "XLA403")
+    lines = document_lines(LADDER_AND_LOADER)
+    at = lsp_diagnostic(loader, lines, UTF16).range
+    actions = code_actions(linted, "file:///a.py", at, UTF16, ["quickfix"])
+    [fix] = [a for a in actions if a.title.startswith("XLA403") and "noqa" not in a.title]
+    assert fix.title.startswith("XLA403") and fix.title.endswith("(unsafe fix)")
+    edits = fix.edit.document_changes[0].edits  # type: ignore[union-attr]
+    fixed = apply(LADDER_AND_LOADER, edits)  # type: ignore[arg-type]
+    assert "pl.MpDeviceLoader(DataLoader(loader, batch_size=8), torch_xla.device())" in fixed
+    assert 'torch.device("xla" if importlib.util.find_spec("torch_xla") else "cuda"' in fixed
+
+
 def test_actions_for_the_diagnostics_the_client_names(tmp_path: Path) -> None:
     # Editors ask with the cursor's range and the diagnostics they show there.
     linted = lint_document(SOURCE, tmp_path / "a.py", 1)
