@@ -359,6 +359,20 @@ def test_text_edits_turn_the_old_text_into_the_new(new: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [("a\r\nb\r\n", "a\nb\r\n"), ("a\r\nb", "a\rb"), ("x = 1\r\n", "x = 12\r\n")],
+)
+def test_text_edits_never_split_a_crlf(old: str, new: str) -> None:
+    edits = text_edits(old, new, UTF16)
+    assert apply(old, edits) == new
+    lines = document_lines(old)
+    for edit in edits:
+        for position in (edit.range.start, edit.range.end):
+            # Within the line's text or at the start of a line: never inside its ending.
+            assert position.character <= len(lines[position.line].rstrip("\r\n"))
+
+
+@pytest.mark.parametrize(
     ("line", "expected"),
     [
         ("x = t.cuda()", "x = t.cuda()  # noqa: XLA301"),

@@ -146,13 +146,19 @@ def text_edits(old: str, new: str, codec: PositionCodec) -> list[types.TextEdit]
         prefix = _common_length(before, after)
         suffix = _common_length(before[prefix:][::-1], after[prefix:][::-1])
         start, end = starts[i1] + prefix, starts[i2] - suffix
+        content = after[prefix : len(after) - suffix]
+        # LSP cannot place a position between the `\r` and `\n` of a line ending.
+        if old[start - 1 : start + 1] == "\r\n":
+            start, content = start - 1, "\r" + content
+        if old[end - 1 : end + 1] == "\r\n":
+            end, content = end + 1, content + "\n"
         edits.append(
             types.TextEdit(
                 range=types.Range(
                     start=_offset_position(lines, codec, start),
                     end=_offset_position(lines, codec, end),
                 ),
-                new_text=after[prefix : len(after) - suffix],
+                new_text=content,
             )
         )
     return edits
