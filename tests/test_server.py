@@ -377,6 +377,10 @@ def test_text_edits_never_split_a_crlf(old: str, new: str) -> None:
     [
         ("x = t.cuda()", "x = t.cuda()  # noqa: XLA301"),
         ("x = t.cuda()  # noqa: XLA101", "x = t.cuda()  # noqa: XLA101, XLA301"),
+        (
+            "x = t.cuda()  # type: ignore  # noqa:XLA1",
+            "x = t.cuda()  # type: ignore  # noqa:XLA1, XLA301",
+        ),
         # Trailing blanks make way for the comment.
         ("x = t.cuda()  # keep  ", "x = t.cuda()  # keep  # noqa: XLA301"),
         ("x = t.cuda() \t", "x = t.cuda()  # noqa: XLA301"),

@@ -229,7 +229,7 @@ def noqa_edit(text: str, finding: Diagnostic, codec: PositionCodec) -> types.Tex
     comment = _comment_on(text, row)
     if comment is not None:
         column, body = comment
-        match = _NOQA_CODES.match(body)
+        match = _NOQA_CODES.search(body)
         if match is not None:
             at = column + match.end()
             return _replace(lines, codec, row, (at, at), f", {finding.code}")
