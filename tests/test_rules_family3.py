@@ -411,3 +411,21 @@ def test_module_compile_gets_the_openxla_backend() -> None:
         """
     result, _ = fixed("XLA307", source, all_fixable=True)
     assert 'model.compile(fullgraph=True, backend="openxla")' in result
+
+
+def test_a_guard_around_a_ternary_ladder_is_not_the_ladder() -> None:
+    # The `if` only guards the statement; rewriting it into a ladder would skip the
+    # script's main block on an XLA host.
+    source = """\
+import torch
+
+if __name__ == "__main__":
+    args = parse()
+    dev = "cpu" if (not torch.cuda.is_available() or args.no_cuda) else "cuda:0"
+    main(device=dev)
+"""
+    [diagnostic] = lint("XLA305", source)
+    assert diagnostic.start.row == 5
+    result, _ = fixed("XLA305", source)
+    assert 'if __name__ == "__main__":\n    args = parse()\n' in result
+    assert '    dev = "xla" if XLA_AVAILABLE else "cpu" if (' in result

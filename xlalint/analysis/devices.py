@@ -407,6 +407,10 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     last_selecting = -1  # index in `blocks` of the last branch that selects a device
     for index, block in enumerate(blocks):
         for value, targets in _selections(block):
+            if len(blocks) == 1 and isinstance(value, cst.IfExp):
+                # `if __name__ == "__main__": dev = "cuda" if ... else "cpu"`: the `if`
+                # only guards the statement; the conditional expression is the choice.
+                continue
             selected = device_types(value, imports)
             if selected:
                 types |= selected
