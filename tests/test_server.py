@@ -168,6 +168,7 @@ def test_lsp_conversation_over_stdio(tmp_path: Path) -> None:
             ),
         ]
         assert diagnostics[0]["severity"] == types.DiagnosticSeverity.Error
+        assert diagnostics[0]["codeDescription"]["href"].endswith("/docs/rules/XLA301.md")
 
         actions = client.request(
             "textDocument/codeAction",
@@ -388,11 +389,13 @@ def test_text_edits_never_split_a_crlf(old: str, new: str) -> None:
         ('x = t.cuda("# noqa: XLA101")', 'x = t.cuda("# noqa: XLA101")  # noqa: XLA301'),
     ],
 )
-def test_noqa_edit(tmp_path: Path, line: str, expected: str) -> None:
-    text = f"import torch\n{line}\n"
+@pytest.mark.parametrize("newline", ["\n", "\r"])
+def test_noqa_edit(tmp_path: Path, line: str, expected: str, newline: str) -> None:
+    text = f"import torch{newline}{line}{newline}"
     linted = lint_document(text, tmp_path / "a.py", 1)
     finding = next(f for f in linted.findings if f.code == "XLA301")
-    assert apply(text, [noqa_edit(text, finding, UTF16)]) == f"import torch\n{expected}\n"
+    edited = apply(text, [noqa_edit(text, finding, UTF16)])
+    assert edited == f"import torch{newline}{expected}{newline}"
 
 
 def test_unsafe_fixes_are_titled_unsafe_and_left_out_of_fix_all(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from xlalint.engine import lint_source
 from xlalint.fixer import fix_one, fix_text
 from xlalint.notebooks import is_notebook
 from xlalint.registry import get_rule
-from xlalint.rule import Rule
+from xlalint.rule import DOCS_URL, Rule
 from xlalint.severity import severity
 from xlalint.sources import Source
 
@@ -192,6 +192,7 @@ def lint_document(text: str, path: Path, version: int | None) -> Linted:
 def lsp_diagnostic(
     finding: Diagnostic, lines: Sequence[str], codec: PositionCodec
 ) -> types.Diagnostic:
+    """`finding` as the editor shows it: graded as SARIF grades it, linked to the rule's docs."""
     rule = get_rule(finding.code)
     message = finding.message if finding.hint is None else f"{finding.message}\n{finding.hint}"
     return types.Diagnostic(
@@ -202,6 +203,7 @@ def lsp_diagnostic(
         message=message,
         severity=_SEVERITY[severity(rule)] if rule else types.DiagnosticSeverity.Warning,
         code=finding.code,
+        code_description=types.CodeDescription(href=DOCS_URL.format(code=finding.code)),
         source=SOURCE,
         data={"fixable": finding.fix is not None},
     )
@@ -248,7 +250,7 @@ def _replace(
 def _comment_on(text: str, row: int) -> tuple[int, str] | None:
     """The 0-based character column and text of the comment ending line `row`."""
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
             if token.type == tokenize.COMMENT and token.start[0] == row:
                 return token.start[1], token.string
             if token.start[0] > row:
