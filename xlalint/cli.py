@@ -673,5 +673,17 @@ def clean(config: Path | None, cache_dir: Path | None) -> None:
     click.echo(f"Removed {directory}" if removed else f"No cache at {directory}")
 
 
+@main.command("server")
+def server() -> None:
+    """Run the Language Server over stdio, for editors (needs the `server` extra)."""
+    try:
+        from xlalint.server import serve
+    except ImportError as error:
+        raise ConfigProblem(
+            f"`xlalint server` needs pygls and lsprotocol ({error}): pip install 'xlalint[server]'"
+        ) from None
+    serve()
+
+
 main.add_command(verify_command)
 main.add_command(profile_command)

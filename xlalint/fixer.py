@@ -205,3 +205,23 @@ def fix_text(
     final = lint_source(text, filename, rules, hot_functions)
     outcome.remaining = final.diagnostics
     return outcome
+
+
+def fix_one(
+    text: str,
+    diagnostic: Diagnostic,
+    diagnostics: Sequence[Diagnostic],
+    filename: str = "",
+    line_length: int | None = None,
+) -> str | None:
+    """`text` with only `diagnostic`'s fix applied (with the fixes its group must go
+    with), as an editor offers it for one finding; None when the fix cannot apply alone:
+    its import would rebind a name, or the result would not parse."""
+    if diagnostic.fix is None:
+        return None
+    pool = diagnostics if diagnostic in diagnostics else [diagnostic]
+    unit = next(u for u in _units(pool) if diagnostic in u)
+    if _choose(text, unit, unsafe=True) != unit:
+        return None
+    candidate = _apply(text, unit, filename, unused_bindings(cst.parse_module(text)), line_length)
+    return candidate if candidate != text and _parses(candidate) else None
