@@ -312,3 +312,24 @@ torch.save(model.state_dict(), "model.pt")
     [finding] = lint_source(source, "script.py", [all_rules()["XLA501"]]).diagnostics
     assert finding.fix is None
     assert _fixed(source, "XLA501") == source
+
+
+def test_barriers_wait_for_the_ladder_guard_and_then_stay_behind_it() -> None:
+    # Written in the same round as the ladder fix, the barrier would call torch_xla where
+    # the guarded import left it undefined (NameError without torch_xla).
+    source = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(2, 2).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in range(3):
+    loss = model(torch.ones(2, device=device)).sum()
+    loss.backward()
+    optimizer.step()
+"""
+    safe = _fixed(source, "XLA305", "XLA401", unsafe=False)
+    assert safe == source  # the barrier waits for the device choice's XLA branch
+    result = _fixed(source, "XLA305", "XLA401")
+    assert "    if XLA_AVAILABLE:\n        torch_xla.sync()\n" in result
+    assert result.count("import torch_xla\n") == 1

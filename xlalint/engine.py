@@ -10,6 +10,7 @@ node); positions and noqa comments are resolved only when a finding needs them.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import warnings
 from collections import defaultdict
@@ -292,20 +293,28 @@ def group_device_fixes(
     where they are made in the guard's terms (`... if XLA_AVAILABLE else loader`) and the
     script keeps running without torch_xla."""
     choices = [r for r in pending if r.rule.decides_device]
-    if not choices or not any(r.fix and r.fix.moves_to_xla for r in pending):
+    if not choices:
         return pending
     unfixed = [r for r in choices if r.fix is None]
     first = unfixed[0] if unfixed else choices[0]
     where = f"{first.rule.code} at line {positions[first.node].start.line}"
     if not unfixed and optional_after_fix:
+        # Barriers wait too: written now, they would import torch_xla unconditionally
+        # beside the ladder's guarded import; the round after writes them behind the guard.
         hint = (
             f"fixed once the device choice ({where}) has its XLA branch, "
             "which decides the model's device"
         )
         return [
-            replace(r, fix=None, hint=hint) if r.fix is not None and r.fix.moves_to_xla else r
+            replace(r, fix=None, hint=hint)
+            if r.fix is not None
+            and not r.rule.decides_device
+            and (r.fix.moves_to_xla or _needs_torch_xla(r.fix))
+            else r
             for r in pending
         ]
+    if not any(r.fix and r.fix.moves_to_xla for r in pending):
+        return pending
     if unfixed:
         reason = (
             f"the device choice without XLA ({where}) has no fix and decides the model's device"
@@ -331,6 +340,11 @@ def group_device_fixes(
             fix = replace(fix, group=group)
         grouped.append(replace(report, fix=fix))
     return grouped
+
+
+def _needs_torch_xla(fix: NodeFix) -> bool:
+    """Whether the fix imports torch_xla (or one of its modules)."""
+    return any(re.search(r"\btorch_xla\b", line) for line in fix.required_imports)
 
 
 def _start(code_range: CodeRange) -> Location:

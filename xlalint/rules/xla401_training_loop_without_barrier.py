@@ -61,9 +61,11 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     torch_xla import sync`), and adds `import torch_xla` if needed. Where the file imports
     torch_xla only under `if`/`try:` and sets a flag there (`XLA_AVAILABLE = True`), the barrier
     is appended as `if XLA_AVAILABLE: xm.mark_step()` so the file still runs without torch_xla;
-    with no such flag there is no fix. A barrier only decides where graphs are cut: results are
-    the same, except for device random numbers (below). No fix for a one-line body (`for b in
-    loader: step(b)`), a loop with `else:`, or a body whose last statement leaves the pass
+    with no such flag there is no fix. In a file that does not import torch_xla yet and whose
+    device choice knows no XLA (XLA305), the barrier waits for that choice's fix, which adds the
+    guard, and is then written behind it. A barrier only decides where graphs are cut: results
+    are the same, except for device random numbers (below). No fix for a one-line body (`for b
+    in loader: step(b)`), a loop with `else:`, or a body whose last statement leaves the pass
     (`return`, `break`, `continue`, `raise`): there, where the barrier belongs is a judgement
     call.
 
