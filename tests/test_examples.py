@@ -129,3 +129,14 @@ def test_fix_verify_on_the_slow_xla_example_proves_the_fixes_pay(project: Path) 
     # The loop without a barrier is confirmed by its graph growing at every step.
     (no_barrier,) = [c for c in before.findings if c.finding.code == "XLA401"]
     assert no_barrier.growth is not None and no_barrier.growth.grows
+
+
+def test_the_readme_shows_what_check_prints_on_the_examples(in_root: Path) -> None:
+    """The README's first example is the quickstart's output: keep it true."""
+    readme = (in_root / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ xlalint check examples/ --output-format concise\n", 1)[1]
+    block = block.split("```", 1)[0]
+    shown = [line for line in block.splitlines() if line and line != "..."]
+    run = run_cli("check", "examples/", "--output-format", "concise", "--no-cache")
+    printed = run.stdout.splitlines()
+    assert shown and all(line in printed for line in shown), (shown, printed[-4:])
