@@ -280,15 +280,23 @@ def _fix_job(job: Job) -> FixOutcome | FileError:
     return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length)
 
 
-def _cached_lint(job: Job) -> FileResult | None:
+def _job_key(job: Job) -> str | None:
+    """The cache key of a job's file as it is now; None without a cache or a readable file
+    (the worker reports it)."""
     path, rules, hot_functions, _, cache, _ = job
     if cache is None:
         return None
     try:
         raw = Path(path).read_bytes()
     except OSError:
-        return None  # the worker reports it
-    return cache.load(cache.key(path, raw, rules, hot_functions), path)
+        return None
+    return cache.key(path, raw, rules, hot_functions)
+
+
+def _cached_lint(job: Job) -> FileResult | None:
+    key = _job_key(job)
+    cache = job[4]
+    return None if key is None or cache is None else cache.load(key, job[0])
 
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
@@ -425,14 +433,8 @@ def _forecast_file(
 
 
 def _forecast_key(job: Job) -> str | None:
-    path, rules, hot_functions, _, cache, _ = job
-    if cache is None:
-        return None
-    try:
-        raw = Path(path).read_bytes()
-    except OSError:
-        return None
-    return cache.key(path, raw, rules, hot_functions) + "-fixes"
+    key = _job_key(job)
+    return None if key is None else key + "-fixes"
 
 
 def _cached_forecast(job: Job) -> FixForecast | None:
