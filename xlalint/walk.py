@@ -151,3 +151,17 @@ def descendants(
             continue
         yield current
         stack.extend(reversed(children(current)))
+
+
+def target_names(target: cst.CSTNode) -> set[str]:
+    """Names bound by an assignment target (`a, (b, *c) = ...`); `self.x`/`x[i]` bind none."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, cst.Tuple | cst.List):
+        names: set[str] = set()
+        for element in target.elements:
+            names |= target_names(element.value)
+        return names
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return set()

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import libcst as cst
 
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.loops import BodyFacts, _BodyScanner, _target_names, unwrap_iteration
-from xlalint.walk import children
+from xlalint.analysis.loops import BodyFacts, _BodyScanner, unwrap_iteration
+from xlalint.walk import children, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
@@ -58,7 +58,7 @@ class Epochs:
         self._holds: dict[int, bool] = {}
 
     def _facts(self, loop: cst.For | cst.While) -> BodyFacts:
-        items = _target_names(loop.target) if isinstance(loop, cst.For) else set()
+        items = target_names(loop.target) if isinstance(loop, cst.For) else set()
         # By names only: whether a call of this module's functions trains is not needed
         # to tell an epoch from a step, and the answer must not depend on the rule set.
         scanner = _BodyScanner(self.imports, lambda _call: None, items)

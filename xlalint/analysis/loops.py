@@ -30,7 +30,7 @@ from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import binding_key
-from xlalint.walk import children, descendants
+from xlalint.walk import children, descendants, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -202,20 +202,6 @@ def _model_inputs(call: cst.Call) -> frozenset[str]:
     return frozenset(names)
 
 
-def _target_names(target: cst.CSTNode) -> set[str]:
-    """Names bound by an assignment target (`a, (b, *c) = ...`); `self.x`/`x[i]` bind none."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, cst.Tuple | cst.List):
-        names: set[str] = set()
-        for element in target.elements:
-            names |= _target_names(element.value)
-        return names
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return set()
-
-
 def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
     """Names a module's or a function's own code binds other than by import: assignment,
     loop and `with` targets, parameters, nested `def`/`class` names (not their bodies)."""
@@ -240,9 +226,9 @@ def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
         if isinstance(
             node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For | cst.NamedExpr
         ):
-            names |= _target_names(node.target)
+            names |= target_names(node.target)
         elif isinstance(node, cst.AsName):
-            names |= _target_names(node.name)
+            names |= target_names(node.name)
         elif isinstance(node, cst.Import | cst.ImportFrom):
             continue  # `import x as y` binds by import: the table has it
         stack.extend(children(node))
@@ -779,7 +765,7 @@ class LoopAnalysis:
         cached = self._facts.get(id(node))
         if cached is None:
             self._facts[id(node)] = BodyFacts()  # recursion guard: a function calling itself
-            items = _target_names(node.target) if isinstance(node, cst.For) else set()
+            items = target_names(node.target) if isinstance(node, cst.For) else set()
             site = self._sites.get(id(node))
             self_is_model = (
                 site is not None and site.class_def is not None and (is_model_class(site.class_def))
@@ -1095,7 +1081,7 @@ class LoopAnalysis:
         node = site.node
         if not isinstance(node, cst.For):
             return False
-        batch = _target_names(node.target)
+        batch = target_names(node.target)
         return next(_batch_moves(node.body, batch), None) is not None
 
     def syncs_per_pass(self, site: LoopSite) -> bool:
@@ -1299,7 +1285,7 @@ def _iterates_a_literal(node: Loop) -> bool:
 
 def _iterates_optimizers(node: Loop) -> bool:
     return isinstance(node, cst.For) and any(
-        _OPTIMIZER_NAME.match(name) for name in _target_names(node.target)
+        _OPTIMIZER_NAME.match(name) for name in target_names(node.target)
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.walk import children
+from xlalint.walk import children, target_names
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "round", "len", "bool", "abs"})
 _NUMBER_METHODS = frozenset({"item", "tolist", "numel", "dim", "nelement", "element_size"})
@@ -50,7 +50,7 @@ def _returns_numbers(function: cst.FunctionDef) -> bool:
                 if isinstance(target.target, cst.Name):
                     assigned.setdefault(target.target.value, []).append(node.value)
                 else:
-                    for name in _bound_names(target.target):
+                    for name in target_names(target.target):
                         assigned.setdefault(name, []).append(cst.Name("__unknown__"))
         elif isinstance(node, cst.AugAssign | cst.AnnAssign) and isinstance(node.target, cst.Name):
             value = node.value if node.value is not None else cst.Name("__unknown__")
@@ -60,7 +60,7 @@ def _returns_numbers(function: cst.FunctionDef) -> bool:
             target = (
                 node.target if isinstance(node, cst.For | cst.CompFor | cst.NamedExpr) else target
             )
-            for name in _bound_names(target) if target is not None else ():
+            for name in target_names(target) if target is not None else ():
                 assigned.setdefault(name, []).append(cst.Name("__unknown__"))
     numbers: set[str] = set()
     changed = True
@@ -71,19 +71,6 @@ def _returns_numbers(function: cst.FunctionDef) -> bool:
                 numbers.add(name)
                 changed = True
     return all(_is_number(value, numbers) for value in returns)
-
-
-def _bound_names(target: cst.CSTNode) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, cst.Tuple | cst.List):
-        names: set[str] = set()
-        for element in target.elements:
-            names |= _bound_names(element.value)
-        return names
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return set()
 
 
 def _is_number(node: cst.BaseExpression, numbers: set[str]) -> bool:
