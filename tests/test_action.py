@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import BAD, CLEAN, ROOT, write
-
-yaml = pytest.importorskip("yaml")
 
 EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 

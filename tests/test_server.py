@@ -13,9 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("pygls")
-
 from lsprotocol import types
 from pygls.workspace import PositionCodec
 
