@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Fix, Location
+from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
 from xlalint.engine import lint_source
 from xlalint.fixer import FixOutcome, fix_text
 from xlalint.rule import Rule
@@ -99,7 +99,7 @@ class VirtualModule:
             edits = tuple(
                 Edit(self._location(e.start), self._location(e.end), e.content) for e in d.fix.edits
             )
-            fix = Fix(d.fix.applicability, d.fix.description, edits, d.fix.required_imports)
+            fix = replace(d.fix, edits=edits)
         return replace(
             d,
             cell=cell,
