@@ -379,12 +379,25 @@ def _jobs(
 ) -> list[Job]:
     every = tuple(rules)
     line_length = line_length_for(settings)
-    jobs = []
-    for path in files:
-        ignored = ignored_codes_for(path, settings)
-        kept = tuple(rule for rule in every if rule.code not in ignored) if ignored else every
-        jobs.append((str(path), kept, settings.hot_functions, unsafe, cache, line_length))
-    return jobs
+    return [
+        (
+            str(path),
+            rules_for(path, every, settings),
+            settings.hot_functions,
+            unsafe,
+            cache,
+            line_length,
+        )
+        for path in files
+    ]
+
+
+def rules_for(
+    path: Path, rules: tuple[type[Rule], ...], settings: Settings
+) -> tuple[type[Rule], ...]:
+    """`rules` without the codes `per-file-ignores` turns off for `path`."""
+    ignored = ignored_codes_for(path, settings)
+    return tuple(rule for rule in rules if rule.code not in ignored) if ignored else rules
 
 
 def check_paths(

@@ -31,7 +31,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import PositionCodec
 
 from xlalint import __version__
-from xlalint.api import enabled_rules, ignored_codes_for
+from xlalint.api import enabled_rules, rules_for
 from xlalint.config import CONFIG_FILES, ConfigError, Settings, find_settings, line_length_for
 from xlalint.diagnostics import Applicability, Diagnostic, FileError, Location
 from xlalint.discovery import force_excluded
@@ -175,8 +175,7 @@ def _common_length(a: str, b: str) -> int:
 def lint_document(text: str, path: Path, version: int | None) -> Linted:
     """Lint `text` as the content of `path`, as `check --stdin-filename` would."""
     settings = find_settings(path)
-    ignored = ignored_codes_for(path, settings)
-    rules = [rule for rule in enabled_rules(settings) if rule.code not in ignored]
+    rules = list(rules_for(path, tuple(enabled_rules(settings)), settings))
     linted = Linted(version, text, path, settings, rules, [])
     if force_excluded(path, settings):
         return linted

@@ -11,17 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from xlalint.api import CheckReport, FixReport, fix_source, ignored_codes_for, lint_source_file
+from xlalint.api import CheckReport, FixReport, fix_source, lint_source_file, rules_for
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import FileError
 from xlalint.discovery import force_excluded
 from xlalint.fixer import FixOutcome
 from xlalint.rule import Rule
-
-
-def _kept(path: Path, rules: Sequence[type[Rule]], settings: Settings) -> list[type[Rule]]:
-    ignored = ignored_codes_for(path, settings)
-    return [rule for rule in rules if rule.code not in ignored]
 
 
 def check_stdin(
@@ -30,7 +25,9 @@ def check_stdin(
     """Lint `raw` as the content of `path`."""
     if force_excluded(path, settings):
         return CheckReport()
-    result = lint_source_file(raw, path, _kept(path, rules, settings), settings.hot_functions)
+    result = lint_source_file(
+        raw, path, rules_for(path, tuple(rules), settings), settings.hot_functions
+    )
     report = CheckReport(results=[result])
     report.buffers[str(path)] = raw
     return report
@@ -47,7 +44,7 @@ def fix_stdin(
     report = FixReport()
     if force_excluded(path, settings):
         return raw, report
-    kept = _kept(path, rules, settings)
+    kept = rules_for(path, tuple(rules), settings)
     outcome = fix_source(
         raw,
         path,
