@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.legacy_api import modernize
-from xlalint.walk import descendants
+from xlalint.walk import descendants, target_names
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -189,7 +189,7 @@ def names_in_use(module: cst.Module) -> NamesInUse:
                 names.add(node.value)  # type: ignore[attr-defined]
         else:
             for target in _binding_targets(node):
-                bound.update(_target_names(target))
+                bound.update(target_names(target))
     return NamesInUse(names, {name: frozenset(t) for name, t in imported.items()}, bound)
 
 
@@ -213,17 +213,6 @@ def _binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     if isinstance(node, cst.MatchAs | cst.MatchStar) and node.name is not None:
         return [node.name]
     return []
-
-
-def _target_names(target: cst.CSTNode) -> Iterator[str]:
-    """The names an assignment target binds: `a`, `a, (b, *c)`; not `a.b` or `a[0]`."""
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, cst.Tuple | cst.List):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
 
 
 def _path_names(node: cst.Import | cst.ImportFrom) -> Iterator[int]:

@@ -30,7 +30,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import HOST_ATTRIBUTES, HOST_METHODS, Kind, TensorKinds
-from xlalint.walk import children
+from xlalint.walk import children, target_names
 
 if TYPE_CHECKING:
     from xlalint.analysis.loops import LoopAnalysis
@@ -122,7 +122,7 @@ class LoopValues:
             function.in_body.append(node)
         else:
             only = frozenset({node})
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 function.varying[name] = only
                 function.ints.pop(name, None)
                 function.sequences.discard(name)
@@ -207,7 +207,7 @@ class LoopValues:
         sequence = self.makes_sequence(value)
         int_sequence = self.int_sequence(value)
         for target in targets:
-            names = _target_names(target)
+            names = target_names(target)
             unpacked = not isinstance(target, cst.Name)
             if isinstance(target, cst.Name) and int_sequence is not None:
                 function.int_lists[target.value] = int_sequence
@@ -390,7 +390,7 @@ class TensorReads:
         read = self.reads(value)
         names = self._functions[-1]
         for target in targets:
-            for name in _target_names(target):
+            for name in target_names(target):
                 if read:
                     names.add(name)
                 else:
@@ -476,19 +476,6 @@ def _counters(body: cst.BaseSuite) -> Iterator[cst.AugAssign]:
         if isinstance(node, cst.BaseExpression):
             continue
         stack.extend(children(node))
-
-
-def _target_names(target: cst.CSTNode) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, cst.Tuple | cst.List):
-        names: list[str] = []
-        for element in target.elements:
-            names.extend(_target_names(element.value))
-        return names
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _callee_name(call: cst.Call) -> str:

@@ -20,7 +20,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.returns import NumberReturns
-from xlalint.walk import names_under
+from xlalint.walk import names_under, target_names
 
 
 class Kind(enum.Enum):
@@ -405,7 +405,7 @@ class TensorKinds:
             for name in names_under(target) & passed_through:
                 self._frames[-1][name] = Kind.TENSOR
             if derived:
-                self._derived[-1].update(_bound_names(target))
+                self._derived[-1].update(target_names(target))
             if isinstance(target, cst.Name) and self._moves_values(value):
                 self._tensor_dicts[-1].add(target.value)
 
@@ -843,17 +843,6 @@ def _literal_index(node: cst.Subscript) -> bool:
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         value = value.expression
     return isinstance(value, cst.Integer)
-
-
-def _bound_names(target: cst.BaseExpression) -> list[str]:
-    """Names a target binds: `x`, `a, (b, *c)`; `self.x` and `x[i]` bind none."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    if isinstance(target, cst.Tuple | cst.List):
-        return [name for e in target.elements for name in _bound_names(e.value)]
-    return []
 
 
 def binding_key(node: cst.BaseExpression) -> str | None:
