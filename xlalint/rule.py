@@ -142,11 +142,7 @@ class Rule:
     @classmethod
     def doc_sections(cls) -> dict[str, str]:
         """The rule's docs split by `## Heading`, for `xlalint rule` and the docs site."""
-        sections: dict[str, str] = {}
-        parts = re.split(r"^## (.+)$", cls.docs(), flags=re.MULTILINE)
-        for heading, body in zip(parts[1::2], parts[2::2], strict=True):
-            sections[heading.strip()] = body.strip()
-        return sections
+        return doc_sections(cls.docs())
 
     @classmethod
     def url(cls) -> str:
@@ -161,3 +157,12 @@ class Rule:
             raise TypeError(f"rule {cls.code} lacks doc sections: {', '.join(missing)}")
         if (cls.fix_availability is FixAvailability.NONE) != (cls.fix_applicability is None):
             raise TypeError(f"rule {cls.code}: fix_availability and fix_applicability disagree")
+
+
+def doc_sections(docs: str) -> dict[str, str]:
+    """Rule docs split by `## Heading`: heading -> body."""
+    parts = re.split(r"^## (.+)$", docs, flags=re.MULTILINE)
+    return {
+        heading.strip(): body.strip()
+        for heading, body in zip(parts[1::2], parts[2::2], strict=True)
+    }

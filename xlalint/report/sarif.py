@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from xlalint import __version__
 from xlalint.api import CheckReport
 from xlalint.diagnostics import Diagnostic, FileError, Location
 from xlalint.docgen import filled_docs, rule_page
-from xlalint.rule import Rule
+from xlalint.rule import Rule, doc_sections
 from xlalint.severity import severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -65,17 +64,10 @@ def _region(start: Location, end: Location) -> dict[str, int]:
 _PROBLEM_SEVERITY = {"error": "error", "warning": "warning", "note": "recommendation"}
 
 
-def _sections(docs: str) -> dict[str, str]:
-    parts = re.split(r"^## (.+)$", docs, flags=re.MULTILINE)
-    return {
-        title.strip(): body.strip() for title, body in zip(parts[1::2], parts[2::2], strict=True)
-    }
-
-
 def _rule(rule: type[Rule]) -> dict[str, Any]:
     # The docs as `xlalint rule CODE` shows them: measured numbers filled in.
     page = rule_page(rule)
-    sections = _sections(filled_docs(rule))
+    sections = doc_sections(filled_docs(rule))
     what = sections.get("What it does", "").strip()
     why = sections.get("Why is this bad?", "").strip()
     level = severity(rule)
