@@ -80,11 +80,16 @@ class Linted:
                     finding,
                     self.findings,
                     str(self.path),
-                    line_length_for(self.settings),
+                    self.line_length,
                 )
             except Exception:  # a bug in xlalint must not take the editor's server down
                 self.fixed[finding] = None
         return self.fixed[finding]
+
+    @cached_property
+    def line_length(self) -> int:
+        """Read from the config files once per document version, not per code action."""
+        return line_length_for(self.settings)
 
     @cached_property
     def fixed_all(self) -> str | None:
@@ -334,7 +339,7 @@ def fix_all(linted: Linted) -> str | None:
             str(linted.path),
             linted.rules,
             hot_functions=linted.settings.hot_functions,
-            line_length=line_length_for(linted.settings),
+            line_length=linted.line_length,
         )
     except Exception:  # a bug in xlalint must not take the editor's server down
         return None
