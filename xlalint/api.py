@@ -436,9 +436,13 @@ def _forecast_file(
 ) -> FixForecast:
     """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
     forecast = FixForecast()
+    try:
+        raw = read_bytes(path)
+    except SourceError:
+        return forecast
     for unsafe in (False, True):
-        item = fix_file(path, rules, hot, unsafe, line_length=line_length)
-        if isinstance(item, FileError):
+        item = fix_source(raw, path, rules, hot, unsafe, line_length)
+        if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())
         if unsafe:
