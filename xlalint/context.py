@@ -164,7 +164,20 @@ class FileContext:
         """Whether the node being visited runs only where XLA is not in use: under a CUDA
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
-        return self.under_cuda_guard or devices.runs_without_xla(self.ancestors(), self.imports)
+        return (
+            self.under_cuda_guard
+            or devices.runs_without_xla(self.ancestors(), self.imports)
+            or self._in_cuda_only_function()
+        )
+
+    @cached_property
+    def _cuda_only_functions(self) -> frozenset[int]:
+        return devices.cuda_only_functions(self.module, self.imports)
+
+    def _in_cuda_only_function(self) -> bool:
+        """Inside a module-level function that this file calls only under CUDA guards."""
+        outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
+        return outermost is not None and id(outermost) in self._cuda_only_functions
 
     @property
     def in_step_closure(self) -> bool:

@@ -331,6 +331,48 @@ def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     return requires_cuda(nodes, imports) or xla_ruled_out(nodes, imports)
 
 
+def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[int]:
+    """The module-level functions (by `id`) that run only where XLA is not in use: every
+    call of one in this file (at least one) is under a CUDA guard or inside another such
+    function. `get_gpu_info(i)` reads `torch.cuda.get_device_properties(i)` and is called
+    only under `if torch.cuda.is_available():`, so an XLA host never runs it. A function
+    never called here may be called from anywhere and is not one."""
+    functions = {
+        statement.name.value: statement
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef)
+    }
+    if not functions:
+        return frozenset()
+    # name -> (guarded, name of the module-level function the call is in) of each call
+    calls: dict[str, list[tuple[bool, str | None]]] = {}
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...], str | None]] = [(module, (), None)]
+    while stack:
+        node, path, owner = stack.pop()
+        if isinstance(node, cst.FunctionDef) and owner is None and node.name.value in functions:
+            owner = node.name.value
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in functions
+        ):
+            guarded = runs_without_xla((node, *reversed(path)), imports)
+            calls.setdefault(node.func.value, []).append((guarded, owner))
+        inner = (*path, node)
+        stack.extend((child, inner, owner) for child in children(node))
+    only: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, sites in calls.items():
+            if name not in only and all(
+                guarded or (owner in only and owner != name) for guarded, owner in sites
+            ):
+                only.add(name)
+                changed = True
+    return frozenset(id(functions[name]) for name in only)
+
+
 def creates_xla_device(node: cst.CSTNode, imports: ImportTable) -> bool:
     """Whether code under `node` creates the XLA device: `xm.xla_device()`,
     `torch_xla.device()`, `torch.device("xla")`. A bare `"xla"` does not count: out of a
