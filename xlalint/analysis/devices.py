@@ -19,7 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.guards import implied, mentions_cuda, path_conditions, requires_cuda
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, descendants, names_under
+from xlalint.walk import children, descendants
 
 if TYPE_CHECKING:
     from xlalint.analysis.hotness import FunctionKey
@@ -430,13 +430,46 @@ def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice |
     probes = (not known & GPU_TYPES or len(known) < 2) and any(
         probes_gpu(test, imports) for test in _ifexp_tests(node)
     )
-    # `"cpu" if device == "mps" else device`: a branch is the very name the test examines.
-    tested = names_under(node.test)
-    remaps = any(
-        isinstance(branch, cst.Name) and branch.value in tested
+    # `"cpu" if device == "mps" else device`: a branch is the very name the test examines,
+    # and every value the test does not list (an XLA device included) passes through.
+    tested = _examined(node.test, imports)
+    catch_all = _catch_all_branch(node)
+    kept = [
+        branch
         for branch in (node.body, node.orelse)
-    )
+        if isinstance(branch, cst.Name | cst.Attribute) and get_full_name_for_node(branch) in tested
+    ]
+    remaps = any(catch_all is None or branch is catch_all for branch in kept)
+    if kept and not remaps:
+        # `t if t in {"npu", "xpu"} else "cuda"`: the listed types are kept, every other
+        # value (XLA's too) becomes the catch-all: a ladder over all of them.
+        listed = {
+            kind
+            for found in descendants(node.test)
+            if isinstance(found, cst.SimpleString)
+            and (kind := device_string_type(found)) is not None
+        }
+        types = frozenset(types | listed)
+        probes = probes or bool(listed & GPU_TYPES)
     return DeviceChoice(node, types, probes, returns=False, remaps=remaps)
+
+
+_LISTING = (cst.Equal, cst.In, cst.Is)
+_EXCLUDING = (cst.NotEqual, cst.NotIn, cst.IsNot)
+
+
+def _catch_all_branch(node: cst.IfExp) -> cst.BaseExpression | None:
+    """The branch of `a if <test> else b` taken for every value its one comparison does not
+    list: `b` for `x == "mps"`/`x in {...}`, `a` for `x != "mps"`; None for other tests."""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    operator = test.comparisons[0].operator
+    if isinstance(operator, _LISTING):
+        return node.orelse
+    if isinstance(operator, _EXCLUDING):
+        return node.body
+    return None
 
 
 def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
@@ -449,9 +482,13 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     last_selecting = -1  # index in `blocks` of the last branch that selects a device
     for index, block in enumerate(blocks):
         for value, targets in _selections(block):
-            if len(blocks) == 1 and isinstance(value, cst.IfExp):
+            if isinstance(value, cst.IfExp) and (
+                len(blocks) == 1
+                or ((inner := ifexp_device_choice(value, imports)) is not None and inner.is_ladder)
+            ):
                 # `if __name__ == "__main__": dev = "cuda" if ... else "cpu"`: the `if`
-                # only guards the statement; the conditional expression is the choice.
+                # only guards the statement; the conditional expression is the choice. In
+                # one branch of a longer chain, a ladder of its own is its own choice.
                 continue
             selected = device_types(value, imports)
             if selected:
