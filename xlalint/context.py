@@ -20,6 +20,7 @@ from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site, per_step_hooks
+from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
@@ -98,6 +99,11 @@ class FileContext:
     def names_in_use(self) -> NamesInUse:
         """Every name the file uses: an import a fix adds must not rebind one of them."""
         return names_in_use(self.module)
+
+    @cached_property
+    def import_guards(self) -> ImportGuards:
+        """The module's imports made only where a package is installed (`try:`/`if`)."""
+        return ImportGuards(self.module)
 
     @cached_property
     def loops(self) -> LoopAnalysis:

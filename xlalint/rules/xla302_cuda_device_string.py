@@ -17,7 +17,6 @@ from xlalint.analysis.devices import (
 )
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.rules._loop_rules import torch_xla_is_optional
 
 _MAP_LOCATION_HINT = (
     'load to the host with `map_location="cpu"`, then move the model with `.to(torch_xla.device())`'
@@ -123,7 +122,7 @@ class CudaDeviceString(Rule):
             self.report(node, message, hint=_MAP_LOCATION_HINT)
             return
         fix = None
-        if torch_xla_is_optional(self.ctx.module):
+        if self.ctx.import_guards.optional("torch_xla"):
             pass  # CUDA hosts without torch_xla still run this line: no fix
         elif is_cuda_string(arg.value) and isinstance(parent, cst.Param):
             # `def run(device=torch.device("cuda"))`: the default is made at import, where
@@ -192,7 +191,7 @@ class CudaDeviceString(Rule):
         strings = cuda_strings(value, self.ctx.imports)
         if not strings or not self._may_report():
             return
-        optional = torch_xla_is_optional(self.ctx.module)
+        optional = self.ctx.import_guards.optional("torch_xla")
         for string in strings:
             fix: NodeFix | None = None
             if string is value and not optional:

@@ -25,7 +25,6 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loops import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.rules._loop_rules import import_guard
 from xlalint.walk import children, descendants, names_under
 
 # The flag a fix sets where it makes the file import torch_xla only if it is installed.
@@ -351,7 +350,8 @@ class DeviceLadderWithoutXla(Rule):
         otherwise; else a guarded import that sets `XLA_AVAILABLE`, added after the file's
         last top-level import, so that the script still runs where torch_xla is absent."""
         module = self.ctx.module
-        guarded, flag = import_guard(module, "torch_xla")
+        guard = self.ctx.import_guards.binding("torch_xla")
+        guarded, flag = guard is not None, guard.flag if guard is not None else None
         if flag is not None:
             return flag, [], ()
         if guarded or self.ctx.imports.bindings.get("torch_xla") == "torch_xla":
