@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.guards import implied, mentions_cuda, path_conditions, requires_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, descendants
+
+__all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
 if TYPE_CHECKING:
     from xlalint.analysis.hotness import FunctionKey
@@ -159,14 +162,8 @@ def is_device_option(value: str) -> bool:
     return bool(name) and name.lower() not in _NOT_DEVICE_NAMES and bool(_DEVICE_NAME.match(name))
 
 
-def keyword_argument(call: cst.Call, keyword: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg
-    return None
-
-
 def positional_argument(call: cst.Call, index: int) -> cst.Arg | None:
+    """The `index`-th positional argument (not `*args`), or None."""
     positional = [a for a in call.args if a.keyword is None and not a.star]
     return positional[index] if index < len(positional) else None
 

@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import in_own_method, runs_without_xla, xla_string_source
+from xlalint.analysis.devices import (
+    in_own_method,
+    positional_argument,
+    runs_without_xla,
+    xla_string_source,
+)
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -134,10 +139,8 @@ class NcclBackend(Rule):
                 if keyword == _ARGPARSE_DEFAULT:
                     return _is_backend_option(call)
                 return _names_backend(keyword)
-            positional = [a for a in call.args if a.keyword is None and not a.star]
             return (
-                bool(positional)
-                and positional[0] is parent
+                positional_argument(call, 0) is parent
                 and self.ctx.qualified(call.func) in _BACKEND_FIRST
             )
         if isinstance(parent, cst.Param):
