@@ -149,12 +149,16 @@ class CudaApi(Rule):
     cuDNN/TF32 flag writes (`torch.backends.cudnn.benchmark = True`,
     `torch.backends.cuda.matmul.allow_tf32 = True`), `torch.cuda.manual_seed*`/`seed*`,
     `empty_cache`, `device_count`, memory statistics that are only logged, and CUDA
-    autocast or scalers built with `enabled=False` (also as a decorator). Also left alone:
+    autocast or scalers built with `enabled=False` (also as a decorator) or enabled only
+    where a CUDA test holds (`autocast(enabled and device == "cuda")`). Also left alone:
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
-    (including the right side of `torch.cuda.is_available() and ...`), after
+    (including the right side of `torch.cuda.is_available() and ...`, and a local flag
+    assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`), in a
+    function this file calls only under CUDA guards (`get_gpu_info(i)`), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
-    `cuda()` method.
+    `cuda()` method. One scaler or autocast spelled for two torch versions
+    (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`) is one finding.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
