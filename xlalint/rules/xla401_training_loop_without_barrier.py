@@ -23,10 +23,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     step is reported: not an epoch loop around a batch loop, and not `backward()`-only
     micro-batch loops inside a loop that steps the optimizer (they are part of its step).
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
-    opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings, loops in `forward` or a `*_step`
-    function. Loops with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that
-    use torch, with or without torch_xla imports yet: a CUDA script being ported is linted
-    before it imports torch_xla.
+    opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
+    loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
+    to XLA406. Reported in files that use torch, with or without torch_xla imports yet: a
+    CUDA script being ported is linted before it imports torch_xla.
 
     ## Why is this bad?
     XLA records operations lazily and compiles and runs the pending graph at a barrier.
