@@ -174,6 +174,15 @@ class FileContext:
             self.under_cuda_guard
             or devices.runs_without_xla(self.ancestors(), self.imports)
             or self._in_cuda_only_function()
+            or self.in_gpu_implementation
+        )
+
+    @property
+    def in_gpu_implementation(self) -> bool:
+        """Inside a GPU implementation of a device abstraction (`class DeviceGPU(Device)`)."""
+        return any(
+            isinstance(node, cst.ClassDef) and devices.is_gpu_implementation(node)
+            for node in self._stack
         )
 
     @cached_property

@@ -654,6 +654,20 @@ def _selections(
             yield from _selections(child)
 
 
+_GPU_CLASS = re.compile(r"gpu|cuda|nccl", re.IGNORECASE)
+_DEVICE_ABSTRACTION = re.compile(r"(Device|Accelerator|Backend|Strategy|Platform)$")
+
+
+def is_gpu_implementation(node: cst.ClassDef) -> bool:
+    """A GPU implementation of a device abstraction (`class DeviceGPU(Device)`,
+    `class CUDAAccelerator(Accelerator)`): a framework picks a sibling class on an XLA host
+    (Composer's `DeviceTPU`), so this one's `dist_backend = "nccl"` never runs there."""
+    return _GPU_CLASS.search(node.name.value) is not None and any(
+        _DEVICE_ABSTRACTION.search(get_full_name_for_node(base.value) or "") is not None
+        for base in node.bases
+    )
+
+
 def in_own_method(function: FunctionKey | None, name: str) -> bool:
     """Whether code runs in a class's own `cuda()`/`half()` method: a wrapper that moves
     its parts (`def cuda(self): return Rigid(self._rots.cuda(), self._trans.cuda())`) does
