@@ -10,6 +10,7 @@ from xlalint.analysis.devices import (
     DeviceChoice,
     chain,
     creates_xla_device,
+    cuda_api_kind,
     device_arguments,
     device_string_type,
     device_types,
@@ -38,7 +39,10 @@ class DeviceLadderWithoutXla(Rule):
     `device = "cuda" if torch.cuda.is_available() else "cpu"`,
     `torch.device("cuda" if use_cuda else "cpu")`, and `if`/`elif`/`else` chains (or a
     helper function's sequence of `if ...: return device`) that set or return a CUDA or MPS
-    device. It reports once per ladder, at its `if` or ternary.
+    device, and ternaries that keep a few listed device types and turn every other one into
+    CUDA (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). It reports
+    once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
+    chain is reported on its own.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -59,6 +63,8 @@ class DeviceLadderWithoutXla(Rule):
     torch.device("cuda", torch.cuda.current_device())` / `return device`) passes XLA
     devices through. A ternary that fills part of a longer f-string
     (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
+    A ternary given to a CUDA scaler or autocast (`GradScaler("xpu" if ... else "cuda")`)
+    is part of that call, which XLA303 reports.
 
     ## Why is this bad?
     On an XLA host every GPU probe is false, so the ladder quietly picks the CPU (or, for a
@@ -142,6 +148,8 @@ class DeviceLadderWithoutXla(Rule):
             next(a for a in self.ctx.ancestors() if isinstance(a, cst.FormattedString))
         ):
             return  # `f"{'cuda' if is_cuda else 'cpu'}_time_total"`: a key, not a device
+        if self._argument_of_cuda_api():
+            return  # `GradScaler("xpu" if ... else "cuda")`: XLA303 reports the call
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
             return
@@ -152,6 +160,17 @@ class DeviceLadderWithoutXla(Rule):
         if self._xla_ruled_out(node):
             return
         self.report(node, self._message(choice), fix=self._ternary_fix(node))
+
+    def _argument_of_cuda_api(self) -> bool:
+        """The ternary being visited is an argument of a CUDA API call (a scaler or an
+        autocast for a device): that call is the finding (XLA303), one per cause."""
+        ancestors = self.ctx.ancestors()
+        parent, call = next(ancestors, None), next(ancestors, None)
+        return (
+            isinstance(parent, cst.Arg)
+            and isinstance(call, cst.Call)
+            and cuda_api_kind(call, self.ctx.imports) is not None
+        )
 
     def visit_If(self, node: cst.If) -> None:
         parent = self.ctx.parent
