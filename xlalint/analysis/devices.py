@@ -328,6 +328,63 @@ def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     return requires_cuda(nodes, imports) or xla_ruled_out(nodes, imports)
 
 
+_EXAMINING_CALLS = frozenset(
+    {"str", "repr", "getattr", "hasattr", "isinstance", "print", "len", "format"}
+)
+_QUERY_CALL = re.compile(r"^_*(get|is|has)_")
+_EXAMINED_ATTRIBUTES = frozenset({"type", "index"})
+
+
+def only_examined(function: cst.FunctionDef, name: str, imports: ImportTable) -> bool:
+    """Whether `function` only examines its parameter `name` (at least once) and places
+    nothing with it: comparisons (`device == "cuda"`), `device.type`, `str(device)`,
+    `getattr(device, "type", ...)`, queries (`get_backend(device).device_count()`) and the
+    device type of an autocast or scaler (XLA303's). A `"cuda"` default of such a
+    parameter picks no device: `build_dataloader(..., device="cuda")` only decides
+    `pin_memory`. Any other use (`.to(device)`, `device=device`, passed on, stored,
+    returned) counts as placing."""
+    uses = 0
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(function.body, ())]
+    while stack:
+        node, above = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+            continue  # a nested scope may rebind the name
+        if isinstance(node, cst.Name) and node.value == name:
+            parent = above[-1] if above else None
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is node:
+                continue
+            if any(isinstance(a, cst.AssignTarget) for a in above[-3:]):
+                continue  # rebound: the uses after it are looked at as well
+            if not _examines(node, above, imports):
+                return False
+            uses += 1
+            continue
+        inner = (*above, node)
+        stack.extend((child, inner) for child in children(node))
+    return uses > 0
+
+
+def _examines(node: cst.Name, above: tuple[cst.CSTNode, ...], imports: ImportTable) -> bool:
+    parent = above[-1] if above else None
+    if isinstance(parent, cst.Comparison | cst.ComparisonTarget | cst.FormattedStringExpression):
+        return True
+    if isinstance(parent, cst.Attribute):
+        return parent.value is node and parent.attr.value in _EXAMINED_ATTRIBUTES
+    call = above[-2] if len(above) >= 2 else None
+    if isinstance(parent, cst.Arg) and isinstance(call, cst.Call):
+        callee = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+        qualified = imports.resolve(call.func)
+        return (
+            callee in _EXAMINING_CALLS
+            or _QUERY_CALL.match(callee) is not None
+            or qualified in AUTOCAST_CALLS
+            or qualified in GRAD_SCALER_CALLS
+        )
+    return False
+
+
 def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[int]:
     """The module-level functions (by `id`) that run only where XLA is not in use: every
     call of one in this file (at least one) is under a CUDA guard or inside another such

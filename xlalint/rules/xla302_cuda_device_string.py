@@ -11,6 +11,7 @@ from xlalint.analysis.devices import (
     is_device_name,
     is_device_option,
     keyword_argument,
+    only_examined,
     torch_device_type_argument,
     xla_device_source,
     xla_string_source,
@@ -37,8 +38,11 @@ class CudaDeviceString(Rule):
     strings, comments and docstrings, strings under a CUDA guard (or after
     `if not torch.cuda.is_available(): return`), in code that runs only where a test for
     XLA failed (`if device == "xla": ... else: <here>`) or in a class's own `cuda()`
-    method, and the branches of a device ladder such as
-    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's).
+    method, the branches of a device ladder such as
+    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's), and the default of a
+    parameter that its function only asks about and places nothing with
+    (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
+    `pin_memory`, or hands it to an autocast: XLA303's).
 
     ## Why is this bad?
     A TPU host has no CUDA device: every tensor or module sent to `"cuda"` fails to get
@@ -168,6 +172,14 @@ class CudaDeviceString(Rule):
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None and is_device_name(node.name):
+            function = next(
+                (a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef | cst.Lambda)),
+                None,
+            )
+            if isinstance(function, cst.FunctionDef) and only_examined(
+                function, node.name.value, self.ctx.imports
+            ):
+                return  # `def build_loader(..., device="cuda")` only asks about the device
             self._strings(node.default, argument=False)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
