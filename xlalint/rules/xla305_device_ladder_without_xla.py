@@ -17,6 +17,7 @@ from xlalint.analysis.devices import (
     has_silent_branch,
     is_device_name,
     mentions_xla,
+    only_examined,
     passes_through,
     probes_gpu,
     xla_ruled_out,
@@ -64,7 +65,9 @@ class DeviceLadderWithoutXla(Rule):
     devices through. A ternary that fills part of a longer f-string
     (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
     A ternary given to a CUDA scaler or autocast (`GradScaler("xpu" if ... else "cuda")`)
-    is part of that call, which XLA303 reports.
+    is part of that call, which XLA303 reports; a ternary assigned to a name that its
+    function only prints or compares (`print(f"Device: {device}")` in a benchmark report)
+    places nothing.
 
     ## Why is this bad?
     On an XLA host every GPU probe is false, so the ladder quietly picks the CPU (or, for a
@@ -150,6 +153,8 @@ class DeviceLadderWithoutXla(Rule):
             return  # `f"{'cuda' if is_cuda else 'cpu'}_time_total"`: a key, not a device
         if self._argument_of_cuda_api():
             return  # `GradScaler("xpu" if ... else "cuda")`: XLA303 reports the call
+        if self._only_examined():
+            return  # `device = ...ladder...` only printed or compared: nothing placed
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
             return
@@ -160,6 +165,27 @@ class DeviceLadderWithoutXla(Rule):
         if self._xla_ruled_out(node):
             return
         self.report(node, self._message(choice), fix=self._ternary_fix(node))
+
+    def _only_examined(self) -> bool:
+        """The ternary's statement assigns one name (`device = torch.device("cuda" if ...
+        else "cpu")`) that the function then only prints or compares (a benchmark report's
+        `print(f"Device: {device}")`): a device named, not chosen for anything."""
+        function: cst.FunctionDef | None = None
+        assign: cst.Assign | None = None
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.Assign) and assign is None:
+                assign = ancestor
+            if isinstance(ancestor, cst.Lambda | cst.ClassDef):
+                return False
+            if isinstance(ancestor, cst.FunctionDef):
+                function = ancestor
+                break
+        if function is None or assign is None or len(assign.targets) != 1:
+            return False
+        target = assign.targets[0].target
+        return isinstance(target, cst.Name) and only_examined(
+            function, target.value, self.ctx.imports
+        )
 
     def _argument_of_cuda_api(self) -> bool:
         """The ternary being visited is an argument of a CUDA API call (a scaler or an
