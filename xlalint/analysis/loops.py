@@ -58,6 +58,8 @@ PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 _OPTIMIZER_NAME = re.compile(r"^_*(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
+# A collection of optimizers (or of their names): `optimizers`, `self._optimizers`.
+_OPTIMIZERS_NAME = re.compile(r"^_*(\w+_)?(opts|optims|optimizers|optimisers)$", re.I)
 # Callables that run backward and the optimizer step they are handed: timm's and DeiT's
 # `loss_scaler(loss, optimizer, ...)` (NativeScaler.__call__).
 _STEPPING_CALLEE = re.compile(r"scaler$", re.I)
@@ -1301,8 +1303,9 @@ def _iterates_optimizers(node: Loop) -> bool:
     `step_optimizers`, which fetches each optimizer by its name): one step of each."""
     if not isinstance(node, cst.For):
         return False
-    names = {*target_names(node.target), _last_name(unwrap_iteration(node.iter)) or ""}
-    return any(_OPTIMIZER_NAME.match(name) for name in names)
+    if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
+        return True
+    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
