@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.analysis.tensors import copied_to_host
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
@@ -78,6 +79,8 @@ class ItemInHotCode(Rule):
             self.report(node, self.message.format(call=f"{func.value}(tensor)"))
 
     def _reads_device_tensor(self, receiver: cst.BaseExpression) -> bool:
+        # `t.cpu().item()` reads `t`: the copy and the read are one sync, reported here.
+        receiver = copied_to_host(receiver) or receiver
         kind = self.ctx.kind(receiver)
         if kind is Kind.TENSOR:
             return True
