@@ -72,7 +72,7 @@ class FileContext:
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
-        self.epochs = Epochs(self.imports)
+        self.epochs = Epochs(lambda loop: self.loops.facts(loop))
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
@@ -133,23 +133,19 @@ class FileContext:
         """Loops whose pass runs the node being visited, in its function, outermost first."""
         return tuple(self._frames[-1].loops)
 
-    def frequency(self) -> str:
-        """How often the node being visited runs, in words for a message, from the code:
-        "every step" in a batch loop or a per-step function, "on every pass of its loop"
-        in another loop, else "each time `f()` runs"."""
-        loops = self._frames[-1].loops
+    def frequency(self, site: Site) -> str:
+        """How often the code at `site` runs, in words for a message, from the code: "every
+        step" in a batch loop or a per-step function, "on every pass of its loop" in another
+        loop, else "each time `f()` runs". Asked after the walk (batch loops are told by
+        `LoopAnalysis`, which knows every function only then)."""
+        loops = [s for s in site.scopes if isinstance(s, cst.For | cst.While)]
         if loops:
-            if any(
-                isinstance(loop, cst.For | cst.While) and self.epochs.is_batch_loop(loop)
-                for loop in loops
-            ):
+            if any(self.epochs.is_batch_loop(loop) for loop in loops):
                 return "every step"
             return "on every pass of its loop"
-        key = self.function
-        frame = self._frames[-1]
-        if key is None or self.hot.declared_per_step(key.name) or frame.module_call or frame.hook:
+        if site.function is None or self.hot.per_step_by_itself(site):
             return "every step"
-        return f"each time `{key.name}()` runs"
+        return f"each time `{site.function.name}()` runs"
 
     @property
     def function(self) -> FunctionKey | None:
@@ -195,9 +191,14 @@ class FileContext:
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, _ in self._narrowed[-1][1]:
                 self.kinds.bind(cst.Name(name), Kind.HOST)
+        if kind in _LOOPS:
+            # Every loop and function is known to `LoopAnalysis`, whichever rules run: what
+            # a loop does (and so hot code) must not depend on the rule set.
+            self.loops.register_loop(node, self)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
+            self.loops.register_function(node, self)  # type: ignore[arg-type]
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)

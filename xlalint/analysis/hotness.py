@@ -94,9 +94,17 @@ class HotCode:
         self._closure_callbacks.add(name)
         self._hot_names = None
 
-    def declared_per_step(self, name: str) -> bool:
-        """A function that runs per step by its name (`forward`, `*_step`) or config."""
-        return self._declared_hot(name)
+    def per_step_by_itself(self, site: Site) -> bool:
+        """The site's function runs once per step by what it is, whoever calls it: `__call__`
+        of a module, a hook a framework calls on every batch, or a per-step name (`forward`,
+        `*_step`) or configured `hot-functions`. Such a function is one step: its loops are
+        parts of the step, and it has no per-epoch code."""
+        function = site.function
+        return (
+            site.module_call
+            or site.hook
+            or (function is not None and self._declared_hot(function.name))
+        )
 
     def _declared_hot(self, name: str) -> bool:
         if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
@@ -112,9 +120,7 @@ class HotCode:
         if function.name in RUN_ONCE_FUNCTIONS or function.name in self._closure_callbacks:
             return False
         return (
-            site.module_call
-            or site.hook
-            or self._declared_hot(function.name)
+            self.per_step_by_itself(site)
             or self._trains(site)
             or function.name in self._reached_names()
         )
@@ -130,14 +136,7 @@ class HotCode:
     def _once_per_epoch(self, site: Site) -> bool:
         """The site is outside the batch loop of an epoch function or loop (a declared
         per-step function, whose loops are part of one step, has no epoch code)."""
-        if self._per_epoch is None or not site.scopes:
-            return False
-        function = site.function
-        if (
-            site.module_call
-            or site.hook
-            or (function is not None and self._declared_hot(function.name))
-        ):
+        if self._per_epoch is None or not site.scopes or self.per_step_by_itself(site):
             return False
         return self._per_epoch(site.scopes)
 
@@ -155,16 +154,9 @@ class HotCode:
                         continue
                     caller_hot = (
                         site.in_loop
-                        or (
-                            site.function is not None
-                            and (
-                                site.module_call
-                                or site.hook
-                                or self._declared_hot(site.function.name)
-                                or self._trains(site)
-                                or site.function.name in hot
-                            )
-                        )
+                        or self.per_step_by_itself(site)
+                        or self._trains(site)
+                        or (site.function is not None and site.function.name in hot)
                     ) and not self._once_per_epoch(site)
                     if caller_hot:
                         hot.add(callee)
