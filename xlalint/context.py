@@ -19,7 +19,14 @@ from xlalint.analysis import devices
 from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
-from xlalint.analysis.hotness import FunctionKey, HotCode, Site, per_step_hooks
+from xlalint.analysis.hotness import (
+    SAVE_CALLS,
+    FunctionKey,
+    HotCode,
+    Site,
+    per_step_hooks,
+    walks_a_collection,
+)
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
@@ -38,6 +45,8 @@ class _Frame:
     node: cst.FunctionDef | None = None
     loops: list[cst.CSTNode] = field(default_factory=list)  # loops around, outermost first
     hook: bool = False
+    # Of `loops`, those over a model's parts or a dict's entries (`walks_a_collection`).
+    collections: set[int] = field(default_factory=set)
 
 
 _LOOPS = frozenset({cst.For, cst.While})
@@ -171,7 +180,7 @@ class FileContext:
         scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
         return Site(
             frame.key,
-            bool(frame.loops),
+            any(id(loop) not in frame.collections for loop in frame.loops),
             self.in_step_closure,
             frame.module_call,
             scopes,
@@ -219,6 +228,8 @@ class FileContext:
 
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
+            if kind is cst.For and walks_a_collection(node.iter, self.kinds.is_dict):
+                self._frames[-1].collections.add(id(node))
             self.kinds.bind_loop_target(node.target, node.iter)
             self.masks.unbind(node.target)
         elif kind is cst.Import or kind is cst.ImportFrom:
@@ -308,12 +319,15 @@ class FileContext:
 
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
-        if self.imports.resolve(func) == ADD_STEP_CLOSURE:
+        resolved = self.imports.resolve(func)
+        if resolved == ADD_STEP_CLOSURE:
             self._closure_calls.append(node)
             if node.args and isinstance(node.args[0].value, cst.Name):
                 self.hot.add_step_closure_callback(node.args[0].value.value)
             return
-        if isinstance(func, cst.Name) and self.imports.resolve(func) is None:
+        if resolved in SAVE_CALLS and self.function is not None:
+            self.hot.add_saving_function(self.function.name)
+        if isinstance(func, cst.Name) and resolved is None:
             self.hot.add_call(self.site(), func.value)
         elif (
             isinstance(func, cst.Attribute)

@@ -35,6 +35,50 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
 }
 
 
+# Methods that list a model's parts or a dict's entries: a loop over them does one thing
+# per item, each time the code around it runs; its passes are not steps.
+_COLLECTION_METHODS = frozenset(
+    {"items", "keys", "values", "parameters", "named_parameters", "buffers", "named_buffers",
+     "modules", "named_modules", "children", "named_children", "state_dict"}
+)  # fmt: skip
+_COLLECTION_ATTRIBUTES = frozenset({"param_groups"})
+_COLLECTION_KEYS = frozenset({"params"})  # `group["params"]` of an optimizer's param group
+_ORDERING_WRAPPERS = frozenset({"enumerate", "sorted", "reversed", "list", "tuple", "zip"})
+# Calls that write a checkpoint: the host copies around them are what saving needs.
+SAVE_CALLS = frozenset(
+    {"torch.save", "torch_xla.core.xla_model.save", "safetensors.torch.save_file",
+     "torch_xla.utils.serialization.save"}
+)  # fmt: skip
+
+
+def walks_a_collection(
+    iterable: cst.BaseExpression, is_dict: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """`for name, p in model.named_parameters()`, `for k in metrics` (a dict), `for group
+    in opt.param_groups`, `for p in group["params"]`: a loop over a model's parts or a
+    dict's entries. Its body runs once per item each time the code around it runs, so it
+    is per step only where that code is (a batch loop around it, a per-step function)."""
+    while (
+        isinstance(iterable, cst.Call)
+        and isinstance(iterable.func, cst.Name)
+        and iterable.func.value in _ORDERING_WRAPPERS
+        and iterable.args
+    ):
+        iterable = iterable.args[0].value
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
+        return iterable.func.attr.value in _COLLECTION_METHODS
+    if isinstance(iterable, cst.Attribute):
+        return iterable.attr.value in _COLLECTION_ATTRIBUTES
+    if isinstance(iterable, cst.Subscript) and len(iterable.slice) == 1:
+        index = iterable.slice[0].slice
+        return (
+            isinstance(index, cst.Index)
+            and isinstance(index.value, cst.SimpleString)
+            and index.value.evaluated_value in _COLLECTION_KEYS
+        )
+    return is_dict(iterable)
+
+
 def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:
     """The per-step hooks a class overrides, from the last names of its bases
     (`SFTTrainer` -> the Trainer's hooks)."""
@@ -82,6 +126,7 @@ class HotCode:
         self._step_function = step_function
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
+        self._saving: set[str] = set()
         self._hot_names: set[str] | None = None
 
     def add_call(self, site: Site, callee_name: str) -> None:
@@ -92,6 +137,12 @@ class HotCode:
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
         self._closure_callbacks.add(name)
+        self._hot_names = None
+
+    def add_saving_function(self, name: str) -> None:
+        """A function that writes a checkpoint (`torch.save`): it runs at save time, and the
+        host copies it makes are what saving needs, however often it is called."""
+        self._saving.add(name)
         self._hot_names = None
 
     def per_step_by_itself(self, site: Site) -> bool:
@@ -122,7 +173,7 @@ class HotCode:
         return (
             self.per_step_by_itself(site)
             or self._trains(site)
-            or function.name in self._reached_names()
+            or (function.name in self._reached_names() and function.name not in self._saving)
         )
 
     def _trains(self, site: Site) -> bool:
@@ -148,7 +199,7 @@ class HotCode:
             while changed:
                 changed = False
                 for site, callee in self._edges:
-                    if callee in hot or callee in RUN_ONCE_FUNCTIONS:
+                    if callee in hot or callee in RUN_ONCE_FUNCTIONS or callee in self._saving:
                         continue
                     if callee in self._closure_callbacks or site.in_step_closure:
                         continue
