@@ -27,11 +27,25 @@ RUN_ONCE_FUNCTIONS = frozenset(
 # ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
 # `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
 # gets `update` with every batch's output; an mmengine optimizer wrapper's `update_params`
-# runs backward and the optimizer step of every iteration.
+# runs backward and the optimizer step of every iteration. A fastai `Callback` (and its
+# `ParamScheduler`) gets the batch events of every iteration; a Lightning `Callback` its
+# `on_*_batch_*` and backward/optimizer hooks.
+_FASTAI_BATCH_EVENTS = frozenset(
+    {"before_batch", "after_pred", "after_loss", "before_backward", "after_backward",
+     "before_step", "after_step", "after_batch", "after_cancel_batch"}
+)  # fmt: skip
+_LIGHTNING_BATCH_HOOKS = frozenset(
+    {"on_train_batch_start", "on_train_batch_end", "on_validation_batch_start",
+     "on_validation_batch_end", "on_test_batch_start", "on_test_batch_end",
+     "on_predict_batch_start", "on_predict_batch_end", "on_before_backward",
+     "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"}
+)  # fmt: skip
 PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "Trainer": frozenset({"compute_loss", "training_step", "prediction_step"}),
     "Metric": frozenset({"update"}),
     "OptimWrapper": frozenset({"update_params"}),
+    "Callback": _FASTAI_BATCH_EVENTS | _LIGHTNING_BATCH_HOOKS,
+    "ParamScheduler": _FASTAI_BATCH_EVENTS,
 }
 
 
