@@ -32,6 +32,7 @@ from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.walk import descendants, target_names
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -70,6 +71,16 @@ def _base_names(node: cst.ClassDef) -> list[str]:
     return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
 
 
+def _converts(body: cst.BaseSuite, name: str) -> bool:
+    """The branch rebinds `name` or returns (`v = v.item()`, `return v.tolist()`): it turns
+    the value into something else, as converters of any value do."""
+    return any(
+        isinstance(node, cst.Return)
+        or (isinstance(node, cst.AssignTarget) and name in target_names(node.target))
+        for node in descendants(body)
+    )
+
+
 def _is_module_class(node: cst.ClassDef) -> bool:
     return any(name.endswith("Module") for name in _base_names(node))
 
@@ -95,8 +106,9 @@ class FileContext:
         # on that device.
         self._device_withs: list[cst.With] = []
         self._default_lambdas: list[cst.Lambda] = []  # lambdas given as parameter defaults
-        # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
-        self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
+        # `if isinstance(v, torch.Tensor):` bodies: the names tested, the kind each has in
+        # the body, and the kind to restore after it.
+        self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
 
     # -- questions rules ask --------------------------------------------------------------
     def qualified(self, node: cst.CSTNode) -> str | None:
@@ -198,8 +210,8 @@ class FileContext:
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.append(parent)
         if self._narrowed and node is self._narrowed[-1][0]:
-            for name, _ in self._narrowed[-1][1]:
-                self.kinds.bind(cst.Name(name), Kind.HOST)
+            for name, kind_in_body, _ in self._narrowed[-1][1]:
+                self.kinds.bind(cst.Name(name), kind_in_body)
         if kind in _LOOPS:
             # Every loop and function is known to `LoopAnalysis`, whichever rules run: what
             # a loop does (and so hot code) must not depend on the rule set.
@@ -224,7 +236,7 @@ class FileContext:
                 self._guarded.append(node)
             if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
                 assert isinstance(node, cst.If)
-                self._narrowed.append((node.body, [(n, self.kinds.lookup(n)) for n in names]))
+                self._narrowed.append((node.body, self._narrowing(node, names)))
 
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
@@ -268,7 +280,7 @@ class FileContext:
             self._device_withs.pop()
             self.kinds.device_contexts -= 1
         if self._narrowed and self._narrowed[-1][0] is node:
-            for name, previous in self._narrowed.pop()[1]:
+            for name, _, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
 
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
@@ -295,6 +307,32 @@ class FileContext:
             assert isinstance(node, cst.AugAssign)
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
                 node.target, cst.Add(), node.value)))  # fmt: skip
+
+    def _narrowing(self, branch: cst.If, names: list[str]) -> list[tuple[str, Kind, Kind | None]]:
+        """What `if isinstance(v, torch.Tensor):` says of each name in its body. Code that
+        converts whatever it is given (a parameter tested, or a branch that rebinds the
+        name or returns: `if isinstance(v, Tensor): v = v.item()` in a logging helper) is
+        left alone (a host value): whether a tensor ever arrives is a matter of its callers.
+        A value of unknown kind that this code took from its own data and then computes
+        with (`mask = features.get("mask")`) is a tensor in the branch; one known to be a
+        host value here (`val_loss = "n/a"`, a tensor only on later passes) stays one."""
+        function = self._frames[-1].node
+        params = function.params if function is not None else None
+        parameters = (
+            {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+            if params is not None
+            else set()
+        )
+        narrowed = []
+        for name in names:
+            known = self.kinds.lookup(name)
+            computes = (
+                name not in parameters
+                and known in (None, Kind.UNKNOWN)
+                and not _converts(branch.body, name)
+            )
+            narrowed.append((name, Kind.TENSOR if computes else Kind.HOST, known))
+        return narrowed
 
     def _trains_in_body(self, function: cst.CSTNode) -> bool:
         """A function whose own body (not a loop in it) runs backward: one training step,
