@@ -224,7 +224,7 @@ class FileContext:
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
             bases = _base_names(node)
-            hooks = per_step_hooks(bases).union(
+            hooks = per_step_hooks([node.name.value, *bases]).union(
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks

@@ -46,6 +46,11 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "OptimWrapper": frozenset({"update_params"}),
     "Callback": _FASTAI_BATCH_EVENTS | _LIGHTNING_BATCH_HOOKS,
     "ParamScheduler": _FASTAI_BATCH_EVENTS,
+    # Generation calls its logits processors and warpers, and its stopping criteria, on
+    # every new token.
+    "LogitsProcessor": frozenset({"__call__"}),
+    "LogitsWarper": frozenset({"__call__"}),
+    "StoppingCriteria": frozenset({"__call__"}),
 }
 
 
@@ -94,8 +99,9 @@ def walks_a_collection(
 
 
 def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:
-    """The per-step hooks a class overrides, from the last names of its bases
-    (`SFTTrainer` -> the Trainer's hooks)."""
+    """The per-step hooks a class overrides, from the last names of its bases, or its own
+    name (`SFTTrainer` -> the Trainer's hooks; a `FusedLogitsWarper` is a logits warper
+    whatever it derives from)."""
     hooks: frozenset[str] = frozenset()
     for base in base_names:
         for suffix, names in PER_STEP_HOOKS.items():
