@@ -20,6 +20,7 @@ from xlalint.analysis.loops import (
     always_exits,
     last_line_end,
 )
+from xlalint.analysis.xla_api import BARRIER
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import names_under
 
@@ -63,7 +64,7 @@ class LoopRule(Rule):
             "import torch_xla.distributed.parallel_loader as pl",
             self.ctx.names_in_use,
         )
-        device, device_imports = xla_device_source()
+        device, device_imports = xla_device_source(self.ctx)
         source = module.code_for_node(loader)
         wrapped = f"{wrapper}({source}, {device})"
         if not torch_xla_is_optional(module):
@@ -133,9 +134,7 @@ class BarrierLoopRule(LoopRule):
                 MARK_STEP, "import torch_xla.core.xla_model as xm", self.ctx.names_in_use
             )
         else:
-            spelling, imports = self.ctx.imports.spell(
-                "torch_xla.sync", "import torch_xla", self.ctx.names_in_use
-            )
+            spelling, imports = self.ctx.spell_api(BARRIER)
         module = self.ctx.module
         barrier = f"{site.body_indent}{spelling}()"
         if imports and torch_xla_is_optional(module):

@@ -104,7 +104,7 @@ class CudaCall(Rule):
         )
         if qualified_receiver is not None and qualified_receiver.startswith("torch."):
             return None  # `nn.Module.cuda(model)`: the receiver is a class, not the value
-        device, imports = xla_device_source()
+        device, imports = xla_device_source(self.ctx)
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = [(func.attr, "to")]
         positional = [a for a in node.args if a.keyword is None]
         keywords = {a.keyword.value: a for a in node.args if a.keyword is not None}

@@ -5,6 +5,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.api_moves import call_of, reads_import, spell_beside
 from xlalint.analysis.legacy_api import private_metrics
+from xlalint.analysis.xla_api import exists
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -88,6 +89,8 @@ class PrivateMetricsApi(Rule):
             message = self.message.format(name=name, public="short_metrics_report")
             self.report(node, message, end_node=call or node, hint=_SHORT_REPORT_HINT)
             return
+        if not exists(entry.new, self.ctx.target):
+            return  # no public form at the target release (`executed_fallback_ops`: 2.4)
         public = entry.new.rsplit(".", 1)[-1]
         message = self.message.format(name=name, public=public)
         spelling = spell_beside(self.ctx, node, entry.new, entry.module_import)
