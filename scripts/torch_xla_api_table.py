@@ -157,7 +157,7 @@ def main() -> None:
         rows[release], syncs[release], notices[release] = read_release(wheel)
 
     header = " | ".join(str(r) for r in SUPPORTED)
-    print(f"| API | {header} | xlalint: introduced / deprecated / removed |")
+    print(f"| API | {header} | introduced / deprecated / removed |")
     print(f"|---|{'---|' * len(SUPPORTED)}---|")
     drift = []
     for qualified, recorded in {**HISTORY, **ENV_HISTORY}.items():

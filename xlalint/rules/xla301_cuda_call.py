@@ -52,7 +52,9 @@ class CudaCall(Rule):
 
     ## Fix safety
     Safe. The fix rewrites `.cuda(...)` to `.to(torch_xla.device())`, keeping
-    `non_blocking=` and `memory_format=`, and adds `import torch_xla`. A device index
+    `non_blocking=` and `memory_format=`, and adds `import torch_xla` (where
+    `target-version` is before 2.3, which added `torch_xla.device`: `.to(xm.xla_device())`
+    with `import torch_xla.core.xla_model as xm`). A device index
     (`.cuda(0)`, `.cuda(args.gpu)`) is dropped: each XLA process owns its device, which
     `torch_xla.device()` returns. Calls with `*args`/`**kwargs` or other keywords are
     reported without a fix, as are calls in a file that imports torch_xla only where it is

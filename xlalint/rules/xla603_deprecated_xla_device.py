@@ -24,6 +24,10 @@ class DeprecatedXlaDevice(Rule):
     `xla_device` attribute and version-compatibility branches
     (`if hasattr(torch_xla, "device")`) are left alone.
 
+    Reported where `target-version` is 2.8 or later (the default is 2.9): 2.8 wrapped
+    `xla_device` in `@deprecated`, and before 2.3 `torch_xla.device` did not exist. The
+    dates are read from each release's wheel (docs/target-version.md).
+
     ## Why is this bad?
     torch_xla 2.8 deprecated `xm.xla_device()` for `torch_xla.device()`. In 2.9 it emits a
     `DeprecationWarning` on every call and only forwards `n` to `torch_xla.device`; its

@@ -20,6 +20,11 @@ class DeprecatedMarkStep(Rule):
     alone, as is code that picks the API by torch_xla version
     (`if hasattr(torch_xla, "sync"): ... else: xm.mark_step()`).
 
+    Reported where `target-version` is 2.8 or later (the default is 2.9): 2.8 wrapped
+    `mark_step` in `@deprecated`; `torch_xla.sync` appeared in 2.4 (without arguments;
+    `wait=` came in 2.5 and `reset_scope=` in 2.8). Before 2.4 the barrier fixes of the
+    loop rules write `xm.mark_step()` themselves (docs/target-version.md).
+
     ## Why is this bad?
     torch_xla 2.8 deprecated `xm.mark_step()` in favour of `torch_xla.sync()`. In 2.9 it is
     a wrapper that calls `torch_xla.sync` and emits a `DeprecationWarning` on every call,

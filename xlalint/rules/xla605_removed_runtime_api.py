@@ -26,6 +26,11 @@ class RemovedRuntimeApi(Rule):
     `xm.get_local_ordinal()` is not flagged: torch_xla 2.9 still has it, undeprecated (it
     returns `xr.local_ordinal()`).
 
+    Each name is reported where `target-version` (default 2.9) no longer has it:
+    `xrt_world_size`, `get_ordinal` and `parse_xla_device` from 2.7 (2.5 and 2.6 keep
+    them as deprecated wrappers), `using_pjrt` from 2.5. The dates are read from each
+    release's wheel (docs/target-version.md).
+
     ## Why is this bad?
     The call raises `AttributeError: module 'torch_xla.core.xla_model' has no attribute
     'xrt_world_size'` on torch_xla 2.9, and importing the name raises ImportError, so a

@@ -45,6 +45,11 @@ class DeprecatedPrecisionEnv(EnvSettingRule):
     Reading them, setting them to an off value (`"0"`), and env dicts built for a child
     process are not flagged.
 
+    Reported where `target-version` is 2.4 or later (the default is 2.9): 2.4 is the first
+    release whose native library prints the deprecation notice. The fp16 variables are
+    reported as deprecated at 2.4 and as no longer read from 2.5, the first release whose
+    library does not name them (docs/target-version.md).
+
     ## Why is this bad?
     The bfloat16 and 32-bit-long variables change the precision of every tensor on the
     device while `tensor.dtype` still says `float32` or `int64`, so a precision bug is

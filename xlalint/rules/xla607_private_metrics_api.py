@@ -23,6 +23,8 @@ class PrivateMetricsApi(Rule):
     `_xla_metric_names`, `_xla_metric_data`, `_clear_xla_counters`, `_clear_xla_metrics`,
     `_get_executed_fallback_ops` and `_short_xla_metrics_report`, resolved through the
     file's imports (`import torch_xla`, `from torch_xla import _XLAC`).
+    `_get_executed_fallback_ops` is reported where `target-version` is 2.4 or later: 2.4
+    added its public form, `executed_fallback_ops` (docs/target-version.md).
 
     ## Why is this bad?
     `_XLAC` is the binding layer under torch_xla's Python API: its underscore names carry
