@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from textwrap import dedent
 
+import nbformat
 import pytest
 from click.testing import CliRunner
 from conftest import Run, write
@@ -274,3 +275,14 @@ def test_cached_results_are_kept_per_target(project: Path) -> None:
     again = check_paths([project], settings, rules=rules, cache=cache, jobs=1)
     assert [d.code for d in new.diagnostics] == ["XLA604"] == [d.code for d in again.diagnostics]
     assert old.diagnostics == []
+
+
+def test_notebooks_are_fixed_for_the_target(project: Path) -> None:
+    imports, function = LOOP.split("\n\n\n")
+    cells = [nbformat.v4.new_code_cell(imports), nbformat.v4.new_code_cell(function)]
+    write(project, {"nb.ipynb": nbformat.writes(nbformat.v4.new_notebook(cells=cells))})
+    run = cli("fix", "--select", "XLA401", "--target-version", "2.3", "--apply", "nb.ipynb")
+    assert run.exit_code == 0
+    fixed = nbformat.reads((project / "nb.ipynb").read_text(), as_version=4)
+    assert fixed.cells[1].source.endswith("        opt.step()\n        xm.mark_step()\n")
+    assert "import torch_xla.core.xla_model as xm" in fixed.cells[0].source
