@@ -286,3 +286,13 @@ def test_notebooks_are_fixed_for_the_target(project: Path) -> None:
     fixed = nbformat.reads((project / "nb.ipynb").read_text(), as_version=4)
     assert fixed.cells[1].source.endswith("        opt.step()\n        xm.mark_step()\n")
     assert "import torch_xla.core.xla_model as xm" in fixed.cells[0].source
+
+
+@pytest.mark.parametrize("target", [str(release) for release in SUPPORTED])
+def test_every_rule_at_every_target_settles_on_what_it_wrote(target: str) -> None:
+    """What the fixes write at a target is what the XLA6xx rules accept there: no fix
+    is undone by another, and fixing again changes nothing."""
+    codes = [code for code, rule in all_rules().items() if rule.fix_applicability is not None]
+    fixed = fix(LOOP, codes, target)
+    assert ("xm.mark_step()" in fixed) == (target < "2.4")
+    assert ("xm.xla_device()" in fixed) == (target < "2.3")
