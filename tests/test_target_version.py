@@ -49,10 +49,13 @@ def _r(text: str) -> Release:
     return release
 
 
-def fix(source: str, codes: list[str], target: str) -> str:
+def fix(source: str, codes: list[str], target: str, unsafe: bool = False) -> str:
     rules = [all_rules()[code] for code in codes]
-    outcome = fix_text(decode(dedent(source).encode()), "t.py", rules, target=_r(target))
-    again = fix_text(decode(outcome.encoded()), "t.py", rules, target=_r(target))
+    release = _r(target)
+    outcome = fix_text(
+        decode(dedent(source).encode()), "t.py", rules, unsafe=unsafe, target=release
+    )
+    again = fix_text(decode(outcome.encoded()), "t.py", rules, unsafe=unsafe, target=release)
     assert again.text == outcome.text, "fixing the fixed text changed it again"
     assert [d.code for d in again.remaining] == [], "the fix left its own finding behind"
     return outcome.text
@@ -141,6 +144,38 @@ def test_an_old_target_reuses_the_files_own_alias() -> None:
     assert "x.to(xla_model.xla_device())" in fixed
     assert "        xla_model.mark_step()\n" in fixed
     assert "import torch_xla.core.xla_model as xm" not in fixed
+
+
+OPTIONAL = """\
+import torch
+from torch.utils.data import DataLoader
+
+try:
+    import torch_xla
+
+    XLA_AVAILABLE = True
+except ImportError:
+    XLA_AVAILABLE = False
+
+
+def train(model, dataset, opt):
+    loader = DataLoader(dataset, batch_size=8)
+    for x, y in loader:
+        x = x.to("cpu")
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_an_optional_torch_xla_gets_the_old_device_import_in_its_guard() -> None:
+    fixed = fix(OPTIONAL, ["XLA401", "XLA403"], "2.2", unsafe=True)
+    guard = fixed.split("except ImportError")[0]
+    assert "    import torch_xla.core.xla_model as xm\n" in guard
+    assert "    import torch_xla.distributed.parallel_loader as pl\n" in guard
+    assert "pl.MpDeviceLoader(loader, xm.xla_device()) if XLA_AVAILABLE else loader" in fixed
+    new = fix(OPTIONAL, ["XLA401", "XLA403"], "2.9", unsafe=True)
+    assert "xla_model" not in new and "torch_xla.device()" in new
 
 
 def test_messages_name_the_targets_api() -> None:

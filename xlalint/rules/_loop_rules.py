@@ -81,13 +81,15 @@ class LoopRule(Rule):
         if guard is None or flag is None or "torch_xla" not in self.ctx.imports.bindings:
             return None
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = []
-        if imports:
-            alias = wrapper.split(".", 1)[0]
-            if alias in names_under(module):
-                return None  # the name means something else here
+        added = (*imports, *device_imports)  # the device's: `xm` before torch_xla 2.3
+        if added:
+            for spelled, needs in ((wrapper, imports), (device, device_imports)):
+                if needs and spelled.split(".", 1)[0] in names_under(module):
+                    return None  # the name means something else here
             line, indent = guard
             end = line.trailing_whitespace
-            edits.append((end, f"{module.code_for_node(end)}{indent}{imports[0]}\n"))
+            lines = "".join(f"{indent}{statement}\n" for statement in sorted(added))
+            edits.append((end, f"{module.code_for_node(end)}{lines}"))
         wrapped = f"{wrapped} if {flag} else {source}"
         return self.fix(f"Iterate `{wrapped}`", *edits, (loader, wrapped), moves_to_xla=True)
 
