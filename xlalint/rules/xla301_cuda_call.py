@@ -129,7 +129,7 @@ class CudaCall(Rule):
         else:
             edits.append((node.whitespace_before_args, device))
         return self.fix(
-            "Move to the XLA device: `.to(torch_xla.device())`",
+            f"Move to the XLA device: `.to({device})`",
             *edits,
             imports=imports,
             moves_to_xla=True,

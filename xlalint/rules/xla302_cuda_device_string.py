@@ -140,7 +140,7 @@ class CudaDeviceString(Rule):
         elif is_cuda_string(arg.value):
             device, imports = xla_device_source(self.ctx)
             fix = self.fix(
-                "Use the XLA device: `torch_xla.device()`",
+                f"Use the XLA device: `{device}`",
                 (node, device),
                 imports=imports,
                 moves_to_xla=True,
@@ -199,7 +199,7 @@ class CudaDeviceString(Rule):
                 device, imports = xla_device_source(self.ctx)
                 if argument:
                     fix = self.fix(
-                        "Use the XLA device: `torch_xla.device()`",
+                        f"Use the XLA device: `{device}`",
                         (string, device),
                         imports=imports,
                         moves_to_xla=True,
