@@ -33,6 +33,7 @@ from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.walk import descendants, target_names
 
 __all__ = ["FileContext", "Kind", "Site"]
@@ -87,9 +88,16 @@ def _is_module_class(node: cst.ClassDef) -> bool:
 
 
 class FileContext:
-    def __init__(self, module: cst.Module, path: str, hot_functions: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        path: str,
+        hot_functions: Iterable[str] = (),
+        target: Release = LATEST,
+    ) -> None:
         self.module = module
         self.path = path
+        self.target = target  # the torch_xla release fixes write for (`target-version`)
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
@@ -115,6 +123,13 @@ class FileContext:
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
         return self.imports.resolve(node)
+
+    def spell_api(self, api: str) -> tuple[str, tuple[str, ...]]:
+        """How this file writes the flattened torch_xla `api` (`xla_api.DEVICE`,
+        `BARRIER`, `LAUNCH`) at the target release, and the import a fix must add:
+        `torch_xla.sync` at 2.9, `xm.mark_step` at 2.3."""
+        qualified, module_import = api_at(api, self.target)
+        return self.imports.spell(qualified, module_import, self.names_in_use)
 
     @cached_property
     def names_in_use(self) -> NamesInUse:
