@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import pathspec
 
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.cache import ResultCache
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult
@@ -42,7 +43,10 @@ MISSING = "no such file or directory"
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
 # (path, rules, hot functions, unsafe, cache, line length for fixed lines)
-Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None]
+# (path, rules, hot functions, unsafe, cache, line length, target release)
+Job = tuple[
+    str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None, Release
+]
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (files done, files in all)
 
@@ -139,36 +143,45 @@ def lint_file(
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
     cache: ResultCache | None = None,
+    target: Release = LATEST,
 ) -> FileResult:
     """Lint one file; with `cache`, store the result under the bytes actually linted."""
     filename = str(path)
     try:
         raw = read_bytes(path)
-        result = _lint_raw(raw, path, rules, hot_functions)
+        result = _lint_raw(raw, path, rules, hot_functions, target)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileResult(filename, error=FileError(filename, _internal(error)))
     if cache is not None:
-        cache.store(cache.key(filename, raw, rules, hot_functions), result)
+        cache.store(cache.key(filename, raw, rules, hot_functions, target), result)
     return result
 
 
 def _lint_raw(
-    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str]
+    raw: bytes,
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str],
+    target: Release = LATEST,
 ) -> FileResult:
     if is_notebook(path):
-        return lint_notebook(raw, str(path), rules, hot_functions)
-    return lint_source(decode(raw).text, str(path), rules, hot_functions)
+        return lint_notebook(raw, str(path), rules, hot_functions, target)
+    return lint_source(decode(raw).text, str(path), rules, hot_functions, target)
 
 
 def lint_source_file(
-    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+    raw: bytes,
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
     """Lint `raw` as the content of `path`, which need not exist (stdin)."""
     filename = str(path)
     try:
-        return _lint_raw(raw, path, rules, hot_functions)
+        return _lint_raw(raw, path, rules, hot_functions, target)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not crash the caller
@@ -182,6 +195,7 @@ def fix_file(
     unsafe: bool = False,
     cache: ResultCache | None = None,
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome | FileError:
     """Fix one file. The caller has asked the cache already (`_cached_fix`); with `cache`,
     an unchanged file's findings are stored for `check`."""
@@ -190,14 +204,14 @@ def fix_file(
         raw = read_bytes(path)
     except SourceError as error:
         return FileError(filename, str(error))
-    outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length)
+    outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length, target)
     if isinstance(outcome, FileError):
         return outcome
     source = outcome.original
     if cache is not None and outcome.error is None and not outcome.changed:
         # The findings of an unchanged text are its lint result: worth keeping for `check`.
         result = FileResult(filename, outcome.remaining)
-        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
+        cache.store(cache.key(filename, source.raw, rules, hot_functions, target), result)
     if outcome.error is not None:
         return FileError(filename, outcome.error)
     return outcome
@@ -210,6 +224,7 @@ def fix_source(
     hot_functions: Sequence[str] = (),
     unsafe: bool = False,
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome | FileError:
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
     `error` is set when the text cannot be linted."""
@@ -223,6 +238,7 @@ def fix_source(
             unsafe=unsafe,
             hot_functions=hot_functions,
             line_length=line_length,
+            target=target,
         )
     except SourceError as error:
         return FileError(filename, str(error))
@@ -238,6 +254,7 @@ def _fix_python(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome:
     return fix_text(
         decode(raw),
@@ -246,6 +263,7 @@ def _fix_python(
         unsafe=unsafe,
         hot_functions=hot_functions,
         line_length=line_length,
+        target=target,
     )
 
 
@@ -256,10 +274,11 @@ def _unchanged_by_fix(
     hot_functions: Sequence[str],
     unsafe: bool,
     cache: ResultCache,
+    target: Release = LATEST,
 ) -> FixOutcome | FileError | None:
     """What `fix_text` would return for a file whose cached findings offer no fix to apply
     (its first round would choose nothing), or None when the fixer must run."""
-    cached = cache.load(cache.key(filename, source.raw, rules, hot_functions), filename)
+    cached = cache.load(cache.key(filename, source.raw, rules, hot_functions, target), filename)
     if cached is None:
         return None
     if cached.error is not None:
@@ -280,26 +299,26 @@ def _raise_recursion_limit() -> None:
 
 
 def _lint_job(job: Job) -> FileResult:
-    path, rules, hot_functions, _, cache, _ = job
-    return lint_file(Path(path), rules, hot_functions, cache)
+    path, rules, hot_functions, _, cache, _, target = job
+    return lint_file(Path(path), rules, hot_functions, cache, target)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
-    path, rules, hot_functions, unsafe, cache, line_length = job
-    return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length)
+    path, rules, hot_functions, unsafe, cache, line_length, target = job
+    return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length, target)
 
 
 def _job_key(job: Job) -> str | None:
     """The cache key of a job's file as it is now; None without a cache or a readable file
     (the worker reports it)."""
-    path, rules, hot_functions, _, cache, _ = job
+    path, rules, hot_functions, _, cache, _, target = job
     if cache is None:
         return None
     try:
         raw = Path(path).read_bytes()
     except OSError:
         return None
-    return cache.key(path, raw, rules, hot_functions)
+    return cache.key(path, raw, rules, hot_functions, target)
 
 
 def _cached_lint(job: Job) -> FileResult | None:
@@ -309,14 +328,14 @@ def _cached_lint(job: Job) -> FileResult | None:
 
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
-    path, rules, hot_functions, unsafe, cache, _ = job
+    path, rules, hot_functions, unsafe, cache, _, target = job
     if cache is None:
         return None
     try:
         source = decode(Path(path).read_bytes())
     except (OSError, SourceError):
         return None  # the worker reports it
-    return _unchanged_by_fix(source, path, rules, hot_functions, unsafe, cache)
+    return _unchanged_by_fix(source, path, rules, hot_functions, unsafe, cache, target)
 
 
 def default_jobs() -> int:
@@ -396,6 +415,7 @@ def _jobs(
             unsafe,
             cache,
             line_length,
+            settings.target_version,
         )
         for path in files
     ]
@@ -433,6 +453,7 @@ def _forecast_file(
     rules: Sequence[type[Rule]],
     hot: Sequence[str],
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixForecast:
     """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
     forecast = FixForecast()
@@ -441,7 +462,7 @@ def _forecast_file(
     except SourceError:
         return forecast
     for unsafe in (False, True):
-        item = fix_source(raw, path, rules, hot, unsafe, line_length)
+        item = fix_source(raw, path, rules, hot, unsafe, line_length, target)
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())
@@ -475,8 +496,8 @@ def _cached_forecast(job: Job) -> FixForecast | None:
 
 
 def _forecast_job(job: Job) -> FixForecast:
-    path, rules, hot_functions, _, cache, line_length = job
-    forecast = _forecast_file(Path(path), rules, hot_functions, line_length)
+    path, rules, hot_functions, _, cache, line_length, target = job
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target)
     key = _forecast_key(job)
     if cache is not None and key is not None:
         cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})

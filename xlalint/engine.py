@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
 from xlalint.diagnostics import (
     Applicability,
@@ -106,8 +107,10 @@ def lint_source(
     filename: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
-    """Lint one file's decoded text with the given rule classes."""
+    """Lint one file's decoded text with the given rule classes, for the torch_xla
+    release `target`."""
     active = rules_for_text(text, rules)
     verdict = cpython_verdict(text, filename)
     if verdict is TOO_DEEP:
@@ -133,9 +136,9 @@ def lint_source(
 
     try:
         try:
-            ctx, instances = _analyse(module, filename, active, hot_functions, fast=True)
+            ctx, instances = _analyse(module, filename, active, hot_functions, target, fast=True)
         except WalkUnavailable:  # start over with fresh state on libcst's own walk
-            ctx, instances = _analyse(module, filename, active, hot_functions, fast=False)
+            ctx, instances = _analyse(module, filename, active, hot_functions, target, fast=False)
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to analyse"))
 
@@ -160,10 +163,11 @@ def _analyse(
     filename: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str],
+    target: Release,
     fast: bool,
 ) -> tuple[FileContext, list[Rule]]:
     """Walk `module` once, running every rule with a shared context."""
-    ctx = FileContext(module, filename, hot_functions)
+    ctx = FileContext(module, filename, hot_functions, target)
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)
     walker = _Walker(ctx, visits, leaves)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xlalint.analysis.usage import unused_bindings
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import Applicability, Diagnostic, Fix
 from xlalint.edits import (
     add_imports,
@@ -158,13 +159,14 @@ def fix_text(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome:
     outcome = FixOutcome(filename, source, source.text)
     text = source.text
     seen = {text: Counter[str]()}  # each text reached, with the fixes applied to reach it
     keep: set[tuple[str, str]] | None = None  # imports the file left unused: never removed
     for _ in range(MAX_ROUNDS):
-        result = lint_source(text, filename, rules, hot_functions)
+        result = lint_source(text, filename, rules, hot_functions, target)
         if result.error is not None:
             outcome.error = result.error.reason
             return outcome
@@ -202,7 +204,7 @@ def fix_text(
         text = candidate
     outcome.text = text
     outcome.dropped = list(dict.fromkeys(outcome.dropped))
-    final = lint_source(text, filename, rules, hot_functions)
+    final = lint_source(text, filename, rules, hot_functions, target)
     outcome.remaining = final.diagnostics
     return outcome
 

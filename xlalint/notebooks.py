@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
 from xlalint.engine import lint_source
 from xlalint.fixer import FixOutcome, fix_text
@@ -336,13 +337,17 @@ def cell_lines(raw: bytes, cell: int) -> list[str]:
 
 
 def lint_notebook(
-    raw: bytes, filename: str, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+    raw: bytes,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
     """Lint a notebook's code cells; positions are cell-relative. Raises SourceError."""
     module = Notebook(raw).virtual()
     if not module.spans:
         return FileResult(filename)
-    return module.result(lint_source(module.text, filename, rules, hot_functions))
+    return module.result(lint_source(module.text, filename, rules, hot_functions, target))
 
 
 def fix_notebook(
@@ -353,6 +358,7 @@ def fix_notebook(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome:
     """Fix a notebook's code cells; the outcome's text is the notebook's new JSON."""
     notebook = Notebook(raw)
@@ -368,6 +374,7 @@ def fix_notebook(
         unsafe=unsafe,
         hot_functions=hot_functions,
         line_length=line_length,
+        target=target,
     )
     after = module.rebased(fixed.text)
     outcome = FixOutcome(

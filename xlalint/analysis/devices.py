@@ -18,14 +18,22 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument
-from xlalint.analysis.guards import implied, mentions_cuda, path_conditions, requires_cuda
+from xlalint.analysis.guards import (
+    implied,
+    mentions_cuda,
+    path_conditions,
+    requires_cuda,
+    requires_other_accelerator,
+)
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.xla_api import DEVICE
 from xlalint.walk import children, descendants
 
 __all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
 if TYPE_CHECKING:
     from xlalint.analysis.hotness import FunctionKey
+    from xlalint.context import FileContext
 
 # Device types torch accepts in a device string.
 DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xla", "xpu", "meta", "hpu", "npu", "mtia"})
@@ -126,9 +134,11 @@ def xla_string_source(node: cst.SimpleString | cst.FormattedString) -> str:
     return f"{node.end}xla{node.end}"
 
 
-def xla_device_source() -> tuple[str, tuple[str, ...]]:
-    """The expression for the XLA device, and the import it needs."""
-    return "torch_xla.device()", ("import torch_xla",)
+def xla_device_source(ctx: FileContext) -> tuple[str, tuple[str, ...]]:
+    """The expression for the XLA device at the target release (`torch_xla.device()`, or
+    `xm.xla_device()` before 2.3), in the file's spelling, and the import it needs."""
+    spelling, imports = ctx.spell_api(DEVICE)
+    return f"{spelling}()", imports
 
 
 # -- where a device goes -----------------------------------------------------------------------
@@ -322,10 +332,15 @@ def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = Tru
 def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` (a node and its ancestors, innermost first) runs only
     where XLA is not in use: on CUDA machines (after `if not torch.cuda.is_available():
-    return`, under `if use_cuda:`) or where a test for XLA failed (`if is_xla: xm.save(...)
+    return`, under `if use_cuda:`), under a test for another accelerator (`if device.type
+    == "mps":`) or where a test for XLA failed (`if is_xla: xm.save(...)
     else: <here>`). Device rules leave such code alone: a TPU host never runs it."""
     nodes = list(path)
-    return requires_cuda(nodes, imports) or xla_ruled_out(nodes, imports)
+    return (
+        requires_cuda(nodes, imports)
+        or requires_other_accelerator(nodes)
+        or xla_ruled_out(nodes, imports)
+    )
 
 
 _EXAMINING_CALLS = frozenset(
