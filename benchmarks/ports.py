@@ -396,9 +396,20 @@ TABLE_START = "<!-- ports table: written by benchmarks/ports.py --write -->"
 TABLE_END = "<!-- end of ports table -->"
 
 
-def write_table(markdown: str, path: Path) -> None:
+def write_table(markdown: str, path: Path, measured: set[str]) -> None:
+    """Replace the rows of the scripts in `measured`; the other scripts keep the rows (and
+    the `measured on` commits) of the table as it was: a run with `--only` refreshes only
+    what it ran."""
     text = path.read_text(encoding="utf-8")
     start, end = text.index(TABLE_START), text.index(TABLE_END)
+    old = text[start + len(TABLE_START) : end].strip().splitlines()[2:]
+    new = markdown.strip().splitlines()
+    header, rows = new[:2], new[2:]
+    kept = []
+    for port in PORTS:
+        source = rows if port.name in measured else old
+        kept += [row for row in source if row.startswith(f"| {port.name} |")]
+    markdown = "\n".join([*header, *kept]) + "\n"
     text = text[: start + len(TABLE_START)] + "\n" + markdown + text[end:]
     path.write_text(text, encoding="utf-8")
 
@@ -453,7 +464,7 @@ def main() -> None:
     markdown = table(versions)
     print(markdown)
     if options.write:
-        write_table(markdown, HERE / "PORTS.md")
+        write_table(markdown, HERE / "PORTS.md", set(recorded))
 
 
 if __name__ == "__main__":
