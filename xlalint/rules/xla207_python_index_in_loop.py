@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 _SCHEDULE_NAME = re.compile(r"timesteps$", re.IGNORECASE)
 
 
-HELPER_HINT = "TODO"
+# What a helper's slice becomes (word_lm_cuda in benchmarks/PORTS.md): rows picked by a
+# device index, one graph for every value of the int.
+HELPER_HINT = (
+    "In the helper, take the rows with a device index: `rows = torch.arange(n, "
+    "device=x.device) + torch.tensor([i]).to(x.device)`, then `x.index_select(0, rows)`"
+)
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,15 @@ class PythonIndexInLoop(Rule):
         torch_xla.sync()
     ```
     A counter kept on the device (`index += 1`) works as well. Writes follow the same rule:
-    `x.index_copy_(0, index, v)` instead of `x[i] = v`.
+    `x.index_copy_(0, index, v)` instead of `x[i] = v`. In a helper that slices rows with
+    the int, pick them with a device index:
+    ```python
+    def get_batch(source, i):
+        seq_len = min(bptt, len(source) - 1 - i)
+        rows = torch.arange(seq_len, device=source.device) + torch.tensor([i]).to(source.device)
+        return source.index_select(0, rows), source.index_select(0, rows + 1).view(-1)
+    ```
+    A shorter last slice is a new shape, compiled once more: drop or pad it to keep one.
 
     ## Fix safety
     No fix: the index tensor has to be made and kept somewhere, and `index_select` keeps
