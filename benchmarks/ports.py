@@ -313,17 +313,23 @@ def prepare(port: Port, variant: str, cache: Path) -> tuple[Path, Version]:
     return folder, version
 
 
-def measure(port: Port, variant: str, cache: Path, *, without_xla: bool = True) -> Version:
+def measure(
+    port: Port, variant: str, cache: Path, *, without_xla: bool = True, timeout: float = TIMEOUT
+) -> Version:
     """Copy the script's folder, fix it as `variant` says, and run it: as written once;
     fixed for N steps on the XLA device, for 2N more if the model ran there, and
     (`without_xla`) once without torch_xla."""
     folder, version = prepare(port, variant, cache)
     xla = variant != "as written"
-    version.runs = [run_script(port, folder, port.steps, cache, xla=xla)]
+    version.runs = [run_script(port, folder, port.steps, cache, xla=xla, timeout=timeout)]
     if xla and version.runs[0].on_xla:  # per-step costs only mean something on the device
-        version.runs.append(run_script(port, folder, 2 * port.steps, cache, xla=True))
+        version.runs.append(
+            run_script(port, folder, 2 * port.steps, cache, xla=True, timeout=timeout)
+        )
     if xla and without_xla:
-        version.without_xla = run_script(port, folder, port.steps, cache, xla=False)
+        version.without_xla = run_script(
+            port, folder, port.steps, cache, xla=False, timeout=timeout
+        )
     return version
 
 
@@ -426,6 +432,12 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="refresh the table in PORTS.md")
     parser.add_argument("--variants", help=f"comma-separated, of: {', '.join(VARIANTS)}")
     parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT,
+        help="seconds a run gets before it is called unfinished (more on a loaded machine)",
+    )
+    parser.add_argument(
         "--refix",
         action="store_true",
         help="recompute only the fixes and findings of the recorded runs (no script runs)",
@@ -449,7 +461,7 @@ def main() -> None:
             variants = options.variants.split(",") if options.variants else VARIANTS
             old = {d["variant"]: d for d in recorded.get(port.name, [])}
             for variant in variants:
-                version = measure(port, variant, cache)
+                version = measure(port, variant, cache, timeout=options.timeout)
                 version.commit = xlalint_commit()
                 old[variant] = asdict(version)
             recorded[port.name] = [old[v] for v in VARIANTS if v in old]
