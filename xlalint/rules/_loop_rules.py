@@ -128,8 +128,19 @@ class BarrierLoopRule(LoopRule):
         if not isinstance(body, cst.IndentedBlock) or not body.body or loop.orelse is not None:
             return None
         last = body.body[-1]
-        end = last_line_end(last)
-        if end is None or always_exits(last):
+        if always_exits(last):
+            return None
+        return self.append_barrier(last, site.body_indent, body, "the loop body")
+
+    def append_barrier(
+        self, after: cst.BaseStatement, indent: str, body: cst.IndentedBlock, where: str
+    ) -> NodeFix | None:
+        """A fix that writes the barrier on a line of its own after the statement `after`,
+        at `indent`: `torch_xla.sync()` in the file's spelling, `xm.mark_step()` where the
+        file already calls it, behind the file's flag (`if XLA_AVAILABLE:`) where it
+        imports torch_xla only if installed."""
+        end = last_line_end(after)
+        if end is None:
             return None
         if self._uses_mark_step:
             spelling, imports = self.ctx.imports.spell(
@@ -138,7 +149,7 @@ class BarrierLoopRule(LoopRule):
         else:
             spelling, imports = self.ctx.spell_api(BARRIER)
         module = self.ctx.module
-        barrier = f"{site.body_indent}{spelling}()"
+        barrier = f"{indent}{spelling}()"
         guards = self.ctx.import_guards
         if imports and guards.optional("torch_xla"):
             return None  # the import would have to be guarded like the file's own
@@ -150,8 +161,8 @@ class BarrierLoopRule(LoopRule):
             if flag is not None:
                 # `if XLA_AVAILABLE: xm.mark_step()`, as the file guards its import.
                 unit = body.indent if body.indent is not None else module.default_indent
-                barrier = f"{site.body_indent}if {flag}:\n{site.body_indent}{unit}{spelling}()"
-        description = f"Append `{spelling}()` to the loop body"
+                barrier = f"{indent}if {flag}:\n{indent}{unit}{spelling}()"
+        description = f"Append `{spelling}()` to {where}"
         if not module.has_trailing_newline and end is last_line_end(module.body[-1]):
             # The file ends on this line, without a newline: insert before the line's end.
             tail: cst.CSTNode = end.comment or end.whitespace
