@@ -9,30 +9,29 @@ the others go to the workers, which store what they compute.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pathspec
 
 from xlalint.cache import ResultCache
 from xlalint.config import Settings, line_length_for
-from xlalint.diagnostics import Diagnostic, FileError, FileResult
+from xlalint.diagnostics import Diagnostic, FileError, FileResult, allowed
 from xlalint.discovery import discover
-from xlalint.engine import lint_source
-from xlalint.fixer import FixOutcome, allowed, fix_text
 from xlalint.notebooks import fix_notebook, is_notebook, lint_notebook
-from xlalint.registry import expand, select_rules
+from xlalint.registry import RuleSet, expand, select_rules
 from xlalint.rule import Rule
 from xlalint.sources import Source, SourceError, decode, read_bytes
 from xlalint.writer import WriteError, write_atomic
+
+if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files are linted
+    from xlalint.fixer import FixOutcome
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -42,7 +41,7 @@ MISSING = "no such file or directory"
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
 # (path, rules, hot functions, unsafe, cache, line length for fixed lines)
-Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None]
+Job = tuple[str, Sequence[type[Rule]], tuple[str, ...], bool, ResultCache | None, int | None]
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (files done, files in all)
 
@@ -106,7 +105,7 @@ class FixForecast:
     kept: int = 0  # marked findings `fix --apply` leaves (a fix dropped or held back)
 
 
-def enabled_rules(settings: Settings) -> list[type[Rule]]:
+def enabled_rules(settings: Settings) -> RuleSet:
     return select_rules(settings.select, settings.extend_select, settings.ignore)
 
 
@@ -159,6 +158,8 @@ def _lint_raw(
 ) -> FileResult:
     if is_notebook(path):
         return lint_notebook(raw, str(path), rules, hot_functions)
+    from xlalint.engine import lint_source
+
     return lint_source(decode(raw).text, str(path), rules, hot_functions)
 
 
@@ -227,6 +228,8 @@ def fix_source(
         source = decode(raw)
     except SourceError as error:
         return FileError(filename, str(error))
+    from xlalint.fixer import fix_text
+
     try:
         return fix_text(
             source,
@@ -257,6 +260,8 @@ def _unchanged_by_fix(
         return FileError(filename, cached.error.reason)
     if any(allowed(d.fix, unsafe) for d in cached.diagnostics):
         return None
+    from xlalint.fixer import FixOutcome
+
     found = cached.diagnostics
     return FixOutcome(filename, source, source.text, remaining=found, found=found)
 
@@ -329,6 +334,9 @@ def _run(
             results.append(worker(job))
             done()
         return results
+    import multiprocessing  # only runs large enough for a pool pay for its import
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     chunk = max(1, len(jobs) // (processes * 8))
     with ProcessPoolExecutor(
@@ -377,7 +385,7 @@ def _jobs(
     unsafe: bool,
     cache: ResultCache | None,
 ) -> list[Job]:
-    every = tuple(rules)
+    every = rules if isinstance(rules, RuleSet) else tuple(rules)
     line_length = line_length_for(settings)
     return [
         (
@@ -392,12 +400,14 @@ def _jobs(
     ]
 
 
-def rules_for(
-    path: Path, rules: tuple[type[Rule], ...], settings: Settings
-) -> tuple[type[Rule], ...]:
+def rules_for(path: Path, rules: Sequence[type[Rule]], settings: Settings) -> Sequence[type[Rule]]:
     """`rules` without the codes `per-file-ignores` turns off for `path`."""
     ignored = ignored_codes_for(path, settings)
-    return tuple(rule for rule in rules if rule.code not in ignored) if ignored else rules
+    if not ignored:
+        return rules
+    if isinstance(rules, RuleSet):
+        return rules.without(ignored)
+    return tuple(rule for rule in rules if rule.code not in ignored)
 
 
 def check_paths(

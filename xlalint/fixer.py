@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xlalint.analysis.usage import unused_bindings
-from xlalint.diagnostics import Applicability, Diagnostic, Fix
+from xlalint.diagnostics import Diagnostic, allowed
 from xlalint.edits import (
     add_imports,
     apply_edits_marking,
@@ -57,10 +57,6 @@ class FixOutcome:
         bom = BOM if self.original.raw.startswith(b"\xef\xbb\xbf") else ""
         encoding = "utf-8" if self.original.encoding == "utf-8-sig" else self.original.encoding
         return (bom + self.text).encode(encoding)
-
-
-def allowed(fix: Fix | None, unsafe: bool) -> bool:
-    return fix is not None and (fix.applicability is Applicability.SAFE or unsafe)
 
 
 def _parses(text: str) -> bool:

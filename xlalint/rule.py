@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
-
 from xlalint.diagnostics import Applicability, FixAvailability
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # libcst only in annotations: a warm run never imports it
+    import libcst as cst
+
     from xlalint.context import FileContext, Site
 
 DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
