@@ -66,9 +66,19 @@ def _is_module_class(node: cst.ClassDef) -> bool:
 
 
 class FileContext:
-    def __init__(self, module: cst.Module, path: str, hot_functions: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        path: str,
+        hot_functions: Iterable[str] = (),
+        *,
+        full_text: str | None = None,
+    ) -> None:
+        """`full_text`: the file as it is, where `module` was parsed from a screened text
+        with some function bodies blanked (`screen.py`)."""
         self.module = module
         self.path = path
+        self._full_text = full_text
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
@@ -96,7 +106,10 @@ class FileContext:
 
     @cached_property
     def names_in_use(self) -> NamesInUse:
-        """Every name the file uses: an import a fix adds must not rebind one of them."""
+        """Every name the file uses: an import a fix adds must not rebind one of them (in
+        the whole file, blanked bodies included)."""
+        if self._full_text is not None:
+            return names_in_use(cst.parse_module(self._full_text))
         return names_in_use(self.module)
 
     @cached_property
