@@ -374,3 +374,21 @@ def test_dropped_fixes_are_placed_by_cell() -> None:
     assert outcome.dropped == ["XLA904 at cell 3:2:1"]
     assert not outcome.changed
     assert [(d.code, d.cell, d.start.row) for d in outcome.remaining] == [("XLA904", 3, 2)]
+
+
+def test_a_crash_while_fixing_a_notebook_is_that_file_s_error(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug met while fixing one notebook is reported against it; other files are fixed."""
+
+    def crash(self: notebooks.VirtualModule, text: str) -> notebooks.VirtualModule:
+        raise RuntimeError("boundary lost")
+
+    monkeypatch.setattr(notebooks.VirtualModule, "rebased", crash)
+    source = "import torch_xla.core.xla_model as xm\nxm.mark_step()\n"
+    write(project, {"nb.ipynb": notebook(source), "train.py": source})
+    run = run_cli("fix", "--apply", "--select", "XLA604", "nb.ipynb", "train.py")
+    assert run.exit_code == 1
+    assert "nb.ipynb: internal error (RuntimeError: boundary lost)" in run.stderr
+    assert "torch_xla.sync()" in (project / "train.py").read_text()
+    assert json.loads((project / "nb.ipynb").read_text()) == json.loads(notebook(source))

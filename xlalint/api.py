@@ -215,32 +215,41 @@ def fix_source(
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
     `error` is set when the text cannot be linted."""
     filename = str(path)
+    fix = fix_notebook if is_notebook(path) else _fix_python
     try:
-        if is_notebook(path):
-            return fix_notebook(
-                raw,
-                filename,
-                rules,
-                unsafe=unsafe,
-                hot_functions=hot_functions,
-                line_length=line_length,
-            )
-        source = decode(raw)
-    except SourceError as error:
-        return FileError(filename, str(error))
-    from xlalint.fixer import fix_text
-
-    try:
-        return fix_text(
-            source,
+        return fix(
+            raw,
             filename,
             rules,
             unsafe=unsafe,
             hot_functions=hot_functions,
             line_length=line_length,
         )
+    except SourceError as error:
+        return FileError(filename, str(error))
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileError(filename, _internal(error))
+
+
+def _fix_python(
+    raw: bytes,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    *,
+    unsafe: bool = False,
+    hot_functions: Sequence[str] = (),
+    line_length: int | None = None,
+) -> FixOutcome:
+    from xlalint.fixer import fix_text
+
+    return fix_text(
+        decode(raw),
+        filename,
+        rules,
+        unsafe=unsafe,
+        hot_functions=hot_functions,
+        line_length=line_length,
+    )
 
 
 def _unchanged_by_fix(
@@ -437,9 +446,13 @@ def _forecast_file(
 ) -> FixForecast:
     """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
     forecast = FixForecast()
+    try:
+        raw = read_bytes(path)
+    except SourceError:
+        return forecast
     for unsafe in (False, True):
-        item = fix_file(path, rules, hot, unsafe, line_length=line_length)
-        if isinstance(item, FileError):
+        item = fix_source(raw, path, rules, hot, unsafe, line_length)
+        if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())
         if unsafe:

@@ -123,21 +123,28 @@ def _verdict(spec: pathspec.GitIgnoreSpec, relative: str) -> bool | None:
     return verdict
 
 
-def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
+def _exclude_matcher(settings: Settings) -> Callable[[Path, bool, Path], bool]:
+    """Whether `exclude`/`extend-exclude` match a path (a folder when `is_dir`), taken
+    relative to `base` so that anchored patterns (`/vendor`, `src/gen`) stay anchored."""
     excludes = _spec([*settings.exclude, *settings.extend_exclude])
-    root = settings.root.resolve()
-    files: list[Path] = []
-    missing: list[Path] = []
-    empty: list[Path] = []
-    ignores = _Ignores()
 
     def matches(path: Path, is_dir: bool, base: Path) -> bool:
-        # Relative to `base`, so that anchored patterns (`/vendor`, `src/gen`) stay anchored.
         try:
             relative = path.absolute().relative_to(base).as_posix()
         except ValueError:
             relative = path.name
         return excludes.match_file(relative + ("/" if is_dir else ""))
+
+    return matches
+
+
+def discover(paths: Iterable[Path], settings: Settings) -> Discovered:
+    matches = _exclude_matcher(settings)
+    root = settings.root.resolve()
+    files: list[Path] = []
+    missing: list[Path] = []
+    empty: list[Path] = []
+    ignores = _Ignores()
 
     for given in paths:
         if given.is_dir():
@@ -166,17 +173,7 @@ def force_excluded(path: Path, settings: Settings) -> bool:
     `--stdin-filename`, which need not exist on disk)."""
     if not settings.force_exclude:
         return False
-    excludes = _spec([*settings.exclude, *settings.extend_exclude])
-    root = settings.root.resolve()
-
-    def matches(candidate: Path, is_dir: bool, base: Path) -> bool:
-        try:
-            relative = candidate.absolute().relative_to(base).as_posix()
-        except ValueError:
-            relative = candidate.name
-        return excludes.match_file(relative + ("/" if is_dir else ""))
-
-    return _excluded_anywhere(path, matches, root)
+    return _excluded_anywhere(path, _exclude_matcher(settings), settings.root.resolve())
 
 
 def _excluded_anywhere(path: Path, matches: Callable[[Path, bool, Path], bool], root: Path) -> bool:
@@ -200,21 +197,16 @@ def _normalized(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-def _repo_parents(top: Path) -> list[Path]:
+def _repo_parents(top: Path, repository: Path | None) -> list[Path]:
     """The folders above `top` up to its git repository's root, outermost first.
 
     Their `.gitignore` files apply inside `top` too, as they do for git, unless one of them
     ignores `top` itself: a folder named on the command line is linted.
     """
+    if repository is None:
+        return []
     top = _normalized(top)
-    above: list[Path] = []
-    if (top / ".git").exists():
-        return above
-    for parent in top.parents:
-        above.append(parent)
-        if (parent / ".git").exists():
-            return above[::-1]
-    return []
+    return [parent for parent in reversed(top.parents) if parent.is_relative_to(repository)]
 
 
 def _repository_root(top: Path) -> Path | None:
@@ -226,14 +218,14 @@ def _repository_root(top: Path) -> Path | None:
 def _walk(
     top: Path, excluded: Callable[[Path, bool], bool], ignores: _Ignores | None
 ) -> Iterator[Path]:
+    repository = _repository_root(top)
     parents: list[Path] = []
     if ignores:
         parents = [
             folder
-            for folder in _repo_parents(top)
+            for folder in _repo_parents(top, repository)
             if not ignores.ignored(_normalized(top), True, [folder])
         ]
-    repository = _repository_root(top)
     stack: list[tuple[Path, list[Path]]] = [(top, parents)]
     while stack:
         folder, chain = stack.pop()

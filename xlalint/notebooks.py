@@ -21,6 +21,7 @@ validated against the nbformat 4 schema before it is written.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -238,7 +239,7 @@ class Notebook:
 
     def with_sources(self, sources: Sequence[str]) -> bytes:
         """The notebook with its code cells' sources replaced, in its own JSON style."""
-        data = json.loads(self.raw.decode("utf-8"))
+        data = copy.deepcopy(self.data)
         numbers = [number for number, _ in self.code_cells()]
         for number, source in zip(numbers, sources, strict=True):
             cell = data["cells"][number - 1]
@@ -253,9 +254,8 @@ class Notebook:
 
         nbformat.validate(nbformat.from_dict(data))
         text = self.raw.decode("utf-8")
-        original = json.loads(text)
         for style in _styles(text):
-            dumped = json.dumps(original, **style)
+            dumped = json.dumps(self.data, **style)
             if text.startswith(dumped) and not text[len(dumped) :].strip():
                 return (json.dumps(data, **style) + text[len(dumped) :]).encode("utf-8")
         return nbformat.writes(nbformat.from_dict(data)).encode("utf-8")

@@ -15,7 +15,7 @@ from rich.progress import Progress
 
 from xlalint.harness.cases import FIXTURES, CaseError, discover
 from xlalint.harness.profile import ScriptCommandError, profile
-from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
+from xlalint.harness.runner import DEVICES, RuntimeUnavailable, last_line, require_runtime
 from xlalint.harness.table import output_console, print_profile, print_report
 from xlalint.harness.verify import DEFAULT_JOBS, verify
 from xlalint.registry import UnknownSelectorError, expand
@@ -106,9 +106,8 @@ def profile_command(device: str, json_path: Path | None, command: tuple[str, ...
         raise HarnessProblem(str(error)) from None
     click.echo(result.stdout, nl=False, err=json_path == Path("-"))
     if result.returncode != 0:
-        tail = result.stderr.strip().splitlines()[-1:] or ["no error output"]
-        click.echo(f"error: the script failed (exit code {result.returncode}): {tail[0]}",
-                   err=True)  # fmt: skip
+        tail = last_line(result.stderr, "no error output")
+        click.echo(f"error: the script failed (exit code {result.returncode}): {tail}", err=True)
     print_profile(result, output_console(stderr=json_path == Path("-")))
     if json_path is not None:
         _write_json(result.to_json(), json_path)

@@ -21,6 +21,7 @@ from xlalint.config import Settings
 from xlalint.diagnostics import Applicability
 from xlalint.discovery import PYTHON_SUFFIXES
 from xlalint.harness.profile import Profile, profile
+from xlalint.harness.runner import last_line
 from xlalint.registry import all_rules
 from xlalint.report import plural
 from xlalint.rule import Rule
@@ -115,8 +116,8 @@ class FixVerification:
         """
         found = []
         if self.after.returncode != 0:
-            tail = self.after.stderr.strip().splitlines()[-1:] or ["no error output"]
-            found.append(f"the fixed script fails (exit code {self.after.returncode}): {tail[0]}")
+            tail = last_line(self.after.stderr, "no error output")
+            found.append(f"the fixed script fails (exit code {self.after.returncode}): {tail}")
         elif self.before.returncode == 0:
             printed = self.printed
             if not printed.agrees and not self.unsafe_codes:

@@ -50,6 +50,12 @@ def child_environment(device: str, extra: dict[str, str] | None = None) -> dict[
     return env
 
 
+def last_line(output: str, default: str) -> str:
+    """The last line a process wrote (its error, for a Python traceback), or `default`."""
+    lines = output.strip().splitlines()
+    return lines[-1] if lines else default
+
+
 @dataclass
 class ChildResult:
     """What one run of a case measured, or how it failed."""
@@ -88,12 +94,11 @@ def run_case(path: Path, device: str, timeout: float = 300) -> ChildResult:
         )
     except subprocess.TimeoutExpired:
         return ChildResult(ok=False, error=f"timed out after {timeout:.0f} s")
-    last = done.stdout.strip().splitlines()[-1:] or [""]
     try:
-        data = json.loads(last[0])
+        data = json.loads(last_line(done.stdout, ""))
     except json.JSONDecodeError:
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        return ChildResult(ok=False, error=f"the child process died: {tail[0]}")
+        tail = last_line(done.stderr, f"exit code {done.returncode}")
+        return ChildResult(ok=False, error=f"the child process died: {tail}")
     return ChildResult(
         ok=data["ok"],
         outputs=data.get("outputs"),

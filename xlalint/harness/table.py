@@ -13,6 +13,7 @@ from rich.table import Table
 
 from xlalint.harness.fix_verify import FixVerification, no_xla_reason
 from xlalint.harness.profile import Confirmation, Profile
+from xlalint.harness.runner import last_line
 from xlalint.harness.verdict import CaseVerdict
 from xlalint.harness.verify import VerifyReport
 from xlalint.report import plural
@@ -285,7 +286,7 @@ def print_fix_verification(verification: FixVerification, console: Console) -> N
             **PLAIN,
         )
     if before.returncode != 0:
-        tail = before.stderr.strip().splitlines()[-1:] or ["no error output"]
-        console.print(f"[red]The script as it is fails:[/red] {escape(tail[0])}")
+        tail = last_line(before.stderr, "no error output")
+        console.print(f"[red]The script as it is fails:[/red] {escape(tail)}")
     for problem in verification.problems:
         console.print(f"[red]FAIL:[/red] {escape(problem)}")
