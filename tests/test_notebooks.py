@@ -15,7 +15,7 @@ from fix_rules import BrokenFix
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlalint import engine
+from xlalint import engine, notebooks
 from xlalint.cli import main
 from xlalint.notebooks import Notebook, fix_notebook, lint_notebook
 from xlalint.registry import select_rules

@@ -27,7 +27,7 @@ import ast
 import fnmatch
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -317,35 +317,52 @@ def _may_be_module(base: ast.expr) -> bool:
 
 
 def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str) -> set[int]:
-    """The passing units, the units the module-level code uses, the units that reach past
-    their function, and everything tied to those by names (either way)."""
+    """The units libcst must see for the passing units' findings to be the whole file's.
+
+    A finding rests on its function's callers, and theirs (who calls a function decides
+    whether it is hot: `HotCode` reads only the caller's own body, loops and name), and on
+    what the function uses, and what that uses in turn (what callees return, whether they
+    reach a barrier, which attributes a method binds). So: the passing units, their callers
+    transitively, and everything the passing units and the module-level code use,
+    transitively; not the callers of what is used, nor what the callers use. Units that
+    import, declare `global`/`nonlocal` or hold a `noqa` comment are kept as they are."""
     defined_by: dict[str, list[int]] = {}
+    called_as: dict[str, list[int]] = {}  # function names (for a lambda default: any name)
     for index, unit in enumerate(units):
-        for name in unit.features.defines:
+        features = unit.features
+        for name in features.defines:
             defined_by.setdefault(name, []).append(index)
-    used_by: dict[str, list[int]] = {}
+        for name in features.identifiers if features.lambda_default else features.functions:
+            called_as.setdefault(name, []).append(index)
+    users: dict[int, set[int]] = {}  # unit -> units that use a function it defines
     for index, unit in enumerate(units):
         for name in unit.features.identifiers:
-            used_by.setdefault(name, []).append(index)
+            for callee in called_as.get(name, ()):
+                if callee != index:
+                    users.setdefault(callee, set()).add(index)
+
+    def closure(start: Iterable[int], step: Callable[[int], Iterable[int]]) -> set[int]:
+        found = set(start)
+        todo = list(found)
+        while todo:
+            for other in step(todo.pop()):
+                if other not in found:
+                    found.add(other)
+                    todo.append(other)
+        return found
+
+    def used(index: int) -> list[int]:
+        return [i for n in units[index].features.identifiers for i in defined_by.get(n, ())]
+
+    callers = closure(passing, lambda index: users.get(index, ()))
+    from_glue = {i for name in glue.identifiers for i in defined_by.get(name, ())}
+    kept = callers | closure(passing | from_glue, used)
     lines = text.splitlines()
-    seeds = set(passing)
     for index, unit in enumerate(units):
         if unit.features.reaching or any(
             "noqa" in line for line in lines[unit.first - 1 : unit.last]
         ):
-            seeds.add(index)
-    for name in glue.identifiers:
-        seeds.update(defined_by.get(name, ()))
-    kept = set(seeds)
-    todo = list(seeds)
-    while todo:
-        features = units[todo.pop()].features
-        tied = [i for name in features.identifiers for i in defined_by.get(name, ())]
-        tied += [i for name in features.defines for i in used_by.get(name, ())]
-        for other in tied:
-            if other not in kept:
-                kept.add(other)
-                todo.append(other)
+            kept.add(index)
     return kept
 
 

@@ -134,6 +134,7 @@ class DeviceLadderWithoutXla(Rule):
     fix_applicability = Applicability.UNSAFE
     decides_device = True
     triggers = ("cuda", "mps")
+    screen = ("~cuda", "'cuda", "~mps", "'mps")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
