@@ -6,7 +6,7 @@ screen and with `XLALINT_NO_SCREEN=1`; the findings (codes, positions, messages,
 be identical. Prints per package the files that differ (none, or it is a bug), the share of
 lines handed to libcst, and the CPU seconds of both ways.
 
-    python benchmarks/screen_check.py [--packages diffusers,timm] [--jobs 2] [--all-rules]
+    python benchmarks/screen_check.py [--packages diffusers,timm] [--jobs 2] [--sample 100]
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ def main() -> None:
     parser.add_argument("--packages", default=",".join(PACKAGES), help="comma-separated")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--all-rules", action="store_true", help="every rule, not the defaults")
-    parser.add_argument("--limit", type=int, default=0, help="at most this many files a package")
+    parser.add_argument(
+        "--sample", type=int, default=0, help="at most this many files a package, evenly spread"
+    )
     args = parser.parse_args()
     total_differ = 0
     print(
@@ -85,8 +87,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.packages.split(","):
         files = [str(p) for p in python_files(package_root(name, CACHE), name)]
-        if args.limit:
-            files = files[: args.limit]
+        if args.sample and len(files) > args.sample:
+            files = [files[i * len(files) // args.sample] for i in range(args.sample)]
         with multiprocessing.get_context("fork").Pool(
             args.jobs, initializer=_init, initargs=(args.all_rules,)
         ) as pool:
