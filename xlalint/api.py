@@ -18,8 +18,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-import pathspec
-
 from xlalint.cache import ResultCache
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult, allowed
@@ -31,6 +29,8 @@ from xlalint.sources import Source, SourceError, decode, read_bytes
 from xlalint.writer import WriteError, write_atomic
 
 if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files are linted
+    import pathspec
+
     from xlalint.fixer import FixOutcome
 
 # Below this many files a process pool costs more than it saves.
@@ -111,6 +111,8 @@ def enabled_rules(settings: Settings) -> RuleSet:
 
 @cache
 def _ignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
@@ -211,19 +213,29 @@ def fix_source(
     hot_functions: Sequence[str] = (),
     unsafe: bool = False,
     line_length: int | None = None,
+    lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome | FileError:
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
-    `error` is set when the text cannot be linted."""
+    `error` is set when the text cannot be linted. `lints`: see `fixer.fix_text`."""
     filename = str(path)
-    fix = fix_notebook if is_notebook(path) else _fix_python
     try:
-        return fix(
+        if is_notebook(path):
+            return fix_notebook(
+                raw,
+                filename,
+                rules,
+                unsafe=unsafe,
+                hot_functions=hot_functions,
+                line_length=line_length,
+            )
+        return _fix_python(
             raw,
             filename,
             rules,
             unsafe=unsafe,
             hot_functions=hot_functions,
             line_length=line_length,
+            lints=lints,
         )
     except SourceError as error:
         return FileError(filename, str(error))
@@ -239,6 +251,7 @@ def _fix_python(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome:
     from xlalint.fixer import fix_text
 
@@ -249,6 +262,7 @@ def _fix_python(
         unsafe=unsafe,
         hot_functions=hot_functions,
         line_length=line_length,
+        lints=lints,
     )
 
 
@@ -450,8 +464,9 @@ def _forecast_file(
         raw = read_bytes(path)
     except SourceError:
         return forecast
+    lints: dict[str, FileResult] = {}  # texts both runs reach are linted once
     for unsafe in (False, True):
-        item = fix_source(raw, path, rules, hot, unsafe, line_length)
+        item = fix_source(raw, path, rules, hot, unsafe, line_length, lints)
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xlalint.analysis.usage import unused_bindings
-from xlalint.diagnostics import Diagnostic, allowed
+from xlalint.diagnostics import Diagnostic, FileResult, allowed
 from xlalint.edits import (
     add_imports,
     apply_edits_marking,
@@ -154,13 +154,24 @@ def fix_text(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome:
+    """Fix `source` to a fixed point. `lints`: results of texts linted before with the same
+    rules, shared by runs over one file (the forecast's safe and unsafe runs meet the same
+    texts), and filled with this run's."""
+    lints = {} if lints is None else lints
+
+    def lint(text: str) -> FileResult:
+        if text not in lints:
+            lints[text] = lint_source(text, filename, rules, hot_functions)
+        return lints[text]
+
     outcome = FixOutcome(filename, source, source.text)
     text = source.text
     seen = {text: Counter[str]()}  # each text reached, with the fixes applied to reach it
     keep: set[tuple[str, str]] | None = None  # imports the file left unused: never removed
     for _ in range(MAX_ROUNDS):
-        result = lint_source(text, filename, rules, hot_functions)
+        result = lint(text)
         if result.error is not None:
             outcome.error = result.error.reason
             return outcome
@@ -198,8 +209,7 @@ def fix_text(
         text = candidate
     outcome.text = text
     outcome.dropped = list(dict.fromkeys(outcome.dropped))
-    final = lint_source(text, filename, rules, hot_functions)
-    outcome.remaining = final.diagnostics
+    outcome.remaining = list(lint(text).diagnostics)
     return outcome
 
 
