@@ -1,5 +1,6 @@
 """What a run imports: a `check` answered from the cache parses nothing, so it must not pay
-for libcst (~0.2 s), rich or the runtime harness; selection works from the rule index."""
+for libcst (~0.2 s), rich or the runtime harness, nor for exclude patterns (pathspec), the
+process pool or a TOML parser when no file needs them; selection works from the rule index."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from xlalint import registry
 from xlalint.docgen import INDEX
 from xlalint.registry import RuleInfo, RuleSet, all_rules, catalogue, index_source, select_rules
 
-HEAVY = ("libcst", "rich", "torch", "torch_xla", "xlalint.harness.profile", "xlalint.engine")
+HEAVY = (
+    *("libcst", "rich", "torch", "torch_xla", "xlalint.harness.profile", "xlalint.engine"),
+    *("pathspec", "concurrent.futures", "tomllib", "importlib.metadata"),
+)
 
 # Runs the CLI in a fresh interpreter, then reports which heavy modules it imported.
 DRIVER = f"""
