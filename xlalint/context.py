@@ -20,6 +20,7 @@ from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import FunctionKey, HotCode, Site, per_step_hooks
+from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
@@ -113,6 +114,11 @@ class FileContext:
         return names_in_use(self.module)
 
     @cached_property
+    def import_guards(self) -> ImportGuards:
+        """The module's imports made only where a package is installed (`try:`/`if`)."""
+        return ImportGuards(self.module)
+
+    @cached_property
     def loops(self) -> LoopAnalysis:
         """What loops do: train, sample, reach a barrier (shared by the family 4 rules)."""
         return LoopAnalysis(self.module, self.imports, self)
@@ -177,7 +183,29 @@ class FileContext:
         """Whether the node being visited runs only where XLA is not in use: under a CUDA
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
-        return self.under_cuda_guard or devices.runs_without_xla(self.ancestors(), self.imports)
+        return (
+            self.under_cuda_guard
+            or devices.runs_without_xla(self.ancestors(), self.imports)
+            or self._in_cuda_only_function()
+            or self.in_gpu_implementation
+        )
+
+    @property
+    def in_gpu_implementation(self) -> bool:
+        """Inside a GPU implementation of a device abstraction (`class DeviceGPU(Device)`)."""
+        return any(
+            isinstance(node, cst.ClassDef) and devices.is_gpu_implementation(node)
+            for node in self._stack
+        )
+
+    @cached_property
+    def _cuda_only_functions(self) -> frozenset[int]:
+        return devices.cuda_only_functions(self.module, self.imports)
+
+    def _in_cuda_only_function(self) -> bool:
+        """Inside a module-level function that this file calls only under CUDA guards."""
+        outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
+        return outermost is not None and id(outermost) in self._cuda_only_functions
 
     @property
     def in_step_closure(self) -> bool:

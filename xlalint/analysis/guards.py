@@ -13,14 +13,16 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import descendants
+from xlalint.walk import descendants, target_names
 
 _CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+_CUDA_WORDS = frozenset({"cuda", "nccl"})
 
 
 def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether a condition asks about CUDA: `torch.cuda.is_available()`, `args.cuda`,
-    `use_cuda`, `device.type == "cuda"`."""
+    `use_cuda`, `device.type == "cuda"`, `dist.get_backend() == "nccl"` (NCCL runs on
+    CUDA devices only)."""
     for node in descendants(test):
         kind = type(node)
         if kind is cst.Call:
@@ -28,7 +30,7 @@ def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
                 return True
         elif kind is cst.SimpleString:
             value = node.evaluated_value  # type: ignore[attr-defined]
-            if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
+            if isinstance(value, str) and (value in _CUDA_WORDS or value.startswith("cuda:")):
                 return True
         elif kind is cst.Name or kind is cst.Attribute:
             name = get_full_name_for_node(node) or ""
@@ -83,21 +85,30 @@ _NEGATIVE_COMPARISONS = (cst.NotEqual, cst.IsNot, cst.NotIn)
 
 
 def implied(
-    test: cst.BaseExpression, holds: bool, asks: Callable[[cst.BaseExpression], bool]
+    test: cst.BaseExpression,
+    holds: bool,
+    asks: Callable[[cst.BaseExpression], bool],
+    values: Callable[[str], list[cst.BaseExpression]] | None = None,
 ) -> bool | None:
     """What `test` being `holds` says of the thing `asks` recognises in a plain condition
     (CUDA, XLA): True (in use), False (not), or None (nothing). `not`, `!=` and `not in`
     turn it around; both sides of a true `and` or a false `or` count, and neither side of
     the other two: `if args.cuda and not torch.cuda.is_available(): raise` says nothing of
-    CUDA once passed."""
+    CUDA once passed. With `values` (what a local name is assigned), a flag is read through
+    its assignments: `use_ids = initialized and backend == "nccl"` ... `if use_ids:`
+    implies CUDA when every assignment does."""
     inner = negated(test)
     if inner is not None:
-        return implied(inner, not holds, asks)
+        return implied(inner, not holds, asks, values)
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And) != holds:
             return None  # one side decided it, and which one is not known
-        left = implied(test.left, holds, asks)
-        return left if left is not None else implied(test.right, holds, asks)
+        left = implied(test.left, holds, asks, values)
+        return left if left is not None else implied(test.right, holds, asks, values)
+    if values is not None and isinstance(test, cst.Name) and not asks(test):
+        assigned = values(test.value)
+        answers = {implied(value, holds, asks) for value in assigned}
+        return answers.pop() if len(answers) == 1 else None
     if not asks(test):
         return None
     if isinstance(test, cst.Comparison) and any(
@@ -110,8 +121,36 @@ def implied(
 def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` runs only where a CUDA test passed: under `if use_cuda:`,
     or after `if not torch.cuda.is_available(): return False`. A check that leaves on some
-    other failure (`if args.cuda and not torch.cuda.is_available(): raise`) does not count."""
+    other failure (`if args.cuda and not torch.cuda.is_available(): raise`) does not count.
+    A local flag counts by what it is assigned (`use_ids = backend == "nccl"`)."""
+    nodes = list(path)
+    function = next((n for n in nodes if isinstance(n, cst.FunctionDef)), None)
+    values = (lambda name: local_values(function, name)) if function is not None else None
     return any(
-        implied(test, holds, lambda t: mentions_cuda(t, imports)) is True
-        for test, holds in path_conditions(path)
+        implied(test, holds, lambda t: mentions_cuda(t, imports), values) is True
+        for test, holds in path_conditions(nodes)
     )
+
+
+def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """Every value a plain `name = ...` in `function` (not in nested definitions) assigns;
+    empty where the name is bound any other way too (a parameter, a loop target, `+=`)."""
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    if any(p.name.value == name for p in every):
+        return []
+    found: list[cst.BaseExpression] = []
+    for node in descendants(function.body):
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                if len(targets) != 1:
+                    return []
+                found.append(node.value)
+            elif any(name in target_names(t) for t in targets):
+                return []
+        elif isinstance(
+            node, cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr
+        ) and name in target_names(node.target):
+            return []
+    return found

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.devices import xla_device_source
-from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loops import (
     MARK_STEP,
     MP_DEVICE_LOADER,
@@ -68,7 +67,8 @@ class LoopRule(Rule):
         device, device_imports = xla_device_source()
         source = module.code_for_node(loader)
         wrapped = f"{wrapper}({source}, {device})"
-        if not torch_xla_is_optional(module):
+        guards = self.ctx.import_guards
+        if not guards.optional("torch_xla"):
             return self.fix(
                 f"Iterate `{wrapped}`",
                 (loader, wrapped),
@@ -77,8 +77,8 @@ class LoopRule(Rule):
             )
         # torch_xla is optional here: wrap only where the guard found it, and import the
         # wrapper inside that guard, so that the loop still runs where it is not installed.
-        guard = _guard_import_line(module, "torch_xla")
-        _, flag = import_guard(module, "torch_xla")
+        guard = guards.try_binding("torch_xla")
+        flag = guard.flag if guard is not None else None
         if guard is None or flag is None or "torch_xla" not in self.ctx.imports.bindings:
             return None
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = []
@@ -86,7 +86,7 @@ class LoopRule(Rule):
             alias = wrapper.split(".", 1)[0]
             if alias in names_under(module):
                 return None  # the name means something else here
-            line, indent = guard
+            line, indent = guard.line, guard.indent
             end = line.trailing_whitespace
             edits.append((end, f"{module.code_for_node(end)}{indent}{imports[0]}\n"))
         wrapped = f"{wrapped} if {flag} else {source}"
@@ -140,11 +140,13 @@ class BarrierLoopRule(LoopRule):
             )
         module = self.ctx.module
         barrier = f"{site.body_indent}{spelling}()"
-        if imports and torch_xla_is_optional(module):
+        guards = self.ctx.import_guards
+        if imports and guards.optional("torch_xla"):
             return None  # the import would have to be guarded like the file's own
         if not imports:
-            guarded, flag = import_guard(module, spelling.split(".", 1)[0])
-            if guarded and flag is None:
+            guard = guards.binding(spelling.split(".", 1)[0])
+            flag = guard.flag if guard is not None else None
+            if guard is not None and flag is None:
                 return None  # torch_xla is optional here, and how to test for it is unclear
             if flag is not None:
                 # `if XLA_AVAILABLE: xm.mark_step()`, as the file guards its import.
@@ -158,71 +160,3 @@ class BarrierLoopRule(LoopRule):
             return self.fix(description, (tail, new), imports=imports)
         new = f"{module.code_for_node(end)}{barrier}\n"
         return self.fix(description, (end, new), imports=imports)
-
-
-def torch_xla_is_optional(module: cst.Module) -> bool:
-    """Whether the file imports torch_xla only if it is there (under `if` or `try:`):
-    a fix must not make it a requirement."""
-    for statement in module.body:
-        if isinstance(statement, cst.If | cst.Try):
-            for line in statement.body.body:
-                if isinstance(line, cst.SimpleStatementLine) and any(
-                    _binds_torch_xla(small) for small in line.body
-                ):
-                    return True
-    return False
-
-
-def _guard_import_line(module: cst.Module, name: str) -> tuple[cst.SimpleStatementLine, str] | None:
-    """The line of a module-level `try:` that imports `name`, and its indentation: where
-    an import that must stay as optional as `name` goes."""
-    for statement in module.body:
-        if not isinstance(statement, cst.Try) or not isinstance(statement.body, cst.IndentedBlock):
-            continue
-        for line in statement.body.body:
-            if isinstance(line, cst.SimpleStatementLine) and any(
-                _binds(small, name) for small in line.body
-            ):
-                indent = statement.body.indent
-                return line, module.default_indent if indent is None else indent
-    return None
-
-
-def _binds_torch_xla(small: cst.BaseSmallStatement) -> bool:
-    if not isinstance(small, cst.Import | cst.ImportFrom):
-        return False
-    table = ImportTable()
-    table.add(small)
-    return table.binds("torch_xla")
-
-
-def import_guard(module: cst.Module, name: str) -> tuple[bool, str | None]:
-    """Whether the module-level import that binds `name` sits under an `if` or `try:`, and
-    the flag that the same block sets to True (`XLA_AVAILABLE = True`), if any: code
-    that uses an optional import must test for it."""
-    for statement in module.body:
-        if not isinstance(statement, cst.If | cst.Try):
-            continue
-        lines = [s for s in statement.body.body if isinstance(s, cst.SimpleStatementLine)]
-        smalls = [small for line in lines for small in line.body]
-        if not any(_binds(small, name) for small in smalls):
-            continue
-        for small in smalls:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Name)
-                and small.value.value == "True"
-            ):
-                return True, small.targets[0].target.value
-        return True, None
-    return False, None
-
-
-def _binds(small: cst.BaseSmallStatement, name: str) -> bool:
-    if not isinstance(small, cst.Import | cst.ImportFrom):
-        return False
-    table = ImportTable()
-    table.add(small)
-    return name in table.bindings

@@ -9,7 +9,6 @@ from xlalint.analysis.devices import (
 )
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.rules._loop_rules import torch_xla_is_optional
 
 # `Tensor.cuda(device=None, non_blocking=False, memory_format=...)`; `Module.cuda(device=None)`.
 _KEPT_KEYWORDS = ("non_blocking", "memory_format")
@@ -97,7 +96,7 @@ class CudaCall(Rule):
     def _to_xla_fix(self, node: cst.Call, func: cst.Attribute) -> NodeFix | None:
         """Small edits that leave the receiver alone (it may carry fixes of its own):
         `cuda` -> `to`, and the device argument -> `torch_xla.device()`."""
-        if torch_xla_is_optional(self.ctx.module):
+        if self.ctx.import_guards.optional("torch_xla"):
             return None  # CUDA hosts without torch_xla still run this line
         receiver = func.value
         qualified_receiver = (

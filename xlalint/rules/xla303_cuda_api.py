@@ -9,8 +9,11 @@ from xlalint.analysis.devices import (
     cuda_api_kind,
     in_own_method,
     keyword_argument,
+    positional_argument,
     runs_without_xla,
 )
+from xlalint.analysis.guards import implied, mentions_cuda
+from xlalint.analysis.imports import ImportTable
 from xlalint.rule import Rule
 
 if TYPE_CHECKING:
@@ -98,13 +101,31 @@ def _to_bfloat16(call: cst.Call, ctx: FileContext) -> bool:
     return dtype is not None and ctx.qualified(dtype.value) == "torch.bfloat16"
 
 
-def _disabled(call: cst.Call) -> bool:
-    """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere."""
+def _disabled(call: cst.Call, qualified: str, imports: ImportTable) -> bool:
+    """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere; or enabled
+    only where a CUDA test holds (`autocast(enabled and device == "cuda")`), which an XLA
+    host never passes."""
     enabled = keyword_argument(call, "enabled")
+    if enabled is None and qualified == "torch.cuda.amp.autocast":
+        enabled = positional_argument(call, 0)  # `autocast(enabled=True, dtype=...)`
+    if enabled is None:
+        return False
+    value = enabled.value
+    if isinstance(value, cst.Name) and value.value == "False":
+        return True
+    return implied(value, True, lambda t: mentions_cuda(t, imports)) is True
+
+
+def _alternative_spelling(call: cst.Call, kind: str, ctx: FileContext) -> bool:
+    """The `else` of a conditional expression whose other branch builds the same kind of
+    CUDA object: `GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()` is one
+    scaler, spelled for two torch versions, and one finding."""
+    parent = ctx.parent
     return (
-        enabled is not None
-        and isinstance(enabled.value, cst.Name)
-        and enabled.value.value == "False"
+        isinstance(parent, cst.IfExp)
+        and parent.orelse is call
+        and isinstance(parent.body, cst.Call)
+        and cuda_api_kind(parent.body, ctx.imports) == kind
     )
 
 
@@ -128,12 +149,16 @@ class CudaApi(Rule):
     cuDNN/TF32 flag writes (`torch.backends.cudnn.benchmark = True`,
     `torch.backends.cuda.matmul.allow_tf32 = True`), `torch.cuda.manual_seed*`/`seed*`,
     `empty_cache`, `device_count`, memory statistics that are only logged, and CUDA
-    autocast or scalers built with `enabled=False` (also as a decorator). Also left alone:
+    autocast or scalers built with `enabled=False` (also as a decorator) or enabled only
+    where a CUDA test holds (`autocast(enabled and device == "cuda")`). Also left alone:
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
-    (including the right side of `torch.cuda.is_available() and ...`), after
+    (including the right side of `torch.cuda.is_available() and ...`, and a local flag
+    assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`), in a
+    function this file calls only under CUDA guards (`get_gpu_info(i)`), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
-    `cuda()` method.
+    `cuda()` method. One scaler or autocast spelled for two torch versions
+    (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`) is one finding.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -232,8 +257,10 @@ class CudaApi(Rule):
             return
         if self._cuda_only():
             return
+        if kind in ("autocast", "scaler") and _alternative_spelling(node, kind, self.ctx):
+            return
         if kind == "autocast":
-            if _disabled(node):
+            if _disabled(node, qualified, self.ctx.imports):
                 return
             if _to_bfloat16(node, self.ctx):
                 message = f"`{qualified}` for CUDA with bfloat16 raises on an XLA host"
@@ -241,7 +268,7 @@ class CudaApi(Rule):
                 message = f"`{qualified}` for CUDA leaves XLA math in float32"
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
-            if _disabled(node):
+            if _disabled(node, qualified, self.ctx.imports):
                 return
             message = (
                 f"`{qualified}` for CUDA stays enabled with torch_xla and reads the found-inf "

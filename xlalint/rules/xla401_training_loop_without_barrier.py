@@ -15,16 +15,18 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     `torch_xla.sync()`, `xm.mark_step()` or `xm.optimizer_step(..., barrier=True)` in the
     body, in a nested loop or in a function it calls, and no batches from a loader that syncs
     (`pl.MpDeviceLoader`, `ParallelLoader.per_device_loader`, an `accelerator.prepare()`d
-    loader). A barrier behind `if XLA_AVAILABLE:` counts.
+    loader or one from Lightning Fabric's `fabric.setup_dataloaders()`, traced through this
+    module's helpers that return it and iterator wrappers such as `CycleIterator(loader)`).
+    A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once. With nested loops, the innermost loop that does the
     step is reported: not an epoch loop around a batch loop, and not `backward()`-only
     micro-batch loops inside a loop that steps the optimizer (they are part of its step).
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
-    opt.step()`), sweeps over a literal list of settings, loops in `forward` or a `*_step`
-    function. Loops with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that
-    use torch, with or without torch_xla imports yet: a CUDA script being ported is linted
-    before it imports torch_xla.
+    opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
+    loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
+    to XLA406. Reported in files that use torch, with or without torch_xla imports yet: a
+    CUDA script being ported is linted before it imports torch_xla.
 
     ## Why is this bad?
     XLA records operations lazily and compiles and runs the pending graph at a barrier.
