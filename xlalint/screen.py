@@ -320,12 +320,13 @@ def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str)
     """The units libcst must see for the passing units' findings to be the whole file's.
 
     A finding rests on its function's callers, and theirs (who calls a function decides
-    whether it is hot: `HotCode` reads only the caller's own body, loops and name), and on
-    what the function uses, and what that uses in turn (what callees return, whether they
-    reach a barrier, which attributes a method binds). So: the passing units, their callers
-    transitively, and everything the passing units and the module-level code use,
-    transitively; not the callers of what is used, nor what the callers use. Units that
-    import, declare `global`/`nonlocal` or hold a `noqa` comment are kept as they are."""
+    whether it is hot; where a loop's loader comes from is traced through the callers'
+    arguments), and on what the function and its callers use, and what that uses in turn
+    (what callees return, whether they reach a barrier, which attributes a method binds, how
+    a caller's helper builds the loader it passes). So: the passing units and their callers
+    transitively, and everything those and the module-level code use, transitively; not the
+    callers of what is only used. Units that import, declare `global`/`nonlocal` or hold a
+    `noqa` comment are kept as they are."""
     defined_by: dict[str, list[int]] = {}
     called_as: dict[str, list[int]] = {}  # function names (for a lambda default: any name)
     for index, unit in enumerate(units):
@@ -356,7 +357,7 @@ def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str)
 
     callers = closure(passing, lambda index: users.get(index, ()))
     from_glue = {i for name in glue.identifiers for i in defined_by.get(name, ())}
-    kept = callers | closure(passing | from_glue, used)
+    kept = closure(callers | from_glue, used)
     lines = text.splitlines()
     for index, unit in enumerate(units):
         if unit.features.reaching or any(
