@@ -110,7 +110,10 @@ class Rule:
     ) -> None:
         """Report a finding at `node` (through `end_node`). `site` is where the walk was
         when the rule met the node; rules that decide after the walk pass the one they
-        recorded, the others leave it to be taken now."""
+        recorded, the others leave it to be taken now. A per-step cost (`hot_only`) in code
+        that never runs on an XLA host (an MPS-only branch) is no cost there."""
+        if self.hot_only and site is None and self.ctx.runs_without_xla:
+            return
         self.reports.append(
             PendingReport(
                 rule=self,

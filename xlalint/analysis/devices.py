@@ -18,7 +18,13 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument
-from xlalint.analysis.guards import implied, mentions_cuda, path_conditions, requires_cuda
+from xlalint.analysis.guards import (
+    implied,
+    mentions_cuda,
+    path_conditions,
+    requires_cuda,
+    requires_other_accelerator,
+)
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, descendants
 
@@ -322,10 +328,15 @@ def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = Tru
 def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` (a node and its ancestors, innermost first) runs only
     where XLA is not in use: on CUDA machines (after `if not torch.cuda.is_available():
-    return`, under `if use_cuda:`) or where a test for XLA failed (`if is_xla: xm.save(...)
+    return`, under `if use_cuda:`), under a test for another accelerator (`if device.type
+    == "mps":`) or where a test for XLA failed (`if is_xla: xm.save(...)
     else: <here>`). Device rules leave such code alone: a TPU host never runs it."""
     nodes = list(path)
-    return requires_cuda(nodes, imports) or xla_ruled_out(nodes, imports)
+    return (
+        requires_cuda(nodes, imports)
+        or requires_other_accelerator(nodes)
+        or xla_ruled_out(nodes, imports)
+    )
 
 
 _EXAMINING_CALLS = frozenset(

@@ -17,13 +17,12 @@ only calls a model or `backward()` is not: it is part of a step.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.loops import BodyFacts, _BodyScanner, unwrap_iteration
-from xlalint.walk import children, target_names
+from xlalint.analysis.loops import BodyFacts, unwrap_iteration
+from xlalint.walk import children
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
@@ -52,20 +51,10 @@ def _loader_named(expr: cst.BaseExpression) -> bool:
 class Epochs:
     """Answers, after the walk, whether a place in a function runs per epoch."""
 
-    def __init__(self, imports: ImportTable) -> None:
-        self.imports = imports
+    def __init__(self, facts: Callable[[cst.For | cst.While], BodyFacts]) -> None:
+        self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
         self._batch: dict[int, bool] = {}
         self._holds: dict[int, bool] = {}
-
-    def _facts(self, loop: cst.For | cst.While) -> BodyFacts:
-        items = target_names(loop.target) if isinstance(loop, cst.For) else set()
-        # By names only: whether a call of this module's functions trains is not needed
-        # to tell an epoch from a step, and the answer must not depend on the rule set.
-        scanner = _BodyScanner(self.imports, lambda _call: None, items)
-        if isinstance(loop, cst.While):
-            scanner.expression(loop.test)
-        scanner.suite(loop.body)
-        return scanner.facts
 
     def is_batch_loop(self, loop: cst.For | cst.While) -> bool:
         """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or

@@ -1,4 +1,5 @@
-"""Code that only runs on CUDA machines, and the conditions known on the way to a node.
+"""Code that only runs on CUDA (or other non-XLA) machines, and the conditions known on the
+way to a node.
 
 `if torch.cuda.is_available(): model.cuda()` is not a porting problem: on an XLA host the
 branch is never taken. Device rules ask whether a node sits under such a guard.
@@ -7,6 +8,7 @@ branch is never taken. Device rules ask whether a node sits under such a guard.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
@@ -37,6 +39,39 @@ def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
             if "cuda" in name.rsplit(".", 1)[-1].lower():
                 return True
     return False
+
+
+# Accelerators other than CUDA and XLA, as a word or a camel-case part (`DeviceMPS`,
+# `is_hpu_installed`, `"mps"`, `torch.backends.mps`), not inside another word.
+_OTHER_ACCELERATOR = re.compile(
+    r"MPS|HPU|NPU|XPU|Mps|Hpu|Npu|Xpu|(?<![a-z])(?:mps|hpu|npu|xpu)(?![a-z])"
+)
+
+
+def mentions_other_accelerator(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks about an accelerator that is neither CUDA nor XLA (Apple's
+    MPS, Intel's HPU/XPU, Ascend's NPU): `device.type == "mps"`,
+    `isinstance(device, DeviceMPS)`, `torch.backends.mps.is_available()`."""
+    for node in descendants(test):
+        kind = type(node)
+        if kind is cst.SimpleString:
+            value = node.evaluated_value  # type: ignore[attr-defined]
+            if isinstance(value, str) and _OTHER_ACCELERATOR.fullmatch(value.split(":")[0]):
+                return True
+        elif kind is cst.Name or kind is cst.Attribute:
+            name = get_full_name_for_node(node) or ""
+            if _OTHER_ACCELERATOR.search(name):
+                return True
+    return False
+
+
+def requires_other_accelerator(path: Iterable[cst.CSTNode]) -> bool:
+    """Whether the code on `path` runs only where a test for another accelerator passed:
+    under `if device.type == "mps":` or `if isinstance(self.device, DeviceHPU):`."""
+    return any(
+        implied(test, holds, mentions_other_accelerator) is True
+        for test, holds in path_conditions(path)
+    )
 
 
 def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpression, bool]]:
