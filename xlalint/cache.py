@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import xlalint
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import (
     Applicability,
     Diagnostic,
@@ -120,8 +121,10 @@ class ResultCache:
         raw: bytes,
         rules: Sequence[type[Rule]],
         hot_functions: Sequence[str],
+        target: Release = LATEST,
     ) -> str:
-        digest = hashlib.blake2b(_prefix(rule_ids(rules), tuple(hot_functions)), digest_size=20)
+        prefix = _prefix(rule_ids(rules), tuple(hot_functions), target)
+        digest = hashlib.blake2b(prefix, digest_size=20)
         digest.update(filename.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
         digest.update(raw)
@@ -188,9 +191,9 @@ class ResultCache:
 
 
 @cache
-def _prefix(rules: tuple[str, ...], hot_functions: tuple[str, ...]) -> bytes:
+def _prefix(rules: tuple[str, ...], hot_functions: tuple[str, ...], target: Release) -> bytes:
     """`rules`: the rules' ids (`registry.rule_ids`), so that a key never imports a rule."""
-    parts = [code_fingerprint(), *sorted(rules), "hot:", *hot_functions]
+    parts = [code_fingerprint(), *sorted(rules), f"target:{target}", "hot:", *hot_functions]
     return hashlib.blake2b("\0".join(parts).encode(), digest_size=32).digest()
 
 

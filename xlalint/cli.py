@@ -28,7 +28,13 @@ from xlalint.api import (
     forecast_fixes,
 )
 from xlalint.cache import ENV_CACHE_DIR, ENV_NO_CACHE, CleanError, ResultCache, default_cache_dir
-from xlalint.config import ConfigError, Settings, find_settings, load_config_file
+from xlalint.config import (
+    ConfigError,
+    Settings,
+    find_settings,
+    load_config_file,
+    target_version,
+)
 from xlalint.diagnostics import Applicability, FileError, FixAvailability, allowed
 from xlalint.harness.runner import DEVICES
 from xlalint.registry import (
@@ -94,8 +100,9 @@ def resolve_settings(
     extend_select: Sequence[str],
     ignore: Sequence[str],
     force_exclude: bool | None = None,
+    target: str | None = None,
 ) -> Settings:
-    """Config file settings with command-line selectors on top."""
+    """Config file settings with command-line selectors (and `--target-version`) on top."""
     selected, extended, ignored = (
         _split_selectors(select),
         _split_selectors(extend_select),
@@ -105,10 +112,12 @@ def resolve_settings(
     _check_selectors("--extend-select", extended)
     _check_selectors("--ignore", ignored)
     try:
+        release = None if target is None else target_version("--target-version", target)
         settings = load_config_file(config) if config else find_settings(_common_folder(paths))
     except ConfigError as error:
         raise ConfigProblem(str(error)) from None
     return settings.with_overrides(
+        target_version=release,
         select=selected,
         extend_select=(*settings.extend_select, *(extended or ())) if extended else None,
         ignore=(*settings.ignore, *(ignored or ())) if ignored else None,
@@ -224,6 +233,9 @@ selector_options = [
                  help="Use this xlalint.toml or pyproject.toml instead of searching for one."),
     click.option("--force-exclude", is_flag=True, default=None,
                  help="Apply exclusions to files named on the command line too."),
+    click.option("--target-version", metavar="X.Y",
+                 help="The torch_xla release the code runs on (default: the config's, else "
+                      "the newest supported): fixes write its APIs."),
 ]  # fmt: skip
 
 
@@ -371,6 +383,7 @@ def check(
     ignore: tuple[str, ...],
     config: Path | None,
     force_exclude: bool | None,
+    target_version: str | None,
     output_format: str,
     exit_zero: bool,
     show_statistics: bool,
@@ -389,7 +402,9 @@ def check(
     """
     stdin_path = stdin_target(paths, stdin_filename)
     targets = [stdin_path] if stdin_path else list(paths) or [Path(".")]
-    settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
+    settings = resolve_settings(
+        targets, config, select, extend_select, ignore, force_exclude, target_version
+    )
     if stdin_path is not None and fix:
         _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     rules = enabled_rules(settings)
@@ -524,6 +539,7 @@ def fix_command(
     ignore: tuple[str, ...],
     config: Path | None,
     force_exclude: bool | None,
+    target_version: str | None,
     apply: bool,
     unsafe_fixes: bool,
     jobs: int | None,
@@ -556,11 +572,18 @@ def fix_command(
     stdin_path = None if verify else stdin_target(paths, stdin_filename)
     if stdin_path is not None:
         settings = resolve_settings([stdin_path], config, select, extend_select, ignore,
-                                    force_exclude)  # fmt: skip
+                                    force_exclude, target_version)  # fmt: skip
         _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     if verify:
         verified = _verify_fixes(
-            [str(p) for p in paths], config, select, extend_select, ignore, unsafe_fixes, device
+            [str(p) for p in paths],
+            config,
+            select,
+            extend_select,
+            ignore,
+            unsafe_fixes,
+            device,
+            target_version,
         )
         if not verified:
             if apply:
@@ -573,7 +596,9 @@ def fix_command(
 
         paths = (Path("."), *named_scripts([str(p) for p in paths], Path.cwd()))
     targets = list(paths) or [Path(".")]
-    settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
+    settings = resolve_settings(
+        targets, config, select, extend_select, ignore, force_exclude, target_version
+    )
     rules = enabled_rules(settings)
     cache = result_cache(settings, no_cache, cache_dir)
     report = fix_paths(
@@ -619,6 +644,7 @@ def _verify_fixes(
     ignore: tuple[str, ...],
     unsafe: bool,
     device: str,
+    target: str | None = None,
 ) -> bool:
     """Run the script as it is and fixed (on a copy); True when the fixed one holds up."""
     from rich.console import Console
@@ -631,7 +657,7 @@ def _verify_fixes(
 
     if not command:
         raise click.UsageError("--verify needs the script's command: -- python SCRIPT [ARGS...]")
-    settings = resolve_settings([Path(".")], config, select, extend_select, ignore, None)
+    settings = resolve_settings([Path(".")], config, select, extend_select, ignore, None, target)
     try:
         require_runtime()
         with Console(stderr=True).status(f"profiling {' '.join(command)}, before and after"):

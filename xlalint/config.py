@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from xlalint.analysis.xla_api import LATEST, Release, parse_release, supported_text
 from xlalint.registry import did_you_mean, unknown_selectors_message, validate_selectors
 
 CONFIG_FILES = ("xlalint.toml", "pyproject.toml")
@@ -45,6 +46,8 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False
     line_length: int | None = None  # for the lines fixes rewrite; None: see `line_length_for`
+    # The torch_xla release the code runs on: what fixes write and what XLA6xx reports.
+    target_version: Release = LATEST
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -80,6 +83,18 @@ def _line_length(source: str, value: object) -> int:
             f"{source}: `line-length` must be an integer from 1 to 320, got {value!r}"
         )
     return value
+
+
+def target_version(where: str, value: object) -> Release:
+    """A `target-version` value (`"2.4"`, or `"2.4.1"`: patch releases keep the API);
+    `where` names its origin in the error (a config file's key, or the CLI flag)."""
+    release = parse_release(value) if isinstance(value, str) else None
+    if release is None:
+        quote = ' (quote it: `target-version = "2.4"`)' if isinstance(value, float | int) else ""
+        raise ConfigError(
+            f"{where}: unknown torch_xla release {value!r}{quote}; supported: {supported_text()}"
+        )
+    return release
 
 
 DEFAULT_LINE_LENGTH = 88  # ruff's and black's
@@ -132,6 +147,7 @@ _KEYS = {
     "respect-gitignore": lambda s, v: ("respect_gitignore", _bool(s, "respect-gitignore", v)),
     "force-exclude": lambda s, v: ("force_exclude", _bool(s, "force-exclude", v)),
     "line-length": lambda s, v: ("line_length", _line_length(s, v)),
+    "target-version": lambda s, v: ("target_version", target_version(f"{s}: `target-version`", v)),
 }
 
 

@@ -33,6 +33,7 @@ from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.walk import descendants, target_names
 
 __all__ = ["FileContext", "Kind", "Site"]
@@ -92,6 +93,7 @@ class FileContext:
         module: cst.Module,
         path: str,
         hot_functions: Iterable[str] = (),
+        target: Release = LATEST,
         *,
         full_text: str | None = None,
     ) -> None:
@@ -99,6 +101,7 @@ class FileContext:
         with some function bodies blanked (`screen.py`)."""
         self.module = module
         self.path = path
+        self.target = target  # the torch_xla release fixes write for (`target-version`)
         self._full_text = full_text
         self.imports = ImportTable()
         self.imports.add_top_level(module)
@@ -125,6 +128,13 @@ class FileContext:
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
         return self.imports.resolve(node)
+
+    def spell_api(self, api: str) -> tuple[str, tuple[str, ...]]:
+        """How this file writes the flattened torch_xla `api` (`xla_api.DEVICE`,
+        `BARRIER`, `LAUNCH`) at the target release, and the import a fix must add:
+        `torch_xla.sync` at 2.9, `xm.mark_step` at 2.3."""
+        qualified, module_import = api_at(api, self.target)
+        return self.imports.spell(qualified, module_import, self.names_in_use)
 
     @cached_property
     def names_in_use(self) -> NamesInUse:

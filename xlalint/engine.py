@@ -21,6 +21,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from xlalint import screen
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
 from xlalint.diagnostics import (
     Applicability,
@@ -107,8 +108,10 @@ def lint_source(
     filename: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
-    """Lint one file's decoded text with the given rule classes."""
+    """Lint one file's decoded text with the given rule classes, for the torch_xla
+    release `target`."""
     active = rules_for_text(text, rules)
     verdict, tree = cpython_parse(text, filename)
     if verdict is TOO_DEEP:
@@ -140,11 +143,11 @@ def lint_source(
     try:
         try:
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, fast=True, full_text=full_text
+                module, filename, active, hot_functions, target, fast=True, full_text=full_text
             )
         except WalkUnavailable:  # start over with fresh state on libcst's own walk
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, fast=False, full_text=full_text
+                module, filename, active, hot_functions, target, fast=False, full_text=full_text
             )
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to analyse"))
@@ -177,11 +180,12 @@ def _analyse(
     filename: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str],
+    target: Release,
     fast: bool,
     full_text: str | None = None,
 ) -> tuple[FileContext, list[Rule]]:
     """Walk `module` once, running every rule with a shared context."""
-    ctx = FileContext(module, filename, hot_functions, full_text=full_text)
+    ctx = FileContext(module, filename, hot_functions, target, full_text=full_text)
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)
     walker = _Walker(ctx, visits, leaves)

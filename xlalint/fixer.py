@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xlalint.analysis.usage import unused_bindings
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import Diagnostic, FileResult, allowed
 from xlalint.edits import (
     add_imports,
@@ -154,6 +155,7 @@ def fix_text(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    target: Release = LATEST,
     lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome:
     """Fix `source` to a fixed point. `lints`: results of texts linted before with the same
@@ -163,7 +165,7 @@ def fix_text(
 
     def lint(text: str) -> FileResult:
         if text not in lints:
-            lints[text] = lint_source(text, filename, rules, hot_functions)
+            lints[text] = lint_source(text, filename, rules, hot_functions, target)
         return lints[text]
 
     outcome = FixOutcome(filename, source, source.text)

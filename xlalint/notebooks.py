@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
 from xlalint.rule import Rule
 from xlalint.sources import Source, SourceError
@@ -337,7 +338,11 @@ def cell_lines(raw: bytes, cell: int) -> list[str]:
 
 
 def lint_notebook(
-    raw: bytes, filename: str, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+    raw: bytes,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
     """Lint a notebook's code cells; positions are cell-relative. Raises SourceError."""
     module = Notebook(raw).virtual()
@@ -345,7 +350,7 @@ def lint_notebook(
         return FileResult(filename)
     from xlalint.engine import lint_source
 
-    return module.result(lint_source(module.text, filename, rules, hot_functions))
+    return module.result(lint_source(module.text, filename, rules, hot_functions, target))
 
 
 def fix_notebook(
@@ -356,6 +361,7 @@ def fix_notebook(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome:
     """Fix a notebook's code cells; the outcome's text is the notebook's new JSON."""
     from xlalint.fixer import FixOutcome, fix_text
@@ -373,6 +379,7 @@ def fix_notebook(
         unsafe=unsafe,
         hot_functions=hot_functions,
         line_length=line_length,
+        target=target,
     )
     after = module.rebased(fixed.text)
     outcome = FixOutcome(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from xlalint.analysis.xla_api import respell
 from xlalint.diagnostics import Applicability, FixAvailability
 
 if TYPE_CHECKING:  # libcst only in annotations: a warm run never imports it
@@ -111,17 +112,20 @@ class Rule:
         """Report a finding at `node` (through `end_node`). `site` is where the walk was
         when the rule met the node; rules that decide after the walk pass the one they
         recorded, the others leave it to be taken now. A per-step cost (`hot_only`) in code
-        that never runs on an XLA host (an MPS-only branch) is no cost there."""
+        that never runs on an XLA host (an MPS-only branch) is no cost there. The message
+        and hint name torch_xla 2.9's APIs; at an older target they are respelled as that
+        release has them."""
         if self.hot_only and site is None and self.ctx.runs_without_xla:
             return
+        hint = hint or self.hint
         self.reports.append(
             PendingReport(
                 rule=self,
                 node=node,
                 end_node=end_node or node,
-                message=message or self.message,
+                message=respell(message or self.message, self.ctx.target),
                 fix=fix,
-                hint=hint or self.hint,
+                hint=None if hint is None else respell(hint, self.ctx.target),
                 site=site or self.ctx.site(),
             )
         )
@@ -137,7 +141,7 @@ class Rule:
         assert self.fix_applicability is not None, f"{self.code} declares no fix applicability"
         return NodeFix(
             self.fix_applicability,
-            description,
+            respell(description, self.ctx.target),
             tuple(replacements),
             tuple(imports),
             moves_to_xla=moves_to_xla,

@@ -26,12 +26,14 @@ from xlalint.analysis.guards import (
     requires_other_accelerator,
 )
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.xla_api import DEVICE
 from xlalint.walk import children, descendants
 
 __all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
 if TYPE_CHECKING:
     from xlalint.analysis.hotness import FunctionKey
+    from xlalint.context import FileContext
 
 # Device types torch accepts in a device string.
 DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xla", "xpu", "meta", "hpu", "npu", "mtia"})
@@ -132,9 +134,11 @@ def xla_string_source(node: cst.SimpleString | cst.FormattedString) -> str:
     return f"{node.end}xla{node.end}"
 
 
-def xla_device_source() -> tuple[str, tuple[str, ...]]:
-    """The expression for the XLA device, and the import it needs."""
-    return "torch_xla.device()", ("import torch_xla",)
+def xla_device_source(ctx: FileContext) -> tuple[str, tuple[str, ...]]:
+    """The expression for the XLA device at the target release (`torch_xla.device()`, or
+    `xm.xla_device()` before 2.3), in the file's spelling, and the import it needs."""
+    spelling, imports = ctx.spell_api(DEVICE)
+    return f"{spelling}()", imports
 
 
 # -- where a device goes -----------------------------------------------------------------------

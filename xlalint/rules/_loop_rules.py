@@ -19,6 +19,7 @@ from xlalint.analysis.loops import (
     always_exits,
     last_line_end,
 )
+from xlalint.analysis.xla_api import BARRIER
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import names_under
 
@@ -64,7 +65,7 @@ class LoopRule(Rule):
             "import torch_xla.distributed.parallel_loader as pl",
             self.ctx.names_in_use,
         )
-        device, device_imports = xla_device_source()
+        device, device_imports = xla_device_source(self.ctx)
         source = module.code_for_node(loader)
         wrapped = f"{wrapper}({source}, {device})"
         guards = self.ctx.import_guards
@@ -82,13 +83,15 @@ class LoopRule(Rule):
         if guard is None or flag is None or "torch_xla" not in self.ctx.imports.bindings:
             return None
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = []
-        if imports:
-            alias = wrapper.split(".", 1)[0]
-            if alias in names_under(module):
-                return None  # the name means something else here
+        added = (*imports, *device_imports)  # the device's: `xm` before torch_xla 2.3
+        if added:
+            for spelled, needs in ((wrapper, imports), (device, device_imports)):
+                if needs and spelled.split(".", 1)[0] in names_under(module):
+                    return None  # the name means something else here
             line, indent = guard.line, guard.indent
             end = line.trailing_whitespace
-            edits.append((end, f"{module.code_for_node(end)}{indent}{imports[0]}\n"))
+            lines = "".join(f"{indent}{statement}\n" for statement in sorted(added))
+            edits.append((end, f"{module.code_for_node(end)}{lines}"))
         wrapped = f"{wrapped} if {flag} else {source}"
         return self.fix(f"Iterate `{wrapped}`", *edits, (loader, wrapped), moves_to_xla=True)
 
@@ -135,9 +138,7 @@ class BarrierLoopRule(LoopRule):
                 MARK_STEP, "import torch_xla.core.xla_model as xm", self.ctx.names_in_use
             )
         else:
-            spelling, imports = self.ctx.imports.spell(
-                "torch_xla.sync", "import torch_xla", self.ctx.names_in_use
-            )
+            spelling, imports = self.ctx.spell_api(BARRIER)
         module = self.ctx.module
         barrier = f"{site.body_indent}{spelling}()"
         guards = self.ctx.import_guards

@@ -51,7 +51,9 @@ class CudaCall(Rule):
 
     ## Fix safety
     Safe. The fix rewrites `.cuda(...)` to `.to(torch_xla.device())`, keeping
-    `non_blocking=` and `memory_format=`, and adds `import torch_xla`. A device index
+    `non_blocking=` and `memory_format=`, and adds `import torch_xla` (where
+    `target-version` is before 2.3, which added `torch_xla.device`: `.to(xm.xla_device())`
+    with `import torch_xla.core.xla_model as xm`). A device index
     (`.cuda(0)`, `.cuda(args.gpu)`) is dropped: each XLA process owns its device, which
     `torch_xla.device()` returns. Calls with `*args`/`**kwargs` or other keywords are
     reported without a fix, as are calls in a file that imports torch_xla only where it is
@@ -104,7 +106,7 @@ class CudaCall(Rule):
         )
         if qualified_receiver is not None and qualified_receiver.startswith("torch."):
             return None  # `nn.Module.cuda(model)`: the receiver is a class, not the value
-        device, imports = xla_device_source()
+        device, imports = xla_device_source(self.ctx)
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = [(func.attr, "to")]
         positional = [a for a in node.args if a.keyword is None]
         keywords = {a.keyword.value: a for a in node.args if a.keyword is not None}
@@ -127,7 +129,7 @@ class CudaCall(Rule):
         else:
             edits.append((node.whitespace_before_args, device))
         return self.fix(
-            "Move to the XLA device: `.to(torch_xla.device())`",
+            f"Move to the XLA device: `.to({device})`",
             *edits,
             imports=imports,
             moves_to_xla=True,

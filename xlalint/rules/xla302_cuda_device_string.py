@@ -142,9 +142,9 @@ class CudaDeviceString(Rule):
                 moves_to_xla=True,
             )
         elif is_cuda_string(arg.value):
-            device, imports = xla_device_source()
+            device, imports = xla_device_source(self.ctx)
             fix = self.fix(
-                "Use the XLA device: `torch_xla.device()`",
+                f"Use the XLA device: `{device}`",
                 (node, device),
                 imports=imports,
                 moves_to_xla=True,
@@ -208,10 +208,10 @@ class CudaDeviceString(Rule):
         for string in strings:
             fix: NodeFix | None = None
             if string is value and not optional:
-                device, imports = xla_device_source()
+                device, imports = xla_device_source(self.ctx)
                 if argument:
                     fix = self.fix(
-                        "Use the XLA device: `torch_xla.device()`",
+                        f"Use the XLA device: `{device}`",
                         (string, device),
                         imports=imports,
                         moves_to_xla=True,
