@@ -37,8 +37,13 @@ if TYPE_CHECKING:
 
 # Device types torch accepts in a device string.
 DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xla", "xpu", "meta", "hpu", "npu", "mtia"})
+# What `torch.accelerator.current_accelerator()` selects: CUDA, MPS, XPU... never XLA
+# (measured with torch 2.9 and torch_xla 2.9 imported: `is_available()` is False and
+# `current_accelerator()` is `device(type='cuda')`, from torch's CUDA build, on an XLA host).
+ACCELERATOR = "accelerator"
+ACCELERATOR_CALLS = frozenset({"torch.accelerator.current_accelerator"})
 # GPU backends that a port to XLA replaces.
-GPU_TYPES = frozenset({"cuda", "mps"})
+GPU_TYPES = frozenset({"cuda", "mps", ACCELERATOR})
 # A device expression whose type is not known statically (`torch.device(args.device)`).
 UNKNOWN = "?"
 
@@ -67,6 +72,7 @@ CUDA_PROBES = frozenset(
         "torch.backends.cuda.is_built",
         "torch.backends.mps.is_available",
         "torch.backends.mps.is_built",
+        "torch.accelerator.is_available",
     }
 )
 AUTOCAST_CALLS = frozenset(
@@ -269,6 +275,8 @@ def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[st
         qualified = imports.resolve(node.func)
         if qualified in XLA_DEVICE_CALLS:
             return frozenset({"xla"})
+        if qualified in ACCELERATOR_CALLS:
+            return frozenset({ACCELERATOR})
         if qualified == TORCH_DEVICE:
             arg = torch_device_type_argument(node)
             inner = device_types(arg.value, imports) if arg is not None else None
@@ -295,7 +303,8 @@ def _leaves(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
-    """Whether a condition asks about CUDA or MPS (`torch.backends.mps.is_available()`)."""
+    """Whether a condition asks about CUDA, MPS (`torch.backends.mps.is_available()`) or
+    torch's current accelerator (`torch.accelerator.is_available()`, `use_accel`)."""
     for node in _leaves(test):
         if isinstance(node, cst.Name) and "mps" in node.value.lower():
             return True

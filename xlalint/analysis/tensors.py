@@ -130,6 +130,9 @@ _HOST_PARAM_NAME = re.compile(
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
 _TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|compute_loss|loss)$")
+# An environment's `step(self, action)` (gym's API) takes the agent's action: an int or a
+# NumPy array sampled on the host (`action.item()`), not a tensor of the step.
+_ENVIRONMENT_ACTION = re.compile(r"^actions?$")
 # Optional parameters (`=None`) of those functions whose names say they hold tensors.
 _OPTIONAL_TENSOR_NAME = re.compile(
     r"(^|_)(x|mask|states|embeds|embeddings|ids|latents|labels|logits|targets|input|inputs|"
@@ -283,6 +286,8 @@ class TensorKinds:
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
             frame[name] = self._param_kind(param, tensor_params)
+            if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
+                frame[name] = Kind.UNKNOWN
             if frame[name] is Kind.ITERABLE and param.annotation is not None:
                 sequences.add(name)
             if (

@@ -5,6 +5,7 @@ import itertools
 import libcst as cst
 
 from xlalint.analysis.devices import (
+    ACCELERATOR,
     GPU_TYPES,
     TORCH_DEVICE,
     DeviceChoice,
@@ -40,8 +41,11 @@ class DeviceLadderWithoutXla(Rule):
     `device = "cuda" if torch.cuda.is_available() else "cpu"`,
     `torch.device("cuda" if use_cuda else "cpu")`, and `if`/`elif`/`else` chains (or a
     helper function's sequence of `if ...: return device`) that set or return a CUDA or MPS
-    device, and ternaries that keep a few listed device types and turn every other one into
-    CUDA (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). It reports
+    device, or torch's current accelerator, as the current pytorch/examples do
+    (`torch.accelerator.current_accelerator() if use_accel else torch.device("cpu")`,
+    with `use_accel = not args.no_accel and torch.accelerator.is_available()`), and
+    ternaries that keep a few listed device types and turn every other one into CUDA
+    (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). It reports
     once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
     chain is reported on its own.
 
@@ -71,7 +75,11 @@ class DeviceLadderWithoutXla(Rule):
 
     ## Why is this bad?
     On an XLA host every GPU probe is false, so the ladder quietly picks the CPU (or, for a
-    branch that only knows `cuda:N`, a device that is not there). The script runs, slowly
+    branch that only knows `cuda:N`, a device that is not there). `torch.accelerator` does
+    not know XLA either: measured with torch 2.9 and torch_xla 2.9 imported
+    (`PJRT_DEVICE=CPU`, no GPU), `torch.accelerator.is_available()` is False,
+    `device_count()` is 0 and `current_accelerator()` is `device(type='cuda')` (torch's
+    CUDA build), so a `use_accel` ladder picks the CPU. The script runs, slowly
     and without an error, on the host CPU instead of the TPU.
 
     ## Example
@@ -141,8 +149,8 @@ class DeviceLadderWithoutXla(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     decides_device = True
-    triggers = ("cuda", "mps")
-    screen = ("~cuda", "'cuda", "~mps", "'mps")
+    triggers = ("cuda", "mps", "accelerator")
+    screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
@@ -253,11 +261,17 @@ class DeviceLadderWithoutXla(Rule):
 
     def _message(self, choice: DeviceChoice, types: frozenset[str] | None = None) -> str:
         selected = (types or choice.types) - {"?"}
-        order = ["cuda", "mps", "xpu", "cpu"]
+        order = ["cuda", "mps", "xpu", ACCELERATOR, "cpu"]
         known = sorted(selected, key=lambda t: (order.index(t) if t in order else len(order), t))
-        names = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU", "cpu": "the CPU"}
+        names = {
+            "cuda": "CUDA",
+            "mps": "MPS",
+            "xpu": "XPU",
+            ACCELERATOR: "torch.accelerator",
+            "cpu": "the CPU",
+        }
         labels = [names.get(t, t) for t in known]
-        if choice.probes_gpu and not selected & {"cuda", "mps"}:
+        if choice.probes_gpu and not selected & GPU_TYPES:
             labels.insert(0, "a GPU")
         if "cpu" in selected:
             outcome = "on an XLA host it picks the CPU"
@@ -360,7 +374,7 @@ class DeviceLadderWithoutXla(Rule):
         if isinstance(parent, cst.Param):
             return is_device_name(parent.name)
         if isinstance(parent, cst.Return):
-            return self._returns_a_device()
+            return self._returns_a_device() or _device_objects(node, self.ctx.imports)
         return False
 
     def _stores_a_device(self, statement: Selection) -> bool:
@@ -433,6 +447,15 @@ def _has_else(node: cst.If) -> bool:
     while isinstance(node.orelse, cst.If):
         node = node.orelse
     return isinstance(node.orelse, cst.Else)
+
+
+def _device_objects(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """Whether every branch of a ternary is a device object (`torch.device("cpu")`,
+    `torch.accelerator.current_accelerator()`): its value is a device wherever it goes,
+    not a name that reads "cuda"."""
+    if isinstance(node, cst.IfExp):
+        return _device_objects(node.body, imports) and _device_objects(node.orelse, imports)
+    return isinstance(node, cst.Call) and bool(device_types(node, imports))
 
 
 def _first_device_leaf(node: cst.CSTNode, imports: ImportTable) -> cst.CSTNode | None:
@@ -568,7 +591,7 @@ def _moves(node: cst.CSTNode) -> bool:
     )
 
 
-_GPU_MODULES = ("torch.cuda", "torch.backends.cud", "torch.backends.mps")
+_GPU_MODULES = ("torch.cuda", "torch.backends.cud", "torch.backends.mps", "torch.accelerator")
 
 
 def _selecting_statements(block: cst.CSTNode, imports: ImportTable) -> list[Selection]:
