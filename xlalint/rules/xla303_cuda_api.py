@@ -59,8 +59,11 @@ _NO_OPS = frozenset(
         "custom_fwd",  # `torch.cuda.amp.custom_fwd`: a decorator that runs the function as is
         "custom_bwd",
         "empty_cache",
-        "ipc_collect",
         "device_count",
+        "get_rng_state_all",  # [] without CUDA devices
+        "get_gencode_flags",  # ''
+        "get_allocator_backend",  # 'native'
+        "list_gpu_processes",  # a message string without pynvml
         "is_available",
         "is_initialized",
         "stream",  # `with torch.cuda.stream(s)`: only `s` (a `Stream()`) reaches the runtime
@@ -204,9 +207,11 @@ class CudaApi(Rule):
     - raise `RuntimeError: Found no NVIDIA driver on your system`: `synchronize()`,
       `set_device(0)`, `current_device()`, `get_device_name(0)`, `get_device_capability()`,
       `get_device_properties(0)`, `mem_get_info()`, `current_stream()`, `get_rng_state()`,
-      `Event().record()`, `with torch.cuda.device(0)`, `x.type(torch.cuda.FloatTensor)`;
-    - `torch.cuda.Stream()` raises `AcceleratorError: CUDA error`;
-      `reset_peak_memory_stats()` raises `RuntimeError`, `memory_summary()` `KeyError`;
+      `Event().record()`, `with torch.cuda.device(0)`, `x.type(torch.cuda.FloatTensor)`,
+      `ipc_collect()`, `init()`, `initial_seed()`, `set_per_process_memory_fraction(0.5)`;
+    - `torch.cuda.Stream()`, `CUDAGraph()` and `is_current_stream_capturing()` raise
+      `AcceleratorError: CUDA error`; `reset_peak_memory_stats()` and
+      `reset_max_memory_allocated()` raise `RuntimeError`, `memory_summary()` `KeyError`;
     - `torch.autocast("cuda", dtype=torch.bfloat16)` raises `RuntimeError: Current CUDA
       Device does not support bfloat16`;
     - `torch.cuda.amp.autocast()` around an XLA matmul runs and leaves the result float32
@@ -219,7 +224,9 @@ class CudaApi(Rule):
       `is_bf16_supported()` returns False, `get_arch_list()` an empty list;
     - `set_default_tensor_type("torch.cuda.FloatTensor")` runs (deprecated), and the next
       tensor made raises;
-    - do nothing (not reported): `device_count()` (0), `manual_seed(0)`, `set_rng_state()`,
+    - do nothing (not reported): `device_count()` (0), `get_rng_state_all()` (an empty
+      list), `get_gencode_flags()`, `get_allocator_backend()`, `list_gpu_processes()` (a
+      string), `manual_seed(0)`, `set_rng_state()`,
       `manual_seed_all(0)`, `seed()`, `empty_cache()`, cuDNN/TF32 flag writes,
       `autocast(enabled=False)`, `@autocast("cuda", enabled=False)`,
       `with torch.cuda.stream(None)`, `torch.cuda.nvtx.range_push(...)` (returns -2),
