@@ -9,31 +9,30 @@ the others go to the workers, which store what they compute.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
-
-import pathspec
+from typing import TYPE_CHECKING, TypeVar
 
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.cache import ResultCache
 from xlalint.config import Settings, line_length_for
-from xlalint.diagnostics import Diagnostic, FileError, FileResult
+from xlalint.diagnostics import Diagnostic, FileError, FileResult, allowed
 from xlalint.discovery import discover
-from xlalint.engine import lint_source
-from xlalint.fixer import FixOutcome, allowed, fix_text
 from xlalint.notebooks import fix_notebook, is_notebook, lint_notebook
-from xlalint.registry import expand, select_rules
+from xlalint.registry import RuleSet, expand, select_rules
 from xlalint.rule import Rule
 from xlalint.sources import Source, SourceError, decode, read_bytes
 from xlalint.writer import WriteError, write_atomic
+
+if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files are linted
+    import pathspec
+
+    from xlalint.fixer import FixOutcome
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -42,10 +41,9 @@ MISSING = "no such file or directory"
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
-# (path, rules, hot functions, unsafe, cache, line length for fixed lines)
 # (path, rules, hot functions, unsafe, cache, line length, target release)
 Job = tuple[
-    str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None, Release
+    str, Sequence[type[Rule]], tuple[str, ...], bool, ResultCache | None, int | None, Release
 ]
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (files done, files in all)
@@ -110,12 +108,14 @@ class FixForecast:
     kept: int = 0  # marked findings `fix --apply` leaves (a fix dropped or held back)
 
 
-def enabled_rules(settings: Settings) -> list[type[Rule]]:
+def enabled_rules(settings: Settings) -> RuleSet:
     return select_rules(settings.select, settings.extend_select, settings.ignore)
 
 
 @cache
 def _ignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
@@ -168,6 +168,8 @@ def _lint_raw(
 ) -> FileResult:
     if is_notebook(path):
         return lint_notebook(raw, str(path), rules, hot_functions, target)
+    from xlalint.engine import lint_source
+
     return lint_source(decode(raw).text, str(path), rules, hot_functions, target)
 
 
@@ -225,13 +227,23 @@ def fix_source(
     unsafe: bool = False,
     line_length: int | None = None,
     target: Release = LATEST,
+    lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome | FileError:
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
-    `error` is set when the text cannot be linted."""
+    `error` is set when the text cannot be linted. `lints`: see `fixer.fix_text`."""
     filename = str(path)
-    fix = fix_notebook if is_notebook(path) else _fix_python
     try:
-        return fix(
+        if is_notebook(path):
+            return fix_notebook(
+                raw,
+                filename,
+                rules,
+                unsafe=unsafe,
+                hot_functions=hot_functions,
+                line_length=line_length,
+                target=target,
+            )
+        return _fix_python(
             raw,
             filename,
             rules,
@@ -239,6 +251,7 @@ def fix_source(
             hot_functions=hot_functions,
             line_length=line_length,
             target=target,
+            lints=lints,
         )
     except SourceError as error:
         return FileError(filename, str(error))
@@ -255,7 +268,10 @@ def _fix_python(
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
     target: Release = LATEST,
+    lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome:
+    from xlalint.fixer import fix_text
+
     return fix_text(
         decode(raw),
         filename,
@@ -264,6 +280,7 @@ def _fix_python(
         hot_functions=hot_functions,
         line_length=line_length,
         target=target,
+        lints=lints,
     )
 
 
@@ -285,6 +302,8 @@ def _unchanged_by_fix(
         return FileError(filename, cached.error.reason)
     if any(allowed(d.fix, unsafe) for d in cached.diagnostics):
         return None
+    from xlalint.fixer import FixOutcome
+
     found = cached.diagnostics
     return FixOutcome(filename, source, source.text, remaining=found, found=found)
 
@@ -357,6 +376,9 @@ def _run(
             results.append(worker(job))
             done()
         return results
+    import multiprocessing  # only runs large enough for a pool pay for its import
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     chunk = max(1, len(jobs) // (processes * 8))
     with ProcessPoolExecutor(
@@ -405,7 +427,7 @@ def _jobs(
     unsafe: bool,
     cache: ResultCache | None,
 ) -> list[Job]:
-    every = tuple(rules)
+    every = rules if isinstance(rules, RuleSet) else tuple(rules)
     line_length = line_length_for(settings)
     return [
         (
@@ -421,12 +443,14 @@ def _jobs(
     ]
 
 
-def rules_for(
-    path: Path, rules: tuple[type[Rule], ...], settings: Settings
-) -> tuple[type[Rule], ...]:
+def rules_for(path: Path, rules: Sequence[type[Rule]], settings: Settings) -> Sequence[type[Rule]]:
     """`rules` without the codes `per-file-ignores` turns off for `path`."""
     ignored = ignored_codes_for(path, settings)
-    return tuple(rule for rule in rules if rule.code not in ignored) if ignored else rules
+    if not ignored:
+        return rules
+    if isinstance(rules, RuleSet):
+        return rules.without(ignored)
+    return tuple(rule for rule in rules if rule.code not in ignored)
 
 
 def check_paths(
@@ -461,8 +485,9 @@ def _forecast_file(
         raw = read_bytes(path)
     except SourceError:
         return forecast
+    lints: dict[str, FileResult] = {}  # texts both runs reach are linted once
     for unsafe in (False, True):
-        item = fix_source(raw, path, rules, hot, unsafe, line_length, target)
+        item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints)
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())

@@ -18,11 +18,6 @@ from typing import Any
 from xlalint.analysis.xla_api import LATEST, Release, parse_release, supported_text
 from xlalint.registry import did_you_mean, unknown_selectors_message, validate_selectors
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 CONFIG_FILES = ("xlalint.toml", "pyproject.toml")
 
 DEFAULT_EXCLUDE = (
@@ -170,6 +165,11 @@ def settings_from_table(table: Mapping[str, object], root: Path, source: str) ->
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
+    # Imported here: a run without a config file never needs a TOML parser.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

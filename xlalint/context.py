@@ -94,10 +94,15 @@ class FileContext:
         path: str,
         hot_functions: Iterable[str] = (),
         target: Release = LATEST,
+        *,
+        full_text: str | None = None,
     ) -> None:
+        """`full_text`: the file as it is, where `module` was parsed from a screened text
+        with some function bodies blanked (`screen.py`)."""
         self.module = module
         self.path = path
         self.target = target  # the torch_xla release fixes write for (`target-version`)
+        self._full_text = full_text
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
@@ -133,7 +138,10 @@ class FileContext:
 
     @cached_property
     def names_in_use(self) -> NamesInUse:
-        """Every name the file uses: an import a fix adds must not rebind one of them."""
+        """Every name the file uses: an import a fix adds must not rebind one of them (in
+        the whole file, blanked bodies included)."""
+        if self._full_text is not None:
+            return names_in_use(cst.parse_module(self._full_text))
         return names_in_use(self.module)
 
     @cached_property

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
-
 from xlalint.analysis.xla_api import respell
 from xlalint.diagnostics import Applicability, FixAvailability
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # libcst only in annotations: a warm run never imports it
+    import libcst as cst
+
     from xlalint.context import FileContext, Site
 
 DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
@@ -86,6 +86,11 @@ class Rule:
     # which says more than that it blocks every step). Only enabled rules take part, so
     # ignoring the specific rule brings the general finding back.
     supersedes: ClassVar[tuple[str, ...]] = ()
+    # What a function must contain for this rule to find anything in it (`screen.py`):
+    # identifiers (`"item"`), ast node types (`"<For>"`) or substrings of string constants
+    # (`"'cuda"`); one match is enough. None: every function may hold a finding. A screen
+    # that might miss a finding is a bug: when in doubt, match more.
+    screen: ClassVar[Sequence[str] | None] = None
     # The rule's findings are device choices that can keep a model off the XLA device
     # (XLA305's ladders): fixes that move other values there go together with theirs.
     decides_device: ClassVar[bool] = False

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlalint.api import CheckReport, FixReport, fix_source, lint_source_file, rules_for
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import FileError
 from xlalint.discovery import force_excluded
-from xlalint.fixer import FixOutcome
 from xlalint.rule import Rule
+
+if TYPE_CHECKING:
+    from xlalint.fixer import FixOutcome
 
 
 def check_stdin(

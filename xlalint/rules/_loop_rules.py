@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 class LoopRule(Rule):
     """Registers every loop and function with `ctx.loops` during the walk."""
 
+    screen = ("<For>", "<AsyncFor>", "<While>")  # findings sit on loops
+
     def visit_For(self, node: cst.For) -> None:
         self.ctx.loops.register_loop(node, self.ctx)
 

@@ -77,6 +77,7 @@ class CudaCall(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
+    screen = ("~cuda",)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -91,6 +91,7 @@ class CudaDeviceString(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
+    screen = ("'cuda", "~cuda")
 
     # -- argument positions --------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:

@@ -238,6 +238,7 @@ class CudaApi(Rule):
     name = "cuda-api"
     message = "`{name}` raises on an XLA host: it needs the CUDA runtime"
     triggers = ("cuda", "GradScaler")
+    screen = ("~cuda", "~GradScaler")
     # `torch.cuda.synchronize()` in a loop: that it raises says more than that it blocks.
     supersedes = ("XLA106",)
 

@@ -92,6 +92,7 @@ class Float16(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = Applicability.UNSAFE
     triggers = ("half", "float16")
+    screen = ("half", "float16")
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -150,6 +150,7 @@ class DeviceLadderWithoutXla(Rule):
     fix_applicability = Applicability.UNSAFE
     decides_device = True
     triggers = ("cuda", "mps", "accelerator")
+    screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent

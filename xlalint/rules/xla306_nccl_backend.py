@@ -100,6 +100,7 @@ class NcclBackend(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = Applicability.UNSAFE
     triggers = ("nccl", "NCCL")
+    screen = ("'nccl", "'NCCL")
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = node.evaluated_value

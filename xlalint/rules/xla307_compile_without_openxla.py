@@ -67,6 +67,7 @@ class CompileWithoutOpenxla(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("compile",)
+    screen = ("compile",)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not (self._torch_compile(node) or self._module_compile(node)):

@@ -99,6 +99,7 @@ class TorchSaveDeviceState(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("torch_xla",)  # only XLA code is flagged
+    screen = ("save",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

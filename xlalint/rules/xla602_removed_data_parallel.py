@@ -83,6 +83,7 @@ class RemovedDataParallel(Rule):
         "`{name}` is torch_xla's legacy thread-per-device replication: use one process per device"
     )
     triggers = ("data_parallel",)
+    screen = ("data_parallel",)
     hint = "`torch_xla.launch(fn)` with `pl.MpDeviceLoader(loader, torch_xla.device())`"
 
     def visit_Name(self, node: cst.Name) -> None:

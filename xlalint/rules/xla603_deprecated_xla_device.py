@@ -74,6 +74,7 @@ class DeprecatedXlaDevice(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("xla_device",)
+    screen = ("xla_device",)
     hint = "`torch_xla.device()` returns the same device; `torch_xla.device(n)` the n-th one"
 
     def visit_Name(self, node: cst.Name) -> None:

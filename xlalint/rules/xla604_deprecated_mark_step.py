@@ -80,6 +80,7 @@ class DeprecatedMarkStep(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("mark_step",)
+    screen = ("mark_step",)
     hint = "`torch_xla.sync()` takes the same `wait=` and `reset_scope=` arguments"
 
     def visit_Name(self, node: cst.Name) -> None:

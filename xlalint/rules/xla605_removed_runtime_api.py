@@ -76,6 +76,7 @@ class RemovedRuntimeApi(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("xrt_world_size", "get_ordinal", "parse_xla_device", "using_pjrt")
+    screen = triggers
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)

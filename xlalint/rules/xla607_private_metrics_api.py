@@ -72,6 +72,7 @@ class PrivateMetricsApi(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("_XLAC",)
+    screen = ("_XLAC",)
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
