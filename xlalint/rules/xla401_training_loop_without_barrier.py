@@ -137,6 +137,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     fix_applicability = Applicability.SAFE
     triggers = ("backward", "step")
 
+    # Besides loops: a step function that an `Engine` runs, found where the engine is
+    # built, and a step defined apart from that call (it calls `backward()`).
+    screen = (*BarrierLoopRule.screen, "Engine", "backward")
+
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._functions: dict[str, _StepFunction] = {}  # the latest definition of a name
