@@ -1,4 +1,4 @@
-"""Runs of host reads of one value: one cause, one finding.
+"""Runs of host reads of elements of one value: one cause, one finding.
 
 Reading a tensor on the host executes the graph that computes it. Code that needs a value
 on the host often reads it, or elements of it, several times in a row:
@@ -22,12 +22,15 @@ _SAME_VALUE = frozenset({"cpu", "detach", "to", "clone", "float", "int", "long",
 
 
 def read_root(expr: cst.BaseExpression) -> str | None:
-    """The variable whose elements a read takes: `cumsum` of `cumsum[i - 1]`,
-    `t[0].cpu()` and `self.loss.detach()`. None for a value computed on the way
-    (`t.max()`, `t.sum()`): each such reduction is a graph of its own."""
+    """The variable whose elements a read takes: `cumsum` of `cumsum[i - 1]` and
+    `t[0].cpu()`. None for a read of a whole value: `total += loss.item()` then
+    `print(loss.item())` serve two purposes, each of which a user may keep, rewrite or
+    suppress on its own line. None too for a value computed on the way (`t.max()`,
+    `t.sum()`): each such reduction is a graph of its own."""
+    element = False
     while True:
         if isinstance(expr, cst.Subscript):
-            expr = expr.value
+            expr, element = expr.value, True
         elif (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Attribute)
@@ -35,7 +38,7 @@ def read_root(expr: cst.BaseExpression) -> str | None:
         ):
             expr = expr.func.value
         else:
-            return binding_key(expr)
+            return binding_key(expr) if element else None
 
 
 class ReadRuns:

@@ -15,8 +15,10 @@ class ItemInHotCode(Rule):
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
     bodies, `forward`, `*_step` methods and the functions they call. Reads of elements of
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
-    each other) are one sync point with one fix, reported once, at the first; `t.cpu().item()`
-    is one read of `t`, reported here rather than as XLA102.
+    each other) are one sync point with one fix, reported once, at the first. Two reads of
+    a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
+    serves its own purpose and can be suppressed on its own line. `t.cpu().item()` is one
+    read of `t`, reported here rather than as XLA102.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
