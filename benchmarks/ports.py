@@ -97,7 +97,9 @@ class Port:
     origin: str
     folder: Callable[[Path], Path]  # the folder to copy (from the cache for pinned sources)
     script: str  # relative to the folder
-    arguments: Callable[[int], list[str]]  # for this many training steps
+    # For this many training steps, writing into a fresh output folder (relative to the
+    # script's folder; each run gets its own: scripts may refuse a folder that is not empty).
+    arguments: Callable[[int, str], list[str]]
     steps: int  # N: measured at N and 2N steps
     environment: Callable[[int], dict[str, str]] = lambda steps: {}
     ci: bool = False  # among the smallest: tests/test_ports.py runs it
@@ -120,7 +122,7 @@ PORTS = (
     Port(
         "mnist_cuda", "benchmarks/ports/mnist_cuda.py (classic MNIST example: `--no-cuda`, "
         "`use_cuda`/`use_mps` ladder)", _written, "mnist_cuda.py",
-        lambda n: ["--synthetic", "--train-size", str(32 * n), "--test-size", "64",
+        lambda n, out: ["--synthetic", "--train-size", str(32 * n), "--test-size", "64",
                    "--batch-size", "32", "--test-batch-size", "64", "--epochs", "1",
                    "--log-interval", "1", "--save-model"],
         steps=4, ci=True,
@@ -128,16 +130,16 @@ PORTS = (
     Port(
         "dcgan_cuda", "benchmarks/ports/dcgan_cuda.py (classic DCGAN example: `--cuda`, "
         "`cuda:0 if opt.cuda else cpu`, per-step `.item()` prints)", _written, "dcgan_cuda.py",
-        lambda n: ["--dataset", "fake", "--fake-size", str(32 * n), "--batchSize", "32",
-                   "--niter", "1", "--nz", "16", "--ngf", "8", "--ndf", "8",
-                   "--outf", f"out{n}", "--manualSeed", "1"],
+        lambda n, out: ["--dataset", "fake", "--fake-size", str(32 * n), "--batchSize", "32",
+                        "--niter", "1", "--nz", "16", "--ngf", "8", "--ndf", "8",
+                        "--outf", out, "--manualSeed", "1"],
         steps=4, ci=True,
     ),
     Port(
         "imagenet_gpu", "benchmarks/ports/imagenet_gpu.py (classic ImageNet example: "
         "`args.gpu`, `model.cuda(args.gpu)`, AMP `GradScaler`, checkpoints, `--dummy`)",
         _written, "imagenet_gpu.py",
-        lambda n: ["--dummy", "--dummy-size", str(32 * n), "-b", "32", "--epochs", "1",
+        lambda n, out: ["--dummy", "--dummy-size", str(32 * n), "-b", "32", "--epochs", "1",
                    "--amp", "--seed", "0", "-p", "1"],
         steps=4, unstable=r"Time\s+[\d.]+ \(\s*[\d.]+\)",
     ),
@@ -146,7 +148,7 @@ PORTS = (
         "example: `--cuda`/`--mps`, BPTT slices, manual SGD, `clip_grad_norm_`)",
         _written, "word_lm_cuda.py",
         # 8 sequences of 16 tokens per step, plus the one token each target is shifted by.
-        lambda n: ["--synthetic-tokens", str(8 * (16 * n + 1)), "--epochs", "1",
+        lambda n, out: ["--synthetic-tokens", str(8 * (16 * n + 1)), "--epochs", "1",
                    "--bptt", "16", "--batch_size", "8", "--emsize", "32", "--nhid", "32",
                    "--vocab", "500", "--log-interval", "2"],
         steps=4, unstable=r"ms/batch\s+[\d.]+",
@@ -156,17 +158,17 @@ PORTS = (
         "`cpu if ... else cuda:0`, an ignite `Engine`, `--dataset fake`)",
         _ignite("gan"), "dcgan.py",
         # FakeData holds 256 images: 4 steps of 64 per epoch.
-        lambda n: ["--dataset", "fake", "--dataroot", "unused", "--batch-size", "64",
-                   "--epochs", str(n // 4), "--workers", "0", "--z-dim", "16",
-                   "--g-filters", "8", "--d-filters", "8", "--seed", "1",
-                   "--output-dir", f"out{n}"],
+        lambda n, out: ["--dataset", "fake", "--dataroot", "unused", "--batch-size", "64",
+                        "--epochs", str(n // 4), "--workers", "0", "--z-dim", "16",
+                        "--g-filters", "8", "--d-filters", "8", "--seed", "1",
+                        "--output-dir", out],
         steps=4, libraries=("ignite",), unstable=r"\d+(\.\d+)?(it/s|s/it)|\[[\d:<,]+",
     ),
     Port(
         "ignite_mnist", f"{IGNITE} sdist: examples/mnist/mnist.py (`cpu` unless "
         "`torch.cuda.is_available()`, ignite's supervised trainer and evaluator; MNIST "
         "replaced by torchvision's FakeData)", _ignite("mnist"), "mnist.py",
-        lambda n: ["--batch_size", "32", "--val_batch_size", "64", "--epochs", "1",
+        lambda n, out: ["--batch_size", "32", "--val_batch_size", "64", "--epochs", "1",
                    "--log_interval", "1"],
         steps=4, libraries=("ignite",), unstable=r"took [\d.]+ seconds",
         environment=lambda n: {"XLALINT_PORTS_FAKE_MNIST": str(32 * n)},
@@ -264,8 +266,10 @@ def run_script(
     os.environ.update({"PYTHONPATH": child_pythonpath(cache), **port.environment(steps)})
     if not xla:
         os.environ["XLALINT_PORTS_NO_TORCH_XLA"] = "1"
+    outputs = f"out{steps}" + ("" if xla else "_without_xla")
+    shutil.rmtree(folder / outputs, ignore_errors=True)
     started = time.perf_counter()
-    command = ["python", port.script, *port.arguments(steps)]
+    command = ["python", port.script, *port.arguments(steps, outputs)]
     try:
         result: Profile = profile(command, device="cpu", cwd=folder, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -309,17 +313,23 @@ def prepare(port: Port, variant: str, cache: Path) -> tuple[Path, Version]:
     return folder, version
 
 
-def measure(port: Port, variant: str, cache: Path, *, without_xla: bool = True) -> Version:
+def measure(
+    port: Port, variant: str, cache: Path, *, without_xla: bool = True, timeout: float = TIMEOUT
+) -> Version:
     """Copy the script's folder, fix it as `variant` says, and run it: as written once;
     fixed for N steps on the XLA device, for 2N more if the model ran there, and
     (`without_xla`) once without torch_xla."""
     folder, version = prepare(port, variant, cache)
     xla = variant != "as written"
-    version.runs = [run_script(port, folder, port.steps, cache, xla=xla)]
+    version.runs = [run_script(port, folder, port.steps, cache, xla=xla, timeout=timeout)]
     if xla and version.runs[0].on_xla:  # per-step costs only mean something on the device
-        version.runs.append(run_script(port, folder, 2 * port.steps, cache, xla=True))
+        version.runs.append(
+            run_script(port, folder, 2 * port.steps, cache, xla=True, timeout=timeout)
+        )
     if xla and without_xla:
-        version.without_xla = run_script(port, folder, port.steps, cache, xla=False)
+        version.without_xla = run_script(
+            port, folder, port.steps, cache, xla=False, timeout=timeout
+        )
     return version
 
 
@@ -392,9 +402,20 @@ TABLE_START = "<!-- ports table: written by benchmarks/ports.py --write -->"
 TABLE_END = "<!-- end of ports table -->"
 
 
-def write_table(markdown: str, path: Path) -> None:
+def write_table(markdown: str, path: Path, measured: set[str]) -> None:
+    """Replace the rows of the scripts in `measured`; the other scripts keep the rows (and
+    the `measured on` commits) of the table as it was: a run with `--only` refreshes only
+    what it ran."""
     text = path.read_text(encoding="utf-8")
     start, end = text.index(TABLE_START), text.index(TABLE_END)
+    old = text[start + len(TABLE_START) : end].strip().splitlines()[2:]
+    new = markdown.strip().splitlines()
+    header, rows = new[:2], new[2:]
+    kept = []
+    for port in PORTS:
+        source = rows if port.name in measured else old
+        kept += [row for row in source if row.startswith(f"| {port.name} |")]
+    markdown = "\n".join([*header, *kept]) + "\n"
     text = text[: start + len(TABLE_START)] + "\n" + markdown + text[end:]
     path.write_text(text, encoding="utf-8")
 
@@ -410,6 +431,12 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated script names")
     parser.add_argument("--write", action="store_true", help="refresh the table in PORTS.md")
     parser.add_argument("--variants", help=f"comma-separated, of: {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT,
+        help="seconds a run gets before it is called unfinished (more on a loaded machine)",
+    )
     parser.add_argument(
         "--refix",
         action="store_true",
@@ -434,7 +461,7 @@ def main() -> None:
             variants = options.variants.split(",") if options.variants else VARIANTS
             old = {d["variant"]: d for d in recorded.get(port.name, [])}
             for variant in variants:
-                version = measure(port, variant, cache)
+                version = measure(port, variant, cache, timeout=options.timeout)
                 version.commit = xlalint_commit()
                 old[variant] = asdict(version)
             recorded[port.name] = [old[v] for v in VARIANTS if v in old]
@@ -449,7 +476,7 @@ def main() -> None:
     markdown = table(versions)
     print(markdown)
     if options.write:
-        write_table(markdown, HERE / "PORTS.md")
+        write_table(markdown, HERE / "PORTS.md", set(recorded))
 
 
 if __name__ == "__main__":

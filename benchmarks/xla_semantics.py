@@ -218,6 +218,21 @@ CASES: dict[str, dict[str, str]] = {
             "torch.cuda.set_rng_state(torch.get_rng_state())"
         ),
         "torch.cuda.get_arch_list()": _call("torch.cuda.get_arch_list()"),
+        "torch.cuda.get_rng_state_all()": _call("torch.cuda.get_rng_state_all()"),
+        "torch.cuda.get_gencode_flags()": _call("torch.cuda.get_gencode_flags()"),
+        "torch.cuda.get_allocator_backend()": _call("torch.cuda.get_allocator_backend()"),
+        "torch.cuda.list_gpu_processes()": _call("torch.cuda.list_gpu_processes()"),
+        "torch.cuda.ipc_collect()": _call("torch.cuda.ipc_collect()"),
+        "torch.cuda.init()": _call("torch.cuda.init()"),
+        "torch.cuda.initial_seed()": _call("torch.cuda.initial_seed()"),
+        "torch.cuda.is_current_stream_capturing()": _call(
+            "torch.cuda.is_current_stream_capturing()"
+        ),
+        "torch.cuda.CUDAGraph()": _call("torch.cuda.CUDAGraph()"),
+        "torch.cuda.set_per_process_memory_fraction(0.5)": _call(
+            "torch.cuda.set_per_process_memory_fraction(0.5)"
+        ),
+        "torch.cuda.reset_max_memory_allocated()": _call("torch.cuda.reset_max_memory_allocated()"),
         "with torch.cuda.device(0)": _statement("with torch.cuda.device(0):\n    pass"),
         "torch.cuda.nvtx.range_push('step')": _call("torch.cuda.nvtx.range_push('step')"),
         "@torch.cuda.amp.custom_fwd, called": _statement(

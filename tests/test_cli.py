@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 import sys
@@ -377,7 +378,7 @@ def test_jobs_output_is_identical_and_ordered(
     project: Path, monkeypatch: pytest.MonkeyPatch, output_format: str
 ) -> None:
     findings = _tree_of(project, 24)
-    monkeypatch.setattr(api, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _RecordingPool)
     _RecordingPool.started = []
     one = run_cli("check", *SELECT, "--output-format", output_format, "-j", "1", ".")
     assert _RecordingPool.started == []  # one job: no pool
@@ -397,7 +398,7 @@ def test_jobs_output_is_identical_and_ordered(
 
 def test_small_runs_stay_in_one_process(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _tree_of(project, api.PARALLEL_THRESHOLD - 3)  # with the two broken files: one short
-    monkeypatch.setattr(api, "ProcessPoolExecutor", _RecordingPool)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _RecordingPool)
     _RecordingPool.started = []
     run = run_cli("check", *SELECT, "-j", "4", ".")
     assert run.exit_code == 1

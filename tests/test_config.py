@@ -346,7 +346,7 @@ def test_bad_config_given_with_config_option(project: Path) -> None:
     assert run.stderr.strip().splitlines() == [
         f"Error: {project / 'conf' / 'x.toml'}: unknown key `nonsense` (known keys: exclude, "
         "extend-exclude, extend-select, force-exclude, hot-functions, ignore, line-length, "
-        "per-file-ignores, respect-gitignore, select)"
+        "per-file-ignores, respect-gitignore, select, target-version)"
     ]
 
 

@@ -6,6 +6,7 @@ output is spelled out in full, so a changed byte anywhere fails the test.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import stat
 from collections import Counter
@@ -848,14 +849,14 @@ def test_fix_paths_in_parallel_equals_serial(
         return folder
 
     pools: list[int] = []
-    real_pool = api.ProcessPoolExecutor
+    real_pool = concurrent.futures.ProcessPoolExecutor
 
     class CountingPool(real_pool):  # type: ignore[misc, valid-type]
         def __init__(self, *args: object, **kwargs: object) -> None:
             pools.append(1)
             super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(api, "ProcessPoolExecutor", CountingPool)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
 
     def run(folder: Path, jobs: int) -> tuple[object, ...]:
         report = api.fix_paths(

@@ -15,7 +15,7 @@ from fix_rules import BrokenFix
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlalint import notebooks
+from xlalint import engine, notebooks
 from xlalint.cli import main
 from xlalint.notebooks import Notebook, fix_notebook, lint_notebook
 from xlalint.registry import select_rules
@@ -334,13 +334,13 @@ def test_notebook_results_are_cached_with_their_cells(
 ) -> None:
     monkeypatch.delenv("XLALINT_NO_CACHE", raising=False)
     calls: list[str] = []
-    real = notebooks.lint_source
+    real = engine.lint_source
 
     def counting(text: str, filename: str, *args: object, **kwargs: object) -> object:
         calls.append(filename)
         return real(text, filename, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(notebooks, "lint_source", counting)
+    monkeypatch.setattr(engine, "lint_source", counting)  # notebooks imports it to lint
     first = run_cli("check", *CONCISE, TRAIN)
     assert calls == [TRAIN]
     second = run_cli("check", *CONCISE, TRAIN)

@@ -47,3 +47,31 @@ def test_silencing_the_specific_finding_does_not_bring_back_the_general_one() ->
 def test_superseded_codes_are_real_rules(code: str) -> None:
     for other in all_rules()[code].supersedes:
         assert other in all_rules() and other != code
+
+
+MASKED_COPY = """\
+    import torch
+
+    def training_step(completion_ids, eos_id):
+        is_eos = completion_ids == eos_id
+        eos_idx = torch.full((is_eos.size(0),), 7, dtype=torch.long, device=completion_ids.device)
+        eos_idx[is_eos.any(dim=1)] = is_eos.int().argmax(dim=1)[is_eos.any(dim=1)]
+        picked = completion_ids[is_eos]
+        eos_idx[is_eos.any(dim=1)] = completion_ids[:, 0][is_eos.all(dim=1)]
+        return eos_idx, picked
+    """
+
+
+def test_a_masked_copy_is_one_finding_at_its_write() -> None:
+    # `a[m] = b[m]` is one cause (XLA203's write, `torch.where(m, b, a)` removes both);
+    # a read under another mask, or outside such a copy, stays XLA202's.
+    text = textwrap.dedent(MASKED_COPY)
+    rules = [all_rules()[code] for code in ("XLA202", "XLA203")]
+    result = lint_source(text, "train.py", rules)
+    assert result.error is None
+    assert [(d.start.row, d.code) for d in result.diagnostics] == [
+        (6, "XLA203"),
+        (7, "XLA202"),
+        (8, "XLA203"),
+        (8, "XLA202"),
+    ]

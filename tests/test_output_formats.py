@@ -45,7 +45,7 @@ def train(model, loader, optimizer):
         loss.backward()
         optimizer.step()
         total += loss.item()
-        print(f"step loss {loss.item()}")
+        print(f"step loss {loss.mean().item()}")
     return total
 """
 ODD_NAME = "pkg/odd name,1%.py"  # a space, a comma and a percent sign: escaping matters

@@ -225,8 +225,9 @@ def _port(project: Path, name: str, *options: str) -> Path:
     return script
 
 
-def _run(script: Path, *env: str) -> str:
-    done = run_subprocess(["env", *env, sys.executable, script.name], cwd=script.parent)
+def _run(script: Path, *env: str, args: tuple[str, ...] = ()) -> str:
+    command = ["env", *env, sys.executable, script.name, *args]
+    done = run_subprocess(command, cwd=script.parent, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -240,22 +241,69 @@ def test_safe_fixes_do_not_break_a_script_whose_model_a_ladder_places(project: P
     assert "model on cpu" in _run(script, "PJRT_DEVICE=CPU")
 
 
+# The scripts of fixtures/ports/, the arguments that keep their runs short, and whether
+# they iterate a DataLoader (whose batches the port moves with `pl.MpDeviceLoader`).
+PORTED = [
+    ("use_cuda_flag.py", (), True),
+    ("gpu_flag.py", (), True),
+    ("vae.py", ("--steps", "2"), True),
+    ("siamese_accel.py", ("--steps", "2"), True),
+    ("actor_critic.py", ("--episodes", "1", "--max-steps", "4"), False),
+    ("transformer_lm.py", ("--steps", "1", "--nlayers", "1"), False),
+]
+
+
 @pytest.mark.runtime
-@pytest.mark.parametrize("name", ["use_cuda_flag.py", "gpu_flag.py"])
-def test_unsafe_fixes_port_a_classic_cuda_script_to_xla(project: Path, name: str) -> None:
+@pytest.mark.parametrize(("name", "args", "loader"), PORTED, ids=[p[0] for p in PORTED])
+def test_unsafe_fixes_port_a_classic_cuda_script_to_xla(
+    project: Path, name: str, args: tuple[str, ...], loader: bool
+) -> None:
     script = _port(project, name, "--unsafe-fixes")
     text = script.read_text(encoding="utf-8")
-    assert "XLA_AVAILABLE" in text and "pl.MpDeviceLoader(" in text
-    assert "model on xla" in _run(script, "PJRT_DEVICE=CPU")
+    assert "XLA_AVAILABLE" in text
+    assert ("pl.MpDeviceLoader(" in text) is loader
+    assert "model on xla" in _run(script, "PJRT_DEVICE=CPU", args=args)
 
 
 @pytest.mark.runtime
-def test_the_ported_script_still_runs_where_torch_xla_is_absent(project: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "args"), [("gpu_flag.py", ()), ("siamese_accel.py", ("--steps", "1"))]
+)
+def test_the_ported_script_still_runs_where_torch_xla_is_absent(
+    project: Path, name: str, args: tuple[str, ...]
+) -> None:
     # The ladder keeps its CUDA and CPU path, and the loader is wrapped only where the
     # guard found torch_xla: without it, the script runs as it did.
-    script = _port(project, "gpu_flag.py", "--unsafe-fixes")
+    script = _port(project, name, "--unsafe-fixes")
     (project / "sitecustomize.py").write_text(WITHOUT_TORCH_XLA, encoding="utf-8")
-    assert "model on cpu" in _run(script, f"PYTHONPATH={project}")
+    assert "model on cpu" in _run(script, f"PYTHONPATH={project}", args=args)
+
+
+def test_safe_fixes_leave_an_accelerator_ladder_script_alone(project: Path) -> None:
+    # `torch.accelerator` picks the CPU on an XLA host: wrapping the loaders (and importing
+    # torch_xla for it) would move the batches but not the model, and fail without
+    # torch_xla. Safe fixes wait for the ladder's fix; the unsafe ones bring it along.
+    script = _port(project, "siamese_accel.py")
+    assert script.read_bytes() == (PORTS / "siamese_accel.py").read_bytes()
+    ported = _port(project, "siamese_accel.py", "--unsafe-fixes").read_text(encoding="utf-8")
+    assert (
+        'device = torch.device("xla") if XLA_AVAILABLE else '
+        "torch.accelerator.current_accelerator() if use_accel else"
+    ) in ported
+    assert "pl.MpDeviceLoader(train_loader, torch_xla.device()) if XLA_AVAILABLE" in ported
+
+
+@pytest.mark.runtime
+def test_torch_accelerator_does_not_see_the_xla_device(project: Path) -> None:
+    # What XLA305's docs say of `torch.accelerator` ladders, measured again: with
+    # torch_xla imported on an XLA host, they pick the CPU.
+    probe = project / "probe.py"
+    probe.write_text(
+        "import torch\nimport torch_xla\n\nprint(torch_xla.device().type, "
+        "torch.accelerator.is_available(), torch.accelerator.device_count())\n",
+        encoding="utf-8",
+    )
+    assert _run(probe, "PJRT_DEVICE=CPU").split() == ["xla", "False", "0"]
 
 
 @pytest.mark.parametrize(

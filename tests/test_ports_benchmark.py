@@ -43,3 +43,19 @@ def test_unsafe_fixes_port_the_script_to_xla_with_flat_compiles(
 def test_safe_fixes_do_not_break_the_script(port: ports.Port, tmp_path: Path) -> None:
     version = ports.measure(port, "fix --apply", tmp_path, without_xla=False)
     assert version.runs_ok, [run.error for run in version.runs]
+
+
+def test_write_with_only_replaces_the_rows_it_ran_and_keeps_the_others(tmp_path: Path) -> None:
+    header = "| script | version |\n|---|---|\n"
+    page = tmp_path / "PORTS.md"
+    page.write_text(
+        f"intro\n{ports.TABLE_START}\n{header}"
+        "| mnist_cuda | as written | old |\n| word_lm_cuda | as written | old |\n"
+        f"{ports.TABLE_END}\noutro\n",
+        encoding="utf-8",
+    )
+    ports.write_table(header + "| word_lm_cuda | as written | new |\n", page, {"word_lm_cuda"})
+    text = page.read_text(encoding="utf-8")
+    assert "| mnist_cuda | as written | old |\n| word_lm_cuda | as written | new |\n" in text
+    assert "| word_lm_cuda | as written | old |" not in text
+    assert text.startswith("intro\n") and text.endswith(f"{ports.TABLE_END}\noutro\n")

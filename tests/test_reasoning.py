@@ -172,3 +172,62 @@ def test_host_transfer_message_quotes_the_call_as_written() -> None:
         '.to(device="cpu", non_blocking=True)',
         ".to(cpu_device)",
     ]
+
+
+def test_hot_code_does_not_depend_on_the_rule_set() -> None:
+    """Loops and functions are known to `LoopAnalysis` whichever rules run: a host-sync
+    rule alone finds what it finds among all the rules."""
+    source = """\
+        import torch
+        import torch_xla.core.xla_model as xm
+
+        def train_epoch(model, loader, optimizer):
+            total = torch.zeros(())
+            it = iter(loader)
+            while True:
+                batch = next(it)
+                loss = model(batch)
+                loss.backward()
+                xm.optimizer_step(optimizer)
+                total += loss.detach()
+                print(loss.item())
+            print(total.item())
+            return summarize(model)
+
+        def summarize(model):
+            for name, p in model.named_parameters():
+                print(p.norm().item())
+        """
+    everything = [code for code, rule in all_rules().items() if rule.default_enabled]
+    alone = [(d.start.row, d.code) for d in lint(source, "XLA101")]
+    together = [(d.start.row, d.code) for d in lint(source, *everything) if d.code == "XLA101"]
+    assert alone == together == [(13, "XLA101")]
+
+
+def test_loops_over_collections_are_hot_only_where_their_code_is() -> None:
+    source = """\
+        import torch
+
+        def save(model, path):
+            state = {name: p.cpu() for name, p in model.state_dict().items()}
+            for name, p in model.named_parameters():
+                state[name] = p.cpu()
+            torch.save(state, path)
+
+        def log_norms(model, writer):
+            for group in model.optimizer.param_groups:
+                for p in group["params"]:
+                    writer.add_scalar("norm", p.norm().cpu())
+
+        def train(model, loader, optimizer, writer, path):
+            for step, batch in enumerate(loader):
+                model(batch).mean().backward()
+                optimizer.step()
+                log_norms(model, writer)
+                save(model, path)
+            for name, p in model.named_parameters():
+                print(name, p.cpu())
+        """
+    found = sorted((d.start.row, d.code) for d in lint(source, "XLA102"))
+    # Per step only where the batch loop calls it; a checkpoint writer's copies are the save.
+    assert found == [(12, "XLA102")]

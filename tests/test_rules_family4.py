@@ -187,6 +187,44 @@ def test_training_loop_fix(before: str, after: str) -> None:
     assert fixed(before, "XLA401") == after
 
 
+ENGINE_STEP = """\
+import torch
+from ignite.engine import Engine
+
+
+def main(model, loader, optimizer, criterion):
+    def step(engine, batch):
+        optimizer.zero_grad()
+        loss = criterion(model(batch[0]), batch[1])
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    Engine(step).run(loader, 1)
+"""
+
+
+def test_engine_step_function_gets_its_barrier_before_the_return() -> None:
+    [diagnostic] = lint(ENGINE_STEP, "XLA401")
+    assert diagnostic.start.row == 6
+    assert "ignite's `Engine`" in diagnostic.message
+    after = ENGINE_STEP.replace("import torch\n", "import torch\nimport torch_xla\n").replace(
+        "        optimizer.step()\n", "        optimizer.step()\n        torch_xla.sync()\n"
+    )
+    assert fixed(ENGINE_STEP, "XLA401") == after
+
+
+def test_engine_step_function_not_reported_where_the_loader_syncs() -> None:
+    source = ENGINE_STEP.replace(
+        "    Engine(step).run(loader, 1)",
+        "    Engine(step).run(pl.MpDeviceLoader(loader, torch_xla.device()), 1)",
+    ).replace(
+        "import torch\n",
+        "import torch\nimport torch_xla\nimport torch_xla.distributed.parallel_loader as pl\n",
+    )
+    assert lint(source, "XLA401") == []
+
+
 def test_training_loop_fix_at_end_of_file_keeps_the_comment_on_its_line() -> None:
     before = (
         "import torch_xla\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()  # !"

@@ -432,15 +432,23 @@ def test_no_actions_outside_the_findings(tmp_path: Path) -> None:
     assert code_actions(linted, "file:///a.py", first_line, UTF16, only=["quickfix"]) == []
 
 
-def test_no_quick_fix_when_its_import_would_rebind_a_name(tmp_path: Path) -> None:
-    # `import torch_xla` would rebind the file's `torch_xla` (numpy): only noqa is offered.
+def test_a_quick_fix_imports_under_a_free_name_rather_than_rebind_one(tmp_path: Path) -> None:
+    # `import torch_xla` would rebind the file's `torch_xla` (numpy): the fix takes another.
     text = "import torch\nimport numpy as torch_xla\n\nx = torch.ones(3).cuda()\n"
     linted = lint_document(text, tmp_path / "a.py", 1)
     line = types.Range(
         start=types.Position(line=3, character=0), end=types.Position(line=4, character=0)
     )
     actions = code_actions(linted, "file:///a.py", line, UTF16)
-    assert [a.title for a in actions] == ["XLA301: ignore on this line (# noqa: XLA301)"]
+    assert [a.title for a in actions] == [
+        "XLA301: Move to the XLA device: `.to(xla_torch_xla.device())`",
+        "XLA301: ignore on this line (# noqa: XLA301)",
+        "xlalint: fix all safe findings",
+    ]
+    fixed = linted.fixed_by(linted.findings[0])
+    assert fixed is not None
+    assert "import numpy as torch_xla\nimport torch_xla as xla_torch_xla\n" in fixed
+    assert "x = torch.ones(3).to(xla_torch_xla.device())\n" in fixed
 
 
 def test_a_quick_fix_brings_the_fixes_its_group_must_go_with(tmp_path: Path) -> None:

@@ -9,30 +9,30 @@ the others go to the workers, which store what they compute.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import pathspec
-
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.cache import ResultCache
 from xlalint.config import Settings, line_length_for
-from xlalint.diagnostics import Diagnostic, FileError, FileResult
+from xlalint.diagnostics import Diagnostic, FileError, FileResult, allowed
 from xlalint.discovery import discover
-from xlalint.engine import lint_source
-from xlalint.fixer import FixOutcome, allowed, fix_text
 from xlalint.notebooks import fix_notebook, is_notebook, lint_notebook
-from xlalint.registry import expand, select_rules
+from xlalint.registry import RuleSet, expand, select_rules
 from xlalint.rule import Rule
 from xlalint.sources import Source, SourceError, decode, read_bytes
 from xlalint.writer import WriteError, write_atomic
+
+if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files are linted
+    import pathspec
+
+    from xlalint.fixer import FixOutcome
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -41,8 +41,10 @@ MISSING = "no such file or directory"
 
 # The rule classes themselves travel (pickled by reference), so that rules passed in by the
 # caller need not be registered.
-# (path, rules, hot functions, unsafe, cache, line length for fixed lines)
-Job = tuple[str, tuple[type[Rule], ...], tuple[str, ...], bool, ResultCache | None, int | None]
+# (path, rules, hot functions, unsafe, cache, line length, target release)
+Job = tuple[
+    str, Sequence[type[Rule]], tuple[str, ...], bool, ResultCache | None, int | None, Release
+]
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (files done, files in all)
 
@@ -106,12 +108,14 @@ class FixForecast:
     kept: int = 0  # marked findings `fix --apply` leaves (a fix dropped or held back)
 
 
-def enabled_rules(settings: Settings) -> list[type[Rule]]:
+def enabled_rules(settings: Settings) -> RuleSet:
     return select_rules(settings.select, settings.extend_select, settings.ignore)
 
 
 @cache
 def _ignore_spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
@@ -139,36 +143,47 @@ def lint_file(
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
     cache: ResultCache | None = None,
+    target: Release = LATEST,
 ) -> FileResult:
     """Lint one file; with `cache`, store the result under the bytes actually linted."""
     filename = str(path)
     try:
         raw = read_bytes(path)
-        result = _lint_raw(raw, path, rules, hot_functions)
+        result = _lint_raw(raw, path, rules, hot_functions, target)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileResult(filename, error=FileError(filename, _internal(error)))
     if cache is not None:
-        cache.store(cache.key(filename, raw, rules, hot_functions), result)
+        cache.store(cache.key(filename, raw, rules, hot_functions, target), result)
     return result
 
 
 def _lint_raw(
-    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str]
+    raw: bytes,
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str],
+    target: Release = LATEST,
 ) -> FileResult:
     if is_notebook(path):
-        return lint_notebook(raw, str(path), rules, hot_functions)
-    return lint_source(decode(raw).text, str(path), rules, hot_functions)
+        return lint_notebook(raw, str(path), rules, hot_functions, target)
+    from xlalint.engine import lint_source
+
+    return lint_source(decode(raw).text, str(path), rules, hot_functions, target)
 
 
 def lint_source_file(
-    raw: bytes, path: Path, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+    raw: bytes,
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
     """Lint `raw` as the content of `path`, which need not exist (stdin)."""
     filename = str(path)
     try:
-        return _lint_raw(raw, path, rules, hot_functions)
+        return _lint_raw(raw, path, rules, hot_functions, target)
     except SourceError as error:
         return FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not crash the caller
@@ -182,6 +197,7 @@ def fix_file(
     unsafe: bool = False,
     cache: ResultCache | None = None,
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome | FileError:
     """Fix one file. The caller has asked the cache already (`_cached_fix`); with `cache`,
     an unchanged file's findings are stored for `check`."""
@@ -190,14 +206,14 @@ def fix_file(
         raw = read_bytes(path)
     except SourceError as error:
         return FileError(filename, str(error))
-    outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length)
+    outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length, target)
     if isinstance(outcome, FileError):
         return outcome
     source = outcome.original
     if cache is not None and outcome.error is None and not outcome.changed:
         # The findings of an unchanged text are its lint result: worth keeping for `check`.
         result = FileResult(filename, outcome.remaining)
-        cache.store(cache.key(filename, source.raw, rules, hot_functions), result)
+        cache.store(cache.key(filename, source.raw, rules, hot_functions, target), result)
     if outcome.error is not None:
         return FileError(filename, outcome.error)
     return outcome
@@ -210,19 +226,32 @@ def fix_source(
     hot_functions: Sequence[str] = (),
     unsafe: bool = False,
     line_length: int | None = None,
+    target: Release = LATEST,
+    lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome | FileError:
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
-    `error` is set when the text cannot be linted."""
+    `error` is set when the text cannot be linted. `lints`: see `fixer.fix_text`."""
     filename = str(path)
-    fix = fix_notebook if is_notebook(path) else _fix_python
     try:
-        return fix(
+        if is_notebook(path):
+            return fix_notebook(
+                raw,
+                filename,
+                rules,
+                unsafe=unsafe,
+                hot_functions=hot_functions,
+                line_length=line_length,
+                target=target,
+            )
+        return _fix_python(
             raw,
             filename,
             rules,
             unsafe=unsafe,
             hot_functions=hot_functions,
             line_length=line_length,
+            target=target,
+            lints=lints,
         )
     except SourceError as error:
         return FileError(filename, str(error))
@@ -238,7 +267,11 @@ def _fix_python(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    target: Release = LATEST,
+    lints: dict[str, FileResult] | None = None,
 ) -> FixOutcome:
+    from xlalint.fixer import fix_text
+
     return fix_text(
         decode(raw),
         filename,
@@ -246,6 +279,8 @@ def _fix_python(
         unsafe=unsafe,
         hot_functions=hot_functions,
         line_length=line_length,
+        target=target,
+        lints=lints,
     )
 
 
@@ -256,16 +291,19 @@ def _unchanged_by_fix(
     hot_functions: Sequence[str],
     unsafe: bool,
     cache: ResultCache,
+    target: Release = LATEST,
 ) -> FixOutcome | FileError | None:
     """What `fix_text` would return for a file whose cached findings offer no fix to apply
     (its first round would choose nothing), or None when the fixer must run."""
-    cached = cache.load(cache.key(filename, source.raw, rules, hot_functions), filename)
+    cached = cache.load(cache.key(filename, source.raw, rules, hot_functions, target), filename)
     if cached is None:
         return None
     if cached.error is not None:
         return FileError(filename, cached.error.reason)
     if any(allowed(d.fix, unsafe) for d in cached.diagnostics):
         return None
+    from xlalint.fixer import FixOutcome
+
     found = cached.diagnostics
     return FixOutcome(filename, source, source.text, remaining=found, found=found)
 
@@ -280,26 +318,26 @@ def _raise_recursion_limit() -> None:
 
 
 def _lint_job(job: Job) -> FileResult:
-    path, rules, hot_functions, _, cache, _ = job
-    return lint_file(Path(path), rules, hot_functions, cache)
+    path, rules, hot_functions, _, cache, _, target = job
+    return lint_file(Path(path), rules, hot_functions, cache, target)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
-    path, rules, hot_functions, unsafe, cache, line_length = job
-    return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length)
+    path, rules, hot_functions, unsafe, cache, line_length, target = job
+    return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length, target)
 
 
 def _job_key(job: Job) -> str | None:
     """The cache key of a job's file as it is now; None without a cache or a readable file
     (the worker reports it)."""
-    path, rules, hot_functions, _, cache, _ = job
+    path, rules, hot_functions, _, cache, _, target = job
     if cache is None:
         return None
     try:
         raw = Path(path).read_bytes()
     except OSError:
         return None
-    return cache.key(path, raw, rules, hot_functions)
+    return cache.key(path, raw, rules, hot_functions, target)
 
 
 def _cached_lint(job: Job) -> FileResult | None:
@@ -309,14 +347,14 @@ def _cached_lint(job: Job) -> FileResult | None:
 
 
 def _cached_fix(job: Job) -> FixOutcome | FileError | None:
-    path, rules, hot_functions, unsafe, cache, _ = job
+    path, rules, hot_functions, unsafe, cache, _, target = job
     if cache is None:
         return None
     try:
         source = decode(Path(path).read_bytes())
     except (OSError, SourceError):
         return None  # the worker reports it
-    return _unchanged_by_fix(source, path, rules, hot_functions, unsafe, cache)
+    return _unchanged_by_fix(source, path, rules, hot_functions, unsafe, cache, target)
 
 
 def default_jobs() -> int:
@@ -338,6 +376,9 @@ def _run(
             results.append(worker(job))
             done()
         return results
+    import multiprocessing  # only runs large enough for a pool pay for its import
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     chunk = max(1, len(jobs) // (processes * 8))
     with ProcessPoolExecutor(
@@ -386,7 +427,7 @@ def _jobs(
     unsafe: bool,
     cache: ResultCache | None,
 ) -> list[Job]:
-    every = tuple(rules)
+    every = rules if isinstance(rules, RuleSet) else tuple(rules)
     line_length = line_length_for(settings)
     return [
         (
@@ -396,17 +437,20 @@ def _jobs(
             unsafe,
             cache,
             line_length,
+            settings.target_version,
         )
         for path in files
     ]
 
 
-def rules_for(
-    path: Path, rules: tuple[type[Rule], ...], settings: Settings
-) -> tuple[type[Rule], ...]:
+def rules_for(path: Path, rules: Sequence[type[Rule]], settings: Settings) -> Sequence[type[Rule]]:
     """`rules` without the codes `per-file-ignores` turns off for `path`."""
     ignored = ignored_codes_for(path, settings)
-    return tuple(rule for rule in rules if rule.code not in ignored) if ignored else rules
+    if not ignored:
+        return rules
+    if isinstance(rules, RuleSet):
+        return rules.without(ignored)
+    return tuple(rule for rule in rules if rule.code not in ignored)
 
 
 def check_paths(
@@ -433,6 +477,7 @@ def _forecast_file(
     rules: Sequence[type[Rule]],
     hot: Sequence[str],
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixForecast:
     """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
     forecast = FixForecast()
@@ -440,8 +485,9 @@ def _forecast_file(
         raw = read_bytes(path)
     except SourceError:
         return forecast
+    lints: dict[str, FileResult] = {}  # texts both runs reach are linted once
     for unsafe in (False, True):
-        item = fix_source(raw, path, rules, hot, unsafe, line_length)
+        item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints)
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())
@@ -475,8 +521,8 @@ def _cached_forecast(job: Job) -> FixForecast | None:
 
 
 def _forecast_job(job: Job) -> FixForecast:
-    path, rules, hot_functions, _, cache, line_length = job
-    forecast = _forecast_file(Path(path), rules, hot_functions, line_length)
+    path, rules, hot_functions, _, cache, line_length, target = job
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target)
     key = _forecast_key(job)
     if cache is not None and key is not None:
         cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})

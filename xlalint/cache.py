@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -24,11 +25,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import xlalint
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import (
     Applicability,
     Diagnostic,
@@ -38,6 +39,7 @@ from xlalint.diagnostics import (
     Fix,
     Location,
 )
+from xlalint.registry import rule_ids
 from xlalint.rule import Rule
 
 CACHE_DIR_NAME = ".xlalint_cache"
@@ -70,7 +72,7 @@ def code_fingerprint() -> str:
     """
     package = Path(xlalint.__file__).parent
     digest = hashlib.blake2b(digest_size=16)
-    for part in (xlalint.__version__, sys.version, metadata.version("libcst"), str(FORMAT)):
+    for part in (xlalint.__version__, sys.version, _libcst_version(), str(FORMAT)):
         digest.update(part.encode() + b"\0")
     for folder, dirs, files in os.walk(package):
         top = os.path.samefile(folder, package)
@@ -80,6 +82,20 @@ def code_fingerprint() -> str:
                 stat = os.stat(os.path.join(folder, name))
                 digest.update(f"{folder}/{name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
     return f"{xlalint.__version__}-{digest.hexdigest()}"
+
+
+def _libcst_version() -> str:
+    """libcst's version, read from its `_version.py` without importing libcst (0.2 s) or
+    `importlib.metadata` (~30 ms); from the package metadata where that file is missing."""
+    spec = importlib.util.find_spec("libcst")
+    if spec is not None and spec.origin:
+        try:
+            return Path(spec.origin).with_name("_version.py").read_text(encoding="utf-8")
+        except OSError:
+            pass
+    from importlib import metadata
+
+    return metadata.version("libcst")
 
 
 def default_cache_dir(root: Path) -> Path:
@@ -105,8 +121,10 @@ class ResultCache:
         raw: bytes,
         rules: Sequence[type[Rule]],
         hot_functions: Sequence[str],
+        target: Release = LATEST,
     ) -> str:
-        digest = hashlib.blake2b(_prefix(tuple(rules), tuple(hot_functions)), digest_size=20)
+        prefix = _prefix(rule_ids(rules), tuple(hot_functions), target)
+        digest = hashlib.blake2b(prefix, digest_size=20)
         digest.update(filename.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
         digest.update(raw)
@@ -173,9 +191,9 @@ class ResultCache:
 
 
 @cache
-def _prefix(rules: tuple[type[Rule], ...], hot_functions: tuple[str, ...]) -> bytes:
-    rule_ids = sorted(f"{r.__module__}.{r.__qualname__}:{r.code}" for r in rules)
-    parts = [code_fingerprint(), *rule_ids, "hot:", *hot_functions]
+def _prefix(rules: tuple[str, ...], hot_functions: tuple[str, ...], target: Release) -> bytes:
+    """`rules`: the rules' ids (`registry.rule_ids`), so that a key never imports a rule."""
+    parts = [code_fingerprint(), *sorted(rules), f"target:{target}", "hot:", *hot_functions]
     return hashlib.blake2b("\0".join(parts).encode(), digest_size=32).digest()
 
 

@@ -6,6 +6,7 @@ Exit codes, as in ruff: 0 no findings, 1 findings (or files that could not be li
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -14,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from xlalint import __version__
 from xlalint.api import (
@@ -28,15 +28,15 @@ from xlalint.api import (
     forecast_fixes,
 )
 from xlalint.cache import ENV_CACHE_DIR, ENV_NO_CACHE, CleanError, ResultCache, default_cache_dir
-from xlalint.config import ConfigError, Settings, find_settings, load_config_file
-from xlalint.diagnostics import Applicability, FileError, FixAvailability
-from xlalint.docgen import fix_label, rule_page
-from xlalint.fixer import allowed
-from xlalint.harness.commands import HarnessProblem, profile_command, verify_command
-from xlalint.harness.fix_verify import named_scripts, verify_fixes
-from xlalint.harness.profile import ScriptCommandError
-from xlalint.harness.runner import DEVICES, RuntimeUnavailable, require_runtime
-from xlalint.harness.table import output_console, print_fix_verification
+from xlalint.config import (
+    ConfigError,
+    Settings,
+    find_settings,
+    load_config_file,
+    target_version,
+)
+from xlalint.diagnostics import Applicability, FileError, FixAvailability, allowed
+from xlalint.harness.runner import DEVICES
 from xlalint.registry import (
     all_rules,
     did_you_mean,
@@ -46,9 +46,12 @@ from xlalint.registry import (
 )
 from xlalint.report import FORMATS, HUMAN_FORMATS, plural
 from xlalint.report.concise import header as concise_header
-from xlalint.report.diff import render_diff
 from xlalint.report.progress import progress_bar
 from xlalint.stdin import check_stdin, fix_stdin
+
+# Imported where a command needs them, not at start-up: the runtime harness (rich, the
+# profiler), the rules' docs and the fixer (libcst). A `check` answered from the cache
+# imports neither libcst nor rich (`tests/test_startup.py`).
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -97,8 +100,9 @@ def resolve_settings(
     extend_select: Sequence[str],
     ignore: Sequence[str],
     force_exclude: bool | None = None,
+    target: str | None = None,
 ) -> Settings:
-    """Config file settings with command-line selectors on top."""
+    """Config file settings with command-line selectors (and `--target-version`) on top."""
     selected, extended, ignored = (
         _split_selectors(select),
         _split_selectors(extend_select),
@@ -108,10 +112,12 @@ def resolve_settings(
     _check_selectors("--extend-select", extended)
     _check_selectors("--ignore", ignored)
     try:
+        release = None if target is None else target_version("--target-version", target)
         settings = load_config_file(config) if config else find_settings(_common_folder(paths))
     except ConfigError as error:
         raise ConfigProblem(str(error)) from None
     return settings.with_overrides(
+        target_version=release,
         select=selected,
         extend_select=(*settings.extend_select, *(extended or ())) if extended else None,
         ignore=(*settings.ignore, *(ignored or ())) if ignored else None,
@@ -227,6 +233,9 @@ selector_options = [
                  help="Use this xlalint.toml or pyproject.toml instead of searching for one."),
     click.option("--force-exclude", is_flag=True, default=None,
                  help="Apply exclusions to files named on the command line too."),
+    click.option("--target-version", metavar="X.Y",
+                 help="The torch_xla release the code runs on (default: the config's, else "
+                      "the newest supported): fixes write its APIs."),
 ]  # fmt: skip
 
 
@@ -316,7 +325,28 @@ def result_cache(settings: Settings, no_cache: bool, cache_dir: Path | None) -> 
     return ResultCache(cache_dir or default_cache_dir(settings.root))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A command group whose heavy commands (the runtime harness) are imported only when
+    named, or when `--help` lists them."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._lazy: dict[str, str] = {}
+
+    def add_lazy_command(self, name: str, target: str) -> None:
+        self._lazy[name] = target
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._lazy and cmd_name not in self.commands:
+            module, _, attribute = self._lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="xlalint")
 def main() -> None:
     """Find and fix PyTorch code that runs badly on XLA devices (TPUs)."""
@@ -353,6 +383,7 @@ def check(
     ignore: tuple[str, ...],
     config: Path | None,
     force_exclude: bool | None,
+    target_version: str | None,
     output_format: str,
     exit_zero: bool,
     show_statistics: bool,
@@ -371,7 +402,9 @@ def check(
     """
     stdin_path = stdin_target(paths, stdin_filename)
     targets = [stdin_path] if stdin_path else list(paths) or [Path(".")]
-    settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
+    settings = resolve_settings(
+        targets, config, select, extend_select, ignore, force_exclude, target_version
+    )
     if stdin_path is not None and fix:
         _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     rules = enabled_rules(settings)
@@ -506,6 +539,7 @@ def fix_command(
     ignore: tuple[str, ...],
     config: Path | None,
     force_exclude: bool | None,
+    target_version: str | None,
     apply: bool,
     unsafe_fixes: bool,
     jobs: int | None,
@@ -538,11 +572,18 @@ def fix_command(
     stdin_path = None if verify else stdin_target(paths, stdin_filename)
     if stdin_path is not None:
         settings = resolve_settings([stdin_path], config, select, extend_select, ignore,
-                                    force_exclude)  # fmt: skip
+                                    force_exclude, target_version)  # fmt: skip
         _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     if verify:
         verified = _verify_fixes(
-            [str(p) for p in paths], config, select, extend_select, ignore, unsafe_fixes, device
+            [str(p) for p in paths],
+            config,
+            select,
+            extend_select,
+            ignore,
+            unsafe_fixes,
+            device,
+            target_version,
         )
         if not verified:
             if apply:
@@ -551,9 +592,13 @@ def fix_command(
         if not apply:
             raise SystemExit(EXIT_CLEAN)
         # The current folder, and the script even where `exclude` leaves its folder out.
+        from xlalint.harness.fix_verify import named_scripts
+
         paths = (Path("."), *named_scripts([str(p) for p in paths], Path.cwd()))
     targets = list(paths) or [Path(".")]
-    settings = resolve_settings(targets, config, select, extend_select, ignore, force_exclude)
+    settings = resolve_settings(
+        targets, config, select, extend_select, ignore, force_exclude, target_version
+    )
     rules = enabled_rules(settings)
     cache = result_cache(settings, no_cache, cache_dir)
     report = fix_paths(
@@ -566,6 +611,8 @@ def fix_command(
     if report.missing:
         raise SystemExit(EXIT_ERROR)
     if not apply:
+        from xlalint.report.diff import render_diff
+
         click.echo(render_diff(report.outcomes), nl=False)
         if not quiet:
             click.echo(_applied_line(report, "Would fix", "No fixes to apply."), err=True)
@@ -597,11 +644,20 @@ def _verify_fixes(
     ignore: tuple[str, ...],
     unsafe: bool,
     device: str,
+    target: str | None = None,
 ) -> bool:
     """Run the script as it is and fixed (on a copy); True when the fixed one holds up."""
+    from rich.console import Console
+
+    from xlalint.harness.commands import HarnessProblem
+    from xlalint.harness.fix_verify import verify_fixes
+    from xlalint.harness.profile import ScriptCommandError
+    from xlalint.harness.runner import RuntimeUnavailable, require_runtime
+    from xlalint.harness.table import output_console, print_fix_verification
+
     if not command:
         raise click.UsageError("--verify needs the script's command: -- python SCRIPT [ARGS...]")
-    settings = resolve_settings([Path(".")], config, select, extend_select, ignore, None)
+    settings = resolve_settings([Path(".")], config, select, extend_select, ignore, None, target)
     try:
         require_runtime()
         with Console(stderr=True).status(f"profiling {' '.join(command)}, before and after"):
@@ -619,6 +675,8 @@ def _verify_fixes(
               show_default=True)  # fmt: skip
 def list_rules(output_format: str) -> None:
     """List every rule: code, name, fix, and whether it is on by default."""
+    from xlalint.docgen import fix_label
+
     rules = list(all_rules().values())
     if output_format == "json":
         rows = [
@@ -645,6 +703,8 @@ def list_rules(output_format: str) -> None:
 @click.argument("code")
 def show_rule(code: str) -> None:
     """Print a rule's documentation (by code, e.g. XLA101, or name)."""
+    from xlalint.docgen import rule_page
+
     rule = get_rule(code)
     if rule is None:
         rules = all_rules()
@@ -685,5 +745,5 @@ def server() -> None:
     serve()
 
 
-main.add_command(verify_command)
-main.add_command(profile_command)
+main.add_lazy_command("verify", "xlalint.harness.commands:verify_command")
+main.add_lazy_command("profile", "xlalint.harness.commands:profile_command")

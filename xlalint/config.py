@@ -15,12 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from xlalint.analysis.xla_api import LATEST, Release, parse_release, supported_text
 from xlalint.registry import did_you_mean, unknown_selectors_message, validate_selectors
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 CONFIG_FILES = ("xlalint.toml", "pyproject.toml")
 
@@ -50,6 +46,8 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False
     line_length: int | None = None  # for the lines fixes rewrite; None: see `line_length_for`
+    # The torch_xla release the code runs on: what fixes write and what XLA6xx reports.
+    target_version: Release = LATEST
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -85,6 +83,18 @@ def _line_length(source: str, value: object) -> int:
             f"{source}: `line-length` must be an integer from 1 to 320, got {value!r}"
         )
     return value
+
+
+def target_version(where: str, value: object) -> Release:
+    """A `target-version` value (`"2.4"`, or `"2.4.1"`: patch releases keep the API);
+    `where` names its origin in the error (a config file's key, or the CLI flag)."""
+    release = parse_release(value) if isinstance(value, str) else None
+    if release is None:
+        quote = ' (quote it: `target-version = "2.4"`)' if isinstance(value, float | int) else ""
+        raise ConfigError(
+            f"{where}: unknown torch_xla release {value!r}{quote}; supported: {supported_text()}"
+        )
+    return release
 
 
 DEFAULT_LINE_LENGTH = 88  # ruff's and black's
@@ -137,6 +147,7 @@ _KEYS = {
     "respect-gitignore": lambda s, v: ("respect_gitignore", _bool(s, "respect-gitignore", v)),
     "force-exclude": lambda s, v: ("force_exclude", _bool(s, "force-exclude", v)),
     "line-length": lambda s, v: ("line_length", _line_length(s, v)),
+    "target-version": lambda s, v: ("target_version", target_version(f"{s}: `target-version`", v)),
 }
 
 
@@ -154,6 +165,11 @@ def settings_from_table(table: Mapping[str, object], root: Path, source: str) ->
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
+    # Imported here: a run without a config file never needs a TOML parser.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

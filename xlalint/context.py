@@ -19,12 +19,22 @@ from xlalint.analysis import devices
 from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
-from xlalint.analysis.hotness import FunctionKey, HotCode, Site, per_step_hooks
+from xlalint.analysis.hotness import (
+    SAVE_CALLS,
+    FunctionKey,
+    HotCode,
+    Site,
+    per_step_hooks,
+    walks_a_collection,
+)
+from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.analysis.xla_api import LATEST, Release, api_at
+from xlalint.walk import descendants, target_names
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -38,6 +48,8 @@ class _Frame:
     node: cst.FunctionDef | None = None
     loops: list[cst.CSTNode] = field(default_factory=list)  # loops around, outermost first
     hook: bool = False
+    # Of `loops`, those over a model's parts or a dict's entries (`walks_a_collection`).
+    collections: set[int] = field(default_factory=set)
 
 
 _LOOPS = frozenset({cst.For, cst.While})
@@ -61,18 +73,40 @@ def _base_names(node: cst.ClassDef) -> list[str]:
     return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
 
 
+def _converts(body: cst.BaseSuite, name: str) -> bool:
+    """The branch rebinds `name` or returns (`v = v.item()`, `return v.tolist()`): it turns
+    the value into something else, as converters of any value do."""
+    return any(
+        isinstance(node, cst.Return)
+        or (isinstance(node, cst.AssignTarget) and name in target_names(node.target))
+        for node in descendants(body)
+    )
+
+
 def _is_module_class(node: cst.ClassDef) -> bool:
     return any(name.endswith("Module") for name in _base_names(node))
 
 
 class FileContext:
-    def __init__(self, module: cst.Module, path: str, hot_functions: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        path: str,
+        hot_functions: Iterable[str] = (),
+        target: Release = LATEST,
+        *,
+        full_text: str | None = None,
+    ) -> None:
+        """`full_text`: the file as it is, where `module` was parsed from a screened text
+        with some function bodies blanked (`screen.py`)."""
         self.module = module
         self.path = path
+        self.target = target  # the torch_xla release fixes write for (`target-version`)
+        self._full_text = full_text
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
-        self.epochs = Epochs(self.imports)
+        self.epochs = Epochs(lambda loop: self.loops.facts(loop), module)
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
@@ -86,18 +120,34 @@ class FileContext:
         # on that device.
         self._device_withs: list[cst.With] = []
         self._default_lambdas: list[cst.Lambda] = []  # lambdas given as parameter defaults
-        # `if isinstance(v, torch.Tensor):` bodies, with the kinds to restore after them.
-        self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
+        # `if isinstance(v, torch.Tensor):` bodies: the names tested, the kind each has in
+        # the body, and the kind to restore after it.
+        self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
 
     # -- questions rules ask --------------------------------------------------------------
     def qualified(self, node: cst.CSTNode) -> str | None:
         """`xm.mark_step` -> `torch_xla.core.xla_model.mark_step`, by the file's imports."""
         return self.imports.resolve(node)
 
+    def spell_api(self, api: str) -> tuple[str, tuple[str, ...]]:
+        """How this file writes the flattened torch_xla `api` (`xla_api.DEVICE`,
+        `BARRIER`, `LAUNCH`) at the target release, and the import a fix must add:
+        `torch_xla.sync` at 2.9, `xm.mark_step` at 2.3."""
+        qualified, module_import = api_at(api, self.target)
+        return self.imports.spell(qualified, module_import, self.names_in_use)
+
     @cached_property
     def names_in_use(self) -> NamesInUse:
-        """Every name the file uses: an import a fix adds must not rebind one of them."""
+        """Every name the file uses: an import a fix adds must not rebind one of them (in
+        the whole file, blanked bodies included)."""
+        if self._full_text is not None:
+            return names_in_use(cst.parse_module(self._full_text))
         return names_in_use(self.module)
+
+    @cached_property
+    def import_guards(self) -> ImportGuards:
+        """The module's imports made only where a package is installed (`try:`/`if`)."""
+        return ImportGuards(self.module)
 
     @cached_property
     def loops(self) -> LoopAnalysis:
@@ -133,23 +183,19 @@ class FileContext:
         """Loops whose pass runs the node being visited, in its function, outermost first."""
         return tuple(self._frames[-1].loops)
 
-    def frequency(self) -> str:
-        """How often the node being visited runs, in words for a message, from the code:
-        "every step" in a batch loop or a per-step function, "on every pass of its loop"
-        in another loop, else "each time `f()` runs"."""
-        loops = self._frames[-1].loops
+    def frequency(self, site: Site) -> str:
+        """How often the code at `site` runs, in words for a message, from the code: "every
+        step" in a batch loop or a per-step function, "on every pass of its loop" in another
+        loop, else "each time `f()` runs". Asked after the walk (batch loops are told by
+        `LoopAnalysis`, which knows every function only then)."""
+        loops = [s for s in site.scopes if isinstance(s, cst.For | cst.While)]
         if loops:
-            if any(
-                isinstance(loop, cst.For | cst.While) and self.epochs.is_batch_loop(loop)
-                for loop in loops
-            ):
+            if any(self.epochs.is_batch_loop(loop) for loop in loops):
                 return "every step"
             return "on every pass of its loop"
-        key = self.function
-        frame = self._frames[-1]
-        if key is None or self.hot.declared_per_step(key.name) or frame.module_call or frame.hook:
+        if site.function is None or self.hot.per_step_by_itself(site):
             return "every step"
-        return f"each time `{key.name}()` runs"
+        return f"each time `{site.function.name}()` runs"
 
     @property
     def function(self) -> FunctionKey | None:
@@ -164,7 +210,29 @@ class FileContext:
         """Whether the node being visited runs only where XLA is not in use: under a CUDA
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
-        return self.under_cuda_guard or devices.runs_without_xla(self.ancestors(), self.imports)
+        return (
+            self.under_cuda_guard
+            or devices.runs_without_xla(self.ancestors(), self.imports)
+            or self._in_cuda_only_function()
+            or self.in_gpu_implementation
+        )
+
+    @property
+    def in_gpu_implementation(self) -> bool:
+        """Inside a GPU implementation of a device abstraction (`class DeviceGPU(Device)`)."""
+        return any(
+            isinstance(node, cst.ClassDef) and devices.is_gpu_implementation(node)
+            for node in self._stack
+        )
+
+    @cached_property
+    def _cuda_only_functions(self) -> frozenset[int]:
+        return devices.cuda_only_functions(self.module, self.imports)
+
+    def _in_cuda_only_function(self) -> bool:
+        """Inside a module-level function that this file calls only under CUDA guards."""
+        outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
+        return outermost is not None and id(outermost) in self._cuda_only_functions
 
     @property
     def in_step_closure(self) -> bool:
@@ -175,7 +243,7 @@ class FileContext:
         scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
         return Site(
             frame.key,
-            bool(frame.loops),
+            any(id(loop) not in frame.collections for loop in frame.loops),
             self.in_step_closure,
             frame.module_call,
             scopes,
@@ -193,16 +261,21 @@ class FileContext:
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.append(parent)
         if self._narrowed and node is self._narrowed[-1][0]:
-            for name, _ in self._narrowed[-1][1]:
-                self.kinds.bind(cst.Name(name), Kind.HOST)
+            for name, kind_in_body, _ in self._narrowed[-1][1]:
+                self.kinds.bind(cst.Name(name), kind_in_body)
+        if kind in _LOOPS:
+            # Every loop and function is known to `LoopAnalysis`, whichever rules run: what
+            # a loop does (and so hot code) must not depend on the rule set.
+            self.loops.register_loop(node, self)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
+            self.loops.register_function(node, self)  # type: ignore[arg-type]
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
             bases = _base_names(node)
-            hooks = per_step_hooks(bases).union(
+            hooks = per_step_hooks([node.name.value, *bases]).union(
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
@@ -214,10 +287,12 @@ class FileContext:
                 self._guarded.append(node)
             if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
                 assert isinstance(node, cst.If)
-                self._narrowed.append((node.body, [(n, self.kinds.lookup(n)) for n in names]))
+                self._narrowed.append((node.body, self._narrowing(node, names)))
 
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
+            if kind is cst.For and walks_a_collection(node.iter, self.kinds.is_dict):
+                self._frames[-1].collections.add(id(node))
             self.kinds.bind_loop_target(node.target, node.iter)
             self.masks.unbind(node.target)
         elif kind is cst.Import or kind is cst.ImportFrom:
@@ -256,7 +331,7 @@ class FileContext:
             self._device_withs.pop()
             self.kinds.device_contexts -= 1
         if self._narrowed and self._narrowed[-1][0] is node:
-            for name, previous in self._narrowed.pop()[1]:
+            for name, _, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
 
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
@@ -284,6 +359,32 @@ class FileContext:
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
                 node.target, cst.Add(), node.value)))  # fmt: skip
 
+    def _narrowing(self, branch: cst.If, names: list[str]) -> list[tuple[str, Kind, Kind | None]]:
+        """What `if isinstance(v, torch.Tensor):` says of each name in its body. Code that
+        converts whatever it is given (a parameter tested, or a branch that rebinds the
+        name or returns: `if isinstance(v, Tensor): v = v.item()` in a logging helper) is
+        left alone (a host value): whether a tensor ever arrives is a matter of its callers.
+        A value of unknown kind that this code took from its own data and then computes
+        with (`mask = features.get("mask")`) is a tensor in the branch; one known to be a
+        host value here (`val_loss = "n/a"`, a tensor only on later passes) stays one."""
+        function = self._frames[-1].node
+        params = function.params if function is not None else None
+        parameters = (
+            {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+            if params is not None
+            else set()
+        )
+        narrowed = []
+        for name in names:
+            known = self.kinds.lookup(name)
+            computes = (
+                name not in parameters
+                and known in (None, Kind.UNKNOWN)
+                and not _converts(branch.body, name)
+            )
+            narrowed.append((name, Kind.TENSOR if computes else Kind.HOST, known))
+        return narrowed
+
     def _trains_in_body(self, function: cst.CSTNode) -> bool:
         """A function whose own body (not a loop in it) runs backward: one training step,
         whoever calls it (ignite's `update(engine, batch)`). An optimizer step alone can be
@@ -307,12 +408,15 @@ class FileContext:
 
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
-        if self.imports.resolve(func) == ADD_STEP_CLOSURE:
+        resolved = self.imports.resolve(func)
+        if resolved == ADD_STEP_CLOSURE:
             self._closure_calls.append(node)
             if node.args and isinstance(node.args[0].value, cst.Name):
                 self.hot.add_step_closure_callback(node.args[0].value.value)
             return
-        if isinstance(func, cst.Name) and self.imports.resolve(func) is None:
+        if resolved in SAVE_CALLS and self.function is not None:
+            self.hot.add_saving_function(self.function.name)
+        if isinstance(func, cst.Name) and resolved is None:
             self.hot.add_call(self.site(), func.value)
         elif (
             isinstance(func, cst.Attribute)

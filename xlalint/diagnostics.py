@@ -96,3 +96,8 @@ class FileResult:
     filename: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: FileError | None = None
+
+
+def allowed(fix: Fix | None, unsafe: bool) -> bool:
+    """Whether `fix` is applied: a safe one always, an unsafe one with `--unsafe-fixes`."""
+    return fix is not None and (fix.applicability is Applicability.SAFE or unsafe)

@@ -15,10 +15,12 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from xlalint.config import Settings
+
+if TYPE_CHECKING:  # imported when a pattern is first needed (~50 ms): never for named files
+    import pathspec
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: `extend-exclude = ["*.ipynb"]` skips them
 
@@ -32,6 +34,8 @@ class Discovered:
 
 
 def _spec(patterns: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
@@ -126,14 +130,16 @@ def _verdict(spec: pathspec.GitIgnoreSpec, relative: str) -> bool | None:
 def _exclude_matcher(settings: Settings) -> Callable[[Path, bool, Path], bool]:
     """Whether `exclude`/`extend-exclude` match a path (a folder when `is_dir`), taken
     relative to `base` so that anchored patterns (`/vendor`, `src/gen`) stay anchored."""
-    excludes = _spec([*settings.exclude, *settings.extend_exclude])
+    excludes: list[pathspec.GitIgnoreSpec] = []  # built on first use
 
     def matches(path: Path, is_dir: bool, base: Path) -> bool:
+        if not excludes:
+            excludes.append(_spec([*settings.exclude, *settings.extend_exclude]))
         try:
             relative = path.absolute().relative_to(base).as_posix()
         except ValueError:
             relative = path.name
-        return excludes.match_file(relative + ("/" if is_dir else ""))
+        return excludes[0].match_file(relative + ("/" if is_dir else ""))
 
     return matches
 

@@ -1,7 +1,8 @@
 """The rules reference in docs/, generated from the rules' own docstrings.
 
-`python -m xlalint.docgen` rewrites docs/rules/; a test fails when the committed pages
-differ from what the rules say, so the docs cannot drift from the code.
+`python -m xlalint.docgen` rewrites docs/rules/, and `xlalint/rule_index.py` (the rules'
+codes and classes, read without importing them); a test fails when the committed files
+differ from what the rules say, so neither can drift from the code.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from pathlib import Path
 
 from xlalint.diagnostics import FixAvailability
 from xlalint.harness import evidence
-from xlalint.registry import all_rules
+from xlalint.registry import INDEX_MODULE, all_rules, index_source
 from xlalint.rule import Rule
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"
+INDEX = Path(__file__).resolve().parent / f"{INDEX_MODULE.rsplit('.', 1)[1]}.py"
 
 
 def fix_label(rule: type[Rule]) -> str:
@@ -92,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, text in wanted.items():
         (DOCS / name).write_text(text, encoding="utf-8")
     print(f"wrote {len(wanted)} pages to {DOCS}", file=sys.stderr)
+    if not INDEX.is_file() or INDEX.read_text(encoding="utf-8") != index_source():
+        INDEX.write_text(index_source(), encoding="utf-8")
+        print(f"wrote {INDEX}", file=sys.stderr)
     return 0
 
 

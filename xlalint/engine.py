@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from xlalint import screen
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
 from xlalint.diagnostics import (
     Applicability,
@@ -106,18 +108,24 @@ def lint_source(
     filename: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
-    """Lint one file's decoded text with the given rule classes."""
+    """Lint one file's decoded text with the given rule classes, for the torch_xla
+    release `target`."""
     active = rules_for_text(text, rules)
-    verdict = cpython_verdict(text, filename)
+    verdict, tree = cpython_parse(text, filename)
     if verdict is TOO_DEEP:
         reason = "too deeply nested to analyse safely (Python's own parser refuses it too)"
         return FileResult(filename, error=FileError(filename, reason))
     if not active and verdict is None:
         # No rule can flag this file and CPython vouches for its syntax: skip libcst.
         return FileResult(filename)
+    screened = None
+    if active and tree is not None and screen.enabled():
+        screened = screen.screen_text(tree, text, active, hot_functions)
+    source = text if screened is None else screened.text
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         if isinstance(verdict, SyntaxProblem):
             # CPython's words and position ("'(' was never closed" where it opened), not
@@ -131,11 +139,16 @@ def lint_source(
     if not active:
         return FileResult(filename)
 
+    full_text = None if screened is None else text
     try:
         try:
-            ctx, instances = _analyse(module, filename, active, hot_functions, fast=True)
+            ctx, instances = _analyse(
+                module, filename, active, hot_functions, target, fast=True, full_text=full_text
+            )
         except WalkUnavailable:  # start over with fresh state on libcst's own walk
-            ctx, instances = _analyse(module, filename, active, hot_functions, fast=False)
+            ctx, instances = _analyse(
+                module, filename, active, hot_functions, target, fast=False, full_text=full_text
+            )
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to analyse"))
 
@@ -147,11 +160,18 @@ def lint_source(
     ]
     if not pending:
         return FileResult(filename)
+    positions = Positions(module, source)
+    if screened is not None:
+        # Functions kept only as context may report what the whole file would not.
+        pending = [r for r in pending if screened.counts(positions[r.node].start.line)]
+        if not pending:
+            return FileResult(filename)
     # Where the file does not import torch_xla, a ladder's fix makes it optional behind a
     # guard: the moves wait for it (see `group_device_fixes`).
     optional_after_fix = not ctx.imports.binds("torch_xla")
     return FileResult(
-        filename, _to_diagnostics(module, text, filename, pending, optional_after_fix)
+        filename,
+        _to_diagnostics(module, source, filename, pending, optional_after_fix, positions),
     )
 
 
@@ -160,10 +180,12 @@ def _analyse(
     filename: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str],
+    target: Release,
     fast: bool,
+    full_text: str | None = None,
 ) -> tuple[FileContext, list[Rule]]:
     """Walk `module` once, running every rule with a shared context."""
-    ctx = FileContext(module, filename, hot_functions)
+    ctx = FileContext(module, filename, hot_functions, target, full_text=full_text)
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)
     walker = _Walker(ctx, visits, leaves)
@@ -201,26 +223,31 @@ def cpython_verdict(text: str, filename: str) -> str | SyntaxProblem | None:
     """None if CPython parses `text`; TOO_DEEP if it is nested beyond what is safe to hand
     to libcst; otherwise CPython's syntax error (libcst's grammar may be newer than this
     interpreter's, so libcst has the last word on whether the file parses)."""
+    return cpython_parse(text, filename)[0]
+
+
+def cpython_parse(text: str, filename: str) -> tuple[str | SyntaxProblem | None, ast.Module | None]:
+    """`cpython_verdict`, and CPython's tree where it parses (for the screen)."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(min(limit, _CPYTHON_CHECK_LIMIT))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. SyntaxWarning for invalid escapes
-            compile(text, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            tree = compile(text, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (RecursionError, MemoryError):
-        return TOO_DEEP
+        return TOO_DEEP, None
     except SyntaxError as error:
         message = str(error.msg)
         if message.startswith(_TOO_DEEP_MESSAGES):
-            return TOO_DEEP
+            return TOO_DEEP, None
         # `offset` counts characters from 1 (0 or None when CPython does not know).
         where = Location(error.lineno, max(error.offset or 1, 1)) if error.lineno else None
-        return SyntaxProblem(message, where)
+        return SyntaxProblem(message, where), None
     except ValueError as error:
-        return SyntaxProblem(str(error))
+        return SyntaxProblem(str(error)), None
     finally:
         sys.setrecursionlimit(limit)
-    return None
+    return None, tree
 
 
 def _to_diagnostics(
@@ -229,8 +256,9 @@ def _to_diagnostics(
     filename: str,
     pending: Iterable[PendingReport],
     optional_after_fix: bool = False,
+    positions: Positions | None = None,
 ) -> list[Diagnostic]:
-    positions = Positions(module, text)
+    positions = positions or Positions(module, text)
     suppressions = parse_suppressions(text, positions)
     pending = group_device_fixes(list(pending), positions, optional_after_fix)
     spanned = [

@@ -28,13 +28,15 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import Diagnostic, Edit, FileError, FileResult, Location
-from xlalint.engine import lint_source
-from xlalint.fixer import FixOutcome, fix_text
 from xlalint.rule import Rule
 from xlalint.sources import Source, SourceError
+
+if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where cells are linted
+    from xlalint.fixer import FixOutcome
 
 NOTEBOOK_SUFFIX = ".ipynb"
 # Markers carry a digest of the notebook, so no line of its own can look like one.
@@ -336,13 +338,19 @@ def cell_lines(raw: bytes, cell: int) -> list[str]:
 
 
 def lint_notebook(
-    raw: bytes, filename: str, rules: Sequence[type[Rule]], hot_functions: Sequence[str] = ()
+    raw: bytes,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
 ) -> FileResult:
     """Lint a notebook's code cells; positions are cell-relative. Raises SourceError."""
     module = Notebook(raw).virtual()
     if not module.spans:
         return FileResult(filename)
-    return module.result(lint_source(module.text, filename, rules, hot_functions))
+    from xlalint.engine import lint_source
+
+    return module.result(lint_source(module.text, filename, rules, hot_functions, target))
 
 
 def fix_notebook(
@@ -353,8 +361,11 @@ def fix_notebook(
     unsafe: bool = False,
     hot_functions: Sequence[str] = (),
     line_length: int | None = None,
+    target: Release = LATEST,
 ) -> FixOutcome:
     """Fix a notebook's code cells; the outcome's text is the notebook's new JSON."""
+    from xlalint.fixer import FixOutcome, fix_text
+
     notebook = Notebook(raw)
     original = Source(raw.decode("utf-8"), raw, "utf-8")
     module = notebook.virtual()
@@ -368,6 +379,7 @@ def fix_notebook(
         unsafe=unsafe,
         hot_functions=hot_functions,
         line_length=line_length,
+        target=target,
     )
     after = module.rebased(fixed.text)
     outcome = FixOutcome(

@@ -2,6 +2,10 @@
 
 Selectors are codes (`XLA101`), prefixes (`XLA1`, `XLA`) or `ALL`, as in ruff. The enabled
 set is: `select` (or the default-on rules when unset), plus `extend-select`, minus `ignore`.
+
+Selection works on the rule index (`rule_index.py`, generated with the docs), not on the
+rule classes: importing the rules imports libcst (~0.2 s), which a run answered from the
+cache never needs. `select_rules` returns a `RuleSet` that imports its classes on first use.
 """
 
 from __future__ import annotations
@@ -9,15 +13,148 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache
+from typing import overload
 
 from xlalint import rules as rules_package
 from xlalint.rule import Rule
 
+INDEX_MODULE = "xlalint.rule_index"
+
 
 class UnknownSelectorError(ValueError):
     """A selector that matches no rule code."""
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """What selection and the cache key need of a rule, known without importing it."""
+
+    code: str
+    name: str
+    module: str
+    qualname: str
+    default_enabled: bool
+
+    @classmethod
+    def of(cls, rule: type[Rule]) -> RuleInfo:
+        return cls(rule.code, rule.name, rule.__module__, rule.__qualname__, rule.default_enabled)
+
+    @property
+    def id(self) -> str:
+        """The rule's identity in cache keys: where its class lives, and its code."""
+        return f"{self.module}.{self.qualname}:{self.code}"
+
+    def load(self) -> type[Rule]:
+        rule = getattr(importlib.import_module(self.module), self.qualname, None)
+        if not (isinstance(rule, type) and issubclass(rule, Rule) and rule.code == self.code):
+            raise RuntimeError(
+                f"{INDEX_MODULE} is stale for {self.code}: run `python -m xlalint.docgen`"
+            )
+        return rule
+
+
+class RuleSet(Sequence[type[Rule]]):
+    """Rules named by their index entries, imported on first use (iteration, indexing).
+
+    Length, codes and cache identities are answered from the entries alone; pickled (for
+    worker processes) as its entries."""
+
+    __slots__ = ("_classes", "infos")
+
+    def __init__(self, infos: Iterable[RuleInfo]) -> None:
+        self.infos = tuple(infos)
+        self._classes: tuple[type[Rule], ...] | None = None
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(info.code for info in self.infos)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(info.id for info in self.infos)
+
+    def without(self, codes: Iterable[str]) -> RuleSet:
+        dropped = set(codes)
+        return RuleSet(info for info in self.infos if info.code not in dropped)
+
+    def _loaded(self) -> tuple[type[Rule], ...]:
+        if self._classes is None:
+            self._classes = tuple(info.load() for info in self.infos)
+        return self._classes
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def __iter__(self) -> Iterator[type[Rule]]:
+        return iter(self._loaded())
+
+    @overload
+    def __getitem__(self, index: int) -> type[Rule]: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[type[Rule], ...]: ...
+    def __getitem__(self, index: int | slice) -> type[Rule] | tuple[type[Rule], ...]:
+        return self._loaded()[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RuleSet) and other.infos == self.infos
+
+    def __hash__(self) -> int:
+        return hash(self.infos)
+
+    def __reduce__(self) -> tuple[type[RuleSet], tuple[tuple[RuleInfo, ...]]]:
+        return RuleSet, (self.infos,)
+
+    def __repr__(self) -> str:
+        return f"RuleSet({', '.join(self.codes)})"
+
+
+def rule_ids(rules: Sequence[type[Rule]]) -> tuple[str, ...]:
+    """The cache identities of `rules`, without importing a `RuleSet`'s classes."""
+    if isinstance(rules, RuleSet):
+        return rules.ids
+    return tuple(RuleInfo.of(rule).id for rule in rules)
+
+
+def rule_modules() -> list[str]:
+    """The modules of the rules package (rules and their shared bases)."""
+    return sorted(info.name for info in pkgutil.iter_modules(rules_package.__path__))
+
+
+@cache
+def catalogue() -> dict[str, RuleInfo]:
+    """Every rule's index entry, by code, in code order: from the generated index while it
+    lists the rule modules there are, else from the rule classes themselves."""
+    try:
+        index = importlib.import_module(INDEX_MODULE)
+        if list(index.MODULES) == rule_modules():
+            return {row[0]: RuleInfo(*row) for row in index.RULES}
+    except (ImportError, AttributeError, TypeError):
+        pass
+    return {code: RuleInfo.of(rule) for code, rule in all_rules().items()}
+
+
+def index_source() -> str:
+    """The text of `rule_index.py` for the rules as they are (written by docgen), in the
+    layout `ruff format` gives it."""
+    rows = []
+    for rule in all_rules().values():
+        info = RuleInfo.of(rule)
+        fields = [f'"{info.code}"', f'"{info.name}"', f'"{info.module}"', f'"{info.qualname}"']
+        fields.append(str(info.default_enabled))
+        line = f"    ({', '.join(fields)}),"
+        if len(line) > 100:
+            line = "    (\n" + "".join(f"        {field},\n" for field in fields) + "    ),"
+        rows.append(line + "\n")
+    modules = "".join(f'    "{name}",\n' for name in rule_modules())
+    return (
+        '"""Every rule\'s code, name, class and default, for selection and cache keys without\n'
+        "importing the rules (and libcst). Generated by `python -m xlalint.docgen`; do not edit:\n"
+        'a test fails when it differs from the rules."""\n\n'
+        f"RULES = (\n{''.join(rows)})\nMODULES = (\n{modules})\n"
+    )
 
 
 @cache
@@ -45,7 +182,7 @@ def get_rule(code: str) -> type[Rule] | None:
 def expand(selector: str) -> list[str]:
     """The codes a selector stands for; raises UnknownSelectorError if none."""
     selector = selector.strip().upper()
-    codes = list(all_rules())
+    codes = list(catalogue())
     if selector == "ALL":
         return codes
     matched = [code for code in codes if code.startswith(selector)]
@@ -62,7 +199,7 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
 
 def unknown_selectors_message(unknown: Iterable[str]) -> str:
     """`unknown rule code(s) XLA1011 (did you mean `XLA101`?)`, for each unknown selector."""
-    codes = list(all_rules())
+    codes = list(catalogue())
     named = ", ".join(f"{u}{did_you_mean(u.strip().upper(), codes)}" for u in unknown)
     return f"unknown rule code(s) {named}"
 
@@ -82,12 +219,13 @@ def select_rules(
     select: Iterable[str] | None,
     extend_select: Iterable[str] = (),
     ignore: Iterable[str] = (),
-) -> list[type[Rule]]:
-    rules = all_rules()
+) -> RuleSet:
+    """The enabled rules, in code order (imported when first used)."""
+    rules = catalogue()
     if select is None:
         enabled = {code for code, rule in rules.items() if rule.default_enabled}
     else:
         enabled = {code for selector in select for code in expand(selector)}
     enabled |= {code for selector in extend_select for code in expand(selector)}
     enabled -= {code for selector in ignore for code in expand(selector)}
-    return [rule for code, rule in rules.items() if code in enabled]
+    return RuleSet(rule for code, rule in rules.items() if code in enabled)

@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
-
+from xlalint.analysis.xla_api import respell
 from xlalint.diagnostics import Applicability, FixAvailability
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # libcst only in annotations: a warm run never imports it
+    import libcst as cst
+
     from xlalint.context import FileContext, Site
 
 DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
@@ -85,6 +86,11 @@ class Rule:
     # which says more than that it blocks every step). Only enabled rules take part, so
     # ignoring the specific rule brings the general finding back.
     supersedes: ClassVar[tuple[str, ...]] = ()
+    # What a function must contain for this rule to find anything in it (`screen.py`):
+    # identifiers (`"item"`), ast node types (`"<For>"`) or substrings of string constants
+    # (`"'cuda"`); one match is enough. None: every function may hold a finding. A screen
+    # that might miss a finding is a bug: when in doubt, match more.
+    screen: ClassVar[Sequence[str] | None] = None
     # The rule's findings are device choices that can keep a model off the XLA device
     # (XLA305's ladders): fixes that move other values there go together with theirs.
     decides_device: ClassVar[bool] = False
@@ -105,15 +111,21 @@ class Rule:
     ) -> None:
         """Report a finding at `node` (through `end_node`). `site` is where the walk was
         when the rule met the node; rules that decide after the walk pass the one they
-        recorded, the others leave it to be taken now."""
+        recorded, the others leave it to be taken now. A per-step cost (`hot_only`) in code
+        that never runs on an XLA host (an MPS-only branch) is no cost there. The message
+        and hint name torch_xla 2.9's APIs; at an older target they are respelled as that
+        release has them."""
+        if self.hot_only and site is None and self.ctx.runs_without_xla:
+            return
+        hint = hint or self.hint
         self.reports.append(
             PendingReport(
                 rule=self,
                 node=node,
                 end_node=end_node or node,
-                message=message or self.message,
+                message=respell(message or self.message, self.ctx.target),
                 fix=fix,
-                hint=hint or self.hint,
+                hint=None if hint is None else respell(hint, self.ctx.target),
                 site=site or self.ctx.site(),
             )
         )
@@ -129,7 +141,7 @@ class Rule:
         assert self.fix_applicability is not None, f"{self.code} declares no fix applicability"
         return NodeFix(
             self.fix_applicability,
-            description,
+            respell(description, self.ctx.target),
             tuple(replacements),
             tuple(imports),
             moves_to_xla=moves_to_xla,

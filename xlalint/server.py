@@ -185,7 +185,9 @@ def lint_document(text: str, path: Path, version: int | None) -> Linted:
     if force_excluded(path, settings):
         return linted
     try:
-        result = lint_source(text, str(path), rules, settings.hot_functions)
+        result = lint_source(
+            text, str(path), rules, settings.hot_functions, settings.target_version
+        )
     except Exception as error:  # a bug in xlalint must not take the editor's server down
         linted.error = FileError(str(path), f"internal error: {error!r}")
         return linted
@@ -340,6 +342,7 @@ def fix_all(linted: Linted) -> str | None:
             linted.rules,
             hot_functions=linted.settings.hot_functions,
             line_length=linted.line_length,
+            target=linted.settings.target_version,
         )
     except Exception:  # a bug in xlalint must not take the editor's server down
         return None

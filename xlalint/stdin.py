@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlalint.api import CheckReport, FixReport, fix_source, lint_source_file, rules_for
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import FileError
 from xlalint.discovery import force_excluded
-from xlalint.fixer import FixOutcome
 from xlalint.rule import Rule
+
+if TYPE_CHECKING:
+    from xlalint.fixer import FixOutcome
 
 
 def check_stdin(
@@ -25,9 +28,8 @@ def check_stdin(
     """Lint `raw` as the content of `path`."""
     if force_excluded(path, settings):
         return CheckReport()
-    result = lint_source_file(
-        raw, path, rules_for(path, tuple(rules), settings), settings.hot_functions
-    )
+    kept = rules_for(path, tuple(rules), settings)
+    result = lint_source_file(raw, path, kept, settings.hot_functions, settings.target_version)
     report = CheckReport(results=[result])
     report.buffers[str(path)] = raw
     return report
@@ -52,6 +54,7 @@ def fix_stdin(
         settings.hot_functions,
         unsafe=unsafe,
         line_length=line_length_for(settings),
+        target=settings.target_version,
     )
     if not isinstance(outcome, FileError) and outcome.error is not None:
         outcome = FileError(str(path), outcome.error)

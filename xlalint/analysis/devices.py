@@ -17,17 +17,33 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.guards import implied, mentions_cuda, path_conditions, requires_cuda
+from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.guards import (
+    implied,
+    mentions_cuda,
+    path_conditions,
+    requires_cuda,
+    requires_other_accelerator,
+)
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, descendants, names_under
+from xlalint.analysis.xla_api import DEVICE
+from xlalint.walk import children, descendants
+
+__all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
 if TYPE_CHECKING:
     from xlalint.analysis.hotness import FunctionKey
+    from xlalint.context import FileContext
 
 # Device types torch accepts in a device string.
 DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xla", "xpu", "meta", "hpu", "npu", "mtia"})
+# What `torch.accelerator.current_accelerator()` selects: CUDA, MPS, XPU... never XLA
+# (measured with torch 2.9 and torch_xla 2.9 imported: `is_available()` is False and
+# `current_accelerator()` is `device(type='cuda')`, from torch's CUDA build, on an XLA host).
+ACCELERATOR = "accelerator"
+ACCELERATOR_CALLS = frozenset({"torch.accelerator.current_accelerator"})
 # GPU backends that a port to XLA replaces.
-GPU_TYPES = frozenset({"cuda", "mps"})
+GPU_TYPES = frozenset({"cuda", "mps", ACCELERATOR})
 # A device expression whose type is not known statically (`torch.device(args.device)`).
 UNKNOWN = "?"
 
@@ -56,6 +72,7 @@ CUDA_PROBES = frozenset(
         "torch.backends.cuda.is_built",
         "torch.backends.mps.is_available",
         "torch.backends.mps.is_built",
+        "torch.accelerator.is_available",
     }
 )
 AUTOCAST_CALLS = frozenset(
@@ -123,9 +140,11 @@ def xla_string_source(node: cst.SimpleString | cst.FormattedString) -> str:
     return f"{node.end}xla{node.end}"
 
 
-def xla_device_source() -> tuple[str, tuple[str, ...]]:
-    """The expression for the XLA device, and the import it needs."""
-    return "torch_xla.device()", ("import torch_xla",)
+def xla_device_source(ctx: FileContext) -> tuple[str, tuple[str, ...]]:
+    """The expression for the XLA device at the target release (`torch_xla.device()`, or
+    `xm.xla_device()` before 2.3), in the file's spelling, and the import it needs."""
+    spelling, imports = ctx.spell_api(DEVICE)
+    return f"{spelling}()", imports
 
 
 # -- where a device goes -----------------------------------------------------------------------
@@ -159,14 +178,8 @@ def is_device_option(value: str) -> bool:
     return bool(name) and name.lower() not in _NOT_DEVICE_NAMES and bool(_DEVICE_NAME.match(name))
 
 
-def keyword_argument(call: cst.Call, keyword: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg
-    return None
-
-
 def positional_argument(call: cst.Call, index: int) -> cst.Arg | None:
+    """The `index`-th positional argument (not `*args`), or None."""
     positional = [a for a in call.args if a.keyword is None and not a.star]
     return positional[index] if index < len(positional) else None
 
@@ -262,6 +275,8 @@ def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[st
         qualified = imports.resolve(node.func)
         if qualified in XLA_DEVICE_CALLS:
             return frozenset({"xla"})
+        if qualified in ACCELERATOR_CALLS:
+            return frozenset({ACCELERATOR})
         if qualified == TORCH_DEVICE:
             arg = torch_device_type_argument(node)
             inner = device_types(arg.value, imports) if arg is not None else None
@@ -288,7 +303,8 @@ def _leaves(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
-    """Whether a condition asks about CUDA or MPS (`torch.backends.mps.is_available()`)."""
+    """Whether a condition asks about CUDA, MPS (`torch.backends.mps.is_available()`) or
+    torch's current accelerator (`torch.accelerator.is_available()`, `use_accel`)."""
     for node in _leaves(test):
         if isinstance(node, cst.Name) and "mps" in node.value.lower():
             return True
@@ -325,10 +341,114 @@ def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = Tru
 def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` (a node and its ancestors, innermost first) runs only
     where XLA is not in use: on CUDA machines (after `if not torch.cuda.is_available():
-    return`, under `if use_cuda:`) or where a test for XLA failed (`if is_xla: xm.save(...)
+    return`, under `if use_cuda:`), under a test for another accelerator (`if device.type
+    == "mps":`) or where a test for XLA failed (`if is_xla: xm.save(...)
     else: <here>`). Device rules leave such code alone: a TPU host never runs it."""
     nodes = list(path)
-    return requires_cuda(nodes, imports) or xla_ruled_out(nodes, imports)
+    return (
+        requires_cuda(nodes, imports)
+        or requires_other_accelerator(nodes)
+        or xla_ruled_out(nodes, imports)
+    )
+
+
+_EXAMINING_CALLS = frozenset(
+    {"str", "repr", "getattr", "hasattr", "isinstance", "print", "len", "format"}
+)
+_QUERY_CALL = re.compile(r"^_*(get|is|has)_")
+_EXAMINED_ATTRIBUTES = frozenset({"type", "index"})
+
+
+def only_examined(function: cst.FunctionDef, name: str, imports: ImportTable) -> bool:
+    """Whether `function` only examines its parameter `name` (at least once) and places
+    nothing with it: comparisons (`device == "cuda"`), `device.type`, `str(device)`,
+    `getattr(device, "type", ...)`, queries (`get_backend(device).device_count()`) and the
+    device type of an autocast or scaler (XLA303's). A `"cuda"` default of such a
+    parameter picks no device: `build_dataloader(..., device="cuda")` only decides
+    `pin_memory`. Any other use (`.to(device)`, `device=device`, passed on, stored,
+    returned) counts as placing."""
+    uses = 0
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(function.body, ())]
+    while stack:
+        node, above = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+            continue  # a nested scope may rebind the name
+        if isinstance(node, cst.Name) and node.value == name:
+            parent = above[-1] if above else None
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is node:
+                continue
+            if any(isinstance(a, cst.AssignTarget) for a in above[-3:]):
+                continue  # rebound: the uses after it are looked at as well
+            if not _examines(node, above, imports):
+                return False
+            uses += 1
+            continue
+        inner = (*above, node)
+        stack.extend((child, inner) for child in children(node))
+    return uses > 0
+
+
+def _examines(node: cst.Name, above: tuple[cst.CSTNode, ...], imports: ImportTable) -> bool:
+    parent = above[-1] if above else None
+    if isinstance(parent, cst.Comparison | cst.ComparisonTarget | cst.FormattedStringExpression):
+        return True
+    if isinstance(parent, cst.Attribute):
+        return parent.value is node and parent.attr.value in _EXAMINED_ATTRIBUTES
+    call = above[-2] if len(above) >= 2 else None
+    if isinstance(parent, cst.Arg) and isinstance(call, cst.Call):
+        callee = (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1]
+        qualified = imports.resolve(call.func)
+        return (
+            callee in _EXAMINING_CALLS
+            or _QUERY_CALL.match(callee) is not None
+            or qualified in AUTOCAST_CALLS
+            or qualified in GRAD_SCALER_CALLS
+        )
+    return False
+
+
+def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[int]:
+    """The module-level functions (by `id`) that run only where XLA is not in use: every
+    call of one in this file (at least one) is under a CUDA guard or inside another such
+    function. `get_gpu_info(i)` reads `torch.cuda.get_device_properties(i)` and is called
+    only under `if torch.cuda.is_available():`, so an XLA host never runs it. A function
+    never called here may be called from anywhere and is not one."""
+    functions = {
+        statement.name.value: statement
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef)
+    }
+    if not functions:
+        return frozenset()
+    # name -> (guarded, name of the module-level function the call is in) of each call
+    calls: dict[str, list[tuple[bool, str | None]]] = {}
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...], str | None]] = [(module, (), None)]
+    while stack:
+        node, path, owner = stack.pop()
+        if isinstance(node, cst.FunctionDef) and owner is None and node.name.value in functions:
+            owner = node.name.value
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in functions
+        ):
+            guarded = runs_without_xla((node, *reversed(path)), imports)
+            calls.setdefault(node.func.value, []).append((guarded, owner))
+        inner = (*path, node)
+        stack.extend((child, inner, owner) for child in children(node))
+    only: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, sites in calls.items():
+            if name not in only and all(
+                guarded or (owner in only and owner != name) for guarded, owner in sites
+            ):
+                only.add(name)
+                changed = True
+    return frozenset(id(functions[name]) for name in only)
 
 
 def creates_xla_device(node: cst.CSTNode, imports: ImportTable) -> bool:
@@ -388,13 +508,46 @@ def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice |
     probes = (not known & GPU_TYPES or len(known) < 2) and any(
         probes_gpu(test, imports) for test in _ifexp_tests(node)
     )
-    # `"cpu" if device == "mps" else device`: a branch is the very name the test examines.
-    tested = names_under(node.test)
-    remaps = any(
-        isinstance(branch, cst.Name) and branch.value in tested
+    # `"cpu" if device == "mps" else device`: a branch is the very name the test examines,
+    # and every value the test does not list (an XLA device included) passes through.
+    tested = _examined(node.test, imports)
+    catch_all = _catch_all_branch(node)
+    kept = [
+        branch
         for branch in (node.body, node.orelse)
-    )
+        if isinstance(branch, cst.Name | cst.Attribute) and get_full_name_for_node(branch) in tested
+    ]
+    remaps = any(catch_all is None or branch is catch_all for branch in kept)
+    if kept and not remaps:
+        # `t if t in {"npu", "xpu"} else "cuda"`: the listed types are kept, every other
+        # value (XLA's too) becomes the catch-all: a ladder over all of them.
+        listed = {
+            kind
+            for found in descendants(node.test)
+            if isinstance(found, cst.SimpleString)
+            and (kind := device_string_type(found)) is not None
+        }
+        types = frozenset(types | listed)
+        probes = probes or bool(listed & GPU_TYPES)
     return DeviceChoice(node, types, probes, returns=False, remaps=remaps)
+
+
+_LISTING = (cst.Equal, cst.In, cst.Is)
+_EXCLUDING = (cst.NotEqual, cst.NotIn, cst.IsNot)
+
+
+def _catch_all_branch(node: cst.IfExp) -> cst.BaseExpression | None:
+    """The branch of `a if <test> else b` taken for every value its one comparison does not
+    list: `b` for `x == "mps"`/`x in {...}`, `a` for `x != "mps"`; None for other tests."""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    operator = test.comparisons[0].operator
+    if isinstance(operator, _LISTING):
+        return node.orelse
+    if isinstance(operator, _EXCLUDING):
+        return node.body
+    return None
 
 
 def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
@@ -407,9 +560,13 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     last_selecting = -1  # index in `blocks` of the last branch that selects a device
     for index, block in enumerate(blocks):
         for value, targets in _selections(block):
-            if len(blocks) == 1 and isinstance(value, cst.IfExp):
+            if isinstance(value, cst.IfExp) and (
+                len(blocks) == 1
+                or ((inner := ifexp_device_choice(value, imports)) is not None and inner.is_ladder)
+            ):
                 # `if __name__ == "__main__": dev = "cuda" if ... else "cpu"`: the `if`
-                # only guards the statement; the conditional expression is the choice.
+                # only guards the statement; the conditional expression is the choice. In
+                # one branch of a longer chain, a ladder of its own is its own choice.
                 continue
             selected = device_types(value, imports)
             if selected:
@@ -576,6 +733,20 @@ def _selections(
                 yield child.value, None
         elif isinstance(child, _BLOCK_TYPES):
             yield from _selections(child)
+
+
+_GPU_CLASS = re.compile(r"gpu|cuda|nccl", re.IGNORECASE)
+_DEVICE_ABSTRACTION = re.compile(r"(Device|Accelerator|Backend|Strategy|Platform)$")
+
+
+def is_gpu_implementation(node: cst.ClassDef) -> bool:
+    """A GPU implementation of a device abstraction (`class DeviceGPU(Device)`,
+    `class CUDAAccelerator(Accelerator)`): a framework picks a sibling class on an XLA host
+    (Composer's `DeviceTPU`), so this one's `dist_backend = "nccl"` never runs there."""
+    return _GPU_CLASS.search(node.name.value) is not None and any(
+        _DEVICE_ABSTRACTION.search(get_full_name_for_node(base.value) or "") is not None
+        for base in node.bases
+    )
 
 
 def in_own_method(function: FunctionKey | None, name: str) -> bool:

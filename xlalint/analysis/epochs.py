@@ -17,13 +17,12 @@ only calls a model or `backward()` is not: it is part of a step.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.loops import BodyFacts, _BodyScanner, unwrap_iteration
-from xlalint.walk import children, target_names
+from xlalint.analysis.loops import BodyFacts, unwrap_iteration
+from xlalint.walk import children
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
@@ -52,20 +51,19 @@ def _loader_named(expr: cst.BaseExpression) -> bool:
 class Epochs:
     """Answers, after the walk, whether a place in a function runs per epoch."""
 
-    def __init__(self, imports: ImportTable) -> None:
-        self.imports = imports
+    def __init__(
+        self, facts: Callable[[cst.For | cst.While], BodyFacts], module: cst.Module | None = None
+    ) -> None:
+        self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
         self._batch: dict[int, bool] = {}
         self._holds: dict[int, bool] = {}
-
-    def _facts(self, loop: cst.For | cst.While) -> BodyFacts:
-        items = target_names(loop.target) if isinstance(loop, cst.For) else set()
-        # By names only: whether a call of this module's functions trains is not needed
-        # to tell an epoch from a step, and the answer must not depend on the rule set.
-        scanner = _BodyScanner(self.imports, lambda _call: None, items)
-        if isinstance(loop, cst.While):
-            scanner.expression(loop.test)
-        scanner.suite(loop.body)
-        return scanner.facts
+        # The module's top-level functions: an epoch loop may run its batch loop in one
+        # (`for epoch in ...: train(epoch)`, the classic examples' shape).
+        self._functions = {
+            s.name.value: s
+            for s in (module.body if module else ())
+            if isinstance(s, cst.FunctionDef)
+        }
 
     def is_batch_loop(self, loop: cst.For | cst.While) -> bool:
         """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or
@@ -83,9 +81,11 @@ class Epochs:
         return cached
 
     def holds_batch_loop(self, scope: cst.CSTNode) -> bool:
-        """A batch loop runs somewhere in `scope`'s body (not in a nested definition)."""
+        """A batch loop runs somewhere in `scope`'s body (not in a nested definition), or
+        in a top-level function of the module that it calls (`train(epoch)`)."""
         cached = self._holds.get(id(scope))
         if cached is None:
+            self._holds[id(scope)] = False  # a function that calls itself
             cached = False
             body = scope.body if isinstance(scope, cst.FunctionDef | cst.For | cst.While) else scope
             stack: list[cst.CSTNode] = [body]
@@ -97,10 +97,31 @@ class Epochs:
                     cached = True
                     break
                 if isinstance(node, cst.BaseExpression):
-                    continue  # loops are statements; comprehensions are not batch loops
+                    # Loops are statements; comprehensions are not batch loops.
+                    if self._calls_epoch_function(node):
+                        cached = True
+                        break
+                    continue
                 stack.extend(children(node))
             self._holds[id(scope)] = cached
         return cached
+
+    def _calls_epoch_function(self, expression: cst.BaseExpression) -> bool:
+        """`train(args, model, epoch)`: a call of a top-level function that holds a batch
+        loop (not inside a lambda, which may never run)."""
+        if not self._functions:
+            return False
+        stack: list[cst.CSTNode] = [expression]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Lambda):
+                continue
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                function = self._functions.get(node.func.value)
+                if function is not None and self.holds_batch_loop(function):
+                    return True
+            stack.extend(children(node))
+        return False
 
     def per_epoch(self, scopes: Sequence[cst.CSTNode]) -> bool:
         """Whether code inside `scopes` (its function, then the loops around it in that

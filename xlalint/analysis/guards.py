@@ -1,4 +1,5 @@
-"""Code that only runs on CUDA machines, and the conditions known on the way to a node.
+"""Code that only runs on CUDA (or other non-XLA) machines, and the conditions known on the
+way to a node.
 
 `if torch.cuda.is_available(): model.cuda()` is not a porting problem: on an XLA host the
 branch is never taken. Device rules ask whether a node sits under such a guard.
@@ -7,20 +8,29 @@ branch is never taken. Device rules ask whether a node sits under such a guard.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import descendants
+from xlalint.walk import descendants, target_names
 
-_CUDA_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+_CUDA_PROBES = frozenset(
+    {"torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available"}
+)
+_CUDA_WORDS = frozenset({"cuda", "nccl"})
+# `use_accel`, `args.no_accel`: flags for torch.accelerator, which is never XLA.
+_ACCEL_FLAG = re.compile(r"(?:^|_)accel(?:$|_)", re.IGNORECASE)
 
 
 def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether a condition asks about CUDA: `torch.cuda.is_available()`, `args.cuda`,
-    `use_cuda`, `device.type == "cuda"`."""
+    `use_cuda`, `device.type == "cuda"`, `dist.get_backend() == "nccl"` (NCCL runs on
+    CUDA devices only); or about torch's current accelerator
+    (`torch.accelerator.is_available()`, `use_accel`), which is never XLA: measured with
+    torch_xla 2.9 imported, `torch.accelerator.is_available()` is False on an XLA host."""
     for node in descendants(test):
         kind = type(node)
         if kind is cst.Call:
@@ -28,13 +38,46 @@ def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
                 return True
         elif kind is cst.SimpleString:
             value = node.evaluated_value  # type: ignore[attr-defined]
-            if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
+            if isinstance(value, str) and (value in _CUDA_WORDS or value.startswith("cuda:")):
+                return True
+        elif kind is cst.Name or kind is cst.Attribute:
+            last = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
+            if "cuda" in last.lower() or _ACCEL_FLAG.search(last):
+                return True
+    return False
+
+
+# Accelerators other than CUDA and XLA, as a word or a camel-case part (`DeviceMPS`,
+# `is_hpu_installed`, `"mps"`, `torch.backends.mps`), not inside another word.
+_OTHER_ACCELERATOR = re.compile(
+    r"MPS|HPU|NPU|XPU|Mps|Hpu|Npu|Xpu|(?<![a-z])(?:mps|hpu|npu|xpu)(?![a-z])"
+)
+
+
+def mentions_other_accelerator(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks about an accelerator that is neither CUDA nor XLA (Apple's
+    MPS, Intel's HPU/XPU, Ascend's NPU): `device.type == "mps"`,
+    `isinstance(device, DeviceMPS)`, `torch.backends.mps.is_available()`."""
+    for node in descendants(test):
+        kind = type(node)
+        if kind is cst.SimpleString:
+            value = node.evaluated_value  # type: ignore[attr-defined]
+            if isinstance(value, str) and _OTHER_ACCELERATOR.fullmatch(value.split(":")[0]):
                 return True
         elif kind is cst.Name or kind is cst.Attribute:
             name = get_full_name_for_node(node) or ""
-            if "cuda" in name.rsplit(".", 1)[-1].lower():
+            if _OTHER_ACCELERATOR.search(name):
                 return True
     return False
+
+
+def requires_other_accelerator(path: Iterable[cst.CSTNode]) -> bool:
+    """Whether the code on `path` runs only where a test for another accelerator passed:
+    under `if device.type == "mps":` or `if isinstance(self.device, DeviceHPU):`."""
+    return any(
+        implied(test, holds, mentions_other_accelerator) is True
+        for test, holds in path_conditions(path)
+    )
 
 
 def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpression, bool]]:
@@ -83,21 +126,30 @@ _NEGATIVE_COMPARISONS = (cst.NotEqual, cst.IsNot, cst.NotIn)
 
 
 def implied(
-    test: cst.BaseExpression, holds: bool, asks: Callable[[cst.BaseExpression], bool]
+    test: cst.BaseExpression,
+    holds: bool,
+    asks: Callable[[cst.BaseExpression], bool],
+    values: Callable[[str], list[cst.BaseExpression]] | None = None,
 ) -> bool | None:
     """What `test` being `holds` says of the thing `asks` recognises in a plain condition
     (CUDA, XLA): True (in use), False (not), or None (nothing). `not`, `!=` and `not in`
     turn it around; both sides of a true `and` or a false `or` count, and neither side of
     the other two: `if args.cuda and not torch.cuda.is_available(): raise` says nothing of
-    CUDA once passed."""
+    CUDA once passed. With `values` (what a local name is assigned), a flag is read through
+    its assignments: `use_ids = initialized and backend == "nccl"` ... `if use_ids:`
+    implies CUDA when every assignment does."""
     inner = negated(test)
     if inner is not None:
-        return implied(inner, not holds, asks)
+        return implied(inner, not holds, asks, values)
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And) != holds:
             return None  # one side decided it, and which one is not known
-        left = implied(test.left, holds, asks)
-        return left if left is not None else implied(test.right, holds, asks)
+        left = implied(test.left, holds, asks, values)
+        return left if left is not None else implied(test.right, holds, asks, values)
+    if values is not None and isinstance(test, cst.Name) and not asks(test):
+        assigned = values(test.value)
+        answers = {implied(value, holds, asks) for value in assigned}
+        return answers.pop() if len(answers) == 1 else None
     if not asks(test):
         return None
     if isinstance(test, cst.Comparison) and any(
@@ -110,8 +162,36 @@ def implied(
 def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` runs only where a CUDA test passed: under `if use_cuda:`,
     or after `if not torch.cuda.is_available(): return False`. A check that leaves on some
-    other failure (`if args.cuda and not torch.cuda.is_available(): raise`) does not count."""
+    other failure (`if args.cuda and not torch.cuda.is_available(): raise`) does not count.
+    A local flag counts by what it is assigned (`use_ids = backend == "nccl"`)."""
+    nodes = list(path)
+    function = next((n for n in nodes if isinstance(n, cst.FunctionDef)), None)
+    values = (lambda name: local_values(function, name)) if function is not None else None
     return any(
-        implied(test, holds, lambda t: mentions_cuda(t, imports)) is True
-        for test, holds in path_conditions(path)
+        implied(test, holds, lambda t: mentions_cuda(t, imports), values) is True
+        for test, holds in path_conditions(nodes)
     )
+
+
+def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """Every value a plain `name = ...` in `function` (not in nested definitions) assigns;
+    empty where the name is bound any other way too (a parameter, a loop target, `+=`)."""
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    if any(p.name.value == name for p in every):
+        return []
+    found: list[cst.BaseExpression] = []
+    for node in descendants(function.body):
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                if len(targets) != 1:
+                    return []
+                found.append(node.value)
+            elif any(name in target_names(t) for t in targets):
+                return []
+        elif isinstance(
+            node, cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr
+        ) and name in target_names(node.target):
+            return []
+    return found

@@ -27,17 +27,81 @@ RUN_ONCE_FUNCTIONS = frozenset(
 # ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
 # `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
 # gets `update` with every batch's output; an mmengine optimizer wrapper's `update_params`
-# runs backward and the optimizer step of every iteration.
+# runs backward and the optimizer step of every iteration. A fastai `Callback` (and its
+# `ParamScheduler`) gets the batch events of every iteration; a Lightning `Callback` its
+# `on_*_batch_*` and backward/optimizer hooks.
+_FASTAI_BATCH_EVENTS = frozenset(
+    {"before_batch", "after_pred", "after_loss", "before_backward", "after_backward",
+     "before_step", "after_step", "after_batch", "after_cancel_batch"}
+)  # fmt: skip
+_LIGHTNING_BATCH_HOOKS = frozenset(
+    {"on_train_batch_start", "on_train_batch_end", "on_validation_batch_start",
+     "on_validation_batch_end", "on_test_batch_start", "on_test_batch_end",
+     "on_predict_batch_start", "on_predict_batch_end", "on_before_backward",
+     "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"}
+)  # fmt: skip
 PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "Trainer": frozenset({"compute_loss", "training_step", "prediction_step"}),
     "Metric": frozenset({"update"}),
     "OptimWrapper": frozenset({"update_params"}),
+    "Callback": _FASTAI_BATCH_EVENTS | _LIGHTNING_BATCH_HOOKS,
+    "ParamScheduler": _FASTAI_BATCH_EVENTS,
+    # Generation calls its logits processors and warpers, and its stopping criteria, on
+    # every new token.
+    "LogitsProcessor": frozenset({"__call__"}),
+    "LogitsWarper": frozenset({"__call__"}),
+    "StoppingCriteria": frozenset({"__call__"}),
 }
 
 
+# Methods that list a model's parts or a dict's entries: a loop over them does one thing
+# per item, each time the code around it runs; its passes are not steps.
+_COLLECTION_METHODS = frozenset(
+    {"items", "keys", "values", "parameters", "named_parameters", "buffers", "named_buffers",
+     "modules", "named_modules", "children", "named_children", "state_dict"}
+)  # fmt: skip
+_COLLECTION_ATTRIBUTES = frozenset({"param_groups"})
+_COLLECTION_KEYS = frozenset({"params"})  # `group["params"]` of an optimizer's param group
+_ORDERING_WRAPPERS = frozenset({"enumerate", "sorted", "reversed", "list", "tuple", "zip"})
+# Calls that write a checkpoint: the host copies around them are what saving needs.
+SAVE_CALLS = frozenset(
+    {"torch.save", "torch_xla.core.xla_model.save", "safetensors.torch.save_file",
+     "torch_xla.utils.serialization.save"}
+)  # fmt: skip
+
+
+def walks_a_collection(
+    iterable: cst.BaseExpression, is_dict: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """`for name, p in model.named_parameters()`, `for k in metrics` (a dict), `for group
+    in opt.param_groups`, `for p in group["params"]`: a loop over a model's parts or a
+    dict's entries. Its body runs once per item each time the code around it runs, so it
+    is per step only where that code is (a batch loop around it, a per-step function)."""
+    while (
+        isinstance(iterable, cst.Call)
+        and isinstance(iterable.func, cst.Name)
+        and iterable.func.value in _ORDERING_WRAPPERS
+        and iterable.args
+    ):
+        iterable = iterable.args[0].value
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
+        return iterable.func.attr.value in _COLLECTION_METHODS
+    if isinstance(iterable, cst.Attribute):
+        return iterable.attr.value in _COLLECTION_ATTRIBUTES
+    if isinstance(iterable, cst.Subscript) and len(iterable.slice) == 1:
+        index = iterable.slice[0].slice
+        return (
+            isinstance(index, cst.Index)
+            and isinstance(index.value, cst.SimpleString)
+            and index.value.evaluated_value in _COLLECTION_KEYS
+        )
+    return is_dict(iterable)
+
+
 def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:
-    """The per-step hooks a class overrides, from the last names of its bases
-    (`SFTTrainer` -> the Trainer's hooks)."""
+    """The per-step hooks a class overrides, from the last names of its bases, or its own
+    name (`SFTTrainer` -> the Trainer's hooks; a `FusedLogitsWarper` is a logits warper
+    whatever it derives from)."""
     hooks: frozenset[str] = frozenset()
     for base in base_names:
         for suffix, names in PER_STEP_HOOKS.items():
@@ -82,6 +146,7 @@ class HotCode:
         self._step_function = step_function
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
+        self._saving: set[str] = set()
         self._hot_names: set[str] | None = None
 
     def add_call(self, site: Site, callee_name: str) -> None:
@@ -94,9 +159,23 @@ class HotCode:
         self._closure_callbacks.add(name)
         self._hot_names = None
 
-    def declared_per_step(self, name: str) -> bool:
-        """A function that runs per step by its name (`forward`, `*_step`) or config."""
-        return self._declared_hot(name)
+    def add_saving_function(self, name: str) -> None:
+        """A function that writes a checkpoint (`torch.save`): it runs at save time, and the
+        host copies it makes are what saving needs, however often it is called."""
+        self._saving.add(name)
+        self._hot_names = None
+
+    def per_step_by_itself(self, site: Site) -> bool:
+        """The site's function runs once per step by what it is, whoever calls it: `__call__`
+        of a module, a hook a framework calls on every batch, or a per-step name (`forward`,
+        `*_step`) or configured `hot-functions`. Such a function is one step: its loops are
+        parts of the step, and it has no per-epoch code."""
+        function = site.function
+        return (
+            site.module_call
+            or site.hook
+            or (function is not None and self._declared_hot(function.name))
+        )
 
     def _declared_hot(self, name: str) -> bool:
         if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
@@ -112,11 +191,9 @@ class HotCode:
         if function.name in RUN_ONCE_FUNCTIONS or function.name in self._closure_callbacks:
             return False
         return (
-            site.module_call
-            or site.hook
-            or self._declared_hot(function.name)
+            self.per_step_by_itself(site)
             or self._trains(site)
-            or function.name in self._reached_names()
+            or (function.name in self._reached_names() and function.name not in self._saving)
         )
 
     def _trains(self, site: Site) -> bool:
@@ -130,14 +207,7 @@ class HotCode:
     def _once_per_epoch(self, site: Site) -> bool:
         """The site is outside the batch loop of an epoch function or loop (a declared
         per-step function, whose loops are part of one step, has no epoch code)."""
-        if self._per_epoch is None or not site.scopes:
-            return False
-        function = site.function
-        if (
-            site.module_call
-            or site.hook
-            or (function is not None and self._declared_hot(function.name))
-        ):
+        if self._per_epoch is None or not site.scopes or self.per_step_by_itself(site):
             return False
         return self._per_epoch(site.scopes)
 
@@ -149,22 +219,15 @@ class HotCode:
             while changed:
                 changed = False
                 for site, callee in self._edges:
-                    if callee in hot or callee in RUN_ONCE_FUNCTIONS:
+                    if callee in hot or callee in RUN_ONCE_FUNCTIONS or callee in self._saving:
                         continue
                     if callee in self._closure_callbacks or site.in_step_closure:
                         continue
                     caller_hot = (
                         site.in_loop
-                        or (
-                            site.function is not None
-                            and (
-                                site.module_call
-                                or site.hook
-                                or self._declared_hot(site.function.name)
-                                or self._trains(site)
-                                or site.function.name in hot
-                            )
-                        )
+                        or self.per_step_by_itself(site)
+                        or self._trains(site)
+                        or (site.function is not None and site.function.name in hot)
                     ) and not self._once_per_epoch(site)
                     if caller_hot:
                         hot.add(callee)

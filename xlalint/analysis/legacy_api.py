@@ -3,14 +3,18 @@
 The API modernization rules (family 6) look a reference's qualified name up here; the
 import resolver uses `modernize` so that code still importing the pre-1.0 `torch_xla_py`
 package is understood as the torch_xla modules it meant. Every entry was checked against the
-torch_xla 2.9.0 wheel's sources (see each rule's "Runtime evidence").
+torch_xla 2.9.0 wheel's sources (see each rule's "Runtime evidence"); the release in which
+each one was deprecated or removed is `xla_api`'s to say (the rules ask it for the target).
 
-This module imports nothing from xlalint, so the import resolver can depend on it.
+This module imports nothing from xlalint but `xla_api` (which imports nothing), so the
+import resolver can depend on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from xlalint.analysis.xla_api import BARRIER, DEVICE, IMPORT_TORCH_XLA, XLA_MODEL, history
 
 LEGACY_PACKAGE = "torch_xla_py"
 
@@ -61,15 +65,12 @@ class Replacement:
     hint: str = ""
 
 
-IMPORT_TORCH_XLA = "import torch_xla"
 IMPORT_RUNTIME = "import torch_xla.runtime as xr"
 IMPORT_METRICS = "import torch_xla.debug.metrics as met"
 
-XLA_MODEL = "torch_xla.core.xla_model"
-
 # Deprecated in 2.8 (`typing_extensions.deprecated`: a DeprecationWarning on every call).
-XLA_DEVICE = Replacement(f"{XLA_MODEL}.xla_device", "torch_xla.device", IMPORT_TORCH_XLA)
-MARK_STEP = Replacement(f"{XLA_MODEL}.mark_step", "torch_xla.sync", IMPORT_TORCH_XLA)
+XLA_DEVICE = Replacement(f"{XLA_MODEL}.xla_device", DEVICE, IMPORT_TORCH_XLA)
+MARK_STEP = Replacement(f"{XLA_MODEL}.mark_step", BARRIER, IMPORT_TORCH_XLA)
 
 # Gone from torch_xla 2.9: AttributeError on use, ImportError when imported by name.
 REMOVED: dict[str, Replacement] = {
@@ -80,12 +81,14 @@ REMOVED: dict[str, Replacement] = {
         Replacement(
             f"{XLA_MODEL}.parse_xla_device",
             None,
-            hint="removed in 2.7 with no public successor: split the `'TPU:0'` string yourself",
+            hint=f"removed in {history(f'{XLA_MODEL}.parse_xla_device').removed} with no "
+            "public successor: split the `'TPU:0'` string yourself",
         ),
         Replacement(
             "torch_xla.runtime.using_pjrt",
             None,
-            hint="removed in 2.5: PJRT is the only runtime, so the answer is always `True`",
+            hint=f"removed in {history('torch_xla.runtime.using_pjrt').removed}: PJRT is the "
+            "only runtime, so the answer is always `True`",
         ),
     )
 }

@@ -29,6 +29,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.returns import returned_values
 from xlalint.analysis.tensors import binding_key
 from xlalint.walk import children, descendants, target_names
 
@@ -57,6 +58,8 @@ PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 _OPTIMIZER_NAME = re.compile(r"^_*(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
+# A collection of optimizers (or of their names): `optimizers`, `self._optimizers`.
+_OPTIMIZERS_NAME = re.compile(r"^_*(\w+_)?(opts|optims|optimizers|optimisers)$", re.I)
 # Callables that run backward and the optimizer step they are handed: timm's and DeiT's
 # `loss_scaler(loss, optimizer, ...)` (NativeScaler.__call__).
 _STEPPING_CALLEE = re.compile(r"scaler$", re.I)
@@ -79,6 +82,9 @@ _ACCELERATOR_PREPARE = frozenset(
     {"prepare", "prepare_data_loader", "skip_first_batches", "setup_dataloaders"}
 )
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"})
+# Iterator classes and helpers that re-yield the batches of the loader they are handed:
+# litgpt's `CycleIterator(loader)`, `InfiniteIterator(loader)`, `repeat_loader(loader)`.
+_ITERATOR_WRAPPER = re.compile(r"(^|_)(cycle|repeat|infinite)|iterator$", re.I)
 _NON_LOADER_CALLS = frozenset({"range", "zip", "len", "list", "tuple", "sorted", "reversed"})
 _LOADER_NAME = re.compile(r"loader|batches|data|(^|_)dl$", re.I)
 _HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -1007,8 +1013,17 @@ class LoopAnalysis:
     ) -> str:
         expr = unwrap_iteration(expr)  # `it = iter(loader)` is traced through `loader`
         kind = self._wrapping_of_value(expr)
-        if kind != Wrapping.UNKNOWN or depth > 3:
+        if kind != Wrapping.UNKNOWN or depth > 6:
             return kind
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            # `train_dl, val_dl = get_dataloaders(fabric, ...)`: what this module's
+            # function returns (`fabric.setup_dataloaders(...)` inside it).
+            returned = [
+                self._wrapping_in(fn, None, value, depth + 1)
+                for fn in self._functions.get(expr.func.value, [])
+                for value in returned_values(fn)
+            ]
+            return _combine(set(returned))
         key = binding_key(expr)
         if key is None:
             return Wrapping.UNKNOWN
@@ -1284,9 +1299,13 @@ def _iterates_a_literal(node: Loop) -> bool:
 
 
 def _iterates_optimizers(node: Loop) -> bool:
-    return isinstance(node, cst.For) and any(
-        _OPTIMIZER_NAME.match(name) for name in target_names(node.target)
-    )
+    """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
+    `step_optimizers`, which fetches each optimizer by its name): one step of each."""
+    if not isinstance(node, cst.For):
+        return False
+    if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
+        return True
+    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
@@ -1310,10 +1329,12 @@ def _indent(block: cst.IndentedBlock, module: cst.Module) -> str:
 
 
 def unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`enumerate(tqdm(loader))` -> `loader`; `cycle(loader)` -> `loader`."""
+    """`enumerate(tqdm(loader))` -> `loader`; `cycle(loader)`, `CycleIterator(loader)` ->
+    `loader`."""
     while isinstance(expr, cst.Call) and expr.args:
         name = (get_full_name_for_node(expr.func) or "").rsplit(".", 1)[-1]
-        if name not in _ITERATION_WRAPPERS or expr.args[0].star:
+        wraps = name in _ITERATION_WRAPPERS or _ITERATOR_WRAPPER.search(name) is not None
+        if not wraps or expr.args[0].star or expr.args[0].keyword is not None:
             break
         expr = expr.args[0].value
     return expr

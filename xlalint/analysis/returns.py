@@ -36,6 +36,22 @@ def _walk_body(function: cst.FunctionDef) -> list[cst.CSTNode]:
     return found
 
 
+def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """What a function's `return` statements hand back (not those of nested definitions),
+    a returned tuple's elements one by one: `return train_dl, val_dl` -> both."""
+    found: list[cst.BaseExpression] = []
+    for node in _walk_body(function):
+        if isinstance(node, cst.Return) and node.value is not None:
+            value = node.value
+            if isinstance(value, cst.Tuple | cst.List):
+                found.extend(
+                    e.value for e in value.elements if not isinstance(e, cst.StarredElement)
+                )
+            else:
+                found.append(value)
+    return found
+
+
 def _returns_numbers(function: cst.FunctionDef) -> bool:
     nodes = _walk_body(function)
     if any(isinstance(n, cst.Yield | cst.Await) for n in nodes):

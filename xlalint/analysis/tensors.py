@@ -62,6 +62,14 @@ _TORCH_NON_TENSOR = re.compile(
     r"testing|export|fx|library|overrides|multiprocessing|random"
     r")(\.|$)"
 )
+# Functions that answer a question about the program (`is_compiling`, `has_cuda`).
+_PREDICATE = re.compile(r"^(is|has)_")
+# Methods that move what they are given to the device and return it.
+_TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
+# Dict methods that return one of its values.
+_DICT_LOOKUPS = frozenset({"get", "pop", "setdefault"})
+# Annotations of parameters that are dicts (their values may be anything).
+_DICT_ANNOTATIONS = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
 _RNG_STATE_GETTERS = frozenset({"get_rng_state", "get_rng_state_all"})
 # Conditions true only while TorchScript traces or scripts the code.
 _TRACING_PROBES = frozenset({"torch.jit.is_tracing", "torch.jit.is_scripting"})
@@ -122,6 +130,9 @@ _HOST_PARAM_NAME = re.compile(
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
 _TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|compute_loss|loss)$")
+# An environment's `step(self, action)` (gym's API) takes the agent's action: an int or a
+# NumPy array sampled on the host (`action.item()`), not a tensor of the step.
+_ENVIRONMENT_ACTION = re.compile(r"^actions?$")
 # Optional parameters (`=None`) of those functions whose names say they hold tensors.
 _OPTIONAL_TENSOR_NAME = re.compile(
     r"(^|_)(x|mask|states|embeds|embeddings|ids|latents|labels|logits|targets|input|inputs|"
@@ -248,7 +259,8 @@ class TensorKinds:
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
         # Kinds of the values of dicts built here from literals (`{"a": x, "b": y}`).
-        self._dict_values: list[dict[str, Kind]] = [{}]
+        # Per dict, its values' joined kind (key None) and each string key's own kind.
+        self._dict_values: list[dict[str, dict[str | None, Kind]]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
@@ -268,15 +280,24 @@ class TensorKinds:
             and not node.name.value.startswith("on_")
         )
         sequences: set[str] = set()
+        dicts: set[str | None] = set()
         for index, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
             frame[name] = self._param_kind(param, tensor_params)
+            if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
+                frame[name] = Kind.UNKNOWN
             if frame[name] is Kind.ITERABLE and param.annotation is not None:
                 sequences.add(name)
+            if (
+                frame[name] is Kind.HOST
+                and param.annotation is not None
+                and names_under(param.annotation.annotation) & _DICT_ANNOTATIONS
+            ):
+                dicts.add(name)  # `features: dict[str, Any]`: its values may be tensors
         self._frames.append(frame)
-        self._dicts.append(set())
+        self._dicts.append(dicts)
         self._sequences.append(sequences)
         self._derived.append(set())
         self._tensor_dicts.append(set())
@@ -358,11 +379,17 @@ class TensorKinds:
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
-        values = None
-        if isinstance(value, cst.Dict) and all(
-            isinstance(e, cst.DictElement) for e in value.elements
+        values: dict[str | None, Kind] | None = None
+        if (
+            isinstance(value, cst.Dict)
+            and value.elements
+            and all(isinstance(e, cst.DictElement) for e in value.elements)
         ):
-            values = _join(self.of(e.value) for e in value.elements) if value.elements else None
+            elements = [e for e in value.elements if isinstance(e, cst.DictElement)]
+            values = {None: _join(self.of(e.value) for e in elements)}
+            for e in elements:
+                if isinstance(e.key, cst.SimpleString):
+                    values[str(e.key.evaluated_value)] = self.of(e.value)
         for target in targets:
             if (key := binding_key(target)) is not None:
                 if values is not None:
@@ -482,6 +509,12 @@ class TensorKinds:
         kind = self.of(iterable)
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
         self.bind(target, element.get(kind, Kind.UNKNOWN))
+        if kind is Kind.ITERABLE:
+            # Items of a loader are taken for tensors by its name: a guess for the loop's
+            # own names, not for attributes of `self` that every method reads
+            # (`for self.batch, self.dataset in batches`).
+            for attribute in _self_attributes_in(target):
+                self._self_attributes[-1][attribute] = Kind.UNKNOWN
 
     def narrowed_to_tensor(self, test: cst.BaseExpression) -> list[str]:
         """Names that an `if` test checks to be tensors (`isinstance(v, torch.Tensor)`,
@@ -513,13 +546,20 @@ class TensorKinds:
                     return [subject.value]
         return []
 
-    def _values_of(self, mapping: cst.BaseExpression) -> Kind:
-        """What the values of a dict built here from a literal are (else unknown)."""
+    def _values_of(
+        self, mapping: cst.BaseExpression, item: cst.BaseExpression | None = None
+    ) -> Kind:
+        """What the values of a dict built here from a literal are (else unknown): the
+        value at `item` where it is a string key the literal has, else all of them."""
         key = binding_key(mapping)
         if key is None:
             return Kind.UNKNOWN
         known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
-        return known if known is not None else Kind.UNKNOWN
+        if known is None:
+            return Kind.UNKNOWN
+        if isinstance(item, cst.SimpleString) and str(item.evaluated_value) in known:
+            return known[str(item.evaluated_value)]
+        return known[None]
 
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
@@ -598,6 +638,12 @@ class TensorKinds:
                     and _literal_index(node)
                 )
                 return Kind.TENSOR if schedule or sequence else Kind.UNKNOWN
+            if base is Kind.HOST and self.is_dict(node.value):
+                # A dict lives on the host; what it holds need not (`features["mask"]`).
+                index = node.slice[0].slice if len(node.slice) == 1 else None
+                return self._values_of(
+                    node.value, index.value if isinstance(index, cst.Index) else None
+                )
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
             return _join((self.of(node.left), self.of(node.right)))
@@ -740,9 +786,16 @@ class TensorKinds:
                 if method in {"forward", "__call__"}:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
+            if _TO_DEVICE_METHOD.search(method):
+                # `device.tensor_to_device(t)`, `batch_to_device(b)`: a framework's device
+                # object (itself host metadata) hands back what it moved to the device.
+                return Kind.TENSOR
             if receiver is Kind.HOST:
                 if method == "cuda" or (method == "to" and self._moves_to_device(node)):
                     return Kind.TENSOR  # a host tensor moved to the device
+                if method in _DICT_LOOKUPS and self.is_dict(func.value):
+                    item = node.args[0].value if node.args else None
+                    return self._values_of(func.value, item)  # `features.get("mask")`
                 return Kind.HOST
             if method in TO_HOST_METHODS or (method == "to" and self.moves_to_cpu(node)):
                 # Whatever the receiver was, a copy to the host lives on the host: the
@@ -813,6 +866,8 @@ class TensorKinds:
         ):
             return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):
+            if _PREDICATE.match(qualified.rsplit(".", 1)[-1]):
+                return Kind.HOST  # `torch._dynamo.is_compiling()`: a Python bool
             return Kind.TENSOR
         return Kind.UNKNOWN
 
@@ -824,6 +879,28 @@ def _is_keyword(arg: cst.Arg, name: str) -> bool:
 _DICT_FACTORIES = frozenset(
     {"dict", "defaultdict", "OrderedDict", "Counter", "locals", "globals", "vars"}
 )
+
+
+def _self_attributes_in(target: cst.BaseExpression) -> list[str]:
+    """`x` and `y` of the target `self.x, (self.y, z)`."""
+    if isinstance(target, cst.Tuple | cst.List):
+        return [a for e in target.elements for a in _self_attributes_in(e.value)]
+    key = binding_key(target)
+    return [key[5:]] if key is not None and key.startswith("self.") else []
+
+
+def copied_to_host(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`t` of `t.cpu()` or `t.to("cpu")`: the value a host copy is made of."""
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and (
+            (node.func.attr.value == "cpu" and not node.args)
+            or (node.func.attr.value == "to" and moves_to_cpu(node))
+        )
+    ):
+        return node.func.value
+    return None
 
 
 def _makes_dict(node: cst.BaseExpression) -> bool:

@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 
 from xlalint.api import CheckReport
-from xlalint.report import concise, full, github, json_format, sarif
 from xlalint.rule import Rule
 
 Renderer = Callable[[CheckReport, Sequence[type[Rule]]], str]
 
+
+def _renderer(module: str) -> Renderer:
+    """The `render` of `xlalint.report.<module>`, imported when a run uses that format
+    (SARIF brings the rules' docs, which the other formats never need)."""
+
+    def render(report: CheckReport, rules: Sequence[type[Rule]]) -> str:
+        renderer: Renderer = importlib.import_module(f"{__name__}.{module}").render
+        return renderer(report, rules)
+
+    return render
+
+
 FORMATS: dict[str, Renderer] = {
-    "full": full.render,
-    "concise": concise.render,
-    "json": json_format.render,
-    "github": github.render,
-    "sarif": sarif.render,
+    "full": _renderer("full"),
+    "concise": _renderer("concise"),
+    "json": _renderer("json_format"),
+    "github": _renderer("github"),
+    "sarif": _renderer("sarif"),
 }
 # Formats read by people get the closing summary; machine formats stay pure.
 HUMAN_FORMATS = frozenset({"full", "concise"})

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.devices import xla_device_source
-from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loops import (
     MARK_STEP,
     MP_DEVICE_LOADER,
@@ -20,6 +19,7 @@ from xlalint.analysis.loops import (
     always_exits,
     last_line_end,
 )
+from xlalint.analysis.xla_api import BARRIER
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import names_under
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 class LoopRule(Rule):
     """Registers every loop and function with `ctx.loops` during the walk."""
+
+    screen = ("<For>", "<AsyncFor>", "<While>")  # findings sit on loops
 
     def visit_For(self, node: cst.For) -> None:
         self.ctx.loops.register_loop(node, self.ctx)
@@ -63,10 +65,11 @@ class LoopRule(Rule):
             "import torch_xla.distributed.parallel_loader as pl",
             self.ctx.names_in_use,
         )
-        device, device_imports = xla_device_source()
+        device, device_imports = xla_device_source(self.ctx)
         source = module.code_for_node(loader)
         wrapped = f"{wrapper}({source}, {device})"
-        if not torch_xla_is_optional(module):
+        guards = self.ctx.import_guards
+        if not guards.optional("torch_xla"):
             return self.fix(
                 f"Iterate `{wrapped}`",
                 (loader, wrapped),
@@ -75,18 +78,20 @@ class LoopRule(Rule):
             )
         # torch_xla is optional here: wrap only where the guard found it, and import the
         # wrapper inside that guard, so that the loop still runs where it is not installed.
-        guard = _guard_import_line(module, "torch_xla")
-        _, flag = import_guard(module, "torch_xla")
+        guard = guards.try_binding("torch_xla")
+        flag = guard.flag if guard is not None else None
         if guard is None or flag is None or "torch_xla" not in self.ctx.imports.bindings:
             return None
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = []
-        if imports:
-            alias = wrapper.split(".", 1)[0]
-            if alias in names_under(module):
-                return None  # the name means something else here
-            line, indent = guard
+        added = (*imports, *device_imports)  # the device's: `xm` before torch_xla 2.3
+        if added:
+            for spelled, needs in ((wrapper, imports), (device, device_imports)):
+                if needs and spelled.split(".", 1)[0] in names_under(module):
+                    return None  # the name means something else here
+            line, indent = guard.line, guard.indent
             end = line.trailing_whitespace
-            edits.append((end, f"{module.code_for_node(end)}{indent}{imports[0]}\n"))
+            lines = "".join(f"{indent}{statement}\n" for statement in sorted(added))
+            edits.append((end, f"{module.code_for_node(end)}{lines}"))
         wrapped = f"{wrapped} if {flag} else {source}"
         return self.fix(f"Iterate `{wrapped}`", *edits, (loader, wrapped), moves_to_xla=True)
 
@@ -125,30 +130,41 @@ class BarrierLoopRule(LoopRule):
         if not isinstance(body, cst.IndentedBlock) or not body.body or loop.orelse is not None:
             return None
         last = body.body[-1]
-        end = last_line_end(last)
-        if end is None or always_exits(last):
+        if always_exits(last):
+            return None
+        return self.append_barrier(last, site.body_indent, body, "the loop body")
+
+    def append_barrier(
+        self, after: cst.BaseStatement, indent: str, body: cst.IndentedBlock, where: str
+    ) -> NodeFix | None:
+        """A fix that writes the barrier on a line of its own after the statement `after`,
+        at `indent`: `torch_xla.sync()` in the file's spelling, `xm.mark_step()` where the
+        file already calls it, behind the file's flag (`if XLA_AVAILABLE:`) where it
+        imports torch_xla only if installed."""
+        end = last_line_end(after)
+        if end is None:
             return None
         if self._uses_mark_step:
             spelling, imports = self.ctx.imports.spell(
                 MARK_STEP, "import torch_xla.core.xla_model as xm", self.ctx.names_in_use
             )
         else:
-            spelling, imports = self.ctx.imports.spell(
-                "torch_xla.sync", "import torch_xla", self.ctx.names_in_use
-            )
+            spelling, imports = self.ctx.spell_api(BARRIER)
         module = self.ctx.module
-        barrier = f"{site.body_indent}{spelling}()"
-        if imports and torch_xla_is_optional(module):
+        barrier = f"{indent}{spelling}()"
+        guards = self.ctx.import_guards
+        if imports and guards.optional("torch_xla"):
             return None  # the import would have to be guarded like the file's own
         if not imports:
-            guarded, flag = import_guard(module, spelling.split(".", 1)[0])
-            if guarded and flag is None:
+            guard = guards.binding(spelling.split(".", 1)[0])
+            flag = guard.flag if guard is not None else None
+            if guard is not None and flag is None:
                 return None  # torch_xla is optional here, and how to test for it is unclear
             if flag is not None:
                 # `if XLA_AVAILABLE: xm.mark_step()`, as the file guards its import.
                 unit = body.indent if body.indent is not None else module.default_indent
-                barrier = f"{site.body_indent}if {flag}:\n{site.body_indent}{unit}{spelling}()"
-        description = f"Append `{spelling}()` to the loop body"
+                barrier = f"{indent}if {flag}:\n{indent}{unit}{spelling}()"
+        description = f"Append `{spelling}()` to {where}"
         if not module.has_trailing_newline and end is last_line_end(module.body[-1]):
             # The file ends on this line, without a newline: insert before the line's end.
             tail: cst.CSTNode = end.comment or end.whitespace
@@ -156,71 +172,3 @@ class BarrierLoopRule(LoopRule):
             return self.fix(description, (tail, new), imports=imports)
         new = f"{module.code_for_node(end)}{barrier}\n"
         return self.fix(description, (end, new), imports=imports)
-
-
-def torch_xla_is_optional(module: cst.Module) -> bool:
-    """Whether the file imports torch_xla only if it is there (under `if` or `try:`):
-    a fix must not make it a requirement."""
-    for statement in module.body:
-        if isinstance(statement, cst.If | cst.Try):
-            for line in statement.body.body:
-                if isinstance(line, cst.SimpleStatementLine) and any(
-                    _binds_torch_xla(small) for small in line.body
-                ):
-                    return True
-    return False
-
-
-def _guard_import_line(module: cst.Module, name: str) -> tuple[cst.SimpleStatementLine, str] | None:
-    """The line of a module-level `try:` that imports `name`, and its indentation: where
-    an import that must stay as optional as `name` goes."""
-    for statement in module.body:
-        if not isinstance(statement, cst.Try) or not isinstance(statement.body, cst.IndentedBlock):
-            continue
-        for line in statement.body.body:
-            if isinstance(line, cst.SimpleStatementLine) and any(
-                _binds(small, name) for small in line.body
-            ):
-                indent = statement.body.indent
-                return line, module.default_indent if indent is None else indent
-    return None
-
-
-def _binds_torch_xla(small: cst.BaseSmallStatement) -> bool:
-    if not isinstance(small, cst.Import | cst.ImportFrom):
-        return False
-    table = ImportTable()
-    table.add(small)
-    return table.binds("torch_xla")
-
-
-def import_guard(module: cst.Module, name: str) -> tuple[bool, str | None]:
-    """Whether the module-level import that binds `name` sits under an `if` or `try:`, and
-    the flag that the same block sets to True (`XLA_AVAILABLE = True`), if any: code
-    that uses an optional import must test for it."""
-    for statement in module.body:
-        if not isinstance(statement, cst.If | cst.Try):
-            continue
-        lines = [s for s in statement.body.body if isinstance(s, cst.SimpleStatementLine)]
-        smalls = [small for line in lines for small in line.body]
-        if not any(_binds(small, name) for small in smalls):
-            continue
-        for small in smalls:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Name)
-                and small.value.value == "True"
-            ):
-                return True, small.targets[0].target.value
-        return True, None
-    return False, None
-
-
-def _binds(small: cst.BaseSmallStatement, name: str) -> bool:
-    if not isinstance(small, cst.Import | cst.ImportFrom):
-        return False
-    table = ImportTable()
-    table.add(small)
-    return name in table.bindings

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.context import Kind
+from xlalint.analysis.host_reads import ReadRuns, read_root
+from xlalint.analysis.tensors import copied_to_host
+from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -11,7 +13,12 @@ class ItemInHotCode(Rule):
     """
     ## What it does
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
-    bodies, `forward`, `*_step` methods and the functions they call.
+    bodies, `forward`, `*_step` methods and the functions they call. Reads of elements of
+    one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
+    each other) are one sync point with one fix, reported once, at the first. Two reads of
+    a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
+    serves its own purpose and can be suppressed on its own line. `t.cpu().item()` is one
+    read of `t`, reported here rather than as XLA102.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
@@ -63,10 +70,14 @@ class ItemInHotCode(Rule):
     needs_torch = True
     triggers = (".item(", "float(", "int(")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._runs = ReadRuns()
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
-            if self._reads_device_tensor(func.value):
+            if self._reads_device_tensor(func.value) and not self._repeats(func.value):
                 self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
         elif (
             isinstance(func, cst.Name)
@@ -74,10 +85,17 @@ class ItemInHotCode(Rule):
             and len(node.args) == 1
             and node.args[0].keyword is None
             and self.ctx.is_tensor(node.args[0].value)
+            and not self._repeats(node.args[0].value)
         ):
             self.report(node, self.message.format(call=f"{func.value}(tensor)"))
 
+    def _repeats(self, value: cst.BaseExpression) -> bool:
+        """A read of the value read just before: `int(t[0].item()), int(t[1].item())`."""
+        return self._runs.repeats(read_root(value), self.ctx.ancestors())
+
     def _reads_device_tensor(self, receiver: cst.BaseExpression) -> bool:
+        # `t.cpu().item()` reads `t`: the copy and the read are one sync, reported here.
+        receiver = copied_to_host(receiver) or receiver
         kind = self.ctx.kind(receiver)
         if kind is Kind.TENSOR:
             return True

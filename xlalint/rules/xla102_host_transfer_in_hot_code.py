@@ -72,6 +72,9 @@ class HostTransferInHotCode(Rule):
         if not isinstance(func, cst.Attribute) or func.attr.value not in _TRANSFERS:
             return
         method = func.attr.value
+        parent = self.ctx.parent
+        if isinstance(parent, cst.Attribute) and parent.attr.value == "item":
+            return  # `t.cpu().item()` is one read of `t`: XLA101 reports it
         if method == "to":
             if not self.ctx.kinds.moves_to_cpu(node):
                 return

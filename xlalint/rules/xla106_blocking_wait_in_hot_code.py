@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.context import FileContext, Site
 from xlalint.rule import Rule
 
 _ALWAYS_BLOCKING = {
@@ -76,6 +77,10 @@ class BlockingWaitInHotCode(Rule):
     # Every name above contains one of these, in the call or in its import.
     triggers = ("wait_device_ops", "sync", "mark_step")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._waits: list[tuple[cst.Call, str, Site]] = []
+
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.qualified(node.func)
         if qualified is None:
@@ -83,14 +88,16 @@ class BlockingWaitInHotCode(Rule):
         if qualified in _ALWAYS_BLOCKING:
             if qualified.startswith("torch.cuda.") and self.ctx.under_cuda_guard:
                 return  # never runs on an XLA host
-            self.report(node, self._message(_ALWAYS_BLOCKING[qualified]))
+            self._waits.append((node, _ALWAYS_BLOCKING[qualified], self.ctx.site()))
         elif qualified in _WAITABLE_BARRIERS and _waits(node):
-            self.report(node, self._message(_WAITABLE_BARRIERS[qualified]))
+            self._waits.append((node, _WAITABLE_BARRIERS[qualified], self.ctx.site()))
 
-    def _message(self, call: str) -> str:
-        """Says how often the call runs, from the code around it: "every step" only in a
-        batch loop or a per-step function."""
-        return self.message.format(call=call, when=self.ctx.frequency())
+    def leave_Module(self, node: cst.Module) -> None:
+        # The message says how often the call runs ("every step" only in a batch loop or a
+        # per-step function), which is known once the whole file has been read.
+        for call, spelled, site in self._waits:
+            when = self.ctx.frequency(site)
+            self.report(call, self.message.format(call=spelled, when=when), site=site)
 
 
 def _waits(call: cst.Call) -> bool:

@@ -18,6 +18,13 @@ _SIZED_METHODS = frozenset(
     {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty"}
 )
 _SIZE_KEYWORDS = frozenset({"size", "shape", "start", "end", "step"})
+# Factories that read each element of a list or tuple of data as a Python number.
+_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+_DISTRIBUTIONS = "torch.distributions."
+_DISTRIBUTION_HINT = (
+    "Pass `validate_args=False` (or call "
+    "`torch.distributions.Distribution.set_default_validate_args(False)` once)"
+)
 
 
 class HiddenHostRead(Rule):
@@ -27,7 +34,11 @@ class HiddenHostRead(Rule):
     an index into a list, tuple, dict, string or host array (`labels[pred]`), a slice
     bound on anything (`x[:n]`), a size (`torch.zeros(n)`, `x.view(n, -1)`,
     `x.reshape(...)`, `x.expand(...)`, `x.repeat(...)`, `torch.ones/empty/full/rand/randn`),
-    a bound of `torch.arange(...)`, or an argument of `range(...)`. Indexing a tensor with
+    a bound of `torch.arange(...)`, an argument of `range(...)`, an element of the data of
+    `torch.tensor([...])` (`torch.tensor([R], device=device)` reads `R`), or a parameter of
+    a `torch.distributions` distribution built with argument validation on (the default
+    where Python runs without `-O`): `Categorical(probs)` checks `probs` on the host when it
+    is built and again in each `log_prob`. Indexing a tensor with
     a tensor (`x[idx]`) is advanced indexing on the device and is not flagged; nor are
     `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. For
     `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
@@ -61,14 +72,20 @@ class HiddenHostRead(Rule):
 
     ## Fix safety
     No fix: a static-shape rewrite (padding and masks) needs judgement, so this rule
-    reports with a hint only.
+    reports with a hint only. For a distribution the hint is `validate_args=False`, which
+    stops the checks (and the errors they raise on invalid parameters).
 
     ## Runtime evidence
-    Not measured yet. The harness will run 5 steps of `x[:n]` and `torch.zeros(n)` with `n`
-    a 0-d device tensor against a static-shape, masked version, and compare executions,
-    compiles and `TransferFromDeviceTime` samples: each read is expected to cost one extra
-    execution and one device-to-host transfer per step, like `.item()` (10 executions and
-    5 transfers for 5 steps in the measured `.item()` case).
+    Measured by hand on the XLA CPU device (torch_xla 2.9): `Categorical(probs)` with a
+    device `probs` costs one device-to-host transfer when built and one per `log_prob`,
+    none with `validate_args=False`; in an actor-critic loop `torch.tensor([R],
+    device=device)` with `R` a device tensor cost one transfer per call. Not yet a
+    harness case. For the other uses, not measured yet: the harness will run 5 steps of
+    `x[:n]` and `torch.zeros(n)` with `n` a 0-d device tensor against a static-shape,
+    masked version, and compare executions, compiles and `TransferFromDeviceTime`
+    samples: each read is expected to cost one extra execution and one device-to-host
+    transfer per step, like `.item()` (10 executions and 5 transfers for 5 steps in the
+    measured `.item()` case).
     """
 
     code = "XLA107"
@@ -80,6 +97,8 @@ class HiddenHostRead(Rule):
     # Subscripts need `[`; the sized calls and `range` need their names.
     triggers = (
         "[",
+        "tensor",
+        "distributions",
         "range",
         "zeros",
         "ones",
@@ -119,7 +138,11 @@ class HiddenHostRead(Rule):
             if arg.keyword is not None and arg.keyword.value in _SIZE_KEYWORDS
         ]
         if qualified is not None:
-            if qualified in _SIZED_FACTORIES:
+            if qualified in _DATA_FACTORIES and positional:
+                self._check_data(positional[0])
+            elif qualified.startswith(_DISTRIBUTIONS):
+                self._check_distribution(node, qualified, positional)
+            elif qualified in _SIZED_FACTORIES:
                 self._check_sizes([*positional, *keywords])
             elif qualified in _RANGES:
                 self._check_sizes([*positional, *keywords], "a `torch.arange()` bound")
@@ -142,6 +165,31 @@ class HiddenHostRead(Rule):
             self._check_sizes([*positional, *keywords])
         elif isinstance(func, cst.Attribute) and func.attr.value == "new_full":
             self._check_sizes([*positional[:1], *keywords])
+
+    def _check_data(self, data: cst.BaseExpression) -> None:
+        """`torch.tensor([R, x])`: each tensor element is read as a Python number."""
+        if isinstance(data, cst.List | cst.Tuple):
+            for element in data.elements:
+                if isinstance(element, cst.Element):
+                    if isinstance(element.value, cst.List | cst.Tuple):
+                        self._check_data(element.value)
+                    elif self.ctx.is_tensor(element.value):
+                        use = "an element of `torch.tensor()` data"
+                        self.report(element.value, self.message.format(use=use))
+
+    def _check_distribution(
+        self, node: cst.Call, qualified: str, positional: list[cst.BaseExpression]
+    ) -> None:
+        """`Categorical(probs)`: a distribution class (not a module function) built from
+        device tensors with its arguments validated."""
+        if not qualified.rsplit(".", 1)[-1][:1].isupper():
+            return
+        if any(a.keyword is not None and a.keyword.value == "validate_args" for a in node.args):
+            return
+        values = [*positional, *(a.value for a in node.args if a.keyword is not None)]
+        if any(self.ctx.is_tensor(value) for value in values):
+            use = "the parameter of a validated distribution"
+            self.report(node, self.message.format(use=use), hint=_DISTRIBUTION_HINT)
 
     def _check_sizes(self, sizes: list[cst.BaseExpression], use: str = "a size") -> None:
         for size in sizes:

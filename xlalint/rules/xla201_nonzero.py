@@ -22,7 +22,8 @@ class Nonzero(Rule):
     `torch.where(cond)` on device tensors, in code that runs every step. This includes the
     timestep lookup of diffusion schedulers, `(self.timesteps == t).nonzero().item()`, in
     `step()` and the helpers it calls. `np.nonzero`, three-argument `torch.where` and
-    `nonzero_static` are not flagged.
+    `nonzero_static` are not flagged, nor `.argwhere(f)`/`.nonzero(x)` with a positional
+    argument, which the tensor methods do not take (fastcore's `L.argwhere(predicate)`).
 
     ## Why is this bad?
     The result has one row per nonzero element, a count only the data knows. XLA compiles
@@ -107,6 +108,7 @@ class Nonzero(Rule):
             and isinstance(func, cst.Attribute)
             and func.attr.value in _METHODS
             and not (isinstance(func.value, cst.Name) and func.value.value == "self")
+            and _tensor_method_signature(node)
             and self._on_device(func.value)
         ):
             fix = None if node.args else self._count_fix(node, func.value)
@@ -189,6 +191,13 @@ def _input(node: cst.Call) -> cst.BaseExpression | None:
         if arg.keyword is None or arg.keyword.value == "input":
             return arg.value
     return None
+
+
+def _tensor_method_signature(node: cst.Call) -> bool:
+    """Whether a `.nonzero(...)`/`.argwhere(...)` call fits the tensor methods, which take
+    no positional argument (`x.nonzero(as_tuple=True)`): fastcore's `L.argwhere(f)` and
+    numpy-like containers called with a predicate or an array are something else."""
+    return all(arg.keyword is not None or arg.star == "**" for arg in node.args)
 
 
 def _single_positional(node: cst.Call) -> cst.BaseExpression | None:

@@ -28,7 +28,8 @@ class BooleanMaskRead(Rule):
     a name bound to one of those in the same function, or a name such as `mask`/
     `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`),
     slices, and lists, dicts or numpy arrays indexed by anything are not flagged.
-    Assignments through a mask are XLA203's.
+    Assignments through a mask are XLA203's, and so is a masked copy under the same mask
+    (`a[m] = b[m]`: one cause, reported once, at the write).
 
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
@@ -98,7 +99,7 @@ class BooleanMaskRead(Rule):
         if self._is_store_target(node):
             return
         mask = self.ctx.masks.mask_index(node)
-        if mask is None:
+        if mask is None or self._copied_under_same_mask(node, mask):
             return
         fix = self._reduction_fix(node, mask)
         self.report(
@@ -122,6 +123,21 @@ class BooleanMaskRead(Rule):
             return
         fix = self._masked_select_fix(node, source, mask) if mask is not None else None
         self.report(node, self.message.format(what="masked_select"), fix=fix)
+
+    def _copied_under_same_mask(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
+        """`a[m] = b[m]`: a masked copy, one cause, which XLA203 reports at the write (its
+        static form, `torch.where(m, b, a)`, removes both)."""
+        assign = self.ctx.parent
+        if not isinstance(assign, cst.Assign) or assign.value is not node:
+            return False
+        code = self.ctx.module.code_for_node
+        for target in assign.targets:
+            written = target.target
+            if isinstance(written, cst.Subscript):
+                index = self.ctx.masks.mask_index(written)
+                if index is not None and code(index) == code(mask):
+                    return True
+        return False
 
     def _is_store_target(self, node: cst.Subscript) -> bool:
         child: cst.CSTNode = node

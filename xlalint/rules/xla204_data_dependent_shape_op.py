@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.devices import positional_argument
 from xlalint.context import Kind
 from xlalint.rule import Rule
 
@@ -171,16 +173,16 @@ class DataDependentShapeOp(Rule):
         self.report(node, self.message.format(op=spelled, extra=op.extra), hint=op.hint)
 
     def _function_on_device(self, node: cst.Call, name: str) -> bool:
-        positional = [a.value for a in node.args if a.keyword is None and not a.star]
         if name == "repeat_interleave":
             repeats = _keyword(node, "repeats")
             if repeats is None:
                 # `torch.repeat_interleave(repeats)` or `(input, repeats, dim)`
-                repeats = positional[1] if len(positional) > 1 else None
-                if repeats is None and len(positional) == 1 and _keyword(node, "dim") is None:
-                    repeats = positional[0]
+                repeats = _positional(node, 1)
+                if repeats is None and _keyword(node, "dim") is None:
+                    repeats = _positional(node, 0)
             return repeats is not None and self.ctx.kind(repeats) is Kind.TENSOR
-        inputs = positional[:2] if name in ("equal", "searchsorted") else positional[:1]
+        count = 2 if name in ("equal", "searchsorted") else 1
+        inputs = [v for index in range(count) if (v := _positional(node, index)) is not None]
         inputs += [v for k in ("input", "sorted_sequence") if (v := _keyword(node, k))]
         kinds = [self.ctx.kind(value) for value in inputs]
         if name == "equal":
@@ -193,7 +195,7 @@ class DataDependentShapeOp(Rule):
         if name == "repeat_interleave":
             repeats = _keyword(node, "repeats")
             if repeats is None and node.args and node.args[0].keyword is None:
-                repeats = node.args[0].value
+                repeats = _positional(node, 0)
             if repeats is None or self.ctx.kind(repeats) is not Kind.TENSOR:
                 return False
         if kind in (Kind.TENSOR, Kind.ITERABLE):
@@ -207,17 +209,19 @@ class DataDependentShapeOp(Rule):
 
 
 def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
+    arg = keyword_argument(node, name)
+    return arg.value if arg is not None else None
+
+
+def _positional(node: cst.Call, index: int) -> cst.BaseExpression | None:
+    arg = positional_argument(node, index)
+    return arg.value if arg is not None else None
 
 
 def _multinomial_falls_back(node: cst.Call, *, method: bool) -> bool:
     """Measured on torch_xla 2.9: `multinomial` runs on the device except with a
     `generator`, or without replacement and `num_samples > 1`. A value that is not a
     literal (`num_samples=n`, `replacement=flag`) may be either, and counts as falling back."""
-    positional = [a.value for a in node.args if a.keyword is None and not a.star]
     offset = 0 if method else 1  # `torch.multinomial(input, num_samples, replacement)`
     generator = _keyword(node, "generator")
     if generator is not None and not (
@@ -225,11 +229,11 @@ def _multinomial_falls_back(node: cst.Call, *, method: bool) -> bool:
     ):
         return True
     replacement = _keyword(node, "replacement")
-    if replacement is None and len(positional) > offset + 1:
-        replacement = positional[offset + 1]
+    if replacement is None:
+        replacement = _positional(node, offset + 1)
     if isinstance(replacement, cst.Name) and replacement.value == "True":
         return False
     samples = _keyword(node, "num_samples")
-    if samples is None and len(positional) > offset:
-        samples = positional[offset]
+    if samples is None:
+        samples = _positional(node, offset)
     return not (isinstance(samples, cst.Integer) and samples.evaluated_value == 1)

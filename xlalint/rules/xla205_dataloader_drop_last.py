@@ -95,6 +95,7 @@ class DataLoaderDropLast(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     triggers = ("DataLoader",)
+    screen = ("DataLoader",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -118,6 +118,7 @@ class DynamicPadding(Rule):
     )
     hint = 'Pad to a fixed length (padding="max_length", max_length=N) or to a few buckets'
     triggers = ("pad", "DataCollator", "collat")
+    screen = ("max", "~pad", "~Pad", "~collat", "~Collat")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.hotness import Site
+from xlalint.analysis.helper_indexes import HelperIndex, HelperIndexes, bind_arguments
+from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop, LoopValues
 from xlalint.context import Kind
+from xlalint.positions import Positions
 from xlalint.rule import Rule
 
 if TYPE_CHECKING:
@@ -20,11 +22,38 @@ if TYPE_CHECKING:
 _SCHEDULE_NAME = re.compile(r"timesteps$", re.IGNORECASE)
 
 
+# What a helper's slice becomes (word_lm_cuda in benchmarks/PORTS.md): rows picked by a
+# device index, one graph for every value of the int.
+HELPER_HINT = (
+    "In the helper, take the rows with a device index: `rows = torch.arange(n, "
+    "device=x.device) + torch.tensor([i]).to(x.device)`, then `x.index_select(0, rows)`"
+)
+
+
 @dataclass(frozen=True)
 class _Candidate:
     node: cst.Subscript
     loops: tuple[Loop, ...]
     index: str
+    site: Site
+
+
+@dataclass(frozen=True)
+class _Argument:
+    """What an argument of a call in a loop is, judged where the call is."""
+
+    loops: frozenset[Loop] | None  # the loops whose pass it changes with, if it is an int
+    tensor: bool
+    maybe: bool  # of unknown kind, not a sequence: a tensor if the helper uses it as one
+
+
+@dataclass(frozen=True)
+class _HelperCall:
+    """A call in a loop to a function of this module (or a method of this class)."""
+
+    node: cst.Call
+    helper: FunctionKey
+    arguments: dict[cst.BaseExpression, _Argument]
     site: Site
 
 
@@ -44,13 +73,24 @@ class PythonIndexInLoop(Rule):
     pass (`.item()`, XLA101's) does not count: it executes only the value it reads, and an
     index that does not feed it stays in the one graph of the step.
 
+    The same int handed to a function of the same module, or to a method of the class
+    (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same:
+    the call in the loop is reported, naming the helper's subscript and its line
+    (`data, targets = get_batch(train_data, i)` where `get_batch` takes
+    `source[i : i + seq_len]`), once per call. The indexed value is a tensor where the
+    helper knows it (`self.pe`, a tensor made on a device) or where the call passes one: a
+    tensor, or a value of unknown kind that the helper uses as a tensor
+    (`source[a:b].view(-1)`).
+
     Not flagged: lists, tuples, dicts, `nn.ModuleList`s (`self.layers[i]`) and numpy arrays;
     results of `x.split()`/`x.chunk()`/`x.unbind()` and names that say they hold several
     tensors (`all_hidden_states`, `*_list`, `*_tuple`) or are annotated as a `list`/`tuple`;
     `scheduler.sigmas` (schedulers keep them on the CPU); constant indexes (`x[:, 0]`);
-    tensor indexes (`x[idx]`, advanced indexing on the device); and loops traced into a
+    tensor indexes (`x[idx]`, advanced indexing on the device); loops traced into a
     single graph (a loop inside `forward` without a barrier unrolls the same way every step
-    and compiles once).
+    and compiles once); and helpers called with a constant or a tensor index, helpers that
+    index a list or numpy array they are passed, or that compute with the int on the host
+    only (`learning_rate(step)`).
 
     ## Why is this bad?
     XLA records a Python int index as a constant of the traced graph. When every pass of
@@ -75,7 +115,15 @@ class PythonIndexInLoop(Rule):
         torch_xla.sync()
     ```
     A counter kept on the device (`index += 1`) works as well. Writes follow the same rule:
-    `x.index_copy_(0, index, v)` instead of `x[i] = v`.
+    `x.index_copy_(0, index, v)` instead of `x[i] = v`. In a helper that slices rows with
+    the int, pick them with a device index:
+    ```python
+    def get_batch(source, i):
+        seq_len = min(bptt, len(source) - 1 - i)
+        rows = torch.arange(seq_len, device=source.device) + torch.tensor([i]).to(source.device)
+        return source.index_select(0, rows), source.index_select(0, rows + 1).view(-1)
+    ```
+    A shorter last slice is a new shape, compiled once more: drop or pad it to keep one.
 
     ## Fix safety
     No fix: the index tensor has to be made and kept somewhere, and `index_select` keeps
@@ -101,6 +149,11 @@ class PythonIndexInLoop(Rule):
         "Index with a device tensor: `x.index_select(dim, idx)` with "
         "`idx = torch.tensor([i]).to(device)`, or keep the index on the device"
     )
+    helper_message = (
+        "`{index}` is a Python int that changes every pass: `{helper}()` indexes a tensor "
+        "with it at line {line} (`{subscript}`), which compiles a new graph for each value"
+    )
+    helper_hint = HELPER_HINT
     hot_only = True
     needs_torch = True
     # The pass's index comes from `range`/`trange`/`enumerate`, a counter (`step += 1`), or
@@ -110,15 +163,19 @@ class PythonIndexInLoop(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self.values = LoopValues(ctx.kinds)
+        self.helpers = HelperIndexes()
         self._candidates: list[_Candidate] = []
+        self._calls: list[_HelperCall] = []
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.ctx.loops.register_function(node)
         self.values.push_function(node)
+        self.helpers.push_function(node, self.ctx.function)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.values.pop_function()
+        self.helpers.pop_function()
 
     def visit_For(self, node: cst.For) -> None:
         self.ctx.loops.register_loop(node, self.ctx)
@@ -135,16 +192,39 @@ class PythonIndexInLoop(Rule):
         self.values.leave_loop(node)
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        self.values.bind([t.target for t in node.targets], node.value)
+        targets = [t.target for t in node.targets]
+        self.helpers.bind(targets, node.value, self.values.int_loops(node.value) is not None)
+        self.values.bind(targets, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
+            is_int = self.values.int_loops(node.value) is not None
+            self.helpers.bind([node.target], node.value, is_int)
             self.values.bind([node.target], node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self.values.bind_augmented(node)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        self.helpers.note_method_call(node)
+        if not self.values.in_loop:
+            return
+        helper = self._callee(node)
+        if helper is None:
+            return
+        arguments = {
+            arg.value: _Argument(
+                self.values.int_loops(arg.value),
+                self._is_tensor(arg.value, Kind.TENSOR),
+                self._is_tensor(arg.value, Kind.UNKNOWN),
+            )
+            for arg in node.args
+        }
+        self._calls.append(_HelperCall(node, helper, arguments, self.ctx.site()))
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        if self.helpers.in_function:
+            self._note_helper_index(node)
         if not self.values.in_loop:
             return
         loops: frozenset[Loop] = frozenset()
@@ -180,8 +260,119 @@ class PythonIndexInLoop(Rule):
                 self.report(
                     candidate.node, self.message.format(index=candidate.index), site=candidate.site
                 )
+        positions: Positions | None = None
+        for call in self._calls:
+            found = self._helper_index(call)
+            if found is None:
+                continue
+            index, argument, loops = found
+            if not any(self.values.executes_every_pass(loop, self.ctx.loops) for loop in loops):
+                continue
+            positions = positions or Positions(self.ctx.module, self.ctx.module.code)
+            code = self.ctx.module.code_for_node
+            message = self.helper_message.format(
+                index=code(argument),
+                helper=call.helper.name,
+                line=positions[index.subscript].start.line,
+                subscript=code(index.subscript),
+            )
+            self.report(call.node, message, hint=self.helper_hint, site=call.site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _callee(self, call: cst.Call) -> FunctionKey | None:
+        """The function of this module that `call` may run: `f(...)` or, in a method,
+        `self.f(...)`; not imported names."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            if self.ctx.imports.resolve(func) is not None:
+                return None
+            return FunctionKey(None, func.value)
+        function = self.ctx.function
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and function is not None
+            and function.class_name is not None
+        ):
+            return FunctionKey(function.class_name, func.attr.value)
+        return None
+
+    def _note_helper_index(self, node: cst.Subscript) -> None:
+        """A subscript whose bound is an int computed from the function's parameters, of a
+        tensor or of a parameter (the caller says whether that one is a tensor)."""
+        for element in node.slice:
+            part = element.slice
+            bounds = (
+                [part.lower, part.upper, part.step] if isinstance(part, cst.Slice) else [part.value]
+            )
+            read: frozenset[str] = frozenset()
+            first: cst.BaseExpression | None = None
+            for bound in bounds:
+                if bound is None or self.values.int_loops(bound) is None:
+                    continue
+                params = self.helpers.params_in(bound)
+                if params:
+                    read |= params
+                    first = first or bound
+            if first is None:
+                continue
+            if self._indexes_a_tensor(node):
+                self.helpers.note(HelperIndex(node, first, read, None))
+                return
+            base = self.helpers.base_param(node.value)
+            if base is not None and not COLLECTION_NAME.search(base) and base not in read:
+                if not self.values.is_sequence(base):
+                    self.helpers.note(HelperIndex(node, first, read, base))
+                return
+
+    def _helper_index(
+        self, call: _HelperCall
+    ) -> tuple[HelperIndex, cst.BaseExpression, frozenset[Loop]] | None:
+        """The first subscript of the called helper that the call's loop-varying int
+        indexes a tensor with: the subscript, the argument, and the loops it varies with."""
+        helper = self.helpers.helpers.get(call.helper)
+        if helper is None or not helper.indexes:
+            return None
+        bound = bind_arguments(helper, call.node)
+        if bound is None:
+            return None
+        for index in helper.indexes:
+            if index.base is not None:
+                base = bound.get(index.base)
+                if base is None:
+                    continue
+                argument = call.arguments[base]
+                if not (argument.tensor or (argument.maybe and index.base in helper.tensor_params)):
+                    continue
+            loops: frozenset[Loop] = frozenset()
+            varying: cst.BaseExpression | None = None
+            for param in sorted(index.params):
+                value = bound.get(param)
+                if value is None:
+                    continue  # its default: the same every call
+                found = call.arguments[value].loops
+                if found is None:
+                    loops = frozenset()
+                    break  # not a Python int: a tensor index stays data
+                if found:
+                    loops |= found
+                    varying = varying or value
+            if loops and varying is not None:
+                return index, varying, loops
+        return None
+
+    def _is_tensor(self, value: cst.BaseExpression, kind: Kind) -> bool:
+        """An argument of this kind (a tensor, or unknown), not a tuple or list."""
+        if self.ctx.kind(value) is not kind:
+            return False
+        name = _last_name(value)
+        if name is not None and COLLECTION_NAME.search(name):
+            return False
+        if isinstance(value, cst.Name):
+            return not self.values.is_sequence(value.value)
+        return not self.values.makes_sequence(value)
+
     def _indexes_a_tensor(self, node: cst.Subscript) -> bool:
         """The indexed value is a tensor, and not a tuple or list of them."""
         base = node.value

@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument, with_keyword
-from xlalint.analysis.devices import XLA_DEVICE_CALLS, device_string_type, is_device_name
+from xlalint.analysis.devices import (
+    XLA_DEVICE_CALLS,
+    device_string_type,
+    is_device_name,
+    positional_argument,
+)
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -38,6 +45,9 @@ _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
 _MOVES = frozenset({"to", "cuda"})
+# Helpers named for moving their argument to the device: Composer's
+# `device.tensor_to_device(t)`, `to_device(t)`, `move_to_device(t, dev)`.
+_MOVE_HELPER = re.compile(r"(^|_)(to|onto)_device$|^_*(move|send|put)_\w*(device|gpu|xla)$", re.I)
 
 
 class HostTensorInLoop(Rule):
@@ -50,6 +60,9 @@ class HostTensorInLoop(Rule):
     `pos.to(device)` in the loop). A move is `.cuda()` or a `.to()` whose target is clearly
     a device: a device string other than `"cpu"`, `torch.device(...)`, `torch_xla.device()`,
     or a name such as `device`, `x.device`, `self.device`, `dev`.
+    A factory's result handed to a helper named for moving it to the device
+    (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
+    is moved the same way, and reported without a fix.
 
     Not flagged: `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.from_numpy(...)`,
     whose values come from the host anyway (a changing Python number passed this way is
@@ -161,6 +174,8 @@ class HostTensorInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self._helper_move(node):
+            return
         if not (isinstance(func, cst.Attribute) and func.attr.value in _MOVES):
             return
         move = func.attr.value
@@ -178,6 +193,20 @@ class HostTensorInLoop(Rule):
             return
         fix = self._device_fix(node, receiver, factory) if move == "to" else None
         self.report(node, self.message.format(factory=self._factory_name(factory)), fix=fix)
+
+    def _helper_move(self, call: cst.Call) -> bool:
+        """`device.tensor_to_device(torch.zeros(1))`: a factory's result handed to a helper
+        named for moving it to the device. Reported without a fix (the helper picks the
+        device); True where the call is such a helper."""
+        name = get_full_name_for_node(call.func) or ""
+        if not _MOVE_HELPER.search(name.rsplit(".", 1)[-1]):
+            return False
+        first = positional_argument(call, 0)
+        factory = self._host_factory(first.value) if first is not None else None
+        if factory is not None:
+            message = self.message.format(factory=self._factory_name(factory))
+            self.report(call, message, hint=f"{self.hint}, or build it where `{name}` puts it")
+        return True
 
     # -- helpers ------------------------------------------------------------------------------
     def _factory_name(self, factory: cst.Call) -> str:

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.devices import positional_argument
+from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.context import Kind
 from xlalint.rule import Rule
 from xlalint.walk import descendants
@@ -21,8 +24,6 @@ _JOINS = frozenset(
     }
 )
 _LIST_GROWTH = frozenset({"append", "extend", "insert"})
-# Calls and methods that leave a tensor on the host: growing it costs no compile.
-_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
 
 
 def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
@@ -38,7 +39,7 @@ def _on_host(node: cst.BaseExpression) -> bool:
     """`y.cpu()`, `y.detach().cpu()`, `y.to("cpu")`: a host copy."""
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         method = node.func.attr.value
-        if method in _TO_HOST:
+        if method in TO_HOST_METHODS:  # growing a host copy costs no compile
             return True
         if method == "to" and any(
             isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == "cpu"
@@ -149,13 +150,10 @@ class GrowingTensorInLoop(Rule):
             self.report(node, message)
 
     def _loop(self) -> cst.For | cst.While | None:
-        """The innermost loop around the node being visited, within its function."""
-        for ancestor in self.ctx.ancestors():
-            if isinstance(ancestor, cst.For | cst.While):
-                return ancestor
-            if isinstance(ancestor, cst.FunctionDef | cst.Lambda):
-                return None
-        return None
+        """The innermost loop whose pass runs the node being visited, in its function."""
+        loops = self.ctx.enclosing_loops
+        loop = loops[-1] if loops else None
+        return loop if isinstance(loop, cst.For | cst.While) else None
 
     def _on_host(self, added: list[cst.BaseExpression]) -> bool:
         """The tensors joined on are host copies (`y.cpu()`) or made on the host: the
@@ -166,12 +164,9 @@ class GrowingTensorInLoop(Rule):
 
     @staticmethod
     def _first(call: cst.Call) -> cst.BaseExpression | None:
-        for arg in call.args:
-            if arg.keyword is None and not arg.star:
-                return arg.value
-            if arg.keyword is not None and arg.keyword.value == "tensors":
-                return arg.value
-        return None
+        """What a join joins: `torch.cat(xs)`, `torch.cat(tensors=xs)`."""
+        arg = positional_argument(call, 0) or keyword_argument(call, "tensors")
+        return arg.value if arg is not None else None
 
     def _joined(self, call: cst.Call) -> list[cst.BaseExpression] | None:
         """The tensors a join takes, when written out as a list or tuple."""

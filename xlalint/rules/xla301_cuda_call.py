@@ -9,7 +9,6 @@ from xlalint.analysis.devices import (
 )
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.rules._loop_rules import torch_xla_is_optional
 
 # `Tensor.cuda(device=None, non_blocking=False, memory_format=...)`; `Module.cuda(device=None)`.
 _KEPT_KEYWORDS = ("non_blocking", "memory_format")
@@ -52,7 +51,9 @@ class CudaCall(Rule):
 
     ## Fix safety
     Safe. The fix rewrites `.cuda(...)` to `.to(torch_xla.device())`, keeping
-    `non_blocking=` and `memory_format=`, and adds `import torch_xla`. A device index
+    `non_blocking=` and `memory_format=`, and adds `import torch_xla` (where
+    `target-version` is before 2.3, which added `torch_xla.device`: `.to(xm.xla_device())`
+    with `import torch_xla.core.xla_model as xm`). A device index
     (`.cuda(0)`, `.cuda(args.gpu)`) is dropped: each XLA process owns its device, which
     `torch_xla.device()` returns. Calls with `*args`/`**kwargs` or other keywords are
     reported without a fix, as are calls in a file that imports torch_xla only where it is
@@ -76,6 +77,7 @@ class CudaCall(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
+    screen = ("~cuda",)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -96,7 +98,7 @@ class CudaCall(Rule):
     def _to_xla_fix(self, node: cst.Call, func: cst.Attribute) -> NodeFix | None:
         """Small edits that leave the receiver alone (it may carry fixes of its own):
         `cuda` -> `to`, and the device argument -> `torch_xla.device()`."""
-        if torch_xla_is_optional(self.ctx.module):
+        if self.ctx.import_guards.optional("torch_xla"):
             return None  # CUDA hosts without torch_xla still run this line
         receiver = func.value
         qualified_receiver = (
@@ -104,7 +106,7 @@ class CudaCall(Rule):
         )
         if qualified_receiver is not None and qualified_receiver.startswith("torch."):
             return None  # `nn.Module.cuda(model)`: the receiver is a class, not the value
-        device, imports = xla_device_source()
+        device, imports = xla_device_source(self.ctx)
         edits: list[tuple[cst.CSTNode, cst.CSTNode | str]] = [(func.attr, "to")]
         positional = [a for a in node.args if a.keyword is None]
         keywords = {a.keyword.value: a for a in node.args if a.keyword is not None}
@@ -127,7 +129,7 @@ class CudaCall(Rule):
         else:
             edits.append((node.whitespace_before_args, device))
         return self.fix(
-            "Move to the XLA device: `.to(torch_xla.device())`",
+            f"Move to the XLA device: `.to({device})`",
             *edits,
             imports=imports,
             moves_to_xla=True,

@@ -11,13 +11,13 @@ from xlalint.analysis.devices import (
     is_device_name,
     is_device_option,
     keyword_argument,
+    only_examined,
     torch_device_type_argument,
     xla_device_source,
     xla_string_source,
 )
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.rules._loop_rules import torch_xla_is_optional
 
 _MAP_LOCATION_HINT = (
     'load to the host with `map_location="cpu"`, then move the model with `.to(torch_xla.device())`'
@@ -38,8 +38,11 @@ class CudaDeviceString(Rule):
     strings, comments and docstrings, strings under a CUDA guard (or after
     `if not torch.cuda.is_available(): return`), in code that runs only where a test for
     XLA failed (`if device == "xla": ... else: <here>`) or in a class's own `cuda()`
-    method, and the branches of a device ladder such as
-    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's).
+    method, the branches of a device ladder such as
+    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's), and the default of a
+    parameter that its function only asks about and places nothing with
+    (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
+    `pin_memory`, or hands it to an autocast: XLA303's).
 
     ## Why is this bad?
     A TPU host has no CUDA device: every tensor or module sent to `"cuda"` fails to get
@@ -88,6 +91,7 @@ class CudaDeviceString(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
+    screen = ("'cuda", "~cuda")
 
     # -- argument positions --------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -123,7 +127,7 @@ class CudaDeviceString(Rule):
             self.report(node, message, hint=_MAP_LOCATION_HINT)
             return
         fix = None
-        if torch_xla_is_optional(self.ctx.module):
+        if self.ctx.import_guards.optional("torch_xla"):
             pass  # CUDA hosts without torch_xla still run this line: no fix
         elif is_cuda_string(arg.value) and isinstance(parent, cst.Param):
             # `def run(device=torch.device("cuda"))`: the default is made at import, where
@@ -138,9 +142,9 @@ class CudaDeviceString(Rule):
                 moves_to_xla=True,
             )
         elif is_cuda_string(arg.value):
-            device, imports = xla_device_source()
+            device, imports = xla_device_source(self.ctx)
             fix = self.fix(
-                "Use the XLA device: `torch_xla.device()`",
+                f"Use the XLA device: `{device}`",
                 (node, device),
                 imports=imports,
                 moves_to_xla=True,
@@ -169,6 +173,14 @@ class CudaDeviceString(Rule):
 
     def visit_Param(self, node: cst.Param) -> None:
         if node.default is not None and is_device_name(node.name):
+            function = next(
+                (a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef | cst.Lambda)),
+                None,
+            )
+            if isinstance(function, cst.FunctionDef) and only_examined(
+                function, node.name.value, self.ctx.imports
+            ):
+                return  # `def build_loader(..., device="cuda")` only asks about the device
             self._strings(node.default, argument=False)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
@@ -192,14 +204,14 @@ class CudaDeviceString(Rule):
         strings = cuda_strings(value, self.ctx.imports)
         if not strings or not self._may_report():
             return
-        optional = torch_xla_is_optional(self.ctx.module)
+        optional = self.ctx.import_guards.optional("torch_xla")
         for string in strings:
             fix: NodeFix | None = None
             if string is value and not optional:
-                device, imports = xla_device_source()
+                device, imports = xla_device_source(self.ctx)
                 if argument:
                     fix = self.fix(
-                        "Use the XLA device: `torch_xla.device()`",
+                        f"Use the XLA device: `{device}`",
                         (string, device),
                         imports=imports,
                         moves_to_xla=True,

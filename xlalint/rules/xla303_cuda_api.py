@@ -9,8 +9,11 @@ from xlalint.analysis.devices import (
     cuda_api_kind,
     in_own_method,
     keyword_argument,
+    positional_argument,
     runs_without_xla,
 )
+from xlalint.analysis.guards import implied, mentions_cuda
+from xlalint.analysis.imports import ImportTable
 from xlalint.rule import Rule
 
 if TYPE_CHECKING:
@@ -56,8 +59,11 @@ _NO_OPS = frozenset(
         "custom_fwd",  # `torch.cuda.amp.custom_fwd`: a decorator that runs the function as is
         "custom_bwd",
         "empty_cache",
-        "ipc_collect",
         "device_count",
+        "get_rng_state_all",  # [] without CUDA devices
+        "get_gencode_flags",  # ''
+        "get_allocator_backend",  # 'native'
+        "list_gpu_processes",  # a message string without pynvml
         "is_available",
         "is_initialized",
         "stream",  # `with torch.cuda.stream(s)`: only `s` (a `Stream()`) reaches the runtime
@@ -98,13 +104,31 @@ def _to_bfloat16(call: cst.Call, ctx: FileContext) -> bool:
     return dtype is not None and ctx.qualified(dtype.value) == "torch.bfloat16"
 
 
-def _disabled(call: cst.Call) -> bool:
-    """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere."""
+def _disabled(call: cst.Call, qualified: str, imports: ImportTable) -> bool:
+    """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere; or enabled
+    only where a CUDA test holds (`autocast(enabled and device == "cuda")`), which an XLA
+    host never passes."""
     enabled = keyword_argument(call, "enabled")
+    if enabled is None and qualified == "torch.cuda.amp.autocast":
+        enabled = positional_argument(call, 0)  # `autocast(enabled=True, dtype=...)`
+    if enabled is None:
+        return False
+    value = enabled.value
+    if isinstance(value, cst.Name) and value.value == "False":
+        return True
+    return implied(value, True, lambda t: mentions_cuda(t, imports)) is True
+
+
+def _alternative_spelling(call: cst.Call, kind: str, ctx: FileContext) -> bool:
+    """The `else` of a conditional expression whose other branch builds the same kind of
+    CUDA object: `GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()` is one
+    scaler, spelled for two torch versions, and one finding."""
+    parent = ctx.parent
     return (
-        enabled is not None
-        and isinstance(enabled.value, cst.Name)
-        and enabled.value.value == "False"
+        isinstance(parent, cst.IfExp)
+        and parent.orelse is call
+        and isinstance(parent.body, cst.Call)
+        and cuda_api_kind(parent.body, ctx.imports) == kind
     )
 
 
@@ -128,12 +152,16 @@ class CudaApi(Rule):
     cuDNN/TF32 flag writes (`torch.backends.cudnn.benchmark = True`,
     `torch.backends.cuda.matmul.allow_tf32 = True`), `torch.cuda.manual_seed*`/`seed*`,
     `empty_cache`, `device_count`, memory statistics that are only logged, and CUDA
-    autocast or scalers built with `enabled=False` (also as a decorator). Also left alone:
+    autocast or scalers built with `enabled=False` (also as a decorator) or enabled only
+    where a CUDA test holds (`autocast(enabled and device == "cuda")`). Also left alone:
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
-    (including the right side of `torch.cuda.is_available() and ...`), after
+    (including the right side of `torch.cuda.is_available() and ...`, and a local flag
+    assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`), in a
+    function this file calls only under CUDA guards (`get_gpu_info(i)`), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
-    `cuda()` method.
+    `cuda()` method. One scaler or autocast spelled for two torch versions
+    (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`) is one finding.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -179,9 +207,11 @@ class CudaApi(Rule):
     - raise `RuntimeError: Found no NVIDIA driver on your system`: `synchronize()`,
       `set_device(0)`, `current_device()`, `get_device_name(0)`, `get_device_capability()`,
       `get_device_properties(0)`, `mem_get_info()`, `current_stream()`, `get_rng_state()`,
-      `Event().record()`, `with torch.cuda.device(0)`, `x.type(torch.cuda.FloatTensor)`;
-    - `torch.cuda.Stream()` raises `AcceleratorError: CUDA error`;
-      `reset_peak_memory_stats()` raises `RuntimeError`, `memory_summary()` `KeyError`;
+      `Event().record()`, `with torch.cuda.device(0)`, `x.type(torch.cuda.FloatTensor)`,
+      `ipc_collect()`, `init()`, `initial_seed()`, `set_per_process_memory_fraction(0.5)`;
+    - `torch.cuda.Stream()`, `CUDAGraph()` and `is_current_stream_capturing()` raise
+      `AcceleratorError: CUDA error`; `reset_peak_memory_stats()` and
+      `reset_max_memory_allocated()` raise `RuntimeError`, `memory_summary()` `KeyError`;
     - `torch.autocast("cuda", dtype=torch.bfloat16)` raises `RuntimeError: Current CUDA
       Device does not support bfloat16`;
     - `torch.cuda.amp.autocast()` around an XLA matmul runs and leaves the result float32
@@ -194,7 +224,9 @@ class CudaApi(Rule):
       `is_bf16_supported()` returns False, `get_arch_list()` an empty list;
     - `set_default_tensor_type("torch.cuda.FloatTensor")` runs (deprecated), and the next
       tensor made raises;
-    - do nothing (not reported): `device_count()` (0), `manual_seed(0)`, `set_rng_state()`,
+    - do nothing (not reported): `device_count()` (0), `get_rng_state_all()` (an empty
+      list), `get_gencode_flags()`, `get_allocator_backend()`, `list_gpu_processes()` (a
+      string), `manual_seed(0)`, `set_rng_state()`,
       `manual_seed_all(0)`, `seed()`, `empty_cache()`, cuDNN/TF32 flag writes,
       `autocast(enabled=False)`, `@autocast("cuda", enabled=False)`,
       `with torch.cuda.stream(None)`, `torch.cuda.nvtx.range_push(...)` (returns -2),
@@ -206,6 +238,7 @@ class CudaApi(Rule):
     name = "cuda-api"
     message = "`{name}` raises on an XLA host: it needs the CUDA runtime"
     triggers = ("cuda", "GradScaler")
+    screen = ("~cuda", "~GradScaler")
     # `torch.cuda.synchronize()` in a loop: that it raises says more than that it blocks.
     supersedes = ("XLA106",)
 
@@ -231,8 +264,10 @@ class CudaApi(Rule):
             return
         if self._cuda_only():
             return
+        if kind in ("autocast", "scaler") and _alternative_spelling(node, kind, self.ctx):
+            return
         if kind == "autocast":
-            if _disabled(node):
+            if _disabled(node, qualified, self.ctx.imports):
                 return
             if _to_bfloat16(node, self.ctx):
                 message = f"`{qualified}` for CUDA with bfloat16 raises on an XLA host"
@@ -240,7 +275,7 @@ class CudaApi(Rule):
                 message = f"`{qualified}` for CUDA leaves XLA math in float32"
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
-            if _disabled(node):
+            if _disabled(node, qualified, self.ctx.imports):
                 return
             message = (
                 f"`{qualified}` for CUDA stays enabled with torch_xla and reads the found-inf "

@@ -1,11 +1,37 @@
 from __future__ import annotations
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.devices import in_own_method, is_super_call
+from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.devices import (
+    device_string_type,
+    in_own_method,
+    is_super_call,
+    positional_argument,
+)
 from xlalint.analysis.dtypes import FLOAT16, in_float16_probe, is_dtype_choice, keeps_float16
+from xlalint.analysis.guards import local_values
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
+
+
+def _host_load(value: cst.BaseExpression) -> bool:
+    """`torch.load(f, map_location="cpu")`,
+    `load_checkpoint(f, map_location=torch.device("cpu"))`: loaded onto the host."""
+    if not isinstance(value, cst.Call):
+        return False
+    name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
+    location = keyword_argument(value, "map_location")
+    if not name.endswith("load") or location is None:
+        return False
+    target = location.value
+    if isinstance(target, cst.Call) and (get_full_name_for_node(target.func) or "").endswith(
+        "device"
+    ):
+        first = positional_argument(target, 0)
+        target = first.value if first is not None else target
+    return device_string_type(target) == "cpu"
 
 
 class Float16(Rule):
@@ -19,10 +45,12 @@ class Float16(Rule):
     torch.bfloat16)`), lookup tables of dtypes, `torch.finfo(torch.float16)`, numpy's
     float16, anything under a CUDA guard (or after
     `if not torch.cuda.is_available(): return`, or where a test for XLA failed), a class's
-    own `half()` method, and code under `if x.dtype == torch.float16:`, which keeps a dtype
-    chosen elsewhere (`softmax(w, dtype=torch.float32).to(torch.float16)`) and is not taken
-    in bfloat16, and functions that ask whether float16 works
-    (`is_torch_fp16_available_on_device`): trying it is how they answer.
+    own `half()` method, and code under `if x.dtype == torch.float16:` (or the branch of
+    `m.half() if x.dtype is torch.float16 else m`), which keeps a dtype chosen elsewhere
+    (`softmax(w, dtype=torch.float32).to(torch.float16)`) and is not taken in bfloat16,
+    functions that ask whether float16 works (`is_torch_fp16_available_on_device`): trying
+    it is how they answer, and `.half()` of a checkpoint this function loaded onto the host
+    (`ckpt = torch.load(f, map_location="cpu")`, then `ckpt["model"].half()`): storage.
 
     ## Why is this bad?
     TPUs compute natively in bfloat16 and float32; float16 is not their native
@@ -64,6 +92,7 @@ class Float16(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = Applicability.UNSAFE
     triggers = ("half", "float16")
+    screen = ("half", "float16")
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -74,7 +103,7 @@ class Float16(Rule):
         qualified = self.ctx.qualified(func) or ""
         if qualified.startswith("numpy.") or qualified == "torch.half":
             return  # `np.half(1.0)` builds a numpy scalar
-        if self._left_alone():
+        if self._left_alone(node) or self._loaded_to_host(func.value):
             return
         fix = self.fix("Use bfloat16: `.bfloat16()`", (func.attr, "bfloat16"))
         self.report(func.attr, self.message.format(text=".half()"), end_node=node, fix=fix)
@@ -99,11 +128,23 @@ class Float16(Rule):
     def _chosen(self, node: cst.BaseExpression) -> bool:
         if not is_dtype_choice(node, self.ctx.ancestors(), self.ctx.imports):
             return False
-        return not self._left_alone()
+        return not self._left_alone(node)
 
-    def _left_alone(self) -> bool:
+    def _loaded_to_host(self, receiver: cst.BaseExpression) -> bool:
+        """`ckpt["model"].half()` where `ckpt = torch.load(f, map_location="cpu")` in this
+        function: a checkpoint converted on the host for storage, not TPU math."""
+        while isinstance(receiver, cst.Subscript | cst.Attribute):
+            receiver = receiver.value
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        if not isinstance(receiver, cst.Name) or function is None:
+            return False
+        values = local_values(function, receiver.value)
+        return bool(values) and all(_host_load(value) for value in values)
+
+    def _left_alone(self, node: cst.CSTNode) -> bool:
         """Code a TPU host never runs, that runs only on values already in float16, or that
-        asks whether float16 works."""
+        asks whether float16 works. `node` is the visited node: the path starts there, so
+        that a ternary's branch (`m.half() if x.dtype is torch.float16 else m`) counts."""
         if in_float16_probe(self.ctx.function) or self.ctx.runs_without_xla:
             return True
-        return keeps_float16(self.ctx.ancestors(), self.ctx.imports)
+        return keeps_float16((node, *self.ctx.ancestors()), self.ctx.imports)

@@ -5,17 +5,20 @@ import itertools
 import libcst as cst
 
 from xlalint.analysis.devices import (
+    ACCELERATOR,
     GPU_TYPES,
     TORCH_DEVICE,
     DeviceChoice,
     chain,
     creates_xla_device,
+    cuda_api_kind,
     device_arguments,
     device_string_type,
     device_types,
     has_silent_branch,
     is_device_name,
     mentions_xla,
+    only_examined,
     passes_through,
     probes_gpu,
     xla_ruled_out,
@@ -25,7 +28,6 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loops import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.rules._loop_rules import import_guard
 from xlalint.walk import children, descendants, names_under
 
 # The flag a fix sets where it makes the file import torch_xla only if it is installed.
@@ -39,7 +41,13 @@ class DeviceLadderWithoutXla(Rule):
     `device = "cuda" if torch.cuda.is_available() else "cpu"`,
     `torch.device("cuda" if use_cuda else "cpu")`, and `if`/`elif`/`else` chains (or a
     helper function's sequence of `if ...: return device`) that set or return a CUDA or MPS
-    device. It reports once per ladder, at its `if` or ternary.
+    device, or torch's current accelerator, as the current pytorch/examples do
+    (`torch.accelerator.current_accelerator() if use_accel else torch.device("cpu")`,
+    with `use_accel = not args.no_accel and torch.accelerator.is_available()`), and
+    ternaries that keep a few listed device types and turn every other one into CUDA
+    (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). It reports
+    once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
+    chain is reported on its own.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -60,10 +68,18 @@ class DeviceLadderWithoutXla(Rule):
     torch.device("cuda", torch.cuda.current_device())` / `return device`) passes XLA
     devices through. A ternary that fills part of a longer f-string
     (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
+    A ternary given to a CUDA scaler or autocast (`GradScaler("xpu" if ... else "cuda")`)
+    is part of that call, which XLA303 reports; a ternary assigned to a name that its
+    function only prints or compares (`print(f"Device: {device}")` in a benchmark report)
+    places nothing.
 
     ## Why is this bad?
     On an XLA host every GPU probe is false, so the ladder quietly picks the CPU (or, for a
-    branch that only knows `cuda:N`, a device that is not there). The script runs, slowly
+    branch that only knows `cuda:N`, a device that is not there). `torch.accelerator` does
+    not know XLA either: measured with torch 2.9 and torch_xla 2.9 imported
+    (`PJRT_DEVICE=CPU`, no GPU), `torch.accelerator.is_available()` is False,
+    `device_count()` is 0 and `current_accelerator()` is `device(type='cuda')` (torch's
+    CUDA build), so a `use_accel` ladder picks the CPU. The script runs, slowly
     and without an error, on the host CPU instead of the TPU.
 
     ## Example
@@ -133,7 +149,8 @@ class DeviceLadderWithoutXla(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     decides_device = True
-    triggers = ("cuda", "mps")
+    triggers = ("cuda", "mps", "accelerator")
+    screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
@@ -143,6 +160,10 @@ class DeviceLadderWithoutXla(Rule):
             next(a for a in self.ctx.ancestors() if isinstance(a, cst.FormattedString))
         ):
             return  # `f"{'cuda' if is_cuda else 'cpu'}_time_total"`: a key, not a device
+        if self._argument_of_cuda_api():
+            return  # `GradScaler("xpu" if ... else "cuda")`: XLA303 reports the call
+        if self._only_examined():
+            return  # `device = ...ladder...` only printed or compared: nothing placed
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
             return
@@ -153,6 +174,38 @@ class DeviceLadderWithoutXla(Rule):
         if self._xla_ruled_out(node):
             return
         self.report(node, self._message(choice), fix=self._ternary_fix(node))
+
+    def _only_examined(self) -> bool:
+        """The ternary's statement assigns one name (`device = torch.device("cuda" if ...
+        else "cpu")`) that the function then only prints or compares (a benchmark report's
+        `print(f"Device: {device}")`): a device named, not chosen for anything."""
+        function: cst.FunctionDef | None = None
+        assign: cst.Assign | None = None
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.Assign) and assign is None:
+                assign = ancestor
+            if isinstance(ancestor, cst.Lambda | cst.ClassDef):
+                return False
+            if isinstance(ancestor, cst.FunctionDef):
+                function = ancestor
+                break
+        if function is None or assign is None or len(assign.targets) != 1:
+            return False
+        target = assign.targets[0].target
+        return isinstance(target, cst.Name) and only_examined(
+            function, target.value, self.ctx.imports
+        )
+
+    def _argument_of_cuda_api(self) -> bool:
+        """The ternary being visited is an argument of a CUDA API call (a scaler or an
+        autocast for a device): that call is the finding (XLA303), one per cause."""
+        ancestors = self.ctx.ancestors()
+        parent, call = next(ancestors, None), next(ancestors, None)
+        return (
+            isinstance(parent, cst.Arg)
+            and isinstance(call, cst.Call)
+            and cuda_api_kind(call, self.ctx.imports) is not None
+        )
 
     def visit_If(self, node: cst.If) -> None:
         parent = self.ctx.parent
@@ -208,11 +261,17 @@ class DeviceLadderWithoutXla(Rule):
 
     def _message(self, choice: DeviceChoice, types: frozenset[str] | None = None) -> str:
         selected = (types or choice.types) - {"?"}
-        order = ["cuda", "mps", "xpu", "cpu"]
+        order = ["cuda", "mps", "xpu", ACCELERATOR, "cpu"]
         known = sorted(selected, key=lambda t: (order.index(t) if t in order else len(order), t))
-        names = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU", "cpu": "the CPU"}
+        names = {
+            "cuda": "CUDA",
+            "mps": "MPS",
+            "xpu": "XPU",
+            ACCELERATOR: "torch.accelerator",
+            "cpu": "the CPU",
+        }
         labels = [names.get(t, t) for t in known]
-        if choice.probes_gpu and not selected & {"cuda", "mps"}:
+        if choice.probes_gpu and not selected & GPU_TYPES:
             labels.insert(0, "a GPU")
         if "cpu" in selected:
             outcome = "on an XLA host it picks the CPU"
@@ -315,7 +374,7 @@ class DeviceLadderWithoutXla(Rule):
         if isinstance(parent, cst.Param):
             return is_device_name(parent.name)
         if isinstance(parent, cst.Return):
-            return self._returns_a_device()
+            return self._returns_a_device() or _device_objects(node, self.ctx.imports)
         return False
 
     def _stores_a_device(self, statement: Selection) -> bool:
@@ -351,7 +410,8 @@ class DeviceLadderWithoutXla(Rule):
         otherwise; else a guarded import that sets `XLA_AVAILABLE`, added after the file's
         last top-level import, so that the script still runs where torch_xla is absent."""
         module = self.ctx.module
-        guarded, flag = import_guard(module, "torch_xla")
+        guard = self.ctx.import_guards.binding("torch_xla")
+        guarded, flag = guard is not None, guard.flag if guard is not None else None
         if flag is not None:
             return flag, [], ()
         if guarded or self.ctx.imports.bindings.get("torch_xla") == "torch_xla":
@@ -387,6 +447,15 @@ def _has_else(node: cst.If) -> bool:
     while isinstance(node.orelse, cst.If):
         node = node.orelse
     return isinstance(node.orelse, cst.Else)
+
+
+def _device_objects(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """Whether every branch of a ternary is a device object (`torch.device("cpu")`,
+    `torch.accelerator.current_accelerator()`): its value is a device wherever it goes,
+    not a name that reads "cuda"."""
+    if isinstance(node, cst.IfExp):
+        return _device_objects(node.body, imports) and _device_objects(node.orelse, imports)
+    return isinstance(node, cst.Call) and bool(device_types(node, imports))
 
 
 def _first_device_leaf(node: cst.CSTNode, imports: ImportTable) -> cst.CSTNode | None:
@@ -522,7 +591,7 @@ def _moves(node: cst.CSTNode) -> bool:
     )
 
 
-_GPU_MODULES = ("torch.cuda", "torch.backends.cud", "torch.backends.mps")
+_GPU_MODULES = ("torch.cuda", "torch.backends.cud", "torch.backends.mps", "torch.accelerator")
 
 
 def _selecting_statements(block: cst.CSTNode, imports: ImportTable) -> list[Selection]:

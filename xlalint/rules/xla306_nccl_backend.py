@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import in_own_method, runs_without_xla, xla_string_source
+from xlalint.analysis.devices import (
+    in_own_method,
+    positional_argument,
+    runs_without_xla,
+    xla_string_source,
+)
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -42,9 +47,12 @@ class NcclBackend(Rule):
     `parser.add_argument("--dist-backend", default="nccl")`), and a config value stored
     under such a name (`dist_backend = "nccl"`, `{"backend": "nccl"}`) or returned by a
     function so named (`def get_backend(): return "nccl"`), also as a branch of `or` or a
-    ternary. Left alone: comparisons (`if backend == "nccl":`), a choice that
+    ternary, or as the fallback of a lookup (`{"npu": "hccl"}.get(device_type, "nccl")`).
+    Left alone: comparisons (`if backend == "nccl":`), a choice that
     only CUDA machines make (`"nccl" if torch.cuda.is_available() else "gloo"`), code where
-    a test for XLA failed (`"xla" if use_tpu else "nccl"`), and code under a CUDA guard.
+    a test for XLA failed (`"xla" if use_tpu else "nccl"`), code under a CUDA guard, and the
+    GPU implementation of a device abstraction (`class DeviceGPU(Device): dist_backend =
+    "nccl"`), whose framework picks its XLA sibling on a TPU host.
 
     ## Why is this bad?
     NCCL is NVIDIA's collective library. On an XLA host `init_process_group("nccl")`
@@ -92,6 +100,7 @@ class NcclBackend(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = Applicability.UNSAFE
     triggers = ("nccl", "NCCL")
+    screen = ("'nccl", "'NCCL")
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = node.evaluated_value
@@ -112,13 +121,20 @@ class NcclBackend(Rule):
         branches of a ternary to the position that takes the value."""
         value: cst.CSTNode = node
         chain = list(self.ctx.ancestors())
-        for index, parent in enumerate(chain):
+        index = 0
+        while index < len(chain):
+            parent = chain[index]
+            above = chain[index + 1] if index + 1 < len(chain) else None
             if isinstance(parent, cst.BooleanOperation) or (
                 isinstance(parent, cst.IfExp) and value is not parent.test
             ):
                 value = parent
+                index += 1
                 continue
-            above = chain[index + 1] if index + 1 < len(chain) else None
+            if isinstance(above, cst.Call) and _lookup_default(above, parent):
+                # `{"npu": "hccl"}.get(device_type, "nccl")`: the fallback of a lookup
+                value, index = above, index + 2
+                continue
             return self._backend_position(value, parent, above)
         return False
 
@@ -134,10 +150,8 @@ class NcclBackend(Rule):
                 if keyword == _ARGPARSE_DEFAULT:
                     return _is_backend_option(call)
                 return _names_backend(keyword)
-            positional = [a for a in call.args if a.keyword is None and not a.star]
             return (
-                bool(positional)
-                and positional[0] is parent
+                positional_argument(call, 0) is parent
                 and self.ctx.qualified(call.func) in _BACKEND_FIRST
             )
         if isinstance(parent, cst.Param):
@@ -158,7 +172,21 @@ class NcclBackend(Rule):
         own ternary counts: `"xla" if use_tpu else "nccl"`)."""
         if in_own_method(self.ctx.function, "cuda") or self.ctx.under_cuda_guard:
             return True
+        if self.ctx.in_gpu_implementation:
+            return True
         return runs_without_xla((node, *self.ctx.ancestors()), self.ctx.imports)
+
+
+def _lookup_default(call: cst.Call, arg: cst.CSTNode) -> bool:
+    """`arg` is the default of a dict literal's lookup, `{...}.get(key, arg)`: the value
+    the lookup gives for every key the dict does not list."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "get"
+        and isinstance(func.value, cst.Dict)
+        and positional_argument(call, 1) is arg
+    )
 
 
 def _is_backend_option(call: cst.Call) -> bool:

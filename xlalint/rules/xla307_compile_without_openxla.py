@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.arguments import append_keyword, keyword_argument
+from xlalint.analysis.devices import positional_argument
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
@@ -66,6 +67,7 @@ class CompileWithoutOpenxla(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("compile",)
+    screen = ("compile",)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not (self._torch_compile(node) or self._module_compile(node)):
@@ -76,8 +78,7 @@ class CompileWithoutOpenxla(Rule):
             return
         backend = keyword_argument(node, "backend")
         if backend is None and self._torch_compile(node):
-            positional = [a for a in node.args if a.keyword is None and not a.star]
-            backend = positional[1] if len(positional) > 1 else None
+            backend = positional_argument(node, 1)  # `torch.compile(model, backend)`
         if backend is not None:
             value = backend.value
             if not (isinstance(value, cst.SimpleString) and value.evaluated_value in _INDUCTOR):

@@ -1,9 +1,28 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from xlalint.analysis.loops import MP_DEVICE_LOADER, always_exits
 from xlalint.diagnostics import Applicability, FixAvailability
+from xlalint.rule import NodeFix
 from xlalint.rules._loop_rules import BarrierLoopRule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+# Engines that call a step function once per batch, in a loop of the library's own.
+ENGINES = frozenset({"ignite.engine.Engine", "ignite.engine.engine.Engine"})
+
+
+@dataclass(frozen=True)
+class _StepFunction:
+    """A function of this file that an engine runs as its step (`Engine(step)`)."""
+
+    node: cst.FunctionDef
+    body_indent: str  # the absolute indentation of its body's statements
 
 
 class TrainingLoopWithoutBarrier(BarrierLoopRule):
@@ -15,16 +34,23 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     `torch_xla.sync()`, `xm.mark_step()` or `xm.optimizer_step(..., barrier=True)` in the
     body, in a nested loop or in a function it calls, and no batches from a loader that syncs
     (`pl.MpDeviceLoader`, `ParallelLoader.per_device_loader`, an `accelerator.prepare()`d
-    loader). A barrier behind `if XLA_AVAILABLE:` counts.
+    loader or one from Lightning Fabric's `fabric.setup_dataloaders()`, traced through this
+    module's helpers that return it and iterator wrappers such as `CycleIterator(loader)`).
+    A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once. With nested loops, the innermost loop that does the
     step is reported: not an epoch loop around a batch loop, and not `backward()`-only
     micro-batch loops inside a loop that steps the optimizer (they are part of its step).
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
-    opt.step()`), sweeps over a literal list of settings, loops in `forward` or a `*_step`
-    function. Loops with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that
-    use torch, with or without torch_xla imports yet: a CUDA script being ported is linted
-    before it imports torch_xla.
+    opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
+    loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
+    to XLA406. Reported in files that use torch, with or without torch_xla imports yet: a
+    CUDA script being ported is linted before it imports torch_xla.
+
+    A training step that a library loop runs is reported at its `def`: a function of the
+    file handed to ignite's `Engine(step)`, which calls it once per batch, that trains and
+    reaches no barrier (not where the file iterates a loader that syncs: the engine may be
+    given it).
 
     ## Why is this bad?
     XLA records operations lazily and compiles and runs the pending graph at a barrier.
@@ -67,7 +93,8 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     are the same, except for device random numbers (below). No fix for a one-line body (`for b
     in loader: step(b)`), a loop with `else:`, or a body whose last statement leaves the pass
     (`return`, `break`, `continue`, `raise`): there, where the barrier belongs is a judgement
-    call.
+    call. In an engine's step function the barrier goes after the last statement, or before
+    a final `return` (what the step returns is then read from computed values).
 
     Where the loop iterates a plain `DataLoader` (traced as for XLA403) and moves each batch
     to a device itself (`x.to(device)`, `x.cuda()`), the fix instead wraps the loader in the
@@ -101,16 +128,96 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         "Training loop without a graph barrier: each iteration grows one XLA graph; "
         "call `torch_xla.sync()` once per step"
     )
+    step_message = (
+        "`{name}` is the training step that ignite's `Engine` runs on every batch, and it "
+        "reaches no graph barrier: each iteration grows one XLA graph; call "
+        "`torch_xla.sync()` at the end of the step"
+    )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("backward", "step")
 
+    # Besides loops: a step function that an `Engine` runs, found where the engine is
+    # built, and a step defined apart from that call (it calls `backward()`).
+    screen = (*BarrierLoopRule.screen, "Engine", "backward")
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._functions: dict[str, _StepFunction] = {}  # the latest definition of a name
+        self._engine_steps: list[_StepFunction] = []
+        self._syncing_loader = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        indents = [
+            a.indent if a.indent is not None else self.ctx.module.default_indent
+            for a in self.ctx.ancestors()
+            if isinstance(a, cst.IndentedBlock)
+        ]
+        body = node.body
+        if isinstance(body, cst.IndentedBlock):
+            indents.insert(
+                0, body.indent if body.indent is not None else self.ctx.module.default_indent
+            )
+        self._functions[node.name.value] = _StepFunction(node, "".join(reversed(indents)))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        qualified = self.ctx.qualified(node.func)
+        if qualified == MP_DEVICE_LOADER or (
+            isinstance(node.func, cst.Attribute) and node.func.attr.value == "per_device_loader"
+        ):
+            self._syncing_loader = True
+        if qualified not in ENGINES or not node.args:
+            return
+        first = node.args[0]
+        if first.keyword is None and not first.star and isinstance(first.value, cst.Name):
+            function = self._functions.get(first.value.value)
+            if function is not None:
+                self._engine_steps.append(function)
+
     def leave_Module(self, node: cst.Module) -> None:
         if not self.torch_code():
             return
+        self._report_engine_steps()
         for loop in self.ctx.loops.step_loops():
             if loop.trains and not (
                 loop.has_barrier or loop.syncing_loader or loop.optimizer_steps
             ):
                 start, end = self.header(loop.site)
                 self.report(start, end_node=end, fix=self.barrier_fix(loop.site))
+
+    def _report_engine_steps(self) -> None:
+        """A step function that an ignite `Engine` runs: the loop is the library's, the
+        step and its barrier are the file's. Not where the file iterates a loader that
+        syncs (the engine may be running it)."""
+        if self._syncing_loader:
+            return
+        loops = self.ctx.loops
+        seen: set[int] = set()
+        for step in self._engine_steps:
+            function = step.node
+            if id(function) in seen:
+                continue
+            seen.add(id(function))
+            facts = loops.facts(function)
+            if not facts.trains or facts.optimizer_steps or loops.reaches_barrier(function):
+                continue
+            message = self.step_message.format(name=function.name.value)
+            self.report(function.name, message, fix=self._step_barrier_fix(step))
+
+    def _step_barrier_fix(self, step: _StepFunction) -> NodeFix | None:
+        """The barrier after the step's last statement, or before a final `return` (what
+        it returns is then read from computed values: `loss.item()` executes nothing)."""
+        body = step.node.body
+        if not isinstance(body, cst.IndentedBlock) or not body.body:
+            return None
+        last = body.body[-1]
+        if always_exits(last):
+            is_return = isinstance(last, cst.SimpleStatementLine) and isinstance(
+                last.body[-1], cst.Return
+            )
+            if not is_return or len(body.body) < 2 or always_exits(body.body[-2]):
+                return None
+            last = body.body[-2]
+        return self.append_barrier(last, step.body_indent, body, "the step function")

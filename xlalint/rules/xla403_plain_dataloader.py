@@ -84,6 +84,7 @@ class PlainDataloader(LoopRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("DataLoader",)
+    screen = (*LoopRule.screen, "DataLoader")
 
     def leave_Module(self, node: cst.Module) -> None:
         loops = self.ctx.loops

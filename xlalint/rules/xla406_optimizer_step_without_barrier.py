@@ -71,6 +71,7 @@ class OptimizerStepWithoutBarrier(LoopRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("optimizer_step",)
+    screen = (*LoopRule.screen, "optimizer_step")
 
     def leave_Module(self, node: cst.Module) -> None:
         seen: set[int] = set()

@@ -11,7 +11,6 @@ from xlalint.analysis.tensors import TO_HOST_METHODS, moves_to_cpu
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.rules._loop_rules import torch_xla_is_optional
 from xlalint.walk import children
 
 if TYPE_CHECKING:
@@ -100,6 +99,7 @@ class TorchSaveDeviceState(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("torch_xla",)  # only XLA code is flagged
+    screen = ("save",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -187,7 +187,7 @@ class TorchSaveDeviceState(Rule):
             return None
         if not self._runs_where_master_does():
             return None
-        if torch_xla_is_optional(self.ctx.module):
+        if self.ctx.import_guards.optional("torch_xla"):
             return None  # `xm.save` would need torch_xla where the file runs without it
         spelling, imports = self.ctx.imports.spell(XM_SAVE, XM_IMPORT, self.ctx.names_in_use)
         return self.fix(f"Save with `{spelling}`", (node.func, spelling), imports=imports)

@@ -52,6 +52,7 @@ class CopyCopyTensor(Rule):
     hint = "Use t.view_as(t) for a view that shares the data, or t.clone() for a copy"
     # `copy.copy` resolves only through an import of the `copy` module.
     triggers = ("import copy", "from copy import", ", copy", ",copy")
+    screen = ("copy",)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualified(node.func) != COPY_COPY:

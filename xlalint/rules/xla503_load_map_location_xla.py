@@ -61,6 +61,7 @@ class LoadMapLocationXla(Rule):
     message = "`torch.load` cannot map storages to an XLA device: load on the CPU, then move"
     hint = 'Use map_location="cpu", then model.load_state_dict(...) and model.to(device)'
     triggers = ("map_location",)
+    screen = ("load",)  # `torch.load(path, device)` names no map_location
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

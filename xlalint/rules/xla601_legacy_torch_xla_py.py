@@ -83,6 +83,7 @@ class LegacyTorchXlaPy(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = (LEGACY_PACKAGE,)
+    screen = (LEGACY_PACKAGE,)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -16,6 +16,10 @@ class RemovedDataParallel(Rule):
     `from torch_xla.distributed.data_parallel import DataParallel`. A project's own
     `DataParallel` and `torch.nn.DataParallel` are other rules' business.
 
+    Reported at every `target-version`: each release from 2.1 to 2.9 still ships the class
+    (see docs/target-version.md). Before 2.5, which added `torch_xla.launch`, the hint
+    names `xmp.spawn` instead.
+
     ## Why is this bad?
     `DataParallel` replicates the model in one process with a Python thread per device,
     a design from the XRT runtime that PyTorch/XLA dropped after 2.1. It is not in the 2.x
@@ -79,6 +83,7 @@ class RemovedDataParallel(Rule):
         "`{name}` is torch_xla's legacy thread-per-device replication: use one process per device"
     )
     triggers = ("data_parallel",)
+    screen = ("data_parallel",)
     hint = "`torch_xla.launch(fn)` with `pl.MpDeviceLoader(loader, torch_xla.device())`"
 
     def visit_Name(self, node: cst.Name) -> None:

@@ -5,6 +5,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.api_moves import call_of, in_compat_guard, reads_import, spell_beside
 from xlalint.analysis.legacy_api import XLA_DEVICE
+from xlalint.analysis.xla_api import deprecated_at
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -22,6 +23,10 @@ class DeprecatedXlaDevice(Rule):
     `from torch_xla.core.xla_model import xla_device as dev`). Local objects with an
     `xla_device` attribute and version-compatibility branches
     (`if hasattr(torch_xla, "device")`) are left alone.
+
+    Reported where `target-version` is 2.8 or later (the default is 2.9): 2.8 wrapped
+    `xla_device` in `@deprecated`, and before 2.3 `torch_xla.device` did not exist. The
+    dates are read from each release's wheel (docs/target-version.md).
 
     ## Why is this bad?
     torch_xla 2.8 deprecated `xm.xla_device()` for `torch_xla.device()`. In 2.9 it emits a
@@ -63,10 +68,13 @@ class DeprecatedXlaDevice(Rule):
 
     code = "XLA603"
     name = "deprecated-xla-device"
-    message = "`{name}` is deprecated: torch_xla 2.9 warns on every call; use `torch_xla.device()`"
+    message = (
+        "`{name}` is deprecated: torch_xla {release} warns on every call; use `torch_xla.device()`"
+    )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("xla_device",)
+    screen = ("xla_device",)
     hint = "`torch_xla.device()` returns the same device; `torch_xla.device(n)` the n-th one"
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -78,11 +86,14 @@ class DeprecatedXlaDevice(Rule):
     def _check(self, node: cst.Name | cst.Attribute) -> None:
         if self.ctx.qualified(node) != XLA_DEVICE.old or not reads_import(self.ctx, node):
             return
+        if not deprecated_at(XLA_DEVICE.old, self.ctx.target):
+            return  # the target's own API: nothing warns there
         if in_compat_guard(self.ctx, node, ("xla_device", "device")):
             return
         call = call_of(self.ctx, node)
         spelled = get_full_name_for_node(node) or "xla_device"
-        message = self.message.format(name=f"{spelled}()" if call else spelled)
+        name = f"{spelled}()" if call else spelled
+        message = self.message.format(name=name, release=self.ctx.target)
         if call is None:
             self.report(node, message, hint=_REFERENCE_HINT)
             return

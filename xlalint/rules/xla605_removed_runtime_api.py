@@ -5,6 +5,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.api_moves import call_of, in_compat_guard, reads_import, spell_beside
 from xlalint.analysis.legacy_api import REMOVED, Replacement, modernize
+from xlalint.analysis.xla_api import removed_at
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -24,6 +25,11 @@ class RemovedRuntimeApi(Rule):
 
     `xm.get_local_ordinal()` is not flagged: torch_xla 2.9 still has it, undeprecated (it
     returns `xr.local_ordinal()`).
+
+    Each name is reported where `target-version` (default 2.9) no longer has it:
+    `xrt_world_size`, `get_ordinal` and `parse_xla_device` from 2.7 (2.5 and 2.6 keep
+    them as deprecated wrappers), `using_pjrt` from 2.5. The dates are read from each
+    release's wheel (docs/target-version.md).
 
     ## Why is this bad?
     The call raises `AttributeError: module 'torch_xla.core.xla_model' has no attribute
@@ -66,10 +72,11 @@ class RemovedRuntimeApi(Rule):
 
     code = "XLA605"
     name = "removed-runtime-api"
-    message = "`{name}` does not exist in torch_xla 2.9: {error}"
+    message = "`{name}` does not exist in torch_xla {release}: {error}"
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("xrt_world_size", "get_ordinal", "parse_xla_device", "using_pjrt")
+    screen = triggers
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
@@ -83,24 +90,34 @@ class RemovedRuntimeApi(Rule):
         module = modernize(get_full_name_for_node(node.module) or "")
         for alias in node.names:
             entry = REMOVED.get(f"{module}.{get_full_name_for_node(alias.name)}")
-            if entry is None or self._compat(node, entry):
+            if entry is None or not self._removed(entry) or self._compat(node, entry):
                 continue
             leaf = entry.old.rsplit(".", 1)[-1]
-            message = self.message.format(name=f"from {module} import {leaf}", error="ImportError")
+            message = self.message.format(
+                name=f"from {module} import {leaf}", error="ImportError", release=self.ctx.target
+            )
             self.report(alias, message, hint=_hint(entry))
 
     def _check(self, node: cst.Name | cst.Attribute) -> None:
         qualified = self.ctx.qualified(node)
         entry = REMOVED.get(qualified) if qualified else None
-        if entry is None or not reads_import(self.ctx, node) or self._compat(node, entry):
+        if entry is None or not self._removed(entry) or not reads_import(self.ctx, node):
+            return
+        if self._compat(node, entry):
             return
         call = call_of(self.ctx, node)
         spelled = get_full_name_for_node(node) or entry.old
         message = self.message.format(
-            name=f"{spelled}()" if call else spelled, error="AttributeError"
+            name=f"{spelled}()" if call else spelled,
+            error="AttributeError",
+            release=self.ctx.target,
         )
         fix = self._fix(node, call, entry) if call is not None else None
         self.report(node, message, end_node=call or node, fix=fix, hint=_hint(entry))
+
+    def _removed(self, entry: Replacement) -> bool:
+        """Gone at the target release: before it, the name still works."""
+        return removed_at(entry.old, self.ctx.target)
 
     def _compat(self, node: cst.CSTNode, entry: Replacement) -> bool:
         names = {entry.old.rsplit(".", 1)[-1]}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from xlalint.analysis.env_vars import EnvSetting
+from xlalint.analysis.xla_api import ENV_HISTORY
 from xlalint.rules._env_rules import EnvSettingRule
 
 _BF16_HINT = (
@@ -8,10 +9,12 @@ _BF16_HINT = (
     '`torch.autocast("xla", dtype=torch.bfloat16)`'
 )
 _DEPRECATED = "{name} {effect} and is deprecated: set the dtype in the code instead"
-_UNREAD = "{name} is no longer read by torch_xla 2.9: setting it only prints a warning"
+_UNREAD = "{name} is no longer read by torch_xla {{release}}: setting it only prints a warning"
 _FP16_HINT = f"remove it; for reduced precision, {_BF16_HINT}"
 
-# Each variable: what setting it means in torch_xla 2.9, and what to do instead.
+# Each variable: what setting it means in torch_xla 2.9, and what to do instead. The fp16
+# ones, read until 2.4 (deprecated there), get `_FP16_DEPRECATED` at that target.
+_FP16_DEPRECATED = _DEPRECATED.format(name="`{name}`", effect="silently computes in float16")
 PRECISION_VARIABLES: dict[str, tuple[str, str]] = {
     "XLA_USE_BF16": (
         _DEPRECATED.format(name="`XLA_USE_BF16`", effect="silently stores float32 as bfloat16"),
@@ -41,6 +44,11 @@ class DeprecatedPrecisionEnv(EnvSettingRule):
     `os.environ.update({...})` or `update(XLA_USE_BF16="1")`, and `os.environ |= {...}`.
     Reading them, setting them to an off value (`"0"`), and env dicts built for a child
     process are not flagged.
+
+    Reported where `target-version` is 2.4 or later (the default is 2.9): 2.4 is the first
+    release whose native library prints the deprecation notice. The fp16 variables are
+    reported as deprecated at 2.4 and as no longer read from 2.5, the first release whose
+    library does not name them (docs/target-version.md).
 
     ## Why is this bad?
     The bfloat16 and 32-bit-long variables change the precision of every tensor on the
@@ -88,6 +96,12 @@ class DeprecatedPrecisionEnv(EnvSettingRule):
     triggers = tuple(PRECISION_VARIABLES)
 
     def check_setting(self, setting: EnvSetting) -> None:
-        if setting.name in PRECISION_VARIABLES:
-            message, hint = PRECISION_VARIABLES[setting.name]
-            self.report(setting.node, message, hint=hint)
+        if setting.name not in PRECISION_VARIABLES:
+            return
+        history, target = ENV_HISTORY[setting.name], self.ctx.target
+        if not history.deprecated_at(target) and not history.removed_at(target):
+            return  # torch_xla reads it without a word at the target release
+        message, hint = PRECISION_VARIABLES[setting.name]
+        if history.removed is not None and not history.removed_at(target):
+            message = _FP16_DEPRECATED.format(name=setting.name)
+        self.report(setting.node, message.format(release=target), hint=hint)

@@ -5,6 +5,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.api_moves import call_of, reads_import, spell_beside
 from xlalint.analysis.legacy_api import private_metrics
+from xlalint.analysis.xla_api import exists
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -22,6 +23,8 @@ class PrivateMetricsApi(Rule):
     `_xla_metric_names`, `_xla_metric_data`, `_clear_xla_counters`, `_clear_xla_metrics`,
     `_get_executed_fallback_ops` and `_short_xla_metrics_report`, resolved through the
     file's imports (`import torch_xla`, `from torch_xla import _XLAC`).
+    `_get_executed_fallback_ops` is reported where `target-version` is 2.4 or later: 2.4
+    added its public form, `executed_fallback_ops` (docs/target-version.md).
 
     ## Why is this bad?
     `_XLAC` is the binding layer under torch_xla's Python API: its underscore names carry
@@ -69,6 +72,7 @@ class PrivateMetricsApi(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("_XLAC",)
+    screen = ("_XLAC",)
 
     def visit_Name(self, node: cst.Name) -> None:
         self._check(node)
@@ -88,6 +92,8 @@ class PrivateMetricsApi(Rule):
             message = self.message.format(name=name, public="short_metrics_report")
             self.report(node, message, end_node=call or node, hint=_SHORT_REPORT_HINT)
             return
+        if not exists(entry.new, self.ctx.target):
+            return  # no public form at the target release (`executed_fallback_ops`: 2.4)
         public = entry.new.rsplit(".", 1)[-1]
         message = self.message.format(name=name, public=public)
         spelling = spell_beside(self.ctx, node, entry.new, entry.module_import)

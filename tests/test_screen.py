@@ -1,0 +1,148 @@
+"""The ast screen (`screen.py`) changes what libcst parses, never what xlalint reports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from xlalint import screen
+from xlalint.engine import lint_source
+from xlalint.registry import all_rules, select_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = sorted(
+    p
+    for folder in ("fixtures", "examples")
+    for p in (ROOT / folder).rglob("*.py")
+    if "ports" not in p.parts
+)
+
+
+def _lint_both(
+    monkeypatch: pytest.MonkeyPatch, text: str, name: str, rules: list
+) -> tuple[object, object]:
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    whole = lint_source(text, name, rules)
+    monkeypatch.delenv(screen.ENV_NO_SCREEN)
+    return whole, lint_source(text, name, rules)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_same_findings_with_and_without_the_screen(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every fixture and example, with the default rules and, for a fixture, with its own
+    rule alone (as `test_fixtures.py` runs it): fixes and messages included."""
+    text = path.read_text(encoding="utf-8")
+    rule_sets = [list(select_rules(None))]
+    if path.parent.name in all_rules():
+        rule_sets.append([all_rules()[path.parent.name]])
+    for rules in rule_sets:
+        whole, screened = _lint_both(monkeypatch, text, str(path), rules)
+        assert screened == whole
+
+
+HOT_AND_COLD = """\
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(3)
+
+    def forward(self, x):
+        return helper(x) * self.scale
+
+    def summary(self, x):
+        if x.sum() > 0:
+            print("positive")
+        return x.mean().item()
+
+
+def helper(x):
+    return x + x.sum().item()
+
+
+def report(x):
+    return float(x.max())
+"""
+
+
+def _plan(text: str, codes: list[str]) -> screen.Screened | None:
+    rules = [all_rules()[code] for code in codes]
+    return screen.screen_text(ast.parse(text), text, rules)
+
+
+def test_cold_functions_are_blanked_line_for_line() -> None:
+    plan = _plan(HOT_AND_COLD, ["XLA101", "XLA103"])  # both report only in hot code
+    assert plan is not None
+    before, after = HOT_AND_COLD.splitlines(), plan.text.splitlines()
+    assert len(after) == len(before)
+    # `forward` runs every step; `helper` is called from it; `__init__` binds `scale`.
+    for row in (*range(5, 8), *range(9, 11), *range(18, 20)):
+        assert after[row - 1] == before[row - 1]
+    # Nobody calls `summary` or `report`: a stub on the first body row, the rest blank.
+    assert after[12] == "        pass" and after[13:15] == ["", ""]
+    assert after[22] == "    pass"
+    assert after[11] == before[11] and after[21] == before[21]  # the headers stay
+    assert ast.parse(plan.text)
+
+
+def test_findings_of_cold_functions_would_not_count() -> None:
+    plan = _plan(HOT_AND_COLD, ["XLA101"])
+    assert plan is not None
+    assert plan.counts(19)  # helper's `.item()`
+    assert not plan.counts(15)  # summary's, blanked
+
+
+def test_a_rule_without_a_screen_keeps_the_whole_file() -> None:
+    plain = [code for code, rule in all_rules().items() if rule.screen is None]
+    unscreened = [c for c in plain if not all_rules()[c].hot_only]
+    if not unscreened:
+        pytest.skip("every rule declares a screen or reports only in hot code")
+    assert _plan(HOT_AND_COLD, ["XLA101", unscreened[0]]) is None
+
+
+def test_a_function_called_from_a_loop_elsewhere_is_hot() -> None:
+    text = dedent(
+        """\
+        def loss_of(batch):
+            return batch.sum().item()
+
+
+        def train(loader):
+            for batch in loader:
+                loss_of(batch)
+        """
+    )
+    plan = _plan(text, ["XLA101"])
+    assert plan is None or plan.text == text  # both are kept: nothing to blank
+
+
+def test_a_body_on_the_header_row_is_kept() -> None:
+    text = "def cold(x): return x.item()\n\n\ndef other(y):\n    return y\n"
+    plan = _plan(text, ["XLA101"])
+    assert plan is None or plan.text.splitlines()[0] == "def cold(x): return x.item()"
+
+
+def test_the_screen_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    assert not screen.enabled()
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "0")
+    assert screen.enabled()
+
+
+def test_screen_tokens() -> None:
+    features = screen.Features()
+    features.add(ast.parse('import torch_xla.core.xla_model as xm\nxm.mark_step("cuda:0")\n'))
+    features.resolve_aliases({"xm": {"torch_xla", "core", "xla_model"}})
+    assert features.matches(["mark_step"])
+    assert features.matches(["xla_model"])  # through the alias
+    assert features.matches(["~mark"])
+    assert features.matches(["'cuda"])
+    assert features.matches(["<Call>"])
+    assert not features.matches(["item", "'cpu", "<For>", "~zzz"])

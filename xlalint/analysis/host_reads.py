@@ -1,0 +1,76 @@
+"""Runs of host reads of elements of one value: one cause, one finding.
+
+Reading a tensor on the host executes the graph that computes it. Code that needs a value
+on the host often reads it, or elements of it, several times in a row:
+`begin = int(cumsum[b].item())` then `end = int(cumsum[e].item())`, or
+`int(t[0].item()), int(t[1].item())`. To whoever ports the code that is one sync point
+with one fix (keep the value on the device, or read it once), so the host-sync rules
+report the first read of such a run: reads of the same value in one statement or in
+statements that follow each other in a block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+
+from xlalint.analysis.tensors import binding_key
+
+# Methods that hand back the values they are called on (a copy, a view, another dtype).
+_SAME_VALUE = frozenset({"cpu", "detach", "to", "clone", "float", "int", "long", "double"})
+
+
+def read_root(expr: cst.BaseExpression) -> str | None:
+    """The variable whose elements a read takes: `cumsum` of `cumsum[i - 1]` and
+    `t[0].cpu()`. None for a read of a whole value: `total += loss.item()` then
+    `print(loss.item())` serve two purposes, each of which a user may keep, rewrite or
+    suppress on its own line. None too for a value computed on the way (`t.max()`,
+    `t.sum()`): each such reduction is a graph of its own."""
+    element = False
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr, element = expr.value, True
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in _SAME_VALUE
+        ):
+            expr = expr.func.value
+        else:
+            return binding_key(expr) if element else None
+
+
+class ReadRuns:
+    """Tells, read by read in walk order, whether a read repeats the read just before it
+    of the same value (same statement or the next statement of the same block)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[int, int]] = {}  # root -> (id(block), statement index)
+
+    def repeats(self, root: str | None, ancestors: Iterable[cst.CSTNode]) -> bool:
+        """`ancestors`: of the read, innermost first."""
+        if root is None:
+            return False
+        where = _statement(ancestors)
+        if where is None:
+            return False
+        block, index = where
+        last = self._last.get(root)
+        self._last[root] = (id(block), index)
+        return last is not None and last[0] == id(block) and index - last[1] in (0, 1)
+
+
+def _statement(ancestors: Iterable[cst.CSTNode]) -> tuple[cst.CSTNode, int] | None:
+    """The block holding the read and the position in it of the statement holding it."""
+    child: cst.CSTNode | None = None
+    for ancestor in ancestors:
+        if isinstance(ancestor, cst.Lambda):
+            return None  # a lambda runs where it is called, not with its neighbours
+        if isinstance(ancestor, cst.IndentedBlock | cst.Module) and child is not None:
+            for index, statement in enumerate(ancestor.body):
+                if statement is child:
+                    return ancestor, index
+            return None
+        child = ancestor
+    return None

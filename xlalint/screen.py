@@ -1,0 +1,384 @@
+"""The ast screen: libcst parses only the functions that can hold a finding.
+
+libcst's parse is most of a cold run (benchmarks/RESULTS.md), and CPython's `ast` parse of
+the same file, which the engine makes anyway as its guard against deep nesting, costs a
+twentieth of it. Each rule may declare on its class a `screen`: what a function must contain
+for the rule to find anything in it. A unit (a top-level function, or a method of a
+top-level class) passes if it matches the screen of any rule that runs on the file.
+
+Findings can rest on other functions (who calls a function decides whether it is hot; what
+a helper returns decides whether a value is a tensor; which attributes `__init__` binds
+decides the kinds of `self.x`). So the units kept for libcst are the passing units and
+everything connected to them by a name one defines and the other uses, with the
+module-level code (imports, constants, class headers and class-level statements: never
+blanked) and what it uses. The other units' bodies are blanked line for line, a stub on the
+first body line at its indentation, so every position and every fix offset in the kept code
+is the same as in the full file; findings are kept only where a passing unit (or the
+module-level code, if it passes) is.
+
+A rule without a screen passes every unit. `XLALINT_NO_SCREEN=1` parses every file whole
+(`tests/test_screen.py` proves the findings the same both ways on every fixture;
+`benchmarks/screen_check.py` on real packages).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, PER_STEP_HOOKS
+
+if TYPE_CHECKING:
+    from xlalint.rule import Rule
+
+ENV_NO_SCREEN = "XLALINT_NO_SCREEN"
+
+Unit = ast.FunctionDef | ast.AsyncFunctionDef
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Statements whose effect reaches past their function: a unit holding one is always kept.
+_REACHING = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_NO_SCREEN, "") in ("", "0")
+
+
+@dataclass
+class Features:
+    """What a screen can ask of a stretch of code, and the names that tie it to others."""
+
+    identifiers: set[str] = field(default_factory=set)  # every name, attribute, keyword
+    nodes: set[str] = field(default_factory=set)  # `<For>`, `<Subscript>`...
+    strings: list[str] = field(default_factory=list)  # string constants
+    defines: set[str] = field(default_factory=set)  # def and class names, stored attributes
+    functions: set[str] = field(default_factory=set)  # def names, nested ones too
+    loop_identifiers: set[str] = field(default_factory=set)  # used in a loop
+    lambda_default: bool = False  # a parameter defaults to a lambda (walked as a function)
+    reaching: bool = False
+
+    def add(self, node: ast.AST) -> None:
+        """Take in `node` and everything under it (one pass, no recursion)."""
+        stack: list[tuple[ast.AST, bool]] = [(node, False)]
+        while stack:
+            child, in_loop = stack.pop()
+            kind = type(child)
+            self.nodes.add(kind.__name__)
+            name = self._take(child, kind)
+            if name is not None:
+                self.identifiers.add(name)
+                if in_loop:
+                    self.loop_identifiers.add(name)
+            looping = kind in _LOOPS
+            for field_name in child._fields:
+                value = getattr(child, field_name, None)
+                # A loop's body (and a `while` loop's test) runs on every pass.
+                inner = in_loop or (
+                    looping
+                    and (field_name == "body" or (kind is ast.While and field_name == "test"))
+                )
+                if isinstance(value, ast.AST):
+                    stack.append((value, inner))
+                elif isinstance(value, list):
+                    stack.extend((item, inner) for item in value if isinstance(item, ast.AST))
+
+    def _take(self, child: ast.AST, kind: type[ast.AST]) -> str | None:
+        """Record what `child` says besides its identifier, and return that (or None)."""
+        if kind is ast.Name:
+            return child.id  # type: ignore[attr-defined,no-any-return]
+        if kind is ast.Attribute:
+            if not isinstance(child.ctx, ast.Load):  # type: ignore[attr-defined]
+                self.defines.add(child.attr)  # type: ignore[attr-defined]
+            return child.attr  # type: ignore[attr-defined,no-any-return]
+        if kind is ast.Constant:
+            if isinstance(child.value, str):  # type: ignore[attr-defined]
+                self.strings.append(child.value)  # type: ignore[attr-defined]
+            return None
+        if kind is ast.arg:
+            return child.arg  # type: ignore[attr-defined,no-any-return]
+        if kind is ast.keyword:
+            return child.arg  # type: ignore[attr-defined,no-any-return]
+        if kind in _DEFINITIONS:
+            self.defines.add(child.name)  # type: ignore[attr-defined]
+            if kind is not ast.ClassDef:
+                self.functions.add(child.name)  # type: ignore[attr-defined]
+                arguments = child.args  # type: ignore[attr-defined]
+                defaults = (*arguments.defaults, *arguments.kw_defaults)
+                self.lambda_default |= any(isinstance(d, ast.Lambda) for d in defaults)
+            return child.name  # type: ignore[attr-defined,no-any-return]
+        if kind in _REACHING:
+            self.reaching = True
+            for alias in getattr(child, "names", ()):
+                name = alias if isinstance(alias, str) else alias.asname or alias.name
+                self.identifiers.update(name.split("."))
+                self.defines.add(name)
+        return None
+
+    def matches(self, screen: Iterable[str]) -> bool:
+        """`screen` holds identifiers (`item`), substrings of identifiers (`~cuda`), node
+        types (`<For>`) and substrings of string constants (`'cuda`); one match is enough.
+        An identifier bound by an import stands for what it imports too (`xm` for
+        `torch_xla.core.xla_model`)."""
+        for token in screen:
+            head = token[:1]
+            if head == "<":
+                if token[1:-1] in self.nodes:
+                    return True
+            elif head == "'":
+                if any(token[1:] in s for s in self.strings):
+                    return True
+            elif head == "~":
+                if any(token[1:] in name for name in self.identifiers):
+                    return True
+            elif token in self.identifiers:
+                return True
+        return False
+
+    def resolve_aliases(self, aliases: dict[str, set[str]]) -> None:
+        for name in self.identifiers & aliases.keys():
+            self.identifiers |= aliases[name]
+
+
+@dataclass
+class _Unit:
+    node: Unit
+    features: Features
+    first: int  # first row (its first decorator)
+    last: int
+    module_call: bool  # `__call__` of a class that may be an `nn.Module`
+
+
+@dataclass(frozen=True)
+class Screened:
+    """The text libcst parses, and the rows whose findings count."""
+
+    text: str
+    kept_rows: frozenset[int] | None  # None: every row outside `dropped` counts
+    dropped: tuple[tuple[int, int], ...]  # row spans whose findings do not count
+
+    def counts(self, row: int) -> bool:
+        if self.kept_rows is not None:
+            return row in self.kept_rows
+        return not any(first <= row <= last for first, last in self.dropped)
+
+
+def screen_text(
+    tree: ast.Module,
+    text: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+) -> Screened | None:
+    """The text with the bodies of the units no rule can use blanked, or None when every
+    unit is kept (then libcst parses the text as it is).
+
+    A unit passes a rule that matches its screen (a rule without one: any unit) and, for a
+    rule that reports only in hot code, only if the unit may run every step (`_maybe_hot`).
+    A rule with neither a screen nor `hot_only` passes every unit: nothing is blanked."""
+    if not rules or any(rule.screen is None and not rule.hot_only for rule in rules):
+        return None
+    if "\r" in text.replace("\r\n", ""):  # lone carriage returns: rows would not line up
+        return None
+    units, glue = _split(tree)
+    if not units:
+        return None
+    aliases = _aliases(tree)
+    for features in (glue, *(unit.features for unit in units)):
+        features.resolve_aliases(aliases)
+    hot = _maybe_hot(units, glue, hot_functions)
+
+    def passes(features: Features, may_be_hot: bool) -> bool:
+        return any(
+            (rule.screen is None or features.matches(rule.screen))
+            and (may_be_hot or not rule.hot_only)
+            for rule in rules
+        )
+
+    passing = {i for i, unit in enumerate(units) if passes(unit.features, i in hot)}
+    glue_passes = passes(glue, _LOOP_NODES & glue.nodes != set())
+    kept = _connected(units, glue, passing, text)
+    lines = _LINE.findall(text)
+    blanked = False
+    for index, unit in enumerate(units):
+        if index not in kept and _blank(unit.node, lines):
+            blanked = True
+    if not blanked:
+        return None
+    others = tuple((u.first, u.last) for i, u in enumerate(units) if i not in passing)
+    if glue_passes:
+        return Screened("".join(lines), None, others)
+    rows = frozenset(row for i in passing for row in range(units[i].first, units[i].last + 1))
+    return Screened("".join(lines), rows, ())
+
+
+_LOOP_NODES = frozenset({"For", "AsyncFor", "While"})
+_HOOKS = frozenset().union(*PER_STEP_HOOKS.values())
+
+
+def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str]) -> set[int]:
+    """The units where `HotCode.is_hot` may say yes: with a loop, a function declared per
+    step (`forward`, `*_step`, a framework hook, configured `hot-functions`, `__call__` of
+    a class that may be an `nn.Module`), one that runs backward, one with a lambda default,
+    or one whose name is used in a loop or in another such unit (the call graph is by name,
+    so any use of the name counts)."""
+
+    def declared(unit: _Unit) -> bool:
+        features = unit.features
+        if unit.module_call or features.lambda_default or "backward" in features.identifiers:
+            return True
+        return any(
+            PER_STEP_FUNCTIONS.match(name)
+            or name in _HOOKS
+            or any(fnmatch.fnmatchcase(name, pattern) for pattern in hot_functions)
+            for name in features.functions
+        )
+
+    hot_names = set(glue.loop_identifiers)
+    for unit in units:
+        hot_names |= unit.features.loop_identifiers
+    hot = {i for i, unit in enumerate(units) if declared(unit)}
+    changed = True
+    while changed:
+        changed = False
+        for index, unit in enumerate(units):
+            if index in hot or not unit.features.functions & hot_names:
+                continue
+            hot.add(index)
+            changed = True
+        for index in hot:
+            before = len(hot_names)
+            hot_names |= units[index].features.identifiers
+            changed = changed or len(hot_names) != before
+    return hot | {i for i, unit in enumerate(units) if _LOOP_NODES & unit.features.nodes}
+
+
+def _aliases(tree: ast.Module) -> dict[str, set[str]]:
+    """What each name bound by an import stands for: `xm` -> {torch_xla, core, xla_model}."""
+    aliases: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases.setdefault(alias.asname, set()).update(alias.name.split("."))
+        elif isinstance(node, ast.ImportFrom):
+            module = (node.module or "").split(".")
+            for alias in node.names:
+                bound = aliases.setdefault(alias.asname or alias.name, set())
+                bound.update((alias.name, *module))
+    return aliases
+
+
+def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
+    """The units (top-level functions and methods of top-level classes) and the features of
+    everything else (the module-level code, class headers and class-level statements)."""
+    units: list[_Unit] = []
+    glue = Features()
+
+    def unit(node: Unit, module_class: bool = False) -> None:
+        features = Features()
+        features.add(node)
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        last = node.end_lineno or node.lineno
+        units.append(_Unit(node, features, first, last, module_class and node.name == "__call__"))
+
+    for statement in tree.body:
+        if isinstance(statement, _DEFS):
+            unit(statement)
+        elif isinstance(statement, ast.ClassDef):
+            glue.identifiers.add(statement.name)
+            glue.defines.add(statement.name)
+            for part in (*statement.decorator_list, *statement.bases, *statement.keywords):
+                glue.add(part)
+            module_class = any(_may_be_module(base) for base in statement.bases)
+            for member in statement.body:
+                if isinstance(member, _DEFS):
+                    unit(member, module_class)
+                else:
+                    glue.add(member)
+        else:
+            glue.add(statement)
+    return units, glue
+
+
+def _may_be_module(base: ast.expr) -> bool:
+    """A base whose last name ends with `Module` (as `context._is_module_class` reads it), or
+    one the screen cannot name."""
+    if isinstance(base, ast.Name):
+        return base.id.endswith("Module")
+    if isinstance(base, ast.Attribute):
+        return base.attr.endswith("Module")
+    return True
+
+
+def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str) -> set[int]:
+    """The units libcst must see for the passing units' findings to be the whole file's.
+
+    A finding rests on its function's callers, and theirs (who calls a function decides
+    whether it is hot; where a loop's loader comes from is traced through the callers'
+    arguments), and on what the function and its callers use, and what that uses in turn
+    (what callees return, whether they reach a barrier, which attributes a method binds, how
+    a caller's helper builds the loader it passes). So: the passing units and their callers
+    transitively, and everything those and the module-level code use, transitively; not the
+    callers of what is only used. Units that import, declare `global`/`nonlocal` or hold a
+    `noqa` comment are kept as they are."""
+    defined_by: dict[str, list[int]] = {}
+    called_as: dict[str, list[int]] = {}  # function names (for a lambda default: any name)
+    for index, unit in enumerate(units):
+        features = unit.features
+        for name in features.defines:
+            defined_by.setdefault(name, []).append(index)
+        for name in features.identifiers if features.lambda_default else features.functions:
+            called_as.setdefault(name, []).append(index)
+    users: dict[int, set[int]] = {}  # unit -> units that use a function it defines
+    for index, unit in enumerate(units):
+        for name in unit.features.identifiers:
+            for callee in called_as.get(name, ()):
+                if callee != index:
+                    users.setdefault(callee, set()).add(index)
+
+    def closure(start: Iterable[int], step: Callable[[int], Iterable[int]]) -> set[int]:
+        found = set(start)
+        todo = list(found)
+        while todo:
+            for other in step(todo.pop()):
+                if other not in found:
+                    found.add(other)
+                    todo.append(other)
+        return found
+
+    def used(index: int) -> list[int]:
+        return [i for n in units[index].features.identifiers for i in defined_by.get(n, ())]
+
+    callers = closure(passing, lambda index: users.get(index, ()))
+    from_glue = {i for name in glue.identifiers for i in defined_by.get(name, ())}
+    kept = closure(callers | from_glue, used)
+    lines = text.splitlines()
+    for index, unit in enumerate(units):
+        if unit.features.reaching or any(
+            "noqa" in line for line in lines[unit.first - 1 : unit.last]
+        ):
+            kept.add(index)
+    return kept
+
+
+def _blank(node: Unit, lines: list[str]) -> bool:
+    """Blank `node`'s body in `lines`, leaving `pass` on its first row; False (and nothing
+    changed) where the body shares a row with the header."""
+    body = node.body
+    first, last = body[0].lineno, node.end_lineno
+    if last is None or first <= node.lineno or last > len(lines):
+        return False
+    prefix = lines[first - 1].encode("utf-8")[: body[0].col_offset]
+    if prefix.strip(b" \t") or not prefix:
+        return False
+    for row in range(first, last + 1):
+        line = lines[row - 1]
+        ending = line[len(line.rstrip("\r\n")) :]
+        lines[row - 1] = (prefix.decode() + "pass" if row == first else "") + ending
+    return True
