@@ -573,11 +573,14 @@ TEST_RULES: tuple[type[Rule], ...] = (
 
 @contextlib.contextmanager
 def registered(*rules: type[Rule]) -> Iterator[None]:
-    """Make `rules` selectable by code (for CLI runs), for the duration of the block."""
-    original = registry.all_rules
+    """Make `rules` selectable by code (for CLI runs), for the duration of the block: in the
+    rule classes and in the index that selection reads."""
+    original, original_catalogue = registry.all_rules, registry.catalogue
     extended = {**original(), **{rule.code: rule for rule in rules}}
+    entries = {**original_catalogue(), **{rule.code: registry.RuleInfo.of(rule) for rule in rules}}
     registry.all_rules = lambda: dict(sorted(extended.items()))  # type: ignore[assignment]
+    registry.catalogue = lambda: dict(sorted(entries.items()))  # type: ignore[assignment]
     try:
         yield
     finally:
-        registry.all_rules = original
+        registry.all_rules, registry.catalogue = original, original_catalogue
