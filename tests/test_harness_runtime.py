@@ -207,7 +207,10 @@ def test_committed_evidence_matches_a_fresh_run(verified: dict) -> None:
         return {
             (case["code"], case["case"]): {
                 **{key: case[key] for key in keys},
-                "outputs": case["outputs"] and {k: case["outputs"][k] for k in ("exact", "close")},
+                # Closeness, not bit-exactness: XLA's CPU code follows the host's vector
+                # instructions, so whether a graph cut in two rounds like the whole one
+                # (a 1e-10 difference) varies by machine; the counts do not.
+                "outputs": case["outputs"] and {"close": case["outputs"]["close"]},
             }
             for case in record["cases"]
         }

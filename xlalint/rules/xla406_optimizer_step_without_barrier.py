@@ -51,7 +51,8 @@ class OptimizerStepWithoutBarrier(LoopRule):
     generator gives every later draw, so the results are a different sample of the same
     distribution, not the same values (measured by the `device_randomness` runtime case:
     values differ, a two-sample Kolmogorov-Smirnov test finds the same distribution).
-    Without device randomness, results are the same values.
+    Without device randomness, results are the same values up to float rounding (a graph cut
+    in two may round differently; bit-identical or not depends on the host CPU).
 
     ## Runtime evidence
     5 steps on the XLA CPU device (case `optimizer_step_no_barrier`): `xm.optimizer_step(opt)`
