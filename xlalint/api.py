@@ -243,8 +243,10 @@ def fix_source(
                 line_length=line_length,
                 target=target,
             )
-        return _fix_python(
-            raw,
+        from xlalint.fixer import fix_text
+
+        return fix_text(
+            decode(raw),
             filename,
             rules,
             unsafe=unsafe,
@@ -257,31 +259,6 @@ def fix_source(
         return FileError(filename, str(error))
     except Exception as error:  # a bug in xlalint must not stop the other files
         return FileError(filename, _internal(error))
-
-
-def _fix_python(
-    raw: bytes,
-    filename: str,
-    rules: Sequence[type[Rule]],
-    *,
-    unsafe: bool = False,
-    hot_functions: Sequence[str] = (),
-    line_length: int | None = None,
-    target: Release = LATEST,
-    lints: dict[str, FileResult] | None = None,
-) -> FixOutcome:
-    from xlalint.fixer import fix_text
-
-    return fix_text(
-        decode(raw),
-        filename,
-        rules,
-        unsafe=unsafe,
-        hot_functions=hot_functions,
-        line_length=line_length,
-        target=target,
-        lints=lints,
-    )
 
 
 def _unchanged_by_fix(
