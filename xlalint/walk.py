@@ -132,6 +132,12 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`children` less whitespace, comments and punctuation (`TRIVIA`), which hold no code:
+    hand-written walks looking for names, calls or statements visit half the nodes."""
+    return [child for child in children(node) if type(child) not in TRIVIA]
+
+
 def names_under(node: cst.CSTNode) -> set[str]:
     """The value of every `Name` under `node`, attributes' included (`dict[str, Tensor]`
     -> dict, str, Tensor; `device.type == "cuda"` -> device, type)."""

@@ -14,25 +14,28 @@ assigned such values).
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 import libcst as cst
 
-from xlalint.walk import children, target_names
+from xlalint.walk import code_children, target_names
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "round", "len", "bool", "abs"})
 _NUMBER_METHODS = frozenset({"item", "tolist", "numel", "dim", "nelement", "element_size"})
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def _walk_body(function: cst.FunctionDef) -> list[cst.CSTNode]:
-    """Statements and expressions of a function, not of definitions nested in it."""
+def _walk_body(function: cst.FunctionDef, expressions: bool = True) -> list[cst.CSTNode]:
+    """Statements and expressions of a function, not of definitions nested in it (without
+    `expressions`: its statements only, which is where every `return` is)."""
     found: list[cst.CSTNode] = []
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, _SCOPES):
+        if isinstance(node, _SCOPES) or (not expressions and isinstance(node, cst.BaseExpression)):
             continue
         found.append(node)
-        stack.extend(children(node))
+        stack.extend(code_children(node))
     return found
 
 
@@ -52,12 +55,25 @@ def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     return found
 
 
+class _AnyName:
+    """Stands for "every local name holds a number": what a return needs at best."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
 def _returns_numbers(function: cst.FunctionDef) -> bool:
+    # Most functions return something that is no number whatever their names hold (a
+    # call, a dict): their statements tell, without reading every expression.
+    returns = [
+        n.value
+        for n in _walk_body(function, expressions=False)
+        if isinstance(n, cst.Return) and n.value is not None
+    ]
+    if not returns or not all(_is_number(value, _AnyName()) for value in returns):
+        return False
     nodes = _walk_body(function)
     if any(isinstance(n, cst.Yield | cst.Await) for n in nodes):
-        return False
-    returns = [n.value for n in nodes if isinstance(n, cst.Return) and n.value is not None]
-    if not returns:
         return False
     assigned: dict[str, list[cst.BaseExpression]] = {}
     for node in nodes:
@@ -89,7 +105,7 @@ def _returns_numbers(function: cst.FunctionDef) -> bool:
     return all(_is_number(value, numbers) for value in returns)
 
 
-def _is_number(node: cst.BaseExpression, numbers: set[str]) -> bool:
+def _is_number(node: cst.BaseExpression, numbers: Container[str]) -> bool:
     if isinstance(node, cst.Integer | cst.Float):
         return True
     if isinstance(node, cst.Name):
@@ -117,47 +133,55 @@ def _is_number(node: cst.BaseExpression, numbers: set[str]) -> bool:
     return False
 
 
-def _is_number_or_name(node: cst.BaseExpression, numbers: set[str]) -> bool:
+def _is_number_or_name(node: cst.BaseExpression, numbers: Container[str]) -> bool:
     return isinstance(node, cst.Name | cst.Attribute) or _is_number(node, numbers)
 
 
 class NumberReturns:
-    """Which functions and methods of a module return Python numbers, by name."""
+    """Which functions and methods of a module return Python numbers, by name.
+
+    The module's definitions are indexed by name on the first question; a name's bodies
+    are read only when it is asked about (most definitions of a module never are)."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
-        self._functions: dict[str, bool] | None = None
-        self._methods: dict[str, bool] | None = None
+        self._functions: dict[str, list[cst.FunctionDef]] | None = None
+        self._methods: dict[str, list[cst.FunctionDef]] | None = None
+        self._answers: dict[tuple[bool, str], bool] = {}
 
     def _scan(self) -> None:
-        functions: dict[str, bool] = {}
-        methods: dict[str, bool] = {}
+        functions: dict[str, list[cst.FunctionDef]] = {}
+        methods: dict[str, list[cst.FunctionDef]] = {}
         stack: list[tuple[cst.CSTNode, bool]] = [(self.module, False)]
         while stack:
             node, in_class = stack.pop()
             if isinstance(node, cst.FunctionDef):
                 table = methods if in_class else functions
-                name = node.name.value
-                table[name] = table.get(name, True) and _returns_numbers(node)
-                stack.extend((child, False) for child in children(node.body))
+                table.setdefault(node.name.value, []).append(node)
+                stack.extend((child, False) for child in code_children(node.body))
             elif isinstance(node, cst.ClassDef):
-                stack.extend((child, True) for child in children(node.body))
+                stack.extend((child, True) for child in code_children(node.body))
             elif isinstance(node, cst.IndentedBlock) and in_class:
-                stack.extend((child, True) for child in children(node))
-            elif not isinstance(node, cst.BaseExpression):
-                stack.extend((child, False) for child in children(node))
+                stack.extend((child, True) for child in code_children(node))
+            elif not isinstance(node, cst.BaseExpression | cst.SimpleStatementLine):
+                stack.extend((child, False) for child in code_children(node))
         self._functions, self._methods = functions, methods
+
+    def _every_definition(self, method: bool, name: str) -> bool:
+        key = (method, name)
+        if key not in self._answers:
+            if self._functions is None:
+                self._scan()
+            table = self._methods if method else self._functions
+            assert table is not None
+            definitions = table.get(name)
+            self._answers[key] = bool(definitions) and all(map(_returns_numbers, definitions))
+        return self._answers[key]
 
     def function(self, name: str) -> bool:
         """Every function of this name (not a method) returns a Python number."""
-        if self._functions is None:
-            self._scan()
-        assert self._functions is not None
-        return self._functions.get(name, False)
+        return self._every_definition(False, name)
 
     def method(self, name: str) -> bool:
         """Every method of this name in this module's classes returns a Python number."""
-        if self._methods is None:
-            self._scan()
-        assert self._methods is not None
-        return self._methods.get(name, False)
+        return self._every_definition(True, name)
