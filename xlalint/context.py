@@ -232,7 +232,13 @@ class FileContext:
     def _in_cuda_only_function(self) -> bool:
         """Inside a module-level function that this file calls only under CUDA guards."""
         outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
-        return outermost is not None and id(outermost) in self._cuda_only_functions
+        # Only a function directly in the module can be one: a method's finding needs no scan
+        # of the module's calls. (`_stack[0]` is the module.)
+        return (
+            outermost is not None
+            and self._stack[1] is outermost
+            and id(outermost) in self._cuda_only_functions
+        )
 
     @property
     def in_step_closure(self) -> bool:

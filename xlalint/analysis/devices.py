@@ -27,7 +27,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.xla_api import DEVICE
-from xlalint.walk import children, descendants
+from xlalint.walk import children, code_children, descendants
 
 __all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
@@ -385,8 +385,10 @@ def only_examined(function: cst.FunctionDef, name: str, imports: ImportTable) ->
                 return False
             uses += 1
             continue
-        inner = (*above, node)
-        stack.extend((child, inner) for child in children(node))
+        # Only the three nearest ancestors are ever looked at: a longer path would cost a
+        # copy of every ancestor per node.
+        inner = (*above[-2:], node)
+        stack.extend((child, inner) for child in code_children(node))
     return uses > 0
 
 
@@ -424,9 +426,13 @@ def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[i
         return frozenset()
     # name -> (guarded, name of the module-level function the call is in) of each call
     calls: dict[str, list[tuple[bool, str | None]]] = {}
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...], str | None]] = [(module, (), None)]
+    # Depth-first with one shared ancestor list, cut back to a node's depth when it is
+    # reached: copying the path for every node cost a tenth of a cold check.
+    path: list[cst.CSTNode] = []
+    stack: list[tuple[cst.CSTNode, int, str | None]] = [(module, 0, None)]
     while stack:
-        node, path, owner = stack.pop()
+        node, depth, owner = stack.pop()
+        del path[depth:]
         if isinstance(node, cst.FunctionDef) and owner is None and node.name.value in functions:
             owner = node.name.value
         if (
@@ -436,8 +442,8 @@ def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[i
         ):
             guarded = runs_without_xla((node, *reversed(path)), imports)
             calls.setdefault(node.func.value, []).append((guarded, owner))
-        inner = (*path, node)
-        stack.extend((child, inner, owner) for child in children(node))
+        path.append(node)
+        stack.extend((child, depth + 1, owner) for child in code_children(node))
     only: set[str] = set()
     changed = True
     while changed:

@@ -31,7 +31,7 @@ from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.returns import returned_values
 from xlalint.analysis.tensors import binding_key
-from xlalint.walk import children, descendants, target_names
+from xlalint.walk import children, code_children, descendants, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -220,7 +220,7 @@ def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
             if isinstance(star, cst.Param):
                 names.add(star.name.value)
     stack: list[cst.CSTNode] = list(
-        children(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
+        code_children(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
     )
     while stack:
         node = stack.pop()
@@ -237,7 +237,7 @@ def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
             names |= target_names(node.name)
         elif isinstance(node, cst.Import | cst.ImportFrom):
             continue  # `import x as y` binds by import: the table has it
-        stack.extend(children(node))
+        stack.extend(code_children(node))
     return names
 
 

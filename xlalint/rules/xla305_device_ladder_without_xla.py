@@ -162,11 +162,12 @@ class DeviceLadderWithoutXla(Rule):
             return  # `f"{'cuda' if is_cuda else 'cpu'}_time_total"`: a key, not a device
         if self._argument_of_cuda_api():
             return  # `GradScaler("xpu" if ... else "cuda")`: XLA303 reports the call
-        if self._only_examined():
-            return  # `device = ...ladder...` only printed or compared: nothing placed
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
             return
+        # After the ladder test: it reads the whole function, and most ternaries are none.
+        if self._only_examined():
+            return  # `device = ...ladder...` only printed or compared: nothing placed
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors(), ternaries=True):
             return  # reported (or excused) with the enclosing ladder
         if "xla" in choice.types or mentions_xla(node, self.ctx.imports):
