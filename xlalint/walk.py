@@ -127,7 +127,9 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         value = getattr(node, name)
         if isinstance(value, list | tuple):
             found.extend(value)
-        elif isinstance(value, cst.CSTNode):
+        # As in `walk`: a visited field holds a node, None or a sentinel. (`isinstance` on
+        # libcst's abstract CSTNode runs ABCMeta's check, in Python, for every field.)
+        elif value is not None and not isinstance(value, cst.MaybeSentinel):
             found.append(value)
     return found
 
@@ -136,6 +138,11 @@ def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """`children` less whitespace, comments and punctuation (`TRIVIA`), which hold no code:
     hand-written walks looking for names, calls or statements visit half the nodes."""
     return [child for child in children(node) if type(child) not in TRIVIA]
+
+
+# Every expression node type, for exact-type tests in hot walks (`isinstance` on libcst's
+# abstract bases runs ABCMeta's check in Python).
+EXPRESSIONS = _concrete(cst.BaseExpression)
 
 
 def names_under(node: cst.CSTNode) -> set[str]:

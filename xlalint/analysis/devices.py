@@ -371,9 +371,10 @@ def only_examined(function: cst.FunctionDef, name: str, imports: ImportTable) ->
     stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(function.body, ())]
     while stack:
         node, above = stack.pop()
-        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+        kind = type(node)  # exact types: `isinstance` on libcst's classes runs ABCMeta's check
+        if kind is cst.FunctionDef or kind is cst.Lambda or kind is cst.ClassDef:
             continue  # a nested scope may rebind the name
-        if isinstance(node, cst.Name) and node.value == name:
+        if kind is cst.Name and node.value == name:  # type: ignore[attr-defined]
             parent = above[-1] if above else None
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 continue
@@ -433,12 +434,13 @@ def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[i
     while stack:
         node, depth, owner = stack.pop()
         del path[depth:]
-        if isinstance(node, cst.FunctionDef) and owner is None and node.name.value in functions:
-            owner = node.name.value
+        kind = type(node)  # exact types: `isinstance` on libcst's classes runs ABCMeta's check
+        if kind is cst.FunctionDef and owner is None and node.name.value in functions:  # type: ignore[attr-defined]
+            owner = node.name.value  # type: ignore[attr-defined]
         if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Name)
-            and node.func.value in functions
+            kind is cst.Call
+            and type(node.func) is cst.Name  # type: ignore[attr-defined]
+            and node.func.value in functions  # type: ignore[attr-defined]
         ):
             guarded = runs_without_xla((node, *reversed(path)), imports)
             calls.setdefault(node.func.value, []).append((guarded, owner))

@@ -222,23 +222,27 @@ def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
     stack: list[cst.CSTNode] = list(
         code_children(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
     )
+    # Exact types (libcst's node classes are final): `isinstance` on them runs ABCMeta's
+    # check, in Python, once per class of a union, for every node of the function.
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.FunctionDef | cst.ClassDef):
-            names.add(node.name.value)
+        kind = type(node)
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            names.add(node.name.value)  # type: ignore[attr-defined]
             continue
-        if isinstance(node, cst.Lambda):
-            continue
-        if isinstance(
-            node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For | cst.NamedExpr
-        ):
-            names |= target_names(node.target)
-        elif isinstance(node, cst.AsName):
-            names |= target_names(node.name)
-        elif isinstance(node, cst.Import | cst.ImportFrom):
+        if kind is cst.Lambda or kind is cst.Import or kind is cst.ImportFrom:
             continue  # `import x as y` binds by import: the table has it
+        if kind in _BINDING_TARGETS:
+            names |= target_names(node.target)  # type: ignore[attr-defined]
+        elif kind is cst.AsName:
+            names |= target_names(node.name)  # type: ignore[attr-defined]
         stack.extend(code_children(node))
     return names
+
+
+_BINDING_TARGETS = frozenset(
+    {cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr}
+)
 
 
 def _state_keys(target: cst.CSTNode) -> tuple[set[str], bool]:

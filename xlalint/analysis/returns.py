@@ -18,11 +18,13 @@ from collections.abc import Container
 
 import libcst as cst
 
-from xlalint.walk import code_children, target_names
+from xlalint.walk import EXPRESSIONS, code_children, target_names
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "round", "len", "bool", "abs"})
 _NUMBER_METHODS = frozenset({"item", "tolist", "numel", "dim", "nelement", "element_size"})
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# Exact types in the walks below: libcst's node classes are final, and `isinstance` on them
+# runs ABCMeta's check in Python.
+_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 
 def _walk_body(function: cst.FunctionDef, expressions: bool = True) -> list[cst.CSTNode]:
@@ -32,7 +34,7 @@ def _walk_body(function: cst.FunctionDef, expressions: bool = True) -> list[cst.
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, _SCOPES) or (not expressions and isinstance(node, cst.BaseExpression)):
+        if type(node) in _SCOPES or (not expressions and type(node) in EXPRESSIONS):
             continue
         found.append(node)
         stack.extend(code_children(node))
@@ -68,12 +70,12 @@ def _returns_numbers(function: cst.FunctionDef) -> bool:
     returns = [
         n.value
         for n in _walk_body(function, expressions=False)
-        if isinstance(n, cst.Return) and n.value is not None
+        if type(n) is cst.Return and n.value is not None  # type: ignore[attr-defined]
     ]
     if not returns or not all(_is_number(value, _AnyName()) for value in returns):
         return False
     nodes = _walk_body(function)
-    if any(isinstance(n, cst.Yield | cst.Await) for n in nodes):
+    if any(type(n) is cst.Yield or type(n) is cst.Await for n in nodes):
         return False
     assigned: dict[str, list[cst.BaseExpression]] = {}
     for node in nodes:
@@ -163,7 +165,7 @@ class NumberReturns:
                 stack.extend((child, True) for child in code_children(node.body))
             elif isinstance(node, cst.IndentedBlock) and in_class:
                 stack.extend((child, True) for child in code_children(node))
-            elif not isinstance(node, cst.BaseExpression | cst.SimpleStatementLine):
+            elif type(node) not in EXPRESSIONS and type(node) is not cst.SimpleStatementLine:
                 stack.extend((child, False) for child in code_children(node))
         self._functions, self._methods = functions, methods
 
