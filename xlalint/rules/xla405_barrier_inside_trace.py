@@ -89,7 +89,6 @@ class BarrierInsideTrace(Rule):
         self._scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.ctx.loops.register_function(node, self.ctx)
         traced = any(
             isinstance(d.decorator, cst.Call) and self.ctx.qualified(d.decorator.func) == TRACE_ME
             for d in node.decorators
