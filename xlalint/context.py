@@ -152,7 +152,7 @@ class FileContext:
     @cached_property
     def loops(self) -> LoopAnalysis:
         """What loops do: train, sample, reach a barrier (shared by the family 4 rules)."""
-        return LoopAnalysis(self.module, self.imports, self)
+        return LoopAnalysis(self.module, self.imports)
 
     @cached_property
     def device_choices(self) -> DeviceChoices:
@@ -266,11 +266,15 @@ class FileContext:
         if kind in _LOOPS:
             # Every loop and function is known to `LoopAnalysis`, whichever rules run: what
             # a loop does (and so hot code) must not depend on the rule set.
-            self.loops.register_loop(node, self)  # type: ignore[arg-type]
+            frame = self._frames[-1]
+            per_step_frame = frame.module_call or frame.hook
+            self.loops.register_loop(node, self.ancestors(), per_step_frame)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
-            self.loops.register_function(node, self)  # type: ignore[arg-type]
+            owner = self._stack[-3] if len(self._stack) >= 3 else None  # past the block
+            method_of = owner if type(owner) is cst.ClassDef else None
+            self.loops.register_function(node, method_of)  # type: ignore[arg-type]
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
