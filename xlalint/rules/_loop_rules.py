@@ -29,6 +29,7 @@ class LoopRule(Rule):
     """A rule that judges the file's loops after the walk, asking `ctx.loops`."""
 
     screen = ("<For>", "<AsyncFor>", "<While>")  # findings sit on loops
+    uses = ("loops",)
 
     def torch_code(self) -> bool:
         """The file uses torch (a CUDA script on its way to XLA counts)."""

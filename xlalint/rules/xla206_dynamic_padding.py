@@ -111,6 +111,7 @@ class DynamicPadding(Rule):
     """
 
     code = "XLA206"
+    uses = ("loops",)
     name = "dynamic-padding"
     message = (
         "{what} pads each batch to its longest example: every new length is a new shape, "

@@ -140,6 +140,7 @@ class PythonIndexInLoop(Rule):
     """
 
     code = "XLA207"
+    uses = ("loops",)
     name = "python-index-in-loop"
     message = (
         "`{index}` is a Python int that changes every pass: indexing a tensor with it "

@@ -82,6 +82,7 @@ class DataDependentTripCount(Rule):
     """
 
     code = "XLA209"
+    uses = ("loops",)
     name = "data-dependent-trip-count"
     message = (
         "The number of passes of this loop is read from a tensor: each distinct count "

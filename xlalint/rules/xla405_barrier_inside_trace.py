@@ -61,6 +61,7 @@ class BarrierInsideTrace(Rule):
     """
 
     code = "XLA405"
+    uses = ("loops",)
     name = "barrier-inside-trace"
     message = (
         "Graph barrier inside an `xp.Trace` scope: torch_xla raises "
