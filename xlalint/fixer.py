@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from xlalint.analysis.usage import unused_bindings
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import Diagnostic, FileResult, allowed
 from xlalint.edits import apply_edits_marking, edit_spans, spans_overlap, wrap_long_lines
@@ -26,6 +25,7 @@ from xlalint.importer import (
     add_imports,
     import_bindings,
     import_conflicts,
+    left_unused,
     remove_unused_imports,
 )
 from xlalint.rule import Rule
@@ -181,7 +181,7 @@ def fix_text(
         rejected: list[Diagnostic] = []
         chosen = _choose(text, result.diagnostics, unsafe)
         if chosen and keep is None:
-            keep = unused_bindings(cst.parse_module(source.text))
+            keep = left_unused(source.text)
         candidate = _apply(text, chosen, filename, keep, line_length)
         while chosen and not _parses(candidate):
             # Keep the fixes that parse on their own; report the others, and let the fixes
@@ -228,5 +228,5 @@ def fix_one(
     unit = next(u for u in _units(pool) if diagnostic in u)
     if _choose(text, unit, unsafe=True) != unit:
         return None
-    candidate = _apply(text, unit, filename, unused_bindings(cst.parse_module(text)), line_length)
+    candidate = _apply(text, unit, filename, left_unused(text), line_length)
     return candidate if candidate != text and _parses(candidate) else None

@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable, statement_bindings
-from xlalint.analysis.usage import ImportBinding, made_unused
+from xlalint.analysis.usage import ImportBinding, made_unused, unused_bindings
 from xlalint.diagnostics import Edit, Location
 from xlalint.edits import LINE_BREAK, apply_edits, newline_of, split_lines
 from xlalint.positions import Positions
@@ -148,6 +148,12 @@ def _insert_sorted(text: str, statement: str) -> str:
     following = [e for e in paragraph if e.key > key]
     row = following[0].first if following else paragraph[-1].end
     return _insert_lines(text, row, [statement])
+
+
+def left_unused(text: str) -> set[tuple[str, str]]:
+    """The module-level imports `text` leaves unused, as (name, target): fixes never remove
+    them, even where a later round stops using them again."""
+    return unused_bindings(cst.parse_module(text))
 
 
 def import_bindings(text: str) -> dict[str, str]:
