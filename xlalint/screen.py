@@ -45,6 +45,8 @@ _REACHING = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# The fields that hold statements (or handlers and match cases, which hold statements).
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def enabled() -> bool:
@@ -261,7 +263,15 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
 def _aliases(tree: ast.Module) -> dict[str, set[str]]:
     """What each name bound by an import stands for: `xm` -> {torch_xla, core, xla_model}."""
     aliases: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    # Imports are statements: walk the statement lists only, not every expression node
+    # (`ast.walk` over the whole tree cost as much as the rest of the screen's split).
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for name in _STATEMENT_LISTS:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(value)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
