@@ -21,7 +21,6 @@ validated against the nbformat 4 schema before it is written.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
@@ -240,6 +239,8 @@ class Notebook:
 
     def with_sources(self, sources: Sequence[str]) -> bytes:
         """The notebook with its code cells' sources replaced, in its own JSON style."""
+        import copy  # only fixes copy a notebook
+
         data = copy.deepcopy(self.data)
         numbers = [number for number, _ in self.code_cells()]
         for number, source in zip(numbers, sources, strict=True):
