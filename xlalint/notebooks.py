@@ -26,7 +26,6 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlalint.analysis.xla_api import LATEST, Release
@@ -37,7 +36,6 @@ from xlalint.sources import Source, SourceError
 if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where cells are linted
     from xlalint.fixer import FixOutcome
 
-NOTEBOOK_SUFFIX = ".ipynb"
 # Markers carry a digest of the notebook, so no line of its own can look like one.
 BOUNDARY = "# %% xlalint: next cell {tag}"
 _MARK = "xlalint-masked-{tag}-"
@@ -56,10 +54,6 @@ _MAGIC = re.compile(
 _SYNTAX_AT = re.compile(r"syntax error at (\d+):(\d+)")
 _DROPPED = re.compile(r"(\S+) at (\d+):(\d+)")
 _INNER_POSITION = re.compile(r"(?:parser error: )?error at \d+:\d+: ")
-
-
-def is_notebook(path: Path | str) -> bool:
-    return str(path).endswith(NOTEBOOK_SUFFIX)
 
 
 @dataclass(frozen=True)
