@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -134,7 +135,7 @@ def test_folder_without_room_for_a_temp_file(target: Path, monkeypatch: pytest.M
     def refuse(*args: object, **kwargs: object) -> tuple[int, str]:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(writer.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)  # the writer imports it when it writes
     with pytest.raises(WriteError, match="could not be written: Permission denied"):
         write_atomic(target, OLD, NEW)
     assert target.read_bytes() == OLD

@@ -23,10 +23,9 @@ from xlalint.cache import ResultCache
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult, allowed
 from xlalint.discovery import discover
-from xlalint.notebooks import fix_notebook, is_notebook, lint_notebook
 from xlalint.registry import RuleSet, expand, select_rules
 from xlalint.rule import Rule
-from xlalint.sources import Source, SourceError, decode, read_bytes
+from xlalint.sources import Source, SourceError, decode, is_notebook, read_bytes
 from xlalint.writer import WriteError, write_atomic
 
 if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files are linted
@@ -167,6 +166,8 @@ def _lint_raw(
     target: Release = LATEST,
 ) -> FileResult:
     if is_notebook(path):
+        from xlalint.notebooks import lint_notebook
+
         return lint_notebook(raw, str(path), rules, hot_functions, target)
     from xlalint.engine import lint_source
 
@@ -234,6 +235,8 @@ def fix_source(
     filename = str(path)
     try:
         if is_notebook(path):
+            from xlalint.notebooks import fix_notebook
+
             return fix_notebook(
                 raw,
                 filename,

@@ -19,9 +19,7 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -154,6 +152,8 @@ class ResultCache:
         try:
             self._prepare()
             data = json.dumps(value, separators=(",", ":")).encode()
+            import tempfile  # only a miss writes: a warm run never needs it
+
             handle, temporary = tempfile.mkstemp(dir=self.entries, prefix=".tmp-")
             try:
                 with os.fdopen(handle, "wb") as out:
@@ -186,6 +186,8 @@ class ResultCache:
             ours = False
         if not ours:
             raise CleanError(f"{self.directory}: not an xlalint cache (no CACHEDIR.TAG); kept")
+        import shutil  # only `xlalint clean` deletes (shutil brings bz2, lzma)
+
         shutil.rmtree(self.directory)
         return True
 

@@ -36,7 +36,7 @@ from xlalint.config import (
     target_version,
 )
 from xlalint.diagnostics import Applicability, FileError, FixAvailability, allowed
-from xlalint.harness.runner import DEVICES
+from xlalint.harness import DEVICES
 from xlalint.registry import (
     all_rules,
     did_you_mean,

@@ -11,7 +11,6 @@ not followed, so a link loop cannot trap the walk.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +50,8 @@ def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
 
 def _git(repository: Path, *args: str) -> str:
     """What `git ARGS` prints in `repository`, or "" where git is missing or fails."""
+    import subprocess  # only folders ask git for their excludes, not named files
+
     try:
         result = subprocess.run(
             ["git", *args], cwd=repository, capture_output=True, text=True, timeout=10

@@ -21,13 +21,11 @@ validated against the nbformat 4 schema before it is written.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlalint.analysis.xla_api import LATEST, Release
@@ -38,7 +36,6 @@ from xlalint.sources import Source, SourceError
 if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where cells are linted
     from xlalint.fixer import FixOutcome
 
-NOTEBOOK_SUFFIX = ".ipynb"
 # Markers carry a digest of the notebook, so no line of its own can look like one.
 BOUNDARY = "# %% xlalint: next cell {tag}"
 _MARK = "xlalint-masked-{tag}-"
@@ -57,10 +54,6 @@ _MAGIC = re.compile(
 _SYNTAX_AT = re.compile(r"syntax error at (\d+):(\d+)")
 _DROPPED = re.compile(r"(\S+) at (\d+):(\d+)")
 _INNER_POSITION = re.compile(r"(?:parser error: )?error at \d+:\d+: ")
-
-
-def is_notebook(path: Path | str) -> bool:
-    return str(path).endswith(NOTEBOOK_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -240,6 +233,8 @@ class Notebook:
 
     def with_sources(self, sources: Sequence[str]) -> bytes:
         """The notebook with its code cells' sources replaced, in its own JSON style."""
+        import copy  # only fixes copy a notebook
+
         data = copy.deepcopy(self.data)
         numbers = [number for number, _ in self.code_cells()]
         for number, source in zip(numbers, sources, strict=True):

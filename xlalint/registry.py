@@ -10,7 +10,6 @@ cache never needs. `select_rules` returns a `RuleSet` that imports its classes o
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import pkgutil
 from collections.abc import Iterable, Iterator, Sequence
@@ -193,6 +192,8 @@ def expand(selector: str) -> list[str]:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """` (did you mean `X`?)` for the candidate closest to a mistyped `word`, else ``."""
+    import difflib  # only a misspelt name needs it
+
     match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
     return f" (did you mean `{match[0]}`?)" if match else ""
 

@@ -38,11 +38,10 @@ from xlalint.discovery import force_excluded
 from xlalint.edits import split_lines
 from xlalint.engine import lint_source
 from xlalint.fixer import fix_one, fix_text
-from xlalint.notebooks import is_notebook
 from xlalint.registry import get_rule
 from xlalint.rule import DOCS_URL, Rule
 from xlalint.severity import severity
-from xlalint.sources import Source
+from xlalint.sources import Source, is_notebook
 
 SOURCE = "xlalint"
 CHANGE_DELAY = 0.15  # seconds without a change before a changed document is linted

@@ -17,6 +17,14 @@ class SourceError(Exception):
     """A file that cannot be linted; the message is one line naming the reason."""
 
 
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: Path | str) -> bool:
+    """Here, not in notebooks.py: every file asks, and a warm run imports no notebook code."""
+    return str(path).endswith(NOTEBOOK_SUFFIX)
+
+
 @dataclass(frozen=True)
 class Source:
     text: str

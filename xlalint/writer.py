@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -32,6 +31,8 @@ def write_atomic(path: Path, expected: bytes, content: bytes) -> None:
     if not os.access(path, os.W_OK):
         raise WriteError("read-only; not written")
     target = path.resolve()  # write through a symbolic link, not over it
+    import tempfile  # only a fix that writes needs it, not a check
+
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as error:  # e.g. a read-only folder

@@ -13,9 +13,10 @@ import click
 from rich.console import Console
 from rich.progress import Progress
 
+from xlalint.harness import DEVICES
 from xlalint.harness.cases import FIXTURES, CaseError, discover
 from xlalint.harness.profile import ScriptCommandError, profile
-from xlalint.harness.runner import DEVICES, RuntimeUnavailable, last_line, require_runtime
+from xlalint.harness.runner import RuntimeUnavailable, last_line, require_runtime
 from xlalint.harness.table import output_console, print_profile, print_report
 from xlalint.harness.verify import DEFAULT_JOBS, verify
 from xlalint.registry import UnknownSelectorError, expand

@@ -22,7 +22,6 @@ INSTALL_HINT = (
     "the runtime harness needs torch and torch_xla: pip install 'xlalint[runtime]' "
     "(torch==2.9.0 and torch-xla==2.9.0)"
 )
-DEVICES = ("auto", "cpu", "tpu")
 
 
 class RuntimeUnavailable(Exception):

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Iterator
 
 from xlalint.edits import split_lines
 from xlalint.fixer import FixOutcome
-from xlalint.notebooks import changed_cells, is_notebook
+from xlalint.notebooks import changed_cells
+from xlalint.sources import is_notebook
 
 
 def _pairs(outcome: FixOutcome) -> Iterator[tuple[str, str, str]]:

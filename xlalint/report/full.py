@@ -7,7 +7,6 @@ from pathlib import Path
 
 from xlalint.api import CheckReport
 from xlalint.diagnostics import Diagnostic
-from xlalint.notebooks import cell_lines
 from xlalint.report.concise import header
 from xlalint.rule import Rule
 from xlalint.sources import SourceError, decode, read_bytes
@@ -19,6 +18,8 @@ def _lines(diagnostic: Diagnostic, buffer: bytes | None) -> list[str]:
     try:
         raw = read_bytes(Path(diagnostic.filename)) if buffer is None else buffer
         if diagnostic.cell is not None:
+            from xlalint.notebooks import cell_lines  # only notebooks: not on a warm .py run
+
             return cell_lines(raw, diagnostic.cell)
         return decode(raw).text.splitlines()
     except SourceError:
