@@ -14,6 +14,7 @@ from xlalint.analysis.devices import (
     positional_argument,
 )
 from xlalint.analysis.loop_values import LoopValues
+from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -44,7 +45,7 @@ _DEVICE_AGNOSTIC = frozenset(
 _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
-_MOVES = frozenset({"to", "cuda"})
+_MOVES = frozenset({"to", "cuda", "type_as"})
 # Helpers named for moving their argument to the device: Composer's
 # `device.tensor_to_device(t)`, `to_device(t)`, `move_to_device(t, dev)`.
 _MOVE_HELPER = re.compile(r"(^|_)(to|onto)_device$|^_*(move|send|put)_\w*(device|gpu|xla)$", re.I)
@@ -59,17 +60,23 @@ class HostTensorInLoop(Rule):
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
     `pos.to(device)` in the loop). A move is `.cuda()` or a `.to()` whose target is clearly
     a device: a device string other than `"cpu"`, `torch.device(...)`, `torch_xla.device()`,
-    or a name such as `device`, `x.device`, `self.device`, `dev`.
+    or a name such as `device`, `x.device`, `self.device`, `dev`; or `.to(t)` and
+    `.type_as(t)` with `t` a tensor, which give the host tensor `t`'s device and dtype
+    (beam search's `torch.zeros(bsz, n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`).
+    The chain may do host arithmetic by a number on the way (`(torch.arange(bsz) * beam)
+    .unsqueeze(1).type_as(tokens).to(dev)`), and is reported once, at its outer move.
     A factory's result handed to a helper named for moving it to the device
     (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
     is moved the same way, and reported without a fix.
 
     Not flagged: `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.from_numpy(...)`,
     whose values come from the host anyway (a changing Python number passed this way is
-    the recommended way to feed it without recompiling); random factories, whose device
-    form draws other numbers; `.to(other_tensor)`; and `arange`/`linspace`/`logspace`
-    bounds or a `full` value that change every pass, which the device form would bake into
-    the graph (one compile per value).
+    the recommended way to feed it without recompiling; a 0-dim constant such as
+    `torch.tensor(-math.inf).to(lprobs)` is moved as a scalar and cached, see below);
+    0-dim factories (`torch.zeros(())`, `torch.full([], v)`); random factories, whose
+    device form draws other numbers; `.to(t)`/`.type_as(t)` with `t` a host tensor; and
+    `arange`/`linspace`/`logspace` bounds or a `full` value that change every pass, which
+    the device form would bake into the graph (one compile per value).
 
     ## Why is this bad?
     A tensor made on the host is copied to the device on every step: one host-to-device
@@ -99,7 +106,9 @@ class HostTensorInLoop(Rule):
     move. The values, dtype and device are the same. No fix where the move also changes the
     dtype or memory format, where the factory takes `out=`, `pin_memory=`,
     `requires_grad=` or `layout=`, for `.cuda()` (XLA301 rewrites it first), for a
-    multi-line expression, or for the two-statement form.
+    multi-line expression, for the two-statement form, or for `.to(t)`/`.type_as(t)`
+    (the hint says `device=t.device, dtype=t.dtype`: a range built in another dtype may
+    hold other values, `torch.arange(0, 1, 0.25)` then `.type_as(long_tensor)`).
 
     ## Runtime evidence
     5 steps on the XLA CPU device (case `positions_each_step`): a host-built tensor moved each
@@ -110,7 +119,13 @@ class HostTensorInLoop(Rule):
     never; `torch.full((16,), 0.5)` every step against once; and the cases left out:
     `torch.tensor(data)` transfers with or without `device=`, `torch.randint(...)` transfers on
     the host and with `device=`, and `torch.arange(i, i + 16, device=dev)` with a changing `i`
-    compiles every step where the host version compiles once.
+    compiles every step where the host version compiles once. Measured for `.to(t)` (5 steps,
+    fresh process each): `x + torch.zeros(8, 16).to(x)` 5 host-to-device transfers, with
+    `device=x.device, dtype=x.dtype` or `x.new_zeros(8, 16)` none; `torch.arange(8)
+    .type_as(ids)` of an XLA `ids` lands on the XLA device, 5 transfers;
+    `torch.empty(0).to(ids)` 5. Scalars are cached: `x + torch.tensor(2.5).to(x)` costs 2
+    transfers in 5 steps, the same as `x + 2.5` (a changing value, or a 1-element
+    `torch.tensor([2.5])`, costs one per step), and `torch.zeros(()).to(x)` adds none.
     """
 
     code = "XLA208"
@@ -135,6 +150,9 @@ class HostTensorInLoop(Rule):
         self.values = LoopValues(ctx.kinds)
         # Per function: names bound to a host tensor from a factory, and which factory.
         self._host_names: list[dict[str, str]] = [{}]
+        # Factories already reported at the outer move of their chain
+        # (`torch.arange(n).type_as(t).to(dev)` is one copy, one finding).
+        self._reported: set[int] = set()
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -180,19 +198,45 @@ class HostTensorInLoop(Rule):
             return
         move = func.attr.value
         receiver = func.value
-        if move == "to" and not self._moves_to_device(node):
+        like = self._like_tensor(node) if move in ("to", "type_as") else None
+        if move == "type_as" and like is None:
+            return
+        if move == "to" and like is None and not self._moves_to_device(node):
             return
         factory = self._host_factory(receiver)
         if factory is None:
             if isinstance(receiver, cst.Name) and receiver.value in self._host_names[-1]:
                 factory_name = self._host_names[-1][receiver.value]
                 message = self.moved_message.format(name=receiver.value, factory=factory_name)
-                self.report(node, message)
+                self.report(node, message, hint=self._like_hint(like))
             return
+        if id(factory) in self._reported:
+            return  # reported at the outer move of the same chain
+        self._reported.add(id(factory))
         if self.ctx.under_cuda_guard and move == "cuda":
             return
-        fix = self._device_fix(node, receiver, factory) if move == "to" else None
-        self.report(node, self.message.format(factory=self._factory_name(factory)), fix=fix)
+        fix = self._device_fix(node, receiver, factory) if move == "to" and like is None else None
+        message = self.message.format(factory=self._factory_name(factory))
+        self.report(node, message, fix=fix, hint=self._like_hint(like))
+
+    def _like_tensor(self, call: cst.Call) -> cst.BaseExpression | None:
+        """`x.to(t)`, `x.type_as(t)`: the tensor whose device (and dtype) `x` takes. In code
+        that runs every step such a tensor is a device tensor (measured: `.type_as(t)` of an
+        XLA tensor moves the host tensor to the XLA device, like `.to(t)`)."""
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        keyword = keyword_argument(call, "other") or keyword_argument(call, "tensor")
+        arg = keyword.value if keyword is not None else positional[0].value if positional else None
+        if arg is None or device_string_type(arg) is not None or is_device_name(arg):
+            return None
+        return arg if self.ctx.is_tensor(arg) else None
+
+    def _like_hint(self, like: cst.BaseExpression | None) -> str | None:
+        if like is None:
+            return None
+        name = self.ctx.module.code_for_node(like)
+        if "\n" in name or len(name) > 40:
+            name = "t"
+        return f"Build it on that tensor's device: `device={name}.device, dtype={name}.dtype`"
 
     def _helper_move(self, call: cst.Call) -> bool:
         """`device.tensor_to_device(torch.zeros(1))`: a factory's result handed to a helper
@@ -222,15 +266,22 @@ class HostTensorInLoop(Rule):
             elif (
                 isinstance(expr, cst.Call)
                 and isinstance(expr.func, cst.Attribute)
-                and expr.func.attr.value in _DEVICE_AGNOSTIC
+                and (
+                    expr.func.attr.value in _DEVICE_AGNOSTIC
+                    or (expr.func.attr.value == "type_as" and self._like_tensor(expr) is not None)
+                )
             ):
+                # A `.type_as(t)` inside the chain is where the copy happens; the chain is
+                # reported once, at its outer move.
                 expr = expr.func.value
+            elif isinstance(expr, cst.BinaryOperation) and self._host_number(expr.right):
+                expr = expr.left  # `torch.arange(n) * k`: host arithmetic by a number
             else:
                 break
         if not isinstance(expr, cst.Call):
             return None
         qualified = self.ctx.qualified(expr.func)
-        if qualified not in _FACTORIES:
+        if qualified not in _FACTORIES or _zero_dimensional(expr):
             return None
         device = keyword_argument(expr, "device")
         if device is not None and device_string_type(device.value) != "cpu":
@@ -238,6 +289,14 @@ class HostTensorInLoop(Rule):
         if self._bakes_changing_value(expr, qualified):
             return None
         return expr
+
+    def _host_number(self, expr: cst.BaseExpression) -> bool:
+        """A number or a name not known as a tensor (`beam_size`, `self.scale`): arithmetic
+        by it keeps a host tensor on the host (by a device tensor, a host tensor of more
+        than one element would fail: tensors on different devices)."""
+        return isinstance(expr, cst.Integer | cst.Float) or (
+            isinstance(expr, cst.Name | cst.Attribute) and self.ctx.kind(expr) is not Kind.TENSOR
+        )
 
     def _bakes_changing_value(self, factory: cst.Call, qualified: str) -> bool:
         """Arguments the device form bakes into the graph, changing from pass to pass."""
@@ -305,6 +364,16 @@ class HostTensorInLoop(Rule):
         return self.fix(
             "Build the tensor on the device: pass `device=` to the factory", (move, code)
         )
+
+
+def _zero_dimensional(factory: cst.Call) -> bool:
+    """`torch.zeros(())`, `torch.full([], v)`: a 0-dim tensor, which torch_xla moves as a
+    scalar (measured: `torch.zeros(()).to(t)` adds no transfer, and a constant 0-dim tensor
+    is copied once and then found in torch_xla's cache of device scalars)."""
+    size = keyword_argument(factory, "size")
+    first = size if size is not None else positional_argument(factory, 0)
+    value = None if first is None else first.value
+    return isinstance(value, cst.Tuple | cst.List) and not value.elements
 
 
 def _keyword_in(arg: cst.Arg, names: tuple[str, ...]) -> bool:
