@@ -550,10 +550,53 @@ def _catch_all_branch(node: cst.IfExp) -> cst.BaseExpression | None:
     return None
 
 
-def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
+def device_helpers(module: cst.Module, imports: ImportTable) -> dict[str, frozenset[str]]:
+    """Module-level functions whose body is one `return` of a device expression, by name,
+    with the device types they return: `def gpu(i=0): return torch.device(f"cuda:{i}")`.
+    A ladder that returns `gpu(i)` or `cpu()` chooses what those return."""
+    found: dict[str, frozenset[str]] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.FunctionDef) or statement.asynchronous:
+            continue
+        body = list(statement.body.body) if isinstance(statement.body, cst.IndentedBlock) else []
+        if body and _is_docstring(body[0]):
+            body = body[1:]
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+            continue
+        [line] = body
+        if len(line.body) != 1 or not isinstance(line.body[0], cst.Return):
+            continue
+        value = line.body[0].value
+        types = device_types(value, imports) if value is not None else None
+        if types and types - {UNKNOWN}:
+            found[statement.name.value] = types
+    return found
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
+
+
+def helper_device_types(
+    value: cst.BaseExpression, helpers: dict[str, frozenset[str]] | None
+) -> frozenset[str] | None:
+    """The device types a call to a same-module device helper returns (`gpu(i)`)."""
+    if helpers and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+        return helpers.get(value.func.value)
+    return None
+
+
+def if_device_choice(
+    node: cst.If, imports: ImportTable, helpers: dict[str, frozenset[str]] | None = None
+) -> DeviceChoice | None:
     """The device choice made by an `if`/`elif`/`else` chain, if any branch assigns or
-    returns a device expression. A nested `if` statement is a choice of its own and is not
-    looked into."""
+    returns a device expression (or a call of one of `helpers`, see `device_helpers`). A
+    nested `if` statement is a choice of its own and is not looked into."""
     tests, blocks = chain(node)
     types: set[str] = set()
     returns = False
@@ -568,7 +611,7 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
                 # only guards the statement; the conditional expression is the choice. In
                 # one branch of a longer chain, a ladder of its own is its own choice.
                 continue
-            selected = device_types(value, imports)
+            selected = device_types(value, imports) or helper_device_types(value, helpers)
             if selected:
                 types |= selected
                 returns = returns or targets is None
@@ -670,8 +713,11 @@ class DeviceChoices:
     Rules ask about every enclosing `if` of a node; without the memo, nested code would pay
     for the same analysis once per descendant."""
 
-    def __init__(self, imports: ImportTable) -> None:
+    def __init__(
+        self, imports: ImportTable, helpers: dict[str, frozenset[str]] | None = None
+    ) -> None:
         self.imports = imports
+        self.helpers = helpers  # same-module functions that return a device
         # Keyed by id(node); the node is kept so that its id cannot be reused.
         self._memo: dict[int, tuple[cst.CSTNode, DeviceChoice | None]] = {}
 
@@ -680,7 +726,7 @@ class DeviceChoices:
         if cached is not None and cached[0] is node:
             return cached[1]
         if isinstance(node, cst.If):
-            choice = if_device_choice(node, self.imports)
+            choice = if_device_choice(node, self.imports, self.helpers)
         else:
             choice = ifexp_device_choice(node, self.imports)
         self._memo[id(node)] = (node, choice)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -16,6 +17,7 @@ from xlalint.analysis.devices import (
     device_string_type,
     device_types,
     has_silent_branch,
+    helper_device_types,
     is_device_name,
     mentions_xla,
     only_examined,
@@ -45,7 +47,10 @@ class DeviceLadderWithoutXla(Rule):
     (`torch.accelerator.current_accelerator() if use_accel else torch.device("cpu")`,
     with `use_accel = not args.no_accel and torch.accelerator.is_available()`), and
     ternaries that keep a few listed device types and turn every other one into CUDA
-    (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). It reports
+    (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). A branch may
+    return a call of a function of the same module whose body is one `return` of a device
+    (`def gpu(i=0): return torch.device(f"cuda:{i}")`, then `if num_gpus() > i: return
+    gpu(i)` / `return cpu()`): it chooses what that function returns. It reports
     once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
     chain is reported on its own.
 
@@ -129,10 +134,12 @@ class DeviceLadderWithoutXla(Rule):
     The fix is unsafe because a host with both a GPU and torch_xla installed now runs on
     XLA, and the XLA branch wins over flags such as `--no-cuda` or `--gpu`. No fix for a
     ternary inside an f-string (`f"{'cuda' if c else 'cpu'}:{rank}"`: XLA takes no index),
-    nor where the ladder's value is not used as a device (`accelerator = "cuda"`, a function
-    `backend()` returning `"cuda"`): only values given to `torch.device(...)`, a `device=`
-    argument or `.to(...)`, stored in a device-like name, or returned by a function named
-    for devices (`get_device`) get the XLA branch. Fixes that move values to the XLA device
+    nor for a ladder that returns device helpers' results (`return gpu(i)`: the helper,
+    not the ladder, spells the device), nor where the ladder's value is not used as a
+    device (`accelerator = "cuda"`, a function `backend()` returning `"cuda"`): only
+    values given to `torch.device(...)`, a `device=` argument or `.to(...)`, stored in a
+    device-like name, or returned by a function named for devices (`get_device`) get the
+    XLA branch. Fixes that move values to the XLA device
     in a file with such a ladder go together with this one (see XLA403), or, where the file
     does not import torch_xla yet, wait for its guard.
 
@@ -150,7 +157,8 @@ class DeviceLadderWithoutXla(Rule):
     fix_applicability = Applicability.UNSAFE
     decides_device = True
     triggers = ("cuda", "mps", "accelerator")
-    screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator")
+    # `~gpu`: a ladder over same-module helpers (`if num_gpus() > i: return gpu(i)`).
+    screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator", "~gpu")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
@@ -252,9 +260,25 @@ class DeviceLadderWithoutXla(Rule):
         if self._xla_ruled_out(node):
             return
         types = frozenset().union(*(c.types for c in group))
+        if any(c.returns for c in group):
+            types |= self._returned_after(siblings, group[-1].node)
         self.report(
             node, self._message(choice, types), end_node=node.test, fix=self._chain_fix(node)
         )
+
+    def _returned_after(self, siblings: Sequence[cst.CSTNode], last: cst.CSTNode) -> frozenset[str]:
+        """The device a helper returns after its ladder's `if`s (`return cpu()`): the
+        fallback an XLA host gets."""
+        imports, helpers = self.ctx.imports, self.ctx.device_choices.helpers
+        for statement in list(itertools.dropwhile(lambda s: s is not last, siblings))[1:]:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Return) and small.value is not None:
+                    value = small.value
+                    types = device_types(value, imports) or helper_device_types(value, helpers)
+                    return types or frozenset()
+        return frozenset()
 
     def _xla_ruled_out(self, node: cst.CSTNode) -> bool:
         return xla_ruled_out([node, *self.ctx.ancestors()], self.ctx.imports)
