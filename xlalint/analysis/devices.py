@@ -483,6 +483,11 @@ class DeviceChoice:
     probes_gpu: bool
     returns: bool  # a branch returns the device (a helper function's ladder)
     remaps: bool  # replaces the value its test examines; see `_remaps`
+    # An `if` chain with an `else`: every path selects. Without one, a chain that selects
+    # only devices of unknown type under a GPU test (`if self.cuda and pipelined:
+    # self.last_device = torch.device(cfg.devices[-1])`) configures the GPU path and
+    # chooses nothing against another device.
+    has_else: bool = True
 
     @property
     def is_ladder(self) -> bool:
@@ -496,7 +501,7 @@ class DeviceChoice:
             return False
         if isinstance(self.node, cst.IfExp):
             return len(known) >= 2 or self.probes_gpu
-        return True
+        return bool(known) or self.has_else
 
 
 def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice | None:
@@ -623,8 +628,9 @@ def if_device_choice(
     probes = not types & GPU_TYPES and any(
         probes_gpu(test, imports) for test in tests[: last_selecting + 1]
     )
-    remaps = len(blocks) == len(tests) and _remaps(tests, blocks, imports)  # no `else`
-    return DeviceChoice(node, frozenset(types), probes, returns, remaps)
+    has_else = len(blocks) > len(tests) or returns  # code after a returning branch is its else
+    remaps = not has_else and _remaps(tests, blocks, imports)
+    return DeviceChoice(node, frozenset(types), probes, returns, remaps, has_else)
 
 
 def has_silent_branch(node: cst.If, imports: ImportTable) -> bool:

@@ -62,7 +62,10 @@ class DeviceLadderWithoutXla(Rule):
     failed: in the `else` of one (`if device == "xla": ... else: <ladder>`), or after one
     that returns or raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`).
     Also left alone: a choice between CUDA devices only (`"cuda:0" if rank == 0 else
-    "cuda:1"`) and guards that set no device; a ternary or an `if` without `else` that
+    "cuda:1"`) and guards that set no device; an `if` without `else` that, under a GPU
+    test, sets only devices of unknown type (`if self.cuda and pipelined: self.last_device
+    = torch.device(cfg.devices[-1])`): it configures the GPU path, and where the test
+    fails the device chosen before stands; a ternary or an `if` without `else` that
     remaps the value its test examines and passes every other one through
     (`"cpu" if device == "mps" else device`,
     `if device_map == "cuda": device_map = f"cuda:{rank}"`): an XLA device is kept as given.
