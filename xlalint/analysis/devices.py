@@ -9,6 +9,7 @@ string", "which arguments take a device" and "is this a device ladder" are decid
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -748,6 +749,34 @@ class DeviceChoices:
         """Whether any of `ancestors` is an `if` device ladder (or a ternary one)."""
         kinds = (cst.If, cst.IfExp) if ternaries else (cst.If,)
         return any(isinstance(a, kinds) and self.is_ladder(a) for a in ancestors)
+
+    def opens_ladder(self, ancestors: Iterable[cst.CSTNode]) -> bool:
+        """Whether the node is in an `if` without `else` that selects a device and is
+        followed in its block by an `if` device ladder without `else`: sibling `if`s form
+        one ladder, reported at its first ladder `if` (XLA305), and this one is its first
+        rung (`if device == "auto": device = "cuda"`, then `if device.type == "cuda" and
+        not torch.cuda.is_available(): return torch.device("cpu")`)."""
+        path = list(ancestors)
+        for node, block in itertools.pairwise(path):
+            if not isinstance(node, cst.If) or not isinstance(block, cst.IndentedBlock):
+                continue
+            if _chain_has_else(node) or self.of(node) is None:
+                continue
+            later = itertools.dropwhile(lambda s, n=node: s is not n, block.body)
+            if any(
+                isinstance(s, cst.If)
+                and s is not node
+                and not _chain_has_else(s)
+                and self.is_ladder(s)
+                for s in later
+            ):
+                return True
+        return False
+
+
+def _chain_has_else(node: cst.If) -> bool:
+    tests, blocks = chain(node)
+    return len(blocks) > len(tests)
 
 
 def _ifexp_tests(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
