@@ -17,6 +17,7 @@ from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -63,6 +64,9 @@ class HostTensorInLoop(Rule):
     or a name such as `device`, `x.device`, `self.device`, `dev`; or `.to(t)` and
     `.type_as(t)` with `t` a tensor, which give the host tensor `t`'s device and dtype
     (beam search's `torch.zeros(bsz, n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`).
+    A name given to `.to()` whose `.device` the function reads is a tensor (`.to()` takes
+    a tensor, a device or a dtype, and only a tensor has a `.device`), also where it
+    comes from (a nested dict) says nothing.
     The chain may do host arithmetic by a number on the way (`(torch.arange(bsz) * beam)
     .unsqueeze(1).type_as(tokens).to(dev)`), and is reported once, at its outer move.
     A factory's result handed to a helper named for moving it to the device
@@ -153,15 +157,20 @@ class HostTensorInLoop(Rule):
         # Factories already reported at the outer move of their chain
         # (`torch.arange(n).type_as(t).to(dev)` is one copy, one finding).
         self._reported: set[int] = set()
+        self._functions: list[cst.FunctionDef] = []
+        # Per function (by id): names whose `.device` the function reads.
+        self._bearers: dict[int, frozenset[str]] = {}
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.values.push_function(node)
         self._host_names.append({})
+        self._functions.append(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.values.pop_function()
         self._host_names.pop()
+        self._functions.pop()
 
     def visit_For(self, node: cst.For) -> None:
         self.values.enter_loop(node)
@@ -228,7 +237,28 @@ class HostTensorInLoop(Rule):
         arg = keyword.value if keyword is not None else positional[0].value if positional else None
         if arg is None or device_string_type(arg) is not None or is_device_name(arg):
             return None
-        return arg if self.ctx.is_tensor(arg) else None
+        if self.ctx.is_tensor(arg):
+            return arg
+        return arg if isinstance(arg, cst.Name) and arg.value in self._device_bearers() else None
+
+    def _device_bearers(self) -> frozenset[str]:
+        """Names whose `.device` the current function reads (`src_tokens.device`). `.to()`
+        takes a tensor, a device or a dtype, and only a tensor has a `.device`: a name
+        given to `.to()` that also has one is a tensor, whatever its kind is known as."""
+        if not self._functions:
+            return frozenset()
+        function = self._functions[-1]
+        found = self._bearers.get(id(function))
+        if found is None:
+            found = frozenset(
+                node.value.value
+                for node in descendants(function.body)
+                if isinstance(node, cst.Attribute)
+                and node.attr.value == "device"
+                and isinstance(node.value, cst.Name)
+            )
+            self._bearers[id(function)] = found
+        return found
 
     def _like_hint(self, like: cst.BaseExpression | None) -> str | None:
         if like is None:
