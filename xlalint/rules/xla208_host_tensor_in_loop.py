@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -47,6 +48,10 @@ _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
 _MOVES = frozenset({"to", "cuda", "type_as"})
+_BUFFER_HINT = (
+    "Register it as a buffer (`self.register_buffer(..., persistent=False)`) so that it "
+    "moves to the device with the module, once"
+)
 # Helpers named for moving their argument to the device: Composer's
 # `device.tensor_to_device(t)`, `to_device(t)`, `move_to_device(t, dev)`.
 _MOVE_HELPER = re.compile(r"(^|_)(to|onto)_device$|^_*(move|send|put)_\w*(device|gpu|xla)$", re.I)
@@ -69,6 +74,12 @@ class HostTensorInLoop(Rule):
     comes from (a nested dict) says nothing.
     The chain may do host arithmetic by a number on the way (`(torch.arange(bsz) * beam)
     .unsqueeze(1).type_as(tokens).to(dev)`), and is reported once, at its outer move.
+    A module's attribute that every assignment in its class binds to such a factory
+    (`self.P = torch.zeros(1, max_len, d)` in `__init__`, filled in place) and that a
+    per-step method moves (`X + self.P[:, :T].to(X.device)` in `forward`) is reported too:
+    a plain attribute is not a buffer, so `model.to(device)` leaves it on the host, and
+    `register_buffer(..., persistent=False)` moves it once. An attribute registered as a
+    buffer or assigned anything else is not.
     A factory's result handed to a helper named for moving it to the device
     (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
     is moved the same way, and reported without a fix.
@@ -142,6 +153,10 @@ class HostTensorInLoop(Rule):
         "`{name}` (from `{factory}`) lives on the host and is copied to the device every "
         "step; build it there with `device=`"
     )
+    attribute_message = (
+        "`{name}` (from `{factory}`) is a plain attribute, not a buffer: it stays on the host "
+        "and is copied to the device every step"
+    )
     hint = "Pass `device=` to the factory instead of moving its result"
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
@@ -158,6 +173,8 @@ class HostTensorInLoop(Rule):
         # (`torch.arange(n).type_as(t).to(dev)` is one copy, one finding).
         self._reported: set[int] = set()
         self._functions: list[cst.FunctionDef] = []
+        # Per class: host attributes (see `_host_attributes`).
+        self._classes: list[dict[str, str]] = []
         # Per function (by id): names whose `.device` the function reads.
         self._bearers: dict[int, frozenset[str]] = {}
 
@@ -218,6 +235,10 @@ class HostTensorInLoop(Rule):
                 factory_name = self._host_names[-1][receiver.value]
                 message = self.moved_message.format(name=receiver.value, factory=factory_name)
                 self.report(node, message, hint=self._like_hint(like))
+            elif (attribute := self._host_attribute(receiver)) is not None:
+                name, factory_name = attribute
+                message = self.attribute_message.format(name=name, factory=factory_name)
+                self.report(node, message, hint=_BUFFER_HINT)
             return
         if id(factory) in self._reported:
             return  # reported at the outer move of the same chain
@@ -227,6 +248,57 @@ class HostTensorInLoop(Rule):
         fix = self._device_fix(node, receiver, factory) if move == "to" and like is None else None
         message = self.message.format(factory=self._factory_name(factory))
         self.report(node, message, fix=fix, hint=self._like_hint(like))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(self._host_attributes(node))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def _host_attributes(self, node: cst.ClassDef) -> dict[str, str]:
+        """`self.x` attributes that every assignment in the class's methods binds to a host
+        factory (`self.P = torch.zeros(1, max_len, d)` in `__init__`), by name, with the
+        factory: plain attributes, not buffers, so `model.to(device)` leaves them on the
+        host and each move in `forward` copies them again. An attribute registered as a
+        buffer, or bound any other way too, is not one."""
+        found: dict[str, str] = {}
+        other: set[str] = set()
+        for statement in node.body.body:
+            if not isinstance(statement, cst.FunctionDef):
+                continue
+            for child in descendants(statement.body):
+                if isinstance(child, cst.Assign):
+                    targets = [t.target for t in child.targets]
+                    value = child.value
+                elif isinstance(child, cst.AnnAssign | cst.AugAssign):
+                    targets, value = [child.target], None
+                elif isinstance(child, cst.Call):
+                    # `self.register_buffer("P", ...)`, `setattr(self, "P", ...)`
+                    other.update(_string_arguments(child))
+                    continue
+                else:
+                    continue
+                for target in targets:
+                    name = _self_attribute(target)
+                    if name is None:
+                        continue
+                    qualified = (
+                        self.ctx.qualified(value.func) if isinstance(value, cst.Call) else None
+                    )
+                    if isinstance(value, cst.Call) and _builds_on_host(value, qualified):
+                        found.setdefault(name, f"{qualified}(...)")
+                    else:
+                        other.add(name)
+        return {name: factory for name, factory in found.items() if name not in other}
+
+    def _host_attribute(self, receiver: cst.BaseExpression) -> tuple[str, str] | None:
+        """`self.P[:, :T]` moved in a method: (`self.P`, its factory) for a host attribute."""
+        if not self._classes or not self._functions:
+            return None
+        name = _self_attribute(self._chain_head(receiver))
+        if name is None or name not in self._classes[-1]:
+            return None
+        return f"self.{name}", self._classes[-1][name]
 
     def _like_tensor(self, call: cst.Call) -> cst.BaseExpression | None:
         """`x.to(t)`, `x.type_as(t)`: the tensor whose device (and dtype) `x` takes. In code
@@ -290,6 +362,18 @@ class HostTensorInLoop(Rule):
     def _host_factory(self, expr: cst.BaseExpression) -> cst.Call | None:
         """The factory call at the head of a chain of device-agnostic methods, if it builds
         on the host and the device form would cost no more."""
+        expr = self._chain_head(expr)
+        if not isinstance(expr, cst.Call):
+            return None
+        qualified = self.ctx.qualified(expr.func)
+        if not _builds_on_host(expr, qualified):
+            return None
+        if self._bakes_changing_value(expr, qualified):
+            return None
+        return expr
+
+    def _chain_head(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """What a chain of slices and device-agnostic methods starts from."""
         while True:
             if isinstance(expr, cst.Subscript):
                 expr = expr.value
@@ -307,18 +391,7 @@ class HostTensorInLoop(Rule):
             elif isinstance(expr, cst.BinaryOperation) and self._host_number(expr.right):
                 expr = expr.left  # `torch.arange(n) * k`: host arithmetic by a number
             else:
-                break
-        if not isinstance(expr, cst.Call):
-            return None
-        qualified = self.ctx.qualified(expr.func)
-        if qualified not in _FACTORIES or _zero_dimensional(expr):
-            return None
-        device = keyword_argument(expr, "device")
-        if device is not None and device_string_type(device.value) != "cpu":
-            return None
-        if self._bakes_changing_value(expr, qualified):
-            return None
-        return expr
+                return expr
 
     def _host_number(self, expr: cst.BaseExpression) -> bool:
         """A number or a name not known as a tensor (`beam_size`, `self.scale`): arithmetic
@@ -394,6 +467,33 @@ class HostTensorInLoop(Rule):
         return self.fix(
             "Build the tensor on the device: pass `device=` to the factory", (move, code)
         )
+
+
+def _self_attribute(node: cst.BaseExpression) -> str | None:
+    """`x` for `self.x`."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None
+
+
+def _string_arguments(call: cst.Call) -> Iterator[str]:
+    for arg in call.args:
+        if isinstance(arg.value, cst.SimpleString):
+            value = arg.value.evaluated_value
+            if isinstance(value, str):
+                yield value
+
+
+def _builds_on_host(factory: cst.Call, qualified: str | None) -> bool:
+    """A factory of `_FACTORIES` building a tensor of at least one dimension on the host."""
+    if qualified not in _FACTORIES or _zero_dimensional(factory):
+        return False
+    device = keyword_argument(factory, "device")
+    return device is None or device_string_type(device.value) == "cpu"
 
 
 def _zero_dimensional(factory: cst.Call) -> bool:
