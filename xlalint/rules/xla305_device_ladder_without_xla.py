@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from xlalint.analysis.cuda_flags import cuda_flag_places, probes_availability
 from xlalint.analysis.devices import (
     ACCELERATOR,
     GPU_TYPES,
@@ -50,7 +51,13 @@ class DeviceLadderWithoutXla(Rule):
     (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). A branch may
     return a call of a function of the same module whose body is one `return` of a device
     (`def gpu(i=0): return torch.device(f"cuda:{i}")`, then `if num_gpus() > i: return
-    gpu(i)` / `return cpu()`): it chooses what that function returns. It reports
+    gpu(i)` / `return cpu()`): it chooses what that function returns. A flag assigned
+    only from a CUDA availability probe (`use_cuda = torch.cuda.is_available() and not
+    args.cpu`) whose true side places values on CUDA (`if use_cuda: model.cuda()`,
+    `move_to_cuda(sample) if use_cuda else sample`) is the function's device choice too,
+    reported at the probe, unless the function has a ladder of its own (reported there)
+    or mentions XLA; a flag that places nothing (`pin_memory=use_cuda`, seeding) is not.
+    It reports
     once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
     chain is reported on its own.
 
@@ -217,6 +224,33 @@ class DeviceLadderWithoutXla(Rule):
             and isinstance(call, cst.Call)
             and cuda_api_kind(call, self.ctx.imports) is not None
         )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`use_cuda = torch.cuda.is_available() and not args.cpu`, then `if use_cuda:
+        model.cuda()`: a flag that chooses between CUDA and the CPU (see `cuda_flags`)."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        if not probes_availability(node.value, self.ctx.imports):
+            return
+        ancestors = list(self.ctx.ancestors())
+        function = next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
+        if function is None or self.ctx.under_cuda_guard:
+            return
+        imports = self.ctx.imports
+        if mentions_xla(function, imports) or self._xla_ruled_out(node):
+            return
+        choices = self.ctx.device_choices
+        if any(
+            isinstance(n, cst.If | cst.IfExp) and choices.is_ladder(n)
+            for n in descendants(function.body)
+        ):
+            return  # the function's ladder is the finding
+        if not cuda_flag_places(function, node.targets[0].target.value, imports):
+            return
+        message = self.message.format(
+            types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"
+        )
+        self.report(node.value, message)
 
     def visit_If(self, node: cst.If) -> None:
         parent = self.ctx.parent
