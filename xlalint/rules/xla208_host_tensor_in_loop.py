@@ -64,10 +64,12 @@ class HostTensorInLoop(Rule):
     step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` without
     `device=` (or with `device="cpu"`), followed by a move to a device, either chained
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
-    `pos.to(device)` in the loop). A move is `.cuda()` or a `.to()` whose target is clearly
-    a device: a device string other than `"cpu"`, `torch.device(...)`, `torch_xla.device()`,
-    or a name such as `device`, `x.device`, `self.device`, `dev`; or `.to(t)` and
-    `.type_as(t)` with `t` a tensor, which give the host tensor `t`'s device and dtype
+    `pos.to(device)` in the loop; not where host data is written into it in between,
+    `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build). A move is
+    `.cuda()` or a `.to()` whose target is clearly a device: a device string other than
+    `"cpu"`, `torch.device(...)`, `torch_xla.device()`, or a name such as `device`,
+    `x.device`, `self.device`, `dev`; or `.to(t)` and `.type_as(t)` with `t` a tensor,
+    which give the host tensor `t`'s device and dtype
     (beam search's `torch.zeros(bsz, n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`).
     A name given to `.to()` whose `.device` the function reads is a tensor (`.to()` takes
     a tensor, a device or a dtype, and only a tensor has a `.device`), also where it
@@ -212,9 +214,14 @@ class HostTensorInLoop(Rule):
                     names[target.value] = self._factory_name(factory)
                 else:
                     names.pop(target.value, None)
+            elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                # `n[:k] = dropout[:k]`: host data written in; `device=` would not build it.
+                names.pop(target.value.value, None)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self.values.bind_augmented(node)
+        if isinstance(node.target, cst.Name):
+            self._host_names[-1].pop(node.target.value, None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
