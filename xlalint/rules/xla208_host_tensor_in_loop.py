@@ -175,8 +175,9 @@ class HostTensorInLoop(Rule):
         # (`torch.arange(n).type_as(t).to(dev)` is one copy, one finding).
         self._reported: set[int] = set()
         self._functions: list[cst.FunctionDef] = []
-        # Per class: host attributes (see `_host_attributes`).
-        self._classes: list[dict[str, str]] = []
+        self._classes: list[cst.ClassDef] = []
+        # Per class (by id): host attributes (see `_host_attributes`).
+        self._attributes: dict[int, dict[str, str]] = {}
         # Per function (by id): names whose `.device` the function reads.
         self._bearers: dict[int, frozenset[str]] = {}
 
@@ -257,7 +258,7 @@ class HostTensorInLoop(Rule):
         self.report(node, message, fix=fix, hint=self._like_hint(like))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(self._host_attributes(node))
+        self._classes.append(node)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.pop()
@@ -303,9 +304,13 @@ class HostTensorInLoop(Rule):
         if not self._classes or not self._functions:
             return None
         name = _self_attribute(self._chain_head(receiver))
-        if name is None or name not in self._classes[-1]:
+        if name is None:
             return None
-        return f"self.{name}", self._classes[-1][name]
+        owner = self._classes[-1]
+        attributes = self._attributes.get(id(owner))
+        if attributes is None:  # worked out for classes that move a `self.x` only
+            attributes = self._attributes[id(owner)] = self._host_attributes(owner)
+        return (f"self.{name}", attributes[name]) if name in attributes else None
 
     def _like_tensor(self, call: cst.Call) -> cst.BaseExpression | None:
         """`x.to(t)`, `x.type_as(t)`: the tensor whose device (and dtype) `x` takes. In code
