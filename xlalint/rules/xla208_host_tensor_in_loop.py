@@ -14,6 +14,7 @@ from xlalint.analysis.devices import (
     is_device_name,
     positional_argument,
 )
+from xlalint.analysis.lazy_init import fills_persistent_state
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -86,8 +87,11 @@ class HostTensorInLoop(Rule):
     (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
     is moved the same way, and reported without a fix.
 
-    Not flagged: `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.from_numpy(...)`,
-    whose values come from the host anyway (a changing Python number passed this way is
+    Not flagged: a move in the block that fills persistent state the first time it is
+    empty (an optimizer's `if len(state) == 0:` with `state = self.state[p]`, `if
+    self.cache is None:`), which runs once, not every step; `torch.tensor(...)`,
+    `torch.as_tensor(...)` and `torch.from_numpy(...)`, whose values come from the host
+    anyway (a changing Python number passed this way is
     the recommended way to feed it without recompiling; a 0-dim constant such as
     `torch.tensor(-math.inf).to(lprobs)` is moved as a scalar and cached, see below);
     0-dim factories (`torch.zeros(())`, `torch.full([], v)`); random factories, whose
@@ -238,6 +242,8 @@ class HostTensorInLoop(Rule):
         if move == "to" and like is None and not self._moves_to_device(node):
             return
         factory = self._host_factory(receiver)
+        if fills_persistent_state(self.ctx.ancestors()):
+            return  # `if len(state) == 0: state["v"] = torch.zeros(n).to(p)`: once
         if factory is None:
             if isinstance(receiver, cst.Name) and receiver.value in self._host_names[-1]:
                 factory_name = self._host_names[-1][receiver.value]
