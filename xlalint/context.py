@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices
-from xlalint.analysis.devices import DeviceChoices
+from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.hotness import (
@@ -184,7 +184,7 @@ class FileContext:
     @cached_property
     def device_choices(self) -> DeviceChoices:
         """Which `if`s and ternaries choose a device (shared by the device rules)."""
-        return DeviceChoices(self.imports)
+        return DeviceChoices(self.imports, device_helpers(self.module, self.imports))
 
     def kind(self, node: cst.BaseExpression) -> Kind:
         return self.kinds.of(node)

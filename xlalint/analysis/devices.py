@@ -9,6 +9,7 @@ string", "which arguments take a device" and "is this a device ladder" are decid
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -491,6 +492,11 @@ class DeviceChoice:
     probes_gpu: bool
     returns: bool  # a branch returns the device (a helper function's ladder)
     remaps: bool  # replaces the value its test examines; see `_remaps`
+    # An `if` chain with an `else`: every path selects. Without one, a chain that selects
+    # only devices of unknown type under a GPU test (`if self.cuda and pipelined:
+    # self.last_device = torch.device(cfg.devices[-1])`) configures the GPU path and
+    # chooses nothing against another device.
+    has_else: bool = True
 
     @property
     def is_ladder(self) -> bool:
@@ -504,7 +510,7 @@ class DeviceChoice:
             return False
         if isinstance(self.node, cst.IfExp):
             return len(known) >= 2 or self.probes_gpu
-        return True
+        return bool(known) or self.has_else
 
 
 def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice | None:
@@ -558,10 +564,53 @@ def _catch_all_branch(node: cst.IfExp) -> cst.BaseExpression | None:
     return None
 
 
-def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
+def device_helpers(module: cst.Module, imports: ImportTable) -> dict[str, frozenset[str]]:
+    """Module-level functions whose body is one `return` of a device expression, by name,
+    with the device types they return: `def gpu(i=0): return torch.device(f"cuda:{i}")`.
+    A ladder that returns `gpu(i)` or `cpu()` chooses what those return."""
+    found: dict[str, frozenset[str]] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.FunctionDef) or statement.asynchronous:
+            continue
+        body = list(statement.body.body) if isinstance(statement.body, cst.IndentedBlock) else []
+        if body and _is_docstring(body[0]):
+            body = body[1:]
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+            continue
+        [line] = body
+        if len(line.body) != 1 or not isinstance(line.body[0], cst.Return):
+            continue
+        value = line.body[0].value
+        types = device_types(value, imports) if value is not None else None
+        if types and types - {UNKNOWN}:
+            found[statement.name.value] = types
+    return found
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
+
+
+def helper_device_types(
+    value: cst.BaseExpression, helpers: dict[str, frozenset[str]] | None
+) -> frozenset[str] | None:
+    """The device types a call to a same-module device helper returns (`gpu(i)`)."""
+    if helpers and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+        return helpers.get(value.func.value)
+    return None
+
+
+def if_device_choice(
+    node: cst.If, imports: ImportTable, helpers: dict[str, frozenset[str]] | None = None
+) -> DeviceChoice | None:
     """The device choice made by an `if`/`elif`/`else` chain, if any branch assigns or
-    returns a device expression. A nested `if` statement is a choice of its own and is not
-    looked into."""
+    returns a device expression (or a call of one of `helpers`, see `device_helpers`). A
+    nested `if` statement is a choice of its own and is not looked into."""
     tests, blocks = chain(node)
     types: set[str] = set()
     returns = False
@@ -576,7 +625,7 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
                 # only guards the statement; the conditional expression is the choice. In
                 # one branch of a longer chain, a ladder of its own is its own choice.
                 continue
-            selected = device_types(value, imports)
+            selected = device_types(value, imports) or helper_device_types(value, helpers)
             if selected:
                 types |= selected
                 returns = returns or targets is None
@@ -588,8 +637,9 @@ def if_device_choice(node: cst.If, imports: ImportTable) -> DeviceChoice | None:
     probes = not types & GPU_TYPES and any(
         probes_gpu(test, imports) for test in tests[: last_selecting + 1]
     )
-    remaps = len(blocks) == len(tests) and _remaps(tests, blocks, imports)  # no `else`
-    return DeviceChoice(node, frozenset(types), probes, returns, remaps)
+    has_else = len(blocks) > len(tests) or returns  # code after a returning branch is its else
+    remaps = not has_else and _remaps(tests, blocks, imports)
+    return DeviceChoice(node, frozenset(types), probes, returns, remaps, has_else)
 
 
 def has_silent_branch(node: cst.If, imports: ImportTable) -> bool:
@@ -678,8 +728,11 @@ class DeviceChoices:
     Rules ask about every enclosing `if` of a node; without the memo, nested code would pay
     for the same analysis once per descendant."""
 
-    def __init__(self, imports: ImportTable) -> None:
+    def __init__(
+        self, imports: ImportTable, helpers: dict[str, frozenset[str]] | None = None
+    ) -> None:
         self.imports = imports
+        self.helpers = helpers  # same-module functions that return a device
         # Keyed by id(node); the node is kept so that its id cannot be reused.
         self._memo: dict[int, tuple[cst.CSTNode, DeviceChoice | None]] = {}
 
@@ -688,7 +741,7 @@ class DeviceChoices:
         if cached is not None and cached[0] is node:
             return cached[1]
         if isinstance(node, cst.If):
-            choice = if_device_choice(node, self.imports)
+            choice = if_device_choice(node, self.imports, self.helpers)
         else:
             choice = ifexp_device_choice(node, self.imports)
         self._memo[id(node)] = (node, choice)
@@ -704,6 +757,34 @@ class DeviceChoices:
         """Whether any of `ancestors` is an `if` device ladder (or a ternary one)."""
         kinds = (cst.If, cst.IfExp) if ternaries else (cst.If,)
         return any(isinstance(a, kinds) and self.is_ladder(a) for a in ancestors)
+
+    def opens_ladder(self, ancestors: Iterable[cst.CSTNode]) -> bool:
+        """Whether the node is in an `if` without `else` that selects a device and is
+        followed in its block by an `if` device ladder without `else`: sibling `if`s form
+        one ladder, reported at its first ladder `if` (XLA305), and this one is its first
+        rung (`if device == "auto": device = "cuda"`, then `if device.type == "cuda" and
+        not torch.cuda.is_available(): return torch.device("cpu")`)."""
+        path = list(ancestors)
+        for node, block in itertools.pairwise(path):
+            if not isinstance(node, cst.If) or not isinstance(block, cst.IndentedBlock):
+                continue
+            if _chain_has_else(node) or self.of(node) is None:
+                continue
+            later = itertools.dropwhile(lambda s, n=node: s is not n, block.body)
+            if any(
+                isinstance(s, cst.If)
+                and s is not node
+                and not _chain_has_else(s)
+                and self.is_ladder(s)
+                for s in later
+            ):
+                return True
+        return False
+
+
+def _chain_has_else(node: cst.If) -> bool:
+    tests, blocks = chain(node)
+    return len(blocks) > len(tests)
 
 
 def _ifexp_tests(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

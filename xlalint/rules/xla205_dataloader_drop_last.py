@@ -49,9 +49,12 @@ class DataLoaderDropLast(Rule):
     without `shuffle=False`), or is named for training: its variable, the function that
     returns it (`train_dataloader`), its dataset (`train_ds`, `dataset["train"]`,
     `MNIST(root, train=True)`), its sampler (`train_sampler`), or the dict key or keyword it
-    is passed as. A loader named for evaluation (`val`, `eval`, `test`, `dev`, `predict`,
-    `inference`, `calib` in any of those names, `train=False`) is never flagged: dropping
-    samples there would change the metrics. Nor are loaders with `batch_sampler=`, with
+    is passed as. A helper that shuffles by a training flag it takes
+    (`def load_array(arrays, batch_size, is_train=True)` returning `DataLoader(dataset,
+    batch_size, shuffle=is_train)`) builds the training loader where the flag is true.
+    A loader named for evaluation (`val`, `eval`, `test`, `dev`, `predict`, `inference`,
+    `calib` in any of those names, `train=False`) is never flagged: dropping samples
+    there would change the metrics. Nor are loaders with `batch_sampler=`, with
     `batch_size=1`/`None` (or no batch size: the default is 1), with `**kwargs`, or with a
     `drop_last=` that is not the literal `False`.
 
@@ -75,7 +78,9 @@ class DataLoaderDropLast(Rule):
     ## Fix safety
     Unsafe: the fix adds `drop_last=True` (or turns `drop_last=False` into `True`), so each
     epoch skips the last `len(dataset) % batch_size` samples and runs one step fewer; with
-    shuffling, different samples are skipped each epoch.
+    shuffling, different samples are skipped each epoch. In a helper that shuffles by its
+    training flag the fix passes that flag (`drop_last=is_train`): its evaluation loaders
+    keep every sample.
 
     ## Runtime evidence
     5 batches of a small model on the XLA CPU device (case `last_batch_recompiles`): a smaller
@@ -130,16 +135,31 @@ class DataLoaderDropLast(Rule):
         words = set(self._context_words(args))
         if words & _EVAL_WORDS or _split_is(args.get("dataset"), evaluation=True):
             return
+        flag = self._training_flag(args.get("shuffle"))
         if not (
             words & _TRAINING_WORDS
             or _split_is(args.get("dataset"), evaluation=False)
             or _is_name(args.get("shuffle"), "True")
             or self._draws_at_random(args.get("sampler"))
+            or flag is not None
         ):
             return
         if self.ctx.loops.handed_to_accelerator(node, self._bound_to(node)):
             return  # accelerate evens the batches out (`even_batches`)
-        self.report(node, fix=self._drop_last_fix(node, drop_last))
+        self.report(node, fix=self._drop_last_fix(node, drop_last, flag))
+
+    def _training_flag(self, shuffle: cst.BaseExpression | None) -> cst.Name | None:
+        """`shuffle=train` with `train` (`is_train`, `training`) a parameter of the function
+        that builds the loader: a helper that builds the training loader where the flag is
+        true (`def load_array(data, batch_size, is_train=True)`)."""
+        if not isinstance(shuffle, cst.Name) or not set(_words(shuffle.value)) & _TRAINING_WORDS:
+            return None
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return None
+        params = function.params
+        every = (*params.posonly_params, *params.params, *params.kwonly_params)
+        return shuffle if any(p.name.value == shuffle.value for p in every) else None
 
     # -- helpers ------------------------------------------------------------------------------
     def _bound_to(self, node: cst.Call) -> set[str]:
@@ -203,12 +223,14 @@ class DataLoaderDropLast(Rule):
         return bool(self._random_sampler(sampler))
 
     def _drop_last_fix(
-        self, node: cst.Call, drop_last: cst.BaseExpression | None
+        self, node: cst.Call, drop_last: cst.BaseExpression | None, flag: cst.Name | None
     ) -> NodeFix | None:
+        # A helper's training flag: drop the last batch where it builds the training loader.
+        value = flag.value if flag is not None else "True"
         if drop_last is not None:
-            return self.fix("Set `drop_last=True`", (drop_last, "True"))
-        edit = append_keyword(node, self.ctx.module, "drop_last", "True")
-        return self.fix("Add `drop_last=True`", edit) if edit else None
+            return self.fix(f"Set `drop_last={value}`", (drop_last, value))
+        edit = append_keyword(node, self.ctx.module, "drop_last", value)
+        return self.fix(f"Add `drop_last={value}`", edit) if edit else None
 
 
 def _arguments(call: cst.Call) -> dict[str, cst.BaseExpression] | None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -13,9 +14,12 @@ from xlalint.analysis.devices import (
     is_device_name,
     positional_argument,
 )
+from xlalint.analysis.lazy_init import fills_persistent_state
 from xlalint.analysis.loop_values import LoopValues
+from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -44,7 +48,11 @@ _DEVICE_AGNOSTIC = frozenset(
 _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
-_MOVES = frozenset({"to", "cuda"})
+_MOVES = frozenset({"to", "cuda", "type_as"})
+_BUFFER_HINT = (
+    "Register it as a buffer (`self.register_buffer(..., persistent=False)`) so that it "
+    "moves to the device with the module, once"
+)
 # Helpers named for moving their argument to the device: Composer's
 # `device.tensor_to_device(t)`, `to_device(t)`, `move_to_device(t, dev)`.
 _MOVE_HELPER = re.compile(r"(^|_)(to|onto)_device$|^_*(move|send|put)_\w*(device|gpu|xla)$", re.I)
@@ -57,19 +65,39 @@ class HostTensorInLoop(Rule):
     step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` without
     `device=` (or with `device="cpu"`), followed by a move to a device, either chained
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
-    `pos.to(device)` in the loop). A move is `.cuda()` or a `.to()` whose target is clearly
-    a device: a device string other than `"cpu"`, `torch.device(...)`, `torch_xla.device()`,
-    or a name such as `device`, `x.device`, `self.device`, `dev`.
+    `pos.to(device)` in the loop; not where host data is written into it in between,
+    `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build). A move is
+    `.cuda()` or a `.to()` whose target is clearly a device: a device string other than
+    `"cpu"`, `torch.device(...)`, `torch_xla.device()`, or a name such as `device`,
+    `x.device`, `self.device`, `dev`; or `.to(t)` and `.type_as(t)` with `t` a tensor,
+    which give the host tensor `t`'s device and dtype
+    (beam search's `torch.zeros(bsz, n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`).
+    A name given to `.to()` whose `.device` the function reads is a tensor (`.to()` takes
+    a tensor, a device or a dtype, and only a tensor has a `.device`), also where it
+    comes from (a nested dict) says nothing.
+    The chain may do host arithmetic by a number on the way (`(torch.arange(bsz) * beam)
+    .unsqueeze(1).type_as(tokens).to(dev)`), and is reported once, at its outer move.
+    A module's attribute that every assignment in its class binds to such a factory
+    (`self.P = torch.zeros(1, max_len, d)` in `__init__`, filled in place) and that a
+    per-step method moves (`X + self.P[:, :T].to(X.device)` in `forward`) is reported too:
+    a plain attribute is not a buffer, so `model.to(device)` leaves it on the host, and
+    `register_buffer(..., persistent=False)` moves it once. An attribute registered as a
+    buffer or assigned anything else is not.
     A factory's result handed to a helper named for moving it to the device
     (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
     is moved the same way, and reported without a fix.
 
-    Not flagged: `torch.tensor(...)`, `torch.as_tensor(...)` and `torch.from_numpy(...)`,
-    whose values come from the host anyway (a changing Python number passed this way is
-    the recommended way to feed it without recompiling); random factories, whose device
-    form draws other numbers; `.to(other_tensor)`; and `arange`/`linspace`/`logspace`
-    bounds or a `full` value that change every pass, which the device form would bake into
-    the graph (one compile per value).
+    Not flagged: a move in the block that fills persistent state the first time it is
+    empty (an optimizer's `if len(state) == 0:` with `state = self.state[p]`, `if
+    self.cache is None:`), which runs once, not every step; `torch.tensor(...)`,
+    `torch.as_tensor(...)` and `torch.from_numpy(...)`, whose values come from the host
+    anyway (a changing Python number passed this way is
+    the recommended way to feed it without recompiling; a 0-dim constant such as
+    `torch.tensor(-math.inf).to(lprobs)` is moved as a scalar and cached, see below);
+    0-dim factories (`torch.zeros(())`, `torch.full([], v)`); random factories, whose
+    device form draws other numbers; `.to(t)`/`.type_as(t)` with `t` a host tensor; and
+    `arange`/`linspace`/`logspace` bounds or a `full` value that change every pass, which
+    the device form would bake into the graph (one compile per value).
 
     ## Why is this bad?
     A tensor made on the host is copied to the device on every step: one host-to-device
@@ -99,7 +127,9 @@ class HostTensorInLoop(Rule):
     move. The values, dtype and device are the same. No fix where the move also changes the
     dtype or memory format, where the factory takes `out=`, `pin_memory=`,
     `requires_grad=` or `layout=`, for `.cuda()` (XLA301 rewrites it first), for a
-    multi-line expression, or for the two-statement form.
+    multi-line expression, for the two-statement form, or for `.to(t)`/`.type_as(t)`
+    (the hint says `device=t.device, dtype=t.dtype`: a range built in another dtype may
+    hold other values, `torch.arange(0, 1, 0.25)` then `.type_as(long_tensor)`).
 
     ## Runtime evidence
     5 steps on the XLA CPU device (case `positions_each_step`): a host-built tensor moved each
@@ -110,7 +140,13 @@ class HostTensorInLoop(Rule):
     never; `torch.full((16,), 0.5)` every step against once; and the cases left out:
     `torch.tensor(data)` transfers with or without `device=`, `torch.randint(...)` transfers on
     the host and with `device=`, and `torch.arange(i, i + 16, device=dev)` with a changing `i`
-    compiles every step where the host version compiles once.
+    compiles every step where the host version compiles once. Measured for `.to(t)` (5 steps,
+    fresh process each): `x + torch.zeros(8, 16).to(x)` 5 host-to-device transfers, with
+    `device=x.device, dtype=x.dtype` or `x.new_zeros(8, 16)` none; `torch.arange(8)
+    .type_as(ids)` of an XLA `ids` lands on the XLA device, 5 transfers;
+    `torch.empty(0).to(ids)` 5. Scalars are cached: `x + torch.tensor(2.5).to(x)` costs 2
+    transfers in 5 steps, the same as `x + 2.5` (a changing value, or a 1-element
+    `torch.tensor([2.5])`, costs one per step), and `torch.zeros(()).to(x)` adds none.
     """
 
     code = "XLA208"
@@ -122,6 +158,10 @@ class HostTensorInLoop(Rule):
     moved_message = (
         "`{name}` (from `{factory}`) lives on the host and is copied to the device every "
         "step; build it there with `device=`"
+    )
+    attribute_message = (
+        "`{name}` (from `{factory}`) is a plain attribute, not a buffer: it stays on the host "
+        "and is copied to the device every step"
     )
     hint = "Pass `device=` to the factory instead of moving its result"
     fix_availability = FixAvailability.SOMETIMES
@@ -135,15 +175,26 @@ class HostTensorInLoop(Rule):
         self.values = LoopValues(ctx.kinds)
         # Per function: names bound to a host tensor from a factory, and which factory.
         self._host_names: list[dict[str, str]] = [{}]
+        # Factories already reported at the outer move of their chain
+        # (`torch.arange(n).type_as(t).to(dev)` is one copy, one finding).
+        self._reported: set[int] = set()
+        self._functions: list[cst.FunctionDef] = []
+        self._classes: list[cst.ClassDef] = []
+        # Per class (by id): host attributes (see `_host_attributes`).
+        self._attributes: dict[int, dict[str, str]] = {}
+        # Per function (by id): names whose `.device` the function reads.
+        self._bearers: dict[int, frozenset[str]] = {}
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.values.push_function(node)
         self._host_names.append({})
+        self._functions.append(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.values.pop_function()
         self._host_names.pop()
+        self._functions.pop()
 
     def visit_For(self, node: cst.For) -> None:
         self.values.enter_loop(node)
@@ -168,9 +219,14 @@ class HostTensorInLoop(Rule):
                     names[target.value] = self._factory_name(factory)
                 else:
                     names.pop(target.value, None)
+            elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                # `n[:k] = dropout[:k]`: host data written in; `device=` would not build it.
+                names.pop(target.value.value, None)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self.values.bind_augmented(node)
+        if isinstance(node.target, cst.Name):
+            self._host_names[-1].pop(node.target.value, None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -180,19 +236,127 @@ class HostTensorInLoop(Rule):
             return
         move = func.attr.value
         receiver = func.value
-        if move == "to" and not self._moves_to_device(node):
+        like = self._like_tensor(node) if move in ("to", "type_as") else None
+        if move == "type_as" and like is None:
+            return
+        if move == "to" and like is None and not self._moves_to_device(node):
             return
         factory = self._host_factory(receiver)
+        if fills_persistent_state(self.ctx.ancestors()):
+            return  # `if len(state) == 0: state["v"] = torch.zeros(n).to(p)`: once
         if factory is None:
             if isinstance(receiver, cst.Name) and receiver.value in self._host_names[-1]:
                 factory_name = self._host_names[-1][receiver.value]
                 message = self.moved_message.format(name=receiver.value, factory=factory_name)
-                self.report(node, message)
+                self.report(node, message, hint=self._like_hint(like))
+            elif (attribute := self._host_attribute(receiver)) is not None:
+                name, factory_name = attribute
+                message = self.attribute_message.format(name=name, factory=factory_name)
+                self.report(node, message, hint=_BUFFER_HINT)
             return
+        if id(factory) in self._reported:
+            return  # reported at the outer move of the same chain
+        self._reported.add(id(factory))
         if self.ctx.under_cuda_guard and move == "cuda":
             return
-        fix = self._device_fix(node, receiver, factory) if move == "to" else None
-        self.report(node, self.message.format(factory=self._factory_name(factory)), fix=fix)
+        fix = self._device_fix(node, receiver, factory) if move == "to" and like is None else None
+        message = self.message.format(factory=self._factory_name(factory))
+        self.report(node, message, fix=fix, hint=self._like_hint(like))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def _host_attributes(self, node: cst.ClassDef) -> dict[str, str]:
+        """`self.x` attributes that every assignment in the class's methods binds to a host
+        factory (`self.P = torch.zeros(1, max_len, d)` in `__init__`), by name, with the
+        factory: plain attributes, not buffers, so `model.to(device)` leaves them on the
+        host and each move in `forward` copies them again. An attribute registered as a
+        buffer, or bound any other way too, is not one."""
+        found: dict[str, str] = {}
+        other: set[str] = set()
+        for statement in node.body.body:
+            if not isinstance(statement, cst.FunctionDef):
+                continue
+            for child in descendants(statement.body):
+                if isinstance(child, cst.Assign):
+                    targets = [t.target for t in child.targets]
+                    value = child.value
+                elif isinstance(child, cst.AnnAssign | cst.AugAssign):
+                    targets, value = [child.target], None
+                elif isinstance(child, cst.Call):
+                    # `self.register_buffer("P", ...)`, `setattr(self, "P", ...)`
+                    other.update(_string_arguments(child))
+                    continue
+                else:
+                    continue
+                for target in targets:
+                    name = _self_attribute(target)
+                    if name is None:
+                        continue
+                    qualified = (
+                        self.ctx.qualified(value.func) if isinstance(value, cst.Call) else None
+                    )
+                    if isinstance(value, cst.Call) and _builds_on_host(value, qualified):
+                        found.setdefault(name, f"{qualified}(...)")
+                    else:
+                        other.add(name)
+        return {name: factory for name, factory in found.items() if name not in other}
+
+    def _host_attribute(self, receiver: cst.BaseExpression) -> tuple[str, str] | None:
+        """`self.P[:, :T]` moved in a method: (`self.P`, its factory) for a host attribute."""
+        if not self._classes or not self._functions:
+            return None
+        name = _self_attribute(self._chain_head(receiver))
+        if name is None:
+            return None
+        owner = self._classes[-1]
+        attributes = self._attributes.get(id(owner))
+        if attributes is None:  # worked out for classes that move a `self.x` only
+            attributes = self._attributes[id(owner)] = self._host_attributes(owner)
+        return (f"self.{name}", attributes[name]) if name in attributes else None
+
+    def _like_tensor(self, call: cst.Call) -> cst.BaseExpression | None:
+        """`x.to(t)`, `x.type_as(t)`: the tensor whose device (and dtype) `x` takes. In code
+        that runs every step such a tensor is a device tensor (measured: `.type_as(t)` of an
+        XLA tensor moves the host tensor to the XLA device, like `.to(t)`)."""
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        keyword = keyword_argument(call, "other") or keyword_argument(call, "tensor")
+        arg = keyword.value if keyword is not None else positional[0].value if positional else None
+        if arg is None or device_string_type(arg) is not None or is_device_name(arg):
+            return None
+        if self.ctx.is_tensor(arg):
+            return arg
+        return arg if isinstance(arg, cst.Name) and arg.value in self._device_bearers() else None
+
+    def _device_bearers(self) -> frozenset[str]:
+        """Names whose `.device` the current function reads (`src_tokens.device`). `.to()`
+        takes a tensor, a device or a dtype, and only a tensor has a `.device`: a name
+        given to `.to()` that also has one is a tensor, whatever its kind is known as."""
+        if not self._functions:
+            return frozenset()
+        function = self._functions[-1]
+        found = self._bearers.get(id(function))
+        if found is None:
+            found = frozenset(
+                node.value.value
+                for node in descendants(function.body)
+                if isinstance(node, cst.Attribute)
+                and node.attr.value == "device"
+                and isinstance(node.value, cst.Name)
+            )
+            self._bearers[id(function)] = found
+        return found
+
+    def _like_hint(self, like: cst.BaseExpression | None) -> str | None:
+        if like is None:
+            return None
+        name = self.ctx.module.code_for_node(like)
+        if "\n" in name or len(name) > 40:
+            name = "t"
+        return f"Build it on that tensor's device: `device={name}.device, dtype={name}.dtype`"
 
     def _helper_move(self, call: cst.Call) -> bool:
         """`device.tensor_to_device(torch.zeros(1))`: a factory's result handed to a helper
@@ -216,28 +380,44 @@ class HostTensorInLoop(Rule):
     def _host_factory(self, expr: cst.BaseExpression) -> cst.Call | None:
         """The factory call at the head of a chain of device-agnostic methods, if it builds
         on the host and the device form would cost no more."""
+        expr = self._chain_head(expr)
+        if not isinstance(expr, cst.Call):
+            return None
+        qualified = self.ctx.qualified(expr.func)
+        if not _builds_on_host(expr, qualified):
+            return None
+        if self._bakes_changing_value(expr, qualified):
+            return None
+        return expr
+
+    def _chain_head(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """What a chain of slices and device-agnostic methods starts from."""
         while True:
             if isinstance(expr, cst.Subscript):
                 expr = expr.value
             elif (
                 isinstance(expr, cst.Call)
                 and isinstance(expr.func, cst.Attribute)
-                and expr.func.attr.value in _DEVICE_AGNOSTIC
+                and (
+                    expr.func.attr.value in _DEVICE_AGNOSTIC
+                    or (expr.func.attr.value == "type_as" and self._like_tensor(expr) is not None)
+                )
             ):
+                # A `.type_as(t)` inside the chain is where the copy happens; the chain is
+                # reported once, at its outer move.
                 expr = expr.func.value
+            elif isinstance(expr, cst.BinaryOperation) and self._host_number(expr.right):
+                expr = expr.left  # `torch.arange(n) * k`: host arithmetic by a number
             else:
-                break
-        if not isinstance(expr, cst.Call):
-            return None
-        qualified = self.ctx.qualified(expr.func)
-        if qualified not in _FACTORIES:
-            return None
-        device = keyword_argument(expr, "device")
-        if device is not None and device_string_type(device.value) != "cpu":
-            return None
-        if self._bakes_changing_value(expr, qualified):
-            return None
-        return expr
+                return expr
+
+    def _host_number(self, expr: cst.BaseExpression) -> bool:
+        """A number or a name not known as a tensor (`beam_size`, `self.scale`): arithmetic
+        by it keeps a host tensor on the host (by a device tensor, a host tensor of more
+        than one element would fail: tensors on different devices)."""
+        return isinstance(expr, cst.Integer | cst.Float) or (
+            isinstance(expr, cst.Name | cst.Attribute) and self.ctx.kind(expr) is not Kind.TENSOR
+        )
 
     def _bakes_changing_value(self, factory: cst.Call, qualified: str) -> bool:
         """Arguments the device form bakes into the graph, changing from pass to pass."""
@@ -305,6 +485,43 @@ class HostTensorInLoop(Rule):
         return self.fix(
             "Build the tensor on the device: pass `device=` to the factory", (move, code)
         )
+
+
+def _self_attribute(node: cst.BaseExpression) -> str | None:
+    """`x` for `self.x`."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None
+
+
+def _string_arguments(call: cst.Call) -> Iterator[str]:
+    for arg in call.args:
+        if isinstance(arg.value, cst.SimpleString):
+            value = arg.value.evaluated_value
+            if isinstance(value, str):
+                yield value
+
+
+def _builds_on_host(factory: cst.Call, qualified: str | None) -> bool:
+    """A factory of `_FACTORIES` building a tensor of at least one dimension on the host."""
+    if qualified not in _FACTORIES or _zero_dimensional(factory):
+        return False
+    device = keyword_argument(factory, "device")
+    return device is None or device_string_type(device.value) == "cpu"
+
+
+def _zero_dimensional(factory: cst.Call) -> bool:
+    """`torch.zeros(())`, `torch.full([], v)`: a 0-dim tensor, which torch_xla moves as a
+    scalar (measured: `torch.zeros(()).to(t)` adds no transfer, and a constant 0-dim tensor
+    is copied once and then found in torch_xla's cache of device scalars)."""
+    size = keyword_argument(factory, "size")
+    first = size if size is not None else positional_argument(factory, 0)
+    value = None if first is None else first.value
+    return isinstance(value, cst.Tuple | cst.List) and not value.elements
 
 
 def _keyword_in(arg: cst.Arg, names: tuple[str, ...]) -> bool:

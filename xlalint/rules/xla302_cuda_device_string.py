@@ -39,7 +39,10 @@ class CudaDeviceString(Rule):
     `if not torch.cuda.is_available(): return`), in code that runs only where a test for
     XLA failed (`if device == "xla": ... else: <here>`) or in a class's own `cuda()`
     method, the branches of a device ladder such as
-    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's), and the default of a
+    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's), also the first rung of a
+    ladder that sibling `if`s make (`if device == "auto": device = "cuda"` before
+    `if device.type == "cuda" and not torch.cuda.is_available(): return
+    torch.device("cpu")`: one ladder, one finding), and the default of a
     parameter that its function only asks about and places nothing with
     (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
     `pin_memory`, or hands it to an autocast: XLA303's).
@@ -229,7 +232,11 @@ class CudaDeviceString(Rule):
         return self.message.format(text=self.ctx.module.code_for_node(string))
 
     def _may_report(self) -> bool:
-        """Not in CUDA-only code, a class's own `cuda()`, or an `if` device ladder."""
+        """Not in CUDA-only code, a class's own `cuda()`, or an `if` device ladder (or the
+        first rung of one that sibling `if`s make, which XLA305 reports)."""
         if in_own_method(self.ctx.function, "cuda") or self.ctx.runs_without_xla:
             return False
-        return not self.ctx.device_choices.in_ladder(self.ctx.ancestors())
+        choices = self.ctx.device_choices
+        return not (
+            choices.in_ladder(self.ctx.ancestors()) or choices.opens_ladder(self.ctx.ancestors())
+        )

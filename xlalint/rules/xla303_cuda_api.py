@@ -12,9 +12,10 @@ from xlalint.analysis.devices import (
     positional_argument,
     runs_without_xla,
 )
-from xlalint.analysis.guards import implied, mentions_cuda
+from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.rule import Rule
+from xlalint.walk import descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -104,10 +105,13 @@ def _to_bfloat16(call: cst.Call, ctx: FileContext) -> bool:
     return dtype is not None and ctx.qualified(dtype.value) == "torch.bfloat16"
 
 
-def _disabled(call: cst.Call, qualified: str, imports: ImportTable) -> bool:
+def _disabled(
+    call: cst.Call, qualified: str, imports: ImportTable, function: cst.FunctionDef | None
+) -> bool:
     """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere; or enabled
     only where a CUDA test holds (`autocast(enabled and device == "cuda")`), which an XLA
-    host never passes."""
+    host never passes, also through a local flag of the enclosing function
+    (`scaler_enabled = precision == "fp16" and "cuda" in device`)."""
     enabled = keyword_argument(call, "enabled")
     if enabled is None and qualified == "torch.cuda.amp.autocast":
         enabled = positional_argument(call, 0)  # `autocast(enabled=True, dtype=...)`
@@ -116,7 +120,8 @@ def _disabled(call: cst.Call, qualified: str, imports: ImportTable) -> bool:
     value = enabled.value
     if isinstance(value, cst.Name) and value.value == "False":
         return True
-    return implied(value, True, lambda t: mentions_cuda(t, imports)) is True
+    values = (lambda name: local_values(function, name)) if function is not None else None
+    return implied(value, True, lambda t: mentions_cuda(t, imports), values) is True
 
 
 def _alternative_spelling(call: cst.Call, kind: str, ctx: FileContext) -> bool:
@@ -124,12 +129,33 @@ def _alternative_spelling(call: cst.Call, kind: str, ctx: FileContext) -> bool:
     CUDA object: `GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()` is one
     scaler, spelled for two torch versions, and one finding."""
     parent = ctx.parent
-    return (
-        isinstance(parent, cst.IfExp)
-        and parent.orelse is call
-        and isinstance(parent.body, cst.Call)
-        and cuda_api_kind(parent.body, ctx.imports) == kind
-    )
+    if isinstance(parent, cst.IfExp):
+        return (
+            parent.orelse is call
+            and isinstance(parent.body, cst.Call)
+            and cuda_api_kind(parent.body, ctx.imports) == kind
+        )
+    # The statement form: `if torch_older: scaler = torch.cuda.amp.GradScaler()` /
+    # `else: scaler = torch.GradScaler(device)`, the same target in both branches.
+    ancestors = list(ctx.ancestors())
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+        return False
+    target = ctx.module.code_for_node(parent.targets[0].target)
+    at = next((i for i, a in enumerate(ancestors) if isinstance(a, cst.Else)), None)
+    if at is None or at + 1 >= len(ancestors) or not isinstance(ancestors[at + 1], cst.If):
+        return False
+    if any(isinstance(a, cst.BaseCompoundStatement) for a in ancestors[:at]):
+        return False  # nested deeper than the branch's own statements
+    for node in descendants(ancestors[at + 1].body):
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and ctx.module.code_for_node(node.targets[0].target) == target
+            and isinstance(node.value, cst.Call)
+            and cuda_api_kind(node.value, ctx.imports) == kind
+        ):
+            return True
+    return False
 
 
 class CudaApi(Rule):
@@ -153,7 +179,9 @@ class CudaApi(Rule):
     `torch.backends.cuda.matmul.allow_tf32 = True`), `torch.cuda.manual_seed*`/`seed*`,
     `empty_cache`, `device_count`, memory statistics that are only logged, and CUDA
     autocast or scalers built with `enabled=False` (also as a decorator) or enabled only
-    where a CUDA test holds (`autocast(enabled and device == "cuda")`). Also left alone:
+    where a CUDA test holds (`autocast(enabled and device == "cuda")`, or through a local
+    flag: `scaler_enabled = precision == "fp16" and "cuda" in device`, then
+    `GradScaler(device, enabled=scaler_enabled)`). Also left alone:
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
     (including the right side of `torch.cuda.is_available() and ...`, and a local flag
     assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`), in a
@@ -161,7 +189,8 @@ class CudaApi(Rule):
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
     `cuda()` method. One scaler or autocast spelled for two torch versions
-    (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`) is one finding.
+    (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`, or an `if`/`else`
+    that assigns the same name in both branches) is one finding, on the first spelling.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -267,7 +296,7 @@ class CudaApi(Rule):
         if kind in ("autocast", "scaler") and _alternative_spelling(node, kind, self.ctx):
             return
         if kind == "autocast":
-            if _disabled(node, qualified, self.ctx.imports):
+            if _disabled(node, qualified, self.ctx.imports, self._function()):
                 return
             if _to_bfloat16(node, self.ctx):
                 message = f"`{qualified}` for CUDA with bfloat16 raises on an XLA host"
@@ -275,7 +304,7 @@ class CudaApi(Rule):
                 message = f"`{qualified}` for CUDA leaves XLA math in float32"
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
-            if _disabled(node, qualified, self.ctx.imports):
+            if _disabled(node, qualified, self.ctx.imports, self._function()):
                 return
             message = (
                 f"`{qualified}` for CUDA stays enabled with torch_xla and reads the found-inf "
@@ -289,6 +318,9 @@ class CudaApi(Rule):
             self.report(node, message, hint=_runtime_hint(function))
         else:
             self.report(node, self.message.format(name=qualified), hint=_runtime_hint(function))
+
+    def _function(self) -> cst.FunctionDef | None:
+        return next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
 
     def _decides(self) -> bool:
         """Whether the call's value feeds a comparison or condition in its statement."""

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import libcst as cst
 
+from xlalint.analysis.cuda_flags import cuda_flag_places, probes_availability
 from xlalint.analysis.devices import (
     ACCELERATOR,
     GPU_TYPES,
@@ -16,6 +18,7 @@ from xlalint.analysis.devices import (
     device_string_type,
     device_types,
     has_silent_branch,
+    helper_device_types,
     is_device_name,
     mentions_xla,
     only_examined,
@@ -45,7 +48,16 @@ class DeviceLadderWithoutXla(Rule):
     (`torch.accelerator.current_accelerator() if use_accel else torch.device("cpu")`,
     with `use_accel = not args.no_accel and torch.accelerator.is_available()`), and
     ternaries that keep a few listed device types and turn every other one into CUDA
-    (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). It reports
+    (`t if t in {"npu", "xpu"} else "cuda"`: an XLA request becomes CUDA). A branch may
+    return a call of a function of the same module whose body is one `return` of a device
+    (`def gpu(i=0): return torch.device(f"cuda:{i}")`, then `if num_gpus() > i: return
+    gpu(i)` / `return cpu()`): it chooses what that function returns. A flag assigned
+    only from a CUDA availability probe (`use_cuda = torch.cuda.is_available() and not
+    args.cpu`) whose true side places values on CUDA (`if use_cuda: model.cuda()`,
+    `move_to_cuda(sample) if use_cuda else sample`) is the function's device choice too,
+    reported at the probe, unless the function has a ladder of its own (reported there)
+    or mentions XLA; a flag that places nothing (`pin_memory=use_cuda`, seeding) is not.
+    It reports
     once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
     chain is reported on its own.
 
@@ -57,7 +69,10 @@ class DeviceLadderWithoutXla(Rule):
     failed: in the `else` of one (`if device == "xla": ... else: <ladder>`), or after one
     that returns or raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`).
     Also left alone: a choice between CUDA devices only (`"cuda:0" if rank == 0 else
-    "cuda:1"`) and guards that set no device; a ternary or an `if` without `else` that
+    "cuda:1"`) and guards that set no device; an `if` without `else` that, under a GPU
+    test, sets only devices of unknown type (`if self.cuda and pipelined: self.last_device
+    = torch.device(cfg.devices[-1])`): it configures the GPU path, and where the test
+    fails the device chosen before stands; a ternary or an `if` without `else` that
     remaps the value its test examines and passes every other one through
     (`"cpu" if device == "mps" else device`,
     `if device_map == "cuda": device_map = f"cuda:{rank}"`): an XLA device is kept as given.
@@ -129,10 +144,12 @@ class DeviceLadderWithoutXla(Rule):
     The fix is unsafe because a host with both a GPU and torch_xla installed now runs on
     XLA, and the XLA branch wins over flags such as `--no-cuda` or `--gpu`. No fix for a
     ternary inside an f-string (`f"{'cuda' if c else 'cpu'}:{rank}"`: XLA takes no index),
-    nor where the ladder's value is not used as a device (`accelerator = "cuda"`, a function
-    `backend()` returning `"cuda"`): only values given to `torch.device(...)`, a `device=`
-    argument or `.to(...)`, stored in a device-like name, or returned by a function named
-    for devices (`get_device`) get the XLA branch. Fixes that move values to the XLA device
+    nor for a ladder that returns device helpers' results (`return gpu(i)`: the helper,
+    not the ladder, spells the device), nor where the ladder's value is not used as a
+    device (`accelerator = "cuda"`, a function `backend()` returning `"cuda"`): only
+    values given to `torch.device(...)`, a `device=` argument or `.to(...)`, stored in a
+    device-like name, or returned by a function named for devices (`get_device`) get the
+    XLA branch. Fixes that move values to the XLA device
     in a file with such a ladder go together with this one (see XLA403), or, where the file
     does not import torch_xla yet, wait for its guard.
 
@@ -150,7 +167,8 @@ class DeviceLadderWithoutXla(Rule):
     fix_applicability = Applicability.UNSAFE
     decides_device = True
     triggers = ("cuda", "mps", "accelerator")
-    screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator")
+    # `~gpu`: a ladder over same-module helpers (`if num_gpus() > i: return gpu(i)`).
+    screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator", "~gpu")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
@@ -208,6 +226,33 @@ class DeviceLadderWithoutXla(Rule):
             and cuda_api_kind(call, self.ctx.imports) is not None
         )
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`use_cuda = torch.cuda.is_available() and not args.cpu`, then `if use_cuda:
+        model.cuda()`: a flag that chooses between CUDA and the CPU (see `cuda_flags`)."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        if not probes_availability(node.value, self.ctx.imports):
+            return
+        ancestors = list(self.ctx.ancestors())
+        function = next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
+        if function is None or self.ctx.under_cuda_guard:
+            return
+        imports = self.ctx.imports
+        if mentions_xla(function, imports) or self._xla_ruled_out(node):
+            return
+        choices = self.ctx.device_choices
+        if any(
+            isinstance(n, cst.If | cst.IfExp) and choices.is_ladder(n)
+            for n in descendants(function.body)
+        ):
+            return  # the function's ladder is the finding
+        if not cuda_flag_places(function, node.targets[0].target.value, imports):
+            return
+        message = self.message.format(
+            types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"
+        )
+        self.report(node.value, message)
+
     def visit_If(self, node: cst.If) -> None:
         parent = self.ctx.parent
         if isinstance(parent, cst.If) and parent.orelse is node:
@@ -253,9 +298,25 @@ class DeviceLadderWithoutXla(Rule):
         if self._xla_ruled_out(node):
             return
         types = frozenset().union(*(c.types for c in group))
+        if any(c.returns for c in group):
+            types |= self._returned_after(siblings, group[-1].node)
         self.report(
             node, self._message(choice, types), end_node=node.test, fix=self._chain_fix(node)
         )
+
+    def _returned_after(self, siblings: Sequence[cst.CSTNode], last: cst.CSTNode) -> frozenset[str]:
+        """The device a helper returns after its ladder's `if`s (`return cpu()`): the
+        fallback an XLA host gets."""
+        imports, helpers = self.ctx.imports, self.ctx.device_choices.helpers
+        for statement in list(itertools.dropwhile(lambda s: s is not last, siblings))[1:]:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Return) and small.value is not None:
+                    value = small.value
+                    types = device_types(value, imports) or helper_device_types(value, helpers)
+                    return types or frozenset()
+        return frozenset()
 
     def _xla_ruled_out(self, node: cst.CSTNode) -> bool:
         return xla_ruled_out([node, *self.ctx.ancestors()], self.ctx.imports)

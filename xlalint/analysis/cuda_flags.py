@@ -1,0 +1,81 @@
+"""Flags that choose between CUDA and staying on the CPU.
+
+`use_cuda = torch.cuda.is_available() and not args.cpu`, then `if use_cuda: model.cuda()`
+and `sample = move_to_cuda(sample) if use_cuda else sample`: there is no device variable
+and no ladder, yet the flag is the program's device choice. On an XLA host the probe is
+false, so nothing is ever placed on a device and the program runs on the host CPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.devices import device_string_type
+from xlalint.analysis.guards import implied, local_values
+from xlalint.analysis.imports import ImportTable
+from xlalint.walk import descendants
+
+# What asks whether a CUDA device is there (not a flag name or a string, which only says
+# that the code is about CUDA).
+_AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+# Helpers named for moving values to a CUDA device: `move_to_cuda(sample)`.
+_TO_CUDA = re.compile(r"(^|_)(to|onto)_(cuda|gpu)$", re.IGNORECASE)
+
+
+def probes_availability(value: cst.BaseExpression, imports: ImportTable) -> bool:
+    """`torch.cuda.is_available() and not args.cpu`: true only where CUDA is there."""
+
+    def asks(test: cst.BaseExpression) -> bool:
+        return isinstance(test, cst.Call) and imports.resolve(test.func) in _AVAILABILITY
+
+    if implied(value, True, asks) is True:
+        return True
+    # `torch.cuda.device_count() > 0`
+    return (
+        isinstance(value, cst.Comparison)
+        and len(value.comparisons) == 1
+        and isinstance(value.comparisons[0].operator, cst.GreaterThan | cst.GreaterThanEqual)
+        and asks(value.left)
+    )
+
+
+def places_on_cuda(node: cst.CSTNode, imports: ImportTable) -> bool:
+    """Whether code under `node` puts a value on a CUDA device: `.cuda()`, `.to("cuda")`,
+    or a helper named for it (`move_to_cuda(sample)`)."""
+    for found in descendants(node):
+        if not isinstance(found, cst.Call):
+            continue
+        func = found.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value == "cuda":
+                return True
+            if func.attr.value == "to" and any(
+                device_string_type(arg.value) == "cuda" for arg in found.args
+            ):
+                return True
+        name = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
+        if _TO_CUDA.search(name):
+            return True
+    return False
+
+
+def cuda_flag_places(function: cst.FunctionDef, name: str, imports: ImportTable) -> bool:
+    """Whether `name`, a flag of `function` assigned only from a CUDA availability probe,
+    decides where values go: an `if name:` (or a ternary on it) whose true side places
+    something on CUDA."""
+    values = local_values(function, name)
+    if not values or not all(probes_availability(v, imports) for v in values):
+        return False
+
+    def is_flag(test: cst.BaseExpression) -> bool:
+        return isinstance(test, cst.Name) and test.value == name
+
+    return any(
+        isinstance(node, cst.If | cst.IfExp)
+        and implied(node.test, True, is_flag) is True
+        and places_on_cuda(node.body, imports)
+        for node in descendants(function.body)
+    )
