@@ -11,18 +11,19 @@ and, where the indexed value is a parameter too, a tensor (not a list).
 `HelperIndexes` records the helper's side during the engine's single walk: for each
 function, the subscripts whose bounds are int expressions of its parameters (or of locals
 computed from them: `j = i + 1`). The caller's side is XLA207's; `bind_arguments` maps a
-call's arguments to the helper's parameters once the whole file has been walked (a helper
-may be defined after the loop that calls it).
+call's arguments to the helper's parameters (`arguments.bind`) once the whole file has been
+walked (a helper may be defined after the loop that calls it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from xlalint.analysis.arguments import bind, signature_of
 from xlalint.analysis.hotness import FunctionKey
+from xlalint.analysis.value_names import value_names
 from xlalint.walk import target_names
 
 # Methods of tensors that Python sequences and numpy arrays do not have (numpy's `view`
@@ -111,7 +112,7 @@ class HelperIndexes:
             return frozenset()
         scope = self._scopes[-1]
         found: set[str] = set()
-        for name in _names(expr):
+        for name in value_names(expr):
             if name in scope.derived:
                 found |= scope.derived[name]
             elif name in scope.params:
@@ -150,51 +151,10 @@ class HelperIndexes:
 
 
 def bind_arguments(helper: Helper, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
-    """The call's argument for each parameter it passes (`self.f(a)` binds `a` to the
-    parameter after `self`); None where the call cannot be matched (`*args`, `**kwargs`,
-    more positional arguments than parameters, an unknown keyword)."""
-    params = helper.node.params
-    positional = [p.name.value for p in _positional(params)]
-    if helper.is_method:
-        positional = positional[1:]
-    keywords = {*positional, *(p.name.value for p in params.kwonly_params)}
-    bound: dict[str, cst.BaseExpression] = {}
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(positional):
-                return None
-            bound[positional[position]] = arg.value
-            position += 1
-        elif arg.keyword.value in keywords:
-            bound[arg.keyword.value] = arg.value
-        else:
-            return None
-    return bound
-
-
-_INT_BUILTINS = frozenset({"int", "abs", "min", "max"})
+    """The call's argument for each parameter of the helper it passes (see
+    `arguments.bind`)."""
+    return bind(call, signature_of(helper.node, helper.is_method))
 
 
 def _positional(params: cst.Parameters) -> list[cst.Param]:
     return [*params.posonly_params, *params.params]
-
-
-def _names(expr: cst.CSTNode) -> Iterator[str]:
-    """Names whose value an int expression reads: not attributes or shapes (`len(x)`,
-    `x.size(0)`, `self.bptt` are the same every pass unless shapes change)."""
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            yield node.value
-        elif isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Name) and func.value in _INT_BUILTINS:
-                stack.extend(arg.value for arg in node.args)
-        elif isinstance(node, cst.BinaryOperation):
-            stack.extend((node.left, node.right))
-        elif isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)
