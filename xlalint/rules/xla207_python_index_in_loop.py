@@ -36,6 +36,7 @@ class _Candidate:
     loops: tuple[Loop, ...]
     index: str
     site: Site
+    statement: cst.CSTNode | None  # the innermost statement holding the subscript
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,9 @@ class PythonIndexInLoop(Rule):
     barrier; XLA401 and XLA402 ask for it). A loop nested in such a loop without a barrier
     of its own is a micro-step, unrolled into each pass of the outer one. A host read in the
     pass (`.item()`, XLA101's) does not count: it executes only the value it reads, and an
-    index that does not feed it stays in the one graph of the step.
+    index that does not feed it stays in the one graph of the step. The same slice read and
+    written back in one statement (`x[:, : i + 1] = torch.index_select(x[:, : i + 1], 0,
+    idx)`) is one cause, reported once.
 
     The same int handed to a function of the same module, or to a method of the class
     (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same:
@@ -249,14 +252,24 @@ class PythonIndexInLoop(Rule):
                 tuple(loops),
                 self.ctx.module.code_for_node(index),
                 self.ctx.site(),
+                self._statement(),
             )
         )
 
     def leave_Module(self, node: cst.Module) -> None:
+        reported: set[tuple[int, str]] = set()
+        code = self.ctx.module.code_for_node
         for candidate in self._candidates:
             if any(
                 self.values.executes_every_pass(loop, self.ctx.loops) for loop in candidate.loops
             ):
+                # The same slice read and written in one statement (`x[:, : i + 1] =
+                # f(x[:, : i + 1])`) is one cause, reported once.
+                if candidate.statement is not None:
+                    key = (id(candidate.statement), code(candidate.node))
+                    if key in reported:
+                        continue
+                    reported.add(key)
                 self.report(
                     candidate.node, self.message.format(index=candidate.index), site=candidate.site
                 )
@@ -279,6 +292,14 @@ class PythonIndexInLoop(Rule):
             self.report(call.node, message, hint=self.helper_hint, site=call.site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _statement(self) -> cst.CSTNode | None:
+        """The innermost statement around the node being visited (a compound statement for
+        a subscript in its header)."""
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.BaseSmallStatement | cst.BaseCompoundStatement):
+                return ancestor
+        return None
+
     def _callee(self, call: cst.Call) -> FunctionKey | None:
         """The function of this module that `call` may run: `f(...)` or, in a method,
         `self.f(...)`; not imported names."""
