@@ -36,6 +36,14 @@ TENSOR_ONLY_METHODS = frozenset(
 )  # fmt: skip
 
 
+# Tensor methods whose result is a tensor and that Python sequences and numpy arrays lack
+# (numpy has `squeeze`, `view`, `copy`; not these).
+TENSOR_RESULT_METHODS = frozenset(
+    {"index_select", "narrow", "unsqueeze", "permute", "contiguous", "masked_fill", "detach",
+     "clone"}
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class HelperIndex:
     """A subscript of a helper whose bound is a Python int computed from its parameters."""
@@ -46,6 +54,7 @@ class HelperIndex:
     # The parameter being indexed, where whether it is a tensor is up to the caller; None
     # where the helper itself knows the indexed value is a tensor (`self.pe[:, i]`).
     base: str | None
+    statement: cst.CSTNode | None = None  # the innermost statement holding the subscript
 
 
 @dataclass
@@ -66,6 +75,8 @@ class _Scope:
     params: frozenset[str]
     # Locals computed as ints from parameters: name -> the parameters it reads.
     derived: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Locals holding what a tensor-only method returned (`rows = x.index_select(0, idx)`).
+    tensors: set[str] = field(default_factory=set)
 
 
 class HelperIndexes:
@@ -98,12 +109,31 @@ class HelperIndexes:
             return
         scope = self._scopes[-1]
         read = self.params_in(value) if is_int else frozenset()
+        tensor = self.holds_tensor(value)
         for target in targets:
             for name in target_names(target):
                 if read and isinstance(target, cst.Name):
                     scope.derived[name] = read
                 else:
                     scope.derived.pop(name, None)
+                if tensor and isinstance(target, cst.Name):
+                    scope.tensors.add(name)
+                else:
+                    scope.tensors.discard(name)
+
+    def holds_tensor(self, value: cst.BaseExpression) -> bool:
+        """`value` is a tensor by what made it, whatever its inputs are: a method only
+        tensors have (`x.index_select(0, idx)`, `x.narrow(...)`, possibly sliced), or a
+        local bound to one. Sequences and numpy arrays have none of these methods."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            return bool(self._scopes) and value.value in self._scopes[-1].tensors
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in TENSOR_RESULT_METHODS
+        )
 
     def params_in(self, expr: cst.BaseExpression) -> frozenset[str]:
         """The parameters of the function being walked that `expr` reads, directly or
