@@ -9,11 +9,9 @@ caller passes a device tensor, not a Python number.
 
 `HelperReads` records the helper's side during the engine's single walk: for each function,
 the parameters it reads, and whether it reads the elements of its `*args` (a loop or a
-comprehension over `args`, `zip(..., args)` or `enumerate(args)`). It also records which
-names hold instances of the module's classes (`metric = Accumulator(3)`), so that
-`metric.add(...)` finds `Accumulator.add`. The caller's side is XLA101's; `arguments.bind`
-maps a call's arguments to the parameters once the whole file has been walked (the helper
-may be defined after the loop).
+comprehension over `args`, `zip(..., args)` or `enumerate(args)`). The calls and what they
+pass are `HelperCalls`' (helper_calls.py), which also says which names are still
+parameters; the two meet in XLA101 once the whole file has been walked.
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.hotness import FunctionKey
 from xlalint.walk import target_names
 
@@ -45,7 +43,6 @@ class Reader:
     """A function of this module and the reads it makes of its parameters."""
 
     node: cst.FunctionDef
-    is_method: bool
     reads: dict[str, HostRead] = field(default_factory=dict)  # parameter -> first read
     star_read: HostRead | None = None  # a read of an element of `*args`
 
@@ -53,66 +50,45 @@ class Reader:
 @dataclass
 class _Scope:
     reader: Reader
-    params: set[str]  # parameters not rebound (yet)
     star: str | None  # the name of `*args`
     elements: set[str] = field(default_factory=set)  # names holding an element of `*args`
-    instances: dict[str, str] = field(default_factory=dict)  # name -> class it holds
 
 
 class HelperReads:
-    """Functions of the module by key, the parameters each reads on the host, and the
-    module's classes (to resolve methods called on their instances)."""
+    """Functions of the module by key, and the parameters each reads on the host; which
+    names are parameters is `calls`' to say (fed the same walk)."""
 
-    def __init__(self) -> None:
+    def __init__(self, calls: HelperCalls) -> None:
         self.readers: dict[FunctionKey, Reader] = {}
-        self.classes: set[str] = set()
+        self._calls = calls
         self._scopes: list[_Scope] = []
 
     def push_function(self, node: cst.FunctionDef, key: FunctionKey | None) -> None:
-        is_method = key is not None and key.class_name is not None
-        reader = Reader(node, is_method)
+        reader = Reader(node)
         if key is not None:
             self.readers.setdefault(key, reader)  # the first definition of a name wins
-        params = node.params
-        names = [p.name.value for p in (*params.posonly_params, *params.params)]
-        if is_method and names:
-            names = names[1:]
-        names += [p.name.value for p in params.kwonly_params]
-        star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
-        self._scopes.append(_Scope(reader, set(names), star))
+        star = node.params.star_arg
+        self._scopes.append(
+            _Scope(reader, star.name.value if isinstance(star, cst.Param) else None)
+        )
 
     def pop_function(self) -> None:
         if self._scopes:
             self._scopes.pop()
 
-    def note_class(self, node: cst.ClassDef) -> None:
-        self.classes.add(node.name.value)
-
-    def bind(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
-        """`targets = value`: a rebound parameter no longer holds what the caller passed;
-        a name bound to `SomeClass(...)` holds an instance of it."""
-        if not self._scopes:
-            return
-        scope = self._scopes[-1]
-        made = _constructed_class(value)
-        for target in targets:
-            for name in target_names(target):
-                scope.params.discard(name)
-                scope.elements.discard(name)
-                if made is not None and isinstance(target, cst.Name):
-                    scope.instances[name] = made
-                else:
-                    scope.instances.pop(name, None)
+    def bind(self, targets: list[cst.BaseExpression]) -> None:
+        """`targets = ...`: a rebound name no longer holds an element of `*args`."""
+        if self._scopes:
+            for target in targets:
+                self._scopes[-1].elements -= target_names(target)
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for b in args`, `for a, b in zip(xs, args)`, `for i, b in enumerate(args)`: the
-        names that hold an element of `*args`; any other loop name is no parameter."""
+        names that hold an element of `*args`."""
         if not self._scopes:
             return
         scope = self._scopes[-1]
-        names = target_names(target)
-        scope.params -= names
-        scope.elements -= names
+        scope.elements -= target_names(target)
         if scope.star is not None:
             scope.elements |= _element_names(target, iterable, scope.star)
 
@@ -138,36 +114,11 @@ class HelperReads:
             return
         scope = self._scopes[-1]
         read = HostRead(call, spelled, flagged)
-        if value.value in scope.params:
-            scope.reader.reads.setdefault(value.value, read)
+        param = self._calls.param(value)
+        if param is not None:
+            scope.reader.reads.setdefault(param, read)
         elif value.value in scope.elements and scope.reader.star_read is None:
             scope.reader.star_read = read
-
-    def callee(self, call: cst.Call, function: FunctionKey | None) -> FunctionKey | None:
-        """The function of this module that `call` runs, as far as names tell: `f(...)`,
-        `self.f(...)` in a method, `obj.f(...)` where `obj` holds an instance of a class of
-        this module (resolved once the walk is over: the class may come later)."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            return FunctionKey(None, func.value)
-        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
-            return None
-        owner = func.value.value
-        if owner == "self":
-            if function is None or function.class_name is None:
-                return None
-            return FunctionKey(function.class_name, func.attr.value)
-        held = self._scopes[-1].instances.get(owner) if self._scopes else None
-        return FunctionKey(held, func.attr.value) if held is not None else None
-
-
-def _constructed_class(value: cst.BaseExpression) -> str | None:
-    """`Accumulator(3)` or `utils.Accumulator(3)`: the class name (capitalized), whose
-    definition the caller looks up among the module's classes."""
-    if not isinstance(value, cst.Call):
-        return None
-    name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
-    return name if name[:1].isupper() else None
 
 
 def _element_names(target: cst.BaseExpression, iterable: cst.BaseExpression, star: str) -> set[str]:

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import libcst as cst
 
-from xlalint.analysis.arguments import bind, signature_of, star_arguments
+from xlalint.analysis.arguments import bind, star_arguments
+from xlalint.analysis.helper_calls import HelperCall, HelperCalls
 from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
 from xlalint.analysis.host_reads import ReadRuns, read_root
-from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.tensors import copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -15,16 +13,6 @@ from xlalint.positions import Positions
 from xlalint.rule import Rule
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
-
-
-@dataclass(frozen=True)
-class _HandOff:
-    """A call that may run a function of this module, with its device-tensor arguments."""
-
-    node: cst.Call
-    helper: FunctionKey
-    tensors: frozenset[int]  # ids of the argument values that are device tensors
-    site: Site
 
 
 class ItemInHotCode(Rule):
@@ -110,34 +98,41 @@ class ItemInHotCode(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._runs = ReadRuns()
-        self._helpers = HelperReads()
-        self._hand_offs: list[_HandOff] = []
+        self._calls = HelperCalls()
+        self._reads = HelperReads(self._calls)
 
     # -- walk: helpers and what they read ------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._helpers.note_class(node)
+        self._calls.note_class(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._helpers.push_function(node, self.ctx.function)
+        self._calls.push_function(node, self.ctx.function)
+        self._reads.push_function(node, self.ctx.function)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._helpers.pop_function()
+        self._calls.pop_function()
+        self._reads.pop_function()
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        self._helpers.bind([t.target for t in node.targets], node.value)
+        targets = [t.target for t in node.targets]
+        self._calls.bind(targets, node.value)
+        self._reads.bind(targets)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self._helpers.bind([node.target], node.value)
+            self._calls.bind([node.target], node.value)
+            self._reads.bind([node.target])
 
     def visit_For(self, node: cst.For) -> None:
-        self._helpers.bind_loop_target(node.target, node.iter)
+        self._calls.bind([node.target], None)
+        self._reads.bind_loop_target(node.target, node.iter)
 
     def _visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
         # The element is walked before the `for`: bind its targets first.
         comp: cst.CompFor | None = node.for_in
         while comp is not None:
-            self._helpers.bind_loop_target(comp.target, comp.iter)
+            self._calls.bind([comp.target], None)
+            self._reads.bind_loop_target(comp.target, comp.iter)
             comp = comp.inner_for_in
 
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _visit_comprehension
@@ -147,7 +142,7 @@ class ItemInHotCode(Rule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
             flagged = self._reads_device_tensor(func.value)
-            self._helpers.note_read(node, flagged)
+            self._reads.note_read(node, flagged)
             if flagged and not self._repeats(func.value):
                 self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
         elif (
@@ -157,7 +152,7 @@ class ItemInHotCode(Rule):
             and node.args[0].keyword is None
         ):
             flagged = self.ctx.is_tensor(node.args[0].value)
-            self._helpers.note_read(node, flagged)
+            self._reads.note_read(node, flagged)
             if flagged and not self._repeats(node.args[0].value):
                 self.report(node, self.message.format(call=f"{func.value}(tensor)"))
         else:
@@ -166,37 +161,51 @@ class ItemInHotCode(Rule):
     def _note_hand_off(self, node: cst.Call) -> None:
         """A call that may run a helper of this module, with device tensors among its
         arguments: judged once the walk is over."""
-        helper = self._helpers.callee(node, self.ctx.function)
-        if helper is None or (isinstance(node.func, cst.Name) and self.ctx.qualified(node.func)):
-            return  # not a function of this module (an import)
+        if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
+            return  # an imported function, not one of this module
         tensors = frozenset(
             id(arg.value)
             for arg in node.args
             if not arg.star and self.ctx.kind(arg.value) is Kind.TENSOR
         )
-        if tensors:
-            self._hand_offs.append(_HandOff(node, helper, tensors, self.ctx.site()))
+        self._calls.note_call(node, self.ctx.function, tensors, self.ctx.site())
 
     def leave_Module(self, node: cst.Module) -> None:
         positions: Positions | None = None
-        for hand_off in self._hand_offs:
-            reader = self._helpers.readers.get(hand_off.helper)
-            if hand_off.helper.class_name is not None and (
-                hand_off.helper.class_name not in self._helpers.classes
-            ):
-                continue
-            found = _read_argument(hand_off, reader) if reader is not None else None
+        for call in self._calls.calls:
+            reader = self._reads.readers.get(call.helper)
+            found = self._read_argument(call, reader) if reader is not None else None
             if found is None:
                 continue
             argument, read = found
             positions = positions or Positions(self.ctx.module, self.ctx.module.code)
             message = self.helper_message.format(
                 argument=_spelled(self.ctx.module.code_for_node(argument)),
-                helper=hand_off.helper.name,
+                helper=call.helper.name,
                 read=read.spelled,
                 line=positions[read.call].start.line,
             )
-            self.report(hand_off.node, message, hint=self.helper_hint, site=hand_off.site)
+            self.report(call.node, message, hint=self.helper_hint, site=call.site)
+
+    def _read_argument(
+        self, call: HelperCall, reader: Reader
+    ) -> tuple[cst.BaseExpression, HostRead] | None:
+        """The first device-tensor argument of the call that the helper reads on the host
+        (and does not already have reported where it reads it)."""
+        signature = self._calls.signature(call.helper)
+        bound = bind(call.node, signature) if signature is not None else None
+        if signature is None or bound is None:
+            return None
+        for param, read in reader.reads.items():
+            value = bound.get(param)
+            if value is not None and id(value) in call.tensors and not read.flagged:
+                return value, read
+        star = reader.star_read
+        if star is not None and not star.flagged:
+            for value in star_arguments(call.node, signature):
+                if id(value) in call.tensors:
+                    return value, star
+        return None
 
     def _repeats(self, value: cst.BaseExpression) -> bool:
         """A read of the value read just before: `int(t[0].item()), int(t[1].item())`."""
@@ -234,27 +243,6 @@ class ItemInHotCode(Rule):
         # The replaced text is the call without its parentheses, which stay around it.
         detached = detached.with_changes(lpar=(), rpar=())
         return self.fix("Accumulate `.detach()` instead of `.item()`", (node, detached))
-
-
-def _read_argument(
-    hand_off: _HandOff, reader: Reader
-) -> tuple[cst.BaseExpression, HostRead] | None:
-    """The first device-tensor argument of the call that the helper reads on the host
-    (and does not already have reported where it reads it)."""
-    signature = signature_of(reader.node, reader.is_method)
-    bound = bind(hand_off.node, signature)
-    if bound is None:
-        return None
-    for param, read in reader.reads.items():
-        value = bound.get(param)
-        if value is not None and id(value) in hand_off.tensors and not read.flagged:
-            return value, read
-    star = reader.star_read
-    if star is not None and not star.flagged:
-        for value in star_arguments(hand_off.node, signature):
-            if id(value) in hand_off.tensors:
-                return value, star
-    return None
 
 
 def _spelled(code: str) -> str:
