@@ -20,6 +20,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import Signature, bind, signature_of
+from xlalint.analysis.helper_indexes import TENSOR_ONLY_METHODS
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.walk import target_names
 
@@ -36,6 +37,7 @@ class HelperCall:
 
 @dataclass
 class _Scope:
+    key: FunctionKey | None
     params: set[str]  # parameters not rebound (yet)
     instances: dict[str, str] = field(default_factory=dict)  # name -> class it holds
 
@@ -47,6 +49,8 @@ class HelperCalls:
         self.functions: dict[FunctionKey, cst.FunctionDef] = {}
         self.classes: set[str] = set()
         self.calls: list[HelperCall] = []
+        # Parameters a function uses as tensors (`p.gather(...)`, `p.view(...)`).
+        self.used_as_tensors: dict[FunctionKey, set[str]] = {}
         self._scopes: list[_Scope] = []
 
     # -- walk --------------------------------------------------------------------------------
@@ -58,7 +62,7 @@ class HelperCalls:
         if key is not None and key.class_name is not None and names:
             names = names[1:]
         names += [p.name.value for p in params.kwonly_params]
-        self._scopes.append(_Scope(set(names)))
+        self._scopes.append(_Scope(key, set(names)))
 
     def pop_function(self) -> None:
         if self._scopes:
@@ -91,7 +95,25 @@ class HelperCalls:
         if helper is not None and tensors:
             self.calls.append(HelperCall(call, helper, tensors, site))
 
+    def note_method_call(self, call: cst.Call) -> None:
+        """`p.gather(...)`, `p[a:b].view(...)`: a method only tensors have, on a parameter."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in TENSOR_ONLY_METHODS:
+            return
+        receiver = func.value
+        while isinstance(receiver, cst.Subscript):
+            receiver = receiver.value
+        param = self.param(receiver)
+        key = self._scopes[-1].key if self._scopes else None
+        if param is not None and key is not None:
+            self.used_as_tensors.setdefault(key, set()).add(param)
+
     # -- questions ---------------------------------------------------------------------------
+    def holds_tensor(self, key: FunctionKey, param: str) -> bool:
+        """Whether the parameter `param` of `key` holds a device tensor: the function uses it
+        as one, or a call hands it one."""
+        return param in self.used_as_tensors.get(key, ()) or bool(self.tensor_sites(key, param))
+
     def param(self, node: cst.BaseExpression) -> str | None:
         """The parameter `node` is, if it is one of the function being walked, not rebound."""
         if not self._scopes or not isinstance(node, cst.Name):

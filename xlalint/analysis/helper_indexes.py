@@ -32,6 +32,7 @@ TENSOR_ONLY_METHODS = frozenset(
     {
         "view", "to", "cuda", "contiguous", "detach", "narrow", "unsqueeze", "squeeze",
         "size", "permute", "masked_fill", "index_select", "long", "float", "half", "bfloat16",
+        "gather", "scatter", "masked_select",
     }
 )  # fmt: skip
 

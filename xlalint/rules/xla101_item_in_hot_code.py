@@ -3,19 +3,19 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.arguments import bind, star_arguments
-from xlalint.analysis.helper_calls import HelperCall, HelperCalls
+from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
 from xlalint.analysis.host_reads import ReadRuns, read_root
 from xlalint.analysis.tensors import copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.positions import Positions
-from xlalint.rule import Rule
+from xlalint.rules._helper_calls import HelperCallRule
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
-class ItemInHotCode(Rule):
+class ItemInHotCode(HelperCallRule):
     """
     ## What it does
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
@@ -98,44 +98,35 @@ class ItemInHotCode(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._runs = ReadRuns()
-        self._calls = HelperCalls()
-        self._reads = HelperReads(self._calls)
+        self._reads = HelperReads(self.calls)
 
     # -- walk: helpers and what they read ------------------------------------------------------
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._calls.note_class(node)
-
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._calls.push_function(node, self.ctx.function)
+        super().visit_FunctionDef(node)
         self._reads.push_function(node, self.ctx.function)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._calls.pop_function()
+        super().leave_FunctionDef(node)
         self._reads.pop_function()
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        targets = [t.target for t in node.targets]
-        self._calls.bind(targets, node.value)
-        self._reads.bind(targets)
+        super().leave_Assign(node)
+        self._reads.bind([t.target for t in node.targets])
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._calls.bind([node.target], node.value)
-            self._reads.bind([node.target])
+        super().leave_AnnAssign(node)
+        self._reads.bind([node.target])
 
     def visit_For(self, node: cst.For) -> None:
-        self._calls.bind([node.target], None)
+        super().visit_For(node)
         self._reads.bind_loop_target(node.target, node.iter)
 
-    def _visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
-        # The element is walked before the `for`: bind its targets first.
+    def visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
+        super().visit_comprehension(node)
         comp: cst.CompFor | None = node.for_in
         while comp is not None:
-            self._calls.bind([comp.target], None)
             self._reads.bind_loop_target(comp.target, comp.iter)
             comp = comp.inner_for_in
-
-    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _visit_comprehension
 
     # -- walk: reads ---------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -156,23 +147,11 @@ class ItemInHotCode(Rule):
             if flagged and not self._repeats(node.args[0].value):
                 self.report(node, self.message.format(call=f"{func.value}(tensor)"))
         else:
-            self._note_hand_off(node)
-
-    def _note_hand_off(self, node: cst.Call) -> None:
-        """A call that may run a helper of this module, with device tensors among its
-        arguments: judged once the walk is over."""
-        if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
-            return  # an imported function, not one of this module
-        tensors = frozenset(
-            id(arg.value)
-            for arg in node.args
-            if not arg.star and self.ctx.kind(arg.value) is Kind.TENSOR
-        )
-        self._calls.note_call(node, self.ctx.function, tensors, self.ctx.site())
+            self.note_call(node)
 
     def leave_Module(self, node: cst.Module) -> None:
         positions: Positions | None = None
-        for call in self._calls.calls:
+        for call in self.calls.calls:
             reader = self._reads.readers.get(call.helper)
             found = self._read_argument(call, reader) if reader is not None else None
             if found is None:
@@ -192,7 +171,7 @@ class ItemInHotCode(Rule):
     ) -> tuple[cst.BaseExpression, HostRead] | None:
         """The first device-tensor argument of the call that the helper reads on the host
         (and does not already have reported where it reads it)."""
-        signature = self._calls.signature(call.helper)
+        signature = self.calls.signature(call.helper)
         bound = bind(call.node, signature) if signature is not None else None
         if signature is None or bound is None:
             return None
