@@ -9,7 +9,7 @@ from xlalint.analysis.host_reads import ReadRuns, read_root
 from xlalint.analysis.tensors import copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
-from xlalint.positions import Positions
+from xlalint.positions import Positions, positions_of
 from xlalint.rules._helper_calls import HelperCallRule
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -157,7 +157,7 @@ class ItemInHotCode(HelperCallRule):
             if found is None:
                 continue
             argument, read = found
-            positions = positions or Positions(self.ctx.module, self.ctx.module.code)
+            positions = positions or positions_of(self.ctx.module)
             message = self.helper_message.format(
                 argument=_spelled(self.ctx.module.code_for_node(argument)),
                 helper=call.helper.name,

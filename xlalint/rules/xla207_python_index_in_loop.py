@@ -10,7 +10,7 @@ from xlalint.analysis.helper_indexes import HelperIndex, HelperIndexes, bind_arg
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop, LoopValues
 from xlalint.context import Kind
-from xlalint.positions import Positions
+from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
 
 if TYPE_CHECKING:
@@ -286,7 +286,7 @@ class PythonIndexInLoop(Rule):
                 if key in reported:
                     continue
                 reported.add(key)
-                positions = positions or Positions(self.ctx.module, self.ctx.module.code)
+                positions = positions or positions_of(self.ctx.module)
                 message = self.helper_message.format(
                     index=code(index.bound),
                     argument=code(argument),
