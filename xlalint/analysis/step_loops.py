@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -23,9 +22,6 @@ from xlalint.analysis.loop_facts import (
     unwrap_iteration,
 )
 from xlalint.walk import target_names
-
-if TYPE_CHECKING:
-    from xlalint.context import FileContext
 
 # A collection of optimizers (or of their names): `optimizers`, `self._optimizers`.
 _OPTIMIZERS_NAME = re.compile(r"^_*(\w+_)?(opts|optims|optimizers|optimisers)$", re.I)
@@ -45,10 +41,8 @@ class StepLoop:
 class LoopAnalysis(LoaderTracing):
     """Loop facts, loaders, and which loops are step loops."""
 
-    def __init__(
-        self, module: cst.Module, imports: ImportTable, ctx: FileContext | None = None
-    ) -> None:
-        super().__init__(module, imports, ctx)
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        super().__init__(module, imports)
         self._step_loops: list[StepLoop] | None = None
 
     def step_loops(self) -> list[StepLoop]:

@@ -86,6 +86,7 @@ class BooleanMaskWrite(HelperCallRule):
     """
 
     code = "XLA203"
+    uses = ("masks",)
     name = "boolean-mask-write"
     message = (
         "`{write}` writes a data-dependent number of elements: XLA runs `nonzero` on "

@@ -150,7 +150,6 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         self._syncing_loader = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
         indents = [
             a.indent if a.indent is not None else self.ctx.module.default_indent
             for a in self.ctx.ancestors()
