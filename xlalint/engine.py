@@ -32,7 +32,7 @@ from xlalint.diagnostics import (
     Fix,
     Location,
 )
-from xlalint.positions import Positions
+from xlalint.positions import Positions, positions_of
 from xlalint.rule import NodeFix, PendingReport, Rule, analyses_used
 from xlalint.suppression import parse_suppressions
 from xlalint.walk import TRIVIA, WalkUnavailable, walk
@@ -160,7 +160,7 @@ def lint_source(
     ]
     if not pending:
         return FileResult(filename)
-    positions = Positions(module, source)
+    positions = positions_of(module, source)
     if screened is not None:
         # Functions kept only as context may report what the whole file would not.
         pending = [r for r in pending if screened.counts(positions[r.node].start.line)]

@@ -79,19 +79,24 @@ class _OffsetState(CodegenState):
 class Positions:
     """`positions[node]` is the node's `CodeRange`, as `PositionProvider` gives it."""
 
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(self, module: cst.Module, text: str | None = None) -> None:
+        """`text`: the source `module` was parsed from (None: the module's own code)."""
         state = _OffsetState(
             default_indent=module.default_indent, default_newline=module.default_newline
         )
         module._codegen(state)
         self._fallback: dict[cst.CSTNode, CodeRange] | None = None
-        if "".join(state.tokens) != text:  # not this text's tree: ask libcst itself
+        generated = "".join(state.tokens)
+        if text is None:
+            text = generated
+        elif generated != text:  # not this text's tree: ask libcst itself
             wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
             self._fallback = dict(wrapper.resolve(PositionProvider))
         self._spans = state.spans
+        self.text = text
         # Ranges at the end of a file without a final newline count the one libcst added.
-        generated = text + state.popped
-        self._line_starts = [0, *(match.end() for match in _NEWLINE.finditer(generated))]
+        counted = text + state.popped
+        self._line_starts = [0, *(match.end() for match in _NEWLINE.finditer(counted))]
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         if self._fallback is not None:
@@ -107,3 +112,15 @@ class Positions:
     def _position(self, offset: int) -> CodePosition:
         line = bisect_right(self._line_starts, offset)
         return CodePosition(line, offset - self._line_starts[line - 1])
+
+
+_last: list[tuple[cst.Module, Positions]] = []
+
+
+def positions_of(module: cst.Module, text: str | None = None) -> Positions:
+    """`Positions(module, text)`, computed once for the module being linted: the rules that
+    name another node's line in a message (a helper's slice, its read) and the engine that
+    places the findings share one codegen."""
+    if not _last or _last[0][0] is not module or (text is not None and _last[0][1].text != text):
+        _last[:] = [(module, Positions(module, text))]
+    return _last[0][1]

@@ -239,6 +239,7 @@ RULES = (
 )
 MODULES = (
     "_env_rules",
+    "_helper_calls",
     "_loop_rules",
     "xla101_item_in_hot_code",
     "xla102_host_transfer_in_hot_code",

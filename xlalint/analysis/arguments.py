@@ -1,12 +1,21 @@
-"""Adding or changing a call's keyword argument with the smallest possible edit.
+"""A call's arguments: which parameter each binds to, and keyword edits for fixes.
 
-A fix that adds `drop_last=True` or `device=device` to a call should touch nothing else:
-other fixes may edit the other arguments in the same round, and comments and line breaks
-inside the call must survive. These helpers return `(node, text)` replacements for
-`Rule.fix`, or a rebuilt call node where the whole expression is rewritten anyway.
+A value followed from a loop into a helper (XLA207's ints, XLA101's tensors handed to a
+helper that reads them) and a library call read by parameter name (XLA205's DataLoader)
+both need to know which parameter each argument binds to: `bind` answers that once, for a
+`Signature` read from the helper's definition (`signature_of`) or written down for a
+library function.
+
+Keyword edits, the smallest possible: a fix that adds `drop_last=True` or `device=device`
+to a call should touch nothing else: other fixes may edit the other arguments in the same
+round, and comments and line breaks inside the call must survive. These helpers return
+`(node, text)` replacements for `Rule.fix`, or a rebuilt call node where the whole
+expression is rewritten anyway.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -70,3 +79,62 @@ def _tight_equal() -> cst.AssignEqual:
     return cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
     )
+
+
+# -- binding a call's arguments to a callee's parameters ---------------------------------------
+@dataclass(frozen=True)
+class Signature:
+    """What a call's arguments can bind to: the positional parameters in order (None for a
+    position whose parameter does not matter), the names a keyword may take (None: any,
+    for a callee with `**kwargs` or one listed only in part), and whether positions past
+    the list are taken by something else (`*args`, or parameters not listed)."""
+
+    positional: tuple[str | None, ...]
+    keywords: frozenset[str] | None
+    open_positional: bool = False
+
+
+def signature_of(function: cst.FunctionDef, is_method: bool) -> Signature:
+    """A function's signature as its callers see it: a method called through its instance
+    (`self.f(a)`, `obj.f(a)`) binds `a` to the parameter after `self`."""
+    params = function.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if is_method:
+        positional = positional[1:]
+    keywords = {*positional, *(p.name.value for p in params.kwonly_params)}
+    return Signature(
+        tuple(positional),
+        None if isinstance(params.star_kwarg, cst.Param) else frozenset(keywords),
+        isinstance(params.star_arg, cst.Param),
+    )
+
+
+def bind(call: cst.Call, signature: Signature) -> dict[str, cst.BaseExpression] | None:
+    """The call's argument for each parameter it passes; None where the call cannot be
+    matched (`*args`/`**kwargs` at the call, more positional arguments than a closed
+    signature takes, a keyword it does not know). Parameters left out take their
+    defaults, the same on every call."""
+    bound: dict[str, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if position < len(signature.positional):
+                name = signature.positional[position]
+                if name is not None:
+                    bound[name] = arg.value
+            elif not signature.open_positional:
+                return None
+            position += 1
+        elif signature.keywords is None or arg.keyword.value in signature.keywords:
+            bound[arg.keyword.value] = arg.value
+        else:
+            return None
+    return bound
+
+
+def star_arguments(call: cst.Call, signature: Signature) -> list[cst.BaseExpression]:
+    """The positional arguments a callee's `*args` collects: those past its named ones."""
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[len(signature.positional) :]

@@ -11,18 +11,19 @@ and, where the indexed value is a parameter too, a tensor (not a list).
 `HelperIndexes` records the helper's side during the engine's single walk: for each
 function, the subscripts whose bounds are int expressions of its parameters (or of locals
 computed from them: `j = i + 1`). The caller's side is XLA207's; `bind_arguments` maps a
-call's arguments to the helper's parameters once the whole file has been walked (a helper
-may be defined after the loop that calls it).
+call's arguments to the helper's parameters (`arguments.bind`) once the whole file has been
+walked (a helper may be defined after the loop that calls it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from xlalint.analysis.arguments import bind, signature_of
 from xlalint.analysis.hotness import FunctionKey
+from xlalint.analysis.value_names import value_names
 from xlalint.walk import target_names
 
 # Methods of tensors that Python sequences and numpy arrays do not have (numpy's `view`
@@ -31,7 +32,16 @@ TENSOR_ONLY_METHODS = frozenset(
     {
         "view", "to", "cuda", "contiguous", "detach", "narrow", "unsqueeze", "squeeze",
         "size", "permute", "masked_fill", "index_select", "long", "float", "half", "bfloat16",
+        "gather", "scatter", "masked_select",
     }
+)  # fmt: skip
+
+
+# Tensor methods whose result is a tensor and that Python sequences and numpy arrays lack
+# (numpy has `squeeze`, `view`, `copy`; not these).
+TENSOR_RESULT_METHODS = frozenset(
+    {"index_select", "narrow", "unsqueeze", "permute", "contiguous", "masked_fill", "detach",
+     "clone"}
 )  # fmt: skip
 
 
@@ -45,6 +55,7 @@ class HelperIndex:
     # The parameter being indexed, where whether it is a tensor is up to the caller; None
     # where the helper itself knows the indexed value is a tensor (`self.pe[:, i]`).
     base: str | None
+    statement: cst.CSTNode | None = None  # the innermost statement holding the subscript
 
 
 @dataclass
@@ -65,6 +76,8 @@ class _Scope:
     params: frozenset[str]
     # Locals computed as ints from parameters: name -> the parameters it reads.
     derived: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Locals holding what a tensor-only method returned (`rows = x.index_select(0, idx)`).
+    tensors: set[str] = field(default_factory=set)
 
 
 class HelperIndexes:
@@ -97,12 +110,31 @@ class HelperIndexes:
             return
         scope = self._scopes[-1]
         read = self.params_in(value) if is_int else frozenset()
+        tensor = self.holds_tensor(value)
         for target in targets:
             for name in target_names(target):
                 if read and isinstance(target, cst.Name):
                     scope.derived[name] = read
                 else:
                     scope.derived.pop(name, None)
+                if tensor and isinstance(target, cst.Name):
+                    scope.tensors.add(name)
+                else:
+                    scope.tensors.discard(name)
+
+    def holds_tensor(self, value: cst.BaseExpression) -> bool:
+        """`value` is a tensor by what made it, whatever its inputs are: a method only
+        tensors have (`x.index_select(0, idx)`, `x.narrow(...)`, possibly sliced), or a
+        local bound to one. Sequences and numpy arrays have none of these methods."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            return bool(self._scopes) and value.value in self._scopes[-1].tensors
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in TENSOR_RESULT_METHODS
+        )
 
     def params_in(self, expr: cst.BaseExpression) -> frozenset[str]:
         """The parameters of the function being walked that `expr` reads, directly or
@@ -111,7 +143,7 @@ class HelperIndexes:
             return frozenset()
         scope = self._scopes[-1]
         found: set[str] = set()
-        for name in _names(expr):
+        for name in value_names(expr):
             if name in scope.derived:
                 found |= scope.derived[name]
             elif name in scope.params:
@@ -150,51 +182,10 @@ class HelperIndexes:
 
 
 def bind_arguments(helper: Helper, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
-    """The call's argument for each parameter it passes (`self.f(a)` binds `a` to the
-    parameter after `self`); None where the call cannot be matched (`*args`, `**kwargs`,
-    more positional arguments than parameters, an unknown keyword)."""
-    params = helper.node.params
-    positional = [p.name.value for p in _positional(params)]
-    if helper.is_method:
-        positional = positional[1:]
-    keywords = {*positional, *(p.name.value for p in params.kwonly_params)}
-    bound: dict[str, cst.BaseExpression] = {}
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(positional):
-                return None
-            bound[positional[position]] = arg.value
-            position += 1
-        elif arg.keyword.value in keywords:
-            bound[arg.keyword.value] = arg.value
-        else:
-            return None
-    return bound
-
-
-_INT_BUILTINS = frozenset({"int", "abs", "min", "max"})
+    """The call's argument for each parameter of the helper it passes (see
+    `arguments.bind`)."""
+    return bind(call, signature_of(helper.node, helper.is_method))
 
 
 def _positional(params: cst.Parameters) -> list[cst.Param]:
     return [*params.posonly_params, *params.params]
-
-
-def _names(expr: cst.CSTNode) -> Iterator[str]:
-    """Names whose value an int expression reads: not attributes or shapes (`len(x)`,
-    `x.size(0)`, `self.bptt` are the same every pass unless shapes change)."""
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            yield node.value
-        elif isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Name) and func.value in _INT_BUILTINS:
-                stack.extend(arg.value for arg in node.args)
-        elif isinstance(node, cst.BinaryOperation):
-            stack.extend((node.left, node.right))
-        elif isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)

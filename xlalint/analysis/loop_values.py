@@ -30,6 +30,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import HOST_ATTRIBUTES, HOST_METHODS, Kind, TensorKinds
+from xlalint.analysis.value_names import SHAPE_CALLS, value_names
 from xlalint.walk import children, target_names
 
 if TYPE_CHECKING:
@@ -46,9 +47,6 @@ _INT_OPERATORS = (
     cst.LeftShift, cst.RightShift, cst.BitAnd, cst.BitOr, cst.BitXor,
 )  # fmt: skip
 _INT_BUILTINS = frozenset({"int", "abs", "min", "max"})
-# Subtrees that read only a shape: the same every pass unless the shapes change (and then
-# the step recompiles whatever this value does).
-_SHAPE_CALLS = frozenset({"len"})
 # Tensor methods and torch functions that return a tuple or list of tensors.
 _SEQUENCE_METHODS = frozenset(
     {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"}
@@ -366,7 +364,7 @@ class LoopValues:
         if not function.varying:
             return frozenset()
         found: frozenset[Loop] = frozenset()
-        for name in _value_names(expr):
+        for name in value_names(expr):
             found |= function.varying.get(name, frozenset())
         return found
 
@@ -450,7 +448,7 @@ class TensorReads:
                 return any(self._reads(a.value, names) for a in call.args)
             return self.kinds.of(call) is Kind.TENSOR
         if isinstance(func, cst.Name) and self.kinds.lookup(func.value) is None:
-            if func.value in _SHAPE_CALLS:
+            if func.value in SHAPE_CALLS:
                 return False
             if func.value in {"int", "float", "round", "abs", "min", "max", "sum", "bool"}:
                 return any(self._reads(a.value, names) for a in call.args if not a.keyword)
@@ -520,31 +518,6 @@ def _index_targets(
             found.extend(_index_targets(element.value, arg.value, int_sequence))
         return found
     return []
-
-
-def _value_names(expr: cst.CSTNode) -> Iterator[str]:
-    """Names whose value flows into `expr`: not attribute names, keywords, lambda bodies or
-    shape reads (`x.shape`, `x.size(0)`, `len(x)`)."""
-    stack: list[cst.CSTNode] = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            yield node.value
-        elif isinstance(node, cst.Attribute):
-            if node.attr.value not in HOST_ATTRIBUTES:
-                stack.append(node.value)
-        elif isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in HOST_METHODS:
-                continue
-            if isinstance(func, cst.Name) and func.value in _SHAPE_CALLS:
-                continue
-            stack.append(func)
-            stack.extend(arg.value for arg in node.args)
-        elif isinstance(node, cst.Arg):
-            stack.append(node.value)
-        elif not isinstance(node, cst.Lambda):
-            stack.extend(children(node))
 
 
 def _names_sequence(annotation: cst.BaseExpression) -> bool:

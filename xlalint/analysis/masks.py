@@ -414,6 +414,20 @@ class BooleanMasks:
                 return index.value
         return None
 
+    def computed_mask(self, node: cst.Subscript) -> cst.BaseExpression | None:
+        """The index of `node` that is a mask computed from tensors (`VALUE` evidence),
+        whatever the indexed value is: where the indexed value is a helper's parameter, its
+        callers tell whether it is a tensor (XLA202/XLA203 ask `HelperCalls`)."""
+        for element in node.slice:
+            index = element.slice
+            if (
+                isinstance(index, cst.Index)
+                and index.star is None
+                and self.evidence(index.value) is Evidence.VALUE
+            ):
+                return index.value
+        return None
+
     def elementwise_base(self, mask: cst.BaseExpression) -> str | None:
         """The tensor (`x`, `self.buf`) a mask is computed from element for element, so it
         has exactly that tensor's shape; None if it mixes tensors or reshapes."""

@@ -2,14 +2,20 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.analysis.arguments import bind, star_arguments
+from xlalint.analysis.helper_calls import HelperCall
+from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
 from xlalint.analysis.host_reads import ReadRuns, read_root
 from xlalint.analysis.tensors import copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
-from xlalint.rule import Rule
+from xlalint.positions import Positions, positions_of
+from xlalint.rules._helper_calls import HelperCallRule
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
-class ItemInHotCode(Rule):
+class ItemInHotCode(HelperCallRule):
     """
     ## What it does
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
@@ -19,6 +25,16 @@ class ItemInHotCode(Rule):
     a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
     serves its own purpose and can be suppressed on its own line. `t.cpu().item()` is one
     read of `t`, reported here rather than as XLA102.
+
+    A device tensor handed, in code that runs every step, to a function of the same module
+    that converts that very parameter (`float(p)`, `int(p)`, `p.item()`, or each element of
+    its `*args`) costs the same read: the call is reported, naming the helper and the line
+    of its read (`metric.add(loss * n, n)` where `Accumulator.add` keeps
+    `[a + float(b) for a, b in zip(self.data, args)]`). Helpers are found by name: `f(...)`,
+    `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a class of the module
+    (`metric = Accumulator(3)`). Not flagged: such helpers called with Python numbers
+    (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it,
+    and reads already reported inside the helper.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
@@ -70,24 +86,105 @@ class ItemInHotCode(Rule):
     needs_torch = True
     triggers = (".item(", "float(", "int(")
 
+    helper_message = (
+        "`{argument}` is handed to `{helper}()`, which reads it on the host with `{read}` "
+        "(line {line}) every step, forcing a graph execution"
+    )
+    helper_hint = (
+        "Hand the helper numbers it can keep on the device (`loss.detach()` summed into a "
+        "device tensor), and read the total once, after the loop"
+    )
+
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._runs = ReadRuns()
+        self._reads = HelperReads(self.calls)
 
+    # -- walk: helpers and what they read ------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._reads.push_function(node, self.ctx.function)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().leave_FunctionDef(node)
+        self._reads.pop_function()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        super().leave_Assign(node)
+        self._reads.bind([t.target for t in node.targets])
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        super().leave_AnnAssign(node)
+        self._reads.bind([node.target])
+
+    def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
+        self._reads.bind_loop_target(node.target, node.iter)
+
+    def visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
+        super().visit_comprehension(node)
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            self._reads.bind_loop_target(comp.target, comp.iter)
+            comp = comp.inner_for_in
+
+    # -- walk: reads ---------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
-            if self._reads_device_tensor(func.value) and not self._repeats(func.value):
+            flagged = self._reads_device_tensor(func.value)
+            self._reads.note_read(node, flagged)
+            if flagged and not self._repeats(func.value):
                 self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
         elif (
             isinstance(func, cst.Name)
             and func.value in ("float", "int")
             and len(node.args) == 1
             and node.args[0].keyword is None
-            and self.ctx.is_tensor(node.args[0].value)
-            and not self._repeats(node.args[0].value)
         ):
-            self.report(node, self.message.format(call=f"{func.value}(tensor)"))
+            flagged = self.ctx.is_tensor(node.args[0].value)
+            self._reads.note_read(node, flagged)
+            if flagged and not self._repeats(node.args[0].value):
+                self.report(node, self.message.format(call=f"{func.value}(tensor)"))
+        else:
+            self.note_call(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        positions: Positions | None = None
+        for call in self.calls.calls:
+            reader = self._reads.readers.get(call.helper)
+            found = self._read_argument(call, reader) if reader is not None else None
+            if found is None:
+                continue
+            argument, read = found
+            positions = positions or positions_of(self.ctx.module)
+            message = self.helper_message.format(
+                argument=_spelled(self.ctx.module.code_for_node(argument)),
+                helper=call.helper.name,
+                read=read.spelled,
+                line=positions[read.call].start.line,
+            )
+            self.report(call.node, message, hint=self.helper_hint, site=call.site)
+
+    def _read_argument(
+        self, call: HelperCall, reader: Reader
+    ) -> tuple[cst.BaseExpression, HostRead] | None:
+        """The first device-tensor argument of the call that the helper reads on the host
+        (and does not already have reported where it reads it)."""
+        signature = self.calls.signature(call.helper)
+        bound = bind(call.node, signature) if signature is not None else None
+        if signature is None or bound is None:
+            return None
+        for param, read in reader.reads.items():
+            value = bound.get(param)
+            if value is not None and id(value) in call.tensors and not read.flagged:
+                return value, read
+        star = reader.star_read
+        if star is not None and not star.flagged:
+            for value in star_arguments(call.node, signature):
+                if id(value) in call.tensors:
+                    return value, star
+        return None
 
     def _repeats(self, value: cst.BaseExpression) -> bool:
         """A read of the value read just before: `int(t[0].item()), int(t[1].item())`."""
@@ -125,3 +222,8 @@ class ItemInHotCode(Rule):
         # The replaced text is the call without its parentheses, which stay around it.
         detached = detached.with_changes(lpar=(), rpar=())
         return self.fix("Accumulate `.detach()` instead of `.item()`", (node, detached))
+
+
+def _spelled(code: str) -> str:
+    """The argument itself in the message when it is short and on one line."""
+    return code if len(code) <= 40 and "\n" not in code else "the tensor"

@@ -1,13 +1,19 @@
 from __future__ import annotations
 
 from itertools import islice
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
-from xlalint.rule import NodeFix, Rule
+from xlalint.rule import NodeFix
+from xlalint.rules._helper_calls import HelperCallRule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
 
 # Parents in which `a / b` needs no parentheses: it is the whole value there.
 _LOOSE_PARENTS = (
@@ -18,7 +24,7 @@ _LOOSE_PARENTS = (
 _TARGET_WRAPPERS = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
 
 
-class BooleanMaskRead(Rule):
+class BooleanMaskRead(HelperCallRule):
     """
     ## What it does
     Flags reads through a boolean mask, `x[mask]` (also `x[:, mask]`), and
@@ -30,6 +36,12 @@ class BooleanMaskRead(Rule):
     slices, and lists, dicts or numpy arrays indexed by anything are not flagged.
     Assignments through a mask are XLA203's, and so is a masked copy under the same mask
     (`a[m] = b[m]`: one cause, reported once, at the write).
+
+    A helper's parameter of unknown kind indexed with a mask computed from tensors
+    (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
+    same module hands it one (the decoding loop passes its buffers) or where the helper
+    uses it as one (`p.gather(...)`, `p.view(...)`); a parameter the callers give numpy
+    arrays or lists is not flagged.
 
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
@@ -96,18 +108,45 @@ class BooleanMaskRead(Rule):
     # A subscript needs `[`; `masked_select` needs its name.
     triggers = ("[", "masked_select")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # Masked reads of a helper's parameters, judged by its callers once walked.
+        self._pending: list[tuple[cst.Subscript, FunctionKey, str, Site]] = []
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._is_store_target(node):
             return
         mask = self.ctx.masks.mask_index(node)
-        if mask is None or self._copied_under_same_mask(node, mask):
+        if mask is None:
+            self._defer(node)
+            return
+        if self._copied_under_same_mask(node, mask):
             return
         fix = self._reduction_fix(node, mask)
         self.report(
             node, self.message.format(what=_spelled(self.ctx.module.code_for_node(node))), fix=fix
         )
 
+    def _defer(self, node: cst.Subscript) -> None:
+        """`x[mask]` with a mask computed from tensors and `x` a parameter of unknown kind:
+        a masked read if some caller hands `x` a tensor (or the helper uses it as one)."""
+        param = self.calls.param(node.value)
+        function = self.ctx.function
+        if param is None or function is None or self.ctx.kind(node.value) is not Kind.UNKNOWN:
+            return
+        if self.ctx.masks.computed_mask(node) is not None:
+            self._pending.append((node, function, param, self.ctx.site()))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        code = self.ctx.module.code_for_node
+        for subscript, function, param, site in self._pending:
+            if self.calls.holds_tensor(function, param):
+                self.report(
+                    subscript, self.message.format(what=_spelled(code(subscript))), site=site
+                )
+
     def visit_Call(self, node: cst.Call) -> None:
+        self.note_call(node)
         func = node.func
         qualified = self.ctx.qualified(func)
         if qualified == "torch.masked_select":

@@ -1,24 +1,34 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted, is_scalar
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
-from xlalint.rule import NodeFix, Rule
+from xlalint.rule import NodeFix
+from xlalint.rules._helper_calls import HelperCallRule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
 
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo,
                cst.Power)  # fmt: skip
 
 
-class BooleanMaskWrite(Rule):
+class BooleanMaskWrite(HelperCallRule):
     """
     ## What it does
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
     tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons
     of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names);
     integer-index writes (`x[idx] = v`), slices, and lists, dicts or numpy arrays are not
-    flagged.
+    flagged. A helper's parameter of unknown kind written through a mask computed from
+    tensors (`lprobs[prefix_mask] = -inf` with `prefix_mask = prefix_toks.ne(pad)`) is a
+    tensor where a call of the same module hands it one or where the helper uses it as one
+    (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
@@ -90,6 +100,11 @@ class BooleanMaskWrite(Rule):
     # A write through a subscript ends its target with `]`.
     triggers = ("]",)
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # Masked writes to a helper's parameters, judged by its callers once walked.
+        self._pending: list[tuple[cst.Subscript, str, FunctionKey, str, Site]] = []
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             subscript = target.target
@@ -97,14 +112,35 @@ class BooleanMaskWrite(Rule):
                 continue
             mask = self.ctx.masks.mask_index(subscript)
             if mask is None:
+                self._defer(subscript, "=")
                 continue
             fix = self._fix(node, subscript, mask) if len(node.targets) == 1 else None
             self.report(subscript, self._message(subscript, "="), fix=fix)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Subscript) and self.ctx.masks.mask_index(node.target):
-            operator = cst.Module([]).code_for_node(node.operator).strip()
+        if not isinstance(node.target, cst.Subscript):
+            return
+        operator = cst.Module([]).code_for_node(node.operator).strip()
+        if self.ctx.masks.mask_index(node.target):
             self.report(node.target, self._message(node.target, operator))
+        else:
+            self._defer(node.target, operator)
+
+    def _defer(self, target: cst.Subscript, operator: str) -> None:
+        """`x[mask] = v` with a mask computed from tensors and `x` a parameter of unknown
+        kind: a masked write if some caller hands `x` a tensor (or the helper uses it as
+        one)."""
+        param = self.calls.param(target.value)
+        function = self.ctx.function
+        if param is None or function is None or self.ctx.kind(target.value) is not Kind.UNKNOWN:
+            return
+        if self.ctx.masks.computed_mask(target) is not None:
+            self._pending.append((target, operator, function, param, self.ctx.site()))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for target, operator, function, param, site in self._pending:
+            if self.calls.holds_tensor(function, param):
+                self.report(target, self._message(target, operator), site=site)
 
     def _message(self, target: cst.Subscript, operator: str) -> str:
         code = self.ctx.module.code_for_node(target)

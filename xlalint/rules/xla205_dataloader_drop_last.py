@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import append_keyword
+from xlalint.analysis.arguments import Signature, append_keyword, bind
 from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -19,10 +19,13 @@ if TYPE_CHECKING:
 _DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # `DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
 # num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, ...)`
-_POSITIONS = {
-    "dataset": 0, "batch_size": 1, "shuffle": 2, "sampler": 3, "batch_sampler": 4,
-    "drop_last": 8,
-}  # fmt: skip
+# DataLoader's leading parameters, by position (those this rule reads); any keyword binds.
+_SIGNATURE = Signature(
+    ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", None, None, None,
+     "drop_last"),
+    keywords=None,
+    open_positional=True,
+)  # fmt: skip
 # Samplers that draw batches in random order: training samplers. A DistributedSampler
 # shuffles unless told `shuffle=False`.
 _RANDOM_SAMPLERS = frozenset(
@@ -126,7 +129,7 @@ class DataLoaderDropLast(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualified(node.func) not in _DATALOADERS:
             return
-        args = _arguments(node)
+        args = bind(node, _SIGNATURE)
         if args is None or "batch_sampler" in args or not _batches(args.get("batch_size")):
             return
         drop_last = args.get("drop_last")
@@ -231,23 +234,6 @@ class DataLoaderDropLast(Rule):
             return self.fix(f"Set `drop_last={value}`", (drop_last, value))
         edit = append_keyword(node, self.ctx.module, "drop_last", value)
         return self.fix(f"Add `drop_last={value}`", edit) if edit else None
-
-
-def _arguments(call: cst.Call) -> dict[str, cst.BaseExpression] | None:
-    """The DataLoader's arguments by parameter name; None with `*args`/`**kwargs`."""
-    by_position = {index: name for name, index in _POSITIONS.items()}
-    found: dict[str, cst.BaseExpression] = {}
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position in by_position:
-                found[by_position[position]] = arg.value
-            position += 1
-        else:
-            found[arg.keyword.value] = arg.value
-    return found
 
 
 def _batches(batch_size: cst.BaseExpression | None) -> bool:

@@ -10,7 +10,7 @@ from xlalint.analysis.helper_indexes import HelperIndex, HelperIndexes, bind_arg
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop, LoopValues
 from xlalint.context import Kind
-from xlalint.positions import Positions
+from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class _Candidate:
     loops: tuple[Loop, ...]
     index: str
     site: Site
+    statement: cst.CSTNode | None  # the innermost statement holding the subscript
 
 
 @dataclass(frozen=True)
@@ -71,16 +72,19 @@ class PythonIndexInLoop(Rule):
     barrier; XLA401 and XLA402 ask for it). A loop nested in such a loop without a barrier
     of its own is a micro-step, unrolled into each pass of the outer one. A host read in the
     pass (`.item()`, XLA101's) does not count: it executes only the value it reads, and an
-    index that does not feed it stays in the one graph of the step.
+    index that does not feed it stays in the one graph of the step. The same slice read and
+    written back in one statement (`x[:, : i + 1] = torch.index_select(x[:, : i + 1], 0,
+    idx)`) is one cause, reported once.
 
     The same int handed to a function of the same module, or to a method of the class
-    (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same:
-    the call in the loop is reported, naming the helper's subscript and its line
-    (`data, targets = get_batch(train_data, i)` where `get_batch` takes
-    `source[i : i + seq_len]`), once per call. The indexed value is a tensor where the
-    helper knows it (`self.pe`, a tensor made on a device) or where the call passes one: a
-    tensor, or a value of unknown kind that the helper uses as a tensor
-    (`source[a:b].view(-1)`).
+    (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same,
+    and is reported in the helper, at each such slice (where the code has to change), with
+    the line of the call (`data, targets = get_batch(train_data, i)` where `get_batch` takes
+    `source[i : i + seq_len]`); a slice reached by several calls is reported once. The
+    indexed value is a tensor where the helper knows it (`self.pe`, a tensor made on a
+    device, what a method only tensors have returned: `tokens.index_select(0, idx)[:, :
+    step + 1]` and a local bound to it) or where the call passes one: a tensor, or a value
+    of unknown kind that the helper uses as a tensor (`source[a:b].view(-1)`).
 
     Not flagged: lists, tuples, dicts, `nn.ModuleList`s (`self.layers[i]`) and numpy arrays;
     results of `x.split()`/`x.chunk()`/`x.unbind()` and names that say they hold several
@@ -151,8 +155,9 @@ class PythonIndexInLoop(Rule):
         "`idx = torch.tensor([i]).to(device)`, or keep the index on the device"
     )
     helper_message = (
-        "`{index}` is a Python int that changes every pass: `{helper}()` indexes a tensor "
-        "with it at line {line} (`{subscript}`), which compiles a new graph for each value"
+        "`{index}` is a Python int that changes every pass of the loop that calls "
+        "`{helper}()` (line {line}, with `{argument}`): indexing a tensor with it compiles a "
+        "new graph for each value"
     )
     helper_hint = HELPER_HINT
     hot_only = True
@@ -247,36 +252,56 @@ class PythonIndexInLoop(Rule):
                 tuple(loops),
                 self.ctx.module.code_for_node(index),
                 self.ctx.site(),
+                self._statement(),
             )
         )
 
     def leave_Module(self, node: cst.Module) -> None:
+        reported: set[tuple[int, str]] = set()
+        code = self.ctx.module.code_for_node
         for candidate in self._candidates:
             if any(
                 self.values.executes_every_pass(loop, self.ctx.loops) for loop in candidate.loops
             ):
+                # The same slice read and written in one statement (`x[:, : i + 1] =
+                # f(x[:, : i + 1])`) is one cause, reported once.
+                if candidate.statement is not None:
+                    key = (id(candidate.statement), code(candidate.node))
+                    if key in reported:
+                        continue
+                    reported.add(key)
                 self.report(
                     candidate.node, self.message.format(index=candidate.index), site=candidate.site
                 )
         positions: Positions | None = None
         for call in self._calls:
-            found = self._helper_index(call)
-            if found is None:
-                continue
-            index, argument, loops = found
-            if not any(self.values.executes_every_pass(loop, self.ctx.loops) for loop in loops):
-                continue
-            positions = positions or Positions(self.ctx.module, self.ctx.module.code)
-            code = self.ctx.module.code_for_node
-            message = self.helper_message.format(
-                index=code(argument),
-                helper=call.helper.name,
-                line=positions[index.subscript].start.line,
-                subscript=code(index.subscript),
-            )
-            self.report(call.node, message, hint=self.helper_hint, site=call.site)
+            for index, argument, loops in self._helper_indexes(call):
+                if not any(self.values.executes_every_pass(loop, self.ctx.loops) for loop in loops):
+                    continue
+                # Reported in the helper, where the code must change: once per slice and
+                # statement, however many calls reach it.
+                key = (id(index.statement), code(index.subscript))
+                if key in reported:
+                    continue
+                reported.add(key)
+                positions = positions or positions_of(self.ctx.module)
+                message = self.helper_message.format(
+                    index=code(index.bound),
+                    argument=code(argument),
+                    helper=call.helper.name,
+                    line=positions[call.node].start.line,
+                )
+                self.report(index.subscript, message, hint=self.helper_hint, site=call.site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _statement(self) -> cst.CSTNode | None:
+        """The innermost statement around the node being visited (a compound statement for
+        a subscript in its header)."""
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.BaseSmallStatement | cst.BaseCompoundStatement):
+                return ancestor
+        return None
+
     def _callee(self, call: cst.Call) -> FunctionKey | None:
         """The function of this module that `call` may run: `f(...)` or, in a method,
         `self.f(...)`; not imported names."""
@@ -315,26 +340,28 @@ class PythonIndexInLoop(Rule):
                     first = first or bound
             if first is None:
                 continue
-            if self._indexes_a_tensor(node):
-                self.helpers.note(HelperIndex(node, first, read, None))
+            statement = self._statement()
+            if self._indexes_a_tensor(node) or self.helpers.holds_tensor(node.value):
+                self.helpers.note(HelperIndex(node, first, read, None, statement))
                 return
             base = self.helpers.base_param(node.value)
             if base is not None and not COLLECTION_NAME.search(base) and base not in read:
                 if not self.values.is_sequence(base):
-                    self.helpers.note(HelperIndex(node, first, read, base))
+                    self.helpers.note(HelperIndex(node, first, read, base, statement))
                 return
 
-    def _helper_index(
+    def _helper_indexes(
         self, call: _HelperCall
-    ) -> tuple[HelperIndex, cst.BaseExpression, frozenset[Loop]] | None:
-        """The first subscript of the called helper that the call's loop-varying int
-        indexes a tensor with: the subscript, the argument, and the loops it varies with."""
+    ) -> list[tuple[HelperIndex, cst.BaseExpression, frozenset[Loop]]]:
+        """The subscripts of the called helper that the call's loop-varying int indexes a
+        tensor with: each subscript, the argument, and the loops it varies with."""
         helper = self.helpers.helpers.get(call.helper)
         if helper is None or not helper.indexes:
-            return None
+            return []
         bound = bind_arguments(helper, call.node)
         if bound is None:
-            return None
+            return []
+        found: list[tuple[HelperIndex, cst.BaseExpression, frozenset[Loop]]] = []
         for index in helper.indexes:
             if index.base is not None:
                 base = bound.get(index.base)
@@ -349,16 +376,16 @@ class PythonIndexInLoop(Rule):
                 value = bound.get(param)
                 if value is None:
                     continue  # its default: the same every call
-                found = call.arguments[value].loops
-                if found is None:
+                passed = call.arguments[value].loops
+                if passed is None:
                     loops = frozenset()
                     break  # not a Python int: a tensor index stays data
-                if found:
-                    loops |= found
+                if passed:
+                    loops |= passed
                     varying = varying or value
             if loops and varying is not None:
-                return index, varying, loops
-        return None
+                found.append((index, varying, loops))
+        return found
 
     def _is_tensor(self, value: cst.BaseExpression, kind: Kind) -> bool:
         """An argument of this kind (a tensor, or unknown), not a tuple or list."""

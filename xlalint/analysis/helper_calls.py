@@ -1,0 +1,169 @@
+"""Calls of this module's functions, and the device tensors they hand to each parameter.
+
+A helper's code often cannot tell what its parameters hold (`def _prefix_tokens(self, step,
+lprobs, ...)`), while the loop that calls it can (`lprobs` came out of the model). Rules that
+judge a helper's code by what it is given (XLA101's hand-offs, XLA202/XLA203's masks on a
+parameter) follow the value from the call to the parameter: `HelperCalls` records, during
+the engine's single walk, the module's functions, the calls that may run them (`f(...)`,
+`self.f(...)` in a method, `obj.f(...)` where `obj` holds an instance of a class of the
+module: `metric = Accumulator(3)`) with the arguments that are device tensors there, and
+which names of the function being walked are still its parameters (not rebound). Once the
+walk is over (a helper may be defined after its caller), `arguments.bind` maps each call's
+arguments to the parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.arguments import Signature, bind, signature_of
+from xlalint.analysis.helper_indexes import TENSOR_ONLY_METHODS
+from xlalint.analysis.hotness import FunctionKey, Site
+from xlalint.walk import target_names
+
+
+@dataclass(frozen=True)
+class HelperCall:
+    """A call that may run a function of this module, with its device-tensor arguments."""
+
+    node: cst.Call
+    helper: FunctionKey
+    tensors: frozenset[int]  # ids of the argument values that are device tensors there
+    site: Site
+
+
+@dataclass
+class _Scope:
+    key: FunctionKey | None
+    params: set[str]  # parameters not rebound (yet)
+    instances: dict[str, str] = field(default_factory=dict)  # name -> class it holds
+
+
+class HelperCalls:
+    """The module's functions and classes, and the calls to them, during and after the walk."""
+
+    def __init__(self) -> None:
+        self.functions: dict[FunctionKey, cst.FunctionDef] = {}
+        self.classes: set[str] = set()
+        self.calls: list[HelperCall] = []
+        # Parameters a function uses as tensors (`p.gather(...)`, `p.view(...)`).
+        self.used_as_tensors: dict[FunctionKey, set[str]] = {}
+        self._scopes: list[_Scope] = []
+
+    # -- walk --------------------------------------------------------------------------------
+    def push_function(self, node: cst.FunctionDef, key: FunctionKey | None) -> None:
+        if key is not None:
+            self.functions.setdefault(key, node)  # the first definition of a name wins
+        params = node.params
+        names = [p.name.value for p in (*params.posonly_params, *params.params)]
+        if key is not None and key.class_name is not None and names:
+            names = names[1:]
+        names += [p.name.value for p in params.kwonly_params]
+        self._scopes.append(_Scope(key, set(names)))
+
+    def pop_function(self) -> None:
+        if self._scopes:
+            self._scopes.pop()
+
+    def note_class(self, node: cst.ClassDef) -> None:
+        self.classes.add(node.name.value)
+
+    def bind(self, targets: list[cst.BaseExpression], value: cst.BaseExpression | None) -> None:
+        """`targets = value` (`value` None for a loop target or another unknown binding): a
+        rebound parameter no longer holds what the caller passed; a name bound to
+        `SomeClass(...)` holds an instance of it."""
+        if not self._scopes:
+            return
+        scope = self._scopes[-1]
+        made = _constructed_class(value) if value is not None else None
+        for target in targets:
+            for name in target_names(target):
+                scope.params.discard(name)
+                if made is not None and isinstance(target, cst.Name):
+                    scope.instances[name] = made
+                else:
+                    scope.instances.pop(name, None)
+
+    def note_call(
+        self, call: cst.Call, function: FunctionKey | None, tensors: frozenset[int], site: Site
+    ) -> None:
+        """A call in the function `function`; `tensors`: ids of its device-tensor arguments."""
+        helper = self.callee(call, function)
+        if helper is not None and tensors:
+            self.calls.append(HelperCall(call, helper, tensors, site))
+
+    def note_method_call(self, call: cst.Call) -> None:
+        """`p.gather(...)`, `p[a:b].view(...)`: a method only tensors have, on a parameter."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in TENSOR_ONLY_METHODS:
+            return
+        receiver = func.value
+        while isinstance(receiver, cst.Subscript):
+            receiver = receiver.value
+        param = self.param(receiver)
+        key = self._scopes[-1].key if self._scopes else None
+        if param is not None and key is not None:
+            self.used_as_tensors.setdefault(key, set()).add(param)
+
+    # -- questions ---------------------------------------------------------------------------
+    def holds_tensor(self, key: FunctionKey, param: str) -> bool:
+        """Whether the parameter `param` of `key` holds a device tensor: the function uses it
+        as one, or a call hands it one."""
+        return param in self.used_as_tensors.get(key, ()) or bool(self.tensor_sites(key, param))
+
+    def param(self, node: cst.BaseExpression) -> str | None:
+        """The parameter `node` is, if it is one of the function being walked, not rebound."""
+        if not self._scopes or not isinstance(node, cst.Name):
+            return None
+        return node.value if node.value in self._scopes[-1].params else None
+
+    def callee(self, call: cst.Call, function: FunctionKey | None) -> FunctionKey | None:
+        """The function of this module that `call` may run, as far as names tell (confirmed
+        by `signature` once the walk is over)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return FunctionKey(None, func.value)
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        owner = func.value.value
+        if owner == "self":
+            if function is None or function.class_name is None:
+                return None
+            return FunctionKey(function.class_name, func.attr.value)
+        held = self._scopes[-1].instances.get(owner) if self._scopes else None
+        return FunctionKey(held, func.attr.value) if held is not None else None
+
+    def signature(self, key: FunctionKey) -> Signature | None:
+        """The signature of the module's function `key` as its callers see it; None if the
+        module defines no such function (or no such class)."""
+        node = self.functions.get(key)
+        if node is None or (key.class_name is not None and key.class_name not in self.classes):
+            return None
+        return signature_of(node, key.class_name is not None)
+
+    def tensor_sites(self, key: FunctionKey, param: str) -> list[Site]:
+        """Where calls hand the parameter `param` of `key` a device tensor."""
+        signature = self.signature(key)
+        if signature is None:
+            return []
+        sites = []
+        for call in self.calls:
+            if call.helper != key:
+                continue
+            bound = bind(call.node, signature)
+            value = bound.get(param) if bound is not None else None
+            if value is not None and id(value) in call.tensors:
+                sites.append(call.site)
+        return sites
+
+
+def _constructed_class(value: cst.BaseExpression) -> str | None:
+    """`Accumulator(3)` or `utils.Accumulator(3)`: the class name (capitalized), whose
+    definition the caller looks up among the module's classes."""
+    if not isinstance(value, cst.Call):
+        return None
+    name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
+    return name if name[:1].isupper() else None

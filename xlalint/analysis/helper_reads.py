@@ -1,0 +1,139 @@
+"""Parameters that a function of this module reads on the host (`float(p)`, `p.item()`).
+
+A loop that hands a device tensor to a helper which turns it into a Python number pays the
+read every step, as if the loop had written `float(loss)` itself: a running-sum helper
+(`metric.add(loss * n, correct, n)` where `add` keeps `[a + float(b) for a, b in
+zip(self.data, args)]`), a logger that `.item()`s what it is given. Whether it costs depends
+on both ends: the helper reads the parameter itself (not a value it computed), and the
+caller passes a device tensor, not a Python number.
+
+`HelperReads` records the helper's side during the engine's single walk: for each function,
+the parameters it reads, and whether it reads the elements of its `*args` (a loop or a
+comprehension over `args`, `zip(..., args)` or `enumerate(args)`). The calls and what they
+pass are `HelperCalls`' (helper_calls.py), which also says which names are still
+parameters; the two meet in XLA101 once the whole file has been walked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from xlalint.analysis.helper_calls import HelperCalls
+from xlalint.analysis.hotness import FunctionKey
+from xlalint.walk import target_names
+
+# Builtins that turn a tensor into a Python number.
+_CONVERSIONS = frozenset({"float", "int"})
+
+
+@dataclass(frozen=True)
+class HostRead:
+    """A read of a parameter in a helper, and whether the helper's own code is flagged for
+    it already (the parameter is a tensor there, so the read is reported where it is)."""
+
+    call: cst.Call
+    spelled: str  # `float()`, `.item()`
+    flagged: bool
+
+
+@dataclass
+class Reader:
+    """A function of this module and the reads it makes of its parameters."""
+
+    node: cst.FunctionDef
+    reads: dict[str, HostRead] = field(default_factory=dict)  # parameter -> first read
+    star_read: HostRead | None = None  # a read of an element of `*args`
+
+
+@dataclass
+class _Scope:
+    reader: Reader
+    star: str | None  # the name of `*args`
+    elements: set[str] = field(default_factory=set)  # names holding an element of `*args`
+
+
+class HelperReads:
+    """Functions of the module by key, and the parameters each reads on the host; which
+    names are parameters is `calls`' to say (fed the same walk)."""
+
+    def __init__(self, calls: HelperCalls) -> None:
+        self.readers: dict[FunctionKey, Reader] = {}
+        self._calls = calls
+        self._scopes: list[_Scope] = []
+
+    def push_function(self, node: cst.FunctionDef, key: FunctionKey | None) -> None:
+        reader = Reader(node)
+        if key is not None:
+            self.readers.setdefault(key, reader)  # the first definition of a name wins
+        star = node.params.star_arg
+        self._scopes.append(
+            _Scope(reader, star.name.value if isinstance(star, cst.Param) else None)
+        )
+
+    def pop_function(self) -> None:
+        if self._scopes:
+            self._scopes.pop()
+
+    def bind(self, targets: list[cst.BaseExpression]) -> None:
+        """`targets = ...`: a rebound name no longer holds an element of `*args`."""
+        if self._scopes:
+            for target in targets:
+                self._scopes[-1].elements -= target_names(target)
+
+    def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for b in args`, `for a, b in zip(xs, args)`, `for i, b in enumerate(args)`: the
+        names that hold an element of `*args`."""
+        if not self._scopes:
+            return
+        scope = self._scopes[-1]
+        scope.elements -= target_names(target)
+        if scope.star is not None:
+            scope.elements |= _element_names(target, iterable, scope.star)
+
+    def note_read(self, call: cst.Call, flagged: bool) -> None:
+        """`float(p)`, `int(p)`, `p.item()` in the function being walked; `flagged` when the
+        read is reported where it is."""
+        if not self._scopes:
+            return
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not call.args:
+            value, spelled = func.value, ".item()"
+        elif (
+            isinstance(func, cst.Name)
+            and func.value in _CONVERSIONS
+            and len(call.args) == 1
+            and call.args[0].keyword is None
+            and not call.args[0].star
+        ):
+            value, spelled = call.args[0].value, f"{func.value}()"
+        else:
+            return
+        if not isinstance(value, cst.Name):
+            return
+        scope = self._scopes[-1]
+        read = HostRead(call, spelled, flagged)
+        param = self._calls.param(value)
+        if param is not None:
+            scope.reader.reads.setdefault(param, read)
+        elif value.value in scope.elements and scope.reader.star_read is None:
+            scope.reader.star_read = read
+
+
+def _element_names(target: cst.BaseExpression, iterable: cst.BaseExpression, star: str) -> set[str]:
+    """Names of a loop target that take the elements of `star` (`*args`)."""
+    if isinstance(iterable, cst.Name):
+        return target_names(target) if iterable.value == star else set()
+    if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name):
+        return set()
+    args = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
+    elements = target.elements if isinstance(target, cst.Tuple | cst.List) else None
+    if iterable.func.value == "zip" and elements is not None and len(elements) == len(args):
+        found: set[str] = set()
+        for element, arg in zip(elements, args, strict=True):
+            found |= _element_names(element.value, arg, star)
+        return found
+    if iterable.func.value == "enumerate" and elements is not None and len(elements) == 2:
+        return _element_names(elements[1].value, args[0], star) if args else set()
+    return set()

@@ -1,0 +1,82 @@
+"""Base of the rules that follow values from calls into the module's helpers.
+
+Such a rule judges code in a helper by what its callers hand it (a device tensor passed as
+the parameter a mask indexes), so it feeds `HelperCalls` (xlalint.analysis.helper_calls)
+during the walk and asks it in `leave_Module`. Not a rule module: it defines no rule code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from xlalint.analysis.helper_calls import HelperCalls
+from xlalint.analysis.tensors import Kind
+from xlalint.rule import Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+
+class HelperCallRule(Rule):
+    """Feeds `self.calls` from the walk: functions, classes, rebound names and calls. A
+    subclass that visits the same nodes calls these methods too."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.calls = HelperCalls()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.calls.note_class(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.calls.push_function(node, self.ctx.function)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.calls.pop_function()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self.calls.bind([t.target for t in node.targets], node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.calls.bind([node.target], node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.calls.bind([node.target], None)
+
+    def visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
+        """Names a comprehension binds are no parameters (its element is walked before
+        its `for`, so they are unbound when the comprehension is entered)."""
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            self.calls.bind([comp.target], None)
+            comp = comp.inner_for_in
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self.visit_comprehension(node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self.visit_comprehension(node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.visit_comprehension(node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self.visit_comprehension(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.note_call(node)
+
+    def note_call(self, node: cst.Call) -> None:
+        """A call that may run a helper of this module, with its device-tensor arguments."""
+        self.calls.note_method_call(node)
+        if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
+            return  # an imported function, not one of this module
+        tensors = frozenset(
+            id(arg.value)
+            for arg in node.args
+            if not arg.star and self.ctx.kind(arg.value) is Kind.TENSOR
+        )
+        self.calls.note_call(node, self.ctx.function, tensors, self.ctx.site())
