@@ -106,7 +106,11 @@ class FileContext:
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
-        self.epochs = Epochs(lambda loop: self.loops.facts(loop), module)
+        self.epochs = Epochs(
+            lambda loop: self.loops.facts(loop),
+            module,
+            lambda loop: self.loops.steps_optimizer(loop),
+        )
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
         self.masks = BooleanMasks(self.imports, self.kinds, self._stack)

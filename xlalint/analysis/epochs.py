@@ -10,8 +10,9 @@ sampling loop after training, a sweep over stages) still runs its body on every 
 
 A loop is a batch loop when it iterates a data loader (`for x, y in loader`, through
 `enumerate`/`tqdm`/`iter`), pulls batches with `next()` from one, or runs a whole training
-step (an optimizer step) on every pass. A loop over layers, chunks or micro-batches that
-only calls a model or `backward()` is not: it is part of a step.
+step (an optimizer step, itself or in a function it calls) on every pass. A loop over
+layers, chunks or micro-batches that only calls a model or `backward()` is not: it is part
+of a step.
 """
 
 from __future__ import annotations
@@ -48,13 +49,33 @@ def _loader_named(expr: cst.BaseExpression) -> bool:
     return _LOADER_NAME.search(name) is not None
 
 
+def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
+    """The loops in `loop`'s body, at any depth, outside nested definitions."""
+    found: list[cst.For | cst.While] = []
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*_SCOPES, cst.BaseExpression)):
+            continue
+        if isinstance(node, cst.For | cst.While):
+            found.append(node)
+        stack.extend(children(node))
+    return found
+
+
 class Epochs:
     """Answers, after the walk, whether a place in a function runs per epoch."""
 
     def __init__(
-        self, facts: Callable[[cst.For | cst.While], BodyFacts], module: cst.Module | None = None
+        self,
+        facts: Callable[[cst.For | cst.While], BodyFacts],
+        module: cst.Module | None = None,
+        steps_optimizer: Callable[[cst.For | cst.While], bool] | None = None,
     ) -> None:
         self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
+        # `LoopAnalysis.steps_optimizer`: a pass steps an optimizer, here or in a function
+        # it calls (`self._fit_batch(x, y)`).
+        self._steps_optimizer = steps_optimizer
         self._batch: dict[int, bool] = {}
         self._holds: dict[int, bool] = {}
         # The module's top-level functions: an epoch loop may run its batch loop in one
@@ -67,18 +88,26 @@ class Epochs:
 
     def is_batch_loop(self, loop: cst.For | cst.While) -> bool:
         """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or
-        steps an optimizer itself."""
+        steps an optimizer (itself or in a function it calls) without holding a loop that
+        steps one on every pass: an epoch loop may step once more after its batch loop
+        (the leftover step of gradient accumulation)."""
         cached = self._batch.get(id(loop))
         if cached is None:
             if isinstance(loop, cst.For) and _loader_named(unwrap_iteration(loop.iter)):
                 cached = True
             else:
                 facts = self._facts(loop)
-                cached = facts.steps_optimizer or any(
-                    _loader_named(unwrap_iteration(arg)) for arg in facts.next_of
+                cached = any(_loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
+                    self._steps(loop) and not any(self._steps(n) for n in _nested_loops(loop))
                 )
             self._batch[id(loop)] = cached
         return cached
+
+    def _steps(self, loop: cst.For | cst.While) -> bool:
+        """A pass of `loop` steps an optimizer, itself or in a function it calls."""
+        if self._facts(loop).steps_optimizer:
+            return True
+        return self._steps_optimizer is not None and self._steps_optimizer(loop)
 
     def holds_batch_loop(self, scope: cst.CSTNode) -> bool:
         """A batch loop runs somewhere in `scope`'s body (not in a nested definition), or

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+# `*_step` names a step; `*_per_step` (`fit_n_batches_per_step`) names what a loop of
+# many steps does on each of them, so it is no step itself.
 PER_STEP_FUNCTIONS = re.compile(
-    r"^(forward|step|\w+_step|scale_model_input|training_step|validation_step|test_step|"
-    r"predict_step)$"
+    r"^(forward|step|(?!\w*_per_step$)\w+_step|scale_model_input|training_step|"
+    r"validation_step|test_step|predict_step)$"
 )
 RUN_ONCE_FUNCTIONS = frozenset(
     {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}

@@ -409,6 +409,11 @@ class _BodyScanner:
         self.assigned = set(items)
         self.read_first: set[str] = set()
         self.model_events = 0
+        # Receivers of `.zero_grad()` and of other `.step()` calls in this body: an object
+        # whose gradients are zeroed and that is stepped is an optimizer, whatever its name
+        # (`trainer.zero_grad()` ... `trainer.step()`).
+        self.zeroed: set[str] = set()
+        self.stepped: set[str] = set()
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -549,6 +554,8 @@ class _BodyScanner:
                 facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
+            elif method == "zero_grad" and not on_item:
+                self._zero_grad(func.value)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
             facts.next_of.append(call.args[0].value)
         if (
@@ -576,11 +583,23 @@ class _BodyScanner:
         self.model_events += 1
         self.facts.events.append(_ModelCall(call, _model_inputs(call)))
 
+    def _zero_grad(self, receiver: cst.BaseExpression) -> None:
+        spelled = get_full_name_for_node(receiver)
+        if spelled is not None:
+            self.zeroed.add(spelled)
+            if spelled in self.stepped:
+                self.facts.trains = self.facts.steps_optimizer = True
+
     def _step(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
         name = _last_name(receiver) or ""
-        if is_optimizer(receiver) or name.endswith("scaler"):
-            # `optimizer.step()`, `scaler.step(optimizer)`
+        spelled = get_full_name_for_node(receiver)
+        if is_optimizer(receiver) or name.endswith("scaler") or spelled in self.zeroed:
+            # `optimizer.step()`, `scaler.step(optimizer)`, `trainer.step()` after
+            # `trainer.zero_grad()`
             self.facts.trains = self.facts.steps_optimizer = True
+            return
+        if spelled is not None and not call.args:
+            self.stepped.add(spelled)
         elif (
             _SCHEDULER_NAME.search(name)
             and not _LR_SCHEDULER_NAME.search(name)
@@ -593,6 +612,15 @@ class _BodyScanner:
 
 
 _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
+# Methods that step the optimizers, by their name: `optimizer_step`, `optimizers_step`,
+# `step_optimizers`.
+_OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers?)$", re.I)
+
+
+def names_optimizer_step(func: cst.BaseExpression) -> bool:
+    """`self.optimizer_step()`, `self._step_optimizers()`: a call named for stepping the
+    optimizer."""
+    return _OPTIMIZER_STEP_METHOD.match(_last_name(func) or "") is not None
 
 
 def _hands_optimizer_to_step(call: cst.Call, func: cst.BaseExpression) -> bool:
@@ -883,12 +911,36 @@ class LoopAnalysis:
 
     def trains(self, node: Scope) -> bool:
         """Backward or an optimizer step in the body itself or in a function of this module
-        it calls, not in a nested loop (that loop is then the training loop)."""
-        return self._through_calls("trains", node)
+        it calls, not in a nested loop (that loop is then the training loop; a loop over the
+        optimizers is part of this pass, see `steps_optimizer`)."""
+        return self._through_calls("trains", node) or self.steps_optimizer(node)
 
     def steps_optimizer(self, node: Scope) -> bool:
-        """An optimizer step in the body or in a function of this module it calls."""
-        return self._through_calls("steps_optimizer", node)
+        """An optimizer step in the body, in a loop of it over the optimizers (`for opt in
+        optimizers.values(): scaler.step(opt)`: one step of each, in this pass), or in a
+        function it calls: one of this module, or a method this module does not define
+        whose name says that it steps the optimizer (`self.optimizer_step()` of a template
+        whose subclass or mixin implements it)."""
+
+        def compute() -> bool:
+            facts = self.facts(node)
+            if facts.steps_optimizer:
+                return True
+            if any(
+                _iterates_optimizers(loop) and self.steps_optimizer(loop)
+                for loop in facts.child_loops
+            ):
+                return True
+            class_def = self._class_of(node)
+            for call in facts.calls:
+                functions = self.resolve(call, class_def)
+                if not functions and names_optimizer_step(call.func):
+                    return True
+                if any(self.steps_optimizer(fn) for fn in functions):
+                    return True
+            return False
+
+        return self._memoized("steps_optimizer", node, False, compute)
 
     def updates_from_grads(self, node: Scope) -> bool:
         """A hand-written update from the gradients in a pass: here, in a nested loop (`for

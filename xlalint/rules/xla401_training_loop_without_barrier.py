@@ -39,8 +39,16 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once. With nested loops, the innermost loop that does the
-    step is reported: not an epoch loop around a batch loop, and not `backward()`-only
-    micro-batch loops inside a loop that steps the optimizer (they are part of its step).
+    step is reported: not an epoch loop around a batch loop (also where the epoch loop steps
+    the optimizer once more after it, the leftover step of gradient accumulation), and not
+    `backward()`-only micro-batch loops inside a loop that steps the optimizer (they are
+    part of its step). The optimizer step may sit in a function or method of the same
+    module that the loop calls, several calls deep, in a loop of that function over the
+    optimizers (`for opt in optimizers.values(): scaler.step(opt)`), or in a method the
+    module does not define but names for it (`self.optimizer_step()` of a training
+    template whose mixin implements it). An object whose gradients the code zeroes and
+    then steps (`trainer.zero_grad()` ... `trainer.step()`) is an optimizer, whatever its
+    name.
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
     opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
     loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
@@ -181,7 +189,11 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         if not self.torch_code():
             return
         self._report_engine_steps()
+        epochs = self.ctx.epochs
         for loop in self.ctx.loops.step_loops():
+            node = loop.site.node
+            if epochs.holds_batch_loop(node) and not epochs.is_batch_loop(node):
+                continue  # an epoch loop stepping once more after its batch loop
             if loop.trains and not (
                 loop.has_barrier or loop.syncing_loader or loop.optimizer_steps
             ):
