@@ -15,7 +15,7 @@ from functools import cached_property
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis import devices
+from xlalint.analysis import devices, reachability
 from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.guards import mentions_cuda
@@ -231,10 +231,13 @@ class FileContext:
 
     @cached_property
     def _cuda_only_functions(self) -> frozenset[int]:
-        return devices.cuda_only_functions(self.module, self.imports)
+        return devices.cuda_only_functions(
+            self.module, self.imports
+        ) | reachability.functions_run_without_xla(self.module, self.imports)
 
     def _in_cuda_only_function(self) -> bool:
-        """Inside a module-level function that this file calls only under CUDA guards."""
+        """Inside a module-level function, or a private method, that this file calls only
+        under CUDA guards or failed XLA tests (`if not self.tpu:`)."""
         outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
         return outermost is not None and id(outermost) in self._cuda_only_functions
 

@@ -20,6 +20,18 @@ class ItemInHotCode(Rule):
     serves its own purpose and can be suppressed on its own line. `t.cpu().item()` is one
     read of `t`, reported here rather than as XLA102.
 
+    A function that runs its own loop over batches is an epoch function: only that loop's
+    body runs per step, and a read after it (of a total accumulated on the device) runs
+    once per epoch. A loop is a batch loop when it iterates a loader or steps an optimizer
+    on every pass, itself or in a method it calls (`self._fit_batch(x, y)`); an epoch loop
+    around it stays one even where it steps once more after it (the leftover step of
+    gradient accumulation). A name ending in `_per_step` (`fit_one_batch_per_step`) says
+    what a loop of many steps does, and is not a per-step function.
+    Code an XLA host never reaches is left alone: a branch for CUDA or another
+    accelerator, one where a test for XLA failed (`if not self.tpu:`), and a function or
+    private method that this file calls only from such branches (a method handed on as a
+    callback may run anywhere).
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
     value on the host forces the pending graph to compile and execute right there, then

@@ -40,6 +40,11 @@ class TensorControlFlow(Rule):
     numbers are not flagged. Hand-written gradient clipping (`if clip_coef < 1:`) is left
     to XLA105.
 
+    Code an XLA host never reaches is left alone: a branch for CUDA or another
+    accelerator, one where a test for XLA failed (`if not self.tpu:`), and a function or
+    private method that this file calls only from such branches (a method handed on as a
+    callback may run anywhere).
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
     branch on a concrete `True` or `False`, so taking a tensor's truth value forces the

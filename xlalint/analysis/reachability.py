@@ -1,0 +1,89 @@
+"""Functions and methods that an XLA host never reaches.
+
+`if not self.tpu: self._check_grad_norms(grad_norm)`: a private method that this file
+calls only where a test for XLA failed (or where CUDA or another accelerator is in use)
+never runs on a TPU host, so its host reads cost nothing there. The guards are those of
+`devices.runs_without_xla`; this module follows them through calls.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.devices import runs_without_xla
+from xlalint.analysis.imports import ImportTable
+from xlalint.walk import children
+
+
+def _private(name: str) -> bool:
+    """`_check_grad_norms`: a method callers in other files should not call (a public one
+    may be called from anywhere, guarded or not)."""
+    return name.startswith("_") and not name.endswith("__")
+
+
+def _candidates(module: cst.Module) -> dict[str, list[cst.FunctionDef]]:
+    """Module-level functions and the private methods of module-level classes, by name."""
+    found: dict[str, list[cst.FunctionDef]] = {}
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef):
+            found.setdefault(statement.name.value, []).append(statement)
+        elif isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
+            for member in statement.body.body:
+                if isinstance(member, cst.FunctionDef) and _private(member.name.value):
+                    found.setdefault(member.name.value, []).append(member)
+    return found
+
+
+def _referenced_name(node: cst.CSTNode, functions: dict[str, list[cst.FunctionDef]]) -> str | None:
+    """The candidate a node refers to: `f` (a module-level function) or `obj._m` (a
+    private method, by name on any receiver)."""
+    if isinstance(node, cst.Name) and node.value in functions:
+        return node.value
+    if isinstance(node, cst.Attribute) and _private(node.attr.value):
+        name = node.attr.value
+        return name if name in functions else None
+    return None
+
+
+def functions_run_without_xla(module: cst.Module, imports: ImportTable) -> frozenset[int]:
+    """The functions (by `id`) that run only where XLA is not in use: module-level
+    functions and private methods that this file uses at least once, and only by calls
+    under a CUDA guard or a failed XLA test (`if not self.tpu:`), or from another such
+    function. A function handed on without a call (a callback) may run anywhere."""
+    functions = _candidates(module)
+    if not functions:
+        return frozenset()
+    # name -> (guarded, name of the candidate the use is in) of each use
+    uses: dict[str, list[tuple[bool, str | None]]] = {}
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...], str | None]] = [(module, (), None)]
+    while stack:
+        node, path, owner = stack.pop()
+        if (
+            isinstance(node, cst.FunctionDef)
+            and node.name.value in functions
+            and any(node is f for f in functions[node.name.value])
+        ):
+            owner = node.name.value
+        name = _referenced_name(node, functions)
+        if name is not None and not (
+            isinstance(node, cst.Name) and path and isinstance(path[-1], cst.Attribute)
+        ):
+            parent = path[-1] if path else None
+            if isinstance(parent, cst.Call) and parent.func is node:
+                guarded = runs_without_xla((parent, *reversed(path[:-1])), imports)
+                uses.setdefault(name, []).append((guarded, owner))
+            elif not isinstance(parent, cst.FunctionDef):
+                uses.setdefault(name, []).append((False, owner))  # handed on, not called
+        inner = (*path, node)
+        stack.extend((child, inner, owner) for child in children(node))
+    only: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, sites in uses.items():
+            if name not in only and all(
+                guarded or (owner in only and owner != name) for guarded, owner in sites
+            ):
+                only.add(name)
+                changed = True
+    return frozenset(id(function) for name in only for function in functions[name])
