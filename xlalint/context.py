@@ -29,6 +29,7 @@ from xlalint.analysis.hotness import (
 )
 from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
+from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
@@ -119,6 +120,9 @@ class FileContext:
         # Per-step hooks of the classes defined so far, inherited by their subclasses here.
         self._class_hooks: dict[str, frozenset[str]] = {}
         self._guarded: list[cst.CSTNode] = []
+        # `if step % 100 == 0:` tests (by id) and the bodies under them being walked.
+        self._sparse_ifs: set[int] = set()
+        self._sparse_bodies: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
         # `with torch.device(...)` / `with self.device:` blocks: factories there make tensors
         # on that device.
@@ -210,6 +214,12 @@ class FileContext:
         return bool(self._guarded)
 
     @property
+    def under_sparse_interval(self) -> bool:
+        """In the body of `if step % interval == 0:` with an interval known to be long
+        (`analysis/intervals.py`): it runs once every many passes, not every step."""
+        return bool(self._sparse_bodies)
+
+    @property
     def runs_without_xla(self) -> bool:
         """Whether the node being visited runs only where XLA is not in use: under a CUDA
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
@@ -267,6 +277,13 @@ class FileContext:
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.append(parent)
+        if (
+            self._sparse_ifs
+            and type(parent) is cst.If
+            and id(parent) in self._sparse_ifs
+            and node is parent.body  # type: ignore[union-attr]
+        ):
+            self._sparse_bodies.append(node)
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, kind_in_body, _ in self._narrowed[-1][1]:
                 self.kinds.bind(cst.Name(name), kind_in_body)
@@ -292,6 +309,12 @@ class FileContext:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
                 self._guarded.append(node)
+            if kind is cst.If and may_be_sparse(node.test):
+                class_def = next(
+                    (n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None
+                )
+                if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
+                    self._sparse_ifs.add(id(node))
             if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
                 assert isinstance(node, cst.If)
                 self._narrowed.append((node.body, self._narrowing(node, names)))
@@ -329,6 +352,8 @@ class FileContext:
             self._leave_binding(node, kind)
         if self._guarded and self._guarded[-1] is node:
             self._guarded.pop()
+        if self._sparse_bodies and self._sparse_bodies[-1] is node:
+            self._sparse_bodies.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
         if self._default_lambdas and self._default_lambdas[-1] is node:

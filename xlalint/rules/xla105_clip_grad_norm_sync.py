@@ -29,6 +29,15 @@ class ClipGradNormSync(Rule):
     max_norm)` is not flagged: in torch 2.9 it scales by a clamped coefficient on the
     device and never syncs.
 
+    Not reported: code an XLA host never reaches (a branch for CUDA or another
+    accelerator, one where a test for XLA failed such as `if not self.tpu:`, and a function
+    or private method this file calls only from such branches; one also handed on as a
+    callback may run anywhere), and code under a log interval known to be long (`if step
+    % 100 == 0:`, an interval this file sets to 10 or more, by default too, or a fraction
+    of a loader's length such as `len(loader) // 10`): one sync every so many steps is
+    amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
+    is per step.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Checking the norm
     for `inf`/`nan`, or branching on the clip coefficient in Python, needs the norm's value

@@ -29,6 +29,15 @@ class BlockingWaitInHotCode(Rule):
     is enabled, `torch.cuda.synchronize()` is reported there instead (on an XLA host it
     raises), once.
 
+    Not reported: code an XLA host never reaches (a branch for CUDA or another
+    accelerator, one where a test for XLA failed such as `if not self.tpu:`, and a function
+    or private method this file calls only from such branches; one also handed on as a
+    callback may run anywhere), and code under a log interval known to be long (`if step
+    % 100 == 0:`, an interval this file sets to 10 or more, by default too, or a fraction
+    of a loader's length such as `len(loader) // 10`): one sync every so many steps is
+    amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
+    is per step.
+
     ## Why is this bad?
     XLA overlaps work: after a barrier the host returns at once and traces the next step
     (and the input pipeline loads the next batch) while the device executes this one.
