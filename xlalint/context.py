@@ -24,6 +24,7 @@ from xlalint.analysis.hotness import (
     FunctionKey,
     HotCode,
     Site,
+    draws_a_figure,
     per_step_hooks,
     walks_a_collection,
 )
@@ -321,7 +322,9 @@ class FileContext:
 
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
-            if kind is cst.For and walks_a_collection(node.iter, self.kinds.is_dict):
+            if kind is cst.For and (
+                walks_a_collection(node.iter, self.kinds.is_dict) or draws_a_figure(node)
+            ):
                 self._frames[-1].collections.add(id(node))
             self.kinds.bind_loop_target(node.target, node.iter)
             self.masks.unbind(node.target)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from xlalint.analysis.loops import BodyFacts, unwrap_iteration
-from xlalint.walk import children
+from xlalint.walk import children, descendants, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
@@ -47,6 +47,24 @@ def _loader_named(expr: cst.BaseExpression) -> bool:
     else:
         return False
     return _LOADER_NAME.search(name) is not None
+
+
+# What a hyperparameter search or a cross-validation loops over: each pass trains a model.
+_RUNS_NAME = re.compile(r"trial|fold", re.I)
+
+
+def _over_runs(loop: cst.For) -> bool:
+    """`for i in range(number_of_trials)`, `for fold in folds`, `for trial in study`: each
+    pass is a whole training run (its objective trains), so the code in it runs once per
+    run."""
+    names = [*target_names(loop.target)]
+    iterable = unwrap_iteration(loop.iter)
+    for node in (iterable, *descendants(iterable)):
+        if isinstance(node, cst.Name):
+            names.append(node.value)
+        elif isinstance(node, cst.Attribute):
+            names.append(node.attr.value)
+    return any(_RUNS_NAME.search(name) for name in names)
 
 
 def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
@@ -111,8 +129,11 @@ class Epochs:
 
     def holds_batch_loop(self, scope: cst.CSTNode) -> bool:
         """A batch loop runs somewhere in `scope`'s body (not in a nested definition), or
-        in a top-level function of the module that it calls (`train(epoch)`)."""
+        in a top-level function of the module that it calls (`train(epoch)`), or `scope`
+        is a loop over trials or folds (a whole training run per pass)."""
         cached = self._holds.get(id(scope))
+        if cached is None and isinstance(scope, cst.For) and _over_runs(scope):
+            cached = self._holds[id(scope)] = True
         if cached is None:
             self._holds[id(scope)] = False  # a function that calls itself
             cached = False

@@ -36,7 +36,10 @@ class BlockingWaitInHotCode(Rule):
     % 100 == 0:`, an interval this file sets to 10 or more, by default too, or a fraction
     of a loader's length such as `len(loader) // 10`): one sync every so many steps is
     amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
-    is per step.
+    is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
+    imgs): ax.imshow(...)`) runs once per item of the figure, and a loop over trials or
+    folds (`range(number_of_trials)`) runs a whole training per pass: neither makes code
+    per step by itself.
 
     ## Why is this bad?
     XLA overlaps work: after a barrier the host returns at once and traces the next step
