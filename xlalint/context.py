@@ -31,9 +31,9 @@ from xlalint.analysis.hotness import (
 from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import may_be_sparse, sparse_test
-from xlalint.analysis.loops import LoopAnalysis
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import Kind, TensorKinds
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.walk import descendants, target_names

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from xlalint.analysis.loops import BodyFacts, unwrap_iteration
+from xlalint.analysis.loop_facts import BodyFacts, unwrap_iteration
 from xlalint.walk import children, descendants, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,

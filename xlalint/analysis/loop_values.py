@@ -14,7 +14,7 @@ writing XLA207-XLA209 on the XLA CPU device, 5 passes each):
 which names change with the pass at all (XLA207, XLA208). `TensorReads` follows which names
 hold a number or list read from a tensor (`n = int(t)`, `lens = t.tolist()`; XLA209). Rules
 feed both from their own `visit_*`/`leave_*` methods: no tree is walked twice. Whether a
-loop runs the device on every pass comes from `ctx.loops` (analysis/loops.py), shared with
+loop runs the device on every pass comes from `ctx.loops` (analysis/loop_facts.py), shared with
 the barrier rules.
 """
 
@@ -33,7 +33,7 @@ from xlalint.analysis.tensors import HOST_ATTRIBUTES, HOST_METHODS, Kind, Tensor
 from xlalint.walk import children, target_names
 
 if TYPE_CHECKING:
-    from xlalint.analysis.loops import LoopAnalysis
+    from xlalint.analysis.step_loops import LoopAnalysis
 
 Loop = cst.For | cst.While
 

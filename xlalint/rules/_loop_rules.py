@@ -2,7 +2,7 @@
 
 Whether a loop reaches a barrier can depend on a function defined after it, so these rules
 register loops and functions during the walk and decide in `leave_Module`, asking
-`ctx.loops` (xlalint.analysis.loops). Not a rule module: it defines no rule code.
+`ctx.loops` (xlalint.analysis.step_loops). Not a rule module: it defines no rule code.
 """
 
 from __future__ import annotations
@@ -11,14 +11,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis.barrier_calls import MARK_STEP
 from xlalint.analysis.devices import xla_device_source
-from xlalint.analysis.loops import (
-    MARK_STEP,
-    MP_DEVICE_LOADER,
-    LoopSite,
-    always_exits,
-    last_line_end,
-)
+from xlalint.analysis.loaders import MP_DEVICE_LOADER
+from xlalint.analysis.loop_facts import LoopSite
+from xlalint.analysis.statements import always_exits, last_line_end
 from xlalint.analysis.xla_api import BARRIER
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import names_under

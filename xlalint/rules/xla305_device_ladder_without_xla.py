@@ -25,7 +25,7 @@ from xlalint.analysis.devices import (
     xla_string_source,
 )
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.loops import last_line_end
+from xlalint.analysis.statements import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import children, descendants, names_under

@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.loops import MP_DEVICE_LOADER, always_exits
+from xlalint.analysis.loaders import MP_DEVICE_LOADER
+from xlalint.analysis.statements import always_exits
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
 from xlalint.rules._loop_rules import BarrierLoopRule

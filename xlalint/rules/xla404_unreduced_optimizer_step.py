@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.loops import OPTIMIZER_STEP, is_optimizer
+from xlalint.analysis.barrier_calls import OPTIMIZER_STEP
+from xlalint.analysis.loop_facts import is_optimizer
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 

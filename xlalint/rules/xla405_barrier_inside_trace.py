@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.loops import SYNCING_CONTEXTS, Barrier, barrier_kind
+from xlalint.analysis.barrier_calls import SYNCING_CONTEXTS, Barrier, barrier_kind
 from xlalint.rule import Rule
 
 if TYPE_CHECKING:

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.loops import LoopSite, keyword_arg
+from xlalint.analysis.barrier_calls import keyword_arg
+from xlalint.analysis.loop_facts import LoopSite
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
 from xlalint.rules._loop_rules import LoopRule

@@ -1,19 +1,19 @@
-"""What a loop body does, for the graph-barrier rules (family 4).
+"""What a loop body does: the facts the graph-barrier rules (family 4) and hot-code
+reasoning share.
 
 XLA traces a step lazily and runs it at a barrier (`torch_xla.sync()`, `xm.mark_step()`,
 `xm.optimizer_step(..., barrier=True)`, the next batch of an `MpDeviceLoader`). A loop that
 trains or samples without one keeps growing a single graph. The rules ask here, once per
 loop: does its body train (backward, optimizer step) or run a model step (a scheduler step,
 a model fed with state carried over from the previous pass)? Does it reach a barrier, in its
-body, in a nested loop or in a function of the same module that it calls? Does it iterate a
-loader that syncs? Is it part of the step of a loop around it (gradient-accumulation
-micro-batches, corrector sweeps), or a step loop of its own?
+body, in a nested loop or in a function of the same module that it calls? Whether it
+iterates a loader that syncs is `loaders.py`'s question; whether it is a step loop of its
+own, `step_loops.py`'s.
 
-Costs: the engine walks the file once. Rules register loops and functions during that walk
+Costs: the engine walks the file once. Loops and functions are registered during that walk
 (`register_loop`, `register_function`); everything else is computed after the walk, on
 demand, from the loop's own subtree, and cached: each loop body and each function body is
-scanned at most once (nested loops are summarised by their own scan), and assignments are
-collected per scope only when a loader has to be traced back to where it was made.
+scanned at most once (nested loops are summarised by their own scan).
 """
 
 from __future__ import annotations
@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.devices import mentions_xla
+from xlalint.analysis.barrier_calls import (
+    COMPILE_DECORATORS,
+    SYNCING_CONTEXTS,
+    Barrier,
+    barrier_kind,
+)
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.returns import returned_values
-from xlalint.analysis.tensors import binding_key
-from xlalint.walk import children, descendants, target_names
+from xlalint.walk import children, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -39,23 +42,6 @@ if TYPE_CHECKING:
 Loop = cst.For | cst.While
 Scope = cst.For | cst.While | cst.FunctionDef
 T = TypeVar("T")
-
-SYNC = frozenset({"torch_xla.sync", "torch_xla.torch_xla.sync"})
-MARK_STEP = "torch_xla.core.xla_model.mark_step"
-OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
-# Context managers that sync when they exit: `with torch_xla.step():`.
-SYNCING_CONTEXTS = frozenset(
-    {
-        "torch_xla.step",
-        "torch_xla.torch_xla.step",
-        "torch_xla.compile",
-        "torch_xla.torch_xla.compile",
-    }
-)
-COMPILE_DECORATORS = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
-MP_DEVICE_LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
-PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
-DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 _OPTIMIZER_NAME = re.compile(r"^_*(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
 # A collection of optimizers (or of their names): `optimizers`, `self._optimizers`.
@@ -77,21 +63,14 @@ _VERB_PREFIX = re.compile(
     r"check|resolve|update|copy|fuse|unwrap|wrap|maybe|reset|clear|swap|print|log)_",
     re.I,
 )
-_ACCELERATOR_NAME = re.compile(r"accelerator|fabric", re.I)
-_ACCELERATOR_PREPARE = frozenset(
-    {"prepare", "prepare_data_loader", "skip_first_batches", "setup_dataloaders"}
-)
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"})
 # Iterator classes and helpers that re-yield the batches of the loader they are handed:
 # litgpt's `CycleIterator(loader)`, `InfiniteIterator(loader)`, `repeat_loader(loader)`.
 _ITERATOR_WRAPPER = re.compile(r"(^|_)(cycle|repeat|infinite)|iterator$", re.I)
-_NON_LOADER_CALLS = frozenset({"range", "zip", "len", "list", "tuple", "sorted", "reversed"})
-_LOADER_NAME = re.compile(r"loader|batches|data|(^|_)dl$", re.I)
 _HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
 _CACHE_KEYWORD = re.compile(r"cache|past", re.I)
 # Classes whose `self(...)` runs the model: `logits = self(idx)` in a `generate` method.
 _MODEL_CLASS_BASE = re.compile(r"(Module|Model|ModelMixin)$")
-_EXITS = (cst.Return, cst.Break, cst.Continue, cst.Raise)
 # Method names too common to resolve to a method of this module on any receiver.
 _GENERIC_METHODS = frozenset(
     {
@@ -130,29 +109,10 @@ def _is_model_callee(func: cst.BaseExpression) -> bool:
     return name is not None and bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
 
 
-def is_accelerator_prepare(call: cst.Call) -> bool:
-    """`accelerator.prepare(...)`, `self.accelerator.prepare_data_loader(...)`,
-    `fabric.setup_dataloaders(...)`: the loaders it is handed come back wrapped for the
-    device (a syncing device loader on XLA, batches evened out across processes)."""
-    func = call.func
-    return (
-        isinstance(func, cst.Attribute)
-        and func.attr.value in _ACCELERATOR_PREPARE
-        and _ACCELERATOR_NAME.search(_last_name(func.value) or "") is not None
-    )
-
-
 def _head_name(node: cst.BaseExpression) -> str | None:
     while isinstance(node, cst.Attribute | cst.Subscript | cst.Call):
         node = node.func if isinstance(node, cst.Call) else node.value
     return node.value if isinstance(node, cst.Name) else None
-
-
-def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
 
 
 def _dotted_prefixes(node: cst.Attribute) -> list[str] | None:
@@ -302,42 +262,6 @@ def _self_call(call: cst.Call) -> bool:
     if isinstance(receiver, cst.Name):
         return receiver.value in ("self", "cls")
     return isinstance(receiver, cst.Call) and get_full_name_for_node(receiver.func) == "super"
-
-
-# -- barriers ------------------------------------------------------------------------------
-class Barrier:
-    """How a call stands to the step barrier."""
-
-    NONE = 0
-    SYNC = 1  # torch_xla.sync(), xm.mark_step(), xm.optimizer_step(..., barrier=True)
-    OPTIMIZER_STEP = 2  # xm.optimizer_step(...) without barrier=True
-
-
-def barrier_kind(call: cst.Call, imports: ImportTable) -> int:
-    """Whether `call` is a barrier, an `xm.optimizer_step` without one, or neither.
-
-    Names resolve by the file's imports; an unresolved `xm.mark_step()` also counts (a
-    helper module may hand out `xm`): taking it for a barrier only ever silences a finding.
-    """
-    func = call.func
-    qualified = imports.resolve(func)
-    spelled = get_full_name_for_node(func) or ""
-    if qualified in SYNC or qualified == MARK_STEP or spelled == "xm.mark_step":
-        return Barrier.SYNC
-    if qualified == OPTIMIZER_STEP or (qualified is None and spelled == "xm.optimizer_step"):
-        return Barrier.OPTIMIZER_STEP if barrier_argument(call) is None else Barrier.SYNC
-    return Barrier.NONE
-
-
-def barrier_argument(call: cst.Call) -> cst.BaseExpression | None:
-    """The `barrier` argument of `xm.optimizer_step(...)` unless it is absent, `False` or
-    `None` (then the call does not sync)."""
-    arg = keyword_arg(call, "barrier")
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    value = arg.value if arg else positional[1].value if len(positional) > 1 else None
-    if value is None or (isinstance(value, cst.Name) and value.value in ("False", "None")):
-        return None
-    return value
 
 
 # -- what one body does --------------------------------------------------------------------
@@ -597,9 +521,6 @@ class _BodyScanner:
             # `optimizer.step()`, `scaler.step(optimizer)`, `trainer.step()` after
             # `trainer.zero_grad()`
             self.facts.trains = self.facts.steps_optimizer = True
-            return
-        if spelled is not None and not call.args:
-            self.stepped.add(spelled)
         elif (
             _SCHEDULER_NAME.search(name)
             and not _LR_SCHEDULER_NAME.search(name)
@@ -609,12 +530,24 @@ class _BodyScanner:
             # scheduler on nothing, an epoch or a metric.
             self.facts.scheduler_step = True
             self._model_event(call)
+        elif spelled is not None and not call.args:
+            self.stepped.add(spelled)  # an optimizer if its gradients are zeroed here
 
 
 _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
 # Methods that step the optimizers, by their name: `optimizer_step`, `optimizers_step`,
 # `step_optimizers`.
 _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers?)$", re.I)
+
+
+def iterates_optimizers(node: Loop) -> bool:
+    """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
+    `step_optimizers`, which fetches each optimizer by its name): one step of each."""
+    if not isinstance(node, cst.For):
+        return False
+    if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
+        return True
+    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None
 
 
 def names_optimizer_step(func: cst.BaseExpression) -> bool:
@@ -692,31 +625,7 @@ class LoopSite:
     per_step: bool  # inside `forward`, a `*_step` function or a module's `__call__`
 
 
-@dataclass(frozen=True)
-class StepLoop:
-    """A loop that does a training or model step on every pass."""
-
-    site: LoopSite
-    trains: bool  # backward / optimizer step (else: a sampling or generation step)
-    has_barrier: bool
-    optimizer_steps: tuple[cst.Call, ...]  # `xm.optimizer_step` without barrier, per pass
-    syncing_loader: bool  # iterates (or pulls `next()` from) a loader that syncs
-
-
-# A call, with the function and the class around it.
-_CallSite = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
-
-
-class Wrapping:
-    """What a loader expression is."""
-
-    SYNCING = "syncing"  # MpDeviceLoader, per_device_loader, accelerator.prepare(...)
-    DATALOADER = "dataloader"  # a plain torch DataLoader
-    OTHER = "other"
-    UNKNOWN = "unknown"
-
-
-class LoopAnalysis:
+class LoopFacts:
     """Per-file loop facts for the family 4 rules, computed after the walk."""
 
     def __init__(
@@ -732,10 +641,6 @@ class LoopAnalysis:
         self._method_classes: dict[int, cst.ClassDef] = {}  # id(method) -> its class
         self._facts: dict[int, BodyFacts] = {}
         self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
-        self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
-        self._step_loops: list[StepLoop] | None = None
-        self._calls: dict[str, list[_CallSite]] | None = None  # plain-name calls, by name
-        self._prepared: tuple[frozenset[str], frozenset[int]] | None = None
 
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(self, node: Loop, ctx: FileContext) -> None:
@@ -927,7 +832,7 @@ class LoopAnalysis:
             if facts.steps_optimizer:
                 return True
             if any(
-                _iterates_optimizers(loop) and self.steps_optimizer(loop)
+                iterates_optimizers(loop) and self.steps_optimizer(loop)
                 for loop in facts.child_loops
             ):
                 return True
@@ -1026,339 +931,6 @@ class LoopAnalysis:
 
         return self._memoized("optimizer_steps", node, (), compute)
 
-    # -- loaders ----------------------------------------------------------------------------
-    def handed_to_accelerator(self, loader: cst.Call, bound_to: set[str]) -> bool:
-        """Whether a `DataLoader(...)` call, or a name or `self.attr` it is bound to, is
-        handed to `accelerator.prepare(...)` somewhere in this file."""
-        if self._prepared is None:
-            keys: set[str] = set()
-            calls: set[int] = set()
-            for node in descendants(self.module):
-                if isinstance(node, cst.Call) and is_accelerator_prepare(node):
-                    for arg in node.args:
-                        value = unwrap_iteration(arg.value)
-                        if (key := binding_key(value)) is not None:
-                            keys.add(key)
-                        calls.add(id(value))
-            self._prepared = frozenset(keys), frozenset(calls)
-        keys_seen, calls_seen = self._prepared
-        return id(loader) in calls_seen or bool(bound_to & keys_seen)
-
-    def iterated_loader(self, site: LoopSite) -> cst.BaseExpression | None:
-        """What a `for` loop iterates, through `enumerate`, `tqdm`, `iter`, `islice`."""
-        node = site.node
-        return unwrap_iteration(node.iter) if isinstance(node, cst.For) else None
-
-    def wrapping(self, site: LoopSite, expr: cst.BaseExpression) -> str:
-        """What a loader expression is, traced through the assignments of its name in the
-        loop's function (else the module), for `self.x` in the loop's class, and for a
-        parameter of a module-level function to what this module's calls pass it:
-        `train_epoch(model, loader, opt)` with `loader = DataLoader(...)` in `main()`."""
-        return self._wrapping_in(site.function, site.class_def, expr, 0)
-
-    def _wrapping_in(
-        self,
-        function: cst.FunctionDef | None,
-        class_def: cst.ClassDef | None,
-        expr: cst.BaseExpression,
-        depth: int,
-    ) -> str:
-        expr = unwrap_iteration(expr)  # `it = iter(loader)` is traced through `loader`
-        kind = self._wrapping_of_value(expr)
-        if kind != Wrapping.UNKNOWN or depth > 6:
-            return kind
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
-            # `train_dl, val_dl = get_dataloaders(fabric, ...)`: what this module's
-            # function returns (`fabric.setup_dataloaders(...)` inside it).
-            returned = [
-                self._wrapping_in(fn, None, value, depth + 1)
-                for fn in self._functions.get(expr.func.value, [])
-                for value in returned_values(fn)
-            ]
-            return _combine(set(returned))
-        key = binding_key(expr)
-        if key is None:
-            return Wrapping.UNKNOWN
-        traced = [
-            self._wrapping_in(scope_function, scope_class, value, depth + 1)
-            for scope_function, scope_class, value in self._sources_of(function, class_def, key)
-        ]
-        return _combine(set(traced))
-
-    def _sources_of(
-        self, function: cst.FunctionDef | None, class_def: cst.ClassDef | None, key: str
-    ) -> list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]]:
-        """The values `key` may hold, each with the scope it is evaluated in."""
-        if key.startswith("self."):
-            if class_def is None:
-                return []
-            return [(None, class_def, v) for v in self._scope_assignments(class_def).get(key, [])]
-        if function is not None:
-            values = self._scope_assignments(function).get(key, [])
-            if values:
-                return [(function, class_def, v) for v in values]
-            if _is_parameter(function, key):
-                return [] if class_def is not None else self._arguments_for(function, key)
-        return [(None, None, v) for v in self._scope_assignments(self.module).get(key, [])]
-
-    def _arguments_for(
-        self, function: cst.FunctionDef, name: str
-    ) -> list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]]:
-        """What this module's calls of a module-level `function` pass as parameter `name`;
-        nothing if any call's argument for it cannot be told (`*args`, `**kwargs`)."""
-        params = function.params
-        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-        found: list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]] = []
-        for call, caller, caller_class in self._calls_by_name().get(function.name.value, []):
-            if any(arg.star for arg in call.args):
-                return []
-            by_keyword = [a.value for a in call.args if a.keyword and a.keyword.value == name]
-            plain = [a.value for a in call.args if a.keyword is None]
-            index = positional.index(name) if name in positional else None
-            if by_keyword:
-                found.append((caller, caller_class, by_keyword[0]))
-            elif index is not None and index < len(plain):
-                found.append((caller, caller_class, plain[index]))
-        return found
-
-    def _calls_by_name(self) -> dict[str, list[_CallSite]]:
-        """Calls of plain names in this module, with the function and class around each."""
-        if self._calls is not None:
-            return self._calls
-        calls: dict[str, list[_CallSite]] = {}
-        stack: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None]] = [
-            (self.module, None, None)
-        ]
-        while stack:
-            node, function, class_def = stack.pop()
-            if isinstance(node, cst.FunctionDef):
-                function = node
-            elif isinstance(node, cst.ClassDef):
-                function, class_def = None, node
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-                calls.setdefault(node.func.value, []).append((node, function, class_def))
-            stack.extend((child, function, class_def) for child in children(node))
-        self._calls = calls
-        return calls
-
-    def moves_batches(self, site: LoopSite) -> bool:
-        """The loop moves what it iterates to a device itself (`x.to(device)`, `x.cuda()`,
-        `batch = {k: v.to(device) ...}`): batches that arrive on the XLA device already
-        change nothing for it."""
-        node = site.node
-        if not isinstance(node, cst.For):
-            return False
-        batch = target_names(node.target)
-        return next(_batch_moves(node.body, batch), None) is not None
-
-    def syncs_per_pass(self, site: LoopSite) -> bool:
-        """The loop takes its batches from a loader that syncs on every batch: it iterates
-        one, or calls `next()` on an iterator of one."""
-        candidates = [unwrap_iteration(arg) for arg in self.facts(site.node).next_of]
-        if (loader := self.iterated_loader(site)) is not None:
-            candidates.append(loader)
-        for candidate in candidates:
-            kind = self.wrapping(site, candidate)
-            if kind == Wrapping.SYNCING:
-                return True
-            if kind == Wrapping.UNKNOWN and self._file_wraps_loaders():
-                name = _last_name(candidate) or ""
-                if _LOADER_NAME.search(name):
-                    # Handed in from elsewhere, in a file that wraps its loaders for XLA
-                    # (or with accelerate): most likely the wrapped one.
-                    return True
-        return False
-
-    def plain_dataloader(self, site: LoopSite) -> cst.BaseExpression | None:
-        """The loader expression of a loop that iterates a `DataLoader` made in this file
-        directly (not through `MpDeviceLoader` or `accelerator.prepare`)."""
-        loader = self.iterated_loader(site)
-        if loader is None or self.wrapping(site, loader) != Wrapping.DATALOADER:
-            return None
-        return loader
-
-    def _file_wraps_loaders(self) -> bool:
-        return self.imports.binds(PARALLEL_LOADER_MODULE) or self.imports.binds("accelerate")
-
-    def _wrapping_of_value(self, value: cst.BaseExpression) -> str:
-        value = unwrap_iteration(value)
-        if isinstance(value, cst.Call):
-            func = value.func
-            qualified = self.imports.resolve(func)
-            leaf = (get_full_name_for_node(func) or "").rsplit(".", 1)[-1]
-            if qualified == MP_DEVICE_LOADER or leaf in ("MpDeviceLoader", "per_device_loader"):
-                return Wrapping.SYNCING
-            if is_accelerator_prepare(value):
-                return Wrapping.SYNCING
-            if qualified in DATALOADERS or (qualified is None and leaf == "DataLoader"):
-                return Wrapping.DATALOADER
-            if qualified is not None or leaf in _NON_LOADER_CALLS:
-                return Wrapping.OTHER
-            return Wrapping.UNKNOWN
-        if isinstance(value, cst.List | cst.Tuple | cst.ListComp | cst.SimpleString):
-            return Wrapping.OTHER
-        # `pl.MpDeviceLoader(loader, device) if XLA_AVAILABLE else loader`: where XLA is in
-        # use the loader syncs; elsewhere the loop does not run on XLA.
-        if (
-            isinstance(value, cst.IfExp)
-            and mentions_xla(value.test, self.imports)
-            and Wrapping.SYNCING
-            in (self._wrapping_of_value(value.body), self._wrapping_of_value(value.orelse))
-        ):
-            return Wrapping.SYNCING
-        return Wrapping.UNKNOWN
-
-    def _scope_assignments(
-        self, scope: cst.Module | cst.FunctionDef | cst.ClassDef
-    ) -> dict[str, list[cst.BaseExpression]]:
-        """`name -> assigned values` in a function or at module level (not in nested
-        definitions), or `self.attr -> values` across a class's methods."""
-        cached = self._assignments.get(id(scope))
-        if cached is not None:
-            return cached
-        found: dict[str, list[cst.BaseExpression]] = {}
-        body = scope.body if isinstance(scope, cst.Module) else children(scope.body)
-        stack: list[cst.CSTNode] = list(body)
-        in_class = isinstance(scope, cst.ClassDef)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, cst.FunctionDef):
-                if in_class:
-                    stack.extend(children(node.body))
-            elif isinstance(node, cst.Assign):
-                for target in node.targets:
-                    _record(found, target.target, node.value)
-            elif isinstance(node, cst.AnnAssign):
-                if node.value is not None:
-                    _record(found, node.target, node.value)
-            elif not isinstance(node, cst.ClassDef | cst.BaseExpression):
-                stack.extend(children(node))
-        self._assignments[id(scope)] = found
-        return found
-
-    # -- step loops ---------------------------------------------------------------------------
-    def step_loops(self) -> list[StepLoop]:
-        """Every loop that does a training or model step itself on each pass, judged once.
-
-        An epoch loop around a batch loop does no step itself: the batch loop is the step
-        loop. Not step loops either: sweeps over a literal list of settings; loops inside
-        `forward`, a `*_step` function or a module's `__call__` (part of one step's
-        graph); loops that only call `backward()`
-        inside a step loop (micro-batches of gradient accumulation, gradient guidance of a
-        sampler: the enclosing step is theirs, and a barrier anywhere in it counts); loops
-        nested in a loop whose loader syncs on every batch (bounded by it).
-        """
-        if self._step_loops is not None:
-            return self._step_loops
-        result: list[StepLoop] = []
-        for site in self._sites.values():
-            node = site.node
-            if site.per_step or _iterates_a_literal(node):
-                continue
-            # A training step updates the weights: an optimizer step, or `backward()` with a
-            # hand-written update from the gradients. `for optim in optimizers:
-            # init_state(optim)` steps each optimizer once; `for _ in range(n):
-            # f.backward()` profiles a backward pass.
-            trains = (
-                self.trains(node)
-                and (self.steps_optimizer(node) or self.updates_from_grads(node))
-                and not _iterates_optimizers(node)
-            )
-            infers = self.infers(node)
-            if not (trains or infers):
-                continue
-            if any(self._parent_syncs(parent) for parent in site.parents):
-                continue
-            if site.parents and self._sub_step(node, trains, infers, site.parents):
-                continue
-            result.append(
-                StepLoop(
-                    site=site,
-                    trains=trains and not self.steps_scheduler(site.node),
-                    has_barrier=self.reaches_barrier(site.node),
-                    optimizer_steps=self.optimizer_steps(site.node),
-                    syncing_loader=self.syncs_per_pass(site),
-                )
-            )
-        self._step_loops = result
-        return result
-
-    def _sub_step(self, node: Loop, trains: bool, infers: bool, parents: Sequence[Loop]) -> bool:
-        """Part of the step of an enclosing loop: only `backward()` (accumulation, gradient
-        guidance) inside a loop that trains or samples, or sampling passes that update the
-        state the enclosing sampling loop carries (corrector sweeps, per-frame scheduler
-        updates). A full sampling loop run on each pass of an outer loop (a chunk, a
-        prompt) carries state of its own and is a step loop itself."""
-        if trains and not infers and not self.steps_optimizer(node):
-            return any(self.trains(parent) or self.infers(parent) for parent in parents)
-        if infers:
-            state = self.model_state(node)
-            return any(self.infers(parent) and state & self.carried(parent) for parent in parents)
-        return False
-
-    def _parent_syncs(self, parent: Loop) -> bool:
-        site = self._sites.get(id(parent))
-        return site is not None and self.syncs_per_pass(site)
-
-
-def _combine(kinds: set[str]) -> str:
-    """What a name is, from what each of its sources is: syncing if any source syncs (the
-    loop is covered where it matters), a DataLoader only if every source is one."""
-    if Wrapping.SYNCING in kinds:
-        return Wrapping.SYNCING
-    if kinds == {Wrapping.DATALOADER}:
-        return Wrapping.DATALOADER
-    if kinds and Wrapping.UNKNOWN not in kinds:
-        return Wrapping.OTHER
-    return Wrapping.UNKNOWN
-
-
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-_DEVICE_MOVES = frozenset({"to", "cuda"})
-
-
-def _is_device_move(node: cst.CSTNode) -> bool:
-    """`x.to(...)` or `x.cuda(...)`."""
-    return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value in _DEVICE_MOVES
-    )
-
-
-def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
-    """Device moves of the batch: `x.to(device)`, or any move inside a comprehension over
-    the batch (`{k: v.to(device) for k, v in batch.items()}`)."""
-    stack: list[cst.CSTNode] = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, _COMPREHENSIONS) and _names_in(current) & batch:
-            yield from (node for node in descendants(current) if _is_device_move(node))
-            continue
-        if _is_device_move(current):
-            assert isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute)
-            if _names_in(current.func.value) & batch:
-                yield current
-        stack.extend(children(current))
-
-
-def _iterates_a_literal(node: Loop) -> bool:
-    """`for mode in ["local", "remote"]:`, `for lr in (0.1, 0.01):`: a sweep over a few
-    settings, each of which runs its own steps."""
-    return isinstance(node, cst.For) and isinstance(
-        unwrap_iteration(node.iter), cst.List | cst.Tuple | cst.Set
-    )
-
-
-def _iterates_optimizers(node: Loop) -> bool:
-    """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
-    `step_optimizers`, which fetches each optimizer by its name): one step of each."""
-    if not isinstance(node, cst.For):
-        return False
-    if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
-        return True
-    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None
-
 
 _PROPERTIES = frozenset({"property", "cached_property"})
 
@@ -1390,78 +962,3 @@ def unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
             break
         expr = expr.args[0].value
     return expr
-
-
-def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
-    return any(
-        p.name.value == name
-        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-    )
-
-
-def _record(
-    found: dict[str, list[cst.BaseExpression]],
-    target: cst.BaseExpression,
-    value: cst.BaseExpression,
-) -> None:
-    """Tuple targets map elementwise; `a, b, loader = accelerator.prepare(a, b, loader)`
-    hands the call to every target."""
-    key = binding_key(target)
-    if key is not None:
-        found.setdefault(key, []).append(value)
-    elif isinstance(target, cst.Tuple | cst.List):
-        elements = [e.value for e in target.elements]
-        if isinstance(value, cst.Tuple | cst.List) and len(value.elements) == len(elements):
-            for element, item in zip(elements, value.elements, strict=True):
-                _record(found, element, item.value)
-        else:
-            for element in elements:
-                _record(found, element, value)
-
-
-# -- where a barrier goes --------------------------------------------------------------------
-def always_exits(statement: cst.CSTNode) -> bool:
-    """Whether control never falls through `statement` (it returns, breaks, continues or
-    raises on every path), so that a statement after it would never run."""
-    if isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
-        return bool(statement.body) and isinstance(statement.body[-1], _EXITS)
-    if isinstance(statement, cst.IndentedBlock):
-        return bool(statement.body) and always_exits(statement.body[-1])
-    if isinstance(statement, cst.If):
-        orelse = statement.orelse
-        if orelse is None:
-            return False
-        other = orelse if isinstance(orelse, cst.If) else orelse.body
-        return always_exits(statement.body) and always_exits(other)
-    if isinstance(statement, cst.With):
-        return always_exits(statement.body)
-    return False
-
-
-def last_line_end(statement: cst.CSTNode) -> cst.TrailingWhitespace | None:
-    """The end of a statement's last line (trailing whitespace, comment and newline):
-    text inserted after it starts on the line after the statement."""
-    if isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
-        return statement.trailing_whitespace
-    if isinstance(statement, cst.IndentedBlock):
-        return last_line_end(statement.body[-1]) if statement.body else None
-    suite: cst.BaseSuite | None = None
-    if isinstance(statement, cst.If):
-        current: cst.If = statement
-        while isinstance(current.orelse, cst.If):
-            current = current.orelse
-        suite = current.orelse.body if current.orelse is not None else current.body
-    elif isinstance(statement, cst.For | cst.While):
-        suite = statement.orelse.body if statement.orelse is not None else statement.body
-    elif isinstance(statement, cst.Try | cst.TryStar):
-        last = statement.finalbody or statement.orelse
-        if last is not None:
-            suite = last.body
-        elif statement.handlers:
-            suite = statement.handlers[-1].body
-    elif isinstance(statement, cst.With | cst.FunctionDef | cst.ClassDef):
-        suite = statement.body
-    elif isinstance(statement, cst.Match) and statement.cases:
-        suite = statement.cases[-1].body
-    return last_line_end(suite) if suite is not None else None

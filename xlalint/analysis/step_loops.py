@@ -1,0 +1,117 @@
+"""Which loops do a training or model step on every pass, judged once per file: the
+verdicts the barrier rules (XLA401, XLA402, XLA406) and the per-pass rules share. An epoch
+loop around a batch loop, a sweep over settings, a micro-batch loop of gradient
+accumulation and a loop bounded by a syncing loader are no step loops of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.loaders import LoaderTracing
+from xlalint.analysis.loop_facts import (
+    Loop,
+    LoopSite,
+    iterates_optimizers,
+    unwrap_iteration,
+)
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+
+@dataclass(frozen=True)
+class StepLoop:
+    """A loop that does a training or model step on every pass."""
+
+    site: LoopSite
+    trains: bool  # backward / optimizer step (else: a sampling or generation step)
+    has_barrier: bool
+    optimizer_steps: tuple[cst.Call, ...]  # `xm.optimizer_step` without barrier, per pass
+    syncing_loader: bool  # iterates (or pulls `next()` from) a loader that syncs
+
+
+class LoopAnalysis(LoaderTracing):
+    """Loop facts, loaders, and which loops are step loops."""
+
+    def __init__(
+        self, module: cst.Module, imports: ImportTable, ctx: FileContext | None = None
+    ) -> None:
+        super().__init__(module, imports, ctx)
+        self._step_loops: list[StepLoop] | None = None
+
+    def step_loops(self) -> list[StepLoop]:
+        """Every loop that does a training or model step itself on each pass, judged once.
+
+        An epoch loop around a batch loop does no step itself: the batch loop is the step
+        loop. Not step loops either: sweeps over a literal list of settings; loops inside
+        `forward`, a `*_step` function or a module's `__call__` (part of one step's
+        graph); loops that only call `backward()`
+        inside a step loop (micro-batches of gradient accumulation, gradient guidance of a
+        sampler: the enclosing step is theirs, and a barrier anywhere in it counts); loops
+        nested in a loop whose loader syncs on every batch (bounded by it).
+        """
+        if self._step_loops is not None:
+            return self._step_loops
+        result: list[StepLoop] = []
+        for site in self._sites.values():
+            node = site.node
+            if site.per_step or _iterates_a_literal(node):
+                continue
+            # A training step updates the weights: an optimizer step, or `backward()` with a
+            # hand-written update from the gradients. `for optim in optimizers:
+            # init_state(optim)` steps each optimizer once; `for _ in range(n):
+            # f.backward()` profiles a backward pass.
+            trains = (
+                self.trains(node)
+                and (self.steps_optimizer(node) or self.updates_from_grads(node))
+                and not iterates_optimizers(node)
+            )
+            infers = self.infers(node)
+            if not (trains or infers):
+                continue
+            if any(self._parent_syncs(parent) for parent in site.parents):
+                continue
+            if site.parents and self._sub_step(node, trains, infers, site.parents):
+                continue
+            result.append(
+                StepLoop(
+                    site=site,
+                    trains=trains and not self.steps_scheduler(site.node),
+                    has_barrier=self.reaches_barrier(site.node),
+                    optimizer_steps=self.optimizer_steps(site.node),
+                    syncing_loader=self.syncs_per_pass(site),
+                )
+            )
+        self._step_loops = result
+        return result
+
+    def _sub_step(self, node: Loop, trains: bool, infers: bool, parents: Sequence[Loop]) -> bool:
+        """Part of the step of an enclosing loop: only `backward()` (accumulation, gradient
+        guidance) inside a loop that trains or samples, or sampling passes that update the
+        state the enclosing sampling loop carries (corrector sweeps, per-frame scheduler
+        updates). A full sampling loop run on each pass of an outer loop (a chunk, a
+        prompt) carries state of its own and is a step loop itself."""
+        if trains and not infers and not self.steps_optimizer(node):
+            return any(self.trains(parent) or self.infers(parent) for parent in parents)
+        if infers:
+            state = self.model_state(node)
+            return any(self.infers(parent) and state & self.carried(parent) for parent in parents)
+        return False
+
+    def _parent_syncs(self, parent: Loop) -> bool:
+        site = self._sites.get(id(parent))
+        return site is not None and self.syncs_per_pass(site)
+
+
+def _iterates_a_literal(node: Loop) -> bool:
+    """`for mode in ["local", "remote"]:`, `for lr in (0.1, 0.01):`: a sweep over a few
+    settings, each of which runs its own steps."""
+    return isinstance(node, cst.For) and isinstance(
+        unwrap_iteration(node.iter), cst.List | cst.Tuple | cst.Set
+    )
