@@ -33,7 +33,9 @@ class HiddenHostRead(Rule):
     Flags a tensor used where Python needs a plain number, in code that runs every step:
     an index into a list, tuple, dict, string or host array (`labels[pred]`), a slice
     bound on anything (`x[:n]`), a size (`torch.zeros(n)`, `x.view(n, -1)`,
-    `x.reshape(...)`, `x.expand(...)`, `x.repeat(...)`, `torch.ones/empty/full/rand/randn`),
+    `x.reshape(...)`, `x.expand(...)`, `x.repeat(...)`, `torch.ones/empty/full/rand/randn`;
+    a namespace's function of such a name handed the tensor first, `d2l.reshape(x, shape)`,
+    takes its sizes after it),
     a bound of `torch.arange(...)`, an argument of `range(...)`, an element of the data of
     `torch.tensor([...])` (`torch.tensor([R], device=device)` reads `R`), or a parameter of
     a `torch.distributions` distribution built with argument validation on (the default
@@ -174,6 +176,14 @@ class HiddenHostRead(Rule):
             and not (isinstance(func.value, cst.Name) and func.value.value == "self")
         ):
             # `self.expand(x)` calls the module's own layer, not `Tensor.expand`.
+            if (
+                positional
+                and self.ctx.is_tensor(positional[0])
+                and not self.ctx.is_tensor(func.value)
+            ):
+                # `d2l.reshape(x, (-1, n))`: a namespace's function handed the tensor
+                # first, as `torch.reshape(x, shape)`; the sizes follow it.
+                positional = positional[1:]
             self._check_sizes([*positional, *keywords])
         elif isinstance(func, cst.Attribute) and func.attr.value == "new_full":
             self._check_sizes([*positional[:1], *keywords])
