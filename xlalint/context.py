@@ -18,7 +18,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis import devices, reachability
 from xlalint.analysis.devices import DeviceChoices
 from xlalint.analysis.epochs import Epochs
-from xlalint.analysis.guards import mentions_cuda
+from xlalint.analysis.guards import mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
     SAVE_CALLS,
     FunctionKey,
@@ -230,6 +230,20 @@ class FileContext:
             or devices.runs_without_xla(self.ancestors(), self.imports)
             or self._in_cuda_only_function()
             or self.in_gpu_implementation
+            or self._under_predicate_false_on_xla()
+        )
+
+    @cached_property
+    def _xla_predicates(self) -> reachability.XlaPredicates:
+        return reachability.XlaPredicates(self.module, self.imports)
+
+    def _under_predicate_false_on_xla(self) -> bool:
+        """Under `if self._use_closures():` whose predicate returns False on XLA (also
+        inside a lambda made there: it exists only where the branch ran)."""
+        path = [node for node in reversed(self._stack) if type(node) is not cst.Lambda]
+        return any(
+            reachability.false_on_xla(test, holds, self._xla_predicates)
+            for test, holds in path_conditions(path)
         )
 
     @property

@@ -3,16 +3,19 @@
 `if not self.tpu: self._check_grad_norms(grad_norm)`: a private method that this file
 calls only where a test for XLA failed (or where CUDA or another accelerator is in use)
 never runs on a TPU host, so its host reads cost nothing there. The guards are those of
-`devices.runs_without_xla`; this module follows them through calls.
+`devices.runs_without_xla`; this module follows them through calls, and into predicates
+that answer for XLA first (`if self._use_closures():` where `_use_closures` returns False
+when the backend is `"xla"`).
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import runs_without_xla
+from xlalint.analysis.devices import mentions_xla, runs_without_xla
+from xlalint.analysis.guards import implied, negated
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children
+from xlalint.walk import children, descendants
 
 
 def _private(name: str) -> bool:
@@ -87,3 +90,96 @@ def functions_run_without_xla(module: cst.Module, imports: ImportTable) -> froze
                 only.add(name)
                 changed = True
     return frozenset(id(function) for name in only for function in functions[name])
+
+
+def _constant(node: cst.BaseExpression) -> bool | None:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def value_on_xla(function: cst.FunctionDef, imports: ImportTable) -> bool | None:
+    """What a predicate returns on an XLA host, where it says so before anything else
+    returns: `if self.device.dist_backend == "xla": return False` as its first return
+    (Composer's `_use_closures`). None when that is not known."""
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    for statement in body.body:
+        if isinstance(statement, cst.If) and statement.orelse is None:
+            inner = statement.body
+            last = inner.body[-1] if isinstance(inner, cst.IndentedBlock) else None
+            small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) else None
+            if (
+                len(getattr(inner, "body", ())) == 1
+                and isinstance(small, cst.Return)
+                and small.value is not None
+                and (answer := _constant(small.value)) is not None
+            ):
+                on_xla = implied(
+                    statement.test, True, lambda t: mentions_xla(t, imports, modules=False)
+                )
+                if on_xla is True:
+                    return answer
+            if any(isinstance(node, cst.Return) for node in descendants(statement)):
+                return None  # it may return first, for other reasons
+        elif any(isinstance(node, cst.Return) for node in descendants(statement)):
+            return None
+    return None
+
+
+def false_on_xla(test: cst.BaseExpression, holds: bool, predicates: XlaPredicates) -> bool:
+    """Whether the branch of `test` taken when it is `holds` never runs on XLA: `if
+    self._use_closures():` with a predicate that returns False there."""
+    inner = negated(test)
+    if inner is not None:
+        return false_on_xla(inner, not holds, predicates)
+    if isinstance(test, cst.BooleanOperation) and holds == isinstance(test.operator, cst.And):
+        return false_on_xla(test.left, holds, predicates) or false_on_xla(
+            test.right, holds, predicates
+        )
+    if isinstance(test, cst.Call) and not test.args:
+        answer = predicates.on_xla(test)
+        return answer is not None and answer != holds
+    return False
+
+
+class XlaPredicates:
+    """This module's functions and methods without arguments whose result on an XLA host
+    is known (`value_on_xla`), found by the name a call spells."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        self._imports = imports
+        self._functions: dict[str, list[cst.FunctionDef]] = {}
+        self._methods: dict[str, list[cst.FunctionDef]] = {}
+        for statement in module.body:
+            if isinstance(statement, cst.FunctionDef):
+                self._functions.setdefault(statement.name.value, []).append(statement)
+            elif isinstance(statement, cst.ClassDef) and isinstance(
+                statement.body, cst.IndentedBlock
+            ):
+                for member in statement.body.body:
+                    if isinstance(member, cst.FunctionDef):
+                        self._methods.setdefault(member.name.value, []).append(member)
+        self._answers: dict[int, bool | None] = {}
+
+    def on_xla(self, call: cst.Call) -> bool | None:
+        """What `f()` or `self.f()` returns on XLA, when every definition of that name here
+        agrees."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            candidates = self._functions.get(func.value, [])
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            candidates = self._methods.get(func.attr.value, [])
+        else:
+            return None
+        answers = set()
+        for function in candidates:
+            if id(function) not in self._answers:
+                self._answers[id(function)] = value_on_xla(function, self._imports)
+            answers.add(self._answers[id(function)])
+        return answers.pop() if len(answers) == 1 else None
