@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
@@ -32,6 +33,7 @@ from xlalint.analysis.barrier_calls import (
     Barrier,
     barrier_kind,
 )
+from xlalint.analysis.handed_functions import CallSites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, target_names
@@ -775,7 +777,49 @@ class LoopFacts:
     def _callees(self, node: Scope) -> Iterator[cst.FunctionDef]:
         class_def = self._class_of(node)
         for call in self.facts(node).calls:
-            yield from self.resolve(call, class_def)
+            yield from self._resolve_in(node, call, class_def)
+
+    def _resolve_in(
+        self, node: Scope, call: cst.Call, class_def: cst.ClassDef | None
+    ) -> list[cst.FunctionDef]:
+        """`resolve`, where a parameter of the function around `node` shadows the functions
+        of its name: `step_fn(batch)` runs what the callers hand it."""
+        if isinstance(call.func, cst.Name):
+            handed = self._handed_callees(node, call.func.value, class_def)
+            if handed is not None:
+                return handed
+        return self.resolve(call, class_def)
+
+    def _handed_callees(
+        self, node: Scope, name: str, class_def: cst.ClassDef | None
+    ) -> list[cst.FunctionDef] | None:
+        """`step_fn(batch)` with `step_fn` a parameter of the function around `node`: the
+        functions and methods of this module its callers hand it (`step_fn=self.train_step`,
+        `handed_functions`). None where `name` is no parameter there."""
+        site = self._sites.get(id(node))
+        function = node if isinstance(node, cst.FunctionDef) else site and site.function
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        params = function.params
+        if all(
+            p.name.value != name
+            for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        ):
+            return None
+        method = id(function) in self._method_classes
+        found: list[cst.FunctionDef] = []
+        for value in self._call_sites.handed(function, name, method):
+            if isinstance(value, cst.Name):
+                found.extend(self._functions.get(value.value, []))
+            elif isinstance(value, cst.Attribute):
+                methods = self._methods.get(value.attr.value, [])
+                own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
+                found.extend(own or methods)
+        return found
+
+    @cached_property
+    def _call_sites(self) -> CallSites:
+        return CallSites(self.module)
 
     def _runs_model(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool | None:
         """Whether a call of a function of this module calls a model or steps a scheduler;
@@ -838,7 +882,7 @@ class LoopFacts:
                 return True
             class_def = self._class_of(node)
             for call in facts.calls:
-                functions = self.resolve(call, class_def)
+                functions = self._resolve_in(node, call, class_def)
                 if not functions and names_optimizer_step(call.func):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):

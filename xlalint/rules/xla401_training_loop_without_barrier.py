@@ -47,9 +47,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     module that the loop calls, several calls deep, in a loop of that function over the
     optimizers (`for opt in optimizers.values(): scaler.step(opt)`), or in a method the
     module does not define but names for it (`self.optimizer_step()` of a training
-    template whose mixin implements it). An object whose gradients the code zeroes and
-    then steps (`trainer.zero_grad()` ... `trainer.step()`) is an optimizer, whatever its
-    name.
+    template whose mixin implements it). A call of a parameter (`step_fn(batch)`) runs the
+    functions this module's callers hand for it (`step_fn=self.train_step`). An object
+    whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...
+    `trainer.step()`) is an optimizer, whatever its name.
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
     opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
     loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
