@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from xlalint.analysis.guards import local_values
 from xlalint.analysis.loop_facts import BodyFacts, unwrap_iteration
 from xlalint.walk import children, descendants, target_names
 
@@ -94,6 +95,8 @@ class Epochs:
         # `LoopAnalysis.steps_optimizer`: a pass steps an optimizer, here or in a function
         # it calls (`self._fit_batch(x, y)`).
         self._steps_optimizer = steps_optimizer
+        self._module = module if module is not None else cst.Module(body=())
+        self._loop_functions: dict[int, cst.FunctionDef] | None = None
         self._batch: dict[int, bool] = {}
         self._holds: dict[int, bool] = {}
         # The module's top-level functions: an epoch loop may run its batch loop in one
@@ -111,7 +114,7 @@ class Epochs:
         (the leftover step of gradient accumulation)."""
         cached = self._batch.get(id(loop))
         if cached is None:
-            if isinstance(loop, cst.For) and _loader_named(unwrap_iteration(loop.iter)):
+            if isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True
             else:
                 facts = self._facts(loop)
@@ -120,6 +123,34 @@ class Epochs:
                 )
             self._batch[id(loop)] = cached
         return cached
+
+    def _iterates_loader(self, loop: cst.For) -> bool:
+        """`for x in loader`, or over a name that its function only ever binds to loaders
+        (`batches = tqdm(val_loader) if primary else val_loader`, in two statements)."""
+        iterable = unwrap_iteration(loop.iter)
+        if _loader_named(iterable):
+            return True
+        function = self._enclosing_functions().get(id(loop))
+        if not isinstance(iterable, cst.Name) or function is None:
+            return False
+        values = local_values(function, iterable.value)
+        return bool(values) and all(_loader_named(unwrap_iteration(v)) for v in values)
+
+    def _enclosing_functions(self) -> dict[int, cst.FunctionDef]:
+        """The innermost function around each loop of the module, by the loop's id."""
+        if self._loop_functions is None:
+            found: dict[int, cst.FunctionDef] = {}
+            stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(self._module, None)]
+            while stack:
+                node, function = stack.pop()
+                if isinstance(node, cst.FunctionDef):
+                    function = node
+                elif isinstance(node, cst.For) and function is not None:
+                    found[id(node)] = function
+                if not isinstance(node, cst.BaseExpression):
+                    stack.extend((child, function) for child in children(node))
+            self._loop_functions = found
+        return self._loop_functions
 
     def _steps(self, loop: cst.For | cst.While) -> bool:
         """A pass of `loop` steps an optimizer, itself or in a function it calls."""

@@ -22,7 +22,8 @@ class ItemInHotCode(Rule):
 
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
-    once per epoch. A loop is a batch loop when it iterates a loader or steps an optimizer
+    once per epoch. A loop is a batch loop when it iterates a loader (or a name its
+    function binds only to loaders, `batches = tqdm(val_loader)`) or steps an optimizer
     on every pass, itself or in a method it calls (`self._fit_batch(x, y)`); an epoch loop
     around it stays one even where it steps once more after it (the leftover step of
     gradient accumulation). A name ending in `_per_step` (`fit_one_batch_per_step`) says
