@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.loaders import MP_DEVICE_LOADER
+from xlalint.analysis.loop_facts import is_optimizer
 from xlalint.analysis.statements import always_exits
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -55,7 +56,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
     loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
     to XLA406. Reported in files that use torch, with or without torch_xla imports yet: a
-    CUDA script being ported is linted before it imports torch_xla.
+    CUDA script being ported is linted before it imports torch_xla. A file that zeroes an
+    optimizer's gradients (`self.optimizer.zero_grad()`) uses PyTorch's optimizer API: a
+    training template or mixin counts even where it does not import torch itself.
 
     A training step that a library loop runs is reported at its `def`: a function of the
     file handed to ignite's `Engine(step)`, which calls it once per batch, that trains and
@@ -157,6 +160,12 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         self._functions: dict[str, _StepFunction] = {}  # the latest definition of a name
         self._engine_steps: list[_StepFunction] = []
         self._syncing_loader = False
+        self._zeroes_optimizer = False  # `optimizer.zero_grad()`: PyTorch's optimizer API
+
+    def torch_code(self) -> bool:
+        """The file uses torch, or zeroes an optimizer's gradients: a training template
+        written against PyTorch's optimizer API need not import torch itself."""
+        return super().torch_code() or self._zeroes_optimizer
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -174,6 +183,13 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
+        func = node.func
+        if (
+            not self._zeroes_optimizer
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "zero_grad"
+        ):
+            self._zeroes_optimizer = is_optimizer(func.value)
         qualified = self.ctx.qualified(node.func)
         if qualified == MP_DEVICE_LOADER or (
             isinstance(node.func, cst.Attribute) and node.func.attr.value == "per_device_loader"
