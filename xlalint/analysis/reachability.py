@@ -183,3 +183,38 @@ class XlaPredicates:
                 self._answers[id(function)] = value_on_xla(function, self._imports)
             answers.add(self._answers[id(function)])
         return answers.pop() if len(answers) == 1 else None
+
+
+def exported_functions(module: cst.Module) -> frozenset[int]:
+    """The module-level functions (by `id`) that the module lists in `__all__`: its API,
+    which other modules may call on an XLA host however this file guards its own calls
+    (ignite's `supervised_training_step`, which its own trainer factory picks only off
+    TPUs)."""
+    names: set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign | cst.AugAssign | cst.AnnAssign)
+                and small.value is not None
+                and "__all__" in [getattr(t, "value", None) for t in _targets(small)]
+                and isinstance(small.value, cst.List | cst.Tuple)
+            ):
+                for element in small.value.elements:
+                    value = element.value
+                    if isinstance(value, cst.SimpleString) and isinstance(
+                        value.evaluated_value, str
+                    ):
+                        names.add(value.evaluated_value)
+    return frozenset(
+        id(statement)
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in names
+    )
+
+
+def _targets(node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    return [node.target]

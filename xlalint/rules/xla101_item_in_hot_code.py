@@ -32,8 +32,8 @@ class ItemInHotCode(Rule):
     accelerator, one where a test for XLA failed such as `if not self.tpu:` or a predicate
     of this file that returns False on XLA before anything else (`if self._use_closures():`
     with `if backend == "xla": return False` first), and a function or private method this
-    file calls only from such branches; one also handed on as a callback may run
-    anywhere), and code under a log interval known to be long (`if step
+    file calls only from such branches; one also handed on as a callback, or exported in
+    `__all__`, may run anywhere), and code under a log interval known to be long (`if step
     % 100 == 0:`, an interval this file sets to 10 or more, by default too, or a fraction
     of a loader's length such as `len(loader) // 10`): one sync every so many steps is
     amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
