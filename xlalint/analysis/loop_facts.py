@@ -56,7 +56,7 @@ _LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
 # Callees that run a model step: the network of a sampling or generation loop.
 _MODEL_NAME = re.compile(
     r"(^|_)(model|unet|transformer|denoiser|net|network|decoder|generator|prior|policy|lm|llm|"
-    r"controlnet)s?\d*$",
+    r"controlnet|rnn|lstm|gru)s?\d*$",
     re.I,
 )
 _VERB_PREFIX = re.compile(
