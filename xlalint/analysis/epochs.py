@@ -126,7 +126,9 @@ class Epochs:
 
     def _iterates_loader(self, loop: cst.For) -> bool:
         """`for x in loader`, or over a name that its function only ever binds to loaders
-        (`batches = tqdm(val_loader) if primary else val_loader`, in two statements)."""
+        (`batches = tqdm(val_loader) if primary else val_loader`, in two statements) where
+        no loop inside steps an optimizer (a loader of corpus splits, each trained on in
+        windows, yields epochs' worth of steps)."""
         iterable = unwrap_iteration(loop.iter)
         if _loader_named(iterable):
             return True
@@ -134,7 +136,11 @@ class Epochs:
         if not isinstance(iterable, cst.Name) or function is None:
             return False
         values = local_values(function, iterable.value)
-        return bool(values) and all(_loader_named(unwrap_iteration(v)) for v in values)
+        return (
+            bool(values)
+            and all(_loader_named(unwrap_iteration(v)) for v in values)
+            and not any(self._steps(n) for n in _nested_loops(loop))
+        )
 
     def _enclosing_functions(self) -> dict[int, cst.FunctionDef]:
         """The innermost function around each loop of the module, by the loop's id."""
