@@ -13,17 +13,19 @@ from hypothesis import strategies as st
 
 from xlalint.diagnostics import Edit, Location
 from xlalint.edits import (
-    add_imports,
     apply_edits,
     apply_edits_marking,
     edit_spans,
-    import_bindings,
-    import_conflicts,
     newline_of,
-    remove_unused_imports,
     spans_overlap,
     split_lines,
     wrap_long_lines,
+)
+from xlalint.importer import (
+    add_imports,
+    import_bindings,
+    import_conflicts,
+    remove_unused_imports,
 )
 
 IMPORT = "import torch_xla"

@@ -8,7 +8,7 @@ the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(ex
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -41,6 +41,10 @@ from xlalint.walk import descendants, target_names
 __all__ = ["FileContext", "Kind", "Site"]
 
 ADD_STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
+# Analyses whose bookkeeping runs during the walk, kept only where a rule declares it uses
+# them (`Rule.uses`): "loops" (`ctx.loops`, and hot code, which asks what loops do) and
+# "masks" (`ctx.masks`).
+ANALYSES = frozenset({"loops", "masks"})
 
 
 @dataclass
@@ -98,9 +102,14 @@ class FileContext:
         target: Release = LATEST,
         *,
         full_text: str | None = None,
+        uses: Collection[str] = ANALYSES,
     ) -> None:
         """`full_text`: the file as it is, where `module` was parsed from a screened text
-        with some function bodies blanked (`screen.py`)."""
+        with some function bodies blanked (`screen.py`). `uses`: the analyses the rules
+        that run declared (`rule.analyses_used`); the others cost nothing."""
+        assert ANALYSES.issuperset(uses), f"unknown analyses: {set(uses) - ANALYSES}"
+        self._uses = frozenset(uses)
+        self._registers_loops = "loops" in self._uses
         self.module = module
         self.path = path
         self.target = target  # the torch_xla release fixes write for (`target-version`)
@@ -115,7 +124,9 @@ class FileContext:
         )
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
-        self.masks = BooleanMasks(self.imports, self.kinds, self._stack)
+        self._masks = (
+            BooleanMasks(self.imports, self.kinds, self._stack) if "masks" in uses else None
+        )
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
         self._classes: list[tuple[str, bool, frozenset[str]]] = []
         # Per-step hooks of the classes defined so far, inherited by their subclasses here.
@@ -160,8 +171,24 @@ class FileContext:
 
     @cached_property
     def loops(self) -> LoopAnalysis:
-        """What loops do: train, sample, reach a barrier (shared by the family 4 rules)."""
-        return LoopAnalysis(self.module, self.imports, self)
+        """What loops do: train, sample, reach a barrier (shared by the family 4 rules and
+        hot code). Every loop and function is registered during the walk, whichever rules
+        run, as long as one of them declared it uses "loops"."""
+        self._require("loops")
+        return LoopAnalysis(self.module, self.imports)
+
+    @property
+    def masks(self) -> BooleanMasks:
+        """Which values are boolean masks (XLA201-203)."""
+        self._require("masks")
+        assert self._masks is not None
+        return self._masks
+
+    def _require(self, analysis: str) -> None:
+        if analysis not in self._uses:
+            raise RuntimeError(
+                f'ctx.{analysis} asked by a rule that does not declare uses = ("{analysis}",)'
+            )
 
     @cached_property
     def device_choices(self) -> DeviceChoices:
@@ -304,14 +331,19 @@ class FileContext:
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, kind_in_body, _ in self._narrowed[-1][1]:
                 self.kinds.bind(cst.Name(name), kind_in_body)
-        if kind in _LOOPS:
+        if kind in _LOOPS and self._registers_loops:
             # Every loop and function is known to `LoopAnalysis`, whichever rules run: what
             # a loop does (and so hot code) must not depend on the rule set.
-            self.loops.register_loop(node, self)  # type: ignore[arg-type]
+            frame = self._frames[-1]
+            per_step_frame = frame.module_call or frame.hook
+            self.loops.register_loop(node, self.ancestors(), per_step_frame)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             return
         if kind is cst.FunctionDef:
-            self.loops.register_function(node, self)  # type: ignore[arg-type]
+            if self._registers_loops:
+                owner = self._stack[-3] if len(self._stack) >= 3 else None  # past the block
+                method_of = owner if type(owner) is cst.ClassDef else None
+                self.loops.register_function(node, method_of)  # type: ignore[arg-type]
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
@@ -343,7 +375,8 @@ class FileContext:
             ):
                 self._frames[-1].collections.add(id(node))
             self.kinds.bind_loop_target(node.target, node.iter)
-            self.masks.unbind(node.target)
+            if self._masks is not None:
+                self._masks.unbind(node.target)
         elif kind is cst.Import or kind is cst.ImportFrom:
             self.imports.add(node)  # type: ignore[arg-type]
         elif kind is cst.Call:
@@ -389,22 +422,26 @@ class FileContext:
         if kind is cst.FunctionDef:
             self._frames.pop()
             self.kinds.pop_function()
-            self.masks.pop_function()
+            if self._masks is not None:
+                self._masks.pop_function()
         elif kind is cst.ClassDef:
             self._classes.pop()
             self.kinds.pop_class()
         elif kind is cst.Assign:
             assert isinstance(node, cst.Assign)
-            self.masks.bind_assignment([t.target for t in node.targets], node.value)
+            if self._masks is not None:
+                self._masks.bind_assignment([t.target for t in node.targets], node.value)
             self.kinds.bind_assignment([t.target for t in node.targets], node.value)
         elif kind is cst.AnnAssign:
             assert isinstance(node, cst.AnnAssign)
             if node.value is not None:
-                self.masks.bind_assignment([node.target], node.value)
+                if self._masks is not None:
+                    self._masks.bind_assignment([node.target], node.value)
                 self.kinds.bind(node.target, self.kinds.of(node.value))
         elif kind is cst.NamedExpr:
             assert isinstance(node, cst.NamedExpr)
-            self.masks.bind_assignment([node.target], node.value)
+            if self._masks is not None:
+                self._masks.bind_assignment([node.target], node.value)
         elif kind is cst.AugAssign:
             assert isinstance(node, cst.AugAssign)
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
@@ -455,7 +492,8 @@ class FileContext:
         hook = direct_method and node.name.value in hooks
         self._frames.append(_Frame(key=key, module_call=module_call, node=node, hook=hook))
         self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
-        self.masks.push_function(node)
+        if self._masks is not None:
+            self._masks.push_function(node)
 
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func

@@ -33,7 +33,7 @@ from xlalint.diagnostics import (
     Location,
 )
 from xlalint.positions import Positions
-from xlalint.rule import NodeFix, PendingReport, Rule
+from xlalint.rule import NodeFix, PendingReport, Rule, analyses_used
 from xlalint.suppression import parse_suppressions
 from xlalint.walk import TRIVIA, WalkUnavailable, walk
 
@@ -185,7 +185,9 @@ def _analyse(
     full_text: str | None = None,
 ) -> tuple[FileContext, list[Rule]]:
     """Walk `module` once, running every rule with a shared context."""
-    ctx = FileContext(module, filename, hot_functions, target, full_text=full_text)
+    ctx = FileContext(
+        module, filename, hot_functions, target, full_text=full_text, uses=analyses_used(rules)
+    )
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)
     walker = _Walker(ctx, visits, leaves)

@@ -2,7 +2,7 @@
 
 Each round lints the current text, takes the allowed fixes (safe ones, plus unsafe ones when
 asked) whose edits do not overlap, applies them with the imports they need, removes the
-imports they made unused (`edits.remove_unused_imports`), and keeps the result only if it
+imports they made unused (`importer.remove_unused_imports`), and keeps the result only if it
 still parses; a fix whose output would not parse is dropped and reported, and one whose
 import would rebind a name the file imports as something else is not applied.
 Rounds repeat until nothing changes (bounded), so fixing twice equals fixing once. The
@@ -17,20 +17,17 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from xlalint.analysis.usage import unused_bindings
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import Diagnostic, FileResult, allowed
-from xlalint.edits import (
+from xlalint.edits import apply_edits_marking, edit_spans, spans_overlap, wrap_long_lines
+from xlalint.engine import lint_source
+from xlalint.importer import (
     add_imports,
-    apply_edits_marking,
-    edit_spans,
     import_bindings,
     import_conflicts,
+    left_unused,
     remove_unused_imports,
-    spans_overlap,
-    wrap_long_lines,
 )
-from xlalint.engine import lint_source
 from xlalint.rule import Rule
 from xlalint.sources import Source
 
@@ -184,7 +181,7 @@ def fix_text(
         rejected: list[Diagnostic] = []
         chosen = _choose(text, result.diagnostics, unsafe)
         if chosen and keep is None:
-            keep = unused_bindings(cst.parse_module(source.text))
+            keep = left_unused(source.text)
         candidate = _apply(text, chosen, filename, keep, line_length)
         while chosen and not _parses(candidate):
             # Keep the fixes that parse on their own; report the others, and let the fixes
@@ -231,5 +228,5 @@ def fix_one(
     unit = next(u for u in _units(pool) if diagnostic in u)
     if _choose(text, unit, unsafe=True) != unit:
         return None
-    candidate = _apply(text, unit, filename, unused_bindings(cst.parse_module(text)), line_length)
+    candidate = _apply(text, unit, filename, left_unused(text), line_length)
     return candidate if candidate != text and _parses(candidate) else None

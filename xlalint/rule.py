@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -94,6 +94,11 @@ class Rule:
     # The rule's findings are device choices that can keep a model off the XLA device
     # (XLA305's ladders): fixes that move other values there go together with theirs.
     decides_device: ClassVar[bool] = False
+    # The analyses whose walk-time bookkeeping this rule needs (`context.ANALYSES`):
+    # "loops" for `ctx.loops`, "masks" for `ctx.masks`. A `hot_only` rule uses "loops" by
+    # that alone (hot code asks what loops do). The context keeps only the analyses some
+    # running rule declared, and refuses to answer for the others.
+    uses: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -184,3 +189,13 @@ def doc_sections(docs: str) -> dict[str, str]:
         heading.strip(): body.strip()
         for heading, body in zip(parts[1::2], parts[2::2], strict=True)
     }
+
+
+def analyses_used(rules: Iterable[type[Rule]]) -> frozenset[str]:
+    """The analyses a set of rules needs the context to keep during the walk."""
+    used: set[str] = set()
+    for rule in rules:
+        used.update(rule.uses)
+        if rule.hot_only:
+            used.add("loops")
+    return frozenset(used)

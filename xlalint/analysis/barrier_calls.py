@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.imports import ImportTable
 
 SYNC = frozenset({"torch_xla.sync", "torch_xla.torch_xla.sync"})
@@ -23,13 +24,6 @@ SYNCING_CONTEXTS = frozenset(
     }
 )
 COMPILE_DECORATORS = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
-
-
-def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
 
 
 class Barrier:
@@ -59,7 +53,7 @@ def barrier_kind(call: cst.Call, imports: ImportTable) -> int:
 def barrier_argument(call: cst.Call) -> cst.BaseExpression | None:
     """The `barrier` argument of `xm.optimizer_step(...)` unless it is absent, `False` or
     `None` (then the call does not sync)."""
-    arg = keyword_arg(call, "barrier")
+    arg = keyword_argument(call, "barrier")
     positional = [a for a in call.args if a.keyword is None and not a.star]
     value = arg.value if arg else positional[1].value if len(positional) > 1 else None
     if value is None or (isinstance(value, cst.Name) and value.value in ("False", "None")):

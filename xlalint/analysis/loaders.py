@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -26,9 +25,6 @@ from xlalint.analysis.loop_facts import (
 from xlalint.analysis.returns import returned_values
 from xlalint.analysis.tensors import binding_key
 from xlalint.walk import children, descendants, target_names
-
-if TYPE_CHECKING:
-    from xlalint.context import FileContext
 
 MP_DEVICE_LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
 PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
@@ -70,10 +66,8 @@ class Wrapping:
 class LoaderTracing(LoopFacts):
     """Loop facts, and where each loop's batches come from."""
 
-    def __init__(
-        self, module: cst.Module, imports: ImportTable, ctx: FileContext | None = None
-    ) -> None:
-        super().__init__(module, imports, ctx)
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        super().__init__(module, imports)
         self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._calls: dict[str, list[_CallSite]] | None = None  # plain-name calls, by name
         self._prepared: tuple[frozenset[str], frozenset[int]] | None = None

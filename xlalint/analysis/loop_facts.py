@@ -10,8 +10,9 @@ body, in a nested loop or in a function of the same module that it calls? Whethe
 iterates a loader that syncs is `loaders.py`'s question; whether it is a step loop of its
 own, `step_loops.py`'s.
 
-Costs: the engine walks the file once. Loops and functions are registered during that walk
-(`register_loop`, `register_function`); everything else is computed after the walk, on
+Costs: the engine walks the file once. The context registers every loop and function
+during that walk (`register_loop`, `register_function`, from the ancestors it keeps: this
+module knows nothing of the context); everything else is computed after the walk, on
 demand, from the loop's own subtree, and cached: each loop body and each function body is
 scanned at most once (nested loops are summarised by their own scan).
 """
@@ -19,10 +20,10 @@ scanned at most once (nested loops are summarised by their own scan).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -37,9 +38,6 @@ from xlalint.analysis.handed_functions import CallSites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, target_names
-
-if TYPE_CHECKING:
-    from xlalint.context import FileContext
 
 Loop = cst.For | cst.While
 Scope = cst.For | cst.While | cst.FunctionDef
@@ -630,30 +628,29 @@ class LoopSite:
 class LoopFacts:
     """Per-file loop facts for the family 4 rules, computed after the walk."""
 
-    def __init__(
-        self, module: cst.Module, imports: ImportTable, ctx: FileContext | None = None
-    ) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
         self.module = module
         self.imports = imports
-        self._ctx = ctx  # where the walk is, for registrations
         self._sites: dict[int, LoopSite] = {}
         self._functions: dict[str, list[cst.FunctionDef]] = {}  # functions, by name
         self._methods: dict[str, list[cst.FunctionDef]] = {}  # methods, by name
-        self._function_ids: set[int] = set()
         self._method_classes: dict[int, cst.ClassDef] = {}  # id(method) -> its class
         self._facts: dict[int, BodyFacts] = {}
         self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
 
     # -- registration, during the walk ----------------------------------------------------
-    def register_loop(self, node: Loop, ctx: FileContext) -> None:
-        if id(node) in self._sites:
-            return
+    def register_loop(
+        self, node: Loop, ancestors: Iterable[cst.CSTNode], per_step_frame: bool
+    ) -> None:
+        """Record where a loop sits, from its ancestors (innermost first) as the walk meets
+        it. `per_step_frame`: the loop is in a module's `__call__` or a per-step hook of
+        its class (`hotness.per_step_hooks`)."""
         function: cst.FunctionDef | None = None
         class_def: cst.ClassDef | None = None
         parents: list[Loop] = []
         indents: list[str] = []
         child: cst.CSTNode = node
-        for ancestor in ctx.ancestors():
+        for ancestor in ancestors:
             if isinstance(ancestor, cst.IndentedBlock):
                 indents.append(_indent(ancestor, self.module))
             elif isinstance(ancestor, cst.For | cst.While):
@@ -667,31 +664,19 @@ class LoopFacts:
         body_indent = "".join(reversed(indents))
         if isinstance(node.body, cst.IndentedBlock):
             body_indent += _indent(node.body, self.module)
-        per_step = (
-            ctx.site().module_call
-            or ctx.site().hook
-            or (function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None)
+        per_step = per_step_frame or (
+            function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None
         )
         self._sites[id(node)] = LoopSite(
             node, function, class_def, tuple(parents), body_indent, per_step
         )
 
-    def register_function(self, node: cst.FunctionDef, ctx: FileContext | None = None) -> None:
-        """Record a definition, called from `visit_FunctionDef` (methods apart: `f()` calls
-        a function, `obj.f()` a method)."""
-        if id(node) in self._function_ids:
-            return
-        self._function_ids.add(id(node))
-        ctx = ctx or self._ctx
-        is_method = False
-        if ctx is not None:
-            ancestors = ctx.ancestors()
-            next(ancestors, None)  # the block the definition sits in
-            owner = next(ancestors, None)
-            is_method = isinstance(owner, cst.ClassDef)
-            if isinstance(owner, cst.ClassDef):
-                self._method_classes[id(node)] = owner
-        table = self._methods if is_method else self._functions
+    def register_function(self, node: cst.FunctionDef, owner: cst.ClassDef | None) -> None:
+        """Record a definition as the walk meets it; `owner`: the class whose body holds it
+        (methods apart: `f()` calls a function, `obj.f()` a method)."""
+        if owner is not None:
+            self._method_classes[id(node)] = owner
+        table = self._methods if owner is not None else self._functions
         table.setdefault(node.name.value, []).append(node)
 
     def site(self, node: Loop) -> LoopSite | None:

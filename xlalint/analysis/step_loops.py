@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -20,9 +19,6 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-
-if TYPE_CHECKING:
-    from xlalint.context import FileContext
 
 
 @dataclass(frozen=True)
@@ -39,10 +35,8 @@ class StepLoop:
 class LoopAnalysis(LoaderTracing):
     """Loop facts, loaders, and which loops are step loops."""
 
-    def __init__(
-        self, module: cst.Module, imports: ImportTable, ctx: FileContext | None = None
-    ) -> None:
-        super().__init__(module, imports, ctx)
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        super().__init__(module, imports)
         self._step_loops: list[StepLoop] | None = None
 
     def step_loops(self) -> list[StepLoop]:

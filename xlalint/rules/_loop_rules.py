@@ -1,8 +1,9 @@
 """Bases of the graph-barrier rules (family 4): they judge loops once the file is walked.
 
 Whether a loop reaches a barrier can depend on a function defined after it, so these rules
-register loops and functions during the walk and decide in `leave_Module`, asking
-`ctx.loops` (xlalint.analysis.step_loops). Not a rule module: it defines no rule code.
+decide in `leave_Module`, asking `ctx.loops` (analysis/step_loops.py), which the context
+fills with every loop and function during the walk. Not a rule module: it defines no rule
+code.
 """
 
 from __future__ import annotations
@@ -25,18 +26,10 @@ if TYPE_CHECKING:
 
 
 class LoopRule(Rule):
-    """Registers every loop and function with `ctx.loops` during the walk."""
+    """A rule that judges the file's loops after the walk, asking `ctx.loops`."""
 
     screen = ("<For>", "<AsyncFor>", "<While>")  # findings sit on loops
-
-    def visit_For(self, node: cst.For) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
-
-    def visit_While(self, node: cst.While) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.ctx.loops.register_function(node, self.ctx)
+    uses = ("loops",)
 
     def torch_code(self) -> bool:
         """The file uses torch (a CUDA script on its way to XLA counts)."""

@@ -75,6 +75,7 @@ class Nonzero(Rule):
     """
 
     code = "XLA201"
+    uses = ("masks",)
     name = "nonzero"
     message = (
         "`{call}` has a data-dependent shape: it runs on the CPU (a device-to-host copy) "

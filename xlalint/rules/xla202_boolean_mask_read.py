@@ -82,6 +82,7 @@ class BooleanMaskRead(Rule):
     """
 
     code = "XLA202"
+    uses = ("masks",)
     name = "boolean-mask-read"
     message = (
         "`{what}` selects a data-dependent number of elements: XLA runs `nonzero` on the "

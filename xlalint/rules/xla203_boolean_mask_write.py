@@ -76,6 +76,7 @@ class BooleanMaskWrite(Rule):
     """
 
     code = "XLA203"
+    uses = ("masks",)
     name = "boolean-mask-write"
     message = (
         "`{write}` writes a data-dependent number of elements: XLA runs `nonzero` on "

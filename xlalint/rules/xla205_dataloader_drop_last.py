@@ -86,6 +86,7 @@ class DataLoaderDropLast(Rule):
     """
 
     code = "XLA205"
+    uses = ("loops",)
     name = "dataloader-drop-last"
     message = (
         "Training DataLoader without `drop_last=True`: a smaller last batch is a new shape, "

@@ -111,6 +111,7 @@ class DynamicPadding(Rule):
     """
 
     code = "XLA206"
+    uses = ("loops",)
     name = "dynamic-padding"
     message = (
         "{what} pads each batch to its longest example: every new length is a new shape, "
@@ -134,17 +135,10 @@ class DynamicPadding(Rule):
         self._longest: list[tuple[cst.Call, Site, cst.FunctionDef]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.ctx.loops.register_function(node)
         self._functions.append(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.pop()
-
-    def visit_For(self, node: cst.For) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
-
-    def visit_While(self, node: cst.While) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "max":

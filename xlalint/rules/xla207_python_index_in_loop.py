@@ -140,6 +140,7 @@ class PythonIndexInLoop(Rule):
     """
 
     code = "XLA207"
+    uses = ("loops",)
     name = "python-index-in-loop"
     message = (
         "`{index}` is a Python int that changes every pass: indexing a tensor with it "
@@ -169,7 +170,6 @@ class PythonIndexInLoop(Rule):
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.ctx.loops.register_function(node)
         self.values.push_function(node)
         self.helpers.push_function(node, self.ctx.function)
 
@@ -178,14 +178,12 @@ class PythonIndexInLoop(Rule):
         self.helpers.pop_function()
 
     def visit_For(self, node: cst.For) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
         self.values.enter_loop(node)
 
     def leave_For(self, node: cst.For) -> None:
         self.values.leave_loop(node)
 
     def visit_While(self, node: cst.While) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
         self.values.enter_loop(node)
 
     def leave_While(self, node: cst.While) -> None:

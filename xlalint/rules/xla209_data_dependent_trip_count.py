@@ -82,6 +82,7 @@ class DataDependentTripCount(Rule):
     """
 
     code = "XLA209"
+    uses = ("loops",)
     name = "data-dependent-trip-count"
     message = (
         "The number of passes of this loop is read from a tensor: each distinct count "
@@ -104,7 +105,6 @@ class DataDependentTripCount(Rule):
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.ctx.loops.register_function(node)
         self.reads.push_function()
         self.values.push_function(node)
 
@@ -113,7 +113,6 @@ class DataDependentTripCount(Rule):
         self.values.pop_function()
 
     def visit_For(self, node: cst.For) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
         if (call := self._data_dependent_range(node.iter)) is not None:
             self._candidates.append(_Candidate(node, call, self.ctx.site()))
             self._candidate_loops.add(node)
@@ -137,7 +136,6 @@ class DataDependentTripCount(Rule):
             self._candidates.append(_Candidate(None, call, self.ctx.site()))
 
     def visit_While(self, node: cst.While) -> None:
-        self.ctx.loops.register_loop(node, self.ctx)
         test = node.test
         # A tensor read in the test itself happens on every pass (XLA101/XLA103 report it),
         # and that execution separates the passes: the count then makes no new graph.

@@ -168,7 +168,6 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         return super().torch_code() or self._zeroes_optimizer
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
         indents = [
             a.indent if a.indent is not None else self.ctx.module.default_indent
             for a in self.ctx.ancestors()

@@ -61,6 +61,7 @@ class BarrierInsideTrace(Rule):
     """
 
     code = "XLA405"
+    uses = ("loops",)
     name = "barrier-inside-trace"
     message = (
         "Graph barrier inside an `xp.Trace` scope: torch_xla raises "
@@ -89,7 +90,6 @@ class BarrierInsideTrace(Rule):
         self._scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.ctx.loops.register_function(node, self.ctx)
         traced = any(
             isinstance(d.decorator, cst.Call) and self.ctx.qualified(d.decorator.func) == TRACE_ME
             for d in node.decorators

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.barrier_calls import keyword_arg
+from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.loop_facts import LoopSite
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -92,7 +92,7 @@ class OptimizerStepWithoutBarrier(LoopRule):
         positional = [a for a in call.args if a.keyword is None and not a.star]
         if (
             not call.args
-            or keyword_arg(call, "barrier") is not None
+            or keyword_argument(call, "barrier") is not None
             or len(positional) > 1
             or any(a.star for a in call.args)
         ):
