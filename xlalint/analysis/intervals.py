@@ -19,7 +19,7 @@ import libcst as cst
 from xlalint.analysis.guards import local_values, negated
 from xlalint.walk import descendants
 
-SPARSE = 10  # passes between two runs of the branch, at least
+SPARSE = 50  # passes between two runs of the branch, at least
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:

@@ -27,7 +27,7 @@ class HostTransferInHotCode(Rule):
     with `if backend == "xla": return False` first), and a function or private method this
     file calls only from such branches; one also handed on as a callback, or exported in
     `__all__`, may run anywhere), and code under a log interval known to be long (`if step
-    % 100 == 0:`, an interval this file sets to 10 or more, by default too, or a fraction
+    % 100 == 0:`, an interval this file sets to 50 or more, by default too, or a fraction
     of a loader's length such as `len(loader) // 10`): one sync every so many steps is
     amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
     is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
