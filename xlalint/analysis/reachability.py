@@ -105,27 +105,32 @@ def value_on_xla(function: cst.FunctionDef, imports: ImportTable) -> bool | None
     body = function.body
     if not isinstance(body, cst.IndentedBlock):
         return None
+
+    def asks_xla(test: cst.BaseExpression) -> bool:
+        return mentions_xla(test, imports, modules=False)
+
     for statement in body.body:
         if isinstance(statement, cst.If) and statement.orelse is None:
-            inner = statement.body
-            last = inner.body[-1] if isinstance(inner, cst.IndentedBlock) else None
-            small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) else None
-            if (
-                len(getattr(inner, "body", ())) == 1
-                and isinstance(small, cst.Return)
-                and small.value is not None
-                and (answer := _constant(small.value)) is not None
-            ):
-                on_xla = implied(
-                    statement.test, True, lambda t: mentions_xla(t, imports, modules=False)
-                )
-                if on_xla is True:
-                    return answer
-            if any(isinstance(node, cst.Return) for node in descendants(statement)):
-                return None  # it may return first, for other reasons
-        elif any(isinstance(node, cst.Return) for node in descendants(statement)):
-            return None
+            answer = _returned_constant(statement.body)
+            if answer is not None and implied(statement.test, True, asks_xla) is True:
+                return answer
+        if any(isinstance(node, cst.Return) for node in descendants(statement)):
+            return None  # it may return first, for other reasons
     return None
+
+
+def _returned_constant(block: cst.BaseSuite) -> bool | None:
+    """`True`/`False` for a block that is only `return True`/`return False`."""
+    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    if len(statements) != 1:
+        return None
+    line = statements[0]
+    if not isinstance(line, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+        return None
+    small = line.body[-1] if len(line.body) == 1 else None
+    if not isinstance(small, cst.Return) or small.value is None:
+        return None
+    return _constant(small.value)
 
 
 def false_on_xla(test: cst.BaseExpression, holds: bool, predicates: XlaPredicates) -> bool:
