@@ -15,20 +15,22 @@ from functools import cached_property
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis import devices
+from xlalint.analysis import devices, reachability
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
-from xlalint.analysis.guards import mentions_cuda
+from xlalint.analysis.guards import mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
     SAVE_CALLS,
     FunctionKey,
     HotCode,
     Site,
+    draws_a_figure,
     per_step_hooks,
     walks_a_collection,
 )
 from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
+from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.step_loops import LoopAnalysis
@@ -115,7 +117,11 @@ class FileContext:
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module))
-        self.epochs = Epochs(lambda loop: self.loops.facts(loop), module)
+        self.epochs = Epochs(
+            lambda loop: self.loops.facts(loop),
+            module,
+            lambda loop: self.loops.steps_optimizer(loop),
+        )
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
         self._masks = (
@@ -126,6 +132,9 @@ class FileContext:
         # Per-step hooks of the classes defined so far, inherited by their subclasses here.
         self._class_hooks: dict[str, frozenset[str]] = {}
         self._guarded: list[cst.CSTNode] = []
+        # `if step % 100 == 0:` tests (by id) and the bodies under them being walked.
+        self._sparse_ifs: set[int] = set()
+        self._sparse_bodies: list[cst.CSTNode] = []
         self._closure_calls: list[cst.Call] = []
         # `with torch.device(...)` / `with self.device:` blocks: factories there make tensors
         # on that device.
@@ -233,6 +242,12 @@ class FileContext:
         return bool(self._guarded)
 
     @property
+    def under_sparse_interval(self) -> bool:
+        """In the body of `if step % interval == 0:` with an interval known to be long
+        (`analysis/intervals.py`): it runs once every many passes, not every step."""
+        return bool(self._sparse_bodies)
+
+    @property
     def runs_without_xla(self) -> bool:
         """Whether the node being visited runs only where XLA is not in use: under a CUDA
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
@@ -242,6 +257,20 @@ class FileContext:
             or devices.runs_without_xla(self.ancestors(), self.imports)
             or self._in_cuda_only_function()
             or self.in_gpu_implementation
+            or self._under_predicate_false_on_xla()
+        )
+
+    @cached_property
+    def _xla_predicates(self) -> reachability.XlaPredicates:
+        return reachability.XlaPredicates(self.module, self.imports)
+
+    def _under_predicate_false_on_xla(self) -> bool:
+        """Under `if self._use_closures():` whose predicate returns False on XLA (also
+        inside a lambda made there: it exists only where the branch ran)."""
+        path = [node for node in reversed(self._stack) if type(node) is not cst.Lambda]
+        return any(
+            reachability.false_on_xla(test, holds, self._xla_predicates)
+            for test, holds in path_conditions(path)
         )
 
     @property
@@ -254,18 +283,17 @@ class FileContext:
 
     @cached_property
     def _cuda_only_functions(self) -> frozenset[int]:
-        return devices.cuda_only_functions(self.module, self.imports)
+        found = devices.cuda_only_functions(
+            self.module, self.imports
+        ) | reachability.functions_run_without_xla(self.module, self.imports)
+        return found - reachability.exported_functions(self.module) if found else found
 
     def _in_cuda_only_function(self) -> bool:
-        """Inside a module-level function that this file calls only under CUDA guards."""
+        """Inside a module-level function, or a private method, that this file calls only
+        under CUDA guards or failed XLA tests (`if not self.tpu:`), and does not export in
+        `__all__` (other modules may call its API anywhere)."""
         outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
-        # Only a function directly in the module can be one: a method's finding needs no scan
-        # of the module's calls. (`_stack[0]` is the module.)
-        return (
-            outermost is not None
-            and self._stack[1] is outermost
-            and id(outermost) in self._cuda_only_functions
-        )
+        return outermost is not None and id(outermost) in self._cuda_only_functions
 
     @property
     def in_step_closure(self) -> bool:
@@ -293,6 +321,13 @@ class FileContext:
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.append(parent)
+        if (
+            self._sparse_ifs
+            and type(parent) is cst.If
+            and id(parent) in self._sparse_ifs
+            and node is parent.body  # type: ignore[union-attr]
+        ):
+            self._sparse_bodies.append(node)
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, kind_in_body, _ in self._narrowed[-1][1]:
                 self.kinds.bind(cst.Name(name), kind_in_body)
@@ -323,13 +358,21 @@ class FileContext:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
                 self._guarded.append(node)
+            if kind is cst.If and may_be_sparse(node.test):
+                class_def = next(
+                    (n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None
+                )
+                if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
+                    self._sparse_ifs.add(id(node))
             if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
                 assert isinstance(node, cst.If)
                 self._narrowed.append((node.body, self._narrowing(node, names)))
 
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
-            if kind is cst.For and walks_a_collection(node.iter, self.kinds.is_dict):
+            if kind is cst.For and (
+                walks_a_collection(node.iter, self.kinds.is_dict) or draws_a_figure(node)
+            ):
                 self._frames[-1].collections.add(id(node))
             self.kinds.bind_loop_target(node.target, node.iter)
             if self._masks is not None:
@@ -361,6 +404,8 @@ class FileContext:
             self._leave_binding(node, kind)
         if self._guarded and self._guarded[-1] is node:
             self._guarded.pop()
+        if self._sparse_bodies and self._sparse_bodies[-1] is node:
+            self._sparse_bodies.pop()
         if self._closure_calls and self._closure_calls[-1] is node:
             self._closure_calls.pop()
         if self._default_lambdas and self._default_lambdas[-1] is node:

@@ -10,8 +10,9 @@ sampling loop after training, a sweep over stages) still runs its body on every 
 
 A loop is a batch loop when it iterates a data loader (`for x, y in loader`, through
 `enumerate`/`tqdm`/`iter`), pulls batches with `next()` from one, or runs a whole training
-step (an optimizer step) on every pass. A loop over layers, chunks or micro-batches that
-only calls a model or `backward()` is not: it is part of a step.
+step (an optimizer step, itself or in a function it calls) on every pass. A loop over
+layers, chunks or micro-batches that only calls a model or `backward()` is not: it is part
+of a step.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from xlalint.analysis.guards import local_values
 from xlalint.analysis.loop_facts import BodyFacts, unwrap_iteration
-from xlalint.walk import children
+from xlalint.walk import children, descendants, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
@@ -48,13 +50,53 @@ def _loader_named(expr: cst.BaseExpression) -> bool:
     return _LOADER_NAME.search(name) is not None
 
 
+# What a hyperparameter search or a cross-validation loops over: each pass trains a model.
+_RUNS_NAME = re.compile(r"trial|fold", re.I)
+
+
+def _over_runs(loop: cst.For) -> bool:
+    """`for i in range(number_of_trials)`, `for fold in folds`, `for trial in study`: each
+    pass is a whole training run (its objective trains), so the code in it runs once per
+    run."""
+    names = [*target_names(loop.target)]
+    iterable = unwrap_iteration(loop.iter)
+    for node in (iterable, *descendants(iterable)):
+        if isinstance(node, cst.Name):
+            names.append(node.value)
+        elif isinstance(node, cst.Attribute):
+            names.append(node.attr.value)
+    return any(_RUNS_NAME.search(name) for name in names)
+
+
+def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
+    """The loops in `loop`'s body, at any depth, outside nested definitions."""
+    found: list[cst.For | cst.While] = []
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*_SCOPES, cst.BaseExpression)):
+            continue
+        if isinstance(node, cst.For | cst.While):
+            found.append(node)
+        stack.extend(children(node))
+    return found
+
+
 class Epochs:
     """Answers, after the walk, whether a place in a function runs per epoch."""
 
     def __init__(
-        self, facts: Callable[[cst.For | cst.While], BodyFacts], module: cst.Module | None = None
+        self,
+        facts: Callable[[cst.For | cst.While], BodyFacts],
+        module: cst.Module | None = None,
+        steps_optimizer: Callable[[cst.For | cst.While], bool] | None = None,
     ) -> None:
         self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
+        # `LoopAnalysis.steps_optimizer`: a pass steps an optimizer, here or in a function
+        # it calls (`self._fit_batch(x, y)`).
+        self._steps_optimizer = steps_optimizer
+        self._module = module if module is not None else cst.Module(body=())
+        self._loop_functions: dict[int, cst.FunctionDef] | None = None
         self._batch: dict[int, bool] = {}
         self._holds: dict[int, bool] = {}
         # The module's top-level functions: an epoch loop may run its batch loop in one
@@ -67,23 +109,68 @@ class Epochs:
 
     def is_batch_loop(self, loop: cst.For | cst.While) -> bool:
         """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or
-        steps an optimizer itself."""
+        steps an optimizer (itself or in a function it calls) without holding a loop that
+        steps one on every pass: an epoch loop may step once more after its batch loop
+        (the leftover step of gradient accumulation)."""
         cached = self._batch.get(id(loop))
         if cached is None:
-            if isinstance(loop, cst.For) and _loader_named(unwrap_iteration(loop.iter)):
+            if isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True
             else:
                 facts = self._facts(loop)
-                cached = facts.steps_optimizer or any(
-                    _loader_named(unwrap_iteration(arg)) for arg in facts.next_of
+                cached = any(_loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
+                    self._steps(loop) and not any(self._steps(n) for n in _nested_loops(loop))
                 )
             self._batch[id(loop)] = cached
         return cached
 
+    def _iterates_loader(self, loop: cst.For) -> bool:
+        """`for x in loader`, or over a name that its function only ever binds to loaders
+        (`batches = tqdm(val_loader) if primary else val_loader`, in two statements) where
+        no loop inside steps an optimizer (a loader of corpus splits, each trained on in
+        windows, yields epochs' worth of steps)."""
+        iterable = unwrap_iteration(loop.iter)
+        if _loader_named(iterable):
+            return True
+        function = self._enclosing_functions().get(id(loop))
+        if not isinstance(iterable, cst.Name) or function is None:
+            return False
+        values = local_values(function, iterable.value)
+        return (
+            bool(values)
+            and all(_loader_named(unwrap_iteration(v)) for v in values)
+            and not any(self._steps(n) for n in _nested_loops(loop))
+        )
+
+    def _enclosing_functions(self) -> dict[int, cst.FunctionDef]:
+        """The innermost function around each loop of the module, by the loop's id."""
+        if self._loop_functions is None:
+            found: dict[int, cst.FunctionDef] = {}
+            stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(self._module, None)]
+            while stack:
+                node, function = stack.pop()
+                if isinstance(node, cst.FunctionDef):
+                    function = node
+                elif isinstance(node, cst.For) and function is not None:
+                    found[id(node)] = function
+                if not isinstance(node, cst.BaseExpression):
+                    stack.extend((child, function) for child in children(node))
+            self._loop_functions = found
+        return self._loop_functions
+
+    def _steps(self, loop: cst.For | cst.While) -> bool:
+        """A pass of `loop` steps an optimizer, itself or in a function it calls."""
+        if self._facts(loop).steps_optimizer:
+            return True
+        return self._steps_optimizer is not None and self._steps_optimizer(loop)
+
     def holds_batch_loop(self, scope: cst.CSTNode) -> bool:
         """A batch loop runs somewhere in `scope`'s body (not in a nested definition), or
-        in a top-level function of the module that it calls (`train(epoch)`)."""
+        in a top-level function of the module that it calls (`train(epoch)`), or `scope`
+        is a loop over trials or folds (a whole training run per pass)."""
         cached = self._holds.get(id(scope))
+        if cached is None and isinstance(scope, cst.For) and _over_runs(scope):
+            cached = self._holds[id(scope)] = True
         if cached is None:
             self._holds[id(scope)] = False  # a function that calls itself
             cached = False

@@ -16,9 +16,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from xlalint.walk import descendants
+
+# `*_step` names a step; `*_per_step` (`fit_n_batches_per_step`) names what a loop of
+# many steps does on each of them, so it is no step itself.
 PER_STEP_FUNCTIONS = re.compile(
-    r"^(forward|step|\w+_step|scale_model_input|training_step|validation_step|test_step|"
-    r"predict_step)$"
+    r"^(forward|step|(?!\w*_per_step$)\w+_step|scale_model_input|training_step|"
+    r"validation_step|test_step|predict_step)$"
 )
 RUN_ONCE_FUNCTIONS = frozenset(
     {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}
@@ -96,6 +100,37 @@ def walks_a_collection(
             and index.value.evaluated_value in _COLLECTION_KEYS
         )
     return is_dict(iterable)
+
+
+# Drawing calls of matplotlib's axes and pyplot: a loop that makes them draws a figure.
+_DRAWING_METHODS = frozenset(
+    {"imshow", "matshow", "add_patch", "plot", "scatter", "bar", "barh", "hist",
+     "fill_between", "errorbar", "contour", "contourf", "pcolormesh", "set_xlabel",
+     "set_ylabel", "set_title", "annotate", "legend"}
+)  # fmt: skip
+_FIGURE_NAME = re.compile(r"^_*(ax|axs|axes|axis|fig|figure|plt|pyplot|subplot)(_\w+|\d+)?$", re.I)
+_STEP_METHODS = frozenset({"backward", "step"})
+
+
+def draws_a_figure(loop: cst.For) -> bool:
+    """`for ax, img in zip(axes, imgs): ax.imshow(img.numpy())`: a loop that draws one item
+    of a figure per pass (matplotlib's axes or pyplot), and trains nothing. Like a loop over
+    a model's parts, it runs once per item each time the code around it runs: the passes
+    of a plotting helper are not steps."""
+    draws = False
+    for node in descendants(loop.body):
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+            continue
+        method = node.func.attr.value
+        if method in _STEP_METHODS:
+            return False
+        if method in _DRAWING_METHODS and not draws:
+            receiver = node.func.value
+            name = receiver.attr.value if isinstance(receiver, cst.Attribute) else None
+            if isinstance(receiver, cst.Name):
+                name = receiver.value
+            draws = name is not None and _FIGURE_NAME.match(name) is not None
+    return draws
 
 
 def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypeVar
 
 import libcst as cst
@@ -33,6 +34,7 @@ from xlalint.analysis.barrier_calls import (
     Barrier,
     barrier_kind,
 )
+from xlalint.analysis.handed_functions import CallSites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, code_children, target_names
@@ -42,6 +44,8 @@ Scope = cst.For | cst.While | cst.FunctionDef
 T = TypeVar("T")
 
 _OPTIMIZER_NAME = re.compile(r"^_*(\w+_)?(opt|optim|optimizer|optimiser)(s|_\w+|\d+)?$", re.I)
+# A collection of optimizers (or of their names): `optimizers`, `self._optimizers`.
+_OPTIMIZERS_NAME = re.compile(r"^_*(\w+_)?(opts|optims|optimizers|optimisers)$", re.I)
 # Callables that run backward and the optimizer step they are handed: timm's and DeiT's
 # `loss_scaler(loss, optimizer, ...)` (NativeScaler.__call__).
 _STEPPING_CALLEE = re.compile(r"scaler$", re.I)
@@ -50,7 +54,7 @@ _LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
 # Callees that run a model step: the network of a sampling or generation loop.
 _MODEL_NAME = re.compile(
     r"(^|_)(model|unet|transformer|denoiser|net|network|decoder|generator|prior|policy|lm|llm|"
-    r"controlnet)s?\d*$",
+    r"controlnet|rnn|lstm|gru)s?\d*$",
     re.I,
 )
 _VERB_PREFIX = re.compile(
@@ -333,6 +337,11 @@ class _BodyScanner:
         self.assigned = set(items)
         self.read_first: set[str] = set()
         self.model_events = 0
+        # Receivers of `.zero_grad()` and of other `.step()` calls in this body: an object
+        # whose gradients are zeroed and that is stepped is an optimizer, whatever its name
+        # (`trainer.zero_grad()` ... `trainer.step()`).
+        self.zeroed: set[str] = set()
+        self.stepped: set[str] = set()
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -473,6 +482,8 @@ class _BodyScanner:
                 facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
+            elif method == "zero_grad" and not on_item:
+                self._zero_grad(func.value)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
             facts.next_of.append(call.args[0].value)
         if (
@@ -500,10 +511,19 @@ class _BodyScanner:
         self.model_events += 1
         self.facts.events.append(_ModelCall(call, _model_inputs(call)))
 
+    def _zero_grad(self, receiver: cst.BaseExpression) -> None:
+        spelled = get_full_name_for_node(receiver)
+        if spelled is not None:
+            self.zeroed.add(spelled)
+            if spelled in self.stepped:
+                self.facts.trains = self.facts.steps_optimizer = True
+
     def _step(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
         name = _last_name(receiver) or ""
-        if is_optimizer(receiver) or name.endswith("scaler"):
-            # `optimizer.step()`, `scaler.step(optimizer)`
+        spelled = get_full_name_for_node(receiver)
+        if is_optimizer(receiver) or name.endswith("scaler") or spelled in self.zeroed:
+            # `optimizer.step()`, `scaler.step(optimizer)`, `trainer.step()` after
+            # `trainer.zero_grad()`
             self.facts.trains = self.facts.steps_optimizer = True
         elif (
             _SCHEDULER_NAME.search(name)
@@ -514,9 +534,30 @@ class _BodyScanner:
             # scheduler on nothing, an epoch or a metric.
             self.facts.scheduler_step = True
             self._model_event(call)
+        elif spelled is not None and not call.args:
+            self.stepped.add(spelled)  # an optimizer if its gradients are zeroed here
 
 
 _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
+# Methods that step the optimizers, by their name: `optimizer_step`, `optimizers_step`,
+# `step_optimizers`.
+_OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers?)$", re.I)
+
+
+def iterates_optimizers(node: Loop) -> bool:
+    """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
+    `step_optimizers`, which fetches each optimizer by its name): one step of each."""
+    if not isinstance(node, cst.For):
+        return False
+    if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
+        return True
+    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None
+
+
+def names_optimizer_step(func: cst.BaseExpression) -> bool:
+    """`self.optimizer_step()`, `self._step_optimizers()`: a call named for stepping the
+    optimizer."""
+    return _OPTIMIZER_STEP_METHOD.match(_last_name(func) or "") is not None
 
 
 def _hands_optimizer_to_step(call: cst.Call, func: cst.BaseExpression) -> bool:
@@ -725,7 +766,49 @@ class LoopFacts:
     def _callees(self, node: Scope) -> Iterator[cst.FunctionDef]:
         class_def = self._class_of(node)
         for call in self.facts(node).calls:
-            yield from self.resolve(call, class_def)
+            yield from self._resolve_in(node, call, class_def)
+
+    def _resolve_in(
+        self, node: Scope, call: cst.Call, class_def: cst.ClassDef | None
+    ) -> list[cst.FunctionDef]:
+        """`resolve`, where a parameter of the function around `node` shadows the functions
+        of its name: `step_fn(batch)` runs what the callers hand it."""
+        if isinstance(call.func, cst.Name):
+            handed = self._handed_callees(node, call.func.value, class_def)
+            if handed is not None:
+                return handed
+        return self.resolve(call, class_def)
+
+    def _handed_callees(
+        self, node: Scope, name: str, class_def: cst.ClassDef | None
+    ) -> list[cst.FunctionDef] | None:
+        """`step_fn(batch)` with `step_fn` a parameter of the function around `node`: the
+        functions and methods of this module its callers hand it (`step_fn=self.train_step`,
+        `handed_functions`). None where `name` is no parameter there."""
+        site = self._sites.get(id(node))
+        function = node if isinstance(node, cst.FunctionDef) else site and site.function
+        if not isinstance(function, cst.FunctionDef):
+            return None
+        params = function.params
+        if all(
+            p.name.value != name
+            for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        ):
+            return None
+        method = id(function) in self._method_classes
+        found: list[cst.FunctionDef] = []
+        for value in self._call_sites.handed(function, name, method):
+            if isinstance(value, cst.Name):
+                found.extend(self._functions.get(value.value, []))
+            elif isinstance(value, cst.Attribute):
+                methods = self._methods.get(value.attr.value, [])
+                own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
+                found.extend(own or methods)
+        return found
+
+    @cached_property
+    def _call_sites(self) -> CallSites:
+        return CallSites(self.module)
 
     def _runs_model(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool | None:
         """Whether a call of a function of this module calls a model or steps a scheduler;
@@ -766,12 +849,36 @@ class LoopFacts:
 
     def trains(self, node: Scope) -> bool:
         """Backward or an optimizer step in the body itself or in a function of this module
-        it calls, not in a nested loop (that loop is then the training loop)."""
-        return self._through_calls("trains", node)
+        it calls, not in a nested loop (that loop is then the training loop; a loop over the
+        optimizers is part of this pass, see `steps_optimizer`)."""
+        return self._through_calls("trains", node) or self.steps_optimizer(node)
 
     def steps_optimizer(self, node: Scope) -> bool:
-        """An optimizer step in the body or in a function of this module it calls."""
-        return self._through_calls("steps_optimizer", node)
+        """An optimizer step in the body, in a loop of it over the optimizers (`for opt in
+        optimizers.values(): scaler.step(opt)`: one step of each, in this pass), or in a
+        function it calls: one of this module, or a method this module does not define
+        whose name says that it steps the optimizer (`self.optimizer_step()` of a template
+        whose subclass or mixin implements it)."""
+
+        def compute() -> bool:
+            facts = self.facts(node)
+            if facts.steps_optimizer:
+                return True
+            if any(
+                iterates_optimizers(loop) and self.steps_optimizer(loop)
+                for loop in facts.child_loops
+            ):
+                return True
+            class_def = self._class_of(node)
+            for call in facts.calls:
+                functions = self._resolve_in(node, call, class_def)
+                if not functions and names_optimizer_step(call.func):
+                    return True
+                if any(self.steps_optimizer(fn) for fn in functions):
+                    return True
+            return False
+
+        return self._memoized("steps_optimizer", node, False, compute)
 
     def updates_from_grads(self, node: Scope) -> bool:
         """A hand-written update from the gradients in a pass: here, in a nested loop (`for

@@ -6,7 +6,6 @@ accumulation and a loop bounded by a syncing loader are no step loops of their o
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,16 +14,11 @@ import libcst as cst
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loaders import LoaderTracing
 from xlalint.analysis.loop_facts import (
-    _OPTIMIZER_NAME,
     Loop,
     LoopSite,
-    _last_name,
+    iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import target_names
-
-# A collection of optimizers (or of their names): `optimizers`, `self._optimizers`.
-_OPTIMIZERS_NAME = re.compile(r"^_*(\w+_)?(opts|optims|optimizers|optimisers)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -70,7 +64,7 @@ class LoopAnalysis(LoaderTracing):
             trains = (
                 self.trains(node)
                 and (self.steps_optimizer(node) or self.updates_from_grads(node))
-                and not _iterates_optimizers(node)
+                and not iterates_optimizers(node)
             )
             infers = self.infers(node)
             if not (trains or infers):
@@ -115,13 +109,3 @@ def _iterates_a_literal(node: Loop) -> bool:
     return isinstance(node, cst.For) and isinstance(
         unwrap_iteration(node.iter), cst.List | cst.Tuple | cst.Set
     )
-
-
-def _iterates_optimizers(node: Loop) -> bool:
-    """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
-    `step_optimizers`, which fetches each optimizer by its name): one step of each."""
-    if not isinstance(node, cst.For):
-        return False
-    if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
-        return True
-    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None

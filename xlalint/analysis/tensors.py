@@ -37,7 +37,7 @@ class Kind(enum.Enum):
 HOST_ATTRIBUTES = frozenset(
     {
         "shape", "dtype", "device", "ndim", "is_cuda", "is_xla", "is_leaf", "requires_grad",
-        "layout", "is_sparse", "is_quantized", "is_meta", "names", "itemsize", "nbytes",
+        "layout", "is_sparse", "is_quantized", "is_meta", "names", "name", "itemsize", "nbytes",
     }
 )  # fmt: skip
 HOST_METHODS = frozenset(

@@ -16,7 +16,24 @@ class HostTransferInHotCode(Rule):
     Flags `.cpu()`, `.numpy()`, `.tolist()` and `.to("cpu")` (also `.to(device="cpu")` and
     `.to(torch.device("cpu"))`) on device tensors in code that runs every step: loop bodies,
     `forward`, `*_step` methods and the functions they call. A chain such as
-    `x.detach().cpu().numpy()` is reported once, at the first copy to the host.
+    `x.detach().cpu().numpy()` is reported once, at the first copy to the host. A
+    namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
+    copies `x` (reported unless `x` is already on the host, `d2l.numpy(x.cpu())` being one
+    copy), and `d2l.cpu()` handed to `to(value, ...)` names a device.
+
+    Not reported: code an XLA host never reaches (a branch for CUDA or another
+    accelerator, one where a test for XLA failed such as `if not self.tpu:` or a predicate
+    of this file that returns False on XLA before anything else (`if self._use_closures():`
+    with `if backend == "xla": return False` first), and a function or private method this
+    file calls only from such branches; one also handed on as a callback, or exported in
+    `__all__`, may run anywhere), and code under a log interval known to be long (`if step
+    % 100 == 0:`, an interval this file sets to 50 or more, by default too, or a fraction
+    of a loader's length such as `len(loader) // 10`): one sync every so many steps is
+    amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
+    is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
+    imgs): ax.imshow(...)`) runs once per item of the figure, and a loop over trials or
+    folds (`range(number_of_trials)`) runs a whole training per pass: neither makes code
+    per step by itself.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
@@ -81,13 +98,32 @@ class HostTransferInHotCode(Rule):
             spelled = f".to({self._arguments(node)})"  # as written: `.to(torch.device("cpu"))`
         else:
             spelled = f".{method}()"
-        kind = self.ctx.kind(func.value)
+        receiver = func.value
+        positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+        if method != "to" and positional:
+            # `d2l.numpy(x)`: a namespace's function (the tensor methods take no positional
+            # argument), which copies what it is handed.
+            receiver = positional[0]
+        elif method == "cpu" and self._names_a_device():
+            return  # `to(x, d2l.cpu())`: the device to move to, not a copy
+        kind = self.ctx.kind(receiver)
         # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
         if kind is Kind.TENSOR or (
             kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch")
         ):
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, self.message.format(call=spelled), end_node=node)
+
+    def _names_a_device(self) -> bool:
+        """The call is a later argument of a `to(...)` call: `d2l.to(value, d2l.cpu())`."""
+        ancestors = self.ctx.ancestors()
+        arg = next(ancestors, None)
+        call = next(ancestors, None)
+        if not isinstance(arg, cst.Arg) or not isinstance(call, cst.Call):
+            return False
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        return name == "to" and (arg.keyword is not None or call.args[0] is not arg)
 
     def _arguments(self, node: cst.Call) -> str:
         code = self.ctx.module.code_for_node

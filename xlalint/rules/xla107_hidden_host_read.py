@@ -33,7 +33,9 @@ class HiddenHostRead(Rule):
     Flags a tensor used where Python needs a plain number, in code that runs every step:
     an index into a list, tuple, dict, string or host array (`labels[pred]`), a slice
     bound on anything (`x[:n]`), a size (`torch.zeros(n)`, `x.view(n, -1)`,
-    `x.reshape(...)`, `x.expand(...)`, `x.repeat(...)`, `torch.ones/empty/full/rand/randn`),
+    `x.reshape(...)`, `x.expand(...)`, `x.repeat(...)`, `torch.ones/empty/full/rand/randn`;
+    a namespace's function of such a name handed the tensor first, `d2l.reshape(x, shape)`,
+    takes its sizes after it),
     a bound of `torch.arange(...)`, an argument of `range(...)`, an element of the data of
     `torch.tensor([...])` (`torch.tensor([R], device=device)` reads `R`), or a parameter of
     a `torch.distributions` distribution built with argument validation on (the default
@@ -43,6 +45,20 @@ class HiddenHostRead(Rule):
     `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. For
     `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
     depends on the data even when read once, is XLA209's (data-dependent-trip-count).
+
+    Not reported: code an XLA host never reaches (a branch for CUDA or another
+    accelerator, one where a test for XLA failed such as `if not self.tpu:` or a predicate
+    of this file that returns False on XLA before anything else (`if self._use_closures():`
+    with `if backend == "xla": return False` first), and a function or private method this
+    file calls only from such branches; one also handed on as a callback, or exported in
+    `__all__`, may run anywhere), and code under a log interval known to be long (`if step
+    % 100 == 0:`, an interval this file sets to 50 or more, by default too, or a fraction
+    of a loader's length such as `len(loader) // 10`): one sync every so many steps is
+    amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
+    is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
+    imgs): ax.imshow(...)`) runs once per item of the figure, and a loop over trials or
+    folds (`range(number_of_trials)`) runs a whole training per pass: neither makes code
+    per step by itself.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -162,6 +178,14 @@ class HiddenHostRead(Rule):
             and not (isinstance(func.value, cst.Name) and func.value.value == "self")
         ):
             # `self.expand(x)` calls the module's own layer, not `Tensor.expand`.
+            if (
+                positional
+                and self.ctx.is_tensor(positional[0])
+                and not self.ctx.is_tensor(func.value)
+            ):
+                # `d2l.reshape(x, (-1, n))`: a namespace's function handed the tensor
+                # first, as `torch.reshape(x, shape)`; the sizes follow it.
+                positional = positional[1:]
             self._check_sizes([*positional, *keywords])
         elif isinstance(func, cst.Attribute) and func.attr.value == "new_full":
             self._check_sizes([*positional[:1], *keywords])

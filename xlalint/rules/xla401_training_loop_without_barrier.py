@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.loaders import MP_DEVICE_LOADER
+from xlalint.analysis.loop_facts import is_optimizer
 from xlalint.analysis.statements import always_exits
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -40,13 +41,24 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once. With nested loops, the innermost loop that does the
-    step is reported: not an epoch loop around a batch loop, and not `backward()`-only
-    micro-batch loops inside a loop that steps the optimizer (they are part of its step).
+    step is reported: not an epoch loop around a batch loop (also where the epoch loop steps
+    the optimizer once more after it, the leftover step of gradient accumulation), and not
+    `backward()`-only micro-batch loops inside a loop that steps the optimizer (they are
+    part of its step). The optimizer step may sit in a function or method of the same
+    module that the loop calls, several calls deep, in a loop of that function over the
+    optimizers (`for opt in optimizers.values(): scaler.step(opt)`), or in a method the
+    module does not define but names for it (`self.optimizer_step()` of a training
+    template whose mixin implements it). A call of a parameter (`step_fn(batch)`) runs the
+    functions this module's callers hand for it (`step_fn=self.train_step`). An object
+    whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...
+    `trainer.step()`) is an optimizer, whatever its name.
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
     opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
     loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
     to XLA406. Reported in files that use torch, with or without torch_xla imports yet: a
-    CUDA script being ported is linted before it imports torch_xla.
+    CUDA script being ported is linted before it imports torch_xla. A file that zeroes an
+    optimizer's gradients (`self.optimizer.zero_grad()`) uses PyTorch's optimizer API: a
+    training template or mixin counts even where it does not import torch itself.
 
     A training step that a library loop runs is reported at its `def`: a function of the
     file handed to ignite's `Engine(step)`, which calls it once per batch, that trains and
@@ -148,6 +160,12 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         self._functions: dict[str, _StepFunction] = {}  # the latest definition of a name
         self._engine_steps: list[_StepFunction] = []
         self._syncing_loader = False
+        self._zeroes_optimizer = False  # `optimizer.zero_grad()`: PyTorch's optimizer API
+
+    def torch_code(self) -> bool:
+        """The file uses torch, or zeroes an optimizer's gradients: a training template
+        written against PyTorch's optimizer API need not import torch itself."""
+        return super().torch_code() or self._zeroes_optimizer
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         indents = [
@@ -164,6 +182,13 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
+        func = node.func
+        if (
+            not self._zeroes_optimizer
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "zero_grad"
+        ):
+            self._zeroes_optimizer = is_optimizer(func.value)
         qualified = self.ctx.qualified(node.func)
         if qualified == MP_DEVICE_LOADER or (
             isinstance(node.func, cst.Attribute) and node.func.attr.value == "per_device_loader"
@@ -181,7 +206,11 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         if not self.torch_code():
             return
         self._report_engine_steps()
+        epochs = self.ctx.epochs
         for loop in self.ctx.loops.step_loops():
+            node = loop.site.node
+            if epochs.holds_batch_loop(node) and not epochs.is_batch_loop(node):
+                continue  # an epoch loop stepping once more after its batch loop
             if loop.trains and not (
                 loop.has_barrier or loop.syncing_loader or loop.optimizer_steps
             ):

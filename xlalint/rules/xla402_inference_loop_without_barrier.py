@@ -11,7 +11,8 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     ## What it does
     Flags a sampling or generation loop that reaches no graph barrier on each pass: a loop
     that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`), or that
-    feeds a model (`model`, `unet`, `transformer`, `denoiser`, ...) with state it carried
+    feeds a model (`model`, `unet`, `transformer`, `denoiser`, a recurrent `rnn`/`lstm`/
+    `gru`, ...) with state it carried
     over from the previous pass (`x = model(x, t)`; `ids = torch.cat([ids, next_id], 1)`
     before `model(ids)`), with no `torch_xla.sync()`/`xm.mark_step()` in the body, in a
     nested loop or in a function of the same module it calls. A barrier behind

@@ -1,0 +1,172 @@
+"""Code that runs once every many steps, not every step.
+
+`if batch % self.log_interval == 0: print(total.item() / self.log_interval)` in a batch
+loop reads the device once per interval: with `self.log_interval = 100`, a sync every
+hundred steps of a total accumulated on the device, which is what the torch_xla docs
+recommend. Such a branch is not per-step code when the interval is known to be long: an
+integer of at least `SPARSE` (a literal, a constant, or every value this file assigns the
+name or `self.` attribute, or a parameter's default), or a fraction of a loader's length
+(`max(1, len(loader) // 10)`: a few times per epoch). An interval whose value is not known
+here (`args.log_interval`, `cfg.train.log_every`) may be 1 and stays per step, as does one
+whose default is short (`log_interval=1`): a log interval that defaults to every step is
+per step.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.guards import local_values, negated
+from xlalint.walk import descendants
+
+SPARSE = 50  # passes between two runs of the branch, at least
+
+
+def _int_value(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    return None
+
+
+def _fraction_of_length(value: cst.BaseExpression) -> bool:
+    """`len(loader) // 10`, `int(len(batch_loader) / 10)`, `max(1, len(data) // 5)`: an
+    interval that is a fraction of how many batches an epoch has."""
+    for node in descendants(value):
+        if (
+            isinstance(node, cst.BinaryOperation)
+            and isinstance(node.operator, cst.Divide | cst.FloorDivide)
+            and any(
+                isinstance(inner, cst.Call)
+                and isinstance(inner.func, cst.Name)
+                and inner.func.value == "len"
+                for inner in descendants(node.left)
+            )
+        ):
+            return True
+    return False
+
+
+def _long_value(value: cst.BaseExpression) -> bool:
+    number = _int_value(value)
+    return (number is not None and number >= SPARSE) or _fraction_of_length(value)
+
+
+def _attribute_values(class_def: cst.ClassDef, attribute: str) -> list[cst.BaseExpression]:
+    """Every value a method of `class_def` assigns `self.<attribute>`; empty where it is
+    also bound some other way (`+=`, a tuple target)."""
+    found: list[cst.BaseExpression] = []
+    for node in descendants(class_def.body):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, cst.AnnAssign | cst.AugAssign):
+            targets = [node.target]
+        for target in targets:
+            if _is_self_attribute(target, attribute):
+                if not isinstance(node, cst.Assign | cst.AnnAssign) or node.value is None:
+                    return []
+                found.append(node.value)
+            elif any(_is_self_attribute(inner, attribute) for inner in descendants(target)):
+                return []
+    return found
+
+
+def _is_self_attribute(node: cst.CSTNode, attribute: str) -> bool:
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and node.attr.value == attribute
+    )
+
+
+def _parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param.default
+    return None
+
+
+def long_interval(
+    interval: cst.BaseExpression,
+    function: cst.FunctionDef | None,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+) -> bool:
+    """Whether `interval` is known to be at least `SPARSE` passes."""
+    if _long_value(interval):
+        return True
+    values: list[cst.BaseExpression] = []
+    if isinstance(interval, cst.Name):
+        name = interval.value
+        if function is not None and (default := _parameter_default(function, name)) is not None:
+            return _long_value(default)
+        if function is not None:
+            values = local_values(function, name)
+        if not values:
+            values = [
+                s.value
+                for line in module.body
+                if isinstance(line, cst.SimpleStatementLine)
+                for s in line.body
+                if isinstance(s, cst.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.targets[0].target, cst.Name)
+                and s.targets[0].target.value == name
+            ]
+    elif (
+        isinstance(interval, cst.Attribute)
+        and class_def is not None
+        and _is_self_attribute(interval, interval.attr.value)
+    ):
+        values = _attribute_values(class_def, interval.attr.value)
+    return bool(values) and all(_long_value(value) for value in values)
+
+
+def _modulo_interval(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`n` in `step % n == 0`, `(i + 1) % n == 0`, `0 == step % n`, `not step % n`."""
+    inner = negated(test)
+    if inner is not None:
+        if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Modulo):
+            return inner.right
+        return None
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal):
+        return None
+    for side, other in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+        if (
+            isinstance(side, cst.BinaryOperation)
+            and isinstance(side.operator, cst.Modulo)
+            and _int_value(other) == 0
+        ):
+            return side.right
+    return None
+
+
+def sparse_test(
+    test: cst.BaseExpression,
+    function: cst.FunctionDef | None,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+) -> bool:
+    """Whether an `if` body under `test` runs only once every `SPARSE` passes or more:
+    `step % 100 == 0`, or such a test as one side of an `and`."""
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And):
+            return any(
+                sparse_test(side, function, class_def, module) for side in (test.left, test.right)
+            )
+        return False
+    interval = _modulo_interval(test)
+    return interval is not None and long_interval(interval, function, class_def, module)
+
+
+def may_be_sparse(test: cst.BaseExpression) -> bool:
+    """A cheap first look: the test takes a remainder somewhere."""
+    return any(
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
+        for node in descendants(test)
+    )
