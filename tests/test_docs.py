@@ -7,7 +7,7 @@ import pytest
 from xlalint.docgen import DOCS, pages, rule_page
 from xlalint.harness import evidence
 from xlalint.registry import all_rules
-from xlalint.rule import DOC_SECTIONS
+from xlalint.rule import DOC_SECTIONS, HOST_SYNC_REACH
 
 
 @pytest.mark.parametrize("name", sorted(pages()))
@@ -24,6 +24,16 @@ def test_every_rule_documents_every_section(code: str) -> None:
     sections = all_rules()[code].doc_sections()
     for heading in (*DOC_SECTIONS, "Runtime evidence"):
         assert sections.get(heading), f"{code} has an empty or missing '{heading}' section"
+
+
+@pytest.mark.parametrize("code", list(all_rules()))
+def test_host_sync_rules_say_what_is_left_out_in_what_it_does(code: str) -> None:
+    """`Rule.report` skips a host sync's findings off XLA and under long log intervals;
+    exactly those rules say so, once, in "What it does"."""
+    rule = all_rules()[code]
+    what_it_does = rule.doc_sections()["What it does"]
+    assert (HOST_SYNC_REACH in what_it_does) is rule.is_host_sync()
+    assert rule.docs().count(HOST_SYNC_REACH) == int(rule.is_host_sync())
 
 
 @pytest.mark.parametrize("code", list(all_rules()))

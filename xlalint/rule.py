@@ -25,6 +25,24 @@ if TYPE_CHECKING:  # libcst only in annotations: a warm run never imports it
 
 DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
 
+# What `Rule.report` leaves out for every host-sync rule (family 1, hot code only); their
+# docs end "What it does" with it, so it is written once, beside the code that decides it.
+HOST_SYNC_REACH = """\
+Not reported: code an XLA host never reaches (a branch for CUDA or another
+accelerator, one where a test for XLA failed such as `if not self.tpu:` or a predicate
+of this file that returns False on XLA before anything else (`if self._use_closures():`
+with `if backend == "xla": return False` first), and a function or private method this
+file calls only from such branches; one also handed on as a callback, or exported in
+`__all__`, may run anywhere), and code under a log interval known to be long (`if step
+% 100 == 0:`, an interval this file sets to 50 or more, by default too, or a fraction
+of a loader's length such as `len(loader) // 10`): one sync every so many steps is
+amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
+is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
+imgs): ax.imshow(...)`) runs once per item of the figure, and a loop over trials or
+folds (`range(number_of_trials)`) runs a whole training per pass: neither makes code
+per step by itself."""
+_WHY = "\n\n## Why is this bad?\n"
+
 DOC_SECTIONS = (
     "What it does",
     "Why is this bad?",
@@ -125,8 +143,7 @@ class Rule:
             return
         # A host sync once every many steps (`if step % 100 == 0:`) is amortised; a
         # recompile (family 2) is not, whatever its interval.
-        sync = self.code.startswith("XLA1")
-        if self.hot_only and site is None and sync and self.ctx.under_sparse_interval:
+        if self.is_host_sync() and site is None and self.ctx.under_sparse_interval:
             return
         hint = hint or self.hint
         self.reports.append(
@@ -160,7 +177,17 @@ class Rule:
 
     @classmethod
     def docs(cls) -> str:
-        return inspect.cleandoc(cls.__doc__ or "")
+        docs = inspect.cleandoc(cls.__doc__ or "")
+        if cls.is_host_sync() and _WHY in docs:
+            head, _, rest = docs.partition(_WHY)
+            return f"{head}\n\n{HOST_SYNC_REACH}{_WHY}{rest}"
+        return docs
+
+    @classmethod
+    def is_host_sync(cls) -> bool:
+        """A family-1 rule reported in hot code only: `report` leaves out its findings in
+        code an XLA host never reaches and under long log intervals."""
+        return cls.hot_only and cls.code.startswith("XLA1")
 
     @classmethod
     def doc_sections(cls) -> dict[str, str]:

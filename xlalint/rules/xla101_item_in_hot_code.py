@@ -44,19 +44,6 @@ class ItemInHotCode(HelperCallRule):
     around it stays one even where it steps once more after it (the leftover step of
     gradient accumulation). A name ending in `_per_step` (`fit_one_batch_per_step`) says
     what a loop of many steps does, and is not a per-step function.
-    Not reported: code an XLA host never reaches (a branch for CUDA or another
-    accelerator, one where a test for XLA failed such as `if not self.tpu:` or a predicate
-    of this file that returns False on XLA before anything else (`if self._use_closures():`
-    with `if backend == "xla": return False` first), and a function or private method this
-    file calls only from such branches; one also handed on as a callback, or exported in
-    `__all__`, may run anywhere), and code under a log interval known to be long (`if step
-    % 100 == 0:`, an interval this file sets to 50 or more, by default too, or a fraction
-    of a loader's length such as `len(loader) // 10`): one sync every so many steps is
-    amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
-    is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
-    imgs): ax.imshow(...)`) runs once per item of the figure, and a loop over trials or
-    folds (`range(number_of_trials)`) runs a whole training per pass: neither makes code
-    per step by itself.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's

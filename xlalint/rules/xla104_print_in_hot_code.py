@@ -50,20 +50,6 @@ class PrintInHotCode(Rule):
     `xm.add_step_closure(...)` callback, a `raise` or an `assert` message, nor Lightning's
     `self.log` without `prog_bar=True`.
 
-    Not reported: code an XLA host never reaches (a branch for CUDA or another
-    accelerator, one where a test for XLA failed such as `if not self.tpu:` or a predicate
-    of this file that returns False on XLA before anything else (`if self._use_closures():`
-    with `if backend == "xla": return False` first), and a function or private method this
-    file calls only from such branches; one also handed on as a callback, or exported in
-    `__all__`, may run anywhere), and code under a log interval known to be long (`if step
-    % 100 == 0:`, an interval this file sets to 50 or more, by default too, or a fraction
-    of a loader's length such as `len(loader) // 10`): one sync every so many steps is
-    amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
-    is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
-    imgs): ax.imshow(...)`) runs once per item of the figure, and a loop over trials or
-    folds (`range(number_of_trials)`) runs a whole training per pass: neither makes code
-    per step by itself.
-
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Turning a tensor
     into text needs its value, so the pending graph is compiled and executed right there
