@@ -447,6 +447,14 @@ def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[i
             calls.setdefault(node.func.value, []).append((guarded, owner))
         path.append(node)
         stack.extend((child, depth + 1, owner) for child in code_children(node))
+    only = called_only_under_guards(calls)
+    return frozenset(id(functions[name]) for name in only)
+
+
+def called_only_under_guards(calls: dict[str, list[tuple[bool, str | None]]]) -> set[str]:
+    """The functions whose every call site is guarded, or sits in another such function:
+    `calls` maps each function's name to its sites, (guarded, name of the function the
+    site is in). Computed to a fixed point, as guarded callers make their callees guarded."""
     only: set[str] = set()
     changed = True
     while changed:
@@ -457,7 +465,7 @@ def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[i
             ):
                 only.add(name)
                 changed = True
-    return frozenset(id(functions[name]) for name in only)
+    return only
 
 
 def creates_xla_device(node: cst.CSTNode, imports: ImportTable) -> bool:

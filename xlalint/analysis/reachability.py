@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import mentions_xla, runs_without_xla
+from xlalint.analysis.devices import called_only_under_guards, mentions_xla, runs_without_xla
 from xlalint.analysis.guards import implied, negated
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, descendants
@@ -79,16 +79,7 @@ def functions_run_without_xla(module: cst.Module, imports: ImportTable) -> froze
                 uses.setdefault(name, []).append((False, owner))  # handed on, not called
         inner = (*path, node)
         stack.extend((child, inner, owner) for child in children(node))
-    only: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, sites in uses.items():
-            if name not in only and all(
-                guarded or (owner in only and owner != name) for guarded, owner in sites
-            ):
-                only.add(name)
-                changed = True
+    only = called_only_under_guards(uses)
     return frozenset(id(function) for name in only for function in functions[name])
 
 
