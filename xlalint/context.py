@@ -61,8 +61,10 @@ class _Frame:
 _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
-     cst.ImportFrom, cst.Call, cst.With, cst.Lambda}
+     cst.ImportFrom, cst.Call, cst.With, cst.Lambda, cst.ListComp, cst.SetComp,
+     cst.GeneratorExp, cst.DictComp}
 )  # fmt: skip
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
 )
@@ -116,7 +118,7 @@ class FileContext:
         self._full_text = full_text
         self.imports = ImportTable()
         self.imports.add_top_level(module)
-        self.kinds = TensorKinds(self.imports, NumberReturns(module))
+        self.kinds = TensorKinds(self.imports, NumberReturns(module), module)
         self.epochs = Epochs(
             lambda loop: self.loops.facts(loop),
             module,
@@ -353,7 +355,7 @@ class FileContext:
             )
             self._class_hooks[node.name.value] = hooks
             self._classes.append((node.name.value, _is_module_class(node), hooks))
-            self.kinds.push_class()
+            self.kinds.push_class(node.name.value)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
@@ -377,6 +379,14 @@ class FileContext:
             self.kinds.bind_loop_target(node.target, node.iter)
             if self._masks is not None:
                 self._masks.unbind(node.target)
+        elif kind in _COMPREHENSIONS:
+            # Python runs a comprehension's `for` clauses before its element, but the walk
+            # meets the element first: bind the targets now, so that `h` in `[float(h.score)
+            # for h in hyps]` has the kind of an element of `hyps` where it is read.
+            clause = node.for_in  # type: ignore[union-attr]
+            while isinstance(clause, cst.CompFor):
+                self.kinds.bind_loop_target(clause.target, clause.iter)
+                clause = clause.inner_for_in
         elif kind is cst.Import or kind is cst.ImportFrom:
             self.imports.add(node)  # type: ignore[arg-type]
         elif kind is cst.Call:
@@ -497,6 +507,7 @@ class FileContext:
 
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
+        self.kinds.note_append(node)
         resolved = self.imports.resolve(func)
         if resolved == ADD_STEP_CLOSURE:
             self._closure_calls.append(node)
@@ -512,4 +523,12 @@ class FileContext:
             and isinstance(func.value, cst.Name)
             and func.value.value == "self"
         ):
+            self.hot.add_call(self.site(), func.attr.value)
+        elif (
+            isinstance(func, cst.Attribute)
+            and resolved is None
+            and self.kinds.record_method(func.attr.value)
+        ):
+            # `h.asdict()` on the hypotheses of a search loop: a method of a record class
+            # of the module (`analysis/records.py`), by its name as for `self.f()`.
             self.hot.add_call(self.site(), func.attr.value)

@@ -19,6 +19,13 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.records import (
+    Record,
+    annotated_record,
+    constructed_record,
+    filled_lists,
+    record_classes,
+)
 from xlalint.analysis.returns import NumberReturns
 from xlalint.walk import names_under, target_names
 
@@ -239,9 +246,31 @@ def _join(kinds: Iterable[Kind]) -> Kind:
 class TensorKinds:
     """Kinds of expressions, with one symbol table per function frame."""
 
-    def __init__(self, imports: ImportTable, returns: NumberReturns | None = None) -> None:
+    def __init__(
+        self,
+        imports: ImportTable,
+        returns: NumberReturns | None = None,
+        module: cst.Module | None = None,
+    ) -> None:
         self.imports = imports
         self.returns = returns
+        # The module's record classes with tensor fields (`analysis/records.py`), and per
+        # frame the names known to hold one record or a list of them: (class, is_list).
+        self._records: dict[str, Record] = (
+            record_classes(module, lambda a: _tensor_annotation(a) is Kind.TENSOR)
+            if module is not None
+            else {}
+        )
+        self._record_names: list[dict[str, tuple[str, bool]]] = [{}]
+        # Lists a function fills with new records (`hyps.append(Hypothesis(...))`): by
+        # name for the whole function, whatever else the name is bound to first (`[]`).
+        self._filled: list[dict[str, str]] = [{}]
+        # Names bound to the values of a record's dict field, per frame: the record's key.
+        self._record_elements: list[dict[str, str]] = [{}]
+        # Lists a function fills with `append`, per frame: the kind of what they hold, or of
+        # each position of the tuples they hold (`beams.append((score, seq))`).
+        self._list_elements: list[dict[str, Kind | tuple[Kind, ...]]] = [{}]
+        self._class_names: list[str | None] = []
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
         # Parameters annotated as sequences of tensors, per frame (until rebound).
@@ -297,6 +326,10 @@ class TensorKinds:
             ):
                 dicts.add(name)  # `features: dict[str, Any]`: its values may be tensors
         self._frames.append(frame)
+        self._record_names.append(self._record_parameters(node, in_class))
+        self._record_elements.append({})
+        self._list_elements.append({})
+        self._filled.append(filled_lists(node, self._records) if self._records else {})
         self._dicts.append(dicts)
         self._sequences.append(sequences)
         self._derived.append(set())
@@ -306,6 +339,10 @@ class TensorKinds:
 
     def pop_function(self) -> None:
         self._frames.pop()
+        self._record_names.pop()
+        self._filled.pop()
+        self._record_elements.pop()
+        self._list_elements.pop()
         self._dicts.pop()
         self._sequences.pop()
         self._derived.pop()
@@ -313,13 +350,243 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
 
-    def push_class(self) -> None:
+    def push_class(self, name: str | None = None) -> None:
         self._self_attributes.append({})
         self._self_functions.append({})
+        self._class_names.append(name)
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
         self._self_functions.pop()
+        if self._class_names:
+            self._class_names.pop()
+
+    # -- records (`analysis/records.py`) --------------------------------------------------
+    def _record_parameters(
+        self, node: cst.FunctionDef, in_class: bool
+    ) -> dict[str, tuple[str, bool]]:
+        """`self` in a method of a record class; parameters annotated with a record class
+        or a list of one."""
+        if not self._records:
+            return {}
+        found: dict[str, tuple[str, bool]] = {}
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        owner = self._class_names[-1] if self._class_names else None
+        for index, param in enumerate(params):
+            if (
+                in_class
+                and index == 0
+                and param in (*node.params.posonly_params, *node.params.params)
+            ):
+                if owner in self._records:
+                    found[param.name.value] = (owner, False)
+                continue
+            if param.annotation is not None and (
+                record := annotated_record(param.annotation.annotation, self._records)
+            ):
+                found[param.name.value] = record
+        return found
+
+    def record_method(self, name: str) -> bool:
+        """A method some record class of the module defines (`hyp.asdict()`)."""
+        return any(name in record.methods for record in self._records.values())
+
+    def record_of(self, node: cst.BaseExpression) -> str | None:
+        """The record class of one object: a name bound to one, an element of a list of
+        them, `Record(...)`, `record._replace(...)`."""
+        if not self._records:
+            return None
+        if type(node) is cst.Name:
+            known = self._record_names[-1].get(node.value)
+            return known[0] if known is not None and not known[1] else None
+        if type(node) is cst.Subscript:
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                return self.record_list(node.value)
+            return None
+        if type(node) is cst.Call:
+            if (built := constructed_record(node, self._records)) is not None:
+                return built
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "_replace":
+                return self.record_of(func.value)
+        return None
+
+    def record_list(self, node: cst.BaseExpression) -> str | None:
+        """The record class of the elements of a list: a name bound to such a list, a
+        slice of one, `sorted(...)`/`list(...)`/`reversed(...)` of one."""
+        if not self._records:
+            return None
+        if type(node) is cst.Name:
+            known = self._record_names[-1].get(node.value)
+            if known is not None and known[1]:
+                return known[0]
+            return self._filled[-1].get(node.value)
+        if type(node) is cst.Subscript:
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):
+                return self.record_list(node.value)
+            return None
+        if (
+            type(node) is cst.Call
+            and isinstance(node.func, cst.Name)
+            and node.func.value in ("sorted", "list", "reversed")
+            and node.args
+            and self.lookup(node.func.value) is None
+        ):
+            return self.record_list(node.args[0].value)
+        if type(node) is cst.ListComp:
+            return self.record_of(node.elt)  # `[h._replace(...) for h in hyps]`
+        return None
+
+    def _record_field(self, node: cst.BaseExpression) -> Record | None:
+        """The record an attribute `obj.field` reads a field of."""
+        if type(node) is not cst.Attribute:
+            return None
+        cls = self.record_of(node.value)  # type: ignore[attr-defined]
+        return self._records[cls] if cls is not None else None
+
+    def _bind_record(self, target: cst.BaseExpression, record: tuple[str, bool] | None) -> None:
+        if isinstance(target, cst.Name) and record is not None:
+            self._record_names[-1][target.value] = record
+
+    def record_root(self, node: cst.BaseExpression) -> str | None:
+        """The record whose field a value is: `self` for `self.score`, and for `v` bound
+        by `for k, v in self.scores.items()`; None for anything else."""
+        if type(node) is cst.Name:
+            return self._record_elements[-1].get(node.value)
+        if type(node) is cst.Attribute and self._record_field(node) is not None:
+            key = binding_key(node.value)  # type: ignore[attr-defined]
+            return None if key is None else f"record:{key}"
+        return None
+
+    def note_append(self, call: cst.Call) -> None:
+        """`xs.append(v)`: the list `xs` holds values of `v`'s kind (a tuple's, position by
+        position), joined over its appends until `xs` is bound again."""
+        func = call.func
+        if (
+            type(func) is not cst.Attribute
+            or func.attr.value != "append"  # type: ignore[attr-defined]
+            or type(func.value) is not cst.Name  # type: ignore[attr-defined]
+            or len(call.args) != 1
+            or call.args[0].keyword is not None
+            or call.args[0].star
+        ):
+            return
+        name = func.value.value  # type: ignore[attr-defined]
+        value = call.args[0].value
+        held: Kind | tuple[Kind, ...]
+        if type(value) is cst.Tuple and not any(
+            type(e) is cst.StarredElement
+            for e in value.elements  # type: ignore[attr-defined]
+        ):
+            held = tuple(self.of(e.value) for e in value.elements)  # type: ignore[attr-defined]
+        else:
+            held = self.of(value)
+        known = self._list_elements[-1].get(name)
+        if known is None:
+            self._list_elements[-1][name] = held
+        elif isinstance(known, tuple) and isinstance(held, tuple) and len(known) == len(held):
+            self._list_elements[-1][name] = tuple(
+                _join(pair) for pair in zip(known, held, strict=True)
+            )
+        elif isinstance(known, Kind) and isinstance(held, Kind):
+            self._list_elements[-1][name] = _join((known, held))
+        else:
+            self._list_elements[-1][name] = Kind.UNKNOWN
+
+    def list_elements(self, node: cst.BaseExpression) -> Kind | tuple[Kind, ...] | None:
+        """What a list filled by `append` holds (`list_elements`), also through a slice
+        of it or `sorted(...)`/`list(...)`/`reversed(...)` of it."""
+        if type(node) is cst.Name:
+            return self._list_elements[-1].get(node.value)  # type: ignore[attr-defined]
+        if type(node) is cst.Subscript:
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):  # type: ignore[attr-defined]
+                return self.list_elements(node.value)  # type: ignore[attr-defined]
+            return None
+        if (
+            type(node) is cst.Call
+            and isinstance(node.func, cst.Name)  # type: ignore[attr-defined]
+            and node.func.value in ("sorted", "list", "reversed")  # type: ignore[attr-defined]
+            and node.args  # type: ignore[attr-defined]
+            and self.lookup(node.func.value) is None  # type: ignore[attr-defined]
+        ):
+            return self.list_elements(node.args[0].value)  # type: ignore[attr-defined]
+        return None
+
+    def _held_by(self, value: cst.BaseExpression) -> Kind | tuple[Kind, ...] | None:
+        """What a list value holds: one filled by `append` (`list_elements`), or a list
+        literal of tuples of one width (`[(score, [sos])]`), position by position."""
+        if type(value) is cst.List:
+            rows = (
+                _rows_of(value, len(value.elements[0].value.elements))
+                # type: ignore[attr-defined]
+                if (
+                    value.elements and type(value.elements[0].value) is cst.Tuple  # type: ignore[attr-defined]
+                )
+                else []
+            )
+            if not rows:
+                return None
+            return tuple(_join(self.of(row[i]) for row in rows) for i in range(len(rows[0])))
+        return self.list_elements(value)
+
+    def compared_kind(self, iterable: cst.BaseExpression) -> Kind:
+        """The kind of what `sorted(xs)`/`max(xs)` compare: the elements of a list filled
+        with tensors, or the first position of the tuples it holds."""
+        held = self.list_elements(iterable)
+        if isinstance(held, tuple):
+            return held[0] if held else Kind.UNKNOWN
+        return held if held is not None else Kind.UNKNOWN
+
+    def key_kind(self, iterable: cst.BaseExpression, key: cst.BaseExpression) -> Kind:
+        """The kind of what a `key=lambda h: ...` returns for the elements of `iterable`
+        (`sorted(hyps, key=lambda h: h.score)`), where they are known records, or values
+        of a list filled with `append` (`key=lambda c: c[0]` of `(score, seq)` tuples)."""
+        if not isinstance(key, cst.Lambda) or len(key.params.params) != 1:
+            return Kind.UNKNOWN
+        name = key.params.params[0].name.value
+        cls = self.record_list(iterable)
+        if cls is None:
+            return self._element_key_kind(iterable, name, key.body)
+        names = self._record_names[-1]
+        saved = names.get(name)
+        names[name] = (cls, False)
+        try:
+            return self.of(key.body)
+        finally:
+            if saved is None:
+                names.pop(name, None)
+            else:
+                names[name] = saved
+
+    def _element_key_kind(
+        self, iterable: cst.BaseExpression, name: str, body: cst.BaseExpression
+    ) -> Kind:
+        held = self.list_elements(iterable)
+        if isinstance(held, tuple):
+            # `lambda c: c[0]`: the position a literal index picks.
+            if (
+                isinstance(body, cst.Subscript)
+                and isinstance(body.value, cst.Name)
+                and body.value.value == name
+                and len(body.slice) == 1
+                and isinstance(body.slice[0].slice, cst.Index)
+                and isinstance(body.slice[0].slice.value, cst.Integer)
+            ):
+                index = int(body.slice[0].slice.value.value)
+                return held[index] if index < len(held) else Kind.UNKNOWN
+            return Kind.UNKNOWN
+        if held is None:
+            return Kind.UNKNOWN
+        frame = self._frames[-1]
+        saved = frame.get(name)
+        frame[name] = held
+        try:
+            return self.of(body)
+        finally:
+            if saved is None:
+                frame.pop(name, None)
+            else:
+                frame[name] = saved
 
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
@@ -352,6 +619,9 @@ class TensorKinds:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
             self._frames[-1][target.value] = kind
+            self._record_names[-1].pop(target.value, None)
+            self._record_elements[-1].pop(target.value, None)
+            self._list_elements[-1].pop(target.value, None)
             self._sequences[-1].discard(target.value)
             self._derived[-1].discard(target.value)
             self._tensor_dicts[-1].discard(target.value)
@@ -411,6 +681,13 @@ class TensorKinds:
                 if isinstance(arg.value, cst.Name) and self.lookup(arg.value.value) is Kind.TENSOR
             }
         function = self.imports.resolve(value) if type(value) in (cst.Name, cst.Attribute) else None
+        held = self._held_by(value)
+        record: tuple[str, bool] | None = None
+        if self._records:
+            if (cls := self.record_of(value)) is not None:
+                record = (cls, False)
+            elif (cls := self.record_list(value)) is not None:
+                record = (cls, True)
         for target in targets:
             if function is not None and function.startswith("torch."):
                 key = binding_key(target)
@@ -429,6 +706,9 @@ class TensorKinds:
                     self.bind(name, item_kind)
                 continue
             self.bind(target, kind)
+            self._bind_record(target, record)
+            if held is not None and isinstance(target, cst.Name):
+                self._list_elements[-1][target.value] = held
             for name in names_under(target) & passed_through:
                 self._frames[-1][name] = Kind.TENSOR
             if derived:
@@ -456,6 +736,23 @@ class TensorKinds:
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
+        if isinstance(target, cst.Name) and (cls := self.record_list(iterable)) is not None:
+            self.bind(target, Kind.UNKNOWN)
+            self._bind_record(target, (cls, False))
+            return
+        held = self.list_elements(iterable)
+        if isinstance(held, tuple) and isinstance(target, cst.Tuple):
+            # `for score, seq in beams` over a list filled with `(score, seq)` tuples.
+            elements = target.elements
+            if len(elements) == len(held) and not any(
+                isinstance(e, cst.StarredElement) for e in elements
+            ):
+                for element, element_kind in zip(elements, held, strict=True):
+                    self.bind(element.value, element_kind)
+                return
+        elif isinstance(held, Kind) and held is not Kind.UNKNOWN and isinstance(target, cst.Name):
+            self.bind(target, held)
+            return
         if isinstance(iterable, cst.Call):
             callee = get_full_name_for_node(iterable.func)
             if callee == "enumerate" and iterable.args and isinstance(target, cst.Tuple):
@@ -491,6 +788,10 @@ class TensorKinds:
                         # A dict's keys are names, numbers or tuples: never device tensors.
                         self.bind(target.elements[0].value, Kind.HOST)
                         self.bind(target.elements[1].value, values)
+                        root = self.record_root(iterable.func.value)
+                        element = target.elements[1].value
+                        if root is not None and isinstance(element, cst.Name):
+                            self._record_elements[-1][element.value] = root
                     else:
                         self.bind(target, Kind.UNKNOWN)
                     return
@@ -551,6 +852,9 @@ class TensorKinds:
     ) -> Kind:
         """What the values of a dict built here from a literal are (else unknown): the
         value at `item` where it is a string key the literal has, else all of them."""
+        record = self._record_field(mapping)
+        if record is not None and mapping.attr.value in record.tensor_dicts:  # type: ignore[attr-defined]
+            return Kind.TENSOR  # `hyp.scores`, a field declared `Dict[str, Tensor]`
         key = binding_key(mapping)
         if key is None:
             return Kind.UNKNOWN
@@ -644,6 +948,9 @@ class TensorKinds:
                 return self._values_of(
                     node.value, index.value if isinstance(index, cst.Index) else None
                 )
+            record = self._record_field(node.value)
+            if record is not None and node.value.attr.value in record.tensor_dicts:  # type: ignore[attr-defined]
+                return Kind.TENSOR  # `hyp.scores[k]`: a dict field declared to hold tensors
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
             return _join((self.of(node.left), self.of(node.right)))
@@ -735,6 +1042,8 @@ class TensorKinds:
             return Kind.UNKNOWN
         if attr in HOST_ATTRIBUTES or (attr.startswith("__") and attr.endswith("__")):
             return Kind.HOST  # `.shape`, ...; `x.__class__.__name__` is Python metadata
+        if (record := self._record_field(node)) is not None and attr in record.tensors:
+            return Kind.TENSOR  # `hyp.score`, a field the record class declares a tensor
         base = self.of(node.value)
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output

@@ -45,6 +45,15 @@ class ItemInHotCode(HelperCallRule):
     gradient accumulation). A name ending in `_per_step` (`fit_one_batch_per_step`) says
     what a loop of many steps does, and is not a per-step function.
 
+    Search and sampling code keeps 0-dim scores in records: a field a class of the module
+    declares as a tensor (`class Hypothesis(NamedTuple): score: Union[float,
+    torch.Tensor]`, a dataclass field, a `Dict[str, Tensor]` of per-scorer scores) is a
+    tensor where the object is known to be such a record (`self` in its methods, a
+    parameter annotated with the class or a list of it, a loop or comprehension over one,
+    `Hypothesis(...)`, `hyp._replace(...)`). `float(self.score)` in a method that a
+    decoding loop calls on its hypotheses (`[h.asdict() for h in ended]`) is flagged;
+    fields annotated as Python numbers, and unannotated attributes, are not.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
     value on the host forces the pending graph to compile and execute right there, then
@@ -197,7 +206,12 @@ class ItemInHotCode(HelperCallRule):
 
     def _repeats(self, value: cst.BaseExpression) -> bool:
         """A read of the value read just before: `int(t[0].item()), int(t[1].item())`."""
-        return self._runs.repeats(read_root(value), self.ctx.ancestors())
+        root = read_root(value)
+        if root is None:
+            # Fields of one record read together (`float(self.score)`, then each value of
+            # `self.scores`): one conversion of the record, one cause.
+            root = self.ctx.kinds.record_root(value)
+        return self._runs.repeats(root, self.ctx.ancestors())
 
     def _reads_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         # `t.cpu().item()` reads `t`: the copy and the read are one sync, reported here.

@@ -19,7 +19,10 @@ class HostTransferInHotCode(Rule):
     `x.detach().cpu().numpy()` is reported once, at the first copy to the host. A
     namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
     copies `x` (reported unless `x` is already on the host, `d2l.numpy(x.cpu())` being one
-    copy), and `d2l.cpu()` handed to `to(value, ...)` names a device.
+    copy), and `d2l.cpu()` handed to `to(value, ...)` names a device. Fields a record
+    class of the module declares as tensors (`yseq: torch.Tensor` in a beam hypothesis)
+    count as device tensors, as for XLA101: `self.yseq.tolist()` in a method the decoding
+    loop calls on every hypothesis is flagged.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to

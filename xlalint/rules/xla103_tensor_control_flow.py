@@ -4,10 +4,13 @@ import libcst as cst
 
 from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.imports import ImportTable
+from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
 _MIN_MAX = frozenset({"min", "max"})
+_HEAP_PUSHES = frozenset({"heapq.heappush", "heapq.heappushpop", "heapq.heapreplace"})
+_HEAP_SELECTIONS = frozenset({"heapq.nlargest", "heapq.nsmallest"})
 # Nodes whose `test` Python takes the truth value of, by how the message names them.
 _TESTED: dict[type[cst.CSTNode], str] = {
     cst.If: "`if`",
@@ -39,6 +42,22 @@ class TensorControlFlow(Rule):
     tensors. Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python
     numbers are not flagged. Hand-written gradient clipping (`if clip_coef < 1:`) is left
     to XLA105.
+
+    Search code keeps its candidates' tensors in records: a class of the module that
+    declares a field as a tensor (`class Hypothesis(NamedTuple): score: torch.Tensor`, a
+    dataclass, a union that admits a tensor) has that field taken for a tensor wherever
+    the object is known to be one (`self` in its methods, parameters annotated with the
+    class or a list of it, loops over those, lists a function fills with `Hypothesis(...)`).
+    So `if hyp.yseq[-1] == eos:` is flagged, and so are `sorted(hyps, key=lambda h:
+    h.score)`, `hyps.sort(key=...)` and `max(hyps, key=...)` on such a field: every
+    comparison of two keys takes the truth of a tensor `<`. The same holds for lists a
+    function fills with tensors by `append` (`candidates.append((score + top[k], seq))`,
+    then `candidates.sort(key=lambda c: c[0])`, `sorted(scores)`, `max(candidates)`, a
+    loop `for score, seq in beams` over them), and for `heapq.heappush(heap, (score,
+    seq))`/`heapq.nlargest(k, xs, key=...)` on tensor scores. Fields annotated as Python
+    numbers or lists, unannotated attributes, lists of values already read to the host
+    (`.tolist()`, `.item()`), and keys computed on the host (`key=lambda h: len(h.yseq)`)
+    are not flagged.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
@@ -87,6 +106,10 @@ class TensorControlFlow(Rule):
     {ternary_on_tensor.after.cached_compiles} cached compiles and
     {ternary_on_tensor.after.executions} executions, and the results are
     {ternary_on_tensor.outputs}.
+    Sorting 8 records by a 0-dim device score (`sorted(hyps, key=lambda h: h.score)`,
+    `PJRT_DEVICE=CPU`, torch_xla 2.9.0) cost 16 graph executions and 15 device-to-host
+    transfers, one per comparison; `torch.stack` of the scores and `topk` on the device
+    cost none until the step's barrier.
     """
 
     code = "XLA103"
@@ -97,7 +120,7 @@ class TensorControlFlow(Rule):
     fix_applicability = Applicability.UNSAFE
     hot_only = True
     needs_torch = True
-    triggers = ("if", "while", "assert", "and", "or", "not", "bool", "min", "max")
+    triggers = ("if", "while", "assert", "and", "or", "not", "bool", "min", "max", "sort", "heap")
 
     # Every expression kind that can hold a tensor is checked for being truth-tested. The
     # check looks at the node's parents, so the `while` test is seen where it runs: in the
@@ -152,6 +175,42 @@ class TensorControlFlow(Rule):
         ):
             # `max(a, b)` compares with `>`, `max(t)` iterates a tensor: both read values.
             self.report(node, self.message.format(construct=f"`{func.value}()`"))
+        elif (construct := self._sorts_on_tensor_keys(node)) is not None:
+            self.report(node, self.message.format(construct=construct))
+
+    def _sorts_on_tensor_keys(self, node: cst.Call) -> str | None:
+        """`sorted(hyps, key=lambda h: h.score)`, `hyps.sort(key=...)`, `max(hyps,
+        key=...)` where the key is a tensor field of the records sorted: every comparison
+        of two keys takes the truth of a tensor `<`."""
+        func = node.func
+        key = next((a.value for a in node.args if a.keyword and a.keyword.value == "key"), None)
+        heap = self.ctx.qualified(func)
+        if heap in _HEAP_PUSHES and len(node.args) == 2 and not node.args[1].keyword:
+            # `heapq.heappush(heap, (score, seq))` compares the new item with others.
+            item = node.args[1].value
+            if isinstance(item, cst.Tuple) and item.elements:
+                item = item.elements[0].value
+            pushed = self.ctx.is_tensor(item)
+            return f"`{heap.rsplit('.', 1)[-1]}()` of tensors" if pushed else None
+        if heap in _HEAP_SELECTIONS and len(node.args) >= 2 and not node.args[1].keyword:
+            iterable, name = node.args[1].value, f"`{heap.rsplit('.', 1)[-1]}()`"
+        elif isinstance(func, cst.Name) and func.value in (*_MIN_MAX, "sorted"):
+            if self.ctx.qualified(func) is not None or not node.args or node.args[0].keyword:
+                return None
+            if key is None and func.value in _MIN_MAX and len(node.args) > 1:
+                return None  # `max(a, b)`: its operands are checked above
+            iterable, name = node.args[0].value, f"`{func.value}()`"
+        elif isinstance(func, cst.Attribute) and func.attr.value == "sort":
+            iterable, name = func.value, "`sort()`"
+        else:
+            return None
+        kinds = self.ctx.kinds
+        if key is None:
+            # `sorted(scores)` of a list filled with tensors, or of `(score, seq)` tuples:
+            # the comparison starts with the tensors.
+            compared = kinds.compared_kind(iterable)
+            return f"{name} on tensors" if compared is Kind.TENSOR else None
+        return f"{name} on tensor keys" if kinds.key_kind(iterable, key) is Kind.TENSOR else None
 
     # -- helpers --------------------------------------------------------------------------
     def _check(self, node: cst.BaseExpression) -> None:
