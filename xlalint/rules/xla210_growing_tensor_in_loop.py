@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
-from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.arguments import Signature, bind, keyword_argument, signature_of
 from xlalint.analysis.devices import positional_argument
 from xlalint.analysis.tensors import TO_HOST_METHODS
-from xlalint.context import Kind
+from xlalint.context import FileContext, Kind
 from xlalint.rule import Rule
-from xlalint.walk import descendants
+from xlalint.walk import children, descendants
 
 # Joins whose output is as long as all their inputs together.
 _JOINS = frozenset(
@@ -58,10 +60,17 @@ class GrowingTensorInLoop(Rule):
     replaces one of the joined tensors, and `torch.cat(xs)`/`torch.stack(xs)` inside a loop
     that appends to the list `xs`. In code that runs every step (`forward`, `*_step`), an
     attribute grown on every call (`self.cache = torch.cat([self.cache, k], dim=2)`) is
-    flagged too. Left alone: joins of fresh tensors (`torch.cat([a, b], -1)`), sliding
-    windows that keep the length (`x = torch.cat([x[:, 1:], y], 1)`), joins after the loop
-    (`torch.cat(outputs)` once all steps are done), and growth of host copies
-    (`torch.cat([preds, logits.cpu()])`).
+    flagged too. So is a helper of the module that returns a join of one of its parameters
+    with something new (`def append_token(xs, x): return torch.cat((xs, x))`), at its
+    join, where code that runs every step hands it a value and keeps the result in its
+    place: `seq = append_token(seq, tok)` carried from pass to pass of a loop, or
+    `Hypothesis(yseq=append_token(hyp.yseq, tok))`, a beam search's new hypothesis carrying
+    its parent's sequence one token longer. Left alone: joins of fresh tensors
+    (`torch.cat([a, b], -1)`), sliding windows that keep the length (`x =
+    torch.cat([x[:, 1:], y], 1)`), joins after the loop (`torch.cat(outputs)` once all
+    steps are done), growth of host copies (`torch.cat([preds, logits.cpu()])`), and
+    helpers whose result is a new value each pass (`features = pair(x, y)`) or that are
+    called once, after the loop.
 
     ## Why is this bad?
     XLA compiles a graph per set of input shapes. A tensor that is one step longer on every
@@ -114,6 +123,11 @@ class GrowingTensorInLoop(Rule):
     needs_torch = True
     triggers = ("cat", "stack")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._grower_map: dict[str, list[_Grower]] | None = None
+        self._reported_joins: set[int] = set()
+
     def visit_Assign(self, node: cst.Assign) -> None:
         call = node.value
         if not isinstance(call, cst.Call) or self.ctx.qualified(call.func) not in _JOINS:
@@ -136,6 +150,12 @@ class GrowingTensorInLoop(Rule):
                 return
 
     def visit_Call(self, node: cst.Call) -> None:
+        if (grown := self._grown_through_helper(node)) is not None:
+            join, name = grown
+            if id(join) not in self._reported_joins:
+                self._reported_joins.add(id(join))
+                self.report(join, self.message.format(name=name))
+            return
         if not self.ctx.in_loop or self.ctx.qualified(node.func) not in _JOINS:
             return
         first = self._first(node)
@@ -148,6 +168,99 @@ class GrowingTensorInLoop(Rule):
                 "from it: each step has a new shape and compiles again"
             )
             self.report(node, message)
+
+    # -- growth through a helper -----------------------------------------------------------
+    def _growers(self) -> dict[str, list[_Grower]]:
+        """The module's functions and methods that return a join of one of their
+        parameters with something new (`def append_token(xs, x): return torch.cat((xs,
+        torch.tensor([x])))`), by name; found once per file."""
+        if self._grower_map is None:
+            self._grower_map = {}
+            for function, is_method in _functions(self.ctx.module):
+                for join, params in self._returned_joins(function):
+                    grower = _Grower(signature_of(function, is_method), params, join)
+                    self._grower_map.setdefault(function.name.value, []).append(grower)
+        return self._grower_map
+
+    def _returned_joins(self, function: cst.FunctionDef) -> list[tuple[cst.Call, frozenset[str]]]:
+        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
+        params |= {p.name.value for p in function.params.kwonly_params}
+        nodes = _own_nodes(function)
+        # A parameter the body rebinds (`x = torch.tensor([x])`) no longer holds what the
+        # caller passed.
+        params -= {
+            t.value
+            for node in nodes
+            if isinstance(node, cst.Assign | cst.AnnAssign | cst.For)
+            for t in _targets(node)
+            if isinstance(t, cst.Name)
+        }
+        found: list[tuple[cst.Call, frozenset[str]]] = []
+        for node in nodes:
+            if not isinstance(node, cst.Return) or not isinstance(node.value, cst.Call):
+                continue
+            call = node.value
+            if self.ctx.qualified(call.func) not in _JOINS:
+                continue
+            joined = self._joined(call)
+            if not joined:
+                continue
+            grown = frozenset(
+                e.value for e in joined if isinstance(e, cst.Name) and e.value in params
+            )
+            added = [e for e in joined if not (isinstance(e, cst.Name) and e.value in grown)]
+            if grown and added and not any(_on_host(e) for e in added):
+                found.append((call, grown))
+        return found
+
+    def _grown_through_helper(self, call: cst.Call) -> tuple[cst.Call, str] | None:
+        """A call of such a helper whose result replaces the argument it grows: `xs =
+        grow(xs, y)` (carried from pass to pass of a loop), or `Hypothesis(yseq=grow(
+        hyp.yseq, token))`, a field of one record grown into the same field of the next.
+        The join in the helper, and what grows."""
+        func = call.func
+        if isinstance(func, cst.Name) and self.ctx.qualified(func) is None:
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            if func.value.value not in ("self", "cls") and self.ctx.qualified(func) is not None:
+                return None
+            name = func.attr.value
+        else:
+            return None
+        growers = self._growers().get(name)
+        if not growers:
+            return None
+        parent = self.ctx.parent
+        for grower in growers:
+            bound = bind(call, grower.signature)
+            if bound is None:
+                continue
+            for param in grower.params:
+                argument = bound.get(param)
+                if argument is None:
+                    continue
+                if self._replaces(parent, call, argument):
+                    return grower.join, self.ctx.module.code_for_node(argument)
+        return None
+
+    def _replaces(
+        self, parent: cst.CSTNode | None, call: cst.Call, argument: cst.BaseExpression
+    ) -> bool:
+        if isinstance(parent, cst.Assign) and parent.value is call:
+            if not self.ctx.in_loop:
+                return False
+            loop = self._loop()
+            return any(
+                _same(t.target, argument)
+                and (loop is None or not _bound_afresh(loop, t.target, parent))
+                for t in parent.targets
+            )
+        return (
+            isinstance(parent, cst.Arg)
+            and parent.keyword is not None
+            and isinstance(argument, cst.Attribute)
+            and argument.attr.value == parent.keyword.value
+        )
 
     def _loop(self) -> cst.For | cst.While | None:
         """The innermost loop whose pass runs the node being visited, in its function."""
@@ -174,6 +287,49 @@ class GrowingTensorInLoop(Rule):
         if not isinstance(first, cst.List | cst.Tuple):
             return None
         return [e.value for e in first.elements if not isinstance(e, cst.StarredElement)]
+
+
+@dataclass(frozen=True)
+class _Grower:
+    """A helper returning `join` of its parameters `params` with something new."""
+
+    signature: Signature
+    params: frozenset[str]
+    join: cst.Call
+
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _functions(module: cst.Module) -> list[tuple[cst.FunctionDef, bool]]:
+    """The module's top-level functions and its classes' methods, each with whether its
+    callers bind their first argument past `self`/`cls` (not for a `@staticmethod`)."""
+    found: list[tuple[cst.FunctionDef, bool]] = []
+    stack: list[tuple[cst.CSTNode, bool]] = [(s, False) for s in module.body]
+    while stack:
+        node, in_class = stack.pop()
+        if isinstance(node, cst.ClassDef):
+            stack.extend((s, True) for s in node.body.body)
+        elif isinstance(node, cst.FunctionDef):
+            static = any(
+                isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+                for d in node.decorators
+            )
+            found.append((node, in_class and not static))
+    return found
+
+
+def _own_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
+    """The statements of a function, not of definitions nested in it."""
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*_SCOPES, cst.BaseExpression)):
+            continue
+        found.append(node)
+        stack.extend(children(node))
+    return found
 
 
 def _grows_list(body: cst.CSTNode, name: str) -> bool:
