@@ -243,6 +243,11 @@ def _join(kinds: Iterable[Kind]) -> Kind:
     return Kind.UNKNOWN
 
 
+# What a list filled by `append` holds: values of one kind, tuples (a kind per position)
+# or dict literals (a kind per string key, None for all values joined).
+Held = Kind | tuple[Kind, ...] | dict[str | None, Kind]
+
+
 class TensorKinds:
     """Kinds of expressions, with one symbol table per function frame."""
 
@@ -269,7 +274,7 @@ class TensorKinds:
         self._record_elements: list[dict[str, str]] = [{}]
         # Lists a function fills with `append`, per frame: the kind of what they hold, or of
         # each position of the tuples they hold (`beams.append((score, seq))`).
-        self._list_elements: list[dict[str, Kind | tuple[Kind, ...]]] = [{}]
+        self._list_elements: list[dict[str, Held]] = [{}]
         self._class_names: list[str | None] = []
         self._frames: list[dict[str, Kind]] = [{}]
         self._dicts: list[set[str | None]] = [set()]
@@ -473,12 +478,14 @@ class TensorKinds:
             return
         name = func.value.value  # type: ignore[attr-defined]
         value = call.args[0].value
-        held: Kind | tuple[Kind, ...]
+        held: Held
         if type(value) is cst.Tuple and not any(
             type(e) is cst.StarredElement
             for e in value.elements  # type: ignore[attr-defined]
         ):
             held = tuple(self.of(e.value) for e in value.elements)  # type: ignore[attr-defined]
+        elif (literal := self._literal_dict(value)) is not None:
+            held = literal  # `hyps.append({"score": s, "yseq": seq})`
         else:
             held = self.of(value)
         known = self._list_elements[-1].get(name)
@@ -488,12 +495,30 @@ class TensorKinds:
             self._list_elements[-1][name] = tuple(
                 _join(pair) for pair in zip(known, held, strict=True)
             )
+        elif isinstance(known, dict) and isinstance(held, dict):
+            self._list_elements[-1][name] = {
+                key: _join((known[key], held[key])) for key in known.keys() & held.keys()
+            }
         elif isinstance(known, Kind) and isinstance(held, Kind):
             self._list_elements[-1][name] = _join((known, held))
         else:
             self._list_elements[-1][name] = Kind.UNKNOWN
 
-    def list_elements(self, node: cst.BaseExpression) -> Kind | tuple[Kind, ...] | None:
+    def _literal_dict(self, value: cst.BaseExpression) -> dict[str | None, Kind] | None:
+        """The kinds of a dict literal's values (`{"a": x, "b": y}`): all of them joined
+        (key None) and each string key's own."""
+        if type(value) is not cst.Dict or not value.elements:  # type: ignore[attr-defined]
+            return None
+        elements = value.elements  # type: ignore[attr-defined]
+        if not all(type(e) is cst.DictElement for e in elements):
+            return None
+        values: dict[str | None, Kind] = {None: _join(self.of(e.value) for e in elements)}
+        for e in elements:
+            if type(e.key) is cst.SimpleString:
+                values[str(e.key.evaluated_value)] = self.of(e.value)
+        return values
+
+    def list_elements(self, node: cst.BaseExpression) -> Held | None:
         """What a list filled by `append` holds (`list_elements`), also through a slice
         of it or `sorted(...)`/`list(...)`/`reversed(...)` of it."""
         if type(node) is cst.Name:
@@ -512,18 +537,14 @@ class TensorKinds:
             return self.list_elements(node.args[0].value)  # type: ignore[attr-defined]
         return None
 
-    def _held_by(self, value: cst.BaseExpression) -> Kind | tuple[Kind, ...] | None:
+    def _held_by(self, value: cst.BaseExpression) -> Held | None:
         """What a list value holds: one filled by `append` (`list_elements`), or a list
         literal of tuples of one width (`[(score, [sos])]`), position by position."""
         if type(value) is cst.List:
-            rows = (
-                _rows_of(value, len(value.elements[0].value.elements))
-                # type: ignore[attr-defined]
-                if (
-                    value.elements and type(value.elements[0].value) is cst.Tuple  # type: ignore[attr-defined]
-                )
-                else []
-            )
+            first = value.elements[0].value if value.elements else None  # type: ignore[attr-defined]
+            if type(first) is not cst.Tuple:
+                return None
+            rows = _rows_of(value, len(first.elements))  # type: ignore[union-attr]
             if not rows:
                 return None
             return tuple(_join(self.of(row[i]) for row in rows) for i in range(len(rows[0])))
@@ -535,7 +556,7 @@ class TensorKinds:
         held = self.list_elements(iterable)
         if isinstance(held, tuple):
             return held[0] if held else Kind.UNKNOWN
-        return held if held is not None else Kind.UNKNOWN
+        return held if isinstance(held, Kind) else Kind.UNKNOWN  # dicts do not compare
 
     def key_kind(self, iterable: cst.BaseExpression, key: cst.BaseExpression) -> Kind:
         """The kind of what a `key=lambda h: ...` returns for the elements of `iterable`
@@ -562,18 +583,22 @@ class TensorKinds:
         self, iterable: cst.BaseExpression, name: str, body: cst.BaseExpression
     ) -> Kind:
         held = self.list_elements(iterable)
-        if isinstance(held, tuple):
-            # `lambda c: c[0]`: the position a literal index picks.
-            if (
+        if isinstance(held, tuple | dict):
+            # `lambda c: c[0]`, `lambda h: h["score"]`: the position or key a literal picks.
+            if not (
                 isinstance(body, cst.Subscript)
                 and isinstance(body.value, cst.Name)
                 and body.value.value == name
                 and len(body.slice) == 1
                 and isinstance(body.slice[0].slice, cst.Index)
-                and isinstance(body.slice[0].slice.value, cst.Integer)
             ):
-                index = int(body.slice[0].slice.value.value)
-                return held[index] if index < len(held) else Kind.UNKNOWN
+                return Kind.UNKNOWN
+            index = body.slice[0].slice.value
+            if isinstance(held, tuple) and isinstance(index, cst.Integer):
+                position = int(index.value)
+                return held[position] if position < len(held) else Kind.UNKNOWN
+            if isinstance(held, dict) and isinstance(index, cst.SimpleString):
+                return held.get(str(index.evaluated_value), Kind.UNKNOWN)
             return Kind.UNKNOWN
         if held is None:
             return Kind.UNKNOWN
@@ -752,6 +777,12 @@ class TensorKinds:
                 return
         elif isinstance(held, Kind) and held is not Kind.UNKNOWN and isinstance(target, cst.Name):
             self.bind(target, held)
+            return
+        elif isinstance(held, dict) and isinstance(target, cst.Name):
+            # `for h in hyps` over a list filled with dict literals: each `h` is such a dict.
+            self.bind(target, Kind.HOST)
+            self._dicts[-1].add(target.value)
+            self._dict_values[-1][target.value] = held
             return
         if isinstance(iterable, cst.Call):
             callee = get_full_name_for_node(iterable.func)

@@ -53,7 +53,9 @@ class TensorControlFlow(Rule):
     comparison of two keys takes the truth of a tensor `<`. The same holds for lists a
     function fills with tensors by `append` (`candidates.append((score + top[k], seq))`,
     then `candidates.sort(key=lambda c: c[0])`, `sorted(scores)`, `max(candidates)`, a
-    loop `for score, seq in beams` over them), and for `heapq.heappush(heap, (score,
+    loop `for score, seq in beams` over them; dicts appended as literals, `{"score": s,
+    "yseq": seq}`, with `key=lambda h: h["score"]` or `h["score"]` in a loop over them),
+    and for `heapq.heappush(heap, (score,
     seq))`/`heapq.nlargest(k, xs, key=...)` on tensor scores. Fields annotated as Python
     numbers or lists, unannotated attributes, lists of values already read to the host
     (`.tolist()`, `.item()`), and keys computed on the host (`key=lambda h: len(h.yseq)`)
