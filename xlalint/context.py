@@ -282,18 +282,15 @@ class FileContext:
         )
 
     @cached_property
-    def _cuda_only_functions(self) -> frozenset[int]:
-        found = devices.cuda_only_functions(
-            self.module, self.imports
-        ) | reachability.functions_run_without_xla(self.module, self.imports)
-        return found - reachability.exported_functions(self.module) if found else found
+    def _off_xla(self) -> reachability.OffXla:
+        return reachability.OffXla(self.module, self.imports)
 
     def _in_cuda_only_function(self) -> bool:
         """Inside a module-level function, or a private method, that this file calls only
         under CUDA guards or failed XLA tests (`if not self.tpu:`), and does not export in
         `__all__` (other modules may call its API anywhere)."""
         outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
-        return outermost is not None and id(outermost) in self._cuda_only_functions
+        return outermost is not None and self._off_xla.never_on_xla(outermost)
 
     @property
     def in_step_closure(self) -> bool:
