@@ -121,6 +121,7 @@ class FileContext:
             lambda loop: self.loops.facts(loop),
             module,
             lambda loop: self.loops.steps_optimizer(loop),
+            self._function_of_loop,
         )
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
@@ -143,6 +144,10 @@ class FileContext:
         # `if isinstance(v, torch.Tensor):` bodies: the names tested, the kind each has in
         # the body, and the kind to restore after it.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
+
+    def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
+        site = self.loops.site(loop)
+        return site.function if site is not None else None
 
     # -- questions rules ask --------------------------------------------------------------
     def qualified(self, node: cst.CSTNode) -> str | None:
