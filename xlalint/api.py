@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files 
     import pathspec
 
     from xlalint.fixer import FixOutcome
+    from xlalint.importer import ParsedTexts
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -229,9 +230,11 @@ def fix_source(
     line_length: int | None = None,
     target: Release = LATEST,
     lints: dict[str, FileResult] | None = None,
+    parsed: ParsedTexts | None = None,
 ) -> FixOutcome | FileError:
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
-    `error` is set when the text cannot be linted. `lints`: see `fixer.fix_text`."""
+    `error` is set when the text cannot be linted. `lints`, `parsed`: see
+    `fixer.fix_text`."""
     filename = str(path)
     try:
         if is_notebook(path):
@@ -257,6 +260,7 @@ def fix_source(
             line_length=line_length,
             target=target,
             lints=lints,
+            parsed=parsed,
         )
     except SourceError as error:
         return FileError(filename, str(error))
@@ -465,9 +469,13 @@ def _forecast_file(
         raw = read_bytes(path)
     except SourceError:
         return forecast
-    lints: dict[str, FileResult] = {}  # texts both runs reach are linted once
+    from xlalint.importer import ParsedTexts
+
+    # Texts both runs reach are linted, and parsed for their imports, once.
+    lints: dict[str, FileResult] = {}
+    parsed = ParsedTexts()
     for unsafe in (False, True):
-        item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints)
+        item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints, parsed)
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())

@@ -20,6 +20,7 @@ Only plain import statements directly in the module body are candidates. These n
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -128,23 +129,31 @@ def mentioned_names(module: cst.Module) -> set[str]:
     return visitor.names
 
 
-def unused_bindings(module: cst.Module) -> set[tuple[str, str]]:
-    """`(name, target)` of the removable imports that `module` does not use."""
-    used = mentioned_names(module)
+def unused_bindings(module: cst.Module, used: set[str] | None = None) -> set[tuple[str, str]]:
+    """`(name, target)` of the removable imports that `module` does not use. `used`: its
+    `mentioned_names`, where the caller has them."""
+    used = mentioned_names(module) if used is None else used
     return {(b.name, b.target) for b in module_import_bindings(module) if b.name not in used}
 
 
-def made_unused(before: cst.Module, after: cst.Module, filename: str) -> list[ImportBinding]:
+def made_unused(
+    before: cst.Module,
+    after: cst.Module,
+    filename: str,
+    mentioned: Callable[[cst.Module], set[str]] | None = None,
+) -> list[ImportBinding]:
     """The bindings of `after`'s removable imports that `before` used and `after` does not.
 
     `after` is `before` with fixes applied: its imports are matched to `before`'s by name and
-    target, so an import a fix added is never one it "made unused".
+    target, so an import a fix added is never one it "made unused". `mentioned`: how to
+    get a module's `mentioned_names` (the fixer's runs keep them per text).
     """
     if filename.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py":
         return []
-    used_before = mentioned_names(before)
+    mentioned = mentioned_names if mentioned is None else mentioned
+    used_before = mentioned(before)
     earlier = {(b.name, b.target) for b in module_import_bindings(before)}
-    used_after = mentioned_names(after)
+    used_after = mentioned(after)
     return [
         binding
         for binding in module_import_bindings(after)
