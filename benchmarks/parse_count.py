@@ -1,8 +1,12 @@
-"""Count libcst parses in one cold `xlalint check FILE` (with the closing summary, whose fix
+"""Count libcst parses in one `xlalint check FILE` (with the closing summary, whose fix
 forecast runs the fixer twice), and say where each comes from. Parses are the bulk of a
 cold single-file check, and their count does not depend on the machine's load.
 
-    python benchmarks/parse_count.py path/to/file.py [more xlalint check options]
+    python benchmarks/parse_count.py path/to/file.py --no-cache
+    python benchmarks/parse_count.py path/to/file.py --cache-dir "$(mktemp -d)"
+
+The first is a cold run without the cache; the second a cold run that fills one (the
+forecast then starts from the check's stored result).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ def main() -> None:
     from xlalint.cli import main as xlalint
 
     with contextlib.suppress(SystemExit):
-        xlalint(["check", "--no-cache", *sys.argv[1:]], standalone_mode=False)
+        xlalint(["check", *sys.argv[1:]], standalone_mode=False)
     print(f"libcst parses: {sum(where.values())}", file=sys.stderr)
     for caller, count in where.most_common():
         print(f"{count:4d}  {caller}", file=sys.stderr)

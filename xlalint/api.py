@@ -9,6 +9,7 @@ the others go to the workers, which store what they compute.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections import Counter
@@ -462,8 +463,10 @@ def _forecast_file(
     hot: Sequence[str],
     line_length: int | None = None,
     target: Release = LATEST,
+    cache: ResultCache | None = None,
 ) -> FixForecast:
-    """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
+    """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones.
+    With `cache`, the check's result for these very bytes is the fixer's first lint."""
     forecast = FixForecast()
     try:
         raw = read_bytes(path)
@@ -473,6 +476,11 @@ def _forecast_file(
 
     # Texts both runs reach are linted, and parsed for their imports, once.
     lints: dict[str, FileResult] = {}
+    if cache is not None and not is_notebook(path):
+        known = cache.load(cache.key(str(path), raw, rules, hot, target), str(path))
+        if known is not None and known.error is None:
+            with contextlib.suppress(SourceError):  # the fixer reports it
+                lints[decode(raw).text] = known
     parsed = ParsedTexts()
     for unsafe in (False, True):
         item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints, parsed)
@@ -510,7 +518,7 @@ def _cached_forecast(job: Job) -> FixForecast | None:
 
 def _forecast_job(job: Job) -> FixForecast:
     path, rules, hot_functions, _, cache, line_length, target = job
-    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target)
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target, cache)
     key = _forecast_key(job)
     if cache is not None and key is not None:
         cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})
