@@ -15,6 +15,7 @@ from xlalint.context import ANALYSES, FileContext
 from xlalint.engine import _analyse
 from xlalint.registry import all_rules
 from xlalint.rule import analyses_used
+from xlalint.walk import descendants, walk
 
 SOURCE = dedent(
     """\
@@ -62,3 +63,59 @@ def test_loops_are_registered_only_for_rules_that_ask() -> None:
 def test_every_shipped_rule_declares_known_analyses() -> None:
     for code, rule in all_rules().items():
         assert ANALYSES.issuperset(rule.uses), code
+
+
+def test_loop_values_are_one_analysis_for_the_loop_value_rules() -> None:
+    rules = all_rules()
+    for code in ("XLA207", "XLA208", "XLA209"):
+        assert "loop_values" in analyses_used([rules[code]]), code
+    with pytest.raises(RuntimeError, match="loop_values"):
+        _ = analyse("XLA101", "XLA401").loop_values
+    # One instance, fed by the context, for every rule that asks.
+    ctx, instances = _analyse(
+        cst.parse_module(SOURCE),
+        "t.py",
+        [rules["XLA207"], rules["XLA208"], rules["XLA209"]],
+        (),
+        LATEST,
+        fast=True,
+    )
+    assert all(rule.values is ctx.loop_values for rule in instances)  # type: ignore[attr-defined]
+
+
+def test_loop_values_follow_the_pass_of_each_loop() -> None:
+    source = dedent(
+        """\
+        import torch
+
+        def run(x, n):
+            for i in range(n):
+                j = i + 1
+                k: int = j * 2
+                step = 0
+                step += 1
+                x[j].sum().item()
+            return x
+        """
+    )
+    module = cst.parse_module(source)
+    seen: dict[str, object] = {}
+
+    ctx = FileContext(module, "t.py", uses={"loops", "loop_values"})
+
+    def enter(node: cst.CSTNode) -> None:
+        ctx.enter(node)
+        func = node.func if isinstance(node, cst.Call) else None
+        if isinstance(func, cst.Attribute) and func.attr.value == "item":
+            values = ctx.loop_values
+            seen.update({name: values.int_loops(cst.Name(name)) for name in ("i", "j", "k")})
+            seen.update({f"{n} varies": values.varies(cst.Name(n)) for n in ("step", "n")})
+            seen["passes"] = list(values.passes_walked())
+
+    walk(module, enter, ctx.leave)
+    loop = next(n for n in descendants(module) if isinstance(n, cst.For))
+    assert seen["i"] == seen["j"] == seen["k"] == frozenset({loop})
+    assert seen["step varies"] and not seen["n varies"]  # a counter of the pass; a bound
+    assert seen["passes"] == [loop]
+    assert ctx.loop_values.executes_every_pass(loop, ctx.loops)  # `.item()` each pass
+    assert not ctx.loop_values.executes_every_pass(loop, ctx.loops, reads=False)

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from xlalint import api, fixer, writer
 from xlalint.config import Settings
 from xlalint.fixer import FixOutcome, fix_text
+from xlalint.importer import ParsedTexts
 from xlalint.rule import Rule
 from xlalint.sources import decode
 
@@ -484,9 +485,9 @@ def test_fix_that_would_not_parse_never_reaches_the_text(
     seen: list[str] = []
     real = fixer._parses
 
-    def spy(text: str) -> bool:
+    def spy(text: str, parsed: ParsedTexts) -> bool:
         seen.append(text)
-        return real(text)
+        return real(text, parsed)
 
     monkeypatch.setattr(fixer, "_parses", spy)
     outcome = fix("x.broken()\ny = t.cuda()\n", BrokenFix, CudaToXla)

@@ -7,10 +7,13 @@ from textwrap import dedent
 
 import libcst as cst
 
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.reachability import OffXla
 from xlalint.analysis.returns import NumberReturns
 from xlalint.diagnostics import Diagnostic
 from xlalint.engine import lint_source
 from xlalint.registry import all_rules
+from xlalint.walk import descendants
 
 
 def lint(source: str, *codes: str) -> list[Diagnostic]:
@@ -231,3 +234,59 @@ def test_loops_over_collections_are_hot_only_where_their_code_is() -> None:
     found = sorted((d.start.row, d.code) for d in lint(source, "XLA102"))
     # Per step only where the batch loop calls it; a checkpoint writer's copies are the save.
     assert found == [(12, "XLA102")]
+
+
+def test_functions_off_xla_are_judged_through_their_callers() -> None:
+    source = dedent(
+        """\
+        import torch
+
+        def _gpu_stats():
+            return torch.cuda.memory_allocated()
+
+        def _report():
+            return _gpu_stats()
+
+        def _ping():
+            return _pong()
+
+        def _pong():
+            return _ping()
+
+        class Trainer:
+            def _check(self):
+                return 2
+
+            def _hook(self):
+                return 3
+
+            def step(self):
+                if torch.cuda.is_available():
+                    self._check()
+                    _report()
+                    _ping()
+                    self._hook()
+                run(self._hook)
+
+        __all__ = ["_report"]
+        """
+    )
+    module = cst.parse_module(source)
+    imports = ImportTable()
+    imports.add_top_level(module)
+    off = OffXla(module, imports)
+    defs = {
+        node.name.value: node for node in descendants(module) if isinstance(node, cst.FunctionDef)
+    }
+    judged = {name: off.never_on_xla(function) for name, function in defs.items()}
+    assert judged == {
+        # called only from `_report`, called only under the guard (exported: its own API)
+        "_gpu_stats": True,
+        "_report": False,
+        # a cycle entered under the guard: neither is reached only through guarded calls
+        "_ping": False,
+        "_pong": False,
+        "_check": True,  # a private method called only under the guard
+        "_hook": False,  # also handed on to `run`: it may run anywhere
+        "step": False,  # public: other modules may call it
+    }

@@ -182,3 +182,19 @@ def test_profile_and_verify_words_agree_in_number() -> None:
     assert not re.search(r"\b1 (executions|compiles|transfers|nodes)\b", text)
     assert compare_printed("loss 0.5", "loss 0.5").describe() == "the same number printed"
     assert compare_printed("1 2", "1").describe() == "different output: 2 vs 1 number printed"
+
+
+def test_forecast_from_the_stored_check_result_is_the_same(project: Path) -> None:
+    """With a cache, the forecast starts from the check's stored result for the same bytes
+    instead of linting the file again: the closing words must not change."""
+    shutil.copy(EXAMPLES / "train_cuda.py", project / "train_cuda.py")
+    write(project, {"train.py": CUDA_SCRIPT})
+    cold = run_cli("check", "--no-cache", "train_cuda.py", "train.py")
+    cache = project / ".cache"
+    cached = run_cli(
+        "check", "--cache-dir", str(cache), "train_cuda.py", "train.py",
+        env={"XLALINT_NO_CACHE": None},
+    )  # fmt: skip
+    assert any(cache.rglob("*.json"))  # the check's results were stored, and read back
+    assert _fixable(cold.stdout) > 0
+    assert cached.stdout == cold.stdout

@@ -9,6 +9,7 @@ the others go to the workers, which store what they compute.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections import Counter
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files 
     import pathspec
 
     from xlalint.fixer import FixOutcome
+    from xlalint.importer import ParsedTexts
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -229,9 +231,11 @@ def fix_source(
     line_length: int | None = None,
     target: Release = LATEST,
     lints: dict[str, FileResult] | None = None,
+    parsed: ParsedTexts | None = None,
 ) -> FixOutcome | FileError:
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
-    `error` is set when the text cannot be linted. `lints`: see `fixer.fix_text`."""
+    `error` is set when the text cannot be linted. `lints`, `parsed`: see
+    `fixer.fix_text`."""
     filename = str(path)
     try:
         if is_notebook(path):
@@ -257,6 +261,7 @@ def fix_source(
             line_length=line_length,
             target=target,
             lints=lints,
+            parsed=parsed,
         )
     except SourceError as error:
         return FileError(filename, str(error))
@@ -458,16 +463,27 @@ def _forecast_file(
     hot: Sequence[str],
     line_length: int | None = None,
     target: Release = LATEST,
+    cache: ResultCache | None = None,
 ) -> FixForecast:
-    """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones."""
+    """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones.
+    With `cache`, the check's result for these very bytes is the fixer's first lint."""
     forecast = FixForecast()
     try:
         raw = read_bytes(path)
     except SourceError:
         return forecast
-    lints: dict[str, FileResult] = {}  # texts both runs reach are linted once
+    from xlalint.importer import ParsedTexts
+
+    # Texts both runs reach are linted, and parsed for their imports, once.
+    lints: dict[str, FileResult] = {}
+    if cache is not None and not is_notebook(path):
+        known = cache.load(cache.key(str(path), raw, rules, hot, target), str(path))
+        if known is not None and known.error is None:
+            with contextlib.suppress(SourceError):  # the fixer reports it
+                lints[decode(raw).text] = known
+    parsed = ParsedTexts()
     for unsafe in (False, True):
-        item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints)
+        item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints, parsed)
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())
@@ -502,7 +518,7 @@ def _cached_forecast(job: Job) -> FixForecast | None:
 
 def _forecast_job(job: Job) -> FixForecast:
     path, rules, hot_functions, _, cache, line_length, target = job
-    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target)
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target, cache)
     key = _forecast_key(job)
     if cache is not None and key is not None:
         cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})

@@ -31,6 +31,7 @@ from xlalint.analysis.hotness import (
 from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import may_be_sparse, sparse_test
+from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.step_loops import LoopAnalysis
@@ -42,9 +43,9 @@ __all__ = ["FileContext", "Kind", "Site"]
 
 ADD_STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
 # Analyses whose bookkeeping runs during the walk, kept only where a rule declares it uses
-# them (`Rule.uses`): "loops" (`ctx.loops`, and hot code, which asks what loops do) and
-# "masks" (`ctx.masks`).
-ANALYSES = frozenset({"loops", "masks"})
+# them (`Rule.uses`): "loops" (`ctx.loops`, and hot code, which asks what loops do),
+# "masks" (`ctx.masks`) and "loop_values" (`ctx.loop_values`).
+ANALYSES = frozenset({"loops", "masks", "loop_values"})
 
 
 @dataclass
@@ -68,6 +69,15 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
 )
+# What `LoopValues` follows ("loop_values"): functions, loops and their bodies, calls (host
+# reads) on the way in; those and assignments on the way out.
+_VALUE_NODES = frozenset(
+    {cst.FunctionDef, cst.For, cst.While, cst.IndentedBlock, cst.SimpleStatementSuite, cst.Call}
+)
+_VALUES_LEFT = frozenset(
+    {cst.FunctionDef, cst.For, cst.While, cst.IndentedBlock, cst.SimpleStatementSuite,
+     cst.Assign, cst.AnnAssign, cst.AugAssign}
+)  # fmt: skip
 
 
 def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
@@ -123,12 +133,14 @@ class FileContext:
             lambda loop: self.loops.facts(loop),
             module,
             lambda loop: self.loops.steps_optimizer(loop),
+            self._function_of_loop,
         )
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
         self._masks = (
             BooleanMasks(self.imports, self.kinds, self._stack) if "masks" in uses else None
         )
+        self._values = LoopValues(self.kinds) if "loop_values" in uses else None
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
         self._classes: list[tuple[str, bool, frozenset[str]]] = []
         # Per-step hooks of the classes defined so far, inherited by their subclasses here.
@@ -145,6 +157,10 @@ class FileContext:
         # `if isinstance(v, torch.Tensor):` bodies: the names tested, the kind each has in
         # the body, and the kind to restore after it.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
+
+    def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
+        site = self.loops.site(loop)
+        return site.function if site is not None else None
 
     # -- questions rules ask --------------------------------------------------------------
     def qualified(self, node: cst.CSTNode) -> str | None:
@@ -178,6 +194,14 @@ class FileContext:
         run, as long as one of them declared it uses "loops"."""
         self._require("loops")
         return LoopAnalysis(self.module, self.imports)
+
+    @property
+    def loop_values(self) -> LoopValues:
+        """Which names change from one pass of a loop to the next, and which loops read a
+        tensor on the host (XLA207-209), followed once during the walk for all of them."""
+        self._require("loop_values")
+        assert self._values is not None
+        return self._values
 
     @property
     def masks(self) -> BooleanMasks:
@@ -284,18 +308,15 @@ class FileContext:
         )
 
     @cached_property
-    def _cuda_only_functions(self) -> frozenset[int]:
-        found = devices.cuda_only_functions(
-            self.module, self.imports
-        ) | reachability.functions_run_without_xla(self.module, self.imports)
-        return found - reachability.exported_functions(self.module) if found else found
+    def _off_xla(self) -> reachability.OffXla:
+        return reachability.OffXla(self.module, self.imports)
 
     def _in_cuda_only_function(self) -> bool:
         """Inside a module-level function, or a private method, that this file calls only
         under CUDA guards or failed XLA tests (`if not self.tpu:`), and does not export in
         `__all__` (other modules may call its API anywhere)."""
         outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
-        return outermost is not None and id(outermost) in self._cuda_only_functions
+        return outermost is not None and self._off_xla.never_on_xla(outermost)
 
     @property
     def in_step_closure(self) -> bool:
@@ -340,6 +361,8 @@ class FileContext:
             per_step_frame = frame.module_call or frame.hook
             self.loops.register_loop(node, self.ancestors(), per_step_frame)  # type: ignore[arg-type]
         if kind not in _ENTERED:
+            if self._values is not None and kind in _VALUE_NODES:
+                self._enter_values(node, kind, parent)
             return
         if kind is cst.FunctionDef:
             if self._registers_loops:
@@ -403,6 +426,41 @@ class FileContext:
             if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
                 self._device_withs.append(node)
                 self.kinds.device_contexts += 1
+        if self._values is not None and kind in _VALUE_NODES:
+            self._enter_values(node, kind, parent)
+
+    def _enter_values(self, node: cst.CSTNode, kind: type, parent: cst.CSTNode | None) -> None:
+        """Feed `LoopValues` once the rest of the context has entered `node` (a loop's
+        target is bound as a kind by then)."""
+        values = self._values
+        assert values is not None
+        if kind is cst.Call:
+            values.note_call(node)  # type: ignore[arg-type]
+        elif kind is cst.FunctionDef:
+            values.push_function(node)  # type: ignore[arg-type]
+        elif kind is cst.For or kind is cst.While:
+            values.enter_loop(node)  # type: ignore[arg-type]
+        else:  # a block: a `for` body starts its pass
+            values.enter_block(node, parent)  # type: ignore[arg-type]
+
+    def _leave_values(self, node: cst.CSTNode, kind: type, parent: cst.CSTNode | None) -> None:
+        """Feed `LoopValues` after the rules left `node` and before the context binds the
+        kinds of an assignment's targets (`LoopValues` reads the kinds from before it)."""
+        values = self._values
+        assert values is not None
+        if kind is cst.Assign:
+            values.bind([t.target for t in node.targets], node.value)  # type: ignore[attr-defined]
+        elif kind is cst.AnnAssign:
+            if node.value is not None:  # type: ignore[attr-defined]
+                values.bind([node.target], node.value)  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign:
+            values.bind_augmented(node)  # type: ignore[arg-type]
+        elif kind is cst.FunctionDef:
+            values.pop_function()
+        elif kind is cst.For or kind is cst.While:
+            values.leave_loop(node)  # type: ignore[arg-type]
+        elif kind is cst.IndentedBlock or kind is cst.SimpleStatementSuite:
+            values.leave_block(node, parent)  # type: ignore[arg-type]
 
     def leave(self, node: cst.CSTNode) -> None:
         self._stack.pop()
@@ -410,6 +468,8 @@ class FileContext:
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.pop()
+        if self._values is not None and kind in _VALUES_LEFT:
+            self._leave_values(node, kind, parent)
         if kind in _LEFT:
             self._leave_binding(node, kind)
         if self._guarded and self._guarded[-1] is node:

@@ -22,6 +22,7 @@ from xlalint.diagnostics import Diagnostic, FileResult, allowed
 from xlalint.edits import apply_edits_marking, edit_spans, spans_overlap, wrap_long_lines
 from xlalint.engine import lint_source
 from xlalint.importer import (
+    ParsedTexts,
     add_imports,
     import_bindings,
     import_conflicts,
@@ -57,9 +58,9 @@ class FixOutcome:
         return (bom + self.text).encode(encoding)
 
 
-def _parses(text: str) -> bool:
+def _parses(text: str, parsed: ParsedTexts) -> bool:
     try:
-        cst.parse_module(text)
+        parsed.module(text)
     except (cst.ParserSyntaxError, RecursionError):
         return False
     return True
@@ -87,6 +88,7 @@ def _choose(
     diagnostics: Sequence[Diagnostic],
     unsafe: bool,
     rejected: Sequence[Diagnostic] = (),
+    parsed: ParsedTexts | None = None,
 ) -> list[Diagnostic]:
     """Fixable findings whose edits overlap no earlier chosen fix, in source order.
 
@@ -106,7 +108,7 @@ def _choose(
         imports = [i for d in unit for i in d.fix.required_imports]  # type: ignore[union-attr]
         if imports:
             if bound is None:
-                bound = import_bindings(text)
+                bound = import_bindings(text, parsed)
             if import_conflicts(bound, imports):
                 continue
         edits = list(dict.fromkeys(e for d in unit for e in d.fix.edits))  # type: ignore[union-attr]
@@ -128,6 +130,7 @@ def _apply(
     filename: str = "",
     keep: Collection[tuple[str, str]] = (),
     line_length: int | None = None,
+    parsed: ParsedTexts | None = None,
 ) -> str:
     """`text` with `fixes` applied, the lines they wrote wrapped where they grew past
     `line_length`, the imports they need added and the imports they made unused removed
@@ -139,7 +142,9 @@ def _apply(
     if line_length is not None:
         edited = wrap_long_lines(edited, rows, line_length)
     try:
-        return remove_unused_imports(text, add_imports(edited, imports), filename, keep)
+        parsed = parsed or ParsedTexts()
+        with_imports = add_imports(edited, imports, parsed)
+        return remove_unused_imports(text, with_imports, filename, keep, parsed)
     except (cst.ParserSyntaxError, RecursionError):
         return edited  # does not parse: the caller's parse guard drops the culprit
 
@@ -154,11 +159,14 @@ def fix_text(
     line_length: int | None = None,
     target: Release = LATEST,
     lints: dict[str, FileResult] | None = None,
+    parsed: ParsedTexts | None = None,
 ) -> FixOutcome:
     """Fix `source` to a fixed point. `lints`: results of texts linted before with the same
     rules, shared by runs over one file (the forecast's safe and unsafe runs meet the same
-    texts), and filled with this run's."""
+    texts), and filled with this run's; `parsed`: the same for libcst's trees of the texts
+    the fixes' imports and the parse guard read."""
     lints = {} if lints is None else lints
+    parsed = ParsedTexts() if parsed is None else parsed
 
     def lint(text: str) -> FileResult:
         if text not in lints:
@@ -179,23 +187,24 @@ def fix_text(
         # Positions are the current text's: only the last round's drops are reported.
         outcome.dropped = []
         rejected: list[Diagnostic] = []
-        chosen = _choose(text, result.diagnostics, unsafe)
+        chosen = _choose(text, result.diagnostics, unsafe, parsed=parsed)
         if chosen and keep is None:
-            keep = left_unused(source.text)
-        candidate = _apply(text, chosen, filename, keep, line_length)
-        while chosen and not _parses(candidate):
+            keep = left_unused(source.text, parsed)
+        candidate = _apply(text, chosen, filename, keep, line_length, parsed)
+        while chosen and not _parses(candidate, parsed):
             # Keep the fixes that parse on their own; report the others, and let the fixes
             # they overlapped be chosen in their place.
             # A group of fixes that must go together is kept or dropped whole.
             kept: list[Diagnostic] = []
             for unit in _units(chosen):
-                if _parses(_apply(text, [*kept, *unit], filename, keep, line_length)):
+                trial = _apply(text, [*kept, *unit], filename, keep, line_length, parsed)
+                if _parses(trial, parsed):
                     kept.extend(unit)
                     continue
                 rejected.extend(unit)
                 outcome.dropped.extend(f"{d.code} at {d.start.row}:{d.start.column}" for d in unit)
-            chosen = kept or _choose(text, result.diagnostics, unsafe, rejected)
-            candidate = _apply(text, chosen, filename, keep, line_length)
+            chosen = kept or _choose(text, result.diagnostics, unsafe, rejected, parsed)
+            candidate = _apply(text, chosen, filename, keep, line_length, parsed)
         if not chosen:
             break
         if candidate in seen:
@@ -228,5 +237,6 @@ def fix_one(
     unit = next(u for u in _units(pool) if diagnostic in u)
     if _choose(text, unit, unsafe=True) != unit:
         return None
-    candidate = _apply(text, unit, filename, left_unused(text), line_length)
-    return candidate if candidate != text and _parses(candidate) else None
+    parsed = ParsedTexts()
+    candidate = _apply(text, unit, filename, left_unused(text, parsed), line_length, parsed)
+    return candidate if candidate != text and _parses(candidate, parsed) else None

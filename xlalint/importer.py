@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable, statement_bindings
-from xlalint.analysis.usage import ImportBinding, made_unused, unused_bindings
+from xlalint.analysis.usage import ImportBinding, made_unused, mentioned_names, unused_bindings
 from xlalint.diagnostics import Edit, Location
 from xlalint.edits import LINE_BREAK, apply_edits, newline_of, split_lines
 from xlalint.positions import Positions
@@ -26,13 +26,44 @@ from xlalint.positions import Positions
 _STDLIB_MODULES = frozenset(getattr(sys, "stdlib_module_names", ()))  # Python 3.10+
 
 
-def add_imports(text: str, statements: Iterable[str]) -> str:
+class ParsedTexts:
+    """libcst's trees of the texts that the fixer's runs over one file meet, and the names
+    each mentions, so that each text is parsed (and read for names) once: a round's text
+    is met for its unused imports, as "before" of its fixes and by the parse guard of the
+    text it makes, which is the next round's "before"; the forecast's unsafe run meets the
+    texts of its safe run again. Texts that do not parse raise their error each time."""
+
+    def __init__(self) -> None:
+        self._modules: dict[str, cst.Module | Exception] = {}
+        self._names: dict[int, set[str]] = {}  # by id of a module held in `_modules`
+
+    def module(self, text: str) -> cst.Module:
+        found = self._modules.get(text)
+        if found is None:
+            try:
+                found = cst.parse_module(text)
+            except (cst.ParserSyntaxError, RecursionError) as error:
+                found = error
+            self._modules[text] = found
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def mentioned(self, module: cst.Module) -> set[str]:
+        """`usage.mentioned_names` of a module this memo parsed."""
+        names = self._names.get(id(module))
+        if names is None:
+            names = self._names[id(module)] = mentioned_names(module)
+        return names
+
+
+def add_imports(text: str, statements: Iterable[str], parsed: ParsedTexts | None = None) -> str:
     """Add each import statement the file does not already have, after its last top-level
     import (or its docstring and `__future__` imports), in the file's line ending."""
     wanted = list(dict.fromkeys(statements))
     if not wanted:
         return text
-    module = cst.parse_module(text)
+    module = (parsed or ParsedTexts()).module(text)
     existing = ImportTable()
     existing.add_top_level(module)
     missing = [
@@ -150,16 +181,18 @@ def _insert_sorted(text: str, statement: str) -> str:
     return _insert_lines(text, row, [statement])
 
 
-def left_unused(text: str) -> set[tuple[str, str]]:
+def left_unused(text: str, parsed: ParsedTexts | None = None) -> set[tuple[str, str]]:
     """The module-level imports `text` leaves unused, as (name, target): fixes never remove
     them, even where a later round stops using them again."""
-    return unused_bindings(cst.parse_module(text))
+    parsed = parsed or ParsedTexts()
+    module = parsed.module(text)
+    return unused_bindings(module, parsed.mentioned(module))
 
 
-def import_bindings(text: str) -> dict[str, str]:
+def import_bindings(text: str, parsed: ParsedTexts | None = None) -> dict[str, str]:
     """The names `text` imports at module level (under `try:` and `if` too), and what to."""
     table = ImportTable()
-    table.add_top_level(cst.parse_module(text))
+    table.add_top_level((parsed or ParsedTexts()).module(text))
     return table.bindings
 
 
@@ -241,7 +274,11 @@ def _merged_from_import(text: str, row: int, new: cst.ImportFrom) -> str | None:
 
 
 def remove_unused_imports(
-    before: str, after: str, filename: str = "", keep: Collection[tuple[str, str]] = ()
+    before: str,
+    after: str,
+    filename: str = "",
+    keep: Collection[tuple[str, str]] = (),
+    parsed: ParsedTexts | None = None,
 ) -> str:
     """`after` without the module-level imports that its fixes made unused.
 
@@ -256,8 +293,9 @@ def remove_unused_imports(
     """
     if after == before:
         return after
-    after_module = cst.parse_module(after)
-    unused = made_unused(cst.parse_module(before), after_module, filename)
+    parsed = parsed or ParsedTexts()
+    after_module = parsed.module(after)
+    unused = made_unused(parsed.module(before), after_module, filename, parsed.mentioned)
     unused = [b for b in unused if (b.name, b.target) not in keep]
     unused = _keep_torch_xla_loaded(after_module, unused)
     if not unused:

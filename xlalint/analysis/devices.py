@@ -413,61 +413,6 @@ def _examines(node: cst.Name, above: tuple[cst.CSTNode, ...], imports: ImportTab
     return False
 
 
-def cuda_only_functions(module: cst.Module, imports: ImportTable) -> frozenset[int]:
-    """The module-level functions (by `id`) that run only where XLA is not in use: every
-    call of one in this file (at least one) is under a CUDA guard or inside another such
-    function. `get_gpu_info(i)` reads `torch.cuda.get_device_properties(i)` and is called
-    only under `if torch.cuda.is_available():`, so an XLA host never runs it. A function
-    never called here may be called from anywhere and is not one."""
-    functions = {
-        statement.name.value: statement
-        for statement in module.body
-        if isinstance(statement, cst.FunctionDef)
-    }
-    if not functions:
-        return frozenset()
-    # name -> (guarded, name of the module-level function the call is in) of each call
-    calls: dict[str, list[tuple[bool, str | None]]] = {}
-    # Depth-first with one shared ancestor list, cut back to a node's depth when it is
-    # reached: copying the path for every node cost a tenth of a cold check.
-    path: list[cst.CSTNode] = []
-    stack: list[tuple[cst.CSTNode, int, str | None]] = [(module, 0, None)]
-    while stack:
-        node, depth, owner = stack.pop()
-        del path[depth:]
-        kind = type(node)  # exact types: `isinstance` on libcst's classes runs ABCMeta's check
-        if kind is cst.FunctionDef and owner is None and node.name.value in functions:  # type: ignore[attr-defined]
-            owner = node.name.value  # type: ignore[attr-defined]
-        if (
-            kind is cst.Call
-            and type(node.func) is cst.Name  # type: ignore[attr-defined]
-            and node.func.value in functions  # type: ignore[attr-defined]
-        ):
-            guarded = runs_without_xla((node, *reversed(path)), imports)
-            calls.setdefault(node.func.value, []).append((guarded, owner))
-        path.append(node)
-        stack.extend((child, depth + 1, owner) for child in code_children(node))
-    only = called_only_under_guards(calls)
-    return frozenset(id(functions[name]) for name in only)
-
-
-def called_only_under_guards(calls: dict[str, list[tuple[bool, str | None]]]) -> set[str]:
-    """The functions whose every call site is guarded, or sits in another such function:
-    `calls` maps each function's name to its sites, (guarded, name of the function the
-    site is in). Computed to a fixed point, as guarded callers make their callees guarded."""
-    only: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, sites in calls.items():
-            if name not in only and all(
-                guarded or (owner in only and owner != name) for guarded, owner in sites
-            ):
-                only.add(name)
-                changed = True
-    return only
-
-
 def creates_xla_device(node: cst.CSTNode, imports: ImportTable) -> bool:
     """Whether code under `node` creates the XLA device: `xm.xla_device()`,
     `torch_xla.device()`, `torch.device("xla")`. A bare `"xla"` does not count: out of a

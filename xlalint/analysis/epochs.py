@@ -24,12 +24,15 @@ import libcst as cst
 
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.loop_facts import BodyFacts, unwrap_iteration
-from xlalint.walk import children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, code_children, descendants, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
 _LOADER_NAME = re.compile(r"loader|(^|_)dl$|(^|_)ds$|(^|_)data(set)?$|^dataset", re.I)
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_LOOPS = frozenset({cst.For, cst.While})
+# The hand-written walks below skip whitespace and punctuation (`code_children`) and test
+# exact types: `isinstance` on libcst's abstract classes runs ABCMeta's check in Python.
 
 
 def _loader_named(expr: cst.BaseExpression) -> bool:
@@ -74,11 +77,12 @@ def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
     stack: list[cst.CSTNode] = [loop.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, (*_SCOPES, cst.BaseExpression)):
+        kind = type(node)
+        if kind in _SCOPES or kind in EXPRESSIONS:
             continue
-        if isinstance(node, cst.For | cst.While):
-            found.append(node)
-        stack.extend(children(node))
+        if kind in _LOOPS:
+            found.append(node)  # type: ignore[arg-type]
+        stack.extend(code_children(node))
     return found
 
 
@@ -90,13 +94,14 @@ class Epochs:
         facts: Callable[[cst.For | cst.While], BodyFacts],
         module: cst.Module | None = None,
         steps_optimizer: Callable[[cst.For | cst.While], bool] | None = None,
+        function_of: Callable[[cst.For | cst.While], cst.FunctionDef | None] | None = None,
     ) -> None:
         self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
         # `LoopAnalysis.steps_optimizer`: a pass steps an optimizer, here or in a function
         # it calls (`self._fit_batch(x, y)`).
         self._steps_optimizer = steps_optimizer
-        self._module = module if module is not None else cst.Module(body=())
-        self._loop_functions: dict[int, cst.FunctionDef] | None = None
+        # The innermost function around a loop, as the walk recorded it (`LoopSite`).
+        self._function_of = function_of or (lambda loop: None)
         self._batch: dict[int, bool] = {}
         self._holds: dict[int, bool] = {}
         # The module's top-level functions: an epoch loop may run its batch loop in one
@@ -132,8 +137,10 @@ class Epochs:
         iterable = unwrap_iteration(loop.iter)
         if _loader_named(iterable):
             return True
-        function = self._enclosing_functions().get(id(loop))
-        if not isinstance(iterable, cst.Name) or function is None:
+        if not isinstance(iterable, cst.Name):
+            return False
+        function = self._function_of(loop)
+        if function is None:
             return False
         values = local_values(function, iterable.value)
         return (
@@ -141,22 +148,6 @@ class Epochs:
             and all(_loader_named(unwrap_iteration(v)) for v in values)
             and not any(self._steps(n) for n in _nested_loops(loop))
         )
-
-    def _enclosing_functions(self) -> dict[int, cst.FunctionDef]:
-        """The innermost function around each loop of the module, by the loop's id."""
-        if self._loop_functions is None:
-            found: dict[int, cst.FunctionDef] = {}
-            stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(self._module, None)]
-            while stack:
-                node, function = stack.pop()
-                if isinstance(node, cst.FunctionDef):
-                    function = node
-                elif isinstance(node, cst.For) and function is not None:
-                    found[id(node)] = function
-                if not isinstance(node, cst.BaseExpression):
-                    stack.extend((child, function) for child in children(node))
-            self._loop_functions = found
-        return self._loop_functions
 
     def _steps(self, loop: cst.For | cst.While) -> bool:
         """A pass of `loop` steps an optimizer, itself or in a function it calls."""
@@ -178,18 +169,19 @@ class Epochs:
             stack: list[cst.CSTNode] = [body]
             while stack:
                 node = stack.pop()
-                if isinstance(node, _SCOPES):
+                kind = type(node)
+                if kind in _SCOPES:
                     continue
-                if isinstance(node, cst.For | cst.While) and self.is_batch_loop(node):
+                if kind in _LOOPS and self.is_batch_loop(node):  # type: ignore[arg-type]
                     cached = True
                     break
-                if isinstance(node, cst.BaseExpression):
+                if kind in EXPRESSIONS:
                     # Loops are statements; comprehensions are not batch loops.
-                    if self._calls_epoch_function(node):
+                    if self._calls_epoch_function(node):  # type: ignore[arg-type]
                         cached = True
                         break
                     continue
-                stack.extend(children(node))
+                stack.extend(code_children(node))
             self._holds[id(scope)] = cached
         return cached
 
@@ -201,13 +193,14 @@ class Epochs:
         stack: list[cst.CSTNode] = [expression]
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.Lambda):
+            kind = type(node)
+            if kind is cst.Lambda:
                 continue
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-                function = self._functions.get(node.func.value)
+            if kind is cst.Call and type(node.func) is cst.Name:  # type: ignore[attr-defined]
+                function = self._functions.get(node.func.value)  # type: ignore[attr-defined]
                 if function is not None and self.holds_batch_loop(function):
                     return True
-            stack.extend(children(node))
+            stack.extend(code_children(node))
         return False
 
     def per_epoch(self, scopes: Sequence[cst.CSTNode]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.walk import children
+from xlalint.walk import code_children
 
 
 def _parameter_index(function: cst.FunctionDef, name: str, method: bool) -> int | None:
@@ -32,17 +32,20 @@ class CallSites:
         self._by_method: dict[str, list[cst.Call]] = {}
 
     def _index(self) -> None:
+        """One walk of the module, on the first question (skipping whitespace and
+        punctuation, testing exact types: libcst's classes are final)."""
         by_name: dict[str, list[cst.Call]] = {}
+        by_method = self._by_method
         stack: list[cst.CSTNode] = [self._module]
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.Call):
-                func = node.func
-                if isinstance(func, cst.Name):
-                    by_name.setdefault(func.value, []).append(node)
-                elif isinstance(func, cst.Attribute):
-                    self._by_method.setdefault(func.attr.value, []).append(node)
-            stack.extend(children(node))
+            if type(node) is cst.Call:
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is cst.Name:
+                    by_name.setdefault(func.value, []).append(node)  # type: ignore[arg-type]
+                elif type(func) is cst.Attribute:
+                    by_method.setdefault(func.attr.value, []).append(node)  # type: ignore[arg-type]
+            stack.extend(code_children(node))
         self._by_name = by_name
 
     def handed(

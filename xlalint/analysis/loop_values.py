@@ -12,8 +12,10 @@ writing XLA207-XLA209 on the XLA CPU device, 5 passes each):
 `LoopValues` follows, during the engine's single walk, which names hold the pass's index
 (`for i in range(n)`, `for i, x in enumerate(xs)`) or ints derived from it (`j = i + 1`), and
 which names change with the pass at all (XLA207, XLA208). `TensorReads` follows which names
-hold a number or list read from a tensor (`n = int(t)`, `lens = t.tolist()`; XLA209). Rules
-feed both from their own `visit_*`/`leave_*` methods: no tree is walked twice. Whether a
+hold a number or list read from a tensor (`n = int(t)`, `lens = t.tolist()`; XLA209).
+`LoopValues` is one analysis of the context (`ctx.loop_values`, for rules that declare
+`uses = ("loop_values",)`), which feeds it during the walk; XLA209 feeds its own
+`TensorReads`: no tree is walked twice. Whether a
 loop runs the device on every pass comes from `ctx.loops` (analysis/loop_facts.py), shared with
 the barrier rules.
 """
@@ -169,15 +171,18 @@ class LoopValues:
         if loops and self.reads_host(call):
             self._reading.update(loops)
 
-    def executes_every_pass(self, loop: Loop, analysis: LoopAnalysis) -> bool:
+    def executes_every_pass(
+        self, loop: Loop, analysis: LoopAnalysis, *, reads: bool = True
+    ) -> bool:
         """Whether each pass of `loop` ends in an execution of its own: it reaches a barrier,
         takes its batches from a loader that syncs, reads a tensor on the host (as far as
-        `note_call` was told), or is a step loop that trains or samples (it needs a barrier
-        per pass, which XLA401/XLA402 ask for; a loop nested in one is a micro-step of it).
-        Loops that do none of these are traced into the graph around them, unrolled."""
+        `note_call` was told; not with `reads=False`), or is a step loop that trains or
+        samples (it needs a barrier per pass, which XLA401/XLA402 ask for; a loop nested in
+        one is a micro-step of it). Loops that do none of these are traced into the graph
+        around them, unrolled."""
         site = analysis.site(loop)
         return (
-            loop in self._reading
+            (reads and loop in self._reading)
             or analysis.reaches_barrier(loop)
             or (site is not None and analysis.syncs_per_pass(site))
             or any(step.site.node is loop for step in analysis.step_loops())

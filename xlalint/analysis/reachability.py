@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from xlalint.analysis.devices import called_only_under_guards, mentions_xla, runs_without_xla
+from xlalint.analysis.devices import mentions_xla, runs_without_xla
 from xlalint.analysis.guards import implied, negated
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, descendants
+from xlalint.walk import code_children, descendants
 
 
 def _private(name: str) -> bool:
@@ -24,63 +24,154 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
 
 
-def _candidates(module: cst.Module) -> dict[str, list[cst.FunctionDef]]:
-    """Module-level functions and the private methods of module-level classes, by name."""
-    found: dict[str, list[cst.FunctionDef]] = {}
-    for statement in module.body:
-        if isinstance(statement, cst.FunctionDef):
-            found.setdefault(statement.name.value, []).append(statement)
-        elif isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
-            for member in statement.body.body:
-                if isinstance(member, cst.FunctionDef) and _private(member.name.value):
-                    found.setdefault(member.name.value, []).append(member)
-    return found
-
-
 def _referenced_name(node: cst.CSTNode, functions: dict[str, list[cst.FunctionDef]]) -> str | None:
     """The candidate a node refers to: `f` (a module-level function) or `obj._m` (a
     private method, by name on any receiver)."""
-    if isinstance(node, cst.Name) and node.value in functions:
-        return node.value
-    if isinstance(node, cst.Attribute) and _private(node.attr.value):
-        name = node.attr.value
+    if type(node) is cst.Name and node.value in functions:  # type: ignore[attr-defined]
+        return node.value  # type: ignore[attr-defined]
+    if type(node) is cst.Attribute and _private(node.attr.value):  # type: ignore[attr-defined]
+        name = node.attr.value  # type: ignore[attr-defined]
         return name if name in functions else None
     return None
 
 
-def functions_run_without_xla(module: cst.Module, imports: ImportTable) -> frozenset[int]:
-    """The functions (by `id`) that run only where XLA is not in use: module-level
-    functions and private methods that this file uses at least once, and only by calls
-    under a CUDA guard or a failed XLA test (`if not self.tpu:`), or from another such
-    function. A function handed on without a call (a callback) may run anywhere."""
-    functions = _candidates(module)
-    if not functions:
-        return frozenset()
-    # name -> (guarded, name of the candidate the use is in) of each use
-    uses: dict[str, list[tuple[bool, str | None]]] = {}
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...], str | None]] = [(module, (), None)]
-    while stack:
-        node, path, owner = stack.pop()
-        if (
-            isinstance(node, cst.FunctionDef)
-            and node.name.value in functions
-            and any(node is f for f in functions[node.name.value])
-        ):
-            owner = node.name.value
-        name = _referenced_name(node, functions)
-        if name is not None and not (
-            isinstance(node, cst.Name) and path and isinstance(path[-1], cst.Attribute)
-        ):
-            parent = path[-1] if path else None
-            if isinstance(parent, cst.Call) and parent.func is node:
-                guarded = runs_without_xla((parent, *reversed(path[:-1])), imports)
-                uses.setdefault(name, []).append((guarded, owner))
-            elif not isinstance(parent, cst.FunctionDef):
-                uses.setdefault(name, []).append((False, owner))  # handed on, not called
-        inner = (*path, node)
-        stack.extend((child, inner, owner) for child in children(node))
-    only = called_only_under_guards(uses)
-    return frozenset(id(function) for name in only for function in functions[name])
+class OffXla:
+    """Which functions of a module an XLA host never reaches, judged per function when a
+    finding asks about the function it sits in (a file's first hot finding used to judge
+    every function of the module).
+
+    A module-level function is off XLA when every call of it here (at least one) is under
+    a CUDA guard or a failed XLA test, or inside another such function (`get_gpu_info(i)`
+    called only under `if torch.cuda.is_available():`). A module-level function or a
+    private method is off XLA, too, when every use of its name here (at least one) is such
+    a call, from such a function: one handed on without a call (a callback) may run
+    anywhere. A function the module exports in `__all__` never is (other modules may call
+    its API on XLA). The module's uses are indexed by one walk, on the first question about
+    a function that has a name to look up; callers are judged only as far as an answer
+    needs them, and every answer is kept for the file."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        self._module = module
+        self._imports = imports
+        # Module-level functions by name (the last definition, for calls) and every
+        # candidate of by-name uses: module-level functions and private methods.
+        self._functions: dict[str, cst.FunctionDef] = {}
+        self._candidates: dict[str, list[cst.FunctionDef]] = {}
+        for statement in module.body:
+            if isinstance(statement, cst.FunctionDef):
+                self._functions[statement.name.value] = statement
+                self._candidates.setdefault(statement.name.value, []).append(statement)
+            elif isinstance(statement, cst.ClassDef) and isinstance(
+                statement.body, cst.IndentedBlock
+            ):
+                for member in statement.body.body:
+                    if isinstance(member, cst.FunctionDef) and _private(member.name.value):
+                        self._candidates.setdefault(member.name.value, []).append(member)
+        self._exported: frozenset[int] | None = None
+        # name -> (guarded, name of the function the site is in) of each call / each use
+        self._calls: dict[str, list[tuple[bool, str | None]]] | None = None
+        self._uses: dict[str, list[tuple[bool, str | None]]] = {}
+        self._calls_only: dict[str, bool] = {}
+        self._uses_only: dict[str, bool] = {}
+        self._answers: dict[int, bool] = {}
+
+    def never_on_xla(self, function: cst.FunctionDef) -> bool:
+        """Whether `function` (a node of this module) runs only where XLA is not in use."""
+        key = id(function)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self._judge(function)
+        return answer
+
+    def _judge(self, function: cst.FunctionDef) -> bool:
+        name = function.name.value
+        by_calls = self._functions.get(name) is function
+        by_uses = any(function is f for f in self._candidates.get(name, ()))
+        if not (by_calls or by_uses):
+            return False  # a public method, a nested function: callable from anywhere
+        if self._exported is None:
+            self._exported = exported_functions(self._module)
+        if id(function) in self._exported:
+            return False
+        calls = self._index()
+        return (by_calls and _only_under_guards(name, calls, self._calls_only, set())) or (
+            by_uses and _only_under_guards(name, self._uses, self._uses_only, set())
+        )
+
+    def _index(self) -> dict[str, list[tuple[bool, str | None]]]:
+        """Every call of a module-level function, and every use of a candidate's name,
+        with whether it is guarded and the function it is in: one walk of the module."""
+        if self._calls is not None:
+            return self._calls
+        calls: dict[str, list[tuple[bool, str | None]]] = {}
+        uses = self._uses
+        functions, candidates, imports = self._functions, self._candidates, self._imports
+        # Depth-first with one shared ancestor list, cut back to a node's depth when it is
+        # reached (a copy of the path per node would cost more than the rest).
+        path: list[cst.CSTNode] = []
+        # (node, depth, function a call is in, candidate a use is in)
+        stack: list[tuple[cst.CSTNode, int, str | None, str | None]] = [
+            (self._module, 0, None, None)
+        ]
+        while stack:
+            node, depth, caller, user = stack.pop()
+            del path[depth:]
+            kind = type(node)  # exact types: `isinstance` on libcst's classes runs ABCMeta's
+            if kind is cst.FunctionDef:
+                name = node.name.value  # type: ignore[attr-defined]
+                if caller is None and name in functions:
+                    caller = name
+                if name in candidates and any(node is f for f in candidates[name]):
+                    user = name
+            elif kind is cst.Call:
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is cst.Name and func.value in functions:
+                    guarded = runs_without_xla((node, *reversed(path)), imports)
+                    calls.setdefault(func.value, []).append((guarded, caller))
+            else:
+                used = _referenced_name(node, candidates)
+                parent = path[-1] if path else None
+                if used is not None and not (kind is cst.Name and type(parent) is cst.Attribute):
+                    if type(parent) is cst.Call and parent.func is node:  # type: ignore[attr-defined]
+                        guarded = runs_without_xla((parent, *reversed(path[:-1])), imports)
+                        uses.setdefault(used, []).append((guarded, user))
+                    elif type(parent) is not cst.FunctionDef:
+                        uses.setdefault(used, []).append((False, user))  # handed on
+            path.append(node)
+            stack.extend((child, depth + 1, caller, user) for child in code_children(node))
+        self._calls = calls
+        return calls
+
+
+def _only_under_guards(
+    name: str,
+    sites: dict[str, list[tuple[bool, str | None]]],
+    known: dict[str, bool],
+    asking: set[str],
+) -> bool:
+    """Whether each site of `name` (at least one) is guarded, or sits in another function
+    that is itself only reached through guarded sites: `sites` maps a function's name to
+    its (guarded, name of the function the site is in). Callers are judged on demand and
+    `known` keeps the answers. A function on the chain being asked about counts as not
+    guarded: a cycle of calls with no guarded way in never holds (the least fixed point)."""
+    answer = known.get(name)
+    if answer is not None:
+        return answer
+    if name in asking:
+        return False
+    found = sites.get(name)
+    if not found:
+        known[name] = False
+        return False
+    asking.add(name)
+    answer = all(
+        guarded
+        or (owner is not None and owner != name and _only_under_guards(owner, sites, known, asking))
+        for guarded, owner in found
+    )
+    asking.discard(name)
+    known[name] = answer
+    return answer
 
 
 def _constant(node: cst.BaseExpression) -> bool | None:

@@ -20,12 +20,14 @@ Only plain import statements directly in the module body are candidates. These n
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import import_aliases
+from xlalint.walk import code_children, descendants
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -64,87 +66,76 @@ def _imports_from_future(small: cst.BaseSmallStatement) -> bool:
     )
 
 
-class _Mentions(cst.CSTVisitor):
-    """Every name a module mentions outside its import statements."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False  # `node.attr` names a field, not a variable
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False  # `keyword=` names a parameter, not a variable
-
-    def visit_Annotation(self, node: cst.Annotation) -> None:
-        # `x: "xm.Tensor"`: a string annotation names what it mentions.
-        for string in _strings(node.annotation):
-            self.names.update(_WORD.findall(string))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        # `__all__ = ["xm"]` exports the name: keep its import.
-        if any(_is_all(target.target) for target in node.targets):
-            for string in _strings(node.value):
-                self.names.add(string)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if _is_all(node.target):
-            for string in _strings(node.value):
-                self.names.add(string)
-
-
 def _is_all(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "__all__"
 
 
 def _strings(node: cst.CSTNode) -> list[str]:
-    found: list[str] = []
-
-    class Strings(cst.CSTVisitor):
-        def visit_SimpleString(self, string: cst.SimpleString) -> None:
-            value = string.evaluated_value
-            if isinstance(value, str):
-                found.append(value)
-
-    node.visit(Strings())
-    return found
+    return [
+        found.evaluated_value  # type: ignore[attr-defined]
+        for found in descendants(node)
+        if type(found) is cst.SimpleString and isinstance(found.evaluated_value, str)  # type: ignore[attr-defined]
+    ]
 
 
 def mentioned_names(module: cst.Module) -> set[str]:
-    """Names `module` mentions anywhere outside import statements (see the module doc)."""
-    visitor = _Mentions()
-    module.visit(visitor)
-    return visitor.names
+    """Names `module` mentions anywhere outside import statements (see the module doc).
+
+    A hand-written walk (code nodes only, exact types): libcst's visitor rebuilds every
+    node, and this runs on each text the fixer meets."""
+    names: set[str] = set()
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Name:
+            names.add(node.value)  # type: ignore[attr-defined]
+            continue
+        if kind is cst.Import or kind is cst.ImportFrom:
+            continue
+        if kind is cst.Attribute or kind is cst.Arg:
+            # `x.attr` names a field and `f(keyword=...)` a parameter, not a variable.
+            stack.append(node.value)  # type: ignore[attr-defined]
+            continue
+        if kind is cst.Annotation:
+            # `x: "xm.Tensor"`: a string annotation names what it mentions.
+            for string in _strings(node.annotation):  # type: ignore[attr-defined]
+                names.update(_WORD.findall(string))
+        elif kind is cst.Assign:
+            # `__all__ = ["xm"]` exports the name: keep its import.
+            if any(_is_all(target.target) for target in node.targets):  # type: ignore[attr-defined]
+                names.update(_strings(node.value))  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign and _is_all(node.target):  # type: ignore[attr-defined]
+            names.update(_strings(node.value))  # type: ignore[attr-defined]
+        stack.extend(code_children(node))
+    return names
 
 
-def unused_bindings(module: cst.Module) -> set[tuple[str, str]]:
-    """`(name, target)` of the removable imports that `module` does not use."""
-    used = mentioned_names(module)
+def unused_bindings(module: cst.Module, used: set[str] | None = None) -> set[tuple[str, str]]:
+    """`(name, target)` of the removable imports that `module` does not use. `used`: its
+    `mentioned_names`, where the caller has them."""
+    used = mentioned_names(module) if used is None else used
     return {(b.name, b.target) for b in module_import_bindings(module) if b.name not in used}
 
 
-def made_unused(before: cst.Module, after: cst.Module, filename: str) -> list[ImportBinding]:
+def made_unused(
+    before: cst.Module,
+    after: cst.Module,
+    filename: str,
+    mentioned: Callable[[cst.Module], set[str]] | None = None,
+) -> list[ImportBinding]:
     """The bindings of `after`'s removable imports that `before` used and `after` does not.
 
     `after` is `before` with fixes applied: its imports are matched to `before`'s by name and
-    target, so an import a fix added is never one it "made unused".
+    target, so an import a fix added is never one it "made unused". `mentioned`: how to
+    get a module's `mentioned_names` (the fixer's runs keep them per text).
     """
     if filename.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py":
         return []
-    used_before = mentioned_names(before)
+    mentioned = mentioned_names if mentioned is None else mentioned
+    used_before = mentioned(before)
     earlier = {(b.name, b.target) for b in module_import_bindings(before)}
-    used_after = mentioned_names(after)
+    used_after = mentioned(after)
     return [
         binding
         for binding in module_import_bindings(after)

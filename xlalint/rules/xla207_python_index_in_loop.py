@@ -8,7 +8,7 @@ import libcst as cst
 
 from xlalint.analysis.helper_indexes import HelperIndex, HelperIndexes, bind_arguments
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.loop_values import COLLECTION_NAME, Loop, LoopValues
+from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
@@ -144,7 +144,7 @@ class PythonIndexInLoop(Rule):
     """
 
     code = "XLA207"
-    uses = ("loops",)
+    uses = ("loops", "loop_values")
     name = "python-index-in-loop"
     message = (
         "`{index}` is a Python int that changes every pass: indexing a tensor with it "
@@ -168,45 +168,27 @@ class PythonIndexInLoop(Rule):
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        self.values = LoopValues(ctx.kinds)
+        self.values = ctx.loop_values
         self.helpers = HelperIndexes()
         self._candidates: list[_Candidate] = []
         self._calls: list[_HelperCall] = []
 
     # -- walk ---------------------------------------------------------------------------------
+    # The context feeds `self.values` (functions, loops, assignments) around these.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.values.push_function(node)
         self.helpers.push_function(node, self.ctx.function)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.values.pop_function()
         self.helpers.pop_function()
-
-    def visit_For(self, node: cst.For) -> None:
-        self.values.enter_loop(node)
-
-    def leave_For(self, node: cst.For) -> None:
-        self.values.leave_loop(node)
-
-    def visit_While(self, node: cst.While) -> None:
-        self.values.enter_loop(node)
-
-    def leave_While(self, node: cst.While) -> None:
-        self.values.leave_loop(node)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
         self.helpers.bind(targets, node.value, self.values.int_loops(node.value) is not None)
-        self.values.bind(targets, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             is_int = self.values.int_loops(node.value) is not None
             self.helpers.bind([node.target], node.value, is_int)
-            self.values.bind([node.target], node.value)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.values.bind_augmented(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.helpers.note_method_call(node)
@@ -260,8 +242,11 @@ class PythonIndexInLoop(Rule):
         reported: set[tuple[int, str]] = set()
         code = self.ctx.module.code_for_node
         for candidate in self._candidates:
+            # A host read in the pass does not count: `X[i]` with a `.item()` of an unrelated
+            # value is still compiled once (see the evidence above).
             if any(
-                self.values.executes_every_pass(loop, self.ctx.loops) for loop in candidate.loops
+                self.values.executes_every_pass(loop, self.ctx.loops, reads=False)
+                for loop in candidate.loops
             ):
                 # The same slice read and written in one statement (`x[:, : i + 1] =
                 # f(x[:, : i + 1])`) is one cause, reported once.
@@ -276,7 +261,10 @@ class PythonIndexInLoop(Rule):
         positions: Positions | None = None
         for call in self._calls:
             for index, argument, loops in self._helper_indexes(call):
-                if not any(self.values.executes_every_pass(loop, self.ctx.loops) for loop in loops):
+                if not any(
+                    self.values.executes_every_pass(loop, self.ctx.loops, reads=False)
+                    for loop in loops
+                ):
                     continue
                 # Reported in the helper, where the code must change: once per slice and
                 # statement, however many calls reach it.

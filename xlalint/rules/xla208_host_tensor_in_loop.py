@@ -15,7 +15,6 @@ from xlalint.analysis.devices import (
     positional_argument,
 )
 from xlalint.analysis.lazy_init import fills_persistent_state
-from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -167,12 +166,13 @@ class HostTensorInLoop(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    uses = ("loop_values",)
     # A flagged file names one of the factories (an alias still imports it by name).
     triggers = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        self.values = LoopValues(ctx.kinds)
+        self.values = ctx.loop_values  # fed by the context during the walk
         # Per function: names bound to a host tensor from a factory, and which factory.
         self._host_names: list[dict[str, str]] = [{}]
         # Factories already reported at the outer move of their chain
@@ -187,30 +187,15 @@ class HostTensorInLoop(Rule):
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.values.push_function(node)
         self._host_names.append({})
         self._functions.append(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.values.pop_function()
         self._host_names.pop()
         self._functions.pop()
 
-    def visit_For(self, node: cst.For) -> None:
-        self.values.enter_loop(node)
-
-    def leave_For(self, node: cst.For) -> None:
-        self.values.leave_loop(node)
-
-    def visit_While(self, node: cst.While) -> None:
-        self.values.enter_loop(node)
-
-    def leave_While(self, node: cst.While) -> None:
-        self.values.leave_loop(node)
-
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
-        self.values.bind(targets, node.value)
         factory = self._host_factory(node.value)
         names = self._host_names[-1]
         for target in targets:
@@ -224,7 +209,6 @@ class HostTensorInLoop(Rule):
                 names.pop(target.value.value, None)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.values.bind_augmented(node)
         if isinstance(node.target, cst.Name):
             self._host_names[-1].pop(node.target.value, None)
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.hotness import Site
-from xlalint.analysis.loop_values import Loop, LoopValues, TensorReads
+from xlalint.analysis.loop_values import Loop, TensorReads
 from xlalint.rule import Rule
 from xlalint.walk import children
 
@@ -82,7 +82,7 @@ class DataDependentTripCount(Rule):
     """
 
     code = "XLA209"
-    uses = ("loops",)
+    uses = ("loops", "loop_values")
     name = "data-dependent-trip-count"
     message = (
         "The number of passes of this loop is read from a tensor: each distinct count "
@@ -96,7 +96,7 @@ class DataDependentTripCount(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self.reads = TensorReads(ctx.kinds, ctx.imports)
-        self.values = LoopValues(ctx.kinds)  # which loops read the host every pass
+        self.values = ctx.loop_values  # which loops read the host every pass
         self._candidates: list[_Candidate] = []
         self._candidate_loops: set[Loop] = set()
         # Candidate loops whose body computes on tensors: only those unroll into a graph
@@ -104,28 +104,19 @@ class DataDependentTripCount(Rule):
         self._tensor_work: set[Loop] = set()
 
     # -- walk ---------------------------------------------------------------------------------
+    # The context feeds `self.values` (functions, loops, their bodies, calls) around these.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.reads.push_function()
-        self.values.push_function(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.reads.pop_function()
-        self.values.pop_function()
 
     def visit_For(self, node: cst.For) -> None:
         if (call := self._data_dependent_range(node.iter)) is not None:
             self._candidates.append(_Candidate(node, call, self.ctx.site()))
             self._candidate_loops.add(node)
-        self.values.enter_loop(node)
-
-    def leave_For(self, node: cst.For) -> None:
-        self.values.leave_loop(node)
-
-    def leave_While(self, node: cst.While) -> None:
-        self.values.leave_loop(node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.values.note_call(node)
         self._note_tensor_work(node)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
@@ -142,19 +133,6 @@ class DataDependentTripCount(Rule):
         if self._reads_named_value(test) and not self._reads_directly(test):
             self._candidates.append(_Candidate(node, test, self.ctx.site()))
             self._candidate_loops.add(node)
-        self.values.enter_loop(node)
-
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.values.enter_block(node, self.ctx.parent)
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self.values.leave_block(node, self.ctx.parent)
-
-    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self.values.enter_block(node, self.ctx.parent)
-
-    def leave_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
-        self.values.leave_block(node, self.ctx.parent)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         self.reads.bind([t.target for t in node.targets], node.value)
