@@ -18,6 +18,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis import devices, reachability
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
+from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
     SAVE_CALLS,
@@ -254,7 +255,8 @@ class FileContext:
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
         return (
             self.under_cuda_guard
-            or devices.runs_without_xla(self.ancestors(), self.imports)
+            # The node itself too: the body of a ternary (`f() if use_cuda else None`).
+            or devices.runs_without_xla(reversed(self._stack), self.imports)
             or self._in_cuda_only_function()
             or self.in_gpu_implementation
             or self._under_predicate_false_on_xla()
@@ -266,11 +268,39 @@ class FileContext:
 
     def _under_predicate_false_on_xla(self) -> bool:
         """Under `if self._use_closures():` whose predicate returns False on XLA (also
-        inside a lambda made there: it exists only where the branch ran)."""
+        inside a lambda made there: it exists only where the branch ran), or under a flag
+        the module keeps False on XLA (`if self.args.fp16:` after `__init__`'s `if not
+        use_cuda: self.args.fp16 = False`)."""
         path = [node for node in reversed(self._stack) if type(node) is not cst.Lambda]
         return any(
-            reachability.false_on_xla(test, holds, self._xla_predicates)
+            reachability.false_on_xla(test, holds, self._xla_predicates, self.false_on_xla_host)
             for test, holds in path_conditions(path)
+        )
+
+    @cached_property
+    def _flag_facts(self) -> FlagFacts:
+        return FlagFacts(self.module, self.imports)
+
+    def false_on_xla_host(self, node: cst.BaseExpression) -> bool:
+        """Whether `node`, read where the walk is, is false on any XLA host: a value true
+        only with CUDA, or a flag of this class or module that is (`flag_facts`)."""
+        at = next(
+            (
+                i
+                for i in range(len(self._stack) - 1, -1, -1)
+                if type(self._stack[i]) is cst.FunctionDef
+            ),
+            None,
+        )
+        if at is None:
+            return self._flag_facts.false_on_xla(node, None, None)
+        function = self._stack[at]
+        # A method: its class is two levels up (past the class's indented block).
+        owner = self._stack[at - 2] if at >= 2 else None
+        return self._flag_facts.false_on_xla(
+            node,
+            function,  # type: ignore[arg-type]
+            owner if type(owner) is cst.ClassDef else None,  # type: ignore[arg-type]
         )
 
     @property

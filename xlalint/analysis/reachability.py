@@ -10,6 +10,8 @@ when the backend is `"xla"`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from xlalint.analysis.devices import called_only_under_guards, mentions_xla, runs_without_xla
@@ -124,19 +126,28 @@ def _returned_constant(block: cst.BaseSuite) -> bool | None:
     return _constant(small.value)
 
 
-def false_on_xla(test: cst.BaseExpression, holds: bool, predicates: XlaPredicates) -> bool:
+def false_on_xla(
+    test: cst.BaseExpression,
+    holds: bool,
+    predicates: XlaPredicates,
+    flag_false: Callable[[cst.BaseExpression], bool] | None = None,
+) -> bool:
     """Whether the branch of `test` taken when it is `holds` never runs on XLA: `if
-    self._use_closures():` with a predicate that returns False there."""
+    self._use_closures():` with a predicate that returns False there, or `if
+    self.args.fp16:` with a flag the module keeps False there (`flag_false`, from
+    `flag_facts`)."""
     inner = negated(test)
     if inner is not None:
-        return false_on_xla(inner, not holds, predicates)
+        return false_on_xla(inner, not holds, predicates, flag_false)
     if isinstance(test, cst.BooleanOperation) and holds == isinstance(test.operator, cst.And):
-        return false_on_xla(test.left, holds, predicates) or false_on_xla(
-            test.right, holds, predicates
+        return false_on_xla(test.left, holds, predicates, flag_false) or false_on_xla(
+            test.right, holds, predicates, flag_false
         )
     if isinstance(test, cst.Call) and not test.args:
         answer = predicates.on_xla(test)
         return answer is not None and answer != holds
+    if holds and flag_false is not None and isinstance(test, cst.Name | cst.Attribute):
+        return flag_false(test)
     return False
 
 
