@@ -130,3 +130,52 @@ def test_module_flags_rebound_through_global_are_not_known() -> None:
     assert _flag_false(source, "AMP", "fit")
     rebound = source + "def enable():\n    global AMP\n    AMP = True\n"
     assert not _flag_false(rebound, "AMP", "fit")
+
+
+_PARAMETER = """
+import torch
+
+def _step(model, batch, use_amp):
+    if use_amp:
+        pass
+
+def train(model, loader, amp):
+    for batch in loader:
+        _step(model, batch, {argument})
+
+def evaluate(model, batch, use_amp=torch.cuda.is_available()):
+    pass
+"""
+
+
+def _parameter_false(source: str, function_name: str, parameter: str) -> bool:
+    module = cst.parse_module(source)
+    facts = FlagFacts(module, _imports(module))
+    function = next(
+        s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == function_name
+    )
+    return facts.false_on_xla(cst.Name(parameter), function, None)
+
+
+@pytest.mark.parametrize(
+    ("argument", "expected"),
+    [
+        ("amp and torch.cuda.is_available()", True),
+        ("torch.cuda.is_available() if amp else False", True),
+        ("amp", False),  # whatever the caller of `train` asked for
+        ("amp if torch.cuda.is_available() else True", False),
+    ],
+)
+def test_private_function_parameters_are_what_every_call_passes(
+    argument: str, expected: bool
+) -> None:
+    source = _PARAMETER.format(argument=argument)
+    assert _parameter_false(source, "_step", "use_amp") is expected
+
+
+def test_public_parameters_count_only_with_a_default_tied_to_cuda() -> None:
+    source = _PARAMETER.format(argument="False")
+    assert _parameter_false(source, "evaluate", "use_amp")  # no call passes another value
+    assert not _parameter_false(source, "train", "amp")  # a caller's option
+    called = source + "\ndef main(model, batch):\n    evaluate(model, batch, use_amp=True)\n"
+    assert not _parameter_false(called, "evaluate", "use_amp")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import bind, signature_of
 from xlalint.analysis.devices import runs_without_xla
 from xlalint.analysis.guards import (
     asks_about_cuda,
@@ -29,7 +30,9 @@ from xlalint.analysis.guards import (
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import code_children, target_names
 
+_Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
+_PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,22 @@ class FlagFacts:
         self._assignments: dict[str, list[_Assignment]] = {}
         self._collect_globals(module)
         self._answers: dict[tuple[str, str], bool] = {}
+        self._module = module
+        self._index: dict[str, list[_Site]] | None = None
+        self._uncalled: set[str] | None = None
 
     # -- what is read ------------------------------------------------------------------
+
+    def _asks(self, test: cst.BaseExpression) -> bool:
+        """A condition about CUDA, in the shapes a flag's value takes: a name
+        (`use_cuda`), a comparison (`device.type == "cuda"`, `ngpu > 0`) or a probe
+        (`torch.cuda.is_available()`); not any expression that mentions CUDA
+        (`pick("cuda")`, `amp if torch.cuda.is_available() else True`)."""
+        if isinstance(test, cst.Call):
+            return self._imports.resolve(test.func) in _PROBES
+        if not isinstance(test, cst.Name | cst.Attribute | cst.Comparison):
+            return False
+        return asks_about_cuda(test, self._imports)
 
     def false_on_xla(
         self,
@@ -88,15 +105,19 @@ class FlagFacts:
         if constant is not None:
             return constant
         values = (lambda name: local_values(function, name)) if function is not None else None
-        asks = lambda test: asks_about_cuda(test, self._imports)  # noqa: E731
+        asks = self._asks
         if implied(node, True, asks, values) is True:
             return True
         if isinstance(node, cst.BooleanOperation):
             left = self.false_on_xla(node.left, function, owner, depth + 1)
             right = self.false_on_xla(node.right, function, owner, depth + 1)
             return left or right if isinstance(node.operator, cst.And) else left and right
+        if isinstance(node, cst.IfExp):
+            return self._ternary_false(node, function, owner, depth)
         if isinstance(node, cst.Name):
             if function is not None and _is_local(function, node.value):
+                if _parameter(function, node.value) is not None:
+                    return self._parameter_false(function, node.value, owner, depth)
                 assigned = local_values(function, node.value)
                 return bool(assigned) and all(
                     self.false_on_xla(v, function, owner, depth + 1) for v in assigned
@@ -111,6 +132,90 @@ class FlagFacts:
         if key is not None and owner is not None:
             return self._attribute_false(key, owner.name.value, depth)
         return False
+
+    def _ternary_false(
+        self,
+        node: cst.IfExp,
+        function: cst.FunctionDef | None,
+        owner: cst.ClassDef | None,
+        depth: int,
+    ) -> bool:
+        """`fp16 if torch.cuda.is_available() else False`: the branch an XLA host takes (the
+        `else` of a test that needs CUDA), or both, is false there."""
+        values = (lambda name: local_values(function, name)) if function is not None else None
+        asks = self._asks
+        branches = []
+        if implied(node.test, True, asks, values) is not True:
+            branches.append(node.body)  # an XLA host may take the body
+        if implied(node.test, False, asks, values) is not True:
+            branches.append(node.orelse)
+        return all(self.false_on_xla(b, function, owner, depth + 1) for b in branches)
+
+    def _parameter_false(
+        self, function: cst.FunctionDef, name: str, owner: cst.ClassDef | None, depth: int
+    ) -> bool:
+        """A parameter never rebound in its function, whose every call in this module
+        passes a value false on an XLA host (or leaves a default that is). A function
+        other modules may call (public, at module level or a method) counts only when its
+        default is tied to CUDA (`use_amp=torch.cuda.is_available()`): a caller may pass
+        `True` to a default of `False`."""
+        param = _parameter(function, name)
+        if param is None or _rebound(function, name):
+            return False
+        default = param.default
+        values = lambda n: local_values(function, n)  # noqa: E731
+        asks = self._asks
+        private = function.name.value.startswith("_") and not function.name.value.endswith("__")
+        tied = default is not None and implied(default, True, asks, values) is True
+        sites = self._call_sites(function, owner)
+        if sites is None or (not private and not tied) or (private and not sites):
+            return False
+        for call, caller, caller_owner, is_method in sites:
+            bound = bind(call, signature_of(function, is_method))
+            if bound is None:
+                return False
+            value = bound.get(name, default)
+            if value is None or not self.false_on_xla(value, caller, caller_owner, depth + 1):
+                return False
+        return True
+
+    def _call_sites(
+        self, function: cst.FunctionDef, owner: cst.ClassDef | None
+    ) -> list[tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None, bool]] | None:
+        """Calls of `function` in this module with the function and class each is in:
+        `f(...)` for a module-level function, `self.f(...)` within its class family for
+        a method, `Cls(...)` for `__init__`. None where it is also handed on uncalled."""
+        name = function.name.value
+        if self._index is None:
+            self._index = _index_calls(self._module)
+        if owner is None:
+            if not any(s is function for s in self._module.body):
+                return None  # a nested function: its calls are not indexed
+            sites = [(c, f, o, False) for c, f, o in self._index.get(name, [])]
+            if name in self._handed_on():
+                return None
+            return sites
+        family = set(self._family(owner.name.value))
+        if name == "__init__":
+            found = [(c, f, o, True) for cls in family for c, f, o in self._index.get(cls, [])]
+            return found
+        found = []
+        for call, caller, caller_owner in self._index.get("." + name, []):
+            receiver = call.func.value  # type: ignore[attr-defined]
+            if not (
+                isinstance(receiver, cst.Name)
+                and caller_owner is not None
+                and caller_owner.name.value in family
+                and receiver.value == _receiver(caller)
+            ):
+                return None  # called on another object: who else calls it is not known
+            found.append((call, caller, caller_owner, True))
+        return found
+
+    def _handed_on(self) -> set[str]:
+        if self._uncalled is None:
+            self._uncalled = _uncalled_names(self._module)
+        return self._uncalled
 
     def _attribute_false(self, key: str, owner: str, depth: int) -> bool:
         cached = self._answers.get((owner, key))
@@ -181,7 +286,7 @@ class FlagFacts:
             if statement.orelse is not None and isinstance(statement.orelse, cst.If):
                 return False  # an `elif` chain: which branch an XLA host takes is not known
             values = lambda name: local_values(init, name)  # noqa: E731
-            asks = lambda test: asks_about_cuda(test, self._imports)  # noqa: E731
+            asks = self._asks
             if implied(statement.test, False, asks, values) is not True:
                 return False
             body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
@@ -396,3 +501,58 @@ def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return next(
         (m for m in body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None
     )
+
+
+def _parameter(function: cst.FunctionDef, name: str) -> cst.Param | None:
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    return next((p for p in every if p.name.value == name), None)
+
+
+def _rebound(function: cst.FunctionDef, name: str) -> bool:
+    return any(
+        isinstance(node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For)
+        and name in target_names(node.target)
+        for node in _walk(function.body)
+    )
+
+
+def _index_calls(module: cst.Module) -> dict[str, list[_Site]]:
+    """Every call in the module by what it calls: `f` for `f(...)`, `.m` for
+    `obj.m(...)`, with the innermost function and the class of that function."""
+    index: dict[str, list[_Site]] = {}
+    stack: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None, bool]] = [
+        (module, None, None, False)
+    ]
+    while stack:
+        node, function, owner, in_class_body = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name):
+                index.setdefault(func.value, []).append((node, function, owner))
+            elif isinstance(func, cst.Attribute):
+                index.setdefault("." + func.attr.value, []).append((node, function, owner))
+        if isinstance(node, cst.ClassDef):
+            stack.extend((c, function, node, True) for c in code_children(node))
+            continue
+        if isinstance(node, cst.FunctionDef):
+            method_owner = owner if in_class_body else None
+            stack.extend((c, node, method_owner, False) for c in code_children(node))
+            continue
+        body_level = in_class_body and isinstance(node, cst.IndentedBlock)
+        stack.extend((c, function, owner, body_level) for c in code_children(node))
+    return index
+
+
+def _uncalled_names(module: cst.Module) -> set[str]:
+    """Names used other than as the callee of a call (handed on as callbacks)."""
+    found: set[str] = set()
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
+    while stack:
+        node, parent = stack.pop()
+        called = isinstance(parent, cst.Call) and parent.func is node
+        declared = isinstance(parent, cst.FunctionDef | cst.Attribute | cst.Param)
+        if isinstance(node, cst.Name) and not called and not declared:
+            found.add(node.value)
+        stack.extend((c, node) for c in code_children(node))
+    return found

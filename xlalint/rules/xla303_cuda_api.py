@@ -204,7 +204,10 @@ class CudaApi(Rule):
     `__init__`, then `GradScaler(enabled=self.enable_scaler)` in `fit`), an attribute that
     `__init__` ends by forcing off wherever CUDA is not in use (`if not use_cuda:
     self.args.fp16 = False`, then `if self.args.fp16: scaler = GradScaler()` in `train`),
-    or such a module-level flag (`USE_AMP = torch.cuda.is_available() and ...`). One
+    such a module-level flag (`USE_AMP = torch.cuda.is_available() and ...`), or a
+    parameter that every call in the file passes such a value (`_forward(model, batch,
+    use_amp=amp and torch.cuda.is_available())`), or, for a function other modules may
+    call, whose default is tied to CUDA (`half=torch.cuda.is_available()`). One
     assignment of an unknown value anywhere (a configuration entry, a parameter, `True`,
     the holding object replaced after the forcing, a `global` rebinding) and the flag may
     be on: the call is reported. Also left alone: code in a
@@ -290,7 +293,7 @@ class CudaApi(Rule):
     name = "cuda-api"
     message = "`{name}` raises on an XLA host: it needs the CUDA runtime"
     triggers = ("cuda", "GradScaler")
-    screen = ("~cuda", "~GradScaler")
+    screen = ("~cuda", "~GradScaler", "'cuda")
     # `torch.cuda.synchronize()` in a loop: that it raises says more than that it blocks.
     supersedes = ("XLA106",)
 
