@@ -80,6 +80,17 @@ def _base_names(node: cst.ClassDef) -> list[str]:
     return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
 
 
+def _scope(path: tuple[cst.CSTNode, ...]) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
+    """The innermost function on `path` (a node and its ancestors, innermost first) and,
+    for a method, its class (two levels up, past the class's indented block)."""
+    at = next((i for i, n in enumerate(path) if type(n) is cst.FunctionDef), None)
+    if at is None:
+        return None, None
+    above = path[at + 2] if at + 2 < len(path) else None
+    owner = above if type(above) is cst.ClassDef else None
+    return path[at], owner  # type: ignore[return-value]
+
+
 def _converts(body: cst.BaseSuite, name: str) -> bool:
     """The branch rebinds `name` or returns (`v = v.item()`, `return v.tolist()`): it turns
     the value into something else, as converters of any value do."""
@@ -281,27 +292,23 @@ class FileContext:
     def _flag_facts(self) -> FlagFacts:
         return FlagFacts(self.module, self.imports)
 
+    def _flag_guarded(self, path: tuple[cst.CSTNode, ...]) -> bool:
+        """Whether the code at `path` (a node and its ancestors, innermost first) sits
+        under a flag this module keeps False on XLA (`if self.args.fp16:`)."""
+        facts, function, owner = self._flag_facts, *_scope(path)
+
+        def flag_false(node: cst.BaseExpression) -> bool:
+            return facts.false_on_xla(node, function, owner)
+
+        return any(
+            reachability.false_on_xla(test, holds, self._xla_predicates, flag_false)
+            for test, holds in path_conditions(path)
+        )
+
     def false_on_xla_host(self, node: cst.BaseExpression) -> bool:
         """Whether `node`, read where the walk is, is false on any XLA host: a value true
         only with CUDA, or a flag of this class or module that is (`flag_facts`)."""
-        at = next(
-            (
-                i
-                for i in range(len(self._stack) - 1, -1, -1)
-                if type(self._stack[i]) is cst.FunctionDef
-            ),
-            None,
-        )
-        if at is None:
-            return self._flag_facts.false_on_xla(node, None, None)
-        function = self._stack[at]
-        # A method: its class is two levels up (past the class's indented block).
-        owner = self._stack[at - 2] if at >= 2 else None
-        return self._flag_facts.false_on_xla(
-            node,
-            function,  # type: ignore[arg-type]
-            owner if type(owner) is cst.ClassDef else None,  # type: ignore[arg-type]
-        )
+        return self._flag_facts.false_on_xla(node, *_scope(tuple(reversed(self._stack))))
 
     @property
     def in_gpu_implementation(self) -> bool:
@@ -315,7 +322,7 @@ class FileContext:
     def _cuda_only_functions(self) -> frozenset[int]:
         found = devices.cuda_only_functions(
             self.module, self.imports
-        ) | reachability.functions_run_without_xla(self.module, self.imports)
+        ) | reachability.functions_run_without_xla(self.module, self.imports, self._flag_guarded)
         return found - reachability.exported_functions(self.module) if found else found
 
     def _in_cuda_only_function(self) -> bool:

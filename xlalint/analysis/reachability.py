@@ -50,11 +50,17 @@ def _referenced_name(node: cst.CSTNode, functions: dict[str, list[cst.FunctionDe
     return None
 
 
-def functions_run_without_xla(module: cst.Module, imports: ImportTable) -> frozenset[int]:
+def functions_run_without_xla(
+    module: cst.Module,
+    imports: ImportTable,
+    also_guarded: Callable[[tuple[cst.CSTNode, ...]], bool] | None = None,
+) -> frozenset[int]:
     """The functions (by `id`) that run only where XLA is not in use: module-level
     functions and private methods that this file uses at least once, and only by calls
     under a CUDA guard or a failed XLA test (`if not self.tpu:`), or from another such
-    function. A function handed on without a call (a callback) may run anywhere."""
+    function. A function handed on without a call (a callback) may run anywhere.
+    `also_guarded` (a call and its ancestors, innermost first) names more guards: flags
+    the module keeps False on XLA (`if self.args.fp16: self._setup_amp()`)."""
     functions = _candidates(module)
     if not functions:
         return frozenset()
@@ -75,7 +81,10 @@ def functions_run_without_xla(module: cst.Module, imports: ImportTable) -> froze
         ):
             parent = path[-1] if path else None
             if isinstance(parent, cst.Call) and parent.func is node:
-                guarded = runs_without_xla((parent, *reversed(path[:-1])), imports)
+                at = (parent, *reversed(path[:-1]))
+                guarded = runs_without_xla(at, imports) or (
+                    also_guarded is not None and also_guarded(at)
+                )
                 uses.setdefault(name, []).append((guarded, owner))
             elif not isinstance(parent, cst.FunctionDef):
                 uses.setdefault(name, []).append((False, owner))  # handed on, not called

@@ -211,7 +211,8 @@ class CudaApi(Rule):
     assignment of an unknown value anywhere (a configuration entry, a parameter, `True`,
     the holding object replaced after the forcing, a `global` rebinding) and the flag may
     be on: the call is reported. Also left alone: code in a
-    function this file calls only under CUDA guards (`get_gpu_info(i)`), after
+    function this file calls only under CUDA guards (`get_gpu_info(i)`) or such flags
+    (`if self.args.fp16: self._setup_amp()`), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
     `cuda()` method. One scaler or autocast spelled for two torch versions
