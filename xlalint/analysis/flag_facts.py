@@ -73,6 +73,7 @@ class FlagFacts:
         self._collect_globals(module)
         self._answers: dict[tuple[str, str], bool] = {}
         self._module = module
+        self._read: dict[tuple[int, int, int], bool] = {}  # answers by (node, function, class)
         self._index: dict[str, list[_Site]] | None = None
         self._uncalled: set[str] | None = None
 
@@ -99,6 +100,12 @@ class FlagFacts:
         """Whether `node`, read in `function` (a method of `owner`), is false on any XLA
         host: a falsy constant, a value true only with CUDA (`torch.cuda.is_available() and
         x`), or a flag of the class or module that the module keeps False there."""
+        if depth == 0:
+            key = (id(node), id(function), id(owner))
+            known = self._read.get(key)
+            if known is None:
+                known = self._read[key] = self.false_on_xla(node, function, owner, 1)
+            return known
         if depth > _DEPTH:
             return False
         constant = falsy_constant(node)
