@@ -18,6 +18,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis import devices, reachability
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
+from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
     SAVE_CALLS,
@@ -89,6 +90,17 @@ def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
 def _base_names(node: cst.ClassDef) -> list[str]:
     """The last names of a class's bases: `nn.Module` -> `Module`."""
     return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
+
+
+def _scope(path: tuple[cst.CSTNode, ...]) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
+    """The innermost function on `path` (a node and its ancestors, innermost first) and,
+    for a method, its class (two levels up, past the class's indented block)."""
+    at = next((i for i, n in enumerate(path) if type(n) is cst.FunctionDef), None)
+    if at is None:
+        return None, None
+    above = path[at + 2] if at + 2 < len(path) else None
+    owner = above if type(above) is cst.ClassDef else None
+    return path[at], owner  # type: ignore[return-value]
 
 
 def _converts(body: cst.BaseSuite, name: str) -> bool:
@@ -280,7 +292,8 @@ class FileContext:
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
         return (
             self.under_cuda_guard
-            or devices.runs_without_xla(self.ancestors(), self.imports)
+            # The node itself too: the body of a ternary (`f() if use_cuda else None`).
+            or devices.runs_without_xla(reversed(self._stack), self.imports)
             or self._in_cuda_only_function()
             or self.in_gpu_implementation
             or self._under_predicate_false_on_xla()
@@ -292,12 +305,36 @@ class FileContext:
 
     def _under_predicate_false_on_xla(self) -> bool:
         """Under `if self._use_closures():` whose predicate returns False on XLA (also
-        inside a lambda made there: it exists only where the branch ran)."""
+        inside a lambda made there: it exists only where the branch ran), or under a flag
+        the module keeps False on XLA (`if self.args.fp16:` after `__init__`'s `if not
+        use_cuda: self.args.fp16 = False`)."""
         path = [node for node in reversed(self._stack) if type(node) is not cst.Lambda]
         return any(
-            reachability.false_on_xla(test, holds, self._xla_predicates)
+            reachability.false_on_xla(test, holds, self._xla_predicates, self.false_on_xla_host)
             for test, holds in path_conditions(path)
         )
+
+    @cached_property
+    def _flag_facts(self) -> FlagFacts:
+        return FlagFacts(self.module, self.imports)
+
+    def _flag_guarded(self, path: tuple[cst.CSTNode, ...]) -> bool:
+        """Whether the code at `path` (a node and its ancestors, innermost first) sits
+        under a flag this module keeps False on XLA (`if self.args.fp16:`)."""
+        facts, function, owner = self._flag_facts, *_scope(path)
+
+        def flag_false(node: cst.BaseExpression) -> bool:
+            return facts.false_on_xla(node, function, owner)
+
+        return any(
+            reachability.false_on_xla(test, holds, self._xla_predicates, flag_false)
+            for test, holds in path_conditions(path)
+        )
+
+    def false_on_xla_host(self, node: cst.BaseExpression) -> bool:
+        """Whether `node`, read where the walk is, is false on any XLA host: a value true
+        only with CUDA, or a flag of this class or module that is (`flag_facts`)."""
+        return self._flag_facts.false_on_xla(node, *_scope(tuple(reversed(self._stack))))
 
     @property
     def in_gpu_implementation(self) -> bool:
@@ -309,7 +346,7 @@ class FileContext:
 
     @cached_property
     def _off_xla(self) -> reachability.OffXla:
-        return reachability.OffXla(self.module, self.imports)
+        return reachability.OffXla(self.module, self.imports, self._flag_guarded)
 
     def _in_cuda_only_function(self) -> bool:
         """Inside a module-level function, or a private method, that this file calls only

@@ -123,6 +123,79 @@ def negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
 
 
 _NEGATIVE_COMPARISONS = (cst.NotEqual, cst.IsNot, cst.NotIn)
+_FALSY = frozenset({"False", "None"})
+
+
+def falsy_constant(node: cst.BaseExpression) -> bool | None:
+    """True for `False`, `None` and `0`, False for `True` and other int literals, None for
+    anything else."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return node.value in _FALSY
+    if isinstance(node, cst.Integer):
+        return node.evaluated_value == 0
+    return None
+
+
+# A count of GPUs (`ngpu`, `args.n_gpu`, `num_gpus`, `gpu_count`): the number of CUDA
+# devices a program was told to use, 0 on a host without them.
+_GPU_COUNT = re.compile(r"^(?:n_?|num_?)gpus?$|^gpus?_?(?:count|num)$", re.IGNORECASE)
+_COUNT_CALLS = frozenset({"torch.cuda.device_count"})
+
+
+def counts_gpus(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """Whether `node` is a count of CUDA devices: `torch.cuda.device_count()`, or a name or
+    attribute named for one (`ngpu`, `distributed_option.ngpu`, `args.n_gpu`)."""
+    if isinstance(node, cst.Call):
+        return imports.resolve(node.func) in _COUNT_CALLS
+    if isinstance(node, cst.Name | cst.Attribute):
+        last = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
+        return _GPU_COUNT.match(last) is not None
+    return False
+
+
+def asks_about_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
+    """`mentions_cuda`, or a comparison of a count of GPUs (`if ngpu == 1:`)."""
+    if mentions_cuda(test, imports):
+        return True
+    if isinstance(test, cst.Comparison):
+        return counts_gpus(test.left, imports)
+    return counts_gpus(test, imports)
+
+
+_NOT_A_COUNT = object()
+_COMPARE: dict[type, Callable[[int, int], bool]] = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+}
+
+
+def _count_implies(test: cst.BaseExpression, holds: bool) -> object:
+    """For `count OP n` with a literal `n` (a count of GPUs): True when the outcome needs a
+    GPU (`ngpu == 1`, `device_count() > 0`), False when it needs none (`ngpu == 0`, a
+    false `ngpu > 0`), None when either fits (`ngpu < 2`); `_NOT_A_COUNT` for other tests."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return _NOT_A_COUNT
+    target = test.comparisons[0]
+    compare = _COMPARE.get(type(target.operator))
+    if compare is None or not isinstance(target.comparator, cst.Integer):
+        return _NOT_A_COUNT
+    left = test.left
+    callee = left.func if isinstance(left, cst.Call) else left
+    name = (get_full_name_for_node(callee) or "").rsplit(".", 1)[-1]
+    if not (name == "device_count" or _GPU_COUNT.match(name)):
+        return _NOT_A_COUNT
+    bound = int(target.comparator.evaluated_value)
+    none = compare(0, bound) == holds
+    some = any(compare(n, bound) == holds for n in range(1, max(bound, 0) + 3))
+    if some and not none:
+        return True
+    if none and not some:
+        return False
+    return None
 
 
 def implied(
@@ -147,11 +220,16 @@ def implied(
         left = implied(test.left, holds, asks, values)
         return left if left is not None else implied(test.right, holds, asks, values)
     if values is not None and isinstance(test, cst.Name) and not asks(test):
-        assigned = values(test.value)
+        # A value that cannot make the test hold (`non_blocking = False` when it holds)
+        # says nothing of when it does.
+        assigned = [v for v in values(test.value) if falsy_constant(v) is not holds]
         answers = {implied(value, holds, asks) for value in assigned}
         return answers.pop() if len(answers) == 1 else None
     if not asks(test):
         return None
+    count = _count_implies(test, holds)
+    if count is not _NOT_A_COUNT:
+        return count
     if isinstance(test, cst.Comparison) and any(
         isinstance(c.operator, _NEGATIVE_COMPARISONS) for c in test.comparisons
     ):
@@ -168,9 +246,29 @@ def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     function = next((n for n in nodes if isinstance(n, cst.FunctionDef)), None)
     values = (lambda name: local_values(function, name)) if function is not None else None
     return any(
-        implied(test, holds, lambda t: mentions_cuda(t, imports), values) is True
+        implied(test, holds, lambda t: asks_about_cuda(t, imports), values) is True
         for test, holds in path_conditions(nodes)
     )
+
+
+def unpacked_value(
+    targets: list[cst.BaseExpression], value: cst.BaseExpression, name: str
+) -> cst.BaseExpression | None:
+    """What `name, other = value, other_value` gives `name`: the matching element of a
+    tuple written out; None for any other unpacking."""
+    if len(targets) != 1 or not isinstance(targets[0], cst.Tuple | cst.List):
+        return None
+    if not isinstance(value, cst.Tuple | cst.List):
+        return None
+    names, values = targets[0].elements, value.elements
+    if len(names) != len(values) or any(
+        isinstance(e, cst.StarredElement) for e in (*names, *values)
+    ):
+        return None
+    for target, element in zip(names, values, strict=True):
+        if isinstance(target.value, cst.Name) and target.value.value == name:
+            return element.value
+    return None
 
 
 def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
@@ -189,7 +287,10 @@ def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpressio
                     return []
                 found.append(node.value)
             elif any(name in target_names(t) for t in targets):
-                return []
+                value = unpacked_value(targets, node.value, name)
+                if value is None:
+                    return []
+                found.append(value)
         elif isinstance(
             node, cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr
         ) and name in target_names(node.target):

@@ -10,6 +10,8 @@ when the backend is `"xla"`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from xlalint.analysis.devices import mentions_xla, runs_without_xla
@@ -50,9 +52,15 @@ class OffXla:
     a function that has a name to look up; callers are judged only as far as an answer
     needs them, and every answer is kept for the file."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        imports: ImportTable,
+        also_guarded: Callable[[tuple[cst.CSTNode, ...]], bool] | None = None,
+    ) -> None:
         self._module = module
         self._imports = imports
+        self._also_guarded = also_guarded
         # Module-level functions by name (the last definition, for calls) and every
         # candidate of by-name uses: module-level functions and private methods.
         self._functions: dict[str, cst.FunctionDef] = {}
@@ -98,6 +106,14 @@ class OffXla:
             by_uses and _only_under_guards(name, self._uses, self._uses_only, set())
         )
 
+    def _guarded(self, at: tuple[cst.CSTNode, ...]) -> bool:
+        """Whether the call `at` (innermost first) runs only off XLA: under a CUDA guard, a
+        failed XLA test, or a guard `also_guarded` names (a flag the module keeps False on
+        XLA: `if self.args.fp16: self._setup_amp()`)."""
+        return runs_without_xla(at, self._imports) or (
+            self._also_guarded is not None and self._also_guarded(at)
+        )
+
     def _index(self) -> dict[str, list[tuple[bool, str | None]]]:
         """Every call of a module-level function, and every use of a candidate's name,
         with whether it is guarded and the function it is in: one walk of the module."""
@@ -105,7 +121,7 @@ class OffXla:
             return self._calls
         calls: dict[str, list[tuple[bool, str | None]]] = {}
         uses = self._uses
-        functions, candidates, imports = self._functions, self._candidates, self._imports
+        functions, candidates = self._functions, self._candidates
         # Depth-first with one shared ancestor list, cut back to a node's depth when it is
         # reached (a copy of the path per node would cost more than the rest).
         path: list[cst.CSTNode] = []
@@ -126,14 +142,14 @@ class OffXla:
             elif kind is cst.Call:
                 func = node.func  # type: ignore[attr-defined]
                 if type(func) is cst.Name and func.value in functions:
-                    guarded = runs_without_xla((node, *reversed(path)), imports)
+                    guarded = self._guarded((node, *reversed(path)))
                     calls.setdefault(func.value, []).append((guarded, caller))
             else:
                 used = _referenced_name(node, candidates)
                 parent = path[-1] if path else None
                 if used is not None and not (kind is cst.Name and type(parent) is cst.Attribute):
                     if type(parent) is cst.Call and parent.func is node:  # type: ignore[attr-defined]
-                        guarded = runs_without_xla((parent, *reversed(path[:-1])), imports)
+                        guarded = self._guarded((parent, *reversed(path[:-1])))
                         uses.setdefault(used, []).append((guarded, user))
                     elif type(parent) is not cst.FunctionDef:
                         uses.setdefault(used, []).append((False, user))  # handed on
@@ -215,19 +231,28 @@ def _returned_constant(block: cst.BaseSuite) -> bool | None:
     return _constant(small.value)
 
 
-def false_on_xla(test: cst.BaseExpression, holds: bool, predicates: XlaPredicates) -> bool:
+def false_on_xla(
+    test: cst.BaseExpression,
+    holds: bool,
+    predicates: XlaPredicates,
+    flag_false: Callable[[cst.BaseExpression], bool] | None = None,
+) -> bool:
     """Whether the branch of `test` taken when it is `holds` never runs on XLA: `if
-    self._use_closures():` with a predicate that returns False there."""
+    self._use_closures():` with a predicate that returns False there, or `if
+    self.args.fp16:` with a flag the module keeps False there (`flag_false`, from
+    `flag_facts`)."""
     inner = negated(test)
     if inner is not None:
-        return false_on_xla(inner, not holds, predicates)
+        return false_on_xla(inner, not holds, predicates, flag_false)
     if isinstance(test, cst.BooleanOperation) and holds == isinstance(test.operator, cst.And):
-        return false_on_xla(test.left, holds, predicates) or false_on_xla(
-            test.right, holds, predicates
+        return false_on_xla(test.left, holds, predicates, flag_false) or false_on_xla(
+            test.right, holds, predicates, flag_false
         )
     if isinstance(test, cst.Call) and not test.args:
         answer = predicates.on_xla(test)
         return answer is not None and answer != holds
+    if holds and flag_false is not None and isinstance(test, cst.Name | cst.Attribute):
+        return flag_false(test)
     return False
 
 

@@ -35,7 +35,9 @@ class CudaDeviceString(Rule):
     `add_argument("--device", default="cuda")`).
 
     Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
-    strings, comments and docstrings, strings under a CUDA guard (or after
+    strings, comments and docstrings, strings under a CUDA guard (a count of GPUs that
+    needs one, `if ngpu > 0:`, or a flag this file keeps False on an XLA host, as XLA303
+    describes, included; or after
     `if not torch.cuda.is_available(): return`), in code that runs only where a test for
     XLA failed (`if device == "xla": ... else: <here>`) or in a class's own `cuda()`
     method, the branches of a device ladder such as

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -106,7 +107,11 @@ def _to_bfloat16(call: cst.Call, ctx: FileContext) -> bool:
 
 
 def _disabled(
-    call: cst.Call, qualified: str, imports: ImportTable, function: cst.FunctionDef | None
+    call: cst.Call,
+    qualified: str,
+    imports: ImportTable,
+    function: cst.FunctionDef | None,
+    false_on_xla_host: Callable[[cst.BaseExpression], bool],
 ) -> bool:
     """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere; or enabled
     only where a CUDA test holds (`autocast(enabled and device == "cuda")`), which an XLA
@@ -121,7 +126,12 @@ def _disabled(
     if isinstance(value, cst.Name) and value.value == "False":
         return True
     values = (lambda name: local_values(function, name)) if function is not None else None
-    return implied(value, True, lambda t: mentions_cuda(t, imports), values) is True
+    if implied(value, True, lambda t: mentions_cuda(t, imports), values) is True:
+        return True
+    # A flag set far from here (another method, `__init__`, the module) that is False on
+    # an XLA host: `enabled=self.enable_scaler` after `self.enable_scaler =
+    # torch.cuda.is_available() and config["enable_scaler"]`.
+    return false_on_xla_host(value)
 
 
 def _alternative_spelling(call: cst.Call, kind: str, ctx: FileContext) -> bool:
@@ -183,9 +193,26 @@ class CudaApi(Rule):
     flag: `scaler_enabled = precision == "fp16" and "cuda" in device`, then
     `GradScaler(device, enabled=scaler_enabled)`). Also left alone:
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
-    (including the right side of `torch.cuda.is_available() and ...`, and a local flag
-    assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`), in a
-    function this file calls only under CUDA guards (`get_gpu_info(i)`), after
+    (including the right side of `torch.cuda.is_available() and ...`, a count of GPUs that
+    needs one, `if ngpu == 1:` or `device_count() > 0`, but not `ngpu < 2`, and a local
+    flag assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`,
+    also where other assignments only turn it off: `non_blocking, last =
+    torch.cuda.is_available(), -1` ... `non_blocking = False`), under or enabled by a flag
+    set far from the call that is False on an XLA host: an attribute every assignment of
+    which, in any method of the class, its bases or subclasses here, gives a value false
+    without CUDA (`self.enable_scaler = torch.cuda.is_available() and cfg.scaler` in
+    `__init__`, then `GradScaler(enabled=self.enable_scaler)` in `fit`), an attribute that
+    `__init__` ends by forcing off wherever CUDA is not in use (`if not use_cuda:
+    self.args.fp16 = False`, then `if self.args.fp16: scaler = GradScaler()` in `train`),
+    such a module-level flag (`USE_AMP = torch.cuda.is_available() and ...`), or a
+    parameter that every call in the file passes such a value (`_forward(model, batch,
+    use_amp=amp and torch.cuda.is_available())`), or, for a function other modules may
+    call, whose default is tied to CUDA (`half=torch.cuda.is_available()`). One
+    assignment of an unknown value anywhere (a configuration entry, a parameter, `True`,
+    the holding object replaced after the forcing, a `global` rebinding) and the flag may
+    be on: the call is reported. Also left alone: code in a
+    function this file calls only under CUDA guards (`get_gpu_info(i)`) or such flags
+    (`if self.args.fp16: self._setup_amp()`), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
     `cuda()` method. One scaler or autocast spelled for two torch versions
@@ -267,7 +294,7 @@ class CudaApi(Rule):
     name = "cuda-api"
     message = "`{name}` raises on an XLA host: it needs the CUDA runtime"
     triggers = ("cuda", "GradScaler")
-    screen = ("~cuda", "~GradScaler")
+    screen = ("~cuda", "~GradScaler", "'cuda")
     # `torch.cuda.synchronize()` in a loop: that it raises says more than that it blocks.
     supersedes = ("XLA106",)
 
@@ -296,7 +323,9 @@ class CudaApi(Rule):
         if kind in ("autocast", "scaler") and _alternative_spelling(node, kind, self.ctx):
             return
         if kind == "autocast":
-            if _disabled(node, qualified, self.ctx.imports, self._function()):
+            if _disabled(
+                node, qualified, self.ctx.imports, self._function(), self.ctx.false_on_xla_host
+            ):
                 return
             if _to_bfloat16(node, self.ctx):
                 message = f"`{qualified}` for CUDA with bfloat16 raises on an XLA host"
@@ -304,7 +333,9 @@ class CudaApi(Rule):
                 message = f"`{qualified}` for CUDA leaves XLA math in float32"
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
-            if _disabled(node, qualified, self.ctx.imports, self._function()):
+            if _disabled(
+                node, qualified, self.ctx.imports, self._function(), self.ctx.false_on_xla_host
+            ):
                 return
             message = (
                 f"`{qualified}` for CUDA stays enabled with torch_xla and reads the found-inf "

@@ -43,7 +43,8 @@ class Float16(Rule):
 
     Left alone: checks (`x.dtype == torch.float16`, `dtype in (torch.float16,
     torch.bfloat16)`), lookup tables of dtypes, `torch.finfo(torch.float16)`, numpy's
-    float16, anything under a CUDA guard (or after
+    float16, anything under a CUDA guard (a count of GPUs that needs one, or a flag this
+    file keeps False on an XLA host, as XLA303 describes, included; or after
     `if not torch.cuda.is_available(): return`, or where a test for XLA failed), a class's
     own `half()` method, and code under `if x.dtype == torch.float16:` (or the branch of
     `m.half() if x.dtype is torch.float16 else m`), which keeps a dtype chosen elsewhere
