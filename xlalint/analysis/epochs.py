@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from xlalint.analysis.guards import local_values
-from xlalint.analysis.loop_facts import BodyFacts, unwrap_iteration
+from xlalint.analysis.loop_facts import BodyFacts, iterates_optimizers, unwrap_iteration
 from xlalint.walk import children, descendants, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
@@ -69,14 +69,16 @@ def _over_runs(loop: cst.For) -> bool:
 
 
 def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
-    """The loops in `loop`'s body, at any depth, outside nested definitions."""
+    """The loops in `loop`'s body, at any depth, outside nested definitions, but loops over
+    the optimizers (`for opt in optimizers: scaler.step(opt)` steps each once: part of
+    this pass's step, not a batch loop inside it)."""
     found: list[cst.For | cst.While] = []
     stack: list[cst.CSTNode] = [loop.body]
     while stack:
         node = stack.pop()
         if isinstance(node, (*_SCOPES, cst.BaseExpression)):
             continue
-        if isinstance(node, cst.For | cst.While):
+        if isinstance(node, cst.For | cst.While) and not iterates_optimizers(node):
             found.append(node)
         stack.extend(children(node))
     return found
@@ -111,10 +113,13 @@ class Epochs:
         """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or
         steps an optimizer (itself or in a function it calls) without holding a loop that
         steps one on every pass: an epoch loop may step once more after its batch loop
-        (the leftover step of gradient accumulation)."""
+        (the leftover step of gradient accumulation). A loop over the optimizers is part
+        of the step around it, not a batch loop."""
         cached = self._batch.get(id(loop))
         if cached is None:
-            if isinstance(loop, cst.For) and self._iterates_loader(loop):
+            if iterates_optimizers(loop):
+                cached = False  # one step of each optimizer: part of the enclosing step
+            elif isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True
             else:
                 facts = self._facts(loop)

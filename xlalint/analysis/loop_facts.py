@@ -303,6 +303,9 @@ class BodyFacts:
     trains: bool = False  # backward() or an optimizer step
     backward: bool = False  # backward() itself
     steps_optimizer: bool = False  # `optimizer.step()`, `scaler.step(opt)`, `xm.optimizer_step`
+    # `opt.step()` on the loop's own items: one step of each optimizer where the loop
+    # iterates the optimizers (`iterates_optimizers`), else nothing this pass steps.
+    steps_items: bool = False
     updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
     scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
     barriers: list[cst.Call] = field(default_factory=list)
@@ -482,6 +485,8 @@ class _BodyScanner:
                 facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
+            elif method == "step" and not _SCHEDULER_NAME.search(_last_name(func.value) or ""):
+                facts.steps_items = True
             elif method == "zero_grad" and not on_item:
                 self._zero_grad(func.value)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
@@ -546,12 +551,24 @@ _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers
 
 def iterates_optimizers(node: Loop) -> bool:
     """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
-    `step_optimizers`, which fetches each optimizer by its name): one step of each."""
+    `step_optimizers`, which fetches each optimizer by its name), `for k, v in
+    self.optimizers.items():`: one step of each."""
     if not isinstance(node, cst.For):
         return False
     if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
         return True
-    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None
+    iterable = unwrap_iteration(node.iter)
+    if (
+        isinstance(iterable, cst.Call)
+        and not iterable.args
+        and isinstance(iterable.func, cst.Attribute)
+        and iterable.func.attr.value in _DICT_VIEWS
+    ):
+        iterable = iterable.func.value  # `optimizers.items()`: the optimizers' entries
+    return _OPTIMIZERS_NAME.match(_last_name(iterable) or "") is not None
+
+
+_DICT_VIEWS = frozenset({"keys", "values", "items"})
 
 
 def names_optimizer_step(func: cst.BaseExpression) -> bool:
@@ -855,7 +872,8 @@ class LoopFacts:
 
     def steps_optimizer(self, node: Scope) -> bool:
         """An optimizer step in the body, in a loop of it over the optimizers (`for opt in
-        optimizers.values(): scaler.step(opt)`: one step of each, in this pass), or in a
+        optimizers.values(): scaler.step(opt)`, `for k, v in self.optimizers.items():
+        v.step()`: one step of each, in this pass), or in a
         function it calls: one of this module, or a method this module does not define
         whose name says that it steps the optimizer (`self.optimizer_step()` of a template
         whose subclass or mixin implements it)."""
@@ -865,7 +883,8 @@ class LoopFacts:
             if facts.steps_optimizer:
                 return True
             if any(
-                iterates_optimizers(loop) and self.steps_optimizer(loop)
+                iterates_optimizers(loop)
+                and (self.facts(loop).steps_items or self.steps_optimizer(loop))
                 for loop in facts.child_loops
             ):
                 return True

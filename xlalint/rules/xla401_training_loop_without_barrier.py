@@ -46,14 +46,17 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     `backward()`-only micro-batch loops inside a loop that steps the optimizer (they are
     part of its step). The optimizer step may sit in a function or method of the same
     module that the loop calls, several calls deep, in a loop of that function over the
-    optimizers (`for opt in optimizers.values(): scaler.step(opt)`), or in a method the
+    optimizers (`for opt in optimizers.values(): scaler.step(opt)`, `for k, v in
+    self.optimizers.items(): v.step()`; such a loop inside the batch loop is part of its
+    step, not a batch loop of its own), or in a method the
     module does not define but names for it (`self.optimizer_step()` of a training
     template whose mixin implements it). A call of a parameter (`step_fn(batch)`) runs the
     functions this module's callers hand for it (`step_fn=self.train_step`). An object
     whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...
     `trainer.step()`) is an optimizer, whatever its name.
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
-    opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
+    opt.step()`, `for name in self._optimizers:`, `for k in self.optimizers.keys():`),
+    sweeps over a literal list of settings,
     loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
     to XLA406. Reported in files that use torch, with or without torch_xla imports yet: a
     CUDA script being ported is linted before it imports torch_xla. A file that zeroes an
