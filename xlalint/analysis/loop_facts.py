@@ -37,7 +37,7 @@ from xlalint.analysis.barrier_calls import (
 from xlalint.analysis.handed_functions import CallSites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, code_children, target_names
+from xlalint.walk import children, code_children, descendants, target_names
 
 Loop = cst.For | cst.While
 Scope = cst.For | cst.While | cst.FunctionDef
@@ -303,6 +303,10 @@ class BodyFacts:
     trains: bool = False  # backward() or an optimizer step
     backward: bool = False  # backward() itself
     steps_optimizer: bool = False  # `optimizer.step()`, `scaler.step(opt)`, `xm.optimizer_step`
+    # `trainer.update(batch)`: a method named for a training step, on an object whose class
+    # this module does not define, handed this pass's batch (`steps_optimizer` decides).
+    steps_elsewhere: list[cst.Call] = field(default_factory=list)
+    zeroes_optimizer: bool = False  # `self.optimizer.zero_grad()`
     # `opt.step()` on the loop's own items: one step of each optimizer where the loop
     # iterates the optimizers (`iterates_optimizers`), else nothing this pass steps.
     steps_items: bool = False
@@ -504,6 +508,9 @@ class _BodyScanner:
         runs = None if local else self.runs_model(call)
         if not local:
             facts.calls.append(call)
+        if runs is None and _runs_step_elsewhere(func) and self._reads_this_pass(call):
+            # `loss = trainer.update(batch)`: a training object's step, defined elsewhere.
+            facts.steps_elsewhere.append(call)
         if runs is None:
             # Not a function of this module: a model by its name (`unet`, `self.model`).
             calls_self = isinstance(func, cst.Name) and func.value == "self"
@@ -512,11 +519,17 @@ class _BodyScanner:
             facts.model_calls += 1
             self._model_event(call)
 
+    def _reads_this_pass(self, call: cst.Call) -> bool:
+        """An argument reads the loop's item or a value assigned earlier in this pass (the
+        batch), not only values set before the loop."""
+        return any(not arg.star and (_names_in(arg.value) & self.assigned) for arg in call.args)
+
     def _model_event(self, call: cst.Call) -> None:
         self.model_events += 1
         self.facts.events.append(_ModelCall(call, _model_inputs(call)))
 
     def _zero_grad(self, receiver: cst.BaseExpression) -> None:
+        self.facts.zeroes_optimizer |= is_optimizer(receiver)
         spelled = get_full_name_for_node(receiver)
         if spelled is not None:
             self.zeroed.add(spelled)
@@ -547,6 +560,30 @@ _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
 # Methods that step the optimizers, by their name: `optimizer_step`, `optimizers_step`,
 # `step_optimizers`.
 _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers?)$", re.I)
+
+
+# A method that runs one training step (forward, backward, optimizer step) of the object it
+# is called on: `trainer.update(batch)`, `learner.train_step(batch)`, `net.fit_batch(b)`.
+# `update` and `step` only on an object named for training (`metric.update(preds)`,
+# `ema.update(model)`, `env.step(action)`, `counts.update(tokens)` are no steps);
+# Lightning's `training_step` returns the loss and steps nothing.
+_XLA_NAME = re.compile(r"xla|tpu", re.I)
+_TRAINER_NAME = re.compile(r"(^|_)(trainer|learner)$", re.I)
+_TRAINER_STEP_METHOD = re.compile(r"^(update|step)$")
+_TRAINING_STEP_METHOD = re.compile(r"^_*(train_step|train_batch|train_on_batch|fit_batch)$")
+
+
+def _runs_step_elsewhere(func: cst.BaseExpression) -> bool:
+    """`trainer.update(...)`, `self.trainer.step(...)`, `model.train_step(...)`: a call
+    named for one training step of its receiver."""
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    if _TRAINING_STEP_METHOD.match(method):
+        return True
+    return bool(_TRAINER_STEP_METHOD.match(method)) and bool(
+        _TRAINER_NAME.search(_last_name(func.value) or "")
+    )
 
 
 def iterates_optimizers(node: Loop) -> bool:
@@ -882,6 +919,8 @@ class LoopFacts:
             facts = self.facts(node)
             if facts.steps_optimizer:
                 return True
+            if any(self._steps_elsewhere(call) for call in facts.steps_elsewhere):
+                return True
             if any(
                 iterates_optimizers(loop)
                 and (self.facts(loop).steps_items or self.steps_optimizer(loop))
@@ -889,15 +928,63 @@ class LoopFacts:
             ):
                 return True
             class_def = self._class_of(node)
+            # A pass that zeroes the optimizer's gradients but runs no backward here leaves
+            # backward and the step to the methods it calls: an abstract one (`raise
+            # NotImplementedError`) is a template's, which its subclasses implement.
+            template = facts.zeroes_optimizer and not self._through_calls("backward", node)
             for call in facts.calls:
                 functions = self._resolve_in(node, call, class_def)
                 if not functions and names_optimizer_step(call.func):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):
                     return True
+                if template and _self_call(call) and functions and all(map(_abstract, functions)):
+                    return True
             return False
 
         return self._memoized("steps_optimizer", node, False, compute)
+
+    def _steps_elsewhere(self, call: cst.Call) -> bool:
+        """`trainer.update(batch)`: the methods of that name this module defines, if any,
+        decide; else the step is another module's, unless this module writes its own
+        training step (then the call is something else)."""
+        assert isinstance(call.func, cst.Attribute)
+        methods = [m for m in self._methods.get(call.func.attr.value, []) if not _is_property(m)]
+        if methods:
+            return any(self.steps_optimizer(m) for m in methods)
+        return not self._trains_itself() and not self._knows_xla()
+
+    def _knows_xla(self) -> bool:
+        """The module imports torch_xla or names a TPU/XLA flag or helper (`if cfg.tpu: itr
+        = utils.tpu_data_loader(itr)`): where the step is another module's, so may be its
+        barrier, or the loader may sync. Asked only where such a step appears."""
+        key = ("knows_xla", id(self.module))
+        cached = self._memo.get(key)
+        if cached is None:
+            cached = any(b.split(".", 1)[0] == "torch_xla" for b in self.imports.bindings.values())
+            if not cached:
+                cached = any(
+                    type(node) is cst.Name and _XLA_NAME.search(node.value) is not None  # type: ignore[attr-defined]
+                    for node in descendants(self.module)
+                )
+            self._memo[key] = cached
+        return bool(cached)
+
+    def _trains_itself(self) -> bool:
+        """Some loop or function of this module calls `backward()` or steps an optimizer:
+        the module writes its training step itself, so a call named for one (`update`)
+        on another object is something else. Asked only where such a call appears."""
+        cached = self._memo.get(("trains_itself", id(self.module)))
+        if cached is None:
+            self._memo[("trains_itself", id(self.module))] = False  # while computing
+            scopes: list[Scope] = [site.node for site in self._sites.values()]
+            for table in (self._functions, self._methods):
+                scopes.extend(fn for functions in table.values() for fn in functions)
+            cached = any(
+                self.facts(scope).trains or self.facts(scope).updates_from_grad for scope in scopes
+            )
+            self._memo[("trains_itself", id(self.module))] = cached
+        return bool(cached)
 
     def updates_from_grads(self, node: Scope) -> bool:
         """A hand-written update from the gradients in a pass: here, in a nested loop (`for
@@ -993,6 +1080,27 @@ def _is_property(function: cst.FunctionDef) -> bool:
         (get_full_name_for_node(_decorator_func(d)) or "").rsplit(".", 1)[-1] in _PROPERTIES
         for d in function.decorators
     )
+
+
+def _abstract(function: cst.FunctionDef) -> bool:
+    """A method left to subclasses: its body (after a docstring) only raises
+    `NotImplementedError`."""
+    body = function.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    lines = [
+        s for s in statements if isinstance(s, cst.SimpleStatementLine | cst.SimpleStatementSuite)
+    ]
+    if len(lines) != len(statements) or not lines:
+        return False
+    smalls = [small for line in lines for small in line.body]
+    if smalls and isinstance(smalls[0], cst.Expr) and isinstance(smalls[0].value, cst.SimpleString):
+        smalls = smalls[1:]  # the docstring
+    if len(smalls) != 1 or not isinstance(smalls[0], cst.Raise):
+        return False
+    raised = smalls[0].exc
+    if isinstance(raised, cst.Call):
+        raised = raised.func
+    return isinstance(raised, cst.Name) and raised.value == "NotImplementedError"
 
 
 def _decorator_func(decorator: cst.Decorator) -> cst.BaseExpression:
