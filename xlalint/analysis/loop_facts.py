@@ -140,10 +140,12 @@ def _names_in(node: cst.CSTNode) -> set[str]:
     stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Call) and _reads_host(current):
+        if isinstance(current, cst.Call) and (_reads_host(current) or _reads_shape(current)):
             continue
         if isinstance(current, cst.Name):
             found.add(current.value)
+        elif isinstance(current, cst.Attribute) and current.attr.value in _SHAPE_ATTRIBUTES:
+            continue  # `x.shape[0]`: a Python int, known without running the graph
         elif isinstance(current, cst.Attribute):
             prefixes = _dotted_prefixes(current)
             if prefixes is None:
@@ -155,6 +157,18 @@ def _names_in(node: cst.CSTNode) -> set[str]:
         elif not isinstance(current, cst.Lambda):
             stack.extend(children(current))
     return found
+
+
+_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
+_SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension"})
+
+
+def _reads_shape(call: cst.Call) -> bool:
+    """`q.size(0)`, `x.dim()`, `len(x)`: a shape, a Python int that no graph computes."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in _SHAPE_METHODS
+    return isinstance(func, cst.Name) and func.value == "len"
 
 
 def _model_inputs(call: cst.Call) -> frozenset[str]:
@@ -229,6 +243,23 @@ def _state_keys(target: cst.CSTNode) -> tuple[set[str], bool]:
             partial = partial or element_partial
         return keys, partial
     return set(), False
+
+
+_APPENDS = frozenset({"append", "extend"})
+
+
+def _appended_to(value: cst.BaseExpression) -> str | None:
+    """`outs.append(y)`, `self.preds.extend(ys)`: the list (its name or attribute chain)
+    that the call grows; None for any other expression."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+        return None
+    if value.func.attr.value not in _APPENDS or len(value.args) != 1 or value.args[0].star:
+        return None
+    receiver = value.func.value
+    if isinstance(receiver, cst.Name):
+        return receiver.value
+    prefixes = _dotted_prefixes(receiver) if isinstance(receiver, cst.Attribute) else None
+    return prefixes[-1] if prefixes else None
 
 
 def _mentions_grad(names: set[str]) -> bool:
@@ -307,6 +338,8 @@ class BodyFacts:
     # this module does not define, handed this pass's batch (`steps_optimizer` decides).
     steps_elsewhere: list[cst.Call] = field(default_factory=list)
     zeroes_optimizer: bool = False  # `self.optimizer.zero_grad()`
+    host_reads: bool = False  # `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`
+    appended: set[str] = field(default_factory=set)  # lists grown: `outs.append(y)`
     # `opt.step()` on the loop's own items: one step of each optimizer where the loop
     # iterates the optimizers (`iterates_optimizers`), else nothing this pass steps.
     steps_items: bool = False
@@ -416,8 +449,23 @@ class _BodyScanner:
         elif isinstance(node, cst.AugAssign):
             self.expression(node.target)
             self.assign(node.target, node.value, augmented=True)
+        elif isinstance(node, cst.Expr) and (key := _appended_to(node.value)) is not None:
+            self.append(key, node.value)  # type: ignore[arg-type]
         else:
             self.expression(node)
+
+    def append(self, key: str, call: cst.Call) -> None:
+        """`outs.append(model(x))`: a partial update of the list, as `outs[i] = ...` is."""
+        before = self.model_events
+        self.expression(call)
+        host = any(_reads_host(arg.value) for arg in call.args)
+        names: set[str] = {key}
+        for arg in call.args:
+            names |= _names_in(arg.value)
+        from_model = self.model_events > before and not host
+        self.facts.events.append(_Assign(frozenset({key}), frozenset(names), from_model, host))
+        self.facts.appended.add(key)
+        self.assigned.add(key)
 
     def assign(
         self, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool = False
@@ -472,6 +520,8 @@ class _BodyScanner:
             facts.optimizer_steps.append(call)
             facts.trains = facts.steps_optimizer = True
             return
+        if _reads_host(call):
+            facts.host_reads = True
         resolved = self.imports.resolve(func) is not None
         on_item = _head_name(func) in self.items
         if _hands_optimizer_to_step(call, func) and not on_item:
@@ -637,10 +687,19 @@ def _model_state(events: Sequence[_Assign | _ModelCall], carried: frozenset[str]
     loop whose state comes back through the host (`latents = out.prev_sample.numpy()`, an
     ONNX pipeline) starts a new graph on every pass.
     """
+    derived = _carried_results(events, carried)
+    return frozenset(s for s in derived if _feeds_model(events, s))
+
+
+def _carried_results(
+    events: Sequence[_Assign | _ModelCall], carried: frozenset[str]
+) -> frozenset[str]:
+    """What each pass hands to the next that holds model results on the device at the end
+    of the body: `x` in `x = model(x)`, `correct` in `correct += (model(x).argmax(-1) ==
+    y).sum()`, `outs` in `outs.append(model(x))`."""
     if not carried or not any(isinstance(e, _ModelCall) for e in events):
         return frozenset()
-    # What each pass hands to the next: model results on the device at the end of the
-    # body. The second round starts from what the first one handed over.
+    # The second round starts from what the first one handed over.
     derived: set[str] = set()
     for _ in range(2):
         current = derived & carried
@@ -652,7 +711,7 @@ def _model_state(events: Sequence[_Assign | _ModelCall], carried: frozenset[str]
             else:
                 current -= event.targets
         derived = current
-    return frozenset(s for s in carried & derived if _feeds_model(events, s))
+    return frozenset(carried & derived)
 
 
 def _feeds_model(events: Sequence[_Assign | _ModelCall], state: str) -> bool:
@@ -1038,6 +1097,21 @@ class LoopFacts:
             return _model_state(events, self.facts(node).read_first & assigned)
 
         return self._memoized("state", node, frozenset(), compute)
+
+    def accumulated(self, node: Loop) -> frozenset[str]:
+        """Model results a pass adds to device state that it hands to the next without
+        reading anything on the host and without feeding the model: `correct +=
+        (model(x).argmax(-1) == y).sum()`, `outs.append(model(x))`. An evaluation loop
+        that keeps them so holds every batch's forward in one pending graph."""
+
+        def compute() -> frozenset[str]:
+            if self._through_calls("host_reads", node):
+                return frozenset()
+            events, assigned = self._state_events(node)
+            derived = _carried_results(events, self.facts(node).read_first & assigned)
+            return frozenset(s for s in derived if not _feeds_model(events, s))
+
+        return self._memoized("accumulated", node, frozenset(), compute)
 
     def carried(self, node: Loop) -> frozenset[str]:
         """What a pass hands to the next: read before being assigned, and assigned (here or
