@@ -12,12 +12,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     Flags a sampling or generation loop that reaches no graph barrier on each pass: a loop
     that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`), or that
     feeds a model (`model`, `unet`, `transformer`, `denoiser`, a recurrent `rnn`/`lstm`/
-    `gru`, ...) with state it carried
-    over from the previous pass (`x = model(x, t)`; `ids = torch.cat([ids, next_id], 1)`
-    before `model(ids)`), with no `torch_xla.sync()`/`xm.mark_step()` in the body, in a
-    nested loop or in a function of the same module it calls. A barrier behind
-    `if XLA_AVAILABLE:` counts. Loops inside `forward` or a `*_step` function are one
-    step's graph and are not reported.
+    `gru`, ...) with state it carried over from the previous pass (`x = model(x, t)`; `ids =
+    torch.cat([ids, next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
+    `decoder(outputs[-1])`, a list of tokens kept on the device), with no
+    `torch_xla.sync()`/`xm.mark_step()` in the body, in a nested loop or in a function of
+    the same module it calls. A barrier behind `if XLA_AVAILABLE:` counts. Loops inside
+    `forward` or a `*_step` function are one step's graph and are not reported.
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
     one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch and
