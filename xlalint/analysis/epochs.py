@@ -32,7 +32,7 @@ _LOADER_NAME = re.compile(r"loader|(^|_)dl$|(^|_)ds$|(^|_)data(set)?$|^dataset",
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def _loader_named(expr: cst.BaseExpression) -> bool:
+def loader_named(expr: cst.BaseExpression) -> bool:
     """`loader`, `self.train_loader`, `loaders["train"]`, `trainer.get_train_dataloader()`."""
     while True:
         if isinstance(expr, cst.Subscript):
@@ -123,7 +123,7 @@ class Epochs:
                 cached = True
             else:
                 facts = self._facts(loop)
-                cached = any(_loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
+                cached = any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
                     self._steps(loop) and not any(self._steps(n) for n in _nested_loops(loop))
                 )
             self._batch[id(loop)] = cached
@@ -135,7 +135,7 @@ class Epochs:
         no loop inside steps an optimizer (a loader of corpus splits, each trained on in
         windows, yields epochs' worth of steps)."""
         iterable = unwrap_iteration(loop.iter)
-        if _loader_named(iterable):
+        if loader_named(iterable):
             return True
         function = self._enclosing_functions().get(id(loop))
         if not isinstance(iterable, cst.Name) or function is None:
@@ -143,7 +143,7 @@ class Epochs:
         values = local_values(function, iterable.value)
         return (
             bool(values)
-            and all(_loader_named(unwrap_iteration(v)) for v in values)
+            and all(loader_named(unwrap_iteration(v)) for v in values)
             and not any(self._steps(n) for n in _nested_loops(loop))
         )
 

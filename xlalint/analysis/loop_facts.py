@@ -617,10 +617,11 @@ _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers
 # `update` and `step` only on an object named for training (`metric.update(preds)`,
 # `ema.update(model)`, `env.step(action)`, `counts.update(tokens)` are no steps);
 # Lightning's `training_step` returns the loss and steps nothing.
-_XLA_NAME = re.compile(r"xla|tpu", re.I)
 _TRAINER_NAME = re.compile(r"(^|_)(trainer|learner)$", re.I)
 _TRAINER_STEP_METHOD = re.compile(r"^(update|step)$")
 _TRAINING_STEP_METHOD = re.compile(r"^_*(train_step|train_batch|train_on_batch|fit_batch)$")
+# A name that says the module knows TPUs or XLA: `cfg.tpu`, `use_xla`, `tpu_data_loader`.
+_XLA_NAME = re.compile(r"xla|tpu", re.I)
 
 
 def _runs_step_elsewhere(func: cst.BaseExpression) -> bool:
@@ -972,7 +973,9 @@ class LoopFacts:
         v.step()`: one step of each, in this pass), or in a
         function it calls: one of this module, or a method this module does not define
         whose name says that it steps the optimizer (`self.optimizer_step()` of a template
-        whose subclass or mixin implements it)."""
+        whose subclass or mixin implements it), or methods left abstract here that a pass
+        zeroing the optimizer calls. A training step of another module counts where the
+        pass hands its batch to one (`trainer.update(batch)`, `_steps_elsewhere`)."""
 
         def compute() -> bool:
             facts = self.facts(node)
@@ -1007,7 +1010,8 @@ class LoopFacts:
         """`trainer.update(batch)`: the methods of that name this module defines, if any,
         decide; else the step is another module's, unless this module writes its own
         training step (then the call is something else)."""
-        assert isinstance(call.func, cst.Attribute)
+        if not isinstance(call.func, cst.Attribute):
+            return False
         methods = [m for m in self._methods.get(call.func.attr.value, []) if not _is_property(m)]
         if methods:
             return any(self.steps_optimizer(m) for m in methods)

@@ -6,13 +6,13 @@ accumulation and a loop bounded by a syncing loader are no step loops of their o
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loaders import LoaderTracing, Wrapping
 from xlalint.analysis.loop_facts import (
@@ -105,9 +105,7 @@ class LoopAnalysis(LoaderTracing):
         if loader is None:
             return False
         kind = self.wrapping(site, loader)
-        if kind != Wrapping.DATALOADER and not (
-            kind == Wrapping.UNKNOWN and _DATA_LOADER_NAME.search(_last_name(loader) or "")
-        ):
+        if kind != Wrapping.DATALOADER and not (kind == Wrapping.UNKNOWN and loader_named(loader)):
             return False
         appended = self.facts(node).appended
         return any(
@@ -133,19 +131,6 @@ class LoopAnalysis(LoaderTracing):
         return site is not None and self.syncs_per_pass(site)
 
 
-# What a data loader over a dataset is called (not `batches`/`chunks`: the parts of one).
-_DATA_LOADER_NAME = re.compile(r"loader|(^|_)dl$|(^|_)ds$|(^|_)data(set)?$|^dataset", re.I)
-
-
-def _last_name(node: cst.BaseExpression) -> str | None:
-    """`self.val_dataloader` -> `val_dataloader`; `loaders["val"]` -> `loaders`."""
-    while isinstance(node, cst.Subscript | cst.Call):
-        node = node.value if isinstance(node, cst.Subscript) else node.func
-    if isinstance(node, cst.Name):
-        return node.value
-    return node.attr.value if isinstance(node, cst.Attribute) else None
-
-
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
 
 
@@ -158,7 +143,7 @@ def _joined(scope: cst.Module | cst.FunctionDef, name: str) -> bool:
             call: cst.Call = node  # type: ignore[assignment]
             first = call.args[0].value
             if (
-                _last_name(call.func) in _JOINS
+                (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1] in _JOINS
                 and isinstance(first, cst.Name | cst.Attribute)
                 and get_full_name_for_node(first) == name
             ):
