@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from xlalint.analysis.guards import local_values
-from xlalint.analysis.loop_facts import BodyFacts, unwrap_iteration
+from xlalint.analysis.loop_facts import BodyFacts, iterates_optimizers, unwrap_iteration
 from xlalint.walk import EXPRESSIONS, code_children, descendants, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
@@ -35,7 +35,7 @@ _LOOPS = frozenset({cst.For, cst.While})
 # exact types: `isinstance` on libcst's abstract classes runs ABCMeta's check in Python.
 
 
-def _loader_named(expr: cst.BaseExpression) -> bool:
+def loader_named(expr: cst.BaseExpression) -> bool:
     """`loader`, `self.train_loader`, `loaders["train"]`, `trainer.get_train_dataloader()`."""
     while True:
         if isinstance(expr, cst.Subscript):
@@ -72,7 +72,9 @@ def _over_runs(loop: cst.For) -> bool:
 
 
 def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
-    """The loops in `loop`'s body, at any depth, outside nested definitions."""
+    """The loops in `loop`'s body, at any depth, outside nested definitions, but loops over
+    the optimizers (`for opt in optimizers: scaler.step(opt)` steps each once: part of
+    this pass's step, not a batch loop inside it)."""
     found: list[cst.For | cst.While] = []
     stack: list[cst.CSTNode] = [loop.body]
     while stack:
@@ -80,7 +82,7 @@ def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
         kind = type(node)
         if kind in _SCOPES or kind in EXPRESSIONS:
             continue
-        if kind in _LOOPS:
+        if kind in _LOOPS and not iterates_optimizers(node):  # type: ignore[arg-type]
             found.append(node)  # type: ignore[arg-type]
         stack.extend(code_children(node))
     return found
@@ -116,14 +118,17 @@ class Epochs:
         """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or
         steps an optimizer (itself or in a function it calls) without holding a loop that
         steps one on every pass: an epoch loop may step once more after its batch loop
-        (the leftover step of gradient accumulation)."""
+        (the leftover step of gradient accumulation). A loop over the optimizers is part
+        of the step around it, not a batch loop."""
         cached = self._batch.get(id(loop))
         if cached is None:
-            if isinstance(loop, cst.For) and self._iterates_loader(loop):
+            if iterates_optimizers(loop):
+                cached = False  # one step of each optimizer: part of the enclosing step
+            elif isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True
             else:
                 facts = self._facts(loop)
-                cached = any(_loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
+                cached = any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
                     self._steps(loop) and not any(self._steps(n) for n in _nested_loops(loop))
                 )
             self._batch[id(loop)] = cached
@@ -135,7 +140,7 @@ class Epochs:
         no loop inside steps an optimizer (a loader of corpus splits, each trained on in
         windows, yields epochs' worth of steps)."""
         iterable = unwrap_iteration(loop.iter)
-        if _loader_named(iterable):
+        if loader_named(iterable):
             return True
         if not isinstance(iterable, cst.Name):
             return False
@@ -145,7 +150,7 @@ class Epochs:
         values = local_values(function, iterable.value)
         return (
             bool(values)
-            and all(_loader_named(unwrap_iteration(v)) for v in values)
+            and all(loader_named(unwrap_iteration(v)) for v in values)
             and not any(self._steps(n) for n in _nested_loops(loop))
         )
 

@@ -37,7 +37,7 @@ from xlalint.analysis.barrier_calls import (
 from xlalint.analysis.handed_functions import CallSites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, code_children, target_names
+from xlalint.walk import children, code_children, descendants, target_names
 
 Loop = cst.For | cst.While
 Scope = cst.For | cst.While | cst.FunctionDef
@@ -140,10 +140,12 @@ def _names_in(node: cst.CSTNode) -> set[str]:
     stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Call) and _reads_host(current):
+        if isinstance(current, cst.Call) and (_reads_host(current) or _reads_shape(current)):
             continue
         if isinstance(current, cst.Name):
             found.add(current.value)
+        elif isinstance(current, cst.Attribute) and current.attr.value in _SHAPE_ATTRIBUTES:
+            continue  # `x.shape[0]`: a Python int, known without running the graph
         elif isinstance(current, cst.Attribute):
             prefixes = _dotted_prefixes(current)
             if prefixes is None:
@@ -155,6 +157,18 @@ def _names_in(node: cst.CSTNode) -> set[str]:
         elif not isinstance(current, cst.Lambda):
             stack.extend(children(current))
     return found
+
+
+_SHAPE_ATTRIBUTES = frozenset({"shape", "ndim"})
+_SHAPE_METHODS = frozenset({"size", "dim", "numel", "ndimension"})
+
+
+def _reads_shape(call: cst.Call) -> bool:
+    """`q.size(0)`, `x.dim()`, `len(x)`: a shape, a Python int that no graph computes."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in _SHAPE_METHODS
+    return isinstance(func, cst.Name) and func.value == "len"
 
 
 def _model_inputs(call: cst.Call) -> frozenset[str]:
@@ -231,6 +245,23 @@ def _state_keys(target: cst.CSTNode) -> tuple[set[str], bool]:
     return set(), False
 
 
+_APPENDS = frozenset({"append", "extend"})
+
+
+def _appended_to(value: cst.BaseExpression) -> str | None:
+    """`outs.append(y)`, `self.preds.extend(ys)`: the list (its name or attribute chain)
+    that the call grows; None for any other expression."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+        return None
+    if value.func.attr.value not in _APPENDS or len(value.args) != 1 or value.args[0].star:
+        return None
+    receiver = value.func.value
+    if isinstance(receiver, cst.Name):
+        return receiver.value
+    prefixes = _dotted_prefixes(receiver) if isinstance(receiver, cst.Attribute) else None
+    return prefixes[-1] if prefixes else None
+
+
 def _mentions_grad(names: set[str]) -> bool:
     return any(name.endswith(".grad") or ".grad." in name for name in names)
 
@@ -303,6 +334,15 @@ class BodyFacts:
     trains: bool = False  # backward() or an optimizer step
     backward: bool = False  # backward() itself
     steps_optimizer: bool = False  # `optimizer.step()`, `scaler.step(opt)`, `xm.optimizer_step`
+    # `trainer.update(batch)`: a method named for a training step, on an object whose class
+    # this module does not define, handed this pass's batch (`steps_optimizer` decides).
+    steps_elsewhere: list[cst.Call] = field(default_factory=list)
+    zeroes_optimizer: bool = False  # `self.optimizer.zero_grad()`
+    host_reads: bool = False  # `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`
+    appended: set[str] = field(default_factory=set)  # lists grown: `outs.append(y)`
+    # `opt.step()` on the loop's own items: one step of each optimizer where the loop
+    # iterates the optimizers (`iterates_optimizers`), else nothing this pass steps.
+    steps_items: bool = False
     updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
     scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
     barriers: list[cst.Call] = field(default_factory=list)
@@ -409,8 +449,23 @@ class _BodyScanner:
         elif isinstance(node, cst.AugAssign):
             self.expression(node.target)
             self.assign(node.target, node.value, augmented=True)
+        elif isinstance(node, cst.Expr) and (key := _appended_to(node.value)) is not None:
+            self.append(key, node.value)  # type: ignore[arg-type]
         else:
             self.expression(node)
+
+    def append(self, key: str, call: cst.Call) -> None:
+        """`outs.append(model(x))`: a partial update of the list, as `outs[i] = ...` is."""
+        before = self.model_events
+        self.expression(call)
+        host = any(_reads_host(arg.value) for arg in call.args)
+        names: set[str] = {key}
+        for arg in call.args:
+            names |= _names_in(arg.value)
+        from_model = self.model_events > before and not host
+        self.facts.events.append(_Assign(frozenset({key}), frozenset(names), from_model, host))
+        self.facts.appended.add(key)
+        self.assigned.add(key)
 
     def assign(
         self, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool = False
@@ -465,6 +520,8 @@ class _BodyScanner:
             facts.optimizer_steps.append(call)
             facts.trains = facts.steps_optimizer = True
             return
+        if _reads_host(call):
+            facts.host_reads = True
         resolved = self.imports.resolve(func) is not None
         on_item = _head_name(func) in self.items
         if _hands_optimizer_to_step(call, func) and not on_item:
@@ -482,6 +539,8 @@ class _BodyScanner:
                 facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
+            elif method == "step" and not _SCHEDULER_NAME.search(_last_name(func.value) or ""):
+                facts.steps_items = True
             elif method == "zero_grad" and not on_item:
                 self._zero_grad(func.value)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
@@ -499,6 +558,9 @@ class _BodyScanner:
         runs = None if local else self.runs_model(call)
         if not local:
             facts.calls.append(call)
+        if runs is None and _runs_step_elsewhere(func) and self._reads_this_pass(call):
+            # `loss = trainer.update(batch)`: a training object's step, defined elsewhere.
+            facts.steps_elsewhere.append(call)
         if runs is None:
             # Not a function of this module: a model by its name (`unet`, `self.model`).
             calls_self = isinstance(func, cst.Name) and func.value == "self"
@@ -507,11 +569,17 @@ class _BodyScanner:
             facts.model_calls += 1
             self._model_event(call)
 
+    def _reads_this_pass(self, call: cst.Call) -> bool:
+        """An argument reads the loop's item or a value assigned earlier in this pass (the
+        batch), not only values set before the loop."""
+        return any(not arg.star and (_names_in(arg.value) & self.assigned) for arg in call.args)
+
     def _model_event(self, call: cst.Call) -> None:
         self.model_events += 1
         self.facts.events.append(_ModelCall(call, _model_inputs(call)))
 
     def _zero_grad(self, receiver: cst.BaseExpression) -> None:
+        self.facts.zeroes_optimizer |= is_optimizer(receiver)
         spelled = get_full_name_for_node(receiver)
         if spelled is not None:
             self.zeroed.add(spelled)
@@ -544,14 +612,51 @@ _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
 _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers?)$", re.I)
 
 
+# A method that runs one training step (forward, backward, optimizer step) of the object it
+# is called on: `trainer.update(batch)`, `learner.train_step(batch)`, `net.fit_batch(b)`.
+# `update` and `step` only on an object named for training (`metric.update(preds)`,
+# `ema.update(model)`, `env.step(action)`, `counts.update(tokens)` are no steps);
+# Lightning's `training_step` returns the loss and steps nothing.
+_TRAINER_NAME = re.compile(r"(^|_)(trainer|learner)$", re.I)
+_TRAINER_STEP_METHOD = re.compile(r"^(update|step)$")
+_TRAINING_STEP_METHOD = re.compile(r"^_*(train_step|train_batch|train_on_batch|fit_batch)$")
+# A name that says the module knows TPUs or XLA: `cfg.tpu`, `use_xla`, `tpu_data_loader`.
+_XLA_NAME = re.compile(r"xla|tpu", re.I)
+
+
+def _runs_step_elsewhere(func: cst.BaseExpression) -> bool:
+    """`trainer.update(...)`, `self.trainer.step(...)`, `model.train_step(...)`: a call
+    named for one training step of its receiver."""
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    if _TRAINING_STEP_METHOD.match(method):
+        return True
+    return bool(_TRAINER_STEP_METHOD.match(method)) and bool(
+        _TRAINER_NAME.search(_last_name(func.value) or "")
+    )
+
+
 def iterates_optimizers(node: Loop) -> bool:
     """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
-    `step_optimizers`, which fetches each optimizer by its name): one step of each."""
+    `step_optimizers`, which fetches each optimizer by its name), `for k, v in
+    self.optimizers.items():`: one step of each."""
     if not isinstance(node, cst.For):
         return False
     if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
         return True
-    return _OPTIMIZERS_NAME.match(_last_name(unwrap_iteration(node.iter)) or "") is not None
+    iterable = unwrap_iteration(node.iter)
+    if (
+        isinstance(iterable, cst.Call)
+        and not iterable.args
+        and isinstance(iterable.func, cst.Attribute)
+        and iterable.func.attr.value in _DICT_VIEWS
+    ):
+        iterable = iterable.func.value  # `optimizers.items()`: the optimizers' entries
+    return _OPTIMIZERS_NAME.match(_last_name(iterable) or "") is not None
+
+
+_DICT_VIEWS = frozenset({"keys", "values", "items"})
 
 
 def names_optimizer_step(func: cst.BaseExpression) -> bool:
@@ -583,10 +688,19 @@ def _model_state(events: Sequence[_Assign | _ModelCall], carried: frozenset[str]
     loop whose state comes back through the host (`latents = out.prev_sample.numpy()`, an
     ONNX pipeline) starts a new graph on every pass.
     """
+    derived = _carried_results(events, carried)
+    return frozenset(s for s in derived if _feeds_model(events, s))
+
+
+def _carried_results(
+    events: Sequence[_Assign | _ModelCall], carried: frozenset[str]
+) -> frozenset[str]:
+    """What each pass hands to the next that holds model results on the device at the end
+    of the body: `x` in `x = model(x)`, `correct` in `correct += (model(x).argmax(-1) ==
+    y).sum()`, `outs` in `outs.append(model(x))`."""
     if not carried or not any(isinstance(e, _ModelCall) for e in events):
         return frozenset()
-    # What each pass hands to the next: model results on the device at the end of the
-    # body. The second round starts from what the first one handed over.
+    # The second round starts from what the first one handed over.
     derived: set[str] = set()
     for _ in range(2):
         current = derived & carried
@@ -598,7 +712,7 @@ def _model_state(events: Sequence[_Assign | _ModelCall], carried: frozenset[str]
             else:
                 current -= event.targets
         derived = current
-    return frozenset(s for s in carried & derived if _feeds_model(events, s))
+    return frozenset(carried & derived)
 
 
 def _feeds_model(events: Sequence[_Assign | _ModelCall], state: str) -> bool:
@@ -855,30 +969,85 @@ class LoopFacts:
 
     def steps_optimizer(self, node: Scope) -> bool:
         """An optimizer step in the body, in a loop of it over the optimizers (`for opt in
-        optimizers.values(): scaler.step(opt)`: one step of each, in this pass), or in a
+        optimizers.values(): scaler.step(opt)`, `for k, v in self.optimizers.items():
+        v.step()`: one step of each, in this pass), or in a
         function it calls: one of this module, or a method this module does not define
         whose name says that it steps the optimizer (`self.optimizer_step()` of a template
-        whose subclass or mixin implements it)."""
+        whose subclass or mixin implements it), or methods left abstract here that a pass
+        zeroing the optimizer calls. A training step of another module counts where the
+        pass hands its batch to one (`trainer.update(batch)`, `_steps_elsewhere`)."""
 
         def compute() -> bool:
             facts = self.facts(node)
             if facts.steps_optimizer:
                 return True
+            if any(self._steps_elsewhere(call) for call in facts.steps_elsewhere):
+                return True
             if any(
-                iterates_optimizers(loop) and self.steps_optimizer(loop)
+                iterates_optimizers(loop)
+                and (self.facts(loop).steps_items or self.steps_optimizer(loop))
                 for loop in facts.child_loops
             ):
                 return True
             class_def = self._class_of(node)
+            # A pass that zeroes the optimizer's gradients but runs no backward here leaves
+            # backward and the step to the methods it calls: an abstract one (`raise
+            # NotImplementedError`) is a template's, which its subclasses implement.
+            template = facts.zeroes_optimizer and not self._through_calls("backward", node)
             for call in facts.calls:
                 functions = self._resolve_in(node, call, class_def)
                 if not functions and names_optimizer_step(call.func):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):
                     return True
+                if template and _self_call(call) and functions and all(map(_abstract, functions)):
+                    return True
             return False
 
         return self._memoized("steps_optimizer", node, False, compute)
+
+    def _steps_elsewhere(self, call: cst.Call) -> bool:
+        """`trainer.update(batch)`: the methods of that name this module defines, if any,
+        decide; else the step is another module's, unless this module writes its own
+        training step (then the call is something else)."""
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        methods = [m for m in self._methods.get(call.func.attr.value, []) if not _is_property(m)]
+        if methods:
+            return any(self.steps_optimizer(m) for m in methods)
+        return not self._trains_itself() and not self._knows_xla()
+
+    def _knows_xla(self) -> bool:
+        """The module imports torch_xla or names a TPU/XLA flag or helper (`if cfg.tpu: itr
+        = utils.tpu_data_loader(itr)`): where the step is another module's, so may be its
+        barrier, or the loader may sync. Asked only where such a step appears."""
+        key = ("knows_xla", id(self.module))
+        cached = self._memo.get(key)
+        if cached is None:
+            cached = any(b.split(".", 1)[0] == "torch_xla" for b in self.imports.bindings.values())
+            if not cached:
+                cached = any(
+                    type(node) is cst.Name and _XLA_NAME.search(node.value) is not None  # type: ignore[attr-defined]
+                    for node in descendants(self.module)
+                )
+            self._memo[key] = cached
+        return bool(cached)
+
+    def _trains_itself(self) -> bool:
+        """Some loop or function of this module calls `backward()` or steps an optimizer:
+        the module writes its training step itself, so a call named for one (`update`)
+        on another object is something else. Asked only where such a call appears."""
+        cached = self._memo.get(("trains_itself", id(self.module)))
+        if cached is None:
+            self._memo[("trains_itself", id(self.module))] = False  # while computing
+            scopes: list[Scope] = [site.node for site in self._sites.values()]
+            for table in (self._functions, self._methods):
+                scopes.extend(fn for functions in table.values() for fn in functions)
+            cached = any(
+                self.facts(scope).trains or self.facts(scope).updates_from_grad for scope in scopes
+            )
+            self._memo[("trains_itself", id(self.module))] = cached
+        return bool(cached)
 
     def updates_from_grads(self, node: Scope) -> bool:
         """A hand-written update from the gradients in a pass: here, in a nested loop (`for
@@ -933,6 +1102,21 @@ class LoopFacts:
 
         return self._memoized("state", node, frozenset(), compute)
 
+    def accumulated(self, node: Loop) -> frozenset[str]:
+        """Model results a pass adds to device state that it hands to the next without
+        reading anything on the host and without feeding the model: `correct +=
+        (model(x).argmax(-1) == y).sum()`, `outs.append(model(x))`. An evaluation loop
+        that keeps them so holds every batch's forward in one pending graph."""
+
+        def compute() -> frozenset[str]:
+            if self._through_calls("host_reads", node):
+                return frozenset()
+            events, assigned = self._state_events(node)
+            derived = _carried_results(events, self.facts(node).read_first & assigned)
+            return frozenset(s for s in derived if not _feeds_model(events, s))
+
+        return self._memoized("accumulated", node, frozenset(), compute)
+
     def carried(self, node: Loop) -> frozenset[str]:
         """What a pass hands to the next: read before being assigned, and assigned (here or
         in a nested loop)."""
@@ -974,6 +1158,27 @@ def _is_property(function: cst.FunctionDef) -> bool:
         (get_full_name_for_node(_decorator_func(d)) or "").rsplit(".", 1)[-1] in _PROPERTIES
         for d in function.decorators
     )
+
+
+def _abstract(function: cst.FunctionDef) -> bool:
+    """A method left to subclasses: its body (after a docstring) only raises
+    `NotImplementedError`."""
+    body = function.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    lines = [
+        s for s in statements if isinstance(s, cst.SimpleStatementLine | cst.SimpleStatementSuite)
+    ]
+    if len(lines) != len(statements) or not lines:
+        return False
+    smalls = [small for line in lines for small in line.body]
+    if smalls and isinstance(smalls[0], cst.Expr) and isinstance(smalls[0].value, cst.SimpleString):
+        smalls = smalls[1:]  # the docstring
+    if len(smalls) != 1 or not isinstance(smalls[0], cst.Raise):
+        return False
+    raised = smalls[0].exc
+    if isinstance(raised, cst.Call):
+        raised = raised.func
+    return isinstance(raised, cst.Name) and raised.value == "NotImplementedError"
 
 
 def _decorator_func(decorator: cst.Decorator) -> cst.BaseExpression:

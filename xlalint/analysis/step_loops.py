@@ -10,15 +10,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.loaders import LoaderTracing
+from xlalint.analysis.loaders import LoaderTracing, Wrapping
 from xlalint.analysis.loop_facts import (
     Loop,
     LoopSite,
     iterates_optimizers,
     unwrap_iteration,
 )
+from xlalint.walk import descendants
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ class StepLoop:
     has_barrier: bool
     optimizer_steps: tuple[cst.Call, ...]  # `xm.optimizer_step` without barrier, per pass
     syncing_loader: bool  # iterates (or pulls `next()` from) a loader that syncs
+    # An evaluation loop over a loader that keeps every batch's model results on the
+    # device (`correct += ...`, `outs.append(model(x))`) and reads nothing per pass.
+    evaluates: bool = False
 
 
 class LoopAnalysis(LoaderTracing):
@@ -67,7 +73,8 @@ class LoopAnalysis(LoaderTracing):
                 and not iterates_optimizers(node)
             )
             infers = self.infers(node)
-            if not (trains or infers):
+            evaluates = not (trains or infers) and self._accumulates_batches(site)
+            if not (trains or infers or evaluates):
                 continue
             if any(self._parent_syncs(parent) for parent in site.parents):
                 continue
@@ -80,10 +87,31 @@ class LoopAnalysis(LoaderTracing):
                     has_barrier=self.reaches_barrier(site.node),
                     optimizer_steps=self.optimizer_steps(site.node),
                     syncing_loader=self.syncs_per_pass(site),
+                    evaluates=evaluates,
                 )
             )
         self._step_loops = result
         return result
+
+    def _accumulates_batches(self, site: LoopSite) -> bool:
+        """A loop over a data loader that runs the model on each batch and keeps the
+        results on the device, reading nothing on the host per pass: the forward of every
+        batch joins one pending graph, executed when the total is read after the loop.
+        Chunks of one batch or rollout (`for mb in batch.split(n)`) are parts of a step."""
+        node = site.node
+        if not isinstance(node, cst.For) or not self.facts(node).model_calls:
+            return False
+        loader = self.iterated_loader(site)
+        if loader is None:
+            return False
+        kind = self.wrapping(site, loader)
+        if kind != Wrapping.DATALOADER and not (kind == Wrapping.UNKNOWN and loader_named(loader)):
+            return False
+        appended = self.facts(node).appended
+        return any(
+            name not in appended or _joined(site.function or self.module, name)
+            for name in self.accumulated(node)
+        )
 
     def _sub_step(self, node: Loop, trains: bool, infers: bool, parents: Sequence[Loop]) -> bool:
         """Part of the step of an enclosing loop: only `backward()` (accumulation, gradient
@@ -101,6 +129,26 @@ class LoopAnalysis(LoaderTracing):
     def _parent_syncs(self, parent: Loop) -> bool:
         site = self._sites.get(id(parent))
         return site is not None and self.syncs_per_pass(site)
+
+
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+
+
+def _joined(scope: cst.Module | cst.FunctionDef, name: str) -> bool:
+    """`torch.cat(outs)`: the list's tensors are joined into one in `scope`, which
+    computes every batch's results in one graph (read one by one, each would execute
+    only its own batch's)."""
+    for node in descendants(scope):
+        if type(node) is cst.Call and node.args:  # type: ignore[comparison-overlap]
+            call: cst.Call = node  # type: ignore[assignment]
+            first = call.args[0].value
+            if (
+                (get_full_name_for_node(call.func) or "").rsplit(".", 1)[-1] in _JOINS
+                and isinstance(first, cst.Name | cst.Attribute)
+                and get_full_name_for_node(first) == name
+            ):
+                return True
+    return False
 
 
 def _iterates_a_literal(node: Loop) -> bool:

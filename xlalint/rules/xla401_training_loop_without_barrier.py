@@ -46,19 +46,44 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     `backward()`-only micro-batch loops inside a loop that steps the optimizer (they are
     part of its step). The optimizer step may sit in a function or method of the same
     module that the loop calls, several calls deep, in a loop of that function over the
-    optimizers (`for opt in optimizers.values(): scaler.step(opt)`), or in a method the
+    optimizers (`for opt in optimizers.values(): scaler.step(opt)`, `for k, v in
+    self.optimizers.items(): v.step()`; such a loop inside the batch loop is part of its
+    step, not a batch loop of its own), or in a method the
     module does not define but names for it (`self.optimizer_step()` of a training
-    template whose mixin implements it). A call of a parameter (`step_fn(batch)`) runs the
+    template whose mixin implements it), or in methods the module leaves abstract (`raise
+    NotImplementedError`) and calls on a pass that zeroes the optimizer's gradients and
+    runs no `backward()` itself (a template whose subclasses write the update). A call of a
+    parameter (`step_fn(batch)`) runs the
     functions this module's callers hand for it (`step_fn=self.train_step`). An object
     whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...
     `trainer.step()`) is an optimizer, whatever its name.
+
+    A step defined in another module is known by its call: the loop hands its batch (its
+    item, or a value it assigned in this pass) to a method named for one training step of
+    the object it is called on, `update` or `step` of an object named a trainer or learner
+    (`loss = trainer.update(batch)`), or `train_step`, `train_batch`, `train_on_batch`,
+    `fit_batch` of any object. Where the module defines methods of that name, they decide;
+    where it defines none, the call counts only if the module writes no training step of its
+    own (no `backward()` or optimizer step anywhere): there, such a call is something else.
+    `metric.update(preds, y)`, `ema.update(model)`, `counts.update(tokens)`,
+    `env.step(action)` and Lightning's `training_step` (which returns the loss and steps
+    nothing) are no steps. In a module that imports torch_xla or names a TPU/XLA flag or
+    helper (`if cfg.tpu: itr = utils.tpu_data_loader(itr)`), the other module may hold the
+    barrier as well as the step (or the loader syncs): such loops are left alone. xlalint
+    lints one file at a time, so a step that another module runs without such a call in
+    sight is not seen: `self.policy.update(sample_size=n, buffer=buffer)` handing no batch
+    of the loop's own, an optimizer step in a callback's `post_batch()` after a pass whose
+    only visible work is `backward()` (the shape of gradient accumulation and of gradient
+    reads as well).
+
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
-    opt.step()`, `for name in self._optimizers:`), sweeps over a literal list of settings,
-    loops in `forward` or a `*_step` function. Loops with `xm.optimizer_step(opt)` are left
-    to XLA406. Reported in files that use torch, with or without torch_xla imports yet: a
-    CUDA script being ported is linted before it imports torch_xla. A file that zeroes an
-    optimizer's gradients (`self.optimizer.zero_grad()`) uses PyTorch's optimizer API: a
-    training template or mixin counts even where it does not import torch itself.
+    opt.step()`, `for name in self._optimizers:`, `for k in self.optimizers.keys():`),
+    sweeps over a literal list of settings, loops in `forward` or a `*_step` function. Loops
+    with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that use torch, with
+    or without torch_xla imports yet: a CUDA script being ported is linted before it imports
+    torch_xla. A file that zeroes an optimizer's gradients (`self.optimizer.zero_grad()`)
+    uses PyTorch's optimizer API: a training template or mixin counts even where it does not
+    import torch itself.
 
     A training step that a library loop runs is reported at its `def`: a function of the
     file handed to ignite's `Engine(step)`, which calls it once per batch, that trains and
@@ -149,7 +174,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
-    triggers = ("backward", "step")
+    # `step` covers `optimizer.step()` and `train_step`; `update` and `_batch` name training
+    # steps defined in another module (`trainer.update(batch)`, `net.fit_batch(b)`).
+    triggers = ("backward", "step", "update", "train_batch", "fit_batch")
 
     # Besides loops: a step function that an `Engine` runs, found where the engine is
     # built, and a step defined apart from that call (it calls `backward()`).

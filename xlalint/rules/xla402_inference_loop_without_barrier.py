@@ -12,13 +12,30 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     Flags a sampling or generation loop that reaches no graph barrier on each pass: a loop
     that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`), or that
     feeds a model (`model`, `unet`, `transformer`, `denoiser`, a recurrent `rnn`/`lstm`/
-    `gru`, ...) with state it carried
-    over from the previous pass (`x = model(x, t)`; `ids = torch.cat([ids, next_id], 1)`
-    before `model(ids)`), with no `torch_xla.sync()`/`xm.mark_step()` in the body, in a
-    nested loop or in a function of the same module it calls. A barrier behind
-    `if XLA_AVAILABLE:` counts. Evaluation loops that feed each new batch to the model carry
-    no state and are not reported (iterate them with `MpDeviceLoader`: XLA403). Loops inside
+    `gru`, ...) with state it carried over from the previous pass (`x = model(x, t)`; `ids =
+    torch.cat([ids, next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
+    `decoder(outputs[-1])`, a list of tokens kept on the device), with no
+    `torch_xla.sync()`/`xm.mark_step()` in the body, in a nested loop or in a function of
+    the same module it calls. A barrier behind `if XLA_AVAILABLE:` counts. Loops inside
     `forward` or a `*_step` function are one step's graph and are not reported.
+
+    Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
+    one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch and
+    keeps the results on the device for the next pass, reading nothing on the host in the
+    pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
+    module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
+    y).sum()`), or a list of outputs (`outs.append(model(x))`) that the function joins
+    after the loop (`torch.cat(outs)`). Every batch's forward then waits in one graph,
+    compiled and run when the total is read. Not reported: evaluation loops that read each
+    batch on the host (its graph executes there) or carry nothing; outputs kept and read one
+    by one (each read executes its own batch's graph); chunks of one batch or rollout (`for
+    mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; sizes
+    (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
+    with `MpDeviceLoader`). Measured on the XLA CPU device (a two-layer MLP, batches of 32,
+    losses stacked or correct counts summed after the loop): without a barrier one graph is
+    compiled at the read, in 0.6 s for 8 batches and 1.1 s for 32 (summed; 1.3 s and 2.2 s
+    stacked), and again for every new number of batches; with `torch_xla.sync()` per batch
+    the one-batch graph is compiled once and reused.
 
     ## Why is this bad?
     Each pass builds on the tensors of the previous one, so without a barrier XLA keeps
@@ -83,6 +100,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
         "Sampling/generation loop without a graph barrier: every step extends one XLA graph; "
         "call `torch_xla.sync()` once per step"
     )
+    evaluation_message = (
+        "Evaluation loop keeps every batch's model results on the device without a graph "
+        "barrier: one XLA graph spans all batches; call `torch_xla.sync()` once per batch"
+    )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     triggers = ("torch",)
@@ -93,4 +114,5 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
         for loop in self.ctx.loops.step_loops():
             if not loop.trains and not (loop.has_barrier or loop.syncing_loader):
                 start, end = self.header(loop.site)
-                self.report(start, end_node=end, fix=self.barrier_fix(loop.site))
+                message = self.evaluation_message if loop.evaluates else None
+                self.report(start, message, end_node=end, fix=self.barrier_fix(loop.site))
