@@ -61,8 +61,10 @@ class _Frame:
 _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
-     cst.ImportFrom, cst.Call, cst.With, cst.Lambda}
+     cst.ImportFrom, cst.Call, cst.With, cst.Lambda, cst.ListComp, cst.SetComp,
+     cst.GeneratorExp, cst.DictComp}
 )  # fmt: skip
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
 )
@@ -368,6 +370,13 @@ class FileContext:
                 assert isinstance(node, cst.If)
                 self._narrowed.append((node.body, self._narrowing(node, names)))
 
+        elif kind in _COMPREHENSIONS:
+            # The element comes before its `for` in the code and in the walk: bind the
+            # targets first, so that `{k: v.cpu() for k, v in outputs.items()}` sees `v`.
+            comp: cst.CompFor | None = node.for_in  # type: ignore[attr-defined]
+            while comp is not None:
+                self.kinds.bind_loop_target(comp.target, comp.iter)
+                comp = comp.inner_for_in
         elif kind is cst.For or kind is cst.CompFor:
             assert isinstance(node, cst.For | cst.CompFor)
             if kind is cst.For and (

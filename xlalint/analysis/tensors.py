@@ -158,6 +158,8 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+# Wrappers that yield the items of the iterable they are handed, unchanged.
+_PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
@@ -458,6 +460,15 @@ class TensorKinds:
         """`for target in iterable`: what the loop variables hold."""
         if isinstance(iterable, cst.Call):
             callee = get_full_name_for_node(iterable.func)
+            if (
+                (callee or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS
+                and iterable.args
+                and iterable.args[0].keyword is None
+                and not iterable.args[0].star
+            ):
+                # `for batch in tqdm(loader)`: a progress bar yields what it wraps.
+                self.bind_loop_target(target, iterable.args[0].value)
+                return
             if callee == "enumerate" and iterable.args and isinstance(target, cst.Tuple):
                 elements = target.elements
                 if len(elements) == 2:
@@ -549,14 +560,16 @@ class TensorKinds:
     def _values_of(
         self, mapping: cst.BaseExpression, item: cst.BaseExpression | None = None
     ) -> Kind:
-        """What the values of a dict built here from a literal are (else unknown): the
-        value at `item` where it is a string key the literal has, else all of them."""
+        """What the values of a dict built here from a literal are: the value at `item`
+        where it is a string key the literal has, else all of them. The values of a
+        model's output (`outputs.items()`, a mapping of tensors) are its tensors; of any
+        other dict, unknown."""
         key = binding_key(mapping)
-        if key is None:
-            return Kind.UNKNOWN
-        known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
+        known = None
+        if key is not None:
+            known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
         if known is None:
-            return Kind.UNKNOWN
+            return Kind.TENSOR if self.of(mapping) is Kind.TENSOR else Kind.UNKNOWN
         if isinstance(item, cst.SimpleString) and str(item.evaluated_value) in known:
             return known[str(item.evaluated_value)]
         return known[None]
@@ -692,14 +705,27 @@ class TensorKinds:
         of such a result): not enough to call it a tensor, enough when a use agrees."""
         return isinstance(node, cst.Name) and node.value in self._derived[-1]
 
+    def computed_from_tensors(self, value: cst.BaseExpression) -> bool:
+        """Positive evidence that a value of unknown kind was computed on the device: a
+        helper handed a device tensor made it (`outputs = self._calculate_loss(model,
+        inputs)`), or it is a method or element of such a value (`outputs[0].detach()`).
+        A value with no such origin (a tokenizer's output, an attribute of an object, a
+        parameter) may as well be a host tensor."""
+        return self._computed_from_tensors(value)
+
     def _computed_from_tensors(self, value: cst.BaseExpression) -> bool:
-        """A call of a helper with a tensor (or a derived value) among its arguments, or a
+        """A call of a helper with a tensor, a model (whose parameters it computes with) or
+        a derived value among its arguments, or a
         method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
         what lives on the host (`len()`, numpy, `.item()`)."""
         while isinstance(value, cst.Subscript):
             value = value.value
         if isinstance(value, cst.Name):
             return self.is_derived(value)
+        if isinstance(value, cst.BinaryOperation):  # `(chosen - rejected).mean()`
+            return self._computed_from_tensors(value.left) or self._computed_from_tensors(
+                value.right
+            )
         if not isinstance(value, cst.Call) or self.of(value) is Kind.HOST:
             return False
         func = value.func
@@ -709,7 +735,8 @@ class TensorKinds:
             if self._computed_from_tensors(func.value):
                 return True
         return any(
-            not arg.star and (self.of(arg.value) is Kind.TENSOR or self.is_derived(arg.value))
+            not arg.star
+            and (self.of(arg.value) in (Kind.TENSOR, Kind.MODULE) or self.is_derived(arg.value))
             for arg in value.args
         )
 

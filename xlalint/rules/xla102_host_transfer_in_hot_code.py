@@ -1,16 +1,37 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.context import Kind
-from xlalint.rule import Rule
+from xlalint.rules._helper_calls import HelperCallRule
 
-# Methods that copy a tensor to the host, with whether an unknown receiver in a torch file is
-# presumed a tensor. `.tolist()` is not: numpy arrays have it too, and are common.
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+# Methods that copy a tensor to the host, with whether a receiver of unknown kind may be
+# taken for a device tensor on evidence of where it was computed. `.tolist()` may not:
+# numpy arrays have it too, and are common.
 _TRANSFERS = {"cpu": True, "numpy": True, "tolist": False, "to": True}
 
 
-class HostTransferInHotCode(Rule):
+@dataclass(frozen=True)
+class _ParameterCopy:
+    """A copy of a helper's parameter (or of a value of it), judged once the callers are
+    known: reported when a call hands the parameter a device tensor."""
+
+    attr: cst.CSTNode
+    call: cst.Call
+    message: str
+    site: Site
+    function: FunctionKey
+    param: str
+
+
+class HostTransferInHotCode(HelperCallRule):
     """
     ## What it does
     Flags `.cpu()`, `.numpy()`, `.tolist()` and `.to("cpu")` (also `.to(device="cpu")` and
@@ -20,6 +41,15 @@ class HostTransferInHotCode(Rule):
     namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
     copies `x` (reported unless `x` is already on the host, `d2l.numpy(x.cpu())` being one
     copy), and `d2l.cpu()` handed to `to(value, ...)` names a device.
+
+    A copy costs only when the value is on the device, so a copy is reported only with
+    evidence that it is: a model's or module's output, a tensor op on a device value, a
+    value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
+    device tensors (`outputs = self._calculate_loss(model, inputs)`), or a helper's
+    parameter that a call in the module hands a device tensor. Values with no such origin
+    are not reported: a tokenizer's `return_tensors="pt"` output or a collate function's
+    batch is built on the host, and `.cpu()` of it copies nothing; so are an object's
+    attributes and a dict's collected values, whose device the code does not show.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
@@ -70,7 +100,12 @@ class HostTransferInHotCode(Rule):
     needs_torch = True
     triggers = ("cpu", "numpy", "tolist")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._parameter_copies: list[_ParameterCopy] = []
+
     def visit_Call(self, node: cst.Call) -> None:
+        self.note_call(node)
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in _TRANSFERS:
             return
@@ -93,12 +128,46 @@ class HostTransferInHotCode(Rule):
         elif method == "cpu" and self._names_a_device():
             return  # `to(x, d2l.cpu())`: the device to move to, not a copy
         kind = self.ctx.kind(receiver)
+        message = self.message.format(call=spelled)
         # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
         if kind is Kind.TENSOR or (
-            kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch")
+            kind is Kind.UNKNOWN
+            and _TRANSFERS[method]
+            and self.ctx.imports.binds("torch")
+            and self.ctx.kinds.computed_from_tensors(receiver)
         ):
             # From the method name: in a chain split over lines, that is the line to blame.
-            self.report(func.attr, self.message.format(call=spelled), end_node=node)
+            self.report(func.attr, message, end_node=node)
+        elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
+            self._defer_parameter_copy(func.attr, node, receiver, message)
+
+    def on_device(self, value: cst.BaseExpression) -> bool:
+        """A device tensor, or a value computed from one by a helper (`model(x).mean()`
+        with `model` of unknown kind): what a caller hands a helper's parameter."""
+        return super().on_device(value) or (
+            self.ctx.kind(value) is Kind.UNKNOWN and self.ctx.kinds.computed_from_tensors(value)
+        )
+
+    def _defer_parameter_copy(
+        self, attr: cst.CSTNode, node: cst.Call, receiver: cst.BaseExpression, message: str
+    ) -> None:
+        """`def collect(scores): store.append(scores.cpu())`: whether `scores` is on the
+        device is its callers' to show, known once the whole module has been walked."""
+        params = [p for root in _roots(receiver) if (p := self.calls.param(root)) is not None]
+        function = self.ctx.function
+        if not params or function is None:
+            return
+        param = params[0]
+        if self.ctx.runs_without_xla or self.ctx.under_sparse_interval:
+            return  # what `report` would drop, checked now: the site is judged later
+        self._parameter_copies.append(
+            _ParameterCopy(attr, node, message, self.ctx.site(), function, param)
+        )
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for copy in self._parameter_copies:
+            if self.calls.tensor_sites(copy.function, copy.param):
+                self.report(copy.attr, copy.message, end_node=copy.call, site=copy.site)
 
     def _names_a_device(self) -> bool:
         """The call is a later argument of a `to(...)` call: `d2l.to(value, d2l.cpu())`."""
@@ -117,3 +186,21 @@ class HostTransferInHotCode(Rule):
             f"{arg.keyword.value}={code(arg.value)}" if arg.keyword else code(arg.value)
             for arg in node.args
         )
+
+
+def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a chain of methods, elements and attributes starts from: `scores` of
+    `scores[:, 0].detach().cpu()`; for a namespace's copy function (`d2l.to(value, d)`),
+    what it is handed too."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+            if expr.func.attr.value in _TRANSFERS and positional:
+                return [*_roots(expr.func.value), *_roots(positional[0])]
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        else:
+            return [expr]
