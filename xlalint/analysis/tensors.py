@@ -427,8 +427,13 @@ class TensorKinds:
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
-                for name, item_kind in [(name, self.of(item)) for name, item in pairs]:
+                kinds = [
+                    (name, self.of(item), self._computed_from_tensors(item)) for name, item in pairs
+                ]
+                for name, item_kind, from_tensors in kinds:
                     self.bind(name, item_kind)
+                    if item_kind is Kind.UNKNOWN and from_tensors:
+                        self._derived[-1].update(target_names(name))
                 continue
             self.bind(target, kind)
             for name in names_under(target) & passed_through:
@@ -497,11 +502,18 @@ class TensorKinds:
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
                 values = self._values_of(iterable.func.value)
+                # The values of a mapping a helper computed from device tensors (`M, masks =
+                # net.forward_masks(x)`) were computed there too.
+                derived = values is Kind.UNKNOWN and self._computed_from_tensors(
+                    iterable.func.value
+                )
                 if method == "items":
                     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
                         # A dict's keys are names, numbers or tuples: never device tensors.
                         self.bind(target.elements[0].value, Kind.HOST)
                         self.bind(target.elements[1].value, values)
+                        if derived:
+                            self._derived[-1].update(target_names(target.elements[1].value))
                     else:
                         self.bind(target, Kind.UNKNOWN)
                     return
@@ -510,7 +522,13 @@ class TensorKinds:
                     return
                 if method == "values":
                     self.bind(target, values)
+                    if derived:
+                        self._derived[-1].update(target_names(target))
                     return
+        if _param_group_params(iterable):
+            # `for p in group["params"]`: an optimizer's param group holds the parameters.
+            self.bind(target, Kind.TENSOR)
+            return
         if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
             # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
             rows = _rows_of(iterable, len(target.elements))
@@ -928,6 +946,18 @@ def copied_to_host(node: cst.BaseExpression) -> cst.BaseExpression | None:
     ):
         return node.func.value
     return None
+
+
+def _param_group_params(node: cst.BaseExpression) -> bool:
+    """`group["params"]`: the parameters in an optimizer's param group."""
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.SimpleString)
+        and index.value.evaluated_value == "params"
+    )
 
 
 def _makes_dict(node: cst.BaseExpression) -> bool:
