@@ -9,7 +9,7 @@ from xlalint.analysis.host_reads import ReadRuns
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.context import Kind
 from xlalint.rules._helper_calls import HelperCallRule
-from xlalint.walk import target_names
+from xlalint.walk import names_under, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -32,7 +32,7 @@ class _ParameterCopy:
     message: str
     site: Site
     function: FunctionKey
-    param: str
+    params: frozenset[str]  # the parameters the copied value is computed from
 
 
 class HostTransferInHotCode(HelperCallRule):
@@ -50,7 +50,8 @@ class HostTransferInHotCode(HelperCallRule):
     evidence that it is: a model's or module's output, a tensor op on a device value, a
     value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
     device tensors (`outputs = self._calculate_loss(model, inputs)`), or a helper's
-    parameter that a call in the module hands a device tensor. Values with no such origin
+    parameter that a call in the module hands a device tensor (or a value the helper
+    computes from such a parameter: `correct = pred.eq(target)`). Values with no such origin
     are not reported: a tokenizer's `return_tensors="pt"` output or a collate function's
     batch is built on the host, and `.cpu()` of it copies nothing; so are an object's
     attributes and a dict's collected values, whose device the code does not show.
@@ -118,13 +119,24 @@ class HostTransferInHotCode(HelperCallRule):
         # Names unpacked together from one call (`values, indices = torch.topk(...)`), in
         # the function being walked: the outputs of one operation, by the call's id.
         self._outputs: dict[str, int] = {}
+        # Names computed from parameters of the function being walked (`pred =
+        # output.topk(k)[1]`), with those parameters: its callers show their device.
+        self._from_params: dict[str, frozenset[str]] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         self._outputs = {}
+        self._from_params = {}
 
     def leave_Assign(self, node: cst.Assign) -> None:
+        sources = self._parameters_in(node.value)  # before the targets are rebound
         super().leave_Assign(node)
+        for target in node.targets:
+            for name in target_names(target.target):
+                if sources:
+                    self._from_params[name] = sources
+                else:
+                    self._from_params.pop(name, None)
         for target in node.targets:
             for name in target_names(target.target):
                 self._outputs.pop(name, None)
@@ -199,20 +211,32 @@ class HostTransferInHotCode(HelperCallRule):
     ) -> None:
         """`def collect(scores): store.append(scores.cpu())`: whether `scores` is on the
         device is its callers' to show, known once the whole module has been walked."""
-        params = [p for root in _roots(receiver) if (p := self.calls.param(root)) is not None]
+        params: set[str] = set()
+        for root in _roots(receiver):
+            params |= self._parameters_in(root)
         function = self.ctx.function
         if not params or function is None:
             return
-        param = params[0]
         if self.ctx.runs_without_xla or self.ctx.under_sparse_interval:
             return  # what `report` would drop, checked now: the site is judged later
         self._parameter_copies.append(
-            _ParameterCopy(attr, node, message, self.ctx.site(), function, param)
+            _ParameterCopy(attr, node, message, self.ctx.site(), function, frozenset(params))
         )
+
+    def _parameters_in(self, value: cst.BaseExpression) -> frozenset[str]:
+        """The parameters of the function being walked that `value` is computed from,
+        itself or through the names it uses."""
+        found: set[str] = set()
+        for name in names_under(value) if not isinstance(value, cst.Name) else {value.value}:
+            if self.calls.param(cst.Name(name)) is not None:
+                found.add(name)
+            else:
+                found |= self._from_params.get(name, frozenset())
+        return frozenset(found)
 
     def leave_Module(self, node: cst.Module) -> None:
         for copy in self._parameter_copies:
-            if self.calls.tensor_sites(copy.function, copy.param):
+            if any(self.calls.tensor_sites(copy.function, p) for p in sorted(copy.params)):
                 self.report(copy.attr, copy.message, end_node=copy.call, site=copy.site)
 
     def _names_a_device(self) -> bool:
