@@ -9,7 +9,7 @@ from xlalint.analysis.host_reads import ReadRuns
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.context import Kind
 from xlalint.rules._helper_calls import HelperCallRule
-from xlalint.walk import names_under, target_names
+from xlalint.walk import descendants, names_under, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -49,12 +49,13 @@ class HostTransferInHotCode(HelperCallRule):
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output, a tensor op on a device value, a
     value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
-    device tensors (`outputs = self._calculate_loss(model, inputs)`), or a helper's
-    parameter that a call in the module hands a device tensor (or a value the helper
-    computes from such a parameter: `correct = pred.eq(target)`). Values with no such origin
-    are not reported: a tokenizer's `return_tensors="pt"` output or a collate function's
-    batch is built on the host, and `.cpu()` of it copies nothing; so are an object's
-    attributes and a dict's collected values, whose device the code does not show.
+    device tensors (`outputs = self._calculate_loss(model, inputs)`), a training step's
+    loss (a value `.backward()` is called on, and the values it was computed from), or a
+    helper's parameter that a call in the module hands a device tensor (or a value the
+    helper computes from such a parameter: `correct = pred.eq(target)`). Values with no
+    such origin are not reported: a tokenizer's `return_tensors="pt"` output or a collate
+    function's batch is built on the host, and `.cpu()` of it copies nothing; an object's
+    attributes and a dict's collected values do not show their device.
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
     runs no graph and transfers nothing.
 
@@ -122,17 +123,27 @@ class HostTransferInHotCode(HelperCallRule):
         # Names computed from parameters of the function being walked (`pred =
         # output.topk(k)[1]`), with those parameters: its callers show their device.
         self._from_params: dict[str, frozenset[str]] = {}
+        # Names of the function being walked by the names their values were computed from,
+        # and the names a `.backward()`ed value was computed from: a training step's loss
+        # (`scaled = scaler.scale(loss / n); scaled.backward()` makes `loss` one).
+        self._inputs: dict[str, frozenset[str]] = {}
+        self._trained: set[str] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         self._outputs = {}
         self._from_params = {}
+        self._inputs = {}
+        self._trained = set()
 
     def leave_Assign(self, node: cst.Assign) -> None:
         sources = self._parameters_in(node.value)  # before the targets are rebound
+        inputs = _variables_in(node.value)
         super().leave_Assign(node)
         for target in node.targets:
             for name in target_names(target.target):
+                self._inputs[name] = inputs
+                self._trained.discard(name)
                 if sources:
                     self._from_params[name] = sources
                 else:
@@ -150,6 +161,8 @@ class HostTransferInHotCode(HelperCallRule):
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            self._note_backward(func.value)
         if not isinstance(func, cst.Attribute) or func.attr.value not in _TRANSFERS:
             return
         method = func.attr.value
@@ -177,7 +190,12 @@ class HostTransferInHotCode(HelperCallRule):
             kind is Kind.UNKNOWN
             and _TRANSFERS[method]
             and self.ctx.imports.binds("torch")
-            and self.ctx.kinds.computed_from_tensors(receiver)
+            and (
+                self.ctx.kinds.computed_from_tensors(receiver)
+                or any(
+                    isinstance(r, cst.Name) and r.value in self._trained for r in _roots(receiver)
+                )
+            )
         ):
             if self._runs.repeats(self._outputs_root(receiver), self.ctx.ancestors()):
                 return  # `values.cpu()` then `indices.cpu()` of one `topk`: one cause
@@ -185,6 +203,17 @@ class HostTransferInHotCode(HelperCallRule):
             self.report(func.attr, message, end_node=node)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
             self._defer_parameter_copy(func.attr, node, receiver, message)
+
+    def _note_backward(self, value: cst.BaseExpression) -> None:
+        """`scaled.backward()`: `scaled` and every name it was computed from here hold the
+        step's loss, computed on the device with the model."""
+        stack = [r.value for r in _roots(value) if isinstance(r, cst.Name)]
+        stack = [name for name in stack if name not in _OBJECT_NAMES]
+        while stack:
+            name = stack.pop()
+            if name not in self._trained:
+                self._trained.add(name)
+                stack.extend(self._inputs.get(name, ()))
 
     def _outputs_root(self, receiver: cst.BaseExpression) -> str | None:
         """The operation whose outputs `receiver` is one of (a name unpacked from its call,
@@ -274,3 +303,22 @@ def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
             expr = expr.value
         else:
             return [expr]
+
+
+# What a method's attributes hang off: not values of the step.
+_OBJECT_NAMES = frozenset({"self", "cls"})
+
+
+def _variables_in(value: cst.BaseExpression) -> frozenset[str]:
+    """The variables a value is computed from: the names in it, less the attributes'
+    names (`scale` of `self.scaler.scale(loss)`) and the object a method's attributes hang
+    off (`self`)."""
+    attributes = {id(node.attr) for node in descendants(value) if isinstance(node, cst.Attribute)}
+    return (
+        frozenset(
+            node.value
+            for node in descendants(value)
+            if isinstance(node, cst.Name) and id(node) not in attributes
+        )
+        - _OBJECT_NAMES
+    )
