@@ -172,16 +172,27 @@ class Epochs:
         """The innermost function around each loop of the module, by the loop's id."""
         if self._loop_functions is None:
             found: dict[int, cst.FunctionDef] = {}
+            siblings: dict[int, dict[str, cst.FunctionDef]] = {}
             stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(self._module, None)]
             while stack:
                 node, function = stack.pop()
-                if isinstance(node, cst.FunctionDef):
-                    function = node
-                elif isinstance(node, cst.For | cst.While) and function is not None:
+                kind = type(node)
+                if kind is cst.FunctionDef:
+                    function = node  # type: ignore[assignment]
+                elif (kind is cst.For or kind is cst.While) and function is not None:
                     found[id(node)] = function
+                elif kind is cst.ClassDef and type(node.body) is cst.IndentedBlock:  # type: ignore[attr-defined]
+                    methods = {
+                        s.name.value: s
+                        for s in node.body.body  # type: ignore[attr-defined]
+                        if type(s) is cst.FunctionDef
+                    }
+                    for method in methods.values():
+                        siblings[id(method)] = methods
                 if not isinstance(node, cst.BaseExpression):
                     stack.extend((child, function) for child in children(node))
             self._loop_functions = found
+            self._siblings = siblings
         return self._loop_functions
 
     def _steps(self, loop: cst.For | cst.While) -> bool:
@@ -259,22 +270,11 @@ class Epochs:
     def _methods_beside(self, scope: cst.CSTNode) -> dict[str, cst.FunctionDef]:
         """The methods of the class whose method holds `scope` (a method or a loop in
         one), by name; empty outside classes."""
-        if self._siblings is None:
-            self._siblings = {}
-            stack: list[cst.CSTNode] = [self._module]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
-                    methods = {
-                        s.name.value: s for s in node.body.body if isinstance(s, cst.FunctionDef)
-                    }
-                    for method in methods.values():
-                        self._siblings[id(method)] = methods
-                if not isinstance(node, cst.BaseExpression):
-                    stack.extend(children(node))
+        enclosing = self._enclosing_functions()  # also finds each method's siblings
+        assert self._siblings is not None
         function = scope if isinstance(scope, cst.FunctionDef) else None
         if function is None and isinstance(scope, cst.For | cst.While):
-            function = self._enclosing_functions().get(id(scope))
+            function = enclosing.get(id(scope))
         return self._siblings.get(id(function), {}) if function is not None else {}
 
     def per_epoch(self, scopes: Sequence[cst.CSTNode]) -> bool:

@@ -137,6 +137,9 @@ class HostTransferInHotCode(HelperCallRule):
         self._trained = set()
 
     def leave_Assign(self, node: cst.Assign) -> None:
+        if self.ctx.function is None:
+            super().leave_Assign(node)
+            return  # module level: no parameters, no step
         sources = self._parameters_in(node.value)  # before the targets are rebound
         inputs = _variables_in(node.value)
         super().leave_Assign(node)
@@ -231,8 +234,9 @@ class HostTransferInHotCode(HelperCallRule):
     def on_device(self, value: cst.BaseExpression) -> bool:
         """A device tensor, or a value computed from one by a helper (`model(x).mean()`
         with `model` of unknown kind): what a caller hands a helper's parameter."""
-        return super().on_device(value) or (
-            self.ctx.kind(value) is Kind.UNKNOWN and self.ctx.kinds.computed_from_tensors(value)
+        kind = self.ctx.kind(value)
+        return kind is Kind.TENSOR or (
+            kind is Kind.UNKNOWN and self.ctx.kinds.computed_from_tensors(value)
         )
 
     def _defer_parameter_copy(
@@ -313,12 +317,11 @@ def _variables_in(value: cst.BaseExpression) -> frozenset[str]:
     """The variables a value is computed from: the names in it, less the attributes'
     names (`scale` of `self.scaler.scale(loss)`) and the object a method's attributes hang
     off (`self`)."""
-    attributes = {id(node.attr) for node in descendants(value) if isinstance(node, cst.Attribute)}
-    return (
-        frozenset(
-            node.value
-            for node in descendants(value)
-            if isinstance(node, cst.Name) and id(node) not in attributes
-        )
-        - _OBJECT_NAMES
-    )
+    names: set[str] = set()
+    attributes: set[int] = set()
+    for node in descendants(value):  # a parent comes before its children
+        if type(node) is cst.Attribute:
+            attributes.add(id(node.attr))  # type: ignore[attr-defined]
+        elif type(node) is cst.Name and id(node) not in attributes:
+            names.add(node.value)  # type: ignore[attr-defined]
+    return frozenset(names) - _OBJECT_NAMES
