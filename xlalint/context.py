@@ -66,7 +66,7 @@ _ENTERED = frozenset(
      cst.ImportFrom, cst.Call, cst.With, cst.Lambda, cst.ListComp, cst.SetComp,
      cst.GeneratorExp, cst.DictComp}
 )  # fmt: skip
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
 )
@@ -442,7 +442,8 @@ class FileContext:
         elif kind in _COMPREHENSIONS:
             # Python runs a comprehension's `for` clauses before its element, but the walk
             # meets the element first: bind the targets now, so that `h` in `[float(h.score)
-            # for h in hyps]` has the kind of an element of `hyps` where it is read.
+            # for h in hyps]` and `v` in `{k: v.cpu() for k, v in outputs.items()}` have
+            # the kinds of their iterables' elements where they are read.
             clause = node.for_in  # type: ignore[union-attr]
             while isinstance(clause, cst.CompFor):
                 self.kinds.bind_loop_target(clause.target, clause.iter)

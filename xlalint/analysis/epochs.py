@@ -71,6 +71,27 @@ def _over_runs(loop: cst.For) -> bool:
     return any(_RUNS_NAME.search(name) for name in names)
 
 
+# What a step's loop over its optimizers (or their schedulers) iterates.
+_OPTIMIZERS_NAME = re.compile(r"optim|scheduler", re.I)
+
+
+def _over_optimizers(loop: cst.For) -> bool:
+    """`for opt in self.optimizers`, `for opt in valid_optimizers.values()`: a loop that
+    steps each optimizer of one training step, not a loop of steps."""
+    iterable = unwrap_iteration(loop.iter)
+    while isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
+        if iterable.func.attr.value not in ("values", "items"):
+            return False
+        iterable = iterable.func.value
+    if isinstance(iterable, cst.Attribute):
+        name = iterable.attr.value
+    elif isinstance(iterable, cst.Name):
+        name = iterable.value
+    else:
+        return False
+    return _OPTIMIZERS_NAME.search(name) is not None
+
+
 def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
     """The loops in `loop`'s body, at any depth, outside nested definitions, but loops over
     the optimizers (`for opt in optimizers: scaler.step(opt)` steps each once: part of
@@ -86,6 +107,28 @@ def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
             found.append(node)  # type: ignore[arg-type]
         stack.extend(code_children(node))
     return found
+
+
+def _methods_by_class(module: cst.Module | None) -> dict[int, dict[str, cst.FunctionDef]]:
+    """Each method of the module's classes (nested ones too), by id, with its class's
+    methods by name: one walk of the statements, skipping expressions."""
+    siblings: dict[int, dict[str, cst.FunctionDef]] = {}
+    stack: list[cst.CSTNode] = [module] if module is not None else []
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind in EXPRESSIONS:
+            continue
+        if kind is cst.ClassDef and type(node.body) is cst.IndentedBlock:  # type: ignore[attr-defined]
+            methods = {
+                s.name.value: s
+                for s in node.body.body  # type: ignore[attr-defined]
+                if type(s) is cst.FunctionDef
+            }
+            for method in methods.values():
+                siblings[id(method)] = methods
+        stack.extend(code_children(node))
+    return siblings
 
 
 class Epochs:
@@ -113,6 +156,10 @@ class Epochs:
             for s in (module.body if module else ())
             if isinstance(s, cst.FunctionDef)
         }
+        # Each method of the module's classes, by id, with its class's methods by name: a
+        # method may run its batch loop in another (`self._train_epoch(loader)`).
+        self._module = module
+        self._siblings: dict[int, dict[str, cst.FunctionDef]] | None = None
 
     def is_batch_loop(self, loop: cst.For | cst.While) -> bool:
         """One pass of `loop` is one step: it iterates a loader, takes `next()` of one, or
@@ -126,6 +173,8 @@ class Epochs:
                 cached = False  # one step of each optimizer: part of the enclosing step
             elif isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True
+            elif isinstance(loop, cst.For) and _over_optimizers(loop):
+                cached = False  # `for opt in optimizers.values(): scaler.step(opt)`: one step
             else:
                 facts = self._facts(loop)
                 cached = any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
@@ -171,6 +220,7 @@ class Epochs:
             self._holds[id(scope)] = False  # a function that calls itself
             cached = False
             body = scope.body if isinstance(scope, cst.FunctionDef | cst.For | cst.While) else scope
+            methods = self._methods_beside(scope)
             stack: list[cst.CSTNode] = [body]
             while stack:
                 node = stack.pop()
@@ -182,7 +232,7 @@ class Epochs:
                     break
                 if kind in EXPRESSIONS:
                     # Loops are statements; comprehensions are not batch loops.
-                    if self._calls_epoch_function(node):  # type: ignore[arg-type]
+                    if self._calls_epoch_function(node, methods):  # type: ignore[arg-type]
                         cached = True
                         break
                     continue
@@ -190,10 +240,15 @@ class Epochs:
             self._holds[id(scope)] = cached
         return cached
 
-    def _calls_epoch_function(self, expression: cst.BaseExpression) -> bool:
-        """`train(args, model, epoch)`: a call of a top-level function that holds a batch
-        loop (not inside a lambda, which may never run)."""
-        if not self._functions:
+    def _calls_epoch_function(
+        self, expression: cst.BaseExpression, methods: dict[str, cst.FunctionDef]
+    ) -> bool:
+        """`train(args, model, epoch)` or `self._run_epoch(loader)`: a call of a top-level
+        function, or of a method of the caller's class (`methods`), that holds a batch loop
+        (not inside a lambda, which may never run). A helper that runs its own loop over a
+        loader is an epoch function, and so is one that calls it: what it does after the
+        call runs once per pass over the data."""
+        if not self._functions and not methods:
             return False
         stack: list[cst.CSTNode] = [expression]
         while stack:
@@ -201,12 +256,38 @@ class Epochs:
             kind = type(node)
             if kind is cst.Lambda:
                 continue
-            if kind is cst.Call and type(node.func) is cst.Name:  # type: ignore[attr-defined]
-                function = self._functions.get(node.func.value)  # type: ignore[attr-defined]
+            if kind is cst.Call:
+                function = self._callee(node.func, methods)  # type: ignore[attr-defined]
                 if function is not None and self.holds_batch_loop(function):
                     return True
             stack.extend(code_children(node))
         return False
+
+    def _callee(
+        self, func: cst.BaseExpression, methods: dict[str, cst.FunctionDef]
+    ) -> cst.FunctionDef | None:
+        """The module's function `f` of `f(...)`, or the method of `self.f(...)`."""
+        if isinstance(func, cst.Name):
+            return self._functions.get(func.value)
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return methods.get(func.attr.value)
+        return None
+
+    def _methods_beside(self, scope: cst.CSTNode) -> dict[str, cst.FunctionDef]:
+        """The methods of the class whose method holds `scope` (a method or a loop in
+        one), by name; empty outside classes."""
+        function = scope if isinstance(scope, cst.FunctionDef) else None
+        if function is None and isinstance(scope, cst.For | cst.While):
+            function = self._function_of(scope)
+        if function is None:
+            return {}
+        if self._siblings is None:
+            self._siblings = _methods_by_class(self._module)
+        return self._siblings.get(id(function), {})
 
     def per_epoch(self, scopes: Sequence[cst.CSTNode]) -> bool:
         """Whether code inside `scopes` (its function, then the loops around it in that

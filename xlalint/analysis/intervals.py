@@ -6,10 +6,12 @@ hundred steps of a total accumulated on the device, which is what the torch_xla 
 recommend. Such a branch is not per-step code when the interval is known to be long: an
 integer of at least `SPARSE` (a literal, a constant, or every value this file assigns the
 name or `self.` attribute, or a parameter's default), or a fraction of a loader's length
-(`max(1, len(loader) // 10)`: a few times per epoch). An interval whose value is not known
-here (`args.log_interval`, `cfg.train.log_every`) may be 1 and stays per step, as does one
-whose default is short (`log_interval=1`): a log interval that defaults to every step is
-per step.
+(`max(1, len(loader) // 10)`: a few times per epoch). The test may sit in a local name
+(`should_log = step % self.log_frequency == 0`, then `if should_log:`), and an attribute
+may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts).
+An interval whose value is not known here (`args.log_interval`, `cfg.train.log_every`) may
+be 1 and stays per step, as does one whose default is short (`log_interval=1`): a log
+interval that defaults to every step is per step.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.guards import local_values, negated
-from xlalint.walk import descendants
+from xlalint.walk import children, descendants
 
 SPARSE = 50  # passes between two runs of the branch, at least
 
@@ -53,9 +55,16 @@ def _long_value(value: cst.BaseExpression) -> bool:
 
 def _attribute_values(class_def: cst.ClassDef, attribute: str) -> list[cst.BaseExpression]:
     """Every value a method of `class_def` assigns `self.<attribute>`; empty where it is
-    also bound some other way (`+=`, a tuple target)."""
+    also bound some other way (`+=`, a tuple target). A parameter of the method assigned
+    as it is (`self.log_frequency = log_frequency`) counts by its default."""
     found: list[cst.BaseExpression] = []
-    for node in descendants(class_def.body):
+    method: cst.FunctionDef | None = None
+    stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(class_def.body, None)]
+    while stack:
+        node, method = stack.pop()
+        if isinstance(node, cst.FunctionDef):
+            method = node
+        stack.extend((child, method) for child in children(node))
         targets: list[cst.BaseExpression] = []
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
@@ -65,7 +74,10 @@ def _attribute_values(class_def: cst.ClassDef, attribute: str) -> list[cst.BaseE
             if _is_self_attribute(target, attribute):
                 if not isinstance(node, cst.Assign | cst.AnnAssign) or node.value is None:
                     return []
-                found.append(node.value)
+                value = node.value
+                if isinstance(value, cst.Name) and method is not None:
+                    value = _parameter_default(method, value.value) or value
+                found.append(value)
             elif any(_is_self_attribute(inner, attribute) for inner in descendants(target)):
                 return []
     return found
@@ -151,22 +163,35 @@ def sparse_test(
     function: cst.FunctionDef | None,
     class_def: cst.ClassDef | None,
     module: cst.Module,
+    _seen: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether an `if` body under `test` runs only once every `SPARSE` passes or more:
-    `step % 100 == 0`, or such a test as one side of an `and`."""
+    `step % 100 == 0`, or such a test as one side of an `and`, or a local name holding
+    one (`_seen`: the names being followed)."""
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And):
             return any(
-                sparse_test(side, function, class_def, module) for side in (test.left, test.right)
+                sparse_test(side, function, class_def, module, _seen)
+                for side in (test.left, test.right)
             )
         return False
+    if isinstance(test, cst.Name) and function is not None and test.value not in _seen:
+        # `should_log = step % self.log_frequency == 0` then `if should_log:`.
+        values = local_values(function, test.value)
+        seen = _seen | {test.value}
+        return bool(values) and all(
+            isinstance(value, cst.Comparison | cst.UnaryOperation | cst.BooleanOperation)
+            and sparse_test(value, function, class_def, module, seen)
+            for value in values
+        )
     interval = _modulo_interval(test)
     return interval is not None and long_interval(interval, function, class_def, module)
 
 
 def may_be_sparse(test: cst.BaseExpression) -> bool:
-    """A cheap first look: the test takes a remainder somewhere."""
-    return any(
+    """A cheap first look: the test takes a remainder somewhere, or is a name (which may
+    hold such a test)."""
+    return isinstance(test, cst.Name) or any(
         isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
         for node in descendants(test)
     )

@@ -165,6 +165,8 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+# Wrappers that yield the items of the iterable they are handed, unchanged.
+_PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
@@ -727,8 +729,13 @@ class TensorKinds:
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
-                for name, item_kind in [(name, self.of(item)) for name, item in pairs]:
+                kinds = [
+                    (name, self.of(item), self._computed_from_tensors(item)) for name, item in pairs
+                ]
+                for name, item_kind, from_tensors in kinds:
                     self.bind(name, item_kind)
+                    if item_kind is Kind.UNKNOWN and from_tensors:
+                        self._derived[-1].update(target_names(name))
                 continue
             self.bind(target, kind)
             self._bind_record(target, record)
@@ -786,6 +793,15 @@ class TensorKinds:
             return
         if isinstance(iterable, cst.Call):
             callee = get_full_name_for_node(iterable.func)
+            if (
+                (callee or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS
+                and iterable.args
+                and iterable.args[0].keyword is None
+                and not iterable.args[0].star
+            ):
+                # `for batch in tqdm(loader)`: a progress bar yields what it wraps.
+                self.bind_loop_target(target, iterable.args[0].value)
+                return
             if callee == "enumerate" and iterable.args and isinstance(target, cst.Tuple):
                 elements = target.elements
                 if len(elements) == 2:
@@ -814,6 +830,11 @@ class TensorKinds:
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
                 values = self._values_of(iterable.func.value)
+                # The values of a mapping a helper computed from device tensors (`M, masks =
+                # net.forward_masks(x)`) were computed there too.
+                derived = values is Kind.UNKNOWN and self._computed_from_tensors(
+                    iterable.func.value
+                )
                 if method == "items":
                     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
                         # A dict's keys are names, numbers or tuples: never device tensors.
@@ -823,6 +844,8 @@ class TensorKinds:
                         element = target.elements[1].value
                         if root is not None and isinstance(element, cst.Name):
                             self._record_elements[-1][element.value] = root
+                        if derived:
+                            self._derived[-1].update(target_names(element))
                     else:
                         self.bind(target, Kind.UNKNOWN)
                     return
@@ -831,7 +854,13 @@ class TensorKinds:
                     return
                 if method == "values":
                     self.bind(target, values)
+                    if derived:
+                        self._derived[-1].update(target_names(target))
                     return
+        if _param_group_params(iterable):
+            # `for p in group["params"]`: an optimizer's param group holds the parameters.
+            self.bind(target, Kind.TENSOR)
+            return
         if isinstance(target, cst.Tuple) and _rows_of(iterable, len(target.elements)):
             # `for name, t in (("q", q), ("k", k))`: each position has its own kind.
             rows = _rows_of(iterable, len(target.elements))
@@ -881,17 +910,20 @@ class TensorKinds:
     def _values_of(
         self, mapping: cst.BaseExpression, item: cst.BaseExpression | None = None
     ) -> Kind:
-        """What the values of a dict built here from a literal are (else unknown): the
-        value at `item` where it is a string key the literal has, else all of them."""
+        """What the values of a dict built here from a literal are: the value at `item`
+        where it is a string key the literal has, else all of them. The values of a
+        model's output (`outputs.items()`, a mapping of tensors) and of a record's field
+        declared `Dict[str, Tensor]` (`hyp.scores`) are tensors; of any other dict,
+        unknown."""
         record = self._record_field(mapping)
         if record is not None and mapping.attr.value in record.tensor_dicts:  # type: ignore[attr-defined]
-            return Kind.TENSOR  # `hyp.scores`, a field declared `Dict[str, Tensor]`
+            return Kind.TENSOR
         key = binding_key(mapping)
-        if key is None:
-            return Kind.UNKNOWN
-        known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
+        known = None
+        if key is not None:
+            known = self._dict_values[-1].get(key, self._dict_values[0].get(key))
         if known is None:
-            return Kind.UNKNOWN
+            return Kind.TENSOR if self.of(mapping) is Kind.TENSOR else Kind.UNKNOWN
         if isinstance(item, cst.SimpleString) and str(item.evaluated_value) in known:
             return known[str(item.evaluated_value)]
         return known[None]
@@ -1030,14 +1062,27 @@ class TensorKinds:
         of such a result): not enough to call it a tensor, enough when a use agrees."""
         return isinstance(node, cst.Name) and node.value in self._derived[-1]
 
+    def computed_from_tensors(self, value: cst.BaseExpression) -> bool:
+        """Positive evidence that a value of unknown kind was computed on the device: a
+        helper handed a device tensor made it (`outputs = self._calculate_loss(model,
+        inputs)`), or it is a method or element of such a value (`outputs[0].detach()`).
+        A value with no such origin (a tokenizer's output, an attribute of an object, a
+        parameter) may as well be a host tensor."""
+        return self._computed_from_tensors(value)
+
     def _computed_from_tensors(self, value: cst.BaseExpression) -> bool:
-        """A call of a helper with a tensor (or a derived value) among its arguments, or a
+        """A call of a helper with a tensor, a model (whose parameters it computes with) or
+        a derived value among its arguments, or a
         method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
         what lives on the host (`len()`, numpy, `.item()`)."""
         while isinstance(value, cst.Subscript):
             value = value.value
         if isinstance(value, cst.Name):
             return self.is_derived(value)
+        if isinstance(value, cst.BinaryOperation):  # `(chosen - rejected).mean()`
+            return self._computed_from_tensors(value.left) or self._computed_from_tensors(
+                value.right
+            )
         if not isinstance(value, cst.Call) or self.of(value) is Kind.HOST:
             return False
         func = value.func
@@ -1047,7 +1092,8 @@ class TensorKinds:
             if self._computed_from_tensors(func.value):
                 return True
         return any(
-            not arg.star and (self.of(arg.value) is Kind.TENSOR or self.is_derived(arg.value))
+            not arg.star
+            and (self.of(arg.value) in (Kind.TENSOR, Kind.MODULE) or self.is_derived(arg.value))
             for arg in value.args
         )
 
@@ -1241,6 +1287,18 @@ def copied_to_host(node: cst.BaseExpression) -> cst.BaseExpression | None:
     ):
         return node.func.value
     return None
+
+
+def _param_group_params(node: cst.BaseExpression) -> bool:
+    """`group["params"]`: the parameters in an optimizer's param group."""
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.SimpleString)
+        and index.value.evaluated_value == "params"
+    )
 
 
 def _makes_dict(node: cst.BaseExpression) -> bool:

@@ -75,8 +75,10 @@ class HelperCallRule(Rule):
         if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
             return  # an imported function, not one of this module
         tensors = frozenset(
-            id(arg.value)
-            for arg in node.args
-            if not arg.star and self.ctx.kind(arg.value) is Kind.TENSOR
+            id(arg.value) for arg in node.args if not arg.star and self.on_device(arg.value)
         )
         self.calls.note_call(node, self.ctx.function, tensors, self.ctx.site())
+
+    def on_device(self, value: cst.BaseExpression) -> bool:
+        """Whether an argument is taken for a device tensor handed to the helper."""
+        return self.ctx.kind(value) is Kind.TENSOR

@@ -6,7 +6,7 @@ from xlalint.analysis.arguments import bind, star_arguments
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
 from xlalint.analysis.host_reads import ReadRuns, read_root
-from xlalint.analysis.tensors import copied_to_host
+from xlalint.analysis.tensors import binding_key, copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.positions import Positions, positions_of
@@ -23,8 +23,10 @@ class ItemInHotCode(HelperCallRule):
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
     each other) are one sync point with one fix, reported once, at the first. Two reads of
     a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
-    serves its own purpose and can be suppressed on its own line. `t.cpu().item()` is one
-    read of `t`, reported here rather than as XLA102.
+    serves its own purpose and can be suppressed on its own line; but of reads of one value
+    in the two branches of a conditional expression (`loss.item() if total is None else
+    total + loss.item()`) one runs per pass, reported once, at the first. `t.cpu().item()`
+    is one read of `t`, reported here rather than as XLA102.
 
     A device tensor handed, in code that runs every step, to a function of the same module
     that converts that very parameter (`float(p)`, `int(p)`, `p.item()`, or each element of
@@ -116,6 +118,8 @@ class ItemInHotCode(HelperCallRule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._runs = ReadRuns()
+        # Keys of the values read in each branch of a conditional expression, by its id.
+        self._branch_reads: dict[int, dict[str, set[str]]] = {}
         self._reads = HelperReads(self.calls)
 
     # -- walk: helpers and what they read ------------------------------------------------------
@@ -152,7 +156,7 @@ class ItemInHotCode(HelperCallRule):
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
             flagged = self._reads_device_tensor(func.value)
             self._reads.note_read(node, flagged)
-            if flagged and not self._repeats(func.value):
+            if flagged and not self._repeats(func.value, node):
                 self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
         elif (
             isinstance(func, cst.Name)
@@ -162,7 +166,7 @@ class ItemInHotCode(HelperCallRule):
         ):
             flagged = self.ctx.is_tensor(node.args[0].value)
             self._reads.note_read(node, flagged)
-            if flagged and not self._repeats(node.args[0].value):
+            if flagged and not self._repeats(node.args[0].value, node):
                 self.report(node, self.message.format(call=f"{func.value}(tensor)"))
         else:
             self.note_call(node)
@@ -204,14 +208,39 @@ class ItemInHotCode(HelperCallRule):
                     return value, star
         return None
 
-    def _repeats(self, value: cst.BaseExpression) -> bool:
-        """A read of the value read just before: `int(t[0].item()), int(t[1].item())`."""
+    def _repeats(self, value: cst.BaseExpression, read: cst.Call) -> bool:
+        """A read of the value read just before (`int(t[0].item()), int(t[1].item())`), or
+        in the other branch of the same conditional expression: of `x.item() if first else
+        total + x.item()` one read runs per pass."""
+        if self._other_branch_reads(value, read):
+            return True
         root = read_root(value)
         if root is None:
             # Fields of one record read together (`float(self.score)`, then each value of
             # `self.scores`): one conversion of the record, one cause.
             root = self.ctx.kinds.record_root(value)
         return self._runs.repeats(root, self.ctx.ancestors())
+
+    def _other_branch_reads(self, value: cst.BaseExpression, read: cst.Call) -> bool:
+        key = binding_key(value)
+        if key is None:
+            return False
+        child: cst.CSTNode = read
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.IfExp):
+                branch = "body" if child is ancestor.body else "orelse"
+                if child is ancestor.test:
+                    return False
+                seen = self._branch_reads.setdefault(id(ancestor), {})
+                other = "orelse" if branch == "body" else "body"
+                if key in seen.get(other, set()):
+                    return True
+                seen.setdefault(branch, set()).add(key)
+                return False
+            if isinstance(ancestor, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+                return False
+            child = ancestor
+        return False
 
     def _reads_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         # `t.cpu().item()` reads `t`: the copy and the read are one sync, reported here.

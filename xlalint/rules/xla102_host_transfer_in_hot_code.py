@@ -1,16 +1,41 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
+from xlalint.analysis.host_reads import ReadRuns
+from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.context import Kind
-from xlalint.rule import Rule
+from xlalint.rules._helper_calls import HelperCallRule
+from xlalint.walk import descendants, names_under, target_names
 
-# Methods that copy a tensor to the host, with whether an unknown receiver in a torch file is
-# presumed a tensor. `.tolist()` is not: numpy arrays have it too, and are common.
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+# Methods that copy a tensor to the host, with whether a receiver of unknown kind may be
+# taken for a device tensor on evidence of where it was computed. `.tolist()` may not:
+# numpy arrays have it too, and are common.
 _TRANSFERS = {"cpu": True, "numpy": True, "tolist": False, "to": True}
+# Methods that hand back the value they are called on (a view, a copy, another dtype).
+_SAME_VALUE = frozenset({"detach", "clone", "contiguous", "float", "long", "int", "double"})
 
 
-class HostTransferInHotCode(Rule):
+@dataclass(frozen=True)
+class _ParameterCopy:
+    """A copy of a helper's parameter (or of a value of it), judged once the callers are
+    known: reported when a call hands the parameter a device tensor."""
+
+    attr: cst.CSTNode
+    call: cst.Call
+    message: str
+    site: Site
+    function: FunctionKey
+    params: frozenset[str]  # the parameters the copied value is computed from
+
+
+class HostTransferInHotCode(HelperCallRule):
     """
     ## What it does
     Flags `.cpu()`, `.numpy()`, `.tolist()` and `.to("cpu")` (also `.to(device="cpu")` and
@@ -23,6 +48,24 @@ class HostTransferInHotCode(Rule):
     class of the module declares as tensors (`yseq: torch.Tensor` in a beam hypothesis)
     count as device tensors, as for XLA101: `self.yseq.tolist()` in a method the decoding
     loop calls on every hypothesis is flagged.
+
+    A copy costs only when the value is on the device, so a copy is reported only with
+    evidence that it is: a model's or module's output, a tensor op on a device value, a
+    value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
+    device tensors (`outputs = self._calculate_loss(model, inputs)`), a training step's
+    loss (a value `.backward()` is called on, and the values it was computed from), or a
+    helper's parameter that a call in the module hands a device tensor (or a value the
+    helper computes from such a parameter: `correct = pred.eq(target)`). Values with no
+    such origin are not reported: a tokenizer's `return_tensors="pt"` output or a collate
+    function's batch is built on the host, and `.cpu()` of it copies nothing; an object's
+    attributes and a dict's collected values do not show their device.
+    Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
+    runs no graph and transfers nothing.
+
+    Copies of the outputs of one operation in statements that follow each other
+    (`values.cpu()` then `indices.cpu()` of one `torch.topk`) are one cause with one fix,
+    reported once, at the first. Measured on the XLA CPU device, 5 steps: the two copies
+    cost 15 executions and 10 device-to-host transfers, against 5 and none without them.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
@@ -73,8 +116,59 @@ class HostTransferInHotCode(Rule):
     needs_torch = True
     triggers = ("cpu", "numpy", "tolist")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._parameter_copies: list[_ParameterCopy] = []
+        self._runs = ReadRuns()
+        # Names unpacked together from one call (`values, indices = torch.topk(...)`), in
+        # the function being walked: the outputs of one operation, by the call's id.
+        self._outputs: dict[str, int] = {}
+        # Names computed from parameters of the function being walked (`pred =
+        # output.topk(k)[1]`), with those parameters: its callers show their device.
+        self._from_params: dict[str, frozenset[str]] = {}
+        # Names of the function being walked by the names their values were computed from,
+        # and the names a `.backward()`ed value was computed from: a training step's loss
+        # (`scaled = scaler.scale(loss / n); scaled.backward()` makes `loss` one).
+        self._inputs: dict[str, frozenset[str]] = {}
+        self._trained: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._outputs = {}
+        self._from_params = {}
+        self._inputs = {}
+        self._trained = set()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        if self.ctx.function is None:
+            super().leave_Assign(node)
+            return  # module level: no parameters, no step
+        sources = self._parameters_in(node.value)  # before the targets are rebound
+        inputs = _variables_in(node.value)
+        super().leave_Assign(node)
+        for target in node.targets:
+            for name in target_names(target.target):
+                self._inputs[name] = inputs
+                self._trained.discard(name)
+                if sources:
+                    self._from_params[name] = sources
+                else:
+                    self._from_params.pop(name, None)
+        for target in node.targets:
+            for name in target_names(target.target):
+                self._outputs.pop(name, None)
+        if len(node.targets) == 1 and isinstance(node.value, cst.Call):
+            target = node.targets[0].target
+            if isinstance(target, cst.Tuple | cst.List):
+                names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
+                if len(names) > 1:
+                    self._outputs.update(dict.fromkeys(names, id(node.value)))
+
     def visit_Call(self, node: cst.Call) -> None:
+        self.note_call(node)
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            self._note_backward(func.value)
         if not isinstance(func, cst.Attribute) or func.attr.value not in _TRANSFERS:
             return
         method = func.attr.value
@@ -96,12 +190,90 @@ class HostTransferInHotCode(Rule):
         elif method == "cpu" and self._names_a_device():
             return  # `to(x, d2l.cpu())`: the device to move to, not a copy
         kind = self.ctx.kind(receiver)
+        message = self.message.format(call=spelled)
         # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
         if kind is Kind.TENSOR or (
-            kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch")
+            kind is Kind.UNKNOWN
+            and _TRANSFERS[method]
+            and self.ctx.imports.binds("torch")
+            and (
+                self.ctx.kinds.computed_from_tensors(receiver)
+                or any(
+                    isinstance(r, cst.Name) and r.value in self._trained for r in _roots(receiver)
+                )
+            )
         ):
+            if self._runs.repeats(self._outputs_root(receiver), self.ctx.ancestors()):
+                return  # `values.cpu()` then `indices.cpu()` of one `topk`: one cause
             # From the method name: in a chain split over lines, that is the line to blame.
-            self.report(func.attr, self.message.format(call=spelled), end_node=node)
+            self.report(func.attr, message, end_node=node)
+        elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
+            self._defer_parameter_copy(func.attr, node, receiver, message)
+
+    def _note_backward(self, value: cst.BaseExpression) -> None:
+        """`scaled.backward()`: `scaled` and every name it was computed from here hold the
+        step's loss, computed on the device with the model."""
+        stack = [r.value for r in _roots(value) if isinstance(r, cst.Name)]
+        stack = [name for name in stack if name not in _OBJECT_NAMES]
+        while stack:
+            name = stack.pop()
+            if name not in self._trained:
+                self._trained.add(name)
+                stack.extend(self._inputs.get(name, ()))
+
+    def _outputs_root(self, receiver: cst.BaseExpression) -> str | None:
+        """The operation whose outputs `receiver` is one of (a name unpacked from its call,
+        through methods that keep the value: `indices.detach()`), by its call's id."""
+        while (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Attribute)
+            and receiver.func.attr.value in _SAME_VALUE
+        ):
+            receiver = receiver.func.value
+        if isinstance(receiver, cst.Name) and receiver.value in self._outputs:
+            return f"outputs of {self._outputs[receiver.value]}"
+        return None
+
+    def on_device(self, value: cst.BaseExpression) -> bool:
+        """A device tensor, or a value computed from one by a helper (`model(x).mean()`
+        with `model` of unknown kind): what a caller hands a helper's parameter."""
+        kind = self.ctx.kind(value)
+        return kind is Kind.TENSOR or (
+            kind is Kind.UNKNOWN and self.ctx.kinds.computed_from_tensors(value)
+        )
+
+    def _defer_parameter_copy(
+        self, attr: cst.CSTNode, node: cst.Call, receiver: cst.BaseExpression, message: str
+    ) -> None:
+        """`def collect(scores): store.append(scores.cpu())`: whether `scores` is on the
+        device is its callers' to show, known once the whole module has been walked."""
+        params: set[str] = set()
+        for root in _roots(receiver):
+            params |= self._parameters_in(root)
+        function = self.ctx.function
+        if not params or function is None:
+            return
+        if self.ctx.runs_without_xla or self.ctx.under_sparse_interval:
+            return  # what `report` would drop, checked now: the site is judged later
+        self._parameter_copies.append(
+            _ParameterCopy(attr, node, message, self.ctx.site(), function, frozenset(params))
+        )
+
+    def _parameters_in(self, value: cst.BaseExpression) -> frozenset[str]:
+        """The parameters of the function being walked that `value` is computed from,
+        itself or through the names it uses."""
+        found: set[str] = set()
+        for name in names_under(value) if not isinstance(value, cst.Name) else {value.value}:
+            if self.calls.param(cst.Name(name)) is not None:
+                found.add(name)
+            else:
+                found |= self._from_params.get(name, frozenset())
+        return frozenset(found)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for copy in self._parameter_copies:
+            if any(self.calls.tensor_sites(copy.function, p) for p in sorted(copy.params)):
+                self.report(copy.attr, copy.message, end_node=copy.call, site=copy.site)
 
     def _names_a_device(self) -> bool:
         """The call is a later argument of a `to(...)` call: `d2l.to(value, d2l.cpu())`."""
@@ -120,3 +292,39 @@ class HostTransferInHotCode(Rule):
             f"{arg.keyword.value}={code(arg.value)}" if arg.keyword else code(arg.value)
             for arg in node.args
         )
+
+
+def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a chain of methods, elements and attributes starts from: `scores` of
+    `scores[:, 0].detach().cpu()`; for a namespace's copy function (`d2l.to(value, d)`),
+    what it is handed too."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+            if expr.func.attr.value in _TRANSFERS and positional:
+                return [*_roots(expr.func.value), *_roots(positional[0])]
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        else:
+            return [expr]
+
+
+# What a method's attributes hang off: not values of the step.
+_OBJECT_NAMES = frozenset({"self", "cls"})
+
+
+def _variables_in(value: cst.BaseExpression) -> frozenset[str]:
+    """The variables a value is computed from: the names in it, less the attributes'
+    names (`scale` of `self.scaler.scale(loss)`) and the object a method's attributes hang
+    off (`self`)."""
+    names: set[str] = set()
+    attributes: set[int] = set()
+    for node in descendants(value):  # a parent comes before its children
+        if type(node) is cst.Attribute:
+            attributes.add(id(node.attr))  # type: ignore[attr-defined]
+        elif type(node) is cst.Name and id(node) not in attributes:
+            names.add(node.value)  # type: ignore[attr-defined]
+    return frozenset(names) - _OBJECT_NAMES
