@@ -125,11 +125,12 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, list | tuple):
+        kind = type(value)  # exact types: a parsed tree's sequences are tuples or lists
+        if kind is tuple or kind is list:
             found.extend(value)
         # As in `walk`: a visited field holds a node, None or a sentinel. (`isinstance` on
         # libcst's abstract CSTNode runs ABCMeta's check, in Python, for every field.)
-        elif value is not None and not isinstance(value, cst.MaybeSentinel):
+        elif value is not None and kind is not cst.MaybeSentinel:
             found.append(value)
     return found
 

@@ -109,6 +109,10 @@ def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:
     return found
 
 
+# Statements and parts of definitions no class statement can sit in.
+_NO_CLASSES = frozenset({cst.SimpleStatementLine, cst.Parameters, cst.Decorator})
+
+
 def _methods_by_class(module: cst.Module | None) -> dict[int, dict[str, cst.FunctionDef]]:
     """Each method of the module's classes (nested ones too), by id, with its class's
     methods by name: one walk of the statements, skipping expressions."""
@@ -117,7 +121,7 @@ def _methods_by_class(module: cst.Module | None) -> dict[int, dict[str, cst.Func
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind in EXPRESSIONS:
+        if kind in EXPRESSIONS or kind in _NO_CLASSES:
             continue
         if kind is cst.ClassDef and type(node.body) is cst.IndentedBlock:  # type: ignore[attr-defined]
             methods = {

@@ -7,6 +7,7 @@ branch is never taken. Device rules ask whether a node sits under such a guard.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -278,21 +279,37 @@ def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpressio
     every = (*params.posonly_params, *params.params, *params.kwonly_params)
     if any(p.name.value == name for p in every):
         return []
-    found: list[cst.BaseExpression] = []
+    return list(_assigned_values(function).get(name) or ())
+
+
+# Interval, flag and guard questions ask about many names of the same few functions (every
+# `if` of a hot loop); one walk per function answers them all. Nodes hash by identity.
+@functools.lru_cache(maxsize=64)
+def _assigned_values(
+    function: cst.FunctionDef,
+) -> dict[str, list[cst.BaseExpression] | None]:
+    """For each name bound in `function`'s body, the values its plain assignments give it,
+    in order, or None once it is bound any other way (the walk `local_values` answers
+    from)."""
+    values: dict[str, list[cst.BaseExpression] | None] = {}
     for node in descendants(function.body):
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
-            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
-                if len(targets) != 1:
-                    return []
-                found.append(node.value)
-            elif any(name in target_names(t) for t in targets):
-                value = unpacked_value(targets, node.value, name)
+            bound: set[str] = set()
+            for t in targets:
+                bound |= target_names(t)
+            for name in bound:
+                if values.get(name, ()) is None:
+                    continue
+                if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                    value = node.value if len(targets) == 1 else None
+                else:
+                    value = unpacked_value(targets, node.value, name)
                 if value is None:
-                    return []
-                found.append(value)
-        elif isinstance(
-            node, cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr
-        ) and name in target_names(node.target):
-            return []
-    return found
+                    values[name] = None
+                else:
+                    values.setdefault(name, []).append(value)  # type: ignore[union-attr]
+        elif isinstance(node, cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr):
+            for name in target_names(node.target):
+                values[name] = None
+    return values

@@ -120,6 +120,11 @@ class HelperCalls:
             return None
         return node.value if node.value in self._scopes[-1].params else None
 
+    def is_param(self, name: str) -> bool:
+        """`param` for a name: whether it is a parameter of the function being walked, not
+        rebound (without building a `Name` node to ask)."""
+        return bool(self._scopes) and name in self._scopes[-1].params
+
     def callee(self, call: cst.Call, function: FunctionKey | None) -> FunctionKey | None:
         """The function of this module that `call` may run, as far as names tell (confirmed
         by `signature` once the walk is over)."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from xlalint.walk import children
+from xlalint.walk import code_children
 
 # Annotations of a collection whose elements are one class: `List[Hypothesis]`.
 _LIST_ANNOTATIONS = frozenset({"List", "list", "Sequence", "Iterable", "Tuple", "tuple"})
@@ -142,10 +142,11 @@ def filled_lists(function: cst.FunctionDef, records: dict[str, Record]) -> dict[
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, _SCOPES):
+        node_type = type(node)  # exact types: libcst's classes are final
+        if node_type in _SCOPES:
             continue
         if (
-            isinstance(node, cst.Call)
+            node_type is cst.Call
             and isinstance(node.func, cst.Attribute)
             and node.func.attr.value in ("append", "insert")
             and isinstance(node.func.value, cst.Name)
@@ -154,12 +155,12 @@ def filled_lists(function: cst.FunctionDef, records: dict[str, Record]) -> dict[
         ):
             found[node.func.value.value] = cls
         elif (
-            isinstance(node, cst.Assign)
+            node_type is cst.Assign
             and len(node.targets) == 1
             and isinstance(node.targets[0].target, cst.Name)
             and isinstance(node.value, cst.ListComp)
             and (cls := constructed_record(node.value.elt, records)) is not None
         ):
             found[node.targets[0].target.value] = cls
-        stack.extend(children(node))
+        stack.extend(code_children(node))  # no whitespace or punctuation: no calls there
     return found

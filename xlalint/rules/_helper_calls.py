@@ -74,6 +74,8 @@ class HelperCallRule(Rule):
         self.calls.note_method_call(node)
         if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
             return  # an imported function, not one of this module
+        if self.calls.callee(node, self.ctx.function) is None:
+            return  # runs no helper of this module: no one asks what its arguments hold
         tensors = frozenset(
             id(arg.value) for arg in node.args if not arg.star and self.on_device(arg.value)
         )

@@ -143,8 +143,8 @@ class HostTransferInHotCode(HelperCallRule):
         if self.ctx.function is None:
             super().leave_Assign(node)
             return  # module level: no parameters, no step
-        sources = self._parameters_in(node.value)  # before the targets are rebound
-        inputs = _variables_in(node.value)
+        every, inputs = _names_in(node.value)
+        sources = self._parameters_in(node.value, every)  # before the targets are rebound
         super().leave_Assign(node)
         for target in node.targets:
             for name in target_names(target.target):
@@ -259,12 +259,18 @@ class HostTransferInHotCode(HelperCallRule):
             _ParameterCopy(attr, node, message, self.ctx.site(), function, frozenset(params))
         )
 
-    def _parameters_in(self, value: cst.BaseExpression) -> frozenset[str]:
+    def _parameters_in(
+        self, value: cst.BaseExpression, names: set[str] | None = None
+    ) -> frozenset[str]:
         """The parameters of the function being walked that `value` is computed from,
-        itself or through the names it uses."""
+        itself or through the names it uses (`names`: every name under it, if known)."""
         found: set[str] = set()
-        for name in names_under(value) if not isinstance(value, cst.Name) else {value.value}:
-            if self.calls.param(cst.Name(name)) is not None:
+        if isinstance(value, cst.Name):
+            names = {value.value}
+        elif names is None:
+            names = names_under(value)
+        for name in names:
+            if self.calls.is_param(name):
                 found.add(name)
             else:
                 found |= self._from_params.get(name, frozenset())
@@ -316,15 +322,19 @@ def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
 _OBJECT_NAMES = frozenset({"self", "cls"})
 
 
-def _variables_in(value: cst.BaseExpression) -> frozenset[str]:
-    """The variables a value is computed from: the names in it, less the attributes'
-    names (`scale` of `self.scaler.scale(loss)`) and the object a method's attributes hang
-    off (`self`)."""
+def _names_in(value: cst.BaseExpression) -> tuple[set[str], frozenset[str]]:
+    """Every name under a value (`names_under`), and the variables it is computed from:
+    those names less the attributes' names (`scale` of `self.scaler.scale(loss)`) and the
+    object a method's attributes hang off (`self`). One walk for both: every assignment
+    of a function asks."""
+    every: set[str] = set()
     names: set[str] = set()
     attributes: set[int] = set()
     for node in descendants(value):  # a parent comes before its children
         if type(node) is cst.Attribute:
             attributes.add(id(node.attr))  # type: ignore[attr-defined]
-        elif type(node) is cst.Name and id(node) not in attributes:
-            names.add(node.value)  # type: ignore[attr-defined]
-    return frozenset(names) - _OBJECT_NAMES
+        elif type(node) is cst.Name:
+            every.add(node.value)  # type: ignore[attr-defined]
+            if id(node) not in attributes:
+                names.add(node.value)  # type: ignore[attr-defined]
+    return every, frozenset(names) - _OBJECT_NAMES
