@@ -110,8 +110,8 @@ class TensorControlFlow(Rule):
     {ternary_on_tensor.outputs}.
     Sorting 8 records by a 0-dim device score (`sorted(hyps, key=lambda h: h.score)`,
     measured by hand with `PJRT_DEVICE=CPU`, torch_xla 2.9.0) cost 16 graph executions
-    and 15 device-to-host transfers, one per comparison; `torch.stack` of the scores and `topk` on the device
-    cost none until the step's barrier.
+    and 15 device-to-host transfers, one per comparison; `torch.stack` of the scores and
+    `topk` on the device cost none until the step's barrier.
     """
 
     code = "XLA103"
