@@ -146,6 +146,16 @@ def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
 EXPRESSIONS = _concrete(cst.BaseExpression)
 
 
+def last_name(node: cst.CSTNode) -> str | None:
+    """The name a `Name` or an `Attribute` ends in (`self.optimizers` -> `optimizers`);
+    None for anything else: names are how such code says what a value holds."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Name):
+        return node.value
+    return None
+
+
 def names_under(node: cst.CSTNode) -> set[str]:
     """The value of every `Name` under `node`, attributes' included (`dict[str, Tensor]`
     -> dict, str, Tensor; `device.type == "cuda"` -> device, type)."""

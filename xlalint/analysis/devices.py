@@ -28,7 +28,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.xla_api import DEVICE
-from xlalint.walk import children, code_children, descendants
+from xlalint.walk import children, code_children, descendants, last_name
 
 __all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
@@ -152,13 +152,12 @@ def xla_device_source(ctx: FileContext) -> tuple[str, tuple[str, ...]]:
 def is_device_name(node: cst.CSTNode) -> bool:
     """A name or attribute that holds a device: `device`, `self.device`, `DEVICE`,
     `train_device`, `device_type`; not `device_map` or `device_ids`."""
-    if isinstance(node, cst.Attribute):
-        name = node.attr.value
-    elif isinstance(node, cst.Name):
-        name = node.value
-    else:
-        return False
-    return name.lower() not in _NOT_DEVICE_NAMES and _DEVICE_NAME.match(name) is not None
+    name = last_name(node)
+    return (
+        name is not None
+        and name.lower() not in _NOT_DEVICE_NAMES
+        and _DEVICE_NAME.match(name) is not None
+    )
 
 
 def sets_default_device(node: cst.BaseExpression, imports: ImportTable) -> bool:

@@ -24,7 +24,7 @@ import libcst as cst
 
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.loop_facts import BodyFacts, iterates_optimizers, unwrap_iteration
-from xlalint.walk import EXPRESSIONS, code_children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, code_children, descendants, last_name, target_names
 
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
@@ -83,13 +83,8 @@ def _over_optimizers(loop: cst.For) -> bool:
         if iterable.func.attr.value not in ("values", "items"):
             return False
         iterable = iterable.func.value
-    if isinstance(iterable, cst.Attribute):
-        name = iterable.attr.value
-    elif isinstance(iterable, cst.Name):
-        name = iterable.value
-    else:
-        return False
-    return _OPTIMIZERS_NAME.search(name) is not None
+    name = last_name(iterable)
+    return name is not None and _OPTIMIZERS_NAME.search(name) is not None
 
 
 def _nested_loops(loop: cst.For | cst.While) -> list[cst.For | cst.While]:

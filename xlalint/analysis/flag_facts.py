@@ -28,7 +28,7 @@ from xlalint.analysis.guards import (
     local_values,
 )
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import code_children, target_names
+from xlalint.walk import code_children, descendants, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
@@ -405,7 +405,7 @@ class FlagFacts:
         for statement in module.body:
             if isinstance(statement, cst.FunctionDef | cst.ClassDef):
                 continue
-            for node in _walk(statement):
+            for node in descendants(statement):
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
                         for bound, value in _bound(target.target, node.value):
@@ -419,20 +419,10 @@ class FlagFacts:
                     for alias in node.names if isinstance(node.names, list | tuple) else ():
                         name = alias.evaluated_alias or alias.evaluated_name
                         self._globals.setdefault(name.split(".")[0], []).append(None)
-        for node in _walk(module):
+        for node in descendants(module):
             if isinstance(node, cst.Global):
                 for item in node.names:
                     self._globals.setdefault(item.name.value, []).append(None)
-
-
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        stack.extend(code_children(current))
-    return found
 
 
 def _bound(
@@ -499,7 +489,7 @@ def _is_local(function: cst.FunctionDef, name: str) -> bool:
     return any(
         isinstance(node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For)
         and name in target_names(node.target)
-        for node in _walk(function.body)
+        for node in descendants(function.body)
     )
 
 
@@ -520,7 +510,7 @@ def _rebound(function: cst.FunctionDef, name: str) -> bool:
     return any(
         isinstance(node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For)
         and name in target_names(node.target)
-        for node in _walk(function.body)
+        for node in descendants(function.body)
     )
 
 

@@ -37,7 +37,7 @@ from xlalint.analysis.barrier_calls import (
 from xlalint.analysis.handed_functions import CallSites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, code_children, descendants, target_names
+from xlalint.walk import children, code_children, descendants, last_name, target_names
 
 Loop = cst.For | cst.While
 Scope = cst.For | cst.While | cst.FunctionDef
@@ -87,11 +87,7 @@ def _last_name(node: cst.BaseExpression) -> str | None:
     """`self.noise_scheduler` -> `noise_scheduler`; `opts[0]` -> `opts`; `f()` -> None."""
     while isinstance(node, cst.Subscript):
         node = node.value
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return None
+    return last_name(node)
 
 
 def is_optimizer(node: cst.BaseExpression) -> bool:

@@ -12,6 +12,7 @@ from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
+from xlalint.walk import last_name
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -379,7 +380,7 @@ class PythonIndexInLoop(Rule):
         """An argument of this kind (a tensor, or unknown), not a tuple or list."""
         if self.ctx.kind(value) is not kind:
             return False
-        name = _last_name(value)
+        name = last_name(value)
         if name is not None and COLLECTION_NAME.search(name):
             return False
         if isinstance(value, cst.Name):
@@ -390,7 +391,7 @@ class PythonIndexInLoop(Rule):
         """The indexed value is a tensor, and not a tuple or list of them."""
         base = node.value
         kind = self.ctx.kind(base)
-        name = _last_name(base)
+        name = last_name(base)
         if kind is Kind.ITERABLE:
             return name is not None and _SCHEDULE_NAME.search(name) is not None
         if kind is not Kind.TENSOR or (name is not None and COLLECTION_NAME.search(name)):
@@ -406,14 +407,6 @@ class PythonIndexInLoop(Rule):
             owner = base.value
             return (isinstance(owner, cst.Name) and owner.value == "self") or _array_only(node)
         return _array_only(node)
-
-
-def _last_name(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return None
 
 
 def _array_only(node: cst.Subscript) -> bool:
