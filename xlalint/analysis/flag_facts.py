@@ -484,13 +484,7 @@ def _is_local(function: cst.FunctionDef, name: str) -> bool:
         *params.kwonly_params,
         *(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)),
     )
-    if any(p.name.value == name for p in every):
-        return True
-    return any(
-        isinstance(node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For)
-        and name in target_names(node.target)
-        for node in descendants(function.body)
-    )
+    return any(p.name.value == name for p in every) or _rebound(function, name)
 
 
 def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:

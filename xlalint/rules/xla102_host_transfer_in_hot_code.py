@@ -154,8 +154,6 @@ class HostTransferInHotCode(HelperCallRule):
                     self._from_params[name] = sources
                 else:
                     self._from_params.pop(name, None)
-        for target in node.targets:
-            for name in target_names(target.target):
                 self._outputs.pop(name, None)
         if len(node.targets) == 1 and isinstance(node.value, cst.Call):
             target = node.targets[0].target
