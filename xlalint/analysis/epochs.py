@@ -168,7 +168,7 @@ class Epochs:
         of the step around it, not a batch loop."""
         cached = self._batch.get(id(loop))
         if cached is None:
-            if iterates_optimizers(loop):
+            if iterates_optimizers(loop, self._facts(loop)):
                 cached = False  # one step of each optimizer: part of the enclosing step
             elif isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True

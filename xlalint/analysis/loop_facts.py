@@ -339,6 +339,9 @@ class BodyFacts:
     # `opt.step()` on the loop's own items: one step of each optimizer where the loop
     # iterates the optimizers (`iterates_optimizers`), else nothing this pass steps.
     steps_items: bool = False
+    # `self._optimizers[name].step()` with `name` the loop's item: the loop iterates the
+    # optimizers' keys (one step of each), whatever the collection of keys is called.
+    keys_optimizers: bool = False
     updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
     scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
     barriers: list[cst.Call] = field(default_factory=list)
@@ -520,6 +523,10 @@ class _BodyScanner:
             facts.host_reads = True
         resolved = self.imports.resolve(func) is not None
         on_item = _head_name(func) in self.items
+        if isinstance(func, cst.Attribute) and _keyed_by(func.value, self.items):
+            # `self._optimizers[name].zero_grad()`, `optimizers[k].step()`: the item names
+            # one of the optimizers; acting on it is acting on the item.
+            on_item = facts.keys_optimizers = True
         if _hands_optimizer_to_step(call, func) and not on_item:
             # `model.train_step(batch, optim_wrapper=wrapper)`: the step function runs
             # backward and steps the optimizer it is handed (mmengine, ignite-style steps).
@@ -633,12 +640,16 @@ def _runs_step_elsewhere(func: cst.BaseExpression) -> bool:
     )
 
 
-def iterates_optimizers(node: Loop) -> bool:
+def iterates_optimizers(node: Loop, facts: BodyFacts | None = None) -> bool:
     """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
     `step_optimizers`, which fetches each optimizer by its name), `for k, v in
-    self.optimizers.items():`: one step of each."""
+    self.optimizers.items():`: one step of each. With the loop's `facts`, also a loop over
+    keys of any name that fetches an optimizer by each (`for name in step_names:
+    self._optimizers[name].step()`)."""
     if not isinstance(node, cst.For):
         return False
+    if facts is not None and facts.keys_optimizers:
+        return True
     if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
         return True
     iterable = unwrap_iteration(node.iter)
@@ -653,6 +664,20 @@ def iterates_optimizers(node: Loop) -> bool:
 
 
 _DICT_VIEWS = frozenset({"keys", "values", "items"})
+
+
+def _keyed_by(receiver: cst.BaseExpression, items: set[str]) -> bool:
+    """`self._optimizers[name]`, `optimizers[k]`: a collection named for optimizers,
+    indexed by exactly one of the loop's items."""
+    if not isinstance(receiver, cst.Subscript) or len(receiver.slice) != 1:
+        return False
+    index = receiver.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.Name)
+        and index.value.value in items
+        and _OPTIMIZERS_NAME.match(_last_name(receiver.value) or "") is not None
+    )
 
 
 def names_optimizer_step(func: cst.BaseExpression) -> bool:
@@ -980,7 +1005,7 @@ class LoopFacts:
             if any(self._steps_elsewhere(call) for call in facts.steps_elsewhere):
                 return True
             if any(
-                iterates_optimizers(loop)
+                iterates_optimizers(loop, self.facts(loop))
                 and (self.facts(loop).steps_items or self.steps_optimizer(loop))
                 for loop in facts.child_loops
             ):

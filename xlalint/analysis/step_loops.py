@@ -70,7 +70,7 @@ class LoopAnalysis(LoaderTracing):
             trains = (
                 self.trains(node)
                 and (self.steps_optimizer(node) or self.updates_from_grads(node))
-                and not iterates_optimizers(node)
+                and not iterates_optimizers(node, self.facts(node))
             )
             infers = self.infers(node)
             evaluates = not (trains or infers) and self._accumulates_batches(site)
