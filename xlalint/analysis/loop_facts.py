@@ -285,6 +285,23 @@ def is_model_class(node: cst.ClassDef) -> bool:
     return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
 
 
+_FORWARD_NAME = re.compile(r"^_*(\w+_)?forward$")
+
+
+def _names_a_forward(func: cst.BaseExpression) -> bool:
+    """`forward`, `_forward`, `self._staged_forward`: a function or own method named for
+    the forward pass (PyTorch's name for running a model)."""
+    if isinstance(func, cst.Attribute):
+        if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return False
+        name = func.attr.value
+    elif isinstance(func, cst.Name):
+        name = func.value
+    else:
+        return False
+    return _FORWARD_NAME.match(name) is not None
+
+
 def _self_call(call: cst.Call) -> bool:
     func = call.func
     if not isinstance(func, cst.Attribute):
@@ -568,6 +585,10 @@ class _BodyScanner:
             # Not a function of this module: a model by its name (`unet`, `self.model`).
             calls_self = isinstance(func, cst.Name) and func.value == "self"
             runs = (calls_self and self.self_is_model) or _is_model_callee(func)
+        # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
+        # a function or own method named for the forward pass runs the model, whatever it
+        # calls it by (ensembles call their members by names of their own).
+        runs = runs or _names_a_forward(func)
         if runs:
             facts.model_calls += 1
             self._model_event(call)

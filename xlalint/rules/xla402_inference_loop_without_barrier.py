@@ -20,7 +20,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     `forward` or a `*_step` function are one step's graph and are not reported.
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
-    one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch and
+    one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch (a
+    model by its name, or a function or own method named for the forward pass, whatever it
+    calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
+    `self._staged_forward(i, *data)`, as ensembles write it) and
     keeps the results on the device for the next pass, reading nothing on the host in the
     pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
