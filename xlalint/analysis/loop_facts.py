@@ -285,6 +285,9 @@ def is_model_class(node: cst.ClassDef) -> bool:
     return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
 
 
+# `module.eval()`, `module.train()`, `module.train(False)`: the methods that switch an
+# `nn.Module`'s mode.
+_MODE_METHODS = frozenset({"eval", "train"})
 _FORWARD_NAME = re.compile(r"^_*(\w+_)?forward$")
 
 
@@ -398,6 +401,9 @@ class _BodyScanner:
         # (`trainer.zero_grad()` ... `trainer.step()`).
         self.zeroed: set[str] = set()
         self.stepped: set[str] = set()
+        # Receivers of `.eval()`/`.train()` in this body: modules, whatever their names
+        # (`self.trunk.eval()` ... `self.embedder(self.trunk(x))`).
+        self.modules: set[str] = set()
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -563,6 +569,10 @@ class _BodyScanner:
                 facts.steps_items = True
             elif method == "zero_grad" and not on_item:
                 self._zero_grad(func.value)
+            elif method in _MODE_METHODS and len(call.args) <= 1:
+                spelled_module = get_full_name_for_node(func.value)
+                if spelled_module is not None:
+                    self.modules.add(spelled_module)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
             facts.next_of.append(call.args[0].value)
         if (
@@ -588,10 +598,15 @@ class _BodyScanner:
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
         # calls it by (ensembles call their members by names of their own).
-        runs = runs or _names_a_forward(func)
+        runs = runs or _names_a_forward(func) or self._switched_module(func)
         if runs:
             facts.model_calls += 1
             self._model_event(call)
+
+    def _switched_module(self, func: cst.BaseExpression) -> bool:
+        """`self.trunk(x)` after `self.trunk.eval()` in this body: a module put in eval or
+        train mode and then called is a model, whatever its name."""
+        return bool(self.modules) and get_full_name_for_node(func) in self.modules
 
     def _reads_this_pass(self, call: cst.Call) -> bool:
         """An argument reads the loop's item or a value assigned earlier in this pass (the

@@ -23,7 +23,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch (a
     model by its name, or a function or own method named for the forward pass, whatever it
     calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
-    `self._staged_forward(i, *data)`, as ensembles write it) and
+    `self._staged_forward(i, *data)`, as ensembles write it, or a module that the same
+    function puts in eval or train mode before calling it: `self.trunk.eval()` ...
+    `self.embedder(self.trunk(x))`) and
     keeps the results on the device for the next pass, reading nothing on the host in the
     pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
