@@ -387,11 +387,14 @@ class _BodyScanner:
         runs_model: Callable[[cst.Call], bool | None],
         items: set[str],
         self_is_model: bool = False,
+        submodules: frozenset[str] = frozenset(),
     ) -> None:
         self.imports = imports
         self.runs_model = runs_model
         self.items = items  # the loop's own items: `for block in blocks: x = block(x)`
         self.self_is_model = self_is_model
+        # `self.critic(x)` with `self.critic = nn.Sequential(...)` in a model class.
+        self.submodules = submodules
         self.facts = BodyFacts()
         self.assigned = set(items)
         self.read_first: set[str] = set()
@@ -594,7 +597,11 @@ class _BodyScanner:
         if runs is None:
             # Not a function of this module: a model by its name (`unet`, `self.model`).
             calls_self = isinstance(func, cst.Name) and func.value == "self"
-            runs = (calls_self and self.self_is_model) or _is_model_callee(func)
+            runs = (
+                (calls_self and self.self_is_model)
+                or _is_model_callee(func)
+                or self._calls_submodule(func)
+            )
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
         # calls it by (ensembles call their members by names of their own).
@@ -602,6 +609,17 @@ class _BodyScanner:
         if runs:
             facts.model_calls += 1
             self._model_event(call)
+
+    def _calls_submodule(self, func: cst.BaseExpression) -> bool:
+        """`self.critic(x)` in a model class that assigns `self.critic` a torch.nn module
+        (`_submodules`): the model's own layers run, whatever their names."""
+        return (
+            bool(self.submodules)
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and func.attr.value in self.submodules
+        )
 
     def _switched_module(self, func: cst.BaseExpression) -> bool:
         """`self.trunk(x)` after `self.trunk.eval()` in this body: a module put in eval or
@@ -874,7 +892,11 @@ class LoopFacts:
             class_def = self._class_of(node)
             imports = self._imports_reaching(site.function if site is not None else None)
             scanner = _BodyScanner(
-                imports, lambda call: self._runs_model(call, class_def), items, self_is_model
+                imports,
+                lambda call: self._runs_model(call, class_def),
+                items,
+                self_is_model,
+                self._submodules(class_def),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -883,6 +905,55 @@ class LoopFacts:
             cached.read_first = frozenset(scanner.read_first)
             cached.assigned = frozenset(scanner.assigned - items)
             self._facts[id(node)] = cached
+        return cached
+
+    def _submodules(self, class_def: cst.ClassDef | None) -> frozenset[str]:
+        """`critic` for `self.critic = nn.Sequential(...)` in a model class: attributes the
+        class assigns a `torch.nn` module (or a model class of this file), whose calls
+        (`self.critic(x)`) run the model. One walk of the class, cached."""
+        if class_def is None:
+            return frozenset()
+        key = ("submodules", id(class_def))
+        cached = self._memo.get(key)
+        if isinstance(cached, frozenset):
+            return cached
+        found: set[str] = set()
+        if is_model_class(class_def):
+            local_models = self._model_classes()
+            for node in descendants(class_def.body):
+                if type(node) is not cst.Assign or type(node.value) is not cst.Call:  # type: ignore[attr-defined]
+                    continue
+                func = node.value.func  # type: ignore[attr-defined]
+                qualified = self.imports.resolve(func) or ""
+                leaf = qualified.rsplit(".", 1)[-1]
+                if not (
+                    (qualified.startswith("torch.nn.") and leaf[:1].isupper())
+                    or (isinstance(func, cst.Name) and func.value in local_models)
+                ):
+                    continue
+                for target in node.targets:  # type: ignore[attr-defined]
+                    attr = target.target
+                    if (
+                        isinstance(attr, cst.Attribute)
+                        and isinstance(attr.value, cst.Name)
+                        and attr.value.value == "self"
+                    ):
+                        found.add(attr.attr.value)
+        result = frozenset(found)
+        self._memo[key] = result
+        return result
+
+    def _model_classes(self) -> frozenset[str]:
+        """Names of this module's model classes (`class Encoder(nn.Module)`), cached."""
+        key = ("model_classes", id(self.module))
+        cached = self._memo.get(key)
+        if not isinstance(cached, frozenset):
+            cached = frozenset(
+                node.name.value
+                for node in self.module.body
+                if isinstance(node, cst.ClassDef) and is_model_class(node)
+            )
+            self._memo[key] = cached
         return cached
 
     def _imports_reaching(self, function: cst.FunctionDef | None) -> ImportTable:

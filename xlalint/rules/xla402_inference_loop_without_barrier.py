@@ -16,8 +16,14 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     torch.cat([ids, next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
     `decoder(outputs[-1])`, a list of tokens kept on the device), with no
     `torch_xla.sync()`/`xm.mark_step()` in the body, in a nested loop or in a function of
-    the same module it calls. A barrier behind `if XLA_AVAILABLE:` counts. Loops inside
-    `forward` or a `*_step` function are one step's graph and are not reported.
+    the same module it calls. A model may be called through a method of a model class of
+    this module that calls one of the class's own layers, whatever their names
+    (`agent.get_value(obs[step])` with `self.critic = nn.Sequential(...)` and `return
+    self.critic(x)`; attributes assigned anything but a `torch.nn` module or a model class
+    of the module are not layers). A barrier behind `if XLA_AVAILABLE:` counts. Loops inside
+    `forward` or a `*_step` function are one step's graph and are not reported, nor is a
+    loop that holds a training loop (an RL update: a rollout loop, then epochs of optimizer
+    steps): its nested loops are the step loops, and the rollout loop is reported itself.
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
     one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch (a
