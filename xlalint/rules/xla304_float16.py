@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -17,7 +18,7 @@ from xlalint.analysis.dtypes import FLOAT16, in_float16_probe, is_dtype_choice, 
 from xlalint.analysis.guards import local_values
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
-from xlalint.walk import descendants, last_name
+from xlalint.walk import descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -63,9 +64,9 @@ class Float16(Rule):
     it is how they answer, and `.half()` of a checkpoint this function loaded onto the host
     (`ckpt = torch.load(f, map_location="cpu")`, then `ckpt["model"].half()`): storage.
     Also left alone: a function named for the float16 conversion (`to_half`,
-    `network_to_fp16`) that the file defines and never calls, an API whose callers in other
-    modules choose float16 (where the file calls it, the conversion is its choice and is
-    reported).
+    `network_to_fp16`) that the file defines and never calls or hands on, an API whose
+    callers in other modules choose float16 (where the file calls it, or hands it on as a
+    callback, the conversion is its choice and is reported).
 
     ## Why is this bad?
     TPUs compute natively in bfloat16 and float32; float16 is not their native
@@ -111,7 +112,7 @@ class Float16(Rule):
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        self._called: set[str] | None = None  # last names of the file's callees
+        self._names: Counter[str] | None = None  # how often the file spells each name
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -151,20 +152,21 @@ class Float16(Rule):
 
     def _uncalled_conversion(self) -> bool:
         """A function named for the float16 conversion (`to_half`, `network_to_half`,
-        `convert_to_fp16`) that this file defines and never calls: an API that does what
-        its callers ask, in other files; the choice of float16 is theirs. Called here, the
-        conversion is this file's choice and is reported."""
+        `convert_to_fp16`) that this file defines and never calls or hands on: an API that
+        does what its callers ask, in other files; the choice of float16 is theirs. Used
+        here, the conversion is this file's choice and is reported."""
         function = self.ctx.function
         if function is None or _CONVERSION_NAME.search(function.name) is None:
             return False
-        if self._called is None:
-            self._called = {
-                last
+        if self._names is None:
+            # Every name the file spells, with how often: its own `def` is one; a call or
+            # a callback handed on (`apply_to_sample(apply_half, sample)`) is another.
+            self._names = Counter(
+                node.value  # type: ignore[attr-defined]
                 for node in descendants(self.ctx.module)
-                if type(node) is cst.Call  # type: ignore[comparison-overlap]
-                and (last := last_name(node.func)) is not None  # type: ignore[attr-defined]
-            }
-        return function.name not in self._called
+                if type(node) is cst.Name  # type: ignore[comparison-overlap]
+            )
+        return self._names[function.name] <= 1
 
     def _loaded_to_host(self, receiver: cst.BaseExpression) -> bool:
         """`ckpt["model"].half()` where `ckpt = torch.load(f, map_location="cpu")` in this
