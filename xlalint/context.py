@@ -35,6 +35,7 @@ from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import Kind, TensorKinds
 from xlalint.analysis.xla_api import LATEST, Release, api_at
@@ -361,10 +362,18 @@ class FileContext:
 
     def site(self) -> Site:
         frame = self._frames[-1]
-        scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
+        loops = frame.loops
+        if loops:
+            # A block that ends in `break` (`return`) runs once per run of the loop it
+            # leaves: the site is where the loop (the function) runs, not in its passes.
+            inside, left = passes_left(reversed(self._stack), len(loops))
+            if left:
+                end = len(loops) - inside
+                loops = loops[: end - left] + loops[end:]
+        scopes = (frame.node, *loops) if frame.node is not None else tuple(loops)
         return Site(
             frame.key,
-            any(id(loop) not in frame.collections for loop in frame.loops),
+            any(id(loop) not in frame.collections for loop in loops),
             self.in_step_closure,
             frame.module_call,
             scopes,
