@@ -41,28 +41,33 @@ class CallSites:
         punctuation, testing exact types: libcst's classes are final)."""
         by_name: dict[str, list[CallSite]] = {}
         by_method = self._by_method
-        stack: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None]] = [
-            (self._module, None, None)
-        ]
+        function: cst.FunctionDef | None = None
+        class_def: cst.ClassDef | None = None
+        # Nodes, and below a definition's children the scope to restore after them.
+        stack: list = [self._module]
         while stack:
-            node, function, class_def = stack.pop()
+            node = stack.pop()
             kind = type(node)
+            if kind is tuple:
+                function, class_def = node
+                continue
             if kind is cst.Call:
-                func = node.func  # type: ignore[attr-defined]
+                func = node.func
                 if type(func) is cst.Call and len(func.args) == 1 and not func.args[0].star:
                     func = func.args[0].value  # `delayed(f)(...)`: a call of `f`
-                    if type(func) is not cst.Name:
-                        func = None
-                site = CallSite(node, function, class_def)  # type: ignore[arg-type]
                 if type(func) is cst.Name:
-                    by_name.setdefault(func.value, []).append(site)  # type: ignore[union-attr]
-                elif type(func) is cst.Attribute:
-                    by_method.setdefault(func.attr.value, []).append(site)  # type: ignore[union-attr]
+                    site = CallSite(node, function, class_def)
+                    by_name.setdefault(func.value, []).append(site)
+                elif type(func) is cst.Attribute and type(node.func) is not cst.Call:
+                    site = CallSite(node, function, class_def)
+                    by_method.setdefault(func.attr.value, []).append(site)
             elif kind is cst.FunctionDef:
-                function = node  # type: ignore[assignment]
+                stack.append((function, class_def))
+                function = node
             elif kind is cst.ClassDef:
-                class_def, function = node, None  # type: ignore[assignment]
-            stack.extend((child, function, class_def) for child in code_children(node))
+                stack.append((function, class_def))
+                class_def, function = node, None
+            stack.extend(code_children(node))
         self._by_name = by_name
 
     def handed(

@@ -156,6 +156,8 @@ class HostTransferInHotCode(HelperCallRule):
         super().note_call(node)
         if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
             return
+        if self.calls.callee(node, self.ctx.function) is None:
+            return  # runs no helper of this module
         hosts = frozenset(
             id(arg.value)
             for arg in node.args
