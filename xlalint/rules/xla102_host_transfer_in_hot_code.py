@@ -50,7 +50,9 @@ class HostTransferInHotCode(HelperCallRule):
     loop calls on every hypothesis is flagged.
 
     A copy costs only when the value is on the device, so a copy is reported only with
-    evidence that it is: a model's or module's output, a tensor op on a device value, a
+    evidence that it is: a model's or module's output (also of a method of an `nn.Module`
+    class of the module whose every `return` gives tensors, walked before the call:
+    `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
     value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
     device tensors (`outputs = self._calculate_loss(model, inputs)`), a training step's
     loss (a value `.backward()` is called on, and the values it was computed from), or a
