@@ -35,6 +35,7 @@ from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import Kind, TensorKinds
 from xlalint.analysis.xla_api import LATEST, Release, api_at
@@ -64,7 +65,7 @@ _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
      cst.ImportFrom, cst.Call, cst.With, cst.Lambda, cst.ListComp, cst.SetComp,
-     cst.GeneratorExp, cst.DictComp}
+     cst.GeneratorExp, cst.DictComp, cst.Return}
 )  # fmt: skip
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 _LEFT = frozenset(
@@ -361,10 +362,18 @@ class FileContext:
 
     def site(self) -> Site:
         frame = self._frames[-1]
-        scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
+        loops = frame.loops
+        if loops:
+            # A block that ends in `break` (`return`) runs once per run of the loop it
+            # leaves: the site is where the loop (the function) runs, not in its passes.
+            inside, left = passes_left(reversed(self._stack), len(loops))
+            if left:
+                end = len(loops) - inside
+                loops = loops[: end - left] + loops[end:]
+        scopes = (frame.node, *loops) if frame.node is not None else tuple(loops)
         return Site(
             frame.key,
-            any(id(loop) not in frame.collections for loop in frame.loops),
+            any(id(loop) not in frame.collections for loop in loops),
             self.in_step_closure,
             frame.module_call,
             scopes,
@@ -414,8 +423,9 @@ class FileContext:
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
-            self._classes.append((node.name.value, _is_module_class(node), hooks))
-            self.kinds.push_class(node.name.value)
+            is_module = _is_module_class(node)
+            self._classes.append((node.name.value, is_module, hooks))
+            self.kinds.push_class(node.name.value, module=is_module)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
@@ -459,6 +469,9 @@ class FileContext:
                 name = parent.name.value  # type: ignore[union-attr]
                 self._frames.append(_Frame(key=FunctionKey(None, name), module_call=False))
                 self._default_lambdas.append(node)
+        elif kind is cst.Return:
+            # What a method of an nn.Module class returns: `agent.get_action(obs)` elsewhere.
+            self.kinds.note_return(node.value)  # type: ignore[attr-defined]
         elif kind is cst.With:
             assert isinstance(node, cst.With)
             if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
@@ -529,7 +542,7 @@ class FileContext:
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
         if kind is cst.FunctionDef:
             self._frames.pop()
-            self.kinds.pop_function()
+            self.kinds.pop_function(node.name.value)  # type: ignore[attr-defined]
             if self._masks is not None:
                 self._masks.pop_function()
         elif kind is cst.ClassDef:
@@ -599,7 +612,12 @@ class FileContext:
         module_call = direct_method and is_module and node.name.value == "__call__"
         hook = direct_method and node.name.value in hooks
         self._frames.append(_Frame(key=key, module_call=module_call, node=node, hook=hook))
-        self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
+        self.kinds.push_function(
+            node,
+            in_class=direct_method,
+            module_call=module_call,
+            module_method=direct_method and is_module,
+        )
         if self._masks is not None:
             self._masks.push_function(node)
 
