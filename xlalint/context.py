@@ -34,6 +34,7 @@ from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
+from xlalint.analysis.members import member_method_call
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import Kind, TensorKinds
@@ -621,6 +622,10 @@ class FileContext:
             and isinstance(func.value, cst.Name)
             and func.value.value == "self"
         ):
+            self.hot.add_call(self.site(), func.attr.value)
+        elif member_method_call(func, self.module):
+            # `self.decoder.update(...)`, the attribute holding an instance of a class of
+            # the module (`analysis/members.py`): that class's method, by its name.
             self.hot.add_call(self.site(), func.attr.value)
         elif (
             isinstance(func, cst.Attribute)
