@@ -79,3 +79,55 @@ def member_method_call(func: cst.BaseExpression, module: cst.Module) -> bool:
         and func.value.value.value == "self"
         and func.attr.value in member_methods(module).get(func.value.attr.value, ())
     )
+
+
+@functools.lru_cache(maxsize=16)
+def dispatch_tables(module: cst.Module) -> dict[str, frozenset[str]]:
+    """Module-level dicts whose values are functions of the module, by name, with those
+    functions: `FILTERS = dict(top_p=top_p, top_k=top_k)` or `{"top_p": top_p, ...}`. A
+    call through such a table (`FILTERS[name](logits)`, or `fn = FILTERS[name]` then
+    `fn(logits)`) may run any of them."""
+    functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    if not functions:
+        return {}
+    found: dict[str, frozenset[str]] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+            ):
+                continue
+            values = _table_values(small.value)
+            if values and all(isinstance(v, cst.Name) and v.value in functions for v in values):
+                names = frozenset(v.value for v in values if isinstance(v, cst.Name))
+                found[small.targets[0].target.value] = names
+    return found
+
+
+def _table_values(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values of a dict display or of a `dict(k=v, ...)` call of keywords only."""
+    if isinstance(value, cst.Dict):
+        elements = value.elements
+        if all(isinstance(e, cst.DictElement) for e in elements):
+            return [e.value for e in elements]
+        return []
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "dict"
+        and value.args
+        and all(a.keyword is not None and not a.star for a in value.args)
+    ):
+        return [a.value for a in value.args]
+    return []
+
+
+def table_functions(node: cst.BaseExpression, module: cst.Module) -> frozenset[str]:
+    """`FILTERS[name]` for a dispatch table of the module: the functions it may give."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+        return dispatch_tables(module).get(node.value.value, frozenset())
+    return frozenset()
