@@ -15,7 +15,7 @@ import functools
 
 import libcst as cst
 
-from xlalint.walk import descendants
+from xlalint.walk import EXPRESSIONS, code_children
 
 
 # Nodes hash by identity: one walk per module, whatever the number of calls asked about.
@@ -24,14 +24,11 @@ def member_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     """For each attribute name `x` assigned `self.x = C(...)` with `C` a class of the
     module (conditional expressions' branches included), the methods those classes and
     their same-module bases define."""
-    nodes = list(descendants(module))
-    classes = {node.name.value: node for node in nodes if isinstance(node, cst.ClassDef)}
+    classes, assignments = _classes_and_assignments(module)
     if not classes:
         return {}
     found: dict[str, set[str]] = {}
-    for node in nodes:
-        if not isinstance(node, cst.Assign):
-            continue
+    for node in assignments:
         for target in node.targets:
             attribute = target.target
             if not (
@@ -43,6 +40,28 @@ def member_methods(module: cst.Module) -> dict[str, frozenset[str]]:
             for name in _constructed(node.value, classes):
                 found.setdefault(attribute.attr.value, set()).update(_methods(name, classes))
     return {attr: frozenset(methods) for attr, methods in found.items()}
+
+
+def _classes_and_assignments(
+    module: cst.Module,
+) -> tuple[dict[str, cst.ClassDef], list[cst.Assign]]:
+    """The module's classes by name and its assignment statements, found by a walk of its
+    statements that skips expressions (most of a module's nodes)."""
+    classes: dict[str, cst.ClassDef] = {}
+    assignments: list[cst.Assign] = []
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.SimpleStatementLine:
+            assignments.extend(s for s in node.body if type(s) is cst.Assign)  # type: ignore[attr-defined,misc]
+        elif kind in EXPRESSIONS:
+            continue
+        else:
+            if kind is cst.ClassDef:
+                classes[node.name.value] = node  # type: ignore[attr-defined]
+            stack.extend(code_children(node))
+    return classes, assignments
 
 
 def _constructed(value: cst.BaseExpression, classes: dict[str, cst.ClassDef]) -> list[str]:

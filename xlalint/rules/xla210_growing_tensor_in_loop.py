@@ -188,15 +188,16 @@ class GrowingTensorInLoop(Rule):
             self._grower_map = {}
             for function, is_method in _functions(self.ctx.module):
                 signature = signature_of(function, is_method)
-                joins = self._returned_joins(function) + self._returned_growth(function)
+                nodes = _own_nodes(function)
+                joins = self._returned_joins(function, nodes)
+                joins += self._returned_growth(function, nodes)
                 for join, params, position in joins:
                     grower = _Grower(signature, params, join, position)
                     self._grower_map.setdefault(function.name.value, []).append(grower)
         return self._grower_map
 
-    def _returned_joins(self, function: cst.FunctionDef) -> list[_Join]:
+    def _returned_joins(self, function: cst.FunctionDef, nodes: list[cst.CSTNode]) -> list[_Join]:
         params = _param_names(function)
-        nodes = _own_nodes(function)
         # A parameter the body rebinds (`x = torch.tensor([x])`) no longer holds what the
         # caller passed.
         params -= {
@@ -224,19 +225,23 @@ class GrowingTensorInLoop(Rule):
                 found.append((call, grown, None))
         return found
 
-    def _returned_growth(self, function: cst.FunctionDef) -> list[_Join]:
+    def _returned_growth(self, function: cst.FunctionDef, nodes: list[cst.CSTNode]) -> list[_Join]:
         """`tokens = torch.cat([tokens, next_tokens[:, None]], -1)` on a parameter, the
         function's only binding of it, then `return tokens` or `return tokens, done`: the
         caller gets its argument back one step longer (at that position of the result)."""
         params = _param_names(function)
-        nodes = _own_nodes(function)
+        # Cheap first: most functions return no parameter of theirs (a call, a new value).
+        returned = [n.value for n in nodes if type(n) is cst.Return and n.value is not None]  # type: ignore[attr-defined]
+        if not any(_position(value, p) != -1 for value in returned for p in params):
+            return []
         bindings: dict[str, list[cst.CSTNode]] = {}
         for node in nodes:
-            if isinstance(node, cst.Assign | cst.AnnAssign | cst.AugAssign | cst.For):
-                for t in _targets(node) if not isinstance(node, cst.AugAssign) else [node.target]:
-                    if isinstance(t, cst.Name) and t.value in params:
-                        bindings.setdefault(t.value, []).append(node)
-        returned = [n.value for n in nodes if isinstance(n, cst.Return) and n.value is not None]
+            kind = type(node)
+            if kind in _BINDINGS:
+                bound = [node.target] if kind is cst.AugAssign else _targets(node)  # type: ignore[attr-defined]
+                for t in bound:
+                    if type(t) is cst.Name and t.value in params:  # type: ignore[attr-defined]
+                        bindings.setdefault(t.value, []).append(node)  # type: ignore[attr-defined]
         found: list[_Join] = []
         for param, nodes_binding in bindings.items():
             if len(nodes_binding) != 1 or not isinstance(nodes_binding[0], cst.Assign):
@@ -379,6 +384,7 @@ def _position(value: cst.BaseExpression, name: str) -> int | None:
 
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BINDINGS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For})
 
 
 def _functions(module: cst.Module) -> list[tuple[cst.FunctionDef, bool]]:
