@@ -21,6 +21,7 @@ from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
+    MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
     FunctionKey,
     HotCode,
@@ -635,6 +636,14 @@ class FileContext:
             if node.args and isinstance(node.args[0].value, cst.Name):
                 self.hot.add_step_closure_callback(node.args[0].value.value)
             return
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in MODULE_HOOK_REGISTRATIONS
+            and node.args
+            and isinstance(node.args[0].value, cst.Name)
+        ):
+            # `layer.key.register_forward_hook(save_to_cache)`: runs on every forward.
+            self.hot.add_module_hook(node.args[0].value.value)
         if resolved in SAVE_CALLS and self.function is not None:
             self.hot.add_saving_function(self.function.name)
         if isinstance(func, cst.Name) and resolved is None:

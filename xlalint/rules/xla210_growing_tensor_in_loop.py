@@ -30,12 +30,37 @@ _LIST_GROWTH = frozenset({"append", "extend", "insert"})
 
 
 def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
-    """`x` and `x`, `self.cache` and `self.cache`."""
+    """`x` and `x`, `self.cache` and `self.cache`, `cache[key]` and `cache[key]`."""
     if isinstance(a, cst.Name) and isinstance(b, cst.Name):
         return a.value == b.value
     if isinstance(a, cst.Attribute) and isinstance(b, cst.Attribute):
         return a.attr.value == b.attr.value and _same(a.value, b.value)
+    if isinstance(a, cst.Subscript) and isinstance(b, cst.Subscript):
+        index_a, index_b = a.slice[0].slice, b.slice[0].slice
+        return (
+            len(a.slice) == len(b.slice) == 1
+            and isinstance(index_a, cst.Index)
+            and isinstance(index_b, cst.Index)
+            and _same(index_a.value, index_b.value)
+            and _same(a.value, b.value)
+        )
     return False
+
+
+# Methods that keep a joined tensor's shape: `torch.cat([...]).detach()` still grows.
+_SHAPE_KEEPING = frozenset({"detach", "contiguous", "clone", "float", "half", "bfloat16", "to"})
+
+
+def _unwrapped(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`torch.cat([...]).detach()` -> the join."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _SHAPE_KEEPING
+        and isinstance(value.func.value, cst.Call)
+    ):
+        value = value.func.value
+    return value
 
 
 def _on_host(node: cst.BaseExpression) -> bool:
@@ -61,10 +86,14 @@ class GrowingTensorInLoop(Rule):
     replaces one of the joined tensors, and `torch.cat(xs)`/`torch.stack(xs)` inside a loop
     that appends to the list `xs`. In code that runs every step (`forward`, `*_step`), an
     attribute grown on every call (`self.cache = torch.cat([self.cache, k], dim=2)`) is
-    flagged too. So is a helper of the module that returns a join of one of its parameters
-    with something new (`def append_token(xs, x): return torch.cat((xs, x))`), at its
-    join, where code that runs every step hands it a value and keeps the result in its
-    place: `seq = append_token(seq, tok)` carried from pass to pass of a loop, or
+    flagged too, and so is an entry of a container that outlives the call (`self.memory[
+    layer]`, or a closure's dict: a forward hook's `cache[module] = torch.cat([cache[
+    module], output], dim=1).detach()`, registered with `register_forward_hook` and so run
+    on every forward); a dict the function builds itself is not. So is a helper of the
+    module that returns a join of one of its parameters with something new (`def
+    append_token(xs, x): return torch.cat((xs, x))`), at its join, where code that runs
+    every step hands it a value and keeps the result in its place: `seq =
+    append_token(seq, tok)` carried from pass to pass of a loop, or
     `Hypothesis(yseq=append_token(hyp.yseq, tok))`, a beam search's new hypothesis carrying
     its parent's sequence one token longer. A helper that rebinds its parameter once to
     such a join and returns it, alone or in a tuple (`tokens = torch.cat([tokens, nxt],
@@ -139,7 +168,7 @@ class GrowingTensorInLoop(Rule):
         self._reported_joins: set[int] = set()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        call = node.value
+        call = _unwrapped(node.value)
         if not isinstance(call, cst.Call) or self.ctx.qualified(call.func) not in _JOINS:
             return
         joined = self._joined(call)
@@ -147,7 +176,7 @@ class GrowingTensorInLoop(Rule):
             return
         for target in (t.target for t in node.targets):
             carried = isinstance(target, cst.Name) and self.ctx.in_loop
-            grown_attribute = isinstance(target, cst.Attribute)
+            grown_attribute = isinstance(target, cst.Attribute) or self._kept_item(target)
             if not (carried or grown_attribute):
                 continue
             added = [element for element in joined if not _same(target, element)]
@@ -178,6 +207,26 @@ class GrowingTensorInLoop(Rule):
                 "from it: each step has a new shape and compiles again"
             )
             self.report(node, message)
+
+    def _kept_item(self, target: cst.BaseExpression) -> bool:
+        """`cache[module]` (or `self.cache[key]`) where the container outlives the call: an
+        attribute, or a name the function neither binds nor takes (a closure's dict, as in
+        a forward hook filling a KV cache), so each call grows what the last one left."""
+        if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+            return False
+        base = target.value
+        if isinstance(base, cst.Attribute):
+            return True
+        if not isinstance(base, cst.Name):
+            return False
+        function = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)), None)
+        if function is None:
+            return False
+        bound = _param_names(function)
+        for node in _own_nodes(function):
+            if type(node) in _BINDINGS:
+                bound.update(t.value for t in _targets(node) if isinstance(t, cst.Name))
+        return base.value not in bound
 
     # -- growth through a helper -----------------------------------------------------------
     def _growers(self) -> dict[str, list[_Grower]]:
