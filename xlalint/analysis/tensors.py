@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import bind, signature_of
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.records import (
@@ -764,6 +765,12 @@ class TensorKinds:
                 for name, item_kind in gathered:
                     self.bind(name, item_kind)
                 continue
+            if kind is Kind.UNKNOWN and (computed := self._helper_results(target, value)):
+                # `sigma_down, sigma_up = get_ancestral_step(sigmas[i], sigmas[i + 1])`:
+                # what the helper computes from tensor arguments by arithmetic is a tensor.
+                for name, item_kind in computed:
+                    self.bind(name, item_kind)
+                continue
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
@@ -795,6 +802,39 @@ class TensorKinds:
                 self._derived[-1].update(target_names(target))
             if isinstance(target, cst.Name) and self._moves_values(value):
                 self._tensor_dicts[-1].add(target.value)
+
+    def _helper_results(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]] | None:
+        """The targets of a call of a module function whose result (or a position of its
+        returned tuple) is arithmetic of its parameters (`NumberReturns.derived`), each with
+        TENSOR where the call hands one of those parameters a tensor; None where none is."""
+        if (
+            self.returns is None
+            or not isinstance(value, cst.Call)
+            or not isinstance(value.func, cst.Name)
+            or self.lookup(value.func.value) is not None
+        ):
+            return None
+        derived = self.returns.derived(value.func.value)
+        if derived is None:
+            return None
+        function, positions = derived
+        bound = bind(value, signature_of(function, False))
+        if bound is None:
+            return None
+        tensors = {name for name, arg in bound.items() if self.of(arg) is Kind.TENSOR}
+        if isinstance(target, cst.Tuple | cst.List):
+            if any(isinstance(e, cst.StarredElement) for e in target.elements):
+                return None
+            items = [(e.value, positions.get(i)) for i, e in enumerate(target.elements)]
+        else:
+            items = [(target, positions.get(None))]
+        found = [
+            (item, Kind.TENSOR if params and params & tensors else Kind.UNKNOWN)
+            for item, params in items
+        ]
+        return found if any(kind is Kind.TENSOR for _, kind in found) else None
 
     def _gathered(
         self, target: cst.BaseExpression, value: cst.BaseExpression
