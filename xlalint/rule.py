@@ -142,10 +142,14 @@ class Rule:
         when the rule met the node; rules that decide after the walk pass the one they
         recorded, the others leave it to be taken now. A per-step cost (`hot_only`) in code
         that never runs on an XLA host (an MPS-only branch) is no cost there, nor is a host
-        sync under a long log interval (`if step % 100 == 0:`). The message
+        sync under a long log interval (`if step % 100 == 0:`), nor any finding in code an
+        always-taken exit skips (`analysis/settled_exits.py`). The message
         and hint name torch_xla 2.9's APIs; at an older target they are respelled as that
         release has them."""
         if self.hot_only and site is None and self.ctx.runs_without_xla:
+            return
+        # Code an always-taken `continue`/`return` skips never runs, on any machine.
+        if site is None and self.ctx.past_settled_exit:
             return
         # A host sync once every many steps (`if step % 100 == 0:`) is amortised; a
         # recompile (family 2) is not, whatever its interval.
