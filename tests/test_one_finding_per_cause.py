@@ -75,3 +75,29 @@ def test_a_masked_copy_is_one_finding_at_its_write() -> None:
         (8, "XLA203"),
         (8, "XLA202"),
     ]
+
+
+HOST_COPY_VIEWS = """\
+    import torch
+
+    def fit(model, loader, optimizer, metric):
+        for x, y in loader:
+            y_pred = model(x).squeeze()
+            loss = torch.nn.functional.mse_loss(y_pred, y)
+            loss.backward()
+            optimizer.step()
+            metric(y_pred.cpu().data.numpy().astype("float64"))
+            metric(y_pred.detach().numpy().T)
+    """
+
+
+def test_a_view_of_a_host_copy_is_no_second_copy() -> None:
+    # `y_pred.cpu().data.numpy()` copies once, at `.cpu()`: `.data` views the host copy, so
+    # its `.numpy()` moves nothing; a view of a device tensor (`.detach()`) is still one.
+    text = textwrap.dedent(HOST_COPY_VIEWS)
+    result = lint_source(text, "train.py", [all_rules()["XLA102"]])
+    assert result.error is None
+    assert [(d.start.row, d.start.column, d.code) for d in result.diagnostics] == [
+        (9, 23, "XLA102"),
+        (10, 32, "XLA102"),
+    ]

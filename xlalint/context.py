@@ -37,6 +37,7 @@ from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import member_method_call, table_functions
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import Kind, TensorKinds
@@ -113,6 +114,16 @@ def _converts(body: cst.BaseSuite, name: str) -> bool:
         isinstance(node, cst.Return)
         or (isinstance(node, cst.AssignTarget) and name in target_names(node.target))
         for node in descendants(body)
+    )
+
+
+def _method_names(node: cst.ClassDef) -> frozenset[str]:
+    """The plain methods a class body defines (`def eval_model(self, ...)`); a decorated
+    one may be a property that hands back a submodule (`@property def model(self)`)."""
+    return frozenset(
+        statement.name.value
+        for statement in node.body.body
+        if type(statement) is cst.FunctionDef and not statement.decorators
     )
 
 
@@ -307,6 +318,12 @@ class FileContext:
             or self._under_predicate_false_on_xla()
         )
 
+    @property
+    def past_settled_exit(self) -> bool:
+        """Whether the node being visited follows an exit that always runs first (`assert
+        x is None` at the top, then `if x is None: continue` in the loop): it never runs."""
+        return past_settled_exit(tuple(reversed(self._stack)))
+
     @cached_property
     def _xla_predicates(self) -> reachability.XlaPredicates:
         return reachability.XlaPredicates(self.module, self.imports)
@@ -432,7 +449,7 @@ class FileContext:
             self._class_hooks[node.name.value] = hooks
             is_module = _is_module_class(node)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module)
+            self.kinds.push_class(node.name.value, module=is_module, methods=_method_names(node))
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):

@@ -28,7 +28,22 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns
-from xlalint.walk import names_under, target_names
+from xlalint.walk import descendants, names_under, target_names
+
+
+def _type_names(annotation: cst.BaseExpression) -> set[str]:
+    """The types an annotation names, each by its last part: `Optional[np.ndarray]` ->
+    Optional, ndarray (the module a dotted name hangs off is no type)."""
+    found: set[str] = set()
+    prefixes: set[int] = set()
+    for node in descendants(annotation):
+        if type(node) is cst.Attribute:
+            prefixes.add(id(node.value))  # type: ignore[attr-defined]
+            if id(node) not in prefixes:
+                found.add(node.attr.value)  # type: ignore[attr-defined]
+        elif type(node) is cst.Name and id(node) not in prefixes:
+            found.add(node.value)  # type: ignore[attr-defined]
+    return found
 
 
 class Kind(enum.Enum):
@@ -57,6 +72,8 @@ HOST_METHODS = frozenset(
 )  # fmt: skip
 # Attributes that hold tensors whatever they hang off: parameters and their gradients.
 PARAMETER_ATTRIBUTES = frozenset({"grad", "weight", "bias"})
+# Attributes that view the tensor they hang off (where it lives).
+_VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "real", "imag"})
 # Methods that copy a device tensor to the host (the syncs themselves).
 TO_HOST_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 
@@ -309,6 +326,8 @@ class TensorKinds:
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
         self._self_functions: list[dict[str, set[str]]] = [{}]
+        # Per class being walked, the methods its body defines.
+        self._class_methods: list[frozenset[str]] = [frozenset()]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -392,18 +411,22 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
 
-    def push_class(self, name: str | None = None, module: bool = False) -> None:
+    def push_class(
+        self, name: str | None = None, module: bool = False, methods: frozenset[str] = frozenset()
+    ) -> None:
         """Entering a class; `module`: an `nn.Module` subclass, whose instances (`pg =
-        Policy(env)`) are modules."""
+        Policy(env)`) are modules; `methods`: the names its body defines with `def`."""
         if module and name is not None:
             self._module_classes.add(name)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
+        self._class_methods.append(methods)
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
         self._self_functions.pop()
+        self._class_methods.pop()
         if self._class_names:
             self._class_names.pop()
 
@@ -662,10 +685,12 @@ class TensorKinds:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
                 return _tensor_annotation(param.annotation.annotation)
             # Any other annotation names what the parameter is: a host type, or a class
-            # such as `attn: Attention` whose attributes are not tensors.
+            # such as `attn: Attention` whose attributes are not tensors. A dotted type is
+            # named by its last part (`np.ndarray`: a numpy array, not a module `np`).
+            types = _type_names(param.annotation.annotation)
             return (
                 Kind.HOST
-                if names and names <= _HOST_ANNOTATIONS | {"Optional", "Union", "None"}
+                if types and types <= _HOST_ANNOTATIONS | {"Optional", "Union", "None"}
                 else Kind.UNKNOWN
             )
         default = param.default
@@ -1212,15 +1237,26 @@ class TensorKinds:
         base = self.of(node.value)
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
+        if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:
+            return Kind.HOST  # `y_pred.cpu().data`: a view of the host copy
         if base is not Kind.HOST and attr in PARAMETER_ATTRIBUTES:
             return Kind.TENSOR  # `model.fc.weight`, `p.grad`
         if base is Kind.MODULE:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
             return Kind.ITERABLE
-        if _names_model(attr):
+        if _names_model(attr) and not self._own_method(node):
             return Kind.MODULE
         return Kind.UNKNOWN
+
+    def _own_method(self, node: cst.Attribute) -> bool:
+        """`self.eval_model`, with a `def eval_model` in the class being walked: a bound
+        method however it is named, not a submodule (`self.model`)."""
+        return (
+            type(node.value) is cst.Name
+            and node.value.value == "self"
+            and node.attr.value in self._class_methods[-1]
+        )
 
     def _call(self, node: cst.Call) -> Kind:
         func = node.func
@@ -1286,6 +1322,10 @@ class TensorKinds:
                     method == "forward" or self._tensor_methods.get(method)
                 ):
                     return Kind.TENSOR  # `self.forward(x)` in another method of a module
+                # `self.model(x)` calls a submodule by its name; `self.eval_model(df)`, a
+                # method the class defines, is no model however it is named.
+                if self._own_method(func):
+                    return Kind.UNKNOWN
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 
