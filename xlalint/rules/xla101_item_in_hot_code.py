@@ -23,7 +23,10 @@ class ItemInHotCode(HelperCallRule):
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
     each other) are one sync point with one fix, reported once, at the first. Two reads of
     a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
-    serves its own purpose and can be suppressed on its own line; but of reads of one value
+    serves its own purpose, can be suppressed on its own line, and costs its own sync
+    (measured by hand on the XLA CPU device: `a = int(t.item())` then `abs(a - t.item())`
+    over 5 steps cost 15 executions and 10 device-to-host transfers, against 10 and 5 for
+    the first read alone); but of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
     total + loss.item()`) one runs per pass, reported once, at the first. `t.cpu().item()`
     is one read of `t`, reported here rather than as XLA102.

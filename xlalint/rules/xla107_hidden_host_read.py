@@ -83,7 +83,13 @@ class HiddenHostRead(Rule):
     ## Runtime evidence
     Measured by hand on the XLA CPU device (torch_xla 2.9): `Categorical(probs)` with a
     device `probs` costs one device-to-host transfer when built and one per `log_prob`,
-    none with `validate_args=False`; in an actor-critic loop `torch.tensor([R],
+    none with `validate_args=False`. `Categorical(logits=x / t)` built from a fresh device
+    tensor in each of 5 steps (a sampling decoder's temperature branch) cost 10 executions
+    and 5 device-to-host transfers, against 5 and none with `validate_args=False`: the
+    `logits` are checked on the host too. Two slices by one 0-d tensor in a row
+    (`a[:, -keep:]`, then `b[:, -keep:]`) over 5 steps cost 14 executions and 10 transfers,
+    against 11 and 5 for one: each use reads the value again, and each is a finding. In an
+    actor-critic loop `torch.tensor([R],
     device=device)` with `R` a device tensor cost one transfer per call. Not yet a
     harness case. For the other uses, not measured yet: the harness will run 5 steps of
     `x[:n]` and `torch.zeros(n)` with `n` a 0-d device tensor against a static-shape,
