@@ -116,8 +116,10 @@ def draws_a_figure(loop: cst.For) -> bool:
     """`for ax, img in zip(axes, imgs): ax.imshow(img.numpy())`: a loop that draws one item
     of a figure per pass (matplotlib's axes or pyplot), and trains nothing. Like a loop over
     a model's parts, it runs once per item each time the code around it runs: the passes
-    of a plotting helper are not steps."""
-    draws = False
+    of a plotting helper are not steps. A loop over a figure's axes (`for *o, ax in
+    zip(*items, axs.flatten()): show(o, ax=ax)`) draws one panel per pass the same way,
+    whatever the function it hands each axis to."""
+    draws = _walks_axes(loop.iter)
     for node in descendants(loop.body):
         if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
             continue
@@ -131,6 +133,26 @@ def draws_a_figure(loop: cst.For) -> bool:
                 name = receiver.value
             draws = name is not None and _FIGURE_NAME.match(name) is not None
     return draws
+
+
+def _walks_axes(iterable: cst.BaseExpression) -> bool:
+    """`axs.flatten()`, `zip(ims, titles, axes)`: an iterable of a figure's axes (the
+    operands of a `zip`, or the receiver of a method such as `flatten`)."""
+    if isinstance(iterable, cst.Call):
+        func = iterable.func
+        if isinstance(func, cst.Name) and func.value == "zip":
+            return any(_walks_axes(arg.value) for arg in iterable.args if arg.keyword is None)
+        if isinstance(func, cst.Attribute) and not iterable.args:
+            return _walks_axes(func.value)  # `axs.flatten()`, `axes.ravel()`
+        return False
+    name = iterable.attr.value if isinstance(iterable, cst.Attribute) else None
+    if isinstance(iterable, cst.Name):
+        name = iterable.value
+    return name is not None and _AXES_NAME.match(name) is not None
+
+
+# Names of a figure's axes (not `fig`/`plt`: iterating those is no walk over panels).
+_AXES_NAME = re.compile(r"^_*(ax|axs|axes)(_\w+|\d+)?$", re.I)
 
 
 def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:
