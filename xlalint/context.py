@@ -118,16 +118,6 @@ def _converts(body: cst.BaseSuite, name: str) -> bool:
     )
 
 
-def _method_names(node: cst.ClassDef) -> frozenset[str]:
-    """The plain methods a class body defines (`def eval_model(self, ...)`); a decorated
-    one may be a property that hands back a submodule (`@property def model(self)`)."""
-    return frozenset(
-        statement.name.value
-        for statement in node.body.body
-        if type(statement) is cst.FunctionDef and not statement.decorators
-    )
-
-
 def _is_module_class(node: cst.ClassDef) -> bool:
     return any(name.endswith("Module") for name in _base_names(node))
 
@@ -453,7 +443,7 @@ class FileContext:
             self._class_hooks[node.name.value] = hooks
             is_module = _is_module_class(node)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module, methods=_method_names(node))
+            self.kinds.push_class(node.name.value, module=is_module)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):

@@ -123,13 +123,15 @@ _MODEL_NAME = re.compile(
     r"text_encoder|controlnet|denoiser|policy|critic|actor)s?$",
     re.IGNORECASE,
 )
-# Names that start with a verb are functions (`get_model`, `maybe_pad_head`), not models;
+# Names that start with a verb are functions (`get_model`, `maybe_pad_head`,
+# `eval_model`, `train_model`), not models;
 # `named_modules`, `iter_modules`, `num_heads` name collections and counts of them.
 _VERB_PREFIX = re.compile(
     r"^_*(get|load|build|create|make|init|prepare|setup|set|is|has|to|apply|convert|register|"
     r"named|iter|list|all|num|n|total|"
     r"find|compile|save|freeze|patch|replace|enable|disable|remove|add|check|resolve|update|"
-    r"copy|fuse|unfuse|unwrap|wrap|maybe|compute|run|call|process|reset|clear|swap)_"
+    r"copy|fuse|unfuse|unwrap|wrap|maybe|compute|run|call|process|reset|clear|swap|"
+    r"eval|evaluate|train|test|validate|predict|fit|infer|score)_"
 )
 
 
@@ -326,8 +328,6 @@ class TensorKinds:
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
         self._self_functions: list[dict[str, set[str]]] = [{}]
-        # Per class being walked, the methods its body defines.
-        self._class_methods: list[frozenset[str]] = [frozenset()]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -411,22 +411,18 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
 
-    def push_class(
-        self, name: str | None = None, module: bool = False, methods: frozenset[str] = frozenset()
-    ) -> None:
+    def push_class(self, name: str | None = None, module: bool = False) -> None:
         """Entering a class; `module`: an `nn.Module` subclass, whose instances (`pg =
-        Policy(env)`) are modules; `methods`: the names its body defines with `def`."""
+        Policy(env)`) are modules."""
         if module and name is not None:
             self._module_classes.add(name)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
-        self._class_methods.append(methods)
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
         self._self_functions.pop()
-        self._class_methods.pop()
         if self._class_names:
             self._class_names.pop()
 
@@ -1245,18 +1241,9 @@ class TensorKinds:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
             return Kind.ITERABLE
-        if _names_model(attr) and not self._own_method(node):
+        if _names_model(attr):
             return Kind.MODULE
         return Kind.UNKNOWN
-
-    def _own_method(self, node: cst.Attribute) -> bool:
-        """`self.eval_model`, with a `def eval_model` in the class being walked: a bound
-        method however it is named, not a submodule (`self.model`)."""
-        return (
-            type(node.value) is cst.Name
-            and node.value.value == "self"
-            and node.attr.value in self._class_methods[-1]
-        )
 
     def _call(self, node: cst.Call) -> Kind:
         func = node.func
@@ -1322,10 +1309,6 @@ class TensorKinds:
                     method == "forward" or self._tensor_methods.get(method)
                 ):
                     return Kind.TENSOR  # `self.forward(x)` in another method of a module
-                # `self.model(x)` calls a submodule by its name; `self.eval_model(df)`, a
-                # method the class defines, is no model however it is named.
-                if self._own_method(func):
-                    return Kind.UNKNOWN
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 
