@@ -44,6 +44,7 @@ def member_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     return {attr: frozenset(methods) for attr, methods in found.items()}
 
 
+@functools.lru_cache(maxsize=16)  # shared by `member_methods` and `instance_methods`
 def _classes_and_assignments(
     module: cst.Module,
 ) -> tuple[dict[str, cst.ClassDef], list[cst.Assign]]:
