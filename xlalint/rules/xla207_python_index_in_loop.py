@@ -10,6 +10,7 @@ from xlalint.analysis.helper_indexes import HelperIndex, HelperIndexes, bind_arg
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
 from xlalint.analysis.pass_reads import PassReads
+from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
@@ -296,7 +297,7 @@ class PythonIndexInLoop(Rule):
                     index = index or bound
         if index is None or not self._indexes_a_tensor(node):
             return
-        self.reads.note(node, loops)
+        self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
         self._candidates.append(
             _Candidate(
                 node,
@@ -316,9 +317,7 @@ class PythonIndexInLoop(Rule):
             if any(
                 self.values.executes_every_pass(loop, self.ctx.loops, reads=False)
                 for loop in candidate.loops
-            ) or self.reads.read_per_value(
-                candidate.node, frozenset(candidate.loops), code(candidate.node.value)
-            ):
+            ) or self.reads.read_per_value(candidate.node):
                 # The same slice read and written in one statement (`x[:, : i + 1] =
                 # f(x[:, : i + 1])`) is one cause, reported once.
                 if candidate.statement is not None:
@@ -356,14 +355,18 @@ class PythonIndexInLoop(Rule):
     def _bind_pass(
         self, node: cst.CSTNode, targets: list[cst.BaseExpression], value: cst.BaseExpression
     ) -> None:
-        """Names bound in a pass hold the loop-int subscripts of their value; a written or
-        rebound tensor changes in the pass."""
+        """Names bound in a pass hold the loop-int subscripts of their value; a tensor
+        written in place, or rebound from its own value, changes from pass to pass."""
         inside = self.reads.since(node)
         if not self.values.in_loop:
             return
-        self.reads.bind(targets, value, inside)
+        self.reads.bind(targets, value, inside, self.values.passes_walked())
+        # A name rebound from a fresh value each pass (`row = tokens[k]`) carries nothing
+        # from the pass before; one rebound from itself (`x = x * 2`) carries a chain.
+        read = set(value_names(value))
         for target in targets:
-            self._changed(target)
+            if not isinstance(target, cst.Name) or target.value in read:
+                self._changed(target)
 
     def _changed(self, target: cst.BaseExpression) -> None:
         loops = self.values.passes_walked()
@@ -384,7 +387,7 @@ class PythonIndexInLoop(Rule):
         if isinstance(parent, cst.For) and parent.body is block:
             inside = self.reads.since(parent)
             if self.values.in_loop:
-                self.reads.bind([parent.target], parent.iter, inside)
+                self.reads.bind([parent.target], parent.iter, inside, self.values.passes_walked())
         elif isinstance(parent, cst.If | cst.While) and parent.body is block:
             inside = self.reads.since(parent)
             if self.values.in_loop and self.ctx.kind(parent.test) is Kind.TENSOR:
