@@ -101,11 +101,12 @@ class PassReads:
         value: cst.BaseExpression,
         inside: list[_Noted],
         open_loops: list[Loop],
+        names: set[str] | None = None,
     ) -> None:
         """`targets = value` (or a `for` target and its iterable): names now hold the noted
-        subscripts of `value` and what its names held."""
+        subscripts of `value` and what its names held (`names`: `value`'s, if known)."""
         written = {id(t) for t in targets}
-        flow = self._flow(value, [n for n in inside if id(n.node) not in written])
+        flow = self._flow(value, [n for n in inside if id(n.node) not in written], names)
         within = frozenset(open_loops)
         flow = _Flow(flow.ids, frozenset((n, w or within) for n, w in flow.names))
         holds = self._holds[-1]
@@ -114,7 +115,7 @@ class PassReads:
                 holds[target.value] = flow
             elif isinstance(target, cst.Tuple | cst.List):
                 for element in target.elements:
-                    self.bind([element.value], value, inside, open_loops)
+                    self.bind([element.value], value, inside, open_loops, names)
 
     def host_read(self, value: cst.CSTNode, inside: list[_Noted], open_loops: list[Loop]) -> None:
         """A host read of `value` in the passes of `open_loops`."""
@@ -149,9 +150,11 @@ class PassReads:
                     decided.add(found)
         return decided
 
-    def _flow(self, value: cst.CSTNode, inside: list[_Noted]) -> _Flow:
+    def _flow(
+        self, value: cst.CSTNode, inside: list[_Noted], read: set[str] | None = None
+    ) -> _Flow:
         holds = self._holds[-1]
-        names = {n.base for n in inside} | set(value_names(value))
+        names = {n.base for n in inside} | (set(value_names(value)) if read is None else read)
         flow = _Flow(frozenset(id(n.node) for n in inside), frozenset((n, None) for n in names))
         for name in names:
             held = holds.get(name)

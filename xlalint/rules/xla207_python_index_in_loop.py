@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 # that the tensor-kind analysis calls iterables (iterating one yields tensors). Not
 # `sigmas`: schedulers often keep those on the CPU, where indexing compiles nothing.
 _SCHEDULE_NAME = re.compile(r"timesteps$", re.IGNORECASE)
+# Methods that read a tensor's values on the host.
+_VALUE_READS = frozenset({"item", "tolist"})
 
 
 # What a helper's slice becomes (word_lm_cuda in benchmarks/PORTS.md): rows picked by a
@@ -80,11 +82,14 @@ class PythonIndexInLoop(Rule):
     is a graph per value when its value reaches such a read in a pass the int changes with,
     directly (`tokens[idx].tolist()`) or through names bound earlier in the pass (`row =
     tokens[k, begin:]`, then `row.tolist()`; `a = logprobs[k, t:].logsumexp(-1)`, then `if
-    a > b:`), as in per-row loops of a decoding step. Not where the indexed tensor is
-    written in place (`obs[step] = next_obs`, `buf.add_(v)`) or rebound in that loop: each
-    pass then reads the chain of the writes so far, a new graph whatever the index (only a
-    barrier per pass helps, which XLA401/XLA402 ask for); and not writes (`buf[i] = v`) that
-    no read reads: they stay pending and run once, after the loop. The same slice read and
+    a > b:`; a `for` target of `zip(*x[i].topk(k))`, then `token.item()`), as in per-row
+    loops of a decoding step. Not where the read also reads a tensor that loop carries from
+    pass to pass: written in place (`obs[step] = next_obs`, `buf.add_(v)`, `acc += v`) or
+    rebound from itself (`x = x * 2`), the indexed tensor included. Each pass then reads the
+    chain of the writes so far, a new graph whatever the index (only a barrier per pass
+    helps, which XLA401/XLA402 ask for). Values bound before the loop's pass began do not
+    count. Nor writes (`buf[i] = v`) that no read reads: they stay pending and run once,
+    after the loop. The same slice read and
     written back in one statement (`x[:, : i + 1] = torch.index_select(x[:, : i + 1], 0,
     idx)`) is one cause, reported once.
 
@@ -207,7 +212,8 @@ class PythonIndexInLoop(Rule):
         self.reads.pop_function()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        self.reads.mark(node)
+        if self.values.in_loop:
+            self.reads.mark(node)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
@@ -244,11 +250,15 @@ class PythonIndexInLoop(Rule):
         self._enter_body(node)
 
     def leave_Call(self, node: cst.Call) -> None:
-        inside = self.reads.since(node)
         if not self.values.in_loop:
             return
+        inside = self.reads.since(node)
         func = node.func
-        if self.values.reads_host(node):
+        # `.item()`/`.tolist()` of what a device subscript became is a read whatever the
+        # kinds say of the name (a target of `zip(*x[i].topk(k))`): `host_read` keeps only
+        # reads of values that carry such a subscript.
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if self.values.reads_host(node) or (method in _VALUE_READS and not node.args):
             read = func.value if isinstance(func, cst.Attribute) else node.args[0].value
             self.reads.host_read(read, inside, self.values.passes_walked())
         elif (
@@ -259,7 +269,8 @@ class PythonIndexInLoop(Rule):
             self._changed(func.value)  # `buf.index_copy_(...)`, `buf.add_(...)`
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.reads.mark(node)
+        if self.values.in_loop:
+            self.reads.mark(node)
         self.helpers.note_method_call(node)
         if not self.values.in_loop:
             return
@@ -357,13 +368,13 @@ class PythonIndexInLoop(Rule):
     ) -> None:
         """Names bound in a pass hold the loop-int subscripts of their value; a tensor
         written in place, or rebound from its own value, changes from pass to pass."""
-        inside = self.reads.since(node)
         if not self.values.in_loop:
             return
-        self.reads.bind(targets, value, inside, self.values.passes_walked())
+        inside = self.reads.since(node)
+        read = set(value_names(value))
+        self.reads.bind(targets, value, inside, self.values.passes_walked(), read)
         # A name rebound from a fresh value each pass (`row = tokens[k]`) carries nothing
         # from the pass before; one rebound from itself (`x = x * 2`) carries a chain.
-        read = set(value_names(value))
         for target in targets:
             if not isinstance(target, cst.Name) or target.value in read:
                 self._changed(target)
