@@ -14,12 +14,17 @@ import libcst as cst
 from xlalint.walk import code_children
 
 
-def _parameter_index(function: cst.FunctionDef, name: str, method: bool) -> int | None:
-    """Where `name` sits among the positional arguments of a call (`self` not counted)."""
+def positional_parameters(function: cst.FunctionDef, method: bool) -> list[str]:
+    """The parameters a call's positional arguments land on, in order (`self` not counted
+    for a method called as `x.f(...)`)."""
     params = function.params
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-    if method and positional:
-        positional = positional[1:]
+    return positional[1:] if method and positional else positional
+
+
+def _parameter_index(function: cst.FunctionDef, name: str, method: bool) -> int | None:
+    """Where `name` sits among the positional arguments of a call (`self` not counted)."""
+    positional = positional_parameters(function, method)
     return positional.index(name) if name in positional else None
 
 

@@ -737,6 +737,16 @@ class TensorKinds:
                     if item_kind is Kind.UNKNOWN and from_tensors:
                         self._derived[-1].update(target_names(name))
                 continue
+            if (
+                isinstance(value, cst.Name)
+                and value.value == "None"
+                and isinstance(target, cst.Name)
+                and self.lookup(target.value) is not None
+            ):
+                # `else: mask = None` after `mask = make_mask(...)`: the absent case of an
+                # optional value says nothing of the value where present (any use of it
+                # as a value, `mask[:, idx]`, is on that path).
+                continue
             self.bind(target, kind)
             self._bind_record(target, record)
             if held is not None and isinstance(target, cst.Name):
