@@ -89,9 +89,11 @@ class PythonIndexInLoop(Rule):
     chain of the writes so far, a new graph whatever the index (only a barrier per pass
     helps, which XLA401/XLA402 ask for). Values bound before the loop's pass began do not
     count. Nor writes (`buf[i] = v`) that no read reads: they stay pending and run once,
-    after the loop. The same slice read and
-    written back in one statement (`x[:, : i + 1] = torch.index_select(x[:, : i + 1], 0,
-    idx)`) is one cause, reported once.
+    after the loop. Loop-int subscripts of one statement are one cause, reported once at
+    the first: the slice read and written back (`x[:, : i + 1] = torch.index_select(x[:,
+    : i + 1], 0, idx)`), a write and a read (`values[step] = agent(obs[step])`), two slices
+    handed to one call (`search.step(scores[:, :step], tokens[:, : step + 1])`); one device
+    index made for the pass fixes them together.
 
     The same int handed to a function of the same module, or to a method of the class
     (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same,
@@ -321,6 +323,7 @@ class PythonIndexInLoop(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         reported: set[tuple[int, str]] = set()
+        statements: set[int] = set()
         code = self.ctx.module.code_for_node
         for candidate in self._candidates:
             # A host read in the pass does not count: `X[i]` with a `.item()` of an unrelated
@@ -329,13 +332,12 @@ class PythonIndexInLoop(Rule):
                 self.values.executes_every_pass(loop, self.ctx.loops, reads=False)
                 for loop in candidate.loops
             ) or self.reads.read_per_value(candidate.node):
-                # The same slice read and written in one statement (`x[:, : i + 1] =
-                # f(x[:, : i + 1])`) is one cause, reported once.
+                # One statement is one cause, fixed by one edit (one device index for the
+                # pass): reported once, at its first loop-int subscript.
                 if candidate.statement is not None:
-                    key = (id(candidate.statement), code(candidate.node))
-                    if key in reported:
+                    if id(candidate.statement) in statements:
                         continue
-                    reported.add(key)
+                    statements.add(id(candidate.statement))
                 self.report(
                     candidate.node, self.message.format(index=candidate.index), site=candidate.site
                 )
