@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TypeVar
 
 import libcst as cst
@@ -34,7 +33,7 @@ from xlalint.analysis.barrier_calls import (
     Barrier,
     barrier_kind,
 )
-from xlalint.analysis.handed_functions import CallSites
+from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, code_children, descendants, last_name, target_names
@@ -1048,9 +1047,9 @@ class LoopFacts:
                 found.extend(own or methods)
         return found
 
-    @cached_property
+    @property
     def _call_sites(self) -> CallSites:
-        return CallSites(self.module)
+        return call_sites(self.module)
 
     def _runs_model(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool | None:
         """Whether a call of a function of this module calls a model or steps a scheduler;
