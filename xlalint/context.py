@@ -426,13 +426,18 @@ class FileContext:
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
             bases = _base_names(node)
-            hooks = per_step_hooks([node.name.value, *bases]).union(
+            methods = (
+                statement.name.value
+                for statement in node.body.body
+                if isinstance(statement, cst.FunctionDef)
+            )
+            hooks = per_step_hooks([node.name.value, *bases], methods).union(
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
             is_module = _is_module_class(node)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module)
+            self.kinds.push_class(node.name.value, module=is_module, bases=node.bases)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
