@@ -392,14 +392,24 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
 
-    def push_class(self, name: str | None = None, module: bool = False) -> None:
+    def push_class(
+        self, name: str | None = None, module: bool = False, bases: Sequence[cst.Arg] = ()
+    ) -> None:
         """Entering a class; `module`: an `nn.Module` subclass, whose instances (`pg =
-        Policy(env)`) are modules."""
-        if module and name is not None:
+        Policy(env)`) are modules. So is a class derived from a `torch.nn` class (`class
+        MaskedCELoss(nn.CrossEntropyLoss)`: calling it is calling the loss) or from a module
+        class defined above it in the file."""
+        if name is not None and (module or any(self._module_base(b.value) for b in bases)):
             self._module_classes.add(name)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
+
+    def _module_base(self, base: cst.BaseExpression) -> bool:
+        qualified = self.imports.resolve(base)
+        if qualified is not None:
+            return _NN_MODULE_CLASS.match(qualified) is not None
+        return isinstance(base, cst.Name) and base.value in self._module_classes
 
     def pop_class(self) -> None:
         self._self_attributes.pop()

@@ -36,7 +36,11 @@ class ItemInHotCode(HelperCallRule):
     `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a class of the module
     (`metric = Accumulator(3)`). Not flagged: such helpers called with Python numbers
     (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it,
-    and reads already reported inside the helper.
+    and reads already reported inside the helper. What the call hands over is a tensor when
+    it comes out of a module: an `nn` class, or a class of the file derived from one
+    (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
+    `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
+    (a host library's base, a plain class of the file) may return a Python number.
 
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
