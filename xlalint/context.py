@@ -172,6 +172,8 @@ class FileContext:
         # `if isinstance(v, torch.Tensor):` bodies: the names tested, the kind each has in
         # the body, and the kind to restore after it.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
+        # `if not isinstance(t, Tensor): t = torch.tensor(t)` on known tensors (`kept_tensors`).
+        self._kept_tensors: list[tuple[cst.CSTNode, list[str]]] = []
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)
@@ -448,6 +450,8 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
+            if kind is cst.If and not node.orelse and (kept := self.kinds.kept_tensors(node.test)):
+                self._kept_tensors.append((node, kept))
             if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
                 assert isinstance(node, cst.If)
                 self._narrowed.append((node.body, self._narrowing(node, names)))
@@ -550,6 +554,9 @@ class FileContext:
         if self._narrowed and self._narrowed[-1][0] is node:
             for name, _, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
+        if self._kept_tensors and self._kept_tensors[-1][0] is node:
+            for name in self._kept_tensors.pop()[1]:
+                self.kinds.bind(cst.Name(name), Kind.TENSOR)
 
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
         if kind is cst.FunctionDef:
@@ -653,6 +660,7 @@ class FileContext:
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
+        self.kinds.note_backward(node)
         resolved = self.imports.resolve(func)
         if resolved == ADD_STEP_CLOSURE:
             self._closure_calls.append(node)

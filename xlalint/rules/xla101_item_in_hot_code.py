@@ -42,6 +42,12 @@ class ItemInHotCode(HelperCallRule):
     `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
     (a host library's base, a plain class of the file) may return a Python number.
 
+    A name that runs autograd's backward (`loss_tensor.backward()`, keyword arguments at
+    most) is a tensor on the training device until it is bound again, wherever it came
+    from (`loss_tensor, metrics = self._compute_loss_and_metrics(x, y)`), so `float(
+    loss_tensor)` after it is flagged. `layer.backward(dout)` with a positional gradient
+    (a hand-written network's layers) says nothing.
+
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
     once per epoch. A loop is a batch loop when it iterates a loader (or a name its

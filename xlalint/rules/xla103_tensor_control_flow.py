@@ -43,7 +43,11 @@ class TensorControlFlow(Rule):
     numbers are not flagged. Hand-written gradient clipping (`if clip_coef < 1:`) is left
     to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
     torch.isnan(loss):`) is one condition, whose fix folds the tests into one device
-    expression: it is reported once, at its first tensor operand.
+    expression: it is reported once, at its first tensor operand. A device tensor run
+    through `if not isinstance(v, torch.Tensor): v = torch.tensor(v)` (a guard for old
+    APIs that returned floats) is still the device tensor after it: the branch cannot run
+    for it. The same guard on a value of unknown kind (a helper's parameter) builds a host
+    tensor, and is left alone.
 
     Per-step code includes the batch and step events of callback classes (a class whose
     name ends `Callback`, with methods named `on_batch_end`, `on_train_step_end`,
