@@ -54,8 +54,11 @@ class ItemInHotCode(HelperCallRule):
     function binds only to loaders, `batches = tqdm(val_loader)`) or steps an optimizer
     on every pass, itself or in a method it calls (`self._fit_batch(x, y)`); an epoch loop
     around it stays one even where it steps once more after it (the leftover step of
-    gradient accumulation). A name ending in `_per_step` (`fit_one_batch_per_step`) says
-    what a loop of many steps does, and is not a per-step function.
+    gradient accumulation). A function whose own body runs backward and steps an optimizer
+    is one step whatever loops it holds (a GAN iteration's loop of discriminator updates):
+    `g_loss.item()` after that loop runs every step. A name ending in `_per_step`
+    (`fit_one_batch_per_step`) says what a loop of many steps does, and is not a per-step
+    function.
 
     Search and sampling code keeps 0-dim scores in records: a field a class of the module
     declares as a tensor (`class Hypothesis(NamedTuple): score: Union[float,
