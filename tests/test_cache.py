@@ -285,3 +285,23 @@ def test_cache_object_survives_a_bad_entry_name(tmp_path: Path) -> None:
     assert store.load("no-such-key", "x.py") is None
     assert not (tmp_path / "c").exists()
     assert CACHEDIR_TAG.startswith("Signature: 8a477f597d28d172789f06886806bc55")
+
+
+def test_memory_cache_keeps_what_worker_processes_lint(project: Path) -> None:
+    """`check --no-cache` keeps results in memory for its forecast (`MemoryCache`); with a
+    process pool, each file's result comes back with the key of the bytes its worker
+    linted, so the forecast finds every file the check linted."""
+    files = {f"bad{i}.py": BAD.replace("accumulate", f"accumulate{i}") for i in range(20)}
+    write(project, {**files, "err.py": SYNTAX_ERROR})
+    settings = Settings(root=project)
+    memory = cache.MemoryCache()
+    report = api.check_paths([project], settings, jobs=2, cache=memory)
+    assert len(report.results) == 21 > api.PARALLEL_THRESHOLD
+    rules = api.enabled_rules(settings)
+    for result in report.results:
+        raw = Path(result.filename).read_bytes()
+        key = memory.key(result.filename, raw, rules, settings.hot_functions)
+        assert memory.load(key, result.filename) == result
+    assert sum(1 for r in report.results if r.diagnostics) == 20
+    assert sum(1 for r in report.results if r.error) == 1
+    assert not any(project.glob(".*"))  # nothing written

@@ -145,3 +145,29 @@ def test_screen_tokens() -> None:
     assert features.matches(["'cuda"])
     assert features.matches(["<Call>"])
     assert not features.matches(["item", "'cpu", "<For>", "~zzz"])
+
+
+def test_names_in_use_of_a_screened_file_are_the_whole_files() -> None:
+    """An import a fix adds must not rebind a name used in a blanked body: the context's
+    `names_in_use` (the screened tree's, with each blanked body parsed alone) is the whole
+    file's."""
+    import libcst as cst
+
+    from xlalint.analysis.imports import names_in_use
+    from xlalint.context import FileContext
+
+    screened_files = 0
+    for path in FILES:
+        if path.parent.name not in all_rules():
+            continue
+        text = path.read_text(encoding="utf-8")
+        # A fixture's own rule alone, as `test_fixtures.py` runs it: the default set
+        # blanks nothing in files this small.
+        screened = screen.screen_text(ast.parse(text), text, [all_rules()[path.parent.name]])
+        if screened is None:
+            continue
+        screened_files += 1
+        module = cst.parse_module(screened.text)
+        ctx = FileContext(module, str(path), full_text=text, blanked=screened.blanked)
+        assert ctx.names_in_use == names_in_use(cst.parse_module(text)), path
+    assert screened_files > 20

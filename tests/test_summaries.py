@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import libcst
+import pytest
 from conftest import run_cli, write
 from rich.console import Console
 
@@ -198,3 +200,31 @@ def test_forecast_from_the_stored_check_result_is_the_same(project: Path) -> Non
     assert any(cache.rglob("*.json"))  # the check's results were stored, and read back
     assert _fixable(cold.stdout) > 0
     assert cached.stdout == cold.stdout
+
+
+def test_forecast_without_a_cache_starts_from_the_checks_own_result(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check --no-cache` keeps its results in memory for the closing forecast, as a cache
+    folder would: the forecast lints no text the check linted (libcst parses as many texts
+    as with a fresh cache folder), says the same, and nothing is written."""
+    shutil.copy(EXAMPLES / "train_cuda.py", project / "train_cuda.py")
+    write(project, {"train.py": CUDA_SCRIPT})
+    parses: list[str] = []
+    real = libcst.parse_module
+
+    def counting(source: str, *args: object, **kwargs: object) -> libcst.Module:
+        parses.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    cold = run_cli("check", "--no-cache", "train_cuda.py", "train.py")
+    assert sorted(p.name for p in project.iterdir()) == ["train.py", "train_cuda.py"]
+    cold_parses, parses[:] = list(parses), []
+    cached = run_cli(
+        "check", "--cache-dir", str(project / ".cache"), "train_cuda.py", "train.py",
+        env={"XLALINT_NO_CACHE": None},
+    )  # fmt: skip
+    assert _fixable(cold.stdout) > 0
+    assert cold.stdout == cached.stdout
+    assert sorted(cold_parses) == sorted(parses)

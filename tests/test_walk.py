@@ -165,3 +165,20 @@ def test_descendants_leave_out_skipped_subtrees() -> None:
     assert not any(type(node) in walk.TRIVIA for node in kept)
     names = [node for node in walk.descendants(module, skip=frozenset()) if type(node) is cst.Name]
     assert [node for node in kept if type(node) is cst.Name] == names
+
+
+def test_the_field_table_is_what_libcst_source_says() -> None:
+    """`walk_fields.py` is current for the installed libcst (regenerate it with `python -m
+    xlalint.walk` after upgrading libcst); under another release the walk reads libcst's
+    source as before."""
+    from libcst._version import __version__
+
+    from xlalint import walk_fields
+
+    table = walk.field_table()
+    if __version__ != walk_fields.LIBCST_VERSION:
+        assert walk._known_fields() == {}
+        pytest.skip(f"walk_fields.py is for libcst {walk_fields.LIBCST_VERSION}")
+    assert table == walk_fields.FIELDS
+    assert walk._known_fields() is walk_fields.FIELDS
+    assert walk.child_fields(cst.Call) == table["libcst._nodes.expression.Call"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from xlalint.analysis.xla_api import LATEST, Release
-from xlalint.cache import ResultCache
+from xlalint.cache import MemoryCache, ResultCache
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult, allowed
 from xlalint.discovery import discover
@@ -147,17 +147,30 @@ def lint_file(
     target: Release = LATEST,
 ) -> FileResult:
     """Lint one file; with `cache`, store the result under the bytes actually linted."""
+    return _lint_file_keyed(path, rules, hot_functions, cache, target)[1]
+
+
+def _lint_file_keyed(
+    path: Path,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str],
+    cache: ResultCache | None,
+    target: Release,
+) -> tuple[str | None, FileResult]:
+    """`lint_file`, and the cache key of the bytes it linted (None: not stored)."""
     filename = str(path)
     try:
         raw = read_bytes(path)
         result = _lint_raw(raw, path, rules, hot_functions, target)
     except SourceError as error:
-        return FileResult(filename, error=FileError(filename, str(error)))
+        return None, FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not stop the other files
-        return FileResult(filename, error=FileError(filename, _internal(error)))
-    if cache is not None:
-        cache.store(cache.key(filename, raw, rules, hot_functions, target), result)
-    return result
+        return None, FileResult(filename, error=FileError(filename, _internal(error)))
+    if cache is None:
+        return None, result
+    key = cache.key(filename, raw, rules, hot_functions, target)
+    cache.store(key, result)
+    return key, result
 
 
 def _lint_raw(
@@ -307,6 +320,11 @@ def _lint_job(job: Job) -> FileResult:
     return lint_file(Path(path), rules, hot_functions, cache, target)
 
 
+def _keyed_lint_job(job: Job) -> tuple[str | None, FileResult]:
+    path, rules, hot_functions, _, cache, _, target = job
+    return _lint_file_keyed(Path(path), rules, hot_functions, cache, target)
+
+
 def _fix_job(job: Job) -> FixOutcome | FileError:
     path, rules, hot_functions, unsafe, cache, line_length, target = job
     return fix_file(Path(path), rules, hot_functions, unsafe, cache, line_length, target)
@@ -453,8 +471,23 @@ def check_paths(
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
     work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
-    results = _run_cached(_cached_lint, _lint_job, work, jobs or default_jobs(), progress)
+    processes = jobs or default_jobs()
+    if isinstance(cache, MemoryCache):
+        # Worker processes store into their own copy: the results come back with the key
+        # of the bytes each linted, to be kept here for the closing forecast.
+        keyed = _run_cached(_cached_keyed_lint, _keyed_lint_job, work, processes, progress)
+        for key, result in keyed:
+            if key is not None:
+                cache.store(key, result)
+        results = [result for _, result in keyed]
+    else:
+        results = _run_cached(_cached_lint, _lint_job, work, processes, progress)
     return CheckReport(results=results, missing=found.missing, empty=found.empty)
+
+
+def _cached_keyed_lint(job: Job) -> tuple[str | None, FileResult] | None:
+    result = _cached_lint(job)
+    return None if result is None else (None, result)
 
 
 def _forecast_file(

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -190,6 +190,30 @@ class ResultCache:
 
         shutil.rmtree(self.directory)
         return True
+
+
+@dataclass(frozen=True)
+class MemoryCache(ResultCache):
+    """Entries kept by this process only, for `check --no-cache`: the closing fix forecast
+    starts from the check's own result for the same bytes, as it does with a cache on disk,
+    and nothing is read from or written to a folder. Entries go through the same encoding
+    as on disk, so a result loaded here is the one a disk cache would give."""
+
+    directory: Path = Path()
+    _entries: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def load(self, key: str, filename: str) -> FileResult | None:
+        data = self._entries.get(key)
+        return None if data is None else decode(data, filename)
+
+    def load_data(self, key: str) -> Any:
+        return self._entries.get(key)
+
+    def store_data(self, key: str, value: Any) -> None:
+        self._entries[key] = value
+
+    def clean(self) -> bool:
+        return False
 
 
 @cache

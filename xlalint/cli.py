@@ -27,7 +27,14 @@ from xlalint.api import (
     fix_paths,
     forecast_fixes,
 )
-from xlalint.cache import ENV_CACHE_DIR, ENV_NO_CACHE, CleanError, ResultCache, default_cache_dir
+from xlalint.cache import (
+    ENV_CACHE_DIR,
+    ENV_NO_CACHE,
+    CleanError,
+    MemoryCache,
+    ResultCache,
+    default_cache_dir,
+)
 from xlalint.config import (
     ConfigError,
     Settings,
@@ -409,6 +416,11 @@ def check(
         _fix_stdin(stdin_path, settings, unsafe_fixes, quiet)
     rules = enabled_rules(settings)
     cache = result_cache(settings, no_cache, cache_dir)
+    forecasting = stdin_path is None and not show_statistics
+    forecasting = forecasting and output_format in HUMAN_FORMATS and not quiet
+    if cache is None and forecasting:
+        # The closing forecast's first lint of each file is then the check's result.
+        cache = MemoryCache()
     fixed = 0
     fixes = FixReport()
     fix_errors: list[FileError] = []
@@ -451,12 +463,15 @@ def check(
                 if note := _enabled_note(fixes, unsafe_fixes):
                     click.echo(note)
             # The forecast reruns the fixer on the files; a buffer from stdin is not one.
-            forecast = (
-                None
-                if stdin_path is not None
-                else forecast_fixes(report, settings, rules=rules, jobs=jobs, cache=cache)
+            click.echo(
+                summary(
+                    report,
+                    forecast_fixes(report, settings, rules=rules, jobs=jobs, cache=cache)
+                    if forecasting
+                    else None,
+                ),
+                nl=False,
             )
-            click.echo(summary(report, forecast), nl=False)
 
     if report.missing:
         raise SystemExit(EXIT_ERROR)

@@ -8,6 +8,7 @@ the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(ex
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -129,10 +130,12 @@ class FileContext:
         target: Release = LATEST,
         *,
         full_text: str | None = None,
+        blanked: Sequence[tuple[int, int]] = (),
         uses: Collection[str] = ANALYSES,
     ) -> None:
         """`full_text`: the file as it is, where `module` was parsed from a screened text
-        with some function bodies blanked (`screen.py`). `uses`: the analyses the rules
+        with some function bodies blanked (`screen.py`; `blanked`: their rows, when known).
+        `uses`: the analyses the rules
         that run declared (`rule.analyses_used`); the others cost nothing."""
         assert ANALYSES.issuperset(uses), f"unknown analyses: {set(uses) - ANALYSES}"
         self._uses = frozenset(uses)
@@ -141,6 +144,7 @@ class FileContext:
         self.path = path
         self.target = target  # the torch_xla release fixes write for (`target-version`)
         self._full_text = full_text
+        self._blanked = tuple(blanked)
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module), module)
@@ -196,7 +200,7 @@ class FileContext:
         """Every name the file uses: an import a fix adds must not rebind one of them (in
         the whole file, blanked bodies included)."""
         if self._full_text is not None:
-            return names_in_use(cst.parse_module(self._full_text))
+            return _names_in_full_text(self.module, self._full_text, self._blanked)
         return names_in_use(self.module)
 
     @cached_property
@@ -701,3 +705,33 @@ class FileContext:
             # `h.asdict()` on the hypotheses of a search loop: a method of a record class
             # of the module (`analysis/records.py`), by its name as for `self.f()`.
             self.hot.add_call(self.site(), func.attr.value)
+
+
+def _names_in_full_text(
+    module: cst.Module, text: str, blanked: Sequence[tuple[int, int]]
+) -> NamesInUse:
+    """`names_in_use` of `text`, whose screened tree is `module`: the tree's, with those
+    of the blanked bodies (rows `blanked`), each parsed alone under `if 1:` (which reads
+    and binds no name). Every node of the file is in one of them, and each node's part
+    does not depend on the others. The whole text is parsed where the rows are not known
+    or a body does not parse alone (a blanked stub is `pass`: no name)."""
+    if not blanked:
+        return names_in_use(cst.parse_module(text))
+    lines = _LINE.findall(text)
+    parts = [names_in_use(module)]
+    for first, last in blanked:
+        body = "".join(lines[first - 1 : last])
+        try:
+            parts.append(names_in_use(cst.parse_module("if 1:\n" + body)))
+        except (cst.ParserSyntaxError, RecursionError):
+            return names_in_use(cst.parse_module(text))
+    imported: dict[str, frozenset[str]] = {}
+    for part in parts:
+        for name, targets in part.imported.items():
+            imported[name] = imported.get(name, frozenset()) | targets
+    return NamesInUse(
+        set().union(*(p.names for p in parts)), imported, set().union(*(p.bound for p in parts))
+    )
+
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")  # rows as `screen.py` counts them

@@ -139,7 +139,7 @@ def lint_source(
     if not active:
         return FileResult(filename)
 
-    full_text = None if screened is None else text
+    full_text = None if screened is None else (text, screened.blanked)
     try:
         try:
             ctx, instances = _analyse(
@@ -182,11 +182,20 @@ def _analyse(
     hot_functions: Sequence[str],
     target: Release,
     fast: bool,
-    full_text: str | None = None,
+    full_text: tuple[str, Sequence[tuple[int, int]]] | None = None,
 ) -> tuple[FileContext, list[Rule]]:
-    """Walk `module` once, running every rule with a shared context."""
+    """Walk `module` once, running every rule with a shared context. `full_text`: the
+    file's text and the rows of the bodies the screen blanked, where `module` is the
+    screened text's."""
+    text, blanked = full_text if full_text is not None else (None, ())
     ctx = FileContext(
-        module, filename, hot_functions, target, full_text=full_text, uses=analyses_used(rules)
+        module,
+        filename,
+        hot_functions,
+        target,
+        full_text=text,
+        blanked=blanked,
+        uses=analyses_used(rules),
     )
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)

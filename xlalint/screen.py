@@ -169,6 +169,7 @@ class Screened:
     text: str
     kept_rows: frozenset[int] | None  # None: every row outside `dropped` counts
     dropped: tuple[tuple[int, int], ...]  # row spans whose findings do not count
+    blanked: tuple[tuple[int, int], ...] = ()  # the bodies' row spans left as `pass`
 
     def counts(self, row: int) -> bool:
         if self.kept_rows is not None:
@@ -211,17 +212,18 @@ def screen_text(
     glue_passes = passes(glue, _LOOP_NODES & glue.nodes != set())
     kept = _connected(units, glue, passing, text)
     lines = _LINE.findall(text)
-    blanked = False
-    for index, unit in enumerate(units):
-        if index not in kept and _blank(unit.node, lines):
-            blanked = True
+    blanked = tuple(
+        span
+        for index, unit in enumerate(units)
+        if index not in kept and (span := _blank(unit.node, lines)) is not None
+    )
     if not blanked:
         return None
     others = tuple((u.first, u.last) for i, u in enumerate(units) if i not in passing)
     if glue_passes:
-        return Screened("".join(lines), None, others)
+        return Screened("".join(lines), None, others, blanked)
     rows = frozenset(row for i in passing for row in range(units[i].first, units[i].last + 1))
-    return Screened("".join(lines), rows, ())
+    return Screened("".join(lines), rows, (), blanked)
 
 
 _LOOP_NODES = frozenset({"For", "AsyncFor", "While"})
@@ -385,18 +387,18 @@ def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str)
     return kept
 
 
-def _blank(node: Unit, lines: list[str]) -> bool:
-    """Blank `node`'s body in `lines`, leaving `pass` on its first row; False (and nothing
-    changed) where the body shares a row with the header."""
+def _blank(node: Unit, lines: list[str]) -> tuple[int, int] | None:
+    """Blank `node`'s body in `lines`, leaving `pass` on its first row, and return the
+    body's rows; None (and nothing changed) where the body shares a row with the header."""
     body = node.body
     first, last = body[0].lineno, node.end_lineno
     if last is None or first <= node.lineno or last > len(lines):
-        return False
+        return None
     prefix = lines[first - 1].encode("utf-8")[: body[0].col_offset]
     if prefix.strip(b" \t") or not prefix:
-        return False
+        return None
     for row in range(first, last + 1):
         line = lines[row - 1]
         ending = line[len(line.rstrip("\r\n")) :]
         lines[row - 1] = (prefix.decode() + "pass" if row == first else "") + ending
-    return True
+    return first, last

@@ -28,11 +28,14 @@ from xlalint.analysis.guards import (
     local_values,
 )
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import code_children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, TRIVIA, code_children, descendants, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
 _PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
+# Walks for statements (assignments, loops, imports, `global`) need not enter expressions:
+# no statement sits in one (a lambda's body is an expression too).
+_STATEMENTS_ONLY = TRIVIA | EXPRESSIONS
 
 
 @dataclass(frozen=True)
@@ -405,7 +408,7 @@ class FlagFacts:
         for statement in module.body:
             if isinstance(statement, cst.FunctionDef | cst.ClassDef):
                 continue
-            for node in descendants(statement):
+            for node in descendants(statement, _STATEMENTS_ONLY):
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
                         for bound, value in _bound(target.target, node.value):
@@ -419,7 +422,7 @@ class FlagFacts:
                     for alias in node.names if isinstance(node.names, list | tuple) else ():
                         name = alias.evaluated_alias or alias.evaluated_name
                         self._globals.setdefault(name.split(".")[0], []).append(None)
-        for node in descendants(module):
+        for node in descendants(module, _STATEMENTS_ONLY):
             if isinstance(node, cst.Global):
                 for item in node.names:
                     self._globals.setdefault(item.name.value, []).append(None)
@@ -504,7 +507,7 @@ def _rebound(function: cst.FunctionDef, name: str) -> bool:
     return any(
         isinstance(node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For)
         and name in target_names(node.target)
-        for node in descendants(function.body)
+        for node in descendants(function.body, _STATEMENTS_ONLY)
     )
 
 

@@ -151,6 +151,15 @@ class HostTensorInLoop(Rule):
     `torch.empty(0).to(ids)` 5. Scalars are cached: `x + torch.tensor(2.5).to(x)` costs 2
     transfers in 5 steps, the same as `x + 2.5` (a changing value, or a 1-element
     `torch.tensor([2.5])`, costs one per step), and `torch.zeros(()).to(x)` adds none.
+
+    Measured by hand for bounds that change with a loop's pass (5 passes, the loop run 3
+    times): with a barrier in each pass, `torch.arange(i, i + 16, device=dev)` costs 5
+    compiles and the host form 2 compiles and 15 host-to-device transfers; in a loop unrolled
+    into one graph (no barrier or read inside), the device form costs 1 compile and no
+    transfer, the host form 1 compile and 15 transfers. The rule stays silent on changing
+    bounds in either loop: whether a pass executes on its own is known only once the whole
+    pass is read, and the silence costs transfers, never a compile.
+
     Measured by hand for indexes (5 steps): `x[torch.arange(x.shape[0]), idx]` of an XLA
     `x` costs 6 host-to-device transfers, `x[torch.arange(x.shape[0], device=dev), idx]`
     none, one compile either way.
