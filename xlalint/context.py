@@ -177,6 +177,8 @@ class FileContext:
         # `if isinstance(v, torch.Tensor):` bodies: the names tested, the kind each has in
         # the body, and the kind to restore after it.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
+        # `if not isinstance(t, Tensor): t = torch.tensor(t)` on known tensors (`kept_tensors`).
+        self._kept_tensors: list[tuple[cst.CSTNode, list[str]]] = []
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)
@@ -437,13 +439,18 @@ class FileContext:
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
             bases = _base_names(node)
-            hooks = per_step_hooks([node.name.value, *bases]).union(
+            methods = (
+                statement.name.value
+                for statement in node.body.body
+                if isinstance(statement, cst.FunctionDef)
+            )
+            hooks = per_step_hooks([node.name.value, *bases], methods).union(
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
             is_module = _is_module_class(node)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module)
+            self.kinds.push_class(node.name.value, module=is_module, bases=node.bases)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
@@ -454,6 +461,8 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
+            if kind is cst.If and not node.orelse and (kept := self.kinds.kept_tensors(node.test)):
+                self._kept_tensors.append((node, kept))
             if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
                 assert isinstance(node, cst.If)
                 self._narrowed.append((node.body, self._narrowing(node, names)))
@@ -556,6 +565,9 @@ class FileContext:
         if self._narrowed and self._narrowed[-1][0] is node:
             for name, _, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
+        if self._kept_tensors and self._kept_tensors[-1][0] is node:
+            for name in self._kept_tensors.pop()[1]:
+                self.kinds.bind(cst.Name(name), Kind.TENSOR)
 
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
         if kind is cst.FunctionDef:
@@ -659,6 +671,7 @@ class FileContext:
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
+        self.kinds.note_backward(node)
         resolved = self.imports.resolve(func)
         if resolved == ADD_STEP_CLOSURE:
             self._closure_calls.append(node)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xlalint.analysis.hotness import (
+    CALLBACK_STEP_HOOK,
     MODULE_HOOK_REGISTRATIONS,
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
@@ -245,6 +246,7 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
         return any(
             PER_STEP_FUNCTIONS.match(name)
             or name in _HOOKS
+            or CALLBACK_STEP_HOOK.match(name)
             or any(fnmatch.fnmatchcase(name, pattern) for pattern in hot_functions)
             for name in features.functions
         )

@@ -12,7 +12,9 @@ A loop is a batch loop when it iterates a data loader (`for x, y in loader`, thr
 `enumerate`/`tqdm`/`iter`), pulls batches with `next()` from one, or runs a whole training
 step (an optimizer step, itself or in a function it calls) on every pass. A loop over
 layers, chunks or micro-batches that only calls a model or `backward()` is not: it is part
-of a step.
+of a step. A function whose own body (outside its loops) runs backward and steps an
+optimizer is itself one step (ignite's `_iteration(engine, batch)` of a GAN trainer, with
+a loop of discriminator updates before the generator's): none of its code is per epoch.
 """
 
 from __future__ import annotations
@@ -382,4 +384,11 @@ class Epochs:
         loops = [s for s in scopes if isinstance(s, cst.For | cst.While)]
         if any(self.is_batch_loop(loop) or not self.holds_batch_loop(loop) for loop in loops):
             return False
+        if scopes and type(scopes[0]) is cst.FunctionDef:
+            facts = self._facts(scopes[0])  # type: ignore[arg-type]
+            if facts.backward and facts.steps_optimizer:
+                # Its own body (outside its loops) runs backward and steps an optimizer: the
+                # function is one training step, and a loop in it that steps too (a GAN's
+                # discriminator updates) is part of that step, not a loop over batches.
+                return False
         return any(self.holds_batch_loop(scope) for scope in scopes)

@@ -155,15 +155,29 @@ def _walks_axes(iterable: cst.BaseExpression) -> bool:
 _AXES_NAME = re.compile(r"^_*(ax|axs|axes)(_\w+|\d+)?$", re.I)
 
 
-def per_step_hooks(base_names: Iterable[str]) -> frozenset[str]:
+# The batch and step events of a callback protocol, named as Keras, Hugging Face's
+# `TrainerCallback`, poutyne and most trainer libraries name them: `on_batch_end`,
+# `on_train_batch_begin`, `on_step_end`, `on_train_step_end`, `on_eval_step_start`. A
+# trainer fires them around every batch; `on_epoch_end`, `on_train_end`, `on_fit_start`
+# name once-per-epoch or once-per-run events and do not match.
+CALLBACK_STEP_HOOK = re.compile(r"^on_(\w+_)?(batch|step)_(begin|start|end)$")
+
+
+def per_step_hooks(base_names: Iterable[str], method_names: Iterable[str] = ()) -> frozenset[str]:
     """The per-step hooks a class overrides, from the last names of its bases, or its own
     name (`SFTTrainer` -> the Trainer's hooks; a `FusedLogitsWarper` is a logits warper
-    whatever it derives from)."""
+    whatever it derives from). A callback class (a name ending `Callback`) also runs, every
+    batch, those of its own methods (`method_names`) named as a callback protocol's batch or
+    step events (`CALLBACK_STEP_HOOK`), whichever library's protocol it follows."""
     hooks: frozenset[str] = frozenset()
+    callback = False
     for base in base_names:
+        callback = callback or base.endswith("Callback")
         for suffix, names in PER_STEP_HOOKS.items():
             if base.endswith(suffix):
                 hooks |= names
+    if callback:
+        hooks |= {name for name in method_names if CALLBACK_STEP_HOOK.match(name)}
     return hooks
 
 

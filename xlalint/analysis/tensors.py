@@ -411,14 +411,24 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
 
-    def push_class(self, name: str | None = None, module: bool = False) -> None:
+    def push_class(
+        self, name: str | None = None, module: bool = False, bases: Sequence[cst.Arg] = ()
+    ) -> None:
         """Entering a class; `module`: an `nn.Module` subclass, whose instances (`pg =
-        Policy(env)`) are modules."""
-        if module and name is not None:
+        Policy(env)`) are modules. So is a class derived from a `torch.nn` class (`class
+        MaskedCELoss(nn.CrossEntropyLoss)`: calling it is calling the loss) or from a module
+        class defined above it in the file."""
+        if name is not None and (module or any(self._module_base(b.value) for b in bases)):
             self._module_classes.add(name)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
+
+    def _module_base(self, base: cst.BaseExpression) -> bool:
+        qualified = self.imports.resolve(base)
+        if qualified is not None:
+            return _NN_MODULE_CLASS.match(qualified) is not None
+        return isinstance(base, cst.Name) and base.value in self._module_classes
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
@@ -522,6 +532,23 @@ class TensorKinds:
             key = binding_key(node.value)  # type: ignore[attr-defined]
             return None if key is None else f"record:{key}"
         return None
+
+    def note_backward(self, call: cst.Call) -> None:
+        """`loss.backward()` on a name of this function whose kind is unknown (`loss, out =
+        self._compute(x, y)`): only a tensor runs autograd's backward, so the name holds one
+        (on the device the model trains on) until it is bound again. Positional arguments
+        (`layer.backward(dout)` of a hand-written network) say nothing."""
+        func = call.func
+        if (
+            type(func) is not cst.Attribute
+            or func.attr.value != "backward"  # type: ignore[attr-defined]
+            or type(func.value) is not cst.Name  # type: ignore[attr-defined]
+            or any(arg.keyword is None for arg in call.args)
+        ):
+            return
+        name = func.value.value  # type: ignore[attr-defined]
+        if self._frames[-1].get(name) is Kind.UNKNOWN:
+            self._frames[-1][name] = Kind.TENSOR
 
     def note_append(self, call: cst.Call) -> None:
         """`xs.append(v)`: the list `xs` holds values of `v`'s kind (a tuple's, position by
@@ -994,15 +1021,32 @@ class TensorKinds:
         its callers, so the branch is left alone."""
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
             return self.narrowed_to_tensor(test.left) + self.narrowed_to_tensor(test.right)
+        subject = self._tensor_test_subject(test)
+        if subject is None or self.lookup(subject) is Kind.TENSOR:
+            return []
+        return [subject]
+
+    def kept_tensors(self, test: cst.BaseExpression) -> list[str]:
+        """Known tensors that an `if` test checks not to be tensors (`if not isinstance(
+        grad_norm, torch.Tensor): grad_norm = torch.tensor(grad_norm)`): the branch
+        normalises a value of another kind, so for a tensor it never runs and the name is
+        still the tensor after the `if`."""
+        if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+            return []
+        subject = self._tensor_test_subject(test.expression)
+        return [subject] if subject is not None and self.lookup(subject) is Kind.TENSOR else []
+
+    def _tensor_test_subject(self, test: cst.BaseExpression) -> str | None:
+        """The name `isinstance(v, torch.Tensor)` (or `torch.is_tensor(v)`) tests."""
         if not (isinstance(test, cst.Call) and test.args):
-            return []
+            return None
         subject = test.args[0].value
-        if not isinstance(subject, cst.Name) or self.lookup(subject.value) is Kind.TENSOR:
-            return []
+        if not isinstance(subject, cst.Name):
+            return None
         callee = get_full_name_for_node(test.func)
         qualified = self.imports.resolve(test.func)
         if qualified == "torch.is_tensor" and len(test.args) == 1:
-            return [subject.value]
+            return subject.value
         if callee == "isinstance" and len(test.args) == 2:
             classes = test.args[1].value
             options = (
@@ -1013,8 +1057,8 @@ class TensorKinds:
                 if (self.imports.resolve(option) or spelled).rsplit(".", 1)[
                     -1
                 ] in _TENSOR_ANNOTATIONS:
-                    return [subject.value]
-        return []
+                    return subject.value
+        return None
 
     def _values_of(
         self, mapping: cst.BaseExpression, item: cst.BaseExpression | None = None

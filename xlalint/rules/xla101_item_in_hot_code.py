@@ -39,7 +39,17 @@ class ItemInHotCode(HelperCallRule):
     `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a class of the module
     (`metric = Accumulator(3)`). Not flagged: such helpers called with Python numbers
     (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it,
-    and reads already reported inside the helper.
+    and reads already reported inside the helper. What the call hands over is a tensor when
+    it comes out of a module: an `nn` class, or a class of the file derived from one
+    (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
+    `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
+    (a host library's base, a plain class of the file) may return a Python number.
+
+    A name that runs autograd's backward (`loss_tensor.backward()`, keyword arguments at
+    most) is a tensor on the training device until it is bound again, wherever it came
+    from (`loss_tensor, metrics = self._compute_loss_and_metrics(x, y)`), so `float(
+    loss_tensor)` after it is flagged. `layer.backward(dout)` with a positional gradient
+    (a hand-written network's layers) says nothing.
 
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
@@ -47,8 +57,11 @@ class ItemInHotCode(HelperCallRule):
     function binds only to loaders, `batches = tqdm(val_loader)`) or steps an optimizer
     on every pass, itself or in a method it calls (`self._fit_batch(x, y)`); an epoch loop
     around it stays one even where it steps once more after it (the leftover step of
-    gradient accumulation). A name ending in `_per_step` (`fit_one_batch_per_step`) says
-    what a loop of many steps does, and is not a per-step function.
+    gradient accumulation). A function whose own body runs backward and steps an optimizer
+    is one step whatever loops it holds (a GAN iteration's loop of discriminator updates):
+    `g_loss.item()` after that loop runs every step. A name ending in `_per_step`
+    (`fit_one_batch_per_step`) says what a loop of many steps does, and is not a per-step
+    function.
 
     Search and sampling code keeps 0-dim scores in records: a field a class of the module
     declares as a tensor (`class Hypothesis(NamedTuple): score: Union[float,

@@ -4,7 +4,7 @@ import libcst as cst
 
 from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.imports import ImportTable
-from xlalint.context import Kind
+from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -41,7 +41,20 @@ class TensorControlFlow(Rule):
     the operands of `and`, `or` and `not`; `bool(t)`; and the builtins `min()`/`max()` on
     tensors. Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python
     numbers are not flagged. Hand-written gradient clipping (`if clip_coef < 1:`) is left
-    to XLA105.
+    to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
+    torch.isnan(loss):`) is one condition, whose fix folds the tests into one device
+    expression: it is reported once, at its first tensor operand. A device tensor run
+    through `if not isinstance(v, torch.Tensor): v = torch.tensor(v)` (a guard for old
+    APIs that returned floats) is still the device tensor after it: the branch cannot run
+    for it. The same guard on a value of unknown kind (a helper's parameter) builds a host
+    tensor, and is left alone.
+
+    Per-step code includes the batch and step events of callback classes (a class whose
+    name ends `Callback`, with methods named `on_batch_end`, `on_train_step_end`,
+    `on_step_begin` and the like, as Keras, Hugging Face, poutyne and most trainer
+    libraries name them): a NaN check there (`if torch.isnan(loss).any(): raise ...`) reads
+    the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`), and such
+    names on a class that is no callback, are not per step.
 
     Search code keeps its candidates' tensors in records: a class of the module that
     declares a field as a tensor (`class Hypothesis(NamedTuple): score: torch.Tensor`, a
@@ -132,6 +145,10 @@ class TensorControlFlow(Rule):
     hot_only = True
     needs_torch = True
     triggers = ("if", "while", "assert", "and", "or", "not", "bool", "min", "max", "sort", "heap")
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._chains: set[int] = set()  # ids of `and`/`or` chains reported already
 
     # Every expression kind that can hold a tensor is checked for being truth-tested. The
     # check looks at the node's parents, so the `while` test is seen where it runs: in the
@@ -230,11 +247,27 @@ class TensorControlFlow(Rule):
         construct = self._truth_context(node)
         if construct is None:
             return
+        chain = self._boolean_chain()
+        if chain is not None:
+            if id(chain) in self._chains:
+                return  # `if isinf(x) or isnan(x):` is one test, reported once
+            self._chains.add(id(chain))
         parent = self.ctx.parent
         fix = None
         if isinstance(parent, cst.IfExp) and parent.test is node:
             fix = self._where_fix(parent)
         self.report(node, self.message.format(construct=construct), fix=fix)
+
+    def _boolean_chain(self) -> cst.BooleanOperation | None:
+        """The outermost `and`/`or` the node being checked sits in, through nested ones
+        (`a or b or c`): one condition, whose fix combines its tensor tests into one device
+        expression, read once."""
+        chain = None
+        for ancestor in self.ctx.ancestors():
+            if not isinstance(ancestor, cst.BooleanOperation):
+                break
+            chain = ancestor
+        return chain
 
     def _truth_context(self, node: cst.BaseExpression) -> str | None:
         """The construct that takes `node`'s truth value, if any.

@@ -8,6 +8,7 @@ import libcst as cst
 from xlalint.analysis.imports import ImportTable
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -47,8 +48,11 @@ class PrintInHotCode(Rule):
     `prog_bar=True`, and f-strings, `str()`, `repr()`, `format()`, `.format()` and `%`
     formatting of tensors anywhere in the step. Printing strings and Python numbers is not
     flagged (a `loss.item()` read for printing is XLA101's finding), nor is code inside an
-    `xm.add_step_closure(...)` callback, a `raise` or an `assert` message, nor Lightning's
-    `self.log` without `prog_bar=True`.
+    `xm.add_step_closure(...)` callback, a `raise` or an `assert` message, a warning in the
+    body of an `if` that tests for NaN or infinite values (`if not torch.isfinite(
+    grad_norm): logger.warning(f"grad norm {grad_norm}")`: it runs when a step goes wrong,
+    while the test is XLA103's per-step finding), nor Lightning's `self.log` without
+    `prog_bar=True`.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Turning a tensor
@@ -157,7 +161,7 @@ class PrintInHotCode(Rule):
         sink = self._sink(node)
         if sink is not None:
             what, arguments = sink
-            if any(self._formats_tensor(arg) for arg in arguments):
+            if any(self._formats_tensor(arg) for arg in arguments) and not self._on_bad_values():
                 self._report(node, what, fix=self._closure_fix(node))
             return
         if self._stringifier(node) is not None:
@@ -252,8 +256,24 @@ class PrintInHotCode(Rule):
             return  # inside a sink or formatting already reported
         if any(isinstance(a, cst.Raise | cst.Assert) for a in self.ctx.ancestors()):
             return  # runs only on the error path
-        if self._formats_tensor(node):
+        if self._formats_tensor(node) and not self._on_bad_values():
             self._report(node, "Formatting")
+
+    def _on_bad_values(self) -> bool:
+        """Inside the body of an `if` that tests for NaN or infinite values (`if not
+        torch.isfinite(grad_norm): logging.warning(f"... {grad_norm}")`): a warning for a
+        step gone wrong, which runs when training diverges, not every step. The test itself
+        reads the device every step (XLA103's finding)."""
+        child: cst.CSTNode | None = None
+        for ancestor in self.ctx.ancestors():
+            if (
+                type(ancestor) is cst.If
+                and child is ancestor.body  # type: ignore[attr-defined]
+                and _tests_finiteness(ancestor.test)  # type: ignore[attr-defined]
+            ):
+                return True
+            child = ancestor
+        return False
 
     def _report(self, node: cst.CSTNode, what: str, fix: NodeFix | None = None) -> None:
         self._reported.add(id(node))
@@ -434,6 +454,26 @@ class PrintInHotCode(Rule):
         ):
             return [arg.value for arg in node.args]
         return None
+
+
+_FINITENESS_TESTS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
+
+
+def _tests_finiteness(test: cst.BaseExpression) -> bool:
+    """The test calls `isnan`/`isinf`/`isfinite` (`torch.isnan(x)`, `x.isinf().any()`)."""
+    for node in descendants(test):
+        if type(node) is not cst.Call:
+            continue
+        func = node.func  # type: ignore[attr-defined]
+        if type(func) is cst.Attribute:
+            name = func.attr.value
+        elif type(func) is cst.Name:
+            name = func.value
+        else:
+            continue
+        if name in _FINITENESS_TESTS:
+            return True
+    return False
 
 
 def _is_string_literal(node: cst.BaseExpression) -> bool:
