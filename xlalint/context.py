@@ -22,6 +22,7 @@ from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
+    MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
     FunctionKey,
     HotCode,
@@ -35,7 +36,9 @@ from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
+from xlalint.analysis.members import member_method_call, table_functions
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import Kind, TensorKinds
 from xlalint.analysis.xla_api import LATEST, Release, api_at
@@ -65,7 +68,7 @@ _LOOPS = frozenset({cst.For, cst.While})
 _ENTERED = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.If, cst.IfExp, cst.For, cst.CompFor, cst.Import,
      cst.ImportFrom, cst.Call, cst.With, cst.Lambda, cst.ListComp, cst.SetComp,
-     cst.GeneratorExp, cst.DictComp}
+     cst.GeneratorExp, cst.DictComp, cst.Return}
 )  # fmt: skip
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 _LEFT = frozenset(
@@ -197,6 +200,11 @@ class FileContext:
         if self._full_text is not None:
             return _names_in_full_text(self.module, self._full_text, self._blanked)
         return names_in_use(self.module)
+
+    @cached_property
+    def _functions(self) -> frozenset[str]:
+        """The module's top-level functions, by name."""
+        return frozenset(s.name.value for s in self.module.body if isinstance(s, cst.FunctionDef))
 
     @cached_property
     def import_guards(self) -> ImportGuards:
@@ -365,10 +373,18 @@ class FileContext:
 
     def site(self) -> Site:
         frame = self._frames[-1]
-        scopes = (frame.node, *frame.loops) if frame.node is not None else tuple(frame.loops)
+        loops = frame.loops
+        if loops:
+            # A block that ends in `break` (`return`) runs once per run of the loop it
+            # leaves: the site is where the loop (the function) runs, not in its passes.
+            inside, left = passes_left(reversed(self._stack), len(loops))
+            if left:
+                end = len(loops) - inside
+                loops = loops[: end - left] + loops[end:]
+        scopes = (frame.node, *loops) if frame.node is not None else tuple(loops)
         return Site(
             frame.key,
-            any(id(loop) not in frame.collections for loop in frame.loops),
+            any(id(loop) not in frame.collections for loop in loops),
             self.in_step_closure,
             frame.module_call,
             scopes,
@@ -418,8 +434,9 @@ class FileContext:
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
-            self._classes.append((node.name.value, _is_module_class(node), hooks))
-            self.kinds.push_class(node.name.value)
+            is_module = _is_module_class(node)
+            self._classes.append((node.name.value, is_module, hooks))
+            self.kinds.push_class(node.name.value, module=is_module)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
@@ -463,6 +480,9 @@ class FileContext:
                 name = parent.name.value  # type: ignore[union-attr]
                 self._frames.append(_Frame(key=FunctionKey(None, name), module_call=False))
                 self._default_lambdas.append(node)
+        elif kind is cst.Return:
+            # What a method of an nn.Module class returns: `agent.get_action(obs)` elsewhere.
+            self.kinds.note_return(node.value)  # type: ignore[attr-defined]
         elif kind is cst.With:
             assert isinstance(node, cst.With)
             if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
@@ -533,7 +553,7 @@ class FileContext:
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
         if kind is cst.FunctionDef:
             self._frames.pop()
-            self.kinds.pop_function()
+            self.kinds.pop_function(node.name.value)  # type: ignore[attr-defined]
             if self._masks is not None:
                 self._masks.pop_function()
         elif kind is cst.ClassDef:
@@ -541,6 +561,8 @@ class FileContext:
             self.kinds.pop_class()
         elif kind is cst.Assign:
             assert isinstance(node, cst.Assign)
+            self._alias_functions([t.target for t in node.targets], table_functions(
+                node.value, self.module))  # fmt: skip
             if self._masks is not None:
                 self._masks.bind_assignment([t.target for t in node.targets], node.value)
             self.kinds.bind_assignment([t.target for t in node.targets], node.value)
@@ -603,9 +625,29 @@ class FileContext:
         module_call = direct_method and is_module and node.name.value == "__call__"
         hook = direct_method and node.name.value in hooks
         self._frames.append(_Frame(key=key, module_call=module_call, node=node, hook=hook))
-        self.kinds.push_function(node, in_class=direct_method, module_call=module_call)
+        for param in (*node.params.params, *node.params.kwonly_params):
+            if isinstance(param.default, cst.Name) and param.default.value in self._functions:
+                self._alias_functions([param.name], [param.default.value])
+        self.kinds.push_function(
+            node,
+            in_class=direct_method,
+            module_call=module_call,
+            module_method=direct_method and is_module,
+        )
         if self._masks is not None:
             self._masks.push_function(node)
+
+    def _alias_functions(
+        self, targets: Sequence[cst.BaseExpression], functions: Collection[str]
+    ) -> None:
+        """`fn = FILTERS[name]` (or a parameter `fn=top_k`): calling `fn` calls these
+        functions of the module. Hot code is found by name, so `fn` is walked as a
+        function that calls them: they are hot where `fn` is called from hot code."""
+        if not functions or len(targets) != 1 or not isinstance(targets[0], cst.Name):
+            return
+        alias = Site(FunctionKey(None, targets[0].value), in_loop=False, in_step_closure=False)
+        for function in sorted(functions):
+            self.hot.add_call(alias, function)
 
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
@@ -616,15 +658,31 @@ class FileContext:
             if node.args and isinstance(node.args[0].value, cst.Name):
                 self.hot.add_step_closure_callback(node.args[0].value.value)
             return
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in MODULE_HOOK_REGISTRATIONS
+            and node.args
+            and isinstance(node.args[0].value, cst.Name)
+        ):
+            # `layer.key.register_forward_hook(save_to_cache)`: runs on every forward.
+            self.hot.add_module_hook(node.args[0].value.value)
         if resolved in SAVE_CALLS and self.function is not None:
             self.hot.add_saving_function(self.function.name)
         if isinstance(func, cst.Name) and resolved is None:
             self.hot.add_call(self.site(), func.value)
+        elif functions := table_functions(func, self.module):
+            # `FILTERS[name](logits)`: any function of the module's dispatch table.
+            for function in functions:
+                self.hot.add_call(self.site(), function)
         elif (
             isinstance(func, cst.Attribute)
             and isinstance(func.value, cst.Name)
             and func.value.value == "self"
         ):
+            self.hot.add_call(self.site(), func.attr.value)
+        elif member_method_call(func, self.module):
+            # `self.decoder.update(...)`, the attribute holding an instance of a class of
+            # the module (`analysis/members.py`): that class's method, by its name.
             self.hot.add_call(self.site(), func.attr.value)
         elif (
             isinstance(func, cst.Attribute)

@@ -28,19 +28,25 @@ DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
 # What `Rule.report` leaves out for every host-sync rule (family 1, hot code only); their
 # docs end "What it does" with it, so it is written once, beside the code that decides it.
 HOST_SYNC_REACH = """\
-Not reported: code an XLA host never reaches (a branch for CUDA or another
-accelerator, one where a test for XLA failed such as `if not self.tpu:` or a predicate
-of this file that returns False on XLA before anything else (`if self._use_closures():`
-with `if backend == "xla": return False` first), and a function or private method this
-file calls only from such branches; one also handed on as a callback, or exported in
-`__all__`, may run anywhere), and code under a log interval known to be long (`if step
-% 100 == 0:`, an interval this file sets to 50 or more, by default too, or a fraction
-of a loader's length such as `len(loader) // 10`): one sync every so many steps is
-amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1)
-is per step. A loop that draws a figure and trains nothing (`for ax, img in zip(axes,
-imgs): ax.imshow(...)`) runs once per item of the figure, and a loop over trials or
-folds (`range(number_of_trials)`) runs a whole training per pass: neither makes code
-per step by itself."""
+Not reported: code an XLA host never reaches (a branch for CUDA or another accelerator,
+code after `assert device.type == "cuda"`, one where a test for XLA failed such as `if
+not self.tpu:` or a predicate of this file that returns False on XLA before anything
+else (`if self._use_closures():` with `if backend == "xla": return False` first), and a
+function or private method this file calls only from such branches; one also handed on
+as a callback, or exported in `__all__`, may run anywhere), and code under a log
+interval known to be long (`if step % 100 == 0:`, an interval this file sets to 50 or
+more, by default too, or that every call of its function here hands in so, as `fit(...,
+log_interval=100)` calling `_train_epoch(loader, log_interval)`, or a fraction of a
+loader's length such as `len(loader) // 10`): one sync every so many steps is amortised
+over them. An interval that may be 1 (`args.log_interval`, a default of 1, one caller
+passing 1) is per step. A block inside a loop that ends by leaving it (`if step + 1 >=
+max_steps: ...; break`, or `return`) runs once per run of that loop, not on every pass;
+a read in the test that decides to leave, or before the `break` of a loop nested in the
+step, still runs every step, as does a loop whose own body ends in `return` (a retry
+loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, imgs):
+ax.imshow(...)`) runs once per item of the figure, and a loop over trials or folds
+(`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
+by itself."""
 _WHY = "\n\n## Why is this bad?\n"
 
 DOC_SECTIONS = (

@@ -31,7 +31,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, PER_STEP_HOOKS
+from xlalint.analysis.hotness import (
+    MODULE_HOOK_REGISTRATIONS,
+    PER_STEP_FUNCTIONS,
+    PER_STEP_HOOKS,
+)
 
 if TYPE_CHECKING:
     from xlalint.rule import Rule
@@ -236,6 +240,8 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
         features = unit.features
         if unit.module_call or features.lambda_default or "backward" in features.identifiers:
             return True
+        if features.identifiers & MODULE_HOOK_REGISTRATIONS:
+            return True  # a function registered as a module hook runs on every forward
         return any(
             PER_STEP_FUNCTIONS.match(name)
             or name in _HOOKS

@@ -341,9 +341,10 @@ def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = Tru
 def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` (a node and its ancestors, innermost first) runs only
     where XLA is not in use: on CUDA machines (after `if not torch.cuda.is_available():
-    return`, under `if use_cuda:`), under a test for another accelerator (`if device.type
-    == "mps":`) or where a test for XLA failed (`if is_xla: xm.save(...)
-    else: <here>`). Device rules leave such code alone: a TPU host never runs it."""
+    return` or `assert device.type == "cuda"`, under `if use_cuda:`), under a test for
+    another accelerator (`if device.type == "mps":`) or where a test for XLA failed (`if
+    is_xla: xm.save(...) else: <here>`). Device rules leave such code alone: a TPU host
+    never runs it."""
     nodes = list(path)
     return (
         requires_cuda(nodes, imports)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from xlalint.analysis.guards import local_values
+from xlalint.analysis.handed_functions import positional_parameters
 from xlalint.analysis.loop_facts import BodyFacts, iterates_optimizers, unwrap_iteration
 from xlalint.walk import EXPRESSIONS, code_children, descendants, last_name, target_names
 
@@ -147,7 +148,9 @@ class Epochs:
         # The innermost function around a loop, as the walk recorded it (`LoopSite`).
         self._function_of = function_of or (lambda loop: None)
         self._batch: dict[int, bool] = {}
-        self._holds: dict[int, bool] = {}
+        self._holds_batch: dict[int, bool] = {}  # `holds_batch_loop`
+        self._holds_step: dict[int, bool] = {}  # `_holds_stepping_loop`
+        self._calls_params: dict[int, frozenset[str]] = {}  # `_called_parameters`
         # The module's top-level functions: an epoch loop may run its batch loop in one
         # (`for epoch in ...: train(epoch)`, the classic examples' shape).
         self._functions = {
@@ -168,7 +171,7 @@ class Epochs:
         of the step around it, not a batch loop."""
         cached = self._batch.get(id(loop))
         if cached is None:
-            if iterates_optimizers(loop):
+            if iterates_optimizers(loop, self._facts(loop)):
                 cached = False  # one step of each optimizer: part of the enclosing step
             elif isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True
@@ -177,7 +180,9 @@ class Epochs:
             else:
                 facts = self._facts(loop)
                 cached = any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
-                    self._steps(loop) and not any(self._steps(n) for n in _nested_loops(loop))
+                    self._steps(loop)
+                    and not any(self._steps(n) for n in _nested_loops(loop))
+                    and not self._holds_stepping_loop(loop)
                 )
             self._batch[id(loop)] = cached
         return cached
@@ -210,13 +215,31 @@ class Epochs:
 
     def holds_batch_loop(self, scope: cst.CSTNode) -> bool:
         """A batch loop runs somewhere in `scope`'s body (not in a nested definition), or
-        in a top-level function of the module that it calls (`train(epoch)`), or `scope`
-        is a loop over trials or folds (a whole training run per pass)."""
-        cached = self._holds.get(id(scope))
-        if cached is None and isinstance(scope, cst.For) and _over_runs(scope):
-            cached = self._holds[id(scope)] = True
+        in a top-level function of the module that it calls (`train(epoch)`), or in a
+        function that a call hands to this module's function for it to run
+        (`self._with_events(self._do_epoch, "epoch")` where `_with_events` calls its `f`),
+        or `scope` is a loop over trials or folds (a whole training run per pass)."""
+        if isinstance(scope, cst.For) and _over_runs(scope):
+            return True
+        return self._holds(scope, self._holds_batch, self.is_batch_loop)
+
+    def _holds_stepping_loop(self, scope: cst.CSTNode) -> bool:
+        """A loop that steps an optimizer on each pass runs in `scope`'s body or in a
+        function it calls or hands to be run, as `holds_batch_loop` follows them: a loop
+        whose steps happen in there is an epoch loop, not a batch loop."""
+        return self._holds(scope, self._holds_step, self._steps)
+
+    def _holds(
+        self,
+        scope: cst.CSTNode,
+        memo: dict[int, bool],
+        inner: Callable[[cst.For | cst.While], bool],
+    ) -> bool:
+        """A loop for which `inner` holds runs in `scope`'s body (not in a nested
+        definition, nor `scope` itself) or in this module's functions it calls."""
+        cached = memo.get(id(scope))
         if cached is None:
-            self._holds[id(scope)] = False  # a function that calls itself
+            memo[id(scope)] = False  # a function that calls itself
             cached = False
             body = scope.body if isinstance(scope, cst.FunctionDef | cst.For | cst.While) else scope
             methods = self._methods_beside(scope)
@@ -226,27 +249,32 @@ class Epochs:
                 kind = type(node)
                 if kind in _SCOPES:
                     continue
-                if kind in _LOOPS and self.is_batch_loop(node):  # type: ignore[arg-type]
+                if kind in _LOOPS and inner(node):  # type: ignore[arg-type]
                     cached = True
                     break
                 if kind in EXPRESSIONS:
                     # Loops are statements; comprehensions are not batch loops.
-                    if self._calls_epoch_function(node, methods):  # type: ignore[arg-type]
+                    if self._calls_holder(node, methods, memo, inner):  # type: ignore[arg-type]
                         cached = True
                         break
                     continue
                 stack.extend(code_children(node))
-            self._holds[id(scope)] = cached
+            memo[id(scope)] = cached
         return cached
 
-    def _calls_epoch_function(
-        self, expression: cst.BaseExpression, methods: dict[str, cst.FunctionDef]
+    def _calls_holder(
+        self,
+        expression: cst.BaseExpression,
+        methods: dict[str, cst.FunctionDef],
+        memo: dict[int, bool],
+        inner: Callable[[cst.For | cst.While], bool],
     ) -> bool:
         """`train(args, model, epoch)` or `self._run_epoch(loader)`: a call of a top-level
-        function, or of a method of the caller's class (`methods`), that holds a batch loop
-        (not inside a lambda, which may never run). A helper that runs its own loop over a
-        loader is an epoch function, and so is one that calls it: what it does after the
-        call runs once per pass over the data."""
+        function, or of a method of the caller's class (`methods`), that holds such a loop
+        (not inside a lambda, which may never run), or that runs a function handed to it
+        which does. A helper that runs its own loop over a loader is an epoch function,
+        and so is one that calls it: what it does after the call runs once per pass over
+        the data."""
         if not self._functions and not methods:
             return False
         stack: list[cst.CSTNode] = [expression]
@@ -256,11 +284,68 @@ class Epochs:
             if kind is cst.Lambda:
                 continue
             if kind is cst.Call:
-                function = self._callee(node.func, methods)  # type: ignore[attr-defined]
-                if function is not None and self.holds_batch_loop(function):
+                call: cst.Call = node  # type: ignore[assignment]
+                function = self._callee(call.func, methods)
+                if function is not None and (
+                    self._holds(function, memo, inner)
+                    or self._runs_handed(call, function, methods, memo, inner)
+                ):
                     return True
             stack.extend(code_children(node))
         return False
+
+    def _runs_handed(
+        self,
+        call: cst.Call,
+        function: cst.FunctionDef,
+        methods: dict[str, cst.FunctionDef],
+        memo: dict[int, bool],
+        inner: Callable[[cst.For | cst.While], bool],
+    ) -> bool:
+        """`self._with_events(self._do_epoch, "epoch")` where `_with_events(self, f, ...)`
+        calls `f()`: the call runs the function it is handed, which holds such a loop."""
+        method = isinstance(call.func, cst.Attribute)
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                return False  # which argument lands where is unknown
+            handed = (
+                self._callee(arg.value, methods) if not isinstance(arg.value, cst.Call) else None
+            )
+            if handed is None or not self._holds(handed, memo, inner):
+                continue
+            if arg.keyword is not None:
+                parameter: str | None = arg.keyword.value
+            else:
+                positional = positional_parameters(function, method)
+                parameter = positional[position] if position < len(positional) else None
+            if parameter is not None and parameter in self._called_parameters(function):
+                return True
+        return False
+
+    def _called_parameters(self, function: cst.FunctionDef) -> frozenset[str]:
+        """The parameters `function` calls (`f()`, `step_fn(batch)`), outside nested
+        definitions; one walk of its body, cached."""
+        cached = self._calls_params.get(id(function))
+        if cached is None:
+            params = function.params
+            names = {
+                p.name.value
+                for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+            }
+            called: set[str] = set()
+            stack: list[cst.CSTNode] = [function.body]
+            while stack:
+                node = stack.pop()
+                kind = type(node)
+                if kind in _SCOPES or kind is cst.Lambda:
+                    continue
+                if kind is cst.Call:
+                    func = node.func  # type: ignore[attr-defined]
+                    if type(func) is cst.Name and func.value in names:
+                        called.add(func.value)
+                stack.extend(code_children(node))
+            cached = self._calls_params[id(function)] = frozenset(called)
+        return cached
 
     def _callee(
         self, func: cst.BaseExpression, methods: dict[str, cst.FunctionDef]

@@ -87,7 +87,8 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
     body holds it, or the left side of an `and` whose right side holds it
     (`torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9)`); false
     for an `else`/`elif`, the left side of an `or`, or an earlier `if` whose body returns or
-    raises (`if not torch.cuda.is_available(): return False`)."""
+    raises (`if not torch.cuda.is_available(): return False`); true for an earlier `assert`
+    of the block (`assert device.type == "cuda"`: what follows runs only where it held)."""
     for child, parent in itertools.pairwise(path):
         if isinstance(parent, cst.FunctionDef | cst.ClassDef | cst.Lambda):
             return
@@ -101,6 +102,10 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
                     break
                 if isinstance(statement, cst.If) and ends_in(statement.body, _LEAVES):
                     yield statement.test, False
+                elif isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        if isinstance(small, cst.Assert):
+                            yield small.test, True  # past `assert dev.type == "cuda"`
 
 
 # How a guard leaves its function when its test holds.

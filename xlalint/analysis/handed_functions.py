@@ -9,42 +9,69 @@ of the function pass for the parameter, where they name a function or method of 
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import libcst as cst
 
 from xlalint.walk import code_children
 
 
-def _parameter_index(function: cst.FunctionDef, name: str, method: bool) -> int | None:
-    """Where `name` sits among the positional arguments of a call (`self` not counted)."""
+def positional_parameters(function: cst.FunctionDef, method: bool) -> list[str]:
+    """The parameters a call's positional arguments land on, in order (`self` not counted
+    for a method called as `x.f(...)`)."""
     params = function.params
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-    if method and positional:
-        positional = positional[1:]
+    return positional[1:] if method and positional else positional
+
+
+def _parameter_index(function: cst.FunctionDef, name: str, method: bool) -> int | None:
+    """Where `name` sits among the positional arguments of a call (`self` not counted)."""
+    positional = positional_parameters(function, method)
     return positional.index(name) if name in positional else None
 
 
 class CallSites:
-    """This module's calls, by the name they call (`f(...)`) or the method (`x.f(...)`)."""
+    """This module's calls, by the name they call (`f(...)`, and `wrap(f)(...)`, which
+    hands its arguments on to `f`: `delayed(f)(...)`) or the method (`x.f(...)`), each with
+    the function and class it is made in."""
 
     def __init__(self, module: cst.Module) -> None:
         self._module = module
-        self._by_name: dict[str, list[cst.Call]] | None = None
-        self._by_method: dict[str, list[cst.Call]] = {}
+        self._by_name: dict[str, list[CallSite]] | None = None
+        self._by_method: dict[str, list[CallSite]] = {}
 
     def _index(self) -> None:
         """One walk of the module, on the first question (skipping whitespace and
         punctuation, testing exact types: libcst's classes are final)."""
-        by_name: dict[str, list[cst.Call]] = {}
+        by_name: dict[str, list[CallSite]] = {}
         by_method = self._by_method
-        stack: list[cst.CSTNode] = [self._module]
+        function: cst.FunctionDef | None = None
+        class_def: cst.ClassDef | None = None
+        # Nodes, and below a definition's children the scope to restore after them.
+        stack: list = [self._module]
         while stack:
             node = stack.pop()
-            if type(node) is cst.Call:
-                func = node.func  # type: ignore[attr-defined]
+            kind = type(node)
+            if kind is tuple:
+                function, class_def = node
+                continue
+            if kind is cst.Call:
+                func = node.func
+                if type(func) is cst.Call and len(func.args) == 1 and not func.args[0].star:
+                    func = func.args[0].value  # `delayed(f)(...)`: a call of `f`
                 if type(func) is cst.Name:
-                    by_name.setdefault(func.value, []).append(node)  # type: ignore[arg-type]
-                elif type(func) is cst.Attribute:
-                    by_method.setdefault(func.attr.value, []).append(node)  # type: ignore[arg-type]
+                    site = CallSite(node, function, class_def)
+                    by_name.setdefault(func.value, []).append(site)
+                elif type(func) is cst.Attribute and type(node.func) is not cst.Call:
+                    site = CallSite(node, function, class_def)
+                    by_method.setdefault(func.attr.value, []).append(site)
+            elif kind is cst.FunctionDef:
+                stack.append((function, class_def))
+                function = node
+            elif kind is cst.ClassDef:
+                stack.append((function, class_def))
+                class_def, function = node, None
             stack.extend(code_children(node))
         self._by_name = by_name
 
@@ -53,21 +80,52 @@ class CallSites:
     ) -> list[cst.BaseExpression]:
         """What the calls of `function` (a method when `method`, called as `x.f(...)`)
         pass for its parameter `name`, by keyword or position."""
+        return [value for value, _ in self.handed_from(function, name, method)]
+
+    def handed_from(
+        self, function: cst.FunctionDef, name: str, method: bool
+    ) -> list[tuple[cst.BaseExpression, CallSite]]:
+        """`handed`, each value with the call site that passes it."""
         if self._by_name is None:
             self._index()
         assert self._by_name is not None
         table = self._by_method if method else self._by_name
         index = _parameter_index(function, name, method)
-        found: list[cst.BaseExpression] = []
-        for call in table.get(function.name.value, []):
+        found: list[tuple[cst.BaseExpression, CallSite]] = []
+        for site in table.get(function.name.value, []):
+            call = site.call
             keyword = [a.value for a in call.args if a.keyword and a.keyword.value == name]
             plain = [a.value for a in call.args if a.keyword is None and not a.star]
             if keyword:
-                found.append(keyword[0])
+                found.append((keyword[0], site))
             elif (
                 index is not None
                 and index < len(plain)
                 and not any(a.star for a in call.args[: index + 1])
             ):
-                found.append(plain[index])
+                found.append((plain[index], site))
         return found
+
+    def calls(self, function: cst.FunctionDef, method: bool) -> list[CallSite]:
+        """Every call of `function` in the module."""
+        if self._by_name is None:
+            self._index()
+        assert self._by_name is not None
+        table = self._by_method if method else self._by_name
+        return list(table.get(function.name.value, ()))
+
+
+class CallSite(NamedTuple):
+    """A call, with the function (None at module level) and class it is made in."""
+
+    call: cst.Call
+    function: cst.FunctionDef | None
+    class_def: cst.ClassDef | None
+
+
+# Interval and origin questions ask about the calls of the same few functions; one walk of
+# a module answers them all (nodes hash by identity).
+@functools.lru_cache(maxsize=8)
+def call_sites(module: cst.Module) -> CallSites:
+    """The (lazily built) call index of `module`."""
+    return CallSites(module)

@@ -51,6 +51,9 @@ class HelperCalls:
         self.calls: list[HelperCall] = []
         # Parameters a function uses as tensors (`p.gather(...)`, `p.view(...)`).
         self.used_as_tensors: dict[FunctionKey, set[str]] = {}
+        # Every call of a helper with its host-value arguments, for rules that ask
+        # `host_only` (recorded by them alone: it costs a kind per argument of every call).
+        self.host_calls: list[tuple[cst.Call, FunctionKey, frozenset[int]]] = []
         self._scopes: list[_Scope] = []
 
     # -- walk --------------------------------------------------------------------------------
@@ -94,6 +97,14 @@ class HelperCalls:
         helper = self.callee(call, function)
         if helper is not None and tensors:
             self.calls.append(HelperCall(call, helper, tensors, site))
+
+    def note_host_call(
+        self, call: cst.Call, function: FunctionKey | None, hosts: frozenset[int]
+    ) -> None:
+        """A call in the function `function`; `hosts`: ids of its host-value arguments."""
+        helper = self.callee(call, function)
+        if helper is not None:
+            self.host_calls.append((call, helper, hosts))
 
     def note_method_call(self, call: cst.Call) -> None:
         """`p.gather(...)`, `p[a:b].view(...)`: a method only tensors have, on a parameter."""
@@ -163,6 +174,24 @@ class HelperCalls:
             if value is not None and id(value) in call.tensors:
                 sites.append(call.site)
         return sites
+
+    def host_only(self, key: FunctionKey, param: str) -> bool:
+        """Whether the module calls `key` and every call hands `param` a host value (a
+        tensor built from Python values, a number): what the parameter holds, whatever its
+        annotation says (needs `note_host_call` for every call)."""
+        signature = self.signature(key)
+        if signature is None:
+            return False
+        found = False
+        for call, helper, hosts in self.host_calls:
+            if helper != key:
+                continue
+            bound = bind(call, signature)
+            value = bound.get(param) if bound is not None else None
+            if value is None or id(value) not in hosts:
+                return False
+            found = True
+        return found
 
 
 def _constructed_class(value: cst.BaseExpression) -> str | None:

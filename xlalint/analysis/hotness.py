@@ -167,6 +167,13 @@ class Site:
     hook: bool = False  # a method a framework calls every step (`PER_STEP_HOOKS`)
 
 
+# `nn.Module` methods that register a function to run on every forward (or backward).
+MODULE_HOOK_REGISTRATIONS = frozenset(
+    {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+     "register_full_backward_pre_hook"}
+)  # fmt: skip
+
+
 class HotCode:
     """Collects call edges while the file is walked, then answers `is_hot(site)`."""
 
@@ -181,6 +188,7 @@ class HotCode:
         self._step_function = step_function
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
+        self._module_hooks: set[str] = set()
         self._saving: set[str] = set()
         self._hot_names: set[str] | None = None
 
@@ -192,6 +200,12 @@ class HotCode:
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
         self._closure_callbacks.add(name)
+        self._hot_names = None
+
+    def add_module_hook(self, name: str) -> None:
+        """A function registered as a module hook (`layer.register_forward_hook(fn)`): it
+        runs on every forward of that module, so every step."""
+        self._module_hooks.add(name)
         self._hot_names = None
 
     def add_saving_function(self, name: str) -> None:
@@ -215,6 +229,8 @@ class HotCode:
     def _declared_hot(self, name: str) -> bool:
         if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
             return False
+        if name in self._module_hooks:
+            return True
         return PER_STEP_FUNCTIONS.match(name) is not None or any(
             fnmatch.fnmatchcase(name, pattern) for pattern in self._extra
         )

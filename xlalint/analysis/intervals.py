@@ -5,7 +5,10 @@ loop reads the device once per interval: with `self.log_interval = 100`, a sync 
 hundred steps of a total accumulated on the device, which is what the torch_xla docs
 recommend. Such a branch is not per-step code when the interval is known to be long: an
 integer of at least `SPARSE` (a literal, a constant, or every value this file assigns the
-name or `self.` attribute, or a parameter's default), or a fraction of a loader's length
+name or `self.` attribute, a parameter's default, or, for a parameter without one,
+whatever every call of its function in this file hands it: `_train_epoch(loader,
+log_interval)` called only from `fit(..., log_interval=100)`, directly or as
+`delayed(_train_epoch)(...)`), or a fraction of a loader's length
 (`max(1, len(loader) // 10)`: a few times per epoch). The test may sit in a local name
 (`should_log = step % self.log_frequency == 0`, then `if should_log:`), and an attribute
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts).
@@ -19,6 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.guards import local_values, negated
+from xlalint.analysis.handed_functions import call_sites
 from xlalint.walk import children, descendants
 
 SPARSE = 50  # passes between two runs of the branch, at least
@@ -100,11 +104,55 @@ def _parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpressi
     return None
 
 
+def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    return any(p.name.value == name for p in every)
+
+
+def _is_method(function: cst.FunctionDef, class_def: cst.ClassDef | None) -> bool:
+    """`function` is a method of `class_def` (called as `x.f(...)`, `self` not passed)."""
+    return class_def is not None and any(
+        isinstance(line, cst.FunctionDef) and line is function for line in class_def.body.body
+    )
+
+
+def _handed_long(
+    function: cst.FunctionDef,
+    name: str,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+    depth: int,
+) -> bool:
+    """A parameter without a default is long when this module calls its function, and
+    every call hands it a long interval: `_train_epoch(loader, log_interval)` called from
+    `fit(self, loader, log_interval=100)` only. A call that passes nothing for it (through
+    `*args`, or not at all) leaves it unknown."""
+    if depth >= _HANDED_DEPTH:
+        return False
+    method = _is_method(function, class_def)
+    sites = call_sites(module)
+    calls = sites.calls(function, method)
+    handed = sites.handed_from(function, name, method)
+    return (
+        bool(calls)
+        and len(handed) == len(calls)
+        and all(
+            long_interval(value, site.function, site.class_def, module, depth + 1)
+            for value, site in handed
+        )
+    )
+
+
+_HANDED_DEPTH = 3  # callers followed up from a parameter, at most
+
+
 def long_interval(
     interval: cst.BaseExpression,
     function: cst.FunctionDef | None,
     class_def: cst.ClassDef | None,
     module: cst.Module,
+    _depth: int = 0,
 ) -> bool:
     """Whether `interval` is known to be at least `SPARSE` passes."""
     if _long_value(interval):
@@ -114,6 +162,8 @@ def long_interval(
         name = interval.value
         if function is not None and (default := _parameter_default(function, name)) is not None:
             return _long_value(default)
+        if function is not None and _is_parameter(function, name):
+            return _handed_long(function, name, class_def, module, _depth)
         if function is not None:
             values = local_values(function, name)
         if not values:

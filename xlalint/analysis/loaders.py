@@ -71,6 +71,8 @@ class LoaderTracing(LoopFacts):
         self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._calls: dict[str, list[_CallSite]] | None = None  # plain-name calls, by name
         self._prepared: tuple[frozenset[str], frozenset[int]] | None = None
+        # A class's `self.attr = value`: the method it is assigned in, by the value's id.
+        self._assigning_method: dict[int, cst.FunctionDef] = {}
 
     def handed_to_accelerator(self, loader: cst.Call, bound_to: set[str]) -> bool:
         """Whether a `DataLoader(...)` call, or a name or `self.attr` it is bound to, is
@@ -137,7 +139,10 @@ class LoaderTracing(LoopFacts):
         if key.startswith("self."):
             if class_def is None:
                 return []
-            return [(None, class_def, v) for v in self._scope_assignments(class_def).get(key, [])]
+            # Each value is evaluated in the method that assigns it: `dl =
+            # accelerator.prepare(dl)` then `self.dl = cycle(dl)` in `__init__`.
+            values = self._scope_assignments(class_def).get(key, [])
+            return [(self._assigning_method.get(id(v)), class_def, v) for v in values]
         if function is not None:
             values = self._scope_assignments(function).get(key, [])
             if values:
@@ -198,8 +203,10 @@ class LoaderTracing(LoopFacts):
 
     def syncs_per_pass(self, site: LoopSite) -> bool:
         """The loop takes its batches from a loader that syncs on every batch: it iterates
-        one, or calls `next()` on an iterator of one."""
-        candidates = [unwrap_iteration(arg) for arg in self.facts(site.node).next_of]
+        one, or calls `next()` on an iterator of one, in its body or in a loop nested in it
+        (`for _ in range(accumulate): batch = next(self.dl)`: every pass pulls at least
+        one batch, each a barrier)."""
+        candidates = [unwrap_iteration(arg) for arg in self._next_of(site.node)]
         if (loader := self.iterated_loader(site)) is not None:
             candidates.append(loader)
         for candidate in candidates:
@@ -213,6 +220,14 @@ class LoaderTracing(LoopFacts):
                     # (or with accelerate): most likely the wrapped one.
                     return True
         return False
+
+    def _next_of(self, node: cst.For | cst.While) -> list[cst.BaseExpression]:
+        """The `next()` arguments of a pass: its body's and its nested loops'."""
+        facts = self.facts(node)
+        found = list(facts.next_of)
+        for loop in facts.child_loops:
+            found.extend(self._next_of(loop))
+        return found
 
     def plain_dataloader(self, site: LoopSite) -> cst.BaseExpression | None:
         """The loader expression of a loop that iterates a `DataLoader` made in this file
@@ -263,21 +278,31 @@ class LoaderTracing(LoopFacts):
             return cached
         found: dict[str, list[cst.BaseExpression]] = {}
         body = scope.body if isinstance(scope, cst.Module) else children(scope.body)
-        stack: list[cst.CSTNode] = list(body)
+        stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(n, None) for n in body]
         in_class = isinstance(scope, cst.ClassDef)
         while stack:
-            node = stack.pop()
+            node, method = stack.pop()
+            value: cst.BaseExpression | None = None
             if isinstance(node, cst.FunctionDef):
                 if in_class:
-                    stack.extend(children(node.body))
+                    stack.extend((child, node) for child in children(node.body))
             elif isinstance(node, cst.Assign):
+                value = node.value
                 for target in node.targets:
-                    _record(found, target.target, node.value)
+                    _record(found, target.target, value)
             elif isinstance(node, cst.AnnAssign):
                 if node.value is not None:
-                    _record(found, node.target, node.value)
+                    value = node.value
+                    _record(found, node.target, value)
             elif not isinstance(node, cst.ClassDef | cst.BaseExpression):
-                stack.extend(children(node))
+                stack.extend((child, method) for child in children(node))
+            if in_class and method is not None and value is not None:
+                # The value, or its elements where a tuple is unpacked (`_record`).
+                values = [value]
+                if isinstance(value, cst.Tuple | cst.List):
+                    values.extend(element.value for element in value.elements)
+                for assigned in values:
+                    self._assigning_method[id(assigned)] = method
         self._assignments[id(scope)] = found
         return found
 

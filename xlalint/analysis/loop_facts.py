@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TypeVar
 
 import libcst as cst
@@ -34,7 +33,7 @@ from xlalint.analysis.barrier_calls import (
     Barrier,
     barrier_kind,
 )
-from xlalint.analysis.handed_functions import CallSites
+from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import children, code_children, descendants, last_name, target_names
@@ -285,6 +284,26 @@ def is_model_class(node: cst.ClassDef) -> bool:
     return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
 
 
+# `module.eval()`, `module.train()`, `module.train(False)`: the methods that switch an
+# `nn.Module`'s mode.
+_MODE_METHODS = frozenset({"eval", "train"})
+_FORWARD_NAME = re.compile(r"^_*(\w+_)?forward$")
+
+
+def _names_a_forward(func: cst.BaseExpression) -> bool:
+    """`forward`, `_forward`, `self._staged_forward`: a function or own method named for
+    the forward pass (PyTorch's name for running a model)."""
+    if isinstance(func, cst.Attribute):
+        if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return False
+        name = func.attr.value
+    elif isinstance(func, cst.Name):
+        name = func.value
+    else:
+        return False
+    return _FORWARD_NAME.match(name) is not None
+
+
 def _self_call(call: cst.Call) -> bool:
     func = call.func
     if not isinstance(func, cst.Attribute):
@@ -339,6 +358,9 @@ class BodyFacts:
     # `opt.step()` on the loop's own items: one step of each optimizer where the loop
     # iterates the optimizers (`iterates_optimizers`), else nothing this pass steps.
     steps_items: bool = False
+    # `self._optimizers[name].step()` with `name` the loop's item: the loop iterates the
+    # optimizers' keys (one step of each), whatever the collection of keys is called.
+    keys_optimizers: bool = False
     updates_from_grad: bool = False  # `w -= lr * w.grad`, `p.add_(p.grad, alpha=-lr)`
     scheduler_step: bool = False  # `scheduler.step(model_output, t, sample)`
     barriers: list[cst.Call] = field(default_factory=list)
@@ -364,11 +386,14 @@ class _BodyScanner:
         runs_model: Callable[[cst.Call], bool | None],
         items: set[str],
         self_is_model: bool = False,
+        submodules: frozenset[str] = frozenset(),
     ) -> None:
         self.imports = imports
         self.runs_model = runs_model
         self.items = items  # the loop's own items: `for block in blocks: x = block(x)`
         self.self_is_model = self_is_model
+        # `self.critic(x)` with `self.critic = nn.Sequential(...)` in a model class.
+        self.submodules = submodules
         self.facts = BodyFacts()
         self.assigned = set(items)
         self.read_first: set[str] = set()
@@ -378,6 +403,9 @@ class _BodyScanner:
         # (`trainer.zero_grad()` ... `trainer.step()`).
         self.zeroed: set[str] = set()
         self.stepped: set[str] = set()
+        # Receivers of `.eval()`/`.train()` in this body: modules, whatever their names
+        # (`self.trunk.eval()` ... `self.embedder(self.trunk(x))`).
+        self.modules: set[str] = set()
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -520,6 +548,10 @@ class _BodyScanner:
             facts.host_reads = True
         resolved = self.imports.resolve(func) is not None
         on_item = _head_name(func) in self.items
+        if isinstance(func, cst.Attribute) and _keyed_by(func.value, self.items):
+            # `self._optimizers[name].zero_grad()`, `optimizers[k].step()`: the item names
+            # one of the optimizers; acting on it is acting on the item.
+            on_item = facts.keys_optimizers = True
         if _hands_optimizer_to_step(call, func) and not on_item:
             # `model.train_step(batch, optim_wrapper=wrapper)`: the step function runs
             # backward and steps the optimizer it is handed (mmengine, ignite-style steps).
@@ -539,6 +571,10 @@ class _BodyScanner:
                 facts.steps_items = True
             elif method == "zero_grad" and not on_item:
                 self._zero_grad(func.value)
+            elif method in _MODE_METHODS and len(call.args) <= 1:
+                spelled_module = get_full_name_for_node(func.value)
+                if spelled_module is not None:
+                    self.modules.add(spelled_module)
         elif isinstance(func, cst.Name) and func.value == "next" and call.args:
             facts.next_of.append(call.args[0].value)
         if (
@@ -560,10 +596,34 @@ class _BodyScanner:
         if runs is None:
             # Not a function of this module: a model by its name (`unet`, `self.model`).
             calls_self = isinstance(func, cst.Name) and func.value == "self"
-            runs = (calls_self and self.self_is_model) or _is_model_callee(func)
+            runs = (
+                (calls_self and self.self_is_model)
+                or _is_model_callee(func)
+                or self._calls_submodule(func)
+            )
+        # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
+        # a function or own method named for the forward pass runs the model, whatever it
+        # calls it by (ensembles call their members by names of their own).
+        runs = runs or _names_a_forward(func) or self._switched_module(func)
         if runs:
             facts.model_calls += 1
             self._model_event(call)
+
+    def _calls_submodule(self, func: cst.BaseExpression) -> bool:
+        """`self.critic(x)` in a model class that assigns `self.critic` a torch.nn module
+        (`_submodules`): the model's own layers run, whatever their names."""
+        return (
+            bool(self.submodules)
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and func.attr.value in self.submodules
+        )
+
+    def _switched_module(self, func: cst.BaseExpression) -> bool:
+        """`self.trunk(x)` after `self.trunk.eval()` in this body: a module put in eval or
+        train mode and then called is a model, whatever its name."""
+        return bool(self.modules) and get_full_name_for_node(func) in self.modules
 
     def _reads_this_pass(self, call: cst.Call) -> bool:
         """An argument reads the loop's item or a value assigned earlier in this pass (the
@@ -633,12 +693,16 @@ def _runs_step_elsewhere(func: cst.BaseExpression) -> bool:
     )
 
 
-def iterates_optimizers(node: Loop) -> bool:
+def iterates_optimizers(node: Loop, facts: BodyFacts | None = None) -> bool:
     """`for opt in optimizers:`, `for name in self._optimizers:` (skorch's
     `step_optimizers`, which fetches each optimizer by its name), `for k, v in
-    self.optimizers.items():`: one step of each."""
+    self.optimizers.items():`: one step of each. With the loop's `facts`, also a loop over
+    keys of any name that fetches an optimizer by each (`for name in step_names:
+    self._optimizers[name].step()`)."""
     if not isinstance(node, cst.For):
         return False
+    if facts is not None and facts.keys_optimizers:
+        return True
     if any(_OPTIMIZER_NAME.match(name) for name in target_names(node.target)):
         return True
     iterable = unwrap_iteration(node.iter)
@@ -653,6 +717,20 @@ def iterates_optimizers(node: Loop) -> bool:
 
 
 _DICT_VIEWS = frozenset({"keys", "values", "items"})
+
+
+def _keyed_by(receiver: cst.BaseExpression, items: set[str]) -> bool:
+    """`self._optimizers[name]`, `optimizers[k]`: a collection named for optimizers,
+    indexed by exactly one of the loop's items."""
+    if not isinstance(receiver, cst.Subscript) or len(receiver.slice) != 1:
+        return False
+    index = receiver.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.Name)
+        and index.value.value in items
+        and _OPTIMIZERS_NAME.match(_last_name(receiver.value) or "") is not None
+    )
 
 
 def names_optimizer_step(func: cst.BaseExpression) -> bool:
@@ -813,7 +891,11 @@ class LoopFacts:
             class_def = self._class_of(node)
             imports = self._imports_reaching(site.function if site is not None else None)
             scanner = _BodyScanner(
-                imports, lambda call: self._runs_model(call, class_def), items, self_is_model
+                imports,
+                lambda call: self._runs_model(call, class_def),
+                items,
+                self_is_model,
+                self._submodules(class_def),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -822,6 +904,55 @@ class LoopFacts:
             cached.read_first = frozenset(scanner.read_first)
             cached.assigned = frozenset(scanner.assigned - items)
             self._facts[id(node)] = cached
+        return cached
+
+    def _submodules(self, class_def: cst.ClassDef | None) -> frozenset[str]:
+        """`critic` for `self.critic = nn.Sequential(...)` in a model class: attributes the
+        class assigns a `torch.nn` module (or a model class of this file), whose calls
+        (`self.critic(x)`) run the model. One walk of the class, cached."""
+        if class_def is None:
+            return frozenset()
+        key = ("submodules", id(class_def))
+        cached = self._memo.get(key)
+        if isinstance(cached, frozenset):
+            return cached
+        found: set[str] = set()
+        if is_model_class(class_def):
+            local_models = self._model_classes()
+            for node in descendants(class_def.body):
+                if type(node) is not cst.Assign or type(node.value) is not cst.Call:  # type: ignore[attr-defined]
+                    continue
+                func = node.value.func  # type: ignore[attr-defined]
+                qualified = self.imports.resolve(func) or ""
+                leaf = qualified.rsplit(".", 1)[-1]
+                if not (
+                    (qualified.startswith("torch.nn.") and leaf[:1].isupper())
+                    or (isinstance(func, cst.Name) and func.value in local_models)
+                ):
+                    continue
+                for target in node.targets:  # type: ignore[attr-defined]
+                    attr = target.target
+                    if (
+                        isinstance(attr, cst.Attribute)
+                        and isinstance(attr.value, cst.Name)
+                        and attr.value.value == "self"
+                    ):
+                        found.add(attr.attr.value)
+        result = frozenset(found)
+        self._memo[key] = result
+        return result
+
+    def _model_classes(self) -> frozenset[str]:
+        """Names of this module's model classes (`class Encoder(nn.Module)`), cached."""
+        key = ("model_classes", id(self.module))
+        cached = self._memo.get(key)
+        if not isinstance(cached, frozenset):
+            cached = frozenset(
+                node.name.value
+                for node in self.module.body
+                if isinstance(node, cst.ClassDef) and is_model_class(node)
+            )
+            self._memo[key] = cached
         return cached
 
     def _imports_reaching(self, function: cst.FunctionDef | None) -> ImportTable:
@@ -916,9 +1047,9 @@ class LoopFacts:
                 found.extend(own or methods)
         return found
 
-    @cached_property
+    @property
     def _call_sites(self) -> CallSites:
-        return CallSites(self.module)
+        return call_sites(self.module)
 
     def _runs_model(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool | None:
         """Whether a call of a function of this module calls a model or steps a scheduler;
@@ -980,7 +1111,7 @@ class LoopFacts:
             if any(self._steps_elsewhere(call) for call in facts.steps_elsewhere):
                 return True
             if any(
-                iterates_optimizers(loop)
+                iterates_optimizers(loop, self.facts(loop))
                 and (self.facts(loop).steps_items or self.steps_optimizer(loop))
                 for loop in facts.child_loops
             ):

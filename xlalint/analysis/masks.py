@@ -325,6 +325,9 @@ class BooleanMasks:
         func = node.func
         qualified = self.imports.resolve(func)
         if qualified is not None:
+            if qualified == "torch.nn.functional.pad" and node.args:
+                # Padding keeps the dtype: a mask shifted by `F.pad(m, (1, -1))` is a mask.
+                return self.evidence(node.args[0].value)
             module, _, name = qualified.rpartition(".")
             if module != "torch":
                 return Evidence.NONE

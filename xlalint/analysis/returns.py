@@ -150,6 +150,7 @@ class NumberReturns:
         self._functions: dict[str, list[cst.FunctionDef]] | None = None
         self._methods: dict[str, list[cst.FunctionDef]] | None = None
         self._answers: dict[tuple[bool, str], bool] = {}
+        self._derived: dict[tuple[str, str], dict[int | None, frozenset[str]]] = {}
 
     def _scan(self) -> None:
         functions: dict[str, list[cst.FunctionDef]] = {}
@@ -187,3 +188,127 @@ class NumberReturns:
     def method(self, name: str) -> bool:
         """Every method of this name in this module's classes returns a Python number."""
         return self._every_definition(True, name)
+
+    def derived(self, name: str) -> tuple[cst.FunctionDef, dict[int | None, frozenset[str]]] | None:
+        """The one module-level function of this name, and what each position of its
+        result is computed from (`_derived_returns`), where it computes any from its
+        parameters."""
+        if self._functions is None:
+            self._scan()
+        assert self._functions is not None
+        definitions = self._functions.get(name)
+        if not definitions or len(definitions) != 1:
+            return None
+        key = ("derived", name)
+        if key not in self._derived:
+            self._derived[key] = _derived_returns(definitions[0])
+        found = self._derived[key]
+        return (definitions[0], found) if found else None
+
+
+# Tensor methods whose result is a tensor computed from the receiver (elementwise maths,
+# reductions, casts): a helper returning `sigma.log()` hands back a tensor for a tensor.
+_TENSOR_MATH_METHODS = frozenset(
+    {
+        "abs", "neg", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "square",
+        "pow", "clamp", "clamp_min", "clamp_max", "clip", "sigmoid", "tanh", "sin", "cos",
+        "sum", "mean", "prod", "all", "any", "amax", "amin", "float", "double", "half",
+        "bfloat16", "lerp", "reciprocal", "floor", "ceil", "round", "eq", "ne", "lt", "le",
+        "gt", "ge", "logical_not", "logical_and", "logical_or",
+    }
+)  # fmt: skip
+_MATH_BUILTINS = frozenset({"min", "max", "abs"})
+
+
+def _derived_from(
+    node: cst.BaseExpression, env: dict[str, frozenset[str]]
+) -> frozenset[str] | None:
+    """The parameters `node` computes its value from by arithmetic, comparisons, `min`/
+    `max`/`abs` and tensor maths (`env`: what each known name derives from; a number
+    derives from none), or None where it is anything else (a call, an attribute, a shape)."""
+    if isinstance(node, cst.Integer | cst.Float):
+        return frozenset()
+    if isinstance(node, cst.Name):
+        return env.get(node.value)
+    if isinstance(node, cst.UnaryOperation):
+        return _derived_from(node.expression, env)
+    if isinstance(node, cst.BinaryOperation):
+        parts = [_derived_from(node.left, env), _derived_from(node.right, env)]
+    elif isinstance(node, cst.Comparison):
+        parts = [_derived_from(node.left, env)]
+        parts += [_derived_from(c.comparator, env) for c in node.comparisons]
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+        if node.func.value not in _MATH_BUILTINS or not node.args:
+            return None
+        parts = [_derived_from(a.value, env) for a in node.args if a.keyword is None]
+    elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value not in _TENSOR_MATH_METHODS:
+            return None
+        parts = [_derived_from(node.func.value, env)]
+    else:
+        return None
+    if any(part is None for part in parts):
+        return None
+    return frozenset().union(*parts)  # type: ignore[arg-type]
+
+
+def _derived_returns(function: cst.FunctionDef) -> dict[int | None, frozenset[str]]:
+    """For each position of what a function returns (None: the whole value, an int: an
+    element of the returned tuple), the parameters it is computed from, where every
+    `return` computes it so (or returns a number there) and some `return` uses one:
+    `get_ancestral_step(sigma_from, sigma_to)` returning `sigma_to, 0.` or `sigma_down,
+    sigma_up` (both arithmetic of the two) -> {0: {sigma_from, sigma_to}, ...}."""
+    params = function.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    env: dict[str, frozenset[str]] = {name: frozenset({name}) for name in names}
+    nodes = _walk_body(function, expressions=False)
+    if any(type(n) is cst.Yield for n in _walk_body(function)):
+        return {}
+    # Locals bound once, by a plain assignment; any other binding of a name (a loop target,
+    # an augmented or a second assignment) makes it unknown.
+    bindings: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, cst.Assign | cst.AugAssign | cst.AnnAssign | cst.For):
+            targets = node.targets if isinstance(node, cst.Assign) else ()
+            bound = [t.target for t in targets] or [node.target]  # type: ignore[union-attr]
+            for target in bound:
+                for name in target_names(target):
+                    bindings[name] = bindings.get(name, 0) + 1
+    for name in bindings:
+        env.pop(name, None)  # a parameter rebound no longer holds the caller's value
+    assigned = {
+        node.targets[0].target.value: node.value
+        for node in nodes
+        if isinstance(node, cst.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0].target, cst.Name)
+        and bindings.get(node.targets[0].target.value) == 1
+        and node.targets[0].target.value not in names
+    }
+    changed = True
+    while changed:  # the walk is not in statement order: settle the locals together
+        changed = False
+        for name, value in assigned.items():
+            if name not in env and (derived := _derived_from(value, env)) is not None:
+                env[name] = derived
+                changed = True
+    returns = [n.value for n in nodes if isinstance(n, cst.Return)]
+    if not returns or any(value is None for value in returns):
+        return {}
+    shapes = {len(v.elements) if isinstance(v, cst.Tuple) else None for v in returns}  # type: ignore[union-attr]
+    if len(shapes) != 1:
+        return {}
+    width = shapes.pop()
+    positions: list[int | None] = [None] if width is None else list(range(width))
+    found: dict[int | None, frozenset[str]] = {}
+    for position in positions:
+        parts = []
+        for value in returns:
+            assert value is not None
+            element = value if position is None else value.elements[position].value  # type: ignore[union-attr]
+            parts.append(_derived_from(element, env))
+        if all(part is not None for part in parts):
+            used = frozenset().union(*parts)  # type: ignore[arg-type]
+            if used:
+                found[position] = used
+    return found

@@ -4,6 +4,8 @@ statement after another needs (the barrier fixes, XLA305's device ladder).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import libcst as cst
 
 _EXITS = (cst.Return, cst.Break, cst.Continue, cst.Raise)
@@ -53,3 +55,51 @@ def last_line_end(statement: cst.CSTNode) -> cst.TrailingWhitespace | None:
     elif isinstance(statement, cst.Match) and statement.cases:
         suite = statement.cases[-1].body
     return last_line_end(suite) if suite is not None else None
+
+
+_BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite)
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _block_exit(block: cst.BaseSuite) -> type[cst.Break | cst.Return] | None:
+    """`break` or `return` when it is the last statement of `block`: whatever of the
+    block runs, runs once, and control then leaves the loop (or the function)."""
+    last: cst.CSTNode | None = block.body[-1] if block.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    if isinstance(last, cst.Break):
+        return cst.Break
+    if isinstance(last, cst.Return):
+        return cst.Return
+    return None
+
+
+def passes_left(path: Iterable[cst.CSTNode], depth: int) -> tuple[int, int]:
+    """Code inside a block that ends in `break` or `return` (`if step >= max_steps: ...;
+    break`) runs at most once per run of the loop it breaks (of the function it returns
+    from), not on every pass. `path` is the node and its ancestors, innermost first, and
+    `depth` how many loop passes of its function it is in. The answer is how many of those
+    passes (innermost first) lie inside the block, and how many around the block it
+    leaves (one for `break`, all for `return`); (0, 0) when no such block is on the path.
+    A loop's own body that ends so (`while True: ...; return x`) is left alone: a
+    `continue` before its end runs it again (a retry loop)."""
+    inside = 0
+    child: cst.CSTNode | None = None
+    block: cst.BaseSuite | None = None
+    for node in path:
+        if inside >= depth or isinstance(node, _SCOPES):
+            break
+        kind = type(node)
+        if block is not None and not (kind is cst.For or kind is cst.While):
+            exit_kind = _block_exit(block)
+            if exit_kind is not None:
+                return inside, 1 if exit_kind is cst.Break else depth - inside
+        block = None
+        if (kind is cst.For or kind is cst.While) and (
+            child is node.body or (kind is cst.While and child is node.test)  # type: ignore[attr-defined]
+        ):
+            inside += 1
+        elif kind in _BLOCKS and child is not None:
+            block = node  # type: ignore[assignment]
+        child = node
+    return 0, 0

@@ -70,9 +70,12 @@ class LoopAnalysis(LoaderTracing):
             trains = (
                 self.trains(node)
                 and (self.steps_optimizer(node) or self.updates_from_grads(node))
-                and not iterates_optimizers(node)
+                and not iterates_optimizers(node, self.facts(node))
             )
-            infers = self.infers(node)
+            # A loop that holds a training loop (an RL update: a rollout, then epochs of
+            # optimizer steps) is an epoch of its own, not a sampling step: its nested
+            # loops are the step loops, whatever state it hands from pass to pass.
+            infers = self.infers(node) and not self._holds_training(node)
             evaluates = not (trains or infers) and self._accumulates_batches(site)
             if not (trains or infers or evaluates):
                 continue
@@ -123,8 +126,24 @@ class LoopAnalysis(LoaderTracing):
             return any(self.trains(parent) or self.infers(parent) for parent in parents)
         if infers:
             state = self.model_state(node)
-            return any(self.infers(parent) and state & self.carried(parent) for parent in parents)
+            return any(
+                self.infers(parent)
+                and not self._holds_training(parent)
+                and state & self.carried(parent)
+                for parent in parents
+            )
         return False
+
+    def _holds_training(self, node: Loop) -> bool:
+        """A loop nested in `node`, at any depth, steps an optimizer on each pass."""
+
+        def compute() -> bool:
+            return any(
+                self.steps_optimizer(loop) or self._holds_training(loop)
+                for loop in self.facts(node).child_loops
+            )
+
+        return self._memoized("holds_training", node, False, compute)
 
     def _parent_syncs(self, parent: Loop) -> bool:
         site = self._sites.get(id(parent))

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import bind, signature_of
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.records import (
@@ -298,13 +299,24 @@ class TensorKinds:
         # Per dict, its values' joined kind (key None) and each string key's own kind.
         self._dict_values: list[dict[str, dict[str | None, Kind]]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # Per method being walked (None for other functions), the kinds its `return`s give:
+        # one kind, or one per position of a returned tuple. Once walked, a method name
+        # whose every definition in a class of the module returns only tensors (`def
+        # get_action(self, x): ... return action, log_prob`) is in `_tensor_methods`.
+        self._method_returns: list[list[tuple[Kind, ...]] | None] = []
+        self._module_classes: set[str] = set()
+        self._tensor_methods: dict[str, bool] = {}
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
         self._self_functions: list[dict[str, set[str]]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
-        self, node: cst.FunctionDef, in_class: bool, module_call: bool = False
+        self,
+        node: cst.FunctionDef,
+        in_class: bool,
+        module_call: bool = False,
+        module_method: bool = False,
     ) -> None:
         frame: dict[str, Kind] = {}
         params = node.params
@@ -333,6 +345,7 @@ class TensorKinds:
             ):
                 dicts.add(name)  # `features: dict[str, Any]`: its values may be tensors
         self._frames.append(frame)
+        self._method_returns.append([] if module_method else None)
         self._record_names.append(self._record_parameters(node, in_class))
         self._record_elements.append({})
         self._list_elements.append({})
@@ -344,7 +357,29 @@ class TensorKinds:
         self._cpu_devices.append(set())
         self._dict_values.append({})
 
-    def pop_function(self) -> None:
+    def note_return(self, value: cst.BaseExpression | None) -> None:
+        """A `return` of the function being walked (a method: others are not asked)."""
+        returns = self._method_returns[-1] if self._method_returns else None
+        if returns is None:
+            return
+        if value is None:
+            returns.append(())
+        elif isinstance(value, cst.Tuple):
+            returns.append(tuple(self.of(e.value) for e in value.elements))
+        else:
+            returns.append((self.of(value),))
+
+    def _in_module_method(self) -> bool:
+        """The function being walked is a method of an `nn.Module` class of the module."""
+        return bool(self._method_returns) and self._method_returns[-1] is not None
+
+    def pop_function(self, name: str | None = None) -> None:
+        returns = self._method_returns.pop() if self._method_returns else None
+        if returns is not None and name is not None:
+            tensors = bool(returns) and all(
+                kinds and all(k is Kind.TENSOR for k in kinds) for kinds in returns
+            )
+            self._tensor_methods[name] = self._tensor_methods.get(name, True) and tensors
         self._frames.pop()
         self._record_names.pop()
         self._filled.pop()
@@ -357,7 +392,11 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
 
-    def push_class(self, name: str | None = None) -> None:
+    def push_class(self, name: str | None = None, module: bool = False) -> None:
+        """Entering a class; `module`: an `nn.Module` subclass, whose instances (`pg =
+        Policy(env)`) are modules."""
+        if module and name is not None:
+            self._module_classes.add(name)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
@@ -726,6 +765,12 @@ class TensorKinds:
                 for name, item_kind in gathered:
                     self.bind(name, item_kind)
                 continue
+            if kind is Kind.UNKNOWN and (computed := self._helper_results(target, value)):
+                # `sigma_down, sigma_up = get_ancestral_step(sigmas[i], sigmas[i + 1])`:
+                # what the helper computes from tensor arguments by arithmetic is a tensor.
+                for name, item_kind in computed:
+                    self.bind(name, item_kind)
+                continue
             if pairs := _positions(target, value):
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
@@ -737,6 +782,16 @@ class TensorKinds:
                     if item_kind is Kind.UNKNOWN and from_tensors:
                         self._derived[-1].update(target_names(name))
                 continue
+            if (
+                isinstance(value, cst.Name)
+                and value.value == "None"
+                and isinstance(target, cst.Name)
+                and self.lookup(target.value) is not None
+            ):
+                # `else: mask = None` after `mask = make_mask(...)`: the absent case of an
+                # optional value says nothing of the value where present (any use of it
+                # as a value, `mask[:, idx]`, is on that path).
+                continue
             self.bind(target, kind)
             self._bind_record(target, record)
             if held is not None and isinstance(target, cst.Name):
@@ -747,6 +802,39 @@ class TensorKinds:
                 self._derived[-1].update(target_names(target))
             if isinstance(target, cst.Name) and self._moves_values(value):
                 self._tensor_dicts[-1].add(target.value)
+
+    def _helper_results(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]] | None:
+        """The targets of a call of a module function whose result (or a position of its
+        returned tuple) is arithmetic of its parameters (`NumberReturns.derived`), each with
+        TENSOR where the call hands one of those parameters a tensor; None where none is."""
+        if (
+            self.returns is None
+            or not isinstance(value, cst.Call)
+            or not isinstance(value.func, cst.Name)
+            or self.lookup(value.func.value) is not None
+        ):
+            return None
+        derived = self.returns.derived(value.func.value)
+        if derived is None:
+            return None
+        function, positions = derived
+        bound = bind(value, signature_of(function, False))
+        if bound is None:
+            return None
+        tensors = {name for name, arg in bound.items() if self.of(arg) is Kind.TENSOR}
+        if isinstance(target, cst.Tuple | cst.List):
+            if any(isinstance(e, cst.StarredElement) for e in target.elements):
+                return None
+            items = [(e.value, positions.get(i)) for i, e in enumerate(target.elements)]
+        else:
+            items = [(target, positions.get(None))]
+        found = [
+            (item, Kind.TENSOR if params and params & tensors else Kind.UNKNOWN)
+            for item, params in items
+        ]
+        return found if any(kind is Kind.TENSOR for _, kind in found) else None
 
     def _gathered(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -1143,6 +1231,8 @@ class TensorKinds:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
+            if name in self._module_classes and self.lookup(name) is None:
+                return Kind.MODULE  # `Policy(env)` with `class Policy(nn.Module)` above
             returns = self.returns
             if returns is not None and self.lookup(name) is None and returns.function(name):
                 return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
@@ -1169,7 +1259,9 @@ class TensorKinds:
                     return Kind.MODULE
                 if method in _MODULE_ITERABLES:
                     return Kind.ITERABLE
-                if method in {"forward", "__call__"}:
+                if method in {"forward", "__call__"} or self._tensor_methods.get(method):
+                    # `agent.get_action(obs)`: a method this module's classes define to
+                    # return only tensors, walked before the call.
                     return Kind.TENSOR
                 return Kind.UNKNOWN
             if _TO_DEVICE_METHOD.search(method):
@@ -1190,6 +1282,10 @@ class TensorKinds:
             if isinstance(func.value, cst.Name) and func.value.value == "self":
                 if functions := self._self_functions[-1].get(method):
                     return _join(self._qualified_call(name, node) for name in sorted(functions))
+                if self._in_module_method() and (
+                    method == "forward" or self._tensor_methods.get(method)
+                ):
+                    return Kind.TENSOR  # `self.forward(x)` in another method of a module
                 return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
         return Kind.UNKNOWN
 

@@ -50,7 +50,9 @@ class HostTransferInHotCode(HelperCallRule):
     loop calls on every hypothesis is flagged.
 
     A copy costs only when the value is on the device, so a copy is reported only with
-    evidence that it is: a model's or module's output, a tensor op on a device value, a
+    evidence that it is: a model's or module's output (also of a method of an `nn.Module`
+    class of the module whose every `return` gives tensors, walked before the call:
+    `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
     value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
     device tensors (`outputs = self._calculate_loss(model, inputs)`), a training step's
     loss (a value `.backward()` is called on, and the values it was computed from), or a
@@ -58,7 +60,10 @@ class HostTransferInHotCode(HelperCallRule):
     helper computes from such a parameter: `correct = pred.eq(target)`). Values with no
     such origin are not reported: a tokenizer's `return_tensors="pt"` output or a collate
     function's batch is built on the host, and `.cpu()` of it copies nothing; an object's
-    attributes and a dict's collected values do not show their device.
+    attributes and a dict's collected values do not show their device. A parameter
+    annotated as a tensor (`tokens: torch.Tensor`) says what it holds, not where: in a
+    nested or private helper, whose callers are all in the module, it is on the host when
+    every call hands it a host value (`tokens=torch.tensor(result.tokens)`, a slice of one).
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
     runs no graph and transfers nothing.
 
@@ -131,13 +136,36 @@ class HostTransferInHotCode(HelperCallRule):
         # (`scaled = scaler.scale(loss / n); scaled.backward()` makes `loss` one).
         self._inputs: dict[str, frozenset[str]] = {}
         self._trained: set[str] = set()
+        # Copies of a parameter annotated as a tensor, in a helper whose callers are all
+        # here: judged by what those callers hand it (`_ParameterCopy.params`: that one).
+        self._annotated_copies: list[_ParameterCopy] = []
+        self._function_nodes: list[cst.FunctionDef] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
+        self._function_nodes.append(node)
         self._outputs = {}
         self._from_params = {}
         self._inputs = {}
         self._trained = set()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().leave_FunctionDef(node)
+        if self._function_nodes:
+            self._function_nodes.pop()
+
+    def note_call(self, node: cst.Call) -> None:
+        super().note_call(node)
+        if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
+            return
+        if self.calls.callee(node, self.ctx.function) is None:
+            return  # runs no helper of this module
+        hosts = frozenset(
+            id(arg.value)
+            for arg in node.args
+            if not arg.star and self.ctx.kind(arg.value) is Kind.HOST
+        )
+        self.calls.note_host_call(node, self.ctx.function, hosts)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         if self.ctx.function is None:
@@ -203,6 +231,10 @@ class HostTransferInHotCode(HelperCallRule):
         ):
             if self._runs.repeats(self._outputs_root(receiver), self.ctx.ancestors()):
                 return  # `values.cpu()` then `indices.cpu()` of one `topk`: one cause
+            if kind is Kind.TENSOR and self._defer_annotated_copy(
+                func.attr, node, receiver, message
+            ):
+                return
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, message, end_node=node)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
@@ -274,9 +306,49 @@ class HostTransferInHotCode(HelperCallRule):
                 found |= self._from_params.get(name, frozenset())
         return frozenset(found)
 
+    def _defer_annotated_copy(
+        self, attr: cst.CSTNode, node: cst.Call, receiver: cst.BaseExpression, message: str
+    ) -> bool:
+        """`def new_segment(*, tokens: torch.Tensor): tokens.tolist()` in a nested or
+        private helper: the annotation says a tensor, not where it lives. Every call of the
+        helper is in this module, so what they hand it decides (`tokens=torch.tensor(ids)`
+        everywhere: a host tensor, no copy from the device). Deferred to the module's end;
+        False where the receiver is no such parameter."""
+        roots = _roots(receiver)
+        function = self.ctx.function
+        if len(roots) != 1 or not isinstance(roots[0], cst.Name) or function is None:
+            return False
+        name = roots[0].value
+        if not self._function_nodes or not self.calls.is_param(name):
+            return False
+        node_def = self._function_nodes[-1]
+        if not (len(self._function_nodes) > 1 or _private(node_def.name.value)):
+            return False  # a public function's callers may be anywhere
+        params = node_def.params
+        param = next(
+            (
+                p
+                for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                if p.name.value == name
+            ),
+            None,
+        )
+        if param is None or param.annotation is None:
+            return False
+        if self.ctx.runs_without_xla or self.ctx.under_sparse_interval:
+            return True  # what `report` would drop, checked now: the site is judged later
+        self._annotated_copies.append(
+            _ParameterCopy(attr, node, message, self.ctx.site(), function, frozenset({name}))
+        )
+        return True
+
     def leave_Module(self, node: cst.Module) -> None:
         for copy in self._parameter_copies:
             if any(self.calls.tensor_sites(copy.function, p) for p in sorted(copy.params)):
+                self.report(copy.attr, copy.message, end_node=copy.call, site=copy.site)
+        for copy in self._annotated_copies:
+            (param,) = copy.params
+            if not self.calls.host_only(copy.function, param):
                 self.report(copy.attr, copy.message, end_node=copy.call, site=copy.site)
 
     def _names_a_device(self) -> bool:
@@ -314,6 +386,10 @@ def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
             expr = expr.value
         else:
             return [expr]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
 
 
 # What a method's attributes hang off: not values of the step.

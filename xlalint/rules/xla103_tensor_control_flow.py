@@ -61,6 +61,15 @@ class TensorControlFlow(Rule):
     (`.tolist()`, `.item()`), and keys computed on the host (`key=lambda h: len(h.yseq)`)
     are not flagged.
 
+    What a helper of the module computes from its parameters by arithmetic, comparisons,
+    `min`/`max`/`abs` and tensor maths (`def get_ancestral_step(sigma_from, sigma_to):
+    ...; return sigma_down, sigma_up`) is a tensor where the call hands one of those
+    parameters a tensor (`sigma_down, sigma_up = get_ancestral_step(sigmas[i], sigmas[i +
+    1])` with a device schedule), at that position of the returned tuple: `if sigma_down
+    == 0:` reads the device every sampling step. The same helper given Python numbers, and
+    results that are shapes, other calls' results or numbers in every `return`, are not
+    tensors.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
     branch on a concrete `True` or `False`, so taking a tensor's truth value forces the

@@ -41,7 +41,10 @@ class HiddenHostRead(Rule):
     a `torch.distributions` distribution built with argument validation on (the default
     where Python runs without `-O`): `Categorical(probs)` checks `probs` on the host when it
     is built and again in each `log_prob`. Indexing a tensor with
-    a tensor (`x[idx]`) is advanced indexing on the device and is not flagged; nor are
+    a tensor (`x[idx]`) is advanced indexing on the device and is not flagged, nor is
+    indexing a value of unknown kind; an optional value set to `None` on one path (`else:
+    mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
+    it is only indexed where it is not `None`. Nor are
     `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. For
     `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
     depends on the data even when read once, is XLA209's (data-dependent-trip-count).

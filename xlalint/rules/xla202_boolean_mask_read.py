@@ -31,7 +31,8 @@ class BooleanMaskRead(HelperCallRule):
     `torch.masked_select`/`.masked_select()`, on device tensors in code that runs every
     step. A mask is a comparison of tensors (`labels != -100`), `isnan`/`isinf`/
     `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor,
-    a name bound to one of those in the same function, or a name such as `mask`/
+    a mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
+    dtype), a name bound to one of those in the same function, or a name such as `mask`/
     `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`),
     slices, and lists, dicts or numpy arrays indexed by anything are not flagged.
     Assignments through a mask are XLA203's, and so is a masked copy under the same mask

@@ -84,7 +84,12 @@ class HostTensorInLoop(Rule):
     buffer or assigned anything else is not.
     A factory's result handed to a helper named for moving it to the device
     (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
-    is moved the same way, and reported without a fix.
+    is moved the same way, and reported without a fix. So is a factory's result used
+    directly as an index of a device tensor (`logprobs[torch.arange(n), next_tokens]`, a
+    decoder picking each row's chosen token): the indexing copies the index to the
+    tensor's device, as `.to()` would. An index of a numpy array or of a host tensor
+    (`torch.zeros(4, 4)[torch.arange(4), 0]`), or of a value whose kind is not known, is
+    not flagged.
 
     Not flagged: a move in the block that fills persistent state the first time it is
     empty (an optimizer's `if len(state) == 0:` with `state = self.state[p]`, `if
@@ -146,6 +151,9 @@ class HostTensorInLoop(Rule):
     `torch.empty(0).to(ids)` 5. Scalars are cached: `x + torch.tensor(2.5).to(x)` costs 2
     transfers in 5 steps, the same as `x + 2.5` (a changing value, or a 1-element
     `torch.tensor([2.5])`, costs one per step), and `torch.zeros(()).to(x)` adds none.
+    Measured by hand for indexes (5 steps): `x[torch.arange(x.shape[0]), idx]` of an XLA
+    `x` costs 6 host-to-device transfers, `x[torch.arange(x.shape[0], device=dev), idx]`
+    none, one compile either way.
     """
 
     code = "XLA208"
@@ -157,6 +165,10 @@ class HostTensorInLoop(Rule):
     moved_message = (
         "`{name}` (from `{factory}`) lives on the host and is copied to the device every "
         "step; build it there with `device=`"
+    )
+    index_message = (
+        "`{factory}` builds an index on the host: indexing the device tensor `{name}` with "
+        "it copies it to the device every step; build it there with `device=`"
     )
     attribute_message = (
         "`{name}` (from `{factory}`) is a plain attribute, not a buffer: it stays on the host "
@@ -246,6 +258,27 @@ class HostTensorInLoop(Rule):
         fix = self._device_fix(node, receiver, factory) if move == "to" and like is None else None
         message = self.message.format(factory=self._factory_name(factory))
         self.report(node, message, fix=fix, hint=self._like_hint(like))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`logprobs[torch.arange(n), tokens]`: a host-built index of a device tensor is
+        copied to the device by the indexing itself, as `.to(device)` would."""
+        if len(node.slice) < 1 or self.ctx.kind(node.value) is not Kind.TENSOR:
+            return
+        for element in node.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index):
+                continue
+            factory = self._host_factory(index.value)
+            if factory is None or id(factory) in self._reported:
+                continue
+            if fills_persistent_state(self.ctx.ancestors()):
+                return
+            self._reported.add(id(factory))
+            name = self.ctx.module.code_for_node(node.value)
+            if "\n" in name or len(name) > 40:
+                name = "x"
+            message = self.index_message.format(factory=self._factory_name(factory), name=name)
+            self.report(factory, message, hint=self._like_hint(node.value))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append(node)

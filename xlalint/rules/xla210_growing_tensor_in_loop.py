@@ -6,6 +6,7 @@ import libcst as cst
 
 from xlalint.analysis.arguments import Signature, bind, keyword_argument, signature_of
 from xlalint.analysis.devices import positional_argument
+from xlalint.analysis.members import member_method_call
 from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.context import FileContext, Kind
 from xlalint.rule import Rule
@@ -29,12 +30,37 @@ _LIST_GROWTH = frozenset({"append", "extend", "insert"})
 
 
 def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
-    """`x` and `x`, `self.cache` and `self.cache`."""
+    """`x` and `x`, `self.cache` and `self.cache`, `cache[key]` and `cache[key]`."""
     if isinstance(a, cst.Name) and isinstance(b, cst.Name):
         return a.value == b.value
     if isinstance(a, cst.Attribute) and isinstance(b, cst.Attribute):
         return a.attr.value == b.attr.value and _same(a.value, b.value)
+    if isinstance(a, cst.Subscript) and isinstance(b, cst.Subscript):
+        index_a, index_b = a.slice[0].slice, b.slice[0].slice
+        return (
+            len(a.slice) == len(b.slice) == 1
+            and isinstance(index_a, cst.Index)
+            and isinstance(index_b, cst.Index)
+            and _same(index_a.value, index_b.value)
+            and _same(a.value, b.value)
+        )
     return False
+
+
+# Methods that keep a joined tensor's shape: `torch.cat([...]).detach()` still grows.
+_SHAPE_KEEPING = frozenset({"detach", "contiguous", "clone", "float", "half", "bfloat16", "to"})
+
+
+def _unwrapped(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`torch.cat([...]).detach()` -> the join."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _SHAPE_KEEPING
+        and isinstance(value.func.value, cst.Call)
+    ):
+        value = value.func.value
+    return value
 
 
 def _on_host(node: cst.BaseExpression) -> bool:
@@ -60,16 +86,29 @@ class GrowingTensorInLoop(Rule):
     replaces one of the joined tensors, and `torch.cat(xs)`/`torch.stack(xs)` inside a loop
     that appends to the list `xs`. In code that runs every step (`forward`, `*_step`), an
     attribute grown on every call (`self.cache = torch.cat([self.cache, k], dim=2)`) is
-    flagged too. So is a helper of the module that returns a join of one of its parameters
-    with something new (`def append_token(xs, x): return torch.cat((xs, x))`), at its
-    join, where code that runs every step hands it a value and keeps the result in its
-    place: `seq = append_token(seq, tok)` carried from pass to pass of a loop, or
+    flagged too, and so is an entry of a container that outlives the call (`self.memory[
+    layer]`, or a closure's dict: a forward hook's `cache[module] = torch.cat([cache[
+    module], output], dim=1).detach()`, registered with `register_forward_hook` and so run
+    on every forward); a dict the function builds itself is not. So is a helper of the
+    module that returns a join of one of its parameters with something new (`def
+    append_token(xs, x): return torch.cat((xs, x))`), at its join, where code that runs
+    every step hands it a value and keeps the result in its place: `seq =
+    append_token(seq, tok)` carried from pass to pass of a loop, or
     `Hypothesis(yseq=append_token(hyp.yseq, tok))`, a beam search's new hypothesis carrying
-    its parent's sequence one token longer. Left alone: joins of fresh tensors
-    (`torch.cat([a, b], -1)`), sliding windows that keep the length (`x =
-    torch.cat([x[:, 1:], y], 1)`), joins after the loop (`torch.cat(outputs)` once all
-    steps are done), growth of host copies (`torch.cat([preds, logits.cpu()])`), and
-    helpers whose result is a new value each pass (`features = pair(x, y)`) or that are
+    its parent's sequence one token longer. A helper that rebinds its parameter once to
+    such a join and returns it, alone or in a tuple (`tokens = torch.cat([tokens, nxt],
+    -1); return tokens, completed`), grows it the same way for a loop that unpacks the
+    result back into its argument (`tokens, completed = self.decoder.update(tokens,
+    logits)`, also through an attribute holding an instance of a class of the module).
+    The value is carried from pass to pass also where the pass reorders, expands or masks
+    it besides growing it (`out = repeat(out, ...)`, `out = out[beam_idx]`, `out =
+    out.masked_fill(done, pad)`): these keep the length it has grown to.
+    Left alone: joins of fresh tensors (`torch.cat([a, b], -1)`), sliding windows that
+    keep the length (`x = torch.cat([x[:, 1:], y], 1)`, or a crop `out = out[:, -window:]`
+    in the same pass), a value bound anew each pass (`out = prompt.new_zeros(...)`), joins
+    after the loop (`torch.cat(outputs)` once all steps are done), growth of host copies
+    (`torch.cat([preds, logits.cpu()])`), and helpers whose result is a new value each
+    pass (`features = pair(x, y)`, a grown prompt kept under another name) or that are
     called once, after the loop.
 
     ## Why is this bad?
@@ -129,7 +168,7 @@ class GrowingTensorInLoop(Rule):
         self._reported_joins: set[int] = set()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        call = node.value
+        call = _unwrapped(node.value)
         if not isinstance(call, cst.Call) or self.ctx.qualified(call.func) not in _JOINS:
             return
         joined = self._joined(call)
@@ -137,7 +176,7 @@ class GrowingTensorInLoop(Rule):
             return
         for target in (t.target for t in node.targets):
             carried = isinstance(target, cst.Name) and self.ctx.in_loop
-            grown_attribute = isinstance(target, cst.Attribute)
+            grown_attribute = isinstance(target, cst.Attribute) or self._kept_item(target)
             if not (carried or grown_attribute):
                 continue
             added = [element for element in joined if not _same(target, element)]
@@ -169,6 +208,26 @@ class GrowingTensorInLoop(Rule):
             )
             self.report(node, message)
 
+    def _kept_item(self, target: cst.BaseExpression) -> bool:
+        """`cache[module]` (or `self.cache[key]`) where the container outlives the call: an
+        attribute, or a name the function neither binds nor takes (a closure's dict, as in
+        a forward hook filling a KV cache), so each call grows what the last one left."""
+        if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+            return False
+        base = target.value
+        if isinstance(base, cst.Attribute):
+            return True
+        if not isinstance(base, cst.Name):
+            return False
+        function = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)), None)
+        if function is None:
+            return False
+        bound = _param_names(function)
+        for node in _own_nodes(function):
+            if type(node) in _BINDINGS:
+                bound.update(t.value for t in _targets(node) if isinstance(t, cst.Name))
+        return base.value not in bound
+
     # -- growth through a helper -----------------------------------------------------------
     def _growers(self) -> dict[str, list[_Grower]]:
         """The module's functions and methods that return a join of one of their
@@ -177,15 +236,17 @@ class GrowingTensorInLoop(Rule):
         if self._grower_map is None:
             self._grower_map = {}
             for function, is_method in _functions(self.ctx.module):
-                for join, params in self._returned_joins(function):
-                    grower = _Grower(signature_of(function, is_method), params, join)
+                signature = signature_of(function, is_method)
+                nodes = _own_nodes(function)
+                joins = self._returned_joins(function, nodes)
+                joins += self._returned_growth(function, nodes)
+                for join, params, position in joins:
+                    grower = _Grower(signature, params, join, position)
                     self._grower_map.setdefault(function.name.value, []).append(grower)
         return self._grower_map
 
-    def _returned_joins(self, function: cst.FunctionDef) -> list[tuple[cst.Call, frozenset[str]]]:
-        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
-        params |= {p.name.value for p in function.params.kwonly_params}
-        nodes = _own_nodes(function)
+    def _returned_joins(self, function: cst.FunctionDef, nodes: list[cst.CSTNode]) -> list[_Join]:
+        params = _param_names(function)
         # A parameter the body rebinds (`x = torch.tensor([x])`) no longer holds what the
         # caller passed.
         params -= {
@@ -195,7 +256,7 @@ class GrowingTensorInLoop(Rule):
             for t in _targets(node)
             if isinstance(t, cst.Name)
         }
-        found: list[tuple[cst.Call, frozenset[str]]] = []
+        found: list[_Join] = []
         for node in nodes:
             if not isinstance(node, cst.Return) or not isinstance(node.value, cst.Call):
                 continue
@@ -210,7 +271,40 @@ class GrowingTensorInLoop(Rule):
             )
             added = [e for e in joined if not (isinstance(e, cst.Name) and e.value in grown)]
             if grown and added and not any(_on_host(e) for e in added):
-                found.append((call, grown))
+                found.append((call, grown, None))
+        return found
+
+    def _returned_growth(self, function: cst.FunctionDef, nodes: list[cst.CSTNode]) -> list[_Join]:
+        """`tokens = torch.cat([tokens, next_tokens[:, None]], -1)` on a parameter, the
+        function's only binding of it, then `return tokens` or `return tokens, done`: the
+        caller gets its argument back one step longer (at that position of the result)."""
+        params = _param_names(function)
+        # Cheap first: most functions return no parameter of theirs (a call, a new value).
+        returned = [n.value for n in nodes if type(n) is cst.Return and n.value is not None]  # type: ignore[attr-defined]
+        if not any(_position(value, p) != -1 for value in returned for p in params):
+            return []
+        bindings: dict[str, list[cst.CSTNode]] = {}
+        for node in nodes:
+            kind = type(node)
+            if kind in _BINDINGS:
+                bound = [node.target] if kind is cst.AugAssign else _targets(node)  # type: ignore[attr-defined]
+                for t in bound:
+                    if type(t) is cst.Name and t.value in params:  # type: ignore[attr-defined]
+                        bindings.setdefault(t.value, []).append(node)  # type: ignore[attr-defined]
+        found: list[_Join] = []
+        for param, nodes_binding in bindings.items():
+            if len(nodes_binding) != 1 or not isinstance(nodes_binding[0], cst.Assign):
+                continue
+            call = nodes_binding[0].value
+            if not isinstance(call, cst.Call) or self.ctx.qualified(call.func) not in _JOINS:
+                continue
+            joined = self._joined(call) or []
+            added = [e for e in joined if not (isinstance(e, cst.Name) and e.value == param)]
+            if len(added) == len(joined) or not added or any(_on_host(e) for e in added):
+                continue
+            positions = {_position(value, param) for value in returned}
+            if len(positions) == 1 and (position := positions.pop()) != -1:
+                found.append((call, frozenset({param}), position))
         return found
 
     def _grown_through_helper(self, call: cst.Call) -> tuple[cst.Call, str] | None:
@@ -225,6 +319,8 @@ class GrowingTensorInLoop(Rule):
             if func.value.value not in ("self", "cls") and self.ctx.qualified(func) is not None:
                 return None
             name = func.attr.value
+        elif member_method_call(func, self.ctx.module):
+            name = func.attr.value  # `self.decoder.update(...)`: a module class's method
         else:
             return None
         growers = self._growers().get(name)
@@ -239,24 +335,36 @@ class GrowingTensorInLoop(Rule):
                 argument = bound.get(param)
                 if argument is None:
                     continue
-                if self._replaces(parent, call, argument):
+                if self._replaces(parent, call, argument, grower.position):
                     return grower.join, self.ctx.module.code_for_node(argument)
         return None
 
     def _replaces(
-        self, parent: cst.CSTNode | None, call: cst.Call, argument: cst.BaseExpression
+        self,
+        parent: cst.CSTNode | None,
+        call: cst.Call,
+        argument: cst.BaseExpression,
+        position: int | None,
     ) -> bool:
         if isinstance(parent, cst.Assign) and parent.value is call:
             if not self.ctx.in_loop:
                 return False
             loop = self._loop()
+            targets = [t.target for t in parent.targets]
+            if position is not None:
+                targets = [
+                    t.elements[position].value
+                    for t in targets
+                    if isinstance(t, cst.Tuple | cst.List) and len(t.elements) > position
+                ]
             return any(
-                _same(t.target, argument)
-                and (loop is None or not _bound_afresh(loop, t.target, parent))
-                for t in parent.targets
+                _same(target, argument)
+                and (loop is None or not _bound_afresh(loop, target, parent))
+                for target in targets
             )
         return (
-            isinstance(parent, cst.Arg)
+            position is None
+            and isinstance(parent, cst.Arg)
             and parent.keyword is not None
             and isinstance(argument, cst.Attribute)
             and argument.attr.value == parent.keyword.value
@@ -296,9 +404,36 @@ class _Grower:
     signature: Signature
     params: frozenset[str]
     join: cst.Call
+    position: int | None = None  # the result's element that is the grown value, if a tuple
+
+
+# A join in a helper, the parameters it grows, and where the helper's result holds it.
+_Join = tuple[cst.Call, frozenset[str], "int | None"]
+
+
+def _param_names(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+
+def _position(value: cst.BaseExpression, name: str) -> int | None:
+    """Where a returned value holds `name`: None for `return name`, the index for `return
+    name, done`, -1 where it does not (or not alone)."""
+    if isinstance(value, cst.Name) and value.value == name:
+        return None
+    if isinstance(value, cst.Tuple):
+        hits = [
+            i
+            for i, e in enumerate(value.elements)
+            if isinstance(e.value, cst.Name) and e.value.value == name
+        ]
+        if len(hits) == 1 and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return hits[0]
+    return -1
 
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BINDINGS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For})
 
 
 def _functions(module: cst.Module) -> list[tuple[cst.FunctionDef, bool]]:
@@ -385,10 +520,43 @@ def _bound_afresh(
     if isinstance(loop, cst.For) and any(_same(target, t) for t in _targets(loop)):
         return True
     return any(
-        not _extends(node, target) and any(_same(target, t) for t in _targets(node))
+        not _extends(node, target)
+        and not _derived(node, target)
+        and any(_same(target, t) for t in _targets(node))
         for node in descendants(loop.body)
         if node is not growth and isinstance(node, cst.Assign | cst.AnnAssign | cst.For)
     )
+
+
+def _derived(node: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """`out = repeat(out, ...)`, `out = out[beam_idx]`, `out = out.masked_fill(m, pad)`:
+    an assignment whose value is the target itself, reshaped, reordered or masked, which
+    keeps the length it has grown to (the value is carried, not bound anew). A bounded
+    slice (`out = out[:, -window:]`) crops it and a `new_*` method builds a fresh tensor:
+    those bind it anew."""
+    if not isinstance(node, cst.Assign):
+        return False
+    value: cst.BaseExpression | None = node.value
+    while value is not None and not _same(target, value):
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value.startswith("new_"):
+                return False
+            value = value.func.value
+        elif isinstance(value, cst.Call):
+            arg = positional_argument(value, 0)
+            value = arg.value if arg is not None else None
+        elif isinstance(value, cst.Subscript):
+            if any(_bounded_slice(e.slice) for e in value.slice):
+                return False
+            value = value.value
+        else:
+            return False
+    return value is not None
+
+
+def _bounded_slice(index: cst.BaseSlice) -> bool:
+    """`a:b`, `-n:`: a slice that can change the length (not a bare `:`)."""
+    return isinstance(index, cst.Slice) and (index.lower is not None or index.upper is not None)
 
 
 def _extends(node: cst.CSTNode, target: cst.BaseExpression) -> bool:

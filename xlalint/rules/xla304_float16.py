@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
@@ -14,6 +18,13 @@ from xlalint.analysis.dtypes import FLOAT16, in_float16_probe, is_dtype_choice, 
 from xlalint.analysis.guards import local_values
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
+from xlalint.walk import descendants
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
+
+# A function named for converting to float16: `to_half`, `network_to_half`, `to_fp16`.
+_CONVERSION_NAME = re.compile(r"(^|_)(half|fp16|float16)$")
 
 
 def _host_load(value: cst.BaseExpression) -> bool:
@@ -52,6 +63,10 @@ class Float16(Rule):
     functions that ask whether float16 works (`is_torch_fp16_available_on_device`): trying
     it is how they answer, and `.half()` of a checkpoint this function loaded onto the host
     (`ckpt = torch.load(f, map_location="cpu")`, then `ckpt["model"].half()`): storage.
+    Also left alone: a function named for the float16 conversion (`to_half`,
+    `network_to_fp16`) that the file defines and never calls or hands on, an API whose
+    callers in other modules choose float16 (where the file calls it, or hands it on as a
+    callback, the conversion is its choice and is reported).
 
     ## Why is this bad?
     TPUs compute natively in bfloat16 and float32; float16 is not their native
@@ -95,6 +110,10 @@ class Float16(Rule):
     triggers = ("half", "float16")
     screen = ("half", "float16")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._names: Counter[str] | None = None  # how often the file spells each name
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "half"):
@@ -131,6 +150,24 @@ class Float16(Rule):
             return False
         return not self._left_alone(node)
 
+    def _uncalled_conversion(self) -> bool:
+        """A function named for the float16 conversion (`to_half`, `network_to_half`,
+        `convert_to_fp16`) that this file defines and never calls or hands on: an API that
+        does what its callers ask, in other files; the choice of float16 is theirs. Used
+        here, the conversion is this file's choice and is reported."""
+        function = self.ctx.function
+        if function is None or _CONVERSION_NAME.search(function.name) is None:
+            return False
+        if self._names is None:
+            # Every name the file spells, with how often: its own `def` is one; a call or
+            # a callback handed on (`apply_to_sample(apply_half, sample)`) is another.
+            self._names = Counter(
+                node.value  # type: ignore[attr-defined]
+                for node in descendants(self.ctx.module)
+                if type(node) is cst.Name  # type: ignore[comparison-overlap]
+            )
+        return self._names[function.name] <= 1
+
     def _loaded_to_host(self, receiver: cst.BaseExpression) -> bool:
         """`ckpt["model"].half()` where `ckpt = torch.load(f, map_location="cpu")` in this
         function: a checkpoint converted on the host for storage, not TPU math."""
@@ -147,5 +184,7 @@ class Float16(Rule):
         asks whether float16 works. `node` is the visited node: the path starts there, so
         that a ternary's branch (`m.half() if x.dtype is torch.float16 else m`) counts."""
         if in_float16_probe(self.ctx.function) or self.ctx.runs_without_xla:
+            return True
+        if self._uncalled_conversion():
             return True
         return keeps_float16((node, *self.ctx.ancestors()), self.ctx.imports)

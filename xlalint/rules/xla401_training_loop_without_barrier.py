@@ -37,12 +37,19 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     body, in a nested loop or in a function it calls, and no batches from a loader that syncs
     (`pl.MpDeviceLoader`, `ParallelLoader.per_device_loader`, an `accelerator.prepare()`d
     loader or one from Lightning Fabric's `fabric.setup_dataloaders()`, traced through this
-    module's helpers that return it and iterator wrappers such as `CycleIterator(loader)`).
-    A barrier behind `if XLA_AVAILABLE:` counts.
+    module's helpers that return it, iterator wrappers such as `CycleIterator(loader)`, and
+    attributes set in another method: `dl = accelerator.prepare(dl); self.stream =
+    cycle(dl)` in `__init__`). Batches pulled with `next()` in a loop nested in the pass
+    count (`for _ in range(accumulate): data = next(self.stream)`: every step pulls at
+    least one). A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once. With nested loops, the innermost loop that does the
     step is reported: not an epoch loop around a batch loop (also where the epoch loop steps
-    the optimizer once more after it, the leftover step of gradient accumulation), and not
+    the optimizer once more after it, the leftover step of gradient accumulation, and where
+    the batch loop runs in a method that the epoch loop reaches through a dispatcher it
+    hands the method to: `self._with_events(self._do_epoch, "epoch")` with `_with_events`
+    calling its `f()`, as callback-driven learners do; a batch loop that steps nothing,
+    such as an evaluation helper called every few steps, does not make an epoch loop), and not
     `backward()`-only micro-batch loops inside a loop that steps the optimizer (they are
     part of its step). The optimizer step may sit in a function or method of the same
     module that the loop calls, several calls deep, in a loop of that function over the
@@ -77,7 +84,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     reads as well).
 
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
-    opt.step()`, `for name in self._optimizers:`, `for k in self.optimizers.keys():`),
+    opt.step()`, `for name in self._optimizers:`, `for k in self.optimizers.keys():`, and
+    loops over keys of any name that fetch each optimizer by the key, `for name in
+    step_names: self._optimizers[name].step()`; `optimizers["main"].step()` or
+    `optimizers[i % 2].step()` in a batch loop is still that loop's step),
     sweeps over a literal list of settings, loops in `forward` or a `*_step` function. Loops
     with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that use torch, with
     or without torch_xla imports yet: a CUDA script being ported is linted before it imports

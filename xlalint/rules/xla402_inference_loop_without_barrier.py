@@ -16,11 +16,22 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     torch.cat([ids, next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
     `decoder(outputs[-1])`, a list of tokens kept on the device), with no
     `torch_xla.sync()`/`xm.mark_step()` in the body, in a nested loop or in a function of
-    the same module it calls. A barrier behind `if XLA_AVAILABLE:` counts. Loops inside
-    `forward` or a `*_step` function are one step's graph and are not reported.
+    the same module it calls. A model may be called through a method of a model class of
+    this module that calls one of the class's own layers, whatever their names
+    (`agent.get_value(obs[step])` with `self.critic = nn.Sequential(...)` and `return
+    self.critic(x)`; attributes assigned anything but a `torch.nn` module or a model class
+    of the module are not layers). A barrier behind `if XLA_AVAILABLE:` counts. Loops inside
+    `forward` or a `*_step` function are one step's graph and are not reported, nor is a
+    loop that holds a training loop (an RL update: a rollout loop, then epochs of optimizer
+    steps): its nested loops are the step loops, and the rollout loop is reported itself.
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
-    one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch and
+    one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch (a
+    model by its name, or a function or own method named for the forward pass, whatever it
+    calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
+    `self._staged_forward(i, *data)`, as ensembles write it, or a module that the same
+    function puts in eval or train mode before calling it: `self.trunk.eval()` ...
+    `self.embedder(self.trunk(x))`) and
     keeps the results on the device for the next pass, reading nothing on the host in the
     pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==

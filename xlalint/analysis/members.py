@@ -1,0 +1,152 @@
+"""Methods reached through an attribute that holds an instance of a class of the module.
+
+A decoding loop often delegates each step to a strategy object the constructor picks
+(`self.decoder = GreedyDecoder(...)` or `BeamSearchDecoder(...)`), and calls
+`self.decoder.update(tokens, logits)` once per token. Hot code is found by function name
+(`analysis/hotness.py`); this index says which method names such a call can reach: the
+methods of every class of the module ever assigned to that attribute of `self`. An
+attribute never assigned a class of the module (a model, a tokenizer, a list) reaches
+nothing here, so `self.model.generate(...)` stays unknown.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from xlalint.walk import EXPRESSIONS, code_children
+
+
+# Nodes hash by identity: one walk per module, whatever the number of calls asked about.
+@functools.lru_cache(maxsize=16)
+def member_methods(module: cst.Module) -> dict[str, frozenset[str]]:
+    """For each attribute name `x` assigned `self.x = C(...)` with `C` a class of the
+    module (conditional expressions' branches included), the methods those classes and
+    their same-module bases define."""
+    classes, assignments = _classes_and_assignments(module)
+    if not classes:
+        return {}
+    found: dict[str, set[str]] = {}
+    for node in assignments:
+        for target in node.targets:
+            attribute = target.target
+            if not (
+                isinstance(attribute, cst.Attribute)
+                and isinstance(attribute.value, cst.Name)
+                and attribute.value.value == "self"
+            ):
+                continue
+            for name in _constructed(node.value, classes):
+                found.setdefault(attribute.attr.value, set()).update(_methods(name, classes))
+    return {attr: frozenset(methods) for attr, methods in found.items()}
+
+
+def _classes_and_assignments(
+    module: cst.Module,
+) -> tuple[dict[str, cst.ClassDef], list[cst.Assign]]:
+    """The module's classes by name and its assignment statements, found by a walk of its
+    statements that skips expressions (most of a module's nodes)."""
+    classes: dict[str, cst.ClassDef] = {}
+    assignments: list[cst.Assign] = []
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.SimpleStatementLine:
+            assignments.extend(s for s in node.body if type(s) is cst.Assign)  # type: ignore[attr-defined,misc]
+        elif kind in EXPRESSIONS:
+            continue
+        else:
+            if kind is cst.ClassDef:
+                classes[node.name.value] = node  # type: ignore[attr-defined]
+            stack.extend(code_children(node))
+    return classes, assignments
+
+
+def _constructed(value: cst.BaseExpression, classes: dict[str, cst.ClassDef]) -> list[str]:
+    """`C(...)`, `C(...) if flag else D(...)`: the module classes the value constructs."""
+    if isinstance(value, cst.IfExp):
+        return _constructed(value.body, classes) + _constructed(value.orelse, classes)
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value in classes
+    ):
+        return [value.func.value]
+    return []
+
+
+def _methods(name: str, classes: dict[str, cst.ClassDef], depth: int = 0) -> set[str]:
+    """The methods class `name` defines or inherits from a base of the module."""
+    cls = classes.get(name)
+    if cls is None or depth > 8:
+        return set()
+    methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    for base in cls.bases:
+        if isinstance(base.value, cst.Name):
+            methods |= _methods(base.value.value, classes, depth + 1)
+    return methods
+
+
+def member_method_call(func: cst.BaseExpression, module: cst.Module) -> bool:
+    """`self.decoder.update`: a method of a class of the module that the attribute holds."""
+    return (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Attribute)
+        and isinstance(func.value.value, cst.Name)
+        and func.value.value.value == "self"
+        and func.attr.value in member_methods(module).get(func.value.attr.value, ())
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def dispatch_tables(module: cst.Module) -> dict[str, frozenset[str]]:
+    """Module-level dicts whose values are functions of the module, by name, with those
+    functions: `FILTERS = dict(top_p=top_p, top_k=top_k)` or `{"top_p": top_p, ...}`. A
+    call through such a table (`FILTERS[name](logits)`, or `fn = FILTERS[name]` then
+    `fn(logits)`) may run any of them."""
+    functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    if not functions:
+        return {}
+    found: dict[str, frozenset[str]] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+            ):
+                continue
+            values = _table_values(small.value)
+            if values and all(isinstance(v, cst.Name) and v.value in functions for v in values):
+                names = frozenset(v.value for v in values if isinstance(v, cst.Name))
+                found[small.targets[0].target.value] = names
+    return found
+
+
+def _table_values(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values of a dict display or of a `dict(k=v, ...)` call of keywords only."""
+    if isinstance(value, cst.Dict):
+        elements = value.elements
+        if all(isinstance(e, cst.DictElement) for e in elements):
+            return [e.value for e in elements]
+        return []
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "dict"
+        and value.args
+        and all(a.keyword is not None and not a.star for a in value.args)
+    ):
+        return [a.value for a in value.args]
+    return []
+
+
+def table_functions(node: cst.BaseExpression, module: cst.Module) -> frozenset[str]:
+    """`FILTERS[name]` for a dispatch table of the module: the functions it may give."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+        return dispatch_tables(module).get(node.value.value, frozenset())
+    return frozenset()
