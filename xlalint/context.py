@@ -36,7 +36,7 @@ from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
-from xlalint.analysis.members import member_method_call, table_functions
+from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
@@ -683,6 +683,10 @@ class FileContext:
         elif member_method_call(func, self.module):
             # `self.decoder.update(...)`, the attribute holding an instance of a class of
             # the module (`analysis/members.py`): that class's method, by its name.
+            self.hot.add_call(self.site(), func.attr.value)
+        elif resolved is None and instance_method_call(func, self.module):
+            # `q_network.get_action(obs)`, the name holding an instance of a class of the
+            # module (`q_network = QNetwork(...).to(device)`): that method, by its name.
             self.hot.add_call(self.site(), func.attr.value)
         elif (
             isinstance(func, cst.Attribute)

@@ -6,7 +6,9 @@ A decoding loop often delegates each step to a strategy object the constructor p
 (`analysis/hotness.py`); this index says which method names such a call can reach: the
 methods of every class of the module ever assigned to that attribute of `self`. An
 attribute never assigned a class of the module (a model, a tokenizer, a list) reaches
-nothing here, so `self.model.generate(...)` stays unknown.
+nothing here, so `self.model.generate(...)` stays unknown. A script does the same through
+a plain name (`q_network = QNetwork(...).to(device)`, then `q_network.get_action(obs)` in
+its loop): a name every assignment binds to a class of the module reaches its methods.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def member_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     return {attr: frozenset(methods) for attr, methods in found.items()}
 
 
+@functools.lru_cache(maxsize=16)  # shared by `member_methods` and `instance_methods`
 def _classes_and_assignments(
     module: cst.Module,
 ) -> tuple[dict[str, cst.ClassDef], list[cst.Assign]]:
@@ -97,6 +100,51 @@ def member_method_call(func: cst.BaseExpression, module: cst.Module) -> bool:
         and isinstance(func.value.value, cst.Name)
         and func.value.value.value == "self"
         and func.attr.value in member_methods(module).get(func.value.attr.value, ())
+    )
+
+
+# Module methods that hand back the module itself: `Net(...).to(device)` is still a `Net`.
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double"})
+
+
+@functools.lru_cache(maxsize=16)
+def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
+    """For each plain name that every assignment of the module binds to an instance of a
+    class of the module (`q_network = QNetwork(...).to(device)`, at module level or in a
+    function), the methods those classes define: a script's loop that calls
+    `q_network.get_action(obs)` runs that method every pass. A name also bound to anything
+    else (a model from a library, a list) reaches nothing here."""
+    classes, assignments = _classes_and_assignments(module)
+    if not classes:
+        return {}
+    found: dict[str, set[str]] = {}
+    other: set[str] = set()
+    for node in assignments:
+        for target in node.targets:
+            if not isinstance(target.target, cst.Name):
+                continue
+            name = target.target.value
+            value = node.value
+            while (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in _RETURNS_SELF
+            ):
+                value = value.func.value
+            made = _constructed(value, classes)
+            if not made:
+                other.add(name)
+            for cls in made:
+                found.setdefault(name, set()).update(_methods(cls, classes))
+    return {name: frozenset(m) for name, m in found.items() if name not in other}
+
+
+def instance_method_call(func: cst.BaseExpression, module: cst.Module) -> bool:
+    """`q_network.get_action`: a method of a class of the module that the name holds."""
+    return (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.attr.value in instance_methods(module).get(func.value.value, ())
     )
 
 

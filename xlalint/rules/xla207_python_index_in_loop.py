@@ -9,6 +9,8 @@ import libcst as cst
 from xlalint.analysis.helper_indexes import HelperIndex, HelperIndexes, bind_arguments
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
+from xlalint.analysis.pass_reads import PassReads
+from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 # that the tensor-kind analysis calls iterables (iterating one yields tensors). Not
 # `sigmas`: schedulers often keep those on the CPU, where indexing compiles nothing.
 _SCHEDULE_NAME = re.compile(r"timesteps$", re.IGNORECASE)
+# Methods that read a tensor's values on the host.
+_VALUE_READS = frozenset({"item", "tolist"})
 
 
 # What a helper's slice becomes (word_lm_cuda in benchmarks/PORTS.md): rows picked by a
@@ -71,11 +75,25 @@ class PythonIndexInLoop(Rule):
     device on every pass when it reaches a barrier (`torch_xla.sync()`, `xm.mark_step()`),
     iterates a loader that syncs, or is the loop that trains or samples (it needs a
     barrier; XLA401 and XLA402 ask for it). A loop nested in such a loop without a barrier
-    of its own is a micro-step, unrolled into each pass of the outer one. A host read in the
-    pass (`.item()`, XLA101's) does not count: it executes only the value it reads, and an
-    index that does not feed it stays in the one graph of the step. The same slice read and
-    written back in one statement (`x[:, : i + 1] = torch.index_select(x[:, : i + 1], 0,
-    idx)`) is one cause, reported once.
+    of its own is a micro-step, unrolled into each pass of the outer one.
+
+    A host read in the pass (`.item()`, `.tolist()`, `.cpu()`, `int(t)`, `if a > b:` on
+    tensors) executes only the graph of the value it reads. So a subscript read at the int
+    is a graph per value when its value reaches such a read in a pass the int changes with,
+    directly (`tokens[idx].tolist()`) or through names bound earlier in the pass (`row =
+    tokens[k, begin:]`, then `row.tolist()`; `a = logprobs[k, t:].logsumexp(-1)`, then `if
+    a > b:`; a `for` target of `zip(*x[i].topk(k))`, then `token.item()`), as in per-row
+    loops of a decoding step. Not where the read also reads a tensor that loop carries from
+    pass to pass: written in place (`obs[step] = next_obs`, `buf.add_(v)`, `acc += v`) or
+    rebound from itself (`x = x * 2`), the indexed tensor included. Each pass then reads the
+    chain of the writes so far, a new graph whatever the index (only a barrier per pass
+    helps, which XLA401/XLA402 ask for). Values bound before the loop's pass began do not
+    count. Nor writes (`buf[i] = v`) that no read reads: they stay pending and run once,
+    after the loop. Loop-int subscripts of one statement are one cause, reported once at
+    the first: the slice read and written back (`x[:, : i + 1] = torch.index_select(x[:,
+    : i + 1], 0, idx)`), a write and a read (`values[step] = agent(obs[step])`), two slices
+    handed to one call (`search.step(scores[:, :step], tokens[:, : step + 1])`); one device
+    index made for the pass fixes them together.
 
     The same int handed to a function of the same module, or to a method of the class
     (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same,
@@ -142,6 +160,16 @@ class PythonIndexInLoop(Rule):
     compiles once in 5 steps, which is why such loops are not flagged; with a `.item()` of
     `X[i] * 2` in each pass, 5 compiles; with a `.item()` of an unrelated value, `X[i]` is
     compiled once, at the end.
+
+    Measured by hand for the host-read case (8 passes, the loop run three times with a
+    barrier after it; compiles per run, analysis/pass_reads.py): `x[i]` or `x[:, : i + 1]`
+    feeding a `.item()` in the pass: 8, 0, 0 (1, 0, 0 with a device index); `buf[i] = v` with
+    an unrelated `.item()`: 1, 0, 0; `buf[i] = v` then a `.item()` of `buf[i]`: 9, 0, 0 with
+    an int and with a device index alike. A rollout loop shaped like PPO's (`obs[step] =
+    next_obs`, the agent reading `obs[step]`, `action.cpu().numpy()` to the environment, no
+    barrier) compiled 17 graphs in every update, with an int or a device index; with a
+    barrier per step, 26 compiles in the first update and none after (5 with a device
+    index): the cost there is the missing barrier first.
     """
 
     code = "XLA207"
@@ -171,6 +199,7 @@ class PythonIndexInLoop(Rule):
         super().__init__(ctx)
         self.values = ctx.loop_values
         self.helpers = HelperIndexes()
+        self.reads = PassReads()
         self._candidates: list[_Candidate] = []
         self._calls: list[_HelperCall] = []
 
@@ -178,20 +207,72 @@ class PythonIndexInLoop(Rule):
     # The context feeds `self.values` (functions, loops, assignments) around these.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.helpers.push_function(node, self.ctx.function)
+        self.reads.push_function()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.helpers.pop_function()
+        self.reads.pop_function()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.values.in_loop:
+            self.reads.mark(node)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
         self.helpers.bind(targets, node.value, self.values.int_loops(node.value) is not None)
+        self._bind_pass(node, targets, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.reads.mark(node)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             is_int = self.values.int_loops(node.value) is not None
             self.helpers.bind([node.target], node.value, is_int)
+            self._bind_pass(node, [node.target], node.value)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self._changed(node.target)
+
+    # A `for` target holds what its iterable held; an `if`/`while` test on a tensor is a
+    # host read. Both are known when the body is entered.
+    def visit_For(self, node: cst.For) -> None:
+        self.reads.mark(node)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.reads.mark(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.reads.mark(node)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._enter_body(node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._enter_body(node)
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if not self.values.in_loop:
+            return
+        inside = self.reads.since(node)
+        func = node.func
+        # `.item()`/`.tolist()` of what a device subscript became is a read whatever the
+        # kinds say of the name (a target of `zip(*x[i].topk(k))`): `host_read` keeps only
+        # reads of values that carry such a subscript.
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if self.values.reads_host(node) or (method in _VALUE_READS and not node.args):
+            read = func.value if isinstance(func, cst.Attribute) else node.args[0].value
+            self.reads.host_read(read, inside, self.values.passes_walked())
+        elif (
+            isinstance(func, cst.Attribute)
+            and func.attr.value.endswith("_")
+            and not func.attr.value.startswith("_")
+        ):
+            self._changed(func.value)  # `buf.index_copy_(...)`, `buf.add_(...)`
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.values.in_loop:
+            self.reads.mark(node)
         self.helpers.note_method_call(node)
         if not self.values.in_loop:
             return
@@ -229,6 +310,7 @@ class PythonIndexInLoop(Rule):
                     index = index or bound
         if index is None or not self._indexes_a_tensor(node):
             return
+        self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
         self._candidates.append(
             _Candidate(
                 node,
@@ -241,6 +323,7 @@ class PythonIndexInLoop(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         reported: set[tuple[int, str]] = set()
+        statements: set[int] = set()
         code = self.ctx.module.code_for_node
         for candidate in self._candidates:
             # A host read in the pass does not count: `X[i]` with a `.item()` of an unrelated
@@ -248,14 +331,13 @@ class PythonIndexInLoop(Rule):
             if any(
                 self.values.executes_every_pass(loop, self.ctx.loops, reads=False)
                 for loop in candidate.loops
-            ):
-                # The same slice read and written in one statement (`x[:, : i + 1] =
-                # f(x[:, : i + 1])`) is one cause, reported once.
+            ) or self.reads.read_per_value(candidate.node):
+                # One statement is one cause, fixed by one edit (one device index for the
+                # pass): reported once, at its first loop-int subscript.
                 if candidate.statement is not None:
-                    key = (id(candidate.statement), code(candidate.node))
-                    if key in reported:
+                    if id(candidate.statement) in statements:
                         continue
-                    reported.add(key)
+                    statements.add(id(candidate.statement))
                 self.report(
                     candidate.node, self.message.format(index=candidate.index), site=candidate.site
                 )
@@ -283,6 +365,47 @@ class PythonIndexInLoop(Rule):
                 self.report(index.subscript, message, hint=self.helper_hint, site=call.site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _bind_pass(
+        self, node: cst.CSTNode, targets: list[cst.BaseExpression], value: cst.BaseExpression
+    ) -> None:
+        """Names bound in a pass hold the loop-int subscripts of their value; a tensor
+        written in place, or rebound from its own value, changes from pass to pass."""
+        if not self.values.in_loop:
+            return
+        inside = self.reads.since(node)
+        read = set(value_names(value))
+        self.reads.bind(targets, value, inside, self.values.passes_walked(), read)
+        # A name rebound from a fresh value each pass (`row = tokens[k]`) carries nothing
+        # from the pass before; one rebound from itself (`x = x * 2`) carries a chain.
+        for target in targets:
+            if not isinstance(target, cst.Name) or target.value in read:
+                self._changed(target)
+
+    def _changed(self, target: cst.BaseExpression) -> None:
+        loops = self.values.passes_walked()
+        if not loops:
+            return
+        if isinstance(target, cst.Subscript):
+            target = target.value
+        if isinstance(target, cst.Name | cst.Attribute):
+            self.reads.changed(self.ctx.module.code_for_node(target), loops)
+        elif isinstance(target, cst.Tuple | cst.List):
+            for element in target.elements:
+                self._changed(element.value)
+
+    def _enter_body(self, block: cst.BaseSuite) -> None:
+        """A `for` body: its target holds what the iterable held. An `if`/`while` body: a
+        test on a tensor was read on the host."""
+        parent = self.ctx.parent
+        if isinstance(parent, cst.For) and parent.body is block:
+            inside = self.reads.since(parent)
+            if self.values.in_loop:
+                self.reads.bind([parent.target], parent.iter, inside, self.values.passes_walked())
+        elif isinstance(parent, cst.If | cst.While) and parent.body is block:
+            inside = self.reads.since(parent)
+            if self.values.in_loop and self.ctx.kind(parent.test) is Kind.TENSOR:
+                self.reads.host_read(parent.test, inside, self.values.passes_walked())
+
     def _statement(self) -> cst.CSTNode | None:
         """The innermost statement around the node being visited (a compound statement for
         a subscript in its header)."""

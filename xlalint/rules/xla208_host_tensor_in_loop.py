@@ -35,6 +35,17 @@ _FACTORIES = frozenset(
 # bounds that change every pass would compile a new graph every pass (measured: 5 compiles
 # for `torch.arange(i, i + 16, device=dev)` in 5 steps; 1 when built on the host and moved).
 _RANGES = frozenset({"torch.arange", "torch.linspace", "torch.logspace"})
+# Constructors of a tensor from data. Given only number literals (`torch.LongTensor([0])`,
+# `torch.tensor([1.0, 0.0])`) the data is a constant a device factory can build
+# (`torch.full`, `torch.zeros`), and a moved copy costs a transfer every step (measured: 5 in
+# 5 steps for `torch.LongTensor([0]).to(x.device)`, none for `torch.zeros(1,
+# dtype=torch.long, device=dev)`; `torch.tensor([0], device=dev)` still 5: it copies).
+_DATA_CONSTRUCTORS = frozenset(
+    {"torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor",
+     "torch.DoubleTensor", "torch.HalfTensor", "torch.BFloat16Tensor", "torch.LongTensor",
+     "torch.IntTensor", "torch.ShortTensor", "torch.ByteTensor", "torch.CharTensor",
+     "torch.BoolTensor"}
+)  # fmt: skip
 # Methods between the factory and the move that act the same on either device.
 _DEVICE_AGNOSTIC = frozenset(
     {
@@ -91,11 +102,18 @@ class HostTensorInLoop(Rule):
     (`torch.zeros(4, 4)[torch.arange(4), 0]`), or of a value whose kind is not known, is
     not flagged.
 
+    A constant built from number literals (`torch.LongTensor([0]).to(self.device)`,
+    `torch.tensor([[1.0, -0.5]]).to(x.device)`, any depth of lists) is moved the same way:
+    a device factory (`torch.full`, `torch.zeros`) builds it without a copy, while
+    `torch.tensor(data, device=...)` still copies its data from the host, so it is reported
+    with that hint and no fix, where the move is a `.to()`, `.cuda()` or `.type_as()` (not
+    when handed to a move helper, whose device is the helper's own).
+
     Not flagged: a move in the block that fills persistent state the first time it is
     empty (an optimizer's `if len(state) == 0:` with `state = self.state[p]`, `if
     self.cache is None:`), which runs once, not every step; `torch.tensor(...)`,
-    `torch.as_tensor(...)` and `torch.from_numpy(...)`, whose values come from the host
-    anyway (a changing Python number passed this way is
+    `torch.as_tensor(...)` and `torch.from_numpy(...)` of a name or a comprehension, whose
+    values come from the host anyway (a changing Python number passed this way is
     the recommended way to feed it without recompiling; a 0-dim constant such as
     `torch.tensor(-math.inf).to(lprobs)` is moved as a scalar and cached, see below);
     0-dim factories (`torch.zeros(())`, `torch.full([], v)`); random factories, whose
@@ -151,6 +169,23 @@ class HostTensorInLoop(Rule):
     `torch.empty(0).to(ids)` 5. Scalars are cached: `x + torch.tensor(2.5).to(x)` costs 2
     transfers in 5 steps, the same as `x + 2.5` (a changing value, or a 1-element
     `torch.tensor([2.5])`, costs one per step), and `torch.zeros(()).to(x)` adds none.
+
+    Measured by hand for bounds that change with a loop's pass (5 passes, the loop run 3
+    times): with a barrier in each pass, `torch.arange(i, i + 16, device=dev)` costs 5
+    compiles and the host form 2 compiles and 15 host-to-device transfers; in a loop unrolled
+    into one graph (no barrier or read inside), the device form costs 1 compile and no
+    transfer, the host form 1 compile and 15 transfers. The rule stays silent on changing
+    bounds in either loop: whether a pass executes on its own is known only once the whole
+    pass is read, and the silence costs transfers, never a compile.
+
+    Measured again by hand for this rule's disputed cases (5 steps of `y + x`, XLA CPU
+    device, `torch_xla.debug.metrics` TransferToDeviceTime count): `torch.tensor(-math.inf)
+    .to(x)` 1 transfer, `torch.tensor(0).to(x)` 0 (0-dim constants: cached device scalars,
+    not flagged), `torch.zeros(4).to(x)` 5, `torch.LongTensor([0]).to(x.device)` 5,
+    `torch.tensor([0], device=dev)` 5, `torch.zeros(1, dtype=torch.long, device=dev)` 0;
+    `torch.randn(4).to(x)` 5 and `torch.randn(4, device=dev)` 5 too (the device form sends
+    its seed every step, so a random factory is not flagged: no transfer is saved).
+
     Measured by hand for indexes (5 steps): `x[torch.arange(x.shape[0]), idx]` of an XLA
     `x` costs 6 host-to-device transfers, `x[torch.arange(x.shape[0], device=dev), idx]`
     none, one compile either way.
@@ -161,6 +196,10 @@ class HostTensorInLoop(Rule):
     message = (
         "`{factory}` builds a tensor on the host and copies it to the device every step; "
         "build it there with `device=`"
+    )
+    literal_message = (
+        "`{factory}` builds a constant tensor on the host and copies it to the device every "
+        "step; build it there with a device factory"
     )
     moved_message = (
         "`{name}` (from `{factory}`) lives on the host and is copied to the device every "
@@ -175,6 +214,11 @@ class HostTensorInLoop(Rule):
         "and is copied to the device every step"
     )
     hint = "Pass `device=` to the factory instead of moving its result"
+    literal_hint = (
+        "Build the constant with a device factory (`torch.full((n,), value, dtype=..., "
+        "device=...)`, `torch.zeros`/`ones`); `torch.tensor(data, device=...)` still copies "
+        "the data from the host"
+    )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
@@ -255,9 +299,16 @@ class HostTensorInLoop(Rule):
         self._reported.add(id(factory))
         if self.ctx.under_cuda_guard and move == "cuda":
             return
-        fix = self._device_fix(node, receiver, factory) if move == "to" and like is None else None
-        message = self.message.format(factory=self._factory_name(factory))
-        self.report(node, message, fix=fix, hint=self._like_hint(like))
+        literal = self._literal_data(factory)
+        fix = (
+            self._device_fix(node, receiver, factory)
+            if move == "to" and like is None and not literal
+            else None
+        )
+        template = self.literal_message if literal else self.message
+        message = template.format(factory=self._factory_name(factory))
+        hint = self.literal_hint if literal else self._like_hint(like)
+        self.report(node, message, fix=fix, hint=hint)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`logprobs[torch.arange(n), tokens]`: a host-built index of a device tensor is
@@ -384,7 +435,9 @@ class HostTensorInLoop(Rule):
             return False
         first = positional_argument(call, 0)
         factory = self._host_factory(first.value) if first is not None else None
-        if factory is not None:
+        # Literal data only where the move is seen (`.to()`): a helper's device is its own,
+        # and on evidence this weak the default is silence.
+        if factory is not None and not self._literal_data(factory):
             message = self.message.format(factory=self._factory_name(factory))
             self.report(call, message, hint=f"{self.hint}, or build it where `{name}` puts it")
         return True
@@ -393,6 +446,9 @@ class HostTensorInLoop(Rule):
     def _factory_name(self, factory: cst.Call) -> str:
         qualified = self.ctx.qualified(factory.func) or ""
         return f"{qualified}(...)"
+
+    def _literal_data(self, factory: cst.Call) -> bool:
+        return self.ctx.qualified(factory.func) in _DATA_CONSTRUCTORS
 
     def _host_factory(self, expr: cst.BaseExpression) -> cst.Call | None:
         """The factory call at the head of a chain of device-agnostic methods, if it builds
@@ -524,11 +580,33 @@ def _string_arguments(call: cst.Call) -> Iterator[str]:
 
 
 def _builds_on_host(factory: cst.Call, qualified: str | None) -> bool:
-    """A factory of `_FACTORIES` building a tensor of at least one dimension on the host."""
-    if qualified not in _FACTORIES or _zero_dimensional(factory):
+    """A factory of `_FACTORIES` building a tensor of at least one dimension on the host, or
+    a constructor given a non-empty list of number literals (`torch.LongTensor([0])`)."""
+    if qualified in _DATA_CONSTRUCTORS:
+        first = positional_argument(factory, 0)
+        if first is None or not _number_literals(first.value):
+            return False
+    elif qualified not in _FACTORIES or _zero_dimensional(factory):
         return False
     device = keyword_argument(factory, "device")
     return device is None or device_string_type(device.value) == "cpu"
+
+
+def _number_literals(value: cst.BaseExpression) -> bool:
+    """`[0]`, `[[1.0, -2.0]]`: a non-empty list (or tuple) of number literals, at any depth.
+    A bare number is a 0-dim tensor, which torch_xla caches as a device scalar; a name or
+    a comprehension is data from the host."""
+    if not isinstance(value, cst.List | cst.Tuple) or not value.elements:
+        return False
+    for element in value.elements:
+        item = element.value
+        if isinstance(item, cst.UnaryOperation) and isinstance(item.operator, cst.Minus):
+            item = item.expression
+        if isinstance(element, cst.StarredElement):
+            return False
+        if not (isinstance(item, cst.Integer | cst.Float) or _number_literals(item)):
+            return False
+    return True
 
 
 def _zero_dimensional(factory: cst.Call) -> bool:
