@@ -26,6 +26,11 @@ EDGE_CASES = {
     "non-ascii": "s = 'größe'  # ü\nt = s.upper()\n",
     "tabs and continuation": "if a:\n\tx = [1,\n\t\t2] \\\n\t\t+ [3]\n",
     "empty": "",
+    "form feed": "x = 1\n\x0c\n\x0cdef f():\n    return 2  # c\n\x0c# end\n",
+    "nested syntactic ranges": (
+        "@a\nclass C:\n    @b\n    # c\n    def f(self, x=lambda y: y):\n"
+        "        return [z for z in x if z]\n"
+    ),
 }
 
 
@@ -49,3 +54,17 @@ def test_every_node_of_the_fixtures_and_examples(path: Path) -> None:
 @pytest.mark.parametrize("text", EDGE_CASES.values(), ids=EDGE_CASES.keys())
 def test_line_endings_and_file_ends(text: str) -> None:
     assert_same_ranges(text)
+
+
+def test_nodes_of_lists_every_node_once_children_first() -> None:
+    text = EDGE_CASES["nested syntactic ranges"]
+    module = cst.parse_module(text)
+    every = frozenset(
+        type(node)
+        for node in MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    )
+    listed = list(Positions(module, text).nodes_of(every))
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert len(listed) == len({id(node) for node in listed}) == len(expected)
+    assert listed[-1] is module
+    assert listed.index(module.body[0].body) < listed.index(module.body[0])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -33,8 +32,14 @@ class _OffsetState(CodegenState):
 
     offset: int = 0
     popped: str = ""  # the newline libcst adds for its own codegen to a file without one
-    spans: dict[cst.CSTNode, tuple[int, int]] = field(default_factory=dict)
+    # id(node): (node, start, end). Keyed by `id` (what a node's `__hash__` returns, but
+    # that is a Python call, one more per node); holding the node keeps its id its own.
+    spans: dict[int, tuple[cst.CSTNode, int, int]] = field(default_factory=dict)
     _starts: list[int] = field(default_factory=list)
+    # (node, start node, end node, start offset) of the syntactic ranges being written
+    _syntactic: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None, int]] = field(
+        default_factory=list
+    )
 
     def add_indent_tokens(self) -> None:
         self.tokens.extend(self.indent_tokens)
@@ -54,26 +59,31 @@ class _OffsetState(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         start = self._starts.pop()
         # A syntactic range recorded inside the node's codegen takes precedence.
-        self.spans.setdefault(node, (start, self.offset))
+        self.spans.setdefault(id(node), (node, start, self.offset))
 
-    @contextmanager
     def record_syntactic_position(
         self,
         node: cst.CSTNode,
         *,
         start_node: cst.CSTNode | None = None,
         end_node: cst.CSTNode | None = None,
-    ) -> Iterator[None]:
-        start = self.offset
-        try:
-            yield
-        finally:
-            end = self.offset
-            if start_node is not None:
-                start = self.spans[start_node][0]
-            if end_node is not None:
-                end = self.spans[end_node][1]
-            self.spans[node] = (start, end)
+    ) -> _OffsetState:
+        """The state is its own context manager here: libcst enters this for most nodes,
+        and a generator-based `contextmanager` costs several calls more each time."""
+        self._syntactic.append((node, start_node, end_node, self.offset))
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        node, start_node, end_node, start = self._syntactic.pop()
+        end = self.offset
+        if start_node is not None:
+            start = self.spans[id(start_node)][1]
+        if end_node is not None:
+            end = self.spans[id(end_node)][2]
+        self.spans[id(node)] = (node, start, end)
 
 
 class Positions:
@@ -101,13 +111,14 @@ class Positions:
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         if self._fallback is not None:
             return self._fallback[node]
-        start, end = self._spans[node]
+        _, start, end = self._spans[id(node)]
         return CodeRange(self._position(start), self._position(end))
 
     def nodes_of(self, types: frozenset[type[cst.CSTNode]]) -> Iterator[cst.CSTNode]:
         """Every node of one of `types` (exact types), children before their parents."""
-        nodes = self._fallback if self._fallback is not None else self._spans
-        return (node for node in nodes if type(node) in types)
+        if self._fallback is not None:
+            return (node for node in self._fallback if type(node) in types)
+        return (node for node, _, _ in self._spans.values() if type(node) in types)
 
     def _position(self, offset: int) -> CodePosition:
         line = bisect_right(self._line_starts, offset)
