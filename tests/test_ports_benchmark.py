@@ -21,6 +21,11 @@ pytestmark = pytest.mark.runtime
 
 CI_PORTS = [port for port in ports.PORTS if port.ci]
 
+# A guard against a hung script, not a speed check: a loaded CI machine running the suite
+# on both cores has taken the DCGAN port past ports.TIMEOUT (300 s) while it passes in
+# ~140 s alone.
+HANG_GUARD = 900.0
+
 
 def test_the_smallest_two_run_in_ci() -> None:
     assert [port.name for port in CI_PORTS] == ["mnist_cuda", "dcgan_cuda"]
@@ -30,7 +35,7 @@ def test_the_smallest_two_run_in_ci() -> None:
 def test_unsafe_fixes_port_the_script_to_xla_with_flat_compiles(
     port: ports.Port, tmp_path: Path
 ) -> None:
-    version = ports.measure(port, "--unsafe-fixes", tmp_path, without_xla=False)
+    version = ports.measure(port, "--unsafe-fixes", tmp_path, without_xla=False, timeout=HANG_GUARD)
     assert version.applied, "no fix was applied"
     assert version.runs_ok, [run.error for run in version.runs]
     assert all(run.on_xla for run in version.runs), [run.totals for run in version.runs]
@@ -41,7 +46,7 @@ def test_unsafe_fixes_port_the_script_to_xla_with_flat_compiles(
 
 @pytest.mark.parametrize("port", CI_PORTS, ids=lambda port: port.name)
 def test_safe_fixes_do_not_break_the_script(port: ports.Port, tmp_path: Path) -> None:
-    version = ports.measure(port, "fix --apply", tmp_path, without_xla=False)
+    version = ports.measure(port, "fix --apply", tmp_path, without_xla=False, timeout=HANG_GUARD)
     assert version.runs_ok, [run.error for run in version.runs]
 
 
