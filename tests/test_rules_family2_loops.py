@@ -160,6 +160,31 @@ def test_xla208_reports_without_fix(body: str) -> None:
     assert diagnostic.fix is None
 
 
+@pytest.mark.parametrize(
+    ("indexed", "named"),
+    [
+        ("logprobs", "the device tensor `logprobs`"),
+        # Too long (or multi-line) to quote: described, not renamed.
+        ("F.log_softmax(logits.float() / temperature_of_this_step, dim=-1)", "the indexed tensor"),
+    ],
+)
+def test_xla208_host_index_message_names_the_indexed_tensor(indexed: str, named: str) -> None:
+    source = f"""\
+        import torch
+        import torch.nn.functional as F
+
+        def decode(model, tokens, steps, temperature_of_this_step):
+            total = 0
+            for _ in range(steps):
+                logits = model(tokens)[:, -1]
+                logprobs = F.log_softmax(logits.float(), dim=-1)
+                total += {indexed}[torch.arange(tokens.shape[0]), tokens[:, -1]]
+            return total
+        """
+    [diagnostic] = lint(source, "XLA208")
+    assert f"indexing {named} with it" in diagnostic.message
+
+
 def test_xla208_two_statement_form_is_reported_without_fix() -> None:
     source = """\
         import torch

@@ -291,6 +291,12 @@ class FileContext:
         return self._frames[-1].key
 
     @property
+    def class_name(self) -> str | None:
+        """The innermost class whose code is being walked (a method's, or a function's
+        nested in one), None outside classes."""
+        return self._classes[-1][0] if self._classes else None
+
+    @property
     def under_cuda_guard(self) -> bool:
         return bool(self._guarded)
 
@@ -700,7 +706,7 @@ class FileContext:
             and func.value.value == "self"
         ):
             self.hot.add_call(self.site(), func.attr.value)
-        elif member_method_call(func, self.module):
+        elif member_method_call(func, self.module, self.class_name):
             # `self.decoder.update(...)`, the attribute holding an instance of a class of
             # the module (`analysis/members.py`): that class's method, by its name.
             self.hot.add_call(self.site(), func.attr.value)

@@ -46,7 +46,9 @@ step, still runs every step, as does a loop whose own body ends in `return` (a r
 loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, imgs):
 ax.imshow(...)`) runs once per item of the figure, and a loop over trials or folds
 (`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
-by itself."""
+by itself. Code past an exit that an earlier `assert` settles never runs and is not
+reported: after `assert not exists(eos)`, a loop's `if not exists(eos): continue` is
+taken on every pass, so what follows it in the loop body is dropped."""
 _WHY = "\n\n## Why is this bad?\n"
 
 DOC_SECTIONS = (

@@ -98,13 +98,9 @@ class HelperCalls:
         if helper is not None and tensors:
             self.calls.append(HelperCall(call, helper, tensors, site))
 
-    def note_host_call(
-        self, call: cst.Call, function: FunctionKey | None, hosts: frozenset[int]
-    ) -> None:
-        """A call in the function `function`; `hosts`: ids of its host-value arguments."""
-        helper = self.callee(call, function)
-        if helper is not None:
-            self.host_calls.append((call, helper, hosts))
+    def note_host_call(self, call: cst.Call, helper: FunctionKey, hosts: frozenset[int]) -> None:
+        """A call of `helper` (its `callee`); `hosts`: ids of its host-value arguments."""
+        self.host_calls.append((call, helper, hosts))
 
     def note_method_call(self, call: cst.Call) -> None:
         """`p.gather(...)`, `p[a:b].view(...)`: a method only tensors have, on a parameter."""

@@ -4,9 +4,12 @@ A decoding loop often delegates each step to a strategy object the constructor p
 (`self.decoder = GreedyDecoder(...)` or `BeamSearchDecoder(...)`), and calls
 `self.decoder.update(tokens, logits)` once per token. Hot code is found by function name
 (`analysis/hotness.py`); this index says which method names such a call can reach: the
-methods of every class of the module ever assigned to that attribute of `self`. An
-attribute never assigned a class of the module (a model, a tokenizer, a list) reaches
-nothing here, so `self.model.generate(...)` stays unknown. A script does the same through
+methods of every class of the module that the calling class (or a class it derives from
+or that derives from it) assigns to that attribute of `self`. An attribute never assigned
+a class of the module (a model, a tokenizer, a list) reaches nothing here, so
+`self.model.generate(...)` stays unknown; nor does one that only another, unrelated class
+fills with a class of the module (`Report.stats = Stats()` says nothing of a `Trainer`'s
+`self.stats = {}`). A script does the same through
 a plain name (`q_network = QNetwork(...).to(device)`, then `q_network.get_action(obs)` in
 its loop): a name every assignment binds to a class of the module reaches its methods.
 """
@@ -22,15 +25,17 @@ from xlalint.walk import EXPRESSIONS, code_children
 
 # Nodes hash by identity: one walk per module, whatever the number of calls asked about.
 @functools.lru_cache(maxsize=16)
-def member_methods(module: cst.Module) -> dict[str, frozenset[str]]:
-    """For each attribute name `x` assigned `self.x = C(...)` with `C` a class of the
-    module (conditional expressions' branches included), the methods those classes and
-    their same-module bases define."""
+def member_methods(module: cst.Module) -> dict[tuple[str, str], frozenset[str]]:
+    """For each class `K` of the module and attribute name `x` that `K`'s code assigns
+    `self.x = C(...)` with `C` a class of the module (conditional expressions' branches
+    included), the methods those classes and their same-module bases define."""
     classes, assignments = _classes_and_assignments(module)
     if not classes:
         return {}
-    found: dict[str, set[str]] = {}
-    for node in assignments:
+    found: dict[tuple[str, str], set[str]] = {}
+    for owner, node in assignments:
+        if owner is None:
+            continue
         for target in node.targets:
             attribute = target.target
             if not (
@@ -40,30 +45,33 @@ def member_methods(module: cst.Module) -> dict[str, frozenset[str]]:
             ):
                 continue
             for name in _constructed(node.value, classes):
-                found.setdefault(attribute.attr.value, set()).update(_methods(name, classes))
-    return {attr: frozenset(methods) for attr, methods in found.items()}
+                key = (owner, attribute.attr.value)
+                found.setdefault(key, set()).update(_methods(name, classes))
+    return {key: frozenset(methods) for key, methods in found.items()}
 
 
 @functools.lru_cache(maxsize=16)  # shared by `member_methods` and `instance_methods`
 def _classes_and_assignments(
     module: cst.Module,
-) -> tuple[dict[str, cst.ClassDef], list[cst.Assign]]:
-    """The module's classes by name and its assignment statements, found by a walk of its
-    statements that skips expressions (most of a module's nodes)."""
+) -> tuple[dict[str, cst.ClassDef], list[tuple[str | None, cst.Assign]]]:
+    """The module's classes by name and its assignment statements, each with the name of
+    the innermost class whose code holds it (None outside classes), found by a walk of
+    its statements that skips expressions (most of a module's nodes)."""
     classes: dict[str, cst.ClassDef] = {}
-    assignments: list[cst.Assign] = []
-    stack: list[cst.CSTNode] = list(module.body)
+    assignments: list[tuple[str | None, cst.Assign]] = []
+    stack: list[tuple[cst.CSTNode, str | None]] = [(s, None) for s in module.body]
     while stack:
-        node = stack.pop()
+        node, owner = stack.pop()
         kind = type(node)
         if kind is cst.SimpleStatementLine:
-            assignments.extend(s for s in node.body if type(s) is cst.Assign)  # type: ignore[attr-defined,misc]
+            assignments.extend((owner, s) for s in node.body if type(s) is cst.Assign)  # type: ignore[attr-defined,misc]
         elif kind in EXPRESSIONS:
             continue
         else:
             if kind is cst.ClassDef:
-                classes[node.name.value] = node  # type: ignore[attr-defined]
-            stack.extend(code_children(node))
+                owner = node.name.value  # type: ignore[attr-defined]
+                classes[owner] = node  # type: ignore[assignment]
+            stack.extend((child, owner) for child in code_children(node))
     return classes, assignments
 
 
@@ -92,15 +100,57 @@ def _methods(name: str, classes: dict[str, cst.ClassDef], depth: int = 0) -> set
     return methods
 
 
-def member_method_call(func: cst.BaseExpression, module: cst.Module) -> bool:
-    """`self.decoder.update`: a method of a class of the module that the attribute holds."""
-    return (
-        isinstance(func, cst.Attribute)
+def member_method_call(
+    func: cst.BaseExpression, module: cst.Module, class_name: str | None
+) -> bool:
+    """`self.decoder.update` in the code of class `class_name`: a method of a class of
+    the module that the attribute holds, as that class, a base or a subclass of it of the
+    module assigns it."""
+    if not (
+        class_name is not None
+        and isinstance(func, cst.Attribute)
         and isinstance(func.value, cst.Attribute)
         and isinstance(func.value.value, cst.Name)
         and func.value.value.value == "self"
-        and func.attr.value in member_methods(module).get(func.value.attr.value, ())
-    )
+    ):
+        return False
+    attribute, method = func.value.attr.value, func.attr.value
+    owners = {
+        owner
+        for (owner, attr), methods in member_methods(module).items()
+        if attr == attribute and method in methods
+    }
+    if not owners or class_name in owners:
+        return bool(owners)
+    return not owners.isdisjoint(_family(class_name, module))
+
+
+@functools.lru_cache(maxsize=256)
+def _family(name: str, module: cst.Module) -> frozenset[str]:
+    """Class `name` with its bases and its subclasses of the module: the classes whose
+    code may assign an attribute that a method of `name` reads through `self`."""
+    classes = _classes_and_assignments(module)[0]
+    bases = {
+        cls: {b.value.value for b in node.bases if isinstance(b.value, cst.Name)}
+        for cls, node in classes.items()
+    }
+    derived: dict[str, set[str]] = {}
+    for cls, of in bases.items():
+        for base in of:
+            derived.setdefault(base, set()).add(cls)
+    return frozenset({name} | _reach(name, bases) | _reach(name, derived))
+
+
+def _reach(name: str, edges: dict[str, set[str]]) -> set[str]:
+    """The classes reached from `name` by following `edges` (to bases, or to subclasses)."""
+    seen: set[str] = set()
+    pending = [name]
+    while pending:
+        for other in edges.get(pending.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                pending.append(other)
+    return seen
 
 
 # Module methods that hand back the module itself: `Net(...).to(device)` is still a `Net`.
@@ -119,7 +169,7 @@ def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
         return {}
     found: dict[str, set[str]] = {}
     other: set[str] = set()
-    for node in assignments:
+    for _, node in assignments:
         for target in node.targets:
             if not isinstance(target.target, cst.Name):
                 continue

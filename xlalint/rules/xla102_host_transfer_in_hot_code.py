@@ -158,14 +158,15 @@ class HostTransferInHotCode(HelperCallRule):
         super().note_call(node)
         if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
             return
-        if self.calls.callee(node, self.ctx.function) is None:
+        helper = self.calls.callee(node, self.ctx.function)
+        if helper is None:
             return  # runs no helper of this module
         hosts = frozenset(
             id(arg.value)
             for arg in node.args
             if not arg.star and self.ctx.kind(arg.value) is Kind.HOST
         )
-        self.calls.note_host_call(node, self.ctx.function, hosts)
+        self.calls.note_host_call(node, helper, hosts)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         if self.ctx.function is None:

@@ -260,13 +260,16 @@ class TensorControlFlow(Rule):
 
     def _boolean_chain(self) -> cst.BooleanOperation | None:
         """The outermost `and`/`or` the node being checked sits in, through nested ones
-        (`a or b or c`): one condition, whose fix combines its tensor tests into one device
-        expression, read once."""
+        (`a or b or c`) and `not`s (`not isfinite(x) or not isfinite(g)`): one condition,
+        whose fix combines its tensor tests into one device expression, read once."""
         chain = None
         for ancestor in self.ctx.ancestors():
-            if not isinstance(ancestor, cst.BooleanOperation):
+            if isinstance(ancestor, cst.BooleanOperation):
+                chain = ancestor
+            elif not (
+                isinstance(ancestor, cst.UnaryOperation) and isinstance(ancestor.operator, cst.Not)
+            ):
                 break
-            chain = ancestor
         return chain
 
     def _truth_context(self, node: cst.BaseExpression) -> str | None:

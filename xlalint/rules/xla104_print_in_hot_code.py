@@ -8,9 +8,11 @@ import libcst as cst
 from xlalint.analysis.imports import ImportTable
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import descendants
+from xlalint.walk import code_children
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from xlalint.context import FileContext
 
 _LOG_METHODS = frozenset(
@@ -49,9 +51,11 @@ class PrintInHotCode(Rule):
     formatting of tensors anywhere in the step. Printing strings and Python numbers is not
     flagged (a `loss.item()` read for printing is XLA101's finding), nor is code inside an
     `xm.add_step_closure(...)` callback, a `raise` or an `assert` message, a warning in the
-    body of an `if` that tests for NaN or infinite values (`if not torch.isfinite(
-    grad_norm): logger.warning(f"grad norm {grad_norm}")`: it runs when a step goes wrong,
-    while the test is XLA103's per-step finding), nor Lightning's `self.log` without
+    branch that runs only when a test finds NaN or infinite values (`if not
+    torch.isfinite(grad_norm): logger.warning(f"grad norm {grad_norm}")`, or the `else` of
+    `if torch.isfinite(grad_norm):`: it runs when a step goes wrong, while the test is
+    XLA103's per-step finding; the body of `if torch.isfinite(grad_norm):` runs on every
+    healthy step and is flagged), nor Lightning's `self.log` without
     `prog_bar=True`.
 
     ## Why is this bad?
@@ -260,18 +264,20 @@ class PrintInHotCode(Rule):
             self._report(node, "Formatting")
 
     def _on_bad_values(self) -> bool:
-        """Inside the body of an `if` that tests for NaN or infinite values (`if not
-        torch.isfinite(grad_norm): logging.warning(f"... {grad_norm}")`): a warning for a
-        step gone wrong, which runs when training diverges, not every step. The test itself
-        reads the device every step (XLA103's finding)."""
+        """Inside a branch that runs only when a finiteness test finds NaN or infinite
+        values: the body of `if not torch.isfinite(grad_norm): logging.warning(f"...
+        {grad_norm}")` (or of `if torch.isnan(loss):`), or the `else` of `if
+        torch.isfinite(grad_norm):`. A warning for a step gone wrong runs when training
+        diverges, not every step; the test itself reads the device every step (XLA103's
+        finding). The body of `if torch.isfinite(g):` runs on every healthy step."""
         child: cst.CSTNode | None = None
         for ancestor in self.ctx.ancestors():
-            if (
-                type(ancestor) is cst.If
-                and child is ancestor.body  # type: ignore[attr-defined]
-                and _tests_finiteness(ancestor.test)  # type: ignore[attr-defined]
-            ):
-                return True
+            if type(ancestor) is cst.If:
+                when_bad = _true_on_bad_values(ancestor.test)  # type: ignore[attr-defined]
+                if child is ancestor.body and when_bad is True:  # type: ignore[attr-defined]
+                    return True
+                if type(child) is cst.Else and when_bad is False:
+                    return True
             child = ancestor
         return False
 
@@ -456,24 +462,42 @@ class PrintInHotCode(Rule):
         return None
 
 
-_FINITENESS_TESTS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
+# True where a value is NaN or infinite, and True where it is finite.
+_NON_FINITE_TESTS = frozenset({"isnan", "isinf", "isneginf", "isposinf"})
+_FINITE_TESTS = frozenset({"isfinite"})
 
 
-def _tests_finiteness(test: cst.BaseExpression) -> bool:
-    """The test calls `isnan`/`isinf`/`isfinite` (`torch.isnan(x)`, `x.isinf().any()`)."""
-    for node in descendants(test):
-        if type(node) is not cst.Call:
-            continue
+def _true_on_bad_values(test: cst.BaseExpression) -> bool | None:
+    """True for a test that holds only when values are NaN or infinite (`torch.isnan(x)`,
+    `not torch.isfinite(g)`, `(~x.isfinite()).any()`: `isnan`/`isinf` under an even
+    number of `not`/`~`, `isfinite` under an odd number), False for one that holds when
+    they are finite (`torch.isfinite(g)`, `not x.isnan().any()`), None for a test with no
+    such call or with calls of both senses."""
+    senses = set(_finiteness_senses(test, negated=False))
+    return senses.pop() if len(senses) == 1 else None
+
+
+def _finiteness_senses(node: cst.CSTNode, negated: bool) -> Iterator[bool]:
+    """For each finiteness call in `node`, whether it is true on bad values, counting
+    the `not`/`~` on its way up (a comparison or `.any()` on it keeps its sense)."""
+    if type(node) is cst.UnaryOperation and type(node.operator) in (cst.Not, cst.BitInvert):  # type: ignore[attr-defined]
+        yield from _finiteness_senses(node.expression, not negated)  # type: ignore[attr-defined]
+        return
+    if type(node) is cst.Call:
         func = node.func  # type: ignore[attr-defined]
-        if type(func) is cst.Attribute:
-            name = func.attr.value
-        elif type(func) is cst.Name:
-            name = func.value
-        else:
-            continue
-        if name in _FINITENESS_TESTS:
-            return True
-    return False
+        name = (
+            func.attr.value
+            if type(func) is cst.Attribute
+            else func.value
+            if type(func) is cst.Name
+            else None
+        )
+        if name in _NON_FINITE_TESTS:
+            yield not negated
+        elif name in _FINITE_TESTS:
+            yield negated
+    for child in code_children(node):
+        yield from _finiteness_senses(child, negated)
 
 
 def _is_string_literal(node: cst.BaseExpression) -> bool:

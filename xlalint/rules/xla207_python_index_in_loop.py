@@ -223,7 +223,8 @@ class PythonIndexInLoop(Rule):
         self._bind_pass(node, targets, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.reads.mark(node)
+        if self.values.in_loop:  # `_bind_pass` reads the mark only there
+            self.reads.mark(node)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:

@@ -206,8 +206,8 @@ class HostTensorInLoop(Rule):
         "step; build it there with `device=`"
     )
     index_message = (
-        "`{factory}` builds an index on the host: indexing the device tensor `{name}` with "
-        "it copies it to the device every step; build it there with `device=`"
+        "`{factory}` builds an index on the host: indexing {tensor} with it copies it to the "
+        "device every step; build it there with `device=`"
     )
     attribute_message = (
         "`{name}` (from `{factory}`) is a plain attribute, not a buffer: it stays on the host "
@@ -313,7 +313,7 @@ class HostTensorInLoop(Rule):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """`logprobs[torch.arange(n), tokens]`: a host-built index of a device tensor is
         copied to the device by the indexing itself, as `.to(device)` would."""
-        if len(node.slice) < 1 or self.ctx.kind(node.value) is not Kind.TENSOR:
+        if self.ctx.kind(node.value) is not Kind.TENSOR:
             return
         for element in node.slice:
             index = element.slice
@@ -326,9 +326,12 @@ class HostTensorInLoop(Rule):
                 return
             self._reported.add(id(factory))
             name = self.ctx.module.code_for_node(node.value)
-            if "\n" in name or len(name) > 40:
-                name = "x"
-            message = self.index_message.format(factory=self._factory_name(factory), name=name)
+            tensor = (
+                "the indexed tensor"
+                if "\n" in name or len(name) > 40
+                else f"the device tensor `{name}`"
+            )
+            message = self.index_message.format(factory=self._factory_name(factory), tensor=tensor)
             self.report(factory, message, hint=self._like_hint(node.value))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:

@@ -102,14 +102,16 @@ class GrowingTensorInLoop(Rule):
     logits)`, also through an attribute holding an instance of a class of the module).
     The value is carried from pass to pass also where the pass reorders, expands or masks
     it besides growing it (`out = repeat(out, ...)`, `out = out[beam_idx]`, `out =
-    out.masked_fill(done, pad)`): these keep the length it has grown to.
+    out.masked_fill(done, pad)`, or casts, reshapes and fills such as `.to(device)`,
+    `.view(...)`, `.masked_fill_(...)`): these keep the length it has grown to.
     Left alone: joins of fresh tensors (`torch.cat([a, b], -1)`), sliding windows that
-    keep the length (`x = torch.cat([x[:, 1:], y], 1)`, or a crop `out = out[:, -window:]`
-    in the same pass), a value bound anew each pass (`out = prompt.new_zeros(...)`), joins
-    after the loop (`torch.cat(outputs)` once all steps are done), growth of host copies
-    (`torch.cat([preds, logits.cpu()])`), and helpers whose result is a new value each
-    pass (`features = pair(x, y)`, a grown prompt kept under another name) or that are
-    called once, after the loop.
+    keep the length (`x = torch.cat([x[:, 1:], y], 1)`, or a crop in the same pass: `out =
+    out[:, -window:]`, or any other method applied to it, such as `out = out.narrow(1, 1,
+    window)`, that may change its length), a value bound anew each pass (`out =
+    prompt.new_zeros(...)`), joins after the loop (`torch.cat(outputs)` once all steps are
+    done), growth of host copies (`torch.cat([preds, logits.cpu()])`), and helpers whose
+    result is a new value each pass (`features = pair(x, y)`, a grown prompt kept under
+    another name) or that are called once, after the loop.
 
     ## Why is this bad?
     XLA compiles a graph per set of input shapes. A tensor that is one step longer on every
@@ -319,7 +321,7 @@ class GrowingTensorInLoop(Rule):
             if func.value.value not in ("self", "cls") and self.ctx.qualified(func) is not None:
                 return None
             name = func.attr.value
-        elif member_method_call(func, self.ctx.module):
+        elif member_method_call(func, self.ctx.module, self.ctx.class_name):
             name = func.attr.value  # `self.decoder.update(...)`: a module class's method
         else:
             return None
@@ -528,18 +530,34 @@ def _bound_afresh(
     )
 
 
+# Methods whose result keeps every element of the tensor, so the length it has grown to:
+# casts and copies, reshapes and reorders, masks and fills, expansions, elementwise maths.
+_KEEPS_GROWN_LENGTH = _SHAPE_KEEPING | frozenset(
+    {
+        *("double", "long", "int", "bool", "type", "type_as", "cuda", "requires_grad_"),
+        *("view", "view_as", "reshape", "reshape_as", "flatten", "unsqueeze", "squeeze"),
+        *("transpose", "permute", "t", "flip", "roll", "index_select"),
+        *("masked_fill", "masked_fill_", "masked_scatter", "where", "fill_", "zero_"),
+        *("expand", "expand_as", "repeat", "repeat_interleave"),
+        *("clamp", "clamp_", "add", "sub", "mul", "div", "neg", "abs", "exp", "log"),
+        *("sigmoid", "tanh", "softmax", "log_softmax"),
+    }
+)
+
+
 def _derived(node: cst.CSTNode, target: cst.BaseExpression) -> bool:
     """`out = repeat(out, ...)`, `out = out[beam_idx]`, `out = out.masked_fill(m, pad)`:
     an assignment whose value is the target itself, reshaped, reordered or masked, which
     keeps the length it has grown to (the value is carried, not bound anew). A bounded
-    slice (`out = out[:, -window:]`) crops it and a `new_*` method builds a fresh tensor:
-    those bind it anew."""
+    slice (`out = out[:, -window:]`) crops it; a method not known to keep every element
+    (`out.narrow(1, 1, window)`, a `new_*` method that builds a fresh tensor) may crop or
+    replace it: those bind it anew."""
     if not isinstance(node, cst.Assign):
         return False
     value: cst.BaseExpression | None = node.value
     while value is not None and not _same(target, value):
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-            if value.func.attr.value.startswith("new_"):
+            if value.func.attr.value not in _KEEPS_GROWN_LENGTH:
                 return False
             value = value.func.value
         elif isinstance(value, cst.Call):
