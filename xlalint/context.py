@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices, reachability
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.flag_facts import FlagFacts
@@ -609,17 +610,12 @@ class FileContext:
         with (`mask = features.get("mask")`) is a tensor in the branch; one known to be a
         host value here (`val_loss = "n/a"`, a tensor only on later passes) stays one."""
         function = self._frames[-1].node
-        params = function.params if function is not None else None
-        parameters = (
-            {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-            if params is not None
-            else set()
-        )
+        taken = {p.name.value for p in parameters(function)} if function is not None else set()
         narrowed = []
         for name in names:
             known = self.kinds.lookup(name)
             computes = (
-                name not in parameters
+                name not in taken
                 and known in (None, Kind.UNKNOWN)
                 and not _converts(branch.body, name)
             )

@@ -18,6 +18,7 @@ from collections.abc import Container
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameters
 from xlalint.walk import EXPRESSIONS, code_children, target_names
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "round", "len", "bool", "abs"})
@@ -258,8 +259,7 @@ def _derived_returns(function: cst.FunctionDef) -> dict[int | None, frozenset[st
     `return` computes it so (or returns a number there) and some `return` uses one:
     `get_ancestral_step(sigma_from, sigma_to)` returning `sigma_to, 0.` or `sigma_down,
     sigma_up` (both arithmetic of the two) -> {0: {sigma_from, sigma_to}, ...}."""
-    params = function.params
-    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    names = [p.name.value for p in parameters(function)]
     env: dict[str, frozenset[str]] = {name: frozenset({name}) for name in names}
     nodes = _walk_body(function, expressions=False)
     if any(type(n) is cst.Yield for n in _walk_body(function)):

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from xlalint.analysis.arguments import Signature, bind, keyword_argument, signature_of
+from xlalint.analysis.arguments import Signature, bind, keyword_argument, parameters, signature_of
 from xlalint.analysis.devices import positional_argument
 from xlalint.analysis.members import member_method_call
 from xlalint.analysis.tensors import TO_HOST_METHODS
@@ -412,8 +412,7 @@ _Join = tuple[cst.Call, frozenset[str], "int | None"]
 
 
 def _param_names(function: cst.FunctionDef) -> set[str]:
-    params = function.params
-    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    return {p.name.value for p in parameters(function)}
 
 
 def _position(value: cst.BaseExpression, name: str) -> int | None:
