@@ -28,7 +28,7 @@ from xlalint.analysis.guards import (
     local_values,
 )
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import EXPRESSIONS, TRIVIA, code_children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, TRIVIA, bound_names, code_children, descendants, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
@@ -170,7 +170,7 @@ class FlagFacts:
         default is tied to CUDA (`use_amp=torch.cuda.is_available()`): a caller may pass
         `True` to a default of `False`."""
         param = parameter(function, name)
-        if param is None or _rebound(function, name):
+        if param is None or name in bound_names(function):
             return False
         default = param.default
         values = lambda n: local_values(function, n)  # noqa: E731
@@ -480,21 +480,13 @@ def _receiver(function: cst.FunctionDef | None) -> str | None:
 
 def _is_local(function: cst.FunctionDef, name: str) -> bool:
     """Whether `name` is a parameter of `function` or assigned in it."""
-    return parameter(function, name, star=True) is not None or _rebound(function, name)
+    return parameter(function, name, star=True) is not None or name in bound_names(function)
 
 
 def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
     return next(
         (m for m in body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None
-    )
-
-
-def _rebound(function: cst.FunctionDef, name: str) -> bool:
-    return any(
-        isinstance(node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For)
-        and name in target_names(node.target)
-        for node in descendants(function.body, _STATEMENTS_ONLY)
     )
 
 

@@ -19,7 +19,7 @@ from collections.abc import Container
 import libcst as cst
 
 from xlalint.analysis.arguments import parameters
-from xlalint.walk import EXPRESSIONS, code_children, target_names
+from xlalint.walk import EXPRESSIONS, binding_counts, code_children, target_names
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "round", "len", "bool", "abs"})
 _NUMBER_METHODS = frozenset({"item", "tolist", "numel", "dim", "nelement", "element_size"})
@@ -265,15 +265,8 @@ def _derived_returns(function: cst.FunctionDef) -> dict[int | None, frozenset[st
     if any(type(n) is cst.Yield for n in _walk_body(function)):
         return {}
     # Locals bound once, by a plain assignment; any other binding of a name (a loop target,
-    # an augmented or a second assignment) makes it unknown.
-    bindings: dict[str, int] = {}
-    for node in nodes:
-        if isinstance(node, cst.Assign | cst.AugAssign | cst.AnnAssign | cst.For):
-            targets = node.targets if isinstance(node, cst.Assign) else ()
-            bound = [t.target for t in targets] or [node.target]  # type: ignore[union-attr]
-            for target in bound:
-                for name in target_names(target):
-                    bindings[name] = bindings.get(name, 0) + 1
+    # an augmented or a second assignment, `with ... as`) makes it unknown.
+    bindings = binding_counts(function)
     for name in bindings:
         env.pop(name, None)  # a parameter rebound no longer holds the caller's value
     assigned = {

@@ -10,7 +10,7 @@ from xlalint.analysis.members import member_method_call
 from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.context import FileContext, Kind
 from xlalint.rule import Rule
-from xlalint.walk import children, descendants
+from xlalint.walk import bound_names, children, descendants
 
 # Joins whose output is as long as all their inputs together.
 _JOINS = frozenset(
@@ -222,11 +222,7 @@ class GrowingTensorInLoop(Rule):
         function = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)), None)
         if function is None:
             return False
-        bound = _param_names(function)
-        for node in _own_nodes(function):
-            if type(node) in _BINDINGS:
-                bound.update(t.value for t in _targets(node) if isinstance(t, cst.Name))
-        return base.value not in bound
+        return base.value not in _param_names(function) | bound_names(function)
 
     # -- growth through a helper -----------------------------------------------------------
     def _growers(self) -> dict[str, list[_Grower]]:
