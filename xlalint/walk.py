@@ -301,6 +301,12 @@ def _imported(node: cst.Import | cst.ImportFrom) -> Iterator[str]:
             yield alias.evaluated_name
 
 
+@lru_cache(maxsize=16)
+def top_level_functions(module: cst.Module) -> frozenset[str]:
+    """The names of a module's top-level functions (calls by name, dispatch tables)."""
+    return frozenset(s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
+
+
 if __name__ == "__main__":  # regenerate walk_fields.py for the installed libcst
     import pathlib
 
