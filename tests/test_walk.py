@@ -182,3 +182,53 @@ def test_the_field_table_is_what_libcst_source_says() -> None:
     assert table == walk_fields.FIELDS
     assert walk._known_fields() is walk_fields.FIELDS
     assert walk.child_fields(cst.Call) == table["libcst._nodes.expression.Call"]
+
+
+def test_bound_names_are_the_functions_own_bindings() -> None:
+    """Every way a body binds a name counts, in its own scope only: a comprehension's and
+    a nested function's locals are theirs, except names declared `nonlocal` there."""
+    function = cst.parse_module(
+        "def f(param, *args, **kw):\n"
+        "    a = b = 1\n"
+        "    c: int\n"
+        "    d += 1\n"
+        "    for e, (g, *h) in x:\n"
+        "        pass\n"
+        "    with open(p) as i:\n"
+        "        pass\n"
+        "    try:\n"
+        "        pass\n"
+        "    except E as j:\n"
+        "        pass\n"
+        "    if (k := 2):\n"
+        "        del l\n"
+        "    import m.n, o.p as q\n"
+        "    from r import s, t as u\n"
+        "    [w for v in x if (y := v)]\n"
+        "    lambda z: (zz := z)\n"
+        "    match x:\n"
+        "        case [aa, *bb]:\n"
+        "            pass\n"
+        "        case {'k': 1, **cc}:\n"
+        "            pass\n"
+        "        case P() as dd:\n"
+        "            pass\n"
+        "    def inner():\n"
+        "        nonlocal ee\n"
+        "        own = 1\n"
+        "    class Inner:\n"
+        "        attribute = 1\n"
+        "    self.x = x[0] = 1\n"
+    ).body[0]
+    assert isinstance(function, cst.FunctionDef)
+    expected = {"a", "b", "c", "d", "e", "g", "h", "i", "j", "k", "l", "m", "q", "s", "u"}
+    expected |= {"y", "aa", "bb", "cc", "dd", "inner", "ee", "Inner"}
+    assert walk.bound_names(function) == expected
+    assert walk.binding_counts(function)["a"] == 1
+    assert walk.bound_names(function) is walk.bound_names(function)  # one walk per function
+
+
+def test_binding_counts_count_each_binding() -> None:
+    function = cst.parse_module("def f(x):\n    y = x\n    y += 1\n    z = y\n").body[0]
+    assert isinstance(function, cst.FunctionDef)
+    assert dict(walk.binding_counts(function)) == {"y": 2, "z": 1}

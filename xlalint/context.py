@@ -8,7 +8,6 @@ the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(ex
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +16,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices, reachability
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.flag_facts import FlagFacts
@@ -43,7 +43,8 @@ from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import Kind, TensorKinds
 from xlalint.analysis.xla_api import LATEST, Release, api_at
-from xlalint.walk import descendants, target_names
+from xlalint.screen import LINE
+from xlalint.walk import descendants, target_names, top_level_functions
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -207,7 +208,7 @@ class FileContext:
     @cached_property
     def _functions(self) -> frozenset[str]:
         """The module's top-level functions, by name."""
-        return frozenset(s.name.value for s in self.module.body if isinstance(s, cst.FunctionDef))
+        return top_level_functions(self.module)
 
     @cached_property
     def import_guards(self) -> ImportGuards:
@@ -615,17 +616,12 @@ class FileContext:
         with (`mask = features.get("mask")`) is a tensor in the branch; one known to be a
         host value here (`val_loss = "n/a"`, a tensor only on later passes) stays one."""
         function = self._frames[-1].node
-        params = function.params if function is not None else None
-        parameters = (
-            {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-            if params is not None
-            else set()
-        )
+        taken = {p.name.value for p in parameters(function)} if function is not None else set()
         narrowed = []
         for name in names:
             known = self.kinds.lookup(name)
             computes = (
-                name not in parameters
+                name not in taken
                 and known in (None, Kind.UNKNOWN)
                 and not _converts(branch.body, name)
             )
@@ -734,7 +730,7 @@ def _names_in_full_text(
     or a body does not parse alone (a blanked stub is `pass`: no name)."""
     if not blanked:
         return names_in_use(cst.parse_module(text))
-    lines = _LINE.findall(text)
+    lines = LINE.findall(text)
     parts = [names_in_use(module)]
     for first, last in blanked:
         body = "".join(lines[first - 1 : last])
@@ -749,6 +745,3 @@ def _names_in_full_text(
     return NamesInUse(
         set().union(*(p.names for p in parts)), imported, set().union(*(p.bound for p in parts))
     )
-
-
-_LINE = re.compile(r"[^\n]*\n|[^\n]+")  # rows as `screen.py` counts them

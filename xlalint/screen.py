@@ -47,7 +47,9 @@ Unit = ast.FunctionDef | ast.AsyncFunctionDef
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Statements whose effect reaches past their function: a unit holding one is always kept.
 _REACHING = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
-_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+# A text's rows, each with its line break: what a blanked span counts (and `context.py`,
+# mapping blanked rows back to the full text).
+LINE = re.compile(r"[^\n]*\n|[^\n]+")
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # The fields that hold statements (or handlers and match cases, which hold statements).
@@ -211,7 +213,7 @@ def screen_text(
     passing = {i for i, unit in enumerate(units) if passes(unit.features, i in hot)}
     glue_passes = passes(glue, _LOOP_NODES & glue.nodes != set())
     kept = _connected(units, glue, passing, text)
-    lines = _LINE.findall(text)
+    lines = LINE.findall(text)
     blanked = tuple(
         span
         for index, unit in enumerate(units)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable, Iterator
-from functools import cache
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cache, lru_cache
 
 import libcst as cst
 
@@ -215,6 +215,96 @@ def target_names(target: cst.CSTNode) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return target_names(target.value)
     return set()
+
+
+# Several analyses ask what a function rebinds (is a parameter still the caller's value, is a
+# test's name settled, is a container a local), often many times for the same function: one
+# walk per function answers them all. Nodes hash by identity.
+@lru_cache(maxsize=256)
+def binding_counts(function: cst.FunctionDef) -> Mapping[str, int]:
+    """How many times `function`'s own body binds each name: targets of `=`, annotated
+    assignments, `+=`, `:=` (in comprehensions too), `for`, `with ... as`, `except ... as`,
+    `del`, imports, match captures, `type` aliases, and the names of `def`s and `class`es
+    in it. Parameters are not counted, nor what nested definitions bind in their own
+    bodies, except names they declare `nonlocal` or `global` (which they may rebind under
+    us). Shared: do not change the mapping."""
+    counts: dict[str, int] = {}
+
+    def bind(names: Iterable[str]) -> None:
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+
+    stack: list[cst.CSTNode] = [function.body]
+    # Exact types (libcst's node classes are final): `isinstance` on them runs ABCMeta's
+    # check, in Python, once per class of a union, for every node of the function.
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            bind({node.name.value})  # type: ignore[attr-defined]
+            bind(_declared_in(node.body))  # type: ignore[attr-defined]
+            continue
+        if kind is cst.Lambda:
+            continue
+        if kind is cst.Import or kind is cst.ImportFrom:
+            bind(_imported(node))  # type: ignore[arg-type]
+            continue
+        if kind in _TARGETED:
+            bind(target_names(node.target))  # type: ignore[attr-defined]
+        elif kind is cst.AsName:
+            bind(target_names(node.name))  # type: ignore[attr-defined]
+        elif kind is cst.MatchAs or kind is cst.MatchStar:
+            if node.name is not None:  # type: ignore[attr-defined]
+                bind({node.name.value})  # type: ignore[attr-defined]
+        elif kind is cst.MatchMapping and node.rest is not None:  # type: ignore[attr-defined]
+            bind({node.rest.value})  # type: ignore[attr-defined]
+        elif kind is cst.TypeAlias:
+            bind({node.name.value})  # type: ignore[attr-defined]
+        stack.extend(code_children(node))
+    return counts
+
+
+@lru_cache(maxsize=256)
+def bound_names(function: cst.FunctionDef) -> frozenset[str]:
+    """The names `function`'s own body binds, its parameters aside (see `binding_counts`)."""
+    return frozenset(binding_counts(function))
+
+
+# `comprehension for` targets are not here: they bind in the comprehension's own scope.
+_TARGETED = frozenset(
+    {cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.Del}
+)
+
+
+def _declared_in(body: cst.CSTNode) -> Iterator[str]:
+    """Names a nested definition's statements declare `nonlocal` or `global`."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Nonlocal or kind is cst.Global:
+            yield from (n.name.value for n in node.names)  # type: ignore[attr-defined]
+        elif kind not in EXPRESSIONS:
+            stack.extend(code_children(node))
+
+
+def _imported(node: cst.Import | cst.ImportFrom) -> Iterator[str]:
+    """The names an import binds: `import a.b` binds `a`; `from m import *`, none known."""
+    if isinstance(node.names, cst.ImportStar):
+        return
+    for alias in node.names:
+        if alias.asname is not None:
+            yield from target_names(alias.asname.name)
+        elif isinstance(node, cst.Import):
+            yield alias.evaluated_name.split(".")[0]
+        else:
+            yield alias.evaluated_name
+
+
+@lru_cache(maxsize=16)
+def top_level_functions(module: cst.Module) -> frozenset[str]:
+    """The names of a module's top-level functions (calls by name, dispatch tables)."""
+    return frozenset(s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
 
 
 if __name__ == "__main__":  # regenerate walk_fields.py for the installed libcst

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.guards import ends_in
 from xlalint.analysis.imports import ImportTable, statement_bindings
 from xlalint.walk import descendants
@@ -127,12 +128,8 @@ class _Scanner:
             self._bind(node.name.value)
             self._functions.append(node)
             self._globals.append(set())
-            params = node.params
-            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            for param in parameters(node, star=True):
                 self._bind(param.name.value)
-            for star in (params.star_arg, params.star_kwarg):
-                if isinstance(star, cst.Param):
-                    self._bind(star.name.value)
             self._suite(node.body, block, indent)
             self._functions.pop()
             declared = self._globals.pop()

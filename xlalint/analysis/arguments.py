@@ -81,6 +81,30 @@ def _tight_equal() -> cst.AssignEqual:
     )
 
 
+# -- a function's parameters -------------------------------------------------------------------
+def parameters(function: cst.FunctionDef | cst.Lambda, *, star: bool = False) -> list[cst.Param]:
+    """A function's named parameters in declaration order: positional-only, then
+    positional-or-keyword, then keyword-only; with `star`, `*args` and `**kwargs` too, in
+    their places (a bare `*` names nothing)."""
+    params = function.params
+    if not star:
+        return [*params.posonly_params, *params.params, *params.kwonly_params]
+    found = [*params.posonly_params, *params.params]
+    if isinstance(params.star_arg, cst.Param):
+        found.append(params.star_arg)
+    found.extend(params.kwonly_params)
+    if isinstance(params.star_kwarg, cst.Param):
+        found.append(params.star_kwarg)
+    return found
+
+
+def parameter(
+    function: cst.FunctionDef | cst.Lambda, name: str, *, star: bool = False
+) -> cst.Param | None:
+    """The parameter of `function` called `name` (`star`: `*args`/`**kwargs` count)."""
+    return next((p for p in parameters(function, star=star) if p.name.value == name), None)
+
+
 # -- binding a call's arguments to a callee's parameters ---------------------------------------
 @dataclass(frozen=True)
 class Signature:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import positional_parameters
 from xlalint.analysis.loop_facts import BodyFacts, iterates_optimizers, unwrap_iteration
@@ -329,11 +330,7 @@ class Epochs:
         definitions; one walk of its body, cached."""
         cached = self._calls_params.get(id(function))
         if cached is None:
-            params = function.params
-            names = {
-                p.name.value
-                for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-            }
+            names = {p.name.value for p in parameters(function)}
             called: set[str] = set()
             stack: list[cst.CSTNode] = [function.body]
             while stack:

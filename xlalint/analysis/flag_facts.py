@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import bind, signature_of
+from xlalint.analysis.arguments import bind, parameter, signature_of
 from xlalint.analysis.devices import runs_without_xla
 from xlalint.analysis.guards import (
     asks_about_cuda,
@@ -28,7 +28,7 @@ from xlalint.analysis.guards import (
     local_values,
 )
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import EXPRESSIONS, TRIVIA, code_children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, TRIVIA, bound_names, code_children, descendants, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
@@ -126,7 +126,7 @@ class FlagFacts:
             return self._ternary_false(node, function, owner, depth)
         if isinstance(node, cst.Name):
             if function is not None and _is_local(function, node.value):
-                if _parameter(function, node.value) is not None:
+                if parameter(function, node.value) is not None:
                     return self._parameter_false(function, node.value, owner, depth)
                 assigned = local_values(function, node.value)
                 return bool(assigned) and all(
@@ -169,8 +169,8 @@ class FlagFacts:
         other modules may call (public, at module level or a method) counts only when its
         default is tied to CUDA (`use_amp=torch.cuda.is_available()`): a caller may pass
         `True` to a default of `False`."""
-        param = _parameter(function, name)
-        if param is None or _rebound(function, name):
+        param = parameter(function, name)
+        if param is None or name in bound_names(function):
             return False
         default = param.default
         values = lambda n: local_values(function, n)  # noqa: E731
@@ -480,34 +480,13 @@ def _receiver(function: cst.FunctionDef | None) -> str | None:
 
 def _is_local(function: cst.FunctionDef, name: str) -> bool:
     """Whether `name` is a parameter of `function` or assigned in it."""
-    params = function.params
-    every = (
-        *params.posonly_params,
-        *params.params,
-        *params.kwonly_params,
-        *(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)),
-    )
-    return any(p.name.value == name for p in every) or _rebound(function, name)
+    return parameter(function, name, star=True) is not None or name in bound_names(function)
 
 
 def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
     return next(
         (m for m in body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None
-    )
-
-
-def _parameter(function: cst.FunctionDef, name: str) -> cst.Param | None:
-    params = function.params
-    every = (*params.posonly_params, *params.params, *params.kwonly_params)
-    return next((p for p in every if p.name.value == name), None)
-
-
-def _rebound(function: cst.FunctionDef, name: str) -> bool:
-    return any(
-        isinstance(node, cst.AssignTarget | cst.AnnAssign | cst.AugAssign | cst.For)
-        and name in target_names(node.target)
-        for node in descendants(function.body, _STATEMENTS_ONLY)
     )
 
 

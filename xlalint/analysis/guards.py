@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import descendants, target_names
 
@@ -280,9 +281,7 @@ def unpacked_value(
 def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
     """Every value a plain `name = ...` in `function` (not in nested definitions) assigns;
     empty where the name is bound any other way too (a parameter, a loop target, `+=`)."""
-    params = function.params
-    every = (*params.posonly_params, *params.params, *params.kwonly_params)
-    if any(p.name.value == name for p in every):
+    if parameter(function, name) is not None:
         return []
     return list(_assigned_values(function).get(name) or ())
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from xlalint.analysis.arguments import bind, signature_of
+from xlalint.analysis.arguments import bind, parameters, signature_of
 from xlalint.analysis.hotness import FunctionKey
 from xlalint.analysis.value_names import value_names
 from xlalint.walk import target_names
@@ -92,8 +92,7 @@ class HelperIndexes:
         helper = Helper(node, is_method)
         if key is not None:
             self.helpers.setdefault(key, helper)  # the first definition of a name wins
-        names = [p.name.value for p in _positional(node.params)]
-        names += [p.name.value for p in node.params.kwonly_params]
+        names = [p.name.value for p in parameters(node)]
         if is_method and names:
             names = names[1:]
         self._scopes.append(_Scope(helper, frozenset(names)))
@@ -185,7 +184,3 @@ def bind_arguments(helper: Helper, call: cst.Call) -> dict[str, cst.BaseExpressi
     """The call's argument for each parameter of the helper it passes (see
     `arguments.bind`)."""
     return bind(call, signature_of(helper.node, helper.is_method))
-
-
-def _positional(params: cst.Parameters) -> list[cst.Param]:
-    return [*params.posonly_params, *params.params]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.walk import children, descendants
@@ -97,17 +98,8 @@ def _is_self_attribute(node: cst.CSTNode, attribute: str) -> bool:
 
 
 def _parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
-    params = function.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name:
-            return param.default
-    return None
-
-
-def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
-    every = (*params.posonly_params, *params.params, *params.kwonly_params)
-    return any(p.name.value == name for p in every)
+    param = parameter(function, name)
+    return param.default if param is not None else None
 
 
 def _is_method(function: cst.FunctionDef, class_def: cst.ClassDef | None) -> bool:
@@ -162,7 +154,7 @@ def long_interval(
         name = interval.value
         if function is not None and (default := _parameter_default(function, name)) is not None:
             return _long_value(default)
-        if function is not None and _is_parameter(function, name):
+        if function is not None and parameter(function, name) is not None:
             return _handed_long(function, name, class_def, module, _depth)
         if function is not None:
             values = local_values(function, name)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_facts import (
@@ -147,7 +148,7 @@ class LoaderTracing(LoopFacts):
             values = self._scope_assignments(function).get(key, [])
             if values:
                 return [(function, class_def, v) for v in values]
-            if _is_parameter(function, key):
+            if parameter(function, key) is not None:
                 return [] if class_def is not None else self._arguments_for(function, key)
         return [(None, None, v) for v in self._scope_assignments(self.module).get(key, [])]
 
@@ -346,14 +347,6 @@ def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
             if _names_in(current.func.value) & batch:
                 yield current
         stack.extend(children(current))
-
-
-def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
-    return any(
-        p.name.value == name
-        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-    )
 
 
 def _record(

@@ -27,6 +27,7 @@ from typing import TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import parameter, parameters
 from xlalint.analysis.barrier_calls import (
     COMPILE_DECORATORS,
     SYNCING_CONTEXTS,
@@ -182,12 +183,7 @@ def _bound_names(scope: cst.Module | cst.FunctionDef) -> set[str]:
     loop and `with` targets, parameters, nested `def`/`class` names (not their bodies)."""
     names: set[str] = set()
     if isinstance(scope, cst.FunctionDef):
-        params = scope.params
-        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
-            names.add(param.name.value)
-        for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
-                names.add(star.name.value)
+        names.update(p.name.value for p in parameters(scope, star=True))
     stack: list[cst.CSTNode] = list(
         code_children(scope.body) if isinstance(scope, cst.FunctionDef) else scope.body
     )
@@ -1030,11 +1026,7 @@ class LoopFacts:
         function = node if isinstance(node, cst.FunctionDef) else site and site.function
         if not isinstance(function, cst.FunctionDef):
             return None
-        params = function.params
-        if all(
-            p.name.value != name
-            for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-        ):
+        if parameter(function, name) is None:
             return None
         method = id(function) in self._method_classes
         found: list[cst.FunctionDef] = []

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import HOST_ATTRIBUTES, HOST_METHODS, Kind, TensorKinds
 from xlalint.analysis.value_names import SHAPE_CALLS, value_names
@@ -105,8 +106,7 @@ class LoopValues:
     # -- feeding, from the rule's visit/leave methods --------------------------------------
     def push_function(self, node: cst.FunctionDef) -> None:
         function = _Function()
-        params = node.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        for param in parameters(node):
             annotation = param.annotation
             if annotation is not None and _names_sequence(annotation.annotation):
                 function.sequences.add(param.name.value)

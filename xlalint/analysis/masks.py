@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import Kind, TensorKinds
 from xlalint.walk import children
@@ -147,8 +148,7 @@ class BooleanMasks:
     # -- frames and bindings (called by FileContext during the walk) ----------------------
     def push_function(self, node: cst.FunctionDef) -> None:
         frame: dict[str, _Binding] = {}
-        params = node.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        for param in parameters(node):
             if param.annotation is None:
                 continue
             names = _names_in(param.annotation.annotation)

@@ -20,7 +20,7 @@ import functools
 
 import libcst as cst
 
-from xlalint.walk import EXPRESSIONS, code_children
+from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
 
 
 # Nodes hash by identity: one walk per module, whatever the number of calls asked about.
@@ -204,7 +204,7 @@ def dispatch_tables(module: cst.Module) -> dict[str, frozenset[str]]:
     functions: `FILTERS = dict(top_p=top_p, top_k=top_k)` or `{"top_p": top_p, ...}`. A
     call through such a table (`FILTERS[name](logits)`, or `fn = FILTERS[name]` then
     `fn(logits)`) may run any of them."""
-    functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    functions = top_level_functions(module)
     if not functions:
         return {}
     found: dict[str, frozenset[str]] = {}

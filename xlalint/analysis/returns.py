@@ -18,7 +18,8 @@ from collections.abc import Container
 
 import libcst as cst
 
-from xlalint.walk import EXPRESSIONS, code_children, target_names
+from xlalint.analysis.arguments import parameters
+from xlalint.walk import EXPRESSIONS, binding_counts, code_children, target_names
 
 _NUMBER_BUILTINS = frozenset({"float", "int", "round", "len", "bool", "abs"})
 _NUMBER_METHODS = frozenset({"item", "tolist", "numel", "dim", "nelement", "element_size"})
@@ -258,22 +259,14 @@ def _derived_returns(function: cst.FunctionDef) -> dict[int | None, frozenset[st
     `return` computes it so (or returns a number there) and some `return` uses one:
     `get_ancestral_step(sigma_from, sigma_to)` returning `sigma_to, 0.` or `sigma_down,
     sigma_up` (both arithmetic of the two) -> {0: {sigma_from, sigma_to}, ...}."""
-    params = function.params
-    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    names = [p.name.value for p in parameters(function)]
     env: dict[str, frozenset[str]] = {name: frozenset({name}) for name in names}
     nodes = _walk_body(function, expressions=False)
     if any(type(n) is cst.Yield for n in _walk_body(function)):
         return {}
     # Locals bound once, by a plain assignment; any other binding of a name (a loop target,
-    # an augmented or a second assignment) makes it unknown.
-    bindings: dict[str, int] = {}
-    for node in nodes:
-        if isinstance(node, cst.Assign | cst.AugAssign | cst.AnnAssign | cst.For):
-            targets = node.targets if isinstance(node, cst.Assign) else ()
-            bound = [t.target for t in targets] or [node.target]  # type: ignore[union-attr]
-            for target in bound:
-                for name in target_names(target):
-                    bindings[name] = bindings.get(name, 0) + 1
+    # an augmented or a second assignment, `with ... as`) makes it unknown.
+    bindings = binding_counts(function)
     for name in bindings:
         env.pop(name, None)  # a parameter rebound no longer holds the caller's value
     assigned = {

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from xlalint.analysis.guards import ends_in, negated, path_conditions
-from xlalint.walk import descendants, target_names
+from xlalint.walk import bound_names, descendants
 
 _EXITS = (cst.Continue, cst.Break, cst.Return, cst.Raise)
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -88,22 +88,4 @@ def _stable(test: cst.BaseExpression, function: cst.FunctionDef) -> bool:
             names.add(node.value)  # type: ignore[attr-defined]
         elif not isinstance(node, _PLAIN):
             return False
-    return not names & _rebound(function)
-
-
-_TARGETED = (
-    cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Del,
-)  # fmt: skip
-
-
-def _rebound(function: cst.FunctionDef) -> set[str]:
-    """Names bound anywhere in `function`'s body (nested scopes included: `nonlocal`)."""
-    bound: set[str] = set()
-    for node in descendants(function.body):
-        if isinstance(node, _TARGETED):
-            bound |= target_names(node.target)  # type: ignore[union-attr]
-        elif type(node) is cst.AsName:
-            bound |= target_names(node.name)  # type: ignore[attr-defined]
-        elif isinstance(node, cst.Global | cst.Nonlocal):
-            bound |= {n.name.value for n in node.names}
-    return bound
+    return not names & bound_names(function)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import bind, signature_of
+from xlalint.analysis.arguments import bind, parameters, signature_of
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.records import (
@@ -348,7 +348,7 @@ class TensorKinds:
         )
         sequences: set[str] = set()
         dicts: set[str | None] = set()
-        for index, param in enumerate([*positional, *params.kwonly_params]):
+        for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
@@ -445,7 +445,7 @@ class TensorKinds:
         if not self._records:
             return {}
         found: dict[str, tuple[str, bool]] = {}
-        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        params = parameters(node)
         owner = self._class_names[-1] if self._class_names else None
         for index, param in enumerate(params):
             if (

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.host_reads import ReadRuns
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.context import Kind
@@ -325,15 +326,7 @@ class HostTransferInHotCode(HelperCallRule):
         node_def = self._function_nodes[-1]
         if not (len(self._function_nodes) > 1 or _private(node_def.name.value)):
             return False  # a public function's callers may be anywhere
-        params = node_def.params
-        param = next(
-            (
-                p
-                for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                if p.name.value == name
-            ),
-            None,
-        )
+        param = parameter(node_def, name)
         if param is None or param.annotation is None:
             return False
         if self.ctx.runs_without_xla or self.ctx.under_sparse_interval:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import Signature, append_keyword, bind
+from xlalint.analysis.arguments import Signature, append_keyword, bind, parameter
 from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -160,9 +160,7 @@ class DataLoaderDropLast(Rule):
         function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
         if function is None:
             return None
-        params = function.params
-        every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        return shuffle if any(p.name.value == shuffle.value for p in every) else None
+        return shuffle if parameter(function, shuffle.value) is not None else None
 
     # -- helpers ------------------------------------------------------------------------------
     def _bound_to(self, node: cst.Call) -> set[str]:

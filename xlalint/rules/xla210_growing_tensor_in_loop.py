@@ -4,13 +4,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from xlalint.analysis.arguments import Signature, bind, keyword_argument, signature_of
+from xlalint.analysis.arguments import Signature, bind, keyword_argument, parameters, signature_of
 from xlalint.analysis.devices import positional_argument
 from xlalint.analysis.members import member_method_call
 from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.context import FileContext, Kind
 from xlalint.rule import Rule
-from xlalint.walk import children, descendants
+from xlalint.walk import bound_names, children, descendants
 
 # Joins whose output is as long as all their inputs together.
 _JOINS = frozenset(
@@ -224,11 +224,7 @@ class GrowingTensorInLoop(Rule):
         function = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)), None)
         if function is None:
             return False
-        bound = _param_names(function)
-        for node in _own_nodes(function):
-            if type(node) in _BINDINGS:
-                bound.update(t.value for t in _targets(node) if isinstance(t, cst.Name))
-        return base.value not in bound
+        return base.value not in _param_names(function) | bound_names(function)
 
     # -- growth through a helper -----------------------------------------------------------
     def _growers(self) -> dict[str, list[_Grower]]:
@@ -414,8 +410,7 @@ _Join = tuple[cst.Call, frozenset[str], "int | None"]
 
 
 def _param_names(function: cst.FunctionDef) -> set[str]:
-    params = function.params
-    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    return {p.name.value for p in parameters(function)}
 
 
 def _position(value: cst.BaseExpression, name: str) -> int | None:
