@@ -37,6 +37,7 @@ from xlalint.analysis.barrier_calls import (
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.walk import children, code_children, descendants, last_name, target_names
 
 Loop = cst.For | cst.While
@@ -67,7 +68,6 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"}
 # Iterator classes and helpers that re-yield the batches of the loader they are handed:
 # litgpt's `CycleIterator(loader)`, `InfiniteIterator(loader)`, `repeat_loader(loader)`.
 _ITERATOR_WRAPPER = re.compile(r"(^|_)(cycle|repeat|infinite)|iterator$", re.I)
-_HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
 _CACHE_KEYWORD = re.compile(r"cache|past", re.I)
 # Classes whose `self(...)` runs the model: `logits = self(idx)` in a `generate` method.
 _MODEL_CLASS_BASE = re.compile(r"(Module|Model|ModelMixin)$")
@@ -266,7 +266,7 @@ def _reads_host(value: cst.BaseExpression) -> bool:
         return False
     func = value.func
     if isinstance(func, cst.Attribute):
-        return func.attr.value in _HOST_READS
+        return func.attr.value in TO_HOST_METHODS
     return isinstance(func, cst.Name) and func.value in {"float", "int", "bool"}
 
 

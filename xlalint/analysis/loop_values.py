@@ -32,7 +32,13 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.tensors import HOST_ATTRIBUTES, HOST_METHODS, Kind, TensorKinds
+from xlalint.analysis.tensors import (
+    HOST_ATTRIBUTES,
+    HOST_METHODS,
+    TO_HOST_METHODS,
+    Kind,
+    TensorKinds,
+)
 from xlalint.analysis.value_names import SHAPE_CALLS, value_names
 from xlalint.walk import children, target_names
 
@@ -73,7 +79,6 @@ COLLECTION_NAME = re.compile(
     re.IGNORECASE,
 )
 _TO_HOST = frozenset({"item", "tolist"})
-_HOST_READ_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 
 
 @dataclass
@@ -192,7 +197,7 @@ class LoopValues:
         """`t.item()`, `t.tolist()`, `t.cpu()`, `t.numpy()`, `int(t)`, `float(t)`, `bool(t)`
         on a value that is (or, for the methods, may be) a device tensor."""
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _HOST_READ_METHODS:
+        if isinstance(func, cst.Attribute) and func.attr.value in TO_HOST_METHODS:
             return self.kinds.of(func.value) in (Kind.TENSOR, Kind.UNKNOWN) and not call.args
         return (
             isinstance(func, cst.Name)
