@@ -9,9 +9,9 @@ or that derives from it) assigns to that attribute of `self`. An attribute never
 a class of the module (a model, a tokenizer, a list) reaches nothing here, so
 `self.model.generate(...)` stays unknown; nor does one that only another, unrelated class
 fills with a class of the module (`Report.stats = Stats()` says nothing of a `Trainer`'s
-`self.stats = {}`). A script does the same through
-a plain name (`q_network = QNetwork(...).to(device)`, then `q_network.get_action(obs)` in
-its loop): a name every assignment binds to a class of the module reaches its methods.
+`self.stats = {}`). A script does the same through a plain name (`q_network =
+QNetwork(...).to(device)`, then `q_network.get_action(obs)` in its loop): a name every
+assignment binds to a class of the module reaches its methods.
 """
 
 from __future__ import annotations
