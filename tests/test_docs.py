@@ -7,7 +7,7 @@ import pytest
 from xlalint.docgen import DOCS, pages, rule_page
 from xlalint.harness import evidence
 from xlalint.registry import all_rules
-from xlalint.rule import DOC_SECTIONS, HOST_SYNC_REACH
+from xlalint.rule import DOC_SECTIONS, HOST_SYNC_REACH, HOST_SYNC_VALUES
 
 
 @pytest.mark.parametrize("name", sorted(pages()))
@@ -34,6 +34,16 @@ def test_host_sync_rules_say_what_is_left_out_in_what_it_does(code: str) -> None
     what_it_does = rule.doc_sections()["What it does"]
     assert (HOST_SYNC_REACH in what_it_does) is rule.is_host_sync()
     assert rule.docs().count(HOST_SYNC_REACH) == int(rule.is_host_sync())
+
+
+@pytest.mark.parametrize("code", list(all_rules()))
+def test_host_sync_rules_say_what_a_tensor_is_in_what_it_does(code: str) -> None:
+    """Every host-sync rule asks the same walk what is a tensor where it is read (type
+    tests, branches, range checks); exactly those rules say how, once."""
+    rule = all_rules()[code]
+    what_it_does = rule.doc_sections()["What it does"]
+    assert (HOST_SYNC_VALUES in what_it_does) is rule.is_host_sync()
+    assert rule.docs().count(HOST_SYNC_VALUES) == int(rule.is_host_sync())
 
 
 @pytest.mark.parametrize("code", list(all_rules()))

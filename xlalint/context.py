@@ -20,7 +20,7 @@ from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.flag_facts import FlagFacts
-from xlalint.analysis.guards import mentions_cuda, path_conditions
+from xlalint.analysis.guards import ends_in, mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
     MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
@@ -41,7 +41,8 @@ from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
-from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.analysis.tensors import BranchState, Kind, TensorKinds
+from xlalint.analysis.type_tests import LEAVING, host_names, range_checked
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.screen import LINE
 from xlalint.walk import descendants, target_names, top_level_functions
@@ -72,6 +73,9 @@ _ENTERED = frozenset(
      cst.ImportFrom, cst.Call, cst.With, cst.Lambda, cst.ListComp, cst.SetComp,
      cst.GeneratorExp, cst.DictComp, cst.Return}
 )  # fmt: skip
+_BLOCKS = frozenset({cst.IndentedBlock, cst.Module})
+# Nodes whose children run where a test is known (`analysis/type_tests.py`).
+_NARROWING_PARENTS = frozenset({cst.If, cst.IfExp, cst.BooleanOperation})
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
@@ -85,6 +89,30 @@ _VALUES_LEFT = frozenset(
     {cst.FunctionDef, cst.For, cst.While, cst.IndentedBlock, cst.SimpleStatementSuite,
      cst.Assign, cst.AnnAssign, cst.AugAssign}
 )  # fmt: skip
+
+
+def _leaves(branch: cst.CSTNode) -> bool:
+    """Whether a branch of an `if` never goes on past it: its block ends in `return`,
+    `raise`, `continue` or `break`, or (an `elif`) every branch of its own does."""
+    if type(branch) is cst.Else:
+        return ends_in(branch.body, LEAVING)  # type: ignore[attr-defined]
+    if type(branch) is cst.If:
+        orelse = branch.orelse  # type: ignore[attr-defined]
+        return orelse is not None and _leaves(branch.body) and _leaves(orelse)  # type: ignore[attr-defined]
+    return ends_in(branch, LEAVING)  # type: ignore[arg-type]
+
+
+def _plain_methods(node: cst.ClassDef) -> frozenset[str]:
+    """The methods a class body defines, less properties (`@property def model(self)`
+    hands back an attribute, which may well be a model)."""
+    return frozenset(
+        statement.name.value
+        for statement in node.body.body
+        if isinstance(statement, cst.FunctionDef)
+        and not any(
+            "property" in (get_full_name_for_node(d.decorator) or "") for d in statement.decorators
+        )
+    )
 
 
 def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
@@ -180,6 +208,12 @@ class FileContext:
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
         # `if not isinstance(t, Tensor): t = torch.tensor(t)` on known tensors (`kept_tensors`).
         self._kept_tensors: list[tuple[cst.CSTNode, list[str]]] = []
+        # Names a type test showed to be host values (`analysis/type_tests.py`), innermost
+        # last: the node whose end ends the narrowing, each name and its kind before.
+        self._host_narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
+        # `if` statements being walked: the kinds before each, and at the end of each of its
+        # branches walked so far that goes on after the `if`.
+        self._branches: list[tuple[cst.If, BranchState, list[BranchState]]] = []
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)
@@ -424,6 +458,10 @@ class FileContext:
             and node is parent.body  # type: ignore[union-attr]
         ):
             self._sparse_bodies.append(node)
+        if parent is not None and type(parent) in _NARROWING_PARENTS:
+            self._narrow_entered(parent, node)
+        if (kind is cst.If or kind is cst.SimpleStatementLine) and type(parent) in _BLOCKS:
+            self._range_checks(node, kind, parent)  # type: ignore[arg-type]
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, kind_in_body, _ in self._narrowed[-1][1]:
                 self.kinds.bind(cst.Name(name), kind_in_body)
@@ -446,7 +484,7 @@ class FileContext:
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
             bases = _base_names(node)
-            methods = (
+            methods = frozenset(
                 statement.name.value
                 for statement in node.body.body
                 if isinstance(statement, cst.FunctionDef)
@@ -457,7 +495,9 @@ class FileContext:
             self._class_hooks[node.name.value] = hooks
             is_module = _is_module_class(node)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module, bases=node.bases)
+            self.kinds.push_class(
+                node.name.value, module=is_module, bases=node.bases, methods=_plain_methods(node)
+            )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
@@ -468,6 +508,8 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
+            if kind is cst.If:
+                self._branches.append((node, self.kinds.branch_state(), []))  # type: ignore[arg-type]
             if kind is cst.If and not node.orelse and (kept := self.kinds.kept_tensors(node.test)):
                 self._kept_tensors.append((node, kept))
             if kind is cst.If and (names := self.kinds.narrowed_to_tensor(node.test)):
@@ -572,9 +614,79 @@ class FileContext:
         if self._narrowed and self._narrowed[-1][0] is node:
             for name, _, previous in self._narrowed.pop()[1]:
                 self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
+        if self._branches and self._branches[-1][0] is node:
+            _, before, ends = self._branches.pop()
+            last = node.orelse or node.body  # type: ignore[attr-defined]
+            if not _leaves(last):
+                ends.append(self.kinds.branch_state())
+            if node.orelse is None:  # type: ignore[attr-defined]
+                ends.append(before)  # the test failed: nothing in the body ran
+            self.kinds.merge_branches(before, ends)
         if self._kept_tensors and self._kept_tensors[-1][0] is node:
             for name in self._kept_tensors.pop()[1]:
                 self.kinds.bind(cst.Name(name), Kind.TENSOR)
+        while self._host_narrowed and self._host_narrowed[-1][0] is node:
+            for name, previous in reversed(self._host_narrowed.pop()[1]):
+                self.kinds.restore(name, previous, Kind.HOST)
+        if parent is not None and (kind is cst.If or kind is cst.SimpleStatementLine):
+            self._narrow_after(node, kind, parent)
+
+    def _narrow_to_host(self, until: cst.CSTNode, test: cst.BaseExpression, holds: bool) -> None:
+        """Take the names `test` being `holds` shows to be host values for host values until
+        the walk leaves `until`."""
+        names = host_names(test, holds, self.imports)
+        if names:
+            self._host_narrowed.append(
+                (until, [(name, self.kinds.narrow(name, Kind.HOST)) for name in names])
+            )
+
+    def _range_checks(self, node: cst.CSTNode, kind: type, block: cst.CSTNode) -> None:
+        """An `if` or `assert` that checks a parameter presumed a tensor as a count or an
+        index (`assert 1 <= unet_number <= self.num_unets`): from there to the end of the
+        block, the parameter is a Python number (the check included)."""
+        tests = (
+            [node.test]  # type: ignore[attr-defined]
+            if kind is cst.If
+            else [s.test for s in node.body if type(s) is cst.Assert]  # type: ignore[attr-defined]
+        )
+        names = [
+            name for test in tests for name in range_checked(test) if self.kinds.presumed(name)
+        ]
+        if names:
+            self._host_narrowed.append(
+                (block, [(name, self.kinds.narrow(name, Kind.HOST)) for name in names])
+            )
+
+    def _narrow_entered(self, parent: cst.CSTNode, node: cst.CSTNode) -> None:
+        """A branch where a test is known: the body (or `else`/`elif`) of an `if` or a
+        ternary, the right side of an `and`/`or`."""
+        if type(parent) is cst.BooleanOperation:
+            if node is parent.right:  # type: ignore[attr-defined]
+                left = parent.left  # type: ignore[attr-defined]
+                self._narrow_to_host(node, left, type(parent.operator) is cst.And)  # type: ignore[attr-defined]
+        elif node is parent.body:  # type: ignore[attr-defined]
+            self._narrow_to_host(node, parent.test, True)  # type: ignore[attr-defined]
+        elif node is parent.orelse:  # type: ignore[attr-defined]
+            if self._branches and self._branches[-1][0] is parent:
+                _, before, ends = self._branches[-1]
+                if not _leaves(parent.body):  # type: ignore[attr-defined]
+                    ends.append(self.kinds.branch_state())
+                self.kinds.start_branch(before)
+            self._narrow_to_host(node, parent.test, False)  # type: ignore[attr-defined]
+
+    def _narrow_after(self, node: cst.CSTNode, kind: type, block: cst.CSTNode) -> None:
+        """The rest of `block` after an `if` whose body leaves (`if not isinstance(step,
+        int): return`, `continue`, `raise`) or after an `assert` (`assert
+        isinstance(step, int)`): its test failed, or held."""
+        if type(block) not in _BLOCKS:
+            return
+        if kind is cst.If:
+            if node.orelse is None and ends_in(node.body, LEAVING):  # type: ignore[attr-defined]
+                self._narrow_to_host(block, node.test, False)  # type: ignore[attr-defined]
+            return
+        for small in node.body:  # type: ignore[attr-defined]
+            if type(small) is cst.Assert:
+                self._narrow_to_host(block, small.test, True)
 
     def _leave_binding(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> None:
         if kind is cst.FunctionDef:
@@ -654,6 +766,7 @@ class FileContext:
             in_class=direct_method,
             module_call=module_call,
             module_method=direct_method and is_module,
+            method_of=class_name if direct_method else None,
         )
         if self._masks is not None:
             self._masks.push_function(node)

@@ -49,6 +49,25 @@ ax.imshow(...)`) runs once per item of the figure, and a loop over trials or fol
 by itself. Code past an exit that an earlier `assert` settles never runs and is not
 reported: after `assert not exists(eos)`, a loop's `if not exists(eos): continue` is
 taken on every pass, so what follows it in the loop body is dropped."""
+# How every host-sync rule tells a tensor from a Python value where it is read (kept by the
+# walk in `context.py`, `analysis/tensors.py` and `analysis/type_tests.py`): written once.
+HOST_SYNC_VALUES = """\
+What is a tensor where it is read: a name has the kind of its latest binding, except that
+after an `if` whose every branch that goes on rebinds it, some to tensors and the others
+to Python values (`if step == 0: sigma2 = 0`, `elif ...: sigma2 = 1 - alpha`), it is a
+tensor. A type test makes a name a Python value where the test is known to hold: the body
+of `if isinstance(step, int):` or `if type(step) is int:`, an `else` or `elif` after
+`type(step) is not int`, the code after `if not isinstance(step, int): return` (or
+`continue`, `raise`) and after `assert isinstance(step, int)`, the right side of
+`isinstance(step, int) and ...`, and a collection after `assert all(isinstance(s, str)
+for s in keys)`. A test against a container type (`isinstance(losses, tuple)`) or a
+failed tensor test says nothing: a tuple may hold tensors. A per-step method's
+unannotated parameter, taken for a tensor only because of where it is, is a Python number
+from a range check of it (`assert 1 <= unet_number <= self.num_unets`, `if stage >=
+len(self.stages):`) to the end of its block. A method the class defines
+(`self.restore_model(path)`) is a method, not a submodule, whatever its name; what a
+method of the class returns when every `return` gives tensors (a noise schedule's
+`self.alpha_bar(step)`) is a tensor in its other methods."""
 _WHY = "\n\n## Why is this bad?\n"
 
 DOC_SECTIONS = (
@@ -192,7 +211,7 @@ class Rule:
         docs = inspect.cleandoc(cls.__doc__ or "")
         if cls.is_host_sync() and _WHY in docs:
             head, _, rest = docs.partition(_WHY)
-            return f"{head}\n\n{HOST_SYNC_REACH}{_WHY}{rest}"
+            return f"{head}\n\n{HOST_SYNC_REACH}\n\n{HOST_SYNC_VALUES}{_WHY}{rest}"
         return docs
 
     @classmethod

@@ -270,6 +270,11 @@ def _join(kinds: Iterable[Kind]) -> Kind:
 Held = Kind | tuple[Kind, ...] | dict[str | None, Kind]
 
 
+# The kinds of a function's names where a branch of an `if` starts or ends, and the names
+# set to `None` there.
+BranchState = tuple[dict[str, Kind], frozenset[str]]
+
+
 class TensorKinds:
     """Kinds of expressions, with one symbol table per function frame."""
 
@@ -309,6 +314,11 @@ class TensorKinds:
         # Dicts of tensors moved to the device, per frame:
         # `batch = {k: v.to(device) for k, v in batch.items()}`.
         self._tensor_dicts: list[set[str]] = [set()]
+        # Parameters taken for tensors only by where they are (a per-step function's
+        # unannotated parameters), per frame, until rebound: a guess that a use may undo.
+        self._presumed: list[set[str]] = [set()]
+        # Names whose binding is a plain `None`, per frame (`merge_branches`).
+        self._absent: list[set[str]] = [set()]
         # How many `with <device>:` blocks enclose the code being walked (kept by the
         # context): torch factories there make their tensors on that device.
         self.device_contexts = 0
@@ -318,6 +328,8 @@ class TensorKinds:
         # Per dict, its values' joined kind (key None) and each string key's own kind.
         self._dict_values: list[dict[str, dict[str | None, Kind]]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # Per class being walked, the methods its body defines (`def restore_model`).
+        self._class_methods: list[frozenset[str]] = [frozenset()]
         # Per method being walked (None for other functions), the kinds its `return`s give:
         # one kind, or one per position of a returned tuple. Once walked, a method name
         # whose every definition in a class of the module returns only tensors (`def
@@ -325,6 +337,13 @@ class TensorKinds:
         self._method_returns: list[list[tuple[Kind, ...]] | None] = []
         self._module_classes: set[str] = set()
         self._tensor_methods: dict[str, bool] = {}
+        # The same for the methods of every class of the module, by (class, method): what
+        # `self.get_alpha_bar(step)` gives in another method of that class (a noise
+        # schedule's tensors, whether or not the class is an `nn.Module`).
+        self._own_tensor_methods: dict[tuple[str | None, str], bool] = {}
+        # Per function being walked: the class it is a method of (None if none), and
+        # whether that class is an `nn.Module`.
+        self._methods_walked: list[tuple[str | None, bool]] = []
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
         self._self_functions: list[dict[str, set[str]]] = [{}]
@@ -336,6 +355,7 @@ class TensorKinds:
         in_class: bool,
         module_call: bool = False,
         module_method: bool = False,
+        method_of: str | None = None,
     ) -> None:
         frame: dict[str, Kind] = {}
         params = node.params
@@ -348,11 +368,14 @@ class TensorKinds:
         )
         sequences: set[str] = set()
         dicts: set[str | None] = set()
+        presumed: set[str] = set()
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
             frame[name] = self._param_kind(param, tensor_params)
+            if frame[name] is Kind.TENSOR and param.annotation is None:
+                presumed.add(name)
             if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
                 frame[name] = Kind.UNKNOWN
             if frame[name] is Kind.ITERABLE and param.annotation is not None:
@@ -364,7 +387,8 @@ class TensorKinds:
             ):
                 dicts.add(name)  # `features: dict[str, Any]`: its values may be tensors
         self._frames.append(frame)
-        self._method_returns.append([] if module_method else None)
+        self._method_returns.append([] if method_of is not None else None)
+        self._methods_walked.append((method_of, module_method))
         self._record_names.append(self._record_parameters(node, in_class))
         self._record_elements.append({})
         self._list_elements.append({})
@@ -373,6 +397,8 @@ class TensorKinds:
         self._sequences.append(sequences)
         self._derived.append(set())
         self._tensor_dicts.append(set())
+        self._presumed.append(presumed)
+        self._absent.append(set())
         self._cpu_devices.append(set())
         self._dict_values.append({})
 
@@ -390,15 +416,19 @@ class TensorKinds:
 
     def _in_module_method(self) -> bool:
         """The function being walked is a method of an `nn.Module` class of the module."""
-        return bool(self._method_returns) and self._method_returns[-1] is not None
+        return bool(self._methods_walked) and self._methods_walked[-1][1]
 
     def pop_function(self, name: str | None = None) -> None:
         returns = self._method_returns.pop() if self._method_returns else None
+        owner, module_method = self._methods_walked.pop() if self._methods_walked else (None, False)
         if returns is not None and name is not None:
             tensors = bool(returns) and all(
                 kinds and all(k is Kind.TENSOR for k in kinds) for kinds in returns
             )
-            self._tensor_methods[name] = self._tensor_methods.get(name, True) and tensors
+            if module_method:
+                self._tensor_methods[name] = self._tensor_methods.get(name, True) and tensors
+            key = (owner, name)
+            self._own_tensor_methods[key] = self._own_tensor_methods.get(key, True) and tensors
         self._frames.pop()
         self._record_names.pop()
         self._filled.pop()
@@ -408,18 +438,26 @@ class TensorKinds:
         self._sequences.pop()
         self._derived.pop()
         self._tensor_dicts.pop()
+        self._presumed.pop()
+        self._absent.pop()
         self._cpu_devices.pop()
         self._dict_values.pop()
 
     def push_class(
-        self, name: str | None = None, module: bool = False, bases: Sequence[cst.Arg] = ()
+        self,
+        name: str | None = None,
+        module: bool = False,
+        bases: Sequence[cst.Arg] = (),
+        methods: frozenset[str] = frozenset(),
     ) -> None:
         """Entering a class; `module`: an `nn.Module` subclass, whose instances (`pg =
         Policy(env)`) are modules. So is a class derived from a `torch.nn` class (`class
         MaskedCELoss(nn.CrossEntropyLoss)`: calling it is calling the loss) or from a module
-        class defined above it in the file."""
+        class defined above it in the file. `methods`: the names the class body defines
+        with `def`: `self.restore_model(...)` calls one of them, not a submodule."""
         if name is not None and (module or any(self._module_base(b.value) for b in bases)):
             self._module_classes.add(name)
+        self._class_methods.append(methods)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
@@ -431,6 +469,7 @@ class TensorKinds:
         return isinstance(base, cst.Name) and base.value in self._module_classes
 
     def pop_class(self) -> None:
+        self._class_methods.pop()
         self._self_attributes.pop()
         self._self_functions.pop()
         if self._class_names:
@@ -739,6 +778,8 @@ class TensorKinds:
             self._sequences[-1].discard(target.value)
             self._derived[-1].discard(target.value)
             self._tensor_dicts[-1].discard(target.value)
+            self._presumed[-1].discard(target.value)
+            self._absent[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -841,6 +882,10 @@ class TensorKinds:
                 # as a value, `mask[:, idx]`, is on that path).
                 continue
             self.bind(target, kind)
+            if isinstance(value, cst.Name) and value.value == "None":
+                # Noted for the branches of an `if` (`merge_branches`), where the name may
+                # be new in this one.
+                self._absent[-1].update(names_under(target))
             self._bind_record(target, record)
             if held is not None and isinstance(target, cst.Name):
                 self._list_elements[-1][target.value] = held
@@ -1110,6 +1155,75 @@ class TensorKinds:
         key = binding_key(node)
         return key is not None and (key in self._dicts[-1] or key in self._dicts[0])
 
+    def narrow(self, name: str, kind: Kind) -> Kind | None:
+        """Take `name` for `kind` in the function being walked, where a test narrowed it
+        (`analysis/type_tests.py`); returns what `restore` needs (its kind in this frame
+        before, None if it had none here)."""
+        frame = self._frames[-1]
+        previous = frame.get(name)
+        frame[name] = kind
+        return previous
+
+    # -- branches of an `if` statement ---------------------------------------------------
+    def branch_state(self) -> BranchState:
+        """The kinds of the function being walked as a branch starts or ends, and the names
+        set to `None` there (an optional value's absent case)."""
+        return dict(self._frames[-1]), frozenset(self._absent[-1])
+
+    def start_branch(self, before: BranchState) -> None:
+        """An `else`/`elif` starts from the kinds before the `if`, not where its body ended."""
+        frame = self._frames[-1]
+        frame.clear()
+        frame.update(before[0])
+        self._absent[-1] = set(before[1])
+
+    def merge_branches(self, before: BranchState, ends: list[BranchState]) -> None:
+        """After an `if`: a name every branch that goes on binds anew, some to tensors and
+        the others to host values (`if step == 0: sigma2 = 0 elif ...: sigma2 = 1 -
+        alpha`), is a tensor on some paths, so a tensor. Otherwise a name keeps the kind
+        the last branch that rebinds it gives, as a walk in source order does: where only
+        some branches rebind it (`if isinstance(v, Tensor): v = v.item()`, where the path
+        that skips the body has no tensor to read), or where a branch's kind is unknown
+        (a guess such as a tuple unpacked from a model call says too little to outweigh
+        the others). A branch that sets the name to `None` (`else: mask = None`) says
+        nothing of the value where present. `ends` holds the state at the end of each
+        branch that goes on (not one that returns, raises or continues)."""
+        if not ends:
+            return
+        frame = self._frames[-1]
+        absent = self._absent[-1]
+        kinds_before = before[0]
+        for name in set().union(*(end for end, _ in ends)):
+            real = [end[name] for end, nones in ends if name in end and name not in nones]
+            if not real:
+                frame[name] = Kind.HOST
+                absent.add(name)
+                continue
+            absent.discard(name)
+            changed = [kind for kind in real if kind is not kinds_before.get(name)]
+            binding = [end for end, nones in ends if name not in nones]
+            every = len(changed) == len(binding) or name not in kinds_before
+            if every and set(real) == {Kind.TENSOR, Kind.HOST}:
+                frame[name] = Kind.TENSOR
+            else:
+                frame[name] = changed[-1] if changed else real[-1]
+
+    def presumed(self, name: str) -> bool:
+        """Whether `name` is a parameter taken for a tensor only because its function runs
+        per step (unannotated, never rebound here)."""
+        return name in self._presumed[-1]
+
+    def restore(self, name: str, previous: Kind | None, narrowed: Kind) -> None:
+        """Undo `narrow` where the narrowing ends, unless the name was rebound to another
+        kind meanwhile (`if isinstance(x, int): x = torch.tensor(x, device=d)`)."""
+        frame = self._frames[-1]
+        if frame.get(name) is not narrowed:
+            return
+        if previous is None:
+            del frame[name]
+        else:
+            frame[name] = previous
+
     def lookup(self, name: str) -> Kind | None:
         frame = self._frames[-1]
         if name in frame:
@@ -1285,9 +1399,18 @@ class TensorKinds:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
             return Kind.ITERABLE
-        if _names_model(attr):
+        if _names_model(attr) and not self._own_method(node):
             return Kind.MODULE
         return Kind.UNKNOWN
+
+    def _own_method(self, node: cst.Attribute) -> bool:
+        """`self.restore_model`, where the class being walked defines `def
+        restore_model`: a method, whatever its name says, not a submodule."""
+        return (
+            isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+            and node.attr.value in self._class_methods[-1]
+        )
 
     def _call(self, node: cst.Call) -> Kind:
         func = node.func
@@ -1353,7 +1476,13 @@ class TensorKinds:
                     method == "forward" or self._tensor_methods.get(method)
                 ):
                     return Kind.TENSOR  # `self.forward(x)` in another method of a module
-                return Kind.TENSOR if _names_model(method) else Kind.UNKNOWN
+                if self._methods_walked and self._own_tensor_methods.get(
+                    (self._methods_walked[-1][0], method)
+                ):
+                    return Kind.TENSOR  # `self.get_alpha_bar(t)`, walked above
+                if _names_model(method) and method not in self._class_methods[-1]:
+                    return Kind.TENSOR
+                return Kind.UNKNOWN
         return Kind.UNKNOWN
 
     def _host_inputs(self, call: cst.Call) -> bool:

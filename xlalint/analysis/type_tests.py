@@ -1,0 +1,159 @@
+"""What a type test says of a name where it is known to hold (or to fail).
+
+`if type(step) is int: return self.betas[:step + 1]` slices by a Python int, whatever
+`step` is elsewhere (`step: Union[int, Tensor]`). The walk asks this module, at every place
+a condition is known (an `if` or `elif` body, an `else`, the code after `if not
+isinstance(x, int): return`/`continue`/`raise`, after `assert isinstance(x, int)`, the right
+side of an `and`), which names the condition shows to be host values, and binds them so for
+that stretch of code: every rule asking "is this a tensor here?" gets the same answer.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.imports import ImportTable
+
+# Types whose values live on the host, by the last part of their name (`numbers.Integral`,
+# `np.ndarray`, `np.integer`). Not containers: a tuple or list may hold tensors (`if
+# isinstance(losses, tuple): ... per_loss.item() for per_loss in losses`).
+_HOST_TYPES = frozenset(
+    {
+        "int", "float", "bool", "str", "bytes", "complex", "Number", "Integral", "Real",
+        "Rational", "ndarray", "integer", "floating", "number", "generic", "bool_", "int64",
+        "int32", "float32", "float64",
+    }
+)  # fmt: skip
+# Statements that leave the code after an `if` whose body ends in them.
+LEAVING = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def _type_name(node: cst.BaseExpression, imports: ImportTable) -> str:
+    spelled = imports.resolve(node) or get_full_name_for_node(node) or ""
+    return spelled.rsplit(".", 1)[-1]
+
+
+def _options(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`(int, float)` -> both; `int | float` -> both; `int` -> itself."""
+    if isinstance(node, cst.Tuple | cst.List | cst.Set):
+        return [e.value for e in node.elements]
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return [*_options(node.left), *_options(node.right)]
+    return [node]
+
+
+def _host_classes(classes: cst.BaseExpression, imports: ImportTable) -> bool:
+    """Whether every class a type test names is a host scalar or array type."""
+    names = {_type_name(option, imports) for option in _options(classes)}
+    return bool(names) and names <= _HOST_TYPES
+
+
+def _tested(test: cst.BaseExpression, imports: ImportTable) -> tuple[str, bool] | None:
+    """For a plain test of a name against host types, `(name, positive)`: `isinstance(x,
+    int)`, `type(x) is int`, `type(x) == int`, `type(x) in (int, float)` are positive,
+    `type(x) is not int` is negative."""
+    if isinstance(test, cst.Call):
+        args = [a.value for a in test.args if a.keyword is None and not a.star]
+        if (
+            get_full_name_for_node(test.func) == "isinstance"
+            and len(args) == 2
+            and isinstance(args[0], cst.Name)
+            and _host_classes(args[1], imports)
+        ):
+            return args[0].value, True
+        return None
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    left = test.left
+    if not (
+        isinstance(left, cst.Call)
+        and get_full_name_for_node(left.func) == "type"
+        and len(left.args) == 1
+        and isinstance(left.args[0].value, cst.Name)
+    ):
+        return None
+    target = test.comparisons[0]
+    positive = isinstance(target.operator, cst.Is | cst.Equal | cst.In)
+    if not positive and not isinstance(target.operator, cst.IsNot | cst.NotEqual | cst.NotIn):
+        return None
+    if not _host_classes(target.comparator, imports):
+        return None
+    return left.args[0].value.value, positive
+
+
+def _all_elements(test: cst.BaseExpression, imports: ImportTable) -> str | None:
+    """`all(isinstance(s, str) for s in keys)`: `keys`, a collection of host values."""
+    if not (
+        isinstance(test, cst.Call)
+        and get_full_name_for_node(test.func) == "all"
+        and len(test.args) == 1
+        and isinstance(test.args[0].value, cst.GeneratorExp | cst.ListComp)
+    ):
+        return None
+    comprehension = test.args[0].value
+    clause = comprehension.for_in
+    if clause.inner_for_in is not None or clause.ifs:
+        return None
+    if not (isinstance(clause.target, cst.Name) and isinstance(clause.iter, cst.Name)):
+        return None
+    if _tested(comprehension.elt, imports) == (clause.target.value, True):
+        return clause.iter.value
+    return None
+
+
+def host_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> list[str]:
+    """Names that `test` being `holds` shows to be host values: a passed test against host
+    types (`isinstance(step, int)`, `type(step) is int`, a failed `type(step) is not
+    int`), or `all(isinstance(s, str) for s in keys)`; through `not`, both sides of a true
+    `and` and of a false `or`, nothing from one side of a true `or`. A failed tensor test
+    (the `else` of `isinstance(v, torch.Tensor)`) says nothing: what is not a tensor may
+    hold tensors (a list of losses)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return host_names(test.expression, not holds, imports)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) != holds:
+            return []
+        return host_names(test.left, holds, imports) + host_names(test.right, holds, imports)
+    if holds and (collection := _all_elements(test, imports)) is not None:
+        return [collection]
+    tested = _tested(test, imports)
+    if tested is None or tested[1] != holds:
+        return []
+    return [tested[0]]
+
+
+_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+
+
+def range_checked(test: cst.BaseExpression) -> list[str]:
+    """Names a condition checks as counts or indexes, whatever its outcome: the middle of a
+    chained range check from an int literal (`assert 1 <= unet_number <= self.num_unets`,
+    `0 < i < n`) or a name ordered against a `len()` (`if i >= len(self.stages):`), in any
+    part of a `not`, `and` or `or`. Evidence that a parameter is a Python int, where only
+    its function's name (a per-step function) said it is a tensor; Python's chained
+    comparison would call `bool()` on a tensor's first comparison, which an index check
+    written for tensors avoids."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return range_checked(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return range_checked(test.left) + range_checked(test.right)
+    if not isinstance(test, cst.Comparison):
+        return []
+    if not all(isinstance(c.operator, _ORDERINGS) for c in test.comparisons):
+        return []
+    if len(test.comparisons) == 2:
+        middle = test.comparisons[0].comparator
+        if isinstance(test.left, cst.Integer) and isinstance(middle, cst.Name):
+            return [middle.value]
+        return []
+    if len(test.comparisons) == 1:
+        sides = (test.left, test.comparisons[0].comparator)
+        for side, other in (sides, sides[::-1]):
+            if (
+                isinstance(side, cst.Name)
+                and isinstance(other, cst.Call)
+                and get_full_name_for_node(other.func) == "len"
+            ):
+                return [side.value]
+    return []
