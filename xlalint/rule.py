@@ -61,13 +61,14 @@ of `if isinstance(step, int):` or `if type(step) is int:`, an `else` or `elif` a
 `continue`, `raise`) and after `assert isinstance(step, int)`, the right side of
 `isinstance(step, int) and ...`, and a collection after `assert all(isinstance(s, str)
 for s in keys)`. A test against a container type (`isinstance(losses, tuple)`) or a
-failed tensor test says nothing: a tuple may hold tensors. A per-step method's
-unannotated parameter, taken for a tensor only because of where it is, is a Python number
-from a range check of it (`assert 1 <= unet_number <= self.num_unets`, `if stage >=
-len(self.stages):`) to the end of its block. A method the class defines
-(`self.restore_model(path)`) is a method, not a submodule, whatever its name; what a
-method of the class returns when every `return` gives tensors (a noise schedule's
-`self.alpha_bar(step)`) is a tensor in its other methods."""
+failed tensor test says nothing: a tuple may hold tensors. A per-step function's
+unannotated parameter named as a count or an index (`batch_idx`, `epoch_num`, `batch_no`,
+`unet_number`, `step_counter`) is a Python int; one taken for a tensor only because of
+where it is, is a Python number from a range check of it (`assert 1 <= stage <=
+self.num_stages`, `if stage >= len(self.stages):`) to the end of its block. A method
+the class defines (`self.restore_model(path)`) is a method, not a submodule, whatever its
+name; what a method of the class returns when every `return` gives tensors (a noise
+schedule's `self.alpha_bar(step)`) is a tensor in its other methods."""
 _WHY = "\n\n## Why is this bad?\n"
 
 DOC_SECTIONS = (
