@@ -41,7 +41,7 @@ from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
-from xlalint.analysis.tensors import BranchState, Kind, TensorKinds
+from xlalint.analysis.tensors import BranchState, Kind, Narrowed, TensorKinds
 from xlalint.analysis.type_tests import LEAVING, host_names, range_checked
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.screen import LINE
@@ -210,7 +210,7 @@ class FileContext:
         self._kept_tensors: list[tuple[cst.CSTNode, list[str]]] = []
         # Names a type test showed to be host values (`analysis/type_tests.py`), innermost
         # last: the node whose end ends the narrowing, each name and its kind before.
-        self._host_narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind | None]]]] = []
+        self._host_narrowed: list[tuple[cst.CSTNode, list[tuple[str, Narrowed]]]] = []
         # `if` statements being walked: the kinds before each, and at the end of each of its
         # branches walked so far that goes on after the `if`.
         self._branches: list[tuple[cst.If, BranchState, list[BranchState]]] = []
@@ -626,8 +626,8 @@ class FileContext:
             for name in self._kept_tensors.pop()[1]:
                 self.kinds.bind(cst.Name(name), Kind.TENSOR)
         while self._host_narrowed and self._host_narrowed[-1][0] is node:
-            for name, previous in reversed(self._host_narrowed.pop()[1]):
-                self.kinds.restore(name, previous, Kind.HOST)
+            for name, narrowed in reversed(self._host_narrowed.pop()[1]):
+                self.kinds.restore(name, narrowed)
         if parent is not None and (kind is cst.If or kind is cst.SimpleStatementLine):
             self._narrow_after(node, kind, parent)
 

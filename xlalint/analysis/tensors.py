@@ -276,6 +276,9 @@ Held = Kind | tuple[Kind, ...] | dict[str | None, Kind]
 # The kinds of a function's names where a branch of an `if` starts or ends, and the names
 # set to `None` there.
 BranchState = tuple[dict[str, Kind], frozenset[str]]
+# What `TensorKinds.narrow` hands back for `restore`: the name's kind before, and its count
+# of bindings then.
+Narrowed = tuple[Kind | None, int]
 
 
 class TensorKinds:
@@ -322,6 +325,8 @@ class TensorKinds:
         self._presumed: list[set[str]] = [set()]
         # Names whose binding is a plain `None`, per frame (`merge_branches`).
         self._absent: list[set[str]] = [set()]
+        # How many times each name was bound in the frame (`narrow`/`restore`).
+        self._bindings: list[dict[str, int]] = [{}]
         # How many `with <device>:` blocks enclose the code being walked (kept by the
         # context): torch factories there make their tensors on that device.
         self.device_contexts = 0
@@ -402,6 +407,7 @@ class TensorKinds:
         self._tensor_dicts.append(set())
         self._presumed.append(presumed)
         self._absent.append(set())
+        self._bindings.append({})
         self._cpu_devices.append(set())
         self._dict_values.append({})
 
@@ -443,6 +449,7 @@ class TensorKinds:
         self._tensor_dicts.pop()
         self._presumed.pop()
         self._absent.pop()
+        self._bindings.pop()
         self._cpu_devices.pop()
         self._dict_values.pop()
 
@@ -775,6 +782,8 @@ class TensorKinds:
         """Record an assignment `target = <value of kind>`; tuples unpack elementwise."""
         if isinstance(target, cst.Name):
             self._frames[-1][target.value] = kind
+            counts = self._bindings[-1]
+            counts[target.value] = counts.get(target.value, 0) + 1
             self._record_names[-1].pop(target.value, None)
             self._record_elements[-1].pop(target.value, None)
             self._list_elements[-1].pop(target.value, None)
@@ -1158,14 +1167,26 @@ class TensorKinds:
         key = binding_key(node)
         return key is not None and (key in self._dicts[-1] or key in self._dicts[0])
 
-    def narrow(self, name: str, kind: Kind) -> Kind | None:
+    def narrow(self, name: str, kind: Kind) -> Narrowed:
         """Take `name` for `kind` in the function being walked, where a test narrowed it
-        (`analysis/type_tests.py`); returns what `restore` needs (its kind in this frame
-        before, None if it had none here)."""
+        (`analysis/type_tests.py`); returns what `restore` needs: its kind in this frame
+        before (None if it had none here) and how many times it had been bound."""
         frame = self._frames[-1]
         previous = frame.get(name)
         frame[name] = kind
-        return previous
+        return previous, self._bindings[-1].get(name, 0)
+
+    def restore(self, name: str, narrowed: Narrowed) -> None:
+        """Undo `narrow` where the narrowing ends, unless the name was rebound meanwhile
+        (`if isinstance(x, int): x = float(x)`: what it was bound to stands)."""
+        previous, bindings = narrowed
+        if self._bindings[-1].get(name, 0) != bindings:
+            return
+        frame = self._frames[-1]
+        if previous is None:
+            frame.pop(name, None)
+        else:
+            frame[name] = previous
 
     # -- branches of an `if` statement ---------------------------------------------------
     def branch_state(self) -> BranchState:
@@ -1215,17 +1236,6 @@ class TensorKinds:
         """Whether `name` is a parameter taken for a tensor only because its function runs
         per step (unannotated, never rebound here)."""
         return name in self._presumed[-1]
-
-    def restore(self, name: str, previous: Kind | None, narrowed: Kind) -> None:
-        """Undo `narrow` where the narrowing ends, unless the name was rebound to another
-        kind meanwhile (`if isinstance(x, int): x = torch.tensor(x, device=d)`)."""
-        frame = self._frames[-1]
-        if frame.get(name) is not narrowed:
-            return
-        if previous is None:
-            del frame[name]
-        else:
-            frame[name] = previous
 
     def lookup(self, name: str) -> Kind | None:
         frame = self._frames[-1]
