@@ -484,7 +484,7 @@ class FileContext:
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
             bases = _base_names(node)
-            methods = frozenset(
+            methods = (
                 statement.name.value
                 for statement in node.body.body
                 if isinstance(statement, cst.FunctionDef)
