@@ -325,6 +325,24 @@ class FileContext:
     def function(self) -> FunctionKey | None:
         return self._frames[-1].key
 
+    def type_tested_host(self, node: cst.BaseExpression) -> bool:
+        """Whether `node` is a name a type test made a Python value here (`float(v)` under
+        `if isinstance(v, float):`): a helper reading it there reads no tensor it is
+        handed."""
+        if type(node) is not cst.Name:
+            return False
+        name = node.value  # type: ignore[attr-defined]
+        return (
+            any(name == narrowed for _, names in self._host_narrowed for narrowed, _ in names)
+            and self.kinds.lookup(name) is Kind.HOST
+        )
+
+    @property
+    def function_node(self) -> cst.FunctionDef | None:
+        """The function whose body is being walked (None at module level)."""
+        node = self._frames[-1].node
+        return node if isinstance(node, cst.FunctionDef) else None
+
     @property
     def class_name(self) -> str | None:
         """The innermost class whose code is being walked (a method's, or a function's

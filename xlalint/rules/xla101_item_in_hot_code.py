@@ -38,8 +38,10 @@ class ItemInHotCode(HelperCallRule):
     `[a + float(b) for a, b in zip(self.data, args)]`). Helpers are found by name: `f(...)`,
     `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a class of the module
     (`metric = Accumulator(3)`). Not flagged: such helpers called with Python numbers
-    (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it,
-    and reads already reported inside the helper. What the call hands over is a tensor when
+    (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it
+    or read it only where a type test made it a Python value (`if isinstance(alpha,
+    float): ... float(alpha)`: a tensor takes the other branch), and reads already reported
+    inside the helper. What the call hands over is a tensor when
     it comes out of a module: an `nn` class, or a class of the file derived from one
     (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
     `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
@@ -171,7 +173,8 @@ class ItemInHotCode(HelperCallRule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
             flagged = self._reads_device_tensor(func.value)
-            self._reads.note_read(node, flagged)
+            if not self.ctx.type_tested_host(func.value):
+                self._reads.note_read(node, flagged)
             if flagged and not self._repeats(func.value, node):
                 self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
         elif (
@@ -181,7 +184,8 @@ class ItemInHotCode(HelperCallRule):
             and node.args[0].keyword is None
         ):
             flagged = self.ctx.is_tensor(node.args[0].value)
-            self._reads.note_read(node, flagged)
+            if not self.ctx.type_tested_host(node.args[0].value):
+                self._reads.note_read(node, flagged)
             if flagged and not self._repeats(node.args[0].value, node):
                 self.report(node, self.message.format(call=f"{func.value}(tensor)"))
         else:

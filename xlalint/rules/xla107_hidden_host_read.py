@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.analysis.zero_dim import ZeroDimIndexes
 from xlalint.context import Kind
 from xlalint.rule import Rule
 
@@ -41,8 +42,12 @@ class HiddenHostRead(Rule):
     a `torch.distributions` distribution built with argument validation on (the default
     where Python runs without `-O`): `Categorical(probs)` checks `probs` on the host when it
     is built and again in each `log_prob`. Indexing a tensor with
-    a tensor (`x[idx]`) is advanced indexing on the device and is not flagged, nor is
-    indexing a value of unknown kind; an optional value set to `None` on one path (`else:
+    a tensor (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
+    index is a 0-dim integer tensor of the device, which PyTorch reads as a Python int
+    (`x[i]` with `i = torch.argmax(scores)`, `scores.argmin()`, `(i % n).long()`, by
+    every plain assignment of a local name); `argmax` along a dim or a 1-element index
+    (`i.reshape(1)`) stays on the device. Nor is indexing a value of unknown kind
+    flagged; an optional value set to `None` on one path (`else:
     mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
     it is only indexed where it is not `None`. Nor are
     `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. For
@@ -90,7 +95,10 @@ class HiddenHostRead(Rule):
     (`a[:, -keep:]`, then `b[:, -keep:]`) over 5 steps cost 14 executions and 10 transfers,
     against 11 and 5 for one: each use reads the value again, and each is a finding. In an
     actor-critic loop `torch.tensor([R],
-    device=device)` with `R` a device tensor cost one transfer per call. Not yet a
+    device=device)` with `R` a device tensor cost one transfer per call. Indexing by a
+    0-dim integer tensor, measured by hand: `x[i]` and `x[:, (i % 8).long()]` with `i =
+    torch.argmax(j)` cost 16 executions and 10 device-to-host transfers over 5 steps,
+    against 5 executions and no transfer with `x[i.reshape(1)]`. Not yet a
     harness case. For the other uses, not measured yet: the harness will run 5 steps of
     `x[:n]` and `torch.zeros(n)` with `n` a 0-d device tensor against a static-shape,
     masked version, and compare executions, compiles and `TransferFromDeviceTime`
@@ -134,10 +142,17 @@ class HiddenHostRead(Rule):
             elif self.ctx.is_tensor(index.value):
                 if container is None:
                     container = self.ctx.kind(node.value)
-                # A tensor indexing a tensor is advanced indexing, on the device; a dict
+                # A tensor indexing a tensor is advanced indexing, on the device, unless
+                # it is a 0-dim integer tensor, which indexes as a Python int; a dict
                 # hashes a tensor key by identity, reading nothing.
                 if container is Kind.HOST and not self.ctx.kinds.is_dict(node.value):
                     self.report(index.value, self.message.format(use="a Python index"))
+                elif container is Kind.TENSOR and self._zero_dim_integer(index.value):
+                    self.report(index.value, self.message.format(use="a 0-dim integer index"))
+
+    def _zero_dim_integer(self, index: cst.BaseExpression) -> bool:
+        indexes = ZeroDimIndexes(self.ctx.kinds, self.ctx.imports, self.ctx.function_node)
+        return indexes.is_integer(index)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
