@@ -37,6 +37,7 @@ from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
+from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import passes_left
@@ -117,10 +118,6 @@ def _converts(body: cst.BaseSuite, name: str) -> bool:
         or (isinstance(node, cst.AssignTarget) and name in target_names(node.target))
         for node in descendants(body)
     )
-
-
-def _is_module_class(node: cst.ClassDef) -> bool:
-    return any(name.endswith("Module") for name in _base_names(node))
 
 
 class FileContext:
@@ -455,9 +452,9 @@ class FileContext:
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
-            is_module = _is_module_class(node)
+            is_module = is_module_class(node, self.imports, self.kinds.module_classes)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module, bases=node.bases)
+            self.kinds.push_class(node.name.value, module=is_module)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
