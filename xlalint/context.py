@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
-from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices, reachability
 from xlalint.analysis.arguments import parameters
@@ -37,7 +36,7 @@ from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
-from xlalint.analysis.module_classes import is_module_class
+from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import passes_left
@@ -92,11 +91,6 @@ def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
     """`child` runs on every pass of `loop`: its body, or a `while` loop's test."""
     assert isinstance(loop, cst.For | cst.While)
     return child is loop.body or (isinstance(loop, cst.While) and child is loop.test)
-
-
-def _base_names(node: cst.ClassDef) -> list[str]:
-    """The last names of a class's bases: `nn.Module` -> `Module`."""
-    return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
 
 
 def _scope(path: tuple[cst.CSTNode, ...]) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
@@ -442,7 +436,7 @@ class FileContext:
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
-            bases = _base_names(node)
+            bases = base_names(node)
             methods = (
                 statement.name.value
                 for statement in node.body.body

@@ -29,6 +29,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.module_classes import base_names
 from xlalint.walk import EXPRESSIONS, TRIVIA, bound_names, code_children, descendants, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
@@ -69,10 +70,7 @@ class FlagFacts:
         for statement in module.body:
             if isinstance(statement, cst.ClassDef):
                 self._classes[statement.name.value] = statement
-                self._bases[statement.name.value] = [
-                    (get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1]
-                    for base in statement.bases
-                ]
+                self._bases[statement.name.value] = base_names(statement)
         self._assignments: dict[str, list[_Assignment]] = {}
         self._collect_globals(module)
         self._answers: dict[tuple[str, str], bool] = {}

@@ -22,18 +22,22 @@ NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
 _MODULE_BASE_NAME = re.compile(r"(Module|Model|ModelMixin)$")
 
 
+def base_names(node: cst.ClassDef) -> list[str]:
+    """The last names of a class's bases: `nn.Module` -> `Module`."""
+    return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
+
+
 def is_module_class(node: cst.ClassDef, imports: ImportTable, local: Collection[str] = ()) -> bool:
     """A class whose instances are modules: a subclass of any `torch.nn` module class
     (`class Head(nn.Linear)`), of a class named as a module or model, or of a module class
     of this file (`local`, defined above it); or a class that defines `forward`."""
-    for base in node.bases:
+    for base, name in zip(node.bases, base_names(node), strict=True):
         value = base.value
         qualified = imports.resolve(value)
         if qualified is not None and NN_MODULE_CLASS.match(qualified):
             return True
         if isinstance(value, cst.Name) and value.value in local:
             return True
-        name = (get_full_name_for_node(value) or "").rsplit(".", 1)[-1]
         if _MODULE_BASE_NAME.search(name):
             return True
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
