@@ -1241,6 +1241,19 @@ class LoopFacts:
         in a nested loop)."""
         return self.facts(node).read_first & self._state_events(node)[1]
 
+    def assigned_before(self, node: Loop, child: Loop) -> frozenset[str]:
+        """What a pass of `node` assigns before it runs its nested loop `child` (nested
+        loops before it count in their place)."""
+        assigned: set[str] = set()
+        for event in self.facts(node).events:
+            if isinstance(event, _Nested):
+                if event.loop is child:
+                    break
+                assigned |= self._state_events(event.loop)[1]
+            else:
+                assigned |= event.targets if isinstance(event, _Assign) else set()
+        return frozenset(assigned)
+
     def _state_events(self, node: Loop) -> tuple[list[_Assign | _ModelCall], frozenset[str]]:
         facts = self.facts(node)
         events: list[_Assign | _ModelCall] = []
