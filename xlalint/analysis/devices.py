@@ -313,6 +313,12 @@ def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
     return mentions_cuda(test, imports)
 
 
+def names_xla(text: str) -> bool:
+    """`use_tpu`, `is_xla`, `TPUStrategy`, `tpu_data_loader`: XLA or TPU as a word or a
+    part of a name (not inside another word: `_step_output`)."""
+    return _XLA_WORD.search(text) is not None
+
+
 def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = True) -> bool:
     """Whether code mentions XLA or TPUs: `torch_xla`, `xm.xla_device()`, `xr.`, `"xla"`,
     `use_tpu`, `PJRT_DEVICE == "TPU"`. With `modules=False`, torch_xla's modules do not

@@ -34,6 +34,7 @@ from xlalint.analysis.barrier_calls import (
     Barrier,
     barrier_kind,
 )
+from xlalint.analysis.devices import names_xla
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
@@ -672,8 +673,6 @@ _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers
 _TRAINER_NAME = re.compile(r"(^|_)(trainer|learner)$", re.I)
 _TRAINER_STEP_METHOD = re.compile(r"^(update|step)$")
 _TRAINING_STEP_METHOD = re.compile(r"^_*(train_step|train_batch|train_on_batch|fit_batch)$")
-# A name that says the module knows TPUs or XLA: `cfg.tpu`, `use_xla`, `tpu_data_loader`.
-_XLA_NAME = re.compile(r"xla|tpu", re.I)
 
 
 def _runs_step_elsewhere(func: cst.BaseExpression) -> bool:
@@ -1146,7 +1145,7 @@ class LoopFacts:
             cached = any(b.split(".", 1)[0] == "torch_xla" for b in self.imports.bindings.values())
             if not cached:
                 cached = any(
-                    type(node) is cst.Name and _XLA_NAME.search(node.value) is not None  # type: ignore[attr-defined]
+                    type(node) is cst.Name and names_xla(node.value)  # type: ignore[attr-defined]
                     for node in descendants(self.module)
                 )
             self._memo[key] = cached
