@@ -601,6 +601,36 @@ def if_device_choice(
     return DeviceChoice(node, frozenset(types), probes, returns, remaps, has_else)
 
 
+def defers_to_function(
+    node: cst.If,
+    imports: ImportTable,
+    functions: frozenset[str],
+    helpers: dict[str, frozenset[str]] | None,
+) -> bool:
+    """Whether every branch of the chain that selects something other than the CPU takes
+    its device from a function of this module that is no one-line device helper
+    (`if defaults.use_cuda == False: device = "cpu"` / `elif device is None: device =
+    default_device()`): that function decides between the GPU and the CPU, and its own
+    ladder, if any, is the choice; this chain only forces the CPU."""
+    deferred = False
+    for block in chain(node)[1]:
+        for value, _ in _selections(block):
+            if device_types(value, imports) == frozenset({"cpu"}):
+                continue
+            if (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Name)
+                and value.func.value in functions
+                and imports.resolve(value.func) is None
+                and not (helpers and value.func.value in helpers)
+            ):
+                deferred = True
+                continue
+            if device_types(value, imports) is not None:
+                return False
+    return deferred
+
+
 def has_silent_branch(node: cst.If, imports: ImportTable) -> bool:
     """Whether a chain ending in `else` has a branch that selects no device (`if not
     cuda and not mps: print("using CPU")`): there the value set before the chain stands."""

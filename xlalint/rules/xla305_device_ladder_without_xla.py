@@ -21,6 +21,7 @@ from xlalint.analysis.devices import (
     chain,
     creates_xla_device,
     cuda_api_kind,
+    defers_to_function,
     device_arguments,
     device_string_type,
     device_types,
@@ -39,7 +40,7 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.statements import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import children, descendants, names_under
+from xlalint.walk import children, descendants, names_under, top_level_functions
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -75,7 +76,10 @@ class DeviceLadderWithoutXla(Rule):
     (`.to(self.device)`) and mentions XLA nowhere in its code (its docstring does not
     count): reported once, at the first such `if`. Other ladders on that flag (an autocast
     helper's `device = "cuda"` under `if self.use_cuda:`) follow that choice and are not
-    reported: one finding per cause.
+    reported: one finding per cause. So is a chain whose only non-CPU device comes from a
+    function of the module that is no one-line helper (`if defaults.use_cuda == False:
+    device = "cpu"` / `elif device is None: device = default_device()`): that function
+    decides, and its own ladder is the finding.
     It reports
     once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
     chain is reported on its own.
@@ -192,6 +196,12 @@ class DeviceLadderWithoutXla(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._placements: dict[tuple[int, str], list[cst.If]] = {}
+        self._functions: frozenset[str] | None = None
+
+    def _module_functions(self) -> frozenset[str]:
+        if self._functions is None:
+            self._functions = top_level_functions(self.ctx.module)
+        return self._functions
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
@@ -332,6 +342,9 @@ class DeviceLadderWithoutXla(Rule):
             return
         if self._reads_a_placing_flag(node.test):
             return
+        choices = self.ctx.device_choices
+        if defers_to_function(node, self.ctx.imports, self._module_functions(), choices.helpers):
+            return  # `elif device is None: device = default_device()`: its ladder chooses
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
             return  # nested in a ladder's branch: reported with it
         # Sibling `if` statements that choose devices form one ladder
