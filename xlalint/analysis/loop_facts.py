@@ -129,6 +129,26 @@ def _dotted_prefixes(node: cst.Attribute) -> list[str] | None:
     return prefixes
 
 
+def _first_pass_test(test: cst.BaseExpression, items: set[str]) -> bool:
+    """`i == 0`, `0 == i` or `not i`, with `i` the loop's own index: true on its first pass
+    only (`for i, batch in enumerate(loader)`, `for i in range(n)`)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return isinstance(test.expression, cst.Name) and test.expression.value in items
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal):
+        return False
+    sides = (test.left, comparison.comparator)
+    return any(
+        isinstance(side, cst.Name)
+        and side.value in items
+        and isinstance(other, cst.Integer)
+        and other.evaluated_value == 0
+        for side, other in (sides, sides[::-1])
+    )
+
+
 def _names_in(node: cst.CSTNode) -> set[str]:
     """Names and attribute chains whose device values an expression reads: not keywords,
     lambda bodies, or what it copies to the host (`env.step(action.item())` reads no
@@ -424,6 +444,10 @@ class _BodyScanner:
                 self.small(small)
         elif isinstance(node, cst.If):
             self.expression(node.test)
+            if node.orelse is None and _first_pass_test(node.test, self.items):
+                # `if i == 0: all_q = torch.zeros(n, d, device=device)`: allocated on the
+                # first pass, then carried by every later pass, not rebound on each.
+                return
             self.suite(node.body)
             if isinstance(node.orelse, cst.If):
                 self.statement(node.orelse)

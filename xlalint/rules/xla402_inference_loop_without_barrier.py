@@ -45,8 +45,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     keeps the results on the device for the next pass, reading nothing on the host in the
     pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
-    y).sum()`), or a list of outputs (`outs.append(model(x))`) that the function joins
-    after the loop (`torch.cat(outs)`). Every batch's forward then waits in one graph,
+    y).sum()`), a list of outputs (`outs.append(model(x))`) that the function joins
+    after the loop (`torch.cat(outs)`), or buffers the first pass allocates (`if i == 0:
+    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index) and every pass
+    writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
+    later ones, not rebound by each. Every batch's forward then waits in one graph,
     compiled and run when the total is read. Not reported: evaluation loops that read each
     batch on the host (its graph executes there) or carry nothing; outputs kept and read one
     by one (each read executes its own batch's graph); chunks of one batch or rollout (`for
