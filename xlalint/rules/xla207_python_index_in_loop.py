@@ -80,10 +80,11 @@ class PythonIndexInLoop(Rule):
     made by factories under `with self.device:` live on that device. A value of unknown
     kind (built by another module: `seq, mask = pattern.build_sequence(codes)`) indexed
     with `...`, `None` or several dimensions is a tensor where its function hands it, or
-    an element or comparison of it, to a torch function that is no constructor
-    (`torch.where(seq[..., t : t + 1] == -1, token, seq[..., t : t + 1])`) or calls a method
-    only tensors have on it (`mask[None, ..., a:b].expand(b, -1, -1)`); handed only to
-    Python code or to `torch.tensor(...)`, it may be host data and is left alone. A loop runs the
+    an element or comparison of it, to a torch operation (`torch.where(seq[..., t : t +
+    1] == -1, token, seq[..., t : t + 1])`, `F.pad`) or calls a method only tensors have on
+    it (`mask[None, ..., a:b].expand(b, -1, -1)`); handed only to Python code or to torch
+    functions that take any object (`torch.tensor(...)`, `torch.from_numpy`,
+    `torch.save`), it may be host data and is left alone. A loop runs the
     device on every pass when it reaches a barrier (`torch_xla.sync()`, `xm.mark_step()`),
     iterates a loader that syncs, or is the loop that trains or samples (it needs a
     barrier; XLA401 and XLA402 ask for it). A loop nested in such a loop without a barrier
@@ -573,17 +574,22 @@ class PythonIndexInLoop(Rule):
         return _array_only(node)
 
 
-# torch functions that take host data (lists, numpy arrays) and make tensors of it.
-_CONSTRUCTORS = re.compile(r"^torch\.(tensor|as_tensor|from_numpy|asarray|\w*Tensor)$")
+# torch's tensor operations (`torch.where`, `F.pad`), not its modules' APIs.
+_TORCH_OPERATION = re.compile(r"^torch\.(nn\.functional\.)?[a-z_0-9]+$")
+# torch functions that take any object: host data made into tensors (lists, numpy arrays),
+# saved, tested or used as settings.
+_ANY_OBJECT = re.compile(
+    r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+)$"
+)
 # Methods that tensors have and numpy arrays and sequences lack.
 _TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
 
 
 def _tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
     """Names `function` uses as tensors: handed (or an element or comparison of them) to a
-    torch function that is no constructor (`torch.where(x[..., i] == -1, a, b)`), or the
-    receivers, through subscripts, of a method only tensors have (`m[None, ...].expand(b,
-    -1, -1)`)."""
+    torch operation (`torch.where(x[..., i] == -1, a, b)`; not one that takes any object,
+    such as a constructor or `torch.save`), or the receivers, through subscripts, of a
+    method only tensors have (`m[None, ...].expand(b, -1, -1)`)."""
     found: set[str] = set()
     for node in descendants(function.body):
         if not isinstance(node, cst.Call):
@@ -597,7 +603,7 @@ def _tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[s
                 found.add(receiver.value)
             continue
         qualified = imports.resolve(func) or ""
-        if not qualified.startswith("torch.") or _CONSTRUCTORS.match(qualified):
+        if not _TORCH_OPERATION.match(qualified) or _ANY_OBJECT.match(qualified):
             continue
         for arg in node.args:
             found |= _operands(arg.value)
