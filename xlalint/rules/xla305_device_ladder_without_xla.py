@@ -74,15 +74,16 @@ class DeviceLadderWithoutXla(Rule):
     choice where `if self.use_cuda:` (without `else`) places values on CUDA
     (`self.model.cuda()`) and the class moves nothing to a device chosen elsewhere
     (`.to(self.device)`) and mentions XLA nowhere in its code (its docstring does not
-    count): reported once, at the first such `if`. Other ladders on that flag (an autocast
-    helper's `device = "cuda"` under `if self.use_cuda:`) follow that choice and are not
-    reported: one finding per cause. So is a chain whose only non-CPU device comes from a
-    function of the module that is no one-line helper (`if defaults.use_cuda == False:
-    device = "cpu"` / `elif device is None: device = default_device()`): that function
-    decides, and its own ladder is the finding.
-    It reports
-    once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
-    chain is reported on its own.
+    count): reported once, at the first such `if`, unless the file has a ladder that tests
+    something else (a script's `device = torch.device("cuda" if use_cuda else "cpu")`
+    that hands `use_cuda` to the class): that ladder is the program's choice. Other
+    ladders on that flag (an autocast helper's `device = "cuda"` under `if
+    self.use_cuda:`) follow that choice and are not reported: one finding per cause. Nor
+    is a chain whose only non-CPU device comes from a function of the module that is no
+    one-line helper (`if defaults.use_cuda == False: device = "cpu"` / `elif device is
+    None: device = default_device()`): that function decides, and its own ladder is the
+    finding. It reports once per ladder, at its `if` or ternary; a ladder inside one
+    branch of a longer `if` chain is reported on its own.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -197,6 +198,8 @@ class DeviceLadderWithoutXla(Rule):
         super().__init__(ctx)
         self._placements: dict[tuple[int, str], list[cst.If]] = {}
         self._functions: frozenset[str] | None = None
+        # The flags the file's ladders test (None for a test that is no instance flag).
+        self._other_ladders: set[str | None] | None = None
 
     def _module_functions(self) -> frozenset[str]:
         if self._functions is None:
@@ -303,6 +306,21 @@ class DeviceLadderWithoutXla(Rule):
             )
         return class_def, self._placements[key]
 
+    def _ladder_elsewhere(self, flag: str) -> bool:
+        """The file has a device ladder that does not test this flag (`device = "cuda" if
+        args.cuda else "cpu"` in the script that builds the class): that is the program's
+        choice, reported there, and the flag most likely follows it."""
+        if self._other_ladders is None:
+            choices = self.ctx.device_choices
+            self._other_ladders = {
+                class_cuda_flag(n.test)
+                for n in descendants(self.ctx.module)
+                if isinstance(n, cst.If | cst.IfExp)
+                and (choice := choices.of(n)) is not None
+                and choice.is_ladder
+            }
+        return bool(self._other_ladders - {flag})
+
     def _reads_a_placing_flag(self, test: cst.BaseExpression) -> bool:
         """The ladder's test is a CUDA flag of the instance that the class's placement
         (`if self.use_cuda: self.model.cuda()`) is reported for: one finding per cause, at
@@ -319,7 +337,7 @@ class DeviceLadderWithoutXla(Rule):
         if flag is None or node.orelse is not None:
             return
         _, placements = self._class_placements(flag)
-        if not placements or placements[0] is not node:
+        if not placements or placements[0] is not node or self._ladder_elsewhere(flag):
             return
         imports = self.ctx.imports
         if any(
