@@ -126,6 +126,17 @@ class LoopAnalysis(LoaderTracing):
         prompt) carries state of its own and is a step loop itself."""
         if trains and not infers and not self.steps_optimizer(node):
             return any(self.trains(parent) or self.infers(parent) for parent in parents)
+        if trains and _repeats(node) and not self.facts(node).next_of:
+            # `for real in loader: for _ in range(n_critic): <critic step>` then the
+            # generator's step: the batch loop's pass is one training iteration, and a
+            # sweep of steps over a repetition count, pulling no data, is part of it.
+            parent = parents[0]  # the loop around it
+            site = self._sites.get(id(parent))
+            loader = self.iterated_loader(site) if site is not None else None
+            if loader is not None and self.steps_optimizer(parent):
+                kind = self.wrapping(site, loader)  # type: ignore[arg-type]
+                if kind == Wrapping.DATALOADER or loader_named(loader):
+                    return True
         if infers:
             state = self.model_state(node)
             return any(

@@ -48,7 +48,11 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     where the barrier belongs: one graph per optimizer step, the same every step. A barrier
     on the outer loop alone (`for _ in range(n_critic_updates): for batch in
     buffer.get(batch_size): ... optimizer.step()`) would still hold every minibatch's step
-    of a pass in one graph. Not reported: an epoch loop around a batch loop (also where
+    of a pass in one graph. A batch loop that steps an optimizer itself and runs a sweep
+    of steps over a repetition count pulling no data of its own (`for real in loader: for
+    _ in range(n_critic): <critic step>`, then the generator's step: a GAN iteration) is
+    one training iteration per pass, and the nest is reported once, at the batch loop. Not
+    reported: an epoch loop around a batch loop (also where
     the epoch loop steps the optimizer once more after it, the leftover step of gradient
     accumulation, and where the batch loop runs in a method that the epoch loop reaches
     through a dispatcher it hands the method to: `self._with_events(self._do_epoch,
