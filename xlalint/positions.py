@@ -109,7 +109,8 @@ class _OffsetState(CodegenState):
 @dataclass(frozen=True)
 class Focus:
     """What a partial codegen must write: every statement that holds one of `holders` or
-    one of `rows`, and every node of `targets` whole."""
+    one of `rows` (and a block's first statement where the block is a target: its range
+    starts there). The ranges of the nodes written are exact, whatever they pass over."""
 
     targets: frozenset[int]  # ids of the nodes whose ranges will be asked
     holders: frozenset[int]  # ids of those nodes and of all their ancestors
