@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
-from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices, reachability
 from xlalint.analysis.arguments import parameters
@@ -37,6 +36,7 @@ from xlalint.analysis.intervals import may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
+from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import passes_left
@@ -93,11 +93,6 @@ def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
     return child is loop.body or (isinstance(loop, cst.While) and child is loop.test)
 
 
-def _base_names(node: cst.ClassDef) -> list[str]:
-    """The last names of a class's bases: `nn.Module` -> `Module`."""
-    return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
-
-
 def _scope(path: tuple[cst.CSTNode, ...]) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
     """The innermost function on `path` (a node and its ancestors, innermost first) and,
     for a method, its class (two levels up, past the class's indented block)."""
@@ -117,10 +112,6 @@ def _converts(body: cst.BaseSuite, name: str) -> bool:
         or (isinstance(node, cst.AssignTarget) and name in target_names(node.target))
         for node in descendants(body)
     )
-
-
-def _is_module_class(node: cst.ClassDef) -> bool:
-    return any(name.endswith("Module") for name in _base_names(node))
 
 
 class FileContext:
@@ -449,7 +440,7 @@ class FileContext:
             self._enter_function(node)  # type: ignore[arg-type]
         elif kind is cst.ClassDef:
             assert isinstance(node, cst.ClassDef)
-            bases = _base_names(node)
+            bases = base_names(node)
             methods = (
                 statement.name.value
                 for statement in node.body.body
@@ -459,9 +450,9 @@ class FileContext:
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
-            is_module = _is_module_class(node)
+            is_module = is_module_class(node, self.imports, self.kinds.module_classes)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module, bases=node.bases)
+            self.kinds.push_class(node.name.value, module=is_module)
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):

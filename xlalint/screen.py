@@ -24,6 +24,7 @@ A rule without a screen passes every unit. `XLALINT_NO_SCREEN=1` parses every fi
 from __future__ import annotations
 
 import ast
+import builtins
 import fnmatch
 import os
 import re
@@ -45,6 +46,8 @@ ENV_NO_SCREEN = "XLALINT_NO_SCREEN"
 
 Unit = ast.FunctionDef | ast.AsyncFunctionDef
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Builtin classes: a class derived from one only is no module.
+_BUILTIN_NAMES = frozenset(dir(builtins))
 # Statements whose effect reaches past their function: a unit holding one is always kept.
 _REACHING = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
 # A text's rows, each with its line break: what a blanked span counts (and `context.py`,
@@ -342,7 +345,9 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
             glue.defines.add(statement.name)
             for part in (*statement.decorator_list, *statement.bases, *statement.keywords):
                 glue.add(part)
-            module_class = any(_may_be_module(base) for base in statement.bases)
+            module_class = any(_may_be_module(base) for base in statement.bases) or any(
+                isinstance(member, _DEFS) and member.name == "forward" for member in statement.body
+            )
             for member in statement.body:
                 if isinstance(member, _DEFS):
                     unit(member, module_class)
@@ -354,13 +359,10 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
 
 
 def _may_be_module(base: ast.expr) -> bool:
-    """A base whose last name ends with `Module` (as `context._is_module_class` reads it), or
-    one the screen cannot name."""
-    if isinstance(base, ast.Name):
-        return base.id.endswith("Module")
-    if isinstance(base, ast.Attribute):
-        return base.attr.endswith("Module")
-    return True
+    """A base that may make a module class (`module_classes.is_module_class`): any but a
+    builtin class (`object`, `dict`); the screen does not follow imports (`nn.Linear`,
+    `from torch.nn import Linear`) nor the file's own module classes."""
+    return not (isinstance(base, ast.Name) and base.id in _BUILTIN_NAMES)
 
 
 def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str) -> set[int]:

@@ -27,7 +27,9 @@ from xlalint.analysis.guards import (
     implied,
     local_values,
 )
+from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.module_classes import base_names
 from xlalint.walk import EXPRESSIONS, TRIVIA, bound_names, code_children, descendants, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
@@ -68,16 +70,12 @@ class FlagFacts:
         for statement in module.body:
             if isinstance(statement, cst.ClassDef):
                 self._classes[statement.name.value] = statement
-                self._bases[statement.name.value] = [
-                    (get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1]
-                    for base in statement.bases
-                ]
+                self._bases[statement.name.value] = base_names(statement)
         self._assignments: dict[str, list[_Assignment]] = {}
         self._collect_globals(module)
         self._answers: dict[tuple[str, str], bool] = {}
         self._module = module
         self._read: dict[tuple[int, int, int], bool] = {}  # answers by (node, function, class)
-        self._index: dict[str, list[_Site]] | None = None
         self._uncalled: set[str] | None = None
 
     # -- what is read ------------------------------------------------------------------
@@ -196,21 +194,23 @@ class FlagFacts:
         `f(...)` for a module-level function, `self.f(...)` within its class family for
         a method, `Cls(...)` for `__init__`. None where it is also handed on uncalled."""
         name = function.name.value
-        if self._index is None:
-            self._index = _index_calls(self._module)
+        index = call_sites(self._module)
         if owner is None:
             if not any(s is function for s in self._module.body):
                 return None  # a nested function: its calls are not indexed
-            sites = [(c, f, o, False) for c, f, o in self._index.get(name, [])]
+            sites = [(c, f, o, False) for c, f, o in _sites(index.named(name, method=False))]
             if name in self._handed_on():
                 return None
             return sites
         family = set(self._family(owner.name.value))
         if name == "__init__":
-            found = [(c, f, o, True) for cls in family for c, f, o in self._index.get(cls, [])]
-            return found
+            return [
+                (c, f, o, True)
+                for cls in family
+                for c, f, o in _sites(index.named(cls, method=False))
+            ]
         found = []
-        for call, caller, caller_owner in self._index.get("." + name, []):
+        for call, caller, caller_owner in _sites(index.named(name, method=True)):
             receiver = call.func.value  # type: ignore[attr-defined]
             if not (
                 isinstance(receiver, cst.Name)
@@ -490,31 +490,10 @@ def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     )
 
 
-def _index_calls(module: cst.Module) -> dict[str, list[_Site]]:
-    """Every call in the module by what it calls: `f` for `f(...)`, `.m` for
-    `obj.m(...)`, with the innermost function and the class of that function."""
-    index: dict[str, list[_Site]] = {}
-    stack: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None, bool]] = [
-        (module, None, None, False)
-    ]
-    while stack:
-        node, function, owner, in_class_body = stack.pop()
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Name):
-                index.setdefault(func.value, []).append((node, function, owner))
-            elif isinstance(func, cst.Attribute):
-                index.setdefault("." + func.attr.value, []).append((node, function, owner))
-        if isinstance(node, cst.ClassDef):
-            stack.extend((c, function, node, True) for c in code_children(node))
-            continue
-        if isinstance(node, cst.FunctionDef):
-            method_owner = owner if in_class_body else None
-            stack.extend((c, node, method_owner, False) for c in code_children(node))
-            continue
-        body_level = in_class_body and isinstance(node, cst.IndentedBlock)
-        stack.extend((c, function, owner, body_level) for c in code_children(node))
-    return index
+def _sites(sites: list[CallSite]) -> list[_Site]:
+    """Calls made by name (not `delayed(f)(...)`), each with the function it is in and the
+    class of that function (or of the class body it is in)."""
+    return [(s.call, s.function, s.method_of) for s in sites if type(s.call.func) is not cst.Call]
 
 
 def _uncalled_names(module: cst.Module) -> set[str]:

@@ -108,19 +108,35 @@ class CallSites:
 
     def calls(self, function: cst.FunctionDef, method: bool) -> list[CallSite]:
         """Every call of `function` in the module."""
+        return self.named(function.name.value, method)
+
+    def named(self, name: str, method: bool) -> list[CallSite]:
+        """Every call of the name `name` (`name(...)`, `delayed(name)(...)`, a class's
+        constructor `Cls(...)`) or, with `method`, of a method so named (`x.name(...)`)."""
         if self._by_name is None:
             self._index()
         assert self._by_name is not None
         table = self._by_method if method else self._by_name
-        return list(table.get(function.name.value, ()))
+        return list(table.get(name, ()))
 
 
 class CallSite(NamedTuple):
-    """A call, with the function (None at module level) and class it is made in."""
+    """A call, with the function (None at module level and in a class body) and the class
+    it is made in (also in a function nested in a method)."""
 
     call: cst.Call
     function: cst.FunctionDef | None
     class_def: cst.ClassDef | None
+
+    @property
+    def method_of(self) -> cst.ClassDef | None:
+        """The class whose body (directly) or method the call is in: None in a function
+        nested in a method."""
+        class_def = self.class_def
+        if class_def is None or self.function is None:
+            return class_def
+        body = class_def.body.body if isinstance(class_def.body, cst.IndentedBlock) else ()
+        return class_def if any(s is self.function for s in body) else None
 
 
 # Interval and origin questions ask about the calls of the same few functions; one walk of

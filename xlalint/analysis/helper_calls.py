@@ -20,6 +20,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import Signature, bind, signature_of
+from xlalint.analysis.handed_functions import positional_parameters
 from xlalint.analysis.helper_indexes import TENSOR_ONLY_METHODS
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.walk import target_names
@@ -60,11 +61,9 @@ class HelperCalls:
     def push_function(self, node: cst.FunctionDef, key: FunctionKey | None) -> None:
         if key is not None:
             self.functions.setdefault(key, node)  # the first definition of a name wins
-        params = node.params
-        names = [p.name.value for p in (*params.posonly_params, *params.params)]
-        if key is not None and key.class_name is not None and names:
-            names = names[1:]
-        names += [p.name.value for p in params.kwonly_params]
+        method = key is not None and key.class_name is not None
+        names = positional_parameters(node, method)
+        names += [p.name.value for p in node.params.kwonly_params]
         self._scopes.append(_Scope(key, set(names)))
 
     def pop_function(self) -> None:
@@ -165,8 +164,7 @@ class HelperCalls:
         for call in self.calls:
             if call.helper != key:
                 continue
-            bound = bind(call.node, signature)
-            value = bound.get(param) if bound is not None else None
+            value = _handed(call.node, signature, param)
             if value is not None and id(value) in call.tensors:
                 sites.append(call.site)
         return sites
@@ -182,12 +180,17 @@ class HelperCalls:
         for call, helper, hosts in self.host_calls:
             if helper != key:
                 continue
-            bound = bind(call, signature)
-            value = bound.get(param) if bound is not None else None
+            value = _handed(call, signature, param)
             if value is None or id(value) not in hosts:
                 return False
             found = True
         return found
+
+
+def _handed(call: cst.Call, signature: Signature, param: str) -> cst.BaseExpression | None:
+    """What `call` passes for `param`; None where it passes nothing or cannot be bound."""
+    bound = bind(call, signature)
+    return bound.get(param) if bound is not None else None
 
 
 def _constructed_class(value: cst.BaseExpression) -> str | None:

@@ -37,6 +37,7 @@ from xlalint.analysis.barrier_calls import (
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.walk import children, code_children, descendants, last_name, target_names
 
@@ -69,8 +70,6 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"}
 # litgpt's `CycleIterator(loader)`, `InfiniteIterator(loader)`, `repeat_loader(loader)`.
 _ITERATOR_WRAPPER = re.compile(r"(^|_)(cycle|repeat|infinite)|iterator$", re.I)
 _CACHE_KEYWORD = re.compile(r"cache|past", re.I)
-# Classes whose `self(...)` runs the model: `logits = self(idx)` in a `generate` method.
-_MODEL_CLASS_BASE = re.compile(r"(Module|Model|ModelMixin)$")
 # Method names too common to resolve to a method of this module on any receiver.
 _GENERIC_METHODS = frozenset(
     {
@@ -268,16 +267,6 @@ def _reads_host(value: cst.BaseExpression) -> bool:
     if isinstance(func, cst.Attribute):
         return func.attr.value in TO_HOST_METHODS
     return isinstance(func, cst.Name) and func.value in {"float", "int", "bool"}
-
-
-def is_model_class(node: cst.ClassDef) -> bool:
-    """A class whose instances are models: it defines `forward` or derives from a
-    `*Module`/`*Model` class."""
-    for base in node.bases:
-        if _MODEL_CLASS_BASE.search(_last_name(base.value) or ""):
-            return True
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
 
 
 # `module.eval()`, `module.train()`, `module.train(False)`: the methods that switch an
@@ -882,7 +871,9 @@ class LoopFacts:
             items = target_names(node.target) if isinstance(node, cst.For) else set()
             site = self._sites.get(id(node))
             self_is_model = (
-                site is not None and site.class_def is not None and (is_model_class(site.class_def))
+                site is not None
+                and site.class_def is not None
+                and is_module_class(site.class_def, self.imports, self._model_classes())
             )
             class_def = self._class_of(node)
             imports = self._imports_reaching(site.function if site is not None else None)
@@ -913,8 +904,8 @@ class LoopFacts:
         if isinstance(cached, frozenset):
             return cached
         found: set[str] = set()
-        if is_model_class(class_def):
-            local_models = self._model_classes()
+        local_models = self._model_classes()
+        if is_module_class(class_def, self.imports, local_models):
             for node in descendants(class_def.body):
                 if type(node) is not cst.Assign or type(node.value) is not cst.Call:  # type: ignore[attr-defined]
                     continue
@@ -943,11 +934,11 @@ class LoopFacts:
         key = ("model_classes", id(self.module))
         cached = self._memo.get(key)
         if not isinstance(cached, frozenset):
-            cached = frozenset(
-                node.name.value
-                for node in self.module.body
-                if isinstance(node, cst.ClassDef) and is_model_class(node)
-            )
+            found: set[str] = set()
+            for node in self.module.body:
+                if isinstance(node, cst.ClassDef) and is_module_class(node, self.imports, found):
+                    found.add(node.name.value)
+            cached = frozenset(found)
             self._memo[key] = cached
         return cached
 

@@ -20,6 +20,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import bind, parameters, signature_of
 from xlalint.analysis.guards import negated
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.module_classes import NN_MODULE_CLASS
 from xlalint.analysis.records import (
     Record,
     annotated_record,
@@ -114,7 +115,6 @@ _DTYPE_NAMES = frozenset(
 )  # fmt: skip
 # Collectives that return what they are given, gathered or reduced across processes.
 _STRUCTURE_KEEPING = re.compile(r"gather|reduce|broadcast|pad_across_processes", re.I)
-_NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
 
 # Callees whose call produces tensors (models and losses), by spelling.
 _MODEL_NAME = re.compile(
@@ -411,24 +411,20 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
 
-    def push_class(
-        self, name: str | None = None, module: bool = False, bases: Sequence[cst.Arg] = ()
-    ) -> None:
-        """Entering a class; `module`: an `nn.Module` subclass, whose instances (`pg =
-        Policy(env)`) are modules. So is a class derived from a `torch.nn` class (`class
-        MaskedCELoss(nn.CrossEntropyLoss)`: calling it is calling the loss) or from a module
-        class defined above it in the file."""
-        if name is not None and (module or any(self._module_base(b.value) for b in bases)):
+    def push_class(self, name: str | None = None, module: bool = False) -> None:
+        """Entering a class; `module`: a module class (`module_classes.is_module_class`),
+        whose instances (`pg = Policy(env)`) are modules (`class MaskedCELoss(
+        nn.CrossEntropyLoss)`: calling it is calling the loss)."""
+        if name is not None and module:
             self._module_classes.add(name)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
 
-    def _module_base(self, base: cst.BaseExpression) -> bool:
-        qualified = self.imports.resolve(base)
-        if qualified is not None:
-            return _NN_MODULE_CLASS.match(qualified) is not None
-        return isinstance(base, cst.Name) and base.value in self._module_classes
+    @property
+    def module_classes(self) -> frozenset[str]:
+        """The module classes of the file walked so far (bases of later module classes)."""
+        return frozenset(self._module_classes)
 
     def pop_class(self) -> None:
         self._self_attributes.pop()
@@ -1390,7 +1386,7 @@ class TensorKinds:
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
         if qualified.startswith(("numpy.", "math.", "random.", "time.", "os.")):
             return Kind.HOST
-        if _NN_MODULE_CLASS.match(qualified):
+        if NN_MODULE_CLASS.match(qualified):
             return Kind.MODULE
         if qualified.startswith("torch.utils.data.") and qualified.endswith("DataLoader"):
             return Kind.ITERABLE

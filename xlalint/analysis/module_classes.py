@@ -1,0 +1,44 @@
+"""Which classes of a file are `torch.nn` modules.
+
+Calling an instance of a module class runs its `forward` (tensors in, tensors out), its
+`__call__` is called per step, and `self(x)` in its methods runs the model. Hot code, kinds
+and loop facts all ask the same question of a class, so it is answered here once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.imports import ImportTable
+
+# `torch.nn.Module`, `torch.nn.Linear`, `torch.nn.modules.Conv2d`: torch's module classes.
+NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
+# Bases named as modules or models by the libraries that derive them from `nn.Module`
+# (`LightningModule`, `PreTrainedModel`, diffusers' `ModelMixin`).
+_MODULE_BASE_NAME = re.compile(r"(Module|Model|ModelMixin)$")
+
+
+def base_names(node: cst.ClassDef) -> list[str]:
+    """The last names of a class's bases: `nn.Module` -> `Module`."""
+    return [(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1] for base in node.bases]
+
+
+def is_module_class(node: cst.ClassDef, imports: ImportTable, local: Collection[str] = ()) -> bool:
+    """A class whose instances are modules: a subclass of any `torch.nn` module class
+    (`class Head(nn.Linear)`), of a class named as a module or model, or of a module class
+    of this file (`local`, defined above it); or a class that defines `forward`."""
+    for base, name in zip(node.bases, base_names(node), strict=True):
+        value = base.value
+        qualified = imports.resolve(value)
+        if qualified is not None and NN_MODULE_CLASS.match(qualified):
+            return True
+        if isinstance(value, cst.Name) and value.value in local:
+            return True
+        if _MODULE_BASE_NAME.search(name):
+            return True
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
