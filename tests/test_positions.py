@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from xlalint.positions import Positions
+from xlalint.positions import Focus, Positions
+from xlalint.suppression import directive_rows, parse_suppressions
+from xlalint.walk import TRIVIA, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
@@ -68,3 +71,80 @@ def test_nodes_of_lists_every_node_once_children_first() -> None:
     assert len(listed) == len({id(node) for node in listed}) == len(expected)
     assert listed[-1] is module
     assert listed.index(module.body[0].body) < listed.index(module.body[0])
+
+
+def walked_parents(module: cst.Module) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode | None]]:
+    """The nodes the engine's walk enters, in order, and each one's parent (by id), as
+    `FileContext.parent_of` records them."""
+    order: list[cst.CSTNode] = []
+    parent_of: dict[int, cst.CSTNode | None] = {}
+    stack: list[cst.CSTNode] = []
+
+    def enter(node: cst.CSTNode) -> None:
+        parent_of[id(node)] = stack[-1] if stack else None
+        order.append(node)
+        stack.append(node)
+
+    walk(module, enter, lambda node: stack.pop(), TRIVIA)
+    return order, parent_of
+
+
+def assert_focus_exact(text: str, pick: int) -> Positions:
+    """A codegen focused on every `pick`-th walked node (and the rows mentioning noqa)
+    gives each node it wrote libcst's range, writes every node asked about, and reads the
+    same noqa directives and the same noqa row for each of them as the whole codegen."""
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    order, parent_of = walked_parents(module)
+    asked = order[pick // 2 :: pick]
+    focus = Focus.of(asked, parent_of, directive_rows(text), ast.parse(text))
+    positions = Positions(module, text, focus)
+    wrong = {
+        type(node).__name__
+        for node, start, end in positions._spans.values()
+        if start is not None and end is not None and positions[node] != expected[node]
+    }
+    assert not wrong
+    assert all(positions[node] == expected[node] for node in asked)
+    whole = parse_suppressions(text, Positions(module, text))
+    partial = parse_suppressions(text, positions)
+    assert (partial.file_codes, partial.line_codes) == (whole.file_codes, whole.line_codes)
+    for node in asked:
+        row = expected[node].start.line
+        assert partial.noqa_row(row) == whole.noqa_row(row)
+    return positions
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_a_focused_codegen_of_the_fixtures_and_examples(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    for pick in (9, 97):
+        positions = assert_focus_exact(text, pick)
+        assert positions.partial  # CPython's rows lined up with libcst's statements
+        assert positions._whole is None  # every node asked about was written
+
+
+def test_a_focused_codegen_passes_over_most_of_a_long_file() -> None:
+    text = (ROOT / "examples" / "train_cuda.py").read_text(encoding="utf-8")
+    positions = assert_focus_exact(text, 10_000)
+    every = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True).resolve(PositionProvider)
+    assert len(positions._spans) < len(every) / 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [text for name, text in EDGE_CASES.items() if "cr" not in name.split()],
+    ids=[name for name in EDGE_CASES if "cr" not in name.split()],
+)
+def test_a_focused_codegen_of_line_endings_and_file_ends(text: str) -> None:
+    for pick in (1, 2, 5):
+        assert_focus_exact(text, pick)
+
+
+def test_a_lone_carriage_return_makes_the_whole_codegen_run() -> None:
+    text = EDGE_CASES["bare cr"]
+    module = cst.parse_module(text)
+    order, parent_of = walked_parents(module)
+    positions = Positions(module, text, Focus.of(order[-1:], parent_of, (), ast.parse(text)))
+    assert not positions.partial
+    assert_same_ranges(text)

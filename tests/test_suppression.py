@@ -12,6 +12,7 @@ from textwrap import dedent, indent
 import pytest
 from conftest import BAD, SELECT, run_cli, write
 
+from xlalint import positions
 from xlalint.engine import lint_source
 from xlalint.registry import all_rules
 from xlalint.suppression import parse_suppressions
@@ -246,3 +247,73 @@ def test_file_level_noqa_through_the_cli(project: Path) -> None:
     write(project, {"a.py": "# xlalint: noqa\n" + BAD, "b.py": "# xlalint: noqa: XLA101\n" + BAD})
     run = run_cli("check", *SELECT, ".")
     assert (run.exit_code, run.stdout) == (0, "All checks passed!\n")
+
+
+# Findings in one loop of a longer file, between functions whose statements the engine's
+# positions pass over (`positions.Focus`): noqa comments and noqa text in strings there,
+# and the ways a noqa reaches a finding's row in the loop.
+LONG_FILE = '''\
+import torch
+
+
+def before(a):
+    s = """
+    # noqa
+    """
+    t = f"{a}  # noqa: XLA101"
+    return s, t
+
+
+for x in loader:
+    a = x.item()  # noqa: XLA101
+    b = x.item()
+    c = f"""{x.item()}
+    """  # noqa
+    d = """# noqa""" + str(x.item())
+    e = (x.item(),
+         1)  # noqa
+    g = x.item() \\
+        + 1  # noqa
+    h = x.item()\t# noqa
+
+
+def after():
+    u = "# xlalint: noqa"
+    return u
+'''
+LONG_FILE_ROWS = [14, 17, 18]
+
+
+def long_file_rows(text: str) -> tuple[list[int], list[int | None]]:
+    result = lint_source(text, "t.py", [all_rules()["XLA101"]])
+    assert result.error is None, result.error
+    return [d.start.row for d in result.diagnostics], [d.noqa_row for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda text: text,
+        lambda text: text.replace("\n", "\r\n"),
+        lambda text: text.replace("\n\n\ndef", "\n\x0c\n\ndef"),
+        lambda text: text.replace("    ", "\t"),
+        lambda text: "type Alias = int\n" + text,  # CPython 3.11 cannot parse this
+    ],
+    ids=["lf", "crlf", "form feeds", "tabs", "no ast"],
+)
+def test_noqa_in_a_longer_file(change, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    text = change(LONG_FILE)
+    shift = 1 if text.startswith("type") else 0
+    rows, noqa_rows = long_file_rows(text)
+    assert rows == [row + shift for row in LONG_FILE_ROWS]
+    # Positions passed over the functions (CPython's tree lined up with libcst's), except
+    # where CPython cannot parse the file.
+    assert positions._last[0][1].partial == (shift == 0)
+    # The whole file's positions, as before positions had a focus: the same findings.
+    monkeypatch.setattr("xlalint.engine._focus", lambda *_: None)
+    assert long_file_rows(text) == (rows, noqa_rows)
+
+
+def test_file_level_noqa_in_a_function_the_positions_pass_over() -> None:
+    text = LONG_FILE.replace('    u = "# xlalint: noqa"\n', "    # xlalint: noqa\n    u = 1\n")
+    assert long_file_rows(text) == ([], [])

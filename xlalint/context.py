@@ -178,6 +178,9 @@ class FileContext:
         )
         self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
         self._stack: list[cst.CSTNode] = []
+        # id(node): its parent (None: the module), for every node walked: positions then
+        # write only the statements on the way to the nodes findings name.
+        self.parent_of: dict[int, cst.CSTNode | None] = {}
         self._masks = (
             BooleanMasks(self.imports, self.kinds, self._stack) if "masks" in uses else None
         )
@@ -458,6 +461,7 @@ class FileContext:
     def enter(self, node: cst.CSTNode) -> None:
         parent = self._stack[-1] if self._stack else None
         self._stack.append(node)
+        self.parent_of[id(node)] = parent
         kind = type(node)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.append(parent)

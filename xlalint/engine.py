@@ -32,9 +32,9 @@ from xlalint.diagnostics import (
     Fix,
     Location,
 )
-from xlalint.positions import Positions, positions_of
+from xlalint.positions import Focus, Positions, positions_of
 from xlalint.rule import NodeFix, PendingReport, Rule, analyses_used
-from xlalint.suppression import parse_suppressions
+from xlalint.suppression import directive_rows, parse_suppressions
 from xlalint.walk import TRIVIA, WalkUnavailable, walk
 
 Handler = Callable[[cst.CSTNode], object]
@@ -160,7 +160,7 @@ def lint_source(
     ]
     if not pending:
         return FileResult(filename)
-    positions = positions_of(module, source)
+    positions = positions_of(module, source, _focus(ctx, pending, source, tree))
     if screened is not None:
         # Functions kept only as context may report what the whole file would not.
         pending = [r for r in pending if screened.counts(positions[r.node].start.line)]
@@ -173,6 +173,23 @@ def lint_source(
         filename,
         _to_diagnostics(module, source, filename, pending, optional_after_fix, positions),
     )
+
+
+def _focus(
+    ctx: FileContext, pending: Iterable[PendingReport], source: str, tree: ast.Module | None
+) -> Focus | None:
+    """What positions must give: the nodes the findings and their fixes name, and the
+    rows that may hold their noqa comments (CPython's tree of `source`'s rows lines libcst's
+    statements up with the text; None without it)."""
+    if tree is None or any(id(report.node) not in ctx.parent_of for report in pending):
+        # (Noqa needs the strings around the node where a finding starts: its statement.)
+        return None
+    nodes: list[cst.CSTNode] = []
+    for report in pending:
+        nodes += (report.node, report.end_node)
+        if report.fix is not None:
+            nodes += (old for old, _ in report.fix.replacements)
+    return Focus.of(nodes, ctx.parent_of, directive_rows(source), tree)
 
 
 def _analyse(

@@ -57,10 +57,26 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # The fields that hold statements (or handlers and match cases, which hold statements).
 _STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+# The kinds `Features._take` reads (besides `Name`, which `Features.add` reads itself).
+_TAKEN = frozenset({ast.Attribute, ast.Constant, ast.arg, ast.keyword, *_DEFINITIONS, *_REACHING})
 
 
 def enabled() -> bool:
     return os.environ.get(ENV_NO_SCREEN, "") in ("", "0")
+
+
+def _node_kinds() -> frozenset[type[ast.AST]]:
+    """Every `ast` node class: a field value of one of these is a child node."""
+    found: set[type[ast.AST]] = set()
+    pending: list[type[ast.AST]] = [ast.AST]
+    while pending:
+        kind = pending.pop()
+        found.add(kind)
+        pending.extend(kind.__subclasses__())
+    return frozenset(found)
+
+
+_NODE_KINDS = _node_kinds()
 
 
 @dataclass
@@ -77,15 +93,24 @@ class Features:
     reaching: bool = False
 
     def add(self, node: ast.AST) -> None:
-        """Take in `node` and everything under it (one pass, no recursion)."""
+        """Take in `node` and everything under it (one pass, no recursion). Every node of
+        a file passes here: exact-type tests, and `_take` only for the kinds it reads."""
         stack: list[tuple[ast.AST, bool]] = [(node, False)]
+        nodes, identifiers = self.nodes, self.identifiers
         while stack:
             child, in_loop = stack.pop()
             kind = type(child)
-            self.nodes.add(kind.__name__)
-            name = self._take(child, kind)
+            nodes.add(kind.__name__)
+            if kind is ast.Name:
+                name: str | None = child.id  # type: ignore[attr-defined]
+            elif kind in _TAKEN:
+                name = self._take(child, kind)
+                if kind is ast.Constant:  # no child nodes
+                    continue
+            else:
+                name = None
             if name is not None:
-                self.identifiers.add(name)
+                identifiers.add(name)
                 if in_loop:
                     self.loop_identifiers.add(name)
             looping = kind in _LOOPS
@@ -96,10 +121,10 @@ class Features:
                     looping
                     and (field_name == "body" or (kind is ast.While and field_name == "test"))
                 )
-                if isinstance(value, ast.AST):
+                if type(value) in _NODE_KINDS:
                     stack.append((value, inner))
-                elif isinstance(value, list):
-                    stack.extend((item, inner) for item in value if isinstance(item, ast.AST))
+                elif type(value) is list:
+                    stack.extend([(item, inner) for item in value if type(item) in _NODE_KINDS])
 
     def _take(self, child: ast.AST, kind: type[ast.AST]) -> str | None:
         """Record what `child` says besides its identifier, and return that (or None)."""

@@ -72,10 +72,21 @@ def _merge(existing: set[str] | None, new: set[str] | None) -> set[str] | None:
     return existing | new
 
 
+_MENTION = re.compile("noqa", re.IGNORECASE)
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+def directive_rows(source: str) -> list[int]:
+    """The rows that mention noqa (in a comment or not): every directive is on one."""
+    return [source.count("\n", 0, match.start()) + 1 for match in _MENTION.finditer(source)]
+
+
 def parse_suppressions(source: str, positions: Positions | None = None) -> Suppressions:
     """The directives of `source`, read from its syntax tree: comments are `Comment` nodes
     (never text inside a string), multi-line strings are string nodes spanning lines.
-    `positions` are the parsed file's, when the caller has them."""
+    `positions` are the parsed file's, when the caller has them. Positions of a partial
+    codegen give what their focus holds: the directives on its rows (`directive_rows`)
+    and the strings around its nodes, which is all that findings on those nodes need."""
     if positions is None:
         positions = Positions(cst.parse_module(source), source)
     result = Suppressions()
@@ -116,7 +127,8 @@ def _comments(positions: Positions) -> list[tuple[int, str, bool]]:
 
 def _map_continuations(source: str, mapping: dict[int, int]) -> None:
     """Rows ending in a backslash take the noqa of the row where the statement continues to."""
-    lines = source.splitlines()
+    # Rows as the parser counts them (`splitlines` also breaks at form feeds and the like).
+    lines = _LINE_BREAK.split(source)
     row = len(lines)
     target = row
     while row >= 1:

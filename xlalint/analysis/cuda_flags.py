@@ -13,10 +13,10 @@ import re
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.devices import device_string_type
+from xlalint.analysis.devices import device_string_type, mentions_xla
 from xlalint.analysis.guards import implied, local_values
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import descendants
+from xlalint.walk import children, descendants
 
 # What asks whether a CUDA device is there (not a flag name or a string, which only says
 # that the code is about CUDA).
@@ -79,3 +79,67 @@ def cuda_flag_places(function: cst.FunctionDef, name: str, imports: ImportTable)
         and places_on_cuda(node.body, imports)
         for node in descendants(function.body)
     )
+
+
+def class_cuda_flag(test: cst.BaseExpression) -> str | None:
+    """`use_cuda` in `if self.use_cuda:`: an attribute of the instance named for CUDA, whose
+    value may come from anywhere (a method of another module, a constructor argument)."""
+    if (
+        isinstance(test, cst.Attribute)
+        and isinstance(test.value, cst.Name)
+        and test.value.value == "self"
+        and "cuda" in test.attr.value.lower()
+    ):
+        return test.attr.value
+    return None
+
+
+def _moves_to_a_chosen_device(node: cst.CSTNode) -> bool:
+    """`x.to(self.device)`, `model.to(device=args.device)`: values go to a device chosen
+    elsewhere, which may be an XLA device."""
+    for found in descendants(node):
+        if (
+            isinstance(found, cst.Call)
+            and isinstance(found.func, cst.Attribute)
+            and found.func.attr.value == "to"
+        ):
+            for arg in found.args:
+                name = get_full_name_for_node(arg.value) or ""
+                if "device" in name.rsplit(".", 1)[-1].lower():
+                    return True
+    return False
+
+
+def flag_placements(class_def: cst.ClassDef, flag: str, imports: ImportTable) -> list[cst.If]:
+    """The `if self.<flag>:` statements of the class (without `else`) that put values on
+    CUDA (`self.model.cuda()`), in source order, where they are the class's only placement:
+    the class moves nothing to a device chosen elsewhere (`.to(self.device)`), so on an XLA
+    host, where the flag cannot be true, everything stays on the CPU. Empty otherwise."""
+    if _moves_to_a_chosen_device(class_def.body):
+        return []
+    return [
+        node
+        for node in descendants(class_def.body)
+        if isinstance(node, cst.If)
+        and node.orelse is None
+        and class_cuda_flag(node.test) == flag
+        and places_on_cuda(node.body, imports)
+    ]
+
+
+def code_mentions_xla(node: cst.CSTNode, imports: ImportTable) -> bool:
+    """`mentions_xla` outside docstrings: a class whose docstring lists "TPU training" as
+    a plan has no XLA path."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Expr) and isinstance(
+            current.value, cst.SimpleString | cst.ConcatenatedString
+        ):
+            continue
+        if isinstance(current, cst.Name | cst.SimpleString | cst.FormattedStringText):
+            if mentions_xla(current, imports):
+                return True
+        else:
+            stack.extend(children(current))
+    return False

@@ -313,6 +313,12 @@ def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
     return mentions_cuda(test, imports)
 
 
+def names_xla(text: str) -> bool:
+    """`use_tpu`, `is_xla`, `TPUStrategy`, `tpu_data_loader`: XLA or TPU as a word or a
+    part of a name (not inside another word: `_step_output`)."""
+    return _XLA_WORD.search(text) is not None
+
+
 def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = True) -> bool:
     """Whether code mentions XLA or TPUs: `torch_xla`, `xm.xla_device()`, `xr.`, `"xla"`,
     `use_tpu`, `PJRT_DEVICE == "TPU"`. With `modules=False`, torch_xla's modules do not
@@ -593,6 +599,36 @@ def if_device_choice(
     has_else = len(blocks) > len(tests) or returns  # code after a returning branch is its else
     remaps = not has_else and _remaps(tests, blocks, imports)
     return DeviceChoice(node, frozenset(types), probes, returns, remaps, has_else)
+
+
+def defers_to_function(
+    node: cst.If,
+    imports: ImportTable,
+    functions: frozenset[str],
+    helpers: dict[str, frozenset[str]] | None,
+) -> bool:
+    """Whether every branch of the chain that selects something other than the CPU takes
+    its device from a function of this module that is no one-line device helper
+    (`if defaults.use_cuda == False: device = "cpu"` / `elif device is None: device =
+    default_device()`): that function decides between the GPU and the CPU, and its own
+    ladder, if any, is the choice; this chain only forces the CPU."""
+    deferred = False
+    for block in chain(node)[1]:
+        for value, _ in _selections(block):
+            if device_types(value, imports) == frozenset({"cpu"}):
+                continue
+            if (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Name)
+                and value.func.value in functions
+                and imports.resolve(value.func) is None
+                and not (helpers and value.func.value in helpers)
+            ):
+                deferred = True
+                continue
+            if device_types(value, imports) is not None:
+                return False
+    return deferred
 
 
 def has_silent_branch(node: cst.If, imports: ImportTable) -> bool:

@@ -67,6 +67,8 @@ _COLLECTION_METHODS = frozenset(
 _COLLECTION_ATTRIBUTES = frozenset({"param_groups"})
 _COLLECTION_KEYS = frozenset({"params"})  # `group["params"]` of an optimizer's param group
 _ORDERING_WRAPPERS = frozenset({"enumerate", "sorted", "reversed", "list", "tuple", "zip"})
+# Names of functions that save a checkpoint through another function of the module.
+_CHECKPOINT_NAME = re.compile(r"save|checkpoint|ckpt", re.I)
 # Calls that write a checkpoint: the host copies around them are what saving needs.
 SAVE_CALLS = frozenset(
     {"torch.save", "torch_xla.core.xla_model.save", "safetensors.torch.save_file",
@@ -226,12 +228,13 @@ class HotCode:
         self._closure_callbacks: set[str] = set()
         self._module_hooks: set[str] = set()
         self._saving: set[str] = set()
+        self._saving_names: set[str] | None = None
         self._hot_names: set[str] | None = None
 
     def add_call(self, site: Site, callee_name: str) -> None:
         """A call to a same-module function or method named `callee_name` from `site`."""
         self._edges.append((site, callee_name))
-        self._hot_names = None
+        self._hot_names = self._saving_names = None
 
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
@@ -248,7 +251,30 @@ class HotCode:
         """A function that writes a checkpoint (`torch.save`): it runs at save time, and the
         host copies it makes are what saving needs, however often it is called."""
         self._saving.add(name)
-        self._hot_names = None
+        self._hot_names = self._saving_names = None
+
+    def _saving_functions(self) -> set[str]:
+        """Functions that write a checkpoint (`torch.save`), and functions named for
+        saving (`save_to_checkpoint_folder`, `save_ckpt`) that call one of them: the step
+        count read for the file name, `int(self.steps.sum().item())`, is part of the save,
+        which runs when a checkpoint is due, not every step."""
+        if self._saving_names is None:
+            saving = set(self._saving)
+            changed = True
+            while changed:
+                changed = False
+                for site, callee in self._edges:
+                    caller = site.function
+                    if (
+                        caller is not None
+                        and callee in saving
+                        and caller.name not in saving
+                        and _CHECKPOINT_NAME.search(caller.name) is not None
+                    ):
+                        saving.add(caller.name)
+                        changed = True
+            self._saving_names = saving
+        return self._saving_names
 
     def per_step_by_itself(self, site: Site) -> bool:
         """The site's function runs once per step by what it is, whoever calls it: `__call__`
@@ -280,7 +306,10 @@ class HotCode:
         return (
             self.per_step_by_itself(site)
             or self._trains(site)
-            or (function.name in self._reached_names() and function.name not in self._saving)
+            or (
+                function.name in self._reached_names()
+                and function.name not in self._saving_functions()
+            )
         )
 
     def _trains(self, site: Site) -> bool:
@@ -302,11 +331,12 @@ class HotCode:
         """Function names called, directly or transitively, from hot code."""
         if self._hot_names is None:
             hot: set[str] = set()
+            saving = self._saving_functions()
             changed = True
             while changed:
                 changed = False
                 for site, callee in self._edges:
-                    if callee in hot or callee in RUN_ONCE_FUNCTIONS or callee in self._saving:
+                    if callee in hot or callee in RUN_ONCE_FUNCTIONS or callee in saving:
                         continue
                     if callee in self._closure_callbacks or site.in_step_closure:
                         continue

@@ -34,6 +34,7 @@ from xlalint.analysis.barrier_calls import (
     Barrier,
     barrier_kind,
 )
+from xlalint.analysis.devices import names_xla
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
@@ -125,6 +126,26 @@ def _dotted_prefixes(node: cst.Attribute) -> list[str] | None:
     for part in reversed(parts):
         prefixes.append(f"{prefixes[-1]}.{part}")
     return prefixes
+
+
+def _first_pass_test(test: cst.BaseExpression, items: set[str]) -> bool:
+    """`i == 0`, `0 == i` or `not i`, with `i` the loop's own index: true on its first pass
+    only (`for i, batch in enumerate(loader)`, `for i in range(n)`)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return isinstance(test.expression, cst.Name) and test.expression.value in items
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal):
+        return False
+    sides = (test.left, comparison.comparator)
+    return any(
+        isinstance(side, cst.Name)
+        and side.value in items
+        and isinstance(other, cst.Integer)
+        and other.evaluated_value == 0
+        for side, other in (sides, sides[::-1])
+    )
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
@@ -412,6 +433,10 @@ class _BodyScanner:
                 self.small(small)
         elif isinstance(node, cst.If):
             self.expression(node.test)
+            if node.orelse is None and _first_pass_test(node.test, self.items):
+                # `if i == 0: all_q = torch.zeros(n, d, device=device)`: allocated on the
+                # first pass, then carried by every later pass, not rebound on each.
+                return
             self.suite(node.body)
             if isinstance(node.orelse, cst.If):
                 self.statement(node.orelse)
@@ -661,8 +686,6 @@ _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers
 _TRAINER_NAME = re.compile(r"(^|_)(trainer|learner)$", re.I)
 _TRAINER_STEP_METHOD = re.compile(r"^(update|step)$")
 _TRAINING_STEP_METHOD = re.compile(r"^_*(train_step|train_batch|train_on_batch|fit_batch)$")
-# A name that says the module knows TPUs or XLA: `cfg.tpu`, `use_xla`, `tpu_data_loader`.
-_XLA_NAME = re.compile(r"xla|tpu", re.I)
 
 
 def _runs_step_elsewhere(func: cst.BaseExpression) -> bool:
@@ -1137,7 +1160,7 @@ class LoopFacts:
             cached = any(b.split(".", 1)[0] == "torch_xla" for b in self.imports.bindings.values())
             if not cached:
                 cached = any(
-                    type(node) is cst.Name and _XLA_NAME.search(node.value) is not None  # type: ignore[attr-defined]
+                    type(node) is cst.Name and names_xla(node.value)  # type: ignore[attr-defined]
                     for node in descendants(self.module)
                 )
             self._memo[key] = cached
@@ -1231,6 +1254,19 @@ class LoopFacts:
         """What a pass hands to the next: read before being assigned, and assigned (here or
         in a nested loop)."""
         return self.facts(node).read_first & self._state_events(node)[1]
+
+    def assigned_before(self, node: Loop, child: Loop) -> frozenset[str]:
+        """What a pass of `node` assigns before it runs its nested loop `child` (nested
+        loops before it count in their place)."""
+        assigned: set[str] = set()
+        for event in self.facts(node).events:
+            if isinstance(event, _Nested):
+                if event.loop is child:
+                    break
+                assigned |= self._state_events(event.loop)[1]
+            else:
+                assigned |= event.targets if isinstance(event, _Assign) else set()
+        return frozenset(assigned)
 
     def _state_events(self, node: Loop) -> tuple[list[_Assign | _ModelCall], frozenset[str]]:
         facts = self.facts(node)

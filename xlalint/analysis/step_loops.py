@@ -75,7 +75,9 @@ class LoopAnalysis(LoaderTracing):
             # A loop that holds a training loop (an RL update: a rollout, then epochs of
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
             # loops are the step loops, whatever state it hands from pass to pass.
-            infers = self.infers(node) and not self._holds_training(node)
+            infers = (self.infers(node) or self._sweeps_state(node)) and not (
+                self._holds_training(node)
+            )
             evaluates = not (trains or infers) and self._accumulates_batches(site)
             if not (trains or infers or evaluates):
                 continue
@@ -124,15 +126,46 @@ class LoopAnalysis(LoaderTracing):
         prompt) carries state of its own and is a step loop itself."""
         if trains and not infers and not self.steps_optimizer(node):
             return any(self.trains(parent) or self.infers(parent) for parent in parents)
+        if trains and _repeats(node) and not self.facts(node).next_of:
+            # `for real in loader: for _ in range(n_critic): <critic step>` then the
+            # generator's step: the batch loop's pass is one training iteration, and a
+            # sweep of steps over a repetition count, pulling no data, is part of it.
+            parent = parents[0]  # the loop around it
+            site = self._sites.get(id(parent))
+            loader = self.iterated_loader(site) if site is not None else None
+            if loader is not None and self.steps_optimizer(parent):
+                kind = self.wrapping(site, loader)  # type: ignore[arg-type]
+                if kind == Wrapping.DATALOADER or loader_named(loader):
+                    return True
         if infers:
             state = self.model_state(node)
             return any(
-                self.infers(parent)
-                and not self._holds_training(parent)
-                and state & self.carried(parent)
+                not self._holds_training(parent)
+                and (
+                    (self.infers(parent) and state & self.carried(parent))
+                    or self._continues(parent, node)
+                )
                 for parent in parents
             )
         return False
+
+    def _sweeps_state(self, node: Loop) -> bool:
+        """A sampling loop whose model calls sit in a nested sweep: `for sigma in sigmas:
+        for r in range(resample_times): images = step(unet(images, sigma))`. Each pass of
+        `node` is one sampling step of the state it hands on; the sweep is part of it."""
+        return any(self._continues(node, child) for child in self.facts(node).child_loops)
+
+    def _continues(self, parent: Loop, child: Loop) -> bool:
+        """`child`, a loop in `parent`'s body over a repetition count (`range(n)`, not
+        data), feeds the model state that `parent` hands from pass to pass: `parent` does
+        not assign it before the sweep. A prompt or chunk loop that starts each pass from
+        new state (`x = torch.randn(...)` before the sweep) runs whole sampling loops."""
+        if child not in self.facts(parent).child_loops or not _repeats(child):
+            return False
+        state = self.model_state(child)
+        if not state:
+            return False
+        return bool(state - self.assigned_before(parent, child))
 
     def _holds_training(self, node: Loop) -> bool:
         """A loop nested in `node`, at any depth, steps an optimizer on each pass."""
@@ -168,6 +201,23 @@ def _joined(scope: cst.Module | cst.FunctionDef, name: str) -> bool:
             ):
                 return True
     return False
+
+
+def _repeats(node: Loop) -> bool:
+    """`for r in range(n)`, `for r in reversed(range(n))`: a count of repetitions, not
+    data (a loop over batches is a step loop of its own)."""
+    if not isinstance(node, cst.For):
+        return False
+    iterated = unwrap_iteration(node.iter)
+    while isinstance(iterated, cst.Call) and get_full_name_for_node(iterated.func) == "reversed":
+        if not iterated.args:
+            return False
+        iterated = iterated.args[0].value
+    return (
+        isinstance(iterated, cst.Call)
+        and isinstance(iterated.func, cst.Name)
+        and iterated.func.value == "range"
+    )
 
 
 def _iterates_a_literal(node: Loop) -> bool:

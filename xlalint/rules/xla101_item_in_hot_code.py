@@ -53,6 +53,14 @@ class ItemInHotCode(HelperCallRule):
     loss_tensor)` after it is flagged. `layer.backward(dout)` with a positional gradient
     (a hand-written network's layers) says nothing.
 
+    A function that writes a checkpoint (`torch.save`) runs when one is due, however
+    often the training step that calls it runs: its reads are what saving needs. So does a
+    function named for saving (`save_to_checkpoint_folder`, `save_ckpt`) that writes the
+    checkpoint through such a function of the module: `int(self.steps.sum().item())` for
+    the file name is read once per checkpoint, not per step. A function with another name
+    that also saves (`report_progress(loss, path)` printing `loss.item()` before
+    `self.save(path)`) stays per step where its callers are.
+
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
     once per epoch. A loop is a batch loop when it iterates a loader (or a name its

@@ -6,15 +6,21 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.helper_indexes import HelperIndex, HelperIndexes, bind_arguments
+from xlalint.analysis.helper_indexes import (
+    TENSOR_RESULT_METHODS,
+    HelperIndex,
+    HelperIndexes,
+    bind_arguments,
+)
 from xlalint.analysis.hotness import FunctionKey, Site
+from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
 from xlalint.analysis.pass_reads import PassReads
 from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
-from xlalint.walk import last_name
+from xlalint.walk import descendants, last_name
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -71,7 +77,14 @@ class PythonIndexInLoop(Rule):
     `x[i + 1] = v`, where `i` is the index of `for i in range(...)` or
     `for i, _ in enumerate(...)`, an int computed from it (`j = i + 1`), or a counter the
     pass steps (`seq_len += 1`, different on every pass, before its increment too). Tensors
-    made by factories under `with self.device:` live on that device. A loop runs the
+    made by factories under `with self.device:` live on that device. A value of unknown
+    kind (built by another module: `seq, mask = pattern.build_sequence(codes)`) indexed
+    with `...`, `None` or several dimensions is a tensor where its function hands it, or
+    an element or comparison of it, to a torch operation (`torch.where(seq[..., t : t +
+    1] == -1, token, seq[..., t : t + 1])`, `F.pad`) or calls a method only tensors have on
+    it (`mask[None, ..., a:b].expand(b, -1, -1)`); handed only to Python code or to torch
+    functions that take any object (`torch.tensor(...)`, `torch.from_numpy`,
+    `torch.save`), it may be host data and is left alone. A loop runs the
     device on every pass when it reaches a barrier (`torch_xla.sync()`, `xm.mark_step()`),
     iterates a loader that syncs, or is the loop that trains or samples (it needs a
     barrier; XLA401 and XLA402 ask for it). A loop nested in such a loop without a barrier
@@ -170,6 +183,14 @@ class PythonIndexInLoop(Rule):
     barrier) compiled 17 graphs in every update, with an int or a device index; with a
     barrier per step, 26 compiles in the first update and none after (5 with a device
     index): the cost there is the missing barrier first.
+
+    Measured by hand for token-by-token generation over a buffer (11 tokens, three
+    generations, compiles per generation): slices `gen[..., prev:t]` fed to the next token
+    and written back with `gen[..., t : t + 1] = torch.where(...)` compile 1, 0, 0 without a
+    barrier, with int offsets or device index tensors alike (one graph spans the
+    generation, XLA402's cost); with the barrier per token that XLA402 asks for, 11, 0, 0
+    with int offsets and 2, 0, 0 with `index_select`/`index_copy_` at device indexes. The
+    sampling loop is reported for both: its barrier first, then its offsets.
     """
 
     code = "XLA207"
@@ -202,6 +223,7 @@ class PythonIndexInLoop(Rule):
         self.reads = PassReads()
         self._candidates: list[_Candidate] = []
         self._calls: list[_HelperCall] = []
+        self._tensor_uses: dict[int, frozenset[str]] = {}
 
     # -- walk ---------------------------------------------------------------------------------
     # The context feeds `self.values` (functions, loops, assignments) around these.
@@ -511,6 +533,18 @@ class PythonIndexInLoop(Rule):
             return not self.values.is_sequence(value.value)
         return not self.values.makes_sequence(value)
 
+    def _used_as_tensors(self) -> frozenset[str]:
+        """Names the function being walked uses as tensors (`_tensor_uses`), once per
+        function."""
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return frozenset()
+        found = self._tensor_uses.get(id(function))
+        if found is None:
+            found = _tensor_uses(function, self.ctx.imports)
+            self._tensor_uses[id(function)] = found
+        return found
+
     def _indexes_a_tensor(self, node: cst.Subscript) -> bool:
         """The indexed value is a tensor, and not a tuple or list of them."""
         base = node.value
@@ -518,7 +552,14 @@ class PythonIndexInLoop(Rule):
         name = last_name(base)
         if kind is Kind.ITERABLE:
             return name is not None and _SCHEDULE_NAME.search(name) is not None
-        if kind is not Kind.TENSOR or (name is not None and COLLECTION_NAME.search(name)):
+        if name is not None and COLLECTION_NAME.search(name):
+            return False
+        if kind is Kind.UNKNOWN and isinstance(base, cst.Name) and _array_only(node):
+            # `gen_sequence[..., offset:offset + 1]` of a value another module built: a
+            # tensor where the function hands it to torch (`torch.where(gen_sequence[...]
+            # == -1, ...)`) or calls a method on it that only tensors have.
+            return base.value in self._used_as_tensors() and not self.values.is_sequence(base.value)
+        if kind is not Kind.TENSOR:
             return False
         if isinstance(base, cst.Name):
             return not self.values.is_sequence(base.value)
@@ -531,6 +572,61 @@ class PythonIndexInLoop(Rule):
             owner = base.value
             return (isinstance(owner, cst.Name) and owner.value == "self") or _array_only(node)
         return _array_only(node)
+
+
+# torch's tensor operations (`torch.where`, `F.pad`), not its modules' APIs.
+_TORCH_OPERATION = re.compile(r"^torch\.(nn\.functional\.)?[a-z_0-9]+$")
+# torch functions that take any object: host data made into tensors (lists, numpy arrays),
+# saved, tested or used as settings.
+_ANY_OBJECT = re.compile(
+    r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+)$"
+)
+# Methods that tensors have and numpy arrays and sequences lack.
+_TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
+
+
+def _tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
+    """Names `function` uses as tensors: handed (or an element or comparison of them) to a
+    torch operation (`torch.where(x[..., i] == -1, a, b)`; not one that takes any object,
+    such as a constructor or `torch.save`), or the receivers, through subscripts, of a
+    method only tensors have (`m[None, ...].expand(b, -1, -1)`)."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
+            receiver = func.value
+            while isinstance(receiver, cst.Subscript):
+                receiver = receiver.value
+            if isinstance(receiver, cst.Name):
+                found.add(receiver.value)
+            continue
+        qualified = imports.resolve(func) or ""
+        if not _TORCH_OPERATION.match(qualified) or _ANY_OBJECT.match(qualified):
+            continue
+        for arg in node.args:
+            found |= _operands(arg.value)
+    return frozenset(found)
+
+
+def _operands(value: cst.BaseExpression) -> set[str]:
+    """`x` in `x`, `x[..., i]`, `x[...] == -1`, `-x`, `x * 2`: the names an expression
+    computes on directly."""
+    if isinstance(value, cst.Name):
+        return {value.value}
+    if isinstance(value, cst.Subscript):
+        return _operands(value.value)
+    if isinstance(value, cst.UnaryOperation):
+        return _operands(value.expression)
+    if isinstance(value, cst.BinaryOperation):
+        return _operands(value.left) | _operands(value.right)
+    if isinstance(value, cst.Comparison):
+        names = _operands(value.left)
+        for target in value.comparisons:
+            names |= _operands(target.comparator)
+        return names
+    return set()
 
 
 def _array_only(node: cst.Subscript) -> bool:

@@ -2,10 +2,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.cuda_flags import cuda_flag_places, probes_availability
+from xlalint.analysis.cuda_flags import (
+    class_cuda_flag,
+    code_mentions_xla,
+    cuda_flag_places,
+    flag_placements,
+    probes_availability,
+)
 from xlalint.analysis.devices import (
     ACCELERATOR,
     GPU_TYPES,
@@ -14,6 +21,7 @@ from xlalint.analysis.devices import (
     chain,
     creates_xla_device,
     cuda_api_kind,
+    defers_to_function,
     device_arguments,
     device_string_type,
     device_types,
@@ -27,11 +35,15 @@ from xlalint.analysis.devices import (
     xla_ruled_out,
     xla_string_source,
 )
+from xlalint.analysis.guards import mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.statements import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import children, descendants, names_under
+from xlalint.walk import children, descendants, names_under, top_level_functions
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
 
 # The flag a fix sets where it makes the file import torch_xla only if it is installed.
 XLA_FLAG = "XLA_AVAILABLE"
@@ -57,9 +69,21 @@ class DeviceLadderWithoutXla(Rule):
     `move_to_cuda(sample) if use_cuda else sample`) is the function's device choice too,
     reported at the probe, unless the function has a ladder of its own (reported there)
     or mentions XLA; a flag that places nothing (`pin_memory=use_cuda`, seeding) is not.
-    It reports
-    once per ladder, at its `if` or ternary; a ladder inside one branch of a longer `if`
-    chain is reported on its own.
+    A CUDA flag of the instance, whatever sets it (`self.use_cuda, self.num_gpus =
+    self.setup_training_environment()`, a helper of another module), is the class's device
+    choice where `if self.use_cuda:` (without `else`) places values on CUDA
+    (`self.model.cuda()`) and the class moves nothing to a device chosen elsewhere
+    (`.to(self.device)`) and mentions XLA nowhere in its code (its docstring does not
+    count): reported once, at the first such `if`, unless the file has a ladder that tests
+    something else (a script's `device = torch.device("cuda" if use_cuda else "cpu")`
+    that hands `use_cuda` to the class): that ladder is the program's choice. Other
+    ladders on that flag (an autocast helper's `device = "cuda"` under `if
+    self.use_cuda:`) follow that choice and are not reported: one finding per cause. Nor
+    is a chain whose only non-CPU device comes from a function of the module that is no
+    one-line helper (`if defaults.use_cuda == False: device = "cpu"` / `elif device is
+    None: device = default_device()`): that function decides, and its own ladder is the
+    finding. It reports once per ladder, at its `if` or ternary; a ladder inside one
+    branch of a longer `if` chain is reported on its own.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -170,6 +194,18 @@ class DeviceLadderWithoutXla(Rule):
     # `~gpu`: a ladder over same-module helpers (`if num_gpus() > i: return gpu(i)`).
     screen = ("~cuda", "'cuda", "~mps", "'mps", "~accelerator", "'accelerator", "~gpu")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._placements: dict[tuple[int, str], list[cst.If]] = {}
+        self._functions: frozenset[str] | None = None
+        # The flags the file's ladders test (None for a test that is no instance flag).
+        self._other_ladders: set[str | None] | None = None
+
+    def _module_functions(self) -> frozenset[str]:
+        if self._functions is None:
+            self._functions = top_level_functions(self.ctx.module)
+        return self._functions
+
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
         if isinstance(parent, cst.IfExp) and node is not parent.test:
@@ -190,7 +226,7 @@ class DeviceLadderWithoutXla(Rule):
             return  # reported (or excused) with the enclosing ladder
         if "xla" in choice.types or mentions_xla(node, self.ctx.imports):
             return
-        if self._xla_ruled_out(node):
+        if self._xla_ruled_out(node) or self._reads_a_placing_flag(node.test):
             return
         self.report(node, self._message(choice), fix=self._ternary_fix(node))
 
@@ -253,13 +289,80 @@ class DeviceLadderWithoutXla(Rule):
         )
         self.report(node.value, message)
 
+    def _class_placements(self, flag: str) -> tuple[cst.ClassDef | None, list[cst.If]]:
+        """The enclosing class and its `if self.<flag>:` placements on CUDA (see
+        `cuda_flags.flag_placements`), none where the class mentions XLA; once per class
+        and flag."""
+        class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+        if class_def is None:
+            return None, []
+        key = (id(class_def), flag)
+        if key not in self._placements:
+            imports = self.ctx.imports
+            self._placements[key] = (
+                []
+                if code_mentions_xla(class_def, imports)
+                else flag_placements(class_def, flag, imports)
+            )
+        return class_def, self._placements[key]
+
+    def _ladder_elsewhere(self, flag: str) -> bool:
+        """The file has a device ladder that does not test this flag (`device = "cuda" if
+        args.cuda else "cpu"` in the script that builds the class): that is the program's
+        choice, reported there, and the flag most likely follows it."""
+        if self._other_ladders is None:
+            choices = self.ctx.device_choices
+            self._other_ladders = {
+                class_cuda_flag(n.test)
+                for n in descendants(self.ctx.module)
+                if isinstance(n, cst.If | cst.IfExp)
+                and (choice := choices.of(n)) is not None
+                and choice.is_ladder
+            }
+        return bool(self._other_ladders - {flag})
+
+    def _reads_a_placing_flag(self, test: cst.BaseExpression) -> bool:
+        """The ladder's test is a CUDA flag of the instance that the class's placement
+        (`if self.use_cuda: self.model.cuda()`) is reported for: one finding per cause, at
+        the placement; a ladder that only reads the flag (an autocast helper's `device =
+        "cuda"`) follows it."""
+        flag = class_cuda_flag(test)
+        return flag is not None and bool(self._class_placements(flag)[1])
+
+    def _flag_placement(self, node: cst.If) -> None:
+        """`if self.use_cuda: self.model.cuda()`: a CUDA flag of the instance, set
+        wherever (a method of another module), decides where the class puts its values,
+        and nothing else places them. Reported at the class's first such `if`."""
+        flag = class_cuda_flag(node.test)
+        if flag is None or node.orelse is not None:
+            return
+        _, placements = self._class_placements(flag)
+        if not placements or placements[0] is not node or self._ladder_elsewhere(flag):
+            return
+        imports = self.ctx.imports
+        if any(
+            isinstance(a, cst.If | cst.IfExp) and mentions_cuda(a.test, imports)
+            for a in self.ctx.ancestors()
+        ) or self._xla_ruled_out(node):
+            return
+        message = self.message.format(
+            types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"
+        )
+        self.report(node, message, end_node=node.test)
+
     def visit_If(self, node: cst.If) -> None:
         parent = self.ctx.parent
         if isinstance(parent, cst.If) and parent.orelse is node:
             return  # an `elif`: part of the chain that starts above
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
+            self._flag_placement(node)
             return
+        if self._reads_a_placing_flag(node.test):
+            return
+        choices = self.ctx.device_choices
+        if defers_to_function(node, self.ctx.imports, self._module_functions(), choices.helpers):
+            return  # `elif device is None: device = default_device()`: its ladder chooses
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
             return  # nested in a ladder's branch: reported with it
         # Sibling `if` statements that choose devices form one ladder

@@ -43,16 +43,27 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     count (`for _ in range(accumulate): data = next(self.stream)`: every step pulls at
     least one). A barrier behind `if XLA_AVAILABLE:` counts.
 
-    The loop header is reported once. With nested loops, the innermost loop that does the
-    step is reported: not an epoch loop around a batch loop (also where the epoch loop steps
-    the optimizer once more after it, the leftover step of gradient accumulation, and where
-    the batch loop runs in a method that the epoch loop reaches through a dispatcher it
-    hands the method to: `self._with_events(self._do_epoch, "epoch")` with `_with_events`
-    calling its `f()`, as callback-driven learners do; a batch loop that steps nothing,
-    such as an evaluation helper called every few steps, does not make an epoch loop), and not
-    `backward()`-only micro-batch loops inside a loop that steps the optimizer (they are
-    part of its step). The optimizer step may sit in a function or method of the same
-    module that the loop calls, several calls deep, in a loop of that function over the
+    The loop header is reported once, and a nest of loops once. With nested loops, the
+    innermost loop that steps the optimizer on each pass is reported, because that is
+    where the barrier belongs: one graph per optimizer step, the same every step. A barrier
+    on the outer loop alone (`for _ in range(n_critic_updates): for batch in
+    buffer.get(batch_size): ... optimizer.step()`) would still hold every minibatch's step
+    of a pass in one graph. A batch loop that steps an optimizer itself and runs a sweep
+    of steps over a repetition count pulling no data of its own (`for real in loader: for
+    _ in range(n_critic): <critic step>`, then the generator's step: a GAN iteration) is
+    one training iteration per pass, and the nest is reported once, at the batch loop. Not
+    reported: an epoch loop around a batch loop (also where
+    the epoch loop steps the optimizer once more after it, the leftover step of gradient
+    accumulation, and where the batch loop runs in a method that the epoch loop reaches
+    through a dispatcher it hands the method to: `self._with_events(self._do_epoch,
+    "epoch")` with `_with_events` calling its `f()`, as callback-driven learners do; a
+    batch loop that steps nothing, such as an evaluation helper called every few steps,
+    does not make an epoch loop), and `backward()`-only micro-batch loops inside a loop
+    that steps the optimizer (they are part of its step). XLA402 places a sampling nest's
+    one finding by the same cost: at the loop whose pass is one step.
+
+    The optimizer step may sit in a function or method of the same module that the loop
+    calls, several calls deep, in a loop of that function over the
     optimizers (`for opt in optimizers.values(): scaler.step(opt)`, `for k, v in
     self.optimizers.items(): v.step()`; such a loop inside the batch loop is part of its
     step, not a batch loop of its own), or in a method the
@@ -75,7 +86,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     `metric.update(preds, y)`, `ema.update(model)`, `counts.update(tokens)`,
     `env.step(action)` and Lightning's `training_step` (which returns the loss and steps
     nothing) are no steps. In a module that imports torch_xla or names a TPU/XLA flag or
-    helper (`if cfg.tpu: itr = utils.tpu_data_loader(itr)`), the other module may hold the
+    helper (`if cfg.tpu: itr = utils.tpu_data_loader(itr)`; XLA or TPU as a word or a part
+    of a name, not inside another word: `step_output` names nothing), the other module may
+    hold the
     barrier as well as the step (or the loader syncs): such loops are left alone. xlalint
     lints one file at a time, so a step that another module runs without such a call in
     sight is not seen: `self.policy.update(sample_size=n, buffer=buffer)` handing no batch

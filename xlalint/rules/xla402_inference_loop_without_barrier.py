@@ -25,6 +25,16 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     loop that holds a training loop (an RL update: a rollout loop, then epochs of optimizer
     steps): its nested loops are the step loops, and the rollout loop is reported itself.
 
+    A nest of loops is reported once, at the loop whose pass is one sampling step. Where
+    the model runs in a nested sweep over a repetition count that continues the state the
+    outer loop hands from step to step (`for sigma in sigmas: for r in
+    range(resample_times): images = denoise(unet(images, sigma))`, as inpainting samplers
+    resample; corrector sweeps), the outer loop is reported and the sweep is part of its
+    step: a barrier after the sweep gives every step the same graph of a few model calls.
+    A loop that starts each pass from new state (`for prompt in prompts: x =
+    torch.randn(...)` before the sampling loop) runs whole sampling loops, and the inner
+    loop is reported. A nested loop over data (a loader) is a step loop of its own.
+
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
     one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch (a
     model by its name, or a function or own method named for the forward pass, whatever it
@@ -35,8 +45,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     keeps the results on the device for the next pass, reading nothing on the host in the
     pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
-    y).sum()`), or a list of outputs (`outs.append(model(x))`) that the function joins
-    after the loop (`torch.cat(outs)`). Every batch's forward then waits in one graph,
+    y).sum()`), a list of outputs (`outs.append(model(x))`) that the function joins
+    after the loop (`torch.cat(outs)`), or buffers the first pass allocates (`if i == 0:
+    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index) and every pass
+    writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
+    later ones, not rebound by each. Every batch's forward then waits in one graph,
     compiled and run when the total is read. Not reported: evaluation loops that read each
     batch on the host (its graph executes there) or carry nothing; outputs kept and read one
     by one (each read executes its own batch's graph); chunks of one batch or rollout (`for
