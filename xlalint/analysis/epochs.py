@@ -9,7 +9,9 @@ there must not be reported as a per-step cost. Any other loop in an epoch functi
 sampling loop after training, a sweep over stages) still runs its body on every pass.
 
 A loop is a batch loop when it iterates a data loader (`for x, y in loader`, through
-`enumerate`/`tqdm`/`iter`), pulls batches with `next()` from one, or runs a whole training
+`enumerate`/`tqdm`/`iter`, or over its positions, taking `self.dataset[i]` on each pass,
+whoever defines the update it hands the batch to), pulls batches with `next()` from one,
+or runs a whole training
 step (an optimizer step, itself or in a function it calls) on every pass. A loop over
 layers, chunks or micro-batches that only calls a model or `backward()` is not: it is part
 of a step. A function whose own body (outside its loops) runs backward and steps an
@@ -55,6 +57,40 @@ def loader_named(expr: cst.BaseExpression) -> bool:
     else:
         return False
     return _LOADER_NAME.search(name) is not None
+
+
+def _indexes_loader(loop: cst.For) -> bool:
+    """`for i in range(len(self.dataset)): step(self.dataset[i])`: a loop over the
+    positions of a loader-named collection that takes its item at the loop's index on each
+    pass walks that loader as `for batch in self.dataset` would."""
+    iterable = loop.iter
+    if not (
+        isinstance(iterable, cst.Call)
+        and isinstance(iterable.func, cst.Name)
+        and iterable.func.value == "range"
+        and len(iterable.args) == 1
+        and isinstance(iterable.args[0].value, cst.Call)
+    ):
+        return False
+    sized = iterable.args[0].value
+    if not (
+        isinstance(sized.func, cst.Name)
+        and sized.func.value == "len"
+        and len(sized.args) == 1
+        and loader_named(sized.args[0].value)
+        and isinstance(loop.target, cst.Name)
+    ):
+        return False
+    collection, index = sized.args[0].value, loop.target.value
+    return any(
+        type(node) is cst.Subscript
+        and node.value.deep_equals(collection)  # type: ignore[attr-defined]
+        and len(node.slice) == 1  # type: ignore[attr-defined]
+        and isinstance(node.slice[0].slice, cst.Index)  # type: ignore[attr-defined]
+        and isinstance(node.slice[0].slice.value, cst.Name)  # type: ignore[attr-defined]
+        and node.slice[0].slice.value.value == index  # type: ignore[attr-defined]
+        for node in descendants(loop.body)
+    )
 
 
 # What a hyperparameter search or a cross-validation loops over: each pass trains a model.
@@ -196,7 +232,7 @@ class Epochs:
         no loop inside steps an optimizer (a loader of corpus splits, each trained on in
         windows, yields epochs' worth of steps)."""
         iterable = unwrap_iteration(loop.iter)
-        if loader_named(iterable):
+        if loader_named(iterable) or _indexes_loader(loop):
             return True
         if not isinstance(iterable, cst.Name):
             return False

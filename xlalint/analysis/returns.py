@@ -190,6 +190,29 @@ class NumberReturns:
         """Every method of this name in this module's classes returns a Python number."""
         return self._every_definition(True, name)
 
+    def host_positions(self, method: bool, name: str) -> frozenset[int]:
+        """The positions of the returned tuple where every definition of the name (among
+        methods, or functions) hands back a host value on every `return`
+        (`_host_positions`): `env_step` returning `obs, torch.from_numpy(rewards),
+        torch.from_numpy(dones), infos` on one path and `obs, rewards.cpu(), dones.cpu(),
+        infos` on the other -> {1, 2}."""
+        if self._functions is None:
+            self._scan()
+        table = self._methods if method else self._functions
+        assert table is not None
+        definitions = table.get(name)
+        if not definitions:
+            return frozenset()
+        key = ("host-method" if method else "host", name)
+        if key not in self._derived:
+            found = [_host_positions(d) for d in definitions]
+            widths = {width for width, _ in found}
+            positions = (
+                frozenset.intersection(*(p for _, p in found)) if len(widths) == 1 else frozenset()
+            )
+            self._derived[key] = {p: frozenset() for p in positions}
+        return frozenset(p for p in self._derived[key] if p is not None)
+
     def derived(self, name: str) -> tuple[cst.FunctionDef, dict[int | None, frozenset[str]]] | None:
         """The one module-level function of this name, and what each position of its
         result is computed from (`_derived_returns`), where it computes any from its
@@ -305,3 +328,46 @@ def _derived_returns(function: cst.FunctionDef) -> dict[int | None, frozenset[st
             if used:
                 found[position] = used
     return found
+
+
+# Calls whose result lives on the host: a tensor wrapping a NumPy array, a host copy.
+_HOST_FUNCTIONS = frozenset({"from_numpy"})
+_HOST_METHODS = frozenset({"cpu", "numpy"})
+
+
+def _host_value(node: cst.BaseExpression) -> bool:
+    """`torch.from_numpy(rewards)`, `dones.cpu()`, a number: a value on the host whatever
+    the code around it holds."""
+    if _is_number(node, ()):
+        return True
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _HOST_METHODS and not node.args:
+        return True
+    name = func.attr.value if isinstance(func, cst.Attribute) else None
+    if isinstance(func, cst.Name):
+        name = func.value
+    return name in _HOST_FUNCTIONS
+
+
+def _host_positions(function: cst.FunctionDef) -> tuple[int | None, frozenset[int]]:
+    """The width of the tuple every `return` of `function` hands back (None where they
+    differ or return anything else), and the positions where each of them returns a host
+    value (`_host_value`); none in a generator."""
+    nodes = _walk_body(function, expressions=False)
+    returns = [n.value for n in nodes if isinstance(n, cst.Return)]
+    if not returns or any(not isinstance(v, cst.Tuple) for v in returns):
+        return None, frozenset()
+    if any(type(n) is cst.Yield for n in _walk_body(function)):
+        return None, frozenset()
+    tuples: list[cst.Tuple] = returns  # type: ignore[assignment]
+    widths = {len(v.elements) for v in tuples}
+    if len(widths) != 1 or any(
+        isinstance(e, cst.StarredElement) for v in tuples for e in v.elements
+    ):
+        return None, frozenset()
+    width = widths.pop()
+    return width, frozenset(
+        i for i in range(width) if all(_host_value(v.elements[i].value) for v in tuples)
+    )

@@ -75,6 +75,9 @@ HOST_METHODS = frozenset(
 PARAMETER_ATTRIBUTES = frozenset({"grad", "weight", "bias"})
 # Attributes that view the tensor they hang off (where it lives).
 _VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "real", "imag"})
+# The fields of the named tuple a torch reduction returns (`torch.kthvalue(x, k).values`):
+# on the host where the reduction ran there.
+_RESULT_FIELDS = frozenset({"values", "indices"})
 # Methods that copy a device tensor to the host (the syncs themselves).
 TO_HOST_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 
@@ -861,6 +864,13 @@ class TensorKinds:
                 for name, item_kind in gathered:
                     self.bind(name, item_kind)
                 continue
+            if kind is Kind.UNKNOWN and (hosted := self._host_results(target, value)):
+                # `obs, r, done, info = self.env_step(env, action)` where every `return`
+                # of `env_step` hands back `torch.from_numpy(...)` (or a `.cpu()` copy)
+                # at those positions: host tensors, whatever the step's device.
+                for name, item_kind in hosted:
+                    self.bind(name, item_kind)
+                continue
             if kind is Kind.UNKNOWN and (computed := self._helper_results(target, value)):
                 # `sigma_down, sigma_up = get_ancestral_step(sigmas[i], sigmas[i + 1])`:
                 # what the helper computes from tensor arguments by arithmetic is a tensor.
@@ -902,6 +912,39 @@ class TensorKinds:
                 self._derived[-1].update(target_names(target))
             if isinstance(target, cst.Name) and self._moves_values(value):
                 self._tensor_dicts[-1].add(target.value)
+
+    def _host_results(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]] | None:
+        """The elements of a tuple target bound from a call of this module's function
+        (`f(...)`) or of its own class's method (`self.f(...)`) whose every definition
+        returns a host value at that position on every path
+        (`NumberReturns.host_positions`): HOST there, UNKNOWN elsewhere; None where no
+        position is known to be on the host."""
+        if (
+            self.returns is None
+            or not isinstance(target, cst.Tuple | cst.List)
+            or not isinstance(value, cst.Call)
+            or any(isinstance(e, cst.StarredElement) for e in target.elements)
+        ):
+            return None
+        func = value.func
+        if isinstance(func, cst.Name) and self.lookup(func.value) is None:
+            positions = self.returns.host_positions(False, func.value)
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            positions = self.returns.host_positions(True, func.attr.value)
+        else:
+            return None
+        if not positions:
+            return None
+        return [
+            (e.value, Kind.HOST if i in positions else Kind.UNKNOWN)
+            for i, e in enumerate(target.elements)
+        ]
 
     def _helper_results(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -1401,6 +1444,8 @@ class TensorKinds:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
         if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:
             return Kind.HOST  # `y_pred.cpu().data`: a view of the host copy
+        if base is Kind.HOST and attr in _RESULT_FIELDS and type(node.value) is cst.Call:
+            return Kind.HOST  # `torch.kthvalue(host_vals, k).values`
         if base is not Kind.HOST and attr in PARAMETER_ATTRIBUTES:
             return Kind.TENSOR  # `model.fc.weight`, `p.grad`
         if base is Kind.MODULE:
@@ -1496,7 +1541,21 @@ class TensorKinds:
     def _host_inputs(self, call: cst.Call) -> bool:
         """Every positional argument of a torch call is a host value, and none names a
         device: the result is on the host too (elements of a list or tuple argument count
-        one by one)."""
+        one by one). So it is where the input is a name holding a host tensor and no other
+        argument is known to be a device tensor (`torch.kthvalue(rand_vals, n - k)` with
+        `rand_vals = torch.randn(1, n)`): a device tensor beside a host one that is not a
+        0-dim scalar raises, and an unknown count is read as a number."""
+        first = call.args[0] if call.args else None
+        if (
+            first is not None
+            and first.keyword is None
+            and not first.star
+            and isinstance(first.value, cst.Name)
+            and self.of(first.value) is Kind.HOST
+            and not any(a.star or _is_keyword(a, "device") for a in call.args)
+            and not any(self.of(a.value) is Kind.TENSOR for a in call.args[1:])
+        ):
+            return True
         values = []
         for arg in call.args:
             if arg.star or _is_keyword(arg, "device"):

@@ -53,6 +53,15 @@ class ItemInHotCode(HelperCallRule):
     loss_tensor)` after it is flagged. `layer.backward(dout)` with a positional gradient
     (a hand-written network's layers) says nothing.
 
+    Reads of tensors on the host are not flagged: tensors built without a device
+    (`torch.zeros(n)`, `torch.randn(1, n)`), `torch.from_numpy(...)` and `.cpu()` copies,
+    arithmetic of those with each other, a torch reduction of a host tensor whose other
+    arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`),
+    and the positions of a helper's returned tuple (a module function, or a method called
+    on `self`) where every definition returns such a value on every path (`obs, r, done,
+    info = self.env_step(env, action)` with `env_step` returning `torch.from_numpy(
+    rewards)` or `rewards.cpu()` second).
+
     A function that writes a checkpoint (`torch.save`) runs when one is due, however
     often the training step that calls it runs: its reads are what saving needs. So does a
     function named for saving (`save_to_checkpoint_folder`, `save_ckpt`) that writes the
@@ -64,7 +73,9 @@ class ItemInHotCode(HelperCallRule):
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
     once per epoch. A loop is a batch loop when it iterates a loader (or a name its
-    function binds only to loaders, `batches = tqdm(val_loader)`) or steps an optimizer
+    function binds only to loaders, `batches = tqdm(val_loader)`, or the positions of one,
+    `for i in range(len(self.dataset))` taking `self.dataset[i]`, whichever class defines
+    the update it hands each batch to), or steps an optimizer
     on every pass, itself or in a method it calls (`self._fit_batch(x, y)`); an epoch loop
     around it stays one even where it steps once more after it (the leftover step of
     gradient accumulation). A function whose own body runs backward and steps an optimizer
