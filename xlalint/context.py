@@ -28,6 +28,7 @@ from xlalint.analysis.hotness import (
     HotCode,
     Site,
     draws_a_figure,
+    makes_a_figure,
     per_step_hooks,
     walks_a_collection,
 )
@@ -815,6 +816,8 @@ class FileContext:
             self.hot.add_module_hook(node.args[0].value.value)
         if resolved in SAVE_CALLS and self.function is not None:
             self.hot.add_saving_function(self.function.name)
+        if self.function is not None and makes_a_figure(node, resolved):
+            self.hot.add_plotting_function(self.function.name)
         if isinstance(func, cst.Name) and resolved is None:
             self.hot.add_call(self.site(), func.value)
         elif functions := table_functions(func, self.module):

@@ -137,6 +137,26 @@ def draws_a_figure(loop: cst.For) -> bool:
     return draws
 
 
+# Calls that make a figure or take the one an axis is drawn on: a function making them
+# draws a figure.
+_FIGURE_MAKERS = frozenset({"subplots", "figure", "add_subplot", "get_figure"})
+
+
+def makes_a_figure(call: cst.Call, resolved: str | None) -> bool:
+    """`plt.subplots()`, `plt.figure(...)`, `fig.add_subplot(...)`, `ax.get_figure()`, or
+    any of these resolved to matplotlib: the call makes (or takes) a figure to draw on."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _FIGURE_MAKERS:
+        return False
+    if resolved is not None and resolved.startswith("matplotlib."):
+        return True
+    receiver = func.value
+    name = receiver.attr.value if isinstance(receiver, cst.Attribute) else None
+    if isinstance(receiver, cst.Name):
+        name = receiver.value
+    return name is not None and _FIGURE_NAME.match(name) is not None
+
+
 def _walks_axes(iterable: cst.BaseExpression) -> bool:
     """`axs.flatten()`, `zip(ims, titles, axes)`: an iterable of a figure's axes (the
     operands of a `zip`, or the receiver of a method such as `flatten`)."""
@@ -228,6 +248,7 @@ class HotCode:
         self._closure_callbacks: set[str] = set()
         self._module_hooks: set[str] = set()
         self._saving: set[str] = set()
+        self._plotting: set[str] = set()
         self._saving_names: set[str] | None = None
         self._hot_names: set[str] | None = None
 
@@ -252,6 +273,14 @@ class HotCode:
         host copies it makes are what saving needs, however often it is called."""
         self._saving.add(name)
         self._hot_names = self._saving_names = None
+
+    def add_plotting_function(self, name: str) -> None:
+        """A function that makes a figure (`fig, ax = plt.subplots()`): it runs when a
+        figure is wanted (a log interval, an evaluation), and the host copies it makes
+        (`y.detach().cpu()`, `loss.item()` for a title) are what drawing needs, however
+        often the code that calls it runs."""
+        self._plotting.add(name)
+        self._hot_names = None
 
     def _saving_functions(self) -> set[str]:
         """Functions that write a checkpoint (`torch.save`), and functions named for
@@ -309,6 +338,7 @@ class HotCode:
             or (
                 function.name in self._reached_names()
                 and function.name not in self._saving_functions()
+                and function.name not in self._plotting
             )
         )
 
@@ -337,6 +367,8 @@ class HotCode:
                 changed = False
                 for site, callee in self._edges:
                     if callee in hot or callee in RUN_ONCE_FUNCTIONS or callee in saving:
+                        continue
+                    if callee in self._plotting:
                         continue
                     if callee in self._closure_callbacks or site.in_step_closure:
                         continue

@@ -70,6 +70,12 @@ class ItemInHotCode(HelperCallRule):
     that also saves (`report_progress(loss, path)` printing `loss.item()` before
     `self.save(path)`) stays per step where its callers are.
 
+    Likewise a function that makes a figure (`fig, ax = plt.subplots()`, `plt.figure()`,
+    `ax.get_figure()`) runs when a figure is wanted, typically under a log interval:
+    calling it from a step does not make it per step, and its reads (`loss.item()` for the
+    title, `y.detach().cpu()` to plot) are what drawing needs. This holds for every rule
+    that reports per-step costs (`.cpu()` copies, formatting).
+
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
     once per epoch. A loop is a batch loop when it iterates a loader (or a name its
