@@ -34,7 +34,7 @@ from xlalint.analysis.hotness import (
 )
 from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
-from xlalint.analysis.intervals import may_be_sparse, sparse_test
+from xlalint.analysis.intervals import clears_its_flag, may_be_sparse, sparse_test
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
@@ -453,6 +453,7 @@ class FileContext:
             frame.module_call,
             scopes,
             hook=frame.hook,
+            sparse=self.under_sparse_interval,
         )
 
     # -- bookkeeping, called by the engine around every node ------------------------------
@@ -521,6 +522,8 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
+            if kind is cst.If and clears_its_flag(node, self._frames[-1].node):  # type: ignore[arg-type]
+                self._sparse_ifs.add(id(node))
             if kind is cst.If:
                 self._branches.append((node, self.kinds.branch_state(), []))  # type: ignore[arg-type]
             if kind is cst.If and not node.orelse and (kept := self.kinds.kept_tensors(node.test)):

@@ -223,6 +223,9 @@ class Site:
     # per-epoch code (after the batch loop of an epoch function) from per-step code.
     scopes: tuple[cst.CSTNode, ...] = ()
     hook: bool = False  # a method a framework calls every step (`PER_STEP_HOOKS`)
+    # Under a branch that runs once every many passes (`if step % 100 == 0:`) or once
+    # (`if need_init: ...; need_init = False`): calls from it make no function per step.
+    sparse: bool = False
 
 
 # `nn.Module` methods that register a function to run on every forward (or backward).
@@ -370,7 +373,7 @@ class HotCode:
                         continue
                     if callee in self._plotting:
                         continue
-                    if callee in self._closure_callbacks or site.in_step_closure:
+                    if callee in self._closure_callbacks or site.in_step_closure or site.sparse:
                         continue
                     caller_hot = (
                         site.in_loop

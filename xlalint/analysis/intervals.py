@@ -237,3 +237,35 @@ def may_be_sparse(test: cst.BaseExpression) -> bool:
         isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
         for node in descendants(test)
     )
+
+
+def clears_its_flag(node: cst.If, function: cst.FunctionDef | None) -> bool:
+    """`if need_init: self.init_rnn(); need_init = False` (or `if not self.initted: ...;
+    self.initted = True`): a branch whose own body sets its flag so that its test fails
+    runs once, on the first pass, not every step. A local flag must be bound nowhere else
+    but once (its initial value), so no later pass can raise it again."""
+    test, wanted = node.test, "False"
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, wanted = test.expression, "True"
+    if isinstance(test, cst.Name):
+        if function is None:
+            return False
+        values = local_values(function, test.value)
+        if len(values) != 2:
+            return False
+    elif not (isinstance(test, cst.Attribute) and _is_self_attribute(test, test.attr.value)):
+        return False
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for line in body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        for statement in line.body:
+            if (
+                isinstance(statement, cst.Assign)
+                and len(statement.targets) == 1
+                and statement.targets[0].target.deep_equals(test)
+                and isinstance(statement.value, cst.Name)
+                and statement.value.value == wanted
+            ):
+                return True
+    return False

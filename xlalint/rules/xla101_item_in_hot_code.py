@@ -76,6 +76,11 @@ class ItemInHotCode(HelperCallRule):
     title, `y.detach().cpu()` to plot) are what drawing needs. This holds for every rule
     that reports per-step costs (`.cpu()` copies, formatting).
 
+    A read in a branch that clears its own flag (`if first: print(loss.item()); first =
+    False`, `if not self.initted: ...; self.initted = True`) runs on the first pass only,
+    and so do the functions called only from there; a flag the branch does not clear
+    (`if verbose:`) keeps it per step.
+
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
     once per epoch. A loop is a batch loop when it iterates a loader (or a name its

@@ -111,7 +111,11 @@ class HostTensorInLoop(Rule):
 
     Not flagged: a move in the block that fills persistent state the first time it is
     empty (an optimizer's `if len(state) == 0:` with `state = self.state[p]`, `if
-    self.cache is None:`), which runs once, not every step; `torch.tensor(...)`,
+    self.cache is None:`), which runs once, not every step; a move in a branch that
+    clears its own flag (`if need_init_rnn: self.init_rnn(); need_init_rnn = False`, or
+    `if not self.initted: ...; self.initted = True`, a local flag bound nowhere else but
+    its initial value), directly or in a function called only from there, which runs on
+    the first pass only; `torch.tensor(...)`,
     `torch.as_tensor(...)` and `torch.from_numpy(...)` of a name or a comprehension, whose
     values come from the host anyway (a changing Python number passed this way is
     the recommended way to feed it without recompiling; a 0-dim constant such as
