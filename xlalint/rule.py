@@ -39,9 +39,10 @@ more, by default too, or that every call of its function here hands in so, as `f
 log_interval=100)` calling `_train_epoch(loader, log_interval)`, or a fraction of a
 loader's length such as `len(loader) // 10`), or in a branch that clears its own flag
 (`if first: ...; first = False`), and functions of this file called only from there:
-one sync every so many steps is amortised over them. An interval that may be 1 (`args.log_interval`, a default of 1, one caller
-passing 1) is per step. A block inside a loop that ends by leaving it (`if step + 1 >=
-max_steps: ...; break`, or `return`) runs once per run of that loop, not on every pass;
+one sync every so many steps is amortised over them. An interval that may be 1
+(`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
+a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `return`) runs
+once per run of that loop, not on every pass;
 a read in the test that decides to leave, or before the `break` of a loop nested in the
 step, still runs every step, as does a loop whose own body ends in `return` (a retry
 loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, imgs):

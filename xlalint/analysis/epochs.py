@@ -8,6 +8,9 @@ loop and reading the total once after it is what the torch_xla docs recommend, s
 there must not be reported as a per-step cost. Any other loop in an epoch function (a
 sampling loop after training, a sweep over stages) still runs its body on every pass.
 
+A function also runs its batch loop when it calls one that does: of the module, a method
+of its class, or a function defined in its own body (`def _extract(data_loader): ...`).
+
 A loop is a batch loop when it iterates a data loader (`for x, y in loader`, through
 `enumerate`/`tqdm`/`iter`, or over its positions, taking `self.dataset[i]` on each pass,
 whoever defines the update it hands the batch to), pulls batches with `next()` from one,
@@ -190,6 +193,7 @@ class Epochs:
         self._holds_batch: dict[int, bool] = {}  # `holds_batch_loop`
         self._holds_step: dict[int, bool] = {}  # `_holds_stepping_loop`
         self._calls_params: dict[int, frozenset[str]] = {}  # `_called_parameters`
+        self._locals: dict[int, dict[str, cst.FunctionDef]] = {}  # `_local_functions`
         # The module's top-level functions: an epoch loop may run its batch loop in one
         # (`for epoch in ...: train(epoch)`, the classic examples' shape).
         self._functions = {
@@ -282,6 +286,9 @@ class Epochs:
             cached = False
             body = scope.body if isinstance(scope, cst.FunctionDef | cst.For | cst.While) else scope
             methods = self._methods_beside(scope)
+            local = self._local_functions(scope)
+            if local:
+                methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
             stack: list[cst.CSTNode] = [body]
             while stack:
                 node = stack.pop()
@@ -387,7 +394,7 @@ class Epochs:
     ) -> cst.FunctionDef | None:
         """The module's function `f` of `f(...)`, or the method of `self.f(...)`."""
         if isinstance(func, cst.Name):
-            return self._functions.get(func.value)
+            return methods.get(f"\0{func.value}") or self._functions.get(func.value)
         if (
             isinstance(func, cst.Attribute)
             and isinstance(func.value, cst.Name)
@@ -395,6 +402,32 @@ class Epochs:
         ):
             return methods.get(func.attr.value)
         return None
+
+    def _local_functions(self, scope: cst.CSTNode) -> dict[str, cst.FunctionDef]:
+        """The functions defined in the body of the function that holds `scope` (itself,
+        or a loop in it), by name: `def _feature_extraction(data_loader): for data in
+        data_loader: ...` inside `_evaluate`, which then runs its batch loops by calling
+        it. One walk of its statements per function, cached."""
+        function = scope if isinstance(scope, cst.FunctionDef) else None
+        if function is None and isinstance(scope, cst.For | cst.While):
+            function = self._function_of(scope)
+        if function is None:
+            return {}
+        cached = self._locals.get(id(function))
+        if cached is None:
+            cached = {}
+            stack: list[cst.CSTNode] = [function.body]
+            while stack:
+                node = stack.pop()
+                kind = type(node)
+                if kind is cst.FunctionDef:
+                    cached[node.name.value] = node  # type: ignore[attr-defined]
+                    continue
+                if kind in _SCOPES or kind in EXPRESSIONS or kind in _NO_CLASSES:
+                    continue
+                stack.extend(code_children(node))
+            self._locals[id(function)] = cached
+        return cached
 
     def _methods_beside(self, scope: cst.CSTNode) -> dict[str, cst.FunctionDef]:
         """The methods of the class whose method holds `scope` (a method or a loop in

@@ -83,11 +83,14 @@ class ItemInHotCode(HelperCallRule):
 
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
-    once per epoch. A loop is a batch loop when it iterates a loader (or a name its
-    function binds only to loaders, `batches = tqdm(val_loader)`, or the positions of one,
-    `for i in range(len(self.dataset))` taking `self.dataset[i]`, whichever class defines
-    the update it hands each batch to), or steps an optimizer
-    on every pass, itself or in a method it calls (`self._fit_batch(x, y)`); an epoch loop
+    once per epoch. So is one that calls such a function: of the module, a method of its
+    class, or one it defines in its own body (`_evaluate` running `_extract(loader)`
+    twice, then copying the distance matrix once). A loop is a batch loop when it
+    iterates a loader (or a name its function binds only to loaders, `batches =
+    tqdm(val_loader)`, or the positions of one, `for i in range(len(self.dataset))` taking
+    `self.dataset[i]`, whichever class defines the update it hands each batch to), or
+    steps an optimizer on every pass, itself or in a method it calls
+    (`self._fit_batch(x, y)`); an epoch loop
     around it stays one even where it steps once more after it (the leftover step of
     gradient accumulation). A function whose own body runs backward and steps an optimizer
     is one step whatever loops it holds (a GAN iteration's loop of discriminator updates):
