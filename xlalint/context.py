@@ -203,8 +203,9 @@ class FileContext:
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
         # `if not isinstance(t, Tensor): t = torch.tensor(t)` on known tensors (`kept_tensors`).
         self._kept_tensors: list[tuple[cst.CSTNode, list[str]]] = []
-        # Names a type test showed to be host values (`analysis/type_tests.py`), innermost
-        # last: the node whose end ends the narrowing, each name and its kind before.
+        # Names a type test or a range check showed to be host values
+        # (`analysis/type_tests.py`), innermost last: the node whose end ends the narrowing,
+        # each name and what `TensorKinds.restore` needs there.
         self._host_narrowed: list[tuple[cst.CSTNode, list[tuple[str, Narrowed]]]] = []
         # `if` statements being walked: the kinds before each, and at the end of each of its
         # branches walked so far that goes on after the `if`.
@@ -322,8 +323,8 @@ class FileContext:
 
     def type_tested_host(self, node: cst.BaseExpression) -> bool:
         """Whether `node` is a name a type test made a Python value here (`float(v)` under
-        `if isinstance(v, float):`): a helper reading it there reads no tensor it is
-        handed."""
+        `if isinstance(v, float):`), or a parameter a range check showed to be a count: a
+        helper reading it there reads no tensor it is handed."""
         if type(node) is not cst.Name:
             return False
         name = node.value  # type: ignore[attr-defined]
