@@ -753,6 +753,13 @@ class FileContext:
             narrowed.append((name, Kind.TENSOR if computes else Kind.HOST, known))
         return narrowed
 
+    def in_training_function(self) -> bool:
+        """The innermost function runs autograd's backward in its own body: training code,
+        whatever this file imports (a trainer subclass that gets torch through its base
+        class's module)."""
+        function = self._frames[-1].node if self._frames else None
+        return function is not None and self._trains_in_body(function)
+
     def _trains_in_body(self, function: cst.CSTNode) -> bool:
         """A function whose own body (not a loop in it) runs backward: one training step,
         whoever calls it (ignite's `update(engine, batch)`). An optimizer step alone can be

@@ -47,6 +47,11 @@ class ItemInHotCode(HelperCallRule):
     `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
     (a host library's base, a plain class of the file) may return a Python number.
 
+    `.item()` exists on tensors and numpy values only: on a value of unknown kind it is
+    reported in torch code, a file that imports torch or a function that runs backward
+    in its own body (a trainer subclass whose module imports only its framework, reading
+    `loss_t.item()` in `forward_backward`); elsewhere it is not.
+
     A name that runs autograd's backward (`loss_tensor.backward()`, keyword arguments at
     most) is a tensor on the training device until it is bound again, wherever it came
     from (`loss_tensor, metrics = self._compute_loss_and_metrics(x, y)`), so `float(
@@ -301,9 +306,12 @@ class ItemInHotCode(HelperCallRule):
         kind = self.ctx.kind(receiver)
         if kind is Kind.TENSOR:
             return True
-        # `.item()` exists on tensors and numpy values only; in torch code, assume a tensor
-        # unless the value is known to live on the host.
-        return kind is Kind.UNKNOWN and self.ctx.imports.binds("torch")
+        # `.item()` exists on tensors and numpy values only; in torch code (a file that
+        # imports torch, or a function that runs backward in its own body), assume a
+        # tensor unless the value is known to live on the host.
+        return kind is Kind.UNKNOWN and (
+            self.ctx.imports.binds("torch") or self.ctx.in_training_function()
+        )
 
     def _detach_fix(self, node: cst.Call):
         parent = self.ctx.parent
