@@ -186,9 +186,7 @@ class GrowingTensorInLoop(Rule):
         if joined is None:
             return
         for target in (t.target for t in node.targets):
-            carried = (
-                isinstance(target, cst.Name) and self.ctx.in_loop and not self._fixed_passes()
-            )
+            carried = isinstance(target, cst.Name) and self.ctx.in_loop and not self._fixed_passes()
             grown_attribute = isinstance(target, cst.Attribute) or self._kept_item(target)
             if not (carried or grown_attribute):
                 continue

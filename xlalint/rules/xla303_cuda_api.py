@@ -376,8 +376,7 @@ class CudaApi(Rule):
         key = id(class_def)
         if key not in self._graph_classes:
             self._graph_classes[key] = any(
-                isinstance(n, cst.Call)
-                and (self.ctx.qualified(n.func) or "") in _GRAPH_CAPTURE
+                isinstance(n, cst.Call) and (self.ctx.qualified(n.func) or "") in _GRAPH_CAPTURE
                 for n in descendants(class_def)
             )
         return self._graph_classes[key]
