@@ -69,6 +69,11 @@ class DeviceLadderWithoutXla(Rule):
     `move_to_cuda(sample) if use_cuda else sample`) is the function's device choice too,
     reported at the probe, unless the function has a ladder of its own (reported there)
     or mentions XLA; a flag that places nothing (`pin_memory=use_cuda`, seeding) is not.
+    So is an attribute a method assigns from such a probe (`self.use_gpu =
+    torch.cuda.is_available() and use_gpu` in `__init__`) where `if self.use_gpu:`
+    (without `else`) is the class's only placement (`imgs = imgs.cuda()`): reported at the
+    probe; the `.cuda()` calls under it, here or in subclasses that only read the flag,
+    are not reported again (XLA301).
     A CUDA flag of the instance, whatever sets it (`self.use_cuda, self.num_gpus =
     self.setup_training_environment()`, a helper of another module), is the class's device
     choice where `if self.use_cuda:` (without `else`) places values on CUDA
@@ -265,7 +270,13 @@ class DeviceLadderWithoutXla(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         """`use_cuda = torch.cuda.is_available() and not args.cpu`, then `if use_cuda:
         model.cuda()`: a flag that chooses between CUDA and the CPU (see `cuda_flags`)."""
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Attribute):
+            self._probed_attribute(node, target)
+            return
+        if not isinstance(target, cst.Name):
             return
         if not probes_availability(node.value, self.ctx.imports):
             return
@@ -283,6 +294,28 @@ class DeviceLadderWithoutXla(Rule):
         ):
             return  # the function's ladder is the finding
         if not cuda_flag_places(function, node.targets[0].target.value, imports):
+            return
+        message = self.message.format(
+            types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"
+        )
+        self.report(node.value, message)
+
+    def _probed_attribute(self, node: cst.Assign, target: cst.Attribute) -> None:
+        """`self.use_gpu = torch.cuda.is_available() and use_gpu` in a method, then `if
+        self.use_gpu: imgs = imgs.cuda()` as the class's only placement: the attribute is
+        the class's device choice, reported at the assignment. A flag `_flag_placement`
+        recognises by its name (`self.use_cuda`) is reported there, once."""
+        if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return
+        flag = target.attr.value
+        if class_cuda_flag(target) is not None:
+            return
+        if not probes_availability(node.value, self.ctx.imports):
+            return
+        if self.ctx.under_cuda_guard or self._xla_ruled_out(node):
+            return
+        class_def, placements = self._class_placements(flag)
+        if class_def is None or not placements or self._ladder_elsewhere(flag):
             return
         message = self.message.format(
             types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"
