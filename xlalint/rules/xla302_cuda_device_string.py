@@ -12,6 +12,7 @@ from xlalint.analysis.devices import (
     is_device_option,
     keyword_argument,
     only_examined,
+    probe_with_cuda_fallback,
     torch_device_type_argument,
     xla_device_source,
     xla_string_source,
@@ -206,6 +207,8 @@ class CudaDeviceString(Rule):
     def _strings(self, value: cst.BaseExpression, *, argument: bool) -> None:
         """Report the CUDA strings `value` chooses. An argument is fixed to
         `torch_xla.device()`, a stored value to `"xla"`; strings in a ternary get no fix."""
+        if probe_with_cuda_fallback(value, self.ctx.imports):
+            return  # `probe() or "cuda"`: a device choice, XLA305's
         strings = cuda_strings(value, self.ctx.imports)
         if not strings or not self._may_report():
             return
