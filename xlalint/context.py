@@ -20,7 +20,7 @@ from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.flag_facts import FlagFacts
-from xlalint.analysis.guards import ends_in, mentions_cuda, path_conditions
+from xlalint.analysis.guards import mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
     MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
@@ -40,10 +40,10 @@ from xlalint.analysis.members import instance_method_call, member_method_call, t
 from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
-from xlalint.analysis.statements import passes_left
+from xlalint.analysis.statements import always_exits, passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.tensors import BranchState, Kind, Narrowed, TensorKinds
-from xlalint.analysis.type_tests import LEAVING, host_names, range_checked
+from xlalint.analysis.type_tests import host_names, range_checked
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.screen import LINE
 from xlalint.walk import descendants, target_names, top_level_functions
@@ -93,14 +93,10 @@ _VALUES_LEFT = frozenset(
 
 
 def _leaves(branch: cst.CSTNode) -> bool:
-    """Whether a branch of an `if` never goes on past it: its block ends in `return`,
-    `raise`, `continue` or `break`, or (an `elif`) every branch of its own does."""
-    if type(branch) is cst.Else:
-        return ends_in(branch.body, LEAVING)  # type: ignore[attr-defined]
-    if type(branch) is cst.If:
-        orelse = branch.orelse  # type: ignore[attr-defined]
-        return orelse is not None and _leaves(branch.body) and _leaves(orelse)  # type: ignore[attr-defined]
-    return ends_in(branch, LEAVING)  # type: ignore[arg-type]
+    """Whether a branch of an `if` (its body, `else` or `elif`) never goes on past it: it
+    returns, raises, continues or breaks on every path (`statements.always_exits`: also
+    through a last `if`/`else` whose every branch does)."""
+    return always_exits(branch.body if type(branch) is cst.Else else branch)  # type: ignore[attr-defined]
 
 
 def _plain_methods(node: cst.ClassDef) -> frozenset[str]:
@@ -218,8 +214,9 @@ class FileContext:
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
         # `if not isinstance(t, Tensor): t = torch.tensor(t)` on known tensors (`kept_tensors`).
         self._kept_tensors: list[tuple[cst.CSTNode, list[str]]] = []
-        # Names a type test showed to be host values (`analysis/type_tests.py`), innermost
-        # last: the node whose end ends the narrowing, each name and its kind before.
+        # Names a type test or a range check showed to be host values
+        # (`analysis/type_tests.py`), innermost last: the node whose end ends the narrowing,
+        # each name and what `TensorKinds.restore` needs there.
         self._host_narrowed: list[tuple[cst.CSTNode, list[tuple[str, Narrowed]]]] = []
         # `if` statements being walked: the kinds before each, and at the end of each of its
         # branches walked so far that goes on after the `if`.
@@ -337,8 +334,8 @@ class FileContext:
 
     def type_tested_host(self, node: cst.BaseExpression) -> bool:
         """Whether `node` is a name a type test made a Python value here (`float(v)` under
-        `if isinstance(v, float):`): a helper reading it there reads no tensor it is
-        handed."""
+        `if isinstance(v, float):`), or a parameter a range check showed to be a count: a
+        helper reading it there reads no tensor it is handed."""
         if type(node) is not cst.Name:
             return False
         name = node.value  # type: ignore[attr-defined]
@@ -708,7 +705,7 @@ class FileContext:
         if type(block) not in _BLOCKS:
             return
         if kind is cst.If:
-            if node.orelse is None and ends_in(node.body, LEAVING):  # type: ignore[attr-defined]
+            if node.orelse is None and _leaves(node.body):  # type: ignore[attr-defined]
                 self._narrow_to_host(block, node.test, False)  # type: ignore[attr-defined]
             return
         for small in node.body:  # type: ignore[attr-defined]

@@ -25,8 +25,6 @@ _HOST_TYPES = frozenset(
         "int32", "float32", "float64",
     }
 )  # fmt: skip
-# Statements that leave the code after an `if` whose body ends in them.
-LEAVING = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 
 def _type_name(node: cst.BaseExpression, imports: ImportTable) -> str:
