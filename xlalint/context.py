@@ -121,13 +121,28 @@ def _opens_a_pass(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
 
 def _scope(path: tuple[cst.CSTNode, ...]) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
     """The innermost function on `path` (a node and its ancestors, innermost first) and,
-    for a method, its class (two levels up, past the class's indented block)."""
+    for a method, its class (two levels up, past the class's indented block). A closure
+    in a method (`def _extract(loader):` inside `test`) that takes no `self` of its own
+    reads the method's `self`: its class is the owner too."""
     at = next((i for i, n in enumerate(path) if type(n) is cst.FunctionDef), None)
     if at is None:
         return None, None
-    above = path[at + 2] if at + 2 < len(path) else None
-    owner = above if type(above) is cst.ClassDef else None
-    return path[at], owner  # type: ignore[return-value]
+    function = path[at]
+    for index in range(at, len(path)):
+        node = path[index]
+        if type(node) is not cst.FunctionDef:
+            continue
+        above = path[index + 2] if index + 2 < len(path) else None
+        if type(above) is cst.ClassDef:
+            return function, above  # type: ignore[return-value]
+        if _takes_self(node):  # type: ignore[arg-type]
+            break
+    return function, None  # type: ignore[return-value]
+
+
+def _takes_self(function: cst.FunctionDef) -> bool:
+    params = function.params
+    return any(p.name.value == "self" for p in (*params.posonly_params, *params.params))
 
 
 def _converts(body: cst.BaseSuite, name: str) -> bool:

@@ -43,6 +43,10 @@ DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xla", "xpu", "meta", "hpu", "np
 # `current_accelerator()` is `device(type='cuda')`, from torch's CUDA build, on an XLA host).
 ACCELERATOR = "accelerator"
 ACCELERATOR_CALLS = frozenset({"torch.accelerator.current_accelerator"})
+# Probes of the device type that never name XLA (measured on the XLA CPU device with
+# torch_xla imported and an XLA tensor made: `torch._utils._get_available_device_type()` is
+# None, `torch.accelerator.current_accelerator()` `device(type='cuda')`).
+DEVICE_TYPE_PROBES = ACCELERATOR_CALLS | {"torch._utils._get_available_device_type"}
 # GPU backends that a port to XLA replaces.
 GPU_TYPES = frozenset({"cuda", "mps", ACCELERATOR})
 # A device expression whose type is not known statically (`torch.device(args.device)`).
@@ -86,6 +90,21 @@ CUDA_BACKEND_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
 
 
 # -- device strings ---------------------------------------------------------------------------
+def probe_with_cuda_fallback(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """`_get_available_device_type() or "cuda"`: a probe of the device type that never
+    names XLA, falling back to CUDA. A device choice (XLA305's), not a CUDA string alone."""
+    if not (isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or)):
+        return False
+    left = node.left
+    if isinstance(left, cst.Attribute) and left.attr.value == "type":
+        left = left.value  # `torch.accelerator.current_accelerator().type or "cuda"`
+    return (
+        isinstance(left, cst.Call)
+        and imports.resolve(left.func) in DEVICE_TYPE_PROBES
+        and device_string_type(node.right) == "cuda"
+    )
+
+
 def device_string_type(node: cst.CSTNode) -> str | None:
     """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"` -> `"cuda"`; `"cpu"` -> `"cpu"`; else None.
 

@@ -136,6 +136,8 @@ class FlagFacts:
                 for v in assigned_globally
             )
         receiver = _receiver(function)
+        if owner is not None and function is not None and function not in owner.body.body:
+            receiver = "self"  # a closure in a method, reading the method's `self`
         key = attribute_key(node, receiver) if receiver else None
         if key is not None and owner is not None:
             return self._attribute_false(key, owner.name.value, depth)

@@ -24,6 +24,10 @@ _LOOSE_PARENTS = (
 _TARGET_WRAPPERS = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
 
 
+# What a finding per statement counts by: a simple statement line or a compound one's header.
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
 class BooleanMaskRead(HelperCallRule):
     """
     ## What it does
@@ -36,7 +40,9 @@ class BooleanMaskRead(HelperCallRule):
     `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`),
     slices, and lists, dicts or numpy arrays indexed by anything are not flagged.
     Assignments through a mask are XLA203's, and so is a masked copy under the same mask
-    (`a[m] = b[m]`: one cause, reported once, at the write).
+    (`a[m] = b[m]`: one cause, reported once, at the write). Reads of several tensors
+    with the same mask in one statement (`return dists[good], idxs[good]`) are one
+    finding, at the first: they select the same count, and one change keeps both shapes.
 
     A helper's parameter of unknown kind indexed with a mask computed from tensors
     (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
@@ -113,6 +119,8 @@ class BooleanMaskRead(HelperCallRule):
         super().__init__(ctx)
         # Masked reads of a helper's parameters, judged by its callers once walked.
         self._pending: list[tuple[cst.Subscript, FunctionKey, str, Site]] = []
+        # (statement, mask) pairs already reported: one finding per mask per statement.
+        self._read_masks: set[tuple[int, str]] = set()
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._is_store_target(node):
@@ -123,10 +131,28 @@ class BooleanMaskRead(HelperCallRule):
             return
         if self._copied_under_same_mask(node, mask):
             return
+        if self._mask_read_again(node, mask):
+            return
         fix = self._reduction_fix(node, mask)
         self.report(
             node, self.message.format(what=_spelled(self.ctx.module.code_for_node(node))), fix=fix
         )
+
+    def _mask_read_again(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
+        """`return dists[good], idxs[good]`: the statement already read with this mask.
+        One finding per mask per statement: the reads select the same count, and keeping
+        the shape (`torch.where(mask, ...)`) is one change to both."""
+        statement = next(
+            (a for a in self.ctx.ancestors() if isinstance(a, _STATEMENTS)),
+            None,
+        )
+        if statement is None:
+            return False
+        key = (id(statement), self.ctx.module.code_for_node(mask))
+        if key in self._read_masks:
+            return True
+        self._read_masks.add(key)
+        return False
 
     def _defer(self, node: cst.Subscript) -> None:
         """`x[mask]` with a mask computed from tensors and `x` a parameter of unknown kind:

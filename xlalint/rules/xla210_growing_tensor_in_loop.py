@@ -7,6 +7,7 @@ import libcst as cst
 from xlalint.analysis.arguments import Signature, bind, keyword_argument, parameters, signature_of
 from xlalint.analysis.devices import positional_argument
 from xlalint.analysis.members import member_method_call
+from xlalint.analysis.structural_loops import StructuralLoops
 from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.context import FileContext, Kind
 from xlalint.rule import Rule
@@ -111,7 +112,14 @@ class GrowingTensorInLoop(Rule):
     prompt.new_zeros(...)`), joins after the loop (`torch.cat(outputs)` once all steps are
     done), growth of host copies (`torch.cat([preds, logits.cpu()])`), and helpers whose
     result is a new value each pass (`features = pair(x, y)`, a grown prompt kept under
-    another name) or that are called once, after the loop.
+    another name) or that are called once, after the loop. Also left alone: growth in a
+    loop over the module's own structure (`for layer in self.layers`, `enumerate`/`zip`/
+    `reversed` of such a container, `range(len(self.blocks))`, `range(self.num_layers)`,
+    a literal tuple) whose passes neither sync, read the device on the host (`.item()`,
+    `int(t)`) nor `break`: it runs the same number of passes on every call and traces into
+    one graph, the same shapes every step, so it compiles once. A token loop's passes are
+    steps (a host read, a barrier or a `break` per pass, or a trip count the caller picks):
+    those stay flagged.
 
     ## Why is this bad?
     XLA compiles a graph per set of input shapes. A tensor that is one step longer on every
@@ -168,6 +176,7 @@ class GrowingTensorInLoop(Rule):
         super().__init__(ctx)
         self._grower_map: dict[str, list[_Grower]] | None = None
         self._reported_joins: set[int] = set()
+        self._structural: StructuralLoops | None = None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         call = _unwrapped(node.value)
@@ -177,7 +186,7 @@ class GrowingTensorInLoop(Rule):
         if joined is None:
             return
         for target in (t.target for t in node.targets):
-            carried = isinstance(target, cst.Name) and self.ctx.in_loop
+            carried = isinstance(target, cst.Name) and self.ctx.in_loop and not self._fixed_passes()
             grown_attribute = isinstance(target, cst.Attribute) or self._kept_item(target)
             if not (carried or grown_attribute):
                 continue
@@ -203,7 +212,7 @@ class GrowingTensorInLoop(Rule):
         if not isinstance(first, cst.Name):
             return
         loop = self._loop()
-        if loop is not None and _grows_list(loop.body, first.value):
+        if loop is not None and _grows_list(loop.body, first.value) and not self._fixed_passes():
             message = (
                 f"the list `{first.value}` grows every step, and so does the tensor joined "
                 "from it: each step has a new shape and compiles again"
@@ -345,7 +354,7 @@ class GrowingTensorInLoop(Rule):
         position: int | None,
     ) -> bool:
         if isinstance(parent, cst.Assign) and parent.value is call:
-            if not self.ctx.in_loop:
+            if not self.ctx.in_loop or self._fixed_passes():
                 return False
             loop = self._loop()
             targets = [t.target for t in parent.targets]
@@ -373,6 +382,17 @@ class GrowingTensorInLoop(Rule):
         loops = self.ctx.enclosing_loops
         loop = loops[-1] if loops else None
         return loop if isinstance(loop, cst.For | cst.While) else None
+
+    def _fixed_passes(self) -> bool:
+        """The innermost loop runs over the module's structure (`for layer in
+        self.layers`) with no barrier, host read or `break` in a pass: the same passes,
+        the same shapes, on every call."""
+        loop = self._loop()
+        if loop is None:
+            return False
+        if self._structural is None:
+            self._structural = StructuralLoops(self.ctx.imports)
+        return self._structural.fixed_passes(loop)
 
     def _on_host(self, added: list[cst.BaseExpression]) -> bool:
         """The tensors joined on are host copies (`y.cpu()`) or made on the host: the

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from xlalint.analysis.devices import (
@@ -7,8 +9,13 @@ from xlalint.analysis.devices import (
     is_super_call,
     xla_device_source,
 )
+from xlalint.analysis.guards import path_conditions
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import descendants
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
 
 # `Tensor.cuda(device=None, non_blocking=False, memory_format=...)`; `Module.cuda(device=None)`.
 _KEPT_KEYWORDS = ("non_blocking", "memory_format")
@@ -27,7 +34,13 @@ class CudaCall(Rule):
     branch and the CUDA one stays for CUDA hosts), or after
     `if not torch.cuda.is_available(): return`, code that runs only where a test for XLA
     failed (`if is_xla: ... else: x.cuda()`), a class's own `cuda()` method (a wrapper
-    moving its parts for a caller that asked for CUDA), and calls that torch's `.cuda()`
+    moving its parts for a caller that asked for CUDA), calls under a flag of `self` in
+    a class whose bases all come from other modules, where the class never assigns the
+    flag (`if self.use_gpu: imgs = imgs.cuda()` in a subclass of an imported `Engine`
+    that sets `self.use_gpu = torch.cuda.is_available() and use_gpu`): the switch is the
+    base class's device choice, reported as XLA305 where the flag is set (a flag this
+    file assigns is judged by its value, as above, also from a closure inside a method),
+    and calls that torch's `.cuda()`
     could not take (`quantizer.cuda(qtensor, meta=meta, device=d)`: another library's
     method of the same name).
 
@@ -82,6 +95,11 @@ class CudaCall(Rule):
     triggers = ("cuda",)
     screen = ("~cuda",)
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._classes: frozenset[str] | None = None
+        self._assigned: dict[int, frozenset[str]] = {}
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
@@ -96,7 +114,62 @@ class CudaCall(Rule):
             return
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
             return  # a branch of a device ladder: XLA305 gives the ladder its XLA branch
+        if self._under_inherited_flag(node):
+            return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
+
+    def _under_inherited_flag(self, node: cst.Call) -> bool:
+        """Under `if self.use_gpu:` in a class whose bases all come from other modules,
+        where the class never assigns the flag: the switch between CUDA and the CPU is
+        the base class's device choice, made (and reported, as XLA305) where the flag is
+        set; here it is only read."""
+        class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+        if class_def is None or not class_def.bases:
+            return False
+        local_classes = self._local_classes()
+        if any(
+            isinstance(b.value, cst.Name | cst.Attribute)
+            # A class of this file, or a base that holds no device flag.
+            and (_last(b.value) in local_classes or _last(b.value) in ("object", "Module"))
+            for b in class_def.bases
+        ):
+            return False
+        for test, holds in path_conditions((node, *self.ctx.ancestors())):
+            if (
+                holds
+                and isinstance(test, cst.Attribute)
+                and isinstance(test.value, cst.Name)
+                and test.value.value == "self"
+                and test.attr.value not in self._assigned_attributes(class_def)
+            ):
+                return True
+        return False
+
+    def _local_classes(self) -> frozenset[str]:
+        if self._classes is None:
+            self._classes = frozenset(
+                n.name.value for n in descendants(self.ctx.module) if isinstance(n, cst.ClassDef)
+            )
+        return self._classes
+
+    def _assigned_attributes(self, class_def: cst.ClassDef) -> frozenset[str]:
+        """Attribute names the class's own code assigns (`self.use_gpu = ...`), once per
+        class."""
+        key = id(class_def)
+        if key not in self._assigned:
+            found: set[str] = set()
+            for n in descendants(class_def):
+                targets: list[cst.BaseExpression] = []
+                if isinstance(n, cst.AssignTarget | cst.AugAssign | cst.AnnAssign):
+                    targets = [n.target]
+                while targets:
+                    t = targets.pop()
+                    if isinstance(t, cst.Tuple | cst.List):
+                        targets.extend(e.value for e in t.elements)
+                    elif isinstance(t, cst.Attribute):
+                        found.add(t.attr.value)
+            self._assigned[key] = frozenset(found)
+        return self._assigned[key]
 
     def _to_xla_fix(self, node: cst.Call, func: cst.Attribute) -> NodeFix | None:
         """Small edits that leave the receiver alone (it may carry fixes of its own):
@@ -141,6 +214,11 @@ class CudaCall(Rule):
 
 # `Tensor.cuda(device=None, non_blocking=False, memory_format=...)`; `Module.cuda(device=None)`.
 _TORCH_CUDA_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})
+
+
+def _last(node: cst.BaseExpression) -> str:
+    """`Engine` for `Engine` and `engine.Engine`."""
+    return node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
 
 
 def _fits_torch_cuda(call: cst.Call) -> bool:

@@ -12,6 +12,8 @@ from xlalint.analysis.devices import (
     is_device_option,
     keyword_argument,
     only_examined,
+    positional_argument,
+    probe_with_cuda_fallback,
     torch_device_type_argument,
     xla_device_source,
     xla_string_source,
@@ -32,7 +34,8 @@ class CudaDeviceString(Rule):
     `.to("cuda")`, `torch.set_default_device("cuda")`, `map_location="cuda"`, and values
     given to a device-like name (`device = "cuda"`, `device = args.device or "cuda"`,
     `def run(device="cuda")`, `{"device": "cuda"}`,
-    `add_argument("--device", default="cuda")`).
+    `add_argument("--device", default="cuda")`, or a configuration's device entry whose
+    default is CUDA: `config.get("device", "cuda:0")`).
 
     Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
     strings, comments and docstrings, strings under a CUDA guard (a count of GPUs that
@@ -113,6 +116,22 @@ class CudaDeviceString(Rule):
                     self.report(string, self._message(string), hint=_MAP_LOCATION_HINT)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
             self._argparse_default(node)
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
+            self._mapping_default(node)
+
+    def _mapping_default(self, node: cst.Call) -> None:
+        """`config.get("device", "cuda:0")`: a configuration's device entry whose default
+        is CUDA, like an argparse default."""
+        key, default = positional_argument(node, 0), positional_argument(node, 1)
+        if key is None or default is None or len(node.args) != 2:
+            return
+        if not (
+            isinstance(key.value, cst.SimpleString)
+            and isinstance(key.value.evaluated_value, str)
+            and is_device_option(key.value.evaluated_value)
+        ):
+            return
+        self._strings(default.value, argument=False)
 
     def _torch_device(self, node: cst.Call) -> None:
         arg = torch_device_type_argument(node)
@@ -206,6 +225,8 @@ class CudaDeviceString(Rule):
     def _strings(self, value: cst.BaseExpression, *, argument: bool) -> None:
         """Report the CUDA strings `value` chooses. An argument is fixed to
         `torch_xla.device()`, a stored value to `"xla"`; strings in a ternary get no fix."""
+        if probe_with_cuda_fallback(value, self.ctx.imports):
+            return  # `probe() or "cuda"`: a device choice, XLA305's
         strings = cuda_strings(value, self.ctx.imports)
         if not strings or not self._may_report():
             return

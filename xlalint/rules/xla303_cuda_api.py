@@ -87,6 +87,10 @@ _MEMORY_READS = {
     "is_bf16_supported": "False",
     "get_arch_list": "an empty list",
 }
+# Calls that capture a CUDA graph: a class making one is CUDA-only by construction.
+_GRAPH_CAPTURE = frozenset(
+    {"torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.make_graphed_callables"}
+)
 # Ancestors through which a value decides something (up to the enclosing statement).
 _DECIDING = (cst.Comparison, cst.BooleanOperation, cst.If, cst.While, cst.Assert, cst.IfExp)
 _STATEMENT = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
@@ -214,8 +218,13 @@ class CudaApi(Rule):
     function this file calls only under CUDA guards (`get_gpu_info(i)`) or such flags
     (`if self.args.fp16: self._setup_amp()`), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
-    (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), or in a class's own
-    `cuda()` method. One scaler or autocast spelled for two torch versions
+    (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), in a class's own
+    `cuda()` method, or in a class that captures a CUDA graph (`torch.cuda.CUDAGraph()`,
+    `with torch.cuda.graph(g):`, `make_graphed_callables`): a CUDA-graph wrapper is a
+    CUDA backend by construction, built only where CUDA was chosen (`Wrapper(f) if
+    compiled else f`, the flag tied to a CUDA device), so its streams and graphs are not
+    reported one by one (a class that only makes a `torch.cuda.Stream()`, such as a data
+    prefetcher, still is). One scaler or autocast spelled for two torch versions
     (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`, or an `if`/`else`
     that assigns the same name in both branches) is one finding, on the first spelling.
 
@@ -298,6 +307,10 @@ class CudaApi(Rule):
     # `torch.cuda.synchronize()` in a loop: that it raises says more than that it blocks.
     supersedes = ("XLA106",)
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._graph_classes: dict[int, bool] | None = None
+
     def visit_Call(self, node: cst.Call) -> None:
         if converts_to_cuda_tensor_type(node, self.ctx.imports):
             if not self._cuda_only():
@@ -350,6 +363,24 @@ class CudaApi(Rule):
         else:
             self.report(node, self.message.format(name=qualified), hint=_runtime_hint(function))
 
+    def _in_cuda_graph_class(self) -> bool:
+        """In a method of a class that captures a CUDA graph (`torch.cuda.CUDAGraph()`,
+        `with torch.cuda.graph(g):`, `make_graphed_callables`): such a class is a CUDA
+        backend by construction, built only where CUDA was chosen; the cost, if any, is
+        at that choice, not at each stream or graph call inside it."""
+        class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+        if class_def is None:
+            return False
+        if self._graph_classes is None:
+            self._graph_classes = {}
+        key = id(class_def)
+        if key not in self._graph_classes:
+            self._graph_classes[key] = any(
+                isinstance(n, cst.Call) and (self.ctx.qualified(n.func) or "") in _GRAPH_CAPTURE
+                for n in descendants(class_def)
+            )
+        return self._graph_classes[key]
+
     def _function(self) -> cst.FunctionDef | None:
         return next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
 
@@ -368,6 +399,8 @@ class CudaApi(Rule):
         `if` that holds the call does not count as a guard of it, and the left side of its
         own `and` does (`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`)."""
         if in_own_method(self.ctx.function, "cuda"):
+            return True
+        if self._in_cuda_graph_class():
             return True
         if own_test is not None:
             return runs_without_xla((own_test, *self.ctx.ancestors()), self.ctx.imports)

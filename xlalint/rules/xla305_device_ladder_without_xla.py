@@ -31,6 +31,7 @@ from xlalint.analysis.devices import (
     mentions_xla,
     only_examined,
     passes_through,
+    probe_with_cuda_fallback,
     probes_gpu,
     xla_ruled_out,
     xla_string_source,
@@ -69,6 +70,14 @@ class DeviceLadderWithoutXla(Rule):
     `move_to_cuda(sample) if use_cuda else sample`) is the function's device choice too,
     reported at the probe, unless the function has a ladder of its own (reported there)
     or mentions XLA; a flag that places nothing (`pin_memory=use_cuda`, seeding) is not.
+    A probe of the device type that never names XLA with a CUDA fallback
+    (`torch._utils._get_available_device_type() or "cuda"`, measured by hand on the XLA
+    CPU device: the probe returns None there, so the choice is CUDA) is reported here,
+    not as a CUDA string (XLA302). So is an attribute a method assigns from a CUDA
+    availability probe (`self.use_gpu = torch.cuda.is_available() and use_gpu` in
+    `__init__`) where `if self.use_gpu:` (without `else`) is the class's only placement
+    (`imgs = imgs.cuda()`): reported at the probe; the `.cuda()` calls under it, here or
+    in subclasses that only read the flag, are not reported again (XLA301).
     A CUDA flag of the instance, whatever sets it (`self.use_cuda, self.num_gpus =
     self.setup_training_environment()`, a helper of another module), is the class's device
     choice where `if self.use_cuda:` (without `else`) places values on CUDA
@@ -265,7 +274,13 @@ class DeviceLadderWithoutXla(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         """`use_cuda = torch.cuda.is_available() and not args.cpu`, then `if use_cuda:
         model.cuda()`: a flag that chooses between CUDA and the CPU (see `cuda_flags`)."""
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Attribute):
+            self._probed_attribute(node, target)
+            return
+        if not isinstance(target, cst.Name):
             return
         if not probes_availability(node.value, self.ctx.imports):
             return
@@ -283,6 +298,41 @@ class DeviceLadderWithoutXla(Rule):
         ):
             return  # the function's ladder is the finding
         if not cuda_flag_places(function, node.targets[0].target.value, imports):
+            return
+        message = self.message.format(
+            types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"
+        )
+        self.report(node.value, message)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        """`device_type = _get_available_device_type() or "cuda"`: a probe that never names
+        XLA, with CUDA where it finds nothing: an XLA host gets CUDA."""
+        if not probe_with_cuda_fallback(node, self.ctx.imports):
+            return
+        if self.ctx.runs_without_xla or self._xla_ruled_out(node):
+            return
+        message = self.message.format(
+            types="CUDA and the devices torch probes",
+            outcome="on an XLA host the probe finds nothing and the fallback picks CUDA",
+        )
+        self.report(node, message)
+
+    def _probed_attribute(self, node: cst.Assign, target: cst.Attribute) -> None:
+        """`self.use_gpu = torch.cuda.is_available() and use_gpu` in a method, then `if
+        self.use_gpu: imgs = imgs.cuda()` as the class's only placement: the attribute is
+        the class's device choice, reported at the assignment. A flag `_flag_placement`
+        recognises by its name (`self.use_cuda`) is reported there, once."""
+        if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return
+        flag = target.attr.value
+        if class_cuda_flag(target) is not None:
+            return
+        if not probes_availability(node.value, self.ctx.imports):
+            return
+        if self.ctx.under_cuda_guard or self._xla_ruled_out(node):
+            return
+        class_def, placements = self._class_placements(flag)
+        if class_def is None or not placements or self._ladder_elsewhere(flag):
             return
         message = self.message.format(
             types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"

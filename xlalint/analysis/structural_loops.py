@@ -1,0 +1,108 @@
+"""Loops over a module's own structure: a fixed number of passes per call, one graph.
+
+`for layer in self.layers: x = torch.cat((x, layer(x)), -1)` joins onto `x` on every
+pass, but the loop runs once per layer, the same number of passes on every call, and
+nothing in it cuts the graph: the whole call traces into one graph with the same shapes
+each step, which compiles once. Growth across steps (XLA210) needs passes that are steps:
+a token loop whose passes end in a host read, a barrier or a `break`, a loop over a
+loader, a trip count the caller chooses. This module tells the structural loops apart:
+the iterable is the module's container (`self.layers`, `enumerate`/`zip`/`reversed` of it,
+`range(len(self.blocks))`, `range(self.num_layers)`, a literal tuple) and no pass reads
+the device on the host, syncs or breaks out. Computed on demand, cached per loop.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.barrier_calls import Barrier, barrier_kind
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.tensors import TO_HOST_METHODS
+from xlalint.walk import descendants
+
+# Wrappers whose passes are those of their argument(s) (`zip`: the shortest of them).
+_SAME_PASSES = frozenset({"enumerate", "reversed", "zip", "list", "tuple"})
+# A module container's views, as many as its entries.
+_CONTAINER_VIEWS = frozenset({"items", "values", "keys", "children", "named_children"})
+# Host reads that end a pass's graph.
+_HOST_CASTS = frozenset({"int", "float", "bool"})
+
+
+def _self_attribute(node: cst.BaseExpression) -> bool:
+    """`self.layers`, `self.model.blocks`: a container the module holds."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+        if isinstance(node, cst.Name):
+            return node.value == "self"
+    return False
+
+
+def _structural_iterable(node: cst.BaseExpression) -> bool:
+    """Whether iterating `node` runs a number of passes fixed by the module, not the data."""
+    if isinstance(node, cst.Tuple | cst.List):
+        return not any(isinstance(e, cst.StarredElement) for e in node.elements)
+    if _self_attribute(node):
+        return True
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    args = [a.value for a in node.args if a.keyword is None and not a.star]
+    if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_VIEWS:
+        return _self_attribute(func.value)
+    if not isinstance(func, cst.Name) or not args:
+        return False
+    if func.value == "zip":
+        return any(_structural_iterable(a) for a in args)
+    if func.value in _SAME_PASSES:
+        return _structural_iterable(args[0])
+    if func.value == "range" and len(args) == 1:
+        bound = args[0]
+        if _self_attribute(bound):  # `range(self.num_layers)`
+            return True
+        return (
+            isinstance(bound, cst.Call)
+            and isinstance(bound.func, cst.Name)
+            and bound.func.value == "len"
+            and len(bound.args) == 1
+            and _structural_iterable(bound.args[0].value)
+        )
+    return False
+
+
+def _cuts_passes(body: cst.CSTNode, imports: ImportTable) -> bool:
+    """Whether a pass ends in a barrier, reads the device on the host or may break out:
+    then each pass is a step of its own (or the trip count depends on the data)."""
+    for node in descendants(body):
+        if isinstance(node, cst.Break):
+            return True
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in TO_HOST_METHODS:
+            return True
+        if isinstance(func, cst.Name) and func.value in _HOST_CASTS and node.args:
+            return True
+        if barrier_kind(node, imports) != Barrier.NONE:
+            return True
+    return False
+
+
+class StructuralLoops:
+    """Which loops of one file run over the module's structure; answers cached per loop."""
+
+    def __init__(self, imports: ImportTable) -> None:
+        self._imports = imports
+        self._cache: dict[int, bool] = {}
+
+    def fixed_passes(self, loop: cst.For | cst.While) -> bool:
+        """`for layer in self.layers:` (or `enumerate`/`zip`/`range(len(...))` of it) whose
+        passes neither sync, read the device on the host nor break: one graph per call."""
+        key = id(loop)
+        if key not in self._cache:
+            self._cache[key] = (
+                isinstance(loop, cst.For)
+                and loop.asynchronous is None
+                and _structural_iterable(loop.iter)
+                and not _cuts_passes(loop.body, self._imports)
+            )
+        return self._cache[key]
