@@ -16,7 +16,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.devices import device_string_type, mentions_xla
 from xlalint.analysis.guards import implied, local_values
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, descendants
+from xlalint.walk import children, descendants, self_attribute
 
 # What asks whether a CUDA device is there (not a flag name or a string, which only says
 # that the code is about CUDA).
@@ -94,17 +94,6 @@ def class_cuda_flag(test: cst.BaseExpression) -> str | None:
     return None
 
 
-def _self_attribute(test: cst.BaseExpression) -> str | None:
-    """`use_gpu` in `if self.use_gpu:`."""
-    if (
-        isinstance(test, cst.Attribute)
-        and isinstance(test.value, cst.Name)
-        and test.value.value == "self"
-    ):
-        return test.attr.value
-    return None
-
-
 def _moves_to_a_chosen_device(node: cst.CSTNode) -> bool:
     """`x.to(self.device)`, `model.to(device=args.device)`: values go to a device chosen
     elsewhere, which may be an XLA device."""
@@ -133,7 +122,7 @@ def flag_placements(class_def: cst.ClassDef, flag: str, imports: ImportTable) ->
         for node in descendants(class_def.body)
         if isinstance(node, cst.If)
         and node.orelse is None
-        and _self_attribute(node.test) == flag
+        and self_attribute(node.test) == flag
         and places_on_cuda(node.body, imports)
     ]
 

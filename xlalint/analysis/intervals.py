@@ -24,7 +24,7 @@ import libcst as cst
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
-from xlalint.walk import children, descendants
+from xlalint.walk import children, descendants, self_attribute
 
 SPARSE = 50  # passes between two runs of the branch, at least
 
@@ -76,25 +76,16 @@ def _attribute_values(class_def: cst.ClassDef, attribute: str) -> list[cst.BaseE
         elif isinstance(node, cst.AnnAssign | cst.AugAssign):
             targets = [node.target]
         for target in targets:
-            if _is_self_attribute(target, attribute):
+            if self_attribute(target) == attribute:
                 if not isinstance(node, cst.Assign | cst.AnnAssign) or node.value is None:
                     return []
                 value = node.value
                 if isinstance(value, cst.Name) and method is not None:
                     value = _parameter_default(method, value.value) or value
                 found.append(value)
-            elif any(_is_self_attribute(inner, attribute) for inner in descendants(target)):
+            elif any(self_attribute(inner) == attribute for inner in descendants(target)):
                 return []
     return found
-
-
-def _is_self_attribute(node: cst.CSTNode, attribute: str) -> bool:
-    return (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-        and node.attr.value == attribute
-    )
 
 
 def _parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
@@ -172,7 +163,7 @@ def long_interval(
     elif (
         isinstance(interval, cst.Attribute)
         and class_def is not None
-        and _is_self_attribute(interval, interval.attr.value)
+        and self_attribute(interval) is not None
     ):
         values = _attribute_values(class_def, interval.attr.value)
     return bool(values) and all(_long_value(value) for value in values)
@@ -253,7 +244,7 @@ def clears_its_flag(node: cst.If, function: cst.FunctionDef | None) -> bool:
         values = local_values(function, test.value)
         if len(values) != 2:
             return False
-    elif not (isinstance(test, cst.Attribute) and _is_self_attribute(test, test.attr.value)):
+    elif self_attribute(test) is None:
         return False
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     for line in body:

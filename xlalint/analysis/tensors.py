@@ -29,7 +29,7 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns
-from xlalint.walk import descendants, names_under, target_names
+from xlalint.walk import descendants, names_under, self_attribute, target_names
 
 
 def _type_names(annotation: cst.BaseExpression) -> set[str]:
@@ -1684,13 +1684,8 @@ def binding_key(node: cst.BaseExpression) -> str | None:
     assignments in `loops`)."""
     if isinstance(node, cst.Name):
         return node.value
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return f"self.{node.attr.value}"
-    return None
+    attribute = self_attribute(node)
+    return None if attribute is None else f"self.{attribute}"
 
 
 _LITERALS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})

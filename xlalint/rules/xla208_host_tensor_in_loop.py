@@ -18,7 +18,7 @@ from xlalint.analysis.lazy_init import fills_persistent_state
 from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import descendants
+from xlalint.walk import descendants, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -368,7 +368,7 @@ class HostTensorInLoop(Rule):
                 else:
                     continue
                 for target in targets:
-                    name = _self_attribute(target)
+                    name = self_attribute(target)
                     if name is None:
                         continue
                     qualified = (
@@ -384,7 +384,7 @@ class HostTensorInLoop(Rule):
         """`self.P[:, :T]` moved in a method: (`self.P`, its factory) for a host attribute."""
         if not self._classes or not self._functions:
             return None
-        name = _self_attribute(self._chain_head(receiver))
+        name = self_attribute(self._chain_head(receiver))
         if name is None:
             return None
         owner = self._classes[-1]
@@ -565,17 +565,6 @@ class HostTensorInLoop(Rule):
         return self.fix(
             "Build the tensor on the device: pass `device=` to the factory", (move, code)
         )
-
-
-def _self_attribute(node: cst.BaseExpression) -> str | None:
-    """`x` for `self.x`."""
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return node.attr.value
-    return None
 
 
 def _string_arguments(call: cst.Call) -> Iterator[str]:
