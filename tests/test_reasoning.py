@@ -290,3 +290,35 @@ def test_functions_off_xla_are_judged_through_their_callers() -> None:
         "_hook": False,  # also handed on to `run`: it may run anywhere
         "step": False,  # public: other modules may call it
     }
+
+
+def test_instance_flags_of_a_class_defined_inside_a_function_are_not_the_modules() -> None:
+    """A class inside a function is no module-level class: asking whether its flag is off
+    on XLA hosts answers "not known" instead of failing to find it among the module's."""
+    found = lint(
+        """\
+        def make_player():
+            import torch
+
+            class Player:
+                def env_step(self, env, actions):
+                    obs, rewards, dones = env.step(actions.cpu().numpy())
+                    if self.is_tensor_obses:
+                        return obs, rewards.to(self.device), dones.cpu()
+                    return obs, torch.from_numpy(rewards), torch.from_numpy(dones)
+
+                def run(self, steps):
+                    total = 0.0
+                    returns = torch.zeros(4)
+                    for _ in range(steps):
+                        obs, r, done = self.env_step(self.env, self.act())
+                        returns += r
+                        total += returns.sum().item()
+                    return total
+
+            return Player
+        """,
+        "XLA101",
+        "XLA102",
+    )
+    assert [(d.code, d.start.row) for d in found] == [("XLA102", 6), ("XLA102", 8), ("XLA101", 17)]

@@ -317,7 +317,10 @@ class FlagFacts:
     # -- what is assigned --------------------------------------------------------------
 
     def _family(self, name: str) -> list[str]:
-        """The class, its bases and its subclasses defined in this module."""
+        """The class, its bases and its subclasses defined in this module (none for a class
+        defined inside a function: its flags are not the module's to know)."""
+        if name not in self._classes:
+            return []
         family = {name}
         changed = True
         while changed:
