@@ -307,6 +307,17 @@ def top_level_functions(module: cst.Module) -> frozenset[str]:
     return frozenset(s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
 
 
+def self_attribute(node: cst.CSTNode) -> str | None:
+    """`x` for `self.x`: an attribute of the instance a method runs on."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return None
+
+
 if __name__ == "__main__":  # regenerate walk_fields.py for the installed libcst
     import pathlib
 
@@ -327,14 +338,3 @@ if __name__ == "__main__":  # regenerate walk_fields.py for the installed libcst
         f"FIELDS: dict[str, tuple[str, ...]] = {{\n{rows}}}\n",
         encoding="utf-8",
     )
-
-
-def self_attribute(node: cst.CSTNode) -> str | None:
-    """`x` for `self.x`: an attribute of the instance a method runs on."""
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        return node.attr.value
-    return None

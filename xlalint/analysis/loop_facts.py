@@ -39,7 +39,7 @@ from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import is_module_class
-from xlalint.analysis.tensors import TO_HOST_METHODS
+from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
 from xlalint.walk import children, code_children, descendants, last_name, target_names
 
 Loop = cst.For | cst.While
@@ -287,7 +287,7 @@ def _reads_host(value: cst.BaseExpression) -> bool:
     func = value.func
     if isinstance(func, cst.Attribute):
         return func.attr.value in TO_HOST_METHODS
-    return isinstance(func, cst.Name) and func.value in {"float", "int", "bool"}
+    return isinstance(func, cst.Name) and func.value in HOST_CASTS
 
 
 # `module.eval()`, `module.train()`, `module.train(False)`: the methods that switch an

@@ -17,18 +17,16 @@ import libcst as cst
 
 from xlalint.analysis.barrier_calls import Barrier, barrier_kind
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.tensors import TO_HOST_METHODS
+from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
 from xlalint.walk import descendants
 
 # Wrappers whose passes are those of their argument(s) (`zip`: the shortest of them).
 _SAME_PASSES = frozenset({"enumerate", "reversed", "zip", "list", "tuple"})
 # A module container's views, as many as its entries.
 _CONTAINER_VIEWS = frozenset({"items", "values", "keys", "children", "named_children"})
-# Host reads that end a pass's graph.
-_HOST_CASTS = frozenset({"int", "float", "bool"})
 
 
-def _self_attribute(node: cst.BaseExpression) -> bool:
+def _held_by_self(node: cst.BaseExpression) -> bool:
     """`self.layers`, `self.model.blocks`: a container the module holds."""
     while isinstance(node, cst.Attribute):
         node = node.value
@@ -41,14 +39,14 @@ def _structural_iterable(node: cst.BaseExpression) -> bool:
     """Whether iterating `node` runs a number of passes fixed by the module, not the data."""
     if isinstance(node, cst.Tuple | cst.List):
         return not any(isinstance(e, cst.StarredElement) for e in node.elements)
-    if _self_attribute(node):
+    if _held_by_self(node):
         return True
     if not isinstance(node, cst.Call):
         return False
     func = node.func
     args = [a.value for a in node.args if a.keyword is None and not a.star]
     if isinstance(func, cst.Attribute) and func.attr.value in _CONTAINER_VIEWS:
-        return _self_attribute(func.value)
+        return _held_by_self(func.value)
     if not isinstance(func, cst.Name) or not args:
         return False
     if func.value == "zip":
@@ -57,7 +55,7 @@ def _structural_iterable(node: cst.BaseExpression) -> bool:
         return _structural_iterable(args[0])
     if func.value == "range" and len(args) == 1:
         bound = args[0]
-        if _self_attribute(bound):  # `range(self.num_layers)`
+        if _held_by_self(bound):  # `range(self.num_layers)`
             return True
         return (
             isinstance(bound, cst.Call)
@@ -80,7 +78,7 @@ def _cuts_passes(body: cst.CSTNode, imports: ImportTable) -> bool:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in TO_HOST_METHODS:
             return True
-        if isinstance(func, cst.Name) and func.value in _HOST_CASTS and node.args:
+        if isinstance(func, cst.Name) and func.value in HOST_CASTS and node.args:
             return True
         if barrier_kind(node, imports) != Barrier.NONE:
             return True

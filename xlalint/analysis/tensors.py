@@ -29,6 +29,7 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.type_tests import class_name
 from xlalint.walk import descendants, names_under, self_attribute, target_names
 
 
@@ -80,6 +81,8 @@ _VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "real", "imag"})
 _RESULT_FIELDS = frozenset({"values", "indices"})
 # Methods that copy a device tensor to the host (the syncs themselves).
 TO_HOST_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+# Built-in casts that turn a tensor into a Python number (`float(loss)`).
+HOST_CASTS = frozenset({"int", "float", "bool"})
 
 # torch functions that do not return tensors.
 _TORCH_NON_TENSOR = re.compile(
@@ -1147,12 +1150,8 @@ class TensorKinds:
             options = (
                 [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
             )
-            for option in options:
-                spelled = get_full_name_for_node(option) or ""
-                if (self.imports.resolve(option) or spelled).rsplit(".", 1)[
-                    -1
-                ] in _TENSOR_ANNOTATIONS:
-                    return subject.value
+            if any(class_name(option, self.imports) in _TENSOR_ANNOTATIONS for option in options):
+                return subject.value
         return None
 
     def _values_of(

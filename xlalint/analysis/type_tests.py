@@ -27,7 +27,8 @@ _HOST_TYPES = frozenset(
 )  # fmt: skip
 
 
-def _type_name(node: cst.BaseExpression, imports: ImportTable) -> str:
+def class_name(node: cst.BaseExpression, imports: ImportTable) -> str:
+    """`Tensor` for `torch.Tensor` (or an alias of it): the last name a type test spells."""
     spelled = imports.resolve(node) or get_full_name_for_node(node) or ""
     return spelled.rsplit(".", 1)[-1]
 
@@ -43,7 +44,7 @@ def _options(node: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def _host_classes(classes: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether every class a type test names is a host scalar or array type."""
-    names = {_type_name(option, imports) for option in _options(classes)}
+    names = {class_name(option, imports) for option in _options(classes)}
     return bool(names) and names <= _HOST_TYPES
 
 
