@@ -534,7 +534,9 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
-            if kind is cst.If and clears_its_flag(node, self._frames[-1].node):  # type: ignore[arg-type]
+            if kind is cst.If and clears_its_flag(
+                node, self._frames[-1].node, self._frames[-1].loops
+            ):  # type: ignore[arg-type]
                 self._sparse_ifs.add(id(node))
             if kind is cst.If:
                 self._branches.append((node, self.kinds.branch_state(), []))  # type: ignore[arg-type]
