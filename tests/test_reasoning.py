@@ -322,3 +322,24 @@ def test_instance_flags_of_a_class_defined_inside_a_function_are_not_the_modules
         "XLA102",
     )
     assert [(d.code, d.start.row) for d in found] == [("XLA102", 6), ("XLA102", 8), ("XLA101", 17)]
+
+
+def test_loop_counter_is_the_index_that_starts_at_zero() -> None:
+    """Only the loop's own index, counted from 0, is 0 on the first pass alone: the items
+    of the loop are data (`if not skip:` runs on any pass)."""
+    from xlalint.analysis.loop_facts import loop_counter
+
+    def counter(header: str) -> str | None:
+        loop = cst.parse_statement(f"{header}:\n    pass\n")
+        assert isinstance(loop, cst.For)
+        return loop_counter(loop)
+
+    assert counter("for i, batch in enumerate(loader)") == "i"
+    assert counter("for i, batch in tqdm(enumerate(loader))") == "i"
+    assert counter("for i in range(n)") == "i"
+    assert counter("for i in range(0, n)") == "i"
+    assert counter("for i, batch in enumerate(loader, start=0)") == "i"
+    assert counter("for i, batch in enumerate(loader, 1)") is None
+    assert counter("for i in range(1, n)") is None
+    assert counter("for obs, skip in rollouts") is None
+    assert counter("for (i, j), x in enumerate(pairs)") is None
