@@ -343,3 +343,36 @@ def test_loop_counter_is_the_index_that_starts_at_zero() -> None:
     assert counter("for i in range(1, n)") is None
     assert counter("for obs, skip in rollouts") is None
     assert counter("for (i, j), x in enumerate(pairs)") is None
+
+
+def test_a_record_of_declared_fields_is_no_module_whatever_its_base_is_named() -> None:
+    """pydantic's `BaseModel` ends in "Model" like `PreTrainedModel`; a class that declares
+    its fields in its body and defines no `__init__` or `forward` is a record of values."""
+    from xlalint.analysis.module_classes import is_module_class
+
+    module = cst.parse_module(
+        dedent(
+            """\
+            from pydantic import BaseModel
+            from transformers import PreTrainedModel
+
+            class TrainConfig(BaseModel):
+                lr: float = 1e-3
+                warmup: int = 100
+
+                def scaled(self, factor):
+                    return self.lr * factor
+
+            class Encoder(PreTrainedModel):
+                config_class: type = dict
+
+                def __init__(self, config):
+                    super().__init__(config)
+            """
+        )
+    )
+    imports = ImportTable()
+    imports.add_top_level(module)
+    classes = {c.name.value: c for c in descendants(module) if isinstance(c, cst.ClassDef)}
+    assert not is_module_class(classes["TrainConfig"], imports)
+    assert is_module_class(classes["Encoder"], imports)
