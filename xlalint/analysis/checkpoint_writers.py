@@ -52,8 +52,9 @@ def _calls_of(body: cst.CSTNode, callee: str) -> list[cst.Call]:
 
 def feeds_the_call(function: cst.FunctionDef, callee: str) -> bool:
     """Whether `function` reads on the host and every read goes into its calls of `callee`:
-    in their arguments, or bound by a plain assignment to names used there
-    (`total_steps = int(self.steps.sum().item())`, then `self.save(f"...{total_steps}")`)."""
+    in their arguments, or bound by a plain assignment to names used there, directly or
+    through other names (`total_steps = int(self.steps.sum().item())`, `filepath =
+    os.path.join(folder, f"...{total_steps}.pt")`, then `self.save(filepath)`)."""
     calls = _calls_of(function.body, callee)
     if not calls:
         return False
@@ -63,6 +64,7 @@ def feeds_the_call(function: cst.FunctionDef, callee: str) -> bool:
         for arg in call.args:
             fed |= names_under(arg.value)
             in_calls.update(id(n) for n in descendants(arg.value, _SKIPPED))
+    _feeding(function, fed)
     read = False
     for node in descendants(function.body, _SKIPPED):
         if not _is_read(node):
@@ -83,3 +85,18 @@ def _bound_to(read: cst.Call, function: cst.FunctionDef, fed: set[str]) -> bool:
             names = set().union(*(target_names(t.target) for t in node.targets))
             return bool(names) and names <= fed
     return False
+
+
+def _feeding(function: cst.FunctionDef, fed: set[str]) -> None:
+    """Add to `fed` the names the values of its names are computed from
+    (`filepath = os.path.join(folder, f"checkpoint.{total_steps}.pt")` feeds `total_steps`
+    into `self.save(filepath)`)."""
+    assigns = [n for n in descendants(function.body, _SKIPPED) if isinstance(n, cst.Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for node in assigns:
+            names = set().union(*(target_names(t.target) for t in node.targets))
+            if names & fed and not (used := names_under(node.value)) <= fed:
+                fed |= used
+                changed = True
