@@ -225,9 +225,10 @@ class CudaApi(Rule):
     compiled else f`, the flag tied to a CUDA device), so its streams and graphs are not
     reported one by one (a class that only makes a `torch.cuda.Stream()`, such as a data
     prefetcher, still is, and so is one that captures a graph only under a flag, `if
-    use_graphs:`: a trainer with an option, built on every host). One scaler or autocast spelled for two torch versions
-    (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`, or an `if`/`else`
-    that assigns the same name in both branches) is one finding, on the first spelling.
+    use_graphs:`: a trainer with an option, built on every host). One scaler or autocast
+    spelled for two torch versions (`GradScaler("cuda") if TORCH_2_4 else
+    torch.cuda.amp.GradScaler()`, or an `if`/`else` that assigns the same name in both
+    branches) is one finding, on the first spelling.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
