@@ -240,7 +240,8 @@ def clears_its_flag(
     runs once, on the first pass, not every step. A local flag must be bound nowhere else
     but once (its initial value), and that before the loops holding the branch (`loops`,
     outermost first), so no later pass raises it again: `first = True` inside the batch
-    loop re-arms it every step, and so does a branch in no loop, run on every call."""
+    loop re-arms it every step, and so does a branch in no loop, run on every call (the
+    context hands no loops for a function that is one step by itself)."""
     test, wanted = node.test, "False"
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, wanted = test.expression, "True"

@@ -84,7 +84,8 @@ class ItemInHotCode(HelperCallRule):
     A read in a branch that clears its own flag (`if first: print(loss.item()); first =
     False`, `if not self.initted: ...; self.initted = True`) runs on the first pass only,
     and so do the functions called only from there; a flag the branch does not clear
-    (`if verbose:`) keeps it per step.
+    (`if verbose:`) keeps it per step, and so does a local flag armed again on every step
+    (`first = True` inside the batch loop, or at the top of `training_step`).
 
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs
