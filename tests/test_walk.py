@@ -153,6 +153,47 @@ def test_children_are_libcsts_children() -> None:
             assert list(map(id, walk.children(node))) == list(map(id, node.children))
 
 
+def test_shared_children_are_libcsts_children() -> None:
+    for module in parsed_sources():
+        with walk.shared_children():
+            # The walk lists each node's children, a look-ahead may list some first.
+            walk.children(module.body[-1])
+            walk.walk(module, lambda node: None, lambda node: None)
+            for node in walk.descendants(module, skip=frozenset()):
+                listed = walk.children(node)
+                assert list(map(id, listed)) == list(map(id, node.children))
+                assert walk.children(node) is listed  # listed once
+        assert walk._shared is None
+
+
+def test_shared_children_belong_to_their_node() -> None:
+    first, second = cst.parse_module("f(a, b)\ng(c)\n").body
+    with walk.shared_children():
+        assert walk._shared is not None
+        # What a node freed and its id taken by another would leave behind.
+        walk._shared[id(second)] = (first, walk.children(first))
+        assert list(map(id, walk.children(second))) == list(map(id, second.children))
+
+
+def test_listed_owners_are_libcsts_parents_of_what_the_walk_passed_over() -> None:
+    module = cst.parse_module(TRICKY)
+    parents = {id(child): node for node in walk.descendants(module) for child in node.children}
+    trivia = [n for n in walk.descendants(module, skip=frozenset()) if type(n) in walk.TRIVIA]
+    assert walk.listed_owners(trivia) == {}  # outside `shared_children`: none listed
+    with walk.shared_children():
+        walk.walk(module, lambda node: None, lambda node: None, walk.TRIVIA)
+        owners = walk.listed_owners(trivia)
+    outermost = [node for node in trivia if id(node) in parents]  # a code node's child
+    assert outermost and owners == {id(node): parents[id(node)] for node in outermost}
+
+
+def test_the_engine_keeps_no_child_lists_after_a_file() -> None:
+    rules = enabled_rules(Settings(root=ROOT).with_overrides(select=("ALL",)))
+    path = ROOT / "examples" / "train_xla_slow.py"
+    assert engine.lint_source(path.read_text(), str(path), rules).diagnostics
+    assert walk._shared is None
+
+
 def test_descendants_are_the_walked_nodes_in_order() -> None:
     for module in parsed_sources():
         entered = [node_id for event, node_id in events(module, fast=False) if event == "enter"]

@@ -14,7 +14,7 @@ import re
 import sys
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -35,7 +35,7 @@ from xlalint.diagnostics import (
 from xlalint.positions import Focus, Positions, positions_of
 from xlalint.rule import NodeFix, PendingReport, Rule, analyses_used
 from xlalint.suppression import directive_rows, parse_suppressions
-from xlalint.walk import TRIVIA, WalkUnavailable, walk
+from xlalint.walk import TRIVIA, WalkUnavailable, listed_owners, shared_children, walk
 
 Handler = Callable[[cst.CSTNode], object]
 
@@ -112,6 +112,17 @@ def lint_source(
 ) -> FileResult:
     """Lint one file's decoded text with the given rule classes, for the torch_xla
     release `target`."""
+    with shared_children():  # the analyses' hand-written walks list each node's once
+        return _lint_source(text, filename, rules, hot_functions, target)
+
+
+def _lint_source(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str],
+    target: Release,
+) -> FileResult:
     active = rules_for_text(text, rules)
     verdict, tree = cpython_parse(text, filename)
     if verdict is TOO_DEEP:
@@ -189,7 +200,13 @@ def _focus(
         nodes += (report.node, report.end_node)
         if report.fix is not None:
             nodes += (old for old, _ in report.fix.replacements)
-    return Focus.of(nodes, ctx.parent_of, directive_rows(source), tree)
+    parent_of: Mapping[int, cst.CSTNode | None] = ctx.parent_of
+    unknown = [node for node in nodes if id(node) not in parent_of]
+    if unknown:
+        # A fix may replace what the walk passed over (the whitespace ending a statement,
+        # to write a line after it): its owner places it, or the whole codegen would run.
+        parent_of = {**parent_of, **listed_owners(unknown)}
+    return Focus.of(nodes, parent_of, directive_rows(source), tree)
 
 
 def _analyse(

@@ -13,7 +13,9 @@ import ast
 import inspect
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache, lru_cache
+from operator import attrgetter
 
 import libcst as cst
 
@@ -120,44 +122,117 @@ def walk(
     skip: frozenset[type[cst.CSTNode]] = frozenset(),
 ) -> None:
     """Call `enter` and `leave` around every node under `node`, as `node.visit` would,
-    except under nodes whose type is in `skip` (not entered at all).
+    except under nodes whose type is in `skip` (not entered at all). Within
+    `shared_children`, the child lists it makes are kept for the analyses' own walks.
 
     Raises WalkUnavailable (possibly midway) where libcst's sources cannot be read.
     """
     enter(node)
-    for name in child_fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, list | tuple):
-            for item in value:
-                if type(item) not in skip:
-                    walk(item, enter, leave, skip)
-        elif (
-            value is not None
-            and not isinstance(value, cst.MaybeSentinel)
-            and type(value) not in skip
-        ):
-            walk(value, enter, leave, skip)
+    shared = _shared
+    if shared is None:
+        listed = _listed(node)
+    else:  # (an analysis looking ahead may have listed it already)
+        key = id(node)
+        known = shared.get(key)
+        if known is not None and known[0] is node:
+            listed = known[1]
+        else:
+            listed = _listed(node)
+            shared[key] = (node, listed)
+    for child in listed:
+        if type(child) not in skip:
+            walk(child, enter, leave, skip)
     leave(node)
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+@cache
+def _reader(node_type: type[cst.CSTNode]) -> Callable[[cst.CSTNode], tuple[object, ...]] | None:
+    """One call that reads, in visiting order, the fields `node_type` visits (None: it
+    visits none)."""
+    fields = child_fields(node_type)
+    if len(fields) > 1:
+        return attrgetter(*fields)
+    if fields:
+        field = attrgetter(fields[0])
+        return lambda node: (field(node),)
+    return None  # a leaf: whitespace, a comment, `pass`...
+
+
+def _listed(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """`node`'s children in visiting order (raises WalkUnavailable, as `child_fields`)."""
+    read = _reader(type(node))
+    if read is None:
+        return ()
+    found: list[cst.CSTNode] = []
+    for value in read(node):
+        kind = type(value)  # exact types: a parsed tree's sequences are tuples or lists
+        if kind is tuple or kind is list:
+            found.extend(value)  # type: ignore[arg-type]
+        # A visited field holds a node, None or a sentinel. (`isinstance` on libcst's
+        # abstract CSTNode runs ABCMeta's check, in Python, for every field.)
+        elif value is not None and kind is not cst.MaybeSentinel:
+            found.append(value)  # type: ignore[arg-type]
+    return tuple(found)
+
+
+# Analyses walk the same subtrees by hand, each for its own question (what a function
+# binds, returns, calls...): on diffusers a node's children were listed about three times
+# over. While the engine lints a file (`shared_children`), each node's list is made once,
+# most of them by the engine's walk. Keyed by `id` (a node's `__hash__` is a Python call);
+# the entry holds the node, so the id stays its own, and libcst's nodes are immutable, so
+# the list stays true.
+_shared: dict[int, tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] | None = None
+
+
+@contextmanager
+def shared_children() -> Iterator[None]:
+    """List each node's children once while in this block (one file's lint: the table
+    holds the nodes it met and goes with the block)."""
+    global _shared
+    outer = _shared
+    if outer is None:
+        _shared = {}
+    try:
+        yield
+    finally:
+        _shared = outer
+
+
+def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     """`node.children`, in the same order, without libcst's cost: its property runs a
     visitor over the node's fields, rebuilding the node, and dominates analyses that walk
     subtrees by hand."""
+    shared = _shared
+    if shared is None:
+        try:
+            return _listed(node)
+        except WalkUnavailable:
+            return tuple(node.children)
+    key = id(node)
+    known = shared.get(key)
+    if known is not None and known[0] is node:
+        return known[1]
     try:
-        fields = child_fields(type(node))
+        listed = _listed(node)
     except WalkUnavailable:
-        return list(node.children)
-    found: list[cst.CSTNode] = []
-    for name in fields:
-        value = getattr(node, name)
-        kind = type(value)  # exact types: a parsed tree's sequences are tuples or lists
-        if kind is tuple or kind is list:
-            found.extend(value)
-        # As in `walk`: a visited field holds a node, None or a sentinel. (`isinstance` on
-        # libcst's abstract CSTNode runs ABCMeta's check, in Python, for every field.)
-        elif value is not None and kind is not cst.MaybeSentinel:
-            found.append(value)
+        return tuple(node.children)
+    shared[key] = (node, listed)
+    return listed
+
+
+def listed_owners(nodes: Iterable[cst.CSTNode]) -> dict[int, cst.CSTNode]:
+    """By id, the node whose child list `shared_children` holds each of `nodes` (those it
+    holds): the node that whitespace or punctuation, which the engine's walk passes over,
+    belongs to."""
+    shared = _shared
+    wanted = {id(node) for node in nodes}
+    found: dict[int, cst.CSTNode] = {}
+    if shared is None or not wanted:
+        return found
+    for owner, listed in shared.values():
+        for child in listed:
+            if id(child) in wanted:
+                found[id(child)] = owner
     return found
 
 
