@@ -97,6 +97,32 @@ def test_every_example_and_fixture_is_walked_like_libcst() -> None:
     assert checked > 50
 
 
+def test_handlers_run_inside_enter_and_leave() -> None:
+    module = cst.parse_module(TRICKY)
+    seen: list[tuple[str, int]] = []
+    visits = {cst.Name: [lambda node: seen.append(("visit", id(node)))]}
+    leaves = {
+        cst.Call: [lambda node: seen.append(("leave Call", id(node)))],
+        cst.Name: [lambda node: seen.append(("leave Name", id(node)))] * 2,
+    }
+    walk.walk(
+        module,
+        lambda node: seen.append(("enter", id(node))),
+        lambda node: seen.append(("leave", id(node))),
+        visits=visits,
+        leaves=leaves,
+    )
+    expected: list[tuple[str, int]] = []
+    for event, node_id in events(module, fast=False):
+        kind = next(type(n) for n in walk.descendants(module, frozenset()) if id(n) == node_id)
+        if event == "leave" and kind in (cst.Call, cst.Name):
+            expected += [(f"leave {kind.__name__}", node_id)] * (2 if kind is cst.Name else 1)
+        expected.append((event, node_id))
+        if event == "enter" and kind is cst.Name:
+            expected.append(("visit", node_id))
+    assert seen == expected
+
+
 def test_without_libcst_sources_the_engine_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     rules = enabled_rules(Settings(root=ROOT).with_overrides(select=("ALL",)))
     paths = sorted((ROOT / "examples").glob("*.py"))

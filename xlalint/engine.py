@@ -53,7 +53,8 @@ def rules_for_text(text: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
 
 
 class _Walker(cst.CSTVisitor):
-    """Visits every node once, keeping the context current and dispatching to rules."""
+    """Visits every node once, keeping the context current and dispatching to rules, as
+    `walk.walk` does, on libcst's own walk (where libcst's sources cannot be read)."""
 
     def __init__(
         self,
@@ -233,13 +234,12 @@ def _analyse(
     )
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)
-    walker = _Walker(ctx, visits, leaves)
     if fast:
         # Trivia matter to no rule here unless one visits them (then the walk is complete).
         skip = frozenset() if any(t in TRIVIA for t in (*visits, *leaves)) else TRIVIA
-        walk(module, walker.on_visit, walker.on_leave, skip)
+        walk(module, ctx.enter, ctx.leave, skip, visits, leaves)
     else:
-        module.visit(walker)
+        module.visit(_Walker(ctx, visits, leaves))
     return ctx, instances
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache, lru_cache
 from operator import attrgetter
@@ -115,19 +115,32 @@ TRIVIA = _concrete(
 )  # fmt: skip
 
 
+Handlers = Mapping[type[cst.CSTNode], Sequence[Callback]]
+_NO_HANDLERS: Handlers = {}
+
+
 def walk(
     node: cst.CSTNode,
     enter: Callback,
     leave: Callback,
     skip: frozenset[type[cst.CSTNode]] = frozenset(),
+    visits: Handlers = _NO_HANDLERS,
+    leaves: Handlers = _NO_HANDLERS,
 ) -> None:
     """Call `enter` and `leave` around every node under `node`, as `node.visit` would,
-    except under nodes whose type is in `skip` (not entered at all). Within
-    `shared_children`, the child lists it makes are kept for the analyses' own walks.
+    except under nodes whose type is in `skip` (not entered at all). After `enter`, the
+    `visits` handlers of the node's type run, and its `leaves` handlers before `leave`:
+    the engine's rules, called here rather than by a callback that would run `enter` and
+    look them up, two calls more for every node. Within `shared_children`, the child
+    lists it makes are kept for the analyses' own walks.
 
     Raises WalkUnavailable (possibly midway) where libcst's sources cannot be read.
     """
     enter(node)
+    kind = type(node)
+    if kind in visits:
+        for handler in visits[kind]:
+            handler(node)
     shared = _shared
     if shared is None:
         listed = _listed(node)
@@ -141,7 +154,10 @@ def walk(
             shared[key] = (node, listed)
     for child in listed:
         if type(child) not in skip:
-            walk(child, enter, leave, skip)
+            walk(child, enter, leave, skip, visits, leaves)
+    if kind in leaves:
+        for handler in leaves[kind]:
+            handler(node)
     leave(node)
 
 
