@@ -266,10 +266,11 @@ EXPRESSIONS = _concrete(cst.BaseExpression)
 def last_name(node: cst.CSTNode) -> str | None:
     """The name a `Name` or an `Attribute` ends in (`self.optimizers` -> `optimizers`);
     None for anything else: names are how such code says what a value holds."""
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    if isinstance(node, cst.Name):
-        return node.value
+    kind = type(node)  # (exact types: `isinstance` on libcst's ABCs runs in Python)
+    if kind is cst.Attribute:
+        return node.attr.value  # type: ignore[attr-defined]
+    if kind is cst.Name:
+        return node.value  # type: ignore[attr-defined]
     return None
 
 
@@ -296,15 +297,16 @@ def descendants(
 
 def target_names(target: cst.CSTNode) -> set[str]:
     """Names bound by an assignment target (`a, (b, *c) = ...`); `self.x`/`x[i]` bind none."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, cst.Tuple | cst.List):
+    kind = type(target)  # (exact types, as in `last_name`)
+    if kind is cst.Name:
+        return {target.value}  # type: ignore[attr-defined]
+    if kind is cst.Tuple or kind is cst.List:
         names: set[str] = set()
-        for element in target.elements:
+        for element in target.elements:  # type: ignore[attr-defined]
             names |= target_names(element.value)
         return names
-    if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
+    if kind is cst.StarredElement:
+        return target_names(target.value)  # type: ignore[attr-defined]
     return set()
 
 
@@ -401,11 +403,11 @@ def top_level_functions(module: cst.Module) -> frozenset[str]:
 def self_attribute(node: cst.CSTNode) -> str | None:
     """`x` for `self.x`: an attribute of the instance a method runs on."""
     if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
+        type(node) is cst.Attribute  # (exact types, as in `last_name`)
+        and type(node.value) is cst.Name  # type: ignore[attr-defined]
+        and node.value.value == "self"  # type: ignore[attr-defined]
     ):
-        return node.attr.value
+        return node.attr.value  # type: ignore[attr-defined]
     return None
 
 
