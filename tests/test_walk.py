@@ -194,11 +194,18 @@ def test_shared_children_are_libcsts_children() -> None:
 
 def test_shared_children_belong_to_their_node() -> None:
     first, second = cst.parse_module("f(a, b)\ng(c)\n").body
+    code = [id(n) for n in second.children if type(n) not in walk.TRIVIA]
+    under = [id(n) for n in walk.descendants(second)]  # (outside the block: not shared)
     with walk.shared_children():
         assert walk._shared is not None
         # What a node freed and its id taken by another would leave behind.
-        walk._shared[id(second)] = (first, walk.children(first))
+        stale = [first, walk.children(first), walk.code_children(first)]
+        walk._shared[id(second)] = stale
         assert list(map(id, walk.children(second))) == list(map(id, second.children))
+        walk._shared[id(second)] = stale
+        assert list(map(id, walk.code_children(second))) == code
+        walk._shared[id(second)] = stale
+        assert [id(n) for n in walk.descendants(second)] == under
 
 
 def test_listed_owners_are_libcsts_parents_of_what_the_walk_passed_over() -> None:

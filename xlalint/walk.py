@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache, lru_cache
 from operator import attrgetter
+from typing import Any
 
 import libcst as cst
 
@@ -151,7 +152,7 @@ def walk(
             listed = known[1]
         else:
             listed = _listed(node)
-            shared[key] = (node, listed)
+            shared[key] = [node, listed, None]
     for child in listed:
         if type(child) not in skip:
             walk(child, enter, leave, skip, visits, leaves)
@@ -196,8 +197,8 @@ def _listed(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
 # over. While the engine lints a file (`shared_children`), each node's list is made once,
 # most of them by the engine's walk. Keyed by `id` (a node's `__hash__` is a Python call);
 # the entry holds the node, so the id stays its own, and libcst's nodes are immutable, so
-# the list stays true.
-_shared: dict[int, tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] | None = None
+# the lists stay true. An entry: [node, its children, its `code_children` once asked].
+_shared: dict[int, list[Any]] | None = None
 
 
 @contextmanager
@@ -232,7 +233,7 @@ def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
         listed = _listed(node)
     except WalkUnavailable:
         return tuple(node.children)
-    shared[key] = (node, listed)
+    shared[key] = [node, listed, None]
     return listed
 
 
@@ -245,17 +246,26 @@ def listed_owners(nodes: Iterable[cst.CSTNode]) -> dict[int, cst.CSTNode]:
     found: dict[int, cst.CSTNode] = {}
     if shared is None or not wanted:
         return found
-    for owner, listed in shared.values():
+    for owner, listed, _ in shared.values():
         for child in listed:
             if id(child) in wanted:
                 found[id(child)] = owner
     return found
 
 
-def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+def code_children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     """`children` less whitespace, comments and punctuation (`TRIVIA`), which hold no code:
     hand-written walks looking for names, calls or statements visit half the nodes."""
-    return [child for child in children(node) if type(child) not in TRIVIA]
+    shared = _shared
+    if shared is None:
+        return tuple([child for child in children(node) if type(child) not in TRIVIA])
+    entry = shared.get(id(node))
+    if entry is None or entry[0] is not node:  # (`children` shares the list it makes)
+        return tuple([child for child in children(node) if type(child) not in TRIVIA])
+    code = entry[2]
+    if code is None:
+        code = entry[2] = tuple([child for child in entry[1] if type(child) not in TRIVIA])
+    return code
 
 
 # Every expression node type, for exact-type tests in hot walks (`isinstance` on libcst's
@@ -286,13 +296,18 @@ def descendants(
     """`node` and every node under it, in visiting order, except under (and including)
     nodes whose type is in `skip`: by default whitespace, comments and punctuation, which
     hold no names, calls or strings. The cheap `libcst.matchers.findall` for a type test."""
+    shared = _shared
     stack = [node]
     while stack:
         current = stack.pop()
         if type(current) in skip:
             continue
         yield current
-        stack.extend(reversed(children(current)))
+        known = None if shared is None else shared.get(id(current))  # (`children`, inline)
+        if known is not None and known[0] is current:
+            stack.extend(reversed(known[1]))
+        else:
+            stack.extend(reversed(children(current)))
 
 
 def target_names(target: cst.CSTNode) -> set[str]:
