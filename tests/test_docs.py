@@ -60,3 +60,22 @@ def test_measured_evidence_appears_on_the_rule_page() -> None:
         page = rule_page(all_rules()[code])
         assert "Measured by `xlalint verify`" in page
         assert page.index("## Runtime evidence") < page.index("Measured by")
+
+
+ARCHITECTURE = DOCS.parent / "architecture.md"
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        path.name
+        for path in (DOCS.parent.parent / "xlalint" / "analysis").glob("*.py")
+        if path.name != "__init__.py"
+    ),
+)
+def test_architecture_describes_every_analysis_module(module: str) -> None:
+    """docs/architecture.md's analysis table is the map of shared reasoning: a module
+    missing from it is reasoning a reader cannot find."""
+    assert f"| `{module}` |" in ARCHITECTURE.read_text(encoding="utf-8"), (
+        f"docs/architecture.md has no row for analysis/{module}"
+    )

@@ -322,3 +322,57 @@ def test_instance_flags_of_a_class_defined_inside_a_function_are_not_the_modules
         "XLA102",
     )
     assert [(d.code, d.start.row) for d in found] == [("XLA102", 6), ("XLA102", 8), ("XLA101", 17)]
+
+
+def test_loop_counter_is_the_index_that_starts_at_zero() -> None:
+    """Only the loop's own index, counted from 0, is 0 on the first pass alone: the items
+    of the loop are data (`if not skip:` runs on any pass)."""
+    from xlalint.analysis.loop_facts import loop_counter
+
+    def counter(header: str) -> str | None:
+        loop = cst.parse_statement(f"{header}:\n    pass\n")
+        assert isinstance(loop, cst.For)
+        return loop_counter(loop)
+
+    assert counter("for i, batch in enumerate(loader)") == "i"
+    assert counter("for i, batch in tqdm(enumerate(loader))") == "i"
+    assert counter("for i in range(n)") == "i"
+    assert counter("for i in range(0, n)") == "i"
+    assert counter("for i, batch in enumerate(loader, start=0)") == "i"
+    assert counter("for i, batch in enumerate(loader, 1)") is None
+    assert counter("for i in range(1, n)") is None
+    assert counter("for obs, skip in rollouts") is None
+    assert counter("for (i, j), x in enumerate(pairs)") is None
+
+
+def test_a_record_of_declared_fields_is_no_module_whatever_its_base_is_named() -> None:
+    """pydantic's `BaseModel` ends in "Model" like `PreTrainedModel`; a class that declares
+    its fields in its body and defines no `__init__` or `forward` is a record of values."""
+    from xlalint.analysis.module_classes import is_module_class
+
+    module = cst.parse_module(
+        dedent(
+            """\
+            from pydantic import BaseModel
+            from transformers import PreTrainedModel
+
+            class TrainConfig(BaseModel):
+                lr: float = 1e-3
+                warmup: int = 100
+
+                def scaled(self, factor):
+                    return self.lr * factor
+
+            class Encoder(PreTrainedModel):
+                config_class: type = dict
+
+                def __init__(self, config):
+                    super().__init__(config)
+            """
+        )
+    )
+    imports = ImportTable()
+    imports.add_top_level(module)
+    classes = {c.name.value: c for c in descendants(module) if isinstance(c, cst.ClassDef)}
+    assert not is_module_class(classes["TrainConfig"], imports)
+    assert is_module_class(classes["Encoder"], imports)

@@ -315,6 +315,22 @@ class FileContext:
         """Loops whose pass runs the node being visited, in its function, outermost first."""
         return tuple(self._frames[-1].loops)
 
+    def _flag_loops(self) -> Sequence[cst.CSTNode]:
+        """The loops whose passes a local flag cleared in the `if` being visited counts
+        (`intervals.clears_its_flag`): none in a function that runs once per step by itself
+        (`training_step`), whose flag is armed again on every call."""
+        frame = self._frames[-1]
+        if not frame.loops:
+            return ()
+        site = Site(
+            frame.key,
+            in_loop=True,
+            in_step_closure=False,
+            module_call=frame.module_call,
+            hook=frame.hook,
+        )
+        return () if self.hot.per_step_by_itself(site) else frame.loops
+
     def frequency(self, site: Site) -> str:
         """How often the code at `site` runs, in words for a message, from the code: "every
         step" in a batch loop or a per-step function, "on every pass of its loop" in another
@@ -534,7 +550,7 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
-            if kind is cst.If and clears_its_flag(node, self._frames[-1].node):  # type: ignore[arg-type]
+            if kind is cst.If and clears_its_flag(node, self._frames[-1].node, self._flag_loops()):  # type: ignore[arg-type]
                 self._sparse_ifs.add(id(node))
             if kind is cst.If:
                 self._branches.append((node, self.kinds.branch_state(), []))  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from xlalint.analysis.checkpoint_writers import feeds_the_call
 from xlalint.walk import descendants
 
 # `*_step` names a step; `*_per_step` (`fit_n_batches_per_step`) names what a loop of
@@ -67,8 +68,6 @@ _COLLECTION_METHODS = frozenset(
 _COLLECTION_ATTRIBUTES = frozenset({"param_groups"})
 _COLLECTION_KEYS = frozenset({"params"})  # `group["params"]` of an optimizer's param group
 _ORDERING_WRAPPERS = frozenset({"enumerate", "sorted", "reversed", "list", "tuple", "zip"})
-# Names of functions that save a checkpoint through another function of the module.
-_CHECKPOINT_NAME = re.compile(r"save|checkpoint|ckpt", re.I)
 # Calls that write a checkpoint: the host copies around them are what saving needs.
 SAVE_CALLS = frozenset(
     {"torch.save", "torch_xla.core.xla_model.save", "safetensors.torch.save_file",
@@ -286,10 +285,10 @@ class HotCode:
         self._hot_names = None
 
     def _saving_functions(self) -> set[str]:
-        """Functions that write a checkpoint (`torch.save`), and functions named for
-        saving (`save_to_checkpoint_folder`, `save_ckpt`) that call one of them: the step
-        count read for the file name, `int(self.steps.sum().item())`, is part of the save,
-        which runs when a checkpoint is due, not every step."""
+        """Functions that write a checkpoint (`torch.save`), and functions that call one
+        of them with every host read they make (`checkpoint_writers.feeds_the_call`): the
+        step count read for the file name, `int(self.steps.sum().item())`, is part of the
+        save, which runs when a checkpoint is due, not every step."""
         if self._saving_names is None:
             saving = set(self._saving)
             changed = True
@@ -297,11 +296,13 @@ class HotCode:
                 changed = False
                 for site, callee in self._edges:
                     caller = site.function
+                    function = site.scopes[0] if site.scopes else None
                     if (
                         caller is not None
                         and callee in saving
                         and caller.name not in saving
-                        and _CHECKPOINT_NAME.search(caller.name) is not None
+                        and isinstance(function, cst.FunctionDef)
+                        and feeds_the_call(function, callee)
                     ):
                         saving.add(caller.name)
                         changed = True

@@ -19,6 +19,8 @@ interval that defaults to every step is per step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from xlalint.analysis.arguments import parameter
@@ -230,20 +232,28 @@ def may_be_sparse(test: cst.BaseExpression) -> bool:
     )
 
 
-def clears_its_flag(node: cst.If, function: cst.FunctionDef | None) -> bool:
+def clears_its_flag(
+    node: cst.If, function: cst.FunctionDef | None, loops: Sequence[cst.CSTNode]
+) -> bool:
     """`if need_init: self.init_rnn(); need_init = False` (or `if not self.initted: ...;
     self.initted = True`): a branch whose own body sets its flag so that its test fails
     runs once, on the first pass, not every step. A local flag must be bound nowhere else
-    but once (its initial value), so no later pass can raise it again."""
+    but once (its initial value), and that before the loops holding the branch (`loops`,
+    outermost first), so no later pass raises it again: `first = True` inside the batch
+    loop re-arms it every step, and so does a branch in no loop, run on every call (the
+    context hands no loops for a function that is one step by itself)."""
     test, wanted = node.test, "False"
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, wanted = test.expression, "True"
     if isinstance(test, cst.Name):
-        if function is None:
+        if function is None or not loops:
             return False
         values = local_values(function, test.value)
         if len(values) != 2:
             return False
+        in_loops = {id(n) for n in descendants(loops[0])}
+        if sum(id(v) not in in_loops for v in values) != 1:
+            return False  # armed again on every pass (or never before the loops)
     elif self_attribute(test) is None:
         return False
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()

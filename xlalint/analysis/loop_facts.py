@@ -27,14 +27,14 @@ from typing import TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import parameter, parameters
+from xlalint.analysis.arguments import keyword_argument, parameter, parameters
 from xlalint.analysis.barrier_calls import (
     COMPILE_DECORATORS,
     SYNCING_CONTEXTS,
     Barrier,
     barrier_kind,
 )
-from xlalint.analysis.devices import names_xla
+from xlalint.analysis.devices import names_xla, positional_argument
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
@@ -128,9 +128,40 @@ def _dotted_prefixes(node: cst.Attribute) -> list[str] | None:
     return prefixes
 
 
+def loop_counter(loop: cst.For) -> str | None:
+    """`i` in `for i, batch in enumerate(loader)` (also inside a wrapper,
+    `tqdm(enumerate(loader))`) or `for i in range(n)`: the loop's own index, 0 on its first
+    pass. None where the count starts elsewhere (`enumerate(xs, 1)`, `range(1, n)`) or the
+    loop has no index (`for obs, done in rollouts`: its items are data)."""
+    call = loop.iter
+    for _ in range(2):  # the iterable, or the first argument of a wrapper around it
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name)):
+            return None
+        if call.func.value in ("enumerate", "range"):
+            break
+        first = positional_argument(call, 0)
+        call = first.value if first is not None else None
+    else:
+        return None
+    assert isinstance(call, cst.Call) and isinstance(call.func, cst.Name)
+    target = loop.target
+    if call.func.value == "enumerate":
+        start = positional_argument(call, 1) or keyword_argument(call, "start")
+        if not isinstance(target, cst.Tuple | cst.List) or not target.elements:
+            return None
+        target = target.elements[0].value
+    else:
+        start = positional_argument(call, 0) if len(call.args) > 1 else None
+    if start is not None and not (
+        isinstance(start.value, cst.Integer) and start.value.evaluated_value == 0
+    ):
+        return None
+    return target.value if isinstance(target, cst.Name) else None
+
+
 def _first_pass_test(test: cst.BaseExpression, items: set[str]) -> bool:
-    """`i == 0`, `0 == i` or `not i`, with `i` the loop's own index: true on its first pass
-    only (`for i, batch in enumerate(loader)`, `for i in range(n)`)."""
+    """`i == 0`, `0 == i` or `not i`, with `i` the loop's own index (`loop_counter`): true
+    on its first pass only."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return isinstance(test.expression, cst.Name) and test.expression.value in items
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
@@ -393,10 +424,13 @@ class _BodyScanner:
         items: set[str],
         self_is_model: bool = False,
         submodules: frozenset[str] = frozenset(),
+        counter: str | None = None,
     ) -> None:
         self.imports = imports
         self.runs_model = runs_model
         self.items = items  # the loop's own items: `for block in blocks: x = block(x)`
+        # The loop's index (`loop_counter`): `if i == 0:` runs on the first pass only.
+        self.counters = {counter} if counter is not None else set()
         self.self_is_model = self_is_model
         # `self.critic(x)` with `self.critic = nn.Sequential(...)` in a model class.
         self.submodules = submodules
@@ -433,7 +467,7 @@ class _BodyScanner:
                 self.small(small)
         elif isinstance(node, cst.If):
             self.expression(node.test)
-            if node.orelse is None and _first_pass_test(node.test, self.items):
+            if node.orelse is None and _first_pass_test(node.test, self.counters):
                 # `if i == 0: all_q = torch.zeros(n, d, device=device)`: allocated on the
                 # first pass, then carried by every later pass, not rebound on each.
                 return
@@ -906,6 +940,7 @@ class LoopFacts:
                 items,
                 self_is_model,
                 self._submodules(class_def),
+                loop_counter(node) if isinstance(node, cst.For) else None,
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)

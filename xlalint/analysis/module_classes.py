@@ -29,8 +29,9 @@ def base_names(node: cst.ClassDef) -> list[str]:
 
 def is_module_class(node: cst.ClassDef, imports: ImportTable, local: Collection[str] = ()) -> bool:
     """A class whose instances are modules: a subclass of any `torch.nn` module class
-    (`class Head(nn.Linear)`), of a class named as a module or model, or of a module class
-    of this file (`local`, defined above it); or a class that defines `forward`."""
+    (`class Head(nn.Linear)`), of a class named as a module or model (unless it is a
+    record of declared fields, `_record_class`), or of a module class of this file
+    (`local`, defined above it); or a class that defines `forward`."""
     for base, name in zip(node.bases, base_names(node), strict=True):
         value = base.value
         qualified = imports.resolve(value)
@@ -38,7 +39,25 @@ def is_module_class(node: cst.ClassDef, imports: ImportTable, local: Collection[
             return True
         if isinstance(value, cst.Name) and value.value in local:
             return True
-        if _MODULE_BASE_NAME.search(name):
+        if _MODULE_BASE_NAME.search(name) and not _record_class(node):
             return True
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
+
+
+def _record_class(node: cst.ClassDef) -> bool:
+    """A class that declares its fields in its body (`lr: float = 1e-3`) and defines no
+    `__init__` or `forward`: a record of values (pydantic's `BaseModel`, SQLModel), however
+    its base is named. A module makes its parts in `__init__` (`PreTrainedModel`'s
+    subclasses take a config there)."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    fields = False
+    for statement in body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in (
+            "__init__",
+            "forward",
+        ):
+            return False
+        if isinstance(statement, cst.SimpleStatementLine):
+            fields = fields or any(isinstance(s, cst.AnnAssign) for s in statement.body)
+    return fields

@@ -152,6 +152,7 @@ class NumberReturns:
         self._methods: dict[str, list[cst.FunctionDef]] | None = None
         self._answers: dict[tuple[bool, str], bool] = {}
         self._derived: dict[tuple[str, str], dict[int | None, frozenset[str]]] = {}
+        self._host: dict[tuple[bool, str], frozenset[int]] = {}  # `host_positions`
 
     def _scan(self) -> None:
         functions: dict[str, list[cst.FunctionDef]] = {}
@@ -203,15 +204,14 @@ class NumberReturns:
         definitions = table.get(name)
         if not definitions:
             return frozenset()
-        key = ("host-method" if method else "host", name)
-        if key not in self._derived:
+        key = (method, name)
+        if key not in self._host:
             found = [_host_positions(d) for d in definitions]
             widths = {width for width, _ in found}
-            positions = (
+            self._host[key] = (
                 frozenset.intersection(*(p for _, p in found)) if len(widths) == 1 else frozenset()
             )
-            self._derived[key] = {p: frozenset() for p in positions}
-        return frozenset(p for p in self._derived[key] if p is not None)
+        return self._host[key]
 
     def derived(self, name: str) -> tuple[cst.FunctionDef, dict[int | None, frozenset[str]]] | None:
         """The one module-level function of this name, and what each position of its

@@ -16,6 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.barrier_calls import Barrier, barrier_kind
+from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
 from xlalint.walk import descendants
@@ -27,7 +28,10 @@ _CONTAINER_VIEWS = frozenset({"items", "values", "keys", "children", "named_chil
 
 
 def _held_by_self(node: cst.BaseExpression) -> bool:
-    """`self.layers`, `self.model.blocks`: a container the module holds."""
+    """`self.layers`, `self.model.blocks`: a container the module holds. Not a loader it
+    holds (`self.val_loader`, `self.dataset`): its passes are batches, that is steps."""
+    if loader_named(node):
+        return False
     while isinstance(node, cst.Attribute):
         node = node.value
         if isinstance(node, cst.Name):

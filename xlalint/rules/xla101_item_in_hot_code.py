@@ -69,10 +69,10 @@ class ItemInHotCode(HelperCallRule):
 
     A function that writes a checkpoint (`torch.save`) runs when one is due, however
     often the training step that calls it runs: its reads are what saving needs. So does a
-    function named for saving (`save_to_checkpoint_folder`, `save_ckpt`) that writes the
-    checkpoint through such a function of the module: `int(self.steps.sum().item())` for
-    the file name is read once per checkpoint, not per step. A function with another name
-    that also saves (`report_progress(loss, path)` printing `loss.item()` before
+    function that writes the checkpoint through such a function of the module and whose
+    every read goes into that call (`int(self.steps.sum().item())` for the file name, read
+    once per checkpoint, not per step), whatever it is called. One that also reads for
+    another purpose (`save_and_log(loss, path)` printing `loss.item()` before
     `self.save(path)`) stays per step where its callers are.
 
     Likewise a function that makes a figure (`fig, ax = plt.subplots()`, `plt.figure()`,
@@ -84,7 +84,8 @@ class ItemInHotCode(HelperCallRule):
     A read in a branch that clears its own flag (`if first: print(loss.item()); first =
     False`, `if not self.initted: ...; self.initted = True`) runs on the first pass only,
     and so do the functions called only from there; a flag the branch does not clear
-    (`if verbose:`) keeps it per step.
+    (`if verbose:`) keeps it per step, and so does a local flag armed again on every step
+    (`first = True` inside the batch loop, or at the top of `training_step`).
 
     A function that runs its own loop over batches is an epoch function: only that loop's
     body runs per step, and a read after it (of a total accumulated on the device) runs

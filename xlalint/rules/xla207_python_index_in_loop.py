@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.helper_indexes import (
     TENSOR_RESULT_METHODS,
     HelperIndex,
@@ -20,7 +21,7 @@ from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
-from xlalint.walk import descendants, last_name
+from xlalint.walk import code_children, last_name
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -590,8 +591,22 @@ def _tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[s
     torch operation (`torch.where(x[..., i] == -1, a, b)`; not one that takes any object,
     such as a constructor or `torch.save`), or the receivers, through subscripts, of a
     method only tensors have (`m[None, ...].expand(b, -1, -1)`)."""
+    return frozenset(_uses_in(function.body, imports))
+
+
+def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
+    """`_tensor_uses` of a body. A nested function or lambda counts too, but not for its
+    own parameters (`def _mask(rows): torch.where(rows ...)` says nothing of the outer
+    `rows`)."""
     found: set[str] = set()
-    for node in descendants(function.body):
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda):
+            own = {p.name.value for p in parameters(node, star=True)}
+            found |= _uses_in(node.body, imports) - own
+            continue
+        stack.extend(code_children(node))
         if not isinstance(node, cst.Call):
             continue
         func = node.func
@@ -607,7 +622,7 @@ def _tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[s
             continue
         for arg in node.args:
             found |= _operands(arg.value)
-    return frozenset(found)
+    return found
 
 
 def _operands(value: cst.BaseExpression) -> set[str]:

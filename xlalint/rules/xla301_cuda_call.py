@@ -10,6 +10,7 @@ from xlalint.analysis.devices import (
     xla_device_source,
 )
 from xlalint.analysis.guards import path_conditions
+from xlalint.analysis.module_classes import is_module_class
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import descendants
@@ -35,7 +36,8 @@ class CudaCall(Rule):
     `if not torch.cuda.is_available(): return`, code that runs only where a test for XLA
     failed (`if is_xla: ... else: x.cuda()`), a class's own `cuda()` method (a wrapper
     moving its parts for a caller that asked for CUDA), calls under a flag of `self` in
-    a class whose bases all come from other modules, where the class never assigns the
+    a class whose bases all come from other modules (not a module class: a model's flags
+    are its options, `if self.use_attention:`), where the class never assigns the
     flag (`if self.use_gpu: imgs = imgs.cuda()` in a subclass of an imported `Engine`
     that sets `self.use_gpu = torch.cuda.is_available() and use_gpu`): the switch is the
     base class's device choice, reported as XLA305 where the flag is set (a flag this
@@ -122,15 +124,18 @@ class CudaCall(Rule):
         """Under `if self.use_gpu:` in a class whose bases all come from other modules,
         where the class never assigns the flag: the switch between CUDA and the CPU is
         the base class's device choice, made (and reported, as XLA305) where the flag is
-        set; here it is only read."""
+        set; here it is only read. Not in a module class: a model's flags (`if
+        self.use_attention:` in a `LightningModule`) are options of the model."""
         class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
         if class_def is None or not class_def.bases:
             return False
+        if is_module_class(class_def, self.ctx.imports):
+            return False  # a model's flags (`if self.use_attention:`) are its own options
         local_classes = self._local_classes()
         if any(
             isinstance(b.value, cst.Name | cst.Attribute)
             # A class of this file, or a base that holds no device flag.
-            and (_last(b.value) in local_classes or _last(b.value) in ("object", "Module"))
+            and (_last(b.value) in local_classes or _last(b.value) == "object")
             for b in class_def.bases
         ):
             return False

@@ -16,7 +16,7 @@ from xlalint.analysis.devices import (
 from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.rule import Rule
-from xlalint.walk import descendants
+from xlalint.walk import code_children, descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -224,9 +224,11 @@ class CudaApi(Rule):
     CUDA backend by construction, built only where CUDA was chosen (`Wrapper(f) if
     compiled else f`, the flag tied to a CUDA device), so its streams and graphs are not
     reported one by one (a class that only makes a `torch.cuda.Stream()`, such as a data
-    prefetcher, still is). One scaler or autocast spelled for two torch versions
-    (`GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()`, or an `if`/`else`
-    that assigns the same name in both branches) is one finding, on the first spelling.
+    prefetcher, still is, and so is one that captures a graph only under a flag, `if
+    use_graphs:`: a trainer with an option, built on every host). One scaler or autocast
+    spelled for two torch versions (`GradScaler("cuda") if TORCH_2_4 else
+    torch.cuda.amp.GradScaler()`, or an `if`/`else` that assigns the same name in both
+    branches) is one finding, on the first spelling.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -375,11 +377,27 @@ class CudaApi(Rule):
             self._graph_classes = {}
         key = id(class_def)
         if key not in self._graph_classes:
-            self._graph_classes[key] = any(
-                isinstance(n, cst.Call) and (self.ctx.qualified(n.func) or "") in _GRAPH_CAPTURE
-                for n in descendants(class_def)
-            )
+            self._graph_classes[key] = self._captures_by_construction(class_def)
         return self._graph_classes[key]
+
+    def _captures_by_construction(self, class_def: cst.ClassDef) -> bool:
+        """Whether the class captures a CUDA graph other than under a flag (`if
+        use_graphs:`, `if self.cfg.cuda_graphs:`): a trainer that captures one as an
+        option runs its other CUDA calls on every host; a wrapper capturing after its
+        warm-up steps (`if self._step == self._warmup_steps - 1:`) is a graph by design."""
+        stack: list[tuple[cst.CSTNode, bool]] = [(class_def.body, False)]
+        while stack:
+            node, optional = stack.pop()
+            if (
+                isinstance(node, cst.Call)
+                and not optional
+                and (self.ctx.qualified(node.func) or "") in _GRAPH_CAPTURE
+            ):
+                return True
+            if isinstance(node, cst.If) and _is_flag(node.test):
+                optional = True
+            stack.extend((child, optional) for child in code_children(node))
+        return False
 
     def _function(self) -> cst.FunctionDef | None:
         return next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
@@ -405,3 +423,13 @@ class CudaApi(Rule):
         if own_test is not None:
             return runs_without_xla((own_test, *self.ctx.ancestors()), self.ctx.imports)
         return self.ctx.runs_without_xla
+
+
+def _is_flag(test: cst.BaseExpression) -> bool:
+    """`use_graphs`, `not self.cfg.cuda_graphs`, `a and b` of such: a switch set from
+    outside, not a comparison of the object's own state."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_flag(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _is_flag(test.left) or _is_flag(test.right)
+    return isinstance(test, cst.Name | cst.Attribute)
