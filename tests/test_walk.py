@@ -132,6 +132,9 @@ def test_without_libcst_sources_the_engine_falls_back(monkeypatch: pytest.Monkey
         raise walk.WalkUnavailable(node_type.__name__)
 
     monkeypatch.setattr(walk, "child_fields", unavailable)
+    walk._reader.cache_clear()  # (what it read before the sources went)
+    with pytest.raises(walk.WalkUnavailable):
+        walk.walk(cst.parse_module("x = 1\n"), lambda node: None, lambda node: None)
     fallback = [engine.lint_source(p.read_text(), str(p), rules) for p in paths]
     assert fallback == expected
     assert any(result.diagnostics for result in expected)

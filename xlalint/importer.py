@@ -150,9 +150,9 @@ def _import_block(module: cst.Module) -> list[_ImportLine]:
     return entries
 
 
-def _insert_sorted(text: str, statement: str, parsed: ParsedTexts) -> str:
+def _insert_sorted(text: str, statement: str, texts: ParsedTexts) -> str:
     """`text` with the one-line import `statement` where a sort of the imports puts it."""
-    entries = _import_block(parsed.module(text))
+    entries = _import_block(texts.module(text))
     parsed = cst.parse_statement(statement)
     small = _small(parsed)
     assert isinstance(small, cst.Import | cst.ImportFrom)
