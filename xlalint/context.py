@@ -205,6 +205,7 @@ class FileContext:
             self._trains_in_body,
             takes_tensors,
             self._has_own_loop,
+            self._acts_beside_training,
         )
         self._stack: list[cst.CSTNode] = []
         # id(node): its parent (None: the module), for every node walked: positions then
@@ -239,6 +240,29 @@ class FileContext:
         # `if` statements being walked: the kinds before each, and at the end of each of its
         # branches walked so far that goes on after the `if`.
         self._branches: list[tuple[cst.If, BranchState, list[BranchState]]] = []
+
+    def _acts_beside_training(self, function: cst.CSTNode) -> bool:
+        """A method without a loop of its own that runs a model, in a class another of whose
+        methods runs backward in its own body: the class is an agent or a learner, and
+        the method acts on each new observation (`batch_act(obs)`, `get_action(state)`),
+        once per environment step. So does the `__call__` of a class that runs a model
+        (a policy object called on each state). Asked after the walk."""
+        if not isinstance(function, cst.FunctionDef) or self._has_own_loop(function):
+            return False
+        block = self.parent_of.get(id(function))
+        owner = self.parent_of.get(id(block)) if block is not None else None
+        if not isinstance(owner, cst.ClassDef):
+            return False
+        if self.loops.facts(function).model_calls == 0:
+            return False
+        if function.name.value == "__call__":
+            return True  # a policy object called on each observation (`agent(state)`)
+        return any(
+            isinstance(method, cst.FunctionDef)
+            and method is not function
+            and self._trains_in_body(method)
+            for method in owner.body.body
+        )
 
     def _has_own_loop(self, function: cst.CSTNode) -> bool:
         """The function runs a loop in its own body (not in a nested function). Asked after

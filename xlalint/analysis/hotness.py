@@ -2,7 +2,10 @@
 
 A host sync costs once per execution, so it matters where code runs every training or
 sampling step: loop bodies, per-step functions (`forward`, `training_step`, a scheduler's
-`step`...), configured `hot-functions`, and functions reached from those in the same module.
+`step`...), functions that train in their own body and the methods that run the model beside
+them (an agent's `act`), configured `hot-functions`, and functions reached from those in the
+same module. For costs paid on every call with new data (compiles for data-dependent shapes,
+`is_hot(per_call=True)`), functions that compute on tensors handed to them count too.
 Whether a function is reached from a loop is only known once the whole file has been read,
 so findings carry a `Site` and are judged by `HotCode.is_hot` after the pass.
 """
@@ -244,12 +247,14 @@ class HotCode:
         step_function: Callable[[cst.CSTNode], bool] | None = None,
         per_call: Callable[[cst.CSTNode], bool] | None = None,
         has_loop: Callable[[cst.CSTNode], bool] | None = None,
+        acts: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
         self._step_function = step_function
         self._per_call = per_call
         self._has_loop = has_loop
+        self._acts = acts
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
@@ -357,11 +362,20 @@ class HotCode:
 
     def _trains(self, site: Site) -> bool:
         """The site's function trains in its own body (backward, an optimizer step): it is
-        one training step, whoever calls it (unless it runs once, as `main` does)."""
+        one training step, whoever calls it (unless it runs once, as `main` does). So is a
+        method that acts beside its class's training step (`acts`): an agent's `act(obs)`
+        that runs the model, in a class whose `update` runs backward, runs once per
+        environment step."""
         function = site.function
         if not site.scopes or self._step_function is None or function is None:
             return False
-        return function.name not in RUN_ONCE_FUNCTIONS and self._step_function(site.scopes[0])
+        if function.name in RUN_ONCE_FUNCTIONS:
+            return False
+        if function.name in self._saving_functions() or function.name in self._plotting:
+            return self._step_function(site.scopes[0])
+        return self._step_function(site.scopes[0]) or (
+            self._acts is not None and self._acts(site.scopes[0])
+        )
 
     def _computes_on_data(self, site: Site) -> bool:
         """The site's function computes on tensors it is handed (`per_call`: a parameter
