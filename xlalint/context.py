@@ -208,6 +208,10 @@ class FileContext:
             self._acts_beside_training,
         )
         self._stack: list[cst.CSTNode] = []
+        # Asked after the walk (`HotCode`): ids of the functions that run a loop of their
+        # own, and whether a function acts beside its class's training step.
+        self._looping: set[int] | None = None
+        self._acting: dict[int, bool] = {}
         # id(node): its parent (None: the module), for every node walked: positions then
         # write only the statements on the way to the nodes findings name.
         self.parent_of: dict[int, cst.CSTNode | None] = {}
@@ -247,6 +251,12 @@ class FileContext:
         the method acts on each new observation (`batch_act(obs)`, `get_action(state)`),
         once per environment step. So does the `__call__` of a class that runs a model
         (a policy object called on each state). Asked after the walk."""
+        known = self._acting.get(id(function))
+        if known is None:
+            known = self._acting[id(function)] = self._acts(function)
+        return known
+
+    def _acts(self, function: cst.CSTNode) -> bool:
         if not isinstance(function, cst.FunctionDef) or self._has_own_loop(function):
             return False
         block = self.parent_of.get(id(function))
@@ -267,7 +277,9 @@ class FileContext:
     def _has_own_loop(self, function: cst.CSTNode) -> bool:
         """The function runs a loop in its own body (not in a nested function). Asked after
         the walk, when every loop is registered."""
-        return any(site.function is function for site in self.loops.sites())
+        if self._looping is None:
+            self._looping = {id(site.function) for site in self.loops.sites() if site.function}
+        return id(function) in self._looping
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)

@@ -265,12 +265,14 @@ class HotCode:
         self._hot_names: set[str] | None = None
         self._per_call_names: set[str] | None = None
         self._callee_names: set[str] | None = None
+        # Names called, outside loops, from a function without a loop of its own.
+        self._per_call_callers: set[str] | None = None
 
     def add_call(self, site: Site, callee_name: str) -> None:
         """A call to a same-module function or method named `callee_name` from `site`."""
         self._edges.append((site, callee_name))
         self._hot_names = self._saving_names = self._per_call_names = None
-        self._callee_names = None
+        self._callee_names = self._per_call_callers = None
 
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
@@ -408,12 +410,16 @@ class HotCode:
         loop of its own (one call of it per call of that function)."""
         if self._has_loop is None:
             return False
-        for site, callee in self._edges:
-            if callee != name or site.in_loop or site.function is None or not site.scopes:
-                continue
-            if not self._has_loop(site.scopes[0]):
-                return True
-        return False
+        if self._per_call_callers is None:
+            self._per_call_callers = {
+                callee
+                for site, callee in self._edges
+                if not site.in_loop
+                and site.function is not None
+                and site.scopes
+                and not self._has_loop(site.scopes[0])
+            }
+        return name in self._per_call_callers
 
     def _callees(self) -> set[str]:
         """Names of the functions this file calls (by name, as the call graph is)."""
