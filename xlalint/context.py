@@ -518,6 +518,12 @@ class FileContext:
         return outermost is not None and self._off_xla.never_on_xla(outermost)
 
     @property
+    def in_raise(self) -> bool:
+        """The node being visited is part of a `raise` statement (the exception it builds
+        runs only on the error path)."""
+        return any(type(node) is cst.Raise for node in self._stack)
+
+    @property
     def in_step_closure(self) -> bool:
         return bool(self._closure_calls)
 

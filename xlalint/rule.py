@@ -50,9 +50,11 @@ step, still runs every step, as does a loop whose own body ends in `return` (a r
 loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, imgs):
 ax.imshow(...)`) runs once per item of the figure, and a loop over trials or folds
 (`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
-by itself. Code past an exit that an earlier `assert` settles never runs and is not
-reported: after `assert not exists(eos)`, a loop's `if not exists(eos): continue` is
-taken on every pass, so what follows it in the loop body is dropped."""
+by itself. The exception a `raise` statement builds (`raise ValueError(f"found
+{x.max().item()}")`) is built only on the error path. Code past an exit that an earlier
+`assert` settles never runs and is not reported: after `assert not exists(eos)`, a loop's
+`if not exists(eos): continue` is taken on every pass, so what follows it in the loop
+body is dropped."""
 # How every host-sync rule tells a tensor from a Python value where it is read (kept by the
 # walk in `context.py`, `analysis/tensors.py` and `analysis/type_tests.py`): written once.
 HOST_SYNC_VALUES = """\
@@ -86,7 +88,8 @@ another module (a metric's input formatting, called from the metric's `update`; 
 detector's label assignment, per image). A new shape compiles anew on every such call,
 whoever makes it. Where this file calls the function, its calls here decide (a
 `finalize(tokens: Tensor)` called once after a decoding loop is not per call), and
-`__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call.
+`__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call,
+and neither is the exception a `raise` statement builds (`torch.unique(t)` in the message).
 A host read there (XLA101-XLA104) costs one sync per call, and is reported only where the
 function runs every step."""
 _WHY = "\n\n## Why is this bad?\n"
@@ -197,6 +200,9 @@ class Rule:
             return
         # Code an always-taken `continue`/`return` skips never runs, on any machine.
         if site is None and self.ctx.past_settled_exit:
+            return
+        # A `raise` statement's exception (its message) is built only on the error path.
+        if self.hot_only and site is None and self.ctx.in_raise:
             return
         # A host sync once every many steps (`if step % 100 == 0:`) is amortised; a
         # recompile (family 2) is not, whatever its interval.
