@@ -7,9 +7,10 @@ Needs a venv with torch 2.9.0, torch-xla 2.9.0 and lightning (not xlalint's own)
     /tmp/venv-lightning/bin/pip install torch==2.9.0 torch-xla==2.9.0 lightning==2.5.6
     /tmp/venv-lightning/bin/python benchmarks/lightning_log.py [VARIANT ...]
 
-Each variant (no_log, log, log_prog_bar, log_on_epoch) trains 12 steps of a small model
-with `Trainer(accelerator="tpu")` on `PJRT_DEVICE=CPU` in a fresh process, and counts
-device-to-host transfers, `_local_scalar_dense` reads and executions over steps 3-12.
+Each variant (no_log, log, log_prog_bar, log_on_epoch, log_prog_bar_on_epoch) trains 12
+steps of a small model with `Trainer(accelerator="tpu")` on `PJRT_DEVICE=CPU` in a fresh
+process, and counts device-to-host transfers, `_local_scalar_dense` reads and executions
+over steps 3-12.
 Lightning offers its XLA accelerator only where it finds TPUs, so the child lets it run on
 the CPU PJRT device (the same runtime) by patching its availability checks.
 """
@@ -51,6 +52,8 @@ class Model(L.LightningModule):
             self.log("loss", loss, prog_bar=True)
         elif VARIANT == "log_on_epoch":
             self.log("loss", loss, on_step=False, on_epoch=True)
+        elif VARIANT == "log_prog_bar_on_epoch":
+            self.log("loss", loss, on_step=False, on_epoch=True, prog_bar=True)
         return loss
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -79,7 +82,8 @@ trainer.fit(Model(), loader)
 print("RESULT " + json.dumps({"steps_measured": STEPS - 2, **window.result}))
 """
 
-for variant in sys.argv[1:] or ("no_log", "log", "log_prog_bar", "log_on_epoch"):
+VARIANTS = ("no_log", "log", "log_prog_bar", "log_on_epoch", "log_prog_bar_on_epoch")
+for variant in sys.argv[1:] or VARIANTS:
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, variant],
         capture_output=True,

@@ -122,6 +122,31 @@ def test_a_function_called_from_a_loop_elsewhere_is_hot() -> None:
     assert plan is None or plan.text == text  # both are kept: nothing to blank
 
 
+def test_a_function_taking_tensors_is_kept_for_per_call_rules() -> None:
+    """A mask write in a function annotated to take tensors that this file never calls
+    counts per call (XLA203 declares `per_call`): the screen must keep its body."""
+    text = dedent(
+        """\
+        from torch import Tensor
+
+
+        def format_target(target: Tensor, ignore_index: int) -> Tensor:
+            target[target == ignore_index] = -1
+            return target
+
+
+        def describe(target):
+            target[target == 0] = -1
+            return target
+        """
+    )
+    plan = _plan(text, ["XLA203"])
+    assert plan is not None
+    assert plan.counts(5)  # format_target's write
+    assert not plan.counts(10)  # describe: nothing makes it hot
+    assert lint_source(text, "t.py", [all_rules()["XLA203"]]).diagnostics[0].start.row == 5
+
+
 def test_a_body_on_the_header_row_is_kept() -> None:
     text = "def cold(x): return x.item()\n\n\ndef other(y):\n    return y\n"
     plan = _plan(text, ["XLA101"])

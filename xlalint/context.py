@@ -43,7 +43,14 @@ from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
-from xlalint.analysis.tensors import BranchState, Kind, Narrowed, TensorKinds
+from xlalint.analysis.tensors import (
+    BranchState,
+    Kind,
+    Narrowed,
+    TensorKinds,
+    takes_tensors,
+    tensor_returns,
+)
 from xlalint.analysis.type_tests import host_names, range_checked
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.screen import LINE
@@ -148,9 +155,13 @@ def _takes_self(function: cst.FunctionDef) -> bool:
 def _converts(body: cst.BaseSuite, name: str) -> bool:
     """The branch rebinds `name` or returns (`v = v.item()`, `return v.tolist()`): it turns
     the value into something else, as converters of any value do."""
+    return any(isinstance(node, cst.Return) for node in descendants(body)) or _rebinds(body, name)
+
+
+def _rebinds(body: cst.BaseSuite, name: str) -> bool:
+    """The branch assigns `name` anew (`v = v.to("cpu")`)."""
     return any(
-        isinstance(node, cst.Return)
-        or (isinstance(node, cst.AssignTarget) and name in target_names(node.target))
+        isinstance(node, cst.AssignTarget) and name in target_names(node.target)
         for node in descendants(body)
     )
 
@@ -188,8 +199,19 @@ class FileContext:
             lambda loop: self.loops.steps_optimizer(loop),
             self._function_of_loop,
         )
-        self.hot = HotCode(hot_functions, self.epochs.per_epoch, self._trains_in_body)
+        self.hot = HotCode(
+            hot_functions,
+            self.epochs.per_epoch,
+            self._trains_in_body,
+            takes_tensors,
+            self._has_own_loop,
+            self._acts_beside_training,
+        )
         self._stack: list[cst.CSTNode] = []
+        # Asked after the walk (`HotCode`): ids of the functions that run a loop of their
+        # own, and whether a function acts beside its class's training step.
+        self._looping: set[int] | None = None
+        self._acting: dict[int, bool] = {}
         # id(node): its parent (None: the module), for every node walked: positions then
         # write only the statements on the way to the nodes findings name.
         self.parent_of: dict[int, cst.CSTNode | None] = {}
@@ -222,6 +244,42 @@ class FileContext:
         # `if` statements being walked: the kinds before each, and at the end of each of its
         # branches walked so far that goes on after the `if`.
         self._branches: list[tuple[cst.If, BranchState, list[BranchState]]] = []
+
+    def _acts_beside_training(self, function: cst.CSTNode) -> bool:
+        """A method without a loop of its own that runs a model, in a class another of whose
+        methods runs backward in its own body: the class is an agent or a learner, and
+        the method acts on each new observation (`batch_act(obs)`, `get_action(state)`),
+        once per environment step. So does the `__call__` of a class that runs a model
+        (a policy object called on each state). Asked after the walk."""
+        known = self._acting.get(id(function))
+        if known is None:
+            known = self._acting[id(function)] = self._acts(function)
+        return known
+
+    def _acts(self, function: cst.CSTNode) -> bool:
+        if not isinstance(function, cst.FunctionDef) or self._has_own_loop(function):
+            return False
+        block = self.parent_of.get(id(function))
+        owner = self.parent_of.get(id(block)) if block is not None else None
+        if not isinstance(owner, cst.ClassDef):
+            return False
+        if self.loops.facts(function).model_calls == 0:
+            return False
+        if function.name.value == "__call__":
+            return True  # a policy object called on each observation (`agent(state)`)
+        return any(
+            isinstance(method, cst.FunctionDef)
+            and method is not function
+            and self._trains_in_body(method)
+            for method in owner.body.body
+        )
+
+    def _has_own_loop(self, function: cst.CSTNode) -> bool:
+        """The function runs a loop in its own body (not in a nested function). Asked after
+        the walk, when every loop is registered."""
+        if self._looping is None:
+            self._looping = {id(site.function) for site in self.loops.sites() if site.function}
+        return id(function) in self._looping
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)
@@ -460,6 +518,12 @@ class FileContext:
         return outermost is not None and self._off_xla.never_on_xla(outermost)
 
     @property
+    def in_raise(self) -> bool:
+        """The node being visited is part of a `raise` statement (the exception it builds
+        runs only on the error path)."""
+        return any(type(node) is cst.Raise for node in self._stack)
+
+    @property
     def in_step_closure(self) -> bool:
         return bool(self._closure_calls)
 
@@ -539,7 +603,12 @@ class FileContext:
             self._class_hooks[node.name.value] = hooks
             is_module = is_module_class(node, self.imports, self.kinds.module_classes)
             self._classes.append((node.name.value, is_module, hooks))
-            self.kinds.push_class(node.name.value, module=is_module, methods=_plain_methods(node))
+            self.kinds.push_class(
+                node.name.value,
+                module=is_module,
+                methods=_plain_methods(node),
+                tensor_methods=tensor_returns(node.body.body),
+            )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
             if mentions_cuda(node.test, self.imports):
@@ -656,8 +725,12 @@ class FileContext:
             self._device_withs.pop()
             self.kinds.device_contexts -= 1
         if self._narrowed and self._narrowed[-1][0] is node:
+            # A name the body binds anew keeps that binding for the merge after the `if`
+            # (`if isinstance(v, Tensor): v = v.to("cpu")`: on the host either way); the
+            # others get back the kind they had before the test.
             for name, _, previous in self._narrowed.pop()[1]:
-                self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
+                if not _rebinds(node, name):  # type: ignore[arg-type]
+                    self.kinds.bind(cst.Name(name), previous or Kind.UNKNOWN)
         if self._branches and self._branches[-1][0] is node:
             _, before, ends = self._branches.pop()
             last = node.orelse or node.body  # type: ignore[attr-defined]

@@ -36,8 +36,10 @@ function or private method this file calls only from such branches; one also han
 as a callback, or exported in `__all__`, may run anywhere), and code under a log
 interval known to be long (`if step % 100 == 0:`, an interval this file sets to 50 or
 more, by default too, or that every call of its function here hands in so, as `fit(...,
-log_interval=100)` calling `_train_epoch(loader, log_interval)`, or a fraction of a
-loader's length such as `len(loader) // 10`), or in a branch that clears its own flag
+log_interval=100)` calling `_train_epoch(loader, log_interval)`, a fraction of a
+loader's length such as `len(loader) // 10`, or an interval named for checkpoints or
+evaluations such as `steps_per_checkpoint` or `cfg.eval_every`, whatever its value: no
+run saves or evaluates a model every step), or in a branch that clears its own flag
 (`if first: ...; first = False`), and functions of this file called only from there:
 one sync every so many steps is amortised over them. An interval that may be 1
 (`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
@@ -48,9 +50,11 @@ step, still runs every step, as does a loop whose own body ends in `return` (a r
 loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, imgs):
 ax.imshow(...)`) runs once per item of the figure, and a loop over trials or folds
 (`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
-by itself. Code past an exit that an earlier `assert` settles never runs and is not
-reported: after `assert not exists(eos)`, a loop's `if not exists(eos): continue` is
-taken on every pass, so what follows it in the loop body is dropped."""
+by itself. The exception a `raise` statement builds (`raise ValueError(f"found
+{x.max().item()}")`) is built only on the error path. Code past an exit that an earlier
+`assert` settles never runs and is not reported: after `assert not exists(eos)`, a loop's
+`if not exists(eos): continue` is taken on every pass, so what follows it in the loop
+body is dropped."""
 # How every host-sync rule tells a tensor from a Python value where it is read (kept by the
 # walk in `context.py`, `analysis/tensors.py` and `analysis/type_tests.py`): written once.
 HOST_SYNC_VALUES = """\
@@ -70,7 +74,24 @@ where it is, is a Python number from a range check of it (`assert 1 <= stage <=
 self.num_stages`, `if stage >= len(self.stages):`) to the end of its block. A method
 the class defines (`self.restore_model(path)`) is a method, not a submodule, whatever its
 name; what a method of the class returns when every `return` gives tensors (a noise
-schedule's `self.alpha_bar(step)`) is a tensor in its other methods."""
+schedule's `self.alpha_bar(step)`) is a tensor in its other methods, and so is what a
+method or a function of the file annotated to return a tensor (`def _compute_loss(self,
+batch) -> torch.Tensor`) hands back, wherever it is defined. After `if isinstance(v,
+torch.Tensor): v = v.to("cpu")` the value is on the host whichever way the test went."""
+# How a compile cost (a data-dependent shape) reaches library code: written once for the
+# rules that declare `per_call`.
+PER_CALL_REACH = """\
+A function that computes on tensors handed to it (a parameter annotated as a tensor:
+`preds: Tensor`) and that this file never calls counts as run on every call with new data,
+and so do the functions of this file it calls: library code whose per-step caller is in
+another module (a metric's input formatting, called from the metric's `update`; a
+detector's label assignment, per image). A new shape compiles anew on every such call,
+whoever makes it. Where this file calls the function, its calls here decide (a
+`finalize(tokens: Tensor)` called once after a decoding loop is not per call), and
+`__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call,
+and neither is the exception a `raise` statement builds (`torch.unique(t)` in the message).
+A host read there (XLA101-XLA104) costs one sync per call, and is reported only where the
+function runs every step."""
 _WHY = "\n\n## Why is this bad?\n"
 
 DOC_SECTIONS = (
@@ -122,6 +143,11 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     # Report only where the code runs every step (families 1 and 2 of the catalogue).
     hot_only: ClassVar[bool] = False
+    # With `hot_only`: the cost is paid on every call with new data (a compile for a
+    # data-dependent shape), so a function that computes on tensors it is handed counts
+    # as hot whoever calls it (`HotCode.is_hot(per_call=True)`). A host read there costs
+    # one sync per call, which matters only per step.
+    per_call: ClassVar[bool] = False
     # A file runs this rule only if its text contains one of these strings.
     triggers: ClassVar[Sequence[str]] = ()
     # The findings rest on values being tensors, which only code that uses torch has: the
@@ -175,6 +201,9 @@ class Rule:
         # Code an always-taken `continue`/`return` skips never runs, on any machine.
         if site is None and self.ctx.past_settled_exit:
             return
+        # A `raise` statement's exception (its message) is built only on the error path.
+        if self.hot_only and site is None and self.ctx.in_raise:
+            return
         # A host sync once every many steps (`if step % 100 == 0:`) is amortised; a
         # recompile (family 2) is not, whatever its interval.
         if self.is_host_sync() and site is None and self.ctx.under_sparse_interval:
@@ -212,6 +241,9 @@ class Rule:
     @classmethod
     def docs(cls) -> str:
         docs = inspect.cleandoc(cls.__doc__ or "")
+        if cls.per_call and cls.hot_only and _WHY in docs:
+            head, _, rest = docs.partition(_WHY)
+            docs = f"{head}\n\n{PER_CALL_REACH}{_WHY}{rest}"
         if cls.is_host_sync() and _WHY in docs:
             head, _, rest = docs.partition(_WHY)
             return f"{head}\n\n{HOST_SYNC_REACH}\n\n{HOST_SYNC_VALUES}{_WHY}{rest}"

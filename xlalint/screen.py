@@ -38,6 +38,7 @@ from xlalint.analysis.hotness import (
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
 )
+from xlalint.analysis.tensors import TENSOR_ANNOTATIONS
 
 if TYPE_CHECKING:
     from xlalint.rule import Rule
@@ -90,6 +91,8 @@ class Features:
     functions: set[str] = field(default_factory=set)  # def names, nested ones too
     loop_identifiers: set[str] = field(default_factory=set)  # used in a loop
     lambda_default: bool = False  # a parameter defaults to a lambda (walked as a function)
+    # A parameter annotated as a tensor (`preds: Tensor`): `HotCode.is_hot(per_call=True)`.
+    tensor_parameter: bool = False
     reaching: bool = False
 
     def add(self, node: ast.AST) -> None:
@@ -139,6 +142,13 @@ class Features:
                 self.strings.append(child.value)  # type: ignore[attr-defined]
             return None
         if kind is ast.arg:
+            annotation = child.annotation  # type: ignore[attr-defined]
+            if annotation is not None and not self.tensor_parameter:
+                self.tensor_parameter = any(
+                    (type(n) is ast.Name and n.id in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                    or (type(n) is ast.Attribute and n.attr in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                    for n in ast.walk(annotation)
+                )
             return child.arg  # type: ignore[attr-defined,no-any-return]
         if kind is ast.keyword:
             return child.arg  # type: ignore[attr-defined,no-any-return]
@@ -190,6 +200,9 @@ class _Unit:
     first: int  # first row (its first decorator)
     last: int
     module_call: bool  # `__call__` of a class that may be an `nn.Module`
+    # A method of a class another of whose methods mentions `backward` (an agent acting
+    # beside its training step: `FileContext._acts_beside_training`).
+    beside_training: bool = False
 
 
 @dataclass(frozen=True)
@@ -263,14 +276,19 @@ _HOOKS = frozenset().union(*PER_STEP_HOOKS.values())
 def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str]) -> set[int]:
     """The units where `HotCode.is_hot` may say yes: with a loop, a function declared per
     step (`forward`, `*_step`, a framework hook, configured `hot-functions`, `__call__` of
-    a class that may be an `nn.Module`), one that runs backward, one with a lambda default,
-    or one whose name is used in a loop or in another such unit (the call graph is by name,
-    so any use of the name counts)."""
+    a class that may be an `nn.Module`), one that runs backward or is a method beside one
+    that does, one with a lambda default, one with a parameter annotated as a tensor (hot
+    per call for some rules), or one whose name is used in a loop or in another such unit
+    (the call graph is by name, so any use of the name counts)."""
 
     def declared(unit: _Unit) -> bool:
         features = unit.features
         if unit.module_call or features.lambda_default or "backward" in features.identifiers:
             return True
+        if unit.beside_training or unit.node.name == "__call__":
+            return True  # may act once per environment step (beside a training step)
+        if features.tensor_parameter:
+            return True  # computes on tensors it is handed: hot per call for some rules
         if features.identifiers & MODULE_HOOK_REGISTRATIONS:
             return True  # a function registered as a module hook runs on every forward
         return any(
@@ -348,11 +366,16 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
             module_class = any(_may_be_module(base) for base in statement.bases) or any(
                 isinstance(member, _DEFS) and member.name == "forward" for member in statement.body
             )
+            first_member = len(units)
             for member in statement.body:
                 if isinstance(member, _DEFS):
                     unit(member, module_class)
                 else:
                     glue.add(member)
+            members = units[first_member:]
+            if any("backward" in member.features.identifiers for member in members):
+                for member in members:
+                    member.beside_training = True
         else:
             glue.add(statement)
     return units, glue

@@ -2,7 +2,10 @@
 
 A host sync costs once per execution, so it matters where code runs every training or
 sampling step: loop bodies, per-step functions (`forward`, `training_step`, a scheduler's
-`step`...), configured `hot-functions`, and functions reached from those in the same module.
+`step`...), functions that train in their own body and the methods that run the model beside
+them (an agent's `act`), configured `hot-functions`, and functions reached from those in the
+same module. For costs paid on every call with new data (compiles for data-dependent shapes,
+`is_hot(per_call=True)`), functions that compute on tensors handed to them count too.
 Whether a function is reached from a loop is only known once the whole file has been read,
 so findings carry a `Site` and are judged by `HotCode.is_hot` after the pass.
 """
@@ -242,10 +245,17 @@ class HotCode:
         extra_hot_functions: Iterable[str] = (),
         per_epoch: Callable[[Sequence[cst.CSTNode]], bool] | None = None,
         step_function: Callable[[cst.CSTNode], bool] | None = None,
+        per_call: Callable[[cst.CSTNode], bool] | None = None,
+        has_loop: Callable[[cst.CSTNode], bool] | None = None,
+        acts: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
         self._step_function = step_function
+        self._per_call = per_call
+        self._has_loop = has_loop
+        self._acts = acts
+        self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
         self._module_hooks: set[str] = set()
@@ -253,28 +263,33 @@ class HotCode:
         self._plotting: set[str] = set()
         self._saving_names: set[str] | None = None
         self._hot_names: set[str] | None = None
+        self._per_call_names: set[str] | None = None
+        self._callee_names: set[str] | None = None
+        # Names called, outside loops, from a function without a loop of its own.
+        self._per_call_callers: set[str] | None = None
 
     def add_call(self, site: Site, callee_name: str) -> None:
         """A call to a same-module function or method named `callee_name` from `site`."""
         self._edges.append((site, callee_name))
-        self._hot_names = self._saving_names = None
+        self._hot_names = self._saving_names = self._per_call_names = None
+        self._callee_names = self._per_call_callers = None
 
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
         self._closure_callbacks.add(name)
-        self._hot_names = None
+        self._hot_names = self._per_call_names = None
 
     def add_module_hook(self, name: str) -> None:
         """A function registered as a module hook (`layer.register_forward_hook(fn)`): it
         runs on every forward of that module, so every step."""
         self._module_hooks.add(name)
-        self._hot_names = None
+        self._hot_names = self._per_call_names = None
 
     def add_saving_function(self, name: str) -> None:
         """A function that writes a checkpoint (`torch.save`): it runs at save time, and the
         host copies it makes are what saving needs, however often it is called."""
         self._saving.add(name)
-        self._hot_names = self._saving_names = None
+        self._hot_names = self._saving_names = self._per_call_names = None
 
     def add_plotting_function(self, name: str) -> None:
         """A function that makes a figure (`fig, ax = plt.subplots()`): it runs when a
@@ -282,7 +297,7 @@ class HotCode:
         (`y.detach().cpu()`, `loss.item()` for a title) are what drawing needs, however
         often the code that calls it runs."""
         self._plotting.add(name)
-        self._hot_names = None
+        self._hot_names = self._per_call_names = None
 
     def _saving_functions(self) -> set[str]:
         """Functions that write a checkpoint (`torch.save`), and functions that call one
@@ -330,7 +345,7 @@ class HotCode:
             fnmatch.fnmatchcase(name, pattern) for pattern in self._extra
         )
 
-    def _function_hot(self, site: Site) -> bool:
+    def _function_hot(self, site: Site, per_call: bool) -> bool:
         function = site.function
         if function is None:
             return False
@@ -339,8 +354,9 @@ class HotCode:
         return (
             self.per_step_by_itself(site)
             or self._trains(site)
+            or (per_call and self._computes_on_data(site))
             or (
-                function.name in self._reached_names()
+                function.name in self._reached_names(per_call)
                 and function.name not in self._saving_functions()
                 and function.name not in self._plotting
             )
@@ -348,11 +364,68 @@ class HotCode:
 
     def _trains(self, site: Site) -> bool:
         """The site's function trains in its own body (backward, an optimizer step): it is
-        one training step, whoever calls it (unless it runs once, as `main` does)."""
+        one training step, whoever calls it (unless it runs once, as `main` does). So is a
+        method that acts beside its class's training step (`acts`): an agent's `act(obs)`
+        that runs the model, in a class whose `update` runs backward, runs once per
+        environment step."""
         function = site.function
         if not site.scopes or self._step_function is None or function is None:
             return False
-        return function.name not in RUN_ONCE_FUNCTIONS and self._step_function(site.scopes[0])
+        if function.name in RUN_ONCE_FUNCTIONS:
+            return False
+        if function.name in self._saving_functions() or function.name in self._plotting:
+            return self._step_function(site.scopes[0])
+        return self._step_function(site.scopes[0]) or (
+            self._acts is not None and self._acts(site.scopes[0])
+        )
+
+    def _computes_on_data(self, site: Site) -> bool:
+        """The site's function computes on tensors it is handed (`per_call`: a parameter
+        annotated as a tensor) and this file never calls it: library code whose callers
+        are elsewhere (a metric's input check, called from the metric's `update`; a
+        detector's assigner, per image), run once per call with new data. Where the file
+        calls it, its callers decide: a call from a function without a loop of its own
+        (an `assign(...)` entry point handing on to `assign_wrt_overlaps(overlaps)`) is
+        per call too, while calls only from functions that run a loop, outside it
+        (`finalize(tokens)` once after a decoding loop), are once per run of that loop.
+        Functions that run once by name (`__init__`, `setup`) or that save or draw are not
+        such calls."""
+        function = site.function
+        if not site.scopes or self._per_call is None or function is None:
+            return False
+        if function.name in RUN_ONCE_FUNCTIONS or function.name in self._plotting:
+            return False
+        if function.name in self._callees() and not self._called_per_call(function.name):
+            return False
+        if function.name in self._saving_functions():
+            return False
+        node = site.scopes[0]
+        known = self._computing.get(id(node))
+        if known is None:
+            known = self._computing[id(node)] = self._per_call(node)
+        return known
+
+    def _called_per_call(self, name: str) -> bool:
+        """Some call of `name` in this file sits, outside any loop, in a function without a
+        loop of its own (one call of it per call of that function)."""
+        if self._has_loop is None:
+            return False
+        if self._per_call_callers is None:
+            self._per_call_callers = {
+                callee
+                for site, callee in self._edges
+                if not site.in_loop
+                and site.function is not None
+                and site.scopes
+                and not self._has_loop(site.scopes[0])
+            }
+        return name in self._per_call_callers
+
+    def _callees(self) -> set[str]:
+        """Names of the functions this file calls (by name, as the call graph is)."""
+        if self._callee_names is None:
+            self._callee_names = {callee for _, callee in self._edges}
+        return self._callee_names
 
     def _once_per_epoch(self, site: Site) -> bool:
         """The site is outside the batch loop of an epoch function or loop (a declared
@@ -361,34 +434,48 @@ class HotCode:
             return False
         return self._per_epoch(site.scopes)
 
-    def _reached_names(self) -> set[str]:
-        """Function names called, directly or transitively, from hot code."""
+    def _reached_names(self, per_call: bool = False) -> set[str]:
+        """Function names called, directly or transitively, from hot code (with
+        `per_call`, from functions that compute on data handed to them too)."""
+        if per_call:
+            if self._per_call_names is None:
+                self._per_call_names = self._reach(per_call=True)
+            return self._per_call_names
         if self._hot_names is None:
-            hot: set[str] = set()
-            saving = self._saving_functions()
-            changed = True
-            while changed:
-                changed = False
-                for site, callee in self._edges:
-                    if callee in hot or callee in RUN_ONCE_FUNCTIONS or callee in saving:
-                        continue
-                    if callee in self._plotting:
-                        continue
-                    if callee in self._closure_callbacks or site.in_step_closure or site.sparse:
-                        continue
-                    caller_hot = (
-                        site.in_loop
-                        or self.per_step_by_itself(site)
-                        or self._trains(site)
-                        or (site.function is not None and site.function.name in hot)
-                    ) and not self._once_per_epoch(site)
-                    if caller_hot:
-                        hot.add(callee)
-                        changed = True
-            self._hot_names = hot
+            self._hot_names = self._reach(per_call=False)
         return self._hot_names
 
-    def is_hot(self, site: Site) -> bool:
+    def _reach(self, per_call: bool) -> set[str]:
+        """The names `_reached_names` answers with, computed anew."""
+        hot: set[str] = set()
+        saving = self._saving_functions()
+        changed = True
+        while changed:
+            changed = False
+            for site, callee in self._edges:
+                if callee in hot or callee in RUN_ONCE_FUNCTIONS or callee in saving:
+                    continue
+                if callee in self._plotting:
+                    continue
+                if callee in self._closure_callbacks or site.in_step_closure or site.sparse:
+                    continue
+                caller_hot = (
+                    site.in_loop
+                    or self.per_step_by_itself(site)
+                    or self._trains(site)
+                    or (per_call and self._computes_on_data(site))
+                    or (site.function is not None and site.function.name in hot)
+                ) and not self._once_per_epoch(site)
+                if caller_hot:
+                    hot.add(callee)
+                    changed = True
+        return hot
+
+    def is_hot(self, site: Site, *, per_call: bool = False) -> bool:
+        """Whether the site runs every step. With `per_call` (asked for a cost paid on
+        every call with new data, such as a compile for a data-dependent shape), a
+        function that computes on tensors it is handed (`_computes_on_data`) and what it
+        calls count too, whoever calls them."""
         if site.in_step_closure or self._once_per_epoch(site):
             return False
-        return site.in_loop or self._function_hot(site)
+        return site.in_loop or self._function_hot(site, per_call)

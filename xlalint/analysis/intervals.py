@@ -14,11 +14,14 @@ log_interval)` called only from `fit(..., log_interval=100)`, directly or as
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts).
 An interval whose value is not known here (`args.log_interval`, `cfg.train.log_every`) may
 be 1 and stays per step, as does one whose default is short (`log_interval=1`): a log
-interval that defaults to every step is per step.
+interval that defaults to every step is per step. One named for checkpoints or evaluations
+(`steps_per_checkpoint`, `cfg.eval_every`, `save_interval`) is long whatever its value:
+saving or evaluating a model every step is no run anyone configures.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import libcst as cst
@@ -58,6 +61,22 @@ def _fraction_of_length(value: cst.BaseExpression) -> bool:
 def _long_value(value: cst.BaseExpression) -> bool:
     number = _int_value(value)
     return (number is not None and number >= SPARSE) or _fraction_of_length(value)
+
+
+# An interval's name that counts steps between checkpoints or evaluations:
+# `steps_per_checkpoint`, `cfg.eval_every`, `save_interval`, `val_check_interval`.
+# (a word of the name, so `log_interval` holds no `val`).
+_SAVE_OR_EVALUATION = re.compile(r"(^|_)(checkpoint|ckpt|sav(e|ing)|eval|valid|val(_|$))", re.I)
+
+
+def _names_a_save_or_evaluation(interval: cst.BaseExpression) -> bool:
+    """`step % final_steps_per_checkpoint == 0`, `step % args.eval_every == 0`: an interval
+    named for checkpoints or evaluations, whatever its value here. Saving or evaluating a
+    model is what runs once every many steps (a full evaluation, a write to disk), and no
+    run sets it to every step; a log interval may be 1, so its name does not count."""
+    if isinstance(interval, cst.Attribute):
+        interval = interval.attr
+    return isinstance(interval, cst.Name) and _SAVE_OR_EVALUATION.search(interval.value) is not None
 
 
 def _attribute_values(class_def: cst.ClassDef, attribute: str) -> list[cst.BaseExpression]:
@@ -140,7 +159,7 @@ def long_interval(
     _depth: int = 0,
 ) -> bool:
     """Whether `interval` is known to be at least `SPARSE` passes."""
-    if _long_value(interval):
+    if _long_value(interval) or _names_a_save_or_evaluation(interval):
         return True
     values: list[cst.BaseExpression] = []
     if isinstance(interval, cst.Name):

@@ -174,7 +174,7 @@ _OPTIONAL_TENSOR_NAME = re.compile(
     r"(^|_)(x|mask|states|embeds|embeddings|ids|latents|labels|logits|targets|input|inputs|"
     r"hidden|features|scores|sample|noise|pixel_values|image|images)$"
 )
-_TENSOR_ANNOTATIONS = frozenset(
+TENSOR_ANNOTATIONS = frozenset(
     {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "HalfTensor", "Parameter"}
 )
 _HOST_ANNOTATIONS = frozenset(
@@ -199,6 +199,31 @@ _PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
+
+
+def tensor_returns(body: Sequence[cst.BaseStatement]) -> frozenset[str]:
+    """The functions defined directly in `body` (a module's or a class's) whose return
+    annotation names a tensor (`-> torch.Tensor`, `-> Optional[Tensor]`): what a call of
+    one hands back is a tensor, wherever in the file it is defined (an agent's `update`
+    calls `self._compute_loss(batch)`, defined below it)."""
+    return frozenset(
+        statement.name.value
+        for statement in body
+        if isinstance(statement, cst.FunctionDef)
+        and statement.returns is not None
+        and _tensor_annotation(statement.returns.annotation) is Kind.TENSOR
+    )
+
+
+def takes_tensors(function: cst.CSTNode) -> bool:
+    """A function with a parameter annotated as a tensor (or a sequence of tensors)."""
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    return any(
+        param.annotation is not None
+        and _tensor_annotation(param.annotation.annotation) in (Kind.TENSOR, Kind.ITERABLE)
+        for param in parameters(function)
+    )
 
 
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
@@ -229,7 +254,7 @@ def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     ):
         return Kind.UNKNOWN  # `inspect.Parameter` is no `nn.Parameter`
     name = node.attr if isinstance(node, cst.Attribute) else node
-    if isinstance(name, cst.Name) and name.value in _TENSOR_ANNOTATIONS:
+    if isinstance(name, cst.Name) and name.value in TENSOR_ANNOTATIONS:
         return Kind.TENSOR
     return Kind.UNKNOWN
 
@@ -344,6 +369,9 @@ class TensorKinds:
         self._self_attributes: list[dict[str, Kind]] = [{}]
         # Per class being walked, the methods its body defines (`def restore_model`).
         self._class_methods: list[frozenset[str]] = [frozenset()]
+        self._class_tensor_returns: list[frozenset[str]] = [frozenset()]
+        # Module-level functions annotated to return a tensor (`tensor_returns`).
+        self._tensor_functions = tensor_returns(module.body) if module is not None else frozenset()
         # Per method being walked (None for other functions), the kinds its `return`s give:
         # one kind, or one per position of a returned tuple. Once walked, a method name
         # whose every definition in a class of the module returns only tensors (`def
@@ -460,16 +488,21 @@ class TensorKinds:
         self._dict_values.pop()
 
     def push_class(
-        self, name: str | None = None, module: bool = False, methods: frozenset[str] = frozenset()
+        self,
+        name: str | None = None,
+        module: bool = False,
+        methods: frozenset[str] = frozenset(),
+        tensor_methods: frozenset[str] = frozenset(),
     ) -> None:
         """Entering a class; `module`: a module class (`module_classes.is_module_class`),
         whose instances (`pg = Policy(env)`) are modules (`class MaskedCELoss(
         nn.CrossEntropyLoss)`: calling it is calling the loss). `methods`: the names the
         class body defines with `def`: `self.restore_model(...)` calls one of them, not a
-        submodule."""
+        submodule; `tensor_methods`: those annotated to return a tensor (`tensor_returns`)."""
         if name is not None and module:
             self._module_classes.add(name)
         self._class_methods.append(methods)
+        self._class_tensor_returns.append(tensor_methods)
         self._self_attributes.append({})
         self._self_functions.append({})
         self._class_names.append(name)
@@ -481,6 +514,7 @@ class TensorKinds:
 
     def pop_class(self) -> None:
         self._class_methods.pop()
+        self._class_tensor_returns.pop()
         self._self_attributes.pop()
         self._self_functions.pop()
         if self._class_names:
@@ -754,7 +788,7 @@ class TensorKinds:
         name = param.name.value
         if param.annotation is not None:
             names = names_under(param.annotation.annotation)
-            if names & _TENSOR_ANNOTATIONS:
+            if names & TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
                 return _tensor_annotation(param.annotation.annotation)
             # Any other annotation names what the parameter is: a host type, or a class
@@ -1150,7 +1184,7 @@ class TensorKinds:
             options = (
                 [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
             )
-            if any(class_name(option, self.imports) in _TENSOR_ANNOTATIONS for option in options):
+            if any(class_name(option, self.imports) in TENSOR_ANNOTATIONS for option in options):
                 return subject.value
         return None
 
@@ -1478,6 +1512,8 @@ class TensorKinds:
             returns = self.returns
             if returns is not None and self.lookup(name) is None and returns.function(name):
                 return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
+            if name in self._tensor_functions and self.lookup(name) is None:
+                return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
@@ -1532,6 +1568,8 @@ class TensorKinds:
                     (self._methods_walked[-1][0], method)
                 ):
                     return Kind.TENSOR  # `self.get_alpha_bar(t)`, walked above
+                if method in self._class_tensor_returns[-1]:
+                    return Kind.TENSOR  # `def _compute_loss(self, batch) -> torch.Tensor`
                 if _names_model(method) and method not in self._class_methods[-1]:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
@@ -1568,17 +1606,23 @@ class TensorKinds:
         return bool(values) and all(self.of(v) is Kind.HOST for v in values)
 
     def _moves_to_device(self, call: cst.Call) -> bool:
-        """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`."""
+        """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`,
+        `.to(x.dtype)`, `.to(torch.get_default_dtype())`."""
         if self.moves_to_cpu(call):
             return False
         for arg in call.args:
             if _is_keyword(arg, "device"):
                 return True
             if arg.keyword is None and not arg.star:
-                qualified = self.imports.resolve(arg.value) or ""
-                spelled = get_full_name_for_node(arg.value) or ""
+                value = arg.value
+                # `torch.get_default_dtype()`: a call that hands back a dtype.
+                named = value.func if isinstance(value, cst.Call) else value
+                qualified = self.imports.resolve(named) or ""
+                spelled = get_full_name_for_node(named) or ""
                 return not (
-                    qualified.rsplit(".", 1)[-1] in _DTYPE_NAMES or spelled.endswith("dtype")
+                    qualified.rsplit(".", 1)[-1] in _DTYPE_NAMES
+                    or spelled.endswith("dtype")
+                    or qualified.endswith("dtype")
                 )
         return False
 

@@ -100,9 +100,13 @@ class ItemInHotCode(HelperCallRule):
     around it stays one even where it steps once more after it (the leftover step of
     gradient accumulation). A function whose own body runs backward and steps an optimizer
     is one step whatever loops it holds (a GAN iteration's loop of discriminator updates):
-    `g_loss.item()` after that loop runs every step. A name ending in `_per_step`
-    (`fit_one_batch_per_step`) says what a loop of many steps does, and is not a per-step
-    function.
+    `g_loss.item()` after that loop runs every step. A method without a loop of its own
+    that runs a model, in a class another of whose methods runs backward in its own body
+    (an agent's `batch_act(obs)` or `act(state)` beside its `update`), and the `__call__`
+    of a class that runs a model without a loop of its own (a policy object called on
+    each state), act on every environment step, whichever module runs the environment.
+    A name ending in `_per_step` (`fit_one_batch_per_step`) says what a loop of many steps
+    does, and is not a per-step function.
 
     Search and sampling code keeps 0-dim scores in records: a field a class of the module
     declares as a tensor (`class Hypothesis(NamedTuple): score: Union[float,

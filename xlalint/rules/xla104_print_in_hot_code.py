@@ -56,7 +56,8 @@ class PrintInHotCode(Rule):
     `if torch.isfinite(grad_norm):`: it runs when a step goes wrong, while the test is
     XLA103's per-step finding; the body of `if torch.isfinite(grad_norm):` runs on every
     healthy step and is flagged), nor Lightning's `self.log` without
-    `prog_bar=True`.
+    `prog_bar=True` or with `on_step=False` (the bar then shows the value reduced at the
+    epoch's end: no step reads it).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Turning a tensor
@@ -125,8 +126,10 @@ class PrintInHotCode(Rule):
     Lightning 2.5.6 on the same device (`benchmarks/lightning_log.py`, 10 measured steps of
     a `training_step` on `Trainer(accelerator="tpu")`): `self.log("loss", loss,
     prog_bar=True)` costs 20 device-to-host transfers and 20 `_local_scalar_dense` reads,
-    two per step; `self.log("loss", loss)` and `self.log("loss", loss, on_step=False,
-    on_epoch=True)` cost none within the window (the logger reads every
+    two per step; `self.log("loss", loss)`, `self.log("loss", loss, on_step=False,
+    on_epoch=True)` and `self.log("loss", loss, on_step=False, on_epoch=True,
+    prog_bar=True)` (measured by hand: the bar shows the value reduced at the epoch's end)
+    cost none within the window (the logger reads every
     `log_every_n_steps`, 50 by default). Executions stay at 10 in every variant: the reads
     come after Lightning's barrier, but each one waits for the device.
     """
@@ -213,14 +216,12 @@ class PrintInHotCode(Rule):
             and func.value.value == "self"
         ):
             return False
-        if not any(
-            arg.keyword is not None
-            and arg.keyword.value == "prog_bar"
-            and isinstance(arg.value, cst.Name)
-            and arg.value.value == "True"
-            for arg in node.args
-        ):
+        if not _keyword_is(node, "prog_bar", "True"):
             return False
+        if _keyword_is(node, "on_step", "False"):
+            # `on_step=False, on_epoch=True`: the progress bar shows the epoch's reduced
+            # value, computed at the epoch's end; no step reads the tensor.
+            return True
         index = _LIGHTNING_LOGS[func.attr.value]
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         values = [a.value for a in node.args if a.keyword and a.keyword.value in _LOG_VALUES]
@@ -502,3 +503,14 @@ def _finiteness_senses(node: cst.CSTNode, negated: bool) -> Iterator[bool]:
 
 def _is_string_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString | cst.FormattedString | cst.ConcatenatedString)
+
+
+def _keyword_is(call: cst.Call, keyword: str, value: str) -> bool:
+    """`call` passes `keyword=value` (`prog_bar=True`), `value` a literal name."""
+    return any(
+        arg.keyword is not None
+        and arg.keyword.value == keyword
+        and isinstance(arg.value, cst.Name)
+        and arg.value.value == value
+        for arg in call.args
+    )

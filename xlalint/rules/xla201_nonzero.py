@@ -88,6 +88,7 @@ class Nonzero(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    per_call = True
     needs_torch = True
     triggers = ("nonzero", "argwhere", "where")
 

@@ -111,6 +111,7 @@ class BooleanMaskRead(HelperCallRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    per_call = True
     needs_torch = True
     # A subscript needs `[`; `masked_select` needs its name.
     triggers = ("[", "masked_select")

@@ -96,6 +96,7 @@ class BooleanMaskWrite(HelperCallRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    per_call = True
     needs_torch = True
     # A write through a subscript ends its target with `]`.
     triggers = ("]",)

@@ -147,6 +147,7 @@ class DataDependentShapeOp(Rule):
     name = "data-dependent-shape-op"
     message = "`{op}` falls back to the CPU, copying its input to the host every step{extra}"
     hot_only = True
+    per_call = True
     needs_torch = True
     triggers = tuple(_OPS)  # `unique` also covers `unique_consecutive`, `median` `nanmedian`
 
