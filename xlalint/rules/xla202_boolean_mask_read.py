@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.masks import atom, dotted
+from xlalint.analysis.masks import Evidence, atom, dotted, takes_tensors
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -23,6 +23,12 @@ _LOOSE_PARENTS = (
 # Nodes between a store target and its statement (`a[m], b = ...`).
 _TARGET_WRAPPERS = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
 
+
+# torch functions that build a tensor from sizes or data: what they are handed may be host data.
+_FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
+     "linspace", "logspace", "eye"}
+)  # fmt: skip
 
 # What a finding per statement counts by: a simple statement line or a compound one's header.
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
@@ -49,6 +55,13 @@ class BooleanMaskRead(HelperCallRule):
     same module hands it one (the decoding loop passes its buffers) or where the helper
     uses it as one (`p.gather(...)`, `p.view(...)`); a parameter the callers give numpy
     arrays or lists is not flagged.
+
+    A value of unknown kind read through a mask and handed, as the first argument, to a
+    torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
+    mask])`, with `entropy` unpacked from a policy method's result) is a tensor, so any mask
+    evidence counts, as for a known tensor. Reads handed to constructors (`torch.tensor`,
+    `torch.from_numpy`), to factories as sizes, to numpy, or as a later argument are not
+    flagged: those may be host data.
 
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
@@ -125,7 +138,7 @@ class BooleanMaskRead(HelperCallRule):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._is_store_target(node):
             return
-        mask = self.ctx.masks.mask_index(node)
+        mask = self.ctx.masks.mask_index(node) or self._mask_of_handed_read(node)
         if mask is None:
             self._defer(node)
             return
@@ -137,6 +150,53 @@ class BooleanMaskRead(HelperCallRule):
         self.report(
             node, self.message.format(what=_spelled(self.ctx.module.code_for_node(node))), fix=fix
         )
+
+    def _mask_of_handed_read(self, node: cst.Subscript) -> cst.BaseExpression | None:
+        """`torch.mean(entropy[mask])`, `torch.mean(-log_prob[mask])`: a value of unknown
+        kind read through a mask and handed, as the first argument, to a torch operation
+        that takes only tensors, so the value is a tensor and any mask evidence counts (as
+        for a known tensor). Not constructors (`torch.tensor(v[m])`, `torch.from_numpy`)
+        nor factories, which take host data and sizes."""
+        if self.ctx.kind(node.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(node.value):
+            return None
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.UnaryOperation) and isinstance(
+                ancestor.operator, cst.Minus
+            ):
+                child = ancestor
+                continue
+            if isinstance(ancestor, cst.Arg):
+                child = ancestor
+                continue
+            if (
+                not isinstance(ancestor, cst.Call)
+                or not ancestor.args
+                or ancestor.args[0] is not child
+            ):
+                return None
+            first = ancestor.args[0]
+            qualified = self.ctx.qualified(ancestor.func) or ""
+            if (
+                first.keyword is not None
+                or first.star
+                or not takes_tensors(qualified)
+                or qualified.rpartition(".")[2] in _FACTORIES
+            ):
+                return None
+            break
+        else:
+            return None
+        masks = self.ctx.masks
+        for element in node.slice:
+            index = element.slice
+            if (
+                isinstance(index, cst.Index)
+                and index.star is None
+                and masks.evidence(index.value) is not Evidence.NONE
+            ):
+                return index.value
+        return None
 
     def _mask_read_again(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
         """`return dists[good], idxs[good]`: the statement already read with this mask.

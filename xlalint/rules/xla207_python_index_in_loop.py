@@ -16,6 +16,7 @@ from xlalint.analysis.helper_indexes import (
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
+from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.pass_reads import PassReads
 from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
@@ -596,13 +597,6 @@ class PythonIndexInLoop(Rule):
         return _array_only(node)
 
 
-# torch's tensor operations (`torch.where`, `F.pad`), not its modules' APIs.
-_TORCH_OPERATION = re.compile(r"^torch\.(nn\.functional\.)?[a-z_0-9]+$")
-# torch functions that take any object: host data made into tensors (lists, numpy arrays),
-# saved, tested or used as settings.
-_ANY_OBJECT = re.compile(
-    r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+)$"
-)
 # Methods that tensors have and numpy arrays and sequences lack.
 _TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
 
@@ -639,7 +633,7 @@ def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
                 found.add(receiver.value)
             continue
         qualified = imports.resolve(func) or ""
-        if not _TORCH_OPERATION.match(qualified) or _ANY_OBJECT.match(qualified):
+        if not takes_tensors(qualified):
             continue
         for arg in node.args:
             found |= _operands(arg.value)
