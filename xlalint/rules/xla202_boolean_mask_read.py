@@ -40,14 +40,15 @@ class BooleanMaskRead(HelperCallRule):
     Flags reads through a boolean mask, `x[mask]` (also `x[:, mask]`), and
     `torch.masked_select`/`.masked_select()`, on device tensors in code that runs every
     step. A mask is a comparison of tensors (`labels != -100`), `isnan`/`isinf`/
-    `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor,
-    a mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
+    `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor, a
+    mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), a name bound to one of those in the same function, or a name such as `mask`/
-    `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`),
-    slices, and lists, dicts or numpy arrays indexed by anything are not flagged.
-    Assignments through a mask are XLA203's, and so is a masked copy under the same mask
-    (`a[m] = b[m]`: one cause, reported once, at the write). Reads of several tensors
-    with the same mask in one statement (`return dists[good], idxs[good]`) are one
+    `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
+    and lists, dicts or numpy arrays indexed by anything are not flagged. Assignments
+    through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
+    (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: one cause, reported once, at the
+    write; a read in arithmetic, `a[m] = 1 - a[m]`, is a read of its own). Reads of several
+    tensors with the same mask in one statement (`return dists[good], idxs[good]`) are one
     finding, at the first: they select the same count, and one change keeps both shapes.
 
     A helper's parameter of unknown kind indexed with a mask computed from tensors
@@ -252,9 +253,23 @@ class BooleanMaskRead(HelperCallRule):
         self.report(node, self.message.format(what="masked_select"), fix=fix)
 
     def _copied_under_same_mask(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
-        """`a[m] = b[m]`: a masked copy, one cause, which XLA203 reports at the write (its
-        static form, `torch.where(m, b, a)`, removes both)."""
+        """`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: a masked copy, or a rewrite in
+        place by a torch operation, one cause, which XLA203 reports at the write (its static
+        form, `torch.where(m, ..., a)`, removes both)."""
         assign = self.ctx.parent
+        if isinstance(assign, cst.Arg):
+            # `x[m] = torch.f(x[m], ...)`: the rewritten elements, handed first.
+            call = next(islice(self.ctx.ancestors(), 1, 2), None)
+            assign = next(islice(self.ctx.ancestors(), 2, 3), None)
+            if (
+                not isinstance(call, cst.Call)
+                or not isinstance(assign, cst.Assign)
+                or assign.value is not call
+                or call.args[0].value is not node
+            ):
+                return False
+            code = self.ctx.module.code_for_node
+            return any(code(t.target) == code(node) for t in assign.targets)
         if not isinstance(assign, cst.Assign) or assign.value is not node:
             return False
         code = self.ctx.module.code_for_node
