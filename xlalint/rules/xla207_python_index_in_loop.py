@@ -360,6 +360,10 @@ class PythonIndexInLoop(Rule):
         if not self.values.in_loop:
             return
         inside = self.reads.since(node)
+        if not any(n.node is not node for n in inside) and not any(
+            self.reads.holds_any(element.slice) for element in node.slice
+        ):
+            return  # no loop-int subscript could reach the index: no mask question to ask
         mask = self.ctx.masks.mask_index(node)
         if mask is None:
             return
