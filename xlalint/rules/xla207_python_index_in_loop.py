@@ -192,6 +192,12 @@ class PythonIndexInLoop(Rule):
     with a barrier after each): 9, 9, 0 compiles per run (the second run compiles again
     because `x` is now device data), against 2, 0, 0 with `x.index_select(0, idx)` at a
     device index.
+    An adaptive solver's loop, whose time is rebound from itself every pass (`t = t + dt`)
+    and read in a test on a checkpoint at a counter stepped now and then (`if t + dt >
+    grid[c]:`; 20 passes, three calls, `grid` device data): 21, 0, 0 compiles per call with
+    the int and 21, 0, 0 with `grid.index_select(0, idx)`. The chain of `t` makes every
+    pass a new graph either way, and later calls repeat the cached ones, so such reads of a
+    tensor the loop rebinds are not flagged.
 
     Measured by hand for token-by-token generation over a buffer (11 tokens, three
     generations, compiles per generation): slices `gen[..., prev:t]` fed to the next token
