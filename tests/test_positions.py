@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from xlalint.positions import Focus, Positions
+from xlalint import engine
+from xlalint.api import enabled_rules
+from xlalint.config import Settings
+from xlalint.positions import Focus, Positions, focused_positions
 from xlalint.suppression import directive_rows, parse_suppressions
 from xlalint.walk import TRIVIA, walk
 
@@ -148,3 +152,59 @@ def test_a_lone_carriage_return_makes_the_whole_codegen_run() -> None:
     positions = Positions(module, text, Focus.of(order[-1:], parent_of, (), ast.parse(text)))
     assert not positions.partial
     assert_same_ranges(text)
+
+
+def single_row_nodes(expected: Mapping[cst.CSTNode, CodeRange], rows: set[int]) -> list:
+    return [n for n, r in expected.items() if r.start.line == r.end.line and r.start.line in rows]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_the_fixers_focus_on_rows_and_statements(path: Path) -> None:
+    """What the fixer asks of a text it made (the calls on the lines it wraps, the imports
+    it removes) the focused codegen gives as the whole one, writing nothing else whole."""
+    text = path.read_text(encoding="utf-8")
+    module = cst.parse_module(text)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    rows = set(range(3, text.count("\n") + 1, 7))
+    on_rows = focused_positions(module, text, rows=rows)
+    assert on_rows.partial
+    calls = frozenset({cst.Call})
+    written = {id(n) for n in on_rows.nodes_of(calls)}
+    assert all(id(n) in written for n in single_row_nodes(expected, rows) if type(n) is cst.Call)
+    assert all(on_rows[n] == expected[n] for n in single_row_nodes(expected, rows))
+    assert on_rows._whole is None
+    statements = module.body[::3]
+    of_statements = focused_positions(module, text, statements=statements)
+    assert of_statements.partial
+    assert all(of_statements[s] == expected[s] for s in statements)
+    assert of_statements._whole is None
+
+
+def test_the_fixers_focus_without_cpythons_tree_is_the_whole_codegen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # libcst's grammar may be newer than CPython's (`type X = int` before 3.12).
+    monkeypatch.setattr(engine, "cpython_parse", lambda text, filename: ("no", None))
+    text = EDGE_CASES["decorated, with comments"]
+    module = cst.parse_module(text)
+    positions = focused_positions(module, text, rows={3}, statements=module.body)
+    assert not positions.partial
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert all(positions[node] == code_range for node, code_range in expected.items())
+
+
+def test_a_fix_replacing_whitespace_is_placed_without_the_whole_codegen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # train_cuda.py's barrier fixes write a line after a statement: they replace the
+    # whitespace ending it, which the engine's walk passes over.
+    rules = enabled_rules(Settings(root=ROOT))
+    text = (ROOT / "examples" / "train_cuda.py").read_text(encoding="utf-8")
+    expected = engine.lint_source(text, "train_cuda.py", rules)
+    assert any(d.fix is not None for d in expected.diagnostics)
+
+    def whole(self: Positions) -> Positions:
+        raise AssertionError("the whole codegen ran")
+
+    monkeypatch.setattr(Positions, "_complete", whole)
+    assert engine.lint_source(text, "train_cuda.py", rules) == expected

@@ -97,6 +97,32 @@ def test_every_example_and_fixture_is_walked_like_libcst() -> None:
     assert checked > 50
 
 
+def test_handlers_run_inside_enter_and_leave() -> None:
+    module = cst.parse_module(TRICKY)
+    seen: list[tuple[str, int]] = []
+    visits = {cst.Name: [lambda node: seen.append(("visit", id(node)))]}
+    leaves = {
+        cst.Call: [lambda node: seen.append(("leave Call", id(node)))],
+        cst.Name: [lambda node: seen.append(("leave Name", id(node)))] * 2,
+    }
+    walk.walk(
+        module,
+        lambda node: seen.append(("enter", id(node))),
+        lambda node: seen.append(("leave", id(node))),
+        visits=visits,
+        leaves=leaves,
+    )
+    expected: list[tuple[str, int]] = []
+    for event, node_id in events(module, fast=False):
+        kind = next(type(n) for n in walk.descendants(module, frozenset()) if id(n) == node_id)
+        if event == "leave" and kind in (cst.Call, cst.Name):
+            expected += [(f"leave {kind.__name__}", node_id)] * (2 if kind is cst.Name else 1)
+        expected.append((event, node_id))
+        if event == "enter" and kind is cst.Name:
+            expected.append(("visit", node_id))
+    assert seen == expected
+
+
 def test_without_libcst_sources_the_engine_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     rules = enabled_rules(Settings(root=ROOT).with_overrides(select=("ALL",)))
     paths = sorted((ROOT / "examples").glob("*.py"))
@@ -106,6 +132,9 @@ def test_without_libcst_sources_the_engine_falls_back(monkeypatch: pytest.Monkey
         raise walk.WalkUnavailable(node_type.__name__)
 
     monkeypatch.setattr(walk, "child_fields", unavailable)
+    walk._reader.cache_clear()  # (what it read before the sources went)
+    with pytest.raises(walk.WalkUnavailable):
+        walk.walk(cst.parse_module("x = 1\n"), lambda node: None, lambda node: None)
     fallback = [engine.lint_source(p.read_text(), str(p), rules) for p in paths]
     assert fallback == expected
     assert any(result.diagnostics for result in expected)
@@ -151,6 +180,54 @@ def test_children_are_libcsts_children() -> None:
     for module in parsed_sources():
         for node in walk.descendants(module, skip=frozenset()):
             assert list(map(id, walk.children(node))) == list(map(id, node.children))
+
+
+def test_shared_children_are_libcsts_children() -> None:
+    for module in parsed_sources():
+        with walk.shared_children():
+            # The walk lists each node's children, a look-ahead may list some first.
+            walk.children(module.body[-1])
+            walk.walk(module, lambda node: None, lambda node: None)
+            for node in walk.descendants(module, skip=frozenset()):
+                listed = walk.children(node)
+                assert list(map(id, listed)) == list(map(id, node.children))
+                assert walk.children(node) is listed  # listed once
+        assert walk._shared is None
+
+
+def test_shared_children_belong_to_their_node() -> None:
+    first, second = cst.parse_module("f(a, b)\ng(c)\n").body
+    code = [id(n) for n in second.children if type(n) not in walk.TRIVIA]
+    under = [id(n) for n in walk.descendants(second)]  # (outside the block: not shared)
+    with walk.shared_children():
+        assert walk._shared is not None
+        # What a node freed and its id taken by another would leave behind.
+        stale = [first, walk.children(first), walk.code_children(first)]
+        walk._shared[id(second)] = stale
+        assert list(map(id, walk.children(second))) == list(map(id, second.children))
+        walk._shared[id(second)] = stale
+        assert list(map(id, walk.code_children(second))) == code
+        walk._shared[id(second)] = stale
+        assert [id(n) for n in walk.descendants(second)] == under
+
+
+def test_listed_owners_are_libcsts_parents_of_what_the_walk_passed_over() -> None:
+    module = cst.parse_module(TRICKY)
+    parents = {id(child): node for node in walk.descendants(module) for child in node.children}
+    trivia = [n for n in walk.descendants(module, skip=frozenset()) if type(n) in walk.TRIVIA]
+    assert walk.listed_owners(trivia) == {}  # outside `shared_children`: none listed
+    with walk.shared_children():
+        walk.walk(module, lambda node: None, lambda node: None, walk.TRIVIA)
+        owners = walk.listed_owners(trivia)
+    outermost = [node for node in trivia if id(node) in parents]  # a code node's child
+    assert outermost and owners == {id(node): parents[id(node)] for node in outermost}
+
+
+def test_the_engine_keeps_no_child_lists_after_a_file() -> None:
+    rules = enabled_rules(Settings(root=ROOT).with_overrides(select=("ALL",)))
+    path = ROOT / "examples" / "train_xla_slow.py"
+    assert engine.lint_source(path.read_text(), str(path), rules).diagnostics
+    assert walk._shared is None
 
 
 def test_descendants_are_the_walked_nodes_in_order() -> None:

@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from xlalint.diagnostics import Edit, Location
-from xlalint.positions import Positions
+from xlalint.positions import focused_positions
 
 # Where Python (and libcst) break lines; unlike str.splitlines, not at form feeds, \x1c-\x1e,
 # \x85 or \u2028, which may sit inside comments and strings.
@@ -134,7 +134,7 @@ def wrap_long_lines(text: str, rows: Iterable[int], line_length: int) -> str:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError):
         return text
-    positions = Positions(module, text)
+    positions = focused_positions(module, text, rows=long_rows)
     newline = newline_of(text)
     calls = [
         (positions[node], node)

@@ -14,7 +14,7 @@ import re
 import sys
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -35,7 +35,7 @@ from xlalint.diagnostics import (
 from xlalint.positions import Focus, Positions, positions_of
 from xlalint.rule import NodeFix, PendingReport, Rule, analyses_used
 from xlalint.suppression import directive_rows, parse_suppressions
-from xlalint.walk import TRIVIA, WalkUnavailable, walk
+from xlalint.walk import TRIVIA, WalkUnavailable, listed_owners, shared_children, walk
 
 Handler = Callable[[cst.CSTNode], object]
 
@@ -53,7 +53,8 @@ def rules_for_text(text: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
 
 
 class _Walker(cst.CSTVisitor):
-    """Visits every node once, keeping the context current and dispatching to rules."""
+    """Visits every node once, keeping the context current and dispatching to rules, as
+    `walk.walk` does, on libcst's own walk (where libcst's sources cannot be read)."""
 
     def __init__(
         self,
@@ -112,6 +113,17 @@ def lint_source(
 ) -> FileResult:
     """Lint one file's decoded text with the given rule classes, for the torch_xla
     release `target`."""
+    with shared_children():  # the analyses' hand-written walks list each node's once
+        return _lint_source(text, filename, rules, hot_functions, target)
+
+
+def _lint_source(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str],
+    target: Release,
+) -> FileResult:
     active = rules_for_text(text, rules)
     verdict, tree = cpython_parse(text, filename)
     if verdict is TOO_DEEP:
@@ -189,7 +201,13 @@ def _focus(
         nodes += (report.node, report.end_node)
         if report.fix is not None:
             nodes += (old for old, _ in report.fix.replacements)
-    return Focus.of(nodes, ctx.parent_of, directive_rows(source), tree)
+    parent_of: Mapping[int, cst.CSTNode | None] = ctx.parent_of
+    unknown = [node for node in nodes if id(node) not in parent_of]
+    if unknown:
+        # A fix may replace what the walk passed over (the whitespace ending a statement,
+        # to write a line after it): its owner places it, or the whole codegen would run.
+        parent_of = {**parent_of, **listed_owners(unknown)}
+    return Focus.of(nodes, parent_of, directive_rows(source), tree)
 
 
 def _analyse(
@@ -216,13 +234,12 @@ def _analyse(
     )
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)
-    walker = _Walker(ctx, visits, leaves)
     if fast:
         # Trivia matter to no rule here unless one visits them (then the walk is complete).
         skip = frozenset() if any(t in TRIVIA for t in (*visits, *leaves)) else TRIVIA
-        walk(module, walker.on_visit, walker.on_leave, skip)
+        walk(module, ctx.enter, ctx.leave, skip, visits, leaves)
     else:
-        module.visit(walker)
+        module.visit(_Walker(ctx, visits, leaves))
     return ctx, instances
 
 

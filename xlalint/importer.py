@@ -21,7 +21,7 @@ from xlalint.analysis.imports import ImportTable, statement_bindings
 from xlalint.analysis.usage import ImportBinding, made_unused, mentioned_names, unused_bindings
 from xlalint.diagnostics import Edit, Location
 from xlalint.edits import LINE_BREAK, apply_edits, newline_of, split_lines
-from xlalint.positions import Positions
+from xlalint.positions import focused_positions
 
 _STDLIB_MODULES = frozenset(getattr(sys, "stdlib_module_names", ()))  # Python 3.10+
 
@@ -63,7 +63,8 @@ def add_imports(text: str, statements: Iterable[str], parsed: ParsedTexts | None
     wanted = list(dict.fromkeys(statements))
     if not wanted:
         return text
-    module = (parsed or ParsedTexts()).module(text)
+    parsed = parsed or ParsedTexts()
+    module = parsed.module(text)
     existing = ImportTable()
     existing.add_top_level(module)
     missing = [
@@ -77,7 +78,7 @@ def add_imports(text: str, statements: Iterable[str], parsed: ParsedTexts | None
         text = _insert_lines(text, _insertion_row(module), missing[:1])
         missing = missing[1:]
     for statement in missing:
-        text = _insert_sorted(text, statement)
+        text = _insert_sorted(text, statement, parsed)
     return text
 
 
@@ -149,9 +150,9 @@ def _import_block(module: cst.Module) -> list[_ImportLine]:
     return entries
 
 
-def _insert_sorted(text: str, statement: str) -> str:
+def _insert_sorted(text: str, statement: str, texts: ParsedTexts) -> str:
     """`text` with the one-line import `statement` where a sort of the imports puts it."""
-    entries = _import_block(cst.parse_module(text))
+    entries = _import_block(texts.module(text))
     parsed = cst.parse_statement(statement)
     small = _small(parsed)
     assert isinstance(small, cst.Import | cst.ImportFrom)
@@ -328,7 +329,8 @@ def _removal_edits(text: str, module: cst.Module, bindings: Sequence[ImportBindi
     by_statement: dict[int, set[tuple[int, int]]] = {}
     for binding in bindings:
         by_statement.setdefault(binding.statement, set()).add((binding.small, binding.alias))
-    positions = Positions(module, text)
+    statements = [module.body[index] for index in by_statement]
+    positions = focused_positions(module, text, statements=statements)
     lines = split_lines(text)
     edits = []
     emptied: list[list[int]] = []  # [first, last] rows of removed statements, adjacent merged

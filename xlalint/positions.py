@@ -405,6 +405,28 @@ def _lone_cr(text: str) -> bool:
     return "\r" in text and "\r" in text.replace("\r\n", "")
 
 
+def focused_positions(
+    module: cst.Module,
+    text: str,
+    *,
+    statements: Iterable[cst.BaseStatement] = (),
+    rows: Iterable[int] = (),
+) -> Positions:
+    """`Positions(module, text)` for what the fixer asks of a text it made: the module-level
+    `statements` (imports it removes) and every node on `rows` (lines it wraps). Only the
+    statements holding them are written, where CPython's tree of `text` places the others;
+    where CPython does not parse `text` (libcst's grammar may be newer), the whole codegen."""
+    from xlalint.engine import cpython_parse  # (the engine uses positions)
+
+    tree = cpython_parse(text, "<fixed>")[1]
+    if tree is None:
+        return Positions(module, text)
+    listed = list(statements)
+    parents: dict[int, cst.CSTNode | None] = {id(module): None}
+    parents.update((id(statement), module) for statement in listed)
+    return Positions(module, text, Focus.of(listed, parents, rows, tree))
+
+
 _last: list[tuple[cst.Module, Positions]] = []
 
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import cache, lru_cache
+from operator import attrgetter
+from typing import Any
 
 import libcst as cst
 
@@ -113,58 +116,156 @@ TRIVIA = _concrete(
 )  # fmt: skip
 
 
+Handlers = Mapping[type[cst.CSTNode], Sequence[Callback]]
+_NO_HANDLERS: Handlers = {}
+
+
 def walk(
     node: cst.CSTNode,
     enter: Callback,
     leave: Callback,
     skip: frozenset[type[cst.CSTNode]] = frozenset(),
+    visits: Handlers = _NO_HANDLERS,
+    leaves: Handlers = _NO_HANDLERS,
 ) -> None:
     """Call `enter` and `leave` around every node under `node`, as `node.visit` would,
-    except under nodes whose type is in `skip` (not entered at all).
+    except under nodes whose type is in `skip` (not entered at all). After `enter`, the
+    `visits` handlers of the node's type run, and its `leaves` handlers before `leave`:
+    the engine's rules, called here rather than by a callback that would run `enter` and
+    look them up, two calls more for every node. Within `shared_children`, the child
+    lists it makes are kept for the analyses' own walks.
 
     Raises WalkUnavailable (possibly midway) where libcst's sources cannot be read.
     """
     enter(node)
-    for name in child_fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, list | tuple):
-            for item in value:
-                if type(item) not in skip:
-                    walk(item, enter, leave, skip)
-        elif (
-            value is not None
-            and not isinstance(value, cst.MaybeSentinel)
-            and type(value) not in skip
-        ):
-            walk(value, enter, leave, skip)
+    kind = type(node)
+    if kind in visits:
+        for handler in visits[kind]:
+            handler(node)
+    shared = _shared
+    if shared is None:
+        listed = _listed(node)
+    else:  # (an analysis looking ahead may have listed it already)
+        key = id(node)
+        known = shared.get(key)
+        if known is not None and known[0] is node:
+            listed = known[1]
+        else:
+            listed = _listed(node)
+            shared[key] = [node, listed, None]
+    for child in listed:
+        if type(child) not in skip:
+            walk(child, enter, leave, skip, visits, leaves)
+    if kind in leaves:
+        for handler in leaves[kind]:
+            handler(node)
     leave(node)
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+@cache
+def _reader(node_type: type[cst.CSTNode]) -> Callable[[cst.CSTNode], tuple[object, ...]] | None:
+    """One call that reads, in visiting order, the fields `node_type` visits (None: it
+    visits none)."""
+    fields = child_fields(node_type)
+    if len(fields) > 1:
+        return attrgetter(*fields)
+    if fields:
+        field = attrgetter(fields[0])
+        return lambda node: (field(node),)
+    return None  # a leaf: whitespace, a comment, `pass`...
+
+
+def _listed(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """`node`'s children in visiting order (raises WalkUnavailable, as `child_fields`)."""
+    read = _reader(type(node))
+    if read is None:
+        return ()
+    found: list[cst.CSTNode] = []
+    for value in read(node):
+        kind = type(value)  # exact types: a parsed tree's sequences are tuples or lists
+        if kind is tuple or kind is list:
+            found.extend(value)  # type: ignore[arg-type]
+        # A visited field holds a node, None or a sentinel. (`isinstance` on libcst's
+        # abstract CSTNode runs ABCMeta's check, in Python, for every field.)
+        elif value is not None and kind is not cst.MaybeSentinel:
+            found.append(value)  # type: ignore[arg-type]
+    return tuple(found)
+
+
+# Analyses walk the same subtrees by hand, each for its own question (what a function
+# binds, returns, calls...): on diffusers a node's children were listed about three times
+# over. While the engine lints a file (`shared_children`), each node's list is made once,
+# most of them by the engine's walk. Keyed by `id` (a node's `__hash__` is a Python call);
+# the entry holds the node, so the id stays its own, and libcst's nodes are immutable, so
+# the lists stay true. An entry: [node, its children, its `code_children` once asked].
+_shared: dict[int, list[Any]] | None = None
+
+
+@contextmanager
+def shared_children() -> Iterator[None]:
+    """List each node's children once while in this block (one file's lint: the table
+    holds the nodes it met and goes with the block)."""
+    global _shared
+    outer = _shared
+    if outer is None:
+        _shared = {}
+    try:
+        yield
+    finally:
+        _shared = outer
+
+
+def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     """`node.children`, in the same order, without libcst's cost: its property runs a
     visitor over the node's fields, rebuilding the node, and dominates analyses that walk
     subtrees by hand."""
+    shared = _shared
+    if shared is None:
+        try:
+            return _listed(node)
+        except WalkUnavailable:
+            return tuple(node.children)
+    key = id(node)
+    known = shared.get(key)
+    if known is not None and known[0] is node:
+        return known[1]
     try:
-        fields = child_fields(type(node))
+        listed = _listed(node)
     except WalkUnavailable:
-        return list(node.children)
-    found: list[cst.CSTNode] = []
-    for name in fields:
-        value = getattr(node, name)
-        kind = type(value)  # exact types: a parsed tree's sequences are tuples or lists
-        if kind is tuple or kind is list:
-            found.extend(value)
-        # As in `walk`: a visited field holds a node, None or a sentinel. (`isinstance` on
-        # libcst's abstract CSTNode runs ABCMeta's check, in Python, for every field.)
-        elif value is not None and kind is not cst.MaybeSentinel:
-            found.append(value)
+        return tuple(node.children)
+    shared[key] = [node, listed, None]
+    return listed
+
+
+def listed_owners(nodes: Iterable[cst.CSTNode]) -> dict[int, cst.CSTNode]:
+    """By id, the node whose child list `shared_children` holds each of `nodes` (those it
+    holds): the node that whitespace or punctuation, which the engine's walk passes over,
+    belongs to."""
+    shared = _shared
+    wanted = {id(node) for node in nodes}
+    found: dict[int, cst.CSTNode] = {}
+    if shared is None or not wanted:
+        return found
+    for owner, listed, _ in shared.values():
+        for child in listed:
+            if id(child) in wanted:
+                found[id(child)] = owner
     return found
 
 
-def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+def code_children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     """`children` less whitespace, comments and punctuation (`TRIVIA`), which hold no code:
     hand-written walks looking for names, calls or statements visit half the nodes."""
-    return [child for child in children(node) if type(child) not in TRIVIA]
+    shared = _shared
+    if shared is None:
+        return tuple([child for child in children(node) if type(child) not in TRIVIA])
+    entry = shared.get(id(node))
+    if entry is None or entry[0] is not node:  # (`children` shares the list it makes)
+        return tuple([child for child in children(node) if type(child) not in TRIVIA])
+    code = entry[2]
+    if code is None:
+        code = entry[2] = tuple([child for child in entry[1] if type(child) not in TRIVIA])
+    return code
 
 
 # Every expression node type, for exact-type tests in hot walks (`isinstance` on libcst's
@@ -175,10 +276,11 @@ EXPRESSIONS = _concrete(cst.BaseExpression)
 def last_name(node: cst.CSTNode) -> str | None:
     """The name a `Name` or an `Attribute` ends in (`self.optimizers` -> `optimizers`);
     None for anything else: names are how such code says what a value holds."""
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    if isinstance(node, cst.Name):
-        return node.value
+    kind = type(node)  # (exact types: `isinstance` on libcst's ABCs runs in Python)
+    if kind is cst.Attribute:
+        return node.attr.value  # type: ignore[attr-defined]
+    if kind is cst.Name:
+        return node.value  # type: ignore[attr-defined]
     return None
 
 
@@ -194,26 +296,32 @@ def descendants(
     """`node` and every node under it, in visiting order, except under (and including)
     nodes whose type is in `skip`: by default whitespace, comments and punctuation, which
     hold no names, calls or strings. The cheap `libcst.matchers.findall` for a type test."""
+    shared = _shared
     stack = [node]
     while stack:
         current = stack.pop()
         if type(current) in skip:
             continue
         yield current
-        stack.extend(reversed(children(current)))
+        known = None if shared is None else shared.get(id(current))  # (`children`, inline)
+        if known is not None and known[0] is current:
+            stack.extend(reversed(known[1]))
+        else:
+            stack.extend(reversed(children(current)))
 
 
 def target_names(target: cst.CSTNode) -> set[str]:
     """Names bound by an assignment target (`a, (b, *c) = ...`); `self.x`/`x[i]` bind none."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, cst.Tuple | cst.List):
+    kind = type(target)  # (exact types, as in `last_name`)
+    if kind is cst.Name:
+        return {target.value}  # type: ignore[attr-defined]
+    if kind is cst.Tuple or kind is cst.List:
         names: set[str] = set()
-        for element in target.elements:
+        for element in target.elements:  # type: ignore[attr-defined]
             names |= target_names(element.value)
         return names
-    if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
+    if kind is cst.StarredElement:
+        return target_names(target.value)  # type: ignore[attr-defined]
     return set()
 
 
@@ -310,11 +418,11 @@ def top_level_functions(module: cst.Module) -> frozenset[str]:
 def self_attribute(node: cst.CSTNode) -> str | None:
     """`x` for `self.x`: an attribute of the instance a method runs on."""
     if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
+        type(node) is cst.Attribute  # (exact types, as in `last_name`)
+        and type(node.value) is cst.Name  # type: ignore[attr-defined]
+        and node.value.value == "self"  # type: ignore[attr-defined]
     ):
-        return node.attr.value
+        return node.attr.value  # type: ignore[attr-defined]
     return None
 
 
