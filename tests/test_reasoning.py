@@ -7,6 +7,7 @@ from textwrap import dedent
 
 import libcst as cst
 
+from xlalint.analysis.devices import device_string_type
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.reachability import OffXla
 from xlalint.analysis.returns import NumberReturns
@@ -376,3 +377,17 @@ def test_a_record_of_declared_fields_is_no_module_whatever_its_base_is_named() -
     classes = {c.name.value: c for c in descendants(module) if isinstance(c, cst.ClassDef)}
     assert not is_module_class(classes["TrainConfig"], imports)
     assert is_module_class(classes["Encoder"], imports)
+
+
+def test_device_templates_name_their_type_only_with_one_index_placeholder() -> None:
+    def kind(source: str) -> str | None:
+        return device_string_type(cst.parse_expression(source))
+
+    assert kind('"cuda:{}".format(gpu)') == "cuda"
+    assert kind('"cuda:{0}".format(gpu)') == "cuda"
+    assert kind('"cuda:%d" % gpu') == "cuda"
+    assert kind('"cpu:{}".format(i)') == "cpu"
+    assert kind('"{}:{}".format(kind, i)') is None  # the type comes from a value
+    assert kind('"cuda:{} of {}".format(i, n)') is None  # a sentence, not a device
+    assert kind('"using cuda:%d" % gpu') is None
+    assert kind('"cuda:{}".join(parts)') is None

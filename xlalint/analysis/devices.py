@@ -125,7 +125,35 @@ def device_string_type(node: cst.CSTNode) -> str | None:
             and parts[0].value[:-1] in DEVICE_TYPES
         ):
             return parts[0].value[:-1]
+    template = _formatted_template(node)
+    if template is not None:
+        # `"cuda:{}".format(gpu)`, `"cuda:%d" % gpu`: `cuda:N` spelled the older ways.
+        match = _DEVICE_TEMPLATE.fullmatch(template)
+        return match[1] if match and match[1] in DEVICE_TYPES else None
     return None
+
+
+# A device template with one index placeholder: `cuda:{}`, `cuda:{0}`, `cuda:%d`, `cuda:%s`.
+_DEVICE_TEMPLATE = re.compile(r"([a-z]+):(?:\{[0-9a-z_]*\}|%[ds])")
+
+
+def _formatted_template(node: cst.CSTNode) -> str | None:
+    """The string of `"...".format(x)` or `"..." % x`, else None."""
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+        and len(node.args) == 1
+    ):
+        string = node.func.value
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        string = node.left
+    else:
+        return None
+    if not isinstance(string, cst.SimpleString):
+        return None
+    value = string.evaluated_value
+    return value if isinstance(value, str) else None
 
 
 def is_cuda_string(node: cst.CSTNode) -> bool:
@@ -816,9 +844,11 @@ def _selections(
     node: cst.CSTNode,
 ) -> Iterator[tuple[cst.BaseExpression, list[cst.BaseExpression] | None]]:
     """Values assigned in a block, with their targets, or returned (targets None); not in
-    nested `if`s, functions or classes."""
+    nested `if`s, functions or classes, nor in loops: a device set on each pass (`for i in
+    range(torch.cuda.device_count()): device = torch.device(f"cuda:{i}")`, to read each
+    GPU's memory statistics) names every device in turn and chooses none."""
     for child in children(node):
-        if isinstance(child, cst.If | cst.FunctionDef | cst.ClassDef):
+        if isinstance(child, cst.If | cst.FunctionDef | cst.ClassDef | cst.For | cst.While):
             continue
         if isinstance(child, cst.Assign):
             yield child.value, [t.target for t in child.targets]

@@ -292,17 +292,23 @@ class FlagFacts:
     def _forces(
         self, statement: cst.BaseStatement, init: cst.FunctionDef, key: str, depth: int
     ) -> bool:
-        """`self.<key> = <false on XLA>`, or `if <true wherever CUDA is not in use>:` whose
-        own statements do that."""
+        """`self.<key> = <false on XLA>`, or an `if` whose branch an XLA host takes does
+        that: the body of `if <true wherever CUDA is not in use>:`, the `else` of `if
+        <true only with CUDA>:`, or the body of `if self.<key>:` (whose other way leaves
+        the flag false already: `if self.use_amp: if torch.cuda.is_available(): ... else:
+        self.use_amp = False`)."""
         if isinstance(statement, cst.If):
             if statement.orelse is not None and isinstance(statement.orelse, cst.If):
                 return False  # an `elif` chain: which branch an XLA host takes is not known
             values = lambda name: local_values(init, name)  # noqa: E731
             asks = self._asks
-            if implied(statement.test, False, asks, values) is not True:
-                return False
-            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
-            return any(self._forces(inner, init, key, depth) for inner in body)
+            if implied(statement.test, False, asks, values) is True or (
+                attribute_key(statement.test, _receiver(init) or "self") == key
+            ):
+                return self._block_forces(statement.body, init, key, depth)
+            if statement.orelse is not None and implied(statement.test, True, asks, values) is True:
+                return self._block_forces(statement.orelse.body, init, key, depth)
+            return False
         if not isinstance(statement, cst.SimpleStatementLine):
             return False
         receiver = _receiver(init)
@@ -313,6 +319,12 @@ class FlagFacts:
                 if attribute_key(target, receiver or "self") == key:
                     return self.false_on_xla(small.value, init, owner, depth + 1)
         return False
+
+    def _block_forces(
+        self, block: cst.BaseSuite, init: cst.FunctionDef, key: str, depth: int
+    ) -> bool:
+        body = block.body if isinstance(block, cst.IndentedBlock) else ()
+        return any(self._forces(inner, init, key, depth) for inner in body)
 
     # -- what is assigned --------------------------------------------------------------
 

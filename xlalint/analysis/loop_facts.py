@@ -714,11 +714,14 @@ _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers
 
 # A method that runs one training step (forward, backward, optimizer step) of the object it
 # is called on: `trainer.update(batch)`, `learner.train_step(batch)`, `net.fit_batch(b)`.
-# `update` and `step` only on an object named for training (`metric.update(preds)`,
-# `ema.update(model)`, `env.step(action)`, `counts.update(tokens)` are no steps);
-# Lightning's `training_step` returns the loss and steps nothing.
-_TRAINER_NAME = re.compile(r"(^|_)(trainer|learner)$", re.I)
-_TRAINER_STEP_METHOD = re.compile(r"^(update|step)$")
+# `update` and `step` only on an object named for training or optimization
+# (`self.optimizer.update(minibatch)`: torch's optimizers have no `update`, so an
+# "optimizer" that takes a minibatch is a training object's; `optimization_stepper._step(
+# self, batch)`), and only where the call takes a value of this pass (`_reads_this_pass`);
+# `metric.update(preds)`, `ema.update(model)`, `env.step(action)`, `counts.update(tokens)`
+# are no steps; Lightning's `training_step` returns the loss and steps nothing.
+_TRAINER_NAME = re.compile(r"(^|_)(trainer|learner)$|optimi[sz](er|ation)", re.I)
+_TRAINER_STEP_METHOD = re.compile(r"^_?(update|step)$")
 _TRAINING_STEP_METHOD = re.compile(r"^_*(train_step|train_batch|train_on_batch|fit_batch)$")
 
 

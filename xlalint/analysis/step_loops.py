@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loaders import LoaderTracing, Wrapping
@@ -21,7 +22,7 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import descendants
+from xlalint.walk import bound_names, descendants
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,9 @@ class LoopAnalysis(LoaderTracing):
         result: list[StepLoop] = []
         for site in self._sites.values():
             node = site.node
-            if site.per_step or _iterates_a_literal(node):
+            if _iterates_a_literal(node):
+                continue
+            if site.per_step and not self._asked_steps(site):
                 continue
             # A training step updates the weights: an optimizer step, or `backward()` with a
             # hand-written update from the gradients. `for optim in optimizers:
@@ -97,6 +100,24 @@ class LoopAnalysis(LoaderTracing):
             )
         self._step_loops = result
         return result
+
+    def _asked_steps(self, site: LoopSite) -> bool:
+        """A loop in a per-step function that steps an optimizer on every pass, as many
+        times as the caller asks: `def step(self, num_steps): for _ in range(num_steps):
+        ... self.stepper.step(self, batch)`. The function runs a number of training steps,
+        not one. A sweep over a count the function does not take (`for _ in
+        range(self.n_critic)` in a `train_step`) stays part of the one step."""
+        node, function = site.node, site.function
+        if function is None or not _repeats(node) or not isinstance(node, cst.For):
+            return False
+        count = _range_bound(node)
+        return (
+            count is not None
+            and parameter(function, count) is not None
+            and count not in bound_names(function)
+            and self.steps_optimizer(node)
+            and not iterates_optimizers(node, self.facts(node))
+        )
 
     def _accumulates_batches(self, site: LoopSite) -> bool:
         """A loop over a data loader that runs the model on each batch and keeps the
@@ -218,6 +239,15 @@ def _repeats(node: Loop) -> bool:
         and isinstance(iterated.func, cst.Name)
         and iterated.func.value == "range"
     )
+
+
+def _range_bound(node: cst.For) -> str | None:
+    """`n` in `for _ in range(n)`: the one name a repetition count runs to."""
+    iterated = unwrap_iteration(node.iter)
+    if not isinstance(iterated, cst.Call) or len(iterated.args) != 1:
+        return None
+    bound = iterated.args[0].value
+    return bound.value if isinstance(bound, cst.Name) else None
 
 
 def _iterates_a_literal(node: Loop) -> bool:

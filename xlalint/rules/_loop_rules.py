@@ -8,6 +8,7 @@ code.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
     from xlalint.context import FileContext
 
 
+# A module of the project written against torch, named for it: `optimizer_torch`,
+# `torch_utils`, `policy.torch` (a dotted path with such a part, not the last: the name
+# imported may be anything).
+_TORCH_MODULE = re.compile(r"(^|\.)(\w+_)?torch(_\w+)?\.")
+
+
 class LoopRule(Rule):
     """A rule that judges the file's loops after the walk, asking `ctx.loops`."""
 
@@ -32,9 +39,16 @@ class LoopRule(Rule):
     uses = ("loops",)
 
     def torch_code(self) -> bool:
-        """The file uses torch (a CUDA script on its way to XLA counts)."""
+        """The file uses torch (a CUDA script on its way to XLA counts), itself or through
+        its project's torch modules: `from mlagents.trainers.ppo.optimizer_torch import
+        TorchPPOOptimizer` in a trainer that hands each minibatch to that optimizer's
+        `update` (a project that bans direct torch imports outside one module)."""
         imports = self.ctx.imports
-        return imports.binds("torch") or imports.binds("torch_xla")
+        return (
+            imports.binds("torch")
+            or imports.binds("torch_xla")
+            or any(_TORCH_MODULE.search(target) for target in imports.bindings.values())
+        )
 
     @staticmethod
     def header(site: LoopSite) -> tuple[cst.CSTNode, cst.CSTNode]:

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import Signature, append_keyword, bind, parameter
+from xlalint.analysis.arguments import (
+    Signature,
+    append_keyword,
+    bind,
+    parameter,
+    signature_of,
+)
+from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -54,12 +61,18 @@ class DataLoaderDropLast(Rule):
     `MNIST(root, train=True)`), its sampler (`train_sampler`), or the dict key or keyword it
     is passed as. A helper that shuffles by a training flag it takes
     (`def load_array(arrays, batch_size, is_train=True)` returning `DataLoader(dataset,
-    batch_size, shuffle=is_train)`) builds the training loader where the flag is true.
+    batch_size, shuffle=is_train)`) builds the training loader where the flag is true. So
+    does a helper that reads `drop_last` from a configuration it takes, defaulting to
+    False (`drop_last=config.get("drop_last", False)`), where this module calls it with a
+    configuration named for training (`self._setup_dataloader_from_config(
+    config=train_data_config)`): reported without a fix, since the default is the
+    configuration's to change and the helper builds the evaluation loaders too.
     A loader named for evaluation (`val`, `eval`, `test`, `dev`, `predict`, `inference`,
     `calib` in any of those names, `train=False`) is never flagged: dropping samples
-    there would change the metrics. Nor are loaders with `batch_sampler=`, with
+    there would change the metrics. Nor are loaders with a `batch_sampler=` (other than
+    `None`, its default), with
     `batch_size=1`/`None` (or no batch size: the default is 1), with `**kwargs`, or with a
-    `drop_last=` that is not the literal `False`.
+    `drop_last=` that is neither the literal `False` nor such a configuration default.
 
     ## Why is this bad?
     Unless the dataset size is a multiple of the batch size, the last batch of every epoch
@@ -110,6 +123,7 @@ class DataLoaderDropLast(Rule):
         super().__init__(ctx)
         # Per function: names bound to a sampler call, and whether it draws at random.
         self._samplers: list[dict[str, bool]] = [{}]
+        self._calls: CallSites | None = None  # the module's calls, on the first question
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._samplers.append({})
@@ -130,10 +144,13 @@ class DataLoaderDropLast(Rule):
         if self.ctx.qualified(node.func) not in _DATALOADERS:
             return
         args = bind(node, _SIGNATURE)
-        if args is None or "batch_sampler" in args or not _batches(args.get("batch_size")):
+        if args is None or not _batches(args.get("batch_size")):
             return
+        if "batch_sampler" in args and not _is_name(args["batch_sampler"], "None"):
+            return  # the batch sampler makes the batches (`batch_sampler=None`: the default)
         drop_last = args.get("drop_last")
-        if drop_last is not None and not _is_name(drop_last, "False"):
+        config = self._config_default_false(drop_last)
+        if drop_last is not None and not _is_name(drop_last, "False") and config is None:
             return
         words = set(self._context_words(args))
         if words & _EVAL_WORDS or _split_is(args.get("dataset"), evaluation=True):
@@ -145,11 +162,53 @@ class DataLoaderDropLast(Rule):
             or _is_name(args.get("shuffle"), "True")
             or self._draws_at_random(args.get("sampler"))
             or flag is not None
+            or (config is not None and self._called_with_training(config))
         ):
             return
         if self.ctx.loops.handed_to_accelerator(node, self._bound_to(node)):
             return  # accelerate evens the batches out (`even_batches`)
-        self.report(node, fix=self._drop_last_fix(node, drop_last, flag))
+        # A configuration's default is changed in the configuration, not here.
+        fix = None if config is not None else self._drop_last_fix(node, drop_last, flag)
+        self.report(node, fix=fix)
+
+    def _config_default_false(self, drop_last: cst.BaseExpression | None) -> str | None:
+        """`drop_last=config.get("drop_last", False)` with `config` a parameter of the
+        function that builds the loader: False unless the caller's configuration says
+        otherwise. The parameter's name, else None."""
+        if not (
+            isinstance(drop_last, cst.Call)
+            and isinstance(drop_last.func, cst.Attribute)
+            and drop_last.func.attr.value == "get"
+            and isinstance(drop_last.func.value, cst.Name)
+            and len(drop_last.args) == 2
+            and _is_name(drop_last.args[1].value, "False")
+        ):
+            return None
+        function = self.ctx.function_node
+        name = drop_last.func.value.value
+        if function is None or parameter(function, name) is None:
+            return None
+        return name
+
+    def _called_with_training(self, config: str) -> bool:
+        """The function building the loader from `config` is called in this module with a
+        configuration named for training (`self._setup_dataloader_from_config(
+        config=train_data_config)`): there it builds the training loader."""
+        function = self.ctx.function_node
+        if function is None:
+            return False
+        ancestors = list(self.ctx.ancestors())
+        at = next(i for i, a in enumerate(ancestors) if a is function)
+        is_method = at + 2 < len(ancestors) and isinstance(ancestors[at + 2], cst.ClassDef)
+        if self._calls is None:
+            self._calls = call_sites(self.ctx.module)
+        signature = signature_of(function, is_method)
+        for site in self._calls.named(function.name.value, method=is_method):
+            bound = bind(site.call, signature)
+            value = bound.get(config) if bound is not None else None
+            if value is not None and set(_words_of(value)) & _TRAINING_WORDS:
+                return True
+        return False
 
     def _training_flag(self, shuffle: cst.BaseExpression | None) -> cst.Name | None:
         """`shuffle=train` with `train` (`is_train`, `training`) a parameter of the function

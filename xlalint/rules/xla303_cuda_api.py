@@ -207,7 +207,10 @@ class CudaApi(Rule):
     without CUDA (`self.enable_scaler = torch.cuda.is_available() and cfg.scaler` in
     `__init__`, then `GradScaler(enabled=self.enable_scaler)` in `fit`), an attribute that
     `__init__` ends by forcing off wherever CUDA is not in use (`if not use_cuda:
-    self.args.fp16 = False`, then `if self.args.fp16: scaler = GradScaler()` in `train`),
+    self.args.fp16 = False`, then `if self.args.fp16: scaler = GradScaler()` in `train`;
+    also in the `else` of a CUDA test, and inside the flag's own test: `if self.use_amp:
+    if torch.cuda.is_available(): ... else: self.use_amp = False`, which an XLA host leaves
+    with the flag off either way),
     such a module-level flag (`USE_AMP = torch.cuda.is_available() and ...`), or a
     parameter that every call in the file passes such a value (`_forward(model, batch,
     use_amp=amp and torch.cuda.is_available())`), or, for a function other modules may

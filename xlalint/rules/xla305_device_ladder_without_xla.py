@@ -41,13 +41,22 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.statements import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import children, descendants, names_under, top_level_functions
+from xlalint.walk import (
+    EXPRESSIONS,
+    TRIVIA,
+    children,
+    descendants,
+    names_under,
+    top_level_functions,
+)
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
 
 # The flag a fix sets where it makes the file import torch_xla only if it is installed.
 XLA_FLAG = "XLA_AVAILABLE"
+# Where a function's own `if` statements are not: expressions, nested functions and classes.
+_NESTED_SCOPES = TRIVIA | EXPRESSIONS | frozenset({cst.FunctionDef, cst.ClassDef})
 
 
 class DeviceLadderWithoutXla(Rule):
@@ -92,7 +101,13 @@ class DeviceLadderWithoutXla(Rule):
     one-line helper (`if defaults.use_cuda == False: device = "cpu"` / `elif device is
     None: device = default_device()`): that function decides, and its own ladder is the
     finding. It reports once per ladder, at its `if` or ternary; a ladder inside one
-    branch of a longer `if` chain is reported on its own.
+    branch of a longer `if` chain is reported on its own. A function that returns the
+    device through several ladders (`if torch.cuda.is_available(): return "cuda"`, then
+    `if os.environ.get("ENABLE_MPS"): if torch.backends.mps.is_available(): return "mps"`,
+    then `return "cpu"`) makes one choice, what it returns: reported once, at its first
+    ladder. CUDA devices spelled the older ways count as CUDA (`"cuda:{}".format(gpu)`,
+    `"cuda:%d" % gpu`: `torch.device("cuda:{}".format(gpu)) if gpu >= 0 else
+    torch.device("cpu")` is a ladder).
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -111,7 +126,10 @@ class DeviceLadderWithoutXla(Rule):
     `if device_map == "cuda": device_map = f"cuda:{rank}"`): an XLA device is kept as given.
     A test after the last branch that sets a device chooses nothing:
     `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
-    generator's device. An `if` that returns a device only for some values of what it
+    generator's device. A device set on each pass of a loop under a GPU test (`if
+    torch.cuda.is_available(): for i in range(torch.cuda.device_count()): device =
+    torch.device(f"cuda:{i}")`, to log each GPU's memory statistics) names every GPU in
+    turn and chooses none. An `if` that returns a device only for some values of what it
     tests and the value itself after it (`if device.index is None: return
     torch.device("cuda", torch.cuda.current_device())` / `return device`) passes XLA
     devices through. A ternary that fills part of a longer f-string
@@ -207,6 +225,7 @@ class DeviceLadderWithoutXla(Rule):
         super().__init__(ctx)
         self._placements: dict[tuple[int, str], list[cst.If]] = {}
         self._functions: frozenset[str] | None = None
+        self._returning: dict[int, cst.If | None] = {}  # by id(function)
         # The flags the file's ladders test (None for a test that is no instance flag).
         self._other_ladders: set[str | None] | None = None
 
@@ -446,6 +465,8 @@ class DeviceLadderWithoutXla(Rule):
                 owner = ancestors[at + 2] if at + 2 < len(ancestors) else None
                 if isinstance(owner, cst.ClassDef) and creates_xla_device(owner, imports):
                     return
+                if self._first_returning_ladder(ancestors[at]) is not node:
+                    return  # the function's device is one choice, reported at its first rung
         if any("xla" in c.types for c in group) or any(mentions_xla(n, imports) for n in scope):
             return
         if self._xla_ruled_out(node):
@@ -456,6 +477,27 @@ class DeviceLadderWithoutXla(Rule):
         self.report(
             node, self._message(choice, types), end_node=node.test, fix=self._chain_fix(node)
         )
+
+    def _first_returning_ladder(self, function: cst.FunctionDef) -> cst.If | None:
+        """The first `if` ladder of `function` (not of a function nested in it) that returns
+        a device: `if torch.cuda.is_available(): return "cuda"`, then `if
+        os.environ.get(...): if torch.backends.mps.is_available(): return "mps"`, then
+        `return "cpu"` is one choice, what the function returns."""
+        key = id(function)
+        if key not in self._returning:
+            choices = self.ctx.device_choices
+            self._returning[key] = next(
+                (
+                    n
+                    for n in descendants(function.body, _NESTED_SCOPES)
+                    if isinstance(n, cst.If)
+                    and (choice := choices.of(n)) is not None
+                    and choice.is_ladder
+                    and choice.returns
+                ),
+                None,
+            )
+        return self._returning[key]
 
     def _returned_after(self, siblings: Sequence[cst.CSTNode], last: cst.CSTNode) -> frozenset[str]:
         """The device a helper returns after its ladder's `if`s (`return cpu()`): the

@@ -78,9 +78,12 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
 
     A step defined in another module is known by its call: the loop hands its batch (its
     item, or a value it assigned in this pass) to a method named for one training step of
-    the object it is called on, `update` or `step` of an object named a trainer or learner
-    (`loss = trainer.update(batch)`), or `train_step`, `train_batch`, `train_on_batch`,
-    `fit_batch` of any object. Where the module defines methods of that name, they decide;
+    the object it is called on, `update` or `step` (or `_update`, `_step`) of an object named
+    a trainer or learner (`loss = trainer.update(batch)`) or for optimization
+    (`self.optimizer.update(minibatch, n)`: torch's optimizers have no `update`, so this one
+    is a training object's; `self.optimization_stepper._step(self, batch)`), or
+    `train_step`, `train_batch`, `train_on_batch`, `fit_batch` of any object. Where the
+    module defines methods of that name, they decide;
     where it defines none, the call counts only if the module writes no training step of its
     own (no `backward()` or optimizer step anywhere): there, such a call is something else.
     `metric.update(preds, y)`, `ema.update(model)`, `counts.update(tokens)`,
@@ -101,12 +104,18 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     loops over keys of any name that fetch each optimizer by the key, `for name in
     step_names: self._optimizers[name].step()`; `optimizers["main"].step()` or
     `optimizers[i % 2].step()` in a batch loop is still that loop's step),
-    sweeps over a literal list of settings, loops in `forward` or a `*_step` function. Loops
+    sweeps over a literal list of settings, loops in `forward` or a `*_step` function,
+    unless such a function runs as many steps as its caller asks (`def step(self,
+    num_steps): for _ in range(num_steps): ... optimizer.step()`: each pass is a step; a
+    `train_step`'s `for _ in range(self.n_critic)` sweep is part of its one step). Loops
     with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that use torch, with
     or without torch_xla imports yet: a CUDA script being ported is linted before it imports
     torch_xla. A file that zeroes an optimizer's gradients (`self.optimizer.zero_grad()`)
     uses PyTorch's optimizer API: a training template or mixin counts even where it does not
-    import torch itself.
+    import torch itself, and so does a file that imports from its project's torch modules
+    (a dotted path with a part named for torch: `from
+    mlagents.trainers.ppo.optimizer_torch import TorchPPOOptimizer`, in a project that keeps
+    `import torch` to one module of its own).
 
     A training step that a library loop runs is reported at its `def`: a function of the
     file handed to ignite's `Engine(step)`, which calls it once per batch, that trains and
