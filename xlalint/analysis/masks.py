@@ -512,6 +512,21 @@ class BooleanMasks:
         )
 
 
+# torch's tensor operations (`torch.mean`, `F.pad`), not its modules' APIs; and those of them
+# that take any object: host data made into tensors (lists, numpy arrays), saved, tested or
+# used as settings.
+_TORCH_OPERATION = re.compile(r"^torch\.(nn\.functional\.)?[a-z_0-9]+$")
+_ANY_OBJECT = re.compile(
+    r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+)$"
+)
+
+
+def takes_tensors(qualified: str) -> bool:
+    """A torch operation that raises on anything but tensors (`torch.mean`, `torch.where`):
+    what it is handed is a tensor. Not constructors and utilities that take any object."""
+    return bool(_TORCH_OPERATION.match(qualified)) and not _ANY_OBJECT.match(qualified)
+
+
 def _combine(a: str | _Scalar | None, b: str | _Scalar | None) -> str | _Scalar | None:
     if a is None or b is None:
         return None

@@ -54,6 +54,9 @@ class _Flow:
         )
 
 
+_EMPTY = _Flow()
+
+
 @dataclass(frozen=True)
 class _Read:
     flow: _Flow
@@ -122,6 +125,11 @@ class PassReads:
         flow = self._flow(value, inside)
         if flow.ids:
             self._reads.append(_Read(flow, frozenset(open_loops)))
+
+    def holds_any(self, value: cst.CSTNode) -> bool:
+        """Whether a name `value` reads holds noted subscripts (in the function walked)."""
+        holds = self._holds[-1]
+        return any(holds.get(name, _EMPTY).ids for name in value_names(value))
 
     def changed(self, name: str, open_loops: list[Loop]) -> None:
         """`name` is written in place (`name[i] = v`, `name.add_(v)`) or rebound in the

@@ -4,9 +4,12 @@ import libcst as cst
 
 from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.masks import Evidence
+from xlalint.analysis.stacked_values import stacked_names
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import target_names
 
 _MIN_MAX = frozenset({"min", "max"})
 _HEAP_PUSHES = frozenset({"heapq.heappush", "heapq.heappushpop", "heapq.heapreplace"})
@@ -20,6 +23,9 @@ _TESTED: dict[type[cst.CSTNode], str] = {
     cst.CompIf: "A comprehension `if`",
 }
 _TESTED_TYPES = tuple(_TESTED)
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+# Reductions of a mask to one truth value.
+_MASK_REDUCTIONS = frozenset({"any", "all"})
 # Parents under which a node's truth may be taken (`bool(x)` is checked from the call).
 _TRUTH_PARENTS = frozenset({*_TESTED_TYPES, cst.BooleanOperation, cst.UnaryOperation})
 # Comparisons of tensors that give a bool tensor, which torch.where takes as its condition.
@@ -83,6 +89,16 @@ class TensorControlFlow(Rule):
     results that are shapes, other calls' results or numbers in every `return`, are not
     tensors.
 
+    A function's own code can show a value of unknown kind to be a tensor: what it collects
+    into a list it hands to `torch.cat`/`torch.stack` (`eval_times = [t]`,
+    `eval_times.append(t.reshape(t.shape))`, directly or through tensor-keeping methods) is
+    one, so an adaptive solver's `while t < T:` and `if t + dt > T:` on times sliced from a
+    parameter (`t, T = t_span[:1], t_span[-1]`) read the device on every pass, whoever calls
+    the solver. So is `m.any()` of a mask made by tensor operations (`m = ~(err <=
+    tol).bool()`). Values known to be on the host (a grid built by `torch.linspace` without a
+    device, numpy arrays), lists joined by numpy, counters that never reach a torch join, and
+    a comprehension's own variable that shadows a joined name are not.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
     branch on a concrete `True` or `False`, so taking a tensor's truth value forces the
@@ -144,11 +160,13 @@ class TensorControlFlow(Rule):
     fix_applicability = Applicability.UNSAFE
     hot_only = True
     needs_torch = True
+    uses = ("masks",)
     triggers = ("if", "while", "assert", "and", "or", "not", "bool", "min", "max", "sort", "heap")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._chains: set[int] = set()  # ids of `and`/`or` chains reported already
+        self._joined: dict[int, frozenset[str]] = {}  # id(function) -> stacked_names
 
     # Every expression kind that can hold a tensor is checked for being truth-tested. The
     # check looks at the node's parents, so the `while` test is seen where it runs: in the
@@ -242,8 +260,10 @@ class TensorControlFlow(Rule):
 
     # -- helpers --------------------------------------------------------------------------
     def _check(self, node: cst.BaseExpression) -> None:
-        if type(self.ctx.parent) not in _TRUTH_PARENTS or not self.ctx.is_tensor(node):
+        if type(self.ctx.parent) not in _TRUTH_PARENTS:
             return  # the common case, decided without walking the ancestors
+        if not self.ctx.is_tensor(node) and not self._tensor_by_use(node):
+            return
         construct = self._truth_context(node)
         if construct is None:
             return
@@ -257,6 +277,53 @@ class TensorControlFlow(Rule):
         if isinstance(parent, cst.IfExp) and parent.test is node:
             fix = self._where_fix(parent)
         self.report(node, self.message.format(construct=construct), fix=fix)
+
+    def _tensor_by_use(self, node: cst.BaseExpression) -> bool:
+        """A test of unknown kind that the function's own code shows to be on tensors: a
+        comparison with a value it joins with `torch.cat`/`torch.stack` (`while t < T:`
+        with `eval_times = [t]` handed to `torch.cat`), or `m.any()`/`m.all()` of a mask
+        made by tensor operations (`m = ~(err <= tol).bool()`)."""
+        if isinstance(node, cst.Comparison):
+            return all(
+                isinstance(c.operator, _TENSOR_COMPARISONS) for c in node.comparisons
+            ) and any(
+                self._stacked(operand)
+                for operand in (node.left, *(c.comparator for c in node.comparisons))
+            )
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _MASK_REDUCTIONS
+            and not node.args
+        ):
+            receiver = node.func.value
+            return (
+                self.ctx.kind(receiver) is Kind.UNKNOWN
+                and self.ctx.masks.evidence(receiver) is Evidence.VALUE
+            )
+        return False
+
+    def _stacked(self, operand: cst.BaseExpression) -> bool:
+        """`t`, `t + dt`: a name of unknown kind the function joins into a tensor, or
+        arithmetic on one."""
+        if isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, _ARITHMETIC):
+            return self._stacked(operand.left) or self._stacked(operand.right)
+        if not isinstance(operand, cst.Name) or self.ctx.kind(operand) is not Kind.UNKNOWN:
+            return False
+        function: cst.FunctionDef | None = None
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.CompFor) and operand.value in target_names(ancestor.target):
+                return False  # a comprehension's own name, not the function's
+            if isinstance(ancestor, cst.FunctionDef):
+                function = ancestor
+                break
+        if function is None:
+            return False
+        names = self._joined.get(id(function))
+        if names is None:
+            names = stacked_names(function, self.ctx.imports)
+            self._joined[id(function)] = names
+        return operand.value in names
 
     def _boolean_chain(self) -> cst.BooleanOperation | None:
         """The outermost `and`/`or` the node being checked sits in, through nested ones

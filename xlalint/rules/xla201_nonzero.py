@@ -23,7 +23,8 @@ class Nonzero(Rule):
     timestep lookup of diffusion schedulers, `(self.timesteps == t).nonzero().item()`, in
     `step()` and the helpers it calls. `np.nonzero`, three-argument `torch.where` and
     `nonzero_static` are not flagged, nor `.argwhere(f)`/`.nonzero(x)` with a positional
-    argument, which the tensor methods do not take (fastcore's `L.argwhere(predicate)`).
+    argument, which the tensor methods do not take (fastcore's `L.argwhere(predicate)`),
+    nor calls in a `raise` (the message of an error that ends the step, run once).
 
     ## Why is this bad?
     The result has one row per nonzero element, a count only the data knows. XLA compiles
@@ -97,13 +98,13 @@ class Nonzero(Rule):
         qualified = self.ctx.qualified(func)
         if qualified in _FUNCTIONS:
             source = _input(node)
-            if source is not None and self._on_device(source):
+            if source is not None and self._on_device(source) and not self._on_error_path():
                 count = _single_positional(node)
                 fix = self._count_fix(node, source) if count else None
                 self.report(node, self.message.format(call=f"{_FUNCTIONS[qualified]}()"), fix=fix)
         elif qualified == "torch.where":
             cond = _single_positional(node)
-            if cond is not None and self._on_device(cond):
+            if cond is not None and self._on_device(cond) and not self._on_error_path():
                 self.report(node, self.message.format(call="torch.where(cond)"))
         elif (
             qualified is None
@@ -112,9 +113,14 @@ class Nonzero(Rule):
             and not (isinstance(func.value, cst.Name) and func.value.value == "self")
             and _tensor_method_signature(node)
             and self._on_device(func.value)
+            and not self._on_error_path()
         ):
             fix = None if node.args else self._count_fix(node, func.value)
             self.report(node, self.message.format(call=f".{func.attr.value}()"), fix=fix)
+
+    def _on_error_path(self) -> bool:
+        """Inside a `raise` (its message): runs once, when the step fails."""
+        return any(isinstance(a, cst.Raise) for a in self.ctx.ancestors())
 
     def _on_device(self, value: cst.BaseExpression) -> bool:
         """Whether `value` is (likely) a device tensor: numpy arrays and CPU tensors made

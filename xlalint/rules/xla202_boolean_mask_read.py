@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.masks import atom, dotted
+from xlalint.analysis.masks import Evidence, atom, dotted, takes_tensors
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -24,6 +24,12 @@ _LOOSE_PARENTS = (
 _TARGET_WRAPPERS = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
 
 
+# torch functions that build a tensor from sizes or data: what they are handed may be host data.
+_FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
+     "linspace", "logspace", "eye"}
+)  # fmt: skip
+
 # What a finding per statement counts by: a simple statement line or a compound one's header.
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
@@ -34,14 +40,15 @@ class BooleanMaskRead(HelperCallRule):
     Flags reads through a boolean mask, `x[mask]` (also `x[:, mask]`), and
     `torch.masked_select`/`.masked_select()`, on device tensors in code that runs every
     step. A mask is a comparison of tensors (`labels != -100`), `isnan`/`isinf`/
-    `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor,
-    a mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
+    `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor, a
+    mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), a name bound to one of those in the same function, or a name such as `mask`/
-    `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`),
-    slices, and lists, dicts or numpy arrays indexed by anything are not flagged.
-    Assignments through a mask are XLA203's, and so is a masked copy under the same mask
-    (`a[m] = b[m]`: one cause, reported once, at the write). Reads of several tensors
-    with the same mask in one statement (`return dists[good], idxs[good]`) are one
+    `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
+    and lists, dicts or numpy arrays indexed by anything are not flagged. Assignments
+    through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
+    (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: one cause, reported once, at the
+    write; a read in arithmetic, `a[m] = 1 - a[m]`, is a read of its own). Reads of several
+    tensors with the same mask in one statement (`return dists[good], idxs[good]`) are one
     finding, at the first: they select the same count, and one change keeps both shapes.
 
     A helper's parameter of unknown kind indexed with a mask computed from tensors
@@ -49,6 +56,13 @@ class BooleanMaskRead(HelperCallRule):
     same module hands it one (the decoding loop passes its buffers) or where the helper
     uses it as one (`p.gather(...)`, `p.view(...)`); a parameter the callers give numpy
     arrays or lists is not flagged.
+
+    A value of unknown kind read through a mask and handed, as the first argument, to a
+    torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
+    mask])`, with `entropy` unpacked from a policy method's result) is a tensor, so any mask
+    evidence counts, as for a known tensor. Reads handed to constructors (`torch.tensor`,
+    `torch.from_numpy`), to factories as sizes, to numpy, or as a later argument are not
+    flagged: those may be host data.
 
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
@@ -126,7 +140,7 @@ class BooleanMaskRead(HelperCallRule):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._is_store_target(node):
             return
-        mask = self.ctx.masks.mask_index(node)
+        mask = self.ctx.masks.mask_index(node) or self._mask_of_handed_read(node)
         if mask is None:
             self._defer(node)
             return
@@ -138,6 +152,53 @@ class BooleanMaskRead(HelperCallRule):
         self.report(
             node, self.message.format(what=_spelled(self.ctx.module.code_for_node(node))), fix=fix
         )
+
+    def _mask_of_handed_read(self, node: cst.Subscript) -> cst.BaseExpression | None:
+        """`torch.mean(entropy[mask])`, `torch.mean(-log_prob[mask])`: a value of unknown
+        kind read through a mask and handed, as the first argument, to a torch operation
+        that takes only tensors, so the value is a tensor and any mask evidence counts (as
+        for a known tensor). Not constructors (`torch.tensor(v[m])`, `torch.from_numpy`)
+        nor factories, which take host data and sizes."""
+        if self.ctx.kind(node.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(node.value):
+            return None
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.UnaryOperation) and isinstance(
+                ancestor.operator, cst.Minus
+            ):
+                child = ancestor
+                continue
+            if isinstance(ancestor, cst.Arg):
+                child = ancestor
+                continue
+            if (
+                not isinstance(ancestor, cst.Call)
+                or not ancestor.args
+                or ancestor.args[0] is not child
+            ):
+                return None
+            first = ancestor.args[0]
+            qualified = self.ctx.qualified(ancestor.func) or ""
+            if (
+                first.keyword is not None
+                or first.star
+                or not takes_tensors(qualified)
+                or qualified.rpartition(".")[2] in _FACTORIES
+            ):
+                return None
+            break
+        else:
+            return None
+        masks = self.ctx.masks
+        for element in node.slice:
+            index = element.slice
+            if (
+                isinstance(index, cst.Index)
+                and index.star is None
+                and masks.evidence(index.value) is not Evidence.NONE
+            ):
+                return index.value
+        return None
 
     def _mask_read_again(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
         """`return dists[good], idxs[good]`: the statement already read with this mask.
@@ -193,9 +254,23 @@ class BooleanMaskRead(HelperCallRule):
         self.report(node, self.message.format(what="masked_select"), fix=fix)
 
     def _copied_under_same_mask(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
-        """`a[m] = b[m]`: a masked copy, one cause, which XLA203 reports at the write (its
-        static form, `torch.where(m, b, a)`, removes both)."""
+        """`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: a masked copy, or a rewrite in
+        place by a torch operation, one cause, which XLA203 reports at the write (its static
+        form, `torch.where(m, ..., a)`, removes both)."""
         assign = self.ctx.parent
+        if isinstance(assign, cst.Arg):
+            # `x[m] = torch.f(x[m], ...)`: the rewritten elements, handed first.
+            call = next(islice(self.ctx.ancestors(), 1, 2), None)
+            assign = next(islice(self.ctx.ancestors(), 2, 3), None)
+            if (
+                not isinstance(call, cst.Call)
+                or not isinstance(assign, cst.Assign)
+                or assign.value is not call
+                or call.args[0].value is not node
+            ):
+                return False
+            code = self.ctx.module.code_for_node
+            return any(code(t.target) == code(node) for t in assign.targets)
         if not isinstance(assign, cst.Assign) or assign.value is not node:
             return False
         code = self.ctx.module.code_for_node

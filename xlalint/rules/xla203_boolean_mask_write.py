@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.masks import atom, dotted, is_scalar
+from xlalint.analysis.masks import Evidence, atom, dotted, is_scalar, takes_tensors
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -28,7 +28,11 @@ class BooleanMaskWrite(HelperCallRule):
     flagged. A helper's parameter of unknown kind written through a mask computed from
     tensors (`lprobs[prefix_mask] = -inf` with `prefix_mask = prefix_toks.ne(pad)`) is a
     tensor where a call of the same module hands it one or where the helper uses it as one
-    (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not.
+    (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. A
+    value of unknown kind whose masked elements a torch operation that takes only tensors
+    computes from and writes back (`x[:, ~done] = torch.zeros_like(x[:, ~done])`,
+    `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor; `torch.tensor(...)`, numpy
+    (`a[m] = np.clip(a[m], 0, 1)`) and other values written are not evidence.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
@@ -111,7 +115,9 @@ class BooleanMaskWrite(HelperCallRule):
             subscript = target.target
             if not isinstance(subscript, cst.Subscript):
                 continue
-            mask = self.ctx.masks.mask_index(subscript)
+            mask = self.ctx.masks.mask_index(subscript) or self._mask_of_rewrite(
+                subscript, node.value
+            )
             if mask is None:
                 self._defer(subscript, "=")
                 continue
@@ -126,6 +132,37 @@ class BooleanMaskWrite(HelperCallRule):
             self.report(node.target, self._message(node.target, operator))
         else:
             self._defer(node.target, operator)
+
+    def _mask_of_rewrite(
+        self, target: cst.Subscript, value: cst.BaseExpression
+    ) -> cst.BaseExpression | None:
+        """`x[:, m] = torch.zeros_like(x[:, m])`, `x[m] = torch.clamp(x[m], 0, 1)`: the
+        elements a torch operation that takes only tensors computes from, written back in
+        place. `x` is then a tensor whatever else its kind, and any mask evidence counts."""
+        if self.ctx.kind(target.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(target.value):
+            return None
+        if not isinstance(value, cst.Call) or not value.args:
+            return None
+        first = value.args[0]
+        code = self.ctx.module.code_for_node
+        if (
+            first.keyword is not None
+            or first.star
+            or not isinstance(first.value, cst.Subscript)
+            or code(first.value) != code(target)
+            or not takes_tensors(self.ctx.qualified(value.func) or "")
+        ):
+            return None
+        masks = self.ctx.masks
+        for element in target.slice:
+            index = element.slice
+            if (
+                isinstance(index, cst.Index)
+                and index.star is None
+                and masks.evidence(index.value) is not Evidence.NONE
+            ):
+                return index.value
+        return None
 
     def _defer(self, target: cst.Subscript, operator: str) -> None:
         """`x[mask] = v` with a mask computed from tensors and `x` a parameter of unknown

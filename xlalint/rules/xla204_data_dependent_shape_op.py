@@ -92,8 +92,9 @@ class DataDependentShapeOp(Rule):
     `unique_consecutive`, `bincount` (length `max(x) + 1`) and `repeat_interleave` with
     tensor repeats have outputs whose shape depends on the data; the others have static
     shapes but no XLA lowering, and `torch.equal` returns a Python bool. Calls on numpy
-    arrays, pandas objects and CPU tensors made here, and `repeat_interleave` by a Python
-    int, are not flagged.
+    arrays, pandas objects and CPU tensors made here, `repeat_interleave` by a Python
+    int, and calls in a `raise` (`raise ValueError(f"found {torch.unique(t)}")`, which
+    runs once, when the step fails) are not flagged.
 
     ## Why is this bad?
     An op without an XLA lowering falls back to the CPU: PyTorch/XLA executes the pending
@@ -170,6 +171,8 @@ class DataDependentShapeOp(Rule):
     def _report(self, node: cst.Call, spelled: str, name: str) -> None:
         if name == "multinomial" and not _multinomial_falls_back(node, method=spelled[0] == "."):
             return
+        if any(isinstance(a, cst.Raise) for a in self.ctx.ancestors()):
+            return  # in a `raise` (its message): runs once, when the step fails
         op = _OPS[name]
         self.report(node, self.message.format(op=spelled, extra=op.extra), hint=op.hint)
 

@@ -16,12 +16,13 @@ from xlalint.analysis.helper_indexes import (
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
+from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.pass_reads import PassReads
 from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
-from xlalint.walk import code_children, last_name
+from xlalint.walk import code_children, descendants, last_name
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -95,19 +96,22 @@ class PythonIndexInLoop(Rule):
     tensors) executes only the graph of the value it reads. So a subscript read at the int
     is a graph per value when its value reaches such a read in a pass the int changes with,
     directly (`tokens[idx].tolist()`) or through names bound earlier in the pass (`row =
-    tokens[k, begin:]`, then `row.tolist()`; `a = logprobs[k, t:].logsumexp(-1)`, then `if
-    a > b:`; a `for` target of `zip(*x[i].topk(k))`, then `token.item()`), as in per-row
-    loops of a decoding step. Not where the read also reads a tensor that loop carries from
-    pass to pass: written in place (`obs[step] = next_obs`, `buf.add_(v)`, `acc += v`) or
-    rebound from itself (`x = x * 2`), the indexed tensor included. Each pass then reads the
-    chain of the writes so far, a new graph whatever the index (only a barrier per pass
-    helps, which XLA401/XLA402 ask for). Values bound before the loop's pass began do not
-    count. Nor writes (`buf[i] = v`) that no read reads: they stay pending and run once,
-    after the loop. Loop-int subscripts of one statement are one cause, reported once at
-    the first: the slice read and written back (`x[:, : i + 1] = torch.index_select(x[:,
-    : i + 1], 0, idx)`), a write and a read (`values[step] = agent(obs[step])`), two slices
-    handed to one call (`search.step(scores[:, :step], tokens[:, : step + 1])`); one device
-    index made for the pass fixes them together.
+    tokens[k, begin:]`, then `row.tolist()`; `a = logprobs[k, t:].logsumexp(-1)`, then `if a
+    > b:`; a `for` target of `zip(*x[i].topk(k))`, then `token.item()`), as in per-row loops
+    of a decoding step. A boolean-mask index (`x[mask]`, `out[mask] = v`) is such a read of
+    its mask, which is copied to the host for `nonzero`: a mask computed from the row (`best
+    = overlaps[i, :] == gt_max[i]`, then `assigned[best] = i + 1`, as in the per-box loops
+    of an assigner) is a graph per value of `i`. Not where the read also reads a tensor that
+    loop carries from pass to pass: written in place (`obs[step] = next_obs`, `buf.add_(v)`,
+    `acc += v`) or rebound from itself (`x = x * 2`), the indexed tensor included. Each pass
+    then reads the chain of the writes so far, a new graph whatever the index (only a
+    barrier per pass helps, which XLA401/XLA402 ask for). Values bound before the loop's
+    pass began do not count. Nor writes (`buf[i] = v`) that no read reads: they stay pending
+    and run once, after the loop. Loop-int subscripts of one statement are one cause,
+    reported once at the first: the slice read and written back (`x[:, : i + 1] =
+    torch.index_select(x[:, : i + 1], 0, idx)`), a write and a read (`values[step] =
+    agent(obs[step])`), two slices handed to one call (`search.step(scores[:, :step],
+    tokens[:, : step + 1])`); one device index made for the pass fixes them together.
 
     The same int handed to a function of the same module, or to a method of the class
     (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same,
@@ -183,7 +187,17 @@ class PythonIndexInLoop(Rule):
     next_obs`, the agent reading `obs[step]`, `action.cpu().numpy()` to the environment, no
     barrier) compiled 17 graphs in every update, with an int or a device index; with a
     barrier per step, 26 compiles in the first update and none after (5 with a device
-    index): the cost there is the missing barrier first.
+    index): the cost there is the missing barrier first. A mask made from the row at the
+    int and written through (`m = x[i, :] > 0`, then `y[m] = i + 1`; 8 passes, three runs
+    with a barrier after each): 9, 9, 0 compiles per run (the second run compiles again
+    because `x` is now device data), against 2, 0, 0 with `x.index_select(0, idx)` at a
+    device index.
+    An adaptive solver's loop, whose time is rebound from itself every pass (`t = t + dt`)
+    and read in a test on a checkpoint at a counter stepped now and then (`if t + dt >
+    grid[c]:`; 20 passes, three calls, `grid` device data): 21, 0, 0 compiles per call with
+    the int and 21, 0, 0 with `grid.index_select(0, idx)`. The chain of `t` makes every
+    pass a new graph either way, and later calls repeat the cached ones, so such reads of a
+    tensor the loop rebinds are not flagged.
 
     Measured by hand for token-by-token generation over a buffer (11 tokens, three
     generations, compiles per generation): slices `gen[..., prev:t]` fed to the next token
@@ -195,7 +209,7 @@ class PythonIndexInLoop(Rule):
     """
 
     code = "XLA207"
-    uses = ("loops", "loop_values")
+    uses = ("loops", "loop_values", "masks")
     name = "python-index-in-loop"
     message = (
         "`{index}` is a Python int that changes every pass: indexing a tensor with it "
@@ -318,6 +332,7 @@ class PythonIndexInLoop(Rule):
             self._note_helper_index(node)
         if not self.values.in_loop:
             return
+        self.reads.mark(node)
         loops: frozenset[Loop] = frozenset()
         index: cst.BaseExpression | None = None
         for element in node.slice:
@@ -344,6 +359,23 @@ class PythonIndexInLoop(Rule):
                 self._statement(),
             )
         )
+
+    def leave_Subscript(self, node: cst.Subscript) -> None:
+        """`x[mask]` and `x[mask] = v` copy the mask to the host for `nonzero`: a host read of
+        the mask, and of the loop-int subscripts it was computed from."""
+        if not self.values.in_loop:
+            return
+        inside = self.reads.since(node)
+        if not any(n.node is not node for n in inside) and not any(
+            self.reads.holds_any(element.slice) for element in node.slice
+        ):
+            return  # no loop-int subscript could reach the index: no mask question to ask
+        mask = self.ctx.masks.mask_index(node)
+        if mask is None:
+            return
+        within = {id(n) for n in descendants(mask)} | {id(mask)}
+        in_mask = [n for n in inside if id(n.node) in within]
+        self.reads.host_read(mask, in_mask, self.values.passes_walked())
 
     def leave_Module(self, node: cst.Module) -> None:
         reported: set[tuple[int, str]] = set()
@@ -575,13 +607,6 @@ class PythonIndexInLoop(Rule):
         return _array_only(node)
 
 
-# torch's tensor operations (`torch.where`, `F.pad`), not its modules' APIs.
-_TORCH_OPERATION = re.compile(r"^torch\.(nn\.functional\.)?[a-z_0-9]+$")
-# torch functions that take any object: host data made into tensors (lists, numpy arrays),
-# saved, tested or used as settings.
-_ANY_OBJECT = re.compile(
-    r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+)$"
-)
 # Methods that tensors have and numpy arrays and sequences lack.
 _TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
 
@@ -618,7 +643,7 @@ def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
                 found.add(receiver.value)
             continue
         qualified = imports.resolve(func) or ""
-        if not _TORCH_OPERATION.match(qualified) or _ANY_OBJECT.match(qualified):
+        if not takes_tensors(qualified):
             continue
         for arg in node.args:
             found |= _operands(arg.value)
