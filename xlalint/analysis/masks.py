@@ -421,12 +421,20 @@ class BooleanMasks:
         """The index of `node` that is a mask computed from tensors (`VALUE` evidence),
         whatever the indexed value is: where the indexed value is a helper's parameter, its
         callers tell whether it is a tensor (XLA202/XLA203 ask `HelperCalls`)."""
+        return self._index_with(node, Evidence.VALUE)
+
+    def any_mask(self, node: cst.Subscript) -> cst.BaseExpression | None:
+        """The index of `node` with any evidence of being a mask, whatever the indexed
+        value is: for values that other evidence shows to be tensors (`th.mean(x[m])`)."""
+        return self._index_with(node, Evidence.NAME)
+
+    def _index_with(self, node: cst.Subscript, least: Evidence) -> cst.BaseExpression | None:
         for element in node.slice:
             index = element.slice
             if (
                 isinstance(index, cst.Index)
                 and index.star is None
-                and self.evidence(index.value) is Evidence.VALUE
+                and self.evidence(index.value) >= least
             ):
                 return index.value
         return None

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.masks import Evidence, atom, dotted, takes_tensors
+from xlalint.analysis.masks import atom, dotted, takes_tensors
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -189,16 +189,7 @@ class BooleanMaskRead(HelperCallRule):
             break
         else:
             return None
-        masks = self.ctx.masks
-        for element in node.slice:
-            index = element.slice
-            if (
-                isinstance(index, cst.Index)
-                and index.star is None
-                and masks.evidence(index.value) is not Evidence.NONE
-            ):
-                return index.value
-        return None
+        return self.ctx.masks.any_mask(node)
 
     def _mask_read_again(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
         """`return dists[good], idxs[good]`: the statement already read with this mask.

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.masks import Evidence, atom, dotted, is_scalar, takes_tensors
+from xlalint.analysis.masks import atom, dotted, is_scalar, takes_tensors
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -153,16 +153,7 @@ class BooleanMaskWrite(HelperCallRule):
             or not takes_tensors(self.ctx.qualified(value.func) or "")
         ):
             return None
-        masks = self.ctx.masks
-        for element in target.slice:
-            index = element.slice
-            if (
-                isinstance(index, cst.Index)
-                and index.star is None
-                and masks.evidence(index.value) is not Evidence.NONE
-            ):
-                return index.value
-        return None
+        return self.ctx.masks.any_mask(target)
 
     def _defer(self, target: cst.Subscript, operator: str) -> None:
         """`x[mask] = v` with a mask computed from tensors and `x` a parameter of unknown
