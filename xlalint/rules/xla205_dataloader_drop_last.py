@@ -12,9 +12,8 @@ from xlalint.analysis.arguments import (
     append_keyword,
     bind,
     parameter,
-    signature_of,
 )
-from xlalint.analysis.handed_functions import CallSites, call_sites
+from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -123,7 +122,6 @@ class DataLoaderDropLast(Rule):
         super().__init__(ctx)
         # Per function: names bound to a sampler call, and whether it draws at random.
         self._samplers: list[dict[str, bool]] = [{}]
-        self._calls: CallSites | None = None  # the module's calls, on the first question
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._samplers.append({})
@@ -200,15 +198,8 @@ class DataLoaderDropLast(Rule):
         ancestors = list(self.ctx.ancestors())
         at = next(i for i, a in enumerate(ancestors) if a is function)
         is_method = at + 2 < len(ancestors) and isinstance(ancestors[at + 2], cst.ClassDef)
-        if self._calls is None:
-            self._calls = call_sites(self.ctx.module)
-        signature = signature_of(function, is_method)
-        for site in self._calls.named(function.name.value, method=is_method):
-            bound = bind(site.call, signature)
-            value = bound.get(config) if bound is not None else None
-            if value is not None and set(_words_of(value)) & _TRAINING_WORDS:
-                return True
-        return False
+        handed = call_sites(self.ctx.module).handed(function, config, is_method)
+        return any(set(_words_of(value)) & _TRAINING_WORDS for value in handed)
 
     def _training_flag(self, shuffle: cst.BaseExpression | None) -> cst.Name | None:
         """`shuffle=train` with `train` (`is_train`, `training`) a parameter of the function
