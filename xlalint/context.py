@@ -48,7 +48,7 @@ from xlalint.analysis.tensors import (
     Kind,
     Narrowed,
     TensorKinds,
-    takes_tensors,
+    has_tensor_parameter,
     tensor_returns,
 )
 from xlalint.analysis.type_tests import host_names, range_checked
@@ -203,7 +203,7 @@ class FileContext:
             hot_functions,
             self.epochs.per_epoch,
             self._trains_in_body,
-            takes_tensors,
+            has_tensor_parameter,
             self._has_own_loop,
             self._acts_beside_training,
         )

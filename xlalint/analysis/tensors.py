@@ -215,7 +215,7 @@ def tensor_returns(body: Sequence[cst.BaseStatement]) -> frozenset[str]:
     )
 
 
-def takes_tensors(function: cst.CSTNode) -> bool:
+def has_tensor_parameter(function: cst.CSTNode) -> bool:
     """A function with a parameter annotated as a tensor (or a sequence of tensors)."""
     if not isinstance(function, cst.FunctionDef):
         return False
