@@ -159,6 +159,16 @@ def loop_counter(loop: cst.For) -> str | None:
     return target.value if isinstance(target, cst.Name) else None
 
 
+def _counts(loop: cst.For) -> bool:
+    """`for i in range(n)`, `for i in tqdm(range(n))`: the items are a count, not data."""
+    iterated = unwrap_iteration(loop.iter)
+    return (
+        isinstance(iterated, cst.Call)
+        and isinstance(iterated.func, cst.Name)
+        and iterated.func.value == "range"
+    )
+
+
 def _first_pass_test(test: cst.BaseExpression, items: set[str]) -> bool:
     """`i == 0`, `0 == i` or `not i`, with `i` the loop's own index (`loop_counter`): true
     on its first pass only."""
@@ -304,6 +314,38 @@ def _appended_to(value: cst.BaseExpression) -> str | None:
     return prefixes[-1] if prefixes else None
 
 
+# Operations that pick tokens or draw samples from a model's scores.
+_CHOICES = frozenset({"argmax", "multinomial", "topk", "sample", "categorical"})
+
+
+def _chooses(value: cst.BaseExpression) -> bool:
+    """`logits.argmax(-1)`, `torch.multinomial(probs, 1)`, `dist.sample()`: the value
+    holds tokens or samples chosen from scores (copied to the host, it is none)."""
+    if _reads_host(value):
+        return False
+    return any(
+        type(node) is cst.Call and last_name(node.func) in _CHOICES  # type: ignore[attr-defined]
+        for node in descendants(value)
+    )
+
+
+def _transition(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """`params = kernel.sample(params)`, `x = chain.sample(x, t)`: a Markov chain's step,
+    a method named `sample` handed the state it replaces. (`buffer.sample(batch_size)`
+    and `dist.sample()` draw from something else.)"""
+    if not (
+        isinstance(target, cst.Name)
+        and isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "sample"
+    ):
+        return False
+    return any(
+        not arg.star and isinstance(arg.value, cst.Name) and arg.value.value == target.value
+        for arg in value.args
+    )
+
+
 def _mentions_grad(names: set[str]) -> bool:
     return any(name.endswith(".grad") or ".grad." in name for name in names)
 
@@ -358,6 +400,8 @@ class _Assign:
     sources: frozenset[str]
     from_model: bool  # the value holds the result of a model call or scheduler step
     host: bool  # the value is copied to the host (`.numpy()`, `.item()`)
+    # The value picks tokens or samples (`logits.argmax(-1)`, `torch.multinomial(p, 1)`).
+    chooses: bool = False
 
 
 @dataclass(frozen=True)
@@ -389,6 +433,9 @@ class BodyFacts:
     # `trainer.update(batch)`: a method named for a training step, on an object whose class
     # this module does not define, handed this pass's batch (`steps_optimizer` decides).
     steps_elsewhere: list[cst.Call] = field(default_factory=list)
+    # `self.forward_backward(data)`: own methods handed data this pass fetched (the
+    # loop's item, or a value read with it), not only a bare repetition counter.
+    handed_data: list[cst.Call] = field(default_factory=list)
     zeroes_optimizer: bool = False  # `self.optimizer.zero_grad()`
     host_reads: bool = False  # `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`
     appended: set[str] = field(default_factory=set)  # lists grown: `outs.append(y)`
@@ -425,12 +472,16 @@ class _BodyScanner:
         self_is_model: bool = False,
         submodules: frozenset[str] = frozenset(),
         counter: str | None = None,
+        counting: bool = False,
     ) -> None:
         self.imports = imports
         self.runs_model = runs_model
         self.items = items  # the loop's own items: `for block in blocks: x = block(x)`
         # The loop's index (`loop_counter`): `if i == 0:` runs on the first pass only.
         self.counters = {counter} if counter is not None else set()
+        # `for epoch in range(n)`: an item that is a count, not data.
+        self.counts = set(items) if counting else set()
+        self.data = set(items) - self.counts  # the pass's data, and values made from it
         self.self_is_model = self_is_model
         # `self.critic(x)` with `self.critic = nn.Sequential(...)` in a model class.
         self.submodules = submodules
@@ -446,6 +497,8 @@ class _BodyScanner:
         # Receivers of `.eval()`/`.train()` in this body: modules, whatever their names
         # (`self.trunk.eval()` ... `self.embedder(self.trunk(x))`).
         self.modules: set[str] = set()
+        # `params = kernel.sample(params)`: ids of calls that draw the next state of a chain.
+        self.transitions: set[int] = set()
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -531,7 +584,10 @@ class _BodyScanner:
         for arg in call.args:
             names |= _names_in(arg.value)
         from_model = self.model_events > before and not host
-        self.facts.events.append(_Assign(frozenset({key}), frozenset(names), from_model, host))
+        chooses = any(_chooses(arg.value) for arg in call.args)
+        self.facts.events.append(
+            _Assign(frozenset({key}), frozenset(names), from_model, host, chooses)
+        )
         self.facts.appended.add(key)
         self.assigned.add(key)
 
@@ -539,17 +595,23 @@ class _BodyScanner:
         self, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool = False
     ) -> None:
         before = self.model_events
+        if _transition(target, value):
+            self.transitions.add(id(value))
         self.expression(value)
         if not isinstance(target, cst.Name | cst.Tuple | cst.List):
             self.expression(target)  # `x[i] = v` and `self.a = v` read their base
         keys, partial = _state_keys(target)
+        if self._data(value):
+            self.data |= keys
         host = _reads_host(value)
         from_model = self.model_events > before and not host
         names = _names_in(value)
         if (augmented or keys & names) and _mentions_grad(names):
             self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
         sources = names | (keys if augmented or partial else set())
-        self.facts.events.append(_Assign(frozenset(keys), frozenset(sources), from_model, host))
+        self.facts.events.append(
+            _Assign(frozenset(keys), frozenset(sources), from_model, host, _chooses(value))
+        )
         self.assigned |= keys
 
     # expressions
@@ -637,6 +699,8 @@ class _BodyScanner:
         if runs is None and _runs_step_elsewhere(func) and self._reads_this_pass(call):
             # `loss = trainer.update(batch)`: a training object's step, defined elsewhere.
             facts.steps_elsewhere.append(call)
+        if _self_call(call) and self._hands_data(call):
+            facts.handed_data.append(call)
         if runs is None:
             # Not a function of this module: a model by its name (`unet`, `self.model`).
             calls_self = isinstance(func, cst.Name) and func.value == "self"
@@ -648,7 +712,12 @@ class _BodyScanner:
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
         # calls it by (ensembles call their members by names of their own).
-        runs = runs or _names_a_forward(func) or self._switched_module(func)
+        runs = (
+            runs
+            or _names_a_forward(func)
+            or self._switched_module(func)
+            or id(call) in self.transitions
+        )
         if runs:
             facts.model_calls += 1
             self._model_event(call)
@@ -673,6 +742,17 @@ class _BodyScanner:
         """An argument reads the loop's item or a value assigned earlier in this pass (the
         batch), not only values set before the loop."""
         return any(not arg.star and (_names_in(arg.value) & self.assigned) for arg in call.args)
+
+    def _hands_data(self, call: cst.Call) -> bool:
+        """An argument is this pass's data: the loop's item (not a count: `self.run(epoch)`),
+        an element fetched with a count (`self.dataset[i]`), or a value made from them."""
+        return any(not arg.star and self._data(arg.value) for arg in call.args)
+
+    def _data(self, value: cst.BaseExpression) -> bool:
+        names = _names_in(value)
+        return bool(names & self.data) or (
+            isinstance(value, cst.Subscript) and bool(names & self.counts)
+        )
 
     def _model_event(self, call: cst.Call) -> None:
         self.model_events += 1
@@ -707,6 +787,8 @@ class _BodyScanner:
 
 
 _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
+# Methods named for a training step: `forward_backward`, `train_actor_critic`, `fit_batch`.
+_TRAINING_METHOD = re.compile(r"(^|_)(train|training|backward|learn|fit|optimi[sz]e)(_|$)", re.I)
 # Methods that step the optimizers, by their name: `optimizer_step`, `optimizers_step`,
 # `step_optimizers`.
 _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers?)$", re.I)
@@ -944,6 +1026,7 @@ class LoopFacts:
                 self_is_model,
                 self._submodules(class_def),
                 loop_counter(node) if isinstance(node, cst.For) else None,
+                isinstance(node, cst.For) and _counts(node),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -1173,7 +1256,15 @@ class LoopFacts:
                     return True
                 if template and _self_call(call) and functions and all(map(_abstract, functions)):
                     return True
-            return False
+            # `self.forward_backward(data)`, `self.train_actor_critic(self.dataset[i])`: a
+            # template's training step, named for training and left to its subclasses here
+            # (`pass`, `...`, `raise NotImplementedError`), handed this pass's data.
+            return any(
+                _TRAINING_METHOD.search(call.func.attr.value)  # type: ignore[attr-defined]
+                and (functions := self._resolve_in(node, call, class_def))
+                and all(map(_placeholder, functions))
+                for call in facts.handed_data
+            )
 
         return self._memoized("steps_optimizer", node, False, compute)
 
@@ -1288,6 +1379,45 @@ class LoopFacts:
 
         return self._memoized("accumulated", node, frozenset(), compute)
 
+    def threads_cache(self, node: Loop) -> bool:
+        """A model call of the body takes, as its cache (`conv_cache=`, `past_key_values=`),
+        a value the previous pass handed over: the passes decode one input in pieces."""
+        carried = self.carried(node)
+        return any(
+            isinstance(event, _ModelCall)
+            and any(
+                arg.keyword is not None
+                and _CACHE_KEYWORD.search(arg.keyword.value) is not None
+                and bool(_names_in(arg.value) & carried)
+                for arg in event.call.args
+            )
+            for event in self.facts(node).events
+        )
+
+    def decodes(self, node: Loop) -> bool:
+        """Autoregressive decoding: the state a pass hands to the model holds tokens or
+        samples chosen from the model's scores (`outputs.append(Y.argmax(2))` before
+        `decoder(outputs[-1], state)`; `res = torch.cat([res, torch.multinomial(p, 1)])`).
+        A recurrent unroll (`h = cell(x[t], h)`) feeds back activations, not choices."""
+
+        def compute() -> bool:
+            state = self.model_state(node)
+            if not state:
+                return False
+            events, _ = self._state_events(node)
+            chosen: set[str] = set()
+            for _ in range(2):
+                for event in events:
+                    if not isinstance(event, _Assign):
+                        continue
+                    if not event.host and (event.chooses or event.sources & chosen):
+                        chosen |= event.targets
+                    else:
+                        chosen -= event.targets
+            return bool(chosen & state)
+
+        return self._memoized("decodes", node, False, compute)
+
     def carried(self, node: Loop) -> frozenset[str]:
         """What a pass hands to the next: read before being assigned, and assigned (here or
         in a nested loop)."""
@@ -1363,6 +1493,30 @@ def _abstract(function: cst.FunctionDef) -> bool:
     if isinstance(raised, cst.Call):
         raised = raised.func
     return isinstance(raised, cst.Name) and raised.value == "NotImplementedError"
+
+
+def _placeholder(function: cst.FunctionDef) -> bool:
+    """A method whose body a subclass supplies: it only raises `NotImplementedError`
+    (`_abstract`), or holds nothing but `pass` or `...` (after a docstring)."""
+    if _abstract(function):
+        return True
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock | cst.SimpleStatementSuite):
+        return False
+    smalls: list[cst.BaseSmallStatement] = []
+    for statement in body.body:
+        if not isinstance(statement, cst.SimpleStatementLine | cst.BaseSmallStatement):
+            return False
+        smalls.extend(
+            statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+        )
+    if smalls and isinstance(smalls[0], cst.Expr) and isinstance(smalls[0].value, cst.SimpleString):
+        smalls = smalls[1:]  # the docstring
+    return bool(smalls) and all(
+        isinstance(small, cst.Pass)
+        or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis))
+        for small in smalls
+    )
 
 
 def _decorator_func(decorator: cst.Decorator) -> cst.BaseExpression:

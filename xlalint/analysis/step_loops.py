@@ -22,7 +22,7 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import bound_names, descendants
+from xlalint.walk import bound_names, descendants, names_under
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class LoopAnalysis(LoaderTracing):
             node = site.node
             if _iterates_a_literal(node):
                 continue
-            if site.per_step and not self._asked_steps(site):
+            if site.per_step and not (self._asked_steps(site) or self.decodes(node)):
                 continue
             # A training step updates the weights: an optimizer step, or `backward()` with a
             # hand-written update from the gradients. `for optim in optimizers:
@@ -127,17 +127,22 @@ class LoopAnalysis(LoaderTracing):
         node = site.node
         if not isinstance(node, cst.For) or not self.facts(node).model_calls:
             return False
-        loader = self.iterated_loader(site)
-        if loader is None:
-            return False
-        kind = self.wrapping(site, loader)
-        if kind != Wrapping.DATALOADER and not (kind == Wrapping.UNKNOWN and loader_named(loader)):
+        chunks = not site.parents and _chunks(node) and not self.threads_cache(node)
+        if not (chunks or self._over_a_loader(site)):
             return False
         appended = self.facts(node).appended
         return any(
             name not in appended or _joined(site.function or self.module, name)
             for name in self.accumulated(node)
         )
+
+    def _over_a_loader(self, site: LoopSite) -> bool:
+        """The loop iterates a `DataLoader`, or a value named like one."""
+        loader = self.iterated_loader(site)
+        if loader is None:
+            return False
+        kind = self.wrapping(site, loader)
+        return kind == Wrapping.DATALOADER or (kind == Wrapping.UNKNOWN and loader_named(loader))
 
     def _sub_step(self, node: Loop, trains: bool, infers: bool, parents: Sequence[Loop]) -> bool:
         """Part of the step of an enclosing loop: only `backward()` (accumulation, gradient
@@ -238,6 +243,30 @@ def _repeats(node: Loop) -> bool:
         isinstance(iterated, cst.Call)
         and isinstance(iterated.func, cst.Name)
         and iterated.func.value == "range"
+    )
+
+
+def _chunks(node: cst.For) -> bool:
+    """`for s in range(0, len(x), bs): model(x[s : s + bs])`: the loop walks an input in
+    strides of a step and slices it at the loop's value, one chunk per pass, as a loader
+    walks a dataset in batches."""
+    iterated = unwrap_iteration(node.iter)
+    if not (
+        isinstance(iterated, cst.Call)
+        and isinstance(iterated.func, cst.Name)
+        and iterated.func.value == "range"
+        and len(iterated.args) == 3
+        and isinstance(node.target, cst.Name)
+    ):
+        return False
+    start = node.target.value
+    return any(
+        type(sliced) is cst.Slice  # type: ignore[comparison-overlap]
+        and any(
+            bound is not None and start in names_under(bound)
+            for bound in (sliced.lower, sliced.upper)  # type: ignore[attr-defined]
+        )
+        for sliced in descendants(node.body)
     )
 
 

@@ -70,7 +70,15 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     module does not define but names for it (`self.optimizer_step()` of a training
     template whose mixin implements it), or in methods the module leaves abstract (`raise
     NotImplementedError`) and calls on a pass that zeroes the optimizer's gradients and
-    runs no `backward()` itself (a template whose subclasses write the update). A call of a
+    runs no `backward()` itself (a template whose subclasses write the update). So does a
+    method named for training (`forward_backward`, `train_actor_critic`, `fit_batch`: a
+    word `train`, `training`, `backward`, `learn`, `fit` or `optimize` in its name) that the
+    module leaves to its subclasses (its body only `pass`, `...` or `raise
+    NotImplementedError`) and that the pass hands its data: the loop's item, an element
+    fetched with a count (`self.train_actor_critic(self.dataset[i])`), or a value made from
+    them. A count alone (`for epoch in range(n): self.train_epoch(epoch)`) or settings the
+    pass computes (`self.train(batch_size=b, gradient_steps=n)` after a rollout) are no
+    batch: such a call may run a whole phase of training, with loops of its own. A call of a
     parameter (`step_fn(batch)`) runs the
     functions this module's callers hand for it (`step_fn=self.train_step`). An object
     whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...

@@ -20,8 +20,16 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     this module that calls one of the class's own layers, whatever their names
     (`agent.get_value(obs[step])` with `self.critic = nn.Sequential(...)` and `return
     self.critic(x)`; attributes assigned anything but a `torch.nn` module or a model class
-    of the module are not layers). A barrier behind `if XLA_AVAILABLE:` counts. Loops inside
-    `forward` or a `*_step` function are one step's graph and are not reported, nor is a
+    of the module are not layers). A Markov chain's kernel counts as a model where it
+    draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
+    `dist.sample()` draw from something else). A barrier behind `if XLA_AVAILABLE:` counts.
+    Loops inside `forward` or a `*_step` function are one step's graph and are not reported
+    (a recurrent unroll over the input, `out, h = self.lstm(x, h)`), unless the loop decodes:
+    the state it hands the model holds tokens or samples chosen from the model's scores
+    (`outputs.append(Y.argmax(2))` before `self.decoder(outputs[-1], state)`; `y =
+    torch.multinomial(probs, 1)`, `res = torch.cat([res, y], -1)` before `self.base_net(
+    ...res...)`): a generation loop in a `forward` or `predict_step` is still one graph
+    growing token after token. Nor is a
     loop that holds a training loop (an RL update: a rollout loop, then epochs of optimizer
     steps): its nested loops are the step loops, and the rollout loop is reported itself.
 
@@ -55,7 +63,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     by one (each read executes its own batch's graph); chunks of one batch or rollout (`for
     mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; sizes
     (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
-    with `MpDeviceLoader`). Measured on the XLA CPU device (a two-layer MLP, batches of 32,
+    with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
+    len(x), bs):`, not nested in another loop) and slices it at the loop's value
+    (`model(x[i : i + bs])`, a sliding window `input_ids[:, begin:end]`) is such an
+    evaluation loop too, a loader written by hand; not where the model takes a cache the
+    previous pass handed over (`conv_cache=`, `past_key_values=`: one input decoded in
+    pieces). Measured on the XLA CPU device (a two-layer MLP, batches of 32,
     losses stacked or correct counts summed after the loop): without a barrier one graph is
     compiled at the read, in 0.6 s for 8 batches and 1.1 s for 32 (summed; 1.3 s and 2.2 s
     stacked), and again for every new number of batches; with `torch_xla.sync()` per batch
