@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.arguments import keyword_argument, parameter
 from xlalint.analysis.hotness import Site
 from xlalint.rule import Rule
 from xlalint.walk import children, descendants, names_under
@@ -41,6 +41,9 @@ class _Candidate:
     loops: tuple[cst.For | cst.While, ...]  # enclosing loops of the same function
     function: cst.FunctionDef | None
     may_check_truncation: bool  # a tokenizer call, which may sit next to a fixed-length one
+    # A tokenizer's call that takes the padding setting (`padding=`, `max_length=`): where a
+    # fixed length is given, so the one finding of its function goes there.
+    settable: bool = False
 
 
 class DynamicPadding(Rule):
@@ -64,11 +67,18 @@ class DynamicPadding(Rule):
     `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
     a literal `pad_to_multiple_of=` (a few buckets of lengths) are not; a variable there
     (`pad_to_multiple_of=self.pad_to_multiple_of`, None by default) is no bucketing.
+    `padding=self.padding` pads as the class's default says (a dataclass field `padding:
+    bool | str = True`, a class attribute, or an `__init__` parameter `padding="longest"`
+    stored as it is): a collator built with its defaults pads each batch to its longest
+    example; a setting without a default here (`self.padding = config.padding`) is the
+    builder's choice and is not flagged.
     A collate function that pads to its batch's longest example by hand (`max_len =
     max(len(x) for x in batch)`, then `torch.full((n, max_len), pad)` or `max_len -
     len(x)`) is flagged at the `max(...)`; not where the longest length is only checked
     (`assert longest <= max_length`). A function that pads several tensors this way is
-    reported once, at its first padding call: it is one cause.
+    reported once: it is one cause. The finding goes where a fixed length would: a
+    tokenizer call that takes the padding setting, else the hand-computed longest length,
+    else the first padding call (`pad_sequence` takes no length).
 
     ## Why is this bad?
     Each batch comes out as long as its longest example, so the sequence length changes
@@ -166,32 +176,59 @@ class DynamicPadding(Rule):
                 return
         callee = get_full_name_for_node(func) or ""
         parts = callee.split(".")
+        setting = self._class_setting(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "pad":
             tokenizer = any(_TOKENIZER_PART.search(p) for p in parts[:-1])
-            if tokenizer and _pads_to_longest(node, default=True):
-                self._candidate(node, f"`{callee}(...)`")
+            if tokenizer and _pads_to_longest(node, default=True, setting=setting):
+                self._candidate(node, f"`{callee}(...)`", settable=True)
             return
         padding = keyword_argument(node, "padding")
         if padding is None:
             return
         tokenizer = any(_TOKENIZER_PART.search(p) for p in parts)
-        if not _pads_to_longest(node, default=False):
+        if not _pads_to_longest(node, default=False, setting=setting):
             value = padding.value
             if isinstance(value, cst.SimpleString) and value.evaluated_value == "max_length":
                 self._fixed_length.add(self._functions[-1])
             return
         longest = isinstance(padding.value, cst.SimpleString | cst.Attribute)
         if longest or tokenizer:
-            self._candidate(node, f"`{callee}(..., padding=...)`", checks_truncation=True)
+            self._candidate(
+                node, f"`{callee}(..., padding=...)`", checks_truncation=True, settable=True
+            )
+
+    def _class_setting(self, call: cst.Call) -> cst.BaseExpression | None:
+        """`padding=self.padding` in a method: the default the class gives `padding` (a
+        dataclass field `padding: bool | str = True`, a class attribute, or an `__init__`
+        parameter stored as it is), which is what a collator built with defaults pads by."""
+        padding = keyword_argument(call, "padding")
+        if padding is None:
+            return None
+        value = padding.value
+        if not (
+            isinstance(value, cst.Attribute)
+            and isinstance(value.value, cst.Name)
+            and value.value.value == "self"
+        ):
+            return None
+        class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+        return None if class_def is None else _class_default(class_def, value.attr.value)
 
     def leave_Module(self, node: cst.Module) -> None:
+        # One finding per function, where its fixed length would go: a tokenizer call that
+        # takes the padding setting, else the hand-computed longest length, else the
+        # padding call (`pad_sequence` takes no length).
         reported: set[int] = set()  # functions already reported
+        self._report_candidates([c for c in self._candidates if c.settable], reported)
         for call, site, function in self._longest:
             if self._in_collate_function(site) and id(function) not in reported:
                 assert site.function is not None
                 self.report(call, self.message.format(what=f"`{site.function.name}`"), site=site)
                 reported.add(id(function))
-        for candidate in self._candidates:
+        self._report_candidates([c for c in self._candidates if not c.settable], reported)
+
+    def _report_candidates(self, candidates: list[_Candidate], reported: set[int]) -> None:
+        for candidate in candidates:
             site = candidate.site
             if candidate.may_check_truncation and candidate.function in self._fixed_length:
                 continue
@@ -224,7 +261,9 @@ class DynamicPadding(Rule):
         if targets and _sizes_something(function, parent, targets):
             self._longest.append((node, self.ctx.site(), function))
 
-    def _candidate(self, node: cst.Call, what: str, checks_truncation: bool = False) -> None:
+    def _candidate(
+        self, node: cst.Call, what: str, checks_truncation: bool = False, settable: bool = False
+    ) -> None:
         """A padding call: judged once the file's loops and call graph are known."""
         collating = False
         loops: list[cst.For | cst.While] = []
@@ -248,6 +287,7 @@ class DynamicPadding(Rule):
                 tuple(loops),
                 self._functions[-1],
                 checks_truncation,
+                settable,
             )
         )
 
@@ -325,6 +365,50 @@ def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[s
     return False
 
 
+def _class_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
+    """The default a class gives `self.<attr>`: a class-level `attr: T = v` or `attr = v`
+    (a dataclass field), or the default of an `__init__` parameter of that name that
+    `__init__` stores as `self.<attr> = <attr>`. None where the class sets none of these."""
+    body = class_def.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    for statement in body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if (
+                    isinstance(small, cst.AnnAssign)
+                    and isinstance(small.target, cst.Name)
+                    and small.target.value == attr
+                ):
+                    return small.value
+                if isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets
+                ):
+                    return small.value
+        elif isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+            param = parameter(statement, attr)
+            if param is not None and param.default is not None and _stores(statement, attr):
+                return param.default
+    return None
+
+
+def _stores(function: cst.FunctionDef, attr: str) -> bool:
+    """`self.<attr> = <attr>` in `function`."""
+    return any(
+        isinstance(node, cst.Assign)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == attr
+        and any(
+            isinstance(t.target, cst.Attribute)
+            and isinstance(t.target.value, cst.Name)
+            and t.target.value.value == "self"
+            and t.target.attr.value == attr
+            for t in node.targets
+        )
+        for node in descendants(function.body)
+    )
+
+
 def _pads_sequences(call: cst.Call) -> bool:
     """`pad(tensors, padding_value=0)`: a sequence padder (a `padding_value=`), without a
     fixed length (`max_length=`/`length=`) or a literal bucket size."""
@@ -335,9 +419,12 @@ def _pads_sequences(call: cst.Call) -> bool:
     return not isinstance(bucket, cst.Integer)
 
 
-def _pads_to_longest(call: cst.Call, default: bool) -> bool:
+def _pads_to_longest(
+    call: cst.Call, default: bool, setting: cst.BaseExpression | None = None
+) -> bool:
     """`padding=True`/`"longest"`/`PaddingStrategy.LONGEST` (or no `padding=`, where that is
-    the default), and no `pad_to_multiple_of=` bucketing."""
+    the default), and no `pad_to_multiple_of=` bucketing. `setting`: the class's default for
+    `padding=self.padding`."""
     bucket = keyword_argument(call, "pad_to_multiple_of")
     if bucket is not None and isinstance(bucket.value, cst.Integer):
         # Buckets of a literal size. A variable (`self.pad_to_multiple_of`) is most often
@@ -346,7 +433,7 @@ def _pads_to_longest(call: cst.Call, default: bool) -> bool:
     padding = keyword_argument(call, "padding")
     if padding is None:
         return default and not any(a.star for a in call.args)
-    value = padding.value
+    value = padding.value if setting is None else setting
     if isinstance(value, cst.Name):
         return value.value == "True"
     if isinstance(value, cst.SimpleString):
