@@ -36,7 +36,7 @@ from xlalint.analysis.devices import (
     xla_ruled_out,
     xla_string_source,
 )
-from xlalint.analysis.guards import mentions_cuda
+from xlalint.analysis.guards import counts_gpus, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.statements import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -107,7 +107,11 @@ class DeviceLadderWithoutXla(Rule):
     then `return "cpu"`) makes one choice, what it returns: reported once, at its first
     ladder. CUDA devices spelled the older ways count as CUDA (`"cuda:{}".format(gpu)`,
     `"cuda:%d" % gpu`: `torch.device("cuda:{}".format(gpu)) if gpu >= 0 else
-    torch.device("cpu")` is a ladder).
+    torch.device("cpu")` is a ladder). A list of every GPU's device (`[gpu(i) for i in
+    range(num_gpus())]` with `num_gpus()` returning `torch.cuda.device_count()`,
+    `[torch.device("cuda", i) for i in range(min(n, torch.cuda.device_count()))]`) chooses
+    the devices to use: on an XLA host it is empty, and its users fall back to the CPU.
+    Lists of names or memory figures per GPU choose nothing.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -476,6 +480,65 @@ class DeviceLadderWithoutXla(Rule):
             types |= self._returned_after(siblings, group[-1].node)
         self.report(
             node, self._message(choice, types), end_node=node.test, fix=self._chain_fix(node)
+        )
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        """`[gpu(i) for i in range(num_gpus())]`, `[torch.device(f"cuda:{i}") for i in
+        range(torch.cuda.device_count())]`: the devices to use are every GPU, and none on
+        an XLA host, where the caller falls back to the CPU."""
+        for_in = node.for_in
+        if for_in.inner_for_in is not None or for_in.ifs or not self._over_gpus(for_in.iter):
+            return
+        imports, helpers = self.ctx.imports, self.ctx.device_choices.helpers
+        types = device_types(node.elt, imports) or helper_device_types(node.elt, helpers)
+        if not types or "cuda" not in types or "xla" in types:
+            return
+        if self.ctx.runs_without_xla or self._xla_ruled_out(node):
+            return
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        if mentions_xla(function if function is not None else node, imports):
+            return
+        message = self.message.format(
+            types="CUDA", outcome="on an XLA host the list is empty and the CPU is used"
+        )
+        self.report(node, message)
+
+    def _over_gpus(self, iterated: cst.BaseExpression) -> bool:
+        """`range(torch.cuda.device_count())`, `range(num_gpus())` with `def num_gpus():
+        return torch.cuda.device_count()`, `range(min(n, num_gpus()))`: one pass per GPU."""
+        if not (
+            isinstance(iterated, cst.Call)
+            and isinstance(iterated.func, cst.Name)
+            and iterated.func.value == "range"
+            and len(iterated.args) == 1
+        ):
+            return False
+        bound = iterated.args[0].value
+        if (
+            isinstance(bound, cst.Call)
+            and isinstance(bound.func, cst.Name)
+            and bound.func.value == "min"
+        ):
+            return any(self._counts_gpus(arg.value) for arg in bound.args)
+        return self._counts_gpus(bound)
+
+    def _counts_gpus(self, node: cst.BaseExpression) -> bool:
+        """A count of CUDA devices, or a call of a function of this module whose body
+        returns one."""
+        imports = self.ctx.imports
+        if counts_gpus(node, imports):
+            return True
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
+            return False
+        name = node.func.value
+        return any(
+            isinstance(statement, cst.FunctionDef)
+            and statement.name.value == name
+            and any(
+                isinstance(n, cst.Return) and n.value is not None and counts_gpus(n.value, imports)
+                for n in descendants(statement.body, _NESTED_SCOPES)
+            )
+            for statement in self.ctx.module.body
         )
 
     def _first_returning_ladder(self, function: cst.FunctionDef) -> cst.If | None:
