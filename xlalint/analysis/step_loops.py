@@ -14,6 +14,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.epochs import loader_named
+from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loaders import LoaderTracing, Wrapping
 from xlalint.analysis.loop_facts import (
@@ -127,7 +128,12 @@ class LoopAnalysis(LoaderTracing):
         node = site.node
         if not isinstance(node, cst.For) or not self.facts(node).model_calls:
             return False
-        chunks = not site.parents and _chunks(node) and not self.threads_cache(node)
+        chunks = (
+            not site.parents
+            and _chunks(node)
+            and not self.threads_cache(node)
+            and not self._called_in_training(site.function)
+        )
         if not (chunks or self._over_a_loader(site)):
             return False
         appended = self.facts(node).appended
@@ -135,6 +141,23 @@ class LoopAnalysis(LoaderTracing):
             name not in appended or _joined(site.function or self.module, name)
             for name in self.accumulated(node)
         )
+
+    def _called_in_training(self, function: cst.FunctionDef | None) -> bool:
+        """A function of this module that training code here calls: a function that runs
+        backward or steps an optimizer, or holds a loop that does. Its chunks are then
+        micro-batches of a training step, not an evaluation of their own."""
+        if function is None:
+            return False
+        method = self._class_of(function) is not None
+        for call_site in call_sites(self.module).named(function.name.value, method):
+            caller = call_site.function
+            if caller is None:
+                continue
+            if self.trains(caller) or any(
+                loop.function is caller and self.trains(loop.node) for loop in self._sites.values()
+            ):
+                return True
+        return False
 
     def _over_a_loader(self, site: LoopSite) -> bool:
         """The loop iterates a `DataLoader`, or a value named like one."""

@@ -68,11 +68,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     (`model(x[i : i + bs])`, a sliding window `input_ids[:, begin:end]`) is such an
     evaluation loop too, a loader written by hand; not where the model takes a cache the
     previous pass handed over (`conv_cache=`, `past_key_values=`: one input decoded in
-    pieces). Measured on the XLA CPU device (a two-layer MLP, batches of 32,
-    losses stacked or correct counts summed after the loop): without a barrier one graph is
-    compiled at the read, in 0.6 s for 8 batches and 1.1 s for 32 (summed; 1.3 s and 2.2 s
-    stacked), and again for every new number of batches; with `torch_xla.sync()` per batch
-    the one-batch graph is compiled once and reused.
+    pieces), nor in a function that training code of the module calls (its chunks are
+    micro-batches of a training step). Measured on the XLA CPU device (a two-layer MLP,
+    batches of 32, losses stacked or correct counts summed after the loop): without a
+    barrier one graph is compiled at the read, in 0.6 s for 8 batches and 1.1 s for 32
+    (summed; 1.3 s and 2.2 s stacked), and again for every new number of batches; with
+    `torch_xla.sync()` per batch the one-batch graph is compiled once and reused.
 
     ## Why is this bad?
     Each pass builds on the tensors of the previous one, so without a barrier XLA keeps
