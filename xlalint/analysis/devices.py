@@ -324,6 +324,10 @@ def converts_to_cuda_tensor_type(call: cst.Call, imports: ImportTable) -> bool:
 
 
 # -- device ladders ---------------------------------------------------------------------------
+# A CUDA device index: `torch.device(torch.cuda.current_device())` is a CUDA device.
+_CURRENT_CUDA_DEVICE = "torch.cuda.current_device"
+
+
 def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[str] | None:
     """The device types an expression selects, or None if it is not a device expression.
 
@@ -339,6 +343,12 @@ def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[st
             return frozenset({ACCELERATOR})
         if qualified == TORCH_DEVICE:
             arg = torch_device_type_argument(node)
+            if (
+                arg is not None
+                and isinstance(arg.value, cst.Call)
+                and imports.resolve(arg.value.func) == _CURRENT_CUDA_DEVICE
+            ):
+                return frozenset({"cuda"})  # `torch.device(torch.cuda.current_device())`
             inner = device_types(arg.value, imports) if arg is not None else None
             return inner or frozenset({UNKNOWN})
         return None

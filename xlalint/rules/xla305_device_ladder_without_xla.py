@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -105,13 +106,19 @@ class DeviceLadderWithoutXla(Rule):
     device through several ladders (`if torch.cuda.is_available(): return "cuda"`, then
     `if os.environ.get("ENABLE_MPS"): if torch.backends.mps.is_available(): return "mps"`,
     then `return "cpu"`) makes one choice, what it returns: reported once, at its first
-    ladder. CUDA devices spelled the older ways count as CUDA (`"cuda:{}".format(gpu)`,
+    ladder. `torch.device(torch.cuda.current_device())` is a CUDA device, and CUDA devices
+    spelled the older ways count as CUDA (`"cuda:{}".format(gpu)`,
     `"cuda:%d" % gpu`: `torch.device("cuda:{}".format(gpu)) if gpu >= 0 else
-    torch.device("cpu")` is a ladder). A list of every GPU's device (`[gpu(i) for i in
-    range(num_gpus())]` with `num_gpus()` returning `torch.cuda.device_count()`,
-    `[torch.device("cuda", i) for i in range(min(n, torch.cuda.device_count()))]`) chooses
-    the devices to use: on an XLA host it is empty, and its users fall back to the CPU.
-    Lists of names or memory figures per GPU choose nothing.
+    torch.device("cpu")` is a ladder). A list of every GPU's device made by a device
+    helper (`[gpu(i) for i in range(num_gpus())]` with `def gpu(i): return
+    torch.device(f"cuda:{i}")` and `num_gpus()` returning `torch.cuda.device_count()`,
+    also over `range(min(n, num_gpus()))`) chooses the devices to use: on an XLA host it is
+    empty, and its users fall back to the CPU. A list that spells the CUDA string itself
+    (`[torch.device(f"cuda:{d}") for d in ...]`) is XLA302's finding, one per cause; lists
+    of names or memory figures per GPU choose nothing. An integer GPU id chosen by
+    a CUDA probe, -1 for the CPU by the common convention (`if cuda.device_count() > 0:
+    cuda_device = 0` / `else: cuda_device = -1`, in a name for a device or a GPU), is a
+    ladder too; counts (`n_gpu = 1` / `n_gpu = 0`) and other settings are not.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -428,6 +435,12 @@ class DeviceLadderWithoutXla(Rule):
         if isinstance(parent, cst.If) and parent.orelse is node:
             return  # an `elif`: part of the chain that starts above
         choice = self.ctx.device_choices.of(node)
+        if (choice is None or not choice.is_ladder) and self._gpu_id_ladder(node):
+            message = self.message.format(
+                types="CUDA/the CPU", outcome="on an XLA host it picks the CPU"
+            )
+            self.report(node, message, end_node=node.test)
+            return
         if choice is None or not choice.is_ladder:
             self._flag_placement(node)
             return
@@ -482,6 +495,21 @@ class DeviceLadderWithoutXla(Rule):
             node, self._message(choice, types), end_node=node.test, fix=self._chain_fix(node)
         )
 
+    def _gpu_id_ladder(self, node: cst.If) -> bool:
+        """`if cuda.device_count() > 0: cuda_device = 0` / `else: cuda_device = -1`: an
+        integer GPU id, -1 for the CPU by the common convention, chosen by a CUDA probe."""
+        if not isinstance(node.orelse, cst.Else) or not mentions_cuda(node.test, self.ctx.imports):
+            return False
+        gpu, cpu = _int_assignment(node.body), _int_assignment(node.orelse.body)
+        if gpu is None or cpu is None or gpu[0] != cpu[0] or not (gpu[1] >= 0 > cpu[1]):
+            return False
+        if not (is_device_name(cst.Name(gpu[0])) or _GPU_ID_NAME.search(gpu[0])):
+            return False
+        if self._xla_ruled_out(node):
+            return False
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        return not mentions_xla(function if function is not None else node, self.ctx.imports)
+
     def visit_ListComp(self, node: cst.ListComp) -> None:
         """`[gpu(i) for i in range(num_gpus())]`, `[torch.device(f"cuda:{i}") for i in
         range(torch.cuda.device_count())]`: the devices to use are every GPU, and none on
@@ -490,9 +518,9 @@ class DeviceLadderWithoutXla(Rule):
         if for_in.inner_for_in is not None or for_in.ifs or not self._over_gpus(for_in.iter):
             return
         imports, helpers = self.ctx.imports, self.ctx.device_choices.helpers
-        types = device_types(node.elt, imports) or helper_device_types(node.elt, helpers)
+        types = helper_device_types(node.elt, helpers)
         if not types or "cuda" not in types or "xla" in types:
-            return
+            return  # a CUDA string spelled in the list itself is XLA302's: one cause
         if self.ctx.runs_without_xla or self._xla_ruled_out(node):
             return
         function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
@@ -760,6 +788,28 @@ class DeviceLadderWithoutXla(Rule):
 
 
 _DESCRIPTION = "Give the device ladder an XLA choice first, used where torch_xla is installed"
+
+
+# Integer device ids named for a GPU: `cuda_device`, `gpu`, `gpu_id`, `device_id`.
+_GPU_ID_NAME = re.compile(r"(^|_)(cuda|gpu)(_|$)|^device_id$", re.IGNORECASE)
+
+
+def _int_assignment(block: cst.BaseSuite) -> tuple[str, int] | None:
+    """`cuda_device = 0` or `cuda_device = -1`, the block's only statement: the name and
+    the integer."""
+    statements = block.body if isinstance(block, cst.IndentedBlock) else ()
+    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
+        return None
+    [small] = statements[0].body if len(statements[0].body) == 1 else (None,)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return None
+    target, value = small.targets[0].target, small.value
+    sign = 1
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        sign, value = -1, value.expression
+    if not isinstance(target, cst.Name) or not isinstance(value, cst.Integer):
+        return None
+    return target.value, sign * int(value.evaluated_value)
 
 
 def _has_else(node: cst.If) -> bool:
