@@ -60,7 +60,10 @@ class DataLoaderDropLast(Rule):
     `MNIST(root, train=True)`), its sampler (`train_sampler`), or the dict key or keyword it
     is passed as. A helper that shuffles by a training flag it takes
     (`def load_array(arrays, batch_size, is_train=True)` returning `DataLoader(dataset,
-    batch_size, shuffle=is_train)`) builds the training loader where the flag is true. So
+    batch_size, shuffle=is_train)`) builds the training loader where the flag is true, and
+    so does one whose `shuffle` parameter defaults to True (`def get_images_dataloader(
+    folder, *, batch_size, shuffle=True)` returning `DataLoader(ds, batch_size=batch_size,
+    shuffle=shuffle)`): by default it shuffles, as training loaders do. So
     does a helper that reads `drop_last` from a configuration it takes, defaulting to
     False (`drop_last=config.get("drop_last", False)`), where this module calls it with a
     configuration named for training (`self._setup_dataloader_from_config(
@@ -94,8 +97,8 @@ class DataLoaderDropLast(Rule):
     Unsafe: the fix adds `drop_last=True` (or turns `drop_last=False` into `True`), so each
     epoch skips the last `len(dataset) % batch_size` samples and runs one step fewer; with
     shuffling, different samples are skipped each epoch. In a helper that shuffles by its
-    training flag the fix passes that flag (`drop_last=is_train`): its evaluation loaders
-    keep every sample.
+    training flag (or a `shuffle` parameter defaulting to True) the fix passes that flag
+    (`drop_last=is_train`, `drop_last=shuffle`): its evaluation loaders keep every sample.
 
     ## Runtime evidence
     5 batches of a small model on the XLA CPU device (case `last_batch_recompiles`): a smaller
@@ -205,12 +208,17 @@ class DataLoaderDropLast(Rule):
         """`shuffle=train` with `train` (`is_train`, `training`) a parameter of the function
         that builds the loader: a helper that builds the training loader where the flag is
         true (`def load_array(data, batch_size, is_train=True)`)."""
-        if not isinstance(shuffle, cst.Name) or not set(_words(shuffle.value)) & _TRAINING_WORDS:
+        if not isinstance(shuffle, cst.Name):
             return None
         function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
-        if function is None:
+        param = parameter(function, shuffle.value) if function is not None else None
+        if param is None:
             return None
-        return shuffle if parameter(function, shuffle.value) is not None else None
+        if set(_words(shuffle.value)) & _TRAINING_WORDS:
+            return shuffle
+        # `def get_loader(folder, *, batch_size, shuffle=True)`: it shuffles, as training
+        # loaders do, unless its caller says otherwise.
+        return shuffle if param.default is not None and _is_name(param.default, "True") else None
 
     # -- helpers ------------------------------------------------------------------------------
     def _bound_to(self, node: cst.Call) -> set[str]:
