@@ -314,19 +314,9 @@ def _appended_to(value: cst.BaseExpression) -> str | None:
     return prefixes[-1] if prefixes else None
 
 
-# Operations that pick tokens or draw samples from a model's scores.
+# Operations that pick tokens or draw samples from a model's scores: `logits.argmax(-1)`,
+# `torch.multinomial(probs, 1)`, `dist.sample()` (a value copied to the host holds none).
 _CHOICES = frozenset({"argmax", "multinomial", "topk", "sample", "categorical"})
-
-
-def _chooses(value: cst.BaseExpression) -> bool:
-    """`logits.argmax(-1)`, `torch.multinomial(probs, 1)`, `dist.sample()`: the value
-    holds tokens or samples chosen from scores (copied to the host, it is none)."""
-    if _reads_host(value):
-        return False
-    return any(
-        type(node) is cst.Call and last_name(node.func) in _CHOICES  # type: ignore[attr-defined]
-        for node in descendants(value)
-    )
 
 
 def _transition(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
@@ -499,6 +489,7 @@ class _BodyScanner:
         self.modules: set[str] = set()
         # `params = kernel.sample(params)`: ids of calls that draw the next state of a chain.
         self.transitions: set[int] = set()
+        self.choices = 0  # calls of `_CHOICES` met so far
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -577,14 +568,14 @@ class _BodyScanner:
 
     def append(self, key: str, call: cst.Call) -> None:
         """`outs.append(model(x))`: a partial update of the list, as `outs[i] = ...` is."""
-        before = self.model_events
+        before, chose = self.model_events, self.choices
         self.expression(call)
         host = any(_reads_host(arg.value) for arg in call.args)
         names: set[str] = {key}
         for arg in call.args:
             names |= _names_in(arg.value)
         from_model = self.model_events > before and not host
-        chooses = any(_chooses(arg.value) for arg in call.args)
+        chooses = self.choices > chose and not host
         self.facts.events.append(
             _Assign(frozenset({key}), frozenset(names), from_model, host, chooses)
         )
@@ -597,20 +588,22 @@ class _BodyScanner:
         before = self.model_events
         if _transition(target, value):
             self.transitions.add(id(value))
+        chose = self.choices
         self.expression(value)
+        chooses = self.choices > chose
         if not isinstance(target, cst.Name | cst.Tuple | cst.List):
             self.expression(target)  # `x[i] = v` and `self.a = v` read their base
         keys, partial = _state_keys(target)
-        if self._data(value):
+        names = _names_in(value)
+        if self._data(value, names):
             self.data |= keys
         host = _reads_host(value)
         from_model = self.model_events > before and not host
-        names = _names_in(value)
         if (augmented or keys & names) and _mentions_grad(names):
             self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
         sources = names | (keys if augmented or partial else set())
         self.facts.events.append(
-            _Assign(frozenset(keys), frozenset(sources), from_model, host, _chooses(value))
+            _Assign(frozenset(keys), frozenset(sources), from_model, host, chooses and not host)
         )
         self.assigned |= keys
 
@@ -642,6 +635,8 @@ class _BodyScanner:
     def call(self, call: cst.Call) -> None:
         facts = self.facts
         func = call.func
+        if last_name(func) in _CHOICES:
+            self.choices += 1
         kind = barrier_kind(call, self.imports)
         if kind == Barrier.SYNC:
             facts.barriers.append(call)
@@ -748,8 +743,8 @@ class _BodyScanner:
         an element fetched with a count (`self.dataset[i]`), or a value made from them."""
         return any(not arg.star and self._data(arg.value) for arg in call.args)
 
-    def _data(self, value: cst.BaseExpression) -> bool:
-        names = _names_in(value)
+    def _data(self, value: cst.BaseExpression, names: set[str] | None = None) -> bool:
+        names = _names_in(value) if names is None else names
         return bool(names & self.data) or (
             isinstance(value, cst.Subscript) and bool(names & self.counts)
         )
