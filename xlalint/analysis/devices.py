@@ -106,8 +106,7 @@ def probe_with_cuda_fallback(node: cst.BaseExpression, imports: ImportTable) -> 
 
 
 def device_string_type(node: cst.CSTNode) -> str | None:
-    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `"cuda:" + str(rank)` -> `"cuda"`; `"cpu"`
-    -> `"cpu"`; else None.
+    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"` -> `"cuda"`; `"cpu"` -> `"cpu"`; else None.
 
     Only whole strings count: `"use cuda for speed"` and `"torch.cuda.FloatTensor"` are not
     device strings."""
@@ -126,16 +125,6 @@ def device_string_type(node: cst.CSTNode) -> str | None:
             and parts[0].value[:-1] in DEVICE_TYPES
         ):
             return parts[0].value[:-1]
-    if (
-        isinstance(node, cst.BinaryOperation)
-        and isinstance(node.operator, cst.Add)
-        and isinstance(node.left, cst.SimpleString)
-        and isinstance(node.left.evaluated_value, str)
-        and (match := _DEVICE_PREFIX.fullmatch(node.left.evaluated_value))
-        and not isinstance(node.right, cst.SimpleString | cst.FormattedString)
-    ):
-        # `"cuda:" + str(rank)`: `cuda:N` joined by hand.
-        return match[1] if match[1] in DEVICE_TYPES else None
     template = _formatted_template(node)
     if template is not None:
         # `"cuda:{}".format(gpu)`, `"cuda:%d" % gpu`: `cuda:N` spelled the older ways.
@@ -144,8 +133,6 @@ def device_string_type(node: cst.CSTNode) -> str | None:
     return None
 
 
-# A device type and its colon, joined to an index: `"cuda:" + str(rank)`.
-_DEVICE_PREFIX = re.compile(r"([a-z]+):")
 # A device template with one index placeholder: `cuda:{}`, `cuda:{0}`, `cuda:%d`, `cuda:%s`.
 _DEVICE_TEMPLATE = re.compile(r"([a-z]+):(?:\{[0-9a-z_]*\}|%[ds])")
 

@@ -30,7 +30,7 @@ class CudaDeviceString(Rule):
     """
     ## What it does
     Flags the strings `"cuda"` and `"cuda:N"` (and `f"cuda:{rank}"`, `"cuda:{}".format(gpu)`,
-    `"cuda:%d" % gpu`, `"cuda:" + str(rank)`) where they choose a device: `torch.device("cuda")`,
+    `"cuda:%d" % gpu`) where they choose a device: `torch.device("cuda")`,
     `torch.device("cuda", 0)`, `device="cuda"` arguments,
     `.to("cuda")`, `torch.set_default_device("cuda")`, `map_location="cuda"`, and values
     given to a device-like name (`device = "cuda"`, `device = args.device or "cuda"`,
