@@ -38,6 +38,7 @@ from xlalint.analysis.hotness import (
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
 )
+from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.analysis.tensors import TENSOR_ANNOTATIONS
 
 if TYPE_CHECKING:
@@ -242,7 +243,7 @@ def screen_text(
     aliases = _aliases(tree)
     for features in (glue, *(unit.features for unit in units)):
         features.resolve_aliases(aliases)
-    hot = _maybe_hot(units, glue, hot_functions)
+    hot = _maybe_hot(units, glue, hot_functions) | _computing_on_parameters(units, aliases)
 
     def passes(features: Features, may_be_hot: bool) -> bool:
         return any(
@@ -316,6 +317,83 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
             hot_names |= units[index].features.identifiers
             changed = changed or len(hot_names) != before
     return hot | {i for i, unit in enumerate(units) if _LOOP_NODES & unit.features.nodes}
+
+
+def _computing_on_parameters(units: list[_Unit], aliases: dict[str, set[str]]) -> set[int]:
+    """The units that may compute on tensors they are handed (`DataParameters`, hot per call
+    for some rules): a parameter is the receiver of a method only tensors have, an operand
+    of an argument of a torch call (any call under a name bound to torch: more than the
+    operations that take only tensors), or an operand handed to a top-level function of
+    the module that is such a unit itself."""
+    torch_roots = {"torch"} | {name for name, parts in aliases.items() if "torch" in parts}
+    direct: set[int] = set()
+    handing: dict[int, set[str]] = {}
+    for index, unit in enumerate(units):
+        arguments = unit.node.args
+        params = {
+            a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        } - {"self", "cls"}
+        if not params:
+            continue
+        names: set[str] = set()
+        for node in ast.walk(unit.node):
+            if type(node) is not ast.Call:
+                continue
+            func = node.func  # type: ignore[attr-defined]
+            if type(func) is ast.Attribute and func.attr in TENSOR_METHODS:
+                receiver = func.value
+                while type(receiver) is ast.Subscript:
+                    receiver = receiver.value  # type: ignore[attr-defined]
+                if type(receiver) is ast.Name and receiver.id in params:  # type: ignore[attr-defined]
+                    direct.add(index)
+                    break
+            handed = any(
+                params & _operands(arg)
+                for arg in (*node.args, *(k.value for k in node.keywords))  # type: ignore[attr-defined]
+            )
+            if not handed:
+                continue
+            if type(func) is ast.Name:
+                names.add(func.id)
+                continue
+            root = func
+            while type(root) is ast.Attribute:
+                root = root.value  # type: ignore[attr-defined]
+            if type(root) is ast.Name and root.id in torch_roots:  # type: ignore[attr-defined]
+                direct.add(index)
+                break
+        if names:
+            handing[index] = names
+    top_level = {
+        unit.node.name: index for index, unit in enumerate(units) if unit.node.col_offset == 0
+    }
+    changed = True
+    while changed:
+        changed = False
+        for index, names in handing.items():
+            if index not in direct and any(top_level.get(n) in direct for n in names):
+                direct.add(index)
+                changed = True
+    return direct
+
+
+def _operands(node: ast.AST) -> set[str]:
+    """The names an argument computes on directly (`x`, `x[i]`, `-x`, `x * 2`, `x == 0`)."""
+    kind = type(node)
+    if kind is ast.Name:
+        return {node.id}  # type: ignore[attr-defined]
+    if kind is ast.Subscript:
+        return _operands(node.value)  # type: ignore[attr-defined]
+    if kind is ast.UnaryOp:
+        return _operands(node.operand)  # type: ignore[attr-defined]
+    if kind is ast.BinOp:
+        return _operands(node.left) | _operands(node.right)  # type: ignore[attr-defined]
+    if kind is ast.Compare:
+        names = _operands(node.left)  # type: ignore[attr-defined]
+        for comparator in node.comparators:  # type: ignore[attr-defined]
+            names |= _operands(comparator)
+        return names
+    return set()
 
 
 def _aliases(tree: ast.Module) -> dict[str, set[str]]:

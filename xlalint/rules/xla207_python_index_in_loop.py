@@ -6,24 +6,21 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.arguments import parameters
 from xlalint.analysis.helper_indexes import (
-    TENSOR_RESULT_METHODS,
     HelperIndex,
     HelperIndexes,
     bind_arguments,
 )
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
-from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.pass_reads import PassReads
 from xlalint.analysis.state_pointers import advanced_pointers
+from xlalint.analysis.tensor_uses import tensor_uses
 from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
-from xlalint.walk import code_children, descendants, last_name, self_attribute
+from xlalint.walk import descendants, last_name, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -674,7 +671,7 @@ class PythonIndexInLoop(Rule):
             return frozenset()
         found = self._tensor_uses.get(id(function))
         if found is None:
-            found = _tensor_uses(function, self.ctx.imports)
+            found = tensor_uses(function, self.ctx.imports)
             self._tensor_uses[id(function)] = found
         return found
 
@@ -705,68 +702,6 @@ class PythonIndexInLoop(Rule):
             owner = base.value
             return (isinstance(owner, cst.Name) and owner.value == "self") or _array_only(node)
         return _array_only(node)
-
-
-# Methods that tensors have and numpy arrays and sequences lack.
-_TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
-
-
-def _tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
-    """Names `function` uses as tensors: handed (or an element or comparison of them) to a
-    torch operation (`torch.where(x[..., i] == -1, a, b)`; not one that takes any object,
-    such as a constructor or `torch.save`), or the receivers, through subscripts, of a
-    method only tensors have (`m[None, ...].expand(b, -1, -1)`)."""
-    return frozenset(_uses_in(function.body, imports))
-
-
-def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
-    """`_tensor_uses` of a body. A nested function or lambda counts too, but not for its
-    own parameters (`def _mask(rows): torch.where(rows ...)` says nothing of the outer
-    `rows`)."""
-    found: set[str] = set()
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef | cst.Lambda):
-            own = {p.name.value for p in parameters(node, star=True)}
-            found |= _uses_in(node.body, imports) - own
-            continue
-        stack.extend(code_children(node))
-        if not isinstance(node, cst.Call):
-            continue
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
-            receiver = func.value
-            while isinstance(receiver, cst.Subscript):
-                receiver = receiver.value
-            if isinstance(receiver, cst.Name):
-                found.add(receiver.value)
-            continue
-        qualified = imports.resolve(func) or ""
-        if not takes_tensors(qualified):
-            continue
-        for arg in node.args:
-            found |= _operands(arg.value)
-    return found
-
-
-def _operands(value: cst.BaseExpression) -> set[str]:
-    """`x` in `x`, `x[..., i]`, `x[...] == -1`, `-x`, `x * 2`: the names an expression
-    computes on directly."""
-    if isinstance(value, cst.Name):
-        return {value.value}
-    if isinstance(value, cst.Subscript):
-        return _operands(value.value)
-    if isinstance(value, cst.UnaryOperation):
-        return _operands(value.expression)
-    if isinstance(value, cst.BinaryOperation):
-        return _operands(value.left) | _operands(value.right)
-    if isinstance(value, cst.Comparison):
-        names = _operands(value.left)
-        for target in value.comparisons:
-            names |= _operands(target.comparator)
-        return names
-    return set()
 
 
 def _pointer_in(bound: cst.BaseExpression, pointers: dict[str, str]) -> str | None:
