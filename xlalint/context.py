@@ -200,7 +200,7 @@ class FileContext:
             self._function_of_loop,
         )
         # Whether a function computes on tensors it is handed (hot per call for some rules).
-        self.data_parameters = DataParameters(module, self.imports)
+        self.data_parameters = DataParameters(module, self.imports, self.kinds.records)
         self.hot = HotCode(
             hot_functions,
             self.epochs.per_epoch,

@@ -82,9 +82,11 @@ torch.Tensor): v = v.to("cpu")` the value is on the host whichever way the test 
 # rules that declare `per_call`.
 PER_CALL_REACH = """\
 A function that computes on tensors handed to it (a parameter annotated as a tensor:
-`preds: Tensor`; one it uses as a tensor, handing it to a torch operation that takes only
-tensors or calling a method only tensors have on it: `x.masked_fill(mask < 1, nan)`,
-`torch.nan_to_num(x)`; or one it hands to a function of this file that does, as a scaler's
+`preds: Tensor`, or as one record of this file whose fields are declared tensors: a beam
+search's `running_hyps: BatchHypothesis`; one it uses as a tensor and does not rebind,
+handing it to a torch operation that takes only tensors or calling a method only tensors
+have on it: `x.masked_fill(mask < 1, nan)`, `torch.nan_to_num(x)`; or one it hands to a
+function of this file that does, as a scaler's
 statistics function picked from a table by name hands `x` to `masked_mean(x=x, ...)`) and
 that this file never calls counts as run on every call with new data,
 and so do the functions of this file it calls: library code whose per-step caller is in

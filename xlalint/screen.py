@@ -243,7 +243,8 @@ def screen_text(
     aliases = _aliases(tree)
     for features in (glue, *(unit.features for unit in units)):
         features.resolve_aliases(aliases)
-    hot = _maybe_hot(units, glue, hot_functions) | _computing_on_parameters(units, aliases)
+    records = _record_classes(tree)
+    hot = _maybe_hot(units, glue, hot_functions) | _computing_on_parameters(units, aliases, records)
 
     def passes(features: Features, may_be_hot: bool) -> bool:
         return any(
@@ -319,21 +320,55 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
     return hot | {i for i, unit in enumerate(units) if _LOOP_NODES & unit.features.nodes}
 
 
-def _computing_on_parameters(units: list[_Unit], aliases: dict[str, set[str]]) -> set[int]:
+def _record_classes(tree: ast.Module) -> set[str]:
+    """Classes of the module (and classes in them) that declare a field annotated with a
+    tensor's name: the record classes `DataParameters` reads parameters' annotations for
+    (more than it takes: any annotation mentioning a tensor)."""
+    found: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if type(node) is not ast.ClassDef:
+            continue
+        stack.extend(node.body)  # type: ignore[attr-defined]
+        for statement in node.body:  # type: ignore[attr-defined]
+            if type(statement) is ast.AnnAssign and any(
+                (type(n) is ast.Name and n.id in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                or (type(n) is ast.Attribute and n.attr in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                for n in ast.walk(statement.annotation)  # type: ignore[attr-defined]
+            ):
+                found.add(node.name)  # type: ignore[attr-defined]
+                break
+    return found
+
+
+def _computing_on_parameters(
+    units: list[_Unit], aliases: dict[str, set[str]], records: set[str]
+) -> set[int]:
     """The units that may compute on tensors they are handed (`DataParameters`, hot per call
-    for some rules): a parameter is the receiver of a method only tensors have, an operand
-    of an argument of a torch call (any call under a name bound to torch: more than the
-    operations that take only tensors), or an operand handed to a top-level function of
-    the module that is such a unit itself."""
+    for some rules): a parameter annotated with a record class of tensors, the receiver of a
+    method only tensors have, an operand of an argument of a torch call (any call under a
+    name bound to torch: more than the operations that take only tensors), or an operand
+    handed to a top-level function of the module that is such a unit itself."""
     torch_roots = {"torch"} | {name for name, parts in aliases.items() if "torch" in parts}
     direct: set[int] = set()
     handing: dict[int, set[str]] = {}
     for index, unit in enumerate(units):
         arguments = unit.node.args
-        params = {
-            a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
-        } - {"self", "cls"}
+        every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        params = {a.arg for a in every} - {"self", "cls"}
         if not params:
+            continue
+        if records and any(
+            a.annotation is not None
+            and any(
+                (type(n) is ast.Name and n.id in records)  # type: ignore[attr-defined]
+                or (type(n) is ast.Constant and n.value in records)  # type: ignore[attr-defined]
+                for n in ast.walk(a.annotation)
+            )
+            for a in every
+        ):
+            direct.add(index)
             continue
         names: set[str] = set()
         for node in ast.walk(unit.node):

@@ -8,7 +8,9 @@ used. How the function uses it tells: handed to a torch operation that takes onl
 (`m[None, ...].expand(b, -1, -1)`, `x.masked_fill(m, 0)`), it is a tensor.
 
 `DataParameters.computes_on_data` says whether a function computes on tensors it is
-handed: a parameter annotated as a tensor, a parameter it uses as one, or a parameter it
+handed: a parameter annotated as a tensor or as a record of tensors (a class of this
+module declaring tensor fields: a beam search's `running_hyps: BatchHypothesis`), a
+parameter it uses as one, or a parameter it
 hands to a function of this module that does (`std_statistics(x, mask)` calling
 `masked_mean(x=x, mask=mask)`). Library code of that kind runs once per call with new data
 (`HotCode.is_hot(per_call=True)`). Answers are computed on demand, once per function.
@@ -22,8 +24,9 @@ from xlalint.analysis.arguments import parameters
 from xlalint.analysis.helper_indexes import TENSOR_RESULT_METHODS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import takes_tensors
+from xlalint.analysis.records import Record, annotated_record
 from xlalint.analysis.tensors import has_tensor_parameter
-from xlalint.walk import code_children
+from xlalint.walk import bound_names, code_children
 
 # Methods that tensors have and numpy arrays and sequences lack.
 TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
@@ -89,16 +92,19 @@ def operands(value: cst.BaseExpression) -> set[str]:
 class DataParameters:
     """Per file: whether each function computes on tensors it is handed."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+    def __init__(
+        self, module: cst.Module, imports: ImportTable, records: dict[str, Record]
+    ) -> None:
         self.module = module
         self.imports = imports
+        self.records = records
         self._functions: dict[str, cst.FunctionDef] | None = None
         self._known: dict[int, bool] = {}
 
     def computes_on_data(self, function: cst.CSTNode) -> bool:
-        """A parameter annotated as a tensor, or one the function uses as a tensor or hands
-        to a top-level function of this module that computes on data (`self` and `cls`
-        are not data)."""
+        """A parameter annotated as a tensor or a record of tensors, or one (not rebound)
+        the function uses as a tensor or hands to a top-level function of this module that
+        computes on data (`self` and `cls` are not data)."""
         if not isinstance(function, cst.FunctionDef):
             return False
         known = self._known.get(id(function))
@@ -110,7 +116,11 @@ class DataParameters:
     def _compute(self, function: cst.FunctionDef) -> bool:
         if has_tensor_parameter(function):
             return True
+        if self.records and any(self._holds_record(p) for p in parameters(function)):
+            return True
+        # Parameters the body rebinds may hold anything it made (`x = torch.as_tensor(x)`).
         params = {p.name.value for p in parameters(function)} - {"self", "cls"}
+        params -= bound_names(function)
         if not params:
             return False
         if params & tensor_uses(function, self.imports):
@@ -125,6 +135,13 @@ class DataParameters:
             ):
                 return True
         return False
+
+    def _holds_record(self, param: cst.Param) -> bool:
+        """`running_hyps: BatchHypothesis`: one record whose class declares tensor fields."""
+        if param.annotation is None:
+            return False
+        found = annotated_record(param.annotation.annotation, self.records)
+        return found is not None and not found[1] and bool(self.records[found[0]].tensors)
 
     def _top_level(self) -> dict[str, cst.FunctionDef]:
         if self._functions is None:

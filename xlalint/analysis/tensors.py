@@ -1405,6 +1405,11 @@ class TensorKinds:
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
 
+    @property
+    def records(self) -> dict[str, Record]:
+        """The module's record classes with tensor fields, by name (`records.py`)."""
+        return self._records
+
     def _moves_values(self, value: cst.BaseExpression) -> bool:
         """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
         the device, so each is a tensor there."""
