@@ -31,8 +31,10 @@ class BooleanMaskWrite(HelperCallRule):
     (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. A
     value of unknown kind whose masked elements a torch operation that takes only tensors
     computes from and writes back (`x[:, ~done] = torch.zeros_like(x[:, ~done])`,
-    `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor; `torch.tensor(...)`, numpy
-    (`a[m] = np.clip(a[m], 0, 1)`) and other values written are not evidence.
+    `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor, and so is one the written value is cast
+    to (`lprobs[lprobs != lprobs] = torch.tensor(-math.inf).to(lprobs)`, `.type_as(x)`: a
+    subscripted value is no device or dtype); `torch.tensor(...)`, numpy (`a[m] =
+    np.clip(a[m], 0, 1)`) and other values written are not evidence.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
@@ -115,8 +117,10 @@ class BooleanMaskWrite(HelperCallRule):
             subscript = target.target
             if not isinstance(subscript, cst.Subscript):
                 continue
-            mask = self.ctx.masks.mask_index(subscript) or self._mask_of_rewrite(
-                subscript, node.value
+            mask = (
+                self.ctx.masks.mask_index(subscript)
+                or self._mask_of_rewrite(subscript, node.value)
+                or self._mask_of_matched_write(subscript, node.value)
             )
             if mask is None:
                 self._defer(subscript, "=")
@@ -152,6 +156,29 @@ class BooleanMaskWrite(HelperCallRule):
             or code(first.value) != code(target)
             or not takes_tensors(self.ctx.qualified(value.func) or "")
         ):
+            return None
+        return self.ctx.masks.any_mask(target)
+
+    def _mask_of_matched_write(
+        self, target: cst.Subscript, value: cst.BaseExpression
+    ) -> cst.BaseExpression | None:
+        """`lprobs[lprobs != lprobs] = torch.tensor(-inf).to(lprobs)`: the value is cast
+        to the written value itself (`.to(x)`, `.type_as(x)`), which only a tensor can be
+        there (a subscripted value is no device or dtype). `x` is then a tensor whatever
+        else its kind, and any mask evidence counts."""
+        if self.ctx.kind(target.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(target.value):
+            return None
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("to", "type_as")
+            and len(value.args) == 1
+            and value.args[0].keyword is None
+            and not value.args[0].star
+        ):
+            return None
+        code = self.ctx.module.code_for_node
+        if code(value.args[0].value) != code(target.value):
             return None
         return self.ctx.masks.any_mask(target)
 
