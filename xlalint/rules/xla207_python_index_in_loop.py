@@ -76,8 +76,11 @@ class PythonIndexInLoop(Rule):
     loop that runs the device on every pass: `x[i]`, `x[:, i]`, `x[i : i + bs]`,
     `x[i + 1] = v`, where `i` is the index of `for i in range(...)` or
     `for i, _ in enumerate(...)`, an int computed from it (`j = i + 1`), or a counter the
-    pass steps (`seq_len += 1`, different on every pass, before its increment too). Tensors
-    made by factories under `with self.device:` live on that device. A value of unknown
+    pass steps (`seq_len += 1`, `pos = (pos + n) % size`, or through a name computed from
+    it first: `e = s + q.size(0)`, then `s = e`; different on every pass, before its step
+    too). Tensors made by factories under `with self.device:` live on that device, and a
+    value of unknown kind written at the int with a device tensor (`buf[s:e] = q`, a buffer
+    allocated on the first pass) is one: a numpy array refuses a device tensor. A value of unknown
     kind (built by another module: `seq, mask = pattern.build_sequence(codes)`) indexed
     with `...`, `None` or several dimensions is a tensor where its function hands it, or
     an element or comparison of it, to a torch operation (`torch.where(seq[..., t : t +
@@ -374,7 +377,7 @@ class PythonIndexInLoop(Rule):
                 if found:
                     loops |= found
                     index = index or bound
-        if index is None or not self._indexes_a_tensor(node):
+        if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
             return
         self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
         self._candidates.append(
@@ -495,9 +498,16 @@ class PythonIndexInLoop(Rule):
         return False
 
     def _written_with_tensor(self, node: cst.Subscript) -> bool:
-        """`self.bank[a:b] = batch`: an attribute of the instance (not a collection by
-        name) written with a tensor, which only a tensor takes that way."""
-        name = self_attribute(node.value)
+        """`self.bank[a:b] = batch`, `all_q[s:e] = q`: an attribute of the instance, or a
+        name of unknown kind (a buffer allocated on the first pass), not a collection by
+        name or binding, written with a device tensor, which only a tensor takes that way
+        (a numpy array refuses one)."""
+        base = node.value
+        name = self_attribute(base)
+        if name is None and isinstance(base, cst.Name):
+            if self.ctx.kind(base) is not Kind.UNKNOWN or self.values.is_sequence(base.value):
+                return False
+            name = base.value
         if name is None or COLLECTION_NAME.search(name):
             return False
         parent = self.ctx.parent
