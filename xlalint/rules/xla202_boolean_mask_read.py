@@ -46,7 +46,8 @@ class BooleanMaskRead(HelperCallRule):
     `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor, a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), a name bound to one of those in the same function, or a name such as `mask`/
-    `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
+    `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
+    tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
     and lists, dicts or numpy arrays indexed by anything are not flagged. Assignments
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
     (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: one cause, reported once, at the

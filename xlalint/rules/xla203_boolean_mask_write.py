@@ -23,7 +23,8 @@ class BooleanMaskWrite(HelperCallRule):
     ## What it does
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
     tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons
-    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names);
+    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names and
+    batches of episode-end flags: `next_q[dones] = 0.0`);
     integer-index writes (`x[idx] = v`), slices, and lists, dicts or numpy arrays are not
     flagged. A helper's parameter of unknown kind written through a mask computed from
     tensors (`lprobs[prefix_mask] = -inf` with `prefix_mask = prefix_toks.ne(pad)`) is a
