@@ -346,10 +346,11 @@ def _computing_on_parameters(
     units: list[_Unit], aliases: dict[str, set[str]], records: set[str]
 ) -> set[int]:
     """The units that may compute on tensors they are handed (`DataParameters`, hot per call
-    for some rules): a parameter annotated with a record class of tensors, the receiver of a
-    method only tensors have, an operand of an argument of a torch call (any call under a
-    name bound to torch: more than the operations that take only tensors), or an operand
-    handed to a top-level function of the module that is such a unit itself."""
+    for some rules): a parameter annotated with a record class of tensors, or a parameter,
+    a field of one or a local bound to such a field that is the receiver of a method only
+    tensors have, an operand of an argument of a torch call (any call under a name bound
+    to torch: more than the operations that take only tensors), or an operand handed to a
+    top-level function of the module that is such a unit itself."""
     torch_roots = {"torch"} | {name for name, parts in aliases.items() if "torch" in parts}
     direct: set[int] = set()
     handing: dict[int, set[str]] = {}
@@ -371,13 +372,19 @@ def _computing_on_parameters(
             direct.add(index)
             continue
         names: set[str] = set()
-        for node in ast.walk(unit.node):
+        nodes = list(ast.walk(unit.node))
+        for node in nodes:  # locals bound to a parameter's field (`priors = inst.priors`)
+            if type(node) is ast.Assign and len(node.targets) == 1:  # type: ignore[attr-defined]
+                target = node.targets[0]  # type: ignore[attr-defined]
+                if type(target) is ast.Name and _operands(node.value) & params:  # type: ignore[attr-defined]
+                    params.add(target.id)
+        for node in nodes:
             if type(node) is not ast.Call:
                 continue
             func = node.func  # type: ignore[attr-defined]
             if type(func) is ast.Attribute and func.attr in TENSOR_METHODS:
                 receiver = func.value
-                while type(receiver) is ast.Subscript:
+                while type(receiver) is ast.Subscript or type(receiver) is ast.Attribute:
                     receiver = receiver.value  # type: ignore[attr-defined]
                 if type(receiver) is ast.Name and receiver.id in params:  # type: ignore[attr-defined]
                     direct.add(index)
@@ -413,11 +420,12 @@ def _computing_on_parameters(
 
 
 def _operands(node: ast.AST) -> set[str]:
-    """The names an argument computes on directly (`x`, `x[i]`, `-x`, `x * 2`, `x == 0`)."""
+    """The names an argument computes on directly (`x`, `x[i]`, `-x`, `x * 2`, `x == 0`),
+    or on a field of (`x.a > 0`)."""
     kind = type(node)
     if kind is ast.Name:
         return {node.id}  # type: ignore[attr-defined]
-    if kind is ast.Subscript:
+    if kind is ast.Subscript or kind is ast.Attribute:
         return _operands(node.value)  # type: ignore[attr-defined]
     if kind is ast.UnaryOp:
         return _operands(node.operand)  # type: ignore[attr-defined]

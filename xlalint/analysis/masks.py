@@ -529,12 +529,13 @@ class BooleanMasks:
 # that take any object: host data made into tensors (lists, numpy arrays), saved, tested or
 # used as settings.
 _TORCH_OPERATION = re.compile(r"^torch\.(nn\.functional\.)?[a-z_0-9]+$")
-# Constructors and utilities that take any object, and factories that take sizes
-# (`torch.arange(n)`: `n` is a Python int).
+# Constructors and utilities that take any object (`torch.sparse_coo_tensor(indices,
+# values)` of a scipy matrix's fields), and factories that take sizes (`torch.arange(n)`:
+# `n` is a Python int).
 _ANY_OBJECT = re.compile(
     r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+"
     r"|arange|range|zeros|ones|empty|full|rand|randn|randint|randperm|linspace|logspace|eye"
-    r"|finfo|iinfo|device)$"
+    r"|finfo|iinfo|device|sparse_\w+_tensor)$"
 )
 
 

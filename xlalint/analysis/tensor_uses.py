@@ -10,7 +10,8 @@ used. How the function uses it tells: handed to a torch operation that takes onl
 `DataParameters.computes_on_data` says whether a function computes on tensors it is
 handed: a parameter annotated as a tensor or as a record of tensors (a class of this
 module declaring tensor fields: a beam search's `running_hyps: BatchHypothesis`), a
-parameter it uses as one, or a parameter it
+parameter it uses as one (or a field of one: `torch.nonzero(assign_result.gt_inds > 0)`),
+or a parameter it
 hands to a function of this module that does (`std_statistics(x, mask)` calling
 `masked_mean(x=x, mask=mask)`). Library code of that kind runs once per call with new data
 (`HotCode.is_hot(per_call=True)`). Answers are computed on demand, once per function.
@@ -26,10 +27,13 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.records import Record, annotated_record
 from xlalint.analysis.tensors import has_tensor_parameter
-from xlalint.walk import bound_names, code_children
+from xlalint.walk import binding_counts, bound_names, code_children, descendants
 
 # Methods that tensors have and numpy arrays and sequences lack.
-TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
+TENSOR_METHODS = TENSOR_RESULT_METHODS | {
+    "expand", "masked_fill_", "index_copy_", "scatter_", "new_zeros", "new_ones", "new_full",
+    "new_empty", "new_tensor",
+}  # fmt: skip
 
 
 def tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
@@ -123,7 +127,10 @@ class DataParameters:
         params -= bound_names(function)
         if not params:
             return False
-        if params & tensor_uses(function, self.imports):
+        uses = tensor_uses(function, self.imports)
+        if params & uses:
+            return True
+        if _fields_used(function, params, uses, self.imports):
             return True
         functions = self._top_level()
         for node in _calls_by_name(function.body):
@@ -149,6 +156,66 @@ class DataParameters:
                 s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)
             }
         return self._functions
+
+
+def _fields_used(
+    function: cst.FunctionDef, params: set[str], uses: frozenset[str], imports: ImportTable
+) -> bool:
+    """A field of a parameter used as a tensor: handed to a torch operation that takes only
+    tensors (`torch.nonzero(assign_result.gt_inds > 0)`), given a tensor-only method
+    (`results.boxes.new_zeros(n)`), or bound once to a local that is (`priors =
+    pred_instances.priors`, then `priors.new_full(...)`)."""
+    counts = binding_counts(function)
+    for node in descendants(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if (
+                isinstance(target, cst.Name)
+                and target.value in uses
+                and counts.get(target.value) == 1
+                and _field_root(node.value) in params
+            ):
+                return True
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
+            if _field_root(func.value) in params:
+                return True
+            continue
+        if takes_tensors(imports.resolve(func) or "") and any(
+            params & _field_operands(arg.value) for arg in node.args
+        ):
+            return True
+    return False
+
+
+def _field_root(value: cst.BaseExpression) -> str | None:
+    """`p` for `p.a`, `p.a.b`, `p.a[i]`: the name a field is read from (None for `p`)."""
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    if not isinstance(value, cst.Attribute):
+        return None
+    while isinstance(value, cst.Attribute | cst.Subscript):
+        value = value.value
+    return value.value if isinstance(value, cst.Name) else None
+
+
+def _field_operands(value: cst.BaseExpression) -> set[str]:
+    """The names whose fields an expression computes on directly (`p` in `p.a > 0`)."""
+    if isinstance(value, cst.Attribute | cst.Subscript):
+        root = _field_root(value)
+        return {root} if root is not None else set()
+    if isinstance(value, cst.UnaryOperation):
+        return _field_operands(value.expression)
+    if isinstance(value, cst.BinaryOperation):
+        return _field_operands(value.left) | _field_operands(value.right)
+    if isinstance(value, cst.Comparison):
+        names = _field_operands(value.left)
+        for target in value.comparisons:
+            names |= _field_operands(target.comparator)
+        return names
+    return set()
 
 
 def _calls_by_name(body: cst.CSTNode) -> list[cst.Call]:
