@@ -421,22 +421,24 @@ def _computing_on_parameters(
 
 def _operands(node: ast.AST) -> set[str]:
     """The names an argument computes on directly (`x`, `x[i]`, `-x`, `x * 2`, `x == 0`),
-    or on a field of (`x.a > 0`)."""
-    kind = type(node)
-    if kind is ast.Name:
-        return {node.id}  # type: ignore[attr-defined]
-    if kind is ast.Subscript or kind is ast.Attribute:
-        return _operands(node.value)  # type: ignore[attr-defined]
-    if kind is ast.UnaryOp:
-        return _operands(node.operand)  # type: ignore[attr-defined]
-    if kind is ast.BinOp:
-        return _operands(node.left) | _operands(node.right)  # type: ignore[attr-defined]
-    if kind is ast.Compare:
-        names = _operands(node.left)  # type: ignore[attr-defined]
-        for comparator in node.comparators:  # type: ignore[attr-defined]
-            names |= _operands(comparator)
-        return names
-    return set()
+    or on a field of (`x.a > 0`). Iterative: a long chain of `+` nests deep."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is ast.Name:
+            names.add(current.id)  # type: ignore[attr-defined]
+        elif kind is ast.Subscript or kind is ast.Attribute:
+            stack.append(current.value)  # type: ignore[attr-defined]
+        elif kind is ast.UnaryOp:
+            stack.append(current.operand)  # type: ignore[attr-defined]
+        elif kind is ast.BinOp:
+            stack.extend((current.left, current.right))  # type: ignore[attr-defined]
+        elif kind is ast.Compare:
+            stack.append(current.left)  # type: ignore[attr-defined]
+            stack.extend(current.comparators)  # type: ignore[attr-defined]
+    return names
 
 
 def _aliases(tree: ast.Module) -> dict[str, set[str]]:
