@@ -27,6 +27,7 @@ from xlalint.analysis.hotness import (
     FunctionKey,
     HotCode,
     Site,
+    batch_state,
     draws_a_figure,
     makes_a_figure,
     per_step_hooks,
@@ -891,6 +892,7 @@ class FileContext:
             module_call=module_call,
             module_method=direct_method and is_module,
             method_of=class_name if direct_method else None,
+            batch_state=batch_state(node.name.value, hooks) if direct_method else frozenset(),
         )
         if self._masks is not None:
             self._masks.push_function(node)
@@ -910,6 +912,7 @@ class FileContext:
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
+        self.kinds.note_buffer(node)
         self.kinds.note_backward(node)
         resolved = self.imports.resolve(func)
         if resolved == ADD_STEP_CLOSURE:

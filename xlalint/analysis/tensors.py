@@ -94,8 +94,9 @@ _TORCH_NON_TENSOR = re.compile(
     r"testing|export|fx|library|overrides|multiprocessing|random"
     r")(\.|$)"
 )
-# Functions that answer a question about the program (`is_compiling`, `has_cuda`).
-_PREDICATE = re.compile(r"^(is|has)_")
+# Functions that answer a question about the program (`is_compiling`, `has_cuda`,
+# `_get_cudnn_enabled`).
+_PREDICATE = re.compile(r"^((is|has)_|get_\w+_enabled$)")
 # Methods that move what they are given to the device and return it.
 _TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
 # Dict methods that return one of its values.
@@ -197,6 +198,8 @@ _HOST_BUILTINS = frozenset(
 # Wrappers that yield the items of the iterable they are handed, unchanged.
 _PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
+# `nn.Module` methods that make an attribute of the module hold a tensor, by name.
+REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter"})
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
@@ -223,6 +226,26 @@ def has_tensor_parameter(function: cst.CSTNode) -> bool:
         param.annotation is not None
         and _tensor_annotation(param.annotation.annotation) in (Kind.TENSOR, Kind.ITERABLE)
         for param in parameters(function)
+    )
+
+
+def _maps_to_tensors(node: cst.BaseExpression) -> bool:
+    """`dict[str, torch.Tensor]`, `Dict[str, Tensor]`, `Mapping[str, Tensor]` (also under
+    `Optional`): a mapping declared to hold tensors, each value one."""
+    if isinstance(node, cst.BinaryOperation):  # `dict[str, Tensor] | None`
+        return _maps_to_tensors(node.left) or _maps_to_tensors(node.right)
+    if not isinstance(node, cst.Subscript):
+        return False
+    base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+    parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+    if not isinstance(base, cst.Name):
+        return False
+    if base.value == "Optional" and len(parts) == 1:
+        return _maps_to_tensors(parts[0])
+    return (
+        base.value in _DICT_ANNOTATIONS
+        and len(parts) == 2
+        and _tensor_annotation(parts[1]) is Kind.TENSOR
     )
 
 
@@ -389,6 +412,8 @@ class TensorKinds:
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
         self._self_functions: list[dict[str, set[str]]] = [{}]
+        # Per frame, the attributes of `self` its framework fills with the batch's tensors.
+        self._batch_state: list[frozenset[str]] = [frozenset()]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -398,7 +423,11 @@ class TensorKinds:
         module_call: bool = False,
         module_method: bool = False,
         method_of: str | None = None,
+        batch_state: frozenset[str] = frozenset(),
     ) -> None:
+        """Enter a function; `batch_state`: the attributes of `self` (or of `self.learn`)
+        that its framework fills with the current batch's device tensors (a fastai
+        callback's `self.pred` in `after_pred`: `hotness.batch_state`)."""
         frame: dict[str, Kind] = {}
         params = node.params
         positional = [*params.posonly_params, *params.params]
@@ -411,6 +440,7 @@ class TensorKinds:
         sequences: set[str] = set()
         dicts: set[str | None] = set()
         presumed: set[str] = set()
+        tensors: set[str] = set()
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
@@ -428,6 +458,8 @@ class TensorKinds:
                 and names_under(param.annotation.annotation) & _DICT_ANNOTATIONS
             ):
                 dicts.add(name)  # `features: dict[str, Any]`: its values may be tensors
+            if param.annotation is not None and _maps_to_tensors(param.annotation.annotation):
+                tensors.add(name)  # `x: dict[str, torch.Tensor]`: `x["lengths"]` is one
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
         self._methods_walked.append((method_of, module_method))
@@ -438,12 +470,13 @@ class TensorKinds:
         self._dicts.append(dicts)
         self._sequences.append(sequences)
         self._derived.append(set())
-        self._tensor_dicts.append(set())
+        self._tensor_dicts.append(tensors)
         self._presumed.append(presumed)
         self._absent.append(set())
         self._bindings.append({})
         self._cpu_devices.append(set())
         self._dict_values.append({})
+        self._batch_state.append(batch_state)
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
         """A `return` of the function being walked (a method: others are not asked)."""
@@ -486,6 +519,7 @@ class TensorKinds:
         self._bindings.pop()
         self._cpu_devices.pop()
         self._dict_values.pop()
+        self._batch_state.pop()
 
     def push_class(
         self,
@@ -633,6 +667,45 @@ class TensorKinds:
         name = func.value.value  # type: ignore[attr-defined]
         if self._frames[-1].get(name) is Kind.UNKNOWN:
             self._frames[-1][name] = Kind.TENSOR
+
+    def note_buffer(self, call: cst.Call) -> None:
+        """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
+        the module's attribute of that name is a tensor (a buffer takes a tensor or None),
+        moved with the module to its device: `if self.inited:` in a method `forward` calls
+        reads it on the host."""
+        func = call.func
+        if (
+            type(func) is not cst.Attribute
+            or func.attr.value not in REGISTERED_TENSORS  # type: ignore[attr-defined]
+            or type(func.value) is not cst.Name  # type: ignore[attr-defined]
+            or func.value.value != "self"  # type: ignore[attr-defined]
+            or not call.args
+            or call.args[0].keyword is not None
+            or call.args[0].star
+        ):
+            return
+        name = call.args[0].value
+        value = next(
+            (
+                arg.value
+                for index, arg in enumerate(call.args)
+                if not arg.star
+                and (
+                    (index == 1 and arg.keyword is None)
+                    or (arg.keyword is not None and arg.keyword.value in ("tensor", "param"))
+                )
+            ),
+            None,
+        )
+        if (
+            type(name) is not cst.SimpleString
+            or value is None
+            or (type(value) is cst.Name and value.value == "None")  # type: ignore[attr-defined]
+        ):
+            return
+        attribute = name.evaluated_value  # type: ignore[attr-defined]
+        if isinstance(attribute, str) and attribute.isidentifier():
+            self._self_attributes[-1][attribute] = Kind.TENSOR
 
     def note_append(self, call: cst.Call) -> None:
         """`xs.append(v)`: the list `xs` holds values of `v`'s kind (a tuple's, position by
@@ -1462,6 +1535,10 @@ class TensorKinds:
             known = self._self_attributes[-1].get(attr)
             if known is not None and known is not Kind.UNKNOWN:
                 return known
+            if known is None and attr in self._batch_state[-1]:
+                return Kind.TENSOR  # a fastai callback's `self.pred` in `after_pred`
+        elif attr in self._batch_state[-1] and self_attribute(node.value) == "learn":
+            return Kind.TENSOR  # `self.learn.pred`
         qualified = self.imports.resolve(node)
         if qualified is not None:
             if qualified.startswith("torch.") and attr[:1].islower():
@@ -1549,6 +1626,8 @@ class TensorKinds:
             if receiver is Kind.HOST:
                 if method == "cuda" or (method == "to" and self._moves_to_device(node)):
                     return Kind.TENSOR  # a host tensor moved to the device
+                if method == "type_as" and node.args and self.of(node.args[0].value) is Kind.TENSOR:
+                    return Kind.TENSOR  # `torch.zeros(1).type_as(self.bank_ptr)`: its device
                 if method in _DICT_LOOKUPS and self.is_dict(func.value):
                     item = node.args[0].value if node.args else None
                     return self._values_of(func.value, item)  # `features.get("mask")`
@@ -1654,8 +1733,9 @@ class TensorKinds:
         ):
             return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):
-            if _PREDICATE.match(qualified.rsplit(".", 1)[-1]):
-                return Kind.HOST  # `torch._dynamo.is_compiling()`: a Python bool
+            if _PREDICATE.match(qualified.rsplit(".", 1)[-1].lstrip("_")):
+                # `torch._dynamo.is_compiling()`, `torch._C._get_cudnn_enabled()`: a flag
+                return Kind.HOST
             return Kind.TENSOR
         return Kind.UNKNOWN
 

@@ -52,6 +52,10 @@ class ItemInHotCode(HelperCallRule):
     in its own body (a trainer subclass whose module imports only its framework, reading
     `loss_t.item()` in `forward_backward`); elsewhere it is not.
 
+    A module's buffers are device tensors (`self.register_buffer("bank_ptr", ...)`, also
+    with `tensor=`): `int(self.bank_ptr)` in the helper `forward` calls to update a memory
+    bank reads the pointer on every step. A buffer registered as `None` is not one.
+
     A name that runs autograd's backward (`loss_tensor.backward()`, keyword arguments at
     most) is a tensor on the training device until it is bound again, wherever it came
     from (`loss_tensor, metrics = self._compute_loss_and_metrics(x, y)`), so `float(

@@ -50,6 +50,13 @@ class HostTransferInHotCode(HelperCallRule):
     count as device tensors, as for XLA101: `self.yseq.tolist()` in a method the decoding
     loop calls on every hypothesis is flagged.
 
+    A fastai callback reads the current batch through the learner it forwards to: in its
+    batch events (`after_pred`, `after_batch`...), `self.pred`, `self.loss`, `self.y`,
+    `self.xb` and `self.yb` (or `self.learn.pred`) are device tensors, so `self.pred.cpu()`
+    there copies every batch; the same attributes in `after_epoch`, or bound by the
+    callback itself, are not judged so. A module's registered buffers are device tensors
+    too.
+
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output (also of a method of an `nn.Module`
     class of the module whose every `return` gives tensors, walked before the call:

@@ -62,6 +62,18 @@ class TensorControlFlow(Rule):
     the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`), and such
     names on a class that is no callback, are not per step.
 
+    A module's buffers and registered parameters are device tensors wherever the class
+    reads them: `self.register_buffer("inited", torch.Tensor([False]))` (or with `tensor=`,
+    rebuilt as `torch.zeros(1).type_as(self.inited)`) makes `if self.inited:` in a method
+    that `forward` calls a read on every step (a codebook's k-means guard); a buffer
+    registered as `None` is not one. So are the batch's tensors a framework hands a hook:
+    in a fastai callback's batch events (`after_pred`, `after_batch`...), `self.pred`,
+    `self.loss`, `self.y`, `self.xb`, `self.yb` (or `self.learn.pred`) are the learner's
+    tensors for the current batch, unless the callback binds that attribute itself; and
+    a parameter declared `dict[str, torch.Tensor]` holds a tensor under each key (`if
+    (x["lengths"] < x["lengths"].max()).any():` in a step). Flags torch reports about
+    itself (`torch._C._get_cudnn_enabled()`) are Python bools.
+
     Search code keeps its candidates' tensors in records: a class of the module that
     declares a field as a tensor (`class Hypothesis(NamedTuple): score: torch.Tensor`, a
     dataclass, a union that admits a tensor) has that field taken for a tensor wherever
