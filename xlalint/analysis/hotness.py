@@ -421,7 +421,8 @@ class HotCode:
 
     def _called_per_call(self, name: str) -> bool:
         """Some call of `name` in this file sits, outside any loop, in a function without a
-        loop of its own (one call of it per call of that function)."""
+        loop of its own (one call of it per call of that function) that does not run once
+        by name (`__init__` checking the table it is built with)."""
         if self._has_loop is None:
             return False
         if self._per_call_callers is None:
@@ -430,6 +431,7 @@ class HotCode:
                 for site, callee in self._edges
                 if not site.in_loop
                 and site.function is not None
+                and site.function.name not in RUN_ONCE_FUNCTIONS
                 and site.scopes
                 and not self._has_loop(site.scopes[0])
             }
