@@ -414,6 +414,9 @@ class TensorKinds:
         self._self_functions: list[dict[str, set[str]]] = [{}]
         # Per frame, the attributes of `self` its framework fills with the batch's tensors.
         self._batch_state: list[frozenset[str]] = [frozenset()]
+        # Per frame, names bound to arithmetic on other names (`adjusted = loss * n`): what
+        # they were scaled from, which a `backward()` on them shows to be the loss.
+        self._scaled: list[dict[str, tuple[str, ...]]] = [{}]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -477,6 +480,7 @@ class TensorKinds:
         self._cpu_devices.append(set())
         self._dict_values.append({})
         self._batch_state.append(batch_state)
+        self._scaled.append({})
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
         """A `return` of the function being walked (a method: others are not asked)."""
@@ -520,6 +524,7 @@ class TensorKinds:
         self._cpu_devices.pop()
         self._dict_values.pop()
         self._batch_state.pop()
+        self._scaled.pop()
 
     def push_class(
         self,
@@ -654,7 +659,9 @@ class TensorKinds:
     def note_backward(self, call: cst.Call) -> None:
         """`loss.backward()` on a name of this function whose kind is unknown (`loss, out =
         self._compute(x, y)`): only a tensor runs autograd's backward, so the name holds one
-        (on the device the model trains on) until it is bound again. Positional arguments
+        (on the device the model trains on) until it is bound again, and so do the names
+        it was scaled from (`adjusted = loss_tensor * step.size`, then `adjusted.backward()`:
+        `loss_tensor` is the step's loss). Positional arguments
         (`layer.backward(dout)` of a hand-written network) say nothing."""
         func = call.func
         if (
@@ -665,8 +672,9 @@ class TensorKinds:
         ):
             return
         name = func.value.value  # type: ignore[attr-defined]
-        if self._frames[-1].get(name) is Kind.UNKNOWN:
-            self._frames[-1][name] = Kind.TENSOR
+        for trained in (name, *self._scaled[-1].get(name, ())):
+            if self._frames[-1].get(trained) is Kind.UNKNOWN:
+                self._frames[-1][trained] = Kind.TENSOR
 
     def note_buffer(self, call: cst.Call) -> None:
         """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
@@ -900,6 +908,7 @@ class TensorKinds:
             self._tensor_dicts[-1].discard(target.value)
             self._presumed[-1].discard(target.value)
             self._absent[-1].discard(target.value)
+            self._scaled[-1].pop(target.value, None)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -921,6 +930,7 @@ class TensorKinds:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
         kind = self.of(value)
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
+        scaled = _scaled_names(value) if len(targets) == 1 else ()
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
@@ -1022,6 +1032,8 @@ class TensorKinds:
                 self._derived[-1].update(target_names(target))
             if isinstance(target, cst.Name) and self._moves_values(value):
                 self._tensor_dicts[-1].add(target.value)
+            if isinstance(target, cst.Name) and scaled:
+                self._scaled[-1][target.value] = scaled
 
     def _host_results(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -1584,6 +1596,8 @@ class TensorKinds:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
+            if name == "self" and self._in_module_method():
+                return Kind.TENSOR  # `pi, action, value = self(state)`: the module's forward
             if name in self._module_classes and self.lookup(name) is None:
                 return Kind.MODULE  # `Policy(env)` with `class Policy(nn.Module)` above
             returns = self.returns
@@ -1738,6 +1752,20 @@ class TensorKinds:
                 return Kind.HOST
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+
+_SCALING = (cst.Multiply, cst.Divide, cst.Add)
+
+
+def _scaled_names(value: cst.BaseExpression) -> tuple[str, ...]:
+    """The names `value` scales by arithmetic: `loss_tensor` in `loss_tensor * n` or
+    `loss_tensor / n` (the factor may be a Python number), both terms of a sum of losses
+    (`a + b`), through nested operations."""
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, _SCALING):
+        if isinstance(value.operator, cst.Multiply | cst.Divide):
+            return _scaled_names(value.left)
+        return _scaled_names(value.left) + _scaled_names(value.right)
+    return (value.value,) if isinstance(value, cst.Name) else ()
 
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:

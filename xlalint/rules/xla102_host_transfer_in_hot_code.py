@@ -58,7 +58,8 @@ class HostTransferInHotCode(HelperCallRule):
     too.
 
     A copy costs only when the value is on the device, so a copy is reported only with
-    evidence that it is: a model's or module's output (also of a method of an `nn.Module`
+    evidence that it is: a model's or module's output (`self(state)` in a method of the
+    module itself runs its forward; also of a method of an `nn.Module`
     class of the module whose every `return` gives tensors, walked before the call:
     `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
     value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
