@@ -229,6 +229,19 @@ def has_tensor_parameter(function: cst.CSTNode) -> bool:
     )
 
 
+# Annotation names that say nothing of the class a value is.
+_GENERIC_TYPES = frozenset({"Optional", "Union", "None", "Callable", "Any", "Type", "type"})
+
+
+def _names_other_class(annotation: cst.Annotation | None) -> bool:
+    """`StoppingCriterion | None`: an annotation naming classes none of which is named as
+    a model or loss (`nn.Module`, `CrossEntropyLoss` are; `Callable` says nothing)."""
+    if annotation is None:
+        return False
+    types = _type_names(annotation.annotation) - _GENERIC_TYPES
+    return bool(types) and not any(_names_model(t) or t.endswith("Loss") for t in types)
+
+
 def _maps_to_tensors(node: cst.BaseExpression) -> bool:
     """`dict[str, torch.Tensor]`, `Dict[str, Tensor]`, `Mapping[str, Tensor]` (also under
     `Optional`): a mapping declared to hold tensors, each value one."""
@@ -417,6 +430,9 @@ class TensorKinds:
         # Per frame, names bound to arithmetic on other names (`adjusted = loss * n`): what
         # they were scaled from, which a `backward()` on them shows to be the loss.
         self._scaled: list[dict[str, tuple[str, ...]]] = [{}]
+        # Per frame, parameters annotated with a class whose name is no model's, until
+        # rebound: their names (`stopping_criterion`) do not make them models.
+        self._typed: list[set[str]] = [set()]
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -444,6 +460,7 @@ class TensorKinds:
         dicts: set[str | None] = set()
         presumed: set[str] = set()
         tensors: set[str] = set()
+        typed: set[str] = set()
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
@@ -463,6 +480,8 @@ class TensorKinds:
                 dicts.add(name)  # `features: dict[str, Any]`: its values may be tensors
             if param.annotation is not None and _maps_to_tensors(param.annotation.annotation):
                 tensors.add(name)  # `x: dict[str, torch.Tensor]`: `x["lengths"]` is one
+            if frame[name] is Kind.UNKNOWN and _names_other_class(param.annotation):
+                typed.add(name)  # `stopping_criterion: StoppingCriterion`: no loss module
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
         self._methods_walked.append((method_of, module_method))
@@ -481,6 +500,7 @@ class TensorKinds:
         self._dict_values.append({})
         self._batch_state.append(batch_state)
         self._scaled.append({})
+        self._typed.append(typed)
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
         """A `return` of the function being walked (a method: others are not asked)."""
@@ -525,6 +545,7 @@ class TensorKinds:
         self._dict_values.pop()
         self._batch_state.pop()
         self._scaled.pop()
+        self._typed.pop()
 
     def push_class(
         self,
@@ -909,6 +930,7 @@ class TensorKinds:
             self._presumed[-1].discard(target.value)
             self._absent[-1].discard(target.value)
             self._scaled[-1].pop(target.value, None)
+            self._typed[-1].discard(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -1417,7 +1439,7 @@ class TensorKinds:
                 return Kind.ITERABLE
             # A model by its name, if the name is a variable or parameter here; an unbound
             # name called like `unwrap_module(...)` is a function.
-            if known is not None and _names_model(node.value):
+            if known is not None and _names_model(node.value) and node.value not in self._typed[-1]:
                 return Kind.MODULE
             return Kind.UNKNOWN
         if node_type is cst.Attribute:
@@ -1635,7 +1657,11 @@ class TensorKinds:
                 return Kind.UNKNOWN
             if _TO_DEVICE_METHOD.search(method):
                 # `device.tensor_to_device(t)`, `batch_to_device(b)`: a framework's device
-                # object (itself host metadata) hands back what it moved to the device.
+                # object (itself host metadata) hands back what it moved to the device; a
+                # model moved there (`to_device(self.dist_model)`) is still the model.
+                moved = node.args[0].value if node.args and not node.args[0].star else None
+                if moved is not None and self.of(moved) is Kind.MODULE:
+                    return Kind.MODULE
                 return Kind.TENSOR
             if receiver is Kind.HOST:
                 if method == "cuda" or (method == "to" and self._moves_to_device(node)):

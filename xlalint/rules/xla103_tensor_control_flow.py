@@ -86,7 +86,12 @@ class TensorControlFlow(Rule):
     `__init__` (or `setup`) calls here, one after the function's own loop (once per
     decode), and tests that choose what to compute, which stay with their callers. Right of
     `isinstance(batch, DALIOutputs) and ...`, `batch` is that class's object: a property
-    read of it (`batch.has_processed_signal`) is not taken for a tensor.
+    read of it (`batch.has_processed_signal`) is not taken for a tensor. A model a framework
+    moves with `to_device(self.dist_model)` is still the model (its config's `eval_steps` is
+    a number), and a parameter annotated with a class that is no model or loss
+    (`stopping_criterion: StoppingCriterion`) is not taken for a loss by its name: what
+    calling it returns is unknown (a Python bool there), while `criterion: nn.Module` or an
+    unannotated `loss_fn` still gives a tensor.
 
     Search code keeps its candidates' tensors in records: a class of the module that
     declares a field as a tensor (`class Hypothesis(NamedTuple): score: torch.Tensor`, a
