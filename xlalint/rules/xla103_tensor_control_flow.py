@@ -78,6 +78,9 @@ class TensorControlFlow(Rule):
     (x["lengths"] < x["lengths"].max()).any():` in a step). Flags torch reports about
     itself (`torch._C._get_cudnn_enabled()`) are Python bools.
 
+    A name tested in an `if` and again in its `elif` (`if ... and converged:`, then `elif
+    not converged:`) is one value read for one decision: reported once, at the first test.
+
     Input checks read the data on every call with new data: an `assert` on tensors, or an
     `if` whose body raises, in a function that computes on tensors handed to it (a
     parameter annotated as a tensor) and runs no loop of its own, is reported whoever calls
@@ -199,6 +202,8 @@ class TensorControlFlow(Rule):
         self._chains: set[int] = set()  # ids of `and`/`or` chains reported already
         self._joined: dict[int, frozenset[str]] = {}  # id(function) -> stacked_names
         self._looping: dict[int, bool] = {}  # id(function) -> `_runs_a_loop`
+        # (id of the first `if` of an if/elif chain, name) for names its tests read.
+        self._chain_names: set[tuple[int, str]] = set()
 
     # Every expression kind that can hold a tensor is checked for being truth-tested. The
     # check looks at the node's parents, so the `while` test is seen where it runs: in the
@@ -306,6 +311,11 @@ class TensorControlFlow(Rule):
             if id(chain) in self._chains:
                 return  # `if isinf(x) or isnan(x):` is one test, reported once
             self._chains.add(id(chain))
+        if isinstance(node, cst.Name) and (head := self._if_chain_head()) is not None:
+            key = (id(head), node.value)
+            if key in self._chain_names:
+                return  # `if ... converged:` then `elif not converged:`: one value, one cause
+            self._chain_names.add(key)
         parent = self.ctx.parent
         fix = None
         if isinstance(parent, cst.IfExp) and parent.test is node:
@@ -313,6 +323,25 @@ class TensorControlFlow(Rule):
         self.report(
             node, self.message.format(construct=construct), fix=fix, per_call=self._validates()
         )
+
+    def _if_chain_head(self) -> cst.If | None:
+        """The first `if` of the `if`/`elif` chain whose test holds the node being checked."""
+        child: cst.CSTNode | None = None
+        head: cst.If | None = None
+        for ancestor in self.ctx.ancestors():
+            if head is None:
+                if isinstance(ancestor, cst.If):
+                    if child is not ancestor.test:
+                        return None
+                    head = ancestor
+                elif isinstance(ancestor, cst.BaseStatement | cst.BaseSmallStatement):
+                    return None
+            elif isinstance(ancestor, cst.If) and ancestor.orelse is child:
+                head = ancestor
+            else:
+                return head
+            child = ancestor
+        return head
 
     def _validates(self) -> bool:
         """The test being checked guards the input: an `assert`, or an `if` whose body
