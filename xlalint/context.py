@@ -667,6 +667,9 @@ class FileContext:
             if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
                 self._device_withs.append(node)
                 self.kinds.device_contexts += 1
+            for item in node.items:
+                if item.asname is not None:
+                    self.kinds.note_wrapper(item.asname.name, item.item)
         if self._values is not None and kind in _VALUE_NODES:
             self._enter_values(node, kind, parent)
 

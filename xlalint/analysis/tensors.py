@@ -433,6 +433,11 @@ class TensorKinds:
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
+        # Per frame, names bound to a progress bar or iterator over something (`with
+        # tqdm(enumerate(loader)) as t:`, `pbar = tqdm(loader)`): a loop over the name
+        # yields what the wrapped iterable yields.
+        self._wrappers: list[dict[str, cst.Call]] = [{}]
+        self._unwrapping: set[str] = set()  # names `bind_loop_target` is looking through
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -501,6 +506,7 @@ class TensorKinds:
         self._batch_state.append(batch_state)
         self._scaled.append({})
         self._typed.append(typed)
+        self._wrappers.append({})
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
         """A `return` of the function being walked (a method: others are not asked)."""
@@ -546,6 +552,7 @@ class TensorKinds:
         self._batch_state.pop()
         self._scaled.pop()
         self._typed.pop()
+        self._wrappers.pop()
 
     def push_class(
         self,
@@ -931,6 +938,7 @@ class TensorKinds:
             self._absent[-1].discard(target.value)
             self._scaled[-1].pop(target.value, None)
             self._typed[-1].discard(target.value)
+            self._wrappers[-1].pop(target.value, None)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -1056,6 +1064,8 @@ class TensorKinds:
                 self._tensor_dicts[-1].add(target.value)
             if isinstance(target, cst.Name) and scaled:
                 self._scaled[-1][target.value] = scaled
+            if isinstance(target, cst.Name):
+                self.note_wrapper(target, value)
 
     def _host_results(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -1141,8 +1151,32 @@ class TensorKinds:
             return []
         return [(element, self.of(arg)) for element, arg in zip(elements, args, strict=True)]
 
+    def note_wrapper(self, name: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`pbar = tqdm(loader)` or `with tqdm(enumerate(loader)) as t:`: `name` iterates
+        as the wrapped iterable does (`_PASS_THROUGH_ITERATORS`)."""
+        if (
+            type(name) is cst.Name
+            and type(value) is cst.Call
+            and (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]  # type: ignore[attr-defined]
+            in _PASS_THROUGH_ITERATORS
+            and value.args  # type: ignore[attr-defined]
+            and value.args[0].keyword is None  # type: ignore[attr-defined]
+            and not value.args[0].star  # type: ignore[attr-defined]
+        ):
+            self._wrappers[-1][name.value] = value  # type: ignore[attr-defined,assignment]
+
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
+        name = iterable.value if type(iterable) is cst.Name else None  # type: ignore[attr-defined]
+        wrapped = self._wrappers[-1].get(name) if name is not None else None
+        if wrapped is not None and name not in self._unwrapping:
+            # Once per name: `batches = iter(batches)` wraps itself.
+            self._unwrapping.add(name)  # type: ignore[arg-type]
+            try:
+                self.bind_loop_target(target, wrapped)
+            finally:
+                self._unwrapping.discard(name)  # type: ignore[arg-type]
+            return
         if isinstance(target, cst.Name) and (cls := self.record_list(iterable)) is not None:
             self.bind(target, Kind.UNKNOWN)
             self._bind_record(target, (cls, False))

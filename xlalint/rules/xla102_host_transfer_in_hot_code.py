@@ -62,8 +62,10 @@ class HostTransferInHotCode(HelperCallRule):
     module itself runs its forward; also of a method of an `nn.Module`
     class of the module whose every `return` gives tensors, walked before the call:
     `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
-    value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
-    device tensors (`outputs = self._calculate_loss(model, inputs)`), a training step's
+    value moved with `.to(device)`/`.cuda()`, a loader's batch (also through a progress bar
+    bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y) in t`), a
+    result of a helper handed device tensors (`outputs = self._calculate_loss(model,
+    inputs)`), a training step's
     loss (a value `.backward()` is called on, and the values it was computed from), or a
     helper's parameter that a call in the module hands a device tensor (or a value the
     helper computes from such a parameter: `correct = pred.eq(target)`). Values with no
