@@ -6,7 +6,7 @@ from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import Evidence
 from xlalint.analysis.stacked_values import stacked_names
-from xlalint.analysis.tensors import TENSOR_ANNOTATIONS
+from xlalint.analysis.tensors import TENSOR_ANNOTATIONS, has_tensor_parameter
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -348,7 +348,9 @@ class TensorControlFlow(Rule):
         raises. Such a check reads the data on every call with new data, so it is judged
         per call (a metric's input check whose `update` is in another module)."""
         function = self.ctx.function_node
-        if function is None or self._runs_a_loop(function):
+        if function is None or not has_tensor_parameter(function):
+            return False  # only data handed in as declared tensors is checked per call
+        if self._runs_a_loop(function):
             return False  # a check after a decoding loop runs once per call of it
         for ancestor in self.ctx.ancestors():
             if isinstance(ancestor, cst.Assert):
