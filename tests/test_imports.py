@@ -26,6 +26,13 @@ def table(source: str) -> ImportTable:
          "torch_xla.sync"),
         ("import torch", "xm.mark_step", None),
         ("from . import xm", "xm.mark_step", None),
+        # A package handing on PyTorch, and a star import from a library built on it.
+        ("from mlagents.torch_utils import torch", "torch.isinf", "torch.isinf"),
+        ("from ..imports import torch", "torch.isnan", "torch.isnan"),
+        ("from fastai.basics import *", "torch.isinf", "torch.isinf"),
+        ("from fastai.basics import *\nimport numpy as torch", "torch.isinf", "numpy.isinf"),
+        ("from .backends import torch as backend", "backend.zeros", None),
+        ("from keras.backend import jax", "jax.numpy", "keras.backend.jax.numpy"),
     ],
 )  # fmt: skip
 def test_resolve(source: str, expression: str, qualified: str | None) -> None:

@@ -27,6 +27,7 @@ from xlalint.analysis.hotness import (
     FunctionKey,
     HotCode,
     Site,
+    batch_state,
     draws_a_figure,
     makes_a_figure,
     per_step_hooks,
@@ -668,6 +669,9 @@ class FileContext:
             if any(devices.sets_default_device(item.item, self.imports) for item in node.items):
                 self._device_withs.append(node)
                 self.kinds.device_contexts += 1
+            for item in node.items:
+                if item.asname is not None:
+                    self.kinds.note_wrapper(item.asname.name, item.item)
         if self._values is not None and kind in _VALUE_NODES:
             self._enter_values(node, kind, parent)
 
@@ -893,6 +897,7 @@ class FileContext:
             module_call=module_call,
             module_method=direct_method and is_module,
             method_of=class_name if direct_method else None,
+            batch_state=batch_state(node.name.value, hooks) if direct_method else frozenset(),
         )
         if self._masks is not None:
             self._masks.push_function(node)
@@ -912,6 +917,7 @@ class FileContext:
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
+        self.kinds.note_buffer(node)
         self.kinds.note_backward(node)
         resolved = self.imports.resolve(func)
         if resolved == ADD_STEP_CLOSURE:

@@ -168,7 +168,8 @@ def _lint_source(
         report
         for rule in instances
         for report in rule.reports
-        if not rule.hot_only or ctx.hot.is_hot(report.site, per_call=rule.per_call)
+        if not rule.hot_only
+        or ctx.hot.is_hot(report.site, per_call=rule.per_call or report.per_call)
     ]
     if not pending:
         return FileResult(filename)

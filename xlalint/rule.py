@@ -139,6 +139,8 @@ class PendingReport:
     fix: NodeFix | None
     hint: str | None
     site: Site
+    # Judged as `per_call` rules are (`HotCode.is_hot(per_call=True)`), whatever the rule.
+    per_call: bool = False
 
 
 class Rule:
@@ -194,13 +196,16 @@ class Rule:
         fix: NodeFix | None = None,
         hint: str | None = None,
         site: Site | None = None,
+        per_call: bool = False,
     ) -> None:
         """Report a finding at `node` (through `end_node`). `site` is where the walk was
         when the rule met the node; rules that decide after the walk pass the one they
         recorded, the others leave it to be taken now. A per-step cost (`hot_only`) in code
         that never runs on an XLA host (an MPS-only branch) is no cost there, nor is a host
         sync under a long log interval (`if step % 100 == 0:`), nor any finding in code an
-        always-taken exit skips (`analysis/settled_exits.py`). The message
+        always-taken exit skips (`analysis/settled_exits.py`). With `per_call`, the
+        finding is judged as a `per_call` rule's would be (a cost paid on every call with
+        new data). The message
         and hint name torch_xla 2.9's APIs; at an older target they are respelled as that
         release has them."""
         if self.hot_only and site is None and self.ctx.runs_without_xla:
@@ -225,6 +230,7 @@ class Rule:
                 fix=fix,
                 hint=None if hint is None else respell(hint, self.ctx.target),
                 site=site or self.ctx.site(),
+                per_call=per_call,
             )
         )
 

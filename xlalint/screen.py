@@ -39,7 +39,7 @@ from xlalint.analysis.hotness import (
     PER_STEP_HOOKS,
 )
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
-from xlalint.analysis.tensors import TENSOR_ANNOTATIONS
+from xlalint.analysis.tensors import REGISTERED_TENSORS, TENSOR_ANNOTATIONS
 
 if TYPE_CHECKING:
     from xlalint.rule import Rule
@@ -60,7 +60,9 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # The fields that hold statements (or handlers and match cases, which hold statements).
 _STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 # The kinds `Features._take` reads (besides `Name`, which `Features.add` reads itself).
-_TAKEN = frozenset({ast.Attribute, ast.Constant, ast.arg, ast.keyword, *_DEFINITIONS, *_REACHING})
+_TAKEN = frozenset(
+    {ast.Attribute, ast.Constant, ast.arg, ast.keyword, ast.Call, *_DEFINITIONS, *_REACHING}
+)
 
 
 def enabled() -> bool:
@@ -153,6 +155,18 @@ class Features:
             return child.arg  # type: ignore[attr-defined,no-any-return]
         if kind is ast.keyword:
             return child.arg  # type: ignore[attr-defined,no-any-return]
+        if kind is ast.Call:
+            # `self.register_buffer("inited", ...)` binds `self.inited` as a store would.
+            func, args = child.func, child.args  # type: ignore[attr-defined]
+            if (
+                type(func) is ast.Attribute
+                and func.attr in REGISTERED_TENSORS
+                and args
+                and type(args[0]) is ast.Constant
+                and isinstance(args[0].value, str)
+            ):
+                self.defines.add(args[0].value)
+            return None
         if kind in _DEFINITIONS:
             self.defines.add(child.name)  # type: ignore[attr-defined]
             if kind is not ast.ClassDef:

@@ -15,7 +15,9 @@ A loop is a batch loop when it iterates a data loader (`for x, y in loader`, thr
 `enumerate`/`tqdm`/`iter`, or over its positions, taking `self.dataset[i]` on each pass,
 whoever defines the update it hands the batch to), pulls batches with `next()` from one,
 or runs a whole training
-step (an optimizer step, itself or in a function it calls) on every pass. A loop over
+step (an optimizer step, itself or in a function it calls) on every pass. A loop whose body
+only yields (`for item in train_data: yield item`) hands each item to its consumer, where
+the step runs: it is no batch loop, whatever it iterates. A loop over
 layers, chunks or micro-batches that only calls a model or `backward()` is not: it is part
 of a step. A function whose own body (outside its loops) runs backward and steps an
 optimizer is itself one step (ignite's `_iteration(engine, batch)` of a GAN trainer, with
@@ -118,6 +120,22 @@ def _over_runs(loop: cst.For) -> bool:
 _OPTIMIZERS_NAME = re.compile(r"optim|scheduler", re.I)
 
 
+def _hands_on(loop: cst.For) -> bool:
+    """`for state, action in train_data: yield state, action`: a loop whose body only
+    yields hands each item on to its consumer, where the step runs (a generator feeding a
+    dataset); it is no batch loop, whatever it iterates."""
+    body = loop.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    return bool(statements) and all(
+        isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite)
+        and all(
+            isinstance(small, cst.Expr) and isinstance(small.value, cst.Yield)
+            for small in statement.body
+        )
+        for statement in statements
+    )
+
+
 def _over_optimizers(loop: cst.For) -> bool:
     """`for opt in self.optimizers`, `for opt in valid_optimizers.values()`: a loop that
     steps each optimizer of one training step, not a loop of steps."""
@@ -216,6 +234,8 @@ class Epochs:
         if cached is None:
             if iterates_optimizers(loop, self._facts(loop)):
                 cached = False  # one step of each optimizer: part of the enclosing step
+            elif isinstance(loop, cst.For) and _hands_on(loop):
+                cached = False  # `for item in train_data: yield item`: the consumer steps
             elif isinstance(loop, cst.For) and self._iterates_loader(loop):
                 cached = True
             elif isinstance(loop, cst.For) and _over_optimizers(loop):

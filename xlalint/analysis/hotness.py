@@ -48,6 +48,10 @@ _LIGHTNING_BATCH_HOOKS = frozenset(
      "on_predict_batch_start", "on_predict_batch_end", "on_before_backward",
      "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"}
 )  # fmt: skip
+# What a fastai `Callback` reads of the batch being run, through the `Learner` it forwards
+# unknown attributes to (`self.pred` is `self.learn.pred`): the batch's inputs and targets,
+# the model's output and the loss, all on the device in its batch events.
+_FASTAI_BATCH_STATE = frozenset({"xb", "yb", "x", "y", "pred", "loss"})
 PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "Trainer": frozenset({"compute_loss", "training_step", "prediction_step"}),
     "Metric": frozenset({"update"}),
@@ -203,6 +207,16 @@ def per_step_hooks(base_names: Iterable[str], method_names: Iterable[str] = ()) 
     if callback:
         hooks |= {name for name in method_names if CALLBACK_STEP_HOOK.match(name)}
     return hooks
+
+
+def batch_state(method: str, hooks: frozenset[str]) -> frozenset[str]:
+    """The attributes of `self` that hold the current batch's device tensors in `method`, a
+    hook of its class (`hooks`, from `per_step_hooks`): in a fastai batch event
+    (`after_pred`, `after_batch`), the learner's `pred`, `loss`, `y`... (`self.pred` or
+    `self.learn.pred`). None elsewhere: a Lightning hook is handed its outputs."""
+    if method in hooks and method in _FASTAI_BATCH_EVENTS:
+        return _FASTAI_BATCH_STATE
+    return frozenset()
 
 
 @dataclass(frozen=True)
@@ -408,7 +422,8 @@ class HotCode:
 
     def _called_per_call(self, name: str) -> bool:
         """Some call of `name` in this file sits, outside any loop, in a function without a
-        loop of its own (one call of it per call of that function)."""
+        loop of its own (one call of it per call of that function) that does not run once
+        by name (`__init__` checking the table it is built with)."""
         if self._has_loop is None:
             return False
         if self._per_call_callers is None:
@@ -417,6 +432,7 @@ class HotCode:
                 for site, callee in self._edges
                 if not site.in_loop
                 and site.function is not None
+                and site.function.name not in RUN_ONCE_FUNCTIONS
                 and site.scopes
                 and not self._has_loop(site.scopes[0])
             }

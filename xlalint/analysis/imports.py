@@ -35,10 +35,20 @@ class ImportTable:
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         """Record what an import binds; relative imports name this package's own modules,
-        never torch's, and are left out."""
+        never torch's, and are left out, but for PyTorch handed on as `torch`. A star import
+        (`from fastai.basics import *`) is taken to bring `torch` where nothing else binds
+        it: libraries built on PyTorch re-export it."""
         for _, bound, target in import_aliases(node):
             if not target.startswith("."):
                 self._bindings[bound] = modernize(target)
+            if bound == "torch" and target.rsplit(".", 1)[-1] == "torch":
+                # `from mlagents.torch_utils import torch`, `from ..utils import torch`: a
+                # package handing on PyTorch under its own name.
+                self._bindings[bound] = "torch"
+        if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            # `from fastai.basics import *`: libraries built on torch re-export it, and a
+            # file that star-imports one uses `torch.` unbound otherwise.
+            self._bindings.setdefault("torch", "torch")
 
     def add_top_level(self, module: cst.Module) -> None:
         """Read imports at module level, including those under `try:` and `if`."""

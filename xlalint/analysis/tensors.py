@@ -94,8 +94,9 @@ _TORCH_NON_TENSOR = re.compile(
     r"testing|export|fx|library|overrides|multiprocessing|random"
     r")(\.|$)"
 )
-# Functions that answer a question about the program (`is_compiling`, `has_cuda`).
-_PREDICATE = re.compile(r"^(is|has)_")
+# Functions that answer a question about the program (`is_compiling`, `has_cuda`,
+# `_get_cudnn_enabled`).
+_PREDICATE = re.compile(r"^((is|has)_|get_\w+_enabled$)")
 # Methods that move what they are given to the device and return it.
 _TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
 # Dict methods that return one of its values.
@@ -197,6 +198,8 @@ _HOST_BUILTINS = frozenset(
 # Wrappers that yield the items of the iterable they are handed, unchanged.
 _PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
+# `nn.Module` methods that make an attribute of the module hold a tensor, by name.
+REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter"})
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
@@ -223,6 +226,39 @@ def has_tensor_parameter(function: cst.CSTNode) -> bool:
         param.annotation is not None
         and _tensor_annotation(param.annotation.annotation) in (Kind.TENSOR, Kind.ITERABLE)
         for param in parameters(function)
+    )
+
+
+# Annotation names that say nothing of the class a value is.
+_GENERIC_TYPES = frozenset({"Optional", "Union", "None", "Callable", "Any", "Type", "type"})
+
+
+def _names_other_class(annotation: cst.Annotation | None) -> bool:
+    """`StoppingCriterion | None`: an annotation naming classes none of which is named as
+    a model or loss (`nn.Module`, `CrossEntropyLoss` are; `Callable` says nothing)."""
+    if annotation is None:
+        return False
+    types = _type_names(annotation.annotation) - _GENERIC_TYPES
+    return bool(types) and not any(_names_model(t) or t.endswith("Loss") for t in types)
+
+
+def _maps_to_tensors(node: cst.BaseExpression) -> bool:
+    """`dict[str, torch.Tensor]`, `Dict[str, Tensor]`, `Mapping[str, Tensor]` (also under
+    `Optional`): a mapping declared to hold tensors, each value one."""
+    if isinstance(node, cst.BinaryOperation):  # `dict[str, Tensor] | None`
+        return _maps_to_tensors(node.left) or _maps_to_tensors(node.right)
+    if not isinstance(node, cst.Subscript):
+        return False
+    base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+    parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+    if not isinstance(base, cst.Name):
+        return False
+    if base.value == "Optional" and len(parts) == 1:
+        return _maps_to_tensors(parts[0])
+    return (
+        base.value in _DICT_ANNOTATIONS
+        and len(parts) == 2
+        and _tensor_annotation(parts[1]) is Kind.TENSOR
     )
 
 
@@ -398,6 +434,19 @@ class TensorKinds:
         # `self.clip_func = torch.nn.utils.clip_grad_norm_`: the torch functions an attribute
         # is set to anywhere in the class, so that calling it has their result's kind.
         self._self_functions: list[dict[str, set[str]]] = [{}]
+        # Per frame, the attributes of `self` its framework fills with the batch's tensors.
+        self._batch_state: list[frozenset[str]] = [frozenset()]
+        # Per frame, names bound to arithmetic on other names (`adjusted = loss * n`): what
+        # they were scaled from, which a `backward()` on them shows to be the loss.
+        self._scaled: list[dict[str, tuple[str, ...]]] = [{}]
+        # Per frame, parameters annotated with a class whose name is no model's, until
+        # rebound: their names (`stopping_criterion`) do not make them models.
+        self._typed: list[set[str]] = [set()]
+        # Per frame, names bound to a progress bar or iterator over something (`with
+        # tqdm(enumerate(loader)) as t:`, `pbar = tqdm(loader)`): a loop over the name
+        # yields what the wrapped iterable yields.
+        self._wrappers: list[dict[str, cst.Call]] = [{}]
+        self._unwrapping: set[str] = set()  # names `bind_loop_target` is looking through
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -407,7 +456,11 @@ class TensorKinds:
         module_call: bool = False,
         module_method: bool = False,
         method_of: str | None = None,
+        batch_state: frozenset[str] = frozenset(),
     ) -> None:
+        """Enter a function; `batch_state`: the attributes of `self` (or of `self.learn`)
+        that its framework fills with the current batch's device tensors (a fastai
+        callback's `self.pred` in `after_pred`: `hotness.batch_state`)."""
         frame: dict[str, Kind] = {}
         params = node.params
         positional = [*params.posonly_params, *params.params]
@@ -420,6 +473,8 @@ class TensorKinds:
         sequences: set[str] = set()
         dicts: set[str | None] = set()
         presumed: set[str] = set()
+        tensors: set[str] = set()
+        typed: set[str] = set()
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
@@ -437,6 +492,10 @@ class TensorKinds:
                 and names_under(param.annotation.annotation) & _DICT_ANNOTATIONS
             ):
                 dicts.add(name)  # `features: dict[str, Any]`: its values may be tensors
+            if param.annotation is not None and _maps_to_tensors(param.annotation.annotation):
+                tensors.add(name)  # `x: dict[str, torch.Tensor]`: `x["lengths"]` is one
+            if frame[name] is Kind.UNKNOWN and _names_other_class(param.annotation):
+                typed.add(name)  # `stopping_criterion: StoppingCriterion`: no loss module
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
         self._methods_walked.append((method_of, module_method))
@@ -447,12 +506,16 @@ class TensorKinds:
         self._dicts.append(dicts)
         self._sequences.append(sequences)
         self._derived.append(set())
-        self._tensor_dicts.append(set())
+        self._tensor_dicts.append(tensors)
         self._presumed.append(presumed)
         self._absent.append(set())
         self._bindings.append({})
         self._cpu_devices.append(set())
         self._dict_values.append({})
+        self._batch_state.append(batch_state)
+        self._scaled.append({})
+        self._typed.append(typed)
+        self._wrappers.append({})
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
         """A `return` of the function being walked (a method: others are not asked)."""
@@ -495,6 +558,10 @@ class TensorKinds:
         self._bindings.pop()
         self._cpu_devices.pop()
         self._dict_values.pop()
+        self._batch_state.pop()
+        self._scaled.pop()
+        self._typed.pop()
+        self._wrappers.pop()
 
     def push_class(
         self,
@@ -629,7 +696,9 @@ class TensorKinds:
     def note_backward(self, call: cst.Call) -> None:
         """`loss.backward()` on a name of this function whose kind is unknown (`loss, out =
         self._compute(x, y)`): only a tensor runs autograd's backward, so the name holds one
-        (on the device the model trains on) until it is bound again. Positional arguments
+        (on the device the model trains on) until it is bound again, and so do the names
+        it was scaled from (`adjusted = loss_tensor * step.size`, then `adjusted.backward()`:
+        `loss_tensor` is the step's loss). Positional arguments
         (`layer.backward(dout)` of a hand-written network) say nothing."""
         func = call.func
         if (
@@ -640,8 +709,48 @@ class TensorKinds:
         ):
             return
         name = func.value.value  # type: ignore[attr-defined]
-        if self._frames[-1].get(name) is Kind.UNKNOWN:
-            self._frames[-1][name] = Kind.TENSOR
+        for trained in (name, *self._scaled[-1].get(name, ())):
+            if self._frames[-1].get(trained) is Kind.UNKNOWN:
+                self._frames[-1][trained] = Kind.TENSOR
+
+    def note_buffer(self, call: cst.Call) -> None:
+        """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
+        the module's attribute of that name is a tensor (a buffer takes a tensor or None),
+        moved with the module to its device: `if self.inited:` in a method `forward` calls
+        reads it on the host."""
+        func = call.func
+        if (
+            type(func) is not cst.Attribute
+            or func.attr.value not in REGISTERED_TENSORS  # type: ignore[attr-defined]
+            or type(func.value) is not cst.Name  # type: ignore[attr-defined]
+            or func.value.value != "self"  # type: ignore[attr-defined]
+            or not call.args
+            or call.args[0].keyword is not None
+            or call.args[0].star
+        ):
+            return
+        name = call.args[0].value
+        value = next(
+            (
+                arg.value
+                for index, arg in enumerate(call.args)
+                if not arg.star
+                and (
+                    (index == 1 and arg.keyword is None)
+                    or (arg.keyword is not None and arg.keyword.value in ("tensor", "param"))
+                )
+            ),
+            None,
+        )
+        if (
+            type(name) is not cst.SimpleString
+            or value is None
+            or (type(value) is cst.Name and value.value == "None")  # type: ignore[attr-defined]
+        ):
+            return
+        attribute = name.evaluated_value  # type: ignore[attr-defined]
+        if isinstance(attribute, str) and attribute.isidentifier():
+            self._self_attributes[-1][attribute] = Kind.TENSOR
 
     def note_append(self, call: cst.Call) -> None:
         """`xs.append(v)`: the list `xs` holds values of `v`'s kind (a tuple's, position by
@@ -836,6 +945,9 @@ class TensorKinds:
             self._tensor_dicts[-1].discard(target.value)
             self._presumed[-1].discard(target.value)
             self._absent[-1].discard(target.value)
+            self._scaled[-1].pop(target.value, None)
+            self._typed[-1].discard(target.value)
+            self._wrappers[-1].pop(target.value, None)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -857,6 +969,7 @@ class TensorKinds:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
         kind = self.of(value)
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
+        scaled = _scaled_names(value) if len(targets) == 1 else ()
         if _makes_dict(value):
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
@@ -958,6 +1071,10 @@ class TensorKinds:
                 self._derived[-1].update(target_names(target))
             if isinstance(target, cst.Name) and self._moves_values(value):
                 self._tensor_dicts[-1].add(target.value)
+            if isinstance(target, cst.Name) and scaled:
+                self._scaled[-1][target.value] = scaled
+            if isinstance(target, cst.Name):
+                self.note_wrapper(target, value)
 
     def _host_results(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -1043,8 +1160,32 @@ class TensorKinds:
             return []
         return [(element, self.of(arg)) for element, arg in zip(elements, args, strict=True)]
 
+    def note_wrapper(self, name: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`pbar = tqdm(loader)` or `with tqdm(enumerate(loader)) as t:`: `name` iterates
+        as the wrapped iterable does (`_PASS_THROUGH_ITERATORS`)."""
+        if (
+            type(name) is cst.Name
+            and type(value) is cst.Call
+            and (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]  # type: ignore[attr-defined]
+            in _PASS_THROUGH_ITERATORS
+            and value.args  # type: ignore[attr-defined]
+            and value.args[0].keyword is None  # type: ignore[attr-defined]
+            and not value.args[0].star  # type: ignore[attr-defined]
+        ):
+            self._wrappers[-1][name.value] = value  # type: ignore[attr-defined,assignment]
+
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
+        name = iterable.value if type(iterable) is cst.Name else None  # type: ignore[attr-defined]
+        wrapped = self._wrappers[-1].get(name) if name is not None else None
+        if wrapped is not None and name not in self._unwrapping:
+            # Once per name: `batches = iter(batches)` wraps itself.
+            self._unwrapping.add(name)  # type: ignore[arg-type]
+            try:
+                self.bind_loop_target(target, wrapped)
+            finally:
+                self._unwrapping.discard(name)  # type: ignore[arg-type]
+            return
         if isinstance(target, cst.Name) and (cls := self.record_list(iterable)) is not None:
             self.bind(target, Kind.UNKNOWN)
             self._bind_record(target, (cls, False))
@@ -1341,7 +1482,7 @@ class TensorKinds:
                 return Kind.ITERABLE
             # A model by its name, if the name is a variable or parameter here; an unbound
             # name called like `unwrap_module(...)` is a function.
-            if known is not None and _names_model(node.value):
+            if known is not None and _names_model(node.value) and node.value not in self._typed[-1]:
                 return Kind.MODULE
             return Kind.UNKNOWN
         if node_type is cst.Attribute:
@@ -1476,6 +1617,10 @@ class TensorKinds:
             known = self._self_attributes[-1].get(attr)
             if known is not None and known is not Kind.UNKNOWN:
                 return known
+            if known is None and attr in self._batch_state[-1]:
+                return Kind.TENSOR  # a fastai callback's `self.pred` in `after_pred`
+        elif attr in self._batch_state[-1] and self_attribute(node.value) == "learn":
+            return Kind.TENSOR  # `self.learn.pred`
         qualified = self.imports.resolve(node)
         if qualified is not None:
             if qualified.startswith("torch.") and attr[:1].islower():
@@ -1521,6 +1666,8 @@ class TensorKinds:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
+            if name == "self" and self._in_module_method():
+                return Kind.TENSOR  # `pi, action, value = self(state)`: the module's forward
             if name in self._module_classes and self.lookup(name) is None:
                 return Kind.MODULE  # `Policy(env)` with `class Policy(nn.Module)` above
             returns = self.returns
@@ -1560,11 +1707,17 @@ class TensorKinds:
                 return Kind.UNKNOWN
             if _TO_DEVICE_METHOD.search(method):
                 # `device.tensor_to_device(t)`, `batch_to_device(b)`: a framework's device
-                # object (itself host metadata) hands back what it moved to the device.
+                # object (itself host metadata) hands back what it moved to the device; a
+                # model moved there (`to_device(self.dist_model)`) is still the model.
+                moved = node.args[0].value if node.args and not node.args[0].star else None
+                if moved is not None and self.of(moved) is Kind.MODULE:
+                    return Kind.MODULE
                 return Kind.TENSOR
             if receiver is Kind.HOST:
                 if method == "cuda" or (method == "to" and self._moves_to_device(node)):
                     return Kind.TENSOR  # a host tensor moved to the device
+                if method == "type_as" and node.args and self.of(node.args[0].value) is Kind.TENSOR:
+                    return Kind.TENSOR  # `torch.zeros(1).type_as(self.bank_ptr)`: its device
                 if method in _DICT_LOOKUPS and self.is_dict(func.value):
                     item = node.args[0].value if node.args else None
                     return self._values_of(func.value, item)  # `features.get("mask")`
@@ -1670,10 +1823,25 @@ class TensorKinds:
         ):
             return Kind.HOST  # made on the host: `torch.randint(n, (b,))`, `torch.rand(1)`
         if qualified.startswith("torch.") and not _TORCH_NON_TENSOR.match(qualified):
-            if _PREDICATE.match(qualified.rsplit(".", 1)[-1]):
-                return Kind.HOST  # `torch._dynamo.is_compiling()`: a Python bool
+            if _PREDICATE.match(qualified.rsplit(".", 1)[-1].lstrip("_")):
+                # `torch._dynamo.is_compiling()`, `torch._C._get_cudnn_enabled()`: a flag
+                return Kind.HOST
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+
+_SCALING = (cst.Multiply, cst.Divide, cst.Add)
+
+
+def _scaled_names(value: cst.BaseExpression) -> tuple[str, ...]:
+    """The names `value` scales by arithmetic: `loss_tensor` in `loss_tensor * n` or
+    `loss_tensor / n` (the factor may be a Python number), both terms of a sum of losses
+    (`a + b`), through nested operations."""
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, _SCALING):
+        if isinstance(value.operator, cst.Multiply | cst.Divide):
+            return _scaled_names(value.left)
+        return _scaled_names(value.left) + _scaled_names(value.right)
+    return (value.value,) if isinstance(value, cst.Name) else ()
 
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:

@@ -52,11 +52,17 @@ class ItemInHotCode(HelperCallRule):
     in its own body (a trainer subclass whose module imports only its framework, reading
     `loss_t.item()` in `forward_backward`); elsewhere it is not.
 
+    A module's buffers are device tensors (`self.register_buffer("bank_ptr", ...)`, also
+    with `tensor=`): `int(self.bank_ptr)` in the helper `forward` calls to update a memory
+    bank reads the pointer on every step. A buffer registered as `None` is not one.
+
     A name that runs autograd's backward (`loss_tensor.backward()`, keyword arguments at
     most) is a tensor on the training device until it is bound again, wherever it came
     from (`loss_tensor, metrics = self._compute_loss_and_metrics(x, y)`), so `float(
-    loss_tensor)` after it is flagged. `layer.backward(dout)` with a positional gradient
-    (a hand-written network's layers) says nothing.
+    loss_tensor)` after it is flagged; so is the loss a scaled copy of it runs backward
+    for (`adjusted = loss_tensor * step.size`, then `adjusted.backward()`), not the
+    factor. `layer.backward(dout)` with a positional gradient (a hand-written network's
+    layers) says nothing.
 
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`), `torch.from_numpy(...)` and `.cpu()` copies,

@@ -50,12 +50,22 @@ class HostTransferInHotCode(HelperCallRule):
     count as device tensors, as for XLA101: `self.yseq.tolist()` in a method the decoding
     loop calls on every hypothesis is flagged.
 
+    A fastai callback reads the current batch through the learner it forwards to: in its
+    batch events (`after_pred`, `after_batch`...), `self.pred`, `self.loss`, `self.y`,
+    `self.xb` and `self.yb` (or `self.learn.pred`) are device tensors, so `self.pred.cpu()`
+    there copies every batch; the same attributes in `after_epoch`, or bound by the
+    callback itself, are not judged so. A module's registered buffers are device tensors
+    too.
+
     A copy costs only when the value is on the device, so a copy is reported only with
-    evidence that it is: a model's or module's output (also of a method of an `nn.Module`
+    evidence that it is: a model's or module's output (`self(state)` in a method of the
+    module itself runs its forward; also of a method of an `nn.Module`
     class of the module whose every `return` gives tensors, walked before the call:
     `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
-    value moved with `.to(device)`/`.cuda()`, a loader's batch, a result of a helper handed
-    device tensors (`outputs = self._calculate_loss(model, inputs)`), a training step's
+    value moved with `.to(device)`/`.cuda()`, a loader's batch (also through a progress bar
+    bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y) in t`), a
+    result of a helper handed device tensors (`outputs = self._calculate_loss(model,
+    inputs)`), a training step's
     loss (a value `.backward()` is called on, and the values it was computed from), or a
     helper's parameter that a call in the module hands a device tensor (or a value the
     helper computes from such a parameter: `correct = pred.eq(target)`). Values with no

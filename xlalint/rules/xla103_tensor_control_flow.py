@@ -6,10 +6,11 @@ from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import Evidence
 from xlalint.analysis.stacked_values import stacked_names
+from xlalint.analysis.tensors import TENSOR_ANNOTATIONS, has_tensor_parameter
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import target_names
+from xlalint.walk import TRIVIA, descendants, target_names
 
 _MIN_MAX = frozenset({"min", "max"})
 _HEAP_PUSHES = frozenset({"heapq.heappush", "heapq.heappushpop", "heapq.heapreplace"})
@@ -23,6 +24,9 @@ _TESTED: dict[type[cst.CSTNode], str] = {
     cst.CompIf: "A comprehension `if`",
 }
 _TESTED_TYPES = tuple(_TESTED)
+_LOOP_TYPES = (cst.For, cst.While)
+# What a function's own loops are not under (besides trivia).
+_NOT_OWN = TRIVIA | {cst.FunctionDef, cst.ClassDef, cst.Lambda}
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 # Reductions of a mask to one truth value.
 _MASK_REDUCTIONS = frozenset({"any", "all"})
@@ -61,6 +65,36 @@ class TensorControlFlow(Rule):
     libraries name them): a NaN check there (`if torch.isnan(loss).any(): raise ...`) reads
     the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`), and such
     names on a class that is no callback, are not per step.
+
+    A module's buffers and registered parameters are device tensors wherever the class
+    reads them: `self.register_buffer("inited", torch.Tensor([False]))` (or with `tensor=`,
+    rebuilt as `torch.zeros(1).type_as(self.inited)`) makes `if self.inited:` in a method
+    that `forward` calls a read on every step (a codebook's k-means guard); a buffer
+    registered as `None` is not one. So are the batch's tensors a framework hands a hook:
+    in a fastai callback's batch events (`after_pred`, `after_batch`...), `self.pred`,
+    `self.loss`, `self.y`, `self.xb`, `self.yb` (or `self.learn.pred`) are the learner's
+    tensors for the current batch, unless the callback binds that attribute itself; and
+    a parameter declared `dict[str, torch.Tensor]` holds a tensor under each key (`if
+    (x["lengths"] < x["lengths"].max()).any():` in a step). Flags torch reports about
+    itself (`torch._C._get_cudnn_enabled()`) are Python bools.
+
+    A name tested in an `if` and again in its `elif` (`if ... and converged:`, then `elif
+    not converged:`) is one value read for one decision: reported once, at the first test.
+
+    Input checks read the data on every call with new data: an `assert` on tensors, or an
+    `if` whose body raises, in a function that computes on tensors handed to it (a
+    parameter annotated as a tensor) and runs no loop of its own, is reported whoever calls
+    it (a metric's `_check_inputs(preds: Tensor, target: Tensor)` whose `update` is in
+    another module; a loss's `assert (lengths > 1).all()`). Not such checks: one only
+    `__init__` (or `setup`) calls here, one after the function's own loop (once per
+    decode), and tests that choose what to compute, which stay with their callers. Right of
+    `isinstance(batch, DALIOutputs) and ...`, `batch` is that class's object: a property
+    read of it (`batch.has_processed_signal`) is not taken for a tensor. A model a framework
+    moves with `to_device(self.dist_model)` is still the model (its config's `eval_steps` is
+    a number), and a parameter annotated with a class that is no model or loss
+    (`stopping_criterion: StoppingCriterion`) is not taken for a loss by its name: what
+    calling it returns is unknown (a Python bool there), while `criterion: nn.Module` or an
+    unannotated `loss_fn` still gives a tensor.
 
     Search code keeps its candidates' tensors in records: a class of the module that
     declares a field as a tensor (`class Hypothesis(NamedTuple): score: torch.Tensor`, a
@@ -167,6 +201,9 @@ class TensorControlFlow(Rule):
         super().__init__(ctx)
         self._chains: set[int] = set()  # ids of `and`/`or` chains reported already
         self._joined: dict[int, frozenset[str]] = {}  # id(function) -> stacked_names
+        self._looping: dict[int, bool] = {}  # id(function) -> `_runs_a_loop`
+        # (id of the first `if` of an if/elif chain, name) for names its tests read.
+        self._chain_names: set[tuple[int, str]] = set()
 
     # Every expression kind that can hold a tensor is checked for being truth-tested. The
     # check looks at the node's parents, so the `while` test is seen where it runs: in the
@@ -264,6 +301,8 @@ class TensorControlFlow(Rule):
             return  # the common case, decided without walking the ancestors
         if not self.ctx.is_tensor(node) and not self._tensor_by_use(node):
             return
+        if self._tested_as_other_class(node):
+            return
         construct = self._truth_context(node)
         if construct is None:
             return
@@ -272,11 +311,89 @@ class TensorControlFlow(Rule):
             if id(chain) in self._chains:
                 return  # `if isinf(x) or isnan(x):` is one test, reported once
             self._chains.add(id(chain))
+        if isinstance(node, cst.Name) and (head := self._if_chain_head()) is not None:
+            key = (id(head), node.value)
+            if key in self._chain_names:
+                return  # `if ... converged:` then `elif not converged:`: one value, one cause
+            self._chain_names.add(key)
         parent = self.ctx.parent
         fix = None
         if isinstance(parent, cst.IfExp) and parent.test is node:
             fix = self._where_fix(parent)
-        self.report(node, self.message.format(construct=construct), fix=fix)
+        self.report(
+            node, self.message.format(construct=construct), fix=fix, per_call=self._validates()
+        )
+
+    def _if_chain_head(self) -> cst.If | None:
+        """The first `if` of the `if`/`elif` chain whose test holds the node being checked."""
+        child: cst.CSTNode | None = None
+        head: cst.If | None = None
+        for ancestor in self.ctx.ancestors():
+            if head is None:
+                if isinstance(ancestor, cst.If):
+                    if child is not ancestor.test:
+                        return None
+                    head = ancestor
+                elif isinstance(ancestor, cst.BaseStatement | cst.BaseSmallStatement):
+                    return None
+            elif isinstance(ancestor, cst.If) and ancestor.orelse is child:
+                head = ancestor
+            else:
+                return head
+            child = ancestor
+        return head
+
+    def _validates(self) -> bool:
+        """The test being checked guards the input: an `assert`, or an `if` whose body
+        raises. Such a check reads the data on every call with new data, so it is judged
+        per call (a metric's input check whose `update` is in another module)."""
+        function = self.ctx.function_node
+        if function is None or not has_tensor_parameter(function):
+            return False  # only data handed in as declared tensors is checked per call
+        if self._runs_a_loop(function):
+            return False  # a check after a decoding loop runs once per call of it
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.Assert):
+                return True
+            if isinstance(ancestor, cst.If):
+                return ancestor.orelse is None and _raises(ancestor.body)
+            if isinstance(ancestor, cst.BaseStatement | cst.BaseSmallStatement):
+                return False
+        return False
+
+    def _runs_a_loop(self, function: cst.FunctionDef) -> bool:
+        """The function has a loop of its own (not in a nested function or class)."""
+        known = self._looping.get(id(function))
+        if known is None:
+            known = self._looping[id(function)] = any(
+                type(node) in _LOOP_TYPES for node in descendants(function.body, _NOT_OWN)
+            )
+        return known
+
+    def _tested_as_other_class(self, node: cst.BaseExpression) -> bool:
+        """`isinstance(batch, DALIOutputs) and batch.has_processed_signal`: right of a type
+        test against a class that is no tensor, the name is an instance of that class, and
+        what is read of it (a Python property) is not known to be a tensor."""
+        root: cst.BaseExpression = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            if not isinstance(ancestor, cst.BooleanOperation):
+                if isinstance(ancestor, cst.UnaryOperation):
+                    child = ancestor
+                    continue
+                return False
+            if (
+                isinstance(ancestor.operator, cst.And)
+                and child is ancestor.right
+                and _tests_class(ancestor.left, root.value)
+            ):
+                return True
+            child = ancestor
+        return False
 
     def _tensor_by_use(self, node: cst.BaseExpression) -> bool:
         """A test of unknown kind that the function's own code shows to be on tensors: a
@@ -413,4 +530,37 @@ class TensorControlFlow(Rule):
 def _is_none_or_string(node: cst.BaseExpression) -> bool:
     return (isinstance(node, cst.Name) and node.value == "None") or isinstance(
         node, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString
+    )
+
+
+def _raises(body: cst.BaseSuite) -> bool:
+    """A block that ends in `raise` (an error path, not a branch of the computation)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    last = statements[-1] if statements else None
+    if isinstance(last, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+        return bool(last.body) and isinstance(last.body[-1], cst.Raise)
+    return False
+
+
+def _tests_class(test: cst.BaseExpression, name: str) -> bool:
+    """`isinstance(name, C)` (or an `and` chain holding one) with `C` a class that is no
+    tensor (`DALIOutputs`, not `torch.Tensor`)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_class(test.left, name) or _tests_class(test.right, name)
+    if not (
+        isinstance(test, cst.Call)
+        and isinstance(test.func, cst.Name)
+        and test.func.value == "isinstance"
+        and len(test.args) == 2
+    ):
+        return False
+    subject, classes = test.args[0].value, test.args[1].value
+    if not isinstance(subject, cst.Name) or subject.value != name:
+        return False
+    options = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+    return all(
+        isinstance(option, cst.Name | cst.Attribute)
+        and (option.attr if isinstance(option, cst.Attribute) else option).value
+        not in TENSOR_ANNOTATIONS
+        for option in options
     )

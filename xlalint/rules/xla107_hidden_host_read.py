@@ -50,7 +50,10 @@ class HiddenHostRead(Rule):
     flagged; an optional value set to `None` on one path (`else:
     mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
     it is only indexed where it is not `None`. Nor are
-    `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. For
+    `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. Nor is an
+    element of a list indexed by several tensors at once (`states_list[i][batch_idx,
+    labels]`): no list takes a tuple index, so the element is a tensor (or an array), and
+    the index a gather on the device. For
     `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
     depends on the data even when read once, is XLA209's (data-dependent-trip-count).
 
@@ -145,7 +148,11 @@ class HiddenHostRead(Rule):
                 # A tensor indexing a tensor is advanced indexing, on the device, unless
                 # it is a 0-dim integer tensor, which indexes as a Python int; a dict
                 # hashes a tensor key by identity, reading nothing.
-                if container is Kind.HOST and not self.ctx.kinds.is_dict(node.value):
+                if (
+                    container is Kind.HOST
+                    and not self.ctx.kinds.is_dict(node.value)
+                    and not _element_indexed_by_tuple(node)
+                ):
                     self.report(index.value, self.message.format(use="a Python index"))
                 elif container is Kind.TENSOR and self._zero_dim_integer(index.value):
                     self.report(index.value, self.message.format(use="a 0-dim integer index"))
@@ -232,3 +239,10 @@ class HiddenHostRead(Rule):
                 self._check_sizes(elements, use)
             elif self.ctx.is_tensor(size):
                 self.report(size, self.message.format(use=use))
+
+
+def _element_indexed_by_tuple(node: cst.Subscript) -> bool:
+    """`candidates_list[i][batch_indices, labels]`: an element taken from a container,
+    indexed by several tensors at once. No list takes a tuple index, so the element is an
+    array or a tensor (advanced indexing on the device), whatever the list it came from."""
+    return isinstance(node.value, cst.Subscript) and len(node.slice) > 1
