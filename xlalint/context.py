@@ -43,12 +43,12 @@ from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
+from xlalint.analysis.tensor_uses import DataParameters
 from xlalint.analysis.tensors import (
     BranchState,
     Kind,
     Narrowed,
     TensorKinds,
-    has_tensor_parameter,
     tensor_returns,
 )
 from xlalint.analysis.type_tests import host_names, range_checked
@@ -199,11 +199,13 @@ class FileContext:
             lambda loop: self.loops.steps_optimizer(loop),
             self._function_of_loop,
         )
+        # Whether a function computes on tensors it is handed (hot per call for some rules).
+        self.data_parameters = DataParameters(module, self.imports, self.kinds.records)
         self.hot = HotCode(
             hot_functions,
             self.epochs.per_epoch,
             self._trains_in_body,
-            has_tensor_parameter,
+            self.data_parameters.computes_on_data,
             self._has_own_loop,
             self._acts_beside_training,
         )

@@ -38,6 +38,7 @@ from xlalint.analysis.hotness import (
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
 )
+from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.analysis.tensors import TENSOR_ANNOTATIONS
 
 if TYPE_CHECKING:
@@ -242,7 +243,8 @@ def screen_text(
     aliases = _aliases(tree)
     for features in (glue, *(unit.features for unit in units)):
         features.resolve_aliases(aliases)
-    hot = _maybe_hot(units, glue, hot_functions)
+    records = _record_classes(tree)
+    hot = _maybe_hot(units, glue, hot_functions) | _computing_on_parameters(units, aliases, records)
 
     def passes(features: Features, may_be_hot: bool) -> bool:
         return any(
@@ -316,6 +318,127 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
             hot_names |= units[index].features.identifiers
             changed = changed or len(hot_names) != before
     return hot | {i for i, unit in enumerate(units) if _LOOP_NODES & unit.features.nodes}
+
+
+def _record_classes(tree: ast.Module) -> set[str]:
+    """Classes of the module (and classes in them) that declare a field annotated with a
+    tensor's name: the record classes `DataParameters` reads parameters' annotations for
+    (more than it takes: any annotation mentioning a tensor)."""
+    found: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if type(node) is not ast.ClassDef:
+            continue
+        stack.extend(node.body)  # type: ignore[attr-defined]
+        for statement in node.body:  # type: ignore[attr-defined]
+            if type(statement) is ast.AnnAssign and any(
+                (type(n) is ast.Name and n.id in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                or (type(n) is ast.Attribute and n.attr in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                for n in ast.walk(statement.annotation)  # type: ignore[attr-defined]
+            ):
+                found.add(node.name)  # type: ignore[attr-defined]
+                break
+    return found
+
+
+def _computing_on_parameters(
+    units: list[_Unit], aliases: dict[str, set[str]], records: set[str]
+) -> set[int]:
+    """The units that may compute on tensors they are handed (`DataParameters`, hot per call
+    for some rules): a parameter annotated with a record class of tensors, or a parameter,
+    a field of one or a local bound to such a field that is the receiver of a method only
+    tensors have, an operand of an argument of a torch call (any call under a name bound
+    to torch: more than the operations that take only tensors), or an operand handed to a
+    top-level function of the module that is such a unit itself."""
+    torch_roots = {"torch"} | {name for name, parts in aliases.items() if "torch" in parts}
+    direct: set[int] = set()
+    handing: dict[int, set[str]] = {}
+    for index, unit in enumerate(units):
+        arguments = unit.node.args
+        every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        params = {a.arg for a in every} - {"self", "cls"}
+        if not params:
+            continue
+        if records and any(
+            a.annotation is not None
+            and any(
+                (type(n) is ast.Name and n.id in records)  # type: ignore[attr-defined]
+                or (type(n) is ast.Constant and n.value in records)  # type: ignore[attr-defined]
+                for n in ast.walk(a.annotation)
+            )
+            for a in every
+        ):
+            direct.add(index)
+            continue
+        names: set[str] = set()
+        nodes = list(ast.walk(unit.node))
+        for node in nodes:  # locals bound to a parameter's field (`priors = inst.priors`)
+            if type(node) is ast.Assign and len(node.targets) == 1:  # type: ignore[attr-defined]
+                target = node.targets[0]  # type: ignore[attr-defined]
+                if type(target) is ast.Name and _operands(node.value) & params:  # type: ignore[attr-defined]
+                    params.add(target.id)
+        for node in nodes:
+            if type(node) is not ast.Call:
+                continue
+            func = node.func  # type: ignore[attr-defined]
+            if type(func) is ast.Attribute and func.attr in TENSOR_METHODS:
+                receiver = func.value
+                while type(receiver) is ast.Subscript or type(receiver) is ast.Attribute:
+                    receiver = receiver.value  # type: ignore[attr-defined]
+                if type(receiver) is ast.Name and receiver.id in params:  # type: ignore[attr-defined]
+                    direct.add(index)
+                    break
+            handed = any(
+                params & _operands(arg)
+                for arg in (*node.args, *(k.value for k in node.keywords))  # type: ignore[attr-defined]
+            )
+            if not handed:
+                continue
+            if type(func) is ast.Name:
+                names.add(func.id)
+                continue
+            root = func
+            while type(root) is ast.Attribute:
+                root = root.value  # type: ignore[attr-defined]
+            if type(root) is ast.Name and root.id in torch_roots:  # type: ignore[attr-defined]
+                direct.add(index)
+                break
+        if names:
+            handing[index] = names
+    top_level = {
+        unit.node.name: index for index, unit in enumerate(units) if unit.node.col_offset == 0
+    }
+    changed = True
+    while changed:
+        changed = False
+        for index, names in handing.items():
+            if index not in direct and any(top_level.get(n) in direct for n in names):
+                direct.add(index)
+                changed = True
+    return direct
+
+
+def _operands(node: ast.AST) -> set[str]:
+    """The names an argument computes on directly (`x`, `x[i]`, `-x`, `x * 2`, `x == 0`),
+    or on a field of (`x.a > 0`). Iterative: a long chain of `+` nests deep."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is ast.Name:
+            names.add(current.id)  # type: ignore[attr-defined]
+        elif kind is ast.Subscript or kind is ast.Attribute:
+            stack.append(current.value)  # type: ignore[attr-defined]
+        elif kind is ast.UnaryOp:
+            stack.append(current.operand)  # type: ignore[attr-defined]
+        elif kind is ast.BinOp:
+            stack.extend((current.left, current.right))  # type: ignore[attr-defined]
+        elif kind is ast.Compare:
+            stack.append(current.left)  # type: ignore[attr-defined]
+            stack.extend(current.comparators)  # type: ignore[attr-defined]
+    return names
 
 
 def _aliases(tree: ast.Module) -> dict[str, set[str]]:

@@ -381,7 +381,8 @@ class HotCode:
 
     def _computes_on_data(self, site: Site) -> bool:
         """The site's function computes on tensors it is handed (`per_call`: a parameter
-        annotated as a tensor) and this file never calls it: library code whose callers
+        annotated as a tensor, or used as one: `DataParameters`) and this file never calls
+        it: library code whose callers
         are elsewhere (a metric's input check, called from the metric's `update`; a
         detector's assigner, per image), run once per call with new data. Where the file
         calls it, its callers decide: a call from a function without a loop of its own

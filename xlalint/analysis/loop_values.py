@@ -40,7 +40,7 @@ from xlalint.analysis.tensors import (
     TensorKinds,
 )
 from xlalint.analysis.value_names import SHAPE_CALLS, value_names
-from xlalint.walk import EXPRESSIONS, children, node_types, target_names
+from xlalint.walk import EXPRESSIONS, children, descendants, node_types, target_names
 
 if TYPE_CHECKING:
     from xlalint.analysis.step_loops import LoopAnalysis
@@ -137,10 +137,14 @@ class LoopValues:
         # A counter the pass steps (`seq_len += 1` at the end of a decode loop) differs from
         # one pass to the next from the start of the pass, before the increment too.
         innermost = frozenset({node})
-        for counter in _counters(node.body):
-            name = counter.target.value  # type: ignore[attr-defined]
+        counters = [(c.target.value, c.value) for c in _counters(node.body)]  # type: ignore[attr-defined]
+        for name, value in [*counters, *_rebound_counters(node.body)]:
             int_like = self.kinds.lookup(name) is Kind.HOST or name in function.ints
-            if int_like and self.int_loops(counter.value) is not None:
+            # A step of the counter and shape reads only (`s + q.size(0)`, with `q` bound
+            # later in the pass) is an int whatever the kinds know yet.
+            if int_like and (
+                self.int_loops(value) is not None or set(value_names(value)) <= {name}
+            ):
                 function.varying[name] = function.varying.get(name, frozenset()) | innermost
                 function.ints[name] = function.ints.get(name, frozenset()) | innermost
 
@@ -483,6 +487,54 @@ def _counters(body: cst.BaseSuite) -> Iterator[cst.AugAssign]:
         if type(node) in EXPRESSIONS:
             continue
         stack.extend(children(node))
+
+
+def _rebound_counters(body: cst.BaseSuite) -> list[tuple[str, cst.BaseExpression]]:
+    """Counters a pass steps by plain assignment: `pos = pos + n`, or through a name
+    the pass computes from it first (`e = s + q.size(0)`, then `s = e`: the next chunk's
+    offset). Each with the value it is rebound to, in one pass of `body` (not nested loops
+    or definitions)."""
+    bound: dict[str, cst.BaseExpression] = {}
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.For | cst.While | cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            continue
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+        ):
+            bound.setdefault(node.targets[0].target.value, node.value)
+            continue
+        if isinstance(node, cst.BaseExpression):
+            continue
+        stack.extend(children(node))
+    found: list[tuple[str, cst.BaseExpression]] = []
+    for name, value in bound.items():
+        read = set(value_names(value))
+        if name in read and _adds(value):
+            found.append((name, value))
+            continue
+        for other in read:
+            step = bound.get(other)
+            if (
+                step is not None
+                and other != name
+                and name in set(value_names(step))
+                and _adds(step)
+            ):
+                found.append((name, step))
+                break
+    return found
+
+
+def _adds(value: cst.BaseExpression) -> bool:
+    """`a + b`, `(a + b) % n`, `min(a + b, n)`: a step forward."""
+    return any(
+        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Add)
+        for n in descendants(value)
+    )
 
 
 def _callee_name(call: cst.Call) -> str:

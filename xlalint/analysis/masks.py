@@ -9,9 +9,9 @@ The answer comes with its `Evidence`: `VALUE` when the expression makes booleans
 tensors (a comparison with a tensor, `isnan`, `&`/`|`/`~` of such masks, `.bool()`,
 `dtype=torch.bool`, or a name bound to one of those in the same function); `LIKELY` when it
 compares values of unknown kind (`labels != -100`) or inverts/combines masks known by
-name; `NAME` when only the spelling says so (`mask`, `padding_mask`); `NONE` otherwise. A
-name bound to anything else (a list, a `LongTensor`, `topk` indices) is not a mask
-whatever it is called, and a name does not inherit another name's spelling. Rules take
+name; `NAME` when only the spelling says so (`mask`, `padding_mask`, `dones`); `NONE`
+otherwise. A name bound to anything else (a list, a `LongTensor`, `topk` indices) is not a
+mask whatever it is called, and a name does not inherit another name's spelling. Rules take
 weak evidence only when the indexed value is known to be a tensor.
 
 Fixes need more: `torch.where(mask, x, 0)` equals `x[mask]` reduced only if the mask has
@@ -48,7 +48,12 @@ class Evidence(enum.IntEnum):
 
 
 # Names that read as boolean masks. `mask_*` names (`mask_ratio`, `mask_token_id`) do not.
-MASK_NAME = re.compile(r"^(\w+_)?masks?$", re.IGNORECASE)
+# A batch of episode-end flags (`dones`, `terminals`, `terminated`) is one too: indexing a
+# tensor with it (`next_q[dones] = 0.0`) only works for booleans (or integer indices,
+# which such names do not hold); a float `dones` is multiplied, never an index.
+MASK_NAME = re.compile(
+    r"^((\w+_)?masks?|(\w+_)?(dones|terminals|terminated|truncated))$", re.IGNORECASE
+)
 
 _COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual,
                 cst.Equal, cst.NotEqual)  # fmt: skip
@@ -524,8 +529,13 @@ class BooleanMasks:
 # that take any object: host data made into tensors (lists, numpy arrays), saved, tested or
 # used as settings.
 _TORCH_OPERATION = re.compile(r"^torch\.(nn\.functional\.)?[a-z_0-9]+$")
+# Constructors and utilities that take any object (`torch.sparse_coo_tensor(indices,
+# values)` of a scipy matrix's fields), and factories that take sizes (`torch.arange(n)`:
+# `n` is a Python int).
 _ANY_OBJECT = re.compile(
-    r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+)$"
+    r"^torch\.(tensor|as_tensor|from_numpy|asarray|save|load|manual_seed|numel|set_\w+|is_\w+"
+    r"|arange|range|zeros|ones|empty|full|rand|randn|randint|randperm|linspace|logspace|eye"
+    r"|finfo|iinfo|device|sparse_\w+_tensor)$"
 )
 
 

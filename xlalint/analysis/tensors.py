@@ -226,6 +226,15 @@ def has_tensor_parameter(function: cst.CSTNode) -> bool:
     )
 
 
+def _names_a_type(node: cst.BaseExpression) -> bool:
+    """`"torch.FloatTensor"`, `torch.FloatTensor`: a tensor type, which may name the CPU
+    (a dtype, `x.dtype` or `torch.float32`, keeps the device)."""
+    if isinstance(node, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString):
+        return True
+    name = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", None)
+    return isinstance(name, str) and name.endswith("Tensor")
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
     `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
@@ -1395,6 +1404,11 @@ class TensorKinds:
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
 
+    @property
+    def records(self) -> dict[str, Record]:
+        """The module's record classes with tensor fields, by name (`records.py`)."""
+        return self._records
+
     def _moves_values(self, value: cst.BaseExpression) -> bool:
         """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
         the device, so each is a tensor there."""
@@ -1520,6 +1534,8 @@ class TensorKinds:
             method = func.attr.value
             receiver = self.of(func.value)
             if receiver is Kind.TENSOR:
+                if method == "type" and node.args and not _names_a_type(node.args[0].value):
+                    return Kind.TENSOR  # `x.type(x.dtype)`: a cast (`x.type()` is a string)
                 if method in HOST_METHODS or method in TO_HOST_METHODS:
                     return Kind.HOST
                 if method.startswith("get_"):

@@ -7,6 +7,7 @@ import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted, takes_tensors
+from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -31,6 +32,8 @@ _FACTORIES = frozenset(
      "linspace", "logspace", "eye"}
 )  # fmt: skip
 
+# Methods that tensors have and numpy arrays, pandas objects and sequences lack.
+_TENSOR_ONLY_METHODS = TENSOR_METHODS | {"sigmoid", "softmax", "log_softmax"}
 # What a finding per statement counts by: a simple statement line or a compound one's header.
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
@@ -44,7 +47,8 @@ class BooleanMaskRead(HelperCallRule):
     `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor, a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), a name bound to one of those in the same function, or a name such as `mask`/
-    `padding_mask` indexing a tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
+    `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
+    tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
     and lists, dicts or numpy arrays indexed by anything are not flagged. Assignments
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
     (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: one cause, reported once, at the
@@ -60,10 +64,11 @@ class BooleanMaskRead(HelperCallRule):
 
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
-    mask])`, with `entropy` unpacked from a policy method's result) is a tensor, so any mask
-    evidence counts, as for a known tensor. Reads handed to constructors (`torch.tensor`,
-    `torch.from_numpy`), to factories as sizes, to numpy, or as a later argument are not
-    flagged: those may be host data.
+    mask])`, with `entropy` unpacked from a policy method's result), or read through a mask
+    and then given a method only tensors have (`mask[hard_mask].sigmoid()`), is a tensor,
+    so any mask evidence counts, as for a known tensor. Reads handed to constructors
+    (`torch.tensor`, `torch.from_numpy`), to factories as sizes, to numpy, or as a later
+    argument are not flagged: those may be host data.
 
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
@@ -134,18 +139,32 @@ class BooleanMaskRead(HelperCallRule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         # Masked reads of a helper's parameters, judged by its callers once walked.
-        self._pending: list[tuple[cst.Subscript, FunctionKey, str, Site]] = []
+        self._pending: list[
+            tuple[cst.Subscript, FunctionKey, str, Site, tuple[int, str] | None]
+        ] = []
+        # Reads of unknown kind given a tensor-only method (`x[m].sigmoid()`), reported
+        # once the walk is over.
+        self._late: list[tuple[cst.Subscript, tuple[int, str], Site]] = []
         # (statement, mask) pairs already reported: one finding per mask per statement.
         self._read_masks: set[tuple[int, str]] = set()
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._is_store_target(node):
             return
-        mask = self.ctx.masks.mask_index(node) or self._mask_of_handed_read(node)
+        indexed = self.ctx.masks.mask_index(node)
+        mask = indexed or self._mask_of_handed_read(node)
         if mask is None:
             self._defer(node)
             return
         if self._copied_under_same_mask(node, mask):
+            return
+        if indexed is None and self._given_tensor_method(node):
+            # Judged once the walk is over, after the helper reads of the same statement
+            # (`lprobs[m].scatter(-1, toks[m].unsqueeze(-1), ...)` with `lprobs` a
+            # parameter): one finding per mask per statement.
+            key = self._read_key(node, mask)
+            if key is not None and key not in self._read_masks:
+                self._late.append((node, key, self.ctx.site()))
             return
         if self._mask_read_again(node, mask):
             return
@@ -161,6 +180,19 @@ class BooleanMaskRead(HelperCallRule):
         for a known tensor). Not constructors (`torch.tensor(v[m])`, `torch.from_numpy`)
         nor factories, which take host data and sizes."""
         if self.ctx.kind(node.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(node.value):
+            return None
+        parent = self.ctx.parent
+        if (
+            isinstance(parent, cst.Attribute)
+            and parent.value is node
+            and parent.attr.value in _TENSOR_ONLY_METHODS
+        ):
+            # `mask[hard_mask].sigmoid()`: a method only tensors have, called on the read
+            ancestors = self.ctx.ancestors()
+            next(ancestors, None)  # the attribute
+            call = next(ancestors, None)
+            if isinstance(call, cst.Call) and call.func is parent:
+                return self.ctx.masks.any_mask(node)
             return None
         child: cst.CSTNode = node
         for ancestor in self.ctx.ancestors():
@@ -196,17 +228,36 @@ class BooleanMaskRead(HelperCallRule):
         """`return dists[good], idxs[good]`: the statement already read with this mask.
         One finding per mask per statement: the reads select the same count, and keeping
         the shape (`torch.where(mask, ...)`) is one change to both."""
+        key = self._read_key(node, mask)
+        if key is None:
+            return False
+        if key in self._read_masks:
+            return True
+        self._read_masks.add(key)
+        return False
+
+    def _read_key(self, node: cst.Subscript, mask: cst.BaseExpression) -> tuple[int, str] | None:
+        """The statement a read is in and its mask as written (`good`: the mask found for
+        it may be the value the name was bound to, or the name itself)."""
         statement = next(
             (a for a in self.ctx.ancestors() if isinstance(a, _STATEMENTS)),
             None,
         )
         if statement is None:
-            return False
-        key = (id(statement), self.ctx.module.code_for_node(mask))
-        if key in self._read_masks:
-            return True
-        self._read_masks.add(key)
-        return False
+            return None
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        spelled = index.value if isinstance(index, cst.Index) else mask
+        return (id(statement), self.ctx.module.code_for_node(spelled))
+
+    def _given_tensor_method(self, node: cst.Subscript) -> bool:
+        """`x[m].sigmoid()` with `x` of unknown kind (`_mask_of_handed_read`)."""
+        parent = self.ctx.parent
+        return (
+            self.ctx.kind(node.value) is Kind.UNKNOWN
+            and isinstance(parent, cst.Attribute)
+            and parent.value is node
+            and parent.attr.value in _TENSOR_ONLY_METHODS
+        )
 
     def _defer(self, node: cst.Subscript) -> None:
         """`x[mask]` with a mask computed from tensors and `x` a parameter of unknown kind:
@@ -215,16 +266,25 @@ class BooleanMaskRead(HelperCallRule):
         function = self.ctx.function
         if param is None or function is None or self.ctx.kind(node.value) is not Kind.UNKNOWN:
             return
-        if self.ctx.masks.computed_mask(node) is not None:
-            self._pending.append((node, function, param, self.ctx.site()))
+        mask = self.ctx.masks.computed_mask(node)
+        if mask is not None:
+            key = self._read_key(node, mask)
+            self._pending.append((node, function, param, self.ctx.site(), key))
 
     def leave_Module(self, node: cst.Module) -> None:
         code = self.ctx.module.code_for_node
-        for subscript, function, param, site in self._pending:
+        for subscript, function, param, site, key in self._pending:
             if self.calls.holds_tensor(function, param):
+                if key is not None:
+                    self._read_masks.add(key)
                 self.report(
                     subscript, self.message.format(what=_spelled(code(subscript))), site=site
                 )
+        for subscript, key, site in self._late:
+            if key in self._read_masks:
+                continue
+            self._read_masks.add(key)
+            self.report(subscript, self.message.format(what=_spelled(code(subscript))), site=site)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)

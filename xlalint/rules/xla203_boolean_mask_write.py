@@ -6,10 +6,12 @@ import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted, is_scalar, takes_tensors
+from xlalint.analysis.tensor_uses import tensor_uses
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
 from xlalint.rules._helper_calls import HelperCallRule
+from xlalint.walk import descendants, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -23,7 +25,8 @@ class BooleanMaskWrite(HelperCallRule):
     ## What it does
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
     tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons
-    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names);
+    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names and
+    batches of episode-end flags: `next_q[dones] = 0.0`);
     integer-index writes (`x[idx] = v`), slices, and lists, dicts or numpy arrays are not
     flagged. A helper's parameter of unknown kind written through a mask computed from
     tensors (`lprobs[prefix_mask] = -inf` with `prefix_mask = prefix_toks.ne(pad)`) is a
@@ -31,8 +34,12 @@ class BooleanMaskWrite(HelperCallRule):
     (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. A
     value of unknown kind whose masked elements a torch operation that takes only tensors
     computes from and writes back (`x[:, ~done] = torch.zeros_like(x[:, ~done])`,
-    `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor; `torch.tensor(...)`, numpy
-    (`a[m] = np.clip(a[m], 0, 1)`) and other values written are not evidence.
+    `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor, so is a name the function uses as a
+    tensor and rebinds only from itself (`mask = mask.clone()`, then `mask[mask == 0] =
+    inf`), and so is one the written value is cast
+    to (`lprobs[lprobs != lprobs] = torch.tensor(-math.inf).to(lprobs)`, `.type_as(x)`: a
+    subscripted value is no device or dtype); `torch.tensor(...)`, numpy (`a[m] =
+    np.clip(a[m], 0, 1)`) and other values written are not evidence.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
@@ -107,6 +114,7 @@ class BooleanMaskWrite(HelperCallRule):
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
+        self._uses: dict[int, frozenset[str]] = {}  # `tensor_uses` per function
         # Masked writes to a helper's parameters, judged by its callers once walked.
         self._pending: list[tuple[cst.Subscript, str, FunctionKey, str, Site]] = []
 
@@ -115,8 +123,11 @@ class BooleanMaskWrite(HelperCallRule):
             subscript = target.target
             if type(subscript) is not cst.Subscript:
                 continue
-            mask = self.ctx.masks.mask_index(subscript) or self._mask_of_rewrite(
-                subscript, node.value
+            mask = (
+                self.ctx.masks.mask_index(subscript)
+                or self._mask_of_rewrite(subscript, node.value)
+                or self._mask_of_matched_write(subscript, node.value)
+                or self._mask_of_copied_tensor(subscript)
             )
             if mask is None:
                 self._defer(subscript, "=")
@@ -152,6 +163,46 @@ class BooleanMaskWrite(HelperCallRule):
             or code(first.value) != code(target)
             or not takes_tensors(self.ctx.qualified(value.func) or "")
         ):
+            return None
+        return self.ctx.masks.any_mask(target)
+
+    def _mask_of_matched_write(
+        self, target: cst.Subscript, value: cst.BaseExpression
+    ) -> cst.BaseExpression | None:
+        """`lprobs[lprobs != lprobs] = torch.tensor(-inf).to(lprobs)`: the value is cast
+        to the written value itself (`.to(x)`, `.type_as(x)`), which only a tensor can be
+        there (a subscripted value is no device or dtype). `x` is then a tensor whatever
+        else its kind, and any mask evidence counts."""
+        if self.ctx.kind(target.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(target.value):
+            return None
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("to", "type_as")
+            and len(value.args) == 1
+            and value.args[0].keyword is None
+            and not value.args[0].star
+        ):
+            return None
+        code = self.ctx.module.code_for_node
+        if code(value.args[0].value) != code(target.value):
+            return None
+        return self.ctx.masks.any_mask(target)
+
+    def _mask_of_copied_tensor(self, target: cst.Subscript) -> cst.BaseExpression | None:
+        """`mask = mask.clone()`, then `mask[mask == 0] = inf`: a name of unknown kind that
+        the function uses as a tensor (`.clone()` is a tensor's method) and rebinds only
+        from itself, by a method of its own. It is a tensor, and any mask evidence counts."""
+        base = target.value
+        if not isinstance(base, cst.Name) or self.ctx.kind(base) is not Kind.UNKNOWN:
+            return None
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return None
+        uses = self._uses.get(id(function))
+        if uses is None:
+            uses = self._uses[id(function)] = tensor_uses(function, self.ctx.imports)
+        if base.value not in uses or not _rebound_from_itself(function, base.value):
             return None
         return self.ctx.masks.any_mask(target)
 
@@ -252,3 +303,45 @@ class BooleanMaskWrite(HelperCallRule):
 
         selected = walk(value)
         return None if selected is None else (selected, reads)
+
+
+def _rebound_from_itself(function: cst.FunctionDef, name: str) -> bool:
+    """`name` is bound in `function` only as `name = name.method(...)` (at least once)."""
+    found = False
+    for node in descendants(function.body):
+        # (Bindings in nested functions count too: silence is the safe side.)
+        if isinstance(
+            node, cst.AugAssign | cst.For | cst.With | cst.NamedExpr
+        ) and name in _bound_by(node):
+            return False
+        if isinstance(node, cst.AnnAssign) and name in target_names(node.target):
+            return False
+        if not isinstance(node, cst.Assign):
+            continue
+        if not any(name in target_names(t.target) for t in node.targets):
+            continue
+        value = node.value
+        if not (
+            len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and isinstance(value.func.value, cst.Name)
+            and value.func.value.value == name
+        ):
+            return False
+        found = True
+    return found
+
+
+def _bound_by(node: cst.CSTNode) -> set[str]:
+    """Names an augmented assignment, `for`, `with ... as` or `:=` binds."""
+    if isinstance(node, cst.AugAssign | cst.For | cst.NamedExpr):
+        return target_names(node.target)
+    if isinstance(node, cst.With):
+        names: set[str] = set()
+        for item in node.items:
+            if item.asname is not None:
+                names |= target_names(item.asname.name)
+        return names
+    return set()

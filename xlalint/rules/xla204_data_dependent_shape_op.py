@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
-from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.arguments import bind, keyword_argument, parameters, signature_of
 from xlalint.analysis.devices import positional_argument
+from xlalint.analysis.hotness import Site
 from xlalint.context import Kind
 from xlalint.rule import Rule
+from xlalint.walk import bound_names
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,13 @@ class DataDependentShapeOp(Rule):
     `num_samples=4` without replacement, 5 `aten::multinomial` fallbacks and 5
     device-to-host transfers; with `num_samples=1`, or `replacement=True` and no
     generator, none (so `torch.multinomial(probs, num_samples=1)` in a sampling loop is not
-    reported); `sort`, `topk`, `kthvalue`, `cumsum` and `masked_fill` were not. Per-step
+    reported); `sort`, `topk`, `kthvalue`, `cumsum` and `masked_fill` were not. A wrapper
+    that hands its own parameters on (`def multinomial(input, num_samples, replacement=False,
+    *, generator=None)` calling `torch.multinomial(..., num_samples=num_samples,
+    generator=generator)`) is judged by the calls this file makes of it, with the
+    parameters' defaults: where every call draws one sample without a generator
+    (`multinomial(probs, num_samples=1)` in top-k and top-p sampling), it stays on the
+    device; a wrapper this file never calls may be called with anything and is reported. Per-step
     counts are not measured by the harness yet: it will run 5 steps of each op against its
     rewrite and show one `aten::` fallback counter increment and one
     `TransferFromDeviceTime` sample per step for the op, and, for `unique`, `bincount` and
@@ -152,8 +161,17 @@ class DataDependentShapeOp(Rule):
     needs_torch = True
     triggers = tuple(_OPS)  # `unique` also covers `unique_consecutive`, `median` `nanmedian`
 
+    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._calls: dict[str, list[cst.Call]] = {}  # calls by a plain name
+        # `multinomial` calls whose sampling arguments are the function's own parameters:
+        # judged by the calls of that function, once the file is walked.
+        self._forwarded: list[tuple[cst.Call, cst.FunctionDef, bool, str, Site]] = []
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Name):
+            self._calls.setdefault(func.value, []).append(node)
         qualified = self.ctx.qualified(func)
         if qualified is not None:
             module, _, name = qualified.rpartition(".")
@@ -169,12 +187,41 @@ class DataDependentShapeOp(Rule):
             self._report(node, f".{name}()", name)
 
     def _report(self, node: cst.Call, spelled: str, name: str) -> None:
-        if name == "multinomial" and not _multinomial_falls_back(node, method=spelled[0] == "."):
+        method = spelled[0] == "."
+        if name == "multinomial" and not _multinomial_falls_back(node, method=method):
             return
         if any(isinstance(a, cst.Raise) for a in self.ctx.ancestors()):
             return  # in a `raise` (its message): runs once, when the step fails
+        if name == "multinomial" and (wrapper := self._forwarding(node, method)) is not None:
+            self._forwarded.append((node, wrapper, method, spelled, self.ctx.site()))
+            return
         op = _OPS[name]
         self.report(node, self.message.format(op=spelled, extra=op.extra), hint=op.hint)
+
+    def _forwarding(self, node: cst.Call, method: bool) -> cst.FunctionDef | None:
+        """The top-level function whose own parameters (not rebound) decide this
+        `multinomial` call's form (`num_samples=num_samples`, `generator=generator`)."""
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        if function is None or not any(s is function for s in self.ctx.module.body):
+            return None
+        own = {p.name.value for p in parameters(function)} - bound_names(function)
+        values = _sampling_arguments(node, method)
+        if any(isinstance(v, cst.Name) and v.value in own for v in values):
+            return function
+        return None
+
+    def leave_Module(self, node: cst.Module) -> None:
+        op = _OPS["multinomial"]
+        for call, wrapper, method, spelled, site in self._forwarded:
+            callers = self._calls.get(wrapper.name.value, [])
+            if callers and not any(
+                _multinomial_falls_back(call, method=method, value=_through(wrapper, caller))
+                for caller in callers
+            ):
+                continue  # every call here draws in a form that stays on the device
+            self.report(
+                call, self.message.format(op=spelled, extra=op.extra), hint=op.hint, site=site
+            )
 
     def _function_on_device(self, node: cst.Call, name: str) -> bool:
         if name == "repeat_interleave":
@@ -222,12 +269,51 @@ def _positional(node: cst.Call, index: int) -> cst.BaseExpression | None:
     return arg.value if arg is not None else None
 
 
-def _multinomial_falls_back(node: cst.Call, *, method: bool) -> bool:
+def _sampling_arguments(node: cst.Call, method: bool) -> list[cst.BaseExpression]:
+    """The `num_samples`, `replacement` and `generator` arguments a call passes."""
+    offset = 0 if method else 1  # `torch.multinomial(input, num_samples, replacement)`
+    found = [
+        _keyword(node, "num_samples") or _positional(node, offset),
+        _keyword(node, "replacement") or _positional(node, offset + 1),
+        _keyword(node, "generator"),
+    ]
+    return [value for value in found if value is not None]
+
+
+def _through(
+    wrapper: cst.FunctionDef, caller: cst.Call
+) -> Callable[[cst.BaseExpression | None], cst.BaseExpression | None]:
+    """What a parameter of `wrapper` holds on the call `caller` makes: the argument it
+    passes, else the parameter's default (None where neither says: unknown)."""
+    bound = bind(caller, signature_of(wrapper, is_method=False))
+    defaults = {p.name.value: p.default for p in parameters(wrapper)}
+
+    def value(expr: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        if not isinstance(expr, cst.Name) or expr.value not in defaults:
+            return expr
+        if bound is None:
+            return None
+        passed = bound.get(expr.value)
+        if passed is not None:
+            return passed
+        default = defaults[expr.value]
+        return default if default is not None else cst.Name("UNKNOWN")
+
+    return value
+
+
+def _multinomial_falls_back(
+    node: cst.Call,
+    *,
+    method: bool,
+    value: Callable[[cst.BaseExpression | None], cst.BaseExpression | None] = lambda v: v,
+) -> bool:
     """Measured on torch_xla 2.9: `multinomial` runs on the device except with a
     `generator`, or without replacement and `num_samples > 1`. A value that is not a
-    literal (`num_samples=n`, `replacement=flag`) may be either, and counts as falling back."""
+    literal (`num_samples=n`, `replacement=flag`) may be either, and counts as falling back.
+    `value` reads a forwarded parameter as what a call of its function passes."""
     offset = 0 if method else 1  # `torch.multinomial(input, num_samples, replacement)`
-    generator = _keyword(node, "generator")
+    generator = value(_keyword(node, "generator"))
     if generator is not None and not (
         isinstance(generator, cst.Name) and generator.value == "None"
     ):
@@ -235,9 +321,11 @@ def _multinomial_falls_back(node: cst.Call, *, method: bool) -> bool:
     replacement = _keyword(node, "replacement")
     if replacement is None:
         replacement = _positional(node, offset + 1)
+    replacement = value(replacement)
     if isinstance(replacement, cst.Name) and replacement.value == "True":
         return False
     samples = _keyword(node, "num_samples")
     if samples is None:
         samples = _positional(node, offset)
+    samples = value(samples)
     return not (isinstance(samples, cst.Integer) and samples.evaluated_value == 1)

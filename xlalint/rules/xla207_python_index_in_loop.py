@@ -6,23 +6,21 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.arguments import parameters
 from xlalint.analysis.helper_indexes import (
-    TENSOR_RESULT_METHODS,
     HelperIndex,
     HelperIndexes,
     bind_arguments,
 )
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
-from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.pass_reads import PassReads
+from xlalint.analysis.state_pointers import advanced_pointers
+from xlalint.analysis.tensor_uses import tensor_uses
 from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
-from xlalint.walk import code_children, descendants, last_name
+from xlalint.walk import descendants, last_name, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -78,8 +76,11 @@ class PythonIndexInLoop(Rule):
     loop that runs the device on every pass: `x[i]`, `x[:, i]`, `x[i : i + bs]`,
     `x[i + 1] = v`, where `i` is the index of `for i in range(...)` or
     `for i, _ in enumerate(...)`, an int computed from it (`j = i + 1`), or a counter the
-    pass steps (`seq_len += 1`, different on every pass, before its increment too). Tensors
-    made by factories under `with self.device:` live on that device. A value of unknown
+    pass steps (`seq_len += 1`, `pos = (pos + n) % size`, or through a name computed from
+    it first: `e = s + q.size(0)`, then `s = e`; different on every pass, before its step
+    too). Tensors made by factories under `with self.device:` live on that device, and a
+    value of unknown kind written at the int with a device tensor (`buf[s:e] = q`, a buffer
+    allocated on the first pass) is one: a numpy array refuses a device tensor. A value of unknown
     kind (built by another module: `seq, mask = pattern.build_sequence(codes)`) indexed
     with `...`, `None` or several dimensions is a tensor where its function hands it, or
     an element or comparison of it, to a torch operation (`torch.where(seq[..., t : t +
@@ -122,6 +123,16 @@ class PythonIndexInLoop(Rule):
     device, what a method only tensors have returned: `tokens.index_select(0, idx)[:, :
     step + 1]` and a local bound to it) or where the call passes one: a tensor, or a value
     of unknown kind that the helper uses as a tensor (`source[a:b].view(-1)`).
+
+    A method that runs every step and reads a position from its instance, then writes it
+    back advanced (a memory bank or queue: `ptr = int(self.bank_ptr)`, `self.bank[ptr : ptr
+    + bs] = batch`, `self.bank_ptr[0] = ptr + bs`; or a plain int attribute, `self.ptr =
+    (self.ptr + bs) % size`), slices at a new offset on every call, with no loop in sight:
+    `size / bs` graphs before the position wraps. Reported at the slice of a tensor (an
+    attribute written with a tensor counts) at that position, not in the branch that tests
+    the position (`if ptr + bs >= size:`, the wrap at the lap's end, one position). A
+    position read but not advanced in the method (`n = int(self.count)`), or a moving one
+    that indexes lists or numpy arrays, is left alone.
 
     Not flagged: lists, tuples, dicts, `nn.ModuleList`s (`self.layers[i]`) and numpy arrays;
     results of `x.split()`/`x.chunk()`/`x.unbind()` and names that say they hold several
@@ -199,6 +210,12 @@ class PythonIndexInLoop(Rule):
     pass a new graph either way, and later calls repeat the cached ones, so such reads of a
     tensor the loop rebinds are not flagged.
 
+    Measured by hand for a memory bank (16 rows written 4 at a time from `forward`, 8
+    calls with a barrier after each, three runs; compiles per run): `ptr =
+    int(self.bank_ptr)` and `self.bank[ptr : ptr + 4] = x`: 4, 0, 0, one graph per
+    position; `self.bank.index_copy_(0, torch.arange(4, device=d) + self.bank_ptr, x)`
+    with the position kept on the device: 1, 0, 0.
+
     Measured by hand for token-by-token generation over a buffer (11 tokens, three
     generations, compiles per generation): slices `gen[..., prev:t]` fed to the next token
     and written back with `gen[..., t : t + 1] = torch.where(...)` compile 1, 0, 0 without a
@@ -225,11 +242,21 @@ class PythonIndexInLoop(Rule):
         "new graph for each value"
     )
     helper_hint = HELPER_HINT
+    pointer_message = (
+        "`{index}` is a position read from `self.{attribute}` and advanced on every call: "
+        "slicing a tensor at it compiles a new graph for each position"
+    )
+    pointer_hint = (
+        "Keep the position on the device and write with `index_copy_` at "
+        "`torch.arange(n, device=d) + ptr`, or roll the queue (`torch.cat`/`roll`) so the "
+        "write lands at a fixed slice"
+    )
     hot_only = True
     needs_torch = True
     # The pass's index comes from `range`/`trange`/`enumerate`, a counter (`step += 1`), or
-    # a host list of ints (`zip(ts[:-1], ts[1:])`, `t.tolist()`).
-    triggers = ("range", "enumerate", "+=", "-=", "zip", "tolist")
+    # a host list of ints (`zip(ts[:-1], ts[1:])`, `t.tolist()`); a method's position read
+    # from its instance (`int(self.ptr)`, `self.ptr.item()`).
+    triggers = ("range", "enumerate", "+=", "-=", "zip", "tolist", "int(self.", ".item()")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -239,6 +266,8 @@ class PythonIndexInLoop(Rule):
         self._candidates: list[_Candidate] = []
         self._calls: list[_HelperCall] = []
         self._tensor_uses: dict[int, frozenset[str]] = {}
+        self._pointer_cache: dict[int, dict[str, str]] = {}
+        self._pointer_statements: set[int] = set()
 
     # -- walk ---------------------------------------------------------------------------------
     # The context feeds `self.values` (functions, loops, assignments) around these.
@@ -330,6 +359,7 @@ class PythonIndexInLoop(Rule):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self.helpers.in_function:
             self._note_helper_index(node)
+            self._note_pointer_index(node)
         if not self.values.in_loop:
             return
         self.reads.mark(node)
@@ -347,7 +377,7 @@ class PythonIndexInLoop(Rule):
                 if found:
                     loops |= found
                     index = index or bound
-        if index is None or not self._indexes_a_tensor(node):
+        if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
             return
         self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
         self._candidates.append(
@@ -421,6 +451,83 @@ class PythonIndexInLoop(Rule):
                 self.report(index.subscript, message, hint=self.helper_hint, site=call.site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _note_pointer_index(self, node: cst.Subscript) -> None:
+        """A tensor sliced at a position the method reads from its instance and advances
+        there (`self.queue[ptr : ptr + bs] = keys`): a new offset on every call."""
+        pointers = self._pointers()
+        if not pointers:
+            return
+        for element in node.slice:
+            part = element.slice
+            bounds = (
+                [part.lower, part.upper, part.step] if isinstance(part, cst.Slice) else [part.value]
+            )
+            for bound in bounds:
+                if bound is None:
+                    continue
+                spelled = _pointer_in(bound, pointers)
+                if spelled is None:
+                    continue
+                statement = self._statement()
+                if id(statement) in self._pointer_statements or self._at_lap_end(pointers):
+                    return
+                if not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
+                    return
+                self._pointer_statements.add(id(statement))
+                self.report(
+                    node,
+                    self.pointer_message.format(index=spelled, attribute=pointers[spelled]),
+                    hint=self.pointer_hint,
+                )
+                return
+
+    def _at_lap_end(self, pointers: dict[str, str]) -> bool:
+        """In the body of an `if` that tests the position (`if ptr + bs >= size:`): the
+        wrap-around branch, taken at the one position the test pins down."""
+        previous: cst.CSTNode | None = None
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.FunctionDef):
+                return False
+            if (
+                isinstance(ancestor, cst.If)
+                and ancestor.body is previous
+                and _pointer_in(ancestor.test, pointers) is not None
+            ):
+                return True
+            previous = ancestor
+        return False
+
+    def _written_with_tensor(self, node: cst.Subscript) -> bool:
+        """`self.bank[a:b] = batch`, `all_q[s:e] = q`: an attribute of the instance, or a
+        name of unknown kind (a buffer allocated on the first pass), not a collection by
+        name or binding, written with a device tensor, which only a tensor takes that way
+        (a numpy array refuses one)."""
+        base = node.value
+        name = self_attribute(base)
+        if name is None and isinstance(base, cst.Name):
+            if self.ctx.kind(base) is not Kind.UNKNOWN or self.values.is_sequence(base.value):
+                return False
+            name = base.value
+        if name is None or COLLECTION_NAME.search(name):
+            return False
+        parent = self.ctx.parent
+        if isinstance(parent, cst.AssignTarget):
+            statement = self._statement()
+            return (
+                isinstance(statement, cst.Assign) and self.ctx.kind(statement.value) is Kind.TENSOR
+            )
+        return False
+
+    def _pointers(self) -> dict[str, str]:
+        """`advanced_pointers` of the method being walked, once per method."""
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return {}
+        found = self._pointer_cache.get(id(function))
+        if found is None:
+            found = self._pointer_cache[id(function)] = advanced_pointers(function)
+        return found
+
     def _bind_pass(
         self, node: cst.CSTNode, targets: list[cst.BaseExpression], value: cst.BaseExpression
     ) -> None:
@@ -574,7 +681,7 @@ class PythonIndexInLoop(Rule):
             return frozenset()
         found = self._tensor_uses.get(id(function))
         if found is None:
-            found = _tensor_uses(function, self.ctx.imports)
+            found = tensor_uses(function, self.ctx.imports)
             self._tensor_uses[id(function)] = found
         return found
 
@@ -607,66 +714,16 @@ class PythonIndexInLoop(Rule):
         return _array_only(node)
 
 
-# Methods that tensors have and numpy arrays and sequences lack.
-_TENSOR_METHODS = TENSOR_RESULT_METHODS | {"expand", "masked_fill_", "index_copy_", "scatter_"}
-
-
-def _tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
-    """Names `function` uses as tensors: handed (or an element or comparison of them) to a
-    torch operation (`torch.where(x[..., i] == -1, a, b)`; not one that takes any object,
-    such as a constructor or `torch.save`), or the receivers, through subscripts, of a
-    method only tensors have (`m[None, ...].expand(b, -1, -1)`)."""
-    return frozenset(_uses_in(function.body, imports))
-
-
-def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
-    """`_tensor_uses` of a body. A nested function or lambda counts too, but not for its
-    own parameters (`def _mask(rows): torch.where(rows ...)` says nothing of the outer
-    `rows`)."""
-    found: set[str] = set()
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef | cst.Lambda):
-            own = {p.name.value for p in parameters(node, star=True)}
-            found |= _uses_in(node.body, imports) - own
-            continue
-        stack.extend(code_children(node))
-        if not isinstance(node, cst.Call):
-            continue
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
-            receiver = func.value
-            while isinstance(receiver, cst.Subscript):
-                receiver = receiver.value
-            if isinstance(receiver, cst.Name):
-                found.add(receiver.value)
-            continue
-        qualified = imports.resolve(func) or ""
-        if not takes_tensors(qualified):
-            continue
-        for arg in node.args:
-            found |= _operands(arg.value)
-    return found
-
-
-def _operands(value: cst.BaseExpression) -> set[str]:
-    """`x` in `x`, `x[..., i]`, `x[...] == -1`, `-x`, `x * 2`: the names an expression
-    computes on directly."""
-    if isinstance(value, cst.Name):
-        return {value.value}
-    if isinstance(value, cst.Subscript):
-        return _operands(value.value)
-    if isinstance(value, cst.UnaryOperation):
-        return _operands(value.expression)
-    if isinstance(value, cst.BinaryOperation):
-        return _operands(value.left) | _operands(value.right)
-    if isinstance(value, cst.Comparison):
-        names = _operands(value.left)
-        for target in value.comparisons:
-            names |= _operands(target.comparator)
-        return names
-    return set()
+def _pointer_in(bound: cst.BaseExpression, pointers: dict[str, str]) -> str | None:
+    """The spelling of a moving position that `bound` computes from (`ptr`, `self.ptr`)."""
+    for name in value_names(bound):
+        if name in pointers:
+            return name
+    for node in descendants(bound):
+        attribute = self_attribute(node)
+        if attribute is not None and f"self.{attribute}" in pointers:
+            return f"self.{attribute}"
+    return None
 
 
 def _array_only(node: cst.Subscript) -> bool:

@@ -1,0 +1,232 @@
+"""Which names a function uses as tensors, and whether it computes on tensors handed to it.
+
+A value another module built (`seq, mask = pattern.build_sequence(codes)`) or a parameter
+nobody annotated (`def robust_statistics(x, mask, dim=-1)`) is of unknown kind where it is
+used. How the function uses it tells: handed to a torch operation that takes only tensors
+(`torch.where(x[..., i] == -1, a, b)`, `torch.nan_to_num(x - mask)`; not a constructor or
+`torch.save`, which take any object), or the receiver of a method only tensors have
+(`m[None, ...].expand(b, -1, -1)`, `x.masked_fill(m, 0)`), it is a tensor.
+
+`DataParameters.computes_on_data` says whether a function computes on tensors it is
+handed: a parameter annotated as a tensor or as a record of tensors (a class of this
+module declaring tensor fields: a beam search's `running_hyps: BatchHypothesis`), a
+parameter it uses as one (or a field of one: `torch.nonzero(assign_result.gt_inds > 0)`),
+or a parameter it
+hands to a function of this module that does (`std_statistics(x, mask)` calling
+`masked_mean(x=x, mask=mask)`). Library code of that kind runs once per call with new data
+(`HotCode.is_hot(per_call=True)`). Answers are computed on demand, once per function.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from xlalint.analysis.arguments import parameters
+from xlalint.analysis.helper_indexes import TENSOR_RESULT_METHODS
+from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.masks import takes_tensors
+from xlalint.analysis.records import Record, annotated_record
+from xlalint.analysis.tensors import has_tensor_parameter
+from xlalint.walk import binding_counts, bound_names, code_children, descendants
+
+# Methods that tensors have and numpy arrays and sequences lack.
+TENSOR_METHODS = TENSOR_RESULT_METHODS | {
+    "expand", "masked_fill_", "index_copy_", "scatter_", "new_zeros", "new_ones", "new_full",
+    "new_empty", "new_tensor",
+}  # fmt: skip
+
+
+def tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
+    """Names `function` uses as tensors: handed (or an element or comparison of them) to a
+    torch operation that takes only tensors, or the receivers, through subscripts, of a
+    method only tensors have."""
+    return frozenset(_uses_in(function.body, imports))
+
+
+def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
+    """`tensor_uses` of a body. A nested function or lambda counts too, but not for its
+    own parameters (`def _mask(rows): torch.where(rows ...)` says nothing of the outer
+    `rows`)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda):
+            own = {p.name.value for p in parameters(node, star=True)}
+            found |= _uses_in(node.body, imports) - own
+            continue
+        stack.extend(code_children(node))
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
+            receiver = func.value
+            while isinstance(receiver, cst.Subscript):
+                receiver = receiver.value
+            if isinstance(receiver, cst.Name):
+                found.add(receiver.value)
+            continue
+        qualified = imports.resolve(func) or ""
+        if not takes_tensors(qualified):
+            continue
+        for arg in node.args:
+            found |= operands(arg.value)
+    return found
+
+
+def operands(value: cst.BaseExpression) -> set[str]:
+    """`x` in `x`, `x[..., i]`, `x[...] == -1`, `-x`, `x * 2`: the names an expression
+    computes on directly."""
+    if isinstance(value, cst.Name):
+        return {value.value}
+    if isinstance(value, cst.Subscript):
+        return operands(value.value)
+    if isinstance(value, cst.UnaryOperation):
+        return operands(value.expression)
+    if isinstance(value, cst.BinaryOperation):
+        return operands(value.left) | operands(value.right)
+    if isinstance(value, cst.Comparison):
+        names = operands(value.left)
+        for target in value.comparisons:
+            names |= operands(target.comparator)
+        return names
+    return set()
+
+
+class DataParameters:
+    """Per file: whether each function computes on tensors it is handed."""
+
+    def __init__(
+        self, module: cst.Module, imports: ImportTable, records: dict[str, Record]
+    ) -> None:
+        self.module = module
+        self.imports = imports
+        self.records = records
+        self._functions: dict[str, cst.FunctionDef] | None = None
+        self._known: dict[int, bool] = {}
+
+    def computes_on_data(self, function: cst.CSTNode) -> bool:
+        """A parameter annotated as a tensor or a record of tensors, or one (not rebound)
+        the function uses as a tensor or hands to a top-level function of this module that
+        computes on data (`self` and `cls` are not data)."""
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        known = self._known.get(id(function))
+        if known is None:
+            self._known[id(function)] = False  # (a recursive call asks again: no)
+            known = self._known[id(function)] = self._compute(function)
+        return known
+
+    def _compute(self, function: cst.FunctionDef) -> bool:
+        if has_tensor_parameter(function):
+            return True
+        if self.records and any(self._holds_record(p) for p in parameters(function)):
+            return True
+        # Parameters the body rebinds may hold anything it made (`x = torch.as_tensor(x)`).
+        params = {p.name.value for p in parameters(function)} - {"self", "cls"}
+        params -= bound_names(function)
+        if not params:
+            return False
+        uses = tensor_uses(function, self.imports)
+        if params & uses:
+            return True
+        if _fields_used(function, params, uses, self.imports):
+            return True
+        functions = self._top_level()
+        for node in _calls_by_name(function.body):
+            callee = functions.get(node.func.value)  # type: ignore[attr-defined]
+            if callee is None or callee is function or self.imports.resolve(node.func):
+                continue
+            if any(params & operands(arg.value) for arg in node.args) and self.computes_on_data(
+                callee
+            ):
+                return True
+        return False
+
+    def _holds_record(self, param: cst.Param) -> bool:
+        """`running_hyps: BatchHypothesis`: one record whose class declares tensor fields."""
+        if param.annotation is None:
+            return False
+        found = annotated_record(param.annotation.annotation, self.records)
+        return found is not None and not found[1] and bool(self.records[found[0]].tensors)
+
+    def _top_level(self) -> dict[str, cst.FunctionDef]:
+        if self._functions is None:
+            self._functions = {
+                s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)
+            }
+        return self._functions
+
+
+def _fields_used(
+    function: cst.FunctionDef, params: set[str], uses: frozenset[str], imports: ImportTable
+) -> bool:
+    """A field of a parameter used as a tensor: handed to a torch operation that takes only
+    tensors (`torch.nonzero(assign_result.gt_inds > 0)`), given a tensor-only method
+    (`results.boxes.new_zeros(n)`), or bound once to a local that is (`priors =
+    pred_instances.priors`, then `priors.new_full(...)`)."""
+    counts = binding_counts(function)
+    for node in descendants(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if (
+                isinstance(target, cst.Name)
+                and target.value in uses
+                and counts.get(target.value) == 1
+                and _field_root(node.value) in params
+            ):
+                return True
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
+            if _field_root(func.value) in params:
+                return True
+            continue
+        if takes_tensors(imports.resolve(func) or "") and any(
+            params & _field_operands(arg.value) for arg in node.args
+        ):
+            return True
+    return False
+
+
+def _field_root(value: cst.BaseExpression) -> str | None:
+    """`p` for `p.a`, `p.a.b`, `p.a[i]`: the name a field is read from (None for `p`)."""
+    if isinstance(value, cst.Subscript):
+        value = value.value
+    if not isinstance(value, cst.Attribute):
+        return None
+    while isinstance(value, cst.Attribute | cst.Subscript):
+        value = value.value
+    return value.value if isinstance(value, cst.Name) else None
+
+
+def _field_operands(value: cst.BaseExpression) -> set[str]:
+    """The names whose fields an expression computes on directly (`p` in `p.a > 0`)."""
+    if isinstance(value, cst.Attribute | cst.Subscript):
+        root = _field_root(value)
+        return {root} if root is not None else set()
+    if isinstance(value, cst.UnaryOperation):
+        return _field_operands(value.expression)
+    if isinstance(value, cst.BinaryOperation):
+        return _field_operands(value.left) | _field_operands(value.right)
+    if isinstance(value, cst.Comparison):
+        names = _field_operands(value.left)
+        for target in value.comparisons:
+            names |= _field_operands(target.comparator)
+        return names
+    return set()
+
+
+def _calls_by_name(body: cst.CSTNode) -> list[cst.Call]:
+    """Calls of a plain name in `body` (`f(x)`), not in nested functions."""
+    found: list[cst.Call] = []
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda):
+            continue
+        stack.extend(code_children(node))
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+            found.append(node)
+    return found
