@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     total_differ = 0
     print(
-        "| package | files | differ | findings | non-blank lines to libcst "
+        "| package | files | differ | findings | non-blank lines to libcst (of all) "
         "| CPU s full | CPU s screened | ratio |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -101,7 +101,8 @@ def main() -> None:
         screen_s = sum(r["screen_s"] for r in rows)
         print(
             f"| {name} | {len(rows)} | {len(differ)} | {sum(r['findings'] for r in rows)} "
-            f"| {kept / max(nonblank, 1):.0%} | {full_s:.1f} | {screen_s:.1f} "
+            f"| {kept:,} of {nonblank:,} ({kept / max(nonblank, 1):.0%}) "
+            f"| {full_s:.1f} | {screen_s:.1f} "
             f"| {screen_s / max(full_s, 1e-9):.2f} |",
             flush=True,
         )

@@ -153,6 +153,45 @@ def test_a_body_on_the_header_row_is_kept() -> None:
     assert plan is None or plan.text.splitlines()[0] == "def cold(x): return x.item()"
 
 
+def test_a_body_starting_with_a_decorated_function_is_blanked_from_its_decorator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ast` places a decorated `def` at `def`, below its decorators: blanking the body from
+    there left `@functools.wraps(...)` over `pass`, which libcst refuses (lightning's
+    `_restricted_classmethod_impl.__get__`)."""
+    text = dedent(
+        """\
+        import functools
+
+        import torch
+
+
+        class Restricted:
+            def __get__(self, instance, cls=None):
+                # the wrapper keeps the method inspectable
+                @functools.wraps(self.method)
+                def wrapper(*args, **kwargs):
+                    return self.method(cls, *args, **kwargs)
+
+                return wrapper
+
+
+        def train(model, loader):
+            for batch in loader:
+                model(batch).sum().item()
+        """
+    )
+    plan = _plan(text, ["XLA101"])
+    assert plan is not None
+    rows = plan.text.splitlines()
+    assert rows[8] == "        pass" and rows[9:13] == ["", "", "", ""]
+    assert ast.parse(plan.text)
+    rules = list(select_rules(None))
+    whole, screened = _lint_both(monkeypatch, text, "t.py", rules)
+    assert screened == whole and whole.error is None
+    assert [d.code for d in whole.diagnostics] == ["XLA101"]
+
+
 def test_the_screen_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
     assert not screen.enabled()

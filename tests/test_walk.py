@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import libcst as cst
@@ -309,3 +311,63 @@ def test_binding_counts_count_each_binding() -> None:
     function = cst.parse_module("def f(x):\n    y = x\n    y += 1\n    z = y\n").body[0]
     assert isinstance(function, cst.FunctionDef)
     assert dict(walk.binding_counts(function)) == {"y": 2, "z": 1}
+
+
+def _exact_type_tests(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """`(row, class name)` for each libcst class the code tests by identity: `type(x) is
+    cst.Name`, `kind is not cst.Call`, `type(x) in (cst.If, cst.While)`."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, ast.Is | ast.IsNot | ast.Eq | ast.NotEq):
+                named = [right]
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.Set):
+                named = right.elts
+            else:
+                continue
+            for item in named:
+                if (
+                    isinstance(item, ast.Attribute)
+                    and isinstance(item.value, ast.Name)
+                    and item.value.id == "cst"
+                    and isinstance(getattr(cst, item.attr, None), type)
+                ):
+                    yield node.lineno, item.attr
+
+
+def test_classes_tested_by_exact_type_have_no_subclasses() -> None:
+    """An exact type test (`type(node) is cst.Name`) says what `isinstance` says only for a
+    class libcst never subclasses; a class that gains a subclass in the installed libcst
+    (this test runs on the lowest supported one too) must go through `walk.node_types`."""
+    tested: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "xlalint").rglob("*.py")):
+        for row, name in _exact_type_tests(ast.parse(path.read_text(), str(path))):
+            tested.setdefault(name, []).append(f"{path.relative_to(ROOT)}:{row}")
+    assert {"Name", "Attribute", "Call", "FunctionDef", "Assign"} <= tested.keys()
+    subclassed = {
+        name: (sorted(t.__name__ for t in getattr(cst, name).__subclasses__()), where[0])
+        for name, where in tested.items()
+        if getattr(cst, name).__subclasses__()
+    }
+    assert subclassed == {}
+
+
+def test_node_types_are_what_isinstance_accepts() -> None:
+    """`type(node) in node_types(...)` is `isinstance(node, ...)` on every parsed node."""
+    groups = [
+        (cst.BaseExpression,),
+        (cst.BaseSuite,),
+        (cst.BaseStatement, cst.Else, cst.ExceptHandler),
+        (cst.FunctionDef, cst.ClassDef, cst.Lambda),
+        (cst.BaseCompOp, cst.BaseBinaryOp),
+    ]
+    for path in sources()[::10]:
+        try:
+            module = cst.parse_module(path.read_text(encoding="utf-8"))
+        except (cst.ParserSyntaxError, UnicodeDecodeError):
+            continue
+        nodes = list(walk.descendants(module, frozenset()))
+        for bases in groups:
+            exact = walk.node_types(*bases)
+            assert [type(n) in exact for n in nodes] == [isinstance(n, bases) for n in nodes]

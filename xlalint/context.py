@@ -926,7 +926,7 @@ class FileContext:
                 self.hot.add_step_closure_callback(node.args[0].value.value)
             return
         if (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value in MODULE_HOOK_REGISTRATIONS
             and node.args
             and isinstance(node.args[0].value, cst.Name)
@@ -937,7 +937,7 @@ class FileContext:
             self.hot.add_saving_function(self.function.name)
         if self.function is not None and makes_a_figure(node, resolved):
             self.hot.add_plotting_function(self.function.name)
-        if isinstance(func, cst.Name) and resolved is None:
+        if type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
         elif functions := table_functions(func, self.module):
             # `FILTERS[name](logits)`: any function of the module's dispatch table.

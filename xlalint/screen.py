@@ -488,9 +488,10 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
     def unit(node: Unit, module_class: bool = False) -> None:
         features = Features()
         features.add(node)
-        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         last = node.end_lineno or node.lineno
-        units.append(_Unit(node, features, first, last, module_class and node.name == "__call__"))
+        units.append(
+            _Unit(node, features, _first_row(node), last, module_class and node.name == "__call__")
+        )
 
     for statement in tree.body:
         if isinstance(statement, _DEFS):
@@ -578,9 +579,10 @@ def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str)
 
 def _blank(node: Unit, lines: list[str]) -> tuple[int, int] | None:
     """Blank `node`'s body in `lines`, leaving `pass` on its first row, and return the
-    body's rows; None (and nothing changed) where the body shares a row with the header."""
+    body's rows; None (and nothing changed) where the body shares a row with the header.
+    A decorated definition starts at its first decorator (`ast` places it at `def`)."""
     body = node.body
-    first, last = body[0].lineno, node.end_lineno
+    first, last = _first_row(body[0]), node.end_lineno
     if last is None or first <= node.lineno or last > len(lines):
         return None
     prefix = lines[first - 1].encode("utf-8")[: body[0].col_offset]
@@ -591,3 +593,9 @@ def _blank(node: Unit, lines: list[str]) -> tuple[int, int] | None:
         ending = line[len(line.rstrip("\r\n")) :]
         lines[row - 1] = (prefix.decode() + "pass" if row == first else "") + ending
     return first, last
+
+
+def _first_row(statement: ast.stmt) -> int:
+    """The first row of `statement`: its first decorator's, for a decorated definition."""
+    decorators = getattr(statement, "decorator_list", ())
+    return min([statement.lineno, *(d.lineno for d in decorators)])

@@ -71,7 +71,7 @@ def _known_fields() -> dict[str, tuple[str, ...]]:
 def field_table() -> dict[str, tuple[str, ...]]:
     """Every libcst node type's visited fields, read from libcst's source (what
     `walk_fields.py` holds for the release it names)."""
-    return {_type_key(t): _child_fields(t) for t in sorted(_concrete(cst.CSTNode), key=_type_key)}
+    return {_type_key(t): _child_fields(t) for t in sorted(node_types(cst.CSTNode), key=_type_key)}
 
 
 def _child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
@@ -94,7 +94,12 @@ def _child_fields(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
     return tuple(fields)
 
 
-def _concrete(*bases: type[cst.CSTNode]) -> frozenset[type[cst.CSTNode]]:
+def node_types(*bases: type[cst.CSTNode]) -> frozenset[type[cst.CSTNode]]:
+    """`bases` and every class under them: `type(node) in node_types(...)` is the test
+    `isinstance(node, bases)` without ABCMeta's check (`isinstance` on libcst's classes,
+    which derive from ABC, runs `__instancecheck__` in Python whenever the exact type does
+    not match). A single leaf class (no subclasses: tests/test_walk.py checks every class
+    so tested) is tested as `type(node) is cst.Name`."""
     found: set[type[cst.CSTNode]] = set()
     pending = list(bases)
     while pending:
@@ -107,7 +112,7 @@ def _concrete(*bases: type[cst.CSTNode]) -> frozenset[type[cst.CSTNode]]:
 # Whitespace, comments and punctuation: about half of all nodes. Their subtrees hold nothing
 # else, they never enclose code, and the engine's context does nothing with them but push
 # and pop its ancestor stack, so a file none of whose rules visits them can skip them.
-TRIVIA = _concrete(
+TRIVIA = node_types(
     cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
     cst.Comment, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
     cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Colon, cst.Semicolon, cst.Dot,
@@ -270,7 +275,7 @@ def code_children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
 
 # Every expression node type, for exact-type tests in hot walks (`isinstance` on libcst's
 # abstract bases runs ABCMeta's check in Python).
-EXPRESSIONS = _concrete(cst.BaseExpression)
+EXPRESSIONS = node_types(cst.BaseExpression)
 
 
 def last_name(node: cst.CSTNode) -> str | None:

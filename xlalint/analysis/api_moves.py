@@ -29,7 +29,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.guards import ends_in
 from xlalint.analysis.imports import ImportTable, statement_bindings
-from xlalint.walk import descendants
+from xlalint.walk import descendants, node_types
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -92,6 +92,7 @@ class ImportSites:
 
 # Attributes of compound statements that hold nested suites or clauses.
 _CLAUSES = ("body", "orelse", "handlers", "finalbody", "cases")
+_SUITES = node_types(cst.BaseSuite)
 
 
 class _Scanner:
@@ -151,7 +152,7 @@ class _Scanner:
         for attribute in _CLAUSES:
             value = getattr(node, attribute, None)
             for part in value if isinstance(value, Sequence) else (value,):
-                if isinstance(part, cst.BaseSuite):
+                if type(part) in _SUITES:
                     self._suite(part, block, indent)
                 elif isinstance(part, cst.CSTNode):
                     # `else:`/`elif`/`except`/`finally`/`case` clauses hold suites themselves.
@@ -165,7 +166,7 @@ class _Scanner:
         in_line: bool,
     ) -> None:
         for small in smalls:
-            if isinstance(small, cst.Import | cst.ImportFrom):
+            if type(small) in (cst.Import, cst.ImportFrom):
                 self._add_site(small, block, indent, in_line)
             elif isinstance(small, cst.Assign):
                 for target in small.targets:

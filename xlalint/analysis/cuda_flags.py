@@ -35,7 +35,7 @@ def probes_availability(value: cst.BaseExpression, imports: ImportTable) -> bool
         return True
     # `torch.cuda.device_count() > 0`
     return (
-        isinstance(value, cst.Comparison)
+        type(value) is cst.Comparison
         and len(value.comparisons) == 1
         and isinstance(value.comparisons[0].operator, cst.GreaterThan | cst.GreaterThanEqual)
         and asks(value.left)

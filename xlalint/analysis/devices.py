@@ -28,7 +28,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.xla_api import DEVICE
-from xlalint.walk import children, code_children, descendants, last_name
+from xlalint.walk import children, code_children, descendants, last_name, node_types
 
 __all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
@@ -110,12 +110,12 @@ def device_string_type(node: cst.CSTNode) -> str | None:
 
     Only whole strings count: `"use cuda for speed"` and `"torch.cuda.FloatTensor"` are not
     device strings."""
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         value = node.evaluated_value
         if isinstance(value, str) and (match := _DEVICE_STRING.match(value)):
             return match[1] if match[1] in DEVICE_TYPES else None
         return None
-    if isinstance(node, cst.FormattedString):
+    if type(node) is cst.FormattedString:
         parts = node.parts
         if (
             len(parts) == 2
@@ -146,7 +146,7 @@ def _formatted_template(node: cst.CSTNode) -> str | None:
         and len(node.args) == 1
     ):
         string = node.func.value
-    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+    elif type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo:
         string = node.left
     else:
         return None
@@ -290,10 +290,10 @@ _TENSOR_TYPE_SETTERS = frozenset({"torch.set_default_tensor_type"})
 
 def is_cuda_tensor_type(node: cst.CSTNode, imports: ImportTable) -> bool:
     """`torch.cuda.FloatTensor` or the string `"torch.cuda.FloatTensor"`."""
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         value = node.evaluated_value
         return isinstance(value, str) and _CUDA_TENSOR_TYPE.match(value) is not None
-    if isinstance(node, cst.Attribute | cst.Name):
+    if type(node) in (cst.Attribute, cst.Name):
         return _CUDA_TENSOR_TYPE.match(imports.resolve(node) or "") is not None
     return False
 
@@ -353,7 +353,7 @@ def _leaves(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Name | cst.SimpleString | cst.FormattedStringText):
+        if type(current) in (cst.Name, cst.SimpleString, cst.FormattedStringText):
             yield current
         else:
             stack.extend(children(current))
@@ -840,7 +840,7 @@ def _ifexp_tests(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield from _ifexp_tests(node.orelse)
 
 
-_BLOCK_TYPES = (
+_BLOCK_TYPES = node_types(
     cst.BaseSuite,
     cst.BaseStatement,
     cst.Else,
@@ -858,17 +858,17 @@ def _selections(
     range(torch.cuda.device_count()): device = torch.device(f"cuda:{i}")`, to read each
     GPU's memory statistics) names every device in turn and chooses none."""
     for child in children(node):
-        if isinstance(child, cst.If | cst.FunctionDef | cst.ClassDef | cst.For | cst.While):
+        if type(child) in (cst.If, cst.FunctionDef, cst.ClassDef, cst.For, cst.While):
             continue
-        if isinstance(child, cst.Assign):
+        if type(child) is cst.Assign:
             yield child.value, [t.target for t in child.targets]
-        elif isinstance(child, cst.AnnAssign):
+        elif type(child) is cst.AnnAssign:
             if child.value is not None:
                 yield child.value, [child.target]
-        elif isinstance(child, cst.Return):
+        elif type(child) is cst.Return:
             if child.value is not None:
                 yield child.value, None
-        elif isinstance(child, _BLOCK_TYPES):
+        elif type(child) in _BLOCK_TYPES:
             yield from _selections(child)
 
 

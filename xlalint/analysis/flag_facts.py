@@ -394,12 +394,12 @@ class FlagFacts:
         while stack:
             node, path, top = stack.pop()
             targets: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = []
-            if isinstance(node, cst.Assign):
+            if type(node) is cst.Assign:
                 for target in node.targets:
                     targets.extend(_bound(target.target, node.value))
-            elif isinstance(node, cst.AnnAssign):
+            elif type(node) is cst.AnnAssign:
                 targets.append((node.target, node.value))
-            elif isinstance(node, cst.AugAssign | cst.For | cst.WithItem | cst.NamedExpr):
+            elif type(node) in (cst.AugAssign, cst.For, cst.WithItem, cst.NamedExpr):
                 if isinstance(node, cst.WithItem):
                     target = node.asname.name if node.asname is not None else None
                 else:
@@ -440,7 +440,7 @@ class FlagFacts:
                         name = alias.evaluated_alias or alias.evaluated_name
                         self._globals.setdefault(name.split(".")[0], []).append(None)
         for node in descendants(module, _STATEMENTS_ONLY):
-            if isinstance(node, cst.Global):
+            if type(node) is cst.Global:
                 for item in node.names:
                     self._globals.setdefault(item.name.value, []).append(None)
 

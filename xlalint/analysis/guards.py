@@ -91,9 +91,9 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
     raises (`if not torch.cuda.is_available(): return False`); true for an earlier `assert`
     of the block (`assert device.type == "cuda"`: what follows runs only where it held)."""
     for child, parent in itertools.pairwise(path):
-        if isinstance(parent, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+        if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             return
-        if isinstance(parent, cst.If | cst.IfExp) and child is not parent.test:
+        if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:
             yield parent.test, child is parent.body
         elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
             yield parent.left, isinstance(parent.operator, cst.And)
@@ -101,11 +101,11 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
             for statement in parent.body:
                 if statement is child:
                     break
-                if isinstance(statement, cst.If) and ends_in(statement.body, _LEAVES):
+                if type(statement) is cst.If and ends_in(statement.body, _LEAVES):
                     yield statement.test, False
                 elif isinstance(statement, cst.SimpleStatementLine):
                     for small in statement.body:
-                        if isinstance(small, cst.Assert):
+                        if type(small) is cst.Assert:
                             yield small.test, True  # past `assert dev.type == "cuda"`
 
 
@@ -124,7 +124,7 @@ def ends_in(block: cst.BaseSuite, kinds: tuple[type[cst.BaseSmallStatement], ...
 
 def negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
     """`x` for `not x`, else None."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return test.expression
     return None
 
@@ -221,7 +221,7 @@ def implied(
     inner = negated(test)
     if inner is not None:
         return implied(inner, not holds, asks, values)
-    if isinstance(test, cst.BooleanOperation):
+    if type(test) is cst.BooleanOperation:
         if isinstance(test.operator, cst.And) != holds:
             return None  # one side decided it, and which one is not known
         left = implied(test.left, holds, asks, values)
@@ -297,7 +297,7 @@ def _assigned_values(
     from)."""
     values: dict[str, list[cst.BaseExpression] | None] = {}
     for node in descendants(function.body):
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             targets = [t.target for t in node.targets]
             bound: set[str] = set()
             for t in targets:
@@ -313,7 +313,7 @@ def _assigned_values(
                     values[name] = None
                 else:
                     values.setdefault(name, []).append(value)  # type: ignore[union-attr]
-        elif isinstance(node, cst.AugAssign | cst.AnnAssign | cst.For | cst.NamedExpr):
+        elif type(node) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
             for name in target_names(node.target):
                 values[name] = None
     return values

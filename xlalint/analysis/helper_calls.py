@@ -104,7 +104,7 @@ class HelperCalls:
     def note_method_call(self, call: cst.Call) -> None:
         """`p.gather(...)`, `p[a:b].view(...)`: a method only tensors have, on a parameter."""
         func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in TENSOR_ONLY_METHODS:
+        if type(func) is not cst.Attribute or func.attr.value not in TENSOR_ONLY_METHODS:
             return
         receiver = func.value
         while isinstance(receiver, cst.Subscript):
@@ -135,9 +135,9 @@ class HelperCalls:
         """The function of this module that `call` may run, as far as names tell (confirmed
         by `signature` once the walk is over)."""
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             return FunctionKey(None, func.value)
-        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Name:
             return None
         owner = func.value.value
         if owner == "self":
@@ -196,7 +196,7 @@ def _handed(call: cst.Call, signature: Signature, param: str) -> cst.BaseExpress
 def _constructed_class(value: cst.BaseExpression) -> str | None:
     """`Accumulator(3)` or `utils.Accumulator(3)`: the class name (capitalized), whose
     definition the caller looks up among the module's classes."""
-    if not isinstance(value, cst.Call):
+    if type(value) is not cst.Call:
         return None
     name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
     return name if name[:1].isupper() else None

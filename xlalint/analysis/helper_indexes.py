@@ -125,9 +125,9 @@ class HelperIndexes:
         """`value` is a tensor by what made it, whatever its inputs are: a method only
         tensors have (`x.index_select(0, idx)`, `x.narrow(...)`, possibly sliced), or a
         local bound to one. Sequences and numpy arrays have none of these methods."""
-        while isinstance(value, cst.Subscript):
+        while type(value) is cst.Subscript:
             value = value.value
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             return bool(self._scopes) and value.value in self._scopes[-1].tensors
         return (
             isinstance(value, cst.Call)

@@ -129,7 +129,7 @@ def draws_a_figure(loop: cst.For) -> bool:
     whatever the function it hands each axis to."""
     draws = _walks_axes(loop.iter)
     for node in descendants(loop.body):
-        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
             continue
         method = node.func.attr.value
         if method in _STEP_METHODS:
@@ -152,7 +152,7 @@ def makes_a_figure(call: cst.Call, resolved: str | None) -> bool:
     """`plt.subplots()`, `plt.figure(...)`, `fig.add_subplot(...)`, `ax.get_figure()`, or
     any of these resolved to matplotlib: the call makes (or takes) a figure to draw on."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in _FIGURE_MAKERS:
+    if type(func) is not cst.Attribute or func.attr.value not in _FIGURE_MAKERS:
         return False
     if resolved is not None and resolved.startswith("matplotlib."):
         return True

@@ -206,21 +206,21 @@ def names_in_use(module: cst.Module) -> NamesInUse:
 def _binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """What `node` binds other than by importing: assignment and loop targets, `with ...
     as`, `except ... as`, a def's or class's name, parameters, `global`/`nonlocal`, `del`."""
-    if isinstance(node, cst.Assign):
+    if type(node) is cst.Assign:
         return [t.target for t in node.targets]
-    if isinstance(node, cst.AnnAssign | cst.AugAssign | cst.NamedExpr | cst.For | cst.CompFor):
+    if type(node) in (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor):
         return [node.target]
-    if isinstance(node, cst.WithItem) and node.asname is not None:
+    if type(node) is cst.WithItem and node.asname is not None:
         return [node.asname.name]
-    if isinstance(node, cst.ExceptHandler | cst.ExceptStarHandler) and node.name is not None:
+    if type(node) in (cst.ExceptHandler, cst.ExceptStarHandler) and node.name is not None:
         return [node.name.name]
-    if isinstance(node, cst.FunctionDef | cst.ClassDef | cst.Param):
+    if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Param):
         return [node.name]
-    if isinstance(node, cst.Global | cst.Nonlocal):
+    if type(node) in (cst.Global, cst.Nonlocal):
         return [item.name for item in node.names]
-    if isinstance(node, cst.Del):
+    if type(node) is cst.Del:
         return [node.target]
-    if isinstance(node, cst.MatchAs | cst.MatchStar) and node.name is not None:
+    if type(node) in (cst.MatchAs, cst.MatchStar) and node.name is not None:
         return [node.name]
     return []
 

@@ -246,7 +246,7 @@ def may_be_sparse(test: cst.BaseExpression) -> bool:
     """A cheap first look: the test takes a remainder somewhere, or is a name (which may
     hold such a test)."""
     return isinstance(test, cst.Name) or any(
-        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
+        type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo
         for node in descendants(test)
     )
 

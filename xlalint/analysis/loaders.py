@@ -25,7 +25,7 @@ from xlalint.analysis.loop_facts import (
 )
 from xlalint.analysis.returns import returned_values
 from xlalint.analysis.tensors import binding_key
-from xlalint.walk import children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, children, descendants, node_types, target_names
 
 MP_DEVICE_LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
 PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
@@ -284,18 +284,18 @@ class LoaderTracing(LoopFacts):
         while stack:
             node, method = stack.pop()
             value: cst.BaseExpression | None = None
-            if isinstance(node, cst.FunctionDef):
+            if type(node) is cst.FunctionDef:
                 if in_class:
                     stack.extend((child, node) for child in children(node.body))
-            elif isinstance(node, cst.Assign):
+            elif type(node) is cst.Assign:
                 value = node.value
                 for target in node.targets:
                     _record(found, target.target, value)
-            elif isinstance(node, cst.AnnAssign):
+            elif type(node) is cst.AnnAssign:
                 if node.value is not None:
                     value = node.value
                     _record(found, node.target, value)
-            elif not isinstance(node, cst.ClassDef | cst.BaseExpression):
+            elif type(node) is not cst.ClassDef and type(node) not in EXPRESSIONS:
                 stack.extend((child, method) for child in children(node))
             if in_class and method is not None and value is not None:
                 # The value, or its elements where a tuple is unpacked (`_record`).
@@ -320,14 +320,14 @@ def _combine(kinds: set[str]) -> str:
     return Wrapping.UNKNOWN
 
 
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_COMPREHENSIONS = node_types(cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _DEVICE_MOVES = frozenset({"to", "cuda"})
 
 
 def _is_device_move(node: cst.CSTNode) -> bool:
     """`x.to(...)` or `x.cuda(...)`."""
     return (
-        isinstance(node, cst.Call)
+        type(node) is cst.Call
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value in _DEVICE_MOVES
     )
@@ -339,7 +339,7 @@ def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, _COMPREHENSIONS) and _names_in(current) & batch:
+        if type(current) in _COMPREHENSIONS and _names_in(current) & batch:
             yield from (node for node in descendants(current) if _is_device_move(node))
             continue
         if _is_device_move(current):

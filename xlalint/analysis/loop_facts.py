@@ -85,7 +85,7 @@ _GENERIC_METHODS = frozenset(
 # -- names -----------------------------------------------------------------------------------
 def _last_name(node: cst.BaseExpression) -> str | None:
     """`self.noise_scheduler` -> `noise_scheduler`; `opts[0]` -> `opts`; `f()` -> None."""
-    while isinstance(node, cst.Subscript):
+    while type(node) is cst.Subscript:
         node = node.value
     return last_name(node)
 
@@ -106,7 +106,7 @@ def _is_model_callee(func: cst.BaseExpression) -> bool:
 
 
 def _head_name(node: cst.BaseExpression) -> str | None:
-    while isinstance(node, cst.Attribute | cst.Subscript | cst.Call):
+    while type(node) in (cst.Attribute, cst.Subscript, cst.Call):
         node = node.func if isinstance(node, cst.Call) else node.value
     return node.value if isinstance(node, cst.Name) else None
 
@@ -117,7 +117,7 @@ def _dotted_prefixes(node: cst.Attribute) -> list[str] | None:
     the chain does not start at a name (`f().x`)."""
     parts: list[str] = []
     current: cst.BaseExpression = node
-    while isinstance(current, cst.Attribute):
+    while type(current) is cst.Attribute:
         parts.append(current.attr.value)
         current = current.value
     if not isinstance(current, cst.Name):
@@ -197,21 +197,21 @@ def _names_in(node: cst.CSTNode) -> set[str]:
     stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Call) and (_reads_host(current) or _reads_shape(current)):
+        if type(current) is cst.Call and (_reads_host(current) or _reads_shape(current)):
             continue
-        if isinstance(current, cst.Name):
+        if type(current) is cst.Name:
             found.add(current.value)
-        elif isinstance(current, cst.Attribute) and current.attr.value in _SHAPE_ATTRIBUTES:
+        elif type(current) is cst.Attribute and current.attr.value in _SHAPE_ATTRIBUTES:
             continue  # `x.shape[0]`: a Python int, known without running the graph
-        elif isinstance(current, cst.Attribute):
+        elif type(current) is cst.Attribute:
             prefixes = _dotted_prefixes(current)
             if prefixes is None:
                 stack.append(current.value)
             else:
                 found.update(prefixes)
-        elif isinstance(current, cst.Arg):
+        elif type(current) is cst.Arg:
             stack.append(current.value)
-        elif not isinstance(current, cst.Lambda):
+        elif type(current) is not cst.Lambda:
             stack.extend(children(current))
     return found
 
@@ -343,7 +343,7 @@ def _mentions_grad(names: set[str]) -> bool:
 def _reads_host(value: cst.BaseExpression) -> bool:
     """`loss.item()`, `x.cpu().numpy()`, `float(t)`, `out.prev_sample.numpy()[0]`: the value
     is copied to the host, so what it is assigned to starts no graph."""
-    while isinstance(value, cst.Subscript):
+    while type(value) is cst.Subscript:
         value = value.value
     if not isinstance(value, cst.Call):
         return False
@@ -497,9 +497,9 @@ class _BodyScanner:
             self.statement(statement)
 
     def statement(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.FunctionDef | cst.ClassDef):
+        if type(node) in (cst.FunctionDef, cst.ClassDef):
             return  # defined here, run elsewhere
-        if isinstance(node, cst.For | cst.While):
+        if type(node) in (cst.For, cst.While):
             self.facts.child_loops.append(node)
             self.facts.events.append(_Nested(node))
             if isinstance(node, cst.For):
@@ -612,23 +612,23 @@ class _BodyScanner:
         stack: list[cst.CSTNode] = [root]
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.Lambda):
+            if type(node) is cst.Lambda:
                 continue
-            if isinstance(node, cst.Name):
+            if type(node) is cst.Name:
                 if node.value not in self.assigned:
                     self.read_first.add(node.value)
                 continue
-            if isinstance(node, cst.Attribute):
+            if type(node) is cst.Attribute:
                 prefixes = _dotted_prefixes(node)
                 if prefixes is None:
                     stack.append(node.value)
                 else:
                     self.read_first.update(p for p in prefixes if p not in self.assigned)
                 continue
-            if isinstance(node, cst.Arg):
+            if type(node) is cst.Arg:
                 stack.append(node.value)
                 continue
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 self.call(node)
             stack.extend(reversed(children(node)))  # popped in source order
 

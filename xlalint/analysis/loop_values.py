@@ -40,7 +40,7 @@ from xlalint.analysis.tensors import (
     TensorKinds,
 )
 from xlalint.analysis.value_names import SHAPE_CALLS, value_names
-from xlalint.walk import children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, children, descendants, node_types, target_names
 
 if TYPE_CHECKING:
     from xlalint.analysis.step_loops import LoopAnalysis
@@ -51,7 +51,8 @@ Loop = cst.For | cst.While
 _RANGES = frozenset({"range", "trange"})
 _WRAPPERS = frozenset({"reversed", "tqdm", "list", "iter", "sorted"})
 # Int operators: an index stays an int through them.
-_INT_OPERATORS = (
+_SIGNS = node_types(cst.Minus, cst.Plus, cst.BitInvert)
+_INT_OPERATORS = node_types(
     cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.Power,
     cst.LeftShift, cst.RightShift, cst.BitAnd, cst.BitOr, cst.BitXor,
 )  # fmt: skip
@@ -150,12 +151,12 @@ class LoopValues:
     def enter_block(self, block: cst.BaseSuite, parent: cst.CSTNode | None) -> None:
         """A suite is entered: a `for` body starts its pass (the iterable and an `else:` run
         once, not per pass; a `while` pass starts at its test)."""
-        if isinstance(parent, cst.For) and parent.body is block:
+        if type(parent) is cst.For and parent.body is block:
             self._functions[-1].in_body.append(parent)
 
     def leave_block(self, block: cst.BaseSuite, parent: cst.CSTNode | None) -> None:
         in_body = self._functions[-1].in_body
-        if isinstance(parent, cst.For) and in_body and in_body[-1] is parent:
+        if type(parent) is cst.For and in_body and in_body[-1] is parent:
             in_body.pop()
 
     def leave_loop(self, node: Loop) -> None:
@@ -271,24 +272,22 @@ class LoopValues:
         `min(i * bs, n)`), the loops whose pass it changes with (empty for an int that does
         not change, such as a literal). None if it may not be an int: a tensor, an unknown
         call, a subscript."""
-        if isinstance(expr, cst.Integer):
+        if type(expr) is cst.Integer:
             return frozenset()
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             ints = self._functions[-1].ints
             if expr.value in ints:
                 return ints[expr.value]
             kind = self.kinds.of(expr)
             return frozenset() if kind in (Kind.HOST, Kind.UNKNOWN) else None
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _INT_OPERATORS):
+        if type(expr) is cst.BinaryOperation and type(expr.operator) in _INT_OPERATORS:
             left, right = self.int_loops(expr.left), self.int_loops(expr.right)
             return None if left is None or right is None else left | right
-        if isinstance(expr, cst.UnaryOperation) and isinstance(
-            expr.operator, cst.Minus | cst.Plus | cst.BitInvert
-        ):
+        if type(expr) is cst.UnaryOperation and type(expr.operator) in _SIGNS:
             return self.int_loops(expr.expression)
         if (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Name)
+            type(expr) is cst.Call
+            and type(expr.func) is cst.Name
             and expr.func.value in _INT_BUILTINS
             and self.kinds.lookup(expr.func.value) is None
             and expr.args
@@ -302,7 +301,7 @@ class LoopValues:
                     return None
                 found |= loops
             return found
-        if isinstance(expr, cst.Attribute | cst.Call) and self.kinds.of(expr) is Kind.HOST:
+        if type(expr) in (cst.Attribute, cst.Call) and self.kinds.of(expr) is Kind.HOST:
             return frozenset()  # `x.shape[0]`-like values and `len(...)`: ints, fixed
         return None
 
@@ -321,15 +320,15 @@ class LoopValues:
         """`"ints"` for a host sequence of Python ints (`range(n)`, `list(range(n))`,
         `t.int().tolist()`, `[999, 749, 499]`, a slice of one), `"pairs"` for a sequence of
         pairs of them (`zip(ts[:-1], ts[1:])`, `list(zip(...))`), else None."""
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             return self._functions[-1].int_lists.get(value.value)
-        if isinstance(value, cst.Subscript):
+        if type(value) is cst.Subscript:
             sliced = len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Slice)
             return self.int_sequence(value.value) if sliced else None
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        if type(value) is cst.BinaryOperation and type(value.operator) is cst.Add:
             left, right = self.int_sequence(value.left), self.int_sequence(value.right)
             return left if left == right else None
-        if isinstance(value, cst.List | cst.Tuple) and value.elements:
+        if type(value) in (cst.List, cst.Tuple) and value.elements:
             items = [e.value for e in value.elements]
             if all(isinstance(item, cst.Integer) for item in items):
                 return _INTS
@@ -356,11 +355,11 @@ class LoopValues:
 
     def makes_sequence(self, value: cst.BaseExpression) -> bool:
         """`(a, b)`, `[...]`, `x.split(2)`, `torch.chunk(x, 4)`, `list(...)`, `acc + (h,)`."""
-        if isinstance(value, cst.Tuple | cst.List | cst.ListComp | cst.GeneratorExp):
+        if type(value) in (cst.Tuple, cst.List, cst.ListComp, cst.GeneratorExp):
             return True
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        if type(value) is cst.BinaryOperation and type(value.operator) is cst.Add:
             return self.makes_sequence(value.left) or self.makes_sequence(value.right)
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             return self.is_sequence(value.value)
         if isinstance(value, cst.Call):
             func = value.func
@@ -426,11 +425,11 @@ class TensorReads:
         return self._reads(expr, names=True)
 
     def _reads(self, expr: cst.BaseExpression, names: bool) -> bool:
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             if names and expr.value in self._functions[-1]:
                 return True
             return self.kinds.of(expr) is Kind.TENSOR
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call_reads(expr, names)
         if isinstance(expr, cst.BinaryOperation):
             return self._reads(expr.left, names) or self._reads(expr.right, names)
@@ -476,16 +475,16 @@ def _counters(body: cst.BaseSuite) -> Iterator[cst.AugAssign]:
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.For | cst.While | cst.FunctionDef | cst.ClassDef | cst.Lambda):
+        if type(node) in (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
         if (
-            isinstance(node, cst.AugAssign)
+            type(node) is cst.AugAssign
             and isinstance(node.target, cst.Name)
             and isinstance(node.operator, cst.AddAssign | cst.SubtractAssign)
         ):
             yield node
             continue
-        if isinstance(node, cst.BaseExpression):
+        if type(node) in EXPRESSIONS:
             continue
         stack.extend(children(node))
 
@@ -584,7 +583,7 @@ def _index_targets(
 
 def _names_sequence(annotation: cst.BaseExpression) -> bool:
     """`tuple[torch.Tensor, ...]`, `List[Tensor]`, `Sequence[Tensor]`: several tensors."""
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+    if type(annotation) is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
         return _names_sequence(annotation.left) or _names_sequence(annotation.right)
     head = annotation
     if isinstance(head, cst.Subscript):

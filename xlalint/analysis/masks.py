@@ -33,7 +33,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import Kind, TensorKinds
-from xlalint.walk import children
+from xlalint.walk import EXPRESSIONS, children
 
 
 class Evidence(enum.IntEnum):
@@ -175,7 +175,7 @@ class BooleanMasks:
         self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
     ) -> None:
         """`targets = value`; call before the kinds of the targets are rebound."""
-        if len(targets) == 1 and isinstance(targets[0], cst.Tuple | cst.List):
+        if len(targets) == 1 and type(targets[0]) in (cst.Tuple, cst.List):
             elements = targets[0].elements
             if isinstance(value, cst.Tuple) and len(value.elements) == len(elements):
                 pairs = [(e.value, v.value) for e, v in zip(elements, value.elements, strict=True)]
@@ -207,9 +207,9 @@ class BooleanMasks:
     def _bind(self, target: cst.BaseExpression, binding: _Binding | None) -> None:
         """Record `target = <binding>`. Spelling is evidence only for the name that has it:
         `ids = order_mask[perm]` does not make `ids` a mask."""
-        if isinstance(target, cst.StarredElement):
+        if type(target) is cst.StarredElement:
             target = target.value
-        if isinstance(target, cst.Tuple | cst.List):
+        if type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self._bind(element.value, None)
             return
@@ -250,18 +250,18 @@ class BooleanMasks:
     # -- questions ------------------------------------------------------------------------
     def evidence(self, node: cst.BaseExpression) -> Evidence:
         """How sure we are that `node` holds booleans (a mask)."""
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             binding = self._frames[-1].get(node.value)
             if binding is not None:
                 return binding.evidence
             return Evidence.NAME if MASK_NAME.match(node.value) else Evidence.NONE
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             if node.attr.value in ("T", "mT", "data"):
                 return self.evidence(node.value)
             if self.imports.resolve(node) is None and MASK_NAME.match(node.attr.value):
                 return Evidence.NAME
             return Evidence.NONE
-        if isinstance(node, cst.Comparison):
+        if type(node) is cst.Comparison:
             if len(node.comparisons) != 1:
                 return Evidence.NONE  # `0 < x < 1` is Python's `and`, not a mask
             target = node.comparisons[0]
@@ -273,7 +273,7 @@ class BooleanMasks:
             if all(self.kinds.of(o) is Kind.HOST for o in operands):
                 return Evidence.NONE  # Python numbers, shapes, numpy arrays
             return Evidence.LIKELY
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             if not isinstance(node.operator, _LOGICAL_BINARY):
                 return Evidence.NONE
             # `a_mask & b_mask`: two names that read as masks, combined logically.
@@ -281,7 +281,7 @@ class BooleanMasks:
             if low is not Evidence.NONE:
                 return max(high, Evidence.LIKELY)
             return high
-        if isinstance(node, cst.UnaryOperation):
+        if type(node) is cst.UnaryOperation:
             if not isinstance(node.operator, cst.BitInvert):
                 return Evidence.NONE
             # `~padding_mask`: one rarely inverts the bits of an integer mask.
@@ -302,7 +302,7 @@ class BooleanMasks:
         a function of an imported module (`rlhf.get_reward_penalty_mask(...)`) or a method
         on `self`; not torch's, not a method of some value (`(x != 0).sum(-1)` counts),
         not a known tensor or host value (`len(x)`)."""
-        if not isinstance(value, cst.Call) or self.kinds.of(value) is not Kind.UNKNOWN:
+        if type(value) is not cst.Call or self.kinds.of(value) is not Kind.UNKNOWN:
             return False
         func = value.func
         qualified = self.imports.resolve(func)
@@ -598,7 +598,7 @@ def is_scalar(node: cst.BaseExpression, imports: ImportTable) -> bool:
 def dotted(node: cst.BaseExpression) -> str | None:
     """`x` or `self.buf.data`: a plain chain of names, else None."""
     head = node
-    while isinstance(head, cst.Attribute):
+    while type(head) is cst.Attribute:
         head = head.value
     if not isinstance(head, cst.Name):
         return None
@@ -619,12 +619,12 @@ def _names_in(node: cst.CSTNode) -> set[str]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Name):
+        if type(current) is cst.Name:
             names.add(current.value)
-        elif isinstance(current, cst.Attribute):
+        elif type(current) is cst.Attribute:
             names.add(current.attr.value)
             stack.append(current.value)
-        elif isinstance(current, cst.BaseExpression | cst.SubscriptElement | cst.Index):
+        elif type(current) in EXPRESSIONS or type(current) in (cst.SubscriptElement, cst.Index):
             stack.extend(children(current))
     return names
 

@@ -39,7 +39,7 @@ def member_methods(module: cst.Module) -> dict[tuple[str, str], frozenset[str]]:
         for target in node.targets:
             attribute = target.target
             if not (
-                isinstance(attribute, cst.Attribute)
+                type(attribute) is cst.Attribute
                 and isinstance(attribute.value, cst.Name)
                 and attribute.value.value == "self"
             ):
@@ -77,7 +77,7 @@ def _classes_and_assignments(
 
 def _constructed(value: cst.BaseExpression, classes: dict[str, cst.ClassDef]) -> list[str]:
     """`C(...)`, `C(...) if flag else D(...)`: the module classes the value constructs."""
-    if isinstance(value, cst.IfExp):
+    if type(value) is cst.IfExp:
         return _constructed(value.body, classes) + _constructed(value.orelse, classes)
     if (
         isinstance(value, cst.Call)
@@ -245,6 +245,6 @@ def _table_values(value: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def table_functions(node: cst.BaseExpression, module: cst.Module) -> frozenset[str]:
     """`FILTERS[name]` for a dispatch table of the module: the functions it may give."""
-    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+    if type(node) is cst.Subscript and type(node.value) is cst.Name:
         return dispatch_tables(module).get(node.value.value, frozenset())
     return frozenset()

@@ -80,17 +80,17 @@ def _returns_numbers(function: cst.FunctionDef) -> bool:
         return False
     assigned: dict[str, list[cst.BaseExpression]] = {}
     for node in nodes:
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     assigned.setdefault(target.target.value, []).append(node.value)
                 else:
                     for name in target_names(target.target):
                         assigned.setdefault(name, []).append(cst.Name("__unknown__"))
-        elif isinstance(node, cst.AugAssign | cst.AnnAssign) and isinstance(node.target, cst.Name):
+        elif type(node) in (cst.AugAssign, cst.AnnAssign) and type(node.target) is cst.Name:
             value = node.value if node.value is not None else cst.Name("__unknown__")
             assigned.setdefault(node.target.value, []).append(value)
-        elif isinstance(node, cst.For | cst.CompFor | cst.WithItem | cst.NamedExpr):
+        elif type(node) in (cst.For, cst.CompFor, cst.WithItem, cst.NamedExpr):
             target = node.asname.name if isinstance(node, cst.WithItem) and node.asname else None
             target = (
                 node.target if isinstance(node, cst.For | cst.CompFor | cst.NamedExpr) else target
@@ -109,7 +109,7 @@ def _returns_numbers(function: cst.FunctionDef) -> bool:
 
 
 def _is_number(node: cst.BaseExpression, numbers: Container[str]) -> bool:
-    if isinstance(node, cst.Integer | cst.Float):
+    if type(node) in (cst.Integer, cst.Float):
         return True
     if isinstance(node, cst.Name):
         return node.value in numbers
@@ -160,13 +160,13 @@ class NumberReturns:
         stack: list[tuple[cst.CSTNode, bool]] = [(self.module, False)]
         while stack:
             node, in_class = stack.pop()
-            if isinstance(node, cst.FunctionDef):
+            if type(node) is cst.FunctionDef:
                 table = methods if in_class else functions
                 table.setdefault(node.name.value, []).append(node)
                 stack.extend((child, False) for child in code_children(node.body))
-            elif isinstance(node, cst.ClassDef):
+            elif type(node) is cst.ClassDef:
                 stack.extend((child, True) for child in code_children(node.body))
-            elif isinstance(node, cst.IndentedBlock) and in_class:
+            elif type(node) is cst.IndentedBlock and in_class:
                 stack.extend((child, True) for child in code_children(node))
             elif type(node) not in EXPRESSIONS and type(node) is not cst.SimpleStatementLine:
                 stack.extend((child, False) for child in code_children(node))

@@ -40,17 +40,17 @@ def stacked_names(function: cst.FunctionDef, imports: ImportTable) -> frozenset[
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+        if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
             continue
         stack.extend(code_children(node))
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for target in node.targets:
                 for name, value in _pairs(target.target, node.value):
                     if isinstance(value, cst.List | cst.Tuple):
                         names = filled.setdefault(name, set())
                         for element in value.elements:
                             names |= _tensor_base(element.value)
-        elif isinstance(node, cst.Call):
+        elif type(node) is cst.Call:
             func = node.func
             if (
                 isinstance(func, cst.Attribute)

@@ -8,14 +8,16 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-_EXITS = (cst.Return, cst.Break, cst.Continue, cst.Raise)
+from xlalint.walk import node_types
+
+_EXITS = node_types(cst.Return, cst.Break, cst.Continue, cst.Raise)
 
 
 def always_exits(statement: cst.CSTNode) -> bool:
     """Whether control never falls through `statement` (it returns, breaks, continues or
     raises on every path), so that a statement after it would never run."""
-    if isinstance(statement, cst.SimpleStatementLine | cst.SimpleStatementSuite):
-        return bool(statement.body) and isinstance(statement.body[-1], _EXITS)
+    if type(statement) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
+        return bool(statement.body) and type(statement.body[-1]) in _EXITS
     if isinstance(statement, cst.IndentedBlock):
         return bool(statement.body) and always_exits(statement.body[-1])
     if isinstance(statement, cst.If):
@@ -58,7 +60,7 @@ def last_line_end(statement: cst.CSTNode) -> cst.TrailingWhitespace | None:
 
 
 _BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite)
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPES = node_types(cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def _block_exit(block: cst.BaseSuite) -> type[cst.Break | cst.Return] | None:
@@ -87,7 +89,7 @@ def passes_left(path: Iterable[cst.CSTNode], depth: int) -> tuple[int, int]:
     child: cst.CSTNode | None = None
     block: cst.BaseSuite | None = None
     for node in path:
-        if inside >= depth or isinstance(node, _SCOPES):
+        if inside >= depth or type(node) in _SCOPES:
             break
         kind = type(node)
         if block is not None and not (kind is cst.For or kind is cst.While):

@@ -324,7 +324,7 @@ def _positions(
 ) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
     """`a, b = x, y`: the pairs `(a, x)`, `(b, y)` when both sides are literal tuples or
     lists of one length, without starred elements; else none."""
-    if not (isinstance(target, cst.Tuple | cst.List) and isinstance(value, cst.Tuple | cst.List)):
+    if not (type(target) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List)):
         return []
     elements = (*target.elements, *value.elements)
     if len(target.elements) != len(value.elements) or any(
@@ -975,7 +975,7 @@ class TensorKinds:
                 self._dicts[-1].add(binding_key(target))
         values: dict[str | None, Kind] | None = None
         if (
-            isinstance(value, cst.Dict)
+            type(value) is cst.Dict
             and value.elements
             and all(isinstance(e, cst.DictElement) for e in value.elements)
         ):
@@ -1048,7 +1048,7 @@ class TensorKinds:
                         self._derived[-1].update(target_names(name))
                 continue
             if (
-                isinstance(value, cst.Name)
+                type(value) is cst.Name
                 and value.value == "None"
                 and isinstance(target, cst.Name)
                 and self.lookup(target.value) is not None
@@ -1058,7 +1058,7 @@ class TensorKinds:
                 # as a value, `mask[:, idx]`, is on that path).
                 continue
             self.bind(target, kind)
-            if isinstance(value, cst.Name) and value.value == "None":
+            if type(value) is cst.Name and value.value == "None":
                 # Noted for the branches of an `if` (`merge_branches`), where the name may
                 # be new in this one.
                 self._absent[-1].update(names_under(target))
@@ -1086,7 +1086,7 @@ class TensorKinds:
         position is known to be on the host."""
         if (
             self.returns is None
-            or not isinstance(target, cst.Tuple | cst.List)
+            or type(target) not in (cst.Tuple, cst.List)
             or not isinstance(value, cst.Call)
             or any(isinstance(e, cst.StarredElement) for e in target.elements)
         ):
@@ -1147,7 +1147,7 @@ class TensorKinds:
     ) -> list[tuple[cst.BaseExpression, Kind]]:
         """`a, b = gather((x, y))` or `a, b = all_reduce(x, y)` with a collective that keeps
         the structure of its input: the target elements with their inputs' kinds."""
-        if not (isinstance(target, cst.Tuple | cst.List) and isinstance(value, cst.Call)):
+        if not (type(target) in (cst.Tuple, cst.List) and type(value) is cst.Call):
             return []
         name = (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]
         if not _STRUCTURE_KEEPING.search(name):
@@ -1361,11 +1361,11 @@ class TensorKinds:
 
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
-        if isinstance(node, cst.Call) and node.args:
+        if type(node) is cst.Call and node.args:
             if (self.imports.resolve(node.func) or "") != "torch.device":
                 return False
             node = node.args[0].value
-        if isinstance(node, cst.SimpleString):
+        if type(node) is cst.SimpleString:
             return node.evaluated_value == "cpu"
         key = binding_key(node)
         return key is not None and (key in self._cpu_devices[-1] or key in self._cpu_devices[0])
@@ -1524,8 +1524,7 @@ class TensorKinds:
             return self.of(node.expression)
         if node_type is cst.Comparison:
             if all(
-                isinstance(t.operator, cst.Is | cst.IsNot | cst.In | cst.NotIn)
-                for t in node.comparisons
+                type(t.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for t in node.comparisons
             ):
                 return Kind.HOST
             return _join([self.of(node.left), *(self.of(t.comparator) for t in node.comparisons)])
@@ -1554,7 +1553,7 @@ class TensorKinds:
     def _moves_values(self, value: cst.BaseExpression) -> bool:
         """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
         the device, so each is a tensor there."""
-        if not isinstance(value, cst.DictComp) or not isinstance(value.value, cst.Call):
+        if type(value) is not cst.DictComp or type(value.value) is not cst.Call:
             return False
         call = value.value
         if not isinstance(call.func, cst.Attribute):
@@ -1581,9 +1580,9 @@ class TensorKinds:
         a derived value among its arguments, or a
         method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
         what lives on the host (`len()`, numpy, `.item()`)."""
-        while isinstance(value, cst.Subscript):
+        while type(value) is cst.Subscript:
             value = value.value
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             return self.is_derived(value)
         if isinstance(value, cst.BinaryOperation):  # `(chosen - rejected).mean()`
             return self._computed_from_tensors(value.left) or self._computed_from_tensors(
@@ -1613,7 +1612,7 @@ class TensorKinds:
 
     def _attribute(self, node: cst.Attribute) -> Kind:
         attr = node.attr.value
-        if isinstance(node.value, cst.Name) and node.value.value == "self":
+        if type(node.value) is cst.Name and node.value.value == "self":
             known = self._self_attributes[-1].get(attr)
             if known is not None and known is not Kind.UNKNOWN:
                 return known
@@ -1662,7 +1661,7 @@ class TensorKinds:
         qualified = self.imports.resolve(func)
         if qualified is not None:
             return self._qualified_call(qualified, node)
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
@@ -1888,9 +1887,9 @@ def _param_group_params(node: cst.BaseExpression) -> bool:
 
 
 def _makes_dict(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Dict | cst.DictComp):
+    if type(node) in (cst.Dict, cst.DictComp):
         return True
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         name = get_full_name_for_node(node.func) or ""
         return name.rsplit(".", 1)[-1] in _DICT_FACTORIES
     return False
@@ -1909,7 +1908,7 @@ def _literal_index(node: cst.Subscript) -> bool:
 def binding_key(node: cst.BaseExpression) -> str | None:
     """`name` or `self.attr`: what a bound value is remembered by (a dict here, a loader's
     assignments in `loops`)."""
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return node.value
     attribute = self_attribute(node)
     return None if attribute is None else f"self.{attribute}"
@@ -1935,8 +1934,8 @@ def moves_to_cpu(call: cst.Call) -> bool:
         if arg.keyword is not None and arg.keyword.value != "device":
             continue
         value = arg.value
-        if isinstance(value, cst.Call) and value.args:
+        if type(value) is cst.Call and value.args:
             value = value.args[0].value
-        if isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu":
+        if type(value) is cst.SimpleString and value.evaluated_value == "cpu":
             return True
     return False

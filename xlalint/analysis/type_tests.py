@@ -14,6 +14,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
+from xlalint.walk import node_types
 
 # Types whose values live on the host, by the last part of their name (`numbers.Integral`,
 # `np.ndarray`, `np.integer`). Not containers: a tuple or list may hold tensors (`if
@@ -52,7 +53,7 @@ def _tested(test: cst.BaseExpression, imports: ImportTable) -> tuple[str, bool] 
     """For a plain test of a name against host types, `(name, positive)`: `isinstance(x,
     int)`, `type(x) is int`, `type(x) == int`, `type(x) in (int, float)` are positive,
     `type(x) is not int` is negative."""
-    if isinstance(test, cst.Call):
+    if type(test) is cst.Call:
         args = [a.value for a in test.args if a.keyword is None and not a.star]
         if (
             get_full_name_for_node(test.func) == "isinstance"
@@ -108,9 +109,9 @@ def host_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> l
     `and` and of a false `or`, nothing from one side of a true `or`. A failed tensor test
     (the `else` of `isinstance(v, torch.Tensor)`) says nothing: what is not a tensor may
     hold tensors (a list of losses)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return host_names(test.expression, not holds, imports)
-    if isinstance(test, cst.BooleanOperation):
+    if type(test) is cst.BooleanOperation:
         if isinstance(test.operator, cst.And) != holds:
             return []
         return host_names(test.left, holds, imports) + host_names(test.right, holds, imports)
@@ -122,7 +123,7 @@ def host_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> l
     return [tested[0]]
 
 
-_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+_ORDERINGS = node_types(cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 
 def range_checked(test: cst.BaseExpression) -> list[str]:
@@ -139,7 +140,7 @@ def range_checked(test: cst.BaseExpression) -> list[str]:
         return range_checked(test.left) + range_checked(test.right)
     if not isinstance(test, cst.Comparison):
         return []
-    if not all(isinstance(c.operator, _ORDERINGS) for c in test.comparisons):
+    if not all(type(c.operator) in _ORDERINGS for c in test.comparisons):
         return []
     if len(test.comparisons) == 2:
         middle = test.comparisons[0].comparator

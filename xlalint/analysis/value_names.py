@@ -27,12 +27,12 @@ def value_names(expr: cst.CSTNode) -> Iterator[str]:
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             yield node.value
-        elif isinstance(node, cst.Attribute):
+        elif type(node) is cst.Attribute:
             if node.attr.value not in HOST_ATTRIBUTES:
                 stack.append(node.value)
-        elif isinstance(node, cst.Call):
+        elif type(node) is cst.Call:
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in HOST_METHODS:
                 continue
@@ -40,7 +40,7 @@ def value_names(expr: cst.CSTNode) -> Iterator[str]:
                 continue
             stack.append(func)
             stack.extend(arg.value for arg in node.args)
-        elif isinstance(node, cst.Arg):
+        elif type(node) is cst.Arg:
             stack.append(node.value)
-        elif not isinstance(node, cst.Lambda):
+        elif type(node) is not cst.Lambda:
             stack.extend(children(node))

@@ -72,7 +72,7 @@ class HelperCallRule(Rule):
     def note_call(self, node: cst.Call) -> None:
         """A call that may run a helper of this module, with its device-tensor arguments."""
         self.calls.note_method_call(node)
-        if isinstance(node.func, cst.Name) and self.ctx.qualified(node.func):
+        if type(node.func) is cst.Name and self.ctx.qualified(node.func):
             return  # an imported function, not one of this module
         if self.calls.callee(node, self.ctx.function) is None:
             return  # runs no helper of this module: no one asks what its arguments hold

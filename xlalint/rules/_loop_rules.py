@@ -114,7 +114,7 @@ class BarrierLoopRule(LoopRule):
         self._uses_mark_step = False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._uses_mark_step and isinstance(node.func, cst.Attribute | cst.Name):
+        if not self._uses_mark_step and type(node.func) in (cst.Attribute, cst.Name):
             self._uses_mark_step = self.ctx.qualified(node.func) == MARK_STEP
 
     def barrier_fix(self, site: LoopSite) -> NodeFix | None:

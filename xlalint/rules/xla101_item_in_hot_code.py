@@ -227,7 +227,7 @@ class ItemInHotCode(HelperCallRule):
             if flagged and not self._repeats(func.value, node):
                 self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
         elif (
-            isinstance(func, cst.Name)
+            type(func) is cst.Name
             and func.value in ("float", "int")
             and len(node.args) == 1
             and node.args[0].keyword is None

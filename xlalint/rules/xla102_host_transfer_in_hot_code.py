@@ -307,7 +307,7 @@ class HostTransferInHotCode(HelperCallRule):
         """The parameters of the function being walked that `value` is computed from,
         itself or through the names it uses (`names`: every name under it, if known)."""
         found: set[str] = set()
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             names = {value.value}
         elif names is None:
             names = names_under(value)

@@ -10,7 +10,7 @@ from xlalint.analysis.tensors import TENSOR_ANNOTATIONS, has_tensor_parameter
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import TRIVIA, descendants, target_names
+from xlalint.walk import TRIVIA, descendants, node_types, target_names
 
 _MIN_MAX = frozenset({"min", "max"})
 _HEAP_PUSHES = frozenset({"heapq.heappush", "heapq.heappushpop", "heapq.heapreplace"})
@@ -33,7 +33,7 @@ _MASK_REDUCTIONS = frozenset({"any", "all"})
 # Parents under which a node's truth may be taken (`bool(x)` is checked from the call).
 _TRUTH_PARENTS = frozenset({*_TESTED_TYPES, cst.BooleanOperation, cst.UnaryOperation})
 # Comparisons of tensors that give a bool tensor, which torch.where takes as its condition.
-_TENSOR_COMPARISONS = (
+_TENSOR_COMPARISONS = node_types(
     cst.LessThan,
     cst.LessThanEqual,
     cst.GreaterThan,
@@ -236,7 +236,7 @@ class TensorControlFlow(Rule):
         self._check(node)
         func = node.func
         if (
-            isinstance(func, cst.Name)
+            type(func) is cst.Name
             and func.value == "bool"
             and len(node.args) == 1
             and node.args[0].keyword is None
@@ -251,7 +251,7 @@ class TensorControlFlow(Rule):
             if not looked_through and self.ctx.is_tensor(arg):
                 self.report(arg, self.message.format(construct="`bool()`"))
         if (
-            isinstance(func, cst.Name)
+            type(func) is cst.Name
             and func.value in _MIN_MAX
             and self.ctx.qualified(func) is None
             and any(self.ctx.is_tensor(arg.value) for arg in node.args if arg.keyword is None)
@@ -277,13 +277,13 @@ class TensorControlFlow(Rule):
             return f"`{heap.rsplit('.', 1)[-1]}()` of tensors" if pushed else None
         if heap in _HEAP_SELECTIONS and len(node.args) >= 2 and not node.args[1].keyword:
             iterable, name = node.args[1].value, f"`{heap.rsplit('.', 1)[-1]}()`"
-        elif isinstance(func, cst.Name) and func.value in (*_MIN_MAX, "sorted"):
+        elif type(func) is cst.Name and func.value in (*_MIN_MAX, "sorted"):
             if self.ctx.qualified(func) is not None or not node.args or node.args[0].keyword:
                 return None
             if key is None and func.value in _MIN_MAX and len(node.args) > 1:
                 return None  # `max(a, b)`: its operands are checked above
             iterable, name = node.args[0].value, f"`{func.value}()`"
-        elif isinstance(func, cst.Attribute) and func.attr.value == "sort":
+        elif type(func) is cst.Attribute and func.attr.value == "sort":
             iterable, name = func.value, "`sort()`"
         else:
             return None
@@ -401,9 +401,7 @@ class TensorControlFlow(Rule):
         with `eval_times = [t]` handed to `torch.cat`), or `m.any()`/`m.all()` of a mask
         made by tensor operations (`m = ~(err <= tol).bool()`)."""
         if isinstance(node, cst.Comparison):
-            return all(
-                isinstance(c.operator, _TENSOR_COMPARISONS) for c in node.comparisons
-            ) and any(
+            return all(type(c.operator) in _TENSOR_COMPARISONS for c in node.comparisons) and any(
                 self._stacked(operand)
                 for operand in (node.left, *(c.comparator for c in node.comparisons))
             )
@@ -503,7 +501,7 @@ class TensorControlFlow(Rule):
             and len(test.comparisons) == 1
             # `<`, `==`, ...: a bool tensor. Not `is`/`in`, nor `t == None`/`t == "a"`,
             # which give a Python bool that torch.where refuses.
-            and isinstance(test.comparisons[0].operator, _TENSOR_COMPARISONS)
+            and type(test.comparisons[0].operator) in _TENSOR_COMPARISONS
             and not any(
                 _is_none_or_string(side) for side in (test.left, test.comparisons[0].comparator)
             )

@@ -179,12 +179,12 @@ class PrintInHotCode(Rule):
         func = node.func
         positional = [arg.value for arg in node.args if arg.keyword is None]
         qualified = self.ctx.qualified(func)
-        if isinstance(func, cst.Name) and func.value == "print":
+        if type(func) is cst.Name and func.value == "print":
             # The builtin, or an imported one (rich's): either formats its arguments.
             return "`print()`", positional  # not sep=, end=, file=
         if qualified in _PRINTS:
             return _PRINTS[qualified], positional
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return None
         method = func.attr.value
         if method in _LOG_METHODS and self._is_logger(func.value):
@@ -210,7 +210,7 @@ class PrintInHotCode(Rule):
         writes (every `log_every_n_steps`), which is not flagged."""
         func = node.func
         if not (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value in _LIGHTNING_LOGS
             and isinstance(func.value, cst.Name)
             and func.value.value == "self"
@@ -259,7 +259,7 @@ class PrintInHotCode(Rule):
     def _check_formatting(self, node: cst.BaseExpression) -> None:
         if any(id(ancestor) in self._reported for ancestor in self.ctx.ancestors()):
             return  # inside a sink or formatting already reported
-        if any(isinstance(a, cst.Raise | cst.Assert) for a in self.ctx.ancestors()):
+        if any(type(a) in (cst.Raise, cst.Assert) for a in self.ctx.ancestors()):
             return  # runs only on the error path
         if self._formats_tensor(node) and not self._on_bad_values():
             self._report(node, "Formatting")
@@ -448,14 +448,14 @@ class PrintInHotCode(Rule):
         turn into text; None for other calls."""
         func = node.func
         if (
-            isinstance(func, cst.Name)
+            type(func) is cst.Name
             and func.value in _STRINGIFIERS
             and self.ctx.qualified(func) is None
             and node.args
         ):
             return [node.args[0].value]
         if (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value == "format"
             and _is_string_literal(func.value)
         ):

@@ -183,7 +183,7 @@ class HiddenHostRead(Rule):
                 position = _SIZE_ARGUMENT[qualified]
                 self._check_sizes([*positional[position : position + 1], *keywords])
             return
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             if func.value == "range":
                 for arg in positional:
                     if self.ctx.is_tensor(arg):

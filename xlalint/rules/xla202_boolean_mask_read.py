@@ -12,6 +12,7 @@ from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
 from xlalint.rules._helper_calls import HelperCallRule
+from xlalint.walk import node_types
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -22,7 +23,7 @@ _LOOSE_PARENTS = (
     cst.Index, cst.DictElement,
 )  # fmt: skip
 # Nodes between a store target and its statement (`a[m], b = ...`).
-_TARGET_WRAPPERS = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
+_TARGET_WRAPPERS = node_types(cst.Element, cst.StarredElement, cst.Tuple, cst.List)
 
 
 # torch functions that build a tensor from sizes or data: what they are handed may be host data.
@@ -292,9 +293,7 @@ class BooleanMaskRead(HelperCallRule):
         if qualified == "torch.masked_select":
             source, mask = _argument(node, 0, "input"), _argument(node, 1, "mask")
         elif (
-            qualified is None
-            and isinstance(func, cst.Attribute)
-            and func.attr.value == "masked_select"
+            qualified is None and type(func) is cst.Attribute and func.attr.value == "masked_select"
         ):
             source, mask = func.value, _argument(node, 0, "mask")
         else:
@@ -336,12 +335,12 @@ class BooleanMaskRead(HelperCallRule):
     def _is_store_target(self, node: cst.Subscript) -> bool:
         child: cst.CSTNode = node
         for ancestor in self.ctx.ancestors():
-            if isinstance(ancestor, _TARGET_WRAPPERS):
+            if type(ancestor) in _TARGET_WRAPPERS:
                 child = ancestor
                 continue
-            if isinstance(ancestor, cst.AssignTarget | cst.Del):
+            if type(ancestor) in (cst.AssignTarget, cst.Del):
                 return True
-            if isinstance(ancestor, cst.AugAssign | cst.AnnAssign | cst.For | cst.CompFor):
+            if type(ancestor) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor):
                 return ancestor.target is child
             if isinstance(ancestor, cst.WithItem) and ancestor.asname is not None:
                 return ancestor.asname.name is child

@@ -121,7 +121,7 @@ class BooleanMaskWrite(HelperCallRule):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             subscript = target.target
-            if not isinstance(subscript, cst.Subscript):
+            if type(subscript) is not cst.Subscript:
                 continue
             mask = (
                 self.ctx.masks.mask_index(subscript)

@@ -151,14 +151,14 @@ class DynamicPadding(Rule):
         self._functions.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "max":
+        if type(node.func) is cst.Name and node.func.value == "max":
             self._longest_length(node)
             return
         collate_fn = keyword_argument(node, "collate_fn")
         if collate_fn is not None and isinstance(collate_fn.value, cst.Name):
             self._collate_fns.add(collate_fn.value.value)
         func = node.func
-        if isinstance(func, cst.Name) and func.value == "pad" and _pads_sequences(node):
+        if type(func) is cst.Name and func.value == "pad" and _pads_sequences(node):
             # A helper that pads a list of tensors to the longest, like `pad_sequence`
             # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`).
             self._candidate(node, "`pad(...)`")
@@ -347,10 +347,10 @@ def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[s
     order: list[cst.CSTNode] = []
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Assert | cst.FunctionDef | cst.ClassDef):
+        if type(node) in (cst.Assert, cst.FunctionDef, cst.ClassDef):
             continue
         order.append(node)
-        if isinstance(node, cst.If | cst.While):
+        if type(node) in (cst.If, cst.While):
             stack.extend(reversed([c for c in children(node) if c is not node.test]))
         else:
             stack.extend(reversed(children(node)))
@@ -358,7 +358,7 @@ def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[s
         if node is assign:
             seen = True
             continue
-        if seen and isinstance(node, cst.Call | cst.BinaryOperation | cst.Tuple):
+        if seen and type(node) in (cst.Call, cst.BinaryOperation, cst.Tuple):
             parts = node.args if isinstance(node, cst.Call) else [node]
             if any(names_under(part) & names for part in parts):
                 return True

@@ -560,7 +560,7 @@ class PythonIndexInLoop(Rule):
         """A `for` body: its target holds what the iterable held. An `if`/`while` body: a
         test on a tensor was read on the host."""
         parent = self.ctx.parent
-        if isinstance(parent, cst.For) and parent.body is block:
+        if type(parent) is cst.For and parent.body is block:
             inside = self.reads.since(parent)
             if self.values.in_loop:
                 self.reads.bind([parent.target], parent.iter, inside, self.values.passes_walked())

@@ -356,12 +356,12 @@ class HostTensorInLoop(Rule):
             if not isinstance(statement, cst.FunctionDef):
                 continue
             for child in descendants(statement.body):
-                if isinstance(child, cst.Assign):
+                if type(child) is cst.Assign:
                     targets = [t.target for t in child.targets]
                     value = child.value
-                elif isinstance(child, cst.AnnAssign | cst.AugAssign):
+                elif type(child) in (cst.AnnAssign, cst.AugAssign):
                     targets, value = [child.target], None
-                elif isinstance(child, cst.Call):
+                elif type(child) is cst.Call:
                     # `self.register_buffer("P", ...)`, `setattr(self, "P", ...)`
                     other.update(_string_arguments(child))
                     continue
@@ -418,7 +418,7 @@ class HostTensorInLoop(Rule):
             found = frozenset(
                 node.value.value
                 for node in descendants(function.body)
-                if isinstance(node, cst.Attribute)
+                if type(node) is cst.Attribute
                 and node.attr.value == "device"
                 and isinstance(node.value, cst.Name)
             )
@@ -461,7 +461,7 @@ class HostTensorInLoop(Rule):
         """The factory call at the head of a chain of device-agnostic methods, if it builds
         on the host and the device form would cost no more."""
         expr = self._chain_head(expr)
-        if not isinstance(expr, cst.Call):
+        if type(expr) is not cst.Call:
             return None
         qualified = self.ctx.qualified(expr.func)
         if not _builds_on_host(expr, qualified):
@@ -473,10 +473,10 @@ class HostTensorInLoop(Rule):
     def _chain_head(self, expr: cst.BaseExpression) -> cst.BaseExpression:
         """What a chain of slices and device-agnostic methods starts from."""
         while True:
-            if isinstance(expr, cst.Subscript):
+            if type(expr) is cst.Subscript:
                 expr = expr.value
             elif (
-                isinstance(expr, cst.Call)
+                type(expr) is cst.Call
                 and isinstance(expr.func, cst.Attribute)
                 and (
                     expr.func.attr.value in _DEVICE_AGNOSTIC
@@ -486,7 +486,7 @@ class HostTensorInLoop(Rule):
                 # A `.type_as(t)` inside the chain is where the copy happens; the chain is
                 # reported once, at its outer move.
                 expr = expr.func.value
-            elif isinstance(expr, cst.BinaryOperation) and self._host_number(expr.right):
+            elif type(expr) is cst.BinaryOperation and self._host_number(expr.right):
                 expr = expr.left  # `torch.arange(n) * k`: host arithmetic by a number
             else:
                 return expr

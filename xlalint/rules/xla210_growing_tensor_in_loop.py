@@ -11,7 +11,7 @@ from xlalint.analysis.structural_loops import StructuralLoops
 from xlalint.analysis.tensors import TO_HOST_METHODS
 from xlalint.context import FileContext, Kind
 from xlalint.rule import Rule
-from xlalint.walk import bound_names, children, descendants
+from xlalint.walk import EXPRESSIONS, bound_names, children, descendants, node_types
 
 # Joins whose output is as long as all their inputs together.
 _JOINS = frozenset(
@@ -259,13 +259,13 @@ class GrowingTensorInLoop(Rule):
         params -= {
             t.value
             for node in nodes
-            if isinstance(node, cst.Assign | cst.AnnAssign | cst.For)
+            if type(node) in (cst.Assign, cst.AnnAssign, cst.For)
             for t in _targets(node)
             if isinstance(t, cst.Name)
         }
         found: list[_Join] = []
         for node in nodes:
-            if not isinstance(node, cst.Return) or not isinstance(node.value, cst.Call):
+            if type(node) is not cst.Return or type(node.value) is not cst.Call:
                 continue
             call = node.value
             if self.ctx.qualified(call.func) not in _JOINS:
@@ -320,7 +320,7 @@ class GrowingTensorInLoop(Rule):
         hyp.yseq, token))`, a field of one record grown into the same field of the next.
         The join in the helper, and what grows."""
         func = call.func
-        if isinstance(func, cst.Name) and self.ctx.qualified(func) is None:
+        if type(func) is cst.Name and self.ctx.qualified(func) is None:
             name = func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             if func.value.value not in ("self", "cls") and self.ctx.qualified(func) is not None:
@@ -449,7 +449,7 @@ def _position(value: cst.BaseExpression, name: str) -> int | None:
     return -1
 
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPES = node_types(cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _BINDINGS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For})
 
 
@@ -477,7 +477,7 @@ def _own_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, (*_SCOPES, cst.BaseExpression)):
+        if type(node) in _SCOPES or type(node) in EXPRESSIONS:
             continue
         found.append(node)
         stack.extend(children(node))
@@ -521,7 +521,7 @@ def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     flat: list[cst.BaseExpression] = []
     while found:
         target = found.pop()
-        if isinstance(target, cst.Tuple | cst.List):
+        if type(target) in (cst.Tuple, cst.List):
             found.extend(e.value for e in target.elements)
         else:
             flat.append(target)
@@ -541,7 +541,7 @@ def _bound_afresh(
         and not _derived(node, target)
         and any(_same(target, t) for t in _targets(node))
         for node in descendants(loop.body)
-        if node is not growth and isinstance(node, cst.Assign | cst.AnnAssign | cst.For)
+        if node is not growth and type(node) in (cst.Assign, cst.AnnAssign, cst.For)
     )
 
 

@@ -307,7 +307,7 @@ class DeviceLadderWithoutXla(Rule):
         if len(node.targets) != 1:
             return
         target = node.targets[0].target
-        if isinstance(target, cst.Attribute):
+        if type(target) is cst.Attribute:
             self._probed_attribute(node, target)
             return
         if not isinstance(target, cst.Name):

@@ -252,13 +252,13 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
         func = node.func
         if (
             not self._zeroes_optimizer
-            and isinstance(func, cst.Attribute)
+            and type(func) is cst.Attribute
             and func.attr.value == "zero_grad"
         ):
             self._zeroes_optimizer = is_optimizer(func.value)
         qualified = self.ctx.qualified(node.func)
         if qualified == MP_DEVICE_LOADER or (
-            isinstance(node.func, cst.Attribute) and node.func.attr.value == "per_device_loader"
+            type(node.func) is cst.Attribute and node.func.attr.value == "per_device_loader"
         ):
             self._syncing_loader = True
         if qualified not in ENGINES or not node.args:

@@ -151,7 +151,7 @@ class TorchSaveDeviceState(Rule):
                 isinstance(e, cst.DictElement) and self._holds_device_state(e.value)
                 for e in value.elements
             )
-        if isinstance(value, cst.Tuple | cst.List):
+        if type(value) in (cst.Tuple, cst.List):
             return any(self._holds_device_state(e.value) for e in value.elements)
         if isinstance(value, cst.DictComp):
             return self._holds_device_state(value.value)
