@@ -522,9 +522,15 @@ class FileContext:
 
     @property
     def in_raise(self) -> bool:
-        """The node being visited is part of a `raise` statement (the exception it builds
-        runs only on the error path)."""
-        return any(type(node) is cst.Raise for node in self._stack)
+        """The node being visited builds an error: part of a `raise` statement, or of an
+        `assert`'s message (both run only on the error path)."""
+        stack = self._stack
+        for depth, node in enumerate(stack):
+            if type(node) is cst.Raise:
+                return True
+            if type(node) is cst.Assert and depth + 1 < len(stack) and stack[depth + 1] is node.msg:
+                return True
+        return False
 
     @property
     def in_step_closure(self) -> bool:

@@ -51,7 +51,8 @@ loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, 
 ax.imshow(...)`) runs once per item of the figure, and a loop over trials or folds
 (`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
 by itself. The exception a `raise` statement builds (`raise ValueError(f"found
-{x.max().item()}")`) is built only on the error path. Code past an exit that an earlier
+{x.max().item()}")`) and an `assert`'s message (`assert ok, dt.item()`) are built only on
+the error path; the assertion's test runs every time. Code past an exit that an earlier
 `assert` settles never runs and is not reported: after `assert not exists(eos)`, a loop's
 `if not exists(eos): continue` is taken on every pass, so what follows it in the loop
 body is dropped."""
@@ -96,7 +97,8 @@ detector's label assignment, per image). A new shape compiles anew on every such
 whoever makes it. Where this file calls the function, its calls here decide (a
 `finalize(tokens: Tensor)` called once after a decoding loop is not per call), and
 `__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call,
-and neither is the exception a `raise` statement builds (`torch.unique(t)` in the message).
+and neither is the exception a `raise` statement builds (`torch.unique(t)` in the message)
+nor an `assert`'s message.
 A host read there (XLA101-XLA104) costs one sync per call, and is reported only where the
 function runs every step."""
 _WHY = "\n\n## Why is this bad?\n"
