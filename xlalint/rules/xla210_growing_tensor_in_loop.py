@@ -110,7 +110,9 @@ class GrowingTensorInLoop(Rule):
     out[:, -window:]`, or any other method applied to it, such as `out = out.narrow(1, 1,
     window)`, that may change its length), a value bound anew each pass (`out =
     prompt.new_zeros(...)`), joins after the loop (`torch.cat(outputs)` once all steps are
-    done), growth of host copies (`torch.cat([preds, logits.cpu()])`), and helpers whose
+    done), growth of host copies (`torch.cat([preds, logits.cpu()])`, or a list that only
+    ever appends host copies, `saved.append(x.detach().cpu())`), a list started afresh in
+    each pass (`actions, outputs = [], []` before the inner loop that fills it), and helpers whose
     result is a new value each pass (`features = pair(x, y)`, a grown prompt kept under
     another name) or that are called once, after the loop. Also left alone: growth in a
     loop over the module's own structure (`for layer in self.layers`, `enumerate`/`zip`/
@@ -212,7 +214,8 @@ class GrowingTensorInLoop(Rule):
         if not isinstance(first, cst.Name):
             return
         loop = self._loop()
-        if loop is not None and _grows_list(loop.body, first.value) and not self._fixed_passes():
+        growth = _list_growth(loop.body, first.value) if loop is not None else None
+        if growth is not None and not self._on_host(_appended(growth)) and not self._fixed_passes():
             message = (
                 f"the list `{first.value}` grows every step, and so does the tensor joined "
                 "from it: each step has a new shape and compiles again"
@@ -484,30 +487,48 @@ def _own_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
     return found
 
 
-def _grows_list(body: cst.CSTNode, name: str) -> bool:
-    """Whether `body` appends to the list `name` (`xs.append(y)`, `xs.extend(...)`,
-    `xs += [y]`) and does not start it afresh (`xs = []` in the body: a list of the same
-    length every pass)."""
-    grows = False
+def _list_growth(body: cst.CSTNode, name: str) -> list[cst.CSTNode] | None:
+    """The statements' calls and `+=` by which `body` grows the list `name`
+    (`xs.append(y)`, `xs.extend(...)`, `xs += [y]`), or None when it grows nothing or
+    starts the list afresh (`xs = []`, or `xs, ys = [], []`, in the body: a list of the
+    same length every pass)."""
+    growth: list[cst.CSTNode] = []
     for node in descendants(body):
-        if isinstance(node, cst.Assign) and any(
-            isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets
+        if type(node) is cst.Assign and any(
+            type(t) is cst.Name and t.value == name for t in _targets(node)
         ):
-            return False
+            return None
         if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
             and node.func.attr.value in _LIST_GROWTH
-            and isinstance(node.func.value, cst.Name)
+            and type(node.func.value) is cst.Name
             and node.func.value.value == name
         ) or (
-            isinstance(node, cst.AugAssign)
-            and isinstance(node.operator, cst.AddAssign)
-            and isinstance(node.target, cst.Name)
+            type(node) is cst.AugAssign
+            and type(node.operator) is cst.AddAssign
+            and type(node.target) is cst.Name
             and node.target.value == name
         ):
-            grows = True
-    return grows
+            growth.append(node)
+    return growth or None
+
+
+def _appended(growth: list[cst.CSTNode]) -> list[cst.BaseExpression]:
+    """What a list's growth adds, when every step of it is `xs.append(y)` (else nothing:
+    an `extend` or `+=` adds elements this rule does not look into)."""
+    added: list[cst.BaseExpression] = []
+    for node in growth:
+        appends = (
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and node.func.attr.value == "append"
+            and bool(node.args)
+        )
+        if not appends:
+            return []
+        added.append(node.args[0].value)
+    return added
 
 
 def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
