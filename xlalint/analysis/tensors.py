@@ -113,6 +113,21 @@ _TORCH_FACTORIES = re.compile(
     r"^torch\.(tensor|zeros|ones|empty|full|rand|randn|randint|randperm|arange|linspace|"
     r"logspace|eye|[A-Z]\w*Tensor)$"
 )
+
+
+def _builds_from_sizes(qualified: str, call: cst.Call) -> bool:
+    """A torch factory call: `torch.zeros(n)`, `torch.rand(1)`, or `torch.normal` given a
+    `size` (`torch.normal(0.0, std, size=(1,))`, mean and std as numbers), which, like
+    them, builds a new tensor on the host unless given a device. `torch.normal(mean, std)`
+    of tensors samples where they are."""
+    if _TORCH_FACTORIES.match(qualified):
+        return True
+    return qualified == "torch.normal" and (
+        any(_is_keyword(arg, "size") for arg in call.args)
+        or sum(arg.keyword is None and not arg.star for arg in call.args) >= 3
+    )
+
+
 _DTYPE_NAMES = frozenset(
     {
         "float", "float16", "float32", "float64", "bfloat16", "half", "double", "int", "int8",
@@ -1805,7 +1820,7 @@ class TensorKinds:
             return Kind.ITERABLE
         if (
             qualified.startswith("torch.")
-            and not _TORCH_FACTORIES.match(qualified)
+            and not _builds_from_sizes(qualified, node)
             and self._host_inputs(node)
         ):
             return Kind.HOST  # `torch.argsort(logits_on_cpu)`: computed where its input is
@@ -1814,7 +1829,7 @@ class TensorKinds:
         if qualified.rsplit(".", 1)[-1] in _RNG_STATE_GETTERS:
             return Kind.HOST  # a CPU ByteTensor, whatever the backend (`torch.npu.random`)
         if qualified == "torch.from_numpy" or (
-            _TORCH_FACTORIES.match(qualified)
+            _builds_from_sizes(qualified, node)
             and (
                 moves_to_cpu(node)
                 or not (self.device_contexts or any(_is_keyword(a, "device") for a in node.args))

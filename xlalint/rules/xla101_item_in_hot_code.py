@@ -65,7 +65,8 @@ class ItemInHotCode(HelperCallRule):
     layers) says nothing.
 
     Reads of tensors on the host are not flagged: tensors built without a device
-    (`torch.zeros(n)`, `torch.randn(1, n)`), `torch.from_numpy(...)` and `.cpu()` copies,
+    (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
+    `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
     arithmetic of those with each other, a torch reduction of a host tensor whose other
     arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`),
     and the positions of a helper's returned tuple (a module function, or a method called
