@@ -645,6 +645,8 @@ class FileContext:
             ):
                 self._frames[-1].collections.add(id(node))
             self.kinds.bind_loop_target(node.target, node.iter)
+            if kind is cst.For:
+                self.kinds.keep_unmoved_rows_on_host(node, self._frames[-1].node)  # type: ignore[arg-type]
             if self._masks is not None:
                 self._masks.unbind(node.target)
         elif kind in _COMPREHENSIONS:

@@ -30,7 +30,7 @@ from xlalint.analysis.records import (
 )
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.type_tests import class_name
-from xlalint.walk import descendants, names_under, self_attribute, target_names
+from xlalint.walk import binding_counts, descendants, names_under, self_attribute, target_names
 
 
 def _type_names(annotation: cst.BaseExpression) -> set[str]:
@@ -1309,6 +1309,36 @@ class TensorKinds:
             # (`for self.batch, self.dataset in batches`).
             for attribute in _self_attributes_in(target):
                 self._self_attributes[-1][attribute] = Kind.UNKNOWN
+
+    def keep_unmoved_rows_on_host(self, loop: cst.For, function: cst.FunctionDef | None) -> None:
+        """`for inputs, labels in loader:` whose body copies `labels.to(device)` (or
+        `.cuda()`) without rebinding `labels`: the loader hands host tensors, since only a
+        copy goes to the device (a no-op for a device tensor), so `labels.cpu()` there is
+        no transfer. Only a name that nothing but the loop binds in its function counts:
+        `labels = labels.to(device)` makes it a device tensor again."""
+        if function is None:
+            return
+        frame = self._frames[-1]
+        counts = binding_counts(function)
+        rows = {
+            name
+            for name in target_names(loop.target)
+            if frame.get(name) is Kind.TENSOR and counts.get(name) == 1
+        }
+        if not rows:
+            return
+        for node in descendants(loop.body):
+            if (
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
+                and node.func.value.value in rows
+                and (
+                    node.func.attr.value == "cuda"
+                    or (node.func.attr.value == "to" and self._moves_to_device(node))
+                )
+            ):
+                frame[node.func.value.value] = Kind.HOST
 
     def narrowed_to_tensor(self, test: cst.BaseExpression) -> list[str]:
         """Names that an `if` test checks to be tensors (`isinstance(v, torch.Tensor)`,

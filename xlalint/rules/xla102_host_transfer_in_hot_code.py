@@ -63,7 +63,9 @@ class HostTransferInHotCode(HelperCallRule):
     class of the module whose every `return` gives tensors, walked before the call:
     `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
     value moved with `.to(device)`/`.cuda()`, a loader's batch (also through a progress bar
-    bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y) in t`), a
+    bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y) in t`;
+    not a row whose loop only copies it to the device, `labels.to(device)` in an expression
+    with `labels` never rebound in the function: the loader hands host tensors), a
     result of a helper handed device tensors (`outputs = self._calculate_loss(model,
     inputs)`), a training step's
     loss (a value `.backward()` is called on, and the values it was computed from), or a
