@@ -35,7 +35,12 @@ from xlalint.analysis.hotness import (
 )
 from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
-from xlalint.analysis.intervals import clears_its_flag, may_be_sparse, sparse_test
+from xlalint.analysis.intervals import (
+    clears_its_flag,
+    may_be_sparse,
+    past_first_pass_exit,
+    sparse_test,
+)
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
@@ -441,8 +446,9 @@ class FileContext:
     @property
     def under_sparse_interval(self) -> bool:
         """In the body of `if step % interval == 0:` with an interval known to be long
-        (`analysis/intervals.py`): it runs once every many passes, not every step."""
-        return bool(self._sparse_bodies)
+        (`analysis/intervals.py`), or past `if batch_idx > 0: return` in a function handed
+        its batch number: it runs once every many passes, not every step."""
+        return bool(self._sparse_bodies) or past_first_pass_exit(tuple(reversed(self._stack)))
 
     @property
     def runs_without_xla(self) -> bool:

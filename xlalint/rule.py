@@ -40,8 +40,11 @@ log_interval=100)` calling `_train_epoch(loader, log_interval)`, a fraction of a
 loader's length such as `len(loader) // 10`, or an interval named for checkpoints or
 evaluations such as `steps_per_checkpoint` or `cfg.eval_every`, whatever its value: no
 run saves or evaluates a model every step), or in a branch that clears its own flag
-(`if first: ...; first = False`), and functions of this file called only from there:
-one sync every so many steps is amortised over them. An interval that may be 1
+(`if first: ...; first = False`), or past an early `return` of every batch but the
+first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the function: a plot of
+the first batch, once per epoch; `if batch_idx == 0: return` leaves the others per
+step), and functions of this file called only from there: one sync every so many steps
+is amortised over them. An interval that may be 1
 (`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
 a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `return`) runs
 once per run of that loop, not on every pass;

@@ -21,13 +21,14 @@ saving or evaluating a model every step is no run anyone configures.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
 import libcst as cst
 
 from xlalint.analysis.arguments import parameter
-from xlalint.analysis.guards import local_values, negated
+from xlalint.analysis.guards import ends_in, local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.walk import children, descendants, self_attribute
 
@@ -286,6 +287,63 @@ def clears_its_flag(
                 and statement.targets[0].target.deep_equals(test)
                 and isinstance(statement.value, cst.Name)
                 and statement.value.value == wanted
+            ):
+                return True
+    return False
+
+
+# A per-step function's parameter that numbers the batches or steps of its loop.
+_PASS_COUNTER = re.compile(
+    r"^(batch_?(idx|index|nb|num|no|i|id)|i_batch|(global_)?step|iteration)$"
+)
+
+
+def _later_pass(test: cst.BaseExpression) -> str | None:
+    """The counter in `batch_idx > 0`, `batch_idx != 0`, `batch_idx >= 1`, `0 < batch_idx`
+    (or one side of an `or`): a test true on every pass but the first."""
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.Or):
+            return _later_pass(test.left) or _later_pass(test.right)
+        return None
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    for counter, number, after in ((test.left, right, True), (right, test.left, False)):
+        value = _int_value(number)
+        if not isinstance(counter, cst.Name) or not _PASS_COUNTER.match(counter.value):
+            continue
+        later = (cst.GreaterThan, cst.NotEqual) if after else (cst.LessThan, cst.NotEqual)
+        at_least = cst.GreaterThanEqual if after else cst.LessThanEqual
+        if (value == 0 and isinstance(operator, later)) or (
+            value == 1 and isinstance(operator, at_least)
+        ):
+            return counter.value
+    return None
+
+
+def past_first_pass_exit(path: Sequence[cst.CSTNode]) -> bool:
+    """Whether the code on `path` (a node and its ancestors, innermost first) follows, in
+    its function's blocks, `if ... or batch_idx > 0: return` with `batch_idx` a parameter
+    the function is handed (a step hook's batch number): it runs on the first batch only,
+    once per epoch, whatever the `or`'s other sides add. `if batch_idx == 0: return`
+    leaves every other batch, and stays per step."""
+    function = next((n for n in path if isinstance(n, cst.FunctionDef | cst.Lambda)), None)
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    for child, parent in itertools.pairwise(path):
+        if parent is function:
+            return False
+        if type(parent) is not cst.IndentedBlock:
+            continue
+        for statement in parent.body:  # type: ignore[attr-defined]
+            if statement is child:
+                break
+            if (
+                type(statement) is cst.If
+                and statement.orelse is None
+                and ends_in(statement.body, (cst.Return,))
+                and (counter := _later_pass(statement.test)) is not None
+                and parameter(function, counter) is not None
             ):
                 return True
     return False
