@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -365,18 +366,11 @@ class PythonIndexInLoop(Rule):
         self.reads.mark(node)
         loops: frozenset[Loop] = frozenset()
         index: cst.BaseExpression | None = None
-        for element in node.slice:
-            part = element.slice
-            bounds = (
-                [part.lower, part.upper, part.step] if isinstance(part, cst.Slice) else [part.value]
-            )
-            for bound in bounds:
-                if bound is None:
-                    continue
-                found = self.values.int_loops(bound)
-                if found:
-                    loops |= found
-                    index = index or bound
+        for bound in _index_bounds(node):
+            found = self.values.int_loops(bound)
+            if found:
+                loops |= found
+                index = index or bound
         if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
             return
         self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
@@ -457,29 +451,22 @@ class PythonIndexInLoop(Rule):
         pointers = self._pointers()
         if not pointers:
             return
-        for element in node.slice:
-            part = element.slice
-            bounds = (
-                [part.lower, part.upper, part.step] if isinstance(part, cst.Slice) else [part.value]
-            )
-            for bound in bounds:
-                if bound is None:
-                    continue
-                spelled = _pointer_in(bound, pointers)
-                if spelled is None:
-                    continue
-                statement = self._statement()
-                if id(statement) in self._pointer_statements or self._at_lap_end(pointers):
-                    return
-                if not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
-                    return
-                self._pointer_statements.add(id(statement))
-                self.report(
-                    node,
-                    self.pointer_message.format(index=spelled, attribute=pointers[spelled]),
-                    hint=self.pointer_hint,
-                )
+        for bound in _index_bounds(node):
+            spelled = _pointer_in(bound, pointers)
+            if spelled is None:
+                continue
+            statement = self._statement()
+            if id(statement) in self._pointer_statements or self._at_lap_end(pointers):
                 return
+            if not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
+                return
+            self._pointer_statements.add(id(statement))
+            self.report(
+                node,
+                self.pointer_message.format(index=spelled, attribute=pointers[spelled]),
+                hint=self.pointer_hint,
+            )
+            return
 
     def _at_lap_end(self, pointers: dict[str, str]) -> bool:
         """In the body of an `if` that tests the position (`if ptr + bs >= size:`): the
@@ -712,6 +699,16 @@ class PythonIndexInLoop(Rule):
             owner = base.value
             return (isinstance(owner, cst.Name) and owner.value == "self") or _array_only(node)
         return _array_only(node)
+
+
+def _index_bounds(node: cst.Subscript) -> Iterator[cst.BaseExpression]:
+    """The expressions a subscript indexes with: each index, and each bound of a slice."""
+    for element in node.slice:
+        part = element.slice
+        if isinstance(part, cst.Slice):
+            yield from (b for b in (part.lower, part.upper, part.step) if b is not None)
+        else:
+            yield part.value
 
 
 def _pointer_in(bound: cst.BaseExpression, pointers: dict[str, str]) -> str | None:
