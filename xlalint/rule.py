@@ -39,7 +39,10 @@ more, by default too, or that every call of its function here hands in so, as `f
 log_interval=100)` calling `_train_epoch(loader, log_interval)`, a fraction of a
 loader's length such as `len(loader) // 10`, or an interval named for checkpoints or
 evaluations such as `steps_per_checkpoint` or `cfg.eval_every`, whatever its value: no
-run saves or evaluates a model every step), or in a branch that clears its own flag
+run saves or evaluates a model every step), or gated by wall-clock time (`if
+time.time() - self.last_log_time > interval:`, directly or through a local flag: once
+per so many seconds, over many steps; `time.time() - start < warmup` is taken on every
+step until then), or in a branch that clears its own flag
 (`if first: ...; first = False`), or past an early `return` of every batch but the
 first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the function: a plot of
 the first batch, once per epoch; `if batch_idx == 0: return` leaves the others per

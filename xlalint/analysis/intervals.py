@@ -16,7 +16,9 @@ An interval whose value is not known here (`args.log_interval`, `cfg.train.log_e
 be 1 and stays per step, as does one whose default is short (`log_interval=1`): a log
 interval that defaults to every step is per step. One named for checkpoints or evaluations
 (`steps_per_checkpoint`, `cfg.eval_every`, `save_interval`) is long whatever its value:
-saving or evaluating a model every step is no run anyone configures.
+saving or evaluating a model every step is no run anyone configures. A branch gated by
+wall-clock time (`if time.time() - self.last_summary_time > interval:`) runs once that
+time has passed since its last run, once every many steps of milliseconds each.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 from collections.abc import Sequence
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.guards import ends_in, local_values, negated
@@ -239,15 +242,46 @@ def sparse_test(
             and sparse_test(value, function, class_def, module, seen)
             for value in values
         )
+    if _wall_clock_gate(test):
+        return True
     interval = _modulo_interval(test)
     return interval is not None and long_interval(interval, function, class_def, module)
 
 
+_CLOCKS = frozenset(
+    {"time.time", "time.perf_counter", "time.monotonic", "perf_counter", "monotonic"}
+)
+
+
+def _elapsed(node: cst.BaseExpression) -> bool:
+    """`time.time() - self.last_summary_time`: the wall-clock time since a mark."""
+    return (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.Subtract)
+        and isinstance(node.left, cst.Call)
+        and not node.left.args
+        and get_full_name_for_node(node.left.func) in _CLOCKS
+    )
+
+
+def _wall_clock_gate(test: cst.BaseExpression) -> bool:
+    """`time.time() - self.last_log_time > self.log_every_seconds` (or `interval <
+    time.time() - last`): a branch taken once a wall-clock interval has passed since the
+    last time, which a step lasting milliseconds meets once every many steps, like `step %
+    100 == 0`."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    return (
+        _elapsed(test.left) and isinstance(operator, cst.GreaterThan | cst.GreaterThanEqual)
+    ) or (_elapsed(right) and isinstance(operator, cst.LessThan | cst.LessThanEqual))
+
+
 def may_be_sparse(test: cst.BaseExpression) -> bool:
-    """A cheap first look: the test takes a remainder somewhere, or is a name (which may
-    hold such a test)."""
+    """A cheap first look: the test takes a remainder or a difference (an elapsed time)
+    somewhere, or is a name (which may hold such a test)."""
     return isinstance(test, cst.Name) or any(
-        type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo
+        type(node) is cst.BinaryOperation and type(node.operator) in (cst.Modulo, cst.Subtract)
         for node in descendants(test)
     )
 
