@@ -23,7 +23,6 @@ time has passed since its last run, once every many steps of milliseconds each.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 
@@ -31,8 +30,9 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameter
-from xlalint.analysis.guards import ends_in, local_values, negated
+from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
+from xlalint.analysis.settled_exits import exits_before
 from xlalint.walk import children, descendants, self_attribute
 
 SPARSE = 50  # passes between two runs of the branch, at least
@@ -361,23 +361,8 @@ def past_first_pass_exit(path: Sequence[cst.CSTNode]) -> bool:
     the function is handed (a step hook's batch number): it runs on the first batch only,
     once per epoch, whatever the `or`'s other sides add. `if batch_idx == 0: return`
     leaves every other batch, and stays per step."""
-    function = next((n for n in path if isinstance(n, cst.FunctionDef | cst.Lambda)), None)
-    if not isinstance(function, cst.FunctionDef):
-        return False
-    for child, parent in itertools.pairwise(path):
-        if parent is function:
-            return False
-        if type(parent) is not cst.IndentedBlock:
-            continue
-        for statement in parent.body:  # type: ignore[attr-defined]
-            if statement is child:
-                break
-            if (
-                type(statement) is cst.If
-                and statement.orelse is None
-                and ends_in(statement.body, (cst.Return,))
-                and (counter := _later_pass(statement.test)) is not None
-                and parameter(function, counter) is not None
-            ):
-                return True
-    return False
+    return any(
+        (counter := _later_pass(statement.test)) is not None
+        and parameter(function, counter) is not None
+        for statement, _, function in exits_before(path, (cst.Return,))
+    )

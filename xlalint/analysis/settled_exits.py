@@ -13,7 +13,7 @@ between the fact and the exit, and leaves the code reachable.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -30,16 +30,19 @@ _PLAIN = (
 )  # fmt: skip
 
 
-def past_settled_exit(path: Sequence[cst.CSTNode]) -> bool:
-    """Whether the code on `path` (a node and its ancestors, innermost first) follows, in a
-    block of its function, an `if <test>: ... continue` (`break`, `return`, `raise`) with no
-    `else` whose test is known to hold where the `if` stands: the exit always runs first."""
+def exits_before(
+    path: Sequence[cst.CSTNode], exits: tuple[type[cst.CSTNode], ...]
+) -> Iterator[tuple[cst.If, int, cst.FunctionDef]]:
+    """The `if <test>: ... <exit>` statements with no `else` that come before the code on
+    `path` (a node and its ancestors, innermost first) in the blocks of its function,
+    innermost block first: each with the position in `path` of the block's child on the
+    way to the node, and the function."""
     function = next((n for n in path if isinstance(n, _SCOPES)), None)
     if not isinstance(function, cst.FunctionDef):
-        return False
+        return
     for index, (child, parent) in enumerate(itertools.pairwise(path)):
         if parent is function:
-            return False
+            return
         if type(parent) is not cst.IndentedBlock:
             continue
         for statement in parent.body:  # type: ignore[attr-defined]
@@ -48,11 +51,19 @@ def past_settled_exit(path: Sequence[cst.CSTNode]) -> bool:
             if (
                 type(statement) is cst.If
                 and statement.orelse is None
-                and ends_in(statement.body, _EXITS)
-                and _holds(statement.test, (statement, *path[index + 1 :]), function)
+                and ends_in(statement.body, exits)
             ):
-                return True
-    return False
+                yield statement, index, function
+
+
+def past_settled_exit(path: Sequence[cst.CSTNode]) -> bool:
+    """Whether the code on `path` (a node and its ancestors, innermost first) follows, in a
+    block of its function, an `if <test>: ... continue` (`break`, `return`, `raise`) with no
+    `else` whose test is known to hold where the `if` stands: the exit always runs first."""
+    return any(
+        _holds(statement.test, (statement, *path[index + 1 :]), function)
+        for statement, index, function in exits_before(path, _EXITS)
+    )
 
 
 def _holds(
