@@ -19,6 +19,8 @@ hands to a function of this module that does (`std_statistics(x, mask)` calling
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from xlalint.analysis.arguments import parameters
@@ -81,16 +83,7 @@ def operands(value: cst.BaseExpression) -> set[str]:
         return {value.value}
     if isinstance(value, cst.Subscript):
         return operands(value.value)
-    if isinstance(value, cst.UnaryOperation):
-        return operands(value.expression)
-    if isinstance(value, cst.BinaryOperation):
-        return operands(value.left) | operands(value.right)
-    if isinstance(value, cst.Comparison):
-        names = operands(value.left)
-        for target in value.comparisons:
-            names |= operands(target.comparator)
-        return names
-    return set()
+    return _through_operators(value, operands)
 
 
 class DataParameters:
@@ -206,15 +199,23 @@ def _field_operands(value: cst.BaseExpression) -> set[str]:
     if isinstance(value, cst.Attribute | cst.Subscript):
         root = _field_root(value)
         return {root} if root is not None else set()
+    return _through_operators(value, _field_operands)
+
+
+def _through_operators(
+    value: cst.BaseExpression, names: Callable[[cst.BaseExpression], set[str]]
+) -> set[str]:
+    """What `names` finds in the operands of a unary, binary or comparison operator
+    (`-x`, `x * 2`, `a < b`), and nothing in any other expression."""
     if isinstance(value, cst.UnaryOperation):
-        return _field_operands(value.expression)
+        return names(value.expression)
     if isinstance(value, cst.BinaryOperation):
-        return _field_operands(value.left) | _field_operands(value.right)
+        return names(value.left) | names(value.right)
     if isinstance(value, cst.Comparison):
-        names = _field_operands(value.left)
+        found = names(value.left)
         for target in value.comparisons:
-            names |= _field_operands(target.comparator)
-        return names
+            found |= names(target.comparator)
+        return found
     return set()
 
 
