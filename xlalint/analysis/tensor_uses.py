@@ -97,6 +97,14 @@ class DataParameters:
         self.records = records
         self._functions: dict[str, cst.FunctionDef] | None = None
         self._known: dict[int, bool] = {}
+        self._uses: dict[int, frozenset[str]] = {}
+
+    def uses(self, function: cst.FunctionDef) -> frozenset[str]:
+        """`tensor_uses` of `function`, computed once per file for every asker."""
+        found = self._uses.get(id(function))
+        if found is None:
+            found = self._uses[id(function)] = tensor_uses(function, self.imports)
+        return found
 
     def computes_on_data(self, function: cst.CSTNode) -> bool:
         """A parameter annotated as a tensor or a record of tensors, or one (not rebound)
@@ -120,7 +128,7 @@ class DataParameters:
         params -= bound_names(function)
         if not params:
             return False
-        uses = tensor_uses(function, self.imports)
+        uses = self.uses(function)
         if params & uses:
             return True
         if _fields_used(function, params, uses, self.imports):

@@ -6,7 +6,6 @@ import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted, is_scalar, takes_tensors
-from xlalint.analysis.tensor_uses import tensor_uses
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -114,7 +113,6 @@ class BooleanMaskWrite(HelperCallRule):
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        self._uses: dict[int, frozenset[str]] = {}  # `tensor_uses` per function
         # Masked writes to a helper's parameters, judged by its callers once walked.
         self._pending: list[tuple[cst.Subscript, str, FunctionKey, str, Site]] = []
 
@@ -199,10 +197,9 @@ class BooleanMaskWrite(HelperCallRule):
         function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
         if function is None:
             return None
-        uses = self._uses.get(id(function))
-        if uses is None:
-            uses = self._uses[id(function)] = tensor_uses(function, self.ctx.imports)
-        if base.value not in uses or not _rebound_from_itself(function, base.value):
+        if base.value not in self.ctx.data_parameters.uses(function) or not _rebound_from_itself(
+            function, base.value
+        ):
             return None
         return self.ctx.masks.any_mask(target)
 

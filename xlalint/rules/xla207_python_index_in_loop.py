@@ -16,7 +16,6 @@ from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
 from xlalint.analysis.pass_reads import PassReads
 from xlalint.analysis.state_pointers import advanced_pointers
-from xlalint.analysis.tensor_uses import tensor_uses
 from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
@@ -266,7 +265,6 @@ class PythonIndexInLoop(Rule):
         self.reads = PassReads()
         self._candidates: list[_Candidate] = []
         self._calls: list[_HelperCall] = []
-        self._tensor_uses: dict[int, frozenset[str]] = {}
         self._pointer_cache: dict[int, dict[str, str]] = {}
         self._pointer_statements: set[int] = set()
 
@@ -661,16 +659,11 @@ class PythonIndexInLoop(Rule):
         return not self.values.makes_sequence(value)
 
     def _used_as_tensors(self) -> frozenset[str]:
-        """Names the function being walked uses as tensors (`_tensor_uses`), once per
-        function."""
+        """Names the function being walked uses as tensors (`tensor_uses`)."""
         function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
         if function is None:
             return frozenset()
-        found = self._tensor_uses.get(id(function))
-        if found is None:
-            found = tensor_uses(function, self.ctx.imports)
-            self._tensor_uses[id(function)] = found
-        return found
+        return self.ctx.data_parameters.uses(function)
 
     def _indexes_a_tensor(self, node: cst.Subscript) -> bool:
         """The indexed value is a tensor, and not a tuple or list of them."""
