@@ -505,10 +505,7 @@ class DeviceLadderWithoutXla(Rule):
             return False
         if not (is_device_name(cst.Name(gpu[0])) or _GPU_ID_NAME.search(gpu[0])):
             return False
-        if self._xla_ruled_out(node):
-            return False
-        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
-        return not mentions_xla(function if function is not None else node, self.ctx.imports)
+        return not self._knows_xla(node)
 
     def visit_ListComp(self, node: cst.ListComp) -> None:
         """`[gpu(i) for i in range(num_gpus())]`, `[torch.device(f"cuda:{i}") for i in
@@ -517,14 +514,11 @@ class DeviceLadderWithoutXla(Rule):
         for_in = node.for_in
         if for_in.inner_for_in is not None or for_in.ifs or not self._over_gpus(for_in.iter):
             return
-        imports, helpers = self.ctx.imports, self.ctx.device_choices.helpers
+        helpers = self.ctx.device_choices.helpers
         types = helper_device_types(node.elt, helpers)
         if not types or "cuda" not in types or "xla" in types:
             return  # a CUDA string spelled in the list itself is XLA302's: one cause
-        if self.ctx.runs_without_xla or self._xla_ruled_out(node):
-            return
-        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
-        if mentions_xla(function if function is not None else node, imports):
+        if self.ctx.runs_without_xla or self._knows_xla(node):
             return
         message = self.message.format(
             types="CUDA", outcome="on an XLA host the list is empty and the CPU is used"
@@ -606,6 +600,14 @@ class DeviceLadderWithoutXla(Rule):
 
     def _xla_ruled_out(self, node: cst.CSTNode) -> bool:
         return xla_ruled_out([node, *self.ctx.ancestors()], self.ctx.imports)
+
+    def _knows_xla(self, node: cst.CSTNode) -> bool:
+        """XLA is ruled out where `node` stands, or the function holding it (the node
+        itself, outside one) mentions XLA: the code has made its choice."""
+        if self._xla_ruled_out(node):
+            return True
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        return mentions_xla(function if function is not None else node, self.ctx.imports)
 
     def _message(self, choice: DeviceChoice, types: frozenset[str] | None = None) -> str:
         selected = (types or choice.types) - {"?"}
