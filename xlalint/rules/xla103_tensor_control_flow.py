@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.clipping import clipping_test
+from xlalint.analysis.guards import ends_in
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import Evidence
 from xlalint.analysis.stacked_values import stacked_names
@@ -356,7 +357,7 @@ class TensorControlFlow(Rule):
             if isinstance(ancestor, cst.Assert):
                 return True
             if isinstance(ancestor, cst.If):
-                return ancestor.orelse is None and _raises(ancestor.body)
+                return ancestor.orelse is None and ends_in(ancestor.body, (cst.Raise,))
             if isinstance(ancestor, cst.BaseStatement | cst.BaseSmallStatement):
                 return False
         return False
@@ -529,15 +530,6 @@ def _is_none_or_string(node: cst.BaseExpression) -> bool:
     return (isinstance(node, cst.Name) and node.value == "None") or isinstance(
         node, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString
     )
-
-
-def _raises(body: cst.BaseSuite) -> bool:
-    """A block that ends in `raise` (an error path, not a branch of the computation)."""
-    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    last = statements[-1] if statements else None
-    if isinstance(last, cst.SimpleStatementLine | cst.SimpleStatementSuite):
-        return bool(last.body) and isinstance(last.body[-1], cst.Raise)
-    return False
 
 
 def _tests_class(test: cst.BaseExpression, name: str) -> bool:

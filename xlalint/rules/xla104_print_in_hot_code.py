@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.imports import ImportTable
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -507,10 +508,5 @@ def _is_string_literal(node: cst.BaseExpression) -> bool:
 
 def _keyword_is(call: cst.Call, keyword: str, value: str) -> bool:
     """`call` passes `keyword=value` (`prog_bar=True`), `value` a literal name."""
-    return any(
-        arg.keyword is not None
-        and arg.keyword.value == keyword
-        and isinstance(arg.value, cst.Name)
-        and arg.value.value == value
-        for arg in call.args
-    )
+    arg = keyword_argument(call, keyword)
+    return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == value

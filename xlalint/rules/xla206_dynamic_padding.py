@@ -10,7 +10,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import keyword_argument, parameter
 from xlalint.analysis.hotness import Site
 from xlalint.rule import Rule
-from xlalint.walk import children, descendants, names_under
+from xlalint.walk import children, descendants, names_under, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -204,15 +204,11 @@ class DynamicPadding(Rule):
         padding = keyword_argument(call, "padding")
         if padding is None:
             return None
-        value = padding.value
-        if not (
-            isinstance(value, cst.Attribute)
-            and isinstance(value.value, cst.Name)
-            and value.value.value == "self"
-        ):
+        attribute = self_attribute(padding.value)
+        if attribute is None:
             return None
         class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
-        return None if class_def is None else _class_default(class_def, value.attr.value)
+        return None if class_def is None else _class_default(class_def, attribute)
 
     def leave_Module(self, node: cst.Module) -> None:
         # One finding per function, where its fixed length would go: a tokenizer call that
@@ -398,13 +394,7 @@ def _stores(function: cst.FunctionDef, attr: str) -> bool:
         isinstance(node, cst.Assign)
         and isinstance(node.value, cst.Name)
         and node.value.value == attr
-        and any(
-            isinstance(t.target, cst.Attribute)
-            and isinstance(t.target.value, cst.Name)
-            and t.target.value.value == "self"
-            and t.target.attr.value == attr
-            for t in node.targets
-        )
+        and any(self_attribute(t.target) == attr for t in node.targets)
         for node in descendants(function.body)
     )
 
