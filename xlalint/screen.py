@@ -28,7 +28,7 @@ import builtins
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -257,8 +257,6 @@ def screen_text(
     aliases = _aliases(tree)
     for features in (glue, *(unit.features for unit in units)):
         features.resolve_aliases(aliases)
-    records = _record_classes(tree)
-    hot = _maybe_hot(units, glue, hot_functions) | _computing_on_parameters(units, aliases, records)
 
     def passes(features: Features, may_be_hot: bool) -> bool:
         return any(
@@ -267,7 +265,23 @@ def screen_text(
             for rule in rules
         )
 
-    passing = {i for i, unit in enumerate(units) if passes(unit.features, i in hot)}
+    passing = {i for i, unit in enumerate(units) if passes(unit.features, False)}
+    # Hotness decides only the units no rule passes by its screen alone and a `hot_only`
+    # rule would pass: the other units' hotness is not computed (a third of the screen's
+    # time went to `_computing_on_parameters`' walks of units that passed anyway).
+    hot_rules = [rule for rule in rules if rule.hot_only]
+    undecided = {
+        i
+        for i, unit in enumerate(units)
+        if i not in passing
+        and any(r.screen is None or unit.features.matches(r.screen) for r in hot_rules)
+    }
+    if undecided:
+        hot = _maybe_hot(units, glue, hot_functions)
+        if undecided - hot:
+            records = _record_classes(tree)
+            hot |= _computing_on_parameters(units, aliases, records, undecided - hot)
+        passing |= undecided & hot
     glue_passes = passes(glue, _LOOP_NODES & glue.nodes != set())
     kept = _connected(units, glue, passing, text)
     lines = LINE.findall(text)
@@ -357,18 +371,26 @@ def _record_classes(tree: ast.Module) -> set[str]:
 
 
 def _computing_on_parameters(
-    units: list[_Unit], aliases: dict[str, set[str]], records: set[str]
+    units: list[_Unit],
+    aliases: dict[str, set[str]],
+    records: set[str],
+    wanted: Collection[int] | None = None,
 ) -> set[int]:
     """The units that may compute on tensors they are handed (`DataParameters`, hot per call
     for some rules): a parameter annotated with a record class of tensors, or a parameter,
     a field of one or a local bound to such a field that is the receiver of a method only
     tensors have, an operand of an argument of a torch call (any call under a name bound
     to torch: more than the operations that take only tensors), or an operand handed to a
-    top-level function of the module that is such a unit itself."""
+    top-level function of the module that is such a unit itself.
+
+    With `wanted`, only those units and the top-level functions (which others hand
+    operands to) are examined: the answer is exact for them, and may leave out others."""
     torch_roots = {"torch"} | {name for name, parts in aliases.items() if "torch" in parts}
     direct: set[int] = set()
     handing: dict[int, set[str]] = {}
     for index, unit in enumerate(units):
+        if wanted is not None and index not in wanted and unit.node.col_offset != 0:
+            continue
         arguments = unit.node.args
         every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
         params = {a.arg for a in every} - {"self", "cls"}
