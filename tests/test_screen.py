@@ -147,6 +147,41 @@ def test_a_function_taking_tensors_is_kept_for_per_call_rules() -> None:
     assert lint_source(text, "t.py", [all_rules()["XLA203"]]).diagnostics[0].start.row == 5
 
 
+def test_a_method_handing_tensors_to_a_computing_function_is_kept_alone() -> None:
+    """Hotness is worked out only for the units it decides; a method handing its parameter
+    to a top-level function that computes on it still counts, though nothing else makes
+    that function (passed by no screen either) worth examining for itself."""
+    text = dedent(
+        """\
+        import torch
+
+
+        def clamp(values):
+            return torch.clamp(values, 0)
+
+
+        class Box:
+            def fit(self, boxes):
+                boxes[boxes < 0] = 0
+                return clamp(boxes)
+
+            def name(self, label):
+                label[label < 0] = 0
+                return label
+        """
+    )
+    tree = ast.parse(text)
+    units, _ = screen._split(tree)
+    fit = next(i for i, u in enumerate(units) if u.node.name == "fit")
+    whole = screen._computing_on_parameters(units, {}, set())
+    assert fit in screen._computing_on_parameters(units, {}, set(), {fit})
+    assert fit in whole and len(whole) == 2  # `clamp` and `fit`, not `name`
+    plan = _plan(text, ["XLA203"])
+    assert plan is not None
+    assert plan.counts(10)  # fit's write
+    assert not plan.counts(14)  # name's: nothing computes on `label`
+
+
 def test_a_body_on_the_header_row_is_kept() -> None:
     text = "def cold(x): return x.item()\n\n\ndef other(y):\n    return y\n"
     plan = _plan(text, ["XLA101"])
