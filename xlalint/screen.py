@@ -97,6 +97,9 @@ class Features:
     # A parameter annotated as a tensor (`preds: Tensor`): `HotCode.is_hot(per_call=True)`.
     tensor_parameter: bool = False
     reaching: bool = False
+    # `identifiers` and `strings` joined by `\0` (no screen token holds one), so that a
+    # substring test over all of them is one test in C; redone when they have grown.
+    _joined: tuple[int, int, str, str] = field(default=(-1, -1, "", ""), repr=False, compare=False)
 
     def add(self, node: ast.AST) -> None:
         """Take in `node` and everything under it (one pass, no recursion). Every node of
@@ -194,14 +197,23 @@ class Features:
                 if token[1:-1] in self.nodes:
                     return True
             elif head == "'":
-                if any(token[1:] in s for s in self.strings):
+                if token[1:] in self._joined_texts()[1]:
                     return True
             elif head == "~":
-                if any(token[1:] in name for name in self.identifiers):
+                if token[1:] in self._joined_texts()[0]:
                     return True
             elif token in self.identifiers:
                 return True
         return False
+
+    def _joined_texts(self) -> tuple[str, str]:
+        """`identifiers` and `strings`, each joined by a NUL: a token without one is a
+        substring of the join only where it is a substring of one of them. Both only grow,
+        so their sizes tell whether the join is current."""
+        sizes = (len(self.identifiers), len(self.strings))
+        if self._joined[:2] != sizes:
+            self._joined = (*sizes, "\0".join(self.identifiers), "\0".join(self.strings))
+        return self._joined[2], self._joined[3]
 
     def resolve_aliases(self, aliases: dict[str, set[str]]) -> None:
         for name in self.identifiers & aliases.keys():
