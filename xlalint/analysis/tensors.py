@@ -1249,6 +1249,17 @@ class TensorKinds:
                 for element, arg in zip(target.elements, iterable.args, strict=True):
                     self.bind_loop_target(element.value, arg.value)
                 return
+            if (
+                callee == "zip"
+                and len(iterable.args) == 1
+                and iterable.args[0].star == "*"
+                and self.of(iterable.args[0].value) is Kind.TENSOR
+            ):
+                # `for logprob, token in zip(*logprobs[i].topk(k))`: zipping the rows of a
+                # tensor (or the tensors of `topk`'s pair) yields its elements, 0-dim
+                # tensors on the device.
+                self.bind(target, Kind.TENSOR)
+                return
             if callee == "range":
                 self.bind(target, Kind.HOST)
                 return

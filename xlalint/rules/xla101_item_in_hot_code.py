@@ -122,7 +122,18 @@ class ItemInHotCode(HelperCallRule):
     parameter annotated with the class or a list of it, a loop or comprehension over one,
     `Hypothesis(...)`, `hyp._replace(...)`). `float(self.score)` in a method that a
     decoding loop calls on its hypotheses (`[h.asdict() for h in ended]`) is flagged;
-    fields annotated as Python numbers, and unannotated attributes, are not.
+    fields annotated as Python numbers, and unannotated attributes, are not. Zipping the
+    pair `topk` returns (`for logprob, token in zip(*logprobs[i].topk(k))`), or the rows
+    of a device tensor, yields 0-dim device tensors: `token.item()` there reads the
+    device for every candidate; the same loop over a host copy (`logprobs.cpu()`) does not.
+
+    A warning about a checked value runs when the value has gone wrong, as a `raise`'s
+    message is built only on the error path: reads in the body of an `if` that only warns
+    (`warnings.warn(...)`, `log.warning(...)`) and whose test checks a value (`if
+    kl.max().item() > 100: log.warning(f"KL very high: {kl.max().item():.4f}")`) are not
+    flagged, while the test's own read is. A warning under a bare setting (`if verbose:`),
+    or beside other work in the same body, still runs every step. This holds for every
+    host-sync rule (XLA101-107).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
