@@ -101,6 +101,8 @@ _PREDICATE = re.compile(r"^((is|has)_|get_\w+_enabled$)")
 _TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
 # Dict methods that return one of its values.
 _DICT_LOOKUPS = frozenset({"get", "pop", "setdefault"})
+# Mappings whose every value is a tensor: the tensordict library's classes.
+_TENSOR_MAPPINGS = frozenset({"TensorDictBase", "TensorDict"})
 # Annotations of parameters that are dicts (their values may be anything).
 _DICT_ANNOTATIONS = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
 _RNG_STATE_GETTERS = frozenset({"get_rng_state", "get_rng_state_all"})
@@ -259,9 +261,13 @@ def _names_other_class(annotation: cst.Annotation | None) -> bool:
 
 def _maps_to_tensors(node: cst.BaseExpression) -> bool:
     """`dict[str, torch.Tensor]`, `Dict[str, Tensor]`, `Mapping[str, Tensor]` (also under
-    `Optional`): a mapping declared to hold tensors, each value one."""
+    `Optional`), or a tensordict (`TensorDictBase`, `TensorDict`): a mapping declared to
+    hold tensors, each value one."""
     if isinstance(node, cst.BinaryOperation):  # `dict[str, Tensor] | None`
         return _maps_to_tensors(node.left) or _maps_to_tensors(node.right)
+    if isinstance(node, cst.Name | cst.Attribute):
+        last = node.attr.value if isinstance(node, cst.Attribute) else node.value
+        return last in _TENSOR_MAPPINGS
     if not isinstance(node, cst.Subscript):
         return False
     base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
@@ -1084,7 +1090,9 @@ class TensorKinds:
                 self._frames[-1][name] = Kind.TENSOR
             if derived:
                 self._derived[-1].update(target_names(target))
-            if isinstance(target, cst.Name) and self._moves_values(value):
+            if isinstance(target, cst.Name) and (
+                self._moves_values(value) or self._copies_tensor_mapping(value)
+            ):
                 self._tensor_dicts[-1].add(target.value)
             if isinstance(target, cst.Name) and scaled:
                 self._scaled[-1][target.value] = scaled
@@ -1606,6 +1614,21 @@ class TensorKinds:
         """The module's record classes with tensor fields, by name (`records.py`)."""
         return self._records
 
+    def _copies_tensor_mapping(self, value: cst.BaseExpression) -> bool:
+        """`TensorDict(source=td, batch_size=...)` or `td.clone()` of a tensor mapping
+        handed in (`td: TensorDictBase`): another mapping of the same tensors."""
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value == "clone":
+            receiver = func.value
+            return type(receiver) is cst.Name and receiver.value in self._tensor_dicts[-1]
+        name = func.attr.value if type(func) is cst.Attribute else getattr(func, "value", None)
+        return name in _TENSOR_MAPPINGS and any(
+            type(arg.value) is cst.Name and arg.value.value in self._tensor_dicts[-1]
+            for arg in value.args
+        )
+
     def _moves_values(self, value: cst.BaseExpression) -> bool:
         """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
         the device, so each is a tensor there."""
@@ -1735,6 +1758,12 @@ class TensorKinds:
             if self._attribute(func) is Kind.MODULE:
                 return Kind.TENSOR  # `self.proj(x)` with `self.proj = nn.Linear(...)`
             method = func.attr.value
+            if (
+                method == "get"
+                and type(func.value) is cst.Name
+                and func.value.value in self._tensor_dicts[-1]
+            ):
+                return Kind.TENSOR  # `tensordict.get("reward")`: a value of a tensor mapping
             receiver = self.of(func.value)
             if receiver is Kind.TENSOR:
                 if method == "type" and node.args and not _names_a_type(node.args[0].value):
