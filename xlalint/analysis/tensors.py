@@ -1842,6 +1842,7 @@ class TensorKinds:
             and not first.star
             and isinstance(first.value, cst.Name)
             and self.of(first.value) is Kind.HOST
+            and self._holds_host_values(first.value)
             and not any(a.star or _is_keyword(a, "device") for a in call.args)
             and not any(self.of(a.value) is Kind.TENSOR for a in call.args[1:])
         ):
@@ -1856,7 +1857,21 @@ class TensorKinds:
                     values.extend(e.value for e in value.elements)
                 else:
                     values.append(value)
-        return bool(values) and all(self.of(v) is Kind.HOST for v in values)
+        return bool(values) and all(
+            self.of(v) is Kind.HOST and self._holds_host_values(v) for v in values
+        )
+
+    def _holds_host_values(self, value: cst.BaseExpression) -> bool:
+        """A list the function fills with `append` (`value_losses.append(loss)`, then
+        `torch.stack(value_losses)`) is a host object whose elements may be device tensors:
+        its contents count only when every append hands a host value."""
+        held = self.list_elements(value) if type(value) is cst.Name else None
+        if held is None:
+            return True
+        if isinstance(held, Kind):
+            return held is Kind.HOST
+        kinds = held.values() if isinstance(held, dict) else held
+        return all(kind is Kind.HOST for kind in kinds)
 
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`,
