@@ -30,7 +30,14 @@ from xlalint.analysis.records import (
 )
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.type_tests import class_name
-from xlalint.walk import binding_counts, descendants, names_under, self_attribute, target_names
+from xlalint.walk import (
+    TRIVIA,
+    binding_counts,
+    descendants,
+    names_under,
+    self_attribute,
+    target_names,
+)
 
 
 def _type_names(annotation: cst.BaseExpression) -> set[str]:
@@ -460,6 +467,10 @@ class TensorKinds:
         # Per frame, names bound to arithmetic on other names (`adjusted = loss * n`): what
         # they were scaled from, which a `backward()` on them shows to be the loss.
         self._scaled: list[dict[str, tuple[str, ...]]] = [{}]
+        # Per frame, the function being walked, and the names it runs backward on (found on
+        # the first question: `trained_names`).
+        self._function_nodes: list[cst.FunctionDef | None] = [None]
+        self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
@@ -535,6 +546,8 @@ class TensorKinds:
         self._dict_values.append({})
         self._batch_state.append(batch_state)
         self._scaled.append({})
+        self._function_nodes.append(node)
+        self._trained.append(None)
         self._typed.append(typed)
         self._wrappers.append({})
 
@@ -581,6 +594,8 @@ class TensorKinds:
         self._dict_values.pop()
         self._batch_state.pop()
         self._scaled.pop()
+        self._function_nodes.pop()
+        self._trained.pop()
         self._typed.pop()
         self._wrappers.pop()
 
@@ -733,6 +748,61 @@ class TensorKinds:
         for trained in (name, *self._scaled[-1].get(name, ())):
             if self._frames[-1].get(trained) is Kind.UNKNOWN:
                 self._frames[-1][trained] = Kind.TENSOR
+
+    def _trained_names(self) -> tuple[dict[str, int], dict[int, int]]:
+        """Names the function being walked runs autograd's backward on (`loss.backward()`,
+        keyword arguments at most), and the names those are sums or scalings of (`loss =
+        actor_loss + critic_loss`): the step's loss and its terms, each with the position
+        (in walk order) of its last backward; and the position of each assigned value. A
+        binding before that backward holds the loss, a tensor on the training device from
+        there on; one after it (`loss = self.history[-1]`) holds whatever it is bound to.
+        Found by one walk of the function, on the first question."""
+        known = self._trained[-1]
+        if known is not None:
+            return known
+        function = self._function_nodes[-1]
+        names: dict[str, int] = {}
+        values: dict[int, int] = {}
+        sums: list[tuple[set[str], tuple[str, ...]]] = []
+        if function is not None:
+            for index, node in enumerate(descendants(function.body, _NOT_OWN_CODE)):
+                kind = type(node)
+                if kind is cst.Call:
+                    func = node.func  # type: ignore[attr-defined]
+                    if (
+                        type(func) is cst.Attribute
+                        and func.attr.value == "backward"
+                        and type(func.value) is cst.Name
+                        and not any(a.keyword is None for a in node.args)  # type: ignore[attr-defined]
+                    ):
+                        names[func.value.value] = index
+                elif kind is cst.Assign or kind is cst.AnnAssign:
+                    value = node.value  # type: ignore[attr-defined]
+                    if value is None:
+                        continue
+                    values[id(value)] = index
+                    terms = _scaled_names(value)
+                    if terms:
+                        targets = (
+                            [t.target for t in node.targets]  # type: ignore[attr-defined]
+                            if kind is cst.Assign
+                            else [node.target]  # type: ignore[attr-defined]
+                        )
+                        bound = set().union(*(target_names(t) for t in targets))
+                        sums.append((bound, terms))
+        changed = bool(names)
+        while changed:
+            changed = False
+            for bound, terms in sums:
+                last = max((names[n] for n in bound if n in names), default=None)
+                if last is None:
+                    continue
+                for term in terms:
+                    if names.get(term, -1) < last:
+                        names[term] = last
+                        changed = True
+        found = self._trained[-1] = (names, values)
+        return found
 
     def note_buffer(self, call: cst.Call) -> None:
         """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
@@ -1098,6 +1168,18 @@ class TensorKinds:
                 self._scaled[-1][target.value] = scaled
             if isinstance(target, cst.Name):
                 self.note_wrapper(target, value)
+            if kind is Kind.UNKNOWN:
+                trained, positions = self._trained_names()
+                at = positions.get(id(value))
+                for name in target_names(target):
+                    if (
+                        at is not None
+                        and at < trained.get(name, -1)
+                        and self._frames[-1].get(name) is Kind.UNKNOWN
+                    ):
+                        # `loss = self.compute(x)`, then `print(loss.item())`, then
+                        # `loss.backward()`: the step's loss from its binding on.
+                        self._frames[-1][name] = Kind.TENSOR
 
     def _host_results(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -1930,6 +2012,10 @@ class TensorKinds:
 
 
 _SCALING = (cst.Multiply, cst.Divide, cst.Add)
+
+
+# What a function's own code is not under (besides trivia): nested definitions.
+_NOT_OWN_CODE = frozenset({*TRIVIA, cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 
 def _scaled_names(value: cst.BaseExpression) -> tuple[str, ...]:

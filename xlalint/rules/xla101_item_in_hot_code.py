@@ -61,7 +61,12 @@ class ItemInHotCode(HelperCallRule):
     from (`loss_tensor, metrics = self._compute_loss_and_metrics(x, y)`), so `float(
     loss_tensor)` after it is flagged; so is the loss a scaled copy of it runs backward
     for (`adjusted = loss_tensor * step.size`, then `adjusted.backward()`), not the
-    factor. `layer.backward(dout)` with a positional gradient (a hand-written network's
+    factor. The loss holds the tensor from where it is bound, so a read before its
+    backward counts too: `actor_loss = policy_loss + kl_loss`, `loss = actor_loss +
+    critic_loss`, then `float(actor_loss)`, then `loss.backward()` reads the device every
+    minibatch; a binding after the backward (`loss = self.history[-1]`) and a value beside
+    the loss (`loss, entropy = self.model.losses(mb)`: `float(entropy)`) are not known to.
+    `layer.backward(dout)` with a positional gradient (a hand-written network's
     layers) says nothing.
 
     Reads of tensors on the host are not flagged: tensors built without a device
