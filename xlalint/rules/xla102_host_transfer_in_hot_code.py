@@ -80,6 +80,10 @@ class HostTransferInHotCode(HelperCallRule):
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
     runs no graph and transfers nothing.
 
+    A copy inside a warning about a checked value (the body of an `if` that only warns,
+    `if err.max() > tol: log.warning(f"{err.cpu()}")`) runs when the value has gone wrong,
+    and is not flagged; the test's own read is.
+
     A tensordict maps keys to tensors as `dict[str, Tensor]` does: a parameter annotated
     `TensorDictBase` (or `TensorDict`), and a `TensorDict(source=td, ...)` or `td.clone()`
     made from one, holds device tensors, so `reward = td.get(("next", "reward"))` then
