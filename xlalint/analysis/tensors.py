@@ -181,13 +181,14 @@ _INDEX_NAME = re.compile(
     r"\w+_no|\w+_number|\w+_counter|\w+_iteration|\w+_size)$"
 )
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
-# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`),
+# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
+# a solver's or a norm's `order`),
 # not a tensor: per-step functions take tensors by default, and these would otherwise read
 # as tensors.
 _HOST_PARAM_NAME = re.compile(
     r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
-    r"max_\w+|min_\w+|count|\w+_count|device|dtype|\w+_type)$"
+    r"max_\w+|min_\w+|count|\w+_count|order|device|dtype|\w+_type)$"
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
 _TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|compute_loss|loss)$")

@@ -132,6 +132,11 @@ class ItemInHotCode(HelperCallRule):
     of a device tensor, yields 0-dim device tensors: `token.item()` there reads the
     device for every candidate; the same loop over a host copy (`logprobs.cpu()`) does not.
 
+    A per-step function's (`*_step`, `forward`) plain parameters are taken for tensors,
+    except those named for a Python flag, size or kind (`use_cache`, `seq_len`, `dim`, a
+    solver's `order`): `float(order + 1)` in an adaptive solver's `init_step` reads
+    nothing, while `float(error_ratio)` beside it reads the device.
+
     A warning about a checked value runs when the value has gone wrong, as a `raise`'s
     message is built only on the error path: reads in the body of an `if` that only warns
     (`warnings.warn(...)`, `log.warning(...)`) and whose test checks a value (`if
