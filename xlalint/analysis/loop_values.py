@@ -303,6 +303,10 @@ class LoopValues:
             return found
         if type(expr) in (cst.Attribute, cst.Call) and self.kinds.of(expr) is Kind.HOST:
             return frozenset()  # `x.shape[0]`-like values and `len(...)`: ints, fixed
+        if type(expr) is cst.Attribute and self.kinds.of(expr) is Kind.UNKNOWN:
+            # `self.receptive_field + t`: a setting, read like a name of unknown kind (a
+            # tensor attribute is known as one where the class assigns it).
+            return frozenset()
         return None
 
     def varies(self, expr: cst.CSTNode) -> bool:
