@@ -115,7 +115,9 @@ class PythonIndexInLoop(Rule):
     of a decoding step. A boolean-mask index (`x[mask]`, `out[mask] = v`) is such a read of
     its mask, which is copied to the host for `nonzero`: a mask computed from the row (`best
     = overlaps[i, :] == gt_max[i]`, then `assigned[best] = i + 1`, as in the per-box loops
-    of an assigner) is a graph per value of `i`. Not where the read also reads a tensor that
+    of an assigner) is a graph per value of `i`. So is a Python list indexed with a tensor
+    computed from the row (`_, t = torch.kthvalue(logits[k], 2)`, then `classes[t]`):
+    `__index__` reads it on the host. Not where the read also reads a tensor that
     loop carries from pass to pass: written in place (`obs[step] = next_obs`, `buf.add_(v)`,
     `acc += v`) or rebound from itself (`x = x * 2`), the indexed tensor included. Each pass
     then reads the chain of the writes so far, a new graph whatever the index (only a
@@ -449,6 +451,18 @@ class PythonIndexInLoop(Rule):
             self.reads.holds_any(element.slice) for element in node.slice
         ):
             return  # no loop-int subscript could reach the index: no mask question to ask
+        element = node.slice[0].slice if len(node.slice) == 1 else None
+        if (
+            type(node.value) is cst.Name
+            and self.values.is_sequence(node.value.value)
+            and isinstance(element, cst.Index)
+            and self.ctx.kind(element.value) is Kind.TENSOR
+        ):
+            # `classes[t]` of a Python list: `__index__` reads the tensor on the host.
+            within = {id(n) for n in descendants(element.value)} | {id(element.value)}
+            held = [n for n in inside if id(n.node) in within]
+            self.reads.host_read(element.value, held, self.values.passes_walked())
+            return
         mask = self.ctx.masks.mask_index(node)
         if mask is None:
             return
