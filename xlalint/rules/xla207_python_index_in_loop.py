@@ -80,6 +80,9 @@ class _HelperCall:
     helper: FunctionKey
     arguments: dict[cst.BaseExpression, _Argument]
     site: Site
+    # Attributes of the instance that hold the pass's index where the call is made
+    # (`for self.step_nr in range(...)`: `self._step()` reads it from `self`).
+    instance: dict[str, frozenset[Loop]]
 
 
 class PythonIndexInLoop(Rule):
@@ -148,7 +151,9 @@ class PythonIndexInLoop(Rule):
     (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same,
     and is reported in the helper, at each such slice (where the code has to change), with
     the line of the call (`data, targets = get_batch(train_data, i)` where `get_batch` takes
-    `source[i : i + seq_len]`); a slice reached by several calls is reported once. The
+    `source[i : i + seq_len]`); a slice reached by several calls is reported once. A loop
+    whose target is an attribute of the instance (`for self.step_nr in range(...)`) hands it
+    to the methods its pass calls (`self._step()` slicing `self.seqs[:, self.step_nr]`). The
     indexed value is a tensor where the helper knows it (`self.pe`, a tensor made on a
     device, what a method only tensors have returned: `tokens.index_select(0, idx)[:, :
     step + 1]` and a local bound to it) or where the call passes one: a tensor, or a value
@@ -405,7 +410,8 @@ class PythonIndexInLoop(Rule):
             )
             for arg in node.args
         }
-        self._calls.append(_HelperCall(node, helper, arguments, self.ctx.site()))
+        instance = self.values.instance_ints() if helper.class_name is not None else {}
+        self._calls.append(_HelperCall(node, helper, arguments, self.ctx.site(), instance))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self.helpers.in_function:
@@ -729,7 +735,7 @@ class PythonIndexInLoop(Rule):
             for bound in bounds:
                 if bound is None or self.values.int_loops(bound) is None:
                     continue
-                params = self.helpers.params_in(bound)
+                params = self.helpers.params_in(bound) | _instance_reads(bound)
                 if params:
                     read |= params
                     first = first or bound
@@ -768,6 +774,12 @@ class PythonIndexInLoop(Rule):
             loops: frozenset[Loop] = frozenset()
             varying: cst.BaseExpression | None = None
             for param in sorted(index.params):
+                if param.startswith("self."):
+                    moving = call.instance.get(param)
+                    if moving:
+                        loops |= moving
+                        varying = varying or cst.parse_expression(param)
+                    continue
                 value = bound.get(param)
                 if value is None:
                     continue  # its default: the same every call
@@ -844,6 +856,15 @@ class PythonIndexInLoop(Rule):
             owner = base.value
             return (isinstance(owner, cst.Name) and owner.value == "self") or _array_only(node)
         return _array_only(node)
+
+
+def _instance_reads(bound: cst.BaseExpression) -> frozenset[str]:
+    """`self.step_nr` in `self.step_nr - 1`: attributes of the instance a bound reads."""
+    return frozenset(
+        f"self.{attribute}"
+        for node in descendants(bound)
+        if (attribute := self_attribute(node)) is not None
+    )
 
 
 def _flat_targets(targets: list[cst.BaseExpression]) -> Iterator[cst.BaseExpression]:
