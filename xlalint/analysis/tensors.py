@@ -300,6 +300,11 @@ def _names_a_type(node: cst.BaseExpression) -> bool:
     return isinstance(name, str) and name.endswith("Tensor")
 
 
+def tensor_annotation(node: cst.BaseExpression) -> Kind:
+    """What an annotation says its value is (see `_tensor_annotation`)."""
+    return _tensor_annotation(node)
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
     `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
