@@ -23,7 +23,7 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import bound_names, descendants, names_under
+from xlalint.walk import bound_names, descendants, names_under, target_names
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,14 @@ class LoopAnalysis(LoaderTracing):
             node = site.node
             if _iterates_a_literal(node):
                 continue
-            if site.per_step and not (self._asked_steps(site) or self.decodes(node)):
+            optimizes = site.per_step and self._optimizes_per_pass(site)
+            if site.per_step and not (self._asked_steps(site) or self.decodes(node) or optimizes):
                 continue
             # A training step updates the weights: an optimizer step, or `backward()` with a
             # hand-written update from the gradients. `for optim in optimizers:
             # init_state(optim)` steps each optimizer once; `for _ in range(n):
             # f.backward()` profiles a backward pass.
-            trains = (
+            trains = optimizes or (
                 self.trains(node)
                 and (self.steps_optimizer(node) or self.updates_from_grads(node))
                 and not iterates_optimizers(node, self.facts(node))
@@ -118,6 +119,49 @@ class LoopAnalysis(LoaderTracing):
             and count not in bound_names(function)
             and self.steps_optimizer(node)
             and not iterates_optimizers(node, self.facts(node))
+        )
+
+    def _optimizes_per_pass(self, site: LoopSite) -> bool:
+        """A loop in a module's `forward` (or `__call__`) that takes a gradient step on
+        every pass: an optimizer step (`cost.backward(); optimizer.step()`, an attack
+        optimising its perturbation), or `torch.autograd.grad` of the pass's loss feeding
+        what the loop hands to the next pass (`grad = torch.autograd.grad(cost, adv)[0]`,
+        `adv = adv.detach() + alpha * grad.sign()`: `.detach()` cuts autograd's history,
+        not the pending XLA graph). Each pass is a step of its own, not part of one
+        forward's graph. Not a second-order inner loop (`create_graph=True`, as
+        meta-learning adapts weights inside the outer step's graph), nor a `*_step`
+        function's sweep (`for _ in range(self.n_critic)`: part of its one step)."""
+        function = site.function
+        if function is None or function.name.value not in ("forward", "__call__"):
+            return False
+        node = site.node
+        facts = self.facts(node)
+        if self.steps_optimizer(node) and not iterates_optimizers(node, facts):
+            return True
+        gradients: set[str] = set()
+        updates: list[cst.Assign] = []
+        for child in descendants(node.body):
+            if type(child) is not cst.Assign:
+                continue
+            assign: cst.Assign = child  # type: ignore[assignment]
+            grads = [
+                call
+                for call in descendants(assign.value)
+                if type(call) is cst.Call  # type: ignore[comparison-overlap]
+                and self.imports.resolve(call.func) == "torch.autograd.grad"  # type: ignore[attr-defined]
+            ]
+            if any(_second_order(call) for call in grads):  # type: ignore[arg-type]
+                return False
+            if grads:
+                for target in assign.targets:
+                    gradients |= target_names(target.target)
+            else:
+                updates.append(assign)
+        carried = self.carried(node)
+        return bool(gradients) and any(
+            names_under(assign.value) & gradients
+            and any(target_names(t.target) & carried for t in assign.targets)
+            for assign in updates
         )
 
     def _accumulates_batches(self, site: LoopSite) -> bool:
@@ -249,6 +293,16 @@ def _joined(scope: cst.Module | cst.FunctionDef, name: str) -> bool:
                 and get_full_name_for_node(first) == name
             ):
                 return True
+    return False
+
+
+def _second_order(call: cst.Call) -> bool:
+    """`torch.autograd.grad(loss, params, create_graph=True)`: the gradient joins the graph
+    of a step that differentiates again."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "create_graph":
+            value = arg.value
+            return not (type(value) is cst.Name and value.value == "False")
     return False
 
 
