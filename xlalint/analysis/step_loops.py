@@ -6,6 +6,7 @@ accumulation and a loop bounded by a syncing loader are no step loops of their o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -80,9 +81,9 @@ class LoopAnalysis(LoaderTracing):
             # A loop that holds a training loop (an RL update: a rollout, then epochs of
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
             # loops are the step loops, whatever state it hands from pass to pass.
-            infers = (self.infers(node) or self._sweeps_state(node)) and not (
-                self._holds_training(node)
-            )
+            infers = (
+                self.infers(node) or self._sweeps_state(node) or self._counts_tokens(site)
+            ) and not self._holds_training(node)
             evaluates = not (trains or infers) and self._accumulates_batches(site)
             if not (trains or infers or evaluates):
                 continue
@@ -162,6 +163,43 @@ class LoopAnalysis(LoaderTracing):
             names_under(assign.value) & gradients
             and any(target_names(t.target) & carried for t in assign.targets)
             for assign in updates
+        )
+
+    def _counts_tokens(self, site: LoopSite) -> bool:
+        """A loop over as many passes as tokens to generate (`for i in
+        range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`) that runs the
+        model on each pass, in its body or in a loop nested in it (`for state in
+        decoder_states: logits = model(state.ids)`, one call per micro-batch), and reads
+        nothing on the host: a decoding loop, whatever objects carry the tokens from pass
+        to pass (`GenerationStates(ids=state.ids + [new])`). Its bound says each pass is one
+        position of the output; without a barrier every position joins one graph."""
+        node = site.node
+        if not isinstance(node, cst.For):
+            return False
+        iterated = unwrap_iteration(node.iter)
+        if not (
+            isinstance(iterated, cst.Call)
+            and isinstance(iterated.func, cst.Name)
+            and iterated.func.value == "range"
+            and 1 <= len(iterated.args) <= 2
+        ):
+            return False
+        bound = get_full_name_for_node(iterated.args[-1].value)
+        if bound is None or _TOKEN_COUNT.match(bound.rsplit(".", 1)[-1]) is None:
+            return False
+        return self._runs_model_per_pass(node) and not self._reads_per_pass(node)
+
+    def _runs_model_per_pass(self, node: Loop) -> bool:
+        facts = self.facts(node)
+        return facts.model_calls > 0 or any(
+            self._runs_model_per_pass(loop) for loop in facts.child_loops
+        )
+
+    def _reads_per_pass(self, node: Loop) -> bool:
+        """A host read in the pass: the body, a function of this module it calls, or a
+        nested loop."""
+        return self._through_calls("host_reads", node) or any(
+            self._reads_per_pass(loop) for loop in self.facts(node).child_loops
         )
 
     def _accumulates_batches(self, site: LoopSite) -> bool:
@@ -277,6 +315,13 @@ class LoopAnalysis(LoaderTracing):
 
 
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+# A count of output positions: `max_new_tokens`, `maxlen`, `max_length`, `max_gen_len`,
+# `max_decode_len`; not `max_steps` (a training or rollout bound), `num_layers`, `n`.
+_TOKEN_COUNT = re.compile(
+    r"^_*(max_?(new_|gen_|generation_|decode_|decoding_|output_|target_)?"
+    r"(tokens|len|length|seq_len)|max_new_len|num_new_tokens|gen_len)$",
+    re.I,
+)
 
 
 def _joined(scope: cst.Module | cst.FunctionDef, name: str) -> bool:
