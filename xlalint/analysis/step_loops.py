@@ -169,10 +169,13 @@ class LoopAnalysis(LoaderTracing):
         """A loop over as many passes as tokens to generate (`for i in
         range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`) that runs the
         model on each pass, in its body or in a loop nested in it (`for state in
-        decoder_states: logits = model(state.ids)`, one call per micro-batch), and reads
-        nothing on the host: a decoding loop, whatever objects carry the tokens from pass
-        to pass (`GenerationStates(ids=state.ids + [new])`). Its bound says each pass is one
-        position of the output; without a barrier every position joins one graph."""
+        decoder_states: logits = model(state.ids)`, one call per micro-batch), feeds it
+        what the previous pass handed over (its inputs, or the states the nested loop
+        walks: `states = new_states`) and reads nothing on the host: a decoding loop,
+        whatever objects carry the tokens (`State(ids=state.ids + [new])`). Its bound says
+        each pass is one position of the output; without a barrier every position joins
+        one graph. Passes whose model runs on nothing carried (`logits[:, i] =
+        head(x[:, i])`) are independent positions of one computation."""
         node = site.node
         if not isinstance(node, cst.For):
             return False
@@ -187,7 +190,15 @@ class LoopAnalysis(LoaderTracing):
         bound = get_full_name_for_node(iterated.args[-1].value)
         if bound is None or _TOKEN_COUNT.match(bound.rsplit(".", 1)[-1]) is None:
             return False
-        return self._runs_model_per_pass(node) and not self._reads_per_pass(node)
+        if not self._runs_model_per_pass(node) or self._reads_per_pass(node):
+            return False
+        # What the model runs on comes from the previous pass: its inputs, or the states a
+        # nested loop walks to run it (`for state in states:` with `states` rebuilt).
+        fed = set(self.model_state(node))
+        for loop in self.facts(node).child_loops:
+            if isinstance(loop, cst.For) and self._runs_model_per_pass(loop):
+                fed |= names_under(loop.iter)
+        return bool(self.carried(node) & fed)
 
     def _runs_model_per_pass(self, node: Loop) -> bool:
         facts = self.facts(node)
