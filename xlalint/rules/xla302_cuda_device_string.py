@@ -164,15 +164,16 @@ class CudaDeviceString(Rule):
         elif is_cuda_string(arg.value) and isinstance(parent, cst.Param):
             # `def run(device=torch.device("cuda"))`: the default is made at import, where
             # `torch_xla.device()` would start the XLA runtime; `torch.device("xla")` does not.
+            # A spelling built at run time (`"cuda:{}".format(gpu)`) gets no fix.
             string = arg.value
-            assert isinstance(string, cst.SimpleString | cst.FormattedString)
-            func = self.ctx.module.code_for_node(node.func)
-            fix = self.fix(
-                'Use the XLA device: `torch.device("xla")`',
-                (node, f"{func}({xla_string_source(string)})"),
-                imports=("import torch_xla",),
-                moves_to_xla=True,
-            )
+            if isinstance(string, cst.SimpleString | cst.FormattedString):
+                func = self.ctx.module.code_for_node(node.func)
+                fix = self.fix(
+                    'Use the XLA device: `torch.device("xla")`',
+                    (node, f"{func}({xla_string_source(string)})"),
+                    imports=("import torch_xla",),
+                    moves_to_xla=True,
+                )
         elif is_cuda_string(arg.value):
             device, imports = xla_device_source(self.ctx)
             fix = self.fix(
