@@ -58,6 +58,7 @@ from xlalint.analysis.tensors import (
     tensor_returns,
 )
 from xlalint.analysis.type_tests import host_names, range_checked
+from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.screen import LINE
 from xlalint.walk import descendants, target_names, top_level_functions
@@ -449,6 +450,13 @@ class FileContext:
         (`analysis/intervals.py`), or past `if batch_idx > 0: return` in a function handed
         its batch number: it runs once every many passes, not every step."""
         return bool(self._sparse_bodies) or past_first_pass_exit(tuple(reversed(self._stack)))
+
+    @property
+    def in_warning_branch(self) -> bool:
+        """In the body of an `if` that only warns about a checked value (`if kl.max() >
+        100: log.warning(...)`, `analysis/warning_branches.py`): it runs when the value
+        has gone wrong, not every step."""
+        return in_warning_branch(reversed(self._stack), self.imports)
 
     @property
     def runs_without_xla(self) -> bool:

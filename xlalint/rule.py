@@ -228,6 +228,10 @@ class Rule:
         # recompile (family 2) is not, whatever its interval.
         if self.is_host_sync() and site is None and self.ctx.under_sparse_interval:
             return
+        # A warning about a checked value (`if kl.max() > 100: log.warning(...)`) runs when
+        # the value has gone wrong: its reads are no per-step cost.
+        if self.is_host_sync() and site is None and self.ctx.in_warning_branch:
+            return
         hint = hint or self.hint
         self.reports.append(
             PendingReport(

@@ -45,6 +45,11 @@ TENSOR_RESULT_METHODS = frozenset(
 )  # fmt: skip
 
 
+# Methods that, called on a tensor, return a tensor (`.to(device)`, a cast); on another
+# object they may return anything, so they only carry what their receiver is.
+_KEEPS_TENSOR = frozenset({"to", "cuda", "float", "long", "half", "bfloat16", "double", "int"})
+
+
 @dataclass(frozen=True)
 class HelperIndex:
     """A subscript of a helper whose bound is a Python int computed from its parameters."""
@@ -121,12 +126,27 @@ class HelperIndexes:
                 else:
                     scope.tensors.discard(name)
 
+    def mark_tensor(self, target: cst.BaseExpression) -> None:
+        """`input_ids: Tensor = batch["input_ids"]`: a local annotated as a tensor."""
+        if self._scopes and isinstance(target, cst.Name):
+            self._scopes[-1].tensors.add(target.value)
+
     def holds_tensor(self, value: cst.BaseExpression) -> bool:
         """`value` is a tensor by what made it, whatever its inputs are: a method only
-        tensors have (`x.index_select(0, idx)`, `x.narrow(...)`, possibly sliced), or a
-        local bound to one. Sequences and numpy arrays have none of these methods."""
-        while type(value) is cst.Subscript:
-            value = value.value
+        tensors have (`x.index_select(0, idx)`, `x.narrow(...)`, possibly sliced, moved or
+        cast: `x.clone().detach().to(device)`), or a local bound to one. Sequences and
+        numpy arrays have none of these methods."""
+        while True:
+            if type(value) is cst.Subscript:
+                value = value.value
+            elif (
+                type(value) is cst.Call
+                and type(value.func) is cst.Attribute
+                and value.func.attr.value in _KEEPS_TENSOR
+            ):
+                value = value.func.value  # `x.detach().to(device)`: still a tensor
+            else:
+                break
         if type(value) is cst.Name:
             return bool(self._scopes) and value.value in self._scopes[-1].tensors
         return (

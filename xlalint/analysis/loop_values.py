@@ -40,7 +40,14 @@ from xlalint.analysis.tensors import (
     TensorKinds,
 )
 from xlalint.analysis.value_names import SHAPE_CALLS, value_names
-from xlalint.walk import EXPRESSIONS, children, descendants, node_types, target_names
+from xlalint.walk import (
+    EXPRESSIONS,
+    children,
+    descendants,
+    node_types,
+    self_attribute,
+    target_names,
+)
 
 if TYPE_CHECKING:
     from xlalint.analysis.step_loops import LoopAnalysis
@@ -280,6 +287,9 @@ class LoopValues:
                 return ints[expr.value]
             kind = self.kinds.of(expr)
             return frozenset() if kind in (Kind.HOST, Kind.UNKNOWN) else None
+        attribute = self_attribute(expr)
+        if attribute is not None and f"self.{attribute}" in self._functions[-1].ints:
+            return self._functions[-1].ints[f"self.{attribute}"]
         if type(expr) is cst.BinaryOperation and type(expr.operator) in _INT_OPERATORS:
             left, right = self.int_loops(expr.left), self.int_loops(expr.right)
             return None if left is None or right is None else left | right
@@ -303,7 +313,16 @@ class LoopValues:
             return found
         if type(expr) in (cst.Attribute, cst.Call) and self.kinds.of(expr) is Kind.HOST:
             return frozenset()  # `x.shape[0]`-like values and `len(...)`: ints, fixed
+        if type(expr) is cst.Attribute and self.kinds.of(expr) is Kind.UNKNOWN:
+            # `self.receptive_field + t`: a setting, read like a name of unknown kind (a
+            # tensor attribute is known as one where the class assigns it).
+            return frozenset()
         return None
+
+    def instance_ints(self) -> dict[str, frozenset[Loop]]:
+        """Attributes of the instance that hold the index of a pass being walked here
+        (`for self.step_nr in range(...)`), by their spelling (`self.step_nr`)."""
+        return {k: v for k, v in self._functions[-1].ints.items() if k.startswith("self.")}
 
     def varies(self, expr: cst.CSTNode) -> bool:
         """Whether `expr` reads a name that changes with the pass of an enclosing loop (a
@@ -562,7 +581,11 @@ def _index_targets(
         return []
     name = _callee_name(iterable)
     if name in _RANGES:
-        return [target.value] if isinstance(target, cst.Name) else []
+        if isinstance(target, cst.Name):
+            return [target.value]
+        # `for self.step_nr in range(...)`: the methods the pass calls read it from `self`.
+        attribute = self_attribute(target)
+        return [f"self.{attribute}"] if attribute is not None else []
     if name == "enumerate":
         if isinstance(target, cst.Tuple | cst.List) and len(target.elements) == 2:
             first, second = target.elements[0].value, target.elements[1].value

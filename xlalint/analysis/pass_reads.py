@@ -30,22 +30,22 @@ from xlalint.analysis.value_names import value_names
 
 
 @dataclass
-class _Noted:
+class Noted:
     node: cst.Subscript
     loops: frozenset[Loop]
     base: str  # the indexed value's code: `tokens`, `self.cache`
 
 
 @dataclass(frozen=True)
-class _Flow:
+class Flow:
     """What a value carries: the noted subscripts it holds, and the names it reads, each
     with the loops whose pass was open where it was read (None: at the host read itself)."""
 
     ids: frozenset[int] = frozenset()
     names: frozenset[tuple[str, frozenset[Loop] | None]] = frozenset()
 
-    def __or__(self, other: _Flow) -> _Flow:
-        return _Flow(self.ids | other.ids, self.names | other.names)
+    def __or__(self, other: Flow) -> Flow:
+        return Flow(self.ids | other.ids, self.names | other.names)
 
     def reads_changed(self, loop: Loop, changed: set[str]) -> bool:
         """Whether a name read within the pass of `loop` is one that loop changes."""
@@ -54,12 +54,12 @@ class _Flow:
         )
 
 
-_EMPTY = _Flow()
+_EMPTY = Flow()
 
 
 @dataclass(frozen=True)
 class _Read:
-    flow: _Flow
+    flow: Flow
     loops: frozenset[Loop]  # the loops whose pass was walked at the read
 
 
@@ -68,9 +68,9 @@ class PassReads:
     once the walk is over, when every write of every loop is known."""
 
     def __init__(self) -> None:
-        self._holds: list[dict[str, _Flow]] = [{}]  # per function: name -> what it holds
-        self._noted: list[_Noted] = []
-        self._by_id: dict[int, _Noted] = {}
+        self._holds: list[dict[str, Flow]] = [{}]  # per function: name -> what it holds
+        self._noted: list[Noted] = []
+        self._by_id: dict[int, Noted] = {}
         self._marks: dict[int, int] = {}  # id(node) -> len(self._noted) when it was entered
         self._reads: list[_Read] = []
         self._changed: dict[Loop, set[str]] = {}  # loop -> names written or rebound in it
@@ -85,7 +85,7 @@ class PassReads:
 
     def note(self, node: cst.Subscript, loops: frozenset[Loop], base: str) -> None:
         """A subscript of the tensor `base` at an int that changes with `loops`."""
-        noted = _Noted(node, loops, base)
+        noted = Noted(node, loops, base)
         self._noted.append(noted)
         self._by_id[id(node)] = noted
 
@@ -94,7 +94,7 @@ class PassReads:
         on, until `since(node)`, are inside it."""
         self._marks[id(node)] = len(self._noted)
 
-    def since(self, node: cst.CSTNode) -> list[_Noted]:
+    def since(self, node: cst.CSTNode) -> list[Noted]:
         start = self._marks.pop(id(node), None)
         return [] if start is None else self._noted[start:]
 
@@ -102,7 +102,7 @@ class PassReads:
         self,
         targets: list[cst.BaseExpression],
         value: cst.BaseExpression,
-        inside: list[_Noted],
+        inside: list[Noted],
         open_loops: list[Loop],
         names: set[str] | None = None,
     ) -> None:
@@ -111,7 +111,7 @@ class PassReads:
         written = {id(t) for t in targets}
         flow = self._flow(value, [n for n in inside if id(n.node) not in written], names)
         within = frozenset(open_loops)
-        flow = _Flow(flow.ids, frozenset((n, w or within) for n, w in flow.names))
+        flow = Flow(flow.ids, frozenset((n, w or within) for n, w in flow.names))
         holds = self._holds[-1]
         for target in targets:
             if isinstance(target, cst.Name):
@@ -120,9 +120,18 @@ class PassReads:
                 for element in target.elements:
                     self.bind([element.value], value, inside, open_loops, names)
 
-    def host_read(self, value: cst.CSTNode, inside: list[_Noted], open_loops: list[Loop]) -> None:
+    def host_read(self, value: cst.CSTNode, inside: list[Noted], open_loops: list[Loop]) -> None:
         """A host read of `value` in the passes of `open_loops`."""
-        flow = self._flow(value, inside)
+        self.read_later(self.carried(value, inside), open_loops)
+
+    def carried(self, value: cst.CSTNode, inside: list[Noted]) -> Flow:
+        """What `value` carries (`inside`: the noted subscripts within it), for a read that
+        is known only later (a helper of the module that reads its argument)."""
+        return self._flow(value, inside)
+
+    def read_later(self, flow: Flow, open_loops: list[Loop] | frozenset[Loop]) -> None:
+        """A host read of a value that carried `flow` in the passes of `open_loops`; before
+        the first question."""
         if flow.ids:
             self._reads.append(_Read(flow, frozenset(open_loops)))
 
@@ -158,12 +167,10 @@ class PassReads:
                     decided.add(found)
         return decided
 
-    def _flow(
-        self, value: cst.CSTNode, inside: list[_Noted], read: set[str] | None = None
-    ) -> _Flow:
+    def _flow(self, value: cst.CSTNode, inside: list[Noted], read: set[str] | None = None) -> Flow:
         holds = self._holds[-1]
         names = {n.base for n in inside} | (set(value_names(value)) if read is None else read)
-        flow = _Flow(frozenset(id(n.node) for n in inside), frozenset((n, None) for n in names))
+        flow = Flow(frozenset(id(n.node) for n in inside), frozenset((n, None) for n in names))
         for name in names:
             held = holds.get(name)
             if held is not None:

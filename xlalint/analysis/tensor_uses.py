@@ -76,6 +76,19 @@ def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
     return found
 
 
+def device_bearers(function: cst.FunctionDef) -> frozenset[str]:
+    """Names whose `.device` the function reads (`src_tokens.device`): tensors, whatever
+    their kind is known as (of the values a function indexes or moves, only a tensor has a
+    `.device`)."""
+    return frozenset(
+        node.value.value
+        for node in descendants(function.body)
+        if type(node) is cst.Attribute
+        and node.attr.value == "device"
+        and type(node.value) is cst.Name
+    )
+
+
 def operands(value: cst.BaseExpression) -> set[str]:
     """`x` in `x`, `x[..., i]`, `x[...] == -1`, `-x`, `x * 2`: the names an expression
     computes on directly."""
@@ -98,12 +111,20 @@ class DataParameters:
         self._functions: dict[str, cst.FunctionDef] | None = None
         self._known: dict[int, bool] = {}
         self._uses: dict[int, frozenset[str]] = {}
+        self._bearers: dict[int, frozenset[str]] = {}
 
     def uses(self, function: cst.FunctionDef) -> frozenset[str]:
         """`tensor_uses` of `function`, computed once per file for every asker."""
         found = self._uses.get(id(function))
         if found is None:
             found = self._uses[id(function)] = tensor_uses(function, self.imports)
+        return found
+
+    def bearers(self, function: cst.FunctionDef) -> frozenset[str]:
+        """`device_bearers` of `function`, computed once per file for every asker."""
+        found = self._bearers.get(id(function))
+        if found is None:
+            found = self._bearers[id(function)] = device_bearers(function)
         return found
 
     def computes_on_data(self, function: cst.CSTNode) -> bool:

@@ -30,7 +30,14 @@ from xlalint.analysis.records import (
 )
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.type_tests import class_name
-from xlalint.walk import binding_counts, descendants, names_under, self_attribute, target_names
+from xlalint.walk import (
+    TRIVIA,
+    binding_counts,
+    descendants,
+    names_under,
+    self_attribute,
+    target_names,
+)
 
 
 def _type_names(annotation: cst.BaseExpression) -> set[str]:
@@ -101,6 +108,8 @@ _PREDICATE = re.compile(r"^((is|has)_|get_\w+_enabled$)")
 _TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
 # Dict methods that return one of its values.
 _DICT_LOOKUPS = frozenset({"get", "pop", "setdefault"})
+# Mappings whose every value is a tensor: the tensordict library's classes.
+_TENSOR_MAPPINGS = frozenset({"TensorDictBase", "TensorDict"})
 # Annotations of parameters that are dicts (their values may be anything).
 _DICT_ANNOTATIONS = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
 _RNG_STATE_GETTERS = frozenset({"get_rng_state", "get_rng_state_all"})
@@ -172,13 +181,14 @@ _INDEX_NAME = re.compile(
     r"\w+_no|\w+_number|\w+_counter|\w+_iteration|\w+_size)$"
 )
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
-# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`),
+# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
+# a solver's or a norm's `order`),
 # not a tensor: per-step functions take tensors by default, and these would otherwise read
 # as tensors.
 _HOST_PARAM_NAME = re.compile(
     r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
-    r"max_\w+|min_\w+|count|\w+_count|device|dtype|\w+_type)$"
+    r"max_\w+|min_\w+|count|\w+_count|order|device|dtype|\w+_type)$"
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
 _TENSOR_PARAM_FUNCTIONS = re.compile(r"^(forward|\w*_step|step|compute_loss|loss)$")
@@ -259,9 +269,13 @@ def _names_other_class(annotation: cst.Annotation | None) -> bool:
 
 def _maps_to_tensors(node: cst.BaseExpression) -> bool:
     """`dict[str, torch.Tensor]`, `Dict[str, Tensor]`, `Mapping[str, Tensor]` (also under
-    `Optional`): a mapping declared to hold tensors, each value one."""
+    `Optional`), or a tensordict (`TensorDictBase`, `TensorDict`): a mapping declared to
+    hold tensors, each value one."""
     if isinstance(node, cst.BinaryOperation):  # `dict[str, Tensor] | None`
         return _maps_to_tensors(node.left) or _maps_to_tensors(node.right)
+    if isinstance(node, cst.Name | cst.Attribute):
+        last = node.attr.value if isinstance(node, cst.Attribute) else node.value
+        return last in _TENSOR_MAPPINGS
     if not isinstance(node, cst.Subscript):
         return False
     base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
@@ -284,6 +298,11 @@ def _names_a_type(node: cst.BaseExpression) -> bool:
         return True
     name = node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", None)
     return isinstance(name, str) and name.endswith("Tensor")
+
+
+def tensor_annotation(node: cst.BaseExpression) -> Kind:
+    """What an annotation says its value is (see `_tensor_annotation`)."""
+    return _tensor_annotation(node)
 
 
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
@@ -454,6 +473,10 @@ class TensorKinds:
         # Per frame, names bound to arithmetic on other names (`adjusted = loss * n`): what
         # they were scaled from, which a `backward()` on them shows to be the loss.
         self._scaled: list[dict[str, tuple[str, ...]]] = [{}]
+        # Per frame, the function being walked, and the names it runs backward on (found on
+        # the first question: `trained_names`).
+        self._function_nodes: list[cst.FunctionDef | None] = [None]
+        self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
@@ -529,6 +552,8 @@ class TensorKinds:
         self._dict_values.append({})
         self._batch_state.append(batch_state)
         self._scaled.append({})
+        self._function_nodes.append(node)
+        self._trained.append(None)
         self._typed.append(typed)
         self._wrappers.append({})
 
@@ -575,6 +600,8 @@ class TensorKinds:
         self._dict_values.pop()
         self._batch_state.pop()
         self._scaled.pop()
+        self._function_nodes.pop()
+        self._trained.pop()
         self._typed.pop()
         self._wrappers.pop()
 
@@ -727,6 +754,61 @@ class TensorKinds:
         for trained in (name, *self._scaled[-1].get(name, ())):
             if self._frames[-1].get(trained) is Kind.UNKNOWN:
                 self._frames[-1][trained] = Kind.TENSOR
+
+    def _trained_names(self) -> tuple[dict[str, int], dict[int, int]]:
+        """Names the function being walked runs autograd's backward on (`loss.backward()`,
+        keyword arguments at most), and the names those are sums or scalings of (`loss =
+        actor_loss + critic_loss`): the step's loss and its terms, each with the position
+        (in walk order) of its last backward; and the position of each assigned value. A
+        binding before that backward holds the loss, a tensor on the training device from
+        there on; one after it (`loss = self.history[-1]`) holds whatever it is bound to.
+        Found by one walk of the function, on the first question."""
+        known = self._trained[-1]
+        if known is not None:
+            return known
+        function = self._function_nodes[-1]
+        names: dict[str, int] = {}
+        values: dict[int, int] = {}
+        sums: list[tuple[set[str], tuple[str, ...]]] = []
+        if function is not None:
+            for index, node in enumerate(descendants(function.body, _NOT_OWN_CODE)):
+                kind = type(node)
+                if kind is cst.Call:
+                    func = node.func  # type: ignore[attr-defined]
+                    if (
+                        type(func) is cst.Attribute
+                        and func.attr.value == "backward"
+                        and type(func.value) is cst.Name
+                        and not any(a.keyword is None for a in node.args)  # type: ignore[attr-defined]
+                    ):
+                        names[func.value.value] = index
+                elif kind is cst.Assign or kind is cst.AnnAssign:
+                    value = node.value  # type: ignore[attr-defined]
+                    if value is None:
+                        continue
+                    values[id(value)] = index
+                    terms = _scaled_names(value)
+                    if terms:
+                        targets = (
+                            [t.target for t in node.targets]  # type: ignore[attr-defined]
+                            if kind is cst.Assign
+                            else [node.target]  # type: ignore[attr-defined]
+                        )
+                        bound = set().union(*(target_names(t) for t in targets))
+                        sums.append((bound, terms))
+        changed = bool(names)
+        while changed:
+            changed = False
+            for bound, terms in sums:
+                last = max((names[n] for n in bound if n in names), default=None)
+                if last is None:
+                    continue
+                for term in terms:
+                    if names.get(term, -1) < last:
+                        names[term] = last
+                        changed = True
+        found = self._trained[-1] = (names, values)
+        return found
 
     def note_buffer(self, call: cst.Call) -> None:
         """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
@@ -1084,12 +1166,26 @@ class TensorKinds:
                 self._frames[-1][name] = Kind.TENSOR
             if derived:
                 self._derived[-1].update(target_names(target))
-            if isinstance(target, cst.Name) and self._moves_values(value):
+            if isinstance(target, cst.Name) and (
+                self._moves_values(value) or self._copies_tensor_mapping(value)
+            ):
                 self._tensor_dicts[-1].add(target.value)
             if isinstance(target, cst.Name) and scaled:
                 self._scaled[-1][target.value] = scaled
             if isinstance(target, cst.Name):
                 self.note_wrapper(target, value)
+            if kind is Kind.UNKNOWN:
+                trained, positions = self._trained_names()
+                at = positions.get(id(value))
+                for name in target_names(target):
+                    if (
+                        at is not None
+                        and at < trained.get(name, -1)
+                        and self._frames[-1].get(name) is Kind.UNKNOWN
+                    ):
+                        # `loss = self.compute(x)`, then `print(loss.item())`, then
+                        # `loss.backward()`: the step's loss from its binding on.
+                        self._frames[-1][name] = Kind.TENSOR
 
     def _host_results(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -1248,6 +1344,17 @@ class TensorKinds:
             ):
                 for element, arg in zip(target.elements, iterable.args, strict=True):
                     self.bind_loop_target(element.value, arg.value)
+                return
+            if (
+                callee == "zip"
+                and len(iterable.args) == 1
+                and iterable.args[0].star == "*"
+                and self.of(iterable.args[0].value) is Kind.TENSOR
+            ):
+                # `for logprob, token in zip(*logprobs[i].topk(k))`: zipping the rows of a
+                # tensor (or the tensors of `topk`'s pair) yields its elements, 0-dim
+                # tensors on the device.
+                self.bind(target, Kind.TENSOR)
                 return
             if callee == "range":
                 self.bind(target, Kind.HOST)
@@ -1595,6 +1702,21 @@ class TensorKinds:
         """The module's record classes with tensor fields, by name (`records.py`)."""
         return self._records
 
+    def _copies_tensor_mapping(self, value: cst.BaseExpression) -> bool:
+        """`TensorDict(source=td, batch_size=...)` or `td.clone()` of a tensor mapping
+        handed in (`td: TensorDictBase`): another mapping of the same tensors."""
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value == "clone":
+            receiver = func.value
+            return type(receiver) is cst.Name and receiver.value in self._tensor_dicts[-1]
+        name = func.attr.value if type(func) is cst.Attribute else getattr(func, "value", None)
+        return name in _TENSOR_MAPPINGS and any(
+            type(arg.value) is cst.Name and arg.value.value in self._tensor_dicts[-1]
+            for arg in value.args
+        )
+
     def _moves_values(self, value: cst.BaseExpression) -> bool:
         """`{k: v.to(device) for k, v in batch.items()}`: a dict whose values are moved to
         the device, so each is a tensor there."""
@@ -1724,6 +1846,12 @@ class TensorKinds:
             if self._attribute(func) is Kind.MODULE:
                 return Kind.TENSOR  # `self.proj(x)` with `self.proj = nn.Linear(...)`
             method = func.attr.value
+            if (
+                method == "get"
+                and type(func.value) is cst.Name
+                and func.value.value in self._tensor_dicts[-1]
+            ):
+                return Kind.TENSOR  # `tensordict.get("reward")`: a value of a tensor mapping
             receiver = self.of(func.value)
             if receiver is Kind.TENSOR:
                 if method == "type" and node.args and not _names_a_type(node.args[0].value):
@@ -1802,6 +1930,7 @@ class TensorKinds:
             and not first.star
             and isinstance(first.value, cst.Name)
             and self.of(first.value) is Kind.HOST
+            and self._holds_host_values(first.value)
             and not any(a.star or _is_keyword(a, "device") for a in call.args)
             and not any(self.of(a.value) is Kind.TENSOR for a in call.args[1:])
         ):
@@ -1816,7 +1945,21 @@ class TensorKinds:
                     values.extend(e.value for e in value.elements)
                 else:
                     values.append(value)
-        return bool(values) and all(self.of(v) is Kind.HOST for v in values)
+        return bool(values) and all(
+            self.of(v) is Kind.HOST and self._holds_host_values(v) for v in values
+        )
+
+    def _holds_host_values(self, value: cst.BaseExpression) -> bool:
+        """A list the function fills with `append` (`value_losses.append(loss)`, then
+        `torch.stack(value_losses)`) is a host object whose elements may be device tensors:
+        its contents count only when every append hands a host value."""
+        held = self.list_elements(value) if type(value) is cst.Name else None
+        if held is None:
+            return True
+        if isinstance(held, Kind):
+            return held is Kind.HOST
+        kinds = held.values() if isinstance(held, dict) else held
+        return all(kind is Kind.HOST for kind in kinds)
 
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`,
@@ -1875,6 +2018,10 @@ class TensorKinds:
 
 
 _SCALING = (cst.Multiply, cst.Divide, cst.Add)
+
+
+# What a function's own code is not under (besides trivia): nested definitions.
+_NOT_OWN_CODE = frozenset({*TRIVIA, cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 
 def _scaled_names(value: cst.BaseExpression) -> tuple[str, ...]:

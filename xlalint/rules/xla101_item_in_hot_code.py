@@ -61,7 +61,12 @@ class ItemInHotCode(HelperCallRule):
     from (`loss_tensor, metrics = self._compute_loss_and_metrics(x, y)`), so `float(
     loss_tensor)` after it is flagged; so is the loss a scaled copy of it runs backward
     for (`adjusted = loss_tensor * step.size`, then `adjusted.backward()`), not the
-    factor. `layer.backward(dout)` with a positional gradient (a hand-written network's
+    factor. The loss holds the tensor from where it is bound, so a read before its
+    backward counts too: `actor_loss = policy_loss + kl_loss`, `loss = actor_loss +
+    critic_loss`, then `float(actor_loss)`, then `loss.backward()` reads the device every
+    minibatch; a binding after the backward (`loss = self.history[-1]`) and a value beside
+    the loss (`loss, entropy = self.model.losses(mb)`: `float(entropy)`) are not known to.
+    `layer.backward(dout)` with a positional gradient (a hand-written network's
     layers) says nothing.
 
     Reads of tensors on the host are not flagged: tensors built without a device
@@ -122,7 +127,23 @@ class ItemInHotCode(HelperCallRule):
     parameter annotated with the class or a list of it, a loop or comprehension over one,
     `Hypothesis(...)`, `hyp._replace(...)`). `float(self.score)` in a method that a
     decoding loop calls on its hypotheses (`[h.asdict() for h in ended]`) is flagged;
-    fields annotated as Python numbers, and unannotated attributes, are not.
+    fields annotated as Python numbers, and unannotated attributes, are not. Zipping the
+    pair `topk` returns (`for logprob, token in zip(*logprobs[i].topk(k))`), or the rows
+    of a device tensor, yields 0-dim device tensors: `token.item()` there reads the
+    device for every candidate; the same loop over a host copy (`logprobs.cpu()`) does not.
+
+    A per-step function's (`*_step`, `forward`) plain parameters are taken for tensors,
+    except those named for a Python flag, size or kind (`use_cache`, `seq_len`, `dim`, a
+    solver's `order`): `float(order + 1)` in an adaptive solver's `init_step` reads
+    nothing, while `float(error_ratio)` beside it reads the device.
+
+    A warning about a checked value runs when the value has gone wrong, as a `raise`'s
+    message is built only on the error path: reads in the body of an `if` that only warns
+    (`warnings.warn(...)`, `log.warning(...)`) and whose test checks a value (`if
+    kl.max().item() > 100: log.warning(f"KL very high: {kl.max().item():.4f}")`) are not
+    flagged, while the test's own read is. A warning under a bare setting (`if verbose:`),
+    or beside other work in the same body, still runs every step. This holds for every
+    host-sync rule (XLA101-107).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's

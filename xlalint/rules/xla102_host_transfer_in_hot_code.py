@@ -80,6 +80,17 @@ class HostTransferInHotCode(HelperCallRule):
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
     runs no graph and transfers nothing.
 
+    A copy inside a warning about a checked value (the body of an `if` that only warns,
+    `if err.max() > tol: log.warning(f"{err.cpu()}")`) runs when the value has gone wrong,
+    and is not flagged; the test's own read is.
+
+    A tensordict maps keys to tensors as `dict[str, Tensor]` does: a parameter annotated
+    `TensorDictBase` (or `TensorDict`), and a `TensorDict(source=td, ...)` or `td.clone()`
+    made from one, holds device tensors, so `reward = td.get(("next", "reward"))` then
+    `reward.to("cpu")` in a loss module's `forward` copies every step. A plain mapping
+    handed in (`batch: dict`) and a `TensorDict` built here from host values are not known
+    to.
+
     Copies of the outputs of one operation in statements that follow each other
     (`values.cpu()` then `indices.cpu()` of one `torch.topk`) are one cause with one fix,
     reported once, at the first. Measured on the XLA CPU device, 5 steps: the two copies

@@ -132,7 +132,12 @@ class TensorControlFlow(Rule):
     the solver. So is `m.any()` of a mask made by tensor operations (`m = ~(err <=
     tol).bool()`). Values known to be on the host (a grid built by `torch.linspace` without a
     device, numpy arrays), lists joined by numpy, counters that never reach a torch join, and
-    a comprehension's own variable that shadows a joined name are not.
+    a comprehension's own variable that shadows a joined name are not. A list the function
+    fills with `append` is a host object whose elements need not be: `torch.stack(losses)`
+    of values a helper computed (`losses.append(0.5 * utils.masked_mean(...))`) is a
+    tensor, so `if torch.isnan(torch.mean(torch.stack(losses))).any(): raise` in an update
+    reads the device; stacked only when every append hands a host value (`float(...)`,
+    `torch.tensor(reward)` without a device) is the result on the host.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only

@@ -56,7 +56,10 @@ class PrintInHotCode(Rule):
     torch.isfinite(grad_norm): logger.warning(f"grad norm {grad_norm}")`, or the `else` of
     `if torch.isfinite(grad_norm):`: it runs when a step goes wrong, while the test is
     XLA103's per-step finding; the body of `if torch.isfinite(grad_norm):` runs on every
-    healthy step and is flagged), nor Lightning's `self.log` without
+    healthy step and is flagged), nor a warning in the body of an `if` that only warns and
+    whose test checks a value (`if kl.max() > 100: log.warning(f"KL {kl.max()}")`: it runs
+    when the value has gone wrong; `if verbose: log.warning(...)` does not count), nor
+    Lightning's `self.log` without
     `prog_bar=True` or with `on_step=False` (the bar then shows the value reduced at the
     epoch's end: no step reads it).
 

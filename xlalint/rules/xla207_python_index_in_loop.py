@@ -14,8 +14,10 @@ from xlalint.analysis.helper_indexes import (
 )
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.loop_values import COLLECTION_NAME, Loop
-from xlalint.analysis.pass_reads import PassReads
+from xlalint.analysis.param_host_reads import ParamHostReads
+from xlalint.analysis.pass_reads import Flow, Noted, PassReads
 from xlalint.analysis.state_pointers import advanced_pointers
+from xlalint.analysis.tensors import tensor_annotation
 from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
@@ -60,6 +62,17 @@ class _Argument:
 
 
 @dataclass(frozen=True)
+class _ReaderCall:
+    """A call in a loop to a function of this module, with what each argument carries: the
+    helper may read some of them on the host."""
+
+    node: cst.Call
+    helper: FunctionKey
+    flows: dict[int, Flow]  # id(argument) -> the loop-int subscripts it carries
+    loops: frozenset[Loop]  # the loops whose pass was open at the call
+
+
+@dataclass(frozen=True)
 class _HelperCall:
     """A call in a loop to a function of this module (or a method of this class)."""
 
@@ -67,6 +80,9 @@ class _HelperCall:
     helper: FunctionKey
     arguments: dict[cst.BaseExpression, _Argument]
     site: Site
+    # Attributes of the instance that hold the pass's index where the call is made
+    # (`for self.step_nr in range(...)`: `self._step()` reads it from `self`).
+    instance: dict[str, frozenset[Loop]]
 
 
 class PythonIndexInLoop(Rule):
@@ -102,11 +118,15 @@ class PythonIndexInLoop(Rule):
     of a decoding step. A boolean-mask index (`x[mask]`, `out[mask] = v`) is such a read of
     its mask, which is copied to the host for `nonzero`: a mask computed from the row (`best
     = overlaps[i, :] == gt_max[i]`, then `assigned[best] = i + 1`, as in the per-box loops
-    of an assigner) is a graph per value of `i`. Not where the read also reads a tensor that
+    of an assigner) is a graph per value of `i`. So is a Python list indexed with a tensor
+    computed from the row (`_, t = torch.kthvalue(logits[k], 2)`, then `classes[t]`):
+    `__index__` reads it on the host. Not where the read also reads a tensor that
     loop carries from pass to pass: written in place (`obs[step] = next_obs`, `buf.add_(v)`,
     `acc += v`) or rebound from itself (`x = x * 2`), the indexed tensor included. Each pass
     then reads the chain of the writes so far, a new graph whatever the index (only a
-    barrier per pass helps, which XLA401/XLA402 ask for). Values bound before the loop's
+    barrier per pass helps, which XLA401/XLA402 ask for). A name the loop's body binds
+    afresh first (`conf, cls = torch.max(probs[i], 0)`, later `conf = conf[keep]`) starts
+    anew every pass and carries nothing. Values bound before the loop's
     pass began do not count. Nor writes (`buf[i] = v`) that no read reads: they stay pending
     and run once, after the loop. Loop-int subscripts of one statement are one cause,
     reported once at the first: the slice read and written back (`x[:, : i + 1] =
@@ -114,11 +134,26 @@ class PythonIndexInLoop(Rule):
     agent(obs[step])`), two slices handed to one call (`search.step(scores[:, :step],
     tokens[:, : step + 1])`); one device index made for the pass fixes them together.
 
+    A row handed to a function of the same module (or a method of the class) that reads it
+    on the host is read in the pass too: `self._attack_one(images, labels[idx])` where the
+    method tests `if pred != label:`, `nms(boxes, conf)` with `conf` from `cls_probs[i]`
+    where `nms` takes `torch.nonzero(...)` or a boolean mask of a value computed from its
+    `scores`, directly or in a function it hands them on to. A helper that reads only the
+    row's shape (`row.shape[0]`, `len(row)`) or another argument does not count.
+
+    The indexed value is a tensor where the kinds say so, and also where the function reads
+    its `.device` (`device = cls_probs.device`), annotates it (`input_ids: Tensor =
+    batch["input_ids"]`) or made it with a method only tensors have, moved or cast after
+    (`labels = labels.clone().detach().to(device)`). An attribute of unknown kind in the
+    int's arithmetic (`self.receptive_field + t - 1`) is a setting, an int.
+
     The same int handed to a function of the same module, or to a method of the class
     (`self.window(t)`), that indexes or slices a tensor with its parameter costs the same,
     and is reported in the helper, at each such slice (where the code has to change), with
     the line of the call (`data, targets = get_batch(train_data, i)` where `get_batch` takes
-    `source[i : i + seq_len]`); a slice reached by several calls is reported once. The
+    `source[i : i + seq_len]`); a slice reached by several calls is reported once. A loop
+    whose target is an attribute of the instance (`for self.step_nr in range(...)`) hands it
+    to the methods its pass calls (`self._step()` slicing `self.seqs[:, self.step_nr]`). The
     indexed value is a tensor where the helper knows it (`self.pe`, a tensor made on a
     device, what a method only tensors have returned: `tokens.index_select(0, idx)[:, :
     step + 1]` and a local bound to it) or where the call passes one: a tensor, or a value
@@ -210,6 +245,11 @@ class PythonIndexInLoop(Rule):
     pass a new graph either way, and later calls repeat the cached ones, so such reads of a
     tensor the loop rebinds are not flagged.
 
+    Measured by hand for a row handed to a helper that branches on it (`one(preds[idx],
+    labels[idx])` with `if pred != label:` in `one`; 8 passes, three runs with a barrier
+    after each; compiles per run): 9, 0, 0 with the int, 1, 0, 0 with
+    `index_select` at a device index, as if the loop read the row itself.
+
     Measured by hand for a memory bank (16 rows written 4 at a time from `forward`, 8
     calls with a barrier after each, three runs; compiles per run): `ptr =
     int(self.bank_ptr)` and `self.bank[ptr : ptr + 4] = x`: 4, 0, 0, one graph per
@@ -263,19 +303,24 @@ class PythonIndexInLoop(Rule):
         self.values = ctx.loop_values
         self.helpers = HelperIndexes()
         self.reads = PassReads()
+        self.param_reads = ParamHostReads()
+        self._reader_calls: list[_ReaderCall] = []
         self._candidates: list[_Candidate] = []
         self._calls: list[_HelperCall] = []
         self._pointer_cache: dict[int, dict[str, str]] = {}
         self._pointer_statements: set[int] = set()
+        self._fresh: dict[int, set[str]] = {}  # id(loop) -> names its body binds afresh
 
     # -- walk ---------------------------------------------------------------------------------
     # The context feeds `self.values` (functions, loops, assignments) around these.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.helpers.push_function(node, self.ctx.function)
+        self.param_reads.push_function(node, self.ctx.function)
         self.reads.push_function()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.helpers.pop_function()
+        self.param_reads.pop_function()
         self.reads.pop_function()
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -285,6 +330,7 @@ class PythonIndexInLoop(Rule):
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
         self.helpers.bind(targets, node.value, self.values.int_loops(node.value) is not None)
+        self.param_reads.bind(targets, node.value)
         self._bind_pass(node, targets, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
@@ -295,6 +341,9 @@ class PythonIndexInLoop(Rule):
         if node.value is not None:
             is_int = self.values.int_loops(node.value) is not None
             self.helpers.bind([node.target], node.value, is_int)
+            if tensor_annotation(node.annotation.annotation) is Kind.TENSOR:
+                self.helpers.mark_tensor(node.target)
+            self.param_reads.bind([node.target], node.value)
             self._bind_pass(node, [node.target], node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
@@ -318,15 +367,23 @@ class PythonIndexInLoop(Rule):
         self._enter_body(node)
 
     def leave_Call(self, node: cst.Call) -> None:
+        func = node.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        value_read = self.values.reads_host(node) or (method in _VALUE_READS and not node.args)
+        helper = self._callee(node) if self.helpers.in_function or self.values.in_loop else None
+        if self.helpers.in_function:
+            self._note_param_read(node, value_read)
+            if helper is not None:
+                self.param_reads.call(helper, node)
         if not self.values.in_loop:
             return
         inside = self.reads.since(node)
-        func = node.func
+        if helper is not None:
+            self._note_reader_call(node, helper, inside)
         # `.item()`/`.tolist()` of what a device subscript became is a read whatever the
         # kinds say of the name (a target of `zip(*x[i].topk(k))`): `host_read` keeps only
         # reads of values that carry such a subscript.
-        method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if self.values.reads_host(node) or (method in _VALUE_READS and not node.args):
+        if value_read:
             read = func.value if isinstance(func, cst.Attribute) else node.args[0].value
             self.reads.host_read(read, inside, self.values.passes_walked())
         elif (
@@ -353,7 +410,8 @@ class PythonIndexInLoop(Rule):
             )
             for arg in node.args
         }
-        self._calls.append(_HelperCall(node, helper, arguments, self.ctx.site()))
+        instance = self.values.instance_ints() if helper.class_name is not None else {}
+        self._calls.append(_HelperCall(node, helper, arguments, self.ctx.site(), instance))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self.helpers.in_function:
@@ -384,7 +442,14 @@ class PythonIndexInLoop(Rule):
 
     def leave_Subscript(self, node: cst.Subscript) -> None:
         """`x[mask]` and `x[mask] = v` copy the mask to the host for `nonzero`: a host read of
-        the mask, and of the loop-int subscripts it was computed from."""
+        the mask, and of the loop-int subscripts it was computed from (or, in a helper, of
+        the parameters it was computed from)."""
+        if self.helpers.in_function and any(
+            self.param_reads.carried(element.slice) for element in node.slice
+        ):
+            mask = self.ctx.masks.mask_index(node)
+            if mask is not None:
+                self.param_reads.host_read(mask)
         if not self.values.in_loop:
             return
         inside = self.reads.since(node)
@@ -392,6 +457,18 @@ class PythonIndexInLoop(Rule):
             self.reads.holds_any(element.slice) for element in node.slice
         ):
             return  # no loop-int subscript could reach the index: no mask question to ask
+        element = node.slice[0].slice if len(node.slice) == 1 else None
+        if (
+            type(node.value) is cst.Name
+            and self.values.is_sequence(node.value.value)
+            and isinstance(element, cst.Index)
+            and self.ctx.kind(element.value) is Kind.TENSOR
+        ):
+            # `classes[t]` of a Python list: `__index__` reads the tensor on the host.
+            within = {id(n) for n in descendants(element.value)} | {id(element.value)}
+            held = [n for n in inside if id(n.node) in within]
+            self.reads.host_read(element.value, held, self.values.passes_walked())
+            return
         mask = self.ctx.masks.mask_index(node)
         if mask is None:
             return
@@ -400,6 +477,12 @@ class PythonIndexInLoop(Rule):
         self.reads.host_read(mask, in_mask, self.values.passes_walked())
 
     def leave_Module(self, node: cst.Module) -> None:
+        # Arguments that the module's helpers read on the host, now that all are walked.
+        for call in self._reader_calls:
+            for argument in self.param_reads.arguments_read(call.helper, call.node):
+                flow = call.flows.get(id(argument))
+                if flow is not None:
+                    self.reads.read_later(flow, call.loops)
         reported: set[tuple[int, str]] = set()
         statements: set[int] = set()
         code = self.ctx.module.code_for_node
@@ -524,10 +607,35 @@ class PythonIndexInLoop(Rule):
         read = set(value_names(value))
         self.reads.bind(targets, value, inside, self.values.passes_walked(), read)
         # A name rebound from a fresh value each pass (`row = tokens[k]`) carries nothing
-        # from the pass before; one rebound from itself (`x = x * 2`) carries a chain.
-        for target in targets:
-            if not isinstance(target, cst.Name) or target.value in read:
+        # from the pass before; one rebound from itself (`x = x * 2`) carries a chain,
+        # unless the pass bound it afresh first, in the loop's own body (`conf, cls =
+        # torch.max(probs[i], 0)`, later `conf = conf[keep]`): each pass starts it anew.
+        loops = self.values.passes_walked()
+        top = self._pass_top()
+        for target in _flat_targets(targets):
+            if not isinstance(target, cst.Name):
                 self._changed(target)
+                continue
+            name = target.value
+            if name not in read:
+                if top is not None:
+                    self._fresh.setdefault(id(top), set()).add(name)
+                continue
+            fresh = [i for i, loop in enumerate(loops) if name in self._fresh.get(id(loop), ())]
+            inner = loops[fresh[-1] + 1 :] if fresh else loops
+            if inner:
+                self.reads.changed(name, inner)
+
+    def _pass_top(self) -> Loop | None:
+        """The loop whose body holds the statement being left directly (not in a branch)."""
+        chain = self.ctx.ancestors()
+        statement = next(chain, None)
+        line = next(chain, None) if type(statement) is not cst.SimpleStatementLine else statement
+        block = next(chain, None)
+        loop = next(chain, None)
+        if type(line) is not cst.SimpleStatementLine or type(block) is not cst.IndentedBlock:
+            return None
+        return loop if type(loop) in (cst.For, cst.While) else None
 
     def _changed(self, target: cst.BaseExpression) -> None:
         loops = self.values.passes_walked()
@@ -546,13 +654,46 @@ class PythonIndexInLoop(Rule):
         test on a tensor was read on the host."""
         parent = self.ctx.parent
         if type(parent) is cst.For and parent.body is block:
+            self.param_reads.bind([parent.target], parent.iter)
             inside = self.reads.since(parent)
             if self.values.in_loop:
                 self.reads.bind([parent.target], parent.iter, inside, self.values.passes_walked())
         elif isinstance(parent, cst.If | cst.While) and parent.body is block:
+            if self.helpers.in_function and self.ctx.kind(parent.test) is Kind.TENSOR:
+                self.param_reads.host_read(parent.test)
             inside = self.reads.since(parent)
             if self.values.in_loop and self.ctx.kind(parent.test) is Kind.TENSOR:
                 self.reads.host_read(parent.test, inside, self.values.passes_walked())
+
+    def _note_param_read(self, node: cst.Call, value_read: bool) -> None:
+        """A host read in the function being walked, of what a parameter may reach:
+        `p.item()`, `float(p)`, `torch.nonzero(p > 0)` (copied to the host for its size)."""
+        func = node.func
+        if value_read:
+            self.param_reads.host_read(
+                func.value if isinstance(func, cst.Attribute) else node.args[0].value
+            )
+        elif isinstance(func, cst.Attribute) and func.attr.value == "nonzero":
+            if self.ctx.qualified(func) == "torch.nonzero" and node.args:
+                self.param_reads.host_read(node.args[0].value)
+            elif self.ctx.kind(func.value) is Kind.TENSOR:
+                self.param_reads.host_read(func.value)
+
+    def _note_reader_call(self, node: cst.Call, helper: FunctionKey, inside: list[Noted]) -> None:
+        """A call in a loop's pass of a function of this module, with arguments carrying
+        loop-int subscripts: the helper may read them on the host (decided after the walk)."""
+        flows: dict[int, Flow] = {}
+        for arg in node.args:
+            if not inside and not self.reads.holds_any(arg.value):
+                continue
+            within = {id(n) for n in descendants(arg.value)} | {id(arg.value)}
+            held = [n for n in inside if id(n.node) in within]
+            flow = self.reads.carried(arg.value, held)
+            if flow.ids:
+                flows[id(arg.value)] = flow
+        if flows:
+            loops = frozenset(self.values.passes_walked())
+            self._reader_calls.append(_ReaderCall(node, helper, flows, loops))
 
     def _statement(self) -> cst.CSTNode | None:
         """The innermost statement around the node being visited (a compound statement for
@@ -594,7 +735,7 @@ class PythonIndexInLoop(Rule):
             for bound in bounds:
                 if bound is None or self.values.int_loops(bound) is None:
                     continue
-                params = self.helpers.params_in(bound)
+                params = self.helpers.params_in(bound) | _instance_reads(bound)
                 if params:
                     read |= params
                     first = first or bound
@@ -633,6 +774,12 @@ class PythonIndexInLoop(Rule):
             loops: frozenset[Loop] = frozenset()
             varying: cst.BaseExpression | None = None
             for param in sorted(index.params):
+                if param.startswith("self."):
+                    moving = call.instance.get(param)
+                    if moving:
+                        loops |= moving
+                        varying = varying or cst.parse_expression(param)
+                    continue
                 value = bound.get(param)
                 if value is None:
                     continue  # its default: the same every call
@@ -665,6 +812,11 @@ class PythonIndexInLoop(Rule):
             return frozenset()
         return self.ctx.data_parameters.uses(function)
 
+    def _bearers(self) -> frozenset[str]:
+        """Names whose `.device` the function being walked reads (tensors)."""
+        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        return frozenset() if function is None else self.ctx.data_parameters.bearers(function)
+
     def _indexes_a_tensor(self, node: cst.Subscript) -> bool:
         """The indexed value is a tensor, and not a tuple or list of them."""
         base = node.value
@@ -674,6 +826,18 @@ class PythonIndexInLoop(Rule):
             return name is not None and _SCHEDULE_NAME.search(name) is not None
         if name is not None and COLLECTION_NAME.search(name):
             return False
+        if (
+            kind is Kind.UNKNOWN
+            and isinstance(base, cst.Name)
+            and self.helpers.holds_tensor(base)
+            and not self.values.is_sequence(base.value)
+        ):
+            return True  # `labels = labels.clone().detach().to(dev)`: a tensor by its method
+        if kind is Kind.UNKNOWN and isinstance(base, cst.Name) and base.value in self._bearers():
+            # `device = cls_probs.device`: only a tensor has a `.device`.
+            return not self.values.is_sequence(base.value) and not COLLECTION_NAME.search(
+                base.value
+            )
         if kind is Kind.UNKNOWN and isinstance(base, cst.Name) and _array_only(node):
             # `gen_sequence[..., offset:offset + 1]` of a value another module built: a
             # tensor where the function hands it to torch (`torch.where(gen_sequence[...]
@@ -692,6 +856,24 @@ class PythonIndexInLoop(Rule):
             owner = base.value
             return (isinstance(owner, cst.Name) and owner.value == "self") or _array_only(node)
         return _array_only(node)
+
+
+def _instance_reads(bound: cst.BaseExpression) -> frozenset[str]:
+    """`self.step_nr` in `self.step_nr - 1`: attributes of the instance a bound reads."""
+    return frozenset(
+        f"self.{attribute}"
+        for node in descendants(bound)
+        if (attribute := self_attribute(node)) is not None
+    )
+
+
+def _flat_targets(targets: list[cst.BaseExpression]) -> Iterator[cst.BaseExpression]:
+    """Assignment targets with tuples and lists unpacked: `a, (b, c[i])` -> a, b, c[i]."""
+    for target in targets:
+        if isinstance(target, cst.Tuple | cst.List):
+            yield from _flat_targets([element.value for element in target.elements])
+        else:
+            yield target
 
 
 def _index_bounds(node: cst.Subscript) -> Iterator[cst.BaseExpression]:

@@ -242,8 +242,6 @@ class HostTensorInLoop(Rule):
         self._classes: list[cst.ClassDef] = []
         # Per class (by id): host attributes (see `_host_attributes`).
         self._attributes: dict[int, dict[str, str]] = {}
-        # Per function (by id): names whose `.device` the function reads.
-        self._bearers: dict[int, frozenset[str]] = {}
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -412,18 +410,7 @@ class HostTensorInLoop(Rule):
         given to `.to()` that also has one is a tensor, whatever its kind is known as."""
         if not self._functions:
             return frozenset()
-        function = self._functions[-1]
-        found = self._bearers.get(id(function))
-        if found is None:
-            found = frozenset(
-                node.value.value
-                for node in descendants(function.body)
-                if type(node) is cst.Attribute
-                and node.attr.value == "device"
-                and isinstance(node.value, cst.Name)
-            )
-            self._bearers[id(function)] = found
-        return found
+        return self.ctx.data_parameters.bearers(self._functions[-1])
 
     def _like_hint(self, like: cst.BaseExpression | None) -> str | None:
         if like is None:

@@ -1,0 +1,74 @@
+"""Branches that only warn: they run when a checked value is out of range, not every step.
+
+`if kl.max().item() > 100: log.warning(f"KL-divergence is very high: {kl.max().item()}")`:
+the test reads the device on every pass (the host-sync rules report it there), but the
+warning's own reads run only when the value has gone wrong, as a `raise`'s message is built
+only when the error is raised. A host read inside such a warning is no per-step cost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.imports import ImportTable
+from xlalint.walk import descendants
+
+_WARN_METHODS = frozenset({"warning", "warn"})
+# Receivers of logging calls, by spelling: `log`, `logger`, `self.logger`, `logging`.
+_LOGGER = re.compile(r"(^|[._])(log|logger|logging)$", re.IGNORECASE)
+# What makes a test a check of a value, rather than a setting: a comparison, or a call
+# (`torch.isnan(x).any()`, `not torch.isfinite(g)`).
+_CHECKS = (cst.Comparison, cst.Call)
+
+
+def is_warning(call: cst.Call, imports: ImportTable) -> bool:
+    """`warnings.warn(...)`, `log.warning(...)`, `self.logger.warn(...)`."""
+    if imports.resolve(call.func) == "warnings.warn":
+        return True
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value not in _WARN_METHODS:
+        return False
+    receiver = get_full_name_for_node(func.value)
+    return receiver is not None and _LOGGER.search(receiver) is not None
+
+
+def _only_warns(block: cst.BaseSuite, imports: ImportTable) -> bool:
+    """Every statement of the block is a warning call (at least one)."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else (block,)
+    if not lines:
+        return False
+    for line in lines:
+        if not isinstance(line, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+            return False
+        for small in line.body:
+            if not (
+                type(small) is cst.Expr
+                and type(small.value) is cst.Call
+                and is_warning(small.value, imports)
+            ):
+                return False
+    return True
+
+
+def in_warning_branch(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
+    """Whether the node on `path` (it and its ancestors, innermost first) sits in the body
+    of an `if` (without `else`) that only warns and whose test checks a value (a
+    comparison or a call, not a bare flag such as `if verbose:`)."""
+    child: cst.CSTNode | None = None
+    for ancestor in path:
+        kind = type(ancestor)
+        if kind is cst.If:
+            return (
+                child is ancestor.body  # type: ignore[attr-defined]
+                and ancestor.orelse is None  # type: ignore[attr-defined]
+                and any(isinstance(n, _CHECKS) for n in descendants(ancestor.test))  # type: ignore[attr-defined]
+                and _only_warns(ancestor.body, imports)  # type: ignore[attr-defined]
+            )
+        if kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Lambda:
+            return False
+        child = ancestor
+    return False
