@@ -783,7 +783,12 @@ class _BodyScanner:
 
 _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
 # Methods named for a training step: `forward_backward`, `train_actor_critic`, `fit_batch`.
-_TRAINING_METHOD = re.compile(r"(^|_)(train|training|backward|learn|fit|optimi[sz]e)(_|$)", re.I)
+# Also a generic step a template runs on each batch (`run_step(idx, batch, metrics)`): left
+# to subclasses, handed the batch, it is the step they write; a step named for evaluation
+# or sampling (`valid_step`, `sample_step`) is not matched.
+_TRAINING_METHOD = re.compile(
+    r"(^|_)(train|training|backward|learn|fit|optimi[sz]e)(_|$)|^_*(run|do|perform)_step$", re.I
+)
 # Methods that step the optimizers, by their name: `optimizer_step`, `optimizers_step`,
 # `step_optimizers`.
 _OPTIMIZER_STEP_METHOD = re.compile(r"^_*(optimi[sz]ers?_step|step_optimi[sz]ers?)$", re.I)

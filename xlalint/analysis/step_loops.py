@@ -6,6 +6,7 @@ accumulation and a loop bounded by a syncing loader are no step loops of their o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import bound_names, descendants, names_under
+from xlalint.walk import bound_names, descendants, names_under, target_names
 
 
 @dataclass(frozen=True)
@@ -65,13 +66,14 @@ class LoopAnalysis(LoaderTracing):
             node = site.node
             if _iterates_a_literal(node):
                 continue
-            if site.per_step and not (self._asked_steps(site) or self.decodes(node)):
+            optimizes = site.per_step and self._optimizes_per_pass(site)
+            if site.per_step and not (self._asked_steps(site) or self.decodes(node) or optimizes):
                 continue
             # A training step updates the weights: an optimizer step, or `backward()` with a
             # hand-written update from the gradients. `for optim in optimizers:
             # init_state(optim)` steps each optimizer once; `for _ in range(n):
             # f.backward()` profiles a backward pass.
-            trains = (
+            trains = optimizes or (
                 self.trains(node)
                 and (self.steps_optimizer(node) or self.updates_from_grads(node))
                 and not iterates_optimizers(node, self.facts(node))
@@ -79,9 +81,9 @@ class LoopAnalysis(LoaderTracing):
             # A loop that holds a training loop (an RL update: a rollout, then epochs of
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
             # loops are the step loops, whatever state it hands from pass to pass.
-            infers = (self.infers(node) or self._sweeps_state(node)) and not (
-                self._holds_training(node)
-            )
+            infers = (
+                self.infers(node) or self._sweeps_state(node) or self._counts_tokens(site)
+            ) and not self._holds_training(node)
             evaluates = not (trains or infers) and self._accumulates_batches(site)
             if not (trains or infers or evaluates):
                 continue
@@ -118,6 +120,97 @@ class LoopAnalysis(LoaderTracing):
             and count not in bound_names(function)
             and self.steps_optimizer(node)
             and not iterates_optimizers(node, self.facts(node))
+        )
+
+    def _optimizes_per_pass(self, site: LoopSite) -> bool:
+        """A loop in a module's `forward` (or `__call__`) that takes a gradient step on
+        every pass: an optimizer step (`cost.backward(); optimizer.step()`, an attack
+        optimising its perturbation), or `torch.autograd.grad` of the pass's loss feeding
+        what the loop hands to the next pass (`grad = torch.autograd.grad(cost, adv)[0]`,
+        `adv = adv.detach() + alpha * grad.sign()`: `.detach()` cuts autograd's history,
+        not the pending XLA graph). Each pass is a step of its own, not part of one
+        forward's graph. Not a second-order inner loop (`create_graph=True`, as
+        meta-learning adapts weights inside the outer step's graph), nor a `*_step`
+        function's sweep (`for _ in range(self.n_critic)`: part of its one step)."""
+        function = site.function
+        if function is None or function.name.value not in ("forward", "__call__"):
+            return False
+        node = site.node
+        facts = self.facts(node)
+        if self.steps_optimizer(node) and not iterates_optimizers(node, facts):
+            return True
+        gradients: set[str] = set()
+        updates: list[cst.Assign] = []
+        for child in descendants(node.body):
+            if type(child) is not cst.Assign:
+                continue
+            assign: cst.Assign = child  # type: ignore[assignment]
+            grads = [
+                call
+                for call in descendants(assign.value)
+                if type(call) is cst.Call  # type: ignore[comparison-overlap]
+                and self.imports.resolve(call.func) == "torch.autograd.grad"  # type: ignore[attr-defined]
+            ]
+            if any(_second_order(call) for call in grads):  # type: ignore[arg-type]
+                return False
+            if grads:
+                for target in assign.targets:
+                    gradients |= target_names(target.target)
+            else:
+                updates.append(assign)
+        carried = self.carried(node)
+        return bool(gradients) and any(
+            names_under(assign.value) & gradients
+            and any(target_names(t.target) & carried for t in assign.targets)
+            for assign in updates
+        )
+
+    def _counts_tokens(self, site: LoopSite) -> bool:
+        """A loop over as many passes as tokens to generate (`for i in
+        range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`) that runs the
+        model on each pass, in its body or in a loop nested in it (`for state in
+        decoder_states: logits = model(state.ids)`, one call per micro-batch), feeds it
+        what the previous pass handed over (its inputs, or the states the nested loop
+        walks: `states = new_states`) and reads nothing on the host: a decoding loop,
+        whatever objects carry the tokens (`State(ids=state.ids + [new])`). Its bound says
+        each pass is one position of the output; without a barrier every position joins
+        one graph. Passes whose model runs on nothing carried (`logits[:, i] =
+        head(x[:, i])`) are independent positions of one computation."""
+        node = site.node
+        if not isinstance(node, cst.For):
+            return False
+        iterated = unwrap_iteration(node.iter)
+        if not (
+            isinstance(iterated, cst.Call)
+            and isinstance(iterated.func, cst.Name)
+            and iterated.func.value == "range"
+            and 1 <= len(iterated.args) <= 2
+        ):
+            return False
+        bound = get_full_name_for_node(iterated.args[-1].value)
+        if bound is None or _TOKEN_COUNT.match(bound.rsplit(".", 1)[-1]) is None:
+            return False
+        if not self._runs_model_per_pass(node) or self._reads_per_pass(node):
+            return False
+        # What the model runs on comes from the previous pass: its inputs, or the states a
+        # nested loop walks to run it (`for state in states:` with `states` rebuilt).
+        fed = set(self.model_state(node))
+        for loop in self.facts(node).child_loops:
+            if isinstance(loop, cst.For) and self._runs_model_per_pass(loop):
+                fed |= names_under(loop.iter)
+        return bool(self.carried(node) & fed)
+
+    def _runs_model_per_pass(self, node: Loop) -> bool:
+        facts = self.facts(node)
+        return facts.model_calls > 0 or any(
+            self._runs_model_per_pass(loop) for loop in facts.child_loops
+        )
+
+    def _reads_per_pass(self, node: Loop) -> bool:
+        """A host read in the pass: the body, a function of this module it calls, or a
+        nested loop."""
+        return self._through_calls("host_reads", node) or any(
+            self._reads_per_pass(loop) for loop in self.facts(node).child_loops
         )
 
     def _accumulates_batches(self, site: LoopSite) -> bool:
@@ -233,6 +326,13 @@ class LoopAnalysis(LoaderTracing):
 
 
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+# A count of output positions: `max_new_tokens`, `maxlen`, `max_length`, `max_gen_len`,
+# `max_decode_len`; not `max_steps` (a training or rollout bound), `num_layers`, `n`.
+_TOKEN_COUNT = re.compile(
+    r"^_*(max_?(new_|gen_|generation_|decode_|decoding_|output_|target_)?"
+    r"(tokens|len|length|seq_len)|max_new_len|num_new_tokens|gen_len)$",
+    re.I,
+)
 
 
 def _joined(scope: cst.Module | cst.FunctionDef, name: str) -> bool:
@@ -249,6 +349,16 @@ def _joined(scope: cst.Module | cst.FunctionDef, name: str) -> bool:
                 and get_full_name_for_node(first) == name
             ):
                 return True
+    return False
+
+
+def _second_order(call: cst.Call) -> bool:
+    """`torch.autograd.grad(loss, params, create_graph=True)`: the gradient joins the graph
+    of a step that differentiates again."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "create_graph":
+            value = arg.value
+            return not (type(value) is cst.Name and value.value == "False")
     return False
 
 

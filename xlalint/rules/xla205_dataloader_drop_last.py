@@ -13,6 +13,7 @@ from xlalint.analysis.arguments import (
     bind,
     parameter,
 )
+from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -74,7 +75,13 @@ class DataLoaderDropLast(Rule):
     there would change the metrics. Nor are loaders with a `batch_sampler=` (other than
     `None`, its default), with
     `batch_size=1`/`None` (or no batch size: the default is 1), with `**kwargs`, or with a
-    `drop_last=` that is neither the literal `False` nor such a configuration default.
+    `drop_last=` that is neither the literal `False`, such a configuration default, nor a
+    parameter of the function whose default is False (`def make_train_dataloader(self,
+    shuffle=True, drop_last=False)`: reported without a fix, the default is the
+    parameter's). Options spread from a mapping that the function makes once with a call
+    spelling them (`options = self._common_options(batch_size=bs, shuffle=shuffle,
+    drop_last=drop_last)`, then `DataLoader(ds, **options)`) are judged as if passed
+    directly, also without a fix; a caller's `**kwargs` stays unknown.
 
     ## Why is this bad?
     Unless the dataset size is a multiple of the batch size, the last batch of every epoch
@@ -144,14 +151,21 @@ class DataLoaderDropLast(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualified(node.func) not in _DATALOADERS:
             return
-        args = bind(node, _SIGNATURE)
+        spread = self._spread_options(node)
+        args = bind(spread or node, _SIGNATURE)
         if args is None or not _batches(args.get("batch_size")):
             return
         if "batch_sampler" in args and not _is_name(args["batch_sampler"], "None"):
             return  # the batch sampler makes the batches (`batch_sampler=None`: the default)
         drop_last = args.get("drop_last")
         config = self._config_default_false(drop_last)
-        if drop_last is not None and not _is_name(drop_last, "False") and config is None:
+        default = self._parameter_default_false(drop_last)
+        if (
+            drop_last is not None
+            and not _is_name(drop_last, "False")
+            and config is None
+            and not default
+        ):
             return
         words = set(self._context_words(args))
         if words & _EVAL_WORDS or _split_is(args.get("dataset"), evaluation=True):
@@ -168,9 +182,43 @@ class DataLoaderDropLast(Rule):
             return
         if self.ctx.loops.handed_to_accelerator(node, self._bound_to(node)):
             return  # accelerate evens the batches out (`even_batches`)
-        # A configuration's default is changed in the configuration, not here.
-        fix = None if config is not None else self._drop_last_fix(node, drop_last, flag)
+        # A configuration's or a parameter's default is changed there, not here; options
+        # spread from a mapping are set where the mapping is made.
+        decided_elsewhere = config is not None or default or spread is not None
+        fix = None if decided_elsewhere else self._drop_last_fix(node, drop_last, flag)
         self.report(node, fix=fix)
+
+    def _spread_options(self, node: cst.Call) -> cst.Call | None:
+        """`DataLoader(ds, **options)` where this function assigns `options` once, from a
+        call that spells its keywords (`options = self._loader_options(batch_size=bs,
+        shuffle=shuffle, drop_last=drop_last)`, `dict(...)`): the loader as if built with
+        those keywords. None for any other call (`**kwargs` of the caller: unknown)."""
+        stars = [arg for arg in node.args if arg.star]
+        if len(stars) != 1 or stars[0].star != "**" or type(stars[0].value) is not cst.Name:
+            return None
+        function = self.ctx.function_node
+        if function is None:
+            return None
+        values = local_values(function, stars[0].value.value)
+        if len(values) != 1 or type(values[0]) is not cst.Call:
+            return None
+        made: cst.Call = values[0]  # type: ignore[assignment]
+        keywords = [arg for arg in made.args if arg.keyword is not None and not arg.star]
+        if not keywords or len(keywords) != len(made.args):
+            return None
+        own = [arg for arg in node.args if not arg.star]
+        return node.with_changes(args=[*own, *keywords])
+
+    def _parameter_default_false(self, drop_last: cst.BaseExpression | None) -> bool:
+        """`drop_last=drop_last` with `drop_last=False` the default of the function's
+        parameter: the loader keeps its last batch unless the caller says otherwise."""
+        function = self.ctx.function_node
+        if type(drop_last) is not cst.Name or function is None:
+            return False
+        param = parameter(function, drop_last.value)  # type: ignore[attr-defined]
+        if param is None or param.default is None:
+            return False
+        return _is_name(param.default, "False")
 
     def _config_default_false(self, drop_last: cst.BaseExpression | None) -> str | None:
         """`drop_last=config.get("drop_last", False)` with `config` a parameter of the

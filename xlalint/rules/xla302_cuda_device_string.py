@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.devices import (
     TORCH_DEVICE,
     cuda_strings,
@@ -18,6 +19,7 @@ from xlalint.analysis.devices import (
     xla_device_source,
     xla_string_source,
 )
+from xlalint.analysis.guards import path_conditions
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 
@@ -52,6 +54,11 @@ class CudaDeviceString(Rule):
     parameter that its function only asks about and places nothing with
     (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
     `pin_memory`, or hands it to an autocast: XLA303's).
+    Also left alone: `torch.device("cuda", device)` under `if isinstance(device, int):`
+    with `device` a parameter (`load_model(file, model, device=0)`): CUDA only when the
+    caller hands in an integer GPU index, its own choice of a GPU; a caller on an XLA host
+    hands in its device. `torch.device("cuda", device)` of an index from anywhere else
+    (`local_rank`) is reported.
 
     ## Why is this bad?
     A TPU host has no CUDA device: every tensor or module sent to `"cuda"` fails to get
@@ -141,7 +148,7 @@ class CudaDeviceString(Rule):
         parent = self.ctx.parent
         if isinstance(parent, cst.Comparison | cst.ComparisonTarget):
             return  # `x.device == torch.device("cuda")` checks, it does not choose
-        if not self._may_report():
+        if not self._may_report() or self._callers_gpu_index(node):
             return
         message = self.message.format(text=self.ctx.module.code_for_node(node))
         if (
@@ -157,15 +164,16 @@ class CudaDeviceString(Rule):
         elif is_cuda_string(arg.value) and isinstance(parent, cst.Param):
             # `def run(device=torch.device("cuda"))`: the default is made at import, where
             # `torch_xla.device()` would start the XLA runtime; `torch.device("xla")` does not.
+            # A spelling built at run time (`"cuda:{}".format(gpu)`) gets no fix.
             string = arg.value
-            assert isinstance(string, cst.SimpleString | cst.FormattedString)
-            func = self.ctx.module.code_for_node(node.func)
-            fix = self.fix(
-                'Use the XLA device: `torch.device("xla")`',
-                (node, f"{func}({xla_string_source(string)})"),
-                imports=("import torch_xla",),
-                moves_to_xla=True,
-            )
+            if isinstance(string, cst.SimpleString | cst.FormattedString):
+                func = self.ctx.module.code_for_node(node.func)
+                fix = self.fix(
+                    'Use the XLA device: `torch.device("xla")`',
+                    (node, f"{func}({xla_string_source(string)})"),
+                    imports=("import torch_xla",),
+                    moves_to_xla=True,
+                )
         elif is_cuda_string(arg.value):
             device, imports = xla_device_source(self.ctx)
             fix = self.fix(
@@ -175,6 +183,22 @@ class CudaDeviceString(Rule):
                 moves_to_xla=True,
             )
         self.report(node, message, fix=fix)
+
+    def _callers_gpu_index(self, node: cst.Call) -> bool:
+        """`if isinstance(device, int): device = torch.device("cuda", device)` with `device`
+        a parameter: CUDA only where the caller hands in an integer GPU index, the caller's
+        choice of a GPU; a caller on an XLA host hands in its device, not an int."""
+        index = positional_argument(node, 1) or keyword_argument(node, "index")
+        function = next((a for a in self.ctx.ancestors() if type(a) is cst.FunctionDef), None)
+        if index is None or type(index.value) is not cst.Name or function is None:
+            return False
+        name = index.value.value
+        if parameter(function, name) is None:
+            return False
+        return any(
+            holds and _is_int_test(test, name)
+            for test, holds in path_conditions((node, *self.ctx.ancestors()))
+        )
 
     def _argparse_default(self, node: cst.Call) -> None:
         options = [
@@ -264,3 +288,18 @@ class CudaDeviceString(Rule):
         return not (
             choices.in_ladder(self.ctx.ancestors()) or choices.opens_ladder(self.ctx.ancestors())
         )
+
+
+def _is_int_test(test: cst.BaseExpression, name: str) -> bool:
+    """`isinstance(name, int)`."""
+    if type(test) is not cst.Call or type(test.func) is not cst.Name:
+        return False
+    if test.func.value != "isinstance" or len(test.args) != 2:
+        return False
+    subject, kind = test.args[0].value, test.args[1].value
+    return (
+        type(subject) is cst.Name
+        and subject.value == name
+        and type(kind) is cst.Name
+        and kind.value == "int"
+    )

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.devices import (
+    AUTOCAST_CALLS,
+    GRAD_SCALER_CALLS,
     converts_to_cuda_tensor_type,
     cuda_api_kind,
     in_own_method,
@@ -138,16 +140,28 @@ def _disabled(
     return false_on_xla_host(value)
 
 
+def _same_object(call: cst.Call, kind: str, imports: ImportTable) -> bool:
+    """Whether `call` builds the same kind of object (a scaler, an autocast), for CUDA or
+    for a device the program chooses: `torch.amp.GradScaler(device=device_type)` and
+    `torch.cuda.amp.GradScaler()` are one scaler spelled for two torch versions."""
+    if cuda_api_kind(call, imports) == kind:
+        return True
+    family = GRAD_SCALER_CALLS if kind == "scaler" else AUTOCAST_CALLS
+    return imports.resolve(call.func) in family
+
+
 def _alternative_spelling(call: cst.Call, kind: str, ctx: FileContext) -> bool:
     """The `else` of a conditional expression whose other branch builds the same kind of
-    CUDA object: `GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()` is one
-    scaler, spelled for two torch versions, and one finding."""
+    object: `GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()` is one
+    scaler, spelled for two torch versions, and one finding, judged on its first spelling
+    (a first spelling on the program's own device type is no finding, and neither is the
+    fallback for old torch)."""
     parent = ctx.parent
     if isinstance(parent, cst.IfExp):
         return (
             parent.orelse is call
             and isinstance(parent.body, cst.Call)
-            and cuda_api_kind(parent.body, ctx.imports) == kind
+            and _same_object(parent.body, kind, ctx.imports)
         )
     # The statement form: `if torch_older: scaler = torch.cuda.amp.GradScaler()` /
     # `else: scaler = torch.GradScaler(device)`, the same target in both branches.
@@ -166,7 +180,7 @@ def _alternative_spelling(call: cst.Call, kind: str, ctx: FileContext) -> bool:
             and len(node.targets) == 1
             and ctx.module.code_for_node(node.targets[0].target) == target
             and isinstance(node.value, cst.Call)
-            and cuda_api_kind(node.value, ctx.imports) == kind
+            and _same_object(node.value, kind, ctx.imports)
         ):
             return True
     return False
@@ -231,7 +245,11 @@ class CudaApi(Rule):
     use_graphs:`: a trainer with an option, built on every host). One scaler or autocast
     spelled for two torch versions (`GradScaler("cuda") if TORCH_2_4 else
     torch.cuda.amp.GradScaler()`, or an `if`/`else` that assigns the same name in both
-    branches) is one finding, on the first spelling.
+    branches) is one finding, on the first spelling. A scaler built for the type of the
+    device the program holds (`self._device_type = torch.device(self.device).type`, then
+    `torch.amp.GradScaler(device=self._device_type)`) is the XLA scaler on an XLA host and
+    is left alone, and so is its fallback spelling for old torch in the other branch; a
+    device from elsewhere (`GradScaler(device=device)`) is still judged as CUDA's.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -351,7 +369,7 @@ class CudaApi(Rule):
                 message = f"`{qualified}` for CUDA leaves XLA math in float32"
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
-            if _disabled(
+            if self._on_device_type(node) or _disabled(
                 node, qualified, self.ctx.imports, self._function(), self.ctx.false_on_xla_host
             ):
                 return
@@ -402,6 +420,27 @@ class CudaApi(Rule):
             stack.extend((child, optional) for child in code_children(node))
         return False
 
+    def _on_device_type(self, call: cst.Call) -> bool:
+        """`torch.amp.GradScaler(device=self._device_type)` where this function sets
+        `self._device_type = torch.device(self.device).type` (or `model.device.type`
+        directly): the scaler is built for the device the program runs on, `"xla"` on an
+        XLA host, not for CUDA. A device name from elsewhere (`device=device`, a call's
+        result) may be CUDA's and is still judged as CUDA's."""
+        device = positional_argument(call, 0) or keyword_argument(call, "device")
+        if device is None:
+            return False
+        value = device.value
+        function = self._function()
+        if type(value) is cst.Name and function is not None:
+            values = local_values(function, value.value)
+        elif type(value) is cst.Attribute and function is not None:
+            values = _attribute_values(function, self.ctx.module.code_for_node(value))
+        else:
+            values = []
+        if not values:
+            values = [value]
+        return all(_is_device_type(v) for v in values)
+
     def _function(self) -> cst.FunctionDef | None:
         return next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
 
@@ -436,3 +475,24 @@ def _is_flag(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.BooleanOperation):
         return _is_flag(test.left) or _is_flag(test.right)
     return isinstance(test, cst.Name | cst.Attribute)
+
+
+def _is_device_type(value: cst.BaseExpression) -> bool:
+    """`torch.device(x).type`, `model.device.type`: the type of a device the program
+    holds."""
+    return type(value) is cst.Attribute and value.attr.value == "type"
+
+
+def _attribute_values(function: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
+    """The values plain assignments in `function` give the attribute spelled `target`
+    (`self._device_type = ...`)."""
+    values: list[cst.BaseExpression] = []
+    module = cst.Module(body=[])
+    for node in descendants(function.body):
+        if (
+            type(node) is cst.Assign
+            and len(node.targets) == 1
+            and module.code_for_node(node.targets[0].target) == target
+        ):
+            values.append(node.value)
+    return values

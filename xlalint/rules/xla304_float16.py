@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -18,7 +19,7 @@ from xlalint.analysis.dtypes import FLOAT16, in_float16_probe, is_dtype_choice, 
 from xlalint.analysis.guards import local_values
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
-from xlalint.walk import descendants
+from xlalint.walk import children, descendants, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -66,7 +67,12 @@ class Float16(Rule):
     Also left alone: a function named for the float16 conversion (`to_half`,
     `network_to_fp16`) that the file defines and never calls or hands on, an API whose
     callers in other modules choose float16 (where the file calls it, or hands it on as a
-    callback, the conversion is its choice and is reported).
+    callback, the conversion is its choice and is reported), and a parameter default that
+    only labels a mode, compared and never used otherwise (`def __init__(self, ...,
+    dtype=torch.half): self.dtype = dtype`, then only `if self.dtype == torch.half:` in
+    the class): the callers choose the dtype. A default that also reaches a cast, a call,
+    a return, or an attribute nothing in the class reads (`model.dtype`, read by others)
+    is reported.
 
     ## Why is this bad?
     TPUs compute natively in bfloat16 and float32; float16 is not their native
@@ -148,7 +154,49 @@ class Float16(Rule):
     def _chosen(self, node: cst.BaseExpression) -> bool:
         if not is_dtype_choice(node, self.ctx.ancestors(), self.ctx.imports):
             return False
+        if self._default_only_compared(node):
+            return False
         return not self._left_alone(node)
+
+    def _default_only_compared(self, node: cst.BaseExpression) -> bool:
+        """`def __init__(self, ..., dtype=torch.half): self.dtype = dtype`, then only `if
+        self.dtype == torch.half:` in the class: a default that only labels which mode the
+        object is in, compared and never used to make or cast a tensor, chooses nothing;
+        its callers choose the dtype. A default that reaches a cast (`x.to(self.dtype)`),
+        a call or a return is the choice and is reported."""
+        param = self.ctx.parent
+        if type(param) is not cst.Param or param.default is not node:
+            return False
+        ancestors = list(self.ctx.ancestors())
+        function = next((a for a in ancestors if type(a) is cst.FunctionDef), None)
+        if function is None:
+            return False
+        name = param.name.value
+        class_def = next((a for a in ancestors if type(a) is cst.ClassDef), None)
+        stored: set[str] = set()
+        compared = False
+        for use, parent in _uses(function.body, lambda n: type(n) is cst.Name and n.value == name):
+            if _names_no_value(use, parent):
+                continue
+            if _compared(use, parent):
+                compared = True
+                continue
+            attribute = _stored_on_self(use, parent)
+            if attribute is None or class_def is None:
+                return False
+            stored.add(attribute)
+        if stored:
+            assert class_def is not None
+            for use, parent in _uses(
+                class_def.body, lambda n: type(n) is cst.Attribute and self_attribute(n) in stored
+            ):
+                if _compared(use, parent):
+                    compared = True
+                elif not _is_store(use, parent):
+                    return False
+        # Never read at all (an attribute others may read: `model.dtype`) is not known to be
+        # only compared.
+        return compared
 
     def _uncalled_conversion(self) -> bool:
         """A function named for the float16 conversion (`to_half`, `network_to_half`,
@@ -188,3 +236,41 @@ class Float16(Rule):
         if self._uncalled_conversion():
             return True
         return keeps_float16((node, *self.ctx.ancestors()), self.ctx.imports)
+
+
+def _uses(
+    root: cst.CSTNode, wanted: Callable[[cst.CSTNode], bool]
+) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+    """Each node under `root` that `wanted` picks, with its parent."""
+    stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [(c, root) for c in children(root)]
+    while stack:
+        node, parent = stack.pop()
+        if wanted(node):
+            yield node, parent
+            continue
+        stack.extend((c, node) for c in children(node))
+
+
+def _names_no_value(use: cst.CSTNode, parent: cst.CSTNode) -> bool:
+    """`x.dtype`'s attribute name, `f(dtype=...)`'s keyword: the same word, not the
+    parameter."""
+    if type(parent) is cst.Attribute:
+        return parent.attr is use
+    return type(parent) is cst.Arg and parent.keyword is use
+
+
+def _compared(use: cst.CSTNode, parent: cst.CSTNode) -> bool:
+    """`use == torch.half`, `torch.half is use`, `use in (...)`: a comparison operand."""
+    return type(parent) is cst.Comparison or type(parent) is cst.ComparisonTarget
+
+
+def _stored_on_self(use: cst.CSTNode, parent: cst.CSTNode) -> str | None:
+    """`self.dtype = use`: the attribute it is stored in."""
+    if type(parent) is cst.Assign and parent.value is use and len(parent.targets) == 1:
+        return self_attribute(parent.targets[0].target)
+    return None
+
+
+def _is_store(use: cst.CSTNode, parent: cst.CSTNode) -> bool:
+    """`self.dtype = ...`: the attribute assigned, not read."""
+    return type(parent) is cst.AssignTarget

@@ -72,7 +72,8 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     NotImplementedError`) and calls on a pass that zeroes the optimizer's gradients and
     runs no `backward()` itself (a template whose subclasses write the update). So does a
     method named for training (`forward_backward`, `train_actor_critic`, `fit_batch`: a
-    word `train`, `training`, `backward`, `learn`, `fit` or `optimize` in its name) that the
+    word `train`, `training`, `backward`, `learn`, `fit` or `optimize` in its name, or the
+    generic step of a template, `run_step`, `do_step`, `perform_step`) that the
     module leaves to its subclasses (its body only `pass`, `...` or `raise
     NotImplementedError`) and that the pass hands its data: the loop's item, an element
     fetched with a count (`self.train_actor_critic(self.dataset[i])`), or a value made from
@@ -115,7 +116,18 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     sweeps over a literal list of settings, loops in `forward` or a `*_step` function,
     unless such a function runs as many steps as its caller asks (`def step(self,
     num_steps): for _ in range(num_steps): ... optimizer.step()`: each pass is a step; a
-    `train_step`'s `for _ in range(self.n_critic)` sweep is part of its one step). Loops
+    `train_step`'s `for _ in range(self.n_critic)` sweep is part of its one step), or
+    unless a loop in a module's `forward` takes a gradient step on every pass: an
+    optimizer step (`cost.backward(); optimizer.step()`, an attack optimising its
+    perturbation) or `torch.autograd.grad` of the pass's loss feeding what the loop hands
+    to the next pass (`adv = adv.detach() + alpha * grad.sign()`, iterative attacks:
+    `.detach()` cuts autograd's history, not the pending XLA graph); a second-order inner
+    loop (`create_graph=True`, a meta-learner adapting inside the outer step's graph) and
+    a gradient that feeds nothing carried (a force field's `-dE/dx`) stay part of one
+    step. On the XLA CPU device (a PGD loop over a two-layer MLP, measured by hand):
+    without a barrier each run of 4 or of 8 steps is one graph holding every step,
+    compiled anew for each count (1 compile, 1 execution); with `torch_xla.sync()` per
+    step, 2 compiles on the first run of 4 and none for the 8 steps after. Loops
     with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that use torch, with
     or without torch_xla imports yet: a CUDA script being ported is linted before it imports
     torch_xla. A file that zeroes an optimizer's gradients (`self.optimizer.zero_grad()`)

@@ -29,7 +29,15 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     (`outputs.append(Y.argmax(2))` before `self.decoder(outputs[-1], state)`; `y =
     torch.multinomial(probs, 1)`, `res = torch.cat([res, y], -1)` before `self.base_net(
     ...res...)`): a generation loop in a `forward` or `predict_step` is still one graph
-    growing token after token. Nor is a
+    growing token after token. A loop over as many passes as output positions (`for _ in
+    range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`; not `max_steps`)
+    that runs the model on each pass, in its body or in a loop nested in it (one call per
+    micro-batch state: `for state in states: logits = model(torch.cat(state.ids, -1))`),
+    feeds it what the previous pass handed over (the states the nested loop walks:
+    `states = new_states`), and reads nothing on the host in the pass, decodes too,
+    whatever objects carry the tokens (`GenerationState(ids=state.ids + [new_ids])`);
+    positions whose model runs on nothing carried (`logits[:, i] = head(x[:, i])`) are one
+    computation. Nor is a
     loop that holds a training loop (an RL update: a rollout loop, then epochs of optimizer
     steps): its nested loops are the step loops, and the rollout loop is reported itself.
 
