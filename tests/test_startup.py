@@ -8,6 +8,7 @@ import os
 import pickle
 import subprocess
 import sys
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -33,12 +34,20 @@ try:
 except SystemExit as exit:
     code = exit.code
 heavy = [m for m in {HEAVY!r} if m in sys.modules]
+rules = sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("xlalint.rules.xla"))
+print("RULES=" + ",".join(rules), file=sys.stderr)
 print("IMPORTED=" + ",".join(heavy), file=sys.stderr)
 sys.exit(code)
 """
 
 
 def _check(folder: Path, *args: str) -> tuple[str, list[str]]:
+    out, imported, _ = _check_rules(folder, *args)
+    return out, imported
+
+
+def _check_rules(folder: Path, *args: str) -> tuple[str, list[str], list[str]]:
+    """`_check`, and the rule modules (`xla101_item_in_hot_code` ...) the run imported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("XLALINT_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     run = subprocess.run(
@@ -50,8 +59,12 @@ def _check(folder: Path, *args: str) -> tuple[str, list[str]]:
         check=False,
         timeout=120,
     )
-    imported = run.stderr.rsplit("IMPORTED=", 1)[1].strip()
-    return run.stdout, imported.split(",") if imported else []
+    rules, imported = run.stderr.rsplit("RULES=", 1)[1].split("IMPORTED=")
+    return run.stdout, _names(imported), _names(rules)
+
+
+def _names(listed: str) -> list[str]:
+    return listed.strip().split(",") if listed.strip() else []
 
 
 @pytest.mark.parametrize("output_format", ["full", "concise"])
@@ -64,6 +77,38 @@ def test_a_warm_check_imports_no_libcst(project: Path, output_format: str) -> No
     warm_out, warm_imported = _check(project, *args)
     assert warm_out == cold_out
     assert warm_imported == []
+
+
+def test_a_cold_check_imports_only_the_rules_the_file_may_trigger(project: Path) -> None:
+    """The text prefilter runs on the index: a rule none of whose trigger strings occur in
+    the file is never imported (XLA601's `torch_xla_py`, XLA301's `cuda` here). Quiet: the
+    closing summary's fix forecast lints the fixed text too, which may trigger others."""
+    write(project, {"train.py": BAD})
+    out, imported, rules = _check_rules(project, "--no-cache", "-q", "train.py")
+    assert "XLA101" in out and "libcst" in imported
+    expected = [i.module.rsplit(".", 1)[1] for i in select_rules(None).for_text(BAD).infos]
+    assert rules == sorted(expected)
+    assert "xla101_item_in_hot_code" in rules
+    assert "xla601_legacy_torch_xla_py" not in rules and "xla301_cuda_call" not in rules
+
+
+def test_a_file_no_rule_may_trigger_imports_no_rule(project: Path) -> None:
+    write(project, {"clean.py": "x = 1\n"})
+    out, _, rules = _check_rules(project, "--no-cache", "clean.py")
+    assert "All checks passed" in out
+    assert rules == []
+
+
+@pytest.mark.parametrize("text", [BAD, "x = 1\n", "import torch\nif x:\n    y.cuda()\n", ""])
+def test_the_index_prefilter_is_the_rules_prefilter(text: str) -> None:
+    """`RuleInfo.may_flag` (on the index) keeps exactly the rules `rules_for_text` keeps
+    on the classes, so that prefiltering before the import changes no finding."""
+    from xlalint.engine import rules_for_text
+
+    classes = list(all_rules().values())
+    by_info = [info.code for info in catalogue().values() if info.may_flag(text)]
+    assert by_info == [rule.code for rule in rules_for_text(text, classes)]
+    assert [rule.code for rule in rules_for_text(text, select_rules(["ALL"]))] == by_info
 
 
 def test_the_committed_rule_index_is_current() -> None:
@@ -103,3 +148,12 @@ def test_a_rule_set_refuses_an_entry_that_names_another_rule() -> None:
     wrong = RuleInfo("XLA101", "x", "xlalint.rules.xla604_deprecated_mark_step", "Nope", True)
     with pytest.raises(RuntimeError, match="stale"):
         list(RuleSet([wrong]))
+
+
+def test_a_rule_set_refuses_an_entry_with_other_triggers() -> None:
+    """An index whose prefilter differs from the rule's (triggers edited without running
+    docgen) would skip files the rule flags: loading the rule says the index is stale."""
+    info = catalogue()["XLA604"]
+    stale = RuleInfo(*astuple(info)[:5], ("mark_step", "sync"), info.needs_torch)
+    with pytest.raises(RuntimeError, match="stale"):
+        list(RuleSet([stale]))

@@ -33,6 +33,7 @@ from xlalint.diagnostics import (
     Location,
 )
 from xlalint.positions import Focus, Positions, positions_of
+from xlalint.registry import RuleSet
 from xlalint.rule import NodeFix, PendingReport, Rule, analyses_used
 from xlalint.suppression import directive_rows, parse_suppressions
 from xlalint.walk import TRIVIA, WalkUnavailable, listed_owners, shared_children, walk
@@ -42,7 +43,10 @@ Handler = Callable[[cst.CSTNode], object]
 
 def rules_for_text(text: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
     """The rules whose trigger strings occur in `text` (rules without triggers always run),
-    less those that need torch where the text never mentions it."""
+    less those that need torch where the text never mentions it. A `RuleSet` answers from
+    its index entries first, so the rules a file cannot trigger are never imported."""
+    if isinstance(rules, RuleSet):
+        rules = rules.for_text(text)
     uses_torch = "torch" in text
     return [
         rule
