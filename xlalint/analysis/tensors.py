@@ -442,10 +442,18 @@ class TensorKinds:
         self.device_contexts = 0
         # Names bound to the CPU device (`cpu = torch.device("cpu")`), per frame.
         self._cpu_devices: list[set[str]] = [set()]
+        # Names bound to a torch tensor made on the host (`idx = torch.zeros(n)`,
+        # `x.cpu()`), per frame; attributes of `self` so bound in any method, per class.
+        self._host_tensors: list[set[str]] = [set()]
+        self._self_host_tensors: list[set[str]] = [set()]
         # Kinds of the values of dicts built here from literals (`{"a": x, "b": y}`).
         # Per dict, its values' joined kind (key None) and each string key's own kind.
         self._dict_values: list[dict[str, dict[str | None, Kind]]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # Per class being walked, the attributes of `self` a method binds to a dict
+        # (`self.id_dict = dict(...)` in `__init__`): another method's `self.id_dict[k]`
+        # looks a key up, whatever the key.
+        self._self_dicts: list[set[str]] = [set()]
         # Per class being walked, the methods its body defines (`def restore_model`).
         self._class_methods: list[frozenset[str]] = [frozenset()]
         self._class_tensor_returns: list[frozenset[str]] = [frozenset()]
@@ -549,6 +557,7 @@ class TensorKinds:
         self._absent.append(set())
         self._bindings.append({})
         self._cpu_devices.append(set())
+        self._host_tensors.append(set())
         self._dict_values.append({})
         self._batch_state.append(batch_state)
         self._scaled.append({})
@@ -597,6 +606,7 @@ class TensorKinds:
         self._absent.pop()
         self._bindings.pop()
         self._cpu_devices.pop()
+        self._host_tensors.pop()
         self._dict_values.pop()
         self._batch_state.pop()
         self._scaled.pop()
@@ -622,6 +632,8 @@ class TensorKinds:
         self._class_methods.append(methods)
         self._class_tensor_returns.append(tensor_methods)
         self._self_attributes.append({})
+        self._self_dicts.append(set())
+        self._self_host_tensors.append(set())
         self._self_functions.append({})
         self._class_names.append(name)
 
@@ -634,6 +646,8 @@ class TensorKinds:
         self._class_methods.pop()
         self._class_tensor_returns.pop()
         self._self_attributes.pop()
+        self._self_dicts.pop()
+        self._self_host_tensors.pop()
         self._self_functions.pop()
         if self._class_names:
             self._class_names.pop()
@@ -925,8 +939,9 @@ class TensorKinds:
 
     def _held_by(self, value: cst.BaseExpression) -> Held | None:
         """What a list value holds: one filled by `append` (`list_elements`), or a list
-        literal of tuples of one width (`[(score, [sos])]`), position by position."""
-        if type(value) is cst.List:
+        (or tuple) literal of tuples of one width (`[(score, [sos])]`, `((buf, "states"),
+        (acts, "actions"))`), position by position."""
+        if type(value) in (cst.List, cst.Tuple):
             first = value.elements[0].value if value.elements else None  # type: ignore[attr-defined]
             if type(first) is not cst.Tuple:
                 return None
@@ -1067,9 +1082,16 @@ class TensorKinds:
         kind = self.of(value)
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         scaled = _scaled_names(value) if len(targets) == 1 else ()
-        if _makes_dict(value):
+        makes_dict = _makes_dict(value)
+        if makes_dict:
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        for target in targets:
+            if (attribute := self_attribute(target)) is not None:
+                if makes_dict:
+                    self._self_dicts[-1].add(attribute)
+                elif kind is Kind.TENSOR:
+                    self._self_dicts[-1].discard(attribute)
         values: dict[str | None, Kind] | None = None
         if (
             type(value) is cst.Dict
@@ -1094,6 +1116,18 @@ class TensorKinds:
                     self._cpu_devices[-1].add(key)
                 else:
                     self._cpu_devices[-1].discard(key)
+        host_tensor = kind is Kind.HOST and self._makes_host_tensor(value)
+        for target in targets:
+            if type(target) is cst.Name:
+                if host_tensor:
+                    self._host_tensors[-1].add(target.value)
+                else:
+                    self._host_tensors[-1].discard(target.value)
+            elif (attribute := self_attribute(target)) is not None:
+                if host_tensor:
+                    self._self_host_tensors[-1].add(attribute)
+                elif kind is not Kind.UNKNOWN:
+                    self._self_host_tensors[-1].discard(attribute)
         passed_through: set[str] = set()
         if kind is Kind.UNKNOWN and isinstance(value, cst.Call):
             passed_through = {
@@ -1511,6 +1545,30 @@ class TensorKinds:
             return known[str(item.evaluated_value)]
         return known[None]
 
+    def _makes_host_tensor(self, value: cst.BaseExpression) -> bool:
+        """`torch.zeros(n)`, `torch.from_numpy(a)` (a factory given no device) or
+        `x.cpu()`: a torch tensor on the host, not a Python container or a numpy array."""
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value == "cpu":
+            return True
+        qualified = self.imports.resolve(func)
+        return qualified is not None and (
+            qualified == "torch.from_numpy" or _builds_from_sizes(qualified, value)
+        )
+
+    def is_host_tensor(self, node: cst.BaseExpression) -> bool:
+        """Whether a host value is a torch tensor: made so in place, or a name (an
+        attribute of `self`, in any method of its class) bound to one. Indexing it by a
+        tensor is advanced indexing, as on the device, not a Python index."""
+        if type(node) is cst.Name:
+            return node.value in self._host_tensors[-1]
+        attribute = self_attribute(node)
+        if attribute is not None:
+            return attribute in self._self_host_tensors[-1]
+        return self._makes_host_tensor(node)
+
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
         """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
         if type(node) is cst.Call and node.args:
@@ -1534,11 +1592,17 @@ class TensorKinds:
 
     def is_dict(self, node: cst.BaseExpression) -> bool:
         """Whether a value is a dict (built here with `{}`, `dict()`, a dict comprehension
-        or `defaultdict()`/`OrderedDict()`), or `locals()`/`globals()`/`vars()`."""
+        or `defaultdict()`/`OrderedDict()`), or `locals()`/`globals()`/`vars()`; an
+        attribute of `self` counts when any method of its class builds it so."""
         if _makes_dict(node):
             return True
         key = binding_key(node)
-        return key is not None and (key in self._dicts[-1] or key in self._dicts[0])
+        if key is None:
+            return False
+        if key in self._dicts[-1] or key in self._dicts[0]:
+            return True
+        attribute = self_attribute(node)
+        return attribute is not None and attribute in self._self_dicts[-1]
 
     def narrow(self, name: str, kind: Kind) -> Narrowed:
         """Take `name` for `kind` in the function being walked, where a test narrowed it

@@ -13,6 +13,8 @@ from xlalint.rules._helper_calls import HelperCallRule
 from xlalint.walk import descendants, names_under, target_names
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from xlalint.context import FileContext
 
 # Methods that copy a tensor to the host, with whether a receiver of unknown kind may be
@@ -95,6 +97,9 @@ class HostTransferInHotCode(HelperCallRule):
     (`values.cpu()` then `indices.cpu()` of one `torch.topk`) are one cause with one fix,
     reported once, at the first. Measured on the XLA CPU device, 5 steps: the two copies
     cost 15 executions and 10 device-to-host transfers, against 5 and none without them.
+    So are copies handed to one call as its arguments (`tree.update(ids.cpu(),
+    probs.cpu())`): the call needs its inputs on the host, and moving it (or them) after
+    the loop is one fix.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
@@ -164,6 +169,8 @@ class HostTransferInHotCode(HelperCallRule):
         # here: judged by what those callers hand it (`_ParameterCopy.params`: that one).
         self._annotated_copies: list[_ParameterCopy] = []
         self._function_nodes: list[cst.FunctionDef] = []
+        # Calls one of whose arguments was reported a copy (`update(a.cpu(), b.cpu())`).
+        self._handed: set[int] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -260,6 +267,11 @@ class HostTransferInHotCode(HelperCallRule):
                 func.attr, node, receiver, message
             ):
                 return
+            handed_to = _handed_to(self.ctx.ancestors())
+            if handed_to is not None:
+                if id(handed_to) in self._handed:
+                    return  # `update(ids.cpu(), probs.cpu())`: one call's inputs, one cause
+                self._handed.add(id(handed_to))
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, message, end_node=node)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
@@ -385,6 +397,15 @@ class HostTransferInHotCode(HelperCallRule):
             f"{arg.keyword.value}={code(arg.value)}" if arg.keyword else code(arg.value)
             for arg in node.args
         )
+
+
+def _handed_to(ancestors: Iterator[cst.CSTNode]) -> cst.Call | None:
+    """The call a copy is handed to as an argument of its own (`f(x.cpu())`), if any."""
+    parent = next(ancestors, None)
+    if type(parent) is not cst.Arg:
+        return None
+    call = next(ancestors, None)
+    return call if type(call) is cst.Call else None
 
 
 def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -61,7 +61,10 @@ class PrintInHotCode(Rule):
     when the value has gone wrong; `if verbose: log.warning(...)` does not count), nor
     Lightning's `self.log` without
     `prog_bar=True` or with `on_step=False` (the bar then shows the value reduced at the
-    epoch's end: no step reads it).
+    epoch's end: no step reads it), which is Lightning's default in `validation_step`,
+    `test_step` and their batch hooks (`self.log("val_loss", loss, prog_bar=True)` there
+    logs per epoch unless given `on_step=True`; Lightning 2.x's logging validator sets
+    `default_on_step=False` for exactly these hooks).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Turning a tensor
@@ -222,7 +225,9 @@ class PrintInHotCode(Rule):
             return False
         if not _keyword_is(node, "prog_bar", "True"):
             return False
-        if _keyword_is(node, "on_step", "False"):
+        if _keyword_is(node, "on_step", "False") or (
+            not _keyword_is(node, "on_step", "True") and self._logs_per_epoch()
+        ):
             # `on_step=False, on_epoch=True`: the progress bar shows the epoch's reduced
             # value, computed at the epoch's end; no step reads the tensor.
             return True
@@ -238,6 +243,12 @@ class PrintInHotCode(Rule):
             self._reported.add(id(node))
             self.report(node, message, hint=_PROG_BAR_HINT)
         return True
+
+    def _logs_per_epoch(self) -> bool:
+        """In `validation_step`, `test_step` and their batch hooks Lightning's `on_step`
+        defaults to False: `self.log(..., prog_bar=True)` there logs the epoch's value."""
+        function = self.ctx.function_node
+        return function is not None and _EPOCH_LOGGING_HOOKS.match(function.name.value) is not None
 
     def _is_logger(self, receiver: cst.BaseExpression) -> bool:
         """`logging`, `logger`, `log`, `self.logger`, `logging.getLogger(...)`, loguru's."""
@@ -507,6 +518,12 @@ def _finiteness_senses(node: cst.CSTNode, negated: bool) -> Iterator[bool]:
 
 def _is_string_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString | cst.FormattedString | cst.ConcatenatedString)
+
+
+# Lightning hooks whose `self.log` defaults to `on_step=False, on_epoch=True`.
+_EPOCH_LOGGING_HOOKS = re.compile(
+    r"^(validation_step|test_step|on_(validation|test)_batch_(start|end))$"
+)
 
 
 def _keyword_is(call: cst.Call, keyword: str, value: str) -> bool:

@@ -46,8 +46,13 @@ class HiddenHostRead(Rule):
     index is a 0-dim integer tensor of the device, which PyTorch reads as a Python int
     (`x[i]` with `i = torch.argmax(scores)`, `scores.argmin()`, `(i % n).long()`, by
     every plain assignment of a local name); `argmax` along a dim or a 1-element index
-    (`i.reshape(1)`) stays on the device. Nor is indexing a value of unknown kind
-    flagged; an optional value set to `None` on one path (`else:
+    (`i.reshape(1)`) stays on the device. A torch tensor made on the host (`self.tree =
+    torch.zeros(n)` in `__init__`, a factory given no device, `torch.from_numpy(a)`,
+    `x.cpu()`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
+    (a 0-dim integer index of the device is still read). Nor is a dict's lookup flagged,
+    also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, then
+    `self.id_dict[k]` in the step): a dict hashes a tensor key by identity. Nor is
+    indexing a value of unknown kind flagged; an optional value set to `None` on one path (`else:
     mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
     it is only indexed where it is not `None`. Nor are
     `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. Nor is an
@@ -102,7 +107,10 @@ class HiddenHostRead(Rule):
     0-dim integer tensor, measured by hand: `x[i]` and `x[:, (i % 8).long()]` with `i =
     torch.argmax(j)` cost 16 executions and 10 device-to-host transfers over 5 steps,
     against 5 executions and no transfer with `x[i.reshape(1)]`. Not yet a
-    harness case. For the other uses, not measured yet: the harness will run 5 steps of
+    harness case. A CPU tensor indexed by an index tensor of the device raises (the
+    indices must be on the CPU or the indexed tensor's device), and a dict looked up by a
+    device tensor raises `KeyError`: neither transfers anything (measured by hand).
+    For the other uses, not measured yet: the harness will run 5 steps of
     `x[:n]` and `torch.zeros(n)` with `n` a 0-d device tensor against a static-shape,
     masked version, and compare executions, compiles and `TransferFromDeviceTime`
     samples: each read is expected to cost one extra execution and one device-to-host
@@ -147,14 +155,19 @@ class HiddenHostRead(Rule):
                     container = self.ctx.kind(node.value)
                 # A tensor indexing a tensor is advanced indexing, on the device, unless
                 # it is a 0-dim integer tensor, which indexes as a Python int; a dict
-                # hashes a tensor key by identity, reading nothing.
+                # hashes a tensor key by identity, reading nothing. A torch tensor made
+                # on the host is indexed as one on the device.
+                host_tensor = container is Kind.HOST and self.ctx.kinds.is_host_tensor(node.value)
                 if (
                     container is Kind.HOST
+                    and not host_tensor
                     and not self.ctx.kinds.is_dict(node.value)
                     and not _element_indexed_by_tuple(node)
                 ):
                     self.report(index.value, self.message.format(use="a Python index"))
-                elif container is Kind.TENSOR and self._zero_dim_integer(index.value):
+                elif (container is Kind.TENSOR or host_tensor) and self._zero_dim_integer(
+                    index.value
+                ):
                     self.report(index.value, self.message.format(use="a 0-dim integer index"))
 
     def _zero_dim_integer(self, index: cst.BaseExpression) -> bool:
