@@ -49,7 +49,8 @@ class HiddenHostRead(Rule):
     (`i.reshape(1)`) stays on the device. A torch tensor made on the host (`self.tree =
     torch.zeros(n)` in `__init__`, a factory given no device, `torch.from_numpy(a)`,
     `x.cpu()`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
-    (a 0-dim integer index of the device is still read). Nor is a dict's lookup flagged,
+    (a 0-dim integer index of the device, or an element of a device tensor looped over,
+    `[perms[m] for m in min_idx]`, is still read). Nor is a dict's lookup flagged,
     also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, then
     `self.id_dict[k]` in the step): a dict hashes a tensor key by identity. Nor is
     indexing a value of unknown kind flagged; an optional value set to `None` on one path (`else:
@@ -109,7 +110,9 @@ class HiddenHostRead(Rule):
     against 5 executions and no transfer with `x[i.reshape(1)]`. Not yet a
     harness case. A CPU tensor indexed by an index tensor of the device raises (the
     indices must be on the CPU or the indexed tensor's device), and a dict looked up by a
-    device tensor raises `KeyError`: neither transfers anything (measured by hand).
+    device tensor raises `KeyError`: neither transfers anything, while `[perms[m] for m
+    in idx]` (`perms` on the CPU, `idx` a 1-d device tensor of 3) costs 3 transfers
+    (measured by hand).
     For the other uses, not measured yet: the harness will run 5 steps of
     `x[:n]` and `torch.zeros(n)` with `n` a 0-d device tensor against a static-shape,
     masked version, and compare executions, compiles and `TransferFromDeviceTime`
@@ -169,10 +172,35 @@ class HiddenHostRead(Rule):
                     index.value
                 ):
                     self.report(index.value, self.message.format(use="a 0-dim integer index"))
+                elif host_tensor and self._tensor_element(index.value):
+                    # `[perms[m] for m in min_idx]`: a host tensor takes a device index
+                    # only as a number (an index tensor of the device raises).
+                    self.report(index.value, self.message.format(use="a 0-dim integer index"))
 
     def _zero_dim_integer(self, index: cst.BaseExpression) -> bool:
         indexes = ZeroDimIndexes(self.ctx.kinds, self.ctx.imports, self.ctx.function_node)
         return indexes.is_integer(index)
+
+    def _tensor_element(self, index: cst.BaseExpression) -> bool:
+        """`m` of `for m in idx` (a loop or a comprehension): an element of a tensor."""
+        if type(index) is not cst.Name:
+            return False
+        for ancestor in self.ctx.ancestors():
+            loops: list[cst.CompFor | cst.For] = []
+            if isinstance(ancestor, cst.For):
+                loops = [ancestor]
+            elif isinstance(ancestor, cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp):
+                comp: cst.CompFor | None = ancestor.for_in
+                while comp is not None:
+                    loops.append(comp)
+                    comp = comp.inner_for_in
+            for loop in loops:
+                target = loop.target
+                if type(target) is cst.Name and target.value == index.value:
+                    return self.ctx.is_tensor(loop.iter)
+            if isinstance(ancestor, cst.FunctionDef | cst.Lambda):
+                return False
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
