@@ -20,7 +20,7 @@ from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
 from xlalint.analysis.flag_facts import FlagFacts
-from xlalint.analysis.guards import mentions_cuda, path_conditions
+from xlalint.analysis.guards import ends_in, mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
     MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
@@ -61,7 +61,7 @@ from xlalint.analysis.type_tests import host_names, range_checked
 from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.screen import LINE
-from xlalint.walk import descendants, target_names, top_level_functions
+from xlalint.walk import TRIVIA, descendants, target_names, top_level_functions
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -536,13 +536,25 @@ class FileContext:
 
     @property
     def in_raise(self) -> bool:
-        """The node being visited builds an error: part of a `raise` statement, or of an
-        `assert`'s message (both run only on the error path)."""
+        """The node being visited builds an error: part of a `raise` statement, of an
+        `assert`'s message, or of a block that ends in `raise` and leaves no other way
+        (no `return`, `break` or `continue` in it; not a `try` body, whose error may be
+        caught): `first = mask.nonzero()[0].item()` in `if mask.any():` before `raise
+        RuntimeError(f"... {first}")` names what went wrong. All run only on the error
+        path."""
         stack = self._stack
         for depth, node in enumerate(stack):
             if type(node) is cst.Raise:
                 return True
             if type(node) is cst.Assert and depth + 1 < len(stack) and stack[depth + 1] is node.msg:
+                return True
+            if (
+                type(node) is cst.IndentedBlock
+                and depth > 0
+                and type(stack[depth - 1]) not in (cst.Try, cst.TryStar)
+                and ends_in(node, (cst.Raise,))  # type: ignore[arg-type]
+                and _no_other_exit(node)  # type: ignore[arg-type]
+            ):
                 return True
         return False
 
@@ -1013,4 +1025,16 @@ def _names_in_full_text(
             imported[name] = imported.get(name, frozenset()) | targets
     return NamesInUse(
         set().union(*(p.names for p in parts)), imported, set().union(*(p.bound for p in parts))
+    )
+
+
+_OTHER_EXITS = (cst.Return, cst.Break, cst.Continue, cst.Yield)
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def _no_other_exit(block: cst.IndentedBlock) -> bool:
+    """No `return`, `break`, `continue` or `yield` in `block` (nested functions aside):
+    its statements all lead to its last one."""
+    return not any(
+        isinstance(node, _OTHER_EXITS) for node in descendants(block, TRIVIA | _NESTED_SCOPES)
     )

@@ -221,7 +221,8 @@ class Rule:
         # Code an always-taken `continue`/`return` skips never runs, on any machine.
         if site is None and self.ctx.past_settled_exit:
             return
-        # A `raise` statement's exception (its message) is built only on the error path.
+        # A `raise` statement's exception (its message), and a block that ends in `raise`,
+        # run only on the error path.
         if self.hot_only and site is None and self.ctx.in_raise:
             return
         # A host sync once every many steps (`if step % 100 == 0:`) is amortised; a

@@ -466,7 +466,7 @@ class _BodyScanner:
     ) -> None:
         self.imports = imports
         self.runs_model = runs_model
-        self.items = items  # the loop's own items: `for block in blocks: x = block(x)`
+        self.items = set(items)  # the loop's own items: `for block in blocks: x = block(x)`
         # The loop's index (`loop_counter`): `if i == 0:` runs on the first pass only.
         self.counters = {counter} if counter is not None else set()
         # `for epoch in range(n)`: an item that is a count, not data.
@@ -594,6 +594,11 @@ class _BodyScanner:
         if not isinstance(target, cst.Name | cst.Tuple | cst.List):
             self.expression(target)  # `x[i] = v` and `self.a = v` read their base
         keys, partial = _state_keys(target)
+        if type(target) is cst.Name and _keyed_by(value, self.items):
+            # `optimizer = self.optimizers[param_group]`: the name holds the optimizer the
+            # item names; acting on it (`scaler.step(optimizer)`) is acting on the item.
+            self.items.add(target.value)  # type: ignore[attr-defined]
+            self.facts.keys_optimizers = True
         names = _names_in(value)
         if self._data(value, names):
             self.data |= keys
@@ -701,7 +706,7 @@ class _BodyScanner:
             calls_self = isinstance(func, cst.Name) and func.value == "self"
             runs = (
                 (calls_self and self.self_is_model)
-                or _is_model_callee(func)
+                or (_is_model_callee(func) and not self._layer_of_pass(func))
                 or self._calls_submodule(func)
             )
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
@@ -716,6 +721,22 @@ class _BodyScanner:
         if runs:
             facts.model_calls += 1
             self._model_event(call)
+
+    def _layer_of_pass(self, func: cst.BaseExpression) -> bool:
+        """`self.ar_net[i](x)` in `for i in range(len(self.layers) + 1):`: the callee is
+        the element of a module list that the loop's own index picks, so each pass runs a
+        different layer. The loop walks the model's structure (one forward), not repeated
+        steps of one model, as sampling and decoding loops are."""
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+            func = func.value
+        if type(func) is not cst.Subscript or len(func.slice) != 1:  # type: ignore[attr-defined]
+            return False
+        index = func.slice[0].slice  # type: ignore[attr-defined]
+        return (
+            isinstance(index, cst.Index)
+            and type(index.value) is cst.Name
+            and index.value.value in (self.counters | self.counts)  # type: ignore[attr-defined]
+        )
 
     def _calls_submodule(self, func: cst.BaseExpression) -> bool:
         """`self.critic(x)` in a model class that assigns `self.critic` a torch.nn module
@@ -825,7 +846,8 @@ def iterates_optimizers(node: Loop, facts: BodyFacts | None = None) -> bool:
     `step_optimizers`, which fetches each optimizer by its name), `for k, v in
     self.optimizers.items():`: one step of each. With the loop's `facts`, also a loop over
     keys of any name that fetches an optimizer by each (`for name in step_names:
-    self._optimizers[name].step()`)."""
+    self._optimizers[name].step()`, or `optimizer = self.optimizers[name]` before
+    `scaler.step(optimizer)`)."""
     if not isinstance(node, cst.For):
         return False
     if facts is not None and facts.keys_optimizers:

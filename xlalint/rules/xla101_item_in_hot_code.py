@@ -138,8 +138,9 @@ class ItemInHotCode(HelperCallRule):
     nothing, while `float(error_ratio)` beside it reads the device.
 
     A warning about a checked value runs when the value has gone wrong, as a `raise`'s
-    message is built only on the error path: reads in the body of an `if` that only warns
-    (`warnings.warn(...)`, `log.warning(...)`) and whose test checks a value (`if
+    message (or a block that ends in `raise`) is built only on the error path: reads in
+    the body of an `if` that only warns (`warnings.warn(...)`, `log.warning(...)`) and
+    whose test checks a value (`if
     kl.max().item() > 100: log.warning(f"KL very high: {kl.max().item():.4f}")`) are not
     flagged, while the test's own read is. A warning under a bare setting (`if verbose:`),
     or beside other work in the same body, still runs every step. This holds for every

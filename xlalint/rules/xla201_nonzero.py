@@ -24,7 +24,10 @@ class Nonzero(Rule):
     `step()` and the helpers it calls. `np.nonzero`, three-argument `torch.where` and
     `nonzero_static` are not flagged, nor `.argwhere(f)`/`.nonzero(x)` with a positional
     argument, which the tensor methods do not take (fastcore's `L.argwhere(predicate)`),
-    nor calls in a `raise` (the message of an error that ends the step, run once).
+    nor calls in a `raise` (the message of an error that ends the step, run once) or in a
+    block that ends in one with no other way out (`if below.any(): first =
+    below.nonzero()[0]` before `raise RuntimeError(f"... {first}")`: it names what went
+    wrong; not a `try` body, whose error may be caught).
 
     ## Why is this bad?
     The result has one row per nonzero element, a count only the data knows. XLA compiles

@@ -97,7 +97,7 @@ class DataDependentShapeOp(Rule):
     shapes but no XLA lowering, and `torch.equal` returns a Python bool. Calls on numpy
     arrays, pandas objects and CPU tensors made here, `repeat_interleave` by a Python
     int, and calls in a `raise` (`raise ValueError(f"found {torch.unique(t)}")`, which
-    runs once, when the step fails) are not flagged.
+    runs once, when the step fails), or in a block that ends in one, are not flagged.
 
     ## Why is this bad?
     An op without an XLA lowering falls back to the CPU: PyTorch/XLA executes the pending

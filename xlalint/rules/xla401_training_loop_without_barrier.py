@@ -111,7 +111,8 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
     opt.step()`, `for name in self._optimizers:`, `for k in self.optimizers.keys():`, and
     loops over keys of any name that fetch each optimizer by the key, `for name in
-    step_names: self._optimizers[name].step()`; `optimizers["main"].step()` or
+    step_names: self._optimizers[name].step()`, or bind it first, `optimizer =
+    self.optimizers[group]` before `scaler.step(optimizer)`; `optimizers["main"].step()` or
     `optimizers[i % 2].step()` in a batch loop is still that loop's step),
     sweeps over a literal list of settings, loops in `forward` or a `*_step` function,
     unless such a function runs as many steps as its caller asks (`def step(self,
