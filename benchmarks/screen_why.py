@@ -99,19 +99,9 @@ def explain(text: str, path: str, steps: Counter[str], by_rule: Counter[str]) ->
                 if callee != index:
                     users.setdefault(callee, set()).add(index)
 
-    def closure(start: set[int], step) -> set[int]:  # type: ignore[no-untyped-def]
-        found = set(start)
-        todo = list(found)
-        while todo:
-            for other in step(todo.pop()):
-                if other not in found:
-                    found.add(other)
-                    todo.append(other)
-        return found
-
-    callers = closure(passing, lambda i: users.get(i, ()))
+    callers = screen.closure(passing, lambda i: users.get(i, ()))
     from_glue = {i for n in glue.identifiers for i in defined_by.get(n, ())}
-    used = closure(
+    used = screen.closure(
         callers | from_glue,
         lambda i: [j for n in units[i].features.identifiers for j in defined_by.get(n, ())],
     )

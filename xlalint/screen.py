@@ -586,16 +586,6 @@ def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str)
                 if callee != index:
                     users.setdefault(callee, set()).add(index)
 
-    def closure(start: Iterable[int], step: Callable[[int], Iterable[int]]) -> set[int]:
-        found = set(start)
-        todo = list(found)
-        while todo:
-            for other in step(todo.pop()):
-                if other not in found:
-                    found.add(other)
-                    todo.append(other)
-        return found
-
     def used(index: int) -> list[int]:
         return [i for n in units[index].features.identifiers for i in defined_by.get(n, ())]
 
@@ -609,6 +599,18 @@ def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str)
         ):
             kept.add(index)
     return kept
+
+
+def closure(start: Iterable[int], step: Callable[[int], Iterable[int]]) -> set[int]:
+    """`start` and every unit `step` reaches from it, transitively."""
+    found = set(start)
+    todo = list(found)
+    while todo:
+        for other in step(todo.pop()):
+            if other not in found:
+                found.add(other)
+                todo.append(other)
+    return found
 
 
 def _blank(node: Unit, lines: list[str]) -> tuple[int, int] | None:

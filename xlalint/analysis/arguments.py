@@ -118,6 +118,13 @@ class Signature:
     open_positional: bool = False
 
 
+def passed_names(function: cst.FunctionDef, is_method: bool) -> list[str]:
+    """The names of the parameters a function's callers pass, in declaration order: a
+    method's first parameter (`self`) is its instance, not an argument."""
+    names = [param.name.value for param in parameters(function)]
+    return names[1:] if is_method else names
+
+
 def signature_of(function: cst.FunctionDef, is_method: bool) -> Signature:
     """A function's signature as its callers see it: a method called through its instance
     (`self.f(a)`, `obj.f(a)`) binds `a` to the parameter after `self`."""

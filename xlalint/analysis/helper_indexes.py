@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from xlalint.analysis.arguments import bind, parameters, signature_of
+from xlalint.analysis.arguments import bind, passed_names, signature_of
 from xlalint.analysis.hotness import FunctionKey
 from xlalint.analysis.value_names import value_names
 from xlalint.walk import target_names
@@ -97,9 +97,7 @@ class HelperIndexes:
         helper = Helper(node, is_method)
         if key is not None:
             self.helpers.setdefault(key, helper)  # the first definition of a name wins
-        names = [p.name.value for p in parameters(node)]
-        if is_method and names:
-            names = names[1:]
+        names = passed_names(node, is_method)
         self._scopes.append(_Scope(helper, frozenset(names)))
 
     def pop_function(self) -> None:
