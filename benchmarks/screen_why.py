@@ -84,21 +84,7 @@ def explain(text: str, path: str, steps: Counter[str], by_rule: Counter[str]) ->
     passing = by_screen | hot_pass
     kept = screen._connected(units, glue, passing, text)
     # Re-derive the closure's steps in the order `_connected` takes them.
-    defined_by: dict[str, list[int]] = {}
-    called_as: dict[str, list[int]] = {}
-    for index, unit in enumerate(units):
-        f = unit.features
-        for name in f.defines:
-            defined_by.setdefault(name, []).append(index)
-        for name in f.identifiers if f.lambda_default else f.functions:
-            called_as.setdefault(name, []).append(index)
-    users: dict[int, set[int]] = {}
-    for index, unit in enumerate(units):
-        for name in unit.features.identifiers:
-            for callee in called_as.get(name, ()):
-                if callee != index:
-                    users.setdefault(callee, set()).add(index)
-
+    defined_by, users = screen.links(units)
     callers = screen.closure(passing, lambda i: users.get(i, ()))
     from_glue = {i for n in glue.identifiers for i in defined_by.get(n, ())}
     used = screen.closure(

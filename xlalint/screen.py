@@ -560,17 +560,10 @@ def _may_be_module(base: ast.expr) -> bool:
     return not (isinstance(base, ast.Name) and base.id in _BUILTIN_NAMES)
 
 
-def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str) -> set[int]:
-    """The units libcst must see for the passing units' findings to be the whole file's.
-
-    A finding rests on its function's callers, and theirs (who calls a function decides
-    whether it is hot; where a loop's loader comes from is traced through the callers'
-    arguments), and on what the function and its callers use, and what that uses in turn
-    (what callees return, whether they reach a barrier, which attributes a method binds, how
-    a caller's helper builds the loader it passes). So: the passing units and their callers
-    transitively, and everything those and the module-level code use, transitively; not the
-    callers of what is only used. Units that import, declare `global`/`nonlocal` or hold a
-    `noqa` comment are kept as they are."""
+def links(units: list[_Unit]) -> tuple[dict[str, list[int]], dict[int, set[int]]]:
+    """The name links `_connected` follows: the units defining each name, and for each unit
+    the other units that use a function it defines (the call graph is by name; a unit with a
+    lambda default counts as called by any name it mentions)."""
     defined_by: dict[str, list[int]] = {}
     called_as: dict[str, list[int]] = {}  # function names (for a lambda default: any name)
     for index, unit in enumerate(units):
@@ -585,6 +578,21 @@ def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str)
             for callee in called_as.get(name, ()):
                 if callee != index:
                     users.setdefault(callee, set()).add(index)
+    return defined_by, users
+
+
+def _connected(units: list[_Unit], glue: Features, passing: set[int], text: str) -> set[int]:
+    """The units libcst must see for the passing units' findings to be the whole file's.
+
+    A finding rests on its function's callers, and theirs (who calls a function decides
+    whether it is hot; where a loop's loader comes from is traced through the callers'
+    arguments), and on what the function and its callers use, and what that uses in turn
+    (what callees return, whether they reach a barrier, which attributes a method binds, how
+    a caller's helper builds the loader it passes). So: the passing units and their callers
+    transitively, and everything those and the module-level code use, transitively; not the
+    callers of what is only used. Units that import, declare `global`/`nonlocal` or hold a
+    `noqa` comment are kept as they are."""
+    defined_by, users = links(units)
 
     def used(index: int) -> list[int]:
         return [i for n in units[index].features.identifiers for i in defined_by.get(n, ())]
