@@ -114,11 +114,15 @@ def lint_source(
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
     target: Release = LATEST,
+    module: cst.Module | None = None,
 ) -> FileResult:
     """Lint one file's decoded text with the given rule classes, for the torch_xla
-    release `target`."""
+    release `target`. `module`: libcst's tree of the whole of `text`, where the caller
+    parsed it already (the fixer's parse guard); the lint then reads that tree unscreened
+    (the findings are the same with and without the screen, `tests/test_screen.py`)
+    rather than parsing the text a second time."""
     with shared_children():  # the analyses' hand-written walks list each node's once
-        return _lint_source(text, filename, rules, hot_functions, target)
+        return _lint_source(text, filename, rules, hot_functions, target, module)
 
 
 def _lint_source(
@@ -127,6 +131,7 @@ def _lint_source(
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str],
     target: Release,
+    parsed: cst.Module | None = None,
 ) -> FileResult:
     active = rules_for_text(text, rules)
     verdict, tree = cpython_parse(text, filename)
@@ -137,11 +142,11 @@ def _lint_source(
         # No rule can flag this file and CPython vouches for its syntax: skip libcst.
         return FileResult(filename)
     screened = None
-    if active and tree is not None and screen.enabled():
+    if active and tree is not None and parsed is None and screen.enabled():
         screened = screen.screen_text(tree, text, active, hot_functions)
     source = text if screened is None else screened.text
     try:
-        module = cst.parse_module(source)
+        module = cst.parse_module(source) if parsed is None else parsed
     except cst.ParserSyntaxError as error:
         if isinstance(verdict, SyntaxProblem):
             # CPython's words and position ("'(' was never closed" where it opened), not

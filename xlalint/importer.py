@@ -49,6 +49,13 @@ class ParsedTexts:
             raise found
         return found
 
+    def known(self, text: str) -> cst.Module | None:
+        """The tree of `text` if this memo parsed it already (None otherwise, parsing
+        nothing): the fixer's lint of a text its parse guard read takes that tree rather
+        than parsing the text again."""
+        found = self._modules.get(text)
+        return found if isinstance(found, cst.Module) else None
+
     def mentioned(self, module: cst.Module) -> set[str]:
         """`usage.mentioned_names` of a module this memo parsed."""
         names = self._names.get(id(module))
