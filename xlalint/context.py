@@ -60,6 +60,7 @@ from xlalint.analysis.tensors import (
 from xlalint.analysis.type_tests import host_names, range_checked
 from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
+from xlalint.cst_parse import parse_module
 from xlalint.screen import LINE
 from xlalint.walk import TRIVIA, descendants, target_names, top_level_functions
 
@@ -1010,15 +1011,15 @@ def _names_in_full_text(
     does not depend on the others. The whole text is parsed where the rows are not known
     or a body does not parse alone (a blanked stub is `pass`: no name)."""
     if not blanked:
-        return names_in_use(cst.parse_module(text))
+        return names_in_use(parse_module(text))
     lines = LINE.findall(text)
     parts = [names_in_use(module)]
     for first, last in blanked:
         body = "".join(lines[first - 1 : last])
         try:
-            parts.append(names_in_use(cst.parse_module("if 1:\n" + body)))
+            parts.append(names_in_use(parse_module("if 1:\n" + body)))
         except (cst.ParserSyntaxError, RecursionError):
-            return names_in_use(cst.parse_module(text))
+            return names_in_use(parse_module(text))
     imported: dict[str, frozenset[str]] = {}
     for part in parts:
         for name, targets in part.imported.items():

@@ -23,6 +23,7 @@ from libcst.metadata import CodeRange
 from xlalint import screen
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
+from xlalint.cst_parse import parse_module
 from xlalint.diagnostics import (
     Applicability,
     Diagnostic,
@@ -146,7 +147,7 @@ def _lint_source(
         screened = screen.screen_text(tree, text, active, hot_functions)
     source = text if screened is None else screened.text
     try:
-        module = cst.parse_module(source) if parsed is None else parsed
+        module = parse_module(source) if parsed is None else parsed
     except cst.ParserSyntaxError as error:
         if isinstance(verdict, SyntaxProblem):
             # CPython's words and position ("'(' was never closed" where it opened), not

@@ -19,6 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable, statement_bindings
 from xlalint.analysis.usage import ImportBinding, made_unused, mentioned_names, unused_bindings
+from xlalint.cst_parse import parse_module
 from xlalint.diagnostics import Edit, Location
 from xlalint.edits import LINE_BREAK, apply_edits, newline_of, split_lines
 from xlalint.positions import focused_positions
@@ -41,7 +42,7 @@ class ParsedTexts:
         found = self._modules.get(text)
         if found is None:
             try:
-                found = cst.parse_module(text)
+                found = parse_module(text)
             except (cst.ParserSyntaxError, RecursionError) as error:
                 found = error
             self._modules[text] = found
