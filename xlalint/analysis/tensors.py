@@ -1809,8 +1809,10 @@ class TensorKinds:
     def _computed_from_tensors(self, value: cst.BaseExpression) -> bool:
         """A call of a helper with a tensor, a model (whose parameters it computes with) or
         a derived value among its arguments, or a
-        method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
-        what lives on the host (`len()`, numpy, `.item()`)."""
+        method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`), or
+        arithmetic or a comparison with one (`tokens == eos` of `tokens =
+        sampler.sample(probs)`: the mask of a device tensor); not what lives on the host
+        (`len()`, numpy, `.item()`)."""
         while type(value) is cst.Subscript:
             value = value.value
         if type(value) is cst.Name:
@@ -1818,6 +1820,10 @@ class TensorKinds:
         if isinstance(value, cst.BinaryOperation):  # `(chosen - rejected).mean()`
             return self._computed_from_tensors(value.left) or self._computed_from_tensors(
                 value.right
+            )
+        if isinstance(value, cst.Comparison):  # `eos_mask = vocab_indices == eos`
+            return self._computed_from_tensors(value.left) or any(
+                self._computed_from_tensors(c.comparator) for c in value.comparisons
             )
         if not isinstance(value, cst.Call) or self.of(value) is Kind.HOST:
             return False
