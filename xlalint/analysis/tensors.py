@@ -776,6 +776,9 @@ class TensorKinds:
         (in walk order) of its last backward; and the position of each assigned value. A
         binding before that backward holds the loss, a tensor on the training device from
         there on; one after it (`loss = self.history[-1]`) holds whatever it is bound to.
+        A module's `training_step` hands the loss it returns (`return loss`, `return
+        {"loss": loss}`) to the framework that calls it (Lightning), which runs backward on
+        it: that return counts as the backward.
         Found by one walk of the function, on the first question."""
         known = self._trained[-1]
         if known is not None:
@@ -784,10 +787,14 @@ class TensorKinds:
         names: dict[str, int] = {}
         values: dict[int, int] = {}
         sums: list[tuple[set[str], tuple[str, ...]]] = []
+        returns_loss = self._returns_its_loss(function)
         if function is not None:
             for index, node in enumerate(descendants(function.body, _NOT_OWN_CODE)):
                 kind = type(node)
-                if kind is cst.Call:
+                if kind is cst.Return and returns_loss:
+                    for name in _returned_loss(node.value):  # type: ignore[attr-defined]
+                        names[name] = index
+                elif kind is cst.Call:
                     func = node.func  # type: ignore[attr-defined]
                     if (
                         type(func) is cst.Attribute
@@ -823,6 +830,15 @@ class TensorKinds:
                         changed = True
         found = self._trained[-1] = (names, values)
         return found
+
+    def _returns_its_loss(self, function: cst.FunctionDef | None) -> bool:
+        """`training_step` of a module class (a `LightningModule`): what it returns is the
+        loss its framework runs backward on."""
+        return (
+            function is not None
+            and function.name.value == "training_step"
+            and self._in_module_method()
+        )
 
     def note_buffer(self, call: cst.Call) -> None:
         """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
@@ -2086,6 +2102,23 @@ _SCALING = (cst.Multiply, cst.Divide, cst.Add)
 
 # What a function's own code is not under (besides trivia): nested definitions.
 _NOT_OWN_CODE = frozenset({*TRIVIA, cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def _returned_loss(value: cst.BaseExpression | None) -> tuple[str, ...]:
+    """The name a training step returns as its loss: `return loss` or `return {"loss":
+    loss, ...}` (Lightning's two forms)."""
+    if type(value) is cst.Name:
+        return (value.value,)
+    if type(value) is cst.Dict:
+        for element in value.elements:
+            if (
+                type(element) is cst.DictElement
+                and type(element.key) is cst.SimpleString
+                and element.key.evaluated_value == "loss"
+                and type(element.value) is cst.Name
+            ):
+                return (element.value.value,)
+    return ()
 
 
 def _scaled_names(value: cst.BaseExpression) -> tuple[str, ...]:
