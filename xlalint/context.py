@@ -863,6 +863,7 @@ class FileContext:
             self.kinds.bind_assignment([t.target for t in node.targets], node.value)
         elif kind is cst.AnnAssign:
             assert isinstance(node, cst.AnnAssign)
+            self.kinds.declare_attribute(node.target, node.annotation)
             if node.value is not None:
                 if self._masks is not None:
                     self._masks.bind_assignment([node.target], node.value)

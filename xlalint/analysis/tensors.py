@@ -305,6 +305,30 @@ def tensor_annotation(node: cst.BaseExpression) -> Kind:
     return _tensor_annotation(node)
 
 
+def _only_tensors(node: cst.BaseExpression) -> bool:
+    """An annotation whose every alternative is a tensor or None (`Tensor | None`,
+    `Optional[torch.Tensor]`): not `np.ndarray | torch.Tensor | Batch`, which may be
+    anything of these."""
+    alternatives = _alternatives(node)
+    return any(a is not None for a in alternatives) and all(
+        a is None or _tensor_annotation(a) is Kind.TENSOR for a in alternatives
+    )
+
+
+def _alternatives(node: cst.BaseExpression) -> list[cst.BaseExpression | None]:
+    """The types a union annotation allows, None for `None`."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return [*_alternatives(node.left), *_alternatives(node.right)]
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name | cst.Attribute):
+        base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+        if base.value in ("Optional", "Union"):
+            parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+            return [None, *parts] if base.value == "Optional" else parts
+    if isinstance(node, cst.Name) and node.value == "None":
+        return [None]
+    return [node]
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
     `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
@@ -450,6 +474,9 @@ class TensorKinds:
         # Per dict, its values' joined kind (key None) and each string key's own kind.
         self._dict_values: list[dict[str, dict[str | None, Kind]]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # Per class being walked, the attributes of `self` declared to hold a tensor
+        # (`self._prompt_lens: Tensor | None`): `declare_attribute`.
+        self._declared_tensors: list[set[str]] = [set()]
         # Per class being walked, the attributes of `self` a method binds to a dict
         # (`self.id_dict = dict(...)` in `__init__`): another method's `self.id_dict[k]`
         # looks a key up, whatever the key.
@@ -632,6 +659,7 @@ class TensorKinds:
         self._class_methods.append(methods)
         self._class_tensor_returns.append(tensor_methods)
         self._self_attributes.append({})
+        self._declared_tensors.append(set())
         self._self_dicts.append(set())
         self._self_host_tensors.append(set())
         self._self_functions.append({})
@@ -646,6 +674,7 @@ class TensorKinds:
         self._class_methods.pop()
         self._class_tensor_returns.pop()
         self._self_attributes.pop()
+        self._declared_tensors.pop()
         self._self_dicts.pop()
         self._self_host_tensors.pop()
         self._self_functions.pop()
@@ -1090,11 +1119,33 @@ class TensorKinds:
         ):
             self._self_attributes[-1][target.attr.value] = kind
 
+    def declare_attribute(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
+        """`self._prompt_lens: Tensor | None`: the attribute holds a tensor wherever it is
+        not None, whatever opaque value fills it (`layout.seq_lens_pt`): read in another
+        method, it is a tensor unless an assignment says it is a host value."""
+        attribute = self_attribute(target)
+        if attribute is not None and _only_tensors(annotation.annotation):
+            self._declared_tensors[-1].add(attribute)
+
+    def _declared_tensor(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+        """`self._prompt_lens = None` of an attribute declared to hold a tensor: the empty
+        case the declaration allows, which says nothing of what it holds otherwise."""
+        attribute = self_attribute(target)
+        return (
+            attribute is not None
+            and attribute in self._declared_tensors[-1]
+            and type(value) is cst.Name
+            and value.value == "None"
+        )
+
     def bind_assignment(
         self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
     ) -> None:
         """`targets = value`. A tensor passed through an opaque call keeps being a tensor:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
+        targets = [t for t in targets if not self._declared_tensor(t, value)]
+        if not targets:
+            return
         kind = self.of(value)
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         scaled = _scaled_names(value) if len(targets) == 1 else ()
@@ -1863,6 +1914,8 @@ class TensorKinds:
             known = self._self_attributes[-1].get(attr)
             if known is not None and known is not Kind.UNKNOWN:
                 return known
+            if attr in self._declared_tensors[-1]:
+                return Kind.TENSOR  # `self._prompt_lens: Tensor | None` declared
             if known is None and attr in self._batch_state[-1]:
                 return Kind.TENSOR  # a fastai callback's `self.pred` in `after_pred`
         elif attr in self._batch_state[-1] and self_attribute(node.value) == "learn":
