@@ -43,7 +43,12 @@ from xlalint.analysis.intervals import (
 )
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
-from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
+from xlalint.analysis.members import (
+    instance_method_call,
+    member_method_call,
+    own_module_function,
+    table_functions,
+)
 from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
@@ -974,6 +979,9 @@ class FileContext:
             self.hot.add_plotting_function(self.function.name)
         if type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
+        elif own := own_module_function(func, self.module):
+            # `d2l.grad_clipping(net, 1)` with `d2l = sys.modules[__name__]`: this module's.
+            self.hot.add_call(self.site(), own)
         elif functions := table_functions(func, self.module):
             # `FILTERS[name](logits)`: any function of the module's dispatch table.
             for function in functions:
