@@ -648,6 +648,7 @@ class FileContext:
                 module=is_module,
                 methods=_plain_methods(node),
                 tensor_methods=tensor_returns(node.body.body),
+                tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)

@@ -229,17 +229,19 @@ REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter"})
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
 
-def tensor_returns(body: Sequence[cst.BaseStatement]) -> frozenset[str]:
+def tensor_returns(body: Sequence[cst.BaseStatement], kind: Kind = Kind.TENSOR) -> frozenset[str]:
     """The functions defined directly in `body` (a module's or a class's) whose return
     annotation names a tensor (`-> torch.Tensor`, `-> Optional[Tensor]`): what a call of
     one hands back is a tensor, wherever in the file it is defined (an agent's `update`
-    calls `self._compute_loss(batch)`, defined below it)."""
+    calls `self._compute_loss(batch)`, defined below it). With `kind` ITERABLE: those
+    annotated to return tensors only (`-> Tuple[torch.Tensor, torch.Tensor]`), each
+    element of which is one (`y, t = self._compute_y_and_t(batch)`)."""
     return frozenset(
         statement.name.value
         for statement in body
         if isinstance(statement, cst.FunctionDef)
         and statement.returns is not None
-        and _tensor_annotation(statement.returns.annotation) is Kind.TENSOR
+        and _tensor_annotation(statement.returns.annotation) is kind
     )
 
 
@@ -484,8 +486,13 @@ class TensorKinds:
         # Per class being walked, the methods its body defines (`def restore_model`).
         self._class_methods: list[frozenset[str]] = [frozenset()]
         self._class_tensor_returns: list[frozenset[str]] = [frozenset()]
-        # Module-level functions annotated to return a tensor (`tensor_returns`).
-        self._tensor_functions = tensor_returns(module.body) if module is not None else frozenset()
+        # Those annotated to return tensors only (`-> tuple[Tensor, Tensor]`).
+        self._class_tensors_returns: list[frozenset[str]] = [frozenset()]
+        # Module-level functions annotated to return a tensor (`tensor_returns`), or
+        # tensors only.
+        body = module.body if module is not None else ()
+        self._tensor_functions = tensor_returns(body)
+        self._tensors_functions = tensor_returns(body, Kind.ITERABLE)
         # Per method being walked (None for other functions), the kinds its `return`s give:
         # one kind, or one per position of a returned tuple. Once walked, a method name
         # whose every definition in a class of the module returns only tensors (`def
@@ -648,16 +655,19 @@ class TensorKinds:
         module: bool = False,
         methods: frozenset[str] = frozenset(),
         tensor_methods: frozenset[str] = frozenset(),
+        tensors_methods: frozenset[str] = frozenset(),
     ) -> None:
         """Entering a class; `module`: a module class (`module_classes.is_module_class`),
         whose instances (`pg = Policy(env)`) are modules (`class MaskedCELoss(
         nn.CrossEntropyLoss)`: calling it is calling the loss). `methods`: the names the
         class body defines with `def`: `self.restore_model(...)` calls one of them, not a
-        submodule; `tensor_methods`: those annotated to return a tensor (`tensor_returns`)."""
+        submodule; `tensor_methods`: those annotated to return a tensor (`tensor_returns`),
+        `tensors_methods`: those annotated to return tensors only (a tuple of them)."""
         if name is not None and module:
             self._module_classes.add(name)
         self._class_methods.append(methods)
         self._class_tensor_returns.append(tensor_methods)
+        self._class_tensors_returns.append(tensors_methods)
         self._self_attributes.append({})
         self._declared_tensors.append(set())
         self._self_dicts.append(set())
@@ -673,6 +683,7 @@ class TensorKinds:
     def pop_class(self) -> None:
         self._class_methods.pop()
         self._class_tensor_returns.pop()
+        self._class_tensors_returns.pop()
         self._self_attributes.pop()
         self._declared_tensors.pop()
         self._self_dicts.pop()
@@ -1974,6 +1985,8 @@ class TensorKinds:
                 return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
             if name in self._tensor_functions and self.lookup(name) is None:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
+            if name in self._tensors_functions and self.lookup(name) is None:
+                return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
@@ -2044,6 +2057,8 @@ class TensorKinds:
                     return Kind.TENSOR  # `self.get_alpha_bar(t)`, walked above
                 if method in self._class_tensor_returns[-1]:
                     return Kind.TENSOR  # `def _compute_loss(self, batch) -> torch.Tensor`
+                if method in self._class_tensors_returns[-1]:
+                    return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
                 if _names_model(method) and method not in self._class_methods[-1]:
                     return Kind.TENSOR
                 return Kind.UNKNOWN

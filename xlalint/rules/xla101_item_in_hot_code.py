@@ -71,6 +71,11 @@ class ItemInHotCode(HelperCallRule):
     `return {"loss": loss}`) hands its framework (Lightning) the loss to run backward on:
     that return counts as the backward.
 
+    A function or method annotated to return tensors only (`-> Tuple[torch.Tensor,
+    torch.Tensor]`) hands back a tensor in each position (`y, t = self._compute_y_and_t(
+    batch)`); one with other types beside a tensor (`-> Tuple[Tensor, np.ndarray]`) says
+    nothing of them.
+
     An attribute declared to hold a tensor (`self._prompt_lens: Tensor | None`, every
     alternative a tensor or None) is one wherever it is not None, whatever opaque value
     fills it (`layout.seq_lens_pt`): `int(self._prompt_lens[i])` per finished sequence is
