@@ -1138,15 +1138,20 @@ class TensorKinds:
         if attribute is not None and _only_tensors(annotation.annotation):
             self._declared_tensors[-1].add(attribute)
 
-    def _declared_tensor(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-        """`self._prompt_lens = None` of an attribute declared to hold a tensor: the empty
-        case the declaration allows, which says nothing of what it holds otherwise."""
+    def _emptied(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+        """`self._prompt_lens = None` of an attribute declared to hold a tensor, or known
+        to hold a tensor or a module (`self.temperature_holder = None` in the `else` of the
+        branch that builds it): the empty case, which says nothing of what it holds
+        otherwise (it is used where it is not None)."""
         attribute = self_attribute(target)
         return (
             attribute is not None
-            and attribute in self._declared_tensors[-1]
             and type(value) is cst.Name
             and value.value == "None"
+            and (
+                attribute in self._declared_tensors[-1]
+                or self._self_attributes[-1].get(attribute) in (Kind.TENSOR, Kind.MODULE)
+            )
         )
 
     def bind_assignment(
@@ -1154,7 +1159,7 @@ class TensorKinds:
     ) -> None:
         """`targets = value`. A tensor passed through an opaque call keeps being a tensor:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
-        targets = [t for t in targets if not self._declared_tensor(t, value)]
+        targets = [t for t in targets if not self._emptied(t, value)]
         if not targets:
             return
         kind = self.of(value)

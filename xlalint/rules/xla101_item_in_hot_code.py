@@ -19,7 +19,8 @@ class ItemInHotCode(HelperCallRule):
     """
     ## What it does
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
-    bodies, `forward`, `*_step` methods and the functions they call. Reads of elements of
+    bodies, `forward`, `*_step` methods and the functions they call (and the properties
+    they read: `self.temperature` runs its body, as a call would). Reads of elements of
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
     each other) are one sync point with one fix, reported once, at the first. Two reads of
     a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
@@ -81,6 +82,9 @@ class ItemInHotCode(HelperCallRule):
     fills it (`layout.seq_lens_pt`): `int(self._prompt_lens[i])` per finished sequence is
     flagged. An assignment known to give a host value (`lengths.cpu()`) still decides, and
     an annotation that allows other types (`np.ndarray | torch.Tensor`) declares nothing.
+    Setting an attribute known to hold a tensor or a module to None (`else:
+    self.temperature_holder = None`) is the empty case, used only where it is not None: it
+    keeps what the other assignment says.
 
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
