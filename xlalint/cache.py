@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import xlalint
+from xlalint.analysis import project_modules
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import (
     Applicability,
@@ -126,6 +127,8 @@ class ResultCache:
         digest.update(filename.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
         digest.update(raw)
+        # What the file may learn from the project's other modules (a base class's step).
+        digest.update(b"\0" + project_modules.digest(filename, raw))
         return digest.hexdigest()
 
     def load(self, key: str, filename: str) -> FileResult | None:

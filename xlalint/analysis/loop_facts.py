@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -95,6 +95,12 @@ def is_optimizer(node: cst.BaseExpression) -> bool:
     `optimizer_g`, `optimizers[0]`."""
     name = _last_name(node)
     return name is not None and _OPTIMIZER_NAME.match(name) is not None
+
+
+def steps_an_optimizer(receiver: str) -> bool:
+    """Whether `<receiver>.step(...)` steps an optimizer, by the receiver's last name:
+    `optimizer`, `self.d_optim`, `scaler` (`scaler.step(optimizer)`)."""
+    return _OPTIMIZER_NAME.match(receiver) is not None or receiver.endswith("scaler")
 
 
 def _is_model_callee(func: cst.BaseExpression) -> bool:
@@ -785,7 +791,7 @@ class _BodyScanner:
     def _step(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
         name = _last_name(receiver) or ""
         spelled = get_full_name_for_node(receiver)
-        if is_optimizer(receiver) or name.endswith("scaler") or spelled in self.zeroed:
+        if steps_an_optimizer(name) or spelled in self.zeroed:
             # `optimizer.step()`, `scaler.step(optimizer)`, `trainer.step()` after
             # `trainer.zero_grad()`
             self.facts.trains = self.facts.steps_optimizer = True
@@ -954,6 +960,12 @@ def _feeds_model(events: Sequence[_Assign | _ModelCall], state: str) -> bool:
 
 
 # -- the analysis --------------------------------------------------------------------------
+class OtherModules(Protocol):
+    """What other modules of the project do (`module_steps.ModuleSteps`)."""
+
+    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool: ...
+
+
 @dataclass(frozen=True)
 class LoopSite:
     """Where a loop sits, as recorded during the walk."""
@@ -978,6 +990,9 @@ class LoopFacts:
         self._method_classes: dict[int, cst.ClassDef] = {}  # id(method) -> its class
         self._facts: dict[int, BodyFacts] = {}
         self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
+        # The project's other modules, where the file is on disk (`module_steps.py`): a
+        # call no function here answers may step an optimizer there.
+        self.other_modules: OtherModules | None = None
 
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(
@@ -1272,7 +1287,13 @@ class LoopFacts:
             template = facts.zeroes_optimizer and not self._through_calls("backward", node)
             for call in facts.calls:
                 functions = self._resolve_in(node, call, class_def)
-                if not functions and names_optimizer_step(call.func):
+                if not functions and (
+                    names_optimizer_step(call.func)
+                    or (
+                        self.other_modules is not None
+                        and self.other_modules.steps_optimizer(call, class_def)
+                    )
+                ):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):
                     return True

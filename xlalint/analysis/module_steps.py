@@ -1,0 +1,372 @@
+"""Training steps that another module of the project defines: the cross-module facts.
+
+xlalint lints one file at a time, but a loop's step is often another file's:
+elegantrl's `class AgentPPO(AgentBase)` calls `self.optimizer_update(optimizer, loss)` in
+its update loop, and `AgentBase.optimizer_update` (in `AgentBase.py`) runs backward and
+`optimizer.step()`. `ModuleSteps` answers, for a call the linted file cannot resolve,
+whether the function it reaches in a project module (`project_modules.consulted`) steps
+an optimizer on each call: in its own body, not in a loop of it (a method that loops over
+batches is an epoch, and the loop there is the step loop), directly or through functions
+and methods of its own module, a few calls deep.
+
+Resolution, bounded: `self.m()` / `super().m()` through the bases of the calling class
+(a base of the file itself is followed to its bases; a base of another module to its
+module's classes and imports: two levels of classes beyond the caller's), `f()` bound by
+`from .x import f`, `mod.f()` bound by `from . import mod`. A module that imports
+torch_xla or names XLA or TPUs (`names_xla`) contributes nothing: the step there may hold
+its own barrier, or the project's XLA path another one. The modules are read with
+CPython's `ast`, and only those the file's cache key names.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis import project_modules
+from xlalint.analysis.devices import names_xla
+from xlalint.analysis.imports import import_aliases
+from xlalint.analysis.loop_facts import steps_an_optimizer
+
+_CALL_DEPTH = 3  # calls followed inside the other module
+_CLASS_LEVELS = 3  # the caller's class, its bases, their bases
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp,
+          ast.GeneratorExp)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Module:
+    """One project module: its top-level functions and classes, and what its imports
+    bind (name -> (dots, dotted target))."""
+
+    path: str
+    functions: dict[str, Function]
+    classes: dict[str, ast.ClassDef]
+    bindings: dict[str, tuple[int, str]]
+    knows_xla: bool
+
+
+def _split(target: str) -> tuple[int, str]:
+    """`..m.x` -> (2, "m.x")."""
+    dotted = target.lstrip(".")
+    return len(target) - len(dotted), dotted
+
+
+def _ast_bindings(tree: ast.Module) -> dict[str, tuple[int, str]]:
+    bindings: dict[str, tuple[int, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bindings[alias.asname] = (0, alias.name)
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    bindings[head] = (0, head)
+        elif isinstance(node, ast.ImportFrom):
+            prefix = node.module or ""
+            for alias in node.names:
+                if alias.name != "*":
+                    dotted = f"{prefix}.{alias.name}" if prefix else alias.name
+                    bindings[alias.asname or alias.name] = (node.level, dotted)
+    return bindings
+
+
+def _knows_xla(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> bool:
+    if any(dotted.split(".", 1)[0] == "torch_xla" for _, dotted in bindings.values()):
+        return True
+    for node in ast.walk(tree):
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else None
+        )
+        if name is not None and names_xla(name):
+            return True
+    return False
+
+
+@lru_cache(maxsize=1024)
+def _summary(path: str, tree: ast.Module) -> _Module:
+    bindings = _ast_bindings(tree)
+    functions: dict[str, Function] = {}
+    classes: dict[str, ast.ClassDef] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            classes[node.name] = node
+    return _Module(path, functions, classes, bindings, _knows_xla(tree, bindings))
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _pass_calls(function: Function) -> Iterator[ast.Call]:
+    """The calls one call of `function` makes once: not in its loops or comprehensions,
+    nor in functions, lambdas and classes it defines."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED + _LOOPS):
+            if isinstance(node, ast.For | ast.AsyncFor):
+                stack.append(node.iter)  # evaluated once
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _self_call(call: ast.Call) -> str | None:
+    """`self.m(...)`, `cls.m(...)`, `super().m(...)` -> `m`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+        return func.attr
+    if (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "super"
+    ):
+        return func.attr
+    return None
+
+
+class ModuleSteps:
+    """The cross-module facts one linted file may consult (`project_modules.consulted`);
+    nothing is read until a question needs it."""
+
+    def __init__(self, filename: str, text: str, module: cst.Module) -> None:
+        self.filename = filename
+        self._text = text
+        self._module = module
+        self._allowed: frozenset[str] | None = None
+        self._bindings: dict[str, tuple[int, str]] | None = None
+        self._memo: dict[tuple[str, str, int], bool] = {}
+
+    # -- the linted file --------------------------------------------------------------------
+    @property
+    def allowed(self) -> frozenset[str]:
+        if self._allowed is None:
+            self._allowed = frozenset(project_modules.consulted(self.filename, self._text))
+        return self._allowed
+
+    def _file_bindings(self) -> dict[str, tuple[int, str]]:
+        """What the linted file's imports bind, relative ones included (any depth: a
+        function's own `from .base import step` binds too)."""
+        if self._bindings is None:
+            bindings: dict[str, tuple[int, str]] = {}
+            for line in _import_lines(self._module):
+                for small in line.body:
+                    for _, bound, target in import_aliases(small):
+                        bindings[bound] = _split(target)
+            self._bindings = bindings
+        return self._bindings
+
+    def _local_classes(self) -> dict[str, cst.ClassDef]:
+        return {n.name.value: n for n in self._module.body if isinstance(n, cst.ClassDef)}
+
+    # -- questions --------------------------------------------------------------------------
+    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool:
+        """Whether `call`, which no function of the linted file answers, runs a function
+        of another project module that steps an optimizer on each call."""
+        if not self.allowed:
+            return False
+        return any(
+            not module.knows_xla and self._steps(module, function, owner, _CALL_DEPTH)
+            for module, function, owner in self._targets(call, class_def)
+        )
+
+    def _targets(
+        self, call: cst.Call, class_def: cst.ClassDef | None
+    ) -> Iterator[tuple[_Module, Function, ast.ClassDef | None]]:
+        func = call.func
+        if isinstance(func, cst.Attribute) and class_def is not None and _cst_self_call(func):
+            yield from self._inherited(class_def, func.attr.value)
+            return
+        spelled = get_full_name_for_node(func)
+        if spelled is None or spelled.split(".", 1)[0] in ("self", "cls", "super"):
+            return
+        head, _, rest = spelled.partition(".")
+        binding = self._file_bindings().get(head)
+        if binding is None:
+            return
+        level, dotted = binding
+        found = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted)
+        if found is not None:
+            module, name = found
+            if name in module.functions:
+                yield module, module.functions[name], None
+
+    def _inherited(
+        self, class_def: cst.ClassDef, method: str
+    ) -> Iterator[tuple[_Module, Function, ast.ClassDef | None]]:
+        """The first definition of `method` along the bases of a class of the linted file
+        (whose own methods do not define it)."""
+        local = self._local_classes()
+        pending: list[cst.ClassDef] = [class_def]
+        seen: set[int] = set()
+        for _ in range(_CLASS_LEVELS):
+            foreign: list[tuple[_Module, ast.ClassDef]] = []
+            following: list[cst.ClassDef] = []
+            for cls in pending:
+                if id(cls) in seen:
+                    continue
+                seen.add(id(cls))
+                for base in cls.bases:
+                    spelled = None if base.keyword else get_full_name_for_node(base.value)
+                    if spelled is None:
+                        continue
+                    if spelled in local:
+                        following.append(local[spelled])
+                    elif (found := self._file_class(spelled)) is not None:
+                        foreign.append(found)
+            if foreign:
+                found_method = self._in_classes(foreign, method)
+                if found_method is not None:
+                    yield found_method
+                return
+            pending = following
+            if not pending:
+                return
+
+    def _in_classes(
+        self, classes: list[tuple[_Module, ast.ClassDef]], method: str
+    ) -> tuple[_Module, Function, ast.ClassDef] | None:
+        """`method` along other modules' classes, in MRO order (left to right, a level of
+        bases at a time)."""
+        level = classes
+        for _ in range(_CLASS_LEVELS):
+            following: list[tuple[_Module, ast.ClassDef]] = []
+            for module, cls in level:
+                for node in cls.body:
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                        node.name == method
+                    ):
+                        return module, node, cls
+                following.extend(self._bases(module, cls))
+            level = following
+            if not level:
+                break
+        return None
+
+    def _bases(self, module: _Module, cls: ast.ClassDef) -> Iterator[tuple[_Module, ast.ClassDef]]:
+        for base in cls.bases:
+            spelled = _dotted(base)
+            if spelled is None:
+                continue
+            if spelled in module.classes:
+                yield module, module.classes[spelled]
+                continue
+            head, _, rest = spelled.partition(".")
+            binding = module.bindings.get(head)
+            if binding is None:
+                continue
+            level, dotted = binding
+            found = self._locate(module.path, level, f"{dotted}.{rest}" if rest else dotted)
+            if found is not None and found[1] in found[0].classes:
+                yield found[0], found[0].classes[found[1]]
+
+    def _file_class(self, spelled: str) -> tuple[_Module, ast.ClassDef] | None:
+        head, _, rest = spelled.partition(".")
+        binding = self._file_bindings().get(head)
+        if binding is None:
+            return None
+        level, dotted = binding
+        found = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted)
+        if found is None or found[1] not in found[0].classes:
+            return None
+        return found[0], found[0].classes[found[1]]
+
+    def _locate(self, importer: str, level: int, dotted: str) -> tuple[_Module, str] | None:
+        """`pkg.mod.Name` seen from `importer` -> (the module `pkg.mod`, "Name"), where the
+        module is one the linted file may consult."""
+        module_path, _, name = dotted.rpartition(".")
+        if not name:
+            return None
+        path = project_modules.resolve(importer, level, module_path)
+        if path is None or path not in self.allowed:
+            return None
+        tree = project_modules.parse(path)
+        if tree is None:
+            return None
+        return _summary(path, tree), name
+
+    # -- what another module's function does ---------------------------------------------
+    def _steps(
+        self, module: _Module, function: Function, owner: ast.ClassDef | None, depth: int
+    ) -> bool:
+        key = (module.path, function.name, function.lineno)
+        if key not in self._memo:
+            self._memo[key] = False  # recursion guard
+            self._memo[key] = any(
+                self._call_steps(module, call, owner, depth) for call in _pass_calls(function)
+            )
+        return self._memo[key]
+
+    def _call_steps(
+        self, module: _Module, call: ast.Call, owner: ast.ClassDef | None, depth: int
+    ) -> bool:
+        """`optimizer.step()`, or a call of a function of `module` (a method of `owner`
+        and its bases for `self.m()`) that steps."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "step":
+            receiver = _dotted(func.value)
+            return receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
+        if depth <= 0:
+            return False
+        method = _self_call(call)
+        if method is not None and owner is not None:
+            found = self._in_classes([(module, owner)], method)
+            return found is not None and self._steps(*found, depth - 1)
+        if isinstance(func, ast.Name) and func.id in module.functions:
+            return self._steps(module, module.functions[func.id], None, depth - 1)
+        return False
+
+
+def _cst_self_call(func: cst.Attribute) -> bool:
+    receiver = func.value
+    if isinstance(receiver, cst.Name):
+        return receiver.value in ("self", "cls")
+    return isinstance(receiver, cst.Call) and get_full_name_for_node(receiver.func) == "super"
+
+
+_STATEMENT_HOLDERS = (
+    cst.BaseCompoundStatement,
+    cst.BaseSuite,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+_STATEMENT_NODES = (cst.BaseStatement, *_STATEMENT_HOLDERS)
+
+
+def _import_lines(module: cst.Module) -> Iterator[cst.SimpleStatementLine]:
+    """Every statement line of the module holding an import, at any depth of its
+    statements (expressions are not entered)."""
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            if any(isinstance(s, cst.Import | cst.ImportFrom) for s in node.body):
+                yield node
+        elif isinstance(node, _STATEMENT_HOLDERS):
+            stack.extend(c for c in node.children if isinstance(c, _STATEMENT_NODES))

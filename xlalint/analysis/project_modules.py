@@ -1,0 +1,208 @@
+"""The modules of the linted file's own project that it imports, found on disk.
+
+A training step is often another module's: a subclass calls `self.optimizer_update(...)`
+that its base class, in a file of its own, defines. `module_steps.py` reads such modules;
+this module says which ones a file may consult, and how to name what it consulted in the
+file's cache key, so that editing a base class re-lints its subclasses' files.
+
+Bounds, all by design: only files under the linted file's package root (the parent of
+its topmost folder holding an `__init__.py`; a script's own folder), found from the
+import statements of the file's text (`import a.b`, `from .m import x`, `from a import
+b`, wherever they sit) and, one hop further, of those modules' texts; at most
+`MAX_MODULES` of them. Nothing is imported or run: modules are read and parsed with
+CPython's `ast`, once per path and size/mtime in a process, and a module that cannot be
+read or parsed contributes nothing. A text without a file on disk (stdin, an unsaved
+buffer, a notebook) consults nothing.
+
+The import statements are found by a regular expression rather than a parse so that the
+cache key of a warm run costs no parse: `consulted` is the one list both the key and the
+analysis use, so the analysis never reads a module that the key does not name.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import warnings
+from functools import lru_cache
+
+MAX_MODULES = 48
+HOPS = 2
+_MAX_BYTES = 1 << 21  # a larger "module" is generated code: nothing to learn from it
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)"
+    r"|import[ \t]+([^\n;#]+))",
+    re.M,
+)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def package_root(filename: str) -> str:
+    """The folder absolute imports of `filename` start from: the parent of its topmost
+    package folder, or its own folder outside a package."""
+    folder = os.path.dirname(os.path.abspath(filename))
+    root = folder
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        parent = os.path.dirname(root)
+        if parent == root:
+            break
+        root = parent
+    return root
+
+
+def _module_file(base: str, dotted: str) -> str | None:
+    """`base/a/b.py` or `base/a/b/__init__.py` for `a.b`, if it exists."""
+    parts = [p for p in dotted.split(".") if p]
+    path = os.path.join(base, *parts)
+    if parts and os.path.isfile(path + ".py"):
+        return path + ".py"
+    init = os.path.join(path, "__init__.py")
+    return init if os.path.isfile(init) else None
+
+
+def _within(path: str, root: str) -> bool:
+    return os.path.commonpath((path, root)) == root
+
+
+def module_base(filename: str, level: int) -> str | None:
+    """The folder a relative import of `level` dots starts from (the root for 0); None
+    where it would leave the package root."""
+    root = package_root(filename)
+    if level == 0:
+        return root
+    base = os.path.dirname(os.path.abspath(filename))
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    return base if _within(base, root) else None
+
+
+def resolve(filename: str, level: int, dotted: str) -> str | None:
+    """The project file that `dotted` (after `level` dots) names, seen from `filename`."""
+    base = module_base(filename, level)
+    if base is None:
+        return None
+    found = _module_file(base, dotted)
+    if found is None or not _within(found, package_root(filename)):
+        return None
+    return found
+
+
+def _imports_of(filename: str, text: str) -> list[str]:
+    """The project files that the import statements of `text` name (modules, and the
+    submodules a `from` import may bind)."""
+    found: list[str] = []
+    for match in _IMPORT.finditer(text):
+        dots, module, names, plain = match.groups()
+        if plain is not None:
+            for part in plain.split(","):
+                dotted = part.split(" as ")[0].strip()
+                if dotted and (path := resolve(filename, 0, dotted)):
+                    found.append(path)
+            continue
+        level = len(dots or "")
+        if path := resolve(filename, level, module):
+            found.append(path)
+        for name in _NAME.findall(names.replace(" as ", " ")):
+            sub = f"{module}.{name}" if module else name
+            if path := resolve(filename, level, sub):
+                found.append(path)
+    own = os.path.abspath(filename)
+    return list(dict.fromkeys(p for p in found if p != own))
+
+
+def _stat_key(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _read(path: str, stat: tuple[int, int]) -> bytes | None:
+    if stat[0] > _MAX_BYTES:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def read_text(path: str) -> str | None:
+    """A module's text (UTF-8, as nearly all are); None if it cannot be read."""
+    stat = _stat_key(path)
+    raw = None if stat is None else _read(path, stat)
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
+@lru_cache(maxsize=4096)
+def _module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+    text = read_text(path)
+    return () if text is None else tuple(_imports_of(path, text))
+
+
+def is_on_disk(filename: str) -> bool:
+    """Only a file on disk, a Python module, has a project to consult."""
+    return filename.endswith((".py", ".pyi")) and os.path.isfile(filename)
+
+
+def consulted(filename: str, text: str) -> tuple[str, ...]:
+    """The project modules `filename` (whose text is `text`) may consult, in a stable
+    order: those it imports, then those they import, at most `MAX_MODULES`."""
+    if not is_on_disk(filename):
+        return ()
+    found = dict.fromkeys(_imports_of(filename, text))
+    frontier = list(found)
+    for _ in range(HOPS - 1):
+        following: list[str] = []
+        for path in frontier:
+            stat = _stat_key(path)
+            for imported in _module_imports(path, stat) if stat else ():
+                if imported not in found:
+                    found[imported] = None
+                    following.append(imported)
+        frontier = following
+    own = os.path.abspath(filename)
+    return tuple(p for p in found if p != own)[:MAX_MODULES]
+
+
+@lru_cache(maxsize=4096)
+def _parse(path: str, stat: tuple[int, int]) -> ast.Module | None:
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def parse(path: str) -> ast.Module | None:
+    """A module's CPython tree, parsed once per path and size/mtime; None if it fails."""
+    stat = _stat_key(path)
+    return None if stat is None else _parse(path, stat)
+
+
+def digest(filename: str, raw: bytes) -> bytes:
+    """What `filename` (whose bytes are `raw`) may learn from other modules, for its cache
+    key: the path and content digest of each module it consults. Empty where it consults
+    none."""
+    paths = consulted(filename, raw.decode("utf-8", "replace"))
+    if not paths:
+        return b""
+    hasher = hashlib.blake2b(digest_size=16)
+    for path in paths:
+        stat = _stat_key(path)
+        hasher.update(path.encode("utf-8", "surrogatepass") + b"\0")
+        hasher.update(_content_digest(path, stat) if stat else b"-")
+    return hasher.digest()
+
+
+@lru_cache(maxsize=4096)
+def _content_digest(path: str, stat: tuple[int, int]) -> bytes:
+    raw = _read(path, stat)
+    return b"-" if raw is None else hashlib.blake2b(raw, digest_size=16).digest()
