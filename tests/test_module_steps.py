@@ -174,3 +174,53 @@ def test_editing_the_base_relints_the_subclass_on_a_warm_run(tmp_path: Path) -> 
     # And back: the first entry answers again.
     base.write_text(BASE)
     assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+
+
+OPTIMIZERS = """\
+import torch
+
+
+class Optimizers:
+    def __init__(self, optimizers):
+        self.optimizers = optimizers
+
+    def scaler_step_some(self, grad_scaler, groups):
+        for group in groups:
+            optimizer = self.optimizers[group]
+            grad_scaler.step(optimizer)
+
+    def load_some(self, groups):
+        for group in groups:
+            self.optimizers[group].load_state_dict({})
+"""
+
+TRAINER = """\
+import torch
+
+from agents.optimizers import Optimizers
+
+
+class Trainer:
+    def __init__(self, model, optimizers):
+        self.model = model
+        self.optimizers = Optimizers(optimizers)
+
+    def train(self, batches, groups):
+        for batch in batches:
+            self.model(batch).sum().backward()
+            self.optimizers.scaler_step_some(self.scaler, groups)
+
+    def reload(self, batches, groups):
+        for batch in batches:
+            self.model(batch).sum().backward()
+            self.optimizers.load_some(groups)
+"""
+
+
+def test_method_of_an_imported_class_by_its_name(tmp_path: Path) -> None:
+    """A loop over the optimizers' keys in the other module is one step of each; a
+    method of the same class that steps nothing (`load_some`) is no step."""
+    package = _package(tmp_path)
+    (package / "optimizers.py").write_text(OPTIMIZERS)
+    (package / "trainer.py").write_text(TRAINER)
+    assert _xla401([package / "trainer.py"]) == [("trainer.py", 12)]

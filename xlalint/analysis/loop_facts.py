@@ -103,6 +103,22 @@ def steps_an_optimizer(receiver: str) -> bool:
     return _OPTIMIZER_NAME.match(receiver) is not None or receiver.endswith("scaler")
 
 
+def names_optimizers(name: str) -> bool:
+    """`optimizers`, `self._optimizers`, `opts`: a collection of optimizers, by its name."""
+    return _OPTIMIZERS_NAME.match(name) is not None
+
+
+def names_optimizer(name: str) -> bool:
+    """`optimizer`, `d_optim`, `opt_g`: one optimizer, by its name."""
+    return _OPTIMIZER_NAME.match(name) is not None
+
+
+def generic_method(name: str) -> bool:
+    """`step`, `update`, `run`, `get`...: a method name too common to say which class's
+    method a call on an unknown receiver runs."""
+    return name in _GENERIC_METHODS
+
+
 def _is_model_callee(func: cst.BaseExpression) -> bool:
     """`model(...)`, `self.unet(...)`, `pipe.transformer(...)`, `model.forward(...)`."""
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":

@@ -31,7 +31,12 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis import project_modules
 from xlalint.analysis.devices import names_xla
 from xlalint.analysis.imports import import_aliases
-from xlalint.analysis.loop_facts import steps_an_optimizer
+from xlalint.analysis.loop_facts import (
+    generic_method,
+    names_optimizer,
+    names_optimizers,
+    steps_an_optimizer,
+)
 
 _CALL_DEPTH = 3  # calls followed inside the other module
 _CLASS_LEVELS = 3  # the caller's class, its bases, their bases
@@ -118,11 +123,15 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def _pass_calls(function: Function) -> Iterator[ast.Call]:
-    """The calls one call of `function` makes once: not in its loops or comprehensions,
-    nor in functions, lambdas and classes it defines."""
+    """The calls one call of `function` makes once: not in its loops or comprehensions
+    (but in a loop over the optimizers: one step of each), nor in functions, lambdas and
+    classes it defines."""
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
+        if isinstance(node, ast.For | ast.AsyncFor) and _over_optimizers(node):
+            stack.extend((node.iter, *node.body))
+            continue
         if isinstance(node, _NESTED + _LOOPS):
             if isinstance(node, ast.For | ast.AsyncFor):
                 stack.append(node.iter)  # evaluated once
@@ -130,6 +139,41 @@ def _pass_calls(function: Function) -> Iterator[ast.Call]:
         if isinstance(node, ast.Call):
             yield node
         stack.extend(ast.iter_child_nodes(node))
+
+
+def _last(node: ast.expr) -> str:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _over_optimizers(loop: ast.For | ast.AsyncFor) -> bool:
+    """`for opt in optimizers:`, `for k, v in self.optimizers.items():`, or a loop over
+    keys that fetches each optimizer (`optimizer = self.optimizers[group]`): the loop
+    `loop_facts.iterates_optimizers` counts as part of one step."""
+    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    if any(names_optimizer(name) for name in targets):
+        return True
+    iterable = loop.iter
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Attribute)
+        and iterable.func.attr in ("keys", "values", "items")
+        and not iterable.args
+    ):
+        iterable = iterable.func.value
+    if names_optimizers(_last(iterable)):
+        return True
+    return any(
+        isinstance(node, ast.Subscript)
+        and names_optimizers(_last(node.value))
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id in targets
+        for statement in loop.body
+        for node in ast.walk(statement)
+    )
 
 
 def _self_call(call: ast.Call) -> str | None:
@@ -160,6 +204,7 @@ class ModuleSteps:
         self._allowed: frozenset[str] | None = None
         self._bindings: dict[str, tuple[int, str]] | None = None
         self._memo: dict[tuple[str, str, int], bool] = {}
+        self._classes: list[tuple[_Module, ast.ClassDef]] | None = None
 
     # -- the linted file --------------------------------------------------------------------
     @property
@@ -202,11 +247,16 @@ class ModuleSteps:
             yield from self._inherited(class_def, func.attr.value)
             return
         spelled = get_full_name_for_node(func)
-        if spelled is None or spelled.split(".", 1)[0] in ("self", "cls", "super"):
-            return
-        head, _, rest = spelled.partition(".")
+        head, _, rest = (spelled or "").partition(".")
         binding = self._file_bindings().get(head)
         if binding is None:
+            if isinstance(func, cst.Attribute) and not generic_method(func.attr.value):
+                # `self.optimizers.optimizer_scaler_step_some(scaler, groups)`: a method
+                # of that name of a class the file imports, as `LoopFacts.resolve` takes
+                # one of the file's own classes by the method's name.
+                found = self._in_classes(self._imported_classes(), func.attr.value)
+                if found is not None:
+                    yield found
             return
         level, dotted = binding
         found = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted)
@@ -283,6 +333,14 @@ class ModuleSteps:
             found = self._locate(module.path, level, f"{dotted}.{rest}" if rest else dotted)
             if found is not None and found[1] in found[0].classes:
                 yield found[0], found[0].classes[found[1]]
+
+    def _imported_classes(self) -> list[tuple[_Module, ast.ClassDef]]:
+        """The classes of other project modules that the file's imports bind."""
+        if self._classes is None:
+            self._classes = [
+                found for name in self._file_bindings() if (found := self._file_class(name))
+            ]
+        return self._classes
 
     def _file_class(self, spelled: str) -> tuple[_Module, ast.ClassDef] | None:
         head, _, rest = spelled.partition(".")
