@@ -21,6 +21,7 @@ CPython's `ast`, and only those the file's cache key names.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,7 +31,6 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import project_modules
 from xlalint.analysis.devices import names_xla
-from xlalint.analysis.imports import import_aliases
 from xlalint.analysis.loop_facts import (
     generic_method,
     names_optimizer,
@@ -38,6 +38,7 @@ from xlalint.analysis.loop_facts import (
     steps_an_optimizer,
 )
 
+_CALLED_CLASS = re.compile(r"\b([A-Z]\w*)\s*\(")
 _CALL_DEPTH = 3  # calls followed inside the other module
 _CLASS_LEVELS = 3  # the caller's class, its bases, their bases
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -58,50 +59,7 @@ class _Module:
     knows_xla: bool
 
 
-def _split(target: str) -> tuple[int, str]:
-    """`..m.x` -> (2, "m.x")."""
-    dotted = target.lstrip(".")
-    return len(target) - len(dotted), dotted
-
-
-def _ast_bindings(tree: ast.Module) -> dict[str, tuple[int, str]]:
-    bindings: dict[str, tuple[int, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    bindings[alias.asname] = (0, alias.name)
-                else:
-                    head = alias.name.split(".", 1)[0]
-                    bindings[head] = (0, head)
-        elif isinstance(node, ast.ImportFrom):
-            prefix = node.module or ""
-            for alias in node.names:
-                if alias.name != "*":
-                    dotted = f"{prefix}.{alias.name}" if prefix else alias.name
-                    bindings[alias.asname or alias.name] = (node.level, dotted)
-    return bindings
-
-
-def _knows_xla(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> bool:
-    if any(dotted.split(".", 1)[0] == "torch_xla" for _, dotted in bindings.values()):
-        return True
-    for node in ast.walk(tree):
-        name = (
-            node.id
-            if isinstance(node, ast.Name)
-            else node.attr
-            if isinstance(node, ast.Attribute)
-            else None
-        )
-        if name is not None and names_xla(name):
-            return True
-    return False
-
-
-@lru_cache(maxsize=1024)
-def _summary(path: str, tree: ast.Module) -> _Module:
-    bindings = _ast_bindings(tree)
+def _summary(path: str, tree: ast.Module, text: str) -> _Module:
     functions: dict[str, Function] = {}
     classes: dict[str, ast.ClassDef] = {}
     for node in tree.body:
@@ -109,7 +67,21 @@ def _summary(path: str, tree: ast.Module) -> _Module:
             functions[node.name] = node
         elif isinstance(node, ast.ClassDef):
             classes[node.name] = node
-    return _Module(path, functions, classes, bindings, _knows_xla(tree, bindings))
+    # XLA or TPUs named anywhere in the text, comments included: the cautious reading.
+    knows_xla = names_xla(text)
+    return _Module(path, functions, classes, project_modules.bindings(text), knows_xla)
+
+
+def _module(path: str) -> _Module | None:
+    stat = project_modules.stat_key(path)
+    return None if stat is None else _module_at(path, stat)
+
+
+@lru_cache(maxsize=1024)
+def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
+    tree = project_modules.parse(path)
+    text = project_modules.read_text(path) if tree is not None else None
+    return None if tree is None or text is None else _summary(path, tree, text)
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -214,15 +186,9 @@ class ModuleSteps:
         return self._allowed
 
     def _file_bindings(self) -> dict[str, tuple[int, str]]:
-        """What the linted file's imports bind, relative ones included (any depth: a
-        function's own `from .base import step` binds too)."""
+        """What the linted file's import statements bind, relative ones included."""
         if self._bindings is None:
-            bindings: dict[str, tuple[int, str]] = {}
-            for line in _import_lines(self._module):
-                for small in line.body:
-                    for _, bound, target in import_aliases(small):
-                        bindings[bound] = _split(target)
-            self._bindings = bindings
+            self._bindings = project_modules.bindings(self._text)
         return self._bindings
 
     def _local_classes(self) -> dict[str, cst.ClassDef]:
@@ -337,8 +303,13 @@ class ModuleSteps:
     def _imported_classes(self) -> list[tuple[_Module, ast.ClassDef]]:
         """The classes of other project modules that the file's imports bind."""
         if self._classes is None:
+            # Only classes the file constructs (`Optimizers(...)`, a capitalised name called
+            # somewhere in its text): the file holds their instances.
+            called = set(_CALLED_CLASS.findall(self._text))
             self._classes = [
-                found for name in self._file_bindings() if (found := self._file_class(name))
+                found
+                for name in self._file_bindings()
+                if name in called and (found := self._file_class(name))
             ]
         return self._classes
 
@@ -362,10 +333,8 @@ class ModuleSteps:
         path = project_modules.resolve(importer, level, module_path)
         if path is None or path not in self.allowed:
             return None
-        tree = project_modules.parse(path)
-        if tree is None:
-            return None
-        return _summary(path, tree), name
+        module = _module(path)
+        return None if module is None else (module, name)
 
     # -- what another module's function does ---------------------------------------------
     def _steps(
@@ -404,27 +373,3 @@ def _cst_self_call(func: cst.Attribute) -> bool:
     if isinstance(receiver, cst.Name):
         return receiver.value in ("self", "cls")
     return isinstance(receiver, cst.Call) and get_full_name_for_node(receiver.func) == "super"
-
-
-_STATEMENT_HOLDERS = (
-    cst.BaseCompoundStatement,
-    cst.BaseSuite,
-    cst.Else,
-    cst.ExceptHandler,
-    cst.Finally,
-    cst.MatchCase,
-)
-_STATEMENT_NODES = (cst.BaseStatement, *_STATEMENT_HOLDERS)
-
-
-def _import_lines(module: cst.Module) -> Iterator[cst.SimpleStatementLine]:
-    """Every statement line of the module holding an import, at any depth of its
-    statements (expressions are not entered)."""
-    stack: list[cst.CSTNode] = list(module.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.SimpleStatementLine):
-            if any(isinstance(s, cst.Import | cst.ImportFrom) for s in node.body):
-                yield node
-        elif isinstance(node, _STATEMENT_HOLDERS):
-            stack.extend(c for c in node.children if isinstance(c, _STATEMENT_NODES))

@@ -37,12 +37,18 @@ _IMPORT = re.compile(
     re.M,
 )
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 def package_root(filename: str) -> str:
     """The folder absolute imports of `filename` start from: the parent of its topmost
     package folder, or its own folder outside a package."""
-    folder = os.path.dirname(os.path.abspath(filename))
+    return _root_of(os.path.dirname(os.path.abspath(filename)))
+
+
+@lru_cache(maxsize=1024)
+def _root_of(folder: str) -> str:
     root = folder
     while os.path.isfile(os.path.join(root, "__init__.py")):
         parent = os.path.dirname(root)
@@ -89,6 +95,31 @@ def resolve(filename: str, level: int, dotted: str) -> str | None:
     return found
 
 
+def bindings(text: str) -> dict[str, tuple[int, str]]:
+    """What the import statements of `text` bind: name -> (dots, dotted target), `from
+    ..m import x as y` -> `y: (2, "m.x")`, `import a.b` -> `a: (0, "a")`. The same
+    statements `consulted` reads, so a binding never leads past the modules it names."""
+    found: dict[str, tuple[int, str]] = {}
+    for match in _IMPORT.finditer(text):
+        dots, module, names, plain = match.groups()
+        if plain is not None:
+            for part in plain.split(","):
+                dotted, _, alias = part.strip().partition(" as ")
+                dotted, alias = dotted.strip(), alias.strip()
+                if _DOTTED.fullmatch(dotted):
+                    if alias:
+                        found[alias] = (0, dotted)
+                    else:
+                        found[dotted.split(".", 1)[0]] = (0, dotted.split(".", 1)[0])
+            continue
+        for part in _COMMENT.sub("", names).strip("()").split(","):
+            name, _, alias = part.strip().partition(" as ")
+            name, alias = name.strip(), alias.strip()
+            if _NAME.fullmatch(name):
+                found[alias or name] = (len(dots or ""), f"{module}.{name}" if module else name)
+    return found
+
+
 def _imports_of(filename: str, text: str) -> list[str]:
     """The project files that the import statements of `text` name (modules, and the
     submodules a `from` import may bind)."""
@@ -112,7 +143,7 @@ def _imports_of(filename: str, text: str) -> list[str]:
     return list(dict.fromkeys(p for p in found if p != own))
 
 
-def _stat_key(path: str) -> tuple[int, int] | None:
+def stat_key(path: str) -> tuple[int, int] | None:
     try:
         stat = os.stat(path)
     except OSError:
@@ -132,7 +163,7 @@ def _read(path: str, stat: tuple[int, int]) -> bytes | None:
 
 def read_text(path: str) -> str | None:
     """A module's text (UTF-8, as nearly all are); None if it cannot be read."""
-    stat = _stat_key(path)
+    stat = stat_key(path)
     raw = None if stat is None else _read(path, stat)
     return None if raw is None else raw.decode("utf-8", "replace")
 
@@ -158,7 +189,7 @@ def consulted(filename: str, text: str) -> tuple[str, ...]:
     for _ in range(HOPS - 1):
         following: list[str] = []
         for path in frontier:
-            stat = _stat_key(path)
+            stat = stat_key(path)
             for imported in _module_imports(path, stat) if stat else ():
                 if imported not in found:
                     found[imported] = None
@@ -183,7 +214,7 @@ def _parse(path: str, stat: tuple[int, int]) -> ast.Module | None:
 
 def parse(path: str) -> ast.Module | None:
     """A module's CPython tree, parsed once per path and size/mtime; None if it fails."""
-    stat = _stat_key(path)
+    stat = stat_key(path)
     return None if stat is None else _parse(path, stat)
 
 
@@ -196,7 +227,7 @@ def digest(filename: str, raw: bytes) -> bytes:
         return b""
     hasher = hashlib.blake2b(digest_size=16)
     for path in paths:
-        stat = _stat_key(path)
+        stat = stat_key(path)
         hasher.update(path.encode("utf-8", "surrogatepass") + b"\0")
         hasher.update(_content_digest(path, stat) if stat else b"-")
     return hasher.digest()
