@@ -85,7 +85,15 @@ def module_base(filename: str, level: int) -> str | None:
 
 
 def resolve(filename: str, level: int, dotted: str) -> str | None:
-    """The project file that `dotted` (after `level` dots) names, seen from `filename`."""
+    """The project file that `dotted` (after `level` dots) names, seen from `filename`
+    (remembered per folder for a process: a module that appears during a run is not
+    seen until the next)."""
+    return _resolve(os.path.join(os.path.dirname(os.path.abspath(filename)), ""), level, dotted)
+
+
+@lru_cache(maxsize=8192)
+def _resolve(folder: str, level: int, dotted: str) -> str | None:
+    filename = os.path.join(folder, "-")
     base = module_base(filename, level)
     if base is None:
         return None
@@ -181,9 +189,15 @@ def is_on_disk(filename: str) -> bool:
 
 def consulted(filename: str, text: str) -> tuple[str, ...]:
     """The project modules `filename` (whose text is `text`) may consult, in a stable
-    order: those it imports, then those they import, at most `MAX_MODULES`."""
+    order: those it imports, then those they import, at most `MAX_MODULES`. (Asked by
+    the cache key before and after a lint and by the analysis: once per text.)"""
     if not is_on_disk(filename):
         return ()
+    return _consulted(os.path.abspath(filename), text)
+
+
+@lru_cache(maxsize=64)
+def _consulted(filename: str, text: str) -> tuple[str, ...]:
     found = dict.fromkeys(_imports_of(filename, text))
     frontier = list(found)
     for _ in range(HOPS - 1):
@@ -220,20 +234,12 @@ def parse(path: str) -> ast.Module | None:
 
 def digest(filename: str, raw: bytes) -> bytes:
     """What `filename` (whose bytes are `raw`) may learn from other modules, for its cache
-    key: the path and content digest of each module it consults. Empty where it consults
-    none."""
+    key: the path, size and mtime of each module it consults (stats, not contents, as
+    `cache.code_fingerprint` reads xlalint's own sources). Empty where it consults none."""
     paths = consulted(filename, raw.decode("utf-8", "replace"))
     if not paths:
         return b""
     hasher = hashlib.blake2b(digest_size=16)
     for path in paths:
-        stat = stat_key(path)
-        hasher.update(path.encode("utf-8", "surrogatepass") + b"\0")
-        hasher.update(_content_digest(path, stat) if stat else b"-")
+        hasher.update(f"{path}:{stat_key(path)}\0".encode("utf-8", "surrogatepass"))
     return hasher.digest()
-
-
-@lru_cache(maxsize=4096)
-def _content_digest(path: str, stat: tuple[int, int]) -> bytes:
-    raw = _read(path, stat)
-    return b"-" if raw is None else hashlib.blake2b(raw, digest_size=16).digest()
