@@ -224,3 +224,18 @@ def test_method_of_an_imported_class_by_its_name(tmp_path: Path) -> None:
     (package / "optimizers.py").write_text(OPTIMIZERS)
     (package / "trainer.py").write_text(TRAINER)
     assert _xla401([package / "trainer.py"]) == [("trainer.py", 12)]
+
+
+def test_bindings_from_the_import_statements() -> None:
+    text = (
+        "import a.b\nimport c.d as e\nfrom ..m import (x,  # why\n    y as z)\n"
+        "from . import w\n    from .k import f as g\n"
+    )
+    assert project_modules.bindings(text) == {
+        "a": (0, "a"),
+        "e": (0, "c.d"),
+        "x": (2, "m.x"),
+        "z": (2, "m.y"),
+        "w": (1, "w"),
+        "g": (1, "k.f"),
+    }
