@@ -109,6 +109,12 @@ def test_imported_function_that_steps(tmp_path: Path) -> None:
         "def train(model, opt, xs):\n    for x in xs:\n        sgd_step(opt, model(x).sum())\n"
     )
     assert _xla401([package / "script.py"]) == [("script.py", 7)]
+    absolute = "import torch\n\nimport agents.steps as steps\n\n\n"
+    (package / "script.py").write_text(
+        f"{absolute}def train(model, opt, xs):\n    for x in xs:\n"
+        "        steps.sgd_step(opt, model(x).sum())\n"
+    )
+    assert _xla401([package / "script.py"]) == [("script.py", 7)]
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,8 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"}
 # litgpt's `CycleIterator(loader)`, `InfiniteIterator(loader)`, `repeat_loader(loader)`.
 _ITERATOR_WRAPPER = re.compile(r"(^|_)(cycle|repeat|infinite)|iterator$", re.I)
 _CACHE_KEYWORD = re.compile(r"cache|past", re.I)
+# Imports no project module stands behind.
+_LIBRARY = re.compile(r"(torch|torch_xla|numpy|math|os|time|logging|random)(\.|$)")
 # Method names too common to resolve to a method of this module on any receiver.
 _GENERIC_METHODS = frozenset(
     {
@@ -463,6 +465,8 @@ class BodyFacts:
     optimizer_steps: list[cst.Call] = field(default_factory=list)  # xm's, without barrier
     model_calls: int = 0  # calls of a model (or of a function of this module that runs one)
     calls: list[cst.Call] = field(default_factory=list)  # calls that may be this module's
+    # Calls of imported functions that may be another project module's (not torch's).
+    imported_calls: list[cst.Call] = field(default_factory=list)
     child_loops: list[Loop] = field(default_factory=list)
     next_of: list[cst.BaseExpression] = field(default_factory=list)  # `next(it)` arguments
     events: list[_Assign | _ModelCall | _Nested] = field(default_factory=list)
@@ -712,6 +716,10 @@ class _BodyScanner:
         ):
             # `loss_scaler(loss, optimizer)`: backward and the optimizer step in one call.
             facts.trains = facts.steps_optimizer = True
+        if resolved and not on_item and not _LIBRARY.match(self.imports.resolve(func) or ""):
+            # `sgd_step(opt, loss)` after `from pkg.steps import sgd_step`: perhaps a
+            # function of another module of the project (`LoopFacts.other_modules`).
+            facts.imported_calls.append(call)
         if resolved or on_item:
             return
         local = isinstance(func, cst.Name) and func.value in self.assigned
@@ -1297,6 +1305,10 @@ class LoopFacts:
             ):
                 return True
             class_def = self._class_of(node)
+            if self.other_modules is not None and any(
+                self.other_modules.steps_optimizer(call, class_def) for call in facts.imported_calls
+            ):
+                return True
             # A pass that zeroes the optimizer's gradients but runs no backward here leaves
             # backward and the step to the methods it calls: an abstract one (`raise
             # NotImplementedError`) is a template's, which its subclasses implement.
