@@ -48,28 +48,72 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictC
 
 
 @dataclass(frozen=True)
+class _Function:
+    """What one call of a function of another module does (not in its loops): step an
+    optimizer itself, and the calls it makes that may lead to a step (`self.m()`,
+    `f()`). A summary, not the tree: a process keeps these for every module it read."""
+
+    name: str
+    steps: bool
+    self_calls: tuple[str, ...]
+    name_calls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Class:
+    name: str
+    bases: tuple[str, ...]  # as spelled: `AgentBase`, `base.AgentBase`
+    methods: dict[str, _Function]
+
+
+@dataclass(frozen=True)
 class _Module:
     """One project module: its top-level functions and classes, and what its imports
     bind (name -> (dots, dotted target))."""
 
     path: str
-    functions: dict[str, Function]
-    classes: dict[str, ast.ClassDef]
+    functions: dict[str, _Function]
+    classes: dict[str, _Class]
     bindings: dict[str, tuple[int, str]]
     knows_xla: bool
 
 
 def _summary(path: str, tree: ast.Module, text: str) -> _Module:
-    functions: dict[str, Function] = {}
-    classes: dict[str, ast.ClassDef] = {}
+    functions: dict[str, _Function] = {}
+    classes: dict[str, _Class] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            functions[node.name] = node
+            functions.setdefault(node.name, _function(node))
         elif isinstance(node, ast.ClassDef):
-            classes[node.name] = node
+            methods: dict[str, _Function] = {}
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    methods.setdefault(item.name, _function(item))
+            bases = tuple(b for b in map(_dotted, node.bases) if b is not None)
+            classes.setdefault(node.name, _Class(node.name, bases, methods))
     # XLA or TPUs named anywhere in the text, comments included: the cautious reading.
     knows_xla = names_xla(text)
     return _Module(path, functions, classes, project_modules.bindings(text), knows_xla)
+
+
+def _function(node: Function) -> _Function:
+    steps = False
+    self_calls: list[str] = []
+    name_calls: list[str] = []
+    for call in _pass_calls(node):
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "step":
+            receiver = _dotted(func.value)
+            steps = steps or (
+                receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
+            )
+        elif (method := _self_call(call)) is not None:
+            self_calls.append(method)
+        elif isinstance(func, ast.Name):
+            name_calls.append(func.id)
+    return _Function(
+        node.name, steps, tuple(dict.fromkeys(self_calls)), tuple(dict.fromkeys(name_calls))
+    )
 
 
 def _module(path: str) -> _Module | None:
@@ -77,10 +121,12 @@ def _module(path: str) -> _Module | None:
     return None if stat is None else _module_at(path, stat)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=2048)
 def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
-    tree = project_modules.parse(path)
-    text = project_modules.read_text(path) if tree is not None else None
+    """A module's summary, made once per path and size/mtime in a process (its tree is
+    dropped after)."""
+    text = project_modules.read_text(path)
+    tree = None if text is None else project_modules.parse(path, text)
     return None if tree is None or text is None else _summary(path, tree, text)
 
 
@@ -174,16 +220,29 @@ class ModuleSteps:
         self._text = text
         self._module = module
         self._allowed: frozenset[str] | None = None
+        self._imported: frozenset[str] | None = None
         self._bindings: dict[str, tuple[int, str]] | None = None
-        self._memo: dict[tuple[str, str, int], bool] = {}
-        self._classes: list[tuple[_Module, ast.ClassDef]] | None = None
+        self._memo: dict[tuple[str, str, str], bool] = {}
+        self._classes: list[tuple[_Module, _Class]] | None = None
 
     # -- the linted file --------------------------------------------------------------------
     @property
     def allowed(self) -> frozenset[str]:
+        """Every module the file may consult (the cache key names them all)."""
         if self._allowed is None:
             self._allowed = frozenset(project_modules.consulted(self.filename, self._text))
         return self._allowed
+
+    @property
+    def imported(self) -> frozenset[str]:
+        """The modules the file imports itself: most questions end there, without reading
+        the modules those import."""
+        if self._imported is None:
+            self._imported = frozenset(project_modules.consulted(self.filename, self._text, hops=1))
+        return self._imported
+
+    def _may_read(self, path: str) -> bool:
+        return path in self.imported or path in self.allowed
 
     def _file_bindings(self) -> dict[str, tuple[int, str]]:
         """What the linted file's import statements bind, relative ones included."""
@@ -198,7 +257,7 @@ class ModuleSteps:
     def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool:
         """Whether `call`, which no function of the linted file answers, runs a function
         of another project module that steps an optimizer on each call."""
-        if not self.allowed:
+        if not self.imported:
             return False
         return any(
             not module.knows_xla and self._steps(module, function, owner, _CALL_DEPTH)
@@ -207,7 +266,7 @@ class ModuleSteps:
 
     def _targets(
         self, call: cst.Call, class_def: cst.ClassDef | None
-    ) -> Iterator[tuple[_Module, Function, ast.ClassDef | None]]:
+    ) -> Iterator[tuple[_Module, _Function, _Class | None]]:
         func = call.func
         if isinstance(func, cst.Attribute) and class_def is not None and _cst_self_call(func):
             yield from self._inherited(class_def, func.attr.value)
@@ -233,14 +292,14 @@ class ModuleSteps:
 
     def _inherited(
         self, class_def: cst.ClassDef, method: str
-    ) -> Iterator[tuple[_Module, Function, ast.ClassDef | None]]:
+    ) -> Iterator[tuple[_Module, _Function, _Class | None]]:
         """The first definition of `method` along the bases of a class of the linted file
         (whose own methods do not define it)."""
         local = self._local_classes()
         pending: list[cst.ClassDef] = [class_def]
         seen: set[int] = set()
         for _ in range(_CLASS_LEVELS):
-            foreign: list[tuple[_Module, ast.ClassDef]] = []
+            foreign: list[tuple[_Module, _Class]] = []
             following: list[cst.ClassDef] = []
             for cls in pending:
                 if id(cls) in seen:
@@ -264,30 +323,24 @@ class ModuleSteps:
                 return
 
     def _in_classes(
-        self, classes: list[tuple[_Module, ast.ClassDef]], method: str
-    ) -> tuple[_Module, Function, ast.ClassDef] | None:
+        self, classes: list[tuple[_Module, _Class]], method: str
+    ) -> tuple[_Module, _Function, _Class] | None:
         """`method` along other modules' classes, in MRO order (left to right, a level of
         bases at a time)."""
         level = classes
         for _ in range(_CLASS_LEVELS):
-            following: list[tuple[_Module, ast.ClassDef]] = []
+            following: list[tuple[_Module, _Class]] = []
             for module, cls in level:
-                for node in cls.body:
-                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
-                        node.name == method
-                    ):
-                        return module, node, cls
+                if method in cls.methods:
+                    return module, cls.methods[method], cls
                 following.extend(self._bases(module, cls))
             level = following
             if not level:
                 break
         return None
 
-    def _bases(self, module: _Module, cls: ast.ClassDef) -> Iterator[tuple[_Module, ast.ClassDef]]:
-        for base in cls.bases:
-            spelled = _dotted(base)
-            if spelled is None:
-                continue
+    def _bases(self, module: _Module, cls: _Class) -> Iterator[tuple[_Module, _Class]]:
+        for spelled in cls.bases:
             if spelled in module.classes:
                 yield module, module.classes[spelled]
                 continue
@@ -300,7 +353,7 @@ class ModuleSteps:
             if found is not None and found[1] in found[0].classes:
                 yield found[0], found[0].classes[found[1]]
 
-    def _imported_classes(self) -> list[tuple[_Module, ast.ClassDef]]:
+    def _imported_classes(self) -> list[tuple[_Module, _Class]]:
         """The classes of other project modules that the file's imports bind."""
         if self._classes is None:
             # Only classes the file constructs (`Optimizers(...)`, a capitalised name called
@@ -313,7 +366,7 @@ class ModuleSteps:
             ]
         return self._classes
 
-    def _file_class(self, spelled: str) -> tuple[_Module, ast.ClassDef] | None:
+    def _file_class(self, spelled: str) -> tuple[_Module, _Class] | None:
         head, _, rest = spelled.partition(".")
         binding = self._file_bindings().get(head)
         if binding is None:
@@ -331,41 +384,36 @@ class ModuleSteps:
         if not name:
             return None
         path = project_modules.resolve(importer, level, module_path)
-        if path is None or path not in self.allowed:
+        if path is None or not self._may_read(path):
             return None
         module = _module(path)
         return None if module is None else (module, name)
 
     # -- what another module's function does ---------------------------------------------
     def _steps(
-        self, module: _Module, function: Function, owner: ast.ClassDef | None, depth: int
+        self, module: _Module, function: _Function, owner: _Class | None, depth: int
     ) -> bool:
-        key = (module.path, function.name, function.lineno)
+        """An optimizer step in one call of `function`, or in the functions of its module
+        (the methods of `owner` and its bases for `self.m()`) it calls, `depth` deep."""
+        key = (module.path, owner.name if owner else "", function.name)
         if key not in self._memo:
             self._memo[key] = False  # recursion guard
-            self._memo[key] = any(
-                self._call_steps(module, call, owner, depth) for call in _pass_calls(function)
+            self._memo[key] = function.steps or (
+                depth > 0
+                and (
+                    any(
+                        (found := self._in_classes([(module, owner)], method)) is not None
+                        and self._steps(*found, depth - 1)
+                        for method in (function.self_calls if owner is not None else ())
+                    )
+                    or any(
+                        self._steps(module, module.functions[name], None, depth - 1)
+                        for name in function.name_calls
+                        if name in module.functions
+                    )
+                )
             )
         return self._memo[key]
-
-    def _call_steps(
-        self, module: _Module, call: ast.Call, owner: ast.ClassDef | None, depth: int
-    ) -> bool:
-        """`optimizer.step()`, or a call of a function of `module` (a method of `owner`
-        and its bases for `self.m()`) that steps."""
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "step":
-            receiver = _dotted(func.value)
-            return receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
-        if depth <= 0:
-            return False
-        method = _self_call(call)
-        if method is not None and owner is not None:
-            found = self._in_classes([(module, owner)], method)
-            return found is not None and self._steps(*found, depth - 1)
-        if isinstance(func, ast.Name) and func.id in module.functions:
-            return self._steps(module, module.functions[func.id], None, depth - 1)
-        return False
 
 
 def _cst_self_call(func: cst.Attribute) -> bool:

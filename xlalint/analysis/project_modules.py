@@ -10,8 +10,8 @@ its topmost folder holding an `__init__.py`; a script's own folder), found from 
 import statements of the file's text (`import a.b`, `from .m import x`, `from a import
 b`, wherever they sit) and, one hop further, of those modules' texts; at most
 `MAX_MODULES` of them. Nothing is imported or run: modules are read and parsed with
-CPython's `ast`, once per path and size/mtime in a process, and a module that cannot be
-read or parsed contributes nothing. A text without a file on disk (stdin, an unsaved
+CPython's `ast` (`module_steps.py` keeps a summary of each per path and size/mtime, not
+the tree), and a module that cannot be read or parsed contributes nothing. A text without a file on disk (stdin, an unsaved
 buffer, a notebook) consults nothing.
 
 The import statements are found by a regular expression rather than a parse so that the
@@ -187,20 +187,20 @@ def is_on_disk(filename: str) -> bool:
     return filename.endswith((".py", ".pyi")) and os.path.isfile(filename)
 
 
-def consulted(filename: str, text: str) -> tuple[str, ...]:
+def consulted(filename: str, text: str, hops: int = HOPS) -> tuple[str, ...]:
     """The project modules `filename` (whose text is `text`) may consult, in a stable
     order: those it imports, then those they import, at most `MAX_MODULES`. (Asked by
     the cache key before and after a lint and by the analysis: once per text.)"""
     if not is_on_disk(filename):
         return ()
-    return _consulted(os.path.abspath(filename), text)
+    return _consulted(os.path.abspath(filename), text, hops)
 
 
 @lru_cache(maxsize=64)
-def _consulted(filename: str, text: str) -> tuple[str, ...]:
+def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
     found = dict.fromkeys(_imports_of(filename, text))
     frontier = list(found)
-    for _ in range(HOPS - 1):
+    for _ in range(hops - 1):
         following: list[str] = []
         for path in frontier:
             stat = stat_key(path)
@@ -213,23 +213,15 @@ def _consulted(filename: str, text: str) -> tuple[str, ...]:
     return tuple(p for p in found if p != own)[:MAX_MODULES]
 
 
-@lru_cache(maxsize=4096)
-def _parse(path: str, stat: tuple[int, int]) -> ast.Module | None:
-    text = read_text(path)
-    if text is None:
-        return None
+def parse(path: str, text: str) -> ast.Module | None:
+    """A module's CPython tree; None if it fails (a module that does not parse tells
+    nothing). Not cached: callers keep what they learn from it, not the tree."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(text, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-
-
-def parse(path: str) -> ast.Module | None:
-    """A module's CPython tree, parsed once per path and size/mtime; None if it fails."""
-    stat = stat_key(path)
-    return None if stat is None else _parse(path, stat)
 
 
 def digest(filename: str, raw: bytes) -> bytes:
