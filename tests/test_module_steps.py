@@ -245,3 +245,13 @@ def test_bindings_from_the_import_statements() -> None:
         "w": (1, "w"),
         "g": (1, "k.f"),
     }
+
+
+def test_the_key_names_what_a_bom_file_imports_first(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    raw = b"\xef\xbb\xbf" + AGENT.replace("import torch\n\n", "", 1).encode()
+    assert (
+        project_modules.digest(str(package / "ppo.py"), raw)
+        == project_modules.digest(str(package / "ppo.py"), raw[3:])
+        != b""
+    )

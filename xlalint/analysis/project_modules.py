@@ -11,8 +11,8 @@ import statements of the file's text (`import a.b`, `from .m import x`, `from a 
 b`, wherever they sit) and, one hop further, of those modules' texts; at most
 `MAX_MODULES` of them. Nothing is imported or run: modules are read and parsed with
 CPython's `ast` (`module_steps.py` keeps a summary of each per path and size/mtime, not
-the tree), and a module that cannot be read or parsed contributes nothing. A text without a file on disk (stdin, an unsaved
-buffer, a notebook) consults nothing.
+the tree), and a module that cannot be read or parsed contributes nothing. A text
+without a file on disk (stdin, an unsaved buffer, a notebook) consults nothing.
 
 The import statements are found by a regular expression rather than a parse so that the
 cache key of a warm run costs no parse: `consulted` is the one list both the key and the
@@ -228,7 +228,9 @@ def digest(filename: str, raw: bytes) -> bytes:
     """What `filename` (whose bytes are `raw`) may learn from other modules, for its cache
     key: the path, size and mtime of each module it consults (stats, not contents, as
     `cache.code_fingerprint` reads xlalint's own sources). Empty where it consults none."""
-    paths = consulted(filename, raw.decode("utf-8", "replace"))
+    # (`utf-8-sig`: a BOM before a first-line import must not hide it, as decoding drops
+    # it for the lint; import statements are ASCII in any encoding a cookie names.)
+    paths = consulted(filename, raw.decode("utf-8-sig", "replace"))
     if not paths:
         return b""
     hasher = hashlib.blake2b(digest_size=16)
