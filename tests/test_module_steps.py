@@ -255,3 +255,16 @@ def test_the_key_names_what_a_bom_file_imports_first(tmp_path: Path) -> None:
         == project_modules.digest(str(package / "ppo.py"), raw[3:])
         != b""
     )
+
+
+def test_language_server_consults_the_project_around_the_buffer(tmp_path: Path) -> None:
+    """The server lints a buffer as its path: the base it imports is read from disk, and
+    a base created after the server started is found."""
+    from xlalint.server import lint_document
+
+    package = _package(tmp_path)
+    (package / "base.py").unlink()
+    path = package / "ppo.py"
+    assert [d.start.row for d in lint_document(AGENT, path, 1).findings] == []
+    (package / "base.py").write_text(BASE)
+    assert [d.code for d in lint_document(AGENT, path, 2).findings] == ["XLA401"]

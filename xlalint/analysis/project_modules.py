@@ -182,6 +182,15 @@ def _module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
     return () if text is None else tuple(_imports_of(path, text))
 
 
+def forget_layout() -> None:
+    """Forget which files exist where (package roots, resolved imports): a long-lived
+    process (the language server) asks before each lint, so a module created since is
+    found. Module summaries need no forgetting: they are keyed by size and mtime."""
+    _root_of.cache_clear()
+    _resolve.cache_clear()
+    _consulted.cache_clear()
+
+
 def is_on_disk(filename: str) -> bool:
     """Only a file on disk, a Python module, has a project to consult."""
     return filename.endswith((".py", ".pyi")) and os.path.isfile(filename)
