@@ -43,7 +43,12 @@ from xlalint.analysis.intervals import (
 )
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
-from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
+from xlalint.analysis.members import (
+    instance_method_call,
+    member_method_call,
+    own_module_function,
+    table_functions,
+)
 from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.module_steps import ModuleSteps
 from xlalint.analysis.returns import NumberReturns
@@ -121,10 +126,23 @@ def _plain_methods(node: cst.ClassDef) -> frozenset[str]:
     return frozenset(
         statement.name.value
         for statement in node.body.body
-        if isinstance(statement, cst.FunctionDef)
-        and not any(
-            "property" in (get_full_name_for_node(d.decorator) or "") for d in statement.decorators
-        )
+        if isinstance(statement, cst.FunctionDef) and not _is_property(statement)
+    )
+
+
+def _properties(node: cst.ClassDef) -> frozenset[str]:
+    """The properties a class body defines (`@property def temperature(self)`): reading
+    `self.temperature` runs its body, as a call would."""
+    return frozenset(
+        statement.name.value
+        for statement in node.body.body
+        if isinstance(statement, cst.FunctionDef) and _is_property(statement)
+    )
+
+
+def _is_property(function: cst.FunctionDef) -> bool:
+    return any(
+        "property" in (get_full_name_for_node(d.decorator) or "") for d in function.decorators
     )
 
 
@@ -234,6 +252,8 @@ class FileContext:
         self._values = LoopValues(self.kinds) if "loop_values" in uses else None
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
         self._classes: list[tuple[str, bool, frozenset[str]]] = []
+        # The properties of each class being walked (`_properties`), innermost last.
+        self._class_properties: list[frozenset[str]] = [frozenset()]
         # Per-step hooks of the classes defined so far, inherited by their subclasses here.
         self._class_hooks: dict[str, frozenset[str]] = {}
         self._guarded: list[cst.CSTNode] = []
@@ -621,6 +641,8 @@ class FileContext:
             frame = self._frames[-1]
             per_step_frame = frame.module_call or frame.hook
             self.loops.register_loop(node, self.ancestors(), per_step_frame)  # type: ignore[arg-type]
+        if kind is cst.Attribute and self._class_properties[-1]:
+            self._read_property(node)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             if self._values is not None and kind in _VALUE_NODES:
                 self._enter_values(node, kind, parent)
@@ -645,11 +667,13 @@ class FileContext:
             self._class_hooks[node.name.value] = hooks
             is_module = is_module_class(node, self.imports, self.kinds.module_classes)
             self._classes.append((node.name.value, is_module, hooks))
+            self._class_properties.append(_properties(node))
             self.kinds.push_class(
                 node.name.value,
                 module=is_module,
                 methods=_plain_methods(node),
                 tensor_methods=tensor_returns(node.body.body),
+                tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
@@ -860,6 +884,7 @@ class FileContext:
                 self._masks.pop_function()
         elif kind is cst.ClassDef:
             self._classes.pop()
+            self._class_properties.pop()
             self.kinds.pop_class()
         elif kind is cst.Assign:
             assert isinstance(node, cst.Assign)
@@ -870,6 +895,7 @@ class FileContext:
             self.kinds.bind_assignment([t.target for t in node.targets], node.value)
         elif kind is cst.AnnAssign:
             assert isinstance(node, cst.AnnAssign)
+            self.kinds.declare_attribute(node.target, node.annotation)
             if node.value is not None:
                 if self._masks is not None:
                     self._masks.bind_assignment([node.target], node.value)
@@ -955,6 +981,16 @@ class FileContext:
         for function in sorted(functions):
             self.hot.add_call(alias, function)
 
+    def _read_property(self, node: cst.Attribute) -> None:
+        """`self.temperature` with `temperature` a property of the class: the read runs
+        the property's body, so hot code reaches it as it would a call."""
+        if (
+            type(node.value) is cst.Name
+            and node.value.value == "self"
+            and node.attr.value in self._class_properties[-1]
+        ):
+            self.hot.add_call(self.site(), node.attr.value)
+
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
@@ -980,6 +1016,9 @@ class FileContext:
             self.hot.add_plotting_function(self.function.name)
         if type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
+        elif own := own_module_function(func, self.module):
+            # `d2l.grad_clipping(net, 1)` with `d2l = sys.modules[__name__]`: this module's.
+            self.hot.add_call(self.site(), own)
         elif functions := table_functions(func, self.module):
             # `FILTERS[name](logits)`: any function of the module's dispatch table.
             for function in functions:
