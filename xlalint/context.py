@@ -50,6 +50,7 @@ from xlalint.analysis.members import (
     table_functions,
 )
 from xlalint.analysis.module_classes import base_names, is_module_class
+from xlalint.analysis.module_steps import ModuleSteps
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
@@ -201,6 +202,7 @@ class FileContext:
         target: Release = LATEST,
         *,
         full_text: str | None = None,
+        text: str | None = None,
         blanked: Sequence[tuple[int, int]] = (),
         uses: Collection[str] = ANALYSES,
     ) -> None:
@@ -215,6 +217,8 @@ class FileContext:
         self.path = path
         self.target = target  # the torch_xla release fixes write for (`target-version`)
         self._full_text = full_text
+        # The file's text as linted (None: the layer over other modules stays out).
+        self._text = full_text if full_text is not None else text
         self._blanked = tuple(blanked)
         self.imports = ImportTable()
         self.imports.add_top_level(module)
@@ -351,7 +355,10 @@ class FileContext:
         hot code). Every loop and function is registered during the walk, whichever rules
         run, as long as one of them declared it uses "loops"."""
         self._require("loops")
-        return LoopAnalysis(self.module, self.imports)
+        analysis = LoopAnalysis(self.module, self.imports)
+        if self._text is not None:
+            analysis.other_modules = ModuleSteps(self.path, self._text, self.module)
+        return analysis
 
     @property
     def loop_values(self) -> LoopValues:

@@ -165,11 +165,11 @@ def _lint_source(
     try:
         try:
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, target, fast=True, full_text=full_text
+                module, filename, active, hot_functions, target, True, full_text, text
             )
         except WalkUnavailable:  # start over with fresh state on libcst's own walk
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, target, fast=False, full_text=full_text
+                module, filename, active, hot_functions, target, False, full_text, text
             )
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to analyse"))
@@ -229,10 +229,12 @@ def _analyse(
     target: Release,
     fast: bool,
     full_text: tuple[str, Sequence[tuple[int, int]]] | None = None,
+    source: str | None = None,
 ) -> tuple[FileContext, list[Rule]]:
     """Walk `module` once, running every rule with a shared context. `full_text`: the
     file's text and the rows of the bodies the screen blanked, where `module` is the
-    screened text's."""
+    screened text's. `source`: the file's text, whose imports name the project modules
+    it may consult (`project_modules.py`)."""
     text, blanked = full_text if full_text is not None else (None, ())
     ctx = FileContext(
         module,
@@ -240,6 +242,7 @@ def _analyse(
         hot_functions,
         target,
         full_text=text,
+        text=source,
         blanked=blanked,
         uses=analyses_used(rules),
     )
