@@ -33,6 +33,13 @@ def table(source: str) -> ImportTable:
         ("from fastai.basics import *\nimport numpy as torch", "torch.isinf", "numpy.isinf"),
         ("from .backends import torch as backend", "backend.zeros", None),
         ("from keras.backend import jax", "jax.numpy", "keras.backend.jax.numpy"),
+        # Module-level aliases of torch's functions, and the module reached through itself.
+        ("import torch\nzeros = torch.zeros", "zeros", "torch.zeros"),
+        ("import sys, torch\nd2l = sys.modules[__name__]\nzeros = torch.zeros", "d2l.zeros",
+         "torch.zeros"),
+        ("import torch\nzeros = torch.zeros\nzeros = None", "zeros", None),
+        ("import numpy as np\nzeros = np.zeros", "zeros", None),
+        ("import sys\nother = sys.modules['numpy']\nimport torch", "other.zeros", None),
     ],
 )  # fmt: skip
 def test_resolve(source: str, expression: str, qualified: str | None) -> None:

@@ -4,8 +4,10 @@ An entry is named by a digest of everything the result depends on: xlalint's own
 version plus a fingerprint of its installed sources, so an edited checkout never serves
 results of older rules), the Python and libcst versions (syntax errors are theirs), the
 file's rule set after `per-file-ignores`, `hot-functions`, the file name (fixes differ in
-`__init__.py`) and the file's bytes. A changed input is a different name, so nothing is ever
-invalidated in place: stale entries are just never read again (`xlalint clean` drops them).
+`__init__.py`), the file's bytes, and the stats of the project modules it may learn from
+(`analysis/project_modules.py`: editing a base class re-lints its subclasses). A changed
+input is a different name, so nothing is ever invalidated in place: stale entries are just
+never read again (`xlalint clean` drops them).
 
 Unlike ruff, files with findings are cached too. Entries are JSON (never pickle: a cache
 folder may be writable by others), written atomically; an entry that cannot be read or
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import xlalint
+from xlalint.analysis import project_modules
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.diagnostics import (
     Applicability,
@@ -126,6 +129,10 @@ class ResultCache:
         digest.update(filename.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
         digest.update(raw)
+        # What the file may learn from the project's other modules (a base class's step).
+        consulted = project_modules.digest(filename, raw)
+        if consulted:
+            digest.update(b"\0" + consulted)
         return digest.hexdigest()
 
     def load(self, key: str, filename: str) -> FileResult | None:

@@ -43,8 +43,14 @@ from xlalint.analysis.intervals import (
 )
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
-from xlalint.analysis.members import instance_method_call, member_method_call, table_functions
+from xlalint.analysis.members import (
+    instance_method_call,
+    member_method_call,
+    own_module_function,
+    table_functions,
+)
 from xlalint.analysis.module_classes import base_names, is_module_class
+from xlalint.analysis.module_steps import ModuleSteps
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
@@ -60,6 +66,7 @@ from xlalint.analysis.tensors import (
 from xlalint.analysis.type_tests import host_names, range_checked
 from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
+from xlalint.cst_parse import parse_module
 from xlalint.screen import LINE
 from xlalint.walk import TRIVIA, descendants, target_names, top_level_functions
 
@@ -120,10 +127,23 @@ def _plain_methods(node: cst.ClassDef) -> frozenset[str]:
     return frozenset(
         statement.name.value
         for statement in node.body.body
-        if isinstance(statement, cst.FunctionDef)
-        and not any(
-            "property" in (get_full_name_for_node(d.decorator) or "") for d in statement.decorators
-        )
+        if isinstance(statement, cst.FunctionDef) and not _is_property(statement)
+    )
+
+
+def _properties(node: cst.ClassDef) -> frozenset[str]:
+    """The properties a class body defines (`@property def temperature(self)`): reading
+    `self.temperature` runs its body, as a call would."""
+    return frozenset(
+        statement.name.value
+        for statement in node.body.body
+        if isinstance(statement, cst.FunctionDef) and _is_property(statement)
+    )
+
+
+def _is_property(function: cst.FunctionDef) -> bool:
+    return any(
+        "property" in (get_full_name_for_node(d.decorator) or "") for d in function.decorators
     )
 
 
@@ -182,6 +202,7 @@ class FileContext:
         target: Release = LATEST,
         *,
         full_text: str | None = None,
+        text: str | None = None,
         blanked: Sequence[tuple[int, int]] = (),
         uses: Collection[str] = ANALYSES,
     ) -> None:
@@ -196,6 +217,8 @@ class FileContext:
         self.path = path
         self.target = target  # the torch_xla release fixes write for (`target-version`)
         self._full_text = full_text
+        # The file's text as linted (None: the layer over other modules stays out).
+        self._text = full_text if full_text is not None else text
         self._blanked = tuple(blanked)
         self.imports = ImportTable()
         self.imports.add_top_level(module)
@@ -230,6 +253,8 @@ class FileContext:
         self._values = LoopValues(self.kinds) if "loop_values" in uses else None
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
         self._classes: list[tuple[str, bool, frozenset[str]]] = []
+        # The properties of each class being walked (`_properties`), innermost last.
+        self._class_properties: list[frozenset[str]] = [frozenset()]
         # Per-step hooks of the classes defined so far, inherited by their subclasses here.
         self._class_hooks: dict[str, frozenset[str]] = {}
         self._guarded: list[cst.CSTNode] = []
@@ -330,7 +355,10 @@ class FileContext:
         hot code). Every loop and function is registered during the walk, whichever rules
         run, as long as one of them declared it uses "loops"."""
         self._require("loops")
-        return LoopAnalysis(self.module, self.imports)
+        analysis = LoopAnalysis(self.module, self.imports)
+        if self._text is not None:
+            analysis.other_modules = ModuleSteps(self.path, self._text, self.module)
+        return analysis
 
     @property
     def loop_values(self) -> LoopValues:
@@ -614,6 +642,8 @@ class FileContext:
             frame = self._frames[-1]
             per_step_frame = frame.module_call or frame.hook
             self.loops.register_loop(node, self.ancestors(), per_step_frame)  # type: ignore[arg-type]
+        if kind is cst.Attribute and self._class_properties[-1]:
+            self._read_property(node)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             if self._values is not None and kind in _VALUE_NODES:
                 self._enter_values(node, kind, parent)
@@ -638,11 +668,13 @@ class FileContext:
             self._class_hooks[node.name.value] = hooks
             is_module = is_module_class(node, self.imports, self.kinds.module_classes)
             self._classes.append((node.name.value, is_module, hooks))
+            self._class_properties.append(_properties(node))
             self.kinds.push_class(
                 node.name.value,
                 module=is_module,
                 methods=_plain_methods(node),
                 tensor_methods=tensor_returns(node.body.body),
+                tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
@@ -853,6 +885,7 @@ class FileContext:
                 self._masks.pop_function()
         elif kind is cst.ClassDef:
             self._classes.pop()
+            self._class_properties.pop()
             self.kinds.pop_class()
         elif kind is cst.Assign:
             assert isinstance(node, cst.Assign)
@@ -863,6 +896,7 @@ class FileContext:
             self.kinds.bind_assignment([t.target for t in node.targets], node.value)
         elif kind is cst.AnnAssign:
             assert isinstance(node, cst.AnnAssign)
+            self.kinds.declare_attribute(node.target, node.annotation)
             if node.value is not None:
                 if self._masks is not None:
                     self._masks.bind_assignment([node.target], node.value)
@@ -948,6 +982,16 @@ class FileContext:
         for function in sorted(functions):
             self.hot.add_call(alias, function)
 
+    def _read_property(self, node: cst.Attribute) -> None:
+        """`self.temperature` with `temperature` a property of the class: the read runs
+        the property's body, so hot code reaches it as it would a call."""
+        if (
+            type(node.value) is cst.Name
+            and node.value.value == "self"
+            and node.attr.value in self._class_properties[-1]
+        ):
+            self.hot.add_call(self.site(), node.attr.value)
+
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
@@ -973,6 +1017,9 @@ class FileContext:
             self.hot.add_plotting_function(self.function.name)
         if type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
+        elif own := own_module_function(func, self.module):
+            # `d2l.grad_clipping(net, 1)` with `d2l = sys.modules[__name__]`: this module's.
+            self.hot.add_call(self.site(), own)
         elif functions := table_functions(func, self.module):
             # `FILTERS[name](logits)`: any function of the module's dispatch table.
             for function in functions:
@@ -1010,15 +1057,15 @@ def _names_in_full_text(
     does not depend on the others. The whole text is parsed where the rows are not known
     or a body does not parse alone (a blanked stub is `pass`: no name)."""
     if not blanked:
-        return names_in_use(cst.parse_module(text))
+        return names_in_use(parse_module(text))
     lines = LINE.findall(text)
     parts = [names_in_use(module)]
     for first, last in blanked:
         body = "".join(lines[first - 1 : last])
         try:
-            parts.append(names_in_use(cst.parse_module("if 1:\n" + body)))
+            parts.append(names_in_use(parse_module("if 1:\n" + body)))
         except (cst.ParserSyntaxError, RecursionError):
-            return names_in_use(cst.parse_module(text))
+            return names_in_use(parse_module(text))
     imported: dict[str, frozenset[str]] = {}
     for part in parts:
         for name, targets in part.imported.items():

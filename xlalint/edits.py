@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from xlalint.cst_parse import parse_module
 from xlalint.diagnostics import Edit, Location
 from xlalint.positions import focused_positions
 
@@ -131,7 +132,7 @@ def wrap_long_lines(text: str, rows: Iterable[int], line_length: int) -> str:
     if not long_rows:
         return text
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except (cst.ParserSyntaxError, RecursionError):
         return text
     positions = focused_positions(module, text, rows=long_rows)
@@ -154,7 +155,7 @@ def wrap_long_lines(text: str, rows: Iterable[int], line_length: int) -> str:
             continue
         candidate = "".join([*lines[: row - 1], wrapped, *lines[row:]])
         try:
-            cst.parse_module(candidate)
+            parse_module(candidate)
         except (cst.ParserSyntaxError, RecursionError):
             continue
         lines = split_lines(candidate)

@@ -23,6 +23,7 @@ from libcst.metadata import CodeRange
 from xlalint import screen
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
+from xlalint.cst_parse import parse_module
 from xlalint.diagnostics import (
     Applicability,
     Diagnostic,
@@ -114,11 +115,15 @@ def lint_source(
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
     target: Release = LATEST,
+    module: cst.Module | None = None,
 ) -> FileResult:
     """Lint one file's decoded text with the given rule classes, for the torch_xla
-    release `target`."""
+    release `target`. `module`: libcst's tree of the whole of `text`, where the caller
+    parsed it already (the fixer's parse guard); the lint then reads that tree unscreened
+    (the findings are the same with and without the screen, `tests/test_screen.py`)
+    rather than parsing the text a second time."""
     with shared_children():  # the analyses' hand-written walks list each node's once
-        return _lint_source(text, filename, rules, hot_functions, target)
+        return _lint_source(text, filename, rules, hot_functions, target, module)
 
 
 def _lint_source(
@@ -127,6 +132,7 @@ def _lint_source(
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str],
     target: Release,
+    parsed: cst.Module | None = None,
 ) -> FileResult:
     active = rules_for_text(text, rules)
     verdict, tree = cpython_parse(text, filename)
@@ -137,11 +143,11 @@ def _lint_source(
         # No rule can flag this file and CPython vouches for its syntax: skip libcst.
         return FileResult(filename)
     screened = None
-    if active and tree is not None and screen.enabled():
+    if active and tree is not None and parsed is None and screen.enabled():
         screened = screen.screen_text(tree, text, active, hot_functions)
     source = text if screened is None else screened.text
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source) if parsed is None else parsed
     except cst.ParserSyntaxError as error:
         if isinstance(verdict, SyntaxProblem):
             # CPython's words and position ("'(' was never closed" where it opened), not
@@ -159,11 +165,11 @@ def _lint_source(
     try:
         try:
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, target, fast=True, full_text=full_text
+                module, filename, active, hot_functions, target, True, full_text, text
             )
         except WalkUnavailable:  # start over with fresh state on libcst's own walk
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, target, fast=False, full_text=full_text
+                module, filename, active, hot_functions, target, False, full_text, text
             )
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to analyse"))
@@ -223,10 +229,12 @@ def _analyse(
     target: Release,
     fast: bool,
     full_text: tuple[str, Sequence[tuple[int, int]]] | None = None,
+    source: str | None = None,
 ) -> tuple[FileContext, list[Rule]]:
     """Walk `module` once, running every rule with a shared context. `full_text`: the
     file's text and the rows of the bodies the screen blanked, where `module` is the
-    screened text's."""
+    screened text's. `source`: the file's text, whose imports name the project modules
+    it may consult (`project_modules.py`)."""
     text, blanked = full_text if full_text is not None else (None, ())
     ctx = FileContext(
         module,
@@ -234,6 +242,7 @@ def _analyse(
         hot_functions,
         target,
         full_text=text,
+        text=source,
         blanked=blanked,
         uses=analyses_used(rules),
     )

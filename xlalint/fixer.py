@@ -170,7 +170,9 @@ def fix_text(
 
     def lint(text: str) -> FileResult:
         if text not in lints:
-            lints[text] = lint_source(text, filename, rules, hot_functions, target)
+            # A fixed text was parsed whole by the parse guard: the lint reads that tree.
+            module = parsed.known(text)
+            lints[text] = lint_source(text, filename, rules, hot_functions, target, module)
         return lints[text]
 
     outcome = FixOutcome(filename, source, source.text)

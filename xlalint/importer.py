@@ -19,6 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable, statement_bindings
 from xlalint.analysis.usage import ImportBinding, made_unused, mentioned_names, unused_bindings
+from xlalint.cst_parse import parse_module
 from xlalint.diagnostics import Edit, Location
 from xlalint.edits import LINE_BREAK, apply_edits, newline_of, split_lines
 from xlalint.positions import focused_positions
@@ -41,13 +42,20 @@ class ParsedTexts:
         found = self._modules.get(text)
         if found is None:
             try:
-                found = cst.parse_module(text)
+                found = parse_module(text)
             except (cst.ParserSyntaxError, RecursionError) as error:
                 found = error
             self._modules[text] = found
         if isinstance(found, Exception):
             raise found
         return found
+
+    def known(self, text: str) -> cst.Module | None:
+        """The tree of `text` if this memo parsed it already (None otherwise, parsing
+        nothing): the fixer's lint of a text its parse guard read takes that tree rather
+        than parsing the text again."""
+        found = self._modules.get(text)
+        return found if isinstance(found, cst.Module) else None
 
     def mentioned(self, module: cst.Module) -> set[str]:
         """`usage.mentioned_names` of a module this memo parsed."""

@@ -389,7 +389,8 @@ def _computing_on_parameters(
     wanted: Collection[int] | None = None,
 ) -> set[int]:
     """The units that may compute on tensors they are handed (`DataParameters`, hot per call
-    for some rules): a parameter annotated with a record class of tensors, or a parameter,
+    for some rules): a parameter annotated with a record class of tensors, or checked to be
+    a torch class (`isinstance(x, torch.Tensor)`), or a parameter,
     a field of one or a local bound to such a field that is the receiver of a method only
     tensors have, an operand of an argument of a torch call (any call under a name bound
     to torch: more than the operations that take only tensors), or an operand handed to a
@@ -443,6 +444,13 @@ def _computing_on_parameters(
             )
             if not handed:
                 continue
+            if (
+                type(func) is ast.Name
+                and func.id == "isinstance"
+                and _names_torch(node, torch_roots)
+            ):
+                direct.add(index)  # `assert isinstance(x, torch.Tensor)`: an annotation
+                break
             if type(func) is ast.Name:
                 names.add(func.id)
                 continue
@@ -465,6 +473,22 @@ def _computing_on_parameters(
                 direct.add(index)
                 changed = True
     return direct
+
+
+def _names_torch(call: ast.AST, torch_roots: set[str]) -> bool:
+    """Whether a call's arguments name something under torch (`torch.Tensor`, or a
+    `Tensor` imported from it)."""
+    for arg in call.args:  # type: ignore[attr-defined]
+        for node in ast.walk(arg):
+            if type(node) is ast.Name and node.id == "Tensor":  # type: ignore[attr-defined]
+                return True
+            if type(node) is ast.Attribute:
+                root = node
+                while type(root) is ast.Attribute:
+                    root = root.value  # type: ignore[attr-defined]
+                if type(root) is ast.Name and root.id in torch_roots:  # type: ignore[attr-defined]
+                    return True
+    return False
 
 
 def _operands(node: ast.AST) -> set[str]:

@@ -31,6 +31,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import PositionCodec
 
 from xlalint import __version__
+from xlalint.analysis import project_modules
 from xlalint.api import enabled_rules, rules_for
 from xlalint.config import CONFIG_FILES, ConfigError, Settings, find_settings, line_length_for
 from xlalint.diagnostics import Applicability, Diagnostic, FileError, Location
@@ -183,6 +184,7 @@ def lint_document(text: str, path: Path, version: int | None) -> Linted:
     linted = Linted(version, text, path, settings, rules, [])
     if force_excluded(path, settings):
         return linted
+    project_modules.forget_layout()  # the project's other modules may have changed
     try:
         result = lint_source(
             text, str(path), rules, settings.hot_functions, settings.target_version

@@ -22,6 +22,9 @@ layers, chunks or micro-batches that only calls a model or `backward()` is not: 
 of a step. A function whose own body (outside its loops) runs backward and steps an
 optimizer is itself one step (ignite's `_iteration(engine, batch)` of a GAN trainer, with
 a loop of discriminator updates before the generator's): none of its code is per epoch.
+So is each pass of a loop whose own body runs backward and steps an optimizer (an RL
+script's `for global_step in ...` with a critic update every pass and a loop of delayed
+policy updates inside): its code runs every step.
 """
 
 from __future__ import annotations
@@ -470,11 +473,18 @@ class Epochs:
         loops = [s for s in scopes if isinstance(s, cst.For | cst.While)]
         if any(self.is_batch_loop(loop) or not self.holds_batch_loop(loop) for loop in loops):
             return False
-        if scopes and type(scopes[0]) is cst.FunctionDef:
-            facts = self._facts(scopes[0])  # type: ignore[arg-type]
-            if facts.backward and facts.steps_optimizer:
-                # Its own body (outside its loops) runs backward and steps an optimizer: the
-                # function is one training step, and a loop in it that steps too (a GAN's
-                # discriminator updates) is part of that step, not a loop over batches.
-                return False
+        if any(self._one_step(scope) for scope in scopes):
+            return False
         return any(self.holds_batch_loop(scope) for scope in scopes)
+
+    def _one_step(self, scope: cst.CSTNode) -> bool:
+        """Its own body (outside its loops) runs backward and steps an optimizer: the
+        function, or each pass of the loop, is one training step, and a loop in it that
+        steps too (a GAN's discriminator updates, a delayed policy's `for _ in
+        range(policy_frequency)` updates) is part of that step, not a loop over batches.
+        An epoch loop's leftover step after its batch loop (gradient accumulation) steps
+        the optimizer without running backward."""
+        if type(scope) not in (cst.FunctionDef, cst.For, cst.While):
+            return False
+        facts = self._facts(scope)  # type: ignore[arg-type]
+        return facts.backward and facts.steps_optimizer

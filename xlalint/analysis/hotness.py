@@ -37,7 +37,9 @@ RUN_ONCE_FUNCTIONS = frozenset(
 # gets `update` with every batch's output; an mmengine optimizer wrapper's `update_params`
 # runs backward and the optimizer step of every iteration. A fastai `Callback` (and its
 # `ParamScheduler`) gets the batch events of every iteration; a Lightning `Callback` its
-# `on_*_batch_*` and backward/optimizer hooks.
+# `on_*_batch_*` and backward/optimizer hooks. An ASE `Calculator` gets `calculate` for every
+# new set of positions: each step of the molecular dynamics or geometry optimization ASE
+# drives (`get_potential_energy`, `get_forces` call it whenever the atoms moved).
 _FASTAI_BATCH_EVENTS = frozenset(
     {"before_batch", "after_pred", "after_loss", "before_backward", "after_backward",
      "before_step", "after_step", "after_batch", "after_cancel_batch"}
@@ -63,6 +65,7 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "LogitsProcessor": frozenset({"__call__"}),
     "LogitsWarper": frozenset({"__call__"}),
     "StoppingCriteria": frozenset({"__call__"}),
+    "Calculator": frozenset({"calculate"}),
 }
 
 

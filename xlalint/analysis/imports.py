@@ -4,8 +4,10 @@ Rules ask for a call's qualified name (`torch_xla.core.xla_model.mark_step`) rat
 its spelling (`xm.mark_step`), so aliases like `import torch_xla.core.xla_model as xm` or
 `from torch_xla import sync as s` are understood, and a local `xm` that is not torch_xla's
 is not mistaken for it. This is a light, flow-insensitive stand-in for libcst's
-QualifiedNameProvider: it reads import statements only, which is all these rules need and
-costs a fraction of full scope analysis.
+QualifiedNameProvider: it reads import statements, and module-level names bound once to a
+torch function (`zeros = torch.zeros`) or to the module itself (`d2l =
+sys.modules[__name__]`), which is all these rules need and costs a fraction of full scope
+analysis.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ class ImportTable:
 
     def __init__(self) -> None:
         self._bindings: dict[str, str] = {}
+        # Module-level aliases of torch's functions (`zeros = torch.zeros`), read by
+        # `resolve` only: fixes never spell an API through them.
+        self._aliases: dict[str, str] = {}
+        # Names bound to the module itself (`d2l = sys.modules[__name__]`): `d2l.zeros` is
+        # the module's own `zeros`.
+        self._own_module: set[str] = set()
 
     @property
     def bindings(self) -> dict[str, str]:
@@ -61,6 +69,33 @@ class ImportTable:
                         self.add(small)
             elif isinstance(stmt, cst.Try | cst.If | cst.Else | cst.ExceptHandler | cst.Finally):
                 stack.extend(_child_statements(stmt))
+        self._add_aliases(module)
+
+    def _add_aliases(self, module: cst.Module) -> None:
+        """Module-level names bound once, to a torch function (`zeros = torch.zeros`, as
+        d2l's generated library spells every factory) or to the module itself (`d2l =
+        sys.modules[__name__]`), read wherever the module's functions use them."""
+        values: dict[str, list[cst.BaseExpression | None]] = {}
+        for stmt in module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        single = isinstance(target.target, cst.Name)
+                        for name in target_names(target.target):
+                            values.setdefault(name, []).append(small.value if single else None)
+                elif isinstance(small, cst.AnnAssign | cst.AugAssign):
+                    for name in target_names(small.target):
+                        values.setdefault(name, []).append(None)
+        for name, bound in values.items():
+            if len(bound) != 1 or bound[0] is None or name in self._bindings:
+                continue
+            value = bound[0]
+            if _own_module(value):
+                self._own_module.add(name)
+            elif (target := self.resolve(value)) is not None and target.startswith("torch."):
+                self._aliases[name] = target
 
     def resolve(self, node: cst.CSTNode) -> str | None:
         """The qualified name of a Name/Attribute chain whose head is an import, else None.
@@ -75,7 +110,10 @@ class ImportTable:
             node = node.value  # type: ignore[attr-defined]
         if type(node) is not cst.Name:
             return None
-        target = self._bindings.get(node.value)  # type: ignore[attr-defined]
+        head: str = node.value  # type: ignore[attr-defined]
+        if head in self._own_module and attributes and head not in self._bindings:
+            head = attributes.pop()  # `d2l.zeros`: the module's own `zeros`
+        target = self._bindings.get(head) or self._aliases.get(head)
         if target is None:
             return None
         rest = ".".join(reversed(attributes))
@@ -244,6 +282,18 @@ def _path_names(node: cst.Import | cst.ImportFrom) -> Iterator[int]:
         for name in descendants(part):
             if type(name) is cst.Name:
                 yield id(name)
+
+
+def _own_module(value: cst.BaseExpression) -> bool:
+    """`sys.modules[__name__]`: the module itself."""
+    return (
+        isinstance(value, cst.Subscript)
+        and get_full_name_for_node(value.value) == "sys.modules"
+        and len(value.slice) == 1
+        and isinstance(value.slice[0].slice, cst.Index)
+        and isinstance(value.slice[0].slice.value, cst.Name)
+        and value.slice[0].slice.value.value == "__name__"
+    )
 
 
 def _child_statements(node: cst.CSTNode) -> list[cst.CSTNode]:

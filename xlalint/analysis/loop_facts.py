@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -71,6 +71,8 @@ _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"}
 # litgpt's `CycleIterator(loader)`, `InfiniteIterator(loader)`, `repeat_loader(loader)`.
 _ITERATOR_WRAPPER = re.compile(r"(^|_)(cycle|repeat|infinite)|iterator$", re.I)
 _CACHE_KEYWORD = re.compile(r"cache|past", re.I)
+# Imports no project module stands behind.
+_LIBRARY = re.compile(r"(torch|torch_xla|numpy|math|os|time|logging|random)(\.|$)")
 # Method names too common to resolve to a method of this module on any receiver.
 _GENERIC_METHODS = frozenset(
     {
@@ -95,6 +97,28 @@ def is_optimizer(node: cst.BaseExpression) -> bool:
     `optimizer_g`, `optimizers[0]`."""
     name = _last_name(node)
     return name is not None and _OPTIMIZER_NAME.match(name) is not None
+
+
+def steps_an_optimizer(receiver: str) -> bool:
+    """Whether `<receiver>.step(...)` steps an optimizer, by the receiver's last name:
+    `optimizer`, `self.d_optim`, `scaler` (`scaler.step(optimizer)`)."""
+    return _OPTIMIZER_NAME.match(receiver) is not None or receiver.endswith("scaler")
+
+
+def names_optimizers(name: str) -> bool:
+    """`optimizers`, `self._optimizers`, `opts`: a collection of optimizers, by its name."""
+    return _OPTIMIZERS_NAME.match(name) is not None
+
+
+def names_optimizer(name: str) -> bool:
+    """`optimizer`, `d_optim`, `opt_g`: one optimizer, by its name."""
+    return _OPTIMIZER_NAME.match(name) is not None
+
+
+def generic_method(name: str) -> bool:
+    """`step`, `update`, `run`, `get`...: a method name too common to say which class's
+    method a call on an unknown receiver runs."""
+    return name in _GENERIC_METHODS
 
 
 def _is_model_callee(func: cst.BaseExpression) -> bool:
@@ -441,6 +465,8 @@ class BodyFacts:
     optimizer_steps: list[cst.Call] = field(default_factory=list)  # xm's, without barrier
     model_calls: int = 0  # calls of a model (or of a function of this module that runs one)
     calls: list[cst.Call] = field(default_factory=list)  # calls that may be this module's
+    # Calls of imported functions that may be another project module's (not torch's).
+    imported_calls: list[cst.Call] = field(default_factory=list)
     child_loops: list[Loop] = field(default_factory=list)
     next_of: list[cst.BaseExpression] = field(default_factory=list)  # `next(it)` arguments
     events: list[_Assign | _ModelCall | _Nested] = field(default_factory=list)
@@ -690,6 +716,10 @@ class _BodyScanner:
         ):
             # `loss_scaler(loss, optimizer)`: backward and the optimizer step in one call.
             facts.trains = facts.steps_optimizer = True
+        if resolved and not on_item and not _LIBRARY.match(self.imports.resolve(func) or ""):
+            # `sgd_step(opt, loss)` after `from pkg.steps import sgd_step`: perhaps a
+            # function of another module of the project (`LoopFacts.other_modules`).
+            facts.imported_calls.append(call)
         if resolved or on_item:
             return
         local = isinstance(func, cst.Name) and func.value in self.assigned
@@ -785,7 +815,7 @@ class _BodyScanner:
     def _step(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
         name = _last_name(receiver) or ""
         spelled = get_full_name_for_node(receiver)
-        if is_optimizer(receiver) or name.endswith("scaler") or spelled in self.zeroed:
+        if steps_an_optimizer(name) or spelled in self.zeroed:
             # `optimizer.step()`, `scaler.step(optimizer)`, `trainer.step()` after
             # `trainer.zero_grad()`
             self.facts.trains = self.facts.steps_optimizer = True
@@ -954,6 +984,12 @@ def _feeds_model(events: Sequence[_Assign | _ModelCall], state: str) -> bool:
 
 
 # -- the analysis --------------------------------------------------------------------------
+class OtherModules(Protocol):
+    """What other modules of the project do (`module_steps.ModuleSteps`)."""
+
+    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool: ...
+
+
 @dataclass(frozen=True)
 class LoopSite:
     """Where a loop sits, as recorded during the walk."""
@@ -978,6 +1014,9 @@ class LoopFacts:
         self._method_classes: dict[int, cst.ClassDef] = {}  # id(method) -> its class
         self._facts: dict[int, BodyFacts] = {}
         self._memo: dict[tuple[str, int], object] = {}  # (question, id(node)) -> answer
+        # The project's other modules, where the file is on disk (`module_steps.py`): a
+        # call no function here answers may step an optimizer there.
+        self.other_modules: OtherModules | None = None
 
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(
@@ -1266,13 +1305,23 @@ class LoopFacts:
             ):
                 return True
             class_def = self._class_of(node)
+            if self.other_modules is not None and any(
+                self.other_modules.steps_optimizer(call, class_def) for call in facts.imported_calls
+            ):
+                return True
             # A pass that zeroes the optimizer's gradients but runs no backward here leaves
             # backward and the step to the methods it calls: an abstract one (`raise
             # NotImplementedError`) is a template's, which its subclasses implement.
             template = facts.zeroes_optimizer and not self._through_calls("backward", node)
             for call in facts.calls:
                 functions = self._resolve_in(node, call, class_def)
-                if not functions and names_optimizer_step(call.func):
+                if not functions and (
+                    names_optimizer_step(call.func)
+                    or (
+                        self.other_modules is not None
+                        and self.other_modules.steps_optimizer(call, class_def)
+                    )
+                ):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):
                     return True

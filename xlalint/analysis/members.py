@@ -243,6 +243,53 @@ def _table_values(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     return []
 
 
+@functools.lru_cache(maxsize=16)
+def own_module_names(module: cst.Module) -> frozenset[str]:
+    """Module-level names bound to the module itself: `d2l = sys.modules[__name__]` (d2l's
+    one-file library calls its own functions as `d2l.grad_clipping(net, 1)`)."""
+    found = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and _this_module(small.value)
+            ):
+                found.add(small.targets[0].target.value)
+    return frozenset(found)
+
+
+def _this_module(value: cst.BaseExpression) -> bool:
+    """`sys.modules[__name__]`."""
+    if not (isinstance(value, cst.Subscript) and len(value.slice) == 1):
+        return False
+    index = value.slice[0].slice
+    return (
+        isinstance(value.value, cst.Attribute)
+        and isinstance(value.value.value, cst.Name)
+        and value.value.value.value == "sys"
+        and value.value.attr.value == "modules"
+        and isinstance(index, cst.Index)
+        and isinstance(index.value, cst.Name)
+        and index.value.value == "__name__"
+    )
+
+
+def own_module_function(func: cst.BaseExpression, module: cst.Module) -> str | None:
+    """`d2l.grad_clipping` with `d2l` bound to this module: its function `grad_clipping`."""
+    if (
+        type(func) is cst.Attribute
+        and type(func.value) is cst.Name
+        and func.value.value in own_module_names(module)
+        and func.attr.value in top_level_functions(module)
+    ):
+        return func.attr.value
+    return None
+
+
 def table_functions(node: cst.BaseExpression, module: cst.Module) -> frozenset[str]:
     """`FILTERS[name]` for a dispatch table of the module: the functions it may give."""
     if type(node) is cst.Subscript and type(node.value) is cst.Name:

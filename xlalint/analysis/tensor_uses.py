@@ -9,7 +9,8 @@ used. How the function uses it tells: handed to a torch operation that takes onl
 
 `DataParameters.computes_on_data` says whether a function computes on tensors it is
 handed: a parameter annotated as a tensor or as a record of tensors (a class of this
-module declaring tensor fields: a beam search's `running_hyps: BatchHypothesis`), a
+module declaring tensor fields: a beam search's `running_hyps: BatchHypothesis`), or
+asserted to be a tensor in the body (`assert isinstance(bboxes, torch.Tensor)`), a
 parameter it uses as one (or a field of one: `torch.nonzero(assign_result.gt_inds > 0)`),
 or a parameter it
 hands to a function of this module that does (`std_statistics(x, mask)` calling
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.helper_indexes import TENSOR_RESULT_METHODS
@@ -29,6 +31,7 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.records import Record, annotated_record
 from xlalint.analysis.tensors import has_tensor_parameter
+from xlalint.analysis.type_tests import class_name
 from xlalint.walk import binding_counts, bound_names, code_children, descendants
 
 # Methods that tensors have and numpy arrays and sequences lack.
@@ -140,7 +143,7 @@ class DataParameters:
         return known
 
     def _compute(self, function: cst.FunctionDef) -> bool:
-        if has_tensor_parameter(function):
+        if has_tensor_parameter(function) or _asserts_tensor_parameter(function, self.imports):
             return True
         if self.records and any(self._holds_record(p) for p in parameters(function)):
             return True
@@ -178,6 +181,29 @@ class DataParameters:
                 s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)
             }
         return self._functions
+
+
+def _asserts_tensor_parameter(function: cst.FunctionDef, imports: ImportTable) -> bool:
+    """`assert isinstance(bboxes, torch.Tensor)` in the body's own statements, of a
+    parameter: the annotation spelled as a check, whatever the body rebinds it to later."""
+    params = {p.name.value for p in parameters(function)} - {"self", "cls"}
+    if not params or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    for statement in function.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            test = small.test if isinstance(small, cst.Assert) else None
+            if (
+                isinstance(test, cst.Call)
+                and get_full_name_for_node(test.func) == "isinstance"
+                and len(test.args) == 2
+                and isinstance(test.args[0].value, cst.Name)
+                and test.args[0].value.value in params
+                and class_name(test.args[1].value, imports) == "Tensor"
+            ):
+                return True
+    return False
 
 
 def _fields_used(

@@ -229,17 +229,19 @@ REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter"})
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
 
-def tensor_returns(body: Sequence[cst.BaseStatement]) -> frozenset[str]:
+def tensor_returns(body: Sequence[cst.BaseStatement], kind: Kind = Kind.TENSOR) -> frozenset[str]:
     """The functions defined directly in `body` (a module's or a class's) whose return
     annotation names a tensor (`-> torch.Tensor`, `-> Optional[Tensor]`): what a call of
     one hands back is a tensor, wherever in the file it is defined (an agent's `update`
-    calls `self._compute_loss(batch)`, defined below it)."""
+    calls `self._compute_loss(batch)`, defined below it). With `kind` ITERABLE: those
+    annotated to return tensors only (`-> Tuple[torch.Tensor, torch.Tensor]`), each
+    element of which is one (`y, t = self._compute_y_and_t(batch)`)."""
     return frozenset(
         statement.name.value
         for statement in body
         if isinstance(statement, cst.FunctionDef)
         and statement.returns is not None
-        and _tensor_annotation(statement.returns.annotation) is Kind.TENSOR
+        and _tensor_annotation(statement.returns.annotation) is kind
     )
 
 
@@ -303,6 +305,30 @@ def _names_a_type(node: cst.BaseExpression) -> bool:
 def tensor_annotation(node: cst.BaseExpression) -> Kind:
     """What an annotation says its value is (see `_tensor_annotation`)."""
     return _tensor_annotation(node)
+
+
+def _only_tensors(node: cst.BaseExpression) -> bool:
+    """An annotation whose every alternative is a tensor or None (`Tensor | None`,
+    `Optional[torch.Tensor]`): not `np.ndarray | torch.Tensor | Batch`, which may be
+    anything of these."""
+    alternatives = _alternatives(node)
+    return any(a is not None for a in alternatives) and all(
+        a is None or _tensor_annotation(a) is Kind.TENSOR for a in alternatives
+    )
+
+
+def _alternatives(node: cst.BaseExpression) -> list[cst.BaseExpression | None]:
+    """The types a union annotation allows, None for `None`."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return [*_alternatives(node.left), *_alternatives(node.right)]
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name | cst.Attribute):
+        base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
+        if base.value in ("Optional", "Union"):
+            parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+            return [None, *parts] if base.value == "Optional" else parts
+    if isinstance(node, cst.Name) and node.value == "None":
+        return [None]
+    return [node]
 
 
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
@@ -450,6 +476,9 @@ class TensorKinds:
         # Per dict, its values' joined kind (key None) and each string key's own kind.
         self._dict_values: list[dict[str, dict[str | None, Kind]]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # Per class being walked, the attributes of `self` declared to hold a tensor
+        # (`self._prompt_lens: Tensor | None`): `declare_attribute`.
+        self._declared_tensors: list[set[str]] = [set()]
         # Per class being walked, the attributes of `self` a method binds to a dict
         # (`self.id_dict = dict(...)` in `__init__`): another method's `self.id_dict[k]`
         # looks a key up, whatever the key.
@@ -457,8 +486,13 @@ class TensorKinds:
         # Per class being walked, the methods its body defines (`def restore_model`).
         self._class_methods: list[frozenset[str]] = [frozenset()]
         self._class_tensor_returns: list[frozenset[str]] = [frozenset()]
-        # Module-level functions annotated to return a tensor (`tensor_returns`).
-        self._tensor_functions = tensor_returns(module.body) if module is not None else frozenset()
+        # Those annotated to return tensors only (`-> tuple[Tensor, Tensor]`).
+        self._class_tensors_returns: list[frozenset[str]] = [frozenset()]
+        # Module-level functions annotated to return a tensor (`tensor_returns`), or
+        # tensors only.
+        body = module.body if module is not None else ()
+        self._tensor_functions = tensor_returns(body)
+        self._tensors_functions = tensor_returns(body, Kind.ITERABLE)
         # Per method being walked (None for other functions), the kinds its `return`s give:
         # one kind, or one per position of a returned tuple. Once walked, a method name
         # whose every definition in a class of the module returns only tensors (`def
@@ -621,17 +655,21 @@ class TensorKinds:
         module: bool = False,
         methods: frozenset[str] = frozenset(),
         tensor_methods: frozenset[str] = frozenset(),
+        tensors_methods: frozenset[str] = frozenset(),
     ) -> None:
         """Entering a class; `module`: a module class (`module_classes.is_module_class`),
         whose instances (`pg = Policy(env)`) are modules (`class MaskedCELoss(
         nn.CrossEntropyLoss)`: calling it is calling the loss). `methods`: the names the
         class body defines with `def`: `self.restore_model(...)` calls one of them, not a
-        submodule; `tensor_methods`: those annotated to return a tensor (`tensor_returns`)."""
+        submodule; `tensor_methods`: those annotated to return a tensor (`tensor_returns`),
+        `tensors_methods`: those annotated to return tensors only (a tuple of them)."""
         if name is not None and module:
             self._module_classes.add(name)
         self._class_methods.append(methods)
         self._class_tensor_returns.append(tensor_methods)
+        self._class_tensors_returns.append(tensors_methods)
         self._self_attributes.append({})
+        self._declared_tensors.append(set())
         self._self_dicts.append(set())
         self._self_host_tensors.append(set())
         self._self_functions.append({})
@@ -645,7 +683,9 @@ class TensorKinds:
     def pop_class(self) -> None:
         self._class_methods.pop()
         self._class_tensor_returns.pop()
+        self._class_tensors_returns.pop()
         self._self_attributes.pop()
+        self._declared_tensors.pop()
         self._self_dicts.pop()
         self._self_host_tensors.pop()
         self._self_functions.pop()
@@ -776,6 +816,9 @@ class TensorKinds:
         (in walk order) of its last backward; and the position of each assigned value. A
         binding before that backward holds the loss, a tensor on the training device from
         there on; one after it (`loss = self.history[-1]`) holds whatever it is bound to.
+        A module's `training_step` hands the loss it returns (`return loss`, `return
+        {"loss": loss}`) to the framework that calls it (Lightning), which runs backward on
+        it: that return counts as the backward.
         Found by one walk of the function, on the first question."""
         known = self._trained[-1]
         if known is not None:
@@ -784,10 +827,14 @@ class TensorKinds:
         names: dict[str, int] = {}
         values: dict[int, int] = {}
         sums: list[tuple[set[str], tuple[str, ...]]] = []
+        returns_loss = self._returns_its_loss(function)
         if function is not None:
             for index, node in enumerate(descendants(function.body, _NOT_OWN_CODE)):
                 kind = type(node)
-                if kind is cst.Call:
+                if kind is cst.Return and returns_loss:
+                    for name in _returned_loss(node.value):  # type: ignore[attr-defined]
+                        names[name] = index
+                elif kind is cst.Call:
                     func = node.func  # type: ignore[attr-defined]
                     if (
                         type(func) is cst.Attribute
@@ -823,6 +870,15 @@ class TensorKinds:
                         changed = True
         found = self._trained[-1] = (names, values)
         return found
+
+    def _returns_its_loss(self, function: cst.FunctionDef | None) -> bool:
+        """`training_step` of a module class (a `LightningModule`): what it returns is the
+        loss its framework runs backward on."""
+        return (
+            function is not None
+            and function.name.value == "training_step"
+            and self._in_module_method()
+        )
 
     def note_buffer(self, call: cst.Call) -> None:
         """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
@@ -1074,11 +1130,38 @@ class TensorKinds:
         ):
             self._self_attributes[-1][target.attr.value] = kind
 
+    def declare_attribute(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
+        """`self._prompt_lens: Tensor | None`: the attribute holds a tensor wherever it is
+        not None, whatever opaque value fills it (`layout.seq_lens_pt`): read in another
+        method, it is a tensor unless an assignment says it is a host value."""
+        attribute = self_attribute(target)
+        if attribute is not None and _only_tensors(annotation.annotation):
+            self._declared_tensors[-1].add(attribute)
+
+    def _emptied(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+        """`self._prompt_lens = None` of an attribute declared to hold a tensor, or known
+        to hold a tensor or a module (`self.temperature_holder = None` in the `else` of the
+        branch that builds it): the empty case, which says nothing of what it holds
+        otherwise (it is used where it is not None)."""
+        attribute = self_attribute(target)
+        return (
+            attribute is not None
+            and type(value) is cst.Name
+            and value.value == "None"
+            and (
+                attribute in self._declared_tensors[-1]
+                or self._self_attributes[-1].get(attribute) in (Kind.TENSOR, Kind.MODULE)
+            )
+        )
+
     def bind_assignment(
         self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
     ) -> None:
         """`targets = value`. A tensor passed through an opaque call keeps being a tensor:
         after `latents, _ = scheduler.step(noise, t, latents)`, `latents` is still one."""
+        targets = [t for t in targets if not self._emptied(t, value)]
+        if not targets:
+            return
         kind = self.of(value)
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         scaled = _scaled_names(value) if len(targets) == 1 else ()
@@ -1809,8 +1892,10 @@ class TensorKinds:
     def _computed_from_tensors(self, value: cst.BaseExpression) -> bool:
         """A call of a helper with a tensor, a model (whose parameters it computes with) or
         a derived value among its arguments, or a
-        method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`); not
-        what lives on the host (`len()`, numpy, `.item()`)."""
+        method called on a derived value (`helper(x).squeeze(-1)`, `mask.clone()`), or
+        arithmetic or a comparison with one (`tokens == eos` of `tokens =
+        sampler.sample(probs)`: the mask of a device tensor); not what lives on the host
+        (`len()`, numpy, `.item()`)."""
         while type(value) is cst.Subscript:
             value = value.value
         if type(value) is cst.Name:
@@ -1818,6 +1903,10 @@ class TensorKinds:
         if isinstance(value, cst.BinaryOperation):  # `(chosen - rejected).mean()`
             return self._computed_from_tensors(value.left) or self._computed_from_tensors(
                 value.right
+            )
+        if isinstance(value, cst.Comparison):  # `eos_mask = vocab_indices == eos`
+            return self._computed_from_tensors(value.left) or any(
+                self._computed_from_tensors(c.comparator) for c in value.comparisons
             )
         if not isinstance(value, cst.Call) or self.of(value) is Kind.HOST:
             return False
@@ -1847,6 +1936,8 @@ class TensorKinds:
             known = self._self_attributes[-1].get(attr)
             if known is not None and known is not Kind.UNKNOWN:
                 return known
+            if attr in self._declared_tensors[-1]:
+                return Kind.TENSOR  # `self._prompt_lens: Tensor | None` declared
             if known is None and attr in self._batch_state[-1]:
                 return Kind.TENSOR  # a fastai callback's `self.pred` in `after_pred`
         elif attr in self._batch_state[-1] and self_attribute(node.value) == "learn":
@@ -1905,6 +1996,8 @@ class TensorKinds:
                 return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
             if name in self._tensor_functions and self.lookup(name) is None:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
+            if name in self._tensors_functions and self.lookup(name) is None:
+                return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
@@ -1975,6 +2068,8 @@ class TensorKinds:
                     return Kind.TENSOR  # `self.get_alpha_bar(t)`, walked above
                 if method in self._class_tensor_returns[-1]:
                     return Kind.TENSOR  # `def _compute_loss(self, batch) -> torch.Tensor`
+                if method in self._class_tensors_returns[-1]:
+                    return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
                 if _names_model(method) and method not in self._class_methods[-1]:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
@@ -2086,6 +2181,23 @@ _SCALING = (cst.Multiply, cst.Divide, cst.Add)
 
 # What a function's own code is not under (besides trivia): nested definitions.
 _NOT_OWN_CODE = frozenset({*TRIVIA, cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def _returned_loss(value: cst.BaseExpression | None) -> tuple[str, ...]:
+    """The name a training step returns as its loss: `return loss` or `return {"loss":
+    loss, ...}` (Lightning's two forms)."""
+    if type(value) is cst.Name:
+        return (value.value,)
+    if type(value) is cst.Dict:
+        for element in value.elements:
+            if (
+                type(element) is cst.DictElement
+                and type(element.key) is cst.SimpleString
+                and element.key.evaluated_value == "loss"
+                and type(element.value) is cst.Name
+            ):
+                return (element.value.value,)
+    return ()
 
 
 def _scaled_names(value: cst.BaseExpression) -> tuple[str, ...]:

@@ -19,7 +19,8 @@ class ItemInHotCode(HelperCallRule):
     """
     ## What it does
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
-    bodies, `forward`, `*_step` methods and the functions they call. Reads of elements of
+    bodies, `forward`, `*_step` methods and the functions they call (and the properties
+    they read: `self.temperature` runs its body, as a call would). Reads of elements of
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
     each other) are one sync point with one fix, reported once, at the first. Two reads of
     a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
@@ -67,7 +68,23 @@ class ItemInHotCode(HelperCallRule):
     minibatch; a binding after the backward (`loss = self.history[-1]`) and a value beside
     the loss (`loss, entropy = self.model.losses(mb)`: `float(entropy)`) are not known to.
     `layer.backward(dout)` with a positional gradient (a hand-written network's
-    layers) says nothing.
+    layers) says nothing. A module's `training_step` that returns a name (`return loss`,
+    `return {"loss": loss}`) hands its framework (Lightning) the loss to run backward on:
+    that return counts as the backward.
+
+    A function or method annotated to return tensors only (`-> Tuple[torch.Tensor,
+    torch.Tensor]`) hands back a tensor in each position (`y, t = self._compute_y_and_t(
+    batch)`); one with other types beside a tensor (`-> Tuple[Tensor, np.ndarray]`) says
+    nothing of them.
+
+    An attribute declared to hold a tensor (`self._prompt_lens: Tensor | None`, every
+    alternative a tensor or None) is one wherever it is not None, whatever opaque value
+    fills it (`layout.seq_lens_pt`): `int(self._prompt_lens[i])` per finished sequence is
+    flagged. An assignment known to give a host value (`lengths.cpu()`) still decides, and
+    an annotation that allows other types (`np.ndarray | torch.Tensor`) declares nothing.
+    Setting an attribute known to hold a tensor or a module to None (`else:
+    self.temperature_holder = None`) is the empty case, used only where it is not None: it
+    keeps what the other assignment says.
 
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
@@ -112,7 +129,9 @@ class ItemInHotCode(HelperCallRule):
     around it stays one even where it steps once more after it (the leftover step of
     gradient accumulation). A function whose own body runs backward and steps an optimizer
     is one step whatever loops it holds (a GAN iteration's loop of discriminator updates):
-    `g_loss.item()` after that loop runs every step. A method without a loop of its own
+    `g_loss.item()` after that loop runs every step. So is each pass of a loop whose own
+    body runs backward and steps an optimizer (an RL script's critic update, with a loop
+    of delayed policy updates inside): its code runs every step. A method without a loop of its own
     that runs a model, in a class another of whose methods runs backward in its own body
     (an agent's `batch_act(obs)` or `act(state)` beside its `update`), and the `__call__`
     of a class that runs a model without a loop of its own (a policy object called on

@@ -84,6 +84,15 @@ _OPS: dict[str, _Op] = {
 }
 
 
+# Keywords that only torch's method of that name takes: pandas' `Series.unique()` takes no
+# argument and `Index.unique(level=)` another, and numpy arrays have no such method.
+# `.unique(dim=0)` on a value of unknown kind is torch's. Not `.median(dim=)`: torch's too,
+# but taken mostly of host results (a forecast's samples moved back to the CPU scale).
+_TORCH_ONLY_KEYWORDS: dict[str, frozenset[str]] = {
+    "unique": frozenset({"dim", "sorted", "return_inverse", "return_counts"}),
+}
+
+
 class DataDependentShapeOp(Rule):
     """
     ## What it does
@@ -94,7 +103,12 @@ class DataDependentShapeOp(Rule):
     `repeat_interleave` with a tensor of repeats, and `torch.equal`. Of these, `unique`,
     `unique_consecutive`, `bincount` (length `max(x) + 1`) and `repeat_interleave` with
     tensor repeats have outputs whose shape depends on the data; the others have static
-    shapes but no XLA lowering, and `torch.equal` returns a Python bool. Calls on numpy
+    shapes but no XLA lowering, and `torch.equal` returns a Python bool. A value of unknown
+    kind is a tensor where the method is torch's alone (`.bincount()`, `.searchsorted()`)
+    or is given a keyword only torch's takes (`bboxes.unique(dim=0)`, `.unique(
+    return_counts=True)`: pandas' `Series.unique()` takes no argument, and numpy arrays
+    have no `unique` method; not `.median(dim=-1)`, taken mostly of predictions already
+    moved back to the host). Calls on numpy
     arrays, pandas objects and CPU tensors made here, `repeat_interleave` by a Python
     int, and calls in a `raise` (`raise ValueError(f"found {torch.unique(t)}")`, which
     runs once, when the step fails), or in a block that ends in one, are not flagged.
@@ -253,10 +267,17 @@ class DataDependentShapeOp(Rule):
             return True
         return (
             kind is Kind.UNKNOWN
-            and _OPS[name].torch_only_method
+            and (_OPS[name].torch_only_method or _torch_only_call(node, name))
             and self.ctx.imports.binds("torch")
             and not (isinstance(receiver, cst.Name) and receiver.value == "self")
         )
+
+
+def _torch_only_call(node: cst.Call, name: str) -> bool:
+    """`.unique(dim=0)`, `.median(dim=-1)`: a method call with a keyword only torch's
+    method of that name takes, so its receiver is a tensor whatever its kind is known as."""
+    keywords = _TORCH_ONLY_KEYWORDS.get(name, frozenset())
+    return any(a.keyword is not None and a.keyword.value in keywords for a in node.args)
 
 
 def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:

@@ -101,11 +101,25 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     helper (`if cfg.tpu: itr = utils.tpu_data_loader(itr)`; XLA or TPU as a word or a part
     of a name, not inside another word: `step_output` names nothing), the other module may
     hold the
-    barrier as well as the step (or the loader syncs): such loops are left alone. xlalint
-    lints one file at a time, so a step that another module runs without such a call in
-    sight is not seen: `self.policy.update(sample_size=n, buffer=buffer)` handing no batch
-    of the loop's own, an optimizer step in a callback's `post_batch()` after a pass whose
-    only visible work is `backward()` (the shape of gradient accumulation and of gradient
+    barrier as well as the step (or the loader syncs): such loops are left alone.
+
+    Other modules of the same project are read too (with CPython's `ast`, never imported
+    or run: those the file imports, relatively or under its package root on disk, and
+    theirs). A call that no function of the file answers runs a training step there when
+    the function it reaches steps an optimizer on each call, in its own body or in a loop
+    of it over the optimizers, directly or through functions and methods of its module:
+    `self.optimizer_update(optimizer, loss)` inherited from a base class in another file
+    (elegantrl's `AgentPPO(AgentBase)`; the bases are followed in order, two levels
+    deep), `sgd_step(opt, loss)` after `from .steps import sgd_step`, or a method of a
+    class the file imports, by a name that is not generic
+    (`self.optimizers.optimizer_scaler_step_some(scaler, groups)` with `from
+    nerfstudio.engine.optimizers import Optimizers`). A method that loops over batches
+    itself is an epoch, not a step (its own loop is the training loop), and a module
+    that imports torch_xla or names XLA or TPUs tells nothing (its step may hold its
+    barrier). A step that is chosen at run time is still not seen:
+    `self.policy.update(sample_size=n, buffer=buffer)` handing no batch of the loop's
+    own, an optimizer step in a callback's `post_batch()` after a pass whose only
+    visible work is `backward()` (the shape of gradient accumulation and of gradient
     reads as well).
 
     Not training loops: loops over optimizers or losses (`for opt in optimizers:

@@ -1,0 +1,270 @@
+"""Cross-module facts: a loop whose training step another module of the project defines
+(`analysis/module_steps.py`, `analysis/project_modules.py`), and the cache key that names
+what a file consulted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import xlalint
+from xlalint import api, screen
+from xlalint.analysis import project_modules
+from xlalint.cache import ResultCache
+from xlalint.config import Settings
+
+BASE = """\
+import torch
+
+
+class AgentBase:
+    def __init__(self, net):
+        self.net = net
+        self.optimizer = torch.optim.Adam(net.parameters())
+
+    def optimizer_update(self, optimizer, objective):
+        optimizer.zero_grad()
+        objective.backward()
+        optimizer.step()
+
+    def train_epoch(self, loader):
+        for batch in loader:
+            self.optimizer_update(self.optimizer, self.net(batch).mean())
+
+    def report(self, value):
+        return value
+"""
+
+AGENT = """\
+import torch
+
+from .base import AgentBase
+
+
+class AgentPPO(AgentBase):
+    def update_net(self, states):
+        for _ in range(8):
+            loss = self.net(states).mean()
+            self.optimizer_update(self.optimizer, loss)
+
+    def fit(self, loaders):
+        for loader in loaders:
+            self.train_epoch(loader)
+
+    def log(self, states):
+        for _ in range(8):
+            self.report(self.net(states))
+"""
+
+# The positive, on line 8; `fit` (an epoch loop around the base's batch loop) and `log`
+# (a base method that steps nothing) stay clean.
+POSITIVE_LINE = 8
+
+
+def _package(root: Path, base: str = BASE, agent: str = AGENT) -> Path:
+    package = root / "agents"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(base)
+    (package / "ppo.py").write_text(agent)
+    return package
+
+
+def _xla401(paths: list[Path], cache: ResultCache | None = None) -> list[tuple[str, int]]:
+    settings = Settings(root=paths[0].parent, select=("XLA401", "XLA402"))
+    report = api.check_paths(paths, settings, jobs=1, cache=cache)
+    return sorted((Path(d.filename).name, d.start.row) for d in report.diagnostics)
+
+
+def test_base_class_step_in_another_module(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    assert _xla401([package / "ppo.py"]) == [("ppo.py", POSITIVE_LINE)]
+
+
+def test_absolute_import_of_the_base(tmp_path: Path) -> None:
+    agent = AGENT.replace("from .base import AgentBase", "from agents.base import AgentBase")
+    package = _package(tmp_path, agent=agent)
+    assert _xla401([package / "ppo.py"]) == [("ppo.py", POSITIVE_LINE)]
+
+
+def test_base_of_the_base_two_modules_away(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    (package / "middle.py").write_text(
+        "from .base import AgentBase\n\n\nclass OnPolicy(AgentBase):\n    pass\n"
+    )
+    agent = AGENT.replace("from .base import AgentBase", "from .middle import OnPolicy")
+    (package / "ppo.py").write_text(agent.replace("(AgentBase)", "(OnPolicy)"))
+    assert _xla401([package / "ppo.py"]) == [("ppo.py", POSITIVE_LINE)]
+
+
+def test_imported_function_that_steps(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    (package / "steps.py").write_text(
+        "def sgd_step(optimizer, loss):\n    loss.backward()\n    optimizer.step()\n"
+    )
+    (package / "script.py").write_text(
+        "import torch\n\nfrom .steps import sgd_step\n\n\n"
+        "def train(model, opt, xs):\n    for x in xs:\n        sgd_step(opt, model(x).sum())\n"
+    )
+    assert _xla401([package / "script.py"]) == [("script.py", 7)]
+    absolute = "import torch\n\nimport agents.steps as steps\n\n\n"
+    (package / "script.py").write_text(
+        f"{absolute}def train(model, opt, xs):\n    for x in xs:\n"
+        "        steps.sgd_step(opt, model(x).sum())\n"
+    )
+    assert _xla401([package / "script.py"]) == [("script.py", 7)]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("        optimizer.step()\n", "        pass\n"),  # backward alone: accumulation
+        ("import torch\n", "import torch\nimport torch_xla\n"),  # the base knows XLA
+        (  # the step is in a loop of the base: it is an epoch, not one step
+            "        optimizer.zero_grad()\n        objective.backward()\n"
+            "        optimizer.step()\n",
+            "        for _ in range(3):\n            optimizer.step()\n",
+        ),
+    ],
+)
+def test_hard_negatives(tmp_path: Path, old: str, new: str) -> None:
+    assert old in BASE
+    package = _package(tmp_path, base=BASE.replace(old, new, 1))
+    assert _xla401([package / "ppo.py"]) == []
+
+
+def test_a_base_that_fails_to_parse_contributes_nothing(tmp_path: Path) -> None:
+    package = _package(tmp_path, base="def broken(:\n")
+    assert _xla401([package / "ppo.py"]) == []
+
+
+def test_no_path_no_layer(tmp_path: Path) -> None:
+    """A text without a file on disk (stdin, an unsaved buffer) consults nothing."""
+    package = _package(tmp_path)
+    assert project_modules.consulted(str(package / "unsaved.py"), AGENT) == ()
+    assert project_modules.consulted("<stdin>", AGENT) == ()
+    assert project_modules.consulted(str(package / "ppo.py"), AGENT) == (str(package / "base.py"),)
+
+
+def test_nothing_outside_the_package_root(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    (tmp_path / "outside.py").write_text(BASE)
+    agent = AGENT.replace("from .base import AgentBase", "from ...outside import AgentBase")
+    (package / "ppo.py").write_text(agent)
+    assert project_modules.consulted(str(package / "ppo.py"), agent) == ()
+
+
+def test_screen_keeps_findings_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = _package(tmp_path)
+    screened = _xla401([package])
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    # (The base's own batch loop is a training loop of its module.)
+    assert _xla401([package]) == screened == [("base.py", 15), ("ppo.py", POSITIVE_LINE)]
+
+
+def test_editing_the_base_relints_the_subclass_on_a_warm_run(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "ppo.py"]
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+    entries = cache.directory / xlalint.__version__
+    stored = set(os.listdir(entries))
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]  # warm: a hit
+    assert set(os.listdir(entries)) == stored
+    # The subclass's bytes are unchanged; its base no longer steps the optimizer.
+    base = package / "base.py"
+    base.write_text(BASE.replace("        optimizer.step()\n", "        pass  # no step\n"))
+    assert _xla401(paths, cache) == []
+    # And back: the first entry answers again.
+    base.write_text(BASE)
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+
+
+OPTIMIZERS = """\
+import torch
+
+
+class Optimizers:
+    def __init__(self, optimizers):
+        self.optimizers = optimizers
+
+    def scaler_step_some(self, grad_scaler, groups):
+        for group in groups:
+            optimizer = self.optimizers[group]
+            grad_scaler.step(optimizer)
+
+    def load_some(self, groups):
+        for group in groups:
+            self.optimizers[group].load_state_dict({})
+"""
+
+TRAINER = """\
+import torch
+
+from agents.optimizers import Optimizers
+
+
+class Trainer:
+    def __init__(self, model, optimizers):
+        self.model = model
+        self.optimizers = Optimizers(optimizers)
+
+    def train(self, batches, groups):
+        for batch in batches:
+            self.model(batch).sum().backward()
+            self.optimizers.scaler_step_some(self.scaler, groups)
+
+    def reload(self, batches, groups):
+        for batch in batches:
+            self.model(batch).sum().backward()
+            self.optimizers.load_some(groups)
+"""
+
+
+def test_method_of_an_imported_class_by_its_name(tmp_path: Path) -> None:
+    """A loop over the optimizers' keys in the other module is one step of each; a
+    method of the same class that steps nothing (`load_some`) is no step."""
+    package = _package(tmp_path)
+    (package / "optimizers.py").write_text(OPTIMIZERS)
+    (package / "trainer.py").write_text(TRAINER)
+    assert _xla401([package / "trainer.py"]) == [("trainer.py", 12)]
+
+
+def test_bindings_from_the_import_statements() -> None:
+    text = (
+        "import a.b\nimport c.d as e\nfrom ..m import (x,  # why\n    y as z)\n"
+        "from . import w\n    from .k import f as g\n"
+    )
+    assert project_modules.bindings(text) == {
+        "a": (0, "a"),
+        "e": (0, "c.d"),
+        "x": (2, "m.x"),
+        "z": (2, "m.y"),
+        "w": (1, "w"),
+        "g": (1, "k.f"),
+    }
+
+
+def test_the_key_names_what_a_bom_file_imports_first(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    raw = b"\xef\xbb\xbf" + AGENT.replace("import torch\n\n", "", 1).encode()
+    assert (
+        project_modules.digest(str(package / "ppo.py"), raw)
+        == project_modules.digest(str(package / "ppo.py"), raw[3:])
+        != b""
+    )
+
+
+def test_language_server_consults_the_project_around_the_buffer(tmp_path: Path) -> None:
+    """The server lints a buffer as its path: the base it imports is read from disk, and
+    a base created after the server started is found."""
+    from xlalint.server import lint_document
+
+    package = _package(tmp_path)
+    (package / "base.py").unlink()
+    path = package / "ppo.py"
+    assert [d.start.row for d in lint_document(AGENT, path, 1).findings] == []
+    (package / "base.py").write_text(BASE)
+    assert [d.code for d in lint_document(AGENT, path, 2).findings] == ["XLA401"]

@@ -1,0 +1,423 @@
+"""Training steps that another module of the project defines: the cross-module facts.
+
+xlalint lints one file at a time, but a loop's step is often another file's:
+elegantrl's `class AgentPPO(AgentBase)` calls `self.optimizer_update(optimizer, loss)` in
+its update loop, and `AgentBase.optimizer_update` (in `AgentBase.py`) runs backward and
+`optimizer.step()`. `ModuleSteps` answers, for a call the linted file cannot resolve,
+whether the function it reaches in a project module (`project_modules.consulted`) steps
+an optimizer on each call: in its own body, not in a loop of it (a method that loops over
+batches is an epoch, and the loop there is the step loop), directly or through functions
+and methods of its own module, a few calls deep.
+
+Resolution, bounded: `self.m()` / `super().m()` through the bases of the calling class
+(a base of the file itself is followed to its bases; a base of another module to its
+module's classes and imports: two levels of classes beyond the caller's), `f()` bound by
+`from .x import f`, `mod.f()` bound by `from . import mod`. A module that imports
+torch_xla or names XLA or TPUs (`names_xla`) contributes nothing: the step there may hold
+its own barrier, or the project's XLA path another one. The modules are read with
+CPython's `ast`, and only those the file's cache key names.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis import project_modules
+from xlalint.analysis.devices import names_xla
+from xlalint.analysis.loop_facts import (
+    generic_method,
+    names_optimizer,
+    names_optimizers,
+    steps_an_optimizer,
+)
+
+_CALLED_CLASS = re.compile(r"\b([A-Z]\w*)\s*\(")
+_CALL_DEPTH = 3  # calls followed inside the other module
+_CLASS_LEVELS = 3  # the caller's class, its bases, their bases
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp,
+          ast.GeneratorExp)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Function:
+    """What one call of a function of another module does (not in its loops): step an
+    optimizer itself, and the calls it makes that may lead to a step (`self.m()`,
+    `f()`). A summary, not the tree: a process keeps these for every module it read."""
+
+    name: str
+    steps: bool
+    self_calls: tuple[str, ...]
+    name_calls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Class:
+    name: str
+    bases: tuple[str, ...]  # as spelled: `AgentBase`, `base.AgentBase`
+    methods: dict[str, _Function]
+
+
+@dataclass(frozen=True)
+class _Module:
+    """One project module: its top-level functions and classes, and what its imports
+    bind (name -> (dots, dotted target))."""
+
+    path: str
+    functions: dict[str, _Function]
+    classes: dict[str, _Class]
+    bindings: dict[str, tuple[int, str]]
+    knows_xla: bool
+
+
+def _summary(path: str, tree: ast.Module, text: str) -> _Module:
+    functions: dict[str, _Function] = {}
+    classes: dict[str, _Class] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.setdefault(node.name, _function(node))
+        elif isinstance(node, ast.ClassDef):
+            methods: dict[str, _Function] = {}
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    methods.setdefault(item.name, _function(item))
+            bases = tuple(b for b in map(_dotted, node.bases) if b is not None)
+            classes.setdefault(node.name, _Class(node.name, bases, methods))
+    # XLA or TPUs named anywhere in the text, comments included: the cautious reading.
+    knows_xla = names_xla(text)
+    return _Module(path, functions, classes, project_modules.bindings(text), knows_xla)
+
+
+def _function(node: Function) -> _Function:
+    steps = False
+    self_calls: list[str] = []
+    name_calls: list[str] = []
+    for call in _pass_calls(node):
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "step":
+            receiver = _dotted(func.value)
+            steps = steps or (
+                receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
+            )
+        elif (method := _self_call(call)) is not None:
+            self_calls.append(method)
+        elif isinstance(func, ast.Name):
+            name_calls.append(func.id)
+    return _Function(
+        node.name, steps, tuple(dict.fromkeys(self_calls)), tuple(dict.fromkeys(name_calls))
+    )
+
+
+def _module(path: str) -> _Module | None:
+    stat = project_modules.stat_key(path)
+    return None if stat is None else _module_at(path, stat)
+
+
+@lru_cache(maxsize=2048)
+def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
+    """A module's summary, made once per path and size/mtime in a process (its tree is
+    dropped after)."""
+    text = project_modules.read_text(path)
+    tree = None if text is None else project_modules.parse(path, text)
+    return None if tree is None or text is None else _summary(path, tree, text)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _pass_calls(function: Function) -> Iterator[ast.Call]:
+    """The calls one call of `function` makes once: not in its loops or comprehensions
+    (but in a loop over the optimizers: one step of each), nor in functions, lambdas and
+    classes it defines."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.For | ast.AsyncFor) and _over_optimizers(node):
+            stack.extend((node.iter, *node.body))
+            continue
+        if isinstance(node, _NESTED + _LOOPS):
+            if isinstance(node, ast.For | ast.AsyncFor):
+                stack.append(node.iter)  # evaluated once
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _last(node: ast.expr) -> str:
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _over_optimizers(loop: ast.For | ast.AsyncFor) -> bool:
+    """`for opt in optimizers:`, `for k, v in self.optimizers.items():`, or a loop over
+    keys that fetches each optimizer (`optimizer = self.optimizers[group]`): the loop
+    `loop_facts.iterates_optimizers` counts as part of one step."""
+    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    if any(names_optimizer(name) for name in targets):
+        return True
+    iterable = loop.iter
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Attribute)
+        and iterable.func.attr in ("keys", "values", "items")
+        and not iterable.args
+    ):
+        iterable = iterable.func.value
+    if names_optimizers(_last(iterable)):
+        return True
+    return any(
+        isinstance(node, ast.Subscript)
+        and names_optimizers(_last(node.value))
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id in targets
+        for statement in loop.body
+        for node in ast.walk(statement)
+    )
+
+
+def _self_call(call: ast.Call) -> str | None:
+    """`self.m(...)`, `cls.m(...)`, `super().m(...)` -> `m`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+        return func.attr
+    if (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "super"
+    ):
+        return func.attr
+    return None
+
+
+class ModuleSteps:
+    """The cross-module facts one linted file may consult (`project_modules.consulted`);
+    nothing is read until a question needs it."""
+
+    def __init__(self, filename: str, text: str, module: cst.Module) -> None:
+        self.filename = filename
+        self._text = text
+        self._module = module
+        self._allowed: frozenset[str] | None = None
+        self._imported: frozenset[str] | None = None
+        self._bindings: dict[str, tuple[int, str]] | None = None
+        self._memo: dict[tuple[str, str, str], bool] = {}
+        self._classes: list[tuple[_Module, _Class]] | None = None
+
+    # -- the linted file --------------------------------------------------------------------
+    @property
+    def allowed(self) -> frozenset[str]:
+        """Every module the file may consult (the cache key names them all)."""
+        if self._allowed is None:
+            self._allowed = frozenset(project_modules.consulted(self.filename, self._text))
+        return self._allowed
+
+    @property
+    def imported(self) -> frozenset[str]:
+        """The modules the file imports itself: most questions end there, without reading
+        the modules those import."""
+        if self._imported is None:
+            self._imported = frozenset(project_modules.consulted(self.filename, self._text, hops=1))
+        return self._imported
+
+    def _may_read(self, path: str) -> bool:
+        return path in self.imported or path in self.allowed
+
+    def _file_bindings(self) -> dict[str, tuple[int, str]]:
+        """What the linted file's import statements bind, relative ones included."""
+        if self._bindings is None:
+            self._bindings = project_modules.bindings(self._text)
+        return self._bindings
+
+    def _local_classes(self) -> dict[str, cst.ClassDef]:
+        return {n.name.value: n for n in self._module.body if isinstance(n, cst.ClassDef)}
+
+    # -- questions --------------------------------------------------------------------------
+    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool:
+        """Whether `call`, which no function of the linted file answers, runs a function
+        of another project module that steps an optimizer on each call."""
+        if not self.imported:
+            return False
+        return any(
+            not module.knows_xla and self._steps(module, function, owner, _CALL_DEPTH)
+            for module, function, owner in self._targets(call, class_def)
+        )
+
+    def _targets(
+        self, call: cst.Call, class_def: cst.ClassDef | None
+    ) -> Iterator[tuple[_Module, _Function, _Class | None]]:
+        func = call.func
+        if isinstance(func, cst.Attribute) and class_def is not None and _cst_self_call(func):
+            yield from self._inherited(class_def, func.attr.value)
+            return
+        spelled = get_full_name_for_node(func)
+        head, _, rest = (spelled or "").partition(".")
+        binding = self._file_bindings().get(head)
+        if binding is None:
+            if isinstance(func, cst.Attribute) and not generic_method(func.attr.value):
+                # `self.optimizers.optimizer_scaler_step_some(scaler, groups)`: a method
+                # of that name of a class the file imports, as `LoopFacts.resolve` takes
+                # one of the file's own classes by the method's name.
+                found = self._in_classes(self._imported_classes(), func.attr.value)
+                if found is not None:
+                    yield found
+            return
+        level, dotted = binding
+        found = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted)
+        if found is not None:
+            module, name = found
+            if name in module.functions:
+                yield module, module.functions[name], None
+
+    def _inherited(
+        self, class_def: cst.ClassDef, method: str
+    ) -> Iterator[tuple[_Module, _Function, _Class | None]]:
+        """The first definition of `method` along the bases of a class of the linted file
+        (whose own methods do not define it)."""
+        local = self._local_classes()
+        pending: list[cst.ClassDef] = [class_def]
+        seen: set[int] = set()
+        for _ in range(_CLASS_LEVELS):
+            foreign: list[tuple[_Module, _Class]] = []
+            following: list[cst.ClassDef] = []
+            for cls in pending:
+                if id(cls) in seen:
+                    continue
+                seen.add(id(cls))
+                for base in cls.bases:
+                    spelled = None if base.keyword else get_full_name_for_node(base.value)
+                    if spelled is None:
+                        continue
+                    if spelled in local:
+                        following.append(local[spelled])
+                    elif (found := self._file_class(spelled)) is not None:
+                        foreign.append(found)
+            if foreign:
+                found_method = self._in_classes(foreign, method)
+                if found_method is not None:
+                    yield found_method
+                return
+            pending = following
+            if not pending:
+                return
+
+    def _in_classes(
+        self, classes: list[tuple[_Module, _Class]], method: str
+    ) -> tuple[_Module, _Function, _Class] | None:
+        """`method` along other modules' classes, in MRO order (left to right, a level of
+        bases at a time)."""
+        level = classes
+        for _ in range(_CLASS_LEVELS):
+            following: list[tuple[_Module, _Class]] = []
+            for module, cls in level:
+                if method in cls.methods:
+                    return module, cls.methods[method], cls
+                following.extend(self._bases(module, cls))
+            level = following
+            if not level:
+                break
+        return None
+
+    def _bases(self, module: _Module, cls: _Class) -> Iterator[tuple[_Module, _Class]]:
+        for spelled in cls.bases:
+            if spelled in module.classes:
+                yield module, module.classes[spelled]
+                continue
+            head, _, rest = spelled.partition(".")
+            binding = module.bindings.get(head)
+            if binding is None:
+                continue
+            level, dotted = binding
+            found = self._locate(module.path, level, f"{dotted}.{rest}" if rest else dotted)
+            if found is not None and found[1] in found[0].classes:
+                yield found[0], found[0].classes[found[1]]
+
+    def _imported_classes(self) -> list[tuple[_Module, _Class]]:
+        """The classes of other project modules that the file's imports bind."""
+        if self._classes is None:
+            # Only classes the file constructs (`Optimizers(...)`, a capitalised name called
+            # somewhere in its text): the file holds their instances.
+            called = set(_CALLED_CLASS.findall(self._text))
+            self._classes = [
+                found
+                for name in self._file_bindings()
+                if name in called and (found := self._file_class(name))
+            ]
+        return self._classes
+
+    def _file_class(self, spelled: str) -> tuple[_Module, _Class] | None:
+        head, _, rest = spelled.partition(".")
+        binding = self._file_bindings().get(head)
+        if binding is None:
+            return None
+        level, dotted = binding
+        found = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted)
+        if found is None or found[1] not in found[0].classes:
+            return None
+        return found[0], found[0].classes[found[1]]
+
+    def _locate(self, importer: str, level: int, dotted: str) -> tuple[_Module, str] | None:
+        """`pkg.mod.Name` seen from `importer` -> (the module `pkg.mod`, "Name"), where the
+        module is one the linted file may consult."""
+        module_path, _, name = dotted.rpartition(".")
+        if not name:
+            return None
+        path = project_modules.resolve(importer, level, module_path)
+        if path is None or not self._may_read(path):
+            return None
+        module = _module(path)
+        return None if module is None else (module, name)
+
+    # -- what another module's function does ---------------------------------------------
+    def _steps(
+        self, module: _Module, function: _Function, owner: _Class | None, depth: int
+    ) -> bool:
+        """An optimizer step in one call of `function`, or in the functions of its module
+        (the methods of `owner` and its bases for `self.m()`) it calls, `depth` deep."""
+        key = (module.path, owner.name if owner else "", function.name)
+        if key not in self._memo:
+            self._memo[key] = False  # recursion guard
+            self._memo[key] = function.steps or (
+                depth > 0
+                and (
+                    any(
+                        (found := self._in_classes([(module, owner)], method)) is not None
+                        and self._steps(*found, depth - 1)
+                        for method in (function.self_calls if owner is not None else ())
+                    )
+                    or any(
+                        self._steps(module, module.functions[name], None, depth - 1)
+                        for name in function.name_calls
+                        if name in module.functions
+                    )
+                )
+            )
+        return self._memo[key]
+
+
+def _cst_self_call(func: cst.Attribute) -> bool:
+    receiver = func.value
+    if isinstance(receiver, cst.Name):
+        return receiver.value in ("self", "cls")
+    return isinstance(receiver, cst.Call) and get_full_name_for_node(receiver.func) == "super"

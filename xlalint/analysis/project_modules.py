@@ -1,0 +1,248 @@
+"""The modules of the linted file's own project that it imports, found on disk.
+
+A training step is often another module's: a subclass calls `self.optimizer_update(...)`
+that its base class, in a file of its own, defines. `module_steps.py` reads such modules;
+this module says which ones a file may consult, and how to name what it consulted in the
+file's cache key, so that editing a base class re-lints its subclasses' files.
+
+Bounds, all by design: only files under the linted file's package root (the parent of
+its topmost folder holding an `__init__.py`; a script's own folder), found from the
+import statements of the file's text (`import a.b`, `from .m import x`, `from a import
+b`, wherever they sit) and, one hop further, of those modules' texts; at most
+`MAX_MODULES` of them. Nothing is imported or run: modules are read and parsed with
+CPython's `ast` (`module_steps.py` keeps a summary of each per path and size/mtime, not
+the tree), and a module that cannot be read or parsed contributes nothing. A text
+without a file on disk (stdin, an unsaved buffer, a notebook) consults nothing.
+
+The import statements are found by a regular expression rather than a parse so that the
+cache key of a warm run costs no parse: `consulted` is the one list both the key and the
+analysis use, so the analysis never reads a module that the key does not name.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import warnings
+from functools import lru_cache
+
+MAX_MODULES = 48
+HOPS = 2
+_MAX_BYTES = 1 << 21  # a larger "module" is generated code: nothing to learn from it
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)"
+    r"|import[ \t]+([^\n;#]+))",
+    re.M,
+)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+def package_root(filename: str) -> str:
+    """The folder absolute imports of `filename` start from: the parent of its topmost
+    package folder, or its own folder outside a package."""
+    return _root_of(os.path.dirname(os.path.abspath(filename)))
+
+
+@lru_cache(maxsize=1024)
+def _root_of(folder: str) -> str:
+    root = folder
+    while os.path.isfile(os.path.join(root, "__init__.py")):
+        parent = os.path.dirname(root)
+        if parent == root:
+            break
+        root = parent
+    return root
+
+
+def _module_file(base: str, dotted: str) -> str | None:
+    """`base/a/b.py` or `base/a/b/__init__.py` for `a.b`, if it exists."""
+    parts = [p for p in dotted.split(".") if p]
+    path = os.path.join(base, *parts)
+    if parts and os.path.isfile(path + ".py"):
+        return path + ".py"
+    init = os.path.join(path, "__init__.py")
+    return init if os.path.isfile(init) else None
+
+
+def _within(path: str, root: str) -> bool:
+    return os.path.commonpath((path, root)) == root
+
+
+def module_base(filename: str, level: int) -> str | None:
+    """The folder a relative import of `level` dots starts from (the root for 0); None
+    where it would leave the package root."""
+    root = package_root(filename)
+    if level == 0:
+        return root
+    base = os.path.dirname(os.path.abspath(filename))
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    return base if _within(base, root) else None
+
+
+def resolve(filename: str, level: int, dotted: str) -> str | None:
+    """The project file that `dotted` (after `level` dots) names, seen from `filename`
+    (remembered per folder for a process: a module that appears during a run is not
+    seen until the next)."""
+    return _resolve(os.path.join(os.path.dirname(os.path.abspath(filename)), ""), level, dotted)
+
+
+@lru_cache(maxsize=8192)
+def _resolve(folder: str, level: int, dotted: str) -> str | None:
+    filename = os.path.join(folder, "-")
+    base = module_base(filename, level)
+    if base is None:
+        return None
+    found = _module_file(base, dotted)
+    if found is None or not _within(found, package_root(filename)):
+        return None
+    return found
+
+
+def bindings(text: str) -> dict[str, tuple[int, str]]:
+    """What the import statements of `text` bind: name -> (dots, dotted target), `from
+    ..m import x as y` -> `y: (2, "m.x")`, `import a.b` -> `a: (0, "a")`. The same
+    statements `consulted` reads, so a binding never leads past the modules it names."""
+    found: dict[str, tuple[int, str]] = {}
+    for match in _IMPORT.finditer(text):
+        dots, module, names, plain = match.groups()
+        if plain is not None:
+            for part in plain.split(","):
+                dotted, _, alias = part.strip().partition(" as ")
+                dotted, alias = dotted.strip(), alias.strip()
+                if _DOTTED.fullmatch(dotted):
+                    if alias:
+                        found[alias] = (0, dotted)
+                    else:
+                        found[dotted.split(".", 1)[0]] = (0, dotted.split(".", 1)[0])
+            continue
+        for part in _COMMENT.sub("", names).strip("()").split(","):
+            name, _, alias = part.strip().partition(" as ")
+            name, alias = name.strip(), alias.strip()
+            if _NAME.fullmatch(name):
+                found[alias or name] = (len(dots or ""), f"{module}.{name}" if module else name)
+    return found
+
+
+def _imports_of(filename: str, text: str) -> list[str]:
+    """The project files that the import statements of `text` name (modules, and the
+    submodules a `from` import may bind)."""
+    found: list[str] = []
+    for match in _IMPORT.finditer(text):
+        dots, module, names, plain = match.groups()
+        if plain is not None:
+            for part in plain.split(","):
+                dotted = part.split(" as ")[0].strip()
+                if dotted and (path := resolve(filename, 0, dotted)):
+                    found.append(path)
+            continue
+        level = len(dots or "")
+        if path := resolve(filename, level, module):
+            found.append(path)
+        for name in _NAME.findall(names.replace(" as ", " ")):
+            sub = f"{module}.{name}" if module else name
+            if path := resolve(filename, level, sub):
+                found.append(path)
+    own = os.path.abspath(filename)
+    return list(dict.fromkeys(p for p in found if p != own))
+
+
+def stat_key(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _read(path: str, stat: tuple[int, int]) -> bytes | None:
+    if stat[0] > _MAX_BYTES:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def read_text(path: str) -> str | None:
+    """A module's text (UTF-8, as nearly all are); None if it cannot be read."""
+    stat = stat_key(path)
+    raw = None if stat is None else _read(path, stat)
+    return None if raw is None else raw.decode("utf-8", "replace")
+
+
+@lru_cache(maxsize=4096)
+def _module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+    text = read_text(path)
+    return () if text is None else tuple(_imports_of(path, text))
+
+
+def forget_layout() -> None:
+    """Forget which files exist where (package roots, resolved imports): a long-lived
+    process (the language server) asks before each lint, so a module created since is
+    found. Module summaries need no forgetting: they are keyed by size and mtime."""
+    _root_of.cache_clear()
+    _resolve.cache_clear()
+    _consulted.cache_clear()
+
+
+def is_on_disk(filename: str) -> bool:
+    """Only a file on disk, a Python module, has a project to consult."""
+    return filename.endswith((".py", ".pyi")) and os.path.isfile(filename)
+
+
+def consulted(filename: str, text: str, hops: int = HOPS) -> tuple[str, ...]:
+    """The project modules `filename` (whose text is `text`) may consult, in a stable
+    order: those it imports, then those they import, at most `MAX_MODULES`. (Asked by
+    the cache key before and after a lint and by the analysis: once per text.)"""
+    if not is_on_disk(filename):
+        return ()
+    return _consulted(os.path.abspath(filename), text, hops)
+
+
+@lru_cache(maxsize=64)
+def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
+    found = dict.fromkeys(_imports_of(filename, text))
+    frontier = list(found)
+    for _ in range(hops - 1):
+        following: list[str] = []
+        for path in frontier:
+            stat = stat_key(path)
+            for imported in _module_imports(path, stat) if stat else ():
+                if imported not in found:
+                    found[imported] = None
+                    following.append(imported)
+        frontier = following
+    own = os.path.abspath(filename)
+    return tuple(p for p in found if p != own)[:MAX_MODULES]
+
+
+def parse(path: str, text: str) -> ast.Module | None:
+    """A module's CPython tree; None if it fails (a module that does not parse tells
+    nothing). Not cached: callers keep what they learn from it, not the tree."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def digest(filename: str, raw: bytes) -> bytes:
+    """What `filename` (whose bytes are `raw`) may learn from other modules, for its cache
+    key: the path, size and mtime of each module it consults (stats, not contents, as
+    `cache.code_fingerprint` reads xlalint's own sources). Empty where it consults none."""
+    # (`utf-8-sig`: a BOM before a first-line import must not hide it, as decoding drops
+    # it for the lint; import statements are ASCII in any encoding a cookie names.)
+    paths = consulted(filename, raw.decode("utf-8-sig", "replace"))
+    if not paths:
+        return b""
+    hasher = hashlib.blake2b(digest_size=16)
+    for path in paths:
+        hasher.update(f"{path}:{stat_key(path)}\0".encode("utf-8", "surrogatepass"))
+    return hasher.digest()
