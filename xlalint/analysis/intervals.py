@@ -11,7 +11,9 @@ log_interval)` called only from `fit(..., log_interval=100)`, directly or as
 `delayed(_train_epoch)(...)`), or a fraction of a loader's length
 (`max(1, len(loader) // 10)`: a few times per epoch). The test may sit in a local name
 (`should_log = step % self.log_frequency == 0`, then `if should_log:`), and an attribute
-may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts).
+may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts),
+and a setting read with a default (`self.log_interval = kwargs.get("log_interval", 50)`,
+`getattr(args, "log_every", 100)`) counts by that default, as a parameter's does.
 An interval whose value is not known here (`args.log_interval`, `cfg.train.log_every`) may
 be 1 and stays per step, as does one whose default is short (`log_interval=1`): a log
 interval that defaults to every step is per step. One named for checkpoints or evaluations
@@ -62,7 +64,24 @@ def _fraction_of_length(value: cst.BaseExpression) -> bool:
     return False
 
 
+def _read_default(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`50` in `kwargs.get("log_interval", 50)` or `getattr(args, "log_interval", 50)`: a
+    setting read with a default, which is its value wherever the run does not set it, as a
+    parameter's default is."""
+    if not isinstance(value, cst.Call):
+        return None
+    func, args = value.func, value.args
+    if any(arg.keyword is not None or arg.star for arg in args):
+        return None
+    if isinstance(func, cst.Attribute) and func.attr.value == "get" and len(args) == 2:
+        return args[1].value
+    if isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 3:
+        return args[2].value
+    return None
+
+
 def _long_value(value: cst.BaseExpression) -> bool:
+    value = _read_default(value) or value
     number = _int_value(value)
     return (number is not None and number >= SPARSE) or _fraction_of_length(value)
 
