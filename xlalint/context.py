@@ -19,6 +19,7 @@ from xlalint.analysis import devices, reachability
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs
+from xlalint.analysis.error_paths import handles_a_failure
 from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import ends_in, mentions_cuda, path_conditions
 from xlalint.analysis.hotness import (
@@ -585,6 +586,20 @@ class FileContext:
             ):
                 return True
         return False
+
+    @property
+    def in_failure_handler(self) -> bool:
+        """The node being visited is in the body of a handler that recovers from a failed
+        computation (`except RuntimeError:` around a solve, with a fallback on the CPU,
+        `analysis/error_paths.py`): it runs when that computation fails, not every step."""
+        stack = self._stack
+        return any(
+            type(node) is cst.ExceptHandler
+            and depth + 1 < len(stack)
+            and stack[depth + 1] is node.body
+            and handles_a_failure(node)
+            for depth, node in enumerate(stack)
+        )
 
     @property
     def in_step_closure(self) -> bool:

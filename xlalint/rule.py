@@ -59,7 +59,11 @@ ax.imshow(...)`) runs once per item of the figure, and a loop over trials or fol
 (`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
 by itself. The exception a `raise` statement builds (`raise ValueError(f"found
 {x.max().item()}")`) and an `assert`'s message (`assert ok, dt.item()`) are built only on
-the error path; the assertion's test runs every time. Code past an exit that an earlier
+the error path; the assertion's test runs every time. So does a handler that recovers
+from a failed computation (`except RuntimeError:` around a solve retried on the CPU with
+`C.to("cpu")`, `except torch.linalg.LinAlgError:`, an out-of-memory error): one that
+catches anything, or a `StopIteration`, `KeyError`, `TypeError` or `NotImplementedError`
+that code raises to steer, may run every step and is reported. Code past an exit that an earlier
 `assert` settles never runs and is not reported: after `assert not exists(eos)`, a loop's
 `if not exists(eos): continue` is taken on every pass, so what follows it in the loop
 body is dropped."""
@@ -225,6 +229,10 @@ class Rule:
         # A `raise` statement's exception (its message), and a block that ends in `raise`,
         # run only on the error path.
         if self.hot_only and site is None and self.ctx.in_raise:
+            return
+        # So does a handler that recovers from a failed computation (`except RuntimeError:`
+        # with a fallback on the CPU).
+        if self.hot_only and site is None and self.ctx.in_failure_handler:
             return
         # A host sync once every many steps (`if step % 100 == 0:`) is amortised; a
         # recompile (family 2) is not, whatever its interval.
