@@ -556,6 +556,21 @@ class FileContext:
     def _off_xla(self) -> reachability.OffXla:
         return reachability.OffXla(self.module, self.imports, self._flag_guarded)
 
+    def never_runs_on_xla(self, node: cst.CSTNode) -> bool:
+        """Whether `node`, met during the walk, runs only where XLA is not in use, asked
+        once the walk is over (the loops family 4 judges then): under a CUDA guard, a test
+        for another accelerator or framework (`elif backend_name == "paddle":`) or a failed
+        XLA test, or in a function this file calls only from such branches."""
+        path: list[cst.CSTNode] = []
+        current: cst.CSTNode | None = node
+        while current is not None:
+            path.append(current)
+            current = self.parent_of.get(id(current))
+        if devices.runs_without_xla(path, self.imports):
+            return True
+        outermost = next((n for n in reversed(path) if type(n) is cst.FunctionDef), None)
+        return outermost is not None and self._off_xla.never_on_xla(outermost)  # type: ignore[arg-type]
+
     def _in_cuda_only_function(self) -> bool:
         """Inside a module-level function, or a private method, that this file calls only
         under CUDA guards or failed XLA tests (`if not self.tpu:`), and does not export in

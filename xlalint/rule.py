@@ -29,6 +29,8 @@ DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
 # docs end "What it does" with it, so it is written once, beside the code that decides it.
 HOST_SYNC_REACH = """\
 Not reported: code an XLA host never reaches (a branch for CUDA or another accelerator,
+or for another framework in a library written for several (`elif backend_name ==
+"paddle":`),
 code after `assert device.type == "cuda"`, one where a test for XLA failed such as `if
 not self.tpu:` or a predicate of this file that returns False on XLA before anything
 else (`if self._use_closures():` with `if backend == "xla": return False` first), and a

@@ -25,6 +25,7 @@ from xlalint.analysis.guards import (
     path_conditions,
     requires_cuda,
     requires_other_accelerator,
+    requires_other_framework,
 )
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.xla_api import DEVICE
@@ -405,13 +406,15 @@ def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` (a node and its ancestors, innermost first) runs only
     where XLA is not in use: on CUDA machines (after `if not torch.cuda.is_available():
     return` or `assert device.type == "cuda"`, under `if use_cuda:`), under a test for
-    another accelerator (`if device.type == "mps":`) or where a test for XLA failed (`if
+    another accelerator (`if device.type == "mps":`) or framework (`elif backend_name ==
+    "paddle":` in a library written for several) or where a test for XLA failed (`if
     is_xla: xm.save(...) else: <here>`). Device rules leave such code alone: a TPU host
     never runs it."""
     nodes = list(path)
     return (
         requires_cuda(nodes, imports)
         or requires_other_accelerator(nodes)
+        or requires_other_framework(nodes)
         or xla_ruled_out(nodes, imports)
     )
 

@@ -82,6 +82,63 @@ def requires_other_accelerator(path: Iterable[cst.CSTNode]) -> bool:
     )
 
 
+# Deep-learning frameworks other than PyTorch, by the names a multi-backend library gives
+# its backends (`backend_name == "paddle"`, `"tensorflow.compat.v1"`, `"jax"`).
+_OTHER_FRAMEWORKS = frozenset(
+    {"tensorflow", "jax", "paddle", "paddlepaddle", "mxnet", "oneflow", "mindspore"}
+)
+# What a library calls the name that holds its framework: `backend_name`, `dde.backend`,
+# `config.framework` (not a device or a distributed backend: their strings are no
+# framework's name).
+_FRAMEWORK_SETTING = re.compile(r"backend|framework", re.I)
+
+
+def _names_other_frameworks(node: cst.BaseExpression) -> bool:
+    """`"paddle"`, `"tensorflow.compat.v1"`, or a tuple, list or set of such names."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and value.split(".")[0].lower() in _OTHER_FRAMEWORKS
+    if isinstance(node, cst.Tuple | cst.List | cst.Set):
+        return bool(node.elements) and all(
+            _names_other_frameworks(element.value) for element in node.elements
+        )
+    return False
+
+
+def mentions_other_framework(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks if the running framework is another one than PyTorch, as a
+    library written for several backends does (deepxde's `if backend_name == "paddle":`,
+    `backend in ("tensorflow", "jax")`): code where it holds runs on that framework, never
+    on an XLA device through PyTorch."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal | cst.NotEqual | cst.In | cst.NotIn):
+        return False
+    for setting, value in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+        name = (
+            get_full_name_for_node(setting)
+            if isinstance(setting, cst.Name | cst.Attribute)
+            else None
+        )
+        if (
+            name is not None
+            and _FRAMEWORK_SETTING.search(name.rsplit(".", 1)[-1])
+            and _names_other_frameworks(value)
+        ):
+            return True
+    return False
+
+
+def requires_other_framework(path: Iterable[cst.CSTNode]) -> bool:
+    """Whether the code on `path` runs only where a test for another framework passed:
+    under `elif backend_name == "paddle":`."""
+    return any(
+        implied(test, holds, mentions_other_framework) is True
+        for test, holds in path_conditions(path)
+    )
+
+
 def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpression, bool]]:
     """Conditions known where the code on `path` runs (a node and its ancestors, innermost
     first), within its function, as `(test, holds)`: true for an `if` or a ternary whose

@@ -143,7 +143,11 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     without a barrier each run of 4 or of 8 steps is one graph holding every step,
     compiled anew for each count (1 compile, 1 execution); with `torch_xla.sync()` per
     step, 2 compiles on the first run of 4 and none for the 8 steps after. Loops
-    with `xm.optimizer_step(opt)` are left to XLA406. Reported in files that use torch, with
+    with `xm.optimizer_step(opt)` are left to XLA406. Nor are loops an XLA host never
+    runs: under a CUDA guard, a test for another accelerator or another framework (a
+    library written for several backends: `elif backend_name == "paddle":
+    self._train_paddle_lbfgs()`), or a failed XLA test, and in a function or private
+    method this file calls only from such branches. Reported in files that use torch, with
     or without torch_xla imports yet: a CUDA script being ported is linted before it imports
     torch_xla. A file that zeroes an optimizer's gradients (`self.optimizer.zero_grad()`)
     uses PyTorch's optimizer API: a training template or mixin counts even where it does not
@@ -305,6 +309,8 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
             node = loop.site.node
             if epochs.holds_batch_loop(node) and not epochs.is_batch_loop(node):
                 continue  # an epoch loop stepping once more after its batch loop
+            if self.ctx.never_runs_on_xla(node):
+                continue  # a CUDA-only or another framework's loop: no XLA graph grows
             if loop.trains and not (
                 loop.has_barrier or loop.syncing_loader or loop.optimizer_steps
             ):
