@@ -39,6 +39,7 @@ from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import (
     clears_its_flag,
     may_be_sparse,
+    passes_its_value_once,
     past_first_pass_exit,
     sparse_test,
 )
@@ -718,6 +719,15 @@ class FileContext:
                     self._sparse_ifs.add(id(node))
             if kind is cst.If and clears_its_flag(node, self._frames[-1].node, self._flag_loops()):  # type: ignore[arg-type]
                 self._sparse_ifs.add(id(node))
+            elif kind is cst.If and self._frames[-1].loops:
+                loops = self._frames[-1].loops
+                if passes_its_value_once(
+                    node,  # type: ignore[arg-type]
+                    self._frames[-1].node,  # type: ignore[arg-type]
+                    loops,
+                    per_call=not self._flag_loops(),
+                ):
+                    self._sparse_ifs.add(id(node))
             if kind is cst.If:
                 self._branches.append((node, self.kinds.branch_state(), []))  # type: ignore[arg-type]
             if kind is cst.If and not node.orelse and (kept := self.kinds.kept_tensors(node.test)):

@@ -46,7 +46,10 @@ run saves or evaluates a model every step), or gated by wall-clock time (`if
 time.time() - self.last_log_time > interval:`, directly or through a local flag: once
 per so many seconds, over many steps; `time.time() - start < warmup` is taken on every
 step until then), or in a branch that clears its own flag
-(`if first: ...; first = False`), or past an early `return` of every batch but the
+(`if first: ...; first = False`) or that tests one value of a counter the loop raises on
+every pass (`if state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass;
+a local count started again on every call of a per-step function, or raised only on
+some passes, is not), or past an early `return` of every batch but the
 first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the function: a plot of
 the first batch, once per epoch; `if batch_idx == 0: return` leaves the others per
 step), and functions of this file called only from there: one sync every so many steps

@@ -20,7 +20,9 @@ interval that defaults to every step is per step. One named for checkpoints or e
 (`steps_per_checkpoint`, `cfg.eval_every`, `save_interval`) is long whatever its value:
 saving or evaluating a model every step is no run anyone configures. A branch gated by
 wall-clock time (`if time.time() - self.last_summary_time > interval:`) runs once that
-time has passed since its last run, once every many steps of milliseconds each.
+time has passed since its last run, once every many steps of milliseconds each. A branch
+on one value of a counter that its loop raises on every pass (`if state["n_iter"] == 1:`
+beside `state["n_iter"] += 1`) is taken on one pass only.
 """
 
 from __future__ import annotations
@@ -343,6 +345,97 @@ def clears_its_flag(
             ):
                 return True
     return False
+
+
+def _counter(node: cst.BaseExpression) -> bool:
+    """A name, `self.<attribute>`, or an entry by a string key (`state["n_iter"]`)."""
+    if isinstance(node, cst.Subscript):
+        return (
+            len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)
+            and isinstance(node.slice[0].slice.value, cst.SimpleString)
+            and isinstance(node.value, cst.Name | cst.Attribute)
+        )
+    return isinstance(node, cst.Name) or self_attribute(node) is not None
+
+
+def _equality_with_a_number(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`X` in `X == 1` or `0 == X`, with `X` a counter."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal):
+        return None
+    for side, other in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+        if _int_value(other) is not None and _counter(side):
+            return side
+    return None
+
+
+def _increments(line: cst.CSTNode, counter: cst.BaseExpression) -> bool:
+    """`counter += 1` (any positive integer) as a statement of its own line."""
+    return isinstance(line, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.AugAssign)
+        and isinstance(small.operator, cst.AddAssign)
+        and small.target.deep_equals(counter)
+        and (_int_value(small.value) or 0) > 0
+        for small in line.body
+    )
+
+
+def _binds(node: cst.CSTNode, counter: cst.BaseExpression) -> list[cst.CSTNode]:
+    """The statements under `node` that bind `counter` (an assignment of it, or of a
+    tuple holding it; an augmented assignment)."""
+    found: list[cst.CSTNode] = []
+    for inner in descendants(node):
+        if isinstance(inner, cst.Assign):
+            targets = [t.target for t in inner.targets]
+        elif isinstance(inner, cst.AugAssign | cst.AnnAssign):
+            targets = [inner.target]
+        else:
+            continue
+        if any(
+            target.deep_equals(counter) or any(d.deep_equals(counter) for d in descendants(target))
+            for target in targets
+        ):
+            found.append(inner)
+    return found
+
+
+def passes_its_value_once(
+    node: cst.If,
+    function: cst.FunctionDef | None,
+    loops: Sequence[cst.CSTNode],
+    per_call: bool,
+) -> bool:
+    """`if state["n_iter"] == 1: t = min(1.0, 1.0 / g.abs().sum()) * lr` in a loop that
+    does `state["n_iter"] += 1` on every pass: a counter that only grows equals a number on
+    one pass, so the branch runs once, not every step. The increment must be a statement
+    of the body of a loop holding the branch (`loops`, outermost first), made on every
+    pass, and nothing else in the function may bind the counter. A local name may also be
+    given its initial value before those loops, unless the function is one step by itself
+    (`per_call`: `n_iter = 0` at the top of an optimizer's `step` starts the count again on
+    every call); an attribute or an entry of a state dict keeps counting across calls."""
+    counter = _equality_with_a_number(node.test)
+    if counter is None or function is None or not loops:
+        return False
+    increments = [
+        line
+        for loop in loops
+        if isinstance(loop, cst.For | cst.While) and isinstance(loop.body, cst.IndentedBlock)
+        for line in loop.body.body
+        if _increments(line, counter)
+    ]
+    if not increments:
+        return False
+    counted = {id(small) for line in increments for small in line.body}  # type: ignore[attr-defined]
+    others = [b for b in _binds(function.body, counter) if id(b) not in counted]
+    if not others:
+        return True
+    if not isinstance(counter, cst.Name) or per_call or len(others) != 1:
+        return False
+    in_loops = {id(n) for n in descendants(loops[0])}
+    return id(others[0]) not in in_loops and _int_value(getattr(others[0], "value", None)) == 0
 
 
 # A per-step function's parameter that numbers the batches or steps of its loop.
