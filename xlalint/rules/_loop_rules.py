@@ -23,6 +23,7 @@ from xlalint.rule import NodeFix, Rule
 from xlalint.walk import names_under
 
 if TYPE_CHECKING:
+    from xlalint.analysis.step_loops import StepLoop
     from xlalint.context import FileContext
 
 
@@ -49,6 +50,17 @@ class LoopRule(Rule):
             or imports.binds("torch_xla")
             or any(_TORCH_MODULE.search(target) for target in imports.bindings.values())
         )
+
+    def xla_step_loops(self) -> list[StepLoop]:
+        """The step loops an XLA host may run: not those under a CUDA guard, a test for
+        another accelerator or framework (`elif backend_name == "paddle":`) or a failed XLA
+        test, nor those in a function this file calls only from such branches. No XLA
+        graph grows there, whatever they train or sample."""
+        return [
+            loop
+            for loop in self.ctx.loops.step_loops()
+            if not self.ctx.never_runs_on_xla(loop.site.node)
+        ]
 
     @staticmethod
     def header(site: LoopSite) -> tuple[cst.CSTNode, cst.CSTNode]:

@@ -305,12 +305,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
             return
         self._report_engine_steps()
         epochs = self.ctx.epochs
-        for loop in self.ctx.loops.step_loops():
+        for loop in self.xla_step_loops():
             node = loop.site.node
             if epochs.holds_batch_loop(node) and not epochs.is_batch_loop(node):
                 continue  # an epoch loop stepping once more after its batch loop
-            if self.ctx.never_runs_on_xla(node):
-                continue  # a CUDA-only or another framework's loop: no XLA graph grows
             if loop.trains and not (
                 loop.has_barrier or loop.syncing_loader or loop.optimizer_steps
             ):

@@ -87,6 +87,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     (summed; 1.3 s and 2.2 s stacked), and again for every new number of batches; with
     `torch_xla.sync()` per batch the one-batch graph is compiled once and reused.
 
+    Loops an XLA host never runs are left alone: under a CUDA guard, a test for another
+    accelerator or another framework (a library written for several backends: `if
+    backend_name == "jax":`), or a failed XLA test, and in a function or private method
+    this file calls only from such branches.
+
     ## Why is this bad?
     Each pass builds on the tensors of the previous one, so without a barrier XLA keeps
     extending one graph across all the sampling steps: nothing runs until the final image or
@@ -161,7 +166,7 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     def leave_Module(self, node: cst.Module) -> None:
         if not self.torch_code():
             return
-        for loop in self.ctx.loops.step_loops():
+        for loop in self.xla_step_loops():
             if not loop.trains and not (loop.has_barrier or loop.syncing_loader):
                 start, end = self.header(loop.site)
                 message = self.evaluation_message if loop.evaluates else None

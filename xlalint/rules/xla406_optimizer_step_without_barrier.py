@@ -18,6 +18,11 @@ class OptimizerStepWithoutBarrier(LoopRule):
     does not take its batches from `MpDeviceLoader`/`per_device_loader`/an
     `accelerator.prepare()`d loader, whose iteration syncs.
 
+    Loops an XLA host never runs are left alone: under a CUDA guard, a test for another
+    accelerator or another framework (a library written for several backends: `if
+    backend_name == "jax":`), or a failed XLA test, and in a function or private method
+    this file calls only from such branches.
+
     ## Why is this bad?
     `xm.optimizer_step` reduces gradients and steps the optimizer, but syncs only with
     `barrier=True`: its default assumes the loader marks the step. Without a syncing loader
@@ -77,7 +82,7 @@ class OptimizerStepWithoutBarrier(LoopRule):
 
     def leave_Module(self, node: cst.Module) -> None:
         seen: set[int] = set()
-        for loop in self.ctx.loops.step_loops():
+        for loop in self.xla_step_loops():
             if loop.has_barrier or loop.syncing_loader:
                 continue
             for call in loop.optimizer_steps:
