@@ -65,8 +65,7 @@ class Float16(Rule):
     it is how they answer, and `.half()` of a checkpoint this function loaded onto the host
     (`ckpt = torch.load(f, map_location="cpu")`, then `ckpt["model"].half()`): storage.
     So is `.half()` of a deep copy put straight into a record (`{"model":
-    deepcopy(model).half()}`, `ckpt["ema"] = deepcopy(ema).half()`, `torch.save(...)`'s
-    argument): the model that computes stays as it was; a halved copy kept in a name and
+    deepcopy(model).half()}`, `ckpt["ema"] = deepcopy(ema).half()`): the model that computes stays as it was; a halved copy kept in a name and
     run is reported. A round trip (`model.half().float()`, rounding the weights once)
     leaves the model in float32 and chooses no float16 math either.
     Also left alone: a function named for the float16 conversion (`to_half`,
