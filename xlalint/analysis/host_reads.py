@@ -49,28 +49,34 @@ def read_root(expr: cst.BaseExpression) -> str | None:
 
 def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.Call | None:
     """The call that `read` (an `.item()`, a copy to the host; `ancestors` innermost
-    first) is handed to as an argument: directly (`f(x.item())`), through methods applied
-    to the result (`f(x.cpu().numpy())`), or as a part of a tuple, list, `%` operand or
-    f-string formatted into one argument (`f("%f" % (x.cpu(),))`). None otherwise."""
+    first) is handed to: as an argument of its own (`f(x.item())`, `f(x.cpu())`), or as
+    a part of a tuple, list, `%` operand or f-string formatted into one argument (`f("%f"
+    % (x.cpu().numpy(),))`), there also through methods applied to the copy. None
+    otherwise: a copy processed further on the host before it is handed on as an argument
+    of its own (`f(y.cpu().numpy().astype("float64"))`) is an input of its own."""
     child = read
+    formatted = False
     outward = iter(ancestors)
     for ancestor in outward:
         kind = type(ancestor)
         if kind is cst.Arg:
-            if ancestor.value is not child:  # type: ignore[attr-defined]
+            if ancestor.value is not child or not (child is read or formatted):  # type: ignore[attr-defined]
                 return None
             call = next(outward, None)
             return call if type(call) is cst.Call else None
         if kind is cst.Attribute:
-            if ancestor.value is not child:  # type: ignore[attr-defined]
+            if formatted or ancestor.value is not child:  # type: ignore[attr-defined]
                 return None
         elif kind is cst.Call:
-            if ancestor.func is not child:  # type: ignore[attr-defined]
+            if formatted or ancestor.func is not child:  # type: ignore[attr-defined]
                 return None
         elif kind is cst.BinaryOperation:
             if type(ancestor.operator) is not cst.Modulo:  # type: ignore[attr-defined]
                 return None
-        elif kind not in _FORMATTED:
+            formatted = True
+        elif kind in _FORMATTED:
+            formatted = True
+        else:
             return None
         child = ancestor
     return None

@@ -97,10 +97,12 @@ class HostTransferInHotCode(HelperCallRule):
     reported once, at the first. Measured on the XLA CPU device, 5 steps: the two copies
     cost 15 executions and 10 device-to-host transfers, against 5 and none without them.
     So are copies handed to one call as its arguments (`tree.update(ids.cpu(),
-    probs.cpu())`), also through methods applied to them and the tuple, `%` operand or
-    f-string that formats them into one argument (`pbar.set_description("%.2e %.2e" %
+    probs.cpu())`), or formatted into one of its arguments by a tuple, `%` operand or
+    f-string, through the methods applied to them (`pbar.set_description("%.2e %.2e" %
     (a.cpu().numpy(), b.cpu().numpy()))`): the call needs its inputs on the host, and
-    moving it (or them) after the loop is one fix.
+    moving it (or them) after the loop is one fix. Copies processed further on the host,
+    each handed on as an argument of its own (`metric(y.cpu().numpy(),
+    pred.cpu().numpy().astype("float64"))`), are reported each.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
