@@ -105,9 +105,7 @@ def _counted(node: cst.BaseExpression) -> bool:
         and 1 <= len(node.args) <= 3
     ):
         return False
-    return not any(
-        type(n) is cst.Call for a in node.args for n in descendants(a.value)
-    )
+    return not any(type(n) is cst.Call for a in node.args for n in descendants(a.value))
 
 
 def _only_torch_functions(body: cst.CSTNode, imports: ImportTable) -> bool:
@@ -137,10 +135,7 @@ class StructuralLoops:
                 and loop.asynchronous is None
                 and (
                     _structural_iterable(loop.iter)
-                    or (
-                        _counted(loop.iter)
-                        and _only_torch_functions(loop.body, self._imports)
-                    )
+                    or (_counted(loop.iter) and _only_torch_functions(loop.body, self._imports))
                 )
                 and not _cuts_passes(loop.body, self._imports)
             )

@@ -13,7 +13,6 @@ from xlalint.rules._helper_calls import HelperCallRule
 from xlalint.walk import descendants, names_under, target_names
 
 if TYPE_CHECKING:
-
     from xlalint.context import FileContext
 
 # Methods that copy a tensor to the host, with whether a receiver of unknown kind may be

@@ -65,9 +65,10 @@ class Float16(Rule):
     it is how they answer, and `.half()` of a checkpoint this function loaded onto the host
     (`ckpt = torch.load(f, map_location="cpu")`, then `ckpt["model"].half()`): storage.
     So is `.half()` of a deep copy put straight into a record (`{"model":
-    deepcopy(model).half()}`, `ckpt["ema"] = deepcopy(ema).half()`): the model that computes stays as it was; a halved copy kept in a name and
-    run is reported. A round trip (`model.half().float()`, rounding the weights once)
-    leaves the model in float32 and chooses no float16 math either.
+    deepcopy(model).half()}`, `ckpt["ema"] = deepcopy(ema).half()`): the model that
+    computes stays as it was; a halved copy kept in a name and run is reported. A round
+    trip (`model.half().float()`, rounding the weights once) leaves the model in float32
+    and chooses no float16 math either.
     Also left alone: a function named for the float16 conversion (`to_half`,
     `network_to_fp16`) that the file defines and never calls or hands on, an API whose
     callers in other modules choose float16 (where the file calls it, or hands it on as a
@@ -246,9 +247,7 @@ class Float16(Rule):
         return keeps_float16((node, *self.ctx.ancestors()), self.ctx.imports)
 
 
-def _stored_copy(
-    call: cst.Call, receiver: cst.BaseExpression, parent: cst.CSTNode | None
-) -> bool:
+def _stored_copy(call: cst.Call, receiver: cst.BaseExpression, parent: cst.CSTNode | None) -> bool:
     """`{"model": deepcopy(model).half()}`, `ckpt["ema"] = deepcopy(ema).half()`,
     `torch.save(deepcopy(m).half(), f)`: a deep copy halved to be written, not run; the
     model that computes is not touched. A copy bound to a name may be run, and is not
@@ -261,9 +260,7 @@ def _stored_copy(
     if type(parent) is cst.DictElement:
         return parent.value is call
     if type(parent) is cst.Assign:
-        return parent.value is call and all(
-            type(t.target) is cst.Subscript for t in parent.targets
-        )
+        return parent.value is call and all(type(t.target) is cst.Subscript for t in parent.targets)
     return False
 
 
