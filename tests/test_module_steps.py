@@ -1,9 +1,10 @@
 """Cross-module facts: a loop whose training step another module of the project defines
-(`analysis/module_steps.py`, `analysis/project_modules.py`), and the cache key that names
-what a file consulted."""
+(`analysis/module_steps.py`, `analysis/project_modules.py`), and the depfile a cache
+entry keeps of what a file consulted."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -247,14 +248,61 @@ def test_bindings_from_the_import_statements() -> None:
     }
 
 
-def test_the_key_names_what_a_bom_file_imports_first(tmp_path: Path) -> None:
+def _entry(cache: ResultCache, path: Path) -> dict[str, object]:
+    """The one cache entry stored for `path`'s current bytes."""
+    settings = Settings(root=path.parent, select=("XLA401", "XLA402"))
+    rules = api.enabled_rules(settings)
+    key = cache.key(str(path), path.read_bytes(), rules, settings.hot_functions)
+    return json.loads((cache.entries / f"{key}.json").read_text())
+
+
+def test_the_entry_records_the_modules_consulted(tmp_path: Path) -> None:
     package = _package(tmp_path)
-    raw = b"\xef\xbb\xbf" + AGENT.replace("import torch\n\n", "", 1).encode()
-    assert (
-        project_modules.digest(str(package / "ppo.py"), raw)
-        == project_modules.digest(str(package / "ppo.py"), raw[3:])
-        != b""
-    )
+    cache = ResultCache(tmp_path / "cache")
+    _xla401([package / "ppo.py", package / "base.py"], cache)
+    base = str(package / "base.py")
+    size, mtime = project_modules.stat_key(base) or (0, 0)
+    assert _entry(cache, package / "ppo.py")["deps"] == [[base, size, mtime]]
+    # The base consults nothing (its `self.optimizer_update` is its own): no depfile.
+    assert "deps" not in _entry(cache, package / "base.py")
+
+
+def test_deleting_a_consulted_module_relints(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "ppo.py"]
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+    (package / "base.py").unlink()
+    project_modules.forget_layout()  # (a new process would know nothing of the old layout)
+    assert _xla401(paths, cache) == []
+
+
+def test_a_warm_run_resolves_no_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = _package(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "ppo.py", package / "base.py"]
+    cold = _xla401(paths, cache)
+
+    def fail(*args: object, **kwargs: object) -> tuple[str, ...]:
+        raise AssertionError("a warm run asked project_modules.consulted")
+
+    monkeypatch.setattr(project_modules, "consulted", fail)
+    assert _xla401(paths, cache) == cold
+
+
+def test_a_fix_run_keeps_the_depfile(tmp_path: Path) -> None:
+    """`fix` answers from the cache only while the modules a lint consulted are as they
+    were, and stores an unchanged file's findings for `check` with its own depfile."""
+    package = _package(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    settings = Settings(root=package, select=("XLA401", "XLA402"))
+    assert _xla401([package / "ppo.py"], cache) == [("ppo.py", POSITIVE_LINE)]
+    (package / "base.py").write_text(BASE.replace("        optimizer.step()\n", "        pass\n"))
+    report = api.fix_paths([package / "ppo.py"], settings, jobs=1, cache=cache)
+    assert [outcome.remaining for outcome in report.outcomes] == [[]]
+    base = str(package / "base.py")
+    assert [dep[0] for dep in _entry(cache, package / "ppo.py")["deps"]] == [base]
+    assert _xla401([package / "ppo.py"], cache) == []
 
 
 def test_language_server_consults_the_project_around_the_buffer(tmp_path: Path) -> None:

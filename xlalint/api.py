@@ -19,8 +19,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from xlalint.analysis import project_modules
 from xlalint.analysis.xla_api import LATEST, Release
-from xlalint.cache import MemoryCache, ResultCache
+from xlalint.cache import MemoryCache, ResultCache, StaleEntry, current_deps, encode_deps
 from xlalint.config import Settings, line_length_for
 from xlalint.diagnostics import Diagnostic, FileError, FileResult, allowed
 from xlalint.discovery import discover
@@ -161,7 +162,9 @@ def _lint_file_keyed(
     filename = str(path)
     try:
         raw = read_bytes(path)
-        result = _lint_raw(raw, path, rules, hot_functions, target)
+        with project_modules.recording() as noted:
+            result = _lint_raw(raw, path, rules, hot_functions, target)
+        result.deps = project_modules.frozen(noted)  # the depfile its cache entry keeps
     except SourceError as error:
         return None, FileResult(filename, error=FileError(filename, str(error)))
     except Exception as error:  # a bug in xlalint must not stop the other files
@@ -222,13 +225,15 @@ def fix_file(
         raw = read_bytes(path)
     except SourceError as error:
         return FileError(filename, str(error))
-    outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length, target)
+    with project_modules.recording() as noted:
+        outcome = fix_source(raw, path, rules, hot_functions, unsafe, line_length, target)
     if isinstance(outcome, FileError):
         return outcome
     source = outcome.original
     if cache is not None and outcome.error is None and not outcome.changed:
-        # The findings of an unchanged text are its lint result: worth keeping for `check`.
-        result = FileResult(filename, outcome.remaining)
+        # The findings of an unchanged text are its lint result: worth keeping for `check`,
+        # with the modules its lint consulted.
+        result = FileResult(filename, outcome.remaining, deps=project_modules.frozen(noted))
         cache.store(cache.key(filename, source.raw, rules, hot_functions, target), result)
     if outcome.error is not None:
         return FileError(filename, outcome.error)
@@ -511,6 +516,9 @@ def _forecast_file(
     lints: dict[str, FileResult] = {}
     if cache is not None and not is_notebook(path):
         known = cache.load(cache.key(str(path), raw, rules, hot, target), str(path))
+        if known is not None:
+            # This lint is not run again, but the forecast rests on what it consulted.
+            project_modules.note(dep for dep, _ in known.deps)
         if known is not None and known.error is None:
             with contextlib.suppress(SourceError):  # the fixer reports it
                 lints[decode(raw).text] = known
@@ -544,17 +552,23 @@ def _cached_forecast(job: Job) -> FixForecast | None:
     if not isinstance(data, dict):
         return None
     try:
-        return FixForecast(**{**data, "enabled": Counter(data["enabled"])})
-    except (TypeError, KeyError):
+        current_deps(data)  # a module the fixer's lints consulted changed: a miss
+        fields = {k: v for k, v in data.items() if k != "deps"}
+        return FixForecast(**{**fields, "enabled": Counter(data["enabled"])})
+    except (TypeError, KeyError, IndexError, StaleEntry):
         return None
 
 
 def _forecast_job(job: Job) -> FixForecast:
     path, rules, hot_functions, _, cache, line_length, target = job
-    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target, cache)
+    with project_modules.recording() as noted:
+        forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target, cache)
     key = _forecast_key(job)
     if cache is not None and key is not None:
-        cache.store_data(key, {**asdict(forecast), "enabled": dict(forecast.enabled)})
+        data = {**asdict(forecast), "enabled": dict(forecast.enabled)}
+        if noted:
+            data["deps"] = encode_deps(project_modules.frozen(noted))
+        cache.store_data(key, data)
     return forecast
 
 

@@ -4,10 +4,16 @@ An entry is named by a digest of everything the result depends on: xlalint's own
 version plus a fingerprint of its installed sources, so an edited checkout never serves
 results of older rules), the Python and libcst versions (syntax errors are theirs), the
 file's rule set after `per-file-ignores`, `hot-functions`, the file name (fixes differ in
-`__init__.py`), the file's bytes, and the stats of the project modules it may learn from
-(`analysis/project_modules.py`: editing a base class re-lints its subclasses). A changed
-input is a different name, so nothing is ever invalidated in place: stale entries are just
-never read again (`xlalint clean` drops them).
+`__init__.py`) and the file's bytes. A changed input is a different name, so nothing is
+ever invalidated in place: stale entries are just never read again (`xlalint clean` drops
+them).
+
+What a lint learnt from the project's other modules (`analysis/project_modules.py`: a base
+class's step) is a depfile, as build systems keep: the entry lists the modules the lint
+actually consulted with their size and mtime then, and a hit re-stats them; any
+difference (edited, deleted) is a miss. So a warm run resolves no import, and most files,
+which consult nothing, record nothing. A module created later that an existing import
+would now resolve to is not seen until the file itself changes (or `xlalint clean`).
 
 Unlike ruff, files with findings are cached too. Entries are JSON (never pickle: a cache
 folder may be writable by others), written atomically; an entry that cannot be read or
@@ -46,12 +52,16 @@ from xlalint.rule import Rule
 CACHE_DIR_NAME = ".xlalint_cache"
 ENV_CACHE_DIR = "XLALINT_CACHE_DIR"
 ENV_NO_CACHE = "XLALINT_NO_CACHE"
-FORMAT = 3  # bump when the entry layout changes
+FORMAT = 4  # bump when the entry layout changes (4: the depfile, "deps")
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by xlalint.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
+
+
+class StaleEntry(Exception):
+    """An entry whose recorded modules (its depfile) changed since: a miss."""
 
 
 class CleanError(Exception):
@@ -129,18 +139,15 @@ class ResultCache:
         digest.update(filename.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
         digest.update(raw)
-        # What the file may learn from the project's other modules (a base class's step).
-        consulted = project_modules.digest(filename, raw)
-        if consulted:
-            digest.update(b"\0" + consulted)
         return digest.hexdigest()
 
     def load(self, key: str, filename: str) -> FileResult | None:
-        """The cached result, or None on a miss or an unusable entry."""
+        """The cached result, or None on a miss, an unusable entry or one whose recorded
+        modules changed since."""
         try:
             with open(self.entries / f"{key}.json", "rb") as handle:
                 return decode(json.loads(handle.read()), filename)
-        except Exception:  # a missing, truncated or foreign entry is just a miss
+        except Exception:  # a missing, truncated, foreign or stale entry is just a miss
             return None
 
     def store(self, key: str, result: FileResult) -> None:
@@ -211,7 +218,10 @@ class MemoryCache(ResultCache):
 
     def load(self, key: str, filename: str) -> FileResult | None:
         data = self._entries.get(key)
-        return None if data is None else decode(data, filename)
+        try:
+            return None if data is None else decode(data, filename)
+        except StaleEntry:
+            return None
 
     def load_data(self, key: str) -> Any:
         return self._entries.get(key)
@@ -239,10 +249,27 @@ def _unlink(path: str) -> None:
 
 
 def encode(result: FileResult) -> dict[str, Any]:
+    deps = {"deps": encode_deps(result.deps)} if result.deps else {}
     if result.error is not None:
         where = result.error.location
-        return {"error": result.error.reason, **({"at": _loc(where)} if where else {})}
-    return {"diagnostics": [_encode_diagnostic(d) for d in result.diagnostics]}
+        return {"error": result.error.reason, **({"at": _loc(where)} if where else {}), **deps}
+    return {"diagnostics": [_encode_diagnostic(d) for d in result.diagnostics], **deps}
+
+
+def encode_deps(deps: project_modules.Deps) -> list[list[Any]]:
+    """The depfile as JSON: `[path, size, mtime_ns]`, `[path]` for a module missing then."""
+    return [[path, *stat] if stat is not None else [path] for path, stat in deps]
+
+
+def current_deps(data: dict[str, Any]) -> project_modules.Deps:
+    """An entry's depfile; raises `StaleEntry` when a recorded module changed (a miss)."""
+    deps = tuple(
+        (_str(item[0]), (_int(item[1]), _int(item[2])) if len(item) == 3 else None)
+        for item in data.get("deps", ())
+    )
+    if deps and not project_modules.current(deps):
+        raise StaleEntry
+    return deps
 
 
 def _encode_diagnostic(d: Diagnostic) -> list[Any]:
@@ -267,13 +294,16 @@ def _loc(location: Location) -> tuple[int, int]:
 
 
 def decode(data: dict[str, Any], filename: str) -> FileResult:
-    """The inverse of `encode`; raises on anything malformed (the caller treats it as a miss)."""
+    """The inverse of `encode`; raises on anything malformed, or `StaleEntry` when a module
+    the lint consulted changed since (the caller treats either as a miss)."""
+    deps = current_deps(data)
     if "error" in data:
         at = data.get("at")
         where = Location(_int(at[0]), _int(at[1])) if at is not None else None
-        return FileResult(filename, error=FileError(filename, _str(data["error"]), where))
+        error = FileError(filename, _str(data["error"]), where)
+        return FileResult(filename, error=error, deps=deps)
     diagnostics = [_decode_diagnostic(item, filename) for item in data["diagnostics"]]
-    return FileResult(filename, diagnostics)
+    return FileResult(filename, diagnostics, deps=deps)
 
 
 def _decode_diagnostic(item: list[Any], filename: str) -> Diagnostic:

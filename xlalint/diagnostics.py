@@ -96,6 +96,10 @@ class FileResult:
     filename: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
     error: FileError | None = None
+    # The other project modules the lint consulted, each with its (size, mtime_ns) then
+    # (None: missing), sorted by path: the depfile a cache entry keeps and re-stats on
+    # a hit. Not part of the result's value.
+    deps: tuple[tuple[str, tuple[int, int] | None], ...] = field(default=(), compare=False)
 
 
 def allowed(fix: Fix | None, unsafe: bool) -> bool:

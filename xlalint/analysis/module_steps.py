@@ -15,7 +15,8 @@ module's classes and imports: two levels of classes beyond the caller's), `f()` 
 `from .x import f`, `mod.f()` bound by `from . import mod`. A module that imports
 torch_xla or names XLA or TPUs (`names_xla`) contributes nothing: the step there may hold
 its own barrier, or the project's XLA path another one. The modules are read with
-CPython's `ast`, and only those the file's cache key names.
+CPython's `ast`; each list computed and each module read is noted
+(`project_modules.note`) for the file's cache entry.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def _function(node: Function) -> _Function:
 
 def _module(path: str) -> _Module | None:
     stat = project_modules.stat_key(path)
+    project_modules.note((path,))  # (already noted in a list; a read module all the same)
     return None if stat is None else _module_at(path, stat)
 
 
@@ -228,9 +230,11 @@ class ModuleSteps:
     # -- the linted file --------------------------------------------------------------------
     @property
     def allowed(self) -> frozenset[str]:
-        """Every module the file may consult (the cache key names them all)."""
+        """Every module the file may consult (noted for the cache entry when asked)."""
         if self._allowed is None:
-            self._allowed = frozenset(project_modules.consulted(self.filename, self._text))
+            paths = project_modules.consulted(self.filename, self._text)
+            project_modules.note(paths)  # the list itself is an input of the result
+            self._allowed = frozenset(paths)
         return self._allowed
 
     @property
@@ -238,7 +242,9 @@ class ModuleSteps:
         """The modules the file imports itself: most questions end there, without reading
         the modules those import."""
         if self._imported is None:
-            self._imported = frozenset(project_modules.consulted(self.filename, self._text, hops=1))
+            paths = project_modules.consulted(self.filename, self._text, hops=1)
+            project_modules.note(paths)
+            self._imported = frozenset(paths)
         return self._imported
 
     def _may_read(self, path: str) -> bool:

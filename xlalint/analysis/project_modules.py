@@ -2,8 +2,9 @@
 
 A training step is often another module's: a subclass calls `self.optimizer_update(...)`
 that its base class, in a file of its own, defines. `module_steps.py` reads such modules;
-this module says which ones a file may consult, and how to name what it consulted in the
-file's cache key, so that editing a base class re-lints its subclasses' files.
+this module says which ones a file may consult, and records those a lint actually
+consulted (`recording`), the depfile its cache entry keeps, so that editing a base class
+re-lints its subclasses' files.
 
 Bounds, all by design: only files under the linted file's package root (the parent of
 its topmost folder holding an `__init__.py`; a script's own folder), found from the
@@ -14,18 +15,20 @@ CPython's `ast` (`module_steps.py` keeps a summary of each per path and size/mti
 the tree), and a module that cannot be read or parsed contributes nothing. A text
 without a file on disk (stdin, an unsaved buffer, a notebook) consults nothing.
 
-The import statements are found by a regular expression rather than a parse so that the
-cache key of a warm run costs no parse: `consulted` is the one list both the key and the
-analysis use, so the analysis never reads a module that the key does not name.
+The import statements are found by a regular expression rather than a parse: most files
+that ask are answered from the modules they import, without parsing the file again. A
+warm run resolves nothing: it re-stats the paths a cache entry recorded.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import re
 import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 
 MAX_MODULES = 48
@@ -199,7 +202,7 @@ def is_on_disk(filename: str) -> bool:
 def consulted(filename: str, text: str, hops: int = HOPS) -> tuple[str, ...]:
     """The project modules `filename` (whose text is `text`) may consult, in a stable
     order: those it imports, then those they import, at most `MAX_MODULES`. (Asked by
-    the cache key before and after a lint and by the analysis: once per text.)"""
+    the analysis only, when a question needs another module: never by a cache lookup.)"""
     if not is_on_disk(filename):
         return ()
     return _consulted(os.path.abspath(filename), text, hops)
@@ -233,16 +236,44 @@ def parse(path: str, text: str) -> ast.Module | None:
         return None
 
 
-def digest(filename: str, raw: bytes) -> bytes:
-    """What `filename` (whose bytes are `raw`) may learn from other modules, for its cache
-    key: the path, size and mtime of each module it consults (stats, not contents, as
-    `cache.code_fingerprint` reads xlalint's own sources). Empty where it consults none."""
-    # (`utf-8-sig`: a BOM before a first-line import must not hide it, as decoding drops
-    # it for the lint; import statements are ASCII in any encoding a cookie names.)
-    paths = consulted(filename, raw.decode("utf-8-sig", "replace"))
-    if not paths:
-        return b""
-    hasher = hashlib.blake2b(digest_size=16)
+# -- the depfile: which modules a lint consulted, with their stats at the time ----------
+
+Deps = tuple[tuple[str, tuple[int, int] | None], ...]
+_recording: ContextVar[dict[str, tuple[int, int] | None] | None] = ContextVar(
+    "xlalint_consulted_modules", default=None
+)
+
+
+@contextmanager
+def recording() -> Iterator[dict[str, tuple[int, int] | None]]:
+    """Collect, while the block runs, every module path the analysis consulted (the lists
+    it computed and the modules it read) with its `stat_key` when first noted: what a
+    cached result of this lint depends on besides the file itself."""
+    noted: dict[str, tuple[int, int] | None] = {}
+    token = _recording.set(noted)
+    try:
+        yield noted
+    finally:
+        _recording.reset(token)
+
+
+def note(paths: Iterable[str]) -> None:
+    """Record `paths` as consulted by the lint in progress (nothing outside `recording`).
+    The first stat wins: it is the one the analysis saw."""
+    noted = _recording.get()
+    if noted is None:
+        return
     for path in paths:
-        hasher.update(f"{path}:{stat_key(path)}\0".encode("utf-8", "surrogatepass"))
-    return hasher.digest()
+        if path not in noted:
+            noted[path] = stat_key(path)
+
+
+def frozen(noted: dict[str, tuple[int, int] | None]) -> Deps:
+    """The recorded modules in a stable order (by path), for a cache entry."""
+    return tuple(sorted(noted.items()))
+
+
+def current(deps: Deps) -> bool:
+    """Whether every recorded module still has the stat it had (a deleted one has none):
+    a cached result is valid only then."""
+    return all(stat_key(path) == stat for path, stat in deps)
