@@ -18,7 +18,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis import devices, reachability
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import DeviceChoices, device_helpers
-from xlalint.analysis.epochs import Epochs
+from xlalint.analysis.epochs import Epochs, takes_a_loader
 from xlalint.analysis.error_paths import handles_a_failure
 from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import ends_in, mentions_cuda, path_conditions
@@ -311,11 +311,13 @@ class FileContext:
         )
 
     def _has_own_loop(self, function: cst.CSTNode) -> bool:
-        """The function runs a loop in its own body (not in a nested function). Asked after
-        the walk, when every loop is registered."""
+        """The function runs a loop in its own body (not in a nested function), or is
+        handed a whole data loader (`fit(self, data_loader)`, whose helper loops over it
+        for the features of every batch): one call of it is a pass over the data. Asked
+        after the walk, when every loop is registered."""
         if self._looping is None:
             self._looping = {id(site.function) for site in self.loops.sites() if site.function}
-        return id(function) in self._looping
+        return id(function) in self._looping or takes_a_loader(function)
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)

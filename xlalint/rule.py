@@ -111,7 +111,9 @@ do the functions of this file it calls: library code whose per-step caller is in
 another module (a metric's input formatting, called from the metric's `update`; a
 detector's label assignment, per image). A new shape compiles anew on every such call,
 whoever makes it. Where this file calls the function, its calls here decide (a
-`finalize(tokens: Tensor)` called once after a decoding loop is not per call), and
+`finalize(tokens: Tensor)` called once after a decoding loop is not per call, nor is a
+detector's `fit_features(z, y)` called from `fit(self, data_loader)`, which hands it the
+features of every batch at once: one call per pass over the data), and
 `__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call,
 and neither is the exception a `raise` statement builds (`torch.unique(t)` in the message)
 nor an `assert`'s message.

@@ -67,6 +67,18 @@ def loader_named(expr: cst.BaseExpression) -> bool:
     return _LOADER_NAME.search(name) is not None
 
 
+def takes_a_loader(function: cst.CSTNode) -> bool:
+    """`def fit(self, data_loader: DataLoader)`: a parameter named or annotated as a data
+    loader; one call of the function runs a whole pass over the data."""
+    if type(function) is not cst.FunctionDef:
+        return False
+    for param in function.params.params:
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if loader_named(param.name) or (annotation is not None and loader_named(annotation)):
+            return True
+    return False
+
+
 def _indexes_loader(loop: cst.For) -> bool:
     """`for i in range(len(self.dataset)): step(self.dataset[i])`: a loop over the
     positions of a loader-named collection that takes its item at the loop's index on each

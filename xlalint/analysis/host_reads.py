@@ -7,6 +7,12 @@ on the host often reads it, or elements of it, several times in a row:
 with one fix (keep the value on the device, or read it once), so the host-sync rules
 report the first read of such a run: reads of the same value in one statement or in
 statements that follow each other in a block.
+
+Reads and copies handed to one call are one cause too: `self.update_k(real.item(),
+fake.item())`, `tree.update(ids.cpu(), probs.cpu())`, or a progress line formatted from
+several copies (`pbar.set_description("%.2e %.2e" % (a.cpu().numpy(), b.cpu().numpy()))`):
+the call needs its inputs on the host, and moving it (or handing it the device values)
+is one fix. `consuming_call` names that call.
 """
 
 from __future__ import annotations
@@ -39,6 +45,48 @@ def read_root(expr: cst.BaseExpression) -> str | None:
             expr = expr.func.value
         else:
             return binding_key(expr) if element else None
+
+
+def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.Call | None:
+    """The call that `read` (an `.item()`, a copy to the host; `ancestors` innermost
+    first) is handed to: as an argument of its own (`f(x.item())`, `f(x.cpu())`), or as
+    a part of a tuple, list, `%` operand or f-string formatted into one argument (`f("%f"
+    % (x.cpu().numpy(),))`), there also through methods applied to the copy. None
+    otherwise: a copy processed further on the host before it is handed on as an argument
+    of its own (`f(y.cpu().numpy().astype("float64"))`) is an input of its own."""
+    child = read
+    formatted = False
+    outward = iter(ancestors)
+    for ancestor in outward:
+        kind = type(ancestor)
+        if kind is cst.Arg:
+            if ancestor.value is not child or not (child is read or formatted):  # type: ignore[attr-defined]
+                return None
+            call = next(outward, None)
+            return call if type(call) is cst.Call else None
+        if kind is cst.Attribute:
+            if formatted or ancestor.value is not child:  # type: ignore[attr-defined]
+                return None
+        elif kind is cst.Call:
+            if formatted or ancestor.func is not child:  # type: ignore[attr-defined]
+                return None
+        elif kind is cst.BinaryOperation:
+            if type(ancestor.operator) is not cst.Modulo:  # type: ignore[attr-defined]
+                return None
+            formatted = True
+        elif kind in _FORMATTED:
+            formatted = True
+        else:
+            return None
+        child = ancestor
+    return None
+
+
+# What carries a value into one formatted argument: a tuple's or list's element, an
+# f-string's expression.
+_FORMATTED = frozenset(
+    {cst.Element, cst.Tuple, cst.List, cst.FormattedStringExpression, cst.FormattedString}
+)
 
 
 class ReadRuns:

@@ -426,7 +426,12 @@ class HotCode:
     def _called_per_call(self, name: str) -> bool:
         """Some call of `name` in this file sits, outside any loop, in a function without a
         loop of its own (one call of it per call of that function) that does not run once
-        by name (`__init__` checking the table it is built with)."""
+        by name (`__init__` checking the table it is built with). A function handed a whole
+        data loader counts as running a loop (`has_loop`): `fit(self, data_loader)`
+        extracts the features of every batch, then calls `self.fit_features(z, y)` once,
+        one call per pass over the data. Nor is a method of the same name delegating to it
+        (`self._base.fit_features(z, y)` in a wrapper) such a caller: its own callers
+        decide."""
         if self._has_loop is None:
             return False
         if self._per_call_callers is None:
@@ -436,6 +441,7 @@ class HotCode:
                 if not site.in_loop
                 and site.function is not None
                 and site.function.name not in RUN_ONCE_FUNCTIONS
+                and site.function.name != callee
                 and site.scopes
                 and not self._has_loop(site.scopes[0])
             }

@@ -755,8 +755,9 @@ class _BodyScanner:
     def _layer_of_pass(self, func: cst.BaseExpression) -> bool:
         """`self.ar_net[i](x)` in `for i in range(len(self.layers) + 1):`: the callee is
         the element of a module list that the loop's own index picks, so each pass runs a
-        different layer. The loop walks the model's structure (one forward), not repeated
-        steps of one model, as sampling and decoding loops are."""
+        different layer; so is `generators[domain](x)` in `for domain in domains:`, the
+        model the loop's item keys. The loop walks the model's structure (one forward), not
+        repeated steps of one model, as sampling and decoding loops are."""
         if isinstance(func, cst.Attribute) and func.attr.value == "forward":
             func = func.value
         if type(func) is not cst.Subscript or len(func.slice) != 1:  # type: ignore[attr-defined]
@@ -765,7 +766,7 @@ class _BodyScanner:
         return (
             isinstance(index, cst.Index)
             and type(index.value) is cst.Name
-            and index.value.value in (self.counters | self.counts)  # type: ignore[attr-defined]
+            and index.value.value in (self.counters | self.counts | self.items)  # type: ignore[attr-defined]
         )
 
     def _calls_submodule(self, func: cst.BaseExpression) -> bool:

@@ -9,6 +9,12 @@ loader, a trip count the caller chooses. This module tells the structural loops 
 the iterable is the module's container (`self.layers`, `enumerate`/`zip`/`reversed` of it,
 `range(len(self.blocks))`, `range(self.num_layers)`, a literal tuple) and no pass reads
 the device on the host, syncs or breaks out. Computed on demand, cached per loop.
+
+A counted loop of torch's own functions is one graph per call too: `for _ in range(k):
+grid = torch.cat([grid[:, [0]] - h, grid], dim=1)` pads a value `k` times, and every call
+in a pass is a torch function (no model, no helper of the module, no method that may be
+one). No pass is a step of its own: the loop traces into the graph of the code that calls
+it, with the same shapes for the same count. A token loop calls a model in each pass.
 """
 
 from __future__ import annotations
@@ -89,6 +95,28 @@ def _cuts_passes(body: cst.CSTNode, imports: ImportTable) -> bool:
     return False
 
 
+def _counted(node: cst.BaseExpression) -> bool:
+    """`range(k)`, `range(self.k)`, `range(1, n + 1)`: a Python count, no call in it (a
+    `range(int(t))` reads the device, a `range(len(batch))` counts data)."""
+    if not (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "range"
+        and 1 <= len(node.args) <= 3
+    ):
+        return False
+    return not any(type(n) is cst.Call for a in node.args for n in descendants(a.value))
+
+
+def _only_torch_functions(body: cst.CSTNode, imports: ImportTable) -> bool:
+    """Every call in `body` is a function of torch (`torch.cat`, `F.pad`), by the imports."""
+    return all(
+        (imports.resolve(n.func) or "").startswith("torch.")
+        for n in descendants(body)
+        if type(n) is cst.Call
+    )
+
+
 class StructuralLoops:
     """Which loops of one file run over the module's structure; answers cached per loop."""
 
@@ -98,13 +126,17 @@ class StructuralLoops:
 
     def fixed_passes(self, loop: cst.For | cst.While) -> bool:
         """`for layer in self.layers:` (or `enumerate`/`zip`/`range(len(...))` of it) whose
-        passes neither sync, read the device on the host nor break: one graph per call."""
+        passes neither sync, read the device on the host nor break: one graph per call.
+        So is `for _ in range(k):` whose passes call only torch's functions."""
         key = id(loop)
         if key not in self._cache:
             self._cache[key] = (
                 isinstance(loop, cst.For)
                 and loop.asynchronous is None
-                and _structural_iterable(loop.iter)
+                and (
+                    _structural_iterable(loop.iter)
+                    or (_counted(loop.iter) and _only_torch_functions(loop.body, self._imports))
+                )
                 and not _cuts_passes(loop.body, self._imports)
             )
         return self._cache[key]

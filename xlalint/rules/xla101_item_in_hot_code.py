@@ -5,7 +5,7 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, star_arguments
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
-from xlalint.analysis.host_reads import ReadRuns, read_root
+from xlalint.analysis.host_reads import ReadRuns, consuming_call, read_root
 from xlalint.analysis.tensors import binding_key, copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -29,7 +29,11 @@ class ItemInHotCode(HelperCallRule):
     over 5 steps cost 15 executions and 10 device-to-host transfers, against 10 and 5 for
     the first read alone); but of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
-    total + loss.item()`) one runs per pass, reported once, at the first. `t.cpu().item()`
+    total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
+    one call (`self.update_k(real.item(), fake.item())`, or formatted into one of its
+    arguments: `log("%f %f" % (a.item(), b.item()))`) are one cause too, reported once, at
+    the first: the call needs its inputs on the host, and handing it the device values (or
+    moving it) is one fix. `t.cpu().item()`
     is one read of `t`, reported here rather than as XLA102.
 
     A device tensor handed, in code that runs every step, to a function of the same module
@@ -230,6 +234,7 @@ class ItemInHotCode(HelperCallRule):
         # Keys of the values read in each branch of a conditional expression, by its id.
         self._branch_reads: dict[int, dict[str, set[str]]] = {}
         self._reads = HelperReads(self.calls)
+        self._handed: set[int] = set()  # calls a reported read was handed to, by id
 
     # -- walk: helpers and what they read ------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -320,17 +325,25 @@ class ItemInHotCode(HelperCallRule):
         return None
 
     def _repeats(self, value: cst.BaseExpression, read: cst.Call) -> bool:
-        """A read of the value read just before (`int(t[0].item()), int(t[1].item())`), or
-        in the other branch of the same conditional expression: of `x.item() if first else
-        total + x.item()` one read runs per pass."""
+        """A read of the value read just before (`int(t[0].item()), int(t[1].item())`), in
+        the other branch of the same conditional expression (of `x.item() if first else
+        total + x.item()` one read runs per pass), or handed to the call a reported read
+        was handed to."""
         if self._other_branch_reads(value, read):
             return True
+        handed_to = consuming_call(read, self.ctx.ancestors())
+        if handed_to is not None and id(handed_to) in self._handed:
+            return True  # `update_k(real.item(), fake.item())`: one call's inputs
         root = read_root(value)
         if root is None:
             # Fields of one record read together (`float(self.score)`, then each value of
             # `self.scores`): one conversion of the record, one cause.
             root = self.ctx.kinds.record_root(value)
-        return self._runs.repeats(root, self.ctx.ancestors())
+        if self._runs.repeats(root, self.ctx.ancestors()):
+            return True
+        if handed_to is not None:
+            self._handed.add(id(handed_to))
+        return False
 
     def _other_branch_reads(self, value: cst.BaseExpression, read: cst.Call) -> bool:
         key = binding_key(value)

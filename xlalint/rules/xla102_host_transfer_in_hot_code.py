@@ -6,15 +6,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.arguments import parameter
-from xlalint.analysis.host_reads import ReadRuns
+from xlalint.analysis.host_reads import ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.context import Kind
 from xlalint.rules._helper_calls import HelperCallRule
 from xlalint.walk import descendants, names_under, target_names
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from xlalint.context import FileContext
 
 # Methods that copy a tensor to the host, with whether a receiver of unknown kind may be
@@ -98,8 +96,12 @@ class HostTransferInHotCode(HelperCallRule):
     reported once, at the first. Measured on the XLA CPU device, 5 steps: the two copies
     cost 15 executions and 10 device-to-host transfers, against 5 and none without them.
     So are copies handed to one call as its arguments (`tree.update(ids.cpu(),
-    probs.cpu())`): the call needs its inputs on the host, and moving it (or them) after
-    the loop is one fix.
+    probs.cpu())`), or formatted into one of its arguments by a tuple, `%` operand or
+    f-string, through the methods applied to them (`pbar.set_description("%.2e %.2e" %
+    (a.cpu().numpy(), b.cpu().numpy()))`): the call needs its inputs on the host, and
+    moving it (or them) after the loop is one fix. Copies processed further on the host,
+    each handed on as an argument of its own (`metric(y.cpu().numpy(),
+    pred.cpu().numpy().astype("float64"))`), are reported each.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
@@ -267,7 +269,7 @@ class HostTransferInHotCode(HelperCallRule):
                 func.attr, node, receiver, message
             ):
                 return
-            handed_to = _handed_to(self.ctx.ancestors())
+            handed_to = consuming_call(node, self.ctx.ancestors())
             if handed_to is not None:
                 if id(handed_to) in self._handed:
                     return  # `update(ids.cpu(), probs.cpu())`: one call's inputs, one cause
@@ -397,15 +399,6 @@ class HostTransferInHotCode(HelperCallRule):
             f"{arg.keyword.value}={code(arg.value)}" if arg.keyword else code(arg.value)
             for arg in node.args
         )
-
-
-def _handed_to(ancestors: Iterator[cst.CSTNode]) -> cst.Call | None:
-    """The call a copy is handed to as an argument of its own (`f(x.cpu())`), if any."""
-    parent = next(ancestors, None)
-    if type(parent) is not cst.Arg:
-        return None
-    call = next(ancestors, None)
-    return call if type(call) is cst.Call else None
 
 
 def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -119,7 +119,11 @@ class GrowingTensorInLoop(Rule):
     `reversed` of such a container, `range(len(self.blocks))`, `range(self.num_layers)`,
     a literal tuple) whose passes neither sync, read the device on the host (`.item()`,
     `int(t)`) nor `break`: it runs the same number of passes on every call and traces into
-    one graph, the same shapes every step, so it compiles once. A token loop's passes are
+    one graph, the same shapes every step, so it compiles once. So is a counted loop whose
+    passes call only torch's functions (`for _ in range(k): grid = torch.cat([grid[:, [0]]
+    - h, grid], dim=1)`, padding a value `k` times): no model or helper runs in a pass, so
+    no pass is a step; the loop traces into its caller's graph, the same shapes for the
+    same count. A token loop's passes are
     steps (a host read, a barrier or a `break` per pass, or a trip count the caller picks):
     those stay flagged.
 

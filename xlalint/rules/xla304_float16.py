@@ -64,6 +64,11 @@ class Float16(Rule):
     functions that ask whether float16 works (`is_torch_fp16_available_on_device`): trying
     it is how they answer, and `.half()` of a checkpoint this function loaded onto the host
     (`ckpt = torch.load(f, map_location="cpu")`, then `ckpt["model"].half()`): storage.
+    So is `.half()` of a deep copy put straight into a record (`{"model":
+    deepcopy(model).half()}`, `ckpt["ema"] = deepcopy(ema).half()`): the model that
+    computes stays as it was; a halved copy kept in a name and run is reported. A round
+    trip (`model.half().float()`, rounding the weights once) leaves the model in float32
+    and chooses no float16 math either.
     Also left alone: a function named for the float16 conversion (`to_half`,
     `network_to_fp16`) that the file defines and never calls or hands on, an API whose
     callers in other modules choose float16 (where the file calls it, or hands it on as a
@@ -130,6 +135,10 @@ class Float16(Rule):
         if qualified.startswith("numpy.") or qualified == "torch.half":
             return  # `np.half(1.0)` builds a numpy scalar
         if self._left_alone(node) or self._loaded_to_host(func.value):
+            return
+        if _stored_copy(node, func.value, self.ctx.parent) or _round_trip(
+            node, list(self.ctx.ancestors())
+        ):
             return
         fix = self.fix("Use bfloat16: `.bfloat16()`", (func.attr, "bfloat16"))
         self.report(func.attr, self.message.format(text=".half()"), end_node=node, fix=fix)
@@ -236,6 +245,38 @@ class Float16(Rule):
         if self._uncalled_conversion():
             return True
         return keeps_float16((node, *self.ctx.ancestors()), self.ctx.imports)
+
+
+def _stored_copy(call: cst.Call, receiver: cst.BaseExpression, parent: cst.CSTNode | None) -> bool:
+    """`{"model": deepcopy(model).half()}`, `ckpt["ema"] = deepcopy(ema).half()`,
+    `torch.save(deepcopy(m).half(), f)`: a deep copy halved to be written, not run; the
+    model that computes is not touched. A copy bound to a name may be run, and is not
+    this."""
+    if not isinstance(receiver, cst.Call):
+        return False
+    copier = get_full_name_for_node(receiver.func) or ""
+    if copier.rsplit(".", 1)[-1] != "deepcopy":
+        return False
+    if type(parent) is cst.DictElement:
+        return parent.value is call
+    if type(parent) is cst.Assign:
+        return parent.value is call and all(type(t.target) is cst.Subscript for t in parent.targets)
+    return False
+
+
+def _round_trip(call: cst.Call, ancestors: list[cst.CSTNode]) -> bool:
+    """`model.half().float()`: float16 and straight back to float32 (rounding the weights
+    once); the result computes in float32."""
+    if len(ancestors) < 2:
+        return False
+    attribute, outer = ancestors[0], ancestors[1]
+    return (
+        type(attribute) is cst.Attribute
+        and attribute.value is call
+        and attribute.attr.value == "float"
+        and type(outer) is cst.Call
+        and outer.func is attribute
+    )
 
 
 def _uses(

@@ -102,7 +102,11 @@ class DeviceLadderWithoutXla(Rule):
     one-line helper (`if defaults.use_cuda == False: device = "cpu"` / `elif device is
     None: device = default_device()`): that function decides, and its own ladder is the
     finding. It reports once per ladder, at its `if` or ternary; a ladder inside one
-    branch of a longer `if` chain is reported on its own. A function that returns the
+    branch of a longer `if` chain is reported on its own, unless an earlier branch of that
+    chain holds a ladder setting the same name (`if platform.system() == "Darwin":` with
+    `device = "mps"` / `else: device = "cpu"`, then `else: device = "cuda" if
+    torch.cuda.is_available() else "cpu"`): the branches choose one device between them,
+    reported once, at the first ladder. A function that returns the
     device through several ladders (`if torch.cuda.is_available(): return "cuda"`, then
     `if os.environ.get("ENABLE_MPS"): if torch.backends.mps.is_available(): return "mps"`,
     then `return "cpu"`) makes one choice, what it returns: reported once, at its first
@@ -267,6 +271,8 @@ class DeviceLadderWithoutXla(Rule):
             return
         if self._xla_ruled_out(node) or self._reads_a_placing_flag(node.test):
             return
+        if self._later_branch_of_one_choice(node):
+            return  # another branch of the enclosing `if` chose this name first
         self.report(node, self._message(choice), fix=self._ternary_fix(node))
 
     def _only_examined(self) -> bool:
@@ -451,6 +457,8 @@ class DeviceLadderWithoutXla(Rule):
             return  # `elif device is None: device = default_device()`: its ladder chooses
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
             return  # nested in a ladder's branch: reported with it
+        if self._later_branch_of_one_choice(node):
+            return  # another branch of the enclosing `if` chose this name first
         # Sibling `if` statements that choose devices form one ladder
         # (`if cuda: return ...` / `if mps: return ...` / `return cpu`).
         # A chain with its own `else` is a whole choice: it stands alone.
@@ -583,6 +591,38 @@ class DeviceLadderWithoutXla(Rule):
                 None,
             )
         return self._returning[key]
+
+    def _later_branch_of_one_choice(self, node: cst.If | cst.IfExp) -> bool:
+        """`node` is a ladder in a branch of an enclosing `if` (in its function) whose
+        earlier branch holds a ladder that sets the same name: `if platform.system() ==
+        "Darwin":` with `device = "mps"` / `else: device = "cpu"`, then `else: device =
+        "cuda" if torch.cuda.is_available() else "cpu"`, and `return torch.device(device)`.
+        The branches choose one device between them: one finding, at the first ladder."""
+        names = _ladder_targets(node, list(self.ctx.ancestors()))
+        if not names:
+            return False
+        outer: cst.If | None = None
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.FunctionDef | cst.ClassDef | cst.Module):
+                break
+            if isinstance(ancestor, cst.If):
+                outer = ancestor
+        if outer is None:
+            return False
+        choices = self.ctx.device_choices
+        for candidate in descendants(outer, _OWN_CODE):
+            ladder: cst.If | cst.IfExp | None = None
+            if isinstance(candidate, cst.If):
+                ladder = candidate
+            elif isinstance(candidate, cst.Assign):
+                ladder = _assigned_ternary(candidate.value)
+            if ladder is None:
+                continue
+            if ladder is node:
+                return False
+            if choices.is_ladder(ladder) and names & _ladder_targets(ladder, [candidate]):
+                return True
+        return False
 
     def _returned_after(self, siblings: Sequence[cst.CSTNode], last: cst.CSTNode) -> frozenset[str]:
         """The device a helper returns after its ladder's `if`s (`return cpu()`): the
@@ -812,6 +852,44 @@ def _int_assignment(block: cst.BaseSuite) -> tuple[str, int] | None:
     if not isinstance(target, cst.Name) or not isinstance(value, cst.Integer):
         return None
     return target.value, sign * int(value.evaluated_value)
+
+
+# Where a function's own statements and expressions are: not nested functions and classes.
+_OWN_CODE = TRIVIA | frozenset({cst.FunctionDef, cst.ClassDef})
+
+
+def _ladder_targets(node: cst.If | cst.IfExp, ancestors: list[cst.CSTNode]) -> frozenset[str]:
+    """The names a ladder sets: those its chain's branches assign (`device = "mps"`), or,
+    for a ternary, the name its statement assigns (`device = "cuda" if ... else "cpu"`,
+    also through `torch.device(...)`), found among its `ancestors` (innermost first)."""
+    if isinstance(node, cst.If):
+        _, blocks = chain(node)
+        return frozenset(
+            target.value
+            for block in blocks
+            for statement in getattr(block, "body", ())
+            if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body
+            if isinstance(small, cst.Assign)
+            for target in (t.target for t in small.targets)
+            if isinstance(target, cst.Name)
+        )
+    for ancestor in ancestors:
+        if isinstance(ancestor, cst.Assign):
+            return frozenset(
+                t.target.value for t in ancestor.targets if isinstance(t.target, cst.Name)
+            )
+        if not isinstance(ancestor, cst.Arg | cst.Call):
+            return frozenset()
+    return frozenset()
+
+
+def _assigned_ternary(value: cst.BaseExpression) -> cst.IfExp | None:
+    """The ternary an assignment stores: `"cuda" if ... else "cpu"`, or the first argument
+    of a call around it (`torch.device("cuda" if ... else "cpu")`)."""
+    if isinstance(value, cst.Call) and value.args:
+        value = value.args[0].value
+    return value if isinstance(value, cst.IfExp) else None
 
 
 def _has_else(node: cst.If) -> bool:

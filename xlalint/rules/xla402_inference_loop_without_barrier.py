@@ -23,10 +23,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     of the module are not layers). A Markov chain's kernel counts as a model where it
     draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
     `dist.sample()` draw from something else). An element of a module list that the loop's
-    own index picks (`x = self.ar_net[i](x)` in `for i in range(len(self.ar_layers) + 1)`)
-    is a different layer on each pass: such a loop walks the model's structure in one
-    forward, not repeated steps of one model (`self.nets[-1](x)` on every pass still is
-    one). A barrier behind `if XLA_AVAILABLE:` counts.
+    own index picks (`x = self.ar_net[i](x)` in `for i in range(len(self.ar_layers) + 1)`),
+    or that its item keys (`generators[domain](outputs[f"real_{domain}"])` in `for domain
+    in self._reachable_domains`), is a different model on each pass: such a loop walks the
+    model's structure in one forward, not repeated steps of one model (`self.nets[-1](x)`
+    on every pass still is one). A barrier behind `if XLA_AVAILABLE:` counts.
     Loops inside `forward` or a `*_step` function are one step's graph and are not reported
     (a recurrent unroll over the input, `out, h = self.lstm(x, h)`), unless the loop decodes:
     the state it hands the model holds tokens or samples chosen from the model's scores
