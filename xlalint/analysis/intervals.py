@@ -215,6 +215,18 @@ def long_interval(
     return bool(values) and all(_long_value(value) for value in values)
 
 
+def _equality_sides(
+    test: cst.BaseExpression,
+) -> tuple[tuple[cst.BaseExpression, cst.BaseExpression], ...]:
+    """Both readings, (side, other), of a single `a == b`; none for any other test."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return ()
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal):
+        return ()
+    return ((test.left, comparison.comparator), (comparison.comparator, test.left))
+
+
 def _modulo_interval(test: cst.BaseExpression) -> cst.BaseExpression | None:
     """`n` in `step % n == 0`, `(i + 1) % n == 0`, `0 == step % n`, `not step % n`."""
     inner = negated(test)
@@ -222,12 +234,7 @@ def _modulo_interval(test: cst.BaseExpression) -> cst.BaseExpression | None:
         if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Modulo):
             return inner.right
         return None
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return None
-    comparison = test.comparisons[0]
-    if not isinstance(comparison.operator, cst.Equal):
-        return None
-    for side, other in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+    for side, other in _equality_sides(test):
         if (
             isinstance(side, cst.BinaryOperation)
             and isinstance(side.operator, cst.Modulo)
@@ -361,12 +368,7 @@ def _counter(node: cst.BaseExpression) -> bool:
 
 def _equality_with_a_number(test: cst.BaseExpression) -> cst.BaseExpression | None:
     """`X` in `X == 1` or `0 == X`, with `X` a counter."""
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return None
-    comparison = test.comparisons[0]
-    if not isinstance(comparison.operator, cst.Equal):
-        return None
-    for side, other in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+    for side, other in _equality_sides(test):
         if _int_value(other) is not None and _counter(side):
             return side
     return None
