@@ -57,6 +57,7 @@ from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
+from xlalint.analysis.step_passes import StepPasses
 from xlalint.analysis.tensor_uses import DataParameters
 from xlalint.analysis.tensors import (
     BranchState,
@@ -240,8 +241,11 @@ class FileContext:
             self.data_parameters.computes_on_data,
             self._has_own_loop,
             self._acts_beside_training,
+            lambda loop: self._step_passes.is_step_loop(loop),
         )
         self._stack: list[cst.CSTNode] = []
+        # Loops the walk saw iterate a collection or one tensor's rows (`StepPasses`).
+        self._fixed_loops: set[int] = set()
         # Asked after the walk (`HotCode`): ids of the functions that run a loop of their
         # own, and whether a function acts beside its class's training step.
         self._looping: set[int] | None = None
@@ -318,6 +322,11 @@ class FileContext:
         if self._looping is None:
             self._looping = {id(site.function) for site in self.loops.sites() if site.function}
         return id(function) in self._looping or takes_a_loader(function)
+
+    @cached_property
+    def _step_passes(self) -> StepPasses:
+        """Which loops run a step on each pass (hot code asks, after the walk)."""
+        return StepPasses(self.loops, self.epochs, self._fixed_loops)
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)
@@ -744,6 +753,9 @@ class FileContext:
                 walks_a_collection(node.iter, self.kinds.is_dict) or draws_a_figure(node)
             ):
                 self._frames[-1].collections.add(id(node))
+                self._fixed_loops.add(id(node))
+            elif kind is cst.For and self.kinds.of(node.iter) is Kind.TENSOR:
+                self._fixed_loops.add(id(node))  # one tensor's rows
             self.kinds.bind_loop_target(node.target, node.iter)
             if kind is cst.For:
                 self.kinds.keep_unmoved_rows_on_host(node, self._frames[-1].node)  # type: ignore[arg-type]

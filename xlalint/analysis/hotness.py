@@ -1,13 +1,15 @@
 """Which code runs every step ("hot code").
 
 A host sync costs once per execution, so it matters where code runs every training or
-sampling step: loop bodies, per-step functions (`forward`, `training_step`, a scheduler's
-`step`...), functions that train in their own body and the methods that run the model beside
-them (an agent's `act`), configured `hot-functions`, and functions reached from those in the
-same module. For costs paid on every call with new data (compiles for data-dependent shapes,
-`is_hot(per_call=True)`), functions that compute on tensors handed to them count too.
-Whether a function is reached from a loop is only known once the whole file has been read,
-so findings carry a `Site` and are judged by `HotCode.is_hot` after the pass.
+sampling step: the bodies of step loops (`step_passes.py`: a loop of fixed passes, over
+the module's layers or a table of names, runs where its function does), per-step functions
+(`forward`, `training_step`, a scheduler's `step`...), functions that train in their own
+body and the methods that run the model beside them (an agent's `act`), configured
+`hot-functions`, and functions reached from those in the same module. For costs paid on
+every call with new data (compiles for data-dependent shapes, `is_hot(per_call=True)`),
+functions that compute on tensors handed to them count too. Whether a function is reached
+from a step loop is only known once the whole file has been read, so findings carry a
+`Site` and are judged by `HotCode.is_hot` after the pass.
 """
 
 from __future__ import annotations
@@ -265,6 +267,7 @@ class HotCode:
         per_call: Callable[[cst.CSTNode], bool] | None = None,
         has_loop: Callable[[cst.CSTNode], bool] | None = None,
         acts: Callable[[cst.CSTNode], bool] | None = None,
+        step_loop: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -272,6 +275,7 @@ class HotCode:
         self._per_call = per_call
         self._has_loop = has_loop
         self._acts = acts
+        self._step_loop = step_loop
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
@@ -486,7 +490,7 @@ class HotCode:
                 if callee in self._closure_callbacks or site.in_step_closure or site.sparse:
                     continue
                 caller_hot = (
-                    site.in_loop
+                    self._in_step_loop(site)
                     or self.per_step_by_itself(site)
                     or self._trains(site)
                     or (per_call and self._computes_on_data(site))
@@ -504,4 +508,18 @@ class HotCode:
         calls count too, whoever calls them."""
         if site.in_step_closure or self._once_per_epoch(site):
             return False
-        return site.in_loop or self._function_hot(site, per_call)
+        return self._in_step_loop(site) or self._function_hot(site, per_call)
+
+    def _in_step_loop(self, site: Site) -> bool:
+        """Some loop around the site in its function is a step loop (`step_loop`): it
+        iterates data or counts steps, or trains or samples in its passes. A loop of
+        fixed passes (the module's layers, a table of candidate functions, one tensor's
+        rows) runs them on each call of its function: its body is hot where the function
+        is, as code outside loops is."""
+        if not site.in_loop:
+            return False
+        if self._step_loop is None:
+            return True
+        return any(
+            self._step_loop(scope) for scope in site.scopes if type(scope) in (cst.For, cst.While)
+        )

@@ -45,7 +45,7 @@ def _held_by_self(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _structural_iterable(node: cst.BaseExpression) -> bool:
+def structural_iterable(node: cst.BaseExpression) -> bool:
     """Whether iterating `node` runs a number of passes fixed by the module, not the data."""
     if isinstance(node, cst.Tuple | cst.List):
         return not any(isinstance(e, cst.StarredElement) for e in node.elements)
@@ -60,9 +60,9 @@ def _structural_iterable(node: cst.BaseExpression) -> bool:
     if not isinstance(func, cst.Name) or not args:
         return False
     if func.value == "zip":
-        return any(_structural_iterable(a) for a in args)
+        return any(structural_iterable(a) for a in args)
     if func.value in _SAME_PASSES:
-        return _structural_iterable(args[0])
+        return structural_iterable(args[0])
     if func.value == "range" and len(args) == 1:
         bound = args[0]
         if _held_by_self(bound):  # `range(self.num_layers)`
@@ -72,7 +72,7 @@ def _structural_iterable(node: cst.BaseExpression) -> bool:
             and isinstance(bound.func, cst.Name)
             and bound.func.value == "len"
             and len(bound.args) == 1
-            and _structural_iterable(bound.args[0].value)
+            and structural_iterable(bound.args[0].value)
         )
     return False
 
@@ -134,7 +134,7 @@ class StructuralLoops:
                 isinstance(loop, cst.For)
                 and loop.asynchronous is None
                 and (
-                    _structural_iterable(loop.iter)
+                    structural_iterable(loop.iter)
                     or (_counted(loop.iter) and _only_torch_functions(loop.body, self._imports))
                 )
                 and not _cuts_passes(loop.body, self._imports)

@@ -18,8 +18,10 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 class ItemInHotCode(HelperCallRule):
     """
     ## What it does
-    Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
-    bodies, `forward`, `*_step` methods and the functions they call (and the properties
+    Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: the
+    bodies of step loops (over data, counted in steps, or training or sampling in their
+    passes; a loop over the model's layers or a table of names runs where its function
+    does), `forward`, `*_step` methods and the functions they call (and the properties
     they read: `self.temperature` runs its body, as a call would). Reads of elements of
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
     each other) are one sync point with one fix, reported once, at the first. Two reads of

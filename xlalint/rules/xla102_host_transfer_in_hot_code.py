@@ -40,8 +40,9 @@ class HostTransferInHotCode(HelperCallRule):
     """
     ## What it does
     Flags `.cpu()`, `.numpy()`, `.tolist()` and `.to("cpu")` (also `.to(device="cpu")` and
-    `.to(torch.device("cpu"))`) on device tensors in code that runs every step: loop bodies,
-    `forward`, `*_step` methods and the functions they call. A chain such as
+    `.to(torch.device("cpu"))`) on device tensors in code that runs every step: the bodies
+    of step loops (a loop of fixed passes, over layers or a table of names, runs where its
+    function does), `forward`, `*_step` methods and the functions they call. A chain such as
     `x.detach().cpu().numpy()` is reported once, at the first copy to the host. A
     namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
     copies `x` (reported unless `x` is already on the host, `d2l.numpy(x.cpu())` being one

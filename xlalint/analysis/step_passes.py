@@ -1,0 +1,182 @@
+"""Which loops run a step on each pass, and which run a fixed number of passes per call.
+
+A loop's pass is a step when the loop iterates data (a loader, batches, an environment's
+steps), counts steps (`range(num_steps)`, `range(max_len)`, `for t in timesteps`, a
+`while` loop), or trains or samples in its passes (backward, an optimizer step, a model fed
+what the previous pass made, `next()` of a loader, a barrier, `env.step`). A loop over the
+module's own structure (`for i in range(len(self.layers) - 1)`, `width =
+self.width_in[l]; for i in range(width)`), over a fixed collection of host values (a
+literal list of names, a module-level table) or over the rows of one tensor runs the same
+passes on every call of its function and trains nothing in them: its body runs every step
+only where its function does (`hotness.HotCode.is_hot`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+import libcst as cst
+
+from xlalint.analysis.epochs import Epochs, loader_named
+from xlalint.analysis.guards import local_values
+from xlalint.analysis.loop_facts import unwrap_iteration
+from xlalint.analysis.step_loops import LoopAnalysis
+from xlalint.analysis.structural_loops import structural_iterable
+from xlalint.walk import descendants, target_names
+
+Loop = cst.For | cst.While
+
+# A count named for steps, not for structure: `range(num_steps)`, `range(self.max_len)`,
+# `range(n_iter)`, `range(self.timesteps)`, `range(episodes)`.
+_STEP_COUNT = re.compile(
+    r"step|iter|epoch|time|token|len$|length|sample|episode|round|update|frame", re.I
+)
+# Calls that keep a count the same for a call: `len(self.layers)`, `int(self.n)`.
+_COUNT_CALLS = frozenset({"len", "int", "min", "max"})
+# `for mode in MODES`, a module-level table: a name written in capitals.
+_CONSTANT = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
+_SAME_PASSES = frozenset({"enumerate", "reversed", "zip", "list", "tuple", "sorted"})
+
+
+class StepPasses:
+    """Answers, after the walk, whether one pass of a loop is a step; cached per loop.
+
+    `fixed`: ids of loops the walk saw iterate one tensor's rows or a collection
+    (`hotness.walks_a_collection`, `hotness.draws_a_figure`)."""
+
+    def __init__(self, loops: LoopAnalysis, epochs: Epochs, fixed: Collection[int]) -> None:
+        self._loops = loops
+        self._epochs = epochs
+        self._fixed = fixed
+        self._cache: dict[int, bool] = {}
+
+    def is_step_loop(self, loop: cst.CSTNode) -> bool:
+        """One pass of `loop` is a step: it is not a loop of fixed passes (`fixed_passes`),
+        or it trains, samples or pulls data in them (`steps_in_passes`)."""
+        key = id(loop)
+        known = self._cache.get(key)
+        if known is None:
+            assert isinstance(loop, cst.For | cst.While)
+            known = not self.fixed_passes(loop) or self.steps_in_passes(loop)
+            self._cache[key] = known
+        return known
+
+    def fixed_passes(self, loop: Loop) -> bool:
+        """The loop's passes are fixed by the module or the host for each call of its
+        function: its own structure (`self.layers`, `range(len(self.acts_scale) - 1)`,
+        `range(width)` with `width = self.width_in[l]`), a literal or constant collection,
+        a collection of the walk's (`fixed`: a dict's entries, a model's parameters, one
+        tensor's rows)."""
+        if id(loop) in self._fixed:
+            return True
+        if not isinstance(loop, cst.For):
+            return False
+        if any(_STEP_COUNT.search(name) for name in target_names(loop.target)):
+            return False  # `for global_step in range(...)`: its passes are counted steps
+        site = self._loops.site(loop)
+        function = site.function if site is not None else None
+        return _fixed_iterable(loop.iter, function, 0)
+
+    def steps_in_passes(self, loop: Loop) -> bool:
+        """A pass trains (backward, an optimizer step), samples (a model fed the state the
+        previous pass made), pulls a batch (`next(it)`), runs a barrier or a scheduler's
+        or an environment's `step`, or is a batch loop (`epochs.is_batch_loop`)."""
+        loops = self._loops
+        facts = loops.facts(loop)
+        if facts.next_of or facts.barriers or facts.scheduler_step or facts.optimizer_steps:
+            return True
+        if loops.trains(loop) or loops.infers(loop) or self._epochs.is_batch_loop(loop):
+            return True
+        return any(
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and node.func.attr.value == "step"
+            for node in descendants(loop.body)
+        )
+
+
+def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int) -> bool:
+    if depth > 3:
+        return False
+    node = unwrap_iteration(node)
+    if loader_named(node):
+        return False
+    if structural_iterable(node):
+        return not _names_steps(node)
+    if isinstance(node, cst.Name):
+        if _CONSTANT.match(node.value):
+            return True
+        values = local_values(function, node.value) if function is not None else []
+        return bool(values) and all(_fixed_collection(v, function, depth + 1) for v in values)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if not args:
+            return False
+        if node.func.value in _SAME_PASSES:
+            return all(_fixed_iterable(a, function, depth + 1) for a in args)
+        if node.func.value == "range":  # not a bare literal count: `range(1000)` repeats
+            return all(_fixed_count(a, function, depth + 1) for a in args) and not all(
+                isinstance(a, cst.Integer) for a in args
+            )
+    return False
+
+
+def _fixed_collection(
+    node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int
+) -> bool:
+    """A value bound to a name a loop iterates: a literal collection, a constant table."""
+    if isinstance(node, cst.List | cst.Tuple | cst.Set | cst.Dict):
+        return not any(isinstance(e, cst.StarredElement) for e in getattr(node, "elements", ()))
+    return _fixed_iterable(node, function, depth)
+
+
+def _fixed_count(node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int) -> bool:
+    """A count the module fixes: a literal, `self.n` (not one named for steps), `len` of a
+    fixed collection, arithmetic of those, a local name only ever bound to one."""
+    if depth > 4:
+        return False
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _fixed_count(node.expression, function, depth + 1)
+    if isinstance(node, cst.BinaryOperation):
+        return _fixed_count(node.left, function, depth + 1) and _fixed_count(
+            node.right, function, depth + 1
+        )
+    if _names_steps(node):
+        return False
+    if isinstance(node, cst.Attribute | cst.Subscript):
+        return _self_held(node)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if node.func.value == "len" and len(args) == 1:
+            return _fixed_iterable(args[0], function, depth + 1) or _self_held(args[0])
+        if node.func.value in _COUNT_CALLS and args:
+            return all(_fixed_count(a, function, depth + 1) for a in args)
+        return False
+    if isinstance(node, cst.Name) and function is not None:
+        values = local_values(function, node.value)
+        return bool(values) and all(_fixed_count(v, function, depth + 1) for v in values)
+    return False
+
+
+def _self_held(node: cst.BaseExpression) -> bool:
+    """`self.width_in[l]`, `self.model.layers`: a value the module holds (not a loader)."""
+    if loader_named(node):
+        return False
+    while isinstance(node, cst.Attribute | cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == "self"
+
+
+def _names_steps(node: cst.BaseExpression) -> bool:
+    """The value's own name says it counts steps (`self.num_steps`, `max_len`)."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Call):
+        return any(_names_steps(a.value) for a in node.args)
+    name = node.attr.value if isinstance(node, cst.Attribute) else None
+    if isinstance(node, cst.Name):
+        name = node.value
+    return name is not None and _STEP_COUNT.search(name) is not None
