@@ -244,8 +244,9 @@ class FileContext:
             lambda loop: self._step_passes.is_step_loop(loop),
         )
         self._stack: list[cst.CSTNode] = []
-        # Loops the walk saw iterate a collection or one tensor's rows (`StepPasses`).
-        self._fixed_loops: set[int] = set()
+        # Loops the walk saw iterate a collection, or one tensor's rows (`StepPasses`).
+        self._collection_loops: set[int] = set()
+        self._row_loops: set[int] = set()
         # Asked after the walk (`HotCode`): ids of the functions that run a loop of their
         # own, and whether a function acts beside its class's training step.
         self._looping: set[int] | None = None
@@ -326,7 +327,7 @@ class FileContext:
     @cached_property
     def _step_passes(self) -> StepPasses:
         """Which loops run a step on each pass (hot code asks, after the walk)."""
-        return StepPasses(self.loops, self.epochs, self._fixed_loops)
+        return StepPasses(self.loops, self.epochs, self._collection_loops, self._row_loops)
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)
@@ -753,9 +754,9 @@ class FileContext:
                 walks_a_collection(node.iter, self.kinds.is_dict) or draws_a_figure(node)
             ):
                 self._frames[-1].collections.add(id(node))
-                self._fixed_loops.add(id(node))
+                self._collection_loops.add(id(node))
             elif kind is cst.For and self.kinds.of(node.iter) is Kind.TENSOR:
-                self._fixed_loops.add(id(node))  # one tensor's rows
+                self._row_loops.add(id(node))  # one tensor's rows
             self.kinds.bind_loop_target(node.target, node.iter)
             if kind is cst.For:
                 self.kinds.keep_unmoved_rows_on_host(node, self._frames[-1].node)  # type: ignore[arg-type]

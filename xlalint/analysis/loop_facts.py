@@ -1077,7 +1077,7 @@ class LoopFacts:
             self_is_model = (
                 site is not None
                 and site.class_def is not None
-                and is_module_class(site.class_def, self.imports, self._model_classes())
+                and is_module_class(site.class_def, self.imports, self.model_classes())
             )
             class_def = self._class_of(node)
             imports = self._imports_reaching(site.function if site is not None else None)
@@ -1110,7 +1110,7 @@ class LoopFacts:
         if isinstance(cached, frozenset):
             return cached
         found: set[str] = set()
-        local_models = self._model_classes()
+        local_models = self.model_classes()
         if is_module_class(class_def, self.imports, local_models):
             for node in descendants(class_def.body):
                 if type(node) is not cst.Assign or type(node.value) is not cst.Call:  # type: ignore[attr-defined]
@@ -1135,7 +1135,7 @@ class LoopFacts:
         self._memo[key] = result
         return result
 
-    def _model_classes(self) -> frozenset[str]:
+    def model_classes(self) -> frozenset[str]:
         """Names of this module's model classes (`class Encoder(nn.Module)`), cached."""
         key = ("model_classes", id(self.module))
         cached = self._memo.get(key)

@@ -8,7 +8,11 @@ module's own structure (`for i in range(len(self.layers) - 1)`, `width =
 self.width_in[l]; for i in range(width)`), over a fixed collection of host values (a
 literal list of names, a module-level table) or over the rows of one tensor runs the same
 passes on every call of its function and trains nothing in them: its body runs every step
-only where its function does (`hotness.HotCode.is_hot`).
+only where its function does (`hotness.HotCode.is_hot`). That holds in functions outside
+classes and in the methods of a model class, whose per-step entry the file shows
+(`forward`, and what it reaches). A class that is no model (a loss, a replay buffer, a beam
+search, a per-stage metric) is called from another module's loop, by methods the file
+cannot tell apart: a loop in one of them keeps its passes per step.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import libcst as cst
 from xlalint.analysis.epochs import Epochs, loader_named
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.loop_facts import unwrap_iteration
+from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
 from xlalint.walk import descendants, target_names
@@ -42,13 +47,21 @@ _SAME_PASSES = frozenset({"enumerate", "reversed", "zip", "list", "tuple", "sort
 class StepPasses:
     """Answers, after the walk, whether one pass of a loop is a step; cached per loop.
 
-    `fixed`: ids of loops the walk saw iterate one tensor's rows or a collection
-    (`hotness.walks_a_collection`, `hotness.draws_a_figure`)."""
+    `collections`: ids of the loops the walk saw iterate a collection
+    (`hotness.walks_a_collection`, `hotness.draws_a_figure`); `rows`: of those it saw
+    iterate one tensor's rows."""
 
-    def __init__(self, loops: LoopAnalysis, epochs: Epochs, fixed: Collection[int]) -> None:
+    def __init__(
+        self,
+        loops: LoopAnalysis,
+        epochs: Epochs,
+        collections: Collection[int],
+        rows: Collection[int],
+    ) -> None:
         self._loops = loops
         self._epochs = epochs
-        self._fixed = fixed
+        self._collections = collections
+        self._rows = rows
         self._cache: dict[int, bool] = {}
 
     def is_step_loop(self, loop: cst.CSTNode) -> bool:
@@ -63,20 +76,31 @@ class StepPasses:
         return known
 
     def fixed_passes(self, loop: Loop) -> bool:
-        """The loop's passes are fixed by the module or the host for each call of its
-        function: its own structure (`self.layers`, `range(len(self.acts_scale) - 1)`,
-        `range(width)` with `width = self.width_in[l]`), a literal or constant collection,
-        a collection of the walk's (`fixed`: a dict's entries, a model's parameters, one
-        tensor's rows)."""
-        if id(loop) in self._fixed:
+        """The loop's passes are fixed for each call of its function: a dict's entries or
+        a model's parameters (`collections`, wherever the loop is), or, in a function
+        outside classes or a method of a model class, the module's own structure
+        (`self.layers`, `range(len(self.acts_scale) - 1)`, `range(width)` with `width =
+        self.width_in[l]`), a literal or constant collection, one tensor's rows. In a
+        class that is no model (a loss, a replay buffer, a beam search) the file does not
+        show which method a step calls: they run from another module's loop, a model's
+        from its `forward` (what the file shows), so there the loop keeps its passes."""
+        if id(loop) in self._collections:
             return True
         if not isinstance(loop, cst.For):
             return False
         if any(_STEP_COUNT.search(name) for name in target_names(loop.target)):
             return False  # `for global_step in range(...)`: its passes are counted steps
         site = self._loops.site(loop)
+        if (
+            site is not None
+            and site.class_def is not None
+            and not is_module_class(
+                site.class_def, self._loops.imports, self._loops.model_classes()
+            )
+        ):
+            return False
         function = site.function if site is not None else None
-        return _fixed_iterable(loop.iter, function, 0)
+        return id(loop) in self._rows or _fixed_iterable(loop.iter, function, 0)
 
     def steps_in_passes(self, loop: Loop) -> bool:
         """A pass trains (backward, an optimizer step), samples (a model fed the state the
