@@ -121,6 +121,12 @@ class StepPasses:
 
 
 def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int) -> bool:
+    """Iterating `node` runs passes the module or the host fixes: a container the module
+    holds (`structural_loops.structural_iterable`, unless named for steps:
+    `self.timesteps`), a constant table (`CANDIDATES`), a local name only ever bound to
+    such values or to literal collections, `enumerate`/`zip`/`sorted` of those, a `range`
+    of fixed counts (`_fixed_count`), not of literals alone (`range(1000)` repeats a
+    step). Not a loader, nor anything a parameter hands in."""
     if depth > 3:
         return False
     node = unwrap_iteration(node)
@@ -151,7 +157,8 @@ def _fixed_collection(
 ) -> bool:
     """A value bound to a name a loop iterates: a literal collection, a constant table."""
     if isinstance(node, cst.List | cst.Tuple | cst.Set | cst.Dict):
-        return not any(isinstance(e, cst.StarredElement) for e in getattr(node, "elements", ()))
+        starred = (cst.StarredElement, cst.StarredDictElement)
+        return not any(isinstance(e, starred) for e in node.elements)
     return _fixed_iterable(node, function, depth)
 
 
