@@ -51,6 +51,7 @@ from xlalint.analysis.members import (
     own_module_function,
     table_functions,
 )
+from xlalint.analysis.module_callers import hot_elsewhere
 from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.module_steps import ModuleSteps
 from xlalint.analysis.returns import NumberReturns
@@ -240,6 +241,8 @@ class FileContext:
             self.data_parameters.computes_on_data,
             self._has_own_loop,
             self._acts_beside_training,
+            # Other modules' per-step callers, where the file is on disk (`module_callers`).
+            None if self._text is None else lambda: hot_elsewhere(path),
         )
         self._stack: list[cst.CSTNode] = []
         # Asked after the walk (`HotCode`): ids of the functions that run a loop of their

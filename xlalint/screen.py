@@ -230,6 +230,13 @@ class _Unit:
     # A method of a class another of whose methods mentions `backward` (an agent acting
     # beside its training step: `FileContext._acts_beside_training`).
     beside_training: bool = False
+    owner: str | None = None  # the class of a method
+
+    @property
+    def qualified(self) -> str:
+        """`f`, `Class.m`: as `module_callers.hot_elsewhere` names it."""
+        name = self.node.name
+        return f"{self.owner}.{name}" if self.owner else name
 
 
 @dataclass(frozen=True)
@@ -252,13 +259,16 @@ def screen_text(
     text: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
+    elsewhere: Callable[[], frozenset[str]] | None = None,
 ) -> Screened | None:
     """The text with the bodies of the units no rule can use blanked, or None when every
     unit is kept (then libcst parses the text as it is).
 
     A unit passes a rule that matches its screen (a rule without one: any unit) and, for a
     rule that reports only in hot code, only if the unit may run every step (`_maybe_hot`).
-    A rule with neither a screen nor `hot_only` passes every unit: nothing is blanked."""
+    A rule with neither a screen nor `hot_only` passes every unit: nothing is blanked.
+    `elsewhere`: the file's functions that other modules of the project call every step
+    (`module_callers.hot_elsewhere`), asked only when a unit's hotness decides."""
     if not rules or any(rule.screen is None and not rule.hot_only for rule in rules):
         return None
     if "\r" in text.replace("\r\n", ""):  # lone carriage returns: rows would not line up
@@ -289,7 +299,7 @@ def screen_text(
         and any(r.screen is None or unit.features.matches(r.screen) for r in hot_rules)
     }
     if undecided:
-        hot = _maybe_hot(units, glue, hot_functions)
+        hot = _maybe_hot(units, glue, hot_functions, elsewhere)
         if undecided - hot:
             records = _record_classes(tree)
             hot |= _computing_on_parameters(units, aliases, records, undecided - hot)
@@ -315,13 +325,19 @@ _LOOP_NODES = frozenset({"For", "AsyncFor", "While"})
 _HOOKS = frozenset().union(*PER_STEP_HOOKS.values())
 
 
-def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str]) -> set[int]:
+def _maybe_hot(
+    units: list[_Unit],
+    glue: Features,
+    hot_functions: Sequence[str],
+    elsewhere: Callable[[], frozenset[str]] | None = None,
+) -> set[int]:
     """The units where `HotCode.is_hot` may say yes: with a loop, a function declared per
     step (`forward`, `*_step`, a framework hook, configured `hot-functions`, `__call__` of
     a class that may be an `nn.Module`), one that runs backward or is a method beside one
     that does, one with a lambda default, one with a parameter annotated as a tensor (hot
     per call for some rules), or one whose name is used in a loop or in another such unit
-    (the call graph is by name, so any use of the name counts)."""
+    (the call graph is by name, so any use of the name counts), or one another module of
+    the project calls every step (`elsewhere`)."""
 
     def declared(unit: _Unit) -> bool:
         features = unit.features
@@ -345,6 +361,8 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
     for unit in units:
         hot_names |= unit.features.loop_identifiers
     hot = {i for i, unit in enumerate(units) if declared(unit)}
+    called = elsewhere() if elsewhere is not None else frozenset()
+    hot |= {i for i, unit in enumerate(units) if unit.qualified in called}
     changed = True
     while changed:
         changed = False
@@ -543,12 +561,19 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
     units: list[_Unit] = []
     glue = Features()
 
-    def unit(node: Unit, module_class: bool = False) -> None:
+    def unit(node: Unit, module_class: bool = False, owner: str | None = None) -> None:
         features = Features()
         features.add(node)
         last = node.end_lineno or node.lineno
         units.append(
-            _Unit(node, features, _first_row(node), last, module_class and node.name == "__call__")
+            _Unit(
+                node,
+                features,
+                _first_row(node),
+                last,
+                module_class and node.name == "__call__",
+                owner=owner,
+            )
         )
 
     for statement in tree.body:
@@ -565,7 +590,7 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
             first_member = len(units)
             for member in statement.body:
                 if isinstance(member, _DEFS):
-                    unit(member, module_class)
+                    unit(member, module_class, statement.name)
                 else:
                     glue.add(member)
             members = units[first_member:]

@@ -265,6 +265,7 @@ class HotCode:
         per_call: Callable[[cst.CSTNode], bool] | None = None,
         has_loop: Callable[[cst.CSTNode], bool] | None = None,
         acts: Callable[[cst.CSTNode], bool] | None = None,
+        elsewhere: Callable[[], frozenset[str]] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -272,6 +273,11 @@ class HotCode:
         self._per_call = per_call
         self._has_loop = has_loop
         self._acts = acts
+        # What other modules of the project call every step (`module_callers.py`): asked
+        # only for a site the file's own reasoning leaves cold.
+        self._elsewhere = elsewhere
+        self._elsewhere_names: frozenset[str] | None = None
+        self._elsewhere_reach: set[str] | None = None
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
@@ -289,7 +295,7 @@ class HotCode:
         """A call to a same-module function or method named `callee_name` from `site`."""
         self._edges.append((site, callee_name))
         self._hot_names = self._saving_names = self._per_call_names = None
-        self._callee_names = self._per_call_callers = None
+        self._callee_names = self._per_call_callers = self._elsewhere_reach = None
 
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
@@ -471,9 +477,10 @@ class HotCode:
             self._hot_names = self._reach(per_call=False)
         return self._hot_names
 
-    def _reach(self, per_call: bool) -> set[str]:
-        """The names `_reached_names` answers with, computed anew."""
-        hot: set[str] = set()
+    def _reach(self, per_call: bool, seeds: Iterable[str] = ()) -> set[str]:
+        """The names `_reached_names` answers with, computed anew (from `seeds` too:
+        functions hot by what other modules do)."""
+        hot: set[str] = set(seeds)
         saving = self._saving_functions()
         changed = True
         while changed:
@@ -504,4 +511,29 @@ class HotCode:
         calls count too, whoever calls them."""
         if site.in_step_closure or self._once_per_epoch(site):
             return False
-        return site.in_loop or self._function_hot(site, per_call)
+        return site.in_loop or self._function_hot(site, per_call) or self._hot_elsewhere(site)
+
+    def _hot_elsewhere(self, site: Site) -> bool:
+        """Another module of the project calls the site's function every step
+        (`module_callers.hot_elsewhere`: `"f"`, `"Class.m"`), or a function of this file
+        such a function calls, as a hot caller of this file would make it."""
+        function = site.function
+        if function is None or self._elsewhere is None:
+            return False
+        name = function.name
+        if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
+            return False
+        if name in self._saving_functions() or name in self._plotting:
+            return False
+        if self._elsewhere_names is None:
+            self._elsewhere_names = self._elsewhere()
+        found = self._elsewhere_names
+        if not found:
+            return False
+        qualified = f"{function.class_name}.{name}" if function.class_name else name
+        if qualified in found:
+            return True
+        if self._elsewhere_reach is None:
+            seeds = {entry.rsplit(".", 1)[-1] for entry in found}
+            self._elsewhere_reach = self._reach(per_call=False, seeds=seeds) - seeds
+        return name in self._elsewhere_reach

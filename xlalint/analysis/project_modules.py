@@ -26,7 +26,7 @@ import ast
 import os
 import re
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -179,8 +179,9 @@ def read_text(path: str) -> str | None:
     return None if raw is None else raw.decode("utf-8", "replace")
 
 
-@lru_cache(maxsize=4096)
-def _module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+@lru_cache(maxsize=8192)
+def module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+    """The project files a module's import statements name (once per path and stat)."""
     text = read_text(path)
     return () if text is None else tuple(_imports_of(path, text))
 
@@ -192,6 +193,16 @@ def forget_layout() -> None:
     _root_of.cache_clear()
     _resolve.cache_clear()
     _consulted.cache_clear()
+    for forget in _forgetting:
+        forget()
+
+
+_forgetting: list[Callable[[], None]] = []
+
+
+def on_forget(forget: Callable[[], None]) -> None:
+    """Have `forget_layout` call `forget` too (an index built from the layout)."""
+    _forgetting.append(forget)
 
 
 def is_on_disk(filename: str) -> bool:
@@ -216,7 +227,7 @@ def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
         following: list[str] = []
         for path in frontier:
             stat = stat_key(path)
-            for imported in _module_imports(path, stat) if stat else ():
+            for imported in module_imports(path, stat) if stat else ():
                 if imported not in found:
                     found[imported] = None
                     following.append(imported)

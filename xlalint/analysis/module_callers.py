@@ -1,0 +1,400 @@
+"""Which functions of a module other modules of the project call every step.
+
+A helper module is often cold by its own reasoning: funasr's `metrics/compute_acc.py`
+defines `th_accuracy` (a `masked_select`, `float(numerator)`) and nothing of that file
+runs it; paraformer's `forward` does, every training step. `hot_elsewhere(filename)`
+answers, for a linted file on disk, which of its functions (`"name"`) and methods
+(`"Class.name"`) another module of the project calls from code that runs per step
+*there*, handing it something that may be a device tensor (not a literal, a string, a
+path or a config). `HotCode` counts such a function as hot, as if a hot caller of its
+own file called it, and the screen keeps it.
+
+Finding callers, bounded: the reverse index of a package root (`project_modules.
+package_root`): every `.py` file under it (at most `MAX_INDEX_FILES`, hidden and build
+folders skipped), its import statements read by `project_modules`' regular expression,
+built once per root in a process. A module's callers are the files whose imports name it
+(and, one hop further, the files importing a package `__init__.py` that imports it), at
+most `MAX_CALLERS`. Each caller is read with CPython's `ast` once per path and size/mtime
+(a summary is kept, not the tree); nothing is imported or run; a caller that fails to
+parse contributes nothing.
+
+Per step in a caller: a function per step by its name (`forward`, `*_step`), a framework
+hook of its class (`hotness.per_step_hooks`), a function that trains in its body
+(backward, an optimizer step), the body of a loop that trains or steps (`x.step(...)`,
+a per-step method called in it, or a function of the caller's module that trains), and
+the caller's own functions that such code calls, transitively. Not per step: run-once
+names (`__init__`, `setup`, `main`), evaluation or plotting loops that step nothing.
+Absence of evidence stays cold: a function no module calls per step is not hot.
+
+Resolution: `f(...)` bound by `from .m import f` (or through a package that re-exports
+it), `m.f(...)` bound by `import pkg.m as m` / `from pkg import m`; a method through a
+subclass the caller defines (`self.m(...)` in its per-step code, `m` not its own), or
+through an instance of the class the caller builds (`self.acc = Accuracy(...)`, then
+`self.acc.update(...)`).
+
+The cache: every caller read and every folder of the index is noted
+(`project_modules.note`) where the question is asked, so an edit of a caller, or a file
+added or removed under the root, re-lints the helper's file on a warm run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from xlalint.analysis import project_modules
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
+from xlalint.analysis.loop_facts import steps_an_optimizer
+
+MAX_INDEX_FILES = 4000
+MAX_CALLERS = 64
+_SKIPPED_FOLDERS = frozenset(
+    {"node_modules", "__pycache__", "build", "dist", "site-packages", "venv", "env"}
+)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Arguments that are no device tensor by their name: configuration, paths, loggers.
+_HOST_NAME = re.compile(
+    r"^_*(self|cls|cfg|conf|config|args|opts?|options|hparams|kwargs|logger|writer|"
+    r"tokenizer|mode|name|device|dtype|verbose)$|(_path|path|_dir|dir|_file|filename|_name|"
+    r"_cfg|_config|_conf|_args|_dtype|_device|_mode)$",
+    re.I,
+)
+_HOST_CALLS = frozenset({"str", "len", "int", "float", "bool", "repr", "dict", "open"})
+
+
+# -- the reverse index of a package root --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Index:
+    folders: tuple[str, ...]
+    importers: dict[str, tuple[str, ...]]  # module path -> the files importing it
+
+
+@lru_cache(maxsize=8)
+def _index(root: str) -> _Index:
+    """Who imports whom under `root`, from the import lines of every file (no parse)."""
+    folders: list[str] = []
+    importers: dict[str, list[str]] = {}
+    count = 0
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(
+            d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS
+        )
+        folders.append(folder)
+        for name in sorted(files):
+            if not name.endswith(".py") or count >= MAX_INDEX_FILES:
+                continue
+            count += 1
+            path = os.path.join(folder, name)
+            stat = project_modules.stat_key(path)
+            for imported in project_modules.module_imports(path, stat) if stat else ():
+                importers.setdefault(imported, []).append(path)
+    return _Index(tuple(folders), {k: tuple(v) for k, v in importers.items()})
+
+
+project_modules.on_forget(_index.cache_clear)  # the language server, before each lint
+
+
+def _callers(path: str, index: _Index) -> list[str]:
+    """The files importing `path`, and those importing a package `__init__.py` that
+    imports it (a re-export), at most `MAX_CALLERS`."""
+    found = dict.fromkeys(index.importers.get(path, ()))
+    for importer in list(found):
+        if os.path.basename(importer) == "__init__.py":
+            found.update(dict.fromkeys(index.importers.get(importer, ())))
+    found.pop(path, None)
+    return list(found)[:MAX_CALLERS]
+
+
+# -- what a caller calls every step ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Caller:
+    """One caller module: its import bindings, the callees its per-step code calls (as
+    spelled: `th_accuracy`, `metrics.th_accuracy`, `self.acc.update`), the `self.m` calls
+    of per-step methods of each class with its bases, and what names and attributes it
+    binds to constructed classes."""
+
+    bindings: dict[str, tuple[int, str]]
+    calls: frozenset[str]
+    self_calls: tuple[tuple[tuple[str, ...], frozenset[str], str], ...]  # bases, own, method
+    built: dict[str, str]  # `self.acc` / `acc` -> `Accuracy` (as spelled)
+
+
+@dataclass
+class _Def:
+    node: Function
+    owner: ast.ClassDef | None
+    per_step: bool
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _own_nodes(statements: list[ast.stmt], loops: bool = True) -> Iterator[ast.AST]:
+    """Every node of `statements`, not inside functions, lambdas and classes they define
+    (nor, without `loops`, inside their loops: what one pass of them runs once)."""
+    stack: list[ast.AST] = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _NESTED) or (not loops and isinstance(node, _LOOPS)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _pass_calls(statements: list[ast.stmt]) -> list[ast.Call]:
+    return [n for n in _own_nodes(statements, loops=False) if isinstance(n, ast.Call)]
+
+
+def _steps(call: ast.Call) -> bool:
+    """`loss.backward()`, `optimizer.step()`: a call that trains."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "backward":
+        return True
+    receiver = _dotted(func.value) if func.attr == "step" else None
+    return receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
+
+
+def _local_callee(call: ast.Call) -> str | None:
+    """`self.m(...)` / `f(...)` -> the name a function of the module may have."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("self", "cls")
+    ):
+        return func.attr
+    return None
+
+
+def _may_be_tensor(node: ast.expr) -> bool:
+    """Not a literal, a string, a path or a configuration: a value that may be a tensor."""
+    if isinstance(node, ast.Starred):
+        node = node.value
+    if isinstance(node, ast.Constant | ast.JoinedStr | ast.Lambda | ast.Dict):
+        return False
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return any(_may_be_tensor(element) for element in node.elts)
+    if isinstance(node, ast.Call):
+        func = node.func
+        return not (isinstance(func, ast.Name) and func.id in _HOST_CALLS)
+    if isinstance(node, ast.Name | ast.Attribute):
+        spelled = _dotted(node)
+        last = spelled.rsplit(".", 1)[-1] if spelled else ""
+        return _HOST_NAME.search(last) is None
+    return True
+
+
+def _hands_a_tensor(call: ast.Call) -> bool:
+    return any(_may_be_tensor(arg) for arg in call.args) or any(
+        keyword.arg is not None and _may_be_tensor(keyword.value) for keyword in call.keywords
+    )
+
+
+def _summary(tree: ast.Module, text: str) -> _Caller:
+    defs: list[_Def] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defs.append(_Def(node, None, False))
+        elif isinstance(node, ast.ClassDef):
+            methods = [m for m in node.body if isinstance(m, Function)]
+            bases = [b.rsplit(".", 1)[-1] for b in map(_dotted, node.bases) if b]
+            hooks = per_step_hooks([*bases, node.name], [m.name for m in methods])
+            for method in methods:
+                defs.append(_Def(method, node, method.name in hooks))
+    calls_of: dict[int, list[ast.Call]] = {}
+    once: dict[int, list[ast.Call]] = {}  # the calls one call makes once (not in loops)
+    trains: set[str] = set()
+    for index, item in enumerate(defs):
+        calls_of[index] = [n for n in _own_nodes(item.node.body) if isinstance(n, ast.Call)]
+        once[index] = _pass_calls(item.node.body)
+        if item.node.name not in RUN_ONCE_FUNCTIONS and any(_steps(c) for c in once[index]):
+            trains.add(item.node.name)
+    # A function is one training step if it calls one of the module's functions that is
+    # (once per call: a function looping over batches is an epoch).
+    changed = True
+    while changed:
+        changed = False
+        for index, item in enumerate(defs):
+            name = item.node.name
+            if name in trains or name in RUN_ONCE_FUNCTIONS:
+                continue
+            if any(_local_callee(c) in trains for c in once[index]):
+                trains.add(name)
+                changed = True
+
+    def steps_per_pass(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+        """One pass of the loop (not its inner loops) is a step: trains or steps."""
+        for node in _pass_calls(loop.body):
+            func = node.func
+            if _steps(node) or _local_callee(node) in trains:
+                return True
+            if isinstance(func, ast.Attribute) and PER_STEP_FUNCTIONS.match(func.attr):
+                return True  # `scheduler.step(...)`, `model.training_step(batch)`
+        return False
+
+    hot_calls: list[ast.Call] = []
+    hot_names: set[str] = set()
+    pending: list[int] = []
+    for index, item in enumerate(defs):
+        name = item.node.name
+        if name in RUN_ONCE_FUNCTIONS:
+            continue
+        if item.per_step or PER_STEP_FUNCTIONS.match(name) or name in trains:
+            pending.append(index)
+    # Loops that step, wherever they are (module-level code included): their calls.
+    scopes: list[list[ast.stmt]] = [tree.body, *(item.node.body for item in defs)]
+    for index, body in enumerate(scopes):
+        if index and defs[index - 1].node.name in RUN_ONCE_FUNCTIONS - {"main"}:
+            continue
+        for node in _own_nodes(body):
+            if isinstance(node, _LOOPS) and steps_per_pass(node):
+                hot_calls.extend(n for n in _own_nodes(node.body) if isinstance(n, ast.Call))
+    by_name: dict[str, list[int]] = {}
+    for index, item in enumerate(defs):
+        by_name.setdefault(item.node.name, []).append(index)
+    for call in hot_calls:
+        name = _local_callee(call)
+        if name is not None and name not in RUN_ONCE_FUNCTIONS:
+            pending.extend(by_name.get(name, ()))
+    per_step: set[int] = set()
+    while pending:
+        index = pending.pop()
+        if index in per_step:
+            continue
+        per_step.add(index)
+        hot_names.add(defs[index].node.name)
+        for call in calls_of[index]:
+            hot_calls.append(call)
+            name = _local_callee(call)
+            if name is not None and name not in RUN_ONCE_FUNCTIONS:
+                pending.extend(by_name.get(name, ()))
+    calls = frozenset(
+        spelled
+        for call in hot_calls
+        if _hands_a_tensor(call) and (spelled := _dotted(call.func)) is not None
+    )
+    self_calls: list[tuple[tuple[str, ...], frozenset[str], str]] = []
+    for index in per_step:
+        item = defs[index]
+        if item.owner is None or not item.owner.bases:
+            continue
+        bases = tuple(b for b in map(_dotted, item.owner.bases) if b)
+        own = frozenset(
+            m.name for m in item.owner.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+        )
+        for call in calls_of[index]:
+            func = call.func
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+                and func.attr not in own
+                and _hands_a_tensor(call)
+            ):
+                self_calls.append((bases, own, func.attr))
+    built: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            spelled = _dotted(node.value.func)
+            if spelled is None or not spelled.rsplit(".", 1)[-1][:1].isupper():
+                continue
+            for target in node.targets:
+                if (held := _dotted(target)) is not None:
+                    built.setdefault(held, spelled)
+    return _Caller(project_modules.bindings(text), calls, tuple(self_calls), built)
+
+
+@lru_cache(maxsize=2048)
+def _caller_at(path: str, stat: tuple[int, int]) -> _Caller | None:
+    text = project_modules.read_text(path)
+    tree = None if text is None else project_modules.parse(path, text)
+    return None if tree is None or text is None else _summary(tree, text)
+
+
+# -- the answer ----------------------------------------------------------------------------
+
+
+def _target(caller_path: str, caller: _Caller, spelled: str) -> tuple[str, str] | None:
+    """`metrics.th_accuracy` in `caller` -> (the module file, "th_accuracy"), following a
+    package `__init__.py` that re-exports the name one hop."""
+    head, _, rest = spelled.partition(".")
+    binding = caller.bindings.get(head)
+    if binding is None:
+        return None
+    level, dotted = binding
+    full = f"{dotted}.{rest}" if rest else dotted
+    module, _, name = full.rpartition(".")
+    if not name:
+        return None
+    path = project_modules.resolve(caller_path, level, module)
+    if path is None:
+        return None
+    if os.path.basename(path) == "__init__.py":
+        project_modules.note((path,))
+        text = project_modules.read_text(path)
+        if text is not None and (again := project_modules.bindings(text).get(name)):
+            inner, _, inner_name = again[1].rpartition(".")
+            if inner and (found := project_modules.resolve(path, again[0], inner)):
+                return found, inner_name
+    return path, name
+
+
+def _reached(own: str, caller_path: str, caller: _Caller) -> Iterator[str]:
+    """What of `own` the caller's per-step code calls: `"f"`, `"Class.m"`."""
+    for spelled in caller.calls:
+        found = _target(caller_path, caller, spelled)
+        if found is not None and found[0] == own:
+            yield found[1]
+            continue
+        holder, _, method = spelled.rpartition(".")
+        built = caller.built.get(holder) if holder else None
+        if built is not None:
+            found = _target(caller_path, caller, built)
+            if found is not None and found[0] == own:
+                yield f"{found[1]}.{method}"
+    for bases, _own, method in caller.self_calls:
+        for base in bases:
+            found = _target(caller_path, caller, base)
+            if found is not None and found[0] == own:
+                yield f"{found[1]}.{method}"
+
+
+def hot_elsewhere(filename: str) -> frozenset[str]:
+    """The functions (`"f"`) and methods (`"Class.m"`) of `filename` that another module
+    of its project calls every step (empty for a text without a file on disk). The
+    callers read and the index's folders are noted for the file's cache entry."""
+    if not project_modules.is_on_disk(filename):
+        return frozenset()
+    own = os.path.abspath(filename)
+    index = _index(project_modules.package_root(own))
+    project_modules.note(index.folders)  # a caller added or removed under the root
+    found: set[str] = set()
+    callers = _callers(own, index)
+    project_modules.note(callers)
+    for path in callers:
+        stat = project_modules.stat_key(path)
+        caller = None if stat is None else _caller_at(path, stat)
+        if caller is not None:
+            found.update(_reached(own, path, caller))
+    return frozenset(found)
