@@ -247,6 +247,42 @@ class Site:
     sparse: bool = False
 
 
+def converts_a_parameter(function: cst.CSTNode) -> bool:
+    """`def to_numpy(t): return t.cpu().detach().numpy()`: a function whose whole body
+    returns what it was handed, converted (a chain of calls and attributes on one of its
+    parameters). Whether that costs a host read every step is its caller's choice, and the
+    caller's file reports the call (`module_callers.py`: another module calling it per
+    step does not make it hot)."""
+    if type(function) is not cst.FunctionDef or type(function.body) is not cst.IndentedBlock:
+        return False
+    statements = list(function.body.body)
+    if statements and _is_docstring(statements[0]):
+        statements = statements[1:]
+    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
+        return False
+    small = statements[0].body
+    returned = small[0] if len(small) == 1 else None
+    if type(returned) is not cst.Return or returned.value is None:
+        return False
+    node: cst.BaseExpression = returned.value
+    while type(node) in (cst.Call, cst.Attribute):
+        node = node.func if type(node) is cst.Call else node.value  # type: ignore[union-attr]
+    if type(node) is not cst.Name:
+        return False
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    return node.value in names and node is not returned.value
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        type(statement) is cst.SimpleStatementLine
+        and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Expr
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
+
+
 # `nn.Module` methods that register a function to run on every forward (or backward).
 MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
@@ -524,6 +560,8 @@ class HotCode:
         if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
             return False
         if name in self._saving_functions() or name in self._plotting:
+            return False
+        if site.scopes and converts_a_parameter(site.scopes[0]):
             return False
         if self._elsewhere_names is None:
             self._elsewhere_names = self._elsewhere()

@@ -73,21 +73,32 @@ _HOST_CALLS = frozenset({"str", "len", "int", "float", "bool", "repr", "dict", "
 
 @dataclass(frozen=True)
 class _Index:
-    folders: tuple[str, ...]
+    folders: tuple[tuple[str, tuple[int, int] | None], ...]  # with their stats
     importers: dict[str, tuple[str, ...]]  # module path -> the files importing it
 
 
-@lru_cache(maxsize=8)
+_indexes: dict[str, _Index] = {}
+
+
 def _index(root: str) -> _Index:
+    """The index of `root`, built once per process while its folders keep their stats
+    (a file added, removed or renamed under the root changes its folder's)."""
+    index = _indexes.get(root)
+    if index is None or not project_modules.current(index.folders):
+        index = _indexes[root] = _build_index(root)
+    return index
+
+
+def _build_index(root: str) -> _Index:
     """Who imports whom under `root`, from the import lines of every file (no parse)."""
-    folders: list[str] = []
+    folders: list[tuple[str, tuple[int, int] | None]] = []
     importers: dict[str, list[str]] = {}
     count = 0
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = sorted(
             d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS
         )
-        folders.append(folder)
+        folders.append((folder, project_modules.stat_key(folder)))
         for name in sorted(files):
             if not name.endswith(".py") or count >= MAX_INDEX_FILES:
                 continue
@@ -99,7 +110,7 @@ def _index(root: str) -> _Index:
     return _Index(tuple(folders), {k: tuple(v) for k, v in importers.items()})
 
 
-project_modules.on_forget(_index.cache_clear)  # the language server, before each lint
+project_modules.on_forget(_indexes.clear)  # the language server, before each lint
 
 
 def _callers(path: str, index: _Index) -> list[str]:
@@ -147,15 +158,27 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def _own_nodes(statements: list[ast.stmt], loops: bool = True) -> Iterator[ast.AST]:
-    """Every node of `statements`, not inside functions, lambdas and classes they define
-    (nor, without `loops`, inside their loops: what one pass of them runs once)."""
+    """Every node of `statements` that runs each time they do: not inside functions,
+    lambdas and classes they define, nor under a log interval (`if step % 100 == 0:`,
+    whose body runs once every many passes), nor, without `loops`, inside their loops
+    (what one pass of them runs once)."""
     stack: list[ast.AST] = list(reversed(statements))
     while stack:
         node = stack.pop()
         yield node
         if isinstance(node, _NESTED) or (not loops and isinstance(node, _LOOPS)):
             continue
+        if isinstance(node, ast.If) and _interval(node.test):
+            stack.extend((*reversed(node.orelse), node.test))
+            continue
         stack.extend(ast.iter_child_nodes(node))
+
+
+def _interval(test: ast.expr) -> bool:
+    """`step % every == 0`, `not (i % k)`: a test that holds once every many passes."""
+    return any(
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) for node in ast.walk(test)
+    )
 
 
 def _pass_calls(statements: list[ast.stmt]) -> list[ast.Call]:
@@ -388,7 +411,7 @@ def hot_elsewhere(filename: str) -> frozenset[str]:
         return frozenset()
     own = os.path.abspath(filename)
     index = _index(project_modules.package_root(own))
-    project_modules.note(index.folders)  # a caller added or removed under the root
+    project_modules.note(f for f, _ in index.folders)  # a caller added or removed
     found: set[str] = set()
     callers = _callers(own, index)
     project_modules.note(callers)
