@@ -102,8 +102,8 @@ _TORCH_NON_TENSOR = re.compile(
     r")(\.|$)"
 )
 # Functions that answer a question about the program (`is_compiling`, `has_cuda`,
-# `_get_cudnn_enabled`).
-_PREDICATE = re.compile(r"^((is|has)_|get_\w+_enabled$)")
+# `_get_cudnn_enabled`, `_are_functorch_transforms_active`).
+_PREDICATE = re.compile(r"^((is|has|are)_|get_\w+_enabled$)")
 # Methods that move what they are given to the device and return it.
 _TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
 # Dict methods that return one of its values.
