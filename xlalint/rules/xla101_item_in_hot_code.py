@@ -20,7 +20,10 @@ class ItemInHotCode(HelperCallRule):
     ## What it does
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: loop
     bodies, `forward`, `*_step` methods and the functions they call (and the properties
-    they read: `self.temperature` runs its body, as a call would). Reads of elements of
+    they read: `self.temperature` runs its body, as a call would), and the functions that
+    another module of the project calls every step (a model's `forward` calling
+    `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
+    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of elements of
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
     each other) are one sync point with one fix, reported once, at the first. Two reads of
     a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
