@@ -44,8 +44,9 @@ class BooleanMaskRead(HelperCallRule):
     Flags reads through a boolean mask, `x[mask]` (also `x[:, mask]`), and
     `torch.masked_select`/`.masked_select()`, on device tensors in code that runs every
     step (also in a function that another module of the project calls every step, such as
-    a metric a model's `forward` computes). A mask is a comparison of tensors (`labels != -100`), `isnan`/`isinf`/
-    `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor, a
+    a metric a model's `forward` computes). A mask is a comparison of tensors (`labels !=
+    -100`), `isnan`/`isinf`/`isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a
+    `dtype=torch.bool` tensor, a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), a name bound to one of those in the same function, or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
