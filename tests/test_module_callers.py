@@ -135,7 +135,8 @@ def test_a_subclass_calling_the_base_method_in_its_forward(tmp_path: Path) -> No
         # A literal, a path and a config handed: no device tensor.
         "from .metrics import th_accuracy\n\n\ndef forward(path, cfg):\n"
         "    return th_accuracy(path, cfg, 0)\n",
-        "from .metrics import th_accuracy\n\n\ndef forward(self):\n    return th_accuracy(1, 2, 0)\n",
+        "from .metrics import th_accuracy\n\n\ndef forward(self):\n"
+        "    return th_accuracy(1, 2, 0)\n",
         # Another module's function of the same name.
         "from .other import th_accuracy\n\n\ndef forward(x, y):\n    return th_accuracy(x, y, 0)\n",
     ],
