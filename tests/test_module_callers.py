@@ -98,7 +98,12 @@ def test_a_forward_elsewhere_makes_the_helper_hot(tmp_path: Path) -> None:
     """Paraformer's `forward` -> its own `_accuracy` -> `th_accuracy` of another module."""
     package = _package(tmp_path, model=MODEL)
     assert _findings([package / "metrics.py"]) == ACCURACY
-    assert module_callers.hot_elsewhere(str(package / "metrics.py")) == {"th_accuracy"}
+    names = frozenset({"th_accuracy", "Meter.add", "Meter.report"})
+    assert module_callers.hot_elsewhere(str(package / "metrics.py"), names) == {"th_accuracy"}
+    # Only the names asked about: a caller that spells none of them is not even parsed.
+    assert (
+        module_callers.hot_elsewhere(str(package / "metrics.py"), frozenset({"Meter.add"})) == set()
+    )
 
 
 def test_a_training_loop_elsewhere_through_a_module_alias_and_an_instance(tmp_path: Path) -> None:
@@ -159,8 +164,9 @@ def test_a_caller_that_fails_to_parse_contributes_nothing(tmp_path: Path) -> Non
 
 def test_no_path_no_layer(tmp_path: Path) -> None:
     package = _package(tmp_path, model=MODEL)
-    assert module_callers.hot_elsewhere("<stdin>") == frozenset()
-    assert module_callers.hot_elsewhere(str(package / "unsaved.py")) == frozenset()
+    names = frozenset({"th_accuracy"})
+    assert module_callers.hot_elsewhere("<stdin>", names) == frozenset()
+    assert module_callers.hot_elsewhere(str(package / "unsaved.py"), names) == frozenset()
 
 
 def test_screen_keeps_findings_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -242,7 +242,7 @@ class FileContext:
             self._has_own_loop,
             self._acts_beside_training,
             # Other modules' per-step callers, where the file is on disk (`module_callers`).
-            None if self._text is None else lambda: hot_elsewhere(path),
+            None if self._text is None else partial(hot_elsewhere, path),
         )
         self._stack: list[cst.CSTNode] = []
         # Asked after the walk (`HotCode`): ids of the functions that run a loop of their

@@ -259,7 +259,7 @@ def screen_text(
     text: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
-    elsewhere: Callable[[], frozenset[str]] | None = None,
+    elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
 ) -> Screened | None:
     """The text with the bodies of the units no rule can use blanked, or None when every
     unit is kept (then libcst parses the text as it is).
@@ -299,10 +299,16 @@ def screen_text(
         and any(r.screen is None or unit.features.matches(r.screen) for r in hot_rules)
     }
     if undecided:
-        hot = _maybe_hot(units, glue, hot_functions, elsewhere)
+        hot = _maybe_hot(units, glue, hot_functions)
         if undecided - hot:
             records = _record_classes(tree)
             hot |= _computing_on_parameters(units, aliases, records, undecided - hot)
+        if undecided - hot and elsewhere is not None:
+            # Only now other modules' callers (`module_callers.py`), asked about the units
+            # still undecided and those that use their names (their callers, by name).
+            called = elsewhere(_users(units, {units[i].node.name for i in undecided - hot}))
+            if called:
+                hot |= _maybe_hot(units, glue, hot_functions, called)
         passing |= undecided & hot
     glue_passes = passes(glue, _LOOP_NODES & glue.nodes != set())
     kept = _connected(units, glue, passing, text)
@@ -321,6 +327,21 @@ def screen_text(
     return Screened("".join(lines), rows, (), blanked)
 
 
+def _users(units: list[_Unit], names: set[str]) -> frozenset[str]:
+    """The units named `names` and those that use one of the names, transitively, as
+    `module_callers` names them (`"f"`, `"Class.m"`)."""
+    found = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for unit in units:
+            name = unit.node.name
+            if name not in found and unit.features.identifiers & found:
+                found.add(name)
+                changed = True
+    return frozenset(unit.qualified for unit in units if unit.node.name in found)
+
+
 _LOOP_NODES = frozenset({"For", "AsyncFor", "While"})
 _HOOKS = frozenset().union(*PER_STEP_HOOKS.values())
 
@@ -329,7 +350,7 @@ def _maybe_hot(
     units: list[_Unit],
     glue: Features,
     hot_functions: Sequence[str],
-    elsewhere: Callable[[], frozenset[str]] | None = None,
+    called: frozenset[str] = frozenset(),
 ) -> set[int]:
     """The units where `HotCode.is_hot` may say yes: with a loop, a function declared per
     step (`forward`, `*_step`, a framework hook, configured `hot-functions`, `__call__` of
@@ -337,7 +358,7 @@ def _maybe_hot(
     that does, one with a lambda default, one with a parameter annotated as a tensor (hot
     per call for some rules), or one whose name is used in a loop or in another such unit
     (the call graph is by name, so any use of the name counts), or one another module of
-    the project calls every step (`elsewhere`)."""
+    the project calls every step (`called`: `"f"`, `"Class.m"`)."""
 
     def declared(unit: _Unit) -> bool:
         features = unit.features
@@ -360,9 +381,7 @@ def _maybe_hot(
     hot_names = set(glue.loop_identifiers)
     for unit in units:
         hot_names |= unit.features.loop_identifiers
-    hot = {i for i, unit in enumerate(units) if declared(unit)}
-    called = elsewhere() if elsewhere is not None else frozenset()
-    hot |= {i for i, unit in enumerate(units) if unit.qualified in called}
+    hot = {i for i, unit in enumerate(units) if declared(unit) or unit.qualified in called}
     changed = True
     while changed:
         changed = False

@@ -301,7 +301,7 @@ class HotCode:
         per_call: Callable[[cst.CSTNode], bool] | None = None,
         has_loop: Callable[[cst.CSTNode], bool] | None = None,
         acts: Callable[[cst.CSTNode], bool] | None = None,
-        elsewhere: Callable[[], frozenset[str]] | None = None,
+        elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -312,8 +312,7 @@ class HotCode:
         # What other modules of the project call every step (`module_callers.py`): asked
         # only for a site the file's own reasoning leaves cold.
         self._elsewhere = elsewhere
-        self._elsewhere_names: frozenset[str] | None = None
-        self._elsewhere_reach: set[str] | None = None
+        self._elsewhere_known: dict[str, bool] = {}
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
@@ -331,7 +330,8 @@ class HotCode:
         """A call to a same-module function or method named `callee_name` from `site`."""
         self._edges.append((site, callee_name))
         self._hot_names = self._saving_names = self._per_call_names = None
-        self._callee_names = self._per_call_callers = self._elsewhere_reach = None
+        self._callee_names = self._per_call_callers = None
+        self._elsewhere_known = {}
 
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
@@ -552,7 +552,8 @@ class HotCode:
     def _hot_elsewhere(self, site: Site) -> bool:
         """Another module of the project calls the site's function every step
         (`module_callers.hot_elsewhere`: `"f"`, `"Class.m"`), or a function of this file
-        such a function calls, as a hot caller of this file would make it."""
+        such a function calls, as a hot caller of this file would make it. Asked with the
+        function's name and its callers' here: only those decide."""
         function = site.function
         if function is None or self._elsewhere is None:
             return False
@@ -563,15 +564,30 @@ class HotCode:
             return False
         if site.scopes and converts_a_parameter(site.scopes[0]):
             return False
-        if self._elsewhere_names is None:
-            self._elsewhere_names = self._elsewhere()
-        found = self._elsewhere_names
-        if not found:
-            return False
         qualified = f"{function.class_name}.{name}" if function.class_name else name
-        if qualified in found:
-            return True
-        if self._elsewhere_reach is None:
-            seeds = {entry.rsplit(".", 1)[-1] for entry in found}
-            self._elsewhere_reach = self._reach(per_call=False, seeds=seeds) - seeds
-        return name in self._elsewhere_reach
+        known = self._elsewhere_known.get(qualified)
+        if known is None:
+            found = self._elsewhere(frozenset(self._callers_of(qualified, name)))
+            if qualified in found:
+                known = True
+            else:
+                seeds = {entry.rsplit(".", 1)[-1] for entry in found}
+                known = bool(seeds) and name in self._reach(per_call=False, seeds=seeds) - seeds
+            self._elsewhere_known[qualified] = known
+        return known
+
+    def _callers_of(self, qualified: str, name: str) -> set[str]:
+        """The function (`qualified`, named `name`) and the functions of this file that
+        call it, directly or not (by name), as `"f"` or `"Class.m"`."""
+        names, found = {name}, {qualified}
+        changed = True
+        while changed:
+            changed = False
+            for site, callee in self._edges:
+                caller = site.function
+                if callee in names and caller is not None and caller.name not in names:
+                    names.add(caller.name)
+                    klass = caller.class_name
+                    found.add(f"{klass}.{caller.name}" if klass else caller.name)
+                    changed = True
+        return found

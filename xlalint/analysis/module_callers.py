@@ -90,23 +90,37 @@ def _index(root: str) -> _Index:
 
 
 def _build_index(root: str) -> _Index:
-    """Who imports whom under `root`, from the import lines of every file (no parse)."""
+    """Who imports whom under `root`, from the import lines of every file (no parse): the
+    root's own modules and those of its packages (folders with an `__init__.py`, followed
+    down; a script folder's files resolve no import of the project). Only the package
+    folders are recorded for the depfile: the root is often a repository's top, where
+    outputs and caches come and go."""
     folders: list[tuple[str, tuple[int, int] | None]] = []
     importers: dict[str, list[str]] = {}
     count = 0
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(
-            d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS
-        )
-        folders.append((folder, project_modules.stat_key(folder)))
-        for name in sorted(files):
+    pending = [root]
+    while pending and count < MAX_INDEX_FILES:
+        folder = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        if folder != root:
+            folders.append((folder, project_modules.stat_key(folder)))
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or name in _SKIPPED_FOLDERS:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                    pending.append(entry.path)
+                continue
             if not name.endswith(".py") or count >= MAX_INDEX_FILES:
                 continue
             count += 1
-            path = os.path.join(folder, name)
-            stat = project_modules.stat_key(path)
-            for imported in project_modules.module_imports(path, stat) if stat else ():
-                importers.setdefault(imported, []).append(path)
+            stat = project_modules.stat_key(entry.path)
+            for imported in project_modules.module_imports(entry.path, stat) if stat else ():
+                importers.setdefault(imported, []).append(entry.path)
     return _Index(tuple(folders), {k: tuple(v) for k, v in importers.items()})
 
 
@@ -157,32 +171,60 @@ def _dotted(node: ast.expr) -> str | None:
     return ".".join([node.id, *reversed(parts)])
 
 
-def _own_nodes(statements: list[ast.stmt], loops: bool = True) -> Iterator[ast.AST]:
-    """Every node of `statements` that runs each time they do: not inside functions,
-    lambdas and classes they define, nor under a log interval (`if step % 100 == 0:`,
-    whose body runs once every many passes), nor, without `loops`, inside their loops
-    (what one pass of them runs once)."""
-    stack: list[ast.AST] = list(reversed(statements))
+@dataclass
+class _Scan:
+    """The calls a block of statements makes each time it runs (not inside functions,
+    lambdas and classes it defines, nor under a log interval: `if step % 100 == 0:` runs
+    once every many passes), those it makes once (not in its loops), and, for each of its
+    loops, the calls one pass makes once and all the calls of its body. One walk."""
+
+    calls: list[ast.Call]
+    once: list[ast.Call]
+    loops: list[tuple[list[ast.Call], list[ast.Call]]]  # (one pass, the whole body)
+
+
+def _scan(statements: list[ast.stmt]) -> _Scan:
+    scan = _Scan([], [], [])
+    stack: list[tuple[ast.AST, tuple[int, ...]]] = [(s, ()) for s in reversed(statements)]
     while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, _NESTED) or (not loops and isinstance(node, _LOOPS)):
+        node, chain = stack.pop()
+        if isinstance(node, _NESTED):
+            continue
+        if isinstance(node, ast.Call):
+            scan.calls.append(node)
+            if not chain:
+                scan.once.append(node)
+            else:
+                scan.loops[chain[-1]][0].append(node)
+                for index in chain:
+                    scan.loops[index][1].append(node)
+        if isinstance(node, _LOOPS):
+            scan.loops.append(([], []))
+            inner = (*chain, len(scan.loops) - 1)
+            head = [node.iter if isinstance(node, ast.For | ast.AsyncFor) else node.test]
+            stack.extend((child, chain) for child in head)  # evaluated where the loop is
+            body = [*node.body, *node.orelse]
+            stack.extend((child, inner) for child in reversed(body))
             continue
         if isinstance(node, ast.If) and _interval(node.test):
-            stack.extend((*reversed(node.orelse), node.test))
+            stack.extend((child, chain) for child in (*reversed(node.orelse), node.test))
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend((child, chain) for child in ast.iter_child_nodes(node))
+    return scan
 
 
 def _interval(test: ast.expr) -> bool:
-    """`step % every == 0`, `not (i % k)`: a test that holds once every many passes."""
-    return any(
-        isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) for node in ast.walk(test)
-    )
-
-
-def _pass_calls(statements: list[ast.stmt]) -> list[ast.Call]:
-    return [n for n in _own_nodes(statements, loops=False) if isinstance(n, ast.Call)]
+    """`step % every == 0`, `not (i % k)`, `log and i % k == 0`: a test that holds once
+    every many passes."""
+    if isinstance(test, ast.BinOp):
+        return isinstance(test.op, ast.Mod)
+    if isinstance(test, ast.Compare):
+        return any(_interval(side) for side in (test.left, *test.comparators))
+    if isinstance(test, ast.UnaryOp):
+        return _interval(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return any(_interval(value) for value in test.values)
+    return False
 
 
 def _steps(call: ast.Call) -> bool:
@@ -245,30 +287,27 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
             hooks = per_step_hooks([*bases, node.name], [m.name for m in methods])
             for method in methods:
                 defs.append(_Def(method, node, method.name in hooks))
-    calls_of: dict[int, list[ast.Call]] = {}
-    once: dict[int, list[ast.Call]] = {}  # the calls one call makes once (not in loops)
+    scans = [_scan(item.node.body) for item in defs]
     trains: set[str] = set()
-    for index, item in enumerate(defs):
-        calls_of[index] = [n for n in _own_nodes(item.node.body) if isinstance(n, ast.Call)]
-        once[index] = _pass_calls(item.node.body)
-        if item.node.name not in RUN_ONCE_FUNCTIONS and any(_steps(c) for c in once[index]):
+    for item, scan in zip(defs, scans, strict=True):
+        if item.node.name not in RUN_ONCE_FUNCTIONS and any(_steps(c) for c in scan.once):
             trains.add(item.node.name)
     # A function is one training step if it calls one of the module's functions that is
     # (once per call: a function looping over batches is an epoch).
     changed = True
     while changed:
         changed = False
-        for index, item in enumerate(defs):
+        for item, scan in zip(defs, scans, strict=True):
             name = item.node.name
             if name in trains or name in RUN_ONCE_FUNCTIONS:
                 continue
-            if any(_local_callee(c) in trains for c in once[index]):
+            if any(_local_callee(c) in trains for c in scan.once):
                 trains.add(name)
                 changed = True
 
-    def steps_per_pass(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
-        """One pass of the loop (not its inner loops) is a step: trains or steps."""
-        for node in _pass_calls(loop.body):
+    def steps_per_pass(calls: list[ast.Call]) -> bool:
+        """One pass of a loop (`calls`: not its inner loops') is a step: trains or steps."""
+        for node in calls:
             func = node.func
             if _steps(node) or _local_callee(node) in trains:
                 return True
@@ -286,13 +325,13 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
         if item.per_step or PER_STEP_FUNCTIONS.match(name) or name in trains:
             pending.append(index)
     # Loops that step, wherever they are (module-level code included): their calls.
-    scopes: list[list[ast.stmt]] = [tree.body, *(item.node.body for item in defs)]
-    for index, body in enumerate(scopes):
+    module_scan = _scan(tree.body)
+    for index, scan in enumerate((module_scan, *scans)):
         if index and defs[index - 1].node.name in RUN_ONCE_FUNCTIONS - {"main"}:
             continue
-        for node in _own_nodes(body):
-            if isinstance(node, _LOOPS) and steps_per_pass(node):
-                hot_calls.extend(n for n in _own_nodes(node.body) if isinstance(n, ast.Call))
+        for one_pass, body in scan.loops:
+            if steps_per_pass(one_pass):
+                hot_calls.extend(body)
     by_name: dict[str, list[int]] = {}
     for index, item in enumerate(defs):
         by_name.setdefault(item.node.name, []).append(index)
@@ -307,7 +346,7 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
             continue
         per_step.add(index)
         hot_names.add(defs[index].node.name)
-        for call in calls_of[index]:
+        for call in scans[index].calls:
             hot_calls.append(call)
             name = _local_callee(call)
             if name is not None and name not in RUN_ONCE_FUNCTIONS:
@@ -326,7 +365,7 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
         own = frozenset(
             m.name for m in item.owner.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
         )
-        for call in calls_of[index]:
+        for call in scans[index].calls:
             func = call.func
             if (
                 isinstance(func, ast.Attribute)
@@ -355,14 +394,24 @@ def _caller_at(path: str, stat: tuple[int, int]) -> _Caller | None:
     return None if tree is None or text is None else _summary(tree, text)
 
 
+@lru_cache(maxsize=8192)
+def _bindings_at(path: str, stat: tuple[int, int]) -> dict[str, tuple[int, str]]:
+    """What a module's import statements bind, from their text (no parse)."""
+    text = project_modules.read_text(path)
+    return {} if text is None else project_modules.bindings(text)
+
+
 # -- the answer ----------------------------------------------------------------------------
 
 
-def _target(caller_path: str, caller: _Caller, spelled: str) -> tuple[str, str] | None:
-    """`metrics.th_accuracy` in `caller` -> (the module file, "th_accuracy"), following a
+Bindings = dict[str, tuple[int, str]]
+
+
+def _target(caller_path: str, bindings: Bindings, spelled: str) -> tuple[str, str] | None:
+    """`metrics.th_accuracy` in a caller -> (the module file, "th_accuracy"), following a
     package `__init__.py` that re-exports the name one hop."""
     head, _, rest = spelled.partition(".")
-    binding = caller.bindings.get(head)
+    binding = bindings.get(head)
     if binding is None:
         return None
     level, dotted = binding
@@ -373,42 +422,91 @@ def _target(caller_path: str, caller: _Caller, spelled: str) -> tuple[str, str] 
     path = project_modules.resolve(caller_path, level, module)
     if path is None:
         return None
-    if os.path.basename(path) == "__init__.py":
+    if os.path.basename(path) == "__init__.py" and (stat := project_modules.stat_key(path)):
         project_modules.note((path,))
-        text = project_modules.read_text(path)
-        if text is not None and (again := project_modules.bindings(text).get(name)):
+        again = _bindings_at(path, stat).get(name)
+        if again is not None:
             inner, _, inner_name = again[1].rpartition(".")
             if inner and (found := project_modules.resolve(path, again[0], inner)):
                 return found, inner_name
     return path, name
 
 
+_DEFINED = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+
+
+@lru_cache(maxsize=1024)
+def _defined(path: str, stat: tuple[int, int]) -> frozenset[str]:
+    """The module's own name and the names its top-level `def`s and `class`es bind (a
+    regular expression: what a binding must mention to lead to it)."""
+    text = project_modules.read_text(path) or ""
+    stem = os.path.basename(os.path.dirname(path) if path.endswith("__init__.py") else path)
+    return frozenset({stem.removesuffix(".py"), *_DEFINED.findall(text)})
+
+
+def _bound(own: str, caller_path: str, bindings: Bindings) -> frozenset[str]:
+    """The names of the module's definitions that the caller's imports bind (`"*"`: the
+    module itself, through which any of them may be called)."""
+    stat = project_modules.stat_key(own)
+    names = _defined(own, stat) if stat else frozenset()
+    found: set[str] = set()
+    for name, (level, dotted) in bindings.items():
+        if not names.intersection(dotted.split(".")):
+            continue  # names neither the module nor one of its definitions
+        if project_modules.resolve(caller_path, level, dotted) == own:
+            found.add("*")
+            continue
+        target = _target(caller_path, bindings, name)
+        if target is not None and target[0] == own:
+            found.add(target[1])
+    return frozenset(found)
+
+
 def _reached(own: str, caller_path: str, caller: _Caller) -> Iterator[str]:
     """What of `own` the caller's per-step code calls: `"f"`, `"Class.m"`."""
     for spelled in caller.calls:
-        found = _target(caller_path, caller, spelled)
+        found = _target(caller_path, caller.bindings, spelled)
         if found is not None and found[0] == own:
             yield found[1]
             continue
         holder, _, method = spelled.rpartition(".")
         built = caller.built.get(holder) if holder else None
         if built is not None:
-            found = _target(caller_path, caller, built)
+            found = _target(caller_path, caller.bindings, built)
             if found is not None and found[0] == own:
                 yield f"{found[1]}.{method}"
     for bases, _own, method in caller.self_calls:
         for base in bases:
-            found = _target(caller_path, caller, base)
+            found = _target(caller_path, caller.bindings, base)
             if found is not None and found[0] == own:
                 yield f"{found[1]}.{method}"
 
 
-def hot_elsewhere(filename: str) -> frozenset[str]:
-    """The functions (`"f"`) and methods (`"Class.m"`) of `filename` that another module
-    of its project calls every step (empty for a text without a file on disk). The
-    callers read and the index's folders are noted for the file's cache entry."""
-    if not project_modules.is_on_disk(filename):
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+@lru_cache(maxsize=4096)
+def _words_at(path: str, stat: tuple[int, int]) -> frozenset[str]:
+    """The identifiers a module's text spells: a caller that never spells a name cannot
+    call it (checked before the caller is parsed)."""
+    return frozenset(_WORD.findall(project_modules.read_text(path) or ""))
+
+
+def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
+    """Of the functions (`"f"`) and methods (`"Class.m"`) of `filename` named in `names`,
+    those that another module of its project calls every step (empty for a text without a
+    file on disk). Only callers whose text spells one of them and whose imports bind the
+    module, the function or the class are parsed.
+    The callers and the index's folders are noted for the file's cache entry."""
+    # A run-once name is never hot, and no resolved call reaches a dunder method.
+    names = frozenset(
+        n for n in names if (last := n.rsplit(".", 1)[-1]) not in RUN_ONCE_FUNCTIONS
+        and last[:2] != "__"
+    )  # fmt: skip
+    if not names or not project_modules.is_on_disk(filename):
         return frozenset()
+    lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
+    heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
     own = os.path.abspath(filename)
     index = _index(project_modules.package_root(own))
     project_modules.note(f for f, _ in index.folders)  # a caller added or removed
@@ -417,7 +515,11 @@ def hot_elsewhere(filename: str) -> frozenset[str]:
     project_modules.note(callers)
     for path in callers:
         stat = project_modules.stat_key(path)
-        caller = None if stat is None else _caller_at(path, stat)
+        if stat is None or lasts.isdisjoint(_words_at(path, stat)):
+            continue
+        if heads.isdisjoint(_bound(own, path, _bindings_at(path, stat))):
+            continue  # binds neither the module nor a function or class asked about
+        caller = _caller_at(path, stat)
         if caller is not None:
             found.update(_reached(own, path, caller))
-    return frozenset(found)
+    return frozenset(found & names)
