@@ -3,6 +3,7 @@ calls every step (`analysis/module_callers.py`), and the depfile entries it adds
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -190,9 +191,30 @@ def test_callers_and_new_files_relint_the_helper_on_a_warm_run(tmp_path: Path) -
     model = package / "model.py"
     model.write_text(MODEL.replace("return logits, self._accuracy(logits, y)", "return logits"))
     assert _findings(paths, cache) == []
-    # A new caller file whose training loop calls `Meter.add`.
+    # A new caller file whose training loop calls `Meter.add`: its package folder changed.
     (package / "train.py").write_text(TRAIN)
+    project_modules.forget_layout()  # (a new process would know nothing of the old layout)
     assert _findings(paths, cache) == METER
     # And back: the first caller calls it again.
     model.write_text(MODEL)
     assert _findings(paths, cache) == sorted(ACCURACY + METER)
+
+
+def test_the_entry_records_the_callers_and_the_package_folders(tmp_path: Path) -> None:
+    package = _package(tmp_path, model=MODEL)
+    cache = ResultCache(tmp_path / "cache")
+    _findings([package / "metrics.py"], cache)
+    settings = Settings(root=package, select=("XLA1", "XLA2"))
+    rules = api.enabled_rules(settings)
+    path = package / "metrics.py"
+    key = cache.key(str(path), path.read_bytes(), rules, settings.hot_functions)
+    deps = [dep[0] for dep in json.loads((cache.entries / f"{key}.json").read_text())["deps"]]
+    assert deps == sorted([str(package / "model.py"), project_modules.tree(str(tmp_path))])
+    # A file added to a package changes the stamp; one added at the root does not.
+    before = project_modules.tree_stamp(str(tmp_path))
+    (tmp_path / "notes.txt").write_text("")
+    project_modules.forget_layout()
+    assert project_modules.tree_stamp(str(tmp_path)) == before
+    (package / "new.py").write_text("")
+    project_modules.forget_layout()
+    assert project_modules.tree_stamp(str(tmp_path)) != before

@@ -52,9 +52,6 @@ from xlalint.analysis.loop_facts import steps_an_optimizer
 
 MAX_INDEX_FILES = 4000
 MAX_CALLERS = 64
-_SKIPPED_FOLDERS = frozenset(
-    {"node_modules", "__pycache__", "build", "dist", "site-packages", "venv", "env"}
-)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -73,7 +70,7 @@ _HOST_CALLS = frozenset({"str", "len", "int", "float", "bool", "repr", "dict", "
 
 @dataclass(frozen=True)
 class _Index:
-    folders: tuple[tuple[str, tuple[int, int] | None], ...]  # with their stats
+    stamp: tuple[int, int]  # `project_modules.tree_stamp` when built
     importers: dict[str, tuple[str, ...]]  # module path -> the files importing it
 
 
@@ -81,47 +78,30 @@ _indexes: dict[str, _Index] = {}
 
 
 def _index(root: str) -> _Index:
-    """The index of `root`, built once per process while its folders keep their stats
-    (a file added, removed or renamed under the root changes its folder's)."""
+    """The index of `root`, built once per process while its package folders keep their
+    stats (a file added, removed or renamed in a package changes its folder's)."""
     index = _indexes.get(root)
-    if index is None or not project_modules.current(index.folders):
+    if index is None or index.stamp != project_modules.tree_stamp(root):
         index = _indexes[root] = _build_index(root)
     return index
 
 
 def _build_index(root: str) -> _Index:
     """Who imports whom under `root`, from the import lines of every file (no parse): the
-    root's own modules and those of its packages (folders with an `__init__.py`, followed
-    down; a script folder's files resolve no import of the project). Only the package
-    folders are recorded for the depfile: the root is often a repository's top, where
-    outputs and caches come and go."""
-    folders: list[tuple[str, tuple[int, int] | None]] = []
+    root's own modules and those of its packages (a script folder's files resolve no
+    import of the project)."""
     importers: dict[str, list[str]] = {}
     count = 0
-    pending = [root]
-    while pending and count < MAX_INDEX_FILES:
-        folder = pending.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-        except OSError:
-            continue
-        if folder != root:
-            folders.append((folder, project_modules.stat_key(folder)))
+    for _, entries in project_modules.package_folders(root):
         for entry in entries:
-            name = entry.name
-            if name.startswith(".") or name in _SKIPPED_FOLDERS:
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if os.path.isfile(os.path.join(entry.path, "__init__.py")):
-                    pending.append(entry.path)
-                continue
-            if not name.endswith(".py") or count >= MAX_INDEX_FILES:
+            if not entry.name.endswith(".py") or count >= MAX_INDEX_FILES:
                 continue
             count += 1
             stat = project_modules.stat_key(entry.path)
             for imported in project_modules.module_imports(entry.path, stat) if stat else ():
                 importers.setdefault(imported, []).append(entry.path)
-    return _Index(tuple(folders), {k: tuple(v) for k, v in importers.items()})
+    stamp = project_modules.tree_stamp(root)
+    return _Index(stamp, {k: tuple(v) for k, v in importers.items()})
 
 
 project_modules.on_forget(_indexes.clear)  # the language server, before each lint
@@ -508,8 +488,9 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
     own = os.path.abspath(filename)
-    index = _index(project_modules.package_root(own))
-    project_modules.note(f for f, _ in index.folders)  # a caller added or removed
+    root = project_modules.package_root(own)
+    index = _index(root)
+    project_modules.note((project_modules.tree(root),))  # a caller added or removed
     found: set[str] = set()
     callers = _callers(own, index)
     project_modules.note(callers)
