@@ -218,3 +218,24 @@ def test_the_entry_records_the_callers_and_the_package_folders(tmp_path: Path) -
     (package / "new.py").write_text("")
     project_modules.forget_layout()
     assert project_modules.tree_stamp(str(tmp_path)) != before
+
+
+def test_a_package_that_re_exports_the_helper_whole(tmp_path: Path) -> None:
+    """pytorch-ood's losses: `from ..utils import drop_unknown`, where `utils/__init__.py`
+    holds `from .utils import *`."""
+    package = _package(
+        tmp_path,
+        loss=(
+            "from torch import nn\n\nfrom . import drop_unknown\n\n\n"
+            "class CenterLoss(nn.Module):\n    def forward(self, distmat, target):\n"
+            "        target, distmat = drop_unknown(target, distmat)\n"
+            "        return distmat.sum()\n"
+        ),
+    )
+    (package / "__init__.py").write_text("from .metrics import *\n")
+    (package / "metrics.py").write_text(
+        METRICS + "\n\ndef drop_unknown(y: torch.Tensor, x: torch.Tensor):\n    known = y >= 0\n"
+        "    if known.all():\n        return y, x\n    return y[known], x[known]\n"
+    )
+    found = _findings([package / "metrics.py"])
+    assert found == [("XLA103", 24), ("XLA202", 26)]

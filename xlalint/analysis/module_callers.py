@@ -409,7 +409,25 @@ def _target(caller_path: str, bindings: Bindings, spelled: str) -> tuple[str, st
             inner, _, inner_name = again[1].rpartition(".")
             if inner and (found := project_modules.resolve(path, again[0], inner)):
                 return found, inner_name
+        for source in _star_sources(path, stat):  # `from .utils import *`
+            if (source_stat := project_modules.stat_key(source)) and name in _defined(
+                source, source_stat
+            ):
+                return source, name
     return path, name
+
+
+_STAR = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\*", re.M)
+
+
+@lru_cache(maxsize=1024)
+def _star_sources(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+    """The project modules a package `__init__.py` re-exports whole (`from .m import *`)."""
+    text = project_modules.read_text(path) or ""
+    found = (
+        project_modules.resolve(path, len(dots), module) for dots, module in _STAR.findall(text)
+    )
+    return tuple(p for p in found if p is not None)
 
 
 _DEFINED = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
