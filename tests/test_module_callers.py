@@ -239,3 +239,16 @@ def test_a_package_that_re_exports_the_helper_whole(tmp_path: Path) -> None:
     )
     found = _findings([package / "metrics.py"])
     assert found == [("XLA103", 24), ("XLA202", 26)]
+
+
+def test_a_method_of_an_instance_built_on_the_spot(tmp_path: Path) -> None:
+    """gpytorch's kernel: `Interpolation().interpolate(self.grid, inputs)` in `forward`."""
+    package = _package(
+        tmp_path,
+        kernel=(
+            "from torch import nn\n\nfrom pkg.metrics import Meter\n\n\n"
+            "class Kernel(nn.Module):\n    def forward(self, loss):\n"
+            "        Meter().add(loss)\n        return loss\n"
+        ),
+    )
+    assert _findings([package / "metrics.py"]) == METER

@@ -256,6 +256,18 @@ def _hands_a_tensor(call: ast.Call) -> bool:
     )
 
 
+def _spelled(call: ast.Call) -> str | None:
+    """`metrics.th_accuracy`, `self.acc.update`; `Interpolation().interpolate` for a
+    method called on an instance built on the spot."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        built = _dotted(func.value.func)
+        if built is not None and built.rsplit(".", 1)[-1][:1].isupper():
+            return f"{built}().{func.attr}"
+        return None
+    return _dotted(func)
+
+
 def _summary(tree: ast.Module, text: str) -> _Caller:
     defs: list[_Def] = []
     for node in tree.body:
@@ -334,7 +346,7 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
     calls = frozenset(
         spelled
         for call in hot_calls
-        if _hands_a_tensor(call) and (spelled := _dotted(call.func)) is not None
+        if _hands_a_tensor(call) and (spelled := _spelled(call)) is not None
     )
     self_calls: list[tuple[tuple[str, ...], frozenset[str], str]] = []
     for index in per_step:
@@ -468,7 +480,7 @@ def _reached(own: str, caller_path: str, caller: _Caller) -> Iterator[str]:
             yield found[1]
             continue
         holder, _, method = spelled.rpartition(".")
-        built = caller.built.get(holder) if holder else None
+        built = holder[:-2] if holder.endswith("()") else caller.built.get(holder)
         if built is not None:
             found = _target(caller_path, caller.bindings, built)
             if found is not None and found[0] == own:
