@@ -2,39 +2,44 @@
 
 A helper module is often cold by its own reasoning: funasr's `metrics/compute_acc.py`
 defines `th_accuracy` (a `masked_select`, `float(numerator)`) and nothing of that file
-runs it; paraformer's `forward` does, every training step. `hot_elsewhere(filename)`
-answers, for a linted file on disk, which of its functions (`"name"`) and methods
-(`"Class.name"`) another module of the project calls from code that runs per step
+runs it; paraformer's `forward` does, every training step. `hot_elsewhere(filename,
+names)` answers, for a linted file on disk, which of the functions (`"f"`) and methods
+(`"Class.m"`) named another module of the project calls from code that runs per step
 *there*, handing it something that may be a device tensor (not a literal, a string, a
 path or a config). `HotCode` counts such a function as hot, as if a hot caller of its
 own file called it, and the screen keeps it.
 
 Finding callers, bounded: the reverse index of a package root (`project_modules.
-package_root`): every `.py` file under it (at most `MAX_INDEX_FILES`, hidden and build
-folders skipped), its import statements read by `project_modules`' regular expression,
-built once per root in a process. A module's callers are the files whose imports name it
-(and, one hop further, the files importing a package `__init__.py` that imports it), at
-most `MAX_CALLERS`. Each caller is read with CPython's `ast` once per path and size/mtime
-(a summary is kept, not the tree); nothing is imported or run; a caller that fails to
-parse contributes nothing.
+package_root`): its own modules and its packages' (`project_modules.package_folders`, at
+most `MAX_INDEX_FILES` files), their import statements read by `project_modules`' regular
+expression, built once per root in a process (again when a package folder changes). A
+module's callers are the files whose imports name it (and, one hop further, the files
+importing a package `__init__.py` that imports it), at most `MAX_CALLERS`; of those, only
+the ones whose text spells a name asked about and whose imports bind the module, the
+function or its class are parsed, with CPython's `ast`, once per path and size/mtime (a
+summary is kept, not the tree); nothing is imported or run; a caller that fails to parse
+contributes nothing.
 
 Per step in a caller: a function per step by its name (`forward`, `*_step`), a framework
 hook of its class (`hotness.per_step_hooks`), a function that trains in its body
 (backward, an optimizer step), the body of a loop that trains or steps (`x.step(...)`,
 a per-step method called in it, or a function of the caller's module that trains), and
-the caller's own functions that such code calls, transitively. Not per step: run-once
-names (`__init__`, `setup`, `main`), evaluation or plotting loops that step nothing.
-Absence of evidence stays cold: a function no module calls per step is not hot.
+the caller's own functions that such code calls, transitively; not under a log interval
+(`if step % 100 == 0:`). Not per step: run-once names (`__init__`, `setup`, `main`),
+evaluation or plotting loops that step nothing. Absence of evidence stays cold: a
+function no module calls per step is not hot.
 
 Resolution: `f(...)` bound by `from .m import f` (or through a package that re-exports
-it), `m.f(...)` bound by `import pkg.m as m` / `from pkg import m`; a method through a
-subclass the caller defines (`self.m(...)` in its per-step code, `m` not its own), or
-through an instance of the class the caller builds (`self.acc = Accuracy(...)`, then
-`self.acc.update(...)`).
+it, by name or `from .m import *`), `m.f(...)` bound by `import pkg.m as m` / `from pkg
+import m`; a method through a subclass the caller defines (`self.m(...)` in its per-step
+code, `m` not its own), through an instance of the class the caller builds
+(`self.acc = Accuracy(...)`, then `self.acc.update(...)`), or one built on the spot
+(`Interpolation().interpolate(...)`).
 
-The cache: every caller read and every folder of the index is noted
-(`project_modules.note`) where the question is asked, so an edit of a caller, or a file
-added or removed under the root, re-lints the helper's file on a warm run.
+The cache: every importer of the module and the root's package folders (one entry,
+`project_modules.tree`) are noted (`project_modules.note`) where the question is asked,
+so an edit of a caller, or a file added or removed in a package, re-lints the helper's
+file on a warm run.
 """
 
 from __future__ import annotations
@@ -308,7 +313,6 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
         return False
 
     hot_calls: list[ast.Call] = []
-    hot_names: set[str] = set()
     pending: list[int] = []
     for index, item in enumerate(defs):
         name = item.node.name
@@ -337,7 +341,6 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
         if index in per_step:
             continue
         per_step.add(index)
-        hot_names.add(defs[index].node.name)
         for call in scans[index].calls:
             hot_calls.append(call)
             name = _local_callee(call)
