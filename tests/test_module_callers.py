@@ -252,3 +252,30 @@ def test_a_method_of_an_instance_built_on_the_spot(tmp_path: Path) -> None:
         ),
     )
     assert _findings([package / "metrics.py"]) == METER
+
+
+def test_a_conversion_helper_is_its_callers_cost(tmp_path: Path) -> None:
+    """`to_numpy(t)` only returns what it is handed, converted: the caller's file reports
+    the call; a helper that computes before it reads is reported in the helper."""
+    package = _package(
+        tmp_path,
+        convert=(
+            "import torch\n\n\ndef to_numpy(t: torch.Tensor):\n"
+            "    return t.cpu().detach().numpy()\n\n\n"
+            "def total(t: torch.Tensor):\n    return t.sum().cpu().numpy()\n"
+        ),
+        step=(
+            "from .convert import to_numpy, total\n\n\n"
+            "def training_step(model, batch):\n    loss = model(batch)\n"
+            "    return to_numpy(loss), total(loss)\n"
+        ),
+    )
+    assert _findings([package / "convert.py"]) == [("XLA102", 9)]
+
+
+def test_calls_under_a_log_interval_are_not_per_step(tmp_path: Path) -> None:
+    train = TRAIN.replace(
+        "        meter.add(loss)\n", "        if step % 100 == 0:\n            meter.add(loss)\n"
+    ).replace("for x, y in loader:", "for step, (x, y) in enumerate(loader):")
+    package = _package(tmp_path, train=train)
+    assert _findings([package / "metrics.py"]) == []

@@ -247,9 +247,16 @@ class Site:
     sparse: bool = False
 
 
+# Methods that hand back the same values, moved, detached or retyped.
+_CONVERSIONS = frozenset(
+    {"cpu", "detach", "numpy", "tolist", "item", "to", "clone", "contiguous", "float",
+     "double", "long", "int"}
+)  # fmt: skip
+
+
 def converts_a_parameter(function: cst.CSTNode) -> bool:
     """`def to_numpy(t): return t.cpu().detach().numpy()`: a function whose whole body
-    returns what it was handed, converted (a chain of calls and attributes on one of its
+    returns what it was handed, converted (a chain of conversions on one of its
     parameters). Whether that costs a host read every step is its caller's choice, and the
     caller's file reports the call (`module_callers.py`: another module calling it per
     step does not make it hot)."""
@@ -265,8 +272,10 @@ def converts_a_parameter(function: cst.CSTNode) -> bool:
     if type(returned) is not cst.Return or returned.value is None:
         return False
     node: cst.BaseExpression = returned.value
-    while type(node) in (cst.Call, cst.Attribute):
-        node = node.func if type(node) is cst.Call else node.value  # type: ignore[union-attr]
+    while type(node) is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[union-attr]
+        if node.func.attr.value not in _CONVERSIONS:  # type: ignore[union-attr]
+            return False  # `t.sum().cpu()`: it computes before it reads
+        node = node.func.value  # type: ignore[union-attr]
     if type(node) is not cst.Name:
         return False
     params = function.params
