@@ -1541,19 +1541,32 @@ class TensorKinds:
         `.cuda()`) without rebinding `labels`: the loader hands host tensors, since only a
         copy goes to the device (a no-op for a device tensor), so `labels.cpu()` there is
         no transfer. Only a name that nothing but the loop binds in its function counts:
-        `labels = labels.to(device)` makes it a device tensor again."""
+        `labels = labels.to(device)` makes it a device tensor again.
+
+        For the same reason a row the body never moves, beside rows it does move (`for im,
+        targets, paths, shapes in loader:` moving `im` and `targets`), stays where the
+        loader put it, on the host: `shapes[si]` reads the batch's list of image sizes. A
+        device loader would have made the moves needless; a row used on the device without
+        a move would fail on any accelerator."""
         if function is None:
             return
         frame = self._frames[-1]
         counts = binding_counts(function)
-        rows = {
-            name
-            for name in target_names(loop.target)
-            if frame.get(name) is Kind.TENSOR and counts.get(name) == 1
-        }
+        rows = {name for name in target_names(loop.target) if frame.get(name) is Kind.TENSOR}
         if not rows:
             return
-        for node in descendants(loop.body):
+        moved = self._rows_moved_to_device(loop.body, rows)
+        if not moved:
+            return
+        for name in rows:
+            if counts.get(name) == 1:
+                frame[name] = Kind.HOST
+
+    def _rows_moved_to_device(self, body: cst.CSTNode, rows: set[str]) -> set[str]:
+        """The names among `rows` that `body` copies to the device (`x.to(device)`,
+        `x.cuda()`), rebinding them or not."""
+        moved: set[str] = set()
+        for node in descendants(body):
             if (
                 type(node) is cst.Call
                 and type(node.func) is cst.Attribute
@@ -1564,7 +1577,8 @@ class TensorKinds:
                     or (node.func.attr.value == "to" and self._moves_to_device(node))
                 )
             ):
-                frame[node.func.value.value] = Kind.HOST
+                moved.add(node.func.value.value)
+        return moved
 
     def narrowed_to_tensor(self, test: cst.BaseExpression) -> list[str]:
         """Names that an `if` test checks to be tensors (`isinstance(v, torch.Tensor)`,
