@@ -37,6 +37,12 @@ def _names(test: str, holds: bool) -> list[str]:
         ("not (isinstance(a, int) or b)", True, []),
         ("all(isinstance(s, str) for s in keys)", True, ["keys"]),
         ("all(isinstance(s, str) for s in keys)", False, []),
+        # Predicates true only of host values: a scipy sparse matrix, a scalar.
+        ("sparse.issparse(X)", True, ["X"]),
+        ("scipy.sparse.issparse(X)", False, []),
+        ("np.isscalar(x)", True, ["x"]),
+        ("issparse(X.data)", True, []),
+        ("is_sparse(X)", True, []),
         # Containers may hold tensors; a failed tensor test says nothing either.
         ("isinstance(losses, tuple)", True, []),
         ("isinstance(losses, (list, tuple))", True, []),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -51,6 +51,7 @@ from xlalint.analysis.members import (
     own_module_function,
     table_functions,
 )
+from xlalint.analysis.module_callers import hot_elsewhere
 from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.module_steps import ModuleSteps
 from xlalint.analysis.returns import NumberReturns
@@ -242,6 +243,8 @@ class FileContext:
             self._has_own_loop,
             self._acts_beside_training,
             lambda loop: self._step_passes.is_step_loop(loop),
+            # Other modules' per-step callers, where the file is on disk (`module_callers`).
+            None if self._text is None else partial(hot_elsewhere, path),
         )
         self._stack: list[cst.CSTNode] = []
         # Loops the walk saw iterate a collection, or one tensor's rows (`StepPasses`).

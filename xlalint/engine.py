@@ -16,11 +16,13 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
 from xlalint import screen
+from xlalint.analysis.module_callers import hot_elsewhere
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
 from xlalint.cst_parse import parse_module
@@ -144,7 +146,9 @@ def _lint_source(
         return FileResult(filename)
     screened = None
     if active and tree is not None and parsed is None and screen.enabled():
-        screened = screen.screen_text(tree, text, active, hot_functions)
+        # Other modules' per-step callers (`module_callers.py`), where the file is on disk.
+        elsewhere = partial(hot_elsewhere, filename)
+        screened = screen.screen_text(tree, text, active, hot_functions, elsewhere)
     source = text if screened is None else screened.text
     try:
         module = parse_module(source) if parsed is None else parsed

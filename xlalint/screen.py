@@ -230,6 +230,13 @@ class _Unit:
     # A method of a class another of whose methods mentions `backward` (an agent acting
     # beside its training step: `FileContext._acts_beside_training`).
     beside_training: bool = False
+    owner: str | None = None  # the class of a method
+
+    @property
+    def qualified(self) -> str:
+        """`f`, `Class.m`: as `module_callers.hot_elsewhere` names it."""
+        name = self.node.name
+        return f"{self.owner}.{name}" if self.owner else name
 
 
 @dataclass(frozen=True)
@@ -252,13 +259,16 @@ def screen_text(
     text: str,
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str] = (),
+    elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
 ) -> Screened | None:
     """The text with the bodies of the units no rule can use blanked, or None when every
     unit is kept (then libcst parses the text as it is).
 
     A unit passes a rule that matches its screen (a rule without one: any unit) and, for a
     rule that reports only in hot code, only if the unit may run every step (`_maybe_hot`).
-    A rule with neither a screen nor `hot_only` passes every unit: nothing is blanked."""
+    A rule with neither a screen nor `hot_only` passes every unit: nothing is blanked.
+    `elsewhere`: the file's functions that other modules of the project call every step
+    (`module_callers.hot_elsewhere`), asked only when a unit's hotness decides."""
     if not rules or any(rule.screen is None and not rule.hot_only for rule in rules):
         return None
     if "\r" in text.replace("\r\n", ""):  # lone carriage returns: rows would not line up
@@ -293,6 +303,12 @@ def screen_text(
         if undecided - hot:
             records = _record_classes(tree)
             hot |= _computing_on_parameters(units, aliases, records, undecided - hot)
+        if undecided - hot and elsewhere is not None:
+            # Only now other modules' callers (`module_callers.py`), asked about the units
+            # still undecided and those that use their names (their callers, by name).
+            called = elsewhere(_users(units, {units[i].node.name for i in undecided - hot}))
+            if called:
+                hot |= _maybe_hot(units, glue, hot_functions, called)
         passing |= undecided & hot
     glue_passes = passes(glue, _LOOP_NODES & glue.nodes != set())
     kept = _connected(units, glue, passing, text)
@@ -311,17 +327,38 @@ def screen_text(
     return Screened("".join(lines), rows, (), blanked)
 
 
+def _users(units: list[_Unit], names: set[str]) -> frozenset[str]:
+    """The units named `names` and those that use one of the names, transitively, as
+    `module_callers` names them (`"f"`, `"Class.m"`)."""
+    found = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for unit in units:
+            name = unit.node.name
+            if name not in found and unit.features.identifiers & found:
+                found.add(name)
+                changed = True
+    return frozenset(unit.qualified for unit in units if unit.node.name in found)
+
+
 _LOOP_NODES = frozenset({"For", "AsyncFor", "While"})
 _HOOKS = frozenset().union(*PER_STEP_HOOKS.values())
 
 
-def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str]) -> set[int]:
+def _maybe_hot(
+    units: list[_Unit],
+    glue: Features,
+    hot_functions: Sequence[str],
+    called: frozenset[str] = frozenset(),
+) -> set[int]:
     """The units where `HotCode.is_hot` may say yes: with a loop, a function declared per
     step (`forward`, `*_step`, a framework hook, configured `hot-functions`, `__call__` of
     a class that may be an `nn.Module`), one that runs backward or is a method beside one
     that does, one with a lambda default, one with a parameter annotated as a tensor (hot
     per call for some rules), or one whose name is used in a loop or in another such unit
-    (the call graph is by name, so any use of the name counts)."""
+    (the call graph is by name, so any use of the name counts), or one another module of
+    the project calls every step (`called`: `"f"`, `"Class.m"`)."""
 
     def declared(unit: _Unit) -> bool:
         features = unit.features
@@ -344,7 +381,7 @@ def _maybe_hot(units: list[_Unit], glue: Features, hot_functions: Sequence[str])
     hot_names = set(glue.loop_identifiers)
     for unit in units:
         hot_names |= unit.features.loop_identifiers
-    hot = {i for i, unit in enumerate(units) if declared(unit)}
+    hot = {i for i, unit in enumerate(units) if declared(unit) or unit.qualified in called}
     changed = True
     while changed:
         changed = False
@@ -543,12 +580,19 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
     units: list[_Unit] = []
     glue = Features()
 
-    def unit(node: Unit, module_class: bool = False) -> None:
+    def unit(node: Unit, module_class: bool = False, owner: str | None = None) -> None:
         features = Features()
         features.add(node)
         last = node.end_lineno or node.lineno
         units.append(
-            _Unit(node, features, _first_row(node), last, module_class and node.name == "__call__")
+            _Unit(
+                node,
+                features,
+                _first_row(node),
+                last,
+                module_class and node.name == "__call__",
+                owner=owner,
+            )
         )
 
     for statement in tree.body:
@@ -565,7 +609,7 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
             first_member = len(units)
             for member in statement.body:
                 if isinstance(member, _DEFS):
-                    unit(member, module_class)
+                    unit(member, module_class, statement.name)
                 else:
                     glue.add(member)
             members = units[first_member:]

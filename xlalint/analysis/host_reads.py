@@ -82,6 +82,29 @@ def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.C
     return None
 
 
+_ARITHMETIC = frozenset(
+    {cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power}
+)
+
+
+def arithmetic_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.CSTNode | None:
+    """The arithmetic expression that `read` (`ancestors` innermost first) is an operand
+    of, outermost: `float(numerator) / float(denominator)` for either read. Its reads make
+    one host number together: one cause, whose fix computes it on the device and reads it
+    once (`(numerator / denominator).item()`). None where the read is no direct operand."""
+    whole: cst.CSTNode | None = None
+    child = read
+    for ancestor in ancestors:
+        if type(ancestor) is not cst.BinaryOperation:
+            break
+        if type(ancestor.operator) not in _ARITHMETIC:  # type: ignore[attr-defined]
+            break
+        if ancestor.left is not child and ancestor.right is not child:  # type: ignore[attr-defined]
+            break
+        whole = child = ancestor
+    return whole
+
+
 # What carries a value into one formatted argument: a tuple's or list's element, an
 # f-string's expression.
 _FORMATTED = frozenset(

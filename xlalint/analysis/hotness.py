@@ -249,6 +249,51 @@ class Site:
     sparse: bool = False
 
 
+# Methods that hand back the same values, moved, detached or retyped.
+_CONVERSIONS = frozenset(
+    {"cpu", "detach", "numpy", "tolist", "item", "to", "clone", "contiguous", "float",
+     "double", "long", "int"}
+)  # fmt: skip
+
+
+def converts_a_parameter(function: cst.CSTNode) -> bool:
+    """`def to_numpy(t): return t.cpu().detach().numpy()`: a function whose whole body
+    returns what it was handed, converted (a chain of conversions on one of its
+    parameters). Whether that costs a host read every step is its caller's choice, and the
+    caller's file reports the call (`module_callers.py`: another module calling it per
+    step does not make it hot)."""
+    if type(function) is not cst.FunctionDef or type(function.body) is not cst.IndentedBlock:
+        return False
+    statements = list(function.body.body)
+    if statements and _is_docstring(statements[0]):
+        statements = statements[1:]
+    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
+        return False
+    small = statements[0].body
+    returned = small[0] if len(small) == 1 else None
+    if type(returned) is not cst.Return or returned.value is None:
+        return False
+    node: cst.BaseExpression = returned.value
+    while type(node) is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[union-attr]
+        if node.func.attr.value not in _CONVERSIONS:  # type: ignore[union-attr]
+            return False  # `t.sum().cpu()`: it computes before it reads
+        node = node.func.value  # type: ignore[union-attr]
+    if type(node) is not cst.Name:
+        return False
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    return node.value in names and node is not returned.value
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        type(statement) is cst.SimpleStatementLine
+        and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Expr
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
+
+
 # `nn.Module` methods that register a function to run on every forward (or backward).
 MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
@@ -268,6 +313,7 @@ class HotCode:
         has_loop: Callable[[cst.CSTNode], bool] | None = None,
         acts: Callable[[cst.CSTNode], bool] | None = None,
         step_loop: Callable[[cst.CSTNode], bool] | None = None,
+        elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -276,6 +322,10 @@ class HotCode:
         self._has_loop = has_loop
         self._acts = acts
         self._step_loop = step_loop
+        # What other modules of the project call every step (`module_callers.py`): asked
+        # only for a site the file's own reasoning leaves cold.
+        self._elsewhere = elsewhere
+        self._elsewhere_known: dict[str, bool] = {}
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
@@ -294,6 +344,7 @@ class HotCode:
         self._edges.append((site, callee_name))
         self._hot_names = self._saving_names = self._per_call_names = None
         self._callee_names = self._per_call_callers = None
+        self._elsewhere_known = {}
 
     def add_step_closure_callback(self, name: str) -> None:
         """A function handed to `xm.add_step_closure`: it runs after the step, off the trace."""
@@ -475,9 +526,10 @@ class HotCode:
             self._hot_names = self._reach(per_call=False)
         return self._hot_names
 
-    def _reach(self, per_call: bool) -> set[str]:
-        """The names `_reached_names` answers with, computed anew."""
-        hot: set[str] = set()
+    def _reach(self, per_call: bool, seeds: Iterable[str] = ()) -> set[str]:
+        """The names `_reached_names` answers with, computed anew (from `seeds` too:
+        functions hot by what other modules do)."""
+        hot: set[str] = set(seeds)
         saving = self._saving_functions()
         changed = True
         while changed:
@@ -508,7 +560,11 @@ class HotCode:
         calls count too, whoever calls them."""
         if site.in_step_closure or self._once_per_epoch(site):
             return False
-        return self._in_step_loop(site) or self._function_hot(site, per_call)
+        return (
+            self._in_step_loop(site)
+            or self._function_hot(site, per_call)
+            or self._hot_elsewhere(site)
+        )
 
     def _in_step_loop(self, site: Site) -> bool:
         """Some loop around the site in its function is a step loop (`step_loop`): it
@@ -523,3 +579,46 @@ class HotCode:
         return any(
             self._step_loop(scope) for scope in site.scopes if type(scope) in (cst.For, cst.While)
         )
+
+    def _hot_elsewhere(self, site: Site) -> bool:
+        """Another module of the project calls the site's function every step
+        (`module_callers.hot_elsewhere`: `"f"`, `"Class.m"`), or a function of this file
+        such a function calls, as a hot caller of this file would make it. Asked with the
+        function's name and its callers' here: only those decide."""
+        function = site.function
+        if function is None or self._elsewhere is None:
+            return False
+        name = function.name
+        if name in RUN_ONCE_FUNCTIONS or name in self._closure_callbacks:
+            return False
+        if name in self._saving_functions() or name in self._plotting:
+            return False
+        if site.scopes and converts_a_parameter(site.scopes[0]):
+            return False
+        qualified = f"{function.class_name}.{name}" if function.class_name else name
+        known = self._elsewhere_known.get(qualified)
+        if known is None:
+            found = self._elsewhere(frozenset(self._callers_of(qualified, name)))
+            if qualified in found:
+                known = True
+            else:
+                seeds = {entry.rsplit(".", 1)[-1] for entry in found}
+                known = bool(seeds) and name in self._reach(per_call=False, seeds=seeds) - seeds
+            self._elsewhere_known[qualified] = known
+        return known
+
+    def _callers_of(self, qualified: str, name: str) -> set[str]:
+        """The function (`qualified`, named `name`) and the functions of this file that
+        call it, directly or not (by name), as `"f"` or `"Class.m"`."""
+        names, found = {name}, {qualified}
+        changed = True
+        while changed:
+            changed = False
+            for site, callee in self._edges:
+                caller = site.function
+                if callee in names and caller is not None and caller.name not in names:
+                    names.add(caller.name)
+                    klass = caller.class_name
+                    found.add(f"{klass}.{caller.name}" if klass else caller.name)
+                    changed = True
+        return found

@@ -23,10 +23,11 @@ warm run resolves nothing: it re-stats the paths a cache entry recorded.
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -179,8 +180,9 @@ def read_text(path: str) -> str | None:
     return None if raw is None else raw.decode("utf-8", "replace")
 
 
-@lru_cache(maxsize=4096)
-def _module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+@lru_cache(maxsize=8192)
+def module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+    """The project files a module's import statements name (once per path and stat)."""
     text = read_text(path)
     return () if text is None else tuple(_imports_of(path, text))
 
@@ -192,6 +194,17 @@ def forget_layout() -> None:
     _root_of.cache_clear()
     _resolve.cache_clear()
     _consulted.cache_clear()
+    _stamps.clear()
+    for forget in _forgetting:
+        forget()
+
+
+_forgetting: list[Callable[[], None]] = []
+
+
+def on_forget(forget: Callable[[], None]) -> None:
+    """Have `forget_layout` call `forget` too (an index built from the layout)."""
+    _forgetting.append(forget)
 
 
 def is_on_disk(filename: str) -> bool:
@@ -216,7 +229,7 @@ def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
         following: list[str] = []
         for path in frontier:
             stat = stat_key(path)
-            for imported in _module_imports(path, stat) if stat else ():
+            for imported in module_imports(path, stat) if stat else ():
                 if imported not in found:
                     found[imported] = None
                     following.append(imported)
@@ -259,13 +272,71 @@ def recording() -> Iterator[dict[str, tuple[int, int] | None]]:
 
 def note(paths: Iterable[str]) -> None:
     """Record `paths` as consulted by the lint in progress (nothing outside `recording`).
-    The first stat wins: it is the one the analysis saw."""
+    The first stat wins: it is the one the analysis saw. A `tree(root)` path stands for
+    the package folders of `root` (`tree_stamp`)."""
     noted = _recording.get()
     if noted is None:
         return
     for path in paths:
         if path not in noted:
-            noted[path] = stat_key(path)
+            noted[path] = _stat_of(path)
+
+
+# -- the package folders of a root, as one depfile entry ----------------------------------
+
+_TREE = os.sep + "*"
+_SKIPPED_FOLDERS = frozenset(
+    {"node_modules", "__pycache__", "build", "dist", "site-packages", "venv", "env"}
+)
+_stamps: dict[str, tuple[int, int]] = {}
+
+
+def tree(root: str) -> str:
+    """The depfile path that stands for the package folders under `root`."""
+    return root.rstrip(os.sep) + _TREE
+
+
+def package_folders(root: str) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """`root` and its packages (folders with an `__init__.py`, followed down), each with
+    its entries, sorted by name (hidden and build folders skipped): where a module of the
+    project can be."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        yield folder, entries
+        for entry in reversed(entries):
+            name = entry.name
+            if name.startswith(".") or name in _SKIPPED_FOLDERS:
+                continue
+            if entry.is_dir(follow_symlinks=False) and os.path.isfile(
+                os.path.join(entry.path, "__init__.py")
+            ):
+                pending.append(entry.path)
+
+
+def tree_stamp(root: str) -> tuple[int, int]:
+    """The number of package folders under `root` and a digest of their sizes and mtimes
+    (not the root's own: a repository's top, where outputs and caches come and go): a file
+    added, removed or renamed in a package changes it. Once per root in a process (a
+    warm run checks hundreds of entries against it); `forget_layout` forgets it."""
+    stamp = _stamps.get(root)
+    if stamp is None:
+        digest = hashlib.blake2b(digest_size=7)
+        count = 0
+        for folder, _ in package_folders(root):
+            if folder != root:
+                count += 1
+                digest.update(f"{folder}\0{stat_key(folder)}\0".encode())
+        stamp = _stamps[root] = (count, int.from_bytes(digest.digest(), "big"))
+    return stamp
+
+
+def _stat_of(path: str) -> tuple[int, int] | None:
+    return tree_stamp(path[: -len(_TREE)]) if path.endswith(_TREE) else stat_key(path)
 
 
 def frozen(noted: dict[str, tuple[int, int] | None]) -> Deps:
@@ -276,4 +347,4 @@ def frozen(noted: dict[str, tuple[int, int] | None]) -> Deps:
 def current(deps: Deps) -> bool:
     """Whether every recorded module still has the stat it had (a deleted one has none):
     a cached result is valid only then."""
-    return all(stat_key(path) == stat for path, stat in deps)
+    return all(_stat_of(path) == stat for path, stat in deps)

@@ -101,9 +101,11 @@ _TORCH_NON_TENSOR = re.compile(
     r"testing|export|fx|library|overrides|multiprocessing|random"
     r")(\.|$)"
 )
+# Conversions that keep a tensor where it is and make anything else on the host.
+_AS_TENSOR = frozenset({"torch.as_tensor", "torch.asarray"})
 # Functions that answer a question about the program (`is_compiling`, `has_cuda`,
-# `_get_cudnn_enabled`).
-_PREDICATE = re.compile(r"^((is|has)_|get_\w+_enabled$)")
+# `_get_cudnn_enabled`, `_are_functorch_transforms_active`).
+_PREDICATE = re.compile(r"^((is|has|are)_|get_\w+_enabled$)")
 # Methods that move what they are given to the device and return it.
 _TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
 # Dict methods that return one of its values.
@@ -2170,6 +2172,16 @@ class TensorKinds:
             and self._host_inputs(node)
         ):
             return Kind.HOST  # `torch.argsort(logits_on_cpu)`: computed where its input is
+        if (
+            qualified in _AS_TENSOR
+            and not any(_is_keyword(arg, "device") for arg in node.args)
+            and (function := self._function_nodes[-1]) is not None
+            and function.name.value == "__init__"
+        ):
+            # `self.weights = torch.as_tensor(weights)` in a constructor: its arguments are
+            # configuration, made on the host, and `model.to(device)` moves buffers and
+            # parameters, not plain attributes.
+            return Kind.HOST
         if _TORCH_TENSOR_NAMESPACES.match(qualified):
             return Kind.TENSOR
         if qualified.rsplit(".", 1)[-1] in _RNG_STATE_GETTERS:

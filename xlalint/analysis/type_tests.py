@@ -28,6 +28,11 @@ _HOST_TYPES = frozenset(
 )  # fmt: skip
 
 
+# Predicates that hold only for host values (`scipy.sparse.issparse(X)`, a scipy sparse
+# matrix; `np.isscalar(x)`, a Python or numpy scalar), by the last part of their name.
+_HOST_PREDICATES = frozenset({"issparse", "isspmatrix", "isscalar"})
+
+
 def class_name(node: cst.BaseExpression, imports: ImportTable) -> str:
     """`Tensor` for `torch.Tensor` (or an alias of it): the last name a type test spells."""
     spelled = imports.resolve(node) or get_full_name_for_node(node) or ""
@@ -51,8 +56,8 @@ def _host_classes(classes: cst.BaseExpression, imports: ImportTable) -> bool:
 
 def _tested(test: cst.BaseExpression, imports: ImportTable) -> tuple[str, bool] | None:
     """For a plain test of a name against host types, `(name, positive)`: `isinstance(x,
-    int)`, `type(x) is int`, `type(x) == int`, `type(x) in (int, float)` are positive,
-    `type(x) is not int` is negative."""
+    int)`, `type(x) is int`, `type(x) == int`, `type(x) in (int, float)`, `issparse(x)`
+    are positive, `type(x) is not int` is negative."""
     if type(test) is cst.Call:
         args = [a.value for a in test.args if a.keyword is None and not a.star]
         if (
@@ -60,6 +65,13 @@ def _tested(test: cst.BaseExpression, imports: ImportTable) -> tuple[str, bool] 
             and len(args) == 2
             and isinstance(args[0], cst.Name)
             and _host_classes(args[1], imports)
+        ):
+            return args[0].value, True
+        spelled = get_full_name_for_node(test.func) or ""
+        if (
+            spelled.rsplit(".", 1)[-1] in _HOST_PREDICATES
+            and len(args) == 1
+            and isinstance(args[0], cst.Name)
         ):
             return args[0].value, True
         return None

@@ -5,7 +5,7 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, star_arguments
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
-from xlalint.analysis.host_reads import ReadRuns, consuming_call, read_root
+from xlalint.analysis.host_reads import ReadRuns, arithmetic_whole, consuming_call, read_root
 from xlalint.analysis.tensors import binding_key, copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -22,7 +22,10 @@ class ItemInHotCode(HelperCallRule):
     bodies of step loops (over data, counted in steps, or training or sampling in their
     passes; a loop over the model's layers or a table of names runs where its function
     does), `forward`, `*_step` methods and the functions they call (and the properties
-    they read: `self.temperature` runs its body, as a call would). Reads of elements of
+    they read: `self.temperature` runs its body, as a call would), and the functions that
+    another module of the project calls every step (a model's `forward` calling
+    `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
+    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of elements of
     one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
     each other) are one sync point with one fix, reported once, at the first. Two reads of
     a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
@@ -35,7 +38,9 @@ class ItemInHotCode(HelperCallRule):
     one call (`self.update_k(real.item(), fake.item())`, or formatted into one of its
     arguments: `log("%f %f" % (a.item(), b.item()))`) are one cause too, reported once, at
     the first: the call needs its inputs on the host, and handing it the device values (or
-    moving it) is one fix. `t.cpu().item()`
+    moving it) is one fix. So are the reads that are operands of one arithmetic expression
+    (`float(numerator) / float(denominator)`): one host number, computed on the device and
+    read once (`(numerator / denominator).item()`). `t.cpu().item()`
     is one read of `t`, reported here rather than as XLA102.
 
     A device tensor handed, in code that runs every step, to a function of the same module
@@ -333,9 +338,13 @@ class ItemInHotCode(HelperCallRule):
         was handed to."""
         if self._other_branch_reads(value, read):
             return True
-        handed_to = consuming_call(read, self.ctx.ancestors())
+        handed_to = consuming_call(read, self.ctx.ancestors()) or arithmetic_whole(
+            read, self.ctx.ancestors()
+        )
         if handed_to is not None and id(handed_to) in self._handed:
-            return True  # `update_k(real.item(), fake.item())`: one call's inputs
+            # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
+            # float(b)`: one host number's operands.
+            return True
         root = read_root(value)
         if root is None:
             # Fields of one record read together (`float(self.score)`, then each value of

@@ -42,7 +42,9 @@ class HostTransferInHotCode(HelperCallRule):
     Flags `.cpu()`, `.numpy()`, `.tolist()` and `.to("cpu")` (also `.to(device="cpu")` and
     `.to(torch.device("cpu"))`) on device tensors in code that runs every step: the bodies
     of step loops (a loop of fixed passes, over layers or a table of names, runs where its
-    function does), `forward`, `*_step` methods and the functions they call. A chain such as
+    function does), `forward`, `*_step` methods and the functions they call, or that
+    another module of the project calls every step (not a function that only returns what
+    it is handed, converted: `to_numpy(t)` costs where its callers call it). A chain such as
     `x.detach().cpu().numpy()` is reported once, at the first copy to the host. A
     namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
     copies `x` (reported unless `x` is already on the host, `d2l.numpy(x.cpu())` being one

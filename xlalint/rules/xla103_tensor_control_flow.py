@@ -47,7 +47,9 @@ _TENSOR_COMPARISONS = node_types(
 class TensorControlFlow(Rule):
     """
     ## What it does
-    Flags Python control flow that needs a tensor's value, in code that runs every step:
+    Flags Python control flow that needs a tensor's value, in code that runs every step
+    (also a function that another module of the project calls every step, such as a
+    losses' shared input check called at the start of their `forward`):
     the test of an `if`, `while`, `assert`, conditional expression or comprehension `if`;
     the operands of `and`, `or` and `not`; `bool(t)`; and the builtins `min()`/`max()` on
     tensors. Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python

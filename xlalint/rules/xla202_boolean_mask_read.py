@@ -43,8 +43,10 @@ class BooleanMaskRead(HelperCallRule):
     ## What it does
     Flags reads through a boolean mask, `x[mask]` (also `x[:, mask]`), and
     `torch.masked_select`/`.masked_select()`, on device tensors in code that runs every
-    step. A mask is a comparison of tensors (`labels != -100`), `isnan`/`isinf`/
-    `isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a `dtype=torch.bool` tensor, a
+    step (also in a function that another module of the project calls every step, such as
+    a metric a model's `forward` computes). A mask is a comparison of tensors (`labels !=
+    -100`), `isnan`/`isinf`/`isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a
+    `dtype=torch.bool` tensor, a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), a name bound to one of those in the same function, or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
@@ -53,8 +55,9 @@ class BooleanMaskRead(HelperCallRule):
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
     (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: one cause, reported once, at the
     write; a read in arithmetic, `a[m] = 1 - a[m]`, is a read of its own). Reads of several
-    tensors with the same mask in one statement (`return dists[good], idxs[good]`) are one
-    finding, at the first: they select the same count, and one change keeps both shapes.
+    tensors with the same mask in one statement (`return dists[good], idxs[good]`,
+    `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first: they select
+    the same count, and one change keeps both shapes.
 
     A helper's parameter of unknown kind indexed with a mask computed from tensors
     (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
@@ -239,15 +242,18 @@ class BooleanMaskRead(HelperCallRule):
     def _read_key(self, node: cst.Subscript, mask: cst.BaseExpression) -> tuple[int, str] | None:
         """The statement a read is in and its mask as written (`good`: the mask found for
         it may be the value the name was bound to, or the name itself)."""
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        return self._statement_key(index.value if isinstance(index, cst.Index) else mask)
+
+    def _statement_key(self, mask: cst.BaseExpression) -> tuple[int, str] | None:
+        """The statement being walked and a mask as written in it."""
         statement = next(
             (a for a in self.ctx.ancestors() if isinstance(a, _STATEMENTS)),
             None,
         )
         if statement is None:
             return None
-        index = node.slice[0].slice if len(node.slice) == 1 else None
-        spelled = index.value if isinstance(index, cst.Index) else mask
-        return (id(statement), self.ctx.module.code_for_node(spelled))
+        return (id(statement), self.ctx.module.code_for_node(mask))
 
     def _given_tensor_method(self, node: cst.Subscript) -> bool:
         """`x[m].sigmoid()` with `x` of unknown kind (`_mask_of_handed_read`)."""
@@ -300,6 +306,11 @@ class BooleanMaskRead(HelperCallRule):
             return
         if source is None or self.ctx.kind(source) in (Kind.HOST, Kind.MODULE):
             return
+        if mask is not None and (key := self._statement_key(mask)) is not None:
+            # `a.masked_select(m) == b.masked_select(m)`: one finding per mask per statement.
+            if key in self._read_masks:
+                return
+            self._read_masks.add(key)
         fix = self._masked_select_fix(node, source, mask) if mask is not None else None
         self.report(node, self.message.format(what="masked_select"), fix=fix)
 

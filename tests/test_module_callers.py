@@ -1,0 +1,281 @@
+"""Cross-module hot code: a helper module's function that another module of the project
+calls every step (`analysis/module_callers.py`), and the depfile entries it adds."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import xlalint
+from xlalint import api, screen
+from xlalint.analysis import module_callers, project_modules
+from xlalint.cache import ResultCache
+from xlalint.config import Settings
+
+METRICS = """\
+import torch
+
+
+def th_accuracy(pad_outputs, pad_targets, ignore_label):
+    pad_pred = pad_outputs.argmax(-1)
+    mask = pad_targets != ignore_label
+    numerator = torch.sum(pad_pred.masked_select(mask) == pad_targets.masked_select(mask))
+    return float(numerator) / float(torch.sum(mask))
+
+
+class Meter:
+    def __init__(self):
+        self.total = 0.0
+
+    def add(self, loss):
+        self.total += loss.item()
+
+    def report(self, loss):
+        return loss.item()
+"""
+# th_accuracy's reads (one cause each: two selections with one mask, the operands of one
+# division); `Meter.add`'s `.item()`.
+ACCURACY = [("XLA101", 8), ("XLA202", 7)]
+METER = [("XLA101", 16)]
+
+MODEL = """\
+import torch
+from torch import nn
+
+from .metrics import th_accuracy
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x, y):
+        logits = self.linear(x)
+        return logits, self._accuracy(logits, y)
+
+    def _accuracy(self, logits, y):
+        return th_accuracy(logits, y, ignore_label=-1)
+"""
+
+TRAIN = """\
+import torch
+
+import pkg.metrics as metrics
+
+
+def train(model, optimizer, loader):
+    meter = metrics.Meter()
+    for x, y in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        meter.add(loss)
+    meter.report(loss)
+"""
+
+
+def _package(root: Path, **modules: str) -> Path:
+    package = root / "pkg"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "metrics.py").write_text(METRICS)
+    for name, text in modules.items():
+        (package / f"{name}.py").write_text(text)
+    project_modules.forget_layout()  # each test's package is new to the process
+    return package
+
+
+def _findings(paths: list[Path], cache: ResultCache | None = None) -> list[tuple[str, int]]:
+    settings = Settings(root=paths[0].parent, select=("XLA1", "XLA2"))
+    report = api.check_paths(paths, settings, jobs=1, cache=cache)
+    return sorted((d.code, d.start.row) for d in report.diagnostics)
+
+
+def test_a_forward_elsewhere_makes_the_helper_hot(tmp_path: Path) -> None:
+    """Paraformer's `forward` -> its own `_accuracy` -> `th_accuracy` of another module."""
+    package = _package(tmp_path, model=MODEL)
+    assert _findings([package / "metrics.py"]) == ACCURACY
+    names = frozenset({"th_accuracy", "Meter.add", "Meter.report"})
+    assert module_callers.hot_elsewhere(str(package / "metrics.py"), names) == {"th_accuracy"}
+    # Only the names asked about: a caller that spells none of them is not even parsed.
+    assert (
+        module_callers.hot_elsewhere(str(package / "metrics.py"), frozenset({"Meter.add"})) == set()
+    )
+
+
+def test_a_training_loop_elsewhere_through_a_module_alias_and_an_instance(tmp_path: Path) -> None:
+    """`metrics.Meter()` built by the caller, `meter.add(loss)` in its training loop;
+    `meter.report(loss)` after the loop runs once."""
+    package = _package(tmp_path, train=TRAIN)
+    assert _findings([package / "metrics.py"]) == METER
+
+
+def test_a_subclass_calling_the_base_method_in_its_forward(tmp_path: Path) -> None:
+    package = _package(
+        tmp_path,
+        losses=(
+            "from torch import nn\n\nfrom pkg.metrics import Meter\n\n\n"
+            "class Loss(nn.Module, Meter):\n    def forward(self, loss):\n"
+            "        self.add(loss)\n        return loss\n"
+        ),
+    )
+    assert _findings([package / "metrics.py"]) == METER
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        # Run once: `__init__`, `main`, evaluation after training.
+        MODEL.replace("return logits, self._accuracy(logits, y)", "return logits").replace(
+            "        self.linear = nn.Linear(4, 4)\n",
+            "        self.linear = nn.Linear(4, 4)\n        self.acc = self._accuracy(x, y)\n",
+        ),
+        (
+            "from .metrics import th_accuracy\n\n\ndef evaluate(model, loader):\n"
+            "    for x, y in loader:\n        print(th_accuracy(model(x), y, -1))\n"
+        ),
+        # A literal, a path and a config handed: no device tensor.
+        "from .metrics import th_accuracy\n\n\ndef forward(path, cfg):\n"
+        "    return th_accuracy(path, cfg, 0)\n",
+        "from .metrics import th_accuracy\n\n\ndef forward(self):\n"
+        "    return th_accuracy(1, 2, 0)\n",
+        # Another module's function of the same name.
+        "from .other import th_accuracy\n\n\ndef forward(x, y):\n    return th_accuracy(x, y, 0)\n",
+    ],
+)
+def test_hard_negatives(tmp_path: Path, caller: str) -> None:
+    package = _package(tmp_path, caller=caller, other="def th_accuracy(a, b, c):\n    pass\n")
+    assert _findings([package / "metrics.py"]) == []
+
+
+def test_no_caller_stays_cold(tmp_path: Path) -> None:
+    """Public API no module of the project calls: absence of evidence."""
+    package = _package(tmp_path)
+    assert _findings([package / "metrics.py"]) == []
+
+
+def test_a_caller_that_fails_to_parse_contributes_nothing(tmp_path: Path) -> None:
+    package = _package(tmp_path, model=MODEL + "\ndef broken(:\n")
+    assert _findings([package / "metrics.py"]) == []
+
+
+def test_no_path_no_layer(tmp_path: Path) -> None:
+    package = _package(tmp_path, model=MODEL)
+    names = frozenset({"th_accuracy"})
+    assert module_callers.hot_elsewhere("<stdin>", names) == frozenset()
+    assert module_callers.hot_elsewhere(str(package / "unsaved.py"), names) == frozenset()
+
+
+def test_screen_keeps_findings_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = _package(tmp_path, model=MODEL, train=TRAIN)
+    screened = _findings([package / "metrics.py"])
+    assert screened == sorted(ACCURACY + METER)
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    assert _findings([package / "metrics.py"]) == screened
+
+
+def test_callers_and_new_files_relint_the_helper_on_a_warm_run(tmp_path: Path) -> None:
+    package = _package(tmp_path, model=MODEL)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "metrics.py"]
+    assert _findings(paths, cache) == ACCURACY
+    entries = cache.directory / xlalint.__version__
+    stored = set(os.listdir(entries))
+    assert _findings(paths, cache) == ACCURACY  # warm: a hit
+    assert set(os.listdir(entries)) == stored
+    # The caller stops calling it per step: the helper's file is linted again.
+    model = package / "model.py"
+    model.write_text(MODEL.replace("return logits, self._accuracy(logits, y)", "return logits"))
+    assert _findings(paths, cache) == []
+    # A new caller file whose training loop calls `Meter.add`: its package folder changed.
+    (package / "train.py").write_text(TRAIN)
+    project_modules.forget_layout()  # (a new process would know nothing of the old layout)
+    assert _findings(paths, cache) == METER
+    # And back: the first caller calls it again.
+    model.write_text(MODEL)
+    assert _findings(paths, cache) == sorted(ACCURACY + METER)
+
+
+def test_the_entry_records_the_callers_and_the_package_folders(tmp_path: Path) -> None:
+    package = _package(tmp_path, model=MODEL)
+    cache = ResultCache(tmp_path / "cache")
+    _findings([package / "metrics.py"], cache)
+    settings = Settings(root=package, select=("XLA1", "XLA2"))
+    rules = api.enabled_rules(settings)
+    path = package / "metrics.py"
+    key = cache.key(str(path), path.read_bytes(), rules, settings.hot_functions)
+    deps = [dep[0] for dep in json.loads((cache.entries / f"{key}.json").read_text())["deps"]]
+    assert deps == sorted([str(package / "model.py"), project_modules.tree(str(tmp_path))])
+    # A file added to a package changes the stamp; one added at the root does not.
+    before = project_modules.tree_stamp(str(tmp_path))
+    (tmp_path / "notes.txt").write_text("")
+    project_modules.forget_layout()
+    assert project_modules.tree_stamp(str(tmp_path)) == before
+    (package / "new.py").write_text("")
+    project_modules.forget_layout()
+    assert project_modules.tree_stamp(str(tmp_path)) != before
+
+
+def test_a_package_that_re_exports_the_helper_whole(tmp_path: Path) -> None:
+    """pytorch-ood's losses: `from ..utils import drop_unknown`, where `utils/__init__.py`
+    holds `from .utils import *`."""
+    package = _package(
+        tmp_path,
+        loss=(
+            "from torch import nn\n\nfrom . import drop_unknown\n\n\n"
+            "class CenterLoss(nn.Module):\n    def forward(self, distmat, target):\n"
+            "        target, distmat = drop_unknown(target, distmat)\n"
+            "        return distmat.sum()\n"
+        ),
+    )
+    (package / "__init__.py").write_text("from .metrics import *\n")
+    (package / "metrics.py").write_text(
+        METRICS + "\n\ndef drop_unknown(y: torch.Tensor, x: torch.Tensor):\n    known = y >= 0\n"
+        "    if known.all():\n        return y, x\n    return y[known], x[known]\n"
+    )
+    found = _findings([package / "metrics.py"])
+    assert found == [("XLA103", 24), ("XLA202", 26)]
+
+
+def test_a_method_of_an_instance_built_on_the_spot(tmp_path: Path) -> None:
+    """gpytorch's kernel: `Interpolation().interpolate(self.grid, inputs)` in `forward`."""
+    package = _package(
+        tmp_path,
+        kernel=(
+            "from torch import nn\n\nfrom pkg.metrics import Meter\n\n\n"
+            "class Kernel(nn.Module):\n    def forward(self, loss):\n"
+            "        Meter().add(loss)\n        return loss\n"
+        ),
+    )
+    assert _findings([package / "metrics.py"]) == METER
+
+
+def test_a_conversion_helper_is_its_callers_cost(tmp_path: Path) -> None:
+    """`to_numpy(t)` only returns what it is handed, converted: the caller's file reports
+    the call; a helper that computes before it reads is reported in the helper."""
+    package = _package(
+        tmp_path,
+        convert=(
+            "import torch\n\n\ndef to_numpy(t: torch.Tensor):\n"
+            "    return t.cpu().detach().numpy()\n\n\n"
+            "def total(t: torch.Tensor):\n    return t.sum().cpu().numpy()\n"
+        ),
+        step=(
+            "from .convert import to_numpy, total\n\n\n"
+            "def training_step(model, batch):\n    loss = model(batch)\n"
+            "    return to_numpy(loss), total(loss)\n"
+        ),
+    )
+    assert _findings([package / "convert.py"]) == [("XLA102", 9)]
+
+
+def test_calls_under_a_log_interval_are_not_per_step(tmp_path: Path) -> None:
+    train = TRAIN.replace(
+        "        meter.add(loss)\n", "        if step % 100 == 0:\n            meter.add(loss)\n"
+    ).replace("for x, y in loader:", "for step, (x, y) in enumerate(loader):")
+    package = _package(tmp_path, train=train)
+    assert _findings([package / "metrics.py"]) == []

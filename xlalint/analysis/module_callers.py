@@ -1,0 +1,539 @@
+"""Which functions of a module other modules of the project call every step.
+
+A helper module is often cold by its own reasoning: funasr's `metrics/compute_acc.py`
+defines `th_accuracy` (a `masked_select`, `float(numerator)`) and nothing of that file
+runs it; paraformer's `forward` does, every training step. `hot_elsewhere(filename,
+names)` answers, for a linted file on disk, which of the functions (`"f"`) and methods
+(`"Class.m"`) named another module of the project calls from code that runs per step
+*there*, handing it something that may be a device tensor (not a literal, a string, a
+path or a config). `HotCode` counts such a function as hot, as if a hot caller of its
+own file called it, and the screen keeps it.
+
+Finding callers, bounded: the reverse index of a package root (`project_modules.
+package_root`): its own modules and its packages' (`project_modules.package_folders`, at
+most `MAX_INDEX_FILES` files), their import statements read by `project_modules`' regular
+expression, built once per root in a process (again when a package folder changes). A
+module's callers are the files whose imports name it (and, one hop further, the files
+importing a package `__init__.py` that imports it), at most `MAX_CALLERS`; of those, only
+the ones whose text spells a name asked about and whose imports bind the module, the
+function or its class are parsed, with CPython's `ast`, once per path and size/mtime (a
+summary is kept, not the tree); nothing is imported or run; a caller that fails to parse
+contributes nothing.
+
+Per step in a caller: a function per step by its name (`forward`, `*_step`), a framework
+hook of its class (`hotness.per_step_hooks`), a function that trains in its body
+(backward, an optimizer step), the body of a loop that trains or steps (`x.step(...)`,
+a per-step method called in it, or a function of the caller's module that trains), and
+the caller's own functions that such code calls, transitively; not under a log interval
+(`if step % 100 == 0:`). Not per step: run-once names (`__init__`, `setup`, `main`),
+evaluation or plotting loops that step nothing. Absence of evidence stays cold: a
+function no module calls per step is not hot.
+
+Resolution: `f(...)` bound by `from .m import f` (or through a package that re-exports
+it, by name or `from .m import *`), `m.f(...)` bound by `import pkg.m as m` / `from pkg
+import m`; a method through a subclass the caller defines (`self.m(...)` in its per-step
+code, `m` not its own), through an instance of the class the caller builds
+(`self.acc = Accuracy(...)`, then `self.acc.update(...)`), or one built on the spot
+(`Interpolation().interpolate(...)`).
+
+The cache: every importer of the module and the root's package folders (one entry,
+`project_modules.tree`) are noted (`project_modules.note`) where the question is asked,
+so an edit of a caller, or a file added or removed in a package, re-lints the helper's
+file on a warm run.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from xlalint.analysis import project_modules
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
+from xlalint.analysis.loop_facts import steps_an_optimizer
+
+MAX_INDEX_FILES = 4000
+MAX_CALLERS = 64
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Arguments that are no device tensor by their name: configuration, paths, loggers.
+_HOST_NAME = re.compile(
+    r"^_*(self|cls|cfg|conf|config|args|opts?|options|hparams|kwargs|logger|writer|"
+    r"tokenizer|mode|name|device|dtype|verbose)$|(_path|path|_dir|dir|_file|filename|_name|"
+    r"_cfg|_config|_conf|_args|_dtype|_device|_mode)$",
+    re.I,
+)
+_HOST_CALLS = frozenset({"str", "len", "int", "float", "bool", "repr", "dict", "open"})
+
+
+# -- the reverse index of a package root --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Index:
+    stamp: tuple[int, int]  # `project_modules.tree_stamp` when built
+    importers: dict[str, tuple[str, ...]]  # module path -> the files importing it
+
+
+_indexes: dict[str, _Index] = {}
+
+
+def _index(root: str) -> _Index:
+    """The index of `root`, built once per process while its package folders keep their
+    stats (a file added, removed or renamed in a package changes its folder's)."""
+    index = _indexes.get(root)
+    if index is None or index.stamp != project_modules.tree_stamp(root):
+        index = _indexes[root] = _build_index(root)
+    return index
+
+
+def _build_index(root: str) -> _Index:
+    """Who imports whom under `root`, from the import lines of every file (no parse): the
+    root's own modules and those of its packages (a script folder's files resolve no
+    import of the project)."""
+    importers: dict[str, list[str]] = {}
+    count = 0
+    for _, entries in project_modules.package_folders(root):
+        for entry in entries:
+            if not entry.name.endswith(".py") or count >= MAX_INDEX_FILES:
+                continue
+            count += 1
+            stat = project_modules.stat_key(entry.path)
+            for imported in project_modules.module_imports(entry.path, stat) if stat else ():
+                importers.setdefault(imported, []).append(entry.path)
+    stamp = project_modules.tree_stamp(root)
+    return _Index(stamp, {k: tuple(v) for k, v in importers.items()})
+
+
+project_modules.on_forget(_indexes.clear)  # the language server, before each lint
+
+
+def _callers(path: str, index: _Index) -> list[str]:
+    """The files importing `path`, and those importing a package `__init__.py` that
+    imports it (a re-export), at most `MAX_CALLERS`."""
+    found = dict.fromkeys(index.importers.get(path, ()))
+    for importer in list(found):
+        if os.path.basename(importer) == "__init__.py":
+            found.update(dict.fromkeys(index.importers.get(importer, ())))
+    found.pop(path, None)
+    return list(found)[:MAX_CALLERS]
+
+
+# -- what a caller calls every step ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Caller:
+    """One caller module: its import bindings, the callees its per-step code calls (as
+    spelled: `th_accuracy`, `metrics.th_accuracy`, `self.acc.update`), the `self.m` calls
+    of per-step methods of each class with its bases, and what names and attributes it
+    binds to constructed classes."""
+
+    bindings: dict[str, tuple[int, str]]
+    calls: frozenset[str]
+    self_calls: tuple[tuple[tuple[str, ...], frozenset[str], str], ...]  # bases, own, method
+    built: dict[str, str]  # `self.acc` / `acc` -> `Accuracy` (as spelled)
+
+
+@dataclass
+class _Def:
+    node: Function
+    owner: ast.ClassDef | None
+    per_step: bool
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+@dataclass
+class _Scan:
+    """The calls a block of statements makes each time it runs (not inside functions,
+    lambdas and classes it defines, nor under a log interval: `if step % 100 == 0:` runs
+    once every many passes), those it makes once (not in its loops), and, for each of its
+    loops, the calls one pass makes once and all the calls of its body. One walk."""
+
+    calls: list[ast.Call]
+    once: list[ast.Call]
+    loops: list[tuple[list[ast.Call], list[ast.Call]]]  # (one pass, the whole body)
+
+
+def _scan(statements: list[ast.stmt]) -> _Scan:
+    scan = _Scan([], [], [])
+    stack: list[tuple[ast.AST, tuple[int, ...]]] = [(s, ()) for s in reversed(statements)]
+    while stack:
+        node, chain = stack.pop()
+        if isinstance(node, _NESTED):
+            continue
+        if isinstance(node, ast.Call):
+            scan.calls.append(node)
+            if not chain:
+                scan.once.append(node)
+            else:
+                scan.loops[chain[-1]][0].append(node)
+                for index in chain:
+                    scan.loops[index][1].append(node)
+        if isinstance(node, _LOOPS):
+            scan.loops.append(([], []))
+            inner = (*chain, len(scan.loops) - 1)
+            head = [node.iter if isinstance(node, ast.For | ast.AsyncFor) else node.test]
+            stack.extend((child, chain) for child in head)  # evaluated where the loop is
+            body = [*node.body, *node.orelse]
+            stack.extend((child, inner) for child in reversed(body))
+            continue
+        if isinstance(node, ast.If) and _interval(node.test):
+            stack.extend((child, chain) for child in (*reversed(node.orelse), node.test))
+            continue
+        stack.extend((child, chain) for child in ast.iter_child_nodes(node))
+    return scan
+
+
+def _interval(test: ast.expr) -> bool:
+    """`step % every == 0`, `not (i % k)`, `log and i % k == 0`: a test that holds once
+    every many passes."""
+    if isinstance(test, ast.BinOp):
+        return isinstance(test.op, ast.Mod)
+    if isinstance(test, ast.Compare):
+        return any(_interval(side) for side in (test.left, *test.comparators))
+    if isinstance(test, ast.UnaryOp):
+        return _interval(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return any(_interval(value) for value in test.values)
+    return False
+
+
+def _steps(call: ast.Call) -> bool:
+    """`loss.backward()`, `optimizer.step()`: a call that trains."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == "backward":
+        return True
+    receiver = _dotted(func.value) if func.attr == "step" else None
+    return receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
+
+
+def _local_callee(call: ast.Call) -> str | None:
+    """`self.m(...)` / `f(...)` -> the name a function of the module may have."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("self", "cls")
+    ):
+        return func.attr
+    return None
+
+
+def _may_be_tensor(node: ast.expr) -> bool:
+    """Not a literal, a string, a path or a configuration: a value that may be a tensor."""
+    if isinstance(node, ast.Starred):
+        node = node.value
+    if isinstance(node, ast.Constant | ast.JoinedStr | ast.Lambda | ast.Dict):
+        return False
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return any(_may_be_tensor(element) for element in node.elts)
+    if isinstance(node, ast.Call):
+        func = node.func
+        return not (isinstance(func, ast.Name) and func.id in _HOST_CALLS)
+    if isinstance(node, ast.Name | ast.Attribute):
+        spelled = _dotted(node)
+        last = spelled.rsplit(".", 1)[-1] if spelled else ""
+        return _HOST_NAME.search(last) is None
+    return True
+
+
+def _hands_a_tensor(call: ast.Call) -> bool:
+    return any(_may_be_tensor(arg) for arg in call.args) or any(
+        keyword.arg is not None and _may_be_tensor(keyword.value) for keyword in call.keywords
+    )
+
+
+def _spelled(call: ast.Call) -> str | None:
+    """`metrics.th_accuracy`, `self.acc.update`; `Interpolation().interpolate` for a
+    method called on an instance built on the spot."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        built = _dotted(func.value.func)
+        if built is not None and built.rsplit(".", 1)[-1][:1].isupper():
+            return f"{built}().{func.attr}"
+        return None
+    return _dotted(func)
+
+
+def _summary(tree: ast.Module, text: str) -> _Caller:
+    defs: list[_Def] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defs.append(_Def(node, None, False))
+        elif isinstance(node, ast.ClassDef):
+            methods = [m for m in node.body if isinstance(m, Function)]
+            bases = [b.rsplit(".", 1)[-1] for b in map(_dotted, node.bases) if b]
+            hooks = per_step_hooks([*bases, node.name], [m.name for m in methods])
+            for method in methods:
+                defs.append(_Def(method, node, method.name in hooks))
+    scans = [_scan(item.node.body) for item in defs]
+    trains: set[str] = set()
+    for item, scan in zip(defs, scans, strict=True):
+        if item.node.name not in RUN_ONCE_FUNCTIONS and any(_steps(c) for c in scan.once):
+            trains.add(item.node.name)
+    # A function is one training step if it calls one of the module's functions that is
+    # (once per call: a function looping over batches is an epoch).
+    changed = True
+    while changed:
+        changed = False
+        for item, scan in zip(defs, scans, strict=True):
+            name = item.node.name
+            if name in trains or name in RUN_ONCE_FUNCTIONS:
+                continue
+            if any(_local_callee(c) in trains for c in scan.once):
+                trains.add(name)
+                changed = True
+
+    def steps_per_pass(calls: list[ast.Call]) -> bool:
+        """One pass of a loop (`calls`: not its inner loops') is a step: trains or steps."""
+        for node in calls:
+            func = node.func
+            if _steps(node) or _local_callee(node) in trains:
+                return True
+            if isinstance(func, ast.Attribute) and PER_STEP_FUNCTIONS.match(func.attr):
+                return True  # `scheduler.step(...)`, `model.training_step(batch)`
+        return False
+
+    hot_calls: list[ast.Call] = []
+    pending: list[int] = []
+    for index, item in enumerate(defs):
+        name = item.node.name
+        if name in RUN_ONCE_FUNCTIONS:
+            continue
+        if item.per_step or PER_STEP_FUNCTIONS.match(name) or name in trains:
+            pending.append(index)
+    # Loops that step, wherever they are (module-level code included): their calls.
+    module_scan = _scan(tree.body)
+    for index, scan in enumerate((module_scan, *scans)):
+        if index and defs[index - 1].node.name in RUN_ONCE_FUNCTIONS - {"main"}:
+            continue
+        for one_pass, body in scan.loops:
+            if steps_per_pass(one_pass):
+                hot_calls.extend(body)
+    by_name: dict[str, list[int]] = {}
+    for index, item in enumerate(defs):
+        by_name.setdefault(item.node.name, []).append(index)
+    for call in hot_calls:
+        name = _local_callee(call)
+        if name is not None and name not in RUN_ONCE_FUNCTIONS:
+            pending.extend(by_name.get(name, ()))
+    per_step: set[int] = set()
+    while pending:
+        index = pending.pop()
+        if index in per_step:
+            continue
+        per_step.add(index)
+        for call in scans[index].calls:
+            hot_calls.append(call)
+            name = _local_callee(call)
+            if name is not None and name not in RUN_ONCE_FUNCTIONS:
+                pending.extend(by_name.get(name, ()))
+    calls = frozenset(
+        spelled
+        for call in hot_calls
+        if _hands_a_tensor(call) and (spelled := _spelled(call)) is not None
+    )
+    self_calls: list[tuple[tuple[str, ...], frozenset[str], str]] = []
+    for index in per_step:
+        item = defs[index]
+        if item.owner is None or not item.owner.bases:
+            continue
+        bases = tuple(b for b in map(_dotted, item.owner.bases) if b)
+        own = frozenset(
+            m.name for m in item.owner.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+        )
+        for call in scans[index].calls:
+            func = call.func
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+                and func.attr not in own
+                and _hands_a_tensor(call)
+            ):
+                self_calls.append((bases, own, func.attr))
+    built: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            spelled = _dotted(node.value.func)
+            if spelled is None or not spelled.rsplit(".", 1)[-1][:1].isupper():
+                continue
+            for target in node.targets:
+                if (held := _dotted(target)) is not None:
+                    built.setdefault(held, spelled)
+    return _Caller(project_modules.bindings(text), calls, tuple(self_calls), built)
+
+
+@lru_cache(maxsize=2048)
+def _caller_at(path: str, stat: tuple[int, int]) -> _Caller | None:
+    text = project_modules.read_text(path)
+    tree = None if text is None else project_modules.parse(path, text)
+    return None if tree is None or text is None else _summary(tree, text)
+
+
+@lru_cache(maxsize=8192)
+def _bindings_at(path: str, stat: tuple[int, int]) -> dict[str, tuple[int, str]]:
+    """What a module's import statements bind, from their text (no parse)."""
+    text = project_modules.read_text(path)
+    return {} if text is None else project_modules.bindings(text)
+
+
+# -- the answer ----------------------------------------------------------------------------
+
+
+Bindings = dict[str, tuple[int, str]]
+
+
+def _target(caller_path: str, bindings: Bindings, spelled: str) -> tuple[str, str] | None:
+    """`metrics.th_accuracy` in a caller -> (the module file, "th_accuracy"), following a
+    package `__init__.py` that re-exports the name one hop."""
+    head, _, rest = spelled.partition(".")
+    binding = bindings.get(head)
+    if binding is None:
+        return None
+    level, dotted = binding
+    full = f"{dotted}.{rest}" if rest else dotted
+    module, _, name = full.rpartition(".")
+    if not name:
+        return None
+    path = project_modules.resolve(caller_path, level, module)
+    if path is None:
+        return None
+    if os.path.basename(path) == "__init__.py" and (stat := project_modules.stat_key(path)):
+        project_modules.note((path,))
+        again = _bindings_at(path, stat).get(name)
+        if again is not None:
+            inner, _, inner_name = again[1].rpartition(".")
+            if inner and (found := project_modules.resolve(path, again[0], inner)):
+                return found, inner_name
+        for source in _star_sources(path, stat):  # `from .utils import *`
+            if (source_stat := project_modules.stat_key(source)) and name in _defined(
+                source, source_stat
+            ):
+                return source, name
+    return path, name
+
+
+_STAR = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\*", re.M)
+
+
+@lru_cache(maxsize=1024)
+def _star_sources(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
+    """The project modules a package `__init__.py` re-exports whole (`from .m import *`)."""
+    text = project_modules.read_text(path) or ""
+    found = (
+        project_modules.resolve(path, len(dots), module) for dots, module in _STAR.findall(text)
+    )
+    return tuple(p for p in found if p is not None)
+
+
+_DEFINED = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+
+
+@lru_cache(maxsize=1024)
+def _defined(path: str, stat: tuple[int, int]) -> frozenset[str]:
+    """The module's own name and the names its top-level `def`s and `class`es bind (a
+    regular expression: what a binding must mention to lead to it)."""
+    text = project_modules.read_text(path) or ""
+    stem = os.path.basename(os.path.dirname(path) if path.endswith("__init__.py") else path)
+    return frozenset({stem.removesuffix(".py"), *_DEFINED.findall(text)})
+
+
+def _bound(own: str, caller_path: str, bindings: Bindings) -> frozenset[str]:
+    """The names of the module's definitions that the caller's imports bind (`"*"`: the
+    module itself, through which any of them may be called)."""
+    stat = project_modules.stat_key(own)
+    names = _defined(own, stat) if stat else frozenset()
+    found: set[str] = set()
+    for name, (level, dotted) in bindings.items():
+        if not names.intersection(dotted.split(".")):
+            continue  # names neither the module nor one of its definitions
+        if project_modules.resolve(caller_path, level, dotted) == own:
+            found.add("*")
+            continue
+        target = _target(caller_path, bindings, name)
+        if target is not None and target[0] == own:
+            found.add(target[1])
+    return frozenset(found)
+
+
+def _reached(own: str, caller_path: str, caller: _Caller) -> Iterator[str]:
+    """What of `own` the caller's per-step code calls: `"f"`, `"Class.m"`."""
+    for spelled in caller.calls:
+        found = _target(caller_path, caller.bindings, spelled)
+        if found is not None and found[0] == own:
+            yield found[1]
+            continue
+        holder, _, method = spelled.rpartition(".")
+        built = holder[:-2] if holder.endswith("()") else caller.built.get(holder)
+        if built is not None:
+            found = _target(caller_path, caller.bindings, built)
+            if found is not None and found[0] == own:
+                yield f"{found[1]}.{method}"
+    for bases, _own, method in caller.self_calls:
+        for base in bases:
+            found = _target(caller_path, caller.bindings, base)
+            if found is not None and found[0] == own:
+                yield f"{found[1]}.{method}"
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+@lru_cache(maxsize=4096)
+def _words_at(path: str, stat: tuple[int, int]) -> frozenset[str]:
+    """The identifiers a module's text spells: a caller that never spells a name cannot
+    call it (checked before the caller is parsed)."""
+    return frozenset(_WORD.findall(project_modules.read_text(path) or ""))
+
+
+def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
+    """Of the functions (`"f"`) and methods (`"Class.m"`) of `filename` named in `names`,
+    those that another module of its project calls every step (empty for a text without a
+    file on disk). Only callers whose text spells one of them and whose imports bind the
+    module, the function or the class are parsed.
+    The callers and the index's folders are noted for the file's cache entry."""
+    # A run-once name is never hot, and no resolved call reaches a dunder method.
+    names = frozenset(
+        n for n in names if (last := n.rsplit(".", 1)[-1]) not in RUN_ONCE_FUNCTIONS
+        and last[:2] != "__"
+    )  # fmt: skip
+    if not names or not project_modules.is_on_disk(filename):
+        return frozenset()
+    lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
+    heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
+    own = os.path.abspath(filename)
+    root = project_modules.package_root(own)
+    index = _index(root)
+    project_modules.note((project_modules.tree(root),))  # a caller added or removed
+    found: set[str] = set()
+    callers = _callers(own, index)
+    project_modules.note(callers)
+    for path in callers:
+        stat = project_modules.stat_key(path)
+        if stat is None or lasts.isdisjoint(_words_at(path, stat)):
+            continue
+        if heads.isdisjoint(_bound(own, path, _bindings_at(path, stat))):
+            continue  # binds neither the module nor a function or class asked about
+        caller = _caller_at(path, stat)
+        if caller is not None:
+            found.update(_reached(own, path, caller))
+    return frozenset(found & names)
