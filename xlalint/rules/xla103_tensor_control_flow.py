@@ -139,7 +139,11 @@ class TensorControlFlow(Rule):
     of values a helper computed (`losses.append(0.5 * utils.masked_mean(...))`) is a
     tensor, so `if torch.isnan(torch.mean(torch.stack(losses))).any(): raise` in an update
     reads the device; stacked only when every append hands a host value (`float(...)`,
-    `torch.tensor(reward)` without a device) is the result on the host.
+    `torch.tensor(reward)` without a device) is the result on the host. Nor is a test of
+    a helper's parameter that every call of the helper in the module hands a host copy
+    (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`),
+    whatever its annotation says: the copy is XLA102's finding, and the helper's tests
+    read host values.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
