@@ -143,7 +143,10 @@ class TensorControlFlow(Rule):
     a helper's parameter that every call of the helper in the module hands a host copy
     (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`),
     whatever its annotation says: the copy is XLA102's finding, and the helper's tests
-    read host values.
+    read host values. Nor is a test in a branch that runs only where a predicate of the
+    module holds that returns nothing but a CUDA test of what it is handed (`if
+    self._fast_path_supported(outputs):` with `return bool(outputs["logits"].is_cuda)`):
+    no tensor of an XLA host is a CUDA tensor.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
