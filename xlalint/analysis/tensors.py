@@ -1978,6 +1978,10 @@ class TensorKinds:
         if (record := self._record_field(node)) is not None and attr in record.tensors:
             return Kind.TENSOR  # `hyp.score`, a field the record class declares a tensor
         base = self.of(node.value)
+        if base is Kind.TENSOR and attr in HOST_METHODS:
+            # `value.size` (not called): a bound method, compared or passed as a Python
+            # object, never a tensor.
+            return Kind.HOST
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
         if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:
