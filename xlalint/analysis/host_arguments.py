@@ -108,6 +108,8 @@ def _handed_copy(value: cst.BaseExpression, call: cst.Call, caller: cst.Function
     value its last assignment before the call (in the blocks around it) gives it."""
     if type(value) is not cst.Name:
         return host_copy(value)
+    if value.value not in _copy_names(caller):
+        return None
     path = _path_to(caller.body, call)
     if path is None:
         return None
@@ -120,6 +122,22 @@ def _handed_copy(value: cst.BaseExpression, call: cst.Call, caller: cst.Function
             if assigned is not None:
                 return host_copy(assigned)  # type: ignore[arg-type]
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _copy_names(function: cst.FunctionDef) -> frozenset[str]:
+    """The names some plain assignment in `function` binds to a host copy: the only names
+    worth following back from a call (one walk per caller)."""
+    names: set[str] = set()
+    for node in _walk(function.body):
+        if (
+            type(node) is cst.Assign
+            and len(node.targets) == 1
+            and type(node.targets[0].target) is cst.Name
+            and host_copy(node.value) is not None
+        ):
+            names.add(node.targets[0].target.value)
+    return frozenset(names)
 
 
 _OTHER = cst.Name("_")  # a binding this module cannot read (in a branch, a loop, `+=`)
