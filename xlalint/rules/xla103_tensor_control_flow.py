@@ -146,7 +146,10 @@ class TensorControlFlow(Rule):
     read host values. Nor is a test in a branch that runs only where a predicate of the
     module holds that returns nothing but a CUDA test of what it is handed (`if
     self._fast_path_supported(outputs):` with `return bool(outputs["logits"].is_cuda)`):
-    no tensor of an XLA host is a CUDA tensor. A tensor's metadata method named without a
+    no tensor of an XLA host is a CUDA tensor. Nor is a test in a branch that runs only
+    where a device was found to be the CPU (`if coords.device.type == "cpu":`, or a local
+    flag built from that test and only refined after: `use_direct = use_direct and ...`):
+    its tensors are host tensors. A tensor's metadata method named without a
     call (`value.size`, `value.dim`: a bound method, not `value.size()`) is a Python
     object, not a tensor.
 
