@@ -24,6 +24,7 @@ from xlalint.analysis.guards import (
     mentions_cuda,
     path_conditions,
     requires_cuda,
+    requires_host_device,
     requires_other_accelerator,
     requires_other_framework,
 )
@@ -415,6 +416,7 @@ def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
         requires_cuda(nodes, imports)
         or requires_other_accelerator(nodes)
         or requires_other_framework(nodes)
+        or requires_host_device(nodes)
         or xla_ruled_out(nodes, imports)
     )
 

@@ -315,6 +315,84 @@ def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     )
 
 
+def mentions_host_device(test: cst.BaseExpression) -> bool:
+    """A test of a device's type against the CPU: `points.device.type == "cpu"`,
+    `device.type != "cpu"`."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal | cst.NotEqual | cst.Is | cst.IsNot):
+        return False
+    sides = (test.left, comparison.comparator)
+    return any(
+        isinstance(side, cst.SimpleString) and side.evaluated_value == "cpu" for side in sides
+    ) and any(
+        isinstance(side, cst.Attribute)
+        and side.attr.value == "type"
+        and (get_full_name_for_node(side.value) or "").rsplit(".", 1)[-1].endswith("device")
+        for side in sides
+    )
+
+
+def requires_host_device(path: Iterable[cst.CSTNode]) -> bool:
+    """Whether the code on `path` runs only where a device was found to be the CPU: under
+    `if x.device.type == "cpu":`, or under a local flag every assignment of which that can
+    make it true says so (`use_direct = ... and points.device.type == "cpu" and ...`; its
+    refinements, `use_direct = use_direct and ...` and assignments under `if
+    use_direct:`, only keep it true where it was). Its tensors are host tensors there."""
+    nodes = list(path)
+    function = next((n for n in nodes if isinstance(n, cst.FunctionDef)), None)
+    if function is None:
+        return False
+
+    def values(name: str) -> list[cst.BaseExpression]:
+        refined = _refinements(function, name)
+        return [v for v in local_values(function, name) if id(v) not in refined]
+
+    return any(
+        implied(test, holds, mentions_host_device, values) is True
+        for test, holds in path_conditions(nodes)
+    )
+
+
+def _conjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if type(test) is cst.BooleanOperation and isinstance(test.operator, cst.And):
+        yield from _conjuncts(test.left)
+        yield from _conjuncts(test.right)
+    else:
+        yield test
+
+
+def _requires_name(test: cst.BaseExpression, name: str) -> bool:
+    return any(type(c) is cst.Name and c.value == name for c in _conjuncts(test))
+
+
+def _refinements(function: cst.FunctionDef, name: str) -> set[int]:
+    """Ids of the values of assignments to `name` that can hold only where `name` already
+    held: `name = name and ...`, and assignments in the body of `if name:`."""
+    found: set[int] = set()
+    stack: list[tuple[cst.CSTNode, bool]] = [(function.body, False)]
+    while stack:
+        node, under = stack.pop()
+        kind = type(node)
+        if kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if kind is cst.Assign and any(
+            type(t.target) is cst.Name and t.target.value == name
+            for t in node.targets  # type: ignore[attr-defined]
+        ):
+            if under or _requires_name(node.value, name):  # type: ignore[attr-defined]
+                found.add(id(node.value))  # type: ignore[attr-defined]
+            continue
+        if kind is cst.If and _requires_name(node.test, name):  # type: ignore[attr-defined]
+            stack.append((node.body, True))  # type: ignore[attr-defined]
+            if node.orelse is not None:  # type: ignore[attr-defined]
+                stack.append((node.orelse, under))  # type: ignore[attr-defined]
+            continue
+        stack.extend((child, under) for child in node.children)
+    return found
+
+
 def unpacked_value(
     targets: list[cst.BaseExpression], value: cst.BaseExpression, name: str
 ) -> cst.BaseExpression | None:

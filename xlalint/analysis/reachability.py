@@ -15,7 +15,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from xlalint.analysis.devices import mentions_xla, runs_without_xla
-from xlalint.analysis.guards import implied, negated
+from xlalint.analysis.guards import asks_about_cuda, implied, negated
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import code_children, descendants
 
@@ -217,6 +217,38 @@ def value_on_xla(function: cst.FunctionDef, imports: ImportTable) -> bool | None
     return None
 
 
+def returns_cuda_test(function: cst.FunctionDef, imports: ImportTable) -> bool:
+    """A predicate that only returns a CUDA test (`return bool(outputs["logits"].is_cuda)`):
+    False on an XLA host whatever it is handed, since no tensor there is a CUDA tensor."""
+    body = function.body
+    returned = _only_return(body) if isinstance(body, cst.IndentedBlock) else None
+    return returned is not None and (
+        implied(returned, True, lambda t: asks_about_cuda(t, imports)) is True
+    )
+
+
+def _only_return(body: cst.IndentedBlock) -> cst.BaseExpression | None:
+    """The value of a body that is only `return value` (after a docstring)."""
+    statements = list(body.body)
+    if statements and _is_docstring(statements[0]):
+        statements = statements[1:]
+    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
+        return None
+    small = statements[0].body
+    if len(small) != 1 or not isinstance(small[0], cst.Return):
+        return None
+    return small[0].value
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
+
+
 def _returned_constant(block: cst.BaseSuite) -> bool | None:
     """`True`/`False` for a block that is only `return True`/`return False`."""
     statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
@@ -251,6 +283,9 @@ def false_on_xla(
     if isinstance(test, cst.Call) and not test.args:
         answer = predicates.on_xla(test)
         return answer is not None and answer != holds
+    if isinstance(test, cst.Call) and holds:
+        # `if self._device_supported(outputs):` returning `outputs["logits"].is_cuda`.
+        return predicates.tests_cuda(test)
     if holds and flag_false is not None and isinstance(test, cst.Name | cst.Attribute):
         return flag_false(test)
     return False
@@ -275,19 +310,23 @@ class XlaPredicates:
                         self._methods.setdefault(member.name.value, []).append(member)
         self._answers: dict[int, bool | None] = {}
 
-    def on_xla(self, call: cst.Call) -> bool | None:
-        """What `f()` or `self.f()` returns on XLA, when every definition of that name here
-        agrees."""
+    def _candidates(self, call: cst.Call) -> list[cst.FunctionDef] | None:
         func = call.func
         if isinstance(func, cst.Name):
-            candidates = self._functions.get(func.value, [])
-        elif (
+            return self._functions.get(func.value, [])
+        if (
             isinstance(func, cst.Attribute)
             and isinstance(func.value, cst.Name)
             and func.value.value == "self"
         ):
-            candidates = self._methods.get(func.attr.value, [])
-        else:
+            return self._methods.get(func.attr.value, [])
+        return None
+
+    def on_xla(self, call: cst.Call) -> bool | None:
+        """What `f()` or `self.f()` returns on XLA, when every definition of that name here
+        agrees."""
+        candidates = self._candidates(call)
+        if candidates is None:
             return None
         answers = set()
         for function in candidates:
@@ -295,6 +334,14 @@ class XlaPredicates:
                 self._answers[id(function)] = value_on_xla(function, self._imports)
             answers.add(self._answers[id(function)])
         return answers.pop() if len(answers) == 1 else None
+
+    def tests_cuda(self, call: cst.Call) -> bool:
+        """`f(...)` or `self.f(...)`, whatever its arguments, where every definition of
+        that name here only returns a CUDA test (`returns_cuda_test`)."""
+        candidates = self._candidates(call)
+        return bool(candidates) and all(
+            returns_cuda_test(function, self._imports) for function in candidates
+        )
 
 
 def exported_functions(module: cst.Module) -> frozenset[int]:

@@ -19,6 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import bind, parameters, signature_of
 from xlalint.analysis.guards import negated
+from xlalint.analysis.host_arguments import host_parameters
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import NN_MODULE_CLASS
 from xlalint.analysis.records import (
@@ -430,6 +431,7 @@ class TensorKinds:
     ) -> None:
         self.imports = imports
         self.returns = returns
+        self._module = module
         # The module's record classes with tensor fields (`analysis/records.py`), and per
         # frame the names known to hold one record or a list of them: (class, is_list).
         self._records: dict[str, Record] = (
@@ -578,6 +580,13 @@ class TensorKinds:
                 tensors.add(name)  # `x: dict[str, torch.Tensor]`: `x["lengths"]` is one
             if frame[name] is Kind.UNKNOWN and _names_other_class(param.annotation):
                 typed.add(name)  # `stopping_criterion: StoppingCriterion`: no loss module
+        host_copies = (
+            host_parameters(self._module, node, in_class) if self._module is not None else {}
+        )
+        for name in host_copies:
+            # Every call of the function in this module hands it a host copy.
+            frame[name] = Kind.HOST
+            presumed.discard(name)
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
         self._methods_walked.append((method_of, module_method))
@@ -593,7 +602,7 @@ class TensorKinds:
         self._absent.append(set())
         self._bindings.append({})
         self._cpu_devices.append(set())
-        self._host_tensors.append(set())
+        self._host_tensors.append({name for name, tensor in host_copies.items() if tensor})
         self._dict_values.append({})
         self._batch_state.append(batch_state)
         self._scaled.append({})
@@ -1969,6 +1978,10 @@ class TensorKinds:
         if (record := self._record_field(node)) is not None and attr in record.tensors:
             return Kind.TENSOR  # `hyp.score`, a field the record class declares a tensor
         base = self.of(node.value)
+        if base is Kind.TENSOR and attr in HOST_METHODS:
+            # `value.size` (not called): a bound method, compared or passed as a Python
+            # object, never a tensor.
+            return Kind.HOST
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
         if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:

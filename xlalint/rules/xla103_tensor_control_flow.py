@@ -139,7 +139,19 @@ class TensorControlFlow(Rule):
     of values a helper computed (`losses.append(0.5 * utils.masked_mean(...))`) is a
     tensor, so `if torch.isnan(torch.mean(torch.stack(losses))).any(): raise` in an update
     reads the device; stacked only when every append hands a host value (`float(...)`,
-    `torch.tensor(reward)` without a device) is the result on the host.
+    `torch.tensor(reward)` without a device) is the result on the host. Nor is a test of
+    a helper's parameter that every call of the helper in the module hands a host copy
+    (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`),
+    whatever its annotation says: the copy is XLA102's finding, and the helper's tests
+    read host values. Nor is a test in a branch that runs only where a predicate of the
+    module holds that returns nothing but a CUDA test of what it is handed (`if
+    self._fast_path_supported(outputs):` with `return bool(outputs["logits"].is_cuda)`):
+    no tensor of an XLA host is a CUDA tensor. Nor is a test in a branch that runs only
+    where a device was found to be the CPU (`if coords.device.type == "cpu":`, or a local
+    flag built from that test and only refined after: `use_direct = use_direct and ...`):
+    its tensors are host tensors. A tensor's metadata method named without a
+    call (`value.size`, `value.dim`: a bound method, not `value.size()`) is a Python
+    object, not a tensor.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -64,7 +65,8 @@ class PrintInHotCode(Rule):
     epoch's end: no step reads it), which is Lightning's default in `validation_step`,
     `test_step` and their batch hooks (`self.log("val_loss", loss, prog_bar=True)` there
     logs per epoch unless given `on_step=True`; Lightning 2.x's logging validator sets
-    `default_on_step=False` for exactly these hooks).
+    `default_on_step=False` for exactly these hooks, and so for the helper methods that
+    only they call: `self._log_val_metrics(loss)` from `validation_step`).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Turning a tensor
@@ -246,9 +248,14 @@ class PrintInHotCode(Rule):
 
     def _logs_per_epoch(self) -> bool:
         """In `validation_step`, `test_step` and their batch hooks Lightning's `on_step`
-        defaults to False: `self.log(..., prog_bar=True)` there logs the epoch's value."""
+        defaults to False: `self.log(..., prog_bar=True)` there logs the epoch's value.
+        Lightning picks the default by the hook that is running, so a helper method that
+        only those hooks call (`self._log_val_metrics(loss)` from `validation_step`) logs
+        per epoch too."""
         function = self.ctx.function_node
-        return function is not None and _EPOCH_LOGGING_HOOKS.match(function.name.value) is not None
+        return function is not None and _called_only_from_epoch_hooks(
+            self.ctx.module, function, frozenset()
+        )
 
     def _is_logger(self, receiver: cst.BaseExpression) -> bool:
         """`logging`, `logger`, `log`, `self.logger`, `logging.getLogger(...)`, loguru's."""
@@ -524,6 +531,28 @@ def _is_string_literal(node: cst.BaseExpression) -> bool:
 _EPOCH_LOGGING_HOOKS = re.compile(
     r"^(validation_step|test_step|on_(validation|test)_batch_(start|end))$"
 )
+
+
+def _called_only_from_epoch_hooks(
+    module: cst.Module, function: cst.FunctionDef, seen: frozenset[str]
+) -> bool:
+    """`function` is one of the hooks whose `self.log` defaults to `on_step=False`, or a
+    method every call of which (`self.name(...)`, at least one) is made in such a hook or
+    in a method called only from them."""
+    name = function.name.value
+    if _EPOCH_LOGGING_HOOKS.match(name) is not None:
+        return True
+    if name in seen or len(seen) > 4:
+        return False
+    sites = call_sites(module).named(name, method=True)
+    return bool(sites) and all(
+        isinstance(site.call.func, cst.Attribute)
+        and isinstance(site.call.func.value, cst.Name)
+        and site.call.func.value.value == "self"
+        and site.function is not None
+        and _called_only_from_epoch_hooks(module, site.function, seen | {name})
+        for site in sites
+    )
 
 
 def _keyword_is(call: cst.Call, keyword: str, value: str) -> bool:

@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from xlalint.analysis.arguments import Signature, bind
+from xlalint.analysis.host_reads import ReadRuns, read_root
 from xlalint.analysis.zero_dim import ZeroDimIndexes
 from xlalint.context import Kind
 from xlalint.rule import Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
 
 # torch factories whose positional arguments are all sizes (or a tuple of sizes).
 _SIZED_FACTORIES = frozenset(
@@ -74,6 +80,10 @@ class HiddenHostRead(Rule):
     the index a gather on the device. For
     `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
     depends on the data even when read once, is XLA209's (data-dependent-trip-count).
+    Slice bounds that are elements of one tensor read in a run (`rows[offsets[i] :
+    offsets[i + 1]]`, then `cols[offsets[i] : offsets[i + 1]]` on the next line) are one
+    sync point with one fix: only the run's first bound is reported, as XLA101 reports
+    runs of reads of one value.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -162,13 +172,23 @@ class HiddenHostRead(Rule):
         "new_",
     )
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._runs = ReadRuns()
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
         container = None  # computed only when an index is a tensor
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Slice):
                 for bound in (index.lower, index.upper, index.step):
-                    if bound is not None and self.ctx.is_tensor(bound):
+                    if (
+                        bound is not None
+                        and self.ctx.is_tensor(bound)
+                        and not self._runs.repeats(read_root(bound), self.ctx.ancestors())
+                    ):
+                        # `x[offsets[i] : offsets[i + 1]]`, and the same bounds again on
+                        # the next line: elements of one value read in a run, one cause.
                         self.report(bound, self.message.format(use="a slice bound"))
             elif self.ctx.is_tensor(index.value):
                 if container is None:

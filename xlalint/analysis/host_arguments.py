@@ -1,0 +1,214 @@
+"""Parameters that every call of this module hands a host copy.
+
+A helper's annotation says what kind of value it takes (`cost_matrix: Tensor`), not where
+the value lives. When every call of the helper in this module hands it a copy already on
+the host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_matrix)`,
+`min_diff(pos.detach().cpu().numpy(), ..., pbc.tolist())`), its reads of that parameter
+(`if mask.all():`, `for periodic in pbc: if periodic:`) read host values: the transfer was
+paid, and is reported, at the copy. A helper this module never calls, or calls once with
+anything else, keeps what its annotation or use says.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from xlalint.analysis.handed_functions import call_sites
+from xlalint.walk import target_names
+
+# Methods that hand back the values they are called on, on the same side of the bus.
+_SAME_PLACE = frozenset({"detach", "clone", "contiguous", "float", "double", "long", "int"})
+# Host copies that stay torch tensors, and those that leave torch (numpy, Python values).
+_TO_HOST_TENSOR = frozenset({"cpu"})
+_TO_HOST_VALUE = frozenset({"numpy", "tolist", "item"})
+
+
+def host_copy(expr: cst.BaseExpression) -> bool | None:
+    """True for a host copy that is a torch tensor (`x.cpu()`, `x.to("cpu")`, then
+    `.detach()` and the like), False for one that left torch (`x.cpu().numpy()`,
+    `x.tolist()`), None for anything else."""
+    while (
+        type(expr) is cst.Call
+        and type(expr.func) is cst.Attribute
+        and expr.func.attr.value in _SAME_PLACE
+    ):
+        expr = expr.func.value
+    if type(expr) is not cst.Call or type(expr.func) is not cst.Attribute:
+        return None
+    method = expr.func.attr.value
+    if method in _TO_HOST_VALUE and not expr.args:
+        return False
+    if method in _TO_HOST_TENSOR and not expr.args:
+        return True
+    if method == "to" and len(expr.args) == 1:
+        value = expr.args[0].value
+        if isinstance(value, cst.SimpleString) and value.evaluated_value == "cpu":
+            return True
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def host_parameters(
+    module: cst.Module, function: cst.FunctionDef, in_class: bool
+) -> dict[str, bool]:
+    """The parameters of `function` (a method when `in_class`) that every call of it in
+    `module` (at least one) hands a host copy, each with whether the copy is a torch
+    tensor (`host_copy`). Calls are `f(...)` for a function, `self.f(...)` / `cls.f(...)`
+    for a method; a call that hands anything else, or unpacks arguments, settles nothing."""
+    params = function.params
+    if params.star_arg is not None and isinstance(params.star_arg, cst.Param):
+        return {}
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    static = any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+        for d in function.decorators
+    )
+    if in_class and not static:
+        positional = positional[1:]
+    if not positional:
+        return {}
+    sites = call_sites(module).named(function.name.value, method=in_class)
+    if not sites:
+        return {}
+    found: dict[str, bool] | None = None
+    for site in sites:
+        call = site.call
+        if in_class and not (
+            type(call.func) is cst.Attribute
+            and type(call.func.value) is cst.Name
+            and call.func.value.value in ("self", "cls")
+        ):
+            return {}
+        if any(arg.star for arg in call.args) or site.function is None:
+            return {}
+        handed: dict[str, bool] = {}
+        for index, arg in enumerate(call.args):
+            if arg.keyword is not None:
+                name = arg.keyword.value
+            elif index < len(positional):
+                name = positional[index]
+            else:
+                return {}
+            copy = _handed_copy(arg.value, call, site.function)
+            if copy is not None:
+                handed[name] = copy
+        if found is None:
+            found = handed
+        else:
+            found = {n: t and handed[n] for n, t in found.items() if n in handed}
+        if not found:
+            return {}
+    return found or {}
+
+
+def _handed_copy(value: cst.BaseExpression, call: cst.Call, caller: cst.FunctionDef) -> bool | None:
+    """`host_copy` of what `call` hands: the argument itself, or for a plain name the
+    value its last assignment before the call (in the blocks around it) gives it."""
+    if type(value) is not cst.Name:
+        return host_copy(value)
+    if value.value not in _copy_names(caller):
+        return None
+    path = _path_to(caller.body, call)
+    if path is None:
+        return None
+    name = value.value
+    for block, index in reversed(path):
+        for statement in reversed(block[:index]):
+            assigned = _assignment(statement, name)
+            if assigned is _OTHER:
+                return None
+            if assigned is not None:
+                return host_copy(assigned)  # type: ignore[arg-type]
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _copy_names(function: cst.FunctionDef) -> frozenset[str]:
+    """The names some plain assignment in `function` binds to a host copy: the only names
+    worth following back from a call (one walk per caller)."""
+    names: set[str] = set()
+    for node in _walk(function.body):
+        if (
+            type(node) is cst.Assign
+            and len(node.targets) == 1
+            and type(node.targets[0].target) is cst.Name
+            and host_copy(node.value) is not None
+        ):
+            names.add(node.targets[0].target.value)
+    return frozenset(names)
+
+
+_OTHER = cst.Name("_")  # a binding this module cannot read (in a branch, a loop, `+=`)
+
+
+def _assignment(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value `statement` assigns `name` (`name = value`), `_OTHER` where it binds the
+    name some other way or inside a compound statement, None where it does not bind it."""
+    if type(statement) is cst.SimpleStatementLine:
+        result: cst.BaseExpression | None = None
+        for small in statement.body:
+            if type(small) is cst.Assign:
+                targets = [t.target for t in small.targets]
+                if any(type(t) is cst.Name and t.value == name for t in targets):
+                    result = small.value if len(targets) == 1 else _OTHER
+                elif any(name in target_names(t) for t in targets):
+                    result = _OTHER
+            elif type(small) in (cst.AugAssign, cst.AnnAssign) and name in target_names(
+                small.target  # type: ignore[attr-defined]
+            ):
+                result = _OTHER
+        return result
+    for node in _walk(statement):
+        if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            targets = (
+                [t.target for t in node.targets]  # type: ignore[attr-defined]
+                if type(node) is cst.Assign
+                else [node.target]  # type: ignore[attr-defined]
+            )
+            if any(name in target_names(t) for t in targets):
+                return _OTHER
+    return None
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if type(current) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            stack.extend(current.children)
+
+
+def _path_to(
+    block: cst.BaseSuite, call: cst.Call
+) -> list[tuple[tuple[cst.BaseStatement, ...], int]] | None:
+    """The statement lists around `call`, outermost first, each with the position of the
+    statement that holds it."""
+    body = tuple(block.body) if isinstance(block, cst.IndentedBlock) else ()
+    for index, statement in enumerate(body):
+        if not any(node is call for node in _walk(statement)):
+            continue
+        for inner in _blocks(statement):
+            deeper = _path_to(inner, call)
+            if deeper is not None:
+                return [(body, index), *deeper]
+        return [(body, index)]
+    return None
+
+
+def _blocks(statement: cst.CSTNode) -> list[cst.BaseSuite]:
+    """The indented blocks directly inside a compound statement (`if`/`elif`/`else`,
+    loops, `with`, `try` and its handlers)."""
+    found: list[cst.BaseSuite] = []
+    stack = list(statement.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.IndentedBlock):
+            found.append(node)
+        elif type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and not isinstance(
+            node, cst.BaseExpression
+        ):
+            stack.extend(node.children)
+    return found
