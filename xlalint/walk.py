@@ -451,3 +451,14 @@ if __name__ == "__main__":  # regenerate walk_fields.py for the installed libcst
         f"FIELDS: dict[str, tuple[str, ...]] = {{\n{rows}}}\n",
         encoding="utf-8",
     )
+
+
+def is_docstring(statement: cst.BaseStatement) -> bool:
+    """A statement that is only a string: a module's, class's or function's docstring
+    when it comes first."""
+    return (
+        type(statement) is cst.SimpleStatementLine
+        and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Expr
+        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )

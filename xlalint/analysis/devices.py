@@ -30,7 +30,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.xla_api import DEVICE
-from xlalint.walk import children, code_children, descendants, last_name, node_types
+from xlalint.walk import children, code_children, descendants, is_docstring, last_name, node_types
 
 __all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
@@ -594,7 +594,7 @@ def device_helpers(module: cst.Module, imports: ImportTable) -> dict[str, frozen
         if not isinstance(statement, cst.FunctionDef) or statement.asynchronous:
             continue
         body = list(statement.body.body) if isinstance(statement.body, cst.IndentedBlock) else []
-        if body and _is_docstring(body[0]):
+        if body and is_docstring(body[0]):
             body = body[1:]
         if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
             continue
@@ -606,15 +606,6 @@ def device_helpers(module: cst.Module, imports: ImportTable) -> dict[str, frozen
         if types and types - {UNKNOWN}:
             found[statement.name.value] = types
     return found
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )
 
 
 def helper_device_types(

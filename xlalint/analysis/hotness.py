@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from xlalint.analysis.checkpoint_writers import feeds_the_call
-from xlalint.walk import descendants
+from xlalint.walk import descendants, is_docstring
 
 # `*_step` names a step; `*_per_step` (`fit_n_batches_per_step`) names what a loop of
 # many steps does on each of them, so it is no step itself.
@@ -265,7 +265,7 @@ def converts_a_parameter(function: cst.CSTNode) -> bool:
     if type(function) is not cst.FunctionDef or type(function.body) is not cst.IndentedBlock:
         return False
     statements = list(function.body.body)
-    if statements and _is_docstring(statements[0]):
+    if statements and is_docstring(statements[0]):
         statements = statements[1:]
     if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
         return False
@@ -283,15 +283,6 @@ def converts_a_parameter(function: cst.CSTNode) -> bool:
     params = function.params
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     return node.value in names and node is not returned.value
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        type(statement) is cst.SimpleStatementLine
-        and len(statement.body) == 1
-        and type(statement.body[0]) is cst.Expr
-        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )
 
 
 # `nn.Module` methods that register a function to run on every forward (or backward).

@@ -146,16 +146,6 @@ class _Def:
     per_step: bool
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 @dataclass
 class _Scan:
     """The calls a block of statements makes each time it runs (not inside functions,
@@ -219,7 +209,7 @@ def _steps(call: ast.Call) -> bool:
         return False
     if func.attr == "backward":
         return True
-    receiver = _dotted(func.value) if func.attr == "step" else None
+    receiver = project_modules.dotted_name(func.value) if func.attr == "step" else None
     return receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
 
 
@@ -249,7 +239,7 @@ def _may_be_tensor(node: ast.expr) -> bool:
         func = node.func
         return not (isinstance(func, ast.Name) and func.id in _HOST_CALLS)
     if isinstance(node, ast.Name | ast.Attribute):
-        spelled = _dotted(node)
+        spelled = project_modules.dotted_name(node)
         last = spelled.rsplit(".", 1)[-1] if spelled else ""
         return _HOST_NAME.search(last) is None
     return True
@@ -266,11 +256,11 @@ def _spelled(call: ast.Call) -> str | None:
     method called on an instance built on the spot."""
     func = call.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
-        built = _dotted(func.value.func)
+        built = project_modules.dotted_name(func.value.func)
         if built is not None and built.rsplit(".", 1)[-1][:1].isupper():
             return f"{built}().{func.attr}"
         return None
-    return _dotted(func)
+    return project_modules.dotted_name(func)
 
 
 def _summary(tree: ast.Module, text: str) -> _Caller:
@@ -280,7 +270,9 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
             defs.append(_Def(node, None, False))
         elif isinstance(node, ast.ClassDef):
             methods = [m for m in node.body if isinstance(m, Function)]
-            bases = [b.rsplit(".", 1)[-1] for b in map(_dotted, node.bases) if b]
+            bases = [
+                b.rsplit(".", 1)[-1] for b in map(project_modules.dotted_name, node.bases) if b
+            ]
             hooks = per_step_hooks([*bases, node.name], [m.name for m in methods])
             for method in methods:
                 defs.append(_Def(method, node, method.name in hooks))
@@ -356,7 +348,7 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
         item = defs[index]
         if item.owner is None or not item.owner.bases:
             continue
-        bases = tuple(b for b in map(_dotted, item.owner.bases) if b)
+        bases = tuple(b for b in map(project_modules.dotted_name, item.owner.bases) if b)
         own = frozenset(
             m.name for m in item.owner.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
         )
@@ -373,11 +365,11 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
     built: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            spelled = _dotted(node.value.func)
+            spelled = project_modules.dotted_name(node.value.func)
             if spelled is None or not spelled.rsplit(".", 1)[-1][:1].isupper():
                 continue
             for target in node.targets:
-                if (held := _dotted(target)) is not None:
+                if (held := project_modules.dotted_name(target)) is not None:
                     built.setdefault(held, spelled)
     return _Caller(project_modules.bindings(text), calls, tuple(self_calls), built)
 

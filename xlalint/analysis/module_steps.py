@@ -90,7 +90,7 @@ def _summary(path: str, tree: ast.Module, text: str) -> _Module:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                     methods.setdefault(item.name, _function(item))
-            bases = tuple(b for b in map(_dotted, node.bases) if b is not None)
+            bases = tuple(b for b in map(project_modules.dotted_name, node.bases) if b is not None)
             classes.setdefault(node.name, _Class(node.name, bases, methods))
     # XLA or TPUs named anywhere in the text, comments included: the cautious reading.
     knows_xla = names_xla(text)
@@ -104,7 +104,7 @@ def _function(node: Function) -> _Function:
     for call in _pass_calls(node):
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "step":
-            receiver = _dotted(func.value)
+            receiver = project_modules.dotted_name(func.value)
             steps = steps or (
                 receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
             )
@@ -130,16 +130,6 @@ def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
     text = project_modules.read_text(path)
     tree = None if text is None else project_modules.parse(path, text)
     return None if tree is None or text is None else _summary(path, tree, text)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
 
 
 def _pass_calls(function: Function) -> Iterator[ast.Call]:

@@ -348,3 +348,14 @@ def current(deps: Deps) -> bool:
     """Whether every recorded module still has the stat it had (a deleted one has none):
     a cached result is valid only then."""
     return all(_stat_of(path) == stat for path, stat in deps)
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    """`a.b.c` spelled out, for a name or a chain of attributes on one; else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])

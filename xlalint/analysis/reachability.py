@@ -17,7 +17,7 @@ import libcst as cst
 from xlalint.analysis.devices import mentions_xla, runs_without_xla
 from xlalint.analysis.guards import asks_about_cuda, implied, negated
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import code_children, descendants
+from xlalint.walk import code_children, descendants, is_docstring
 
 
 def _private(name: str) -> bool:
@@ -230,7 +230,7 @@ def returns_cuda_test(function: cst.FunctionDef, imports: ImportTable) -> bool:
 def _only_return(body: cst.IndentedBlock) -> cst.BaseExpression | None:
     """The value of a body that is only `return value` (after a docstring)."""
     statements = list(body.body)
-    if statements and _is_docstring(statements[0]):
+    if statements and is_docstring(statements[0]):
         statements = statements[1:]
     if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
         return None
@@ -238,15 +238,6 @@ def _only_return(body: cst.IndentedBlock) -> cst.BaseExpression | None:
     if len(small) != 1 or not isinstance(small[0], cst.Return):
         return None
     return small[0].value
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )
 
 
 def _returned_constant(block: cst.BaseSuite) -> bool | None:
