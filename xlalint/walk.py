@@ -462,3 +462,17 @@ def is_docstring(statement: cst.BaseStatement) -> bool:
         and type(statement.body[0]) is cst.Expr
         and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
     )
+
+
+def only_return(function: cst.FunctionDef) -> cst.Return | None:
+    """The `return` statement of a function whose body is only that (after a docstring):
+    a helper that hands back one expression."""
+    if type(function.body) is not cst.IndentedBlock:
+        return None
+    statements = list(function.body.body)
+    if statements and is_docstring(statements[0]):
+        statements = statements[1:]
+    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
+        return None
+    small = statements[0].body
+    return small[0] if len(small) == 1 and type(small[0]) is cst.Return else None

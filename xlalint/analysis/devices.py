@@ -30,7 +30,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.xla_api import DEVICE
-from xlalint.walk import children, code_children, descendants, is_docstring, last_name, node_types
+from xlalint.walk import children, code_children, descendants, last_name, node_types, only_return
 
 __all__ = ["keyword_argument"]  # re-exported: device rules import it from here
 
@@ -593,15 +593,10 @@ def device_helpers(module: cst.Module, imports: ImportTable) -> dict[str, frozen
     for statement in module.body:
         if not isinstance(statement, cst.FunctionDef) or statement.asynchronous:
             continue
-        body = list(statement.body.body) if isinstance(statement.body, cst.IndentedBlock) else []
-        if body and is_docstring(body[0]):
-            body = body[1:]
-        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+        returned = only_return(statement)
+        if returned is None:
             continue
-        [line] = body
-        if len(line.body) != 1 or not isinstance(line.body[0], cst.Return):
-            continue
-        value = line.body[0].value
+        value = returned.value
         types = device_types(value, imports) if value is not None else None
         if types and types - {UNKNOWN}:
             found[statement.name.value] = types

@@ -49,7 +49,6 @@ def host_copy(expr: cst.BaseExpression) -> bool | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
 def host_parameters(
     module: cst.Module, function: cst.FunctionDef, in_class: bool
 ) -> dict[str, bool]:
@@ -124,7 +123,9 @@ def _handed_copy(value: cst.BaseExpression, call: cst.Call, caller: cst.Function
     return None
 
 
-@functools.lru_cache(maxsize=256)
+# Keyed by function node: a small bound, as for `guards._assigned_values`, so that a
+# worker or the language server does not keep many files' trees alive.
+@functools.lru_cache(maxsize=64)
 def _copy_names(function: cst.FunctionDef) -> frozenset[str]:
     """The names some plain assignment in `function` binds to a host copy: the only names
     worth following back from a call (one walk per caller)."""

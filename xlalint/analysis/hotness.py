@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from xlalint.analysis.checkpoint_writers import feeds_the_call
-from xlalint.walk import descendants, is_docstring
+from xlalint.walk import descendants, only_return
 
 # `*_step` names a step; `*_per_step` (`fit_n_batches_per_step`) names what a loop of
 # many steps does on each of them, so it is no step itself.
@@ -262,16 +262,10 @@ def converts_a_parameter(function: cst.CSTNode) -> bool:
     parameters). Whether that costs a host read every step is its caller's choice, and the
     caller's file reports the call (`module_callers.py`: another module calling it per
     step does not make it hot)."""
-    if type(function) is not cst.FunctionDef or type(function.body) is not cst.IndentedBlock:
+    if type(function) is not cst.FunctionDef:
         return False
-    statements = list(function.body.body)
-    if statements and is_docstring(statements[0]):
-        statements = statements[1:]
-    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
-        return False
-    small = statements[0].body
-    returned = small[0] if len(small) == 1 else None
-    if type(returned) is not cst.Return or returned.value is None:
+    returned = only_return(function)
+    if returned is None or returned.value is None:
         return False
     node: cst.BaseExpression = returned.value
     while type(node) is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[union-attr]

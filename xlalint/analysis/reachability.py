@@ -17,7 +17,7 @@ import libcst as cst
 from xlalint.analysis.devices import mentions_xla, runs_without_xla
 from xlalint.analysis.guards import asks_about_cuda, implied, negated
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import code_children, descendants, is_docstring
+from xlalint.walk import code_children, descendants, only_return
 
 
 def _private(name: str) -> bool:
@@ -220,24 +220,11 @@ def value_on_xla(function: cst.FunctionDef, imports: ImportTable) -> bool | None
 def returns_cuda_test(function: cst.FunctionDef, imports: ImportTable) -> bool:
     """A predicate that only returns a CUDA test (`return bool(outputs["logits"].is_cuda)`):
     False on an XLA host whatever it is handed, since no tensor there is a CUDA tensor."""
-    body = function.body
-    returned = _only_return(body) if isinstance(body, cst.IndentedBlock) else None
+    statement = only_return(function)
+    returned = statement.value if statement is not None else None
     return returned is not None and (
         implied(returned, True, lambda t: asks_about_cuda(t, imports)) is True
     )
-
-
-def _only_return(body: cst.IndentedBlock) -> cst.BaseExpression | None:
-    """The value of a body that is only `return value` (after a docstring)."""
-    statements = list(body.body)
-    if statements and is_docstring(statements[0]):
-        statements = statements[1:]
-    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
-        return None
-    small = statements[0].body
-    if len(small) != 1 or not isinstance(small[0], cst.Return):
-        return None
-    return small[0].value
 
 
 def _returned_constant(block: cst.BaseSuite) -> bool | None:
@@ -300,6 +287,7 @@ class XlaPredicates:
                     if isinstance(member, cst.FunctionDef):
                         self._methods.setdefault(member.name.value, []).append(member)
         self._answers: dict[int, bool | None] = {}
+        self._cuda_tests: dict[int, bool] = {}  # id(function): `returns_cuda_test`
 
     def _candidates(self, call: cst.Call) -> list[cst.FunctionDef] | None:
         func = call.func
@@ -330,9 +318,13 @@ class XlaPredicates:
         """`f(...)` or `self.f(...)`, whatever its arguments, where every definition of
         that name here only returns a CUDA test (`returns_cuda_test`)."""
         candidates = self._candidates(call)
-        return bool(candidates) and all(
-            returns_cuda_test(function, self._imports) for function in candidates
-        )
+        return bool(candidates) and all(self._returns_cuda_test(f) for f in candidates)
+
+    def _returns_cuda_test(self, function: cst.FunctionDef) -> bool:
+        known = self._cuda_tests.get(id(function))
+        if known is None:
+            known = self._cuda_tests[id(function)] = returns_cuda_test(function, self._imports)
+        return known
 
 
 def exported_functions(module: cst.Module) -> frozenset[int]:

@@ -1564,30 +1564,19 @@ class TensorKinds:
         rows = {name for name in target_names(loop.target) if frame.get(name) is Kind.TENSOR}
         if not rows:
             return
-        moved = self._rows_moved_to_device(loop.body, rows)
-        if not moved:
+        moves_a_row = any(
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and type(node.func.value) is cst.Name
+            and node.func.value.value in rows
+            and self._copies_to_device(node)
+            for node in descendants(loop.body)
+        )
+        if not moves_a_row:
             return
         for name in rows:
             if counts.get(name) == 1:
                 frame[name] = Kind.HOST
-
-    def _rows_moved_to_device(self, body: cst.CSTNode, rows: set[str]) -> set[str]:
-        """The names among `rows` that `body` copies to the device (`x.to(device)`,
-        `x.cuda()`), rebinding them or not."""
-        moved: set[str] = set()
-        for node in descendants(body):
-            if (
-                type(node) is cst.Call
-                and type(node.func) is cst.Attribute
-                and type(node.func.value) is cst.Name
-                and node.func.value.value in rows
-                and (
-                    node.func.attr.value == "cuda"
-                    or (node.func.attr.value == "to" and self._moves_to_device(node))
-                )
-            ):
-                moved.add(node.func.value.value)
-        return moved
 
     def narrowed_to_tensor(self, test: cst.BaseExpression) -> list[str]:
         """Names that an `if` test checks to be tensors (`isinstance(v, torch.Tensor)`,
@@ -1897,8 +1886,7 @@ class TensorKinds:
         call = value.value
         if not isinstance(call.func, cst.Attribute):
             return False
-        method = call.func.attr.value
-        return method == "cuda" or (method == "to" and self._moves_to_device(call))
+        return self._copies_to_device(call)
 
     def is_derived(self, node: cst.BaseExpression) -> bool:
         """Whether a name of unknown kind was computed from tensors by a helper xlalint
@@ -2072,7 +2060,7 @@ class TensorKinds:
                     return Kind.MODULE
                 return Kind.TENSOR
             if receiver is Kind.HOST:
-                if method == "cuda" or (method == "to" and self._moves_to_device(node)):
+                if self._copies_to_device(node):
                     return Kind.TENSOR  # a host tensor moved to the device
                 if method == "type_as" and node.args and self.of(node.args[0].value) is Kind.TENSOR:
                     return Kind.TENSOR  # `torch.zeros(1).type_as(self.bank_ptr)`: its device
@@ -2148,6 +2136,13 @@ class TensorKinds:
             return held is Kind.HOST
         kinds = held.values() if isinstance(held, dict) else held
         return all(kind is Kind.HOST for kind in kinds)
+
+    def _copies_to_device(self, call: cst.Call) -> bool:
+        """`x.cuda()`, or `x.to(...)` to a device (`_moves_to_device`): a call of an
+        attribute that copies its receiver to the device."""
+        assert isinstance(call.func, cst.Attribute)
+        method = call.func.attr.value
+        return method == "cuda" or (method == "to" and self._moves_to_device(call))
 
     def _moves_to_device(self, call: cst.Call) -> bool:
         """`.to(device)`, `.to("xla")`, `.to(other)`; not `.to("cpu")`, `.to(torch.float16)`,
