@@ -732,15 +732,18 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
-            if kind is cst.If and clears_its_flag(node, self._frames[-1].node, self._flag_loops()):  # type: ignore[arg-type]
-                self._sparse_ifs.add(id(node))
-            elif kind is cst.If and self._frames[-1].loops:
-                loops = self._frames[-1].loops
-                if passes_its_value_once(
-                    node,  # type: ignore[arg-type]
-                    self._frames[-1].node,  # type: ignore[arg-type]
-                    loops,
-                    per_call=not self._flag_loops(),
+            if kind is cst.If:
+                # Loops whose passes a flag cleared here counts: read once per `if`.
+                flag_loops = self._flag_loops()
+                frame = self._frames[-1]
+                if clears_its_flag(node, frame.node, flag_loops) or (  # type: ignore[arg-type]
+                    frame.loops
+                    and passes_its_value_once(
+                        node,  # type: ignore[arg-type]
+                        frame.node,  # type: ignore[arg-type]
+                        frame.loops,
+                        per_call=not flag_loops,
+                    )
                 ):
                     self._sparse_ifs.add(id(node))
             if kind is cst.If:

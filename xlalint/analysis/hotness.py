@@ -79,7 +79,8 @@ _COLLECTION_METHODS = frozenset(
 )  # fmt: skip
 _COLLECTION_ATTRIBUTES = frozenset({"param_groups"})
 _COLLECTION_KEYS = frozenset({"params"})  # `group["params"]` of an optimizer's param group
-_ORDERING_WRAPPERS = frozenset({"enumerate", "sorted", "reversed", "list", "tuple", "zip"})
+# Wrappers whose passes are those of their argument(s), in another order or with a count.
+PASS_WRAPPERS = frozenset({"enumerate", "sorted", "reversed", "list", "tuple", "zip"})
 # Calls that write a checkpoint: the host copies around them are what saving needs.
 SAVE_CALLS = frozenset(
     {"torch.save", "torch_xla.core.xla_model.save", "safetensors.torch.save_file",
@@ -97,7 +98,7 @@ def walks_a_collection(
     while (
         isinstance(iterable, cst.Call)
         and isinstance(iterable.func, cst.Name)
-        and iterable.func.value in _ORDERING_WRAPPERS
+        and iterable.func.value in PASS_WRAPPERS
         and iterable.args
     ):
         iterable = iterable.args[0].value

@@ -396,10 +396,7 @@ def _binds(node: cst.CSTNode, counter: cst.BaseExpression) -> list[cst.CSTNode]:
             targets = [inner.target]
         else:
             continue
-        if any(
-            target.deep_equals(counter) or any(d.deep_equals(counter) for d in descendants(target))
-            for target in targets
-        ):
+        if any(d.deep_equals(counter) for target in targets for d in descendants(target)):
             found.append(inner)
     return found
 

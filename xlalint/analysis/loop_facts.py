@@ -96,7 +96,7 @@ def is_optimizer(node: cst.BaseExpression) -> bool:
     """`optimizer`, `opt`, `self.optimizer`, `self._optimizer`, `d_optimizer`,
     `optimizer_g`, `optimizers[0]`."""
     name = _last_name(node)
-    return name is not None and _OPTIMIZER_NAME.match(name) is not None
+    return name is not None and names_optimizer(name)
 
 
 def steps_an_optimizer(receiver: str) -> bool:
@@ -397,7 +397,8 @@ def _names_a_forward(func: cst.BaseExpression) -> bool:
     return _FORWARD_NAME.match(name) is not None
 
 
-def _self_call(call: cst.Call) -> bool:
+def self_call(call: cst.Call) -> bool:
+    """`self.m(...)`, `cls.m(...)`, `super().m(...)`: a call of the class's own method."""
     func = call.func
     if not isinstance(func, cst.Attribute):
         return False
@@ -729,7 +730,7 @@ class _BodyScanner:
         if runs is None and _runs_step_elsewhere(func) and self._reads_this_pass(call):
             # `loss = trainer.update(batch)`: a training object's step, defined elsewhere.
             facts.steps_elsewhere.append(call)
-        if _self_call(call) and self._hands_data(call):
+        if self_call(call) and self._hands_data(call):
             facts.handed_data.append(call)
         if runs is None:
             # Not a function of this module: a model by its name (`unet`, `self.model`).
@@ -1074,11 +1075,7 @@ class LoopFacts:
             self._facts[id(node)] = BodyFacts()  # recursion guard: a function calling itself
             items = target_names(node.target) if isinstance(node, cst.For) else set()
             site = self._sites.get(id(node))
-            self_is_model = (
-                site is not None
-                and site.class_def is not None
-                and is_module_class(site.class_def, self.imports, self.model_classes())
-            )
+            self_is_model = site is not None and self.in_model_class(site)
             class_def = self._class_of(node)
             imports = self._imports_reaching(site.function if site is not None else None)
             scanner = _BodyScanner(
@@ -1135,6 +1132,12 @@ class LoopFacts:
         self._memo[key] = result
         return result
 
+    def in_model_class(self, site: LoopSite) -> bool:
+        """The loop is in a method of one of this module's model classes."""
+        return site.class_def is not None and is_module_class(
+            site.class_def, self.imports, self.model_classes()
+        )
+
     def model_classes(self) -> frozenset[str]:
         """Names of this module's model classes (`class Encoder(nn.Module)`), cached."""
         key = ("model_classes", id(self.module))
@@ -1183,10 +1186,10 @@ class LoopFacts:
             name = func.attr.value
             # `self.model(x)` with `model` a property calls what the property returns.
             methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
-            if _self_call(call) and class_def is not None:
+            if self_call(call) and class_def is not None:
                 own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
                 return own or methods
-            if _self_call(call) or name not in _GENERIC_METHODS:
+            if self_call(call) or name not in _GENERIC_METHODS:
                 return methods
         return []
 
@@ -1326,7 +1329,7 @@ class LoopFacts:
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):
                     return True
-                if template and _self_call(call) and functions and all(map(_abstract, functions)):
+                if template and self_call(call) and functions and all(map(_abstract, functions)):
                     return True
             # `self.forward_backward(data)`, `self.train_actor_critic(self.dataset[i])`: a
             # template's training step, named for training and left to its subclasses here

@@ -53,7 +53,7 @@ from functools import lru_cache
 
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
-from xlalint.analysis.loop_facts import steps_an_optimizer
+from xlalint.analysis.module_steps import steps_its_optimizer
 
 MAX_INDEX_FILES = 4000
 MAX_CALLERS = 64
@@ -207,10 +207,7 @@ def _steps(call: ast.Call) -> bool:
     func = call.func
     if not isinstance(func, ast.Attribute):
         return False
-    if func.attr == "backward":
-        return True
-    receiver = project_modules.dotted_name(func.value) if func.attr == "step" else None
-    return receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
+    return func.attr == "backward" or steps_its_optimizer(call)
 
 
 def _local_callee(call: ast.Call) -> str | None:

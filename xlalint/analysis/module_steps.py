@@ -36,6 +36,7 @@ from xlalint.analysis.loop_facts import (
     generic_method,
     names_optimizer,
     names_optimizers,
+    self_call,
     steps_an_optimizer,
 )
 
@@ -104,10 +105,7 @@ def _function(node: Function) -> _Function:
     for call in _pass_calls(node):
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "step":
-            receiver = project_modules.dotted_name(func.value)
-            steps = steps or (
-                receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
-            )
+            steps = steps or steps_its_optimizer(call)
         elif (method := _self_call(call)) is not None:
             self_calls.append(method)
         elif isinstance(func, ast.Name):
@@ -115,6 +113,16 @@ def _function(node: Function) -> _Function:
     return _Function(
         node.name, steps, tuple(dict.fromkeys(self_calls)), tuple(dict.fromkeys(name_calls))
     )
+
+
+def steps_its_optimizer(call: ast.Call) -> bool:
+    """`optimizer.step()`, `self.d_optim.step()`: a `step` of a receiver named for an
+    optimizer."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "step":
+        return False
+    receiver = project_modules.dotted_name(func.value)
+    return receiver is not None and steps_an_optimizer(receiver.rsplit(".", 1)[-1])
 
 
 def _module(path: str) -> _Module | None:
@@ -264,7 +272,7 @@ class ModuleSteps:
         self, call: cst.Call, class_def: cst.ClassDef | None
     ) -> Iterator[tuple[_Module, _Function, _Class | None]]:
         func = call.func
-        if isinstance(func, cst.Attribute) and class_def is not None and _cst_self_call(func):
+        if isinstance(func, cst.Attribute) and class_def is not None and self_call(call):
             yield from self._inherited(class_def, func.attr.value)
             return
         spelled = get_full_name_for_node(func)
@@ -410,10 +418,3 @@ class ModuleSteps:
                 )
             )
         return self._memo[key]
-
-
-def _cst_self_call(func: cst.Attribute) -> bool:
-    receiver = func.value
-    if isinstance(receiver, cst.Name):
-        return receiver.value in ("self", "cls")
-    return isinstance(receiver, cst.Call) and get_full_name_for_node(receiver.func) == "super"

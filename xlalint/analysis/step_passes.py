@@ -24,8 +24,8 @@ import libcst as cst
 
 from xlalint.analysis.epochs import Epochs, loader_named
 from xlalint.analysis.guards import local_values
+from xlalint.analysis.hotness import PASS_WRAPPERS
 from xlalint.analysis.loop_facts import unwrap_iteration
-from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
 from xlalint.walk import descendants, target_names
@@ -41,7 +41,6 @@ _STEP_COUNT = re.compile(
 _COUNT_CALLS = frozenset({"len", "int", "min", "max"})
 # `for mode in MODES`, a module-level table: a name written in capitals.
 _CONSTANT = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
-_SAME_PASSES = frozenset({"enumerate", "reversed", "zip", "list", "tuple", "sorted"})
 
 
 class StepPasses:
@@ -91,13 +90,7 @@ class StepPasses:
         if any(_STEP_COUNT.search(name) for name in target_names(loop.target)):
             return False  # `for global_step in range(...)`: its passes are counted steps
         site = self._loops.site(loop)
-        if (
-            site is not None
-            and site.class_def is not None
-            and not is_module_class(
-                site.class_def, self._loops.imports, self._loops.model_classes()
-            )
-        ):
+        if site is not None and site.class_def is not None and not self._loops.in_model_class(site):
             return False
         function = site.function if site is not None else None
         return id(loop) in self._rows or _fixed_iterable(loop.iter, function, 0)
@@ -143,7 +136,7 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
         args = [a.value for a in node.args if a.keyword is None and not a.star]
         if not args:
             return False
-        if node.func.value in _SAME_PASSES:
+        if node.func.value in PASS_WRAPPERS:
             return all(_fixed_iterable(a, function, depth + 1) for a in args)
         if node.func.value == "range":  # not a bare literal count: `range(1000)` repeats
             return all(_fixed_count(a, function, depth + 1) for a in args) and not all(
