@@ -373,7 +373,7 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
 
 @lru_cache(maxsize=2048)
 def _caller_at(path: str, stat: tuple[int, int]) -> _Caller | None:
-    text = project_modules.read_text(path)
+    text = project_modules.text_at(path, stat)
     tree = None if text is None else project_modules.parse(path, text)
     return None if tree is None or text is None else _summary(tree, text)
 
@@ -381,7 +381,7 @@ def _caller_at(path: str, stat: tuple[int, int]) -> _Caller | None:
 @lru_cache(maxsize=8192)
 def _bindings_at(path: str, stat: tuple[int, int]) -> dict[str, tuple[int, str]]:
     """What a module's import statements bind, from their text (no parse)."""
-    text = project_modules.read_text(path)
+    text = project_modules.text_at(path, stat)
     return {} if text is None else project_modules.bindings(text)
 
 
@@ -427,7 +427,7 @@ _STAR = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\*", re.M)
 @lru_cache(maxsize=1024)
 def _star_sources(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
     """The project modules a package `__init__.py` re-exports whole (`from .m import *`)."""
-    text = project_modules.read_text(path) or ""
+    text = project_modules.text_at(path, stat) or ""
     found = (
         project_modules.resolve(path, len(dots), module) for dots, module in _STAR.findall(text)
     )
@@ -441,7 +441,7 @@ _DEFINED = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 def _defined(path: str, stat: tuple[int, int]) -> frozenset[str]:
     """The module's own name and the names its top-level `def`s and `class`es bind (a
     regular expression: what a binding must mention to lead to it)."""
-    text = project_modules.read_text(path) or ""
+    text = project_modules.text_at(path, stat) or ""
     stem = os.path.basename(os.path.dirname(path) if path.endswith("__init__.py") else path)
     return frozenset({stem.removesuffix(".py"), *_DEFINED.findall(text)})
 
@@ -491,7 +491,7 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 def _words_at(path: str, stat: tuple[int, int]) -> frozenset[str]:
     """The identifiers a module's text spells: a caller that never spells a name cannot
     call it (checked before the caller is parsed)."""
-    return frozenset(_WORD.findall(project_modules.read_text(path) or ""))
+    return frozenset(_WORD.findall(project_modules.text_at(path, stat) or ""))
 
 
 def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:

@@ -135,7 +135,7 @@ def _module(path: str) -> _Module | None:
 def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
     """A module's summary, made once per path and size/mtime in a process (its tree is
     dropped after)."""
-    text = project_modules.read_text(path)
+    text = project_modules.text_at(path, stat)
     tree = None if text is None else project_modules.parse(path, text)
     return None if tree is None or text is None else _summary(path, tree, text)
 

@@ -173,17 +173,17 @@ def _read(path: str, stat: tuple[int, int]) -> bytes | None:
         return None
 
 
-def read_text(path: str) -> str | None:
-    """A module's text (UTF-8, as nearly all are); None if it cannot be read."""
-    stat = stat_key(path)
-    raw = None if stat is None else _read(path, stat)
+def text_at(path: str, stat: tuple[int, int]) -> str | None:
+    """A module's text (UTF-8, as nearly all are), read once its stat has been taken
+    (the key of the caller's cache: no second stat); None if it cannot be read."""
+    raw = _read(path, stat)
     return None if raw is None else raw.decode("utf-8", "replace")
 
 
 @lru_cache(maxsize=8192)
 def module_imports(path: str, stat: tuple[int, int]) -> tuple[str, ...]:
     """The project files a module's import statements name (once per path and stat)."""
-    text = read_text(path)
+    text = text_at(path, stat)
     return () if text is None else tuple(_imports_of(path, text))
 
 
