@@ -47,10 +47,13 @@ from __future__ import annotations
 import ast
 import os
 import re
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from xlalint import lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
 from xlalint.analysis.module_steps import steps_its_optimizer
@@ -406,7 +409,7 @@ def _target(caller_path: str, bindings: Bindings, spelled: str) -> tuple[str, st
     path = project_modules.resolve(caller_path, level, module)
     if path is None:
         return None
-    if os.path.basename(path) == "__init__.py" and (stat := project_modules.stat_key(path)):
+    if os.path.basename(path) == "__init__.py" and (stat := _stat(path)):
         project_modules.note((path,))
         again = _bindings_at(path, stat).get(name)
         if again is not None:
@@ -414,9 +417,7 @@ def _target(caller_path: str, bindings: Bindings, spelled: str) -> tuple[str, st
             if inner and (found := project_modules.resolve(path, again[0], inner)):
                 return found, inner_name
         for source in _star_sources(path, stat):  # `from .utils import *`
-            if (source_stat := project_modules.stat_key(source)) and name in _defined(
-                source, source_stat
-            ):
+            if (source_stat := _stat(source)) and name in _defined(source, source_stat):
                 return source, name
     return path, name
 
@@ -449,7 +450,7 @@ def _defined(path: str, stat: tuple[int, int]) -> frozenset[str]:
 def _bound(own: str, caller_path: str, bindings: Bindings) -> frozenset[str]:
     """The names of the module's definitions that the caller's imports bind (`"*"`: the
     module itself, through which any of them may be called)."""
-    stat = project_modules.stat_key(own)
+    stat = _stat(own)
     names = _defined(own, stat) if stat else frozenset()
     found: set[str] = set()
     for name, (level, dotted) in bindings.items():
@@ -484,14 +485,43 @@ def _reached(own: str, caller_path: str, caller: _Caller) -> Iterator[str]:
                 yield f"{found[1]}.{method}"
 
 
+@lint_memo.memo(8192)
+def _stat_in_lint(path: str) -> tuple[int, int] | None:
+    return project_modules.stat_key(path)
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    """A caller's (or a module's) size and mtime, taken once per lint: a file asks about
+    several of its functions, each over the same callers (and the depfile notes the
+    first stat anyway). Outside a lint, a fresh stat."""
+    return _stat_in_lint(path) if lint_memo.in_lint() else project_modules.stat_key(path)
+
+
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 
+_HASH_BITS = 0xFFFFFFFF
+
+
 @lru_cache(maxsize=4096)
-def _words_at(path: str, stat: tuple[int, int]) -> frozenset[str]:
-    """The identifiers a module's text spells: a caller that never spells a name cannot
-    call it (checked before the caller is parsed)."""
-    return frozenset(_WORD.findall(project_modules.text_at(path, stat) or ""))
+def _words_at(path: str, stat: tuple[int, int]) -> array[int]:
+    """The identifiers a module's text spells, as their sorted 32-bit hashes: a caller
+    that never spells a name cannot call it (checked before the caller is parsed). A
+    hash shared by chance only lets a caller through to the parse that decides; a set of
+    the words themselves held ~80 kB per large caller, most of a worker's memory on a
+    large project."""
+    text = project_modules.text_at(path, stat) or ""
+    return array("I", sorted({hash(word) & _HASH_BITS for word in _WORD.findall(text)}))
+
+
+def _spells(words: array[int], names: frozenset[str]) -> bool:
+    """Whether `words` (`_words_at`) may hold one of `names`."""
+    for name in names:
+        key = hash(name) & _HASH_BITS
+        at = bisect_left(words, key)
+        if at < len(words) and words[at] == key:
+            return True
+    return False
 
 
 def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
@@ -515,10 +545,10 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     project_modules.note((project_modules.tree(root),))  # a caller added or removed
     found: set[str] = set()
     callers = _callers(own, index)
-    project_modules.note(callers)
+    project_modules.note(callers, _stat)
     for path in callers:
-        stat = project_modules.stat_key(path)
-        if stat is None or lasts.isdisjoint(_words_at(path, stat)):
+        stat = _stat(path)
+        if stat is None or not _spells(_words_at(path, stat), lasts):
             continue
         if heads.isdisjoint(_bound(own, path, _bindings_at(path, stat))):
             continue  # binds neither the module nor a function or class asked about

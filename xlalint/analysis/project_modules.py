@@ -270,16 +270,17 @@ def recording() -> Iterator[dict[str, tuple[int, int] | None]]:
         _recording.reset(token)
 
 
-def note(paths: Iterable[str]) -> None:
+def note(paths: Iterable[str], stat: Callable[[str], tuple[int, int] | None] | None = None) -> None:
     """Record `paths` as consulted by the lint in progress (nothing outside `recording`).
-    The first stat wins: it is the one the analysis saw. A `tree(root)` path stands for
-    the package folders of `root` (`tree_stamp`)."""
+    The first stat wins: it is the one the analysis saw (`stat`: how the caller takes
+    it, if it keeps the stats of its files). A `tree(root)` path stands for the package
+    folders of `root` (`tree_stamp`)."""
     noted = _recording.get()
     if noted is None:
         return
     for path in paths:
         if path not in noted:
-            noted[path] = _stat_of(path)
+            noted[path] = _stat_of(path) if stat is None else stat(path)
 
 
 # -- the package folders of a root, as one depfile entry ----------------------------------
