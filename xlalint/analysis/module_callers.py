@@ -263,7 +263,7 @@ def _spelled(call: ast.Call) -> str | None:
     return project_modules.dotted_name(func)
 
 
-def _summary(tree: ast.Module, text: str) -> _Caller:
+def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
     defs: list[_Def] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -371,14 +371,15 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
             for target in node.targets:
                 if (held := project_modules.dotted_name(target)) is not None:
                     built.setdefault(held, spelled)
-    return _Caller(project_modules.bindings(text), calls, tuple(self_calls), built)
+    return _Caller(bindings, calls, tuple(self_calls), built)
 
 
 @lru_cache(maxsize=2048)
 def _caller_at(path: str, stat: tuple[int, int]) -> _Caller | None:
     text = project_modules.text_at(path, stat)
     tree = None if text is None else project_modules.parse(path, text)
-    return None if tree is None or text is None else _summary(tree, text)
+    # The bindings `_bound` read already: one dict per caller, not two.
+    return None if tree is None else _summary(tree, _bindings_at(path, stat))
 
 
 @lru_cache(maxsize=8192)

@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 
+from xlalint import lint_memo
+
 MAX_MODULES = 48
 HOPS = 2
 _MAX_BYTES = 1 << 21  # a larger "module" is generated code: nothing to learn from it
@@ -221,7 +223,8 @@ def consulted(filename: str, text: str, hops: int = HOPS) -> tuple[str, ...]:
     return _consulted(os.path.abspath(filename), text, hops)
 
 
-@lru_cache(maxsize=64)
+# One file's question (keyed by its whole text): a memo of its lint, not of the process.
+@lint_memo.memo(8)
 def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
     found = dict.fromkeys(_imports_of(filename, text))
     frontier = list(found)
