@@ -499,8 +499,6 @@ def _stat(path: str) -> tuple[int, int] | None:
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
-
-
 _HASH_BITS = 0xFFFFFFFF
 
 
@@ -509,8 +507,8 @@ def _words_at(path: str, stat: tuple[int, int]) -> array[int]:
     """The identifiers a module's text spells, as their sorted 32-bit hashes: a caller
     that never spells a name cannot call it (checked before the caller is parsed). A
     hash shared by chance only lets a caller through to the parse that decides; a set of
-    the words themselves held ~80 kB per large caller, most of a worker's memory on a
-    large project."""
+    the words themselves held ~80 kB per large caller, a large share of a worker's memory
+    on a large project."""
     text = project_modules.text_at(path, stat) or ""
     return array("I", sorted({hash(word) & _HASH_BITS for word in _WORD.findall(text)}))
 
