@@ -53,6 +53,7 @@ from functools import lru_cache
 
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
+from xlalint.analysis.module_reads import converts_what_it_is_handed
 from xlalint.analysis.module_steps import steps_its_optimizer
 
 MAX_INDEX_FILES = 4000
@@ -507,9 +508,13 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     )  # fmt: skip
     if not names or not project_modules.is_on_disk(filename):
         return frozenset()
+    own = os.path.abspath(filename)
+    # A conversion helper's read is reported at its callers' calls (`module_reads.py`).
+    names = frozenset(n for n in names if not converts_what_it_is_handed(own, n))
+    if not names:
+        return frozenset()
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
-    own = os.path.abspath(filename)
     root = project_modules.package_root(own)
     index = _index(root)
     project_modules.note((project_modules.tree(root),))  # a caller added or removed

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import libcst as cst
 
 from xlalint.analysis.arguments import bind, star_arguments
@@ -58,6 +60,25 @@ class ItemInHotCode(HelperCallRule):
     (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
     `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
     (a host library's base, a plain class of the file) may return a Python number.
+
+    The same holds for a function of another module of the project that the file imports
+    (`from ..dataclass_utils import asdict_as_float`, `utils.score(out)`, a static method
+    `ModelUtils.to_float(t)`) and that reads the parameter a device tensor is handed to,
+    itself or through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
+    `maxs.mean().item()`; `assert torch.max(targets).item() < classes`), or in a function
+    of its module it hands the value on to: the call is reported, naming the function and
+    the file and line of its read. Not when the read is only of Python values (`x if
+    isinstance(x, numbers.Number) else x.item()` reads a tensor, the other branch does
+    not), made only where the call leaves a parameter out (`if dim_size is None:`), in a
+    loop of that function (its own module judges the loop), or in a function per step by
+    its own name (`forward`: its file reports it). Its own file then does not report the
+    read a second time where the function reads nothing but its parameters.
+
+    Python's `math` functions read a device tensor as a float (`math.exp(-loss)`), and
+    a helper of the module that puts its parameter into `torch.tensor([...])`'s data
+    (`torch.tensor([x], device=xs.device)` in a beam search's `append_token`) reads it as
+    `float(x)` would: the call handing it a device tensor is reported (XLA107 reports
+    device elements of such data where it sees them).
 
     `.item()` exists on tensors and numpy values only: on a value of unknown kind it is
     reported in torch code, a file that imports torch or a function that runs backward
@@ -224,7 +245,8 @@ class ItemInHotCode(HelperCallRule):
     fix_applicability = Applicability.UNSAFE
     hot_only = True
     needs_torch = True
-    triggers = (".item(", "float(", "int(")
+    # "import": a call of another project module's function that reads what it is handed.
+    triggers = (".item(", "float(", "int(", "import")
 
     helper_message = (
         "`{argument}` is handed to `{helper}()`, which reads it on the host with `{read}` "
@@ -233,6 +255,11 @@ class ItemInHotCode(HelperCallRule):
     helper_hint = (
         "Hand the helper numbers it can keep on the device (`loss.detach()` summed into a "
         "device tensor), and read the total once, after the loop"
+    )
+
+    elsewhere_message = (
+        "`{argument}` is handed to `{helper}()`, which reads it on the host with `{read}` "
+        "({file}:{line}) every step, forcing a graph execution"
     )
 
     def __init__(self, ctx: FileContext) -> None:
@@ -293,6 +320,45 @@ class ItemInHotCode(HelperCallRule):
                 self.report(node, self.message.format(call=f"{func.value}(tensor)"))
         else:
             self.note_call(node)
+            self._report_read_elsewhere(node)
+            self._visit_conversion(node)
+
+    def _visit_conversion(self, node: cst.Call) -> None:
+        """`math.exp(t)` of a device tensor; `torch.tensor([x])` of a helper's parameter
+        (the helper reads what it is handed; XLA107 reports device elements where it sees
+        them)."""
+        qualified = self.ctx.qualified(node.func)
+        if qualified is None or not node.args or node.args[0].keyword is not None:
+            return
+        value = node.args[0].value
+        if qualified.startswith("math.") and qualified[5:] in MATH_CONVERSIONS:
+            flagged = self.ctx.is_tensor(value)
+            if not self.ctx.type_tested_host(value):
+                self._reads.note_value_read(node, value, f"{qualified}()", flagged)
+            if flagged and not self._repeats(value, node):
+                self.report(node, self.message.format(call=f"{qualified}(tensor)"))
+        elif qualified in LIST_TENSOR_FACTORIES and type(value) in (cst.List, cst.Tuple):
+            for element in value.elements:  # type: ignore[attr-defined]
+                if type(element) is cst.Element:
+                    flagged = self.ctx.is_tensor(element.value)
+                    spelled = f"{qualified}([...])"
+                    self._reads.note_value_read(node, element.value, spelled, flagged)
+
+    def _report_read_elsewhere(self, node: cst.Call) -> None:
+        """A device tensor handed to a function of another project module that reads it
+        as a Python value (`asdict_as_float(loss)`): reported at the call."""
+        found = self.ctx.read_elsewhere(node)
+        if found is None or found[1].read.code != self.code:
+            return
+        argument, where = found
+        message = self.elsewhere_message.format(
+            argument=_spelled(self.ctx.module.code_for_node(argument)),
+            helper=where.function,
+            read=where.read.spelled,
+            file=os.path.basename(where.path),
+            line=where.read.line,
+        )
+        self.report(node, message, hint=self.helper_hint)
 
     def leave_Module(self, node: cst.Module) -> None:
         positions: Positions | None = None
@@ -412,6 +478,15 @@ class ItemInHotCode(HelperCallRule):
         # The replaced text is the call without its parentheses, which stay around it.
         detached = detached.with_changes(lpar=(), rpar=())
         return self.fix("Accumulate `.detach()` instead of `.item()`", (node, detached))
+
+
+# `math` functions that read a tensor argument as a Python float.
+MATH_CONVERSIONS = frozenset(
+    {"exp", "log", "log2", "log10", "log1p", "sqrt", "floor", "ceil", "fabs", "isnan",
+     "isinf", "isfinite", "pow", "cos", "sin", "tan", "tanh", "atan", "trunc", "expm1"}
+)  # fmt: skip
+# torch functions that build a tensor from Python values, reading each element.
+LIST_TENSOR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 
 
 def _spelled(code: str) -> str:
