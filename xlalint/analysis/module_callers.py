@@ -509,10 +509,6 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     if not names or not project_modules.is_on_disk(filename):
         return frozenset()
     own = os.path.abspath(filename)
-    # A conversion helper's read is reported at its callers' calls (`module_reads.py`).
-    names = frozenset(n for n in names if not converts_what_it_is_handed(own, n))
-    if not names:
-        return frozenset()
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
     root = project_modules.package_root(own)
@@ -530,4 +526,5 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
         caller = _caller_at(path, stat)
         if caller is not None:
             found.update(_reached(own, path, caller))
-    return frozenset(found & names)
+    # A conversion helper's read is reported at its callers' calls (`module_reads.py`).
+    return frozenset(n for n in found & names if not converts_what_it_is_handed(own, n))

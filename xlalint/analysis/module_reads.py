@@ -115,9 +115,14 @@ class ModuleReads:
             self._bindings = project_modules.bindings(self._text)
         return self._bindings
 
-    def _may_read(self, path: str) -> bool:
+    def _may_read(self, path: str, importer: str) -> bool:
+        """The modules the file imports, and for a value handed on, those the module
+        handing it imports (its text is in the depfile already)."""
+        if importer != self.filename:
+            stat = project_modules.stat_key(importer)
+            return stat is not None and path in project_modules.module_imports(importer, stat)
         if self._allowed is None:
-            paths = project_modules.consulted(self.filename, self._text)
+            paths = project_modules.consulted(self.filename, self._text, hops=1)
             project_modules.note(paths)
             self._allowed = frozenset(paths)
         return path in self._allowed
@@ -132,8 +137,8 @@ class ModuleReads:
         (a read made only where one of them is left out is not made)."""
         head, _, rest = spelled.partition(".")
         binding = self.bindings.get(head)
-        if binding is None:
-            return None
+        if binding is None or spelled.rsplit(".", 1)[-1][:1].isupper():
+            return None  # (`Attention(...)`: a class built, no function of a module run)
         level, dotted = binding
         located = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted, 1)
         if located is None:
@@ -162,7 +167,7 @@ class ModuleReads:
             if len(parts) != split + 1:
                 continue
             path = project_modules.resolve(importer, level, parts[0])
-            if path is None or not self._may_read(path):
+            if path is None or not self._may_read(path, importer):
                 continue
             module = module_summary(path)
             if module is None or module.knows_xla:
