@@ -174,12 +174,29 @@ def forward(x):
 def rebound(t):
     t = 3
     return float(t)
+
+
+def nms(prediction, conf):
+    mps = "mps" in prediction.device.type
+    if mps:
+        prediction = prediction.cpu()
+    return prediction[prediction > conf]
+
+
+def num_nodes(edge_index, count=None):
+    if count is not None:
+        return count
+    return int(edge_index.max()) + 1
+
+
+def subgraph(edge_index, count=None):
+    return num_nodes(edge_index, count)
 """
 
 CALLER_NEGATIVES = """\
 import torch
 
-from .helpers import count, forward, generate, only_numbers, rebound, scatter_max
+from .helpers import count, forward, generate, nms, only_numbers, rebound, scatter_max, subgraph
 
 
 def train(model, loader, optimizer):
@@ -195,14 +212,17 @@ def train(model, loader, optimizer):
         e = forward(out)
         f = rebound(out)
         g = count(3)
-        print(a, b, c, d, e, f, g)
+        h = nms(out, 0.5)
+        i = subgraph(y, 10)
+        print(a, b, c, d, e, f, g, h, i)
 """
 
 
 def test_hard_negatives(tmp_path: Path) -> None:
-    """A read skipped where the caller passes the value it stands in for, shape reads, a
-    read only of Python values, reads in the helper's own loop (its module judges them), a
-    per-step helper (its file reports it), a rebound parameter."""
+    """A read skipped where the caller passes the value it stands in for (also two hops
+    away), shape reads, a read only of Python values, reads in the helper's own loop (its
+    module judges them), a per-step helper (its file reports it), a rebound parameter, a
+    copy in a branch for another device (MPS)."""
     package = _package(tmp_path, train=CALLER_NEGATIVES)
     (package / "helpers.py").write_text(HELPER_NEGATIVES)
     assert _check([package / "train.py"]) == []

@@ -106,9 +106,16 @@ def summarize(node: Function, method: bool) -> Summary | None:
     params = frozenset(positional) | frozenset(keyword_only)
     if not params:
         return None
-    carriers = _carriers(node, params)
+    carriers, rebound = _carriers(node, params)
     if not carriers:
         return None
+
+    def reaching(value: ast.expr, call: ast.Call, hosts: frozenset[str]) -> frozenset[str]:
+        """The parameters `value` carries at `call`: not rebound before it, not proved
+        Python values there."""
+        found = _carried(value, carriers) - hosts
+        return frozenset(p for p in found if rebound.get(p, call.lineno) >= call.lineno)
+
     reads: dict[str, Read] = {}
     hands: list[Handed] = []
     only_parameters = True
@@ -116,7 +123,7 @@ def summarize(node: Function, method: bool) -> Summary | None:
         read = _read(call)
         if read is not None:
             spelled, code, value = read
-            carried = _carried(value, carriers) - hosts
+            carried = reaching(value, call, hosts)
             only_parameters = only_parameters and bool(carried)
             for param in sorted(carried):
                 found = reads.get(param)
@@ -132,11 +139,11 @@ def summarize(node: Function, method: bool) -> Summary | None:
         for position, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
                 break
-            for param in sorted(_carried(arg, carriers) - hosts):
+            for param in sorted(reaching(arg, call, hosts)):
                 arguments.append((position, param))
         for keyword in call.keywords:
             if keyword.arg is not None:
-                for param in sorted(_carried(keyword.value, carriers) - hosts):
+                for param in sorted(reaching(keyword.value, call, hosts)):
                     arguments.append((keyword.arg, param))
         if arguments:
             hands.append(Handed(callee, tuple(arguments)))
@@ -197,11 +204,14 @@ def _to_cpu(call: ast.Call) -> bool:
     return len(values) == 1 and isinstance(values[0], ast.Constant) and values[0].value == "cpu"
 
 
-def _carriers(node: Function, params: frozenset[str]) -> dict[str, frozenset[str]]:
+def _carriers(
+    node: Function, params: frozenset[str]
+) -> tuple[dict[str, frozenset[str]], dict[str, int]]:
     """Names of the function that hold a parameter's device data, each with the
-    parameters it carries: every parameter the function does not rebind to something
-    else, and every local bound to a value computed from one (to a fixpoint: a local
-    bound twice carries what either binding carries)."""
+    parameters it carries: every parameter, and every local bound to a value computed
+    from one (to a fixpoint: a local bound twice carries what either binding carries);
+    and the first line where the function rebinds a parameter to something else (`x =
+    Batch(x)`): reads after it read that, not what the caller handed."""
     bindings: list[tuple[ast.expr, ast.expr | None]] = []  # (target, value; None: unknown)
     for child in _body_nodes(node):
         if isinstance(child, ast.Assign):
@@ -215,14 +225,12 @@ def _carriers(node: Function, params: frozenset[str]) -> dict[str, frozenset[str
         elif isinstance(child, ast.With | ast.AsyncWith):
             bindings.extend((i.optional_vars, None) for i in child.items if i.optional_vars)
     carriers: dict[str, frozenset[str]] = {p: frozenset({p}) for p in params}
-    rebound = {
-        name
-        for target, value in bindings
-        for name in _target_names(target)
-        if name in params and (value is None or name not in _carried(value, carriers))
-    }
-    for name in rebound:
-        carriers.pop(name, None)
+    rebound: dict[str, int] = {}
+    for target, value in bindings:
+        for name in _target_names(target):
+            if name in params and (value is None or name not in _carried(value, carriers)):
+                line = getattr(target, "lineno", 0)
+                rebound[name] = min(rebound.get(name, line), line)
     changed = True
     while changed:
         changed = False
@@ -239,7 +247,7 @@ def _carriers(node: Function, params: frozenset[str]) -> dict[str, frozenset[str
                 if not carried <= known:
                     carriers[name] = known | carried
                     changed = True
-    return carriers
+    return carriers, rebound
 
 
 def _carried(expr: ast.expr, carriers: dict[str, frozenset[str]]) -> frozenset[str]:
@@ -284,12 +292,20 @@ _Call = tuple[ast.Call, frozenset[str], frozenset[str]]
 
 def _calls(node: Function, params: frozenset[str]) -> list[_Call]:
     """The calls one call of the function makes once (not in its `for`/`while` loops,
-    whose passes its own module judges, nor in functions, lambdas or classes it defines),
-    each with the parameters a type test around it proves to be Python values there
-    (also after an `if isinstance(x, torch.Tensor): return ...`), and those it is made
-    only without (`if q is None:`)."""
+    whose passes its own module judges, nor in functions, lambdas or classes it defines,
+    nor in branches for another device: `if mps: x = x.cpu()`), each with the parameters
+    a type test around it proves to be Python values there (also after an `if
+    isinstance(x, torch.Tensor): return ...`), and those it is made only without (`if q
+    is None:`, or after `if q is not None: return q`)."""
     found: list[_Call] = []
-    _block(node.body, frozenset(), frozenset(), params, found)
+    flags = frozenset(
+        name
+        for child in _body_nodes(node)
+        if isinstance(child, ast.Assign) and _names_a_device(child.value)
+        for target in child.targets
+        for name in _target_names(target)
+    )
+    _block(node.body, frozenset(), frozenset(), (params, flags), found)
     return found
 
 
@@ -297,20 +313,27 @@ def _block(
     statements: list[ast.stmt],
     hosts: frozenset[str],
     unless: frozenset[str],
-    params: frozenset[str],
+    scope: tuple[frozenset[str], frozenset[str]],
     found: list[_Call],
 ) -> None:
+    params, flags = scope
     for statement in statements:
         if isinstance(statement, _SKIPPED):
             continue
         if isinstance(statement, ast.If):
-            on_true, on_false = _host_tests(statement.test)
-            _expression(statement.test, hosts, unless, found)
-            missing = _tested_none(statement.test, params)
-            _block(statement.body, hosts | on_true, unless | missing, params, found)
-            _block(statement.orelse, hosts | on_false, unless, params, found)
+            test = statement.test
+            on_true, on_false = _host_tests(test)
+            none_true, none_false = _tested_none(test, params)
+            _expression(test, hosts, unless, found)
+            device = _names_a_device(test) or any(
+                isinstance(n, ast.Name) and n.id in flags for n in ast.walk(test)
+            )
+            if not device:  # a branch for a CUDA, MPS or CPU device does not run on XLA
+                _block(statement.body, hosts | on_true, unless | none_true, scope, found)
+            _block(statement.orelse, hosts | on_false, unless | none_false, scope, found)
             if statement.body and isinstance(statement.body[-1], ast.Return | ast.Raise):
                 hosts = hosts | on_false  # what follows runs where the test failed
+                unless = unless | none_false
             continue
         blocks = [
             getattr(statement, field)
@@ -321,11 +344,30 @@ def _block(
             if isinstance(child, ast.expr):
                 _expression(child, hosts, unless, found)
             elif isinstance(child, ast.ExceptHandler):
-                _block(child.body, hosts, unless, params, found)
+                _block(child.body, hosts, unless, scope, found)
             elif isinstance(child, ast.withitem):
                 _expression(child.context_expr, hosts, unless, found)
         for block in blocks:
-            _block(block, hosts, unless, params, found)
+            _block(block, hosts, unless, scope, found)
+
+
+_DEVICE_TYPES = frozenset({"cpu", "cuda", "mps"})
+_DEVICE_ATTRIBUTES = frozenset({"is_cuda", "is_mps", "is_cpu"})
+
+
+def _names_a_device(expr: ast.expr) -> bool:
+    """`"mps" in x.device.type`, `x.is_cuda`, `torch.cuda.is_available()`: a test of which
+    device the value is on, whose branch is another device's (on XLA it is neither)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Constant) and node.value in _DEVICE_TYPES:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in _DEVICE_ATTRIBUTES:
+            return True
+        if isinstance(node, ast.Attribute) and (project_dotted(node) or "").startswith(
+            ("torch.cuda.", "torch.backends.mps.")
+        ):
+            return True
+    return False
 
 
 def _expression(
@@ -351,19 +393,21 @@ def _expression(
         stack.extend((child, held) for child in ast.iter_child_nodes(current))
 
 
-def _tested_none(test: ast.expr, params: frozenset[str]) -> frozenset[str]:
-    """`q is None` of a parameter `q`: the branch runs only where the caller left it out."""
+def _tested_none(test: ast.expr, params: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """`q is None` of a parameter `q`: its branch runs only where the caller left `q` out;
+    `q is not None`: its other branch does."""
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.ops[0], ast.Is | ast.IsNot)
         and isinstance(test.left, ast.Name)
         and test.left.id in params
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
     ):
-        return frozenset({test.left.id})
-    return frozenset()
+        missing = frozenset({test.left.id})
+        return (missing, frozenset()) if isinstance(test.ops[0], ast.Is) else (frozenset(), missing)
+    return frozenset(), frozenset()
 
 
 def _host_tests(test: ast.expr) -> tuple[frozenset[str], frozenset[str]]:

@@ -112,9 +112,10 @@ class HostTransferInHotCode(HelperCallRule):
     to_numpy(t): return t.detach().cpu().numpy()` in `tools/torch_tools.py`, a static
     `ModelUtils.to_numpy(entropy)`, `from .data import to_numpy` re-exported by a package)
     costs the copy every step: the call is reported, naming the function and the file and
-    line of its copy (not a copy of Python values only, one in a loop of that function, or
-    one that function makes only without a parameter the call passes). Reads that are
-    Python values (`.item()`, `float()`) are XLA101's.
+    line of its copy (not a copy of Python values only, one in a loop of that function,
+    one in its branch for another device, `if mps: prediction = prediction.cpu()`, or one
+    that function makes only without a parameter the call passes). Reads that are Python
+    values (`.item()`, `float()`) are XLA101's.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
