@@ -122,7 +122,9 @@ class ItemInHotCode(HelperCallRule):
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
     arithmetic of those with each other, a torch reduction of a host tensor whose other
-    arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`),
+    arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`), a
+    torch operation beside a host copy made there (`torch.logical_or(dones,
+    ~valids.cpu())`),
     and the positions of a helper's returned tuple (a module function, or a method called
     on `self`) where every definition returns such a value on every path (`obs, r, done,
     info = self.env_step(env, action)` with `env_step` returning `torch.from_numpy(
