@@ -265,3 +265,30 @@ def test_editing_the_helper_relints_the_caller_on_a_warm_run(tmp_path: Path) -> 
     assert ("train.py", 14, "XLA102") not in _check(paths, cache)
     utils.write_text(UTILS)
     assert _check(paths, cache) == EXPECTED
+
+
+LOSS = """\
+import torch
+from torch import nn
+
+from .utils import one_hot
+
+
+class SmoothedLoss(nn.Module):
+    def valid_targets(self, target, classes):
+        mask = target != -1
+        valid = target.float() * mask.float()
+        return one_hot(valid.view(-1, 1), classes)
+
+    def forward(self, output, target):
+        targets = self.valid_targets(target=target, classes=output.shape[1])
+        return -(targets * output.log_softmax(-1)).sum()
+"""
+
+
+def test_a_method_of_the_file_that_hands_the_value_on(tmp_path: Path) -> None:
+    """`forward` hands the target to a method of its class that hands a value computed
+    from it to another module's helper, which reads it: reported at `forward`'s call."""
+    package = _package(tmp_path)
+    (package / "loss.py").write_text(LOSS)
+    assert _check([package / "loss.py"]) == [("loss.py", 14, "XLA101")]

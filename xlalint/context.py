@@ -430,8 +430,13 @@ class FileContext:
         if reads is None or type(call.func) not in (cst.Name, cst.Attribute):
             return None
         spelled = get_full_name_for_node(call.func)
-        if spelled is None or spelled.partition(".")[0] not in reads.bindings:
+        if spelled is None:
             return None
+        own: str | None = None
+        if spelled.partition(".")[0] not in reads.bindings:
+            own = self._own_callee(spelled)
+            if own is None:
+                return None
         passed = frozenset(
             arg.keyword.value if arg.keyword else position
             for position, arg in enumerate(call.args)
@@ -443,10 +448,24 @@ class FileContext:
             if not self.is_tensor(arg.value):
                 continue
             at = arg.keyword.value if arg.keyword else position
-            found = reads.read(spelled, at, passed)
+            if own is None:
+                found = reads.read(spelled, at, passed)
+            else:
+                found = reads.read_own(own, at, passed)
             if found is not None:
                 return arg.value, found
         return None
+
+    def _own_callee(self, spelled: str) -> str | None:
+        """`f` for a top-level function of this file, `Class.m` for `self.m` in a method of
+        `Class`: the file's own functions, which may hand a value on to another module."""
+        if "." not in spelled:
+            return spelled if spelled in self._functions else None
+        owner, _, method = spelled.partition(".")
+        function = self.function
+        if owner != "self" or "." in method or function is None or function.class_name is None:
+            return None
+        return f"{function.class_name}.{method}"
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kinds.of(node) is Kind.TENSOR

@@ -20,6 +20,7 @@ cache entry, so editing the helper re-lints its callers' files.
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -143,10 +144,33 @@ class ModuleReads:
         located = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted, 1)
         if located is None:
             return None
-        module, qualified = located
+        return self._answer(*located, position, passed, own=False)
+
+    def read_own(
+        self, qualified: str, position: int | str, passed: frozenset[int | str] = frozenset()
+    ) -> Found | None:
+        """`read` for a function of the linted file itself (`f`, or `Class.m` called as
+        `self.m(...)`), as far as it hands the value on to a function of another module:
+        the file's own reads are its rules' (XLA101's same-module helper reads)."""
+        path = os.path.abspath(self.filename)
+        stat = project_modules.stat_key(path)
+        module = None if stat is None else _module_at(path, stat)
+        if module is None:
+            return None
+        found = self._answer(module, qualified, position, passed, own=True)
+        return found if found is not None and found.path != module.path else None
+
+    def _answer(
+        self,
+        module: _Module,
+        qualified: str,
+        position: int | str,
+        passed: frozenset[int | str],
+        own: bool,
+    ) -> Found | None:
         if PER_STEP_FUNCTIONS.match(qualified.rsplit(".", 1)[-1]):
             return None
-        found = self._reads(module, qualified, position, _HOPS)
+        found = self._reads(module, qualified, position, _HOPS, own)
         if found is None or not found.read.unless:
             return found
         summary = module.functions[qualified]
@@ -184,10 +208,11 @@ class ModuleReads:
         return None
 
     def _reads(
-        self, module: _Module, qualified: str, position: int | str, hops: int
+        self, module: _Module, qualified: str, position: int | str, hops: int, bound: bool = False
     ) -> Found | None:
+        """`bound`: a method called on `self` (the linted file's own) may take `self`."""
         summary = module.functions.get(qualified)
-        if summary is None or summary.bound:
+        if summary is None or (summary.bound and not bound):
             return None  # `Cls.m(x)` of a method that takes `self` first: not bound here
         param = summary.parameter_at(position)
         if param is None:
