@@ -351,8 +351,11 @@ class ItemInHotCode(HelperCallRule):
             flagged = self.ctx.is_tensor(value)
             if not self.ctx.type_tested_host(value):
                 self._reads.note_value_read(node, value, f"{qualified}()", flagged)
-            if flagged and not self._repeats(value, node):
-                self.report(node, self.message.format(call=f"{qualified}(tensor)"))
+            if flagged:
+                skip, repeat_of = self._one_cause(value, node)
+                if not skip:
+                    message = self.message.format(call=f"{qualified}(tensor)")
+                    self.report(node, message, repeat_of=repeat_of)
         elif qualified in LIST_TENSOR_FACTORIES and type(value) in (cst.List, cst.Tuple):
             for element in value.elements:  # type: ignore[attr-defined]
                 if type(element) is cst.Element:
