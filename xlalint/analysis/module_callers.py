@@ -56,6 +56,7 @@ from functools import lru_cache
 from xlalint import lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
+from xlalint.analysis.module_reads import converts_what_it_is_handed
 from xlalint.analysis.module_steps import steps_its_optimizer
 
 MAX_INDEX_FILES = 4000
@@ -536,9 +537,9 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     )  # fmt: skip
     if not names or not project_modules.is_on_disk(filename):
         return frozenset()
+    own = os.path.abspath(filename)
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
-    own = os.path.abspath(filename)
     root = project_modules.package_root(own)
     index = _index(root)
     project_modules.note((project_modules.tree(root),))  # a caller added or removed
@@ -554,4 +555,5 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
         caller = _caller_at(path, stat)
         if caller is not None:
             found.update(_reached(own, path, caller))
-    return frozenset(found & names)
+    # A conversion helper's read is reported at its callers' calls (`module_reads.py`).
+    return frozenset(n for n in found & names if not converts_what_it_is_handed(own, n))
