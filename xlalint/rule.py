@@ -88,7 +88,11 @@ failed tensor test says nothing: a tuple may hold tensors. A per-step function's
 unannotated parameter named as a count or an index (`batch_idx`, `epoch_num`, `batch_no`,
 `unet_number`, `step_counter`) is a Python int; one taken for a tensor only because of
 where it is, is a Python number from a range check of it (`assert 1 <= stage <=
-self.num_stages`, `if stage >= len(self.stages):`) to the end of its block. A method
+self.num_stages`, `if stage >= len(self.stages):`) to the end of its block, and is no
+tensor at all where the function calls on it, or on an element a loop takes from it, a
+method that neither a tensor nor a dict or list has (a DGL graph's `g.num_nodes()`, an
+RDKit molecule's `mol.GetAtoms()` in `for mol, nodes, _ in cand_batch:`): its counts,
+indexes and the arithmetic on them are Python values. A method
 the class defines (`self.restore_model(path)`) is a method, not a submodule, whatever its
 name; what a method of the class returns when every `return` gives tensors (a noise
 schedule's `self.alpha_bar(step)`) is a tensor in its other methods, and so is what a

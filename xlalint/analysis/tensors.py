@@ -30,6 +30,7 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.tensor_members import TENSOR_MEMBERS
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
     TRIVIA,
@@ -246,6 +247,48 @@ def tensor_returns(body: Sequence[cst.BaseStatement], kind: Kind = Kind.TENSOR) 
         and statement.returns is not None
         and _tensor_annotation(statement.returns.annotation) is kind
     )
+
+
+# Methods of Python's containers: a parameter of a per-step function used as a dict or a
+# list (`batch.items()`, `inputs.get("mask")`) may still hold the step's tensors.
+_CONTAINER_METHODS = frozenset(
+    name for kind in (dict, list, tuple) for name in dir(kind) if not name.startswith("_")
+)
+
+
+def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[str]:
+    """The parameters among `presumed` (taken for tensors only because their function runs
+    per step) that `function` uses as an object no tensor is: it calls a method on one that
+    neither `torch.Tensor` nor a dict or list has (`g.num_nodes()`,
+    `tree_graphs.apply_edges(...)`), or on an element a loop takes from one (`for mol,
+    nodes, _ in cand_batch:`, then `mol.GetNumAtoms()`). A DGL graph or a batch of RDKit
+    molecules is handed to `forward` as a tensor would be; what the code calls on it says
+    it is not one."""
+    names = set(presumed)
+    if not names:
+        return set()
+    elements: dict[str, str] = {}  # a loop's target -> the parameter it iterates
+    calls: list[cst.Attribute] = []
+    for node in descendants(function.body):
+        node_type = type(node)
+        if node_type is cst.For or node_type is cst.CompFor:
+            iterable = node.iter  # type: ignore[attr-defined]
+            if type(iterable) is cst.Name and iterable.value in names:
+                for target in target_names(node.target):  # type: ignore[attr-defined]
+                    elements.setdefault(target, iterable.value)
+        elif node_type is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
+            calls.append(node.func)  # type: ignore[attr-defined]
+    found: set[str] = set()
+    for func in calls:
+        receiver = func.value
+        method = func.attr.value
+        if type(receiver) is not cst.Name or method.startswith("_"):
+            continue
+        owner = receiver.value if receiver.value in names else elements.get(receiver.value)
+        if owner is None or method in TENSOR_MEMBERS or method in _CONTAINER_METHODS:
+            continue
+        found.add(owner)
+    return found
 
 
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
@@ -586,6 +629,10 @@ class TensorKinds:
         for name in host_copies:
             # Every call of the function in this module hands it a host copy.
             frame[name] = Kind.HOST
+            presumed.discard(name)
+        for name in used_as_objects(node, presumed):
+            # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
+            frame[name] = Kind.UNKNOWN
             presumed.discard(name)
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
