@@ -41,6 +41,7 @@ from xlalint.analysis.intervals import (
     may_be_sparse,
     passes_its_value_once,
     past_first_pass_exit,
+    resets_its_counter,
     sparse_test,
 )
 from xlalint.analysis.loop_values import LoopValues
@@ -731,6 +732,12 @@ class FileContext:
                     (n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
+                    self._sparse_ifs.add(id(node))
+            elif kind is cst.If and type(node.test) is cst.Comparison:
+                class_def = next(
+                    (n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None
+                )
+                if resets_its_counter(node, self._frames[-1].node, class_def, self.module):  # type: ignore[arg-type]
                     self._sparse_ifs.add(id(node))
             if kind is cst.If:
                 # Loops whose passes a flag cleared here counts: read once per `if`.
