@@ -968,7 +968,9 @@ class FileContext:
             if node.value is not None:
                 if self._masks is not None:
                     self._masks.bind_assignment([node.target], node.value)
-                self.kinds.bind(node.target, self.kinds.of(node.value))
+                # `self.master_to_working_map: Dict[Tensor, Parameter] = {}` binds as the
+                # plain assignment does: a dict built here is a dict.
+                self.kinds.bind_assignment([node.target], node.value)
         elif kind is cst.NamedExpr:
             assert isinstance(node, cst.NamedExpr)
             if self._masks is not None:
