@@ -51,7 +51,8 @@ every pass (`if state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on o
 a local count started again on every call of a per-step function, or raised only on
 some passes, is not), or that sets its counter back to zero when it reaches a bound
 known to be long (`if self._growth_step == self._growth_interval: self._growth_step = 0`
-with `growth_interval=1000`: once per so many steps), or past an early `return` of every batch but the
+with `growth_interval=1000`: once per so many steps), or past an early `return` of every
+batch but the
 first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the function: a plot of
 the first batch, once per epoch; `if batch_idx == 0: return` leaves the others per
 step), and functions of this file called only from there: one sync every so many steps
