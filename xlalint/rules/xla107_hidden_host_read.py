@@ -83,7 +83,8 @@ class HiddenHostRead(Rule):
     Slice bounds that are elements of one tensor read in a run (`rows[offsets[i] :
     offsets[i + 1]]`, then `cols[offsets[i] : offsets[i + 1]]` on the next line) are one
     sync point with one fix: only the run's first bound is reported, as XLA101 reports
-    runs of reads of one value.
+    runs of reads of one value; so are `range()` arguments read so (`range(node_nums[i -
+    1], node_nums[i])`).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -266,7 +267,11 @@ class HiddenHostRead(Rule):
         if type(func) is cst.Name:
             if func.value == "range":
                 for arg in positional:
-                    if self.ctx.is_tensor(arg):
+                    if self.ctx.is_tensor(arg) and not self._runs.repeats(
+                        read_root(arg), self.ctx.ancestors()
+                    ):
+                        # `range(offsets[i - 1], offsets[i])`: elements of one value read
+                        # in a run, one cause, as for slice bounds.
                         self.report(arg, self.message.format(use="a `range()` argument"))
         elif (
             isinstance(func, cst.Attribute)
