@@ -69,8 +69,9 @@ class HiddenHostRead(Rule):
     `x.cpu()`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
     (a 0-dim integer index of the device, or an element of a device tensor looped over,
     `[perms[m] for m in min_idx]`, is still read). Nor is a dict's lookup flagged,
-    also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, then
-    `self.id_dict[k]` in the step): a dict hashes a tensor key by identity. Nor is
+    also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, or
+    `self.id_dict: Dict[Tensor, int] = {}`, then `self.id_dict[k]` in the step): a dict
+    hashes a tensor key by identity. Nor is
     indexing a value of unknown kind flagged; an optional value set to `None` on one path (`else:
     mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
     it is only indexed where it is not `None`. Nor are
