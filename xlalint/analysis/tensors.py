@@ -2017,6 +2017,11 @@ class TensorKinds:
             # `value.size` (not called): a bound method, compared or passed as a Python
             # object, never a tensor.
             return Kind.HOST
+        if base is Kind.TENSOR and attr not in TENSOR_MEMBERS and _INDEX_NAME.match(attr):
+            # `g.batch_size`, `data.num_graphs`: no tensor has such an attribute, and its
+            # name says a count or an index, as a parameter's would. (Not a camera's
+            # `height`: a size per image may be a tensor.)
+            return Kind.HOST
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
         if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:
