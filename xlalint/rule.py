@@ -102,7 +102,10 @@ the class defines (`self.restore_model(path)`) is a method, not a submodule, wha
 name; what a method of the class returns when every `return` gives tensors (a noise
 schedule's `self.alpha_bar(step)`) is a tensor in its other methods, and so is what a
 method or a function of the file annotated to return a tensor (`def _compute_loss(self,
-batch) -> torch.Tensor`) hands back, wherever it is defined. After `if isinstance(v,
+batch) -> torch.Tensor`) hands back, wherever it is defined. Calling a sub-module of a
+class of this file whose `forward`, defined above, returns only Python values
+(`self.add_node_agent(a)` with `return bool(action == self.stop)`) gives a Python value.
+After `if isinstance(v,
 torch.Tensor): v = v.to("cpu")` the value is on the host whichever way the test went."""
 # How a compile cost (a data-dependent shape) reaches library code: written once for the
 # rules that declare `per_call`.

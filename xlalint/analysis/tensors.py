@@ -551,6 +551,13 @@ class TensorKinds:
         # `self.get_alpha_bar(step)` gives in another method of that class (a noise
         # schedule's tensors, whether or not the class is an `nn.Module`).
         self._own_tensor_methods: dict[tuple[str | None, str], bool] = {}
+        # The module classes of the file whose `forward`, once walked, returns only Python
+        # values (`return stop` with `stop = bool(action == self.stop)`), and per class
+        # being walked, its attributes that hold an instance of a module class of the file
+        # (`self.add_node_agent = AddNode(...)`): calling one gives what that class's
+        # `forward` gives.
+        self._host_forwards: set[str] = set()
+        self._self_classes: list[dict[str, str]] = [{}]
         # Per function being walked: the class it is a method of (None if none), and
         # whether that class is an `nn.Module`.
         self._methods_walked: list[tuple[str | None, bool]] = []
@@ -685,6 +692,14 @@ class TensorKinds:
                 self._tensor_methods[name] = self._tensor_methods.get(name, True) and tensors
             key = (owner, name)
             self._own_tensor_methods[key] = self._own_tensor_methods.get(key, True) and tensors
+            if module_method and name == "forward" and owner is not None:
+                host = bool(returns) and all(
+                    kinds and all(k is Kind.HOST for k in kinds) for kinds in returns
+                )
+                if host:
+                    self._host_forwards.add(owner)
+                else:
+                    self._host_forwards.discard(owner)
         self._frames.pop()
         self._record_names.pop()
         self._filled.pop()
@@ -731,6 +746,7 @@ class TensorKinds:
         self._self_dicts.append(set())
         self._self_host_tensors.append(set())
         self._self_functions.append({})
+        self._self_classes.append({})
         self._class_names.append(name)
 
     @property
@@ -747,6 +763,7 @@ class TensorKinds:
         self._self_dicts.pop()
         self._self_host_tensors.pop()
         self._self_functions.pop()
+        self._self_classes.pop()
         if self._class_names:
             self._class_names.pop()
 
@@ -1227,12 +1244,23 @@ class TensorKinds:
         if makes_dict:
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        built = (
+            value.func.value
+            if type(value) is cst.Call
+            and type(value.func) is cst.Name
+            and value.func.value in self._module_classes
+            else None
+        )
         for target in targets:
             if (attribute := self_attribute(target)) is not None:
                 if makes_dict:
                     self._self_dicts[-1].add(attribute)
                 elif kind is Kind.TENSOR:
                     self._self_dicts[-1].discard(attribute)
+                if built is not None and attribute not in self._self_classes[-1]:
+                    self._self_classes[-1][attribute] = built
+                elif self._self_classes[-1].get(attribute) != built:
+                    self._self_classes[-1][attribute] = ""  # assigned something else too
         values: dict[str | None, Kind] | None = None
         if (
             type(value) is cst.Dict
@@ -2070,6 +2098,13 @@ class TensorKinds:
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
+                attribute = self_attribute(func)
+                if attribute is not None and self._self_classes[-1].get(attribute) in (
+                    self._host_forwards
+                ):
+                    # `self.add_node_agent(a)` of a module class whose `forward` returns a
+                    # Python bool: a decision, not a tensor.
+                    return Kind.HOST
                 return Kind.TENSOR  # `self.proj(x)` with `self.proj = nn.Linear(...)`
             method = func.attr.value
             if (
