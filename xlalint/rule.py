@@ -62,18 +62,22 @@ a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `retu
 once per run of that loop, not on every pass;
 a read in the test that decides to leave, or before the `break` of a loop nested in the
 step, still runs every step, as does a loop whose own body ends in `return` (a retry
-loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, imgs):
-ax.imshow(...)`) runs once per item of the figure, and a loop over trials or folds
-(`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
-by itself. The exception a `raise` statement builds (`raise ValueError(f"found
-{x.max().item()}")`) and an `assert`'s message (`assert ok, dt.item()`) are built only on
-the error path; the assertion's test runs every time. So does a handler that recovers
-from a failed computation (`except RuntimeError:` around a solve retried on the CPU with
-`C.to("cpu")`, `except torch.linalg.LinAlgError:`, an out-of-memory error): one that
-catches anything, or a `StopIteration`, `KeyError`, `TypeError` or `NotImplementedError`
-that code raises to steer, may run every step and is reported. Code past an exit that an earlier
-`assert` settles never runs and is not reported: after `assert not exists(eos)`, a loop's
-`if not exists(eos): continue` is taken on every pass, so what follows it in the loop
+loop). A loop over a dict's entries (also of a dict an attribute holds, `for key in
+self.metrics`, or some of them picked by a comprehension, `for key in [k for k in
+self.metrics if k.startswith(mode)]`) runs once per entry where the code around it runs,
+and is per step only where that code is. A loop that draws a figure and trains nothing
+(`for ax, img in zip(axes, imgs): ax.imshow(...)`) runs once per item of the figure, and
+a loop over trials or folds (`range(number_of_trials)`) runs a whole training per pass:
+neither makes code per step by itself. The exception a `raise` statement builds (`raise
+ValueError(f"found {x.max().item()}")`) and an `assert`'s message (`assert ok,
+dt.item()`) are built only on the error path; the assertion's test runs every time. So
+does a handler that recovers from a failed computation (`except RuntimeError:` around a
+solve retried on the CPU with `C.to("cpu")`, `except torch.linalg.LinAlgError:`, an
+out-of-memory error): one that catches anything, or a `StopIteration`, `KeyError`,
+`TypeError` or `NotImplementedError` that code raises to steer, may run every step and is
+reported. Code past an exit that an earlier `assert` settles never runs and is not
+reported: after `assert not exists(eos)`, a loop's `if not exists(eos): continue` is
+taken on every pass, so what follows it in the loop
 body is dropped."""
 # How every host-sync rule tells a tensor from a Python value where it is read (kept by the
 # walk in `context.py`, `analysis/tensors.py` and `analysis/type_tests.py`): written once.
