@@ -95,7 +95,8 @@ failed tensor test says nothing: a tuple may hold tensors. A per-step function's
 unannotated parameter named as a count or an index (`batch_idx`, `epoch_num`,
 `batch_no`, `unet_number`, `step_counter`) is a Python int, and so is an attribute so
 named that no tensor has, of a value taken for one (`batch_graphs.batch_size`,
-`data.num_graphs`); one taken for a tensor only because of
+`data.num_graphs`), and one named as a model (`compute_loss(self, model, inputs)`) is
+the model: `model.training` is its flag; one taken for a tensor only because of
 where it is, is a Python number from a range check of it (`assert 1 <= stage <=
 self.num_stages`, `if stage >= len(self.stages):`) to the end of its block, and is no
 tensor at all where the function calls on it, or on an element a loop takes from it, a

@@ -1171,6 +1171,10 @@ class TensorKinds:
             return Kind.HOST if _is_literal(default) else Kind.UNKNOWN
         if _INDEX_NAME.match(name) or _HOST_PARAM_NAME.match(name):
             return Kind.HOST
+        if _names_model(name):
+            # `compute_loss(self, model, inputs)`: the model, not a tensor of the step (its
+            # name says so where it is read).
+            return Kind.UNKNOWN
         return Kind.TENSOR if tensor_params else Kind.UNKNOWN
 
     # -- bindings -------------------------------------------------------------------------
