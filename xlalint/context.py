@@ -41,6 +41,7 @@ from xlalint.analysis.intervals import (
     may_be_sparse,
     passes_its_value_once,
     past_first_pass_exit,
+    resets_its_counter,
     sparse_test,
 )
 from xlalint.analysis.loop_values import LoopValues
@@ -793,6 +794,12 @@ class FileContext:
                 )
                 if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
                     self._sparse_ifs.add(id(node))
+            elif kind is cst.If and type(node.test) is cst.Comparison:
+                class_def = next(
+                    (n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None
+                )
+                if resets_its_counter(node, self._frames[-1].node, class_def, self.module):  # type: ignore[arg-type]
+                    self._sparse_ifs.add(id(node))
             if kind is cst.If:
                 # Loops whose passes a flag cleared here counts: read once per `if`.
                 flag_loops = self._flag_loops()
@@ -1022,7 +1029,9 @@ class FileContext:
             if node.value is not None:
                 if self._masks is not None:
                     self._masks.bind_assignment([node.target], node.value)
-                self.kinds.bind(node.target, self.kinds.of(node.value))
+                # `self.master_to_working_map: Dict[Tensor, Parameter] = {}` binds as the
+                # plain assignment does: a dict built here is a dict.
+                self.kinds.bind_assignment([node.target], node.value)
         elif kind is cst.NamedExpr:
             assert isinstance(node, cst.NamedExpr)
             if self._masks is not None:

@@ -49,7 +49,10 @@ step until then), or in a branch that clears its own flag
 (`if first: ...; first = False`) or that tests one value of a counter the loop raises on
 every pass (`if state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass;
 a local count started again on every call of a per-step function, or raised only on
-some passes, is not), or past an early `return` of every batch but the
+some passes, is not), or that sets its counter back to zero when it reaches a bound
+known to be long (`if self._growth_step == self._growth_interval: self._growth_step = 0`
+with `growth_interval=1000`: once per so many steps), or past an early `return` of every
+batch but the
 first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the function: a plot of
 the first batch, once per epoch; `if batch_idx == 0: return` leaves the others per
 step), and functions of this file called only from there: one sync every so many steps
@@ -59,18 +62,22 @@ a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `retu
 once per run of that loop, not on every pass;
 a read in the test that decides to leave, or before the `break` of a loop nested in the
 step, still runs every step, as does a loop whose own body ends in `return` (a retry
-loop). A loop that draws a figure and trains nothing (`for ax, img in zip(axes, imgs):
-ax.imshow(...)`) runs once per item of the figure, and a loop over trials or folds
-(`range(number_of_trials)`) runs a whole training per pass: neither makes code per step
-by itself. The exception a `raise` statement builds (`raise ValueError(f"found
-{x.max().item()}")`) and an `assert`'s message (`assert ok, dt.item()`) are built only on
-the error path; the assertion's test runs every time. So does a handler that recovers
-from a failed computation (`except RuntimeError:` around a solve retried on the CPU with
-`C.to("cpu")`, `except torch.linalg.LinAlgError:`, an out-of-memory error): one that
-catches anything, or a `StopIteration`, `KeyError`, `TypeError` or `NotImplementedError`
-that code raises to steer, may run every step and is reported. Code past an exit that an earlier
-`assert` settles never runs and is not reported: after `assert not exists(eos)`, a loop's
-`if not exists(eos): continue` is taken on every pass, so what follows it in the loop
+loop). A loop over a dict's entries (also of a dict an attribute holds, `for key in
+self.metrics`, or some of them picked by a comprehension, `for key in [k for k in
+self.metrics if k.startswith(mode)]`) runs once per entry where the code around it runs,
+and is per step only where that code is. A loop that draws a figure and trains nothing
+(`for ax, img in zip(axes, imgs): ax.imshow(...)`) runs once per item of the figure, and
+a loop over trials or folds (`range(number_of_trials)`) runs a whole training per pass:
+neither makes code per step by itself. The exception a `raise` statement builds (`raise
+ValueError(f"found {x.max().item()}")`) and an `assert`'s message (`assert ok,
+dt.item()`) are built only on the error path; the assertion's test runs every time. So
+does a handler that recovers from a failed computation (`except RuntimeError:` around a
+solve retried on the CPU with `C.to("cpu")`, `except torch.linalg.LinAlgError:`, an
+out-of-memory error): one that catches anything, or a `StopIteration`, `KeyError`,
+`TypeError` or `NotImplementedError` that code raises to steer, may run every step and is
+reported. Code past an exit that an earlier `assert` settles never runs and is not
+reported: after `assert not exists(eos)`, a loop's `if not exists(eos): continue` is
+taken on every pass, so what follows it in the loop
 body is dropped."""
 # How every host-sync rule tells a tensor from a Python value where it is read (kept by the
 # walk in `context.py`, `analysis/tensors.py` and `analysis/type_tests.py`): written once.
@@ -85,15 +92,25 @@ of `if isinstance(step, int):` or `if type(step) is int:`, an `else` or `elif` a
 `isinstance(step, int) and ...`, and a collection after `assert all(isinstance(s, str)
 for s in keys)`. A test against a container type (`isinstance(losses, tuple)`) or a
 failed tensor test says nothing: a tuple may hold tensors. A per-step function's
-unannotated parameter named as a count or an index (`batch_idx`, `epoch_num`, `batch_no`,
-`unet_number`, `step_counter`) is a Python int; one taken for a tensor only because of
+unannotated parameter named as a count or an index (`batch_idx`, `epoch_num`,
+`batch_no`, `unet_number`, `step_counter`) is a Python int, and so is an attribute so
+named that no tensor has, of a value taken for one (`batch_graphs.batch_size`,
+`data.num_graphs`), and one named as a model (`compute_loss(self, model, inputs)`) is
+the model: `model.training` is its flag; one taken for a tensor only because of
 where it is, is a Python number from a range check of it (`assert 1 <= stage <=
-self.num_stages`, `if stage >= len(self.stages):`) to the end of its block. A method
+self.num_stages`, `if stage >= len(self.stages):`) to the end of its block, and is no
+tensor at all where the function calls on it, or on an element a loop takes from it, a
+method that neither a tensor nor a dict or list has (a DGL graph's `g.num_nodes()`, an
+RDKit molecule's `mol.GetAtoms()` in `for mol, nodes, _ in cand_batch:`): its counts,
+indexes and the arithmetic on them are Python values. A method
 the class defines (`self.restore_model(path)`) is a method, not a submodule, whatever its
 name; what a method of the class returns when every `return` gives tensors (a noise
 schedule's `self.alpha_bar(step)`) is a tensor in its other methods, and so is what a
 method or a function of the file annotated to return a tensor (`def _compute_loss(self,
-batch) -> torch.Tensor`) hands back, wherever it is defined. After `if isinstance(v,
+batch) -> torch.Tensor`) hands back, wherever it is defined. Calling a sub-module of a
+class of this file whose `forward`, defined above, returns only Python values
+(`self.add_node_agent(a)` with `return bool(action == self.stop)`) gives a Python value.
+After `if isinstance(v,
 torch.Tensor): v = v.to("cpu")` the value is on the host whichever way the test went."""
 # How a compile cost (a data-dependent shape) reaches library code: written once for the
 # rules that declare `per_call`.

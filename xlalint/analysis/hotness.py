@@ -94,18 +94,31 @@ def walks_a_collection(
     """`for name, p in model.named_parameters()`, `for k in metrics` (a dict), `for group
     in opt.param_groups`, `for p in group["params"]`: a loop over a model's parts or a
     dict's entries. Its body runs once per item each time the code around it runs, so it
-    is per step only where that code is (a batch loop around it, a per-step function)."""
-    while (
-        isinstance(iterable, cst.Call)
-        and isinstance(iterable.func, cst.Name)
-        and iterable.func.value in PASS_WRAPPERS
-        and iterable.args
-    ):
-        iterable = iterable.args[0].value
+    is per step only where that code is (a batch loop around it, a per-step function).
+    So is a loop over some of those entries, picked by a comprehension (`for key in [k
+    for k in self.metrics if k.startswith(mode)]`)."""
+    while True:
+        if (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Name)
+            and iterable.func.value in PASS_WRAPPERS
+            and iterable.args
+        ):
+            iterable = iterable.args[0].value
+        elif (
+            isinstance(iterable, cst.ListComp | cst.GeneratorExp | cst.SetComp)
+            and iterable.for_in.inner_for_in is None
+            and type(iterable.elt) is cst.Name
+            and type(iterable.for_in.target) is cst.Name
+            and iterable.elt.value == iterable.for_in.target.value
+        ):
+            iterable = iterable.for_in.iter
+        else:
+            break
     if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
         return iterable.func.attr.value in _COLLECTION_METHODS
-    if isinstance(iterable, cst.Attribute):
-        return iterable.attr.value in _COLLECTION_ATTRIBUTES
+    if isinstance(iterable, cst.Attribute) and iterable.attr.value in _COLLECTION_ATTRIBUTES:
+        return True
     if isinstance(iterable, cst.Subscript) and len(iterable.slice) == 1:
         index = iterable.slice[0].slice
         return (

@@ -22,7 +22,9 @@ saving or evaluating a model every step is no run anyone configures. A branch ga
 wall-clock time (`if time.time() - self.last_summary_time > interval:`) runs once that
 time has passed since its last run, once every many steps of milliseconds each. A branch
 on one value of a counter that its loop raises on every pass (`if state["n_iter"] == 1:`
-beside `state["n_iter"] += 1`) is taken on one pass only.
+beside `state["n_iter"] += 1`) is taken on one pass only. A branch that sets its counter
+back to zero when it reaches a long bound (`if self._growth_step == self._growth_interval:
+self._growth_step = 0`, with `growth_interval=1000`) runs once every bound passes.
 """
 
 from __future__ import annotations
@@ -399,6 +401,60 @@ def _binds(node: cst.CSTNode, counter: cst.BaseExpression) -> list[cst.CSTNode]:
         if any(d.deep_equals(counter) for target in targets for d in descendants(target)):
             found.append(inner)
     return found
+
+
+def _counter_and_bound(
+    test: cst.BaseExpression,
+) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(`counter`, `bound`) of `counter == bound` or `counter >= bound` (either way round:
+    `bound <= counter`), with `counter` a name or `self.<attribute>`."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    operator = test.comparisons[0].operator
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(operator, cst.Equal):
+        pairs = ((left, right), (right, left))
+    elif isinstance(operator, cst.GreaterThanEqual | cst.GreaterThan):
+        pairs = ((left, right),)
+    elif isinstance(operator, cst.LessThanEqual | cst.LessThan):
+        pairs = ((right, left),)
+    else:
+        return None
+    for counter, bound in pairs:
+        if _counter(counter) and not isinstance(counter, cst.Subscript):
+            return counter, bound
+    return None
+
+
+def resets_its_counter(
+    node: cst.If,
+    function: cst.FunctionDef | None,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+) -> bool:
+    """`if self._growth_step == self._growth_interval: self._growth_step = 0; ...` (beside
+    `self._growth_step += 1`): a branch that sets its counter back to zero when it reaches
+    a bound runs once every `bound` passes, a log interval by another spelling. It is
+    sparse when the bound is known to be long (`long_interval`: `growth_interval=1000`, a
+    parameter's default kept in `self._growth_interval`); a bound that may be 1 (unknown,
+    or short) stays per step."""
+    found = _counter_and_bound(node.test)
+    if found is None:
+        return False
+    counter, bound = found
+    resets = [
+        line
+        for line in node.body.body
+        if isinstance(line, cst.SimpleStatementLine)
+        and any(
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and small.targets[0].target.deep_equals(counter)
+            and _int_value(small.value) == 0
+            for small in line.body
+        )
+    ]
+    return bool(resets) and long_interval(bound, function, class_def, module)
 
 
 def passes_its_value_once(

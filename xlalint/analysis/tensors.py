@@ -30,6 +30,7 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.tensor_members import TENSOR_MEMBERS
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
     TRIVIA,
@@ -248,6 +249,48 @@ def tensor_returns(body: Sequence[cst.BaseStatement], kind: Kind = Kind.TENSOR) 
         and statement.returns is not None
         and _tensor_annotation(statement.returns.annotation) is kind
     )
+
+
+# Methods of Python's containers: a parameter of a per-step function used as a dict or a
+# list (`batch.items()`, `inputs.get("mask")`) may still hold the step's tensors.
+_CONTAINER_METHODS = frozenset(
+    name for kind in (dict, list, tuple) for name in dir(kind) if not name.startswith("_")
+)
+
+
+def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[str]:
+    """The parameters among `presumed` (taken for tensors only because their function runs
+    per step) that `function` uses as an object no tensor is: it calls a method on one that
+    neither `torch.Tensor` nor a dict or list has (`g.num_nodes()`,
+    `tree_graphs.apply_edges(...)`), or on an element a loop takes from one (`for mol,
+    nodes, _ in cand_batch:`, then `mol.GetNumAtoms()`). A DGL graph or a batch of RDKit
+    molecules is handed to `forward` as a tensor would be; what the code calls on it says
+    it is not one."""
+    names = set(presumed)
+    if not names:
+        return set()
+    elements: dict[str, str] = {}  # a loop's target -> the parameter it iterates
+    calls: list[cst.Attribute] = []
+    for node in descendants(function.body):
+        node_type = type(node)
+        if node_type is cst.For or node_type is cst.CompFor:
+            iterable = node.iter  # type: ignore[attr-defined]
+            if type(iterable) is cst.Name and iterable.value in names:
+                for target in target_names(node.target):  # type: ignore[attr-defined]
+                    elements.setdefault(target, iterable.value)
+        elif node_type is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
+            calls.append(node.func)  # type: ignore[attr-defined]
+    found: set[str] = set()
+    for func in calls:
+        receiver = func.value
+        method = func.attr.value
+        if type(receiver) is not cst.Name or method.startswith("_"):
+            continue
+        owner = receiver.value if receiver.value in names else elements.get(receiver.value)
+        if owner is None or method in TENSOR_MEMBERS or method in _CONTAINER_METHODS:
+            continue
+        found.add(owner)
+    return found
 
 
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
@@ -510,6 +553,13 @@ class TensorKinds:
         # `self.get_alpha_bar(step)` gives in another method of that class (a noise
         # schedule's tensors, whether or not the class is an `nn.Module`).
         self._own_tensor_methods: dict[tuple[str | None, str], bool] = {}
+        # The module classes of the file whose `forward`, once walked, returns only Python
+        # values (`return stop` with `stop = bool(action == self.stop)`), and per class
+        # being walked, its attributes that hold an instance of a module class of the file
+        # (`self.add_node_agent = AddNode(...)`): calling one gives what that class's
+        # `forward` gives.
+        self._host_forwards: set[str] = set()
+        self._self_classes: list[dict[str, str]] = [{}]
         # Per function being walked: the class it is a method of (None if none), and
         # whether that class is an `nn.Module`.
         self._methods_walked: list[tuple[str | None, bool]] = []
@@ -589,6 +639,10 @@ class TensorKinds:
             # Every call of the function in this module hands it a host copy.
             frame[name] = Kind.HOST
             presumed.discard(name)
+        for name in used_as_objects(node, presumed):
+            # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
+            frame[name] = Kind.UNKNOWN
+            presumed.discard(name)
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
         self._methods_walked.append((method_of, module_method))
@@ -640,6 +694,14 @@ class TensorKinds:
                 self._tensor_methods[name] = self._tensor_methods.get(name, True) and tensors
             key = (owner, name)
             self._own_tensor_methods[key] = self._own_tensor_methods.get(key, True) and tensors
+            if module_method and name == "forward" and owner is not None:
+                host = bool(returns) and all(
+                    kinds and all(k is Kind.HOST for k in kinds) for kinds in returns
+                )
+                if host:
+                    self._host_forwards.add(owner)
+                else:
+                    self._host_forwards.discard(owner)
         self._frames.pop()
         self._record_names.pop()
         self._filled.pop()
@@ -686,6 +748,7 @@ class TensorKinds:
         self._self_dicts.append(set())
         self._self_host_tensors.append(set())
         self._self_functions.append({})
+        self._self_classes.append({})
         self._class_names.append(name)
 
     @property
@@ -702,6 +765,7 @@ class TensorKinds:
         self._self_dicts.pop()
         self._self_host_tensors.pop()
         self._self_functions.pop()
+        self._self_classes.pop()
         if self._class_names:
             self._class_names.pop()
 
@@ -1109,6 +1173,10 @@ class TensorKinds:
             return Kind.HOST if _is_literal(default) else Kind.UNKNOWN
         if _INDEX_NAME.match(name) or _HOST_PARAM_NAME.match(name):
             return Kind.HOST
+        if _names_model(name):
+            # `compute_loss(self, model, inputs)`: the model, not a tensor of the step (its
+            # name says so where it is read).
+            return Kind.UNKNOWN
         return Kind.TENSOR if tensor_params else Kind.UNKNOWN
 
     # -- bindings -------------------------------------------------------------------------
@@ -1182,12 +1250,23 @@ class TensorKinds:
         if makes_dict:
             for target in targets:
                 self._dicts[-1].add(binding_key(target))
+        built = (
+            value.func.value
+            if type(value) is cst.Call
+            and type(value.func) is cst.Name
+            and value.func.value in self._module_classes
+            else None
+        )
         for target in targets:
             if (attribute := self_attribute(target)) is not None:
                 if makes_dict:
                     self._self_dicts[-1].add(attribute)
                 elif kind is Kind.TENSOR:
                     self._self_dicts[-1].discard(attribute)
+                if built is not None and attribute not in self._self_classes[-1]:
+                    self._self_classes[-1][attribute] = built
+                elif self._self_classes[-1].get(attribute) != built:
+                    self._self_classes[-1][attribute] = ""  # assigned something else too
         values: dict[str | None, Kind] | None = None
         if (
             type(value) is cst.Dict
@@ -1972,6 +2051,11 @@ class TensorKinds:
             # `value.size` (not called): a bound method, compared or passed as a Python
             # object, never a tensor.
             return Kind.HOST
+        if base is Kind.TENSOR and attr not in TENSOR_MEMBERS and _INDEX_NAME.match(attr):
+            # `g.batch_size`, `data.num_graphs`: no tensor has such an attribute, and its
+            # name says a count or an index, as a parameter's would. (Not a camera's
+            # `height`: a size per image may be a tensor.)
+            return Kind.HOST
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
         if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:
@@ -2020,6 +2104,13 @@ class TensorKinds:
             return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
+                attribute = self_attribute(func)
+                if attribute is not None and self._self_classes[-1].get(attribute) in (
+                    self._host_forwards
+                ):
+                    # `self.add_node_agent(a)` of a module class whose `forward` returns a
+                    # Python bool: a decision, not a tensor.
+                    return Kind.HOST
                 return Kind.TENSOR  # `self.proj(x)` with `self.proj = nn.Linear(...)`
             method = func.attr.value
             if (

@@ -72,8 +72,9 @@ class HiddenHostRead(Rule):
     `x.cpu()`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
     (a 0-dim integer index of the device, or an element of a device tensor looped over,
     `[perms[m] for m in min_idx]`, is still read). Nor is a dict's lookup flagged,
-    also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, then
-    `self.id_dict[k]` in the step): a dict hashes a tensor key by identity. Nor is
+    also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, or
+    `self.id_dict: Dict[Tensor, int] = {}`, then `self.id_dict[k]` in the step): a dict
+    hashes a tensor key by identity. Nor is
     indexing a value of unknown kind flagged; an optional value set to `None` on one path (`else:
     mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
     it is only indexed where it is not `None`. Nor are
@@ -86,7 +87,8 @@ class HiddenHostRead(Rule):
     Slice bounds read from one tensor in a run (`rows[offsets[i] : offsets[i + 1]]`, then
     `cols[offsets[i] : offsets[i + 1]]` on the next line; `a[:, -keep:]` then `b[:,
     -keep:]`) are one cause with one fix, reading the bound once into a Python int: only
-    the run's first bound is reported, as XLA101 reports runs of reads of one value.
+    the run's first bound is reported, as XLA101 reports runs of reads of one value; so
+    are `range()` arguments read so (`range(node_nums[i - 1], node_nums[i])`).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -290,7 +292,15 @@ class HiddenHostRead(Rule):
             if func.value == "range":
                 for arg in positional:
                     if self.ctx.is_tensor(arg):
-                        self.report(arg, self.message.format(use="a `range()` argument"))
+                        # `range(offsets[i - 1], offsets[i])`: elements of one value read
+                        # in a run, one cause, as for slice bounds.
+                        self.report(
+                            arg,
+                            self.message.format(use="a `range()` argument"),
+                            repeat_of=self._runs.previous(
+                                read_root(arg), self.ctx.ancestors(), arg
+                            ),
+                        )
         elif (
             isinstance(func, cst.Attribute)
             and func.attr.value in _SIZED_METHODS

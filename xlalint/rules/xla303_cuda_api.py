@@ -17,6 +17,7 @@ from xlalint.analysis.devices import (
 )
 from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.reachability import exported_functions
 from xlalint.rule import Rule
 from xlalint.walk import code_children, descendants
 
@@ -242,7 +243,10 @@ class CudaApi(Rule):
     compiled else f`, the flag tied to a CUDA device), so its streams and graphs are not
     reported one by one (a class that only makes a `torch.cuda.Stream()`, such as a data
     prefetcher, still is, and so is one that captures a graph only under a flag, `if
-    use_graphs:`: a trainer with an option, built on every host). One scaler or autocast
+    use_graphs:`: a trainer with an option, built on every host). Nor is code in a
+    module-level function this file calls only from such a class (or from other such
+    functions) and does not export: the side stream or capture lock of a graph's capture
+    (`side_stream(device)` with its `torch.cuda.current_device()`). One scaler or autocast
     spelled for two torch versions (`GradScaler("cuda") if TORCH_2_4 else
     torch.cuda.amp.GradScaler()`, or an `if`/`else` that assigns the same name in both
     branches) is one finding, on the first spelling. A scaler built for the type of the
@@ -333,6 +337,7 @@ class CudaApi(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._graph_classes: dict[int, bool] | None = None
+        self._graph_helpers: frozenset[str] | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         if converts_to_cuda_tensor_type(node, self.ctx.imports):
@@ -401,6 +406,66 @@ class CudaApi(Rule):
             self._graph_classes[key] = self._captures_by_construction(class_def)
         return self._graph_classes[key]
 
+    def _in_cuda_graph_helper(self) -> bool:
+        """In a module-level function that this file calls only from the methods of classes
+        that capture a CUDA graph, or from other such functions (`side_stream(device)`,
+        `capture_lock(device)`, called from `_capture`), and does not export in `__all__`:
+        it runs where such a class runs, only where CUDA was chosen."""
+        function = self._function()
+        outermost = next(
+            (a for a in reversed(list(self.ctx.ancestors())) if isinstance(a, cst.FunctionDef)),
+            None,
+        )
+        if (
+            function is None
+            or outermost is None
+            or not any(statement is outermost for statement in self.ctx.module.body)
+        ):
+            return False
+        if self._graph_helpers is None:
+            self._graph_helpers = self._helpers_of_graph_classes()
+        return outermost.name.value in self._graph_helpers
+
+    def _helpers_of_graph_classes(self) -> frozenset[str]:
+        """The module-level functions every use of whose name (at least one) sits in a
+        class that captures a CUDA graph or in another such function."""
+        module = self.ctx.module
+        functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        exported = exported_functions(module)
+        # name -> where it is used: a class name (graph class or not) or a function's name,
+        # None for module-level code.
+        users: dict[str, list[tuple[str, str | None]]] = {}
+        for statement in module.body:
+            if isinstance(statement, cst.ClassDef):
+                user: tuple[str, str | None] = (
+                    ("graph", None)
+                    if self._captures_by_construction(statement)
+                    else ("other", None)
+                )
+            elif isinstance(statement, cst.FunctionDef):
+                user = ("function", statement.name.value)
+            else:
+                user = ("other", None)
+            for node in descendants(statement):
+                if type(node) is cst.Name and node.value in functions:
+                    if isinstance(statement, cst.FunctionDef) and node is statement.name:
+                        continue
+                    users.setdefault(node.value, []).append(user)
+        helpers: set[str] = set()
+        changed = True
+        while changed:  # functions used only by graph classes and by functions found so far
+            changed = False
+            for name, uses in users.items():
+                if name in helpers or id(functions[name]) in exported:
+                    continue
+                if all(
+                    kind == "graph" or (kind == "function" and caller in helpers)
+                    for kind, caller in uses
+                ):
+                    helpers.add(name)
+                    changed = True
+        return frozenset(helpers)
+
     def _captures_by_construction(self, class_def: cst.ClassDef) -> bool:
         """Whether the class captures a CUDA graph other than under a flag (`if
         use_graphs:`, `if self.cfg.cuda_graphs:`): a trainer that captures one as an
@@ -460,7 +525,7 @@ class CudaApi(Rule):
         own `and` does (`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`)."""
         if in_own_method(self.ctx.function, "cuda"):
             return True
-        if self._in_cuda_graph_class():
+        if self._in_cuda_graph_class() or self._in_cuda_graph_helper():
             return True
         if own_test is not None:
             return runs_without_xla((own_test, *self.ctx.ancestors()), self.ctx.imports)
