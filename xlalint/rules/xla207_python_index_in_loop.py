@@ -427,6 +427,10 @@ class PythonIndexInLoop(Rule):
             if found:
                 loops |= found
                 index = index or bound
+        if index is not None:
+            loops -= self._one_pass_loops()
+            if not loops:
+                return  # `if prev_pos == 0:` in a decode loop: its first pass only
         if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
             return
         self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
@@ -526,6 +530,28 @@ class PythonIndexInLoop(Rule):
                 self.report(index.subscript, message, hint=self.helper_hint, site=call.site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _one_pass_loops(self) -> frozenset[Loop]:
+        """The loops around the node being visited that take the branch holding it on one
+        pass at most (`if i == 0:`, `if prev_pos == 0:` with `prev_pos = 0` before the loop
+        and `prev_pos = cur_pos` in its pass): an `if` inside the loop, in whose body the
+        node is."""
+        found: set[Loop] = set()
+        tests: list[cst.BaseExpression] = []
+        child: cst.CSTNode | None = None
+        for ancestor in self.ctx.ancestors():
+            kind = type(ancestor)
+            if kind is cst.FunctionDef or kind is cst.Lambda:
+                break
+            if kind is cst.If and child is ancestor.body:  # type: ignore[attr-defined]
+                tests.append(ancestor.test)  # type: ignore[attr-defined]
+            elif kind is cst.For or kind is cst.While:
+                # The `if`s met so far run inside this loop's pass.
+                found |= {
+                    loop for test in tests for loop in self.values.one_pass(test) if loop is ancestor
+                }
+            child = ancestor
+        return frozenset(found)
+
     def _note_pointer_index(self, node: cst.Subscript) -> None:
         """A tensor sliced at a position the method reads from its instance and advances
         there (`self.queue[ptr : ptr + bs] = keys`): a new offset on every call."""
