@@ -28,23 +28,43 @@ _SAME_VALUE = frozenset({"cpu", "detach", "to", "clone", "float", "int", "long",
 
 
 def read_root(expr: cst.BaseExpression) -> str | None:
-    """The variable whose elements a read takes: `cumsum` of `cumsum[i - 1]` and
-    `t[0].cpu()`. None for a read of a whole value: `total += loss.item()` then
-    `print(loss.item())` serve two purposes, each of which a user may keep, rewrite or
-    suppress on its own line. None too for a value computed on the way (`t.max()`,
-    `t.sum()`): each such reduction is a graph of its own."""
-    element = False
+    """The value a read takes: `cumsum` of `cumsum[i - 1]` and `t[0].cpu()`, `keep` of
+    `-keep`, `src_len.sum()` of `src_len.sum().item()`. Reads of one value in a run wait
+    for the one graph that computes it, and one fix reads it once: `begin =
+    int(cumsum[b])` then `end = int(cumsum[e])`, `n = int(count.item())` then `if
+    n != count.item():`, `x[:, -keep:]` then `y[:, -keep:]`. Different reductions of a
+    value (`t.min()`, `t.max()`) are graphs of their own, and so are reads of values
+    computed from several (`a + b`): None."""
+    reductions = ""
     while True:
         if isinstance(expr, cst.Subscript):
-            expr, element = expr.value, True
-        elif (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in _SAME_VALUE
-        ):
+            key = _field(expr)
+            if key is not None:
+                reductions = f"[{key}]{reductions}"
+            expr = expr.value
+        elif isinstance(expr, cst.UnaryOperation):
+            expr = expr.expression
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            if method not in _SAME_VALUE:
+                if expr.args:
+                    return None
+                reductions = f".{method}(){reductions}"
             expr = expr.func.value
         else:
-            return binding_key(expr) if element else None
+            key = binding_key(expr)
+            return None if key is None else key + reductions
+
+
+def _field(subscript: cst.Subscript) -> str | None:
+    """The key of `batch["raw"]`: a field, a value of its own (`batch["raw"]` and
+    `batch["total"]` are two tensors), where `t[i]` and `t[j]` are elements of one."""
+    if len(subscript.slice) != 1:
+        return None
+    index = subscript.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        return index.value.value
+    return None
 
 
 def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.Call | None:

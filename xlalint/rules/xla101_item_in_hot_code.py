@@ -25,14 +25,17 @@ class ItemInHotCode(HelperCallRule):
     they read: `self.temperature` runs its body, as a call would), and the functions that
     another module of the project calls every step (a model's `forward` calling
     `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
-    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of elements of
-    one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
-    each other) are one sync point with one fix, reported once, at the first. Two reads of
-    a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
-    serves its own purpose, can be suppressed on its own line, and costs its own sync
-    (measured by hand on the XLA CPU device: `a = int(t.item())` then `abs(a - t.item())`
-    over 5 steps cost 15 executions and 10 device-to-host transfers, against 10 and 5 for
-    the first read alone); but of reads of one value
+    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of one value
+    in a row (in one statement or in statements that follow each other: `int(t[0].item()),
+    int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n =
+    int(count.item())` then `if n != count.item():`, the same reduction `lengths.sum()`
+    twice) are one cause with one fix, reading the value once into a name, reported once,
+    at the first. The later reads are not free (measured by hand on the XLA CPU device: `a
+    = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
+    device-to-host transfers, against 10 and 5 for the first read alone), but the fix of
+    the first covers them, and a `# noqa` on the first accepts the run. Different
+    reductions of one value (`t.min().item()`, `t.max().item()`) and different fields of
+    one batch (`batch["raw"]`, `batch["padded"]`) are values of their own. Of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
     total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
     one call (`self.update_k(real.item(), fake.item())`, or formatted into one of its
@@ -345,11 +348,9 @@ class ItemInHotCode(HelperCallRule):
             # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
             # float(b)`: one host number's operands.
             return True
-        root = read_root(value)
-        if root is None:
-            # Fields of one record read together (`float(self.score)`, then each value of
-            # `self.scores`): one conversion of the record, one cause.
-            root = self.ctx.kinds.record_root(value)
+        # Fields of one record read together (`float(self.score)`, then each value of
+        # `self.scores`): one conversion of the record, one cause.
+        root = self.ctx.kinds.record_root(value) or read_root(value)
         if self._runs.repeats(root, self.ctx.ancestors()):
             return True
         if handed_to is not None:
