@@ -83,7 +83,10 @@ class HiddenHostRead(Rule):
     Slice bounds read from one tensor in a run (`rows[offsets[i] : offsets[i + 1]]`, then
     `cols[offsets[i] : offsets[i + 1]]` on the next line; `a[:, -keep:]` then `b[:,
     -keep:]`) are one cause with one fix, reading the bound once into a Python int: only
-    the run's first bound is reported, as XLA101 reports runs of reads of one value.
+    the run's first bound is reported, as XLA101 reports runs of reads of one value. The
+    tensors one call reads as numbers (`range(offsets[i - 1], offsets[i])`, `torch.zeros(n,
+    m)`) are one cause too, reported once, at the first, as XLA101 reports reads handed to
+    one call.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -266,9 +269,10 @@ class HiddenHostRead(Rule):
             return
         if type(func) is cst.Name:
             if func.value == "range":
-                for arg in positional:
-                    if self.ctx.is_tensor(arg):
-                        self.report(arg, self.message.format(use="a `range()` argument"))
+                # `range(offsets[i - 1], offsets[i])`: one call's bounds, one cause.
+                first = next((arg for arg in positional if self.ctx.is_tensor(arg)), None)
+                if first is not None:
+                    self.report(first, self.message.format(use="a `range()` argument"))
         elif (
             isinstance(func, cst.Attribute)
             and func.attr.value in _SIZED_METHODS
@@ -321,13 +325,18 @@ class HiddenHostRead(Rule):
             use = "the parameter of a validated distribution"
             self.report(node, self.message.format(use=use), hint=_DISTRIBUTION_HINT)
 
-    def _check_sizes(self, sizes: list[cst.BaseExpression], use: str = "a size") -> None:
+    def _check_sizes(self, sizes: list[cst.BaseExpression], use: str = "a size") -> bool:
+        """Report the first size that is a tensor: the sizes of one call (`torch.zeros(n,
+        m)`) are read for one call, one cause. Whether one was reported."""
         for size in sizes:
             if isinstance(size, cst.Tuple | cst.List):
                 elements = [e.value for e in size.elements if isinstance(e, cst.Element)]
-                self._check_sizes(elements, use)
+                if self._check_sizes(elements, use):
+                    return True
             elif self.ctx.is_tensor(size):
                 self.report(size, self.message.format(use=use))
+                return True
+        return False
 
 
 def _element_indexed_by_tuple(node: cst.Subscript) -> bool:

@@ -173,7 +173,11 @@ class PythonIndexInLoop(Rule):
     results of `x.split()`/`x.chunk()`/`x.unbind()` and names that say they hold several
     tensors (`all_hidden_states`, `*_list`, `*_tuple`) or are annotated as a `list`/`tuple`;
     `scheduler.sigmas` (schedulers keep them on the CPU); constant indexes (`x[:, 0]`);
-    tensor indexes (`x[idx]`, advanced indexing on the device); loops traced into a
+    tensor indexes (`x[idx]`, advanced indexing on the device); subscripts in a branch that
+    one pass alone takes, a test of the pass's index against a constant (`if i == 0:`) or
+    of a name the pass rebinds against the literal it held before the loop (the prefill
+    under `if prev_pos == 0:`, with `prev_pos = 0` before the loop and `prev_pos =
+    cur_pos` in its pass; `if last is None:`): one value per run of the loop; loops traced into a
     single graph (a loop inside `forward` without a barrier unrolls the same way every step
     and compiles once); and helpers called with a constant or a tensor index, helpers that
     index a list or numpy array they are passed, or that compute with the int on the host
