@@ -66,7 +66,8 @@ class HiddenHostRead(Rule):
     every plain assignment of a local name); `argmax` along a dim or a 1-element index
     (`i.reshape(1)`) stays on the device. A torch tensor made on the host (`self.tree =
     torch.zeros(n)` in `__init__`, a factory given no device, `torch.from_numpy(a)`,
-    `x.cpu()`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
+    `x.cpu()`, a slice of such a tensor: `target = tokens[:, a:b]`, then `target[mask] =
+    0`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
     (a 0-dim integer index of the device, or an element of a device tensor looped over,
     `[perms[m] for m in min_idx]`, is still read). Nor is a dict's lookup flagged,
     also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, then
