@@ -2101,9 +2101,10 @@ class TensorKinds:
         """Every positional argument of a torch call is a host value, and none names a
         device: the result is on the host too (elements of a list or tuple argument count
         one by one, and a comprehension's by the element it makes). So it is where the
-        input is a name holding a host tensor and no other argument is known to be a device tensor (`torch.kthvalue(rand_vals, n - k)` with
-        `rand_vals = torch.randn(1, n)`): a device tensor beside a host one that is not a
-        0-dim scalar raises, and an unknown count is read as a number."""
+        input is a name holding a host tensor and no other argument is known to be a
+        device tensor (`torch.kthvalue(rand_vals, n - k)` with `rand_vals = torch.randn(1,
+        n)`): a device tensor beside a host one that is not a 0-dim scalar raises, and an
+        unknown count is read as a number."""
         first = call.args[0] if call.args else None
         if (
             first is not None

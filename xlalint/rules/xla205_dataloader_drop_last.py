@@ -74,8 +74,8 @@ class DataLoaderDropLast(Rule):
     `calib` in any of those names, `train=False`), or built by a function named for it
     and not for training (`def with_val_data(self, x, y, batch_size=1, shuffle=True)`
     making `dataloader = DataLoader(dataset, batch_size, shuffle=shuffle)`), is never
-    flagged: dropping samples there would change the metrics. Nor are loaders with a `batch_sampler=` (other than
-    `None`, its default), with
+    flagged: dropping samples there would change the metrics. Nor are loaders with a
+    `batch_sampler=` (other than `None`, its default), with
     `batch_size=1`/`None` (or no batch size: the default is 1), with `**kwargs`, or with a
     `drop_last=` that is neither the literal `False`, such a configuration default, nor a
     parameter of the function whose default is False (`def make_train_dataloader(self,

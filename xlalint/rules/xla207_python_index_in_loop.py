@@ -548,11 +548,10 @@ class PythonIndexInLoop(Rule):
                 break
             if kind is cst.If and child is ancestor.body:  # type: ignore[attr-defined]
                 tests.append(ancestor.test)  # type: ignore[attr-defined]
-            elif kind is cst.For or kind is cst.While:
-                # The `if`s met so far run inside this loop's pass.
-                found |= {
-                    loop for test in tests for loop in self.values.one_pass(test) if loop is ancestor
-                }
+            elif (kind is cst.For or kind is cst.While) and any(
+                ancestor in self.values.one_pass(test) for test in tests
+            ):
+                found.add(ancestor)  # type: ignore[arg-type]  # the `if`s met run in its pass
             child = ancestor
         return frozenset(found)
 
