@@ -164,23 +164,31 @@ _FORMATTED = frozenset(
 
 
 class ReadRuns:
-    """Tells, read by read in walk order, whether a read repeats the read just before it
-    of the same value (same statement or the next statement of the same block)."""
+    """Tells, read by read in walk order, which read of the same value a read repeats:
+    the one just before it, in the same statement or the statement before it in the same
+    block. The host-sync rules report the repeat with `repeat_of` that read, so that it
+    shows only where a `# noqa` suppresses that read: a suppressed read hands its run on
+    to the next, as a `# noqa` on one line leaves the others reported."""
 
     def __init__(self) -> None:
-        self._last: dict[str, tuple[int, int]] = {}  # root -> (id(block), statement index)
+        # root -> (id(block), statement index, the read)
+        self._last: dict[str, tuple[int, int, cst.CSTNode]] = {}
 
-    def repeats(self, root: str | None, ancestors: Iterable[cst.CSTNode]) -> bool:
-        """`ancestors`: of the read, innermost first."""
+    def previous(
+        self, root: str | None, ancestors: Iterable[cst.CSTNode], read: cst.CSTNode
+    ) -> cst.CSTNode | None:
+        """The read `read` repeats, or None. `ancestors`: of the read, innermost first."""
         if root is None:
-            return False
+            return None
         where = _statement(ancestors)
         if where is None:
-            return False
+            return None
         block, index = where
         last = self._last.get(root)
-        self._last[root] = (id(block), index)
-        return last is not None and last[0] == id(block) and index - last[1] in (0, 1)
+        self._last[root] = (id(block), index, read)
+        if last is not None and last[0] == id(block) and index - last[1] in (0, 1):
+            return last[2]
+        return None
 
 
 def _statement(ancestors: Iterable[cst.CSTNode]) -> tuple[cst.CSTNode, int] | None:

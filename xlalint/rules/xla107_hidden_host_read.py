@@ -187,14 +187,16 @@ class HiddenHostRead(Rule):
             index = element.slice
             if isinstance(index, cst.Slice):
                 for bound in (index.lower, index.upper, index.step):
-                    if (
-                        bound is not None
-                        and self.ctx.is_tensor(bound)
-                        and not self._runs.repeats(read_root(bound), self.ctx.ancestors())
-                    ):
+                    if bound is not None and self.ctx.is_tensor(bound):
                         # `x[offsets[i] : offsets[i + 1]]`, and the same bounds again on
                         # the next line: elements of one value read in a run, one cause.
-                        self.report(bound, self.message.format(use="a slice bound"))
+                        self.report(
+                            bound,
+                            self.message.format(use="a slice bound"),
+                            repeat_of=self._runs.previous(
+                                read_root(bound), self.ctx.ancestors(), bound
+                            ),
+                        )
             elif self.ctx.is_tensor(index.value):
                 if container is None:
                     container = self.ctx.kind(node.value)
