@@ -108,21 +108,52 @@ _ARITHMETIC = frozenset(
 
 
 def arithmetic_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.CSTNode | None:
-    """The arithmetic expression that `read` (`ancestors` innermost first) is an operand
-    of, outermost: `float(numerator) / float(denominator)` for either read. Its reads make
-    one host number together: one cause, whose fix computes it on the device and reads it
-    once (`(numerator / denominator).item()`). None where the read is no direct operand."""
+    """The arithmetic expression or comparison that `read` (`ancestors` innermost first)
+    is an operand of, outermost: `float(numerator) / float(denominator)`, or
+    `score[label].item() >= score.max().item()`, for either read. Its reads make one host
+    number (or truth value) together: one cause, whose fix computes it on the device and
+    reads it once (`(numerator / denominator).item()`, `(score[label] >=
+    score.max()).item()`). None where the read is no direct operand."""
     whole: cst.CSTNode | None = None
     child = read
     for ancestor in ancestors:
-        if type(ancestor) is not cst.BinaryOperation:
-            break
-        if type(ancestor.operator) not in _ARITHMETIC:  # type: ignore[attr-defined]
-            break
-        if ancestor.left is not child and ancestor.right is not child:  # type: ignore[attr-defined]
+        kind = type(ancestor)
+        if kind is cst.BinaryOperation:
+            if type(ancestor.operator) not in _ARITHMETIC:  # type: ignore[attr-defined]
+                break
+            if ancestor.left is not child and ancestor.right is not child:  # type: ignore[attr-defined]
+                break
+        elif kind is cst.ComparisonTarget:
+            if ancestor.comparator is not child:  # type: ignore[attr-defined]
+                break
+            child = ancestor  # its comparison is next
+            continue
+        elif kind is cst.Comparison:
+            if ancestor.left is not child and child not in ancestor.comparisons:  # type: ignore[attr-defined]
+                break
+        else:
             break
         whole = child = ancestor
     return whole
+
+
+def returned_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.CSTNode | None:
+    """The `return` statement whose tuple (or list) `read` is an element of (`return
+    loss, pred_acc.item(), stop_acc.item()`): the function hands its caller host numbers
+    together, one cause, whose fix returns the device values (or reads them stacked, once).
+    None for any other read."""
+    child = read
+    outward = iter(ancestors)
+    element = next(outward, None)
+    if type(element) is not cst.Element or element.value is not child:  # type: ignore[attr-defined]
+        return None
+    sequence = next(outward, None)
+    if type(sequence) not in (cst.Tuple, cst.List):
+        return None
+    statement = next(outward, None)
+    if type(statement) is not cst.Return or statement.value is not sequence:  # type: ignore[attr-defined]
+        return None
+    return statement
 
 
 # What carries a value into one formatted argument: a tuple's or list's element, an

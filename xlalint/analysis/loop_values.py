@@ -100,6 +100,13 @@ class _Function:
     # names bound to host lists of Python ints (`list(range(n))`, `t.tolist()`), or of
     # pairs of them (`list(zip(times[:-1], times[1:]))`)
     int_lists: dict[str, str] = field(default_factory=dict)
+    # names bound to a literal (`prev_pos = 0`, `last = None`) -> its code
+    literals: dict[str, str] = field(default_factory=dict)
+    # per loop: the names that hold its pass's index (each value on one pass only), and
+    # the names its pass rebinds that held a literal before it (`prev_pos = 0`, then
+    # `prev_pos = cur_pos` in the pass): that literal is theirs on the first pass only
+    indexes: dict[Loop, frozenset[str]] = field(default_factory=dict)
+    first_pass: dict[Loop, dict[str, str]] = field(default_factory=dict)
 
 
 _INTS = "ints"
@@ -131,6 +138,16 @@ class LoopValues:
     def enter_loop(self, node: Loop) -> None:
         function = self._functions[-1]
         function.loops.append(node)
+        # A name the pass also sets back to its literal (`prev = None` on a reset) holds it
+        # on later passes too.
+        rebound: dict[str, bool] = {}
+        for name, value in _rebound(node.body):
+            literal = function.literals.get(name)
+            if literal is not None:
+                rebound[name] = rebound.get(name, True) and _literal(value) != literal
+        function.first_pass[node] = {
+            name: function.literals[name] for name, moves in rebound.items() if moves
+        }
         if isinstance(node, cst.While):
             function.in_body.append(node)
         else:
@@ -139,8 +156,11 @@ class LoopValues:
                 function.varying[name] = only
                 function.ints.pop(name, None)
                 function.sequences.discard(name)
-            for name in _index_targets(node.target, node.iter, self.int_sequence):
+                function.literals.pop(name, None)
+            indexes = _index_targets(node.target, node.iter, self.int_sequence)
+            for name in indexes:
                 function.ints[name] = only
+            function.indexes[node] = frozenset(indexes)
         # A counter the pass steps (`seq_len += 1` at the end of a decode loop) differs from
         # one pass to the next from the start of the pass, before the increment too.
         innermost = frozenset({node})
@@ -173,6 +193,8 @@ class LoopValues:
         function.loops.pop()
         if function.in_body and function.in_body[-1] is node:
             function.in_body.pop()
+        function.indexes.pop(node, None)
+        function.first_pass.pop(node, None)
         for table in (function.varying, function.ints):
             for name in [n for n, loops in table.items() if node in loops]:
                 remaining = table[name] - {node}
@@ -226,9 +248,15 @@ class LoopValues:
         ints = self.int_loops(value)
         sequence = self.makes_sequence(value)
         int_sequence = self.int_sequence(value)
+        literal = _literal(value)
         for target in targets:
             names = target_names(target)
             unpacked = not isinstance(target, cst.Name)
+            if isinstance(target, cst.Name) and literal is not None:
+                function.literals[target.value] = literal
+            else:
+                for name in names:
+                    function.literals.pop(name, None)
             if isinstance(target, cst.Name) and int_sequence is not None:
                 function.int_lists[target.value] = int_sequence
             else:
@@ -253,6 +281,8 @@ class LoopValues:
         (`step += 1`, `i -= 1`) stays an int."""
         function = self._functions[-1]
         target, value = augmented.target, augmented.value
+        if isinstance(target, cst.Name):
+            function.literals.pop(target.value, None)
         if not isinstance(target, cst.Name) or not function.loops:
             return
         name = target.value
@@ -318,6 +348,29 @@ class LoopValues:
             # tensor attribute is known as one where the class assigns it).
             return frozenset()
         return None
+
+    def one_pass(self, test: cst.BaseExpression) -> frozenset[Loop]:
+        """The loops of this function of which at most one pass takes the branch of `test`
+        (or of one of the conditions `and` joins in it): a test of the pass's index against
+        a constant (`if i == 0:`, each value of `range`/`enumerate` is one pass), or of a
+        name the pass rebinds against the literal it held before the loop (`prev_pos = 0`,
+        then `if prev_pos == 0:` and `prev_pos = cur_pos` in the pass; `last = None`, then
+        `if last is None:`): the first pass. A subscript there takes one value per run of
+        the loop, whatever int indexes it."""
+        function = self._functions[-1]
+        found: set[Loop] = set()
+        for condition in _conjuncts(test):
+            pinned = _pinned(condition)
+            if pinned is None:
+                continue
+            name, literal = pinned
+            for loop in function.loops:
+                first = function.first_pass.get(loop, {})
+                if first.get(name) == literal or (
+                    name in function.indexes.get(loop, ()) and literal != "None"
+                ):
+                    found.add(loop)
+        return frozenset(found)
 
     def instance_ints(self) -> dict[str, frozenset[Loop]]:
         """Attributes of the instance that hold the index of a pass being walked here
@@ -546,6 +599,60 @@ def _rebound_counters(body: cst.BaseSuite) -> list[tuple[str, cst.BaseExpression
                 found.append((name, step))
                 break
     return found
+
+
+def _rebound(body: cst.BaseSuite) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """Names one pass of a loop body rebinds (not nested loops or definitions), each with
+    the value of a plain assignment (None for `+=` and the like)."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                if type(target.target) is cst.Name:
+                    yield target.target.value, node.value
+            continue
+        if type(node) is cst.AugAssign:
+            if type(node.target) is cst.Name:
+                yield node.target.value, None
+            continue
+        if type(node) in EXPRESSIONS:
+            continue
+        stack.extend(children(node))
+
+
+def _literal(value: cst.BaseExpression | None) -> str | None:
+    """The code of an int literal or `None`, else None."""
+    if type(value) is cst.Integer:
+        return value.value
+    if type(value) is cst.Name and value.value == "None":
+        return "None"
+    return None
+
+
+def _conjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        yield from _conjuncts(test.left)
+        yield from _conjuncts(test.right)
+    else:
+        yield test
+
+
+def _pinned(condition: cst.BaseExpression) -> tuple[str, str] | None:
+    """`name == 0`, `0 == name`, `name is None`: the name and the literal it is held to."""
+    if type(condition) is not cst.Comparison or len(condition.comparisons) != 1:
+        return None
+    target = condition.comparisons[0]
+    if type(target.operator) not in (cst.Equal, cst.Is):
+        return None
+    left, right = condition.left, target.comparator
+    for name, value in ((left, right), (right, left)):
+        literal = _literal(value)
+        if type(name) is cst.Name and literal is not None:
+            return name.value, literal
+    return None
 
 
 def _adds(value: cst.BaseExpression) -> bool:

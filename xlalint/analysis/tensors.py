@@ -1724,8 +1724,13 @@ class TensorKinds:
         return known[None]
 
     def _makes_host_tensor(self, value: cst.BaseExpression) -> bool:
-        """`torch.zeros(n)`, `torch.from_numpy(a)` (a factory given no device) or
-        `x.cpu()`: a torch tensor on the host, not a Python container or a numpy array."""
+        """`torch.zeros(n)`, `torch.from_numpy(a)` (a factory given no device), `x.cpu()`
+        or a subscript of a host tensor: a torch tensor on the host, not a Python container
+        or a numpy array."""
+        if type(value) is cst.Subscript:
+            # `target = tokens[:, a:b]` of a host tensor: a view of it, on the host too
+            # (not `batch["x"]`, a field of a mapping).
+            return not _string_keyed(value) and self.is_host_tensor(value.value)
         if type(value) is not cst.Call:
             return False
         func = value.func
@@ -2190,10 +2195,11 @@ class TensorKinds:
     def _host_inputs(self, call: cst.Call) -> bool:
         """Every positional argument of a torch call is a host value, and none names a
         device: the result is on the host too (elements of a list or tuple argument count
-        one by one). So it is where the input is a name holding a host tensor and no other
-        argument is known to be a device tensor (`torch.kthvalue(rand_vals, n - k)` with
-        `rand_vals = torch.randn(1, n)`): a device tensor beside a host one that is not a
-        0-dim scalar raises, and an unknown count is read as a number."""
+        one by one, and a comprehension's by the element it makes). So it is where the
+        input is a name holding a host tensor and no other argument is known to be a
+        device tensor (`torch.kthvalue(rand_vals, n - k)` with `rand_vals = torch.randn(1,
+        n)`): a device tensor beside a host one that is not a 0-dim scalar raises, and an
+        unknown count is read as a number."""
         first = call.args[0] if call.args else None
         if (
             first is not None
@@ -2216,6 +2222,10 @@ class TensorKinds:
                 value = arg.value
                 if isinstance(value, cst.List | cst.Tuple):
                     values.extend(e.value for e in value.elements)
+                elif isinstance(value, cst.ListComp | cst.GeneratorExp):
+                    # `torch.stack([torch.from_numpy(t.audio) for t in tracks])`: each
+                    # element is what the comprehension makes.
+                    values.append(value.elt)
                 else:
                     values.append(value)
         return bool(values) and all(
@@ -2456,3 +2466,11 @@ def moves_to_cpu(call: cst.Call) -> bool:
         if type(value) is cst.SimpleString and value.evaluated_value == "cpu":
             return True
     return False
+
+
+def _string_keyed(subscript: cst.Subscript) -> bool:
+    """`batch["x"]`: a mapping's field, not a slice or an element of a tensor."""
+    return any(
+        isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.SimpleString)
+        for element in subscript.slice
+    )

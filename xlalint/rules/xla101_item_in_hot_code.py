@@ -7,7 +7,13 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, star_arguments
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
-from xlalint.analysis.host_reads import ReadRuns, arithmetic_whole, consuming_call, read_root
+from xlalint.analysis.host_reads import (
+    ReadRuns,
+    arithmetic_whole,
+    consuming_call,
+    read_root,
+    returned_whole,
+)
 from xlalint.analysis.tensors import binding_key, copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -45,8 +51,11 @@ class ItemInHotCode(HelperCallRule):
     arguments: `log("%f %f" % (a.item(), b.item()))`) are one cause too, reported once, at
     the first: the call needs its inputs on the host, and handing it the device values (or
     moving it) is one fix. So are the reads that are operands of one arithmetic expression
-    (`float(numerator) / float(denominator)`): one host number, computed on the device and
-    read once (`(numerator / denominator).item()`). `t.cpu().item()`
+    or comparison (`float(numerator) / float(denominator)`, `score[label].item() >=
+    score.max().item()`): one host number or truth value, computed on the device and read
+    once (`(numerator / denominator).item()`), and the reads one `return` hands back
+    together (`return loss, pred_acc.item(), stop_acc.item()`): returning the device
+    values is one fix. `t.cpu().item()`
     is one read of `t`, reported here rather than as XLA102.
 
     A device tensor handed, in code that runs every step, to a function of the same module
@@ -426,12 +435,15 @@ class ItemInHotCode(HelperCallRule):
         int(t[1].item())`), whose finding this one repeats."""
         if self._other_branch_reads(value, read):
             return True, None
-        handed_to = consuming_call(read, self.ctx.ancestors()) or arithmetic_whole(
-            read, self.ctx.ancestors()
+        handed_to = (
+            consuming_call(read, self.ctx.ancestors())
+            or arithmetic_whole(read, self.ctx.ancestors())
+            or returned_whole(read, self.ctx.ancestors())
         )
         if handed_to is not None and id(handed_to) in self._handed:
             # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
-            # float(b)`: one host number's operands.
+            # float(b)`, `a.item() >= b.max().item()`: one host value's operands; `return
+            # loss, a.item(), b.item()`: host numbers handed back together.
             return True, None
         # Fields of one record read together (`float(self.score)`, then each value of
         # `self.scores`): one conversion of the record, one cause.

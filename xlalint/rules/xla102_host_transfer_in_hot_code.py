@@ -76,7 +76,10 @@ class HostTransferInHotCode(HelperCallRule):
     helper's parameter that a call in the module hands a device tensor (or a value the
     helper computes from such a parameter: `correct = pred.eq(target)`). Values with no
     such origin are not reported: a tokenizer's `return_tensors="pt"` output or a collate
-    function's batch is built on the host, and `.cpu()` of it copies nothing; an object's
+    function's batch is built on the host, and `.cpu()` of it copies nothing, nor does
+    `.to("cpu")` of a torch op whose inputs are all host tensors (`torch.stack([torch.
+    from_numpy(t.audio) for t in tracks])`: a comprehension's elements are what it
+    makes); an object's
     attributes and a dict's collected values do not show their device. A parameter
     annotated as a tensor (`tokens: torch.Tensor`) says what it holds, not where: in a
     nested or private helper, whose callers are all in the module, it is on the host when

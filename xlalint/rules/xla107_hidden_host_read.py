@@ -69,7 +69,8 @@ class HiddenHostRead(Rule):
     every plain assignment of a local name); `argmax` along a dim or a 1-element index
     (`i.reshape(1)`) stays on the device. A torch tensor made on the host (`self.tree =
     torch.zeros(n)` in `__init__`, a factory given no device, `torch.from_numpy(a)`,
-    `x.cpu()`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
+    `x.cpu()`, a slice of such a tensor: `target = tokens[:, a:b]`, then `target[mask] =
+    0`) is indexed the same way: `self.tree[ids]` is a gather, not a Python index
     (a 0-dim integer index of the device, or an element of a device tensor looped over,
     `[perms[m] for m in min_idx]`, is still read). Nor is a dict's lookup flagged,
     also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, or
@@ -87,8 +88,10 @@ class HiddenHostRead(Rule):
     Slice bounds read from one tensor in a run (`rows[offsets[i] : offsets[i + 1]]`, then
     `cols[offsets[i] : offsets[i + 1]]` on the next line; `a[:, -keep:]` then `b[:,
     -keep:]`) are one cause with one fix, reading the bound once into a Python int: only
-    the run's first bound is reported, as XLA101 reports runs of reads of one value; so
-    are `range()` arguments read so (`range(node_nums[i - 1], node_nums[i])`).
+    the run's first bound is reported, as XLA101 reports runs of reads of one value. The
+    tensors one call reads as numbers (`range(offsets[i - 1], offsets[i])`, `torch.zeros(n,
+    m)`) are one cause too, reported once, at the first, as XLA101 reports reads handed to
+    one call.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -290,17 +293,10 @@ class HiddenHostRead(Rule):
             return
         if type(func) is cst.Name:
             if func.value == "range":
-                for arg in positional:
-                    if self.ctx.is_tensor(arg):
-                        # `range(offsets[i - 1], offsets[i])`: elements of one value read
-                        # in a run, one cause, as for slice bounds.
-                        self.report(
-                            arg,
-                            self.message.format(use="a `range()` argument"),
-                            repeat_of=self._runs.previous(
-                                read_root(arg), self.ctx.ancestors(), arg
-                            ),
-                        )
+                # `range(offsets[i - 1], offsets[i])`: one call's bounds, one cause.
+                first = next((arg for arg in positional if self.ctx.is_tensor(arg)), None)
+                if first is not None:
+                    self.report(first, self.message.format(use="a `range()` argument"))
         elif (
             isinstance(func, cst.Attribute)
             and func.attr.value in _SIZED_METHODS
@@ -358,13 +354,18 @@ class HiddenHostRead(Rule):
             use = "the parameter of a validated distribution"
             self.report(node, self.message.format(use=use), hint=_DISTRIBUTION_HINT)
 
-    def _check_sizes(self, sizes: list[cst.BaseExpression], use: str = "a size") -> None:
+    def _check_sizes(self, sizes: list[cst.BaseExpression], use: str = "a size") -> bool:
+        """Report the first size that is a tensor: the sizes of one call (`torch.zeros(n,
+        m)`) are read for one call, one cause. Whether one was reported."""
         for size in sizes:
             if isinstance(size, cst.Tuple | cst.List):
                 elements = [e.value for e in size.elements if isinstance(e, cst.Element)]
-                self._check_sizes(elements, use)
+                if self._check_sizes(elements, use):
+                    return True
             elif self.ctx.is_tensor(size):
                 self.report(size, self.message.format(use=use))
+                return True
+        return False
 
 
 def _element_indexed_by_tuple(node: cst.Subscript) -> bool:

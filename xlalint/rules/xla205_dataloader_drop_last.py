@@ -71,9 +71,11 @@ class DataLoaderDropLast(Rule):
     config=train_data_config)`): reported without a fix, since the default is the
     configuration's to change and the helper builds the evaluation loaders too.
     A loader named for evaluation (`val`, `eval`, `test`, `dev`, `predict`, `inference`,
-    `calib` in any of those names, `train=False`) is never flagged: dropping samples
-    there would change the metrics. Nor are loaders with a `batch_sampler=` (other than
-    `None`, its default), with
+    `calib` in any of those names, `train=False`), or built by a function named for it
+    and not for training (`def with_val_data(self, x, y, batch_size=1, shuffle=True)`
+    making `dataloader = DataLoader(dataset, batch_size, shuffle=shuffle)`), is never
+    flagged: dropping samples there would change the metrics. Nor are loaders with a
+    `batch_sampler=` (other than `None`, its default), with
     `batch_size=1`/`None` (or no batch size: the default is 1), with `**kwargs`, or with a
     `drop_last=` that is neither the literal `False`, such a configuration default, nor a
     parameter of the function whose default is False (`def make_train_dataloader(self,
@@ -170,6 +172,8 @@ class DataLoaderDropLast(Rule):
         words = set(self._context_words(args))
         if words & _EVAL_WORDS or _split_is(args.get("dataset"), evaluation=True):
             return
+        if not words & _TRAINING_WORDS and self._built_for_evaluation():
+            return  # `def with_val_data(self, x, y, shuffle=True)`: the validation loader
         flag = self._training_flag(args.get("shuffle"))
         if not (
             words & _TRAINING_WORDS
@@ -187,6 +191,16 @@ class DataLoaderDropLast(Rule):
         decided_elsewhere = config is not None or default or spread is not None
         fix = None if decided_elsewhere else self._drop_last_fix(node, drop_last, flag)
         self.report(node, fix=fix)
+
+    def _built_for_evaluation(self) -> bool:
+        """The function building the loader is named for evaluation and not for training
+        (`with_val_data`, `make_eval_loader`; not `train_and_eval`): whatever its loader is
+        called, it is the evaluation loader."""
+        function = self.ctx.function
+        if function is None:
+            return False
+        words = set(_words(function.name))
+        return bool(words & _EVAL_WORDS) and not words & _TRAINING_WORDS
 
     def _spread_options(self, node: cst.Call) -> cst.Call | None:
         """`DataLoader(ds, **options)` where this function assigns `options` once, from a

@@ -173,7 +173,11 @@ class PythonIndexInLoop(Rule):
     results of `x.split()`/`x.chunk()`/`x.unbind()` and names that say they hold several
     tensors (`all_hidden_states`, `*_list`, `*_tuple`) or are annotated as a `list`/`tuple`;
     `scheduler.sigmas` (schedulers keep them on the CPU); constant indexes (`x[:, 0]`);
-    tensor indexes (`x[idx]`, advanced indexing on the device); loops traced into a
+    tensor indexes (`x[idx]`, advanced indexing on the device); subscripts in a branch that
+    one pass alone takes, a test of the pass's index against a constant (`if i == 0:`) or
+    of a name the pass rebinds against the literal it held before the loop (the prefill
+    under `if prev_pos == 0:`, with `prev_pos = 0` before the loop and `prev_pos =
+    cur_pos` in its pass; `if last is None:`): one value per run of the loop; loops traced into a
     single graph (a loop inside `forward` without a barrier unrolls the same way every step
     and compiles once); and helpers called with a constant or a tensor index, helpers that
     index a list or numpy array they are passed, or that compute with the int on the host
@@ -427,6 +431,10 @@ class PythonIndexInLoop(Rule):
             if found:
                 loops |= found
                 index = index or bound
+        if index is not None:
+            loops -= self._one_pass_loops()
+            if not loops:
+                return  # `if prev_pos == 0:` in a decode loop: its first pass only
         if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
             return
         self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
@@ -526,6 +534,27 @@ class PythonIndexInLoop(Rule):
                 self.report(index.subscript, message, hint=self.helper_hint, site=call.site)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _one_pass_loops(self) -> frozenset[Loop]:
+        """The loops around the node being visited that take the branch holding it on one
+        pass at most (`if i == 0:`, `if prev_pos == 0:` with `prev_pos = 0` before the loop
+        and `prev_pos = cur_pos` in its pass): an `if` inside the loop, in whose body the
+        node is."""
+        found: set[Loop] = set()
+        tests: list[cst.BaseExpression] = []
+        child: cst.CSTNode | None = None
+        for ancestor in self.ctx.ancestors():
+            kind = type(ancestor)
+            if kind is cst.FunctionDef or kind is cst.Lambda:
+                break
+            if kind is cst.If and child is ancestor.body:  # type: ignore[attr-defined]
+                tests.append(ancestor.test)  # type: ignore[attr-defined]
+            elif (kind is cst.For or kind is cst.While) and any(
+                ancestor in self.values.one_pass(test) for test in tests
+            ):
+                found.add(ancestor)  # type: ignore[arg-type]  # the `if`s met run in its pass
+            child = ancestor
+        return frozenset(found)
+
     def _note_pointer_index(self, node: cst.Subscript) -> None:
         """A tensor sliced at a position the method reads from its instance and advances
         there (`self.queue[ptr : ptr + bs] = keys`): a new offset on every call."""
