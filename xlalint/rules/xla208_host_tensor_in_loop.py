@@ -26,10 +26,14 @@ if TYPE_CHECKING:
 # Factories that XLA builds on the device from their arguments alone. Not here:
 # `torch.tensor`/`as_tensor`/`from_numpy` copy host data whatever their device (measured:
 # 5 transfers in 5 steps either way), and the random factories, whose `device=` form draws
-# from another generator (other numbers) and still transfers a seed every step.
+# from another generator (other numbers) and still transfers a seed every step. The window
+# functions compute their values from the length alone (measured: `torch.hann_window(64)
+# .to(x)` 10 host-to-device transfers in 10 steps, with `device=` 3 in all, the first
+# step's scalars).
 _FACTORIES = frozenset(
     f"torch.{name}" for name in ("zeros", "ones", "empty", "full", "arange", "linspace",
-                                 "logspace", "eye")
+                                 "logspace", "eye", "hann_window", "hamming_window",
+                                 "blackman_window", "bartlett_window", "kaiser_window")
 )  # fmt: skip
 # Arguments that become constants of the graph when the tensor is built on the device:
 # bounds that change every pass would compile a new graph every pass (measured: 5 compiles
@@ -72,8 +76,10 @@ class HostTensorInLoop(Rule):
     """
     ## What it does
     Flags tensors built on the host and copied to the device in code that runs every
-    step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` without
-    `device=` (or with `device="cpu"`), followed by a move to a device, either chained
+    step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` and the window
+    functions (`torch.hann_window/hamming_window/blackman_window/bartlett_window/
+    kaiser_window(n)`, an STFT's window) without `device=` (or with `device="cpu"`),
+    followed by a move to a device, either chained
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
     `pos.to(device)` in the loop; not where host data is written into it in between,
     `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build). A move is
@@ -109,7 +115,10 @@ class HostTensorInLoop(Rule):
     with that hint and no fix, where the move is a `.to()`, `.cuda()` or `.type_as()` (not
     when handed to a move helper, whose device is the helper's own).
 
-    Not flagged: a move in the block that fills persistent state the first time it is
+    Not flagged: a move under an interval known to be long (`if step % 2000 == 0:`, or
+    past `if step % self.demo_every != 0: return` with such an interval: a copy once every
+    so many steps is amortised, as a host read is there); a move in the block that fills
+    persistent state the first time it is
     empty (an optimizer's `if len(state) == 0:` with `state = self.state[p]`, `if
     self.cache is None:`), which runs once, not every step; a move in a branch that
     clears its own flag (`if need_init_rnn: self.init_rnn(); need_init_rnn = False`, or
@@ -163,7 +172,9 @@ class HostTensorInLoop(Rule):
     `device=` it costs {positions_each_step.after.host_to_device}, and the results are
     {positions_each_step.outputs}. Measured by hand while writing this rule, not by a runtime
     case: `torch.zeros(16).to(dev)` transfers every step and `torch.zeros(16, device=dev)`
-    never; `torch.full((16,), 0.5)` every step against once; and the cases left out:
+    never; `torch.full((16,), 0.5)` every step against once; `torch.hann_window(64).to(x)`
+    10 transfers in 10 steps, with `device=` 3 in all (the first step's scalars); and the
+    cases left out:
     `torch.tensor(data)` transfers with or without `device=`, `torch.randint(...)` transfers on
     the host and with `device=`, and `torch.arange(i, i + 16, device=dev)` with a changing `i`
     compiles every step where the host version compiles once. Measured for `.to(t)` (5 steps,
@@ -226,9 +237,20 @@ class HostTensorInLoop(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    amortised = True  # a copy once every many steps (`if step % 2000 == 0:`) is no cost
     uses = ("loop_values",)
     # A flagged file names one of the factories (an alias still imports it by name).
-    triggers = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye")
+    triggers = (
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "_window",
+    )
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
