@@ -63,6 +63,8 @@ _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Attributes of a tensor that are views of it, on its device (`z.real` of a complex `z`).
+_TENSOR_VIEWS = frozenset({"real", "imag", "data", "T", "mT", "H", "mH"})
 _BUFFER_HINT = (
     "Register it as a buffer (`self.register_buffer(..., persistent=False)`) so that it "
     "moves to the device with the module, once"
@@ -90,7 +92,8 @@ class HostTensorInLoop(Rule):
     (beam search's `torch.zeros(bsz, n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`).
     A name given to `.to()` whose `.device` the function reads is a tensor (`.to()` takes
     a tensor, a device or a dtype, and only a tensor has a `.device`), also where it
-    comes from (a nested dict) says nothing.
+    comes from (a nested dict) says nothing; so is a view of it (`.to(z.real)`, `.data`,
+    `.T`: demucs' `ispectro` moves its window like `z.real`).
     The chain may do host arithmetic by a number on the way (`(torch.arange(bsz) * beam)
     .unsqueeze(1).type_as(tokens).to(dev)`), and is reported once, at its outer move.
     A module's attribute that every assignment in its class binds to such a factory
@@ -424,7 +427,10 @@ class HostTensorInLoop(Rule):
             return None
         if self.ctx.is_tensor(arg):
             return arg
-        return arg if isinstance(arg, cst.Name) and arg.value in self._device_bearers() else None
+        base = arg
+        if type(base) is cst.Attribute and base.attr.value in _TENSOR_VIEWS:
+            base = base.value  # `z.real` of a tensor `z`: a view of it, on its device
+        return arg if isinstance(base, cst.Name) and base.value in self._device_bearers() else None
 
     def _device_bearers(self) -> frozenset[str]:
         """Names whose `.device` the current function reads (`src_tokens.device`). `.to()`
