@@ -612,7 +612,7 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
     own = os.path.abspath(filename)
-    if own_stat := project_modules.stat_key(own):
+    if any("." in n for n in names) and (own_stat := project_modules.stat_key(own)):
         # A caller handed an instance of a base class may run a subclass's method.
         heads |= {
             base
