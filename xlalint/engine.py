@@ -339,6 +339,10 @@ def _to_diagnostics(
             or suppressions.suppresses(code, start.row)
         ):
             continue
+        if report.repeat_of is not None and not suppressions.suppresses(
+            code, _start(positions[report.repeat_of]).row
+        ):
+            continue  # the read it repeats is reported: one cause
         seen.add((code, start, end))
         diagnostics.append(
             Diagnostic(

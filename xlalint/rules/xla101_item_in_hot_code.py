@@ -25,14 +25,18 @@ class ItemInHotCode(HelperCallRule):
     they read: `self.temperature` runs its body, as a call would), and the functions that
     another module of the project calls every step (a model's `forward` calling
     `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
-    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of elements of
-    one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
-    each other) are one sync point with one fix, reported once, at the first. Two reads of
-    a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
-    serves its own purpose, can be suppressed on its own line, and costs its own sync
-    (measured by hand on the XLA CPU device: `a = int(t.item())` then `abs(a - t.item())`
-    over 5 steps cost 15 executions and 10 device-to-host transfers, against 10 and 5 for
-    the first read alone); but of reads of one value
+    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of one value
+    in a row (in one statement or in statements that follow each other: `int(t[0].item()),
+    int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n =
+    int(count.item())` then `if n != count.item():`, the same reduction `lengths.sum()`
+    twice) are one cause with one fix, reading the value once into a name, reported once,
+    at the first. The later reads are not free (measured by hand on the XLA CPU device: `a
+    = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
+    device-to-host transfers, against 10 and 5 for the first read alone), but the fix of
+    the first covers them; a `# noqa` on a read of the run hands the finding on to the
+    next read, as a `# noqa` on one line leaves the other lines reported. Different
+    reductions of one value (`t.min().item()`, `t.max().item()`) and different fields of
+    one batch (`batch["raw"]`, `batch["padded"]`) are values of their own. Of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
     total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
     one call (`self.update_k(real.item(), fake.item())`, or formatted into one of its
@@ -279,8 +283,15 @@ class ItemInHotCode(HelperCallRule):
             flagged = self._reads_device_tensor(func.value)
             if not self.ctx.type_tested_host(func.value):
                 self._reads.note_read(node, flagged)
-            if flagged and not self._repeats(func.value, node):
-                self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
+            if flagged:
+                skip, repeat_of = self._one_cause(func.value, node)
+                if not skip:
+                    self.report(
+                        node,
+                        self.message.format(call=".item()"),
+                        fix=self._detach_fix(node),
+                        repeat_of=repeat_of,
+                    )
         elif (
             type(func) is cst.Name
             and func.value in ("float", "int")
@@ -290,8 +301,11 @@ class ItemInHotCode(HelperCallRule):
             flagged = self.ctx.is_tensor(node.args[0].value)
             if not self.ctx.type_tested_host(node.args[0].value):
                 self._reads.note_read(node, flagged)
-            if flagged and not self._repeats(node.args[0].value, node):
-                self.report(node, self.message.format(call=f"{func.value}(tensor)"))
+            if flagged:
+                skip, repeat_of = self._one_cause(node.args[0].value, node)
+                if not skip:
+                    message = self.message.format(call=f"{func.value}(tensor)")
+                    self.report(node, message, repeat_of=repeat_of)
         else:
             self.note_call(node)
 
@@ -332,30 +346,32 @@ class ItemInHotCode(HelperCallRule):
                     return value, star
         return None
 
-    def _repeats(self, value: cst.BaseExpression, read: cst.Call) -> bool:
-        """A read of the value read just before (`int(t[0].item()), int(t[1].item())`), in
-        the other branch of the same conditional expression (of `x.item() if first else
-        total + x.item()` one read runs per pass), or handed to the call a reported read
-        was handed to."""
+    def _one_cause(
+        self, value: cst.BaseExpression, read: cst.Call
+    ) -> tuple[bool, cst.CSTNode | None]:
+        """(skip, repeat_of). Skipped: a read in the other branch of the same conditional
+        expression as a read of its value (of `x.item() if first else total + x.item()`
+        one read runs per pass), or handed to the call a reported read was handed to.
+        `repeat_of`: the read of the same value just before it (`int(t[0].item()),
+        int(t[1].item())`), whose finding this one repeats."""
         if self._other_branch_reads(value, read):
-            return True
+            return True, None
         handed_to = consuming_call(read, self.ctx.ancestors()) or arithmetic_whole(
             read, self.ctx.ancestors()
         )
         if handed_to is not None and id(handed_to) in self._handed:
             # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
             # float(b)`: one host number's operands.
-            return True
-        root = read_root(value)
-        if root is None:
-            # Fields of one record read together (`float(self.score)`, then each value of
-            # `self.scores`): one conversion of the record, one cause.
-            root = self.ctx.kinds.record_root(value)
-        if self._runs.repeats(root, self.ctx.ancestors()):
-            return True
-        if handed_to is not None:
+            return True, None
+        # Fields of one record read together (`float(self.score)`, then each value of
+        # `self.scores`): one conversion of the record, one cause.
+        root = self.ctx.kinds.record_root(value) or read_root(value)
+        repeat_of = self._runs.previous(root, self.ctx.ancestors(), read)
+        if handed_to is not None and repeat_of is None:
+            # A repeat claims no call: its value's run is reported already, the call's
+            # other inputs are not.
             self._handed.add(id(handed_to))
-        return False
+        return False, repeat_of
 
     def _other_branch_reads(self, value: cst.BaseExpression, read: cst.Call) -> bool:
         key = binding_key(value)

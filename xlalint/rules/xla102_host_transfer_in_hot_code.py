@@ -266,8 +266,10 @@ class HostTransferInHotCode(HelperCallRule):
                 )
             )
         ):
-            if self._runs.repeats(self._outputs_root(receiver), self.ctx.ancestors()):
-                return  # `values.cpu()` then `indices.cpu()` of one `topk`: one cause
+            # `values.cpu()` then `indices.cpu()` of one `topk`: one cause.
+            repeat_of = self._runs.previous(
+                self._outputs_root(receiver), self.ctx.ancestors(), func.attr
+            )
             if kind is Kind.TENSOR and self._defer_annotated_copy(
                 func.attr, node, receiver, message
             ):
@@ -278,7 +280,7 @@ class HostTransferInHotCode(HelperCallRule):
                     return  # `update(ids.cpu(), probs.cpu())`: one call's inputs, one cause
                 self._handed.add(id(handed_to))
             # From the method name: in a chain split over lines, that is the line to blame.
-            self.report(func.attr, message, end_node=node)
+            self.report(func.attr, message, end_node=node, repeat_of=repeat_of)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
             self._defer_parameter_copy(func.attr, node, receiver, message)
 

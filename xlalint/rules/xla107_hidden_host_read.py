@@ -80,10 +80,10 @@ class HiddenHostRead(Rule):
     the index a gather on the device. For
     `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
     depends on the data even when read once, is XLA209's (data-dependent-trip-count).
-    Slice bounds that are elements of one tensor read in a run (`rows[offsets[i] :
-    offsets[i + 1]]`, then `cols[offsets[i] : offsets[i + 1]]` on the next line) are one
-    sync point with one fix: only the run's first bound is reported, as XLA101 reports
-    runs of reads of one value.
+    Slice bounds read from one tensor in a run (`rows[offsets[i] : offsets[i + 1]]`, then
+    `cols[offsets[i] : offsets[i + 1]]` on the next line; `a[:, -keep:]` then `b[:,
+    -keep:]`) are one cause with one fix, reading the bound once into a Python int: only
+    the run's first bound is reported, as XLA101 reports runs of reads of one value.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -124,7 +124,8 @@ class HiddenHostRead(Rule):
     and 5 device-to-host transfers, against 5 and none with `validate_args=False`: the
     `logits` are checked on the host too. Two slices by one 0-d tensor in a row
     (`a[:, -keep:]`, then `b[:, -keep:]`) over 5 steps cost 14 executions and 10 transfers,
-    against 11 and 5 for one: each use reads the value again, and each is a finding. In an
+    against 11 and 5 for one: each use reads the value again, and `k = int(keep)` once
+    removes the second read (reported once, at the first). In an
     actor-critic loop `torch.tensor([R],
     device=device)` with `R` a device tensor cost one transfer per call. Indexing by a
     0-dim integer tensor, measured by hand: `x[i]` and `x[:, (i % 8).long()]` with `i =
@@ -182,14 +183,16 @@ class HiddenHostRead(Rule):
             index = element.slice
             if isinstance(index, cst.Slice):
                 for bound in (index.lower, index.upper, index.step):
-                    if (
-                        bound is not None
-                        and self.ctx.is_tensor(bound)
-                        and not self._runs.repeats(read_root(bound), self.ctx.ancestors())
-                    ):
+                    if bound is not None and self.ctx.is_tensor(bound):
                         # `x[offsets[i] : offsets[i + 1]]`, and the same bounds again on
                         # the next line: elements of one value read in a run, one cause.
-                        self.report(bound, self.message.format(use="a slice bound"))
+                        self.report(
+                            bound,
+                            self.message.format(use="a slice bound"),
+                            repeat_of=self._runs.previous(
+                                read_root(bound), self.ctx.ancestors(), bound
+                            ),
+                        )
             elif self.ctx.is_tensor(index.value):
                 if container is None:
                     container = self.ctx.kind(node.value)
