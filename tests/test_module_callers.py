@@ -279,3 +279,77 @@ def test_calls_under_a_log_interval_are_not_per_step(tmp_path: Path) -> None:
     ).replace("for x, y in loader:", "for step, (x, y) in enumerate(loader):")
     package = _package(tmp_path, train=train)
     assert _findings([package / "metrics.py"]) == []
+
+
+LIKELIHOODS = """\
+import torch
+from torch.distributions import Beta, Gamma
+
+
+class Likelihood:
+    def compute_loss(self, output, target):
+        return -self._distr(output).log_prob(target).mean()
+
+    def _distr(self, output):
+        raise NotImplementedError
+
+
+class BetaLikelihood(Likelihood):
+    def _distr(self, output):
+        alpha, beta = torch.exp(output).unbind(-1)
+        return Beta(alpha, beta)
+
+
+class GammaTable:
+    def compute_loss(self, output, target):
+        alpha, beta = torch.exp(output).unbind(-1)
+        return -Gamma(alpha, beta).log_prob(target).mean()
+"""
+
+FORECASTER = """\
+from pytorch_lightning import LightningModule
+
+from pkg.likelihoods import Likelihood
+
+
+class Forecaster(LightningModule):
+    def __init__(self, model, likelihood: Likelihood | None = None):
+        super().__init__()
+        self.model = model
+        self.likelihood = likelihood
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return self.likelihood.compute_loss(self.model(x), y)
+"""
+
+
+def test_a_method_of_an_instance_handed_by_a_class_annotation(tmp_path: Path) -> None:
+    """darts' `PLForecastingModule(likelihood: TorchLikelihood | None)` keeps the instance it
+    is handed in `self.likelihood` and calls `compute_loss` in `training_step`: the method
+    of the annotated class or of any subclass of it runs every step (`BetaLikelihood`'s
+    `_distr` through the base's `compute_loss`), not one of a class outside that family
+    (`GammaTable.compute_loss`)."""
+    package = _package(tmp_path, likelihoods=LIKELIHOODS, forecaster=FORECASTER)
+    assert _findings([package / "likelihoods.py"]) == [("XLA107", 16)]
+    names = frozenset({"BetaLikelihood.compute_loss", "GammaTable.compute_loss"})
+    found = module_callers.hot_elsewhere(str(package / "likelihoods.py"), names)
+    assert found == {"BetaLikelihood.compute_loss"}
+
+
+@pytest.mark.parametrize(
+    "forecaster",
+    [
+        # An attribute bound to a parameter of no class annotation (a host number).
+        FORECASTER.replace("likelihood: Likelihood | None = None", "likelihood: int = 0"),
+        # Annotated with the class, but called only once, at setup.
+        FORECASTER.replace(
+            "        return self.likelihood.compute_loss(self.model(x), y)\n",
+            "        return self.model(x)\n\n    def setup(self, stage):\n"
+            "        self.likelihood.compute_loss(self.model.example, stage)\n",
+        ),
+    ],
+)
+def test_handed_instances_hard_negatives(tmp_path: Path, forecaster: str) -> None:
+    package = _package(tmp_path, likelihoods=LIKELIHOODS, forecaster=forecaster)
+    assert _findings([package / "likelihoods.py"]) == []

@@ -41,6 +41,7 @@ from xlalint.analysis.intervals import (
     may_be_sparse,
     passes_its_value_once,
     past_first_pass_exit,
+    past_sparse_exit,
     resets_its_counter,
     sparse_test,
 )
@@ -554,9 +555,13 @@ class FileContext:
     @property
     def under_sparse_interval(self) -> bool:
         """In the body of `if step % interval == 0:` with an interval known to be long
-        (`analysis/intervals.py`), or past `if batch_idx > 0: return` in a function handed
-        its batch number: it runs once every many passes, not every step."""
-        return bool(self._sparse_bodies) or past_first_pass_exit(tuple(reversed(self._stack)))
+        (`analysis/intervals.py`), past `if step % interval != 0: return` with such an
+        interval, or past `if batch_idx > 0: return` in a function handed its batch number:
+        it runs once every many passes, not every step."""
+        if self._sparse_bodies:
+            return True
+        path = tuple(reversed(self._stack))
+        return past_first_pass_exit(path) or past_sparse_exit(path, self.module)
 
     @property
     def in_warning_branch(self) -> bool:

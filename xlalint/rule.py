@@ -36,7 +36,8 @@ not self.tpu:` or a predicate of this file that returns False on XLA before anyt
 else (`if self._use_closures():` with `if backend == "xla": return False` first), and a
 function or private method this file calls only from such branches; one also handed on
 as a callback, or exported in `__all__`, may run anywhere), and code under a log
-interval known to be long (`if step % 100 == 0:`, an interval this file sets to 50 or
+interval known to be long (`if step % 100 == 0:`, or past `if step % every != 0 or ...:
+return` with such an interval, a demo hook's early exit; an interval this file sets to 50 or
 more, by default too, also a setting read with such a default as `kwargs.get(
 "log_interval", 50)`, or that every call of its function here hands in so, as `fit(...,
 log_interval=100)` calling `_train_epoch(loader, log_interval)`, a fraction of a
@@ -197,6 +198,10 @@ class Rule:
     # as hot whoever calls it (`HotCode.is_hot(per_call=True)`). A host read there costs
     # one sync per call, which matters only per step.
     per_call: ClassVar[bool] = False
+    # With `hot_only`, outside family 1: the cost is paid each time the code runs (a
+    # host-to-device copy), so, as a host sync, it is amortised under a long interval
+    # (`if step % 2000 == 0:`); a recompile is not.
+    amortised: ClassVar[bool] = False
     # A file runs this rule only if its text contains one of these strings.
     triggers: ClassVar[Sequence[str]] = ()
     # The findings rest on values being tensors, which only code that uses torch has: the
@@ -263,9 +268,10 @@ class Rule:
         # with a fallback on the CPU).
         if self.hot_only and site is None and self.ctx.in_failure_handler:
             return
-        # A host sync once every many steps (`if step % 100 == 0:`) is amortised; a
-        # recompile (family 2) is not, whatever its interval.
-        if self.is_host_sync() and site is None and self.ctx.under_sparse_interval:
+        # A host sync (or a copy to the device) once every many steps (`if step % 100 ==
+        # 0:`) is amortised; a recompile (family 2) is not, whatever its interval.
+        amortised = self.is_host_sync() or (self.hot_only and self.amortised)
+        if amortised and site is None and self.ctx.under_sparse_interval:
             return
         # A warning about a checked value (`if kl.max() > 100: log.warning(...)`) runs when
         # the value has gone wrong: its reads are no per-step cost.

@@ -25,6 +25,8 @@ from xlalint.analysis.helper_indexes import TENSOR_ONLY_METHODS
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.walk import target_names
 
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power)
+
 
 @dataclass(frozen=True)
 class HelperCall:
@@ -41,6 +43,8 @@ class _Scope:
     key: FunctionKey | None
     params: set[str]  # parameters not rebound (yet)
     instances: dict[str, str] = field(default_factory=dict)  # name -> class it holds
+    # name -> the parameters it is computed from element for element (`result = a / b`)
+    derived: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class HelperCalls:
@@ -81,9 +85,13 @@ class HelperCalls:
             return
         scope = self._scopes[-1]
         made = _constructed_class(value) if value is not None else None
+        sources = self._arithmetic_sources(value) if value is not None else frozenset()
         for target in targets:
             for name in target_names(target):
                 scope.params.discard(name)
+                scope.derived.pop(name, None)
+                if sources and isinstance(target, cst.Name) and len(targets) == 1:
+                    scope.derived[name] = sources
                 if made is not None and isinstance(target, cst.Name):
                     scope.instances[name] = made
                 else:
@@ -125,6 +133,40 @@ class HelperCalls:
         if not self._scopes or not isinstance(node, cst.Name):
             return None
         return node.value if node.value in self._scopes[-1].params else None
+
+    def sources(self, node: cst.BaseExpression) -> frozenset[str]:
+        """The parameters `node` is (a parameter not rebound) or is computed from by
+        arithmetic alone (`result = a / b`, then `result[result != result] = 0.0`): it is a
+        tensor where a caller hands one of them a tensor."""
+        if not self._scopes or not isinstance(node, cst.Name):
+            return frozenset()
+        scope = self._scopes[-1]
+        if node.value in scope.params:
+            return frozenset({node.value})
+        return scope.derived.get(node.value, frozenset())
+
+    def _arithmetic_sources(self, value: cst.BaseExpression) -> frozenset[str]:
+        """The parameters (or names computed from them) an arithmetic expression of them and
+        numbers reads; empty if it reads anything else or is no arithmetic."""
+        if not isinstance(value, cst.BinaryOperation | cst.UnaryOperation):
+            return frozenset()
+        found: set[str] = set()
+        pending: list[cst.BaseExpression] = [value]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
+                pending.extend((node.left, node.right))
+            elif isinstance(node, cst.UnaryOperation) and isinstance(
+                node.operator, cst.Minus | cst.Plus
+            ):
+                pending.append(node.expression)
+            elif isinstance(node, cst.Integer | cst.Float):
+                continue
+            elif sources := self.sources(node):
+                found |= sources
+            else:
+                return frozenset()
+        return frozenset(found)
 
     def is_param(self, name: str) -> bool:
         """`param` for a name: whether it is a parameter of the function being walked, not

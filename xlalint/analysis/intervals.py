@@ -533,3 +533,40 @@ def past_first_pass_exit(path: Sequence[cst.CSTNode]) -> bool:
         and parameter(function, counter) is not None
         for statement, _, function in exits_before(path, (cst.Return,))
     )
+
+
+def _off_interval(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`n` in `step % n != 0`, `(step - 1) % n` (truthy), or one side of an `or` that is:
+    a test true on every pass but those the interval `n` counts."""
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.Or):
+            return _off_interval(test.left) or _off_interval(test.right)
+        return None
+    if isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo):
+        return test.right
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.NotEqual):
+        return None
+    for side, other in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+        if (
+            isinstance(side, cst.BinaryOperation)
+            and isinstance(side.operator, cst.Modulo)
+            and _int_value(other) == 0
+        ):
+            return side.right
+    return None
+
+
+def past_sparse_exit(path: Sequence[cst.CSTNode], module: cst.Module) -> bool:
+    """Whether the code on `path` (a node and its ancestors, innermost first) follows, in
+    its function's blocks, `if (step - 1) % self.demo_every != 0 or ...: return` with an
+    interval known to be long: it runs once every many passes, as the body of `if step %
+    every == 0:` does."""
+    class_def = next((n for n in path if type(n) is cst.ClassDef), None)
+    return any(
+        (interval := _off_interval(statement.test)) is not None
+        and long_interval(interval, function, class_def, module)
+        for statement, _, function in exits_before(path, (cst.Return,))
+    )

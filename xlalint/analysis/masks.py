@@ -428,6 +428,21 @@ class BooleanMasks:
         callers tell whether it is a tensor (XLA202/XLA203 ask `HelperCalls`)."""
         return self._index_with(node, Evidence.VALUE)
 
+    def mask_of_itself(self, node: cst.Subscript) -> cst.BaseExpression | None:
+        """The index of `node` computed like booleans (`LIKELY` evidence) from the indexed
+        name itself (`result[result != result]`, `x[x == inf]`): a mask computed from a
+        tensor wherever the indexed value is one (its callers tell, for a helper's value)."""
+        if type(node.value) is not cst.Name:
+            return None
+        mask = self._index_with(node, Evidence.LIKELY)
+        if type(mask) is not cst.Comparison or len(mask.comparisons) != 1:
+            return None
+        operands = (mask.left, mask.comparisons[0].comparator)
+        name = node.value.value
+        if not any(type(o) is cst.Name and o.value == name for o in operands):
+            return None
+        return mask
+
     def any_mask(self, node: cst.Subscript) -> cst.BaseExpression | None:
         """The index of `node` with any evidence of being a mask, whatever the indexed
         value is: for values that other evidence shows to be tensors (`th.mean(x[m])`)."""

@@ -11,7 +11,11 @@ a class of the module (a model, a tokenizer, a list) reaches nothing here, so
 fills with a class of the module (`Report.stats = Stats()` says nothing of a `Trainer`'s
 `self.stats = {}`). A script does the same through a plain name (`q_network =
 QNetwork(...).to(device)`, then `q_network.get_action(obs)` in its loop): a name every
-assignment binds to a class of the module reaches its methods.
+assignment binds to a class of the module reaches its methods. Such an instance may also
+come from a factory of the module (a function or method whose every `return` builds one,
+`self._search_factory(dev)`), through methods that hand back `self`, and a loop name over
+a name bound to a list comprehension of them holds one (parlai's `for i, b in
+enumerate(beams): b.advance(score[i])`, every token).
 """
 
 from __future__ import annotations
@@ -166,7 +170,9 @@ def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     classes, assignments = _classes_and_assignments(module)
     if not classes:
         return {}
+    made_by = _made_by(module)
     found: dict[str, set[str]] = {}
+    lists: dict[str, set[str]] = {}  # names bound to lists of instances, with their classes
     other: set[str] = set()
     for _, node in assignments:
         for target in node.targets:
@@ -174,18 +180,147 @@ def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
                 continue
             name = target.target.value
             value = node.value
-            while (
-                isinstance(value, cst.Call)
-                and isinstance(value.func, cst.Attribute)
-                and value.func.attr.value in _RETURNS_SELF
-            ):
-                value = value.func.value
-            made = _constructed(value, classes)
+            if type(value) is cst.ListComp:
+                elements = _instances(value.elt, classes, made_by)
+                if elements:
+                    lists.setdefault(name, set()).update(elements)
+                    continue
+            made = _instances(value, classes, made_by)
             if not made:
                 other.add(name)
             for cls in made:
                 found.setdefault(name, set()).update(_methods(cls, classes))
+    if lists:
+        # `for b in beams:` / `for i, b in enumerate(beams):` over such a list: `b` holds
+        # one of its instances; a name a loop binds to anything else reaches nothing.
+        for loop in _loops(module):
+            element, iterated = _loop_element(loop)
+            if element is None:
+                continue
+            held = lists.get(iterated or "") if iterated not in other else None
+            if held is None:
+                other.add(element)
+                continue
+            for cls in held:
+                found.setdefault(element, set()).update(_methods(cls, classes))
     return {name: frozenset(m) for name, m in found.items() if name not in other}
+
+
+def _instances(
+    value: cst.BaseExpression, classes: dict[str, cst.ClassDef], made_by: _MadeBy
+) -> list[str]:
+    """The module classes whose instance `value` is: `C(...)` (through methods that hand
+    back the instance, `Net(...).to(device)`, `Search(...).set_context(c)` whose every
+    `return` is `self`), or a call of a function or method of the module whose every
+    `return` builds one (a factory: `self._search_factory(device)`)."""
+    returns_self, factories = made_by
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and (value.func.attr.value in _RETURNS_SELF or value.func.attr.value in returns_self)
+    ):
+        value = value.func.value
+    made = _constructed(value, classes)
+    if made or type(value) is not cst.Call:
+        return made
+    func = value.func
+    if type(func) is cst.Name or (
+        type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
+    ):
+        name = func.value if type(func) is cst.Name else func.attr.value
+        return sorted(factories.get(name, ()))  # type: ignore[arg-type]
+    return []
+
+
+# Method names whose every `return` is `self`; functions whose every `return` builds an
+# instance of a class of the module, with those classes.
+_MadeBy = tuple[frozenset[str], dict[str, frozenset[str]]]
+
+
+@functools.lru_cache(maxsize=16)
+def _made_by(module: cst.Module) -> _MadeBy:
+    classes = _classes_and_assignments(module)[0]
+    returns_self: set[str] = set()
+    factories: dict[str, frozenset[str]] = {}
+    for function in _functions(module):
+        returned = _returned(function)
+        if not returned:
+            continue
+        if all(type(r) is cst.Name and r.value == "self" for r in returned):
+            returns_self.add(function.name.value)
+            continue
+        built = [_constructed(r, classes) for r in returned]
+        if all(built):
+            made = frozenset(cls for found in built for cls in found)
+            factories[function.name.value] = factories.get(function.name.value, made) | made
+    return frozenset(returns_self), factories
+
+
+def _functions(module: cst.Module) -> list[cst.FunctionDef]:
+    """The module's functions and methods, at any depth."""
+    found: list[cst.FunctionDef] = []
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        if type(node) in EXPRESSIONS or type(node) is cst.SimpleStatementLine:
+            continue
+        if type(node) is cst.FunctionDef:
+            found.append(node)  # type: ignore[arg-type]
+        stack.extend(code_children(node))
+    return found
+
+
+def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """What each `return` of `function` (not of the functions it defines) hands back;
+    empty if some `return` hands back nothing."""
+    found: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = list(code_children(function.body))
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if kind is cst.Return:
+            if node.value is None:  # type: ignore[attr-defined]
+                return []
+            found.append(node.value)  # type: ignore[attr-defined]
+        elif kind is cst.SimpleStatementLine:
+            stack.extend(node.body)  # type: ignore[attr-defined]
+        elif kind not in EXPRESSIONS:
+            stack.extend(code_children(node))
+    return found
+
+
+def _loops(module: cst.Module) -> list[cst.For]:
+    """The module's `for` statements, at any depth."""
+    found: list[cst.For] = []
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        node = stack.pop()
+        if type(node) in EXPRESSIONS or type(node) is cst.SimpleStatementLine:
+            continue
+        if type(node) is cst.For:
+            found.append(node)  # type: ignore[arg-type]
+        stack.extend(code_children(node))
+    return found
+
+
+def _loop_element(loop: cst.For) -> tuple[str | None, str | None]:
+    """`for b in beams` -> ("b", "beams"); `for i, b in enumerate(beams)` -> ("b",
+    "beams"); the names a loop binds to another iterable's elements -> (name, None)."""
+    target, iterated = loop.target, loop.iter
+    if (
+        type(target) is cst.Tuple
+        and len(target.elements) == 2
+        and type(iterated) is cst.Call
+        and type(iterated.func) is cst.Name
+        and iterated.func.value == "enumerate"
+        and len(iterated.args) == 1
+    ):
+        target, iterated = target.elements[1].value, iterated.args[0].value
+    if type(target) is not cst.Name:
+        return None, None
+    return target.value, iterated.value if type(iterated) is cst.Name else None
 
 
 def instance_method_call(func: cst.BaseExpression, module: cst.Module) -> bool:

@@ -33,8 +33,11 @@ Resolution: `f(...)` bound by `from .m import f` (or through a package that re-e
 it, by name or `from .m import *`), `m.f(...)` bound by `import pkg.m as m` / `from pkg
 import m`; a method through a subclass the caller defines (`self.m(...)` in its per-step
 code, `m` not its own), through an instance of the class the caller builds
-(`self.acc = Accuracy(...)`, then `self.acc.update(...)`), or one built on the spot
-(`Interpolation().interpolate(...)`).
+(`self.acc = Accuracy(...)`, then `self.acc.update(...)`), one built on the spot
+(`Interpolation().interpolate(...)`), or one the caller is handed and keeps, typed by its
+parameter's annotation (darts' `likelihood: TorchLikelihood | None`, then `self.likelihood =
+likelihood` and `self.likelihood.compute_loss(...)` in `training_step`): the method of that
+class or of any subclass of it in the module (whichever instance it is handed).
 
 The cache: every importer of the module and the root's package folders (one entry,
 `project_modules.tree`) are noted (`project_modules.note`) where the question is asked,
@@ -141,6 +144,9 @@ class _Caller:
     calls: frozenset[str]
     self_calls: tuple[tuple[tuple[str, ...], frozenset[str], str], ...]  # bases, own, method
     built: dict[str, str]  # `self.acc` / `acc` -> `Accuracy` (as spelled)
+    # `self.likelihood` -> `TorchLikelihood` (as spelled): an attribute bound to a parameter
+    # annotated with a class, which may hold an instance of any subclass of it.
+    handed: dict[str, str]
 
 
 @dataclass
@@ -372,7 +378,55 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
             for target in node.targets:
                 if (held := project_modules.dotted_name(target)) is not None:
                     built.setdefault(held, spelled)
-    return _Caller(bindings, calls, tuple(self_calls), built)
+    return _Caller(bindings, calls, tuple(self_calls), built, _handed(tree))
+
+
+def _handed(tree: ast.Module) -> dict[str, str]:
+    """`self.likelihood = likelihood` in a method whose parameter is annotated with a class
+    (`likelihood: TorchLikelihood | None = None`, `Optional[Loss]`): the attribute holds an
+    instance the caller is handed, of that class or of any subclass of it."""
+    handed: dict[str, str] = {}
+    for function in ast.walk(tree):
+        if not isinstance(function, Function):
+            continue
+        arguments = function.args
+        annotated = {
+            arg.arg: spelled
+            for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+            if arg.annotation is not None
+            and (spelled := _annotated_class(arg.annotation)) is not None
+        }
+        if not annotated:
+            continue
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in annotated
+            ):
+                for target in node.targets:
+                    held = project_modules.dotted_name(target)
+                    if held is not None and held.startswith("self."):
+                        handed.setdefault(held, annotated[node.value.id])
+    return handed
+
+
+def _annotated_class(annotation: ast.expr) -> str | None:
+    """`TorchLikelihood`, `losses.Loss`, `Loss | None`, `Optional[Loss]`: the one class an
+    annotation names (capitalized, as spelled); None for anything else."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        kept = [s for s in sides if not (isinstance(s, ast.Constant) and s.value is None)]
+        return _annotated_class(kept[0]) if len(kept) == 1 else None
+    if isinstance(annotation, ast.Subscript):
+        spelled = project_modules.dotted_name(annotation.value)
+        if spelled is None or spelled.rsplit(".", 1)[-1] != "Optional":
+            return None
+        return _annotated_class(annotation.slice)
+    spelled = project_modules.dotted_name(annotation)
+    if spelled is None or not spelled.rsplit(".", 1)[-1][:1].isupper():
+        return None
+    return spelled
 
 
 @lru_cache(maxsize=2048)
@@ -480,6 +534,12 @@ def _reached(own: str, caller_path: str, caller: _Caller) -> Iterator[str]:
             found = _target(caller_path, caller.bindings, built)
             if found is not None and found[0] == own:
                 yield f"{found[1]}.{method}"
+        elif (handed := caller.handed.get(holder)) is not None:
+            found = _target(caller_path, caller.bindings, handed)
+            if found is not None and found[0] == own:
+                # An instance of the annotated class or of a subclass: the method of
+                # whichever it is, as `_ANY_SUBCLASS` marks for `hot_elsewhere`.
+                yield f"{found[1]}{_ANY_SUBCLASS}.{method}"
     for bases, _own, method in caller.self_calls:
         for base in bases:
             found = _target(caller_path, caller.bindings, base)
@@ -497,6 +557,48 @@ def _stat(path: str) -> tuple[int, int] | None:
     several of its functions, each over the same callers (and the depfile notes the
     first stat anyway). Outside a lint, a fresh stat."""
     return _stat_in_lint(path) if lint_memo.in_lint() else project_modules.stat_key(path)
+
+
+_ANY_SUBCLASS = "+"  # `Base+.m`: the method `m` of `Base` or of any subclass of it
+
+
+@lru_cache(maxsize=1024)
+def _subclasses_at(path: str, stat: tuple[int, int]) -> dict[str, frozenset[str]]:
+    """Each class of a module with the module's classes that derive from it, directly or
+    not (bases by their last name), itself included."""
+    text = project_modules.text_at(path, stat)
+    tree = None if text is None else project_modules.parse(path, text)
+    if tree is None:
+        return {}
+    bases = {
+        node.name: {b.rsplit(".", 1)[-1] for b in map(project_modules.dotted_name, node.bases) if b}
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+    found: dict[str, frozenset[str]] = {}
+    for name in bases:
+        family = {name}
+        changed = True
+        while changed:
+            grown = {c for c, of in bases.items() if of & family} - family
+            family |= grown
+            changed = bool(grown)
+        found[name] = frozenset(family)
+    return found
+
+
+def _dispatched(own: str, reached: set[str]) -> set[str]:
+    """`Base+.m` -> `Base.m` and `Sub.m` for every subclass `Sub` of `Base` in `own`."""
+    plain = {entry for entry in reached if _ANY_SUBCLASS not in entry}
+    marked = reached - plain
+    if not marked:
+        return plain
+    stat = project_modules.stat_key(own)
+    family = _subclasses_at(own, stat) if stat else {}
+    for entry in marked:
+        base, _, method = entry.partition(f"{_ANY_SUBCLASS}.")
+        plain.update(f"{klass}.{method}" for klass in family.get(base, {base}))
+    return plain
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -540,6 +642,13 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     own = os.path.abspath(filename)
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
+    if any("." in n for n in names) and (own_stat := project_modules.stat_key(own)):
+        # A caller handed an instance of a base class may run a subclass's method.
+        heads |= {
+            base
+            for base, family in _subclasses_at(own, own_stat).items()
+            if not heads.isdisjoint(family)
+        }
     root = project_modules.package_root(own)
     index = _index(root)
     project_modules.note((project_modules.tree(root),))  # a caller added or removed
@@ -556,4 +665,6 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
         if caller is not None:
             found.update(_reached(own, path, caller))
     # A conversion helper's read is reported at its callers' calls (`module_reads.py`).
-    return frozenset(n for n in found & names if not converts_what_it_is_handed(own, n))
+    return frozenset(
+        n for n in _dispatched(own, found) & names if not converts_what_it_is_handed(own, n)
+    )

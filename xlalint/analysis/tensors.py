@@ -2067,6 +2067,12 @@ class TensorKinds:
             return Kind.HOST  # `y_pred.cpu().data`: a view of the host copy
         if base is Kind.HOST and attr in _RESULT_FIELDS and type(node.value) is cst.Call:
             return Kind.HOST  # `torch.kthvalue(host_vals, k).values`
+        if (
+            base is Kind.HOST
+            and type(node.value) is cst.Call
+            and (self.imports.resolve(node.value.func) or "").startswith("numpy.")
+        ):
+            return Kind.HOST  # `np.finfo(np.float32).eps`: a field of a numpy object
         if base is not Kind.HOST and attr in PARAMETER_ATTRIBUTES:
             return Kind.TENSOR  # `model.fc.weight`, `p.grad`
         if base is Kind.MODULE:

@@ -96,7 +96,8 @@ class ItemInHotCode(HelperCallRule):
     `.item()` exists on tensors and numpy values only: on a value of unknown kind it is
     reported in torch code, a file that imports torch or a function that runs backward
     in its own body (a trainer subclass whose module imports only its framework, reading
-    `loss_t.item()` in `forward_backward`); elsewhere it is not.
+    `loss_t.item()` in `forward_backward`); elsewhere it is not. A field of an object numpy
+    makes is a numpy value (`np.finfo(np.float32).eps.item()`): not flagged.
 
     A module's buffers are device tensors (`self.register_buffer("bank_ptr", ...)`, also
     with `tensor=`): `int(self.bank_ptr)` in the helper `forward` calls to update a memory

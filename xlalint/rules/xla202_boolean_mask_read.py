@@ -63,7 +63,9 @@ class BooleanMaskRead(HelperCallRule):
     (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
     same module hands it one (the decoding loop passes its buffers) or where the helper
     uses it as one (`p.gather(...)`, `p.view(...)`); a parameter the callers give numpy
-    arrays or lists is not flagged.
+    arrays or lists is not flagged. So is a value the helper computes from such parameters
+    by arithmetic alone (`error = pred - target`), and there a mask compared from the read
+    value itself (`error[error == error]`) is computed from a tensor.
 
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
@@ -143,7 +145,7 @@ class BooleanMaskRead(HelperCallRule):
         super().__init__(ctx)
         # Masked reads of a helper's parameters, judged by its callers once walked.
         self._pending: list[
-            tuple[cst.Subscript, FunctionKey, str, Site, tuple[int, str] | None]
+            tuple[cst.Subscript, FunctionKey, frozenset[str], Site, tuple[int, str] | None]
         ] = []
         # Reads of unknown kind given a tensor-only method (`x[m].sigmoid()`), reported
         # once the walk is over.
@@ -268,19 +270,19 @@ class BooleanMaskRead(HelperCallRule):
     def _defer(self, node: cst.Subscript) -> None:
         """`x[mask]` with a mask computed from tensors and `x` a parameter of unknown kind:
         a masked read if some caller hands `x` a tensor (or the helper uses it as one)."""
-        param = self.calls.param(node.value)
+        params = self.calls.sources(node.value)
         function = self.ctx.function
-        if param is None or function is None or self.ctx.kind(node.value) is not Kind.UNKNOWN:
+        if not params or function is None or self.ctx.kind(node.value) is not Kind.UNKNOWN:
             return
-        mask = self.ctx.masks.computed_mask(node)
+        mask = self.ctx.masks.computed_mask(node) or self.ctx.masks.mask_of_itself(node)
         if mask is not None:
             key = self._read_key(node, mask)
-            self._pending.append((node, function, param, self.ctx.site(), key))
+            self._pending.append((node, function, params, self.ctx.site(), key))
 
     def leave_Module(self, node: cst.Module) -> None:
         code = self.ctx.module.code_for_node
-        for subscript, function, param, site, key in self._pending:
-            if self.calls.holds_tensor(function, param):
+        for subscript, function, params, site, key in self._pending:
+            if any(self.calls.holds_tensor(function, param) for param in params):
                 if key is not None:
                     self._read_masks.add(key)
                 self.report(

@@ -30,7 +30,10 @@ class BooleanMaskWrite(HelperCallRule):
     flagged. A helper's parameter of unknown kind written through a mask computed from
     tensors (`lprobs[prefix_mask] = -inf` with `prefix_mask = prefix_toks.ne(pad)`) is a
     tensor where a call of the same module hands it one or where the helper uses it as one
-    (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. A
+    (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. So is
+    a value the helper computes from such parameters by arithmetic alone (`result = a / b`),
+    and there a mask compared from the written value itself (`result[result != result] =
+    0.0`, `result[result == np.inf] = 0.0`) is computed from a tensor. A
     value of unknown kind whose masked elements a torch operation that takes only tensors
     computes from and writes back (`x[:, ~done] = torch.zeros_like(x[:, ~done])`,
     `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor, so is a name the function uses as a
@@ -114,7 +117,7 @@ class BooleanMaskWrite(HelperCallRule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         # Masked writes to a helper's parameters, judged by its callers once walked.
-        self._pending: list[tuple[cst.Subscript, str, FunctionKey, str, Site]] = []
+        self._pending: list[tuple[cst.Subscript, str, FunctionKey, frozenset[str], Site]] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -207,16 +210,17 @@ class BooleanMaskWrite(HelperCallRule):
         """`x[mask] = v` with a mask computed from tensors and `x` a parameter of unknown
         kind: a masked write if some caller hands `x` a tensor (or the helper uses it as
         one)."""
-        param = self.calls.param(target.value)
+        params = self.calls.sources(target.value)
         function = self.ctx.function
-        if param is None or function is None or self.ctx.kind(target.value) is not Kind.UNKNOWN:
+        if not params or function is None or self.ctx.kind(target.value) is not Kind.UNKNOWN:
             return
-        if self.ctx.masks.computed_mask(target) is not None:
-            self._pending.append((target, operator, function, param, self.ctx.site()))
+        masks = self.ctx.masks
+        if masks.computed_mask(target) is not None or masks.mask_of_itself(target) is not None:
+            self._pending.append((target, operator, function, params, self.ctx.site()))
 
     def leave_Module(self, node: cst.Module) -> None:
-        for target, operator, function, param, site in self._pending:
-            if self.calls.holds_tensor(function, param):
+        for target, operator, function, params, site in self._pending:
+            if any(self.calls.holds_tensor(function, param) for param in params):
                 self.report(target, self._message(target, operator), site=site)
 
     def _message(self, target: cst.Subscript, operator: str) -> str:

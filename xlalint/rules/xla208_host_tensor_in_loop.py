@@ -26,10 +26,14 @@ if TYPE_CHECKING:
 # Factories that XLA builds on the device from their arguments alone. Not here:
 # `torch.tensor`/`as_tensor`/`from_numpy` copy host data whatever their device (measured:
 # 5 transfers in 5 steps either way), and the random factories, whose `device=` form draws
-# from another generator (other numbers) and still transfers a seed every step.
+# from another generator (other numbers) and still transfers a seed every step. The window
+# functions compute their values from the length alone (measured: `torch.hann_window(64)
+# .to(x)` 10 host-to-device transfers in 10 steps, with `device=` 3 in all, the first
+# step's scalars).
 _FACTORIES = frozenset(
     f"torch.{name}" for name in ("zeros", "ones", "empty", "full", "arange", "linspace",
-                                 "logspace", "eye")
+                                 "logspace", "eye", "hann_window", "hamming_window",
+                                 "blackman_window", "bartlett_window", "kaiser_window")
 )  # fmt: skip
 # Arguments that become constants of the graph when the tensor is built on the device:
 # bounds that change every pass would compile a new graph every pass (measured: 5 compiles
@@ -59,6 +63,8 @@ _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Attributes of a tensor that are views of it, on its device (`z.real` of a complex `z`).
+_TENSOR_VIEWS = frozenset({"real", "imag", "data", "T", "mT", "H", "mH"})
 _BUFFER_HINT = (
     "Register it as a buffer (`self.register_buffer(..., persistent=False)`) so that it "
     "moves to the device with the module, once"
@@ -72,8 +78,10 @@ class HostTensorInLoop(Rule):
     """
     ## What it does
     Flags tensors built on the host and copied to the device in code that runs every
-    step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` without
-    `device=` (or with `device="cpu"`), followed by a move to a device, either chained
+    step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` and the window
+    functions (`torch.hann_window/hamming_window/blackman_window/bartlett_window/
+    kaiser_window(n)`, an STFT's window) without `device=` (or with `device="cpu"`),
+    followed by a move to a device, either chained
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
     `pos.to(device)` in the loop; not where host data is written into it in between,
     `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build). A move is
@@ -84,7 +92,8 @@ class HostTensorInLoop(Rule):
     (beam search's `torch.zeros(bsz, n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`).
     A name given to `.to()` whose `.device` the function reads is a tensor (`.to()` takes
     a tensor, a device or a dtype, and only a tensor has a `.device`), also where it
-    comes from (a nested dict) says nothing.
+    comes from (a nested dict) says nothing; so is a view of it (`.to(z.real)`, `.data`,
+    `.T`: demucs' `ispectro` moves its window like `z.real`).
     The chain may do host arithmetic by a number on the way (`(torch.arange(bsz) * beam)
     .unsqueeze(1).type_as(tokens).to(dev)`), and is reported once, at its outer move.
     A module's attribute that every assignment in its class binds to such a factory
@@ -109,7 +118,10 @@ class HostTensorInLoop(Rule):
     with that hint and no fix, where the move is a `.to()`, `.cuda()` or `.type_as()` (not
     when handed to a move helper, whose device is the helper's own).
 
-    Not flagged: a move in the block that fills persistent state the first time it is
+    Not flagged: a move under an interval known to be long (`if step % 2000 == 0:`, or
+    past `if step % self.demo_every != 0: return` with such an interval: a copy once every
+    so many steps is amortised, as a host read is there); a move in the block that fills
+    persistent state the first time it is
     empty (an optimizer's `if len(state) == 0:` with `state = self.state[p]`, `if
     self.cache is None:`), which runs once, not every step; a move in a branch that
     clears its own flag (`if need_init_rnn: self.init_rnn(); need_init_rnn = False`, or
@@ -163,7 +175,9 @@ class HostTensorInLoop(Rule):
     `device=` it costs {positions_each_step.after.host_to_device}, and the results are
     {positions_each_step.outputs}. Measured by hand while writing this rule, not by a runtime
     case: `torch.zeros(16).to(dev)` transfers every step and `torch.zeros(16, device=dev)`
-    never; `torch.full((16,), 0.5)` every step against once; and the cases left out:
+    never; `torch.full((16,), 0.5)` every step against once; `torch.hann_window(64).to(x)`
+    10 transfers in 10 steps, with `device=` 3 in all (the first step's scalars); and the
+    cases left out:
     `torch.tensor(data)` transfers with or without `device=`, `torch.randint(...)` transfers on
     the host and with `device=`, and `torch.arange(i, i + 16, device=dev)` with a changing `i`
     compiles every step where the host version compiles once. Measured for `.to(t)` (5 steps,
@@ -226,9 +240,20 @@ class HostTensorInLoop(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
+    amortised = True  # a copy once every many steps (`if step % 2000 == 0:`) is no cost
     uses = ("loop_values",)
     # A flagged file names one of the factories (an alias still imports it by name).
-    triggers = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye")
+    triggers = (
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "_window",
+    )
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -402,7 +427,10 @@ class HostTensorInLoop(Rule):
             return None
         if self.ctx.is_tensor(arg):
             return arg
-        return arg if isinstance(arg, cst.Name) and arg.value in self._device_bearers() else None
+        base = arg
+        if type(base) is cst.Attribute and base.attr.value in _TENSOR_VIEWS:
+            base = base.value  # `z.real` of a tensor `z`: a view of it, on its device
+        return arg if isinstance(base, cst.Name) and base.value in self._device_bearers() else None
 
     def _device_bearers(self) -> frozenset[str]:
         """Names whose `.device` the current function reads (`src_tokens.device`). `.to()`
