@@ -237,7 +237,7 @@ def _instances(
 _MadeBy = tuple[frozenset[str], dict[str, frozenset[str]]]
 
 
-@functools.lru_cache(maxsize=16)
+@lint_memo.memo(16)
 def _made_by(module: cst.Module) -> _MadeBy:
     classes = _classes_and_assignments(module)[0]
     returns_self: set[str] = set()
