@@ -2,6 +2,8 @@
 
 Each snippet is linted with XLA101 only; `.item()` on a value in a loop of a file that
 imports torch is a finding, so the lines that still report show what a comment suppressed.
+Reads of one value in consecutive statements are one finding (`analysis/host_reads.py`), so
+a snippet whose lines must each report reads a value of its own on each (`x`, `y`, ...).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from xlalint.engine import lint_source
 from xlalint.registry import all_rules
 from xlalint.suppression import parse_suppressions
 
-HEADER = "import torch\n\nfor x in loader:\n"  # the loop body starts on line 4
+HEADER = "import torch\n\nfor x, y, z, u, v in loader:\n"  # the loop body starts on line 4
 
 
 def reported_rows(body: str) -> list[int]:
@@ -29,7 +31,16 @@ def reported_rows(body: str) -> list[int]:
 
 
 def test_unsuppressed_baseline() -> None:
-    assert reported_rows("    a = x.item()\n    b = x.item()\n") == [4, 5]
+    assert reported_rows("    a = x.item()\n    b = y.item()\n") == [4, 5]
+
+
+def test_a_run_of_reads_of_one_value_reports_once_and_noqa_hands_it_on() -> None:
+    """One cause, one finding; a `# noqa` on a read leaves the next read of the run
+    reported, as a `# noqa` on one line leaves the others."""
+    assert reported_rows("    a = x.item()\n    b = x.item()\n    c = x.item()\n") == [4]
+    assert reported_rows("    a = x.item()  # noqa\n    b = x.item()\n    c = x.item()\n") == [5]
+    both = "    a = x.item()  # noqa\n    b = x.item()  # noqa: XLA101\n    c = x.item()\n"
+    assert reported_rows(both) == [6]
 
 
 @pytest.mark.parametrize(
@@ -90,9 +101,9 @@ def test_noqa_on_another_line_does_not_suppress() -> None:
 def test_noqa_inside_a_string_does_not_suppress() -> None:
     body = """\
         a = x.item() if "# noqa" else 0
-        b = f"{x.item()} # noqa"
-        c = [x.item(), '# noqa: XLA101']
-        d = x.item()  # "# noqa" inside a comment is still a comment
+        b = f"{y.item()} # noqa"
+        c = [z.item(), '# noqa: XLA101']
+        d = u.item()  # "# noqa" inside a comment is still a comment
     """
     assert reported_rows(body) == [4, 5, 6]
 
@@ -103,16 +114,16 @@ def test_multiline_string_takes_the_noqa_at_its_end() -> None:
         {}
         """.format(x.item())  # noqa
         b = f"""
-        {x.item()}
+        {y.item()}
         """  # noqa: XLA101
         c = f"""
-        {x.item()}
+        {z.item()}
         """
         d = f"""
-        {x.item()}  # noqa
+        {u.item()}  # noqa
         """
         e = f"""  # noqa
-        {x.item()}
+        {v.item()}
         """
     '''
     # b's finding (line 8) is silenced from line 9; d's "comment" is string text; e's is too.
@@ -123,14 +134,14 @@ def test_backslash_continuation_takes_the_noqa_at_its_last_line() -> None:
     body = """\
         a = x.item() + \\
             1  # noqa
-        b = x.item() + \\
+        b = y.item() + \\
             1 + \\
             2  # noqa: XLA101
-        c = x.item() + \\
+        c = z.item() + \\
             1
-        d = x.item() + \\
+        d = u.item() + \\
             1  # noqa: XLA104
-        e = x.item() + 1  # noqa
+        e = v.item() + 1  # noqa
     """
     assert reported_rows(body) == [9, 11]
 
@@ -151,12 +162,12 @@ def test_parenthesized_call_needs_the_noqa_on_the_findings_line() -> None:
         total = add(x.item(),
                     1)  # noqa
         total = add(
-            x.item(),
+            y.item(),
         )  # noqa
-        total = add(x.item(),  # noqa
+        total = add(z.item(),  # noqa
                     1)
         total = add(
-            x.item(),  # noqa: XLA101
+            u.item(),  # noqa: XLA101
         )
     """
     assert reported_rows(body) == [4, 7]
@@ -264,17 +275,17 @@ def before(a):
     return s, t
 
 
-for x in loader:
-    a = x.item()  # noqa: XLA101
-    b = x.item()
-    c = f"""{x.item()}
+for x1, x2, x3, x4, x5, x6, x7 in loader:
+    a = x1.item()  # noqa: XLA101
+    b = x2.item()
+    c = f"""{x3.item()}
     """  # noqa
-    d = """# noqa""" + str(x.item())
-    e = (x.item(),
+    d = """# noqa""" + str(x4.item())
+    e = (x5.item(),
          1)  # noqa
-    g = x.item() \\
+    g = x6.item() \\
         + 1  # noqa
-    h = x.item()\t# noqa
+    h = x7.item()\t# noqa
 
 
 def after():

@@ -53,7 +53,9 @@ from xlalint.analysis.members import (
 )
 from xlalint.analysis.module_callers import hot_elsewhere
 from xlalint.analysis.module_classes import base_names, is_module_class
+from xlalint.analysis.module_reads import Found, ModuleReads
 from xlalint.analysis.module_steps import ModuleSteps
+from xlalint.analysis.project_modules import is_on_disk
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.settled_exits import past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
@@ -219,6 +221,7 @@ class FileContext:
         self._registers_loops = "loops" in self._uses
         self.module = module
         self.path = path
+        self._elsewhere_reads: dict[int, tuple[cst.BaseExpression, Found] | None] = {}
         self.target = target  # the torch_xla release fixes write for (`target-version`)
         self._full_text = full_text
         # The file's text as linted (None: the layer over other modules stays out).
@@ -405,6 +408,64 @@ class FileContext:
 
     def kind(self, node: cst.BaseExpression) -> Kind:
         return self.kinds.of(node)
+
+    @cached_property
+    def _module_reads(self) -> ModuleReads | None:
+        if self._text is None or not is_on_disk(self.path):
+            return None
+        return ModuleReads(self.path, self._text)
+
+    def read_elsewhere(self, call: cst.Call) -> tuple[cst.BaseExpression, Found] | None:
+        """The first device tensor `call` hands to a function of another project module
+        that reads that parameter on the host (`module_reads.py`), with the read; asked
+        by XLA101 and XLA102 (each reports the reads of its code), answered once."""
+        key = id(call)
+        if key in self._elsewhere_reads:
+            return self._elsewhere_reads[key]
+        self._elsewhere_reads[key] = found = self._read_elsewhere(call)
+        return found
+
+    def _read_elsewhere(self, call: cst.Call) -> tuple[cst.BaseExpression, Found] | None:
+        reads = self._module_reads
+        if reads is None or type(call.func) not in (cst.Name, cst.Attribute):
+            return None
+        spelled = get_full_name_for_node(call.func)
+        if spelled is None:
+            return None
+        own: str | None = None
+        if spelled.partition(".")[0] not in reads.bindings:
+            own = self._own_callee(spelled)
+            if own is None:
+                return None
+        passed = frozenset(
+            arg.keyword.value if arg.keyword else position
+            for position, arg in enumerate(call.args)
+            if not (type(arg.value) is cst.Name and arg.value.value == "None")
+        )
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                return None
+            if not self.is_tensor(arg.value):
+                continue
+            at = arg.keyword.value if arg.keyword else position
+            if own is None:
+                found = reads.read(spelled, at, passed)
+            else:
+                found = reads.read_own(own, at, passed)
+            if found is not None:
+                return arg.value, found
+        return None
+
+    def _own_callee(self, spelled: str) -> str | None:
+        """`f` for a top-level function of this file, `Class.m` for `self.m` in a method of
+        `Class`: the file's own functions, which may hand a value on to another module."""
+        if "." not in spelled:
+            return spelled if spelled in self._functions else None
+        owner, _, method = spelled.partition(".")
+        function = self.function
+        if owner != "self" or "." in method or function is None or function.class_name is None:
+            return None
+        return f"{function.class_name}.{method}"
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kinds.of(node) is Kind.TENSOR

@@ -35,6 +35,7 @@ from xlalint.diagnostics import (
     Fix,
     Location,
 )
+from xlalint.lint_memo import lint_scope
 from xlalint.positions import Focus, Positions, positions_of
 from xlalint.registry import RuleSet
 from xlalint.rule import NodeFix, PendingReport, Rule, analyses_used
@@ -124,7 +125,9 @@ def lint_source(
     parsed it already (the fixer's parse guard); the lint then reads that tree unscreened
     (the findings are the same with and without the screen, `tests/test_screen.py`)
     rather than parsing the text a second time."""
-    with shared_children():  # the analyses' hand-written walks list each node's once
+    # The analyses' hand-written walks list each node's children once; their memos by
+    # node go when the lint ends (`lint_memo`), with the trees they held.
+    with shared_children(), lint_scope():
         return _lint_source(text, filename, rules, hot_functions, target, module)
 
 
@@ -339,6 +342,10 @@ def _to_diagnostics(
             or suppressions.suppresses(code, start.row)
         ):
             continue
+        if report.repeat_of is not None and not suppressions.suppresses(
+            code, _start(positions[report.repeat_of]).row
+        ):
+            continue  # the read it repeats is reported: one cause
         seen.add((code, start, end))
         diagnostics.append(
             Diagnostic(

@@ -161,6 +161,9 @@ class PendingReport:
     site: Site
     # Judged as `per_call` rules are (`HotCode.is_hot(per_call=True)`), whatever the rule.
     per_call: bool = False
+    # A read that repeats this earlier one (`analysis/host_reads.ReadRuns`): one cause,
+    # shown only where a `# noqa` suppresses the earlier read.
+    repeat_of: cst.CSTNode | None = None
 
 
 class Rule:
@@ -217,6 +220,7 @@ class Rule:
         hint: str | None = None,
         site: Site | None = None,
         per_call: bool = False,
+        repeat_of: cst.CSTNode | None = None,
     ) -> None:
         """Report a finding at `node` (through `end_node`). `site` is where the walk was
         when the rule met the node; rules that decide after the walk pass the one they
@@ -225,7 +229,8 @@ class Rule:
         sync under a long log interval (`if step % 100 == 0:`), nor any finding in code an
         always-taken exit skips (`analysis/settled_exits.py`). With `per_call`, the
         finding is judged as a `per_call` rule's would be (a cost paid on every call with
-        new data). The message
+        new data). With `repeat_of`, the finding repeats the read at that node and shows
+        only where a `# noqa` suppresses that read. The message
         and hint name torch_xla 2.9's APIs; at an older target they are respelled as that
         release has them."""
         if self.hot_only and site is None and self.ctx.runs_without_xla:
@@ -260,6 +265,7 @@ class Rule:
                 hint=None if hint is None else respell(hint, self.ctx.target),
                 site=site or self.ctx.site(),
                 per_call=per_call,
+                repeat_of=repeat_of,
             )
         )
 

@@ -285,8 +285,8 @@ MODULES = (
     "xla608_debug_env_in_code",
 )
 TRIGGERS = {
-    "XLA101": (".item(", "float(", "int("),
-    "XLA102": ("cpu", "numpy", "tolist"),
+    "XLA101": (".item(", "float(", "int(", "import"),
+    "XLA102": ("cpu", "numpy", "tolist", "import"),
     "XLA103": ("if", "while", "assert", "and", "or", "not", "bool", "min", "max", "sort", "heap"),
     "XLA104": (
         "print",

@@ -14,11 +14,13 @@ import inspect
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import cache, lru_cache
+from functools import cache
 from operator import attrgetter
 from typing import Any
 
 import libcst as cst
+
+from xlalint import lint_memo
 
 _VISIT_HELPERS = frozenset(
     {
@@ -333,7 +335,7 @@ def target_names(target: cst.CSTNode) -> set[str]:
 # Several analyses ask what a function rebinds (is a parameter still the caller's value, is a
 # test's name settled, is a container a local), often many times for the same function: one
 # walk per function answers them all. Nodes hash by identity.
-@lru_cache(maxsize=256)
+@lint_memo.memo(256)
 def binding_counts(function: cst.FunctionDef) -> Mapping[str, int]:
     """How many times `function`'s own body binds each name: targets of `=`, annotated
     assignments, `+=`, `:=` (in comprehensions too), `for`, `with ... as`, `except ... as`,
@@ -377,7 +379,7 @@ def binding_counts(function: cst.FunctionDef) -> Mapping[str, int]:
     return counts
 
 
-@lru_cache(maxsize=256)
+@lint_memo.memo(256)
 def bound_names(function: cst.FunctionDef) -> frozenset[str]:
     """The names `function`'s own body binds, its parameters aside (see `binding_counts`)."""
     return frozenset(binding_counts(function))
@@ -414,7 +416,7 @@ def _imported(node: cst.Import | cst.ImportFrom) -> Iterator[str]:
             yield alias.evaluated_name
 
 
-@lru_cache(maxsize=16)
+@lint_memo.memo(16)
 def top_level_functions(module: cst.Module) -> frozenset[str]:
     """The names of a module's top-level functions (calls by name, dispatch tables)."""
     return frozenset(s.name.value for s in module.body if isinstance(s, cst.FunctionDef))

@@ -7,7 +7,6 @@ branch is never taken. Device rules ask whether a node sits under such a guard.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -15,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.imports import ImportTable
 from xlalint.walk import descendants, target_names
@@ -423,7 +423,7 @@ def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpressio
 
 # Interval, flag and guard questions ask about many names of the same few functions (every
 # `if` of a hot loop); one walk per function answers them all. Nodes hash by identity.
-@functools.lru_cache(maxsize=64)
+@lint_memo.memo(64)
 def _assigned_values(
     function: cst.FunctionDef,
 ) -> dict[str, list[cst.BaseExpression] | None]:

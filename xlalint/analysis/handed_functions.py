@@ -9,11 +9,11 @@ of the function pass for the parameter, where they name a function or method of 
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import libcst as cst
 
+from xlalint import lint_memo
 from xlalint.walk import code_children
 
 
@@ -141,7 +141,7 @@ class CallSite(NamedTuple):
 
 # Interval and origin questions ask about the calls of the same few functions; one walk of
 # a module answers them all (nodes hash by identity).
-@functools.lru_cache(maxsize=8)
+@lint_memo.memo(8)
 def call_sites(module: cst.Module) -> CallSites:
     """The (lazily built) call index of `module`."""
     return CallSites(module)

@@ -110,7 +110,13 @@ class HelperReads:
             value, spelled = call.args[0].value, f"{func.value}()"
         else:
             return
-        if not isinstance(value, cst.Name):
+        self.note_value_read(call, value, spelled, flagged)
+
+    def note_value_read(
+        self, call: cst.Call, value: cst.BaseExpression, spelled: str, flagged: bool
+    ) -> None:
+        """`call` reads `value` on the host (`torch.tensor([p])` reads each element)."""
+        if not self._scopes or not isinstance(value, cst.Name):
             return
         scope = self._scopes[-1]
         read = HostRead(call, spelled, flagged)

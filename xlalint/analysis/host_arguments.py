@@ -11,10 +11,9 @@ anything else, keeps what its annotation or use says.
 
 from __future__ import annotations
 
-import functools
-
 import libcst as cst
 
+from xlalint import lint_memo
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.walk import target_names
 
@@ -125,7 +124,7 @@ def _handed_copy(value: cst.BaseExpression, call: cst.Call, caller: cst.Function
 
 # Keyed by function node: a small bound, as for `guards._assigned_values`, so that a
 # worker or the language server does not keep many files' trees alive.
-@functools.lru_cache(maxsize=64)
+@lint_memo.memo(64)
 def _copy_names(function: cst.FunctionDef) -> frozenset[str]:
     """The names some plain assignment in `function` binds to a host copy: the only names
     worth following back from a call (one walk per caller)."""

@@ -28,23 +28,43 @@ _SAME_VALUE = frozenset({"cpu", "detach", "to", "clone", "float", "int", "long",
 
 
 def read_root(expr: cst.BaseExpression) -> str | None:
-    """The variable whose elements a read takes: `cumsum` of `cumsum[i - 1]` and
-    `t[0].cpu()`. None for a read of a whole value: `total += loss.item()` then
-    `print(loss.item())` serve two purposes, each of which a user may keep, rewrite or
-    suppress on its own line. None too for a value computed on the way (`t.max()`,
-    `t.sum()`): each such reduction is a graph of its own."""
-    element = False
+    """The value a read takes: `cumsum` of `cumsum[i - 1]` and `t[0].cpu()`, `keep` of
+    `-keep`, `src_len.sum()` of `src_len.sum().item()`. Reads of one value in a run wait
+    for the one graph that computes it, and one fix reads it once: `begin =
+    int(cumsum[b])` then `end = int(cumsum[e])`, `n = int(count.item())` then `if
+    n != count.item():`, `x[:, -keep:]` then `y[:, -keep:]`. Different reductions of a
+    value (`t.min()`, `t.max()`) are graphs of their own, and so are reads of values
+    computed from several (`a + b`): None."""
+    reductions = ""
     while True:
         if isinstance(expr, cst.Subscript):
-            expr, element = expr.value, True
-        elif (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in _SAME_VALUE
-        ):
+            key = _field(expr)
+            if key is not None:
+                reductions = f"[{key}]{reductions}"
+            expr = expr.value
+        elif isinstance(expr, cst.UnaryOperation):
+            expr = expr.expression
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            if method not in _SAME_VALUE:
+                if expr.args:
+                    return None
+                reductions = f".{method}(){reductions}"
             expr = expr.func.value
         else:
-            return binding_key(expr) if element else None
+            key = binding_key(expr)
+            return None if key is None else key + reductions
+
+
+def _field(subscript: cst.Subscript) -> str | None:
+    """The key of `batch["raw"]`: a field, a value of its own (`batch["raw"]` and
+    `batch["total"]` are two tensors), where `t[i]` and `t[j]` are elements of one."""
+    if len(subscript.slice) != 1:
+        return None
+    index = subscript.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        return index.value.value
+    return None
 
 
 def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.Call | None:
@@ -113,23 +133,31 @@ _FORMATTED = frozenset(
 
 
 class ReadRuns:
-    """Tells, read by read in walk order, whether a read repeats the read just before it
-    of the same value (same statement or the next statement of the same block)."""
+    """Tells, read by read in walk order, which read of the same value a read repeats:
+    the one just before it, in the same statement or the statement before it in the same
+    block. The host-sync rules report the repeat with `repeat_of` that read, so that it
+    shows only where a `# noqa` suppresses that read: a suppressed read hands its run on
+    to the next, as a `# noqa` on one line leaves the others reported."""
 
     def __init__(self) -> None:
-        self._last: dict[str, tuple[int, int]] = {}  # root -> (id(block), statement index)
+        # root -> (id(block), statement index, the read)
+        self._last: dict[str, tuple[int, int, cst.CSTNode]] = {}
 
-    def repeats(self, root: str | None, ancestors: Iterable[cst.CSTNode]) -> bool:
-        """`ancestors`: of the read, innermost first."""
+    def previous(
+        self, root: str | None, ancestors: Iterable[cst.CSTNode], read: cst.CSTNode
+    ) -> cst.CSTNode | None:
+        """The read `read` repeats, or None. `ancestors`: of the read, innermost first."""
         if root is None:
-            return False
+            return None
         where = _statement(ancestors)
         if where is None:
-            return False
+            return None
         block, index = where
         last = self._last.get(root)
-        self._last[root] = (id(block), index)
-        return last is not None and last[0] == id(block) and index - last[1] in (0, 1)
+        self._last[root] = (id(block), index, read)
+        if last is not None and last[0] == id(block) and index - last[1] in (0, 1):
+            return last[2]
+        return None
 
 
 def _statement(ancestors: Iterable[cst.CSTNode]) -> tuple[cst.CSTNode, int] | None:

@@ -589,7 +589,14 @@ class HotCode:
                 known = True
             else:
                 seeds = {entry.rsplit(".", 1)[-1] for entry in found}
-                known = bool(seeds) and name in self._reach(per_call=False, seeds=seeds) - seeds
+                # The names hot by this file's own reasoning are in the fixpoint from any
+                # seeds (the rule only adds): starting from them too, it is the same set,
+                # reached in the few passes the new seeds need.
+                known = (
+                    bool(seeds)
+                    and name
+                    in self._reach(per_call=False, seeds=seeds | self._reached_names()) - seeds
+                )
             self._elsewhere_known[qualified] = known
         return known
 

@@ -16,15 +16,14 @@ assignment binds to a class of the module reaches its methods.
 
 from __future__ import annotations
 
-import functools
-
 import libcst as cst
 
+from xlalint import lint_memo
 from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
 
 
 # Nodes hash by identity: one walk per module, whatever the number of calls asked about.
-@functools.lru_cache(maxsize=16)
+@lint_memo.memo(16)
 def member_methods(module: cst.Module) -> dict[tuple[str, str], frozenset[str]]:
     """For each class `K` of the module and attribute name `x` that `K`'s code assigns
     `self.x = C(...)` with `C` a class of the module (conditional expressions' branches
@@ -50,7 +49,7 @@ def member_methods(module: cst.Module) -> dict[tuple[str, str], frozenset[str]]:
     return {key: frozenset(methods) for key, methods in found.items()}
 
 
-@functools.lru_cache(maxsize=16)  # shared by `member_methods` and `instance_methods`
+@lint_memo.memo(16)  # shared by `member_methods` and `instance_methods`
 def _classes_and_assignments(
     module: cst.Module,
 ) -> tuple[dict[str, cst.ClassDef], list[tuple[str | None, cst.Assign]]]:
@@ -125,7 +124,7 @@ def member_method_call(
     return not owners.isdisjoint(_family(class_name, module))
 
 
-@functools.lru_cache(maxsize=256)
+@lint_memo.memo(256)
 def _family(name: str, module: cst.Module) -> frozenset[str]:
     """Class `name` with its bases and its subclasses of the module: the classes whose
     code may assign an attribute that a method of `name` reads through `self`."""
@@ -157,7 +156,7 @@ def _reach(name: str, edges: dict[str, set[str]]) -> set[str]:
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double"})
 
 
-@functools.lru_cache(maxsize=16)
+@lint_memo.memo(16)
 def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     """For each plain name that every assignment of the module binds to an instance of a
     class of the module (`q_network = QNetwork(...).to(device)`, at module level or in a
@@ -198,7 +197,7 @@ def instance_method_call(func: cst.BaseExpression, module: cst.Module) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=16)
+@lint_memo.memo(16)
 def dispatch_tables(module: cst.Module) -> dict[str, frozenset[str]]:
     """Module-level dicts whose values are functions of the module, by name, with those
     functions: `FILTERS = dict(top_p=top_p, top_k=top_k)` or `{"top_p": top_p, ...}`. A
@@ -243,7 +242,7 @@ def _table_values(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     return []
 
 
-@functools.lru_cache(maxsize=16)
+@lint_memo.memo(16)
 def own_module_names(module: cst.Module) -> frozenset[str]:
     """Module-level names bound to the module itself: `d2l = sys.modules[__name__]` (d2l's
     one-file library calls its own functions as `d2l.grad_clipping(net, 1)`)."""

@@ -47,12 +47,16 @@ from __future__ import annotations
 import ast
 import os
 import re
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from xlalint import lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
+from xlalint.analysis.module_reads import converts_what_it_is_handed
 from xlalint.analysis.module_steps import steps_its_optimizer
 
 MAX_INDEX_FILES = 4000
@@ -260,7 +264,7 @@ def _spelled(call: ast.Call) -> str | None:
     return project_modules.dotted_name(func)
 
 
-def _summary(tree: ast.Module, text: str) -> _Caller:
+def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
     defs: list[_Def] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -368,14 +372,15 @@ def _summary(tree: ast.Module, text: str) -> _Caller:
             for target in node.targets:
                 if (held := project_modules.dotted_name(target)) is not None:
                     built.setdefault(held, spelled)
-    return _Caller(project_modules.bindings(text), calls, tuple(self_calls), built)
+    return _Caller(bindings, calls, tuple(self_calls), built)
 
 
 @lru_cache(maxsize=2048)
 def _caller_at(path: str, stat: tuple[int, int]) -> _Caller | None:
     text = project_modules.text_at(path, stat)
     tree = None if text is None else project_modules.parse(path, text)
-    return None if tree is None or text is None else _summary(tree, text)
+    # The bindings `_bound` read already: one dict per caller, not two.
+    return None if tree is None else _summary(tree, _bindings_at(path, stat))
 
 
 @lru_cache(maxsize=8192)
@@ -406,7 +411,7 @@ def _target(caller_path: str, bindings: Bindings, spelled: str) -> tuple[str, st
     path = project_modules.resolve(caller_path, level, module)
     if path is None:
         return None
-    if os.path.basename(path) == "__init__.py" and (stat := project_modules.stat_key(path)):
+    if os.path.basename(path) == "__init__.py" and (stat := _stat(path)):
         project_modules.note((path,))
         again = _bindings_at(path, stat).get(name)
         if again is not None:
@@ -414,9 +419,7 @@ def _target(caller_path: str, bindings: Bindings, spelled: str) -> tuple[str, st
             if inner and (found := project_modules.resolve(path, again[0], inner)):
                 return found, inner_name
         for source in _star_sources(path, stat):  # `from .utils import *`
-            if (source_stat := project_modules.stat_key(source)) and name in _defined(
-                source, source_stat
-            ):
+            if (source_stat := _stat(source)) and name in _defined(source, source_stat):
                 return source, name
     return path, name
 
@@ -449,7 +452,7 @@ def _defined(path: str, stat: tuple[int, int]) -> frozenset[str]:
 def _bound(own: str, caller_path: str, bindings: Bindings) -> frozenset[str]:
     """The names of the module's definitions that the caller's imports bind (`"*"`: the
     module itself, through which any of them may be called)."""
-    stat = project_modules.stat_key(own)
+    stat = _stat(own)
     names = _defined(own, stat) if stat else frozenset()
     found: set[str] = set()
     for name, (level, dotted) in bindings.items():
@@ -484,14 +487,41 @@ def _reached(own: str, caller_path: str, caller: _Caller) -> Iterator[str]:
                 yield f"{found[1]}.{method}"
 
 
+@lint_memo.memo(8192)
+def _stat_in_lint(path: str) -> tuple[int, int] | None:
+    return project_modules.stat_key(path)
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    """A caller's (or a module's) size and mtime, taken once per lint: a file asks about
+    several of its functions, each over the same callers (and the depfile notes the
+    first stat anyway). Outside a lint, a fresh stat."""
+    return _stat_in_lint(path) if lint_memo.in_lint() else project_modules.stat_key(path)
+
+
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_HASH_BITS = 0xFFFFFFFF
 
 
 @lru_cache(maxsize=4096)
-def _words_at(path: str, stat: tuple[int, int]) -> frozenset[str]:
-    """The identifiers a module's text spells: a caller that never spells a name cannot
-    call it (checked before the caller is parsed)."""
-    return frozenset(_WORD.findall(project_modules.text_at(path, stat) or ""))
+def _words_at(path: str, stat: tuple[int, int]) -> array[int]:
+    """The identifiers a module's text spells, as their sorted 32-bit hashes: a caller
+    that never spells a name cannot call it (checked before the caller is parsed). A
+    hash shared by chance only lets a caller through to the parse that decides; a set of
+    the words themselves held ~80 kB per large caller, a large share of a worker's memory
+    on a large project."""
+    text = project_modules.text_at(path, stat) or ""
+    return array("I", sorted({hash(word) & _HASH_BITS for word in _WORD.findall(text)}))
+
+
+def _spells(words: array[int], names: frozenset[str]) -> bool:
+    """Whether `words` (`_words_at`) may hold one of `names`."""
+    for name in names:
+        key = hash(name) & _HASH_BITS
+        at = bisect_left(words, key)
+        if at < len(words) and words[at] == key:
+            return True
+    return False
 
 
 def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
@@ -507,22 +537,23 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     )  # fmt: skip
     if not names or not project_modules.is_on_disk(filename):
         return frozenset()
+    own = os.path.abspath(filename)
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
-    own = os.path.abspath(filename)
     root = project_modules.package_root(own)
     index = _index(root)
     project_modules.note((project_modules.tree(root),))  # a caller added or removed
     found: set[str] = set()
     callers = _callers(own, index)
-    project_modules.note(callers)
+    project_modules.note(callers, _stat)
     for path in callers:
-        stat = project_modules.stat_key(path)
-        if stat is None or lasts.isdisjoint(_words_at(path, stat)):
+        stat = _stat(path)
+        if stat is None or not _spells(_words_at(path, stat), lasts):
             continue
         if heads.isdisjoint(_bound(own, path, _bindings_at(path, stat))):
             continue  # binds neither the module nor a function or class asked about
         caller = _caller_at(path, stat)
         if caller is not None:
             found.update(_reached(own, path, caller))
-    return frozenset(found & names)
+    # A conversion helper's read is reported at its callers' calls (`module_reads.py`).
+    return frozenset(n for n in found & names if not converts_what_it_is_handed(own, n))

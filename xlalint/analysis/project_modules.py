@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 
+from xlalint import lint_memo
+
 MAX_MODULES = 48
 HOPS = 2
 _MAX_BYTES = 1 << 21  # a larger "module" is generated code: nothing to learn from it
@@ -221,7 +223,8 @@ def consulted(filename: str, text: str, hops: int = HOPS) -> tuple[str, ...]:
     return _consulted(os.path.abspath(filename), text, hops)
 
 
-@lru_cache(maxsize=64)
+# One file's question (keyed by its whole text): a memo of its lint, not of the process.
+@lint_memo.memo(8)
 def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
     found = dict.fromkeys(_imports_of(filename, text))
     frontier = list(found)
@@ -270,16 +273,17 @@ def recording() -> Iterator[dict[str, tuple[int, int] | None]]:
         _recording.reset(token)
 
 
-def note(paths: Iterable[str]) -> None:
+def note(paths: Iterable[str], stat: Callable[[str], tuple[int, int] | None] | None = None) -> None:
     """Record `paths` as consulted by the lint in progress (nothing outside `recording`).
-    The first stat wins: it is the one the analysis saw. A `tree(root)` path stands for
-    the package folders of `root` (`tree_stamp`)."""
+    The first stat wins: it is the one the analysis saw (`stat`: how the caller takes
+    it, if it keeps the stats of its files). A `tree(root)` path stands for the package
+    folders of `root` (`tree_stamp`)."""
     noted = _recording.get()
     if noted is None:
         return
     for path in paths:
         if path not in noted:
-            noted[path] = _stat_of(path)
+            noted[path] = _stat_of(path) if stat is None else stat(path)
 
 
 # -- the package folders of a root, as one depfile entry ----------------------------------

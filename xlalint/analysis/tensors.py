@@ -19,7 +19,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import bind, parameters, signature_of
 from xlalint.analysis.guards import negated
-from xlalint.analysis.host_arguments import host_parameters
+from xlalint.analysis.host_arguments import host_copy, host_parameters
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import NN_MODULE_CLASS
 from xlalint.analysis.records import (
@@ -214,6 +214,8 @@ _HOST_ANNOTATIONS = frozenset(
 _MODULE_CHAINING = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "bfloat16",
                               "double", "requires_grad_", "xla", "type"})  # fmt: skip
 _MODULE_ITERABLES = frozenset({"parameters", "buffers"})
+# `nn.Module` methods that walk its submodules (named for modules, not models' outputs).
+_MODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
 _HOST_BUILTINS = frozenset(
     {
         "len", "int", "float", "bool", "str", "repr", "isinstance", "hasattr", "range",
@@ -1982,8 +1984,8 @@ class TensorKinds:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
             return Kind.ITERABLE
-        if _names_model(attr) and not self._own_method(node):
-            return Kind.MODULE
+        if _names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
+            return Kind.MODULE  # (`self.modules` is a method walking the submodules)
         return Kind.UNKNOWN
 
     def _own_method(self, node: cst.Attribute) -> bool:
@@ -2087,6 +2089,8 @@ class TensorKinds:
                     return Kind.TENSOR  # `def _compute_loss(self, batch) -> torch.Tensor`
                 if method in self._class_tensors_returns[-1]:
                     return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
+                if method in _MODULE_WALKS:
+                    return Kind.UNKNOWN  # `self.modules()`: the submodules
                 if _names_model(method) and method not in self._class_methods[-1]:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
@@ -2111,6 +2115,8 @@ class TensorKinds:
             and not any(self.of(a.value) is Kind.TENSOR for a in call.args[1:])
         ):
             return True
+        if self._beside_a_host_copy(call):
+            return True
         values = []
         for arg in call.args:
             if arg.star or _is_keyword(arg, "device"):
@@ -2124,6 +2130,24 @@ class TensorKinds:
         return bool(values) and all(
             self.of(v) is Kind.HOST and self._holds_host_values(v) for v in values
         )
+
+    def _beside_a_host_copy(self, call: cst.Call) -> bool:
+        """A positional argument is a host copy made right there (`~valids.cpu()`, in
+        `torch.logical_or(mb.dones_cpu, ~valids.cpu())`), no argument is known to be a
+        device tensor and none names a device: the operation runs on the host, where its
+        copied input is (a device tensor beside it would raise)."""
+        copied = False
+        for arg in call.args:
+            if arg.star or _is_keyword(arg, "device"):
+                return False
+            value = arg.value
+            if self.of(value) is Kind.TENSOR:
+                return False
+            while type(value) is cst.UnaryOperation:
+                value = value.expression  # type: ignore[attr-defined]
+            if arg.keyword is None and host_copy(value) is True:
+                copied = True
+        return copied
 
     def _holds_host_values(self, value: cst.BaseExpression) -> bool:
         """A list the function fills with `append` (`value_losses.append(loss)`, then

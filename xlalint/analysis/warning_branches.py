@@ -37,21 +37,37 @@ def is_warning(call: cst.Call, imports: ImportTable) -> bool:
 
 
 def _only_warns(block: cst.BaseSuite, imports: ImportTable) -> bool:
-    """Every statement of the block is a warning call (at least one)."""
+    """Every statement of the block is a warning call (at least one), or sets a flag to a
+    constant beside one (`force_summaries = True`: no work of its own)."""
     lines = block.body if isinstance(block, cst.IndentedBlock) else (block,)
-    if not lines:
-        return False
+    warns = False
     for line in lines:
         if not isinstance(line, cst.SimpleStatementLine | cst.SimpleStatementSuite):
             return False
         for small in line.body:
-            if not (
-                type(small) is cst.Expr
-                and type(small.value) is cst.Call
-                and is_warning(small.value, imports)
-            ):
+            if type(small) is cst.Expr and type(small.value) is cst.Call:
+                if not is_warning(small.value, imports):
+                    return False
+                warns = True
+            elif not _sets_a_flag(small):
                 return False
-    return True
+    return warns
+
+
+def _sets_a_flag(statement: cst.BaseSmallStatement) -> bool:
+    """`name = True`, `self.flag = None`, `count = 0`: a constant stored, nothing run."""
+    return (
+        type(statement) is cst.Assign
+        and type(statement.value) in (cst.Name, cst.Integer, cst.Float, cst.SimpleString)  # type: ignore[attr-defined]
+        and (
+            type(statement.value) is not cst.Name  # type: ignore[attr-defined]
+            or statement.value.value in ("True", "False", "None")  # type: ignore[attr-defined]
+        )
+        and all(
+            type(t.target) in (cst.Name, cst.Attribute)
+            for t in statement.targets  # type: ignore[attr-defined]
+        )
+    )
 
 
 def in_warning_branch(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:

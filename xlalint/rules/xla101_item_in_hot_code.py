@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import libcst as cst
 
 from xlalint.analysis.arguments import bind, star_arguments
@@ -25,14 +27,18 @@ class ItemInHotCode(HelperCallRule):
     they read: `self.temperature` runs its body, as a call would), and the functions that
     another module of the project calls every step (a model's `forward` calling
     `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
-    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of elements of
-    one tensor in a row (`int(t[0].item()), int(t[1].item())`, or in statements that follow
-    each other) are one sync point with one fix, reported once, at the first. Two reads of
-    a whole value (`total += loss.item()`, then `print(loss.item())`) are two findings: each
-    serves its own purpose, can be suppressed on its own line, and costs its own sync
-    (measured by hand on the XLA CPU device: `a = int(t.item())` then `abs(a - t.item())`
-    over 5 steps cost 15 executions and 10 device-to-host transfers, against 10 and 5 for
-    the first read alone); but of reads of one value
+    is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of one value
+    in a row (in one statement or in statements that follow each other: `int(t[0].item()),
+    int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n =
+    int(count.item())` then `if n != count.item():`, the same reduction `lengths.sum()`
+    twice) are one cause with one fix, reading the value once into a name, reported once,
+    at the first. The later reads are not free (measured by hand on the XLA CPU device: `a
+    = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
+    device-to-host transfers, against 10 and 5 for the first read alone), but the fix of
+    the first covers them; a `# noqa` on a read of the run hands the finding on to the
+    next read, as a `# noqa` on one line leaves the other lines reported. Different
+    reductions of one value (`t.min().item()`, `t.max().item()`) and different fields of
+    one batch (`batch["raw"]`, `batch["padded"]`) are values of their own. Of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
     total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
     one call (`self.update_k(real.item(), fake.item())`, or formatted into one of its
@@ -58,6 +64,25 @@ class ItemInHotCode(HelperCallRule):
     (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
     `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
     (a host library's base, a plain class of the file) may return a Python number.
+
+    The same holds for a function of another module of the project that the file imports
+    (`from ..dataclass_utils import asdict_as_float`, `utils.score(out)`, a static method
+    `ModelUtils.to_float(t)`) and that reads the parameter a device tensor is handed to,
+    itself or through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
+    `maxs.mean().item()`; `assert torch.max(targets).item() < classes`), or in a function
+    of its module it hands the value on to: the call is reported, naming the function and
+    the file and line of its read. Not when the read is only of Python values (`x if
+    isinstance(x, numbers.Number) else x.item()` reads a tensor, the other branch does
+    not), made only where the call leaves a parameter out (`if dim_size is None:`), in a
+    loop of that function (its own module judges the loop), or in a function per step by
+    its own name (`forward`: its file reports it). Its own file then does not report the
+    read a second time where the function reads nothing but its parameters.
+
+    Python's `math` functions read a device tensor as a float (`math.exp(-loss)`), and
+    a helper of the module that puts its parameter into `torch.tensor([...])`'s data
+    (`torch.tensor([x], device=xs.device)` in a beam search's `append_token`) reads it as
+    `float(x)` would: the call handing it a device tensor is reported (XLA107 reports
+    device elements of such data where it sees them).
 
     `.item()` exists on tensors and numpy values only: on a value of unknown kind it is
     reported in torch code, a file that imports torch or a function that runs backward
@@ -101,7 +126,9 @@ class ItemInHotCode(HelperCallRule):
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
     arithmetic of those with each other, a torch reduction of a host tensor whose other
-    arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`),
+    arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`), a
+    torch operation beside a host copy made there (`torch.logical_or(dones,
+    ~valids.cpu())`),
     and the positions of a helper's returned tuple (a module function, or a method called
     on `self`) where every definition returns such a value on every path (`obs, r, done,
     info = self.env_step(env, action)` with `env_step` returning `torch.from_numpy(
@@ -224,7 +251,8 @@ class ItemInHotCode(HelperCallRule):
     fix_applicability = Applicability.UNSAFE
     hot_only = True
     needs_torch = True
-    triggers = (".item(", "float(", "int(")
+    # "import": a call of another project module's function that reads what it is handed.
+    triggers = (".item(", "float(", "int(", "import")
 
     helper_message = (
         "`{argument}` is handed to `{helper}()`, which reads it on the host with `{read}` "
@@ -233,6 +261,11 @@ class ItemInHotCode(HelperCallRule):
     helper_hint = (
         "Hand the helper numbers it can keep on the device (`loss.detach()` summed into a "
         "device tensor), and read the total once, after the loop"
+    )
+
+    elsewhere_message = (
+        "`{argument}` is handed to `{helper}()`, which reads it on the host with `{read}` "
+        "({file}:{line}) every step, forcing a graph execution"
     )
 
     def __init__(self, ctx: FileContext) -> None:
@@ -278,8 +311,15 @@ class ItemInHotCode(HelperCallRule):
             flagged = self._reads_device_tensor(func.value)
             if not self.ctx.type_tested_host(func.value):
                 self._reads.note_read(node, flagged)
-            if flagged and not self._repeats(func.value, node):
-                self.report(node, self.message.format(call=".item()"), fix=self._detach_fix(node))
+            if flagged:
+                skip, repeat_of = self._one_cause(func.value, node)
+                if not skip:
+                    self.report(
+                        node,
+                        self.message.format(call=".item()"),
+                        fix=self._detach_fix(node),
+                        repeat_of=repeat_of,
+                    )
         elif (
             type(func) is cst.Name
             and func.value in ("float", "int")
@@ -289,10 +329,55 @@ class ItemInHotCode(HelperCallRule):
             flagged = self.ctx.is_tensor(node.args[0].value)
             if not self.ctx.type_tested_host(node.args[0].value):
                 self._reads.note_read(node, flagged)
-            if flagged and not self._repeats(node.args[0].value, node):
-                self.report(node, self.message.format(call=f"{func.value}(tensor)"))
+            if flagged:
+                skip, repeat_of = self._one_cause(node.args[0].value, node)
+                if not skip:
+                    message = self.message.format(call=f"{func.value}(tensor)")
+                    self.report(node, message, repeat_of=repeat_of)
         else:
             self.note_call(node)
+            self._report_read_elsewhere(node)
+            self._visit_conversion(node)
+
+    def _visit_conversion(self, node: cst.Call) -> None:
+        """`math.exp(t)` of a device tensor; `torch.tensor([x])` of a helper's parameter
+        (the helper reads what it is handed; XLA107 reports device elements where it sees
+        them)."""
+        qualified = self.ctx.qualified(node.func)
+        if qualified is None or not node.args or node.args[0].keyword is not None:
+            return
+        value = node.args[0].value
+        if qualified.startswith("math.") and qualified[5:] in MATH_CONVERSIONS:
+            flagged = self.ctx.is_tensor(value)
+            if not self.ctx.type_tested_host(value):
+                self._reads.note_value_read(node, value, f"{qualified}()", flagged)
+            if flagged:
+                skip, repeat_of = self._one_cause(value, node)
+                if not skip:
+                    message = self.message.format(call=f"{qualified}(tensor)")
+                    self.report(node, message, repeat_of=repeat_of)
+        elif qualified in LIST_TENSOR_FACTORIES and type(value) in (cst.List, cst.Tuple):
+            for element in value.elements:  # type: ignore[attr-defined]
+                if type(element) is cst.Element:
+                    flagged = self.ctx.is_tensor(element.value)
+                    spelled = f"{qualified}([...])"
+                    self._reads.note_value_read(node, element.value, spelled, flagged)
+
+    def _report_read_elsewhere(self, node: cst.Call) -> None:
+        """A device tensor handed to a function of another project module that reads it
+        as a Python value (`asdict_as_float(loss)`): reported at the call."""
+        found = self.ctx.read_elsewhere(node)
+        if found is None or found[1].read.code != self.code:
+            return
+        argument, where = found
+        message = self.elsewhere_message.format(
+            argument=_spelled(self.ctx.module.code_for_node(argument)),
+            helper=where.function,
+            read=where.read.spelled,
+            file=os.path.basename(where.path),
+            line=where.read.line,
+        )
+        self.report(node, message, hint=self.helper_hint)
 
     def leave_Module(self, node: cst.Module) -> None:
         positions: Positions | None = None
@@ -331,30 +416,32 @@ class ItemInHotCode(HelperCallRule):
                     return value, star
         return None
 
-    def _repeats(self, value: cst.BaseExpression, read: cst.Call) -> bool:
-        """A read of the value read just before (`int(t[0].item()), int(t[1].item())`), in
-        the other branch of the same conditional expression (of `x.item() if first else
-        total + x.item()` one read runs per pass), or handed to the call a reported read
-        was handed to."""
+    def _one_cause(
+        self, value: cst.BaseExpression, read: cst.Call
+    ) -> tuple[bool, cst.CSTNode | None]:
+        """(skip, repeat_of). Skipped: a read in the other branch of the same conditional
+        expression as a read of its value (of `x.item() if first else total + x.item()`
+        one read runs per pass), or handed to the call a reported read was handed to.
+        `repeat_of`: the read of the same value just before it (`int(t[0].item()),
+        int(t[1].item())`), whose finding this one repeats."""
         if self._other_branch_reads(value, read):
-            return True
+            return True, None
         handed_to = consuming_call(read, self.ctx.ancestors()) or arithmetic_whole(
             read, self.ctx.ancestors()
         )
         if handed_to is not None and id(handed_to) in self._handed:
             # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
             # float(b)`: one host number's operands.
-            return True
-        root = read_root(value)
-        if root is None:
-            # Fields of one record read together (`float(self.score)`, then each value of
-            # `self.scores`): one conversion of the record, one cause.
-            root = self.ctx.kinds.record_root(value)
-        if self._runs.repeats(root, self.ctx.ancestors()):
-            return True
-        if handed_to is not None:
+            return True, None
+        # Fields of one record read together (`float(self.score)`, then each value of
+        # `self.scores`): one conversion of the record, one cause.
+        root = self.ctx.kinds.record_root(value) or read_root(value)
+        repeat_of = self._runs.previous(root, self.ctx.ancestors(), read)
+        if handed_to is not None and repeat_of is None:
+            # A repeat claims no call: its value's run is reported already, the call's
+            # other inputs are not.
             self._handed.add(id(handed_to))
-        return False
+        return False, repeat_of
 
     def _other_branch_reads(self, value: cst.BaseExpression, read: cst.Call) -> bool:
         key = binding_key(value)
@@ -412,6 +499,15 @@ class ItemInHotCode(HelperCallRule):
         # The replaced text is the call without its parentheses, which stay around it.
         detached = detached.with_changes(lpar=(), rpar=())
         return self.fix("Accumulate `.detach()` instead of `.item()`", (node, detached))
+
+
+# `math` functions that read a tensor argument as a Python float.
+MATH_CONVERSIONS = frozenset(
+    {"exp", "log", "log2", "log10", "log1p", "sqrt", "floor", "ceil", "fabs", "isnan",
+     "isinf", "isfinite", "pow", "cos", "sin", "tan", "tanh", "atan", "trunc", "expm1"}
+)  # fmt: skip
+# torch functions that build a tensor from Python values, reading each element.
+LIST_TENSOR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 
 
 def _spelled(code: str) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -106,6 +107,16 @@ class HostTransferInHotCode(HelperCallRule):
     each handed on as an argument of its own (`metric(y.cpu().numpy(),
     pred.cpu().numpy().astype("float64"))`), are reported each.
 
+    A device tensor handed, in code that runs every step, to a function of another module
+    of the project that copies that parameter to the host (`to_numpy(loss)` with `def
+    to_numpy(t): return t.detach().cpu().numpy()` in `tools/torch_tools.py`, a static
+    `ModelUtils.to_numpy(entropy)`, `from .data import to_numpy` re-exported by a package)
+    costs the copy every step: the call is reported, naming the function and the file and
+    line of its copy (not a copy of Python values only, one in a loop of that function,
+    one in its branch for another device, `if mps: prediction = prediction.cpu()`, or one
+    that function makes only without a parameter the call passes). Reads that are Python
+    values (`.item()`, `float()`) are XLA101's.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
     the host needs its value, so the pending graph is compiled and executed right there and
@@ -153,7 +164,13 @@ class HostTransferInHotCode(HelperCallRule):
     hint = "Keep the value on the device and copy it once after the loop, or in xm.add_step_closure"
     hot_only = True
     needs_torch = True
-    triggers = ("cpu", "numpy", "tolist")
+    # "import": a call of another project module's function that copies what it is handed.
+    triggers = ("cpu", "numpy", "tolist", "import")
+
+    elsewhere_message = (
+        "`{argument}` is handed to `{helper}()`, which copies it to the host with `{read}` "
+        "({file}:{line}) every step, forcing a graph execution"
+    )
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -229,6 +246,7 @@ class HostTransferInHotCode(HelperCallRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)
+        self._report_copy_elsewhere(node)
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._note_backward(func.value)
@@ -266,8 +284,10 @@ class HostTransferInHotCode(HelperCallRule):
                 )
             )
         ):
-            if self._runs.repeats(self._outputs_root(receiver), self.ctx.ancestors()):
-                return  # `values.cpu()` then `indices.cpu()` of one `topk`: one cause
+            # `values.cpu()` then `indices.cpu()` of one `topk`: one cause.
+            repeat_of = self._runs.previous(
+                self._outputs_root(receiver), self.ctx.ancestors(), func.attr
+            )
             if kind is Kind.TENSOR and self._defer_annotated_copy(
                 func.attr, node, receiver, message
             ):
@@ -278,9 +298,26 @@ class HostTransferInHotCode(HelperCallRule):
                     return  # `update(ids.cpu(), probs.cpu())`: one call's inputs, one cause
                 self._handed.add(id(handed_to))
             # From the method name: in a chain split over lines, that is the line to blame.
-            self.report(func.attr, message, end_node=node)
+            self.report(func.attr, message, end_node=node, repeat_of=repeat_of)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
             self._defer_parameter_copy(func.attr, node, receiver, message)
+
+    def _report_copy_elsewhere(self, node: cst.Call) -> None:
+        """A device tensor handed to a function of another project module that copies it
+        to the host (`to_numpy(loss)`): reported at the call."""
+        found = self.ctx.read_elsewhere(node)
+        if found is None or found[1].read.code != self.code:
+            return
+        argument, where = found
+        code = self.ctx.module.code_for_node(argument)
+        message = self.elsewhere_message.format(
+            argument=code if len(code) <= 40 and "\n" not in code else "the tensor",
+            helper=where.function,
+            read=where.read.spelled,
+            file=os.path.basename(where.path),
+            line=where.read.line,
+        )
+        self.report(node, message)
 
     def _note_backward(self, value: cst.BaseExpression) -> None:
         """`scaled.backward()`: `scaled` and every name it was computed from here hold the

@@ -56,11 +56,14 @@ class HiddenHostRead(Rule):
     a bound of `torch.arange(...)`, an argument of `range(...)`, the split points of numpy's
     splits (`np.split(forces, indices_or_sections=batch.ptr[1:])`, `np.array_split`), an
     element of the data of
-    `torch.tensor([...])` (`torch.tensor([R], device=device)` reads `R`), or a parameter of
-    a `torch.distributions` distribution built with argument validation on (the default
-    where Python runs without `-O`): `Categorical(probs)` checks `probs` on the host when it
-    is built and again in each `log_prob`. Indexing a tensor with
-    a tensor (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
+    `torch.tensor([...])` (`torch.tensor([R], device=device)` reads `R`; so does a list
+    the function appends device tensors to, `volumes.append(torch.dot(a, b))` then
+    `torch.tensor(volumes)`: measured on the XLA CPU device, 4 volumes over 3 steps cost
+    12 `aten::_local_scalar_dense`, where `torch.stack(volumes)` stays on the device), or
+    a parameter of a `torch.distributions` distribution built with argument validation on
+    (the default where Python runs without `-O`): `Categorical(probs)` checks `probs` on
+    the host when it is built and again in each `log_prob`. Indexing a tensor with a tensor
+    (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
     index is a 0-dim integer tensor of the device, which PyTorch reads as a Python int
     (`x[i]` with `i = torch.argmax(scores)`, `scores.argmin()`, `(i % n).long()`, by
     every plain assignment of a local name); `argmax` along a dim or a 1-element index
@@ -80,10 +83,10 @@ class HiddenHostRead(Rule):
     the index a gather on the device. For
     `range(t)` this rule reports the hidden read of `t`; the loop's trip count, which
     depends on the data even when read once, is XLA209's (data-dependent-trip-count).
-    Slice bounds that are elements of one tensor read in a run (`rows[offsets[i] :
-    offsets[i + 1]]`, then `cols[offsets[i] : offsets[i + 1]]` on the next line) are one
-    sync point with one fix: only the run's first bound is reported, as XLA101 reports
-    runs of reads of one value.
+    Slice bounds read from one tensor in a run (`rows[offsets[i] : offsets[i + 1]]`, then
+    `cols[offsets[i] : offsets[i + 1]]` on the next line; `a[:, -keep:]` then `b[:,
+    -keep:]`) are one cause with one fix, reading the bound once into a Python int: only
+    the run's first bound is reported, as XLA101 reports runs of reads of one value.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python indexes,
@@ -124,7 +127,8 @@ class HiddenHostRead(Rule):
     and 5 device-to-host transfers, against 5 and none with `validate_args=False`: the
     `logits` are checked on the host too. Two slices by one 0-d tensor in a row
     (`a[:, -keep:]`, then `b[:, -keep:]`) over 5 steps cost 14 executions and 10 transfers,
-    against 11 and 5 for one: each use reads the value again, and each is a finding. In an
+    against 11 and 5 for one: each use reads the value again, and `k = int(keep)` once
+    removes the second read (reported once, at the first). In an
     actor-critic loop `torch.tensor([R],
     device=device)` with `R` a device tensor cost one transfer per call. Indexing by a
     0-dim integer tensor, measured by hand: `x[i]` and `x[:, (i % 8).long()]` with `i =
@@ -175,6 +179,15 @@ class HiddenHostRead(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._runs = ReadRuns()
+        # Per function: lists it appends device tensors to (`volumes.append(torch.dot(a,
+        # b))`), which `torch.tensor(volumes)` reads element by element.
+        self._device_lists: list[set[str]] = [set()]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._device_lists.append(set())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._device_lists.pop()
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         container = None  # computed only when an index is a tensor
@@ -182,14 +195,16 @@ class HiddenHostRead(Rule):
             index = element.slice
             if isinstance(index, cst.Slice):
                 for bound in (index.lower, index.upper, index.step):
-                    if (
-                        bound is not None
-                        and self.ctx.is_tensor(bound)
-                        and not self._runs.repeats(read_root(bound), self.ctx.ancestors())
-                    ):
+                    if bound is not None and self.ctx.is_tensor(bound):
                         # `x[offsets[i] : offsets[i + 1]]`, and the same bounds again on
                         # the next line: elements of one value read in a run, one cause.
-                        self.report(bound, self.message.format(use="a slice bound"))
+                        self.report(
+                            bound,
+                            self.message.format(use="a slice bound"),
+                            repeat_of=self._runs.previous(
+                                read_root(bound), self.ctx.ancestors(), bound
+                            ),
+                        )
             elif self.ctx.is_tensor(index.value):
                 if container is None:
                     container = self.ctx.kind(node.value)
@@ -241,6 +256,14 @@ class HiddenHostRead(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if (
+            type(func) is cst.Attribute
+            and func.attr.value == "append"
+            and type(func.value) is cst.Name
+            and len(node.args) == 1
+            and self.ctx.is_tensor(node.args[0].value)
+        ):
+            self._device_lists[-1].add(func.value.value)
         qualified = self.ctx.qualified(func)
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         keywords = [
@@ -296,7 +319,12 @@ class HiddenHostRead(Rule):
             self.report(points, self.message.format(use=use))
 
     def _check_data(self, data: cst.BaseExpression) -> None:
-        """`torch.tensor([R, x])`: each tensor element is read as a Python number."""
+        """`torch.tensor([R, x])`: each tensor element is read as a Python number; so is
+        each element of a list the function appends device tensors to."""
+        if type(data) is cst.Name and data.value in self._device_lists[-1]:
+            use = "an element of `torch.tensor()` data (a list of device tensors)"
+            self.report(data, self.message.format(use=use))
+            return
         if isinstance(data, cst.List | cst.Tuple):
             for element in data.elements:
                 if isinstance(element, cst.Element):

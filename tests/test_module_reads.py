@@ -1,0 +1,294 @@
+"""Host reads in functions of other project modules that a per-step call hands a device
+tensor to (`analysis/module_reads.py`, `analysis/param_reads.py`): reported at the call,
+once per cause, with the helper in the cache entry's depfile."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import xlalint
+from xlalint import api, screen
+from xlalint.cache import ResultCache
+from xlalint.config import Settings
+
+UTILS = """\
+import math
+
+import torch
+
+
+def to_numpy(t):
+    return t.detach().cpu().numpy()
+
+
+def diagonal_score(alignments, binary=False):
+    maxs = alignments.max(dim=1)[0]
+    if binary:
+        maxs[maxs > 0] = 1
+    return maxs.mean(dim=1).mean(dim=0).item()
+
+
+def one_hot(targets, classes):
+    assert torch.max(targets).item() < classes
+    return torch.zeros(targets.shape[0], classes, device=targets.device)
+
+
+def as_number(x):
+    return x if isinstance(x, (int, float)) else float(x)
+
+
+def log_value(v):
+    return _exp(v)
+
+
+def _exp(v):
+    return math.exp(v)
+
+
+class ModelUtils:
+    @staticmethod
+    def to_numpy(t):
+        return t.cpu().numpy()
+"""
+
+TRAIN = """\
+import torch
+import torch.nn.functional as F
+
+from . import utils
+from .utils import ModelUtils, as_number, diagonal_score, log_value, one_hot, to_numpy
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        out = model(x)
+        loss = F.mse_loss(out, y)
+        loss.backward()
+        optimizer.step()
+        a = to_numpy(loss)
+        b = diagonal_score(out)
+        c = one_hot(y.view(-1, 1), 10)
+        d = as_number(loss)
+        e = log_value(loss)
+        f = ModelUtils.to_numpy(loss)
+        g = utils.diagonal_score(out)
+        h = to_numpy(x.shape)
+        print(a, b, c, d, e, f, g, h)
+"""
+
+EXPECTED = [
+    ("train.py", 14, "XLA102"),
+    ("train.py", 15, "XLA101"),
+    ("train.py", 16, "XLA101"),
+    ("train.py", 17, "XLA101"),
+    ("train.py", 18, "XLA101"),
+    ("train.py", 19, "XLA102"),
+    ("train.py", 20, "XLA101"),
+]
+
+
+def _package(root: Path, utils: str = UTILS, train: str = TRAIN) -> Path:
+    package = root / "proj"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "utils.py").write_text(utils)
+    (package / "train.py").write_text(train)
+    return package
+
+
+def _check(paths: list[Path], cache: ResultCache | None = None) -> list[tuple[str, int, str]]:
+    settings = Settings(root=paths[0].parent, select=("XLA1",))
+    report = api.check_paths(paths, settings, jobs=1, cache=cache)
+    return sorted((Path(d.filename).name, d.start.row, d.code) for d in report.diagnostics)
+
+
+def test_reads_in_imported_helpers_are_reported_at_the_call(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    assert _check([package / "train.py"]) == EXPECTED
+
+
+def test_message_names_the_helper_and_its_read(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    settings = Settings(root=package, select=("XLA101",))
+    report = api.check_paths([package / "train.py"], settings, jobs=1)
+    messages = {d.start.row: d.message for d in report.diagnostics}
+    assert "`diagonal_score()`" in messages[15] and "(utils.py:14)" in messages[15]
+    assert "`log_value()`" in messages[18] and "math.exp()" in messages[18]
+
+
+def test_one_finding_per_cause_with_the_helper_linted_too(tmp_path: Path) -> None:
+    """The helpers read what they are handed and nothing else: their own file does not
+    report the reads that their per-step callers' calls are reported for."""
+    package = _package(tmp_path)
+    assert _check([package / "train.py", package / "utils.py"]) == EXPECTED
+
+
+def test_reexport_of_a_package(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    (package / "__init__.py").write_text("from .utils import to_numpy\n")
+    (tmp_path / "script.py").write_text(
+        "import torch\n\nfrom proj import to_numpy\n\n\n"
+        "def train(model, xs, opt):\n    for x in xs:\n        loss = model(x).sum()\n"
+        "        loss.backward()\n        opt.step()\n        print(to_numpy(loss))\n"
+    )
+    settings = Settings(root=tmp_path, select=("XLA102",))
+    report = api.check_paths([tmp_path / "script.py"], settings, jobs=1)
+    assert [d.start.row for d in report.diagnostics] == [11]
+
+
+HELPER_NEGATIVES = """\
+import torch
+
+
+def scatter_max(src, index, dim_size=None):
+    if dim_size is None:
+        dim_size = int(index.max()) + 1
+    return src.new_zeros(dim_size).scatter_reduce(0, index, src, reduce="amax")
+
+
+def count(t):
+    return int(t.shape[0]) + int(t.numel())
+
+
+def only_numbers(x):
+    if isinstance(x, torch.Tensor):
+        return x
+    return float(x)
+
+
+def generate(prompt, steps):
+    token = prompt
+    out = []
+    for _ in range(steps):
+        out.append(token.item())
+    return out
+
+
+def forward(x):
+    return x.item()
+
+
+def rebound(t):
+    t = 3
+    return float(t)
+
+
+def nms(prediction, conf):
+    mps = "mps" in prediction.device.type
+    if mps:
+        prediction = prediction.cpu()
+    return prediction[prediction > conf]
+
+
+def num_nodes(edge_index, count=None):
+    if count is not None:
+        return count
+    return int(edge_index.max()) + 1
+
+
+def subgraph(edge_index, count=None):
+    return num_nodes(edge_index, count)
+"""
+
+CALLER_NEGATIVES = """\
+import torch
+
+from .helpers import count, forward, generate, nms, only_numbers, rebound, scatter_max, subgraph
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        out = model(x)
+        loss = out.sum()
+        loss.backward()
+        optimizer.step()
+        a = scatter_max(out, y, dim_size=4)
+        b = count(out)
+        c = only_numbers(loss)
+        d = generate(out, 3)
+        e = forward(out)
+        f = rebound(out)
+        g = count(3)
+        h = nms(out, 0.5)
+        i = subgraph(y, 10)
+        print(a, b, c, d, e, f, g, h, i)
+"""
+
+
+def test_hard_negatives(tmp_path: Path) -> None:
+    """A read skipped where the caller passes the value it stands in for (also two hops
+    away), shape reads, a read only of Python values, reads in the helper's own loop (its
+    module judges them), a per-step helper (its file reports it), a rebound parameter, a
+    copy in a branch for another device (MPS)."""
+    package = _package(tmp_path, train=CALLER_NEGATIVES)
+    (package / "helpers.py").write_text(HELPER_NEGATIVES)
+    assert _check([package / "train.py"]) == []
+
+
+def test_a_helper_that_knows_xla_contributes_nothing(tmp_path: Path) -> None:
+    package = _package(tmp_path, utils="import torch_xla\n" + UTILS)
+    assert _check([package / "train.py"]) == []
+
+
+def test_no_path_no_layer(tmp_path: Path) -> None:
+    """A text without a file on disk (stdin) resolves no import."""
+    from xlalint.engine import lint_source
+    from xlalint.registry import all_rules
+
+    _package(tmp_path)
+    result = lint_source(TRAIN, "<stdin>", [all_rules()["XLA101"], all_rules()["XLA102"]])
+    assert result.diagnostics == []
+
+
+def test_screen_keeps_findings_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = _package(tmp_path)
+    screened = _check([package])
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    assert _check([package]) == screened == EXPECTED
+
+
+def test_editing_the_helper_relints_the_caller_on_a_warm_run(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "train.py"]
+    assert _check(paths, cache) == EXPECTED
+    entries = cache.directory / xlalint.__version__
+    stored = set(os.listdir(entries))
+    assert _check(paths, cache) == EXPECTED  # warm: a hit
+    assert set(os.listdir(entries)) == stored
+    # The caller's bytes are unchanged; the helper no longer copies to the host.
+    utils = package / "utils.py"
+    utils.write_text(UTILS.replace("    return t.detach().cpu().numpy()\n", "    return t\n"))
+    assert ("train.py", 14, "XLA102") not in _check(paths, cache)
+    utils.write_text(UTILS)
+    assert _check(paths, cache) == EXPECTED
+
+
+LOSS = """\
+import torch
+from torch import nn
+
+from .utils import one_hot
+
+
+class SmoothedLoss(nn.Module):
+    def valid_targets(self, target, classes):
+        mask = target != -1
+        valid = target.float() * mask.float()
+        return one_hot(valid.view(-1, 1), classes)
+
+    def forward(self, output, target):
+        targets = self.valid_targets(target=target, classes=output.shape[1])
+        return -(targets * output.log_softmax(-1)).sum()
+"""
+
+
+def test_a_method_of_the_file_that_hands_the_value_on(tmp_path: Path) -> None:
+    """`forward` hands the target to a method of its class that hands a value computed
+    from it to another module's helper, which reads it: reported at `forward`'s call."""
+    package = _package(tmp_path)
+    (package / "loss.py").write_text(LOSS)
+    assert _check([package / "loss.py"]) == [("loss.py", 14, "XLA101")]

@@ -1,0 +1,246 @@
+"""Host reads inside the functions of other project modules that a call hands a value to.
+
+`from ..dataclass_utils import asdict_as_float`, then `asdict_as_float(loss)` every step;
+`from TTS.tts.utils.measures import alignment_diagonal_score`, then
+`alignment_diagonal_score(outputs["alignments"])` in `train_step`: the read happens in
+another file, on the value this file hands over. `ModuleReads.read(call, position)` says
+whether the function a call reaches in a module the file imports (`f` bound by `from m
+import f`, `m.f` by `import m` / `from . import m`, `Cls.m` for a static method of an
+imported class, through one re-export of a package's `__init__.py`) reads the parameter
+that argument binds on the host (`param_reads.summarize`), itself or in a function of its
+module it hands the value on to (two hops).
+
+Bounded as `module_steps.py` is: only the modules `project_modules.consulted` names, read
+with CPython's `ast` once per path and size/mtime in a process (a summary per function that
+reads a parameter, not the tree); a module that names XLA or TPUs contributes nothing.
+Every list computed and module read is noted (`project_modules.note`) for the file's
+cache entry, so editing the helper re-lints its callers' files.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from xlalint.analysis import project_modules
+from xlalint.analysis.devices import names_xla
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
+from xlalint.analysis.param_reads import Read, Summary, summarize
+
+_HOPS = 2  # the function called, and one function of a module it hands the value to
+
+
+@dataclass(frozen=True)
+class _Module:
+    """One project module: the summaries of its functions and of its classes' methods
+    (`Class.m`) that read or hand on a parameter, and what its imports bind."""
+
+    path: str
+    functions: dict[str, Summary]
+    bindings: dict[str, tuple[int, str]]
+    knows_xla: bool
+
+
+@dataclass(frozen=True)
+class Found:
+    """A host read a call causes in another module: the function called (as its module
+    spells it), the read, and the file the read is in."""
+
+    function: str
+    read: Read
+    path: str
+
+
+def module_summary(path: str) -> _Module | None:
+    """The summary of the project module at `path` (noted for the cache entry)."""
+    stat = project_modules.stat_key(path)
+    project_modules.note((path,))
+    return None if stat is None else _module_at(path, stat)
+
+
+@lru_cache(maxsize=2048)
+def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
+    """Made once per path and size/mtime in a process; the tree is dropped after."""
+    text = project_modules.text_at(path, stat)
+    tree = None if text is None else project_modules.parse(path, text)
+    if tree is None or text is None:
+        return None
+    return _Module(path, _summaries(tree), project_modules.bindings(text), names_xla(text))
+
+
+def _summaries(tree: ast.Module) -> dict[str, Summary]:
+    found: dict[str, Summary] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name not in found and (summary := summarize(node, False)) is not None:
+                found[node.name] = summary
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                key = f"{node.name}.{item.name}"
+                if key not in found and (summary := summarize(item, True)) is not None:
+                    found[key] = summary
+    return found
+
+
+def converts_what_it_is_handed(path: str, qualified: str) -> bool:
+    """Whether the function `qualified` (`f`, `Class.m`) of the module at `path` reads
+    parameters on the host, and nothing else: a conversion helper, whose callers in other
+    modules report the call (`module_callers.py` asks, so that the read is not reported a
+    second time in the helper's file)."""
+    stat = project_modules.stat_key(path)
+    module = None if stat is None else _module_at(path, stat)
+    summary = None if module is None else module.functions.get(qualified)
+    if summary is None or summary.bound:
+        return False
+    return bool(summary.reads) and summary.only_parameters
+
+
+class ModuleReads:
+    """The linted file's view of the host reads in the functions it imports; nothing is
+    read until a question needs it."""
+
+    def __init__(self, filename: str, text: str) -> None:
+        self.filename = filename
+        self._text = text
+        self._bindings: dict[str, tuple[int, str]] | None = None
+        self._allowed: frozenset[str] | None = None
+
+    @property
+    def bindings(self) -> dict[str, tuple[int, str]]:
+        """What the file's import statements bind (no module is read to answer)."""
+        if self._bindings is None:
+            self._bindings = project_modules.bindings(self._text)
+        return self._bindings
+
+    def _may_read(self, path: str, importer: str) -> bool:
+        """The modules the file imports, and for a value handed on, those the module
+        handing it imports (its text is in the depfile already)."""
+        if importer != self.filename:
+            stat = project_modules.stat_key(importer)
+            return stat is not None and path in project_modules.module_imports(importer, stat)
+        if self._allowed is None:
+            paths = project_modules.consulted(self.filename, self._text, hops=1)
+            project_modules.note(paths)
+            self._allowed = frozenset(paths)
+        return path in self._allowed
+
+    def read(
+        self, spelled: str, position: int | str, passed: frozenset[int | str] = frozenset()
+    ) -> Found | None:
+        """The host read that calling `spelled` (`f`, `m.f`, `Cls.m`, as the file writes
+        it) causes on the argument at `position` (an index or a keyword); None if the
+        function is not found, reads nothing of it, or is per step by its own name (its
+        own file reports the read). `passed`: the positions and keywords the call passes
+        (a read made only where one of them is left out is not made)."""
+        head, _, rest = spelled.partition(".")
+        binding = self.bindings.get(head)
+        if binding is None or spelled.rsplit(".", 1)[-1][:1].isupper():
+            return None  # (`Attention(...)`: a class built, no function of a module run)
+        level, dotted = binding
+        located = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted, 1)
+        if located is None:
+            return None
+        return self._answer(*located, position, passed, own=False)
+
+    def read_own(
+        self, qualified: str, position: int | str, passed: frozenset[int | str] = frozenset()
+    ) -> Found | None:
+        """`read` for a function of the linted file itself (`f`, or `Class.m` called as
+        `self.m(...)`), as far as it hands the value on to a function of another module:
+        the file's own reads are its rules' (XLA101's same-module helper reads)."""
+        path = os.path.abspath(self.filename)
+        stat = project_modules.stat_key(path)
+        module = None if stat is None else _module_at(path, stat)
+        if module is None:
+            return None
+        found = self._answer(module, qualified, position, passed, own=True)
+        return found if found is not None and found.path != module.path else None
+
+    def _answer(
+        self,
+        module: _Module,
+        qualified: str,
+        position: int | str,
+        passed: frozenset[int | str],
+        own: bool,
+    ) -> Found | None:
+        if PER_STEP_FUNCTIONS.match(qualified.rsplit(".", 1)[-1]):
+            return None
+        found = self._reads(module, qualified, position, _HOPS, own)
+        if found is None or not found.read.unless:
+            return found
+        summary = module.functions[qualified]
+        param = summary.parameter_at(position)
+        if found.read is not summary.read_of(param or ""):
+            return None  # a read further on, made only without one of its own parameters
+        if any(summary.parameter_at(p) in found.read.unless for p in passed):
+            return None  # `scatter_argmax(t, index, dim_size=n)`: the read is skipped
+        return found
+
+    def _locate(
+        self, importer: str, level: int, dotted: str, reexports: int
+    ) -> tuple[_Module, str] | None:
+        """`pkg.mod.f` or `pkg.mod.Cls.m` seen from `importer` -> (module, `f` or
+        `Cls.m`), following a name a package's `__init__.py` imports `reexports` times."""
+        for split in (1, 2):
+            parts = dotted.rsplit(".", split)
+            if len(parts) != split + 1:
+                continue
+            path = project_modules.resolve(importer, level, parts[0])
+            if path is None or not self._may_read(path, importer):
+                continue
+            module = module_summary(path)
+            if module is None or module.knows_xla:
+                continue
+            name = ".".join(parts[1:])
+            if name in module.functions:
+                return module, name
+            binding = module.bindings.get(parts[1])
+            if reexports > 0 and binding is not None:
+                tail = ".".join(parts[2:])
+                target = f"{binding[1]}.{tail}" if tail else binding[1]
+                return self._locate(path, binding[0], target, reexports - 1)
+            return None
+        return None
+
+    def _reads(
+        self, module: _Module, qualified: str, position: int | str, hops: int, bound: bool = False
+    ) -> Found | None:
+        """`bound`: a method called on `self` (the linted file's own) may take `self`."""
+        summary = module.functions.get(qualified)
+        if summary is None or (summary.bound and not bound):
+            return None  # `Cls.m(x)` of a method that takes `self` first: not bound here
+        param = summary.parameter_at(position)
+        if param is None:
+            return None
+        read = summary.read_of(param)
+        if read is not None:
+            return Found(qualified, read, module.path)
+        if hops <= 1:
+            return None
+        for handed in summary.hands:
+            for argument, carried in handed.arguments:
+                if carried != param:
+                    continue
+                found = self._handed_to(module, handed.callee, argument, hops - 1)
+                if found is not None:
+                    return Found(qualified, found.read, found.path)
+        return None
+
+    def _handed_to(
+        self, module: _Module, callee: str, position: int | str, hops: int
+    ) -> Found | None:
+        """A function of `module` (or one it imports) that a value is handed on to."""
+        if callee in module.functions:
+            return self._reads(module, callee, position, hops)
+        head, _, rest = callee.partition(".")
+        binding = module.bindings.get(head)
+        if binding is None:
+            return None
+        level, dotted = binding
+        found = self._locate(module.path, level, f"{dotted}.{rest}" if rest else dotted, 1)
+        return None if found is None else self._reads(found[0], found[1], position, hops)

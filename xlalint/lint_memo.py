@@ -1,0 +1,56 @@
+"""Memos of one file's lint: caches keyed by libcst nodes, emptied when the lint ends.
+
+Several analyses memoise by node (nodes hash by identity): `members.member_methods(module)`,
+`walk.binding_counts(function)`. As process-wide `lru_cache`s they kept their keys, whole
+trees of earlier files (16 modules, 256 functions each), alive for the rest of a worker's
+run: most of a cold run's peak memory. An answer about a node is worth nothing once the
+file's lint is over, so `memo` caches stay bounded as before within a lint and are emptied
+by `lint_scope` when the outermost lint ends (the engine's `lint_source`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+_memos: list[Any] = []
+_depth = 0
+
+
+def memo(maxsize: int) -> Callable[[F], F]:
+    """`functools.lru_cache(maxsize)`, emptied at the end of each file's lint."""
+
+    def wrap(function: F) -> F:
+        cached = lru_cache(maxsize=maxsize)(function)
+        _memos.append(cached)
+        return cached  # type: ignore[return-value]
+
+    return wrap
+
+
+def clear() -> None:
+    """Empty every memo (their nodes, and the trees those hold, can go)."""
+    for cached in _memos:
+        cached.cache_clear()
+
+
+def in_lint() -> bool:
+    """Whether a file's lint is in progress (its memos will be emptied)."""
+    return _depth > 0
+
+
+@contextmanager
+def lint_scope() -> Iterator[None]:
+    """One file's lint: the memos are emptied when the outermost scope ends (a fix
+    forecast's lints of fixed texts nest in none, each is a scope of its own)."""
+    global _depth
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0:
+            clear()
