@@ -4,8 +4,7 @@ A per-step call that hands a device tensor to a helper pays the helper's host re
 step, wherever the helper lives: `asdict_as_float(loss)`, `to_numpy(loss)` (`t.cpu().
 detach().numpy()`), `alignment_diagonal_score(outputs["alignments"])` ending in
 `maxs.mean(dim=1).mean(dim=0).item()` with `maxs = alignments.max(dim=1)[0]`,
-`convert_to_one_hot(target, n)` asserting `torch.max(targets).item() < n`. This module
-says, for one function, which of its parameters such a read reaches: the parameter
+This module says, for one function, which of its parameters such a read reaches: the parameter
 itself or a value computed from it on the device (its methods other than shape reads,
 its rows, `torch.*` functions of it, arithmetic with it, locals bound to those), read by
 `float()`, `int()`, `math.*()`, `.item()` (a value: XLA101) or `.cpu()`, `.numpy()`,
@@ -13,7 +12,11 @@ its rows, `torch.*` functions of it, arithmetic with it, locals bound to those),
 it hands the value to (`hands`, resolved by `module_reads.py`). Not a read: one under a
 type test that makes the parameter a Python value (`if isinstance(x, numbers.Number):`,
 the `else` of `if torch.is_tensor(x):`), and reads of a parameter the function rebinds
-to something not computed from it.
+to something not computed from it. Nor is a check, a read in the test of an `assert`,
+`if`, `while` or conditional expression (`convert_to_one_hot(target, n)` asserting
+`torch.max(targets).item() < n`): the helper judges its input for itself, and where it
+runs every step its own file reports the read (`module_callers.py` makes it hot there),
+once, whichever of its callers hands the value.
 
 Only CPython's `ast`: the summary is made once per module path and stat
 (`module_reads.py`), never by importing or running the code.
@@ -119,8 +122,14 @@ def summarize(node: Function, method: bool) -> Summary | None:
     reads: dict[str, Read] = {}
     hands: list[Handed] = []
     only_parameters = True
+    checks = _in_tests(node)
     for call, hosts, unless in _calls(node, params):
         read = _read(call)
+        if read is not None and id(call) in checks:
+            # `assert torch.max(targets).item() < n`: the helper checks its input for
+            # itself; the read is its own, reported in its file where it runs every step.
+            only_parameters = False
+            continue
         if read is not None:
             spelled, code, value = read
             carried = reaching(value, call, hosts)
@@ -434,6 +443,16 @@ def _host_tests(test: ast.expr) -> tuple[frozenset[str], frozenset[str]]:
     else:
         return frozenset(), frozenset()
     return (on_false, on_true) if negated else (on_true, on_false)
+
+
+def _in_tests(node: Function) -> frozenset[int]:
+    """Ids of the nodes in the tests of the function's `assert`, `if`, `while` and
+    conditional expressions: reads there check a value, they do not convert it."""
+    found: set[int] = set()
+    for child in _body_nodes(node):
+        if isinstance(child, ast.Assert | ast.If | ast.While | ast.IfExp):
+            found.update(id(n) for n in ast.walk(child.test))
+    return frozenset(found)
 
 
 def _body_nodes(node: Function) -> list[ast.AST]:

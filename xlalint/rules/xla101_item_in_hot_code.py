@@ -78,9 +78,11 @@ class ItemInHotCode(HelperCallRule):
     (`from ..dataclass_utils import asdict_as_float`, `utils.score(out)`, a static method
     `ModelUtils.to_float(t)`) and that reads the parameter a device tensor is handed to,
     itself or through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
-    `maxs.mean().item()`; `assert torch.max(targets).item() < classes`), or in a function
-    of its module it hands the value on to: the call is reported, naming the function and
-    the file and line of its read. Not when the read is only of Python values (`x if
+    `maxs.mean().item()`), or in a function of its module it hands the value on to: the
+    call is reported, naming the function and the file and line of its read. Not when the
+    read checks the value (`assert torch.max(targets).item() < classes`, an `if` or
+    `while` test): a check is the function's own, reported once in its file, which
+    another module's per-step call makes hot. Nor when the read is only of Python values (`x if
     isinstance(x, numbers.Number) else x.item()` reads a tensor, the other branch does
     not), made only where the call leaves a parameter out (`if dim_size is None:`), in a
     loop of that function (its own module judges the loop), or in a function per step by
