@@ -39,7 +39,7 @@ def test_xla103_ternary_fix_selects_with_torch_where() -> None:
         import torch
 
         def forward(self, x):
-            h = self.body(x)
+            h = torch.tanh(x)
             return h * (0.5 if h.abs().max() > 10 else 1.0)
         """
     [diagnostic] = lint(source, "XLA103")
@@ -50,7 +50,7 @@ def test_xla103_ternary_fix_selects_with_torch_where() -> None:
         import torch
 
         def forward(self, x):
-            h = self.body(x)
+            h = torch.tanh(x)
             return h * (torch.where(h.abs().max() > 10, 0.5, 1.0))
         """
     )
