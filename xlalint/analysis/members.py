@@ -20,10 +20,14 @@ enumerate(beams): b.advance(score[i])`, every token).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import libcst as cst
 
 from xlalint import lint_memo
 from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
+
+_S = TypeVar("_S", bound=cst.BaseCompoundStatement)
 
 
 # Nodes hash by identity: one walk per module, whatever the number of calls asked about.
@@ -193,7 +197,7 @@ def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     if lists:
         # `for b in beams:` / `for i, b in enumerate(beams):` over such a list: `b` holds
         # one of its instances; a name a loop binds to anything else reaches nothing.
-        for loop in _loops(module):
+        for loop in _statements(module, cst.For):
             element, iterated = _loop_element(loop)
             if element is None:
                 continue
@@ -242,7 +246,7 @@ def _made_by(module: cst.Module) -> _MadeBy:
     classes = _classes_and_assignments(module)[0]
     returns_self: set[str] = set()
     factories: dict[str, frozenset[str]] = {}
-    for function in _functions(module):
+    for function in _statements(module, cst.FunctionDef):
         returned = _returned(function)
         if not returned:
             continue
@@ -256,15 +260,16 @@ def _made_by(module: cst.Module) -> _MadeBy:
     return frozenset(returns_self), factories
 
 
-def _functions(module: cst.Module) -> list[cst.FunctionDef]:
-    """The module's functions and methods, at any depth."""
-    found: list[cst.FunctionDef] = []
+def _statements(module: cst.Module, kind: type[_S]) -> list[_S]:
+    """The module's compound statements of `kind` (functions and methods, `for` loops),
+    at any depth."""
+    found: list[_S] = []
     stack: list[cst.CSTNode] = list(module.body)
     while stack:
         node = stack.pop()
         if type(node) in EXPRESSIONS or type(node) is cst.SimpleStatementLine:
             continue
-        if type(node) is cst.FunctionDef:
+        if type(node) is kind:
             found.append(node)  # type: ignore[arg-type]
         stack.extend(code_children(node))
     return found
@@ -288,20 +293,6 @@ def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
             stack.extend(node.body)  # type: ignore[attr-defined]
         elif kind not in EXPRESSIONS:
             stack.extend(code_children(node))
-    return found
-
-
-def _loops(module: cst.Module) -> list[cst.For]:
-    """The module's `for` statements, at any depth."""
-    found: list[cst.For] = []
-    stack: list[cst.CSTNode] = list(module.body)
-    while stack:
-        node = stack.pop()
-        if type(node) in EXPRESSIONS or type(node) is cst.SimpleStatementLine:
-            continue
-        if type(node) is cst.For:
-            found.append(node)  # type: ignore[arg-type]
-        stack.extend(code_children(node))
     return found
 
 
