@@ -1,0 +1,63 @@
+"""Caches keyed by libcst nodes are memos of one file's lint (`xlalint/lint_memo.py`).
+
+A process-wide `functools.lru_cache` keyed by a node keeps that node's whole tree alive
+for the rest of a worker's run: round 13 found most of a cold run's peak memory there.
+This test reads xlalint's own sources and fails on the next such cache.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import xlalint
+from xlalint import lint_memo
+
+SOURCES = Path(xlalint.__file__).parent
+
+
+def _is_process_cache(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in ("lru_cache", "cache")
+
+
+def _node_keyed(function: ast.FunctionDef) -> bool:
+    """A parameter annotated with a libcst node (`module: cst.Module`); a node type
+    (`type[cst.CSTNode]`) keeps no tree."""
+    arguments = function.args
+    for argument in (*arguments.posonlyargs, *arguments.args):
+        spelled = "" if argument.annotation is None else ast.unparse(argument.annotation)
+        if "cst." in spelled and not spelled.startswith("type["):
+            return True
+    return False
+
+
+def test_no_process_wide_cache_is_keyed_by_libcst_nodes() -> None:
+    found = []
+    for path in sorted(SOURCES.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.FunctionDef)
+                and any(_is_process_cache(d) for d in node.decorator_list)
+                and _node_keyed(node)
+            ):
+                found.append(f"{path.relative_to(SOURCES)}:{node.lineno} {node.name}")
+    assert found == [], "use lint_memo.memo for caches keyed by nodes: " + ", ".join(found)
+
+
+def test_memos_are_emptied_when_a_lint_ends() -> None:
+    calls: list[int] = []
+
+    @lint_memo.memo(4)
+    def double(n: int) -> int:
+        calls.append(n)
+        return 2 * n
+
+    with lint_memo.lint_scope():
+        assert double(3) == double(3) == 6
+    assert calls == [3]
+    with lint_memo.lint_scope():
+        assert double(3) == 6
+    assert calls == [3, 3]
