@@ -490,6 +490,10 @@ class FileContext:
         """Loops whose pass runs the node being visited, in its function, outermost first."""
         return tuple(self._frames[-1].loops)
 
+    def _class_def(self) -> cst.ClassDef | None:
+        """The innermost class the walk is in."""
+        return next((n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None)
+
     def _flag_loops(self) -> Sequence[cst.CSTNode]:
         """The loops whose passes a local flag cleared in the `if` being visited counts
         (`intervals.clears_its_flag`): none in a function that runs once per step by itself
@@ -794,16 +798,11 @@ class FileContext:
             if mentions_cuda(node.test, self.imports):
                 self._guarded.append(node)
             if kind is cst.If and may_be_sparse(node.test):
-                class_def = next(
-                    (n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None
-                )
-                if sparse_test(node.test, self._frames[-1].node, class_def, self.module):
+                if sparse_test(node.test, self._frames[-1].node, self._class_def(), self.module):
                     self._sparse_ifs.add(id(node))
             elif kind is cst.If and type(node.test) is cst.Comparison:
-                class_def = next(
-                    (n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None
-                )
-                if resets_its_counter(node, self._frames[-1].node, class_def, self.module):  # type: ignore[arg-type]
+                function = self._frames[-1].node
+                if resets_its_counter(node, function, self._class_def(), self.module):  # type: ignore[arg-type]
                     self._sparse_ifs.add(id(node))
             if kind is cst.If:
                 # Loops whose passes a flag cleared here counts: read once per `if`.

@@ -355,16 +355,17 @@ def requires_host_device(path: Iterable[cst.CSTNode]) -> bool:
     )
 
 
-def _conjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+def conjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The operands of a chain of `and`s (`a and b and c`); the test itself otherwise."""
     if type(test) is cst.BooleanOperation and isinstance(test.operator, cst.And):
-        yield from _conjuncts(test.left)
-        yield from _conjuncts(test.right)
+        yield from conjuncts(test.left)
+        yield from conjuncts(test.right)
     else:
         yield test
 
 
 def _requires_name(test: cst.BaseExpression, name: str) -> bool:
-    return any(type(c) is cst.Name and c.value == name for c in _conjuncts(test))
+    return any(type(c) is cst.Name and c.value == name for c in conjuncts(test))
 
 
 def _refinements(function: cst.FunctionDef, name: str) -> set[int]:

@@ -442,19 +442,16 @@ def resets_its_counter(
     if found is None:
         return False
     counter, bound = found
-    resets = [
-        line
+    resets = any(
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and small.targets[0].target.deep_equals(counter)
+        and _int_value(small.value) == 0
         for line in node.body.body
         if isinstance(line, cst.SimpleStatementLine)
-        and any(
-            isinstance(small, cst.Assign)
-            and len(small.targets) == 1
-            and small.targets[0].target.deep_equals(counter)
-            and _int_value(small.value) == 0
-            for small in line.body
-        )
-    ]
-    return bool(resets) and long_interval(bound, function, class_def, module)
+        for small in line.body
+    )
+    return resets and long_interval(bound, function, class_def, module)
 
 
 def passes_its_value_once(

@@ -31,6 +31,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameters
+from xlalint.analysis.guards import conjuncts
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.tensors import (
     HOST_ATTRIBUTES,
@@ -359,7 +360,7 @@ class LoopValues:
         the loop, whatever int indexes it."""
         function = self._functions[-1]
         found: set[Loop] = set()
-        for condition in _conjuncts(test):
+        for condition in conjuncts(test):
             pinned = _pinned(condition)
             if pinned is None:
                 continue
@@ -630,14 +631,6 @@ def _literal(value: cst.BaseExpression | None) -> str | None:
     if type(value) is cst.Name and value.value == "None":
         return "None"
     return None
-
-
-def _conjuncts(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        yield from _conjuncts(test.left)
-        yield from _conjuncts(test.right)
-    else:
-        yield test
 
 
 def _pinned(condition: cst.BaseExpression) -> tuple[str, str] | None:

@@ -593,7 +593,7 @@ def _dispatched(own: str, reached: set[str]) -> set[str]:
     marked = reached - plain
     if not marked:
         return plain
-    stat = project_modules.stat_key(own)
+    stat = _stat(own)
     family = _subclasses_at(own, stat) if stat else {}
     for entry in marked:
         base, _, method = entry.partition(f"{_ANY_SUBCLASS}.")
@@ -642,7 +642,7 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     own = os.path.abspath(filename)
     lasts = frozenset(n.rsplit(".", 1)[-1] for n in names)
     heads = frozenset(n.split(".", 1)[0] for n in names) | {"*"}
-    if any("." in n for n in names) and (own_stat := project_modules.stat_key(own)):
+    if any("." in n for n in names) and (own_stat := _stat(own)):
         # A caller handed an instance of a base class may run a subclass's method.
         heads |= {
             base

@@ -55,8 +55,13 @@ class Found:
 
 def module_summary(path: str) -> _Module | None:
     """The summary of the project module at `path` (noted for the cache entry)."""
-    stat = project_modules.stat_key(path)
     project_modules.note((path,))
+    return _module(path)
+
+
+def _module(path: str) -> _Module | None:
+    """The summary of the module at `path` as it is on disk now."""
+    stat = project_modules.stat_key(path)
     return None if stat is None else _module_at(path, stat)
 
 
@@ -91,8 +96,7 @@ def converts_what_it_is_handed(path: str, qualified: str) -> bool:
     parameters on the host, and nothing else: a conversion helper, whose callers in other
     modules report the call (`module_callers.py` asks, so that the read is not reported a
     second time in the helper's file)."""
-    stat = project_modules.stat_key(path)
-    module = None if stat is None else _module_at(path, stat)
+    module = _module(path)
     summary = None if module is None else module.functions.get(qualified)
     if summary is None or summary.bound:
         return False
@@ -152,9 +156,7 @@ class ModuleReads:
         """`read` for a function of the linted file itself (`f`, or `Class.m` called as
         `self.m(...)`), as far as it hands the value on to a function of another module:
         the file's own reads are its rules' (XLA101's same-module helper reads)."""
-        path = os.path.abspath(self.filename)
-        stat = project_modules.stat_key(path)
-        module = None if stat is None else _module_at(path, stat)
+        module = _module(os.path.abspath(self.filename))
         if module is None:
             return None
         found = self._answer(module, qualified, position, passed, own=True)

@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from xlalint.analysis.project_modules import dotted_name
+
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 # Attributes and methods that read a tensor's metadata (host values), not its data.
@@ -174,13 +176,10 @@ def project_dotted(func: ast.expr) -> str | None:
     """`f`, `mod.f`, `Cls.m`: a call that may run a function of a project module (not a
     method of a value: `x.sum()` has a lower-case receiver that is no import... which the
     resolver decides; here only the spelling)."""
-    parts: list[str] = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not isinstance(func, ast.Name) or func.id in ("self", "cls"):
+    spelled = dotted_name(func)
+    if spelled is None or spelled.split(".", 1)[0] in ("self", "cls"):
         return None
-    return ".".join([func.id, *reversed(parts)])
+    return spelled
 
 
 def _read(call: ast.Call) -> tuple[str, str, ast.expr] | None:

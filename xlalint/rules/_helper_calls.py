@@ -7,7 +7,8 @@ during the walk and asks it in `leave_Module`. Not a rule module: it defines no 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
@@ -19,9 +20,17 @@ if TYPE_CHECKING:
     from xlalint.context import FileContext
 
 
+def spelled_argument(code: str) -> str:
+    """The argument itself in a message when it is short and on one line."""
+    return code if len(code) <= 40 and "\n" not in code else "the tensor"
+
+
 class HelperCallRule(Rule):
     """Feeds `self.calls` from the walk: functions, classes, rebound names and calls. A
     subclass that visits the same nodes calls these methods too."""
+
+    # With `{argument}`, `{helper}`, `{read}`, `{file}`, `{line}`: a read in another module.
+    elsewhere_message: ClassVar[str] = ""
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -84,3 +93,20 @@ class HelperCallRule(Rule):
     def on_device(self, value: cst.BaseExpression) -> bool:
         """Whether an argument is taken for a device tensor handed to the helper."""
         return self.ctx.kind(value) is Kind.TENSOR
+
+    def report_read_elsewhere(self, node: cst.Call, hint: str | None = None) -> None:
+        """A device tensor handed to a function of another project module that reads it
+        on the host as this rule's code says (`asdict_as_float(loss)` a value,
+        `to_numpy(loss)` a copy): reported at the call, naming the function and its read."""
+        found = self.ctx.read_elsewhere(node)
+        if found is None or found[1].read.code != self.code:
+            return
+        argument, where = found
+        message = self.elsewhere_message.format(
+            argument=spelled_argument(self.ctx.module.code_for_node(argument)),
+            helper=where.function,
+            read=where.read.spelled,
+            file=os.path.basename(where.path),
+            line=where.read.line,
+        )
+        self.report(node, message, hint=hint)

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import os
-
 import libcst as cst
 
 from xlalint.analysis.arguments import bind, star_arguments
@@ -18,7 +16,7 @@ from xlalint.analysis.tensors import binding_key, copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.positions import Positions, positions_of
-from xlalint.rules._helper_calls import HelperCallRule
+from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
@@ -348,7 +346,7 @@ class ItemInHotCode(HelperCallRule):
                     self.report(node, message, repeat_of=repeat_of)
         else:
             self.note_call(node)
-            self._report_read_elsewhere(node)
+            self.report_read_elsewhere(node, hint=self.helper_hint)
             self._visit_conversion(node)
 
     def _visit_conversion(self, node: cst.Call) -> None:
@@ -375,22 +373,6 @@ class ItemInHotCode(HelperCallRule):
                     spelled = f"{qualified}([...])"
                     self._reads.note_value_read(node, element.value, spelled, flagged)
 
-    def _report_read_elsewhere(self, node: cst.Call) -> None:
-        """A device tensor handed to a function of another project module that reads it
-        as a Python value (`asdict_as_float(loss)`): reported at the call."""
-        found = self.ctx.read_elsewhere(node)
-        if found is None or found[1].read.code != self.code:
-            return
-        argument, where = found
-        message = self.elsewhere_message.format(
-            argument=_spelled(self.ctx.module.code_for_node(argument)),
-            helper=where.function,
-            read=where.read.spelled,
-            file=os.path.basename(where.path),
-            line=where.read.line,
-        )
-        self.report(node, message, hint=self.helper_hint)
-
     def leave_Module(self, node: cst.Module) -> None:
         positions: Positions | None = None
         for call in self.calls.calls:
@@ -401,7 +383,7 @@ class ItemInHotCode(HelperCallRule):
             argument, read = found
             positions = positions or positions_of(self.ctx.module)
             message = self.helper_message.format(
-                argument=_spelled(self.ctx.module.code_for_node(argument)),
+                argument=spelled_argument(self.ctx.module.code_for_node(argument)),
                 helper=call.helper.name,
                 read=read.spelled,
                 line=positions[read.call].start.line,
@@ -523,8 +505,3 @@ MATH_CONVERSIONS = frozenset(
 )  # fmt: skip
 # torch functions that build a tensor from Python values, reading each element.
 LIST_TENSOR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
-
-
-def _spelled(code: str) -> str:
-    """The argument itself in the message when it is short and on one line."""
-    return code if len(code) <= 40 and "\n" not in code else "the tensor"

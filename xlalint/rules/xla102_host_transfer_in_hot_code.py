@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -249,7 +248,7 @@ class HostTransferInHotCode(HelperCallRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)
-        self._report_copy_elsewhere(node)
+        self.report_read_elsewhere(node)
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._note_backward(func.value)
@@ -304,23 +303,6 @@ class HostTransferInHotCode(HelperCallRule):
             self.report(func.attr, message, end_node=node, repeat_of=repeat_of)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
             self._defer_parameter_copy(func.attr, node, receiver, message)
-
-    def _report_copy_elsewhere(self, node: cst.Call) -> None:
-        """A device tensor handed to a function of another project module that copies it
-        to the host (`to_numpy(loss)`): reported at the call."""
-        found = self.ctx.read_elsewhere(node)
-        if found is None or found[1].read.code != self.code:
-            return
-        argument, where = found
-        code = self.ctx.module.code_for_node(argument)
-        message = self.elsewhere_message.format(
-            argument=code if len(code) <= 40 and "\n" not in code else "the tensor",
-            helper=where.function,
-            read=where.read.spelled,
-            file=os.path.basename(where.path),
-            line=where.read.line,
-        )
-        self.report(node, message)
 
     def _note_backward(self, value: cst.BaseExpression) -> None:
         """`scaled.backward()`: `scaled` and every name it was computed from here hold the
