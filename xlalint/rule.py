@@ -111,6 +111,9 @@ method or a function of the file annotated to return a tensor (`def _compute_los
 batch) -> torch.Tensor`) hands back, wherever it is defined. Calling a sub-module of a
 class of this file whose `forward`, defined above, returns only Python values
 (`self.add_node_agent(a)` with `return bool(action == self.stop)`) gives a Python value.
+A model wrapped for data parallelism (`DistributedDataParallel(model)`, `DataParallel`,
+`FullyShardedDataParallel`) is a module like the model: calling it gives tensors, and a
+flag read off it (`model.module.aux_loss`) is no tensor.
 After `if isinstance(v,
 torch.Tensor): v = v.to("cpu")` the value is on the host whichever way the test went."""
 # How a compile cost (a data-dependent shape) reaches library code: written once for the

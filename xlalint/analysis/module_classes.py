@@ -15,8 +15,14 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
 
-# `torch.nn.Module`, `torch.nn.Linear`, `torch.nn.modules.Conv2d`: torch's module classes.
-NN_MODULE_CLASS = re.compile(r"^torch\.nn\.(modules\.)?[A-Z]\w*$")
+# `torch.nn.Module`, `torch.nn.Linear`, `torch.nn.modules.Conv2d`: torch's module classes;
+# also the wrappers that are modules around a model (`torch.nn.parallel.
+# DistributedDataParallel`, `torch.distributed.fsdp.FullyShardedDataParallel`): calling
+# one runs the wrapped model's `forward`.
+NN_MODULE_CLASS = re.compile(
+    r"^torch\.(nn\.(modules\.|parallel\.(\w+\.)?)?[A-Z]\w*"
+    r"|distributed\.fsdp\.(\w+\.)?FullyShardedDataParallel)$"
+)
 # Bases named as modules or models by the libraries that derive them from `nn.Module`
 # (`LightningModule`, `PreTrainedModel`, diffusers' `ModelMixin`).
 _MODULE_BASE_NAME = re.compile(r"(Module|Model|ModelMixin)$")
