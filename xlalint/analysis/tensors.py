@@ -230,7 +230,9 @@ _HOST_BUILTINS = frozenset(
 _PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
 # `nn.Module` methods that make an attribute of the module hold a tensor, by name.
-REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter"})
+# `self.register_buffer(name, t)`, `register_parameter`, and a torchmetrics `Metric`'s
+# `self.add_state(name, default=torch.tensor(0))`: attributes moved with the module.
+REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter", "add_state"})
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
@@ -961,7 +963,9 @@ class TensorKinds:
         """`self.register_buffer("inited", torch.Tensor([False]))` (or `register_parameter`):
         the module's attribute of that name is a tensor (a buffer takes a tensor or None),
         moved with the module to its device: `if self.inited:` in a method `forward` calls
-        reads it on the host."""
+        reads it on the host. So is a torchmetrics state with a tensor default
+        (`self.add_state("count", default=torch.tensor(0))`), which the metric's `.to()`
+        moves; a list state (`default=[]`) is a Python list."""
         func = call.func
         if (
             type(func) is not cst.Attribute
@@ -981,7 +985,10 @@ class TensorKinds:
                 if not arg.star
                 and (
                     (index == 1 and arg.keyword is None)
-                    or (arg.keyword is not None and arg.keyword.value in ("tensor", "param"))
+                    or (
+                        arg.keyword is not None
+                        and arg.keyword.value in ("tensor", "param", "default")
+                    )
                 )
             ),
             None,
@@ -990,6 +997,7 @@ class TensorKinds:
             type(name) is not cst.SimpleString
             or value is None
             or (type(value) is cst.Name and value.value == "None")  # type: ignore[attr-defined]
+            or type(value) in _CONTAINER_LITERALS
         ):
             return
         attribute = name.evaluated_value  # type: ignore[attr-defined]
@@ -2417,6 +2425,10 @@ def _param_group_params(node: cst.BaseExpression) -> bool:
         and isinstance(index.value, cst.SimpleString)
         and index.value.evaluated_value == "params"
     )
+
+
+# A state's default that is a Python container (`add_state("preds", default=[])`).
+_CONTAINER_LITERALS = frozenset({cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp})
 
 
 def _makes_dict(node: cst.BaseExpression) -> bool:

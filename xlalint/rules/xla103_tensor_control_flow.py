@@ -73,7 +73,12 @@ class TensorControlFlow(Rule):
     reads them: `self.register_buffer("inited", torch.Tensor([False]))` (or with `tensor=`,
     rebuilt as `torch.zeros(1).type_as(self.inited)`) makes `if self.inited:` in a method
     that `forward` calls a read on every step (a codebook's k-means guard); a buffer
-    registered as `None` is not one. So are the batch's tensors a framework hands a hook:
+    registered as `None` is not one. A torchmetrics state with a tensor default
+    (`self.add_state("count", default=torch.tensor(0))`) is one too, moved with the
+    metric; a list state (`default=[]`) is a Python list. `torch.is_nonzero(t)` is
+    `bool(t)` spelled as a torch call: `self.sum.div(self.count) if
+    torch.is_nonzero(self.count) else 0` in a metric's `update` reads the state every
+    step. So are the batch's tensors a framework hands a hook:
     in a fastai callback's batch events (`after_pred`, `after_batch`...), `self.pred`,
     `self.loss`, `self.y`, `self.xb`, `self.yb` (or `self.learn.pred`) are the learner's
     tensors for the current batch, unless the callback binds that attribute itself; and
@@ -270,6 +275,16 @@ class TensorControlFlow(Rule):
             )
             if not looked_through and self.ctx.is_tensor(arg):
                 self.report(arg, self.message.format(construct="`bool()`"))
+        elif (
+            len(node.args) == 1
+            and node.args[0].keyword is None
+            and not node.args[0].star
+            and self.ctx.qualified(func) == "torch.is_nonzero"
+            and self.ctx.is_tensor(node.args[0].value)
+        ):
+            # `torch.is_nonzero(t)` is `bool(t)` spelled as a torch call: the truth of a
+            # one-element tensor, read on the host (its result is a Python bool).
+            self.report(node.args[0].value, self.message.format(construct="`torch.is_nonzero()`"))
         if (
             type(func) is cst.Name
             and func.value in _MIN_MAX
