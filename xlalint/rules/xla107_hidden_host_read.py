@@ -28,6 +28,14 @@ _SIZED_METHODS = frozenset(
 _SIZE_KEYWORDS = frozenset({"size", "shape", "start", "end", "step"})
 # Factories that read each element of a list or tuple of data as a Python number.
 _DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+# The legacy typed constructors (`torch.Tensor((a, b, c))`, `torch.LongTensor([...])`) do
+# too when handed a literal sequence; handed a name, they are overloaded (sizes, a tensor
+# to alias, a storage, data), and only the literal shows which.
+_LEGACY_CONSTRUCTORS = frozenset(
+    f"torch.{kind}Tensor"
+    for kind in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",
+                 "Byte", "Bool")
+)  # fmt: skip
 _DISTRIBUTIONS = "torch.distributions."
 _SPLIT_SIGNATURE = Signature(
     ("ary", "indices_or_sections", "axis"), frozenset({"ary", "indices_or_sections", "axis"})
@@ -56,7 +64,10 @@ class HiddenHostRead(Rule):
     a bound of `torch.arange(...)`, an argument of `range(...)`, the split points of numpy's
     splits (`np.split(forces, indices_or_sections=batch.ptr[1:])`, `np.array_split`), an
     element of the data of
-    `torch.tensor([...])` (`torch.tensor([R], device=device)` reads `R`; so does a list
+    `torch.tensor([...])` or of a legacy typed constructor's literal sequence
+    (`torch.Tensor((doc_id, log_likelihood))`, `torch.LongTensor([...])`; given sizes or a
+    name, these are left alone)
+    (`torch.tensor([R], device=device)` reads `R`; so does a list
     the function appends device tensors to, `volumes.append(torch.dot(a, b))` then
     `torch.tensor(volumes)`: measured on the XLA CPU device, 4 volumes over 3 steps cost
     12 `aten::_local_scalar_dense`, where `torch.stack(volumes)` stays on the device), or
@@ -281,6 +292,9 @@ class HiddenHostRead(Rule):
                 self._check_split_points(node, qualified)
             elif qualified in _DATA_FACTORIES and positional:
                 self._check_data(positional[0])
+            elif qualified in _LEGACY_CONSTRUCTORS and len(positional) == 1:
+                if type(positional[0]) in (cst.List, cst.Tuple):
+                    self._check_data(positional[0])
             elif qualified.startswith(_DISTRIBUTIONS):
                 self._check_distribution(node, qualified, positional)
             elif qualified in _SIZED_FACTORIES:
