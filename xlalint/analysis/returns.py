@@ -65,7 +65,22 @@ class _AnyName:
         return True
 
 
+def _annotated_a_tensor(function: cst.FunctionDef) -> bool:
+    """`def probability(self, a, b) -> th.Tensor`: the function says it returns a tensor,
+    whatever its arithmetic looks like (`noise * 0.5 + (1 - noise) * model_probability`)."""
+    from xlalint.analysis.tensors import TENSOR_ANNOTATIONS  # (tensors.py imports this)
+
+    annotation = function.returns
+    if annotation is None:
+        return False
+    node = annotation.annotation
+    name = node.attr.value if type(node) is cst.Attribute else getattr(node, "value", None)
+    return type(node) in (cst.Name, cst.Attribute) and name in TENSOR_ANNOTATIONS
+
+
 def _returns_numbers(function: cst.FunctionDef) -> bool:
+    if _annotated_a_tensor(function):
+        return False
     # Most functions return something that is no number whatever their names hold (a
     # call, a dict): their statements tell, without reading every expression.
     returns = [

@@ -9,7 +9,7 @@ from xlalint.analysis.arguments import parameter
 from xlalint.analysis.host_reads import ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.context import Kind
-from xlalint.rules._helper_calls import HelperCallRule
+from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
 from xlalint.walk import descendants, names_under, target_names
 
 if TYPE_CHECKING:
@@ -85,6 +85,17 @@ class HostTransferInHotCode(HelperCallRule):
     every call hands it a host value (`tokens=torch.tensor(result.tokens)`, a slice of one).
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
     runs no graph and transfers nothing.
+
+    Writing a device tensor into an element of a tensor made on the host (`probs =
+    torch.empty(n)` without a device, then `probs[i] = self.probability(rews1, rews2)`
+    per fragment pair in a `forward`) copies the value to the host, as `.cpu()` would:
+    reported at the write, where the written value is what a call makes of device
+    tensors the function computed (a model's or a helper's output). Not when that call is
+    handed host values only (`self.probability(torch.from_numpy(a),
+    torch.from_numpy(b))`) or the function's own parameters (a transform's `frames`,
+    whose device its callers decide), nor a write into a tensor made on the device. A
+    method annotated to return a tensor (`-> torch.Tensor`) returns one, however numeric
+    its arithmetic looks (`noise * 0.5 + (1 - noise) * p`).
 
     A copy inside a warning about a checked value (the body of an `if` that only warns,
     `if err.max() > tol: log.warning(f"{err.cpu()}")`) runs when the value has gone wrong,
@@ -173,6 +184,10 @@ class HostTransferInHotCode(HelperCallRule):
         "`{argument}` is handed to `{helper}()`, which copies it to the host with `{read}` "
         "({file}:{line}) every step, forcing a graph execution"
     )
+    write_message = (
+        "Writing a device tensor into `{host}`, a tensor on the host, copies it to the host "
+        "every step, forcing a graph execution"
+    )
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -222,6 +237,42 @@ class HostTransferInHotCode(HelperCallRule):
             if not arg.star and self.ctx.kind(arg.value) is Kind.HOST
         )
         self.calls.note_host_call(node, helper, hosts)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`probs[i] = self.probability(r1, r2)` with `probs = torch.empty(n)`: an element
+        write of a device tensor into a tensor on the host copies the value there."""
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if (
+            type(target) is cst.Subscript
+            and self.ctx.kinds.is_host_tensor(target.value)  # type: ignore[union-attr]
+            and self.ctx.is_tensor(node.value)
+            and self._handed_device_tensors(node.value)
+        ):
+            host = self.ctx.module.code_for_node(target.value)  # type: ignore[union-attr]
+            message = self.write_message.format(host=spelled_argument(host))
+            self.report(target, message, end_node=node.value)
+
+    def _handed_device_tensors(self, value: cst.BaseExpression) -> bool:
+        """The written value is what a call makes of device tensors the function computed
+        (a model's or helper's output, `self.probability(rews1, rews2)` with `rews1 =
+        self.rewards(trans1)`): the evidence that it is on the device. A call handed only
+        host values (`self.probability(torch.from_numpy(a), b_host)`) computes where they
+        are; a name or arithmetic says less of where its value lives."""
+        if type(value) is not cst.Call:
+            return False
+        return any(
+            not arg.star and self.ctx.is_tensor(arg.value) and not self._of_a_parameter(arg.value)
+            for arg in value.args  # type: ignore[attr-defined]
+        )
+
+    def _of_a_parameter(self, value: cst.BaseExpression) -> bool:
+        """A parameter of the function, or a part of one (`frames[:, :, i]` in a
+        transform, `frames: torch.Tensor`): its callers decide its device, and a tensor
+        they fill on the host beside it is likely where they work."""
+        root = _roots(value)
+        return (
+            len(root) == 1 and type(root[0]) is cst.Name and self.calls.is_param(root[0].value)  # type: ignore[attr-defined]
+        )
 
     def leave_Assign(self, node: cst.Assign) -> None:
         if self.ctx.function is None:
