@@ -1,8 +1,10 @@
 """Parameters that every call of this module hands a host copy.
 
 A helper's annotation says what kind of value it takes (`cost_matrix: Tensor`), not where
-the value lives. When every call of the helper in this module hands it a copy already on
-the host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_matrix)`,
+the value lives. When every call of the helper in this module (of a method: through
+`self`, or through any receiver where no other class of the module defines a method by
+that name, `sum_tree.update_ids(ids.cpu(), prob.cpu())`) hands it a copy already on the
+host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_matrix)`,
 `min_diff(pos.detach().cpu().numpy(), ..., pbc.tolist())`, or what a function of the
 module returns as a host copy on every path: `loss = self.fit_batch(batch)` where
 `fit_batch` ends `return loss.detach().cpu()`), its reads of that parameter
@@ -73,12 +75,19 @@ def host_parameters(
     if not sites:
         return {}
     found: dict[str, bool] | None = None
+    # A method by a name no other class of the module defines is reached through its
+    # instances too (`sum_tree.update_ids(ids.cpu(), prob)` on an element of a list of them).
+    through_instances = in_class and _methods_named(module).get(function.name.value) == 1
     for site in sites:
         call = site.call
-        if in_class and not (
-            type(call.func) is cst.Attribute
-            and type(call.func.value) is cst.Name
-            and call.func.value.value in ("self", "cls")
+        if (
+            in_class
+            and not through_instances
+            and not (
+                type(call.func) is cst.Attribute
+                and type(call.func.value) is cst.Name
+                and call.func.value.value in ("self", "cls")
+            )
         ):
             return {}
         if any(arg.star for arg in call.args) or site.function is None:
@@ -147,6 +156,18 @@ def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
     ):
         return _returned_copies(module).get((func.attr.value, True))
     return None
+
+
+@lint_memo.memo(16)
+def _methods_named(module: cst.Module) -> dict[str, int]:
+    """How many classes of the module define a method by each name."""
+    counts: dict[str, int] = {}
+    for statement in module.body:
+        if type(statement) is cst.ClassDef:
+            names = {m.name.value for m in statement.body.body if type(m) is cst.FunctionDef}
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 @lint_memo.memo(16)
