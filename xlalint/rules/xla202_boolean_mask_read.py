@@ -12,7 +12,7 @@ from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
 from xlalint.rules._helper_calls import HelperCallRule
-from xlalint.walk import node_types, target_names
+from xlalint.walk import node_types
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -57,9 +57,7 @@ class BooleanMaskRead(HelperCallRule):
     write; a read in arithmetic, `a[m] = 1 - a[m]`, is a read of its own). Reads of several
     tensors with the same mask in one statement (`return dists[good], idxs[good]`,
     `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first: they select
-    the same count, and one change keeps both shapes. So are such reads in a run of simple
-    statements, each right after the last, while the mask is not rebound (a batch filtered
-    tensor by tensor: `target = target[keep]`, then `waveform = waveform[keep]`).
+    the same count, and one change keeps both shapes.
 
     A helper's parameter of unknown kind indexed with a mask computed from tensors
     (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
@@ -152,11 +150,8 @@ class BooleanMaskRead(HelperCallRule):
         # Reads of unknown kind given a tensor-only method (`x[m].sigmoid()`), reported
         # once the walk is over.
         self._late: list[tuple[cst.Subscript, tuple[int, str], Site]] = []
-        # (statement, mask) pairs already reported: one finding per mask per statement,
-        # the statement standing for the run of simple statements it starts.
+        # (statement, mask) pairs already reported: one finding per mask per statement.
         self._read_masks: set[tuple[int, str]] = set()
-        # (statement, mask as written) -> the key of the run of statements it belongs to.
-        self._runs: dict[tuple[int, str], tuple[int, str]] = {}
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self._is_store_target(node):
@@ -253,30 +248,14 @@ class BooleanMaskRead(HelperCallRule):
         return self._statement_key(index.value if isinstance(index, cst.Index) else mask)
 
     def _statement_key(self, mask: cst.BaseExpression) -> tuple[int, str] | None:
-        """The statement being walked and a mask as written in it; for a simple statement
-        right after one that read through the same mask without rebinding it (`target =
-        target[keep]`, then `waveform = waveform[keep]`), the first statement of that run:
-        the batch filtered tensor by tensor, one count, one cause."""
-        ancestors = self.ctx.ancestors()
-        statement = next((a for a in ancestors if isinstance(a, _STATEMENTS)), None)
+        """The statement being walked and a mask as written in it."""
+        statement = next(
+            (a for a in self.ctx.ancestors() if isinstance(a, _STATEMENTS)),
+            None,
+        )
         if statement is None:
             return None
-        text = self.ctx.module.code_for_node(mask)
-        key = (id(statement), text)
-        known = self._runs.get(key)
-        if known is not None:
-            return known
-        block = next(ancestors, None)
-        body = block.body if isinstance(block, cst.IndentedBlock | cst.Module) else ()
-        index = next((i for i, s in enumerate(body) if s is statement), None)
-        if type(statement) is cst.SimpleStatementLine and index:
-            before = body[index - 1]
-            if type(before) is cst.SimpleStatementLine and (id(before), text) in self._runs:
-                bound = {n for small in before.body for n in _bound_names(small)}
-                if not bound & set(_names_in(mask)):
-                    key = self._runs[(id(before), text)]
-        self._runs[(id(statement), text)] = key
-        return key
+        return (id(statement), self.ctx.module.code_for_node(mask))
 
     def _given_tensor_method(self, node: cst.Subscript) -> bool:
         """`x[m].sigmoid()` with `x` of unknown kind (`_mask_of_handed_read`)."""
@@ -453,27 +432,6 @@ def _holds(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
     if isinstance(parent, cst.DictElement):
         return parent.value is child
     return True
-
-
-def _bound_names(small: cst.BaseSmallStatement) -> set[str]:
-    """The names a simple statement binds (`a, b = ...`, `a += ...`)."""
-    if isinstance(small, cst.Assign):
-        return {n for t in small.targets for n in target_names(t.target)}
-    if isinstance(small, cst.AugAssign | cst.AnnAssign):
-        return set(target_names(small.target))
-    return set()
-
-
-def _names_in(node: cst.BaseExpression) -> list[str]:
-    """The plain names an expression is made of (`keep`, `mask` of `batch.mask`)."""
-    found: list[str] = []
-    stack: list[cst.CSTNode] = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            found.append(current.value)
-        stack.extend(current.children)
-    return found
 
 
 def _spelled(code: str, fallback: str = "x[mask]") -> str:
