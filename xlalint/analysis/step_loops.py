@@ -258,7 +258,24 @@ class LoopAnalysis(LoaderTracing):
         if loader is None:
             return False
         kind = self.wrapping(site, loader)
-        return kind == Wrapping.DATALOADER or (kind == Wrapping.UNKNOWN and loader_named(loader))
+        return kind == Wrapping.DATALOADER or (
+            kind == Wrapping.UNKNOWN and (loader_named(loader) or self._wraps_named(site, loader))
+        )
+
+    def _wraps_named(self, site: LoopSite, loader: cst.BaseExpression) -> bool:
+        """A name the loop's function binds only to a progress bar or iterator around a
+        value named like a loader: `tk0 = tqdm.tqdm(data_loader, desc=...)`, then `for i,
+        x in enumerate(tk0):`."""
+        if site.function is None or type(loader) is not cst.Name:
+            return False
+        values = [
+            value
+            for _, _, value in self._sources_of(site.function, site.class_def, loader.value)  # type: ignore[attr-defined]
+        ]
+        return bool(values) and all(
+            (inner := unwrap_iteration(value)) is not value and loader_named(inner)
+            for value in values
+        )
 
     def _sub_step(self, node: Loop, trains: bool, infers: bool, parents: Sequence[Loop]) -> bool:
         """Part of the step of an enclosing loop: only `backward()` (accumulation, gradient

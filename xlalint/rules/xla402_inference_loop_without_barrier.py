@@ -57,8 +57,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     loop is reported. A nested loop over data (a loader) is a step loop of its own.
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
-    one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch (a
-    model by its name, or a function or own method named for the forward pass, whatever it
+    one: `val_dataloader`, `loader`, `dl`, `dataset`, also through a progress bar the
+    function binds first: `tk0 = tqdm(data_loader)`, then `for i, x in enumerate(tk0):`)
+    that runs the model on each batch (a model by its name, a part or method of one handed
+    the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, or a function or own
+    method named for the forward pass, whatever it
     calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
     `self._staged_forward(i, *data)`, as ensembles write it, or a module that the same
     function puts in eval or train mode before calling it: `self.trunk.eval()` ...
@@ -68,7 +71,8 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
     y).sum()`), a list of outputs (`outs.append(model(x))`) that the function joins
     after the loop (`torch.cat(outs)`), or buffers the first pass allocates (`if i == 0:
-    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index) and every pass
+    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
+    arrays_defined:` whose block sets `arrays_defined = True`) and every pass
     writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
     later ones, not rebound by each. Every batch's forward then waits in one graph,
     compiled and run when the total is read. Not reported: evaluation loops that read each
