@@ -407,7 +407,19 @@ def _reads_host(value: cst.BaseExpression) -> bool:
     func = value.func
     if isinstance(func, cst.Attribute):
         return func.attr.value in TO_HOST_METHODS
-    return isinstance(func, cst.Name) and func.value in HOST_CASTS
+    # `float("-inf")`, `int(3)`: a cast of a constant reads nothing.
+    return (
+        isinstance(func, cst.Name)
+        and func.value in HOST_CASTS
+        and not all(_constant(arg.value) for arg in value.args)
+    )
+
+
+def _constant(value: cst.BaseExpression) -> bool:
+    """A literal number or string (`"-inf"`, `-1`, `1e9`)."""
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, cst.SimpleString | cst.Integer | cst.Float)
 
 
 # `module.eval()`, `module.train()`, `module.train(False)`: the methods that switch an

@@ -52,6 +52,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     range(resample_times): images = denoise(unet(images, sigma))`, as inpainting samplers
     resample; corrector sweeps), the outer loop is reported and the sweep is part of its
     step: a barrier after the sweep gives every step the same graph of a few model calls.
+    A value copied to the host in the pass (`.cpu()`, `float(t)`) starts no device state,
+    but a cast of a constant reads nothing: `logits[:, -1] = float("-inf")`, masking a
+    token before sampling it, keeps the state on the device (audiolm's coarse and fine
+    sampling loops, a quantizer sweep per time step).
     A loop that starts each pass from new state (`for prompt in prompts: x =
     torch.randn(...)` before the sampling loop) runs whole sampling loops, and the inner
     loop is reported. A nested loop over data (a loader) is a step loop of its own.
