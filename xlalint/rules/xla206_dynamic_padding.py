@@ -50,7 +50,9 @@ class DynamicPadding(Rule):
     """
     ## What it does
     Flags padding to the longest example of each batch, where it runs per batch: in
-    collate functions (named `*collate*`, passed as `collate_fn=`, `__call__` or
+    collate functions (named `*collate*`, passed as `collate_fn=`, directly or through a
+    name the caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
+    curtail_to_shortest`, `__call__` or
     `torch_call` of a `*Collat*` class, or a lambda passed as `collate_fn=`), in functions
     that run every step (`forward`, `*_step`, functions called from a loop), and in loops
     whose passes run
@@ -157,6 +159,7 @@ class DynamicPadding(Rule):
         collate_fn = keyword_argument(node, "collate_fn")
         if collate_fn is not None and isinstance(collate_fn.value, cst.Name):
             self._collate_fns.add(collate_fn.value.value)
+            self._collate_fns |= _functions_bound(self._functions[-1], collate_fn.value.value)
         func = node.func
         if type(func) is cst.Name and func.value == "pad" and _pads_sequences(node):
             # A helper that pads a list of tensors to the longest, like `pad_sequence`
@@ -314,6 +317,29 @@ class DynamicPadding(Rule):
             _COLLATE_FUNCTION.search(function.name) is not None
             or function.name in self._collate_fns
         )
+
+
+def _functions_bound(function: cst.FunctionDef | None, name: str) -> set[str]:
+    """The functions a local name is bound to in `function`: `collate_fn =
+    pad_to_longest_fn if pad_to_longest else curtail_to_shortest_collate`, then
+    `DataLoader(ds, collate_fn=collate_fn)` collates with either."""
+    found: set[str] = set()
+    if function is None:
+        return found
+    for node in descendants(function.body):
+        if type(node) is not cst.Assign or not any(
+            isinstance(t.target, cst.Name) and t.target.value == name
+            for t in node.targets  # type: ignore[attr-defined]
+        ):
+            continue
+        values = [node.value]  # type: ignore[attr-defined]
+        while values:
+            value = values.pop()
+            if isinstance(value, cst.IfExp):
+                values += (value.body, value.orelse)
+            elif isinstance(value, cst.Name):
+                found.add(value.value)
+    return found
 
 
 _LENGTHS_NAME = re.compile(r"(^|_)(lengths|lens|sizes|seq_lens)$", re.IGNORECASE)
