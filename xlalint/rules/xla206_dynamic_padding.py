@@ -75,8 +75,10 @@ class DynamicPadding(Rule):
     example; a setting without a default here (`self.padding = config.padding`) is the
     builder's choice and is not flagged.
     A collate function that pads to its batch's longest example by hand (`max_len =
-    max(len(x) for x in batch)`, then `torch.full((n, max_len), pad)` or `max_len -
-    len(x)`) is flagged at the `max(...)`; not where the longest length is only checked
+    max(len(x) for x in batch)`, or a running maximum over the batch, `if len(x) >
+    max_len: max_len = len(x)`, then `torch.full((n, max_len), pad)`, `max_len -
+    len(x)` or a padding helper handed `max_len=max_len`) is flagged at the `max(...)`
+    (at the running maximum's assignment); not where the longest length is only checked
     (`assert longest <= max_length`). A function that pads several tensors this way is
     reported once: it is one cause. The finding goes where a fixed length would: a
     tokenizer call that takes the padding setting, else the hand-computed longest length,
@@ -151,6 +153,37 @@ class DynamicPadding(Rule):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        """`if len(sample["ctx"]) > max_ctx_len: max_ctx_len = len(sample["ctx"])` in a
+        loop over the batch: the longest length kept by hand, as `max(...)` gives it."""
+        function = self._functions[-1]
+        if function is None or node.orelse is not None or not self.ctx.in_loop:
+            return
+        test = node.test
+        if not (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.GreaterThan | cst.GreaterThanEqual)
+            and isinstance(test.comparisons[0].comparator, cst.Name)
+            and any(map(_measures_a_length, (test.left, *descendants(test.left))))
+        ):
+            return
+        name = test.comparisons[0].comparator.value
+        body = node.body.body
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+            return
+        assign = body[0].body[0] if len(body[0].body) == 1 else None
+        if (
+            isinstance(assign, cst.Assign)
+            and isinstance(assign.value, cst.Call)
+            and _measures_lengths(assign.value)
+            and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets
+            )
+            and _sizes_something(function, assign, {name})
+        ):
+            self._longest.append((assign.value, self.ctx.site(), function))
 
     def visit_Call(self, node: cst.Call) -> None:
         if type(node.func) is cst.Name and node.func.value == "max":
