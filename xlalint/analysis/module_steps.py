@@ -307,11 +307,16 @@ class ModuleSteps:
                 yield module, module.functions[name], None
 
     def _instance_class(self, receiver: cst.BaseExpression) -> tuple[_Module, _Class] | None:
-        """The class of another project module that every assignment of the linted file
-        binds a plain name to (`amp = MixedPrecisionManager(config.amp)`), else None."""
+        """The class of another project module that every binding of a plain name in the
+        linted file constructs (`amp = MixedPrecisionManager(config.amp)`; no parameter,
+        loop target or other assignment of that name), else None."""
         if type(receiver) is not cst.Name:
             return None
         name = receiver.value  # type: ignore[attr-defined]
+        if self._instances is None and not (
+            set(_CALLED_CLASS.findall(self._text)) & self._file_bindings().keys()
+        ):
+            self._instances = {}  # the file constructs no class it imports
         if self._instances is None:
             made: dict[str, set[str]] = {}
             for node in descendants(self._module):
@@ -323,10 +328,12 @@ class ModuleSteps:
                     for target in node.targets:  # type: ignore[attr-defined]
                         if type(target.target) is cst.Name:
                             made.setdefault(target.target.value, set()).add(spelled or "")
-                elif type(node) in (cst.AnnAssign, cst.AugAssign) and (
+                elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For) and (
                     type(node.target) is cst.Name  # type: ignore[attr-defined]
                 ):
                     made.setdefault(node.target.value, set()).add("")  # type: ignore[attr-defined]
+                elif type(node) is cst.Param:
+                    made.setdefault(node.name.value, set()).add("")  # type: ignore[attr-defined]
             self._instances = {n: next(iter(c)) for n, c in made.items() if len(c) == 1}
         spelled = self._instances.get(name)
         return self._file_class(spelled) if spelled else None
