@@ -69,12 +69,14 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
     `self._staged_forward(i, *data)`, as ensembles write it, or a module that the same
     function puts in eval or train mode before calling it: `self.trunk.eval()` ...
-    `self.embedder(self.trunk(x))`) and
+    `self.embedder(self.trunk(x))`), itself or in a loop nested in the pass over the
+    items of its batch (`for img, label in zip(batch.image, batch.gt_label):`), and
     keeps the results on the device for the next pass, reading nothing on the host in the
     pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
     y).sum()`), a list of outputs (`outs.append(model(x))`) that the function joins
-    after the loop (`torch.cat(outs)`), or buffers the first pass allocates (`if i == 0:
+    after the loop (`torch.cat(outs)`, also in a function of the module it hands the
+    list to: `self._get_quantiles_of_maps(maps)`), or buffers the first pass allocates (`if i == 0:
     all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
     arrays_defined:` whose block sets `arrays_defined = True`) and every pass
     writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
