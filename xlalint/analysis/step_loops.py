@@ -281,10 +281,8 @@ class LoopAnalysis(LoaderTracing):
                 params = [
                     p.name.value for p in (*function.params.posonly_params, *function.params.params)
                 ]
-                if function in self._methods.get(function.name.value, []) and params[:1] == [
-                    "self"
-                ]:
-                    params = params[1:]
+                if id(function) in self._method_classes and params[:1] in (["self"], ["cls"]):
+                    params = params[1:]  # bound by the call's receiver
                 if any(i < len(params) and _joined(function, params[i]) for i in positions):
                     return True
         return False
