@@ -233,6 +233,71 @@ def test_method_of_an_imported_class_by_its_name(tmp_path: Path) -> None:
     assert _xla401([package / "trainer.py"]) == [("trainer.py", 12)]
 
 
+AMP = """\
+import torch
+
+
+class MixedPrecisionManager:
+    def __init__(self, activated):
+        self.activated = activated
+        if activated:
+            self.scaler = torch.cuda.amp.GradScaler()
+
+    def backward(self, loss):
+        loss.backward()
+
+    def step(self, model, optimizer):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 2.0)
+        optimizer.step()
+        optimizer.zero_grad()
+
+    def log(self, model):
+        return model
+"""
+
+AMP_TRAINING = """\
+import torch
+
+from .amp import MixedPrecisionManager
+
+
+def train(model, optimizer, reader, config):
+    amp = MixedPrecisionManager(config.amp)
+    for batches in reader:
+        for batch in batches:
+            amp.backward(model(batch).sum())
+        amp.step(model, optimizer)
+
+
+def evaluate(model, reader, config):
+    amp = MixedPrecisionManager(config.amp)
+    for batches in reader:
+        for batch in batches:
+            amp.backward(model(batch).sum())
+        amp.log(model)
+"""
+
+
+def test_method_of_an_instance_of_an_imported_class(tmp_path: Path) -> None:
+    """`amp = MixedPrecisionManager(...)`, then `amp.step(model, optimizer)`: the name holds
+    an instance of that class, so the call runs its `step`, however generic the name
+    (colbert's training loop); `amp.log(model)` steps nothing, so the second nest (whose
+    micro-batches run backward alone) is no training loop."""
+    package = _package(tmp_path)
+    (package / "amp.py").write_text(AMP)
+    (package / "training.py").write_text(AMP_TRAINING)
+    assert _xla401([package / "training.py"]) == [("training.py", 8)]
+    # A name bound to something else too is no known instance.
+    (package / "training.py").write_text(
+        AMP_TRAINING.replace(
+            "    amp = MixedPrecisionManager(config.amp)\n    for",
+            "    amp = MixedPrecisionManager(config.amp)\n    amp = config.amp\n    for",
+            1,
+        )
+    )
+    assert _xla401([package / "training.py"]) == []
+
+
 def test_bindings_from_the_import_statements() -> None:
     text = (
         "import a.b\nimport c.d as e\nfrom ..m import (x,  # why\n    y as z)\n"

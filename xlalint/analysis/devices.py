@@ -638,7 +638,7 @@ def if_device_choice(
                 returns = returns or targets is None
                 last_selecting = index
     if not types:
-        return None
+        return _placement_choice(node, tests, blocks, imports)
     # The conditions only matter when no branch selects a GPU device. A test after the last
     # branch that selects one (`elif gen == "cuda": raise ...`) cannot change the choice.
     probes = not types & GPU_TYPES and any(
@@ -647,6 +647,46 @@ def if_device_choice(
     has_else = len(blocks) > len(tests) or returns  # code after a returning branch is its else
     remaps = not has_else and _remaps(tests, blocks, imports)
     return DeviceChoice(node, frozenset(types), probes, returns, remaps, has_else)
+
+
+def _placement_choice(
+    node: cst.If,
+    tests: list[cst.BaseExpression],
+    blocks: list[cst.BaseSuite],
+    imports: ImportTable,
+) -> DeviceChoice | None:
+    """A chain whose branches move values to different devices rather than naming one
+    (`if is_xpu_available(): model.to("xpu:0")` / `elif torch.cuda.is_available():
+    model.to("cuda")`; `if self.device == "cuda": x = x.cuda()` / `elif self.device ==
+    "cpu": x = x.cpu()`): where two branches place on two known types, one a GPU, the
+    chain chooses between them. One guarded move (`if torch.cuda.is_available(): model =
+    model.cuda()`) chooses nothing against another device: the value stays where it was."""
+    placed = [_placed_types(block, imports) for block in blocks]
+    types = frozenset().union(*placed) - {UNKNOWN}
+    if sum(1 for p in placed if p - {UNKNOWN}) < 2 or len(types) < 2 or not types & GPU_TYPES:
+        return None
+    has_else = len(blocks) > len(tests)
+    return DeviceChoice(node, types, False, False, False, has_else)
+
+
+def _placed_types(block: cst.CSTNode, imports: ImportTable) -> frozenset[str]:
+    """The device types a block's own statements move values to: `x.cuda()`, `x.cpu()`,
+    `x.to("xpu:0")`, as a statement or an assigned value (not in nested `if`s, loops,
+    functions or classes)."""
+    found: set[str] = set()
+    for child in children(block):
+        if type(child) in (cst.If, cst.FunctionDef, cst.ClassDef, cst.For, cst.While):
+            continue
+        value = child.value if type(child) in (cst.Expr, cst.Assign) else None  # type: ignore[attr-defined]
+        if type(value) is cst.Call and type(value.func) is cst.Attribute:  # type: ignore[attr-defined]
+            method = value.func.attr.value  # type: ignore[attr-defined]
+            if method in ("cuda", "cpu"):
+                found.add(method)
+            elif method == "to" and value.args and value.args[0].keyword is None:  # type: ignore[attr-defined]
+                found |= device_types(value.args[0].value, imports) or {UNKNOWN}  # type: ignore[attr-defined]
+        elif type(child) in _BLOCK_TYPES:
+            found |= _placed_types(child, imports)
+    return frozenset(found)
 
 
 def defers_to_function(

@@ -37,6 +37,8 @@ _ACCELERATOR_PREPARE = frozenset(
 )
 _NON_LOADER_CALLS = frozenset({"range", "zip", "len", "list", "tuple", "sorted", "reversed"})
 _LOADER_NAME = re.compile(r"loader|batches|data|(^|_)dl$", re.I)
+# `accelerate.utils.is_xpu_available`: a question about the host, not a loader's wrapper.
+_AVAILABILITY_PROBE = re.compile(r"\.is_\w+_available$")
 
 
 def is_accelerator_prepare(call: cst.Call) -> bool:
@@ -239,7 +241,15 @@ class LoaderTracing(LoopFacts):
         return loader
 
     def _file_wraps_loaders(self) -> bool:
-        return self.imports.binds(PARALLEL_LOADER_MODULE) or self.imports.binds("accelerate")
+        """The file imports torch_xla's parallel loaders, or accelerate for more than
+        asking which hardware is installed: `from accelerate.utils import
+        is_xpu_available` picks a device and wraps nothing (llama-cookbook's plain
+        DataLoader loop), `from accelerate import Accelerator` prepares loaders."""
+        return self.imports.binds(PARALLEL_LOADER_MODULE) or any(
+            (target == "accelerate" or target.startswith("accelerate."))
+            and _AVAILABILITY_PROBE.search(target) is None
+            for target in self.imports.bindings.values()
+        )
 
     def _wrapping_of_value(self, value: cst.BaseExpression) -> str:
         value = unwrap_iteration(value)

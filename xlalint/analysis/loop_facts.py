@@ -129,6 +129,17 @@ def _is_model_callee(func: cst.BaseExpression) -> bool:
     return name is not None and bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
 
 
+def _through_a_model(func: cst.BaseExpression) -> bool:
+    """`self.model.teacher(x)`, `self.model.get_maps(img)`: a part or a method of a value
+    named a model (a model's own submodule, or its method that runs it). Handed the pass's
+    data, it runs the model (`model.to(device)`, `model.parameters()` hand none)."""
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value != "forward"
+        and _is_model_callee(func.value)
+    )
+
+
 def _head_name(node: cst.BaseExpression) -> str | None:
     while type(node) in (cst.Attribute, cst.Subscript, cst.Call):
         node = node.func if isinstance(node, cst.Call) else node.value
@@ -210,6 +221,28 @@ def _first_pass_test(test: cst.BaseExpression, items: set[str]) -> bool:
         and isinstance(other, cst.Integer)
         and other.evaluated_value == 0
         for side, other in (sides, sides[::-1])
+    )
+
+
+def _sets_its_flag(branch: cst.If) -> bool:
+    """`if not arrays_defined:` whose body sets `arrays_defined = True`: it runs on the
+    first pass that reaches it, and never again."""
+    test = branch.test
+    if not (
+        isinstance(test, cst.UnaryOperation)
+        and isinstance(test.operator, cst.Not)
+        and isinstance(test.expression, cst.Name)
+    ):
+        return False
+    flag = test.expression.value
+    return any(
+        isinstance(small, cst.Assign)
+        and isinstance(small.value, cst.Name)
+        and small.value.value == "True"
+        and any(isinstance(t.target, cst.Name) and t.target.value == flag for t in small.targets)
+        for line in branch.body.body
+        if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body
     )
 
 
@@ -374,7 +407,19 @@ def _reads_host(value: cst.BaseExpression) -> bool:
     func = value.func
     if isinstance(func, cst.Attribute):
         return func.attr.value in TO_HOST_METHODS
-    return isinstance(func, cst.Name) and func.value in HOST_CASTS
+    # `float("-inf")`, `int(3)`: a cast of a constant reads nothing.
+    return (
+        isinstance(func, cst.Name)
+        and func.value in HOST_CASTS
+        and not all(_constant(arg.value) for arg in value.args)
+    )
+
+
+def _constant(value: cst.BaseExpression) -> bool:
+    """A literal number or string (`"-inf"`, `-1`, `1e9`)."""
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, cst.SimpleString | cst.Integer | cst.Float)
 
 
 # `module.eval()`, `module.train()`, `module.train(False)`: the methods that switch an
@@ -538,7 +583,9 @@ class _BodyScanner:
                 self.small(small)
         elif isinstance(node, cst.If):
             self.expression(node.test)
-            if node.orelse is None and _first_pass_test(node.test, self.counters):
+            if node.orelse is None and (
+                _first_pass_test(node.test, self.counters) or _sets_its_flag(node)
+            ):
                 # `if i == 0: all_q = torch.zeros(n, d, device=device)`: allocated on the
                 # first pass, then carried by every later pass, not rebound on each.
                 return
@@ -739,6 +786,7 @@ class _BodyScanner:
                 (calls_self and self.self_is_model)
                 or (_is_model_callee(func) and not self._layer_of_pass(func))
                 or self._calls_submodule(func)
+                or (_through_a_model(func) and self._hands_data(call))
             )
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
@@ -1188,10 +1236,52 @@ class LoopFacts:
             methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
             if self_call(call) and class_def is not None:
                 own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
+                if own and all(map(_abstract, own)):
+                    # `self.batch_update(x, y)` in a base that leaves it abstract runs
+                    # what its subclasses here write (a trainer's and an evaluator's).
+                    return self._overrides(class_def, methods) or own
                 return own or methods
             if self_call(call) or name not in _GENERIC_METHODS:
                 return methods
         return []
+
+    def _overrides(
+        self, class_def: cst.ClassDef, methods: list[cst.FunctionDef]
+    ) -> list[cst.FunctionDef]:
+        """Those of `methods` that classes of this module derived from `class_def`
+        (through bases named as its classes, any depth) define."""
+        key = ("subclasses", id(class_def))
+        derived = self._memo.get(key)
+        if derived is None:
+            # Classes with methods (an override is one), and the module's own classes.
+            classes = list(
+                {
+                    id(c): c
+                    for c in (
+                        *self._method_classes.values(),
+                        *(n for n in self.module.body if type(n) is cst.ClassDef),
+                    )
+                }.values()
+            )
+            names = {class_def.name.value}
+            found: set[int] = set()
+            grew = True
+            while grew:
+                grew = False
+                for cls in classes:
+                    if id(cls) in found or cls is class_def:
+                        continue
+                    bases = {
+                        (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1]
+                        for b in cls.bases
+                        if b.keyword is None
+                    }
+                    if bases & names:
+                        found.add(id(cls))
+                        names.add(cls.name.value)
+                        grew = True
+            derived = self._memo[key] = frozenset(found)
+        return [m for m in methods if id(self._method_classes.get(id(m))) in derived]  # type: ignore[operator]
 
     def _class_of(self, node: Scope) -> cst.ClassDef | None:
         """The class whose method holds a loop, or that a method belongs to."""

@@ -39,6 +39,7 @@ from xlalint.analysis.loop_facts import (
     self_call,
     steps_an_optimizer,
 )
+from xlalint.walk import descendants
 
 _CALLED_CLASS = re.compile(r"\b([A-Z]\w*)\s*\(")
 _CALL_DEPTH = 3  # calls followed inside the other module
@@ -224,6 +225,7 @@ class ModuleSteps:
         self._bindings: dict[str, tuple[int, str]] | None = None
         self._memo: dict[tuple[str, str, str], bool] = {}
         self._classes: list[tuple[_Module, _Class]] | None = None
+        self._instances: dict[str, str] | None = None  # name -> the class every binding calls
 
     # -- the linted file --------------------------------------------------------------------
     @property
@@ -279,6 +281,16 @@ class ModuleSteps:
         head, _, rest = (spelled or "").partition(".")
         binding = self._file_bindings().get(head)
         if binding is None:
+            if (
+                isinstance(func, cst.Attribute)
+                and (cls := self._instance_class(func.value)) is not None
+            ):
+                # `amp.step(model, optimizer)` with `amp = MixedPrecisionManager(...)`: the
+                # class is known, so is the method, however generic its name.
+                found = self._in_classes([cls], func.attr.value)
+                if found is not None:
+                    yield found
+                return
             if isinstance(func, cst.Attribute) and not generic_method(func.attr.value):
                 # `self.optimizers.optimizer_scaler_step_some(scaler, groups)`: a method
                 # of that name of a class the file imports, as `LoopFacts.resolve` takes
@@ -293,6 +305,38 @@ class ModuleSteps:
             module, name = found
             if name in module.functions:
                 yield module, module.functions[name], None
+
+    def _instance_class(self, receiver: cst.BaseExpression) -> tuple[_Module, _Class] | None:
+        """The class of another project module that every binding of a plain name in the
+        linted file constructs (`amp = MixedPrecisionManager(config.amp)`; no parameter,
+        loop target or other assignment of that name), else None."""
+        if type(receiver) is not cst.Name:
+            return None
+        name = receiver.value  # type: ignore[attr-defined]
+        if self._instances is None and not (
+            set(_CALLED_CLASS.findall(self._text)) & self._file_bindings().keys()
+        ):
+            self._instances = {}  # the file constructs no class it imports
+        if self._instances is None:
+            made: dict[str, set[str]] = {}
+            for node in descendants(self._module):
+                if type(node) is cst.Assign:
+                    value = node.value  # type: ignore[attr-defined]
+                    spelled = (
+                        get_full_name_for_node(value.func) if type(value) is cst.Call else None
+                    )
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        if type(target.target) is cst.Name:
+                            made.setdefault(target.target.value, set()).add(spelled or "")
+                elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For) and (
+                    type(node.target) is cst.Name  # type: ignore[attr-defined]
+                ):
+                    made.setdefault(node.target.value, set()).add("")  # type: ignore[attr-defined]
+                elif type(node) is cst.Param:
+                    made.setdefault(node.name.value, set()).add("")  # type: ignore[attr-defined]
+            self._instances = {n: next(iter(c)) for n, c in made.items() if len(c) == 1}
+        spelled = self._instances.get(name)
+        return self._file_class(spelled) if spelled else None
 
     def _inherited(
         self, class_def: cst.ClassDef, method: str

@@ -219,8 +219,10 @@ class LoopAnalysis(LoaderTracing):
         batch joins one pending graph, executed when the total is read after the loop.
         Chunks of one batch or rollout (`for mb in batch.split(n)`) are parts of a step."""
         node = site.node
-        if not isinstance(node, cst.For) or not self.facts(node).model_calls:
+        if not isinstance(node, cst.For):
             return False
+        if not self.facts(node).model_calls:
+            return self._accumulates_items(site)
         chunks = (
             not site.parents
             and _chunks(node)
@@ -231,9 +233,59 @@ class LoopAnalysis(LoaderTracing):
             return False
         appended = self.facts(node).appended
         return any(
-            name not in appended or _joined(site.function or self.module, name)
-            for name in self.accumulated(node)
+            name not in appended or self._joined_in(site, name) for name in self.accumulated(node)
         )
+
+    def _accumulates_items(self, site: LoopSite) -> bool:
+        """A loop over a data loader whose pass runs the model on each item of its batch
+        in a nested loop (`for img, label in zip(batch.image, batch.gt_label): maps.append(
+        model.get_maps(img))`) and keeps the results on the device for the next batch:
+        the nested loop is part of one batch's pass, and every batch joins one graph."""
+        node = site.node
+        if not isinstance(node, cst.For) or not self._over_a_loader(site):
+            return False
+        items = target_names(node.target)
+        for loop in self.facts(node).child_loops:
+            if not isinstance(loop, cst.For) or not (names_under(loop.iter) & items):
+                continue
+            facts = self.facts(loop)
+            if not facts.model_calls or self._reads_per_pass(loop):
+                continue
+            if any(
+                name not in facts.appended or self._joined_in(site, name)
+                for name in self.accumulated(loop)
+            ):
+                return True
+        return False
+
+    def _joined_in(self, site: LoopSite, name: str) -> bool:
+        """`_joined` in the loop's function, or in a function of this module it hands the
+        list to (`self._get_quantiles_of_maps(maps)` running `torch.cat(maps)`)."""
+        scope = site.function or self.module
+        if _joined(scope, name):
+            return True
+        for call in descendants(scope):
+            if type(call) is not cst.Call:
+                continue
+            positions = [
+                i
+                for i, arg in enumerate(call.args)  # type: ignore[attr-defined]
+                if arg.keyword is None
+                and not arg.star
+                and type(arg.value) is cst.Name
+                and arg.value.value == name
+            ]
+            if not positions:
+                continue
+            for function in self.resolve(call, site.class_def):  # type: ignore[arg-type]
+                params = [
+                    p.name.value for p in (*function.params.posonly_params, *function.params.params)
+                ]
+                if id(function) in self._method_classes and params[:1] in (["self"], ["cls"]):
+                    params = params[1:]  # bound by the call's receiver
+                if any(i < len(params) and _joined(function, params[i]) for i in positions):
+                    return True
+        return False
 
     def _called_in_training(self, function: cst.FunctionDef | None) -> bool:
         """A function of this module that training code here calls: a function that runs
@@ -258,7 +310,24 @@ class LoopAnalysis(LoaderTracing):
         if loader is None:
             return False
         kind = self.wrapping(site, loader)
-        return kind == Wrapping.DATALOADER or (kind == Wrapping.UNKNOWN and loader_named(loader))
+        return kind == Wrapping.DATALOADER or (
+            kind == Wrapping.UNKNOWN and (loader_named(loader) or self._wraps_named(site, loader))
+        )
+
+    def _wraps_named(self, site: LoopSite, loader: cst.BaseExpression) -> bool:
+        """A name the loop's function binds only to a progress bar or iterator around a
+        value named like a loader: `tk0 = tqdm.tqdm(data_loader, desc=...)`, then `for i,
+        x in enumerate(tk0):`."""
+        if site.function is None or type(loader) is not cst.Name:
+            return False
+        values = [
+            value
+            for _, _, value in self._sources_of(site.function, site.class_def, loader.value)  # type: ignore[attr-defined]
+        ]
+        return bool(values) and all(
+            (inner := unwrap_iteration(value)) is not value and loader_named(inner)
+            for value in values
+        )
 
     def _sub_step(self, node: Loop, trains: bool, infers: bool, parents: Sequence[Loop]) -> bool:
         """Part of the step of an enclosing loop: only `backward()` (accumulation, gradient

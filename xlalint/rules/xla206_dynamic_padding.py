@@ -50,7 +50,9 @@ class DynamicPadding(Rule):
     """
     ## What it does
     Flags padding to the longest example of each batch, where it runs per batch: in
-    collate functions (named `*collate*`, passed as `collate_fn=`, `__call__` or
+    collate functions (named `*collate*`, passed as `collate_fn=`, directly or through a
+    name the caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
+    curtail_to_shortest`, `__call__` or
     `torch_call` of a `*Collat*` class, or a lambda passed as `collate_fn=`), in functions
     that run every step (`forward`, `*_step`, functions called from a loop), and in loops
     whose passes run
@@ -73,8 +75,10 @@ class DynamicPadding(Rule):
     example; a setting without a default here (`self.padding = config.padding`) is the
     builder's choice and is not flagged.
     A collate function that pads to its batch's longest example by hand (`max_len =
-    max(len(x) for x in batch)`, then `torch.full((n, max_len), pad)` or `max_len -
-    len(x)`) is flagged at the `max(...)`; not where the longest length is only checked
+    max(len(x) for x in batch)`, or a running maximum over the batch, `if len(x) >
+    max_len: max_len = len(x)`, then `torch.full((n, max_len), pad)`, `max_len -
+    len(x)` or a padding helper handed `max_len=max_len`) is flagged at the `max(...)`
+    (at the running maximum's assignment); not where the longest length is only checked
     (`assert longest <= max_length`). A function that pads several tensors this way is
     reported once: it is one cause. The finding goes where a fixed length would: a
     tokenizer call that takes the padding setting, else the hand-computed longest length,
@@ -150,6 +154,37 @@ class DynamicPadding(Rule):
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.pop()
 
+    def visit_If(self, node: cst.If) -> None:
+        """`if len(sample["ctx"]) > max_ctx_len: max_ctx_len = len(sample["ctx"])` in a
+        loop over the batch: the longest length kept by hand, as `max(...)` gives it."""
+        function = self._functions[-1]
+        if function is None or node.orelse is not None or not self.ctx.in_loop:
+            return
+        test = node.test
+        if not (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.GreaterThan | cst.GreaterThanEqual)
+            and isinstance(test.comparisons[0].comparator, cst.Name)
+            and any(map(_measures_a_length, (test.left, *descendants(test.left))))
+        ):
+            return
+        name = test.comparisons[0].comparator.value
+        body = node.body.body
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+            return
+        assign = body[0].body[0] if len(body[0].body) == 1 else None
+        if (
+            isinstance(assign, cst.Assign)
+            and isinstance(assign.value, cst.Call)
+            and _measures_lengths(assign.value)
+            and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets
+            )
+            and _sizes_something(function, assign, {name})
+        ):
+            self._longest.append((assign.value, self.ctx.site(), function))
+
     def visit_Call(self, node: cst.Call) -> None:
         if type(node.func) is cst.Name and node.func.value == "max":
             self._longest_length(node)
@@ -157,6 +192,7 @@ class DynamicPadding(Rule):
         collate_fn = keyword_argument(node, "collate_fn")
         if collate_fn is not None and isinstance(collate_fn.value, cst.Name):
             self._collate_fns.add(collate_fn.value.value)
+            self._collate_fns |= _functions_bound(self._functions[-1], collate_fn.value.value)
         func = node.func
         if type(func) is cst.Name and func.value == "pad" and _pads_sequences(node):
             # A helper that pads a list of tensors to the longest, like `pad_sequence`
@@ -314,6 +350,29 @@ class DynamicPadding(Rule):
             _COLLATE_FUNCTION.search(function.name) is not None
             or function.name in self._collate_fns
         )
+
+
+def _functions_bound(function: cst.FunctionDef | None, name: str) -> set[str]:
+    """The functions a local name is bound to in `function`: `collate_fn =
+    pad_to_longest_fn if pad_to_longest else curtail_to_shortest_collate`, then
+    `DataLoader(ds, collate_fn=collate_fn)` collates with either."""
+    found: set[str] = set()
+    if function is None:
+        return found
+    for node in descendants(function.body):
+        if type(node) is not cst.Assign or not any(
+            isinstance(t.target, cst.Name) and t.target.value == name
+            for t in node.targets  # type: ignore[attr-defined]
+        ):
+            continue
+        values = [node.value]  # type: ignore[attr-defined]
+        while values:
+            value = values.pop()
+            if isinstance(value, cst.IfExp):
+                values += (value.body, value.orelse)
+            elif isinstance(value, cst.Name):
+                found.add(value.value)
+    return found
 
 
 _LENGTHS_NAME = re.compile(r"(^|_)(lengths|lens|sizes|seq_lens)$", re.IGNORECASE)

@@ -122,7 +122,13 @@ class DeviceLadderWithoutXla(Rule):
     of names or memory figures per GPU choose nothing. An integer GPU id chosen by
     a CUDA probe, -1 for the CPU by the common convention (`if cuda.device_count() > 0:
     cuda_device = 0` / `else: cuda_device = -1`, in a name for a device or a GPU), is a
-    ladder too; counts (`n_gpu = 1` / `n_gpu = 0`) and other settings are not.
+    ladder too; counts (`n_gpu = 1` / `n_gpu = 0`) and other settings are not. A chain
+    whose branches move values to devices rather than naming one is a ladder where two
+    branches move to two known types, one of them a GPU (`if is_xpu_available():
+    model.to("xpu:0")` / `elif torch.cuda.is_available(): model.to("cuda")`; `if
+    self.device == "cuda": x = x.cuda()` / `elif self.device == "cpu": x = x.cpu()`); one
+    guarded move (`if torch.cuda.is_available(): model = model.cuda()`) or a move to a
+    device chosen elsewhere (`.to(local_rank)`) chooses nothing.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the

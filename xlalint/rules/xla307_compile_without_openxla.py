@@ -3,10 +3,12 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.arguments import append_keyword, keyword_argument
-from xlalint.analysis.devices import positional_argument
+from xlalint.analysis.devices import device_types, mentions_xla, positional_argument
+from xlalint.analysis.imports import ImportTable
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
+from xlalint.walk import children, descendants
 
 TORCH_COMPILE = frozenset({"torch.compile"})
 # Backends that lower to Inductor, which has no XLA device.
@@ -25,7 +27,13 @@ class CompileWithoutOpenxla(Rule):
     `@torch.compile(fullgraph=True)`), and `model.compile()` of an `nn.Module`, which
     compiles the module's forward the same way. Left alone: other backends (`"openxla"`,
     `"aot_eager"`, a backend held in a variable), calls with `**kwargs` (the backend may be
-    in them), code that only CUDA machines run, and files that do not import torch_xla.
+    in them), code that only CUDA machines run, and files that do not import torch_xla,
+    except where compiling is on by default for an XLA device: `torch.compile` under `if
+    self._do_i_compile():`, a function of the module that returns False for the devices
+    it tests (`if self.device == torch.device("mps"): return False`, the CPU), names no
+    XLA device, and returns True elsewhere (nnU-Net's trainer; reported without a fix,
+    since `openxla` would not run where the file runs today). A gate that tests for CUDA,
+    or that only returns a setting (opt-in), is left alone.
 
     ## Why is this bad?
     Inductor generates Triton or C++ kernels for CUDA and CPU tensors; it has no lowering
@@ -72,8 +80,17 @@ class CompileWithoutOpenxla(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not (self._torch_compile(node) or self._module_compile(node)):
             return
+        on_by_default = False
         if not self._in_xla_code():
-            return
+            # Code not written for XLA yet: only where a gate turns compiling off for the
+            # devices it names and on for every other one, an XLA device among them.
+            on_by_default = (
+                self._torch_compile(node)
+                and not self.ctx.runs_without_xla
+                and self._on_for_other_devices(node)
+            )
+            if not on_by_default:
+                return
         if any(arg.star == "**" for arg in node.args):
             return
         backend = keyword_argument(node, "backend")
@@ -88,10 +105,54 @@ class CompileWithoutOpenxla(Rule):
             self.report(node, message, fix=None if self._inductor_options(node) else fix)
             return
         fix = None
-        if not self._inductor_options(node) and (edit := self._append_backend(node)):
+        if (
+            not on_by_default
+            and not self._inductor_options(node)
+            and (edit := self._append_backend(node))
+        ):
             fix = self.fix('Add `backend="openxla"`', edit)
         name = "torch.compile" if self._torch_compile(node) else ".compile()"
         self.report(node, self.message.format(name=name), fix=fix)
+
+    def _on_for_other_devices(self, node: cst.Call) -> bool:
+        """The call runs under `if self._do_i_compile():` (or `if f():`), a function of
+        this module that returns False for the device types it tests (`if self.device ==
+        torch.device("mps"): return False`, the CPU) and True otherwise: compiling is the
+        default on any other device, an XLA device too."""
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.FunctionDef | cst.ClassDef):
+                return False
+            if isinstance(ancestor, cst.If) and child is ancestor.body:
+                gate = self._gate_function(ancestor.test)
+                if gate is not None and _excludes_named_devices(gate, self.ctx.imports):
+                    return True
+            child = ancestor
+        return False
+
+    def _gate_function(self, test: cst.BaseExpression) -> cst.FunctionDef | None:
+        """`f()` or `self.f()`: the function of this module (or method of the class
+        around the call) the test calls, without arguments."""
+        if not isinstance(test, cst.Call) or test.args:
+            return None
+        func = test.func
+        if isinstance(func, cst.Name):
+            candidates = list(self.ctx.module.body)
+            name = func.value
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            owner = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+            if owner is None or not isinstance(owner.body, cst.IndentedBlock):
+                return None
+            candidates = list(owner.body.body)
+            name = func.attr.value
+        else:
+            return None
+        found = [c for c in candidates if isinstance(c, cst.FunctionDef) and c.name.value == name]
+        return found[0] if len(found) == 1 else None
 
     def _torch_compile(self, node: cst.Call) -> bool:
         return self.ctx.qualified(node.func) in TORCH_COMPILE
@@ -126,6 +187,47 @@ class CompileWithoutOpenxla(Rule):
 
     def _in_xla_code(self) -> bool:
         return self.ctx.imports.binds("torch_xla") and not self.ctx.runs_without_xla
+
+
+def _excludes_named_devices(function: cst.FunctionDef, imports: ImportTable) -> bool:
+    """The function returns False under tests of the device against types other than
+    CUDA or XLA (`if self.device == torch.device("mps"): return False`, the CPU), and
+    True outside every test of a device (`if "nnUNet_compile" not in os.environ: return
+    True`): an XLA device, which it never names, gets that default. A gate that returns
+    only a setting there (`return os.environ.get("COMPILE") == "1"`) is opt-in."""
+    if mentions_xla(function, imports):
+        return False
+    excluded = False
+    default = False
+    stack: list[tuple[cst.CSTNode, bool]] = [(function.body, False)]
+    while stack:
+        node, under_device_test = stack.pop()
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        if type(node) is cst.If:
+            types = {
+                kind
+                for leaf in descendants(node.test)  # type: ignore[attr-defined]
+                if isinstance(leaf, cst.BaseExpression)
+                for kind in (device_types(leaf, imports) or ())
+            }
+            if types and not types <= {"cpu", "mps"}:
+                return False  # it tests for CUDA (or an unknown type): a device's own gate
+            tested = under_device_test or bool(types)
+            stack.append((node.body, tested))  # type: ignore[attr-defined]
+            if node.orelse is not None:  # type: ignore[attr-defined]
+                stack.append((node.orelse, under_device_test))  # type: ignore[attr-defined]
+            continue
+        if type(node) is cst.Return:
+            value = node.value  # type: ignore[attr-defined]
+            literal = value.value if isinstance(value, cst.Name) else None
+            if under_device_test and literal == "False":
+                excluded = True
+            elif not under_device_test and literal == "True":
+                default = True
+            continue
+        stack.extend((child, under_device_test) for child in children(node))
+    return excluded and default
 
 
 def _openxla(string: cst.SimpleString) -> str:

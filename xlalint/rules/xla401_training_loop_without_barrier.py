@@ -39,9 +39,12 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     loader or one from Lightning Fabric's `fabric.setup_dataloaders()`, traced through this
     module's helpers that return it, iterator wrappers such as `CycleIterator(loader)`, and
     attributes set in another method: `dl = accelerator.prepare(dl); self.stream =
-    cycle(dl)` in `__init__`). Batches pulled with `next()` in a loop nested in the pass
-    count (`for _ in range(accumulate): data = next(self.stream)`: every step pulls at
-    least one). A barrier behind `if XLA_AVAILABLE:` counts.
+    cycle(dl)` in `__init__`; a loader handed in is taken for a prepared one in a file that
+    imports torch_xla's parallel loaders or accelerate, but not where it imports only
+    accelerate's hardware probes, `from accelerate.utils import is_xpu_available`).
+    Batches pulled with `next()` in a loop nested in the pass count (`for _ in
+    range(accumulate): data = next(self.stream)`: every step pulls at least one). A
+    barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once, and a nest of loops once. With nested loops, the
     innermost loop that steps the optimizer on each pass is reported, because that is
@@ -70,7 +73,12 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     module does not define but names for it (`self.optimizer_step()` of a training
     template whose mixin implements it), or in methods the module leaves abstract (`raise
     NotImplementedError`) and calls on a pass that zeroes the optimizer's gradients and
-    runs no `backward()` itself (a template whose subclasses write the update). So does a
+    runs no `backward()` itself (a template whose subclasses write the update). A method
+    the loop's class leaves abstract runs what its subclasses in the module write
+    (`Epoch.run` calling `self.batch_update(x, y)`, which `TrainEpoch` implements with
+    `backward()` and `optimizer.step()`); so does a method of an instance of a class the
+    file imports from its project (`amp = MixedPrecisionManager(...)`, then
+    `amp.step(model, optimizer)`: the class is known, so is its `step`). So does a
     method named for training (`forward_backward`, `train_actor_critic`, `fit_batch`: a
     word `train`, `training`, `backward`, `learn`, `fit` or `optimize` in its name, or the
     generic step of a template, `run_step`, `do_step`, `perform_step`) that the

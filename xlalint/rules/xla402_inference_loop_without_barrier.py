@@ -52,23 +52,33 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     range(resample_times): images = denoise(unet(images, sigma))`, as inpainting samplers
     resample; corrector sweeps), the outer loop is reported and the sweep is part of its
     step: a barrier after the sweep gives every step the same graph of a few model calls.
+    A value copied to the host in the pass (`.cpu()`, `float(t)`) starts no device state,
+    but a cast of a constant reads nothing: `logits[:, -1] = float("-inf")`, masking a
+    token before sampling it, keeps the state on the device (audiolm's coarse and fine
+    sampling loops, a quantizer sweep per time step).
     A loop that starts each pass from new state (`for prompt in prompts: x =
     torch.randn(...)` before the sampling loop) runs whole sampling loops, and the inner
     loop is reported. A nested loop over data (a loader) is a step loop of its own.
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
-    one: `val_dataloader`, `loader`, `dl`, `dataset`) that runs the model on each batch (a
-    model by its name, or a function or own method named for the forward pass, whatever it
+    one: `val_dataloader`, `loader`, `dl`, `dataset`, also through a progress bar the
+    function binds first: `tk0 = tqdm(data_loader)`, then `for i, x in enumerate(tk0):`)
+    that runs the model on each batch (a model by its name, a part or method of one handed
+    the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, or a function or own
+    method named for the forward pass, whatever it
     calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
     `self._staged_forward(i, *data)`, as ensembles write it, or a module that the same
     function puts in eval or train mode before calling it: `self.trunk.eval()` ...
-    `self.embedder(self.trunk(x))`) and
+    `self.embedder(self.trunk(x))`), itself or in a loop nested in the pass over the
+    items of its batch (`for img, label in zip(batch.image, batch.gt_label):`), and
     keeps the results on the device for the next pass, reading nothing on the host in the
     pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
     module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
     y).sum()`), a list of outputs (`outs.append(model(x))`) that the function joins
-    after the loop (`torch.cat(outs)`), or buffers the first pass allocates (`if i == 0:
-    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index) and every pass
+    after the loop (`torch.cat(outs)`, also in a function of the module it hands the
+    list to: `self._get_quantiles_of_maps(maps)`), or buffers the first pass allocates (`if i == 0:
+    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
+    arrays_defined:` whose block sets `arrays_defined = True`) and every pass
     writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
     later ones, not rebound by each. Every batch's forward then waits in one graph,
     compiled and run when the total is read. Not reported: evaluation loops that read each
