@@ -41,7 +41,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     attributes set in another method: `dl = accelerator.prepare(dl); self.stream =
     cycle(dl)` in `__init__`). Batches pulled with `next()` in a loop nested in the pass
     count (`for _ in range(accumulate): data = next(self.stream)`: every step pulls at
-    least one). A barrier behind `if XLA_AVAILABLE:` counts.
+    least one), and so do those pulled in a function of this module the pass calls
+    (`while self.steps < n: self.train_step()`, the method pulling `next(self.dl_iter)`),
+    judged where that function pulls them. A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once, and a nest of loops once. With nested loops, the
     innermost loop that steps the optimizer on each pass is reported, because that is
