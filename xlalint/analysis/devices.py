@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.arguments import keyword_argument, parameters
 from xlalint.analysis.guards import (
     implied,
     mentions_cuda,
@@ -831,9 +831,55 @@ class DeviceChoices:
         return choice is not None and choice.is_ladder
 
     def in_ladder(self, ancestors: Iterable[cst.CSTNode], *, ternaries: bool = False) -> bool:
-        """Whether any of `ancestors` is an `if` device ladder (or a ternary one)."""
+        """Whether any of `ancestors` is an `if` device ladder (or a ternary one), not one
+        that keeps the caller's device (`keeps_handed_device`)."""
         kinds = (cst.If, cst.IfExp) if ternaries else (cst.If,)
-        return any(isinstance(a, kinds) and self.is_ladder(a) for a in ancestors)
+        path = list(ancestors)
+        return any(
+            isinstance(a, kinds)
+            and self.is_ladder(a)
+            and not (isinstance(a, cst.If) and self.keeps_handed_device(a, path[index + 1 :]))
+            for index, a in enumerate(path)
+        )
+
+    def keeps_handed_device(self, node: cst.If, ancestors: Iterable[cst.CSTNode]) -> bool:
+        """An `if` chain with a branch that selects no device (an `else` that only prints,
+        or no `else`), where every name the chain sets holds, before it, the device the
+        caller handed in: a parameter of the function, directly or as the block last
+        assigned it (`self.device = device`, then `if self.is_ddp: self.device =
+        torch.device("cuda", rank)` / `else: print(...)`). On an XLA host that branch keeps
+        the caller's XLA device: the chain is no ladder without XLA, and a branch that sets
+        CUDA whatever was handed in chooses a CUDA device on its path (XLA302's finding).
+        Not where a test asks about the hardware (`if not torch.cuda.is_available():
+        device = "cpu"`): an XLA host takes the branch that selects. `ancestors`: of
+        `node`, innermost first."""
+        tests, blocks = chain(node)
+        if len(blocks) > len(tests) and not has_silent_branch(node, self.imports):
+            return False
+        if any(probes_gpu(test, self.imports) for test in tests):
+            # `if not torch.cuda.is_available(): device = "cpu"`: the hardware decides, and
+            # on an XLA host the branch that selects runs, not the one that keeps.
+            return False
+        targets: set[str] = set()
+        for block in blocks:
+            for value, assigned in _selections(block):
+                if device_types(value, self.imports) is None:
+                    continue
+                if assigned is None:
+                    return False  # a branch returns a device: the function's choice
+                for target in assigned:
+                    name = get_full_name_for_node(target)
+                    if name is None:
+                        return False
+                    targets.add(name)
+        path = iter(ancestors)
+        block = next(path, None)
+        function = next((a for a in path if type(a) is cst.FunctionDef), None)
+        if not targets or function is None or type(block) is not cst.IndentedBlock:
+            return False
+        handed = {p.name.value for p in parameters(function)}
+        before = list(itertools.takewhile(lambda s: s is not node, block.body))  # type: ignore[attr-defined]
+        return all(_holds_parameter(target, before, handed) for target in targets)
 
     def opens_ladder(self, ancestors: Iterable[cst.CSTNode]) -> bool:
         """Whether the node is in an `if` without `else` that selects a device and is
@@ -857,6 +903,20 @@ class DeviceChoices:
             ):
                 return True
         return False
+
+
+def _holds_parameter(target: str, before: list[cst.CSTNode], handed: set[str]) -> bool:
+    """`target` holds a parameter after the statements `before`: its last plain
+    assignment there is a parameter's name, or it is a parameter none of them rebinds."""
+    for statement in reversed(before):
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in reversed(statement.body):  # type: ignore[attr-defined]
+            if type(small) is not cst.Assign:
+                continue
+            if any(get_full_name_for_node(t.target) == target for t in small.targets):
+                return type(small.value) is cst.Name and small.value.value in handed
+    return target in handed
 
 
 def _chain_has_else(node: cst.If) -> bool:

@@ -14,7 +14,9 @@ of its class, or a function defined in its own body (`def _extract(data_loader):
 A loop is a batch loop when it iterates a data loader (`for x, y in loader`, through
 `enumerate`/`tqdm`/`iter`, or over its positions, taking `self.dataset[i]` on each pass,
 whoever defines the update it hands the batch to), pulls batches with `next()` from one,
-or runs a whole training
+runs the model on items it takes from a queue a producer fills (`queue = Queue(maxsize=2)`,
+then `item = queue.get()` and the network on it, as sliding-window inference runs its
+tiles: the code after the loop runs once per image, not per tile), or runs a whole training
 step (an optimizer step, itself or in a function it calls) on every pass. A loop whose body
 only yields (`for item in train_data: yield item`) hands each item to its consumer, where
 the step runs: it is no batch loop, whatever it iterates. A loop over
@@ -43,6 +45,8 @@ from xlalint.walk import EXPRESSIONS, code_children, descendants, last_name, tar
 # What a data loader is called: `loader`, `train_dataloader`, `dl`, `val_ds`, `dataset`,
 # `train_data`. Not `batches`/`chunks`: those are often the micro-batches of one step.
 _LOADER_NAME = re.compile(r"loader|(^|_)dl$|(^|_)ds$|(^|_)data(set)?$|^dataset", re.I)
+# A queue's class: `queue.Queue`, `SimpleQueue`, `multiprocessing`'s `JoinableQueue`.
+_QUEUE_CLASS = re.compile(r"Queue$")
 _SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _LOOPS = frozenset({cst.For, cst.While})
 # The hand-written walks below skip whitespace and punctuation (`code_children`) and test
@@ -257,13 +261,34 @@ class Epochs:
                 cached = False  # `for opt in optimizers.values(): scaler.step(opt)`: one step
             else:
                 facts = self._facts(loop)
-                cached = any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of) or (
+                cached = (
+                    any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of)
+                    or (facts.model_calls > 0 and self._pulls_from_queue(loop, facts))
+                ) or (
                     self._steps(loop)
                     and not any(self._steps(n) for n in _nested_loops(loop))
                     and not self._holds_stepping_loop(loop)
                 )
             self._batch[id(loop)] = cached
         return cached
+
+    def _pulls_from_queue(self, loop: cst.For | cst.While, facts: BodyFacts) -> bool:
+        """The pass takes its item from a queue its function made (`queue = Queue(...)`,
+        `mp.Queue()`, `ctx.JoinableQueue()`; then `item = queue.get()`): a producer
+        (a thread, a process) feeds it the data, one item per pass."""
+        function = self._function_of(loop)
+        if function is None:
+            return False
+        for receiver in facts.pulled_from:
+            if type(receiver) is not cst.Name:
+                continue
+            values = local_values(function, receiver.value)
+            if values and all(
+                type(v) is cst.Call and _QUEUE_CLASS.search(last_name(v.func) or "")  # type: ignore[attr-defined]
+                for v in values
+            ):
+                return True
+        return False
 
     def _iterates_loader(self, loop: cst.For) -> bool:
         """`for x in loader`, or over a name that its function only ever binds to loaders

@@ -9,10 +9,11 @@ report the first read of such a run: reads of the same value in one statement or
 statements that follow each other in a block.
 
 Reads and copies handed to one call are one cause too: `self.update_k(real.item(),
-fake.item())`, `tree.update(ids.cpu(), probs.cpu())`, or a progress line formatted from
-several copies (`pbar.set_description("%.2e %.2e" % (a.cpu().numpy(), b.cpu().numpy()))`):
-the call needs its inputs on the host, and moving it (or handing it the device values)
-is one fix. `consuming_call` names that call.
+fake.item())`, `tree.update(ids.cpu(), probs.cpu())`, a progress line formatted from
+several copies (`pbar.set_description("%.2e %.2e" % (a.cpu().numpy(), b.cpu().numpy()))`),
+or reads scaled on the host on their way in (`dict(loss=loss.item() / n, recon=recon.item()
+/ n)`): the call needs its inputs on the host, and moving it (or handing it the device
+values) is one fix. `consuming_call` names that call.
 """
 
 from __future__ import annotations
@@ -69,11 +70,13 @@ def _field(subscript: cst.Subscript) -> str | None:
 
 def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.Call | None:
     """The call that `read` (an `.item()`, a copy to the host; `ancestors` innermost
-    first) is handed to: as an argument of its own (`f(x.item())`, `f(x.cpu())`), or as
-    a part of a tuple, list, `%` operand or f-string formatted into one argument (`f("%f"
-    % (x.cpu().numpy(),))`), there also through methods applied to the copy. None
-    otherwise: a copy processed further on the host before it is handed on as an argument
-    of its own (`f(y.cpu().numpy().astype("float64"))`) is an input of its own."""
+    first) is handed to: as an argument of its own (`f(x.item())`, `f(x.cpu())`), as an
+    operand of host arithmetic that makes the argument (`f(loss=x.item() / n)`: the read
+    scaled on its way in), or as a part of a tuple, list, `%` operand or f-string
+    formatted into one argument (`f("%f" % (x.cpu().numpy(),))`), there also through
+    methods applied to the copy. None otherwise: a copy processed further on the host
+    before it is handed on as an argument of its own (`f(y.cpu().numpy().astype(
+    "float64"))`) is an input of its own."""
     child = read
     formatted = False
     outward = iter(ancestors)
@@ -91,7 +94,8 @@ def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.C
             if formatted or ancestor.func is not child:  # type: ignore[attr-defined]
                 return None
         elif kind is cst.BinaryOperation:
-            if type(ancestor.operator) is not cst.Modulo:  # type: ignore[attr-defined]
+            operator = type(ancestor.operator)  # type: ignore[attr-defined]
+            if operator is not cst.Modulo and operator not in _ARITHMETIC:
                 return None
             formatted = True
         elif kind in _FORMATTED:

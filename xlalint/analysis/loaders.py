@@ -206,14 +206,20 @@ class LoaderTracing(LoopFacts):
 
     def syncs_per_pass(self, site: LoopSite) -> bool:
         """The loop takes its batches from a loader that syncs on every batch: it iterates
-        one, or calls `next()` on an iterator of one, in its body or in a loop nested in it
+        one, or calls `next()` on an iterator of one, in its body, in a loop nested in it
         (`for _ in range(accumulate): batch = next(self.dl)`: every pass pulls at least
-        one batch, each a barrier)."""
-        candidates = [unwrap_iteration(arg) for arg in self._next_of(site.node)]
+        one batch, each a barrier) or in a function of this module the pass calls (`while
+        self.steps < n: self.train_step()`, whose body pulls `next(self.dl_iter)` from
+        `cycle()` over an `accelerator.prepare()`d loader): each judged in the scope of
+        the function that pulls it."""
+        candidates = [
+            (function, class_def, unwrap_iteration(arg))
+            for function, class_def, arg in self._next_of(site.node, site.function, site.class_def)
+        ]
         if (loader := self.iterated_loader(site)) is not None:
-            candidates.append(loader)
-        for candidate in candidates:
-            kind = self.wrapping(site, candidate)
+            candidates.append((site.function, site.class_def, loader))
+        for function, class_def, candidate in candidates:
+            kind = self._wrapping_in(function, class_def, candidate, 0)
             if kind == Wrapping.SYNCING:
                 return True
             if kind == Wrapping.UNKNOWN and self._file_wraps_loaders():
@@ -224,12 +230,27 @@ class LoaderTracing(LoopFacts):
                     return True
         return False
 
-    def _next_of(self, node: cst.For | cst.While) -> list[cst.BaseExpression]:
-        """The `next()` arguments of a pass: its body's and its nested loops'."""
+    def _next_of(
+        self,
+        node: cst.For | cst.While | cst.FunctionDef,
+        function: cst.FunctionDef | None,
+        class_def: cst.ClassDef | None,
+        seen: set[int] | None = None,
+    ) -> list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]]:
+        """The `next()` arguments of a pass, each with the function and class it is
+        evaluated in: its body's, its nested loops' and those of the functions of this
+        module it calls (`self.train_step()`), through their calls in turn."""
+        seen = set() if seen is None else seen
+        if id(node) in seen:
+            return []
+        seen.add(id(node))
         facts = self.facts(node)
-        found = list(facts.next_of)
+        found = [(function, class_def, arg) for arg in facts.next_of]
         for loop in facts.child_loops:
-            found.extend(self._next_of(loop))
+            found.extend(self._next_of(loop, function, class_def, seen))
+        for callee in self._callees(node):
+            owner = self._method_classes.get(id(callee))
+            found.extend(self._next_of(callee, callee, owner, seen))
         return found
 
     def plain_dataloader(self, site: LoopSite) -> cst.BaseExpression | None:

@@ -515,6 +515,9 @@ class BodyFacts:
     imported_calls: list[cst.Call] = field(default_factory=list)
     child_loops: list[Loop] = field(default_factory=list)
     next_of: list[cst.BaseExpression] = field(default_factory=list)  # `next(it)` arguments
+    # Receivers of `.get()` without a positional argument: `item = queue.get()` takes the
+    # next item a producer put there (a dict's `get` names its key).
+    pulled_from: list[cst.BaseExpression] = field(default_factory=list)
     events: list[_Assign | _ModelCall | _Nested] = field(default_factory=list)
     read_first: frozenset[str] = frozenset()  # read before this body assigns them
     assigned: frozenset[str] = frozenset()  # assigned by this body (not nested loops)
@@ -751,6 +754,8 @@ class _BodyScanner:
                 facts.steps_items = True
             elif method == "zero_grad" and not on_item:
                 self._zero_grad(func.value)
+            elif method == "get" and all(arg.keyword is not None for arg in call.args):
+                facts.pulled_from.append(func.value)
             elif method in _MODE_METHODS and len(call.args) <= 1:
                 spelled_module = get_full_name_for_node(func.value)
                 if spelled_module is not None:

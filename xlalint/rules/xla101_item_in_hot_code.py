@@ -45,7 +45,8 @@ class ItemInHotCode(HelperCallRule):
     one batch (`batch["raw"]`, `batch["padded"]`) are values of their own. Of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
     total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
-    one call (`self.update_k(real.item(), fake.item())`, or formatted into one of its
+    one call (`self.update_k(real.item(), fake.item())`, scaled on the host on their way
+    in: `dict(loss=loss.item() / n, recon=recon.item() / n)`, or formatted into one of its
     arguments: `log("%f %f" % (a.item(), b.item()))`) are one cause too, reported once, at
     the first: the call needs its inputs on the host, and handing it the device values (or
     moving it) is one fix. So are the reads that are operands of one arithmetic expression

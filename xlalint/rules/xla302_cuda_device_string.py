@@ -47,7 +47,10 @@ class CudaDeviceString(Rule):
     `if not torch.cuda.is_available(): return`), in code that runs only where a test for
     XLA failed (`if device == "xla": ... else: <here>`) or in a class's own `cuda()`
     method, the branches of a device ladder such as
-    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's), also the first rung of a
+    `"cuda" if torch.cuda.is_available() else "cpu"` (XLA305's; not a chain whose other
+    branch keeps the device the caller handed in, `self.device = device` before `if
+    self.is_ddp: self.device = torch.device("cuda", rank)`: there CUDA is forced on one
+    path and reported here), also the first rung of a
     ladder that sibling `if`s make (`if device == "auto": device = "cuda"` before
     `if device.type == "cuda" and not torch.cuda.is_available(): return
     torch.device("cpu")`: one ladder, one finding), and the default of a

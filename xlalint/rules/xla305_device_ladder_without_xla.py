@@ -145,6 +145,11 @@ class DeviceLadderWithoutXla(Rule):
     remaps the value its test examines and passes every other one through
     (`"cpu" if device == "mps" else device`,
     `if device_map == "cuda": device_map = f"cuda:{rank}"`): an XLA device is kept as given.
+    So is the device the caller handed in, where a branch selects none and the name the
+    chain sets holds a parameter before it (`self.device = device`, then `if self.is_ddp:
+    self.device = torch.device("cuda", rank)` / `else: print(...)`): the chain is no
+    ladder without XLA, and the CUDA device its DDP branch forces whatever was handed in
+    is XLA302's finding.
     A test after the last branch that sets a device chooses nothing:
     `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
     generator's device. A device set on each pass of a loop under a GPU test (`if
@@ -459,6 +464,8 @@ class DeviceLadderWithoutXla(Rule):
         if self._reads_a_placing_flag(node.test):
             return
         choices = self.ctx.device_choices
+        if choices.keeps_handed_device(node, self.ctx.ancestors()):
+            return  # a branch keeps the caller's device; a forced CUDA is XLA302's
         if defers_to_function(node, self.ctx.imports, self._module_functions(), choices.helpers):
             return  # `elif device is None: device = default_device()`: its ladder chooses
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):

@@ -43,8 +43,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     imports torch_xla's parallel loaders or accelerate, but not where it imports only
     accelerate's hardware probes, `from accelerate.utils import is_xpu_available`).
     Batches pulled with `next()` in a loop nested in the pass count (`for _ in
-    range(accumulate): data = next(self.stream)`: every step pulls at least one). A
-    barrier behind `if XLA_AVAILABLE:` counts.
+    range(accumulate): data = next(self.stream)`: every step pulls at least one), and so do
+    those pulled in a function of this module the pass calls (`while self.steps < n:
+    self.train_step()`, the method pulling `next(self.dl_iter)`), judged where that
+    function pulls them. A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once, and a nest of loops once. With nested loops, the
     innermost loop that steps the optimizer on each pass is reported, because that is
