@@ -94,7 +94,9 @@ of `if isinstance(step, int):` or `if type(step) is int:`, an `else` or `elif` a
 for s in keys)`. A test against a container type (`isinstance(losses, tuple)`) or a
 failed tensor test says nothing: a tuple may hold tensors. A per-step function's
 unannotated parameter named as a count or an index (`batch_idx`, `epoch_num`,
-`batch_no`, `unet_number`, `step_counter`) is a Python int, and so is an attribute so
+`batch_no`, `unet_number`, `step_counter`) is a Python int, one its function's docstring
+declares a Python scalar (`target_is_real (bool): ...`, NumPy's `reverse : bool`,
+Sphinx's `:type swap: bool`; not `bool | Tensor`) is that value, and so is an attribute so
 named that no tensor has, of a value taken for one (`batch_graphs.batch_size`,
 `data.num_graphs`), and one named as a model (`compute_loss(self, model, inputs)`) is
 the model: `model.training` is its flag; one taken for a tensor only because of
