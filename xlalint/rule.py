@@ -47,7 +47,10 @@ run saves or evaluates a model every step), or gated by wall-clock time (`if
 time.time() - self.last_log_time > interval:`, directly or through a local flag: once
 per so many seconds, over many steps; `time.time() - start < warmup` is taken on every
 step until then), or in a branch that clears its own flag
-(`if first: ...; first = False`) or that tests one value of a counter the loop raises on
+(`if first: ...; first = False`) or that fills state of the instance it finds empty
+(`if self.initial_task_loss is None: self.initial_task_loss = [l.item() for l in
+losses]`: the first step only; not where the function sets it again beside the branch,
+`self.x = None`) or that tests one value of a counter the loop raises on
 every pass (`if state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass;
 a local count started again on every call of a per-step function, or raised only on
 some passes, is not), or that sets its counter back to zero when it reaches a bound
