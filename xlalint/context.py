@@ -238,6 +238,7 @@ class FileContext:
             module,
             lambda loop: self.loops.steps_optimizer(loop),
             self._function_of_loop,
+            lambda loop: self._step_passes.fixed_in_an_epoch(loop),
         )
         # Whether a function computes on tensors it is handed (hot per call for some rules).
         self.data_parameters = DataParameters(module, self.imports, self.kinds.records)
