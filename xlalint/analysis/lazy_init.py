@@ -7,9 +7,9 @@ once, not every step. The same holds for `if self.cache is None:` and
 (`attn = None` before a loop) is filled once per call, and that call may run every step:
 it is not persistent state; nor is an attribute the function sets again beside the
 block (`self.step_losses = None` at the top of each pass, or a beam's `self.scores =
-selection.scores` after it): the block may find it empty on any call. A host read in such a block
-(`if self.initial_task_loss is None: self.initial_task_loss = [l.item() for l in
-losses]`) is read on the first step only: the context counts the block as amortised.
+selection.scores` after it): the block may find it empty on any call. A host read in
+such a block (`if self.initial_task_loss is None: self.initial_task_loss = [l.item() for
+l in losses]`) is read on the first step only: the context counts the block as amortised.
 """
 
 from __future__ import annotations
