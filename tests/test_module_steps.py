@@ -248,6 +248,21 @@ def test_bindings_from_the_import_statements() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import a\nimport b",
+        "x = 1  # import y\nfrom a import (b,\n  c)  import d\nfrom e import f; import g",
+        "from a import (b,\nimport c)\n import d\n\timport e\nimportant = 1\nimport",
+        '"""\nimport docs\n"""\nfrom . import (x, y) # import z\nfrom .import w',
+    ],
+)
+def test_import_statements_as_the_expression_finds_them(text: str) -> None:
+    # Tried only at the starts of lines that spell `import`: the same matches as a scan.
+    expected = [m.group(0) for m in project_modules._IMPORT.finditer(text)]
+    assert [m.group(0) for m in project_modules._import_statements(text)] == expected
+
+
 def _entry(cache: ResultCache, path: Path) -> dict[str, object]:
     """The one cache entry stored for `path`'s current bytes."""
     settings = Settings(root=path.parent, select=("XLA401", "XLA402"))

@@ -77,7 +77,7 @@ from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.cst_parse import parse_module
 from xlalint.screen import LINE
-from xlalint.walk import TRIVIA, descendants, target_names, top_level_functions
+from xlalint.walk import TRIVIA, descendants, self_attribute, target_names, top_level_functions
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -1032,7 +1032,8 @@ class FileContext:
                 node.value, self.module))  # fmt: skip
             if self._masks is not None:
                 self._masks.bind_assignment([t.target for t in node.targets], node.value)
-            self.kinds.bind_assignment([t.target for t in node.targets], node.value)
+            self.kinds.bind_assignment(self._bound_on_xla([t.target for t in node.targets]),
+                node.value)  # fmt: skip
         elif kind is cst.AnnAssign:
             assert isinstance(node, cst.AnnAssign)
             self.kinds.declare_attribute(node.target, node.annotation)
@@ -1050,6 +1051,16 @@ class FileContext:
             assert isinstance(node, cst.AugAssign)
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
                 node.target, cst.Add(), node.value)))  # fmt: skip
+
+    def _bound_on_xla(self, targets: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
+        """The targets whose binding here counts on an XLA host. An attribute of `self`
+        keeps its kind in every method after this one, so a move made only off XLA
+        (`if self.gpu_beam_blocking: self.partial_hyps = self.partial_hyps.cuda()`, a flag
+        false without CUDA) leaves it what it was before: a host tensor from a factory
+        given no device stays one there."""
+        if not any(self_attribute(t) is not None for t in targets) or not self.runs_without_xla:
+            return targets
+        return [t for t in targets if self_attribute(t) is None]
 
     def _narrowing(self, branch: cst.If, names: list[str]) -> list[tuple[str, Kind, Kind | None]]:
         """What `if isinstance(v, torch.Tensor):` says of each name in its body. Code that

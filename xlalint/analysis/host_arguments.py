@@ -1,9 +1,13 @@
 """Parameters that every call of this module hands a host copy.
 
 A helper's annotation says what kind of value it takes (`cost_matrix: Tensor`), not where
-the value lives. When every call of the helper in this module hands it a copy already on
-the host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_matrix)`,
-`min_diff(pos.detach().cpu().numpy(), ..., pbc.tolist())`), its reads of that parameter
+the value lives. When every call of the helper in this module (of a method: through
+`self`, or through any receiver where no other class of the module defines a method by
+that name, `sum_tree.update_ids(ids.cpu(), prob.cpu())`) hands it a copy already on the
+host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_matrix)`,
+`min_diff(pos.detach().cpu().numpy(), ..., pbc.tolist())`, or what a function of the
+module returns as a host copy on every path: `loss = self.fit_batch(batch)` where
+`fit_batch` ends `return loss.detach().cpu()`), its reads of that parameter
 (`if mask.all():`, `for periodic in pbc: if periodic:`) read host values: the transfer was
 paid, and is reported, at the copy. A helper this module never calls, or calls once with
 anything else, keeps what its annotation or use says.
@@ -71,12 +75,19 @@ def host_parameters(
     if not sites:
         return {}
     found: dict[str, bool] | None = None
+    # A method by a name no other class of the module defines is reached through its
+    # instances too (`sum_tree.update_ids(ids.cpu(), prob)` on an element of a list of them).
+    through_instances = in_class and _methods_named(module).get(function.name.value) == 1
     for site in sites:
         call = site.call
-        if in_class and not (
-            type(call.func) is cst.Attribute
-            and type(call.func.value) is cst.Name
-            and call.func.value.value in ("self", "cls")
+        if (
+            in_class
+            and not through_instances
+            and not (
+                type(call.func) is cst.Attribute
+                and type(call.func.value) is cst.Name
+                and call.func.value.value in ("self", "cls")
+            )
         ):
             return {}
         if any(arg.star for arg in call.args) or site.function is None:
@@ -89,7 +100,7 @@ def host_parameters(
                 name = positional[index]
             else:
                 return {}
-            copy = _handed_copy(arg.value, call, site.function)
+            copy = _handed_copy(module, arg.value, call, site.function)
             if copy is not None:
                 handed[name] = copy
         if found is None:
@@ -101,12 +112,14 @@ def host_parameters(
     return found or {}
 
 
-def _handed_copy(value: cst.BaseExpression, call: cst.Call, caller: cst.FunctionDef) -> bool | None:
-    """`host_copy` of what `call` hands: the argument itself, or for a plain name the
-    value its last assignment before the call (in the blocks around it) gives it."""
+def _handed_copy(
+    module: cst.Module, value: cst.BaseExpression, call: cst.Call, caller: cst.FunctionDef
+) -> bool | None:
+    """`copy_of` what `call` hands: the argument itself, or for a plain name the value
+    its last assignment before the call (in the blocks around it) gives it."""
     if type(value) is not cst.Name:
-        return host_copy(value)
-    if value.value not in _copy_names(caller):
+        return copy_of(module, value)
+    if value.value not in _copy_names(module, caller):
         return None
     path = _path_to(caller.body, call)
     if path is None:
@@ -118,14 +131,78 @@ def _handed_copy(value: cst.BaseExpression, call: cst.Call, caller: cst.Function
             if assigned is _OTHER:
                 return None
             if assigned is not None:
-                return host_copy(assigned)  # type: ignore[arg-type]
+                return copy_of(module, assigned)  # type: ignore[arg-type]
     return None
+
+
+def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
+    """`host_copy` of `expr`, or of what every return of the module's functions it calls
+    hands back (`self.fit_batch(batch)`, each `fit_batch` of the module ending `return
+    loss.detach().cpu()`): the copy was made, and is reported, in the callee."""
+    copy = host_copy(expr)
+    if copy is not None or type(expr) is not cst.Call:
+        return copy
+    func = expr.func
+    if type(func) is cst.Name:
+        return _returned_copies(module).get((func.value, False))
+    if (
+        type(func) is cst.Attribute
+        and type(func.value) is cst.Name
+        and func.value.value
+        in (
+            "self",
+            "cls",
+        )
+    ):
+        return _returned_copies(module).get((func.attr.value, True))
+    return None
+
+
+@lint_memo.memo(16)
+def _methods_named(module: cst.Module) -> dict[str, int]:
+    """How many classes of the module define a method by each name."""
+    counts: dict[str, int] = {}
+    for statement in module.body:
+        if type(statement) is cst.ClassDef:
+            names = {m.name.value for m in statement.body.body if type(m) is cst.FunctionDef}
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+@lint_memo.memo(16)
+def _returned_copies(module: cst.Module) -> dict[tuple[str, bool], bool]:
+    """Per function name of the module (and whether it is a method), `host_copy` of what
+    every definition by that name returns on every `return`, where all agree that it is
+    a host copy. One definition that returns anything else, or nothing, settles nothing:
+    the name is left out."""
+    found: dict[tuple[str, bool], bool | None] = {}
+    for statement in module.body:
+        if type(statement) is cst.FunctionDef:
+            _note_returns(found, (statement.name.value, False), statement)
+        elif type(statement) is cst.ClassDef:
+            for member in statement.body.body:
+                if type(member) is cst.FunctionDef:
+                    _note_returns(found, (member.name.value, True), member)
+    return {key: copy for key, copy in found.items() if copy is not None}
+
+
+def _note_returns(
+    found: dict[tuple[str, bool], bool | None], key: tuple[str, bool], function: cst.FunctionDef
+) -> None:
+    values = [node.value for node in _walk(function.body) if type(node) is cst.Return]
+    copies = [host_copy(v) if v is not None else None for v in values]
+    copy = None if not copies or None in copies else all(copies)
+    if key in found:
+        before = found[key]
+        copy = None if before is None or copy is None else before and copy
+    found[key] = copy
 
 
 # Keyed by function node: a small bound, as for `guards._assigned_values`, so that a
 # worker or the language server does not keep many files' trees alive.
 @lint_memo.memo(64)
-def _copy_names(function: cst.FunctionDef) -> frozenset[str]:
+def _copy_names(module: cst.Module, function: cst.FunctionDef) -> frozenset[str]:
     """The names some plain assignment in `function` binds to a host copy: the only names
     worth following back from a call (one walk per caller)."""
     names: set[str] = set()
@@ -134,7 +211,7 @@ def _copy_names(function: cst.FunctionDef) -> frozenset[str]:
             type(node) is cst.Assign
             and len(node.targets) == 1
             and type(node.targets[0].target) is cst.Name
-            and host_copy(node.value) is not None
+            and copy_of(module, node.value) is not None
         ):
             names.add(node.targets[0].target.value)
     return frozenset(names)

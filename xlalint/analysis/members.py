@@ -25,6 +25,7 @@ from typing import TypeVar
 import libcst as cst
 
 from xlalint import lint_memo
+from xlalint.analysis.returns import _walk_body
 from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
 
 _S = TypeVar("_S", bound=cst.BaseCompoundStatement)
@@ -279,20 +280,11 @@ def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     """What each `return` of `function` (not of the functions it defines) hands back;
     empty if some `return` hands back nothing."""
     found: list[cst.BaseExpression] = []
-    stack: list[cst.CSTNode] = list(code_children(function.body))
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if kind is cst.Return:
+    for node in _walk_body(function, expressions=False):  # every `return` is a statement
+        if type(node) is cst.Return:
             if node.value is None:  # type: ignore[attr-defined]
                 return []
             found.append(node.value)  # type: ignore[attr-defined]
-        elif kind is cst.SimpleStatementLine:
-            stack.extend(node.body)  # type: ignore[attr-defined]
-        elif kind not in EXPRESSIONS:
-            stack.extend(code_children(node))
     return found
 
 

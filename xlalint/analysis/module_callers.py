@@ -59,6 +59,7 @@ from functools import lru_cache
 from xlalint import lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
+from xlalint.analysis.members import _reach
 from xlalint.analysis.module_reads import converts_what_it_is_handed
 from xlalint.analysis.module_steps import steps_its_optimizer
 
@@ -575,16 +576,11 @@ def _subclasses_at(path: str, stat: tuple[int, int]) -> dict[str, frozenset[str]
         for node in tree.body
         if isinstance(node, ast.ClassDef)
     }
-    found: dict[str, frozenset[str]] = {}
-    for name in bases:
-        family = {name}
-        changed = True
-        while changed:
-            grown = {c for c, of in bases.items() if of & family} - family
-            family |= grown
-            changed = bool(grown)
-        found[name] = frozenset(family)
-    return found
+    derived: dict[str, set[str]] = {}
+    for cls, of in bases.items():
+        for base in of:
+            derived.setdefault(base, set()).add(cls)
+    return {name: frozenset({name} | _reach(name, derived)) for name in bases}
 
 
 def _dispatched(own: str, reached: set[str]) -> set[str]:

@@ -141,8 +141,10 @@ class TensorControlFlow(Rule):
     reads the device; stacked only when every append hands a host value (`float(...)`,
     `torch.tensor(reward)` without a device) is the result on the host. Nor is a test of
     a helper's parameter that every call of the helper in the module hands a host copy
-    (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`),
-    whatever its annotation says: the copy is XLA102's finding, and the helper's tests
+    (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`, or
+    `loss = self.fit_batch(batch)` then `self.update_average(loss, avg)` where every
+    `fit_batch` of the module ends `return loss.detach().cpu()`), whatever its annotation
+    says: the copy is XLA102's finding, and the helper's tests
     read host values. Nor is a test in a branch that runs only where a predicate of the
     module holds that returns nothing but a CUDA test of what it is handed (`if
     self._fast_path_supported(outputs):` with `return bool(outputs["logits"].is_cuda)`):

@@ -112,6 +112,9 @@ class DataDependentShapeOp(Rule):
     arrays, pandas objects and CPU tensors made here, `repeat_interleave` by a Python
     int, and calls in a `raise` (`raise ValueError(f"found {torch.unique(t)}")`, which
     runs once, when the step fails), or in a block that ends in one, are not flagged.
+    Nor are calls on a method's parameter that every call of it in the module hands a
+    host copy, through its instances too (a sum tree's `update_ids(data_ids, prob)`,
+    called as `sum_tree.update_ids(ids.cpu(), prob.cpu())`): the copy is XLA102's finding.
 
     ## Why is this bad?
     An op without an XLA lowering falls back to the CPU: PyTorch/XLA executes the pending
