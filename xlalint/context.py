@@ -45,6 +45,7 @@ from xlalint.analysis.intervals import (
     resets_its_counter,
     sparse_test,
 )
+from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import (
@@ -237,6 +238,7 @@ class FileContext:
             module,
             lambda loop: self.loops.steps_optimizer(loop),
             self._function_of_loop,
+            lambda loop: self._step_passes.fixed_in_an_epoch(loop),
         )
         # Whether a function computes on tensors it is handed (hot per call for some rules).
         self.data_parameters = DataParameters(module, self.imports, self.kinds.records)
@@ -808,7 +810,11 @@ class FileContext:
                 # Loops whose passes a flag cleared here counts: read once per `if`.
                 flag_loops = self._flag_loops()
                 frame = self._frames[-1]
-                if clears_its_flag(node, frame.node, flag_loops) or (  # type: ignore[arg-type]
+                if (
+                    clears_its_flag(node, frame.node, flag_loops)  # type: ignore[arg-type]
+                    # `if self.cache is None: self.cache = ...`: filled once, then full.
+                    or fills_when_empty(node, frame.node)  # type: ignore[arg-type]
+                ) or (
                     frame.loops
                     and passes_its_value_once(
                         node,  # type: ignore[arg-type]

@@ -47,7 +47,10 @@ run saves or evaluates a model every step), or gated by wall-clock time (`if
 time.time() - self.last_log_time > interval:`, directly or through a local flag: once
 per so many seconds, over many steps; `time.time() - start < warmup` is taken on every
 step until then), or in a branch that clears its own flag
-(`if first: ...; first = False`) or that tests one value of a counter the loop raises on
+(`if first: ...; first = False`) or that fills state of the instance it finds empty
+(`if self.initial_task_loss is None: self.initial_task_loss = [l.item() for l in
+losses]`: the first step only; not where the function sets it again beside the branch,
+`self.x = None`) or that tests one value of a counter the loop raises on
 every pass (`if state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass;
 a local count started again on every call of a per-step function, or raised only on
 some passes, is not), or that sets its counter back to zero when it reaches a bound
@@ -94,7 +97,9 @@ of `if isinstance(step, int):` or `if type(step) is int:`, an `else` or `elif` a
 for s in keys)`. A test against a container type (`isinstance(losses, tuple)`) or a
 failed tensor test says nothing: a tuple may hold tensors. A per-step function's
 unannotated parameter named as a count or an index (`batch_idx`, `epoch_num`,
-`batch_no`, `unet_number`, `step_counter`) is a Python int, and so is an attribute so
+`batch_no`, `unet_number`, `step_counter`) is a Python int, one its function's docstring
+declares a Python scalar (`target_is_real (bool): ...`, NumPy's `reverse : bool`,
+Sphinx's `:type swap: bool`; not `bool | Tensor`) is that value, and so is an attribute so
 named that no tensor has, of a value taken for one (`batch_graphs.batch_size`,
 `data.num_graphs`), and one named as a model (`compute_loss(self, model, inputs)`) is
 the model: `model.training` is its flag; one taken for a tensor only because of

@@ -6,7 +6,10 @@ after it runs once per call. The same holds for an epoch loop around a batch loo
 outside the batch loop runs once per epoch. Accumulating on the device inside the batch
 loop and reading the total once after it is what the torch_xla docs recommend, so a read
 there must not be reported as a per-step cost. Any other loop in an epoch function (a
-sampling loop after training, a sweep over stages) still runs its body on every pass.
+sampling loop after training, a sweep over stages) still runs its body on every pass,
+except, inside an epoch loop, a loop of fixed passes (over a collection the trainer holds,
+`step_passes.StepPasses.fixed_in_an_epoch`) that trains, samples and pulls nothing: its
+few passes run once per epoch.
 
 A function also runs its batch loop when it calls one that does: of the module, a method
 of its class, or a function defined in its own body (`def _extract(data_loader): ...`).
@@ -219,8 +222,12 @@ class Epochs:
         module: cst.Module | None = None,
         steps_optimizer: Callable[[cst.For | cst.While], bool] | None = None,
         function_of: Callable[[cst.For | cst.While], cst.FunctionDef | None] | None = None,
+        fixed_passes: Callable[[cst.For | cst.While], bool] | None = None,
     ) -> None:
         self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
+        # `StepPasses.fixed_in_an_epoch`: the loop's passes are fixed (a collection the
+        # trainer holds) and none trains, samples or pulls a batch.
+        self._fixed_passes = fixed_passes or (lambda loop: False)
         # `LoopAnalysis.steps_optimizer`: a pass steps an optimizer, here or in a function
         # it calls (`self._fit_batch(x, y)`).
         self._steps_optimizer = steps_optimizer
@@ -505,11 +512,20 @@ class Epochs:
         """Whether code inside `scopes` (its function, then the loops around it in that
         function, outermost first) runs once per epoch: the function or the loops around
         it run a batch loop, and every loop around it is an epoch loop (it holds a batch
-        loop without being one). Code in any other loop (a sampling loop after training,
-        a sweep over stages) keeps running on every pass of that loop."""
+        loop without being one), or, inside an epoch loop, a loop of fixed passes that
+        trains, samples and pulls nothing (`for task_id, weight in
+        enumerate(self.loss_weight)`, logging each task's weight after the epoch): a few
+        passes once per epoch. Code in any other loop (a sampling loop after training, a
+        loop counting steps) keeps running on every pass of that loop."""
         loops = [s for s in scopes if isinstance(s, cst.For | cst.While)]
-        if any(self.is_batch_loop(loop) or not self.holds_batch_loop(loop) for loop in loops):
-            return False
+        in_epoch_loop = False
+        for loop in loops:
+            if self.is_batch_loop(loop):
+                return False
+            if self.holds_batch_loop(loop):
+                in_epoch_loop = True
+            elif not (in_epoch_loop and self._fixed_passes(loop)):
+                return False
         if any(self._one_step(scope) for scope in scopes):
             return False
         return any(self.holds_batch_loop(scope) for scope in scopes)

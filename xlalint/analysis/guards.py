@@ -200,10 +200,25 @@ def falsy_constant(node: cst.BaseExpression) -> bool | None:
     return None
 
 
-# A count of GPUs (`ngpu`, `args.n_gpu`, `num_gpus`, `gpu_count`): the number of CUDA
-# devices a program was told to use, 0 on a host without them.
-_GPU_COUNT = re.compile(r"^(?:n_?|num_?)gpus?$|^gpus?_?(?:count|num)$", re.IGNORECASE)
+# A count of GPUs (`ngpu`, `args.n_gpu`, `num_gpus`, `gpu_count`,
+# `config.total_visible_gpus`): the number of CUDA devices a program was told to use or
+# found (`torch.cuda.device_count()`), 0 on a host without them. By its words: one that
+# counts (`n`, `num`, `total`, ...) and `gpu`/`gpus` last or before another that counts;
+# not a count of something else on a GPU (`n_gpu_layers`).
+_GPU_COUNT_WORD = re.compile(r"^(?:n|num)gpus?$|^gpus?(?:count|num)$")
+_GPU_WORDS = frozenset({"gpu", "gpus"})
+_COUNT_WORDS = frozenset({"n", "nb", "num", "number", "count", "cnt", "total"})
 _COUNT_CALLS = frozenset({"torch.cuda.device_count"})
+
+
+def _names_gpu_count(name: str) -> bool:
+    words = [word for word in name.lower().split("_") if word]
+    if any(_GPU_COUNT_WORD.match(word) for word in words):
+        return True
+    for at, word in enumerate(words):
+        if word in _GPU_WORDS and (at + 1 == len(words) or words[at + 1] in _COUNT_WORDS):
+            return any(w in _COUNT_WORDS for i, w in enumerate(words) if i != at)
+    return False
 
 
 def counts_gpus(node: cst.BaseExpression, imports: ImportTable) -> bool:
@@ -213,7 +228,7 @@ def counts_gpus(node: cst.BaseExpression, imports: ImportTable) -> bool:
         return imports.resolve(node.func) in _COUNT_CALLS
     if isinstance(node, cst.Name | cst.Attribute):
         last = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
-        return _GPU_COUNT.match(last) is not None
+        return _names_gpu_count(last)
     return False
 
 
@@ -250,7 +265,7 @@ def _count_implies(test: cst.BaseExpression, holds: bool) -> object:
     left = test.left
     callee = left.func if isinstance(left, cst.Call) else left
     name = (get_full_name_for_node(callee) or "").rsplit(".", 1)[-1]
-    if not (name == "device_count" or _GPU_COUNT.match(name)):
+    if not (name == "device_count" or _names_gpu_count(name)):
         return _NOT_A_COUNT
     bound = int(target.comparator.evaluated_value)
     none = compare(0, bound) == holds

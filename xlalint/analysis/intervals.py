@@ -106,10 +106,13 @@ def _names_a_save_or_evaluation(interval: cst.BaseExpression) -> bool:
     return isinstance(interval, cst.Name) and _SAVE_OR_EVALUATION.search(interval.value) is not None
 
 
-def _attribute_values(class_def: cst.ClassDef, attribute: str) -> list[cst.BaseExpression]:
+def attribute_values(
+    class_def: cst.ClassDef, attribute: str, defaults: bool = True
+) -> list[cst.BaseExpression]:
     """Every value a method of `class_def` assigns `self.<attribute>`; empty where it is
     also bound some other way (`+=`, a tuple target). A parameter of the method assigned
-    as it is (`self.log_frequency = log_frequency`) counts by its default."""
+    as it is (`self.log_frequency = log_frequency`) counts by its default (with
+    `defaults`; otherwise it stays the parameter's name: what callers hand in)."""
     found: list[cst.BaseExpression] = []
     method: cst.FunctionDef | None = None
     stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(class_def.body, None)]
@@ -128,7 +131,7 @@ def _attribute_values(class_def: cst.ClassDef, attribute: str) -> list[cst.BaseE
                 if not isinstance(node, cst.Assign | cst.AnnAssign) or node.value is None:
                     return []
                 value = node.value
-                if isinstance(value, cst.Name) and method is not None:
+                if defaults and isinstance(value, cst.Name) and method is not None:
                     value = _parameter_default(method, value.value) or value
                 found.append(value)
             elif any(self_attribute(inner) == attribute for inner in descendants(target)):
@@ -213,7 +216,7 @@ def long_interval(
         and class_def is not None
         and self_attribute(interval) is not None
     ):
-        values = _attribute_values(class_def, interval.attr.value)
+        values = attribute_values(class_def, interval.attr.value)
     return bool(values) and all(_long_value(value) for value in values)
 
 

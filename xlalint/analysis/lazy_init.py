@@ -5,7 +5,11 @@ self.state[p]`) runs once per parameter, on the first step: what it builds there
 once, not every step. The same holds for `if self.cache is None:` and
 `if "exp_avg" not in state:`. A local that the function itself starts empty
 (`attn = None` before a loop) is filled once per call, and that call may run every step:
-it is not persistent state.
+it is not persistent state; nor is an attribute the function sets again beside the
+block (`self.step_losses = None` at the top of each pass, or a beam's `self.scores =
+selection.scores` after it): the block may find it empty on any call. A host read in
+such a block (`if self.initial_task_loss is None: self.initial_task_loss = [l.item() for
+l in losses]`) is read on the first step only: the context counts the block as amortised.
 """
 
 from __future__ import annotations
@@ -25,11 +29,44 @@ def fills_persistent_state(path: Iterable[cst.CSTNode]) -> bool:
     function = next((n for n in nodes if isinstance(n, cst.FunctionDef)), None)
     previous: cst.CSTNode | None = None
     for node in nodes:
-        if isinstance(node, cst.If) and previous is node.body:
-            state = _tested_for_emptiness(node.test)
-            if state is not None and _persistent(state, function) and _fills(node.body, state):
-                return True
+        if isinstance(node, cst.If) and previous is node.body and fills_when_empty(node, function):
+            return True
         previous = node
+    return False
+
+
+def fills_when_empty(node: cst.If, function: cst.FunctionDef | None) -> bool:
+    """`if self.initial_task_loss is None: self.initial_task_loss = [...]` in `function`:
+    the branch tests persistent state for emptiness and fills it, so it is taken once (per
+    parameter, for an optimizer's `state[p]`), not on every call."""
+    state = _tested_for_emptiness(node.test)
+    return (
+        state is not None
+        and _persistent(state, function)
+        and _fills(node.body, state)
+        and not _emptied_beside(node, state, function)
+    )
+
+
+def _emptied_beside(
+    node: cst.If, state: cst.BaseExpression, function: cst.FunctionDef | None
+) -> bool:
+    """`self.step_losses = None` (or any other value) in the same function outside the
+    branch: the state is set again, on every call or pass of a loop around both, and the
+    branch may find it empty and fill it each time."""
+    if function is None or isinstance(state, cst.Name):
+        return False  # a local alias (`state = self.state[p]`) is bound, not emptied
+    inside = {id(n) for n in descendants(node.body)}
+    module = cst.Module(body=[])
+    wanted = module.code_for_node(state)
+    for child in descendants(function.body):
+        if id(child) in inside or not isinstance(child, cst.Assign | cst.AnnAssign):
+            continue
+        targets = (
+            [t.target for t in child.targets] if isinstance(child, cst.Assign) else [child.target]
+        )
+        if any(module.code_for_node(t) == wanted for t in targets):
+            return True
     return False
 
 

@@ -74,7 +74,14 @@ class StepPasses:
             self._cache[key] = known
         return known
 
-    def fixed_passes(self, loop: Loop) -> bool:
+    def fixed_in_an_epoch(self, loop: Loop) -> bool:
+        """Inside an epoch loop of its function (`epochs.per_epoch` asks): the loop's
+        passes are fixed, wherever its class is, and none is a step. The function shows
+        who runs the loop (the epoch loop around it), so a class that is no model (a
+        trainer) keeps no passes per step there."""
+        return self.fixed_passes(loop, in_an_epoch=True) and not self.steps_in_passes(loop)
+
+    def fixed_passes(self, loop: Loop, in_an_epoch: bool = False) -> bool:
         """The loop's passes are fixed for each call of its function: a dict's entries or
         a model's parameters (`collections`, wherever the loop is), or, in a function
         outside classes or a method of a model class, the module's own structure
@@ -90,7 +97,12 @@ class StepPasses:
         if any(_STEP_COUNT.search(name) for name in target_names(loop.target)):
             return False  # `for global_step in range(...)`: its passes are counted steps
         site = self._loops.site(loop)
-        if site is not None and site.class_def is not None and not self._loops.in_model_class(site):
+        if (
+            not in_an_epoch
+            and site is not None
+            and site.class_def is not None
+            and not self._loops.in_model_class(site)
+        ):
             return False
         function = site.function if site is not None else None
         return id(loop) in self._rows or _fixed_iterable(loop.iter, function, 0)

@@ -7,6 +7,7 @@ each step, which compiles once. Growth across steps (XLA210) needs passes that a
 a token loop whose passes end in a host read, a barrier or a `break`, a loop over a
 loader, a trip count the caller chooses. This module tells the structural loops apart:
 the iterable is the module's container (`self.layers`, `enumerate`/`zip`/`reversed` of it,
+a slice of it with literal bounds, `self.layers[1:]`,
 `range(len(self.blocks))`, `range(self.num_layers)`, a literal tuple) and no pass reads
 the device on the host, syncs or breaks out. Computed on demand, cached per loop.
 
@@ -51,6 +52,9 @@ def structural_iterable(node: cst.BaseExpression) -> bool:
         return not any(isinstance(e, cst.StarredElement) for e in node.elements)
     if _held_by_self(node):
         return True
+    if isinstance(node, cst.Subscript):
+        # `self.layers[1:]`, `self.blocks[:-1]`: the container less a fixed few entries.
+        return _literal_slice(node) and structural_iterable(node.value)
     if not isinstance(node, cst.Call):
         return False
     func = node.func
@@ -75,6 +79,20 @@ def structural_iterable(node: cst.BaseExpression) -> bool:
             and structural_iterable(bound.args[0].value)
         )
     return False
+
+
+def _literal_slice(node: cst.Subscript) -> bool:
+    """`x[1:]`, `x[:-1]`, `x[::2]`: one slice whose bounds are integer literals (or left
+    out), as many entries as `x` less (or a fraction of) a fixed number."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Slice):
+        return False
+    part = node.slice[0].slice
+    for bound in (part.lower, part.upper, part.step):
+        if isinstance(bound, cst.UnaryOperation) and isinstance(bound.operator, cst.Minus):
+            bound = bound.expression
+        if bound is not None and not isinstance(bound, cst.Integer):
+            return False
+    return True
 
 
 def _cuts_passes(body: cst.CSTNode, imports: ImportTable) -> bool:

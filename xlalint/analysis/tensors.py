@@ -18,6 +18,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import bind, parameters, signature_of
+from xlalint.analysis.documented_types import documented_host_parameters
 from xlalint.analysis.guards import negated
 from xlalint.analysis.host_arguments import host_copy, host_parameters
 from xlalint.analysis.imports import ImportTable
@@ -613,10 +614,15 @@ class TensorKinds:
         presumed: set[str] = set()
         tensors: set[str] = set()
         typed: set[str] = set()
+        documented = documented_host_parameters(node)
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
                 continue  # self / cls
+            if param.annotation is None and name in documented:
+                # `target_is_real (bool): ...` in the docstring: annotated there.
+                frame[name] = Kind.HOST
+                continue
             frame[name] = self._param_kind(param, tensor_params)
             if frame[name] is Kind.TENSOR and param.annotation is None:
                 presumed.add(name)

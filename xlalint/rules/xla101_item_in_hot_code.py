@@ -176,7 +176,11 @@ class ItemInHotCode(HelperCallRule):
     steps an optimizer on every pass, itself or in a method it calls
     (`self._fit_batch(x, y)`); an epoch loop
     around it stays one even where it steps once more after it (the leftover step of
-    gradient accumulation). A function whose own body runs backward and steps an optimizer
+    gradient accumulation), and a loop of fixed passes in an epoch loop that trains,
+    samples and pulls nothing there (`for task_id, weight in enumerate(self.loss_weight)`
+    logging each weight after `self.train_one_epoch(loader)`) runs once per epoch too,
+    whatever class it is in; one pulling batches (`next(val_iter)`) or counting steps
+    does not. A function whose own body runs backward and steps an optimizer
     is one step whatever loops it holds (a GAN iteration's loop of discriminator updates):
     `g_loss.item()` after that loop runs every step. So is each pass of a loop whose own
     body runs backward and steps an optimizer (an RL script's critic update, with a loop

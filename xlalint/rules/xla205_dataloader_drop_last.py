@@ -15,10 +15,11 @@ from xlalint.analysis.arguments import (
 )
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import call_sites
+from xlalint.analysis.intervals import attribute_values
 from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import children
+from xlalint.walk import children, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -76,7 +77,10 @@ class DataLoaderDropLast(Rule):
     making `dataloader = DataLoader(dataset, batch_size, shuffle=shuffle)`), is never
     flagged: dropping samples there would change the metrics. Nor are loaders with a
     `batch_sampler=` (other than `None`, its default), with
-    `batch_size=1`/`None` (or no batch size: the default is 1), with `**kwargs`, or with a
+    `batch_size=1`/`None` (or no batch size: the default is 1; also through an attribute
+    or a local every assignment of which sets it so: `self.batch_size: int = 1`, then
+    `batch_size=self.batch_size`; not one set from a parameter, whatever its default:
+    callers pass their batch size), with `**kwargs`, or with a
     `drop_last=` that is neither the literal `False`, such a configuration default, nor a
     parameter of the function whose default is False (`def make_train_dataloader(self,
     shuffle=True, drop_last=False)`: reported without a fix, the default is the
@@ -155,7 +159,9 @@ class DataLoaderDropLast(Rule):
             return
         spread = self._spread_options(node)
         args = bind(spread or node, _SIGNATURE)
-        if args is None or not _batches(args.get("batch_size")):
+        if args is None or not _batches(
+            args.get("batch_size"), self._function(), self._class_def()
+        ):
             return
         if "batch_sampler" in args and not _is_name(args["batch_sampler"], "None"):
             return  # the batch sampler makes the batches (`batch_sampler=None`: the default)
@@ -191,6 +197,12 @@ class DataLoaderDropLast(Rule):
         decided_elsewhere = config is not None or default or spread is not None
         fix = None if decided_elsewhere else self._drop_last_fix(node, drop_last, flag)
         self.report(node, fix=fix)
+
+    def _function(self) -> cst.FunctionDef | None:
+        return next((n for n in self.ctx.ancestors() if type(n) is cst.FunctionDef), None)
+
+    def _class_def(self) -> cst.ClassDef | None:
+        return next((n for n in self.ctx.ancestors() if type(n) is cst.ClassDef), None)
 
     def _built_for_evaluation(self) -> bool:
         """The function building the loader is named for evaluation and not for training
@@ -354,11 +366,32 @@ class DataLoaderDropLast(Rule):
         return self.fix(f"Add `drop_last={value}`", edit) if edit else None
 
 
-def _batches(batch_size: cst.BaseExpression | None) -> bool:
-    """Whether the loader groups samples: not `batch_size=None`, `1` or absent (1)."""
+def _batches(
+    batch_size: cst.BaseExpression | None,
+    function: cst.FunctionDef | None,
+    class_def: cst.ClassDef | None,
+) -> bool:
+    """Whether the loader groups samples: not `batch_size=None`, `1` or absent (1), nor a
+    name or `self.` attribute every assignment of `function` or `class_def` binds to one
+    of those (`self.batch_size: int = 1`, then `batch_size=self.batch_size`)."""
+    values: list[cst.BaseExpression] = []
+    attribute = self_attribute(batch_size) if batch_size is not None else None
+    if attribute is not None and class_def is not None:
+        # A constructor's parameter (`self.train_mb_size = train_mb_size`, default 1) is
+        # what callers pass: a default batch size of 1 is seldom the one used.
+        values = attribute_values(class_def, attribute, defaults=False)
+    elif isinstance(batch_size, cst.Name) and batch_size.value != "None" and function:
+        values = local_values(function, batch_size.value)
+    if values:
+        return not all(_one_sample(value) for value in values)
+    return not _one_sample(batch_size)
+
+
+def _one_sample(batch_size: cst.BaseExpression | None) -> bool:
+    """`None` (no batching), `1`, or no batch size (the default is 1)."""
     if batch_size is None or _is_name(batch_size, "None"):
-        return False
-    return not (isinstance(batch_size, cst.Integer) and batch_size.evaluated_value == 1)
+        return True
+    return isinstance(batch_size, cst.Integer) and batch_size.evaluated_value == 1
 
 
 def _is_name(node: cst.BaseExpression | None, value: str) -> bool:

@@ -114,16 +114,16 @@ class GrowingTensorInLoop(Rule):
     ever appends host copies, `saved.append(x.detach().cpu())`), a list started afresh in
     each pass (`actions, outputs = [], []` before the inner loop that fills it), and helpers whose
     result is a new value each pass (`features = pair(x, y)`, a grown prompt kept under
-    another name) or that are called once, after the loop. Also left alone: growth in a
-    loop over the module's own structure (`for layer in self.layers`, `enumerate`/`zip`/
-    `reversed` of such a container, `range(len(self.blocks))`, `range(self.num_layers)`,
-    a literal tuple) whose passes neither sync, read the device on the host (`.item()`,
-    `int(t)`) nor `break`: it runs the same number of passes on every call and traces into
-    one graph, the same shapes every step, so it compiles once. So is a counted loop whose
-    passes call only torch's functions (`for _ in range(k): grid = torch.cat([grid[:, [0]]
-    - h, grid], dim=1)`, padding a value `k` times): no model or helper runs in a pass, so
-    no pass is a step; the loop traces into its caller's graph, the same shapes for the
-    same count. A token loop's passes are
+    another name) or that are called once, after the loop. Also left alone: growth in a loop over
+    the module's own structure (`for layer in self.layers`, `enumerate`/`zip`/`reversed` of such a
+    container, a slice of one with literal bounds, `self.layers[1:]`, `range(len(self.blocks))`,
+    `range(self.num_layers)`, a literal tuple) whose passes neither sync, read the device on the
+    host (`.item()`, `int(t)`) nor `break`: it runs the same number of passes on every call and
+    traces into one graph, the same shapes every step, so it compiles once. So is a counted loop
+    whose passes call only torch's functions (`for _ in range(k): grid = torch.cat([grid[:, [0]] -
+    h, grid], dim=1)`, padding a value `k` times): no model or helper runs in a pass, so no pass is
+    a step; the loop traces into its caller's graph, the same shapes for the same count. A token
+    loop's passes are
     steps (a host read, a barrier or a `break` per pass, or a trip count the caller picks):
     those stay flagged.
 

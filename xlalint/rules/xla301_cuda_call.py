@@ -27,12 +27,12 @@ class CudaCall(Rule):
     ## What it does
     Flags `.cuda()` calls on tensors and modules, with or without arguments
     (`.cuda(non_blocking=True)`, `.cuda(args.gpu)`), anywhere in the file except under a
-    CUDA guard such as `if torch.cuda.is_available():` (or a count of GPUs that needs one,
-    `if args.ngpu == 1:`, or a flag this file keeps False on an XLA host, as XLA303
-    describes: `if self.on_gpu:` after `self.on_gpu = torch.cuda.is_available() and not
-    cfg.cpu` in `__init__`), in the branches of a device ladder
-    (`if args.gpu is not None: model.cuda(args.gpu) ... else: <cpu>`: XLA305 adds the XLA
-    branch and the CUDA one stays for CUDA hosts), or after
+    CUDA guard such as `if torch.cuda.is_available():` (or a count of GPUs that needs one, `if
+    args.ngpu == 1:`, a name counting GPUs by its words too, as `use_gpu = config.total_visible_gpus
+    > 0` is, but not `n_gpu_layers`, or a flag this file keeps False on an XLA host, as XLA303
+    describes: `if self.on_gpu:` after `self.on_gpu = torch.cuda.is_available() and not cfg.cpu` in
+    `__init__`), in the branches of a device ladder (`if args.gpu is not None: model.cuda(args.gpu)
+    ... else: <cpu>`: XLA305 adds the XLA branch and the CUDA one stays for CUDA hosts), or after
     `if not torch.cuda.is_available(): return`, code that runs only where a test for XLA
     failed (`if is_xla: ... else: x.cuda()`), a class's own `cuda()` method (a wrapper
     moving its parts for a caller that asked for CUDA), calls under a flag of `self` in

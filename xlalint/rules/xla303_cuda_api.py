@@ -213,7 +213,8 @@ class CudaApi(Rule):
     `GradScaler(device, enabled=scaler_enabled)`). Also left alone:
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
     (including the right side of `torch.cuda.is_available() and ...`, a count of GPUs that
-    needs one, `if ngpu == 1:` or `device_count() > 0`, but not `ngpu < 2`, and a local
+    needs one, `if ngpu == 1:`, `device_count() > 0` or `config.total_visible_gpus > 0`,
+    but not `ngpu < 2` nor a count of something else, `n_gpu_layers > 0`, and a local
     flag assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`,
     also where other assignments only turn it off: `non_blocking, last =
     torch.cuda.is_available(), -1` ... `non_blocking = False`), under or enabled by a flag
