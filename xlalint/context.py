@@ -1047,6 +1047,8 @@ class FileContext:
             assert isinstance(node, cst.NamedExpr)
             if self._masks is not None:
                 self._masks.bind_assignment([node.target], node.value)
+            # `if (mask := batch.get("mask")) is not None:` binds as `mask = ...` does.
+            self.kinds.bind_assignment([node.target], node.value)
         elif kind is cst.AugAssign:
             assert isinstance(node, cst.AugAssign)
             self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(

@@ -15,7 +15,11 @@ anything else, keeps what its annotation or use says.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
 from xlalint.analysis.handed_functions import call_sites
@@ -289,3 +293,82 @@ def _blocks(statement: cst.CSTNode) -> list[cst.BaseSuite]:
         ):
             stack.extend(node.children)
     return found
+
+
+# A call that hands back its first argument moved to the device (`move_to_device(batch,
+# self.device)`, `utils.batch_to_device(b, d)`), by its name.
+_TO_DEVICE_CALL = re.compile(r"(^|_)to_device$")
+
+
+def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[str]:
+    """The parameters among `names` that `function` itself first rebinds to their move
+    onto the device (`batch = move_to_device(batch, self.device)`, `x = x.to(device)`,
+    `x = x.cuda()`), in its own body (not in a nested function or class): the first
+    statement that binds the name is the move. The caller hands them over on the host:
+    until that statement they, and what is read from them (`(~batch["mask"]).sum()
+    .item()` before the move), are host values. A parameter rebound to something else
+    first (`targets = zeros.scatter_(...)`, then `targets = targets.cuda()`) is left out."""
+    wanted = set(names)
+    if not wanted:
+        return frozenset()
+    found: set[str] = set()
+    seen: set[str] = set()
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        node_type = type(node)
+        if node_type in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        targets: list[cst.BaseExpression] = []
+        if node_type is cst.Assign:
+            targets = [t.target for t in node.targets]  # type: ignore[attr-defined]
+        elif node_type in (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For):
+            targets = [node.target]  # type: ignore[attr-defined]
+        elif node_type is cst.AsName:
+            targets = [node.name]  # type: ignore[attr-defined]
+        for target in targets:
+            for name in target_names(target) & wanted - seen:
+                seen.add(name)
+                if (
+                    node_type is cst.Assign
+                    and len(targets) == 1
+                    and type(target) is cst.Name
+                    and _moves_to_device(node.value, name)  # type: ignore[attr-defined]
+                ):
+                    found.add(name)
+        # Children in source order; the value of an assignment before its targets' use
+        # after it is the same statement, so the order within one node does not matter.
+        stack.extend(reversed(node.children))
+    return frozenset(found)
+
+
+def _moves_to_device(value: cst.BaseExpression, name: str) -> bool:
+    """`name.to(device)` (not to the host, nor a dtype by keyword), `name.cuda()`, or
+    `<...>to_device(name, ...)`."""
+    if type(value) is not cst.Call:
+        return False
+    func = value.func
+    if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == name:
+        method = func.attr.value
+        if method == "cuda":
+            return True
+        if method != "to" or not value.args:
+            return False
+        first = value.args[0]
+        if first.keyword is not None and first.keyword.value != "device":
+            return False
+        target = first.value
+        if type(target) is cst.SimpleString:
+            return target.evaluated_value not in ("cpu",) and "cpu" not in str(
+                target.evaluated_value
+            )
+        spelled = get_full_name_for_node(target) or ""
+        return "device" in spelled.rsplit(".", 1)[-1].lower()
+    spelled = get_full_name_for_node(func) or ""
+    return (
+        _TO_DEVICE_CALL.search(spelled.rsplit(".", 1)[-1]) is not None
+        and bool(value.args)
+        and value.args[0].keyword is None
+        and type(value.args[0].value) is cst.Name
+        and value.args[0].value.value == name
+    )

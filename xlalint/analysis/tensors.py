@@ -20,7 +20,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import bind, parameters, signature_of
 from xlalint.analysis.documented_types import documented_host_parameters
 from xlalint.analysis.guards import negated
-from xlalint.analysis.host_arguments import host_copy, host_parameters
+from xlalint.analysis.host_arguments import host_copy, host_parameters, moved_later
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import NN_MODULE_CLASS
 from xlalint.analysis.records import (
@@ -647,6 +647,13 @@ class TensorKinds:
             # Every call of the function in this module hands it a host copy.
             frame[name] = Kind.HOST
             presumed.discard(name)
+        unmoved = moved_later(node, [n for n in frame if n not in host_copies])
+        for name in unmoved:
+            # `batch = move_to_device(batch, self.device)` further down: handed over on the
+            # host, and so is every value read from it before the move.
+            frame[name] = Kind.HOST
+            dicts.add(name)
+            presumed.discard(name)
         for name in used_as_objects(node, presumed):
             # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
             frame[name] = Kind.UNKNOWN
@@ -667,7 +674,7 @@ class TensorKinds:
         self._bindings.append({})
         self._cpu_devices.append(set())
         self._host_tensors.append({name for name, tensor in host_copies.items() if tensor})
-        self._dict_values.append({})
+        self._dict_values.append({name: {None: Kind.HOST} for name in unmoved})
         self._batch_state.append(batch_state)
         self._scaled.append({})
         self._function_nodes.append(node)

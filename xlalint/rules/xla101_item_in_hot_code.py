@@ -143,7 +143,12 @@ class ItemInHotCode(HelperCallRule):
     and the positions of a helper's returned tuple (a module function, or a method called
     on `self`) where every definition returns such a value on every path (`obs, r, done,
     info = self.env_step(env, action)` with `env_step` returning `torch.from_numpy(
-    rewards)` or `rewards.cpu()` second).
+    rewards)` or `rewards.cpu()` second). Nor is a parameter read before the statement of
+    its function that first rebinds it to its move onto the device (`batch =
+    move_to_device(batch, self.device)`, `x = x.to(device)`): it was handed over on the
+    host, so `(~batch["instance_mask"]).sum().item()` above that line reads host memory;
+    what is read after it, or of a parameter first rebound to something else, is judged
+    as before.
 
     A function that writes a checkpoint (`torch.save`) runs when one is due, however
     often the training step that calls it runs: its reads are what saving needs. So does a
