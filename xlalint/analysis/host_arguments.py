@@ -144,8 +144,17 @@ def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
     hands back (`self.fit_batch(batch)`, each `fit_batch` of the module ending `return
     loss.detach().cpu()`): the copy was made, and is reported, in the callee."""
     copy = host_copy(expr)
-    if copy is not None or type(expr) is not cst.Call:
+    if copy is not None:
         return copy
+    if (
+        type(expr) is cst.Attribute
+        and type(expr.value) is cst.Name
+        and expr.value.value == "self"
+        and expr.attr.value in _host_properties(module)
+    ):
+        return True  # `self.normalized_threshold`, a property returning `torch.tensor(1.0) - s`
+    if type(expr) is not cst.Call:
+        return None
     func = expr.func
     if type(func) is cst.Name:
         return _returned_copies(module).get((func.value, False))
@@ -160,6 +169,52 @@ def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
     ):
         return _returned_copies(module).get((func.attr.value, True))
     return None
+
+
+# Torch factories that build a new tensor, on the host unless given a device.
+_HOST_FACTORY = re.compile(r"^torch\.(tensor|as_tensor|zeros|ones|full|arange|linspace)$")
+
+
+def _built_on_host(expr: cst.BaseExpression) -> bool:
+    """`torch.tensor(1.0)` (a factory given no device), or arithmetic of one with a number
+    or a plain name (`torch.tensor(1.0) - self.sensitivity`): a new host tensor."""
+    if type(expr) is cst.Call:
+        spelled = get_full_name_for_node(expr.func) or ""
+        return _HOST_FACTORY.match(spelled) is not None and not any(
+            arg.keyword is not None and arg.keyword.value == "device" for arg in expr.args
+        )
+    if type(expr) is cst.BinaryOperation:
+        sides = (expr.left, expr.right)
+        return any(_built_on_host(side) for side in sides) and all(
+            _built_on_host(side) or type(side) in (cst.Integer, cst.Float, cst.Name, cst.Attribute)
+            for side in sides
+        )
+    return False
+
+
+@lint_memo.memo(16)
+def _host_properties(module: cst.Module) -> frozenset[str]:
+    """Properties of the module's classes that every definition by that name builds on
+    the host on every `return` (`return torch.tensor(1.0) - self.image_sensitivity`)."""
+    found: dict[str, bool] = {}
+    for statement in module.body:
+        if type(statement) is not cst.ClassDef:
+            continue
+        for member in statement.body.body:
+            if type(member) is not cst.FunctionDef:
+                continue
+            is_property = any(
+                type(d.decorator) is cst.Name and d.decorator.value == "property"
+                for d in member.decorators
+            )
+            values = [node.value for node in _walk(member.body) if type(node) is cst.Return]
+            built = (
+                is_property
+                and bool(values)
+                and all(v is not None and _built_on_host(v) for v in values)
+            )
+            found[member.name.value] = found.get(member.name.value, True) and built
+    return frozenset(name for name, built in found.items() if built)
 
 
 @lint_memo.memo(16)

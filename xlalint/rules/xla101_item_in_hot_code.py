@@ -149,6 +149,9 @@ class ItemInHotCode(HelperCallRule):
     host, so `(~batch["instance_mask"]).sum().item()` above that line reads host memory;
     what is read after it, or of a parameter first rebound to something else, is judged
     as before.
+    A helper's parameter that every call of the module hands a property building its
+    tensor on the host (`self._apply_threshold(scores, self.normalized_threshold)`, the
+    property returning `torch.tensor(1.0) - self.sensitivity`) is a host value there too.
 
     A function that writes a checkpoint (`torch.save`) runs when one is due, however
     often the training step that calls it runs: its reads are what saving needs. So does a
