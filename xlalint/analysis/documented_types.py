@@ -17,6 +17,8 @@ import re
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameters
+
 # `name (bool): text`, `name (int, optional): text` (Google style).
 _GOOGLE = re.compile(r"^\s*\*{0,2}(\w+)\s*\(([^()]*)\)\s*:")
 # `name : bool` (NumPy style: a space before the colon).
@@ -41,9 +43,7 @@ def documented_host_parameters(function: cst.FunctionDef) -> frozenset[str]:
     docstring = function.get_docstring(clean=True)
     if not docstring:
         return frozenset()
-    names = {param.name.value for param in function.params.params}
-    names.update(param.name.value for param in function.params.kwonly_params)
-    names.update(param.name.value for param in function.params.posonly_params)
+    names = {param.name.value for param in parameters(function)}
     host: set[str] = set()
     for line in docstring.splitlines():
         match = _GOOGLE.match(line) or _NUMPY.match(line) or _SPHINX_TYPE.match(line)

@@ -212,6 +212,14 @@ _COUNT_CALLS = frozenset({"torch.cuda.device_count"})
 
 
 def _names_gpu_count(name: str) -> bool:
+    """Whether a name reads as a count of GPUs, by its `_`-separated words: one that spells
+    it alone (`ngpu`, `numgpus`, `gpucount`), or `gpu`/`gpus` last or followed by
+    a counting word, with a counting word elsewhere (`n_gpu`, `num_gpus`, `gpu_count`,
+    `total_visible_gpus`). The word lists stand in for reading what the value holds, which
+    the file does not show (a config field, a command-line flag): they are the spellings
+    training scripts use for the count they test against 0 (`if args.n_gpu > 0:`), and a
+    count of something else kept on a GPU (`n_gpu_layers`: `layers` follows `gpu`) is
+    left out."""
     words = [word for word in name.lower().split("_") if word]
     if any(_GPU_COUNT_WORD.match(word) for word in words):
         return True

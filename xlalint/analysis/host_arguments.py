@@ -161,11 +161,7 @@ def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
     if (
         type(func) is cst.Attribute
         and type(func.value) is cst.Name
-        and func.value.value
-        in (
-            "self",
-            "cls",
-        )
+        and func.value.value in ("self", "cls")
     ):
         return _returned_copies(module).get((func.attr.value, True))
     return None

@@ -21,6 +21,10 @@ import libcst as cst
 from xlalint.analysis.guards import local_values
 from xlalint.walk import descendants
 
+# Spells a node's code (`self.cache`, `state["step"]`) to compare a tested value with
+# the targets that write it: one empty module for every comparison, not one per call.
+_CODEGEN = cst.Module(body=[])
+
 
 def fills_persistent_state(path: Iterable[cst.CSTNode]) -> bool:
     """Whether the code on `path` (ancestors, innermost first) is the body of an `if`
@@ -57,15 +61,14 @@ def _emptied_beside(
     if function is None or isinstance(state, cst.Name):
         return False  # a local alias (`state = self.state[p]`) is bound, not emptied
     inside = {id(n) for n in descendants(node.body)}
-    module = cst.Module(body=[])
-    wanted = module.code_for_node(state)
+    wanted = _CODEGEN.code_for_node(state)
     for child in descendants(function.body):
         if id(child) in inside or not isinstance(child, cst.Assign | cst.AnnAssign):
             continue
         targets = (
             [t.target for t in child.targets] if isinstance(child, cst.Assign) else [child.target]
         )
-        if any(module.code_for_node(t) == wanted for t in targets):
+        if any(_CODEGEN.code_for_node(t) == wanted for t in targets):
             return True
     return False
 
@@ -117,14 +120,13 @@ def _rooted_in_self(node: cst.BaseExpression) -> bool:
 
 def _fills(body: cst.BaseSuite, state: cst.BaseExpression) -> bool:
     """The block assigns the state or one of its entries (`state["step"] = 0`)."""
-    module = cst.Module(body=[])
-    wanted = module.code_for_node(state)
+    wanted = _CODEGEN.code_for_node(state)
     for node in descendants(body):
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 written = target.target
                 if isinstance(written, cst.Subscript):
                     written = written.value
-                if module.code_for_node(written) == wanted:
+                if _CODEGEN.code_for_node(written) == wanted:
                     return True
     return False

@@ -38,6 +38,7 @@ from xlalint.analysis.devices import names_xla, positional_argument
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.members import _reach
 from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
 from xlalint.walk import children, code_children, descendants, last_name, target_names
@@ -1268,24 +1269,22 @@ class LoopFacts:
                     )
                 }.values()
             )
-            names = {class_def.name.value}
-            found: set[int] = set()
-            grew = True
-            while grew:
-                grew = False
-                for cls in classes:
-                    if id(cls) in found or cls is class_def:
-                        continue
-                    bases = {
-                        (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1]
-                        for b in cls.bases
-                        if b.keyword is None
-                    }
-                    if bases & names:
-                        found.add(id(cls))
-                        names.add(cls.name.value)
-                        grew = True
-            derived = self._memo[key] = frozenset(found)
+            bases = {
+                id(cls): {
+                    (get_full_name_for_node(b.value) or "").rsplit(".", 1)[-1]
+                    for b in cls.bases
+                    if b.keyword is None
+                }
+                for cls in classes
+                if cls is not class_def
+            }
+            subclasses: dict[str, set[str]] = {}  # base name -> names of classes deriving it
+            for cls in classes:
+                for base in bases.get(id(cls), ()):
+                    subclasses.setdefault(base, set()).add(cls.name.value)
+            own = class_def.name.value
+            names = {own} | _reach(own, subclasses)
+            derived = self._memo[key] = frozenset(i for i, of in bases.items() if of & names)
         return [m for m in methods if id(self._method_classes.get(id(m))) in derived]  # type: ignore[operator]
 
     def _class_of(self, node: Scope) -> cst.ClassDef | None:

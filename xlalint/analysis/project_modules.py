@@ -95,18 +95,6 @@ def _within(path: str, root: str) -> bool:
     return os.path.commonpath((path, root)) == root
 
 
-def module_base(filename: str, level: int) -> str | None:
-    """The folder a relative import of `level` dots starts from (the root for 0); None
-    where it would leave the package root."""
-    root = package_root(filename)
-    if level == 0:
-        return root
-    base = os.path.dirname(os.path.abspath(filename))
-    for _ in range(level - 1):
-        base = os.path.dirname(base)
-    return base if _within(base, root) else None
-
-
 def resolve(filename: str, level: int, dotted: str) -> str | None:
     """The project file that `dotted` (after `level` dots) names, seen from `filename`
     (remembered per folder for a process: a module that appears during a run is not
@@ -121,8 +109,9 @@ def _resolve(folder: str, level: int, dotted: str) -> str | None:
 
 
 def _start(folder: str, level: int) -> tuple[str | None, str]:
-    """`module_base` and `package_root` of the files of `folder` (absolute, ending in a
-    separator, as `resolve` spells it) in one pass."""
+    """For the files of `folder` (absolute, ending in a separator, as `resolve` spells
+    it): the folder a relative import of `level` dots starts from (the root for 0; None
+    where it would leave the package root), and their package root, in one pass."""
     base = os.path.dirname(folder + "-")
     root = _root_of(base)
     if level == 0:
