@@ -23,7 +23,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
 from xlalint.analysis.handed_functions import call_sites
-from xlalint.walk import target_names
+from xlalint.walk import code_children, target_names
 
 # Methods that hand back the values they are called on, on the same side of the bus.
 _SAME_PLACE = frozenset({"detach", "clone", "contiguous", "float", "double", "long", "int"})
@@ -305,12 +305,14 @@ def _assignment(statement: cst.CSTNode, name: str) -> cst.BaseExpression | None:
 
 
 def _walk(node: cst.CSTNode):
+    """`node` and the code under it, not into nested functions, classes or lambdas (their
+    own scopes); in no set order."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
         if type(current) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            stack.extend(current.children)
+            stack.extend(code_children(current))
 
 
 def _path_to(
@@ -334,7 +336,7 @@ def _blocks(statement: cst.CSTNode) -> list[cst.BaseSuite]:
     """The indented blocks directly inside a compound statement (`if`/`elif`/`else`,
     loops, `with`, `try` and its handlers)."""
     found: list[cst.BaseSuite] = []
-    stack = list(statement.children)
+    stack = list(code_children(statement))
     while stack:
         node = stack.pop()
         if isinstance(node, cst.IndentedBlock):
@@ -342,7 +344,7 @@ def _blocks(statement: cst.CSTNode) -> list[cst.BaseSuite]:
         elif type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and not isinstance(
             node, cst.BaseExpression
         ):
-            stack.extend(node.children)
+            stack.extend(code_children(node))
     return found
 
 
@@ -389,7 +391,7 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
                     found.add(name)
         # Children in source order; the value of an assignment before its targets' use
         # after it is the same statement, so the order within one node does not matter.
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(code_children(node)))
     return frozenset(found)
 
 
