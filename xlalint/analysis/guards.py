@@ -17,7 +17,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import descendants, target_names
+from xlalint.walk import code_children, descendants, target_names
 
 _CUDA_PROBES = frozenset(
     {"torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available"}
@@ -413,7 +413,7 @@ def _refinements(function: cst.FunctionDef, name: str) -> set[int]:
             if node.orelse is not None:  # type: ignore[attr-defined]
                 stack.append((node.orelse, under))  # type: ignore[attr-defined]
             continue
-        stack.extend((child, under) for child in node.children)
+        stack.extend((child, under) for child in code_children(node))
     return found
 
 
