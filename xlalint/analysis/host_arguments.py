@@ -23,6 +23,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
 from xlalint.analysis.handed_functions import call_sites
+from xlalint.analysis.returns import _walk_body
 from xlalint.walk import code_children, target_names
 
 # Methods that hand back the values they are called on, on the same side of the bus.
@@ -203,12 +204,12 @@ def _host_properties(module: cst.Module) -> frozenset[str]:
                 type(d.decorator) is cst.Name and d.decorator.value == "property"
                 for d in member.decorators
             )
-            values = [node.value for node in _walk(member.body) if type(node) is cst.Return]
-            built = (
-                is_property
-                and bool(values)
-                and all(v is not None and _built_on_host(v) for v in values)
+            values = (
+                [n.value for n in _walk_body(member, expressions=False) if type(n) is cst.Return]
+                if is_property  # (other methods' returns are not asked about)
+                else []
             )
+            built = bool(values) and all(v is not None and _built_on_host(v) for v in values)
             found[member.name.value] = found.get(member.name.value, True) and built
     return frozenset(name for name, built in found.items() if built)
 
@@ -245,7 +246,7 @@ def _returned_copies(module: cst.Module) -> dict[tuple[str, bool], bool]:
 def _note_returns(
     found: dict[tuple[str, bool], bool | None], key: tuple[str, bool], function: cst.FunctionDef
 ) -> None:
-    values = [node.value for node in _walk(function.body) if type(node) is cst.Return]
+    values = [n.value for n in _walk_body(function, expressions=False) if type(n) is cst.Return]
     copies = [host_copy(v) if v is not None else None for v in values]
     copy = None if not copies or None in copies else all(copies)
     if key in found:
