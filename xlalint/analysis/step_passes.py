@@ -6,7 +6,9 @@ steps), counts steps (`range(num_steps)`, `range(max_len)`, `for t in timesteps`
 what the previous pass made, `next()` of a loader, a barrier, `env.step`). A loop over the
 module's own structure (`for i in range(len(self.layers) - 1)`, `width =
 self.width_in[l]; for i in range(width)`), over a fixed collection of host values (a
-literal list of names, a module-level table) or over the rows of one tensor runs the same
+literal list of names, a module-level table), over the rows of one tensor or over the rows
+of what a parameter holds, counted by that same object (`for i in range(kg.n_facts)`
+reading `kg.head_idx[i]`: a setup helper building lookup tables from a graph) runs the same
 passes on every call of its function and trains nothing in them: its body runs every step
 only where its function does (`hotness.HotCode.is_hot`). That holds in functions outside
 classes and in the methods of a model class, whose per-step entry the file shows
@@ -22,6 +24,7 @@ from collections.abc import Collection
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.epochs import Epochs, loader_named
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.hotness import PASS_WRAPPERS
@@ -105,7 +108,11 @@ class StepPasses:
         ):
             return False
         function = site.function if site is not None else None
-        return id(loop) in self._rows or _fixed_iterable(loop.iter, function, 0)
+        return (
+            id(loop) in self._rows
+            or _fixed_iterable(loop.iter, function, 0)
+            or _rows_of_a_parameter(loop, function)
+        )
 
     def steps_in_passes(self, loop: Loop) -> bool:
         """A pass trains (backward, an optimizer step), samples (a model fed the state the
@@ -155,6 +162,58 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
                 isinstance(a, cst.Integer) for a in args
             )
     return False
+
+
+def _rows_of_a_parameter(loop: cst.For, function: cst.FunctionDef | None) -> bool:
+    """`for i in range(kg.n_facts)` (or `range(len(kg.heads))`) whose passes read
+    `kg.heads[i]`: the positions of the rows of what a parameter holds, counted by that
+    same object, as many passes as the value handed in has rows, on every call of the
+    function. Not a count named for steps (`range(cfg.max_len)`), nor a loader's, nor
+    the items of the parameter itself (`dataset[i]`, a sample: `epochs.py` judges
+    those)."""
+    if function is None or type(loop.target) is not cst.Name:
+        return False
+    iterable = loop.iter
+    if not (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value == "range"
+        and len(iterable.args) == 1
+        and iterable.args[0].keyword is None
+        and not iterable.args[0].star
+    ):
+        return False
+    count = iterable.args[0].value
+    if (
+        type(count) is cst.Call
+        and type(count.func) is cst.Name
+        and count.func.value == "len"
+        and len(count.args) == 1
+    ):
+        count = count.args[0].value
+    if type(count) is not cst.Attribute or _names_steps(count) or loader_named(count):
+        return False
+    holder = _attribute_root(count)
+    if holder is None or holder == "self" or parameter(function, holder) is None:
+        return False
+    index = loop.target.value
+    return any(
+        type(node) is cst.Subscript
+        and type(node.value) is cst.Attribute
+        and _attribute_root(node.value) == holder
+        and len(node.slice) == 1
+        and type(node.slice[0].slice) is cst.Index
+        and type(node.slice[0].slice.value) is cst.Name
+        and node.slice[0].slice.value.value == index
+        for node in descendants(loop.body)
+    )
+
+
+def _attribute_root(node: cst.BaseExpression) -> str | None:
+    """`kg` of `kg.n_facts` or `kg.graph.heads`."""
+    while type(node) is cst.Attribute:
+        node = node.value
+    return node.value if type(node) is cst.Name else None
 
 
 def _fixed_collection(

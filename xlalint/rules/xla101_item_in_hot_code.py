@@ -27,7 +27,9 @@ class ItemInHotCode(HelperCallRule):
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: the
     bodies of step loops (over data, counted in steps, or training or sampling in their
     passes; a loop over the model's layers or a table of names runs where its function
-    does), `forward`, `*_step` methods and the functions they call (and the properties
+    does, and so does a loop over the rows of what a parameter holds, counted by it:
+    `for i in range(kg.n_facts)` reading `kg.head_idx[i].item()` in a helper that builds
+    lookup tables once, when a sampler is built), `forward`, `*_step` methods and the functions they call (and the properties
     they read: `self.temperature` runs its body, as a call would), and the functions that
     another module of the project calls every step (a model's `forward` calling
     `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
