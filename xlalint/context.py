@@ -70,6 +70,7 @@ from xlalint.analysis.tensors import (
     Kind,
     Narrowed,
     TensorKinds,
+    overridden_methods,
     tensor_returns,
 )
 from xlalint.analysis.type_tests import host_names, range_checked
@@ -752,6 +753,8 @@ class FileContext:
             self._narrow_entered(parent, node)
         if (kind is cst.If or kind is cst.SimpleStatementLine) and type(parent) in _BLOCKS:
             self._range_checks(node, kind, parent)  # type: ignore[arg-type]
+            if kind is cst.SimpleStatementLine and self._frames[-1].node is not None:
+                self._host_indexes(node, parent)  # type: ignore[arg-type]
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, kind_in_body, _ in self._narrowed[-1][1]:
                 self.kinds.bind(cst.Name(name), kind_in_body)
@@ -794,6 +797,8 @@ class FileContext:
                 methods=_plain_methods(node),
                 tensor_methods=tensor_returns(node.body.body),
                 tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
+                bases=bases,
+                overridden=overridden_methods(node),
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
@@ -980,6 +985,30 @@ class FileContext:
         names = [
             name for test in tests for name in range_checked(test) if self.kinds.presumed(name)
         ]
+        if names:
+            self._host_narrowed.append(
+                (block, [(name, self.kinds.narrow(name, Kind.HOST)) for name in names])
+            )
+
+    def _host_indexes(self, node: cst.SimpleStatementLine, block: cst.CSTNode) -> None:
+        """A statement that indexes a tensor made on the host with a name of unknown kind
+        (`self.bern_probs[relations]`, `bern_probs` built by `tensor(...)` and never
+        moved): PyTorch takes indices on the CPU or on the indexed tensor's device only,
+        so where the statement runs the name holds a host value, from there to the end
+        of the block (the statement included). Not a known device tensor: a 0-dim one
+        (`x[scores.argmax()]`) is read as a Python int, which XLA107 reports."""
+        names: list[str] = []
+        for sub in descendants(node):
+            if (
+                type(sub) is cst.Subscript
+                and len(sub.slice) == 1
+                and type(sub.slice[0].slice) is cst.Index
+                and type(index := sub.slice[0].slice.value) is cst.Name
+                and index.value not in names
+                and self.kinds.lookup(index.value) is Kind.UNKNOWN
+                and self.kinds.is_host_tensor(sub.value)
+            ):
+                names.append(index.value)
         if names:
             self._host_narrowed.append(
                 (block, [(name, self.kinds.narrow(name, Kind.HOST)) for name in names])

@@ -140,6 +140,25 @@ def _handed_copy(
     return None
 
 
+def value_before(
+    function: cst.FunctionDef, node: cst.CSTNode, name: str
+) -> cst.BaseExpression | None:
+    """The value the last assignment of `name` before `node` (in the blocks around it)
+    gives it: `n = tensor(counts)` before `return heads, n`; None where that binding is
+    in a branch or a loop, binds the name some other way, or there is none."""
+    path = _path_to(function.body, node)  # type: ignore[arg-type]
+    if path is None:
+        return None
+    for block, index in reversed(path):
+        for statement in reversed(block[:index]):
+            assigned = _assignment(statement, name)
+            if assigned is _OTHER:
+                return None
+            if assigned is not None:
+                return assigned
+    return None
+
+
 def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
     """`host_copy` of `expr`, or of what every return of the module's functions it calls
     hands back (`self.fit_batch(batch)`, each `fit_batch` of the module ending `return

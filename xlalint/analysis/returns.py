@@ -228,6 +228,14 @@ class NumberReturns:
             )
         return self._host[key]
 
+    def definitions(self, method: bool, name: str) -> list[cst.FunctionDef]:
+        """Every definition of the name among the module's methods, or its functions."""
+        if self._functions is None:
+            self._scan()
+        table = self._methods if method else self._functions
+        assert table is not None
+        return table.get(name) or []
+
     def derived(self, name: str) -> tuple[cst.FunctionDef, dict[int | None, frozenset[str]]] | None:
         """The one module-level function of this name, and what each position of its
         result is computed from (`_derived_returns`), where it computes any from its

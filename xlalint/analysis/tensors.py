@@ -20,7 +20,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import bind, parameters, signature_of
 from xlalint.analysis.documented_types import documented_host_parameters
 from xlalint.analysis.guards import negated
-from xlalint.analysis.host_arguments import host_copy, host_parameters, moved_later
+from xlalint.analysis.host_arguments import host_copy, host_parameters, moved_later, value_before
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import NN_MODULE_CLASS
 from xlalint.analysis.records import (
@@ -30,7 +30,7 @@ from xlalint.analysis.records import (
     filled_lists,
     record_classes,
 )
-from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.returns import NumberReturns, _walk_body
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
@@ -528,6 +528,14 @@ class TensorKinds:
         # Per dict, its values' joined kind (key None) and each string key's own kind.
         self._dict_values: list[dict[str, dict[str | None, Kind]]] = [{}]
         self._self_attributes: list[dict[str, Kind]] = [{}]
+        # Per class of the module walked, by name: what the methods its instances run
+        # (its own, and its bases' that it does not override) bind attributes of `self`
+        # to, by (method, attribute): each binding's kind and whether it is a host tensor.
+        # Per class being walked, the bindings it inherits, then its own.
+        self._class_bindings: dict[str, dict[tuple[str, str], list[tuple[Kind, bool]]]] = {}
+        self._walked_bindings: list[dict[tuple[str, str], list[tuple[Kind, bool]]]] = [{}]
+        # `_host_built_returns` by (method, name): what every definition builds on the host.
+        self._built_returns: dict[tuple[bool, str], frozenset[int | None]] = {}
         # Per class being walked, the attributes of `self` declared to hold a tensor
         # (`self._prompt_lens: Tensor | None`): `declare_attribute`.
         self._declared_tensors: list[set[str]] = [set()]
@@ -746,22 +754,46 @@ class TensorKinds:
         methods: frozenset[str] = frozenset(),
         tensor_methods: frozenset[str] = frozenset(),
         tensors_methods: frozenset[str] = frozenset(),
+        bases: Sequence[str] = (),
+        overridden: frozenset[str] = frozenset(),
     ) -> None:
         """Entering a class; `module`: a module class (`module_classes.is_module_class`),
         whose instances (`pg = Policy(env)`) are modules (`class MaskedCELoss(
         nn.CrossEntropyLoss)`: calling it is calling the loss). `methods`: the names the
         class body defines with `def`: `self.restore_model(...)` calls one of them, not a
         submodule; `tensor_methods`: those annotated to return a tensor (`tensor_returns`),
-        `tensors_methods`: those annotated to return tensors only (a tuple of them)."""
+        `tensors_methods`: those annotated to return tensors only (a tuple of them).
+        `bases`: the names of its bases; `overridden`: the methods it defines without
+        running its base's (`super().m(...)`). An attribute that every binding of the
+        base methods its instances run gives one kind (a tensor built on the host in
+        the inherited `__init__`, moved only in a method the class overrides) starts
+        with that kind in its methods."""
         if name is not None and module:
             self._module_classes.add(name)
+        inherited: dict[tuple[str, str], list[tuple[Kind, bool]]] = {}
+        for base in bases:
+            for (method, attribute), given in self._class_bindings.get(base, {}).items():
+                if method not in overridden:
+                    inherited.setdefault((method, attribute), []).extend(given)
+        self._walked_bindings.append(inherited)
+        by_attribute: dict[str, list[tuple[Kind, bool]]] = {}
+        for (_, attribute), given in inherited.items():
+            by_attribute.setdefault(attribute, []).extend(given)
+        attributes: dict[str, Kind] = {}
+        host_tensors: set[str] = set()
+        for attribute, given in by_attribute.items():
+            kinds = {kind for kind, _ in given}
+            if len(kinds) == 1 and Kind.UNKNOWN not in kinds:
+                attributes[attribute] = kinds.pop()
+                if all(host for _, host in given):
+                    host_tensors.add(attribute)
         self._class_methods.append(methods)
         self._class_tensor_returns.append(tensor_methods)
         self._class_tensors_returns.append(tensors_methods)
-        self._self_attributes.append({})
+        self._self_attributes.append(attributes)
         self._declared_tensors.append(set())
         self._self_dicts.append(set())
-        self._self_host_tensors.append(set())
+        self._self_host_tensors.append(host_tensors)
         self._self_functions.append({})
         self._self_classes.append({})
         self._class_names.append(name)
@@ -772,6 +804,9 @@ class TensorKinds:
         return frozenset(self._module_classes)
 
     def pop_class(self) -> None:
+        bindings = self._walked_bindings.pop() if len(self._walked_bindings) > 1 else {}
+        if self._class_names and self._class_names[-1] is not None:
+            self._class_bindings[self._class_names[-1]] = bindings  # type: ignore[index]
         self._class_methods.pop()
         self._class_tensor_returns.pop()
         self._class_tensors_returns.pop()
@@ -1230,7 +1265,14 @@ class TensorKinds:
             and isinstance(target.value, cst.Name)
             and target.value.value == "self"
         ):
-            self._self_attributes[-1][target.attr.value] = kind
+            attribute = target.attr.value
+            self._self_attributes[-1][attribute] = kind
+            function = self._function_nodes[-1]
+            if function is not None and self._methods_walked and self._methods_walked[-1][0]:
+                # A binding in a method of the class being walked, for its subclasses.
+                host = attribute in self._self_host_tensors[-1]
+                key = (function.name.value, attribute)
+                self._walked_bindings[-1].setdefault(key, []).append((kind, host))
 
     def declare_attribute(self, target: cst.BaseExpression, annotation: cst.Annotation) -> None:
         """`self._prompt_lens: Tensor | None`: the attribute holds a tensor wherever it is
@@ -1265,6 +1307,9 @@ class TensorKinds:
         if not targets:
             return
         kind = self.of(value)
+        host_built = self._host_built_returns(value) if kind is Kind.UNKNOWN else frozenset()
+        if None in host_built:
+            kind = Kind.HOST  # `self.probs = self.evaluate()`, returning `tensor(p).float()`
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         scaled = _scaled_names(value) if len(targets) == 1 else ()
         makes_dict = _makes_dict(value)
@@ -1312,7 +1357,7 @@ class TensorKinds:
                     self._cpu_devices[-1].add(key)
                 else:
                     self._cpu_devices[-1].discard(key)
-        host_tensor = kind is Kind.HOST and self._makes_host_tensor(value)
+        host_tensor = kind is Kind.HOST and (None in host_built or self._makes_host_tensor(value))
         for target in targets:
             if type(target) is cst.Name:
                 if host_tensor:
@@ -1350,11 +1395,13 @@ class TensorKinds:
                 for name, item_kind in gathered:
                     self.bind(name, item_kind)
                 continue
-            if kind is Kind.UNKNOWN and (hosted := self._host_results(target, value)):
+            if kind is Kind.UNKNOWN and (hosted := self._host_results(target, value, host_built)):
                 # `obs, r, done, info = self.env_step(env, action)` where every `return`
                 # of `env_step` hands back `torch.from_numpy(...)` (or a `.cpu()` copy)
                 # at those positions: host tensors, whatever the step's device.
-                for name, item_kind in hosted:
+                for position, (name, item_kind) in enumerate(hosted):
+                    if position in host_built:
+                        self._note_host_tensor(name)
                     self.bind(name, item_kind)
                 continue
             if kind is Kind.UNKNOWN and (computed := self._helper_results(target, value)):
@@ -1417,8 +1464,103 @@ class TensorKinds:
                         # `loss.backward()`: the step's loss from its binding on.
                         self._frames[-1][name] = Kind.TENSOR
 
+    def _note_host_tensor(self, target: cst.BaseExpression) -> None:
+        """`target` is bound to a torch tensor made on the host."""
+        if type(target) is cst.Name:
+            self._host_tensors[-1].add(target.value)
+        elif (attribute := self_attribute(target)) is not None:
+            self._self_host_tensors[-1].add(attribute)
+
+    def _host_built_returns(self, value: cst.BaseExpression) -> frozenset[int | None]:
+        """For a call of a function of this module (`f(...)`) or a method of its classes
+        (`self.f(...)`), the positions of the returned tuple (None: the whole value) where
+        every definition returns, on every `return`, a tensor it builds on the host: a
+        torch factory given no device (`tensor(tmp).float()`), `torch.from_numpy`, a
+        `.cpu()` copy, or a local name only ever bound to one (`n = tensor(counts)`,
+        then `return heads, tails, n`)."""
+        if self.returns is None or type(value) is not cst.Call:
+            return frozenset()
+        func = value.func
+        if type(func) is cst.Name and self.lookup(func.value) is None:
+            key = (False, func.value)
+        elif (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.value.value == "self"
+        ):
+            key = (True, func.attr.value)
+        else:
+            return frozenset()
+        known = self._built_returns.get(key)
+        if known is None:
+            found: frozenset[int | None] | None = None
+            for function in self.returns.definitions(*key):
+                positions = self._built_positions(function)
+                found = positions if found is None else found & positions
+                if not found:
+                    break
+            known = self._built_returns[key] = found or frozenset()
+        return known
+
+    def _built_positions(self, function: cst.FunctionDef) -> frozenset[int | None]:
+        returns = [n for n in _walk_body(function, expressions=False) if type(n) is cst.Return]
+        if not returns or any(type(n) is cst.Yield for n in _walk_body(function)):
+            return frozenset()
+        found: frozenset[int | None] | None = None
+        for statement in returns:
+            value = statement.value
+            if value is None:
+                return frozenset()
+            if type(value) is cst.Tuple:
+                positions = frozenset(
+                    i
+                    for i, e in enumerate(value.elements)
+                    if type(e) is cst.Element and self._built_on_host(e.value, function, statement)
+                )
+            else:
+                positions = (
+                    frozenset({None})
+                    if self._built_on_host(value, function, statement)
+                    else frozenset()
+                )
+            found = positions if found is None else found & positions
+            if not found:
+                return frozenset()
+        return found or frozenset()
+
+    def _built_on_host(
+        self, value: cst.BaseExpression, function: cst.FunctionDef, at: cst.Return
+    ) -> bool:
+        """`value`, returned by `at`, is a tensor `function` builds on the host."""
+        while (
+            type(value) is cst.Call
+            and type(value.func) is cst.Attribute
+            and value.func.attr.value in _SAME_PLACE_METHODS
+            and not value.args
+        ):
+            value = value.func.value
+        if type(value) is cst.Name:
+            assigned = value_before(function, at, value.value)
+            if assigned is None or type(assigned) is cst.Name:
+                return False
+            return self._built_on_host(assigned, function, at)
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value == "cpu" and not value.args:
+            return True
+        qualified = self.imports.resolve(func)
+        return (
+            qualified is not None
+            and (qualified == "torch.from_numpy" or _builds_from_sizes(qualified, value))
+            and not any(_is_keyword(arg, "device") for arg in value.args)
+        )
+
     def _host_results(
-        self, target: cst.BaseExpression, value: cst.BaseExpression
+        self,
+        target: cst.BaseExpression,
+        value: cst.BaseExpression,
+        built: frozenset[int | None] = frozenset(),
     ) -> list[tuple[cst.BaseExpression, Kind]] | None:
         """The elements of a tuple target bound from a call of this module's function
         (`f(...)`) or of its own class's method (`self.f(...)`) whose every definition
@@ -1443,6 +1585,7 @@ class TensorKinds:
             positions = self.returns.host_positions(True, func.attr.value)
         else:
             return None
+        positions = positions | {p for p in built if p is not None}
         if not positions:
             return None
         return [
@@ -2395,6 +2538,34 @@ def _scaled_names(value: cst.BaseExpression) -> tuple[str, ...]:
             return _scaled_names(value.left)
         return _scaled_names(value.left) + _scaled_names(value.right)
     return (value.value,) if isinstance(value, cst.Name) else ()
+
+
+def overridden_methods(node: cst.ClassDef) -> frozenset[str]:
+    """The methods a class defines that replace its bases' rather than extend them: not
+    those that run the base's own (`super().__init__(...)` in `__init__`)."""
+    found: set[str] = set()
+    for statement in node.body.body:
+        if type(statement) is not cst.FunctionDef:
+            continue
+        name = statement.name.value
+        extends = any(
+            type(call) is cst.Call
+            and type(call.func) is cst.Attribute
+            and call.func.attr.value == name
+            and type(call.func.value) is cst.Call
+            and type(call.func.value.func) is cst.Name
+            and call.func.value.func.value == "super"
+            for call in descendants(statement.body)
+        )
+        if not extends:
+            found.add(name)
+    return frozenset(found)
+
+
+# Methods that hand back a tensor where it was: casts and copies in place.
+_SAME_PLACE_METHODS = frozenset(
+    {"float", "double", "long", "int", "bool", "half", "detach", "clone", "contiguous"}
+)
 
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:

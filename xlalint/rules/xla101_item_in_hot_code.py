@@ -29,8 +29,9 @@ class ItemInHotCode(HelperCallRule):
     passes; a loop over the model's layers or a table of names runs where its function
     does, and so does a loop over the rows of what a parameter holds, counted by it:
     `for i in range(kg.n_facts)` reading `kg.head_idx[i].item()` in a helper that builds
-    lookup tables once, when a sampler is built), `forward`, `*_step` methods and the functions they call (and the properties
-    they read: `self.temperature` runs its body, as a call would), and the functions that
+    lookup tables once, when a sampler is built), `forward`, `*_step` methods and the
+    functions they call (and the properties they read: `self.temperature` runs its body,
+    as a call would), and the functions that
     another module of the project calls every step (a model's `forward` calling
     `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
     is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of one value
@@ -154,6 +155,16 @@ class ItemInHotCode(HelperCallRule):
     A helper's parameter that every call of the module hands a property building its
     tensor on the host (`self._apply_threshold(scores, self.normalized_threshold)`, the
     property returning `torch.tensor(1.0) - self.sensitivity`) is a host value there too.
+    What a function or method of the module builds on the host on every `return`
+    (`return tensor(tmp).float()`, or a name last bound to such a tensor: `n =
+    tensor(counts)` before `return heads, n`) is a host tensor where it is bound
+    (`self.bern_probs = self.evaluate_probabilities()`). In a subclass's methods an
+    attribute has the kind that every binding in its bases' methods that it does not
+    replace gives it: a table the base's `__init__` builds on the host and only the base's
+    own `corrupt_batch` moves stays on the host in a subclass that replaces
+    `corrupt_batch`. A name that indexes a host tensor (`self.bern_probs[relations]`) is a
+    host value from that statement on: PyTorch takes indices on the CPU or on the indexed
+    tensor's device only.
 
     A function that writes a checkpoint (`torch.save`) runs when one is due, however
     often the training step that calls it runs: its reads are what saving needs. So does a

@@ -75,6 +75,12 @@ class BooleanMaskRead(HelperCallRule):
     (`torch.tensor`, `torch.from_numpy`), to factories as sizes, to numpy, or as a later
     argument are not flagged: those may be host data.
 
+    A value that indexes a tensor made on the host (`self.bern_probs[relations]`, a table
+    built by `tensor(...)` and never moved in this class: `analysis/tensors.py`) is on the
+    host from that statement on, since PyTorch takes indices on the CPU or on the indexed
+    tensor's device only: `relations[mask == 1]` after it, with a mask drawn from that
+    table, selects host elements and is not flagged.
+
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
     compiles graphs for static shapes, so PyTorch/XLA executes the pending graph, copies the
