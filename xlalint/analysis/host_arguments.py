@@ -133,11 +133,55 @@ def _handed_copy(
     for block, index in reversed(path):
         for statement in reversed(block[:index]):
             assigned = _assignment(statement, name)
+            if assigned is _OTHER and _joins_only(statement, name):
+                continue  # `if wild: emission = torch.cat([emission, col], dim=1)`
             if assigned is _OTHER:
                 return None
             if assigned is not None:
+                if _joined_to(assigned, name):
+                    continue
                 return copy_of(module, assigned)  # type: ignore[arg-type]
     return None
+
+
+# torch functions that join tensors, which must all be on one device.
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack",
+                    "torch.hstack", "torch.vstack", "torch.dstack"})  # fmt: skip
+
+
+def _joined_to(value: cst.BaseExpression, name: str) -> bool:
+    """`torch.cat([name, other], dim=1)`: tensors joined to `name`'s own value, which
+    torch joins only on one device: the result is where `name` was."""
+    if type(value) is not cst.Call or (get_full_name_for_node(value.func) or "") not in _JOINS:
+        return False
+    first = value.args[0].value if value.args and not value.args[0].star else None
+    return type(first) in (cst.List, cst.Tuple) and any(
+        type(e) is cst.Element and type(e.value) is cst.Name and e.value.value == name
+        for e in first.elements  # type: ignore[union-attr]
+    )
+
+
+def _joins_only(statement: cst.CSTNode, name: str) -> bool:
+    """An `if` (or `with`) whose every binding of `name` joins tensors to its own value
+    (`_joined_to`): where it runs or not, `name` stays where it was before it."""
+    if type(statement) not in (cst.If, cst.With):
+        return False
+    found = False
+    for node in _walk(statement):
+        if type(node) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            target = node.target  # type: ignore[attr-defined]
+            if name in target_names(target):
+                return False
+        elif type(node) is cst.Assign:
+            targets = [t.target for t in node.targets]  # type: ignore[attr-defined]
+            if not any(name in target_names(t) for t in targets):
+                continue
+            if len(targets) != 1 or type(targets[0]) is not cst.Name:
+                return False
+            if not _joined_to(node.value, name):  # type: ignore[attr-defined]
+                return False
+            found = True
+    return found
 
 
 def value_before(

@@ -154,7 +154,9 @@ class ItemInHotCode(HelperCallRule):
     as before.
     A helper's parameter that every call of the module hands a property building its
     tensor on the host (`self._apply_threshold(scores, self.normalized_threshold)`, the
-    property returning `torch.tensor(1.0) - self.sensitivity`) is a host value there too.
+    property returning `torch.tensor(1.0) - self.sensitivity`) is a host value there too,
+    and so is one handed a host copy that a branch before the call joined a tensor to
+    (`emission = torch.cat([emission, col], dim=1)`): torch joins tensors on one device.
     What a function or method of the module builds on the host on every `return`
     (`return tensor(tmp).float()`, or a name last bound to such a tensor: `n =
     tensor(counts)` before `return heads, n`) is a host tensor where it is bound
