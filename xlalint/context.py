@@ -753,7 +753,11 @@ class FileContext:
             self._narrow_entered(parent, node)
         if (kind is cst.If or kind is cst.SimpleStatementLine) and type(parent) in _BLOCKS:
             self._range_checks(node, kind, parent)  # type: ignore[arg-type]
-            if kind is cst.SimpleStatementLine and self._frames[-1].node is not None:
+            if (
+                kind is cst.SimpleStatementLine
+                and self._frames[-1].node is not None
+                and self.kinds.holds_host_tensors()
+            ):
                 self._host_indexes(node, parent)  # type: ignore[arg-type]
         if self._narrowed and node is self._narrowed[-1][0]:
             for name, kind_in_body, _ in self._narrowed[-1][1]:

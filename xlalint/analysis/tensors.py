@@ -1905,6 +1905,11 @@ class TensorKinds:
             qualified == "torch.from_numpy" or _builds_from_sizes(qualified, value)
         )
 
+    def holds_host_tensors(self) -> bool:
+        """Some name of the function being walked, or attribute of its class, is known to
+        hold a torch tensor made on the host."""
+        return bool(self._host_tensors[-1] or self._self_host_tensors[-1])
+
     def is_host_tensor(self, node: cst.BaseExpression) -> bool:
         """Whether a host value is a torch tensor: made so in place, or a name (an
         attribute of `self`, in any method of its class) bound to one. Indexing it by a
