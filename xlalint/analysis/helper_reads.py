@@ -12,10 +12,19 @@ the parameters it reads, and whether it reads the elements of its `*args` (a loo
 comprehension over `args`, `zip(..., args)` or `enumerate(args)`). The calls and what they
 pass are `HelperCalls`' (helper_calls.py), which also says which names are still
 parameters; the two meet in XLA101 once the whole file has been walked.
+
+Where such a read is a conversion (its result handed back or kept: `float(v)` in
+`asdict_as_float`, `Accumulator.add`), the cause is the call, where the caller can stop
+handing a device tensor: it is reported there even where the helper's own code knows the
+parameter is a tensor, and not at the read (`slot` names what the read converts). A check
+of the input (a read in the test of an `assert`, `if`, `while` or conditional expression,
+`is_check`) is the helper's own, reported at the read once, whichever caller hands it, and
+so are reads in a loop statement of the helper (`in_own_loop`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -26,6 +35,15 @@ from xlalint.walk import target_names
 
 # Builtins that turn a tensor into a Python number.
 _CONVERSIONS = frozenset({"float", "int"})
+_PLAIN = (cst.Integer, cst.Float, cst.SimpleString, cst.Name, cst.UnaryOperation)
+STAR = "*"  # the slot of a read of an element of `*args`
+_TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
+# Methods that read a tensor's metadata: a chain through them leaves the tensor's data.
+_METADATA = frozenset(
+    {"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
+     "get_device", "type", "data_ptr", "is_floating_point", "is_complex", "storage_offset",
+     "ndimension", "tolist", "numpy"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,9 +110,9 @@ class HelperReads:
         if scope.star is not None:
             scope.elements |= _element_names(target, iterable, scope.star)
 
-    def note_read(self, call: cst.Call, flagged: bool) -> None:
+    def note_read(self, call: cst.Call, flagged: bool, tensor: bool = False) -> None:
         """`float(p)`, `int(p)`, `p.item()` in the function being walked; `flagged` when the
-        read is reported where it is."""
+        read is reported where it is, `tensor` when it reads a device tensor."""
         if not self._scopes:
             return
         func = call.func
@@ -110,12 +128,35 @@ class HelperReads:
             value, spelled = call.args[0].value, f"{func.value}()"
         else:
             return
-        self.note_value_read(call, value, spelled, flagged)
+        self.note_value_read(call, value, spelled, flagged, tensor)
+
+    def slot(self, value: cst.BaseExpression) -> str | None:
+        """What a read of `value` in the function being walked converts: the parameter it
+        is (not rebound) or is computed from by the tensor's own methods and rows
+        (`batch_loss.detach().mean()`, `finished.sum()`), `STAR` for an element of
+        `*args`, else None."""
+        value = computed_root(value)
+        if not self._scopes or not isinstance(value, cst.Name):
+            return None
+        param = self._calls.param(value)
+        if param is not None:
+            return param
+        return STAR if value.value in self._scopes[-1].elements else None
 
     def note_value_read(
-        self, call: cst.Call, value: cst.BaseExpression, spelled: str, flagged: bool
+        self,
+        call: cst.Call,
+        value: cst.BaseExpression,
+        spelled: str,
+        flagged: bool,
+        tensor: bool = False,
     ) -> None:
-        """`call` reads `value` on the host (`torch.tensor([p])` reads each element)."""
+        """`call` reads `value` on the host (`torch.tensor([p])` reads each element).
+        `tensor`: the read is known to be of a device tensor here, so a value computed from
+        a parameter by its methods counts as that parameter (`int(x.size(0))`, of a value
+        of unknown kind, does not)."""
+        if tensor:
+            value = computed_root(value)
         if not self._scopes or not isinstance(value, cst.Name):
             return
         scope = self._scopes[-1]
@@ -143,3 +184,48 @@ def _element_names(target: cst.BaseExpression, iterable: cst.BaseExpression, sta
     if iterable.func.value == "enumerate" and elements is not None and len(elements) == 2:
         return _element_names(elements[1].value, args[0], star) if args else set()
     return set()
+
+
+def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The value a chain of the tensor's own methods and rows starts from (`batch_loss` of
+    `batch_loss.detach().mean()`, `x` of `x[0].sum()`); not through its metadata
+    (`x.size(0)`, `x.shape[0]` are Python ints), nor through a method handed arguments
+    that are values of their own (`a.add(b)`)."""
+    while True:
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        elif (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value not in _METADATA
+            and all(_plain(arg.value) for arg in value.args)
+        ):
+            value = value.func.value
+        else:
+            return value
+
+
+def _plain(value: cst.BaseExpression) -> bool:
+    """A literal or a name (`dim=1`, `keepdim=True`): an option, not a second tensor."""
+    return isinstance(value, _PLAIN)
+
+
+def in_own_loop(loops: Iterable[cst.CSTNode]) -> bool:
+    """Whether a read sits in a `for`/`while` statement of the helper (`for i in
+    range(batch): int(lens[i].item())`): its reads per row are the helper's own work, judged
+    where they are, not a conversion of what it is handed (a comprehension over `*args`, as
+    in `Accumulator.add`, is)."""
+    return any(isinstance(loop, cst.For | cst.While) for loop in loops)
+
+
+def is_check(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> bool:
+    """Whether `read` (with its ancestors, innermost first) is in the test of an `assert`,
+    `if`, `while` or conditional expression: a check of the value, not a conversion."""
+    child = read
+    for ancestor in ancestors:
+        if isinstance(ancestor, _TESTED) and child is ancestor.test:
+            return True
+        if isinstance(ancestor, cst.BaseSuite | cst.FunctionDef | cst.Lambda):
+            return False
+        child = ancestor
+    return False
