@@ -36,7 +36,12 @@ from xlalint.walk import target_names
 # Builtins that turn a tensor into a Python number.
 _CONVERSIONS = frozenset({"float", "int"})
 _PLAIN = (cst.Integer, cst.Float, cst.SimpleString, cst.Name, cst.UnaryOperation)
-STAR = "*"  # the slot of a read of an element of `*args`
+STAR = "*"
+_TORCH_NAMES = frozenset({"torch", "th"})
+# Namespaces whose functions look like methods (`th.sum(x)`): no receiver to follow.
+_MODULES = frozenset(
+    {*_TORCH_NAMES, "F", "np", "numpy", "math"}
+)  # the slot of a read of an element of `*args`
 _TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
 # Methods that read a tensor's metadata: a chain through them leaves the tensor's data.
 _METADATA = frozenset(
@@ -70,6 +75,9 @@ class _Scope:
     reader: Reader
     star: str | None  # the name of `*args`
     elements: set[str] = field(default_factory=set)  # names holding an element of `*args`
+    # Locals computed on the device from parameters (`pred = logits < 0`), by those
+    # parameters: a read of one converts what the helper was handed.
+    derived: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class HelperReads:
@@ -94,11 +102,59 @@ class HelperReads:
         if self._scopes:
             self._scopes.pop()
 
-    def bind(self, targets: list[cst.BaseExpression]) -> None:
-        """`targets = ...`: a rebound name no longer holds an element of `*args`."""
-        if self._scopes:
-            for target in targets:
-                self._scopes[-1].elements -= target_names(target)
+    def bind(
+        self, targets: list[cst.BaseExpression], value: cst.BaseExpression | None = None
+    ) -> None:
+        """`targets = value` (asked before the parameters learn of the binding): a rebound
+        name no longer holds an element of `*args`, and holds what `value` is computed
+        from (`_sources`)."""
+        if not self._scopes:
+            return
+        scope = self._scopes[-1]
+        sources = self._sources(value) if value is not None else frozenset()
+        for target in targets:
+            scope.elements -= target_names(target)
+            for name in target_names(target):
+                scope.derived.pop(name, None)
+        if sources and len(targets) == 1 and isinstance(targets[0], cst.Name):
+            scope.derived[targets[0].value] = sources
+
+    def _sources(self, value: cst.BaseExpression) -> frozenset[str]:
+        """The parameters a value is computed from on the device: the parameter (or a local
+        computed from one) through its own methods and rows, arithmetic and comparisons
+        of such values and numbers, and `torch.*` functions of them (`th.mean(pred ==
+        labels)`); empty for anything else (a call of another function, an attribute)."""
+        root = computed_root(value)
+        if isinstance(root, cst.Name):
+            param = self._calls.param(root)
+            if param is not None:
+                return frozenset({param})
+            return self._scopes[-1].derived.get(root.value, frozenset())
+        parts: list[cst.BaseExpression]
+        if isinstance(root, cst.BinaryOperation):
+            parts = [root.left, root.right]
+        elif isinstance(root, cst.Comparison):
+            parts = [root.left, *(c.comparator for c in root.comparisons)]
+        elif isinstance(root, cst.UnaryOperation):
+            parts = [root.expression]
+        elif (
+            isinstance(root, cst.Call)
+            and isinstance(root.func, cst.Attribute)
+            and isinstance(root.func.value, cst.Name)
+            and root.func.value.value in _TORCH_NAMES
+        ):
+            parts = [arg.value for arg in root.args if arg.keyword is None and not arg.star]
+        else:
+            return frozenset()
+        found: set[str] = set()
+        for part in parts:
+            if isinstance(part, cst.Integer | cst.Float):
+                continue
+            sources = self._sources(part)
+            if not sources:
+                return frozenset()
+            found |= sources
+        return frozenset(found)
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for b in args`, `for a, b in zip(xs, args)`, `for i, b in enumerate(args)`: the
@@ -135,13 +191,15 @@ class HelperReads:
         is (not rebound) or is computed from by the tensor's own methods and rows
         (`batch_loss.detach().mean()`, `finished.sum()`), `STAR` for an element of
         `*args`, else None."""
-        value = computed_root(value)
-        if not self._scopes or not isinstance(value, cst.Name):
+        if not self._scopes:
             return None
-        param = self._calls.param(value)
-        if param is not None:
-            return param
-        return STAR if value.value in self._scopes[-1].elements else None
+        sources = self._sources(value)
+        if sources:
+            return min(sources)
+        value = computed_root(value)
+        if isinstance(value, cst.Name) and value.value in self._scopes[-1].elements:
+            return STAR
+        return None
 
     def note_value_read(
         self,
@@ -155,12 +213,16 @@ class HelperReads:
         `tensor`: the read is known to be of a device tensor here, so a value computed from
         a parameter by its methods counts as that parameter (`int(x.size(0))`, of a value
         of unknown kind, does not)."""
-        if tensor:
-            value = computed_root(value)
-        if not self._scopes or not isinstance(value, cst.Name):
+        if not self._scopes:
             return
         scope = self._scopes[-1]
         read = HostRead(call, spelled, flagged)
+        if tensor and (sources := self._sources(value)):
+            for source in sorted(sources):
+                scope.reader.reads.setdefault(source, read)
+            return
+        if not isinstance(value, cst.Name):
+            return
         param = self._calls.param(value)
         if param is not None:
             scope.reader.reads.setdefault(param, read)
@@ -197,6 +259,7 @@ def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
         elif (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Attribute)
+            and not (isinstance(value.func.value, cst.Name) and value.func.value.value in _MODULES)
             and value.func.attr.value not in _METADATA
             and all(_plain(arg.value) for arg in value.args)
         ):

@@ -72,11 +72,14 @@ class ItemInHotCode(HelperCallRule):
     of its read (`metric.add(loss * n, n)` where `Accumulator.add` keeps
     `[a + float(b) for a, b in zip(self.data, args)]`), and the read is not (README
     "Labelling": the call is where the caller can stop handing a device tensor). So is a
-    value the helper computes from the parameter by its own methods and rows where the
-    helper's code knows it reads a tensor (`self._sum += values.sum().item()` with `values:
-    torch.Tensor`). One finding per call: two per-step calls are two findings, and a call
-    handing several such parameters is one. A check of the input (a read in the test of an
-    `assert`, `if`, `while` or conditional expression: `assert targets.max().item() < n`)
+    value the helper computes from the parameter on the device, where the helper's code
+    knows it reads a tensor: by its own methods and rows (`self._sum +=
+    values.sum().item()` with `values: torch.Tensor`), and by arithmetic, comparisons and
+    `torch` functions of such values (`pred = logits < 0`, then `float(th.sum(pred))`).
+    One finding per call: two per-step calls are two findings, and a call handing several
+    such parameters is one, standing for the conversions of each argument it hands over.
+    A check of the input (a read in the test of an `assert`, `if`, `while` or conditional
+    expression: `assert targets.max().item() < n`)
     is the helper's own, reported at the read once, whichever call hands the value; a read
     in a function per step by its own name (`forward`) stays where it is too, and so do a
     read in a loop statement of the helper (`for i in range(batch): int(lens[i].item())`:
@@ -332,12 +335,12 @@ class ItemInHotCode(HelperCallRule):
         self._reads.pop_function()
 
     def leave_Assign(self, node: cst.Assign) -> None:
+        self._reads.bind([t.target for t in node.targets], node.value)
         super().leave_Assign(node)
-        self._reads.bind([t.target for t in node.targets])
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._reads.bind([node.target], node.value)
         super().leave_AnnAssign(node)
-        self._reads.bind([node.target])
 
     def visit_For(self, node: cst.For) -> None:
         super().visit_For(node)
@@ -486,7 +489,11 @@ class ItemInHotCode(HelperCallRule):
                     break
         if not found:
             return None
-        return found[0][0], found[0][1], [slot for _, _, slot in found]
+        # The call is the cause of every conversion of what it hands over, whatever the
+        # other arguments are known to be (`compute_train_stats(logits, batch["labels"])`).
+        slots = [slot for _, _, slot in found]
+        slots += [param for param in reader.reads if param in bound and param not in slots]
+        return found[0][0], found[0][1], slots
 
     def _one_cause(
         self, value: cst.BaseExpression, read: cst.Call
