@@ -607,8 +607,9 @@ class TensorKinds:
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
         # Per frame, names the function uses as a tensor no module is (`used_as_data`):
-        # their names (`heads`, `neg_heads`) do not make them models.
-        self._data_names: list[set[str]] = [set()]
+        # their names (`heads`, `neg_heads`) do not make them models. Found on the first
+        # question about a name that says model (None until then).
+        self._data_names: list[set[str] | None] = [set()]
         # Per frame, names bound to a progress bar or iterator over something (`with
         # tqdm(enumerate(loader)) as t:`, `pbar = tqdm(loader)`): a loop over the name
         # yields what the wrapped iterable yields.
@@ -708,7 +709,7 @@ class TensorKinds:
         self._function_nodes.append(node)
         self._trained.append(None)
         self._typed.append(typed)
-        self._data_names.append(used_as_data(node))
+        self._data_names.append(None)
         self._wrappers.append({})
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
@@ -1903,6 +1904,14 @@ class TensorKinds:
             else:
                 frame[name] = changed[-1] if changed else real[-1]
 
+    def _names_used_as_data(self) -> set[str]:
+        """`used_as_data` of the function being walked, found once per frame."""
+        found = self._data_names[-1]
+        if found is None:
+            function = self._function_nodes[-1]
+            found = self._data_names[-1] = set() if function is None else used_as_data(function)
+        return found
+
     def presumed(self, name: str) -> bool:
         """Whether `name` is a parameter taken for a tensor only because its function runs
         per step (unannotated, never rebound here)."""
@@ -1936,7 +1945,7 @@ class TensorKinds:
                 known is not None
                 and _names_model(node.value)
                 and node.value not in self._typed[-1]
-                and node.value not in self._data_names[-1]
+                and node.value not in self._names_used_as_data()
             ):
                 return Kind.MODULE
             return Kind.UNKNOWN
