@@ -7,10 +7,12 @@ from textwrap import dedent
 
 import libcst as cst
 
+from xlalint.analysis.cuda_flags import places_on_cuda, probes_availability
 from xlalint.analysis.devices import device_string_type
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.reachability import OffXla
 from xlalint.analysis.returns import NumberReturns
+from xlalint.analysis.tensors import used_as_data
 from xlalint.diagnostics import Diagnostic
 from xlalint.engine import lint_source
 from xlalint.registry import all_rules
@@ -395,3 +397,38 @@ def test_device_templates_name_their_type_only_with_one_index_placeholder() -> N
     assert kind('"cuda:{} of {}".format(i, n)') is None  # a sentence, not a device
     assert kind('"using cuda:%d" % gpu') is None
     assert kind('"cuda:{}".join(parts)') is None
+
+
+def test_a_test_of_where_a_value_lives_is_a_cuda_choice_and_keywords_place() -> None:
+    imports = ImportTable()
+
+    def probe(source: str) -> bool:
+        return probes_availability(cst.parse_expression(source), imports)
+
+    def places(source: str) -> bool:
+        return places_on_cuda(cst.parse_module(source), imports)
+
+    assert probe("next(self.model.parameters()).is_cuda")
+    assert probe("x.is_cuda and not args.cpu")
+    assert not probe("x.is_cpu")
+    assert places('loader = DataLoader(kg, batch_size=b, use_cuda="batch")\n')
+    assert places("batches = Batcher(data, cuda=True)\n")
+    assert not places("loader = DataLoader(kg, use_cuda=False)\n")
+    assert not places("loader = DataLoader(kg, pin_memory=True)\n")
+
+
+def test_names_that_say_model_used_as_data() -> None:
+    function = cst.parse_module(
+        dedent(
+            """\
+            def corrupt(heads, tails, model):
+                n = heads.shape[0]
+                neg_heads = heads.repeat(2)
+                model.train()
+                return neg_heads.long(), tails.to("cpu"), model.float()
+            """
+        )
+    ).body[0]
+    assert isinstance(function, cst.FunctionDef)
+    # `.to()` and `.float()` are a module's methods too: they say nothing.
+    assert used_as_data(function) == {"heads", "neg_heads"}

@@ -17,6 +17,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices, reachability
 from xlalint.analysis.arguments import parameters, positional_names
+from xlalint.analysis.cuda_flags import cuda_flag_places
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs, takes_a_loader
 from xlalint.analysis.error_paths import handles_a_failure
@@ -1090,10 +1091,37 @@ class FileContext:
         keeps its kind in every method after this one, so a move made only off XLA
         (`if self.gpu_beam_blocking: self.partial_hyps = self.partial_hyps.cuda()`, a flag
         false without CUDA) leaves it what it was before: a host tensor from a factory
-        given no device stays one there."""
+        given no device stays one there. Not a move under the function's own device choice
+        (`use_cuda = next(self.model.parameters()).is_cuda`, then `if use_cuda: self.ranks =
+        self.ranks.cuda()`: a flag whose true side places values on CUDA,
+        `cuda_flags.cuda_flag_places`, which XLA305 reports): that branch is the program's
+        device path, which a port gives XLA, so the move counts there as a local name's
+        does."""
         if not any(self_attribute(t) is not None for t in targets) or not self.runs_without_xla:
             return targets
+        if self._under_device_choice():
+            return targets
         return [t for t in targets if self_attribute(t) is None]
+
+    def _under_device_choice(self) -> bool:
+        """The node being visited is in the body of `if flag:`, `flag` a local CUDA flag
+        that is its function's device choice (`cuda_flags.cuda_flag_places`)."""
+        function = self._frames[-1].node
+        if type(function) is not cst.FunctionDef:
+            return False
+        node: cst.CSTNode = self._stack[-1]
+        for ancestor in self.ancestors():
+            if ancestor is function:
+                return False
+            if (
+                type(ancestor) is cst.If
+                and ancestor.body is node  # type: ignore[attr-defined]
+                and type(ancestor.test) is cst.Name  # type: ignore[attr-defined]
+                and cuda_flag_places(function, ancestor.test.value, self.imports)  # type: ignore[attr-defined]
+            ):
+                return True
+            node = ancestor
+        return False
 
     def _narrowing(self, branch: cst.If, names: list[str]) -> list[tuple[str, Kind, Kind | None]]:
         """What `if isinstance(v, torch.Tensor):` says of each name in its body. Code that

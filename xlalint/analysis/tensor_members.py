@@ -2,7 +2,10 @@
 from torch 2.9.0; rerun it with a newer torch installed to refresh).
 
 A value that the code treats as having a member no tensor has (`g.num_nodes()`,
-`mol.GetAtoms()`) is some other object, whatever a presumption said of it.
+`mol.GetAtoms()`) is some other object, whatever a presumption said of it. The public
+members of `torch.nn.Module` come from the same run: a value named like a model
+(`heads`, `neg_heads`) that the code calls a tensor method no module has on
+(`heads.repeat(n)`, `neg_heads.long()`) is no model.
 """
 
 from __future__ import annotations
@@ -72,22 +75,41 @@ untyped_storage values var vdot view view_as volatile vsplit where xlogy xlogy_ 
 
 TENSOR_MEMBERS = frozenset(_MEMBERS.split())
 
+_MODULE_MEMBERS = """
+T_destination add_module apply bfloat16 buffers call_super_init children compile cpu cuda
+double dump_patches eval extra_repr float forward get_buffer get_extra_state get_parameter
+get_submodule half ipu load_state_dict modules mtia named_buffers named_children
+named_modules named_parameters parameters register_backward_hook register_buffer
+register_forward_hook register_forward_pre_hook register_full_backward_hook
+register_full_backward_pre_hook register_load_state_dict_post_hook
+register_load_state_dict_pre_hook register_module register_parameter
+register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state
+set_submodule share_memory state_dict to to_empty train type xpu zero_grad
+"""
+
+MODULE_MEMBERS = frozenset(_MODULE_MEMBERS.split())
+
 
 def main() -> None:  # pragma: no cover - needs torch
     import textwrap
 
     import torch
 
-    names = " ".join(sorted(n for n in dir(torch.Tensor) if not n.startswith("_")))
-    body = textwrap.fill(names, width=92, break_long_words=False, break_on_hyphens=False)
     path = __file__
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    start = text.index('_MEMBERS = """') + len('_MEMBERS = """')
-    end = text.index('"""', start)
+    for marker, cls in (
+        ('\n_MEMBERS = """', torch.Tensor),
+        ('\n_MODULE_MEMBERS = """', torch.nn.Module),
+    ):
+        names = " ".join(sorted(n for n in dir(cls) if not n.startswith("_")))
+        body = textwrap.fill(names, width=92, break_long_words=False, break_on_hyphens=False)
+        start = text.index(marker) + len(marker)
+        end = text.index('"""', start)
+        text = text[:start] + "\n" + body + "\n" + text[end:]
+        sys.stdout.write(f"{len(names.split())} members of {cls.__name__} ({torch.__version__})\n")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(text[:start] + "\n" + body + "\n" + text[end:])
-    sys.stdout.write(f"{len(names.split())} members of torch.Tensor ({torch.__version__})\n")
+        f.write(text)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,7 +31,7 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns, _walk_body
-from xlalint.analysis.tensor_members import TENSOR_MEMBERS
+from xlalint.analysis.tensor_members import MODULE_MEMBERS, TENSOR_MEMBERS
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
     TRIVIA,
@@ -294,6 +294,31 @@ def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[s
             continue
         found.add(owner)
     return found
+
+
+def used_as_data(function: cst.FunctionDef) -> set[str]:
+    """Names `function` uses as a tensor no module is: it reads their `.shape` or calls a
+    method on them (through subscripts) that `torch.Tensor` has and neither `torch.nn.Module`
+    nor a dict or list has (`heads.repeat(n_neg)`, `neg_heads.long()`, `x.view(-1)`). A
+    knowledge graph's `heads` and `neg_heads` are index tensors, whatever their names
+    say of models."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is not cst.Attribute:
+            continue
+        attr = node.attr.value  # type: ignore[attr-defined]
+        if attr != "shape" and attr not in _DATA_METHODS:
+            continue
+        receiver = node.value  # type: ignore[attr-defined]
+        while type(receiver) is cst.Subscript:
+            receiver = receiver.value  # type: ignore[attr-defined]
+        if type(receiver) is cst.Name:
+            found.add(receiver.value)  # type: ignore[attr-defined]
+    return found
+
+
+# Tensor methods no module has (nor a dict or list): called on a value, they say it is data.
+_DATA_METHODS = TENSOR_MEMBERS - MODULE_MEMBERS - _CONTAINER_METHODS - {"device", "dtype"}
 
 
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
@@ -589,6 +614,10 @@ class TensorKinds:
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
+        # Per frame, names the function uses as a tensor no module is (`used_as_data`):
+        # their names (`heads`, `neg_heads`) do not make them models. Found on the first
+        # question about a name that says model (None until then).
+        self._data_names: list[set[str] | None] = [set()]
         # Per frame, names bound to a progress bar or iterator over something (`with
         # tqdm(enumerate(loader)) as t:`, `pbar = tqdm(loader)`): a loop over the name
         # yields what the wrapped iterable yields.
@@ -687,6 +716,7 @@ class TensorKinds:
         self._function_nodes.append(node)
         self._trained.append(None)
         self._typed.append(typed)
+        self._data_names.append(None)
         self._wrappers.append({})
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
@@ -744,6 +774,7 @@ class TensorKinds:
         self._function_nodes.pop()
         self._trained.pop()
         self._typed.pop()
+        self._data_names.pop()
         self._wrappers.pop()
 
     def push_class(
@@ -2016,6 +2047,14 @@ class TensorKinds:
             else:
                 frame[name] = changed[-1] if changed else real[-1]
 
+    def _names_used_as_data(self) -> set[str]:
+        """`used_as_data` of the function being walked, found once per frame."""
+        found = self._data_names[-1]
+        if found is None:
+            function = self._function_nodes[-1]
+            found = self._data_names[-1] = set() if function is None else used_as_data(function)
+        return found
+
     def presumed(self, name: str) -> bool:
         """Whether `name` is a parameter taken for a tensor only because its function runs
         per step (unannotated, never rebound here)."""
@@ -2045,7 +2084,12 @@ class TensorKinds:
                 return Kind.ITERABLE
             # A model by its name, if the name is a variable or parameter here; an unbound
             # name called like `unwrap_module(...)` is a function.
-            if known is not None and _names_model(node.value) and node.value not in self._typed[-1]:
+            if (
+                known is not None
+                and _names_model(node.value)
+                and node.value not in self._typed[-1]
+                and node.value not in self._names_used_as_data()
+            ):
                 return Kind.MODULE
             return Kind.UNKNOWN
         if node_type is cst.Attribute:

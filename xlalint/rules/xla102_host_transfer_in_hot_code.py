@@ -10,6 +10,7 @@ from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import computed_root, in_own_loop, is_check
 from xlalint.analysis.host_reads import ReadRuns, consuming_call
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey, Site
+from xlalint.analysis.tensor_members import TENSOR_MEMBERS
 from xlalint.context import Kind
 from xlalint.positions import positions_of
 from xlalint.rule import PendingReport
@@ -93,7 +94,10 @@ class HostTransferInHotCode(HelperCallRule):
     An attribute built by a factory given no device stays a host tensor in every method
     when the only move of it runs off XLA (`if self.gpu_beam_blocking: self.partial_hyps =
     self.partial_hyps.cuda()`, a flag assigned `... and torch.cuda.is_available()`):
-    `self.partial_hyps.tolist()` copies nothing there.
+    `self.partial_hyps.tolist()` copies nothing there. A move under the function's own
+    device choice (`use_cuda = next(self.model.parameters()).is_cuda`, then `if use_cuda:
+    self.ranks = self.ranks.cuda()`, XLA305's finding) is the device path a port gives
+    XLA, and counts.
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
     runs no graph and transfers nothing.
 
@@ -101,7 +105,9 @@ class HostTransferInHotCode(HelperCallRule):
     torch.empty(n)` without a device, then `probs[i] = self.probability(rews1, rews2)`
     per fragment pair in a `forward`) copies the value to the host, as `.cpu()` would:
     reported at the write, where the written value is what a call makes of device
-    tensors the function computed (a model's or a helper's output). Not when that call is
+    tensors the function computed (a model's or a helper's output), or what a tensor
+    method makes of one (`self.thresholds[i] = neg_scores[mask].max()` with `neg_scores =
+    self.get_scores(...)`, once per relation). Not when that call is
     handed host values only (`self.probability(torch.from_numpy(a),
     torch.from_numpy(b))`) or the function's own parameters (a transform's `frames`,
     whose device its callers decide), nor a write into a tensor made on the device. A
@@ -293,9 +299,19 @@ class HostTransferInHotCode(HelperCallRule):
         (a model's or helper's output, `self.probability(rews1, rews2)` with `rews1 =
         self.rewards(trans1)`): the evidence that it is on the device. A call handed only
         host values (`self.probability(torch.from_numpy(a), b_host)`) computes where they
-        are; a name or arithmetic says less of where its value lives."""
+        are; a name or arithmetic says less of where its value lives. So is what a tensor
+        method makes of such a tensor (`neg_scores[mask].max()` with `neg_scores =
+        self.get_scores(...)`), computed where that tensor is."""
         if type(value) is not cst.Call:
             return False
+        func = value.func  # type: ignore[attr-defined]
+        if (
+            type(func) is cst.Attribute
+            and func.attr.value in TENSOR_MEMBERS
+            and self.ctx.is_tensor(func.value)
+            and not self._of_a_parameter(func.value)
+        ):
+            return True
         return any(
             not arg.star and self.ctx.is_tensor(arg.value) and not self._of_a_parameter(arg.value)
             for arg in value.args  # type: ignore[attr-defined]

@@ -41,7 +41,10 @@ class BooleanMaskWrite(HelperCallRule):
     inf`), and so is one the written value is cast
     to (`lprobs[lprobs != lprobs] = torch.tensor(-math.inf).to(lprobs)`, `.type_as(x)`: a
     subscripted value is no device or dtype); `torch.tensor(...)`, numpy (`a[m] =
-    np.clip(a[m], 0, 1)`) and other values written are not evidence.
+    np.clip(a[m], 0, 1)`) and other values written are not evidence. A name that says
+    model (`heads`, `neg_heads`) is no model where its function uses it as a tensor no
+    module is (`neg_heads = heads.repeat(n)`, `heads.shape[0]`, `neg_heads.long()`): a
+    negative sampler's entity indexes, written through a mask every batch.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is

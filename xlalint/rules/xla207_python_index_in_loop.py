@@ -159,6 +159,13 @@ class PythonIndexInLoop(Rule):
     step + 1]` and a local bound to it) or where the call passes one: a tensor, or a value
     of unknown kind that the helper uses as a tensor (`source[a:b].view(-1)`).
 
+    An attribute moved to CUDA under its function's device choice (`use_cuda =
+    next(self.model.parameters()).is_cuda`, then `if use_cuda: self.ranks =
+    self.ranks.cuda()`, XLA305's finding) is a device tensor in that method, written at the
+    batch counter's offset (`self.ranks[i * b : (i + 1) * b] = get_rank(scores, t)`): the
+    branch is the device path a port gives XLA. Moved only under an option false without
+    CUDA (`self.gpu_ranks = gpu_ranks and torch.cuda.is_available()`), it stays on the host.
+
     A method that runs every step and reads a position from its instance, then writes it
     back advanced (a memory bank or queue: `ptr = int(self.bank_ptr)`, `self.bank[ptr : ptr
     + bs] = batch`, `self.bank_ptr[0] = ptr + bs`; or a plain int attribute, `self.ptr =

@@ -13,6 +13,7 @@ from xlalint.analysis.cuda_flags import (
     cuda_flag_places,
     flag_placements,
     probes_availability,
+    stays_on_the_cpu,
 )
 from xlalint.analysis.devices import (
     ACCELERATOR,
@@ -76,8 +77,11 @@ class DeviceLadderWithoutXla(Rule):
     (`def gpu(i=0): return torch.device(f"cuda:{i}")`, then `if num_gpus() > i: return
     gpu(i)` / `return cpu()`): it chooses what that function returns. A flag assigned
     only from a CUDA availability probe (`use_cuda = torch.cuda.is_available() and not
-    args.cpu`) whose true side places values on CUDA (`if use_cuda: model.cuda()`,
-    `move_to_cuda(sample) if use_cuda else sample`) is the function's device choice too,
+    args.cpu`), or from a test of where a value lives (`use_cuda =
+    next(self.model.parameters()).is_cuda`: false with the model on the XLA device),
+    whose true side places values on CUDA (`if use_cuda: model.cuda()`,
+    `move_to_cuda(sample) if use_cuda else sample`, a call asked to by a keyword named for
+    CUDA: `DataLoader(kg, use_cuda="batch")`) is the function's device choice too,
     reported at the probe, unless the function has a ladder of its own (reported there)
     or mentions XLA; a flag that places nothing (`pin_memory=use_cuda`, seeding) is not.
     A probe of the device type that never names XLA with a CUDA fallback
@@ -90,7 +94,8 @@ class DeviceLadderWithoutXla(Rule):
     in subclasses that only read the flag, are not reported again (XLA301).
     A CUDA flag of the instance, whatever sets it (`self.use_cuda, self.num_gpus =
     self.setup_training_environment()`, a helper of another module), is the class's device
-    choice where `if self.use_cuda:` (without `else`) places values on CUDA
+    choice where `if self.use_cuda:` (without `else`, or with an `else` that places
+    nothing: `else: loader = DataLoader(kg)`) places values on CUDA
     (`self.model.cuda()`) and the class moves nothing to a device chosen elsewhere
     (`.to(self.device)`) and mentions XLA nowhere in its code (its docstring does not
     count): reported once, at the first such `if`, unless the file has a ladder that tests
@@ -431,7 +436,7 @@ class DeviceLadderWithoutXla(Rule):
         wherever (a method of another module), decides where the class puts its values,
         and nothing else places them. Reported at the class's first such `if`."""
         flag = class_cuda_flag(node.test)
-        if flag is None or node.orelse is not None:
+        if flag is None or not stays_on_the_cpu(node.orelse):
             return
         _, placements = self._class_placements(flag)
         if not placements or placements[0] is not node or self._ladder_elsewhere(flag):
