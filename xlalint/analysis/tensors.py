@@ -256,6 +256,9 @@ def tensor_returns(body: Sequence[cst.BaseStatement], kind: Kind = Kind.TENSOR) 
 
 # Methods of Python's containers: a parameter of a per-step function used as a dict or a
 # list (`batch.items()`, `inputs.get("mask")`) may still hold the step's tensors.
+# Methods of a mapping or a sequence that no tensor has and that give its keys or
+# positions, never an element: on a value taken for a tensor they say it is a container.
+_KEY_METHODS = frozenset({"keys", "index", "count"}) - TENSOR_MEMBERS
 _CONTAINER_METHODS = frozenset(
     name for kind in (dict, list, tuple) for name in dir(kind) if not name.startswith("_")
 )
@@ -2156,6 +2159,10 @@ class TensorKinds:
                 if method == "type" and node.args and not _names_a_type(node.args[0].value):
                     return Kind.TENSOR  # `x.type(x.dtype)`: a cast (`x.type()` is a string)
                 if method in HOST_METHODS or method in TO_HOST_METHODS:
+                    return Kind.HOST
+                if method in _KEY_METHODS:
+                    # No tensor has `keys()`: the value is a mapping (`outputs[0]` of a
+                    # `list[Tensor | dict[str, Tensor]]`), and its keys are strings.
                     return Kind.HOST
                 if method.startswith("get_"):
                     # Tensor's one getter, `get_device`, is a host method: a receiver with

@@ -102,7 +102,10 @@ class TensorControlFlow(Rule):
     a number), and a parameter annotated with a class that is no model or loss
     (`stopping_criterion: StoppingCriterion`) is not taken for a loss by its name: what
     calling it returns is unknown (a Python bool there), while `criterion: nn.Module` or an
-    unannotated `loss_fn` still gives a tensor.
+    unannotated `loss_fn` still gives a tensor. A value typed as a tensor or a mapping
+    (`outputs: list[Tensor | dict[str, Tensor]]`) whose `keys()` the code takes is the
+    mapping: no tensor has `keys()`, `index()` or `count()`, and what they give (`if
+    outputs[0].keys() - known:`) is a host value.
 
     Search code keeps its candidates' tensors in records: a class of the module that
     declares a field as a tensor (`class Hypothesis(NamedTuple): score: torch.Tensor`, a
