@@ -337,7 +337,9 @@ class FileContext:
     @cached_property
     def _step_passes(self) -> StepPasses:
         """Which loops run a step on each pass (hot code asks, after the walk)."""
-        return StepPasses(self.loops, self.epochs, self._collection_loops, self._row_loops)
+        return StepPasses(
+            self.loops, self.epochs, self._collection_loops, self._row_loops, self._class_hooks
+        )
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)

@@ -67,7 +67,10 @@ class TensorControlFlow(Rule):
     `on_step_begin` and the like, as Keras, Hugging Face, poutyne and most trainer
     libraries name them): a NaN check there (`if torch.isnan(loss).any(): raise ...`) reads
     the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`), and such
-    names on a class that is no callback, are not per step.
+    names on a class that is no callback, are not per step. Nor is a torchmetrics
+    metric's `compute`, which runs once after the batch loop that calls its `update`: a
+    loop there over the metric's own buckets (`for i in range(self.n_buckets): if
+    self.bucket_totals[i] == 0: continue`) reads the state once per evaluation.
 
     A module's buffers and registered parameters are device tensors wherever the class
     reads them: `self.register_buffer("inited", torch.Tensor([False]))` (or with `tensor=`,
