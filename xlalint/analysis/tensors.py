@@ -299,6 +299,45 @@ def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[s
     return found
 
 
+def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) -> set[str]:
+    """The parameters among `presumed` (taken for tensors only because their function runs
+    per step) that `function` compares with a string literal (`stage == "train"`, `mode !=
+    "eval"`, `stage in ["train", "val"]`): a tensor compared with a string is no question
+    torch answers, so the value is a string (a stage or mode name handed along with the
+    batch)."""
+    names = set(presumed)
+    if not names:
+        return set()
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is not cst.Comparison:
+            continue
+        operands = [node.left, *(c.comparator for c in node.comparisons)]  # type: ignore[attr-defined]
+        if not all(
+            isinstance(c.operator, _STRING_COMPARISONS)
+            for c in node.comparisons  # type: ignore[attr-defined]
+        ):
+            continue
+        if not any(_strings(operand) for operand in operands):
+            continue
+        found |= {o.value for o in operands if type(o) is cst.Name and o.value in names}
+    return found
+
+
+_STRING_COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+
+
+def _strings(node: cst.BaseExpression) -> bool:
+    """A string literal, or a literal collection of them (`["train", "val"]`)."""
+    if isinstance(node, cst.SimpleString | cst.ConcatenatedString):
+        return True
+    if isinstance(node, cst.List | cst.Tuple | cst.Set):
+        return bool(node.elements) and all(
+            isinstance(e.value, cst.SimpleString) for e in node.elements
+        )
+    return False
+
+
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
     """A function with a parameter annotated as a tensor (or a sequence of tensors)."""
     if not isinstance(function, cst.FunctionDef):
@@ -660,6 +699,10 @@ class TensorKinds:
         for name in used_as_objects(node, presumed):
             # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
             frame[name] = Kind.UNKNOWN
+            presumed.discard(name)
+        for name in compared_with_strings(node, presumed):
+            # `stage == "train"`: a stage's name handed along with the batch.
+            frame[name] = Kind.HOST
             presumed.discard(name)
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)

@@ -53,7 +53,9 @@ class TensorControlFlow(Rule):
     the test of an `if`, `while`, `assert`, conditional expression or comprehension `if`;
     the operands of `and`, `or` and `not`; `bool(t)`; and the builtins `min()`/`max()` on
     tensors. Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python
-    numbers are not flagged. Hand-written gradient clipping (`if clip_coef < 1:`) is left
+    numbers are not flagged, nor a per-step function's parameter that the function
+    compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
+    stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left
     to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
     torch.isnan(loss):`) is one condition, whose fix folds the tests into one device
     expression: it is reported once, at its first tensor operand. A device tensor run
