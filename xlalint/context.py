@@ -60,7 +60,7 @@ from xlalint.analysis.module_reads import Found, ModuleReads
 from xlalint.analysis.module_steps import ModuleSteps
 from xlalint.analysis.project_modules import is_on_disk
 from xlalint.analysis.returns import NumberReturns
-from xlalint.analysis.settled_exits import past_settled_exit
+from xlalint.analysis.settled_exits import in_settled_branch, past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.step_passes import StepPasses
@@ -337,7 +337,9 @@ class FileContext:
     @cached_property
     def _step_passes(self) -> StepPasses:
         """Which loops run a step on each pass (hot code asks, after the walk)."""
-        return StepPasses(self.loops, self.epochs, self._collection_loops, self._row_loops)
+        return StepPasses(
+            self.loops, self.epochs, self._collection_loops, self._row_loops, self._class_hooks
+        )
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
         site = self.loops.site(loop)
@@ -595,6 +597,13 @@ class FileContext:
         """Whether the node being visited follows an exit that always runs first (`assert
         x is None` at the top, then `if x is None: continue` in the loop): it never runs."""
         return past_settled_exit(tuple(reversed(self._stack)))
+
+    @property
+    def in_settled_branch(self) -> bool:
+        """Whether the node being visited sits in a branch an earlier default settles
+        against (`if dim_size is None: dim_size = ...`, then the `else` of `if dim_size is
+        not None:`): it never runs."""
+        return in_settled_branch(tuple(reversed(self._stack)))
 
     @cached_property
     def _xla_predicates(self) -> reachability.XlaPredicates:

@@ -257,7 +257,8 @@ class Rule:
         recorded, the others leave it to be taken now. A per-step cost (`hot_only`) in code
         that never runs on an XLA host (an MPS-only branch) is no cost there, nor is a host
         sync under a long log interval (`if step % 100 == 0:`), nor any finding in code an
-        always-taken exit skips (`analysis/settled_exits.py`). With `per_call`, the
+        always-taken exit skips or in a branch a filled-in default settles against
+        (`analysis/settled_exits.py`). With `per_call`, the
         finding is judged as a `per_call` rule's would be (a cost paid on every call with
         new data). With `repeat_of`, the finding repeats the read at that node and shows
         only where a `# noqa` suppresses that read. The message
@@ -265,8 +266,9 @@ class Rule:
         release has them."""
         if self.hot_only and site is None and self.ctx.runs_without_xla:
             return
-        # Code an always-taken `continue`/`return` skips never runs, on any machine.
-        if site is None and self.ctx.past_settled_exit:
+        # Code an always-taken `continue`/`return` skips never runs, on any machine; nor
+        # does a branch a filled-in default settles against (`analysis/settled_exits.py`).
+        if site is None and (self.ctx.past_settled_exit or self.ctx.in_settled_branch):
             return
         # A `raise` statement's exception (its message), and a block that ends in `raise`,
         # run only on the error path.

@@ -645,7 +645,11 @@ def if_device_choice(
         probes_gpu(test, imports) for test in tests[: last_selecting + 1]
     )
     has_else = len(blocks) > len(tests) or returns  # code after a returning branch is its else
-    remaps = not has_else and _remaps(tests, blocks, imports)
+    remaps = (
+        _else_passes_through(tests, blocks, imports)
+        if len(blocks) > len(tests)
+        else not has_else and _remaps(tests, blocks, imports)
+    )
     return DeviceChoice(node, frozenset(types), probes, returns, remaps, has_else)
 
 
@@ -765,6 +769,40 @@ def _remaps(
                 return False  # returned, or stored elsewhere: a choice
             remapped = True
     return remapped
+
+
+def _else_passes_through(
+    tests: list[cst.BaseExpression], blocks: list[cst.BaseSuite], imports: ImportTable
+) -> bool:
+    """A chain whose tests list values of what they examine (`device == "cuda"`, `device in
+    {...}`) and whose `else` sets the names the branches set to that value itself: `if
+    device == "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad = device`,
+    the statement form of `f"cuda:{i}" if device == "cuda" else device`. Every value the
+    tests do not list, an XLA device included, passes through as given."""
+    examined: set[str] = set()
+    for test in tests:
+        if not (
+            type(test) is cst.Comparison
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, _LISTING)
+        ):
+            return False
+        examined |= _examined(test, imports)
+    kept: set[str] = set()
+    for value, targets in _selections(blocks[-1]):
+        name = get_full_name_for_node(value) if type(value) in (cst.Name, cst.Attribute) else None
+        if targets is None or name is None or name not in examined:
+            return False  # the `else` chooses something of its own
+        kept |= {get_full_name_for_node(t) or "" for t in targets}
+    if not kept:
+        return False
+    for block in blocks[:-1]:
+        for value, targets in _selections(block):
+            if device_types(value, imports) is None:
+                continue
+            if targets is None or any(get_full_name_for_node(t) not in kept for t in targets):
+                return False  # returned, or stored elsewhere: a choice
+    return True
 
 
 def passes_through(node: cst.If, following: cst.CSTNode | None, imports: ImportTable) -> bool:

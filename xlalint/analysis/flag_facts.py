@@ -26,18 +26,16 @@ from xlalint.analysis.guards import (
     falsy_constant,
     implied,
     local_values,
+    module_assignments,
 )
 from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import base_names
-from xlalint.walk import EXPRESSIONS, TRIVIA, bound_names, code_children, descendants, target_names
+from xlalint.walk import bound_names, code_children, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
 _PROBES = frozenset({"torch.cuda.is_available", "torch.cuda.device_count"})
-# Walks for statements (assignments, loops, imports, `global`) need not enter expressions:
-# no statement sits in one (a lambda's body is an expression too).
-_STATEMENTS_ONLY = TRIVIA | EXPRESSIONS
 
 
 @dataclass(frozen=True)
@@ -66,13 +64,14 @@ class FlagFacts:
         self._imports = imports
         self._classes: dict[str, cst.ClassDef] = {}
         self._bases: dict[str, list[str]] = {}
-        self._globals: dict[str, list[cst.BaseExpression | None]] = {}
+        # Module-level assignments to names; a name rebound through `global` in a
+        # function, or bound any other way at module level, gets an unknown value.
+        self._globals = module_assignments(module)
         for statement in module.body:
             if isinstance(statement, cst.ClassDef):
                 self._classes[statement.name.value] = statement
                 self._bases[statement.name.value] = base_names(statement)
         self._assignments: dict[str, list[_Assignment]] = {}
-        self._collect_globals(module)
         self._answers: dict[tuple[str, str], bool] = {}
         self._module = module
         self._read: dict[tuple[int, int, int], bool] = {}  # answers by (node, function, class)
@@ -418,31 +417,6 @@ class FlagFacts:
                     next_top = child if node is method.body else None
                 stack.append((child, inner, next_top))
         return found
-
-    def _collect_globals(self, module: cst.Module) -> None:
-        """Module-level assignments to names; a name rebound through `global` in a
-        function, or bound any other way at module level, gets an unknown value."""
-        for statement in module.body:
-            if isinstance(statement, cst.FunctionDef | cst.ClassDef):
-                continue
-            for node in descendants(statement, _STATEMENTS_ONLY):
-                if isinstance(node, cst.Assign):
-                    for target in node.targets:
-                        for bound, value in _bound(target.target, node.value):
-                            if isinstance(bound, cst.Name):
-                                self._globals.setdefault(bound.value, []).append(value)
-                elif isinstance(node, cst.AnnAssign | cst.AugAssign | cst.For):
-                    value = node.value if isinstance(node, cst.AnnAssign) else None
-                    for bound in target_names(node.target):
-                        self._globals.setdefault(bound, []).append(value)
-                elif isinstance(node, cst.Import | cst.ImportFrom):
-                    for alias in node.names if isinstance(node.names, list | tuple) else ():
-                        name = alias.evaluated_alias or alias.evaluated_name
-                        self._globals.setdefault(name.split(".")[0], []).append(None)
-        for node in descendants(module, _STATEMENTS_ONLY):
-            if type(node) is cst.Global:
-                for item in node.names:
-                    self._globals.setdefault(item.name.value, []).append(None)
 
 
 def _bound(

@@ -17,7 +17,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import code_children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, TRIVIA, code_children, descendants, target_names
 
 _CUDA_PROBES = frozenset(
     {"torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available"}
@@ -443,6 +443,54 @@ def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpressio
     if parameter(function, name) is not None:
         return []
     return list(_assigned_values(function).get(name) or ())
+
+
+def module_values(module: cst.Module, name: str) -> list[cst.BaseExpression]:
+    """Every value a module-level `name = ...` assigns (`META_BATCH_SIZE = 1`, also in a
+    module-level `if` or `try`); empty where the name is bound any other way too (an
+    import, a loop, `+=`, unpacking of something other than a written-out tuple), or
+    rebound through `global` in a function."""
+    values = module_assignments(module).get(name) or ()
+    return [] if any(value is None for value in values) else list(values)  # type: ignore[misc]
+
+
+# Walks for statements (assignments, loops, imports, `global`) need not enter expressions:
+# no statement sits in one (a lambda's body is an expression too).
+_STATEMENTS_ONLY = TRIVIA | EXPRESSIONS
+
+
+@lint_memo.memo(8)
+def module_assignments(module: cst.Module) -> dict[str, list[cst.BaseExpression | None]]:
+    """For each name the module binds at its level, the values its assignments give it
+    (None for a binding of another kind: an import, a loop, `+=`, a `global` in a
+    function)."""
+    found: dict[str, list[cst.BaseExpression | None]] = {}
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef | cst.ClassDef):
+            continue
+        for node in descendants(statement, _STATEMENTS_ONLY):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    for bound in target_names(target.target):
+                        value = (
+                            node.value
+                            if type(target.target) is cst.Name
+                            else unpacked_value([target.target], node.value, bound)
+                        )
+                        found.setdefault(bound, []).append(value)
+            elif isinstance(node, cst.AnnAssign | cst.AugAssign | cst.For):
+                value = node.value if isinstance(node, cst.AnnAssign) else None
+                for bound in target_names(node.target):
+                    found.setdefault(bound, []).append(value)
+            elif isinstance(node, cst.Import | cst.ImportFrom):
+                for alias in node.names if isinstance(node.names, list | tuple) else ():
+                    imported = alias.evaluated_alias or alias.evaluated_name
+                    found.setdefault(imported.split(".")[0], []).append(None)
+    for node in descendants(module, _STATEMENTS_ONLY):
+        if type(node) is cst.Global:
+            for item in node.names:  # type: ignore[attr-defined]
+                found.setdefault(item.name.value, []).append(None)
+    return found
 
 
 # Interval, flag and guard questions ask about many names of the same few functions (every

@@ -11,16 +11,18 @@ of what a parameter holds, counted by that same object (`for i in range(kg.n_fac
 reading `kg.head_idx[i]`: a setup helper building lookup tables from a graph) runs the same
 passes on every call of its function and trains nothing in them: its body runs every step
 only where its function does (`hotness.HotCode.is_hot`). That holds in functions outside
-classes and in the methods of a model class, whose per-step entry the file shows
-(`forward`, and what it reaches). A class that is no model (a loss, a replay buffer, a beam
-search, a per-stage metric) is called from another module's loop, by methods the file
-cannot tell apart: a loop in one of them keeps its passes per step.
+classes, in the methods of a model class, whose per-step entry the file shows
+(`forward`, and what it reaches), and in a class whose framework names the hooks it calls
+every step (`hotness.per_step_hooks`: a torchmetrics `Metric` gets `update` with every
+batch, and `compute` once after the batch loop). A class that is neither (a loss, a replay
+buffer, a beam search) is called from another module's loop, by methods the file cannot
+tell apart: a loop in one of them keeps its passes per step.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 import libcst as cst
 
@@ -51,7 +53,8 @@ class StepPasses:
 
     `collections`: ids of the loops the walk saw iterate a collection
     (`hotness.walks_a_collection`, `hotness.draws_a_figure`); `rows`: of those it saw
-    iterate one tensor's rows."""
+    iterate one tensor's rows; `class_hooks`: the per-step hooks of the module's classes,
+    by name (`hotness.per_step_hooks`, with those of their bases in the module)."""
 
     def __init__(
         self,
@@ -59,11 +62,13 @@ class StepPasses:
         epochs: Epochs,
         collections: Collection[int],
         rows: Collection[int],
+        class_hooks: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self._loops = loops
         self._epochs = epochs
         self._collections = collections
         self._rows = rows
+        self._class_hooks = class_hooks or {}
         self._cache: dict[int, bool] = {}
 
     def is_step_loop(self, loop: cst.CSTNode) -> bool:
@@ -87,12 +92,14 @@ class StepPasses:
     def fixed_passes(self, loop: Loop, in_an_epoch: bool = False) -> bool:
         """The loop's passes are fixed for each call of its function: a dict's entries or
         a model's parameters (`collections`, wherever the loop is), or, in a function
-        outside classes or a method of a model class, the module's own structure
+        outside classes or a method of a model class or of a class with per-step hooks
+        (a metric's `compute`, beside its per-step `update`), the module's own structure
         (`self.layers`, `range(len(self.acts_scale) - 1)`, `range(width)` with `width =
         self.width_in[l]`), a literal or constant collection, one tensor's rows. In a
-        class that is no model (a loss, a replay buffer, a beam search) the file does not
+        class that is neither (a loss, a replay buffer, a beam search) the file does not
         show which method a step calls: they run from another module's loop, a model's
-        from its `forward` (what the file shows), so there the loop keeps its passes."""
+        from its `forward` and a metric's from its `update` (what the file shows), so
+        there the loop keeps its passes."""
         if id(loop) in self._collections:
             return True
         if not isinstance(loop, cst.For):
@@ -105,6 +112,7 @@ class StepPasses:
             and site is not None
             and site.class_def is not None
             and not self._loops.in_model_class(site)
+            and not self._class_hooks.get(site.class_def.name.value)
         ):
             return False
         function = site.function if site is not None else None

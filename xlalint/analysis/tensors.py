@@ -256,6 +256,9 @@ def tensor_returns(body: Sequence[cst.BaseStatement], kind: Kind = Kind.TENSOR) 
 
 # Methods of Python's containers: a parameter of a per-step function used as a dict or a
 # list (`batch.items()`, `inputs.get("mask")`) may still hold the step's tensors.
+# Methods of a mapping or a sequence that no tensor has and that give its keys or
+# positions, never an element: on a value taken for a tensor they say it is a container.
+_KEY_METHODS = frozenset({"keys", "index", "count"}) - TENSOR_MEMBERS
 _CONTAINER_METHODS = frozenset(
     name for kind in (dict, list, tuple) for name in dir(kind) if not name.startswith("_")
 )
@@ -319,6 +322,45 @@ def used_as_data(function: cst.FunctionDef) -> set[str]:
 
 # Tensor methods no module has (nor a dict or list): called on a value, they say it is data.
 _DATA_METHODS = TENSOR_MEMBERS - MODULE_MEMBERS - _CONTAINER_METHODS - {"device", "dtype"}
+
+
+def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) -> set[str]:
+    """The parameters among `presumed` (taken for tensors only because their function runs
+    per step) that `function` compares with a string literal (`stage == "train"`, `mode !=
+    "eval"`, `stage in ["train", "val"]`): a tensor compared with a string is no question
+    torch answers, so the value is a string (a stage or mode name handed along with the
+    batch)."""
+    names = set(presumed)
+    if not names:
+        return set()
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is not cst.Comparison:
+            continue
+        operands = [node.left, *(c.comparator for c in node.comparisons)]  # type: ignore[attr-defined]
+        if not all(
+            isinstance(c.operator, _STRING_COMPARISONS)
+            for c in node.comparisons  # type: ignore[attr-defined]
+        ):
+            continue
+        if not any(_strings(operand) for operand in operands):
+            continue
+        found |= {o.value for o in operands if type(o) is cst.Name and o.value in names}
+    return found
+
+
+_STRING_COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+
+
+def _strings(node: cst.BaseExpression) -> bool:
+    """A string literal, or a literal collection of them (`["train", "val"]`)."""
+    if isinstance(node, cst.SimpleString | cst.ConcatenatedString):
+        return True
+    if isinstance(node, cst.List | cst.Tuple | cst.Set):
+        return bool(node.elements) and all(
+            isinstance(e.value, cst.SimpleString) for e in node.elements
+        )
+    return False
 
 
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
@@ -693,6 +735,10 @@ class TensorKinds:
         for name in used_as_objects(node, presumed):
             # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
             frame[name] = Kind.UNKNOWN
+            presumed.discard(name)
+        for name in compared_with_strings(node, presumed):
+            # `stage == "train"`: a stage's name handed along with the batch.
+            frame[name] = Kind.HOST
             presumed.discard(name)
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
@@ -2343,6 +2389,10 @@ class TensorKinds:
                 if method == "type" and node.args and not _names_a_type(node.args[0].value):
                     return Kind.TENSOR  # `x.type(x.dtype)`: a cast (`x.type()` is a string)
                 if method in HOST_METHODS or method in TO_HOST_METHODS:
+                    return Kind.HOST
+                if method in _KEY_METHODS:
+                    # No tensor has `keys()`: the value is a mapping (`outputs[0]` of a
+                    # `list[Tensor | dict[str, Tensor]]`), and its keys are strings.
                     return Kind.HOST
                 if method.startswith("get_"):
                     # Tensor's one getter, `get_device`, is a host method: a receiver with

@@ -264,6 +264,11 @@ class ItemInHotCode(HelperCallRule):
     or beside other work in the same body, still runs every step. This holds for every
     host-sync rule (XLA101-107).
 
+    A read in a branch that a default filled in before it settles against never runs
+    (this holds for every rule): after `if dim_size is None: dim_size =
+    int(index.max()) + 1`, the `else` of `if dim_size is not None:` is dead, while the
+    fill's own read stays reported.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
     value on the host forces the pending graph to compile and execute right there, then

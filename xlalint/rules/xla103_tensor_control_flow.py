@@ -53,7 +53,9 @@ class TensorControlFlow(Rule):
     the test of an `if`, `while`, `assert`, conditional expression or comprehension `if`;
     the operands of `and`, `or` and `not`; `bool(t)`; and the builtins `min()`/`max()` on
     tensors. Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python
-    numbers are not flagged. Hand-written gradient clipping (`if clip_coef < 1:`) is left
+    numbers are not flagged, nor a per-step function's parameter that the function
+    compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
+    stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left
     to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
     torch.isnan(loss):`) is one condition, whose fix folds the tests into one device
     expression: it is reported once, at its first tensor operand. A device tensor run
@@ -67,7 +69,10 @@ class TensorControlFlow(Rule):
     `on_step_begin` and the like, as Keras, Hugging Face, poutyne and most trainer
     libraries name them): a NaN check there (`if torch.isnan(loss).any(): raise ...`) reads
     the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`), and such
-    names on a class that is no callback, are not per step.
+    names on a class that is no callback, are not per step. Nor is a torchmetrics
+    metric's `compute`, which runs once after the batch loop that calls its `update`: a
+    loop there over the metric's own buckets (`for i in range(self.n_buckets): if
+    self.bucket_totals[i] == 0: continue`) reads the state once per evaluation.
 
     A module's buffers and registered parameters are device tensors wherever the class
     reads them: `self.register_buffer("inited", torch.Tensor([False]))` (or with `tensor=`,
@@ -102,7 +107,10 @@ class TensorControlFlow(Rule):
     a number), and a parameter annotated with a class that is no model or loss
     (`stopping_criterion: StoppingCriterion`) is not taken for a loss by its name: what
     calling it returns is unknown (a Python bool there), while `criterion: nn.Module` or an
-    unannotated `loss_fn` still gives a tensor.
+    unannotated `loss_fn` still gives a tensor. A value typed as a tensor or a mapping
+    (`outputs: list[Tensor | dict[str, Tensor]]`) whose `keys()` the code takes is the
+    mapping: no tensor has `keys()`, `index()` or `count()`, and what they give (`if
+    outputs[0].keys() - known:`) is a host value.
 
     Search code keeps its candidates' tensors in records: a class of the module that
     declares a field as a tensor (`class Hypothesis(NamedTuple): score: torch.Tensor`, a

@@ -5,12 +5,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.arguments import keyword_argument
+from xlalint.analysis.arguments import keyword_argument, parameter
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.intervals import attribute_values
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import code_children
+from xlalint.walk import code_children, self_attribute
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -62,7 +63,10 @@ class PrintInHotCode(Rule):
     when the value has gone wrong; `if verbose: log.warning(...)` does not count), nor
     Lightning's `self.log` without
     `prog_bar=True` or with `on_step=False` (the bar then shows the value reduced at the
-    epoch's end: no step reads it), which is Lightning's default in `validation_step`,
+    epoch's end: no step reads it), also through a flag that is False unless the user sets
+    it (`on_step=self.hparams.log_on_step` with `log_on_step: bool = False` in the
+    constructor, an attribute set only from such a parameter or to False, a parameter of
+    the method defaulting to False), which is Lightning's default in `validation_step`,
     `test_step` and their batch hooks (`self.log("val_loss", loss, prog_bar=True)` there
     logs per epoch unless given `on_step=True`; Lightning 2.x's logging validator sets
     `default_on_step=False` for exactly these hooks, and so for the helper methods that
@@ -227,7 +231,7 @@ class PrintInHotCode(Rule):
             return False
         if not _keyword_is(node, "prog_bar", "True"):
             return False
-        if _keyword_is(node, "on_step", "False") or (
+        if self._off_by_default(keyword_argument(node, "on_step")) or (
             not _keyword_is(node, "on_step", "True") and self._logs_per_epoch()
         ):
             # `on_step=False, on_epoch=True`: the progress bar shows the epoch's reduced
@@ -245,6 +249,43 @@ class PrintInHotCode(Rule):
             self._reported.add(id(node))
             self.report(node, message, hint=_PROG_BAR_HINT)
         return True
+
+    def _off_by_default(self, arg: cst.Arg | None) -> bool:
+        """`on_step=False`, or a flag that is False unless the user sets it: a parameter
+        of the method defaulting to False (`log_on_step=False`), an attribute every
+        assignment of the class sets to False or to such a constructor parameter, or a
+        hyperparameter Lightning keeps from the constructor (`self.hparams.log_on_step`
+        with `log_on_step: bool = False` in `__init__`). Logging per epoch is the
+        default: a step read is what the user opts into."""
+        if arg is None:
+            return False
+        value = arg.value
+        if _is_false(value):
+            return True
+        function = self.ctx.function_node
+        if type(value) is cst.Name and function is not None:
+            param = parameter(function, value.value)
+            return param is not None and param.default is not None and _is_false(param.default)
+        class_def = next((a for a in self.ctx.ancestors() if type(a) is cst.ClassDef), None)
+        if class_def is None:
+            return False
+        attribute = self_attribute(value)
+        if attribute is not None:
+            values = attribute_values(class_def, attribute)
+            return bool(values) and all(_is_false(v) for v in values)
+        hyperparameter = _hyperparameter(value)
+        init = next(
+            (
+                s
+                for s in class_def.body.body
+                if type(s) is cst.FunctionDef and s.name.value == "__init__"
+            ),
+            None,
+        )
+        if hyperparameter is None or init is None:
+            return False
+        param = parameter(init, hyperparameter)
+        return param is not None and param.default is not None and _is_false(param.default)
 
     def _logs_per_epoch(self) -> bool:
         """In `validation_step`, `test_step` and their batch hooks Lightning's `on_step`
@@ -553,6 +594,21 @@ def _called_only_from_epoch_hooks(
         and _called_only_from_epoch_hooks(module, site.function, seen | {name})
         for site in sites
     )
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.Name and node.value == "False"
+
+
+def _hyperparameter(node: cst.BaseExpression) -> str | None:
+    """`x` for Lightning's `self.hparams.x` or `self.hparams["x"]`."""
+    if type(node) is cst.Attribute and self_attribute(node.value) == "hparams":
+        return node.attr.value
+    if type(node) is cst.Subscript and self_attribute(node.value) == "hparams":
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        if type(index) is cst.Index and type(index.value) is cst.SimpleString:
+            return index.value.raw_value
+    return None
 
 
 def _keyword_is(call: cst.Call, keyword: str, value: str) -> bool:

@@ -86,7 +86,9 @@ class HiddenHostRead(Rule):
     `[perms[m] for m in min_idx]`, is still read). Nor is a dict's lookup flagged,
     also of a dict an attribute holds (`self.id_dict = dict(...)` in `__init__`, or
     `self.id_dict: Dict[Tensor, int] = {}`, then `self.id_dict[k]` in the step): a dict
-    hashes a tensor key by identity. Nor is
+    hashes a tensor key by identity. Nor is an index that is a per-step function's
+    parameter the function compares with a string (`self.losses[stage]` in `step(self,
+    batch, stage)` testing `stage == "train"`): a stage's name, not a tensor. Nor is
     indexing a value of unknown kind flagged; an optional value set to `None` on one path (`else:
     mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
     it is only indexed where it is not `None`. Nor are

@@ -13,7 +13,7 @@ from xlalint.analysis.arguments import (
     bind,
     parameter,
 )
-from xlalint.analysis.guards import local_values
+from xlalint.analysis.guards import local_values, module_values
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.intervals import attribute_values
 from xlalint.analysis.tensors import binding_key
@@ -49,6 +49,8 @@ _EVAL_WORDS = frozenset(
     }
 )  # fmt: skip
 _SPLIT_KEYWORDS = frozenset({"split", "subset", "mode", "phase", "stage"})
+# A module-level constant: a name written in capitals (`META_BATCH_SIZE`).
+_CONSTANT = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 
 
 class DataLoaderDropLast(Rule):
@@ -79,8 +81,10 @@ class DataLoaderDropLast(Rule):
     `batch_sampler=` (other than `None`, its default), with
     `batch_size=1`/`None` (or no batch size: the default is 1; also through an attribute
     or a local every assignment of which sets it so: `self.batch_size: int = 1`, then
-    `batch_size=self.batch_size`; not one set from a parameter, whatever its default:
-    callers pass their batch size), with `**kwargs`, or with a
+    `batch_size=self.batch_size`, or a module-level constant named in capitals that is
+    only ever bound to 1: `META_BATCH_SIZE = 1`, then `self.meta_batch_size =
+    META_BATCH_SIZE`; not one set from a parameter, whatever its default: callers pass
+    their batch size), with `**kwargs`, or with a
     `drop_last=` that is neither the literal `False`, such a configuration default, nor a
     parameter of the function whose default is False (`def make_train_dataloader(self,
     shuffle=True, drop_last=False)`: reported without a fix, the default is the
@@ -160,7 +164,7 @@ class DataLoaderDropLast(Rule):
         spread = self._spread_options(node)
         args = bind(spread or node, _SIGNATURE)
         if args is None or not _batches(
-            args.get("batch_size"), self._function(), self._class_def()
+            args.get("batch_size"), self._function(), self._class_def(), self.ctx.module
         ):
             return
         if "batch_sampler" in args and not _is_name(args["batch_sampler"], "None"):
@@ -370,10 +374,13 @@ def _batches(
     batch_size: cst.BaseExpression | None,
     function: cst.FunctionDef | None,
     class_def: cst.ClassDef | None,
+    module: cst.Module,
 ) -> bool:
     """Whether the loader groups samples: not `batch_size=None`, `1` or absent (1), nor a
     name or `self.` attribute every assignment of `function` or `class_def` binds to one
-    of those (`self.batch_size: int = 1`, then `batch_size=self.batch_size`)."""
+    of those (`self.batch_size: int = 1`, then `batch_size=self.batch_size`), nor a
+    module-level constant every assignment of which does (`META_BATCH_SIZE = 1`, also
+    through an attribute set from it)."""
     values: list[cst.BaseExpression] = []
     attribute = self_attribute(batch_size) if batch_size is not None else None
     if attribute is not None and class_def is not None:
@@ -383,14 +390,18 @@ def _batches(
     elif isinstance(batch_size, cst.Name) and batch_size.value != "None" and function:
         values = local_values(function, batch_size.value)
     if values:
-        return not all(_one_sample(value) for value in values)
-    return not _one_sample(batch_size)
+        return not all(_one_sample(value, module) for value in values)
+    return not _one_sample(batch_size, module)
 
 
-def _one_sample(batch_size: cst.BaseExpression | None) -> bool:
-    """`None` (no batching), `1`, or no batch size (the default is 1)."""
+def _one_sample(batch_size: cst.BaseExpression | None, module: cst.Module, depth: int = 0) -> bool:
+    """`None` (no batching), `1`, no batch size (the default is 1), or a module-level
+    constant, named in capitals, bound only to one of those (`META_BATCH_SIZE = 1`)."""
     if batch_size is None or _is_name(batch_size, "None"):
         return True
+    if type(batch_size) is cst.Name and _CONSTANT.match(batch_size.value) and depth < 3:
+        values = module_values(module, batch_size.value)
+        return bool(values) and all(_one_sample(value, module, depth + 1) for value in values)
     return isinstance(batch_size, cst.Integer) and batch_size.evaluated_value == 1
 
 
