@@ -218,6 +218,8 @@ _MODULE_CHAINING = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "flo
 _MODULE_ITERABLES = frozenset({"parameters", "buffers"})
 # `nn.Module` methods that walk its submodules (named for modules, not models' outputs).
 _MODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
+# Methods only an `nn.Module` has: a value the code calls one on is a module.
+_MODULE_ONLY_METHODS = _MODULE_ITERABLES | _MODULE_WALKS | {"named_parameters", "named_buffers"}
 _HOST_BUILTINS = frozenset(
     {
         "len", "int", "float", "bool", "str", "repr", "isinstance", "hasattr", "range",
@@ -578,6 +580,9 @@ class TensorKinds:
         # the first question: `trained_names`).
         self._function_nodes: list[cst.FunctionDef | None] = [None]
         self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
+        # Per frame, the names the function walks as modules (`next(pnet.parameters())`),
+        # found on the first question (`_walked_as_module`).
+        self._module_uses: list[frozenset[str] | None] = [frozenset()]
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
@@ -679,6 +684,7 @@ class TensorKinds:
         self._scaled.append({})
         self._function_nodes.append(node)
         self._trained.append(None)
+        self._module_uses.append(None)
         self._typed.append(typed)
         self._wrappers.append({})
 
@@ -693,6 +699,33 @@ class TensorKinds:
             returns.append(tuple(self.of(e.value) for e in value.elements))
         else:
             returns.append((self.of(value),))
+
+    def _walked_as_module(self, name: str) -> bool:
+        """`name` (bound here, of no known kind, no other class by its annotation) is one
+        the function walks as an `nn.Module`: it calls `name.parameters()` (or `buffers`,
+        `modules`, `children` and their `named_` forms, which only a module has) somewhere
+        in its body, as facenet-pytorch's `detect_face(imgs, minsize, pnet, ...)` reads
+        `next(pnet.parameters()).dtype`; so `pnet(im_data)` is a model's output. Found by
+        one walk of the function, on the first question."""
+        if self.lookup(name) is not Kind.UNKNOWN or name in self._typed[-1]:
+            return False
+        known = self._module_uses[-1]
+        if known is None:
+            function = self._function_nodes[-1]
+            found: set[str] = set()
+            if function is not None:
+                for node in descendants(function.body, _NOT_OWN_CODE):
+                    if type(node) is not cst.Call:
+                        continue
+                    func = node.func  # type: ignore[attr-defined]
+                    if (
+                        type(func) is cst.Attribute
+                        and type(func.value) is cst.Name
+                        and func.attr.value in _MODULE_ONLY_METHODS
+                    ):
+                        found.add(func.value.value)
+            known = self._module_uses[-1] = frozenset(found)
+        return name in known
 
     def _in_module_method(self) -> bool:
         """The function being walked is a method of an `nn.Module` class of the module."""
@@ -736,6 +769,7 @@ class TensorKinds:
         self._scaled.pop()
         self._function_nodes.pop()
         self._trained.pop()
+        self._module_uses.pop()
         self._typed.pop()
         self._wrappers.pop()
 
@@ -2133,7 +2167,9 @@ class TensorKinds:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
             if name in self._tensors_functions and self.lookup(name) is None:
                 return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
-            return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
+            if self.of(func) is Kind.MODULE or self._walked_as_module(name):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
                 attribute = self_attribute(func)
