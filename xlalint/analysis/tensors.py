@@ -298,6 +298,57 @@ def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[s
     return found
 
 
+_NUMBER_ANNOTATIONS = frozenset({"int", "float", "complex"})
+
+
+def indexed_numbers(function: cst.FunctionDef, numbers: Iterable[str]) -> set[str]:
+    """The parameters among `numbers` (annotated as Python numbers: `a: float`) that
+    `function` indexes, or a name it computes from them by arithmetic (`div = a / b`, then
+    `div[div != div] = 0.0`): a number has no elements, so such an annotation is wrong
+    (momentfm's `_divide_no_nan(self, a: float, b: float)`, handed tensors or numpy arrays
+    by its callers)."""
+    derived: dict[str, set[str]] = {name: {name} for name in numbers}
+    found: set[str] = set()
+    for node in descendants(function.body, _NOT_OWN_CODE):
+        node_type = type(node)
+        if node_type is cst.Assign:
+            value = node.value  # type: ignore[attr-defined]
+            targets = node.targets  # type: ignore[attr-defined]
+            if len(targets) == 1 and type(targets[0].target) is cst.Name:
+                sources = _arithmetic_of(value, derived)
+                name = targets[0].target.value
+                if sources:
+                    derived[name] = sources
+                else:
+                    derived.pop(name, None)
+        elif node_type is cst.Subscript:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is cst.Name and value.value in derived:
+                found |= derived[value.value]
+    return found
+
+
+def _arithmetic_of(value: cst.BaseExpression, derived: dict[str, set[str]]) -> set[str]:
+    """The parameters an arithmetic expression of names in `derived` and numbers reads;
+    empty if it reads anything else."""
+    found: set[str] = set()
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        node_type = type(node)
+        if node_type is cst.BinaryOperation:
+            pending.extend((node.left, node.right))  # type: ignore[attr-defined]
+        elif node_type is cst.UnaryOperation:
+            pending.append(node.expression)  # type: ignore[attr-defined]
+        elif node_type is cst.Integer or node_type is cst.Float:
+            continue
+        elif node_type is cst.Name and node.value in derived:  # type: ignore[attr-defined]
+            found |= derived[node.value]  # type: ignore[attr-defined]
+        else:
+            return set()
+    return found
+
+
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
     """A function with a parameter annotated as a tensor (or a sequence of tensors)."""
     if not isinstance(function, cst.FunctionDef):
@@ -659,6 +710,18 @@ class TensorKinds:
             frame[name] = Kind.HOST
             dicts.add(name)
             presumed.discard(name)
+        numbers = [
+            param.name.value
+            for param in parameters(node)
+            if frame.get(param.name.value) is Kind.HOST
+            and param.annotation is not None
+            and type(param.annotation.annotation) is cst.Name
+            and param.annotation.annotation.value in _NUMBER_ANNOTATIONS
+        ]
+        for name in indexed_numbers(node, numbers) if numbers else ():
+            # `div = a / b`, then `div[div != div] = 0.0`, with `a: float`: no number has
+            # elements, so the annotation is wrong; the parameter holds what it is handed.
+            frame[name] = Kind.UNKNOWN
         for name in used_as_objects(node, presumed):
             # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
             frame[name] = Kind.UNKNOWN
