@@ -353,3 +353,35 @@ def test_a_method_of_an_instance_handed_by_a_class_annotation(tmp_path: Path) ->
 def test_handed_instances_hard_negatives(tmp_path: Path, forecaster: str) -> None:
     package = _package(tmp_path, likelihoods=LIKELIHOODS, forecaster=forecaster)
     assert _findings([package / "likelihoods.py"]) == []
+
+
+def _namespace_package(root: Path) -> Path:
+    """facenet-pytorch's layout: `pkg/__init__.py` only; `pkg/models/model.py` and
+    `pkg/models/utils/metrics.py` are namespace portions of `pkg` (no `__init__.py`)."""
+    utils = root / "pkg" / "models" / "utils"
+    utils.mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (utils / "metrics.py").write_text(METRICS)
+    (root / "pkg" / "models" / "model.py").write_text(
+        MODEL.replace("from .metrics import", "from .utils.metrics import")
+    )
+    project_modules.forget_layout()
+    return utils / "metrics.py"
+
+
+def test_a_caller_in_a_namespace_portion_of_the_package(tmp_path: Path) -> None:
+    """A folder without an `__init__.py` inside a package is imported as part of it
+    (`pkg.models.utils.metrics`): its modules' callers are found as in a regular package."""
+    metrics = _namespace_package(tmp_path)
+    assert project_modules.package_root(str(metrics)) == str(tmp_path)
+    assert _findings([metrics]) == ACCURACY
+
+
+def test_folders_outside_a_package_are_no_namespace_portion(tmp_path: Path) -> None:
+    """The same two files in loose folders (a script's folder, no package above it within
+    reach): each folder is its own root, and the helper stays cold."""
+    metrics = _namespace_package(tmp_path)
+    (tmp_path / "pkg" / "__init__.py").unlink()
+    project_modules.forget_layout()
+    assert project_modules.package_root(str(metrics)) == str(metrics.parent)
+    assert _findings([metrics]) == []

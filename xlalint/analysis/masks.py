@@ -134,6 +134,9 @@ class _Binding:
     base: str | None = None
     versions: tuple[tuple[str, int], ...] = ()
     loop: cst.CSTNode | None = None
+    # A comparison of values of unknown kind (`mask = probs >= thresh`): the names it
+    # compares, each with its version when the mask was bound (`mask_of_itself`).
+    compared: tuple[tuple[str, int], ...] = ()
 
 
 class BooleanMasks:
@@ -197,6 +200,13 @@ class BooleanMasks:
             # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
             # unknown, so the name it is given is the evidence (kept only for mask names).
             return _Binding(Evidence.NAME)
+        if evidence is Evidence.LIKELY and type(value) is cst.Comparison:
+            versions = self._versions[-1]
+            operands = (value.left, value.comparisons[0].comparator)
+            compared = tuple(
+                (o.value, versions.get(o.value, 0)) for o in operands if type(o) is cst.Name
+            )
+            return _Binding(evidence, compared=compared)
         if evidence is not Evidence.VALUE:
             return _Binding(evidence)
         base = self._base(value)
@@ -430,15 +440,23 @@ class BooleanMasks:
 
     def mask_of_itself(self, node: cst.Subscript) -> cst.BaseExpression | None:
         """The index of `node` computed like booleans (`LIKELY` evidence) from the indexed
-        name itself (`result[result != result]`, `x[x == inf]`): a mask computed from a
-        tensor wherever the indexed value is one (its callers tell, for a helper's value)."""
+        name itself (`result[result != result]`, `x[x == inf]`, or a name bound to such a
+        comparison while the indexed name held the value it holds now: `mask = probs >=
+        thresh`, then `probs[mask]`): a mask computed from a tensor wherever the indexed
+        value is one (its callers tell, for a helper's value)."""
         if type(node.value) is not cst.Name:
             return None
         mask = self._index_with(node, Evidence.LIKELY)
+        name = node.value.value
+        if type(mask) is cst.Name:
+            binding = self._frames[-1].get(mask.value)
+            version = self._versions[-1].get(name, 0)
+            if binding is not None and (name, version) in binding.compared:
+                return mask
+            return None
         if type(mask) is not cst.Comparison or len(mask.comparisons) != 1:
             return None
         operands = (mask.left, mask.comparisons[0].comparator)
-        name = node.value.value
         if not any(type(o) is cst.Name and o.value == name for o in operands):
             return None
         return mask

@@ -66,19 +66,38 @@ def _import_statements(text: str) -> Iterator[re.Match[str]]:
 
 def package_root(filename: str) -> str:
     """The folder absolute imports of `filename` start from: the parent of its topmost
-    package folder, or its own folder outside a package."""
+    package folder, or its own folder outside a package. A folder without an
+    `__init__.py` inside a package (at most `NAMESPACE_DEPTH` folders below one) is a
+    namespace portion of it, as Python imports it (facenet-pytorch's
+    `facenet_pytorch/models/utils/detect_face.py`, with only `facenet_pytorch/__init__.py`,
+    is `facenet_pytorch.models.utils.detect_face`)."""
     return _root_of(os.path.dirname(os.path.abspath(filename)))
+
+
+NAMESPACE_DEPTH = 2
+
+
+def _is_package(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, "__init__.py"))
 
 
 @lru_cache(maxsize=1024)
 def _root_of(folder: str) -> str:
     root = folder
-    while os.path.isfile(os.path.join(root, "__init__.py")):
+    while True:
+        if not _is_package(root):
+            portion_of = root
+            for _ in range(NAMESPACE_DEPTH):
+                portion_of = os.path.dirname(portion_of)
+                if _is_package(portion_of):
+                    break
+            else:
+                return root
+            root = portion_of
         parent = os.path.dirname(root)
         if parent == root:
-            break
+            return root
         root = parent
-    return root
 
 
 def _module_file(base: str, dotted: str) -> str | None:
@@ -361,25 +380,29 @@ def tree(root: str) -> str:
 
 
 def package_folders(root: str) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
-    """`root` and its packages (folders with an `__init__.py`, followed down), each with
-    its entries, sorted by name (hidden and build folders skipped): where a module of the
-    project can be."""
-    pending = [root]
+    """`root` and its packages (folders with an `__init__.py`, followed down; inside a
+    package also its namespace portions, folders without one that hold a module), each
+    with its entries, sorted by name (hidden and build folders skipped): where a module
+    of the project can be."""
+    pending = [(root, False)]
     while pending:
-        folder = pending.pop()
+        folder, portion = pending.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
         except OSError:
             continue
+        if portion and not any(entry.name.endswith(".py") for entry in entries):
+            continue  # data or assets inside a package, no module
         yield folder, entries
         for entry in reversed(entries):
             name = entry.name
             if name.startswith(".") or name in _SKIPPED_FOLDERS:
                 continue
-            if entry.is_dir(follow_symlinks=False) and os.path.isfile(
-                os.path.join(entry.path, "__init__.py")
-            ):
-                pending.append(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                if os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                    pending.append((entry.path, False))
+                elif folder != root:
+                    pending.append((entry.path, True))
 
 
 def tree_stamp(root: str) -> tuple[int, int]:

@@ -218,6 +218,8 @@ _MODULE_CHAINING = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "flo
 _MODULE_ITERABLES = frozenset({"parameters", "buffers"})
 # `nn.Module` methods that walk its submodules (named for modules, not models' outputs).
 _MODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
+# Methods only an `nn.Module` has: a value the code calls one on is a module.
+_MODULE_ONLY_METHODS = _MODULE_ITERABLES | _MODULE_WALKS | {"named_parameters", "named_buffers"}
 _HOST_BUILTINS = frozenset(
     {
         "len", "int", "float", "bool", "str", "repr", "isinstance", "hasattr", "range",
@@ -361,6 +363,57 @@ def _strings(node: cst.BaseExpression) -> bool:
             isinstance(e.value, cst.SimpleString) for e in node.elements
         )
     return False
+
+
+_NUMBER_ANNOTATIONS = frozenset({"int", "float", "complex"})
+
+
+def indexed_numbers(function: cst.FunctionDef, numbers: Iterable[str]) -> set[str]:
+    """The parameters among `numbers` (annotated as Python numbers: `a: float`) that
+    `function` indexes, or a name it computes from them by arithmetic (`div = a / b`, then
+    `div[div != div] = 0.0`): a number has no elements, so such an annotation is wrong
+    (momentfm's `_divide_no_nan(self, a: float, b: float)`, handed tensors or numpy arrays
+    by its callers)."""
+    derived: dict[str, set[str]] = {name: {name} for name in numbers}
+    found: set[str] = set()
+    for node in descendants(function.body, _NOT_OWN_CODE):
+        node_type = type(node)
+        if node_type is cst.Assign:
+            value = node.value  # type: ignore[attr-defined]
+            targets = node.targets  # type: ignore[attr-defined]
+            if len(targets) == 1 and type(targets[0].target) is cst.Name:
+                sources = _arithmetic_of(value, derived)
+                name = targets[0].target.value
+                if sources:
+                    derived[name] = sources
+                else:
+                    derived.pop(name, None)
+        elif node_type is cst.Subscript:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is cst.Name and value.value in derived:
+                found |= derived[value.value]
+    return found
+
+
+def _arithmetic_of(value: cst.BaseExpression, derived: dict[str, set[str]]) -> set[str]:
+    """The parameters an arithmetic expression of names in `derived` and numbers reads;
+    empty if it reads anything else."""
+    found: set[str] = set()
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        node_type = type(node)
+        if node_type is cst.BinaryOperation:
+            pending.extend((node.left, node.right))  # type: ignore[attr-defined]
+        elif node_type is cst.UnaryOperation:
+            pending.append(node.expression)  # type: ignore[attr-defined]
+        elif node_type is cst.Integer or node_type is cst.Float:
+            continue
+        elif node_type is cst.Name and node.value in derived:  # type: ignore[attr-defined]
+            found |= derived[node.value]  # type: ignore[attr-defined]
+        else:
+            return set()
+    return found
 
 
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
@@ -653,6 +706,9 @@ class TensorKinds:
         # the first question: `trained_names`).
         self._function_nodes: list[cst.FunctionDef | None] = [None]
         self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
+        # Per frame, the names the function walks as modules (`next(pnet.parameters())`),
+        # found on the first question (`_walked_as_module`).
+        self._module_uses: list[frozenset[str] | None] = [frozenset()]
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
@@ -732,6 +788,18 @@ class TensorKinds:
             frame[name] = Kind.HOST
             dicts.add(name)
             presumed.discard(name)
+        numbers = [
+            param.name.value
+            for param in parameters(node)
+            if frame.get(param.name.value) is Kind.HOST
+            and param.annotation is not None
+            and type(param.annotation.annotation) is cst.Name
+            and param.annotation.annotation.value in _NUMBER_ANNOTATIONS
+        ]
+        for name in indexed_numbers(node, numbers) if numbers else ():
+            # `div = a / b`, then `div[div != div] = 0.0`, with `a: float`: no number has
+            # elements, so the annotation is wrong; the parameter holds what it is handed.
+            frame[name] = Kind.UNKNOWN
         for name in used_as_objects(node, presumed):
             # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
             frame[name] = Kind.UNKNOWN
@@ -761,6 +829,7 @@ class TensorKinds:
         self._scaled.append({})
         self._function_nodes.append(node)
         self._trained.append(None)
+        self._module_uses.append(None)
         self._typed.append(typed)
         self._data_names.append(None)
         self._wrappers.append({})
@@ -776,6 +845,33 @@ class TensorKinds:
             returns.append(tuple(self.of(e.value) for e in value.elements))
         else:
             returns.append((self.of(value),))
+
+    def _walked_as_module(self, name: str) -> bool:
+        """`name` (bound here, of no known kind, no other class by its annotation) is one
+        the function walks as an `nn.Module`: it calls `name.parameters()` (or `buffers`,
+        `modules`, `children` and their `named_` forms, which only a module has) somewhere
+        in its body, as facenet-pytorch's `detect_face(imgs, minsize, pnet, ...)` reads
+        `next(pnet.parameters()).dtype`; so `pnet(im_data)` is a model's output. Found by
+        one walk of the function, on the first question."""
+        if self.lookup(name) is not Kind.UNKNOWN or name in self._typed[-1]:
+            return False
+        known = self._module_uses[-1]
+        if known is None:
+            function = self._function_nodes[-1]
+            found: set[str] = set()
+            if function is not None:
+                for node in descendants(function.body, _NOT_OWN_CODE):
+                    if type(node) is not cst.Call:
+                        continue
+                    func = node.func  # type: ignore[attr-defined]
+                    if (
+                        type(func) is cst.Attribute
+                        and type(func.value) is cst.Name
+                        and func.attr.value in _MODULE_ONLY_METHODS
+                    ):
+                        found.add(func.value.value)
+            known = self._module_uses[-1] = frozenset(found)
+        return name in known
 
     def _in_module_method(self) -> bool:
         """The function being walked is a method of an `nn.Module` class of the module."""
@@ -819,6 +915,7 @@ class TensorKinds:
         self._scaled.pop()
         self._function_nodes.pop()
         self._trained.pop()
+        self._module_uses.pop()
         self._typed.pop()
         self._data_names.pop()
         self._wrappers.pop()
@@ -2366,7 +2463,9 @@ class TensorKinds:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
             if name in self._tensors_functions and self.lookup(name) is None:
                 return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
-            return Kind.TENSOR if self.of(func) is Kind.MODULE else Kind.UNKNOWN
+            if self.of(func) is Kind.MODULE or self._walked_as_module(name):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
                 attribute = self_attribute(func)

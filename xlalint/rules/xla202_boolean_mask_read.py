@@ -65,7 +65,9 @@ class BooleanMaskRead(HelperCallRule):
     uses it as one (`p.gather(...)`, `p.view(...)`); a parameter the callers give numpy
     arrays or lists is not flagged. So is a value the helper computes from such parameters
     by arithmetic alone (`error = pred - target`), and there a mask compared from the read
-    value itself (`error[error == error]`) is computed from a tensor.
+    value itself (`error[error == error]`, or a name bound to such a comparison while the
+    read value held what it holds: `mask = probs >= thresh`, then `probs[mask]`) is
+    computed from a tensor.
 
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[

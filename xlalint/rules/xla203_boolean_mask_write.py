@@ -33,7 +33,10 @@ class BooleanMaskWrite(HelperCallRule):
     (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. So is
     a value the helper computes from such parameters by arithmetic alone (`result = a / b`),
     and there a mask compared from the written value itself (`result[result != result] =
-    0.0`, `result[result == np.inf] = 0.0`) is computed from a tensor. A
+    0.0`, `result[result == np.inf] = 0.0`) is computed from a tensor. A parameter
+    annotated as a Python number that the helper indexes, or a value it computes from such
+    parameters (`div = a / b` with `a: float`, then `div[div != div] = 0.0`), has elements,
+    so its annotation is wrong: it counts as a parameter of unknown kind. A
     value of unknown kind whose masked elements a torch operation that takes only tensors
     computes from and writes back (`x[:, ~done] = torch.zeros_like(x[:, ~done])`,
     `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor, so is a name the function uses as a

@@ -55,7 +55,7 @@ _DEVICE_AGNOSTIC = frozenset(
     {
         "float", "double", "half", "bfloat16", "long", "int", "short", "bool", "byte",
         "unsqueeze", "squeeze", "view", "reshape", "expand", "repeat", "flatten", "t",
-        "transpose", "permute", "contiguous", "flip",
+        "transpose", "permute", "contiguous", "flip", "fill_", "zero_",
     }
 )  # fmt: skip
 # `.to()` keywords that only matter for a copy: a tensor built on the device needs none.
@@ -112,8 +112,11 @@ class HostTensorInLoop(Rule):
     not flagged.
 
     A constant built from number literals (`torch.LongTensor([0]).to(self.device)`,
-    `torch.tensor([[1.0, -0.5]]).to(x.device)`, any depth of lists) is moved the same way:
-    a device factory (`torch.full`, `torch.zeros`) builds it without a copy, while
+    `torch.tensor([[1.0, -0.5]]).to(x.device)`, any depth of lists), from a list repeating
+    one value that stays the same from pass to pass (`torch.IntTensor([max_len] *
+    batch_size)`, a `torch.full`), or by a typed constructor from two or more sizes
+    (`torch.LongTensor(batch_size, max_len + 1).fill_(0)`, a `torch.zeros`) is moved the
+    same way: a device factory (`torch.full`, `torch.zeros`) builds it without a copy, while
     `torch.tensor(data, device=...)` still copies its data from the host, so it is reported
     with that hint and no fix, where the move is a `.to()`, `.cuda()` or `.type_as()` (not
     when handed to a move helper, whose device is the helper's own).
@@ -525,6 +528,8 @@ class HostTensorInLoop(Rule):
                 *positional[1:2],
                 *(a.value for a in factory.args if _keyword_in(a, ("fill_value",))),
             ]
+        elif positional and (repeated := _repeated_value(positional[0])) is not None:
+            values = [repeated]  # `[v] * n`, built on the device as `torch.full((n,), v)`
         else:
             return False
         return any(self.values.varies(value) for value in values)
@@ -592,15 +597,53 @@ def _string_arguments(call: cst.Call) -> Iterator[str]:
 
 def _builds_on_host(factory: cst.Call, qualified: str | None) -> bool:
     """A factory of `_FACTORIES` building a tensor of at least one dimension on the host, or
-    a constructor given a non-empty list of number literals (`torch.LongTensor([0])`)."""
+    a constructor given a non-empty list of number literals (`torch.LongTensor([0])`), a
+    list repeating one value (`torch.IntTensor([max_len] * batch_size)`: `torch.full`), or
+    sizes (`torch.LongTensor(batch_size, max_len + 1)`: `torch.empty`)."""
     if qualified in _DATA_CONSTRUCTORS:
         first = positional_argument(factory, 0)
-        if first is None or not _number_literals(first.value):
+        if first is None:
+            return False
+        if not (
+            _number_literals(first.value)
+            or _repeated_value(first.value) is not None
+            or _legacy_sizes(factory, qualified)
+        ):
             return False
     elif qualified not in _FACTORIES or _zero_dimensional(factory):
         return False
     device = keyword_argument(factory, "device")
     return device is None or device_string_type(device.value) == "cpu"
+
+
+def _repeated_value(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`[v] * n` or `n * [v]`, with `v` a number or a name: the value a list repeats (the
+    data of `torch.full((n,), v)`)."""
+    if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, cst.Multiply):
+        return None
+    for side in (value.left, value.right):
+        if isinstance(side, cst.List | cst.Tuple) and len(side.elements) == 1:
+            element = side.elements[0]
+            item = element.value
+            if not isinstance(element, cst.StarredElement) and isinstance(
+                item, cst.Integer | cst.Float | cst.Name | cst.Attribute
+            ):
+                return item
+    return None
+
+
+def _legacy_sizes(factory: cst.Call, qualified: str) -> bool:
+    """`torch.LongTensor(batch_size, max_len + 1)`: a typed constructor (not `torch.tensor`
+    or `as_tensor`) given two or more positional arguments, none a sequence: sizes, an
+    uninitialised tensor on the host, as `torch.empty` builds one (one argument may be
+    data, `torch.LongTensor(ids)`, and is not taken)."""
+    if qualified in ("torch.tensor", "torch.as_tensor"):
+        return False
+    positional = [a for a in factory.args if a.keyword is None]
+    return len(positional) >= 2 and not any(
+        a.star or isinstance(a.value, cst.List | cst.Tuple | cst.ListComp | cst.SimpleString)
+        for a in positional
+    )
 
 
 def _number_literals(value: cst.BaseExpression) -> bool:

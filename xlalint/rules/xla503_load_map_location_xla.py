@@ -6,6 +6,7 @@ import libcst as cst
 
 from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.devices import device_types
+from xlalint.analysis.guards import path_conditions
 from xlalint.rule import Rule
 
 if TYPE_CHECKING:
@@ -20,7 +21,11 @@ class LoadMapLocationXla(Rule):
     ## What it does
     Flags `torch.load(f, map_location=<XLA device>)`: `"xla"`, `"xla:0"`,
     `torch.device("xla")`, `torch_xla.device()`, `xm.xla_device()`, or a name assigned one
-    of these in the same function or at module level.
+    of these in the same function or at module level. Also a device handed in (a name the
+    file assigns no device) where the code has just found it is not the CPU (the `else` of
+    `if device == "cpu":`, or under `if device.type != "cpu":`): that branch is the
+    accelerator's, which on an XLA host is the XLA device (easyocr's `get_detector(...,
+    device)` loads with `map_location=device` there).
 
     ## Why is this bad?
     `torch.load` restores storages with the location functions torch has registered
@@ -87,15 +92,46 @@ class LoadMapLocationXla(Rule):
         if location is None:
             positional = [a for a in node.args if a.keyword is None and not a.star]
             location = positional[1] if len(positional) > 1 else None
-        if location is not None and self._is_xla_device(location.value):
+        if location is not None and self._is_xla_device(location.value, node):
             self.report(location)
 
-    def _is_xla_device(self, value: cst.BaseExpression) -> bool:
+    def _is_xla_device(self, value: cst.BaseExpression, call: cst.Call) -> bool:
         if device_types(value, self.ctx.imports) == XLA:
             return True
         if isinstance(value, cst.Name):
             local = self._devices[-1].get(value.value)
+            if local is None:
+                local = self._devices[0].get(value.value)
             if local is not None:
                 return local
-            return self._devices[0].get(value.value, False)
+            return self._found_not_cpu(value.value, call)
         return False
+
+    def _found_not_cpu(self, name: str, call: cst.Call) -> bool:
+        """`call` runs where `name` was found not to be the CPU (`else` of `if device ==
+        "cpu":`, `if device.type != "cpu":`): the accelerator's branch."""
+        path = [call, *self.ctx.ancestors()]
+        for test, holds in path_conditions(path):
+            cpu = _compares_with_cpu(test, name)
+            if cpu is not None and cpu is not holds:
+                return True
+        return False
+
+
+def _compares_with_cpu(test: cst.BaseExpression, name: str) -> bool | None:
+    """True for `name == "cpu"` (`name.type == "cpu"`), False for `!=`; None for any other
+    test."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal | cst.NotEqual):
+        return None
+    sides = (test.left, comparison.comparator)
+    if not any(isinstance(s, cst.SimpleString) and s.evaluated_value == "cpu" for s in sides):
+        return None
+    for side in sides:
+        if isinstance(side, cst.Attribute) and side.attr.value == "type":
+            side = side.value
+        if isinstance(side, cst.Name) and side.value == name:
+            return isinstance(comparison.operator, cst.Equal)
+    return None
