@@ -301,3 +301,46 @@ def test_a_method_of_the_file_that_hands_the_value_on(tmp_path: Path) -> None:
     package = _package(tmp_path)
     (package / "loss.py").write_text(LOSS)
     assert _check([package / "loss.py"]) == [("loss.py", 14, "XLA101")]
+
+
+HEAD = """\
+import torch
+from torch import nn
+
+from .utils import to_numpy
+
+
+def pck_accuracy(output, target, mask):
+    return 0.0
+
+
+class BaseHead(nn.Module):
+    pass
+
+
+class HeatmapHead(BaseHead):
+    def loss(self, feats, targets, weights):
+        pred = torch.sigmoid(feats)
+        loss = ((pred - targets) ** 2 * weights).mean()
+        acc = pck_accuracy(
+            output=to_numpy(pred),
+            target=to_numpy(targets),
+            mask=to_numpy(weights) > 0,
+        )
+        first = to_numpy(pred)
+        second = to_numpy(targets)
+        return loss, acc, first, second
+"""
+
+
+def test_copies_handed_to_one_call_are_one_cause(tmp_path: Path) -> None:
+    """An OpenMMLab head's `loss` runs every training step: the helper's copies handed to
+    one call (one of them through a comparison) are that call's inputs, one cause,
+    reported at the first; copies of their own statements are causes of their own."""
+    package = _package(tmp_path)
+    (package / "head.py").write_text(HEAD)
+    assert _check([package / "head.py"]) == [
+        ("head.py", 20, "XLA102"),
+        ("head.py", 24, "XLA102"),
+        ("head.py", 25, "XLA102"),
+    ]

@@ -68,6 +68,10 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "LogitsWarper": frozenset({"__call__"}),
     "StoppingCriteria": frozenset({"__call__"}),
     "Calculator": frozenset({"calculate"}),
+    # OpenMMLab's models (mmdet, mmpose, mmseg, mmaction) hand every training batch's
+    # features to their heads' `loss` (the model's `loss`, from `forward(mode="loss")` in
+    # mmengine's `train_step`).
+    "Head": frozenset({"loss"}),
 }
 
 
