@@ -2382,6 +2382,18 @@ class TensorKinds:
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
         if qualified.startswith(("numpy.", "math.", "random.", "time.", "os.")):
             return Kind.HOST
+        if qualified == "functools.reduce" and node.args and node.args[0].keyword is None:
+            # `reduce(torch.logical_or, checks)`: what the torch operation it folds with
+            # returns, a tensor.
+            folded = self.imports.resolve(node.args[0].value)
+            if (
+                folded is not None
+                and folded.startswith("torch.")
+                and not _TORCH_NON_TENSOR.match(folded)
+                and not _PREDICATE.match(folded.rsplit(".", 1)[-1].lstrip("_"))
+            ):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
         if NN_MODULE_CLASS.match(qualified):
             return Kind.MODULE
         if qualified.startswith("torch.utils.data.") and qualified.endswith("DataLoader"):

@@ -68,7 +68,11 @@ class TensorControlFlow(Rule):
     libraries name them, or without `on_` as Composer does: `batch_end`,
     `eval_batch_end`): a NaN check there (`if torch.isnan(loss).any(): raise ...`) reads
     the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`,
-    `fit_end`), and such names on a class that is no callback, are not per step.
+    `fit_end`), and such names on a class that is no callback, are not per step. The
+    `log_prob` of a subclass of a `torch.distributions` distribution is the likelihood
+    loss of every step that fits one: its support check (`valid = reduce(
+    torch.logical_or, checks)`, a fold with a torch operation, is a tensor; then `if not
+    valid.all(): raise ...`, on by default) reads a device bool every step.
 
     A module's buffers and registered parameters are device tensors wherever the class
     reads them: `self.register_buffer("inited", torch.Tensor([False]))` (or with `tensor=`,
