@@ -1268,10 +1268,10 @@ class LoopFacts:
         """`self.train_function(data)` where no method has that name: the functions of this
         module (a method's nested step function too) that the class, a base or a subclass
         of it here assigns to the attribute, as they are (`self.train_function =
-        one_step_on_data`) or wrapped by a call that runs them (`torch.compile(fn)`,
-        `torch.jit.script(fn)`, `functools.partial(fn, ...)`; not `torch_xla.compile`,
-        which syncs around it: the call stays unknown). A Keras-style trainer builds its
-        step so and calls it on every batch."""
+        one_step_on_data`, a method: `self.train_step`) or wrapped by a call that runs them
+        (`torch.compile(fn)`, `torch.jit.script(fn)`, `functools.partial(fn, ...)`; not
+        `torch_xla.compile`, which syncs around it: the call stays unknown). A Keras-style
+        trainer builds its step so and calls it on every batch."""
         key = ("held", id(class_def))
         memo = self._memo.get(key)
         if not isinstance(memo, dict):
@@ -1297,8 +1297,23 @@ class LoopFacts:
                     found.extend(
                         local or [f for f in functions if any(f is s for s in self.module.body)]
                     )
+                elif (
+                    isinstance(value, cst.Attribute)
+                    and isinstance(value.value, cst.Name)
+                    and value.value.value == "self"
+                    and value.attr.value != name
+                ):
+                    # `self.step_fn = torch.compile(self.train_step)`: that method.
+                    found.extend(self._own_methods(class_def, value.attr.value))
             memo[name] = found
         return found
+
+    def _own_methods(self, class_def: cst.ClassDef, name: str) -> list[cst.FunctionDef]:
+        """The methods `name` that `self.name(...)` in a method of `class_def` may run: the
+        class's own, else any of the module's (a base's or a subclass's)."""
+        methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
+        own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
+        return own or methods
 
     def _overrides(
         self, class_def: cst.ClassDef, methods: list[cst.FunctionDef]

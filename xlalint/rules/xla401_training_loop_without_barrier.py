@@ -97,8 +97,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     or wrapped by `torch.compile`, `torch.jit.script`/`trace` or `functools.partial`
     (Keras' torch trainer: `self.train_function = torch.compile(one_step_on_data)`, a
     function nested in the method that assigns it, then `self.train_function(data)` on
-    every batch); `torch_xla.compile` syncs around what it wraps, so a step kept so is
-    not followed. Keras 3's `optimizer.apply(grads, variables)` and
+    every batch; a method, `self.step_fn = torch.compile(self.train_step)`);
+    `torch_xla.compile` syncs around what it wraps, so a step kept so is not followed.
+    Keras 3's `optimizer.apply(grads, variables)` and
     `optimizer.apply_gradients(...)` are optimizer steps. An object
     whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...
     `trainer.step()`) is an optimizer, whatever its name.
