@@ -12,6 +12,7 @@ from pathlib import Path
 
 import xlalint
 from xlalint import lint_memo
+from xlalint.analysis import project_modules
 
 SOURCES = Path(xlalint.__file__).parent
 
@@ -61,3 +62,27 @@ def test_memos_are_emptied_when_a_lint_ends() -> None:
     with lint_memo.lint_scope():
         assert double(3) == 6
     assert calls == [3, 3]
+
+
+def test_scratch_dicts_are_emptied_when_a_lint_ends() -> None:
+    kept = lint_memo.scratch()
+    with lint_memo.lint_scope():
+        kept["tree"] = object()
+        with lint_memo.lint_scope():  # a nested scope ends: the outer lint goes on
+            pass
+        assert "tree" in kept
+    assert kept == {}
+
+
+def test_the_lent_tree_answers_only_for_the_text_it_was_parsed_from(tmp_path: Path) -> None:
+    """The engine lends its parse of the linted file to the layers that summarise modules
+    from disk; a text that differs (a buffer not saved, a fixed text) is parsed anew."""
+    path = tmp_path / "m.py"
+    text = "def f(x):\n    return x\n"
+    lent = ast.parse(text)
+    with lint_memo.lint_scope():
+        project_modules.lend(str(path), text, lent)
+        assert project_modules.parse(str(path), text) is lent
+        other = project_modules.parse(str(path), text + "y = 1\n")
+        assert other is not None and other is not lent
+    assert project_modules.parse(str(path), text) is not lent

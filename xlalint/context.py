@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import devices, reachability
-from xlalint.analysis.arguments import parameters
+from xlalint.analysis.arguments import parameters, positional_names
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs, takes_a_loader
 from xlalint.analysis.error_paths import handles_a_failure
@@ -40,8 +40,7 @@ from xlalint.analysis.intervals import (
     clears_its_flag,
     may_be_sparse,
     passes_its_value_once,
-    past_first_pass_exit,
-    past_sparse_exit,
+    past_interval_exit,
     resets_its_counter,
     sparse_test,
 )
@@ -184,8 +183,7 @@ def _scope(path: tuple[cst.CSTNode, ...]) -> tuple[cst.FunctionDef | None, cst.C
 
 
 def _takes_self(function: cst.FunctionDef) -> bool:
-    params = function.params
-    return any(p.name.value == "self" for p in (*params.posonly_params, *params.params))
+    return "self" in positional_names(function)
 
 
 def _converts(body: cst.BaseSuite, name: str) -> bool:
@@ -567,7 +565,7 @@ class FileContext:
         if self._sparse_bodies:
             return True
         path = tuple(reversed(self._stack))
-        return past_first_pass_exit(path) or past_sparse_exit(path, self.module)
+        return past_interval_exit(path, self.module)
 
     @property
     def in_warning_branch(self) -> bool:

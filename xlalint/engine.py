@@ -22,6 +22,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from xlalint import screen
+from xlalint.analysis import project_modules
 from xlalint.analysis.module_callers import hot_elsewhere
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
@@ -147,6 +148,8 @@ def _lint_source(
     if not active and verdict is None:
         # No rule can flag this file and CPython vouches for its syntax: skip libcst.
         return FileResult(filename)
+    if active and tree is not None:
+        project_modules.lend(filename, text, tree)
     screened = None
     if active and tree is not None and parsed is None and screen.enabled():
         # Other modules' per-step callers (`module_callers.py`), where the file is on disk.

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 _memos: list[Any] = []
+_scratch: list[dict[Any, Any]] = []
 _depth = 0
 
 
@@ -31,10 +32,19 @@ def memo(maxsize: int) -> Callable[[F], F]:
     return wrap
 
 
+def scratch() -> dict[Any, Any]:
+    """A dict emptied at the end of each file's lint, as the memos are."""
+    found: dict[Any, Any] = {}
+    _scratch.append(found)
+    return found
+
+
 def clear() -> None:
     """Empty every memo (their nodes, and the trees those hold, can go)."""
     for cached in _memos:
         cached.cache_clear()
+    for found in _scratch:
+        found.clear()
 
 
 def in_lint() -> bool:

@@ -82,6 +82,18 @@ def _tight_equal() -> cst.AssignEqual:
 
 
 # -- a function's parameters -------------------------------------------------------------------
+def positional_params(function: cst.FunctionDef | cst.Lambda) -> list[cst.Param]:
+    """The parameters a call's positional arguments land on, in order: positional-only,
+    then positional-or-keyword (`self` included: callers through an instance drop it)."""
+    params = function.params
+    return [*params.posonly_params, *params.params]
+
+
+def positional_names(function: cst.FunctionDef | cst.Lambda) -> list[str]:
+    """The names of `positional_params(function)`."""
+    return [p.name.value for p in positional_params(function)]
+
+
 def parameters(function: cst.FunctionDef | cst.Lambda, *, star: bool = False) -> list[cst.Param]:
     """A function's named parameters in declaration order: positional-only, then
     positional-or-keyword, then keyword-only; with `star`, `*args` and `**kwargs` too, in
@@ -89,7 +101,7 @@ def parameters(function: cst.FunctionDef | cst.Lambda, *, star: bool = False) ->
     params = function.params
     if not star:
         return [*params.posonly_params, *params.params, *params.kwonly_params]
-    found = [*params.posonly_params, *params.params]
+    found = positional_params(function)
     if isinstance(params.star_arg, cst.Param):
         found.append(params.star_arg)
     found.extend(params.kwonly_params)
@@ -129,7 +141,7 @@ def signature_of(function: cst.FunctionDef, is_method: bool) -> Signature:
     """A function's signature as its callers see it: a method called through its instance
     (`self.f(a)`, `obj.f(a)`) binds `a` to the parameter after `self`."""
     params = function.params
-    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    positional = positional_names(function)
     if is_method:
         positional = positional[1:]
     keywords = {*positional, *(p.name.value for p in params.kwonly_params)}

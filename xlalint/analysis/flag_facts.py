@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import bind, parameter, signature_of
+from xlalint.analysis.arguments import bind, parameter, positional_params, signature_of
 from xlalint.analysis.devices import runs_without_xla
 from xlalint.analysis.guards import (
     asks_about_cuda,
@@ -484,7 +484,7 @@ def _receiver(function: cst.FunctionDef | None) -> str | None:
     """The name of a method's instance parameter (`self`)."""
     if function is None:
         return None
-    params = (*function.params.posonly_params, *function.params.params)
+    params = positional_params(function)
     if not params:
         return None
     if any(

@@ -14,14 +14,14 @@ from typing import NamedTuple
 import libcst as cst
 
 from xlalint import lint_memo
+from xlalint.analysis.arguments import positional_names
 from xlalint.walk import code_children
 
 
 def positional_parameters(function: cst.FunctionDef, method: bool) -> list[str]:
     """The parameters a call's positional arguments land on, in order (`self` not counted
     for a method called as `x.f(...)`)."""
-    params = function.params
-    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    positional = positional_names(function)
     return positional[1:] if method and positional else positional
 
 

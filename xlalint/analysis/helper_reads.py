@@ -12,10 +12,19 @@ the parameters it reads, and whether it reads the elements of its `*args` (a loo
 comprehension over `args`, `zip(..., args)` or `enumerate(args)`). The calls and what they
 pass are `HelperCalls`' (helper_calls.py), which also says which names are still
 parameters; the two meet in XLA101 once the whole file has been walked.
+
+Where such a read is a conversion (its result handed back or kept: `float(v)` in
+`asdict_as_float`, `Accumulator.add`), the cause is the call, where the caller can stop
+handing a device tensor: it is reported there even where the helper's own code knows the
+parameter is a tensor, and not at the read (`slot` names what the read converts). A check
+of the input (a read in the test of an `assert`, `if`, `while` or conditional expression,
+`is_check`) is the helper's own, reported at the read once, whichever caller hands it, and
+so are reads in a loop statement of the helper (`in_own_loop`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -26,6 +35,20 @@ from xlalint.walk import target_names
 
 # Builtins that turn a tensor into a Python number.
 _CONVERSIONS = frozenset({"float", "int"})
+_PLAIN = (cst.Integer, cst.Float, cst.SimpleString, cst.Name, cst.UnaryOperation)
+STAR = "*"
+_TORCH_NAMES = frozenset({"torch", "th"})
+# Namespaces whose functions look like methods (`th.sum(x)`): no receiver to follow.
+_MODULES = frozenset(
+    {*_TORCH_NAMES, "F", "np", "numpy", "math"}
+)  # the slot of a read of an element of `*args`
+_TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
+# Methods that read a tensor's metadata: a chain through them leaves the tensor's data.
+_METADATA = frozenset(
+    {"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
+     "get_device", "type", "data_ptr", "is_floating_point", "is_complex", "storage_offset",
+     "ndimension", "tolist", "numpy"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,9 @@ class _Scope:
     reader: Reader
     star: str | None  # the name of `*args`
     elements: set[str] = field(default_factory=set)  # names holding an element of `*args`
+    # Locals computed on the device from parameters (`pred = logits < 0`), by those
+    # parameters: a read of one converts what the helper was handed.
+    derived: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class HelperReads:
@@ -76,11 +102,59 @@ class HelperReads:
         if self._scopes:
             self._scopes.pop()
 
-    def bind(self, targets: list[cst.BaseExpression]) -> None:
-        """`targets = ...`: a rebound name no longer holds an element of `*args`."""
-        if self._scopes:
-            for target in targets:
-                self._scopes[-1].elements -= target_names(target)
+    def bind(
+        self, targets: list[cst.BaseExpression], value: cst.BaseExpression | None = None
+    ) -> None:
+        """`targets = value` (asked before the parameters learn of the binding): a rebound
+        name no longer holds an element of `*args`, and holds what `value` is computed
+        from (`_sources`)."""
+        if not self._scopes:
+            return
+        scope = self._scopes[-1]
+        sources = self._sources(value) if value is not None else frozenset()
+        for target in targets:
+            scope.elements -= target_names(target)
+            for name in target_names(target):
+                scope.derived.pop(name, None)
+        if sources and len(targets) == 1 and isinstance(targets[0], cst.Name):
+            scope.derived[targets[0].value] = sources
+
+    def _sources(self, value: cst.BaseExpression) -> frozenset[str]:
+        """The parameters a value is computed from on the device: the parameter (or a local
+        computed from one) through its own methods and rows, arithmetic and comparisons
+        of such values and numbers, and `torch.*` functions of them (`th.mean(pred ==
+        labels)`); empty for anything else (a call of another function, an attribute)."""
+        root = computed_root(value)
+        if isinstance(root, cst.Name):
+            param = self._calls.param(root)
+            if param is not None:
+                return frozenset({param})
+            return self._scopes[-1].derived.get(root.value, frozenset())
+        parts: list[cst.BaseExpression]
+        if isinstance(root, cst.BinaryOperation):
+            parts = [root.left, root.right]
+        elif isinstance(root, cst.Comparison):
+            parts = [root.left, *(c.comparator for c in root.comparisons)]
+        elif isinstance(root, cst.UnaryOperation):
+            parts = [root.expression]
+        elif (
+            isinstance(root, cst.Call)
+            and isinstance(root.func, cst.Attribute)
+            and isinstance(root.func.value, cst.Name)
+            and root.func.value.value in _TORCH_NAMES
+        ):
+            parts = [arg.value for arg in root.args if arg.keyword is None and not arg.star]
+        else:
+            return frozenset()
+        found: set[str] = set()
+        for part in parts:
+            if isinstance(part, cst.Integer | cst.Float):
+                continue
+            sources = self._sources(part)
+            if not sources:
+                return frozenset()
+            found |= sources
+        return frozenset(found)
 
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for b in args`, `for a, b in zip(xs, args)`, `for i, b in enumerate(args)`: the
@@ -92,9 +166,9 @@ class HelperReads:
         if scope.star is not None:
             scope.elements |= _element_names(target, iterable, scope.star)
 
-    def note_read(self, call: cst.Call, flagged: bool) -> None:
+    def note_read(self, call: cst.Call, flagged: bool, tensor: bool = False) -> None:
         """`float(p)`, `int(p)`, `p.item()` in the function being walked; `flagged` when the
-        read is reported where it is."""
+        read is reported where it is, `tensor` when it reads a device tensor."""
         if not self._scopes:
             return
         func = call.func
@@ -110,16 +184,45 @@ class HelperReads:
             value, spelled = call.args[0].value, f"{func.value}()"
         else:
             return
-        self.note_value_read(call, value, spelled, flagged)
+        self.note_value_read(call, value, spelled, flagged, tensor)
+
+    def slot(self, value: cst.BaseExpression) -> str | None:
+        """What a read of `value` in the function being walked converts: the parameter it
+        is (not rebound) or is computed from by the tensor's own methods and rows
+        (`batch_loss.detach().mean()`, `finished.sum()`), `STAR` for an element of
+        `*args`, else None."""
+        if not self._scopes:
+            return None
+        sources = self._sources(value)
+        if sources:
+            return min(sources)
+        value = computed_root(value)
+        if isinstance(value, cst.Name) and value.value in self._scopes[-1].elements:
+            return STAR
+        return None
 
     def note_value_read(
-        self, call: cst.Call, value: cst.BaseExpression, spelled: str, flagged: bool
+        self,
+        call: cst.Call,
+        value: cst.BaseExpression,
+        spelled: str,
+        flagged: bool,
+        tensor: bool = False,
     ) -> None:
-        """`call` reads `value` on the host (`torch.tensor([p])` reads each element)."""
-        if not self._scopes or not isinstance(value, cst.Name):
+        """`call` reads `value` on the host (`torch.tensor([p])` reads each element).
+        `tensor`: the read is known to be of a device tensor here, so a value computed from
+        a parameter by its methods counts as that parameter (`int(x.size(0))`, of a value
+        of unknown kind, does not)."""
+        if not self._scopes:
             return
         scope = self._scopes[-1]
         read = HostRead(call, spelled, flagged)
+        if tensor and (sources := self._sources(value)):
+            for source in sorted(sources):
+                scope.reader.reads.setdefault(source, read)
+            return
+        if not isinstance(value, cst.Name):
+            return
         param = self._calls.param(value)
         if param is not None:
             scope.reader.reads.setdefault(param, read)
@@ -143,3 +246,49 @@ def _element_names(target: cst.BaseExpression, iterable: cst.BaseExpression, sta
     if iterable.func.value == "enumerate" and elements is not None and len(elements) == 2:
         return _element_names(elements[1].value, args[0], star) if args else set()
     return set()
+
+
+def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The value a chain of the tensor's own methods and rows starts from (`batch_loss` of
+    `batch_loss.detach().mean()`, `x` of `x[0].sum()`); not through its metadata
+    (`x.size(0)`, `x.shape[0]` are Python ints), nor through a method handed arguments
+    that are values of their own (`a.add(b)`)."""
+    while True:
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        elif (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and not (isinstance(value.func.value, cst.Name) and value.func.value.value in _MODULES)
+            and value.func.attr.value not in _METADATA
+            and all(_plain(arg.value) for arg in value.args)
+        ):
+            value = value.func.value
+        else:
+            return value
+
+
+def _plain(value: cst.BaseExpression) -> bool:
+    """A literal or a name (`dim=1`, `keepdim=True`): an option, not a second tensor."""
+    return isinstance(value, _PLAIN)
+
+
+def in_own_loop(loops: Iterable[cst.CSTNode]) -> bool:
+    """Whether a read sits in a `for`/`while` statement of the helper (`for i in
+    range(batch): int(lens[i].item())`): its reads per row are the helper's own work, judged
+    where they are, not a conversion of what it is handed (a comprehension over `*args`, as
+    in `Accumulator.add`, is)."""
+    return any(isinstance(loop, cst.For | cst.While) for loop in loops)
+
+
+def is_check(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> bool:
+    """Whether `read` (with its ancestors, innermost first) is in the test of an `assert`,
+    `if`, `while` or conditional expression: a check of the value, not a conversion."""
+    child = read
+    for ancestor in ancestors:
+        if isinstance(ancestor, _TESTED) and child is ancestor.test:
+            return True
+        if isinstance(ancestor, cst.BaseSuite | cst.FunctionDef | cst.Lambda):
+            return False
+        child = ancestor
+    return False

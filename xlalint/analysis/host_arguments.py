@@ -22,6 +22,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
+from xlalint.analysis.arguments import positional_names
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import code_children, target_names
@@ -67,7 +68,7 @@ def host_parameters(
     params = function.params
     if params.star_arg is not None and isinstance(params.star_arg, cst.Param):
         return {}
-    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    positional = positional_names(function)
     static = any(
         isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
         for d in function.decorators

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.checkpoint_writers import feeds_the_call
 from xlalint.walk import descendants, only_return
 
@@ -296,8 +297,7 @@ def converts_a_parameter(function: cst.CSTNode) -> bool:
         node = node.func.value  # type: ignore[union-attr]
     if type(node) is not cst.Name:
         return False
-    params = function.params
-    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    names = {p.name.value for p in parameters(function)}
     return node.value in names and node is not returned.value
 
 

@@ -522,17 +522,26 @@ def _later_pass(test: cst.BaseExpression) -> str | None:
     return None
 
 
-def past_first_pass_exit(path: Sequence[cst.CSTNode]) -> bool:
+def past_interval_exit(path: Sequence[cst.CSTNode], module: cst.Module) -> bool:
     """Whether the code on `path` (a node and its ancestors, innermost first) follows, in
-    its function's blocks, `if ... or batch_idx > 0: return` with `batch_idx` a parameter
-    the function is handed (a step hook's batch number): it runs on the first batch only,
-    once per epoch, whatever the `or`'s other sides add. `if batch_idx == 0: return`
-    leaves every other batch, and stays per step."""
+    its function's blocks, an exit that leaves all passes but a few: a first-pass exit
+    (`_first_pass_exit`) or a sparse one (`_sparse_exit`). The exits before it are
+    scanned once for both."""
+    class_def = next((n for n in path if type(n) is cst.ClassDef), None)
     return any(
-        (counter := _later_pass(statement.test)) is not None
-        and parameter(function, counter) is not None
+        _first_pass_exit(statement.test, function)
+        or _sparse_exit(statement.test, function, class_def, module)
         for statement, _, function in exits_before(path, (cst.Return,))
     )
+
+
+def _first_pass_exit(test: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+    """`if ... or batch_idx > 0: return` with `batch_idx` a parameter the function is
+    handed (a step hook's batch number): what follows runs on the first batch only, once
+    per epoch, whatever the `or`'s other sides add. `if batch_idx == 0: return` leaves
+    every other batch, and stays per step."""
+    counter = _later_pass(test)
+    return counter is not None and parameter(function, counter) is not None
 
 
 def _off_interval(test: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -559,14 +568,14 @@ def _off_interval(test: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def past_sparse_exit(path: Sequence[cst.CSTNode], module: cst.Module) -> bool:
-    """Whether the code on `path` (a node and its ancestors, innermost first) follows, in
-    its function's blocks, `if (step - 1) % self.demo_every != 0 or ...: return` with an
-    interval known to be long: it runs once every many passes, as the body of `if step %
-    every == 0:` does."""
-    class_def = next((n for n in path if type(n) is cst.ClassDef), None)
-    return any(
-        (interval := _off_interval(statement.test)) is not None
-        and long_interval(interval, function, class_def, module)
-        for statement, _, function in exits_before(path, (cst.Return,))
-    )
+def _sparse_exit(
+    test: cst.BaseExpression,
+    function: cst.FunctionDef,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+) -> bool:
+    """`if (step - 1) % self.demo_every != 0 or ...: return` with an interval known to be
+    long: what follows runs once every many passes, as the body of `if step % every ==
+    0:` does."""
+    interval = _off_interval(test)
+    return interval is not None and long_interval(interval, function, class_def, module)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import parameter
+from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_facts import (
@@ -159,8 +159,7 @@ class LoaderTracing(LoopFacts):
     ) -> list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]]:
         """What this module's calls of a module-level `function` pass as parameter `name`;
         nothing if any call's argument for it cannot be told (`*args`, `**kwargs`)."""
-        params = function.params
-        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        positional = positional_names(function)
         found: list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]] = []
         for call, caller, caller_class in self._calls_by_name().get(function.name.value, []):
             if any(arg.star for arg in call.args):

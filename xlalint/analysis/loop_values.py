@@ -142,7 +142,9 @@ class LoopValues:
         # A name the pass also sets back to its literal (`prev = None` on a reset) holds it
         # on later passes too.
         rebound: dict[str, bool] = {}
-        for name, value in _rebound(node.body):
+        # (Only names bound to a literal before the loop count: most functions bind none,
+        # and their loop bodies need no walk.)
+        for name, value in _rebound(node.body) if function.literals else ():
             literal = function.literals.get(name)
             if literal is not None:
                 rebound[name] = rebound.get(name, True) and _literal(value) != literal

@@ -20,15 +20,13 @@ enumerate(beams): b.advance(score[i])`, every token).
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import NamedTuple
 
 import libcst as cst
 
 from xlalint import lint_memo
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
-
-_S = TypeVar("_S", bound=cst.BaseCompoundStatement)
 
 
 # Nodes hash by identity: one walk per module, whatever the number of calls asked about.
@@ -58,29 +56,45 @@ def member_methods(module: cst.Module) -> dict[tuple[str, str], frozenset[str]]:
     return {key: frozenset(methods) for key, methods in found.items()}
 
 
-@lint_memo.memo(16)  # shared by `member_methods` and `instance_methods`
 def _classes_and_assignments(
     module: cst.Module,
 ) -> tuple[dict[str, cst.ClassDef], list[tuple[str | None, cst.Assign]]]:
     """The module's classes by name and its assignment statements, each with the name of
-    the innermost class whose code holds it (None outside classes), found by a walk of
-    its statements that skips expressions (most of a module's nodes)."""
-    classes: dict[str, cst.ClassDef] = {}
-    assignments: list[tuple[str | None, cst.Assign]] = []
+    the innermost class whose code holds it (None outside classes)."""
+    walked = _walked(module)
+    return walked.classes, walked.assignments
+
+
+class _Walked(NamedTuple):
+    classes: dict[str, cst.ClassDef]
+    assignments: list[tuple[str | None, cst.Assign]]
+    functions: list[cst.FunctionDef]  # functions and methods, at any depth
+    loops: list[cst.For]  # `for` loops, at any depth
+
+
+@lint_memo.memo(16)  # shared by `member_methods`, `instance_methods` and `_made_by`
+def _walked(module: cst.Module) -> _Walked:
+    """What the module's tables are made of, found by one walk of its statements that
+    skips expressions (most of a module's nodes)."""
+    walked = _Walked({}, [], [], [])
     stack: list[tuple[cst.CSTNode, str | None]] = [(s, None) for s in module.body]
     while stack:
         node, owner = stack.pop()
         kind = type(node)
         if kind is cst.SimpleStatementLine:
-            assignments.extend((owner, s) for s in node.body if type(s) is cst.Assign)  # type: ignore[attr-defined,misc]
+            walked.assignments.extend((owner, s) for s in node.body if type(s) is cst.Assign)  # type: ignore[attr-defined,misc]
         elif kind in EXPRESSIONS:
             continue
         else:
             if kind is cst.ClassDef:
                 owner = node.name.value  # type: ignore[attr-defined]
-                classes[owner] = node  # type: ignore[assignment]
+                walked.classes[owner] = node  # type: ignore[assignment]
+            elif kind is cst.FunctionDef:
+                walked.functions.append(node)  # type: ignore[arg-type]
+            elif kind is cst.For:
+                walked.loops.append(node)  # type: ignore[arg-type]
             stack.extend((child, owner) for child in code_children(node))
-    return classes, assignments
+    return walked
 
 
 def _constructed(value: cst.BaseExpression, classes: dict[str, cst.ClassDef]) -> list[str]:
@@ -267,7 +281,7 @@ def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     if lists:
         # `for b in beams:` / `for i, b in enumerate(beams):` over such a list: `b` holds
         # one of its instances; a name a loop binds to anything else reaches nothing.
-        for loop in _statements(module, cst.For):
+        for loop in _walked(module).loops:
             element, iterated = _loop_element(loop)
             if element is None:
                 continue
@@ -316,7 +330,7 @@ def _made_by(module: cst.Module) -> _MadeBy:
     classes = _classes_and_assignments(module)[0]
     returns_self: set[str] = set()
     factories: dict[str, frozenset[str]] = {}
-    for function in _statements(module, cst.FunctionDef):
+    for function in _walked(module).functions:
         returned = _returned(function)
         if not returned:
             continue
@@ -328,21 +342,6 @@ def _made_by(module: cst.Module) -> _MadeBy:
             made = frozenset(cls for found in built for cls in found)
             factories[function.name.value] = factories.get(function.name.value, made) | made
     return frozenset(returns_self), factories
-
-
-def _statements(module: cst.Module, kind: type[_S]) -> list[_S]:
-    """The module's compound statements of `kind` (functions and methods, `for` loops),
-    at any depth."""
-    found: list[_S] = []
-    stack: list[cst.CSTNode] = list(module.body)
-    while stack:
-        node = stack.pop()
-        if type(node) in EXPRESSIONS or type(node) is cst.SimpleStatementLine:
-            continue
-        if type(node) is kind:
-            found.append(node)  # type: ignore[arg-type]
-        stack.extend(code_children(node))
-    return found
 
 
 def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:

@@ -111,7 +111,8 @@ def summarize(node: Function, method: bool) -> Summary | None:
     params = frozenset(positional) | frozenset(keyword_only)
     if not params:
         return None
-    carriers, rebound = _carriers(node, params)
+    nodes = _body_nodes(node)  # one walk of the body for the three questions below
+    carriers, rebound = _carriers(nodes, params)
     if not carriers:
         return None
 
@@ -124,8 +125,8 @@ def summarize(node: Function, method: bool) -> Summary | None:
     reads: dict[str, Read] = {}
     hands: list[Handed] = []
     only_parameters = True
-    checks = _in_tests(node)
-    for call, hosts, unless in _calls(node, params):
+    checks = _in_tests(nodes)
+    for call, hosts, unless in _calls(node, nodes, params):
         read = _read(call)
         if read is not None and id(call) in checks:
             # `assert torch.max(targets).item() < n`: the helper checks its input for
@@ -213,7 +214,7 @@ def _to_cpu(call: ast.Call) -> bool:
 
 
 def _carriers(
-    node: Function, params: frozenset[str]
+    nodes: list[ast.AST], params: frozenset[str]
 ) -> tuple[dict[str, frozenset[str]], dict[str, int]]:
     """Names of the function that hold a parameter's device data, each with the
     parameters it carries: every parameter, and every local bound to a value computed
@@ -221,7 +222,7 @@ def _carriers(
     and the first line where the function rebinds a parameter to something else (`x =
     Batch(x)`): reads after it read that, not what the caller handed."""
     bindings: list[tuple[ast.expr, ast.expr | None]] = []  # (target, value; None: unknown)
-    for child in _body_nodes(node):
+    for child in nodes:
         if isinstance(child, ast.Assign):
             bindings.extend((t, child.value) for t in child.targets)
         elif isinstance(child, ast.AnnAssign | ast.AugAssign) and child.value is not None:
@@ -298,7 +299,7 @@ def _carried(expr: ast.expr, carriers: dict[str, frozenset[str]]) -> frozenset[s
 _Call = tuple[ast.Call, frozenset[str], frozenset[str]]
 
 
-def _calls(node: Function, params: frozenset[str]) -> list[_Call]:
+def _calls(node: Function, nodes: list[ast.AST], params: frozenset[str]) -> list[_Call]:
     """The calls one call of the function makes once (not in its `for`/`while` loops,
     whose passes its own module judges, nor in functions, lambdas or classes it defines,
     nor in branches for another device: `if mps: x = x.cpu()`), each with the parameters
@@ -308,7 +309,7 @@ def _calls(node: Function, params: frozenset[str]) -> list[_Call]:
     found: list[_Call] = []
     flags = frozenset(
         name
-        for child in _body_nodes(node)
+        for child in nodes
         if isinstance(child, ast.Assign) and _names_a_device(child.value)
         for target in child.targets
         for name in _target_names(target)
@@ -444,17 +445,19 @@ def _host_tests(test: ast.expr) -> tuple[frozenset[str], frozenset[str]]:
     return (on_false, on_true) if negated else (on_true, on_false)
 
 
-def _in_tests(node: Function) -> frozenset[int]:
+def _in_tests(nodes: list[ast.AST]) -> frozenset[int]:
     """Ids of the nodes in the tests of the function's `assert`, `if`, `while` and
     conditional expressions: reads there check a value, they do not convert it."""
     found: set[int] = set()
-    for child in _body_nodes(node):
+    for child in nodes:
         if isinstance(child, ast.Assert | ast.If | ast.While | ast.IfExp):
             found.update(id(n) for n in ast.walk(child.test))
     return frozenset(found)
 
 
 def _body_nodes(node: Function) -> list[ast.AST]:
+    """Every node of the function's own body (not of the functions, lambdas and classes
+    it defines): walked once per summary, read by `_carriers`, `_calls` and `_in_tests`."""
     found: list[ast.AST] = []
     stack: list[ast.AST] = list(node.body)
     while stack:

@@ -277,9 +277,33 @@ def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
     return tuple(p for p in found if p != own)[:MAX_MODULES]
 
 
+def lend(path: str, text: str, tree: ast.Module) -> None:
+    """Lend `parse` the linted file's own tree (the engine's guard parse of `text`) for
+    the lint: the layers that summarise modules from disk meet the linted file as well
+    (its own helpers, its callers' index), and parsed it a second time."""
+    _lent[os.path.abspath(path)] = (text, tree)
+
+
+_lent: dict[str, tuple[str, ast.Module]] = lint_memo.scratch()
+
+
 def parse(path: str, text: str) -> ast.Module | None:
     """A module's CPython tree; None if it fails (a module that does not parse tells
-    nothing). Not cached: callers keep what they learn from it, not the tree."""
+    nothing). Callers keep what they learn from it, not the tree; within a lint, the
+    summaries of the same module by several layers share one parse (`_parsed`), and the
+    linted file's is the engine's where the text on disk is the text linted."""
+    lent = _lent.get(path)
+    if lent is not None and lent[0] == text:
+        return lent[1]
+    return _parsed(path, text) if lint_memo.in_lint() else _parse(path, text)
+
+
+@lint_memo.memo(1)
+def _parsed(path: str, text: str) -> ast.Module | None:
+    return _parse(path, text)
+
+
+def _parse(path: str, text: str) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

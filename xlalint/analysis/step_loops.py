@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import parameter
+from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.imports import ImportTable
@@ -278,9 +278,7 @@ class LoopAnalysis(LoaderTracing):
             if not positions:
                 continue
             for function in self.resolve(call, site.class_def):  # type: ignore[arg-type]
-                params = [
-                    p.name.value for p in (*function.params.posonly_params, *function.params.params)
-                ]
+                params = positional_names(function)
                 if id(function) in self._method_classes and params[:1] in (["self"], ["cls"]):
                     params = params[1:]  # bound by the call's receiver
                 if any(i < len(params) and _joined(function, params[i]) for i in positions):

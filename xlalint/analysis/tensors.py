@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import bind, parameters, signature_of
+from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
 from xlalint.analysis.documented_types import documented_host_parameters
 from xlalint.analysis.guards import negated
 from xlalint.analysis.host_arguments import host_copy, host_parameters, moved_later
@@ -603,8 +603,7 @@ class TensorKinds:
         that its framework fills with the current batch's device tensors (a fastai
         callback's `self.pred` in `after_pred`: `hotness.batch_state`)."""
         frame: dict[str, Kind] = {}
-        params = node.params
-        positional = [*params.posonly_params, *params.params]
+        positional = positional_params(node)
         # Not callback hooks (`on_prediction_step(self, args, state, control)`): they get
         # the trainer's state, not tensors.
         tensor_params = module_call or (
@@ -800,11 +799,7 @@ class TensorKinds:
         params = parameters(node)
         owner = self._class_names[-1] if self._class_names else None
         for index, param in enumerate(params):
-            if (
-                in_class
-                and index == 0
-                and param in (*node.params.posonly_params, *node.params.params)
-            ):
+            if in_class and index == 0 and param in positional_params(node):
                 if owner in self._records:
                     found[param.name.value] = (owner, False)
                 continue

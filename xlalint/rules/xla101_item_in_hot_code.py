@@ -4,7 +4,14 @@ import libcst as cst
 
 from xlalint.analysis.arguments import bind, star_arguments
 from xlalint.analysis.helper_calls import HelperCall
-from xlalint.analysis.helper_reads import HelperReads, HostRead, Reader
+from xlalint.analysis.helper_reads import (
+    STAR,
+    HelperReads,
+    HostRead,
+    Reader,
+    in_own_loop,
+    is_check,
+)
 from xlalint.analysis.host_reads import (
     ReadRuns,
     arithmetic_whole,
@@ -12,10 +19,12 @@ from xlalint.analysis.host_reads import (
     read_root,
     returned_whole,
 )
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey
 from xlalint.analysis.tensors import binding_key, copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.positions import Positions, positions_of
+from xlalint.rule import PendingReport
 from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -61,13 +70,27 @@ class ItemInHotCode(HelperCallRule):
     that converts that very parameter (`float(p)`, `int(p)`, `p.item()`, or each element of
     its `*args`) costs the same read: the call is reported, naming the helper and the line
     of its read (`metric.add(loss * n, n)` where `Accumulator.add` keeps
-    `[a + float(b) for a, b in zip(self.data, args)]`). Helpers are found by name: `f(...)`,
-    `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a class of the module
-    (`metric = Accumulator(3)`). Not flagged: such helpers called with Python numbers
+    `[a + float(b) for a, b in zip(self.data, args)]`), and the read is not (README
+    "Labelling": the call is where the caller can stop handing a device tensor). So is a
+    value the helper computes from the parameter on the device, where the helper's code
+    knows it reads a tensor: by its own methods and rows (`self._sum +=
+    values.sum().item()` with `values: torch.Tensor`), and by arithmetic, comparisons and
+    `torch` functions of such values (`pred = logits < 0`, then `float(th.sum(pred))`).
+    One finding per call: two per-step calls are two findings, and a call handing several
+    such parameters is one, standing for the conversions of each argument it hands over.
+    A check of the input (a read in the test of an `assert`, `if`, `while` or conditional
+    expression: `assert targets.max().item() < n`)
+    is the helper's own, reported at the read once, whichever call hands the value; a read
+    in a function per step by its own name (`forward`) stays where it is too, and so do a
+    read in a loop statement of the helper (`for i in range(batch): int(lens[i].item())`:
+    its work per row) and a read no per-step call of the module feeds. Helpers are found
+    by name: `f(...)`, `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a
+    class of the module (`metric = Accumulator(3)`). Not flagged: such helpers called with
+    Python numbers
     (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it
     or read it only where a type test made it a Python value (`if isinstance(alpha,
-    float): ... float(alpha)`: a tensor takes the other branch), and reads already reported
-    inside the helper. What the call hands over is a tensor when
+    float): ... float(alpha)`: a tensor takes the other branch), and checks of the input
+    reported inside the helper. What the call hands over is a tensor when
     it comes out of a module: an `nn` class, or a class of the file derived from one
     (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
     `metric.add(l.sum(), n)` is flagged); an instance of a class derived from anything else
@@ -300,6 +323,9 @@ class ItemInHotCode(HelperCallRule):
         self._branch_reads: dict[int, dict[str, set[str]]] = {}
         self._reads = HelperReads(self.calls)
         self._handed: set[int] = set()  # calls a reported read was handed to, by id
+        # Conversions of a helper's parameters, by (helper, slot): their findings wait for
+        # the calls (`_withholds`).
+        self._withheld: dict[tuple[FunctionKey, str], list[PendingReport]] = {}
 
     # -- walk: helpers and what they read ------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -311,12 +337,12 @@ class ItemInHotCode(HelperCallRule):
         self._reads.pop_function()
 
     def leave_Assign(self, node: cst.Assign) -> None:
+        self._reads.bind([t.target for t in node.targets], node.value)
         super().leave_Assign(node)
-        self._reads.bind([t.target for t in node.targets])
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._reads.bind([node.target], node.value)
         super().leave_AnnAssign(node)
-        self._reads.bind([node.target])
 
     def visit_For(self, node: cst.For) -> None:
         super().visit_For(node)
@@ -334,8 +360,9 @@ class ItemInHotCode(HelperCallRule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
             flagged = self._reads_device_tensor(func.value)
+            withheld = self._withholds(node, func.value, flagged)
             if not self.ctx.type_tested_host(func.value):
-                self._reads.note_read(node, flagged)
+                self._reads.note_read(node, flagged and withheld is None, flagged)
             if flagged:
                 skip, repeat_of = self._one_cause(func.value, node)
                 if not skip:
@@ -345,6 +372,7 @@ class ItemInHotCode(HelperCallRule):
                         fix=self._detach_fix(node),
                         repeat_of=repeat_of,
                     )
+                    self._withhold(node, withheld)
         elif (
             type(func) is cst.Name
             and func.value in ("float", "int")
@@ -352,13 +380,15 @@ class ItemInHotCode(HelperCallRule):
             and node.args[0].keyword is None
         ):
             flagged = self.ctx.is_tensor(node.args[0].value)
+            withheld = self._withholds(node, node.args[0].value, flagged)
             if not self.ctx.type_tested_host(node.args[0].value):
-                self._reads.note_read(node, flagged)
+                self._reads.note_read(node, flagged and withheld is None, flagged)
             if flagged:
                 skip, repeat_of = self._one_cause(node.args[0].value, node)
                 if not skip:
                     message = self.message.format(call=f"{func.value}(tensor)")
                     self.report(node, message, repeat_of=repeat_of)
+                    self._withhold(node, withheld)
         else:
             self.note_call(node)
             self.report_read_elsewhere(node, hint=self.helper_hint)
@@ -374,13 +404,17 @@ class ItemInHotCode(HelperCallRule):
         value = node.args[0].value
         if qualified.startswith("math.") and qualified[5:] in MATH_CONVERSIONS:
             flagged = self.ctx.is_tensor(value)
+            withheld = self._withholds(node, value, flagged)
             if not self.ctx.type_tested_host(value):
-                self._reads.note_value_read(node, value, f"{qualified}()", flagged)
+                spelled = f"{qualified}()"
+                reported_here = flagged and withheld is None
+                self._reads.note_value_read(node, value, spelled, reported_here, flagged)
             if flagged:
                 skip, repeat_of = self._one_cause(value, node)
                 if not skip:
                     message = self.message.format(call=f"{qualified}(tensor)")
                     self.report(node, message, repeat_of=repeat_of)
+                    self._withhold(node, withheld)
         elif qualified in LIST_TENSOR_FACTORIES and type(value) in (cst.List, cst.Tuple):
             for element in value.elements:  # type: ignore[attr-defined]
                 if type(element) is cst.Element:
@@ -388,14 +422,40 @@ class ItemInHotCode(HelperCallRule):
                     spelled = f"{qualified}([...])"
                     self._reads.note_value_read(node, element.value, spelled, flagged)
 
+    def _withholds(
+        self, read: cst.Call, value: cst.BaseExpression, flagged: bool
+    ) -> tuple[FunctionKey, str] | None:
+        """The helper and slot (`analysis/helper_reads.py`) of a flagged conversion of a
+        parameter, whose finding waits for the calls: reported at each per-step call that
+        hands it a device tensor, and at the read only where no such call does. Not a
+        check of the input, a read in a loop statement of the helper, nor a read in a
+        function per step by its own name."""
+        function = self.ctx.function
+        if not flagged or function is None or PER_STEP_FUNCTIONS.match(function.name):
+            return None
+        slot = self._reads.slot(value)
+        if slot is None or is_check(read, self.ctx.ancestors()):
+            return None
+        if in_own_loop(self.ctx.enclosing_loops):
+            return None
+        return function, slot
+
+    def _withhold(self, read: cst.Call, withheld: tuple[FunctionKey, str] | None) -> None:
+        """Take the finding just reported at `read` off the list until the calls are known."""
+        if withheld is not None and self.reports and self.reports[-1].node is read:
+            self._withheld.setdefault(withheld, []).append(self.reports.pop())
+
     def leave_Module(self, node: cst.Module) -> None:
         positions: Positions | None = None
+        covered: set[tuple[FunctionKey, str]] = set()  # slots reported at a per-step call
         for call in self.calls.calls:
             reader = self._reads.readers.get(call.helper)
             found = self._read_argument(call, reader) if reader is not None else None
             if found is None:
                 continue
-            argument, read = found
+            argument, read, slots = found
+            if self.ctx.hot.is_hot(call.site):  # the call is the cause of each read it feeds
+                covered.update((call.helper, slot) for slot in slots)
             positions = positions or positions_of(self.ctx.module)
             message = self.helper_message.format(
                 argument=spelled_argument(self.ctx.module.code_for_node(argument)),
@@ -404,26 +464,38 @@ class ItemInHotCode(HelperCallRule):
                 line=positions[read.call].start.line,
             )
             self.report(call.node, message, hint=self.helper_hint, site=call.site)
+        for slot, reports in self._withheld.items():
+            if slot not in covered:  # no per-step call hands it a device tensor
+                self.reports.extend(reports)
 
     def _read_argument(
         self, call: HelperCall, reader: Reader
-    ) -> tuple[cst.BaseExpression, HostRead] | None:
+    ) -> tuple[cst.BaseExpression, HostRead, list[str]] | None:
         """The first device-tensor argument of the call that the helper reads on the host
-        (and does not already have reported where it reads it)."""
+        (and does not report where it reads it), with every slot the call feeds so (one
+        call, one cause: its finding stands for each of them)."""
         signature = self.calls.signature(call.helper)
         bound = bind(call.node, signature) if signature is not None else None
         if signature is None or bound is None:
             return None
+        found: list[tuple[cst.BaseExpression, HostRead, str]] = []
         for param, read in reader.reads.items():
             value = bound.get(param)
             if value is not None and id(value) in call.tensors and not read.flagged:
-                return value, read
+                found.append((value, read, param))
         star = reader.star_read
         if star is not None and not star.flagged:
             for value in star_arguments(call.node, signature):
                 if id(value) in call.tensors:
-                    return value, star
-        return None
+                    found.append((value, star, STAR))
+                    break
+        if not found:
+            return None
+        # The call is the cause of every conversion of what it hands over, whatever the
+        # other arguments are known to be (`compute_train_stats(logits, batch["labels"])`).
+        slots = [slot for _, _, slot in found]
+        slots += [param for param in reader.reads if param in bound and param not in slots]
+        return found[0][0], found[0][1], slots
 
     def _one_cause(
         self, value: cst.BaseExpression, read: cst.Call

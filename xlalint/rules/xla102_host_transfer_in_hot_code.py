@@ -5,10 +5,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.arguments import parameter
+from xlalint.analysis.arguments import bind, parameter
+from xlalint.analysis.helper_calls import HelperCall
+from xlalint.analysis.helper_reads import computed_root, in_own_loop, is_check
 from xlalint.analysis.host_reads import ReadRuns, consuming_call
-from xlalint.analysis.hotness import FunctionKey, Site
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey, Site
 from xlalint.context import Kind
+from xlalint.positions import positions_of
+from xlalint.rule import PendingReport
 from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
 from xlalint.walk import descendants, names_under, target_names
 
@@ -34,6 +38,9 @@ class _ParameterCopy:
     site: Site
     function: FunctionKey
     params: frozenset[str]  # the parameters the copied value is computed from
+    # The copied value is a parameter itself, through its own methods (`out.detach()`):
+    # a conversion of what the helper is handed, the call's cause.
+    direct: bool = False
 
 
 class HostTransferInHotCode(HelperCallRule):
@@ -139,6 +146,17 @@ class HostTransferInHotCode(HelperCallRule):
     are one cause, reported at the first. Reads that are Python values (`.item()`,
     `float()`) are XLA101's.
 
+    A copy of what a helper of the module is handed (`def update_meters(self, output,
+    sample): output.detach().cpu()` kept for host meters, `actions.cpu().numpy()` handed
+    back), made where the helper is not per step by its own name, is reported at each
+    per-step call of the module that hands it a device tensor, naming the helper and the
+    line of its copy, and not at the copy (README "Labelling": a conversion is the call's
+    cause, where the caller can stop handing a device tensor); where no such call feeds it,
+    at the copy. One finding per call; where the helper also reads the parameter as a
+    number (`value.item()` for a scalar, `.cpu()` otherwise), the call is XLA101's. A copy
+    of a value the helper computes itself (`self.model(x).cpu()`), or made in a loop
+    statement of the helper (a slice per row), stays where it is.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
     the host needs its value, so the pending graph is compiled and executed right there and
@@ -193,6 +211,14 @@ class HostTransferInHotCode(HelperCallRule):
         "`{argument}` is handed to `{helper}()`, which copies it to the host with `{read}` "
         "({file}:{line}) every step, forcing a graph execution"
     )
+    helper_message = (
+        "`{argument}` is handed to `{helper}()`, which copies it to the host with `{read}` "
+        "(line {line}) every step, forcing a graph execution"
+    )
+    helper_hint = (
+        "Hand the helper what it needs on the host once, after the loop, or keep its work on "
+        "the device"
+    )
     write_message = (
         "Writing a device tensor into `{host}`, a tensor on the host, copies it to the host "
         "every step, forcing a graph execution"
@@ -219,6 +245,11 @@ class HostTransferInHotCode(HelperCallRule):
         self._function_nodes: list[cst.FunctionDef] = []
         # Calls one of whose arguments was reported a copy (`update(a.cpu(), b.cpu())`).
         self._handed: set[int] = set()
+        # Copies of a helper's parameters, reported at the per-step calls that hand them a
+        # device tensor (`_helper_copy`), with the finding at the copy held back meanwhile.
+        self._helper_copies: list[tuple[_ParameterCopy, PendingReport]] = []
+        # Parameters a helper also reads as numbers (`value.item()`): XLA101's calls.
+        self._number_reads: set[tuple[FunctionKey, str]] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -310,6 +341,7 @@ class HostTransferInHotCode(HelperCallRule):
         self.note_call(node)
         self.report_read_elsewhere(node)
         func = node.func
+        self._note_number_read(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._note_backward(func.value)
         if not isinstance(func, cst.Attribute) or func.attr.value not in _TRANSFERS:
@@ -361,6 +393,7 @@ class HostTransferInHotCode(HelperCallRule):
                 self._handed.add(id(handed_to))
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, message, end_node=node, repeat_of=repeat_of)
+            self._helper_copy(func.attr, node, receiver, message)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
             self._defer_parameter_copy(func.attr, node, receiver, message)
 
@@ -409,8 +442,14 @@ class HostTransferInHotCode(HelperCallRule):
             return
         if self.ctx.runs_without_xla or self.ctx.under_sparse_interval:
             return  # what `report` would drop, checked now: the site is judged later
+        root = computed_root(receiver)
+        direct = type(root) is cst.Name and self.calls.is_param(root.value)
+        direct = direct and not is_check(node, self.ctx.ancestors())
+        direct = direct and not in_own_loop(self.ctx.enclosing_loops)
         self._parameter_copies.append(
-            _ParameterCopy(attr, node, message, self.ctx.site(), function, frozenset(params))
+            _ParameterCopy(
+                attr, node, message, self.ctx.site(), function, frozenset(params), direct
+            )
         )
 
     def _parameters_in(
@@ -458,9 +497,95 @@ class HostTransferInHotCode(HelperCallRule):
         )
         return True
 
+    def _note_number_read(self, node: cst.Call) -> None:
+        """`value.item()`, `float(value)` of a parameter in a helper: a call handing it a
+        device tensor is XLA101's to report, once, where the helper also copies it."""
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
+            value = func.value
+        elif type(func) is cst.Name and func.value in ("float", "int") and len(node.args) == 1:
+            value = node.args[0].value
+        else:
+            return
+        function = self.ctx.function
+        if function is not None:
+            for root in _roots(value):
+                for param in self._parameters_in(root):
+                    self._number_reads.add((function, param))
+
+    def _helper_copy(
+        self, attr: cst.CSTNode, node: cst.Call, receiver: cst.BaseExpression, message: str
+    ) -> None:
+        """A copy of what a helper is handed (`def update_meters(self, output, sample):
+        output.detach().cpu()`), not a check of it and not in a function per step by its
+        own name: the finding just reported waits for the calls, and goes to each per-step
+        call that hands it a device tensor (README "Labelling": a conversion is the call's
+        cause), staying at the copy only where no such call does."""
+        function = self.ctx.function
+        if function is None or PER_STEP_FUNCTIONS.match(function.name):
+            return
+        root = computed_root(receiver)  # the parameter itself, through its own methods
+        if type(root) is not cst.Name or not self.calls.is_param(root.value):
+            return
+        params = {root.value}
+        if is_check(node, self.ctx.ancestors()) or in_own_loop(self.ctx.enclosing_loops):
+            return
+        if not self.reports or self.reports[-1].node is not attr:
+            return
+        pending = self.reports.pop()
+        copy = _ParameterCopy(attr, node, message, pending.site, function, frozenset(params), True)
+        self._helper_copies.append((copy, pending))
+
+    def _calls_handing(self, copy: _ParameterCopy) -> list[tuple[HelperCall, cst.BaseExpression]]:
+        """The per-step calls that hand one of the copied parameters a device tensor."""
+        signature = self.calls.signature(copy.function)
+        if signature is None:
+            return []
+        found = []
+        for call in self.calls.calls:
+            if call.helper != copy.function or not self.ctx.hot.is_hot(call.site):
+                continue
+            bound = bind(call.node, signature) or {}
+            for param in sorted(copy.params):
+                value = bound.get(param)
+                if value is not None and id(value) in call.tensors:
+                    found.append((call, value))
+                    break
+        return found
+
+    def _report_at_calls(self, copy: _ParameterCopy, reported: set[int]) -> bool:
+        """Report the copy at the per-step calls that feed it (one finding a call); False
+        where there are none."""
+        calls = self._calls_handing(copy)
+        if not calls:
+            return False
+        numbers = any((copy.function, p) in self._number_reads for p in copy.params)
+        positions = positions_of(self.ctx.module)
+        for call, value in calls:
+            if id(call.node) in reported or numbers:
+                continue
+            reported.add(id(call.node))
+            code = self.ctx.module.code_for_node(value)
+            spelled = copy.message.split("`")[1]
+            message = self.helper_message.format(
+                argument=spelled_argument(code),
+                helper=copy.function.name,
+                read=spelled,
+                line=positions[copy.attr].start.line,
+            )
+            self.report(call.node, message, hint=self.helper_hint, site=call.site)
+        return True
+
     def leave_Module(self, node: cst.Module) -> None:
+        reported: set[int] = set()  # calls reported for a helper's copies, by id
+        for copy, pending in self._helper_copies:
+            if not self._report_at_calls(copy, reported):
+                self.reports.append(pending)
         for copy in self._parameter_copies:
-            if any(self.calls.tensor_sites(copy.function, p) for p in sorted(copy.params)):
+            if not any(self.calls.tensor_sites(copy.function, p) for p in sorted(copy.params)):
+                continue
+            own = PER_STEP_FUNCTIONS.match(copy.function.name)
+            if own or not copy.direct or not self._report_at_calls(copy, reported):
                 self.report(copy.attr, copy.message, end_node=copy.call, site=copy.site)
         for copy in self._annotated_copies:
             (param,) = copy.params

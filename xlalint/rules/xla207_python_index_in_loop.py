@@ -540,17 +540,16 @@ class PythonIndexInLoop(Rule):
         and `prev_pos = cur_pos` in its pass): an `if` inside the loop, in whose body the
         node is."""
         found: set[Loop] = set()
-        tests: list[cst.BaseExpression] = []
+        # The loops the `if`s met so far take on one pass at most, each test asked once.
+        passes: set[Loop] = set()
         child: cst.CSTNode | None = None
         for ancestor in self.ctx.ancestors():
             kind = type(ancestor)
             if kind is cst.FunctionDef or kind is cst.Lambda:
                 break
             if kind is cst.If and child is ancestor.body:  # type: ignore[attr-defined]
-                tests.append(ancestor.test)  # type: ignore[attr-defined]
-            elif (kind is cst.For or kind is cst.While) and any(
-                ancestor in self.values.one_pass(test) for test in tests
-            ):
+                passes |= self.values.one_pass(ancestor.test)  # type: ignore[attr-defined]
+            elif (kind is cst.For or kind is cst.While) and ancestor in passes:
                 found.add(ancestor)  # type: ignore[arg-type]  # the `if`s met run in its pass
             child = ancestor
         return frozenset(found)

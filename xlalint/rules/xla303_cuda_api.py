@@ -398,8 +398,11 @@ class CudaApi(Rule):
         backend by construction, built only where CUDA was chosen; the cost, if any, is
         at that choice, not at each stream or graph call inside it."""
         class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
-        if class_def is None:
-            return False
+        return class_def is not None and self._captures(class_def)
+
+    def _captures(self, class_def: cst.ClassDef) -> bool:
+        """`_captures_by_construction`, once per class of the file (a class's methods and
+        the module-level helpers both ask)."""
         if self._graph_classes is None:
             self._graph_classes = {}
         key = id(class_def)
@@ -439,9 +442,7 @@ class CudaApi(Rule):
         for statement in module.body:
             if isinstance(statement, cst.ClassDef):
                 user: tuple[str, str | None] = (
-                    ("graph", None)
-                    if self._captures_by_construction(statement)
-                    else ("other", None)
+                    ("graph", None) if self._captures(statement) else ("other", None)
                 )
             elif isinstance(statement, cst.FunctionDef):
                 user = ("function", statement.name.value)
