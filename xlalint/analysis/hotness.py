@@ -69,10 +69,6 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "LogitsWarper": frozenset({"__call__"}),
     "StoppingCriteria": frozenset({"__call__"}),
     "Calculator": frozenset({"calculate"}),
-    # OpenMMLab's models (mmdet, mmpose, mmseg, mmaction) hand every training batch's
-    # features to their heads' `loss` (the model's `loss`, from `forward(mode="loss")` in
-    # mmengine's `train_step`).
-    "Head": frozenset({"loss"}),
     # A `torch.distributions` distribution's `log_prob` is the likelihood loss of every
     # training step that fits one (a forecaster's negative log-likelihood).
     "Distribution": frozenset({"log_prob"}),

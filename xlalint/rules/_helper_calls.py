@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
-from xlalint.analysis.host_reads import arithmetic_whole, consuming_call
 from xlalint.analysis.tensors import Kind
 from xlalint.rule import Rule
 
@@ -36,8 +35,6 @@ class HelperCallRule(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self.calls = HelperCalls()
-        # Calls a reported read in another module's helper was handed to, by id.
-        self._handed_elsewhere: set[int] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.calls.note_class(node)
@@ -97,20 +94,6 @@ class HelperCallRule(Rule):
         """Whether an argument is taken for a device tensor handed to the helper."""
         return self.ctx.kind(value) is Kind.TENSOR
 
-    def _consumer(self, node: cst.Call) -> cst.Call | None:
-        """The call a helper's result is handed to as an input (`consuming_call`), also
-        through host arithmetic or a comparison that makes the argument (`mask=to_numpy(w)
-        > 0`)."""
-        ancestors = list(self.ctx.ancestors())
-        whole = arithmetic_whole(node, ancestors)
-        read: cst.CSTNode = node
-        if whole is not None:
-            for index, ancestor in enumerate(ancestors):
-                if ancestor is whole:
-                    read, ancestors = whole, ancestors[index + 1 :]
-                    break
-        return consuming_call(read, ancestors)
-
     def report_read_elsewhere(self, node: cst.Call, hint: str | None = None) -> None:
         """A device tensor handed to a function of another project module that reads it
         on the host as this rule's code says (`asdict_as_float(loss)` a value,
@@ -118,13 +101,6 @@ class HelperCallRule(Rule):
         found = self.ctx.read_elsewhere(node)
         if found is None or found[1].read.code != self.code:
             return
-        handed_to = self._consumer(node)
-        if handed_to is not None:
-            if id(handed_to) in self._handed_elsewhere:
-                # `pck(output=to_numpy(pred), target=to_numpy(gt), mask=to_numpy(w) > 0)`:
-                # one call's inputs, copied by the helper, one cause.
-                return
-            self._handed_elsewhere.add(id(handed_to))
         argument, where = found
         message = self.elsewhere_message.format(
             argument=spelled_argument(self.ctx.module.code_for_node(argument)),

@@ -109,9 +109,7 @@ class ItemInHotCode(HelperCallRule):
     not), made only where the call leaves a parameter out (`if dim_size is None:`), in a
     loop of that function (its own module judges the loop), or in a function per step by
     its own name (`forward`: its file reports it). Its own file then does not report the
-    read a second time where the function reads nothing but its parameters. Such calls
-    handed to one call as its inputs (`log(a=as_float(x), b=as_float(y) > 0)`) are one
-    cause, reported at the first.
+    read a second time where the function reads nothing but its parameters.
 
     Python's `math` functions read a device tensor as a float (`math.exp(-loss)`), and
     a helper of the module that puts its parameter into `torch.tensor([...])`'s data

@@ -140,11 +140,8 @@ class HostTransferInHotCode(HelperCallRule):
     costs the copy every step: the call is reported, naming the function and the file and
     line of its copy (not a copy of Python values only, one in a loop of that function,
     one in its branch for another device, `if mps: prediction = prediction.cpu()`, or one
-    that function makes only without a parameter the call passes). Such calls handed to
-    one call as its inputs, also through host arithmetic or a comparison
-    (`pck_accuracy(output=to_numpy(pred), target=to_numpy(gt), mask=to_numpy(w) > 0)`),
-    are one cause, reported at the first. Reads that are Python values (`.item()`,
-    `float()`) are XLA101's.
+    that function makes only without a parameter the call passes). Reads that are Python
+    values (`.item()`, `float()`) are XLA101's.
 
     A copy of what a helper of the module is handed (`def update_meters(self, output,
     sample): output.detach().cpu()` kept for host meters, `actions.cpu().numpy()` handed
