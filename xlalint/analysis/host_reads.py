@@ -70,7 +70,8 @@ def _field(subscript: cst.Subscript) -> str | None:
 
 def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.Call | None:
     """The call that `read` (an `.item()`, a copy to the host; `ancestors` innermost
-    first) is handed to: as an argument of its own (`f(x.item())`, `f(x.cpu())`), as an
+    first) is handed to: as an argument of its own (`f(x.item())`, `f(x.cpu())`, also
+    through methods that hand back the copy as it is: `f(x.detach().cpu().numpy())`), as an
     operand of host arithmetic that makes the argument (`f(loss=x.item() / n)`: the read
     scaled on its way in), or as a part of a tuple, list, `%` operand or f-string
     formatted into one argument (`f("%f" % (x.cpu().numpy(),))`), there also through
@@ -79,20 +80,26 @@ def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.C
     "float64"))`) is an input of its own."""
     child = read
     formatted = False
+    # Only methods that hand back the copy as it is applied to it so far (`x.cpu().numpy()`
+    # is the copy itself, as `f(x.cpu(), ...)` would hand it).
+    same = True
+    method = ""
     outward = iter(ancestors)
     for ancestor in outward:
         kind = type(ancestor)
         if kind is cst.Arg:
-            if ancestor.value is not child or not (child is read or formatted):  # type: ignore[attr-defined]
+            if ancestor.value is not child or not (child is read or formatted or same):  # type: ignore[attr-defined]
                 return None
             call = next(outward, None)
             return call if type(call) is cst.Call else None
         if kind is cst.Attribute:
             if formatted or ancestor.value is not child:  # type: ignore[attr-defined]
                 return None
+            method = ancestor.attr.value  # type: ignore[attr-defined]
         elif kind is cst.Call:
             if formatted or ancestor.func is not child:  # type: ignore[attr-defined]
                 return None
+            same = same and method in _KEEPS_COPY and not ancestor.args  # type: ignore[attr-defined]
         elif kind is cst.BinaryOperation:
             operator = type(ancestor.operator)  # type: ignore[attr-defined]
             if operator is not cst.Modulo and operator not in _ARITHMETIC:
@@ -106,6 +113,8 @@ def consuming_call(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.C
     return None
 
 
+# Methods of a host copy that hand back the same values: `x.cpu().numpy()`, `.detach()`.
+_KEEPS_COPY = frozenset({"numpy", "detach", "cpu", "clone", "contiguous"})
 _ARITHMETIC = frozenset(
     {cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power}
 )

@@ -69,6 +69,9 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "LogitsWarper": frozenset({"__call__"}),
     "StoppingCriteria": frozenset({"__call__"}),
     "Calculator": frozenset({"calculate"}),
+    # A `torch.distributions` distribution's `log_prob` is the likelihood loss of every
+    # training step that fits one (a forecaster's negative log-likelihood).
+    "Distribution": frozenset({"log_prob"}),
 }
 
 
@@ -207,8 +210,9 @@ _AXES_NAME = re.compile(r"^_*(ax|axs|axes)(_\w+|\d+)?$", re.I)
 # `TrainerCallback`, poutyne and most trainer libraries name them: `on_batch_end`,
 # `on_train_batch_begin`, `on_step_end`, `on_train_step_end`, `on_eval_step_start`. A
 # trainer fires them around every batch; `on_epoch_end`, `on_train_end`, `on_fit_start`
-# name once-per-epoch or once-per-run events and do not match.
-CALLBACK_STEP_HOOK = re.compile(r"^on_(\w+_)?(batch|step)_(begin|start|end)$")
+# name once-per-epoch or once-per-run events and do not match. Composer's callbacks name
+# the events themselves, without `on_` (`batch_end`, `eval_batch_end`, `batch_start`).
+CALLBACK_STEP_HOOK = re.compile(r"^(on_)?(\w+_)?(batch|step)_(begin|start|end)$")
 
 
 def per_step_hooks(base_names: Iterable[str], method_names: Iterable[str] = ()) -> frozenset[str]:

@@ -38,7 +38,7 @@ from xlalint.analysis.devices import names_xla, positional_argument
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.members import _reach
+from xlalint.analysis.members import _reach, member_values_in
 from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
 from xlalint.walk import children, code_children, descendants, last_name, target_names
@@ -66,6 +66,13 @@ _VERB_PREFIX = re.compile(
     r"named|iter|list|num|find|compile|save|freeze|patch|replace|enable|disable|remove|add|"
     r"check|resolve|update|copy|fuse|unwrap|wrap|maybe|reset|clear|swap|print|log)_",
     re.I,
+)
+# An optimizer's step by another name: Keras 3's optimizers update the variables they are
+# handed with the gradients (`optimizer.apply(grads, trainable_variables)`).
+_APPLY_METHODS = frozenset({"apply", "apply_gradients"})
+# Calls that hand back a callable running the function they are handed first.
+_FUNCTION_WRAPPERS = frozenset(
+    {"torch.compile", "torch.jit.script", "torch.jit.trace", "functools.partial"}
 )
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "islice", "cycle"})
 # Iterator classes and helpers that re-yield the batches of the loader they are handed:
@@ -751,6 +758,12 @@ class _BodyScanner:
                 facts.trains = facts.backward = True
             elif method == "step" and not on_item:
                 self._step(call, func.value)
+            elif (
+                method in _APPLY_METHODS and call.args and not on_item and is_optimizer(func.value)
+            ):
+                # Keras 3's `optimizer.apply(grads, variables)` and `apply_gradients(zip(
+                # grads, variables))` (also its torch backend's trainer): the step.
+                self.facts.trains = self.facts.steps_optimizer = True
             elif method == "step" and not _SCHEDULER_NAME.search(_last_name(func.value) or ""):
                 facts.steps_items = True
             elif method == "zero_grad" and not on_item:
@@ -1246,10 +1259,61 @@ class LoopFacts:
                     # `self.batch_update(x, y)` in a base that leaves it abstract runs
                     # what its subclasses here write (a trainer's and an evaluator's).
                     return self._overrides(class_def, methods) or own
-                return own or methods
+                return own or methods or self._held_functions(class_def, name)
             if self_call(call) or name not in _GENERIC_METHODS:
                 return methods
         return []
+
+    def _held_functions(self, class_def: cst.ClassDef, name: str) -> list[cst.FunctionDef]:
+        """`self.train_function(data)` where no method has that name: the functions of this
+        module (a method's nested step function too) that the class, a base or a subclass
+        of it here assigns to the attribute, as they are (`self.train_function =
+        one_step_on_data`, a method: `self.train_step`) or wrapped by a call that runs them
+        (`torch.compile(fn)`, `torch.jit.script(fn)`, `functools.partial(fn, ...)`; not
+        `torch_xla.compile`, which syncs around it: the call stays unknown). A Keras-style
+        trainer builds its step so and calls it on every batch."""
+        key = ("held", id(class_def))
+        memo = self._memo.get(key)
+        if not isinstance(memo, dict):
+            memo = self._memo[key] = {}
+        found = memo.get(name)
+        if found is None:
+            found = []
+            for value, scope in member_values_in(self.module, class_def.name.value, name):
+                if isinstance(value, cst.Call) and value.args:
+                    first = value.args[0]
+                    if (
+                        self.imports.resolve(value.func) not in _FUNCTION_WRAPPERS
+                        or first.keyword is not None
+                        or first.star
+                    ):
+                        continue
+                    value = first.value
+                if isinstance(value, cst.Name):
+                    # The function of that name the assigning method defines, else the
+                    # module's (two methods may each nest a `one_step_on_data`).
+                    functions = self._functions.get(value.value, [])
+                    local = [f for f in functions if scope is not None and _defines(scope, f)]
+                    found.extend(
+                        local or [f for f in functions if any(f is s for s in self.module.body)]
+                    )
+                elif (
+                    isinstance(value, cst.Attribute)
+                    and isinstance(value.value, cst.Name)
+                    and value.value.value == "self"
+                    and value.attr.value != name
+                ):
+                    # `self.step_fn = torch.compile(self.train_step)`: that method.
+                    found.extend(self._own_methods(class_def, value.attr.value))
+            memo[name] = found
+        return found
+
+    def _own_methods(self, class_def: cst.ClassDef, name: str) -> list[cst.FunctionDef]:
+        """The methods `name` that `self.name(...)` in a method of `class_def` may run: the
+        class's own, else any of the module's (a base's or a subclass's)."""
+        methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
+        own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
+        return own or methods
 
     def _overrides(
         self, class_def: cst.ClassDef, methods: list[cst.FunctionDef]
@@ -1633,6 +1697,19 @@ class LoopFacts:
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _defines(scope: cst.FunctionDef, function: cst.FunctionDef) -> bool:
+    """`function` is defined in `scope`'s own code (not in a function nested there)."""
+    pending: list[cst.CSTNode] = [scope.body]
+    while pending:
+        node = pending.pop()
+        for child in code_children(node):
+            if child is function:
+                return True
+            if type(child) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                pending.append(child)
+    return False
 
 
 def _is_property(function: cst.FunctionDef) -> bool:

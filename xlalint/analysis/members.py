@@ -147,6 +147,75 @@ def member_method_call(
     return not owners.isdisjoint(_family(class_name, module))
 
 
+# A value assigned to an attribute, with the function whose code assigns it.
+MemberValue = tuple[cst.BaseExpression, cst.FunctionDef | None]
+
+
+@lint_memo.memo(16)
+def member_values(module: cst.Module) -> dict[tuple[str, str], tuple[MemberValue, ...]]:
+    """For each class `K` of the module and attribute name `x`, the values `K`'s code
+    assigns to `self.x` (conditional expressions' branches apart), each with the function
+    that assigns it: where they are functions of the module (`self.train_function =
+    one_step_on_data`, a function nested in that method, or that function wrapped,
+    `torch.compile(one_step_on_data)`), `self.train_function(data)` runs them. What wraps
+    a function is the caller's to judge (`loop_facts.py`), by the file's imports. One walk
+    of the statements (expressions skipped)."""
+    found: dict[tuple[str, str], list[MemberValue]] = {}
+    stack: list[tuple[cst.CSTNode, str | None, cst.FunctionDef | None]] = [
+        (s, None, None) for s in module.body
+    ]
+    while stack:
+        node, owner, function = stack.pop()
+        kind = type(node)
+        if kind is cst.SimpleStatementLine:
+            if owner is None:
+                continue
+            for small in node.body:  # type: ignore[attr-defined]
+                if type(small) is not cst.Assign:
+                    continue
+                for target in small.targets:
+                    attribute = target.target
+                    if not (
+                        type(attribute) is cst.Attribute
+                        and type(attribute.value) is cst.Name
+                        and attribute.value.value == "self"
+                    ):
+                        continue
+                    values = found.setdefault((owner, attribute.attr.value), [])
+                    pending = [small.value]
+                    while pending:
+                        value = pending.pop()
+                        if type(value) is cst.IfExp:
+                            pending.extend((value.orelse, value.body))  # type: ignore[attr-defined]
+                        else:
+                            values.append((value, function))
+        elif kind in EXPRESSIONS:
+            continue
+        else:
+            if kind is cst.ClassDef:
+                owner, function = node.name.value, None  # type: ignore[attr-defined]
+            elif kind is cst.FunctionDef:
+                function = node  # type: ignore[assignment]
+            stack.extend((child, owner, function) for child in code_children(node))
+    return {key: tuple(values) for key, values in found.items()}
+
+
+def member_values_in(
+    module: cst.Module, class_name: str, attribute: str
+) -> tuple[MemberValue, ...]:
+    """The values (with the functions assigning them) that the class `class_name`, its
+    bases and its subclasses of the module assign to `self.<attribute>`: what a method of
+    that class reads there."""
+    table = member_values(module)
+    if not table:
+        return ()
+    return tuple(
+        value
+        for owner in _family(class_name, module)
+        for value in table.get((owner, attribute), ())
+    )
+
+
 @lint_memo.memo(256)
 def _family(name: str, module: cst.Module) -> frozenset[str]:
     """Class `name` with its bases and its subclasses of the module: the classes whose

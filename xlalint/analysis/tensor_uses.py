@@ -41,10 +41,38 @@ TENSOR_METHODS = TENSOR_RESULT_METHODS | {
 }  # fmt: skip
 
 
+# Tensor methods that take an index tensor, by the position of their `index` argument:
+# `x.index_select(0, idx - 1)`, `x.gather(1, idx)`, `x.index_add_(0, idx, src)`.
+INDEX_METHODS = {
+    name: 1
+    for name in (
+        "index_select", "gather", "index_add", "index_add_", "index_copy", "index_copy_",
+        "index_fill", "index_fill_", "scatter_", "scatter_add", "scatter_add_",
+        "scatter_reduce", "scatter_reduce_",
+    )
+}  # fmt: skip
+
+
+def _index_argument(call: cst.Call, position: int) -> cst.BaseExpression | None:
+    """The `index` argument of an index-taking tensor method: by keyword, else the
+    positional argument at `position` (the one after `dim`)."""
+    positional = []
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            if arg.keyword.value == "index":
+                return arg.value
+        else:
+            positional.append(arg.value)
+    return positional[position] if len(positional) > position else None
+
+
 def tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
     """Names `function` uses as tensors: handed (or an element or comparison of them) to a
-    torch operation that takes only tensors, or the receivers, through subscripts, of a
-    method only tensors have."""
+    torch operation that takes only tensors, or as the index of a tensor method that
+    takes an index tensor (`index_select(0, cont_idx - 1)`, `gather(1, idx)`), or the
+    receivers, through subscripts, of a method only tensors have."""
     return frozenset(_uses_in(function.body, imports))
 
 
@@ -64,6 +92,10 @@ def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
         if not isinstance(node, cst.Call):
             continue
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in INDEX_METHODS:
+            index = _index_argument(node, INDEX_METHODS[func.attr.value])
+            if index is not None and imports.resolve(func) is None:
+                found |= operands(index)
         if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
             receiver = func.value
             while isinstance(receiver, cst.Subscript):

@@ -705,6 +705,8 @@ class TensorKinds:
         # Per frame, the function being walked, and the names it runs backward on (found on
         # the first question: `trained_names`).
         self._function_nodes: list[cst.FunctionDef | None] = [None]
+        # Per frame, the names its function uses as tensors (`tensor_uses`), on demand.
+        self._uses: list[frozenset[str] | None] = [None]
         self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
         # Per frame, the names the function walks as modules (`next(pnet.parameters())`),
         # found on the first question (`_walked_as_module`).
@@ -828,6 +830,7 @@ class TensorKinds:
         self._batch_state.append(batch_state)
         self._scaled.append({})
         self._function_nodes.append(node)
+        self._uses.append(None)
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
@@ -914,6 +917,7 @@ class TensorKinds:
         self._batch_state.pop()
         self._scaled.pop()
         self._function_nodes.pop()
+        self._uses.pop()
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
@@ -1951,6 +1955,15 @@ class TensorKinds:
             return
         kind = self.of(iterable)
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
+        if kind is Kind.UNKNOWN and self._handed_in(iterable) and self._used_as_tensor(target):
+            # `for i, cont_idx in enumerate(batch["continuation_indices"])`, then
+            # `x.index_select(0, cont_idx - 1)`: what the function does with each item of
+            # the data it was handed says it is a tensor, and so does every item of a
+            # mapping's entry it iterates. (Data the function builds itself, a tokenizer's
+            # `return_tensors="pt"` output, shows no device: its tensors stay unknown.)
+            self.bind(target, Kind.TENSOR)
+            self._holds_tensors(iterable)
+            return
         self.bind(target, element.get(kind, Kind.UNKNOWN))
         if kind is Kind.ITERABLE:
             # Items of a loader are taken for tensors by its name: a guess for the loop's
@@ -1958,6 +1971,55 @@ class TensorKinds:
             # (`for self.batch, self.dataset in batches`).
             for attribute in _self_attributes_in(target):
                 self._self_attributes[-1][attribute] = Kind.UNKNOWN
+
+    def _handed_in(self, value: cst.BaseExpression) -> bool:
+        """`batch["continuation_indices"]`, `batch.ids`: a part of a parameter of the
+        function being walked that its body never rebinds: data its caller handed in."""
+        function = self._function_nodes[-1]
+        while type(value) in (cst.Subscript, cst.Attribute):
+            value = value.value  # type: ignore[attr-defined]
+        return (
+            function is not None
+            and type(value) is cst.Name
+            and value.value not in ("self", "cls")
+            and any(p.name.value == value.value for p in parameters(function))
+            and value.value not in binding_counts(function)
+        )
+
+    def _used_as_tensor(self, target: cst.BaseExpression) -> bool:
+        """A loop's name that the function being walked uses as a tensor (`tensor_uses`):
+        handed to a torch operation that takes only tensors, as an index tensor, or the
+        receiver of a method only tensors have."""
+        function = self._function_nodes[-1]
+        if type(target) is not cst.Name or function is None:
+            return False
+        uses = self._uses[-1]
+        if uses is None:
+            # (imported here: `tensor_uses` builds on this module)
+            from xlalint.analysis.tensor_uses import tensor_uses
+
+            uses = self._uses[-1] = tensor_uses(function, self.imports)
+        return target.value in uses
+
+    def _holds_tensors(self, iterable: cst.BaseExpression) -> None:
+        """`batch["continuation_indices"]` of a mapping of unknown values, iterated for
+        tensors: that entry holds tensors (`batch["continuation_indices"][i][0]` later in
+        the function is one); the mapping's other entries stay as they were."""
+        if not (type(iterable) is cst.Subscript and len(iterable.slice) == 1):
+            return
+        index = iterable.slice[0].slice
+        key = binding_key(iterable.value)
+        if not (
+            type(index) is cst.Index and type(index.value) is cst.SimpleString and key is not None
+        ):
+            return
+        known = self._dict_values[-1].get(key)
+        if known is None:
+            if self.of(iterable.value) is Kind.TENSOR:
+                return
+            known = self._dict_values[-1][key] = {None: Kind.UNKNOWN}
+        if known.get(str(index.value.evaluated_value), known[None]) is Kind.UNKNOWN:
+            known[str(index.value.evaluated_value)] = Kind.TENSOR
 
     def keep_unmoved_rows_on_host(self, loop: cst.For, function: cst.FunctionDef | None) -> None:
         """`for inputs, labels in loader:` whose body copies `labels.to(device)` (or
@@ -2656,6 +2718,18 @@ class TensorKinds:
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
         if qualified.startswith(("numpy.", "math.", "random.", "time.", "os.")):
             return Kind.HOST
+        if qualified == "functools.reduce" and node.args and node.args[0].keyword is None:
+            # `reduce(torch.logical_or, checks)`: what the torch operation it folds with
+            # returns, a tensor.
+            folded = self.imports.resolve(node.args[0].value)
+            if (
+                folded is not None
+                and folded.startswith("torch.")
+                and not _TORCH_NON_TENSOR.match(folded)
+                and not _PREDICATE.match(folded.rsplit(".", 1)[-1].lstrip("_"))
+            ):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
         if NN_MODULE_CLASS.match(qualified):
             return Kind.MODULE
         if qualified.startswith("torch.utils.data.") and qualified.endswith("DataLoader"):

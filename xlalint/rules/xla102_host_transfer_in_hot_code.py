@@ -130,8 +130,9 @@ class HostTransferInHotCode(HelperCallRule):
     reported once, at the first. Measured on the XLA CPU device, 5 steps: the two copies
     cost 15 executions and 10 device-to-host transfers, against 5 and none without them.
     So are copies handed to one call as its arguments (`tree.update(ids.cpu(),
-    probs.cpu())`, also through host arithmetic: `f(a=x.cpu() / n, b=y.cpu() / n)`), or
-    formatted into one of its arguments by a tuple, `%` operand or
+    probs.cpu())`, `top_k_accuracy(scores.detach().cpu().numpy(), labels.cpu().numpy(),
+    k)`: `.numpy()` hands back the copy as it is; also through host arithmetic: `f(a=x.cpu()
+    / n, b=y.cpu() / n)`), or formatted into one of its arguments by a tuple, `%` operand or
     f-string, through the methods applied to them (`pbar.set_description("%.2e %.2e" %
     (a.cpu().numpy(), b.cpu().numpy()))`): the call needs its inputs on the host, and
     moving it (or them) after the loop is one fix. Copies processed further on the host,

@@ -67,12 +67,17 @@ class TensorControlFlow(Rule):
     Per-step code includes the batch and step events of callback classes (a class whose
     name ends `Callback`, with methods named `on_batch_end`, `on_train_step_end`,
     `on_step_begin` and the like, as Keras, Hugging Face, poutyne and most trainer
-    libraries name them): a NaN check there (`if torch.isnan(loss).any(): raise ...`) reads
-    the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`), and such
-    names on a class that is no callback, are not per step. Nor is a torchmetrics
-    metric's `compute`, which runs once after the batch loop that calls its `update`: a
-    loop there over the metric's own buckets (`for i in range(self.n_buckets): if
-    self.bucket_totals[i] == 0: continue`) reads the state once per evaluation.
+    libraries name them, or without `on_` as Composer does: `batch_end`,
+    `eval_batch_end`): a NaN check there (`if torch.isnan(loss).any(): raise ...`) reads
+    the loss every batch. Epoch and run events (`on_epoch_end`, `on_train_end`,
+    `fit_end`), and such names on a class that is no callback, are not per step. Nor is a
+    torchmetrics metric's `compute`, which runs once after the batch loop that calls its
+    `update`: a loop there over the metric's own buckets (`for i in range(self.n_buckets):
+    if self.bucket_totals[i] == 0: continue`) reads the state once per evaluation. The
+    `log_prob` of a subclass of a `torch.distributions` distribution is the likelihood
+    loss of every step that fits one: its support check (`valid = reduce(
+    torch.logical_or, checks)`, a fold with a torch operation, is a tensor; then `if not
+    valid.all(): raise ...`, on by default) reads a device bool every step.
 
     A module's buffers and registered parameters are device tensors wherever the class
     reads them: `self.register_buffer("inited", torch.Tensor([False]))` (or with `tensor=`,

@@ -89,7 +89,13 @@ class HiddenHostRead(Rule):
     hashes a tensor key by identity. Nor is an index that is a per-step function's
     parameter the function compares with a string (`self.losses[stage]` in `step(self,
     batch, stage)` testing `stage == "train"`): a stage's name, not a tensor. Nor is
-    indexing a value of unknown kind flagged; an optional value set to `None` on one path (`else:
+    indexing a value of unknown kind flagged; but an item of a loop over a value of
+    unknown kind is a tensor where the function uses it as one (hands it to a torch
+    operation that takes only tensors, or as the index of `index_select`, `gather`,
+    `index_add_` or `scatter_`): after `for i, idx in enumerate(batch["cont_idx"])` and
+    `outputs[i].index_select(0, idx - 1)`, `x[: idx[0]]` reads a 0-dim device tensor, and so
+    does `x[: batch["cont_idx"][j][0]]` later in the function (that entry holds tensors;
+    the mapping's other entries stay unknown). An optional value set to `None` on one path (`else:
     mask = None`) keeps what its other assignment says (`mask = build_mask(...)`), since
     it is only indexed where it is not `None`. Nor are
     `range(int(t))` and `range(t.item())`, whose explicit read XLA101 reports. Nor is an

@@ -91,7 +91,16 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     pass computes (`self.train(batch_size=b, gradient_steps=n)` after a rollout) are no
     batch: such a call may run a whole phase of training, with loops of its own. A call of a
     parameter (`step_fn(batch)`) runs the
-    functions this module's callers hand for it (`step_fn=self.train_step`). An object
+    functions this module's callers hand for it (`step_fn=self.train_step`). A call
+    through an attribute of `self` that no method of the module names runs the functions
+    of the module that the class (a base or a subclass of it here) assigns it, as they are
+    or wrapped by `torch.compile`, `torch.jit.script`/`trace` or `functools.partial`
+    (Keras' torch trainer: `self.train_function = torch.compile(one_step_on_data)`, a
+    function nested in the method that assigns it, then `self.train_function(data)` on
+    every batch; a method, `self.step_fn = torch.compile(self.train_step)`);
+    `torch_xla.compile` syncs around what it wraps, so a step kept so is not followed.
+    Keras 3's `optimizer.apply(grads, variables)` and
+    `optimizer.apply_gradients(...)` are optimizer steps. An object
     whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...
     `trainer.step()`) is an optimizer, whatever its name.
 
