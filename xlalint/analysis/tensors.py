@@ -1702,9 +1702,11 @@ class TensorKinds:
         return found or frozenset()
 
     def _built_on_host(
-        self, value: cst.BaseExpression, function: cst.FunctionDef, at: cst.Return
+        self, value: cst.BaseExpression, function: cst.FunctionDef, at: cst.CSTNode
     ) -> bool:
-        """`value`, returned by `at`, is a tensor `function` builds on the host."""
+        """`value`, the value of a name where `at` stands (first a `return`), is a tensor
+        `function` builds on the host. A name is looked up before the statement that
+        last bound it, so `x = x.float()` goes back to where `x` was made."""
         while (
             type(value) is cst.Call
             and type(value.func) is cst.Attribute
@@ -1716,7 +1718,7 @@ class TensorKinds:
             assigned = value_before(function, at, value.value)
             if assigned is None or type(assigned) is cst.Name:
                 return False
-            return self._built_on_host(assigned, function, at)
+            return self._built_on_host(assigned, function, assigned)
         if type(value) is not cst.Call:
             return False
         func = value.func
