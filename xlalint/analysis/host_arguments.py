@@ -28,7 +28,7 @@ from xlalint.analysis.returns import _walk_body
 from xlalint.walk import code_children, target_names
 
 # Methods that hand back the values they are called on, on the same side of the bus.
-_SAME_PLACE = frozenset({"detach", "clone", "contiguous", "float", "double", "long", "int"})
+SAME_PLACE = frozenset({"detach", "clone", "contiguous", "float", "double", "long", "int"})
 # Host copies that stay torch tensors, and those that leave torch (numpy, Python values).
 _TO_HOST_TENSOR = frozenset({"cpu"})
 _TO_HOST_VALUE = frozenset({"numpy", "tolist", "item"})
@@ -41,7 +41,7 @@ def host_copy(expr: cst.BaseExpression) -> bool | None:
     while (
         type(expr) is cst.Call
         and type(expr.func) is cst.Attribute
-        and expr.func.attr.value in _SAME_PLACE
+        and expr.func.attr.value in SAME_PLACE
     ):
         expr = expr.func.value
     if type(expr) is not cst.Call or type(expr.func) is not cst.Attribute:

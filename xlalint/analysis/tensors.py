@@ -20,7 +20,13 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
 from xlalint.analysis.documented_types import documented_host_parameters
 from xlalint.analysis.guards import negated
-from xlalint.analysis.host_arguments import host_copy, host_parameters, moved_later, value_before
+from xlalint.analysis.host_arguments import (
+    SAME_PLACE,
+    host_copy,
+    host_parameters,
+    moved_later,
+    value_before,
+)
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import NN_MODULE_CLASS
 from xlalint.analysis.records import (
@@ -2831,10 +2837,9 @@ def overridden_methods(node: cst.ClassDef) -> frozenset[str]:
     return frozenset(found)
 
 
-# Methods that hand back a tensor where it was: casts and copies in place.
-_SAME_PLACE_METHODS = frozenset(
-    {"float", "double", "long", "int", "bool", "half", "detach", "clone", "contiguous"}
-)
+# Methods that hand back a tensor where it was: `host_arguments.SAME_PLACE`'s casts and
+# copies, and the `bool()` and `half()` casts a host-built return goes through too.
+_SAME_PLACE_METHODS = SAME_PLACE | {"bool", "half"}
 
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:
