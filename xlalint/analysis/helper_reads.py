@@ -35,15 +35,17 @@ from xlalint.walk import target_names
 
 # Builtins that turn a tensor into a Python number.
 _CONVERSIONS = frozenset({"float", "int"})
+# Arguments that are options of a method (`dim=1`, `keepdim=True`), not second tensors.
 _PLAIN = (cst.Integer, cst.Float, cst.SimpleString, cst.Name, cst.UnaryOperation)
-STAR = "*"
+STAR = "*"  # the slot of a read of an element of `*args`
+# The usual spellings of the torch module (`import torch as th`), whose functions compute
+# on the device from their tensor arguments (`_sources`).
 _TORCH_NAMES = frozenset({"torch", "th"})
 # Namespaces whose functions look like methods (`th.sum(x)`): no receiver to follow.
-_MODULES = frozenset(
-    {*_TORCH_NAMES, "F", "np", "numpy", "math"}
-)  # the slot of a read of an element of `*args`
+_MODULES = frozenset({*_TORCH_NAMES, "F", "np", "numpy", "math"})
 _TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
-# Methods that read a tensor's metadata: a chain through them leaves the tensor's data.
+# Methods that read a tensor's metadata, or copy it off the device (`tolist`, `numpy`): a
+# chain through them leaves the tensor's data on the device.
 _METADATA = frozenset(
     {"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
      "get_device", "type", "data_ptr", "is_floating_point", "is_complex", "storage_offset",

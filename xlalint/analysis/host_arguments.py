@@ -16,7 +16,7 @@ anything else, keeps what its annotation or use says.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -127,21 +127,15 @@ def _handed_copy(
         return copy_of(module, value)
     if value.value not in _copy_names(module, caller):
         return None
-    path = _path_to(caller.body, call)
-    if path is None:
-        return None
     name = value.value
-    for block, index in reversed(path):
-        for statement in reversed(block[:index]):
-            assigned = _assignment(statement, name)
-            if assigned is _OTHER and _joins_only(statement, name):
+    for statement, assigned in _bindings_before(caller, call, name):
+        if assigned is _OTHER:
+            if _joins_only(statement, name):
                 continue  # `if wild: emission = torch.cat([emission, col], dim=1)`
-            if assigned is _OTHER:
-                return None
-            if assigned is not None:
-                if _joined_to(assigned, name):
-                    continue
-                return copy_of(module, assigned)  # type: ignore[arg-type]
+            return None
+        if _joined_to(assigned, name):
+            continue
+        return copy_of(module, assigned)
     return None
 
 
@@ -191,17 +185,25 @@ def value_before(
     """The value the last assignment of `name` before `node` (in the blocks around it)
     gives it: `n = tensor(counts)` before `return heads, n`; None where that binding is
     in a branch or a loop, binds the name some other way, or there is none."""
+    for _statement, assigned in _bindings_before(function, node, name):
+        return None if assigned is _OTHER else assigned
+    return None
+
+
+def _bindings_before(
+    function: cst.FunctionDef, node: cst.CSTNode, name: str
+) -> Iterator[tuple[cst.CSTNode, cst.BaseExpression]]:
+    """The statements before `node` in the blocks around it that bind `name`, nearest
+    first, each with what `_assignment` reads of it (`_OTHER` for a binding it cannot
+    read): the one walk back `value_before` and `_handed_copy` share."""
     path = _path_to(function.body, node)  # type: ignore[arg-type]
     if path is None:
-        return None
+        return
     for block, index in reversed(path):
         for statement in reversed(block[:index]):
             assigned = _assignment(statement, name)
-            if assigned is _OTHER:
-                return None
             if assigned is not None:
-                return assigned
-    return None
+                yield statement, assigned
 
 
 def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:

@@ -35,11 +35,11 @@ def member_methods(module: cst.Module) -> dict[tuple[str, str], frozenset[str]]:
     """For each class `K` of the module and attribute name `x` that `K`'s code assigns
     `self.x = C(...)` with `C` a class of the module (conditional expressions' branches
     included), the methods those classes and their same-module bases define."""
-    classes, assignments = _classes_and_assignments(module)
+    classes, assignments = _walked(module)[:2]
     if not classes:
         return {}
     found: dict[tuple[str, str], set[str]] = {}
-    for owner, node in assignments:
+    for owner, node, _ in assignments:
         if owner is None:
             continue
         for target in node.targets:
@@ -56,44 +56,46 @@ def member_methods(module: cst.Module) -> dict[tuple[str, str], frozenset[str]]:
     return {key: frozenset(methods) for key, methods in found.items()}
 
 
-def _classes_and_assignments(
-    module: cst.Module,
-) -> tuple[dict[str, cst.ClassDef], list[tuple[str | None, cst.Assign]]]:
-    """The module's classes by name and its assignment statements, each with the name of
-    the innermost class whose code holds it (None outside classes)."""
-    walked = _walked(module)
-    return walked.classes, walked.assignments
-
-
 class _Walked(NamedTuple):
-    classes: dict[str, cst.ClassDef]
-    assignments: list[tuple[str | None, cst.Assign]]
+    classes: dict[str, cst.ClassDef]  # by name
+    # Assignment statements, each with the name of the innermost class whose code holds
+    # it (None outside classes) and the innermost function (None outside functions, or
+    # in a class body).
+    assignments: list[tuple[str | None, cst.Assign, cst.FunctionDef | None]]
     functions: list[cst.FunctionDef]  # functions and methods, at any depth
     loops: list[cst.For]  # `for` loops, at any depth
 
 
-@lint_memo.memo(16)  # shared by `member_methods`, `instance_methods` and `_made_by`
+# Shared by `member_methods`, `member_values`, `instance_methods` and `_made_by`.
+@lint_memo.memo(16)
 def _walked(module: cst.Module) -> _Walked:
     """What the module's tables are made of, found by one walk of its statements that
     skips expressions (most of a module's nodes)."""
     walked = _Walked({}, [], [], [])
-    stack: list[tuple[cst.CSTNode, str | None]] = [(s, None) for s in module.body]
+    stack: list[tuple[cst.CSTNode, str | None, cst.FunctionDef | None]] = [
+        (s, None, None) for s in module.body
+    ]
     while stack:
-        node, owner = stack.pop()
+        node, owner, function = stack.pop()
         kind = type(node)
         if kind is cst.SimpleStatementLine:
-            walked.assignments.extend((owner, s) for s in node.body if type(s) is cst.Assign)  # type: ignore[attr-defined,misc]
+            walked.assignments.extend(
+                (owner, s, function)  # type: ignore[misc]
+                for s in node.body  # type: ignore[attr-defined]
+                if type(s) is cst.Assign
+            )
         elif kind in EXPRESSIONS:
             continue
         else:
             if kind is cst.ClassDef:
-                owner = node.name.value  # type: ignore[attr-defined]
+                owner, function = node.name.value, None  # type: ignore[attr-defined]
                 walked.classes[owner] = node  # type: ignore[assignment]
             elif kind is cst.FunctionDef:
+                function = node  # type: ignore[assignment]
                 walked.functions.append(node)  # type: ignore[arg-type]
             elif kind is cst.For:
                 walked.loops.append(node)  # type: ignore[arg-type]
-            stack.extend((child, owner) for child in code_children(node))
+            stack.extend((child, owner, function) for child in code_children(node))
     return walked
 
 
@@ -158,45 +160,28 @@ def member_values(module: cst.Module) -> dict[tuple[str, str], tuple[MemberValue
     that assigns it: where they are functions of the module (`self.train_function =
     one_step_on_data`, a function nested in that method, or that function wrapped,
     `torch.compile(one_step_on_data)`), `self.train_function(data)` runs them. What wraps
-    a function is the caller's to judge (`loop_facts.py`), by the file's imports. One walk
-    of the statements (expressions skipped)."""
+    a function is the caller's to judge (`loop_facts.py`), by the file's imports. From
+    the assignments of `_walked`'s one walk of the statements."""
     found: dict[tuple[str, str], list[MemberValue]] = {}
-    stack: list[tuple[cst.CSTNode, str | None, cst.FunctionDef | None]] = [
-        (s, None, None) for s in module.body
-    ]
-    while stack:
-        node, owner, function = stack.pop()
-        kind = type(node)
-        if kind is cst.SimpleStatementLine:
-            if owner is None:
-                continue
-            for small in node.body:  # type: ignore[attr-defined]
-                if type(small) is not cst.Assign:
-                    continue
-                for target in small.targets:
-                    attribute = target.target
-                    if not (
-                        type(attribute) is cst.Attribute
-                        and type(attribute.value) is cst.Name
-                        and attribute.value.value == "self"
-                    ):
-                        continue
-                    values = found.setdefault((owner, attribute.attr.value), [])
-                    pending = [small.value]
-                    while pending:
-                        value = pending.pop()
-                        if type(value) is cst.IfExp:
-                            pending.extend((value.orelse, value.body))  # type: ignore[attr-defined]
-                        else:
-                            values.append((value, function))
-        elif kind in EXPRESSIONS:
+    for owner, small, function in _walked(module).assignments:
+        if owner is None:
             continue
-        else:
-            if kind is cst.ClassDef:
-                owner, function = node.name.value, None  # type: ignore[attr-defined]
-            elif kind is cst.FunctionDef:
-                function = node  # type: ignore[assignment]
-            stack.extend((child, owner, function) for child in code_children(node))
+        for target in small.targets:
+            attribute = target.target
+            if not (
+                type(attribute) is cst.Attribute
+                and type(attribute.value) is cst.Name
+                and attribute.value.value == "self"
+            ):
+                continue
+            values = found.setdefault((owner, attribute.attr.value), [])
+            pending = [small.value]
+            while pending:
+                value = pending.pop()
+                if type(value) is cst.IfExp:
+                    pending.extend((value.orelse, value.body))  # type: ignore[attr-defined]
+                else:
+                    values.append((value, function))
     return {key: tuple(values) for key, values in found.items()}
 
 
@@ -220,7 +205,7 @@ def member_values_in(
 def _family(name: str, module: cst.Module) -> frozenset[str]:
     """Class `name` with its bases and its subclasses of the module: the classes whose
     code may assign an attribute that a method of `name` reads through `self`."""
-    classes = _classes_and_assignments(module)[0]
+    classes = _walked(module).classes
     bases = {
         cls: {b.value.value for b in node.bases if isinstance(b.value, cst.Name)}
         for cls, node in classes.items()
@@ -255,14 +240,14 @@ def instance_methods(module: cst.Module) -> dict[str, frozenset[str]]:
     function), the methods those classes define: a script's loop that calls
     `q_network.get_action(obs)` runs that method every pass. A name also bound to anything
     else (a model from a library, a list) reaches nothing here."""
-    classes, assignments = _classes_and_assignments(module)
+    classes, assignments = _walked(module)[:2]
     if not classes:
         return {}
     made_by = _made_by(module)
     found: dict[str, set[str]] = {}
     lists: dict[str, set[str]] = {}  # names bound to lists of instances, with their classes
     other: set[str] = set()
-    for _, node in assignments:
+    for _, node, _ in assignments:
         for target in node.targets:
             if not isinstance(target.target, cst.Name):
                 continue
@@ -327,7 +312,7 @@ _MadeBy = tuple[frozenset[str], dict[str, frozenset[str]]]
 
 @lint_memo.memo(16)
 def _made_by(module: cst.Module) -> _MadeBy:
-    classes = _classes_and_assignments(module)[0]
+    classes = _walked(module).classes
     returns_self: set[str] = set()
     factories: dict[str, frozenset[str]] = {}
     for function in _walked(module).functions:
