@@ -19,7 +19,8 @@ handing a device tensor: it is reported there even where the helper's own code k
 parameter is a tensor, and not at the read (`slot` names what the read converts). A check
 of the input (a read in the test of an `assert`, `if`, `while` or conditional expression,
 `is_check`) is the helper's own, reported at the read once, whichever caller hands it, and
-so are reads in a loop statement of the helper (`in_own_loop`).
+so are reads in a loop statement of the helper (`in_own_loop`) and in a function per
+step by its own name (`forward`): `converts_handed` says which reads remain.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
-from xlalint.analysis.hotness import FunctionKey
+from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey
 from xlalint.walk import target_names
 
 # Builtins that turn a tensor into a Python number.
@@ -273,6 +274,24 @@ def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
 def _plain(value: cst.BaseExpression) -> bool:
     """A literal or a name (`dim=1`, `keepdim=True`): an option, not a second tensor."""
     return isinstance(value, _PLAIN)
+
+
+def converts_handed(
+    function: FunctionKey,
+    read: cst.CSTNode,
+    ancestors: Iterable[cst.CSTNode],
+    loops: Iterable[cst.CSTNode],
+) -> bool:
+    """Whether a read of a parameter in `function` converts what the helper is handed,
+    the cause of the per-step calls that hand it a device tensor (XLA101's and XLA102's
+    findings at the call): not in a function per step by its own name (`forward`), not a
+    check of the input (`is_check`), not in a loop statement of the helper
+    (`in_own_loop`). Those reads are reported where they are."""
+    return (
+        not PER_STEP_FUNCTIONS.match(function.name)
+        and not is_check(read, ancestors)
+        and not in_own_loop(loops)
+    )
 
 
 def in_own_loop(loops: Iterable[cst.CSTNode]) -> bool:

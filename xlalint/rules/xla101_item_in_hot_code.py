@@ -9,8 +9,7 @@ from xlalint.analysis.helper_reads import (
     HelperReads,
     HostRead,
     Reader,
-    in_own_loop,
-    is_check,
+    converts_handed,
 )
 from xlalint.analysis.host_reads import (
     ReadRuns,
@@ -19,7 +18,7 @@ from xlalint.analysis.host_reads import (
     read_root,
     returned_whole,
 )
-from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey
+from xlalint.analysis.hotness import FunctionKey
 from xlalint.analysis.tensors import binding_key, copied_to_host
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -449,14 +448,12 @@ class ItemInHotCode(HelperCallRule):
         check of the input, a read in a loop statement of the helper, nor a read in a
         function per step by its own name."""
         function = self.ctx.function
-        if not flagged or function is None or PER_STEP_FUNCTIONS.match(function.name):
+        if not flagged or function is None:
+            return None
+        if not converts_handed(function, read, self.ctx.ancestors(), self.ctx.enclosing_loops):
             return None
         slot = self._reads.slot(value)
-        if slot is None or is_check(read, self.ctx.ancestors()):
-            return None
-        if in_own_loop(self.ctx.enclosing_loops):
-            return None
-        return function, slot
+        return None if slot is None else (function, slot)
 
     def _withhold(self, read: cst.Call, withheld: tuple[FunctionKey, str] | None) -> None:
         """Take the finding just reported at `read` off the list until the calls are known."""

@@ -7,9 +7,9 @@ import libcst as cst
 
 from xlalint.analysis.arguments import bind, parameter
 from xlalint.analysis.helper_calls import HelperCall
-from xlalint.analysis.helper_reads import computed_root, in_own_loop, is_check
+from xlalint.analysis.helper_reads import computed_root, converts_handed
 from xlalint.analysis.host_reads import ReadRuns, consuming_call
-from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey, Site
+from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
 from xlalint.context import Kind
 from xlalint.positions import positions_of
@@ -40,7 +40,7 @@ class _ParameterCopy:
     function: FunctionKey
     params: frozenset[str]  # the parameters the copied value is computed from
     # The copied value is a parameter itself, through its own methods (`out.detach()`):
-    # a conversion of what the helper is handed, the call's cause.
+    # a conversion of what the helper is handed, the call's cause (`converts_handed`).
     direct: bool = False
 
 
@@ -457,8 +457,9 @@ class HostTransferInHotCode(HelperCallRule):
             return  # what `report` would drop, checked now: the site is judged later
         root = computed_root(receiver)
         direct = type(root) is cst.Name and self.calls.is_param(root.value)
-        direct = direct and not is_check(node, self.ctx.ancestors())
-        direct = direct and not in_own_loop(self.ctx.enclosing_loops)
+        direct = direct and converts_handed(
+            function, node, self.ctx.ancestors(), self.ctx.enclosing_loops
+        )
         self._parameter_copies.append(
             _ParameterCopy(
                 attr, node, message, self.ctx.site(), function, frozenset(params), direct
@@ -535,18 +536,18 @@ class HostTransferInHotCode(HelperCallRule):
         call that hands it a device tensor (README "Labelling": a conversion is the call's
         cause), staying at the copy only where no such call does."""
         function = self.ctx.function
-        if function is None or PER_STEP_FUNCTIONS.match(function.name):
+        if function is None:
             return
         root = computed_root(receiver)  # the parameter itself, through its own methods
         if type(root) is not cst.Name or not self.calls.is_param(root.value):
             return
-        params = {root.value}
-        if is_check(node, self.ctx.ancestors()) or in_own_loop(self.ctx.enclosing_loops):
+        if not converts_handed(function, node, self.ctx.ancestors(), self.ctx.enclosing_loops):
             return
         if not self.reports or self.reports[-1].node is not attr:
             return
         pending = self.reports.pop()
-        copy = _ParameterCopy(attr, node, message, pending.site, function, frozenset(params), True)
+        params = frozenset({root.value})
+        copy = _ParameterCopy(attr, node, message, pending.site, function, params, True)
         self._helper_copies.append((copy, pending))
 
     def _calls_handing(self, copy: _ParameterCopy) -> list[tuple[HelperCall, cst.BaseExpression]]:
@@ -597,8 +598,7 @@ class HostTransferInHotCode(HelperCallRule):
         for copy in self._parameter_copies:
             if not any(self.calls.tensor_sites(copy.function, p) for p in sorted(copy.params)):
                 continue
-            own = PER_STEP_FUNCTIONS.match(copy.function.name)
-            if own or not copy.direct or not self._report_at_calls(copy, reported):
+            if not copy.direct or not self._report_at_calls(copy, reported):
                 self.report(copy.attr, copy.message, end_node=copy.call, site=copy.site)
         for copy in self._annotated_copies:
             (param,) = copy.params
