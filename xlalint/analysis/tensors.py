@@ -235,6 +235,10 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+# Built-ins that hand back one of the values they are given.
+_CHOOSING_BUILTINS = frozenset({"min", "max"})
+
+
 # Wrappers that yield the items of the iterable they are handed, unchanged.
 _PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
@@ -2161,7 +2165,11 @@ class TensorKinds:
         return self._makes_host_tensor(node)
 
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
-        """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
+        """`"cpu"`, `torch.device("cpu")`, the `.device` of a torch tensor made on the host
+        (`total.device` with `total = torch.zeros(n)`), or a name bound to one of them
+        here."""
+        if type(node) is cst.Attribute and node.attr.value == "device":
+            return self.is_host_tensor(node.value)
         if type(node) is cst.Call and node.args:
             if (self.imports.resolve(node.func) or "") != "torch.device":
                 return False
@@ -2173,12 +2181,17 @@ class TensorKinds:
 
     def moves_to_cpu(self, call: cst.Call) -> bool:
         """`.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`, `.to(cpu_device)`
-        with `cpu_device = torch.device("cpu")`."""
+        with `cpu_device = torch.device("cpu")`; and a move to where a torch tensor made on
+        the host lives: `.to(total.device)`, `.to(total)` (its device and dtype) with
+        `total = torch.zeros(n)`: the sum a host counter accumulates stays on the host."""
         if moves_to_cpu(call):
             return True
         for arg in call.args:
             if arg.keyword is None or arg.keyword.value == "device":
-                return self.is_cpu_device(arg.value)  # the device comes first
+                value = arg.value  # the device (or a tensor to match) comes first
+                return self.is_cpu_device(value) or (
+                    arg.keyword is None and self.is_host_tensor(value)
+                )
         return False
 
     def is_dict(self, node: cst.BaseExpression) -> bool:
@@ -2522,6 +2535,16 @@ class TensorKinds:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
+            if name in _CHOOSING_BUILTINS and self.lookup(name) is None:
+                # `min(num_samples, max_batch)` hands back one of its arguments: a Python
+                # number where every one is (one iterable argument: one of its items).
+                values = [a.value for a in node.args if a.keyword is None and not a.star]
+                if (
+                    len(values) > 1
+                    and len(values) == len(node.args)
+                    and all(self.of(v) is Kind.HOST for v in values)
+                ):
+                    return Kind.HOST
             if name == "self" and self._in_module_method():
                 return Kind.TENSOR  # `pi, action, value = self(state)`: the module's forward
             if name in self._module_classes and self.lookup(name) is None:

@@ -161,7 +161,9 @@ class ItemInHotCode(HelperCallRule):
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
-    arithmetic of those with each other, a torch reduction of a host tensor whose other
+    arithmetic of those with each other and with Python numbers (`min(n, cap)` of numbers
+    is one), values moved to where such a tensor lives (`total += n.to(total.device)`,
+    `n.to(total)`: the counter stays on the host), a torch reduction of a host tensor whose other
     arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`), a
     torch operation beside a host copy made there (`torch.logical_or(dones,
     ~valids.cpu())`),
