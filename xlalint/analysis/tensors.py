@@ -1491,7 +1491,14 @@ class TensorKinds:
             return
         kind = self.of(value)
         host_built = self._host_built_returns(value) if kind is Kind.UNKNOWN else frozenset()
-        if None in host_built:
+        # What the helper builds on the host at each position, numpy arrays included
+        # (`flow_errors = np.array(...)`, then `return flow_errors, dP`).
+        host_values = (
+            host_built | self._host_built_returns(value, arrays=True)
+            if kind is Kind.UNKNOWN
+            else frozenset()
+        )
+        if None in host_values:
             kind = Kind.HOST  # `self.probs = self.evaluate()`, returning `tensor(p).float()`
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         scaled = _scaled_names(value) if len(targets) == 1 else ()
@@ -1578,7 +1585,7 @@ class TensorKinds:
                 for name, item_kind in gathered:
                     self.bind(name, item_kind)
                 continue
-            if kind is Kind.UNKNOWN and (hosted := self._host_results(target, value, host_built)):
+            if kind is Kind.UNKNOWN and (hosted := self._host_results(target, value, host_values)):
                 # `obs, r, done, info = self.env_step(env, action)` where every `return`
                 # of `env_step` hands back `torch.from_numpy(...)` (or a `.cpu()` copy)
                 # at those positions: host tensors, whatever the step's device.
@@ -1654,13 +1661,17 @@ class TensorKinds:
         elif (attribute := self_attribute(target)) is not None:
             self._self_host_tensors[-1].add(attribute)
 
-    def _host_built_returns(self, value: cst.BaseExpression) -> frozenset[int | None]:
+    def _host_built_returns(
+        self, value: cst.BaseExpression, arrays: bool = False
+    ) -> frozenset[int | None]:
         """For a call of a function of this module (`f(...)`) or a method of its classes
         (`self.f(...)`), the positions of the returned tuple (None: the whole value) where
-        every definition returns, on every `return`, a tensor it builds on the host: a
-        torch factory given no device (`tensor(tmp).float()`), `torch.from_numpy`, a
-        `.cpu()` copy, or a local name only ever bound to one (`n = tensor(counts)`,
-        then `return heads, tails, n`)."""
+        every definition returns, on every `return` that hands back a value, a tensor it
+        builds on the host: a torch factory given no device (`tensor(tmp).float()`),
+        `torch.from_numpy`, a `.cpu()` copy, or a local name only ever bound to one (`n =
+        tensor(counts)`, then `return heads, tails, n`); with `arrays`, also what numpy
+        builds (`errors = np.array(...)`, then `return errors, flows`). A bare `return`
+        (an early exit on bad input) hands back None, no device tensor."""
         if self.returns is None or type(value) is not cst.Call:
             return frozenset()
         func = value.func
@@ -1674,36 +1685,42 @@ class TensorKinds:
             key = (True, func.attr.value)
         else:
             return frozenset()
-        known = self._built_returns.get(key)
+        known = self._built_returns.get((*key, arrays))
         if known is None:
             found: frozenset[int | None] | None = None
             for function in self.returns.definitions(*key):
-                positions = self._built_positions(function)
+                positions = self._built_positions(function, arrays)
                 found = positions if found is None else found & positions
                 if not found:
                     break
-            known = self._built_returns[key] = found or frozenset()
+            known = self._built_returns[(*key, arrays)] = found or frozenset()
         return known
 
-    def _built_positions(self, function: cst.FunctionDef) -> frozenset[int | None]:
-        returns = [n for n in _walk_body(function, expressions=False) if type(n) is cst.Return]
+    def _built_positions(
+        self, function: cst.FunctionDef, arrays: bool = False
+    ) -> frozenset[int | None]:
+        returns = [
+            n
+            for n in _walk_body(function, expressions=False)
+            if type(n) is cst.Return and not _returns_none(n)
+        ]
         if not returns or any(type(n) is cst.Yield for n in _walk_body(function)):
             return frozenset()
         found: frozenset[int | None] | None = None
         for statement in returns:
             value = statement.value
-            if value is None:
-                return frozenset()
+            assert value is not None
             if type(value) is cst.Tuple:
                 positions = frozenset(
                     i
                     for i, e in enumerate(value.elements)
-                    if type(e) is cst.Element and self._built_on_host(e.value, function, statement)
+                    if type(e) is cst.Element
+                    and self._built_on_host(e.value, function, statement, arrays)
                 )
             else:
                 positions = (
                     frozenset({None})
-                    if self._built_on_host(value, function, statement)
+                    if self._built_on_host(value, function, statement, arrays)
                     else frozenset()
                 )
             found = positions if found is None else found & positions
@@ -1712,11 +1729,16 @@ class TensorKinds:
         return found or frozenset()
 
     def _built_on_host(
-        self, value: cst.BaseExpression, function: cst.FunctionDef, at: cst.CSTNode
+        self,
+        value: cst.BaseExpression,
+        function: cst.FunctionDef,
+        at: cst.CSTNode,
+        arrays: bool = False,
     ) -> bool:
         """`value`, the value of a name where `at` stands (first a `return`), is a tensor
-        `function` builds on the host. A name is looked up before the statement that
-        last bound it, so `x = x.float()` goes back to where `x` was made."""
+        `function` builds on the host (with `arrays`, or an array numpy builds). A name is
+        looked up before the statement that last bound it, so `x = x.float()` goes back
+        to where `x` was made."""
         while (
             type(value) is cst.Call
             and type(value.func) is cst.Attribute
@@ -1728,13 +1750,15 @@ class TensorKinds:
             assigned = value_before(function, at, value.value)
             if assigned is None or type(assigned) is cst.Name:
                 return False
-            return self._built_on_host(assigned, function, assigned)
+            return self._built_on_host(assigned, function, assigned, arrays)
         if type(value) is not cst.Call:
             return False
         func = value.func
         if type(func) is cst.Attribute and func.attr.value == "cpu" and not value.args:
             return True
         qualified = self.imports.resolve(func)
+        if arrays and qualified is not None and qualified.startswith("numpy."):
+            return True  # `np.array([...])`, `np.stack(rows)`: a numpy array
         return (
             qualified is not None
             and (qualified == "torch.from_numpy" or _builds_from_sizes(qualified, value))
@@ -2863,6 +2887,12 @@ def overridden_methods(node: cst.ClassDef) -> frozenset[str]:
 # Methods that hand back a tensor where it was: `host_arguments.SAME_PLACE`'s casts and
 # copies, and the `bool()` and `half()` casts a host-built return goes through too.
 _SAME_PLACE_METHODS = SAME_PLACE | {"bool", "half"}
+
+
+def _returns_none(statement: cst.Return) -> bool:
+    """A bare `return` or `return None`: an early exit, no value a caller computes on."""
+    value = statement.value
+    return value is None or (type(value) is cst.Name and value.value == "None")
 
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:

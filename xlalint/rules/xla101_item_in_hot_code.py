@@ -181,9 +181,10 @@ class ItemInHotCode(HelperCallRule):
     property returning `torch.tensor(1.0) - self.sensitivity`) is a host value there too,
     and so is one handed a host copy that a branch before the call joined a tensor to
     (`emission = torch.cat([emission, col], dim=1)`): torch joins tensors on one device.
-    What a function or method of the module builds on the host on every `return`
-    (`return tensor(tmp).float()`, or a name last bound to such a tensor: `n =
-    tensor(counts)` before `return heads, n`) is a host tensor where it is bound
+    What a function or method of the module builds on the host on every `return` that
+    hands back a value (`return tensor(tmp).float()`, or a name last bound to such a
+    tensor: `n = tensor(counts)` before `return heads, n`; a bare `return` is an early
+    exit) is a host tensor where it is bound, and what it builds with numpy a host array
     (`self.bern_probs = self.evaluate_probabilities()`). In a subclass's methods an
     attribute has the kind that every binding in its bases' methods that it does not
     replace gives it: a table the base's `__init__` builds on the host and only the base's
