@@ -161,9 +161,12 @@ class TensorControlFlow(Rule):
     a helper's parameter that every call of the helper in the module hands a host copy
     (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`, or
     `loss = self.fit_batch(batch)` then `self.update_average(loss, avg)` where every
-    `fit_batch` of the module ends `return loss.detach().cpu()`), whatever its annotation
-    says: the copy is XLA102's finding, and the helper's tests
-    read host values. Nor is a test in a branch that runs only where a predicate of the
+    `fit_batch` of the module ends `return loss.detach().cpu()`; a row of a host copy,
+    `keep[i]` of `keep = flags.cpu()`; a tensor a factory makes without a device; a name
+    each branch of an `if`/`else` before the call binds to one of these, `mask =
+    started.cpu()` or `mask = torch.ones(n, dtype=torch.bool)`), whatever its annotation
+    says: the copy is XLA102's finding, and the helper's tests read host values. Nor is a
+    test in a branch that runs only where a predicate of the
     module holds that returns nothing but a CUDA test of what it is handed (`if
     self._fast_path_supported(outputs):` with `return bool(outputs["logits"].is_cuda)`):
     no tensor of an XLA host is a CUDA tensor. Nor is a test in a branch that runs only
