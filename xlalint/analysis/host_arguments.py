@@ -6,7 +6,8 @@ the value lives. When every call of the helper in this module (of a method: thro
 that name, `sum_tree.update_ids(ids.cpu(), prob.cpu())`) hands it a copy already on the
 host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_matrix)`,
 `min_diff(pos.detach().cpu().numpy(), ..., pbc.tolist())`, a row of a host copy, a
-tensor a factory builds without a device, a name each branch of an `if`/`else` binds to
+tensor a factory builds without a device (to a private helper, `_update`, which only
+this module calls), a name each branch of an `if`/`else` binds to
 one of these, or what a function of the module returns as a host copy on every path:
 `loss = self.fit_batch(batch)` where `fit_batch` ends `return loss.detach().cpu()`), its
 reads of that parameter (`if mask.all():`, `for periodic in pbc: if periodic:`) read host
@@ -78,6 +79,10 @@ def host_parameters(
         positional = positional[1:]
     if not positional:
         return {}
+    # A private helper (`_update`) is called from this module only: a tensor it is handed
+    # that a factory built without a device is on the host. A public one's callers may be
+    # anywhere, and hand it what they like.
+    private = function.name.value.startswith("_") and not function.name.value.startswith("__")
     sites = call_sites(module).named(function.name.value, method=in_class)
     if not sites:
         return {}
@@ -107,7 +112,7 @@ def host_parameters(
                 name = positional[index]
             else:
                 return {}
-            copy = _handed_copy(module, arg.value, call, site.function)
+            copy = _handed_copy(module, arg.value, call, site.function, private)
             if copy is not None:
                 handed[name] = copy
         if found is None:
@@ -120,7 +125,11 @@ def host_parameters(
 
 
 def _handed_copy(
-    module: cst.Module, value: cst.BaseExpression, call: cst.Call, caller: cst.FunctionDef
+    module: cst.Module,
+    value: cst.BaseExpression,
+    call: cst.Call,
+    caller: cst.FunctionDef,
+    factories: bool = False,
 ) -> bool | None:
     """`copy_of` what `call` hands: the argument itself, or for a plain name the value
     its last assignment before the call (in the blocks around it) gives it, or the one
@@ -137,7 +146,7 @@ def _handed_copy(
     ):
         value = value.value  # `vals[i]`: a view of `vals`, on its side of the bus
     if type(value) is not cst.Name:
-        return copy_of(module, value)
+        return copy_of(module, value, factories)
     if value.value not in _copy_names(module, caller):
         return None
     name = value.value
@@ -145,10 +154,10 @@ def _handed_copy(
         if assigned is _OTHER:
             if _joins_only(statement, name):
                 continue  # `if wild: emission = torch.cat([emission, col], dim=1)`
-            return _branch_copies(module, statement, name)
+            return _branch_copies(module, statement, name, factories)
         if _joined_to(assigned, name):
             continue
-        return copy_of(module, assigned)
+        return copy_of(module, assigned, factories)
     return None
 
 
@@ -219,7 +228,9 @@ def _bindings_before(
                 yield statement, assigned
 
 
-def _branch_copies(module: cst.Module, statement: cst.CSTNode, name: str) -> bool | None:
+def _branch_copies(
+    module: cst.Module, statement: cst.CSTNode, name: str, factories: bool
+) -> bool | None:
     """An `if` with an `else` (or an `elif` chain ending in one) each of whose branches
     ends its own statements' bindings of `name` with `name = <a host copy>` (`copy_of`):
     the copy's kind, joined over the branches; None for anything else."""
@@ -238,7 +249,7 @@ def _branch_copies(module: cst.Module, statement: cst.CSTNode, name: str) -> boo
                 break
         if assigned is None or assigned is _OTHER:
             return None
-        copy = copy_of(module, assigned)
+        copy = copy_of(module, assigned, factories)
         if copy is None:
             return None
         found = found and copy
@@ -251,8 +262,8 @@ def _branch_copies(module: cst.Module, statement: cst.CSTNode, name: str) -> boo
     return found
 
 
-def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
-    """`host_copy` of `expr`, a new tensor built on the host (`torch.ones(n,
+def copy_of(module: cst.Module, expr: cst.BaseExpression, factories: bool = False) -> bool | None:
+    """`host_copy` of `expr`, with `factories` a new tensor built on the host (`torch.ones(n,
     dtype=torch.bool)`, a factory given no device: `_built_on_host`), or of what every
     return of the module's functions it calls hands back (`self.fit_batch(batch)`, each
     `fit_batch` of the module ending `return loss.detach().cpu()`): the copy was made,
@@ -260,7 +271,7 @@ def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
     copy = host_copy(expr)
     if copy is not None:
         return copy
-    if _built_on_host(expr):
+    if factories and _built_on_host(expr):
         return True
     if (
         type(expr) is cst.Attribute
@@ -382,7 +393,7 @@ def _copy_names(module: cst.Module, function: cst.FunctionDef) -> frozenset[str]
             type(node) is cst.Assign
             and len(node.targets) == 1
             and type(node.targets[0].target) is cst.Name
-            and copy_of(module, node.value) is not None
+            and copy_of(module, node.value, factories=True) is not None
         ):
             names.add(node.targets[0].target.value)
     return frozenset(names)

@@ -182,8 +182,8 @@ class ItemInHotCode(HelperCallRule):
     and so is one handed a host copy that a branch before the call joined a tensor to
     (`emission = torch.cat([emission, col], dim=1)`): torch joins tensors on one device;
     or a row of a host copy (`values[t]` of `values = top.values.cpu()`), a tensor a
-    factory makes without a device, or a name each branch of an `if`/`else` before the
-    call binds to one of these.
+    factory makes without a device (to a private helper, `_update`), or a name each
+    branch of an `if`/`else` before the call binds to one of these.
     What a function or method of the module builds on the host on every `return` that
     hands back a value (`return tensor(tmp).float()`, or a name last bound to such a
     tensor: `n = tensor(counts)` before `return heads, n`; a bare `return` is an early

@@ -162,7 +162,8 @@ class TensorControlFlow(Rule):
     (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`, or
     `loss = self.fit_batch(batch)` then `self.update_average(loss, avg)` where every
     `fit_batch` of the module ends `return loss.detach().cpu()`; a row of a host copy,
-    `keep[i]` of `keep = flags.cpu()`; a tensor a factory makes without a device; a name
+    `keep[i]` of `keep = flags.cpu()`; a tensor a factory makes without a device, handed to
+    a private helper (`_update`); a name
     each branch of an `if`/`else` before the call binds to one of these, `mask =
     started.cpu()` or `mask = torch.ones(n, dtype=torch.bool)`), whatever its annotation
     says: the copy is XLA102's finding, and the helper's tests read host values. Nor is a
