@@ -811,6 +811,7 @@ class FileContext:
                 tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
                 bases=bases,
                 overridden=overridden_methods(node),
+                node=node,
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)

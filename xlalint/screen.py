@@ -616,9 +616,32 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
             if any("backward" in member.features.identifiers for member in members):
                 for member in members:
                     member.beside_training = True
+            if any("register_buffer" in member.features.identifiers for member in members):
+                # Whether a trainer module keeps a buffer on the host (`tensors.
+                # host_buffers`) rests on every method that runs backward or moves the
+                # module itself: kept whole.
+                for member in members:
+                    if "backward" in member.features.identifiers or _moves_self(member.node):
+                        member.features.reaching = True
         else:
             glue.add(statement)
     return units, glue
+
+
+# How a module moves itself (and its buffers) to a device: `self.to(device)`.
+_SELF_MOVES = frozenset({"to", "cuda", "xpu", "to_empty"})
+
+
+def _moves_self(node: Unit) -> bool:
+    """`self.to(...)`, `self.cuda()` in `node`."""
+    return any(
+        type(n) is ast.Call
+        and type(n.func) is ast.Attribute  # type: ignore[attr-defined]
+        and n.func.attr in _SELF_MOVES  # type: ignore[attr-defined]
+        and type(n.func.value) is ast.Name  # type: ignore[attr-defined]
+        and n.func.value.id == "self"  # type: ignore[attr-defined]
+        for n in ast.walk(node)
+    )
 
 
 def _may_be_module(base: ast.expr) -> bool:

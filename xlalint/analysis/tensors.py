@@ -235,6 +235,9 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 
 
+# Methods by which a module moves itself (and its buffers) to a device.
+_MODULE_MOVES = frozenset({"to", "cuda", "xpu", "to_empty"})
+_BINDINGS = frozenset({cst.Assign, cst.AnnAssign})  # (`+=` updates a tensor in place)
 # Built-ins that hand back one of the values they are given.
 _CHOOSING_BUILTINS = frozenset({"min", "max"})
 
@@ -701,6 +704,8 @@ class TensorKinds:
         # `forward` gives.
         self._host_forwards: set[str] = set()
         self._self_classes: list[dict[str, str]] = [{}]
+        # Per class being walked, the buffers it keeps on the host (`host_buffers`).
+        self._host_buffers: list[frozenset[str]] = [frozenset()]
         # Per function being walked: the class it is a method of (None if none), and
         # whether that class is an `nn.Module`.
         self._methods_walked: list[tuple[str | None, bool]] = []
@@ -943,6 +948,7 @@ class TensorKinds:
         tensors_methods: frozenset[str] = frozenset(),
         bases: Sequence[str] = (),
         overridden: frozenset[str] = frozenset(),
+        node: cst.ClassDef | None = None,
     ) -> None:
         """Entering a class; `module`: a module class (`module_classes.is_module_class`),
         whose instances (`pg = Policy(env)`) are modules (`class MaskedCELoss(
@@ -954,7 +960,8 @@ class TensorKinds:
         running its base's (`super().m(...)`). An attribute that every binding of the
         base methods its instances run gives one kind (a tensor built on the host in
         the inherited `__init__`, moved only in a method the class overrides) starts
-        with that kind in its methods."""
+        with that kind in its methods. `node`: the class, for the buffers a trainer
+        module keeps on the host (`host_buffers`)."""
         if name is not None and module:
             self._module_classes.add(name)
         inherited: dict[tuple[str, str], list[tuple[Kind, bool]]] = {}
@@ -984,6 +991,56 @@ class TensorKinds:
         self._self_functions.append({})
         self._self_classes.append({})
         self._class_names.append(name)
+        self._host_buffers.append(
+            self.host_buffers(node) if module and node is not None else frozenset()
+        )
+
+    def host_buffers(self, node: cst.ClassDef) -> frozenset[str]:
+        """The buffers a trainer module keeps on the host: a module class whose methods
+        run backward (`self.accelerator.backward(loss)`, `loss.backward()`) holds the
+        training loop, and hands its networks to the device (`accelerator.prepare(model)`)
+        without moving itself (no `self.to(...)`/`self.cuda()` in it), so a buffer it
+        registers with a tensor a factory builds without a device
+        (`self.register_buffer("step", torch.tensor(0))`) stays on the host where no
+        method binds the attribute again (`self.step.add_(1)`, `self.step += 1` and
+        `self.step.copy_(n)` update it in place; `self.step = torch.tensor(n,
+        device=self.device)` in a `load` makes it something else)."""
+        trains = False
+        registered: set[str] = set()
+        bound: set[str] = set()
+        for current in descendants(node):
+            kind = type(current)
+            if kind is cst.Call:
+                func = current.func  # type: ignore[attr-defined]
+                if type(func) is not cst.Attribute:
+                    continue
+                method = func.attr.value
+                if method == "backward":
+                    trains = True
+                elif method in _MODULE_MOVES and self_attribute(func) is not None:
+                    return frozenset()  # `self.to(device)`: the module moves itself
+                elif method == "register_buffer" and self_attribute(func) is not None:
+                    args = current.args  # type: ignore[attr-defined]
+                    if (
+                        len(args) >= 2
+                        and type(args[0].value) is cst.SimpleString
+                        and args[1].keyword is None
+                        and type(args[1].value) is cst.Call
+                        and not any(_is_keyword(a, "device") for a in args[1].value.args)
+                        and _builds_from_sizes(
+                            self.imports.resolve(args[1].value.func) or "", args[1].value
+                        )
+                    ):
+                        registered.add(str(args[0].value.evaluated_value))
+            elif kind in _BINDINGS:
+                targets = (
+                    [t.target for t in current.targets]  # type: ignore[attr-defined]
+                    if kind is cst.Assign
+                    else [current.target]  # type: ignore[attr-defined]
+                )
+                for target in targets:
+                    bound.update(_self_attributes_in(target))
+        return frozenset(registered - bound) if trains else frozenset()
 
     @property
     def module_classes(self) -> frozenset[str]:
@@ -1003,6 +1060,7 @@ class TensorKinds:
         self._self_host_tensors.pop()
         self._self_functions.pop()
         self._self_classes.pop()
+        self._host_buffers.pop()
         if self._class_names:
             self._class_names.pop()
 
@@ -1233,6 +1291,11 @@ class TensorKinds:
             return
         attribute = name.evaluated_value  # type: ignore[attr-defined]
         if isinstance(attribute, str) and attribute.isidentifier():
+            if attribute in self._host_buffers[-1]:
+                # A trainer module's step counter: it stays where it was made, the host.
+                self._self_attributes[-1][attribute] = Kind.HOST
+                self._self_host_tensors[-1].add(attribute)
+                return
             self._self_attributes[-1][attribute] = Kind.TENSOR
 
     def note_append(self, call: cst.Call) -> None:
