@@ -811,7 +811,8 @@ class FileContext:
                 tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
                 bases=bases,
                 overridden=overridden_methods(node),
-                node=node,
+                # (only a file that registers buffers has any a trainer keeps on the host)
+                node=node if "register_buffer" in self._text else None,
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
