@@ -2878,6 +2878,8 @@ class TensorKinds:
             _builds_from_sizes(qualified, node)
             and (
                 moves_to_cpu(node)
+                # `device=total.device` of a host tensor, `device=cpu` bound to the CPU
+                or any(_is_keyword(a, "device") and self.is_cpu_device(a.value) for a in node.args)
                 or not (self.device_contexts or any(_is_keyword(a, "device") for a in node.args))
             )
         ):

@@ -163,7 +163,8 @@ class ItemInHotCode(HelperCallRule):
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
     arithmetic of those with each other and with Python numbers (`min(n, cap)` of numbers
     is one), values moved to where such a tensor lives (`total += n.to(total.device)`,
-    `n.to(total)`: the counter stays on the host), a torch reduction of a host tensor whose other
+    `n.to(total)`, `torch.ones(n, device=total.device)`: the counter stays on the host), a
+    torch reduction of a host tensor whose other
     arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`), a
     torch operation beside a host copy made there (`torch.logical_or(dones,
     ~valids.cpu())`),
