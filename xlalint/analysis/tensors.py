@@ -2878,8 +2878,16 @@ class TensorKinds:
             _builds_from_sizes(qualified, node)
             and (
                 moves_to_cpu(node)
-                # `device=total.device` of a host tensor, `device=cpu` bound to the CPU
-                or any(_is_keyword(a, "device") and self.is_cpu_device(a.value) for a in node.args)
+                # `device=total.device`: where a host tensor lives (not a name bound to the
+                # CPU device, which a branch may have bound: `if device is None: device =
+                # torch.device("cpu")`)
+                or any(
+                    _is_keyword(a, "device")
+                    and type(a.value) is cst.Attribute
+                    and a.value.attr.value == "device"
+                    and self.is_host_tensor(a.value.value)
+                    for a in node.args
+                )
                 or not (self.device_contexts or any(_is_keyword(a, "device") for a in node.args))
             )
         ):
