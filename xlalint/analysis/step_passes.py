@@ -39,6 +39,7 @@ from xlalint.analysis.hotness import PASS_WRAPPERS, RUN_ONCE_FUNCTIONS
 from xlalint.analysis.loop_facts import unwrap_iteration
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
+from xlalint.analysis.tensors import names_model
 from xlalint.walk import descendants, target_names
 
 Loop = cst.For | cst.While
@@ -186,7 +187,7 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
     node = unwrap_iteration(node)
     if loader_named(node):
         return False
-    if structural_iterable(node):
+    if structural_iterable(node) or _parts_of_a_handed_model(node, function):
         return not _names_steps(node)
     if isinstance(node, cst.Name):
         if _CONSTANT.match(node.value):
@@ -204,6 +205,30 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
                 isinstance(a, cst.Integer) for a in args
             )
     return False
+
+
+# A network's views of its parts, as many as it has.
+_MODULE_PARTS = frozenset({"children", "named_children", "modules", "named_modules"})
+
+
+def _parts_of_a_handed_model(node: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+    """`model.layers`, `net.blocks`, `model.children()`: the parts of a network a
+    parameter hands in (named as one: `model`, `net`, `encoder`), as many passes as the
+    network has parts on every call, as `self.layers` is in the model's own methods (a
+    pruning pass over `model.layers` after training). Not a loader or data it holds."""
+    if function is None or loader_named(node):
+        return False
+    if (
+        type(node) is cst.Call
+        and type(node.func) is cst.Attribute
+        and node.func.attr.value in _MODULE_PARTS
+        and not node.args
+    ):
+        node = node.func.value
+    elif type(node) is not cst.Attribute:
+        return False
+    root = _attribute_root(node)
+    return root is not None and names_model(root) and parameter(function, root) is not None
 
 
 def _rows_of_a_parameter(loop: cst.For, function: cst.FunctionDef | None) -> bool:

@@ -181,6 +181,12 @@ def _names_model(name: str) -> bool:
     return _MODEL_NAME.search(name) is not None and _VERB_PREFIX.match(name) is None
 
 
+def names_model(name: str) -> bool:
+    """`model`, `text_encoder`, `nets`: a name the file's code gives a network (not a
+    function named for what it does with one: `get_model`, `train_model`)."""
+    return _names_model(name)
+
+
 _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.IGNORECASE)
 # Iterables of tensors that are tensors themselves, so indexing one gives a tensor.
 _SCHEDULE_NAME = re.compile(r"(timesteps|sigmas)$", re.IGNORECASE)
