@@ -1529,6 +1529,10 @@ class TensorKinds:
             for e in elements:
                 if isinstance(e.key, cst.SimpleString):
                     values[str(e.key.evaluated_value)] = self.of(e.value)
+        elif type(value) is cst.DictComp and self.of(value.value) is Kind.HOST:
+            # `{k: v.detach().cpu() for k, v in metrics.items()}`: every value a host
+            # copy, whatever the names the comprehension binds held.
+            values = {None: Kind.HOST}
         for target in targets:
             if (key := binding_key(target)) is not None:
                 if values is not None:
