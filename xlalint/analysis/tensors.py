@@ -18,7 +18,10 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
-from xlalint.analysis.documented_types import documented_host_parameters
+from xlalint.analysis.documented_types import (
+    documented_host_parameters,
+    documented_tensor_parameters,
+)
 from xlalint.analysis.guards import negated
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
@@ -198,12 +201,13 @@ _INDEX_NAME = re.compile(
     r"\w+_no|\w+_number|\w+_counter|\w+_iteration|\w+_size)$"
 )
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
-# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
+# `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
+# `labels_are_smoothed`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
 # a solver's or a norm's `order`),
 # not a tensor: per-step functions take tensors by default, and these would otherwise read
 # as tensors.
 _HOST_PARAM_NAME = re.compile(
-    r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
+    r"^(use_\w+|return_\w+|(\w+_)?(is|are|has)_\w+|do_\w+|output_attentions|output_hidden_states|"
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
     r"max_\w+|min_\w+|count|\w+_count|order|device|dtype|\w+_type)$"
 )
@@ -763,6 +767,7 @@ class TensorKinds:
         tensors: set[str] = set()
         typed: set[str] = set()
         documented = documented_host_parameters(node)
+        documented_tensors = documented_tensor_parameters(node)
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
@@ -772,6 +777,14 @@ class TensorKinds:
                 frame[name] = Kind.HOST
                 continue
             frame[name] = self._param_kind(param, tensor_params)
+            if (
+                frame[name] is Kind.HOST
+                and param.annotation is None
+                and param.default is None
+                and name in documented_tensors
+            ):
+                # `target_is_real (bool | Tensor)`: the docstring's type, not the name.
+                frame[name] = Kind.TENSOR if tensor_params else Kind.UNKNOWN
             if frame[name] is Kind.TENSOR and param.annotation is None:
                 presumed.add(name)
             if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
