@@ -412,3 +412,23 @@ def test_decode_reasons_are_one_line() -> None:
         assert "\n" not in str(caught.value)
     assert decode(b"\xef\xbb\xbfx = 1\n").text == "x = 1\n"
     assert decode("# coding: latin-1\nx = 'é'\n".encode("latin-1")).text.endswith("'é'\n")
+
+
+def test_analysis_that_recurses_is_reported_as_an_xlalint_bug(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CPython vouched for the nesting, so a RecursionError in the analysis is xlalint's own
+    reasoning going round: the one-line error says so and asks for a report."""
+    from xlalint import engine
+    from xlalint.registry import all_rules
+
+    def recurse(*args: object, **kwargs: object) -> None:
+        raise RecursionError
+
+    monkeypatch.setattr(engine, "_analyse", recurse)
+    result = engine.lint_source(
+        "import torch\nx = torch.ones(2).item()\n", "loop.py", [all_rules()["XLA101"]]
+    )
+    assert result.error is not None
+    assert result.error.reason == engine.ANALYSIS_RECURSED
+    assert "xlalint bug" in result.error.reason and "\n" not in result.error.reason
