@@ -723,6 +723,8 @@ class TensorKinds:
         self._function_nodes: list[cst.FunctionDef | None] = [None]
         # Per frame, the names its function uses as tensors (`tensor_uses`), on demand.
         self._uses: list[frozenset[str] | None] = [None]
+        # Per frame, the names its function calls a tensor-only method on, on demand.
+        self._receivers: list[frozenset[str] | None] = [None]
         self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
         # Per frame, the names the function walks as modules (`next(pnet.parameters())`),
         # found on the first question (`_walked_as_module`).
@@ -856,6 +858,7 @@ class TensorKinds:
         self._scaled.append({})
         self._function_nodes.append(node)
         self._uses.append(None)
+        self._receivers.append(None)
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
@@ -943,6 +946,7 @@ class TensorKinds:
         self._scaled.pop()
         self._function_nodes.pop()
         self._uses.pop()
+        self._receivers.pop()
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
@@ -2032,6 +2036,32 @@ class TensorKinds:
             uses = self._uses[-1] = tensor_uses(function, self.imports)
         return target.value in uses
 
+    def tensor_by_use(self, node: cst.BaseExpression) -> bool:
+        """`node` is a parameter taken for a tensor only by its function's use of it
+        (`_handed_tensor`): where it lives is its callers' to show, as for a parameter of
+        unknown kind (a conversion helper's `def numpy(x): return x.detach().numpy()`)."""
+        return (
+            type(node) is cst.Name
+            and self.lookup(node.value) is Kind.UNKNOWN
+            and self._handed_tensor(node)
+        )
+
+    def _handed_tensor(self, name: cst.Name) -> bool:
+        """A parameter of unknown kind, never rebound, that its function calls a method
+        only tensors have on (`bboxes.new_empty(n, 4)`, `x.masked_fill(m, 0)`): its callers
+        hand it a tensor, so tests and reads of it are on one (`if (bboxes[:, 2:] <=
+        0).any():`)."""
+        function = self._function_nodes[-1]
+        if function is None or name.value in self._typed[-1] or not self._handed_in(name):
+            return False
+        receivers = self._receivers[-1]
+        if receivers is None:
+            # (imported here: `tensor_uses` builds on this module)
+            from xlalint.analysis.tensor_uses import tensor_receivers
+
+            receivers = self._receivers[-1] = tensor_receivers(function)
+        return name.value in receivers
+
     def _holds_tensors(self, iterable: cst.BaseExpression) -> None:
         """`batch["continuation_indices"]` of a mapping of unknown values, iterated for
         tensors: that entry holds tensors (`batch["continuation_indices"][i][0]` later in
@@ -2318,6 +2348,8 @@ class TensorKinds:
                 return Kind.HOST
             if _LOADER_NAME.search(node.value):
                 return Kind.ITERABLE
+            if known is Kind.UNKNOWN and self._handed_tensor(node):
+                return Kind.TENSOR
             # A model by its name, if the name is a variable or parameter here; an unbound
             # name called like `unwrap_module(...)` is a function.
             if (
