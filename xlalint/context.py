@@ -23,6 +23,7 @@ from xlalint.analysis.epochs import Epochs, takes_a_loader
 from xlalint.analysis.error_paths import handles_a_failure
 from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import (
+    asks_placement,
     ends_in,
     implied,
     mentions_cuda,
@@ -601,9 +602,11 @@ class FileContext:
 
     def _in_cuda_guarded_branch(self) -> bool:
         """Under an `if` (or ternary) whose test mentions CUDA, except in a branch whose
-        test says there that CUDA is not in use (`if not p.is_cuda: p.data =
-        p.data.cuda()`, the `else` of `if t.is_cuda:`): an XLA tensor is never `is_cuda`,
-        so that branch is exactly what runs on an XLA host. Nor is a flag parameter on by
+        test says there that a value is not on CUDA (`if not p.is_cuda: p.data =
+        p.data.cuda()`, the `else` of `if t.is_cuda:`, `if x.device.type != "cuda":`): an
+        XLA tensor is never `is_cuda`, so that branch is exactly what runs on an XLA host.
+        (A failed probe, the `else` of `if torch.cuda.is_bf16_supported():`, says nothing
+        of where values are.) Nor is a flag parameter on by
         default (`def build(name, cuda=True)`, then `if cuda: model.cuda()`): with the
         defaults an XLA host takes either branch of it (`guards.on_by_default`)."""
         stack = self._stack
@@ -620,7 +623,7 @@ class FileContext:
             if child is None or child is test:
                 return True
             holds = child is guard.body  # type: ignore[attr-defined]
-            if implied(test, holds, lambda t: mentions_cuda(t, self.imports)) is not False:
+            if implied(test, holds, asks_placement) is not False:
                 return True
         return False
 

@@ -240,6 +240,24 @@ def counts_gpus(node: cst.BaseExpression, imports: ImportTable) -> bool:
     return False
 
 
+def asks_placement(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks if a value lives on CUDA: `p.is_cuda`, `x.device.type ==
+    "cuda"` (not a flag, a probe or a comparison with None)."""
+    if type(test) is cst.Attribute:
+        return test.attr.value == "is_cuda"
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(
+        type(side) is cst.SimpleString and side.evaluated_value == "cuda" for side in sides
+    ) and any(
+        type(side) is cst.Attribute
+        and side.attr.value == "type"
+        and (get_full_name_for_node(side.value) or "").rsplit(".", 1)[-1].endswith("device")
+        for side in sides
+    )
+
+
 def asks_about_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """`mentions_cuda`, or a comparison of a count of GPUs (`if ngpu == 1:`)."""
     if mentions_cuda(test, imports):
