@@ -366,19 +366,22 @@ class HiddenHostRead(Rule):
         file knows is a device tensor (a buffer or result on the device), not one of
         unknown kind: most such arguments are Python numbers."""
         func = node.func
-        if qualified is not None:
-            if not qualified.startswith("torch."):
-                return
-            name = qualified.rsplit(".", 1)[-1]
-            if qualified != f"torch.{name}":
-                return  # `torch.nn.functional.*`, `torch.linalg.*`: other signatures
-        elif type(func) is cst.Attribute and self.ctx.is_tensor(func.value):
-            name = func.attr.value  # a tensor method: `x.add_(y, alpha=...)`
+        if type(func) is cst.Attribute:
+            name = func.attr.value
+        elif type(func) is cst.Name and qualified is not None:
+            name = func.value  # `from torch import add`
         else:
             return
         keywords = _SCALAR_KEYWORDS.get(name)
         if keywords is None:
             return
+        if not any(a.keyword is not None and a.keyword.value in keywords for a in node.args):
+            return
+        if qualified is not None:
+            if qualified != f"torch.{name}":
+                return  # `torch.nn.functional.*`, another library: other signatures
+        elif type(func) is not cst.Attribute or not self.ctx.is_tensor(func.value):
+            return  # a tensor method: `x.add_(y, alpha=...)`
         for arg in node.args:
             if (
                 arg.keyword is not None

@@ -9,6 +9,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument, parameter
 from xlalint.analysis.hotness import Site
+from xlalint.analysis.imports import ImportTable
 from xlalint.rule import Rule
 from xlalint.walk import children, descendants, names_under, self_attribute
 
@@ -194,7 +195,7 @@ class DynamicPadding(Rule):
                 self._longest.append((sizing, self.ctx.site(), function))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _takes_the_longest(node, self.ctx.imports.resolve(node.func)):
+        if _takes_the_longest(node, self.ctx.imports):
             self._longest_length(node)
             return
         collate_fn = keyword_argument(node, "collate_fn")
@@ -436,10 +437,16 @@ _TENSOR_MAXIMA = frozenset({"max", "amax"})
 _PAD_CALLEE = re.compile(r"(^|[._])pad", re.IGNORECASE)
 
 
-def _takes_the_longest(call: cst.Call, qualified: str | None) -> bool:
+def _takes_the_longest(call: cst.Call, imports: ImportTable) -> bool:
     """`max(xs)`, `max(a, b)` (the builtin), `lengths.max()`/`lengths.amax()` with no
     dimension, `torch.max(lengths)`/`torch.amax(lengths)` with one argument."""
     func = call.func
+    if type(func) is cst.Name:
+        if func.value != "max":
+            return False
+    elif type(func) is not cst.Attribute or func.attr.value not in _TENSOR_MAXIMA:
+        return False
+    qualified = imports.resolve(func)
     if type(func) is cst.Name and func.value == "max" and qualified is None:
         return bool(call.args)
     if qualified in ("torch.max", "torch.amax"):
