@@ -270,6 +270,9 @@ class Epochs:
                 facts = self._facts(loop)
                 cached = (
                     any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of)
+                    # `for ibatch in range(0, n, batch_size):` running the model on each
+                    # slice: a mini-batch loop by offsets (cellpose's test pass).
+                    or (facts.model_calls > 0 and _strides_by_batches(loop))
                     or (facts.model_calls > 0 and self._pulls_from_queue(loop, facts))
                 ) or (
                     self._steps(loop)
@@ -541,3 +544,25 @@ class Epochs:
             return False
         facts = self._facts(scope)  # type: ignore[arg-type]
         return facts.backward and facts.steps_optimizer
+
+
+# A batch size, by its words: `batch_size`, `bs`, `bsize`, `eval_batch_size`, `self.bs`.
+_BATCH_SIZE = re.compile(r"(^|_)(batch_?size|bsize|bs)$", re.IGNORECASE)
+
+
+def _strides_by_batches(loop: cst.For | cst.While) -> bool:
+    """`for k in range(0, n, batch_size):`: offsets one batch apart, one batch a pass."""
+    if type(loop) is not cst.For:
+        return False
+    iterable = loop.iter  # type: ignore[union-attr]
+    if not (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value == "range"
+        and len(iterable.args) == 3
+    ):
+        return False
+    step = iterable.args[2].value
+    return type(step) in (cst.Name, cst.Attribute) and bool(
+        _BATCH_SIZE.search(last_name(step) or "")
+    )
