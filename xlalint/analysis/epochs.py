@@ -270,9 +270,6 @@ class Epochs:
                 facts = self._facts(loop)
                 cached = (
                     any(loader_named(unwrap_iteration(arg)) for arg in facts.next_of)
-                    # `for ibatch in range(0, n, batch_size):` running the model on each
-                    # slice: a mini-batch loop by offsets (cellpose's test pass).
-                    or (facts.model_calls > 0 and _strides_by_batches(loop))
                     or (facts.model_calls > 0 and self._pulls_from_queue(loop, facts))
                 ) or (
                     self._steps(loop)
@@ -525,6 +522,8 @@ class Epochs:
         for loop in loops:
             if self.is_batch_loop(loop):
                 return False
+            if in_epoch_loop and self._evaluates_by_batches(loop):
+                return False  # a test pass after the training loop: a step a pass
             if self.holds_batch_loop(loop):
                 in_epoch_loop = True
             elif not (in_epoch_loop and self._fixed_passes(loop)):
@@ -532,6 +531,14 @@ class Epochs:
         if any(self._one_step(scope) for scope in scopes):
             return False
         return any(self.holds_batch_loop(scope) for scope in scopes)
+
+    def _evaluates_by_batches(self, loop: cst.For | cst.While) -> bool:
+        """Inside an epoch loop, a loop by offsets one batch size apart whose pass runs
+        the model (`for ibatch in range(0, n, batch_size):`, cellpose's test pass every
+        10 epochs): each pass evaluates one batch. It is judged here, inside the epoch
+        loop only, not as a batch loop (which would make a chunked inference helper,
+        `fixed_batch_process`, an epoch function whose callers' code runs per epoch)."""
+        return _strides_by_batches(loop) and self._facts(loop).model_calls > 0
 
     def _one_step(self, scope: cst.CSTNode) -> bool:
         """Its own body (outside its loops) runs backward and steps an optimizer: the
