@@ -22,7 +22,15 @@ from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs, takes_a_loader
 from xlalint.analysis.error_paths import handles_a_failure
 from xlalint.analysis.flag_facts import FlagFacts
-from xlalint.analysis.guards import ends_in, mentions_cuda, path_conditions
+from xlalint.analysis.guards import (
+    asks_placement,
+    ends_in,
+    implied,
+    mentions_cuda,
+    negated,
+    on_by_default,
+    path_conditions,
+)
 from xlalint.analysis.hotness import (
     MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
@@ -589,13 +597,40 @@ class FileContext:
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
         return (
-            self.under_cuda_guard
+            self._in_cuda_guarded_branch()
             # The node itself too: the body of a ternary (`f() if use_cuda else None`).
             or devices.runs_without_xla(reversed(self._stack), self.imports)
             or self._in_cuda_only_function()
             or self.in_gpu_implementation
             or self._under_predicate_false_on_xla()
         )
+
+    def _in_cuda_guarded_branch(self) -> bool:
+        """Under an `if` (or ternary) whose test mentions CUDA, except in a branch whose
+        test says there that a value is not on CUDA (`if not p.is_cuda: p.data =
+        p.data.cuda()`, the `else` of `if t.is_cuda:`, `if x.device.type != "cuda":`): an
+        XLA tensor is never `is_cuda`, so that branch is exactly what runs on an XLA host.
+        (A failed probe, the `else` of `if torch.cuda.is_bf16_supported():`, says nothing
+        of where values are.) Nor is a flag parameter on by
+        default (`def build(name, cuda=True)`, then `if cuda: model.cuda()`): with the
+        defaults an XLA host takes either branch of it (`guards.on_by_default`)."""
+        stack = self._stack
+        for guard in self._guarded:
+            at = next((i for i, n in enumerate(stack) if n is guard), len(stack) - 1)
+            test = guard.test  # type: ignore[attr-defined]
+            function = next((n for n in reversed(stack[:at]) if type(n) is cst.FunctionDef), None)
+            if all(
+                on_by_default(operand, function) or not mentions_cuda(operand, self.imports)
+                for operand in _operands(test)
+            ):
+                continue  # `if cuda and not verbose:` with `cuda=True`
+            child = stack[at + 1] if at + 1 < len(stack) else None
+            if child is None or child is test:
+                return True
+            holds = child is guard.body  # type: ignore[attr-defined]
+            if implied(test, holds, asks_placement) is not False:
+                return True
+        return False
 
     @property
     def past_settled_exit(self) -> bool:
@@ -1314,3 +1349,14 @@ def _no_other_exit(block: cst.IndentedBlock) -> bool:
     return not any(
         isinstance(node, _OTHER_EXITS) for node in descendants(block, TRIVIA | _NESTED_SCOPES)
     )
+
+
+def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands `and`, `or` and `not` join in a condition (`cuda and not verbose`:
+    `cuda`, `verbose`)."""
+    inner = negated(test)
+    if inner is not None:
+        return _operands(inner)
+    if type(test) is cst.BooleanOperation:
+        return [*_operands(test.left), *_operands(test.right)]
+    return [test]

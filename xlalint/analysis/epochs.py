@@ -522,6 +522,8 @@ class Epochs:
         for loop in loops:
             if self.is_batch_loop(loop):
                 return False
+            if in_epoch_loop and self._evaluates_by_batches(loop):
+                return False  # a test pass after the training loop: a step a pass
             if self.holds_batch_loop(loop):
                 in_epoch_loop = True
             elif not (in_epoch_loop and self._fixed_passes(loop)):
@@ -529,6 +531,14 @@ class Epochs:
         if any(self._one_step(scope) for scope in scopes):
             return False
         return any(self.holds_batch_loop(scope) for scope in scopes)
+
+    def _evaluates_by_batches(self, loop: cst.For | cst.While) -> bool:
+        """Inside an epoch loop, a loop by offsets one batch size apart whose pass runs
+        the model (`for ibatch in range(0, n, batch_size):`, cellpose's test pass every
+        10 epochs): each pass evaluates one batch. It is judged here, inside the epoch
+        loop only, not as a batch loop (which would make a chunked inference helper,
+        `fixed_batch_process`, an epoch function whose callers' code runs per epoch)."""
+        return _strides_by_batches(loop) and self._facts(loop).model_calls > 0
 
     def _one_step(self, scope: cst.CSTNode) -> bool:
         """Its own body (outside its loops) runs backward and steps an optimizer: the
@@ -541,3 +551,25 @@ class Epochs:
             return False
         facts = self._facts(scope)  # type: ignore[arg-type]
         return facts.backward and facts.steps_optimizer
+
+
+# A batch size, by its words: `batch_size`, `bs`, `bsize`, `eval_batch_size`, `self.bs`.
+_BATCH_SIZE = re.compile(r"(^|_)(batch_?size|bsize|bs)$", re.IGNORECASE)
+
+
+def _strides_by_batches(loop: cst.For | cst.While) -> bool:
+    """`for k in range(0, n, batch_size):`: offsets one batch apart, one batch a pass."""
+    if type(loop) is not cst.For:
+        return False
+    iterable = loop.iter  # type: ignore[union-attr]
+    if not (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value == "range"
+        and len(iterable.args) == 3
+    ):
+        return False
+    step = iterable.args[2].value
+    return type(step) in (cst.Name, cst.Attribute) and bool(
+        _BATCH_SIZE.search(last_name(step) or "")
+    )
