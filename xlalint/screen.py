@@ -39,7 +39,7 @@ from xlalint.analysis.hotness import (
     PER_STEP_HOOKS,
 )
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
-from xlalint.analysis.tensors import REGISTERED_TENSORS, TENSOR_ANNOTATIONS
+from xlalint.analysis.tensors import ARRAY_DTYPE, REGISTERED_TENSORS, TENSOR_ANNOTATIONS
 
 if TYPE_CHECKING:
     from xlalint.rule import Rule
@@ -153,6 +153,12 @@ class Features:
                 self.tensor_parameter = any(
                     (type(n) is ast.Name and n.id in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
                     or (type(n) is ast.Attribute and n.attr in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                    # a shape-typed tensor, `Bool['b n']` (`tensors.array_dtype`)
+                    or (
+                        type(n) is ast.Subscript
+                        and type(n.value) is ast.Name  # type: ignore[attr-defined]
+                        and ARRAY_DTYPE.match(n.value.id) is not None  # type: ignore[attr-defined]
+                    )
                     for n in ast.walk(annotation)
                 )
             return child.arg  # type: ignore[attr-defined,no-any-return]

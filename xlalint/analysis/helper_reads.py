@@ -32,7 +32,7 @@ import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey
-from xlalint.walk import target_names
+from xlalint.walk import descendants, target_names
 
 # Builtins that turn a tensor into a Python number.
 _CONVERSIONS = frozenset({"float", "int"})
@@ -292,11 +292,65 @@ def converts_handed(
     findings at the call): not in a function per step by its own name (`forward`), not a
     check of the input (`is_check`), not in a loop statement of the helper
     (`in_own_loop`). Those reads are reported where they are."""
+    ancestors = tuple(ancestors)
     return (
         not PER_STEP_FUNCTIONS.match(function.name)
         and not is_check(read, ancestors)
         and not in_own_loop(loops)
+        and not sizes_own_tensor(read, ancestors)
     )
+
+
+# Calls whose arguments are sizes or bounds: the tensor (or the loop) the helper makes.
+_SIZED = frozenset(
+    {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "linspace",
+     "new_zeros", "new_ones", "new_empty", "new_full", "range"}
+)  # fmt: skip
+# Expressions a read passes through on its way to a size (`(int(n.item() + 1), dim)`).
+_ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Arg, cst.Call, cst.Element, cst.Tuple,
+               cst.List)  # fmt: skip
+
+
+def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> bool:
+    """Whether `read` (with its ancestors, innermost first) becomes a size or bound of a
+    tensor the helper builds itself, or of its own loop: `max_len = seq_len.max().item()`,
+    then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`. The read
+    serves the helper's own computation, as a check does, not a conversion of what it is
+    handed: it is reported where it is."""
+    child = read
+    function: cst.FunctionDef | None = None
+    name: str | None = None
+    for ancestor in ancestors:
+        if type(ancestor) is cst.Call and child is not ancestor.func and _sized(ancestor):
+            return True
+        if type(ancestor) is cst.Assign and name is None and function is None:
+            targets = ancestor.targets
+            if len(targets) == 1 and type(targets[0].target) is cst.Name:
+                name = targets[0].target.value
+        if type(ancestor) is cst.FunctionDef:
+            function = ancestor
+            break
+        if (
+            name is None
+            and type(ancestor) is not cst.Assign
+            and not isinstance(ancestor, _ARITHMETIC)
+        ):
+            return False
+        child = ancestor
+    if function is None or name is None:
+        return False
+    for node in descendants(function.body):
+        if type(node) is cst.Call and _sized(node):
+            for arg in node.args:
+                if any(type(n) is cst.Name and n.value == name for n in descendants(arg.value)):
+                    return True
+    return False
+
+
+def _sized(call: cst.Call) -> bool:
+    func = call.func
+    last = func.attr.value if type(func) is cst.Attribute else getattr(func, "value", None)
+    return last in _SIZED
 
 
 def in_own_loop(loops: Iterable[cst.CSTNode]) -> bool:

@@ -72,6 +72,9 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     # A `torch.distributions` distribution's `log_prob` is the likelihood loss of every
     # training step that fits one (a forecaster's negative log-likelihood).
     "Distribution": frozenset({"log_prob"}),
+    # A loss scaler runs with every optimizer step: `scaler.step(opt)`, then
+    # `scaler.update()` (torch's `GradScaler`, and subclasses that wrap its bookkeeping).
+    "GradScaler": frozenset({"update", "unscale_"}),
 }
 
 

@@ -243,6 +243,9 @@ _HOST_BUILTINS = frozenset(
         "format", "round", "abs", "print", "getattr", "callable", "ord", "chr",
     }
 )  # fmt: skip
+# Builtins that give back elements of the one iterable they are handed (`max(t)`,
+# `min(t)`) or their sum: of a device tensor, a 0-dim tensor on its device.
+_ELEMENT_BUILTINS = frozenset({"max", "min", "sum"})
 
 
 # Methods by which a module moves itself (and its buffers) to a device.
@@ -259,6 +262,11 @@ _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"}
 # `self.register_buffer(name, t)`, `register_parameter`, and a torchmetrics `Metric`'s
 # `self.add_state(name, default=torch.tensor(0))`: attributes moved with the module.
 REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter", "add_state"})
+# jaxtyping's dtype words for shape-typed arrays (`Float32[Tensor, "b"]`, `Bool['b n']`).
+ARRAY_DTYPE = re.compile(
+    r"^(Bool|Float|Int|UInt|Integer|Num|Real|Inexact|Complex|Shaped|BFloat16|"
+    r"Float(8\w*|16|32|64)|U?Int(4|8|16|32|64)|Complex(64|128))$"
+)
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
@@ -525,14 +533,38 @@ def _alternatives(node: cst.BaseExpression) -> list[cst.BaseExpression | None]:
     return [node]
 
 
+def array_dtype(node: cst.BaseExpression) -> str | None:
+    """The dtype word of a shape-typed tensor annotation, jaxtyping's `Float[Tensor, "b
+    n"]`, `Bool[torch.Tensor, "b"]`, or the string-only form projects define over it
+    (`Float['b n d']`, `Bool['b nf']`): "Float", "Bool", ... ; None for anything else
+    (`Float[np.ndarray, "b"]` is an array on the host)."""
+    if type(node) is not cst.Subscript:
+        return None
+    base = node.value.attr if type(node.value) is cst.Attribute else node.value
+    if type(base) is not cst.Name or ARRAY_DTYPE.match(base.value) is None:
+        return None
+    parts = [e.slice.value for e in node.slice if type(e.slice) is cst.Index]
+    if (
+        len(parts) == 1
+        and type(parts[0]) in (cst.SimpleString, cst.ConcatenatedString)
+        and type(node.value) is cst.Name
+    ):
+        return base.value  # `Float['b n d']`
+    if len(parts) == 2 and _tensor_annotation(parts[0]) is Kind.TENSOR:
+        return base.value  # `Float[Tensor, "b n d"]`
+    return None
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
-    `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
-    `tuple[Tensor, Tensor]`: each element is one); UNKNOWN for one that only holds tensors
-    (`dict[str, Tensor]`)."""
+    `Tensor | None`, a shape-typed one: `Float[Tensor, "b n"]`, `Bool['b n']`); ITERABLE
+    for a sequence of tensors (`Sequence[torch.Tensor]`, `tuple[Tensor, Tensor]`: each
+    element is one); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
     if isinstance(node, cst.BinaryOperation):
         return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
     if isinstance(node, cst.Subscript):
+        if array_dtype(node) is not None:
+            return Kind.TENSOR
         base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
         parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         if isinstance(base, cst.Name) and base.value in ("Optional", "Union"):
@@ -1475,6 +1507,8 @@ class TensorKinds:
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
         if param.annotation is not None:
+            if array_dtype(param.annotation.annotation) is not None:
+                return Kind.TENSOR  # `embed: Float['b n d']`, `x: Float[Tensor, "b n"]`
             names = names_under(param.annotation.annotation)
             if names & TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
@@ -2687,6 +2721,17 @@ class TensorKinds:
                     and all(self.of(v) is Kind.HOST for v in values)
                 ):
                     return Kind.HOST
+            if (
+                name in _ELEMENT_BUILTINS
+                and self.lookup(name) is None
+                and len(node.args) == 1
+                and node.args[0].keyword is None
+                and not node.args[0].star
+                and self.of(node.args[0].value) is Kind.TENSOR
+            ):
+                # `max(lengths)` of a device tensor iterates its elements: the largest is a
+                # 0-dim tensor on the same device, not a Python number.
+                return Kind.TENSOR
             if name == "self" and self._in_module_method():
                 return Kind.TENSOR  # `pi, action, value = self(state)`: the module's forward
             if name in self._module_classes and self.lookup(name) is None:
