@@ -235,7 +235,9 @@ class CudaApi(Rule):
     the holding object replaced after the forcing, a `global` rebinding) and the flag may
     be on: the call is reported. Also left alone: code in a
     function this file calls only under CUDA guards (`get_gpu_info(i)`) or such flags
-    (`if self.args.fp16: self._setup_amp()`), after
+    (`if self.args.fp16: self._setup_amp()`), in the methods of a class this file builds
+    only there and names nowhere else (`if device_type == "cuda": return
+    CudaBatchTimingTracker()`: no instance exists on an XLA host), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), in a class's own
     `cuda()` method, or in a class that captures a CUDA graph (`torch.cuda.CUDAGraph()`,
