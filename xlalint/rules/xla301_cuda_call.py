@@ -44,7 +44,9 @@ class CudaCall(Rule):
     file assigns is judged by its value, as above, also from a closure inside a method),
     and calls that torch's `.cuda()`
     could not take (`quantizer.cuda(qtensor, meta=meta, device=d)`: another library's
-    method of the same name).
+    method of the same name). A `torch.cuda` call in its arguments
+    (`state["scale"].cuda(torch.cuda.current_device())`) is part of this finding, not an
+    XLA303 of its own: the fix drops it with the move.
 
     ## Why is this bad?
     `.cuda()` places the value on a CUDA GPU. A TPU host has none, so the call fails, and
@@ -96,6 +98,8 @@ class CudaCall(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
     screen = ("~cuda",)
+    # `t.cuda(torch.cuda.current_device())`: the device query steers this move, one cause.
+    supersedes_inside = ("XLA303",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
