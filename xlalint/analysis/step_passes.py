@@ -14,7 +14,10 @@ only where its function does (`hotness.HotCode.is_hot`). That holds in functions
 classes, in the methods of a model class, whose per-step entry the file shows
 (`forward`, and what it reaches), and in a class whose framework names the hooks it calls
 every step (`hotness.per_step_hooks`: a torchmetrics `Metric` gets `update` with every
-batch, and `compute` once after the batch loop). A class that is neither (a loss, a replay
+batch, and `compute` once after the batch loop). In such a class, a method that is none
+of its hooks runs when the framework calls it, so a loop there runs its passes per call
+whatever it walks (`for i, class_idx in enumerate(metrics["classes"])` in `compute`), unless
+it walks a loader or counts steps. A class that is neither (a loss, a replay
 buffer, a beam search) is called from another module's loop, by methods the file cannot
 tell apart: a loop in one of them keeps its passes per step.
 """
@@ -116,11 +119,30 @@ class StepPasses:
         ):
             return False
         function = site.function if site is not None else None
+        if (
+            site is not None
+            and site.class_def is not None
+            and function is not None
+            and not self._loops.in_model_class(site)
+            and self._off_hook(site.class_def, function)
+        ):
+            # A framework class's other methods run when the framework calls them (a
+            # metric's `compute`, once per evaluation): whatever a loop there walks
+            # (`for i, class_idx in enumerate(metrics["classes"])`), other than a
+            # loader or counted steps, it walks it once per call of the method.
+            iterable = unwrap_iteration(loop.iter)
+            return not loader_named(iterable) and not _names_steps(iterable)
         return (
             id(loop) in self._rows
             or _fixed_iterable(loop.iter, function, 0)
             or _rows_of_a_parameter(loop, function)
         )
+
+    def _off_hook(self, class_def: cst.ClassDef, function: cst.FunctionDef) -> bool:
+        """`function`, a method of `class_def`, is none of the per-step hooks its class
+        has (the class has some: its framework names them)."""
+        hooks = self._class_hooks.get(class_def.name.value)
+        return bool(hooks) and function.name.value not in hooks
 
     def steps_in_passes(self, loop: Loop) -> bool:
         """A pass trains (backward, an optimizer step), samples (a model fed the state the
