@@ -559,15 +559,31 @@ class HotCode:
     def _once_per_epoch(self, site: Site) -> bool:
         """The site is outside the batch loop of an epoch function or loop (a declared
         per-step function, whose loops are part of one step, has no epoch code, unless
-        it holds a loop that steps an optimizer on every pass: `forward` of a trainer
-        module, `trainer()` running the whole training, is a training run)."""
+        it is a training run: `_training_run`)."""
         if self._per_epoch is None or not site.scopes:
             return False
-        if self.per_step_by_itself(site) and not (
-            self._runs_training is not None and self._runs_training(site.scopes[0])
-        ):
+        if self.per_step_by_itself(site) and not self._training_run(site.scopes[0]):
             return False
         return self._per_epoch(site.scopes)
+
+    def _training_run(self, function: cst.CSTNode) -> bool:
+        """A function per step by its name that is handed no data (`forward(self)` of a
+        trainer module, `trainer()` running the whole training: every parameter has a
+        default, and none is used as a tensor) and holds a batch loop that steps an
+        optimizer on every pass: it runs the training, not one step of it. One handed
+        the data it works on (an attack's `forward(images, labels)` optimizing the inputs
+        in a loop of its own) runs once per batch of its caller."""
+        return (
+            type(function) is cst.FunctionDef
+            and all(
+                p.default is not None
+                for p in parameters(function)
+                if p.name.value not in ("self", "cls")
+            )
+            and self._runs_training is not None
+            and self._runs_training(function)
+            and not (self._per_call is not None and self._per_call(function))
+        )
 
     def _reached_names(self, per_call: bool = False) -> set[str]:
         """Function names called, directly or transitively, from hot code (with

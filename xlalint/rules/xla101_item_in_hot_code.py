@@ -235,13 +235,14 @@ class ItemInHotCode(HelperCallRule):
     of a class that runs a model without a loop of its own (a policy object called on
     each state), act on every environment step, whichever module runs the environment.
     A name ending in `_per_step` (`fit_one_batch_per_step`) says what a loop of many steps
-    does, and is not a per-step function. Nor is a function per step by its name (a
-    trainer module's `forward`, which `trainer()` runs) whose body holds a batch loop that
-    steps an optimizer on every pass: it is a training run, and `step =
-    self.step.item()` before that loop runs once per call. A torchmetrics metric is one
-    whatever name it was imported as (`MeanAveragePrecision as TorchmetricsMAP`), and a
-    loop in one of its methods other than `update` (`compute`, once per evaluation) runs
-    its passes once per call, whatever it walks.
+    does, and is not a per-step function. Nor is a function per step by its name that is
+    handed no data (a trainer module's `forward(self)`, which `trainer()` runs) and whose
+    body holds a batch loop that steps an optimizer on every pass: it is a training run,
+    and `step = self.step.item()` before that loop runs once per call (an attack's
+    `forward(images, labels)`, optimizing the batch it is handed, stays per step). A
+    torchmetrics metric is one whatever name it was imported as (`MeanAveragePrecision as
+    TorchmetricsMAP`), and a loop in one of its methods other than `update` (`compute`,
+    once per evaluation) runs its passes once per call, whatever it walks.
 
     Search and sampling code keeps 0-dim scores in records: a field a class of the module
     declares as a tensor (`class Hypothesis(NamedTuple): score: Union[float,
