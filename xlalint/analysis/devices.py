@@ -266,10 +266,13 @@ def cuda_api_kind(call: cst.Call, imports: ImportTable) -> str | None:
     if qualified is None or qualified in CUDA_PROBES:
         return None
     if qualified.startswith("torch.cuda.amp."):
+        # The old spelling of `torch.amp` for CUDA: its scaler and autocast are CUDA's;
+        # the rest is Python that needs no CUDA runtime (`custom_fwd`, the scaler
+        # module's `_refresh_per_optimizer_state`, which builds a dict).
         tail = qualified.rsplit(".", 1)[-1]
         if tail == "GradScaler":
             return "scaler"
-        return "autocast" if tail == "autocast" else "runtime"
+        return "autocast" if tail == "autocast" else None
     if qualified.startswith("torch.cuda."):
         return "runtime"
     if qualified.startswith(CUDA_BACKEND_PREFIXES):
