@@ -1317,8 +1317,8 @@ _NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 def _raises_or_gives_up(block: cst.BaseSuite) -> tuple[bool, bool]:
     """Whether every way through `block` leaves by its last statement, a `raise` or a
-    `return` (or an `if`/`else` whose every branch does, in turn), with no other exit
-    before it; and whether some way raises."""
+    `return` of nothing (or an `if`/`else` whose every branch does, in turn), with no
+    other exit before it; and whether some way raises."""
     if not isinstance(block, cst.IndentedBlock) or not block.body:
         return False, False
     *head, last = block.body
@@ -1344,7 +1344,11 @@ def _raises_or_gives_up(block: cst.BaseSuite) -> tuple[bool, bool]:
     if ends_in(block, (cst.Raise,)):
         return True, True
     if ends_in(block, (cst.Return,)):
-        return True, False
+        # Giving up hands back nothing: a value returned may be the normal path's.
+        line = block.body[-1]
+        returned = line.body[-1].value if type(line) is cst.SimpleStatementLine else None  # type: ignore[attr-defined]
+        nothing = returned is None or (type(returned) is cst.Name and returned.value == "None")
+        return nothing, False
     return False, False
 
 

@@ -17,9 +17,9 @@ every step (`hotness.per_step_hooks`: a torchmetrics `Metric` gets `update` with
 batch, and `compute` once after the batch loop). In such a class, a method that is none
 of its hooks runs when the framework calls it, so a loop there runs its passes per call
 whatever it walks (`for i, class_idx in enumerate(metrics["classes"])` in `compute`), unless
-it walks a loader or counts steps. A class that is neither (a loss, a replay
-buffer, a beam search) is called from another module's loop, by methods the file cannot
-tell apart: a loop in one of them keeps its passes per step.
+it walks a loader, counts steps or runs a model in its passes. A class that is neither (a
+loss, a replay buffer, a beam search) is called from another module's loop, by methods the
+file cannot tell apart: a loop in one of them keeps its passes per step.
 """
 
 from __future__ import annotations
@@ -129,9 +129,14 @@ class StepPasses:
             # A framework class's other methods run when the framework calls them (a
             # metric's `compute`, once per evaluation): whatever a loop there walks
             # (`for i, class_idx in enumerate(metrics["classes"])`), other than a
-            # loader or counted steps, it walks it once per call of the method.
+            # loader or counted steps, it walks it once per call of the method, unless
+            # its passes run a model (an evaluation over batches by another name).
             iterable = unwrap_iteration(loop.iter)
-            return not loader_named(iterable) and not _names_steps(iterable)
+            return (
+                not loader_named(iterable)
+                and not _names_steps(iterable)
+                and not self._loops.facts(loop).model_calls
+            )
         return (
             id(loop) in self._rows
             or _fixed_iterable(loop.iter, function, 0)
