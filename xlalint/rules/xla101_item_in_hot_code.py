@@ -263,7 +263,7 @@ class ItemInHotCode(HelperCallRule):
 
     A warning about a checked value runs when the value has gone wrong, as a `raise`'s
     message (or a block that ends in `raise`, or the body of an `if` that ends by raising
-    where a setting asks for it and returning otherwise: `if raise_on_error: raise
+    where a setting asks for it and returning nothing otherwise: `if raise_on_error: raise
     FloatingPointError(msg)` / `else: return`) is built only on the error path: reads in
     the body of an `if` that only warns (`warnings.warn(...)`, `log.warning(...)`) and
     whose test checks a value (`if
