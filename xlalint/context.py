@@ -340,7 +340,12 @@ class FileContext:
     def _step_passes(self) -> StepPasses:
         """Which loops run a step on each pass (hot code asks, after the walk)."""
         return StepPasses(
-            self.loops, self.epochs, self._collection_loops, self._row_loops, self._class_hooks
+            self.loops,
+            self.epochs,
+            self._collection_loops,
+            self._row_loops,
+            self._class_hooks,
+            module=self.module,
         )
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:

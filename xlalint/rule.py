@@ -284,9 +284,13 @@ class Rule:
         if self.hot_only and site is None and self.ctx.in_failure_handler:
             return
         # A host sync (or a copy to the device) once every many steps (`if step % 100 ==
-        # 0:`) is amortised; a recompile (family 2) is not, whatever its interval.
+        # 0:`) is amortised; a recompile (family 2) is not, whatever its interval. A
+        # finding judged after the walk carries its site, which says whether it stood
+        # under such an interval (`self.log(loss)` under `if (i + 1) % self.log_every
+        # == 0:` hands `log` a read once per interval).
         amortised = self.is_host_sync() or (self.hot_only and self.amortised)
-        if amortised and site is None and self.ctx.under_sparse_interval:
+        sparse = site.sparse if site is not None else self.ctx.under_sparse_interval
+        if amortised and sparse:
             return
         # A warning about a checked value (`if kl.max() > 100: log.warning(...)`) runs when
         # the value has gone wrong: its reads are no per-step cost.

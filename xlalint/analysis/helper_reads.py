@@ -52,6 +52,9 @@ _METADATA = frozenset(
      "get_device", "type", "data_ptr", "is_floating_point", "is_complex", "storage_offset",
      "ndimension", "tolist", "numpy"}
 )  # fmt: skip
+# Methods that build a new tensor from their arguments, taking only the receiver's device
+# and dtype (`value.new_tensor(factor)`): no value of the receiver's is carried.
+_NEW_FROM_ARGUMENTS = frozenset({"new_tensor", "new_zeros", "new_ones", "new_full", "new_empty"})
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,8 @@ def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
     """The value a chain of the tensor's own methods and rows starts from (`batch_loss` of
     `batch_loss.detach().mean()`, `x` of `x[0].sum()`); not through its metadata
     (`x.size(0)`, `x.shape[0]` are Python ints), nor through a method handed arguments
-    that are values of their own (`a.add(b)`)."""
+    that are values of their own (`a.add(b)`), nor through a new tensor built from its
+    arguments (`x.new_tensor(f)`)."""
     while True:
         if isinstance(value, cst.Subscript):
             value = value.value
@@ -264,6 +268,7 @@ def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
             and isinstance(value.func, cst.Attribute)
             and not (isinstance(value.func.value, cst.Name) and value.func.value.value in _MODULES)
             and value.func.attr.value not in _METADATA
+            and value.func.attr.value not in _NEW_FROM_ARGUMENTS
             and all(_plain(arg.value) for arg in value.args)
         ):
             value = value.func.value

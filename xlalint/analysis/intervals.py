@@ -111,10 +111,12 @@ def _names_a_save_or_evaluation(interval: cst.BaseExpression) -> bool:
 def attribute_values(
     class_def: cst.ClassDef, attribute: str, defaults: bool = True
 ) -> list[cst.BaseExpression]:
-    """Every value a method of `class_def` assigns `self.<attribute>`; empty where it is
-    also bound some other way (`+=`, a tuple target). A parameter of the method assigned
-    as it is (`self.log_frequency = log_frequency`) counts by its default (with
-    `defaults`; otherwise it stays the parameter's name: what callers hand in)."""
+    """Every value a method of `class_def` assigns `self.<attribute>`, also as one element
+    of a tuple assigned from a tuple of as many (`self.model, self.log_every = model,
+    log_every`); empty where it is also bound some other way (`+=`, unpacking a value).
+    A parameter of the method assigned as it is (`self.log_frequency = log_frequency`)
+    counts by its default (with `defaults`; otherwise it stays the parameter's name: what
+    callers hand in)."""
     found: list[cst.BaseExpression] = []
     method: cst.FunctionDef | None = None
     stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(class_def.body, None)]
@@ -123,22 +125,40 @@ def attribute_values(
         if isinstance(node, cst.FunctionDef):
             method = node
         stack.extend((child, method) for child in children(node))
-        targets: list[cst.BaseExpression] = []
+        pairs: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = []
         if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, cst.AnnAssign | cst.AugAssign):
-            targets = [node.target]
-        for target in targets:
+            pairs = [pair for t in node.targets for pair in _paired_targets(t.target, node.value)]
+        elif isinstance(node, cst.AnnAssign):
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, cst.AugAssign):
+            pairs = [(node.target, None)]
+        for target, value in pairs:
             if self_attribute(target) == attribute:
-                if not isinstance(node, cst.Assign | cst.AnnAssign) or node.value is None:
+                if value is None:
                     return []
-                value = node.value
                 if defaults and isinstance(value, cst.Name) and method is not None:
                     value = _parameter_default(method, value.value) or value
                 found.append(value)
             elif any(self_attribute(inner) == attribute for inner in descendants(target)):
                 return []
     return found
+
+
+def _paired_targets(
+    target: cst.BaseExpression, value: cst.BaseExpression
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """Each target of an assignment with the value it gets: `a, b = x, y` pairs element
+    by element (no starred element on either side); any other target gets the whole
+    value."""
+    sequences = (cst.Tuple, cst.List)
+    if (
+        isinstance(target, sequences)
+        and isinstance(value, sequences)
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    ):
+        return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+    return [(target, value)]
 
 
 def _parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:

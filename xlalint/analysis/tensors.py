@@ -18,7 +18,10 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
-from xlalint.analysis.documented_types import documented_host_parameters
+from xlalint.analysis.documented_types import (
+    documented_host_parameters,
+    documented_tensor_parameters,
+)
 from xlalint.analysis.guards import negated
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
@@ -181,6 +184,12 @@ def _names_model(name: str) -> bool:
     return _MODEL_NAME.search(name) is not None and _VERB_PREFIX.match(name) is None
 
 
+def names_model(name: str) -> bool:
+    """`model`, `text_encoder`, `nets`: a name the file's code gives a network (not a
+    function named for what it does with one: `get_model`, `train_model`)."""
+    return _names_model(name)
+
+
 _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.IGNORECASE)
 # Iterables of tensors that are tensors themselves, so indexing one gives a tensor.
 _SCHEDULE_NAME = re.compile(r"(timesteps|sigmas)$", re.IGNORECASE)
@@ -192,12 +201,13 @@ _INDEX_NAME = re.compile(
     r"\w+_no|\w+_number|\w+_counter|\w+_iteration|\w+_size)$"
 )
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
-# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
+# `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
+# `labels_are_smoothed`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
 # a solver's or a norm's `order`),
 # not a tensor: per-step functions take tensors by default, and these would otherwise read
 # as tensors.
 _HOST_PARAM_NAME = re.compile(
-    r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
+    r"^(use_\w+|return_\w+|(\w+_)?(is|are|has)_\w+|do_\w+|output_attentions|output_hidden_states|"
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
     r"max_\w+|min_\w+|count|\w+_count|order|device|dtype|\w+_type)$"
 )
@@ -713,6 +723,8 @@ class TensorKinds:
         self._function_nodes: list[cst.FunctionDef | None] = [None]
         # Per frame, the names its function uses as tensors (`tensor_uses`), on demand.
         self._uses: list[frozenset[str] | None] = [None]
+        # Per frame, the names its function calls a tensor-only method on, on demand.
+        self._receivers: list[frozenset[str] | None] = [None]
         self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
         # Per frame, the names the function walks as modules (`next(pnet.parameters())`),
         # found on the first question (`_walked_as_module`).
@@ -757,6 +769,7 @@ class TensorKinds:
         tensors: set[str] = set()
         typed: set[str] = set()
         documented = documented_host_parameters(node)
+        documented_tensors = documented_tensor_parameters(node)
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
@@ -766,6 +779,14 @@ class TensorKinds:
                 frame[name] = Kind.HOST
                 continue
             frame[name] = self._param_kind(param, tensor_params)
+            if (
+                frame[name] is Kind.HOST
+                and param.annotation is None
+                and param.default is None
+                and name in documented_tensors
+            ):
+                # `target_is_real (bool | Tensor)`: the docstring's type, not the name.
+                frame[name] = Kind.TENSOR if tensor_params else Kind.UNKNOWN
             if frame[name] is Kind.TENSOR and param.annotation is None:
                 presumed.add(name)
             if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
@@ -837,6 +858,7 @@ class TensorKinds:
         self._scaled.append({})
         self._function_nodes.append(node)
         self._uses.append(None)
+        self._receivers.append(None)
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
@@ -924,6 +946,7 @@ class TensorKinds:
         self._scaled.pop()
         self._function_nodes.pop()
         self._uses.pop()
+        self._receivers.pop()
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
@@ -1523,6 +1546,10 @@ class TensorKinds:
             for e in elements:
                 if isinstance(e.key, cst.SimpleString):
                     values[str(e.key.evaluated_value)] = self.of(e.value)
+        elif type(value) is cst.DictComp and self.of(value.value) is Kind.HOST:
+            # `{k: v.detach().cpu() for k, v in metrics.items()}`: every value a host
+            # copy, whatever the names the comprehension binds held.
+            values = {None: Kind.HOST}
         for target in targets:
             if (key := binding_key(target)) is not None:
                 if values is not None:
@@ -2009,6 +2036,32 @@ class TensorKinds:
             uses = self._uses[-1] = tensor_uses(function, self.imports)
         return target.value in uses
 
+    def tensor_by_use(self, node: cst.BaseExpression) -> bool:
+        """`node` is a parameter taken for a tensor only by its function's use of it
+        (`_handed_tensor`): where it lives is its callers' to show, as for a parameter of
+        unknown kind (a conversion helper's `def numpy(x): return x.detach().numpy()`)."""
+        return (
+            type(node) is cst.Name
+            and self.lookup(node.value) is Kind.UNKNOWN
+            and self._handed_tensor(node)
+        )
+
+    def _handed_tensor(self, name: cst.Name) -> bool:
+        """A parameter of unknown kind, never rebound, that its function calls a method
+        only tensors have on (`bboxes.new_empty(n, 4)`, `x.masked_fill(m, 0)`): its callers
+        hand it a tensor, so tests and reads of it are on one (`if (bboxes[:, 2:] <=
+        0).any():`)."""
+        function = self._function_nodes[-1]
+        if function is None or name.value in self._typed[-1] or not self._handed_in(name):
+            return False
+        receivers = self._receivers[-1]
+        if receivers is None:
+            # (imported here: `tensor_uses` builds on this module)
+            from xlalint.analysis.tensor_uses import tensor_receivers
+
+            receivers = self._receivers[-1] = tensor_receivers(function)
+        return name.value in receivers
+
     def _holds_tensors(self, iterable: cst.BaseExpression) -> None:
         """`batch["continuation_indices"]` of a mapping of unknown values, iterated for
         tensors: that entry holds tensors (`batch["continuation_indices"][i][0]` later in
@@ -2295,6 +2348,8 @@ class TensorKinds:
                 return Kind.HOST
             if _LOADER_NAME.search(node.value):
                 return Kind.ITERABLE
+            if known is Kind.UNKNOWN and self._handed_tensor(node):
+                return Kind.TENSOR
             # A model by its name, if the name is a variable or parameter here; an unbound
             # name called like `unwrap_module(...)` is a function.
             if (

@@ -397,6 +397,11 @@ class HostTransferInHotCode(HelperCallRule):
             repeat_of = self._runs.previous(
                 self._outputs_root(receiver), self.ctx.ancestors(), func.attr
             )
+            if kind is Kind.TENSOR and self.ctx.kinds.tensor_by_use(computed_root(receiver)):
+                # A parameter known as a tensor only by its use: its callers say where
+                # it lives, as for one of unknown kind.
+                self._defer_parameter_copy(func.attr, node, receiver, message)
+                return
             if kind is Kind.TENSOR and self._defer_annotated_copy(
                 func.attr, node, receiver, message
             ):

@@ -144,7 +144,12 @@ class TensorControlFlow(Rule):
     results that are shapes, other calls' results or numbers in every `return`, are not
     tensors.
 
-    A function's own code can show a value of unknown kind to be a tensor: what it collects
+    A function's own code can show a value of unknown kind to be a tensor: a parameter it
+    never rebinds and calls a method only tensors have on (`boxes.new_empty(n, 4)`,
+    `labels.masked_fill(m, 0)`, `err.unsqueeze(0)`) is handed a tensor, so `if (wh <=
+    0).any():` with `wh` computed from `boxes`, or `if present.sum() == 0:` with `present =
+    labels != ignore`, reads the device where the helper runs every step (an int handed to
+    a torch operation as a count, `torch.topk(x, top_k)`, is not such a use). What it collects
     into a list it hands to `torch.cat`/`torch.stack` (`eval_times = [t]`,
     `eval_times.append(t.reshape(t.shape))`, directly or through tensor-keeping methods) is
     one, so an adaptive solver's `while t < T:` and `if t + dt > T:` on times sliced from a
