@@ -39,6 +39,7 @@ from xlalint.analysis.hotness import (
     Site,
     batch_state,
     draws_a_figure,
+    imported_base_names,
     makes_a_figure,
     per_step_hooks,
     walks_a_collection,
@@ -260,6 +261,7 @@ class FileContext:
             lambda loop: self._step_passes.is_step_loop(loop),
             # Other modules' per-step callers, where the file is on disk (`module_callers`).
             None if self._text is None else partial(hot_elsewhere, path),
+            self.epochs.runs_training,
         )
         self._stack: list[cst.CSTNode] = []
         # Loops the walk saw iterate a collection, or one tensor's rows (`StepPasses`).
@@ -722,8 +724,11 @@ class FileContext:
         `assert`'s message, or of a block that ends in `raise` and leaves no other way
         (no `return`, `break` or `continue` in it; not a `try` body, whose error may be
         caught): `first = mask.nonzero()[0].item()` in `if mask.any():` before `raise
-        RuntimeError(f"... {first}")` names what went wrong. All run only on the error
-        path."""
+        RuntimeError(f"... {first}")` names what went wrong. So does the body of an `if`
+        that ends by raising where a setting asks for it and giving up otherwise (`if
+        raise_on_error: raise FloatingPointError(msg)` / `else: return`), with no other
+        exit before: `msg = f"Loss is {loss.item()}"` under `if not
+        math.isfinite(...)`. All run only on the error path."""
         stack = self._stack
         for depth, node in enumerate(stack):
             if type(node) is cst.Raise:
@@ -736,6 +741,14 @@ class FileContext:
                 and type(stack[depth - 1]) not in (cst.Try, cst.TryStar)
                 and ends_in(node, (cst.Raise,))  # type: ignore[arg-type]
                 and _no_other_exit(node)  # type: ignore[arg-type]
+            ):
+                return True
+            if (
+                type(node) is cst.IndentedBlock
+                and depth > 0
+                and type(stack[depth - 1]) is cst.If
+                and stack[depth - 1].body is node  # type: ignore[attr-defined]
+                and _raises_or_gives_up(node) == (True, True)  # type: ignore[arg-type]
             ):
                 return True
         return False
@@ -836,7 +849,8 @@ class FileContext:
                 for statement in node.body.body
                 if isinstance(statement, cst.FunctionDef)
             )
-            hooks = per_step_hooks([node.name.value, *bases], methods).union(
+            imported = imported_base_names(self.imports.resolve(b.value) for b in node.bases)
+            hooks = per_step_hooks([node.name.value, *bases, *imported], methods).union(
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
@@ -1341,6 +1355,43 @@ def _names_in_full_text(
 
 _OTHER_EXITS = (cst.Return, cst.Break, cst.Continue, cst.Yield)
 _NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def _raises_or_gives_up(block: cst.BaseSuite) -> tuple[bool, bool]:
+    """Whether every way through `block` leaves by its last statement, a `raise` or a
+    `return` of nothing (or an `if`/`else` whose every branch does, in turn), with no
+    other exit before it; and whether some way raises."""
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return False, False
+    *head, last = block.body
+    if any(
+        isinstance(node, _OTHER_EXITS)
+        for statement in head
+        for node in descendants(statement, TRIVIA | _NESTED_SCOPES)
+    ):
+        return False, False
+    if type(last) is cst.If:
+        raises = False
+        branch: cst.If | cst.Else | None = last
+        while type(branch) is cst.If:
+            leaves, raised = _raises_or_gives_up(branch.body)
+            if not leaves:
+                return False, False
+            raises = raises or raised
+            branch = branch.orelse
+        if branch is None:  # no `else`: the block may fall through
+            return False, False
+        leaves, raised = _raises_or_gives_up(branch.body)
+        return leaves, raises or raised
+    if ends_in(block, (cst.Raise,)):
+        return True, True
+    if ends_in(block, (cst.Return,)):
+        # Giving up hands back nothing: a value returned may be the normal path's.
+        line = block.body[-1]
+        returned = line.body[-1].value if type(line) is cst.SimpleStatementLine else None  # type: ignore[attr-defined]
+        nothing = returned is None or (type(returned) is cst.Name and returned.value == "None")
+        return nothing, False
+    return False, False
 
 
 def _no_other_exit(block: cst.IndentedBlock) -> bool:

@@ -222,6 +222,11 @@ class Rule:
     # which says more than that it blocks every step). Only enabled rules take part, so
     # ignoring the specific rule brings the general finding back.
     supersedes: ClassVar[tuple[str, ...]] = ()
+    # Codes whose findings inside this rule's finding's span are the same cause: the
+    # CUDA device query in the arguments of the `.cuda(...)` move it steers
+    # (`t.cuda(torch.cuda.current_device())`: XLA301's fix drops the query with the
+    # move). Only enabled rules take part, as for `supersedes`.
+    supersedes_inside: ClassVar[tuple[str, ...]] = ()
     # What a function must contain for this rule to find anything in it (`screen.py`):
     # identifiers (`"item"`), ast node types (`"<For>"`) or substrings of string constants
     # (`"'cuda"`); one match is enough. None: every function may hold a finding. A screen

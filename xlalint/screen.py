@@ -660,7 +660,9 @@ def _may_be_module(base: ast.expr) -> bool:
 def links(units: list[_Unit]) -> tuple[dict[str, list[int]], dict[int, set[int]]]:
     """The name links `_connected` follows: the units defining each name, and for each unit
     the other units that use a function it defines (the call graph is by name; a unit with a
-    lambda default counts as called by any name it mentions)."""
+    lambda default counts as called by any name it mentions), and a method's class: where
+    the file builds instances decides whether the method runs on XLA at all
+    (`reachability.OffXla`: a class built only under a CUDA guard)."""
     defined_by: dict[str, list[int]] = {}
     called_as: dict[str, list[int]] = {}  # function names (for a lambda default: any name)
     for index, unit in enumerate(units):
@@ -669,6 +671,8 @@ def links(units: list[_Unit]) -> tuple[dict[str, list[int]], dict[int, set[int]]
             defined_by.setdefault(name, []).append(index)
         for name in features.identifiers if features.lambda_default else features.functions:
             called_as.setdefault(name, []).append(index)
+        if unit.owner is not None:
+            called_as.setdefault(unit.owner, []).append(index)
     users: dict[int, set[int]] = {}  # unit -> units that use a function it defines
     for index, unit in enumerate(units):
         for name in unit.features.identifiers:

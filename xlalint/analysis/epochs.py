@@ -236,6 +236,7 @@ class Epochs:
         self._batch: dict[int, bool] = {}
         self._holds_batch: dict[int, bool] = {}  # `holds_batch_loop`
         self._holds_step: dict[int, bool] = {}  # `_holds_stepping_loop`
+        self._holds_training: dict[int, bool] = {}  # `runs_training`
         self._calls_params: dict[int, frozenset[str]] = {}  # `_called_parameters`
         self._locals: dict[int, dict[str, cst.FunctionDef]] = {}  # `_local_functions`
         # The module's top-level functions: an epoch loop may run its batch loop in one
@@ -332,6 +333,22 @@ class Epochs:
         if isinstance(scope, cst.For) and _over_runs(scope):
             return True
         return self._holds(scope, self._holds_batch, self.is_batch_loop)
+
+    def runs_training(self, function: cst.CSTNode) -> bool:
+        """The function's body holds a batch loop that steps an optimizer on every pass
+        (itself or through a function it calls), and the function is no training step of
+        its own (`_one_step`): it is a training run, whatever its name says. A trainer
+        module's `forward` (`trainer()` runs `while step < num_train_steps:` with a
+        backward and an optimizer step per pass) reads `self.step.item()` once before its
+        loop; its loops are not parts of one step, as a model's `forward` loops are."""
+        if type(function) is not cst.FunctionDef or self._one_step(function):
+            return False
+        return self._holds(function, self._holds_training, self._trains_per_pass)
+
+    def _trains_per_pass(self, loop: cst.For | cst.While) -> bool:
+        """A batch loop whose passes step an optimizer (not a loop over the optimizers
+        of one step)."""
+        return self._steps(loop) and self.is_batch_loop(loop)
 
     def _holds_stepping_loop(self, scope: cst.CSTNode) -> bool:
         """A loop that steps an optimizer on each pass runs in `scope`'s body or in a

@@ -16,12 +16,15 @@ classes, in the methods of a model class, whose per-step entry the file shows
 every step (`hotness.per_step_hooks`: a torchmetrics `Metric` gets `update` with every
 batch, and `compute` once after the batch loop), and in a method that runs at
 construction (`__init__`, or one every call of which in the module is `self.m(...)` in
-such a method: a sampler's `collect(kg)` building its tables). A class that is none of
-these (a loss, a replay buffer, a beam search) is called from another module's loop, by
-methods the file cannot tell apart: a loop in one of them keeps its passes per step.
-The rows of what a parameter holds may be counted by a local bound to that count (`n =
-len(graph.src)`, then `range(n)`), or walked as parallel columns of it (`zip(graph.src,
-graph.dst)`).
+such a method: a sampler's `collect(kg)` building its tables). In a class with such hooks,
+a method that is none of them runs when the framework calls it, so a loop there runs its
+passes per call whatever it walks (`for i, class_idx in enumerate(metrics["classes"])` in
+`compute`), unless it walks a loader, counts steps or runs a model in its passes. A class
+that is none of these (a loss, a replay buffer, a beam search) is called from another
+module's loop, by methods the file cannot tell apart: a loop in one of them keeps its
+passes per step. The rows of what a parameter holds may be counted by a local bound to
+that count (`n = len(graph.src)`, then `range(n)`), or walked as parallel columns of it
+(`zip(graph.src, graph.dst)`).
 """
 
 from __future__ import annotations
@@ -126,11 +129,35 @@ class StepPasses:
         ):
             return False
         function = site.function if site is not None else None
+        if (
+            site is not None
+            and site.class_def is not None
+            and function is not None
+            and not self._loops.in_model_class(site)
+            and self._off_hook(site.class_def, function)
+        ):
+            # A framework class's other methods run when the framework calls them (a
+            # metric's `compute`, once per evaluation): whatever a loop there walks
+            # (`for i, class_idx in enumerate(metrics["classes"])`), other than a
+            # loader or counted steps, it walks it once per call of the method, unless
+            # its passes run a model (an evaluation over batches by another name).
+            iterable = unwrap_iteration(loop.iter)
+            return (
+                not loader_named(iterable)
+                and not _names_steps(iterable)
+                and not self._loops.facts(loop).model_calls
+            )
         return (
             id(loop) in self._rows
             or _fixed_iterable(loop.iter, function, 0)
             or _rows_of_a_parameter(loop, function)
         )
+
+    def _off_hook(self, class_def: cst.ClassDef, function: cst.FunctionDef) -> bool:
+        """`function`, a method of `class_def`, is none of the per-step hooks its class
+        has (the class has some: its framework names them)."""
+        hooks = self._class_hooks.get(class_def.name.value)
+        return bool(hooks) and function.name.value not in hooks
 
     def _runs_at_construction(
         self, method: cst.FunctionDef | None, class_def: cst.ClassDef, depth: int = 0

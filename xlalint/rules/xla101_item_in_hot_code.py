@@ -251,7 +251,14 @@ class ItemInHotCode(HelperCallRule):
     of a class that runs a model without a loop of its own (a policy object called on
     each state), act on every environment step, whichever module runs the environment.
     A name ending in `_per_step` (`fit_one_batch_per_step`) says what a loop of many steps
-    does, and is not a per-step function.
+    does, and is not a per-step function. Nor is a function per step by its name that is
+    handed no data (a trainer module's `forward(self)`, which `trainer()` runs) and whose
+    body holds a batch loop that steps an optimizer on every pass: it is a training run,
+    and `step = self.step.item()` before that loop runs once per call (an attack's
+    `forward(images, labels)`, optimizing the batch it is handed, stays per step). A
+    torchmetrics metric is one whatever name it was imported as (`MeanAveragePrecision as
+    TorchmetricsMAP`), and a loop in one of its methods other than `update` (`compute`,
+    once per evaluation) runs its passes once per call, whatever it walks.
 
     Search and sampling code keeps 0-dim scores in records: a field a class of the module
     declares as a tensor (`class Hypothesis(NamedTuple): score: Union[float,
@@ -271,7 +278,9 @@ class ItemInHotCode(HelperCallRule):
     nothing, while `float(error_ratio)` beside it reads the device.
 
     A warning about a checked value runs when the value has gone wrong, as a `raise`'s
-    message (or a block that ends in `raise`) is built only on the error path: reads in
+    message (or a block that ends in `raise`, or the body of an `if` that ends by raising
+    where a setting asks for it and returning nothing otherwise: `if raise_on_error: raise
+    FloatingPointError(msg)` / `else: return`) is built only on the error path: reads in
     the body of an `if` that only warns (`warnings.warn(...)`, `log.warning(...)`) and
     whose test checks a value (`if
     kl.max().item() > 100: log.warning(f"KL very high: {kl.max().item():.4f}")`) are not

@@ -51,7 +51,9 @@ class CudaCall(Rule):
     never rebinds (`def create_feature_extractor(name, cuda=True)`, then `if cuda:
     extractor.cuda()`): no CUDA probe sets it, and a caller using the defaults on an XLA
     host takes the branch; a flag off by default (`cuda=False`), set from a probe in the
-    function, or handed in without a default keeps its call quiet, as above.
+    function, or handed in without a default keeps its call quiet, as above. A
+    `torch.cuda` call in its arguments (`state["scale"].cuda(torch.cuda.current_device())`)
+    is part of this finding, not an XLA303 of its own: the fix drops it with the move.
 
     ## Why is this bad?
     `.cuda()` places the value on a CUDA GPU. A TPU host has none, so the call fails, and
@@ -103,6 +105,8 @@ class CudaCall(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
     screen = ("~cuda",)
+    # `t.cuda(torch.cuda.current_device())`: the device query steers this move, one cause.
+    supersedes_inside = ("XLA303",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
