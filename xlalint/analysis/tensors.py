@@ -773,6 +773,10 @@ class TensorKinds:
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
+        # Per frame, names last bound as one element of an unpacked tuple (`_, lengths =
+        # self.embedder(x)`): taken for tensors by position only, so `max(lengths)` of one
+        # says nothing (a tuple of tensors and `list[int]` lengths unpacks the same way).
+        self._unpacked: list[set[str]] = [set()]
         # Per frame, names the function uses as a tensor no module is (`used_as_data`):
         # their names (`heads`, `neg_heads`) do not make them models. Found on the first
         # question about a name that says model (None until then).
@@ -903,6 +907,7 @@ class TensorKinds:
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
+        self._unpacked.append(set())
         self._data_names.append(None)
         self._wrappers.append({})
 
@@ -991,6 +996,7 @@ class TensorKinds:
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
+        self._unpacked.pop()
         self._data_names.pop()
         self._wrappers.pop()
 
@@ -1555,6 +1561,7 @@ class TensorKinds:
             self._absent[-1].discard(target.value)
             self._scaled[-1].pop(target.value, None)
             self._typed[-1].discard(target.value)
+            self._unpacked[-1].discard(target.value)
             self._wrappers[-1].pop(target.value, None)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
@@ -1563,6 +1570,8 @@ class TensorKinds:
                 if isinstance(value, cst.StarredElement):
                     value = value.value
                 self.bind(value, element_kind)
+                if isinstance(value, cst.Name):
+                    self._unpacked[-1].add(value.value)
         elif (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)
@@ -2460,6 +2469,10 @@ class TensorKinds:
         per step (unannotated, never rebound here)."""
         return name in self._presumed[-1]
 
+    def _only_by_position(self, node: cst.BaseExpression) -> bool:
+        """A name taken for a tensor only as one position of an unpacked tuple."""
+        return type(node) is cst.Name and node.value in self._unpacked[-1]
+
     def lookup(self, name: str) -> Kind | None:
         frame = self._frames[-1]
         if name in frame:
@@ -2727,6 +2740,7 @@ class TensorKinds:
                 and len(node.args) == 1
                 and node.args[0].keyword is None
                 and not node.args[0].star
+                and not self._only_by_position(node.args[0].value)
                 and self.of(node.args[0].value) is Kind.TENSOR
             ):
                 # `max(lengths)` of a device tensor iterates its elements: the largest is a
