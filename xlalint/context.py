@@ -810,7 +810,7 @@ class FileContext:
                 tensor_methods=tensor_returns(node.body.body),
                 tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
                 bases=bases,
-                overridden=overridden_methods(node),
+                overridden=partial(overridden_methods, node),
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
