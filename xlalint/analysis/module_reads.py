@@ -177,8 +177,7 @@ class ModuleReads:
             stat = project_modules.stat_key(importer)
             return stat is not None and path in project_modules.module_imports(importer, stat)
         if self._allowed is None:
-            paths = project_modules.consulted(self.filename, self._text, hops=1)
-            project_modules.note(paths)
+            paths = project_modules.note_consulted(self.filename, self._text, hops=1)
             self._allowed = frozenset(paths)
         return path in self._allowed
 
