@@ -1,5 +1,6 @@
-"""What CUDA-era APIs, `multinomial`, distributed backends and `torch.compile` do on an XLA
-device: the measurements behind XLA303, XLA204, XLA306 and XLA307's docs.
+"""What CUDA-era APIs, `multinomial`, distributed backends, growing tensors, host reads in a loop
+and `torch.compile` do on an XLA device: the measurements behind XLA303, XLA204, XLA306, XLA210,
+XLA401/XLA402 and XLA307's docs.
 
 Each case runs in a fresh process on torch_xla's CPU device (`PJRT_DEVICE=CPU`), one at a
 time, and reports whether it raised (the exception's type and first line), what it
@@ -7,7 +8,9 @@ returned, the warnings it gave, and torch_xla's counts over the measured window:
 device-to-host transfers (`TransferFromDeviceTime` samples), `aten::_local_scalar_dense`,
 executions and CPU fallbacks (`aten::*` counters).
 
-    .venv/bin/python benchmarks/xla_semantics.py [--group cuda|multinomial|dist|growth|compile]
+    .venv/bin/python benchmarks/xla_semantics.py [--group GROUP] [--case TEXT]
+
+Groups: cuda, multinomial, dist, growth, barrier, compile.
 
 Prints one markdown table per group. Needs torch 2.9.0 and torch-xla 2.9.0.
 """
@@ -173,6 +176,18 @@ out.update(_counts())
 out["shape"] = tuple(x.shape)
 """
 
+# A loop whose state carries from step to step, with a host read of it every step: the read
+# executes only the read value's graph, so the state stays pending and its graph grows.
+_READ_EACH_STEP = """
+x = torch.ones(4, device=dev)
+_window_start()
+for step in range(8):
+    x = x * 1.01 + 0.5
+    flag = (x.sum() > 0).cpu()
+    {barrier}
+out.update(_counts())
+"""
+
 # The rewrite: a tensor of the final length, written at a position kept on the device.
 _PREALLOCATED = """
 w = torch.randn(8, 8).to(dev)
@@ -310,6 +325,14 @@ CASES: dict[str, dict[str, str]] = {
     "growth": {
         "x = torch.cat((x, y), 0), 5 steps": _GROWTH.format(grow="x = torch.cat((x, y), 0)"),
         "preallocated x, x.index_copy_(0, pos, y), 5 steps": _PREALLOCATED,
+    },
+    "barrier": {
+        "a host read of the carried state every step, no barrier, 8 steps": _READ_EACH_STEP.format(
+            barrier="pass"
+        ),
+        "the same with torch_xla.sync() every step (reference)": _READ_EACH_STEP.format(
+            barrier="torch_xla.sync()"
+        ),
     },
     "compile": {
         "torch.compile(f)": _COMPILE.format(args=""),

@@ -101,3 +101,40 @@ def test_a_view_of_a_host_copy_is_no_second_copy() -> None:
         (9, 23, "XLA102"),
         (10, 32, "XLA102"),
     ]
+
+
+MOVE_WITH_QUERY = """\
+    import torch
+
+    class Scaler:
+        def load_state_dict(self, state_dict):
+            self._scale = state_dict["scale"].cuda(torch.cuda.current_device()){noqa}
+            self._device = torch.cuda.current_device()
+    """
+
+
+def move_findings(codes: list[str], noqa: str = "") -> list[tuple[int, str]]:
+    text = textwrap.dedent(MOVE_WITH_QUERY.format(noqa=noqa))
+    result = lint_source(text, "scaler.py", [all_rules()[code] for code in codes])
+    assert result.error is None
+    return sorted((d.start.row, d.code) for d in result.diagnostics)
+
+
+def test_a_device_query_inside_the_move_it_steers_is_the_moves_finding() -> None:
+    # `.cuda(torch.cuda.current_device())`: XLA301's fix drops the query with the move, so
+    # the query is no XLA303 of its own; a query elsewhere still is.
+    assert move_findings(["XLA301", "XLA303"]) == [(5, "XLA301"), (6, "XLA303")]
+
+
+def test_the_query_inside_the_move_comes_back_without_the_move_rule() -> None:
+    assert move_findings(["XLA303"]) == [(5, "XLA303"), (6, "XLA303")]
+
+
+def test_silencing_the_move_does_not_bring_back_the_query_inside_it() -> None:
+    assert move_findings(["XLA301", "XLA303"], noqa="  # noqa: XLA301") == [(6, "XLA303")]
+
+
+@pytest.mark.parametrize("code", [c for c, r in all_rules().items() if r.supersedes_inside])
+def test_codes_superseded_inside_are_real_rules(code: str) -> None:
+    for other in all_rules()[code].supersedes_inside:
+        assert other in all_rules() and other != code

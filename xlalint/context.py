@@ -22,7 +22,15 @@ from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs, takes_a_loader
 from xlalint.analysis.error_paths import handles_a_failure
 from xlalint.analysis.flag_facts import FlagFacts
-from xlalint.analysis.guards import ends_in, mentions_cuda, path_conditions
+from xlalint.analysis.guards import (
+    asks_placement,
+    ends_in,
+    implied,
+    mentions_cuda,
+    negated,
+    on_by_default,
+    path_conditions,
+)
 from xlalint.analysis.hotness import (
     MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
@@ -31,6 +39,7 @@ from xlalint.analysis.hotness import (
     Site,
     batch_state,
     draws_a_figure,
+    imported_base_names,
     makes_a_figure,
     per_step_hooks,
     walks_a_collection,
@@ -252,6 +261,7 @@ class FileContext:
             lambda loop: self._step_passes.is_step_loop(loop),
             # Other modules' per-step callers, where the file is on disk (`module_callers`).
             None if self._text is None else partial(hot_elsewhere, path),
+            self.epochs.runs_training,
         )
         self._stack: list[cst.CSTNode] = []
         # Loops the walk saw iterate a collection, or one tensor's rows (`StepPasses`).
@@ -338,7 +348,12 @@ class FileContext:
     def _step_passes(self) -> StepPasses:
         """Which loops run a step on each pass (hot code asks, after the walk)."""
         return StepPasses(
-            self.loops, self.epochs, self._collection_loops, self._row_loops, self._class_hooks
+            self.loops,
+            self.epochs,
+            self._collection_loops,
+            self._row_loops,
+            self._class_hooks,
+            module=self.module,
         )
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:
@@ -584,13 +599,40 @@ class FileContext:
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
         return (
-            self.under_cuda_guard
+            self._in_cuda_guarded_branch()
             # The node itself too: the body of a ternary (`f() if use_cuda else None`).
             or devices.runs_without_xla(reversed(self._stack), self.imports)
             or self._in_cuda_only_function()
             or self.in_gpu_implementation
             or self._under_predicate_false_on_xla()
         )
+
+    def _in_cuda_guarded_branch(self) -> bool:
+        """Under an `if` (or ternary) whose test mentions CUDA, except in a branch whose
+        test says there that a value is not on CUDA (`if not p.is_cuda: p.data =
+        p.data.cuda()`, the `else` of `if t.is_cuda:`, `if x.device.type != "cuda":`): an
+        XLA tensor is never `is_cuda`, so that branch is exactly what runs on an XLA host.
+        (A failed probe, the `else` of `if torch.cuda.is_bf16_supported():`, says nothing
+        of where values are.) Nor is a flag parameter on by
+        default (`def build(name, cuda=True)`, then `if cuda: model.cuda()`): with the
+        defaults an XLA host takes either branch of it (`guards.on_by_default`)."""
+        stack = self._stack
+        for guard in self._guarded:
+            at = next((i for i, n in enumerate(stack) if n is guard), len(stack) - 1)
+            test = guard.test  # type: ignore[attr-defined]
+            function = next((n for n in reversed(stack[:at]) if type(n) is cst.FunctionDef), None)
+            if all(
+                on_by_default(operand, function) or not mentions_cuda(operand, self.imports)
+                for operand in _operands(test)
+            ):
+                continue  # `if cuda and not verbose:` with `cuda=True`
+            child = stack[at + 1] if at + 1 < len(stack) else None
+            if child is None or child is test:
+                return True
+            holds = child is guard.body  # type: ignore[attr-defined]
+            if implied(test, holds, asks_placement) is not False:
+                return True
+        return False
 
     @property
     def past_settled_exit(self) -> bool:
@@ -682,8 +724,11 @@ class FileContext:
         `assert`'s message, or of a block that ends in `raise` and leaves no other way
         (no `return`, `break` or `continue` in it; not a `try` body, whose error may be
         caught): `first = mask.nonzero()[0].item()` in `if mask.any():` before `raise
-        RuntimeError(f"... {first}")` names what went wrong. All run only on the error
-        path."""
+        RuntimeError(f"... {first}")` names what went wrong. So does the body of an `if`
+        that ends by raising where a setting asks for it and giving up otherwise (`if
+        raise_on_error: raise FloatingPointError(msg)` / `else: return`), with no other
+        exit before: `msg = f"Loss is {loss.item()}"` under `if not
+        math.isfinite(...)`. All run only on the error path."""
         stack = self._stack
         for depth, node in enumerate(stack):
             if type(node) is cst.Raise:
@@ -696,6 +741,14 @@ class FileContext:
                 and type(stack[depth - 1]) not in (cst.Try, cst.TryStar)
                 and ends_in(node, (cst.Raise,))  # type: ignore[arg-type]
                 and _no_other_exit(node)  # type: ignore[arg-type]
+            ):
+                return True
+            if (
+                type(node) is cst.IndentedBlock
+                and depth > 0
+                and type(stack[depth - 1]) is cst.If
+                and stack[depth - 1].body is node  # type: ignore[attr-defined]
+                and _raises_or_gives_up(node) == (True, True)  # type: ignore[arg-type]
             ):
                 return True
         return False
@@ -796,7 +849,8 @@ class FileContext:
                 for statement in node.body.body
                 if isinstance(statement, cst.FunctionDef)
             )
-            hooks = per_step_hooks([node.name.value, *bases], methods).union(
+            imported = imported_base_names(self.imports.resolve(b.value) for b in node.bases)
+            hooks = per_step_hooks([node.name.value, *bases, *imported], methods).union(
                 *(self._class_hooks.get(base, frozenset()) for base in bases)
             )
             self._class_hooks[node.name.value] = hooks
@@ -811,6 +865,8 @@ class FileContext:
                 tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
                 bases=bases,
                 overridden=partial(overridden_methods, node),
+                # (only a file that registers buffers has any a trainer keeps on the host)
+                node=node if "register_buffer" in self._text else None,
             )
         elif kind is cst.If or kind is cst.IfExp:
             assert isinstance(node, cst.If | cst.IfExp)
@@ -1301,9 +1357,57 @@ _OTHER_EXITS = (cst.Return, cst.Break, cst.Continue, cst.Yield)
 _NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 
+def _raises_or_gives_up(block: cst.BaseSuite) -> tuple[bool, bool]:
+    """Whether every way through `block` leaves by its last statement, a `raise` or a
+    `return` of nothing (or an `if`/`else` whose every branch does, in turn), with no
+    other exit before it; and whether some way raises."""
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return False, False
+    *head, last = block.body
+    if any(
+        isinstance(node, _OTHER_EXITS)
+        for statement in head
+        for node in descendants(statement, TRIVIA | _NESTED_SCOPES)
+    ):
+        return False, False
+    if type(last) is cst.If:
+        raises = False
+        branch: cst.If | cst.Else | None = last
+        while type(branch) is cst.If:
+            leaves, raised = _raises_or_gives_up(branch.body)
+            if not leaves:
+                return False, False
+            raises = raises or raised
+            branch = branch.orelse
+        if branch is None:  # no `else`: the block may fall through
+            return False, False
+        leaves, raised = _raises_or_gives_up(branch.body)
+        return leaves, raises or raised
+    if ends_in(block, (cst.Raise,)):
+        return True, True
+    if ends_in(block, (cst.Return,)):
+        # Giving up hands back nothing: a value returned may be the normal path's.
+        line = block.body[-1]
+        returned = line.body[-1].value if type(line) is cst.SimpleStatementLine else None  # type: ignore[attr-defined]
+        nothing = returned is None or (type(returned) is cst.Name and returned.value == "None")
+        return nothing, False
+    return False, False
+
+
 def _no_other_exit(block: cst.IndentedBlock) -> bool:
     """No `return`, `break`, `continue` or `yield` in `block` (nested functions aside):
     its statements all lead to its last one."""
     return not any(
         isinstance(node, _OTHER_EXITS) for node in descendants(block, TRIVIA | _NESTED_SCOPES)
     )
+
+
+def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands `and`, `or` and `not` join in a condition (`cuda and not verbose`:
+    `cuda`, `verbose`)."""
+    inner = negated(test)
+    if inner is not None:
+        return _operands(inner)
+    if type(test) is cst.BooleanOperation:
+        return [*_operands(test.left), *_operands(test.right)]
+    return [test]

@@ -345,6 +345,7 @@ def _to_diagnostics(
         for report in pending
     ]
     superseded = _superseded(spanned)
+    enclosing = _enclosing(spanned)
     seen: set[tuple[str, Location, Location]] = set()
     diagnostics = []
     for report, start, end in spanned:
@@ -352,6 +353,7 @@ def _to_diagnostics(
         if (
             (code, start, end) in seen
             or (code, start, end) in superseded
+            or _inside(code, start, end, enclosing)
             or suppressions.suppresses(code, start.row)
         ):
             continue
@@ -384,6 +386,34 @@ def _superseded(
     replaces (`Rule.supersedes`): one finding per cause. Decided before `# noqa`, so a
     suppressed specific finding does not bring back the general one."""
     return {(code, start, end) for report, start, end in spanned for code in report.rule.supersedes}
+
+
+def _enclosing(
+    spanned: Iterable[tuple[PendingReport, Location, Location]],
+) -> list[tuple[frozenset[str], Location, Location]]:
+    """The spans of findings whose rule replaces the findings of other codes inside them
+    (`Rule.supersedes_inside`), with those codes."""
+    return [
+        (frozenset(report.rule.supersedes_inside), start, end)
+        for report, start, end in spanned
+        if report.rule.supersedes_inside
+    ]
+
+
+def _inside(
+    code: str,
+    start: Location,
+    end: Location,
+    enclosing: list[tuple[frozenset[str], Location, Location]],
+) -> bool:
+    """Whether a finding of `code` lies within a span that replaces that code's findings."""
+    first, last = (start.row, start.column), (end.row, end.column)
+    return any(
+        code in codes
+        and (outer_start.row, outer_start.column) <= first
+        and last <= (outer_end.row, outer_end.column)
+        for codes, outer_start, outer_end in enclosing
+    )
 
 
 DEVICE_GROUP = "xla-device"

@@ -222,6 +222,11 @@ class Rule:
     # which says more than that it blocks every step). Only enabled rules take part, so
     # ignoring the specific rule brings the general finding back.
     supersedes: ClassVar[tuple[str, ...]] = ()
+    # Codes whose findings inside this rule's finding's span are the same cause: the
+    # CUDA device query in the arguments of the `.cuda(...)` move it steers
+    # (`t.cuda(torch.cuda.current_device())`: XLA301's fix drops the query with the
+    # move). Only enabled rules take part, as for `supersedes`.
+    supersedes_inside: ClassVar[tuple[str, ...]] = ()
     # What a function must contain for this rule to find anything in it (`screen.py`):
     # identifiers (`"item"`), ast node types (`"<For>"`) or substrings of string constants
     # (`"'cuda"`); one match is enough. None: every function may hold a finding. A screen
@@ -279,9 +284,13 @@ class Rule:
         if self.hot_only and site is None and self.ctx.in_failure_handler:
             return
         # A host sync (or a copy to the device) once every many steps (`if step % 100 ==
-        # 0:`) is amortised; a recompile (family 2) is not, whatever its interval.
+        # 0:`) is amortised; a recompile (family 2) is not, whatever its interval. A
+        # finding judged after the walk carries its site, which says whether it stood
+        # under such an interval (`self.log(loss)` under `if (i + 1) % self.log_every
+        # == 0:` hands `log` a read once per interval).
         amortised = self.is_host_sync() or (self.hot_only and self.amortised)
-        if amortised and site is None and self.ctx.under_sparse_interval:
+        sparse = site.sparse if site is not None else self.ctx.under_sparse_interval
+        if amortised and sparse:
             return
         # A warning about a checked value (`if kl.max() > 100: log.warning(...)`) runs when
         # the value has gone wrong: its reads are no per-step cost.

@@ -348,7 +348,7 @@ TRIGGERS = {
         "_window",
     ),
     "XLA209": ("range", "while"),
-    "XLA210": ("cat", "stack"),
+    "XLA210": ("cat", "stack", "pack"),
     "XLA301": ("cuda",),
     "XLA302": ("cuda",),
     "XLA303": ("cuda", "GradScaler"),

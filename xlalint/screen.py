@@ -39,7 +39,7 @@ from xlalint.analysis.hotness import (
     PER_STEP_HOOKS,
 )
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
-from xlalint.analysis.tensors import REGISTERED_TENSORS, TENSOR_ANNOTATIONS
+from xlalint.analysis.tensors import ARRAY_DTYPE, REGISTERED_TENSORS, TENSOR_ANNOTATIONS
 
 if TYPE_CHECKING:
     from xlalint.rule import Rule
@@ -153,6 +153,12 @@ class Features:
                 self.tensor_parameter = any(
                     (type(n) is ast.Name and n.id in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
                     or (type(n) is ast.Attribute and n.attr in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
+                    # a shape-typed tensor, `Bool['b n']` (`tensors.array_dtype`)
+                    or (
+                        type(n) is ast.Subscript
+                        and type(n.value) is ast.Name  # type: ignore[attr-defined]
+                        and ARRAY_DTYPE.match(n.value.id) is not None  # type: ignore[attr-defined]
+                    )
                     for n in ast.walk(annotation)
                 )
             return child.arg  # type: ignore[attr-defined,no-any-return]
@@ -640,9 +646,32 @@ def _split(tree: ast.Module) -> tuple[list[_Unit], Features]:
             if any("backward" in member.features.identifiers for member in members):
                 for member in members:
                     member.beside_training = True
+            if any("register_buffer" in member.features.identifiers for member in members):
+                # Whether a trainer module keeps a buffer on the host (`tensors.
+                # host_buffers`) rests on every method that runs backward or moves the
+                # module itself: kept whole.
+                for member in members:
+                    if "backward" in member.features.identifiers or _moves_self(member.node):
+                        member.features.reaching = True
         else:
             glue.add(statement)
     return units, glue
+
+
+# How a module moves itself (and its buffers) to a device: `self.to(device)`.
+_SELF_MOVES = frozenset({"to", "cuda", "xpu", "to_empty"})
+
+
+def _moves_self(node: Unit) -> bool:
+    """`self.to(...)`, `self.cuda()` in `node`."""
+    return any(
+        type(n) is ast.Call
+        and type(n.func) is ast.Attribute  # type: ignore[attr-defined]
+        and n.func.attr in _SELF_MOVES  # type: ignore[attr-defined]
+        and type(n.func.value) is ast.Name  # type: ignore[attr-defined]
+        and n.func.value.id == "self"  # type: ignore[attr-defined]
+        for n in ast.walk(node)
+    )
 
 
 def _may_be_module(base: ast.expr) -> bool:
@@ -655,7 +684,9 @@ def _may_be_module(base: ast.expr) -> bool:
 def links(units: list[_Unit]) -> tuple[dict[str, list[int]], dict[int, set[int]]]:
     """The name links `_connected` follows: the units defining each name, and for each unit
     the other units that use a function it defines (the call graph is by name; a unit with a
-    lambda default counts as called by any name it mentions)."""
+    lambda default counts as called by any name it mentions), and a method's class: where
+    the file builds instances decides whether the method runs on XLA at all
+    (`reachability.OffXla`: a class built only under a CUDA guard)."""
     defined_by: dict[str, list[int]] = {}
     called_as: dict[str, list[int]] = {}  # function names (for a lambda default: any name)
     for index, unit in enumerate(units):
@@ -664,6 +695,8 @@ def links(units: list[_Unit]) -> tuple[dict[str, list[int]], dict[int, set[int]]
             defined_by.setdefault(name, []).append(index)
         for name in features.identifiers if features.lambda_default else features.functions:
             called_as.setdefault(name, []).append(index)
+        if unit.owner is not None:
+            called_as.setdefault(unit.owner, []).append(index)
     users: dict[int, set[int]] = {}  # unit -> units that use a function it defines
     for index, unit in enumerate(units):
         for name in unit.features.identifiers:

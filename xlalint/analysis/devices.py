@@ -266,10 +266,13 @@ def cuda_api_kind(call: cst.Call, imports: ImportTable) -> str | None:
     if qualified is None or qualified in CUDA_PROBES:
         return None
     if qualified.startswith("torch.cuda.amp."):
+        # The old spelling of `torch.amp` for CUDA: its scaler and autocast are CUDA's;
+        # the rest is Python that needs no CUDA runtime (`custom_fwd`, the scaler
+        # module's `_refresh_per_optimizer_state`, which builds a dict).
         tail = qualified.rsplit(".", 1)[-1]
         if tail == "GradScaler":
             return "scaler"
-        return "autocast" if tail == "autocast" else "runtime"
+        return "autocast" if tail == "autocast" else None
     if qualified.startswith("torch.cuda."):
         return "runtime"
     if qualified.startswith(CUDA_BACKEND_PREFIXES):
@@ -777,17 +780,17 @@ def _else_passes_through(
     """A chain whose tests list values of what they examine (`device == "cuda"`, `device in
     {...}`) and whose `else` sets the names the branches set to that value itself: `if
     device == "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad = device`,
-    the statement form of `f"cuda:{i}" if device == "cuda" else device`. Every value the
-    tests do not list, an XLA device included, passes through as given."""
+    the statement form of `f"cuda:{i}" if device == "cuda" else device`. A test may narrow
+    its listing with `and` (`if self.device.type == "mps" and do_3D: device =
+    torch.device("cpu")` / `else: device = self.device`): it is taken for listed values
+    only. Every value the tests do not list, an XLA device included, passes through as
+    given."""
     examined: set[str] = set()
     for test in tests:
-        if not (
-            type(test) is cst.Comparison
-            and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, _LISTING)
-        ):
+        listing = _listing(test)
+        if listing is None:
             return False
-        examined |= _examined(test, imports)
+        examined |= _examined(listing, imports)
     kept: set[str] = set()
     for value, targets in _selections(blocks[-1]):
         name = get_full_name_for_node(value) if type(value) in (cst.Name, cst.Attribute) else None
@@ -803,6 +806,20 @@ def _else_passes_through(
             if targets is None or any(get_full_name_for_node(t) not in kept for t in targets):
                 return False  # returned, or stored elsewhere: a choice
     return True
+
+
+def _listing(test: cst.BaseExpression) -> cst.Comparison | None:
+    """The comparison that lists values a test is taken for: `device == "cuda"`, `device in
+    {...}`, or such a comparison as a side of an `and` (the other side only narrows it)."""
+    if (
+        type(test) is cst.Comparison
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, _LISTING)
+    ):
+        return test
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return _listing(test.left) or _listing(test.right)
+    return None
 
 
 def passes_through(node: cst.If, following: cst.CSTNode | None, imports: ImportTable) -> bool:

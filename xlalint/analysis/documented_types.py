@@ -40,11 +40,27 @@ def _host_type(text: str) -> bool:
 def documented_host_parameters(function: cst.FunctionDef) -> frozenset[str]:
     """The parameters of `function` its docstring declares as Python scalars (`bool`,
     `int`, `float`, `str`); empty without a docstring."""
+    return frozenset(name for name, text in _declared(function).items() if _host_type(text))
+
+
+def documented_tensor_parameters(function: cst.FunctionDef) -> frozenset[str]:
+    """The parameters of `function` its docstring declares as tensors, alone or among
+    other types (`target (bool | Tensor)`): a tensor, whatever its name says."""
+    return frozenset(
+        name for name, text in _declared(function).items() if _TENSOR_TYPE.search(text)
+    )
+
+
+_TENSOR_TYPE = re.compile(r"\b(torch\.)?\w*Tensor\b")
+
+
+def _declared(function: cst.FunctionDef) -> dict[str, str]:
+    """Each parameter the docstring declares a type for, with the declaration's text."""
     docstring = function.get_docstring(clean=True)
     if not docstring:
-        return frozenset()
+        return {}
     names = {param.name.value for param in parameters(function)}
-    host: set[str] = set()
+    declared: dict[str, str] = {}
     for line in docstring.splitlines():
         match = _GOOGLE.match(line) or _NUMPY.match(line) or _SPHINX_TYPE.match(line)
         if match is not None:
@@ -54,6 +70,6 @@ def documented_host_parameters(function: cst.FunctionDef) -> frozenset[str]:
             if param is None:
                 continue
             text, name = param.group(1), param.group(2)
-        if name in names and _host_type(text):
-            host.add(name)
-    return frozenset(host)
+        if name in names:
+            declared.setdefault(name, text)
+    return declared

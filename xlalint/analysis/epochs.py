@@ -236,6 +236,7 @@ class Epochs:
         self._batch: dict[int, bool] = {}
         self._holds_batch: dict[int, bool] = {}  # `holds_batch_loop`
         self._holds_step: dict[int, bool] = {}  # `_holds_stepping_loop`
+        self._holds_training: dict[int, bool] = {}  # `runs_training`
         self._calls_params: dict[int, frozenset[str]] = {}  # `_called_parameters`
         self._locals: dict[int, dict[str, cst.FunctionDef]] = {}  # `_local_functions`
         # The module's top-level functions: an epoch loop may run its batch loop in one
@@ -332,6 +333,22 @@ class Epochs:
         if isinstance(scope, cst.For) and _over_runs(scope):
             return True
         return self._holds(scope, self._holds_batch, self.is_batch_loop)
+
+    def runs_training(self, function: cst.CSTNode) -> bool:
+        """The function's body holds a batch loop that steps an optimizer on every pass
+        (itself or through a function it calls), and the function is no training step of
+        its own (`_one_step`): it is a training run, whatever its name says. A trainer
+        module's `forward` (`trainer()` runs `while step < num_train_steps:` with a
+        backward and an optimizer step per pass) reads `self.step.item()` once before its
+        loop; its loops are not parts of one step, as a model's `forward` loops are."""
+        if type(function) is not cst.FunctionDef or self._one_step(function):
+            return False
+        return self._holds(function, self._holds_training, self._trains_per_pass)
+
+    def _trains_per_pass(self, loop: cst.For | cst.While) -> bool:
+        """A batch loop whose passes step an optimizer (not a loop over the optimizers
+        of one step)."""
+        return self._steps(loop) and self.is_batch_loop(loop)
 
     def _holds_stepping_loop(self, scope: cst.CSTNode) -> bool:
         """A loop that steps an optimizer on each pass runs in `scope`'s body or in a
@@ -522,6 +539,8 @@ class Epochs:
         for loop in loops:
             if self.is_batch_loop(loop):
                 return False
+            if in_epoch_loop and self._evaluates_by_batches(loop):
+                return False  # a test pass after the training loop: a step a pass
             if self.holds_batch_loop(loop):
                 in_epoch_loop = True
             elif not (in_epoch_loop and self._fixed_passes(loop)):
@@ -529,6 +548,14 @@ class Epochs:
         if any(self._one_step(scope) for scope in scopes):
             return False
         return any(self.holds_batch_loop(scope) for scope in scopes)
+
+    def _evaluates_by_batches(self, loop: cst.For | cst.While) -> bool:
+        """Inside an epoch loop, a loop by offsets one batch size apart whose pass runs
+        the model (`for ibatch in range(0, n, batch_size):`, cellpose's test pass every
+        10 epochs): each pass evaluates one batch. It is judged here, inside the epoch
+        loop only, not as a batch loop (which would make a chunked inference helper,
+        `fixed_batch_process`, an epoch function whose callers' code runs per epoch)."""
+        return _strides_by_batches(loop) and self._facts(loop).model_calls > 0
 
     def _one_step(self, scope: cst.CSTNode) -> bool:
         """Its own body (outside its loops) runs backward and steps an optimizer: the
@@ -541,3 +568,25 @@ class Epochs:
             return False
         facts = self._facts(scope)  # type: ignore[arg-type]
         return facts.backward and facts.steps_optimizer
+
+
+# A batch size, by its words: `batch_size`, `bs`, `bsize`, `eval_batch_size`, `self.bs`.
+_BATCH_SIZE = re.compile(r"(^|_)(batch_?size|bsize|bs)$", re.IGNORECASE)
+
+
+def _strides_by_batches(loop: cst.For | cst.While) -> bool:
+    """`for k in range(0, n, batch_size):`: offsets one batch apart, one batch a pass."""
+    if type(loop) is not cst.For:
+        return False
+    iterable = loop.iter  # type: ignore[union-attr]
+    if not (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value == "range"
+        and len(iterable.args) == 3
+    ):
+        return False
+    step = iterable.args[2].value
+    return type(step) in (cst.Name, cst.Attribute) and bool(
+        _BATCH_SIZE.search(last_name(step) or "")
+    )

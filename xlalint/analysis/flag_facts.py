@@ -27,6 +27,7 @@ from xlalint.analysis.guards import (
     implied,
     local_values,
     module_assignments,
+    on_by_default,
 )
 from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
@@ -112,6 +113,8 @@ class FlagFacts:
         if constant is not None:
             return constant
         values = (lambda name: local_values(function, name)) if function is not None else None
+        if on_by_default(node, function):
+            return False  # `cuda=True`: on unless the caller turns it off
         asks = self._asks
         if implied(node, True, asks, values) is True:
             return True

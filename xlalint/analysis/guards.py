@@ -240,6 +240,24 @@ def counts_gpus(node: cst.BaseExpression, imports: ImportTable) -> bool:
     return False
 
 
+def asks_placement(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks if a value lives on CUDA: `p.is_cuda`, `x.device.type ==
+    "cuda"` (not a flag, a probe or a comparison with None)."""
+    if type(test) is cst.Attribute:
+        return test.attr.value == "is_cuda"
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(
+        type(side) is cst.SimpleString and side.evaluated_value == "cuda" for side in sides
+    ) and any(
+        type(side) is cst.Attribute
+        and side.attr.value == "type"
+        and (get_full_name_for_node(side.value) or "").rsplit(".", 1)[-1].endswith("device")
+        for side in sides
+    )
+
+
 def asks_about_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """`mentions_cuda`, or a comparison of a count of GPUs (`if ngpu == 1:`)."""
     if mentions_cuda(test, imports):
@@ -328,14 +346,31 @@ def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` runs only where a CUDA test passed: under `if use_cuda:`,
     or after `if not torch.cuda.is_available(): return False`. A check that leaves on some
     other failure (`if args.cuda and not torch.cuda.is_available(): raise`) does not count.
-    A local flag counts by what it is assigned (`use_ids = backend == "nccl"`)."""
+    A local flag counts by what it is assigned (`use_ids = backend == "nccl"`); a
+    parameter that is on by default (`def build(name, cuda=True)`) does not count."""
     nodes = list(path)
     function = next((n for n in nodes if isinstance(n, cst.FunctionDef)), None)
     values = (lambda name: local_values(function, name)) if function is not None else None
-    return any(
-        implied(test, holds, lambda t: asks_about_cuda(t, imports), values) is True
-        for test, holds in path_conditions(nodes)
-    )
+
+    def asks(test: cst.BaseExpression) -> bool:
+        return asks_about_cuda(test, imports) and not on_by_default(test, function)
+
+    return any(implied(test, holds, asks, values) is True for test, holds in path_conditions(nodes))
+
+
+def on_by_default(test: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+    """Whether `test` is a flag parameter of `function` with a true default that the
+    function never rebinds (`def create_feature_extractor(name, cuda=True)`, `use_gpu=1`):
+    the caller's switch, on unless turned off, which no CUDA probe sets. With the defaults
+    an XLA host takes the branch it guards (`if cuda: model.cuda()` raises there), so it
+    keeps nothing off XLA; a flag set from a probe (`use_cuda = torch.cuda.is_available()`)
+    or handed in without a default is judged as before."""
+    if type(test) is not cst.Name or function is None:
+        return False
+    param = parameter(function, test.value)  # type: ignore[attr-defined]
+    if param is None or param.default is None or falsy_constant(param.default) is not False:
+        return False
+    return test.value not in _assigned_values(function)  # type: ignore[attr-defined]
 
 
 def mentions_host_device(test: cst.BaseExpression) -> bool:

@@ -32,7 +32,7 @@ import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey
-from xlalint.walk import target_names
+from xlalint.walk import descendants, target_names
 
 # Builtins that turn a tensor into a Python number.
 _CONVERSIONS = frozenset({"float", "int"})
@@ -52,6 +52,9 @@ _METADATA = frozenset(
      "get_device", "type", "data_ptr", "is_floating_point", "is_complex", "storage_offset",
      "ndimension", "tolist", "numpy"}
 )  # fmt: skip
+# Methods that build a new tensor from their arguments, taking only the receiver's device
+# and dtype (`value.new_tensor(factor)`): no value of the receiver's is carried.
+_NEW_FROM_ARGUMENTS = frozenset({"new_tensor", "new_zeros", "new_ones", "new_full", "new_empty"})
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,8 @@ def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
     """The value a chain of the tensor's own methods and rows starts from (`batch_loss` of
     `batch_loss.detach().mean()`, `x` of `x[0].sum()`); not through its metadata
     (`x.size(0)`, `x.shape[0]` are Python ints), nor through a method handed arguments
-    that are values of their own (`a.add(b)`)."""
+    that are values of their own (`a.add(b)`), nor through a new tensor built from its
+    arguments (`x.new_tensor(f)`)."""
     while True:
         if isinstance(value, cst.Subscript):
             value = value.value
@@ -264,6 +268,7 @@ def computed_root(value: cst.BaseExpression) -> cst.BaseExpression:
             and isinstance(value.func, cst.Attribute)
             and not (isinstance(value.func.value, cst.Name) and value.func.value.value in _MODULES)
             and value.func.attr.value not in _METADATA
+            and value.func.attr.value not in _NEW_FROM_ARGUMENTS
             and all(_plain(arg.value) for arg in value.args)
         ):
             value = value.func.value
@@ -287,11 +292,65 @@ def converts_handed(
     findings at the call): not in a function per step by its own name (`forward`), not a
     check of the input (`is_check`), not in a loop statement of the helper
     (`in_own_loop`). Those reads are reported where they are."""
+    ancestors = tuple(ancestors)
     return (
         not PER_STEP_FUNCTIONS.match(function.name)
         and not is_check(read, ancestors)
         and not in_own_loop(loops)
+        and not sizes_own_tensor(read, ancestors)
     )
+
+
+# Calls whose arguments are sizes or bounds: the tensor (or the loop) the helper makes.
+_SIZED = frozenset(
+    {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "linspace",
+     "new_zeros", "new_ones", "new_empty", "new_full", "range"}
+)  # fmt: skip
+# Expressions a read passes through on its way to a size (`(int(n.item() + 1), dim)`).
+_ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Arg, cst.Call, cst.Element, cst.Tuple,
+               cst.List)  # fmt: skip
+
+
+def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> bool:
+    """Whether `read` (with its ancestors, innermost first) becomes a size or bound of a
+    tensor the helper builds itself, or of its own loop: `max_len = seq_len.max().item()`,
+    then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`. The read
+    serves the helper's own computation, as a check does, not a conversion of what it is
+    handed: it is reported where it is."""
+    child = read
+    function: cst.FunctionDef | None = None
+    name: str | None = None
+    for ancestor in ancestors:
+        if type(ancestor) is cst.Call and child is not ancestor.func and _sized(ancestor):
+            return True
+        if type(ancestor) is cst.Assign and name is None and function is None:
+            targets = ancestor.targets
+            if len(targets) == 1 and type(targets[0].target) is cst.Name:
+                name = targets[0].target.value
+        if type(ancestor) is cst.FunctionDef:
+            function = ancestor
+            break
+        if (
+            name is None
+            and type(ancestor) is not cst.Assign
+            and not isinstance(ancestor, _ARITHMETIC)
+        ):
+            return False
+        child = ancestor
+    if function is None or name is None:
+        return False
+    for node in descendants(function.body):
+        if type(node) is cst.Call and _sized(node):
+            for arg in node.args:
+                if any(type(n) is cst.Name and n.value == name for n in descendants(arg.value)):
+                    return True
+    return False
+
+
+def _sized(call: cst.Call) -> bool:
+    func = call.func
+    last = func.attr.value if type(func) is cst.Attribute else getattr(func, "value", None)
+    return last in _SIZED
 
 
 def in_own_loop(loops: Iterable[cst.CSTNode]) -> bool:

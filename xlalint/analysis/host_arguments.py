@@ -5,12 +5,14 @@ the value lives. When every call of the helper in this module (of a method: thro
 `self`, or through any receiver where no other class of the module defines a method by
 that name, `sum_tree.update_ids(ids.cpu(), prob.cpu())`) hands it a copy already on the
 host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_matrix)`,
-`min_diff(pos.detach().cpu().numpy(), ..., pbc.tolist())`, or what a function of the
-module returns as a host copy on every path: `loss = self.fit_batch(batch)` where
-`fit_batch` ends `return loss.detach().cpu()`), its reads of that parameter
-(`if mask.all():`, `for periodic in pbc: if periodic:`) read host values: the transfer was
-paid, and is reported, at the copy. A helper this module never calls, or calls once with
-anything else, keeps what its annotation or use says.
+`min_diff(pos.detach().cpu().numpy(), ..., pbc.tolist())`, a row of a host copy, a
+tensor a factory builds without a device (to a private helper, `_update`, which only
+this module calls), a name each branch of an `if`/`else` binds to
+one of these, or what a function of the module returns as a host copy on every path:
+`loss = self.fit_batch(batch)` where `fit_batch` ends `return loss.detach().cpu()`), its
+reads of that parameter (`if mask.all():`, `for periodic in pbc: if periodic:`) read host
+values: the transfer was paid, and is reported, at the copy. A helper this module never
+calls, or calls once with anything else, keeps what its annotation or use says.
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ def host_parameters(
         positional = positional[1:]
     if not positional:
         return {}
+    # A private helper (`_update`) is called from this module only: a tensor it is handed
+    # that a factory built without a device is on the host. A public one's callers may be
+    # anywhere, and hand it what they like.
+    private = function.name.value.startswith("_") and not function.name.value.startswith("__")
     sites = call_sites(module).named(function.name.value, method=in_class)
     if not sites:
         return {}
@@ -106,7 +112,7 @@ def host_parameters(
                 name = positional[index]
             else:
                 return {}
-            copy = _handed_copy(module, arg.value, call, site.function)
+            copy = _handed_copy(module, arg.value, call, site.function, private)
             if copy is not None:
                 handed[name] = copy
         if found is None:
@@ -119,12 +125,28 @@ def host_parameters(
 
 
 def _handed_copy(
-    module: cst.Module, value: cst.BaseExpression, call: cst.Call, caller: cst.FunctionDef
+    module: cst.Module,
+    value: cst.BaseExpression,
+    call: cst.Call,
+    caller: cst.FunctionDef,
+    factories: bool = False,
 ) -> bool | None:
     """`copy_of` what `call` hands: the argument itself, or for a plain name the value
-    its last assignment before the call (in the blocks around it) gives it."""
+    its last assignment before the call (in the blocks around it) gives it, or the one
+    each branch of an `if`/`else` there gives it (`mask = started.cpu()` on one side,
+    `mask = torch.ones(n, dtype=torch.bool)` on the other); a row or slice of such a name
+    (`values[i]` of `values = top.values.cpu()`) is on the host where the name is."""
+    if (
+        type(value) is cst.Subscript
+        and type(value.value) is cst.Name
+        and not any(
+            type(e.slice) is cst.Index and type(e.slice.value) is cst.SimpleString
+            for e in value.slice
+        )
+    ):
+        value = value.value  # `vals[i]`: a view of `vals`, on its side of the bus
     if type(value) is not cst.Name:
-        return copy_of(module, value)
+        return copy_of(module, value, factories)
     if value.value not in _copy_names(module, caller):
         return None
     name = value.value
@@ -132,10 +154,10 @@ def _handed_copy(
         if assigned is _OTHER:
             if _joins_only(statement, name):
                 continue  # `if wild: emission = torch.cat([emission, col], dim=1)`
-            return None
+            return _branch_copies(module, statement, name, factories)
         if _joined_to(assigned, name):
             continue
-        return copy_of(module, assigned)
+        return copy_of(module, assigned, factories)
     return None
 
 
@@ -206,13 +228,51 @@ def _bindings_before(
                 yield statement, assigned
 
 
-def copy_of(module: cst.Module, expr: cst.BaseExpression) -> bool | None:
-    """`host_copy` of `expr`, or of what every return of the module's functions it calls
-    hands back (`self.fit_batch(batch)`, each `fit_batch` of the module ending `return
-    loss.detach().cpu()`): the copy was made, and is reported, in the callee."""
+def _branch_copies(
+    module: cst.Module, statement: cst.CSTNode, name: str, factories: bool
+) -> bool | None:
+    """An `if` with an `else` (or an `elif` chain ending in one) each of whose branches
+    ends its own statements' bindings of `name` with `name = <a host copy>` (`copy_of`):
+    the copy's kind, joined over the branches; None for anything else."""
+    if type(statement) is not cst.If:
+        return None
+    found = True
+    branch: cst.If | cst.Else | None = statement
+    while branch is not None:
+        body = branch.body
+        if type(body) is not cst.IndentedBlock:
+            return None
+        assigned = None
+        for inner in reversed(body.body):
+            assigned = _assignment(inner, name)
+            if assigned is not None:
+                break
+        if assigned is None or assigned is _OTHER:
+            return None
+        copy = copy_of(module, assigned, factories)
+        if copy is None:
+            return None
+        found = found and copy
+        if type(branch) is cst.Else:
+            break
+        orelse = branch.orelse
+        if orelse is None:
+            return None  # no `else`: the binding before the `if` may stand
+        branch = orelse
+    return found
+
+
+def copy_of(module: cst.Module, expr: cst.BaseExpression, factories: bool = False) -> bool | None:
+    """`host_copy` of `expr`, with `factories` a new tensor built on the host (`torch.ones(n,
+    dtype=torch.bool)`, a factory given no device: `_built_on_host`), or of what every
+    return of the module's functions it calls hands back (`self.fit_batch(batch)`, each
+    `fit_batch` of the module ending `return loss.detach().cpu()`): the copy was made,
+    and is reported, in the callee."""
     copy = host_copy(expr)
     if copy is not None:
         return copy
+    if factories and _built_on_host(expr):
+        return True
     if (
         type(expr) is cst.Attribute
         and type(expr.value) is cst.Name
@@ -333,7 +393,7 @@ def _copy_names(module: cst.Module, function: cst.FunctionDef) -> frozenset[str]
             type(node) is cst.Assign
             and len(node.targets) == 1
             and type(node.targets[0].target) is cst.Name
-            and copy_of(module, node.value) is not None
+            and copy_of(module, node.value, factories=True) is not None
         ):
             names.add(node.targets[0].target.value)
     return frozenset(names)

@@ -72,6 +72,9 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     # A `torch.distributions` distribution's `log_prob` is the likelihood loss of every
     # training step that fits one (a forecaster's negative log-likelihood).
     "Distribution": frozenset({"log_prob"}),
+    # A loss scaler runs with every optimizer step: `scaler.step(opt)`, then
+    # `scaler.update()` (torch's `GradScaler`, and subclasses that wrap its bookkeeping).
+    "GradScaler": frozenset({"update", "unscale_"}),
 }
 
 
@@ -100,7 +103,9 @@ def walks_a_collection(
     dict's entries. Its body runs once per item each time the code around it runs, so it
     is per step only where that code is (a batch loop around it, a per-step function).
     So is a loop over some of those entries, picked by a comprehension (`for key in [k
-    for k in self.metrics if k.startswith(mode)]`)."""
+    for k in self.metrics if k.startswith(mode)]`), or over what a function handed only
+    a model's or an optimizer's parts gives back (`for elem in
+    nested_flatten(opt.state_dict())`)."""
     while True:
         if (
             isinstance(iterable, cst.Call)
@@ -119,6 +124,24 @@ def walks_a_collection(
             iterable = iterable.for_in.iter
         else:
             break
+    if _lists_parts(iterable):
+        return True
+    if (
+        type(iterable) is cst.Call
+        and len(iterable.args) == 1
+        and iterable.args[0].keyword is None
+        and not iterable.args[0].star
+        and _lists_parts(iterable.args[0].value)
+    ):
+        # `nested_flatten(opt.state_dict())`, `flatten_dict(model.state_dict())`: a
+        # function handed a model's or an optimizer's parts alone gives back their items.
+        return True
+    return is_dict(iterable)
+
+
+def _lists_parts(iterable: cst.BaseExpression) -> bool:
+    """`model.named_parameters()`, `d.items()`, `opt.state_dict()`, `opt.param_groups`,
+    `group["params"]`: a model's or an optimizer's parts, or a dict's entries."""
     if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute):
         return iterable.func.attr.value in _COLLECTION_METHODS
     if isinstance(iterable, cst.Attribute) and iterable.attr.value in _COLLECTION_ATTRIBUTES:
@@ -130,7 +153,7 @@ def walks_a_collection(
             and isinstance(index.value, cst.SimpleString)
             and index.value.evaluated_value in _COLLECTION_KEYS
         )
-    return is_dict(iterable)
+    return False
 
 
 # Drawing calls of matplotlib's axes and pyplot: a loop that makes them draws a figure.
@@ -213,6 +236,27 @@ _AXES_NAME = re.compile(r"^_*(ax|axs|axes)(_\w+|\d+)?$", re.I)
 # name once-per-epoch or once-per-run events and do not match. Composer's callbacks name
 # the events themselves, without `on_` (`batch_end`, `eval_batch_end`, `batch_start`).
 CALLBACK_STEP_HOOK = re.compile(r"^(on_)?(\w+_)?(batch|step)_(begin|start|end)$")
+
+
+# Packages whose every public class derives one of the bases above, whatever its own name:
+# a class imported from torchmetrics (`MeanAveragePrecision`, `BinaryAUROC`) is a `Metric`.
+_PACKAGE_BASES = {"torchmetrics": "Metric"}
+
+
+def imported_base_names(qualified: Iterable[str | None]) -> list[str]:
+    """More names for the bases of a class, from what the file's imports resolve them to
+    (`qualified`): the name a class was imported as is not its own (`from
+    torchmetrics.detection import MeanAveragePrecision as TmMAP` is still torchmetrics'
+    class), and a class of a package of one kind of class is of that kind."""
+    names: list[str] = []
+    for name in qualified:
+        if not name:
+            continue
+        names.append(name.rsplit(".", 1)[-1])
+        kind = _PACKAGE_BASES.get(name.split(".", 1)[0])
+        if kind is not None:
+            names.append(kind)
+    return names
 
 
 def per_step_hooks(base_names: Iterable[str], method_names: Iterable[str] = ()) -> frozenset[str]:
@@ -317,6 +361,7 @@ class HotCode:
         acts: Callable[[cst.CSTNode], bool] | None = None,
         step_loop: Callable[[cst.CSTNode], bool] | None = None,
         elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
+        runs_training: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -328,6 +373,9 @@ class HotCode:
         # What other modules of the project call every step (`module_callers.py`): asked
         # only for a site the file's own reasoning leaves cold.
         self._elsewhere = elsewhere
+        # `Epochs.runs_training`: a function that holds a training loop is a training run,
+        # even when its name declares it per step (a trainer module's `forward`).
+        self._runs_training = runs_training
         self._elsewhere_known: dict[str, bool] = {}
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._edges: list[tuple[Site, str]] = []
@@ -513,10 +561,32 @@ class HotCode:
 
     def _once_per_epoch(self, site: Site) -> bool:
         """The site is outside the batch loop of an epoch function or loop (a declared
-        per-step function, whose loops are part of one step, has no epoch code)."""
-        if self._per_epoch is None or not site.scopes or self.per_step_by_itself(site):
+        per-step function, whose loops are part of one step, has no epoch code, unless
+        it is a training run: `_training_run`)."""
+        if self._per_epoch is None or not site.scopes:
+            return False
+        if self.per_step_by_itself(site) and not self._training_run(site.scopes[0]):
             return False
         return self._per_epoch(site.scopes)
+
+    def _training_run(self, function: cst.CSTNode) -> bool:
+        """A function per step by its name that is handed no data (`forward(self)` of a
+        trainer module, `trainer()` running the whole training: every parameter has a
+        default, and none is used as a tensor) and holds a batch loop that steps an
+        optimizer on every pass: it runs the training, not one step of it. One handed
+        the data it works on (an attack's `forward(images, labels)` optimizing the inputs
+        in a loop of its own) runs once per batch of its caller."""
+        return (
+            type(function) is cst.FunctionDef
+            and all(
+                p.default is not None
+                for p in parameters(function)
+                if p.name.value not in ("self", "cls")
+            )
+            and self._runs_training is not None
+            and self._runs_training(function)
+            and not (self._per_call is not None and self._per_call(function))
+        )
 
     def _reached_names(self, per_call: bool = False) -> set[str]:
         """Function names called, directly or transitively, from hot code (with

@@ -10,7 +10,9 @@ whatever every call of its function in this file hands it: `_train_epoch(loader,
 log_interval)` called only from `fit(..., log_interval=100)`, directly or as
 `delayed(_train_epoch)(...)`), or a fraction of a loader's length
 (`max(1, len(loader) // 10)`: a few times per epoch). The test may sit in a local name
-(`should_log = step % self.log_frequency == 0`, then `if should_log:`), and an attribute
+(`should_log = step % self.log_frequency == 0`, then `if should_log:`) or in a predicate
+of the module the branch calls (`def divisible_by(num, den): return (num % den) == 0`,
+then `if divisible_by(step, self.val_every):`), and an attribute
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts),
 and a setting read with a default (`self.log_interval = kwargs.get("log_interval", 50)`,
 `getattr(args, "log_every", 100)`) counts by that default, as a parameter's does.
@@ -35,11 +37,11 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import parameter
+from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.settled_exits import exits_before
-from xlalint.walk import children, descendants, self_attribute
+from xlalint.walk import children, descendants, only_return, self_attribute
 
 SPARSE = 50  # passes between two runs of the branch, at least
 
@@ -109,10 +111,12 @@ def _names_a_save_or_evaluation(interval: cst.BaseExpression) -> bool:
 def attribute_values(
     class_def: cst.ClassDef, attribute: str, defaults: bool = True
 ) -> list[cst.BaseExpression]:
-    """Every value a method of `class_def` assigns `self.<attribute>`; empty where it is
-    also bound some other way (`+=`, a tuple target). A parameter of the method assigned
-    as it is (`self.log_frequency = log_frequency`) counts by its default (with
-    `defaults`; otherwise it stays the parameter's name: what callers hand in)."""
+    """Every value a method of `class_def` assigns `self.<attribute>`, also as one element
+    of a tuple assigned from a tuple of as many (`self.model, self.log_every = model,
+    log_every`); empty where it is also bound some other way (`+=`, unpacking a value).
+    A parameter of the method assigned as it is (`self.log_frequency = log_frequency`)
+    counts by its default (with `defaults`; otherwise it stays the parameter's name: what
+    callers hand in)."""
     found: list[cst.BaseExpression] = []
     method: cst.FunctionDef | None = None
     stack: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(class_def.body, None)]
@@ -121,22 +125,40 @@ def attribute_values(
         if isinstance(node, cst.FunctionDef):
             method = node
         stack.extend((child, method) for child in children(node))
-        targets: list[cst.BaseExpression] = []
+        pairs: list[tuple[cst.BaseExpression, cst.BaseExpression | None]] = []
         if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, cst.AnnAssign | cst.AugAssign):
-            targets = [node.target]
-        for target in targets:
+            pairs = [pair for t in node.targets for pair in _paired_targets(t.target, node.value)]
+        elif isinstance(node, cst.AnnAssign):
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, cst.AugAssign):
+            pairs = [(node.target, None)]
+        for target, value in pairs:
             if self_attribute(target) == attribute:
-                if not isinstance(node, cst.Assign | cst.AnnAssign) or node.value is None:
+                if value is None:
                     return []
-                value = node.value
                 if defaults and isinstance(value, cst.Name) and method is not None:
                     value = _parameter_default(method, value.value) or value
                 found.append(value)
             elif any(self_attribute(inner) == attribute for inner in descendants(target)):
                 return []
     return found
+
+
+def _paired_targets(
+    target: cst.BaseExpression, value: cst.BaseExpression
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """Each target of an assignment with the value it gets: `a, b = x, y` pairs element
+    by element (no starred element on either side); any other target gets the whole
+    value."""
+    sequences = (cst.Tuple, cst.List)
+    if (
+        isinstance(target, sequences)
+        and isinstance(value, sequences)
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    ):
+        return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+    return [(target, value)]
 
 
 def _parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
@@ -257,8 +279,9 @@ def sparse_test(
     _seen: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether an `if` body under `test` runs only once every `SPARSE` passes or more:
-    `step % 100 == 0`, or such a test as one side of an `and`, or a local name holding
-    one (`_seen`: the names being followed)."""
+    `step % 100 == 0`, a call of a predicate of the module that returns such a test of
+    its parameters (`divisible_by(step, self.val_every)`), or such a test as one side of
+    an `and`, or a local name holding one (`_seen`: the names being followed)."""
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And):
             return any(
@@ -278,7 +301,34 @@ def sparse_test(
     if _wall_clock_gate(test):
         return True
     interval = _modulo_interval(test)
+    if interval is None and type(test) is cst.Call:
+        interval = _interval_handed_to_predicate(test, module)
     return interval is not None and long_interval(interval, function, class_def, module)
+
+
+def _interval_handed_to_predicate(call: cst.Call, module: cst.Module) -> cst.BaseExpression | None:
+    """`divisible_by(step, self.val_every)`, with the module's `def divisible_by(num, den):
+    return (num % den) == 0`: the argument the call hands the predicate's divisor."""
+    if type(call.func) is not cst.Name or any(arg.star for arg in call.args):
+        return None
+    name = call.func.value
+    helper = next(
+        (s for s in module.body if type(s) is cst.FunctionDef and s.name.value == name), None
+    )
+    returned = only_return(helper) if helper is not None else None
+    if returned is None or returned.value is None:
+        return None
+    divisor = _modulo_interval(returned.value)
+    if type(divisor) is not cst.Name:
+        return None
+    positional = positional_names(helper)
+    for position, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            if arg.keyword.value == divisor.value:
+                return arg.value
+        elif position < len(positional) and positional[position] == divisor.value:
+            return arg.value
+    return None
 
 
 _CLOCKS = frozenset(
@@ -312,9 +362,11 @@ def _wall_clock_gate(test: cst.BaseExpression) -> bool:
 
 def may_be_sparse(test: cst.BaseExpression) -> bool:
     """A cheap first look: the test takes a remainder or a difference (an elapsed time)
-    somewhere, or is a name (which may hold such a test)."""
+    somewhere, is a name (which may hold such a test), or calls a plain name (a predicate
+    of the module that may take one: `divisible_by(step, every)`)."""
     return isinstance(test, cst.Name) or any(
-        type(node) is cst.BinaryOperation and type(node.operator) in (cst.Modulo, cst.Subtract)
+        (type(node) is cst.BinaryOperation and type(node.operator) in (cst.Modulo, cst.Subtract))
+        or (type(node) is cst.Call and type(node.func) is cst.Name)  # type: ignore[attr-defined]
         for node in descendants(test)
     )
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import parameter, positional_names
+from xlalint.analysis.arguments import bind, parameter, positional_names, signature_of
 from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_facts import (
@@ -55,6 +55,8 @@ def is_accelerator_prepare(call: cst.Call) -> bool:
 
 # A call, with the function and the class around it.
 _CallSite = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
+# An expression, with the function and the class it is evaluated in.
+_Scoped = tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]
 
 
 class Wrapping:
@@ -238,7 +240,10 @@ class LoaderTracing(LoopFacts):
     ) -> list[tuple[cst.FunctionDef | None, cst.ClassDef | None, cst.BaseExpression]]:
         """The `next()` arguments of a pass, each with the function and class it is
         evaluated in: its body's, its nested loops' and those of the functions of this
-        module it calls (`self.train_step()`), through their calls in turn."""
+        module it calls (`self.train_step()`), through their calls in turn. A callee's
+        `next()` of one of its parameters (`def next_batch(self, dl_iter): data =
+        next(dl_iter)`) pulls from what the call hands it, judged where the call is
+        (`self.next_batch(dl_iter)` with `dl_iter = cycle(self.dataloader)`)."""
         seen = set() if seen is None else seen
         if id(node) in seen:
             return []
@@ -247,10 +252,36 @@ class LoaderTracing(LoopFacts):
         found = [(function, class_def, arg) for arg in facts.next_of]
         for loop in facts.child_loops:
             found.extend(self._next_of(loop, function, class_def, seen))
-        for callee in self._callees(node):
-            owner = self._method_classes.get(id(callee))
-            found.extend(self._next_of(callee, callee, owner, seen))
+        around = self._class_of(node)
+        for call in facts.calls:
+            for callee in self._resolve_in(node, call, around):
+                owner = self._method_classes.get(id(callee))
+                for pulled in self._next_of(callee, callee, owner, seen):
+                    found.append(self._handed_iterator(call, callee, pulled, function, class_def))
         return found
+
+    def _handed_iterator(
+        self,
+        call: cst.Call,
+        callee: cst.FunctionDef,
+        pulled: _Scoped,
+        function: cst.FunctionDef | None,
+        class_def: cst.ClassDef | None,
+    ) -> _Scoped:
+        """`pulled`, a `next()` argument found in `callee`; where it is a parameter of
+        `callee` that the callee never rebinds, the argument `call` hands it, in the
+        caller's scope."""
+        scope, _, arg = pulled
+        if scope is not callee or type(arg) is not cst.Name:
+            return pulled
+        name = arg.value
+        if parameter(callee, name) is None or name in self._scope_assignments(callee):
+            return pulled
+        is_method = id(callee) in self._method_classes and not _is_static(callee)
+        bound = bind(call, signature_of(callee, is_method))
+        if bound is None or name not in bound:
+            return pulled
+        return function, class_def, bound[name]
 
     def plain_dataloader(self, site: LoopSite) -> cst.BaseExpression | None:
         """The loader expression of a loop that iterates a `DataLoader` made in this file
@@ -397,3 +428,11 @@ def _record(
         else:
             for element in elements:
                 _record(found, element, value)
+
+
+def _is_static(function: cst.FunctionDef) -> bool:
+    """`@staticmethod`: its callers' arguments start at its first parameter."""
+    return any(
+        type(d.decorator) is cst.Name and d.decorator.value == "staticmethod"
+        for d in function.decorators
+    )

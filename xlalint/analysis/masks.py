@@ -32,7 +32,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.tensors import Kind, TensorKinds
+from xlalint.analysis.tensors import Kind, TensorKinds, array_dtype
 from xlalint.walk import EXPRESSIONS, children
 
 
@@ -158,6 +158,13 @@ class BooleanMasks:
         frame: dict[str, _Binding] = {}
         for param in parameters(node):
             if param.annotation is None:
+                continue
+            dtype = array_dtype(param.annotation.annotation)
+            if dtype is not None:
+                # `face_mask: Bool['b nf']`, `x: Float[Tensor, "b n"]`: the dtype is declared.
+                frame[param.name.value] = _Binding(
+                    Evidence.VALUE if dtype == "Bool" else Evidence.NONE
+                )
                 continue
             names = _names_in(param.annotation.annotation)
             if not names:

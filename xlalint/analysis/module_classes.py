@@ -13,7 +13,9 @@ from collections.abc import Collection
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.imports import ImportTable
+from xlalint.walk import descendants
 
 # `torch.nn.Module`, `torch.nn.Linear`, `torch.nn.modules.Conv2d`: torch's module classes;
 # also the wrappers that are modules around a model (`torch.nn.parallel.
@@ -48,7 +50,53 @@ def is_module_class(node: cst.ClassDef, imports: ImportTable, local: Collection[
         if _MODULE_BASE_NAME.search(name) and not _record_class(node):
             return True
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body)
+    if any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in body):
+        return True
+    return _builds_own_layers(node, imports)
+
+
+# Bases that say nothing of a class's instances: a layer kept by a subclass of these is an
+# attribute of a plain object (a trainer holding its model), not a submodule.
+_PLAIN_BASES = frozenset({"object", "ABC", "Generic", "Protocol", "Enum", "Exception"})
+# torch.nn classes a plain object holds as well as a module does: losses, wrappers around
+# a whole model, containers.
+_HELD_BY_OBJECTS = re.compile(r"(Loss|DataParallel|Module|ModuleList|ModuleDict|Sequential)$")
+
+
+@lint_memo.memo(64)
+def _builds_own_layers(node: cst.ClassDef, imports: ImportTable) -> bool:
+    """A subclass of a class this file cannot see (`class NRTRDecoder(BaseDecoder)`, the
+    base imported from another module) whose `__init__` makes torch.nn layers of its own
+    (`self.classifier = nn.Linear(d, n)`, `self.emb = nn.Embedding(...)`): a model part
+    whose base comes from elsewhere. Losses, model wrappers and containers do not count
+    (a trainer keeps `self.criterion = nn.CrossEntropyLoss()`)."""
+    if not any(base_names_of(base) - _PLAIN_BASES for base in node.bases):
+        return False
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if not (isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__"):
+            continue
+        for assign in descendants(statement.body):
+            if type(assign) is not cst.Assign or type(assign.value) is not cst.Call:
+                continue
+            if not any(
+                type(t.target) is cst.Attribute
+                and type(t.target.value) is cst.Name
+                and t.target.value.value == "self"
+                for t in assign.targets
+            ):
+                continue
+            qualified = imports.resolve(assign.value.func) or ""
+            if NN_MODULE_CLASS.match(qualified) and not _HELD_BY_OBJECTS.search(qualified):
+                return True
+    return False
+
+
+def base_names_of(base: cst.Arg) -> set[str]:
+    """The last name of one base (`nn.Module` -> {"Module"}); none for a keyword."""
+    if base.keyword is not None:
+        return set()
+    return {(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1]} - {""}
 
 
 def _record_class(node: cst.ClassDef) -> bool:

@@ -50,7 +50,12 @@ class OffXla:
     anywhere. A function the module exports in `__all__` never is (other modules may call
     its API on XLA). The module's uses are indexed by one walk, on the first question about
     a function that has a name to look up; callers are judged only as far as an answer
-    needs them, and every answer is kept for the file."""
+    needs them, and every answer is kept for the file. A method of a module-level class
+    (public or not) is off XLA, too, when every use of its class's name here (at least one)
+    is such a call, from such a function: the class is built only off XLA (`if device_type
+    == "cuda": return CudaBatchTimingTracker()`), and named nowhere else (a base of
+    another class, an annotation, a value handed on, all of which may bring an instance
+    to XLA); nor does the module export it."""
 
     def __init__(
         self,
@@ -65,6 +70,9 @@ class OffXla:
         # candidate of by-name uses: module-level functions and private methods.
         self._functions: dict[str, cst.FunctionDef] = {}
         self._candidates: dict[str, list[cst.FunctionDef]] = {}
+        # Each method of a module-level class (by `id`): the class's name. A class is a
+        # candidate too, by its name (its uses are what builds its instances).
+        self._method_class: dict[int, str] = {}
         for statement in module.body:
             if isinstance(statement, cst.FunctionDef):
                 self._functions[statement.name.value] = statement
@@ -72,10 +80,14 @@ class OffXla:
             elif isinstance(statement, cst.ClassDef) and isinstance(
                 statement.body, cst.IndentedBlock
             ):
+                self._candidates.setdefault(statement.name.value, [])
                 for member in statement.body.body:
-                    if isinstance(member, cst.FunctionDef) and _private(member.name.value):
-                        self._candidates.setdefault(member.name.value, []).append(member)
+                    if isinstance(member, cst.FunctionDef):
+                        self._method_class[id(member)] = statement.name.value
+                        if _private(member.name.value):
+                            self._candidates.setdefault(member.name.value, []).append(member)
         self._exported: frozenset[int] | None = None
+        self._exported_classes: frozenset[str] | None = None
         # name -> (guarded, name of the function the site is in) of each call / each use
         self._calls: dict[str, list[tuple[bool, str | None]]] | None = None
         self._uses: dict[str, list[tuple[bool, str | None]]] = {}
@@ -95,16 +107,31 @@ class OffXla:
         name = function.name.value
         by_calls = self._functions.get(name) is function
         by_uses = any(function is f for f in self._candidates.get(name, ()))
-        if not (by_calls or by_uses):
-            return False  # a public method, a nested function: callable from anywhere
+        owner = self._method_class.get(id(function))
+        if not (by_calls or by_uses or owner is not None):
+            return False  # a nested function: callable from anywhere
         if self._exported is None:
             self._exported = exported_functions(self._module)
         if id(function) in self._exported:
             return False
         calls = self._index()
-        return (by_calls and _only_under_guards(name, calls, self._calls_only, set())) or (
-            by_uses and _only_under_guards(name, self._uses, self._uses_only, set())
+        if by_calls and _only_under_guards(name, calls, self._calls_only, set()):
+            return True
+        if by_uses and _only_under_guards(name, self._uses, self._uses_only, set()):
+            return True
+        # A method of a class this file builds only off XLA (`if device_type == "cuda":
+        # return CudaBatchTimingTracker()`), and names nowhere else (no base of another
+        # class, no annotation, no instance handed on): no instance exists on XLA.
+        return (
+            owner is not None
+            and owner not in self._exported_names()
+            and _only_under_guards(owner, self._uses, self._uses_only, set())
         )
+
+    def _exported_names(self) -> frozenset[str]:
+        if self._exported_classes is None:
+            self._exported_classes = exported_names(self._module)
+        return self._exported_classes
 
     def _guarded(self, at: tuple[cst.CSTNode, ...]) -> bool:
         """Whether the call `at` (innermost first) runs only off XLA: under a CUDA guard, a
@@ -151,7 +178,7 @@ class OffXla:
                     if type(parent) is cst.Call and parent.func is node:  # type: ignore[attr-defined]
                         guarded = self._guarded((parent, *reversed(path[:-1])))
                         uses.setdefault(used, []).append((guarded, user))
-                    elif type(parent) is not cst.FunctionDef:
+                    elif type(parent) is not cst.FunctionDef and type(parent) is not cst.ClassDef:
                         uses.setdefault(used, []).append((False, user))  # handed on
             path.append(node)
             stack.extend((child, depth + 1, caller, user) for child in code_children(node))
@@ -332,6 +359,16 @@ def exported_functions(module: cst.Module) -> frozenset[int]:
     which other modules may call on an XLA host however this file guards its own calls
     (ignite's `supervised_training_step`, which its own trainer factory picks only off
     TPUs)."""
+    names = exported_names(module)
+    return frozenset(
+        id(statement)
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in names
+    )
+
+
+def exported_names(module: cst.Module) -> frozenset[str]:
+    """The names the module lists in `__all__`."""
     names: set[str] = set()
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):
@@ -349,11 +386,7 @@ def exported_functions(module: cst.Module) -> frozenset[int]:
                         value.evaluated_value, str
                     ):
                         names.add(value.evaluated_value)
-    return frozenset(
-        id(statement)
-        for statement in module.body
-        if isinstance(statement, cst.FunctionDef) and statement.name.value in names
-    )
+    return frozenset(names)
 
 
 def _targets(node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> list[cst.BaseExpression]:

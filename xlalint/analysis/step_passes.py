@@ -12,11 +12,19 @@ reading `kg.head_idx[i]`: a setup helper building lookup tables from a graph) ru
 passes on every call of its function and trains nothing in them: its body runs every step
 only where its function does (`hotness.HotCode.is_hot`). That holds in functions outside
 classes, in the methods of a model class, whose per-step entry the file shows
-(`forward`, and what it reaches), and in a class whose framework names the hooks it calls
+(`forward`, and what it reaches), in a class whose framework names the hooks it calls
 every step (`hotness.per_step_hooks`: a torchmetrics `Metric` gets `update` with every
-batch, and `compute` once after the batch loop). A class that is neither (a loss, a replay
-buffer, a beam search) is called from another module's loop, by methods the file cannot
-tell apart: a loop in one of them keeps its passes per step.
+batch, and `compute` once after the batch loop), and in a method that runs at
+construction (`__init__`, or one every call of which in the module is `self.m(...)` in
+such a method: a sampler's `collect(kg)` building its tables). In a class with such hooks,
+a method that is none of them runs when the framework calls it, so a loop there runs its
+passes per call whatever it walks (`for i, class_idx in enumerate(metrics["classes"])` in
+`compute`), unless it walks a loader, counts steps or runs a model in its passes. A class
+that is none of these (a loss, a replay buffer, a beam search) is called from another
+module's loop, by methods the file cannot tell apart: a loop in one of them keeps its
+passes per step. The rows of what a parameter holds may be counted by a local bound to
+that count (`n = len(graph.src)`, then `range(n)`), or walked as parallel columns of it
+(`zip(graph.src, graph.dst)`).
 """
 
 from __future__ import annotations
@@ -29,10 +37,12 @@ import libcst as cst
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.epochs import Epochs, loader_named
 from xlalint.analysis.guards import local_values
-from xlalint.analysis.hotness import PASS_WRAPPERS
+from xlalint.analysis.handed_functions import call_sites
+from xlalint.analysis.hotness import PASS_WRAPPERS, RUN_ONCE_FUNCTIONS
 from xlalint.analysis.loop_facts import unwrap_iteration
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
+from xlalint.analysis.tensors import names_model
 from xlalint.walk import descendants, target_names
 
 Loop = cst.For | cst.While
@@ -63,7 +73,9 @@ class StepPasses:
         collections: Collection[int],
         rows: Collection[int],
         class_hooks: Mapping[str, frozenset[str]] | None = None,
+        module: cst.Module | None = None,
     ) -> None:
+        self._module = module
         self._loops = loops
         self._epochs = epochs
         self._collections = collections
@@ -113,13 +125,63 @@ class StepPasses:
             and site.class_def is not None
             and not self._loops.in_model_class(site)
             and not self._class_hooks.get(site.class_def.name.value)
+            and not self._runs_at_construction(site.function, site.class_def)
         ):
             return False
         function = site.function if site is not None else None
+        if (
+            site is not None
+            and site.class_def is not None
+            and function is not None
+            and not self._loops.in_model_class(site)
+            and self._off_hook(site.class_def, function)
+        ):
+            # A framework class's other methods run when the framework calls them (a
+            # metric's `compute`, once per evaluation): whatever a loop there walks
+            # (`for i, class_idx in enumerate(metrics["classes"])`), other than a
+            # loader or counted steps, it walks it once per call of the method, unless
+            # its passes run a model (an evaluation over batches by another name).
+            iterable = unwrap_iteration(loop.iter)
+            return (
+                not loader_named(iterable)
+                and not _names_steps(iterable)
+                and not self._loops.facts(loop).model_calls
+            )
         return (
             id(loop) in self._rows
             or _fixed_iterable(loop.iter, function, 0)
             or _rows_of_a_parameter(loop, function)
+        )
+
+    def _off_hook(self, class_def: cst.ClassDef, function: cst.FunctionDef) -> bool:
+        """`function`, a method of `class_def`, is none of the per-step hooks its class
+        has (the class has some: its framework names them)."""
+        hooks = self._class_hooks.get(class_def.name.value)
+        return bool(hooks) and function.name.value not in hooks
+
+    def _runs_at_construction(
+        self, method: cst.FunctionDef | None, class_def: cst.ClassDef, depth: int = 0
+    ) -> bool:
+        """`method` runs when its object is built: it runs once by name (`__init__`), or
+        the module calls it, and only as `self.<name>(...)` from methods of its class that
+        run at construction (`self.possible = self.collect(kg)` in `__init__`). The file
+        then shows who runs it, as it does for a model's `forward`."""
+        if method is None or depth > 2:
+            return False
+        name = method.name.value
+        if name in RUN_ONCE_FUNCTIONS:
+            return True
+        if self._module is None:
+            return False
+        calls = call_sites(self._module).named(name, method=True)
+        return bool(calls) and all(
+            type(site.call.func) is cst.Attribute
+            and type(site.call.func.value) is cst.Name
+            and site.call.func.value.value == "self"
+            and site.method_of is class_def
+            and site.function is not method
+            and self._runs_at_construction(site.function, class_def, depth + 1)
+            for site in calls
         )
 
     def steps_in_passes(self, loop: Loop) -> bool:
@@ -152,7 +214,7 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
     node = unwrap_iteration(node)
     if loader_named(node):
         return False
-    if structural_iterable(node):
+    if structural_iterable(node) or _parts_of_a_handed_model(node, function):
         return not _names_steps(node)
     if isinstance(node, cst.Name):
         if _CONSTANT.match(node.value):
@@ -172,6 +234,30 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
     return False
 
 
+# A network's views of its parts, as many as it has.
+_MODULE_PARTS = frozenset({"children", "named_children", "modules", "named_modules"})
+
+
+def _parts_of_a_handed_model(node: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+    """`model.layers`, `net.blocks`, `model.children()`: the parts of a network a
+    parameter hands in (named as one: `model`, `net`, `encoder`), as many passes as the
+    network has parts on every call, as `self.layers` is in the model's own methods (a
+    pruning pass over `model.layers` after training). Not a loader or data it holds."""
+    if function is None or loader_named(node):
+        return False
+    if (
+        type(node) is cst.Call
+        and type(node.func) is cst.Attribute
+        and node.func.attr.value in _MODULE_PARTS
+        and not node.args
+    ):
+        node = node.func.value
+    elif type(node) is not cst.Attribute:
+        return False
+    root = _attribute_root(node)
+    return root is not None and names_model(root) and parameter(function, root) is not None
+
+
 def _rows_of_a_parameter(loop: cst.For, function: cst.FunctionDef | None) -> bool:
     """`for i in range(kg.n_facts)` (or `range(len(kg.heads))`) whose passes read
     `kg.heads[i]`: the positions of the rows of what a parameter holds, counted by that
@@ -179,7 +265,11 @@ def _rows_of_a_parameter(loop: cst.For, function: cst.FunctionDef | None) -> boo
     function. Not a count named for steps (`range(cfg.max_len)`), nor a loader's, nor
     the items of the parameter itself (`dataset[i]`, a sample: `epochs.py` judges
     those)."""
-    if function is None or type(loop.target) is not cst.Name:
+    if function is None:
+        return False
+    if _parallel_columns(loop.iter, function):
+        return True
+    if type(loop.target) is not cst.Name:
         return False
     iterable = loop.iter
     if not (
@@ -192,6 +282,11 @@ def _rows_of_a_parameter(loop: cst.For, function: cst.FunctionDef | None) -> boo
     ):
         return False
     count = iterable.args[0].value
+    if type(count) is cst.Name:  # `n = len(graph.src)`, then `range(n)`
+        values = local_values(function, count.value)
+        if len(values) != 1:
+            return False
+        count = values[0]
     if (
         type(count) is cst.Call
         and type(count.func) is cst.Name
@@ -215,6 +310,40 @@ def _rows_of_a_parameter(loop: cst.For, function: cst.FunctionDef | None) -> boo
         and node.slice[0].slice.value.value == index
         for node in descendants(loop.body)
     )
+
+
+def _parallel_columns(iterable: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+    """`zip(graph.src, graph.dst)` (also under `enumerate`): two or more columns of what
+    one parameter holds, walked row by row together, as many passes as it has rows. Not
+    the parameter itself, nor a column named for steps or a loader."""
+    if (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value == "enumerate"
+        and iterable.args
+        and iterable.args[0].keyword is None
+        and not iterable.args[0].star
+    ):
+        iterable = iterable.args[0].value
+    if not (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value == "zip"
+        and len(iterable.args) >= 2
+    ):
+        return False
+    holders = set()
+    for arg in iterable.args:
+        column = arg.value
+        if arg.keyword is not None or arg.star or type(column) is not cst.Attribute:
+            return False
+        if _names_steps(column) or loader_named(column):
+            return False
+        holders.add(_attribute_root(column))
+    if len(holders) != 1:
+        return False
+    holder = holders.pop()
+    return holder is not None and holder != "self" and parameter(function, holder) is not None
 
 
 def _attribute_root(node: cst.BaseExpression) -> str | None:

@@ -76,6 +76,39 @@ def tensor_uses(function: cst.FunctionDef, imports: ImportTable) -> frozenset[st
     return frozenset(_uses_in(function.body, imports))
 
 
+def tensor_receivers(function: cst.FunctionDef) -> frozenset[str]:
+    """Names `function` calls a method only tensors have on, directly or through one
+    tensor-style subscript (`bboxes.new_empty(n, 4)`, `x[:, 0].masked_fill(m, 0)`): the
+    narrowest of `tensor_uses`' evidence, which no int handed to a torch operation as a
+    count (`torch.topk(x, k)`) gives, nor an element of a list (`cache[i][:, -1]
+    .unsqueeze(2)`, `outs[i].unsqueeze(0)`: the list holds tensors, it is none)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda):
+            continue  # its own receivers, perhaps its own parameters
+        stack.extend(code_children(node))
+        if type(node) is cst.Call and type(node.func) is cst.Attribute:
+            if node.func.attr.value not in TENSOR_METHODS:
+                continue
+            receiver = node.func.value
+            if type(receiver) is cst.Subscript and _tensor_style(receiver):
+                receiver = receiver.value
+            if type(receiver) is cst.Name:
+                found.add(receiver.value)
+    return frozenset(found)
+
+
+def _tensor_style(subscript: cst.Subscript) -> bool:
+    """`x[:, 0]`, `x[1:]`, `x[..., None]`: several dimensions or a slice, which a list does
+    not take; a single index (`x[i]`) may pick a list's element."""
+    if len(subscript.slice) > 1:
+        return True
+    index = subscript.slice[0].slice
+    return type(index) is cst.Slice
+
+
 def _uses_in(body: cst.CSTNode, imports: ImportTable) -> set[str]:
     """`tensor_uses` of a body. A nested function or lambda counts too, but not for its
     own parameters (`def _mask(rows): torch.where(rows ...)` says nothing of the outer

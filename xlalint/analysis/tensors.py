@@ -18,7 +18,10 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
-from xlalint.analysis.documented_types import documented_host_parameters
+from xlalint.analysis.documented_types import (
+    documented_host_parameters,
+    documented_tensor_parameters,
+)
 from xlalint.analysis.guards import negated
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
@@ -181,6 +184,12 @@ def _names_model(name: str) -> bool:
     return _MODEL_NAME.search(name) is not None and _VERB_PREFIX.match(name) is None
 
 
+def names_model(name: str) -> bool:
+    """`model`, `text_encoder`, `nets`: a name the file's code gives a network (not a
+    function named for what it does with one: `get_model`, `train_model`)."""
+    return _names_model(name)
+
+
 _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.IGNORECASE)
 # Iterables of tensors that are tensors themselves, so indexing one gives a tensor.
 _SCHEDULE_NAME = re.compile(r"(timesteps|sigmas)$", re.IGNORECASE)
@@ -192,12 +201,13 @@ _INDEX_NAME = re.compile(
     r"\w+_no|\w+_number|\w+_counter|\w+_iteration|\w+_size)$"
 )
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
-# `return_dict`, `is_causal`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
+# `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
+# `labels_are_smoothed`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
 # a solver's or a norm's `order`),
 # not a tensor: per-step functions take tensors by default, and these would otherwise read
 # as tensors.
 _HOST_PARAM_NAME = re.compile(
-    r"^(use_\w+|return_\w+|is_\w+|has_\w+|do_\w+|output_attentions|output_hidden_states|"
+    r"^(use_\w+|return_\w+|(\w+_)?(is|are|has)_\w+|do_\w+|output_attentions|output_hidden_states|"
     r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
     r"max_\w+|min_\w+|count|\w+_count|order|device|dtype|\w+_type)$"
 )
@@ -233,6 +243,16 @@ _HOST_BUILTINS = frozenset(
         "format", "round", "abs", "print", "getattr", "callable", "ord", "chr",
     }
 )  # fmt: skip
+# Builtins that give back elements of the one iterable they are handed (`max(t)`,
+# `min(t)`) or their sum: of a device tensor, a 0-dim tensor on its device.
+_ELEMENT_BUILTINS = frozenset({"max", "min", "sum"})
+
+
+# Methods by which a module moves itself (and its buffers) to a device.
+_MODULE_MOVES = frozenset({"to", "cuda", "xpu", "to_empty"})
+_BINDINGS = frozenset({cst.Assign, cst.AnnAssign})  # (`+=` updates a tensor in place)
+# Built-ins that hand back one of the values they are given.
+_CHOOSING_BUILTINS = frozenset({"min", "max"})
 
 
 # Wrappers that yield the items of the iterable they are handed, unchanged.
@@ -242,6 +262,11 @@ _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"}
 # `self.register_buffer(name, t)`, `register_parameter`, and a torchmetrics `Metric`'s
 # `self.add_state(name, default=torch.tensor(0))`: attributes moved with the module.
 REGISTERED_TENSORS = frozenset({"register_buffer", "register_parameter", "add_state"})
+# jaxtyping's dtype words for shape-typed arrays (`Float32[Tensor, "b"]`, `Bool['b n']`).
+ARRAY_DTYPE = re.compile(
+    r"^(Bool|Float|Int|UInt|Integer|Num|Real|Inexact|Complex|Shaped|BFloat16|"
+    r"Float(8\w*|16|32|64)|U?Int(4|8|16|32|64)|Complex(64|128))$"
+)
 # Modules a dotted tensor annotation comes from: `torch.Tensor`, `nn.Parameter`, `th.Tensor`.
 _TORCH_MODULE_PREFIX = re.compile(r"^(torch|nn|th)\.")
 
@@ -508,14 +533,38 @@ def _alternatives(node: cst.BaseExpression) -> list[cst.BaseExpression | None]:
     return [node]
 
 
+def array_dtype(node: cst.BaseExpression) -> str | None:
+    """The dtype word of a shape-typed tensor annotation, jaxtyping's `Float[Tensor, "b
+    n"]`, `Bool[torch.Tensor, "b"]`, or the string-only form projects define over it
+    (`Float['b n d']`, `Bool['b nf']`): "Float", "Bool", ... ; None for anything else
+    (`Float[np.ndarray, "b"]` is an array on the host)."""
+    if type(node) is not cst.Subscript:
+        return None
+    base = node.value.attr if type(node.value) is cst.Attribute else node.value
+    if type(base) is not cst.Name or ARRAY_DTYPE.match(base.value) is None:
+        return None
+    parts = [e.slice.value for e in node.slice if type(e.slice) is cst.Index]
+    if (
+        len(parts) == 1
+        and type(parts[0]) in (cst.SimpleString, cst.ConcatenatedString)
+        and type(node.value) is cst.Name
+    ):
+        return base.value  # `Float['b n d']`
+    if len(parts) == 2 and _tensor_annotation(parts[0]) is Kind.TENSOR:
+        return base.value  # `Float[Tensor, "b n d"]`
+    return None
+
+
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
-    `Tensor | None`); ITERABLE for a sequence of tensors (`Sequence[torch.Tensor]`,
-    `tuple[Tensor, Tensor]`: each element is one); UNKNOWN for one that only holds tensors
-    (`dict[str, Tensor]`)."""
+    `Tensor | None`, a shape-typed one: `Float[Tensor, "b n"]`, `Bool['b n']`); ITERABLE
+    for a sequence of tensors (`Sequence[torch.Tensor]`, `tuple[Tensor, Tensor]`: each
+    element is one); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
     if isinstance(node, cst.BinaryOperation):
         return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
     if isinstance(node, cst.Subscript):
+        if array_dtype(node) is not None:
+            return Kind.TENSOR
         base = node.value.attr if isinstance(node.value, cst.Attribute) else node.value
         parts = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         if isinstance(base, cst.Name) and base.value in ("Optional", "Union"):
@@ -697,6 +746,8 @@ class TensorKinds:
         # `forward` gives.
         self._host_forwards: set[str] = set()
         self._self_classes: list[dict[str, str]] = [{}]
+        # Per class being walked, the buffers it keeps on the host (`host_buffers`).
+        self._host_buffers: list[frozenset[str]] = [frozenset()]
         # Per function being walked: the class it is a method of (None if none), and
         # whether that class is an `nn.Module`.
         self._methods_walked: list[tuple[str | None, bool]] = []
@@ -713,6 +764,8 @@ class TensorKinds:
         self._function_nodes: list[cst.FunctionDef | None] = [None]
         # Per frame, the names its function uses as tensors (`tensor_uses`), on demand.
         self._uses: list[frozenset[str] | None] = [None]
+        # Per frame, the names its function calls a tensor-only method on, on demand.
+        self._receivers: list[frozenset[str] | None] = [None]
         self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
         # Per frame, the names the function walks as modules (`next(pnet.parameters())`),
         # found on the first question (`_walked_as_module`).
@@ -757,6 +810,7 @@ class TensorKinds:
         tensors: set[str] = set()
         typed: set[str] = set()
         documented = documented_host_parameters(node)
+        documented_tensors = documented_tensor_parameters(node)
         for index, param in enumerate(parameters(node)):
             name = param.name.value
             if in_class and index == 0 and param in positional:
@@ -766,6 +820,14 @@ class TensorKinds:
                 frame[name] = Kind.HOST
                 continue
             frame[name] = self._param_kind(param, tensor_params)
+            if (
+                frame[name] is Kind.HOST
+                and param.annotation is None
+                and param.default is None
+                and name in documented_tensors
+            ):
+                # `target_is_real (bool | Tensor)`: the docstring's type, not the name.
+                frame[name] = Kind.TENSOR if tensor_params else Kind.UNKNOWN
             if frame[name] is Kind.TENSOR and param.annotation is None:
                 presumed.add(name)
             if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
@@ -837,6 +899,7 @@ class TensorKinds:
         self._scaled.append({})
         self._function_nodes.append(node)
         self._uses.append(None)
+        self._receivers.append(None)
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
@@ -924,6 +987,7 @@ class TensorKinds:
         self._scaled.pop()
         self._function_nodes.pop()
         self._uses.pop()
+        self._receivers.pop()
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
@@ -939,6 +1003,7 @@ class TensorKinds:
         tensors_methods: frozenset[str] = frozenset(),
         bases: Sequence[str] = (),
         overridden: Callable[[], frozenset[str]] = frozenset,
+        node: cst.ClassDef | None = None,
     ) -> None:
         """Entering a class; `module`: a module class (`module_classes.is_module_class`),
         whose instances (`pg = Policy(env)`) are modules (`class MaskedCELoss(
@@ -951,7 +1016,8 @@ class TensorKinds:
         bound attributes (a walk of every method's body). An attribute that every binding of the
         base methods its instances run gives one kind (a tensor built on the host in
         the inherited `__init__`, moved only in a method the class overrides) starts
-        with that kind in its methods."""
+        with that kind in its methods. `node`: the class, for the buffers a trainer
+        module keeps on the host (`host_buffers`)."""
         if name is not None and module:
             self._module_classes.add(name)
         inherited: dict[tuple[str, str], list[tuple[Kind, bool]]] = {}
@@ -987,6 +1053,56 @@ class TensorKinds:
         self._self_functions.append({})
         self._self_classes.append({})
         self._class_names.append(name)
+        self._host_buffers.append(
+            self.host_buffers(node) if module and node is not None else frozenset()
+        )
+
+    def host_buffers(self, node: cst.ClassDef) -> frozenset[str]:
+        """The buffers a trainer module keeps on the host: a module class whose methods
+        run backward (`self.accelerator.backward(loss)`, `loss.backward()`) holds the
+        training loop, and hands its networks to the device (`accelerator.prepare(model)`)
+        without moving itself (no `self.to(...)`/`self.cuda()` in it), so a buffer it
+        registers with a tensor a factory builds without a device
+        (`self.register_buffer("step", torch.tensor(0))`) stays on the host where no
+        method binds the attribute again (`self.step.add_(1)`, `self.step += 1` and
+        `self.step.copy_(n)` update it in place; `self.step = torch.tensor(n,
+        device=self.device)` in a `load` makes it something else)."""
+        trains = False
+        registered: set[str] = set()
+        bound: set[str] = set()
+        for current in descendants(node):
+            kind = type(current)
+            if kind is cst.Call:
+                func = current.func  # type: ignore[attr-defined]
+                if type(func) is not cst.Attribute:
+                    continue
+                method = func.attr.value
+                if method == "backward":
+                    trains = True
+                elif method in _MODULE_MOVES and self_attribute(func) is not None:
+                    return frozenset()  # `self.to(device)`: the module moves itself
+                elif method == "register_buffer" and self_attribute(func) is not None:
+                    args = current.args  # type: ignore[attr-defined]
+                    if (
+                        len(args) >= 2
+                        and type(args[0].value) is cst.SimpleString
+                        and args[1].keyword is None
+                        and type(args[1].value) is cst.Call
+                        and not any(_is_keyword(a, "device") for a in args[1].value.args)
+                        and _builds_from_sizes(
+                            self.imports.resolve(args[1].value.func) or "", args[1].value
+                        )
+                    ):
+                        registered.add(str(args[0].value.evaluated_value))
+            elif kind in _BINDINGS:
+                targets = (
+                    [t.target for t in current.targets]  # type: ignore[attr-defined]
+                    if kind is cst.Assign
+                    else [current.target]  # type: ignore[attr-defined]
+                )
+                for target in targets:
+                    bound.update(_self_attributes_in(target))
+        return frozenset(registered - bound) if trains else frozenset()
 
     @property
     def module_classes(self) -> frozenset[str]:
@@ -1006,6 +1122,7 @@ class TensorKinds:
         self._self_host_tensors.pop()
         self._self_functions.pop()
         self._self_classes.pop()
+        self._host_buffers.pop()
         if self._class_names:
             self._class_names.pop()
 
@@ -1236,6 +1353,11 @@ class TensorKinds:
             return
         attribute = name.evaluated_value  # type: ignore[attr-defined]
         if isinstance(attribute, str) and attribute.isidentifier():
+            if attribute in self._host_buffers[-1]:
+                # A trainer module's step counter: it stays where it was made, the host.
+                self._self_attributes[-1][attribute] = Kind.HOST
+                self._self_host_tensors[-1].add(attribute)
+                return
             self._self_attributes[-1][attribute] = Kind.TENSOR
 
     def note_append(self, call: cst.Call) -> None:
@@ -1392,6 +1514,8 @@ class TensorKinds:
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
         if param.annotation is not None:
+            if array_dtype(param.annotation.annotation) is not None:
+                return Kind.TENSOR  # `embed: Float['b n d']`, `x: Float[Tensor, "b n"]`
             names = names_under(param.annotation.annotation)
             if names & TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
@@ -1494,7 +1618,14 @@ class TensorKinds:
             return
         kind = self.of(value)
         host_built = self._host_built_returns(value) if kind is Kind.UNKNOWN else frozenset()
-        if None in host_built:
+        # What the helper builds on the host at each position, numpy arrays included
+        # (`flow_errors = np.array(...)`, then `return flow_errors, dP`).
+        host_values = (
+            host_built | self._host_built_returns(value, arrays=True)
+            if kind is Kind.UNKNOWN
+            else frozenset()
+        )
+        if None in host_values:
             kind = Kind.HOST  # `self.probs = self.evaluate()`, returning `tensor(p).float()`
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         scaled = _scaled_names(value) if len(targets) == 1 else ()
@@ -1530,6 +1661,10 @@ class TensorKinds:
             for e in elements:
                 if isinstance(e.key, cst.SimpleString):
                     values[str(e.key.evaluated_value)] = self.of(e.value)
+        elif type(value) is cst.DictComp and self.of(value.value) is Kind.HOST:
+            # `{k: v.detach().cpu() for k, v in metrics.items()}`: every value a host
+            # copy, whatever the names the comprehension binds held.
+            values = {None: Kind.HOST}
         for target in targets:
             if (key := binding_key(target)) is not None:
                 if values is not None:
@@ -1581,7 +1716,7 @@ class TensorKinds:
                 for name, item_kind in gathered:
                     self.bind(name, item_kind)
                 continue
-            if kind is Kind.UNKNOWN and (hosted := self._host_results(target, value, host_built)):
+            if kind is Kind.UNKNOWN and (hosted := self._host_results(target, value, host_values)):
                 # `obs, r, done, info = self.env_step(env, action)` where every `return`
                 # of `env_step` hands back `torch.from_numpy(...)` (or a `.cpu()` copy)
                 # at those positions: host tensors, whatever the step's device.
@@ -1657,13 +1792,17 @@ class TensorKinds:
         elif (attribute := self_attribute(target)) is not None:
             self._self_host_tensors[-1].add(attribute)
 
-    def _host_built_returns(self, value: cst.BaseExpression) -> frozenset[int | None]:
+    def _host_built_returns(
+        self, value: cst.BaseExpression, arrays: bool = False
+    ) -> frozenset[int | None]:
         """For a call of a function of this module (`f(...)`) or a method of its classes
         (`self.f(...)`), the positions of the returned tuple (None: the whole value) where
-        every definition returns, on every `return`, a tensor it builds on the host: a
-        torch factory given no device (`tensor(tmp).float()`), `torch.from_numpy`, a
-        `.cpu()` copy, or a local name only ever bound to one (`n = tensor(counts)`,
-        then `return heads, tails, n`)."""
+        every definition returns, on every `return` that hands back a value, a tensor it
+        builds on the host: a torch factory given no device (`tensor(tmp).float()`),
+        `torch.from_numpy`, a `.cpu()` copy, or a local name only ever bound to one (`n =
+        tensor(counts)`, then `return heads, tails, n`); with `arrays`, also what numpy
+        builds (`errors = np.array(...)`, then `return errors, flows`). A bare `return`
+        (an early exit on bad input) hands back None, no device tensor."""
         if self.returns is None or type(value) is not cst.Call:
             return frozenset()
         func = value.func
@@ -1677,36 +1816,42 @@ class TensorKinds:
             key = (True, func.attr.value)
         else:
             return frozenset()
-        known = self._built_returns.get(key)
+        known = self._built_returns.get((*key, arrays))
         if known is None:
             found: frozenset[int | None] | None = None
             for function in self.returns.definitions(*key):
-                positions = self._built_positions(function)
+                positions = self._built_positions(function, arrays)
                 found = positions if found is None else found & positions
                 if not found:
                     break
-            known = self._built_returns[key] = found or frozenset()
+            known = self._built_returns[(*key, arrays)] = found or frozenset()
         return known
 
-    def _built_positions(self, function: cst.FunctionDef) -> frozenset[int | None]:
-        returns = [n for n in _walk_body(function, expressions=False) if type(n) is cst.Return]
+    def _built_positions(
+        self, function: cst.FunctionDef, arrays: bool = False
+    ) -> frozenset[int | None]:
+        returns = [
+            n
+            for n in _walk_body(function, expressions=False)
+            if type(n) is cst.Return and not _returns_none(n)
+        ]
         if not returns or any(type(n) is cst.Yield for n in _walk_body(function)):
             return frozenset()
         found: frozenset[int | None] | None = None
         for statement in returns:
             value = statement.value
-            if value is None:
-                return frozenset()
+            assert value is not None
             if type(value) is cst.Tuple:
                 positions = frozenset(
                     i
                     for i, e in enumerate(value.elements)
-                    if type(e) is cst.Element and self._built_on_host(e.value, function, statement)
+                    if type(e) is cst.Element
+                    and self._built_on_host(e.value, function, statement, arrays)
                 )
             else:
                 positions = (
                     frozenset({None})
-                    if self._built_on_host(value, function, statement)
+                    if self._built_on_host(value, function, statement, arrays)
                     else frozenset()
                 )
             found = positions if found is None else found & positions
@@ -1715,11 +1860,16 @@ class TensorKinds:
         return found or frozenset()
 
     def _built_on_host(
-        self, value: cst.BaseExpression, function: cst.FunctionDef, at: cst.CSTNode
+        self,
+        value: cst.BaseExpression,
+        function: cst.FunctionDef,
+        at: cst.CSTNode,
+        arrays: bool = False,
     ) -> bool:
         """`value`, the value of a name where `at` stands (first a `return`), is a tensor
-        `function` builds on the host. A name is looked up before the statement that
-        last bound it, so `x = x.float()` goes back to where `x` was made."""
+        `function` builds on the host (with `arrays`, or an array numpy builds). A name is
+        looked up before the statement that last bound it, so `x = x.float()` goes back
+        to where `x` was made."""
         while (
             type(value) is cst.Call
             and type(value.func) is cst.Attribute
@@ -1731,13 +1881,15 @@ class TensorKinds:
             assigned = value_before(function, at, value.value)
             if assigned is None or type(assigned) is cst.Name:
                 return False
-            return self._built_on_host(assigned, function, assigned)
+            return self._built_on_host(assigned, function, assigned, arrays)
         if type(value) is not cst.Call:
             return False
         func = value.func
         if type(func) is cst.Attribute and func.attr.value == "cpu" and not value.args:
             return True
         qualified = self.imports.resolve(func)
+        if arrays and qualified is not None and qualified.startswith("numpy."):
+            return True  # `np.array([...])`, `np.stack(rows)`: a numpy array
         return (
             qualified is not None
             and (qualified == "torch.from_numpy" or _builds_from_sizes(qualified, value))
@@ -2016,6 +2168,32 @@ class TensorKinds:
             uses = self._uses[-1] = tensor_uses(function, self.imports)
         return target.value in uses
 
+    def tensor_by_use(self, node: cst.BaseExpression) -> bool:
+        """`node` is a parameter taken for a tensor only by its function's use of it
+        (`_handed_tensor`): where it lives is its callers' to show, as for a parameter of
+        unknown kind (a conversion helper's `def numpy(x): return x.detach().numpy()`)."""
+        return (
+            type(node) is cst.Name
+            and self.lookup(node.value) is Kind.UNKNOWN
+            and self._handed_tensor(node)
+        )
+
+    def _handed_tensor(self, name: cst.Name) -> bool:
+        """A parameter of unknown kind, never rebound, that its function calls a method
+        only tensors have on (`bboxes.new_empty(n, 4)`, `x.masked_fill(m, 0)`): its callers
+        hand it a tensor, so tests and reads of it are on one (`if (bboxes[:, 2:] <=
+        0).any():`)."""
+        function = self._function_nodes[-1]
+        if function is None or name.value in self._typed[-1] or not self._handed_in(name):
+            return False
+        receivers = self._receivers[-1]
+        if receivers is None:
+            # (imported here: `tensor_uses` builds on this module)
+            from xlalint.analysis.tensor_uses import tensor_receivers
+
+            receivers = self._receivers[-1] = tensor_receivers(function)
+        return name.value in receivers
+
     def _holds_tensors(self, iterable: cst.BaseExpression) -> None:
         """`batch["continuation_indices"]` of a mapping of unknown values, iterated for
         tensors: that entry holds tensors (`batch["continuation_indices"][i][0]` later in
@@ -2168,7 +2346,11 @@ class TensorKinds:
         return self._makes_host_tensor(node)
 
     def is_cpu_device(self, node: cst.BaseExpression) -> bool:
-        """`"cpu"`, `torch.device("cpu")`, or a name bound to one of them here."""
+        """`"cpu"`, `torch.device("cpu")`, the `.device` of a torch tensor made on the host
+        (`total.device` with `total = torch.zeros(n)`), or a name bound to one of them
+        here."""
+        if type(node) is cst.Attribute and node.attr.value == "device":
+            return self.is_host_tensor(node.value)
         if type(node) is cst.Call and node.args:
             if (self.imports.resolve(node.func) or "") != "torch.device":
                 return False
@@ -2180,12 +2362,17 @@ class TensorKinds:
 
     def moves_to_cpu(self, call: cst.Call) -> bool:
         """`.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`, `.to(cpu_device)`
-        with `cpu_device = torch.device("cpu")`."""
+        with `cpu_device = torch.device("cpu")`; and a move to where a torch tensor made on
+        the host lives: `.to(total.device)`, `.to(total)` (its device and dtype) with
+        `total = torch.zeros(n)`: the sum a host counter accumulates stays on the host."""
         if moves_to_cpu(call):
             return True
         for arg in call.args:
             if arg.keyword is None or arg.keyword.value == "device":
-                return self.is_cpu_device(arg.value)  # the device comes first
+                value = arg.value  # the device (or a tensor to match) comes first
+                return self.is_cpu_device(value) or (
+                    arg.keyword is None and self.is_host_tensor(value)
+                )
         return False
 
     def is_dict(self, node: cst.BaseExpression) -> bool:
@@ -2302,6 +2489,8 @@ class TensorKinds:
                 return Kind.HOST
             if _LOADER_NAME.search(node.value):
                 return Kind.ITERABLE
+            if known is Kind.UNKNOWN and self._handed_tensor(node):
+                return Kind.TENSOR
             # A model by its name, if the name is a variable or parameter here; an unbound
             # name called like `unwrap_module(...)` is a function.
             if (
@@ -2529,6 +2718,27 @@ class TensorKinds:
             name = func.value
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
+            if name in _CHOOSING_BUILTINS and self.lookup(name) is None:
+                # `min(num_samples, max_batch)` hands back one of its arguments: a Python
+                # number where every one is (one iterable argument: one of its items).
+                values = [a.value for a in node.args if a.keyword is None and not a.star]
+                if (
+                    len(values) > 1
+                    and len(values) == len(node.args)
+                    and all(self.of(v) is Kind.HOST for v in values)
+                ):
+                    return Kind.HOST
+            if (
+                name in _ELEMENT_BUILTINS
+                and self.lookup(name) is None
+                and len(node.args) == 1
+                and node.args[0].keyword is None
+                and not node.args[0].star
+                and self.of(node.args[0].value) is Kind.TENSOR
+            ):
+                # `max(lengths)` of a device tensor iterates its elements: the largest is a
+                # 0-dim tensor on the same device, not a Python number.
+                return Kind.TENSOR
             if name == "self" and self._in_module_method():
                 return Kind.TENSOR  # `pi, action, value = self(state)`: the module's forward
             if name in self._module_classes and self.lookup(name) is None:
@@ -2775,6 +2985,16 @@ class TensorKinds:
             _builds_from_sizes(qualified, node)
             and (
                 moves_to_cpu(node)
+                # `device=total.device`: where a host tensor lives (not a name bound to the
+                # CPU device, which a branch may have bound: `if device is None: device =
+                # torch.device("cpu")`)
+                or any(
+                    _is_keyword(a, "device")
+                    and type(a.value) is cst.Attribute
+                    and a.value.attr.value == "device"
+                    and self.is_host_tensor(a.value.value)
+                    for a in node.args
+                )
                 or not (self.device_contexts or any(_is_keyword(a, "device") for a in node.args))
             )
         ):
@@ -2847,6 +3067,12 @@ def overridden_methods(node: cst.ClassDef) -> frozenset[str]:
 # Methods that hand back a tensor where it was: `host_arguments.SAME_PLACE`'s casts and
 # copies, and the `bool()` and `half()` casts a host-built return goes through too.
 _SAME_PLACE_METHODS = SAME_PLACE | {"bool", "half"}
+
+
+def _returns_none(statement: cst.Return) -> bool:
+    """A bare `return` or `return None`: an early exit, no value a caller computes on."""
+    value = statement.value
+    return value is None or (type(value) is cst.Name and value.value == "None")
 
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:

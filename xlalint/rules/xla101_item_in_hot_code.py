@@ -85,7 +85,10 @@ class ItemInHotCode(HelperCallRule):
     is the helper's own, reported at the read once, whichever call hands the value; a read
     in a function per step by its own name (`forward`) stays where it is too, and so do a
     read in a loop statement of the helper (`for i in range(batch): int(lens[i].item())`:
-    its work per row) and a read no per-step call of the module feeds. Helpers are found
+    its work per row), a read whose value sizes a tensor the helper builds or bounds its
+    own loop (`max_len = seq_len.max().item()`, then `torch.arange(max_len, ...)`;
+    `x.new_zeros((int(n.item()) + 1, d))`: its own computation, not a conversion handed
+    back) and a read no per-step call of the module feeds. Helpers are found
     by name: `f(...)`, `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a
     class of the module (`metric = Accumulator(3)`). Not flagged: such helpers called with
     Python numbers
@@ -161,7 +164,10 @@ class ItemInHotCode(HelperCallRule):
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
-    arithmetic of those with each other, a torch reduction of a host tensor whose other
+    arithmetic of those with each other and with Python numbers (`min(n, cap)` of numbers
+    is one), values moved to where such a tensor lives (`total += n.to(total.device)`,
+    `n.to(total)`, `torch.ones(n, device=total.device)`: the counter stays on the host), a
+    torch reduction of a host tensor whose other
     arguments are not known device tensors (`torch.kthvalue(rand_vals, n - k).values`), a
     torch operation beside a host copy made there (`torch.logical_or(dones,
     ~valids.cpu())`),
@@ -178,17 +184,27 @@ class ItemInHotCode(HelperCallRule):
     tensor on the host (`self._apply_threshold(scores, self.normalized_threshold)`, the
     property returning `torch.tensor(1.0) - self.sensitivity`) is a host value there too,
     and so is one handed a host copy that a branch before the call joined a tensor to
-    (`emission = torch.cat([emission, col], dim=1)`): torch joins tensors on one device.
-    What a function or method of the module builds on the host on every `return`
-    (`return tensor(tmp).float()`, or a name last bound to such a tensor: `n =
-    tensor(counts)` before `return heads, n`) is a host tensor where it is bound
+    (`emission = torch.cat([emission, col], dim=1)`): torch joins tensors on one device;
+    or a row of a host copy (`values[t]` of `values = top.values.cpu()`), a tensor a
+    factory makes without a device (to a private helper, `_update`), or a name each
+    branch of an `if`/`else` before the call binds to one of these.
+    What a function or method of the module builds on the host on every `return` that
+    hands back a value (`return tensor(tmp).float()`, or a name last bound to such a
+    tensor: `n = tensor(counts)` before `return heads, n`; a bare `return` is an early
+    exit) is a host tensor where it is bound, and what it builds with numpy a host array
     (`self.bern_probs = self.evaluate_probabilities()`). In a subclass's methods an
     attribute has the kind that every binding in its bases' methods that it does not
     replace gives it: a table the base's `__init__` builds on the host and only the base's
     own `corrupt_batch` moves stays on the host in a subclass that replaces
     `corrupt_batch`. A name that indexes a host tensor (`self.bern_probs[relations]`) is a
     host value from that statement on: PyTorch takes indices on the CPU or on the indexed
-    tensor's device only.
+    tensor's device only. A buffer a trainer module registers with a factory given no
+    device (`self.register_buffer("step", torch.tensor(0))` in a module whose methods run
+    backward, hand their networks to the device and never move the trainer itself) and
+    only updates in place (`add_`, `+=`, `copy_`) stays on the host: `self.step.item()`
+    in its `log()` reads host memory; a trainer that calls `self.to(device)`, or binds
+    the attribute again (`self.step = torch.tensor(n, device=...)` in `load`), keeps it
+    a device tensor.
 
     A function that writes a checkpoint (`torch.save`) runs when one is due, however
     often the training step that calls it runs: its reads are what saving needs. So does a
@@ -235,7 +251,14 @@ class ItemInHotCode(HelperCallRule):
     of a class that runs a model without a loop of its own (a policy object called on
     each state), act on every environment step, whichever module runs the environment.
     A name ending in `_per_step` (`fit_one_batch_per_step`) says what a loop of many steps
-    does, and is not a per-step function.
+    does, and is not a per-step function. Nor is a function per step by its name that is
+    handed no data (a trainer module's `forward(self)`, which `trainer()` runs) and whose
+    body holds a batch loop that steps an optimizer on every pass: it is a training run,
+    and `step = self.step.item()` before that loop runs once per call (an attack's
+    `forward(images, labels)`, optimizing the batch it is handed, stays per step). A
+    torchmetrics metric is one whatever name it was imported as (`MeanAveragePrecision as
+    TorchmetricsMAP`), and a loop in one of its methods other than `update` (`compute`,
+    once per evaluation) runs its passes once per call, whatever it walks.
 
     Search and sampling code keeps 0-dim scores in records: a field a class of the module
     declares as a tensor (`class Hypothesis(NamedTuple): score: Union[float,
@@ -255,7 +278,9 @@ class ItemInHotCode(HelperCallRule):
     nothing, while `float(error_ratio)` beside it reads the device.
 
     A warning about a checked value runs when the value has gone wrong, as a `raise`'s
-    message (or a block that ends in `raise`) is built only on the error path: reads in
+    message (or a block that ends in `raise`, or the body of an `if` that ends by raising
+    where a setting asks for it and returning nothing otherwise: `if raise_on_error: raise
+    FloatingPointError(msg)` / `else: return`) is built only on the error path: reads in
     the body of an `if` that only warns (`warnings.warn(...)`, `log.warning(...)`) and
     whose test checks a value (`if
     kl.max().item() > 100: log.warning(f"KL very high: {kl.max().item():.4f}")`) are not

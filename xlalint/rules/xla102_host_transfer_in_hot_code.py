@@ -49,9 +49,11 @@ class HostTransferInHotCode(HelperCallRule):
     ## What it does
     Flags `.cpu()`, `.numpy()`, `.tolist()` and `.to("cpu")` (also `.to(device="cpu")` and
     `.to(torch.device("cpu"))`) on device tensors in code that runs every step: the bodies
-    of step loops (a loop of fixed passes, over layers or a table of names, runs where its
-    function does), `forward`, `*_step` methods and the functions they call, or that
-    another module of the project calls every step (not a function that only returns what
+    of step loops (a loop of fixed passes, over layers or a table of names, or over what a
+    function handed only a model's or an optimizer's parts gives back, `for elem in
+    nested_flatten(opt.state_dict())`, runs where its function does), `forward`, `*_step`
+    methods and the functions they call, or that another module of the project calls every
+    step (not a function that only returns what
     it is handed, converted: `to_numpy(t)` costs where its callers call it). A chain such as
     `x.detach().cpu().numpy()` is reported once, at the first copy to the host. A
     namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
@@ -395,6 +397,11 @@ class HostTransferInHotCode(HelperCallRule):
             repeat_of = self._runs.previous(
                 self._outputs_root(receiver), self.ctx.ancestors(), func.attr
             )
+            if kind is Kind.TENSOR and self.ctx.kinds.tensor_by_use(computed_root(receiver)):
+                # A parameter known as a tensor only by its use: its callers say where
+                # it lives, as for one of unknown kind.
+                self._defer_parameter_copy(func.attr, node, receiver, message)
+                return
             if kind is Kind.TENSOR and self._defer_annotated_copy(
                 func.attr, node, receiver, message
             ):

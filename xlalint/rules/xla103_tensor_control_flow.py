@@ -144,7 +144,12 @@ class TensorControlFlow(Rule):
     results that are shapes, other calls' results or numbers in every `return`, are not
     tensors.
 
-    A function's own code can show a value of unknown kind to be a tensor: what it collects
+    A function's own code can show a value of unknown kind to be a tensor: a parameter it
+    never rebinds and calls a method only tensors have on (`boxes.new_empty(n, 4)`,
+    `labels.masked_fill(m, 0)`, `err.unsqueeze(0)`) is handed a tensor, so `if (wh <=
+    0).any():` with `wh` computed from `boxes`, or `if present.sum() == 0:` with `present =
+    labels != ignore`, reads the device where the helper runs every step (an int handed to
+    a torch operation as a count, `torch.topk(x, top_k)`, is not such a use). What it collects
     into a list it hands to `torch.cat`/`torch.stack` (`eval_times = [t]`,
     `eval_times.append(t.reshape(t.shape))`, directly or through tensor-keeping methods) is
     one, so an adaptive solver's `while t < T:` and `if t + dt > T:` on times sliced from a
@@ -161,9 +166,13 @@ class TensorControlFlow(Rule):
     a helper's parameter that every call of the helper in the module hands a host copy
     (`cost = cost.cpu()` then `cost = sanitize(cost)`, `wrap(frac, pbc.tolist())`, or
     `loss = self.fit_batch(batch)` then `self.update_average(loss, avg)` where every
-    `fit_batch` of the module ends `return loss.detach().cpu()`), whatever its annotation
-    says: the copy is XLA102's finding, and the helper's tests
-    read host values. Nor is a test in a branch that runs only where a predicate of the
+    `fit_batch` of the module ends `return loss.detach().cpu()`; a row of a host copy,
+    `keep[i]` of `keep = flags.cpu()`; a tensor a factory makes without a device, handed to
+    a private helper (`_update`); a name
+    each branch of an `if`/`else` before the call binds to one of these, `mask =
+    started.cpu()` or `mask = torch.ones(n, dtype=torch.bool)`), whatever its annotation
+    says: the copy is XLA102's finding, and the helper's tests read host values. Nor is a
+    test in a branch that runs only where a predicate of the
     module holds that returns nothing but a CUDA test of what it is handed (`if
     self._fast_path_supported(outputs):` with `return bool(outputs["logits"].is_cuda)`):
     no tensor of an XLA host is a CUDA tensor. Nor is a test in a branch that runs only

@@ -4,11 +4,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.arguments import Signature, bind
+from xlalint.analysis.arguments import Signature, bind, parameter
 from xlalint.analysis.host_reads import ReadRuns, read_root
 from xlalint.analysis.zero_dim import ZeroDimIndexes
 from xlalint.context import Kind
 from xlalint.rule import Rule
+from xlalint.walk import bound_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -37,6 +38,17 @@ _LEGACY_CONSTRUCTORS = frozenset(
                  "Byte", "Bool")
 )  # fmt: skip
 _DISTRIBUTIONS = "torch.distributions."
+# Scalar parameters of torch operations (keyword-only in their signatures): a tensor
+# handed there is converted to a Python number, as `.item()` would (`torch.add(atol, m,
+# alpha=self.rtol)` with a 0-dim buffer of the device reads it every call).
+_SCALAR_KEYWORDS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("add", "sub", "subtract", "add_", "sub_", "rsub"), frozenset({"alpha"})),
+    **dict.fromkeys(
+        ("addmm", "addbmm", "baddbmm", "addmv", "addr", "addmm_", "baddbmm_", "addmv_", "addr_"),
+        frozenset({"alpha", "beta"}),
+    ),
+    **dict.fromkeys(("addcmul", "addcdiv", "addcmul_", "addcdiv_"), frozenset({"value"})),
+}
 _SPLIT_SIGNATURE = Signature(
     ("ary", "indices_or_sections", "axis"), frozenset({"ary", "indices_or_sections", "axis"})
 )
@@ -71,6 +83,14 @@ class HiddenHostRead(Rule):
     the function appends device tensors to, `volumes.append(torch.dot(a, b))` then
     `torch.tensor(volumes)`: measured on the XLA CPU device, 4 volumes over 3 steps cost
     12 `aten::_local_scalar_dense`, where `torch.stack(volumes)` stays on the device), or
+    a Scalar parameter of a torch operation given a tensor the file knows is on the
+    device (`torch.add(self.atol, m, alpha=self.rtol)` with `rtol` a registered buffer,
+    `x.add_(y, alpha=...)`, `beta=` of `addmm`, `value=` of `addcmul`; not a parameter of
+    the function, taken for a tensor only by where it is, nor a value of unknown kind:
+    measured on the XLA CPU device (torch_xla 2.9, 5 calls): a 0-dim device tensor as
+    `alpha=` of `torch.add`, `torch.sub` and `add_`, `value=` of `addcmul` or `beta=` of
+    `addmm` cost one `aten::_local_scalar_dense` and one device-to-host transfer per call,
+    a host tensor none), or
     a parameter of a `torch.distributions` distribution built with argument validation on
     (the default where Python runs without `-O`): `Categorical(probs)` checks `probs` on
     the host when it is built and again in each `log_prob`. Indexing a tensor with a tensor
@@ -289,6 +309,7 @@ class HiddenHostRead(Rule):
         ):
             self._device_lists[-1].add(func.value.value)
         qualified = self.ctx.qualified(func)
+        self._check_scalar_keywords(node, qualified)
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         keywords = [
             arg.value
@@ -337,6 +358,53 @@ class HiddenHostRead(Rule):
             self._check_sizes([*positional, *keywords])
         elif isinstance(func, cst.Attribute) and func.attr.value == "new_full":
             self._check_sizes([*positional[:1], *keywords])
+
+    def _check_scalar_keywords(self, node: cst.Call, qualified: str | None) -> None:
+        """`torch.add(self.atol, m, alpha=self.rtol)`, `x.add_(y, alpha=lr)`,
+        `torch.addcmul(a, b, c, value=w)`: a Scalar parameter of a torch operation given a
+        tensor of the device, which the call reads as a Python number. Only a value the
+        file knows is a device tensor (a buffer or result on the device), not one of
+        unknown kind: most such arguments are Python numbers."""
+        func = node.func
+        if type(func) is cst.Attribute:
+            name = func.attr.value
+        elif type(func) is cst.Name and qualified is not None:
+            name = func.value  # `from torch import add`
+        else:
+            return
+        keywords = _SCALAR_KEYWORDS.get(name)
+        if keywords is None:
+            return
+        if not any(a.keyword is not None and a.keyword.value in keywords for a in node.args):
+            return
+        if qualified is not None:
+            if qualified != f"torch.{name}":
+                return  # `torch.nn.functional.*`, another library: other signatures
+        elif type(func) is not cst.Attribute or not self.ctx.is_tensor(func.value):
+            return  # a tensor method: `x.add_(y, alpha=...)`
+        for arg in node.args:
+            if (
+                arg.keyword is not None
+                and arg.keyword.value in keywords
+                and not self._handed_in(arg.value)
+                and self.ctx.kind(arg.value) is Kind.TENSOR
+                and self.ctx.is_tensor(arg.value)
+            ):
+                use = f"the Scalar `{arg.keyword.value}=` of `{name}()`"
+                self.report(arg.value, self.message.format(use=use))
+                return  # one call, one cause
+
+    def _handed_in(self, value: cst.BaseExpression) -> bool:
+        """A parameter of the function, never rebound in it (`alpha=lr` in `step(params,
+        grads, lr)`): taken for a tensor only by where it is, most often a Python number
+        (a learning rate, a weight)."""
+        function = self.ctx.function_node
+        return (
+            type(value) is cst.Name
+            and function is not None
+            and parameter(function, value.value) is not None
+            and value.value not in bound_names(function)
+        )
 
     def _check_split_points(self, node: cst.Call, qualified: str) -> None:
         """`np.split(forces, indices_or_sections=batch.ptr[1:])`: numpy reads each split

@@ -27,7 +27,10 @@ class Nonzero(Rule):
     nor calls in a `raise` (the message of an error that ends the step, run once) or in a
     block that ends in one with no other way out (`if below.any(): first =
     below.nonzero()[0]` before `raise RuntimeError(f"... {first}")`: it names what went
-    wrong; not a `try` body, whose error may be caught).
+    wrong; not a `try` body, whose error may be caught). Nor is `.nonzero()` of what a
+    helper of the module builds with numpy on every `return` that hands back a value
+    (`errors = np.array(...)`, then `return errors, flows`; a bare `return` on bad input
+    hands back nothing): `merrors, _ = flow_error(...)`, then `(merrors > t).nonzero()`.
 
     ## Why is this bad?
     The result has one row per nonzero element, a count only the data knows. XLA compiles

@@ -59,6 +59,11 @@ class BooleanMaskRead(HelperCallRule):
     `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first: they select
     the same count, and one change keeps both shapes.
 
+    A parameter with a shape-typed annotation declares its dtype: `Bool[Tensor, "b n"]`
+    (jaxtyping), or the string-only form projects define over it (`face_mask: Bool['b
+    nf']`), is a boolean tensor whatever it is named, and `Float[...]`/`Int[...]` ones are
+    tensors that are no masks (`index_mask: Int[Tensor, "k"]` gathers positions).
+
     A helper's parameter of unknown kind indexed with a mask computed from tensors
     (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
     same module hands it one (the decoding loop passes its buffers) or where the helper

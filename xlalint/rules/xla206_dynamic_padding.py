@@ -9,6 +9,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument, parameter
 from xlalint.analysis.hotness import Site
+from xlalint.analysis.imports import ImportTable
 from xlalint.rule import Rule
 from xlalint.walk import children, descendants, names_under, self_attribute
 
@@ -75,14 +76,20 @@ class DynamicPadding(Rule):
     example; a setting without a default here (`self.padding = config.padding`) is the
     builder's choice and is not flagged.
     A collate function that pads to its batch's longest example by hand (`max_len =
-    max(len(x) for x in batch)`, or a running maximum over the batch, `if len(x) >
-    max_len: max_len = len(x)`, then `torch.full((n, max_len), pad)`, `max_len -
-    len(x)` or a padding helper handed `max_len=max_len`) is flagged at the `max(...)`
-    (at the running maximum's assignment); not where the longest length is only checked
-    (`assert longest <= max_length`). A function that pads several tensors this way is
-    reported once: it is one cause. The finding goes where a fixed length would: a
-    tokenizer call that takes the padding setting, else the hand-computed longest length,
-    else the first padding call (`pad_sequence` takes no length).
+    max(len(x) for x in batch)`, `len(max(seqs, key=len))`, `lengths.amax()`,
+    `int(torch.max(lens))`, the longest tensor itself, `longest = max(tensors, key=lambda
+    t: t.shape[0])`, or a running maximum over the batch, `if len(x) > max_len: max_len =
+    len(x)`, then `torch.full((n, max_len), pad)`, `max_len - len(x)`,
+    `longest.new_ones(len(tensors), *longest.shape)` or a padding helper handed
+    `max_len=max_len`; or the longest handed straight to what pads,
+    `cuts.pad(num_frames=max(lens).item())`) is flagged where it pads: the first call or
+    arithmetic that sizes with the longest length, the statement a fixed length would
+    change (round 16's labels put it there, not at the `max`); not where the longest
+    length is only checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`,
+    an amount of padding to a fixed length. A function that pads several tensors this way
+    is reported once: it is one cause. The finding goes where a fixed length would: a
+    tokenizer call that takes the padding setting, else the padding by hand, else the first
+    padding call (`pad_sequence` takes no length).
 
     ## Why is this bad?
     Each batch comes out as long as its longest example, so the sequence length changes
@@ -133,7 +140,7 @@ class DynamicPadding(Rule):
     )
     hint = 'Pad to a fixed length (padding="max_length", max_length=N) or to a few buckets'
     triggers = ("pad", "DataCollator", "collat")
-    screen = ("max", "~pad", "~Pad", "~collat", "~Collat")
+    screen = ("max", "amax", "~pad", "~Pad", "~collat", "~Collat")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -145,8 +152,9 @@ class DynamicPadding(Rule):
         # `untruncated_ids = tokenizer(prompt, padding="longest").input_ids`).
         self._fixed_length: set[cst.FunctionDef | None] = set()
         # `max_len = max(len(x) for x in batch)` used to pad, judged at the end (whether
-        # the function collates is known once the file is read).
-        self._longest: list[tuple[cst.Call, Site, cst.FunctionDef]] = []
+        # the function collates is known once the file is read): the node that pads with
+        # it (where the finding goes), the site of the `max`, its function.
+        self._longest: list[tuple[cst.CSTNode, Site, cst.FunctionDef]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node)
@@ -181,12 +189,13 @@ class DynamicPadding(Rule):
             and any(
                 isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets
             )
-            and _sizes_something(function, assign, {name})
         ):
-            self._longest.append((assign.value, self.ctx.site(), function))
+            sizing = _sizes_something(function, assign, {name})
+            if sizing is not None:
+                self._longest.append((sizing, self.ctx.site(), function))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if type(node.func) is cst.Name and node.func.value == "max":
+        if _takes_the_longest(node, self.ctx.imports):
             self._longest_length(node)
             return
         collate_fn = keyword_argument(node, "collate_fn")
@@ -252,10 +261,10 @@ class DynamicPadding(Rule):
         # padding call (`pad_sequence` takes no length).
         reported: set[int] = set()  # functions already reported
         self._report_candidates([c for c in self._candidates if c.settable], reported)
-        for call, site, function in self._longest:
+        for padding, site, function in self._longest:
             if self._in_collate_function(site) and id(function) not in reported:
                 assert site.function is not None
-                self.report(call, self.message.format(what=f"`{site.function.name}`"), site=site)
+                self.report(padding, self.message.format(what=f"`{site.function.name}`"), site=site)
                 reported.add(id(function))
         self._report_candidates([c for c in self._candidates if not c.settable], reported)
 
@@ -278,20 +287,43 @@ class DynamicPadding(Rule):
 
     # -- helpers ------------------------------------------------------------------------------
     def _longest_length(self, node: cst.Call) -> None:
-        """`max_len = max(lengths)`, `max(s.size(-1) for s in samples)`: the longest
-        example of the batch, where the result sizes or pads something later in the same
-        function (not where it is only checked, `assert longest <= max_length`)."""
-        if self.ctx.imports.resolve(node.func) is not None or not node.args:
-            return
-        if not _measures_lengths(node):
-            return
+        """`max_len = max(lengths)`, `max(s.size(-1) for s in samples)`, `lengths.amax()`,
+        also read as a number (`len(max(seqs, key=len))`, `max(lens).item()`): the
+        longest example of the batch, where the result sizes or pads something later in
+        the same function (not where it is only checked, `assert longest <= max_length`),
+        or is handed straight to a padding call (`cuts.pad(num_frames=max(lens).item())`).
+        The finding goes to what pads with it, the statement a fixed length would change."""
         function = self._functions[-1]
-        parent = self.ctx.parent
-        if function is None or not (isinstance(parent, cst.Assign) and parent.value is node):
+        if function is None:
             return
-        targets = {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
-        if targets and _sizes_something(function, parent, targets):
-            self._longest.append((node, self.ctx.site(), function))
+        value: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            if _converts(ancestor, value):
+                value = ancestor
+                continue
+            if isinstance(ancestor, cst.Assign) and ancestor.value is value:
+                if not _measures_lengths(node):
+                    return
+                targets = {
+                    t.target.value for t in ancestor.targets if isinstance(t.target, cst.Name)
+                }
+                sizing = _sizes_something(function, ancestor, targets) if targets else None
+                if sizing is not None:
+                    self._longest.append((sizing, self.ctx.site(), function))
+                return
+            if isinstance(ancestor, cst.Arg) and ancestor.value is value:
+                continue  # the call it is handed to comes next
+            # `cuts.pad(duration=max(c.duration for c in cuts))`: the longest of a
+            # collection, handed to what pads (one argument: `max(0, n - len(x))` is an
+            # amount of padding, not the longest example).
+            if (
+                isinstance(ancestor, cst.Call)
+                and any(a.value is value for a in ancestor.args)
+                and all(a.keyword is not None for a in node.args[1:])
+                and _PAD_CALLEE.search(get_full_name_for_node(ancestor.func) or "")
+            ):
+                self._longest.append((ancestor, self.ctx.site(), function))
+            return
 
     def _candidate(
         self, node: cst.Call, what: str, checks_truncation: bool = False, settable: bool = False
@@ -379,7 +411,11 @@ _LENGTHS_NAME = re.compile(r"(^|_)(lengths|lens|sizes|seq_lens)$", re.IGNORECASE
 
 
 def _measures_lengths(call: cst.Call) -> bool:
-    """`max(len(x) ...)`, `max(x.size(0) ...)`, `max(x.shape[1] ...)`, `max(lengths)`."""
+    """`max(len(x) ...)`, `max(x.size(0) ...)`, `max(x.shape[1] ...)`, `max(lengths)`,
+    `max(seqs, key=len)`."""
+    key = keyword_argument(call, "key")
+    if key is not None and type(key.value) is cst.Name and key.value.value == "len":
+        return True
     return any(_measures_a_length(sub) for sub in descendants(call))
 
 
@@ -394,9 +430,58 @@ def _measures_a_length(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Name) and _LENGTHS_NAME.search(node.value) is not None
 
 
-def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[str]) -> bool:
-    """A name is read, after `assign`, in a call or arithmetic (`torch.full((n, max_len),
-    ...)`, `max_len - len(x)`), outside `assert`s and `if` tests."""
+# Reductions that give the longest of a batch's lengths: `max(lengths)`, `lengths.amax()`,
+# `torch.max(lengths)` (without a dimension: one number).
+_TENSOR_MAXIMA = frozenset({"max", "amax"})
+# What pads: `cuts.pad(...)`, `F.pad`, `pad_to(...)`, `self._pad_batch(...)`.
+_PAD_CALLEE = re.compile(r"(^|[._])pad", re.IGNORECASE)
+
+
+def _takes_the_longest(call: cst.Call, imports: ImportTable) -> bool:
+    """`max(xs)`, `max(a, b)` (the builtin), `lengths.max()`/`lengths.amax()` with no
+    dimension, `torch.max(lengths)`/`torch.amax(lengths)` with one argument."""
+    func = call.func
+    if type(func) is cst.Name:
+        if func.value != "max":
+            return False
+    elif type(func) is not cst.Attribute or func.attr.value not in _TENSOR_MAXIMA:
+        return False
+    qualified = imports.resolve(func)
+    if type(func) is cst.Name and func.value == "max" and qualified is None:
+        return bool(call.args)
+    if qualified in ("torch.max", "torch.amax"):
+        return len(call.args) == 1 and call.args[0].keyword is None
+    return (
+        qualified is None
+        and type(func) is cst.Attribute
+        and func.attr.value in _TENSOR_MAXIMA
+        and not call.args
+    )
+
+
+def _converts(node: cst.CSTNode, value: cst.CSTNode) -> bool:
+    """`node` reads `value` as a number: `len(value)` (of the longest sequence),
+    `int(value)`, `value.item()`, or the `.item` of that call."""
+    if type(node) is cst.Attribute:
+        return node.value is value and node.attr.value in ("item", "tolist")
+    if type(node) is cst.Call:
+        if type(node.func) is cst.Attribute and node.func is value:
+            return not node.args
+        return (
+            type(node.func) is cst.Name
+            and node.func.value in ("len", "int")
+            and len(node.args) == 1
+            and node.args[0].value is value
+        )
+    return False
+
+
+def _sizes_something(
+    function: cst.FunctionDef, assign: cst.Assign, names: set[str]
+) -> cst.CSTNode | None:
+    """The first read of a name, after `assign`, in a call or arithmetic (`torch.full((n,
+    max_len), ...)`, `max_len - len(x)`), outside `assert`s and `if` tests: what sizes or
+    pads with it. None where nothing does."""
     seen = False
     stack: list[cst.CSTNode] = [function.body]
     order: list[cst.CSTNode] = []
@@ -413,11 +498,27 @@ def _sizes_something(function: cst.FunctionDef, assign: cst.Assign, names: set[s
         if node is assign:
             seen = True
             continue
-        if seen and type(node) in (cst.Call, cst.BinaryOperation, cst.Tuple):
-            parts = node.args if isinstance(node, cst.Call) else [node]
-            if any(names_under(part) & names for part in parts):
-                return True
-    return False
+        if seen and _sizes_with(node, names):
+            # The innermost such node: `self.pad(tokens, max_len=n)`, not the
+            # `ctxs.append(torch.LongTensor(...))` around it.
+            inner = next(
+                (n for n in descendants(node) if n is not node and _sizes_with(n, names)), None
+            )
+            while inner is not None:
+                node = inner
+                inner = next(
+                    (n for n in descendants(node) if n is not node and _sizes_with(n, names)), None
+                )
+            return node
+    return None
+
+
+def _sizes_with(node: cst.CSTNode, names: set[str]) -> bool:
+    """A call handed one of `names`, or arithmetic or a tuple of it."""
+    if type(node) not in (cst.Call, cst.BinaryOperation, cst.Tuple):
+        return False
+    parts = node.args if isinstance(node, cst.Call) else [node]
+    return any(names_under(part) & names for part in parts)
 
 
 def _class_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | None:

@@ -27,6 +27,9 @@ _JOINS = frozenset(
         "torch.row_stack",
     }
 )
+# Joins that hand back the joined tensor first, beside what unpacking needs: einops'
+# `packed, ps = pack([x, y], "b *")` concatenates as `torch.cat` does.
+_PACKS = frozenset({"einops.pack"})
 _LIST_GROWTH = frozenset({"append", "extend", "insert"})
 
 
@@ -85,7 +88,9 @@ class GrowingTensorInLoop(Rule):
     Flags a tensor that grows every step: inside a loop, `x = torch.cat((x, y), dim)`
     (also `torch.cat([x, y])`, `torch.stack`, `hstack`/`vstack`, ...) where the result
     replaces one of the joined tensors, and `torch.cat(xs)`/`torch.stack(xs)` inside a loop
-    that appends to the list `xs`. In code that runs every step (`forward`, `*_step`), an
+    that appends to the list `xs`; einops' `pack` joins as `torch.cat` does, its first
+    result the joined tensor (`codes, _ = pack([codes, sample], "b *")` in a sampling
+    loop). In code that runs every step (`forward`, `*_step`), an
     attribute grown on every call (`self.cache = torch.cat([self.cache, k], dim=2)`) is
     flagged too, and so is an entry of a container that outlives the call (`self.memory[
     layer]`, or a closure's dict: a forward hook's `cache[module] = torch.cat([cache[
@@ -176,7 +181,7 @@ class GrowingTensorInLoop(Rule):
     )
     hot_only = True
     needs_torch = True
-    triggers = ("cat", "stack")
+    triggers = ("cat", "stack", "pack")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -186,12 +191,23 @@ class GrowingTensorInLoop(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         call = _unwrapped(node.value)
-        if not isinstance(call, cst.Call) or self.ctx.qualified(call.func) not in _JOINS:
+        if not isinstance(call, cst.Call):
+            return
+        qualified = self.ctx.qualified(call.func)
+        targets = [t.target for t in node.targets]
+        if qualified in _PACKS:
+            # `codes, _ = pack([codes, sample], "b *")`: the first target is the join.
+            targets = [
+                t.elements[0].value
+                for t in targets
+                if type(t) in (cst.Tuple, cst.List) and t.elements  # type: ignore[attr-defined]
+            ]
+        elif qualified not in _JOINS:
             return
         joined = self._joined(call)
         if joined is None:
             return
-        for target in (t.target for t in node.targets):
+        for target in targets:
             carried = isinstance(target, cst.Name) and self.ctx.in_loop and not self._fixed_passes()
             grown_attribute = isinstance(target, cst.Attribute) or self._kept_item(target)
             if not (carried or grown_attribute):

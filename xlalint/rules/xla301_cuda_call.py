@@ -44,7 +44,16 @@ class CudaCall(Rule):
     file assigns is judged by its value, as above, also from a closure inside a method),
     and calls that torch's `.cuda()`
     could not take (`quantizer.cuda(qtensor, meta=meta, device=d)`: another library's
-    method of the same name).
+    method of the same name). A test that says CUDA is not in use where the call runs is
+    no guard: `if not p.is_cuda: p.data = p.data.cuda()` (an XLA tensor is never
+    `is_cuda`, so an XLA host takes exactly this branch), the `else` of `if t.is_cuda:`,
+    `if x.device.type != "cuda":`. Nor is a flag parameter on by default that the function
+    never rebinds (`def create_feature_extractor(name, cuda=True)`, then `if cuda:
+    extractor.cuda()`): no CUDA probe sets it, and a caller using the defaults on an XLA
+    host takes the branch; a flag off by default (`cuda=False`), set from a probe in the
+    function, or handed in without a default keeps its call quiet, as above. A
+    `torch.cuda` call in its arguments (`state["scale"].cuda(torch.cuda.current_device())`)
+    is part of this finding, not an XLA303 of its own: the fix drops it with the move.
 
     ## Why is this bad?
     `.cuda()` places the value on a CUDA GPU. A TPU host has none, so the call fails, and
@@ -96,6 +105,8 @@ class CudaCall(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("cuda",)
     screen = ("~cuda",)
+    # `t.cuda(torch.cuda.current_device())`: the device query steers this move, one cause.
+    supersedes_inside = ("XLA303",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -206,7 +206,9 @@ class CudaApi(Rule):
     Left alone, because they do nothing and cost nothing on an XLA host (measured below):
     cuDNN/TF32 flag writes (`torch.backends.cudnn.benchmark = True`,
     `torch.backends.cuda.matmul.allow_tf32 = True`), `torch.cuda.manual_seed*`/`seed*`,
-    `empty_cache`, `device_count`, memory statistics that are only logged, and CUDA
+    `empty_cache`, `device_count`, the Python helpers of `torch.cuda.amp` other than its
+    scaler and autocast (`custom_fwd`, `grad_scaler._refresh_per_optimizer_state`: the
+    old spelling of `torch.amp`'s), memory statistics that are only logged, and CUDA
     autocast or scalers built with `enabled=False` (also as a decorator) or enabled only
     where a CUDA test holds (`autocast(enabled and device == "cuda")`, or through a local
     flag: `scaler_enabled = precision == "fp16" and "cuda" in device`, then
@@ -235,7 +237,9 @@ class CudaApi(Rule):
     the holding object replaced after the forcing, a `global` rebinding) and the flag may
     be on: the call is reported. Also left alone: code in a
     function this file calls only under CUDA guards (`get_gpu_info(i)`) or such flags
-    (`if self.args.fp16: self._setup_amp()`), after
+    (`if self.args.fp16: self._setup_amp()`), in the methods of a class this file builds
+    only there and names nowhere else (`if device_type == "cuda": return
+    CudaBatchTimingTracker()`: no instance exists on an XLA host), after
     `if not torch.cuda.is_available(): return`, where a test for XLA failed
     (`if is_xla: xm.mark_step() else: torch.cuda.synchronize()`), in a class's own
     `cuda()` method, or in a class that captures a CUDA graph (`torch.cuda.CUDAGraph()`,

@@ -150,9 +150,10 @@ class DeviceLadderWithoutXla(Rule):
     remaps the value its test examines and passes every other one through
     (`"cpu" if device == "mps" else device`,
     `if device_map == "cuda": device_map = f"cuda:{rank}"`), and an `if` whose tests list
-    values of what they examine and whose `else` sets the same name to that value itself
-    (`if device == "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad =
-    device`): an XLA device is kept as given.
+    values of what they examine (also narrowed by an `and`: `if self.device.type == "mps"
+    and do_3D:`) and whose `else` sets the same name to that value itself (`if device ==
+    "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad = device`): an XLA
+    device is kept as given.
     So is the device the caller handed in, where a branch selects none and the name the
     chain sets holds a parameter before it (`self.device = device`, then `if self.is_ddp:
     self.device = torch.device("cuda", rank)` / `else: print(...)`): the chain is no

@@ -46,7 +46,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     range(accumulate): data = next(self.stream)`: every step pulls at least one), and so do
     those pulled in a function of this module the pass calls (`while self.steps < n:
     self.train_step()`, the method pulling `next(self.dl_iter)`), judged where that
-    function pulls them. A barrier behind `if XLA_AVAILABLE:` counts.
+    function pulls them, or, where it pulls from a parameter, on what the call hands it
+    (`self.next_data_to_forward_kwargs(dl_iter)` with `dl_iter = cycle(self.dataloader)`
+    in the caller). A barrier behind `if XLA_AVAILABLE:` counts.
 
     The loop header is reported once, and a nest of loops once. With nested loops, the
     innermost loop that steps the optimizer on each pass is reported, because that is

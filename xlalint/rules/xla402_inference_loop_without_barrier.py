@@ -20,7 +20,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     this module that calls one of the class's own layers, whatever their names
     (`agent.get_value(obs[step])` with `self.critic = nn.Sequential(...)` and `return
     self.critic(x)`; attributes assigned anything but a `torch.nn` module or a model class
-    of the module are not layers). A Markov chain's kernel counts as a model where it
+    of the module are not layers). A class whose base this file cannot see (`class
+    NRTRDecoder(BaseDecoder)`, the base imported from another module) is a model class
+    where its `__init__` makes torch.nn layers of its own (`self.classifier =
+    nn.Linear(...)`; a loss, a wrapped model or a container, which any object may keep,
+    does not count), so a greedy decoding loop calling `self._attention(seq, enc)` runs the
+    model. A Markov chain's kernel counts as a model where it
     draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
     `dist.sample()` draw from something else). An element of a module list that the loop's
     own index picks (`x = self.ar_net[i](x)` in `for i in range(len(self.ar_layers) + 1)`),
