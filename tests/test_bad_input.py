@@ -426,9 +426,10 @@ def test_analysis_that_recurses_is_reported_as_an_xlalint_bug(
         raise RecursionError
 
     monkeypatch.setattr(engine, "_analyse", recurse)
-    result = engine.lint_source(
-        "import torch\nx = torch.ones(2).item()\n", "loop.py", [all_rules()["XLA101"]]
-    )
+    # (In a loop: module-level code outside one cannot be hot, and the screen would skip
+    # the analysis of a file where no finding could count.)
+    text = "import torch\nfor _ in range(3):\n    x = torch.ones(2).item()\n"
+    result = engine.lint_source(text, "loop.py", [all_rules()["XLA101"]])
     assert result.error is not None
     assert result.error.reason == engine.ANALYSIS_RECURSED
     assert "xlalint bug" in result.error.reason and "\n" not in result.error.reason

@@ -396,3 +396,100 @@ def test_language_server_consults_the_project_around_the_buffer(tmp_path: Path) 
     assert [d.start.row for d in lint_document(AGENT, path, 1).findings] == []
     (package / "base.py").write_text(BASE)
     assert [d.code for d in lint_document(AGENT, path, 2).findings] == ["XLA401"]
+
+
+def _two_hops(root: Path) -> Path:
+    """`ppo.py` -> `middle.py` (its base class) -> `base.py` (the step, read) and
+    `extra.py` (imported by `middle.py`, never read for `ppo.py`'s questions)."""
+    package = _package(root)
+    (package / "extra.py").write_text("def describe(x):\n    return str(x)\n")
+    (package / "middle.py").write_text(
+        "from .base import AgentBase\nfrom .extra import describe\n\n\n"
+        "class OnPolicy(AgentBase):\n    pass\n"
+    )
+    agent = AGENT.replace("from .base import AgentBase", "from .middle import OnPolicy")
+    (package / "ppo.py").write_text(agent.replace("(AgentBase)", "(OnPolicy)"))
+    return package
+
+
+def _counting_lints(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files linted from now on (cache misses), by name."""
+    from xlalint import engine
+
+    linted: list[str] = []
+    real = engine.lint_source
+
+    def lint_source(text: str, filename: str, *args: object, **kwargs: object) -> object:
+        linted.append(Path(filename).name)
+        return real(text, filename, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "lint_source", lint_source)
+    return linted
+
+
+def test_a_last_hop_module_is_noted_by_its_existence(tmp_path: Path) -> None:
+    """The modules a file may consult two hops away enter the list by name: their text
+    decides neither the list nor (unless a layer reads them) the result, so the depfile
+    notes them by existence; those whose imports the list follows, and those read, by
+    their stats."""
+    package = _two_hops(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    assert _xla401([package / "ppo.py"], cache) == [("ppo.py", POSITIVE_LINE)]
+    deps = {dep[0]: dep[1:] for dep in _entry(cache, package / "ppo.py")["deps"]}  # type: ignore[union-attr]
+    middle, base, extra = (str(package / f"{name}.py") for name in ("middle", "base", "extra"))
+    assert deps[middle] == list(project_modules.stat_key(middle) or ())  # its imports followed
+    assert deps[base] == list(project_modules.stat_key(base) or ())  # read: the step
+    assert project_modules.exists(extra) in deps and extra not in deps  # only listed
+
+
+def test_editing_an_unread_last_hop_module_keeps_the_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = _two_hops(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "ppo.py"]
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+    linted = _counting_lints(monkeypatch)
+    (package / "extra.py").write_text("def describe(x):\n    return repr(x)  # edited\n")
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+    assert linted == []  # a hit: nothing `ppo.py` reads changed
+    # Gone, it is a miss (the list would differ).
+    (package / "extra.py").unlink()
+    project_modules.forget_layout()
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+    assert linted == ["ppo.py"]
+
+
+def test_editing_a_read_last_hop_module_relints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base two hops away decides the finding: an edit that stops its optimizer step
+    re-lints the file, and the finding goes; and back."""
+    package = _two_hops(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "ppo.py"]
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+    linted = _counting_lints(monkeypatch)
+    base = package / "base.py"
+    base.write_text(BASE.replace("        optimizer.step()\n", "        pass  # no step\n"))
+    assert _xla401(paths, cache) == []
+    assert linted == ["ppo.py"]
+    base.write_text(BASE)
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+
+
+def test_editing_the_imports_of_a_followed_module_relints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list follows the imports of the modules the file imports: a module that stops
+    importing the base changes the list, and the file is linted again."""
+    package = _two_hops(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "ppo.py"]
+    assert _xla401(paths, cache) == [("ppo.py", POSITIVE_LINE)]
+    linted = _counting_lints(monkeypatch)
+    (package / "middle.py").write_text(
+        "from .extra import describe\n\n\nclass OnPolicy:\n    pass\n"
+    )
+    assert _xla401(paths, cache) == []
+    assert linted == ["ppo.py"]

@@ -183,9 +183,29 @@ def test_a_method_handing_tensors_to_a_computing_function_is_kept_alone() -> Non
 
 
 def test_a_body_on_the_header_row_is_kept() -> None:
-    text = "def cold(x): return x.item()\n\n\ndef other(y):\n    return y\n"
+    text = (
+        "def cold(x): return x.item()\n\n\ndef other(y):\n    return y\n\n\n"
+        "def train(loader):\n    for b in loader:\n        b.sum().item()\n"
+    )
     plan = _plan(text, ["XLA101"])
     assert plan is None or plan.text.splitlines()[0] == "def cold(x): return x.item()"
+
+
+def test_a_file_where_no_finding_could_count_is_not_parsed() -> None:
+    """No unit passes and the module-level code cannot pass: the plan holds nothing, and the
+    engine answers without libcst (the findings are the same: none would count)."""
+    text = "import torch\n\n\ndef cold(x):\n    return x.item()\n"
+    plan = _plan(text, ["XLA101"])
+    assert plan is not None and plan.holds_nothing
+    assert lint_source(text, "cold.py", [all_rules()["XLA101"]]).diagnostics == []
+    # A loop in the module-level code may be hot: it is parsed.
+    looping = text + "\nfor batch in range(3):\n    cold(torch.ones(1))\n"
+    looping_plan = _plan(looping, ["XLA101"])
+    assert looping_plan is None or not looping_plan.holds_nothing
+    # So may a function it defines under a condition (per step by its name).
+    nested = "import torch\n\nif True:\n    def forward(x):\n        return x.item()\n"
+    nested_plan = _plan(nested, ["XLA101"])
+    assert nested_plan is None or not nested_plan.holds_nothing
 
 
 def test_a_body_starting_with_a_decorated_function_is_blanked_from_its_decorator(

@@ -864,7 +864,7 @@ class FileContext:
                 tensor_methods=tensor_returns(node.body.body),
                 tensors_methods=tensor_returns(node.body.body, Kind.ITERABLE),
                 bases=bases,
-                overridden=overridden_methods(node),
+                overridden=partial(overridden_methods, node),
                 # (only a file that registers buffers has any a trainer keeps on the host)
                 node=node if "register_buffer" in self._text else None,
             )

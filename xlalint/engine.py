@@ -160,6 +160,9 @@ def _lint_source(
         # Other modules' per-step callers (`module_callers.py`), where the file is on disk.
         elsewhere = partial(hot_elsewhere, filename)
         screened = screen.screen_text(tree, text, active, hot_functions, elsewhere)
+        if screened is not None and screened.holds_nothing:
+            # No finding could count, and CPython vouches for the syntax: skip libcst.
+            return FileResult(filename)
     source = text if screened is None else screened.text
     try:
         module = parse_module(source) if parsed is None else parsed

@@ -254,6 +254,12 @@ class Screened:
     dropped: tuple[tuple[int, int], ...]  # row spans whose findings do not count
     blanked: tuple[tuple[int, int], ...] = ()  # the bodies' row spans left as `pass`
 
+    @property
+    def holds_nothing(self) -> bool:
+        """No row counts: no finding of the file could be kept, so the engine skips
+        libcst's parse and the walk."""
+        return self.kept_rows is not None and not self.kept_rows
+
     def counts(self, row: int) -> bool:
         if self.kept_rows is not None:
             return row in self.kept_rows
@@ -268,7 +274,9 @@ def screen_text(
     elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
 ) -> Screened | None:
     """The text with the bodies of the units no rule can use blanked, or None when every
-    unit is kept (then libcst parses the text as it is).
+    unit is kept (then libcst parses the text as it is); `NOTHING` where no unit passes
+    and the module-level code cannot pass either (no finding could count: see
+    `_holds_nothing`).
 
     A unit passes a rule that matches its screen (a rule without one: any unit) and, for a
     rule that reports only in hot code, only if the unit may run every step (`_maybe_hot`).
@@ -280,8 +288,6 @@ def screen_text(
     if "\r" in text.replace("\r\n", ""):  # lone carriage returns: rows would not line up
         return None
     units, glue = _split(tree)
-    if not units:
-        return None
     aliases = _aliases(tree)
     for features in (glue, *(unit.features for unit in units)):
         features.resolve_aliases(aliases)
@@ -293,6 +299,8 @@ def screen_text(
             for rule in rules
         )
 
+    if not units:
+        return NOTHING if _holds_nothing(glue, passes) else None
     passing = {i for i, unit in enumerate(units) if passes(unit.features, False)}
     # Hotness decides only the units no rule passes by its screen alone and a `hot_only`
     # rule would pass: the other units' hotness is not computed (a third of the screen's
@@ -316,6 +324,8 @@ def screen_text(
             if called:
                 hot |= _maybe_hot(units, glue, hot_functions, called)
         passing |= undecided & hot
+    if not passing and _holds_nothing(glue, passes):
+        return NOTHING
     glue_passes = passes(glue, _LOOP_NODES & glue.nodes != set())
     kept = _connected(units, glue, passing, text)
     lines = LINE.findall(text)
@@ -331,6 +341,20 @@ def screen_text(
         return Screened("".join(lines), None, others, blanked)
     rows = frozenset(row for i in passing for row in range(units[i].first, units[i].last + 1))
     return Screened("".join(lines), rows, (), blanked)
+
+
+# The plan of a file where no finding could count: libcst need not see it.
+NOTHING = Screened("", frozenset(), ())
+
+
+def _holds_nothing(glue: Features, passes: Callable[[Features, bool], bool]) -> bool:
+    """With no unit passing, whether the module-level code cannot hold a finding either.
+    Stricter than the test that decides whether its findings count (a loop makes it
+    possibly hot): a function or class it defines itself (under `if`, `try`, in a class
+    nested in a class) may be per step by name, and a lambda may be called from a loop,
+    so those make it possibly hot too."""
+    may_be_hot = bool(_LOOP_NODES & glue.nodes) or bool(glue.functions) or "Lambda" in glue.nodes
+    return not passes(glue, may_be_hot)
 
 
 def _users(units: list[_Unit], names: set[str]) -> frozenset[str]:

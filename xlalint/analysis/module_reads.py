@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from xlalint import lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.devices import names_xla
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
-from xlalint.analysis.param_reads import Read, Summary, summarize
+from xlalint.analysis.param_reads import Function, Read, Summary, summarize
 
 _HOPS = 2  # the function called, and one function of a module it hands the value to
 
@@ -38,7 +40,7 @@ class _Module:
     (`Class.m`) that read or hand on a parameter, and what its imports bind."""
 
     path: str
-    functions: dict[str, Summary]
+    functions: Mapping[str, Summary]
     bindings: dict[str, tuple[int, str]]
     knows_xla: bool
 
@@ -76,19 +78,67 @@ def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
 
 
 def _summaries(tree: ast.Module) -> dict[str, Summary]:
-    found: dict[str, Summary] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if node.name not in found and (summary := summarize(node, False)) is not None:
-                found[node.name] = summary
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    continue
-                key = f"{node.name}.{item.name}"
-                if key not in found and (summary := summarize(item, True)) is not None:
-                    found[key] = summary
-    return found
+    return dict(_Summaries(tree))
+
+
+class _Summaries(Mapping[str, Summary]):
+    """The summaries of a module's functions (`f`) and methods (`Class.m`), each made when
+    first asked: the first definition of a name that reads or hands on a parameter. The
+    linted file's own module is asked about the few helpers its hot calls reach (a cold
+    lint summarised all of them, 4% of its CPU); another module's are all made at once
+    (`_summaries`), so that its tree need not be kept."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._candidates: dict[str, list[tuple[Function, bool]]] = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._candidates.setdefault(node.name, []).append((node, False))
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                        key = f"{node.name}.{item.name}"
+                        self._candidates.setdefault(key, []).append((item, True))
+        self._made: dict[str, Summary | None] = {}
+
+    def _summary(self, key: str) -> Summary | None:
+        if key not in self._made:
+            found = None
+            for node, method in self._candidates.get(key, ()):
+                if (found := summarize(node, method)) is not None:
+                    break
+            self._made[key] = found
+        return self._made[key]
+
+    def __getitem__(self, key: str) -> Summary:
+        summary = self._summary(key)
+        if summary is None:
+            raise KeyError(key)
+        return summary
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._summary(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key in self._candidates if key in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _own_module(path: str) -> _Module | None:
+    """The linted file's own module, its summaries made as asked (`_Summaries`); kept for
+    the lint only, with the tree (the engine's, lent to `project_modules.parse`)."""
+    stat = project_modules.stat_key(path)
+    return None if stat is None else _own_module_at(path, stat)
+
+
+@lint_memo.memo(2)
+def _own_module_at(path: str, stat: tuple[int, int]) -> _Module | None:
+    text = project_modules.text_at(path, stat)
+    tree = None if text is None else project_modules.parse(path, text)
+    if tree is None or text is None:
+        return None
+    return _Module(path, _Summaries(tree), project_modules.bindings(text), names_xla(text))
 
 
 def converts_what_it_is_handed(path: str, qualified: str) -> bool:
@@ -127,8 +177,7 @@ class ModuleReads:
             stat = project_modules.stat_key(importer)
             return stat is not None and path in project_modules.module_imports(importer, stat)
         if self._allowed is None:
-            paths = project_modules.consulted(self.filename, self._text, hops=1)
-            project_modules.note(paths)
+            paths = project_modules.note_consulted(self.filename, self._text, hops=1)
             self._allowed = frozenset(paths)
         return path in self._allowed
 
@@ -156,7 +205,7 @@ class ModuleReads:
         """`read` for a function of the linted file itself (`f`, or `Class.m` called as
         `self.m(...)`), as far as it hands the value on to a function of another module:
         the file's own reads are its rules' (XLA101's same-module helper reads)."""
-        module = _module(os.path.abspath(self.filename))
+        module = _own_module(os.path.abspath(self.filename))
         if module is None:
             return None
         found = self._answer(module, qualified, position, passed, own=True)

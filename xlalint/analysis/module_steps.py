@@ -128,7 +128,7 @@ def steps_its_optimizer(call: ast.Call) -> bool:
 
 def _module(path: str) -> _Module | None:
     stat = project_modules.stat_key(path)
-    project_modules.note((path,))  # (already noted in a list; a read module all the same)
+    project_modules.note((path,))  # by its stat: a list notes its last hop by existence
     return None if stat is None else _module_at(path, stat)
 
 
@@ -232,8 +232,8 @@ class ModuleSteps:
     def allowed(self) -> frozenset[str]:
         """Every module the file may consult (noted for the cache entry when asked)."""
         if self._allowed is None:
-            paths = project_modules.consulted(self.filename, self._text)
-            project_modules.note(paths)  # the list itself is an input of the result
+            # The list itself is an input of the result (`note_consulted` says how).
+            paths = project_modules.note_consulted(self.filename, self._text)
             self._allowed = frozenset(paths)
         return self._allowed
 
@@ -242,8 +242,7 @@ class ModuleSteps:
         """The modules the file imports itself: most questions end there, without reading
         the modules those import."""
         if self._imported is None:
-            paths = project_modules.consulted(self.filename, self._text, hops=1)
-            project_modules.note(paths)
+            paths = project_modules.note_consulted(self.filename, self._text, hops=1)
             self._imported = frozenset(paths)
         return self._imported
 

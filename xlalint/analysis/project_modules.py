@@ -278,6 +278,22 @@ def consulted(filename: str, text: str, hops: int = HOPS) -> tuple[str, ...]:
     return _consulted(os.path.abspath(filename), text, hops)
 
 
+def note_consulted(filename: str, text: str, hops: int = HOPS) -> tuple[str, ...]:
+    """`consulted`, noted for the cache entry as what decides the list: the modules whose
+    imports it follows (every hop but the last) by their stats, those of the last hop,
+    entered by name only, by their existence (`exists`). An edit of a last-hop module
+    changes neither the list nor, unless a layer reads the module, the result; a layer
+    that reads one notes it by its stat itself (`module_steps._module`,
+    `module_reads.module_summary`), so that edit still re-lints where it counts. (The
+    stats of the whole list re-linted the three HunyuanDiT pipelines of diffusers for an
+    edit of `pipeline_stable_diffusion.py`, which none of them reads.)"""
+    paths = consulted(filename, text, hops)
+    followed = frozenset(consulted(filename, text, hops - 1)) if hops > 1 else frozenset()
+    note(p for p in paths if p in followed)
+    note(exists(p) for p in paths if p not in followed)
+    return paths
+
+
 # One file's question (keyed by its whole text): a memo of its lint, not of the process.
 @lint_memo.memo(8)
 def _consulted(filename: str, text: str, hops: int) -> tuple[str, ...]:
@@ -423,12 +439,34 @@ def tree_stamp(root: str) -> tuple[int, int]:
 
 
 def _stat_of(path: str) -> tuple[int, int] | None:
-    return tree_stamp(path[: -len(_TREE)]) if path.endswith(_TREE) else stat_key(path)
+    if path.endswith(_TREE):
+        return tree_stamp(path[: -len(_TREE)])
+    if path.endswith(_EXISTS):
+        return _PRESENT if stat_key(path[: -len(_EXISTS)]) is not None else None
+    return stat_key(path)
+
+
+# A depfile path that stands for a module's existence alone, whatever its size and mtime
+# (`note_consulted`); no module's path ends so (`?` is no character of a Windows file name).
+_EXISTS = "?"
+_PRESENT = (1, 1)
+
+
+def exists(path: str) -> str:
+    """The depfile path that stands for whether `path` exists, not for its stat."""
+    return path + _EXISTS
 
 
 def frozen(noted: dict[str, tuple[int, int] | None]) -> Deps:
-    """The recorded modules in a stable order (by path), for a cache entry."""
-    return tuple(sorted(noted.items()))
+    """The recorded modules in a stable order (by path), for a cache entry; a module's
+    existence is not recorded beside its stat, which says as much."""
+    return tuple(
+        sorted(
+            (path, stat)
+            for path, stat in noted.items()
+            if not (path.endswith(_EXISTS) and path[: -len(_EXISTS)] in noted)
+        )
+    )
 
 
 def current(deps: Deps) -> bool:

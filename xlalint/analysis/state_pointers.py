@@ -33,8 +33,10 @@ def advanced_pointers(function: cst.FunctionDef) -> dict[str, str]:
     reads: dict[str, str] = {}  # local name -> attribute it was read from
     advanced: set[str] = set()  # attributes written back advanced
     plain: set[str] = set()  # attributes whose position is advanced as `self.x = self.x + n`
+    # Exact types: `isinstance` on libcst's nodes runs ABCMeta's check for every node.
     for node in descendants(function.body):
-        if isinstance(node, cst.Assign):
+        node_type = type(node)
+        if node_type is cst.Assign:
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 source = _position_source(node.value)
                 if source is not None:
@@ -45,13 +47,13 @@ def advanced_pointers(function: cst.FunctionDef) -> dict[str, str]:
                     advanced.add(attribute)
                     if self_attribute(target.target) is not None:
                         plain.add(attribute)
-        elif isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+        elif node_type is cst.AugAssign and isinstance(node.operator, cst.AddAssign):
             attribute = _written_attribute(node.target)
             if attribute is not None:
                 advanced.add(attribute)
                 if self_attribute(node.target) is not None:
                     plain.add(attribute)
-        elif isinstance(node, cst.Call):
+        elif node_type is cst.Call:
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _ADVANCING_METHODS:
                 attribute = _written_attribute(func.value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -1008,7 +1008,7 @@ class TensorKinds:
         tensor_methods: frozenset[str] = frozenset(),
         tensors_methods: frozenset[str] = frozenset(),
         bases: Sequence[str] = (),
-        overridden: frozenset[str] = frozenset(),
+        overridden: Callable[[], frozenset[str]] = frozenset,
         node: cst.ClassDef | None = None,
     ) -> None:
         """Entering a class; `module`: a module class (`module_classes.is_module_class`),
@@ -1018,7 +1018,8 @@ class TensorKinds:
         submodule; `tensor_methods`: those annotated to return a tensor (`tensor_returns`),
         `tensors_methods`: those annotated to return tensors only (a tuple of them).
         `bases`: the names of its bases; `overridden`: the methods it defines without
-        running its base's (`super().m(...)`). An attribute that every binding of the
+        running its base's (`super().m(...)`), asked only where a base of the module
+        bound attributes (a walk of every method's body). An attribute that every binding of the
         base methods its instances run gives one kind (a tensor built on the host in
         the inherited `__init__`, moved only in a method the class overrides) starts
         with that kind in its methods. `node`: the class, for the buffers a trainer
@@ -1026,9 +1027,15 @@ class TensorKinds:
         if name is not None and module:
             self._module_classes.add(name)
         inherited: dict[tuple[str, str], list[tuple[Kind, bool]]] = {}
+        replaced: frozenset[str] | None = None
         for base in bases:
-            for (method, attribute), given in self._class_bindings.get(base, {}).items():
-                if method not in overridden:
+            bindings = self._class_bindings.get(base)
+            if not bindings:
+                continue
+            if replaced is None:
+                replaced = overridden()
+            for (method, attribute), given in bindings.items():
+                if method not in replaced:
                     inherited.setdefault((method, attribute), []).extend(given)
         self._walked_bindings.append(inherited)
         by_attribute: dict[str, list[tuple[Kind, bool]]] = {}
