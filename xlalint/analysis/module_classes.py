@@ -70,7 +70,7 @@ def _builds_own_layers(node: cst.ClassDef, imports: ImportTable) -> bool:
     (`self.classifier = nn.Linear(d, n)`, `self.emb = nn.Embedding(...)`): a model part
     whose base comes from elsewhere. Losses, model wrappers and containers do not count
     (a trainer keeps `self.criterion = nn.CrossEntropyLoss()`)."""
-    if not any(base_names_of(base) - _PLAIN_BASES for base in node.bases):
+    if not any(name and name not in _PLAIN_BASES for name in base_names(node)):
         return False
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
     for statement in body:
@@ -90,13 +90,6 @@ def _builds_own_layers(node: cst.ClassDef, imports: ImportTable) -> bool:
             if NN_MODULE_CLASS.match(qualified) and not _HELD_BY_OBJECTS.search(qualified):
                 return True
     return False
-
-
-def base_names_of(base: cst.Arg) -> set[str]:
-    """The last name of one base (`nn.Module` -> {"Module"}); none for a keyword."""
-    if base.keyword is not None:
-        return set()
-    return {(get_full_name_for_node(base.value) or "").rsplit(".", 1)[-1]} - {""}
 
 
 def _record_class(node: cst.ClassDef) -> bool:
