@@ -180,14 +180,10 @@ _VERB_PREFIX = re.compile(
 )
 
 
-def _names_model(name: str) -> bool:
-    return _MODEL_NAME.search(name) is not None and _VERB_PREFIX.match(name) is None
-
-
 def names_model(name: str) -> bool:
     """`model`, `text_encoder`, `nets`: a name the file's code gives a network (not a
     function named for what it does with one: `get_model`, `train_model`)."""
-    return _names_model(name)
+    return _MODEL_NAME.search(name) is not None and _VERB_PREFIX.match(name) is None
 
 
 _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.IGNORECASE)
@@ -468,7 +464,7 @@ def _names_other_class(annotation: cst.Annotation | None) -> bool:
     if annotation is None:
         return False
     types = _type_names(annotation.annotation) - _GENERIC_TYPES
-    return bool(types) and not any(_names_model(t) or t.endswith("Loss") for t in types)
+    return bool(types) and not any(names_model(t) or t.endswith("Loss") for t in types)
 
 
 def _maps_to_tensors(node: cst.BaseExpression) -> bool:
@@ -1545,7 +1541,7 @@ class TensorKinds:
             return Kind.HOST if _is_literal(default) else Kind.UNKNOWN
         if _INDEX_NAME.match(name) or _HOST_PARAM_NAME.match(name):
             return Kind.HOST
-        if _names_model(name):
+        if names_model(name):
             # `compute_loss(self, model, inputs)`: the model, not a tensor of the step (its
             # name says so where it is read).
             return Kind.UNKNOWN
@@ -1628,11 +1624,10 @@ class TensorKinds:
         kind = self.of(value)
         host_built = self._host_built_returns(value) if kind is Kind.UNKNOWN else frozenset()
         # What the helper builds on the host at each position, numpy arrays included
-        # (`flow_errors = np.array(...)`, then `return flow_errors, dP`).
+        # (`flow_errors = np.array(...)`, then `return flow_errors, dP`): a superset of
+        # `host_built`, the positions of host tensors alone.
         host_values = (
-            host_built | self._host_built_returns(value, arrays=True)
-            if kind is Kind.UNKNOWN
-            else frozenset()
+            self._host_built_returns(value, arrays=True) if kind is Kind.UNKNOWN else frozenset()
         )
         if None in host_values:
             kind = Kind.HOST  # `self.probs = self.evaluate()`, returning `tensor(p).float()`
@@ -2508,7 +2503,7 @@ class TensorKinds:
             # name called like `unwrap_module(...)` is a function.
             if (
                 known is not None
-                and _names_model(node.value)
+                and names_model(node.value)
                 and node.value not in self._typed[-1]
                 and node.value not in self._names_used_as_data()
             ):
@@ -2709,7 +2704,7 @@ class TensorKinds:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
             return Kind.ITERABLE
-        if _names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
+        if names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
             return Kind.MODULE  # (`self.modules` is a method walking the submodules)
         return Kind.UNKNOWN
 
@@ -2851,7 +2846,7 @@ class TensorKinds:
                     return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
                 if method in _MODULE_WALKS:
                     return Kind.UNKNOWN  # `self.modules()`: the submodules
-                if _names_model(method) and method not in self._class_methods[-1]:
+                if names_model(method) and method not in self._class_methods[-1]:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
         return Kind.UNKNOWN
