@@ -43,7 +43,7 @@ from xlalint.analysis.loop_facts import unwrap_iteration
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
 from xlalint.analysis.tensors import names_model
-from xlalint.walk import descendants, target_names
+from xlalint.walk import descendants, self_attribute, target_names
 
 Loop = cst.For | cst.While
 
@@ -175,9 +175,7 @@ class StepPasses:
             return False
         calls = call_sites(self._module).named(name, method=True)
         return bool(calls) and all(
-            type(site.call.func) is cst.Attribute
-            and type(site.call.func.value) is cst.Name
-            and site.call.func.value.value == "self"
+            self_attribute(site.call.func) is not None
             and site.method_of is class_def
             and site.function is not method
             and self._runs_at_construction(site.function, class_def, depth + 1)
@@ -242,8 +240,9 @@ def _parts_of_a_handed_model(node: cst.BaseExpression, function: cst.FunctionDef
     """`model.layers`, `net.blocks`, `model.children()`: the parts of a network a
     parameter hands in (named as one: `model`, `net`, `encoder`), as many passes as the
     network has parts on every call, as `self.layers` is in the model's own methods (a
-    pruning pass over `model.layers` after training). Not a loader or data it holds."""
-    if function is None or loader_named(node):
+    pruning pass over `model.layers` after training). Not a loader or data it holds
+    (`_fixed_iterable`, its one caller, turns a loader away first)."""
+    if function is None:
         return False
     if (
         type(node) is cst.Call

@@ -447,16 +447,12 @@ def _takes_the_longest(call: cst.Call, imports: ImportTable) -> bool:
     elif type(func) is not cst.Attribute or func.attr.value not in _TENSOR_MAXIMA:
         return False
     qualified = imports.resolve(func)
-    if type(func) is cst.Name and func.value == "max" and qualified is None:
-        return bool(call.args)
     if qualified in ("torch.max", "torch.amax"):
         return len(call.args) == 1 and call.args[0].keyword is None
-    return (
-        qualified is None
-        and type(func) is cst.Attribute
-        and func.attr.value in _TENSOR_MAXIMA
-        and not call.args
-    )
+    if qualified is not None:
+        return False
+    # The builtin takes what it compares; a tensor's `.max()` with no dimension, nothing.
+    return bool(call.args) if type(func) is cst.Name else not call.args
 
 
 def _converts(node: cst.CSTNode, value: cst.CSTNode) -> bool:
@@ -501,9 +497,7 @@ def _sizes_something(
         if seen and _sizes_with(node, names):
             # The innermost such node: `self.pad(tokens, max_len=n)`, not the
             # `ctxs.append(torch.LongTensor(...))` around it.
-            inner = next(
-                (n for n in descendants(node) if n is not node and _sizes_with(n, names)), None
-            )
+            inner: cst.CSTNode | None = node
             while inner is not None:
                 node = inner
                 inner = next(
