@@ -2728,7 +2728,7 @@ class TensorKinds:
                 return Kind.HOST
             if name in _CHOOSING_BUILTINS and self.lookup(name) is None:
                 # `min(num_samples, max_batch)` hands back one of its arguments: a Python
-                # number where every one is (one iterable argument: one of its items).
+                # number where every one is (one iterable argument: the block below).
                 values = [a.value for a in node.args if a.keyword is None and not a.star]
                 if (
                     len(values) > 1
