@@ -108,7 +108,7 @@ RULES = (
         True,
     ),
     ("XLA303", "cuda-api", "xlalint.rules.xla303_cuda_api", "CudaApi", True),
-    ("XLA304", "float16", "xlalint.rules.xla304_float16", "Float16", True),
+    ("XLA304", "float16", "xlalint.rules.xla304_float16", "Float16", False),
     (
         "XLA305",
         "device-ladder-without-xla",
