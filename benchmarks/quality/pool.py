@@ -23,7 +23,7 @@ import json
 import random
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,19 +83,27 @@ def _statement_lines(source: str) -> set[int]:
 
 
 def _decoys(
-    project: Project, file: str, taken: set[tuple[str, int]], rng: random.Random, count: int
+    project: Project, file: str, source: str, taken: set[tuple[str, int]], rng: random.Random
 ) -> list[Line]:
-    source = (project_root(project.requirement) / file).read_text(encoding="utf-8")
     text = source.splitlines()
     candidates = [
         Line(project.name, file, n, text[n - 1].strip())
         for n in sorted(_statement_lines(source))
         if (file, n) not in taken and LOOKALIKE.search(text[n - 1])
     ]
-    return rng.sample(candidates, min(count, len(candidates)))
+    return rng.sample(candidates, min(DECOYS_PER_FINDING, len(candidates)))
 
 
-def pool(scored: dict, projects: Sequence[Project], seed: int) -> tuple[list[Line], list[Line]]:
+def read_source(project: Project, file: str) -> str:
+    return (project_root(project.requirement) / file).read_text(encoding="utf-8")
+
+
+def pool(
+    scored: dict,
+    projects: Sequence[Project],
+    seed: int,
+    read: Callable[[Project, str], str] = read_source,
+) -> tuple[list[Line], list[Line]]:
     """The shuffled list for the judge, and which of its lines are findings."""
     by_name = {project.name: project for project in projects}
     rng = random.Random(seed)
@@ -108,10 +116,10 @@ def pool(scored: dict, projects: Sequence[Project], seed: int) -> tuple[list[Lin
     decoys: list[Line] = []
     for name, file, line in _unlabelled(scored):
         project = by_name[name]
-        source = (project_root(project.requirement) / file).read_text(encoding="utf-8")
+        source = read(project, file)
         findings.append(Line(name, file, line, source.splitlines()[line - 1].strip()))
         taken = _taken(project, reported.get(name, set())) | {(d.file, d.line) for d in decoys}
-        decoys += _decoys(project, file, taken, rng, DECOYS_PER_FINDING)
+        decoys += _decoys(project, file, source, taken, rng)
     lines = findings + decoys
     rng.shuffle(lines)
     return lines, findings
