@@ -301,3 +301,120 @@ def test_a_method_of_the_file_that_hands_the_value_on(tmp_path: Path) -> None:
     package = _package(tmp_path)
     (package / "loss.py").write_text(LOSS)
     assert _check([package / "loss.py"]) == [("loss.py", 14, "XLA101")]
+
+
+ABSTRACT = """\
+import numpy as np
+import torch
+
+
+class AbsEmbedder:
+    def __init__(self, model):
+        self.model = model
+
+    def _convert_to_numpy(self, embeddings, device=None):
+        if device != "cpu" and embeddings.dtype == torch.bfloat16:
+            embeddings = embeddings.float()
+        return embeddings.cpu().numpy()
+
+    def _truncate(self, embeddings):
+        return embeddings[..., :128]
+
+"""
+
+ABSTRACT_INIT = "from .embedder import AbsEmbedder\n"
+
+EMBEDDERS = """\
+import torch
+
+from . import base
+from .abc import AbsEmbedder
+
+
+class DenseEmbedder(AbsEmbedder):
+    def encode(self, batches, device):
+        out = []
+        for batch in batches:
+            hidden = self.model(**batch.to(device)).last_hidden_state
+            out.append(self._convert_to_numpy(hidden[:, 0], device=device))  # expect
+        return out
+
+    def score(self, pairs, device):
+        scores = []
+        for q, p in pairs:
+            sim = self.model.similarity(self.model(q.to(device)), self.model(p.to(device)))
+            inx = torch.arange(0, len(q))
+            diagonal = sim[inx, inx].float()
+            scores.extend(self._convert_to_numpy(diagonal).tolist())  # expect
+        return scores
+
+
+class PooledEmbedder(DenseEmbedder):
+    def encode(self, batches, device):
+        pooled = []
+        for batch in batches:
+            hidden = self.model(**batch.to(device)).last_hidden_state
+            pooled.append(self._convert_to_numpy(hidden.mean(1)))  # expect
+        return pooled
+
+
+class SpelledEmbedder(base.Base):
+    def encode(self, batches, device):
+        rows = []
+        for batch in batches:
+            hidden = self.model(**batch.to(device)).last_hidden_state
+            rows.append(self.to_host(hidden))  # expect
+        return rows
+
+
+class OwnConversion(AbsEmbedder):
+    def _convert_to_numpy(self, embeddings, device=None):
+        return embeddings
+
+    def encode(self, batches, device):
+        out = []
+        for batch in batches:
+            hidden = self.model(**batch.to(device)).last_hidden_state
+            out.append(self._convert_to_numpy(hidden))
+            out.append(self._truncate(hidden))
+            out.append(self._convert_to_numpy(batch["lengths"]))
+        return out
+"""
+
+BASE = """\
+class Base:
+    def to_host(self, t):
+        return t.detach().cpu()
+"""
+
+
+def test_a_method_inherited_from_another_modules_class(tmp_path: Path) -> None:
+    """`self._convert_to_numpy(hidden)` in a class whose base, imported from another
+    module (through a package's re-export, or spelled `base.Base`), defines the method and
+    copies what it is handed: reported at the call, as for a function of that module; a
+    method the class defines itself, or a base method that copies nothing, is not."""
+    package = _package(tmp_path)
+    (package / "abc").mkdir()
+    (package / "abc" / "__init__.py").write_text(ABSTRACT_INIT)
+    (package / "abc" / "embedder.py").write_text(ABSTRACT)
+    (package / "base.py").write_text(BASE)
+    (package / "embedders.py").write_text(EMBEDDERS)
+    expected = [
+        ("embedders.py", row, "XLA102")
+        for row, line in enumerate(EMBEDDERS.splitlines(), start=1)
+        if line.endswith("# expect")
+    ]
+    assert _check([package / "embedders.py"]) == expected
+
+
+def test_a_helper_that_copies_hands_back_a_host_value(tmp_path: Path) -> None:
+    """`to_numpy(scale(x))` is one copy, `scale`'s: what a copying helper hands back is on
+    the host, so the outer conversion reads nothing of the device."""
+    utils = UTILS + "\n\ndef scale(t):\n    return t.detach().cpu() * 2\n"
+    train = TRAIN.replace(
+        "        h = to_numpy(x.shape)\n",
+        "        h = to_numpy(x.shape)\n        i = to_numpy(scale(model.head(out)))\n",
+    ).replace("from .utils import ModelUtils", "from .utils import ModelUtils, scale")
+    package = _package(tmp_path, utils=utils, train=train)
+    found = _check([package / "train.py"])
+    assert [f for f in found if f[1] == 22] == [("train.py", 22, "XLA102")]

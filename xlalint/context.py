@@ -454,9 +454,10 @@ class FileContext:
         if spelled is None:
             return None
         own: str | None = None
+        inherited: tuple[str, ...] = ()
         if spelled.partition(".")[0] not in reads.bindings:
-            own = self._own_callee(spelled)
-            if own is None:
+            own, inherited = self._own_callee(spelled)
+            if own is None and not inherited:
                 return None
         passed = frozenset(
             arg.keyword.value if arg.keyword else position
@@ -466,10 +467,12 @@ class FileContext:
         for position, arg in enumerate(call.args):
             if arg.star:
                 return None
-            if not self.is_tensor(arg.value):
+            if not self._handed_a_device_value(arg.value):
                 continue
             at = arg.keyword.value if arg.keyword else position
-            if own is None:
+            if inherited:
+                found = reads.read_inherited(inherited, spelled.partition(".")[2], at, passed)
+            elif own is None:
                 found = reads.read(spelled, at, passed)
             else:
                 found = reads.read_own(own, at, passed)
@@ -477,16 +480,57 @@ class FileContext:
                 return arg.value, found
         return None
 
-    def _own_callee(self, spelled: str) -> str | None:
+    def _handed_a_device_value(self, value: cst.BaseExpression) -> bool:
+        """A device tensor, or a value of unknown kind computed from one (`scores =
+        self.model.compute_score(q, p)`, then `scores[i, i].float()`): what the rules' own
+        copies of such values count as device reads (`kinds.computed_from_tensors`)."""
+        kind = self.kinds.of(value)
+        if kind is Kind.TENSOR:
+            return True
+        if kind is not Kind.UNKNOWN or not self.kinds.computed_from_tensors(value):
+            return False
+        # `tensor2np(tensor2tensorlab(x))`: what a helper that copies its input to the host
+        # hands back is a host value, and the copy is the inner call's.
+        return not (type(value) is cst.Call and self.read_elsewhere(value) is not None)
+
+    def _own_callee(self, spelled: str) -> tuple[str | None, tuple[str, ...]]:
         """`f` for a top-level function of this file, `Class.m` for `self.m` in a method of
-        `Class`: the file's own functions, which may hand a value on to another module."""
+        `Class` (or of the class of the file it inherits `m` from): the file's own
+        functions, which may hand a value on to another module. Where neither the class
+        nor its bases in this file define `m`, the bases it names from other modules, in
+        order (`class BaseEmbedder(AbsEmbedder)`: `m` is `AbsEmbedder`'s)."""
         if "." not in spelled:
-            return spelled if spelled in self._functions else None
+            return (spelled if spelled in self._functions else None), ()
         owner, _, method = spelled.partition(".")
         function = self.function
         if owner != "self" or "." in method or function is None or function.class_name is None:
-            return None
-        return f"{function.class_name}.{method}"
+            return None, ()
+        classes = {n.name.value: n for n in self.module.body if isinstance(n, cst.ClassDef)}
+        pending = [function.class_name]
+        foreign: list[str] = []
+        seen: set[str] = set()
+        while pending:
+            name = pending.pop(0)
+            class_def = classes.get(name)
+            if name in seen or class_def is None:
+                continue
+            seen.add(name)
+            if any(
+                isinstance(s, cst.FunctionDef) and s.name.value == method
+                for s in class_def.body.body
+            ):
+                return f"{name}.{method}", ()
+            for base in class_def.bases:
+                base_name = None if base.keyword else get_full_name_for_node(base.value)
+                if base_name is None:
+                    continue
+                if base_name in classes:
+                    pending.append(base_name)
+                else:
+                    foreign.append(base_name)
+        if function.class_name not in classes:
+            return f"{function.class_name}.{method}", ()  # (a nested class: as before)
+        return None, tuple(foreign)
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.kinds.of(node) is Kind.TENSOR

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -211,6 +211,31 @@ class ModuleReads:
         found = self._answer(module, qualified, position, passed, own=True)
         return found if found is not None and found.path != module.path else None
 
+    def read_inherited(
+        self,
+        bases: Sequence[str],
+        method: str,
+        position: int | str,
+        passed: frozenset[int | str] = frozenset(),
+    ) -> Found | None:
+        """`read` for `self.m(...)` in a class of the linted file that inherits `m` from a
+        class of another project module (`class BaseEmbedder(AbsEmbedder)`, with
+        `from pkg.abc import AbsEmbedder`, calling `self._convert_to_numpy(embeddings)`
+        that `AbsEmbedder` defines): `bases` are the classes it inherits from, as the file
+        spells them, in order; the first of them that defines a method of that name reading
+        or handing on what it is handed answers."""
+        for spelled in bases:
+            head, _, rest = spelled.partition(".")
+            binding = self.bindings.get(head)
+            if binding is None:
+                continue
+            level, dotted = binding
+            target = f"{dotted}.{rest}" if rest else dotted
+            located = self._locate(self.filename, level, f"{target}.{method}", 1)
+            if located is not None:
+                return self._answer(*located, position, passed, own=True)
+        return None
+
     def _answer(
         self,
         module: _Module,
@@ -255,7 +280,8 @@ class ModuleReads:
                 tail = ".".join(parts[2:])
                 target = f"{binding[1]}.{tail}" if tail else binding[1]
                 return self._locate(path, binding[0], target, reexports - 1)
-            return None
+            # (`pkg.AbsEmbedder.m` where `pkg/AbsEmbedder.py` is a module too: its class
+            # of that name is the next split's.)
         return None
 
     def _reads(

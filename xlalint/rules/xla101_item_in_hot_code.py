@@ -103,7 +103,9 @@ class ItemInHotCode(HelperCallRule):
 
     The same holds for a function of another module of the project that the file imports
     (`from ..dataclass_utils import asdict_as_float`, `utils.score(out)`, a static method
-    `ModelUtils.to_float(t)`) and that reads the parameter a device tensor is handed to,
+    `ModelUtils.to_float(t)`, a method the class inherits from a class of another module)
+    and that reads the parameter a device tensor (or a value a call of unknown kind
+    computed from one) is handed to,
     itself or through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
     `maxs.mean().item()`), or in a function of its module it hands the value on to: the
     call is reported, naming the function and the file and line of its read. Not when the

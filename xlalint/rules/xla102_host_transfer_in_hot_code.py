@@ -144,7 +144,11 @@ class HostTransferInHotCode(HelperCallRule):
     A device tensor handed, in code that runs every step, to a function of another module
     of the project that copies that parameter to the host (`to_numpy(loss)` with `def
     to_numpy(t): return t.detach().cpu().numpy()` in `tools/torch_tools.py`, a static
-    `ModelUtils.to_numpy(entropy)`, `from .data import to_numpy` re-exported by a package)
+    `ModelUtils.to_numpy(entropy)`, `from .data import to_numpy` re-exported by a package,
+    or a method the class inherits from a class of another module, `self._convert_to_numpy(
+    embeddings)` in `class BaseEmbedder(AbsEmbedder)`; the value a device tensor, or one
+    computed from a device tensor by a call of unknown kind, `scores =
+    self.model.compute_score(q, p)`, not what a copying helper hands back)
     costs the copy every step: the call is reported, naming the function and the file and
     line of its copy (not a copy of Python values only, one in a loop of that function,
     one in its branch for another device, `if mps: prediction = prediction.cpu()`, or one
