@@ -105,3 +105,54 @@ def passes_left(path: Iterable[cst.CSTNode], depth: int) -> tuple[int, int]:
             block = node  # type: ignore[assignment]
         child = node
     return 0, 0
+
+
+def retries_until_success(loop: cst.CSTNode) -> bool:
+    """A loop that runs its body again only when a pass fails: a `while` whose pass, once
+    it completes, ends the loop, by a `break` or by setting the flag its test reads (`while
+    flag is False: try: ...; flag = True except RuntimeError: batch_size //= 2`, `while not
+    done:`, `while True: try: ...; break`), at the end of its body or of a `try` there. A
+    batch-size or out-of-memory probe: one successful pass per run of the loop, not a pass
+    per step."""
+    if type(loop) is not cst.While:
+        return False
+    flag = _exit_flag(loop.test)  # type: ignore[attr-defined]
+    body: cst.BaseSuite = loop.body  # type: ignore[attr-defined]
+    blocks = [body]
+    last = body.body[-1] if body.body else None
+    if isinstance(last, cst.Try):
+        blocks.append(last.orelse.body if last.orelse is not None else last.body)
+    return any(_ends_the_loop(block, flag) for block in blocks)
+
+
+def _exit_flag(test: cst.BaseExpression) -> str | None:
+    """The name whose truth ends a `while`: `not done`, `flag is False`, `flag == False`."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        operand = test.expression
+        return operand.value if type(operand) is cst.Name else None
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if (
+            type(test.left) is cst.Name
+            and type(target.operator) in (cst.Is, cst.Equal)
+            and type(target.comparator) is cst.Name
+            and target.comparator.value == "False"
+        ):
+            return test.left.value
+    return None
+
+
+def _ends_the_loop(block: cst.BaseSuite, flag: str | None) -> bool:
+    """`block` ends in `break`, or in `flag = True` for the flag the loop's test reads."""
+    if _block_exit(block) is cst.Break:
+        return True
+    last = block.body[-1] if block.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return (
+        flag is not None
+        and isinstance(last, cst.Assign)
+        and type(last.value) is cst.Name
+        and last.value.value == "True"
+        and any(type(t.target) is cst.Name and t.target.value == flag for t in last.targets)
+    )

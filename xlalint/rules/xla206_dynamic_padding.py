@@ -10,6 +10,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import keyword_argument, parameter
 from xlalint.analysis.hotness import Site
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.statements import retries_until_success
 from xlalint.rule import Rule
 from xlalint.walk import children, descendants, names_under, self_attribute
 
@@ -28,7 +29,9 @@ _TOKENIZER_PART = re.compile(
     re.IGNORECASE,
 )
 _COLLATE_FUNCTION = re.compile(r"collate", re.IGNORECASE)
-_COLLATOR_CLASS = re.compile(r"collat", re.IGNORECASE)
+# A class named for collating or for making batches (`DataCollator`, fair-esm's
+# `BatchConverter`, `Batcher`; not a `BatchNorm`): its `__call__` turns examples into a batch.
+_COLLATOR_CLASS = re.compile(r"collat|batch(?!_?norm)", re.IGNORECASE)
 # What a collator class collates in: `__call__`, or transformers' `DataCollatorMixin` hooks.
 _COLLATOR_METHODS = frozenset({"__call__", "torch_call", "numpy_call", "tf_call"})
 
@@ -54,7 +57,8 @@ class DynamicPadding(Rule):
     collate functions (named `*collate*`, passed as `collate_fn=`, directly or through a
     name the caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
     curtail_to_shortest`, `__call__` or
-    `torch_call` of a `*Collat*` class, or a lambda passed as `collate_fn=`), in functions
+    `torch_call` of a `*Collat*` class or of a class named for making batches
+    (`BatchConverter`), or a lambda passed as `collate_fn=`), in functions
     that run every step (`forward`, `*_step`, functions called from a loop), and in loops
     whose passes run
     a model or sync (training, sampling, evaluation); not in a loop over prompts or
@@ -64,8 +68,12 @@ class DynamicPadding(Rule):
     host, and is not flagged either. The forms: tokenizer, processor
     and feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
-    `torch.nn.utils.rnn.pad_sequence(...)`; and a `pad(tensors, padding_value=...)` helper
-    without a fixed length. The transformers collators that pad this
+    `torch.nn.utils.rnn.pad_sequence(...)`; a `pad(tensors, padding_value=...)` helper
+    without a fixed length; and a call handed the tokenizer with `padding=True` or
+    `"longest"` (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads
+    with it). Not a batch-size probe, a `while` loop that stops after its first pass that
+    does not fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once
+    per run. The transformers collators that pad this
     way by default (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
     `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
     a literal `pad_to_multiple_of=` (a few buckets of lengths) are not; a variable there
@@ -217,7 +225,7 @@ class DynamicPadding(Rule):
                 return
             if qualified == PAD_SEQUENCE:
                 self._candidate(node, "`pad_sequence`")
-            if not qualified.startswith("transformers"):
+            if not qualified.startswith("transformers") and not _hands_a_tokenizer(node):
                 return
         callee = get_full_name_for_node(func) or ""
         parts = callee.split(".")
@@ -230,7 +238,9 @@ class DynamicPadding(Rule):
         padding = keyword_argument(node, "padding")
         if padding is None:
             return
-        tokenizer = any(_TOKENIZER_PART.search(p) for p in parts)
+        # `pad_with_compat(self.tokenizer, batch, padding=True)`: a helper handed the
+        # tokenizer pads with it as the call says.
+        tokenizer = any(_TOKENIZER_PART.search(p) for p in parts) or _hands_a_tokenizer(node)
         if not _pads_to_longest(node, default=False, setting=setting):
             value = padding.value
             if isinstance(value, cst.SimpleString) and value.evaluated_value == "max_length":
@@ -336,7 +346,13 @@ class DynamicPadding(Rule):
             if isinstance(ancestor, cst.Arg) and isinstance(child, cst.Lambda):
                 keyword = ancestor.keyword
                 collating = collating or (keyword is not None and keyword.value == "collate_fn")
-            elif isinstance(ancestor, cst.For | cst.While) and child is ancestor.body:
+            elif (
+                isinstance(ancestor, cst.For | cst.While)
+                and child is ancestor.body
+                and not retries_until_success(ancestor)
+            ):
+                # (A batch-size probe, `while flag is False: try: ...; flag = True`, pads
+                # once per run of the loop, not per batch.)
                 loops.append(ancestor)
             elif isinstance(ancestor, cst.FunctionDef | cst.ClassDef):
                 break
@@ -382,6 +398,17 @@ class DynamicPadding(Rule):
             _COLLATE_FUNCTION.search(function.name) is not None
             or function.name in self._collate_fns
         )
+
+
+def _hands_a_tokenizer(call: cst.Call) -> bool:
+    """The call is handed a tokenizer or processor (`pad_with_compat(self.tokenizer,
+    batch, padding=True)`, `encode(tok, texts, padding="longest")`): a helper that pads
+    with it, as the `padding=` it is handed says."""
+    for arg in call.args:
+        spelled = get_full_name_for_node(arg.value) if not arg.star else None
+        if spelled is not None and _TOKENIZER_PART.search(spelled.rsplit(".", 1)[-1]):
+            return True
+    return False
 
 
 def _functions_bound(function: cst.FunctionDef | None, name: str) -> set[str]:
