@@ -615,6 +615,26 @@ def helper_device_types(
     return None
 
 
+def listed_device_types(value: cst.BaseExpression, imports: ImportTable) -> frozenset[str] | None:
+    """The device types a list of devices selects, where a branch of a chain picks the
+    devices to use (`if torch.cuda.is_available(): return [f"cuda:{i}" for i in
+    range(torch.cuda.device_count())]` ... `else: return ["cpu"]`): every element of a
+    literal list or tuple, or the element of a comprehension, a device expression."""
+    if isinstance(value, cst.ListComp):
+        return device_types(value.elt, imports)
+    if not isinstance(value, cst.List | cst.Tuple) or not value.elements:
+        return None
+    types: set[str] = set()
+    for element in value.elements:
+        if isinstance(element, cst.StarredElement):
+            return None
+        selected = device_types(element.value, imports)
+        if not selected:
+            return None
+        types |= selected
+    return frozenset(types)
+
+
 def if_device_choice(
     node: cst.If, imports: ImportTable, helpers: dict[str, frozenset[str]] | None = None
 ) -> DeviceChoice | None:
@@ -635,7 +655,11 @@ def if_device_choice(
                 # only guards the statement; the conditional expression is the choice. In
                 # one branch of a longer chain, a ladder of its own is its own choice.
                 continue
-            selected = device_types(value, imports) or helper_device_types(value, helpers)
+            selected = (
+                device_types(value, imports)
+                or helper_device_types(value, helpers)
+                or listed_device_types(value, imports)
+            )
             if selected:
                 types |= selected
                 returns = returns or targets is None

@@ -124,10 +124,14 @@ class DeviceLadderWithoutXla(Rule):
     also over `range(min(n, num_gpus()))`) chooses the devices to use: on an XLA host it is
     empty, and its users fall back to the CPU. A list that spells the CUDA string itself
     (`[torch.device(f"cuda:{d}") for d in ...]`) is XLA302's finding, one per cause; lists
-    of names or memory figures per GPU choose nothing. An integer GPU id chosen by
-    a CUDA probe, -1 for the CPU by the common convention (`if cuda.device_count() > 0:
-    cuda_device = 0` / `else: cuda_device = -1`, in a name for a device or a GPU), is a
-    ladder too; counts (`n_gpu = 1` / `n_gpu = 0`) and other settings are not. A chain
+    of names or memory figures per GPU choose nothing. A chain whose branches pick lists
+    of devices, every element a device (`if torch.cuda.is_available(): return
+    [f"cuda:{i}" for i in range(torch.cuda.device_count())]` / `else: return ["cpu"]`:
+    FlagEmbedding's `get_target_devices`), is a ladder as one picking a single device is.
+    An integer GPU id chosen by a CUDA probe, -1 for the CPU by the common convention
+    (`if cuda.device_count() > 0: cuda_device = 0` / `else: cuda_device = -1`, in a name
+    for a device or a GPU), is a ladder too; counts (`n_gpu = 1` / `n_gpu = 0`) and other
+    settings are not. A chain
     whose branches move values to devices rather than naming one is a ladder where two
     branches move to two known types, one of them a GPU (`if is_xpu_available():
     model.to("xpu:0")` / `elif torch.cuda.is_available(): model.to("cuda")`; `if
