@@ -253,6 +253,9 @@ _CHOOSING_BUILTINS = frozenset({"min", "max"})
 
 # Wrappers that yield the items of the iterable they are handed, unchanged.
 _PASS_THROUGH_ITERATORS = frozenset({"tqdm", "iter", "islice"})
+# Builtins that copy what they iterate into a sequence: iterating `list(zip(a, b))`, or a
+# name bound to it, yields what iterating `zip(a, b)` does.
+_COPYING_ITERATORS = frozenset({"list", "tuple"})
 _SEQUENCE_ANNOTATIONS = frozenset({"Sequence", "List", "Tuple", "list", "tuple"})
 # `nn.Module` methods that make an attribute of the module hold a tensor, by name.
 # `self.register_buffer(name, t)`, `register_parameter`, and a torchmetrics `Metric`'s
@@ -1994,8 +1997,7 @@ class TensorKinds:
         if (
             type(name) is cst.Name
             and type(value) is cst.Call
-            and (get_full_name_for_node(value.func) or "").rsplit(".", 1)[-1]  # type: ignore[attr-defined]
-            in _PASS_THROUGH_ITERATORS
+            and _passes_through(value)  # type: ignore[arg-type]
             and value.args  # type: ignore[attr-defined]
             and value.args[0].keyword is None  # type: ignore[attr-defined]
             and not value.args[0].star  # type: ignore[attr-defined]
@@ -2040,7 +2042,7 @@ class TensorKinds:
         if isinstance(iterable, cst.Call):
             callee = get_full_name_for_node(iterable.func)
             if (
-                (callee or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS
+                _passes_through(iterable)
                 and iterable.args
                 and iterable.args[0].keyword is None
                 and not iterable.args[0].star
@@ -3192,3 +3194,13 @@ def _string_keyed(subscript: cst.Subscript) -> bool:
         isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.SimpleString)
         for element in subscript.slice
     )
+
+
+def _passes_through(call: cst.Call) -> bool:
+    """`tqdm(xs)`, `iter(xs)`, `islice(xs, n)`, and the builtins `list(xs)`/`tuple(xs)`:
+    iterating the call yields what iterating `xs` does (chai-lab's `sigmas_and_gammas =
+    list(zip(sigmas[:-1], sigmas[1:], gammas[:-1]))`: 0-dim tensors of the schedule)."""
+    func = call.func
+    if type(func) is cst.Name and func.value in _COPYING_ITERATORS:  # type: ignore[attr-defined]
+        return True
+    return (get_full_name_for_node(func) or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS

@@ -155,7 +155,10 @@ class TensorControlFlow(Rule):
     one, so an adaptive solver's `while t < T:` and `if t + dt > T:` on times sliced from a
     parameter (`t, T = t_span[:1], t_span[-1]`) read the device on every pass, whoever calls
     the solver. So is `m.any()` of a mask made by tensor operations (`m = ~(err <=
-    tol).bool()`). Values known to be on the host (a grid built by `torch.linspace` without a
+    tol).bool()`). So is an element of a device schedule walked as a list of its pairs
+    (`for sigma, sigma_next in list(zip(sigmas[:-1], sigmas[1:])):`, or a name bound to
+    that list), then `if sigma_next != 0:` every sampling step. Values known to be on the
+    host (a grid built by `torch.linspace` without a
     device, numpy arrays), lists joined by numpy, counters that never reach a torch join, and
     a comprehension's own variable that shadows a joined name are not. A list the function
     fills with `append` is a host object whose elements need not be: `torch.stack(losses)`
