@@ -157,7 +157,9 @@ class HostTransferInHotCode(HelperCallRule):
 
     A copy of what a helper of the module is handed (`def update_meters(self, output,
     sample): output.detach().cpu()` kept for host meters, `actions.cpu().numpy()` handed
-    back), made where the helper is not per step by its own name, is reported at each
+    back), or of a comparison or arithmetic of what it is handed (lpips'
+    `compute_accuracy(d0, d1, judge)` copying `(d1 < d0).cpu().data.numpy()`), made where
+    the helper is not per step by its own name, is reported at each
     per-step call of the module that hands it a device tensor, naming the helper and the
     line of its copy, and not at the copy (README "Labelling": a conversion is the call's
     cause, where the caller can stop handing a device tensor); where no such call feeds it,
@@ -466,8 +468,7 @@ class HostTransferInHotCode(HelperCallRule):
             return
         if self.ctx.runs_without_xla or self.ctx.under_sparse_interval:
             return  # what `report` would drop, checked now: the site is judged later
-        root = computed_root(receiver)
-        direct = type(root) is cst.Name and self.calls.is_param(root.value)
+        direct = bool(self._handed_parameters(computed_root(receiver)))
         direct = direct and converts_handed(
             function, node, self.ctx.ancestors(), self.ctx.enclosing_loops
         )
@@ -549,17 +550,39 @@ class HostTransferInHotCode(HelperCallRule):
         function = self.ctx.function
         if function is None:
             return
-        root = computed_root(receiver)  # the parameter itself, through its own methods
-        if type(root) is not cst.Name or not self.calls.is_param(root.value):
+        params = self._handed_parameters(computed_root(receiver))
+        if not params:
             return
         if not converts_handed(function, node, self.ctx.ancestors(), self.ctx.enclosing_loops):
             return
         if not self.reports or self.reports[-1].node is not attr:
             return
         pending = self.reports.pop()
-        params = frozenset({root.value})
         copy = _ParameterCopy(attr, node, message, pending.site, function, params, True)
         self._helper_copies.append((copy, pending))
+
+    def _handed_parameters(self, root: cst.BaseExpression) -> frozenset[str]:
+        """The parameters a copied value is of: the parameter itself (through its own
+        methods), or a comparison or arithmetic of parameters and literals (lpips'
+        `compute_accuracy(d0, d1, judge)` copying `(d1 < d0).cpu()`), the value the helper
+        is handed, compared; empty for anything else."""
+        if type(root) is cst.Name:
+            return frozenset({root.value}) if self.calls.is_param(root.value) else frozenset()
+        if isinstance(root, cst.Comparison):
+            operands = [root.left, *(c.comparator for c in root.comparisons)]
+        elif isinstance(root, cst.BinaryOperation):
+            operands = [root.left, root.right]
+        else:
+            return frozenset()
+        found: set[str] = set()
+        for operand in operands:
+            if isinstance(operand, cst.Integer | cst.Float):
+                continue
+            params = self._handed_parameters(computed_root(operand))
+            if not params:
+                return frozenset()
+            found |= params
+        return frozenset(found)
 
     def _calls_handing(self, copy: _ParameterCopy) -> list[tuple[HelperCall, cst.BaseExpression]]:
         """The per-step calls that hand one of the copied parameters a device tensor."""
