@@ -385,3 +385,62 @@ def test_folders_outside_a_package_are_no_namespace_portion(tmp_path: Path) -> N
     project_modules.forget_layout()
     assert project_modules.package_root(str(metrics)) == str(metrics.parent)
     assert _findings([metrics]) == []
+
+
+PARTIAL_MODEL = """\
+from functools import partial
+
+from torch import nn
+
+from .metrics import th_accuracy
+
+
+class Model(nn.Module):
+    def __init__(self, ignore):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.accuracy = partial(th_accuracy, ignore_label=ignore)
+
+    def forward(self, x, y):
+        logits = self.linear(x)
+        return logits, self.accuracy(logits, y)
+"""
+
+PARTIAL_TRAIN = """\
+import functools
+
+import pkg.metrics as metrics
+
+
+def train(model, optimizer, loader):
+    add = functools.partial(metrics.Meter().add)
+    score = functools.partial(metrics.th_accuracy, ignore_label=-1)
+    for x, y in loader:
+        out = model(x)
+        loss = out.sum()
+        loss.backward()
+        optimizer.step()
+        score(out, y)
+"""
+
+
+@pytest.mark.parametrize("caller", [PARTIAL_MODEL, PARTIAL_TRAIN])
+def test_a_function_wrapped_by_partial(tmp_path: Path, caller: str) -> None:
+    """`self.accuracy = partial(th_accuracy, ignore_label=ignore)` in `__init__`, then
+    `self.accuracy(logits, y)` in `forward` (muse-maskgit's `self.encode_text =
+    partial(t5_encode_text, name=t5_name)`), or a local `functools.partial(...)` called in
+    a training loop: the wrapped function runs every step."""
+    package = _package(tmp_path, model=caller)
+    assert _findings([package / "metrics.py"]) == ACCURACY
+
+
+def test_a_partial_called_once_stays_cold(tmp_path: Path) -> None:
+    caller = PARTIAL_MODEL.replace(
+        "        return logits, self.accuracy(logits, y)\n", "        return logits\n"
+    ).replace(
+        "        self.accuracy = partial(th_accuracy, ignore_label=ignore)\n",
+        "        self.accuracy = partial(th_accuracy, ignore_label=ignore)\n"
+        "        self.first = self.accuracy(self.linear.weight, self.linear.bias)\n",
+    )
+    package = _package(tmp_path, model=caller)
+    assert _findings([package / "metrics.py"]) == []

@@ -37,7 +37,9 @@ code, `m` not its own), through an instance of the class the caller builds
 (`Interpolation().interpolate(...)`), or one the caller is handed and keeps, typed by its
 parameter's annotation (darts' `likelihood: TorchLikelihood | None`, then `self.likelihood =
 likelihood` and `self.likelihood.compute_loss(...)` in `training_step`): the method of that
-class or of any subclass of it in the module (whichever instance it is handed).
+class or of any subclass of it in the module (whichever instance it is handed). A name
+bound to `partial(f, ...)` (`self.encode_text = partial(t5_encode_text, name=t5_name)`,
+then `self.encode_text(texts)` in `forward`) calls `f`.
 
 The cache: every importer of the module and the root's package folders (one entry,
 `project_modules.tree`) are noted (`project_modules.note`) where the question is asked,
@@ -346,8 +348,9 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
             name = _local_callee(call)
             if name is not None and name not in RUN_ONCE_FUNCTIONS:
                 pending.extend(by_name.get(name, ()))
+    partials = _partials(tree)
     calls = frozenset(
-        spelled
+        partials.get(spelled, spelled)
         for call in hot_calls
         if _hands_a_tensor(call) and (spelled := _spelled(call)) is not None
     )
@@ -380,6 +383,28 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
                 if (held := project_modules.dotted_name(target)) is not None:
                     built.setdefault(held, spelled)
     return _Caller(bindings, calls, tuple(self_calls), built, _handed(tree))
+
+
+def _partials(tree: ast.Module) -> dict[str, str]:
+    """`self.encode_text = partial(t5_encode_text, name=t5_name)` (or `functools.partial`):
+    calling the name it is bound to calls the function it wraps (muse-maskgit's
+    `self.encode_text(texts)` in `forward`)."""
+    partials: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and node.value.args
+            and (project_modules.dotted_name(node.value.func) or "").rsplit(".", 1)[-1] == "partial"
+        ):
+            continue
+        wrapped = project_modules.dotted_name(node.value.args[0])
+        if wrapped is None:
+            continue
+        for target in node.targets:
+            if (held := project_modules.dotted_name(target)) is not None:
+                partials.setdefault(held, wrapped)
+    return partials
 
 
 def _handed(tree: ast.Module) -> dict[str, str]:
