@@ -642,6 +642,10 @@ def if_device_choice(
     returns a device expression (or a call of one of `helpers`, see `device_helpers`). A
     nested `if` statement is a choice of its own and is not looked into."""
     tests, blocks = chain(node)
+    # Lists of devices only in a chain that asks what the host has (a list built where a
+    # parameter is left out, `if devices is None:`, is the caller's choice and spells its
+    # CUDA string itself: XLA302's).
+    lists = any(probes_gpu(test, imports) for test in tests)
     types: set[str] = set()
     returns = False
     last_selecting = -1  # index in `blocks` of the last branch that selects a device
@@ -658,7 +662,8 @@ def if_device_choice(
             selected = (
                 device_types(value, imports)
                 or helper_device_types(value, helpers)
-                or listed_device_types(value, imports)
+                or (lists and listed_device_types(value, imports))
+                or None
             )
             if selected:
                 types |= selected

@@ -127,7 +127,10 @@ class DeviceLadderWithoutXla(Rule):
     of names or memory figures per GPU choose nothing. A chain whose branches pick lists
     of devices, every element a device (`if torch.cuda.is_available(): return
     [f"cuda:{i}" for i in range(torch.cuda.device_count())]` / `else: return ["cpu"]`:
-    FlagEmbedding's `get_target_devices`), is a ladder as one picking a single device is.
+    FlagEmbedding's `get_target_devices`), is a ladder as one picking a single device is,
+    where its tests ask what the host has; lists built where the caller leaves a parameter
+    out (monai's `if devices is None: devices = [torch.device(f"cuda:{d:d}") ...]`) ask
+    nothing of the host, and spell their CUDA string (XLA302's).
     An integer GPU id chosen by a CUDA probe, -1 for the CPU by the common convention
     (`if cuda.device_count() > 0: cuda_device = 0` / `else: cuda_device = -1`, in a name
     for a device or a GPU), is a ladder too; counts (`n_gpu = 1` / `n_gpu = 0`) and other
