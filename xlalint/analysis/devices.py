@@ -615,6 +615,19 @@ def helper_device_types(
     return None
 
 
+def _holds_a_ladder(value: cst.IfExp, imports: ImportTable) -> bool:
+    """The conditional expression is a device ladder, or holds one in its branches."""
+    stack: list[cst.CSTNode] = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.IfExp:
+            choice = ifexp_device_choice(node, imports)  # type: ignore[arg-type]
+            if choice is not None and choice.is_ladder:
+                return True
+        stack.extend(children(node))
+    return False
+
+
 def listed_device_types(value: cst.BaseExpression, imports: ImportTable) -> frozenset[str] | None:
     """The device types a list of devices selects, where a branch of a chain picks the
     devices to use (`if torch.cuda.is_available(): return [f"cuda:{i}" for i in
@@ -652,12 +665,13 @@ def if_device_choice(
     for index, block in enumerate(blocks):
         for value, targets in _selections(block):
             if isinstance(value, cst.IfExp) and (
-                len(blocks) == 1
-                or ((inner := ifexp_device_choice(value, imports)) is not None and inner.is_ladder)
+                len(blocks) == 1 or _holds_a_ladder(value, imports)
             ):
                 # `if __name__ == "__main__": dev = "cuda" if ... else "cpu"`: the `if`
                 # only guards the statement; the conditional expression is the choice. In
-                # one branch of a longer chain, a ladder of its own is its own choice.
+                # one branch of a longer chain, a ladder of its own is its own choice, also
+                # inside a default filled in for a parameter left out (realesrgan's
+                # `torch.device("cuda" if ... else "cpu") if device is None else device`).
                 continue
             selected = (
                 device_types(value, imports)

@@ -106,7 +106,11 @@ class DeviceLadderWithoutXla(Rule):
     is a chain whose only non-CPU device comes from a function of the module that is no
     one-line helper (`if defaults.use_cuda == False: device = "cpu"` / `elif device is
     None: device = default_device()`): that function decides, and its own ladder is the
-    finding. It reports once per ladder, at its `if` or ternary; a ladder inside one
+    finding. A ternary that fills in a default for a device left out (`torch.device("cuda"
+    if torch.cuda.is_available() else "cpu") if device is None else device`, realesrgan's)
+    keeps the device handed in and chooses nothing: the ladder inside it is the choice,
+    and an `if` whose branches each hold such a default (`if gpu_id:`) is no ladder of its
+    own. It reports once per ladder, at its `if` or ternary; a ladder inside one
     branch of a longer `if` chain is reported on its own, unless an earlier branch of that
     chain holds a ladder setting the same name (`if platform.system() == "Darwin":` with
     `device = "mps"` / `else: device = "cpu"`, then `else: device = "cuda" if
@@ -279,7 +283,11 @@ class DeviceLadderWithoutXla(Rule):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = self.ctx.parent
         if isinstance(parent, cst.IfExp) and node is not parent.test:
-            return  # a nested ternary is part of its parent's ladder
+            outer = self.ctx.device_choices.of(parent)
+            if outer is None or outer.is_ladder:
+                return  # a nested ternary is part of its parent's ladder
+            # (`("cuda" if ... else "cpu") if device is None else device`: the default
+            # filled in for a device left out is the choice, not the remap around it.)
         if isinstance(parent, cst.FormattedStringExpression) and _builds_a_name(
             next(a for a in self.ctx.ancestors() if isinstance(a, cst.FormattedString))
         ):
