@@ -381,6 +381,11 @@ class FileContext:
         return names_in_use(self.module)
 
     @cached_property
+    def _module_classes(self) -> dict[str, cst.ClassDef]:
+        """The module's top-level classes, by name."""
+        return {n.name.value: n for n in self.module.body if isinstance(n, cst.ClassDef)}
+
+    @cached_property
     def _functions(self) -> frozenset[str]:
         """The module's top-level functions, by name."""
         return top_level_functions(self.module)
@@ -505,7 +510,7 @@ class FileContext:
         function = self.function
         if owner != "self" or "." in method or function is None or function.class_name is None:
             return None, ()
-        classes = {n.name.value: n for n in self.module.body if isinstance(n, cst.ClassDef)}
+        classes = self._module_classes
         pending = [function.class_name]
         foreign: list[str] = []
         seen: set[str] = set()
