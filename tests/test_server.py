@@ -397,6 +397,8 @@ def test_noqa_edit(tmp_path: Path, line: str, expected: str, newline: str) -> No
 
 def test_unsafe_fixes_are_titled_unsafe_and_left_out_of_fix_all(tmp_path: Path) -> None:
     text = "import torch\n\nx = torch.ones(3, dtype=torch.float16).cuda()\n"
+    # XLA304 (unsafe fix) is off by default: the project's config turns it on.
+    (tmp_path / "xlalint.toml").write_text('extend-select = ["XLA304"]\n')
     linted = lint_document(text, tmp_path / "a.py", 1)
     assert sorted(f.code for f in linted.findings) == ["XLA301", "XLA304"]
     line = types.Range(

@@ -24,7 +24,7 @@ RULES = (
         "print-in-hot-code",
         "xlalint.rules.xla104_print_in_hot_code",
         "PrintInHotCode",
-        True,
+        False,
     ),
     (
         "XLA105",
@@ -40,7 +40,13 @@ RULES = (
         "BlockingWaitInHotCode",
         True,
     ),
-    ("XLA107", "hidden-host-read", "xlalint.rules.xla107_hidden_host_read", "HiddenHostRead", True),
+    (
+        "XLA107",
+        "hidden-host-read",
+        "xlalint.rules.xla107_hidden_host_read",
+        "HiddenHostRead",
+        False,
+    ),
     ("XLA201", "nonzero", "xlalint.rules.xla201_nonzero", "Nonzero", True),
     (
         "XLA202",
@@ -76,7 +82,7 @@ RULES = (
         "python-index-in-loop",
         "xlalint.rules.xla207_python_index_in_loop",
         "PythonIndexInLoop",
-        True,
+        False,
     ),
     (
         "XLA208",
@@ -97,7 +103,7 @@ RULES = (
         "growing-tensor-in-loop",
         "xlalint.rules.xla210_growing_tensor_in_loop",
         "GrowingTensorInLoop",
-        True,
+        False,
     ),
     ("XLA301", "cuda-call", "xlalint.rules.xla301_cuda_call", "CudaCall", True),
     (
@@ -108,7 +114,7 @@ RULES = (
         True,
     ),
     ("XLA303", "cuda-api", "xlalint.rules.xla303_cuda_api", "CudaApi", True),
-    ("XLA304", "float16", "xlalint.rules.xla304_float16", "Float16", True),
+    ("XLA304", "float16", "xlalint.rules.xla304_float16", "Float16", False),
     (
         "XLA305",
         "device-ladder-without-xla",

@@ -105,6 +105,14 @@ class PrintInHotCode(Rule):
     ```
     Or log every N steps only, or accumulate on the device and print after the loop.
 
+    ## Off by default
+    On code its rule was never tuned on (the held-out projects of rounds 11-17 of
+    `benchmarks/quality/`, first scores), 9 findings held 2 true costs: the others
+    were prints and f-strings under a validation interval (every 100 steps: amortised) and
+    Lightning `self.log(...)` calls that log once per epoch by default (`on_step=False`).
+    A rule wrong more often than right on unseen code stays out of the default set;
+    turn it on with `extend-select = ["XLA104"]` (or `--extend-select XLA104`).
+
     ## Fix safety
     Unsafe. A `print`, logging, `xm.master_print`, tqdm or tensorboard call that stands
     as a statement is handed to `xm.add_step_closure`, as the PyTorch/XLA docs advise
@@ -149,6 +157,7 @@ class PrintInHotCode(Rule):
 
     code = "XLA104"
     name = "print-in-hot-code"
+    default_enabled = False
     message = "{what} turns a tensor into text every step, forcing a graph execution and a copy"
     hint = "Print or log in xm.add_step_closure(fn, args=(...)), or every N steps"
     fix_availability = FixAvailability.SOMETIMES

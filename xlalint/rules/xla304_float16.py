@@ -99,6 +99,16 @@ class Float16(Rule):
         out = model(x)
     ```
 
+    ## Off by default
+    On code its rule was never tuned on (the held-out projects of rounds 11-17 of
+    `benchmarks/quality/`, first scores), 14 findings held 5 true costs: the others were
+    `.half()` copies of a model or its EMA for a checkpoint (storage format, once per
+    epoch), a `half().float()` round trip at set-up, and float16 on paths that run only on
+    CUDA (a CUDA-only kernel package, `if use_gpu:`). Whether float16 is wanted is the
+    user's choice more often than a cost: turn the rule on when porting a model's dtype.
+    A rule wrong more often than right on unseen code stays out of the default set;
+    turn it on with `extend-select = ["XLA304"]` (or `--extend-select XLA304`).
+
     ## Fix safety
     Unsafe: `.half()` becomes `.bfloat16()` and `torch.float16`/`torch.half` become
     `torch.bfloat16` (a name imported from torch becomes `bfloat16`, imported the same way).
@@ -115,6 +125,7 @@ class Float16(Rule):
 
     code = "XLA304"
     name = "float16"
+    default_enabled = False
     message = "`{text}` chooses float16; TPUs compute natively in bfloat16"
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = Applicability.UNSAFE
