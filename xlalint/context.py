@@ -48,6 +48,7 @@ from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import (
     clears_its_flag,
+    counts_its_calls,
     may_be_sparse,
     passes_its_value_once,
     past_interval_exit,
@@ -887,6 +888,8 @@ class FileContext:
                     clears_its_flag(node, frame.node, flag_loops)  # type: ignore[arg-type]
                     # `if self.cache is None: self.cache = ...`: filled once, then full.
                     or fills_when_empty(node, frame.node)  # type: ignore[arg-type]
+                    # `if group["step"] == 0:` beside `group["step"] += 1` on every call.
+                    or (not frame.loops and counts_its_calls(node, frame.node))  # type: ignore[arg-type]
                 ) or (
                     frame.loops
                     and passes_its_value_once(

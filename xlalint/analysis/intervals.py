@@ -24,9 +24,12 @@ saving or evaluating a model every step is no run anyone configures. A branch ga
 wall-clock time (`if time.time() - self.last_summary_time > interval:`) runs once that
 time has passed since its last run, once every many steps of milliseconds each. A branch
 on one value of a counter that its loop raises on every pass (`if state["n_iter"] == 1:`
-beside `state["n_iter"] += 1`) is taken on one pass only. A branch that sets its counter
-back to zero when it reaches a long bound (`if self._growth_step == self._growth_interval:
-self._growth_step = 0`, with `growth_interval=1000`) runs once every bound passes.
+beside `state["n_iter"] += 1`) is taken on one pass only, and one on one value of a
+counter kept across calls that its function raises on every call (`if group["step"] ==
+0:` in an optimizer's `step` doing `group["step"] += 1`) on one call only. A branch
+that sets its counter back to zero when it reaches a long bound (`if self._growth_step
+== self._growth_interval: self._growth_step = 0`, with `growth_interval=1000`) runs
+once every bound passes.
 """
 
 from __future__ import annotations
@@ -543,6 +546,54 @@ def passes_its_value_once(
         return False
     in_loops = {id(n) for n in descendants(loops[0])}
     return id(others[0]) not in in_loops and _int_value(getattr(others[0], "value", None)) == 0
+
+
+def counts_its_calls(node: cst.If, function: cst.FunctionDef | None) -> bool:
+    """`if group["step"] == 0: group["g0_norm"] = norm.sqrt_().item()` in an optimizer's
+    `step` that does `group["step"] += 1` on every call: a counter kept across calls (an
+    attribute of `self`, or an entry of a dict the function is handed or reaches, as an
+    optimizer's param group or state) that the function raises on every call equals a
+    number on one call only, so the branch (in none of the function's loops) runs once
+    per run, not once per call. The increment must run on every call: a statement of the
+    function's body, or of the body of a loop, `with` or `try` in it (not of a branch),
+    and nothing else in the function may bind the counter. A local name starts over on
+    every call, and so does an entry of a dict the function builds itself."""
+    counter = _equality_with_a_number(node.test)
+    if counter is None or function is None or isinstance(counter, cst.Name):
+        return False
+    if isinstance(counter, cst.Subscript) and isinstance(counter.value, cst.Name):
+        built = local_values(function, counter.value.value)
+        if any(_new_dict(value) for value in built):
+            return False
+    increments = [line for line in _every_call_lines(function.body) if _increments(line, counter)]
+    if not increments:
+        return False
+    counted = {id(small) for line in increments for small in line.body}  # type: ignore[attr-defined]
+    return not [b for b in _binds(function.body, counter) if id(b) not in counted]
+
+
+def _new_dict(value: cst.BaseExpression) -> bool:
+    """`{}`, `{"step": 0}`, `dict(...)`: a dict built where it is bound."""
+    return isinstance(value, cst.Dict | cst.DictComp) or (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "dict"
+    )
+
+
+def _every_call_lines(block: cst.BaseSuite) -> list[cst.SimpleStatementLine]:
+    """The simple statement lines of `block` that run whenever it does, and those of the
+    bodies of its loops, `with` and `try` statements (a loop's body runs on its passes;
+    a branch's or a handler's only when taken)."""
+    found: list[cst.SimpleStatementLine] = []
+    if not isinstance(block, cst.IndentedBlock):
+        return found
+    for line in block.body:
+        if isinstance(line, cst.SimpleStatementLine):
+            found.append(line)
+        elif isinstance(line, cst.For | cst.While | cst.With | cst.Try):
+            found.extend(_every_call_lines(line.body))
+    return found
 
 
 # A per-step function's parameter that numbers the batches or steps of its loop.
