@@ -50,17 +50,23 @@ step until then), or in a branch that clears its own flag
 (`if first: ...; first = False`) or that fills state of the instance it finds empty
 (`if self.initial_task_loss is None: self.initial_task_loss = [l.item() for l in
 losses]`: the first step only; not where the function sets it again beside the branch,
-`self.x = None`) or that tests one value of a counter the loop raises on
-every pass (`if state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass;
-a local count started again on every call of a per-step function, or raised only on
-some passes, is not), or that sets its counter back to zero when it reaches a bound
+`self.x = None`) or that tests one value of a counter the loop raises on every pass (`if
+state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass; a local count
+started again on every call of a per-step function, or raised only on some passes, is
+not), or that tests one value of a counter kept across calls that its function raises on
+every call, outside its loops (`if group["step"] == 0:` in an optimizer's `step` doing
+`group["step"] += 1`, `if self.calls == 0:` in a `forward` doing `self.calls += 1`:
+taken on one call; a local count, or an entry of a dict the function builds, starts over
+on every call and is not), or that sets its counter back to zero when it reaches a bound
 known to be long (`if self._growth_step == self._growth_interval: self._growth_step = 0`
 with `growth_interval=1000`: once per so many steps), or past an early `return` of every
-batch but the
-first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the function: a plot of
-the first batch, once per epoch; `if batch_idx == 0: return` leaves the others per
-step), and functions of this file called only from there: one sync every so many steps
-is amortised over them. An interval that may be 1
+batch but the first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the
+function: a plot of the first batch, once per epoch; `if batch_idx == 0: return` leaves
+the others per step), and functions of this file called only from there (or from
+`__init__`), also one per step by its name alone (`valid_step` called as `if not (step %
+self.validate_every_step): self.valid_step(dl)`; not `forward` or `step`, which
+`__call__` or a framework runs): one sync every so many steps is amortised over them.
+An interval that may be 1
 (`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
 a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `return`) runs
 once per run of that loop, not on every pass;

@@ -468,6 +468,39 @@ class HotCode:
             fnmatch.fnmatchcase(name, pattern) for pattern in self._extra
         )
 
+    def _named_per_step(self, site: Site) -> bool:
+        """`per_step_by_itself`, unless the function is per step by its name alone
+        (`valid_step`, `sample_step`: not `forward` or `step`, which a framework or
+        `__call__` runs, nor a hook or a configured name) and every call this file makes
+        of it is under a long interval, in a run-once branch or a step closure, or in a
+        function that runs once (`if not (step % self.validate_every_step):
+        self.valid_step(dl)` in `train`): the file that drives it says how often it runs."""
+        if not self.per_step_by_itself(site):
+            return False
+        function = site.function
+        if (
+            site.module_call
+            or site.hook
+            or function is None
+            or function.name in ("forward", "step", "scale_model_input")
+            or function.name in self._module_hooks
+            or any(fnmatch.fnmatchcase(function.name, pattern) for pattern in self._extra)
+        ):
+            return True
+        return not self._driven_sparsely(function.name)
+
+    def _driven_sparsely(self, name: str) -> bool:
+        """This file calls `name`, and every call is under a long interval or a run-once
+        branch (`Site.sparse`), in a step closure, or in a function that runs once by
+        name (`__init__` running a sanity check)."""
+        calls = [caller for caller, callee in self._edges if callee == name]
+        return bool(calls) and all(
+            caller.sparse
+            or caller.in_step_closure
+            or (caller.function is not None and caller.function.name in RUN_ONCE_FUNCTIONS)
+            for caller in calls
+        )
+
     def _function_hot(self, site: Site, per_call: bool) -> bool:
         function = site.function
         if function is None:
@@ -475,7 +508,7 @@ class HotCode:
         if function.name in RUN_ONCE_FUNCTIONS or function.name in self._closure_callbacks:
             return False
         return (
-            self.per_step_by_itself(site)
+            self._named_per_step(site)
             or self._trains(site)
             or (per_call and self._computes_on_data(site))
             or (
@@ -490,7 +523,8 @@ class HotCode:
         one training step, whoever calls it (unless it runs once, as `main` does). So is a
         method that acts beside its class's training step (`acts`): an agent's `act(obs)`
         that runs the model, in a class whose `update` runs backward, runs once per
-        environment step."""
+        environment step; not where every call of it in this file is under a long
+        interval or runs once (`_driven_sparsely`: a trainer's validation pass)."""
         function = site.function
         if not site.scopes or self._step_function is None or function is None:
             return False
@@ -499,7 +533,9 @@ class HotCode:
         if function.name in self._saving_functions() or function.name in self._plotting:
             return self._step_function(site.scopes[0])
         return self._step_function(site.scopes[0]) or (
-            self._acts is not None and self._acts(site.scopes[0])
+            self._acts is not None
+            and self._acts(site.scopes[0])
+            and not self._driven_sparsely(function.name)
         )
 
     def _computes_on_data(self, site: Site) -> bool:
@@ -616,7 +652,7 @@ class HotCode:
                     continue
                 caller_hot = (
                     self._in_step_loop(site)
-                    or self.per_step_by_itself(site)
+                    or self._named_per_step(site)
                     or self._trains(site)
                     or (per_call and self._computes_on_data(site))
                     or (site.function is not None and site.function.name in hot)
