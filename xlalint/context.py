@@ -54,6 +54,7 @@ from xlalint.analysis.intervals import (
     past_interval_exit,
     resets_its_counter,
     sparse_test,
+    switches_once,
 )
 from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
@@ -890,6 +891,8 @@ class FileContext:
                     or fills_when_empty(node, frame.node)  # type: ignore[arg-type]
                     # `if group["step"] == 0:` beside `group["step"] += 1` on every call.
                     or (not frame.loops and counts_its_calls(node, frame.node))  # type: ignore[arg-type]
+                    # `next_lr = v.item()`, then `group["phase"] = "sgd"`, behind its exit.
+                    or switches_once(node, tuple(reversed(self._stack)))  # type: ignore[arg-type]
                 ) or (
                     frame.loops
                     and passes_its_value_once(

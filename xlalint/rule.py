@@ -57,15 +57,19 @@ not), or that tests one value of a counter kept across calls that its function r
 every call, outside its loops (`if group["step"] == 0:` in an optimizer's `step` doing
 `group["step"] += 1`, `if self.calls == 0:` in a `forward` doing `self.calls += 1`:
 taken on one call; a local count, or an entry of a dict the function builds, starts over
-on every call and is not), or that sets its counter back to zero when it reaches a bound
-known to be long (`if self._growth_step == self._growth_interval: self._growth_step = 0`
-with `growth_interval=1000`: once per so many steps), or past an early `return` of every
-batch but the first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the
-function: a plot of the first batch, once per epoch; `if batch_idx == 0: return` leaves
-the others per step), and functions of this file called only from there (or from
-`__init__`), also one per step by its name alone (`valid_step` called as `if not (step %
-self.validate_every_step): self.valid_step(dl)`; not `forward` or `step`, which
-`__call__` or a framework runs): one sync every so many steps is amortised over them.
+on every call and is not), or that flips a switch kept across calls to a constant,
+itself or through a local it sets (`next_lr = v.item()`, then `if next_lr is not None:
+group["phase"] = "sgd"`), behind an exit that leaves once the switch holds it (`if
+group["phase"] == "sgd": ...; continue`: taken on one step), or that sets its counter
+back to zero when it reaches a bound known to be long (`if self._growth_step ==
+self._growth_interval: self._growth_step = 0` with `growth_interval=1000`: once per so
+many steps), or past an early `return` of every batch but the first (`if ... or
+batch_idx > 0: return`, `batch_idx` handed to the function: a plot of the first batch,
+once per epoch; `if batch_idx == 0: return` leaves the others per step), and functions
+of this file called only from there (or from `__init__`), also one per step by its name
+alone (`valid_step` called as `if not (step % self.validate_every_step):
+self.valid_step(dl)`; not `forward` or `step`, which `__call__` or a framework runs):
+one sync every so many steps is amortised over them.
 An interval that may be 1
 (`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
 a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `return`) runs
