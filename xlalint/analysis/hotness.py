@@ -341,6 +341,34 @@ def converts_a_parameter(function: cst.CSTNode) -> bool:
     return node.value in names and node is not returned.value
 
 
+# Annotations and names of parameters that hold settings, not data.
+_SETTING_TYPES = frozenset({"int", "float", "bool", "str"})
+_SETTING_NAMES = frozenset({"device", "dtype"})
+
+
+def handed_only_settings(function: cst.CSTNode) -> bool:
+    """Every parameter of `function` but `self`/`cls` holds a setting, not data: annotated
+    as a Python number, flag or string (`num_timesteps: int`), named `device` or `dtype`,
+    or defaulting to a literal number, string or flag; or there is none. What it computes
+    on tensors it builds itself, from those settings."""
+    if type(function) is not cst.FunctionDef:
+        return False
+    for param in parameters(function):
+        name = param.name.value
+        if name in ("self", "cls") or name in _SETTING_NAMES:
+            continue
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if type(annotation) is cst.Name and annotation.value in _SETTING_TYPES:
+            continue
+        default = param.default
+        if type(default) in (cst.Integer, cst.Float, cst.SimpleString) or (
+            type(default) is cst.Name and default.value in ("True", "False")
+        ):
+            continue
+        return False
+    return type(function.params.star_arg) is not cst.Param and function.params.star_kwarg is None
+
+
 # `nn.Module` methods that register a function to run on every forward (or backward).
 MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
@@ -573,21 +601,49 @@ class HotCode:
         extracts the features of every batch, then calls `self.fit_features(z, y)` once,
         one call per pass over the data. Nor is a method of the same name delegating to it
         (`self._base.fit_features(z, y)` in a wrapper) such a caller: its own callers
-        decide."""
+        decide. The caller must itself bring new data on every call: it is handed more
+        than settings (`handed_only_settings`), and nothing here calls it, or such
+        callers do; a schedule built from a count (`get_schedule(device, n: int)`) and
+        checked by the helpers it hands it to is checked once per schedule made."""
         if self._has_loop is None:
             return False
         if self._per_call_callers is None:
-            self._per_call_callers = {
-                callee
+            has_loop = self._has_loop
+            candidates = [
+                (site, callee)
                 for site, callee in self._edges
                 if not site.in_loop
                 and site.function is not None
                 and site.function.name not in RUN_ONCE_FUNCTIONS
                 and site.function.name != callee
                 and site.scopes
-                and not self._has_loop(site.scopes[0])
-            }
+                and not has_loop(site.scopes[0])
+            ]
+            callees = self._callees()
+            found: set[str] = set()
+            changed = True
+            while changed:
+                changed = False
+                for site, callee in candidates:
+                    caller = site.function.name  # type: ignore[union-attr]
+                    if (
+                        callee not in found
+                        and self._handed_data(site.scopes[0])
+                        and (caller not in callees or caller in found)
+                    ):
+                        found.add(callee)
+                        changed = True
+            self._per_call_callers = found
         return name in self._per_call_callers
+
+    def _handed_data(self, function: cst.CSTNode) -> bool:
+        """The caller may be handed new data on each call: not one handed only settings
+        (`handed_only_settings`), which builds what it hands on itself
+        (`get_schedule(device, num_timesteps: int)` making a noise schedule with
+        `torch.linspace`, then `self.get_noise_for_times(times)` checking it, which hands
+        the schedule on to `_power_interpolation(t)`): those checks run when the schedule
+        is made, as often as its own callers make it."""
+        return not handed_only_settings(function)
 
     def _callees(self) -> set[str]:
         """Names of the functions this file calls (by name, as the call graph is)."""
