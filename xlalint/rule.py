@@ -68,8 +68,10 @@ batch_idx > 0: return`, `batch_idx` handed to the function: a plot of the first 
 once per epoch; `if batch_idx == 0: return` leaves the others per step), and functions
 of this file called only from there (or from `__init__`), also one per step by its name
 alone (`valid_step` called as `if not (step % self.validate_every_step):
-self.valid_step(dl)`; not `forward` or `step`, which `__call__` or a framework runs):
-one sync every so many steps is amortised over them.
+self.valid_step(dl)`; not `forward` or `step`, which `__call__` or a framework runs),
+with the passes of their loops where every call is under the interval (a validation pass
+over a few batches every 100 steps; not a loop `main` runs once): one sync every so many
+steps is amortised over them.
 An interval that may be 1
 (`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
 a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `return`) runs

@@ -517,15 +517,16 @@ class HotCode:
             return True
         return not self._driven_sparsely(function.name)
 
-    def _driven_sparsely(self, name: str) -> bool:
+    def _driven_sparsely(self, name: str, once: bool = True) -> bool:
         """This file calls `name`, and every call is under a long interval or a run-once
-        branch (`Site.sparse`), in a step closure, or in a function that runs once by
-        name (`__init__` running a sanity check)."""
+        branch (`Site.sparse`), in a step closure, or (with `once`) in a function that
+        runs once by name (`__init__` running a sanity check; not for the passes of a
+        loop: `main` calling `fit()` once runs its whole training loop)."""
         calls = [caller for caller, callee in self._edges if callee == name]
         return bool(calls) and all(
             caller.sparse
             or caller.in_step_closure
-            or (caller.function is not None and caller.function.name in RUN_ONCE_FUNCTIONS)
+            or (once and caller.function is not None and caller.function.name in RUN_ONCE_FUNCTIONS)
             for caller in calls
         )
 
@@ -736,8 +737,14 @@ class HotCode:
         iterates data or counts steps, or trains or samples in its passes. A loop of
         fixed passes (the module's layers, a table of candidate functions, one tensor's
         rows) runs them on each call of its function: its body is hot where the function
-        is, as code outside loops is."""
+        is, as code outside loops is. Nor are the passes of a function whose every call in
+        this file runs under a long interval or once (`_driven_sparsely`: a trainer's
+        `valid_step` looping over a few validation batches every 100 steps)."""
         if not site.in_loop:
+            return False
+        if site.function is not None and self._driven_sparsely(site.function.name, once=False):
+            # `valid_step` called as `if not (step % self.validate_every_step):`: its
+            # loop's passes run once every so many steps, not every step.
             return False
         if self._step_loop is None:
             return True
