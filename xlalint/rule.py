@@ -83,8 +83,11 @@ self.metrics`, or some of them picked by a comprehension, `for key in [k for k i
 self.metrics if k.startswith(mode)]`) runs once per entry where the code around it runs,
 and is per step only where that code is. A loop that draws a figure and trains nothing
 (`for ax, img in zip(axes, imgs): ax.imshow(...)`) runs once per item of the figure, and
-a loop over trials or folds (`range(number_of_trials)`) runs a whole training per pass:
-neither makes code per step by itself. The exception a `raise` statement builds (`raise
+a loop over trials or folds (`range(number_of_trials)`) runs a whole training per pass,
+and a loop over a count of independent runs (`for trunk_idx in range(num_trunk_samples):
+cands.append(fold(...))`, no item picked by the index) whose passes only call a function
+of the file that runs a step loop of its own (a sampler's denoising steps) runs a whole
+run per pass: none makes code per step by itself. The exception a `raise` statement builds (`raise
 ValueError(f"found {x.max().item()}")`) and an `assert`'s message (`assert ok,
 dt.item()`) are built only on the error path; the assertion's test runs every time. So
 does a handler that recovers from a failed computation (`except RuntimeError:` around a
