@@ -48,11 +48,13 @@ from xlalint.analysis.import_guards import ImportGuards
 from xlalint.analysis.imports import ImportTable, NamesInUse, names_in_use
 from xlalint.analysis.intervals import (
     clears_its_flag,
+    counts_its_calls,
     may_be_sparse,
     passes_its_value_once,
     past_interval_exit,
     resets_its_counter,
     sparse_test,
+    switches_once,
 )
 from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
@@ -936,6 +938,10 @@ class FileContext:
                     clears_its_flag(node, frame.node, flag_loops)  # type: ignore[arg-type]
                     # `if self.cache is None: self.cache = ...`: filled once, then full.
                     or fills_when_empty(node, frame.node)  # type: ignore[arg-type]
+                    # `if group["step"] == 0:` beside `group["step"] += 1` on every call.
+                    or (not frame.loops and counts_its_calls(node, frame.node))  # type: ignore[arg-type]
+                    # `next_lr = v.item()`, then `group["phase"] = "sgd"`, behind its exit.
+                    or switches_once(node, tuple(reversed(self._stack)))  # type: ignore[arg-type]
                 ) or (
                     frame.loops
                     and passes_its_value_once(

@@ -50,17 +50,29 @@ step until then), or in a branch that clears its own flag
 (`if first: ...; first = False`) or that fills state of the instance it finds empty
 (`if self.initial_task_loss is None: self.initial_task_loss = [l.item() for l in
 losses]`: the first step only; not where the function sets it again beside the branch,
-`self.x = None`) or that tests one value of a counter the loop raises on
-every pass (`if state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass;
-a local count started again on every call of a per-step function, or raised only on
-some passes, is not), or that sets its counter back to zero when it reaches a bound
-known to be long (`if self._growth_step == self._growth_interval: self._growth_step = 0`
-with `growth_interval=1000`: once per so many steps), or past an early `return` of every
-batch but the
-first (`if ... or batch_idx > 0: return`, `batch_idx` handed to the function: a plot of
-the first batch, once per epoch; `if batch_idx == 0: return` leaves the others per
-step), and functions of this file called only from there: one sync every so many steps
-is amortised over them. An interval that may be 1
+`self.x = None`) or that tests one value of a counter the loop raises on every pass (`if
+state["n_iter"] == 1:` beside `state["n_iter"] += 1`: taken on one pass; a local count
+started again on every call of a per-step function, or raised only on some passes, is
+not), or that tests one value of a counter kept across calls that its function raises on
+every call, outside its loops (`if group["step"] == 0:` in an optimizer's `step` doing
+`group["step"] += 1`, `if self.calls == 0:` in a `forward` doing `self.calls += 1`:
+taken on one call; a local count, or an entry of a dict the function builds, starts over
+on every call and is not), or that flips a switch kept across calls to a constant,
+itself or through a local it sets (`next_lr = v.item()`, then `if next_lr is not None:
+group["phase"] = "sgd"`), behind an exit that leaves once the switch holds it (`if
+group["phase"] == "sgd": ...; continue`: taken on one step), or that sets its counter
+back to zero when it reaches a bound known to be long (`if self._growth_step ==
+self._growth_interval: self._growth_step = 0` with `growth_interval=1000`: once per so
+many steps), or past an early `return` of every batch but the first (`if ... or
+batch_idx > 0: return`, `batch_idx` handed to the function: a plot of the first batch,
+once per epoch; `if batch_idx == 0: return` leaves the others per step), and functions
+of this file called only from there (or from `__init__`), also one per step by its name
+alone (`valid_step` called as `if not (step % self.validate_every_step):
+self.valid_step(dl)`; not `forward` or `step`, which `__call__` or a framework runs),
+with the passes of their loops where every call is under the interval (a validation pass
+over a few batches every 100 steps; not a loop `main` runs once): one sync every so many
+steps is amortised over them.
+An interval that may be 1
 (`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
 a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `return`) runs
 once per run of that loop, not on every pass;
@@ -71,8 +83,11 @@ self.metrics`, or some of them picked by a comprehension, `for key in [k for k i
 self.metrics if k.startswith(mode)]`) runs once per entry where the code around it runs,
 and is per step only where that code is. A loop that draws a figure and trains nothing
 (`for ax, img in zip(axes, imgs): ax.imshow(...)`) runs once per item of the figure, and
-a loop over trials or folds (`range(number_of_trials)`) runs a whole training per pass:
-neither makes code per step by itself. The exception a `raise` statement builds (`raise
+a loop over trials or folds (`range(number_of_trials)`) runs a whole training per pass,
+and a loop over a count of independent runs (`for trunk_idx in range(num_trunk_samples):
+cands.append(fold(...))`, no item picked by the index) whose passes only call a function
+of the file that runs a step loop of its own (a sampler's denoising steps) runs a whole
+run per pass: none makes code per step by itself. The exception a `raise` statement builds (`raise
 ValueError(f"found {x.max().item()}")`) and an `assert`'s message (`assert ok,
 dt.item()`) are built only on the error path; the assertion's test runs every time. So
 does a handler that recovers from a failed computation (`except RuntimeError:` around a

@@ -392,6 +392,32 @@ class Epochs:
             memo[id(scope)] = cached
         return cached
 
+    def calls_a_holder(
+        self,
+        loop: cst.For | cst.While,
+        memo: dict[int, bool],
+        inner: Callable[[cst.For | cst.While], bool],
+    ) -> bool:
+        """A call in `loop`'s body (not in a nested loop or definition) runs a function
+        of this module, or a method of the loop's class, that holds a loop for which
+        `inner` holds (`memo`: the caller's, one per `inner`)."""
+        methods = self._methods_beside(loop)
+        local = self._local_functions(loop)
+        if local:
+            methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
+        stack: list[cst.CSTNode] = [loop.body]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind in _SCOPES or kind in _LOOPS:
+                continue
+            if kind in EXPRESSIONS:
+                if self._calls_holder(node, methods, memo, inner):  # type: ignore[arg-type]
+                    return True
+                continue
+            stack.extend(code_children(node))
+        return False
+
     def _calls_holder(
         self,
         expression: cst.BaseExpression,

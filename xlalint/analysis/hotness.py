@@ -341,6 +341,34 @@ def converts_a_parameter(function: cst.CSTNode) -> bool:
     return node.value in names and node is not returned.value
 
 
+# Annotations and names of parameters that hold settings, not data.
+_SETTING_TYPES = frozenset({"int", "float", "bool", "str"})
+_SETTING_NAMES = frozenset({"device", "dtype"})
+
+
+def handed_only_settings(function: cst.CSTNode) -> bool:
+    """Every parameter of `function` but `self`/`cls` holds a setting, not data: annotated
+    as a Python number, flag or string (`num_timesteps: int`), named `device` or `dtype`,
+    or defaulting to a literal number, string or flag; or there is none. What it computes
+    on tensors it builds itself, from those settings."""
+    if type(function) is not cst.FunctionDef:
+        return False
+    for param in parameters(function):
+        name = param.name.value
+        if name in ("self", "cls") or name in _SETTING_NAMES:
+            continue
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if type(annotation) is cst.Name and annotation.value in _SETTING_TYPES:
+            continue
+        default = param.default
+        if type(default) in (cst.Integer, cst.Float, cst.SimpleString) or (
+            type(default) is cst.Name and default.value in ("True", "False")
+        ):
+            continue
+        return False
+    return type(function.params.star_arg) is not cst.Param and function.params.star_kwarg is None
+
+
 # `nn.Module` methods that register a function to run on every forward (or backward).
 MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
@@ -468,6 +496,40 @@ class HotCode:
             fnmatch.fnmatchcase(name, pattern) for pattern in self._extra
         )
 
+    def _named_per_step(self, site: Site) -> bool:
+        """`per_step_by_itself`, unless the function is per step by its name alone
+        (`valid_step`, `sample_step`: not `forward` or `step`, which a framework or
+        `__call__` runs, nor a hook or a configured name) and every call this file makes
+        of it is under a long interval, in a run-once branch or a step closure, or in a
+        function that runs once (`if not (step % self.validate_every_step):
+        self.valid_step(dl)` in `train`): the file that drives it says how often it runs."""
+        if not self.per_step_by_itself(site):
+            return False
+        function = site.function
+        if (
+            site.module_call
+            or site.hook
+            or function is None
+            or function.name in ("forward", "step", "scale_model_input")
+            or function.name in self._module_hooks
+            or any(fnmatch.fnmatchcase(function.name, pattern) for pattern in self._extra)
+        ):
+            return True
+        return not self._driven_sparsely(function.name)
+
+    def _driven_sparsely(self, name: str, once: bool = True) -> bool:
+        """This file calls `name`, and every call is under a long interval or a run-once
+        branch (`Site.sparse`), in a step closure, or (with `once`) in a function that
+        runs once by name (`__init__` running a sanity check; not for the passes of a
+        loop: `main` calling `fit()` once runs its whole training loop)."""
+        calls = [caller for caller, callee in self._edges if callee == name]
+        return bool(calls) and all(
+            caller.sparse
+            or caller.in_step_closure
+            or (once and caller.function is not None and caller.function.name in RUN_ONCE_FUNCTIONS)
+            for caller in calls
+        )
+
     def _function_hot(self, site: Site, per_call: bool) -> bool:
         function = site.function
         if function is None:
@@ -475,7 +537,7 @@ class HotCode:
         if function.name in RUN_ONCE_FUNCTIONS or function.name in self._closure_callbacks:
             return False
         return (
-            self.per_step_by_itself(site)
+            self._named_per_step(site)
             or self._trains(site)
             or (per_call and self._computes_on_data(site))
             or (
@@ -490,7 +552,8 @@ class HotCode:
         one training step, whoever calls it (unless it runs once, as `main` does). So is a
         method that acts beside its class's training step (`acts`): an agent's `act(obs)`
         that runs the model, in a class whose `update` runs backward, runs once per
-        environment step."""
+        environment step; not where every call of it in this file is under a long
+        interval or runs once (`_driven_sparsely`: a trainer's validation pass)."""
         function = site.function
         if not site.scopes or self._step_function is None or function is None:
             return False
@@ -499,7 +562,9 @@ class HotCode:
         if function.name in self._saving_functions() or function.name in self._plotting:
             return self._step_function(site.scopes[0])
         return self._step_function(site.scopes[0]) or (
-            self._acts is not None and self._acts(site.scopes[0])
+            self._acts is not None
+            and self._acts(site.scopes[0])
+            and not self._driven_sparsely(function.name)
         )
 
     def _computes_on_data(self, site: Site) -> bool:
@@ -537,21 +602,49 @@ class HotCode:
         extracts the features of every batch, then calls `self.fit_features(z, y)` once,
         one call per pass over the data. Nor is a method of the same name delegating to it
         (`self._base.fit_features(z, y)` in a wrapper) such a caller: its own callers
-        decide."""
+        decide. The caller must itself bring new data on every call: it is handed more
+        than settings (`handed_only_settings`), and nothing here calls it, or such
+        callers do; a schedule built from a count (`get_schedule(device, n: int)`) and
+        checked by the helpers it hands it to is checked once per schedule made."""
         if self._has_loop is None:
             return False
         if self._per_call_callers is None:
-            self._per_call_callers = {
-                callee
+            has_loop = self._has_loop
+            candidates = [
+                (site, callee)
                 for site, callee in self._edges
                 if not site.in_loop
                 and site.function is not None
                 and site.function.name not in RUN_ONCE_FUNCTIONS
                 and site.function.name != callee
                 and site.scopes
-                and not self._has_loop(site.scopes[0])
-            }
+                and not has_loop(site.scopes[0])
+            ]
+            callees = self._callees()
+            found: set[str] = set()
+            changed = True
+            while changed:
+                changed = False
+                for site, callee in candidates:
+                    caller = site.function.name  # type: ignore[union-attr]
+                    if (
+                        callee not in found
+                        and self._handed_data(site.scopes[0])
+                        and (caller not in callees or caller in found)
+                    ):
+                        found.add(callee)
+                        changed = True
+            self._per_call_callers = found
         return name in self._per_call_callers
+
+    def _handed_data(self, function: cst.CSTNode) -> bool:
+        """The caller may be handed new data on each call: not one handed only settings
+        (`handed_only_settings`), which builds what it hands on itself
+        (`get_schedule(device, num_timesteps: int)` making a noise schedule with
+        `torch.linspace`, then `self.get_noise_for_times(times)` checking it, which hands
+        the schedule on to `_power_interpolation(t)`): those checks run when the schedule
+        is made, as often as its own callers make it."""
+        return not handed_only_settings(function)
 
     def _callees(self) -> set[str]:
         """Names of the functions this file calls (by name, as the call graph is)."""
@@ -616,7 +709,7 @@ class HotCode:
                     continue
                 caller_hot = (
                     self._in_step_loop(site)
-                    or self.per_step_by_itself(site)
+                    or self._named_per_step(site)
                     or self._trains(site)
                     or (per_call and self._computes_on_data(site))
                     or (site.function is not None and site.function.name in hot)
@@ -644,8 +737,14 @@ class HotCode:
         iterates data or counts steps, or trains or samples in its passes. A loop of
         fixed passes (the module's layers, a table of candidate functions, one tensor's
         rows) runs them on each call of its function: its body is hot where the function
-        is, as code outside loops is."""
+        is, as code outside loops is. Nor are the passes of a function whose every call in
+        this file runs under a long interval or once (`_driven_sparsely`: a trainer's
+        `valid_step` looping over a few validation batches every 100 steps)."""
         if not site.in_loop:
+            return False
+        if site.function is not None and self._driven_sparsely(site.function.name, once=False):
+            # `valid_step` called as `if not (step % self.validate_every_step):`: its
+            # loop's passes run once every so many steps, not every step.
             return False
         if self._step_loop is None:
             return True

@@ -24,9 +24,15 @@ saving or evaluating a model every step is no run anyone configures. A branch ga
 wall-clock time (`if time.time() - self.last_summary_time > interval:`) runs once that
 time has passed since its last run, once every many steps of milliseconds each. A branch
 on one value of a counter that its loop raises on every pass (`if state["n_iter"] == 1:`
-beside `state["n_iter"] += 1`) is taken on one pass only. A branch that sets its counter
-back to zero when it reaches a long bound (`if self._growth_step == self._growth_interval:
-self._growth_step = 0`, with `growth_interval=1000`) runs once every bound passes.
+beside `state["n_iter"] += 1`) is taken on one pass only, and one on one value of a
+counter kept across calls that its function raises on every call (`if group["step"] ==
+0:` in an optimizer's `step` doing `group["step"] += 1`) on one call only. A branch
+that flips a switch kept across calls (`group["phase"] = "sgd"`, itself or through a
+local it sets) behind an exit on that switch (`if group["phase"] == "sgd": continue`)
+runs on one step, then never again. A branch
+that sets its counter back to zero when it reaches a long bound (`if self._growth_step
+== self._growth_interval: self._growth_step = 0`, with `growth_interval=1000`) runs
+once every bound passes.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.settled_exits import exits_before
-from xlalint.walk import children, descendants, only_return, self_attribute
+from xlalint.walk import children, descendants, only_return, self_attribute, target_names
 
 SPARSE = 50  # passes between two runs of the branch, at least
 
@@ -543,6 +549,185 @@ def passes_its_value_once(
         return False
     in_loops = {id(n) for n in descendants(loops[0])}
     return id(others[0]) not in in_loops and _int_value(getattr(others[0], "value", None)) == 0
+
+
+def counts_its_calls(node: cst.If, function: cst.FunctionDef | None) -> bool:
+    """`if group["step"] == 0: group["g0_norm"] = norm.sqrt_().item()` in an optimizer's
+    `step` that does `group["step"] += 1` on every call: a counter kept across calls (an
+    attribute of `self`, or an entry of a dict the function is handed or reaches, as an
+    optimizer's param group or state) that the function raises on every call equals a
+    number on one call only, so the branch (in none of the function's loops) runs once
+    per run, not once per call. The increment must run on every call: a statement of the
+    function's body, or of the body of a loop, `with` or `try` in it (not of a branch),
+    and nothing else in the function may bind the counter. A local name starts over on
+    every call, and so does an entry of a dict the function builds itself."""
+    counter = _equality_with_a_number(node.test)
+    if counter is None or function is None or isinstance(counter, cst.Name):
+        return False
+    if isinstance(counter, cst.Subscript) and isinstance(counter.value, cst.Name):
+        built = local_values(function, counter.value.value)
+        if any(_new_dict(value) for value in built):
+            return False
+    increments = [line for line in _every_call_lines(function.body) if _increments(line, counter)]
+    if not increments:
+        return False
+    counted = {id(small) for line in increments for small in line.body}  # type: ignore[attr-defined]
+    return not [b for b in _binds(function.body, counter) if id(b) not in counted]
+
+
+def _new_dict(value: cst.BaseExpression) -> bool:
+    """`{}`, `{"step": 0}`, `dict(...)`: a dict built where it is bound."""
+    return isinstance(value, cst.Dict | cst.DictComp) or (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value == "dict"
+    )
+
+
+def _every_call_lines(block: cst.BaseSuite) -> list[cst.SimpleStatementLine]:
+    """The simple statement lines of `block` that run whenever it does, and those of the
+    bodies of its loops, `with` and `try` statements (a loop's body runs on its passes;
+    a branch's or a handler's only when taken)."""
+    found: list[cst.SimpleStatementLine] = []
+    if not isinstance(block, cst.IndentedBlock):
+        return found
+    for line in block.body:
+        if isinstance(line, cst.SimpleStatementLine):
+            found.append(line)
+        elif isinstance(line, cst.For | cst.While | cst.With | cst.Try):
+            found.extend(_every_call_lines(line.body))
+    return found
+
+
+def switches_once(node: cst.If, path: Sequence[cst.CSTNode]) -> bool:
+    """`if ...: next_lr = corrected_exp_avg.item()` in SWATS's Adam branch, which the
+    function follows with `if next_lr is not None: group["phase"] = "sgd"`, behind `if
+    group["phase"] == "sgd": ...; continue`: a branch whose taking flips a switch kept
+    across calls (an attribute of `self`, an entry of a dict by a string key) to a
+    constant, itself (`self.phase = "sgd"` in its body) or through a local it sets
+    (bound nowhere else but to None), where an exit before it (`continue`, `return`)
+    leaves every pass once the switch holds that constant: it runs until the switch, on
+    one step, then never again. `path`: the branch and its ancestors, innermost first."""
+    flips = _flips(node.body, path)
+    if not flips:
+        return False
+    for exit_if, _, _ in exits_before(path, (cst.Continue, cst.Return)):
+        for switch, value in flips:
+            if _tests_switch(exit_if.test, switch, value):
+                return True
+    return False
+
+
+def _constant(node: cst.BaseExpression) -> object:
+    """The value of a string, integer or `True`/`False` literal; `_constant` itself for
+    anything else."""
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return _constant
+
+
+def _switch(node: cst.BaseExpression) -> bool:
+    """`self.phase`, `group["phase"]`: state kept across calls."""
+    return (isinstance(node, cst.Subscript) and _counter(node)) or self_attribute(node) is not None
+
+
+def _assignments(block: cst.BaseSuite) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(target, value) of the single-target assignments that are statements of `block`."""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else ()
+    return [
+        (small.targets[0].target, small.value)
+        for line in lines
+        if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body
+        if isinstance(small, cst.Assign) and len(small.targets) == 1
+    ]
+
+
+def _flips(
+    body: cst.BaseSuite, path: Sequence[cst.CSTNode]
+) -> list[tuple[cst.BaseExpression, object]]:
+    """The switches (and the constants) the branch `body` sets, itself or through a local
+    name it sets that a later `if name is not None:` (or `if name:`) of the function turns
+    into the switch."""
+    function = next((n for n in path if isinstance(n, cst.FunctionDef)), None)
+    found: list[tuple[cst.BaseExpression, object]] = []
+    for target, value in _assignments(body):
+        constant = _constant(value)
+        if _switch(target) and constant is not _constant:
+            found.append((target, constant))
+        elif isinstance(target, cst.Name) and function is not None:
+            found.extend(_flipped_through(target.value, body, function))
+    return found
+
+
+def _flipped_through(
+    name: str, body: cst.BaseSuite, function: cst.FunctionDef
+) -> list[tuple[cst.BaseExpression, object]]:
+    """The switches that `if <name> is not None:` (or `if <name>:`) in `function` sets to
+    a constant, where `name` is bound only by plain assignments, to None but in `body`."""
+    in_body = {id(n) for n in descendants(body)}
+    for node in descendants(function.body):
+        if isinstance(node, cst.Assign | cst.AnnAssign | cst.AugAssign | cst.For | cst.With):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else []
+            if isinstance(node, cst.AnnAssign | cst.AugAssign | cst.For):
+                targets = [node.target]
+            if isinstance(node, cst.With):
+                targets = [i.asname.name for i in node.items if i.asname is not None]
+            if not any(name in target_names(t) for t in targets):
+                continue
+            value = getattr(node, "value", None)
+            plain = (
+                isinstance(node, cst.Assign | cst.AnnAssign)
+                and len(targets) == 1
+                and isinstance(targets[0], cst.Name)
+            )
+            if not plain:
+                return []
+            if id(node) not in in_body and not (
+                isinstance(value, cst.Name) and value.value == "None"
+            ):
+                return []
+    found: list[tuple[cst.BaseExpression, object]] = []
+    for node in descendants(function.body):
+        if isinstance(node, cst.If) and id(node) not in in_body and _tests_set(node.test, name):
+            for target, value in _assignments(node.body):
+                constant = _constant(value)
+                if _switch(target) and constant is not _constant:
+                    found.append((target, constant))
+    return found
+
+
+def _tests_set(test: cst.BaseExpression, name: str) -> bool:
+    """`name is not None` or `name`."""
+    if isinstance(test, cst.Name):
+        return test.value == name
+    return (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.IsNot)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == name
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+    )
+
+
+def _tests_switch(test: cst.BaseExpression, switch: cst.BaseExpression, value: object) -> bool:
+    """`switch == value` (either way round), or `switch` itself for `True`."""
+    if value is True and test.deep_equals(switch):
+        return True
+    for side, other in _equality_sides(test):
+        if (
+            side.deep_equals(switch)
+            and _constant(other) == value
+            and _constant(other) is not _constant
+        ):
+            return True
+    return False
 
 
 # A per-step function's parameter that numbers the batches or steps of its loop.

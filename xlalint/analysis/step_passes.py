@@ -3,7 +3,12 @@
 A loop's pass is a step when the loop iterates data (a loader, batches, an environment's
 steps), counts steps (`range(num_steps)`, `range(max_len)`, `for t in timesteps`, a
 `while` loop), or trains or samples in its passes (backward, an optimizer step, a model fed
-what the previous pass made, `next()` of a loader, a barrier, `env.step`). A loop over the
+what the previous pass made, `next()` of a loader, a barrier, `env.step`), unless it
+counts independent runs: a loop over `range(...)` whose passes do none of that
+themselves, pick no item by their index, nor go on from what the last one made, but call
+a function of the module that runs a step loop of its own (`for trunk_idx in
+range(num_trunk_samples): fold(...)`, a sampler of 200 denoising steps) runs a whole run
+per pass, as a loop over trials does. A loop over the
 module's own structure (`for i in range(len(self.layers) - 1)`, `width =
 self.width_in[l]; for i in range(width)`), over a fixed collection of host values (a
 literal list of names, a module-level table), over the rows of one tensor or over the rows
@@ -82,6 +87,7 @@ class StepPasses:
         self._rows = rows
         self._class_hooks = class_hooks or {}
         self._cache: dict[int, bool] = {}
+        self._runs_memo: dict[int, bool] = {}  # functions holding a loop of steps
 
     def is_step_loop(self, loop: cst.CSTNode) -> bool:
         """One pass of `loop` is a step: it is not a loop of fixed passes (`fixed_passes`),
@@ -90,9 +96,52 @@ class StepPasses:
         known = self._cache.get(key)
         if known is None:
             assert isinstance(loop, cst.For | cst.While)
-            known = not self.fixed_passes(loop) or self.steps_in_passes(loop)
+            self._cache[key] = True  # a loop reached again through its own callees
+            known = (
+                not self.fixed_passes(loop) or self.steps_in_passes(loop)
+            ) and not self.runs_whole_runs(loop)
             self._cache[key] = known
         return known
+
+    def runs_whole_runs(self, loop: Loop) -> bool:
+        """`for trunk_idx in range(num_trunk_samples): cand = run_folding_on_context(...)`:
+        a loop over a count (`range(...)` of no loader's length) by an index that picks
+        no item of anything (no `x[i]`) and names no step, whose passes are independent
+        (none goes on from what the last one made: `cands.append(run(...))`), run no
+        model, backward, optimizer or scheduler step, `next()`, barrier or loop of their
+        own, and call a function of the module that runs a step loop of its own (a
+        sampler's denoising steps): each pass is a whole run, as a pass over trials is,
+        so the code of that function outside its step loop runs once per run, not every
+        step. A loop over data (`for batch in loader: generate(batch)`), over the items
+        of a batch (`labels[i]`), or going on from its last pass (`running =
+        search_step(decoder, running)`) keeps its passes."""
+        if type(loop) is not cst.For or type(loop.target) is not cst.Name:
+            return False
+        index = loop.target.value
+        iterable = unwrap_iteration(loop.iter)
+        if (
+            _STEP_COUNT.search(index)
+            or type(iterable) is not cst.Call
+            or type(iterable.func) is not cst.Name
+            or iterable.func.value != "range"
+            or any(loader_named(node) for node in descendants(iterable))
+        ):
+            return False
+        facts = self._loops.facts(loop)
+        if (facts.read_first & facts.assigned) - facts.appended:
+            return False  # `running = search_step(running)`: each pass goes on from the last
+        for node in descendants(loop.body):
+            if type(node) in (cst.For, cst.While):
+                return False
+            if type(node) is cst.Call and _does_a_step(node):
+                return False
+            if type(node) is cst.Subscript and any(
+                type(inner) is cst.Name and inner.value == index
+                for element in node.slice
+                for inner in descendants(element)
+            ):
+                return False  # `labels[i]`: the passes walk the items of a value
+        return self._epochs.calls_a_holder(loop, self._runs_memo, self.is_step_loop)
 
     def fixed_in_an_epoch(self, loop: Loop) -> bool:
         """Inside an epoch loop of its function (`epochs.per_epoch` asks): the loop's
@@ -198,6 +247,28 @@ class StepPasses:
             and node.func.attr.value == "step"
             for node in descendants(loop.body)
         )
+
+
+# Methods whose call is a step of its own: backward, an optimizer's, a scheduler's or an
+# environment's step, a barrier.
+_STEP_CALLS = frozenset({"backward", "step", "mark_step", "sync", "optimizer_step"})
+
+
+def _does_a_step(call: cst.Call) -> bool:
+    """`loss.backward()`, `opt.step()`, `next(it)`, `model(x)`, `self.net.generate(x)`:
+    a call that is a step, pulls a batch, or runs a network (named as one)."""
+    func = call.func
+    if type(func) is cst.Name:
+        return func.value == "next" or names_model(func.value)
+    if type(func) is cst.Attribute:
+        if func.attr.value in _STEP_CALLS or names_model(func.attr.value):
+            return True
+        receiver = func.value
+        name = receiver.attr.value if type(receiver) is cst.Attribute else None
+        if type(receiver) is cst.Name:
+            name = receiver.value
+        return name is not None and names_model(name)
+    return False
 
 
 def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int) -> bool:

@@ -99,13 +99,17 @@ class TensorControlFlow(Rule):
     A name tested in an `if` and again in its `elif` (`if ... and converged:`, then `elif
     not converged:`) is one value read for one decision: reported once, at the first test.
 
-    Input checks read the data on every call with new data: an `assert` on tensors, or an
-    `if` whose body raises, in a function that computes on tensors handed to it (a
-    parameter annotated as a tensor) and runs no loop of its own, is reported whoever calls
-    it (a metric's `_check_inputs(preds: Tensor, target: Tensor)` whose `update` is in
-    another module; a loss's `assert (lengths > 1).all()`). Not such checks: one only
-    `__init__` (or `setup`) calls here, one after the function's own loop (once per
-    decode), and tests that choose what to compute, which stay with their callers. Right of
+    Input checks read the data on every call with new data: an `assert` on tensors, or
+    an `if` whose body raises, in a function that computes on tensors handed to it (a
+    parameter annotated as a tensor) and runs no loop of its own, is reported whoever
+    calls it (a metric's `_check_inputs(preds: Tensor, target: Tensor)` whose `update`
+    is in another module; a loss's `assert (lengths > 1).all()`). Not such checks: one
+    only `__init__` (or `setup`) calls here, one after the function's own loop (once per
+    decode), one whose only callers here are handed only settings (numbers, flags,
+    strings, a device) and build what they hand it (a noise schedule's
+    `get_schedule(device, num_timesteps)` making `times` with `torch.linspace`, then
+    checking it: once per schedule made), and tests that choose what to compute, which
+    stay with their callers. Right of
     `isinstance(batch, DALIOutputs) and ...`, `batch` is that class's object: a property
     read of it (`batch.has_processed_signal`) is not taken for a tensor. A model a framework
     moves with `to_device(self.dist_model)` is still the model (its config's `eval_steps` is
