@@ -134,12 +134,14 @@ _TORCH_TENSOR_NAMESPACES = re.compile(r"^torch\.(nn\.functional|linalg|fft|speci
 # like a numpy array) unless given a device. `torch.rand(1) < p` in a transform is no sync.
 _TORCH_FACTORIES = re.compile(
     r"^torch\.(tensor|zeros|ones|empty|full|rand|randn|randint|randperm|arange|linspace|"
-    r"logspace|eye|[A-Z]\w*Tensor)$"
+    r"logspace|eye|([A-Z]\w*)?Tensor)$"
 )
 
 
 def _builds_from_sizes(qualified: str, call: cst.Call) -> bool:
-    """A torch factory call: `torch.zeros(n)`, `torch.rand(1)`, or `torch.normal` given a
+    """A torch factory call: `torch.zeros(n)`, `torch.rand(1)`, the legacy constructors
+    (`torch.Tensor([0])`, `torch.LongTensor(n)`: a CPU tensor, like `torch.tensor`), or
+    `torch.normal` given a
     `size` (`torch.normal(0.0, std, size=(1,))`, mean and std as numbers), which, like
     them, builds a new tensor on the host unless given a device. `torch.normal(mean, std)`
     of tensors samples where they are."""

@@ -199,7 +199,8 @@ class ItemInHotCode(HelperCallRule):
     `corrupt_batch`. A name that indexes a host tensor (`self.bern_probs[relations]`) is a
     host value from that statement on: PyTorch takes indices on the CPU or on the indexed
     tensor's device only. A buffer a trainer module registers with a factory given no
-    device (`self.register_buffer("step", torch.tensor(0))` in a module whose methods run
+    device (`self.register_buffer("step", torch.tensor(0))`, or the legacy constructor's
+    `torch.Tensor([0])`, in a module whose methods run
     backward, hand their networks to the device and never move the trainer itself) and
     only updates in place (`add_`, `+=`, `copy_`) stays on the host: `self.step.item()`
     in its `log()` reads host memory; a trainer that calls `self.to(device)`, or binds
