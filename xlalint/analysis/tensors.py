@@ -880,6 +880,11 @@ class TensorKinds:
             # `stage == "train"`: a stage's name handed along with the batch.
             frame[name] = Kind.HOST
             presumed.discard(name)
+        closure = self._host_closure(node, frame)
+        for name in closure:
+            # `[mask] = atom_mask.cpu()`, then `def per_token(x): ... indices[mask]`: the
+            # nested function reads the enclosing function's host value.
+            frame[name] = Kind.HOST
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
         self._methods_walked.append((method_of, module_method))
@@ -895,7 +900,11 @@ class TensorKinds:
         self._absent.append(set())
         self._bindings.append({})
         self._cpu_devices.append(set())
-        self._host_tensors.append({name for name, tensor in host_copies.items() if tensor})
+        self._host_tensors.append(
+            {name for name, tensor in host_copies.items() if tensor} | closure.keys()
+            if closure
+            else {name for name, tensor in host_copies.items() if tensor}
+        )
         self._dict_values.append({name: {None: Kind.HOST} for name in unmoved})
         self._batch_state.append(batch_state)
         self._scaled.append({})
@@ -908,6 +917,28 @@ class TensorKinds:
         self._unpacked.append(set())
         self._data_names.append(None)
         self._wrappers.append({})
+
+    def _host_closure(self, node: cst.FunctionDef, frame: dict[str, Kind]) -> dict[str, bool]:
+        """The host tensors of the enclosing function that `node`, defined in its body,
+        reads as free names (a closure): names the enclosing function binds once, to a
+        tensor on the host (`[mask] = atom_single_mask.cpu()`, `idx = ids.cpu()`), before
+        the `def`, and that `node` neither takes nor binds. Bound once and before the
+        `def`, a name holds that value whenever the nested function runs."""
+        enclosing = self._function_nodes[-1]
+        hosts = self._host_tensors[-1]
+        if enclosing is None or not hosts:
+            return {}
+        outer = self._frames[-1]
+        counts = binding_counts(enclosing)
+        own = binding_counts(node)
+        return {
+            name: True
+            for name in hosts
+            if outer.get(name) is Kind.HOST
+            and counts.get(name) == 1
+            and name not in own
+            and name not in frame
+        }
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
         """A `return` of the function being walked (a method: others are not asked)."""
@@ -1691,6 +1722,14 @@ class TensorKinds:
                     self._host_tensors[-1].add(target.value)
                 else:
                     self._host_tensors[-1].discard(target.value)
+            elif type(target) in (cst.Tuple, cst.List):
+                # `[mask] = atom_mask.cpu()`: the rows of a host tensor, on the host.
+                for element in target.elements:  # type: ignore[attr-defined]
+                    if type(element.value) is cst.Name:
+                        if host_tensor:
+                            self._host_tensors[-1].add(element.value.value)
+                        else:
+                            self._host_tensors[-1].discard(element.value.value)
             elif (attribute := self_attribute(target)) is not None:
                 if host_tensor:
                     self._self_host_tensors[-1].add(attribute)
