@@ -1655,7 +1655,11 @@ class TensorKinds:
         if not targets:
             return
         kind = self.of(value)
-        host_built = self._host_built_returns(value) if kind is Kind.UNKNOWN else frozenset()
+        host_built = (
+            self._host_built_returns(value)
+            if kind is Kind.UNKNOWN or kind is Kind.HOST
+            else frozenset()
+        )
         # What the helper builds on the host at each position, numpy arrays included
         # (`flow_errors = np.array(...)`, then `return flow_errors, dP`): a superset of
         # `host_built`, the positions of host tensors alone.
@@ -1918,8 +1922,22 @@ class TensorKinds:
         while (
             type(value) is cst.Call
             and type(value.func) is cst.Attribute
-            and value.func.attr.value in _SAME_PLACE_METHODS
-            and not value.args
+            and (
+                (value.func.attr.value in _SAME_PLACE_METHODS and not value.args)
+                or (
+                    # `.repeat_interleave(4)`, `.reshape(n, -1)`: shaped by numbers, where
+                    # the tensor is (not a move, nor a copy out of torch)
+                    value.args
+                    and value.func.attr.value not in _NOT_SHAPING
+                    and self.imports.resolve(value.func) is None  # not `torch.arange(n)`
+                    and all(
+                        not a.star
+                        and a.keyword is None
+                        and (_is_literal(a.value) or _number_parameter(function, a.value))
+                        for a in value.args
+                    )
+                )
+            )
         ):
             value = value.func.value
         if type(value) is cst.Name:
@@ -1927,6 +1945,20 @@ class TensorKinds:
             if assigned is None or type(assigned) is cst.Name:
                 return False
             return self._built_on_host(assigned, function, assigned, arrays)
+        if type(value) is cst.Subscript and not _string_keyed(value):
+            # `torch.linspace(lo, hi, 2 * n + 1)[1::2]`: a view of what it builds, on the
+            # host too (not `batch["x"]`, a field of a mapping).
+            return self._built_on_host(value.value, function, at, arrays)
+        if type(value) is cst.BinaryOperation:
+            # `edges[1:] / n` with `n: int`: arithmetic of what it builds on the host with
+            # numbers stays there (not with another tensor, which may be a device's).
+            sides = (value.left, value.right)
+            return any(self._built_on_host(v, function, at, arrays) for v in sides) and all(
+                _is_literal(v)
+                or _number_parameter(function, v)
+                or self._built_on_host(v, function, at, arrays)
+                for v in sides
+            )
         if type(value) is not cst.Call:
             return False
         func = value.func
@@ -2796,6 +2828,10 @@ class TensorKinds:
             returns = self.returns
             if returns is not None and self.lookup(name) is None and returns.function(name):
                 return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
+            if self.lookup(name) is None and None in self._host_built_returns(node):
+                # `def _bin_centers(...) -> Tensor` returning `torch.linspace(...)[1::2]`:
+                # a tensor, built on the host.
+                return Kind.HOST
             if name in self._tensor_functions and self.lookup(name) is None:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
             if name in self._tensors_functions and self.lookup(name) is None:
@@ -2882,6 +2918,8 @@ class TensorKinds:
                 ):
                     return Kind.TENSOR  # `self.get_alpha_bar(t)`, walked above
                 if method in self._class_tensor_returns[-1]:
+                    if None in self._host_built_returns(node):
+                        return Kind.HOST  # `-> Tensor`, returning `torch.tensor(stats)`
                     return Kind.TENSOR  # `def _compute_loss(self, batch) -> torch.Tensor`
                 if method in self._class_tensors_returns[-1]:
                     return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
@@ -3117,6 +3155,8 @@ def overridden_methods(node: cst.ClassDef) -> frozenset[str]:
 # Methods that hand back a tensor where it was: `host_arguments.SAME_PLACE`'s casts and
 # copies, and the `bool()` and `half()` casts a host-built return goes through too.
 _SAME_PLACE_METHODS = SAME_PLACE | {"bool", "half"}
+# Methods whose numeric arguments do not keep a tensor where it is, or a tensor at all.
+_NOT_SHAPING = _MODULE_MOVES | TO_HOST_METHODS | HOST_METHODS | {"type", "pin_memory"}
 
 
 def _returns_none(statement: cst.Return) -> bool:
@@ -3203,6 +3243,19 @@ def binding_key(node: cst.BaseExpression) -> str | None:
 _LITERALS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 _HOST_VALUES = frozenset({cst.FormattedString, cst.ConcatenatedString, cst.List, cst.Dict, cst.Set})
 _CONSTANTS = frozenset({"True", "False", "None"})
+
+
+def _number_parameter(function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    """`node` names a parameter of `function` annotated as a Python number (`n: int`)."""
+    if type(node) is not cst.Name:
+        return False
+    return any(
+        param.name.value == node.value  # type: ignore[attr-defined]
+        and param.annotation is not None
+        and type(param.annotation.annotation) is cst.Name
+        and param.annotation.annotation.value in _NUMBER_ANNOTATIONS
+        for param in parameters(function)
+    )
 
 
 def _is_literal(node: cst.CSTNode) -> bool:
