@@ -775,6 +775,9 @@ class TensorKinds:
         # self.embedder(x)`): taken for tensors by position only, so `max(lengths)` of one
         # says nothing (a tuple of tensors and `list[int]` lengths unpacks the same way).
         self._unpacked: list[set[str]] = [set()]
+        # Names bound to what another module's function computes on the host
+        # (`_computes_on_host`): their fields are host values too.
+        self._host_computed: list[set[str]] = [set()]
         # Per frame, names the function uses as a tensor no module is (`used_as_data`):
         # their names (`heads`, `neg_heads`) do not make them models. Found on the first
         # question about a name that says model (None until then).
@@ -915,6 +918,7 @@ class TensorKinds:
         self._module_uses.append(None)
         self._typed.append(typed)
         self._unpacked.append(set())
+        self._host_computed.append(set())
         self._data_names.append(None)
         self._wrappers.append({})
 
@@ -1026,6 +1030,7 @@ class TensorKinds:
         self._module_uses.pop()
         self._typed.pop()
         self._unpacked.pop()
+        self._host_computed.pop()
         self._data_names.pop()
         self._wrappers.pop()
 
@@ -1598,6 +1603,7 @@ class TensorKinds:
             self._scaled[-1].pop(target.value, None)
             self._typed[-1].discard(target.value)
             self._unpacked[-1].discard(target.value)
+            self._host_computed[-1].discard(target.value)
             self._wrappers[-1].pop(target.value, None)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
@@ -1821,6 +1827,8 @@ class TensorKinds:
                 self._scaled[-1][target.value] = scaled
             if isinstance(target, cst.Name):
                 self.note_wrapper(target, value)
+                if kind is Kind.HOST and self._host_result(value):
+                    self._host_computed[-1].add(target.value)
             if kind is Kind.UNKNOWN:
                 trained, positions = self._trained_names()
                 at = positions.get(id(value))
@@ -2765,6 +2773,13 @@ class TensorKinds:
             return Kind.HOST  # `y_pred.cpu().data`: a view of the host copy
         if base is Kind.HOST and attr in _RESULT_FIELDS and type(node.value) is cst.Call:
             return Kind.HOST  # `torch.kthvalue(host_vals, k).values`
+        if base is Kind.HOST and (
+            (type(node.value) is cst.Name and node.value.value in self._host_computed[-1])
+            or self._host_result(node.value)
+        ):
+            # `ranking.aggregate_score` with `ranking = rank(atom_pos_cpu, ...)`: a field
+            # of what a function computed from host tensors.
+            return Kind.HOST
         if (
             base is Kind.HOST
             and type(node.value) is cst.Call
@@ -3092,7 +3107,47 @@ class TensorKinds:
                 # `torch._dynamo.is_compiling()`, `torch._C._get_cudnn_enabled()`: a flag
                 return Kind.HOST
             return Kind.TENSOR
+        if not qualified.startswith("torch") and self._computes_on_host(qualified, node):
+            return Kind.HOST
         return Kind.UNKNOWN
+
+    def _host_result(self, value: cst.BaseExpression) -> bool:
+        """`value` is a call of another module's function that computes on the host."""
+        if type(value) is not cst.Call:
+            return False
+        qualified = self.imports.resolve(value.func)
+        return (
+            qualified is not None
+            and not qualified.startswith("torch")
+            and self._computes_on_host(qualified, value)
+        )
+
+    def _computes_on_host(self, qualified: str, call: cst.Call) -> bool:
+        """A function another module defines (`from .ranking import rank`), handed the CPU
+        device (`move_data_to_device(inputs, torch.device("cpu"))`), or handed host values
+        only, at least one a torch tensor on the host (`rank(atom_pos[idx : idx + 1],
+        atom_mask=inputs["atom_exists_mask"], ...)` after `atom_pos = atom_pos.cpu()`):
+        what it returns is on the host, as torch computes where its inputs are (a device
+        tensor beside a host one raises). Not a class (a model built from host weights is
+        still a model) nor a name that says model."""
+        name = qualified.rsplit(".", 1)[-1]
+        if not call.args or name[:1].isupper() or names_model(name):
+            return False
+        if any(arg.star for arg in call.args):
+            return False
+        if any(
+            (arg.keyword is None or arg.keyword.value == "device") and self.is_cpu_device(arg.value)
+            for arg in call.args
+        ):
+            return True
+        if any(_is_keyword(arg, "device") for arg in call.args):
+            return False
+        host_tensor = False
+        for arg in call.args:
+            if self.of(arg.value) is not Kind.HOST:
+                return False
+            host_tensor = host_tensor or self.is_host_tensor(arg.value)
+        return host_tensor
 
 
 _SCALING = (cst.Multiply, cst.Divide, cst.Add)
