@@ -7,8 +7,8 @@
 Projects and their labels live in benchmarks/quality/projects/*.toml (the method is in
 benchmarks/quality/README.md). Each project's pinned distribution is fetched into a cache
 outside the repository (benchmarks/quality/fetch.py), and xlalint's API lints exactly the
-listed files with the default rules: no configuration from the unpacked sources, no result
-cache. Scoring is benchmarks/quality/scoring.py.
+listed files with the default rules (`--select ALL`: every rule): no configuration from the
+unpacked sources, no result cache. Scoring is benchmarks/quality/scoring.py.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from xlalint.config import Settings  # noqa: E402
 SPLITS = ("tune", "test")
 
 
-def lint_project(project: Project, jobs: int) -> tuple[list[Finding], list[str]]:
+def lint_project(
+    project: Project, jobs: int, select: tuple[str, ...] | None = None
+) -> tuple[list[Finding], list[str]]:
     """xlalint's findings on the project's listed files, and the files it could not lint."""
     root = project_root(project.requirement)
     paths = {str(root / name): name for name in project.files}
@@ -40,7 +42,8 @@ def lint_project(project: Project, jobs: int) -> tuple[list[Finding], list[str]]
     if missing:
         raise SystemExit(f"{project.name}: listed file(s) not in {root}: {missing}")
     # Settings built here, not read from disk: the project's own config must not apply.
-    report = check_paths([Path(p) for p in paths], Settings(root=root), jobs=jobs, cache=None)
+    settings = Settings(root=root, select=select)
+    report = check_paths([Path(p) for p in paths], settings, jobs=jobs, cache=None)
     findings = [
         Finding(project.name, paths[d.filename], d.start.row, d.code, d.message)
         for d in report.diagnostics
@@ -145,7 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--project", action="append", help="only these projects (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="lint worker processes")
+    parser.add_argument(
+        "--select", help="score these rules instead of the default set (codes, prefixes, ALL)"
+    )
     args = parser.parse_args(argv)
+    select = tuple(args.select.split(",")) if args.select else None
     show = {part.strip() for part in args.show.split(",") if part.strip()}
     if show - {"fp", "fn"}:
         parser.error(f"--show takes fp and/or fn, got {args.show!r}")
@@ -165,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         findings: list[Finding] = []
         errors: list[str] = []
         for project in projects:
-            found, failed = lint_project(project, args.jobs)
+            found, failed = lint_project(project, args.jobs, select)
             findings += found
             errors += failed
         labels = [label for project in projects for label in project.labels]

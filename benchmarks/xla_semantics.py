@@ -188,6 +188,36 @@ for step in range(8):
 out.update(_counts())
 """
 
+# The same loop reading the carried state itself: `.cpu()` (and `.tolist()`) leave it as
+# device data, so nothing is pending; `.item()` and `float()` read its value but leave its
+# own graph pending.
+_READ_OF_THE_STATE = """
+x = torch.ones({shape}, device=dev)
+_window_start()
+for step in range(8):
+    x = x * 1.01 + 0.5
+    value = {read}
+out.update(_counts())
+"""
+
+# An evaluation-style total on the device, with each step's value read on the host: the
+# total keeps every step's graph pending, so the loop run for 6, 7, 8 and 9 steps compiles
+# the total's graph anew for each count.
+_TOTAL_PAST_A_READ = """
+w = torch.randn(16, 16).to(dev)
+batches = [torch.randn(4, 16).to(dev) for _ in range(9)]
+_window_start()
+for n in (6, 7, 8, 9):
+    total = torch.zeros((), device=dev)
+    for x in batches[:n]:
+        loss = torch.tanh(x @ w).mean()
+        total = total + loss
+        loss.item()
+        {barrier}
+    total.item()
+out.update(_counts())
+"""
+
 # The rewrite: a tensor of the final length, written at a position kept on the device.
 _PREALLOCATED = """
 w = torch.randn(8, 8).to(dev)
@@ -332,6 +362,24 @@ CASES: dict[str, dict[str, str]] = {
         ),
         "the same with torch_xla.sync() every step (reference)": _READ_EACH_STEP.format(
             barrier="torch_xla.sync()"
+        ),
+        "x.cpu() of the carried state itself every step, no barrier, 8 steps": (
+            _READ_OF_THE_STATE.format(shape="4", read="x.cpu()")
+        ),
+        "x.tolist() of the carried state itself every step, no barrier, 8 steps": (
+            _READ_OF_THE_STATE.format(shape="4", read="x.tolist()")
+        ),
+        "x.item() of the carried 0-dim state itself every step, no barrier, 8 steps": (
+            _READ_OF_THE_STATE.format(shape="()", read="x.item()")
+        ),
+        "float(x) of the carried 0-dim state itself every step, no barrier, 8 steps": (
+            _READ_OF_THE_STATE.format(shape="()", read="float(x)")
+        ),
+        "a device total with each step's loss.item() read, no barrier, 6, 7, 8, 9 steps": (
+            _TOTAL_PAST_A_READ.format(barrier="pass")
+        ),
+        "the device total with torch_xla.sync() every step (reference)": (
+            _TOTAL_PAST_A_READ.format(barrier="torch_xla.sync()")
         ),
     },
     "compile": {

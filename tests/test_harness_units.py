@@ -25,6 +25,7 @@ from xlalint.harness.profile import (
     Profile,
     RecompileCause,
     ScriptCommandError,
+    _lint,
     closest_rule,
     script_arguments,
 )
@@ -410,3 +411,39 @@ def test_an_unexplained_cost_names_the_closest_rule() -> None:
     )
     assert closest_rule(read, "    if loss > 3:")[1] == "XLA103"
     assert closest_rule(read, "    values = helper(loss)")[1] == "XLA107"
+
+
+SLICED_IN_A_LOOP = """\
+import torch
+import torch_xla
+
+data = torch.randn(8, 4).to(torch_xla.device())
+
+
+def first_rows(n):
+    return data[:n]
+
+
+for n in range(1, 5):
+    total = torch.sum(first_rows(n))
+    torch_xla.sync()
+"""
+
+
+@pytest.mark.parametrize(
+    ("config", "chosen", "doubtful"),
+    [
+        ("", [], ["XLA207"]),  # off by default: asked, kept only where measured
+        ('extend-select = ["XLA207"]\n', ["XLA207"], []),  # chosen: reported as usual
+        ('ignore = ["XLA207"]\n', [], []),  # ignored: never asked
+    ],
+)
+def test_profile_asks_rules_off_by_default_unless_the_config_ignores_them(
+    tmp_path: Path, config: str, chosen: list[str], doubtful: list[str]
+) -> None:
+    (tmp_path / "xlalint.toml").write_text(config)
+    script = tmp_path / "train.py"
+    script.write_text(SLICED_IN_A_LOOP)
+    found, off = _lint({str(script)}, tmp_path)
+    assert [d.code for d in found if d.code == "XLA207"] == chosen
+    assert [d.code for d in off] == doubtful

@@ -40,6 +40,7 @@ from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.members import _reach, member_values_in
 from xlalint.analysis.module_classes import is_module_class
+from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
 from xlalint.walk import children, code_children, descendants, last_name, target_names
 
@@ -423,6 +424,27 @@ def _reads_host(value: cst.BaseExpression) -> bool:
     )
 
 
+# Copies that leave the tensor they copy as device data: `x.cpu()`, `x.tolist()` (measured,
+# benchmarks/XLA_SEMANTICS.md "barrier": the read state's own graph is cut, as by a barrier).
+# `x.item()` and `float(x)` read the value but leave `x`'s own graph pending.
+_MATERIALISING_COPIES = frozenset({"cpu", "tolist"})
+
+
+def _copied_whole(call: cst.Call) -> str | None:
+    """The state key whose whole value this call copies to the host in a way that leaves
+    it as device data: `x.cpu()`, `ids.tolist()`, `self.state.cpu()` (not `x[0].cpu()`,
+    a part, nor `x.item()`, which leaves `x` pending)."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value not in _MATERIALISING_COPIES:
+        return None
+    if call.args:
+        return None
+    keys, partial = _state_keys(func.value)
+    if partial or len(keys) != 1 or type(func.value) not in (cst.Name, cst.Attribute):
+        return None
+    return next(iter(keys))
+
+
 def _constant(value: cst.BaseExpression) -> bool:
     """A literal number or string (`"-inf"`, `-1`, `1e9`)."""
     if isinstance(value, cst.UnaryOperation):
@@ -470,6 +492,13 @@ class _Assign:
     host: bool  # the value is copied to the host (`.numpy()`, `.item()`)
     # The value picks tokens or samples (`logits.argmax(-1)`, `torch.multinomial(p, 1)`).
     chooses: bool = False
+
+
+@dataclass(frozen=True)
+class _WholeCopy(_Assign):
+    """`x.cpu()`, `ids.tolist()`: the whole of `x` copied to the host, which leaves it as
+    device data with nothing pending (as a value rebound from the host starts no graph).
+    Not an assignment: it rebinds nothing."""
 
 
 @dataclass(frozen=True)
@@ -546,9 +575,13 @@ class _BodyScanner:
         submodules: frozenset[str] = frozenset(),
         counter: str | None = None,
         counting: bool = False,
+        returns_numbers: Callable[[cst.Call], bool] = lambda call: False,
     ) -> None:
         self.imports = imports
         self.runs_model = runs_model
+        # `acc1, acc5 = accuracy(logits, y)` with a helper of this module that returns
+        # Python numbers (`returns.NumberReturns`): a host value, like `loss.item()`.
+        self.returns_numbers = returns_numbers
         self.items = set(items)  # the loop's own items: `for block in blocks: x = block(x)`
         # The loop's index (`loop_counter`): `if i == 0:` runs on the first pass only.
         self.counters = {counter} if counter is not None else set()
@@ -655,7 +688,7 @@ class _BodyScanner:
         """`outs.append(model(x))`: a partial update of the list, as `outs[i] = ...` is."""
         before, chose = self.model_events, self.choices
         self.expression(call)
-        host = any(_reads_host(arg.value) for arg in call.args)
+        host = any(self._host_value(arg.value) for arg in call.args)
         names: set[str] = {key}
         for arg in call.args:
             names |= _names_in(arg.value)
@@ -667,6 +700,11 @@ class _BodyScanner:
         self.facts.appended.add(key)
         self.assigned.add(key)
 
+    def _host_value(self, value: cst.BaseExpression) -> bool:
+        """A copy to the host (`_reads_host`), or what a helper of this module that
+        returns Python numbers hands back."""
+        return _reads_host(value) or (type(value) is cst.Call and self.returns_numbers(value))  # type: ignore[arg-type]
+
     def assign(
         self, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool = False
     ) -> None:
@@ -676,8 +714,11 @@ class _BodyScanner:
         chose = self.choices
         self.expression(value)
         chooses = self.choices > chose
-        if not isinstance(target, cst.Name | cst.Tuple | cst.List):
-            self.expression(target)  # `x[i] = v` and `self.a = v` read their base
+        if type(target) is cst.Attribute:
+            # `self.state.outputs = v` reads `self.state`, not the attribute it rebinds.
+            self.expression(target.value)  # type: ignore[attr-defined]
+        elif not isinstance(target, cst.Name | cst.Tuple | cst.List):
+            self.expression(target)  # `x[i] = v` reads its base
         keys, partial = _state_keys(target)
         if type(target) is cst.Name and _keyed_by(value, self.items):
             # `optimizer = self.optimizers[param_group]`: the name holds the optimizer the
@@ -687,7 +728,7 @@ class _BodyScanner:
         names = _names_in(value)
         if self._data(value, names):
             self.data |= keys
-        host = _reads_host(value)
+        host = self._host_value(value)
         from_model = self.model_events > before and not host
         if (augmented or keys & names) and _mentions_grad(names):
             self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
@@ -737,6 +778,8 @@ class _BodyScanner:
             return
         if _reads_host(call):
             facts.host_reads = True
+            if (whole := _copied_whole(call)) is not None:
+                facts.events.append(_WholeCopy(frozenset({whole}), frozenset(), False, True))
         resolved = self.imports.resolve(func) is not None
         on_item = _head_name(func) in self.items
         if isinstance(func, cst.Attribute) and _keyed_by(func.value, self.items):
@@ -1086,6 +1129,22 @@ class LoopFacts:
         # The project's other modules, where the file is on disk (`module_steps.py`): a
         # call no function here answers may step an optimizer there.
         self.other_modules: OtherModules | None = None
+        self._numbers: NumberReturns | None = None  # built on the first question
+
+    def _returns_numbers(self, call: cst.Call) -> bool:
+        """`accuracy(logits, y)`, `self._score(x)`: a function (or a method of this
+        module's classes, called on `self`) whose every definition here returns Python
+        numbers."""
+        func = call.func
+        if type(func) is cst.Name:
+            method, name = False, func.value  # type: ignore[attr-defined]
+        elif self_call(call):
+            method, name = True, func.attr.value  # type: ignore[attr-defined]
+        else:
+            return False
+        if self._numbers is None:
+            self._numbers = NumberReturns(self.module)
+        return self._numbers.method(name) if method else self._numbers.function(name)
 
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(
@@ -1153,6 +1212,7 @@ class LoopFacts:
                 self._submodules(class_def),
                 loop_counter(node) if isinstance(node, cst.For) else None,
                 isinstance(node, cst.For) and _counts(node),
+                self._returns_numbers,
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -1599,13 +1659,15 @@ class LoopFacts:
 
     def accumulated(self, node: Loop) -> frozenset[str]:
         """Model results a pass adds to device state that it hands to the next without
-        reading anything on the host and without feeding the model: `correct +=
-        (model(x).argmax(-1) == y).sum()`, `outs.append(model(x))`. An evaluation loop
-        that keeps them so holds every batch's forward in one pending graph."""
+        feeding the model: `correct += (model(x).argmax(-1) == y).sum()`,
+        `outs.append(model(x))`. An evaluation loop that keeps them so holds every batch's
+        forward in one pending graph. A host read of another value (`loss.item()`) is no
+        barrier: it executes the graph of what it reads, and the total stays pending (as
+        it does through its own `.item()`, measured: benchmarks/XLA_SEMANTICS.md,
+        "barrier"). What the pass copies to the host (`correct += n.item()`) or copies
+        whole with `.cpu()` or `.tolist()` (left as device data) is not pending."""
 
         def compute() -> frozenset[str]:
-            if self._through_calls("host_reads", node):
-                return frozenset()
             events, assigned = self._state_events(node)
             derived = _carried_results(events, self.facts(node).read_first & assigned)
             return frozenset(s for s in derived if not _feeds_model(events, s))
@@ -1656,6 +1718,18 @@ class LoopFacts:
         in a nested loop)."""
         return self.facts(node).read_first & self._state_events(node)[1]
 
+    def pending(self, node: Loop) -> frozenset[str]:
+        """What a pass hands to the next as pending device values: carried names whose last
+        update in the pass is on the device, not a copy to the host (`ids = out.tolist()`)
+        nor a whole copy that leaves them as device data (`ids.cpu()`). A host read of
+        some other value leaves them pending: it executes only what it reads."""
+        last: dict[str, bool] = {}
+        for event in self._state_events(node)[0]:
+            if isinstance(event, _Assign):
+                for target in event.targets:
+                    last[target] = event.host
+        return frozenset(name for name in self.carried(node) if last.get(name) is False)
+
     def assigned_before(self, node: Loop, child: Loop) -> frozenset[str]:
         """What a pass of `node` assigns before it runs its nested loop `child` (nested
         loops before it count in their place)."""
@@ -1665,8 +1739,8 @@ class LoopFacts:
                 if event.loop is child:
                     break
                 assigned |= self._state_events(event.loop)[1]
-            else:
-                assigned |= event.targets if isinstance(event, _Assign) else set()
+            elif isinstance(event, _Assign) and not isinstance(event, _WholeCopy):
+                assigned |= event.targets
         return frozenset(assigned)
 
     def _state_events(self, node: Loop) -> tuple[list[_Assign | _ModelCall], frozenset[str]]:

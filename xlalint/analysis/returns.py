@@ -140,6 +140,9 @@ def _is_number(node: cst.BaseExpression, numbers: Container[str]) -> bool:
         )
     if isinstance(node, cst.Tuple) and node.elements:
         return all(_is_number(e.value, numbers) for e in node.elements)
+    if isinstance(node, cst.ListComp):
+        # `[float(correct[:k].sum()) for k in topk]`: numbers, one per item.
+        return _is_number(node.elt, numbers)
     if isinstance(node, cst.IfExp):
         return _is_number(node.body, numbers) and _is_number(node.orelse, numbers)
     if isinstance(node, cst.Call):

@@ -37,7 +37,7 @@ class StepLoop:
     optimizer_steps: tuple[cst.Call, ...]  # `xm.optimizer_step` without barrier, per pass
     syncing_loader: bool  # iterates (or pulls `next()` from) a loader that syncs
     # An evaluation loop over a loader that keeps every batch's model results on the
-    # device (`correct += ...`, `outs.append(model(x))`) and reads nothing per pass.
+    # device (`correct += ...`, `outs.append(model(x))`), pending whatever else it reads.
     evaluates: bool = False
 
 
@@ -170,12 +170,15 @@ class LoopAnalysis(LoaderTracing):
         range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`) that runs the
         model on each pass, in its body or in a loop nested in it (`for state in
         decoder_states: logits = model(state.ids)`, one call per micro-batch), feeds it
-        what the previous pass handed over (its inputs, or the states the nested loop
-        walks: `states = new_states`) and reads nothing on the host: a decoding loop,
+        what the previous pass handed over, still pending on the device (its inputs, or
+        the states the nested loop walks: `states = new_states`): a decoding loop,
         whatever objects carry the tokens (`State(ids=state.ids + [new])`). Its bound says
         each pass is one position of the output; without a barrier every position joins
-        one graph. Passes whose model runs on nothing carried (`logits[:, i] =
-        head(x[:, i])`) are independent positions of one computation."""
+        one graph. A host read of another value (an early stop's `if done.all().item():`)
+        is no barrier; tokens brought back to the host (`ids = out.tolist()`) or copied
+        whole (`ids.cpu()`, which leaves them as device data) carry nothing pending.
+        Passes whose model runs on nothing carried (`logits[:, i] = head(x[:, i])`) are
+        independent positions of one computation."""
         node = site.node
         if not isinstance(node, cst.For):
             return False
@@ -190,27 +193,21 @@ class LoopAnalysis(LoaderTracing):
         bound = get_full_name_for_node(iterated.args[-1].value)
         if bound is None or _TOKEN_COUNT.match(bound.rsplit(".", 1)[-1]) is None:
             return False
-        if not self._runs_model_per_pass(node) or self._reads_per_pass(node):
+        if not self._runs_model_per_pass(node):
             return False
-        # What the model runs on comes from the previous pass: its inputs, or the states a
-        # nested loop walks to run it (`for state in states:` with `states` rebuilt).
+        # What the model runs on comes from the previous pass, still pending: its inputs,
+        # or the states a nested loop walks to run it (`for state in states:` with
+        # `states` rebuilt).
         fed = set(self.model_state(node))
         for loop in self.facts(node).child_loops:
             if isinstance(loop, cst.For) and self._runs_model_per_pass(loop):
                 fed |= names_under(loop.iter)
-        return bool(self.carried(node) & fed)
+        return bool(self.pending(node) & fed)
 
     def _runs_model_per_pass(self, node: Loop) -> bool:
         facts = self.facts(node)
         return facts.model_calls > 0 or any(
             self._runs_model_per_pass(loop) for loop in facts.child_loops
-        )
-
-    def _reads_per_pass(self, node: Loop) -> bool:
-        """A host read in the pass: the body, a function of this module it calls, or a
-        nested loop."""
-        return self._through_calls("host_reads", node) or any(
-            self._reads_per_pass(loop) for loop in self.facts(node).child_loops
         )
 
     def _accumulates_batches(self, site: LoopSite) -> bool:
@@ -249,7 +246,7 @@ class LoopAnalysis(LoaderTracing):
             if not isinstance(loop, cst.For) or not (names_under(loop.iter) & items):
                 continue
             facts = self.facts(loop)
-            if not facts.model_calls or self._reads_per_pass(loop):
+            if not facts.model_calls:
                 continue
             if any(
                 name not in facts.appended or self._joined_in(site, name)

@@ -23,11 +23,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from xlalint.api import check_paths
+from xlalint.api import check_paths, enabled_rules
 from xlalint.config import find_settings
 from xlalint.diagnostics import Diagnostic
 from xlalint.harness import debug_log, ir_dump
 from xlalint.harness.runner import child_environment
+from xlalint.registry import select_rules
 from xlalint.report import plural
 
 
@@ -261,12 +262,23 @@ def _line_costs(
     return sorted(costs.values(), key=lambda c: (c.file, c.line))
 
 
-def _lint(files: set[str], cwd: Path) -> list[Diagnostic]:
-    """The static findings in `files`, under the user's own config (selection, noqa...)."""
+def _lint(files: set[str], cwd: Path) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """The static findings in `files` under the user's own config (selection, noqa...), and
+    those of the rules off by default that the config neither turned on nor ignored: they
+    are off because they are often wrong on unseen code, and a measured cost on their line
+    settles that doubt, so the profile keeps them where it does."""
     if not files:
-        return []
+        return [], []
     settings = find_settings(cwd)
-    return check_paths([Path(f) for f in sorted(files)], settings, jobs=1).diagnostics
+    paths = [Path(f) for f in sorted(files)]
+    chosen = check_paths(paths, settings, jobs=1).diagnostics
+    off = [info.code for info in select_rules(None, ()).infos]  # the default set
+    enabled = set(enabled_rules(settings).codes)
+    rest = select_rules(["ALL"], (), settings.ignore).without([*off, *enabled])
+    if not rest.codes:
+        return chosen, []
+    doubtful = replace(settings, select=rest.codes, extend_select=())
+    return chosen, check_paths(paths, doubtful, jobs=1).diagnostics
 
 
 def _relative(name: str, cwd: Path) -> str:
@@ -283,6 +295,10 @@ def _recompiles(events: list[debug_log.Event], dumps: list[Path]) -> dict[int, i
     return ir_dump.recompiles(order, dumped)
 
 
+def _in_order(finding: Diagnostic) -> tuple[str, int, str]:
+    return (finding.filename, finding.start.row, finding.code)
+
+
 def _confirm(
     findings: list[Diagnostic], lines: list[LineCost], loops: list[LoopGrowth], cwd: Path
 ) -> tuple[list[Confirmation], set[tuple[str, int]]]:
@@ -292,7 +308,7 @@ def _confirm(
     confirmations = []
     explained: set[tuple[str, int]] = set()
     owners: dict[tuple[str, int], list[Confirmation]] = {}
-    for finding in sorted(findings, key=lambda d: (d.filename, d.start.row, d.code)):
+    for finding in sorted(findings, key=_in_order):
         name = _relative(finding.filename, cwd)
         finding = replace(finding, filename=name)
         rows = range(finding.start.row, finding.end.row + 1)
@@ -338,8 +354,12 @@ def profile(
         for file, line, sizes in totals.pop("loops", [])
     ]
     files = {str(cwd / c.file) for c in lines} | ({str(script.resolve())} if script else set())
-    findings = _lint({f for f in files if f.endswith(".py")}, cwd)
-    confirmations, explained = _confirm(findings, lines, loops, cwd)
+    chosen, doubtful = _lint({f for f in files if f.endswith(".py")}, cwd)
+    doubtful.sort(key=_in_order)  # as _confirm orders its confirmations
+    judged = _confirm(doubtful, lines, loops, cwd)[0]
+    measured = [d for d, c in zip(doubtful, judged, strict=True) if c.confirmed]
+    # One pass over both, so that a line's cost is shown once.
+    confirmations, explained = _confirm([*chosen, *measured], lines, loops, cwd)
     unexplained = []
     for cost in lines:
         if cost.costly and (cost.file, cost.line) not in explained:

@@ -43,11 +43,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`; not `max_steps`)
     that runs the model on each pass, in its body or in a loop nested in it (one call per
     micro-batch state: `for state in states: logits = model(torch.cat(state.ids, -1))`),
-    feeds it what the previous pass handed over (the states the nested loop walks:
-    `states = new_states`), and reads nothing on the host in the pass, decodes too,
-    whatever objects carry the tokens (`GenerationState(ids=state.ids + [new_ids])`);
-    positions whose model runs on nothing carried (`logits[:, i] = head(x[:, i])`) are one
-    computation. Nor is a
+    and feeds it what the previous pass handed over, still on the device (the states the
+    nested loop walks: `states = new_states`), decodes too, whatever objects carry the
+    tokens (`GenerationState(ids=state.ids + [new_ids])`), and whatever else the pass reads
+    on the host (an early stop, `if bool((token == eos).all()): break`: a read executes
+    only the graph of what it reads); positions whose model runs on nothing carried
+    (`logits[:, i] = head(x[:, i])`) are one computation. Nor is a
     loop that holds a training loop (an RL update: a rollout loop, then epochs of optimizer
     steps): its nested loops are the step loops, and the rollout loop is reported itself.
 
@@ -76,19 +77,32 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     function puts in eval or train mode before calling it: `self.trunk.eval()` ...
     `self.embedder(self.trunk(x))`), itself or in a loop nested in the pass over the
     items of its batch (`for img, label in zip(batch.image, batch.gt_label):`), and
-    keeps the results on the device for the next pass, reading nothing on the host in the
-    pass (no `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float()`, here or in the
-    module's functions it calls): a running total (`correct += (model(x).argmax(-1) ==
-    y).sum()`), a list of outputs (`outs.append(model(x))`) that the function joins
+    keeps the results on the device for the next pass: a running total (`correct +=
+    (model(x).argmax(-1) == y).sum()`), a list of outputs (`outs.append(model(x))`) that
+    the function joins
     after the loop (`torch.cat(outs)`, also in a function of the module it hands the
     list to: `self._get_quantiles_of_maps(maps)`), or buffers the first pass allocates (`if i == 0:
     all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
     arrays_defined:` whose block sets `arrays_defined = True`) and every pass
     writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
     later ones, not rebound by each. Every batch's forward then waits in one graph,
-    compiled and run when the total is read. Not reported: evaluation loops that read each
-    batch on the host (its graph executes there) or carry nothing; outputs kept and read one
-    by one (each read executes its own batch's graph); chunks of one batch or rollout (`for
+    compiled and run when the total is read.
+
+    A host read in the pass is no barrier: it executes the graph of the value it reads,
+    and every other pending value stays lazy. A total kept on the device past each batch's
+    `loss.item()` (or past its own `total.item()`, `float(total)`: they read the value
+    but leave the total's graph pending) still holds every batch (measured,
+    benchmarks/XLA_SEMANTICS.md "barrier": 6 compiles over loops of 6, 7, 8 and 9 steps,
+    against 3 with `torch_xla.sync()` per step). What the pass brings back to the host
+    carries nothing: a total of host numbers (`correct += n.item()`, or a helper of this
+    module that returns Python numbers, `acc1, acc5 = accuracy(logits, y)`), outputs
+    copied with `.cpu()`, and state copied whole with `x.cpu()` or `x.tolist()`, which
+    leaves it as device data (8 steps compile 1 graph, as with a barrier; `x.item()`
+    compiles 9). A model result rebound to an attribute every pass (`self.state.outputs =
+    model(batch)`) is rebound, not carried.
+
+    Not reported: evaluation loops whose results reach the host in the pass, or that carry
+    nothing; chunks of one batch or rollout (`for
     mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; sizes
     (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
