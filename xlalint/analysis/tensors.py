@@ -134,12 +134,14 @@ _TORCH_TENSOR_NAMESPACES = re.compile(r"^torch\.(nn\.functional|linalg|fft|speci
 # like a numpy array) unless given a device. `torch.rand(1) < p` in a transform is no sync.
 _TORCH_FACTORIES = re.compile(
     r"^torch\.(tensor|zeros|ones|empty|full|rand|randn|randint|randperm|arange|linspace|"
-    r"logspace|eye|[A-Z]\w*Tensor)$"
+    r"logspace|eye|([A-Z]\w*)?Tensor)$"
 )
 
 
 def _builds_from_sizes(qualified: str, call: cst.Call) -> bool:
-    """A torch factory call: `torch.zeros(n)`, `torch.rand(1)`, or `torch.normal` given a
+    """A torch factory call: `torch.zeros(n)`, `torch.rand(1)`, the legacy constructors
+    (`torch.Tensor([0])`, `torch.LongTensor(n)`: a CPU tensor, like `torch.tensor`), or
+    `torch.normal` given a
     `size` (`torch.normal(0.0, std, size=(1,))`, mean and std as numbers), which, like
     them, builds a new tensor on the host unless given a device. `torch.normal(mean, std)`
     of tensors samples where they are."""
@@ -776,6 +778,9 @@ class TensorKinds:
         # self.embedder(x)`): taken for tensors by position only, so `max(lengths)` of one
         # says nothing (a tuple of tensors and `list[int]` lengths unpacks the same way).
         self._unpacked: list[set[str]] = [set()]
+        # Names bound to what another module's function computes on the host
+        # (`_computes_on_host`): their fields are host values too.
+        self._host_computed: list[set[str]] = [set()]
         # Per frame, names the function uses as a tensor no module is (`used_as_data`):
         # their names (`heads`, `neg_heads`) do not make them models. Found on the first
         # question about a name that says model (None until then).
@@ -881,6 +886,11 @@ class TensorKinds:
             # `stage == "train"`: a stage's name handed along with the batch.
             frame[name] = Kind.HOST
             presumed.discard(name)
+        closure = self._host_closure(node, frame)
+        for name in closure:
+            # `[mask] = atom_mask.cpu()`, then `def per_token(x): ... indices[mask]`: the
+            # nested function reads the enclosing function's host value.
+            frame[name] = Kind.HOST
         self._frames.append(frame)
         self._method_returns.append([] if method_of is not None else None)
         self._methods_walked.append((method_of, module_method))
@@ -896,7 +906,11 @@ class TensorKinds:
         self._absent.append(set())
         self._bindings.append({})
         self._cpu_devices.append(set())
-        self._host_tensors.append({name for name, tensor in host_copies.items() if tensor})
+        self._host_tensors.append(
+            {name for name, tensor in host_copies.items() if tensor} | closure.keys()
+            if closure
+            else {name for name, tensor in host_copies.items() if tensor}
+        )
         self._dict_values.append({name: {None: Kind.HOST} for name in unmoved})
         self._batch_state.append(batch_state)
         self._scaled.append({})
@@ -907,8 +921,31 @@ class TensorKinds:
         self._module_uses.append(None)
         self._typed.append(typed)
         self._unpacked.append(set())
+        self._host_computed.append(set())
         self._data_names.append(None)
         self._wrappers.append({})
+
+    def _host_closure(self, node: cst.FunctionDef, frame: dict[str, Kind]) -> dict[str, bool]:
+        """The host tensors of the enclosing function that `node`, defined in its body,
+        reads as free names (a closure): names the enclosing function binds once, to a
+        tensor on the host (`[mask] = atom_single_mask.cpu()`, `idx = ids.cpu()`), before
+        the `def`, and that `node` neither takes nor binds. Bound once and before the
+        `def`, a name holds that value whenever the nested function runs."""
+        enclosing = self._function_nodes[-1]
+        hosts = self._host_tensors[-1]
+        if enclosing is None or not hosts:
+            return {}
+        outer = self._frames[-1]
+        counts = binding_counts(enclosing)
+        own = binding_counts(node)
+        return {
+            name: True
+            for name in hosts
+            if outer.get(name) is Kind.HOST
+            and counts.get(name) == 1
+            and name not in own
+            and name not in frame
+        }
 
     def note_return(self, value: cst.BaseExpression | None) -> None:
         """A `return` of the function being walked (a method: others are not asked)."""
@@ -996,6 +1033,7 @@ class TensorKinds:
         self._module_uses.pop()
         self._typed.pop()
         self._unpacked.pop()
+        self._host_computed.pop()
         self._data_names.pop()
         self._wrappers.pop()
 
@@ -1568,6 +1606,7 @@ class TensorKinds:
             self._scaled[-1].pop(target.value, None)
             self._typed[-1].discard(target.value)
             self._unpacked[-1].discard(target.value)
+            self._host_computed[-1].discard(target.value)
             self._wrappers[-1].pop(target.value, None)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
@@ -1625,7 +1664,11 @@ class TensorKinds:
         if not targets:
             return
         kind = self.of(value)
-        host_built = self._host_built_returns(value) if kind is Kind.UNKNOWN else frozenset()
+        host_built = (
+            self._host_built_returns(value)
+            if kind is Kind.UNKNOWN or kind is Kind.HOST
+            else frozenset()
+        )
         # What the helper builds on the host at each position, numpy arrays included
         # (`flow_errors = np.array(...)`, then `return flow_errors, dP`): a superset of
         # `host_built`, the positions of host tensors alone.
@@ -1692,6 +1735,14 @@ class TensorKinds:
                     self._host_tensors[-1].add(target.value)
                 else:
                     self._host_tensors[-1].discard(target.value)
+            elif type(target) in (cst.Tuple, cst.List):
+                # `[mask] = atom_mask.cpu()`: the rows of a host tensor, on the host.
+                for element in target.elements:  # type: ignore[attr-defined]
+                    if type(element.value) is cst.Name:
+                        if host_tensor:
+                            self._host_tensors[-1].add(element.value.value)
+                        else:
+                            self._host_tensors[-1].discard(element.value.value)
             elif (attribute := self_attribute(target)) is not None:
                 if host_tensor:
                     self._self_host_tensors[-1].add(attribute)
@@ -1779,6 +1830,8 @@ class TensorKinds:
                 self._scaled[-1][target.value] = scaled
             if isinstance(target, cst.Name):
                 self.note_wrapper(target, value)
+                if kind is Kind.HOST and self._host_result(value):
+                    self._host_computed[-1].add(target.value)
             if kind is Kind.UNKNOWN:
                 trained, positions = self._trained_names()
                 at = positions.get(id(value))
@@ -1880,8 +1933,22 @@ class TensorKinds:
         while (
             type(value) is cst.Call
             and type(value.func) is cst.Attribute
-            and value.func.attr.value in _SAME_PLACE_METHODS
-            and not value.args
+            and (
+                (value.func.attr.value in _SAME_PLACE_METHODS and not value.args)
+                or (
+                    # `.repeat_interleave(4)`, `.reshape(n, -1)`: shaped by numbers, where
+                    # the tensor is (not a move, nor a copy out of torch)
+                    value.args
+                    and value.func.attr.value not in _NOT_SHAPING
+                    and self.imports.resolve(value.func) is None  # not `torch.arange(n)`
+                    and all(
+                        not a.star
+                        and a.keyword is None
+                        and (_is_literal(a.value) or _number_parameter(function, a.value))
+                        for a in value.args
+                    )
+                )
+            )
         ):
             value = value.func.value
         if type(value) is cst.Name:
@@ -1889,6 +1956,20 @@ class TensorKinds:
             if assigned is None or type(assigned) is cst.Name:
                 return False
             return self._built_on_host(assigned, function, assigned, arrays)
+        if type(value) is cst.Subscript and not _string_keyed(value):
+            # `torch.linspace(lo, hi, 2 * n + 1)[1::2]`: a view of what it builds, on the
+            # host too (not `batch["x"]`, a field of a mapping).
+            return self._built_on_host(value.value, function, at, arrays)
+        if type(value) is cst.BinaryOperation:
+            # `edges[1:] / n` with `n: int`: arithmetic of what it builds on the host with
+            # numbers stays there (not with another tensor, which may be a device's).
+            sides = (value.left, value.right)
+            return any(self._built_on_host(v, function, at, arrays) for v in sides) and all(
+                _is_literal(v)
+                or _number_parameter(function, v)
+                or self._built_on_host(v, function, at, arrays)
+                for v in sides
+            )
         if type(value) is not cst.Call:
             return False
         func = value.func
@@ -2694,6 +2775,13 @@ class TensorKinds:
             return Kind.HOST  # `y_pred.cpu().data`: a view of the host copy
         if base is Kind.HOST and attr in _RESULT_FIELDS and type(node.value) is cst.Call:
             return Kind.HOST  # `torch.kthvalue(host_vals, k).values`
+        if base is Kind.HOST and (
+            (type(node.value) is cst.Name and node.value.value in self._host_computed[-1])
+            or self._host_result(node.value)
+        ):
+            # `ranking.aggregate_score` with `ranking = rank(atom_pos_cpu, ...)`: a field
+            # of what a function computed from host tensors.
+            return Kind.HOST
         if (
             base is Kind.HOST
             and type(node.value) is cst.Call
@@ -2757,6 +2845,10 @@ class TensorKinds:
             returns = self.returns
             if returns is not None and self.lookup(name) is None and returns.function(name):
                 return Kind.HOST  # `acc = accuracy(logits, y)`: a helper's number
+            if self.lookup(name) is None and None in self._host_built_returns(node):
+                # `def _bin_centers(...) -> Tensor` returning `torch.linspace(...)[1::2]`:
+                # a tensor, built on the host.
+                return Kind.HOST
             if name in self._tensor_functions and self.lookup(name) is None:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
             if name in self._tensors_functions and self.lookup(name) is None:
@@ -2843,6 +2935,8 @@ class TensorKinds:
                 ):
                     return Kind.TENSOR  # `self.get_alpha_bar(t)`, walked above
                 if method in self._class_tensor_returns[-1]:
+                    if None in self._host_built_returns(node):
+                        return Kind.HOST  # `-> Tensor`, returning `torch.tensor(stats)`
                     return Kind.TENSOR  # `def _compute_loss(self, batch) -> torch.Tensor`
                 if method in self._class_tensors_returns[-1]:
                     return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
@@ -3015,7 +3109,47 @@ class TensorKinds:
                 # `torch._dynamo.is_compiling()`, `torch._C._get_cudnn_enabled()`: a flag
                 return Kind.HOST
             return Kind.TENSOR
+        if not qualified.startswith("torch") and self._computes_on_host(qualified, node):
+            return Kind.HOST
         return Kind.UNKNOWN
+
+    def _host_result(self, value: cst.BaseExpression) -> bool:
+        """`value` is a call of another module's function that computes on the host."""
+        if type(value) is not cst.Call:
+            return False
+        qualified = self.imports.resolve(value.func)
+        return (
+            qualified is not None
+            and not qualified.startswith("torch")
+            and self._computes_on_host(qualified, value)
+        )
+
+    def _computes_on_host(self, qualified: str, call: cst.Call) -> bool:
+        """A function another module defines (`from .ranking import rank`), handed the CPU
+        device (`move_data_to_device(inputs, torch.device("cpu"))`), or handed host values
+        only, at least one a torch tensor on the host (`rank(atom_pos[idx : idx + 1],
+        atom_mask=inputs["atom_exists_mask"], ...)` after `atom_pos = atom_pos.cpu()`):
+        what it returns is on the host, as torch computes where its inputs are (a device
+        tensor beside a host one raises). Not a class (a model built from host weights is
+        still a model) nor a name that says model."""
+        name = qualified.rsplit(".", 1)[-1]
+        if not call.args or name[:1].isupper() or names_model(name):
+            return False
+        if any(arg.star for arg in call.args):
+            return False
+        if any(
+            (arg.keyword is None or arg.keyword.value == "device") and self.is_cpu_device(arg.value)
+            for arg in call.args
+        ):
+            return True
+        if any(_is_keyword(arg, "device") for arg in call.args):
+            return False
+        host_tensor = False
+        for arg in call.args:
+            if self.of(arg.value) is not Kind.HOST:
+                return False
+            host_tensor = host_tensor or self.is_host_tensor(arg.value)
+        return host_tensor
 
 
 _SCALING = (cst.Multiply, cst.Divide, cst.Add)
@@ -3078,6 +3212,8 @@ def overridden_methods(node: cst.ClassDef) -> frozenset[str]:
 # Methods that hand back a tensor where it was: `host_arguments.SAME_PLACE`'s casts and
 # copies, and the `bool()` and `half()` casts a host-built return goes through too.
 _SAME_PLACE_METHODS = SAME_PLACE | {"bool", "half"}
+# Methods whose numeric arguments do not keep a tensor where it is, or a tensor at all.
+_NOT_SHAPING = _MODULE_MOVES | TO_HOST_METHODS | HOST_METHODS | {"type", "pin_memory"}
 
 
 def _returns_none(statement: cst.Return) -> bool:
@@ -3164,6 +3300,19 @@ def binding_key(node: cst.BaseExpression) -> str | None:
 _LITERALS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 _HOST_VALUES = frozenset({cst.FormattedString, cst.ConcatenatedString, cst.List, cst.Dict, cst.Set})
 _CONSTANTS = frozenset({"True", "False", "None"})
+
+
+def _number_parameter(function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    """`node` names a parameter of `function` annotated as a Python number (`n: int`)."""
+    if type(node) is not cst.Name:
+        return False
+    return any(
+        param.name.value == node.value  # type: ignore[attr-defined]
+        and param.annotation is not None
+        and type(param.annotation.annotation) is cst.Name
+        and param.annotation.annotation.value in _NUMBER_ANNOTATIONS
+        for param in parameters(function)
+    )
 
 
 def _is_literal(node: cst.CSTNode) -> bool:

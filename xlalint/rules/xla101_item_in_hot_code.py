@@ -201,12 +201,17 @@ class ItemInHotCode(HelperCallRule):
     `corrupt_batch`. A name that indexes a host tensor (`self.bern_probs[relations]`) is a
     host value from that statement on: PyTorch takes indices on the CPU or on the indexed
     tensor's device only. A buffer a trainer module registers with a factory given no
-    device (`self.register_buffer("step", torch.tensor(0))` in a module whose methods run
+    device (`self.register_buffer("step", torch.tensor(0))`, or the legacy constructor's
+    `torch.Tensor([0])`, in a module whose methods run
     backward, hand their networks to the device and never move the trainer itself) and
     only updates in place (`add_`, `+=`, `copy_`) stays on the host: `self.step.item()`
     in its `log()` reads host memory; a trainer that calls `self.to(device)`, or binds
     the attribute again (`self.step = torch.tensor(n, device=...)` in `load`), keeps it
-    a device tensor.
+    a device tensor. A function of another module handed only host values, at least one
+    a host tensor (`rank(atom_pos[idx : idx + 1], mask=inputs["atom_mask"])` after
+    `atom_pos = atom_pos.cpu()`), or handed the CPU device (`move_data_to_device(inputs,
+    torch.device("cpu"))`), computes on the host: `ranking.aggregate_score.item()` of
+    what it returns reads host memory (not a class, nor a call handed a device).
 
     A function that writes a checkpoint (`torch.save`) runs when one is due, however
     often the training step that calls it runs: its reads are what saving needs. So does a

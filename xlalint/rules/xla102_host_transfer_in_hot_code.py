@@ -99,7 +99,11 @@ class HostTransferInHotCode(HelperCallRule):
     `self.partial_hyps.tolist()` copies nothing there. A move under the function's own
     device choice (`use_cuda = next(self.model.parameters()).is_cuda`, then `if use_cuda:
     self.ranks = self.ranks.cuda()`, XLA305's finding) is the device path a port gives
-    XLA, and counts.
+    XLA, and counts. A helper of the module annotated to return a tensor (`-> Tensor`)
+    whose every `return` builds it on the host (`torch.linspace(lo, hi, 2 * n + 1)[1::2]`,
+    a view of a factory's tensor, its arithmetic with numbers, `edges[1:] / n`, or its
+    methods given numbers, `.repeat_interleave(4)`) hands back a host tensor:
+    `_bin_centers(0, 1, n).to(logits.device)` of a host `logits` copies nothing.
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
     runs no graph and transfers nothing.
 

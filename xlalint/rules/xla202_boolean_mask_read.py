@@ -86,7 +86,11 @@ class BooleanMaskRead(HelperCallRule):
     built by `tensor(...)` and never moved in this class: `analysis/tensors.py`) is on the
     host from that statement on, since PyTorch takes indices on the CPU or on the indexed
     tensor's device only: `relations[mask == 1]` after it, with a mask drawn from that
-    table, selects host elements and is not flagged.
+    table, selects host elements and is not flagged. A function nested in another reads
+    the host tensors its enclosing function binds once, before the `def`: after `[mask] =
+    atom_mask.cpu()` and `[indices] = token_index.cpu()`, `indices[mask]` in a nested
+    `per_token(x)` selects host elements (a name bound again after the `def` may hold
+    anything when the nested function runs).
 
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA

@@ -115,6 +115,9 @@ class DataDependentShapeOp(Rule):
     Nor are calls on a method's parameter that every call of it in the module hands a
     host copy, through its instances too (a sum tree's `update_ids(data_ids, prob)`,
     called as `sum_tree.update_ids(ids.cpu(), prob.cpu())`): the copy is XLA102's finding.
+    Nor are calls in a nested function on host tensors its enclosing function binds once
+    before the `def` (`[indices] = token_index.cpu()`, then `torch.bincount(indices[mask])`
+    in `def per_token(x):`).
 
     ## Why is this bad?
     An op without an XLA lowering falls back to the CPU: PyTorch/XLA executes the pending
