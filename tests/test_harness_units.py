@@ -15,17 +15,20 @@ from conftest import run_cli
 from rich.console import Console
 
 from xlalint.api import FixReport
+from xlalint.diagnostics import Diagnostic, Location
 from xlalint.fixer import FixOutcome
 from xlalint.harness import debug_log, evidence, ir_dump
 from xlalint.harness.cases import CaseError, RuntimeCase, discover, read_case, read_costs
 from xlalint.harness.fix_verify import FixVerification, no_xla_reason
 from xlalint.harness.profile import (
+    Confirmation,
     LineCost,
     LoopGrowth,
     Profile,
     RecompileCause,
     ScriptCommandError,
     _lint,
+    _measured_its_cost,
     closest_rule,
     script_arguments,
 )
@@ -447,3 +450,27 @@ def test_profile_asks_rules_off_by_default_unless_the_config_ignores_them(
     found, off = _lint({str(script)}, tmp_path)
     assert [d.code for d in found if d.code == "XLA207"] == chosen
     assert [d.code for d in off] == doubtful
+
+
+@pytest.mark.parametrize(
+    ("code", "cost", "kept"),
+    [
+        ("XLA107", LineCost("a.py", 3, executions=1, host_reads=2), True),
+        ("XLA107", LineCost("a.py", 3, executions=4, compiles=5), False),  # no read
+        (
+            "XLA207",
+            LineCost("a.py", 3, compiles=1, recompiles=[RecompileCause("a", None, None)]),
+            True,
+        ),
+        ("XLA207", LineCost("a.py", 3, executions=1, host_reads=1), False),  # a read, not a shape
+        ("XLA304", LineCost("a.py", 3, executions=1, host_reads=1, compiles=3), False),
+    ],
+)
+def test_a_rule_off_by_default_is_kept_only_where_its_own_cost_was_measured(
+    code: str, cost: LineCost, kept: bool
+) -> None:
+    finding = Diagnostic(
+        code=code, name="n", message="m", filename="a.py", start=Location(3, 1), end=Location(3, 2)
+    )
+    assert _measured_its_cost(Confirmation(finding, cost)) is kept
+    assert _measured_its_cost(Confirmation(finding, None)) is False

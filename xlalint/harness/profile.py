@@ -272,9 +272,9 @@ def _lint(files: set[str], cwd: Path) -> tuple[list[Diagnostic], list[Diagnostic
     settings = find_settings(cwd)
     paths = [Path(f) for f in sorted(files)]
     chosen = check_paths(paths, settings, jobs=1).diagnostics
-    off = [info.code for info in select_rules(None, ()).infos]  # the default set
-    enabled = set(enabled_rules(settings).codes)
-    rest = select_rules(["ALL"], (), settings.ignore).without([*off, *enabled])
+    default_on = select_rules(None, ()).codes
+    enabled = enabled_rules(settings).codes
+    rest = select_rules(["ALL"], (), settings.ignore).without([*default_on, *enabled])
     if not rest.codes:
         return chosen, []
     doubtful = replace(settings, select=rest.codes, extend_select=())
@@ -293,6 +293,21 @@ def _recompiles(events: list[debug_log.Event], dumps: list[Path]) -> dict[int, i
         with dump.open(encoding="utf-8", errors="replace") as lines:
             dumped.update(ir_dump.graphs(lines, set(order) - set(dumped)))
     return ir_dump.recompiles(order, dumped)
+
+
+def _measured_its_cost(confirmation: Confirmation) -> bool:
+    """Whether the run measured, on the finding's lines, the cost its rule names: host reads
+    for a host-sync rule (XLA1xx), a recompile for a shape rule (XLA2xx). Other rules off
+    by default (XLA304's dtype) name no cost a run on this device shows."""
+    cost = confirmation.cost
+    if cost is None:
+        return False
+    family = confirmation.finding.code[:4]
+    if family == "XLA1":
+        return cost.host_reads > 0
+    if family == "XLA2":
+        return bool(cost.recompiles) or cost.compiles > 2
+    return False
 
 
 def _in_order(finding: Diagnostic) -> tuple[str, int, str]:
@@ -357,7 +372,7 @@ def profile(
     chosen, doubtful = _lint({f for f in files if f.endswith(".py")}, cwd)
     doubtful.sort(key=_in_order)  # as _confirm orders its confirmations
     judged = _confirm(doubtful, lines, loops, cwd)[0]
-    measured = [d for d, c in zip(doubtful, judged, strict=True) if c.confirmed]
+    measured = [d for d, c in zip(doubtful, judged, strict=True) if _measured_its_cost(c)]
     # One pass over both, so that a line's cost is shown once.
     confirmations, explained = _confirm([*chosen, *measured], lines, loops, cwd)
     unexplained = []
