@@ -27,6 +27,18 @@ def test_every_rule_documents_every_section(code: str) -> None:
 
 
 @pytest.mark.parametrize("code", list(all_rules()))
+def test_a_rule_off_by_default_says_why_and_how_to_turn_it_on(code: str) -> None:
+    rule = all_rules()[code]
+    off = rule.doc_sections().get("Off by default", "")
+    if rule.default_enabled:
+        assert not off, f"{code} is on by default but has an 'Off by default' section"
+    else:
+        assert f'extend-select = ["{code}"]' in off, (
+            f"{code}: say why it is off and how to turn it on"
+        )
+
+
+@pytest.mark.parametrize("code", list(all_rules()))
 def test_host_sync_rules_say_what_is_left_out_in_what_it_does(code: str) -> None:
     """`Rule.report` skips a host sync's findings off XLA and under long log intervals;
     exactly those rules say so, once, in "What it does"."""
