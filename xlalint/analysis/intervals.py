@@ -608,14 +608,14 @@ def switches_once(node: cst.If, path: Sequence[cst.CSTNode]) -> bool:
     (bound nowhere else but to None), where an exit before it (`continue`, `return`)
     leaves every pass once the switch holds that constant: it runs until the switch, on
     one step, then never again. `path`: the branch and its ancestors, innermost first."""
-    flips = _flips(node.body, path)
-    if not flips:
+    # The exits first: they are few and cheap to find, while the flips walk the function.
+    exits = [exit_if for exit_if, _, _ in exits_before(path, (cst.Continue, cst.Return))]
+    if not exits:
         return False
-    for exit_if, _, _ in exits_before(path, (cst.Continue, cst.Return)):
-        for switch, value in flips:
-            if _tests_switch(exit_if.test, switch, value):
-                return True
-    return False
+    flips = _flips(node.body, path)
+    return any(
+        _tests_switch(exit_if.test, switch, value) for exit_if in exits for switch, value in flips
+    )
 
 
 def _constant(node: cst.BaseExpression) -> object:
