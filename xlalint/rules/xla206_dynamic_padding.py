@@ -30,8 +30,9 @@ _TOKENIZER_PART = re.compile(
 )
 _COLLATE_FUNCTION = re.compile(r"collate", re.IGNORECASE)
 # A class named for collating or for making batches (`DataCollator`, fair-esm's
-# `BatchConverter`, `Batcher`; not a `BatchNorm`): its `__call__` turns examples into a batch.
-_COLLATOR_CLASS = re.compile(r"collat|batch(?!_?norm)", re.IGNORECASE)
+# `BatchConverter`, `Batcher`, `BatchBuilder`; not a `BatchNorm` or a `BatchSampler`): its
+# `__call__` turns examples into a batch.
+_COLLATOR_CLASS = re.compile(r"collat|batch_?(?:convert|er\b|ify|maker|builder)", re.IGNORECASE)
 # What a collator class collates in: `__call__`, or transformers' `DataCollatorMixin` hooks.
 _COLLATOR_METHODS = frozenset({"__call__", "torch_call", "numpy_call", "tf_call"})
 
