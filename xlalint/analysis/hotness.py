@@ -349,11 +349,15 @@ _SETTING_NAMES = frozenset({"device", "dtype"})
 def handed_only_settings(function: cst.CSTNode) -> bool:
     """Every parameter of `function` but `self`/`cls` holds a setting, not data: annotated
     as a Python number, flag or string (`num_timesteps: int`), named `device` or `dtype`,
-    or defaulting to a literal number, string or flag; or there is none. What it computes
-    on tensors it builds itself, from those settings."""
+    or defaulting to a literal number, string or flag; or a plain function has none. What
+    it computes on tensors it builds itself, from those settings. A method handed nothing
+    but its instance (`def summarize(self)`) may hand on the instance's data: not one."""
     if type(function) is not cst.FunctionDef:
         return False
-    for param in parameters(function):
+    params = parameters(function)
+    if params and params[0].name.value in ("self", "cls") and len(params) == 1:
+        return False
+    for param in params:
         name = param.name.value
         if name in ("self", "cls") or name in _SETTING_NAMES:
             continue
