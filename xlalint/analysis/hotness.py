@@ -502,8 +502,9 @@ class HotCode:
 
     def _named_per_step(self, site: Site) -> bool:
         """`per_step_by_itself`, unless the function is per step by its name alone
-        (`valid_step`, `sample_step`: not `forward` or `step`, which a framework or
-        `__call__` runs, nor a hook or a configured name) and every call this file makes
+        (`valid_step`, `sample_step`: not `forward`, `step` or a scheduler's
+        `scale_model_input`, which a framework, a sampler or `__call__` runs, nor a hook
+        or a configured name) and every call this file makes
         of it is under a long interval, in a run-once branch or a step closure, or in a
         function that runs once (`if not (step % self.validate_every_step):
         self.valid_step(dl)` in `train`): the file that drives it says how often it runs."""
