@@ -654,14 +654,21 @@ def _flips(
     name it sets that a later `if name is not None:` (or `if name:`) of the function turns
     into the switch."""
     function = next((n for n in path if isinstance(n, cst.FunctionDef)), None)
-    found: list[tuple[cst.BaseExpression, object]] = []
-    for target, value in _assignments(body):
-        constant = _constant(value)
-        if _switch(target) and constant is not _constant:
-            found.append((target, constant))
-        elif isinstance(target, cst.Name) and function is not None:
-            found.extend(_flipped_through(target.value, body, function))
+    found = _switches_set(body)
+    if function is not None:
+        for target, _ in _assignments(body):
+            if isinstance(target, cst.Name):
+                found.extend(_flipped_through(target.value, body, function))
     return found
+
+
+def _switches_set(block: cst.BaseSuite) -> list[tuple[cst.BaseExpression, object]]:
+    """The switches `block`'s own statements set to a constant, with the constants."""
+    return [
+        (target, constant)
+        for target, value in _assignments(block)
+        if _switch(target) and (constant := _constant(value)) is not _constant
+    ]
 
 
 def _flipped_through(
@@ -694,10 +701,7 @@ def _flipped_through(
     found: list[tuple[cst.BaseExpression, object]] = []
     for node in descendants(function.body):
         if isinstance(node, cst.If) and id(node) not in in_body and _tests_set(node.test, name):
-            for target, value in _assignments(node.body):
-                constant = _constant(value)
-                if _switch(target) and constant is not _constant:
-                    found.append((target, constant))
+            found.extend(_switches_set(node.body))
     return found
 
 
