@@ -419,6 +419,7 @@ class HotCode:
         self._hot_names: set[str] | None = None
         self._per_call_names: set[str] | None = None
         self._callee_names: set[str] | None = None
+        self._callers_by_name: dict[str, list[Site]] | None = None
         # Names called, outside loops, from a function without a loop of its own.
         self._per_call_callers: set[str] | None = None
 
@@ -426,7 +427,7 @@ class HotCode:
         """A call to a same-module function or method named `callee_name` from `site`."""
         self._edges.append((site, callee_name))
         self._hot_names = self._saving_names = self._per_call_names = None
-        self._callee_names = self._per_call_callers = None
+        self._callee_names = self._per_call_callers = self._callers_by_name = None
         self._elsewhere_known = {}
 
     def add_step_closure_callback(self, name: str) -> None:
@@ -527,7 +528,11 @@ class HotCode:
         branch (`Site.sparse`), in a step closure, or (with `once`) in a function that
         runs once by name (`__init__` running a sanity check; not for the passes of a
         loop: `main` calling `fit()` once runs its whole training loop)."""
-        calls = [caller for caller, callee in self._edges if callee == name]
+        if self._callers_by_name is None:
+            self._callers_by_name = {}
+            for caller, callee in self._edges:
+                self._callers_by_name.setdefault(callee, []).append(caller)
+        calls = self._callers_by_name.get(name, [])
         return bool(calls) and all(
             caller.sparse
             or caller.in_step_closure
