@@ -907,9 +907,7 @@ class TensorKinds:
         self._bindings.append({})
         self._cpu_devices.append(set())
         self._host_tensors.append(
-            {name for name, tensor in host_copies.items() if tensor} | closure.keys()
-            if closure
-            else {name for name, tensor in host_copies.items() if tensor}
+            {name for name, tensor in host_copies.items() if tensor} | closure
         )
         self._dict_values.append({name: {None: Kind.HOST} for name in unmoved})
         self._batch_state.append(batch_state)
@@ -925,7 +923,7 @@ class TensorKinds:
         self._data_names.append(None)
         self._wrappers.append({})
 
-    def _host_closure(self, node: cst.FunctionDef, frame: dict[str, Kind]) -> dict[str, bool]:
+    def _host_closure(self, node: cst.FunctionDef, frame: dict[str, Kind]) -> set[str]:
         """The host tensors of the enclosing function that `node`, defined in its body,
         reads as free names (a closure): names the enclosing function binds once, to a
         tensor on the host (`[mask] = atom_single_mask.cpu()`, `idx = ids.cpu()`), before
@@ -934,12 +932,12 @@ class TensorKinds:
         enclosing = self._function_nodes[-1]
         hosts = self._host_tensors[-1]
         if enclosing is None or not hosts:
-            return {}
+            return set()
         outer = self._frames[-1]
         counts = binding_counts(enclosing)
         own = binding_counts(node)
         return {
-            name: True
+            name
             for name in hosts
             if outer.get(name) is Kind.HOST
             and counts.get(name) == 1
