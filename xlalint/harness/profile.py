@@ -62,7 +62,13 @@ class LineCost:
         """Worth a look: it reads values on the host, or makes a graph compile again. (Two
         compiles at one barrier are usually two different graphs, such as the first step's
         and the steady one; three or more with no changed tensor found are worth a look.)"""
-        return self.host_reads > 0 or bool(self.recompiles) or self.compiles > 2
+        return self.host_reads > 0 or self.recompiled
+
+    @property
+    def recompiled(self) -> bool:
+        """A tensor made here changed shape since an earlier graph, or three or more
+        compiles with none found."""
+        return bool(self.recompiles) or self.compiles > 2
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -306,7 +312,7 @@ def _measured_its_cost(confirmation: Confirmation) -> bool:
     if family == "XLA1":
         return cost.host_reads > 0
     if family == "XLA2":
-        return bool(cost.recompiles) or cost.compiles > 2
+        return cost.recompiled
     return False
 
 
