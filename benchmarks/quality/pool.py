@@ -49,16 +49,16 @@ class Line:
     text: str
 
 
+def _place(item: dict) -> tuple[str, str, int]:
+    """(project, file, line) of a scored finding, from its `where`."""
+    where, _, line = item["where"].rpartition(":")
+    project, _, file = where.partition("/")
+    return project, file, int(line)
+
+
 def _unlabelled(scored: dict) -> list[tuple[str, str, int]]:
     """(project, file, line) of each finding no label covers."""
-    found = []
-    for item in scored["fp"]:
-        if item["reason"] != "unlabelled":
-            continue
-        where, _, line = item["where"].rpartition(":")
-        project, _, file = where.partition("/")
-        found.append((project, file, int(line)))
-    return sorted(set(found))
+    return sorted({_place(item) for item in scored["fp"] if item["reason"] == "unlabelled"})
 
 
 def _taken(project: Project, reported: set[tuple[str, int]]) -> set[tuple[str, int]]:
@@ -109,9 +109,8 @@ def pool(
     rng = random.Random(seed)
     reported: dict[str, set[tuple[str, int]]] = {}
     for item in scored["fp"]:
-        where, _, line = item["where"].rpartition(":")
-        project, _, file = where.partition("/")
-        reported.setdefault(project, set()).add((file, int(line)))
+        project, file, line = _place(item)
+        reported.setdefault(project, set()).add((file, line))
     findings: list[Line] = []
     decoys: list[Line] = []
     for name, file, line in _unlabelled(scored):
