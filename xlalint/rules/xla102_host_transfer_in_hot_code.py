@@ -83,7 +83,9 @@ class HostTransferInHotCode(HelperCallRule):
     inputs)`), a training step's
     loss (a value `.backward()` is called on, and the values it was computed from), or a
     helper's parameter that a call in the module hands a device tensor (or a value the
-    helper computes from such a parameter: `correct = pred.eq(target)`). Values with no
+    helper computes from such a parameter: `correct = pred.eq(target)`; not past a value
+    it rebuilds on the host, `cam = torch.from_numpy(cam)` then `cam =
+    transform.deaugment_mask(cam)`: that copy owes its callers nothing). Values with no
     such origin are not reported: a tokenizer's `return_tensors="pt"` output or a collate
     function's batch is built on the host, and `.cpu()` of it copies nothing, nor does
     `.to("cpu")` of a torch op whose inputs are all host tensors (`torch.stack([torch.
@@ -344,7 +346,14 @@ class HostTransferInHotCode(HelperCallRule):
             super().leave_Assign(node)
             return  # module level: no parameters, no step
         every, inputs = _names_in(node.value)
-        sources = self._parameters_in(node.value, every)  # before the targets are rebound
+        # Before the targets are rebound. A value made on the host (`cam =
+        # torch.from_numpy(cam)`, `x.cpu()`) lives there whatever device the parameters it
+        # came from were on: what is computed from it next owes its callers nothing.
+        sources = (
+            frozenset()
+            if self.ctx.kind(node.value) is Kind.HOST
+            else self._parameters_in(node.value, every)
+        )
         super().leave_Assign(node)
         for target in node.targets:
             for name in target_names(target.target):
