@@ -32,7 +32,7 @@ from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.records import Record, annotated_record
 from xlalint.analysis.tensors import has_tensor_parameter
 from xlalint.analysis.type_tests import class_name
-from xlalint.walk import binding_counts, bound_names, code_children, descendants
+from xlalint.walk import binding_counts, bound_names, code_children, descendants, target_names
 
 # Methods that tensors have and numpy arrays and sequences lack.
 TENSOR_METHODS = TENSOR_RESULT_METHODS | {
@@ -351,3 +351,71 @@ def _calls_by_name(body: cst.CSTNode) -> list[cst.Call]:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
             found.append(node)
     return found
+
+
+# Torch functions that take only a numpy array: `torch.from_numpy(a)` raises on a tensor.
+_FROM_ARRAY = frozenset({"torch.from_numpy"})
+
+
+def arrays_handed_on(function: cst.FunctionDef, imports: ImportTable) -> frozenset[int]:
+    """The assigned values (by id) whose binding `function` hands next to a torch function
+    that takes only a numpy array (`mask = norm_img(mask)`, then `mask[mask < 0.5] = 0`,
+    then `mask = torch.from_numpy(mask)`): what the assignment bound is a numpy array, not
+    the tensor an opaque call might pass through. Names are followed in source order; a
+    rebinding ends the binding (and a later `from_numpy` is of the new one), other uses
+    do not, nor does a rebinding to a view or method of the value itself (`x = x[None]`,
+    `x = x.astype("float32")`), which an array hands back as an array."""
+    found: set[int] = set()
+    pending: dict[str, list[int]] = {}  # a name -> the values its last bindings assigned
+    seen: set[int] = set()  # calls already met inside an assignment's value
+
+    def met(call: cst.Call) -> None:
+        seen.add(id(call))
+        if (
+            len(call.args) == 1
+            and call.args[0].keyword is None
+            and not call.args[0].star
+            and type(call.args[0].value) is cst.Name
+            and imports.resolve(call.func) in _FROM_ARRAY
+        ):
+            found.update(pending.pop(call.args[0].value.value, ()))  # type: ignore[attr-defined]
+
+    for node in descendants(function.body):
+        node_type = type(node)
+        if node_type is cst.Call and id(node) not in seen:
+            met(node)  # type: ignore[arg-type]
+        elif node_type is cst.Assign:
+            value = node.value  # type: ignore[attr-defined]
+            # The value is read before the targets are bound: its calls first.
+            for inner in descendants(value):
+                if type(inner) is cst.Call:
+                    met(inner)  # type: ignore[arg-type]
+            for target in node.targets:  # type: ignore[attr-defined]
+                bound = target.target
+                if type(bound) is cst.Name and _root_name(value) == bound.value:
+                    pending.setdefault(bound.value, []).append(id(value))
+                    continue  # `x = x[None]`: the same value, another view of it
+                for name in target_names(bound):
+                    pending.pop(name, None)
+                if type(bound) is cst.Name:
+                    pending[bound.value] = [id(value)]
+        elif node_type in (cst.AnnAssign, cst.For, cst.CompFor, cst.AsName):
+            bound = getattr(node, "target", None) or getattr(node, "name", None)
+            if bound is not None:
+                for name in target_names(bound):
+                    pending.pop(name, None)
+    return frozenset(found)
+
+
+def _root_name(node: cst.BaseExpression) -> str | None:
+    """`x` of `x[None]`, `x.astype("f")`, `x.reshape(1, -1)[0]`: the name a chain of
+    subscripts and method calls starts from."""
+    while True:
+        if type(node) is cst.Subscript:
+            node = node.value  # type: ignore[attr-defined]
+        elif type(node) is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
+            node = node.func.value  # type: ignore[attr-defined]
+        elif type(node) is cst.Attribute:
+            node = node.value  # type: ignore[attr-defined]
+        else:
+            return node.value if type(node) is cst.Name else None  # type: ignore[attr-defined]

@@ -305,22 +305,31 @@ def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[s
     `tree_graphs.apply_edges(...)`), or on an element a loop takes from one (`for mol,
     nodes, _ in cand_batch:`, then `mol.GetNumAtoms()`). A DGL graph or a batch of RDKit
     molecules is handed to `forward` as a tensor would be; what the code calls on it says
-    it is not one."""
+    it is not one. So does a slice with a negative step (`image[:, :, ::-1]`, an RGB image
+    turned BGR): torch refuses one, so the value is a numpy array (or a sequence)."""
     names = set(presumed)
     if not names:
         return set()
     elements: dict[str, str] = {}  # a loop's target -> the parameter it iterates
     calls: list[cst.Attribute] = []
+    found: set[str] = set()
     for node in descendants(function.body):
         node_type = type(node)
-        if node_type is cst.For or node_type is cst.CompFor:
+        if node_type is cst.Subscript:
+            receiver = node.value  # type: ignore[attr-defined]
+            if (
+                type(receiver) is cst.Name
+                and receiver.value in names
+                and any(_negative_step(e.slice) for e in node.slice)  # type: ignore[attr-defined]
+            ):
+                found.add(receiver.value)
+        elif node_type is cst.For or node_type is cst.CompFor:
             iterable = node.iter  # type: ignore[attr-defined]
             if type(iterable) is cst.Name and iterable.value in names:
                 for target in target_names(node.target):  # type: ignore[attr-defined]
                     elements.setdefault(target, iterable.value)
         elif node_type is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
             calls.append(node.func)  # type: ignore[attr-defined]
-    found: set[str] = set()
     for func in calls:
         receiver = func.value
         method = func.attr.value
@@ -331,6 +340,16 @@ def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[s
             continue
         found.add(owner)
     return found
+
+
+def _negative_step(index: cst.BaseSlice) -> bool:
+    """`::-1`, `:, ::-2`: a slice whose step is a negative number."""
+    step = index.step if type(index) is cst.Slice else None  # type: ignore[attr-defined]
+    return (
+        type(step) is cst.UnaryOperation
+        and type(step.operator) is cst.Minus
+        and type(step.expression) in (cst.Integer, cst.Float)
+    )
 
 
 def used_as_data(function: cst.FunctionDef) -> set[str]:
@@ -767,6 +786,9 @@ class TensorKinds:
         self._uses: list[frozenset[str] | None] = [None]
         # Per frame, the names its function calls a tensor-only method on, on demand.
         self._receivers: list[frozenset[str] | None] = [None]
+        # Per frame, the values bound to names the function hands next to
+        # `torch.from_numpy` (`tensor_uses.arrays_handed_on`), on demand.
+        self._arrays: list[frozenset[int] | None] = [frozenset()]
         self._trained: list[tuple[dict[str, int], dict[int, int]] | None] = [({}, {})]
         # Per frame, the names the function walks as modules (`next(pnet.parameters())`),
         # found on the first question (`_walked_as_module`).
@@ -915,6 +937,7 @@ class TensorKinds:
         self._function_nodes.append(node)
         self._uses.append(None)
         self._receivers.append(None)
+        self._arrays.append(None)
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
@@ -1027,6 +1050,7 @@ class TensorKinds:
         self._function_nodes.pop()
         self._uses.pop()
         self._receivers.pop()
+        self._arrays.pop()
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
@@ -1675,6 +1699,10 @@ class TensorKinds:
         )
         if None in host_values:
             kind = Kind.HOST  # `self.probs = self.evaluate()`, returning `tensor(p).float()`
+        if kind is Kind.UNKNOWN and self._handed_on_as_array(value):
+            # `mask = norm_img(mask)`, then `torch.from_numpy(mask)`: a numpy array, not a
+            # tensor passed through the opaque call.
+            kind = Kind.HOST
         derived = kind is Kind.UNKNOWN and self._computed_from_tensors(value)
         scaled = _scaled_names(value) if len(targets) == 1 else ()
         makes_dict = _makes_dict(value)
@@ -2238,6 +2266,20 @@ class TensorKinds:
             and value.value not in binding_counts(function)
         )
 
+    def _handed_on_as_array(self, value: cst.BaseExpression) -> bool:
+        """`value`, assigned to a name, is what the function hands next to a torch function
+        that takes only a numpy array (`tensor_uses.arrays_handed_on`): an array."""
+        function = self._function_nodes[-1]
+        if function is None:
+            return False
+        arrays = self._arrays[-1]
+        if arrays is None:
+            # (imported here: `tensor_uses` builds on this module)
+            from xlalint.analysis.tensor_uses import arrays_handed_on
+
+            arrays = self._arrays[-1] = arrays_handed_on(function, self.imports)
+        return id(value) in arrays
+
     def _used_as_tensor(self, target: cst.BaseExpression) -> bool:
         """A loop's name that the function being walked uses as a tensor (`tensor_uses`):
         handed to a torch operation that takes only tensors, as an index tensor, or the
@@ -2595,6 +2637,10 @@ class TensorKinds:
         if node_type is cst.Call:
             return self._call(node)
         if node_type is cst.Subscript:
+            if any(_negative_step(element.slice) for element in node.slice):
+                # `image[:, :, ::-1]`: torch refuses a negative step, so the value sliced is
+                # a numpy array or a sequence, on the host.
+                return Kind.HOST
             if type(node.value) is cst.Name and node.value.value in self._tensor_dicts[-1]:
                 return Kind.TENSOR  # an element of a dict of tensors moved to the device
             base = self.of(node.value)
@@ -3044,7 +3090,7 @@ class TensorKinds:
         return False
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
-        if qualified.startswith(("numpy.", "math.", "random.", "time.", "os.")):
+        if qualified.startswith(_HOST_LIBRARIES):
             return Kind.HOST
         if qualified == "functools.reduce" and node.args and node.args[0].keyword is None:
             # `reduce(torch.logical_or, checks)`: what the torch operation it folds with
@@ -3151,6 +3197,10 @@ class TensorKinds:
 
 
 _SCALING = (cst.Multiply, cst.Divide, cst.Add)
+
+# Libraries that compute on the host only: numbers, and arrays OpenCV takes and hands back
+# as numpy arrays (`cv2.resize(image, size)` raises on a tensor).
+_HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.", "os.", "cv2.")
 
 
 # What a function's own code is not under (besides trivia): nested definitions.

@@ -51,7 +51,8 @@ class BooleanMaskRead(HelperCallRule):
     dtype), a name bound to one of those in the same function, or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
     tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
-    and lists, dicts or numpy arrays indexed by anything are not flagged. Assignments
+    and lists, dicts or numpy arrays indexed by anything are not flagged (a slice with a
+    negative step, `image[:, :, ::-1][keep]`, is one: torch refuses it). Assignments
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
     (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: one cause, reported once, at the
     write; a read in arithmetic, `a[m] = 1 - a[m]`, is a read of its own). Reads of several

@@ -23,31 +23,33 @@ class BooleanMaskWrite(HelperCallRule):
     """
     ## What it does
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
-    tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons
-    of tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names and
-    batches of episode-end flags: `next_q[dones] = 0.0`);
-    integer-index writes (`x[idx] = v`), slices, and lists, dicts or numpy arrays are not
-    flagged. A helper's parameter of unknown kind written through a mask computed from
-    tensors (`lprobs[prefix_mask] = -inf` with `prefix_mask = prefix_toks.ne(pad)`) is a
-    tensor where a call of the same module hands it one or where the helper uses it as one
-    (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. So is
-    a value the helper computes from such parameters by arithmetic alone (`result = a / b`),
-    and there a mask compared from the written value itself (`result[result != result] =
-    0.0`, `result[result == np.inf] = 0.0`) is computed from a tensor. A parameter
-    annotated as a Python number that the helper indexes, or a value it computes from such
-    parameters (`div = a / b` with `a: float`, then `div[div != div] = 0.0`), has elements,
-    so its annotation is wrong: it counts as a parameter of unknown kind. A
-    value of unknown kind whose masked elements a torch operation that takes only tensors
-    computes from and writes back (`x[:, ~done] = torch.zeros_like(x[:, ~done])`,
-    `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor, so is a name the function uses as a
-    tensor and rebinds only from itself (`mask = mask.clone()`, then `mask[mask == 0] =
-    inf`), and so is one the written value is cast
-    to (`lprobs[lprobs != lprobs] = torch.tensor(-math.inf).to(lprobs)`, `.type_as(x)`: a
-    subscripted value is no device or dtype); `torch.tensor(...)`, numpy (`a[m] =
-    np.clip(a[m], 0, 1)`) and other values written are not evidence. A name that says
-    model (`heads`, `neg_heads`) is no model where its function uses it as a tensor no
-    module is (`neg_heads = heads.repeat(n)`, `heads.shape[0]`, `neg_heads.long()`): a
-    negative sampler's entity indexes, written through a mask every batch.
+    tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons of
+    tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names and
+    batches of episode-end flags: `next_q[dones] = 0.0`); integer-index writes (`x[idx] = v`),
+    slices, and lists, dicts or numpy arrays are not flagged: also a value an opaque call makes
+    of a tensor (`mask = norm_img(mask)`) where the function hands that binding next to
+    `torch.from_numpy` (only an array is taken there), what OpenCV hands back
+    (`cv2.resize(...)`), and a slice with a negative step (`image[:, :, ::-1]`, which torch
+    refuses). A helper's parameter of unknown kind written through a mask computed from tensors
+    (`lprobs[prefix_mask] = -inf` with `prefix_mask = prefix_toks.ne(pad)`) is a tensor where a
+    call of the same module hands it one or where the helper uses it as one
+    (`lprobs.gather(...)`); one the callers give numpy arrays or host tensors is not. So is a
+    value the helper computes from such parameters by arithmetic alone (`result = a / b`), and
+    there a mask compared from the written value itself (`result[result != result] = 0.0`,
+    `result[result == np.inf] = 0.0`) is computed from a tensor. A parameter annotated as a
+    Python number that the helper indexes, or a value it computes from such parameters (`div = a
+    / b` with `a: float`, then `div[div != div] = 0.0`), has elements, so its annotation is
+    wrong: it counts as a parameter of unknown kind. A value of unknown kind whose masked
+    elements a torch operation that takes only tensors computes from and writes back (`x[:,
+    ~done] = torch.zeros_like(x[:, ~done])`, `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor, so
+    is a name the function uses as a tensor and rebinds only from itself (`mask = mask.clone()`,
+    then `mask[mask == 0] = inf`), and so is one the written value is cast to (`lprobs[lprobs !=
+    lprobs] = torch.tensor(-math.inf).to(lprobs)`, `.type_as(x)`: a subscripted value is no
+    device or dtype); `torch.tensor(...)`, numpy (`a[m] = np.clip(a[m], 0, 1)`) and other values
+    written are not evidence. A name that says model (`heads`, `neg_heads`) is no model where
+    its function uses it as a tensor no module is (`neg_heads = heads.repeat(n)`,
+    `heads.shape[0]`, `neg_heads.long()`): a negative sampler's entity indexes, written through
+    a mask every batch.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
