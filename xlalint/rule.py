@@ -87,7 +87,11 @@ a loop over trials or folds (`range(number_of_trials)`) runs a whole training pe
 and a loop over a count of independent runs (`for trunk_idx in range(num_trunk_samples):
 cands.append(fold(...))`, no item picked by the index) whose passes only call a function
 of the file that runs a step loop of its own (a sampler's denoising steps) runs a whole
-run per pass: none makes code per step by itself. The exception a `raise` statement builds (`raise
+run per pass: none makes code per step by itself. Nor does a loop of a method that runs
+when its object is built (`__init__`, or one only such methods call as `self.m(...)`: a
+flow's `self.passes = self._dag_diameter(adjacency)` walking the graph's generations in a
+`while`) that walks no loader and trains, samples or steps nothing: whatever it counts,
+it runs once per object. The exception a `raise` statement builds (`raise
 ValueError(f"found {x.max().item()}")`) and an `assert`'s message (`assert ok,
 dt.item()`) are built only on the error path; the assertion's test runs every time. So
 does a handler that recovers from a failed computation (`except RuntimeError:` around a
@@ -155,7 +159,8 @@ whoever makes it. Where this file calls the function, its calls here decide (a
 `finalize(tokens: Tensor)` called once after a decoding loop is not per call, nor is a
 detector's `fit_features(z, y)` called from `fit(self, data_loader)`, which hands it the
 features of every batch at once: one call per pass over the data), and
-`__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call,
+`__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call
+(nor the loops of a method only they call that train, sample or step nothing),
 and neither is the exception a `raise` statement builds (`torch.unique(t)` in the message)
 nor an `assert`'s message.
 A host read there (XLA101-XLA104) costs one sync per call, and is reported only where the

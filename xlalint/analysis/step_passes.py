@@ -29,7 +29,10 @@ that is none of these (a loss, a replay buffer, a beam search) is called from an
 module's loop, by methods the file cannot tell apart: a loop in one of them keeps its
 passes per step. The rows of what a parameter holds may be counted by a local bound to
 that count (`n = len(graph.src)`, then `range(n)`), or walked as parallel columns of it
-(`zip(graph.src, graph.dst)`).
+(`zip(graph.src, graph.dst)`). Whatever a loop counts, in a method that runs at
+construction (a `while` over a graph's generations in a flow's `_dag_diameter`, which
+`__init__` calls) it runs its passes once per object built, unless it walks a loader or
+trains, samples, pulls a batch, syncs or steps in them.
 """
 
 from __future__ import annotations
@@ -98,8 +101,10 @@ class StepPasses:
             assert isinstance(loop, cst.For | cst.While)
             self._cache[key] = True  # a loop reached again through its own callees
             known = (
-                not self.fixed_passes(loop) or self.steps_in_passes(loop)
-            ) and not self.runs_whole_runs(loop)
+                (not self.fixed_passes(loop) or self.steps_in_passes(loop))
+                and not self.runs_whole_runs(loop)
+                and not self.runs_at_construction(loop)
+            )
             self._cache[key] = known
         return known
 
@@ -142,6 +147,24 @@ class StepPasses:
             ):
                 return False  # `labels[i]`: the passes walk the items of a value
         return self._epochs.calls_a_holder(loop, self._runs_memo, self.is_step_loop)
+
+    def runs_at_construction(self, loop: Loop) -> bool:
+        """The loop is in a method that runs when its object is built (`__init__`, or one
+        only such methods call as `self.m(...)`: `self.passes =
+        self._dag_diameter(adjacency)`) and trains, samples, pulls a batch, syncs or steps
+        nothing in its passes, nor walks a loader: whatever it counts (a `while` over a
+        graph's generations, `range(iterations)` of a clustering), it runs them once per
+        object built, not every step."""
+        site = self._loops.site(loop)
+        if site is None or site.class_def is None or site.function is None:
+            return False
+        if site.function.name.value == "main":
+            return False  # a whole program's run, whatever its class
+        if not self._runs_at_construction(site.function, site.class_def):
+            return False
+        if isinstance(loop, cst.For) and loader_named(unwrap_iteration(loop.iter)):
+            return False
+        return not self.steps_in_passes(loop)
 
     def fixed_in_an_epoch(self, loop: Loop) -> bool:
         """Inside an epoch loop of its function (`epochs.per_epoch` asks): the loop's
