@@ -97,7 +97,10 @@ class TensorControlFlow(Rule):
     itself (`torch._C._get_cudnn_enabled()`) are Python bools.
 
     A name tested in an `if` and again in its `elif` (`if ... and converged:`, then `elif
-    not converged:`) is one value read for one decision: reported once, at the first test.
+    not converged:`; compared: `if choice == 0:`, then `elif choice == 1:`), or in
+    conditional expressions each in the `else` of the one before (`"#" if i == -1 else
+    (DNA[i - 4] if i >= 4 else RNA[i])`), is one value read for one decision: reported
+    once, at the first test.
 
     Input checks read the data on every call with new data: an `assert` on tensors, or
     an `if` whose body raises, in a function that computes on tensors handed to it (a
@@ -377,10 +380,13 @@ class TensorControlFlow(Rule):
             if id(chain) in self._chains:
                 return  # `if isinf(x) or isnan(x):` is one test, reported once
             self._chains.add(id(chain))
-        if isinstance(node, cst.Name) and (head := self._if_chain_head()) is not None:
-            key = (id(head), node.value)
+        tested = self._tested_name(node)
+        if tested is not None and (head := self._if_chain_head(node)) is not None:
+            key = (id(head), tested)
             if key in self._chain_names:
-                return  # `if ... converged:` then `elif not converged:`: one value, one cause
+                # `if ... converged:` then `elif not converged:`; `a if i == -1 else (b if
+                # i >= n else c)`: one value, one cause
+                return
             self._chain_names.add(key)
         parent = self.ctx.parent
         fix = None
@@ -390,20 +396,34 @@ class TensorControlFlow(Rule):
             node, self.message.format(construct=construct), fix=fix, per_call=self._validates()
         )
 
-    def _if_chain_head(self) -> cst.If | None:
-        """The first `if` of the `if`/`elif` chain whose test holds the node being checked."""
-        child: cst.CSTNode | None = None
-        head: cst.If | None = None
+    def _tested_name(self, node: cst.BaseExpression) -> str | None:
+        """The name whose value a test reads: `converged` itself, or the tensor operand of
+        a comparison (`i` of `i == -1`, `i >= dna_min_restype_num`)."""
+        if type(node) is cst.Name:
+            return node.value
+        if type(node) is cst.Comparison:
+            operands = [node.left, *(c.comparator for c in node.comparisons)]
+            names = {o.value for o in operands if type(o) is cst.Name and self.ctx.is_tensor(o)}
+            if len(names) == 1:
+                return names.pop()
+        return None
+
+    def _if_chain_head(self, node: cst.BaseExpression) -> cst.If | cst.IfExp | None:
+        """The first `if` of the `if`/`elif` chain whose test holds `node`, the node being
+        checked, or the outermost conditional expression of a chain of them, each in the
+        `else` of the one before (`a if i == -1 else (b if i >= n else c)`)."""
+        child: cst.CSTNode = node
+        head: cst.If | cst.IfExp | None = None
         for ancestor in self.ctx.ancestors():
             if head is None:
-                if isinstance(ancestor, cst.If):
+                if isinstance(ancestor, cst.If | cst.IfExp):
                     if child is not ancestor.test:
                         return None
                     head = ancestor
                 elif isinstance(ancestor, cst.BaseStatement | cst.BaseSmallStatement):
                     return None
-            elif isinstance(ancestor, cst.If) and ancestor.orelse is child:
-                head = ancestor
+            elif type(ancestor) is type(head) and ancestor.orelse is child:  # type: ignore[attr-defined]
+                head = ancestor  # type: ignore[assignment]
             else:
                 return head
             child = ancestor
