@@ -160,7 +160,10 @@ whoever makes it. Where this file calls the function, its calls here decide (a
 detector's `fit_features(z, y)` called from `fit(self, data_loader)`, which hands it the
 features of every batch at once: one call per pass over the data), and
 `__init__`, `setup`, functions that write a checkpoint or draw a figure are not per call
-(nor the loops of a method only they call that train, sample or step nothing),
+(nor the loops of a method only they call that train, sample or step nothing), nor is an
+initialiser this file never calls (a mixture's `initialize(x, strategy)` seeding its
+components by k-means, `reset_parameters(data)`: its callers elsewhere run it once; one
+this file calls from `forward` is as per call as its caller) or what only it calls,
 and neither is the exception a `raise` statement builds (`torch.unique(t)` in the message)
 nor an `assert`'s message.
 A host read there (XLA101-XLA104) costs one sync per call, and is reported only where the

@@ -34,6 +34,11 @@ PER_STEP_FUNCTIONS = re.compile(
 RUN_ONCE_FUNCTIONS = frozenset(
     {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}
 )
+# Names that say a function initialises its object's state (a mixture's `initialize(x,
+# strategy)` seeding its components from samples by k-means, `reset_parameters`): where
+# the file never calls one, its callers elsewhere run it once, not with every batch (where
+# the file calls it, as chemprop's `forward` calls `initialize(bmg)`, those calls decide).
+INITIALISER = re.compile(r"_*(initiali[sz]e|init_weights|init_parameters|reset_parameters)")
 # Methods a training framework calls once per step on a subclass, by the name its base class
 # ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
 # `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
@@ -594,6 +599,8 @@ class HotCode:
             return False
         if function.name in RUN_ONCE_FUNCTIONS or function.name in self._plotting:
             return False
+        if self._uncalled_initialiser(function.name):
+            return False  # `initialize(self, x)` of a mixture: once, by its callers elsewhere
         if function.name in self._callees() and not self._called_per_call(function.name):
             return False
         if function.name in self._saving_functions():
@@ -626,6 +633,7 @@ class HotCode:
                 if not site.in_loop
                 and site.function is not None
                 and site.function.name not in RUN_ONCE_FUNCTIONS
+                and not self._uncalled_initialiser(site.function.name)
                 and site.function.name != callee
                 and site.scopes
                 and not has_loop(site.scopes[0])
@@ -655,6 +663,12 @@ class HotCode:
         the schedule on to `_power_interpolation(t)`): those checks run when the schedule
         is made, as often as its own callers make it."""
         return not handed_only_settings(function)
+
+    def _uncalled_initialiser(self, name: str) -> bool:
+        """`name` says it initialises its object (`INITIALISER`: `initialize`,
+        `reset_parameters`) and this file never calls it: its callers elsewhere run it
+        once, so neither it nor what it calls is run per call with new data."""
+        return INITIALISER.fullmatch(name) is not None and name not in self._callees()
 
     def _callees(self) -> set[str]:
         """Names of the functions this file calls (by name, as the call graph is)."""

@@ -46,7 +46,7 @@ from xlalint.analysis.arguments import parameter
 from xlalint.analysis.epochs import Epochs, loader_named
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import call_sites
-from xlalint.analysis.hotness import PASS_WRAPPERS, RUN_ONCE_FUNCTIONS
+from xlalint.analysis.hotness import INITIALISER, PASS_WRAPPERS, RUN_ONCE_FUNCTIONS
 from xlalint.analysis.loop_facts import unwrap_iteration
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
@@ -149,18 +149,16 @@ class StepPasses:
         return self._epochs.calls_a_holder(loop, self._runs_memo, self.is_step_loop)
 
     def runs_at_construction(self, loop: Loop) -> bool:
-        """The loop is in a method that runs when its object is built (`__init__`, or one
-        only such methods call as `self.m(...)`: `self.passes =
-        self._dag_diameter(adjacency)`) and trains, samples, pulls a batch, syncs or steps
-        nothing in its passes, nor walks a loader: whatever it counts (a `while` over a
-        graph's generations, `range(iterations)` of a clustering), it runs them once per
-        object built, not every step."""
+        """The loop is in a function that runs once per object (`_runs_once`: a method
+        that runs when its object is built, `__init__` or one only such methods call as
+        `self.m(...)`, `self.passes = self._dag_diameter(adjacency)`; an initialiser the
+        file never calls, a mixture's `initialize(x, strategy)`; a function of the module
+        only such code calls, its k-means) and trains, samples, pulls a batch, syncs or
+        steps nothing in its passes, nor walks a loader: whatever it counts (a `while`
+        over a graph's generations, `range(iterations)` of a clustering), it runs them
+        once per object, not every step."""
         site = self._loops.site(loop)
-        if site is None or site.class_def is None or site.function is None:
-            return False
-        if site.function.name.value == "main":
-            return False  # a whole program's run, whatever its class
-        if not self._runs_at_construction(site.function, site.class_def):
+        if site is None or not self._runs_once(site.function, site.class_def):
             return False
         if isinstance(loop, cst.For) and loader_named(unwrap_iteration(loop.iter)):
             return False
@@ -251,6 +249,39 @@ class StepPasses:
             and site.method_of is class_def
             and site.function is not method
             and self._runs_at_construction(site.function, class_def, depth + 1)
+            for site in calls
+        )
+
+    def _runs_once(
+        self, function: cst.FunctionDef | None, class_def: cst.ClassDef | None, depth: int = 0
+    ) -> bool:
+        """`function` runs once per object: by name (`__init__`, `setup`; not `main`,
+        a whole program's run), as an initialiser no call of the file reaches (`initialize`,
+        `reset_parameters`: `hotness.INITIALISER`), or because every call of it in the
+        module is in such a function (a method's as `self.m(...)` from its own class)."""
+        if function is None or depth > 2 or self._module is None:
+            return False
+        name = function.name.value
+        if name == "main":
+            return False
+        if name in RUN_ONCE_FUNCTIONS:
+            return True
+        sites = call_sites(self._module)
+        if class_def is not None:
+            calls = sites.named(name, method=True)
+            if not calls:
+                return INITIALISER.fullmatch(name) is not None
+            return all(
+                self_attribute(site.call.func) is not None
+                and site.method_of is class_def
+                and site.function is not function
+                and self._runs_once(site.function, class_def, depth + 1)
+                for site in calls
+            )
+        calls = sites.named(name, method=False)
+        return bool(calls) and all(
+            site.function is not function
+            and self._runs_once(site.function, site.method_of, depth + 1)
             for site in calls
         )
 
