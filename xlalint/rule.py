@@ -127,7 +127,8 @@ self.num_stages`, `if stage >= len(self.stages):`) to the end of its block, and 
 tensor at all where the function calls on it, or on an element a loop takes from it, a
 method that neither a tensor nor a dict or list has (a DGL graph's `g.num_nodes()`, an
 RDKit molecule's `mol.GetAtoms()` in `for mol, nodes, _ in cand_batch:`): its counts,
-indexes and the arithmetic on them are Python values. A method
+indexes and the arithmetic on them are Python values; one the function slices with a
+negative step (`image[:, :, ::-1]`, which torch refuses) is a numpy array, on the host. A method
 the class defines (`self.restore_model(path)`) is a method, not a submodule, whatever its
 name; what a method of the class returns when every `return` gives tensors (a noise
 schedule's `self.alpha_bar(step)`) is a tensor in its other methods, and so is what a

@@ -305,31 +305,22 @@ def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[s
     `tree_graphs.apply_edges(...)`), or on an element a loop takes from one (`for mol,
     nodes, _ in cand_batch:`, then `mol.GetNumAtoms()`). A DGL graph or a batch of RDKit
     molecules is handed to `forward` as a tensor would be; what the code calls on it says
-    it is not one. So does a slice with a negative step (`image[:, :, ::-1]`, an RGB image
-    turned BGR): torch refuses one, so the value is a numpy array (or a sequence)."""
+    it is not one."""
     names = set(presumed)
     if not names:
         return set()
     elements: dict[str, str] = {}  # a loop's target -> the parameter it iterates
     calls: list[cst.Attribute] = []
-    found: set[str] = set()
     for node in descendants(function.body):
         node_type = type(node)
-        if node_type is cst.Subscript:
-            receiver = node.value  # type: ignore[attr-defined]
-            if (
-                type(receiver) is cst.Name
-                and receiver.value in names
-                and any(_negative_step(e.slice) for e in node.slice)  # type: ignore[attr-defined]
-            ):
-                found.add(receiver.value)
-        elif node_type is cst.For or node_type is cst.CompFor:
+        if node_type is cst.For or node_type is cst.CompFor:
             iterable = node.iter  # type: ignore[attr-defined]
             if type(iterable) is cst.Name and iterable.value in names:
                 for target in target_names(node.target):  # type: ignore[attr-defined]
                     elements.setdefault(target, iterable.value)
         elif node_type is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
             calls.append(node.func)  # type: ignore[attr-defined]
+    found: set[str] = set()
     for func in calls:
         receiver = func.value
         method = func.attr.value
@@ -339,6 +330,28 @@ def used_as_objects(function: cst.FunctionDef, presumed: Iterable[str]) -> set[s
         if owner is None or method in TENSOR_MEMBERS or method in _CONTAINER_METHODS:
             continue
         found.add(owner)
+    return found
+
+
+def sliced_backwards(function: cst.FunctionDef, presumed: Iterable[str]) -> set[str]:
+    """The parameters among `presumed` (taken for tensors only because their function
+    runs per step) that `function` slices with a negative step (`image[:, :, ::-1]`, an
+    RGB image turned BGR): torch refuses one, so what the caller hands in is a numpy array
+    (or a sequence), on the host."""
+    names = set(presumed)
+    found: set[str] = set()
+    if not names:
+        return found
+    for node in descendants(function.body):
+        if type(node) is not cst.Subscript:
+            continue
+        receiver = node.value  # type: ignore[attr-defined]
+        if (
+            type(receiver) is cst.Name
+            and receiver.value in names
+            and any(_negative_step(e.slice) for e in node.slice)  # type: ignore[attr-defined]
+        ):
+            found.add(receiver.value)
     return found
 
 
@@ -900,6 +913,10 @@ class TensorKinds:
             # `div = a / b`, then `div[div != div] = 0.0`, with `a: float`: no number has
             # elements, so the annotation is wrong; the parameter holds what it is handed.
             frame[name] = Kind.UNKNOWN
+        for name in sliced_backwards(node, presumed):
+            # `image[:, :, ::-1]`: a numpy array handed to `forward`, not a tensor.
+            frame[name] = Kind.HOST
+            presumed.discard(name)
         for name in used_as_objects(node, presumed):
             # `g.num_nodes()`: a graph, a molecule, some object of a library; not a tensor.
             frame[name] = Kind.UNKNOWN
