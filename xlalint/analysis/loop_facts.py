@@ -101,11 +101,26 @@ def _last_name(node: cst.BaseExpression) -> str | None:
     return last_name(node)
 
 
+def _keyed_optimizer(node: cst.BaseExpression) -> str | None:
+    """`state[torchbearer.OPTIMIZER]`, `objects["optimizer"]` -> the key's name, where it
+    names an optimizer: a state dict that holds the run's objects by key (torchbearer's
+    `state`), whatever the dict is called. A key that is a loop's item is that loop's
+    business (`optimizers[name]`: `keys_optimizers`)."""
+    if type(node) is not cst.Subscript or len(node.slice) != 1:  # type: ignore[attr-defined]
+        return None
+    index = node.slice[0].slice  # type: ignore[attr-defined]
+    if not isinstance(index, cst.Index):
+        return None
+    key = index.value
+    name = key.evaluated_value if type(key) is cst.SimpleString else last_name(key)  # type: ignore[attr-defined]
+    return name if isinstance(name, str) and names_optimizer(name) else None
+
+
 def is_optimizer(node: cst.BaseExpression) -> bool:
     """`optimizer`, `opt`, `self.optimizer`, `self._optimizer`, `d_optimizer`,
-    `optimizer_g`, `optimizers[0]`."""
+    `optimizer_g`, `optimizers[0]`, `state[OPTIMIZER]`."""
     name = _last_name(node)
-    return name is not None and names_optimizer(name)
+    return (name is not None and names_optimizer(name)) or _keyed_optimizer(node) is not None
 
 
 def steps_an_optimizer(receiver: str) -> bool:
@@ -925,7 +940,7 @@ class _BodyScanner:
                 self.facts.trains = self.facts.steps_optimizer = True
 
     def _step(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
-        name = _last_name(receiver) or ""
+        name = _keyed_optimizer(receiver) or _last_name(receiver) or ""
         spelled = get_full_name_for_node(receiver)
         if steps_an_optimizer(name) or spelled in self.zeroed:
             # `optimizer.step()`, `scaler.step(optimizer)`, `trainer.step()` after
