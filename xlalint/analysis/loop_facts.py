@@ -1552,12 +1552,14 @@ class LoopFacts:
             template = facts.zeroes_optimizer and not self._through_calls("backward", node)
             for call in facts.calls:
                 functions = self._resolve_in(node, call, class_def)
-                if not functions and (
-                    names_optimizer_step(call.func)
-                    or (
-                        self.other_modules is not None
-                        and self.other_modules.steps_optimizer(call, class_def)
-                    )
+                if not functions and names_optimizer_step(call.func):
+                    return True
+                # Stubs here (a `Protocol`'s `def learn(self, batch): ...`) run nothing:
+                # the instance's class is another module's (`agent: DQN | TD3`).
+                if (
+                    all(map(_placeholder, functions))
+                    and self.other_modules is not None
+                    and self.other_modules.steps_optimizer(call, class_def)
                 ):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):
