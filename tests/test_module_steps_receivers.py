@@ -106,7 +106,7 @@ def test_parameter_annotated_with_an_alias_of_reexported_classes(tmp_path: Path)
 
 @pytest.mark.parametrize(
     "annotation",
-    ["DQN", "Optional[DQN]", "Union[TD3, DQN]", "TD3 | DQN | None", "algorithms.DQN"],
+    ["DQN", "Optional[DQN]", "Union[TD3, DQN]", "TD3 | DQN | None", "algorithms.DQN", '"DQN"'],
 )
 def test_other_annotations(tmp_path: Path, annotation: str) -> None:
     train = TRAIN.replace("agent: SupportedOffPolicy", f"agent: {annotation}").replace(

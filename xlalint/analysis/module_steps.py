@@ -421,9 +421,19 @@ class ModuleSteps:
         self, annotation: cst.BaseExpression, depth: int
     ) -> list[tuple[_Module, _Class]]:
         """The imported project classes an annotation names: `DQN`, `DQN | TD3`,
-        `Optional[DQN]`, `Union[DQN, TD3]`, or a module-level alias of the file
+        `Optional[DQN]`, `Union[DQN, TD3]`, `"DQN"`, or a module-level alias of the file
         (`SupportedOffPolicy = DQN | RainbowDQN`), `depth` aliases deep."""
         kind = type(annotation)
+        if kind is cst.SimpleString:
+            # A forward reference, `agent: "DQN"`.
+            text = annotation.evaluated_value  # type: ignore[attr-defined]
+            try:
+                annotation = cst.parse_expression(text) if isinstance(text, str) else None
+            except cst.ParserSyntaxError:
+                return []
+            if annotation is None or type(annotation) is cst.SimpleString:
+                return []
+            kind = type(annotation)
         if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:  # type: ignore[attr-defined]
             return self._annotated_classes(
                 annotation.left,  # type: ignore[attr-defined]
