@@ -1114,7 +1114,12 @@ def _feeds_model(events: Sequence[_Assign | _ModelCall], state: str) -> bool:
 class OtherModules(Protocol):
     """What other modules of the project do (`module_steps.ModuleSteps`)."""
 
-    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool: ...
+    def steps_optimizer(
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
+    ) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -1426,6 +1431,13 @@ class LoopFacts:
             derived = self._memo[key] = frozenset(i for i, of in bases.items() if of & names)
         return [m for m in methods if id(self._method_classes.get(id(m))) in derived]  # type: ignore[operator]
 
+    def _function_of(self, node: Scope) -> cst.FunctionDef | None:
+        """The function whose body holds a loop (a function's own body: itself)."""
+        if isinstance(node, cst.FunctionDef):
+            return node
+        site = self._sites.get(id(node))
+        return site.function if site is not None else None
+
     def _class_of(self, node: Scope) -> cst.ClassDef | None:
         """The class whose method holds a loop, or that a method belongs to."""
         if isinstance(node, cst.FunctionDef):
@@ -1542,8 +1554,10 @@ class LoopFacts:
             ):
                 return True
             class_def = self._class_of(node)
+            function = self._function_of(node)
             if self.other_modules is not None and any(
-                self.other_modules.steps_optimizer(call, class_def) for call in facts.imported_calls
+                self.other_modules.steps_optimizer(call, class_def, function)
+                for call in facts.imported_calls
             ):
                 return True
             # A pass that zeroes the optimizer's gradients but runs no backward here leaves
@@ -1559,7 +1573,7 @@ class LoopFacts:
                 if (
                     all(map(_placeholder, functions))
                     and self.other_modules is not None
-                    and self.other_modules.steps_optimizer(call, class_def)
+                    and self.other_modules.steps_optimizer(call, class_def, function)
                 ):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):

@@ -117,18 +117,28 @@ def _bound(class_def: ast.ClassDef) -> dict[str, tuple[str, ...]]:
     """Attributes the class's methods assign a bound method of the instance (`self.
     _update_impl = self.update`), with those methods' names."""
     bound: dict[str, list[str]] = {}
-    for item in class_def.body:
-        if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+    # Statements only (the blocks of compound ones), not every expression: a summary is
+    # made for each module a question reaches.
+    stack: list[ast.AST] = [
+        statement
+        for item in class_def.body
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        for statement in item.body
+    ]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Assign):
+            if (method := _ast_self_attribute(node.value)) is not None:
+                for target in node.targets:
+                    if (attribute := _ast_self_attribute(target)) is not None:
+                        bound.setdefault(attribute, []).append(method)
             continue
-        for node in ast.walk(item):
-            if (
-                not isinstance(node, ast.Assign)
-                or (method := _ast_self_attribute(node.value)) is None
-            ):
-                continue
-            for target in node.targets:
-                if (attribute := _ast_self_attribute(target)) is not None:
-                    bound.setdefault(attribute, []).append(method)
+        if isinstance(node, _NESTED):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                stack.extend(block)
     return {attribute: tuple(dict.fromkeys(methods)) for attribute, methods in bound.items()}
 
 
@@ -271,7 +281,8 @@ class ModuleSteps:
         self._classes: list[tuple[_Module, _Class]] | None = None
         self._instances: dict[str, str] | None = None  # name -> the class every binding calls
         self._alias_table: dict[str, cst.BaseExpression] | None = None
-        self._enclosing: dict[int, cst.FunctionDef] | None = None
+        # id(class) -> its `self.<attribute> = value` assignments (`_attribute_values`).
+        self._assigned: dict[int, dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]]] = {}
 
     # -- the linted file --------------------------------------------------------------------
     @property
@@ -305,18 +316,27 @@ class ModuleSteps:
         return {n.name.value: n for n in self._module.body if isinstance(n, cst.ClassDef)}
 
     # -- questions --------------------------------------------------------------------------
-    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool:
+    def steps_optimizer(
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
+    ) -> bool:
         """Whether `call`, which no function of the linted file answers, runs a function
-        of another project module that steps an optimizer on each call."""
+        of another project module that steps an optimizer on each call. `function`: the
+        function of the file whose body makes the call (its parameters' annotations)."""
         if not self.imported:
             return False
         return any(
-            not module.knows_xla and self._steps(module, function, owner, _CALL_DEPTH)
-            for module, function, owner in self._targets(call, class_def)
+            not module.knows_xla and self._steps(module, target, owner, _CALL_DEPTH)
+            for module, target, owner in self._targets(call, class_def, function)
         )
 
     def _targets(
-        self, call: cst.Call, class_def: cst.ClassDef | None
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
     ) -> Iterator[tuple[_Module, _Function, _Class | None]]:
         func = call.func
         if isinstance(func, cst.Attribute) and class_def is not None and self_call(call):
@@ -327,7 +347,7 @@ class ModuleSteps:
         binding = self._file_bindings().get(head)
         if binding is None:
             if isinstance(func, cst.Attribute) and (
-                classes := self._receiver_classes(func.value, call, class_def)
+                classes := self._receiver_classes(func.value, class_def, function)
             ):
                 # `amp.step(model, optimizer)` with `amp = MixedPrecisionManager(...)`,
                 # `agent.learn(batch)` with `agent: DQN | TD3`, `self.learner.update(b)`
@@ -354,7 +374,10 @@ class ModuleSteps:
                 yield module, module.functions[name], None
 
     def _receiver_classes(
-        self, receiver: cst.BaseExpression, call: cst.Call, class_def: cst.ClassDef | None
+        self,
+        receiver: cst.BaseExpression,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None,
     ) -> list[tuple[_Module, _Class]]:
         """The classes of other project modules whose instance `receiver` holds: a plain
         name every binding of the file constructs (`_instance_class`), a parameter of the
@@ -365,7 +388,6 @@ class ModuleSteps:
         if (cls := self._instance_class(receiver)) is not None:
             return [cls]
         if type(receiver) is cst.Name:
-            function = self._enclosing_functions().get(id(call))
             name = receiver.value  # type: ignore[attr-defined]
             if function is None or name in bound_names(function):
                 return []
@@ -374,24 +396,31 @@ class ModuleSteps:
         if attribute is None or class_def is None:
             return []
         classes: list[tuple[_Module, _Class]] = []
-        assigned = False
-        for method in class_def.body.body:
-            if type(method) is not cst.FunctionDef:
-                continue
-            for node in descendants(method):  # type: ignore[arg-type]
-                if type(node) is not cst.Assign:
+        for value, method in self._attribute_values(class_def).get(attribute, ()):
+            made = self._made_classes(value, method)
+            if not made:
+                return []  # some assignment holds something else
+            classes.extend(made)
+        return classes
+
+    def _attribute_values(
+        self, class_def: cst.ClassDef
+    ) -> dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]]:
+        """`self.<attribute> = value` in the class's methods: attribute -> (value, method),
+        from one walk of the class per lint."""
+        table = self._assigned.get(id(class_def))
+        if table is None:
+            table = self._assigned[id(class_def)] = {}
+            for method in class_def.body.body:  # type: ignore[attr-defined]
+                if type(method) is not cst.FunctionDef:
                     continue
-                if not any(
-                    _self_attribute(t.target) == attribute
-                    for t in node.targets  # type: ignore[attr-defined]
-                ):
-                    continue
-                assigned = True
-                made = self._made_classes(node.value, method)  # type: ignore[attr-defined,arg-type]
-                if not made:
-                    return []  # some assignment holds something else
-                classes.extend(made)
-        return classes if assigned else []
+                for node in descendants(method):
+                    if type(node) is not cst.Assign:
+                        continue
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        if (attribute := _self_attribute(target.target)) is not None:
+                            table.setdefault(attribute, []).append((node.value, method))  # type: ignore[attr-defined]
+        return table
 
     def _made_classes(
         self, value: cst.BaseExpression, function: cst.FunctionDef
@@ -400,7 +429,7 @@ class ModuleSteps:
         with such classes (and not rebound in it)."""
         if type(value) is cst.Call:
             spelled = get_full_name_for_node(value.func)  # type: ignore[attr-defined]
-            found = self._file_class(spelled) if spelled else None
+            found = self._file_class(spelled, reexports=True) if spelled else None
             return [found] if found is not None else []
         if type(value) is cst.Name and value.value not in bound_names(function):  # type: ignore[attr-defined]
             return self._parameter_classes(function, value.value)  # type: ignore[attr-defined]
@@ -450,7 +479,7 @@ class ModuleSteps:
         spelled = get_full_name_for_node(annotation) if kind in (cst.Name, cst.Attribute) else None
         if spelled is None:
             return []
-        if (cls := self._file_class(spelled)) is not None:
+        if (cls := self._file_class(spelled, reexports=True)) is not None:
             return [cls]
         alias = self._aliases().get(spelled)
         return [] if alias is None or depth <= 0 else self._annotated_classes(alias, depth - 1)
@@ -474,18 +503,6 @@ class ModuleSteps:
                             values.setdefault(target.value, []).append(small.value)  # type: ignore[attr-defined]
             self._alias_table = {n: v[0] for n, v in values.items() if len(v) == 1}
         return self._alias_table
-
-    def _enclosing_functions(self) -> dict[int, cst.FunctionDef]:
-        """id(call) -> the innermost function of the file whose body makes it."""
-        if self._enclosing is None:
-            self._enclosing = {}
-            for node in descendants(self._module):
-                if type(node) is cst.FunctionDef:
-                    # Preorder: a nested function's calls are claimed again by it after.
-                    for inner in descendants(node.body):  # type: ignore[attr-defined]
-                        if type(inner) is cst.Call:
-                            self._enclosing[id(inner)] = node  # type: ignore[assignment]
-        return self._enclosing
 
     def _instance_class(self, receiver: cst.BaseExpression) -> tuple[_Module, _Class] | None:
         """The class of another project module that every binding of a plain name in the
@@ -617,16 +634,18 @@ class ModuleSteps:
             ]
         return self._classes
 
-    def _file_class(self, spelled: str) -> tuple[_Module, _Class] | None:
+    def _file_class(self, spelled: str, reexports: bool = False) -> tuple[_Module, _Class] | None:
         head, _, rest = spelled.partition(".")
         binding = self._file_bindings().get(head)
         if binding is None:
             return None
         level, dotted = binding
         found = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted)
-        if found is not None and found[1] not in found[0].classes:
+        if reexports and found is not None and found[1] not in found[0].classes:
             # `from agilerl.algorithms import DQN`: a package's `__init__.py` re-exporting
-            # the class of one of its modules (`from .dqn import DQN`), one hop.
+            # the class of one of its modules (`from .dqn import DQN`), one hop. Only for
+            # the classes a receiver is stated to hold: following every base and every
+            # constructed name so read a module more per lint on a third of diffusers.
             module, name = found
             reexport = module.bindings.get(name)
             found = None if reexport is None else self._locate(module.path, *reexport)
