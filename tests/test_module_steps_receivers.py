@@ -222,6 +222,28 @@ def test_generic_method_through_the_attribute(tmp_path: Path) -> None:
     assert _found([trainer], tmp_path) == []
 
 
+def test_generic_method_through_a_local(tmp_path: Path) -> None:
+    """The same instance kept in a local every binding of which constructs it; rebound
+    to something else as well, the name says nothing."""
+    _project(tmp_path)
+    script = tmp_path / "rl" / "training" / "script.py"
+    local = (
+        "import torch\n\nfrom rl.algorithms import DQN\n\n\n"
+        "def fit(actor, batches):\n    algo = DQN(actor, 1e-3)\n"
+        "    for step, batch in enumerate(batches):\n"
+        '        algo.update(batch["obs"], batch["action"])\n'
+    )
+    script.write_text(local.replace("from rl.algorithms import", "from rl.algorithms.dqn import"))
+    assert _found([script], tmp_path) == [8]
+    script.write_text(local)  # the package's re-export
+    assert _found([script], tmp_path) == [8]
+    script.write_text(
+        local.replace("from rl.algorithms import", "from rl.algorithms.dqn import")
+        + "\n\ndef other(algo):\n    return algo\n"
+    )
+    assert _found([script], tmp_path) == []
+
+
 def test_screen_and_warm_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _project(tmp_path)
     cache = ResultCache(tmp_path / "cache")

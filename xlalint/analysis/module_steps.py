@@ -534,7 +534,7 @@ class ModuleSteps:
                     made.setdefault(node.name.value, set()).add("")  # type: ignore[attr-defined]
             self._instances = {n: next(iter(c)) for n, c in made.items() if len(c) == 1}
         spelled = self._instances.get(name)
-        return self._file_class(spelled) if spelled else None
+        return self._file_class(spelled, reexports=True) if spelled else None
 
     def _inherited(
         self, class_def: cst.ClassDef, method: str
