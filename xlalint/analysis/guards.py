@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
-from functools import cache
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -180,10 +179,16 @@ def ends_in(block: cst.BaseSuite, kinds: tuple[type[cst.BaseSmallStatement], ...
     return type(last) in _exactly(kinds)
 
 
-@cache
 def _exactly(kinds: tuple[type[cst.CSTNode], ...]) -> frozenset[type[cst.CSTNode]]:
-    """`kinds` and their subclasses, for an exact type test (no ABCMeta check per miss)."""
-    return node_types(*kinds)
+    """`kinds` and their subclasses, for an exact type test (no ABCMeta check per miss);
+    kept per tuple of node types (types, not nodes: no tree is held)."""
+    found = _EXACT.get(kinds)
+    if found is None:
+        found = _EXACT[kinds] = node_types(*kinds)
+    return found
+
+
+_EXACT: dict[tuple[type[cst.CSTNode], ...], frozenset[type[cst.CSTNode]]] = {}
 
 
 def negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
