@@ -424,7 +424,8 @@ def test_other_modules_are_parsed_only_for_names_they_spell(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another module's summaries are made as asked: a name its text never spells has
-    none, without a parse; completing a module (`_HELD` later) keeps every answer."""
+    none, without a parse; completing a module (once `_HELD_BYTES` of later modules are
+    read) keeps every answer."""
     from xlalint.analysis import module_reads, project_modules
 
     path = tmp_path / "utils.py"
@@ -453,3 +454,27 @@ def test_a_module_that_does_not_parse_reexports_nothing(tmp_path: Path) -> None:
     module = module_reads._module_at(str(path), project_modules.stat_key(str(path)))
     assert module is not None and "to_numpy" in module.bindings
     assert not module_reads._parses(module) and not list(module.functions)
+
+
+def test_held_modules_are_completed_past_their_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held texts and trees stay within `_HELD_BYTES`: the oldest modules are summarised
+    whole and drop them."""
+    from collections import deque
+
+    from xlalint.analysis import module_reads, project_modules
+
+    monkeypatch.setattr(module_reads, "_held", deque())
+    monkeypatch.setattr(module_reads, "_held_bytes", 0)
+    monkeypatch.setattr(module_reads, "_HELD_BYTES", len(UTILS) + 1)
+    modules = []
+    for name in ("a.py", "b.py"):
+        path = tmp_path / name
+        path.write_text(UTILS)
+        modules.append(module_reads._module_at(str(path), project_modules.stat_key(str(path))))
+    first, second = (m.functions for m in modules if m is not None)
+    assert isinstance(first, module_reads._Held) and isinstance(second, module_reads._Held)
+    assert first._complete and not second._complete
+    assert "to_numpy" in first and "nope" not in first
+    assert module_reads._held_bytes == len(UTILS)

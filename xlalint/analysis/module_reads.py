@@ -76,7 +76,7 @@ def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
     if text is None:
         return None
     summaries = _Held(path, text)
-    _holding(summaries)
+    _holding(summaries, len(text))
     return _Module(path, summaries, project_modules.bindings(text), names_xla(text))
 
 
@@ -139,8 +139,8 @@ class _Held(_Summaries):
     """Another module's summaries, kept for the process. A name whose `def` the text does
     not spell has none, so the module is parsed only when a name it may define is asked
     (a one-file check asks ~100 times about 6 modules' bases, for a few methods); the text,
-    then the tree, is held only while the module is among the last `_HELD` read
-    (`complete`: every summary made, as before, so that no tree outlives them)."""
+    then the tree, is held only while the module is among the last read (`_HELD_BYTES`;
+    `complete`: every summary made, as before, so that no tree outlives them)."""
 
     def __init__(self, path: str, text: str) -> None:
         super().__init__(None)
@@ -211,16 +211,25 @@ def _is_word(text: str, at: int) -> bool:
     return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
 
 
-_HELD = 8  # other modules whose text or tree is held while their summaries are made
-_held: deque[_Held] = deque()
+# The text of the modules whose text or tree is held while their summaries are made as
+# asked: a tree is about 22 times its text (pipeline_utils.py: 118 kB -> 2.5 MB), so at
+# most ~11 MB of trees per process.
+_HELD_BYTES = 512 * 1024
+_held: deque[tuple[_Held, int]] = deque()
+_held_bytes = 0
 
 
-def _holding(summaries: _Held) -> None:
-    """Hold `summaries` among the last `_HELD`; the oldest is completed (its tree dropped):
-    a whole-tree run makes no more summaries than when each module was summarised whole."""
-    _held.append(summaries)
-    if len(_held) > _HELD:
-        _held.popleft().complete()
+def _holding(summaries: _Held, size: int) -> None:
+    """Hold `summaries` (of a text of `size` characters) among the last modules read, at
+    most `_HELD_BYTES` of text; the oldest are completed (their trees dropped): a
+    whole-tree run makes no more summaries than when each module was summarised whole."""
+    global _held_bytes
+    _held.append((summaries, size))
+    _held_bytes += size
+    while _held_bytes > _HELD_BYTES and _held:
+        oldest, oldest_size = _held.popleft()
+        _held_bytes -= oldest_size
+        oldest.complete()
 
 
 def _own_module(path: str) -> _Module | None:
