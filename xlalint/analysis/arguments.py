@@ -89,6 +89,15 @@ def positional_params(function: cst.FunctionDef | cst.Lambda) -> list[cst.Param]
     return [*params.posonly_params, *params.params]
 
 
+def is_staticmethod(function: cst.FunctionDef) -> bool:
+    """`@staticmethod`: its callers' positional arguments start at its first parameter,
+    where a method's callers through an instance skip `self`."""
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+        for d in function.decorators
+    )
+
+
 def positional_names(function: cst.FunctionDef | cst.Lambda) -> list[str]:
     """The names of `positional_params(function)`."""
     return [p.name.value for p in positional_params(function)]

@@ -24,7 +24,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
-from xlalint.analysis.arguments import positional_names
+from xlalint.analysis.arguments import is_staticmethod, positional_names
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import code_children, target_names
@@ -71,11 +71,7 @@ def host_parameters(
     if params.star_arg is not None and isinstance(params.star_arg, cst.Param):
         return {}
     positional = positional_names(function)
-    static = any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-        for d in function.decorators
-    )
-    if in_class and not static:
+    if in_class and not is_staticmethod(function):
         positional = positional[1:]
     if not positional:
         return {}

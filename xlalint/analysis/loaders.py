@@ -13,7 +13,13 @@ from collections.abc import Iterator
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import bind, parameter, positional_names, signature_of
+from xlalint.analysis.arguments import (
+    bind,
+    is_staticmethod,
+    parameter,
+    positional_names,
+    signature_of,
+)
 from xlalint.analysis.devices import mentions_xla
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loop_facts import (
@@ -277,7 +283,7 @@ class LoaderTracing(LoopFacts):
         name = arg.value
         if parameter(callee, name) is None or name in self._scope_assignments(callee):
             return pulled
-        is_method = id(callee) in self._method_classes and not _is_static(callee)
+        is_method = id(callee) in self._method_classes and not is_staticmethod(callee)
         bound = bind(call, signature_of(callee, is_method))
         if bound is None or name not in bound:
             return pulled

@@ -111,7 +111,7 @@ class OffXla:
         if not (by_calls or by_uses or owner is not None):
             return False  # a nested function: callable from anywhere
         if self._exported is None:
-            self._exported = exported_functions(self._module)
+            self._exported = exported_functions(self._module, self._exported_names())
         if id(function) in self._exported:
             return False
         calls = self._index()
@@ -354,12 +354,11 @@ class XlaPredicates:
         return known
 
 
-def exported_functions(module: cst.Module) -> frozenset[int]:
-    """The module-level functions (by `id`) that the module lists in `__all__`: its API,
-    which other modules may call on an XLA host however this file guards its own calls
-    (ignite's `supervised_training_step`, which its own trainer factory picks only off
-    TPUs)."""
-    names = exported_names(module)
+def exported_functions(module: cst.Module, names: frozenset[str]) -> frozenset[int]:
+    """The module-level functions (by `id`) that the module lists in `__all__` (`names`,
+    from `exported_names`): its API, which other modules may call on an XLA host however
+    this file guards its own calls (ignite's `supervised_training_step`, which its own
+    trainer factory picks only off TPUs)."""
     return frozenset(
         id(statement)
         for statement in module.body

@@ -4,7 +4,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from xlalint.analysis.arguments import Signature, bind, keyword_argument, parameters, signature_of
+from xlalint.analysis.arguments import (
+    Signature,
+    bind,
+    is_staticmethod,
+    keyword_argument,
+    parameters,
+    signature_of,
+)
 from xlalint.analysis.devices import positional_argument
 from xlalint.analysis.members import member_method_call
 from xlalint.analysis.structural_loops import StructuralLoops
@@ -495,11 +502,7 @@ def _functions(module: cst.Module) -> list[tuple[cst.FunctionDef, bool]]:
         if isinstance(node, cst.ClassDef):
             stack.extend((s, True) for s in node.body.body)
         elif isinstance(node, cst.FunctionDef):
-            static = any(
-                isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-                for d in node.decorators
-            )
-            found.append((node, in_class and not static))
+            found.append((node, in_class and not is_staticmethod(node)))
     return found
 
 

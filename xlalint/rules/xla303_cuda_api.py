@@ -17,7 +17,7 @@ from xlalint.analysis.devices import (
 )
 from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.reachability import exported_functions
+from xlalint.analysis.reachability import exported_functions, exported_names
 from xlalint.rule import Rule
 from xlalint.walk import code_children, descendants
 
@@ -439,7 +439,7 @@ class CudaApi(Rule):
         class that captures a CUDA graph or in another such function."""
         module = self.ctx.module
         functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-        exported = exported_functions(module)
+        exported = exported_functions(module, exported_names(module))
         # name -> where it is used: a class name (graph class or not) or a function's name,
         # None for module-level code.
         users: dict[str, list[tuple[str, str | None]]] = {}
