@@ -31,7 +31,7 @@ from xlalint.analysis.host_arguments import (
     value_before,
 )
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.module_classes import NN_MODULE_CLASS
+from xlalint.analysis.module_classes import NN_MODULE_CLASS, NN_TENSOR_CLASS
 from xlalint.analysis.records import (
     Record,
     annotated_record,
@@ -3060,6 +3060,8 @@ class TensorKinds:
             return Kind.UNKNOWN
         if NN_MODULE_CLASS.match(qualified):
             return Kind.MODULE
+        if NN_TENSOR_CLASS.match(qualified):
+            return Kind.TENSOR  # a parameter: on the device with its module
         if qualified.startswith("torch.utils.data.") and qualified.endswith("DataLoader"):
             return Kind.ITERABLE
         if qualified.startswith("torch_xla.distributed.parallel_loader."):

@@ -163,6 +163,10 @@ class ItemInHotCode(HelperCallRule):
     self.temperature_holder = None`) is the empty case, used only where it is not None: it
     keeps what the other assignment says.
 
+    A module's parameter (`self.lamb = nn.Parameter(torch.tensor(lamb))`, `nn.Buffer`)
+    moves to the device with its module, whatever host value its data was built from:
+    `self.lamb.item()` in `forward` reads the device every step.
+
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
