@@ -241,6 +241,9 @@ _HOST_BUILTINS = frozenset(
         "format", "round", "abs", "print", "getattr", "callable", "ord", "chr",
     }
 )  # fmt: skip
+# Builtins that call a method of their operand (`abs(t)` is `t.__abs__()`): of a tensor, a
+# tensor; of anything else, a Python number as `_HOST_BUILTINS` says.
+_TENSOR_DUNDER_BUILTINS = frozenset({"abs", "round"})
 # Builtins that give back elements of the one iterable they are handed (`max(t)`,
 # `min(t)`) or their sum: of a device tensor, a 0-dim tensor on its device.
 _ELEMENT_BUILTINS = frozenset({"max", "min", "sum"})
@@ -508,6 +511,16 @@ def _names_a_type(node: cst.BaseExpression) -> bool:
 def tensor_annotation(node: cst.BaseExpression) -> Kind:
     """What an annotation says its value is (see `_tensor_annotation`)."""
     return _tensor_annotation(node)
+
+
+def annotates_tensors(node: cst.BaseExpression) -> bool:
+    """An annotation whose every alternative is a tensor, a sequence of tensors or None
+    (`-> Tensor | tuple[Tensor, Tensor]`, `-> Tuple[torch.Tensor, torch.Tensor]`): no
+    Python number, whatever the function's arithmetic looks like."""
+    alternatives = _alternatives(node)
+    return any(a is not None for a in alternatives) and all(
+        a is None or _tensor_annotation(a) in (Kind.TENSOR, Kind.ITERABLE) for a in alternatives
+    )
 
 
 def _only_tensors(node: cst.BaseExpression) -> bool:
@@ -2812,6 +2825,17 @@ class TensorKinds:
             return self._qualified_call(qualified, node)
         if type(func) is cst.Name:
             name = func.value
+            if (
+                name in _TENSOR_DUNDER_BUILTINS
+                and self.lookup(name) is None
+                and node.args
+                and node.args[0].keyword is None
+                and not node.args[0].star
+                and self.of(node.args[0].value) is Kind.TENSOR
+            ):
+                # `abs(x_next - x_star)`, `round(t)`: `Tensor.__abs__`/`__round__` give a
+                # tensor on the operand's device, as `t.abs()` does; no host read.
+                return Kind.TENSOR
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
             if name in _CHOOSING_BUILTINS and self.lookup(name) is None:

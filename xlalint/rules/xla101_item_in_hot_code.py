@@ -152,7 +152,10 @@ class ItemInHotCode(HelperCallRule):
     A function or method annotated to return tensors only (`-> Tuple[torch.Tensor,
     torch.Tensor]`) hands back a tensor in each position (`y, t = self._compute_y_and_t(
     batch)`); one with other types beside a tensor (`-> Tuple[Tensor, np.ndarray]`) says
-    nothing of them.
+    nothing of them. A union of such annotations (`-> Tensor | tuple[Tensor, Tensor]`, an
+    ODE step returning `x_next, abs(x_next - x_star)` when asked for its error) returns no
+    Python number, whatever its arithmetic with literal coefficients looks like; `abs(t)`
+    and `round(t)` of a device tensor are tensors (`Tensor.__abs__`).
 
     An attribute declared to hold a tensor (`self._prompt_lens: Tensor | None`, every
     alternative a tensor or None) is one wherever it is not None, whatever opaque value
