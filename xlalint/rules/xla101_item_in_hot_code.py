@@ -68,6 +68,12 @@ class ItemInHotCode(HelperCallRule):
     values is one fix. `t.cpu().item()`
     is one read of `t`, reported here rather than as XLA102.
 
+    Other spellings of the same read: a format spec on a tensor (`f"{loss:0.3f}"`,
+    `f"{acc:.2%}"`) formats `loss.item()` (`Tensor.__format__`; a field without a spec
+    prints the tensor, XLA104's), and Python's integer functions take a tensor's value
+    through `__index__` (`randrange(0, min_seq_len - 1)` of a device tensor,
+    `random.randint`, `operator.index`), as `int(t)` does.
+
     A device tensor handed, in code that runs every step, to a function of the same module
     that converts that very parameter (`float(p)`, `int(p)`, `p.item()`, or each element of
     its `*args`) costs the same read: the call is reported, naming the helper and the line
@@ -450,12 +456,55 @@ class ItemInHotCode(HelperCallRule):
             self.report_read_elsewhere(node, hint=self.helper_hint)
             self._visit_conversion(node)
 
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        """`f"{loss:0.3f}"`: a format spec on a tensor runs `Tensor.__format__`, which
+        formats `self.item()`: a read of the value as `float(loss)` is. (Without a spec the
+        field prints the tensor: XLA104's.)"""
+        spec = node.format_spec
+        if not spec or node.conversion is not None:
+            return
+        value = node.expression
+        # `f"{v.item() if is_tensor(v) else v:.3f}"`: a tensor only if every branch is one
+        # (the read in a branch is reported as itself).
+        branches: list[cst.BaseExpression] = [value]
+        while any(type(b) is cst.IfExp for b in branches):
+            branches = [
+                part
+                for b in branches
+                for part in ((b.body, b.orelse) if type(b) is cst.IfExp else (b,))  # type: ignore[attr-defined]
+            ]
+        if not all(self.ctx.is_tensor(b) for b in branches) or self.ctx.type_tested_host(value):
+            return
+        spelled = "".join(
+            part.value if type(part) is cst.FormattedStringText else "{...}"  # type: ignore[attr-defined]
+            for part in spec
+        )
+        skip, repeat_of = self._one_cause(value, node)  # type: ignore[arg-type]
+        if not skip:
+            message = self.message.format(call=f"{{tensor:{spelled}}}")
+            self.report(node, message, repeat_of=repeat_of)
+
     def _visit_conversion(self, node: cst.Call) -> None:
         """`math.exp(t)` of a device tensor; `torch.tensor([x])` of a helper's parameter
         (the helper reads what it is handed; XLA107 reports device elements where it sees
         them)."""
         qualified = self.ctx.qualified(node.func)
-        if qualified is None or not node.args or node.args[0].keyword is not None:
+        if qualified is None or not node.args:
+            return
+        if qualified in INT_TAKING_FUNCTIONS:
+            # `randrange(0, min_seq_len - 1)`: Python's integer functions take a tensor's
+            # value through `__index__`, a read of it as `int(t)` is.
+            value = next(
+                (a.value for a in node.args if not a.star and self.ctx.is_tensor(a.value)),
+                None,
+            )
+            if value is not None and not self.ctx.type_tested_host(value):
+                skip, repeat_of = self._one_cause(value, node)
+                if not skip:
+                    message = self.message.format(call=f"{qualified}(tensor)")
+                    self.report(node, message, repeat_of=repeat_of)
+            return
+        if node.args[0].keyword is not None:
             return
         value = node.args[0].value
         if qualified.startswith("math.") and qualified[5:] in MATH_CONVERSIONS:
@@ -644,5 +693,7 @@ MATH_CONVERSIONS = frozenset(
     {"exp", "log", "log2", "log10", "log1p", "sqrt", "floor", "ceil", "fabs", "isnan",
      "isinf", "isfinite", "pow", "cos", "sin", "tan", "tanh", "atan", "trunc", "expm1"}
 )  # fmt: skip
+# Python functions that take integers, and so a tensor's value through `__index__`.
+INT_TAKING_FUNCTIONS = frozenset({"random.randrange", "random.randint", "operator.index"})
 # torch functions that build a tensor from Python values, reading each element.
 LIST_TENSOR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
