@@ -1359,10 +1359,12 @@ class FileContext:
             type(func) is cst.Attribute
             and func.attr.value in MODULE_HOOK_REGISTRATIONS
             and node.args
-            and isinstance(node.args[0].value, cst.Name)
+            and (hook := _hook_name(node.args[0].value)) is not None
         ):
-            # `layer.key.register_forward_hook(save_to_cache)`: runs on every forward.
-            self.hot.add_module_hook(node.args[0].value.value)
+            # `layer.key.register_forward_hook(save_to_cache)`, or a method of the class
+            # (`target_layer.register_forward_hook(self.save_activation)`): runs on every
+            # forward.
+            self.hot.add_module_hook(hook)
         if resolved in SAVE_CALLS and self.function is not None:
             self.hot.add_saving_function(self.function.name)
         if self.function is not None and makes_a_figure(node, resolved):
@@ -1485,3 +1487,16 @@ def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if type(test) is cst.BooleanOperation:
         return [*_operands(test.left), *_operands(test.right)]
     return [test]
+
+
+def _hook_name(value: cst.BaseExpression) -> str | None:
+    """The function a hook registration hands over: `save_to_cache`, `self.save_activation`."""
+    if type(value) is cst.Name:
+        return value.value  # type: ignore[attr-defined]
+    if (
+        type(value) is cst.Attribute
+        and type(value.value) is cst.Name  # type: ignore[attr-defined]
+        and value.value.value == "self"  # type: ignore[attr-defined]
+    ):
+        return value.attr.value  # type: ignore[attr-defined]
+    return None

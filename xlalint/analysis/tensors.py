@@ -23,6 +23,7 @@ from xlalint.analysis.documented_types import (
     documented_tensor_parameters,
 )
 from xlalint.analysis.guards import negated
+from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
     host_copy,
@@ -865,6 +866,12 @@ class TensorKinds:
                 tensors.add(name)  # `x: dict[str, torch.Tensor]`: `x["lengths"]` is one
             if frame[name] is Kind.UNKNOWN and _names_other_class(param.annotation):
                 typed.add(name)  # `stopping_criterion: StoppingCriterion`: no loss module
+        hook_output = self._forward_hook_output(node, in_class)
+        if hook_output is not None and frame.get(hook_output) is not Kind.HOST:
+            # `def save_activation(self, module, input, output)` registered with
+            # `layer.register_forward_hook(self.save_activation)`: torch hands it the
+            # layer's output, a device tensor on every forward.
+            frame[hook_output] = Kind.TENSOR
         host_copies = (
             host_parameters(self._module, node, in_class) if self._module is not None else {}
         )
@@ -1862,6 +1869,39 @@ class TensorKinds:
             self._host_tensors[-1].add(target.value)
         elif (attribute := self_attribute(target)) is not None:
             self._self_host_tensors[-1].add(attribute)
+
+    def _forward_hook_output(self, node: cst.FunctionDef, in_class: bool) -> str | None:
+        """The parameter that receives the module's output, where the module registers
+        `node` as a forward hook (`register_forward_hook(save_to_cache)`, or a method
+        handed as `self.save_activation` from its own class): the third of `(module,
+        input, output)`, unannotated."""
+        positional = positional_params(node)
+        first = 1 if in_class else 0
+        if self._module is None or len(positional) < first + 3:
+            return None
+        output = positional[first + 2]
+        if output.annotation is not None:
+            return None
+        name = node.name.value
+        for site in call_sites(self._module).named("register_forward_hook", True):
+            args = site.call.args
+            if not args or args[0].keyword is not None:
+                continue
+            hook = args[0].value
+            if in_class:
+                registered = (
+                    type(hook) is cst.Attribute
+                    and type(hook.value) is cst.Name
+                    and hook.value.value == "self"
+                    and hook.attr.value == name
+                    and site.class_def is not None
+                    and any(s is node for s in site.class_def.body.body)  # type: ignore[attr-defined]
+                )
+            else:
+                registered = type(hook) is cst.Name and hook.value == name
+            if registered:
+                return output.name.value
+        return None
 
     def _host_built_returns(
         self, value: cst.BaseExpression, arrays: bool = False

@@ -68,7 +68,10 @@ class HostTransferInHotCode(HelperCallRule):
     `self.xb` and `self.yb` (or `self.learn.pred`) are device tensors, so `self.pred.cpu()`
     there copies every batch; the same attributes in `after_epoch`, or bound by the
     callback itself, are not judged so. A module's registered buffers are device tensors
-    too.
+    too. So is the output a forward hook is handed (`def save_activation(self, module,
+    input, output)`, registered with `layer.register_forward_hook(self.save_activation)`,
+    or a nested function so registered): the hook runs in the middle of every forward of
+    that layer, and `output.cpu()` there executes the graph up to it.
 
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output (`self(state)` in a method of the
