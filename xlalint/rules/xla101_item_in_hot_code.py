@@ -74,6 +74,14 @@ class ItemInHotCode(HelperCallRule):
     through `__index__` (`randrange(0, min_seq_len - 1)` of a device tensor,
     `random.randint`, `operator.index`), as `int(t)` does.
 
+    A read in a loop or comprehension over the rows of a device tensor (`[target(o).cpu()
+    .item() for target, o in zip(targets, outputs)]` of a model's outputs, or
+    `input_tensor[i].cpu()` for `i in range(batch_size)`) in a function that runs a model
+    itself pays one sync per row on every call with new data, where one copy of the whole
+    would do: it is judged as a per-call cost, hot in a function that computes on tensors
+    it is handed (`input_tensor: torch.Tensor`) as well as in per-step code. A summary
+    that runs no model (`finalize(sum_logprobs, tokens)` after decoding) is not.
+
     A device tensor handed, in code that runs every step, to a function of the same module
     that converts that very parameter (`float(p)`, `int(p)`, `p.item()`, or each element of
     its `*args`) costs the same read: the call is reported, naming the helper and the line
@@ -360,6 +368,7 @@ class ItemInHotCode(HelperCallRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     hot_only = True
+    per_row_reads = True
     needs_torch = True
     # "import": a call of another project module's function that reads what it is handed.
     triggers = (".item(", "float(", "int(", "import")
