@@ -1347,6 +1347,7 @@ class FileContext:
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
+        self.kinds.note_merge(node)
         self.kinds.note_buffer(node)
         self.kinds.note_backward(node)
         resolved = self.imports.resolve(func)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
 from xlalint.analysis.documented_types import (
     documented_host_parameters,
@@ -522,6 +523,51 @@ def annotates_tensors(node: cst.BaseExpression) -> bool:
     return any(a is not None for a in alternatives) and all(
         a is None or _tensor_annotation(a) in (Kind.TENSOR, Kind.ITERABLE) for a in alternatives
     )
+
+
+@lint_memo.memo(64)
+def _merges_entries(module: cst.Module, name: str) -> bool:
+    """`name` is a function of `module` that writes each entry of its second parameter
+    into its first: `for key, value in new.items(): log[key] = ... value ...`."""
+    for statement in module.body:
+        if type(statement) is not cst.FunctionDef or statement.name.value != name:
+            continue
+        params = positional_params(statement)
+        if len(params) < 2:
+            return False
+        into, source = params[0].name.value, params[1].name.value
+        for loop in descendants(statement.body):
+            if not (
+                type(loop) is cst.For
+                and type(loop.iter) is cst.Call
+                and type(loop.iter.func) is cst.Attribute
+                and loop.iter.func.attr.value == "items"
+                and type(loop.iter.func.value) is cst.Name
+                and loop.iter.func.value.value == source
+                and type(loop.target) is cst.Tuple
+                and len(loop.target.elements) == 2
+                and type(loop.target.elements[0].value) is cst.Name
+                and type(loop.target.elements[1].value) is cst.Name
+            ):
+                continue
+            key = loop.target.elements[0].value.value
+            value = loop.target.elements[1].value.value
+            for assign in descendants(loop.body):
+                if (
+                    type(assign) is cst.Assign
+                    and len(assign.targets) == 1
+                    and type(target := assign.targets[0].target) is cst.Subscript
+                    and type(target.value) is cst.Name
+                    and target.value.value == into
+                    and len(target.slice) == 1
+                    and type(target.slice[0].slice) is cst.Index
+                    and type(target.slice[0].slice.value) is cst.Name
+                    and target.slice[0].slice.value.value == key
+                    and value in names_under(assign.value)
+                ):
+                    return True
+        return False
+    return False
 
 
 def _only_tensors(node: cst.BaseExpression) -> bool:
@@ -1461,6 +1507,30 @@ class TensorKinds:
             self._list_elements[-1][name] = _join((known, held))
         else:
             self._list_elements[-1][name] = Kind.UNKNOWN
+
+    def note_merge(self, call: cst.Call) -> None:
+        """`accum_log(logs, {"loss": loss.item() / n, "gen_loss": gen_loss / n})` with a
+        function of the module that writes each entry of its second parameter into its
+        first (`for key, value in new.items(): log[key] = log.get(key, 0.) + value`): the
+        dict `logs` then holds, under each key of the literal, a value of that entry's kind
+        (joined with what it held there)."""
+        func = call.func
+        if type(func) is not cst.Name or self._module is None or self.lookup(func.value):
+            return
+        args = [a.value for a in call.args if a.keyword is None and not a.star]
+        if len(args) < 2 or type(args[0]) is not cst.Name:
+            return
+        literal = self._literal_dict(args[1])
+        if literal is None or not _merges_entries(self._module, func.value):
+            return
+        name = args[0].value
+        known = self._dict_values[-1].get(name) or {}
+        merged: dict[str | None, Kind] = dict(known)
+        for key, kind in literal.items():
+            if key is not None:
+                merged[key] = _join((known[key], kind)) if key in known else kind
+        merged[None] = known.get(None, Kind.UNKNOWN)  # other keys: what it held, if known
+        self._dict_values[-1][name] = merged
 
     def _literal_dict(self, value: cst.BaseExpression) -> dict[str | None, Kind] | None:
         """The kinds of a dict literal's values (`{"a": x, "b": y}`): all of them joined

@@ -72,7 +72,10 @@ class ItemInHotCode(HelperCallRule):
     `f"{acc:.2%}"`) formats `loss.item()` (`Tensor.__format__`; a field without a spec
     prints the tensor, XLA104's), and Python's integer functions take a tensor's value
     through `__index__` (`randrange(0, min_seq_len - 1)` of a device tensor,
-    `random.randint`, `operator.index`), as `int(t)` does.
+    `random.randint`, `operator.index`), as `int(t)` does. A dict a helper of the module
+    fills from a literal (`accum_log(logs, {"gen_loss": gen_loss / n})`, the helper
+    writing each entry of its second parameter into its first) holds, under each key, a
+    value of that entry's kind: `f"{logs['gen_loss']:0.3f}"` formats a device tensor.
 
     A read in a loop or comprehension over the rows of a device tensor (`[target(o).cpu()
     .item() for target, o in zip(targets, outputs)]` of a model's outputs, or
