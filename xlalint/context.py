@@ -19,7 +19,7 @@ from xlalint.analysis import devices, reachability
 from xlalint.analysis.arguments import parameters, positional_names
 from xlalint.analysis.cuda_flags import cuda_flag_places
 from xlalint.analysis.devices import DeviceChoices, device_helpers
-from xlalint.analysis.epochs import Epochs, takes_a_loader
+from xlalint.analysis.epochs import Epochs, takes_a_loader, walks_a_loader
 from xlalint.analysis.error_paths import handles_a_failure
 from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import (
@@ -626,14 +626,33 @@ class FileContext:
     def under_cuda_guard(self) -> bool:
         return bool(self._guarded)
 
+    def _walks_batches_inside(self, body: cst.CSTNode) -> bool:
+        """A loop over a loader stands between `body` (an ancestor) and the node visited,
+        and the node is in the loop's body."""
+        stack = self._stack
+        at = len(stack) - 1
+        while at >= 0 and stack[at] is not body:
+            at -= 1
+        function = self.function_node
+        return any(
+            type(loop) is cst.For
+            and i + 1 < len(stack)
+            and stack[i + 1] is loop.body  # type: ignore[attr-defined]
+            and walks_a_loader(loop, function)
+            for i, loop in enumerate(stack[at + 1 :], at + 1)
+        )
+
     @property
     def under_sparse_interval(self) -> bool:
         """In the body of `if step % interval == 0:` with an interval known to be long
         (`analysis/intervals.py`), past `if step % interval != 0: return` with such an
         interval, or past `if batch_idx > 0: return` in a function handed its batch number:
-        it runs once every many passes, not every step."""
+        it runs once every many passes, not every step. Not inside a loop over a loader
+        that the interval's body runs (`for valid_batch in self.valid_dataloader:` under
+        `if divisible_by(self.steps, self.valid_every):`): each batch of that loop is a
+        step of its own."""
         if self._sparse_bodies:
-            return True
+            return not self._walks_batches_inside(self._sparse_bodies[-1])
         path = tuple(reversed(self._stack))
         return past_interval_exit(path, self.module)
 
@@ -1328,6 +1347,7 @@ class FileContext:
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
+        self.kinds.note_merge(node)
         self.kinds.note_buffer(node)
         self.kinds.note_backward(node)
         resolved = self.imports.resolve(func)
@@ -1340,10 +1360,12 @@ class FileContext:
             type(func) is cst.Attribute
             and func.attr.value in MODULE_HOOK_REGISTRATIONS
             and node.args
-            and isinstance(node.args[0].value, cst.Name)
+            and (hook := _hook_name(node.args[0].value)) is not None
         ):
-            # `layer.key.register_forward_hook(save_to_cache)`: runs on every forward.
-            self.hot.add_module_hook(node.args[0].value.value)
+            # `layer.key.register_forward_hook(save_to_cache)`, or a method of the class
+            # (`target_layer.register_forward_hook(self.save_activation)`): runs on every
+            # forward.
+            self.hot.add_module_hook(hook)
         if resolved in SAVE_CALLS and self.function is not None:
             self.hot.add_saving_function(self.function.name)
         if self.function is not None and makes_a_figure(node, resolved):
@@ -1466,3 +1488,16 @@ def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if type(test) is cst.BooleanOperation:
         return [*_operands(test.left), *_operands(test.right)]
     return [test]
+
+
+def _hook_name(value: cst.BaseExpression) -> str | None:
+    """The function a hook registration hands over: `save_to_cache`, `self.save_activation`."""
+    if type(value) is cst.Name:
+        return value.value  # type: ignore[attr-defined]
+    if (
+        type(value) is cst.Attribute
+        and type(value.value) is cst.Name  # type: ignore[attr-defined]
+        and value.value.value == "self"  # type: ignore[attr-defined]
+    ):
+        return value.attr.value  # type: ignore[attr-defined]
+    return None

@@ -71,7 +71,9 @@ alone (`valid_step` called as `if not (step % self.validate_every_step):
 self.valid_step(dl)`; not `forward` or `step`, which `__call__` or a framework runs),
 with the passes of their loops where every call is under the interval (a validation pass
 over a few batches every 100 steps; not a loop `main` runs once): one sync every so many
-steps is amortised over them.
+steps is amortised over them. A loop over a loader inside the interval's own body (`for
+valid_batch in self.valid_dataloader:` under `if divisible_by(self.steps,
+self.valid_every):`) walks a whole validation set: its passes are steps of their own.
 An interval that may be 1
 (`args.log_interval`, a default of 1, one caller passing 1) is per step. A block inside
 a loop that ends by leaving it (`if step + 1 >= max_steps: ...; break`, or `return`) runs

@@ -293,7 +293,20 @@ MODULES = (
 TRIGGERS = {
     "XLA101": (".item(", "float(", "int(", "import"),
     "XLA102": ("cpu", "numpy", "tolist", "import"),
-    "XLA103": ("if", "while", "assert", "and", "or", "not", "bool", "min", "max", "sort", "heap"),
+    "XLA103": (
+        "if",
+        "while",
+        "assert",
+        "and",
+        "or",
+        "not",
+        "bool",
+        "min",
+        "max",
+        "sort",
+        "heap",
+        "allclose",
+    ),
     "XLA104": (
         "print",
         "log",

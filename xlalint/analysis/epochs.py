@@ -86,6 +86,21 @@ def takes_a_loader(function: cst.CSTNode) -> bool:
     return False
 
 
+def walks_a_loader(loop: cst.CSTNode, function: cst.FunctionDef | None) -> bool:
+    """`for batch in self.valid_dataloader`, over a loader's positions (`_indexes_loader`),
+    or over a name that `function` only ever binds to loaders (`batches = tqdm(val_loader)`):
+    each pass takes a new batch, whatever calls the function or guards the loop."""
+    if type(loop) is not cst.For:
+        return False
+    iterable = unwrap_iteration(loop.iter)  # type: ignore[attr-defined]
+    if loader_named(iterable) or _indexes_loader(loop):  # type: ignore[arg-type]
+        return True
+    if type(iterable) is not cst.Name or function is None:
+        return False
+    values = local_values(function, iterable.value)
+    return bool(values) and all(loader_named(unwrap_iteration(v)) for v in values)
+
+
 def _indexes_loader(loop: cst.For) -> bool:
     """`for i in range(len(self.dataset)): step(self.dataset[i])`: a loop over the
     positions of a loader-named collection that takes its item at the loop's index on each

@@ -21,10 +21,16 @@ from xlalint.walk import descendants
 # also the wrappers that are modules around a model (`torch.nn.parallel.
 # DistributedDataParallel`, `torch.distributed.fsdp.FullyShardedDataParallel`): calling
 # one runs the wrapped model's `forward`.
+# The tensor classes of `torch.nn` (`nn.Parameter`, `nn.Buffer`) are no modules.
 NN_MODULE_CLASS = re.compile(
-    r"^torch\.(nn\.(modules\.|parallel\.(\w+\.)?)?[A-Z]\w*"
+    r"^torch\.(nn\.(modules\.|parallel\.(\w+\.)?)?"
+    r"(?!(Uninitialized)?(Parameter|Buffer)$)[A-Z]\w*"
     r"|distributed\.fsdp\.(\w+\.)?FullyShardedDataParallel)$"
 )
+# `nn.Parameter(torch.tensor(lamb))`, `nn.Buffer(...)`: a tensor a module owns, moved with
+# it by `model.to(device)` whatever its data was built from, so a device tensor where the
+# model runs on the device.
+NN_TENSOR_CLASS = re.compile(r"^torch\.nn\.(parameter\.)?(Uninitialized)?(Parameter|Buffer)$")
 # Bases named as modules or models by the libraries that derive them from `nn.Module`
 # (`LightningModule`, `PreTrainedModel`, diffusers' `ModelMixin`).
 _MODULE_BASE_NAME = re.compile(r"(Module|Model|ModelMixin)$")
@@ -87,8 +93,10 @@ def _builds_own_layers(node: cst.ClassDef, imports: ImportTable) -> bool:
             ):
                 continue
             qualified = imports.resolve(assign.value.func) or ""
-            if NN_MODULE_CLASS.match(qualified) and not _HELD_BY_OBJECTS.search(qualified):
-                return True
+            if NN_TENSOR_CLASS.match(qualified) or (
+                NN_MODULE_CLASS.match(qualified) and not _HELD_BY_OBJECTS.search(qualified)
+            ):
+                return True  # layers, or parameters of its own
     return False
 
 

@@ -67,15 +67,13 @@ class _AnyName:
 
 def _annotated_a_tensor(function: cst.FunctionDef) -> bool:
     """`def probability(self, a, b) -> th.Tensor`: the function says it returns a tensor,
-    whatever its arithmetic looks like (`noise * 0.5 + (1 - noise) * model_probability`)."""
-    from xlalint.analysis.tensors import TENSOR_ANNOTATIONS  # (tensors.py imports this)
+    whatever its arithmetic looks like (`noise * 0.5 + (1 - noise) * model_probability`);
+    so does `-> Tensor | tuple[Tensor, Tensor]` (an ODE step returning `x_next, abs(x_next
+    - x_star)` with an error flag), every alternative tensors."""
+    from xlalint.analysis.tensors import annotates_tensors  # (tensors.py imports this)
 
     annotation = function.returns
-    if annotation is None:
-        return False
-    node = annotation.annotation
-    name = node.attr.value if type(node) is cst.Attribute else getattr(node, "value", None)
-    return type(node) in (cst.Name, cst.Attribute) and name in TENSOR_ANNOTATIONS
+    return annotation is not None and annotates_tensors(annotation.annotation)
 
 
 def _returns_numbers(function: cst.FunctionDef) -> bool:

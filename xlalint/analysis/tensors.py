@@ -17,12 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
 from xlalint.analysis.documented_types import (
     documented_host_parameters,
     documented_tensor_parameters,
 )
 from xlalint.analysis.guards import negated
+from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
     host_copy,
@@ -31,7 +33,7 @@ from xlalint.analysis.host_arguments import (
     value_before,
 )
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.module_classes import NN_MODULE_CLASS
+from xlalint.analysis.module_classes import NN_MODULE_CLASS, NN_TENSOR_CLASS
 from xlalint.analysis.records import (
     Record,
     annotated_record,
@@ -241,6 +243,9 @@ _HOST_BUILTINS = frozenset(
         "format", "round", "abs", "print", "getattr", "callable", "ord", "chr",
     }
 )  # fmt: skip
+# Builtins that call a method of their operand (`abs(t)` is `t.__abs__()`): of a tensor, a
+# tensor; of anything else, a Python number as `_HOST_BUILTINS` says.
+_TENSOR_DUNDER_BUILTINS = frozenset({"abs", "round"})
 # Builtins that give back elements of the one iterable they are handed (`max(t)`,
 # `min(t)`) or their sum: of a device tensor, a 0-dim tensor on its device.
 _ELEMENT_BUILTINS = frozenset({"max", "min", "sum"})
@@ -540,6 +545,61 @@ def _names_a_type(node: cst.BaseExpression) -> bool:
 def tensor_annotation(node: cst.BaseExpression) -> Kind:
     """What an annotation says its value is (see `_tensor_annotation`)."""
     return _tensor_annotation(node)
+
+
+def annotates_tensors(node: cst.BaseExpression) -> bool:
+    """An annotation whose every alternative is a tensor, a sequence of tensors or None
+    (`-> Tensor | tuple[Tensor, Tensor]`, `-> Tuple[torch.Tensor, torch.Tensor]`): no
+    Python number, whatever the function's arithmetic looks like."""
+    alternatives = _alternatives(node)
+    return any(a is not None for a in alternatives) and all(
+        a is None or _tensor_annotation(a) in (Kind.TENSOR, Kind.ITERABLE) for a in alternatives
+    )
+
+
+@lint_memo.memo(64)
+def _merges_entries(module: cst.Module, name: str) -> bool:
+    """`name` is a function of `module` that writes each entry of its second parameter
+    into its first: `for key, value in new.items(): log[key] = ... value ...`."""
+    for statement in module.body:
+        if type(statement) is not cst.FunctionDef or statement.name.value != name:
+            continue
+        params = positional_params(statement)
+        if len(params) < 2:
+            return False
+        into, source = params[0].name.value, params[1].name.value
+        for loop in descendants(statement.body):
+            if not (
+                type(loop) is cst.For
+                and type(loop.iter) is cst.Call
+                and type(loop.iter.func) is cst.Attribute
+                and loop.iter.func.attr.value == "items"
+                and type(loop.iter.func.value) is cst.Name
+                and loop.iter.func.value.value == source
+                and type(loop.target) is cst.Tuple
+                and len(loop.target.elements) == 2
+                and type(loop.target.elements[0].value) is cst.Name
+                and type(loop.target.elements[1].value) is cst.Name
+            ):
+                continue
+            key = loop.target.elements[0].value.value
+            value = loop.target.elements[1].value.value
+            for assign in descendants(loop.body):
+                if (
+                    type(assign) is cst.Assign
+                    and len(assign.targets) == 1
+                    and type(target := assign.targets[0].target) is cst.Subscript
+                    and type(target.value) is cst.Name
+                    and target.value.value == into
+                    and len(target.slice) == 1
+                    and type(target.slice[0].slice) is cst.Index
+                    and type(target.slice[0].slice.value) is cst.Name
+                    and target.slice[0].slice.value.value == key
+                    and value in names_under(assign.value)
+                ):
+                    return True
+        return False
+    return False
 
 
 def _only_tensors(node: cst.BaseExpression) -> bool:
@@ -887,6 +947,12 @@ class TensorKinds:
                 tensors.add(name)  # `x: dict[str, torch.Tensor]`: `x["lengths"]` is one
             if frame[name] is Kind.UNKNOWN and _names_other_class(param.annotation):
                 typed.add(name)  # `stopping_criterion: StoppingCriterion`: no loss module
+        hook_output = self._forward_hook_output(node, in_class)
+        if hook_output is not None and frame.get(hook_output) is not Kind.HOST:
+            # `def save_activation(self, module, input, output)` registered with
+            # `layer.register_forward_hook(self.save_activation)`: torch hands it the
+            # layer's output, a device tensor on every forward.
+            frame[hook_output] = Kind.TENSOR
         host_copies = (
             host_parameters(self._module, node, in_class) if self._module is not None else {}
         )
@@ -1483,6 +1549,30 @@ class TensorKinds:
         else:
             self._list_elements[-1][name] = Kind.UNKNOWN
 
+    def note_merge(self, call: cst.Call) -> None:
+        """`accum_log(logs, {"loss": loss.item() / n, "gen_loss": gen_loss / n})` with a
+        function of the module that writes each entry of its second parameter into its
+        first (`for key, value in new.items(): log[key] = log.get(key, 0.) + value`): the
+        dict `logs` then holds, under each key of the literal, a value of that entry's kind
+        (joined with what it held there)."""
+        func = call.func
+        if type(func) is not cst.Name or self._module is None or self.lookup(func.value):
+            return
+        args = [a.value for a in call.args if a.keyword is None and not a.star]
+        if len(args) < 2 or type(args[0]) is not cst.Name:
+            return
+        literal = self._literal_dict(args[1])
+        if literal is None or not _merges_entries(self._module, func.value):
+            return
+        name = args[0].value
+        known = self._dict_values[-1].get(name) or {}
+        merged: dict[str | None, Kind] = dict(known)
+        for key, kind in literal.items():
+            if key is not None:
+                merged[key] = _join((known[key], kind)) if key in known else kind
+        merged[None] = known.get(None, Kind.UNKNOWN)  # other keys: what it held, if known
+        self._dict_values[-1][name] = merged
+
     def _literal_dict(self, value: cst.BaseExpression) -> dict[str | None, Kind] | None:
         """The kinds of a dict literal's values (`{"a": x, "b": y}`): all of them joined
         (key None) and each string key's own."""
@@ -1894,6 +1984,39 @@ class TensorKinds:
             self._host_tensors[-1].add(target.value)
         elif (attribute := self_attribute(target)) is not None:
             self._self_host_tensors[-1].add(attribute)
+
+    def _forward_hook_output(self, node: cst.FunctionDef, in_class: bool) -> str | None:
+        """The parameter that receives the module's output, where the module registers
+        `node` as a forward hook (`register_forward_hook(save_to_cache)`, or a method
+        handed as `self.save_activation` from its own class): the third of `(module,
+        input, output)`, unannotated."""
+        positional = positional_params(node)
+        first = 1 if in_class else 0
+        if self._module is None or len(positional) < first + 3:
+            return None
+        output = positional[first + 2]
+        if output.annotation is not None:
+            return None
+        name = node.name.value
+        for site in call_sites(self._module).named("register_forward_hook", True):
+            args = site.call.args
+            if not args or args[0].keyword is not None:
+                continue
+            hook = args[0].value
+            if in_class:
+                registered = (
+                    type(hook) is cst.Attribute
+                    and type(hook.value) is cst.Name
+                    and hook.value.value == "self"
+                    and hook.attr.value == name
+                    and site.class_def is not None
+                    and any(s is node for s in site.class_def.body.body)  # type: ignore[attr-defined]
+                )
+            else:
+                registered = type(hook) is cst.Name and hook.value == name
+            if registered:
+                return output.name.value
+        return None
 
     def _host_built_returns(
         self, value: cst.BaseExpression, arrays: bool = False
@@ -2875,6 +2998,17 @@ class TensorKinds:
             return self._qualified_call(qualified, node)
         if type(func) is cst.Name:
             name = func.value
+            if (
+                name in _TENSOR_DUNDER_BUILTINS
+                and self.lookup(name) is None
+                and node.args
+                and node.args[0].keyword is None
+                and not node.args[0].star
+                and self.of(node.args[0].value) is Kind.TENSOR
+            ):
+                # `abs(x_next - x_star)`, `round(t)`: `Tensor.__abs__`/`__round__` give a
+                # tensor on the operand's device, as `t.abs()` does; no host read.
+                return Kind.TENSOR
             if name in _HOST_BUILTINS and self.lookup(name) is None:
                 return Kind.HOST
             if name in _CHOOSING_BUILTINS and self.lookup(name) is None:
@@ -3123,6 +3257,8 @@ class TensorKinds:
             return Kind.UNKNOWN
         if NN_MODULE_CLASS.match(qualified):
             return Kind.MODULE
+        if NN_TENSOR_CLASS.match(qualified):
+            return Kind.TENSOR  # a parameter: on the device with its module
         if qualified.startswith("torch.utils.data.") and qualified.endswith("DataLoader"):
             return Kind.ITERABLE
         if qualified.startswith("torch_xla.distributed.parallel_loader."):

@@ -15,9 +15,15 @@ import libcst as cst
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.tensors import Kind
 from xlalint.rule import Rule
+from xlalint.walk import descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
+
+
+# Builtins whose items are the items (or rows) of what they are handed.
+_ROW_ITERATORS = frozenset({"zip", "enumerate", "reversed", "list", "tqdm"})
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 def spelled_argument(code: str) -> str:
@@ -31,6 +37,8 @@ class HelperCallRule(Rule):
 
     # With `{argument}`, `{helper}`, `{read}`, `{file}`, `{line}`: a read in another module.
     elsewhere_message: ClassVar[str] = ""
+    # Host reads: one in a loop over a device tensor's rows is a per-call cost (`report`).
+    per_row_reads: ClassVar[bool] = False
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -54,6 +62,87 @@ class HelperCallRule(Rule):
 
     def visit_For(self, node: cst.For) -> None:
         self.calls.bind([node.target], None)
+
+    def report(self, node: cst.CSTNode, message: str | None = None, **kwargs) -> None:  # type: ignore[override]
+        """A read in a loop or comprehension over the rows of a device tensor (`[target(o).
+        cpu().item() for target, o in zip(targets, outputs)]`, `input_tensor[i].cpu()` for
+        `i in range(batch_size)`), in a function that runs a model on what it is handed,
+        pays one sync per row on every call with new data, where one copy of the whole
+        would do: judged as a per-call cost."""
+        if (
+            self.per_row_reads
+            and kwargs.get("site") is None
+            and not kwargs.get("per_call")
+            and self._per_row(node)
+            and self._runs_a_model()
+        ):
+            kwargs["per_call"] = True
+        super().report(node, message, **kwargs)
+
+    def _runs_a_model(self) -> bool:
+        """The function being walked runs a model itself (`outputs = self.model(x)`): each
+        call is an inference on new data, not a summary made once after a loop elsewhere
+        (`finalize(sum_logprobs, tokens)` after decoding)."""
+        function = self.ctx.function_node
+        return function is not None and self.ctx.loops.facts(function).model_calls > 0
+
+    def _per_row(self, node: cst.CSTNode) -> bool:
+        read: cst.CSTNode = node
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            kind = type(ancestor)
+            if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                return False
+            if kind is cst.Call and read is node and type(node) is not cst.Call:
+                read = ancestor  # `x[i].cpu()` reported at its `cpu`
+            if kind in _COMPREHENSIONS and child is not ancestor.for_in:  # type: ignore[attr-defined]
+                comp: cst.CompFor | None = ancestor.for_in  # type: ignore[attr-defined]
+                while comp is not None:
+                    if self._over_rows(comp.target, comp.iter, read):
+                        return True
+                    comp = comp.inner_for_in
+            if (
+                kind is cst.For
+                and child is ancestor.body  # type: ignore[attr-defined]
+                and self._over_rows(ancestor.target, ancestor.iter, read)  # type: ignore[attr-defined]
+            ):
+                return True
+            child = ancestor
+        return False
+
+    def _over_rows(
+        self, target: cst.BaseExpression, iterable: cst.BaseExpression, read: cst.CSTNode
+    ) -> bool:
+        """The loop walks a device tensor's rows: it iterates one (through `zip`,
+        `enumerate`), or counts positions the read indexes a device tensor at."""
+        values = [iterable]
+        while values and type(values[0]) is cst.Call:
+            call = values[0]
+            name = call.func.value if type(call.func) is cst.Name else None  # type: ignore[attr-defined]
+            if name not in _ROW_ITERATORS:
+                break
+            values = [a.value for a in call.args if a.keyword is None and not a.star] + values[1:]  # type: ignore[attr-defined]
+        if any(type(v) is not cst.Call and self.ctx.is_tensor(v) for v in values):
+            return True
+        if not (
+            type(iterable) is cst.Call
+            and type(iterable.func) is cst.Name
+            and iterable.func.value == "range"
+            and type(target) is cst.Name
+        ):
+            return False
+        index = target.value
+        return any(
+            type(n) is cst.Subscript
+            and self.ctx.is_tensor(n.value)  # type: ignore[attr-defined]
+            and any(
+                type(e.slice) is cst.Index
+                and type(e.slice.value) is cst.Name
+                and e.slice.value.value == index
+                for e in n.slice  # type: ignore[attr-defined]
+            )
+            for n in descendants(read)
+        )
 
     def visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
         """Names a comprehension binds are no parameters (its element is walked before

@@ -70,6 +70,23 @@ class ItemInHotCode(HelperCallRule):
     returning the device values is one fix. `t.cpu().item()` is one read of `t`, reported here
     rather than as XLA102.
 
+    Other spellings of the same read: a format spec on a tensor (`f"{loss:0.3f}"`,
+    `f"{acc:.2%}"`) formats `loss.item()` (`Tensor.__format__`; a field without a spec
+    prints the tensor, XLA104's), and Python's integer functions take a tensor's value
+    through `__index__` (`randrange(0, min_seq_len - 1)` of a device tensor,
+    `random.randint`, `operator.index`), as `int(t)` does. A dict a helper of the module
+    fills from a literal (`accum_log(logs, {"gen_loss": gen_loss / n})`, the helper
+    writing each entry of its second parameter into its first) holds, under each key, a
+    value of that entry's kind: `f"{logs['gen_loss']:0.3f}"` formats a device tensor.
+
+    A read in a loop or comprehension over the rows of a device tensor (`[target(o).cpu()
+    .item() for target, o in zip(targets, outputs)]` of a model's outputs, or
+    `input_tensor[i].cpu()` for `i in range(batch_size)`) in a function that runs a model
+    itself pays one sync per row on every call with new data, where one copy of the whole
+    would do: it is judged as a per-call cost, hot in a function that computes on tensors
+    it is handed (`input_tensor: torch.Tensor`) as well as in per-step code. A summary
+    that runs no model (`finalize(sum_logprobs, tokens)` after decoding) is not.
+
     A device tensor handed, in code that runs every step, to a function of the same module
     that converts that very parameter (`float(p)`, `int(p)`, `p.item()`, or each element of
     its `*args`) costs the same read: the call is reported, naming the helper and the line
@@ -154,7 +171,10 @@ class ItemInHotCode(HelperCallRule):
     A function or method annotated to return tensors only (`-> Tuple[torch.Tensor,
     torch.Tensor]`) hands back a tensor in each position (`y, t = self._compute_y_and_t(
     batch)`); one with other types beside a tensor (`-> Tuple[Tensor, np.ndarray]`) says
-    nothing of them.
+    nothing of them. A union of such annotations (`-> Tensor | tuple[Tensor, Tensor]`, an
+    ODE step returning `x_next, abs(x_next - x_star)` when asked for its error) returns no
+    Python number, whatever its arithmetic with literal coefficients looks like; `abs(t)`
+    and `round(t)` of a device tensor are tensors (`Tensor.__abs__`).
 
     An attribute declared to hold a tensor (`self._prompt_lens: Tensor | None`, every
     alternative a tensor or None) is one wherever it is not None, whatever opaque value
@@ -164,6 +184,10 @@ class ItemInHotCode(HelperCallRule):
     Setting an attribute known to hold a tensor or a module to None (`else:
     self.temperature_holder = None`) is the empty case, used only where it is not None: it
     keeps what the other assignment says.
+
+    A module's parameter (`self.lamb = nn.Parameter(torch.tensor(lamb))`, `nn.Buffer`)
+    moves to the device with its module, whatever host value its data was built from:
+    `self.lamb.item()` in `forward` reads the device every step.
 
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
@@ -349,6 +373,7 @@ class ItemInHotCode(HelperCallRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     hot_only = True
+    per_row_reads = True
     needs_torch = True
     # "import": a call of another project module's function that reads what it is handed.
     triggers = (".item(", "float(", "int(", "import")
@@ -469,12 +494,55 @@ class ItemInHotCode(HelperCallRule):
             self.report_read_elsewhere(node, hint=self.helper_hint)
             self._visit_conversion(node)
 
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        """`f"{loss:0.3f}"`: a format spec on a tensor runs `Tensor.__format__`, which
+        formats `self.item()`: a read of the value as `float(loss)` is. (Without a spec the
+        field prints the tensor: XLA104's.)"""
+        spec = node.format_spec
+        if not spec or node.conversion is not None:
+            return
+        value = node.expression
+        # `f"{v.item() if is_tensor(v) else v:.3f}"`: a tensor only if every branch is one
+        # (the read in a branch is reported as itself).
+        branches: list[cst.BaseExpression] = [value]
+        while any(type(b) is cst.IfExp for b in branches):
+            branches = [
+                part
+                for b in branches
+                for part in ((b.body, b.orelse) if type(b) is cst.IfExp else (b,))  # type: ignore[attr-defined]
+            ]
+        if not all(self.ctx.is_tensor(b) for b in branches) or self.ctx.type_tested_host(value):
+            return
+        spelled = "".join(
+            part.value if type(part) is cst.FormattedStringText else "{...}"  # type: ignore[attr-defined]
+            for part in spec
+        )
+        skip, repeat_of = self._one_cause(value, node)  # type: ignore[arg-type]
+        if not skip:
+            message = self.message.format(call=f"{{tensor:{spelled}}}")
+            self.report(node, message, repeat_of=repeat_of)
+
     def _visit_conversion(self, node: cst.Call) -> None:
         """`math.exp(t)` of a device tensor; `torch.tensor([x])` of a helper's parameter
         (the helper reads what it is handed; XLA107 reports device elements where it sees
         them)."""
         qualified = self.ctx.qualified(node.func)
-        if qualified is None or not node.args or node.args[0].keyword is not None:
+        if qualified is None or not node.args:
+            return
+        if qualified in INT_TAKING_FUNCTIONS:
+            # `randrange(0, min_seq_len - 1)`: Python's integer functions take a tensor's
+            # value through `__index__`, a read of it as `int(t)` is.
+            value = next(
+                (a.value for a in node.args if not a.star and self.ctx.is_tensor(a.value)),
+                None,
+            )
+            if value is not None and not self.ctx.type_tested_host(value):
+                skip, repeat_of = self._one_cause(value, node)
+                if not skip:
+                    message = self.message.format(call=f"{qualified}(tensor)")
+                    self.report(node, message, repeat_of=repeat_of)
+            return
+        if node.args[0].keyword is not None:
             return
         value = node.args[0].value
         if qualified.startswith("math.") and qualified[5:] in MATH_CONVERSIONS:
@@ -666,5 +734,7 @@ MATH_CONVERSIONS = frozenset(
     {"exp", "log", "log2", "log10", "log1p", "sqrt", "floor", "ceil", "fabs", "isnan",
      "isinf", "isfinite", "pow", "cos", "sin", "tan", "tanh", "atan", "trunc", "expm1"}
 )  # fmt: skip
+# Python functions that take integers, and so a tensor's value through `__index__`.
+INT_TAKING_FUNCTIONS = frozenset({"random.randrange", "random.randint", "operator.index"})
 # torch functions that build a tensor from Python values, reading each element.
 LIST_TENSOR_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})

@@ -68,7 +68,18 @@ class HostTransferInHotCode(HelperCallRule):
     `self.xb` and `self.yb` (or `self.learn.pred`) are device tensors, so `self.pred.cpu()`
     there copies every batch; the same attributes in `after_epoch`, or bound by the
     callback itself, are not judged so. A module's registered buffers are device tensors
-    too.
+    too. So is the output a forward hook is handed (`def save_activation(self, module,
+    input, output)`, registered with `layer.register_forward_hook(self.save_activation)`,
+    or a nested function so registered): the hook runs in the middle of every forward of
+    that layer, and `output.cpu()` there executes the graph up to it.
+
+    A read in a loop or comprehension over the rows of a device tensor (`[target(o).cpu()
+    .item() for target, o in zip(targets, outputs)]` of a model's outputs, or
+    `input_tensor[i].cpu()` for `i in range(batch_size)`) in a function that runs a model
+    itself pays one sync per row on every call with new data, where one copy of the whole
+    would do: it is judged as a per-call cost, hot in a function that computes on tensors
+    it is handed (`input_tensor: torch.Tensor`) as well as in per-step code. A summary
+    that runs no model (`finalize(sum_logprobs, tokens)` after decoding) is not.
 
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output (`self(state)` in a method of the
@@ -220,6 +231,7 @@ class HostTransferInHotCode(HelperCallRule):
     message = "`{call}` copies a device tensor to the host every step, forcing a graph execution"
     hint = "Keep the value on the device and copy it once after the loop, or in xm.add_step_closure"
     hot_only = True
+    per_row_reads = True
     needs_torch = True
     # "import": a call of another project module's function that copies what it is handed.
     triggers = ("cpu", "numpy", "tolist", "import")

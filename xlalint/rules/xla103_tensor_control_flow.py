@@ -88,7 +88,11 @@ class TensorControlFlow(Rule):
     metric; a list state (`default=[]`) is a Python list. `torch.is_nonzero(t)` is
     `bool(t)` spelled as a torch call: `self.sum.div(self.count) if
     torch.is_nonzero(self.count) else 0` in a metric's `update` reads the state every
-    step. So are the batch's tensors a framework hands a hook:
+    step. `torch.allclose(a, b)` (or `a.allclose(b)`) of device tensors is
+    `bool(torch.isclose(a, b).all())`: a Python bool read on the host, so `out["iptm"] if
+    not torch.allclose(out["iptm"], zeros) else out["ptm"]` in `predict_step` reads the
+    device every batch (`torch.where` keeps the choice on the device). So are the batch's
+    tensors a framework hands a hook:
     in a fastai callback's batch events (`after_pred`, `after_batch`...), `self.pred`,
     `self.loss`, `self.y`, `self.xb`, `self.yb` (or `self.learn.pred`) are the learner's
     tensors for the current batch, unless the callback binds that attribute itself; and
@@ -254,7 +258,10 @@ class TensorControlFlow(Rule):
     hot_only = True
     needs_torch = True
     uses = ("masks",)
-    triggers = ("if", "while", "assert", "and", "or", "not", "bool", "min", "max", "sort", "heap")
+    triggers = (
+        "if", "while", "assert", "and", "or", "not", "bool", "min", "max", "sort", "heap",
+        "allclose",
+    )  # fmt: skip
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -319,6 +326,8 @@ class TensorControlFlow(Rule):
             # `torch.is_nonzero(t)` is `bool(t)` spelled as a torch call: the truth of a
             # one-element tensor, read on the host (its result is a Python bool).
             self.report(node.args[0].value, self.message.format(construct="`torch.is_nonzero()`"))
+        elif (construct := self._compares_on_host(node)) is not None:
+            self.report(node, self.message.format(construct=construct))
         if (
             type(func) is cst.Name
             and func.value in _MIN_MAX
@@ -329,6 +338,26 @@ class TensorControlFlow(Rule):
             self.report(node, self.message.format(construct=f"`{func.value}()`"))
         elif (construct := self._sorts_on_tensor_keys(node)) is not None:
             self.report(node, self.message.format(construct=construct))
+
+    def _compares_on_host(self, node: cst.Call) -> str | None:
+        """`torch.allclose(a, b)`, `a.allclose(b)` of device tensors: the truth of
+        `isclose(a, b).all()`, read on the host (its result is a Python bool), wherever the
+        bool then goes (a ternary picking a score, an `if`)."""
+        func = node.func
+        if self.ctx.qualified(func) == "torch.allclose":
+            operands = [a.value for a in node.args[:2] if a.keyword is None and not a.star]
+            spelled = "`torch.allclose()`"
+        elif (
+            type(func) is cst.Attribute
+            and func.attr.value == "allclose"
+            and self.ctx.qualified(func) is None
+            and node.args
+        ):
+            operands = [func.value]
+            spelled = "`.allclose()`"
+        else:
+            return None
+        return spelled if any(self.ctx.is_tensor(o) for o in operands) else None
 
     def _sorts_on_tensor_keys(self, node: cst.Call) -> str | None:
         """`sorted(hyps, key=lambda h: h.score)`, `hyps.sort(key=...)`, `max(hyps,
