@@ -853,7 +853,9 @@ class TensorKinds:
             if frame[name] is Kind.UNKNOWN and _names_other_class(param.annotation):
                 typed.add(name)  # `stopping_criterion: StoppingCriterion`: no loss module
         host_copies = (
-            host_parameters(self._module, node, in_class) if self._module is not None else {}
+            host_parameters(self._module, node, in_class, method_of)
+            if self._module is not None
+            else {}
         )
         for name in host_copies:
             # Every call of the function in this module hands it a host copy.
