@@ -68,6 +68,12 @@ _VERB_PREFIX = re.compile(
     r"check|resolve|update|copy|fuse|unwrap|wrap|maybe|reset|clear|swap|print|log)_",
     re.I,
 )
+# Applying a model is running it: latent diffusion's samplers call the denoiser as
+# `self.model.apply_model(x, t, c)` on every step.
+_APPLIES_A_MODEL = re.compile(
+    r"^_*apply_(model|unet|transformer|denoiser|net|network|decoder|generator|prior|policy)$",
+    re.I,
+)
 # An optimizer's step by another name: Keras 3's optimizers update the variables they are
 # handed with the gradients (`optimizer.apply(grads, trainable_variables)`).
 _APPLY_METHODS = frozenset({"apply", "apply_gradients"})
@@ -135,6 +141,8 @@ def _is_model_callee(func: cst.BaseExpression) -> bool:
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
         func = func.value
     name = _last_name(func)
+    if name is not None and _APPLIES_A_MODEL.match(name):
+        return True
     return name is not None and bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
 
 

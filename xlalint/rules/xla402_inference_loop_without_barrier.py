@@ -25,7 +25,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     where its `__init__` makes torch.nn layers of its own (`self.classifier =
     nn.Linear(...)`; a loss, a wrapped model or a container, which any object may keep,
     does not count), so a greedy decoding loop calling `self._attention(seq, enc)` runs the
-    model. A Markov chain's kernel counts as a model where it
+    model. Applying a model runs it: latent diffusion's samplers call the denoiser as
+    `self.model.apply_model(x, t, c)` (`apply_` and a model's name, not `apply_weight_norm`
+    or `apply_lora_to_model`). A Markov chain's kernel counts as a model where it
     draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
     `dist.sample()` draw from something else). An element of a module list that the loop's
     own index picks (`x = self.ar_net[i](x)` in `for i in range(len(self.ar_layers) + 1)`),
