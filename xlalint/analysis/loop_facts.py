@@ -59,7 +59,10 @@ _LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
 # Callees that run a model step: the network of a sampling or generation loop.
 _MODEL_NAME = re.compile(
     r"(^|_)(model|unet|transformer|denoiser|net|network|decoder|generator|prior|policy|lm|llm|"
-    r"controlnet|rnn|lstm|gru)s?\d*$",
+    r"controlnet|rnn|lstm|gru)s?\d*$"
+    # A network named by what it is, in one word ending in `net`: `nnet`, `convnet`,
+    # `resnet`, `hypernet`, `subnet`.
+    r"|^_*[a-z]{1,8}nets?\d*$",
     re.I,
 )
 _VERB_PREFIX = re.compile(

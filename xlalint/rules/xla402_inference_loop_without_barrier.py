@@ -12,8 +12,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     Flags a sampling or generation loop that reaches no graph barrier on each pass: a loop
     that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`), or that
     feeds a model (`model`, `unet`, `transformer`, `denoiser`, a recurrent `rnn`/`lstm`/
-    `gru`, ...) with state it carried over from the previous pass (`x = model(x, t)`; `ids =
-    torch.cat([ids, next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
+    `gru`, a network named in one word ending in `net`: `nnet`, `convnet`, ...) with state
+    it carried over from the previous pass (`x = model(x, t)`; `ids = torch.cat([ids,
+    next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
     `decoder(outputs[-1])`, a list of tokens kept on the device), with no
     `torch_xla.sync()`/`xm.mark_step()` in the body, in a nested loop or in a function of
     the same module it calls. A model may be called through a method of a model class of
