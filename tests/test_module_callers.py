@@ -488,3 +488,20 @@ def test_a_class_built_every_step_elsewhere_runs_its_constructor_every_step(
 ) -> None:
     package = _package(tmp_path, splits=SPLITS, flows=caller)
     assert _findings([package / "splits.py"]) == expected
+
+
+def test_a_helper_of_a_constructor_built_every_step_elsewhere_is_hot(tmp_path: Path) -> None:
+    """The constructor hands the mask to a method of its class: that runs every step too."""
+    splits = SPLITS.replace(
+        "        self.idx_a = mask.nonzero().squeeze(-1)\n"
+        "        self.idx_b = (~mask).nonzero().squeeze(-1)\n",
+        "        self.idx_a = self._indices(mask)\n\n"
+        "    def _indices(self, mask):\n        return mask.nonzero().squeeze(-1)\n",
+    )
+    caller = (
+        "from torch import nn\n\nfrom pkg.splits import Coupling\n\n\n"
+        "class Layer(nn.Module):\n    def forward(self, c=None):\n"
+        "        return Coupling(self.meta, self.mask)\n"
+    )
+    package = _package(tmp_path, splits=splits, flows=caller)
+    assert _findings([package / "splits.py"]) == [("XLA201", 10)]

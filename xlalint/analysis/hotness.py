@@ -847,5 +847,7 @@ class HotCode:
                     names.add(caller.name)
                     klass = caller.class_name
                     found.add(f"{klass}.{caller.name}" if klass else caller.name)
+                    if klass is not None and self._constructor_of(caller) is not None:
+                        found.add(klass)  # built elsewhere: `Coupling(...)` runs `__init__`
                     changed = True
         return found
