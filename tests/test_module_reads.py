@@ -418,3 +418,63 @@ def test_a_helper_that_copies_hands_back_a_host_value(tmp_path: Path) -> None:
     package = _package(tmp_path, utils=utils, train=train)
     found = _check([package / "train.py"])
     assert [f for f in found if f[1] == 22] == [("train.py", 22, "XLA102")]
+
+
+def test_other_modules_are_parsed_only_for_names_they_spell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another module's summaries are made as asked: a name its text never spells has
+    none, without a parse; completing a module (once `_HELD_BYTES` of later modules are
+    read) keeps every answer."""
+    from xlalint.analysis import module_reads, project_modules
+
+    path = tmp_path / "utils.py"
+    path.write_text(UTILS)
+    parses: list[str] = []
+    real = project_modules.parse
+    monkeypatch.setattr(project_modules, "parse", lambda p, t: parses.append(p) or real(p, t))
+    module = module_reads._module_at(str(path), project_modules.stat_key(str(path)))
+    assert module is not None
+    assert "Mixin.progress_bar" not in module.functions and not parses
+    assert "to_numpy" in module.functions and parses == [str(path)]
+    answers = {key: module.functions.get(key) for key in ("diagonal_score", "_exp", "nope")}
+    listed = list(module.functions)
+    held = module.functions
+    assert isinstance(held, module_reads._Held)
+    held.complete()
+    assert {key: module.functions.get(key) for key in answers} == answers
+    assert list(module.functions) == listed and parses == [str(path)]
+
+
+def test_a_module_that_does_not_parse_reexports_nothing(tmp_path: Path) -> None:
+    from xlalint.analysis import module_reads, project_modules
+
+    path = tmp_path / "broken.py"
+    path.write_text("from .utils import to_numpy\ndef f(:\n")
+    module = module_reads._module_at(str(path), project_modules.stat_key(str(path)))
+    assert module is not None and "to_numpy" in module.bindings
+    assert not module_reads._parses(module) and not list(module.functions)
+
+
+def test_held_modules_are_completed_past_their_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held texts and trees stay within `_HELD_BYTES`: the oldest modules are summarised
+    whole and drop them."""
+    from collections import deque
+
+    from xlalint.analysis import module_reads, project_modules
+
+    monkeypatch.setattr(module_reads, "_held", deque())
+    monkeypatch.setattr(module_reads, "_held_bytes", 0)
+    monkeypatch.setattr(module_reads, "_HELD_BYTES", len(UTILS) + 1)
+    modules = []
+    for name in ("a.py", "b.py"):
+        path = tmp_path / name
+        path.write_text(UTILS)
+        modules.append(module_reads._module_at(str(path), project_modules.stat_key(str(path))))
+    first, second = (m.functions for m in modules if m is not None)
+    assert isinstance(first, module_reads._Held) and isinstance(second, module_reads._Held)
+    assert first._complete and not second._complete
+    assert "to_numpy" in first and "nope" not in first
+    assert module_reads._held_bytes == len(UTILS)

@@ -17,7 +17,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import EXPRESSIONS, TRIVIA, code_children, descendants, target_names
+from xlalint.walk import EXPRESSIONS, TRIVIA, code_children, descendants, node_types, target_names
 
 _CUDA_PROBES = frozenset(
     {"torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available"}
@@ -152,9 +152,9 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
             return
         if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:
             yield parent.test, child is parent.body
-        elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
-            yield parent.left, isinstance(parent.operator, cst.And)
-        elif isinstance(parent, cst.IndentedBlock | cst.Module):
+        elif type(parent) is cst.BooleanOperation and child is parent.right:
+            yield parent.left, type(parent.operator) is cst.And
+        elif type(parent) in (cst.IndentedBlock, cst.Module):
             for statement in parent.body:
                 if statement is child:
                     break
@@ -174,9 +174,21 @@ def ends_in(block: cst.BaseSuite, kinds: tuple[type[cst.BaseSmallStatement], ...
     """Whether the last statement of `block` (an indented block, or the statements on an
     `if`'s own line) is one of `kinds`: `return`, `raise`, `continue`..."""
     last: cst.CSTNode | None = block.body[-1] if block.body else None
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1] if last.body else None
-    return isinstance(last, kinds)
+    if type(last) is cst.SimpleStatementLine:
+        last = last.body[-1] if last.body else None  # type: ignore[union-attr]
+    return type(last) in _exactly(kinds)
+
+
+def _exactly(kinds: tuple[type[cst.CSTNode], ...]) -> frozenset[type[cst.CSTNode]]:
+    """`kinds` and their subclasses, for an exact type test (no ABCMeta check per miss);
+    kept per tuple of node types (types, not nodes: no tree is held)."""
+    found = _EXACT.get(kinds)
+    if found is None:
+        found = _EXACT[kinds] = node_types(*kinds)
+    return found
+
+
+_EXACT: dict[tuple[type[cst.CSTNode], ...], frozenset[type[cst.CSTNode]]] = {}
 
 
 def negated(test: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -47,7 +47,14 @@ from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.settled_exits import exits_before
-from xlalint.walk import children, descendants, only_return, self_attribute, target_names
+from xlalint.walk import (
+    children,
+    descendants,
+    node_types,
+    only_return,
+    self_attribute,
+    target_names,
+)
 
 SPARSE = 50  # passes between two runs of the branch, at least
 
@@ -671,6 +678,11 @@ def _switches_set(block: cst.BaseSuite) -> list[tuple[cst.BaseExpression, object
     ]
 
 
+# Exact type tests (`walk.node_types`): `isinstance` on libcst's ABC-derived classes runs
+# ABCMeta's check in Python for every node of the function that does not match.
+_BINDING_STATEMENTS = node_types(cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With)
+
+
 def _flipped_through(
     name: str, body: cst.BaseSuite, function: cst.FunctionDef
 ) -> list[tuple[cst.BaseExpression, object]]:
@@ -678,7 +690,7 @@ def _flipped_through(
     a constant, where `name` is bound only by plain assignments, to None but in `body`."""
     in_body = {id(n) for n in descendants(body)}
     for node in descendants(function.body):
-        if isinstance(node, cst.Assign | cst.AnnAssign | cst.AugAssign | cst.For | cst.With):
+        if type(node) in _BINDING_STATEMENTS:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else []
             if isinstance(node, cst.AnnAssign | cst.AugAssign | cst.For):
                 targets = [node.target]
@@ -700,7 +712,7 @@ def _flipped_through(
                 return []
     found: list[tuple[cst.BaseExpression, object]] = []
     for node in descendants(function.body):
-        if isinstance(node, cst.If) and id(node) not in in_body and _tests_set(node.test, name):
+        if type(node) is cst.If and id(node) not in in_body and _tests_set(node.test, name):
             found.extend(_switches_set(node.body))
     return found
 

@@ -110,11 +110,26 @@ def _last_name(node: cst.BaseExpression) -> str | None:
     return last_name(node)
 
 
+def _keyed_optimizer(node: cst.BaseExpression) -> str | None:
+    """`state[torchbearer.OPTIMIZER]`, `objects["optimizer"]` -> the key's name, where it
+    names an optimizer: a state dict that holds the run's objects by key (torchbearer's
+    `state`), whatever the dict is called. A key that is a loop's item is that loop's
+    business (`optimizers[name]`: `keys_optimizers`)."""
+    if type(node) is not cst.Subscript or len(node.slice) != 1:  # type: ignore[attr-defined]
+        return None
+    index = node.slice[0].slice  # type: ignore[attr-defined]
+    if not isinstance(index, cst.Index):
+        return None
+    key = index.value
+    name = key.evaluated_value if type(key) is cst.SimpleString else last_name(key)  # type: ignore[attr-defined]
+    return name if isinstance(name, str) and names_optimizer(name) else None
+
+
 def is_optimizer(node: cst.BaseExpression) -> bool:
     """`optimizer`, `opt`, `self.optimizer`, `self._optimizer`, `d_optimizer`,
-    `optimizer_g`, `optimizers[0]`."""
+    `optimizer_g`, `optimizers[0]`, `state[OPTIMIZER]`."""
     name = _last_name(node)
-    return name is not None and names_optimizer(name)
+    return (name is not None and names_optimizer(name)) or _keyed_optimizer(node) is not None
 
 
 def steps_an_optimizer(receiver: str) -> bool:
@@ -936,7 +951,7 @@ class _BodyScanner:
                 self.facts.trains = self.facts.steps_optimizer = True
 
     def _step(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
-        name = _last_name(receiver) or ""
+        name = _keyed_optimizer(receiver) or _last_name(receiver) or ""
         spelled = get_full_name_for_node(receiver)
         if steps_an_optimizer(name) or spelled in self.zeroed:
             # `optimizer.step()`, `scaler.step(optimizer)`, `trainer.step()` after
@@ -1110,7 +1125,12 @@ def _feeds_model(events: Sequence[_Assign | _ModelCall], state: str) -> bool:
 class OtherModules(Protocol):
     """What other modules of the project do (`module_steps.ModuleSteps`)."""
 
-    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool: ...
+    def steps_optimizer(
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
+    ) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -1422,6 +1442,13 @@ class LoopFacts:
             derived = self._memo[key] = frozenset(i for i, of in bases.items() if of & names)
         return [m for m in methods if id(self._method_classes.get(id(m))) in derived]  # type: ignore[operator]
 
+    def _function_of(self, node: Scope) -> cst.FunctionDef | None:
+        """The function whose body holds a loop (a function's own body: itself)."""
+        if isinstance(node, cst.FunctionDef):
+            return node
+        site = self._sites.get(id(node))
+        return site.function if site is not None else None
+
     def _class_of(self, node: Scope) -> cst.ClassDef | None:
         """The class whose method holds a loop, or that a method belongs to."""
         if isinstance(node, cst.FunctionDef):
@@ -1538,8 +1565,10 @@ class LoopFacts:
             ):
                 return True
             class_def = self._class_of(node)
+            function = self._function_of(node)
             if self.other_modules is not None and any(
-                self.other_modules.steps_optimizer(call, class_def) for call in facts.imported_calls
+                self.other_modules.steps_optimizer(call, class_def, function)
+                for call in facts.imported_calls
             ):
                 return True
             # A pass that zeroes the optimizer's gradients but runs no backward here leaves
@@ -1548,12 +1577,14 @@ class LoopFacts:
             template = facts.zeroes_optimizer and not self._through_calls("backward", node)
             for call in facts.calls:
                 functions = self._resolve_in(node, call, class_def)
-                if not functions and (
-                    names_optimizer_step(call.func)
-                    or (
-                        self.other_modules is not None
-                        and self.other_modules.steps_optimizer(call, class_def)
-                    )
+                if not functions and names_optimizer_step(call.func):
+                    return True
+                # Stubs here (a `Protocol`'s `def learn(self, batch): ...`) run nothing:
+                # the instance's class is another module's (`agent: DQN | TD3`).
+                if (
+                    all(map(_placeholder, functions))
+                    and self.other_modules is not None
+                    and self.other_modules.steps_optimizer(call, class_def, function)
                 ):
                     return True
                 if any(self.steps_optimizer(fn) for fn in functions):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -69,44 +70,32 @@ def _module(path: str) -> _Module | None:
 
 @lru_cache(maxsize=2048)
 def _module_at(path: str, stat: tuple[int, int]) -> _Module | None:
-    """Made once per path and size/mtime in a process; the tree is dropped after."""
+    """Made once per path and size/mtime in a process; its summaries are made as asked
+    (`_Held`), and the text or tree they need is dropped within a few modules."""
     text = project_modules.text_at(path, stat)
-    tree = None if text is None else project_modules.parse(path, text)
-    if tree is None or text is None:
+    if text is None:
         return None
-    return _Module(path, _summaries(tree), project_modules.bindings(text), names_xla(text))
-
-
-def _summaries(tree: ast.Module) -> dict[str, Summary]:
-    return dict(_Summaries(tree))
+    summaries = _Held(path, text)
+    _holding(summaries, len(text))
+    return _Module(path, summaries, project_modules.bindings(text), names_xla(text))
 
 
 class _Summaries(Mapping[str, Summary]):
     """The summaries of a module's functions (`f`) and methods (`Class.m`), each made when
-    first asked: the first definition of a name that reads or hands on a parameter. The
-    linted file's own module is asked about the few helpers its hot calls reach (a cold
-    lint summarised all of them, 4% of its CPU); another module's are all made at once
-    (`_summaries`), so that its tree need not be kept."""
+    first asked: the first definition of a name that reads or hands on a parameter. A lint
+    asks about the few functions its calls and bases name (summarising every function of
+    the linted file was 4% of a cold lint's CPU; of the modules a one-file check meets,
+    more than a third of it)."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module | None) -> None:
         self._candidates: dict[str, list[tuple[Function, bool]]] = {}
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self._candidates.setdefault(node.name, []).append((node, False))
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                        key = f"{node.name}.{item.name}"
-                        self._candidates.setdefault(key, []).append((item, True))
         self._made: dict[str, Summary | None] = {}
+        if tree is not None:
+            self._candidates = _candidates(tree)
 
     def _summary(self, key: str) -> Summary | None:
         if key not in self._made:
-            found = None
-            for node, method in self._candidates.get(key, ()):
-                if (found := summarize(node, method)) is not None:
-                    break
-            self._made[key] = found
+            self._made[key] = _first_summary(self._candidates.get(key, ()))
         return self._made[key]
 
     def __getitem__(self, key: str) -> Summary:
@@ -119,10 +108,128 @@ class _Summaries(Mapping[str, Summary]):
         return isinstance(key, str) and self._summary(key) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return (key for key in self._candidates if key in self)
+        return (key for key in list(self._candidates) if key in self)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+def _candidates(tree: ast.Module) -> dict[str, list[tuple[Function, bool]]]:
+    """Each top-level function (`f`) and method of a top-level class (`Class.m`), by name,
+    in order of definition, with whether it is a method."""
+    found: dict[str, list[tuple[Function, bool]]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.setdefault(node.name, []).append((node, False))
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found.setdefault(f"{node.name}.{item.name}", []).append((item, True))
+    return found
+
+
+def _first_summary(definitions: Sequence[tuple[Function, bool]]) -> Summary | None:
+    for node, method in definitions:
+        if (found := summarize(node, method)) is not None:
+            return found
+    return None
+
+
+class _Held(_Summaries):
+    """Another module's summaries, kept for the process. A name whose `def` the text does
+    not spell has none, so the module is parsed only when a name it may define is asked
+    (a one-file check asks ~100 times about 6 modules' bases, for a few methods); the text,
+    then the tree, is held only while the module is among the last read (`_HELD_BYTES`;
+    `complete`: every summary made, as before, so that no tree outlives them)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        super().__init__(None)
+        self._path = path
+        self._text: str | None = text
+        self._parsed = False
+        self._tree_ok = False
+        self._complete = False
+
+    def _summary(self, key: str) -> Summary | None:
+        if self._complete:
+            return self._made.get(key)
+        if key not in self._made and not self._parsed:
+            last = key.rsplit(".", 1)[-1]
+            if self._text is None or not _spells(self._text, last):
+                self._made[key] = None
+                return None
+            self._parse()
+        return super()._summary(key)
+
+    def _parse(self) -> None:
+        text, self._text, self._parsed = self._text, None, True
+        tree = None if text is None else project_modules.parse(self._path, text)
+        self._tree_ok = tree is not None
+        if tree is not None:
+            self._candidates = _candidates(tree)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._complete:
+            return iter(list(self._made))
+        self.parses()
+        return super().__iter__()
+
+    def parses(self) -> bool:
+        """Whether the module parses (one that does not tells nothing, not even what it
+        re-exports)."""
+        if not self._parsed:
+            self._parse()
+        return self._tree_ok
+
+    def complete(self) -> None:
+        """Make every summary and drop the tree (and the text): only the summaries stay."""
+        self.parses()
+        made = {key: self._summary(key) for key in self._candidates}
+        self._made = {key: summary for key, summary in made.items() if summary is not None}
+        self._candidates = {}
+        self._complete = True
+
+
+def _parses(module: _Module) -> bool:
+    """A module that does not parse is read as no module at all."""
+    functions = module.functions
+    return not isinstance(functions, _Held) or functions.parses()
+
+
+def _spells(text: str, name: str) -> bool:
+    """Whether `text` spells the identifier `name` as a whole word: a module whose text
+    does not cannot define a function or method of that name."""
+    at = text.find(name)
+    while at != -1:
+        if not _is_word(text, at - 1) and not _is_word(text, at + len(name)):
+            return True
+        at = text.find(name, at + 1)
+    return False
+
+
+def _is_word(text: str, at: int) -> bool:
+    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+
+
+# The text of the modules whose text or tree is held while their summaries are made as
+# asked: a tree is about 22 times its text (pipeline_utils.py: 118 kB -> 2.5 MB), so at
+# most ~11 MB of trees per process.
+_HELD_BYTES = 512 * 1024
+_held: deque[tuple[_Held, int]] = deque()
+_held_bytes = 0
+
+
+def _holding(summaries: _Held, size: int) -> None:
+    """Hold `summaries` (of a text of `size` characters) among the last modules read, at
+    most `_HELD_BYTES` of text; the oldest are completed (their trees dropped): a
+    whole-tree run makes no more summaries than when each module was summarised whole."""
+    global _held_bytes
+    _held.append((summaries, size))
+    _held_bytes += size
+    while _held_bytes > _HELD_BYTES and _held:
+        oldest, oldest_size = _held.popleft()
+        _held_bytes -= oldest_size
+        oldest.complete()
 
 
 def _own_module(path: str) -> _Module | None:
@@ -276,7 +383,7 @@ class ModuleReads:
             if name in module.functions:
                 return module, name
             binding = module.bindings.get(parts[1])
-            if reexports > 0 and binding is not None:
+            if reexports > 0 and binding is not None and _parses(module):
                 tail = ".".join(parts[2:])
                 target = f"{binding[1]}.{tail}" if tail else binding[1]
                 return self._locate(path, binding[0], target, reexports - 1)

@@ -39,7 +39,7 @@ from xlalint.analysis.loop_facts import (
     self_call,
     steps_an_optimizer,
 )
-from xlalint.walk import descendants
+from xlalint.walk import bound_names, descendants, last_name
 
 _CALLED_CLASS = re.compile(r"\b([A-Z]\w*)\s*\(")
 _CALL_DEPTH = 3  # calls followed inside the other module
@@ -67,6 +67,9 @@ class _Class:
     name: str
     bases: tuple[str, ...]  # as spelled: `AgentBase`, `base.AgentBase`
     methods: dict[str, _Function]
+    # `self._update_impl = self.update` in a method: the attribute holds bound methods of
+    # the instance, so `self._update_impl(...)` runs one of them.
+    bound: dict[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -93,10 +96,50 @@ def _summary(path: str, tree: ast.Module, text: str) -> _Module:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                     methods.setdefault(item.name, _function(item))
             bases = tuple(b for b in map(project_modules.dotted_name, node.bases) if b is not None)
-            classes.setdefault(node.name, _Class(node.name, bases, methods))
+            classes.setdefault(node.name, _Class(node.name, bases, methods, _bound(node)))
     # XLA or TPUs named anywhere in the text, comments included: the cautious reading.
     knows_xla = names_xla(text)
     return _Module(path, functions, classes, project_modules.bindings(text), knows_xla)
+
+
+def _ast_self_attribute(node: ast.expr) -> str | None:
+    """`self.x` -> `x`."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
+
+
+def _bound(class_def: ast.ClassDef) -> dict[str, tuple[str, ...]]:
+    """Attributes the class's methods assign a bound method of the instance (`self.
+    _update_impl = self.update`), with those methods' names."""
+    bound: dict[str, list[str]] = {}
+    # Statements only (the blocks of compound ones), not every expression: a summary is
+    # made for each module a question reaches.
+    stack: list[ast.AST] = [
+        statement
+        for item in class_def.body
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        for statement in item.body
+    ]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Assign):
+            if (method := _ast_self_attribute(node.value)) is not None:
+                for target in node.targets:
+                    if (attribute := _ast_self_attribute(target)) is not None:
+                        bound.setdefault(attribute, []).append(method)
+            continue
+        if isinstance(node, _NESTED):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                stack.extend(block)
+    return {attribute: tuple(dict.fromkeys(methods)) for attribute, methods in bound.items()}
 
 
 def _function(node: Function) -> _Function:
@@ -212,6 +255,17 @@ def _self_call(call: ast.Call) -> str | None:
     return None
 
 
+def _self_attribute(node: cst.BaseExpression) -> str | None:
+    """`self.learner` -> `learner`."""
+    if (
+        type(node) is cst.Attribute
+        and type(node.value) is cst.Name  # type: ignore[attr-defined]
+        and node.value.value == "self"  # type: ignore[attr-defined]
+    ):
+        return node.attr.value  # type: ignore[attr-defined]
+    return None
+
+
 class ModuleSteps:
     """The cross-module facts one linted file may consult (`project_modules.consulted`);
     nothing is read until a question needs it."""
@@ -226,6 +280,9 @@ class ModuleSteps:
         self._memo: dict[tuple[str, str, str], bool] = {}
         self._classes: list[tuple[_Module, _Class]] | None = None
         self._instances: dict[str, str] | None = None  # name -> the class every binding calls
+        self._alias_table: dict[str, cst.BaseExpression] | None = None
+        # id(class) -> its `self.<attribute> = value` assignments (`_attribute_values`).
+        self._assigned: dict[int, dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]]] = {}
 
     # -- the linted file --------------------------------------------------------------------
     @property
@@ -259,18 +316,27 @@ class ModuleSteps:
         return {n.name.value: n for n in self._module.body if isinstance(n, cst.ClassDef)}
 
     # -- questions --------------------------------------------------------------------------
-    def steps_optimizer(self, call: cst.Call, class_def: cst.ClassDef | None) -> bool:
+    def steps_optimizer(
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
+    ) -> bool:
         """Whether `call`, which no function of the linted file answers, runs a function
-        of another project module that steps an optimizer on each call."""
+        of another project module that steps an optimizer on each call. `function`: the
+        function of the file whose body makes the call (its parameters' annotations)."""
         if not self.imported:
             return False
         return any(
-            not module.knows_xla and self._steps(module, function, owner, _CALL_DEPTH)
-            for module, function, owner in self._targets(call, class_def)
+            not module.knows_xla and self._steps(module, target, owner, _CALL_DEPTH)
+            for module, target, owner in self._targets(call, class_def, function)
         )
 
     def _targets(
-        self, call: cst.Call, class_def: cst.ClassDef | None
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
     ) -> Iterator[tuple[_Module, _Function, _Class | None]]:
         func = call.func
         if isinstance(func, cst.Attribute) and class_def is not None and self_call(call):
@@ -280,15 +346,17 @@ class ModuleSteps:
         head, _, rest = (spelled or "").partition(".")
         binding = self._file_bindings().get(head)
         if binding is None:
-            if (
-                isinstance(func, cst.Attribute)
-                and (cls := self._instance_class(func.value)) is not None
+            if isinstance(func, cst.Attribute) and (
+                classes := self._receiver_classes(func.value, class_def, function)
             ):
-                # `amp.step(model, optimizer)` with `amp = MixedPrecisionManager(...)`: the
-                # class is known, so is the method, however generic its name.
-                found = self._in_classes([cls], func.attr.value)
-                if found is not None:
-                    yield found
+                # `amp.step(model, optimizer)` with `amp = MixedPrecisionManager(...)`,
+                # `agent.learn(batch)` with `agent: DQN | TD3`, `self.learner.update(b)`
+                # with `self.learner = Learner(...)`: the classes are known, so is the
+                # method, however generic its name (of any of them: the call may run each).
+                for cls in classes:
+                    found = self._in_classes([cls], func.attr.value)
+                    if found is not None:
+                        yield found
                 return
             if isinstance(func, cst.Attribute) and not generic_method(func.attr.value):
                 # `self.optimizers.optimizer_scaler_step_some(scaler, groups)`: a method
@@ -304,6 +372,137 @@ class ModuleSteps:
             module, name = found
             if name in module.functions:
                 yield module, module.functions[name], None
+
+    def _receiver_classes(
+        self,
+        receiver: cst.BaseExpression,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None,
+    ) -> list[tuple[_Module, _Class]]:
+        """The classes of other project modules whose instance `receiver` holds: a plain
+        name every binding of the file constructs (`_instance_class`), a parameter of the
+        function making the call annotated with them (`agent: SupportedOffPolicy`, the
+        file's alias of `DQN | TD3`) and not rebound there, or an attribute of `self` that
+        every assignment in the calling class sets to one (`self.learner = Learner(...)`,
+        or a parameter so annotated: `self.policy = policy`)."""
+        if (cls := self._instance_class(receiver)) is not None:
+            return [cls]
+        if type(receiver) is cst.Name:
+            name = receiver.value  # type: ignore[attr-defined]
+            if function is None or name in bound_names(function):
+                return []
+            return self._parameter_classes(function, name)
+        attribute = _self_attribute(receiver)
+        if attribute is None or class_def is None:
+            return []
+        classes: list[tuple[_Module, _Class]] = []
+        for value, method in self._attribute_values(class_def).get(attribute, ()):
+            made = self._made_classes(value, method)
+            if not made:
+                return []  # some assignment holds something else
+            classes.extend(made)
+        return classes
+
+    def _attribute_values(
+        self, class_def: cst.ClassDef
+    ) -> dict[str, list[tuple[cst.BaseExpression, cst.FunctionDef]]]:
+        """`self.<attribute> = value` in the class's methods: attribute -> (value, method),
+        from one walk of the class per lint."""
+        table = self._assigned.get(id(class_def))
+        if table is None:
+            table = self._assigned[id(class_def)] = {}
+            for method in class_def.body.body:  # type: ignore[attr-defined]
+                if type(method) is not cst.FunctionDef:
+                    continue
+                for node in descendants(method):
+                    if type(node) is not cst.Assign:
+                        continue
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        if (attribute := _self_attribute(target.target)) is not None:
+                            table.setdefault(attribute, []).append((node.value, method))  # type: ignore[attr-defined]
+        return table
+
+    def _made_classes(
+        self, value: cst.BaseExpression, function: cst.FunctionDef
+    ) -> list[tuple[_Module, _Class]]:
+        """`Learner(...)` of an imported class, or a parameter of `function` annotated
+        with such classes (and not rebound in it)."""
+        if type(value) is cst.Call:
+            spelled = get_full_name_for_node(value.func)  # type: ignore[attr-defined]
+            found = self._file_class(spelled, reexports=True) if spelled else None
+            return [found] if found is not None else []
+        if type(value) is cst.Name and value.value not in bound_names(function):  # type: ignore[attr-defined]
+            return self._parameter_classes(function, value.value)  # type: ignore[attr-defined]
+        return []
+
+    def _parameter_classes(
+        self, function: cst.FunctionDef, name: str
+    ) -> list[tuple[_Module, _Class]]:
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name:
+                if param.annotation is None:
+                    return []
+                return self._annotated_classes(param.annotation.annotation, 2)
+        return []
+
+    def _annotated_classes(
+        self, annotation: cst.BaseExpression, depth: int
+    ) -> list[tuple[_Module, _Class]]:
+        """The imported project classes an annotation names: `DQN`, `DQN | TD3`,
+        `Optional[DQN]`, `Union[DQN, TD3]`, `"DQN"`, or a module-level alias of the file
+        (`SupportedOffPolicy = DQN | RainbowDQN`), `depth` aliases deep."""
+        kind = type(annotation)
+        if kind is cst.SimpleString:
+            # A forward reference, `agent: "DQN"`.
+            text = annotation.evaluated_value  # type: ignore[attr-defined]
+            try:
+                annotation = cst.parse_expression(text) if isinstance(text, str) else None
+            except cst.ParserSyntaxError:
+                return []
+            if annotation is None or type(annotation) is cst.SimpleString:
+                return []
+            kind = type(annotation)
+        if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:  # type: ignore[attr-defined]
+            return self._annotated_classes(
+                annotation.left,  # type: ignore[attr-defined]
+                depth,
+            ) + self._annotated_classes(annotation.right, depth)  # type: ignore[attr-defined]
+        if kind is cst.Subscript:
+            if last_name(annotation.value) not in ("Optional", "Union"):  # type: ignore[attr-defined]
+                return []
+            found: list[tuple[_Module, _Class]] = []
+            for element in annotation.slice:  # type: ignore[attr-defined]
+                if isinstance(element.slice, cst.Index):
+                    found.extend(self._annotated_classes(element.slice.value, depth))
+            return found
+        spelled = get_full_name_for_node(annotation) if kind in (cst.Name, cst.Attribute) else None
+        if spelled is None:
+            return []
+        if (cls := self._file_class(spelled, reexports=True)) is not None:
+            return [cls]
+        alias = self._aliases().get(spelled)
+        return [] if alias is None or depth <= 0 else self._annotated_classes(alias, depth - 1)
+
+    def _aliases(self) -> dict[str, cst.BaseExpression]:
+        """Module-level names the file binds once, to what (`SupportedOffPolicy = DQN |
+        TD3`, `Agent: TypeAlias = ...`): candidate type aliases."""
+        if self._alias_table is None:
+            values: dict[str, list[cst.BaseExpression]] = {}
+            for statement in self._module.body:
+                if type(statement) is not cst.SimpleStatementLine:
+                    continue
+                for small in statement.body:  # type: ignore[attr-defined]
+                    if type(small) is cst.Assign and len(small.targets) == 1:  # type: ignore[attr-defined]
+                        target = small.targets[0].target  # type: ignore[attr-defined]
+                        if type(target) is cst.Name:
+                            values.setdefault(target.value, []).append(small.value)  # type: ignore[attr-defined]
+                    elif type(small) is cst.AnnAssign and small.value is not None:  # type: ignore[attr-defined]
+                        target = small.target  # type: ignore[attr-defined]
+                        if type(target) is cst.Name:
+                            values.setdefault(target.value, []).append(small.value)  # type: ignore[attr-defined]
+            self._alias_table = {n: v[0] for n, v in values.items() if len(v) == 1}
+        return self._alias_table
 
     def _instance_class(self, receiver: cst.BaseExpression) -> tuple[_Module, _Class] | None:
         """The class of another project module that every binding of a plain name in the
@@ -335,7 +534,7 @@ class ModuleSteps:
                     made.setdefault(node.name.value, set()).add("")  # type: ignore[attr-defined]
             self._instances = {n: next(iter(c)) for n, c in made.items() if len(c) == 1}
         spelled = self._instances.get(name)
-        return self._file_class(spelled) if spelled else None
+        return self._file_class(spelled, reexports=True) if spelled else None
 
     def _inherited(
         self, class_def: cst.ClassDef, method: str
@@ -386,6 +585,28 @@ class ModuleSteps:
                 break
         return None
 
+    def _self_targets(
+        self, module: _Module, owner: _Class, method: str
+    ) -> Iterator[tuple[_Module, _Function, _Class]]:
+        """What `self.<method>(...)` runs in a class of another module: the method along its
+        bases, or the methods an attribute of that name is bound to (`self._update_impl =
+        self.update`, then `self._update_impl(obs, ...)`)."""
+        found = self._in_classes([(module, owner)], method)
+        if found is not None:
+            yield found
+            return
+        level = [(module, owner)]
+        for _ in range(_CLASS_LEVELS):
+            following: list[tuple[_Module, _Class]] = []
+            for where, cls in level:
+                if method in cls.bound:
+                    for name in cls.bound[method]:
+                        if (bound := self._in_classes([(module, owner)], name)) is not None:
+                            yield bound
+                    return
+                following.extend(self._bases(where, cls))
+            level = following
+
     def _bases(self, module: _Module, cls: _Class) -> Iterator[tuple[_Module, _Class]]:
         for spelled in cls.bases:
             if spelled in module.classes:
@@ -413,13 +634,21 @@ class ModuleSteps:
             ]
         return self._classes
 
-    def _file_class(self, spelled: str) -> tuple[_Module, _Class] | None:
+    def _file_class(self, spelled: str, reexports: bool = False) -> tuple[_Module, _Class] | None:
         head, _, rest = spelled.partition(".")
         binding = self._file_bindings().get(head)
         if binding is None:
             return None
         level, dotted = binding
         found = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted)
+        if reexports and found is not None and found[1] not in found[0].classes:
+            # `from agilerl.algorithms import DQN`: a package's `__init__.py` re-exporting
+            # the class of one of its modules (`from .dqn import DQN`), one hop. Only for
+            # the classes a receiver is stated to hold: following every base and every
+            # constructed name so read a module more per lint on a third of diffusers.
+            module, name = found
+            reexport = module.bindings.get(name)
+            found = None if reexport is None else self._locate(module.path, *reexport)
         if found is None or found[1] not in found[0].classes:
             return None
         return found[0], found[0].classes[found[1]]
@@ -449,9 +678,9 @@ class ModuleSteps:
                 depth > 0
                 and (
                     any(
-                        (found := self._in_classes([(module, owner)], method)) is not None
-                        and self._steps(*found, depth - 1)
+                        self._steps(*found, depth - 1)
                         for method in (function.self_calls if owner is not None else ())
+                        for found in self._self_targets(module, owner, method)  # type: ignore[arg-type]
                     )
                     or any(
                         self._steps(module, module.functions[name], None, depth - 1)

@@ -111,7 +111,9 @@ def _module_file(base: str, dotted: str) -> str | None:
 
 
 def _within(path: str, root: str) -> bool:
-    return os.path.commonpath((path, root)) == root
+    """Whether `path` is `root` or under it (both absolute and normal, as `abspath` and
+    `_root_of` make them): a prefix test, not `commonpath`'s split of both."""
+    return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
 
 
 def resolve(filename: str, level: int, dotted: str) -> str | None:
@@ -127,6 +129,7 @@ def _resolve(folder: str, level: int, dotted: str) -> str | None:
     return None if base is None else _resolve_in(base, dotted, root)
 
 
+@lru_cache(maxsize=4096)
 def _start(folder: str, level: int) -> tuple[str | None, str]:
     """For the files of `folder` (absolute, ending in a separator, as `resolve` spells
     it): the folder a relative import of `level` dots starts from (the root for 0; None
@@ -249,6 +252,7 @@ def forget_layout() -> None:
     _root_of.cache_clear()
     _resolve.cache_clear()
     _resolve_in.cache_clear()
+    _start.cache_clear()
     _is_folder.cache_clear()
     _consulted.cache_clear()
     _stamps.clear()

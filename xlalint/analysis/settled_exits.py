@@ -44,7 +44,7 @@ def exits_before(
     `path` (a node and its ancestors, innermost first) in the blocks of its function,
     innermost block first: each with the position in `path` of the block's child on the
     way to the node, and the function."""
-    function = next((n for n in path if isinstance(n, _SCOPES)), None)
+    function = next((n for n in path if type(n) in _SCOPES), None)
     if not isinstance(function, cst.FunctionDef):
         return
     for index, (child, parent) in enumerate(itertools.pairwise(path)):
@@ -125,7 +125,7 @@ def in_settled_branch(path: Sequence[cst.CSTNode]) -> bool:
     branch of an `if x is None` / `if x is not None` test that an earlier fill of `x`
     in a block of its function (`if x is None: x = <a value>`, no `else`) settles the
     other way: the branch never runs."""
-    function = next((n for n in path if isinstance(n, _SCOPES)), None)
+    function = next((n for n in path if type(n) in _SCOPES), None)
     if not isinstance(function, cst.FunctionDef):
         return False
     for index, (child, parent) in enumerate(itertools.pairwise(path)):

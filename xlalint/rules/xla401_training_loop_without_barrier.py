@@ -102,7 +102,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     every batch; a method, `self.step_fn = torch.compile(self.train_step)`);
     `torch_xla.compile` syncs around what it wraps, so a step kept so is not followed.
     Keras 3's `optimizer.apply(grads, variables)` and
-    `optimizer.apply_gradients(...)` are optimizer steps. An object
+    `optimizer.apply_gradients(...)` are optimizer steps, and so is the `step()` of an
+    entry of a state dict under a key naming an optimizer (torchbearer's
+    `state[torchbearer.OPTIMIZER].step(closure)`, `objects["optimizer"].step()`), whatever
+    the dict is called. An object
     whose gradients the code zeroes and then steps (`trainer.zero_grad()` ...
     `trainer.step()`) is an optimizer, whatever its name.
 
@@ -134,7 +137,18 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     deep), `sgd_step(opt, loss)` after `from .steps import sgd_step`, or a method of a
     class the file imports, by a name that is not generic
     (`self.optimizers.optimizer_scaler_step_some(scaler, groups)` with `from
-    nerfstudio.engine.optimizers import Optimizers`). A method that loops over batches
+    nerfstudio.engine.optimizers import Optimizers`). The receiver's class is known,
+    whatever the method's name (`update` too), where the file says what it holds: a plain
+    name every binding constructs (`amp = MixedPrecisionManager(...)`), a parameter of the
+    calling function annotated with classes of the project (`agent: DQN`, `Optional[DQN]`,
+    `DQN | TD3`, or the file's alias of them, agilerl's `SupportedOffPolicy = DQN |
+    RainbowDQN | DDPG | TD3`: the method of any of them) and not rebound there, or an
+    attribute of `self` every assignment of the calling class sets to an instance of one
+    (`self.learner = DQN(...)`) or to such a parameter (`self.agent = agent`); a class a
+    package's `__init__.py` re-exports (`from agilerl.algorithms import DQN`) counts, and
+    a stub of the file's own (a `Protocol`'s `def learn(self, batch): ...`) does not stand
+    for it. In the other module, an attribute the class binds to one of its methods
+    (`self._update_impl = self.update`) runs that method. A method that loops over batches
     itself is an epoch, not a step (its own loop is the training loop), and a module
     that imports torch_xla or names XLA or TPUs tells nothing (its step may hold its
     barrier). A step that is chosen at run time is still not seen:
