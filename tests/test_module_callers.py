@@ -444,3 +444,64 @@ def test_a_partial_called_once_stays_cold(tmp_path: Path) -> None:
     )
     package = _package(tmp_path, model=caller)
     assert _findings([package / "metrics.py"]) == []
+
+
+SPLITS = """\
+import torch
+
+
+class Coupling:
+    def __init__(self, meta, mask):
+        self.meta = meta
+        self.idx_a = mask.nonzero().squeeze(-1)
+        self.idx_b = (~mask).nonzero().squeeze(-1)
+
+    def __call__(self, x):
+        return self.meta(x[..., self.idx_a])
+"""
+
+
+@pytest.mark.parametrize(
+    ("caller", "expected"),
+    [
+        # zuko's `GeneralCouplingTransform.forward`: a new transform from the registered mask
+        # on every call, so its constructor's nonzero runs every step (one cause for the
+        # mask and its complement, read in a run).
+        (
+            "from torch import nn\n\nfrom pkg.splits import Coupling\n\n\n"
+            "class Layer(nn.Module):\n    def forward(self, c=None):\n"
+            "        return Coupling(self.meta, self.mask)\n",
+            [("XLA201", 7)],
+        ),
+        # Built once, in the caller's `__init__`: the constructor runs once.
+        (
+            "from torch import nn\n\nfrom pkg import splits\n\n\n"
+            "class Layer(nn.Module):\n    def __init__(self, meta, mask):\n"
+            "        super().__init__()\n        self.split = splits.Coupling(meta, mask)\n\n"
+            "    def forward(self, x):\n        return self.split(x)\n",
+            [],
+        ),
+    ],
+)
+def test_a_class_built_every_step_elsewhere_runs_its_constructor_every_step(
+    tmp_path: Path, caller: str, expected: list[tuple[str, int]]
+) -> None:
+    package = _package(tmp_path, splits=SPLITS, flows=caller)
+    assert _findings([package / "splits.py"]) == expected
+
+
+def test_a_helper_of_a_constructor_built_every_step_elsewhere_is_hot(tmp_path: Path) -> None:
+    """The constructor hands the mask to a method of its class: that runs every step too."""
+    splits = SPLITS.replace(
+        "        self.idx_a = mask.nonzero().squeeze(-1)\n"
+        "        self.idx_b = (~mask).nonzero().squeeze(-1)\n",
+        "        self.idx_a = self._indices(mask)\n\n"
+        "    def _indices(self, mask):\n        return mask.nonzero().squeeze(-1)\n",
+    )
+    caller = (
+        "from torch import nn\n\nfrom pkg.splits import Coupling\n\n\n"
+        "class Layer(nn.Module):\n    def forward(self, c=None):\n"
+        "        return Coupling(self.meta, self.mask)\n"
+    )
+    package = _package(tmp_path, splits=splits, flows=caller)
+    assert _findings([package / "splits.py"]) == [("XLA201", 10)]

@@ -119,6 +119,16 @@ def forward(body: str, head: str = "import torch\n") -> str:
             "torch.linspace(0, 1, 8).to(self.device) * x",
             "torch.linspace(0, 1, 8, device=self.device) * x",
         ),
+        # Arithmetic by a number on either side; the receiver's parentheses stay where
+        # dropping them would regroup the expression around it.
+        (
+            "x / (torch.arange(8) * 2).to(x.device)",
+            "x / (torch.arange(8, device=x.device) * 2)",
+        ),
+        (
+            "x - (-2.0 * torch.arange(8) / 8).to(x.device)",
+            "x - (-2.0 * torch.arange(8, device=x.device) / 8)",
+        ),
     ],
 )
 def test_xla208_builds_on_the_device(before: str, after: str) -> None:
@@ -126,6 +136,20 @@ def test_xla208_builds_on_the_device(before: str, after: str) -> None:
     assert diagnostic.fix is not None
     assert diagnostic.fix.applicability is Applicability.SAFE
     assert fix(forward(before), "XLA208").text == forward(after)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "torch.exp(-math.log(10000) * torch.arange(8) / 8).to(x.device)",
+        "torch.arange(8).float().exp().to(x.device)",
+        "(0.5 ** torch.arange(8)).to(x.device)",
+    ],
+)
+def test_xla208_reports_host_math_without_a_fix(body: str) -> None:
+    # The device's `exp`/`pow` may round otherwise than the host's: reported, not rewritten.
+    [diagnostic] = lint(forward(body, head="import math\nimport torch\n"), "XLA208")
+    assert diagnostic.fix is None
 
 
 def test_xla208_fix_keeps_the_files_torch_alias() -> None:

@@ -61,12 +61,14 @@ def host_copy(expr: cst.BaseExpression) -> bool | None:
 
 
 def host_parameters(
-    module: cst.Module, function: cst.FunctionDef, in_class: bool
+    module: cst.Module, function: cst.FunctionDef, in_class: bool, class_name: str | None = None
 ) -> dict[str, bool]:
-    """The parameters of `function` (a method when `in_class`) that every call of it in
-    `module` (at least one) hands a host copy, each with whether the copy is a torch
-    tensor (`host_copy`). Calls are `f(...)` for a function, `self.f(...)` / `cls.f(...)`
-    for a method; a call that hands anything else, or unpacks arguments, settles nothing."""
+    """The parameters of `function` (a method when `in_class`, of the class `class_name`)
+    that every call of it in `module` (at least one) hands a host copy, each with whether
+    the copy is a torch tensor (`host_copy`). Calls are `f(...)` for a function,
+    `self.f(...)` / `cls.f(...)` for a method, the class's own `Cls(...)` for its
+    `__init__` (parlai's `FairseqBleuMetric(guess.cpu().int(), ...)`); a call that hands
+    anything else, or unpacks arguments, settles nothing."""
     params = function.params
     if params.star_arg is not None and isinstance(params.star_arg, cst.Param):
         return {}
@@ -79,7 +81,12 @@ def host_parameters(
     # that a factory built without a device is on the host. A public one's callers may be
     # anywhere, and hand it what they like.
     private = function.name.value.startswith("_") and not function.name.value.startswith("__")
-    sites = call_sites(module).named(function.name.value, method=in_class)
+    constructor = in_class and class_name is not None and function.name.value == "__init__"
+    if constructor:
+        sites = call_sites(module).named(class_name, method=False)  # type: ignore[arg-type]
+        in_class = False  # called by the class's name, as a function is
+    else:
+        sites = call_sites(module).named(function.name.value, method=in_class)
     if not sites:
         return {}
     found: dict[str, bool] | None = None

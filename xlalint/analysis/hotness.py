@@ -39,6 +39,9 @@ RUN_ONCE_FUNCTIONS = frozenset(
 # the file never calls one, its callers elsewhere run it once, not with every batch (where
 # the file calls it, as chemprop's `forward` calls `initialize(bmg)`, those calls decide).
 INITIALISER = re.compile(r"_*(initiali[sz]e|init_weights|init_parameters|reset_parameters)")
+# Methods that run when their class is called to build an instance: once per construction,
+# so as often as the code that builds it runs (`HotCode._constructed_hot`).
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__"})
 # Methods a training framework calls once per step on a subclass, by the name its base class
 # ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
 # `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
@@ -549,6 +552,8 @@ class HotCode:
         function = site.function
         if function is None:
             return False
+        if self._constructor_of(function) is not None:
+            return self._constructed_hot(function, per_call)
         if function.name in RUN_ONCE_FUNCTIONS or function.name in self._closure_callbacks:
             return False
         return (
@@ -561,6 +566,33 @@ class HotCode:
                 and function.name not in self._plotting
             )
         )
+
+    @staticmethod
+    def _constructor_of(function: FunctionKey) -> str | None:
+        """The class whose instances `function` builds: its `__init__` (or a dataclass's
+        `__post_init__`), else None."""
+        if function.name in _CONSTRUCTORS and function.class_name is not None:
+            return function.class_name
+        return None
+
+    def _constructed_hot(self, function: FunctionKey, per_call: bool) -> bool:
+        """A constructor runs every step where hot code builds its class every step: a
+        `forward` that returns `CouplingTransform(self.meta, self.mask)` (a class of this
+        module, called by its name), or another module's per-step code that does
+        (`module_callers.hot_elsewhere`, asked with the class's name). Built once, in
+        `__init__` or `setup`, it runs once, as before."""
+        klass = self._constructor_of(function)
+        if klass is None:
+            return False
+        if klass in self._reached_names(per_call):
+            return True
+        if self._elsewhere is None or klass in self._closure_callbacks:
+            return False
+        key = f"{klass}()"
+        known = self._elsewhere_known.get(key)
+        if known is None:
+            known = self._elsewhere_known[key] = klass in self._elsewhere(frozenset({klass}))
+        return known
 
     def _trains(self, site: Site) -> bool:
         """The site's function trains in its own body (backward, an optimizer step): it is
@@ -731,13 +763,19 @@ class HotCode:
                     continue
                 if callee in self._closure_callbacks or site.in_step_closure or site.sparse:
                     continue
-                caller_hot = (
-                    self._in_step_loop(site)
-                    or self._named_per_step(site)
-                    or self._trains(site)
-                    or (per_call and self._computes_on_data(site))
-                    or (site.function is not None and site.function.name in hot)
-                ) and not self._once_per_epoch(site)
+                klass = None if site.function is None else self._constructor_of(site.function)
+                if klass is not None:
+                    # A constructor's calls, its loops' too (over the layers it builds), run
+                    # as often as hot code builds its class.
+                    caller_hot = klass in hot
+                else:
+                    caller_hot = (
+                        self._in_step_loop(site)
+                        or self._named_per_step(site)
+                        or self._trains(site)
+                        or (per_call and self._computes_on_data(site))
+                        or (site.function is not None and site.function.name in hot)
+                    ) and not self._once_per_epoch(site)
                 if caller_hot:
                     hot.add(callee)
                     changed = True
@@ -823,5 +861,7 @@ class HotCode:
                     names.add(caller.name)
                     klass = caller.class_name
                     found.add(f"{klass}.{caller.name}" if klass else caller.name)
+                    if klass is not None and self._constructor_of(caller) is not None:
+                        found.add(klass)  # built elsewhere: `Coupling(...)` runs `__init__`
                     changed = True
         return found

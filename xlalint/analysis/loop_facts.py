@@ -59,13 +59,22 @@ _LR_SCHEDULER_NAME = re.compile(r"(^|_)lr(_|$)|warmup|plateau", re.I)
 # Callees that run a model step: the network of a sampling or generation loop.
 _MODEL_NAME = re.compile(
     r"(^|_)(model|unet|transformer|denoiser|net|network|decoder|generator|prior|policy|lm|llm|"
-    r"controlnet|rnn|lstm|gru)s?\d*$",
+    r"controlnet|rnn|lstm|gru)s?\d*$"
+    # A network named by what it is, in one word ending in `net`: `nnet`, `convnet`,
+    # `resnet`, `hypernet`, `subnet`.
+    r"|^_*[a-z]{1,8}nets?\d*$",
     re.I,
 )
 _VERB_PREFIX = re.compile(
     r"^_*(get|load|build|create|make|init|prepare|setup|set|is|has|to|apply|convert|register|"
     r"named|iter|list|num|find|compile|save|freeze|patch|replace|enable|disable|remove|add|"
     r"check|resolve|update|copy|fuse|unwrap|wrap|maybe|reset|clear|swap|print|log)_",
+    re.I,
+)
+# Applying a model is running it: latent diffusion's samplers call the denoiser as
+# `self.model.apply_model(x, t, c)` on every step.
+_APPLIES_A_MODEL = re.compile(
+    r"^_*apply_(model|unet|transformer|denoiser|net|network|decoder|generator|prior|policy)$",
     re.I,
 )
 # An optimizer's step by another name: Keras 3's optimizers update the variables they are
@@ -150,6 +159,8 @@ def _is_model_callee(func: cst.BaseExpression) -> bool:
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
         func = func.value
     name = _last_name(func)
+    if name is not None and _APPLIES_A_MODEL.match(name):
+        return True
     return name is not None and bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
 
 

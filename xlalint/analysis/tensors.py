@@ -954,7 +954,9 @@ class TensorKinds:
             # layer's output, a device tensor on every forward.
             frame[hook_output] = Kind.TENSOR
         host_copies = (
-            host_parameters(self._module, node, in_class) if self._module is not None else {}
+            host_parameters(self._module, node, in_class, method_of)
+            if self._module is not None
+            else {}
         )
         for name in host_copies:
             # Every call of the function in this module hands it a host copy.

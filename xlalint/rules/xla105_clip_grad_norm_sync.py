@@ -1,7 +1,11 @@
 from __future__ import annotations
 
-import libcst as cst
+import re
 
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from xlalint.analysis.arguments import Signature, bind
 from xlalint.analysis.clipping import clipping_test, unconditional_factors
 from xlalint.analysis.imports import ImportTable
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -19,12 +23,26 @@ _NONFINITE_CHECKS = {
 }
 
 
+# Lightning Fabric's `clip_gradients(module, optimizer, clip_val=None, max_norm=None,
+# norm_type=2.0, error_if_nonfinite=True)`: with `max_norm` it hands its own default, True,
+# on to `torch.nn.utils.clip_grad_norm_` (the XLA strategies do not override it).
+_FABRIC_RECEIVER = re.compile(r"fabric", re.I)
+_FABRIC_CLIP_PARAMETERS = (
+    "module", "optimizer", "clip_val", "max_norm", "norm_type", "error_if_nonfinite"
+)  # fmt: skip
+_FABRIC_CLIP = Signature(_FABRIC_CLIP_PARAMETERS, frozenset(_FABRIC_CLIP_PARAMETERS))
+
+
 class ClipGradNormSync(Rule):
     """
     ## What it does
     Flags gradient-norm clipping that reads the norm on the host every step:
     `torch.nn.utils.clip_grad_norm_(..., error_if_nonfinite=True)` (under any import
-    style), and hand-written clipping that tests the coefficient with a Python `if`:
+    style), Lightning Fabric's `fabric.clip_gradients(model, optimizer, max_norm=...)`
+    (a receiver named for Fabric: `fabric`, `self.fabric`), whose own `error_if_nonfinite`
+    defaults to True and reaches `clip_grad_norm_` (not with `error_if_nonfinite=False`, not
+    by value with `clip_val=`, not a LightningModule's `self.clip_gradients(...)`, which has
+    no such flag), and hand-written clipping that tests the coefficient with a Python `if`:
     `if clip_coef < 1:` followed by scaling the gradients. Plain `clip_grad_norm_(params,
     max_norm)` is not flagged: in torch 2.9 it scales by a clamped coefficient on the
     device and never syncs.
@@ -102,6 +120,10 @@ class ClipGradNormSync(Rule):
     name = "clip-grad-norm-sync"
     message = "{what} reads the gradient norm on the host every step, forcing a graph execution"
     hint = "Clamp the coefficient with torch.where and always scale; check non-finite norms rarely"
+    fabric_hint = (
+        "Pass `error_if_nonfinite=False` and check for non-finite norms rarely (the returned "
+        "norm, every N steps)"
+    )
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     hot_only = True
@@ -113,6 +135,13 @@ class ClipGradNormSync(Rule):
         qualified = self.ctx.qualified(node.func)
         position = _NONFINITE_CHECKS.get(qualified or "")
         if position is None:
+            if (flag := _fabric_norm_check(node)) is not None:
+                what = (
+                    "`fabric.clip_gradients(max_norm=...)` (`error_if_nonfinite=True` by default)"
+                    if flag == "default"
+                    else "`fabric.clip_gradients(error_if_nonfinite=True)`"
+                )
+                self.report(node, self.message.format(what=what), hint=self.fabric_hint)
             return
         function = (qualified or "").rsplit(".", 1)[-1]
         for index, arg in enumerate(node.args):
@@ -183,6 +212,31 @@ class _Replace(cst.CSTTransformer):
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
         return self._replacements.get(id(original_node), updated_node)
+
+
+def _fabric_norm_check(call: cst.Call) -> str | None:
+    """`fabric.clip_gradients(model, opt, max_norm=1.0)` (or `self.fabric....`): a Lightning
+    Fabric clipping by norm, whose `error_if_nonfinite` is True unless passed as False. By
+    value (`clip_val=`) it checks nothing; a LightningModule's own `self.clip_gradients(opt,
+    ...)` takes no such flag and is not this method. "default" or "explicit" where the
+    flag is True, else None."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "clip_gradients"):
+        return None
+    receiver = get_full_name_for_node(func.value) or ""
+    if not _FABRIC_RECEIVER.search(receiver.rsplit(".", 1)[-1]):
+        return None
+    bound = bind(call, _FABRIC_CLIP)
+    if bound is None or "max_norm" not in bound or _is_none(bound["max_norm"]):
+        return None
+    flag = bound.get("error_if_nonfinite")
+    if flag is None:
+        return "default"
+    return "explicit" if _is_true(flag) else None
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _is_true(node: cst.BaseExpression) -> bool:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import islice
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -8,6 +10,9 @@ from xlalint.analysis.masks import Evidence, atom
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+
+if TYPE_CHECKING:
+    from xlalint.context import FileContext
 
 _FUNCTIONS = {"torch.nonzero": "torch.nonzero", "torch.argwhere": "torch.argwhere"}
 _METHODS = frozenset({"nonzero", "argwhere"})
@@ -31,6 +36,11 @@ class Nonzero(Rule):
     helper of the module builds with numpy on every `return` that hands back a value
     (`errors = np.array(...)`, then `return errors, flows`; a bare `return` on bad input
     hands back nothing): `merrors, _ = flow_error(...)`, then `(merrors > t).nonzero()`.
+    The nonzero of a mask and then of the same mask or its complement in the next statement
+    (`idx_a = mask.nonzero()`, `idx_b = (~mask).nonzero()`) is one cause, reported at the
+    first. A class's `__init__` is code that runs every step where per-step code builds the
+    class (a transform built from a mask buffer in `forward`, here or in another module of
+    the project): its `mask.nonzero()` is reported there.
 
     ## Why is this bad?
     The result has one row per nonzero element, a count only the data knows. XLA compiles
@@ -99,11 +109,19 @@ class Nonzero(Rule):
     needs_torch = True
     triggers = ("nonzero", "argwhere", "where")
 
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        # The masks whose nonzero each statement line reported (by the mask's code, `~`
+        # or `logical_not` taken off): id(line) -> codes.
+        self._read_by_line: dict[int, set[str]] = {}
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         qualified = self.ctx.qualified(func)
         if qualified in _FUNCTIONS:
             source = _input(node)
+            if source is not None and self._read_just_before(source):
+                return
             if source is not None and self._on_device(source) and not self._on_error_path():
                 count = _single_positional(node)
                 fix = self._count_fix(node, source) if count else None
@@ -120,9 +138,36 @@ class Nonzero(Rule):
             and _tensor_method_signature(node)
             and self._on_device(func.value)
             and not self._on_error_path()
+            and not self._read_just_before(func.value)
         ):
             fix = None if node.args else self._count_fix(node, func.value)
             self.report(node, self.message.format(call=f".{func.attr.value}()"), fix=fix)
+
+    def _read_just_before(self, source: cst.BaseExpression) -> bool:
+        """`idx_a = mask.nonzero()`, then `idx_b = (~mask).nonzero()` in the next statement:
+        the nonzero of the same mask, or of its complement, read again in a run is one
+        cause (one host copy of the mask gives both), reported at the first. Notes this
+        read for the statement after it; True where the statement before read it."""
+        line, previous = self._statement_lines()
+        if line is None:
+            return False
+        code = self.ctx.module.code_for_node(_uncomplemented(source))
+        self._read_by_line.setdefault(id(line), set()).add(code)
+        return previous is not None and code in self._read_by_line.get(id(previous), ())
+
+    def _statement_lines(self) -> tuple[cst.CSTNode | None, cst.CSTNode | None]:
+        """The statement line around the call, and the one just before it in its block."""
+        ancestors = list(self.ctx.ancestors())
+        for index, node in enumerate(ancestors):
+            if isinstance(node, cst.SimpleStatementLine):
+                block = ancestors[index + 1] if index + 1 < len(ancestors) else None
+                body = getattr(block, "body", None)
+                if isinstance(body, Sequence) and not isinstance(body, str):
+                    position = next((i for i, n in enumerate(body) if n is node), None)
+                    if position:
+                        return node, body[position - 1]
+                return node, None
+        return None, None
 
     def _on_error_path(self) -> bool:
         """Inside a `raise` (its message): runs once, when the step fails."""
@@ -196,6 +241,22 @@ class Nonzero(Rule):
             other = target.comparator if outer.left is count else outer.left
             return self.ctx.is_tensor(other)
         return False
+
+
+def _uncomplemented(mask: cst.BaseExpression) -> cst.BaseExpression:
+    """`m` of `~m`, `m.logical_not()` or `torch.logical_not(m)`; else the mask itself."""
+    if isinstance(mask, cst.UnaryOperation) and isinstance(mask.operator, cst.BitInvert):
+        return mask.expression.with_changes(lpar=(), rpar=())
+    if (
+        isinstance(mask, cst.Call)
+        and isinstance(mask.func, cst.Attribute)
+        and mask.func.attr.value == "logical_not"
+    ):
+        if not mask.args:
+            return mask.func.value.with_changes(lpar=(), rpar=())
+        if len(mask.args) == 1 and mask.args[0].keyword is None:
+            return mask.args[0].value.with_changes(lpar=(), rpar=())
+    return mask.with_changes(lpar=(), rpar=())
 
 
 def _input(node: cst.Call) -> cst.BaseExpression | None:

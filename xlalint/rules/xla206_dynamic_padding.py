@@ -95,7 +95,12 @@ class DynamicPadding(Rule):
     arithmetic that sizes with the longest length, the statement a fixed length would
     change (round 16's labels put it there, not at the `max`); not where the longest
     length is only checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`,
-    an amount of padding to a fixed length. A function that pads several tensors this way
+    an amount of padding to a fixed length. The same padding by hand in a loop whose passes
+    run a model is a collate written inline, and is flagged the same way (a forecaster's
+    `for i in range(num_batches):` rounding `max(q.context_length for q in query_batch)` up
+    to a patch length and padding every query to it before the model runs; the length an
+    item of the batch carries, `q.context_length`, `cut.num_frames`, counts as its length).
+    A function that pads several tensors this way
     is reported once: it is one cause. The finding goes where a fixed length would: a
     tokenizer call that takes the padding setting, else the padding by hand, else the first
     padding call (`pad_sequence` takes no length).
@@ -273,7 +278,8 @@ class DynamicPadding(Rule):
         reported: set[int] = set()  # functions already reported
         self._report_candidates([c for c in self._candidates if c.settable], reported)
         for padding, site, function in self._longest:
-            if self._in_collate_function(site) and id(function) not in reported:
+            per_batch = self._in_collate_function(site) or self._in_batch_loop(site)
+            if per_batch and id(function) not in reported:
                 assert site.function is not None
                 self.report(padding, self.message.format(what=f"`{site.function.name}`"), site=site)
                 reported.add(id(function))
@@ -389,6 +395,15 @@ class DynamicPadding(Rule):
             or (site is not None and loops.syncs_per_pass(site))
         )
 
+    def _in_batch_loop(self, site: Site) -> bool:
+        """The site is in a loop whose passes run a model (or sync): each pass pads one
+        batch, as a collate function would (timesfm's `for i in range(num_batches):` that
+        pads every query to its batch's longest context, then decodes it)."""
+        return any(
+            isinstance(scope, cst.For | cst.While) and self._feeds_a_model(scope)
+            for scope in site.scopes
+        )
+
     def _in_collate_function(self, site: Site) -> bool:
         function = site.function
         if function is None:
@@ -436,6 +451,8 @@ def _functions_bound(function: cst.FunctionDef | None, name: str) -> set[str]:
 
 
 _LENGTHS_NAME = re.compile(r"(^|_)(lengths|lens|sizes|seq_lens)$", re.IGNORECASE)
+# What an item of a batch calls its own length: `q.context_length`, `cut.num_frames`.
+_ITEM_LENGTH = re.compile(r"(^|_)(length|len|num_frames|num_tokens|num_samples)$", re.IGNORECASE)
 
 
 def _measures_lengths(call: cst.Call) -> bool:
@@ -444,7 +461,27 @@ def _measures_lengths(call: cst.Call) -> bool:
     key = keyword_argument(call, "key")
     if key is not None and type(key.value) is cst.Name and key.value.value == "len":
         return True
+    if _items_lengths(call):
+        return True
     return any(_measures_a_length(sub) for sub in descendants(call))
+
+
+def _items_lengths(call: cst.Call) -> bool:
+    """`max(q.context_length for q in query_batch)`: the length each item of a batch
+    carries (an attribute of the comprehension's item named for a length), the longest of
+    them. Not an attribute of anything else (`max(self.min_length, n)`: a setting)."""
+    if len(call.args) != 1 or not isinstance(call.args[0].value, cst.GeneratorExp | cst.ListComp):
+        return False
+    comprehension = call.args[0].value
+    element = comprehension.elt
+    target = comprehension.for_in.target
+    return (
+        isinstance(element, cst.Attribute)
+        and isinstance(element.value, cst.Name)
+        and isinstance(target, cst.Name)
+        and element.value.value == target.value
+        and _ITEM_LENGTH.search(element.attr.value) is not None
+    )
 
 
 def _measures_a_length(node: cst.CSTNode) -> bool:

@@ -58,6 +58,16 @@ _DEVICE_AGNOSTIC = frozenset(
         "transpose", "permute", "contiguous", "flip", "fill_", "zero_",
     }
 )  # fmt: skip
+# Elementwise math of one tensor, as `torch.exp(x)` or `x.exp()`: computed where `x` lives
+# (`torch.exp(-math.log(p) * torch.arange(half) / half).to(device)`, a timestep embedding's
+# frequencies, is built on the host and copied every call).
+_ELEMENTWISE = frozenset(
+    {
+        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+        "sinh", "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal", "square", "pow",
+        "abs", "neg", "floor", "ceil", "round",
+    }
+)  # fmt: skip
 # `.to()` keywords that only matter for a copy: a tensor built on the device needs none.
 _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
@@ -94,8 +104,12 @@ class HostTensorInLoop(Rule):
     a tensor, a device or a dtype, and only a tensor has a `.device`), also where it
     comes from (a nested dict) says nothing; so is a view of it (`.to(z.real)`, `.data`,
     `.T`: demucs' `ispectro` moves its window like `z.real`).
-    The chain may do host arithmetic by a number on the way (`(torch.arange(bsz) * beam)
-    .unsqueeze(1).type_as(tokens).to(dev)`), and is reported once, at its outer move.
+    The chain may do host arithmetic by a number on the way, on either side
+    (`(torch.arange(bsz) * beam).unsqueeze(1).type_as(tokens).to(dev)`, `-math.log(p) *
+    torch.arange(half) / half`), and elementwise torch math of the tensor (`torch.exp(...)`,
+    `.sin()`, `torch.pow(t, 2)`: a timestep embedding's frequencies, `torch.exp(-math.log(
+    max_period) * torch.arange(half) / half).to(device)`, computed on the host and copied
+    on every call), and is reported once, at its outer move.
     A module's attribute that every assignment in its class binds to such a factory
     (`self.P = torch.zeros(1, max_len, d)` in `__init__`, filled in place) and that a
     per-step method moves (`X + self.P[:, :T].to(X.device)` in `forward`) is reported too:
@@ -168,7 +182,9 @@ class HostTensorInLoop(Rule):
     move. The values, dtype and device are the same. No fix where the move also changes the
     dtype or memory format, where the factory takes `out=`, `pin_memory=`,
     `requires_grad=` or `layout=`, for `.cuda()` (XLA301 rewrites it first), for a
-    multi-line expression, for the two-statement form, or for `.to(t)`/`.type_as(t)`
+    multi-line expression, for the two-statement form, for a chain through elementwise math
+    or a power (the device's `exp` or `pow` may round otherwise than the host's), or for
+    `.to(t)`/`.type_as(t)`
     (the hint says `device=t.device, dtype=t.dtype`: a range built in another dtype may
     hold other values, `torch.arange(0, 1, 0.25)` then `.type_as(long_tensor)`).
 
@@ -332,7 +348,7 @@ class HostTensorInLoop(Rule):
         literal = self._literal_data(factory)
         fix = (
             self._device_fix(node, receiver, factory)
-            if move == "to" and like is None and not literal
+            if move == "to" and like is None and not literal and not self._chain(receiver)[1]
             else None
         )
         template = self.literal_message if literal else self.message
@@ -490,7 +506,18 @@ class HostTensorInLoop(Rule):
 
     def _chain_head(self, expr: cst.BaseExpression) -> cst.BaseExpression:
         """What a chain of slices and device-agnostic methods starts from."""
+        return self._chain(expr)[0]
+
+    def _chain(self, expr: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+        """What a chain of slices, device-agnostic methods, arithmetic by a host number
+        (on either side: `-math.log(p) * torch.arange(n) / half`) and elementwise torch
+        math (`torch.exp(...)`, `.exp()`) starts from, and whether it passes such math
+        (whose device form may round differently: no fix then)."""
+        math = False
         while True:
+            if type(expr) is cst.Call and (inner := self._elementwise_operand(expr)) is not None:
+                expr, math = inner, True
+                continue
             if type(expr) is cst.Subscript:
                 expr = expr.value
             elif (
@@ -504,18 +531,53 @@ class HostTensorInLoop(Rule):
                 # A `.type_as(t)` inside the chain is where the copy happens; the chain is
                 # reported once, at its outer move.
                 expr = expr.func.value
-            elif type(expr) is cst.BinaryOperation and self._host_number(expr.right):
-                expr = expr.left  # `torch.arange(n) * k`: host arithmetic by a number
+            elif type(expr) is cst.BinaryOperation and (
+                self._host_number(expr.right) or self._host_number(expr.left)
+            ):
+                # `torch.arange(n) * k`: host arithmetic by a number; `-math.log(p) *
+                # torch.arange(n)`, the same reversed. A power rounds as `torch.pow` does.
+                math = math or isinstance(expr.operator, cst.Power)
+                expr = expr.left if self._host_number(expr.right) else expr.right
+            elif type(expr) is cst.UnaryOperation and isinstance(expr.operator, cst.Minus):
+                expr = expr.expression
             else:
-                return expr
+                return expr, math
+
+    def _elementwise_operand(self, call: cst.Call) -> cst.BaseExpression | None:
+        """`torch.exp(x)`, `x.exp()`, `torch.pow(x, 2)`: elementwise math of one tensor (and
+        host numbers), computed where `x` lives; the tensor it is of."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _ELEMENTWISE:
+            if self.ctx.qualified(func) == f"torch.{func.attr.value}":
+                positional = [a for a in call.args if a.keyword is None and not a.star]
+                if positional and all(self._host_number(a.value) for a in positional[1:]):
+                    return positional[0].value
+                return None
+            if all(self._host_number(a.value) for a in call.args if not a.star):
+                return func.value  # the method form, `x.exp()`
+        return None
 
     def _host_number(self, expr: cst.BaseExpression) -> bool:
-        """A number or a name not known as a tensor (`beam_size`, `self.scale`): arithmetic
-        by it keeps a host tensor on the host (by a device tensor, a host tensor of more
-        than one element would fail: tensors on different devices)."""
-        return isinstance(expr, cst.Integer | cst.Float) or (
-            isinstance(expr, cst.Name | cst.Attribute) and self.ctx.kind(expr) is not Kind.TENSOR
-        )
+        """A number or a name not known as a tensor (`beam_size`, `self.scale`), its
+        negation, a `math` function of such numbers (`-math.log(max_period)`) or their
+        arithmetic: arithmetic by it keeps a host tensor on the host (by a device tensor, a
+        host tensor of more than one element would fail: tensors on different devices)."""
+        if isinstance(expr, cst.Integer | cst.Float):
+            return True
+        if isinstance(expr, cst.Name | cst.Attribute):
+            return self.ctx.kind(expr) is not Kind.TENSOR
+        if isinstance(expr, cst.UnaryOperation):
+            return isinstance(expr.operator, cst.Minus | cst.Plus) and self._host_number(
+                expr.expression
+            )
+        if isinstance(expr, cst.BinaryOperation):
+            return self._host_number(expr.left) and self._host_number(expr.right)
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.qualified(expr.func) or ""
+            return qualified.startswith("math.") and all(
+                self._host_number(a.value) for a in expr.args if not a.star
+            )
+        return False
 
     def _bakes_changing_value(self, factory: cst.Call, qualified: str) -> bool:
         """Arguments the device form bakes into the graph, changing from pass to pass."""
@@ -577,8 +639,11 @@ class HostTensorInLoop(Rule):
         built = with_keyword(factory, "device", device)
         replaced = receiver.deep_replace(factory, built)
         assert isinstance(replaced, cst.BaseExpression)
-        # The edit spans the call without its own parentheses, which stay in place.
-        replaced = replaced.with_changes(lpar=(), rpar=())
+        # The edit spans the call without its own parentheses, which stay in place. The
+        # receiver's own are dropped only where it binds as tightly as the call did: `x /
+        # (torch.arange(n) * k).to(d)` keeps them (`x / torch.arange(...) * k` divides less).
+        if isinstance(replaced, cst.Call | cst.Attribute | cst.Subscript | cst.Name):
+            replaced = replaced.with_changes(lpar=(), rpar=())
         code = self.ctx.module.code_for_node(replaced)
         if "\n" in code or "\r" in code:
             return None

@@ -12,8 +12,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     Flags a sampling or generation loop that reaches no graph barrier on each pass: a loop
     that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`), or that
     feeds a model (`model`, `unet`, `transformer`, `denoiser`, a recurrent `rnn`/`lstm`/
-    `gru`, ...) with state it carried over from the previous pass (`x = model(x, t)`; `ids =
-    torch.cat([ids, next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
+    `gru`, a network named in one word ending in `net`: `nnet`, `convnet`, ...) with state
+    it carried over from the previous pass (`x = model(x, t)`; `ids = torch.cat([ids,
+    next_id], 1)` before `model(ids)`; `outputs.append(y.argmax(-1))` before
     `decoder(outputs[-1])`, a list of tokens kept on the device), with no
     `torch_xla.sync()`/`xm.mark_step()` in the body, in a nested loop or in a function of
     the same module it calls. A model may be called through a method of a model class of
@@ -25,7 +26,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     where its `__init__` makes torch.nn layers of its own (`self.classifier =
     nn.Linear(...)`; a loss, a wrapped model or a container, which any object may keep,
     does not count), so a greedy decoding loop calling `self._attention(seq, enc)` runs the
-    model. A Markov chain's kernel counts as a model where it
+    model. Applying a model runs it: latent diffusion's samplers call the denoiser as
+    `self.model.apply_model(x, t, c)` (`apply_` and a model's name, not `apply_weight_norm`
+    or `apply_lora_to_model`). A Markov chain's kernel counts as a model where it
     draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
     `dist.sample()` draw from something else). An element of a module list that the loop's
     own index picks (`x = self.ar_net[i](x)` in `for i in range(len(self.ar_layers) + 1)`),
