@@ -1494,10 +1494,4 @@ def _hook_name(value: cst.BaseExpression) -> str | None:
     """The function a hook registration hands over: `save_to_cache`, `self.save_activation`."""
     if type(value) is cst.Name:
         return value.value  # type: ignore[attr-defined]
-    if (
-        type(value) is cst.Attribute
-        and type(value.value) is cst.Name  # type: ignore[attr-defined]
-        and value.value.value == "self"  # type: ignore[attr-defined]
-    ):
-        return value.attr.value  # type: ignore[attr-defined]
-    return None
+    return self_attribute(value)

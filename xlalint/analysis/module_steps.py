@@ -39,7 +39,7 @@ from xlalint.analysis.loop_facts import (
     self_call,
     steps_an_optimizer,
 )
-from xlalint.walk import bound_names, descendants, last_name
+from xlalint.walk import bound_names, descendants, last_name, self_attribute
 
 _CALLED_CLASS = re.compile(r"\b([A-Z]\w*)\s*\(")
 _CALL_DEPTH = 3  # calls followed inside the other module
@@ -255,17 +255,6 @@ def _self_call(call: ast.Call) -> str | None:
     return None
 
 
-def _self_attribute(node: cst.BaseExpression) -> str | None:
-    """`self.learner` -> `learner`."""
-    if (
-        type(node) is cst.Attribute
-        and type(node.value) is cst.Name  # type: ignore[attr-defined]
-        and node.value.value == "self"  # type: ignore[attr-defined]
-    ):
-        return node.attr.value  # type: ignore[attr-defined]
-    return None
-
-
 class ModuleSteps:
     """The cross-module facts one linted file may consult (`project_modules.consulted`);
     nothing is read until a question needs it."""
@@ -392,7 +381,7 @@ class ModuleSteps:
             if function is None or name in bound_names(function):
                 return []
             return self._parameter_classes(function, name)
-        attribute = _self_attribute(receiver)
+        attribute = self_attribute(receiver)
         if attribute is None or class_def is None:
             return []
         classes: list[tuple[_Module, _Class]] = []
@@ -418,7 +407,7 @@ class ModuleSteps:
                     if type(node) is not cst.Assign:
                         continue
                     for target in node.targets:  # type: ignore[attr-defined]
-                        if (attribute := _self_attribute(target.target)) is not None:
+                        if (attribute := self_attribute(target.target)) is not None:
                             table.setdefault(attribute, []).append((node.value, method))  # type: ignore[attr-defined]
         return table
 
