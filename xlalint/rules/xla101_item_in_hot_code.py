@@ -48,7 +48,7 @@ class ItemInHotCode(HelperCallRule):
     int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n = int(count.item())`
     then `if n != count.item():`, the same reduction `lengths.sum()` twice; the names one target
     unpacks from one item, `for i, (sigma_tm, sigma_t, gamma) in enumerate(schedule)` then
-    `sigma_tm.item(), sigma_t.item(), gamma.item()`, or `for lo, hi in bounds:`) are one
+    `sigma_tm.item(), sigma_t.item(), gamma.item()`, or `lo, hi = bounds.unbind(0)`) are one
     cause with one fix, reading the value once into a name (or building it on the host),
     reported once, at the first. The later reads are not free (measured by hand on the XLA CPU
     device: `a = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
@@ -402,9 +402,9 @@ class ItemInHotCode(HelperCallRule):
         # Conversions of a helper's parameters, by (helper, slot): their findings wait for
         # the calls (`_withholds`).
         self._withheld: dict[tuple[FunctionKey, str], list[PendingReport]] = {}
-        # Names one loop target unpacks from one item (`for i, (sigma_tm, sigma_t, gamma)
-        # in enumerate(schedule)`), by the function they are bound in: the parts of one
-        # item, whose reads in a run are reads of that item (one cause).
+        # Names one target unpacks from one value (`for i, (sigma_tm, sigma_t, gamma) in
+        # enumerate(schedule)`, `lo, hi = bounds`), by the function they are bound in: the
+        # parts of one item, whose reads in a run are reads of that item (one cause).
         self._unpacked: list[dict[str, str]] = [{}]
 
     # -- walk: helpers and what they read ------------------------------------------------------
@@ -425,11 +425,13 @@ class ItemInHotCode(HelperCallRule):
         for target in node.targets:
             for name in target_names(target.target):
                 unpacked.pop(name, None)
+        if type(node.value) not in (cst.Tuple, cst.List):
+            # `lo, hi = bounds`: parts of one value (not `a, b = b, a`: a value each).
+            for target in node.targets:
+                self._note_unpacked(target.target, node)
 
     def _note_unpacked(self, target: cst.BaseExpression, source: cst.CSTNode) -> None:
-        """`target` (a tuple or list of names) unpacks one item of `source`, a loop.
-        (The outputs one call hands back, `loss, (recon, adv) = self.model(wave)`, are
-        values of their own, each read for its own use.)"""
+        """`target` (a tuple or list of names) unpacks one value, `source`'s."""
         if type(target) not in (cst.Tuple, cst.List):
             return
         names = target_names(target)
