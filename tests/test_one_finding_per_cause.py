@@ -138,25 +138,3 @@ def test_silencing_the_move_does_not_bring_back_the_query_inside_it() -> None:
 def test_codes_superseded_inside_are_real_rules(code: str) -> None:
     for other in all_rules()[code].supersedes_inside:
         assert other in all_rules() and other != code
-
-
-UNPACKED_READS = """\
-    import torch
-
-    def sample(model, x, sigmas, gammas):
-        for i, (sigma_tm, sigma_t, gamma) in enumerate(zip(sigmas[:-1], sigmas[1:], gammas[1:])):
-            sigma_tm, sigma_t, gamma = sigma_tm.item(), sigma_t.item(), gamma.item(){noqa}
-            x = model(x, sigma_tm * (1 + gamma), sigma_t)
-        return x
-    """
-
-
-def test_reads_of_the_parts_one_target_unpacks_are_one_finding() -> None:
-    # The three names are one pass's item of the schedule: one cause, one fix (build the
-    # schedule on the host), reported at the first read.
-    text = textwrap.dedent(UNPACKED_READS.format(noqa=""))
-    result = lint_source(text, "sample.py", [all_rules()["XLA101"]])
-    assert result.error is None
-    assert [(d.start.row, d.start.column, d.code) for d in result.diagnostics] == [
-        (5, 36, "XLA101"),
-    ]

@@ -6,9 +6,7 @@ on the host often reads it, or elements of it, several times in a row:
 `int(t[0].item()), int(t[1].item())`. To whoever ports the code that is one sync point
 with one fix (keep the value on the device, or read it once), so the host-sync rules
 report the first read of such a run: reads of the same value in one statement or in
-statements that follow each other in a block. The names one target unpacks from one item
-(`for i, (sigma_tm, sigma_t, gamma) in enumerate(schedule)`) are parts of that item: the
-rule hands their reads the item's root.
+statements that follow each other in a block.
 
 Reads and copies handed to one call are one cause too: `self.update_k(real.item(),
 fake.item())`, `tree.update(ids.cpu(), probs.cpu())`, a progress line formatted from

@@ -25,7 +25,6 @@ from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import PendingReport
 from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
-from xlalint.walk import target_names
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
@@ -45,30 +44,29 @@ class ItemInHotCode(HelperCallRule):
     `th_accuracy` of `metrics/compute_acc.py`), unless the function only returns what it
     is handed, converted (`to_numpy(t)`): that read is its callers' choice. Reads of one value
     in a row (in one statement or in statements that follow each other: `int(t[0].item()),
-    int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n = int(count.item())`
-    then `if n != count.item():`, the same reduction `lengths.sum()` twice; the names one target
-    unpacks from one item, `for i, (sigma_tm, sigma_t, gamma) in enumerate(schedule)` then
-    `sigma_tm.item(), sigma_t.item(), gamma.item()`, or `lo, hi = bounds.unbind(0)`) are one
-    cause with one fix, reading the value once into a name (or building it on the host),
-    reported once, at the first. The later reads are not free (measured by hand on the XLA CPU
-    device: `a = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
-    device-to-host transfers, against 10 and 5 for the first read alone), but the fix of the
-    first covers them; a `# noqa` on a read of the run hands the finding on to the next read, as
-    a `# noqa` on one line leaves the other lines reported. Different reductions of one value
-    (`t.min().item()`, `t.max().item()`) and different fields of one batch (`batch["raw"]`,
-    `batch["padded"]`) are values of their own. Of reads of one value in the two branches of a
-    conditional expression (`loss.item() if total is None else total + loss.item()`) one runs
-    per pass, reported once, at the first. Reads handed to one call (`self.update_k(real.item(),
-    fake.item())`, scaled on the host on their way in: `dict(loss=loss.item() / n,
-    recon=recon.item() / n)`, or formatted into one of its arguments: `log("%f %f" % (a.item(),
-    b.item()))`) are one cause too, reported once, at the first: the call needs its inputs on
-    the host, and handing it the device values (or moving it) is one fix. So are the reads that
-    are operands of one arithmetic expression or comparison (`float(numerator) /
-    float(denominator)`, `score[label].item() >= score.max().item()`): one host number or truth
-    value, computed on the device and read once (`(numerator / denominator).item()`), and the
-    reads one `return` hands back together (`return loss, pred_acc.item(), stop_acc.item()`):
-    returning the device values is one fix. `t.cpu().item()` is one read of `t`, reported here
-    rather than as XLA102.
+    int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n =
+    int(count.item())` then `if n != count.item():`, the same reduction `lengths.sum()`
+    twice) are one cause with one fix, reading the value once into a name, reported once,
+    at the first. The later reads are not free (measured by hand on the XLA CPU device: `a
+    = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
+    device-to-host transfers, against 10 and 5 for the first read alone), but the fix of
+    the first covers them; a `# noqa` on a read of the run hands the finding on to the
+    next read, as a `# noqa` on one line leaves the other lines reported. Different
+    reductions of one value (`t.min().item()`, `t.max().item()`) and different fields of
+    one batch (`batch["raw"]`, `batch["padded"]`) are values of their own. Of reads of one value
+    in the two branches of a conditional expression (`loss.item() if total is None else
+    total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
+    one call (`self.update_k(real.item(), fake.item())`, scaled on the host on their way
+    in: `dict(loss=loss.item() / n, recon=recon.item() / n)`, or formatted into one of its
+    arguments: `log("%f %f" % (a.item(), b.item()))`) are one cause too, reported once, at
+    the first: the call needs its inputs on the host, and handing it the device values (or
+    moving it) is one fix. So are the reads that are operands of one arithmetic expression
+    or comparison (`float(numerator) / float(denominator)`, `score[label].item() >=
+    score.max().item()`): one host number or truth value, computed on the device and read
+    once (`(numerator / denominator).item()`), and the reads one `return` hands back
+    together (`return loss, pred_acc.item(), stop_acc.item()`): returning the device
+    values is one fix. `t.cpu().item()`
+    is one read of `t`, reported here rather than as XLA102.
 
     Other spellings of the same read: a format spec on a tensor (`f"{loss:0.3f}"`,
     `f"{acc:.2%}"`) formats `loss.item()` (`Tensor.__format__`; a field without a spec
@@ -402,41 +400,19 @@ class ItemInHotCode(HelperCallRule):
         # Conversions of a helper's parameters, by (helper, slot): their findings wait for
         # the calls (`_withholds`).
         self._withheld: dict[tuple[FunctionKey, str], list[PendingReport]] = {}
-        # Names one target unpacks from one value (`for i, (sigma_tm, sigma_t, gamma) in
-        # enumerate(schedule)`, `lo, hi = bounds`), by the function they are bound in: the
-        # parts of one item, whose reads in a run are reads of that item (one cause).
-        self._unpacked: list[dict[str, str]] = [{}]
 
     # -- walk: helpers and what they read ------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         self._reads.push_function(node, self.ctx.function)
-        self._unpacked.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
         self._reads.pop_function()
-        self._unpacked.pop()
 
     def leave_Assign(self, node: cst.Assign) -> None:
         self._reads.bind([t.target for t in node.targets], node.value)
         super().leave_Assign(node)
-        unpacked = self._unpacked[-1]
-        for target in node.targets:
-            for name in target_names(target.target):
-                unpacked.pop(name, None)
-        if type(node.value) not in (cst.Tuple, cst.List):
-            # `lo, hi = bounds`: parts of one value (not `a, b = b, a`: a value each).
-            for target in node.targets:
-                self._note_unpacked(target.target, node)
-
-    def _note_unpacked(self, target: cst.BaseExpression, source: cst.CSTNode) -> None:
-        """`target` (a tuple or list of names) unpacks one value, `source`'s."""
-        if type(target) not in (cst.Tuple, cst.List):
-            return
-        names = target_names(target)
-        if len(names) > 1:
-            self._unpacked[-1].update(dict.fromkeys(names, f"<parts of {id(source)}>"))
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._reads.bind([node.target], node.value)
@@ -445,10 +421,6 @@ class ItemInHotCode(HelperCallRule):
     def visit_For(self, node: cst.For) -> None:
         super().visit_For(node)
         self._reads.bind_loop_target(node.target, node.iter)
-        unpacked = self._unpacked[-1]
-        for name in target_names(node.target):
-            unpacked.pop(name, None)
-        self._note_unpacked(node.target, node)
 
     def visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
         super().visit_comprehension(node)
@@ -663,9 +635,6 @@ class ItemInHotCode(HelperCallRule):
         # Fields of one record read together (`float(self.score)`, then each value of
         # `self.scores`): one conversion of the record, one cause.
         root = self.ctx.kinds.record_root(value) or read_root(value)
-        # Parts one target unpacked from one item (`sigma_tm.item(), sigma_t.item(),
-        # gamma.item()` of one pass over a schedule): reads of that item.
-        root = self._unpacked[-1].get(root, root) if root is not None else None
         repeat_of = self._runs.previous(root, self.ctx.ancestors(), read)
         if handed_to is not None and repeat_of is None:
             # A repeat claims no call: its value's run is reported already, the call's
