@@ -23,7 +23,7 @@ import libcst as cst
 
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.checkpoint_writers import feeds_the_call
-from xlalint.walk import descendants, only_return
+from xlalint.walk import descendants, last_name, only_return
 
 # `*_step` names a step; `*_per_step` (`fit_n_batches_per_step`) names what a loop of
 # many steps does on each of them, so it is no step itself.
@@ -39,6 +39,26 @@ RUN_ONCE_FUNCTIONS = frozenset(
 # the file never calls one, its callers elsewhere run it once, not with every batch (where
 # the file calls it, as chemprop's `forward` calls `initialize(bmg)`, those calls decide).
 INITIALISER = re.compile(r"_*(initiali[sz]e|init_weights|init_parameters|reset_parameters)")
+# Decorators that cache a function's results by its arguments (`functools.lru_cache`,
+# `functools.cache`, `cached_property`, a project's wrapper named for one such as
+# diffusers' `lru_cache_unless_export`): the body runs once per distinct arguments, not on
+# every call, so what it builds is built once (a rotary table per sequence length).
+_CACHING = re.compile(r"cache", re.IGNORECASE)
+
+
+def memoised(function: cst.CSTNode) -> bool:
+    """`function` is decorated with a cache of its results (`_CACHING`)."""
+    if type(function) is not cst.FunctionDef:
+        return False
+    for decorator in function.decorators:  # type: ignore[attr-defined]
+        named = decorator.decorator
+        if type(named) is cst.Call:
+            named = named.func  # type: ignore[attr-defined]
+        if _CACHING.search(last_name(named) or "") is not None:
+            return True
+    return False
+
+
 # Methods that run when their class is called to build an instance: once per construction,
 # so as often as the code that builds it runs (`HotCode._constructed_hot`).
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__"})
@@ -554,6 +574,8 @@ class HotCode:
             return False
         if self._constructor_of(function) is not None:
             return self._constructed_hot(function, per_call)
+        if site.scopes and memoised(site.scopes[0]):
+            return False  # `@lru_cache def _build(self, seq_len, device)`: once per arguments
         if function.name in RUN_ONCE_FUNCTIONS or function.name in self._closure_callbacks:
             return False
         return (

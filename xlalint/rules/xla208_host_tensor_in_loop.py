@@ -152,7 +152,11 @@ class HostTensorInLoop(Rule):
     0-dim factories (`torch.zeros(())`, `torch.full([], v)`); random factories, whose
     device form draws other numbers; `.to(t)`/`.type_as(t)` with `t` a host tensor; and
     `arange`/`linspace`/`logspace` bounds or a `full` value that change every pass, which
-    the device form would bake into the graph (one compile per value).
+    the device form would bake into the graph (one compile per value). Nor is a move in
+    a function that caches its results by its arguments (`@functools.lru_cache`,
+    `@functools.cache`, `cached_property`, a project's wrapper named for one such as
+    `@lru_cache_unless_export`): a rotary table built for a sequence length is built and
+    moved once per length, however often `forward` asks for it (`hotness.memoised`).
 
     ## Why is this bad?
     A tensor made on the host is copied to the device on every step: one host-to-device
