@@ -89,7 +89,14 @@ from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.cst_parse import parse_module
 from xlalint.screen import LINE
-from xlalint.walk import TRIVIA, descendants, self_attribute, target_names, top_level_functions
+from xlalint.walk import (
+    COMPREHENSIONS,
+    TRIVIA,
+    descendants,
+    self_attribute,
+    target_names,
+    top_level_functions,
+)
 
 __all__ = ["FileContext", "Kind", "Site"]
 
@@ -120,7 +127,6 @@ _ENTERED = frozenset(
 _BLOCKS = frozenset({cst.IndentedBlock, cst.Module})
 # Nodes whose children run where a test is known (`analysis/type_tests.py`).
 _NARROWING_PARENTS = frozenset({cst.If, cst.IfExp, cst.BooleanOperation})
-_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 _LEFT = frozenset(
     {cst.FunctionDef, cst.ClassDef, cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign}
 )
@@ -993,7 +999,7 @@ class FileContext:
                 self.kinds.keep_unmoved_rows_on_host(node, self._frames[-1].node)  # type: ignore[arg-type]
             if self._masks is not None:
                 self._masks.unbind(node.target)
-        elif kind in _COMPREHENSIONS:
+        elif kind in COMPREHENSIONS:
             # Python runs a comprehension's `for` clauses before its element, but the walk
             # meets the element first: bind the targets now, so that `h` in `[float(h.score)
             # for h in hyps]` and `v` in `{k: v.cpu() for k, v in outputs.items()}` have

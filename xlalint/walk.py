@@ -422,6 +422,10 @@ def top_level_functions(module: cst.Module) -> frozenset[str]:
     return frozenset(s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
 
 
+# The comprehensions, each its own scope with its own `for` clauses.
+COMPREHENSIONS = node_types(cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
 def self_attribute(node: cst.CSTNode) -> str | None:
     """`x` for `self.x`: an attribute of the instance a method runs on."""
     if (

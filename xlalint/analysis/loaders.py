@@ -31,7 +31,7 @@ from xlalint.analysis.loop_facts import (
 )
 from xlalint.analysis.returns import returned_values
 from xlalint.analysis.tensors import binding_key
-from xlalint.walk import EXPRESSIONS, children, descendants, node_types, target_names
+from xlalint.walk import COMPREHENSIONS, EXPRESSIONS, children, descendants, target_names
 
 MP_DEVICE_LOADER = "torch_xla.distributed.parallel_loader.MpDeviceLoader"
 PARALLEL_LOADER_MODULE = "torch_xla.distributed.parallel_loader"
@@ -387,7 +387,6 @@ def _combine(kinds: set[str]) -> str:
     return Wrapping.UNKNOWN
 
 
-_COMPREHENSIONS = node_types(cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _DEVICE_MOVES = frozenset({"to", "cuda"})
 
 
@@ -406,7 +405,7 @@ def _batch_moves(node: cst.CSTNode, batch: set[str]) -> Iterator[cst.CSTNode]:
     stack: list[cst.CSTNode] = [node]
     while stack:
         current = stack.pop()
-        if type(current) in _COMPREHENSIONS and _names_in(current) & batch:
+        if type(current) in COMPREHENSIONS and _names_in(current) & batch:
             yield from (node for node in descendants(current) if _is_device_move(node))
             continue
         if _is_device_move(current):

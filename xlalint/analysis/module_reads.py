@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -199,16 +200,7 @@ def _parses(module: _Module) -> bool:
 def _spells(text: str, name: str) -> bool:
     """Whether `text` spells the identifier `name` as a whole word: a module whose text
     does not cannot define a function or method of that name."""
-    at = text.find(name)
-    while at != -1:
-        if not _is_word(text, at - 1) and not _is_word(text, at + len(name)):
-            return True
-        at = text.find(name, at + 1)
-    return False
-
-
-def _is_word(text: str, at: int) -> bool:
-    return 0 <= at < len(text) and (text[at].isalnum() or text[at] == "_")
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
 # The text of the modules whose text or tree is held while their summaries are made as

@@ -15,7 +15,7 @@ import libcst as cst
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.tensors import Kind
 from xlalint.rule import Rule
-from xlalint.walk import descendants
+from xlalint.walk import COMPREHENSIONS, descendants
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 # Builtins whose items are the items (or rows) of what they are handed.
 _ROW_ITERATORS = frozenset({"zip", "enumerate", "reversed", "list", "tqdm"})
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 def spelled_argument(code: str) -> str:
@@ -95,7 +94,7 @@ class HelperCallRule(Rule):
                 return False
             if kind is cst.Call and read is node and type(node) is not cst.Call:
                 read = ancestor  # `x[i].cpu()` reported at its `cpu`
-            if kind in _COMPREHENSIONS and child is not ancestor.for_in:  # type: ignore[attr-defined]
+            if kind in COMPREHENSIONS and child is not ancestor.for_in:  # type: ignore[attr-defined]
                 comp: cst.CompFor | None = ancestor.for_in  # type: ignore[attr-defined]
                 while comp is not None:
                     if self._over_rows(comp.target, comp.iter, read):

@@ -26,8 +26,6 @@ from xlalint.positions import Positions, positions_of
 from xlalint.rule import PendingReport
 from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
 
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
-
 
 class ItemInHotCode(HelperCallRule):
     """
