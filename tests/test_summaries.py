@@ -206,8 +206,10 @@ def test_forecast_without_a_cache_starts_from_the_checks_own_result(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`check --no-cache` keeps its results in memory for the closing forecast, as a cache
-    folder would: the forecast lints no text the check linted (libcst parses as many texts
-    as with a fresh cache folder), says the same, and nothing is written."""
+    folder would: the forecast lints no text the check linted, says the same, and nothing
+    is written. Its worker forecasts each file right after linting it, so the fixer takes
+    the check's tree of a text the screen kept whole rather than parsing it again: libcst
+    parses no text more often than with a fresh cache folder, and fewer texts in all."""
     shutil.copy(EXAMPLES / "train_cuda.py", project / "train_cuda.py")
     write(project, {"train.py": CUDA_SCRIPT})
     parses: list[str] = []
@@ -227,4 +229,5 @@ def test_forecast_without_a_cache_starts_from_the_checks_own_result(
     )  # fmt: skip
     assert _fixable(cold.stdout) > 0
     assert cold.stdout == cached.stdout
-    assert sorted(cold_parses) == sorted(parses)
+    assert Counter(cold_parses) <= Counter(parses)
+    assert len(cold_parses) < len(parses)

@@ -31,6 +31,7 @@ from xlalint.sources import Source, SourceError, decode, is_notebook, read_bytes
 from xlalint.writer import WriteError, write_atomic
 
 if TYPE_CHECKING:  # the engine and the fixer (libcst) are imported where files are linted
+    import libcst as cst
     import pathspec
 
     from xlalint.fixer import FixOutcome
@@ -58,6 +59,9 @@ class CheckReport:
     empty: list[Path] = field(default_factory=list)  # folders without a Python file to lint
     # Content linted from somewhere other than its file (stdin), for renderers that quote it.
     buffers: dict[str, bytes] = field(default_factory=dict)
+    # The closing fix forecast of the files whose worker ran it right after their lint
+    # (`check_paths(forecast=True)`), by filename; `forecast_fixes` runs the others.
+    forecasts: dict[str, FixForecast] = field(default_factory=dict)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -157,13 +161,15 @@ def _lint_file_keyed(
     hot_functions: Sequence[str],
     cache: ResultCache | None,
     target: Release,
+    whole: dict[str, cst.Module] | None = None,
 ) -> tuple[str | None, FileResult]:
-    """`lint_file`, and the cache key of the bytes it linted (None: not stored)."""
+    """`lint_file`, and the cache key of the bytes it linted (None: not stored). `whole`:
+    see `engine.lint_source`."""
     filename = str(path)
     try:
         raw = read_bytes(path)
         with project_modules.recording() as noted:
-            result = _lint_raw(raw, path, rules, hot_functions, target)
+            result = _lint_raw(raw, path, rules, hot_functions, target, whole)
         result.deps = project_modules.frozen(noted)  # the depfile its cache entry keeps
     except SourceError as error:
         return None, FileResult(filename, error=FileError(filename, str(error)))
@@ -182,6 +188,7 @@ def _lint_raw(
     rules: Sequence[type[Rule]],
     hot_functions: Sequence[str],
     target: Release = LATEST,
+    whole: dict[str, cst.Module] | None = None,
 ) -> FileResult:
     if is_notebook(path):
         from xlalint.notebooks import lint_notebook
@@ -189,7 +196,7 @@ def _lint_raw(
         return lint_notebook(raw, str(path), rules, hot_functions, target)
     from xlalint.engine import lint_source
 
-    return lint_source(decode(raw).text, str(path), rules, hot_functions, target)
+    return lint_source(decode(raw).text, str(path), rules, hot_functions, target, whole=whole)
 
 
 def lint_source_file(
@@ -328,6 +335,34 @@ def _lint_job(job: Job) -> FileResult:
 def _keyed_lint_job(job: Job) -> tuple[str | None, FileResult]:
     path, rules, hot_functions, _, cache, _, target = job
     return _lint_file_keyed(Path(path), rules, hot_functions, cache, target)
+
+
+def _keyed_lint_forecast_job(job: Job) -> tuple[str | None, FileResult, FixForecast | None]:
+    """`_keyed_lint_job`, then, for a file with a fixable finding, the closing forecast's
+    fixer run on it at once in the same worker (None for the others): it starts from this
+    lint's result and, where the lint parsed the whole text, its tree; and it meets the
+    summaries of other modules (callers, bases, helpers) that this worker made already,
+    which a pool of its own made again."""
+    path, rules, hot_functions, _, cache, line_length, target = job
+    whole: dict[str, cst.Module] = {}
+    key, result = _lint_file_keyed(Path(path), rules, hot_functions, cache, target, whole)
+    if not any(d.fix is not None for d in result.diagnostics):
+        return key, result, None
+    from xlalint.importer import ParsedTexts
+
+    parsed = ParsedTexts()
+    for text, module in whole.items():
+        parsed.lend(text, module)
+    whole.clear()
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target, cache, parsed)
+    return key, result, forecast
+
+
+def _cached_keyed_forecast_lint(
+    job: Job,
+) -> tuple[str | None, FileResult, FixForecast | None] | None:
+    result = _cached_lint(job)
+    return None if result is None else (None, result, None)
 
 
 def _fix_job(job: Job) -> FixOutcome | FileError:
@@ -469,14 +504,33 @@ def check_paths(
     jobs: int | None = None,
     cache: ResultCache | None = None,
     progress: Progress | None = None,
+    forecast: bool = False,
 ) -> CheckReport:
     """Lint every file under `paths` with the enabled rules (answered from `cache` where
     it holds a result for the file's current content); `progress(done, total)` is told of
-    each file linted."""
+    each file linted. With `forecast` and a `MemoryCache` (`check --no-cache`), the worker
+    that lints a file with a fixable finding runs the closing fix forecast on it too
+    (`CheckReport.forecasts`; `forecast_fixes` adds up those and runs the others)."""
     rules = enabled_rules(settings) if rules is None else rules
     found = discover(paths, settings)
     work = _jobs(found.files, rules, settings, unsafe=False, cache=cache)
     processes = jobs or default_jobs()
+    if forecast and isinstance(cache, MemoryCache):
+        both = _run_cached(
+            _cached_keyed_forecast_lint, _keyed_lint_forecast_job, work, processes, progress
+        )
+        forecasts: dict[str, FixForecast] = {}
+        for key, result, fixes in both:
+            if key is not None:
+                cache.store(key, result)
+            if fixes is not None:
+                forecasts[result.filename] = fixes
+        return CheckReport(
+            results=[result for _, result, _ in both],
+            missing=found.missing,
+            empty=found.empty,
+            forecasts=forecasts,
+        )
     if isinstance(cache, MemoryCache):
         # Worker processes store into their own copy: the results come back with the key
         # of the bytes each linted, to be kept here for the closing forecast.
@@ -502,9 +556,11 @@ def _forecast_file(
     line_length: int | None = None,
     target: Release = LATEST,
     cache: ResultCache | None = None,
+    parsed: ParsedTexts | None = None,
 ) -> FixForecast:
     """Run the fixer on one file, writing nothing: safe fixes alone, then with unsafe ones.
-    With `cache`, the check's result for these very bytes is the fixer's first lint."""
+    With `cache`, the check's result for these very bytes is the fixer's first lint;
+    `parsed`: trees of texts the check parsed already (`ParsedTexts.lend`)."""
     forecast = FixForecast()
     try:
         raw = read_bytes(path)
@@ -522,7 +578,7 @@ def _forecast_file(
         if known is not None and known.error is None:
             with contextlib.suppress(SourceError):  # the fixer reports it
                 lints[decode(raw).text] = known
-    parsed = ParsedTexts()
+    parsed = ParsedTexts() if parsed is None else parsed
     for unsafe in (False, True):
         item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints, parsed)
         if isinstance(item, FileError) or item.error is not None:
@@ -586,11 +642,14 @@ def forecast_fixes(
     findings."""
     rules = enabled_rules(settings) if rules is None else rules
     fixable = [
-        Path(r.filename) for r in report.results if any(d.fix is not None for d in r.diagnostics)
+        Path(r.filename)
+        for r in report.results
+        if r.filename not in report.forecasts and any(d.fix is not None for d in r.diagnostics)
     ]
     work = _jobs(fixable, rules, settings, unsafe=False, cache=cache)
     total = FixForecast()
-    for forecast in _run_cached(_cached_forecast, _forecast_job, work, jobs or default_jobs()):
+    done = _run_cached(_cached_forecast, _forecast_job, work, jobs or default_jobs())
+    for forecast in [*report.forecasts.values(), *done]:
         total.marked += forecast.marked
         total.safe += forecast.safe
         total.enabled.update(forecast.enabled)

@@ -438,8 +438,16 @@ def check(
         # formats.
         bar = progress_bar(sys.stderr, output_format in HUMAN_FORMATS and not quiet)
         try:
+            # Without a cache on disk, each worker forecasts the fixes of the files it
+            # lints as it goes (`check_paths(forecast=True)`).
             report = check_paths(
-                targets, settings, rules=rules, jobs=jobs, cache=cache, progress=bar
+                targets,
+                settings,
+                rules=rules,
+                jobs=jobs,
+                cache=cache,
+                progress=bar,
+                forecast=forecasting,
             )
         finally:
             if bar is not None:

@@ -120,16 +120,19 @@ def lint_source(
     hot_functions: Sequence[str] = (),
     target: Release = LATEST,
     module: cst.Module | None = None,
+    whole: dict[str, cst.Module] | None = None,
 ) -> FileResult:
     """Lint one file's decoded text with the given rule classes, for the torch_xla
     release `target`. `module`: libcst's tree of the whole of `text`, where the caller
     parsed it already (the fixer's parse guard); the lint then reads that tree unscreened
     (the findings are the same with and without the screen, `tests/test_screen.py`)
-    rather than parsing the text a second time."""
+    rather than parsing the text a second time. `whole`: where the lint parsed all of
+    `text` (the screen blanked nothing), it lends that tree as `whole[text]`, for a
+    fixer that goes on with the same text (`check`'s closing forecast)."""
     # The analyses' hand-written walks list each node's children once; their memos by
     # node go when the lint ends (`lint_memo`), with the trees they held.
     with shared_children(), lint_scope():
-        return _lint_source(text, filename, rules, hot_functions, target, module)
+        return _lint_source(text, filename, rules, hot_functions, target, module, whole)
 
 
 ANALYSIS_RECURSED = (
@@ -144,6 +147,7 @@ def _lint_source(
     hot_functions: Sequence[str],
     target: Release,
     parsed: cst.Module | None = None,
+    whole: dict[str, cst.Module] | None = None,
 ) -> FileResult:
     active = rules_for_text(text, rules)
     verdict, tree = cpython_parse(text, filename)
@@ -176,6 +180,8 @@ def _lint_source(
         return FileResult(filename, error=problem.file_error(filename))
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "too deeply nested to parse"))
+    if whole is not None and screened is None:
+        whole[text] = module
     if not active:
         return FileResult(filename)
 

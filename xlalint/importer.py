@@ -50,6 +50,11 @@ class ParsedTexts:
             raise found
         return found
 
+    def lend(self, text: str, module: cst.Module) -> None:
+        """Take `module` as the tree of `text`: the lint that parsed the whole text for
+        `check` lends it to the closing forecast's fixer, which would parse it again."""
+        self._modules.setdefault(text, module)
+
     def known(self, text: str) -> cst.Module | None:
         """The tree of `text` if this memo parsed it already (None otherwise, parsing
         nothing): the fixer's lint of a text its parse guard read takes that tree rather
