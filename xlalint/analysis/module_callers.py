@@ -54,8 +54,9 @@ import os
 import re
 from array import array
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from xlalint import lint_memo
@@ -348,7 +349,8 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
             name = _local_callee(call)
             if name is not None and name not in RUN_ONCE_FUNCTIONS:
                 pending.extend(by_name.get(name, ()))
-    partials = _partials(tree)
+    assignments = _assignments(tree)
+    partials = _partials(assignments)
     calls = frozenset(
         partials.get(spelled, spelled)
         for call in hot_calls
@@ -374,27 +376,58 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
             ):
                 self_calls.append((bases, own, func.attr))
     built: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            spelled = project_modules.dotted_name(node.value.func)
-            if spelled is None or not spelled.rsplit(".", 1)[-1][:1].isupper():
-                continue
-            for target in node.targets:
-                if (held := project_modules.dotted_name(target)) is not None:
-                    built.setdefault(held, spelled)
-    return _Caller(bindings, calls, tuple(self_calls), built, _handed(tree))
+    for node in assignments.calls:
+        spelled = project_modules.dotted_name(node.value.func)  # type: ignore[attr-defined]
+        if spelled is None or not spelled.rsplit(".", 1)[-1][:1].isupper():
+            continue
+        for target in node.targets:
+            if (held := project_modules.dotted_name(target)) is not None:
+                built.setdefault(held, spelled)
+    return _Caller(bindings, calls, tuple(self_calls), built, _handed(assignments))
 
 
-def _partials(tree: ast.Module) -> dict[str, str]:
+@dataclass
+class _Assignments:
+    """A module's assignments of a call's result (`calls`) and of a plain name (`named`, by
+    each function they sit in, nested ones included), and its functions, each in
+    `ast.walk`'s order (which, restricted to a function's nodes, is `ast.walk(function)`'s):
+    what a caller's summary reads for instances built, partials and instances handed, from
+    one walk of the tree (three walks, and one more per function with an annotated
+    parameter, were most of the summary's cost)."""
+
+    calls: list[ast.Assign] = field(default_factory=list)
+    named: dict[int, list[ast.Assign]] = field(default_factory=dict)  # by id of a function
+    functions: list[Function] = field(default_factory=list)
+
+
+def _assignments(tree: ast.Module) -> _Assignments:
+    found = _Assignments()
+    todo: deque[tuple[ast.AST, tuple[int, ...]]] = deque([(tree, ())])
+    while todo:
+        node, owners = todo.popleft()
+        kind = type(node)
+        if kind is ast.Assign:
+            value = type(node.value)  # type: ignore[attr-defined]
+            if value is ast.Call:
+                found.calls.append(node)  # type: ignore[arg-type]
+            elif value is ast.Name:
+                for owner in owners:
+                    found.named.setdefault(owner, []).append(node)  # type: ignore[arg-type]
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            found.functions.append(node)  # type: ignore[arg-type]
+            owners = (*owners, id(node))
+        todo.extend((child, owners) for child in ast.iter_child_nodes(node))
+    return found
+
+
+def _partials(assignments: _Assignments) -> dict[str, str]:
     """`self.encode_text = partial(t5_encode_text, name=t5_name)` (or `functools.partial`):
     calling the name it is bound to calls the function it wraps (muse-maskgit's
     `self.encode_text(texts)` in `forward`)."""
     partials: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in assignments.calls:
         if not (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and node.value.args
+            node.value.args  # type: ignore[attr-defined]
             and (project_modules.dotted_name(node.value.func) or "").rsplit(".", 1)[-1] == "partial"
         ):
             continue
@@ -407,14 +440,12 @@ def _partials(tree: ast.Module) -> dict[str, str]:
     return partials
 
 
-def _handed(tree: ast.Module) -> dict[str, str]:
+def _handed(assignments: _Assignments) -> dict[str, str]:
     """`self.likelihood = likelihood` in a method whose parameter is annotated with a class
     (`likelihood: TorchLikelihood | None = None`, `Optional[Loss]`): the attribute holds an
     instance the caller is handed, of that class or of any subclass of it."""
     handed: dict[str, str] = {}
-    for function in ast.walk(tree):
-        if not isinstance(function, Function):
-            continue
+    for function in assignments.functions:
         arguments = function.args
         annotated = {
             arg.arg: spelled
@@ -424,12 +455,8 @@ def _handed(tree: ast.Module) -> dict[str, str]:
         }
         if not annotated:
             continue
-        for node in ast.walk(function):
-            if (
-                isinstance(node, ast.Assign)
-                and isinstance(node.value, ast.Name)
-                and node.value.id in annotated
-            ):
+        for node in assignments.named.get(id(function), ()):
+            if node.value.id in annotated:  # type: ignore[attr-defined]
                 for target in node.targets:
                     held = project_modules.dotted_name(target)
                     if held is not None and held.startswith("self."):
