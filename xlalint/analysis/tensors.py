@@ -2222,6 +2222,14 @@ class TensorKinds:
         ]
         return found if any(kind is Kind.TENSOR for _, kind in found) else None
 
+    def _computes_from_tensors(self, call: cst.Call) -> bool:
+        """A call of a module function whose whole result is computed on the device from
+        parameters the call hands a tensor (`NumberReturns.derived`: `all_rows_have_eos_id(t,
+        eos_id)` returning `torch.any(t == eos_id, dim=-1).all()`), used where it is made
+        (`if all_rows_have_eos_id(...): break`), not bound first (`_helper_results`)."""
+        found = self._helper_results(cst.Name("_"), call)
+        return found is not None and found[0][1] is Kind.TENSOR
+
     def _gathered(
         self, target: cst.BaseExpression, value: cst.BaseExpression
     ) -> list[tuple[cst.BaseExpression, Kind]]:
@@ -3052,6 +3060,8 @@ class TensorKinds:
                 return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
             if self.of(func) is Kind.MODULE or self._walked_as_module(name):
                 return Kind.TENSOR
+            if self.lookup(name) is None and self._computes_from_tensors(node):
+                return Kind.TENSOR  # `if all_rows_have_eos_id(ids, eos):` of device ids
             return Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:
