@@ -250,6 +250,9 @@ class FileContext:
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module), module)
+        self._computed_elsewhere: dict[int, bool] = {}
+        if self._text is not None and is_on_disk(self.path):
+            self.kinds.elsewhere = self._result_elsewhere
         self.epochs = Epochs(
             lambda loop: self.loops.facts(loop),
             module,
@@ -492,6 +495,38 @@ class FileContext:
             if found is not None:
                 return arg.value, found
         return None
+
+    def _result_elsewhere(self, call: cst.Call) -> bool:
+        """Whether `call` runs a function of another project module whose result is
+        computed on the device from a parameter the call hands a device tensor
+        (`module_reads.result_from`: `if misc.is_nan(error_estimate):`, `error_ratio =
+        hairer_norm(error_scaled)`); answered once per call, where the walk meets it."""
+        key = id(call)
+        known = self._computed_elsewhere.get(key)
+        if known is None:
+            self._computed_elsewhere[key] = False  # (an argument's kind may ask again)
+            known = self._computed_elsewhere[key] = self._computes_elsewhere(call)
+        return known
+
+    def _computes_elsewhere(self, call: cst.Call) -> bool:
+        if type(call.func) not in (cst.Name, cst.Attribute):
+            return False
+        spelled = get_full_name_for_node(call.func)
+        reads = self._module_reads
+        if spelled is None or reads is None or spelled.partition(".")[0] not in reads.bindings:
+            return False
+        tensors: list[int | str] = []
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break  # (positions past `*args` bind nothing known)
+            if self.kinds.of(arg.value) is Kind.TENSOR:
+                tensors.append(arg.keyword.value if arg.keyword else position)
+        if not tensors:
+            return False
+        summary = reads.result_from(spelled)
+        return summary is not None and any(
+            summary.parameter_at(at) in summary.returns for at in tensors
+        )
 
     def _handed_a_device_value(self, value: cst.BaseExpression) -> bool:
         """A device tensor, or a value of unknown kind computed from one (`scores =

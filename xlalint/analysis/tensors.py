@@ -748,6 +748,10 @@ class TensorKinds:
         self.imports = imports
         self.returns = returns
         self._module = module
+        # Whether a call runs a function of another project module whose result is computed
+        # on the device from a device tensor the call hands it (set by the context where
+        # the file is on disk: `module_reads.result_from`).
+        self.elsewhere: Callable[[cst.Call], bool] | None = None
         # The module's record classes with tensor fields (`analysis/records.py`), and per
         # frame the names known to hold one record or a list of them: (class, is_list).
         self._records: dict[str, Record] = (
@@ -2785,7 +2789,10 @@ class TensorKinds:
         if node_type is cst.Attribute:
             return self._attribute(node)
         if node_type is cst.Call:
-            return self._call(node)
+            kind = self._call(node)
+            if kind is Kind.UNKNOWN and self.elsewhere is not None and self.elsewhere(node):
+                return Kind.TENSOR  # `misc.is_nan(error)`: `torch.any(torch.isnan(t))` there
+            return kind
         if node_type is cst.Subscript:
             if any(_negative_step(element.slice) for element in node.slice):
                 # `image[:, :, ::-1]`: torch refuses a negative step, so the value sliced is

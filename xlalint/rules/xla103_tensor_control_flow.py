@@ -158,7 +158,12 @@ class TensorControlFlow(HelperReadRule):
     tensors. Its whole result, computed so (torch's functions of them included:
     `all_rows_have_eos_id(t, eos_id)` returning `torch.any(t == eos_id, dim=-1).all()`),
     is a tensor where it is tested unbound too: `if all_rows_have_eos_id(ids, eos):
-    break` reads the device every token.
+    break` reads the device every token. So is the result of a function of another project
+    module that every `return` of which computes on the device from what it is handed
+    (`assert not misc.is_nan(error_estimate)` with `is_nan(t)` returning
+    `torch.any(torch.isnan(t))`; `error_ratio = hairer_norm(error_scaled)`, then `if
+    error_ratio <= 1:`), handed a device tensor; not one that hands back a number
+    (`.item()`), a host copy in some `return`, or a generator's values.
 
     A helper's tests of what it is handed are judged by its calls: a test of a parameter
     of unknown kind, or of a value computed from one on the device (`d2_square = d1**2 -
