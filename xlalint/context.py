@@ -8,6 +8,8 @@ the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(ex
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -217,6 +219,11 @@ def _rebinds(body: cst.BaseSuite, name: str) -> bool:
         isinstance(node, cst.AssignTarget) and name in target_names(node.target)
         for node in descendants(body)
     )
+
+
+# A name called (`f(`, `self.f(`, also a `def f(`), and a name defined (`def f(`).
+_CALLED = re.compile(r"(\w+)\s*\(")
+_DEFINED = re.compile(r"\bdef\s+(\w+)\s*\(")
 
 
 class FileContext:
@@ -496,6 +503,28 @@ class FileContext:
                 return arg.value, found
         return None
 
+    def calls_name(self, name: str) -> bool:
+        """Whether the file's text calls `name` other than in its `def` (`name(`,
+        `self.name(`): a cheap bound on whether a call of this module may run a function of
+        that name, asked before judging what its calls hand it (True without the text)."""
+        counts = self._name_counts
+        return counts is None or counts[0].get(name, 0) > counts[1].get(name, 0)
+
+    def defines_name(self, name: str) -> bool:
+        """Whether the file's text defines a function or method `name` (`def name(`): a
+        call of any other name (`len(x)`, `range(n)`) runs no helper of this module (True
+        without the text)."""
+        counts = self._name_counts
+        return counts is None or name in counts[1]
+
+    @cached_property
+    def _name_counts(self) -> tuple[Counter[str], Counter[str]] | None:
+        """How often the text spells each name followed by `(`, and each name after `def`:
+        one scan of the text for `calls_name` and `defines_name`."""
+        if self._text is None:
+            return None
+        return Counter(_CALLED.findall(self._text)), Counter(_DEFINED.findall(self._text))
+
     def _result_elsewhere(self, call: cst.Call) -> bool:
         """Whether `call` runs a function of another project module whose result is
         computed on the device from a parameter the call hands a device tensor
@@ -522,7 +551,7 @@ class FileContext:
             if self.kinds.of(arg.value) is Kind.TENSOR:
                 tensors.append(arg.keyword.value if arg.keyword else position)
         if not tensors:
-            return False
+            return False  # (most calls: the other module is not read)
         summary = reads.result_from(spelled)
         return summary is not None and any(
             summary.parameter_at(at) in summary.returns for at in tensors

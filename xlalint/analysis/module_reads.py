@@ -261,6 +261,7 @@ class ModuleReads:
         self._text = text
         self._bindings: dict[str, tuple[int, str]] | None = None
         self._allowed: frozenset[str] | None = None
+        self._results: dict[str, Summary | None] = {}  # `result_from`, by spelling
 
     @property
     def bindings(self) -> dict[str, tuple[int, str]]:
@@ -304,6 +305,11 @@ class ModuleReads:
         device from what it is handed (`Summary.returns`: `misc.is_nan(t)` returning
         `torch.any(torch.isnan(t))`); None otherwise (a class built, a method that takes
         `self`, a function of a module that names XLA)."""
+        if spelled not in self._results:
+            self._results[spelled] = self._result_from(spelled)
+        return self._results[spelled]
+
+    def _result_from(self, spelled: str) -> Summary | None:
         head, _, rest = spelled.partition(".")
         binding = self.bindings.get(head)
         if binding is None or spelled.rsplit(".", 1)[-1][:1].isupper():

@@ -698,6 +698,10 @@ def _rows_of(iterable: cst.BaseExpression, width: int) -> list[list[cst.BaseExpr
     return rows
 
 
+# The stand-in target of a helper's result used where it is made (`_computes_from_tensors`).
+_RESULT = cst.Name("_")
+
+
 def _positions(
     target: cst.BaseExpression, value: cst.BaseExpression
 ) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
@@ -2231,7 +2235,13 @@ class TensorKinds:
         parameters the call hands a tensor (`NumberReturns.derived`: `all_rows_have_eos_id(t,
         eos_id)` returning `torch.any(t == eos_id, dim=-1).all()`), used where it is made
         (`if all_rows_have_eos_id(...): break`), not bound first (`_helper_results`)."""
-        found = self._helper_results(cst.Name("_"), call)
+        if (
+            self.returns is None
+            or type(call.func) is not cst.Name
+            or self.returns.derived(call.func.value) is None
+        ):
+            return False  # (most calls: no function of the module computes their result)
+        found = self._helper_results(_RESULT, call)
         return found is not None and found[0][1] is Kind.TENSOR
 
     def _gathered(

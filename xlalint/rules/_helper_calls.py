@@ -172,7 +172,8 @@ class HelperCallRule(Rule):
         self.calls.note_method_call(node)
         if type(node.func) is cst.Name and self.ctx.qualified(node.func):
             return  # an imported function, not one of this module
-        if self.calls.callee(node, self.ctx.function) is None:
+        helper = self.calls.callee(node, self.ctx.function)
+        if helper is None or not self.ctx.defines_name(helper.name):
             return  # runs no helper of this module: no one asks what its arguments hold
         tensors = frozenset(
             id(arg.value) for arg in node.args if not arg.star and self.on_device(arg.value)

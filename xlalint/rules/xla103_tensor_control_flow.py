@@ -459,6 +459,9 @@ class TensorControlFlow(HelperReadRule):
         helper (`_strong_wolfe` handing `gtd` on to `_cubic_interpolate`)."""
         if type(node.func) is cst.Name and self.ctx.qualified(node.func):
             return  # an imported function, not one of this module
+        helper = self.calls.callee(node, self.ctx.function)
+        if helper is None or not self.ctx.defines_name(helper.name):
+            return  # runs no helper of this module
         handed = {
             id(arg.value): sources
             for arg in node.args
@@ -477,6 +480,8 @@ class TensorControlFlow(HelperReadRule):
         function = self.ctx.function
         if function is None or self.ctx.kind(node) is not Kind.UNKNOWN:
             return
+        if not self.ctx.calls_name(function.name):
+            return  # no call of this module can hand it anything
         params = self._reads.device_sources(node)
         if not params or self._tested_as_other_class(node):
             return
@@ -491,10 +496,13 @@ class TensorControlFlow(HelperReadRule):
             self._pending.append((pending, function, params, None if chain is None else id(chain)))
 
     def leave_Module(self, node: cst.Module) -> None:
-        hot = self.ctx.hot.is_hot
+        hot = self.ctx.hot.is_hot_here
         for pending, function, params, chain in self._pending:
             # Only a per-step call's device tensor is read every step (not one handed over
-            # once after the batch loop, while the step hands host numbers).
+            # once after the batch loop, while the step hands host numbers): the calls are
+            # judged by this file's reasoning (a call another module makes hot is left).
+            if not any(self.calls.handed_tensor(function, param) for param in params):
+                continue
             if not any(self.calls.handed_tensor(function, param, hot) for param in params):
                 continue
             if chain is not None:
