@@ -223,7 +223,7 @@ def train(model, loader, optimizer):
         g = count(3)
         h = nms(out, 0.5)
         i = subgraph(y, 10)
-        print(a, b, c, d, e, f, g, h, i)
+        print(a.shape, b, c, d, e, f, g, h, i)  # (`a` is a device tensor: XLA104's)
 """
 
 
@@ -478,3 +478,132 @@ def test_held_modules_are_completed_past_their_budget(
     assert first._complete and not second._complete
     assert "to_numpy" in first and "nope" not in first
     assert module_reads._held_bytes == len(UTILS)
+
+
+MISC = """\
+import torch
+
+
+def is_nan(t):
+    return torch.any(torch.isnan(t))
+
+
+def hairer_norm(x):
+    return x.abs().pow(2).mean().sqrt()
+
+
+def contains_unknown(labels):
+    return (labels < 0).any()
+
+
+def as_number(t):
+    return t.sum().item()
+
+
+def maybe_host(t, host):
+    if host:
+        return t.cpu()
+    return t
+
+
+def steps(t):
+    for row in t:
+        yield row > 0
+
+
+def absent(t):
+    return t is None
+"""
+
+SOLVER = """\
+import numpy as np
+import torch
+
+from . import misc
+from .misc import contains_unknown, hairer_norm
+
+
+def integrate(y: torch.Tensor, ts: np.ndarray):
+    for t in ts:
+        y_new = y * 0.5 + t
+        error = hairer_norm(y_new - y)
+        assert not misc.is_nan(error)
+        if error <= 1:
+            y = y_new
+        if contains_unknown(labels=y.long()):
+            break
+        if misc.as_number(y) > 3:
+            break
+        if misc.maybe_host(y, True).sum() > 0:
+            break
+        if misc.is_nan(torch.from_numpy(ts)):
+            break
+        if any(misc.steps(y)):
+            break
+        if misc.absent(y):
+            break
+    return y
+"""
+
+
+def _solver(root: Path, misc: str = MISC) -> Path:
+    package = root / "solver"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "misc.py").write_text(misc)
+    (package / "step.py").write_text(SOLVER)
+    return package
+
+
+def test_a_result_another_module_computes_on_the_device_is_a_tensor(tmp_path: Path) -> None:
+    """`misc.is_nan(error)`, `hairer_norm(y_new - y)` (bound, then tested) and
+    `contains_unknown(labels=...)` hand back what those functions compute on the device
+    from the device tensors handed to them: testing them reads the device every step. Not
+    a Python number they read (`.item()`), a result some `return` copies to the host, a
+    host tensor handed in (`torch.from_numpy`), a generator's values, nor `t is None` (the
+    number and the copy are the reads those helpers make of `y`, reported at their calls)."""
+    package = _solver(tmp_path)
+    assert _check([package / "step.py"]) == [
+        ("step.py", 12, "XLA103"),
+        ("step.py", 13, "XLA103"),
+        ("step.py", 15, "XLA103"),
+        ("step.py", 17, "XLA101"),
+        ("step.py", 19, "XLA102"),
+    ]
+
+
+def test_a_result_through_a_package_reexport(tmp_path: Path) -> None:
+    package = _solver(tmp_path)
+    (package / "__init__.py").write_text("from .misc import is_nan\n")
+    (tmp_path / "run.py").write_text(
+        "import torch\n\nfrom solver import is_nan\n\n\n"
+        "def train(model, xs, opt):\n    for x in xs:\n        loss = model(x).sum()\n"
+        "        if is_nan(loss):\n            continue\n"
+        "        loss.backward()\n        opt.step()\n"
+    )
+    assert _check([tmp_path / "run.py"]) == [("run.py", 9, "XLA103")]
+
+
+def test_editing_the_function_that_computes_a_result_relints_its_caller(tmp_path: Path) -> None:
+    package = _solver(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    paths = [package / "step.py"]
+    found = _check(paths, cache)
+    assert ("step.py", 12, "XLA103") in found
+    assert _check(paths, cache) == found  # warm: a hit
+    misc = package / "misc.py"
+    misc.write_text(
+        MISC.replace("return torch.any(torch.isnan(t))", "return bool(t.isnan().any())")
+    )
+    assert ("step.py", 12, "XLA103") not in _check(paths, cache)
+    misc.write_text(MISC)
+    assert _check(paths, cache) == found
+
+
+def test_results_elsewhere_with_and_without_the_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = _solver(tmp_path)
+    screened = _check([package])
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    assert _check([package]) == screened

@@ -8,6 +8,8 @@ the kinds of values. Rules ask by name (`ctx.is_tensor(expr)`, `ctx.qualified(ex
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -219,6 +221,11 @@ def _rebinds(body: cst.BaseSuite, name: str) -> bool:
     )
 
 
+# A name called (`f(`, `self.f(`, also a `def f(`), and a name defined (`def f(`).
+_CALLED = re.compile(r"(\w+)\s*\(")
+_DEFINED = re.compile(r"\bdef\s+(\w+)\s*\(")
+
+
 class FileContext:
     def __init__(
         self,
@@ -250,6 +257,9 @@ class FileContext:
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module), module)
+        self._computed_elsewhere: dict[int, bool] = {}
+        if self._text is not None and is_on_disk(self.path):
+            self.kinds.elsewhere = self._result_elsewhere
         self.epochs = Epochs(
             lambda loop: self.loops.facts(loop),
             module,
@@ -492,6 +502,60 @@ class FileContext:
             if found is not None:
                 return arg.value, found
         return None
+
+    def calls_name(self, name: str) -> bool:
+        """Whether the file's text calls `name` other than in its `def` (`name(`,
+        `self.name(`): a cheap bound on whether a call of this module may run a function of
+        that name, asked before judging what its calls hand it (True without the text)."""
+        counts = self._name_counts
+        return counts is None or counts[0].get(name, 0) > counts[1].get(name, 0)
+
+    def defines_name(self, name: str) -> bool:
+        """Whether the file's text defines a function or method `name` (`def name(`): a
+        call of any other name (`len(x)`, `range(n)`) runs no helper of this module (True
+        without the text)."""
+        counts = self._name_counts
+        return counts is None or name in counts[1]
+
+    @cached_property
+    def _name_counts(self) -> tuple[Counter[str], Counter[str]] | None:
+        """How often the text spells each name followed by `(`, and each name after `def`:
+        one scan of the text for `calls_name` and `defines_name`."""
+        if self._text is None:
+            return None
+        return Counter(_CALLED.findall(self._text)), Counter(_DEFINED.findall(self._text))
+
+    def _result_elsewhere(self, call: cst.Call) -> bool:
+        """Whether `call` runs a function of another project module whose result is
+        computed on the device from a parameter the call hands a device tensor
+        (`module_reads.result_from`: `if misc.is_nan(error_estimate):`, `error_ratio =
+        hairer_norm(error_scaled)`); answered once per call, where the walk meets it."""
+        key = id(call)
+        known = self._computed_elsewhere.get(key)
+        if known is None:
+            self._computed_elsewhere[key] = False  # (an argument's kind may ask again)
+            known = self._computed_elsewhere[key] = self._computes_elsewhere(call)
+        return known
+
+    def _computes_elsewhere(self, call: cst.Call) -> bool:
+        if type(call.func) not in (cst.Name, cst.Attribute):
+            return False
+        spelled = get_full_name_for_node(call.func)
+        reads = self._module_reads
+        if spelled is None or reads is None or spelled.partition(".")[0] not in reads.bindings:
+            return False
+        tensors: list[int | str] = []
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break  # (positions past `*args` bind nothing known)
+            if self.kinds.of(arg.value) is Kind.TENSOR:
+                tensors.append(arg.keyword.value if arg.keyword else position)
+        if not tensors:
+            return False  # (most calls: the other module is not read)
+        summary = reads.result_from(spelled)
+        return summary is not None and any(
+            summary.parameter_at(at) in summary.returns for at in tensors
+        )
 
     def _handed_a_device_value(self, value: cst.BaseExpression) -> bool:
         """A device tensor, or a value of unknown kind computed from one (`scores =

@@ -14,6 +14,7 @@ arguments to the parameters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -59,6 +60,12 @@ class HelperCalls:
         # Every call of a helper with its host-value arguments, for rules that ask
         # `host_only` (recorded by them alone: it costs a kind per argument of every call).
         self.host_calls: list[tuple[cst.Call, FunctionKey, frozenset[int]]] = []
+        # Calls that hand a helper values computed from the caller's own parameters, by
+        # argument id (recorded by rules that ask `handed_tensor`): a helper's helper is
+        # handed a device tensor where its caller is.
+        self.forwarded: list[
+            tuple[cst.Call, FunctionKey, FunctionKey, dict[int, frozenset[str]], Site]
+        ] = []
         self._scopes: list[_Scope] = []
 
     # -- walk --------------------------------------------------------------------------------
@@ -104,6 +111,20 @@ class HelperCalls:
         helper = self.callee(call, function)
         if helper is not None and tensors:
             self.calls.append(HelperCall(call, helper, tensors, site))
+
+    def note_forwarded(
+        self,
+        call: cst.Call,
+        function: FunctionKey | None,
+        handed: dict[int, frozenset[str]],
+        site: Site,
+    ) -> None:
+        """A call in `function`; `handed`: ids of its arguments computed from `function`'s
+        parameters, with those parameters (`_cubic_interpolate(t, f, gtd, ...)` in
+        `_strong_wolfe`, handed `gtd` by `step`)."""
+        helper = self.callee(call, function)
+        if helper is not None and function is not None and handed:
+            self.forwarded.append((call, helper, function, handed, site))
 
     def note_host_call(self, call: cst.Call, helper: FunctionKey, hosts: frozenset[int]) -> None:
         """A call of `helper` (its `callee`); `hosts`: ids of its host-value arguments."""
@@ -210,6 +231,32 @@ class HelperCalls:
             if value is not None and id(value) in call.tensors:
                 sites.append(call.site)
         return sites
+
+    def handed_tensor(
+        self, key: FunctionKey, param: str, counts: Callable[[Site], bool] = lambda site: True
+    ) -> bool:
+        """Whether a call of the module at a site that `counts` (a per-step one) hands the
+        parameter `param` of `key` a device tensor: directly (`tensor_sites`), or a value
+        computed from a parameter of its caller that is itself so handed one
+        (`note_forwarded`), through any depth of helpers."""
+        pending, seen = [(key, param)], set()
+        while pending:
+            slot = pending.pop()
+            if slot in seen:
+                continue
+            seen.add(slot)
+            if any(counts(site) for site in self.tensor_sites(*slot)):
+                return True
+            signature = self.signature(slot[0])
+            if signature is None:
+                continue
+            for call, helper, caller, handed, site in self.forwarded:
+                if helper != slot[0] or not counts(site):
+                    continue
+                value = _handed(call, signature, slot[1])
+                if value is not None:
+                    pending.extend((caller, source) for source in handed.get(id(value), ()))
+        return False
 
     def host_only(self, key: FunctionKey, param: str) -> bool:
         """Whether the module calls `key` and every call hands `param` a host value (a

@@ -162,6 +162,43 @@ class HelperReads:
             found |= sources
         return frozenset(found)
 
+    def device_sources(self, test: cst.BaseExpression) -> frozenset[str]:
+        """The parameters whose device value a truth test of `test` reads (or an argument
+        `test` hands on carries), in the function
+        being walked: a comparison (not `is`/`in`, nor with a string or `None`), arithmetic,
+        `abs()` or a negation any operand of which is computed from a parameter on the
+        device (`_sources`), or such a value itself (`if d2_square >= 0:` with `d2_square =
+        d1**2 - g1 * g2` of parameters; `if abs(gtd_new) <= -c2 * gtd:` with `gtd` one).
+        A test of a helper's input: where a caller hands that parameter a device tensor,
+        the test reads it on the host (XLA103, reported at the test)."""
+        if not self._scopes:
+            return frozenset()
+        found: set[str] = set()
+        pending: list[cst.BaseExpression] = [test]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, cst.Comparison):
+                if any(type(c.operator) in _IDENTITY_TESTS for c in node.comparisons):
+                    return frozenset()
+                operands = [node.left, *(c.comparator for c in node.comparisons)]
+                if any(_not_a_tensor(o) for o in operands):
+                    return frozenset()  # `mode == "train"`, `x == None`
+                pending.extend(operands)
+            elif isinstance(node, cst.BinaryOperation):
+                pending.extend((node.left, node.right))
+            elif isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+                pending.append(node.expression)
+            elif (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Name)
+                and node.func.value == "abs"
+                and len(node.args) == 1
+            ):
+                pending.append(node.args[0].value)
+            elif not _host_valued(node):
+                found |= self._sources(node)
+        return frozenset(found)
+
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for b in args`, `for a, b in zip(xs, args)`, `for i, b in enumerate(args)`: the
         names that hold an element of `*args`."""
@@ -234,6 +271,36 @@ class HelperReads:
             scope.reader.reads.setdefault(param, read)
         elif value.value in scope.elements and scope.reader.star_read is None:
             scope.reader.star_read = read
+
+
+# Comparisons whose result is a Python bool whatever the operands hold.
+_IDENTITY_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+
+
+def _not_a_tensor(operand: cst.BaseExpression) -> bool:
+    """A string or `None`: compared with it, a value is no tensor being tested."""
+    return isinstance(operand, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString) or (
+        isinstance(operand, cst.Name) and operand.value == "None"
+    )
+
+
+def _host_valued(node: cst.BaseExpression) -> bool:
+    """A value read from a parameter that is no tensor computation: an entry of a mapping
+    under a string key (`inputs["predict_mode"]`), or a torch predicate of a value
+    (`torch.is_tensor(value)`, `torch.is_floating_point(target)`: a Python bool)."""
+    for part in (node, computed_root(node)):
+        if isinstance(part, cst.Subscript) and any(
+            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)
+            for e in part.slice
+        ):
+            return True
+        if (
+            isinstance(part, cst.Call)
+            and isinstance(part.func, cst.Attribute)
+            and part.func.attr.value.startswith("is_")
+        ):
+            return True
+    return False
 
 
 def _element_names(target: cst.BaseExpression, iterable: cst.BaseExpression, star: str) -> set[str]:

@@ -515,8 +515,7 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
                 if (
                     node_type is cst.Assign
                     and len(targets) == 1
-                    and type(target) is cst.Name
-                    and _moves_to_device(node.value, name)  # type: ignore[attr-defined]
+                    and _moves_to_device(_bound_to(target, node.value, name), name)  # type: ignore[attr-defined]
                 ):
                     found.add(name)
         # Children in source order; the value of an assignment before its targets' use
@@ -525,7 +524,28 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
     return frozenset(found)
 
 
-def _moves_to_device(value: cst.BaseExpression, name: str) -> bool:
+def _bound_to(
+    target: cst.BaseExpression, value: cst.BaseExpression, name: str
+) -> cst.BaseExpression | None:
+    """What `target = value` binds `name` to: the value of `name = value`, or the element
+    at its position where both sides are tuples of one length (`input_ids, mask =
+    input_ids.to(self.device), mask.to(self.device)`: colbert's moves in one statement)."""
+    if type(target) is cst.Name:
+        return value if target.value == name else None
+    if type(target) not in (cst.Tuple, cst.List) or type(value) not in (cst.Tuple, cst.List):
+        return None
+    targets, values = target.elements, value.elements  # type: ignore[attr-defined]
+    if len(targets) != len(values) or any(
+        type(e) is cst.StarredElement for e in (*targets, *values)
+    ):
+        return None
+    for element, item in zip(targets, values, strict=True):
+        if type(element.value) is cst.Name and element.value.value == name:
+            return item.value
+    return None
+
+
+def _moves_to_device(value: cst.BaseExpression | None, name: str) -> bool:
     """`name.to(device)` (not to the host, nor a dtype by keyword), `name.cuda()`, or
     `<...>to_device(name, ...)`."""
     if type(value) is not cst.Call:

@@ -816,6 +816,14 @@ class HotCode:
             or self._hot_elsewhere(site)
         )
 
+    def is_hot_here(self, site: Site) -> bool:
+        """`is_hot` by this file's own reasoning alone, without asking which of its
+        functions other modules call every step (`_hot_elsewhere`, a reverse index of the
+        package): for a question asked about many call sites, not about a finding."""
+        if site.in_step_closure or self._once_per_epoch(site):
+            return False
+        return self._in_step_loop(site) or self._function_hot(site, False)
+
     def _in_step_loop(self, site: Site) -> bool:
         """Some loop around the site in its function is a step loop (`step_loop`): it
         iterates data or counts steps, or trains or samples in its passes. A loop of

@@ -261,6 +261,7 @@ class ModuleReads:
         self._text = text
         self._bindings: dict[str, tuple[int, str]] | None = None
         self._allowed: frozenset[str] | None = None
+        self._results: dict[str, Summary | None] = {}  # `result_from`, by spelling
 
     @property
     def bindings(self) -> dict[str, tuple[int, str]]:
@@ -297,6 +298,30 @@ class ModuleReads:
         if located is None:
             return None
         return self._answer(*located, position, passed, own=False)
+
+    def result_from(self, spelled: str) -> Summary | None:
+        """The summary of the function of another project module that calling `spelled`
+        (`f`, `m.f`, as the file writes it) runs, where its result is computed on the
+        device from what it is handed (`Summary.returns`: `misc.is_nan(t)` returning
+        `torch.any(torch.isnan(t))`); None otherwise (a class built, a method that takes
+        `self`, a function of a module that names XLA)."""
+        if spelled not in self._results:
+            self._results[spelled] = self._result_from(spelled)
+        return self._results[spelled]
+
+    def _result_from(self, spelled: str) -> Summary | None:
+        head, _, rest = spelled.partition(".")
+        binding = self.bindings.get(head)
+        if binding is None or spelled.rsplit(".", 1)[-1][:1].isupper():
+            return None
+        level, dotted = binding
+        located = self._locate(self.filename, level, f"{dotted}.{rest}" if rest else dotted, 1)
+        if located is None:
+            return None
+        summary = located[0].functions.get(located[1])
+        if summary is None or summary.bound or not summary.returns:
+            return None
+        return summary
 
     def read_own(
         self, qualified: str, position: int | str, passed: frozenset[int | str] = frozenset()

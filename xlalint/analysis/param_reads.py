@@ -84,6 +84,9 @@ class Summary:
     star: bool  # takes `*args`: positions past `positional` bind nothing known
     bound: bool  # a method whose first parameter (`self`, `cls`) the call does not pass
     only_parameters: bool  # every host read it makes is of a parameter: a conversion helper
+    # The parameters whose device data every `return` hands back (`returned`): the result
+    # is a device tensor where a call hands one of them a device tensor.
+    returns: tuple[str, ...] = ()
 
     def read_of(self, parameter: str) -> Read | None:
         for name, read in self.reads:
@@ -159,7 +162,8 @@ def summarize(node: Function, method: bool) -> Summary | None:
                     arguments.append((keyword.arg, param))
         if arguments:
             hands.append(Handed(callee, tuple(arguments)))
-    if not reads and not hands:
+    returns = returned(nodes, carriers, rebound)
+    if not reads and not hands and not returns:
         return None
     return Summary(
         node.name,
@@ -170,7 +174,35 @@ def summarize(node: Function, method: bool) -> Summary | None:
         args.vararg is not None,
         method and not static,
         only_parameters,
+        tuple(sorted(returns)),
     )
+
+
+def returned(
+    nodes: list[ast.AST], carriers: dict[str, frozenset[str]], rebound: dict[str, int]
+) -> frozenset[str]:
+    """The parameters whose device data the function's result holds: every `return`
+    hands back a value computed from one on the device (`_carried`, or a comparison of
+    such values: `return torch.any(torch.isnan(t))`, `return (labels < 0).any()`), not
+    past a rebinding of it; empty where any `return` hands back something else (a Python
+    number, `.item()`, a host copy, a bare `return`) or the function is a generator."""
+    found: set[str] = set()
+    returns = 0
+    for child in nodes:
+        if isinstance(child, ast.Yield | ast.YieldFrom):
+            return frozenset()
+        if not isinstance(child, ast.Return):
+            continue
+        returns += 1
+        if child.value is None:
+            return frozenset()
+        carried = set(_result_carries(child.value, carriers))
+        line = child.lineno
+        carried = {p for p in carried if rebound.get(p, line) >= line}
+        if not carried:
+            return frozenset()
+        found |= carried
+    return frozenset(found) if returns else frozenset()
 
 
 def project_dotted(func: ast.expr) -> str | None:
@@ -293,6 +325,32 @@ def _carried(expr: ast.expr, carriers: dict[str, frozenset[str]]) -> frozenset[s
                 if not isinstance(arg, ast.Starred):
                     found |= _carried(arg, carriers)
             return found
+    return frozenset()
+
+
+def _result_carries(expr: ast.expr, carriers: dict[str, frozenset[str]]) -> frozenset[str]:
+    """`_carried`, through comparisons too (`(labels < 0).any()`, `x == y`): a result
+    handed back, not a value read, so a comparison's device bool counts."""
+    if isinstance(expr, ast.Compare):
+        if any(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in expr.ops):
+            return frozenset()  # `x is None`: a Python bool whatever `x` holds
+        found: frozenset[str] = frozenset()
+        for part in (expr.left, *expr.comparators):
+            found |= _result_carries(part, carriers)
+        return found
+    if isinstance(expr, ast.IfExp):
+        # `x if isinstance(x, float) else float(x)`: a device tensor only where each branch
+        # hands one back.
+        body, orelse = _result_carries(expr.body, carriers), _result_carries(expr.orelse, carriers)
+        return body | orelse if body and orelse else frozenset()
+    carried = _carried(expr, carriers)
+    if carried or not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+        return carried
+    method = expr.func.attr
+    if method in _SHAPE_METHODS or method in _VALUE_METHODS | _COPY_METHODS:
+        return frozenset()
+    if isinstance(expr.func.value, ast.Compare):
+        return _result_carries(expr.func.value, carriers)  # `(labels < 0).any()`
     return frozenset()
 
 

@@ -262,10 +262,12 @@ _TENSOR_MATH_METHODS = frozenset(
         "pow", "clamp", "clamp_min", "clamp_max", "clip", "sigmoid", "tanh", "sin", "cos",
         "sum", "mean", "prod", "all", "any", "amax", "amin", "float", "double", "half",
         "bfloat16", "lerp", "reciprocal", "floor", "ceil", "round", "eq", "ne", "lt", "le",
-        "gt", "ge", "logical_not", "logical_and", "logical_or",
+        "gt", "ge", "logical_not", "logical_and", "logical_or", "isnan", "isinf", "isfinite",
     }
 )  # fmt: skip
 _MATH_BUILTINS = frozenset({"min", "max", "abs"})
+# The usual spellings of the torch module, whose maths functions mirror the methods.
+_TORCH_NAMES = frozenset({"torch", "th"})
 
 
 def _derived_from(
@@ -292,7 +294,15 @@ def _derived_from(
     elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         if node.func.attr.value not in _TENSOR_MATH_METHODS:
             return None
-        parts = [_derived_from(node.func.value, env)]
+        owner = node.func.value
+        if isinstance(owner, cst.Name) and owner.value in _TORCH_NAMES:
+            # `torch.any(eos_mask, dim=-1)`: the same maths as a function of torch, computed
+            # from its tensor arguments (its keywords are options).
+            parts = [_derived_from(a.value, env) for a in node.args if a.keyword is None]
+            if not parts:
+                return None
+        else:
+            parts = [_derived_from(owner, env)]
     else:
         return None
     if any(part is None for part in parts):

@@ -698,6 +698,10 @@ def _rows_of(iterable: cst.BaseExpression, width: int) -> list[list[cst.BaseExpr
     return rows
 
 
+# The stand-in target of a helper's result used where it is made (`_computes_from_tensors`).
+_RESULT = cst.Name("_")
+
+
 def _positions(
     target: cst.BaseExpression, value: cst.BaseExpression
 ) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
@@ -748,6 +752,10 @@ class TensorKinds:
         self.imports = imports
         self.returns = returns
         self._module = module
+        # Whether a call runs a function of another project module whose result is computed
+        # on the device from a device tensor the call hands it (set by the context where
+        # the file is on disk: `module_reads.result_from`).
+        self.elsewhere: Callable[[cst.Call], bool] | None = None
         # The module's record classes with tensor fields (`analysis/records.py`), and per
         # frame the names known to hold one record or a list of them: (class, is_list).
         self._records: dict[str, Record] = (
@@ -2222,6 +2230,20 @@ class TensorKinds:
         ]
         return found if any(kind is Kind.TENSOR for _, kind in found) else None
 
+    def _computes_from_tensors(self, call: cst.Call) -> bool:
+        """A call of a module function whose whole result is computed on the device from
+        parameters the call hands a tensor (`NumberReturns.derived`: `all_rows_have_eos_id(t,
+        eos_id)` returning `torch.any(t == eos_id, dim=-1).all()`), used where it is made
+        (`if all_rows_have_eos_id(...): break`), not bound first (`_helper_results`)."""
+        if (
+            self.returns is None
+            or type(call.func) is not cst.Name
+            or self.returns.derived(call.func.value) is None
+        ):
+            return False  # (most calls: no function of the module computes their result)
+        found = self._helper_results(_RESULT, call)
+        return found is not None and found[0][1] is Kind.TENSOR
+
     def _gathered(
         self, target: cst.BaseExpression, value: cst.BaseExpression
     ) -> list[tuple[cst.BaseExpression, Kind]]:
@@ -2777,7 +2799,10 @@ class TensorKinds:
         if node_type is cst.Attribute:
             return self._attribute(node)
         if node_type is cst.Call:
-            return self._call(node)
+            kind = self._call(node)
+            if kind is Kind.UNKNOWN and self.elsewhere is not None and self.elsewhere(node):
+                return Kind.TENSOR  # `misc.is_nan(error)`: `torch.any(torch.isnan(t))` there
+            return kind
         if node_type is cst.Subscript:
             if any(_negative_step(element.slice) for element in node.slice):
                 # `image[:, :, ::-1]`: torch refuses a negative step, so the value sliced is
@@ -3052,6 +3077,8 @@ class TensorKinds:
                 return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
             if self.of(func) is Kind.MODULE or self._walked_as_module(name):
                 return Kind.TENSOR
+            if self.lookup(name) is None and self._computes_from_tensors(node):
+                return Kind.TENSOR  # `if all_rows_have_eos_id(ids, eos):` of device ids
             return Kind.UNKNOWN
         if isinstance(func, cst.Attribute):
             if self._attribute(func) is Kind.MODULE:

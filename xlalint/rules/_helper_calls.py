@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
+from xlalint.analysis.helper_reads import HelperReads
 from xlalint.analysis.tensors import Kind
 from xlalint.rule import Rule
 from xlalint.walk import COMPREHENSIONS, descendants
@@ -171,7 +172,8 @@ class HelperCallRule(Rule):
         self.calls.note_method_call(node)
         if type(node.func) is cst.Name and self.ctx.qualified(node.func):
             return  # an imported function, not one of this module
-        if self.calls.callee(node, self.ctx.function) is None:
+        helper = self.calls.callee(node, self.ctx.function)
+        if helper is None or not self.ctx.defines_name(helper.name):
             return  # runs no helper of this module: no one asks what its arguments hold
         tensors = frozenset(
             id(arg.value) for arg in node.args if not arg.star and self.on_device(arg.value)
@@ -198,3 +200,40 @@ class HelperCallRule(Rule):
             line=where.read.line,
         )
         self.report(node, message, hint=hint)
+
+
+class HelperReadRule(HelperCallRule):
+    """A `HelperCallRule` that also follows what each function of the module computes from
+    its parameters (`HelperReads`, fed the same walk): the reads and tests of what a
+    helper is handed, judged once its callers are known (XLA101, XLA103)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self._reads = HelperReads(self.calls)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._reads.push_function(node, self.ctx.function)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().leave_FunctionDef(node)
+        self._reads.pop_function()
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self._reads.bind([t.target for t in node.targets], node.value)
+        super().leave_Assign(node)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._reads.bind([node.target], node.value)
+        super().leave_AnnAssign(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
+        self._reads.bind_loop_target(node.target, node.iter)
+
+    def visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
+        super().visit_comprehension(node)
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            self._reads.bind_loop_target(comp.target, comp.iter)
+            comp = comp.inner_for_in

@@ -6,7 +6,6 @@ from xlalint.analysis.arguments import bind, star_arguments
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import (
     STAR,
-    HelperReads,
     HostRead,
     Reader,
     converts_handed,
@@ -24,10 +23,10 @@ from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import PendingReport
-from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
+from xlalint.rules._helper_calls import HelperReadRule, spelled_argument
 
 
-class ItemInHotCode(HelperCallRule):
+class ItemInHotCode(HelperReadRule):
     """
     ## What it does
     Flags `.item()`, `float(t)` and `int(t)` on tensors in code that runs every step: the
@@ -393,39 +392,10 @@ class ItemInHotCode(HelperCallRule):
         self._runs = ReadRuns()
         # Keys of the values read in each branch of a conditional expression, by its id.
         self._branch_reads: dict[int, dict[str, set[str]]] = {}
-        self._reads = HelperReads(self.calls)
         self._handed: set[int] = set()  # calls a reported read was handed to, by id
         # Conversions of a helper's parameters, by (helper, slot): their findings wait for
         # the calls (`_withholds`).
         self._withheld: dict[tuple[FunctionKey, str], list[PendingReport]] = {}
-
-    # -- walk: helpers and what they read ------------------------------------------------------
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        self._reads.push_function(node, self.ctx.function)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().leave_FunctionDef(node)
-        self._reads.pop_function()
-
-    def leave_Assign(self, node: cst.Assign) -> None:
-        self._reads.bind([t.target for t in node.targets], node.value)
-        super().leave_Assign(node)
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._reads.bind([node.target], node.value)
-        super().leave_AnnAssign(node)
-
-    def visit_For(self, node: cst.For) -> None:
-        super().visit_For(node)
-        self._reads.bind_loop_target(node.target, node.iter)
-
-    def visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> None:
-        super().visit_comprehension(node)
-        comp: cst.CompFor | None = node.for_in
-        while comp is not None:
-            self._reads.bind_loop_target(comp.target, comp.iter)
-            comp = comp.inner_for_in
 
     # -- walk: reads ---------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:

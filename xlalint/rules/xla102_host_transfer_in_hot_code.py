@@ -86,7 +86,10 @@ class HostTransferInHotCode(HelperCallRule):
     module itself runs its forward; also of a method of an `nn.Module`
     class of the module whose every `return` gives tensors, walked before the call:
     `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
-    value moved with `.to(device)`/`.cuda()`, a loader's batch (also through a progress bar
+    value moved with `.to(device)`/`.cuda()` (a parameter first rebound to its move, also
+    in a tuple of moves: ColBERT's `input_ids, attention_mask = input_ids.to(self.device),
+    attention_mask.to(self.device)`, then `self.mask(input_ids, ...)` copying it back with
+    `.cpu().tolist()`), a loader's batch (also through a progress bar
     bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y) in t`;
     not a row whose loop only copies it to the device, `labels.to(device)` in an expression
     with `labels` never rebound in the function: the loader hands host tensors), a

@@ -4,13 +4,15 @@ import libcst as cst
 
 from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.guards import ends_in
+from xlalint.analysis.hotness import FunctionKey
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import Evidence
 from xlalint.analysis.stacked_values import stacked_names
 from xlalint.analysis.tensors import TENSOR_ANNOTATIONS, has_tensor_parameter
 from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
-from xlalint.rule import NodeFix, Rule
+from xlalint.rule import NodeFix, PendingReport
+from xlalint.rules._helper_calls import HelperReadRule
 from xlalint.walk import TRIVIA, descendants, node_types, target_names
 
 _MIN_MAX = frozenset({"min", "max"})
@@ -44,7 +46,7 @@ _TENSOR_COMPARISONS = node_types(
 )
 
 
-class TensorControlFlow(Rule):
+class TensorControlFlow(HelperReadRule):
     """
     ## What it does
     Flags Python control flow that needs a tensor's value, in code that runs every step
@@ -153,7 +155,26 @@ class TensorControlFlow(Rule):
     1])` with a device schedule), at that position of the returned tuple: `if sigma_down
     == 0:` reads the device every sampling step. The same helper given Python numbers, and
     results that are shapes, other calls' results or numbers in every `return`, are not
-    tensors.
+    tensors. Its whole result, computed so (torch's functions of them included:
+    `all_rows_have_eos_id(t, eos_id)` returning `torch.any(t == eos_id, dim=-1).all()`),
+    is a tensor where it is tested unbound too: `if all_rows_have_eos_id(ids, eos):
+    break` reads the device every token. So is the result of a function of another project
+    module that every `return` of which computes on the device from what it is handed
+    (`assert not misc.is_nan(error_estimate)` with `is_nan(t)` returning
+    `torch.any(torch.isnan(t))`; `error_ratio = hairer_norm(error_scaled)`, then `if
+    error_ratio <= 1:`), handed a device tensor; not one that hands back a number
+    (`.item()`), a host copy in some `return`, or a generator's values.
+
+    A helper's tests of what it is handed are judged by its calls: a test of a parameter
+    of unknown kind, or of a value computed from one on the device (`d2_square = d1**2 -
+    g1 * g2`, `d_norm = d.abs().max()`, `abs(gtd_new) <= -c2 * gtd`), reads the device
+    where a per-step call hands that parameter a device tensor, directly or through the
+    parameters of helpers in between (an optimizer's `step` handing `gtd =
+    flat_grad.dot(d)` to `_strong_wolfe`, which hands it on to `_cubic_interpolate`). It
+    is reported at the test, once for all callers. A helper handed only host values (a
+    Python number read once, `torch.from_numpy(...)`), or a device tensor only by a call
+    that runs once (after the batch loop, in `__init__`), and a comparison with a string
+    or `None`, are not.
 
     A function's own code can show a value of unknown kind to be a tensor: a parameter it
     never rebinds and calls a method only tensors have on (`boxes.new_empty(n, 4)`,
@@ -270,6 +291,10 @@ class TensorControlFlow(Rule):
         self._looping: dict[int, bool] = {}  # id(function) -> `_runs_a_loop`
         # (id of the first `if` of an if/elif chain, name) for names its tests read.
         self._chain_names: set[tuple[int, str]] = set()
+        # Tests of a helper's parameters (or values computed from them) of unknown kind,
+        # with the helper, those parameters and the `and`/`or` chain they sit in: reported
+        # once the walk is over where some call hands one of them a device tensor.
+        self._pending: list[tuple[PendingReport, FunctionKey, frozenset[str], int | None]] = []
 
     # Every expression kind that can hold a tensor is checked for being truth-tested. The
     # check looks at the node's parents, so the `while` test is seen where it runs: in the
@@ -299,6 +324,8 @@ class TensorControlFlow(Rule):
         self._check(node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.note_call(node)
+        self._note_forwarded(node)
         self._check(node)
         func = node.func
         if (
@@ -398,6 +425,7 @@ class TensorControlFlow(Rule):
         if type(self.ctx.parent) not in _TRUTH_PARENTS:
             return  # the common case, decided without walking the ancestors
         if not self.ctx.is_tensor(node) and not self._tensor_by_use(node):
+            self._defer(node)
             return
         if self._tested_as_other_class(node):
             return
@@ -424,6 +452,64 @@ class TensorControlFlow(Rule):
         self.report(
             node, self.message.format(construct=construct), fix=fix, per_call=self._validates()
         )
+
+    def _note_forwarded(self, node: cst.Call) -> None:
+        """A call that may run a helper of this module, with the arguments computed from
+        the caller's own parameters: where the caller is handed a device tensor, so is the
+        helper (`_strong_wolfe` handing `gtd` on to `_cubic_interpolate`)."""
+        if type(node.func) is cst.Name and self.ctx.qualified(node.func):
+            return  # an imported function, not one of this module
+        helper = self.calls.callee(node, self.ctx.function)
+        if helper is None or not self.ctx.defines_name(helper.name):
+            return  # runs no helper of this module
+        handed = {
+            id(arg.value): sources
+            for arg in node.args
+            if not arg.star and (sources := self._reads.device_sources(arg.value))
+        }
+        if handed:
+            self.calls.note_forwarded(node, self.ctx.function, handed, self.ctx.site())
+
+    def _defer(self, node: cst.BaseExpression) -> None:
+        """A test of unknown kind computed from the helper's parameters on the device
+        (`if d2_square >= 0:` in `_cubic_interpolate`, `if loss != loss:` in
+        `check_inf_nan(loss)`): judged by the calls once the walk is over
+        (`leave_Module`), as the check of its input the helper makes every time a per-step
+        caller hands it a device tensor. Host values here (a type test, an annotation)
+        are no such test."""
+        function = self.ctx.function
+        if function is None or self.ctx.kind(node) is not Kind.UNKNOWN:
+            return
+        if not self.ctx.calls_name(function.name):
+            return  # no call of this module can hand it anything
+        params = self._reads.device_sources(node)
+        if not params or self._tested_as_other_class(node):
+            return
+        construct = self._truth_context(node)
+        if construct is None:
+            return
+        chain = self._boolean_chain()
+        count = len(self.reports)
+        self.report(node, self.message.format(construct=construct), per_call=self._validates())
+        if len(self.reports) > count:  # not skipped where it stands (a raise, a settled exit)
+            pending = self.reports.pop()
+            self._pending.append((pending, function, params, None if chain is None else id(chain)))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        hot = self.ctx.hot.is_hot_here
+        for pending, function, params, chain in self._pending:
+            # Only a per-step call's device tensor is read every step (not one handed over
+            # once after the batch loop, while the step hands host numbers): the calls are
+            # judged by this file's reasoning (a call another module makes hot is left).
+            if not any(self.calls.handed_tensor(function, param) for param in params):
+                continue
+            if not any(self.calls.handed_tensor(function, param, hot) for param in params):
+                continue
+            if chain is not None:
+                if chain in self._chains:
+                    continue  # the chain's tensor test is reported already
+                self._chains.add(chain)
+            self.reports.append(pending)
 
     def _tested_name(self, node: cst.BaseExpression) -> str | None:
         """The name whose value a test reads: `converged` itself, or the tensor operand of
