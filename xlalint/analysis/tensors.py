@@ -23,6 +23,7 @@ from xlalint.analysis.documented_types import (
     documented_host_parameters,
     documented_tensor_parameters,
 )
+from xlalint.analysis.foreign_arrays import ForeignArrays, other_library
 from xlalint.analysis.guards import negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.host_arguments import (
@@ -885,6 +886,9 @@ class TensorKinds:
         # yields what the wrapped iterable yields.
         self._wrappers: list[dict[str, cst.Call]] = [{}]
         self._unwrapping: set[str] = set()  # names `bind_loop_target` is looking through
+        # Names and `self` attributes holding another array library's values
+        # (`foreign_arrays.py`: `loss` of an MLX `value_and_grad`): host values.
+        self.foreign = ForeignArrays(imports)
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -1030,6 +1034,7 @@ class TensorKinds:
         self._host_computed.append(set())
         self._data_names.append(None)
         self._wrappers.append({})
+        self.foreign.push_function()
 
     def _host_closure(self, node: cst.FunctionDef, frame: dict[str, Kind]) -> set[str]:
         """The host tensors of the enclosing function that `node`, defined in its body,
@@ -1143,6 +1148,7 @@ class TensorKinds:
         self._host_computed.pop()
         self._data_names.pop()
         self._wrappers.pop()
+        self.foreign.pop_function()
 
     def push_class(
         self,
@@ -1203,6 +1209,7 @@ class TensorKinds:
         self._self_functions.append({})
         self._self_classes.append({})
         self._class_names.append(name)
+        self.foreign.push_class()
         self._host_buffers.append(
             self.host_buffers(node) if module and node is not None else frozenset()
         )
@@ -1273,6 +1280,7 @@ class TensorKinds:
         self._self_functions.pop()
         self._self_classes.pop()
         self._host_buffers.pop()
+        self.foreign.pop_class()
         if self._class_names:
             self._class_names.pop()
 
@@ -1739,6 +1747,7 @@ class TensorKinds:
             self._unpacked[-1].discard(target.value)
             self._host_computed[-1].discard(target.value)
             self._wrappers[-1].pop(target.value, None)
+            self.foreign.forget(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -1794,6 +1803,15 @@ class TensorKinds:
         targets = [t for t in targets if not self._emptied(t, value)]
         if not targets:
             return
+        # Judged before the binding (`loss = loss * 2`), recorded after it: `bind` forgets
+        # what the names held.
+        foreign = self.foreign.holds(value, self._is_module)
+        self._bind_assignment(targets, value)
+        self.foreign.note_binding(targets, foreign)
+
+    def _bind_assignment(
+        self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
+    ) -> None:
         kind = self.of(value)
         host_built = (
             self._host_built_returns(value)
@@ -2785,6 +2803,8 @@ class TensorKinds:
                 return Kind.HOST
             if type(node.value) is cst.Name and node.value.value in self._tensor_dicts[-1]:
                 return Kind.TENSOR  # an element of a dict of tensors moved to the device
+            if self.foreign.any_known() and self.foreign.holds(node, self._is_module):
+                return Kind.HOST  # `grads["w"]` of another array library's result
             base = self.of(node.value)
             if base is Kind.ITERABLE:
                 # `timesteps[i]` is a tensor, and so is a fixed element of a parameter
@@ -2923,8 +2943,13 @@ class TensorKinds:
             return inner is None
         return None
 
+    def _is_module(self, node: cst.BaseExpression) -> bool:
+        return self.of(node) is Kind.MODULE
+
     def _attribute(self, node: cst.Attribute) -> Kind:
         attr = node.attr.value
+        if self.foreign.any_known() and self.foreign.holds(node, self._is_module):
+            return Kind.HOST  # `loss_output.kl_sum` of another array library's output
         if type(node.value) is cst.Name and node.value.value == "self":
             known = self._self_attributes[-1].get(attr)
             if known is not None and known is not Kind.UNKNOWN:
@@ -2998,6 +3023,10 @@ class TensorKinds:
         qualified = self.imports.resolve(func)
         if qualified is not None:
             return self._qualified_call(qualified, node)
+        if self.foreign.any_known() and self.foreign.builds(node, self._is_module):
+            # `loss_and_grad(model, batch)` with `loss_and_grad = nn.value_and_grad(...)`
+            # of `import mlx.nn as nn`, `self.module(mlx_batch)`: another library's arrays.
+            return Kind.HOST
         if type(func) is cst.Name:
             name = func.value
             if (
@@ -3243,8 +3272,8 @@ class TensorKinds:
         return False
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
-        if qualified.startswith(_HOST_LIBRARIES):
-            return Kind.HOST
+        if qualified.startswith(_HOST_LIBRARIES) or other_library(qualified):
+            return Kind.HOST  # numpy's values; jax's, MLX's, TensorFlow's (no torch tensors)
         if qualified == "functools.reduce" and node.args and node.args[0].keyword is None:
             # `reduce(torch.logical_or, checks)`: what the torch operation it folds with
             # returns, a tensor.
