@@ -423,6 +423,49 @@ def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) ->
 
 _STRING_COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
+# torch factories whose positional arguments (or first tuple) are the sizes of the tensor
+# they build, and the tensor methods whose arguments are the dimensions of a new shape.
+_SIZED_FACTORIES = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}
+)
+_SHAPING_METHODS = frozenset(
+    {"new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand", "repeat"}
+)
+
+
+def used_as_sizes(
+    function: cst.FunctionDef, presumed: Iterable[str], imports: ImportTable
+) -> set[str]:
+    """The parameters among `presumed` (taken for tensors only because their function runs
+    per step) that `function` hands a tensor's shape as one of its dimensions: a size of a
+    torch factory (`torch.zeros(B, n_sampling_times, K, L)`, `torch.randn((b, n))`) or a
+    dimension of a new shape (`x.view(b, n, -1)`, `x.repeat(1, n, 1)`). A tensor there
+    would be read as a Python int; the caller hands a count along with the batch (CSDI's
+    `n_sampling_times`, then `for i in range(n_sampling_times)`)."""
+    names = set(presumed)
+    if not names:
+        return set()
+    found: set[str] = set()
+    for node in descendants(function.body, _NOT_OWN_CODE):
+        if type(node) is not cst.Call:
+            continue
+        func = node.func  # type: ignore[attr-defined]
+        args = [a for a in node.args if a.keyword is None and not a.star]  # type: ignore[attr-defined]
+        if type(func) is cst.Attribute and func.attr.value in _SHAPING_METHODS:
+            if func.attr.value == "new_full":
+                args = args[:1]  # (size, fill_value)
+        elif imports.resolve(func) in _SIZED_FACTORIES:
+            if imports.resolve(func) == "torch.full":
+                args = args[:1]  # (size, fill_value)
+        else:
+            continue
+        if len(args) == 1 and type(args[0].value) in (cst.Tuple, cst.List):
+            sizes = [e.value for e in args[0].value.elements]  # type: ignore[attr-defined]
+        else:
+            sizes = [a.value for a in args]
+        found |= {s.value for s in sizes if type(s) is cst.Name and s.value in names}  # type: ignore[attr-defined]
+    return found
+
 
 def _strings(node: cst.BaseExpression) -> bool:
     """A string literal, or a literal collection of them (`["train", "val"]`)."""
@@ -995,6 +1038,10 @@ class TensorKinds:
             presumed.discard(name)
         for name in compared_with_strings(node, presumed):
             # `stage == "train"`: a stage's name handed along with the batch.
+            frame[name] = Kind.HOST
+            presumed.discard(name)
+        for name in used_as_sizes(node, presumed, self.imports):
+            # `torch.zeros(B, n_samples, K, L)`: a count handed along with the batch.
             frame[name] = Kind.HOST
             presumed.discard(name)
         closure = self._host_closure(node, frame)
