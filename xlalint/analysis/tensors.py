@@ -34,6 +34,7 @@ from xlalint.analysis.host_arguments import (
     value_before,
 )
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.index_loaders import loads_indices
 from xlalint.analysis.module_classes import NN_MODULE_CLASS, NN_TENSOR_CLASS
 from xlalint.analysis.records import (
     Record,
@@ -2442,6 +2443,17 @@ class TensorKinds:
             return
         kind = self.of(iterable)
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
+        if kind is Kind.ITERABLE and loads_indices(
+            iterable,
+            self._function_nodes[-1],
+            self._module,
+            self.imports,
+            lambda value: self.of(value) is Kind.HOST,
+        ):
+            # `for idx in DataLoader(range(n), batch_size=b)`: batches of positions,
+            # collated on the host (`index_loaders.py`).
+            self.bind(target, Kind.HOST)
+            return
         if kind is Kind.UNKNOWN and self._handed_in(iterable) and self._used_as_tensor(target):
             # `for i, cont_idx in enumerate(batch["continuation_indices"])`, then
             # `x.index_select(0, cont_idx - 1)`: what the function does with each item of
