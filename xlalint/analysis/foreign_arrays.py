@@ -29,8 +29,9 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from xlalint import lint_memo
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import self_attribute, target_names
+from xlalint.walk import descendants, self_attribute, target_names
 
 # Array libraries other than PyTorch (and numpy), by the top-level package their imports
 # name.
@@ -44,12 +45,42 @@ def other_library(qualified: str | None) -> bool:
     return qualified is not None and qualified.split(".", 1)[0] in OTHER_ARRAY_LIBRARIES
 
 
+@lint_memo.memo(8)
+def _transformed(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """The functions and methods of the module that another array library's transform
+    decorates (`@jax.jit`, `@tf.function(jit_compile=True)`, `@partial(jax.jit,
+    static_argnums=0)`, `@mx.compile`): called, they hand back that library's arrays. A
+    name also defined without one is left out."""
+    plain: set[str] = set()
+    found: set[str] = set()
+    for node in descendants(module):
+        if type(node) is not cst.FunctionDef:
+            continue
+        name = node.name.value  # type: ignore[attr-defined]
+        if any(_transform(d.decorator, imports) for d in node.decorators):  # type: ignore[attr-defined]
+            found.add(name)
+        else:
+            plain.add(name)
+    return frozenset(found - plain)
+
+
+def _transform(decorator: cst.BaseExpression, imports: ImportTable) -> bool:
+    if type(decorator) is cst.Call:
+        if other_library(imports.resolve(decorator.func)):  # type: ignore[attr-defined]
+            return True  # `@tf.function(jit_compile=True)`
+        if imports.resolve(decorator.func) == "functools.partial" and decorator.args:  # type: ignore[attr-defined]
+            return other_library(imports.resolve(decorator.args[0].value))  # type: ignore[attr-defined]
+        return False
+    return other_library(imports.resolve(decorator))
+
+
 class ForeignArrays:
     """Which names and `self` attributes hold another array library's values (or callables
     it built), per function frame and per class, as `TensorKinds` walks them."""
 
-    def __init__(self, imports: ImportTable) -> None:
+    def __init__(self, imports: ImportTable, module: cst.Module | None = None) -> None:
         self.imports = imports
+        self._module = module
         self._names: list[set[str]] = [set()]
         self._attributes: list[set[str]] = [set()]
         self._imports_seen = -1  # the import table's size when last asked
@@ -152,4 +183,11 @@ class ForeignArrays:
             attribute = self_attribute(func)
             if attribute is not None and attribute in self._attributes[-1]:
                 return True
+            called = func.value if type(func) is cst.Name else attribute  # type: ignore[attr-defined]
+            if (
+                called is not None
+                and self._module is not None
+                and called in _transformed(self._module, self.imports)
+            ):
+                return True  # `@jax.jit def train_step(...)`, `@partial(jax.jit, ...)`
         return is_module(func) and any(self.holds(arg.value, is_module) for arg in call.args)

@@ -932,7 +932,7 @@ class TensorKinds:
         self._unwrapping: set[str] = set()  # names `bind_loop_target` is looking through
         # Names and `self` attributes holding another array library's values
         # (`foreign_arrays.py`: `loss` of an MLX `value_and_grad`): host values.
-        self.foreign = ForeignArrays(imports)
+        self.foreign = ForeignArrays(imports, module)
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(

@@ -148,7 +148,8 @@ class ItemInHotCode(HelperCallRule):
     torch tensors on the device: what its functions return as the imports in force bind
     them (`nn.value_and_grad` after `import mlx.nn as nn`), what a callable it built
     returns (`loss_and_grad(...)`, `self.grad_fn(...)` with `self.grad_fn =
-    jax.value_and_grad(loss_fn)`), what a model handed its arrays returns
+    jax.value_and_grad(loss_fn)`, a function decorated `@jax.jit`), what a model handed its
+    arrays returns
     (`self.module(mlx_batch)`), and their fields (`loss_output.kl_local_sum.item()` in an
     `MlxTrainingPlan` beside the file's torch plans).
 
