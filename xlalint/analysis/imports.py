@@ -128,6 +128,10 @@ class ImportTable:
         table._bindings = {k: v for k, v in self._bindings.items() if k not in dropped}
         return table
 
+    def binding_count(self) -> int:
+        """How many names the imports read so far bind."""
+        return len(self._bindings)
+
     def binds(self, qualified_prefix: str) -> bool:
         """Whether the file imports anything at or under `qualified_prefix`."""
         return any(

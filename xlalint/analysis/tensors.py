@@ -23,6 +23,7 @@ from xlalint.analysis.documented_types import (
     documented_host_parameters,
     documented_tensor_parameters,
 )
+from xlalint.analysis.foreign_arrays import ForeignArrays, other_library
 from xlalint.analysis.guards import negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.host_arguments import (
@@ -33,6 +34,7 @@ from xlalint.analysis.host_arguments import (
     value_before,
 )
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.index_loaders import loads_indices
 from xlalint.analysis.module_classes import NN_MODULE_CLASS, NN_TENSOR_CLASS
 from xlalint.analysis.records import (
     Record,
@@ -421,6 +423,49 @@ def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) ->
 
 
 _STRING_COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+
+# torch factories whose positional arguments (or first tuple) are the sizes of the tensor
+# they build, and the tensor methods whose arguments are the dimensions of a new shape.
+_SIZED_FACTORIES = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}
+)
+_SHAPING_METHODS = frozenset(
+    {"new_zeros", "new_ones", "new_empty", "new_full", "view", "reshape", "expand", "repeat"}
+)
+
+
+def used_as_sizes(
+    function: cst.FunctionDef, presumed: Iterable[str], imports: ImportTable
+) -> set[str]:
+    """The parameters among `presumed` (taken for tensors only because their function runs
+    per step) that `function` hands a tensor's shape as one of its dimensions: a size of a
+    torch factory (`torch.zeros(B, n_sampling_times, K, L)`, `torch.randn((b, n))`) or a
+    dimension of a new shape (`x.view(b, n, -1)`, `x.repeat(1, n, 1)`). A tensor there
+    would be read as a Python int; the caller hands a count along with the batch (CSDI's
+    `n_sampling_times`, then `for i in range(n_sampling_times)`)."""
+    names = set(presumed)
+    if not names:
+        return set()
+    found: set[str] = set()
+    for node in descendants(function.body, _NOT_OWN_CODE):
+        if type(node) is not cst.Call:
+            continue
+        func = node.func  # type: ignore[attr-defined]
+        args = [a for a in node.args if a.keyword is None and not a.star]  # type: ignore[attr-defined]
+        if type(func) is cst.Attribute and func.attr.value in _SHAPING_METHODS:
+            if func.attr.value == "new_full":
+                args = args[:1]  # (size, fill_value)
+        elif imports.resolve(func) in _SIZED_FACTORIES:
+            if imports.resolve(func) == "torch.full":
+                args = args[:1]  # (size, fill_value)
+        else:
+            continue
+        if len(args) == 1 and type(args[0].value) in (cst.Tuple, cst.List):
+            sizes = [e.value for e in args[0].value.elements]  # type: ignore[attr-defined]
+        else:
+            sizes = [a.value for a in args]
+        found |= {s.value for s in sizes if type(s) is cst.Name and s.value in names}  # type: ignore[attr-defined]
+    return found
 
 
 def _strings(node: cst.BaseExpression) -> bool:
@@ -893,6 +938,9 @@ class TensorKinds:
         # yields what the wrapped iterable yields.
         self._wrappers: list[dict[str, cst.Call]] = [{}]
         self._unwrapping: set[str] = set()  # names `bind_loop_target` is looking through
+        # Names and `self` attributes holding another array library's values
+        # (`foreign_arrays.py`: `loss` of an MLX `value_and_grad`): host values.
+        self.foreign = ForeignArrays(imports, module)
 
     # -- frames ---------------------------------------------------------------------------
     def push_function(
@@ -1001,6 +1049,10 @@ class TensorKinds:
             # `stage == "train"`: a stage's name handed along with the batch.
             frame[name] = Kind.HOST
             presumed.discard(name)
+        for name in used_as_sizes(node, presumed, self.imports):
+            # `torch.zeros(B, n_samples, K, L)`: a count handed along with the batch.
+            frame[name] = Kind.HOST
+            presumed.discard(name)
         closure = self._host_closure(node, frame)
         for name in closure:
             # `[mask] = atom_mask.cpu()`, then `def per_token(x): ... indices[mask]`: the
@@ -1038,6 +1090,7 @@ class TensorKinds:
         self._host_computed.append(set())
         self._data_names.append(None)
         self._wrappers.append({})
+        self.foreign.push_function()
 
     def _host_closure(self, node: cst.FunctionDef, frame: dict[str, Kind]) -> set[str]:
         """The host tensors of the enclosing function that `node`, defined in its body,
@@ -1151,6 +1204,7 @@ class TensorKinds:
         self._host_computed.pop()
         self._data_names.pop()
         self._wrappers.pop()
+        self.foreign.pop_function()
 
     def push_class(
         self,
@@ -1211,6 +1265,7 @@ class TensorKinds:
         self._self_functions.append({})
         self._self_classes.append({})
         self._class_names.append(name)
+        self.foreign.push_class()
         self._host_buffers.append(
             self.host_buffers(node) if module and node is not None else frozenset()
         )
@@ -1281,6 +1336,7 @@ class TensorKinds:
         self._self_functions.pop()
         self._self_classes.pop()
         self._host_buffers.pop()
+        self.foreign.pop_class()
         if self._class_names:
             self._class_names.pop()
 
@@ -1747,6 +1803,7 @@ class TensorKinds:
             self._unpacked[-1].discard(target.value)
             self._host_computed[-1].discard(target.value)
             self._wrappers[-1].pop(target.value, None)
+            self.foreign.forget(target.value)
         elif isinstance(target, cst.Tuple | cst.List):
             element_kind = Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
             for element in target.elements:
@@ -1802,6 +1859,15 @@ class TensorKinds:
         targets = [t for t in targets if not self._emptied(t, value)]
         if not targets:
             return
+        # Judged before the binding (`loss = loss * 2`), recorded after it: `bind` forgets
+        # what the names held.
+        foreign = self.foreign.holds(value, self._is_module)
+        self._bind_assignment(targets, value)
+        self.foreign.note_binding(targets, foreign)
+
+    def _bind_assignment(
+        self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
+    ) -> None:
         kind = self.of(value)
         host_built = (
             self._host_built_returns(value)
@@ -2399,6 +2465,17 @@ class TensorKinds:
             return
         kind = self.of(iterable)
         element = {Kind.ITERABLE: Kind.TENSOR, Kind.TENSOR: Kind.TENSOR, Kind.HOST: Kind.HOST}
+        if kind is Kind.ITERABLE and loads_indices(
+            iterable,
+            self._function_nodes[-1],
+            self._module,
+            self.imports,
+            lambda value: self.of(value) is Kind.HOST,
+        ):
+            # `for idx in DataLoader(range(n), batch_size=b)`: batches of positions,
+            # collated on the host (`index_loaders.py`).
+            self.bind(target, Kind.HOST)
+            return
         if kind is Kind.UNKNOWN and self._handed_in(iterable) and self._used_as_tensor(target):
             # `for i, cont_idx in enumerate(batch["continuation_indices"])`, then
             # `x.index_select(0, cont_idx - 1)`: what the function does with each item of
@@ -2810,6 +2887,8 @@ class TensorKinds:
                 return Kind.HOST
             if type(node.value) is cst.Name and node.value.value in self._tensor_dicts[-1]:
                 return Kind.TENSOR  # an element of a dict of tensors moved to the device
+            if self.foreign.any_known() and self.foreign.holds(node, self._is_module):
+                return Kind.HOST  # `grads["w"]` of another array library's result
             base = self.of(node.value)
             if base is Kind.ITERABLE:
                 # `timesteps[i]` is a tensor, and so is a fixed element of a parameter
@@ -2948,8 +3027,13 @@ class TensorKinds:
             return inner is None
         return None
 
+    def _is_module(self, node: cst.BaseExpression) -> bool:
+        return self.of(node) is Kind.MODULE
+
     def _attribute(self, node: cst.Attribute) -> Kind:
         attr = node.attr.value
+        if self.foreign.any_known() and self.foreign.holds(node, self._is_module):
+            return Kind.HOST  # `loss_output.kl_sum` of another array library's output
         if type(node.value) is cst.Name and node.value.value == "self":
             known = self._self_attributes[-1].get(attr)
             if known is not None and known is not Kind.UNKNOWN:
@@ -3023,6 +3107,10 @@ class TensorKinds:
         qualified = self.imports.resolve(func)
         if qualified is not None:
             return self._qualified_call(qualified, node)
+        if self.foreign.any_known() and self.foreign.builds(node, self._is_module):
+            # `loss_and_grad(model, batch)` with `loss_and_grad = nn.value_and_grad(...)`
+            # of `import mlx.nn as nn`, `self.module(mlx_batch)`: another library's arrays.
+            return Kind.HOST
         if type(func) is cst.Name:
             name = func.value
             if (
@@ -3270,8 +3358,8 @@ class TensorKinds:
         return False
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
-        if qualified.startswith(_HOST_LIBRARIES):
-            return Kind.HOST
+        if qualified.startswith(_HOST_LIBRARIES) or other_library(qualified):
+            return Kind.HOST  # numpy's values; jax's, MLX's, TensorFlow's (no torch tensors)
         if qualified == "functools.reduce" and node.args and node.args[0].keyword is None:
             # `reduce(torch.logical_or, checks)`: what the torch operation it folds with
             # returns, a tensor.

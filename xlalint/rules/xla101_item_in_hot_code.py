@@ -142,7 +142,15 @@ class ItemInHotCode(HelperReadRule):
     reported in torch code, a file that imports torch or a function that runs backward
     in its own body (a trainer subclass whose module imports only its framework, reading
     `loss_t.item()` in `forward_backward`); elsewhere it is not. A field of an object numpy
-    makes is a numpy value (`np.finfo(np.float32).eps.item()`): not flagged.
+    makes is a numpy value (`np.finfo(np.float32).eps.item()`): not flagged. Nor are the
+    arrays of another array library (MLX, jax, TensorFlow, CuPy, `foreign_arrays.py`), never
+    torch tensors on the device: what its functions return as the imports in force bind
+    them (`nn.value_and_grad` after `import mlx.nn as nn`), what a callable it built
+    returns (`loss_and_grad(...)`, `self.grad_fn(...)` with `self.grad_fn =
+    jax.value_and_grad(loss_fn)`, a function decorated `@jax.jit`), what a model handed its
+    arrays returns
+    (`self.module(mlx_batch)`), and their fields (`loss_output.kl_local_sum.item()` in an
+    `MlxTrainingPlan` beside the file's torch plans).
 
     A module's buffers are device tensors (`self.register_buffer("bank_ptr", ...)`, also
     with `tensor=`): `int(self.bank_ptr)` in the helper `forward` calls to update a memory

@@ -191,8 +191,14 @@ class TensorControlFlow(HelperReadRule):
     (`for sigma, sigma_next in list(zip(sigmas[:-1], sigmas[1:])):`, or a name bound to
     that list), then `if sigma_next != 0:` every sampling step. Values known to be on the
     host (a grid built by `torch.linspace` without a
-    device, numpy arrays), lists joined by numpy, counters that never reach a torch join, and
-    a comprehension's own variable that shadows a joined name are not. A list the function
+    device, numpy arrays, another array library's arrays: `if jnp.isnan(loss):` after
+    `loss, grads = self.step_fn(params, x)` with `self.step_fn = jax.jit(...)`, `if
+    out.max() > 10:` of a model handed `mx.array(batch)`; a batch of a plain `DataLoader`
+    over indices, a `range`, a host `torch.arange(n)` or a dataset whose `__getitem__`
+    hands back its index, never moved: `if index_batch[-1] + 1 != len(inputs):`), lists
+    joined by numpy, counters
+    that never reach a torch join, and a comprehension's own variable that shadows a joined
+    name are not. A list the function
     fills with `append` is a host object whose elements need not be: `torch.stack(losses)`
     of values a helper computed (`losses.append(0.5 * utils.masked_mean(...))`) is a
     tensor, so `if torch.isnan(torch.mean(torch.stack(losses))).any(): raise` in an update

@@ -35,6 +35,9 @@ class DataDependentTripCount(Rule):
     loader that syncs, read a tensor on the host, train or sample) are not flagged: each
     pass is its own graph there, and the count only says how many run. Nor are loops that
     do Python arithmetic only (`while scale * 2 < limit:` after `scale = alpha.item()`).
+    Nor is `range(n)` of a per-step function's parameter that the function also hands a
+    tensor's shape as a dimension (`torch.zeros(B, n_sampling_times, K, L)`, `x.view(b, n,
+    -1)`, `x.repeat(1, n, 1)`): a count handed along with the batch, a Python int.
 
     The read itself is reported by the host-sync rules, not here: XLA101 owns `.item()`,
     `int(t)` and `float(t)`, XLA107 a tensor passed to `range()` (its hidden `__index__`
