@@ -468,6 +468,7 @@ class HotCode:
         self._runs_training = runs_training
         self._elsewhere_known: dict[str, bool] = {}
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
+        self._generation_runs: dict[int, bool] = {}  # id(function): a generation run
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
         self._module_hooks: set[str] = set()
@@ -784,12 +785,16 @@ class HotCode:
             or type(function) is not cst.FunctionDef
         ):
             return False
-        loops = [n for n in _own_nodes(function) if type(n) in (cst.For, cst.While)]
-        return (
-            bool(loops)
-            and any(_evaluation_mode(n) for n in _own_nodes(function) if type(n) is cst.Call)
-            and any(self._step_loop(loop) for loop in loops)
-        )
+        known = self._generation_runs.get(id(function))
+        if known is None:
+            nodes = list(_own_nodes(function))
+            loops = [n for n in nodes if type(n) in (cst.For, cst.While)]
+            known = self._generation_runs[id(function)] = (
+                bool(loops)
+                and any(_evaluation_mode(n) for n in nodes if type(n) is cst.Call)
+                and any(self._step_loop(loop) for loop in loops)
+            )
+        return known
 
     def _training_run(self, function: cst.CSTNode) -> bool:
         """A function per step by its name that is handed no data (`forward(self)` of a
