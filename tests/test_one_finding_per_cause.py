@@ -138,3 +138,35 @@ def test_silencing_the_move_does_not_bring_back_the_query_inside_it() -> None:
 def test_codes_superseded_inside_are_real_rules(code: str) -> None:
     for other in all_rules()[code].supersedes_inside:
         assert other in all_rules() and other != code
+
+
+MASKED_WRITE_FROM_READS = """\
+    import torch
+
+    def training_step(y, gain, noise, steps: int):
+        case = gain > noise
+        other = gain < noise
+        for t in range(steps):
+            y[case] = y[case] / (gain[case] + 1e-6)
+            y[case] = (noise ** 2 - gain[case].pow(2)).clamp(min=0).sqrt()
+            y[case] = y[other] * 2.0
+            scaled = gain[case] * 2.0
+            y = y + scaled.sum()
+        return y
+    """
+
+
+def test_reads_a_masked_write_is_computed_from_are_the_writes_cause() -> None:
+    # `y[m] = f(y[m], g[m])` element for element: `torch.where(m, f(y, g), y)` drops the
+    # write and the reads, one cause at the write; a read under another mask, or in the
+    # next statement, stays XLA202's.
+    text = textwrap.dedent(MASKED_WRITE_FROM_READS)
+    both = lint_source(text, "train.py", [all_rules()[c] for c in ("XLA202", "XLA203")])
+    assert both.error is None
+    assert [(d.start.row, d.code) for d in both.diagnostics] == [
+        (7, "XLA203"),
+        (8, "XLA203"),
+        (9, "XLA203"),
+        (9, "XLA202"),
+        (10, "XLA202"),
+    ]

@@ -372,6 +372,7 @@ class FileContext:
             self._row_loops,
             self._class_hooks,
             module=self.module,
+            resolve=self.qualified,
         )
 
     def _function_of_loop(self, loop: cst.For | cst.While) -> cst.FunctionDef | None:

@@ -7,7 +7,10 @@ the module's layers or a table of names, runs where its function does), per-step
 body and the methods that run the model beside them (an agent's `act`), configured
 `hot-functions`, and functions reached from those in the same module. For costs paid on
 every call with new data (compiles for data-dependent shapes, `is_hot(per_call=True)`),
-functions that compute on tensors handed to them count too. Whether a function is reached
+functions that compute on tensors handed to them count too. A per-step function that
+is a whole run is not one step: a trainer module's `forward(self)` holding the batch
+loop, or a `forward` that puts its module in evaluation mode and generates in a loop of
+its own; only the passes of that loop are. Whether a function is reached
 from a step loop is only known once the whole file has been read, so findings carry a
 `Site` and are judged by `HotCode.is_hot` after the pass.
 """
@@ -23,7 +26,7 @@ import libcst as cst
 
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.checkpoint_writers import feeds_the_call
-from xlalint.walk import descendants, last_name, only_return
+from xlalint.walk import code_children, descendants, last_name, only_return
 
 # `*_step` names a step; `*_per_step` (`fit_n_batches_per_step`) names what a loop of
 # many steps does on each of them, so it is no step itself.
@@ -347,6 +350,33 @@ _CONVERSIONS = frozenset(
 )  # fmt: skip
 
 
+def _own_nodes(function: cst.FunctionDef) -> Iterable[cst.CSTNode]:
+    """The nodes of `function`'s body, not those of definitions nested in it."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            stack.extend(code_children(node))
+
+
+def _evaluation_mode(call: cst.Call) -> bool:
+    """`self.eval()`, `self.train(False)`: a module putting itself in evaluation mode."""
+    func = call.func
+    if type(func) is not cst.Attribute or type(func.value) is not cst.Name:
+        return False
+    if func.value.value != "self":
+        return False
+    if func.attr.value == "eval":
+        return not call.args
+    return (
+        func.attr.value == "train"
+        and len(call.args) == 1
+        and type(call.args[0].value) is cst.Name
+        and call.args[0].value.value == "False"
+    )
+
+
 def converts_a_parameter(function: cst.CSTNode) -> bool:
     """`def to_numpy(t): return t.cpu().detach().numpy()`: a function whose whole body
     returns what it was handed, converted (a chain of conversions on one of its
@@ -438,6 +468,7 @@ class HotCode:
         self._runs_training = runs_training
         self._elsewhere_known: dict[str, bool] = {}
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
+        self._generation_runs: dict[int, bool] = {}  # id(function): a generation run
         self._edges: list[tuple[Site, str]] = []
         self._closure_callbacks: set[str] = set()
         self._module_hooks: set[str] = set()
@@ -737,8 +768,33 @@ class HotCode:
         if self._per_epoch is None or not site.scopes:
             return False
         if self.per_step_by_itself(site) and not self._training_run(site.scopes[0]):
-            return False
+            return self._outside_a_generation_run(site)
         return self._per_epoch(site.scopes)
+
+    def _outside_a_generation_run(self, site: Site) -> bool:
+        """The site is outside every loop of a function per step by its name that puts its
+        own module in evaluation mode (`self.eval()`: no training step does, it would turn
+        dropout off) and holds a step loop: it is a generation run, not one step of one
+        (MusicLM's `forward(text, num_samples)` drawing each sample with a whole generation
+        in its loop, then `sims.topk(1).indices.item()` to pick the best). Its code outside
+        that loop runs once per run."""
+        function = site.scopes[0]
+        if (
+            len(site.scopes) != 1
+            or self._step_loop is None
+            or type(function) is not cst.FunctionDef
+        ):
+            return False
+        known = self._generation_runs.get(id(function))
+        if known is None:
+            nodes = list(_own_nodes(function))
+            loops = [n for n in nodes if type(n) in (cst.For, cst.While)]
+            known = self._generation_runs[id(function)] = (
+                bool(loops)
+                and any(_evaluation_mode(n) for n in nodes if type(n) is cst.Call)
+                and any(self._step_loop(loop) for loop in loops)
+            )
+        return known
 
     def _training_run(self, function: cst.CSTNode) -> bool:
         """A function per step by its name that is handed no data (`forward(self)` of a

@@ -4,11 +4,12 @@ A loop's pass is a step when the loop iterates data (a loader, batches, an envir
 steps), counts steps (`range(num_steps)`, `range(max_len)`, `for t in timesteps`, a
 `while` loop), or trains or samples in its passes (backward, an optimizer step, a model fed
 what the previous pass made, `next()` of a loader, a barrier, `env.step`), unless it
-counts independent runs: a loop over `range(...)` whose passes do none of that
-themselves, pick no item by their index, nor go on from what the last one made, but call
-a function of the module that runs a step loop of its own (`for trunk_idx in
-range(num_trunk_samples): fold(...)`, a sampler of 200 denoising steps) runs a whole run
-per pass, as a loop over trials does. A loop over the
+counts independent runs: a loop over `range(...)` (or positions numpy draws on the
+host: a decoding check's `np.random.choice(np.arange(n), size=k)` sessions) whose
+passes do none of that themselves, pick no item by their index, nor go on from what
+the last one made, but call a function of the module that runs a step loop of its own
+(`for trunk_idx in range(num_trunk_samples): fold(...)`, a sampler of 200 denoising
+steps) runs a whole run per pass, as a loop over trials does. A loop over the
 module's own structure (`for i in range(len(self.layers) - 1)`, `width =
 self.width_in[l]; for i in range(width)`), over a fixed collection of host values (a
 literal list of names, a module-level table), over the rows of one tensor or over the rows
@@ -38,7 +39,7 @@ trains, samples, pulls a batch, syncs or steps in them.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import libcst as cst
 
@@ -82,8 +83,11 @@ class StepPasses:
         rows: Collection[int],
         class_hooks: Mapping[str, frozenset[str]] | None = None,
         module: cst.Module | None = None,
+        resolve: Callable[[cst.CSTNode], str | None] | None = None,
     ) -> None:
         self._module = module
+        # The file's imports (`FileContext.qualified`): `np.arange` -> `numpy.arange`.
+        self._resolve = resolve
         self._loops = loops
         self._epochs = epochs
         self._collections = collections
@@ -110,11 +114,15 @@ class StepPasses:
 
     def runs_whole_runs(self, loop: Loop) -> bool:
         """`for trunk_idx in range(num_trunk_samples): cand = run_folding_on_context(...)`:
-        a loop over a count (`range(...)` of no loader's length) by an index that picks
+        a loop over a count (`range(...)` of no loader's length, or positions numpy draws
+        on the host, `np.arange(n)`, `np.random.choice(np.arange(n), size=k)`, also
+        through a local name only bound to them: a decoding check's few sampled sessions)
+        by an index that picks
         no item of anything (no `x[i]`) and names no step, whose passes are independent
         (none goes on from what the last one made: `cands.append(run(...))`), run no
-        model, backward, optimizer or scheduler step, `next()`, barrier or loop of their
-        own, and call a function of the module that runs a step loop of its own (a
+        model (one handed a host array, `decoder.fit(z.cpu().numpy(), y)`, is an
+        estimator on the host), backward, optimizer or scheduler step, `next()`, barrier
+        or loop of their own, and call a function of the module that runs a step loop of its own (a
         sampler's denoising steps): each pass is a whole run, as a pass over trials is,
         so the code of that function outside its step loop runs once per run, not every
         step. A loop over data (`for batch in loader: generate(batch)`), over the items
@@ -124,12 +132,9 @@ class StepPasses:
             return False
         index = loop.target.value
         iterable = unwrap_iteration(loop.iter)
-        if (
-            _STEP_COUNT.search(index)
-            or type(iterable) is not cst.Call
-            or type(iterable.func) is not cst.Name
-            or iterable.func.value != "range"
-            or any(loader_named(node) for node in descendants(iterable))
+        site = self._loops.site(loop)
+        if _STEP_COUNT.search(index) or not self._counted(
+            iterable, site.function if site is not None else None
         ):
             return False
         facts = self._loops.facts(loop)
@@ -147,6 +152,27 @@ class StepPasses:
             ):
                 return False  # `labels[i]`: the passes walk the items of a value
         return self._epochs.calls_a_holder(loop, self._runs_memo, self.is_step_loop)
+
+    def _counted(self, iterable: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+        """`range(n)`, or positions drawn on the host by numpy (`np.arange(n)`,
+        `np.random.choice(np.arange(n), size=k, replace=False)`), directly or through a
+        local name only ever bound to them (`sessions`, picked at random when there are
+        more than a few): a count of independent items, not a loader, nor named for steps
+        (`timesteps = np.linspace(...)`)."""
+        if type(iterable) is cst.Name and function is not None:
+            if _names_steps(iterable):
+                return False
+            values = local_values(function, iterable.value)
+            return bool(values) and all(self._counted(v, None) for v in values)
+        if type(iterable) is not cst.Call or _counts_a_loader(iterable):
+            return False
+        func = iterable.func
+        if type(func) is cst.Name and func.value == "range":
+            return True
+        qualified = self._resolve(func) if self._resolve is not None else None
+        return (
+            qualified is not None and qualified.startswith("numpy.") and not _names_steps(iterable)
+        )
 
     def runs_at_construction(self, loop: Loop) -> bool:
         """The loop is in a function that runs once per object (`_runs_once`: a method
@@ -310,19 +336,50 @@ _STEP_CALLS = frozenset({"backward", "step", "mark_step", "sync", "optimizer_ste
 
 def _does_a_step(call: cst.Call) -> bool:
     """`loss.backward()`, `opt.step()`, `next(it)`, `model(x)`, `self.net.generate(x)`:
-    a call that is a step, pulls a batch, or runs a network (named as one)."""
+    a call that is a step, pulls a batch, or runs a network (named as one). Not a model
+    handed a host array as its input (`decoder.fit(x.cpu().numpy(), y)`: an estimator
+    fitted on the host, no network on the device)."""
     func = call.func
     if type(func) is cst.Name:
-        return func.value == "next" or names_model(func.value)
+        return func.value == "next" or (names_model(func.value) and not _handed_arrays(call))
     if type(func) is cst.Attribute:
-        if func.attr.value in _STEP_CALLS or names_model(func.attr.value):
+        if func.attr.value in _STEP_CALLS:
             return True
+        if names_model(func.attr.value):
+            return not _handed_arrays(call)
         receiver = func.value
         name = receiver.attr.value if type(receiver) is cst.Attribute else None
         if type(receiver) is cst.Name:
             name = receiver.value
-        return name is not None and names_model(name)
+        return name is not None and names_model(name) and not _handed_arrays(call)
     return False
+
+
+def _counts_a_loader(count: cst.Call) -> bool:
+    """`range(len(loader))`, `np.arange(len(self.train_dl))`, `range(loader)`: positions
+    of a loader's batches. Not a count a loader's dataset holds
+    (`np.arange(train_loader.dataset.num_sessions)`: sessions, not batches)."""
+    return any(
+        type(node) is cst.Call
+        and (node is count or (type(node.func) is cst.Name and node.func.value == "len"))
+        and any(loader_named(arg.value) for arg in node.args)
+        for node in descendants(count)
+    )
+
+
+def _handed_arrays(call: cst.Call) -> bool:
+    """The input `call` is handed first is a host copy made into an array or a list
+    (`x.cpu().numpy()`, `t.tolist()`): what takes it computes on the host."""
+    if not call.args:
+        return False
+    first = call.args[0]
+    return (
+        first.keyword is None
+        and not first.star
+        and type(first.value) is cst.Call
+        and type(first.value.func) is cst.Attribute
+        and first.value.func.attr.value in ("numpy", "tolist")
+    )
 
 
 def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int) -> bool:

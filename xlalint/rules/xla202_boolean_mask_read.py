@@ -34,6 +34,20 @@ _FACTORIES = frozenset(
 
 # Methods that tensors have and numpy arrays, pandas objects and sequences lack.
 _TENSOR_ONLY_METHODS = TENSOR_METHODS | {"sigmoid", "softmax", "log_softmax"}
+# Arithmetic that works element for element (a masked write's value computed from reads
+# under its mask: `_elementwise_statement`).
+_ARITHMETIC = (
+    cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
+)  # fmt: skip
+# Tensor methods and torch functions whose result is element for element the operand's.
+_ELEMENTWISE = frozenset(
+    {"abs", "neg", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square",
+     "sigmoid", "tanh", "relu", "sign", "floor", "ceil", "round", "trunc", "frac",
+     "reciprocal", "pow", "clamp", "clip", "clamp_min", "clamp_max", "add", "sub", "mul",
+     "div", "true_divide", "float", "double", "half", "bfloat16", "long", "int", "to",
+     "type_as", "detach", "clone", "contiguous", "sin", "cos", "erf", "lerp", "maximum",
+     "minimum", "nan_to_num"}
+)  # fmt: skip
 # What a finding per statement counts by: a simple statement line or a compound one's header.
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
@@ -54,8 +68,14 @@ class BooleanMaskRead(HelperCallRule):
     and lists, dicts or numpy arrays indexed by anything are not flagged (a slice with a
     negative step, `image[:, :, ::-1][keep]`, is one: torch refuses it). Assignments
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
-    (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: one cause, reported once, at the
-    write; a read in arithmetic, `a[m] = 1 - a[m]`, is a read of its own). Reads of several
+    (`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`), and a read under the written mask
+    that the written value is computed from element for element: an operand of arithmetic,
+    of an elementwise method or torch function (`y[m] = y[m] / (g[m] + eps)`, `s[m] = (t **
+    2 - n[m].pow(2)).clamp(min=0).sqrt()`): one mask, one statement, one fix
+    (`torch.where(m, f(y, g), y)` drops the write and every such read), so one cause,
+    reported once, at the write. A read under another mask, one a non-elementwise
+    operation takes whole (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in
+    the next statement are causes of their own. Reads of several
     tensors with the same mask in one statement (`return dists[good], idxs[good]`,
     `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first: they select
     the same count, and one change keeps both shapes.
@@ -344,24 +364,77 @@ class BooleanMaskRead(HelperCallRule):
             call = next(islice(self.ctx.ancestors(), 1, 2), None)
             assign = next(islice(self.ctx.ancestors(), 2, 3), None)
             if (
-                not isinstance(call, cst.Call)
-                or not isinstance(assign, cst.Assign)
-                or assign.value is not call
-                or call.args[0].value is not node
+                isinstance(call, cst.Call)
+                and isinstance(assign, cst.Assign)
+                and assign.value is call
+                and call.args[0].value is node
             ):
-                return False
-            code = self.ctx.module.code_for_node
-            return any(code(t.target) == code(node) for t in assign.targets)
-        if not isinstance(assign, cst.Assign) or assign.value is not node:
+                code = self.ctx.module.code_for_node
+                if any(code(t.target) == code(node) for t in assign.targets):
+                    return True
+        assign = self._elementwise_statement(node)
+        if assign is None:
             return False
         code = self.ctx.module.code_for_node
-        for target in assign.targets:
-            written = target.target
-            if isinstance(written, cst.Subscript):
+        targets = (
+            [t.target for t in assign.targets]
+            if isinstance(assign, cst.Assign)
+            else [assign.target]
+        )
+        for written in targets:
+            if isinstance(written, cst.Subscript) and self.ctx.kind(written.value) is not Kind.HOST:
                 index = self.ctx.masks.mask_index(written)
                 if index is not None and code(index) == code(mask):
                     return True
         return False
+
+    def _elementwise_statement(self, node: cst.Subscript) -> cst.Assign | cst.AugAssign | None:
+        """The assignment whose value computes from the read element for element: the read
+        is the value (`a[m] = b[m]`), or an operand of arithmetic (`y[m] / (s[m] + eps)`,
+        `1 - a[m]`), of an elementwise method (`n[m].pow(2)`, `.clamp(min=0).sqrt()`), or
+        of such a torch function (`torch.exp(x[m])`), up to the value. Each selected element
+        is then one element of the written value: `torch.where(m, f(b, s), a)` computes it
+        with the unselected operands, one change for the write and every such read."""
+        child: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            kind = type(ancestor)
+            if kind in (cst.Assign, cst.AugAssign):
+                return ancestor if ancestor.value is child else None  # type: ignore[union-attr]
+            if kind is cst.BinaryOperation:
+                if not isinstance(ancestor.operator, _ARITHMETIC):  # type: ignore[union-attr]
+                    return None
+            elif kind is cst.UnaryOperation:
+                if isinstance(ancestor.operator, cst.Not):  # type: ignore[union-attr]
+                    return None
+            elif kind is cst.Attribute:
+                attribute: cst.Attribute = ancestor  # type: ignore[assignment]
+                if attribute.value is not child or attribute.attr.value not in _ELEMENTWISE:
+                    return None
+            elif kind is cst.Call:
+                call: cst.Call = ancestor  # type: ignore[assignment]
+                if call.func is not child and not self._elementwise_function(call, child):
+                    return None
+            elif kind is cst.Arg:
+                arg: cst.Arg = ancestor  # type: ignore[assignment]
+                if arg.keyword is not None or arg.star:
+                    return None
+            else:
+                return None
+            child = ancestor
+        return None
+
+    def _elementwise_function(self, call: cst.Call, arg: cst.CSTNode) -> bool:
+        """`torch.exp(x[m])`, `torch.clamp(x[m], 0, 1)`: the read handed, first, to a
+        torch function that works element for element, or handed to such a tensor method
+        (`a[m].add(b[m])`)."""
+        if type(call.func) is cst.Attribute and self.ctx.qualified(call.func) is None:
+            # `x_bar[m].add(y_bar[m])`: an operand of an elementwise method
+            return call.func.attr.value in _ELEMENTWISE
+        qualified = self.ctx.qualified(call.func) or ""
+        module, _, name = qualified.rpartition(".")
+        return (
+            bool(call.args) and call.args[0] is arg and module == "torch" and name in _ELEMENTWISE
+        )
 
     def _is_store_target(self, node: cst.Subscript) -> bool:
         child: cst.CSTNode = node
