@@ -409,6 +409,9 @@ def _appended_to(value: cst.BaseExpression) -> str | None:
 # Operations that pick tokens or draw samples from a model's scores: `logits.argmax(-1)`,
 # `torch.multinomial(probs, 1)`, `dist.sample()` (a value copied to the host holds none).
 _CHOICES = frozenset({"argmax", "multinomial", "topk", "sample", "categorical"})
+# Draws of fresh random noise: `torch.randn_like(x)`, `torch.randn(shape, device=d)`,
+# `x.normal_()`, a sampler's own `self.randn_like(x0)`.
+_NOISE = frozenset({"randn", "randn_like", "rand", "rand_like", "normal", "normal_"})
 
 
 def _transition(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
@@ -518,6 +521,8 @@ class _Assign:
     host: bool  # the value is copied to the host (`.numpy()`, `.item()`)
     # The value picks tokens or samples (`logits.argmax(-1)`, `torch.multinomial(p, 1)`).
     chooses: bool = False
+    # The value holds device noise drawn in this pass (`torch.randn_like(x)`).
+    draws: bool = False
 
 
 @dataclass(frozen=True)
@@ -632,6 +637,7 @@ class _BodyScanner:
         # `params = kernel.sample(params)`: ids of calls that draw the next state of a chain.
         self.transitions: set[int] = set()
         self.choices = 0  # calls of `_CHOICES` met so far
+        self.draws = 0  # calls of `_NOISE` met so far
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -712,7 +718,7 @@ class _BodyScanner:
 
     def append(self, key: str, call: cst.Call) -> None:
         """`outs.append(model(x))`: a partial update of the list, as `outs[i] = ...` is."""
-        before, chose = self.model_events, self.choices
+        before, chose, drew = self.model_events, self.choices, self.draws
         self.expression(call)
         host = any(self._host_value(arg.value) for arg in call.args)
         names: set[str] = {key}
@@ -720,8 +726,9 @@ class _BodyScanner:
             names |= _names_in(arg.value)
         from_model = self.model_events > before and not host
         chooses = self.choices > chose and not host
+        draws = self.draws > drew and not host
         self.facts.events.append(
-            _Assign(frozenset({key}), frozenset(names), from_model, host, chooses)
+            _Assign(frozenset({key}), frozenset(names), from_model, host, chooses, draws)
         )
         self.facts.appended.add(key)
         self.assigned.add(key)
@@ -737,9 +744,10 @@ class _BodyScanner:
         before = self.model_events
         if _transition(target, value):
             self.transitions.add(id(value))
-        chose = self.choices
+        chose, drew = self.choices, self.draws
         self.expression(value)
         chooses = self.choices > chose
+        draws = self.draws > drew
         if type(target) is cst.Attribute:
             # `self.state.outputs = v` reads `self.state`, not the attribute it rebinds.
             self.expression(target.value)  # type: ignore[attr-defined]
@@ -760,7 +768,14 @@ class _BodyScanner:
             self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
         sources = names | (keys if augmented or partial else set())
         self.facts.events.append(
-            _Assign(frozenset(keys), frozenset(sources), from_model, host, chooses and not host)
+            _Assign(
+                frozenset(keys),
+                frozenset(sources),
+                from_model,
+                host,
+                chooses and not host,
+                draws and not host,
+            )
         )
         self.assigned |= keys
 
@@ -794,6 +809,8 @@ class _BodyScanner:
         func = call.func
         if last_name(func) in _CHOICES:
             self.choices += 1
+        elif last_name(func) in _NOISE:
+            self.draws += 1
         kind = barrier_kind(call, self.imports)
         if kind == Barrier.SYNC:
             facts.barriers.append(call)
@@ -1737,23 +1754,58 @@ class LoopFacts:
         `decoder(outputs[-1], state)`; `res = torch.cat([res, torch.multinomial(p, 1)])`).
         A recurrent unroll (`h = cell(x[t], h)`) feeds back activations, not choices."""
 
+        return self._memoized("decodes", node, False, lambda: self._state_holds(node, "chooses"))
+
+    def draws_noise(self, node: Loop) -> bool:
+        """Stochastic sampling: each pass adds device noise to the state it hands the
+        model, outside the model (`x = mean + std * torch.randn_like(mean)` with `mean`
+        computed from `x`, before `x = self.denoiser(x, sigma)`; `sample += sigma * noise`
+        after `predicted = self.diff_model(...)`), as diffusion, Langevin and other MCMC
+        samplers write each step. Not noise added to a pass's own data (`noisy = x[t] +
+        torch.randn_like(x[t])` before `h = self.rnn(noisy, h)`, a recurrent unroll with
+        noisy inputs), drawn inside a model call's arguments, or drawn afresh for a value
+        no pass carries (`z = mu + std * torch.randn_like(std)`)."""
+
         def compute() -> bool:
             state = self.model_state(node)
             if not state:
                 return False
             events, _ = self._state_events(node)
-            chosen: set[str] = set()
+            derived: set[str] = set(state)  # computed from the state in this pass
+            noisy: set[str] = set()
             for _ in range(2):
                 for event in events:
                     if not isinstance(event, _Assign):
                         continue
-                    if not event.host and (event.chooses or event.sources & chosen):
-                        chosen |= event.targets
+                    from_state = bool(event.sources & derived)
+                    drawn = event.draws and not event.from_model and from_state
+                    if not event.host and (drawn or event.sources & noisy):
+                        noisy |= event.targets
                     else:
-                        chosen -= event.targets
-            return bool(chosen & state)
+                        noisy -= event.targets
+                    if from_state and not event.host:
+                        derived |= event.targets
+            return bool(noisy & state)
 
-        return self._memoized("decodes", node, False, compute)
+        return self._memoized("draws", node, False, compute)
+
+    def _state_holds(self, node: Loop, flag: str) -> bool:
+        """The model state (`model_state`) is, at the end of a pass, computed from a value
+        whose assignment has `flag` set (`chooses`) in that pass."""
+        state = self.model_state(node)
+        if not state:
+            return False
+        events, _ = self._state_events(node)
+        marked: set[str] = set()
+        for _ in range(2):
+            for event in events:
+                if not isinstance(event, _Assign):
+                    continue
+                if not event.host and (getattr(event, flag) or event.sources & marked):
+                    marked |= event.targets
+                else:
+                    marked -= event.targets
+        return bool(marked & state)
 
     def carried(self, node: Loop) -> frozenset[str]:
         """What a pass hands to the next: read before being assigned, and assigned (here or

@@ -54,7 +54,9 @@ class LoopAnalysis(LoaderTracing):
         An epoch loop around a batch loop does no step itself: the batch loop is the step
         loop. Not step loops either: sweeps over a literal list of settings; loops inside
         `forward`, a `*_step` function or a module's `__call__` (part of one step's
-        graph); loops that only call `backward()`
+        graph), unless they decode (`decodes`) or sample with fresh noise on every pass
+        (`draws_noise`: a diffusion sampler written as a module's `forward`); loops that
+        only call `backward()`
         inside a step loop (micro-batches of gradient accumulation, gradient guidance of a
         sampler: the enclosing step is theirs, and a barrier anywhere in it counts); loops
         nested in a loop whose loader syncs on every batch (bounded by it).
@@ -67,7 +69,9 @@ class LoopAnalysis(LoaderTracing):
             if _iterates_a_literal(node):
                 continue
             optimizes = site.per_step and self._optimizes_per_pass(site)
-            if site.per_step and not (self._asked_steps(site) or self.decodes(node) or optimizes):
+            if site.per_step and not (
+                self._asked_steps(site) or self.decodes(node) or self.draws_noise(node) or optimizes
+            ):
                 continue
             # A training step updates the weights: an optimizer step, or `backward()` with a
             # hand-written update from the gradients. `for optim in optimizers:

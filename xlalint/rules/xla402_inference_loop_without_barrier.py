@@ -42,10 +42,17 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     (`outputs.append(Y.argmax(2))` before `self.decoder(outputs[-1], state)`; `y =
     torch.multinomial(probs, 1)`, `res = torch.cat([res, y], -1)` before `self.base_net(
     ...res...)`): a generation loop in a `forward` or `predict_step` is still one graph
-    growing token after token. A loop over as many passes as output positions (`for _ in
-    range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`; not `max_steps`)
-    that runs the model on each pass, in its body or in a loop nested in it (one call per
-    micro-batch state: `for state in states: logits = model(torch.cat(state.ids, -1))`),
+    growing token after token. So is a loop that adds fresh device noise to the state it
+    hands the model, outside the model, on each pass (`x = mean + sigma *
+    torch.randn_like(mean)`, `mean` computed from `x`, before `x = self.denoiser(x,
+    sigma)`; `sample += sigma * noise` after `self.diff_model(...)`): a diffusion or
+    Langevin sampler written as a module's `forward`. Noise added to a pass's own input
+    (`self.rnn(x[t] + noise, h)`) or drawn for a latent no pass carries (`z = mu + std *
+    torch.randn_like(std)`) is part of one step. A loop over as many passes as output
+    positions (`for _ in range(max_new_tokens)`, `range(maxlen)`, `range(start,
+    max_length)`; not `max_steps`) that runs the model on each pass, in its body or in a
+    loop nested in it (one call per micro-batch state: `for state in states: logits =
+    model(torch.cat(state.ids, -1))`),
     and feeds it what the previous pass handed over, still on the device (the states the
     nested loop walks: `states = new_states`), decodes too, whatever objects carry the
     tokens (`GenerationState(ids=state.ids + [new_ids])`), and whatever else the pass reads
