@@ -130,7 +130,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     Loops an XLA host never runs are left alone: under a CUDA guard, a test for another
     accelerator or another framework (a library written for several backends: `if
     backend_name == "jax":`), or a failed XLA test, and in a function or private method
-    this file calls only from such branches.
+    this file calls only from such branches. Reported in files that use torch: that import
+    it, or bind it by a call that imports it by name (`torch = try_import("torch")`, an
+    optional dependency).
 
     ## Why is this bad?
     Each pass builds on the tensors of the previous one, so without a barrier XLA keeps
