@@ -175,6 +175,20 @@ def _through_a_model(func: cst.BaseExpression) -> bool:
     )
 
 
+def _hands_a_model(call: cst.Call) -> bool:
+    """`self._transform(model=self.model, inputs=batch)`, `predict(net, x)`: a function
+    handed a model by name runs it on what else it is handed (`evaluate(model, loader)`,
+    `infer(self.net, batch)`). Not a model's method (`model.to(device)`) nor a helper
+    handed only the model (`count_params(model)`: `_hands_data` asks for the pass's
+    data too)."""
+    return any(
+        not arg.star
+        and isinstance(arg.value, cst.Name | cst.Attribute)
+        and _is_model_callee(arg.value)
+        for arg in call.args
+    ) and not _is_model_callee(call.func)
+
+
 def _head_name(node: cst.BaseExpression) -> str | None:
     while type(node) in (cst.Attribute, cst.Subscript, cst.Call):
         node = node.func if isinstance(node, cst.Call) else node.value
@@ -892,6 +906,7 @@ class _BodyScanner:
                 or (_is_model_callee(func) and not self._layer_of_pass(func))
                 or self._calls_submodule(func)
                 or (_through_a_model(func) and self._hands_data(call))
+                or (_hands_a_model(call) and self._hands_data(call))
             )
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it

@@ -15,6 +15,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.epochs import loader_named
+from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loaders import LoaderTracing, Wrapping
@@ -24,7 +25,7 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import bound_names, descendants, names_under, target_names
+from xlalint.walk import bound_names, descendants, last_name, names_under, target_names
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,7 @@ class LoopAnalysis(LoaderTracing):
             return self._accumulates_items(site)
         chunks = (
             not site.parents
-            and _chunks(node)
+            and _chunks(node, site.function)
             and not self.threads_cache(node)
             and not self._called_in_training(site.function)
         )
@@ -447,11 +448,16 @@ def _repeats(node: Loop) -> bool:
     )
 
 
-def _chunks(node: cst.For) -> bool:
+def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
     """`for s in range(0, len(x), bs): model(x[s : s + bs])`: the loop walks an input in
     strides of a step and slices it at the loop's value, one chunk per pass, as a loader
-    walks a dataset in batches."""
+    walks a dataset in batches. The strides may be bound to a name first (`batch_range =
+    range(0, n, batch_size)`, then `for batch_start in batch_range:`), and the chunk
+    taken by the indices of the loop's value (`torch.arange(batch_start, batch_end)`)."""
     iterated = unwrap_iteration(node.iter)
+    if type(iterated) is cst.Name and function is not None:
+        values = local_values(function, iterated.value)  # type: ignore[attr-defined]
+        iterated = values[0] if len(values) == 1 else iterated
     if not (
         isinstance(iterated, cst.Call)
         and isinstance(iterated.func, cst.Name)
@@ -461,14 +467,16 @@ def _chunks(node: cst.For) -> bool:
     ):
         return False
     start = node.target.value
-    return any(
-        type(sliced) is cst.Slice  # type: ignore[comparison-overlap]
-        and any(
-            bound is not None and start in names_under(bound)
-            for bound in (sliced.lower, sliced.upper)  # type: ignore[attr-defined]
-        )
-        for sliced in descendants(node.body)
-    )
+    for part in descendants(node.body):
+        if type(part) is cst.Slice:  # type: ignore[comparison-overlap]
+            bounds = (part.lower, part.upper)  # type: ignore[attr-defined]
+        elif type(part) is cst.Call and last_name(part.func) == "arange":  # type: ignore[comparison-overlap,attr-defined]
+            bounds = tuple(arg.value for arg in part.args[:2])  # type: ignore[attr-defined]
+        else:
+            continue
+        if any(bound is not None and start in names_under(bound) for bound in bounds):
+            return True
+    return False
 
 
 def _range_bound(node: cst.For) -> str | None:

@@ -80,7 +80,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     one: `val_dataloader`, `loader`, `dl`, `dataset`, also through a progress bar the
     function binds first: `tk0 = tqdm(data_loader)`, then `for i, x in enumerate(tk0):`)
     that runs the model on each batch (a model by its name, a part or method of one handed
-    the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, or a function or own
+    the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, a helper this file
+    does not define handed a model and the batch, `self._transform(model=self.model,
+    inputs=batch)`, `predict_fn(net, x)`, or a function or own
     method named for the forward pass, whatever it
     calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
     `self._staged_forward(i, *data)`, as ensembles write it, or a module that the same
@@ -116,8 +118,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; sizes
     (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
-    len(x), bs):`, not nested in another loop) and slices it at the loop's value
-    (`model(x[i : i + bs])`, a sliding window `input_ids[:, begin:end]`) is such an
+    len(x), bs):`, not nested in another loop, or over such a range bound to a name first)
+    and slices it at the loop's value (`model(x[i : i + bs])`, a sliding window
+    `input_ids[:, begin:end]`, the indices `torch.arange(start, end)`) is such an
     evaluation loop too, a loader written by hand; not where the model takes a cache the
     previous pass handed over (`conv_cache=`, `past_key_values=`: one input decoded in
     pieces), nor in a function that training code of the module calls (its chunks are
