@@ -189,6 +189,26 @@ def _hands_a_model(call: cst.Call) -> bool:
     ) and not _is_model_callee(call.func)
 
 
+def _device_moves(target: cst.BaseExpression, value: cst.BaseExpression) -> set[str]:
+    """The names `target` binds to a device move (`x = x.to(device)`, `theta, x =
+    theta.to(device), x.cuda()`)."""
+    if type(target) is cst.Name:
+        moved = (
+            type(value) is cst.Call
+            and type(value.func) is cst.Attribute  # type: ignore[attr-defined]
+            and value.func.attr.value in ("to", "cuda")  # type: ignore[attr-defined]
+        )
+        return {target.value} if moved else set()  # type: ignore[attr-defined]
+    if type(target) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List):
+        targets, values = target.elements, value.elements  # type: ignore[attr-defined]
+        if len(targets) == len(values):
+            found: set[str] = set()
+            for t, v in zip(targets, values, strict=True):
+                found |= _device_moves(t.value, v.value)
+            return found
+    return set()
+
+
 def _head_name(node: cst.BaseExpression) -> str | None:
     while type(node) in (cst.Attribute, cst.Subscript, cst.Call):
         node = node.func if isinstance(node, cst.Call) else node.value
@@ -621,8 +641,13 @@ class _BodyScanner:
         counter: str | None = None,
         counting: bool = False,
         returns_numbers: Callable[[cst.Call], bool] = lambda call: False,
+        callables: frozenset[str] = frozenset(),
     ) -> None:
         self.imports = imports
+        # Parameters of the loop's function, callables its callers hand in (`posterior`,
+        # `log_p`): called on data the pass moved to a device, they compute on it there.
+        self.callables = callables
+        self.moved: set[str] = set()  # names bound to this pass's data moved to a device
         self.runs_model = runs_model
         # `acc1, acc5 = accuracy(logits, y)` with a helper of this module that returns
         # Python numbers (`returns.NumberReturns`): a host value, like `loss.item()`.
@@ -776,6 +801,8 @@ class _BodyScanner:
         names = _names_in(value)
         if self._data(value, names):
             self.data |= keys
+            if self.callables:
+                self.moved |= _device_moves(target, value)
         host = self._host_value(value)
         from_model = self.model_events > before and not host
         if (augmented or keys & names) and _mentions_grad(names):
@@ -907,6 +934,7 @@ class _BodyScanner:
                 or self._calls_submodule(func)
                 or (_through_a_model(func) and self._hands_data(call))
                 or (_hands_a_model(call) and self._hands_data(call))
+                or self._handed_callable(call)
             )
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
@@ -936,6 +964,18 @@ class _BodyScanner:
             isinstance(index, cst.Index)
             and type(index.value) is cst.Name
             and index.value.value in (self.counters | self.counts | self.items)  # type: ignore[attr-defined]
+        )
+
+    def _handed_callable(self, call: cst.Call) -> bool:
+        """`posterior(x)`, `log_p(theta, x)` after `theta, x = theta.to(device),
+        x.to(device)`: a callable the loop's function is handed (a parameter) applied to
+        the data the pass moved to a device: an estimator or network the caller chose,
+        computing on the device."""
+        func = call.func
+        return (
+            type(func) is cst.Name
+            and func.value in self.callables  # type: ignore[attr-defined]
+            and any(not arg.star and _names_in(arg.value) & self.moved for arg in call.args)
         )
 
     def _calls_submodule(self, func: cst.BaseExpression) -> bool:
@@ -1276,6 +1316,7 @@ class LoopFacts:
                 loop_counter(node) if isinstance(node, cst.For) else None,
                 isinstance(node, cst.For) and _counts(node),
                 self._returns_numbers,
+                _callable_parameters(site.function) if site is not None else frozenset(),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -1880,6 +1921,15 @@ class LoopFacts:
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _callable_parameters(function: cst.FunctionDef | None) -> frozenset[str]:
+    """The parameters of the function around a loop, but `self`/`cls`."""
+    if function is None:
+        return frozenset()
+    return frozenset(
+        p.name.value for p in parameters(function) if p.name.value not in ("self", "cls")
+    )
 
 
 def _defines(scope: cst.FunctionDef, function: cst.FunctionDef) -> bool:

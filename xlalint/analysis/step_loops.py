@@ -305,13 +305,26 @@ class LoopAnalysis(LoaderTracing):
         return False
 
     def _over_a_loader(self, site: LoopSite) -> bool:
-        """The loop iterates a `DataLoader`, or a value named like one."""
+        """The loop iterates a `DataLoader`, a value named like one, or data of any name
+        whose items the pass moves to a device (`for theta, x in pairs: theta, x =
+        theta.to(device), x.to(device)`): batches from the host, as a loader's are; not
+        in a loop (the crops or views of one batch) nor in a function training code of
+        the module calls (parts of a training step)."""
         loader = self.iterated_loader(site)
         if loader is None:
             return False
         kind = self.wrapping(site, loader)
         return kind == Wrapping.DATALOADER or (
-            kind == Wrapping.UNKNOWN and (loader_named(loader) or self._wraps_named(site, loader))
+            kind == Wrapping.UNKNOWN
+            and (
+                loader_named(loader)
+                or self._wraps_named(site, loader)
+                or (
+                    not site.parents
+                    and self.moves_batches(site)
+                    and not self._called_in_training(site.function)
+                )
+            )
         )
 
     def _wraps_named(self, site: LoopSite, loader: cst.BaseExpression) -> bool:

@@ -78,8 +78,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
     one: `val_dataloader`, `loader`, `dl`, `dataset`, also through a progress bar the
-    function binds first: `tk0 = tqdm(data_loader)`, then `for i, x in enumerate(tk0):`)
-    that runs the model on each batch (a model by its name, a part or method of one handed
+    function binds first: `tk0 = tqdm(data_loader)`, then `for i, x in enumerate(tk0):`,
+    or data of any name whose items the pass moves to a device, `for theta, x in pairs:
+    theta, x = theta.to(device), x.to(device)`, in a loop of its own, not nested in
+    another nor in a function training code calls) that runs the model on each batch (a
+    model by its name, a callable the function is handed applied to the moved data,
+    `posterior(x)`, `log_p(theta, x)`, a part or method of one handed
     the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, a helper this file
     does not define handed a model and the batch, `self._transform(model=self.model,
     inputs=batch)`, `predict_fn(net, x)`, or a function or own
