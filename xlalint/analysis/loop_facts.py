@@ -1204,6 +1204,8 @@ class OtherModules(Protocol):
         function: cst.FunctionDef | None = None,
     ) -> bool: ...
 
+    def joins(self, call: cst.Call, position: int) -> bool: ...
+
 
 @dataclass(frozen=True)
 class LoopSite:

@@ -262,7 +262,9 @@ class LoopAnalysis(LoaderTracing):
 
     def _joined_in(self, site: LoopSite, name: str) -> bool:
         """`_joined` in the loop's function, or in a function of this module it hands the
-        list to (`self._get_quantiles_of_maps(maps)` running `torch.cat(maps)`)."""
+        list to (`self._get_quantiles_of_maps(maps)` running `torch.cat(maps)`), or of
+        another module of the project (`gather_listed_dicts(results)` running
+        `torch.cat([d[k] for d in dict_list])`, `module_steps.ModuleSteps.joins`)."""
         scope = site.function or self.module
         if _joined(scope, name):
             return True
@@ -279,12 +281,19 @@ class LoopAnalysis(LoaderTracing):
             ]
             if not positions:
                 continue
-            for function in self.resolve(call, site.class_def):  # type: ignore[arg-type]
+            functions = self.resolve(call, site.class_def)  # type: ignore[arg-type]
+            for function in functions:
                 params = positional_names(function)
                 if id(function) in self._method_classes and params[:1] in (["self"], ["cls"]):
                     params = params[1:]  # bound by the call's receiver
                 if any(i < len(params) and _joined(function, params[i]) for i in positions):
                     return True
+            if (
+                not functions
+                and self.other_modules is not None
+                and any(self.other_modules.joins(call, i) for i in positions)  # type: ignore[arg-type]
+            ):
+                return True
         return False
 
     def _called_in_training(self, function: cst.FunctionDef | None) -> bool:

@@ -95,10 +95,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     items of its batch (`for img, label in zip(batch.image, batch.gt_label):`), and
     keeps the results on the device for the next pass: a running total (`correct +=
     (model(x).argmax(-1) == y).sum()`), a list of outputs (`outs.append(model(x))`) that
-    the function joins
-    after the loop (`torch.cat(outs)`, also in a function of the module it hands the
-    list to: `self._get_quantiles_of_maps(maps)`), or buffers the first pass allocates (`if i == 0:
-    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
+    the function joins after the loop (`torch.cat(outs)`, also in a function of the module
+    it hands the list to: `self._get_quantiles_of_maps(maps)`, or of another module of the
+    project, one re-export away, that names no XLA: `gather_listed_dicts(results)` running
+    `torch.cat([d[k] for d in dict_list])`), or buffers the first pass allocates (`if i ==
+    0: all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
     arrays_defined:` whose block sets `arrays_defined = True`) and every pass
     writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
     later ones, not rebound by each. Every batch's forward then waits in one graph,
