@@ -493,3 +493,83 @@ def test_editing_the_imports_of_a_followed_module_relints(
     )
     assert _xla401(paths, cache) == []
     assert linted == ["ppo.py"]
+
+
+GATHERING = """\
+import numpy as np
+import torch
+
+
+def gather_listed_dicts(dict_list):
+    gathered = {}
+    for k in dict_list[0].keys():
+        gathered[k] = torch.cat([d[k] for d in dict_list], dim=0).cpu().numpy()
+    return gathered
+
+
+def read_each(outputs):
+    return [out.cpu().numpy() for out in outputs]
+"""
+
+PREDICTOR = """\
+import torch
+from torch.utils.data import DataLoader
+
+from ..functional import gather_listed_dicts, read_each
+
+
+class Imputer:
+    def predict(self, test_set):
+        results = []
+        for data in DataLoader(test_set, batch_size=32):
+            results.append(self.model(data))
+        return gather_listed_dicts(results)
+
+    def predict_each(self, test_set):
+        results = []
+        for data in DataLoader(test_set, batch_size=32):
+            results.append(self.model(data))
+        return read_each(results)
+"""
+
+
+def _gathering_package(root: Path, gathering: str = GATHERING) -> Path:
+    package = root / "pots"
+    (package / "functional").mkdir(parents=True, exist_ok=True)
+    (package / "imputation").mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "functional" / "__init__.py").write_text(
+        "from .gathering import gather_listed_dicts, read_each\n"
+    )
+    (package / "functional" / "gathering.py").write_text(gathering)
+    (package / "imputation" / "__init__.py").write_text("")
+    (package / "imputation" / "base.py").write_text(PREDICTOR)
+    return package / "imputation" / "base.py"
+
+
+def test_results_joined_by_a_helper_of_another_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An evaluation loop keeps each batch's results on the device and hands the list to
+    a function of another module (re-exported by its package) that joins them with
+    `torch.cat`: every batch joins one graph. A helper that copies each result to the
+    host on its own joins nothing (hard negative)."""
+    predictor = _gathering_package(tmp_path)
+    screened = _xla401([predictor])
+    assert screened == [("base.py", 10)]
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    assert _xla401([predictor]) == screened
+
+
+def test_a_joining_helper_in_a_module_that_names_xla_contributes_nothing(tmp_path: Path) -> None:
+    predictor = _gathering_package(tmp_path, "import torch_xla\n" + GATHERING)
+    assert _xla401([predictor]) == []
+
+
+def test_editing_the_joining_helper_relints_its_caller(tmp_path: Path) -> None:
+    predictor = _gathering_package(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    assert _xla401([predictor], cache) == [("base.py", 10)]
+    helper = predictor.parent.parent / "functional" / "gathering.py"
+    helper.write_text(GATHERING.replace("torch.cat([d[k] for d in dict_list], dim=0)", "None"))
+    assert _xla401([predictor], cache) == []

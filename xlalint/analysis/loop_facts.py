@@ -175,6 +175,40 @@ def _through_a_model(func: cst.BaseExpression) -> bool:
     )
 
 
+def _hands_a_model(call: cst.Call) -> bool:
+    """`self._transform(model=self.model, inputs=batch)`, `predict(net, x)`: a function
+    handed a model by name runs it on what else it is handed (`evaluate(model, loader)`,
+    `infer(self.net, batch)`). Not a model's method (`model.to(device)`) nor a helper
+    handed only the model (`count_params(model)`: `_hands_data` asks for the pass's
+    data too)."""
+    return any(
+        not arg.star
+        and isinstance(arg.value, cst.Name | cst.Attribute)
+        and _is_model_callee(arg.value)
+        for arg in call.args
+    ) and not _is_model_callee(call.func)
+
+
+def _device_moves(target: cst.BaseExpression, value: cst.BaseExpression) -> set[str]:
+    """The names `target` binds to a device move (`x = x.to(device)`, `theta, x =
+    theta.to(device), x.cuda()`)."""
+    if type(target) is cst.Name:
+        moved = (
+            type(value) is cst.Call
+            and type(value.func) is cst.Attribute  # type: ignore[attr-defined]
+            and value.func.attr.value in ("to", "cuda")  # type: ignore[attr-defined]
+        )
+        return {target.value} if moved else set()  # type: ignore[attr-defined]
+    if type(target) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List):
+        targets, values = target.elements, value.elements  # type: ignore[attr-defined]
+        if len(targets) == len(values):
+            found: set[str] = set()
+            for t, v in zip(targets, values, strict=True):
+                found |= _device_moves(t.value, v.value)
+            return found
+    return set()
+
+
 def _head_name(node: cst.BaseExpression) -> str | None:
     while type(node) in (cst.Attribute, cst.Subscript, cst.Call):
         node = node.func if isinstance(node, cst.Call) else node.value
@@ -409,6 +443,9 @@ def _appended_to(value: cst.BaseExpression) -> str | None:
 # Operations that pick tokens or draw samples from a model's scores: `logits.argmax(-1)`,
 # `torch.multinomial(probs, 1)`, `dist.sample()` (a value copied to the host holds none).
 _CHOICES = frozenset({"argmax", "multinomial", "topk", "sample", "categorical"})
+# Draws of fresh random noise: `torch.randn_like(x)`, `torch.randn(shape, device=d)`,
+# `x.normal_()`, a sampler's own `self.randn_like(x0)`.
+_NOISE = frozenset({"randn", "randn_like", "rand", "rand_like", "normal", "normal_"})
 
 
 def _transition(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
@@ -518,6 +555,8 @@ class _Assign:
     host: bool  # the value is copied to the host (`.numpy()`, `.item()`)
     # The value picks tokens or samples (`logits.argmax(-1)`, `torch.multinomial(p, 1)`).
     chooses: bool = False
+    # The value holds device noise drawn in this pass (`torch.randn_like(x)`).
+    draws: bool = False
 
 
 @dataclass(frozen=True)
@@ -602,8 +641,13 @@ class _BodyScanner:
         counter: str | None = None,
         counting: bool = False,
         returns_numbers: Callable[[cst.Call], bool] = lambda call: False,
+        callables: frozenset[str] = frozenset(),
     ) -> None:
         self.imports = imports
+        # Parameters of the loop's function, callables its callers hand in (`posterior`,
+        # `log_p`): called on data the pass moved to a device, they compute on it there.
+        self.callables = callables
+        self.moved: set[str] = set()  # names bound to this pass's data moved to a device
         self.runs_model = runs_model
         # `acc1, acc5 = accuracy(logits, y)` with a helper of this module that returns
         # Python numbers (`returns.NumberReturns`): a host value, like `loss.item()`.
@@ -632,6 +676,7 @@ class _BodyScanner:
         # `params = kernel.sample(params)`: ids of calls that draw the next state of a chain.
         self.transitions: set[int] = set()
         self.choices = 0  # calls of `_CHOICES` met so far
+        self.draws = 0  # calls of `_NOISE` met so far
 
     # statements
     def statements(self, statements: Sequence[cst.CSTNode]) -> None:
@@ -712,7 +757,7 @@ class _BodyScanner:
 
     def append(self, key: str, call: cst.Call) -> None:
         """`outs.append(model(x))`: a partial update of the list, as `outs[i] = ...` is."""
-        before, chose = self.model_events, self.choices
+        before, chose, drew = self.model_events, self.choices, self.draws
         self.expression(call)
         host = any(self._host_value(arg.value) for arg in call.args)
         names: set[str] = {key}
@@ -720,8 +765,9 @@ class _BodyScanner:
             names |= _names_in(arg.value)
         from_model = self.model_events > before and not host
         chooses = self.choices > chose and not host
+        draws = self.draws > drew and not host
         self.facts.events.append(
-            _Assign(frozenset({key}), frozenset(names), from_model, host, chooses)
+            _Assign(frozenset({key}), frozenset(names), from_model, host, chooses, draws)
         )
         self.facts.appended.add(key)
         self.assigned.add(key)
@@ -737,9 +783,10 @@ class _BodyScanner:
         before = self.model_events
         if _transition(target, value):
             self.transitions.add(id(value))
-        chose = self.choices
+        chose, drew = self.choices, self.draws
         self.expression(value)
         chooses = self.choices > chose
+        draws = self.draws > drew
         if type(target) is cst.Attribute:
             # `self.state.outputs = v` reads `self.state`, not the attribute it rebinds.
             self.expression(target.value)  # type: ignore[attr-defined]
@@ -754,13 +801,22 @@ class _BodyScanner:
         names = _names_in(value)
         if self._data(value, names):
             self.data |= keys
+            if self.callables:
+                self.moved |= _device_moves(target, value)
         host = self._host_value(value)
         from_model = self.model_events > before and not host
         if (augmented or keys & names) and _mentions_grad(names):
             self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
         sources = names | (keys if augmented or partial else set())
         self.facts.events.append(
-            _Assign(frozenset(keys), frozenset(sources), from_model, host, chooses and not host)
+            _Assign(
+                frozenset(keys),
+                frozenset(sources),
+                from_model,
+                host,
+                chooses and not host,
+                draws and not host,
+            )
         )
         self.assigned |= keys
 
@@ -794,6 +850,8 @@ class _BodyScanner:
         func = call.func
         if last_name(func) in _CHOICES:
             self.choices += 1
+        elif last_name(func) in _NOISE:
+            self.draws += 1
         kind = barrier_kind(call, self.imports)
         if kind == Barrier.SYNC:
             facts.barriers.append(call)
@@ -875,6 +933,8 @@ class _BodyScanner:
                 or (_is_model_callee(func) and not self._layer_of_pass(func))
                 or self._calls_submodule(func)
                 or (_through_a_model(func) and self._hands_data(call))
+                or (_hands_a_model(call) and self._hands_data(call))
+                or self._handed_callable(call)
             )
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
@@ -904,6 +964,18 @@ class _BodyScanner:
             isinstance(index, cst.Index)
             and type(index.value) is cst.Name
             and index.value.value in (self.counters | self.counts | self.items)  # type: ignore[attr-defined]
+        )
+
+    def _handed_callable(self, call: cst.Call) -> bool:
+        """`posterior(x)`, `log_p(theta, x)` after `theta, x = theta.to(device),
+        x.to(device)`: a callable the loop's function is handed (a parameter) applied to
+        the data the pass moved to a device: an estimator or network the caller chose,
+        computing on the device."""
+        func = call.func
+        return (
+            type(func) is cst.Name
+            and func.value in self.callables  # type: ignore[attr-defined]
+            and any(not arg.star and _names_in(arg.value) & self.moved for arg in call.args)
         )
 
     def _calls_submodule(self, func: cst.BaseExpression) -> bool:
@@ -1132,6 +1204,8 @@ class OtherModules(Protocol):
         function: cst.FunctionDef | None = None,
     ) -> bool: ...
 
+    def joins(self, call: cst.Call, position: int) -> bool: ...
+
 
 @dataclass(frozen=True)
 class LoopSite:
@@ -1244,6 +1318,7 @@ class LoopFacts:
                 loop_counter(node) if isinstance(node, cst.For) else None,
                 isinstance(node, cst.For) and _counts(node),
                 self._returns_numbers,
+                _callable_parameters(site.function) if site is not None else frozenset(),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -1737,23 +1812,58 @@ class LoopFacts:
         `decoder(outputs[-1], state)`; `res = torch.cat([res, torch.multinomial(p, 1)])`).
         A recurrent unroll (`h = cell(x[t], h)`) feeds back activations, not choices."""
 
+        return self._memoized("decodes", node, False, lambda: self._state_holds(node, "chooses"))
+
+    def draws_noise(self, node: Loop) -> bool:
+        """Stochastic sampling: each pass adds device noise to the state it hands the
+        model, outside the model (`x = mean + std * torch.randn_like(mean)` with `mean`
+        computed from `x`, before `x = self.denoiser(x, sigma)`; `sample += sigma * noise`
+        after `predicted = self.diff_model(...)`), as diffusion, Langevin and other MCMC
+        samplers write each step. Not noise added to a pass's own data (`noisy = x[t] +
+        torch.randn_like(x[t])` before `h = self.rnn(noisy, h)`, a recurrent unroll with
+        noisy inputs), drawn inside a model call's arguments, or drawn afresh for a value
+        no pass carries (`z = mu + std * torch.randn_like(std)`)."""
+
         def compute() -> bool:
             state = self.model_state(node)
             if not state:
                 return False
             events, _ = self._state_events(node)
-            chosen: set[str] = set()
+            derived: set[str] = set(state)  # computed from the state in this pass
+            noisy: set[str] = set()
             for _ in range(2):
                 for event in events:
                     if not isinstance(event, _Assign):
                         continue
-                    if not event.host and (event.chooses or event.sources & chosen):
-                        chosen |= event.targets
+                    from_state = bool(event.sources & derived)
+                    drawn = event.draws and not event.from_model and from_state
+                    if not event.host and (drawn or event.sources & noisy):
+                        noisy |= event.targets
                     else:
-                        chosen -= event.targets
-            return bool(chosen & state)
+                        noisy -= event.targets
+                    if from_state and not event.host:
+                        derived |= event.targets
+            return bool(noisy & state)
 
-        return self._memoized("decodes", node, False, compute)
+        return self._memoized("draws", node, False, compute)
+
+    def _state_holds(self, node: Loop, flag: str) -> bool:
+        """The model state (`model_state`) is, at the end of a pass, computed from a value
+        whose assignment has `flag` set (`chooses`) in that pass."""
+        state = self.model_state(node)
+        if not state:
+            return False
+        events, _ = self._state_events(node)
+        marked: set[str] = set()
+        for _ in range(2):
+            for event in events:
+                if not isinstance(event, _Assign):
+                    continue
+                if not event.host and (getattr(event, flag) or event.sources & marked):
+                    marked |= event.targets
+                else:
+                    marked -= event.targets
+        return bool(marked & state)
 
     def carried(self, node: Loop) -> frozenset[str]:
         """What a pass hands to the next: read before being assigned, and assigned (here or
@@ -1813,6 +1923,15 @@ class LoopFacts:
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _callable_parameters(function: cst.FunctionDef | None) -> frozenset[str]:
+    """The parameters of the function around a loop, but `self`/`cls`."""
+    if function is None:
+        return frozenset()
+    return frozenset(
+        p.name.value for p in parameters(function) if p.name.value not in ("self", "cls")
+    )
 
 
 def _defines(scope: cst.FunctionDef, function: cst.FunctionDef) -> bool:

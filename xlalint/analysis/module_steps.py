@@ -7,7 +7,10 @@ its update loop, and `AgentBase.optimizer_update` (in `AgentBase.py`) runs backw
 whether the function it reaches in a project module (`project_modules.consulted`) steps
 an optimizer on each call: in its own body, not in a loop of it (a method that loops over
 batches is an epoch, and the loop there is the step loop), directly or through functions
-and methods of its own module, a few calls deep.
+and methods of its own module, a few calls deep. And whether a function there joins the
+elements of a list it is handed into one tensor (`gather_listed_dicts(results)` running
+`torch.cat([d[k] for d in dict_list])`: `joins`), for an evaluation loop that hands it
+every batch's device results.
 
 Resolution, bounded: `self.m()` / `super().m()` through the bases of the calling class
 (a base of the file itself is followed to its bases; a base of another module to its
@@ -60,6 +63,9 @@ class _Function:
     steps: bool
     self_calls: tuple[str, ...]
     name_calls: tuple[str, ...]
+    # Positions of the parameters whose elements the function joins into one tensor
+    # (`torch.cat([d[k] for d in dict_list])`, `torch.stack(outs)`): `_joined_params`.
+    joins: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,8 +161,37 @@ def _function(node: Function) -> _Function:
         elif isinstance(func, ast.Name):
             name_calls.append(func.id)
     return _Function(
-        node.name, steps, tuple(dict.fromkeys(self_calls)), tuple(dict.fromkeys(name_calls))
+        node.name,
+        steps,
+        tuple(dict.fromkeys(self_calls)),
+        tuple(dict.fromkeys(name_calls)),
+        _joined_params(node),
     )
+
+
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+
+
+def _joined_params(node: Function) -> tuple[int, ...]:
+    """The positions of the parameters whose elements the function joins into one tensor
+    anywhere in its body: `torch.cat(outs)`, `torch.cat([d[k] for d in dict_list], 0)`
+    (a comprehension over the parameter). Handed a list of every batch's device results,
+    such a helper computes them all in one graph."""
+    names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    if names[:1] in (["self"], ["cls"]):
+        names = names[1:]
+    if not names:
+        return ()
+    joined: set[str] = set()
+    for call in ast.walk(node):
+        if not (isinstance(call, ast.Call) and call.args and _last(call.func) in _JOINS):
+            continue
+        first = call.args[0]
+        if isinstance(first, ast.Name):
+            joined.add(first.id)
+        elif isinstance(first, ast.ListComp | ast.GeneratorExp):
+            joined.update(g.iter.id for g in first.generators if isinstance(g.iter, ast.Name))
+    return tuple(i for i, name in enumerate(names) if name in joined)
 
 
 def steps_its_optimizer(call: ast.Call) -> bool:
@@ -320,6 +355,26 @@ class ModuleSteps:
             not module.knows_xla and self._steps(module, target, owner, _CALL_DEPTH)
             for module, target, owner in self._targets(call, class_def, function)
         )
+
+    def joins(self, call: cst.Call, position: int) -> bool:
+        """Whether `call` (`gather_listed_dicts(results)`), which no function of the linted
+        file answers, runs a function of another project module that joins the elements
+        of its positional argument `position` into one tensor (`_joined_params`); a
+        package's `__init__.py` re-exporting the function is followed one hop."""
+        if not self.imported or type(call.func) is not cst.Name:
+            return False
+        binding = self._file_bindings().get(call.func.value)  # type: ignore[attr-defined]
+        if binding is None:
+            return False
+        found = self._locate(self.filename, *binding)
+        if found is not None and found[1] not in found[0].functions:
+            module, name = found
+            reexport = module.bindings.get(name)
+            found = None if reexport is None else self._locate(module.path, *reexport)
+        if found is None or found[1] not in found[0].functions:
+            return False
+        module, name = found
+        return not module.knows_xla and position in module.functions[name].joins
 
     def _targets(
         self,

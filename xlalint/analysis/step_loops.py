@@ -15,6 +15,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.epochs import loader_named
+from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loaders import LoaderTracing, Wrapping
@@ -24,7 +25,7 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import bound_names, descendants, names_under, target_names
+from xlalint.walk import bound_names, descendants, last_name, names_under, target_names
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ class LoopAnalysis(LoaderTracing):
         An epoch loop around a batch loop does no step itself: the batch loop is the step
         loop. Not step loops either: sweeps over a literal list of settings; loops inside
         `forward`, a `*_step` function or a module's `__call__` (part of one step's
-        graph); loops that only call `backward()`
+        graph), unless they decode (`decodes`) or sample with fresh noise on every pass
+        (`draws_noise`: a diffusion sampler written as a module's `forward`); loops that
+        only call `backward()`
         inside a step loop (micro-batches of gradient accumulation, gradient guidance of a
         sampler: the enclosing step is theirs, and a barrier anywhere in it counts); loops
         nested in a loop whose loader syncs on every batch (bounded by it).
@@ -67,7 +70,9 @@ class LoopAnalysis(LoaderTracing):
             if _iterates_a_literal(node):
                 continue
             optimizes = site.per_step and self._optimizes_per_pass(site)
-            if site.per_step and not (self._asked_steps(site) or self.decodes(node) or optimizes):
+            if site.per_step and not (
+                self._asked_steps(site) or self.decodes(node) or self.draws_noise(node) or optimizes
+            ):
                 continue
             # A training step updates the weights: an optimizer step, or `backward()` with a
             # hand-written update from the gradients. `for optim in optimizers:
@@ -222,7 +227,7 @@ class LoopAnalysis(LoaderTracing):
             return self._accumulates_items(site)
         chunks = (
             not site.parents
-            and _chunks(node)
+            and _chunks(node, site.function)
             and not self.threads_cache(node)
             and not self._called_in_training(site.function)
         )
@@ -257,7 +262,9 @@ class LoopAnalysis(LoaderTracing):
 
     def _joined_in(self, site: LoopSite, name: str) -> bool:
         """`_joined` in the loop's function, or in a function of this module it hands the
-        list to (`self._get_quantiles_of_maps(maps)` running `torch.cat(maps)`)."""
+        list to (`self._get_quantiles_of_maps(maps)` running `torch.cat(maps)`), or of
+        another module of the project (`gather_listed_dicts(results)` running
+        `torch.cat([d[k] for d in dict_list])`, `module_steps.ModuleSteps.joins`)."""
         scope = site.function or self.module
         if _joined(scope, name):
             return True
@@ -274,12 +281,19 @@ class LoopAnalysis(LoaderTracing):
             ]
             if not positions:
                 continue
-            for function in self.resolve(call, site.class_def):  # type: ignore[arg-type]
+            functions = self.resolve(call, site.class_def)  # type: ignore[arg-type]
+            for function in functions:
                 params = positional_names(function)
                 if id(function) in self._method_classes and params[:1] in (["self"], ["cls"]):
                     params = params[1:]  # bound by the call's receiver
                 if any(i < len(params) and _joined(function, params[i]) for i in positions):
                     return True
+            if (
+                not functions
+                and self.other_modules is not None
+                and any(self.other_modules.joins(call, i) for i in positions)  # type: ignore[arg-type]
+            ):
+                return True
         return False
 
     def _called_in_training(self, function: cst.FunctionDef | None) -> bool:
@@ -300,13 +314,26 @@ class LoopAnalysis(LoaderTracing):
         return False
 
     def _over_a_loader(self, site: LoopSite) -> bool:
-        """The loop iterates a `DataLoader`, or a value named like one."""
+        """The loop iterates a `DataLoader`, a value named like one, or data of any name
+        whose items the pass moves to a device (`for theta, x in pairs: theta, x =
+        theta.to(device), x.to(device)`): batches from the host, as a loader's are; not
+        in a loop (the crops or views of one batch) nor in a function training code of
+        the module calls (parts of a training step)."""
         loader = self.iterated_loader(site)
         if loader is None:
             return False
         kind = self.wrapping(site, loader)
         return kind == Wrapping.DATALOADER or (
-            kind == Wrapping.UNKNOWN and (loader_named(loader) or self._wraps_named(site, loader))
+            kind == Wrapping.UNKNOWN
+            and (
+                loader_named(loader)
+                or self._wraps_named(site, loader)
+                or (
+                    not site.parents
+                    and self.moves_batches(site)
+                    and not self._called_in_training(site.function)
+                )
+            )
         )
 
     def _wraps_named(self, site: LoopSite, loader: cst.BaseExpression) -> bool:
@@ -443,11 +470,16 @@ def _repeats(node: Loop) -> bool:
     )
 
 
-def _chunks(node: cst.For) -> bool:
+def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
     """`for s in range(0, len(x), bs): model(x[s : s + bs])`: the loop walks an input in
     strides of a step and slices it at the loop's value, one chunk per pass, as a loader
-    walks a dataset in batches."""
+    walks a dataset in batches. The strides may be bound to a name first (`batch_range =
+    range(0, n, batch_size)`, then `for batch_start in batch_range:`), and the chunk
+    taken by the indices of the loop's value (`torch.arange(batch_start, batch_end)`)."""
     iterated = unwrap_iteration(node.iter)
+    if type(iterated) is cst.Name and function is not None:
+        values = local_values(function, iterated.value)  # type: ignore[attr-defined]
+        iterated = values[0] if len(values) == 1 else iterated
     if not (
         isinstance(iterated, cst.Call)
         and isinstance(iterated.func, cst.Name)
@@ -457,14 +489,16 @@ def _chunks(node: cst.For) -> bool:
     ):
         return False
     start = node.target.value
-    return any(
-        type(sliced) is cst.Slice  # type: ignore[comparison-overlap]
-        and any(
-            bound is not None and start in names_under(bound)
-            for bound in (sliced.lower, sliced.upper)  # type: ignore[attr-defined]
-        )
-        for sliced in descendants(node.body)
-    )
+    for part in descendants(node.body):
+        if type(part) is cst.Slice:  # type: ignore[comparison-overlap]
+            bounds = (part.lower, part.upper)  # type: ignore[attr-defined]
+        elif type(part) is cst.Call and last_name(part.func) == "arange":  # type: ignore[comparison-overlap,attr-defined]
+            bounds = tuple(arg.value for arg in part.args[:2])  # type: ignore[attr-defined]
+        else:
+            continue
+        if any(bound is not None and start in names_under(bound) for bound in bounds):
+            return True
+    return False
 
 
 def _range_bound(node: cst.For) -> str | None:

@@ -33,6 +33,31 @@ if TYPE_CHECKING:
 _TORCH_MODULE = re.compile(r"(^|\.)(\w+_)?torch(_\w+)?\.")
 
 
+def _imports_torch_by_call(module: cst.Module) -> bool:
+    """A module-level name bound to torch by a call that imports it by name, as libraries
+    with optional dependencies write it: `torch = try_import("torch")`,
+    `torch = importlib.import_module("torch")`, `torch, _ = optional_import("torch")`,
+    `nn = optional_import("torch.nn")[0]`."""
+    for statement in module.body:
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in statement.body:  # type: ignore[attr-defined]
+            if type(small) is not cst.Assign:
+                continue
+            value = small.value  # type: ignore[attr-defined]
+            if type(value) is cst.Subscript:
+                value = value.value  # type: ignore[attr-defined]
+            if type(value) is not cst.Call or not value.args:  # type: ignore[attr-defined]
+                continue
+            first = value.args[0]  # type: ignore[attr-defined]
+            if first.keyword is not None or type(first.value) is not cst.SimpleString:
+                continue
+            name = first.value.evaluated_value
+            if isinstance(name, str) and name.split(".", 1)[0] == "torch":
+                return True
+    return False
+
+
 class LoopRule(Rule):
     """A rule that judges the file's loops after the walk, asking `ctx.loops`."""
 
@@ -49,6 +74,7 @@ class LoopRule(Rule):
             imports.binds("torch")
             or imports.binds("torch_xla")
             or any(_TORCH_MODULE.search(target) for target in imports.bindings.values())
+            or _imports_torch_by_call(self.ctx.module)
         )
 
     def xla_step_loops(self) -> list[StepLoop]:

@@ -189,7 +189,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     import torch itself, and so does a file that imports from its project's torch modules
     (a dotted path with a part named for torch: `from
     mlagents.trainers.ppo.optimizer_torch import TorchPPOOptimizer`, in a project that keeps
-    `import torch` to one module of its own).
+    `import torch` to one module of its own), or binds torch by a call that imports it by
+    name (`torch = try_import("torch")`, `importlib.import_module("torch")`: an optional
+    dependency; XLA402 too).
 
     A training step that a library loop runs is reported at its `def`: a function of the
     file handed to ignite's `Engine(step)`, which calls it once per batch, that trains and

@@ -42,10 +42,17 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     (`outputs.append(Y.argmax(2))` before `self.decoder(outputs[-1], state)`; `y =
     torch.multinomial(probs, 1)`, `res = torch.cat([res, y], -1)` before `self.base_net(
     ...res...)`): a generation loop in a `forward` or `predict_step` is still one graph
-    growing token after token. A loop over as many passes as output positions (`for _ in
-    range(max_new_tokens)`, `range(maxlen)`, `range(start, max_length)`; not `max_steps`)
-    that runs the model on each pass, in its body or in a loop nested in it (one call per
-    micro-batch state: `for state in states: logits = model(torch.cat(state.ids, -1))`),
+    growing token after token. So is a loop that adds fresh device noise to the state it
+    hands the model, outside the model, on each pass (`x = mean + sigma *
+    torch.randn_like(mean)`, `mean` computed from `x`, before `x = self.denoiser(x,
+    sigma)`; `sample += sigma * noise` after `self.diff_model(...)`): a diffusion or
+    Langevin sampler written as a module's `forward`. Noise added to a pass's own input
+    (`self.rnn(x[t] + noise, h)`) or drawn for a latent no pass carries (`z = mu + std *
+    torch.randn_like(std)`) is part of one step. A loop over as many passes as output
+    positions (`for _ in range(max_new_tokens)`, `range(maxlen)`, `range(start,
+    max_length)`; not `max_steps`) that runs the model on each pass, in its body or in a
+    loop nested in it (one call per micro-batch state: `for state in states: logits =
+    model(torch.cat(state.ids, -1))`),
     and feeds it what the previous pass handed over, still on the device (the states the
     nested loop walks: `states = new_states`), decodes too, whatever objects carry the
     tokens (`GenerationState(ids=state.ids + [new_ids])`), and whatever else the pass reads
@@ -71,9 +78,15 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
 
     Also flags an evaluation loop over a data loader (a `DataLoader`, or a value named like
     one: `val_dataloader`, `loader`, `dl`, `dataset`, also through a progress bar the
-    function binds first: `tk0 = tqdm(data_loader)`, then `for i, x in enumerate(tk0):`)
-    that runs the model on each batch (a model by its name, a part or method of one handed
-    the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, or a function or own
+    function binds first: `tk0 = tqdm(data_loader)`, then `for i, x in enumerate(tk0):`,
+    or data of any name whose items the pass moves to a device, `for theta, x in pairs:
+    theta, x = theta.to(device), x.to(device)`, in a loop of its own, not nested in
+    another nor in a function training code calls) that runs the model on each batch (a
+    model by its name, a callable the function is handed applied to the moved data,
+    `posterior(x)`, `log_p(theta, x)`, a part or method of one handed
+    the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, a helper this file
+    does not define handed a model and the batch, `self._transform(model=self.model,
+    inputs=batch)`, `predict_fn(net, x)`, or a function or own
     method named for the forward pass, whatever it
     calls the model by: `self.forward(*data)`, `_forward(estimators, *data)`,
     `self._staged_forward(i, *data)`, as ensembles write it, or a module that the same
@@ -82,10 +95,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     items of its batch (`for img, label in zip(batch.image, batch.gt_label):`), and
     keeps the results on the device for the next pass: a running total (`correct +=
     (model(x).argmax(-1) == y).sum()`), a list of outputs (`outs.append(model(x))`) that
-    the function joins
-    after the loop (`torch.cat(outs)`, also in a function of the module it hands the
-    list to: `self._get_quantiles_of_maps(maps)`), or buffers the first pass allocates (`if i == 0:
-    all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
+    the function joins after the loop (`torch.cat(outs)`, also in a function of the module
+    it hands the list to: `self._get_quantiles_of_maps(maps)`, or of another module of the
+    project, one re-export away, that names no XLA: `gather_listed_dicts(results)` running
+    `torch.cat([d[k] for d in dict_list])`), or buffers the first pass allocates (`if i ==
+    0: all_q = torch.zeros(n, d, device=device)`, `i` the loop's own index, or `if not
     arrays_defined:` whose block sets `arrays_defined = True`) and every pass
     writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
     later ones, not rebound by each. Every batch's forward then waits in one graph,
@@ -109,8 +123,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; sizes
     (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
-    len(x), bs):`, not nested in another loop) and slices it at the loop's value
-    (`model(x[i : i + bs])`, a sliding window `input_ids[:, begin:end]`) is such an
+    len(x), bs):`, not nested in another loop, or over such a range bound to a name first)
+    and slices it at the loop's value (`model(x[i : i + bs])`, a sliding window
+    `input_ids[:, begin:end]`, the indices `torch.arange(start, end)`) is such an
     evaluation loop too, a loader written by hand; not where the model takes a cache the
     previous pass handed over (`conv_cache=`, `past_key_values=`: one input decoded in
     pieces), nor in a function that training code of the module calls (its chunks are
@@ -123,7 +138,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     Loops an XLA host never runs are left alone: under a CUDA guard, a test for another
     accelerator or another framework (a library written for several backends: `if
     backend_name == "jax":`), or a failed XLA test, and in a function or private method
-    this file calls only from such branches.
+    this file calls only from such branches. Reported in files that use torch: that import
+    it, or bind it by a call that imports it by name (`torch = try_import("torch")`, an
+    optional dependency).
 
     ## Why is this bad?
     Each pass builds on the tensors of the previous one, so without a barrier XLA keeps
