@@ -414,7 +414,7 @@ def runs_on_its_first_pass(node: cst.If, loops: Sequence[cst.CSTNode]) -> bool:
 
 
 def _bound_in(block: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The targets of the assignments and loops in `block` (nested functions excluded)."""
+    """The targets of the assignments and loops anywhere in `block`, nested functions too."""
     found: list[cst.BaseExpression] = []
     for node in descendants(block):
         if isinstance(node, cst.Assign):
