@@ -55,6 +55,7 @@ from xlalint.analysis.intervals import (
     passes_its_value_once,
     past_interval_exit,
     resets_its_counter,
+    runs_on_its_first_pass,
     sparse_test,
     switches_once,
 )
@@ -1032,6 +1033,8 @@ class FileContext:
                     or (not frame.loops and counts_its_calls(node, frame.node))  # type: ignore[arg-type]
                     # `next_lr = v.item()`, then `group["phase"] = "sgd"`, behind its exit.
                     or switches_once(node, tuple(reversed(self._stack)))  # type: ignore[arg-type]
+                    # `if i == 0 and ...:` in the function's outermost `for i in range(n)`.
+                    or runs_on_its_first_pass(node, flag_loops)  # type: ignore[arg-type]
                 ) or (
                     frame.loops
                     and passes_its_value_once(

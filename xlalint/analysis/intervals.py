@@ -32,7 +32,11 @@ local it sets) behind an exit on that switch (`if group["phase"] == "sgd": conti
 runs on one step, then never again. A branch
 that sets its counter back to zero when it reaches a long bound (`if self._growth_step
 == self._growth_interval: self._growth_step = 0`, with `growth_interval=1000`) runs
-once every bound passes.
+once every bound passes. A branch that needs the index of its function's outermost loop to
+be 0 (`if i == 0 and self.no_speech is not None:` in `for i in range(self.sample_len)`)
+runs on that loop's first pass only, once per run of the loop (an inner loop's first pass
+comes on every pass of the loop around it, and a function that is one step by itself runs
+its loop on every step).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
+from xlalint.analysis.loop_facts import first_pass_test, loop_counter
 from xlalint.analysis.settled_exits import exits_before
 from xlalint.walk import (
     children,
@@ -382,6 +387,43 @@ def may_be_sparse(test: cst.BaseExpression) -> bool:
         or (type(node) is cst.Call and type(node.func) is cst.Name)  # type: ignore[attr-defined]
         for node in descendants(test)
     )
+
+
+def runs_on_its_first_pass(node: cst.If, loops: Sequence[cst.CSTNode]) -> bool:
+    """`if i == 0 and self.tokenizer.no_speech is not None:` in `for i in
+    range(self.sample_len)`: a test that needs the loop's own index to be 0 (the test, or
+    an operand of its `and`) holds on the loop's first pass only, so the branch runs once
+    per run of the loop. Only for the outermost loop of `loops` (those of the function
+    holding the branch, outermost first; none where the function is one step by itself),
+    whose index nothing else in it binds: an inner loop's first pass comes again on every
+    pass of the loop around it."""
+    if not loops or not isinstance(loops[0], cst.For):
+        return False
+    loop = loops[0]
+    counter = loop_counter(loop)
+    if counter is None or any(counter in target_names(t) for t in _bound_in(loop.body)):
+        return False
+    tests = [node.test]
+    while tests:
+        test = tests.pop()
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            tests.extend((test.left, test.right))
+        elif first_pass_test(test, {counter}):
+            return True
+    return False
+
+
+def _bound_in(block: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets of the assignments and loops anywhere in `block`, nested functions too."""
+    found: list[cst.BaseExpression] = []
+    for node in descendants(block):
+        if isinstance(node, cst.Assign):
+            found.extend(t.target for t in node.targets)
+        elif isinstance(
+            node, cst.AugAssign | cst.AnnAssign | cst.For | cst.CompFor | cst.NamedExpr
+        ):
+            found.append(node.target)
+    return found
 
 
 def clears_its_flag(

@@ -273,7 +273,7 @@ def _counts(loop: cst.For) -> bool:
     )
 
 
-def _first_pass_test(test: cst.BaseExpression, items: set[str]) -> bool:
+def first_pass_test(test: cst.BaseExpression, items: set[str]) -> bool:
     """`i == 0`, `0 == i` or `not i`, with `i` the loop's own index (`loop_counter`): true
     on its first pass only."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -699,7 +699,7 @@ class _BodyScanner:
         elif isinstance(node, cst.If):
             self.expression(node.test)
             if node.orelse is None and (
-                _first_pass_test(node.test, self.counters) or _sets_its_flag(node)
+                first_pass_test(node.test, self.counters) or _sets_its_flag(node)
             ):
                 # `if i == 0: all_q = torch.zeros(n, d, device=device)`: allocated on the
                 # first pass, then carried by every later pass, not rebound on each.

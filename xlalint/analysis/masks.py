@@ -94,6 +94,13 @@ _DTYPE_KEEPING_FUNCTIONS = frozenset(
     {"tril", "triu", "flip", "roll", "reshape", "flatten", "squeeze", "unsqueeze",
      "transpose", "permute", "broadcast_to", "movedim"}
 )  # fmt: skip
+# torch functions that join tensors (`torch.stack((left, up, right))`): masks joined are a
+# mask. And factories shaped and typed like their argument (`torch.ones_like(left)`): a
+# mask's is a mask (unless given a `dtype=`).
+_JOINING_FUNCTIONS = frozenset({"stack", "cat", "concat", "concatenate", "vstack", "hstack"})
+_LIKE_FACTORIES = frozenset({"ones_like", "zeros_like", "empty_like", "full_like"})
+# Tensor methods that split a tensor into parts of its dtype, unpacked into names.
+_SPLITTING_METHODS = frozenset({"unbind", "chunk", "split", "tensor_split"})
 # Elementwise tensor methods without arguments: same shape as the receiver.
 _ELEMENTWISE_METHODS = frozenset(
     {
@@ -192,6 +199,21 @@ class BooleanMasks:
                 bindings = [(t, self._binding(v)) for t, v in pairs]
                 for target, binding in bindings:
                     self._bind(target, binding)
+                return
+            rows = value
+            if (
+                type(value) is cst.Call
+                and type(value.func) is cst.Attribute
+                and value.func.attr.value in _SPLITTING_METHODS
+            ):
+                rows = value.func.value  # `ok_x, ok_y = torch.isfinite(xy).unbind(-1)`
+            if self.evidence(rows) is Evidence.VALUE and all(
+                type(e) is cst.Element for e in elements
+            ):
+                # `left, up = ((xy % 1 < thr) & (xy > 1)).T`: the rows (or parts) of a
+                # boolean tensor are boolean tensors (of another shape: no base for a fix).
+                for element in elements:
+                    self._bind(element.value, _Binding(Evidence.VALUE))
                 return
         binding = self._binding(value)
         for target in targets:
@@ -355,8 +377,10 @@ class BooleanMasks:
                 return Evidence.NONE
             if name in _BOOLEAN_OPS:
                 return Evidence.VALUE
-            if name in _DTYPE_KEEPING_FUNCTIONS and node.args:
+            if (name in _DTYPE_KEEPING_FUNCTIONS or name in _LIKE_FACTORIES) and node.args:
                 return self.evidence(node.args[0].value)
+            if name in _JOINING_FUNCTIONS and node.args and not node.args[0].star:
+                return self._joined_evidence(node.args[0].value)
             return Evidence.NONE
         if not isinstance(func, cst.Attribute):
             return Evidence.NONE
@@ -372,6 +396,16 @@ class BooleanMasks:
         if method in _DTYPE_KEEPING_METHODS:
             return self.evidence(func.value)
         return Evidence.NONE
+
+    def _joined_evidence(self, tensors: cst.BaseExpression) -> Evidence:
+        """`torch.stack((torch.ones_like(left), left, up))` of a literal list or tuple: as
+        sure a mask as its least sure element (joined booleans are booleans; one number
+        among them makes the join numbers)."""
+        if type(tensors) not in (cst.Tuple, cst.List) or not tensors.elements:
+            return Evidence.NONE
+        if any(type(e) is cst.StarredElement for e in tensors.elements):
+            return Evidence.NONE
+        return min(self.evidence(e.value) for e in tensors.elements)
 
     def _bool_dtype(self, node: cst.Call) -> bool:
         for arg in node.args:

@@ -221,7 +221,13 @@ class TensorControlFlow(HelperReadRule):
     flag built from that test and only refined after: `use_direct = use_direct and ...`):
     its tensors are host tensors. A tensor's metadata method named without a
     call (`value.size`, `value.dim`: a bound method, not `value.size()`) is a Python
-    object, not a tensor.
+    object, not a tensor. A math method only tensors have (`.log()`, `.exp()`, `.sqrt()`,
+    `.sigmoid()` without arguments; `.clamp(...)`, `.softmax(dim)`), called on a value of
+    unknown kind, makes a tensor: numbers, numpy arrays and pandas objects lack those
+    methods, so `noise_std = sigma_1 * (1 - r).clamp(min=0).sqrt()` with `sigma_1 =
+    sde.sigma_t(t1)`, then `if noise_std > 0:` in a solver's `step`, reads the device every
+    step; the same methods on a value known to be on the host (`torch.tensor(edges).log()`)
+    give a host value, and a `log` given arguments (`run.log({"loss": v})`) is a logger's.
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only

@@ -8,6 +8,7 @@ import libcst as cst
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted, takes_tensors
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
+from xlalint.analysis.tensors import TENSOR_MATH_METHODS, TENSOR_MATH_METHODS_WITH_ARGUMENTS
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -33,7 +34,7 @@ _FACTORIES = frozenset(
 )  # fmt: skip
 
 # Methods that tensors have and numpy arrays, pandas objects and sequences lack.
-_TENSOR_ONLY_METHODS = TENSOR_METHODS | {"sigmoid", "softmax", "log_softmax"}
+_TENSOR_ONLY_METHODS = TENSOR_METHODS | TENSOR_MATH_METHODS | TENSOR_MATH_METHODS_WITH_ARGUMENTS
 # Arithmetic that works element for element (a masked write's value computed from reads
 # under its mask: `_elementwise_statement`).
 _ARITHMETIC = (
@@ -62,7 +63,10 @@ class BooleanMaskRead(HelperCallRule):
     -100`), `isnan`/`isinf`/`isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a
     `dtype=torch.bool` tensor, a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
-    dtype), a name bound to one of those in the same function, or a name such as `mask`/
+    dtype), the rows of a mask unpacked into names (`left, up = ((xy % 1 < t) & (xy >
+    1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`), masks joined (`torch.stack((
+    torch.ones_like(left), left, up))`, `torch.cat`; a join with an index tensor is none),
+    a name bound to one of those in the same function, or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
     tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
     and lists, dicts or numpy arrays indexed by anything are not flagged (a slice with a
@@ -98,7 +102,8 @@ class BooleanMaskRead(HelperCallRule):
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
     mask])`, with `entropy` unpacked from a policy method's result), or read through a mask
-    and then given a method only tensors have (`mask[hard_mask].sigmoid()`), is a tensor,
+    and then given a method only tensors have (`mask[hard_mask].sigmoid()`,
+    `log_ps[mask].logsumexp(dim=0)`, `.log()`, `.clamp(...)`), is a tensor,
     so any mask evidence counts, as for a known tensor. Reads handed to constructors
     (`torch.tensor`, `torch.from_numpy`), to factories as sizes, to numpy, or as a later
     argument are not flagged: those may be host data.

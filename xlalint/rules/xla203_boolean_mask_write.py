@@ -24,7 +24,8 @@ class BooleanMaskWrite(HelperCallRule):
     ## What it does
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
     tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons of
-    tensors, `isnan`, `&`/`|`/`~`, `.bool()`, names bound to those, `mask`-like names and
+    tensors, `isnan`, `&`/`|`/`~`, `.bool()`, rows unpacked from a mask and masks joined by
+    `torch.stack`/`torch.cat`, names bound to those, `mask`-like names and
     batches of episode-end flags: `next_q[dones] = 0.0`); integer-index writes (`x[idx] = v`),
     slices, and lists, dicts or numpy arrays are not flagged: also a value an opaque call makes
     of a tensor (`mask = norm_img(mask)`) where the function hands that binding next to
@@ -49,7 +50,11 @@ class BooleanMaskWrite(HelperCallRule):
     written are not evidence. A name that says model (`heads`, `neg_heads`) is no model where
     its function uses it as a tensor no module is (`neg_heads = heads.repeat(n)`,
     `heads.shape[0]`, `neg_heads.long()`): a negative sampler's entity indexes, written through
-    a mask every batch.
+    a mask every batch. A value of unknown kind given a math method only tensors have (`.log()`,
+    `.exp()`, `.sqrt()`, `.sigmoid()` without arguments; `.clamp(...)`, `.softmax(dim)`) is a
+    tensor, since numbers, numpy arrays and pandas objects lack those methods: `f0_mel =
+    1127 * (1 + f0 / 700).log()`, then `f0_mel[f0_mel <= 1] = 1`, in a helper a `forward`
+    reaches, writes a device tensor through a mask every call.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
