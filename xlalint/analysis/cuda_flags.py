@@ -212,6 +212,8 @@ def probe_placement(
             ]
         else:
             return False
+        if not values:
+            return False  # bound some other way too (a loop, `with ... as`), or not here
         # `model = model.float()` keeps what the name held: the other bindings decide.
         values = [v for v in values if not _method_of(v, receiver)]
         if not values or not all(_made_here(v, handed) for v in values):
