@@ -16,10 +16,12 @@ import re
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.devices import device_string_type, mentions_xla
-from xlalint.analysis.guards import falsy_constant, implied, local_values
+from xlalint.analysis.arguments import parameters
+from xlalint.analysis.devices import device_string_type, device_types, mentions_xla
+from xlalint.analysis.guards import falsy_constant, implied, local_values, module_assignments
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import children, descendants, self_attribute
+from xlalint.analysis.members import member_values_in
+from xlalint.walk import EXPRESSIONS, TRIVIA, children, descendants, self_attribute, target_names
 
 # What asks whether a CUDA device is there (not a flag name or a string, which only says
 # that the code is about CUDA).
@@ -166,6 +168,145 @@ def stays_on_the_cpu(orelse: cst.If | cst.Else | None) -> bool:
         ):
             return False
     return True
+
+
+def probe_placement(
+    node: cst.If,
+    function: cst.FunctionDef | None,
+    class_name: str | None,
+    module: cst.Module,
+    imports: ImportTable,
+) -> bool:
+    """`if torch.cuda.is_available(): t5 = t5.cuda()` (without `else`, or with one that
+    places nothing) where every value the block moves to CUDA is one the code made or
+    fetched itself (`t5, tokenizer = get_model_and_tokenizer(name)`, `MODEL =
+    torch.hub.load(...)`, `self.model = Net()`), not one handed in: such a value starts on
+    the host, so the probe chooses between CUDA and the CPU, and on an XLA host it stays on
+    the CPU. A value handed in (`def to_cuda(x)`, `token_ids` of an embedding function, or
+    a value computed from one) is where its caller put it, which may be the XLA device; a
+    value the function also moves to a device chosen elsewhere (`model.to(device)`) has
+    another placement."""
+    if not probes_availability(node.test, imports) or not stays_on_the_cpu(node.orelse):
+        return False
+    moved = _moved_to_cuda(node.body, imports)
+    if not moved:
+        return False
+    handed = {p.name.value for p in parameters(function, star=True)} if function else set()
+    handed -= {"self", "cls"}  # an instance's methods make values as functions do
+    scope = function.body if function is not None else module
+    for receiver in moved:
+        if type(receiver) is cst.Name:
+            name = receiver.value
+            if name in handed:
+                return False
+            values = _bound_values(scope, name, node)
+            if values is None and function is None:
+                found = module_assignments(module).get(name) or []
+                values = None if any(v is None for v in found) else found  # type: ignore[assignment]
+        elif (attribute := self_attribute(receiver)) is not None and class_name is not None:
+            inside = set(map(id, descendants(node)))
+            values = [
+                value
+                for value, _ in member_values_in(module, class_name, attribute)
+                if id(value) not in inside
+            ]
+        else:
+            return False
+        if not values:
+            return False  # bound some other way too (a loop, `with ... as`), or not here
+        # `model = model.float()` keeps what the name held: the other bindings decide.
+        values = [v for v in values if not _method_of(v, receiver)]
+        if not values or not all(_made_here(v, handed) for v in values):
+            return False
+        if _moved_elsewhere(scope, receiver, node):
+            return False
+    return True
+
+
+def _moved_to_cuda(block: cst.CSTNode, imports: ImportTable) -> list[cst.BaseExpression]:
+    """The receivers the block moves to CUDA (`t5.cuda()`, `model.to("cuda")`), or [] where
+    it moves anything else or nothing."""
+    moved: list[cst.BaseExpression] = []
+    for found in descendants(block):
+        if type(found) is not cst.Call or type(found.func) is not cst.Attribute:
+            continue
+        method = found.func.attr.value
+        if method == "cuda" or (
+            method == "to"
+            and found.args
+            and device_types(found.args[0].value, imports) == frozenset({"cuda"})
+        ):
+            moved.append(found.func.value)
+        elif method == "to":
+            return []
+    return moved
+
+
+def _bound_values(
+    scope: cst.CSTNode, name: str, skip: cst.CSTNode
+) -> list[cst.BaseExpression] | None:
+    """The values the statements of `scope` outside `skip` bind `name` to (the whole
+    right-hand side of an unpacking), or None where something else binds it (a loop, `+=`,
+    `with ... as`)."""
+    values: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [scope]
+    while stack:
+        current = stack.pop()
+        if current is skip or type(current) in _STATEMENT_SKIP:
+            continue
+        kind = type(current)
+        if kind is cst.Assign:
+            if any(name in target_names(t.target) for t in current.targets):  # type: ignore[attr-defined]
+                values.append(current.value)  # type: ignore[attr-defined]
+        elif kind in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName):
+            target = current.name if kind is cst.AsName else current.target  # type: ignore[attr-defined]
+            if name in target_names(target):
+                return None
+        stack.extend(children(current))
+    return values
+
+
+# Statements do not sit in expressions, nor do a nested function's bindings belong to the
+# function around it.
+_STATEMENT_SKIP = (TRIVIA | EXPRESSIONS | frozenset({cst.FunctionDef, cst.ClassDef})) - {cst.AsName}
+
+
+def _made_here(value: cst.BaseExpression, handed: set[str]) -> bool:
+    """A call that makes or fetches a value (`Net()`, `T5EncoderModel.from_pretrained(n)`,
+    `get_model_and_tokenizer(name)`, `self.build_model()`), not a method of something
+    handed in (`x.float()`)."""
+    if type(value) is not cst.Call:
+        return False
+    root = value.func
+    while type(root) in (cst.Attribute, cst.Call, cst.Subscript):
+        root = root.func if type(root) is cst.Call else root.value  # type: ignore[attr-defined]
+    return type(root) is cst.Name and root.value not in handed
+
+
+def _method_of(value: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
+    """`model.float()`, `model.eval()` for `model`: a method of the value itself."""
+    if type(value) is not cst.Call:
+        return False
+    called = get_full_name_for_node(value.func)  # type: ignore[attr-defined]
+    spelled = get_full_name_for_node(receiver)
+    return bool(called and spelled and called.startswith(spelled + "."))
+
+
+def _moved_elsewhere(scope: cst.CSTNode, receiver: cst.BaseExpression, skip: cst.If) -> bool:
+    """`model.to(device)`, `model.cuda()` outside the probe: the value has another
+    placement, which the probe does not decide alone."""
+    spelled = get_full_name_for_node(receiver)
+    inside = set(map(id, descendants(skip)))
+    for found in descendants(scope):
+        if (
+            type(found) is cst.Call
+            and type(found.func) is cst.Attribute
+            and found.func.attr.value in ("to", "cuda", "cpu")
+            and id(found) not in inside
+            and get_full_name_for_node(found.func.value) == spelled
+        ):
+            return True
+    return False
 
 
 def code_mentions_xla(node: cst.CSTNode, imports: ImportTable) -> bool:

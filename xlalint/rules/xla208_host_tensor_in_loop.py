@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from xlalint.analysis.lazy_init import fills_persistent_state
 from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import descendants, self_attribute
+from xlalint.walk import descendants, self_attribute, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -94,7 +95,9 @@ class HostTensorInLoop(Rule):
     followed by a move to a device, either chained
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
     `pos.to(device)` in the loop; not where host data is written into it in between,
-    `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build). A move is
+    `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build; device
+    values written into its rows, `idx[1] = gt_labels.squeeze(-1)`, are copied to the host
+    on the way, and built with `device=` the write stays there). A move is
     `.cuda()` or a `.to()` whose target is clearly a device: a device string other than
     `"cpu"`, `torch.device(...)`, `torch_xla.device()`, or a name such as `device`,
     `x.device`, `self.device`, `dev`; or `.to(t)` and `.type_as(t)` with `t` a tensor,
@@ -121,7 +124,10 @@ class HostTensorInLoop(Rule):
     is moved the same way, and reported without a fix. So is a factory's result used
     directly as an index of a device tensor (`logprobs[torch.arange(n), next_tokens]`, a
     decoder picking each row's chosen token): the indexing copies the index to the
-    tensor's device, as `.to()` would. An index of a numpy array or of a host tensor
+    tensor's device, as `.to()` would; also through a name bound to one (mmyolo's
+    task-aligned assigner: `idx = torch.zeros([2, b, n], dtype=torch.long)`, its rows
+    filled from a range and the device labels, then `pred_scores[idx[0], idx[1]]` every
+    training step), reported once, at the factory. An index of a numpy array or of a host tensor
     (`torch.zeros(4, 4)[torch.arange(4), 0]`), or of a value whose kind is not known, is
     not flagged.
 
@@ -148,7 +154,13 @@ class HostTensorInLoop(Rule):
     `torch.as_tensor(...)` and `torch.from_numpy(...)` of a name or a comprehension, whose
     values come from the host anyway (a changing Python number passed this way is
     the recommended way to feed it without recompiling; a 0-dim constant such as
-    `torch.tensor(-math.inf).to(lprobs)` is moved as a scalar and cached, see below);
+    `torch.tensor(-math.inf).to(lprobs)` is moved as a scalar and cached, see below),
+    but for a one-element list of a range loop's counter (`torch.tensor([t]).to(device)`
+    per reverse step of pypots' CSDI sampler) in a function that runs every step itself:
+    the counter's values repeat from call to call, and `torch.full((1,), t, device=...)`
+    sends each once (a second reader measured 101 transfers against 49 in two batches of
+    50 steps), where the host list is copied on every pass (not in a training loop's own
+    function, whose step counter never repeats);
     0-dim factories (`torch.zeros(())`, `torch.full([], v)`); random factories, whose
     device form draws other numbers; `.to(t)`/`.type_as(t)` with `t` a host tensor; and
     `arange`/`linspace`/`logspace` bounds or a `full` value that change every pass, which
@@ -250,6 +262,24 @@ class HostTensorInLoop(Rule):
         "`{factory}` builds an index on the host: indexing {tensor} with it copies it to the "
         "device every step; build it there with `device=`"
     )
+    index_name_message = (
+        "`{name}` (from `{factory}`) lives on the host: indexing {tensor} with it copies it "
+        "to the device every step; build it there with `device=`"
+    )
+    filled_message = (
+        "`{name}` (from `{factory}`) is built on the host and filled with device values "
+        "(a copy to the host), then indexes {tensor} (a copy back) every step; build it "
+        "there with `device=`"
+    )
+    counter_message = (
+        "`{factory}` of the loop counter `{name}` builds a tensor on the host and copies it "
+        "to the device every pass; the counter's values repeat from call to call, and a "
+        "device factory sends each one once"
+    )
+    counter_hint = (
+        "Build it on the device: `torch.full((1,), {name}, device=...)` (torch_xla keeps "
+        "each scalar it has sent); `torch.tensor([{name}], device=...)` still copies the list"
+    )
     attribute_message = (
         "`{name}` (from `{factory}`) is a plain attribute, not a buffer: it stays on the host "
         "and is copied to the device every step"
@@ -283,6 +313,10 @@ class HostTensorInLoop(Rule):
         self.values = ctx.loop_values  # fed by the context during the walk
         # Per function: names bound to a host tensor from a factory, and which factory.
         self._host_names: list[dict[str, str]] = [{}]
+        # Per function: the factory call each such name is bound to, and the names whose
+        # rows receive device values (`idx[1] = gt_labels.squeeze(-1)`).
+        self._host_factories: list[dict[str, cst.Call]] = [{}]
+        self._device_filled: list[set[str]] = [set()]
         # Factories already reported at the outer move of their chain
         # (`torch.arange(n).type_as(t).to(dev)` is one copy, one finding).
         self._reported: set[int] = set()
@@ -294,29 +328,47 @@ class HostTensorInLoop(Rule):
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._host_names.append({})
+        self._host_factories.append({})
+        self._device_filled.append(set())
         self._functions.append(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._host_names.pop()
+        self._host_factories.pop()
+        self._device_filled.pop()
         self._functions.pop()
 
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
         factory = self._host_factory(node.value)
         names = self._host_names[-1]
+        factories = self._host_factories[-1]
         for target in targets:
             if isinstance(target, cst.Name):
+                self._device_filled[-1].discard(target.value)
                 if factory is not None:
                     names[target.value] = self._factory_name(factory)
+                    factories[target.value] = factory
                 else:
                     names.pop(target.value, None)
+                    factories.pop(target.value, None)
             elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-                # `n[:k] = dropout[:k]`: host data written in; `device=` would not build it.
-                names.pop(target.value.value, None)
+                name = target.value.value
+                if name in names and self.ctx.kind(node.value) is Kind.TENSOR:
+                    # `idx[1] = gt_labels.squeeze(-1)`: device values written in, copied to
+                    # the host; built with `device=`, the write stays on the device.
+                    self._device_filled[-1].add(name)
+                elif factory is None:
+                    # `n[:k] = dropout[:k]`: host data written in; `device=` would not
+                    # build it. (Rows from another factory, `idx[0] = torch.arange(n)`,
+                    # are built there as well.)
+                    names.pop(name, None)
+                    factories.pop(name, None)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name):
             self._host_names[-1].pop(node.target.value, None)
+            self._host_factories[-1].pop(node.target.value, None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -335,6 +387,8 @@ class HostTensorInLoop(Rule):
         if fills_persistent_state(self.ctx.ancestors()):
             return  # `if len(state) == 0: state["v"] = torch.zeros(n).to(p)`: once
         if factory is None:
+            if move != "type_as" and self._counter_tensor(node, receiver):
+                return
             if isinstance(receiver, cst.Name) and receiver.value in self._host_names[-1]:
                 factory_name = self._host_names[-1][receiver.value]
                 message = self.moved_message.format(name=receiver.value, factory=factory_name)
@@ -370,7 +424,10 @@ class HostTensorInLoop(Rule):
             if not isinstance(index, cst.Index):
                 continue
             factory = self._host_factory(index.value)
-            if factory is None or id(factory) in self._reported:
+            if factory is None:
+                self._index_through_name(node, index.value)
+                continue
+            if id(factory) in self._reported:
                 continue
             if fills_persistent_state(self.ctx.ancestors()):
                 return
@@ -383,6 +440,93 @@ class HostTensorInLoop(Rule):
             )
             message = self.index_message.format(factory=self._factory_name(factory), tensor=tensor)
             self.report(factory, message, hint=self._like_hint(node.value))
+
+    def _counter_tensor(self, move: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """`torch.tensor([t]).to(device)` with `t` the counter of a loop over a range
+        (`for t in range(n - 1, -1, -1)`, a sampler's reverse steps) in a function that
+        runs every step itself: the values repeat from call to call, so a device factory
+        (`torch.full((1,), t, device=...)`) sends each once, where the host list is copied
+        on every pass (measured by a second reader on pypots' CSDI sampling: 101 transfers
+        against 49 in two batches of 50 steps). Reported, judged as the function's code
+        (not the loop's, whose counter alone would make every pass a new value), True
+        where reported."""
+        head = self._chain_head(receiver)
+        if type(head) is not cst.Call or self.ctx.qualified(head.func) not in _DATA_CONSTRUCTORS:
+            return False
+        positional = [a for a in head.args if a.keyword is None]
+        if len(positional) != 1 or len(head.args) != len(positional) + sum(
+            1 for a in head.args if _keyword_in(a, ("dtype",))
+        ):
+            return False
+        data = positional[0].value
+        if type(data) not in (cst.List, cst.Tuple) or len(data.elements) != 1:  # type: ignore[attr-defined]
+            return False
+        element = data.elements[0]  # type: ignore[attr-defined]
+        if type(element.value) is not cst.Name or isinstance(element, cst.StarredElement):
+            return False
+        name = element.value.value
+        if not self._range_counter(name) or id(head) in self._reported:
+            return False
+        if fills_persistent_state(self.ctx.ancestors()):
+            return False
+        self._reported.add(id(head))
+        site = self.ctx.site()
+        site = dataclasses.replace(site, in_loop=False, scopes=site.scopes[:1])
+        message = self.counter_message.format(factory=self._factory_name(head), name=name)
+        self.report(move, message, hint=self.counter_hint.format(name=name), site=site)
+        return True
+
+    def _range_counter(self, name: str) -> bool:
+        """`name` is the target of an enclosing loop of this function over `range(...)`
+        (or `reversed(range(...))`), not rebound in its body."""
+        for ancestor in self.ctx.ancestors():
+            if type(ancestor) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                return False
+            if type(ancestor) is not cst.For or type(ancestor.target) is not cst.Name:
+                continue
+            if ancestor.target.value != name:
+                continue
+            iterated = ancestor.iter
+            if (
+                type(iterated) is cst.Call
+                and get_full_name_for_node(iterated.func) == "reversed"
+                and iterated.args
+            ):
+                iterated = iterated.args[0].value
+            if type(iterated) is not cst.Call or get_full_name_for_node(iterated.func) != "range":
+                return False
+            return not any(name in _bound_names(n) for n in descendants(ancestor.body))
+        return False
+
+    def _index_through_name(self, node: cst.Subscript, index: cst.BaseExpression) -> None:
+        """`pred_scores[idx[0], idx[1]]` with `idx = torch.zeros([2, b, n], dtype=long)`:
+        a name bound to a host factory (its rows perhaps filled with device values) indexes
+        a device tensor, which copies it to the device. Reported once, at the factory,
+        where `device=` goes."""
+        head = self._chain_head(index)
+        if type(head) is not cst.Name:
+            return
+        factory = self._host_factories[-1].get(head.value)
+        if factory is None or id(factory) in self._reported:
+            return
+        if fills_persistent_state(self.ctx.ancestors()):
+            return
+        self._reported.add(id(factory))
+        name = self.ctx.module.code_for_node(node.value)
+        tensor = (
+            "the indexed tensor"
+            if "\n" in name or len(name) > 40
+            else f"the device tensor `{name}`"
+        )
+        template = (
+            self.filled_message
+            if head.value in self._device_filled[-1]
+            else self.index_name_message
+        )
+        message = template.format(
+            name=head.value, factory=self._factory_name(factory), tensor=tensor
+        )
+        self.report(factory, message, hint=self._like_hint(node.value))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append(node)
@@ -654,6 +798,15 @@ class HostTensorInLoop(Rule):
         return self.fix(
             "Build the tensor on the device: pass `device=` to the factory", (move, code)
         )
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    """The names an assignment statement binds (`t = ...`, `t += 1`); none for others."""
+    if type(node) is cst.Assign:
+        return set().union(*(target_names(t.target) for t in node.targets))  # type: ignore[attr-defined]
+    if type(node) in (cst.AugAssign, cst.AnnAssign):
+        return target_names(node.target)  # type: ignore[attr-defined]
+    return set()
 
 
 def _string_arguments(call: cst.Call) -> Iterator[str]:

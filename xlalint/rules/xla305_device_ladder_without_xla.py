@@ -12,6 +12,7 @@ from xlalint.analysis.cuda_flags import (
     code_mentions_xla,
     cuda_flag_places,
     flag_placements,
+    probe_placement,
     probes_availability,
     stays_on_the_cpu,
 )
@@ -142,9 +143,19 @@ class DeviceLadderWithoutXla(Rule):
     whose branches move values to devices rather than naming one is a ladder where two
     branches move to two known types, one of them a GPU (`if is_xpu_available():
     model.to("xpu:0")` / `elif torch.cuda.is_available(): model.to("cuda")`; `if
-    self.device == "cuda": x = x.cuda()` / `elif self.device == "cpu": x = x.cpu()`); one
-    guarded move (`if torch.cuda.is_available(): model = model.cuda()`) or a move to a
-    device chosen elsewhere (`.to(local_rank)`) chooses nothing.
+    self.device == "cuda": x = x.cuda()` / `elif self.device == "cpu": x = x.cpu()`); a move
+    to a device chosen elsewhere (`.to(local_rank)`) chooses nothing, nor does one guarded
+    move of a value handed in (`def to_cuda(x): if torch.cuda.is_available(): x =
+    x.cuda()`, an embedding function's `token_ids`): its caller put it where it is. One
+    guarded move (without `else`, or with one that places nothing) of values the code made
+    or fetched itself is a choice between CUDA and the CPU, where they start:
+    `t5, tokenizer = get_model_and_tokenizer(name)`, then `if torch.cuda.is_available():
+    t5 = t5.cuda()` (phenaki's and muse-maskgit's `t5_encode_text`), `MODEL =
+    torch.hub.load(...)` in a getter, `self.encoder = T5EncoderModel.from_pretrained(...)`
+    in `__init__`: on an XLA host the model runs on the CPU. Reported at the `if`, unless
+    the value is also moved to another device in the function (`model.to(device)`), the
+    function (the module, for module-level code) has a ladder of its own or mentions XLA,
+    or a CUDA test above it decides.
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
@@ -471,6 +482,35 @@ class DeviceLadderWithoutXla(Rule):
         )
         self.report(node, message, end_node=node.test)
 
+    def _probe_placement(self, node: cst.If) -> None:
+        """`if torch.cuda.is_available(): t5 = t5.cuda()` of a model the function loaded
+        itself (see `cuda_flags.probe_placement`): CUDA or the CPU, reported at the `if`,
+        unless the function (the module, at its level) has a ladder of its own or mentions
+        XLA, or a CUDA test above already decides."""
+        imports = self.ctx.imports
+        ancestors = list(self.ctx.ancestors())
+        if any(
+            isinstance(a, cst.If | cst.IfExp) and mentions_cuda(a.test, imports) for a in ancestors
+        ):
+            return
+        function = self.ctx.function_node
+        key = self.ctx.function
+        class_name = key.class_name if key is not None else None
+        if not probe_placement(node, function, class_name, self.ctx.module, imports):
+            return
+        scope: cst.CSTNode = function if function is not None else self.ctx.module
+        if mentions_xla(scope, imports) or self._xla_ruled_out(node):
+            return
+        choices = self.ctx.device_choices
+        if any(
+            isinstance(n, cst.If | cst.IfExp) and choices.is_ladder(n) for n in descendants(scope)
+        ):
+            return  # the function's ladder is the finding
+        message = self.message.format(
+            types="CUDA/the CPU", outcome="on an XLA host it leaves everything on the CPU"
+        )
+        self.report(node, message, end_node=node.test)
+
     def visit_If(self, node: cst.If) -> None:
         parent = self.ctx.parent
         if isinstance(parent, cst.If) and parent.orelse is node:
@@ -484,6 +524,7 @@ class DeviceLadderWithoutXla(Rule):
             return
         if choice is None or not choice.is_ladder:
             self._flag_placement(node)
+            self._probe_placement(node)
             return
         if self._reads_a_placing_flag(node.test):
             return

@@ -7,13 +7,17 @@ import libcst as cst
 from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.devices import device_types
 from xlalint.analysis.guards import path_conditions
+from xlalint.analysis.members import member_values_in
 from xlalint.rule import Rule
+from xlalint.walk import self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
 
 TORCH_LOAD = "torch.load"
 XLA = frozenset({"xla"})
+# accelerate's `Accelerator`: its `device` is the XLA device on an XLA host.
+ACCELERATOR = "accelerate.Accelerator"
 
 
 class LoadMapLocationXla(Rule):
@@ -25,7 +29,14 @@ class LoadMapLocationXla(Rule):
     file assigns no device) where the code has just found it is not the CPU (the `else` of
     `if device == "cpu":`, or under `if device.type != "cpu":`): that branch is the
     accelerator's, which on an XLA host is the XLA device (easyocr's `get_detector(...,
-    device)` loads with `map_location=device` there).
+    device)` loads with `map_location=device` there). And the device of an accelerate
+    `Accelerator`, which on an XLA host is the XLA device: `accelerator.device` of a name
+    bound to `Accelerator(...)` (or annotated as one), `self.accelerator.device` where every
+    assignment of the class binds `Accelerator(...)`, a name assigned one of these
+    (naturalspeech2's `Trainer.load`: `device = accelerator.device`, then
+    `torch.load(..., map_location=device)`), or a property of the class that returns one
+    (`self.device`). An accelerator handed in whose kind the file does not state is not
+    taken for one.
 
     ## Why is this bad?
     `torch.load` restores storages with the location functions torch has registered
@@ -72,18 +83,30 @@ class LoadMapLocationXla(Rule):
         super().__init__(ctx)
         # Per function (module level first): assigned names, and whether to an XLA device.
         self._devices: list[dict[str, bool]] = [{}]
+        # Per function (module level first): assigned names, and whether to an Accelerator.
+        self._accelerators: list[dict[str, bool]] = [{}]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._devices.append({})
+        self._accelerators.append({})
+        for param in node.params.params:
+            annotation = param.annotation
+            if annotation is not None and self.ctx.qualified(annotation.annotation) == ACCELERATOR:
+                self._accelerators[-1][param.name.value] = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._devices.pop()
+        self._accelerators.pop()
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        is_xla = device_types(node.value, self.ctx.imports) == XLA
+        is_xla = device_types(node.value, self.ctx.imports) == XLA or self._accelerator_device(
+            node.value
+        )
+        holds_accelerator = self._holds_accelerator(node.value)
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 self._devices[-1][target.target.value] = is_xla
+                self._accelerators[-1][target.target.value] = holds_accelerator
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualified(node.func) != TORCH_LOAD:
@@ -96,7 +119,7 @@ class LoadMapLocationXla(Rule):
             self.report(location)
 
     def _is_xla_device(self, value: cst.BaseExpression, call: cst.Call) -> bool:
-        if device_types(value, self.ctx.imports) == XLA:
+        if device_types(value, self.ctx.imports) == XLA or self._accelerator_device(value):
             return True
         if isinstance(value, cst.Name):
             local = self._devices[-1].get(value.value)
@@ -106,6 +129,63 @@ class LoadMapLocationXla(Rule):
                 return local
             return self._found_not_cpu(value.value, call)
         return False
+
+    def _accelerator_device(self, value: cst.BaseExpression) -> bool:
+        """`accelerator.device`, `self.accelerator.device`, or a property of the class
+        (`self.device`) that returns one: the device of an accelerate `Accelerator`, which
+        on an XLA host is the XLA device."""
+        if type(value) is not cst.Attribute:
+            return False
+        if value.attr.value == "device" and self._holds_accelerator(value.value):
+            return True
+        attribute = self_attribute(value)
+        return attribute is not None and any(
+            self._accelerator_device(returned) for returned in self._property_returns(attribute)
+        )
+
+    def _holds_accelerator(self, value: cst.BaseExpression) -> bool:
+        """`Accelerator(...)`, a name the function (or the module) binds to one, or an
+        attribute of the instance every assignment of its class binds to one."""
+        if type(value) is cst.Call:
+            return self.ctx.qualified(value.func) == ACCELERATOR
+        if type(value) is cst.Name:
+            local = self._accelerators[-1].get(value.value)
+            if local is None:
+                local = self._accelerators[0].get(value.value)
+            return bool(local)
+        attribute = self_attribute(value)
+        key = self.ctx.function
+        if attribute is None or key is None or key.class_name is None:
+            return False
+        values = member_values_in(self.ctx.module, key.class_name, attribute)
+        return bool(values) and all(
+            type(v) is cst.Call and self.ctx.qualified(v.func) == ACCELERATOR for v, _ in values
+        )
+
+    def _property_returns(self, attribute: str) -> list[cst.BaseExpression]:
+        """What the enclosing class's property named `attribute` returns (`@property def
+        device(self): return self.accelerator.device`): one `return` statement."""
+        key = self.ctx.function
+        if key is None or key.class_name is None:
+            return []
+        for statement in self.ctx.module.body:
+            if type(statement) is not cst.ClassDef or statement.name.value != key.class_name:
+                continue
+            for member in statement.body.body:
+                if (
+                    type(member) is cst.FunctionDef
+                    and member.name.value == attribute
+                    and any(
+                        type(d.decorator) is cst.Name and d.decorator.value == "property"
+                        for d in member.decorators
+                    )
+                ):
+                    body = member.body.body
+                    if len(body) == 1 and type(body[0]) is cst.SimpleStatementLine:
+                        line = body[0].body
+                        if len(line) == 1 and type(line[0]) is cst.Return and line[0].value:
+                            return [line[0].value]
+        return []
 
     def _found_not_cpu(self, name: str, call: cst.Call) -> bool:
         """`call` runs where `name` was found not to be the CPU (`else` of `if device ==
