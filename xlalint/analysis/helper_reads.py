@@ -148,6 +148,7 @@ class HelperReads:
             and isinstance(root.func, cst.Attribute)
             and isinstance(root.func.value, cst.Name)
             and root.func.value.value in _TORCH_NAMES
+            and not _python_valued(root.func.attr.value)
         ):
             parts = [arg.value for arg in root.args if arg.keyword is None and not arg.star]
         else:
@@ -301,6 +302,13 @@ def _host_valued(node: cst.BaseExpression) -> bool:
         ):
             return True
     return False
+
+
+def _python_valued(function: str) -> bool:
+    """A torch function that answers about its argument with a Python value, not a tensor
+    computed on the device: a predicate (`torch.is_tensor(wav)`, `torch.is_floating_point`)
+    or a count (`torch.numel`)."""
+    return function.startswith("is_") or function == "numel"
 
 
 def _element_names(target: cst.BaseExpression, iterable: cst.BaseExpression, star: str) -> set[str]:
