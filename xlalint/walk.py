@@ -304,6 +304,7 @@ def descendants(
     nodes whose type is in `skip`: by default whitespace, comments and punctuation, which
     hold no names, calls or strings. The cheap `libcst.matchers.findall` for a type test."""
     shared = _shared
+    trivia = skip is TRIVIA
     stack = [node]
     while stack:
         current = stack.pop()
@@ -311,10 +312,16 @@ def descendants(
             continue
         yield current
         known = None if shared is None else shared.get(id(current))  # (`children`, inline)
-        if known is not None and known[0] is current:
-            stack.extend(reversed(known[1]))
-        else:
+        if known is None or known[0] is not current:
             stack.extend(reversed(children(current)))
+        elif trivia:
+            # The shared code children (`code_children`, inline): trivia never stacked.
+            code = known[2]
+            if code is None:
+                code = known[2] = tuple([c for c in known[1] if type(c) not in TRIVIA])
+            stack.extend(reversed(code))
+        else:
+            stack.extend(reversed(known[1]))
 
 
 def target_names(target: cst.CSTNode) -> set[str]:
