@@ -144,6 +144,17 @@ _VALUES_LEFT = frozenset(
 )  # fmt: skip
 
 
+def _steps_branches(node: cst.If, ends: list[BranchState], kinds: TensorKinds) -> list[BranchState]:
+    """The ends of the branches of `node` an XLA step can take: not the body of `if
+    torch.onnx.is_in_onnx_export():` or `if torch.jit.is_tracing():` (an export or a trace
+    binds `idx = torch.tensor(q.size(3))` where a step binds the Python int), nor the
+    `else` of their negation. `ends` holds the body's end first, where it goes on."""
+    probe = kinds.tests_tracing(node.test)
+    if probe is None or len(ends) != 2 or type(node.orelse) is cst.If:
+        return ends
+    return ends[1:] if probe else ends[:1]
+
+
 def _leaves(branch: cst.CSTNode) -> bool:
     """Whether a branch of an `if` (its body, `else` or `elif`) never goes on past it: it
     returns, raises, continues or breaks on every path (`statements.always_exits`: also
@@ -1170,7 +1181,7 @@ class FileContext:
                 ends.append(self.kinds.branch_state())
             if node.orelse is None:  # type: ignore[attr-defined]
                 ends.append(before)  # the test failed: nothing in the body ran
-            self.kinds.merge_branches(before, ends)
+            self.kinds.merge_branches(before, _steps_branches(node, ends, self.kinds))  # type: ignore[arg-type]
         if self._kept_tensors and self._kept_tensors[-1][0] is node:
             for name in self._kept_tensors.pop()[1]:
                 self.kinds.bind(cst.Name(name), Kind.TENSOR)

@@ -143,7 +143,10 @@ _TENSOR_MAPPINGS = frozenset({"TensorDictBase", "TensorDict"})
 _DICT_ANNOTATIONS = frozenset({"dict", "Dict", "Mapping", "MutableMapping"})
 _RNG_STATE_GETTERS = frozenset({"get_rng_state", "get_rng_state_all"})
 # Conditions true only while TorchScript traces or scripts the code.
-_TRACING_PROBES = frozenset({"torch.jit.is_tracing", "torch.jit.is_scripting"})
+# Probes of a TorchScript trace or an ONNX export: true on a path no XLA step takes.
+_TRACING_PROBES = frozenset(
+    {"torch.jit.is_tracing", "torch.jit.is_scripting", "torch.onnx.is_in_onnx_export"}
+)
 _TORCH_TENSOR_NAMESPACES = re.compile(r"^torch\.(nn\.functional|linalg|fft|special|nn\.init)\.")
 # torch factories that build a tensor from sizes or Python data: on the host (a CPU tensor,
 # like a numpy array) unless given a device. `torch.rand(1) < p` in a transform is no sync.
@@ -2937,7 +2940,7 @@ class TensorKinds:
                 return Kind.HOST
             return _join([self.of(node.left), *(self.of(t.comparator) for t in node.comparisons)])
         if node_type is cst.IfExp:
-            if (tracing := self._tests_tracing(node.test)) is not None:
+            if (tracing := self.tests_tracing(node.test)) is not None:
                 # `torch.min(torch.tensor(hw)) if torch.jit.is_tracing() else min(hw)`: a
                 # step on the XLA device is not traced by TorchScript.
                 return self.of(node.orelse if tracing else node.body)
@@ -3030,8 +3033,9 @@ class TensorKinds:
             for arg in value.args
         )
 
-    def _tests_tracing(self, test: cst.BaseExpression) -> bool | None:
-        """True for `torch.jit.is_tracing()`, False for its negation, else None."""
+    def tests_tracing(self, test: cst.BaseExpression) -> bool | None:
+        """True for `torch.jit.is_tracing()` (or an ONNX export's probe), False for its
+        negation, else None."""
         inner = negated(test)
         call = test if inner is None else inner
         if isinstance(call, cst.Call) and self.imports.resolve(call.func) in _TRACING_PROBES:
