@@ -431,15 +431,7 @@ class HostTensorInLoop(Rule):
                 continue
             if fills_persistent_state(self.ctx.ancestors()):
                 return
-            self._reported.add(id(factory))
-            name = self.ctx.module.code_for_node(node.value)
-            tensor = (
-                "the indexed tensor"
-                if "\n" in name or len(name) > 40
-                else f"the device tensor `{name}`"
-            )
-            message = self.index_message.format(factory=self._factory_name(factory), tensor=tensor)
-            self.report(factory, message, hint=self._like_hint(node.value))
+            self._report_index(node, factory, self.index_message)
 
     def _counter_tensor(self, move: cst.Call, receiver: cst.BaseExpression) -> bool:
         """`torch.tensor([t]).to(device)` with `t` the counter of a loop over a range
@@ -511,21 +503,26 @@ class HostTensorInLoop(Rule):
             return
         if fills_persistent_state(self.ctx.ancestors()):
             return
-        self._reported.add(id(factory))
-        name = self.ctx.module.code_for_node(node.value)
-        tensor = (
-            "the indexed tensor"
-            if "\n" in name or len(name) > 40
-            else f"the device tensor `{name}`"
-        )
         template = (
             self.filled_message
             if head.value in self._device_filled[-1]
             else self.index_name_message
         )
-        message = template.format(
-            name=head.value, factory=self._factory_name(factory), tensor=tensor
+        self._report_index(node, factory, template, name=head.value)
+
+    def _report_index(
+        self, node: cst.Subscript, factory: cst.Call, template: str, name: str = ""
+    ) -> None:
+        """Report, once at `factory`, the host tensor that indexing `node.value` copies to
+        the device."""
+        self._reported.add(id(factory))
+        indexed = self.ctx.module.code_for_node(node.value)
+        tensor = (
+            "the indexed tensor"
+            if "\n" in indexed or len(indexed) > 40
+            else f"the device tensor `{indexed}`"
         )
+        message = template.format(name=name, factory=self._factory_name(factory), tensor=tensor)
         self.report(factory, message, hint=self._like_hint(node.value))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
