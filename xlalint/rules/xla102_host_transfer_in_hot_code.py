@@ -121,7 +121,9 @@ class HostTransferInHotCode(HelperCallRule):
     methods given numbers, `.repeat_interleave(4)`) hands back a host tensor:
     `_bin_centers(0, 1, n).to(logits.device)` of a host `logits` copies nothing.
     Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
-    runs no graph and transfers nothing.
+    runs no graph and transfers nothing; a bare `.numpy()` of an XLA tensor copies nothing
+    either, it raises (`TypeError: can't convert xla:0 device type tensor to numpy`), so
+    where one is reported on a device tensor the port needs the `.cpu()` anyway.
 
     Writing a device tensor into an element of a tensor made on the host (`probs =
     torch.empty(n)` without a device, then `probs[i] = self.probability(rews1, rews2)`
