@@ -25,6 +25,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
 from xlalint.analysis.arguments import is_staticmethod, positional_names
+from xlalint.analysis.guards import unpacked_value
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import code_children, target_names
@@ -532,17 +533,7 @@ def _bound_to(
     input_ids.to(self.device), mask.to(self.device)`: colbert's moves in one statement)."""
     if type(target) is cst.Name:
         return value if target.value == name else None
-    if type(target) not in (cst.Tuple, cst.List) or type(value) not in (cst.Tuple, cst.List):
-        return None
-    targets, values = target.elements, value.elements  # type: ignore[attr-defined]
-    if len(targets) != len(values) or any(
-        type(e) is cst.StarredElement for e in (*targets, *values)
-    ):
-        return None
-    for element, item in zip(targets, values, strict=True):
-        if type(element.value) is cst.Name and element.value.value == name:
-            return item.value
-    return None
+    return unpacked_value([target], value, name)
 
 
 def _moves_to_device(value: cst.BaseExpression | None, name: str) -> bool:
