@@ -64,6 +64,7 @@ from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import (
     instance_method_call,
+    is_property,
     member_method_call,
     own_module_function,
     table_functions,
@@ -168,7 +169,7 @@ def _plain_methods(node: cst.ClassDef) -> frozenset[str]:
     return frozenset(
         statement.name.value
         for statement in node.body.body
-        if isinstance(statement, cst.FunctionDef) and not _is_property(statement)
+        if isinstance(statement, cst.FunctionDef) and not is_property(statement)
     )
 
 
@@ -178,13 +179,7 @@ def _properties(node: cst.ClassDef) -> frozenset[str]:
     return frozenset(
         statement.name.value
         for statement in node.body.body
-        if isinstance(statement, cst.FunctionDef) and _is_property(statement)
-    )
-
-
-def _is_property(function: cst.FunctionDef) -> bool:
-    return any(
-        "property" in (get_full_name_for_node(d.decorator) or "") for d in function.decorators
+        if isinstance(statement, cst.FunctionDef) and is_property(statement)
     )
 
 

@@ -27,6 +27,7 @@ from xlalint import lint_memo
 from xlalint.analysis.arguments import is_staticmethod, positional_names
 from xlalint.analysis.guards import unpacked_value
 from xlalint.analysis.handed_functions import call_sites
+from xlalint.analysis.members import is_property
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import code_children, target_names
 
@@ -330,13 +331,9 @@ def _host_properties(module: cst.Module) -> frozenset[str]:
         for member in statement.body.body:
             if type(member) is not cst.FunctionDef:
                 continue
-            is_property = any(
-                type(d.decorator) is cst.Name and d.decorator.value == "property"
-                for d in member.decorators
-            )
             values = (
                 [n.value for n in _walk_body(member, expressions=False) if type(n) is cst.Return]
-                if is_property  # (other methods' returns are not asked about)
+                if is_property(member)  # (other methods' returns are not asked about)
                 else []
             )
             built = bool(values) and all(v is not None and _built_on_host(v) for v in values)

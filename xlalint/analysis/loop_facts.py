@@ -38,7 +38,7 @@ from xlalint.analysis.devices import names_xla, positional_argument
 from xlalint.analysis.handed_functions import CallSites, call_sites
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS
 from xlalint.analysis.imports import ImportTable
-from xlalint.analysis.members import _reach, member_values_in
+from xlalint.analysis.members import _reach, is_property, member_values_in
 from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
@@ -1418,7 +1418,7 @@ class LoopFacts:
         if isinstance(func, cst.Attribute):
             name = func.attr.value
             # `self.model(x)` with `model` a property calls what the property returns.
-            methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
+            methods = [m for m in self._methods.get(name, []) if not is_property(m)]
             if self_call(call) and class_def is not None:
                 own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
                 if own and all(map(_abstract, own)):
@@ -1477,7 +1477,7 @@ class LoopFacts:
     def _own_methods(self, class_def: cst.ClassDef, name: str) -> list[cst.FunctionDef]:
         """The methods `name` that `self.name(...)` in a method of `class_def` may run: the
         class's own, else any of the module's (a base's or a subclass's)."""
-        methods = [m for m in self._methods.get(name, []) if not _is_property(m)]
+        methods = [m for m in self._methods.get(name, []) if not is_property(m)]
         own = [m for m in methods if self._method_classes.get(id(m)) is class_def]
         return own or methods
 
@@ -1684,7 +1684,7 @@ class LoopFacts:
         training step (then the call is something else)."""
         if not isinstance(call.func, cst.Attribute):
             return False
-        methods = [m for m in self._methods.get(call.func.attr.value, []) if not _is_property(m)]
+        methods = [m for m in self._methods.get(call.func.attr.value, []) if not is_property(m)]
         if methods:
             return any(self.steps_optimizer(m) for m in methods)
         return not self._trains_itself() and not self._knows_xla()
@@ -1922,9 +1922,6 @@ class LoopFacts:
         return self._memoized("optimizer_steps", node, (), compute)
 
 
-_PROPERTIES = frozenset({"property", "cached_property"})
-
-
 def _callable_parameters(function: cst.FunctionDef | None) -> frozenset[str]:
     """The parameters of the function around a loop, but `self`/`cls`."""
     if function is None:
@@ -1945,14 +1942,6 @@ def _defines(scope: cst.FunctionDef, function: cst.FunctionDef) -> bool:
             if type(child) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
                 pending.append(child)
     return False
-
-
-def _is_property(function: cst.FunctionDef) -> bool:
-    """`@property`, `@functools.cached_property`: reading the attribute runs the function."""
-    return any(
-        (get_full_name_for_node(_decorator_func(d)) or "").rsplit(".", 1)[-1] in _PROPERTIES
-        for d in function.decorators
-    )
 
 
 def _abstract(function: cst.FunctionDef) -> bool:

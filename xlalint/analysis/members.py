@@ -23,10 +23,22 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
+
+
+def is_property(function: cst.FunctionDef) -> bool:
+    """`@property`, `@functools.cached_property`, `@abc.abstractproperty`: reading the
+    attribute runs the function (and hands back what it returns, which may be a model)."""
+    for decorator in function.decorators:
+        value = decorator.decorator
+        func = value.func if isinstance(value, cst.Call) else value
+        if (get_full_name_for_node(func) or "").rsplit(".", 1)[-1].endswith("property"):
+            return True
+    return False
 
 
 # Nodes hash by identity: one walk per module, whatever the number of calls asked about.

@@ -18,6 +18,7 @@ from collections.abc import Container
 
 import libcst as cst
 
+from xlalint.analysis import tensor_methods
 from xlalint.analysis.arguments import parameters
 from xlalint.walk import EXPRESSIONS, binding_counts, code_children, target_names
 
@@ -256,15 +257,15 @@ class NumberReturns:
 
 # Tensor methods whose result is a tensor computed from the receiver (elementwise maths,
 # reductions, casts): a helper returning `sigma.log()` hands back a tensor for a tensor.
-_TENSOR_MATH_METHODS = frozenset(
-    {
-        "abs", "neg", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "square",
-        "pow", "clamp", "clamp_min", "clamp_max", "clip", "sigmoid", "tanh", "sin", "cos",
-        "sum", "mean", "prod", "all", "any", "amax", "amin", "float", "double", "half",
-        "bfloat16", "lerp", "reciprocal", "floor", "ceil", "round", "eq", "ne", "lt", "le",
-        "gt", "ge", "logical_not", "logical_and", "logical_or", "isnan", "isinf", "isfinite",
-    }
-)  # fmt: skip
+_TENSOR_MATH_METHODS = (
+    tensor_methods.UNARY_MATH
+    | tensor_methods.BOUNDS
+    | tensor_methods.REDUCTIONS
+    | tensor_methods.FLOAT_CASTS
+    | tensor_methods.COMPARISONS
+    | tensor_methods.PREDICATES
+    | {"lerp"}
+)
 _MATH_BUILTINS = frozenset({"min", "max", "abs"})
 # The usual spellings of the torch module, whose maths functions mirror the methods.
 _TORCH_NAMES = frozenset({"torch", "th"})

@@ -45,6 +45,7 @@ from xlalint.analysis.records import (
 )
 from xlalint.analysis.returns import NumberReturns, _walk_body
 from xlalint.analysis.tensor_members import MODULE_MEMBERS, TENSOR_MEMBERS
+from xlalint.analysis.tensor_methods import ONLY_TENSOR_MATH, ONLY_TENSOR_MATH_WITH_ARGUMENTS
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
     TRIVIA,
@@ -124,17 +125,6 @@ _AS_TENSOR = frozenset({"torch.as_tensor", "torch.asarray"})
 _PREDICATE = re.compile(r"^((is|has|are)_|get_\w+_enabled$)")
 # Methods that move what they are given to the device and return it.
 _TO_DEVICE_METHOD = re.compile(r"(^|_)to_device$")
-# Math methods of tensors that Python numbers, numpy arrays, pandas objects and sequences
-# lack (numpy spells them as functions, `np.log(a)`, and clips with `.clip`): called on a
-# value of unknown kind they make a tensor on its device (`(1 + f0 / 700).log()`,
-# `(1 - r).clamp(min=0).sqrt()`). The ones without arguments only when called without any
-# (a logger's `run.log({"loss": v})`, `self.log("loss", v)` are no math).
-TENSOR_MATH_METHODS = frozenset(
-    {"log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "rsqrt", "sigmoid"}
-)  # fmt: skip
-TENSOR_MATH_METHODS_WITH_ARGUMENTS = frozenset(
-    {"clamp", "clamp_min", "clamp_max", "softmax", "log_softmax", "logsumexp"}
-)  # fmt: skip
 # Dict methods that return one of its values.
 _DICT_LOOKUPS = frozenset({"get", "pop", "setdefault"})
 # Mappings whose every value is a tensor: the tensordict library's classes.
@@ -3230,8 +3220,8 @@ class TensorKinds:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
             if receiver is Kind.UNKNOWN and (
-                method in TENSOR_MATH_METHODS_WITH_ARGUMENTS
-                or (method in TENSOR_MATH_METHODS and not node.args)
+                method in ONLY_TENSOR_MATH_WITH_ARGUMENTS
+                or (method in ONLY_TENSOR_MATH and not node.args)
             ):
                 # `f0_mel = 1127 * (1 + f0 / 700).log()`, `(1 - r).clamp(min=0).sqrt()`:
                 # only a tensor has the method, so its result is one, on the receiver's

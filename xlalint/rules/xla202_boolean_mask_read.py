@@ -5,10 +5,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis import tensor_methods
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted, takes_tensors
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
-from xlalint.analysis.tensors import TENSOR_MATH_METHODS, TENSOR_MATH_METHODS_WITH_ARGUMENTS
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -34,21 +34,25 @@ _FACTORIES = frozenset(
 )  # fmt: skip
 
 # Methods that tensors have and numpy arrays, pandas objects and sequences lack.
-_TENSOR_ONLY_METHODS = TENSOR_METHODS | TENSOR_MATH_METHODS | TENSOR_MATH_METHODS_WITH_ARGUMENTS
+_TENSOR_ONLY_METHODS = (
+    TENSOR_METHODS
+    | tensor_methods.ONLY_TENSOR_MATH
+    | tensor_methods.ONLY_TENSOR_MATH_WITH_ARGUMENTS
+)
 # Arithmetic that works element for element (a masked write's value computed from reads
 # under its mask: `_elementwise_statement`).
 _ARITHMETIC = (
     cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
 )  # fmt: skip
 # Tensor methods and torch functions whose result is element for element the operand's.
-_ELEMENTWISE = frozenset(
-    {"abs", "neg", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square",
-     "sigmoid", "tanh", "relu", "sign", "floor", "ceil", "round", "trunc", "frac",
-     "reciprocal", "pow", "clamp", "clip", "clamp_min", "clamp_max", "add", "sub", "mul",
-     "div", "true_divide", "float", "double", "half", "bfloat16", "long", "int", "to",
-     "type_as", "detach", "clone", "contiguous", "sin", "cos", "erf", "lerp", "maximum",
-     "minimum", "nan_to_num"}
-)  # fmt: skip
+_ELEMENTWISE = (
+    tensor_methods.UNARY_MATH
+    | tensor_methods.BOUNDS
+    | tensor_methods.FLOAT_CASTS
+    | tensor_methods.INTEGER_CASTS
+    | tensor_methods.BINARY_MATH
+    | tensor_methods.SAME_VALUES
+)
 # What a finding per statement counts by: a simple statement line or a compound one's header.
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint.analysis import tensor_methods
 from xlalint.analysis.arguments import keyword_argument, with_keyword
 from xlalint.analysis.devices import (
     XLA_DEVICE_CALLS,
@@ -62,13 +63,7 @@ _DEVICE_AGNOSTIC = frozenset(
 # Elementwise math of one tensor, as `torch.exp(x)` or `x.exp()`: computed where `x` lives
 # (`torch.exp(-math.log(p) * torch.arange(half) / half).to(device)`, a timestep embedding's
 # frequencies, is built on the host and copied every call).
-_ELEMENTWISE = frozenset(
-    {
-        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-        "sinh", "cosh", "tanh", "sigmoid", "sqrt", "rsqrt", "reciprocal", "square", "pow",
-        "abs", "neg", "floor", "ceil", "round",
-    }
-)  # fmt: skip
+_ELEMENTWISE = tensor_methods.UNARY_MATH
 # `.to()` keywords that only matter for a copy: a tensor built on the device needs none.
 _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.

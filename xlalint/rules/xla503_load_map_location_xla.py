@@ -7,7 +7,7 @@ import libcst as cst
 from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.devices import device_types
 from xlalint.analysis.guards import path_conditions
-from xlalint.analysis.members import member_values_in
+from xlalint.analysis.members import is_property, member_values_in
 from xlalint.rule import Rule
 from xlalint.walk import self_attribute
 
@@ -175,10 +175,7 @@ class LoadMapLocationXla(Rule):
                 if (
                     type(member) is cst.FunctionDef
                     and member.name.value == attribute
-                    and any(
-                        type(d.decorator) is cst.Name and d.decorator.value == "property"
-                        for d in member.decorators
-                    )
+                    and is_property(member)
                 ):
                     body = member.body.body
                     if len(body) == 1 and type(body[0]) is cst.SimpleStatementLine:
