@@ -337,9 +337,28 @@ def parse(path: str, text: str) -> ast.Module | None:
     return _parsed(path, text) if lint_memo.in_lint() else _parse(path, text)
 
 
-@lint_memo.memo(1)
+# The trees of other modules parsed in the lint in progress, by path, with their texts:
+# the most recently asked stay while their texts add up to `_HELD_TEXT` (the newest
+# always does). A lint's layers meet the same base module a few modules apart: in a
+# one-file check of a diffusers pipeline, `module_reads` and `module_steps` each parsed
+# the 118 kB `pipeline_utils.py`, other modules between, while one tree was held.
+_HELD_TEXT = 1 << 19
+_trees: dict[str, tuple[str, ast.Module | None]] = lint_memo.scratch()
+
+
 def _parsed(path: str, text: str) -> ast.Module | None:
-    return _parse(path, text)
+    held = _trees.pop(path, None)
+    if held is not None and held[0] == text:
+        _trees[path] = held  # the most recently asked again
+        return held[1]
+    tree = _parse(path, text)
+    _trees[path] = (text, tree)
+    size = sum(len(kept) for kept, _ in _trees.values())
+    for old in list(_trees):
+        if size <= _HELD_TEXT or old == path:
+            break
+        size -= len(_trees.pop(old)[0])
+    return tree
 
 
 def _parse(path: str, text: str) -> ast.Module | None:
