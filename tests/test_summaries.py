@@ -231,3 +231,38 @@ def test_forecast_without_a_cache_starts_from_the_checks_own_result(
     assert cold.stdout == cached.stdout
     assert Counter(cold_parses) <= Counter(parses)
     assert len(cold_parses) < len(parses)
+
+
+@pytest.mark.parametrize(
+    ("example", "runs"),
+    [
+        ("train_xla_legacy.py", 1),
+        ("mnist_2019.py", 1),
+        ("train_cuda.py", 2),
+        ("train_xla_slow.py", 2),
+    ],
+)
+def test_the_forecast_runs_the_unsafe_fixer_only_where_a_text_offers_an_unsafe_fix(
+    example: str, runs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forecast's run with `--unsafe-fixes` would choose the same fixes as the safe
+    run in every round, and apply as many, where no text the safe run linted offers a fix
+    only it applies: it is not run then, and the forecast is the same as with both runs."""
+    from xlalint import api
+    from xlalint.config import Settings
+
+    rules = api.enabled_rules(Settings(root=EXAMPLES))
+    real = api.fix_source
+    unsafe_runs: list[bool] = []
+
+    def counting(*args: object, **kwargs: object) -> object:
+        unsafe_runs.append(bool(args[4]))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "fix_source", counting)
+    forecast = api._forecast_file(EXAMPLES / example, rules, ())
+    assert unsafe_runs == [False, True][:runs]
+    monkeypatch.setattr(api, "_unsafe_only_fixes", lambda lints: True)  # both runs, always
+    assert api._forecast_file(EXAMPLES / example, rules, ()) == forecast
+    assert forecast.safe > 0
+    assert (forecast.unsafe > forecast.safe) == (runs == 2)
