@@ -110,6 +110,11 @@ def _module_file(base: str, dotted: str) -> str | None:
     return init if os.path.isfile(init) else None
 
 
+def within(path: str, root: str) -> bool:
+    """`_within`, for the other layers."""
+    return _within(path, root)
+
+
 def _within(path: str, root: str) -> bool:
     """Whether `path` is `root` or under it (both absolute and normal, as `abspath` and
     `_root_of` make them): a prefix test, not `commonpath`'s split of both."""
@@ -211,6 +216,12 @@ def _imports_of(filename: str, text: str) -> list[str]:
                 found.append(path)
     own = os.path.abspath(filename)
     return list(dict.fromkeys(p for p in found if p != own))
+
+
+def imports_of(filename: str, text: str) -> list[str]:
+    """The project files that the import statements of `text` name, as the file
+    `filename` (`module_imports` without its memo, for a text already read)."""
+    return _imports_of(filename, text)
 
 
 def stat_key(path: str) -> tuple[int, int] | None:
