@@ -598,3 +598,21 @@ def test_names_xla_answers_as_its_expression() -> None:
         assert names_xla(text.replace("xla", "x").replace("XLA", "X").replace("tpu", "t")) == (
             expected(text.replace("xla", "x").replace("XLA", "X").replace("tpu", "t"))
         ), path
+
+
+def test_the_context_finds_called_names_as_the_plain_expression_does() -> None:
+    """`context._CALLED`, tried only at word starts and without backtracking, finds what
+    `(\\w+)\\s*\\(` finds, in the same order."""
+    import random
+    import re
+
+    from xlalint.context import _CALLED
+
+    plain = re.compile(r"(\w+)\s*\(")
+    shuffle = random.Random(14)
+    for _ in range(20_000):
+        text = "".join(shuffle.choice("ab_9( \n\t.é)") for _ in range(shuffle.randint(0, 10)))
+        assert _CALLED.findall(text) == plain.findall(text), repr(text)
+    for path in Path(xlalint.__file__).parent.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert _CALLED.findall(text) == plain.findall(text), path
