@@ -535,6 +535,15 @@ def test_the_first_module_asked_about_finds_its_callers_without_the_index(
         assert module_callers._callers_unindexed(root, module) == module_callers._callers(
             module, index
         ), module
+    (package / "gone.py").symlink_to(tmp_path / "nowhere.py")  # counted, not read
+    for cap in (3, 7):  # the files beyond the index's cap are no callers either way
+        monkeypatch.setattr(module_callers, "MAX_INDEX_FILES", cap)
+        capped = module_callers._build_index(root)
+        for module in modules:
+            assert module_callers._callers_unindexed(root, module) == module_callers._callers(
+                module, capped
+            ), (cap, module)
+    monkeypatch.undo()
     metrics = str(package / "metrics.py")
     assert [os.path.relpath(p, root) for p in module_callers._callers(metrics, index)] == [
         "pkg/__init__.py", "pkg/model.py", "pkg/train.py",  # its importers

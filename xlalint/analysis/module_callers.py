@@ -201,12 +201,15 @@ def _callers_unindexed(root: str, path: str) -> list[str]:
     `pipeline_stable_diffusion.py`, 263 of 1,105 files): the package `__init__.py`s first,
     to know which of them import `path`, then every file once, in the index's order."""
     files: list[tuple[str, tuple[int, int]]] = []
+    count = 0  # as `_build_index` counts: a file that cannot be stat'ed counts too
     for _, entries in project_modules.package_folders(root):
         for entry in entries:
-            if entry.name.endswith(".py") and len(files) < MAX_INDEX_FILES:
-                stat = project_modules.stat_key(entry.path)
-                if stat is not None:
-                    files.append((entry.path, stat))
+            if not entry.name.endswith(".py") or count >= MAX_INDEX_FILES:
+                continue
+            count += 1
+            stat = project_modules.stat_key(entry.path)
+            if stat is not None:
+                files.append((entry.path, stat))
     asks = _may_import(path)
     inits = []  # the package `__init__.py`s that import `path` (its re-exports)
     for file, stat in files:
