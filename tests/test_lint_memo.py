@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import xlalint
 from xlalint import lint_memo
 from xlalint.analysis import project_modules
@@ -86,3 +88,37 @@ def test_the_lent_tree_answers_only_for_the_text_it_was_parsed_from(tmp_path: Pa
         other = project_modules.parse(str(path), text + "y = 1\n")
         assert other is not None and other is not lent
     assert project_modules.parse(str(path), text) is not lent
+
+
+def test_a_lint_parses_each_module_once_while_their_texts_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The layers that summarise other modules (`module_steps`, `module_reads`,
+    `module_callers`) meet the same base module a few modules apart within one lint: its
+    tree is held while the texts parsed add up to `_HELD_TEXT`, the oldest going first, and
+    none outlives the lint."""
+    parsed: list[str] = []
+    real = project_modules._parse
+
+    def counting(path: str, text: str) -> ast.Module | None:
+        parsed.append(Path(path).stem)
+        return real(path, text)
+
+    monkeypatch.setattr(project_modules, "_parse", counting)
+    monkeypatch.setattr(project_modules, "_HELD_TEXT", 210)  # five of these texts
+    texts = {name: f"def {name[0]}():\n    return {'1' * 20}\n" for name in "abcdef"}
+    paths = {name: str(tmp_path / f"{name}.py") for name in texts}
+    with lint_memo.lint_scope():
+        first = project_modules.parse(paths["a"], texts["a"])
+        for name in "bcd":
+            project_modules.parse(paths[name], texts[name])
+        assert project_modules.parse(paths["a"], texts["a"]) is first  # four held
+        for name in "ef":  # six: the least recently asked (b) goes
+            project_modules.parse(paths[name], texts[name])
+        project_modules.parse(paths["a"], texts["a"])
+        project_modules.parse(paths["b"], texts["b"])  # parsed again; c goes
+        assert project_modules.parse(paths["b"], texts["b"] + "x = 1\n") is not None
+    assert parsed == ["a", "b", "c", "d", "e", "f", "b", "b"]
+    with lint_memo.lint_scope():
+        project_modules.parse(paths["a"], texts["a"])
+    assert parsed[-1] == "a"  # the last lint's trees are gone

@@ -505,3 +505,64 @@ def test_a_helper_of_a_constructor_built_every_step_elsewhere_is_hot(tmp_path: P
     )
     package = _package(tmp_path, splits=splits, flows=caller)
     assert _findings([package / "splits.py"]) == [("XLA201", 10)]
+
+
+def test_the_first_module_asked_about_finds_its_callers_without_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process's first question under a root (a one-file check) resolves the imports of
+    only the files whose text may name the module or a package `__init__.py` importing it
+    (by its last part, or a bare relative import from inside that package), and finds the
+    callers the index finds, in its order; a second module's question builds the index."""
+    package = _package(
+        tmp_path,
+        model=MODEL,
+        train=TRAIN,
+        loss="from . import th_accuracy\n",  # through the package's re-export
+    )
+    (package / "__init__.py").write_text("from .metrics import th_accuracy\n")
+    (package / "sub").mkdir()
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "deep.py").write_text("from .. import th_accuracy\n")
+    (tmp_path / "script.py").write_text("from pkg import Meter\n")
+    (tmp_path / "other.py").write_text("import os\n")
+    (tmp_path / "tools.py").write_text("import metrics_tools\n")  # `metrics`, as a prefix
+    project_modules.forget_layout()
+    root = str(tmp_path)
+    index = module_callers._build_index(root)
+    modules = sorted(str(path) for path in tmp_path.rglob("*.py"))
+    for module in modules:
+        assert module_callers._callers_unindexed(root, module) == module_callers._callers(
+            module, index
+        ), module
+    (package / "gone.py").symlink_to(tmp_path / "nowhere.py")  # counted, not read
+    for cap in (3, 7):  # the files beyond the index's cap are no callers either way
+        monkeypatch.setattr(module_callers, "MAX_INDEX_FILES", cap)
+        capped = module_callers._build_index(root)
+        for module in modules:
+            assert module_callers._callers_unindexed(root, module) == module_callers._callers(
+                module, capped
+            ), (cap, module)
+    monkeypatch.undo()
+    metrics = str(package / "metrics.py")
+    assert [os.path.relpath(p, root) for p in module_callers._callers(metrics, index)] == [
+        "pkg/__init__.py", "pkg/model.py", "pkg/train.py",  # its importers
+        "script.py", "pkg/loss.py", "pkg/sub/deep.py",  # the package's
+    ]  # fmt: skip
+
+    resolved: list[str] = []
+    real = project_modules.imports_of
+
+    def recording(filename: str, text: str) -> list[str]:
+        resolved.append(os.path.relpath(filename, root))
+        return real(filename, text)
+
+    monkeypatch.setattr(project_modules, "imports_of", recording)
+    project_modules.forget_layout()
+    assert module_callers._callers_under(root, metrics) == module_callers._callers(metrics, index)
+    assert module_callers._indexes == {}
+    assert "script.py" in resolved
+    assert "other.py" not in resolved and "tools.py" not in resolved
+    model = str(package / "model.py")
+    assert module_callers._callers_under(root, model) == module_callers._callers(model, index)
+    assert module_callers._indexes  # the second module asked about

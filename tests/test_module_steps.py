@@ -573,3 +573,46 @@ def test_editing_the_joining_helper_relints_its_caller(tmp_path: Path) -> None:
     helper = predictor.parent.parent / "functional" / "gathering.py"
     helper.write_text(GATHERING.replace("torch.cat([d[k] for d in dict_list], dim=0)", "None"))
     assert _xla401([predictor], cache) == []
+
+
+def test_names_xla_answers_as_its_expression() -> None:
+    """`devices.names_xla` finds what `_XLA_WORD.search` finds, by `str.find`: XLA or TPU
+    in capitals or capitalised anywhere, in lower case where a letter of `a-z` does not
+    stand on both sides; on random texts of those letters, and on xlalint's own modules."""
+    import random
+
+    from xlalint.analysis.devices import _XLA_WORD, names_xla
+
+    def expected(text: str) -> bool:
+        return _XLA_WORD.search(text) is not None
+
+    for text in ("", "xla", "use_tpu", "_step_output", "axlab", "Xla", "TPUs", "tpux", "ax"):
+        assert names_xla(text) == expected(text), text
+    shuffle = random.Random(14)
+    for _ in range(20_000):
+        text = "".join(shuffle.choice("xlatpuXLATPU_ a.\né") for _ in range(shuffle.randint(0, 8)))
+        assert names_xla(text) == expected(text), repr(text)
+    for path in Path(xlalint.__file__).parent.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert names_xla(text) == expected(text), path
+        assert names_xla(text.replace("xla", "x").replace("XLA", "X").replace("tpu", "t")) == (
+            expected(text.replace("xla", "x").replace("XLA", "X").replace("tpu", "t"))
+        ), path
+
+
+def test_the_context_finds_called_names_as_the_plain_expression_does() -> None:
+    """`context._CALLED`, tried only at word starts and without backtracking, finds what
+    `(\\w+)\\s*\\(` finds, in the same order."""
+    import random
+    import re
+
+    from xlalint.context import _CALLED
+
+    plain = re.compile(r"(\w+)\s*\(")
+    shuffle = random.Random(14)
+    for _ in range(20_000):
+        text = "".join(shuffle.choice("ab_9( \n\t.é)") for _ in range(shuffle.randint(0, 10)))
+        assert _CALLED.findall(text) == plain.findall(text), repr(text)
+    for path in Path(xlalint.__file__).parent.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert _CALLED.findall(text) == plain.findall(text), path

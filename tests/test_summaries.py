@@ -231,3 +231,78 @@ def test_forecast_without_a_cache_starts_from_the_checks_own_result(
     assert cold.stdout == cached.stdout
     assert Counter(cold_parses) <= Counter(parses)
     assert len(cold_parses) < len(parses)
+
+
+@pytest.mark.parametrize(
+    ("example", "runs"),
+    [
+        ("train_xla_legacy.py", 1),
+        ("mnist_2019.py", 1),
+        ("train_cuda.py", 2),
+        ("train_xla_slow.py", 2),
+    ],
+)
+def test_the_forecast_runs_the_unsafe_fixer_only_where_a_text_offers_an_unsafe_fix(
+    example: str, runs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forecast's run with `--unsafe-fixes` would choose the same fixes as the safe
+    run in every round, and apply as many, where no text the safe run linted offers a fix
+    only it applies: it is not run then, and the forecast is the same as with both runs."""
+    from xlalint import api
+    from xlalint.config import Settings
+
+    rules = api.enabled_rules(Settings(root=EXAMPLES))
+    real = api.fix_source
+    unsafe_runs: list[bool] = []
+
+    def counting(*args: object, **kwargs: object) -> object:
+        unsafe_runs.append(bool(args[4]))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "fix_source", counting)
+    forecast = api._forecast_file(EXAMPLES / example, rules, ())
+    assert unsafe_runs == [False, True][:runs]
+    monkeypatch.setattr(api, "_unsafe_only_fixes", lambda lints: True)  # both runs, always
+    assert api._forecast_file(EXAMPLES / example, rules, ()) == forecast
+    assert forecast.safe > 0
+    assert (forecast.unsafe > forecast.safe) == (runs == 2)
+
+
+def test_a_check_that_forecasts_lints_a_text_its_screen_barely_cuts_whole(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check --no-cache` forecasts a file with a fix by parsing its whole text: where the
+    screen blanks under 2% of the rows, the check lints the whole text (findings are the
+    same with and without the screen) and lends the forecast its tree. The libcst parses
+    are then those of a run without the screen; `-q` (no forecast) still screens."""
+    import ast
+
+    from xlalint import screen
+    from xlalint.api import enabled_rules
+    from xlalint.config import Settings
+    from xlalint.engine import rules_for_text
+
+    text = CUDA_SCRIPT + "\n\ndef helper(x):\n    return x + 1\n\n\n"
+    text += "".join(f"A{i} = {i}\n" for i in range(100))
+    write(project, {"train.py": text})
+    rules = rules_for_text(text, enabled_rules(Settings(root=project)))
+    screened = screen.screen_text(ast.parse(text), text, rules)
+    assert screened is not None and screened.blanked  # the helper's body
+    parses: list[str] = []
+    real = libcst.parse_module
+
+    def counting(source: str, *args: object, **kwargs: object) -> libcst.Module:
+        parses.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(libcst, "parse_module", counting)
+    checked = run_cli("check", "--no-cache", "train.py")
+    assert parses.count(text) == 1 and screened.text not in parses
+    with_screen, parses[:] = list(parses), []
+    unscreened = run_cli("check", "--no-cache", "train.py", env={"XLALINT_NO_SCREEN": "1"})
+    assert checked.stdout == unscreened.stdout
+    assert _fixable(checked.stdout) > 0
+    assert Counter(with_screen) == Counter(parses)
+    parses[:] = []
+    run_cli("check", "-q", "--no-cache", "train.py")
+    assert screened.text in parses and text not in parses

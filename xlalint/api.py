@@ -580,6 +580,12 @@ def _forecast_file(
                 lints[decode(raw).text] = known
     parsed = ParsedTexts() if parsed is None else parsed
     for unsafe in (False, True):
+        if unsafe and not is_notebook(path) and not _unsafe_only_fixes(lints):
+            # Every text the safe run linted is in `lints`, and none offers a fix that
+            # only `--unsafe-fixes` applies: the unsafe run would choose the same fixes
+            # in every round, reach the same texts and apply as many.
+            forecast.unsafe = forecast.safe
+            continue
         item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints, parsed)
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
@@ -595,6 +601,15 @@ def _forecast_file(
         forecast.marked, forecast.safe, forecast.enabled = marked, applied, enabled
         forecast.kept = max(0, min(unapplied, beyond))
     return forecast
+
+
+def _unsafe_only_fixes(lints: dict[str, FileResult]) -> bool:
+    """Whether a finding of these lints has a fix that only `--unsafe-fixes` applies."""
+    return any(
+        allowed(d.fix, True) and not allowed(d.fix, False)
+        for result in lints.values()
+        for d in result.diagnostics
+    )
 
 
 def _forecast_key(job: Job) -> str | None:

@@ -228,8 +228,11 @@ def _rebinds(body: cst.BaseSuite, name: str) -> bool:
     )
 
 
-# A name called (`f(`, `self.f(`, also a `def f(`), and a name defined (`def f(`).
-_CALLED = re.compile(r"(\w+)\s*\(")
+# A name called (`f(`, `self.f(`, also a `def f(`), and a name defined (`def f(`). The
+# first finds what `(\w+)\s*\(` finds, tried only at the start of a word and without
+# giving back what `\w+` took: that spelling tried every suffix of every word (8 ms for
+# a 1,107-line pipeline, 2.6 ms so).
+_CALLED = re.compile(r"(?<!\w)(\w++)\s*+\(")
 _DEFINED = re.compile(r"\bdef\s+(\w+)\s*\(")
 
 

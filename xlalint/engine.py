@@ -167,6 +167,11 @@ def _lint_source(
         if screened is not None and screened.holds_nothing:
             # No finding could count, and CPython vouches for the syntax: skip libcst.
             return FileResult(filename)
+        if whole is not None and screened is not None and _blanks_little(screened, text):
+            # The closing forecast parses the whole text of a file with a fix: a screen
+            # that blanks next to nothing saves less than that parse (the findings are the
+            # same with and without the screen).
+            screened = None
     source = text if screened is None else screened.text
     try:
         module = parse_module(source) if parsed is None else parsed
@@ -222,6 +227,16 @@ def _lint_source(
         filename,
         _to_diagnostics(module, source, filename, pending, optional_after_fix, positions),
     )
+
+
+# The share of a text's rows below which a check that forecasts fixes lints it whole.
+LITTLE_BLANKED = 0.02
+
+
+def _blanks_little(screened: screen.Screened, text: str) -> bool:
+    """Whether the screen blanked fewer than `LITTLE_BLANKED` of the text's rows."""
+    blanked = sum(last - first + 1 for first, last in screened.blanked)
+    return blanked < LITTLE_BLANKED * (text.count("\n") + 1)
 
 
 def _focus(

@@ -55,7 +55,7 @@ import re
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -120,7 +120,34 @@ def _build_index(root: str) -> _Index:
     return _Index(stamp, {k: tuple(v) for k, v in importers.items()})
 
 
-project_modules.on_forget(_indexes.clear)  # the language server, before each lint
+# The callers of the first module a process asks about under a root, found without the
+# index (`_callers_unindexed`): root -> (tree stamp, module path, its callers).
+_first: dict[str, tuple[tuple[int, int], str, list[str]]] = {}
+
+
+def _forget() -> None:
+    _indexes.clear()
+    _first.clear()
+
+
+project_modules.on_forget(_forget)  # the language server, before each lint
+
+
+def _callers_under(root: str, path: str) -> list[str]:
+    """`_callers(path, _index(root))`. The first module a process asks about under `root`
+    (a one-file check's, the language server's after each `forget_layout`) is answered
+    without the index: only the files that may import it have their imports resolved
+    (`_callers_unindexed`); a second module builds the index."""
+    index = _indexes.get(root)
+    stamp = project_modules.tree_stamp(root)
+    if index is not None and index.stamp == stamp:
+        return _callers(path, index)
+    first = _first.get(root)
+    if first is None or first[0] != stamp:
+        first = _first[root] = (stamp, path, _callers_unindexed(root, path))
+    if first[1] == path:
+        return first[2]
+    return _callers(path, _index(root))
 
 
 def _callers(path: str, index: _Index) -> list[str]:
@@ -130,6 +157,85 @@ def _callers(path: str, index: _Index) -> list[str]:
     for importer in list(found):
         if os.path.basename(importer) == "__init__.py":
             found.update(dict.fromkeys(index.importers.get(importer, ())))
+    found.pop(path, None)
+    return list(found)[:MAX_CALLERS]
+
+
+def _may_import(path: str) -> Callable[[str, str], bool]:
+    """A test, of a file of the root and its text, that every file whose imports resolve
+    to `path` passes (`project_modules._imports_of`): a module file `m.py` is named by its
+    last part, which the text spells; a package's `__init__.py` by its folder's name, or
+    by a bare relative import (`from . import x`, `from .. import x`) from a file in that
+    folder or under it (or, at the root, `import __init__`)."""
+    folder, name = os.path.split(path)
+    if name == "__init__.py":
+        word = os.path.basename(folder)
+        return lambda file, text: (
+            _names(text, word) or project_modules.within(os.path.dirname(file), folder)
+        )
+    if name.endswith(".py"):
+        word = name[:-3]
+        return lambda file, text: _names(text, word)
+    return lambda file, text: False  # only `.py` files are resolved
+
+
+def _names(text: str, word: str) -> bool:
+    """Whether `text` may name the module `word` in an import: spells it, and, for an
+    identifier, once not followed by a word character (each part an import resolves
+    ends there: `pipeline_stable_diffusion` is not named by `..._img2img`)."""
+    at = text.find(word)
+    if at == -1 or not word.isidentifier():
+        return at != -1
+    size = len(word)
+    while at != -1:
+        after = text[at + size : at + size + 1]
+        if not (after.isalnum() or after == "_"):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
+def _callers_unindexed(root: str, path: str) -> list[str]:
+    """`_callers(path, _build_index(root))`, resolving the imports of only the files whose
+    text may name `path` or a package `__init__.py` importing it (for diffusers'
+    `pipeline_stable_diffusion.py`, 263 of 1,105 files): the package `__init__.py`s first,
+    to know which of them import `path`, then every file once, in the index's order."""
+    files: list[tuple[str, tuple[int, int]]] = []
+    count = 0  # as `_build_index` counts: a file that cannot be stat'ed counts too
+    for _, entries in project_modules.package_folders(root):
+        for entry in entries:
+            if not entry.name.endswith(".py") or count >= MAX_INDEX_FILES:
+                continue
+            count += 1
+            stat = project_modules.stat_key(entry.path)
+            if stat is not None:
+                files.append((entry.path, stat))
+    asks = _may_import(path)
+    inits = []  # the package `__init__.py`s that import `path` (its re-exports)
+    for file, stat in files:
+        if os.path.basename(file) == "__init__.py":
+            text = project_modules.text_at(file, stat)
+            if (
+                text is not None
+                and asks(file, text)
+                and path in project_modules.imports_of(file, text)
+            ):
+                inits.append(file)
+    targets = [path, *inits]
+    tests = [_may_import(target) for target in targets]
+    importers: dict[str, list[str]] = {target: [] for target in targets}
+    for file, stat in files:
+        text = project_modules.text_at(file, stat)
+        if text is None or not any(test(file, text) for test in tests):
+            continue
+        imported = project_modules.imports_of(file, text)
+        for target in targets:
+            if target in imported:
+                importers[target].append(file)
+    found = dict.fromkeys(importers[path])
+    for importer in list(found):
+        if os.path.basename(importer) == "__init__.py":
+            found.update(dict.fromkeys(importers.get(importer, ())))
     found.pop(path, None)
     return list(found)[:MAX_CALLERS]
 
@@ -698,10 +804,9 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
             if not heads.isdisjoint(family)
         }
     root = project_modules.package_root(own)
-    index = _index(root)
+    callers = _callers_under(root, own)
     project_modules.note((project_modules.tree(root),))  # a caller added or removed
     found: set[str] = set()
-    callers = _callers(own, index)
     project_modules.note(callers, _stat)
     for path in callers:
         stat = _stat(path)

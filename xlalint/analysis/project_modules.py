@@ -110,6 +110,11 @@ def _module_file(base: str, dotted: str) -> str | None:
     return init if os.path.isfile(init) else None
 
 
+def within(path: str, root: str) -> bool:
+    """`_within`, for the other layers."""
+    return _within(path, root)
+
+
 def _within(path: str, root: str) -> bool:
     """Whether `path` is `root` or under it (both absolute and normal, as `abspath` and
     `_root_of` make them): a prefix test, not `commonpath`'s split of both."""
@@ -211,6 +216,12 @@ def _imports_of(filename: str, text: str) -> list[str]:
                 found.append(path)
     own = os.path.abspath(filename)
     return list(dict.fromkeys(p for p in found if p != own))
+
+
+def imports_of(filename: str, text: str) -> list[str]:
+    """The project files that the import statements of `text` name, as the file
+    `filename` (`module_imports` without its memo, for a text already read)."""
+    return _imports_of(filename, text)
 
 
 def stat_key(path: str) -> tuple[int, int] | None:
@@ -337,9 +348,28 @@ def parse(path: str, text: str) -> ast.Module | None:
     return _parsed(path, text) if lint_memo.in_lint() else _parse(path, text)
 
 
-@lint_memo.memo(1)
+# The trees of other modules parsed in the lint in progress, by path, with their texts:
+# the most recently asked stay while their texts add up to `_HELD_TEXT` (the newest
+# always does). A lint's layers meet the same base module a few modules apart: in a
+# one-file check of a diffusers pipeline, `module_reads` and `module_steps` each parsed
+# the 118 kB `pipeline_utils.py`, other modules between, while one tree was held.
+_HELD_TEXT = 1 << 19
+_trees: dict[str, tuple[str, ast.Module | None]] = lint_memo.scratch()
+
+
 def _parsed(path: str, text: str) -> ast.Module | None:
-    return _parse(path, text)
+    held = _trees.pop(path, None)
+    if held is not None and held[0] == text:
+        _trees[path] = held  # the most recently asked again
+        return held[1]
+    tree = _parse(path, text)
+    _trees[path] = (text, tree)
+    size = sum(len(kept) for kept, _ in _trees.values())
+    for old in list(_trees):
+        if size <= _HELD_TEXT or old == path:
+            break
+        size -= len(_trees.pop(old)[0])
+    return tree
 
 
 def _parse(path: str, text: str) -> ast.Module | None:
