@@ -14,7 +14,9 @@ module's own structure (`for i in range(len(self.layers) - 1)`, `width =
 self.width_in[l]; for i in range(width)`), over a fixed collection of host values (a
 literal list of names, a module-level table), over the rows of one tensor or over the rows
 of what a parameter holds, counted by that same object (`for i in range(kg.n_facts)`
-reading `kg.head_idx[i]`: a setup helper building lookup tables from a graph) runs the same
+reading `kg.head_idx[i]`: a setup helper building lookup tables from a graph), or over the
+networks of an ensemble a parameter named for them hands in (`for m in extra_models`: one
+pass per member, each on the same input) runs the same
 passes on every call of its function and trains nothing in them: its body runs every step
 only where its function does (`hotness.HotCode.is_hot`). That holds in functions outside
 classes, in the methods of a model class, whose per-step entry the file shows
@@ -422,10 +424,20 @@ def _parts_of_a_handed_model(node: cst.BaseExpression, function: cst.FunctionDef
     """`model.layers`, `net.blocks`, `model.children()`: the parts of a network a
     parameter hands in (named as one: `model`, `net`, `encoder`), as many passes as the
     network has parts on every call, as `self.layers` is in the model's own methods (a
-    pruning pass over `model.layers` after training). Not a loader or data it holds
-    (`_fixed_iterable`, its one caller, turns a loader away first)."""
+    pruning pass over `model.layers` after training); so are the networks of an ensemble
+    a parameter named for them in the plural hands in (`extra_models: List[Whisper]`,
+    `nets`, `encoders`): one pass per network on every call, each run on the same input,
+    as `for mi, other_model in enumerate(extra_models)` weighing every model's attention.
+    Not a loader or data it holds (`_fixed_iterable`, its one caller, turns a loader away
+    first)."""
     if function is None:
         return False
+    if type(node) is cst.Name:
+        return (
+            node.value.lower().endswith("s")
+            and names_model(node.value)
+            and parameter(function, node.value) is not None
+        )
     if (
         type(node) is cst.Call
         and type(node.func) is cst.Attribute
