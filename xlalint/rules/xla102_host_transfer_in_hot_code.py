@@ -72,7 +72,12 @@ class HostTransferInHotCode(HelperCallRule):
     nested_flatten(opt.state_dict())`, runs where its function does), `forward`, `*_step`
     methods and the functions they call, or that another module of the project calls every
     step (not a function that only returns what
-    it is handed, converted: `to_numpy(t)` costs where its callers call it). A chain such as
+    it is handed, converted: `to_numpy(t)` costs where its callers call it). A policy's
+    action method (`draw_action(state)`, `get_actions(observations)`, `select_action`,
+    `_sample_action`: `hotness.ACTION_METHOD`) in a class runs once per environment step,
+    whatever its class trains: the environment loop that calls it (mushroom's `Core`,
+    garage's sampler workers) is another module's; its copies still need evidence of a
+    device tensor (a `RandomPolicy` sampling with numpy copies nothing). A chain such as
     `x.detach().cpu().numpy()` is reported once, at the first copy to the host. A
     namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
     copies `x` (reported unless `x` is already on the host, `d2l.numpy(x.cpu())` being one
