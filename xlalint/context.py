@@ -34,6 +34,7 @@ from xlalint.analysis.guards import (
     path_conditions,
 )
 from xlalint.analysis.hotness import (
+    ACTION_METHOD,
     MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
     FunctionKey,
@@ -339,7 +340,12 @@ class FileContext:
         methods runs backward in its own body: the class is an agent or a learner, and
         the method acts on each new observation (`batch_act(obs)`, `get_action(state)`),
         once per environment step. So does the `__call__` of a class that runs a model
-        (a policy object called on each state). Asked after the walk."""
+        (a policy object called on each state), and a method named as a policy's action
+        method (`hotness.ACTION_METHOD`: `draw_action(state)`, `get_actions(obs)`), whatever
+        its class trains and whether or not it runs a model here (it may reach one through
+        its own helpers or another module's approximator): the environment loop that calls
+        it every step is another module's (mushroom's `Core`, garage's samplers). Its
+        copies still need evidence of a device tensor. Asked after the walk."""
         known = self._acting.get(id(function))
         if known is None:
             known = self._acting[id(function)] = self._acts(function)
@@ -352,6 +358,8 @@ class FileContext:
         owner = self.parent_of.get(id(block)) if block is not None else None
         if not isinstance(owner, cst.ClassDef):
             return False
+        if ACTION_METHOD.fullmatch(function.name.value):
+            return True  # a policy's action method: once per environment step
         if self.loops.facts(function).model_calls == 0:
             return False
         if function.name.value == "__call__":

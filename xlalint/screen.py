@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xlalint.analysis.hotness import (
+    ACTION_METHOD,
     CALLBACK_STEP_HOOK,
     MODULE_HOOK_REGISTRATIONS,
     PER_STEP_FUNCTIONS,
@@ -384,11 +385,12 @@ def _maybe_hot(
 ) -> set[int]:
     """The units where `HotCode.is_hot` may say yes: with a loop, a function declared per
     step (`forward`, `*_step`, a framework hook, configured `hot-functions`, `__call__` of
-    a class that may be an `nn.Module`), one that runs backward or is a method beside one
-    that does, one with a lambda default, one with a parameter annotated as a tensor (hot
-    per call for some rules), or one whose name is used in a loop or in another such unit
-    (the call graph is by name, so any use of the name counts), or one another module of
-    the project calls every step (`called`: `"f"`, `"Class.m"`)."""
+    a class that may be an `nn.Module`, a policy's action method), one that runs backward
+    or is a method beside one that does, one with a lambda default, one with a parameter
+    annotated as a tensor (hot per call for some rules), or one whose name is used in a
+    loop or in another such unit (the call graph is by name, so any use of the name
+    counts), or one another module of the project calls every step (`called`: `"f"`,
+    `"Class.m"`)."""
 
     def declared(unit: _Unit) -> bool:
         features = unit.features
@@ -396,6 +398,8 @@ def _maybe_hot(
             return True
         if unit.beside_training or unit.node.name == "__call__":
             return True  # may act once per environment step (beside a training step)
+        if unit.owner is not None and ACTION_METHOD.fullmatch(unit.node.name):
+            return True  # a policy's action method: once per environment step
         if features.tensor_parameter:
             return True  # computes on tensors it is handed: hot per call for some rules
         if features.identifiers & MODULE_HOOK_REGISTRATIONS:

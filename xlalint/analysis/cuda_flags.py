@@ -113,6 +113,59 @@ def class_cuda_flag(test: cst.BaseExpression) -> str | None:
     return None
 
 
+def flag_properties(module: cst.Module, class_def: cst.ClassDef) -> dict[str, str]:
+    """Properties of the class, or of a base class of the module it derives from, that
+    hand back another attribute of the instance (`@property def use_cuda(self): return
+    self._use_cuda`), by name: the attribute each reads. `if self.use_cuda:` in a subclass
+    tests the same flag as `if self._use_cuda:` in its `__init__`. The class's own
+    definition of a name wins over its bases'; a property that computes something of its
+    own maps to nothing."""
+    classes = {node.name.value: node for node in module.body if type(node) is cst.ClassDef}
+    found: dict[str, str | None] = {}
+    seen: set[int] = set()
+    pending = [class_def]
+    while pending:
+        klass = pending.pop(0)
+        if id(klass) in seen:
+            continue
+        seen.add(id(klass))
+        for statement in klass.body.body:
+            if type(statement) is not cst.FunctionDef or statement.name.value in found:
+                continue
+            if any(
+                type(d.decorator) is cst.Name and d.decorator.value == "property"
+                for d in statement.decorators
+            ):
+                read = _returned_attribute(statement)
+                found[statement.name.value] = None if read == statement.name.value else read
+        for base in klass.bases:
+            if type(base.value) is cst.Name and base.value.value in classes:
+                pending.append(classes[base.value.value])
+    return {name: read for name, read in found.items() if read is not None}
+
+
+def _returned_attribute(function: cst.FunctionDef) -> str | None:
+    """`x` where the function's body (its docstring aside) is `return self.x`."""
+    body = function.body
+    if type(body) is not cst.IndentedBlock:
+        return None
+    statements = list(body.body)
+    if (
+        statements
+        and type(statements[0]) is cst.SimpleStatementLine
+        and len(statements[0].body) == 1
+        and type(statements[0].body[0]) is cst.Expr
+        and isinstance(statements[0].body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    ):
+        statements = statements[1:]
+    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
+        return None
+    small = statements[0].body
+    if len(small) != 1 or type(small[0]) is not cst.Return or small[0].value is None:
+        return None
+    return self_attribute(small[0].value)
+
+
 def _moves_to_a_chosen_device(node: cst.CSTNode) -> bool:
     """`x.to(self.device)`, `model.to(device=args.device)`: values go to a device chosen
     elsewhere, which may be an XLA device."""
@@ -129,21 +182,30 @@ def _moves_to_a_chosen_device(node: cst.CSTNode) -> bool:
     return False
 
 
-def flag_placements(class_def: cst.ClassDef, flag: str, imports: ImportTable) -> list[cst.If]:
+def flag_placements(
+    class_def: cst.ClassDef,
+    flag: str,
+    imports: ImportTable,
+    properties: dict[str, str] | None = None,
+) -> list[cst.If]:
     """The `if self.<flag>:` statements of the class that put values on CUDA
     (`self.model.cuda()`), without `else` or with an `else` that stays on the CPU
     (`else: loader = DataLoader(kg)`, placing nothing), in source order, where they are the
     class's only placement: the class moves nothing to a device chosen elsewhere
     (`.to(self.device)`), so on an XLA host, where the flag cannot be true, everything stays
-    on the CPU. Empty otherwise."""
+    on the CPU. Empty otherwise. With `properties` (`flag_properties`), a test of a
+    property that hands back the flag (`self.use_cuda` returning `self._use_cuda`) tests
+    the flag."""
     if _moves_to_a_chosen_device(class_def.body):
         return []
+    properties = properties or {}
     return [
         node
         for node in descendants(class_def.body)
         if isinstance(node, cst.If)
         and stays_on_the_cpu(node.orelse)
-        and self_attribute(node.test) == flag
+        and (tested := self_attribute(node.test)) is not None
+        and properties.get(tested, tested) == flag
         and places_on_cuda(node.body, imports)
     ]
 

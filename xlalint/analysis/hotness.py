@@ -34,6 +34,14 @@ PER_STEP_FUNCTIONS = re.compile(
     r"^(forward|step|(?!\w*_per_step$)\w+_step|scale_model_input|training_step|"
     r"validation_step|test_step|predict_step)$"
 )
+# The action method of a reinforcement-learning policy or agent (`draw_action(state)`,
+# `get_actions(observations)`, `select_action`): the environment loop that calls it once
+# per environment step lives in another module (mushroom's `Core`, garage's sampler
+# workers, a trainer's rollout), typed by no annotation the linted file could follow. Not
+# the bare verb `act`/`batch_act`, also a dialogue agent's whole turn (ParlAI's world
+# protocol: batching, tokenizing, then the step): an agent whose class trains acts beside
+# its training step by `FileContext._acts_beside_training`.
+ACTION_METHOD = re.compile(r"^_*(get|draw|select|choose|sample|compute|predict|take)_actions?$")
 RUN_ONCE_FUNCTIONS = frozenset(
     {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}
 )

@@ -18,6 +18,8 @@ from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
 from xlalint.walk import descendants, names_under, target_names
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from xlalint.context import FileContext
 
 # Methods that copy a tensor to the host, with whether a receiver of unknown kind may be
@@ -26,6 +28,22 @@ if TYPE_CHECKING:
 _TRANSFERS = {"cpu": True, "numpy": True, "tolist": False, "to": True}
 # Methods that hand back the value they are called on (a view, a copy, another dtype).
 _SAME_VALUE = frozenset({"detach", "clone", "contiguous", "float", "long", "int", "double"})
+
+
+def _returned_by(ancestors: Iterable[cst.CSTNode]) -> cst.Return | None:
+    """The `return` statement whose value holds the copy (`ancestors` innermost first):
+    `return dist.sample().cpu().numpy(), {k: v.cpu().numpy() for k, v in info.items()}`
+    hands its copies back together, to one caller, and keeping the values on the device
+    there is one fix. None for a copy in a lambda or a nested definition."""
+    for ancestor in ancestors:
+        kind = type(ancestor)
+        if kind is cst.Return:
+            return ancestor  # type: ignore[return-value]
+        if kind in (cst.Lambda, cst.FunctionDef, cst.ClassDef) or isinstance(
+            ancestor, cst.BaseSmallStatement | cst.BaseCompoundStatement
+        ):
+            return None
+    return None
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,12 @@ class HostTransferInHotCode(HelperCallRule):
     nested_flatten(opt.state_dict())`, runs where its function does), `forward`, `*_step`
     methods and the functions they call, or that another module of the project calls every
     step (not a function that only returns what
-    it is handed, converted: `to_numpy(t)` costs where its callers call it). A chain such as
+    it is handed, converted: `to_numpy(t)` costs where its callers call it). A policy's
+    action method (`draw_action(state)`, `get_actions(observations)`, `select_action`,
+    `_sample_action`: `hotness.ACTION_METHOD`) in a class runs once per environment step,
+    whatever its class trains: the environment loop that calls it (mushroom's `Core`,
+    garage's sampler workers) is another module's; its copies still need evidence of a
+    device tensor (a `RandomPolicy` sampling with numpy copies nothing). A chain such as
     `x.detach().cpu().numpy()` is reported once, at the first copy to the host. A
     namespace's functions of these names count by what they are handed: `d2l.numpy(x)`
     copies `x` (reported unless `x` is already on the host, `d2l.numpy(x.cpu())` being one
@@ -159,7 +182,9 @@ class HostTransferInHotCode(HelperCallRule):
     / n, b=y.cpu() / n)`), or formatted into one of its arguments by a tuple, `%` operand or
     f-string, through the methods applied to them (`pbar.set_description("%.2e %.2e" %
     (a.cpu().numpy(), b.cpu().numpy()))`): the call needs its inputs on the host, and
-    moving it (or them) after the loop is one fix. Copies processed further on the host,
+    moving it (or them) after the loop is one fix. So are copies handed back by one
+    `return` (`return dist.sample().cpu().numpy(), {k: v.cpu().numpy() for k, v in
+    info.items()}`): one caller receives them together. Copies processed further on the host,
     each handed on as an argument of its own (`metric(y.cpu().numpy(),
     pred.cpu().numpy().astype("float64"))`), are reported each.
 
@@ -447,6 +472,11 @@ class HostTransferInHotCode(HelperCallRule):
                 if id(handed_to) in self._handed:
                     return  # `update(ids.cpu(), probs.cpu())`: one call's inputs, one cause
                 self._handed.add(id(handed_to))
+            returned = _returned_by(self.ctx.ancestors())
+            if returned is not None:
+                if id(returned) in self._handed:
+                    return  # `return a.cpu().numpy(), b.cpu().numpy()`: one cause
+                self._handed.add(id(returned))
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, message, end_node=node, repeat_of=repeat_of)
             self._helper_copy(func.attr, node, receiver, message)

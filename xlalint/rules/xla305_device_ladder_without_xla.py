@@ -12,6 +12,7 @@ from xlalint.analysis.cuda_flags import (
     code_mentions_xla,
     cuda_flag_places,
     flag_placements,
+    flag_properties,
     probe_placement,
     probes_availability,
     stays_on_the_cpu,
@@ -103,7 +104,11 @@ class DeviceLadderWithoutXla(Rule):
     something else (a script's `device = torch.device("cuda" if use_cuda else "cpu")`
     that hands `use_cuda` to the class): that ladder is the program's choice. Other
     ladders on that flag (an autocast helper's `device = "cuda"` under `if
-    self.use_cuda:`) follow that choice and are not reported: one finding per cause. Nor
+    self.use_cuda:`) follow that choice and are not reported: one finding per cause. A
+    property of the class (or of a base class of the module) that hands back the flag
+    (`@property def use_cuda(self): return self._use_cuda`) is that flag: `if
+    self.use_cuda: data = data.cuda()` in `set_weights` repeats the constructor's `if
+    self._use_cuda:` placement, and is not reported again. Nor
     is a chain whose only non-CPU device comes from a function of the module that is no
     one-line helper (`if defaults.use_cuda == False: device = "cpu"` / `elif device is
     None: device = default_device()`): that function decides, and its own ladder is the
@@ -285,6 +290,24 @@ class DeviceLadderWithoutXla(Rule):
         self._returning: dict[int, cst.If | None] = {}  # by id(function)
         # The flags the file's ladders test (None for a test that is no instance flag).
         self._other_ladders: set[str | None] | None = None
+        self._properties: dict[int, dict[str, str]] = {}  # by id(class)
+
+    def _flag(self, test: cst.BaseExpression) -> str | None:
+        """The CUDA flag of the instance `test` reads (`class_cuda_flag`), a property of the
+        class that hands one back (`self.use_cuda` returning `self._use_cuda`) read as that
+        flag: one flag, one device choice."""
+        flag = class_cuda_flag(test)
+        return None if flag is None else self._flag_properties().get(flag, flag)
+
+    def _flag_properties(self) -> dict[str, str]:
+        """`cuda_flags.flag_properties` of the class being walked (none outside classes)."""
+        class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+        if class_def is None:
+            return {}
+        known = self._properties.get(id(class_def))
+        if known is None:
+            known = self._properties[id(class_def)] = flag_properties(self.ctx.module, class_def)
+        return known
 
     def _module_functions(self) -> frozenset[str]:
         if self._functions is None:
@@ -406,7 +429,7 @@ class DeviceLadderWithoutXla(Rule):
         recognises by its name (`self.use_cuda`) is reported there, once."""
         if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
             return
-        flag = target.attr.value
+        flag = self._flag_properties().get(target.attr.value, target.attr.value)
         if class_cuda_flag(target) is not None:
             return
         if not probes_availability(node.value, self.ctx.imports):
@@ -434,7 +457,7 @@ class DeviceLadderWithoutXla(Rule):
             self._placements[key] = (
                 []
                 if code_mentions_xla(class_def, imports)
-                else flag_placements(class_def, flag, imports)
+                else flag_placements(class_def, flag, imports, self._flag_properties())
             )
         return class_def, self._placements[key]
 
@@ -451,21 +474,23 @@ class DeviceLadderWithoutXla(Rule):
                 and (choice := choices.of(n)) is not None
                 and choice.is_ladder
             }
-        return bool(self._other_ladders - {flag})
+        # A ladder on a property that hands back the flag (`self.use_cuda`) tests it too.
+        same = {name for name, read in self._flag_properties().items() if read == flag}
+        return bool(self._other_ladders - {flag} - same)
 
     def _reads_a_placing_flag(self, test: cst.BaseExpression) -> bool:
         """The ladder's test is a CUDA flag of the instance that the class's placement
         (`if self.use_cuda: self.model.cuda()`) is reported for: one finding per cause, at
         the placement; a ladder that only reads the flag (an autocast helper's `device =
         "cuda"`) follows it."""
-        flag = class_cuda_flag(test)
+        flag = self._flag(test)
         return flag is not None and bool(self._class_placements(flag)[1])
 
     def _flag_placement(self, node: cst.If) -> None:
         """`if self.use_cuda: self.model.cuda()`: a CUDA flag of the instance, set
         wherever (a method of another module), decides where the class puts its values,
         and nothing else places them. Reported at the class's first such `if`."""
-        flag = class_cuda_flag(node.test)
+        flag = self._flag(node.test)
         if flag is None or not stays_on_the_cpu(node.orelse):
             return
         _, placements = self._class_placements(flag)
