@@ -130,7 +130,10 @@ class BooleanMaskWrite(HelperCallRule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         # Masked writes to a helper's parameters, judged by its callers once walked.
-        self._pending: list[tuple[cst.Subscript, str, FunctionKey, frozenset[str], Site]] = []
+        # (target, operator, helper, written parameters, compared parameters, site)
+        self._pending: list[
+            tuple[cst.Subscript, str, FunctionKey, frozenset[str], frozenset[str], Site]
+        ] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -142,6 +145,7 @@ class BooleanMaskWrite(HelperCallRule):
                 or self._mask_of_rewrite(subscript, node.value)
                 or self._mask_of_matched_write(subscript, node.value)
                 or self._mask_of_copied_tensor(subscript)
+                or self._mask_of_device_values(subscript, node.value)
             )
             if mask is None:
                 self._defer(subscript, "=")
@@ -203,6 +207,29 @@ class BooleanMaskWrite(HelperCallRule):
             return None
         return self.ctx.masks.any_mask(target)
 
+    def _mask_of_device_values(
+        self, target: cst.Subscript, value: cst.BaseExpression
+    ) -> cst.BaseExpression | None:
+        """`cur_labels[m] = output_label[m]`, `a[m] = f(b[m]) * 2`: the written value reads a
+        device tensor through the same mask. `index_put_` takes values on the written
+        tensor's device, and a list or numpy array takes no device tensor, so `x` is a
+        device tensor whatever else its kind, and the mask evidence the read has counts."""
+        if self.ctx.kind(target.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(target.value):
+            return None
+        mask = self.ctx.masks.any_mask(target)
+        if mask is None:
+            return None
+        code = self.ctx.module.code_for_node
+        written = code(mask)
+        masks = self.ctx.masks
+        for node in descendants(value):
+            if type(node) is not cst.Subscript:
+                continue
+            read = masks.mask_index(node)
+            if read is not None and code(read) == written:
+                return mask
+        return None
+
     def _mask_of_copied_tensor(self, target: cst.Subscript) -> cst.BaseExpression | None:
         """`mask = mask.clone()`, then `mask[mask == 0] = inf`: a name of unknown kind that
         the function uses as a tensor (`.clone()` is a tensor's method) and rebinds only
@@ -229,11 +256,23 @@ class BooleanMaskWrite(HelperCallRule):
             return
         masks = self.ctx.masks
         if masks.computed_mask(target) is not None or masks.mask_of_itself(target) is not None:
-            self._pending.append((target, operator, function, params, self.ctx.site()))
+            self._pending.append((target, operator, function, params, frozenset(), self.ctx.site()))
+            return
+        # `mask = (dist < best) & self.ok(out)`, then `best[mask] = dist[mask]`: a mask
+        # compared from parameters, computed from tensors where a caller hands one a tensor,
+        # and then written through into a device tensor (no other value takes that index).
+        _, compared = masks.compared_mask(target)
+        compared = frozenset(name for name in compared if self.calls.is_param(name))
+        if compared:
+            self._pending.append((target, operator, function, params, compared, self.ctx.site()))
 
     def leave_Module(self, node: cst.Module) -> None:
-        for target, operator, function, params, site in self._pending:
-            if any(self.calls.holds_tensor(function, param) for param in params):
+        holds = self.calls.holds_tensor
+        for target, operator, function, params, compared, site in self._pending:
+            # A mask compared from a device tensor indexes only device tensors (a list or
+            # numpy array takes no device mask), whatever the callers hand the written one.
+            written = compared or params
+            if any(holds(function, name) for name in written):
                 self.report(target, self._message(target, operator), site=site)
 
     def _message(self, target: cst.Subscript, operator: str) -> str:
