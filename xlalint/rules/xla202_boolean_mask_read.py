@@ -381,7 +381,7 @@ class BooleanMaskRead(HelperCallRule):
                 code = self.ctx.module.code_for_node
                 if any(code(t.target) == code(node) for t in assign.targets):
                     return True
-        assign = self._elementwise_statement(node)
+        assign = self._elementwise_statement(node) or self._handed_to_value_call(node)
         if assign is None:
             return False
         code = self.ctx.module.code_for_node
@@ -391,11 +391,45 @@ class BooleanMaskRead(HelperCallRule):
             else [assign.target]
         )
         for written in targets:
-            if isinstance(written, cst.Subscript) and self.ctx.kind(written.value) is not Kind.HOST:
-                index = self.ctx.masks.mask_index(written)
-                if index is not None and code(index) == code(mask):
-                    return True
+            if not isinstance(written, cst.Subscript):
+                continue
+            kind = self.ctx.kind(written.value)
+            if kind is Kind.HOST:
+                continue
+            index = self.ctx.masks.mask_index(written)
+            if (
+                index is None
+                and kind is Kind.UNKNOWN
+                and not self.ctx.kinds.is_dict(written.value)
+                and self.ctx.masks.mask_index(node) is not None
+            ):
+                # `cur_labels[m] = output_label[m]` with `cur_labels` of unknown kind: the
+                # device values written make it a device tensor (XLA203's judgement).
+                index = self.ctx.masks.any_mask(written)
+            if index is not None and code(index) == code(mask):
+                return True
         return False
+
+    def _handed_to_value_call(self, node: cst.Subscript) -> cst.Assign | None:
+        """`out[m] = self.penalty(d[m])`: the read handed, alone, to the call whose result is
+        the written value. The rows selected under the mask are computed and written back
+        under it in one statement (as many as the write takes): one masked gather, compute
+        and scatter, one cause, which XLA203 reports at the write (`torch.where(m,
+        self.penalty(d), out)` keeps every shape where the call works row for row)."""
+        ancestors = islice(self.ctx.ancestors(), 3)
+        arg, call, assign = (next(ancestors, None) for _ in range(3))
+        if not (
+            isinstance(arg, cst.Arg)
+            and arg.value is node
+            and arg.keyword is None
+            and not arg.star
+            and isinstance(call, cst.Call)
+            and len(call.args) == 1
+            and isinstance(assign, cst.Assign)
+            and assign.value is call
+        ):
+            return None
+        return assign
 
     def _elementwise_statement(self, node: cst.Subscript) -> cst.Assign | cst.AugAssign | None:
         """The assignment whose value computes from the read element for element: the read
