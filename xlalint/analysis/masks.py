@@ -56,18 +56,6 @@ class Evidence(enum.IntEnum):
 MASK_NAME = re.compile(
     r"^((\w+_)?masks?|(\w+_)?(dones|terminals|terminated|truncated))$", re.IGNORECASE
 )
-# Names of a predicate's value (`is_adv_sample`, `has_hist`, `is_valid`): booleans, one per
-# row where they index a tensor (a Python bool is no index anyone writes). Not names of the
-# positions such a predicate holds (`is_global_nonzero`, `has_value_idx`): integer indices.
-PREDICATE_NAME = re.compile(
-    r"^(is|has)_\w+$(?<!_nonzero)(?<!_idx)(?<!_idxs)(?<!_index)(?<!_indices)(?<!_ids)",
-    re.IGNORECASE,
-)
-
-
-def _mask_named(name: str) -> bool:
-    """`name` reads as a boolean mask: a mask's, episode-end flags' or a predicate's name."""
-    return bool(MASK_NAME.match(name) or PREDICATE_NAME.match(name))
 
 _COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual,
                 cst.Equal, cst.NotEqual)  # fmt: skip
@@ -84,6 +72,8 @@ _BOOLEAN_OPS = frozenset(
         "all", "bool",
     }
 )  # fmt: skip
+# Those that keep the shape (not the reductions `any`, `all`).
+_ELEMENTWISE_BOOLEAN = _BOOLEAN_OPS - {"any", "all"}
 # Boolean ops with one operand, elementwise: the mask has the operand's shape.
 _UNARY_BOOLEAN = frozenset(
     {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "signbit", "logical_not",
@@ -272,7 +262,7 @@ class BooleanMasks:
             if (
                 binding is not None
                 and binding.evidence is Evidence.NAME
-                and not _mask_named(target.value)
+                and not MASK_NAME.match(target.value)
             ):
                 binding = _Binding(Evidence.NONE)
             if binding is None:
@@ -304,11 +294,11 @@ class BooleanMasks:
             binding = self._frames[-1].get(node.value)
             if binding is not None:
                 return binding.evidence
-            return Evidence.NAME if _mask_named(node.value) else Evidence.NONE
+            return Evidence.NAME if MASK_NAME.match(node.value) else Evidence.NONE
         if type(node) is cst.Attribute:
             if node.attr.value in ("T", "mT", "data"):
                 return self.evidence(node.value)
-            if self.imports.resolve(node) is None and _mask_named(node.attr.value):
+            if self.imports.resolve(node) is None and MASK_NAME.match(node.attr.value):
                 return Evidence.NAME
             if type(node.value) is cst.Name and node.value.value == "self":
                 return self._member_evidence(node.attr.value)
@@ -750,10 +740,8 @@ def _made_as_mask(value: cst.BaseExpression, imports: ImportTable) -> bool:
     qualified = imports.resolve(value.func)
     if qualified is not None:
         module, _, name = qualified.rpartition(".")
-        return module == "torch" and name in _BOOLEAN_OPS - {"any", "all"}
-    return (
-        type(value.func) is cst.Attribute and value.func.attr.value in _BOOLEAN_OPS - {"any", "all"}
-    )
+        return module == "torch" and name in _ELEMENTWISE_BOOLEAN
+    return type(value.func) is cst.Attribute and value.func.attr.value in _ELEMENTWISE_BOOLEAN
 
 
 def _combine(a: str | _Scalar | None, b: str | _Scalar | None) -> str | _Scalar | None:
