@@ -56,6 +56,21 @@ class BooleanMaskWrite(HelperCallRule):
     1127 * (1 + f0 / 700).log()`, then `f0_mel[f0_mel <= 1] = 1`, in a helper a `forward`
     reaches, writes a device tensor through a mask every call.
 
+    An attribute every value of which the class binds (or registers as a buffer) makes
+    booleans element for element (`self.pos_idx = weights >= 0` in `__init__`,
+    `self.register_buffer("keep", torch.isfinite(w))`, `~`/`&` of those; not a comparison
+    with a string or `None`, nor positions from `nonzero`) is a mask in the class's other
+    methods: `output[self.pos_idx] = ...` in `forward`, and the complement's write. A value
+    of unknown kind written with what a device tensor's elements read through the same mask
+    (`cur_labels[mask] = output_label[mask]`, `a[m] = f(b[m]) * 2`, `a[m] += b[m]`) is a
+    device tensor: `index_put_` takes values on the written tensor's device, and lists and
+    numpy arrays take no device tensor. In a helper, a mask that compares its parameters,
+    alone or combined (`mask = (dist < best) & self.ok(out)`), is computed on the device
+    where a call of the same module hands one of the compared parameters a device tensor,
+    and a write through it into any of the helper's parameters (`final_advs[mask] =
+    adv_img[mask]`) writes a device tensor (no other value takes a device mask); one the
+    callers give numpy arrays is not flagged.
+
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
     `True`, and finding those positions is `nonzero`, whose output size only the data
@@ -157,7 +172,9 @@ class BooleanMaskWrite(HelperCallRule):
         if not isinstance(node.target, cst.Subscript):
             return
         operator = cst.Module([]).code_for_node(node.operator).strip()
-        if self.ctx.masks.mask_index(node.target):
+        if self.ctx.masks.mask_index(node.target) or self._mask_of_device_values(
+            node.target, node.value
+        ):
             self.report(node.target, self._message(node.target, operator))
         else:
             self._defer(node.target, operator)
