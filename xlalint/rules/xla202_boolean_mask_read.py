@@ -81,12 +81,18 @@ class BooleanMaskRead(HelperCallRule):
     of an elementwise method or torch function (`y[m] = y[m] / (g[m] + eps)`, `s[m] = (t **
     2 - n[m].pow(2)).clamp(min=0).sqrt()`): one mask, one statement, one fix
     (`torch.where(m, f(y, g), y)` drops the write and every such read), so one cause,
-    reported once, at the write. A read under another mask, one a non-elementwise
-    operation takes whole (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in
-    the next statement are causes of their own. Reads of several
-    tensors with the same mask in one statement (`return dists[good], idxs[good]`,
-    `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first: they select
-    the same count, and one change keeps both shapes.
+    reported once, at the write; also where the written value is of unknown kind
+    (`cur_labels[m] = output_label[m]`: the device values make it a device tensor, XLA203's
+    finding). So is a read handed alone to the call whose result is written back under the
+    same mask (`output[m] = self.penalty(d[m])`): a masked gather, compute and scatter in
+    one statement. A read under another mask, one handed to a call with other arguments
+    (`self.penalty(d[m], scale)`), one a non-elementwise operation takes whole
+    (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
+    causes of their own. An attribute the class binds to booleans in another method
+    (`self.pos_idx = weights >= 0` in `__init__`) is a mask where it indexes a tensor.
+    Reads of several tensors with the same mask in one statement (`return dists[good],
+    idxs[good]`, `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first:
+    they select the same count, and one change keeps both shapes.
 
     A parameter with a shape-typed annotation declares its dtype: `Bool[Tensor, "b n"]`
     (jaxtyping), or the string-only form projects define over it (`face_mask: Bool['b
