@@ -30,10 +30,12 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.members import member_values_in
 from xlalint.analysis.tensors import Kind, TensorKinds, array_dtype
-from xlalint.walk import EXPRESSIONS, children
+from xlalint.walk import EXPRESSIONS, children, descendants
 
 
 class Evidence(enum.IntEnum):
@@ -70,6 +72,8 @@ _BOOLEAN_OPS = frozenset(
         "all", "bool",
     }
 )  # fmt: skip
+# Those that keep the shape (not the reductions `any`, `all`).
+_ELEMENTWISE_BOOLEAN = _BOOLEAN_OPS - {"any", "all"}
 # Boolean ops with one operand, elementwise: the mask has the operand's shape.
 _UNARY_BOOLEAN = frozenset(
     {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "signbit", "logical_not",
@@ -229,12 +233,9 @@ class BooleanMasks:
             # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
             # unknown, so the name it is given is the evidence (kept only for mask names).
             return _Binding(Evidence.NAME)
-        if evidence is Evidence.LIKELY and type(value) is cst.Comparison:
+        if evidence is Evidence.LIKELY and type(value) in (cst.Comparison, cst.BinaryOperation):
             versions = self._versions[-1]
-            operands = (value.left, value.comparisons[0].comparator)
-            compared = tuple(
-                (o.value, versions.get(o.value, 0)) for o in operands if type(o) is cst.Name
-            )
+            compared = tuple((n, versions.get(n, 0)) for n in _compared_names(value))
             return _Binding(evidence, compared=compared)
         if evidence is not Evidence.VALUE:
             return _Binding(evidence)
@@ -299,6 +300,8 @@ class BooleanMasks:
                 return self.evidence(node.value)
             if self.imports.resolve(node) is None and MASK_NAME.match(node.attr.value):
                 return Evidence.NAME
+            if type(node.value) is cst.Name and node.value.value == "self":
+                return self._member_evidence(node.attr.value)
             return Evidence.NONE
         if type(node) is cst.Comparison:
             if len(node.comparisons) != 1:
@@ -334,6 +337,26 @@ class BooleanMasks:
             return min(self.evidence(node.body), self.evidence(node.orelse))
         if isinstance(node, cst.NamedExpr):
             return self.evidence(node.value)
+        return Evidence.NONE
+
+    def _member_evidence(self, attribute: str) -> Evidence:
+        """`self.pos_idx` in a method, where the class's code binds `self.pos_idx = weights
+        >= 0` (or registers it, `self.register_buffer("pos_idx", w >= 0)`) in another
+        method: the attribute holds what every value bound to it makes, booleans (a
+        comparison, `isnan`, `&`/`~` of those, `.bool()`; `None` aside), computed there from
+        values of unknown kind here (`LIKELY`): a mask where it indexes a tensor."""
+        stack = self._stack
+        if not stack or type(stack[0]) is not cst.Module:
+            return Evidence.NONE
+        cls = next((n for n in reversed(stack) if type(n) is cst.ClassDef), None)
+        if cls is None:
+            return Evidence.NONE
+        module: cst.Module = stack[0]  # type: ignore[assignment]
+        values = [v for v, _ in member_values_in(module, cls.name.value, attribute)]
+        values += _registered(cls).get(attribute, [])
+        values = [v for v in values if not (type(v) is cst.Name and v.value == "None")]
+        if values and all(_made_as_mask(v, self.imports) for v in values):
+            return Evidence.LIKELY
         return Evidence.NONE
 
     def _opaque_call(self, value: cst.BaseExpression) -> bool:
@@ -502,6 +525,31 @@ class BooleanMasks:
             return None
         return mask
 
+    def compared_mask(self, node: cst.Subscript) -> tuple[cst.BaseExpression, frozenset[str]]:
+        """The index of `node` computed like booleans (`LIKELY`) by comparing names of
+        unknown kind, with those names: `mask = (dist < best) & self.ok(out)`, then
+        `best[mask] = dist[mask]`, with `dist` and `best` a helper's parameters. The mask
+        is computed from tensors where a caller hands one of those names a tensor (XLA203
+        asks `HelperCalls`). Names compared and rebound since are left out."""
+        for element in node.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index) or index.star is not None:
+                continue
+            value = index.value
+            if self.evidence(value) is not Evidence.LIKELY:
+                continue
+            versions = self._versions[-1]
+            if type(value) is cst.Name:
+                binding = self._frames[-1].get(value.value)
+                if binding is None:
+                    continue
+                names = frozenset(n for n, v in binding.compared if versions.get(n, 0) == v)
+            else:
+                names = _compared_names(value)
+            if names:
+                return value, names
+        return node, frozenset()
+
     def any_mask(self, node: cst.Subscript) -> cst.BaseExpression | None:
         """The index of `node` with any evidence of being a mask, whatever the indexed
         value is: for values that other evidence shows to be tensors (`th.mean(x[m])`)."""
@@ -617,6 +665,83 @@ def takes_tensors(qualified: str) -> bool:
     """A torch operation that raises on anything but tensors (`torch.mean`, `torch.where`):
     what it is handed is a tensor. Not constructors and utilities that take any object."""
     return bool(_TORCH_OPERATION.match(qualified)) and not _ANY_OBJECT.match(qualified)
+
+
+def _compared_names(value: cst.BaseExpression) -> frozenset[str]:
+    """The plain names compared in a comparison, or in the comparisons `&`, `|`, `^` or `~`
+    combine (`(dist < best) & ok` -> dist, best)."""
+    if type(value) is cst.Comparison:
+        if len(value.comparisons) != 1:
+            return frozenset()
+        operands = (value.left, value.comparisons[0].comparator)
+        return frozenset(o.value for o in operands if type(o) is cst.Name)
+    if type(value) is cst.BinaryOperation and isinstance(value.operator, _LOGICAL_BINARY):
+        return _compared_names(value.left) | _compared_names(value.right)
+    if type(value) is cst.UnaryOperation and isinstance(value.operator, cst.BitInvert):
+        return _compared_names(value.expression)
+    return frozenset()
+
+
+@lint_memo.memo(256)
+def _registered(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+    """The values a class's code registers as buffers by name (`self.register_buffer("m",
+    value)`)."""
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for node in descendants(cls.body):
+        if not (
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and node.func.attr.value == "register_buffer"
+            and type(node.func.value) is cst.Name
+            and node.func.value.value == "self"
+            and len(node.args) >= 2
+            and type(node.args[0].value) is cst.SimpleString
+            and node.args[0].keyword is None
+            and node.args[1].keyword is None
+            and not node.args[1].star
+        ):
+            continue
+        name = node.args[0].value.evaluated_value
+        if isinstance(name, str):
+            found.setdefault(name, []).append(node.args[1].value)
+    return found
+
+
+def _made_as_mask(value: cst.BaseExpression, imports: ImportTable) -> bool:
+    """`value` makes booleans elementwise from what it is given, whatever that is: a
+    comparison of something other than literals (`weights >= 0`; not `mode == "train"`,
+    nor `x is None`), a boolean op (`torch.isnan(w)`, `w.ne(0)`, `.bool()`), `dtype=
+    torch.bool`, and `~`, `&`, `|` of such."""
+    if type(value) is cst.Comparison:
+        if len(value.comparisons) != 1 or not isinstance(
+            value.comparisons[0].operator, _COMPARISONS
+        ):
+            return False
+        operands = (value.left, value.comparisons[0].comparator)
+        literal = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+        if any(isinstance(o, literal) for o in operands):
+            return False
+        if any(type(o) is cst.Name and o.value in ("None", "True", "False") for o in operands):
+            return False
+        return not all(is_scalar(o, imports) for o in operands)
+    if type(value) is cst.UnaryOperation:
+        return isinstance(value.operator, cst.BitInvert) and _made_as_mask(
+            value.expression, imports
+        )
+    if type(value) is cst.BinaryOperation:
+        return isinstance(value.operator, _LOGICAL_BINARY) and (
+            _made_as_mask(value.left, imports) and _made_as_mask(value.right, imports)
+        )
+    if type(value) is not cst.Call:
+        return False
+    for arg in value.args:
+        if _is_keyword(arg, "dtype"):
+            return (imports.resolve(arg.value) or "") == "torch.bool"
+    qualified = imports.resolve(value.func)
+    if qualified is not None:
+        module, _, name = qualified.rpartition(".")
+        return module == "torch" and name in _ELEMENTWISE_BOOLEAN
+    return type(value.func) is cst.Attribute and value.func.attr.value in _ELEMENTWISE_BOOLEAN
 
 
 def _combine(a: str | _Scalar | None, b: str | _Scalar | None) -> str | _Scalar | None:

@@ -81,12 +81,18 @@ class BooleanMaskRead(HelperCallRule):
     of an elementwise method or torch function (`y[m] = y[m] / (g[m] + eps)`, `s[m] = (t **
     2 - n[m].pow(2)).clamp(min=0).sqrt()`): one mask, one statement, one fix
     (`torch.where(m, f(y, g), y)` drops the write and every such read), so one cause,
-    reported once, at the write. A read under another mask, one a non-elementwise
-    operation takes whole (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in
-    the next statement are causes of their own. Reads of several
-    tensors with the same mask in one statement (`return dists[good], idxs[good]`,
-    `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first: they select
-    the same count, and one change keeps both shapes.
+    reported once, at the write; also where the written value is of unknown kind
+    (`cur_labels[m] = output_label[m]`: the device values make it a device tensor, XLA203's
+    finding). So is a read handed alone to the call whose result is written back under the
+    same mask (`output[m] = self.penalty(d[m])`): a masked gather, compute and scatter in
+    one statement. A read under another mask, one handed to a call with other arguments
+    (`self.penalty(d[m], scale)`), one a non-elementwise operation takes whole
+    (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
+    causes of their own. An attribute the class binds to booleans in another method
+    (`self.pos_idx = weights >= 0` in `__init__`) is a mask where it indexes a tensor.
+    Reads of several tensors with the same mask in one statement (`return dists[good],
+    idxs[good]`, `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first:
+    they select the same count, and one change keeps both shapes.
 
     A parameter with a shape-typed annotation declares its dtype: `Bool[Tensor, "b n"]`
     (jaxtyping), or the string-only form projects define over it (`face_mask: Bool['b
@@ -381,7 +387,7 @@ class BooleanMaskRead(HelperCallRule):
                 code = self.ctx.module.code_for_node
                 if any(code(t.target) == code(node) for t in assign.targets):
                     return True
-        assign = self._elementwise_statement(node)
+        assign = self._elementwise_statement(node) or self._handed_to_value_call(node)
         if assign is None:
             return False
         code = self.ctx.module.code_for_node
@@ -391,11 +397,45 @@ class BooleanMaskRead(HelperCallRule):
             else [assign.target]
         )
         for written in targets:
-            if isinstance(written, cst.Subscript) and self.ctx.kind(written.value) is not Kind.HOST:
-                index = self.ctx.masks.mask_index(written)
-                if index is not None and code(index) == code(mask):
-                    return True
+            if not isinstance(written, cst.Subscript):
+                continue
+            kind = self.ctx.kind(written.value)
+            if kind is Kind.HOST:
+                continue
+            index = self.ctx.masks.mask_index(written)
+            if (
+                index is None
+                and kind is Kind.UNKNOWN
+                and not self.ctx.kinds.is_dict(written.value)
+                and self.ctx.masks.mask_index(node) is not None
+            ):
+                # `cur_labels[m] = output_label[m]` with `cur_labels` of unknown kind: the
+                # device values written make it a device tensor (XLA203's judgement).
+                index = self.ctx.masks.any_mask(written)
+            if index is not None and code(index) == code(mask):
+                return True
         return False
+
+    def _handed_to_value_call(self, node: cst.Subscript) -> cst.Assign | None:
+        """`out[m] = self.penalty(d[m])`: the read handed, alone, to the call whose result is
+        the written value. The rows selected under the mask are computed and written back
+        under it in one statement (as many as the write takes): one masked gather, compute
+        and scatter, one cause, which XLA203 reports at the write (`torch.where(m,
+        self.penalty(d), out)` keeps every shape where the call works row for row)."""
+        ancestors = islice(self.ctx.ancestors(), 3)
+        arg, call, assign = (next(ancestors, None) for _ in range(3))
+        if not (
+            isinstance(arg, cst.Arg)
+            and arg.value is node
+            and arg.keyword is None
+            and not arg.star
+            and isinstance(call, cst.Call)
+            and len(call.args) == 1
+            and isinstance(assign, cst.Assign)
+            and assign.value is call
+        ):
+            return None
+        return assign
 
     def _elementwise_statement(self, node: cst.Subscript) -> cst.Assign | cst.AugAssign | None:
         """The assignment whose value computes from the read element for element: the read

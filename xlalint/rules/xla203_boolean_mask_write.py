@@ -56,6 +56,21 @@ class BooleanMaskWrite(HelperCallRule):
     1127 * (1 + f0 / 700).log()`, then `f0_mel[f0_mel <= 1] = 1`, in a helper a `forward`
     reaches, writes a device tensor through a mask every call.
 
+    An attribute every value of which the class binds (or registers as a buffer) makes
+    booleans element for element (`self.pos_idx = weights >= 0` in `__init__`,
+    `self.register_buffer("keep", torch.isfinite(w))`, `~`/`&` of those; not a comparison
+    with a string or `None`, nor positions from `nonzero`) is a mask in the class's other
+    methods: `output[self.pos_idx] = ...` in `forward`, and the complement's write. A value
+    of unknown kind written with what a device tensor's elements read through the same mask
+    (`cur_labels[mask] = output_label[mask]`, `a[m] = f(b[m]) * 2`, `a[m] += b[m]`) is a
+    device tensor: `index_put_` takes values on the written tensor's device, and lists and
+    numpy arrays take no device tensor. In a helper, a mask that compares its parameters,
+    alone or combined (`mask = (dist < best) & self.ok(out)`), is computed on the device
+    where a call of the same module hands one of the compared parameters a device tensor,
+    and a write through it into any of the helper's parameters (`final_advs[mask] =
+    adv_img[mask]`) writes a device tensor (no other value takes a device mask); one the
+    callers give numpy arrays is not flagged.
+
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
     `True`, and finding those positions is `nonzero`, whose output size only the data
@@ -130,7 +145,10 @@ class BooleanMaskWrite(HelperCallRule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         # Masked writes to a helper's parameters, judged by its callers once walked.
-        self._pending: list[tuple[cst.Subscript, str, FunctionKey, frozenset[str], Site]] = []
+        # (target, operator, helper, written parameters, compared parameters, site)
+        self._pending: list[
+            tuple[cst.Subscript, str, FunctionKey, frozenset[str], frozenset[str], Site]
+        ] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -142,6 +160,7 @@ class BooleanMaskWrite(HelperCallRule):
                 or self._mask_of_rewrite(subscript, node.value)
                 or self._mask_of_matched_write(subscript, node.value)
                 or self._mask_of_copied_tensor(subscript)
+                or self._mask_of_device_values(subscript, node.value)
             )
             if mask is None:
                 self._defer(subscript, "=")
@@ -153,7 +172,9 @@ class BooleanMaskWrite(HelperCallRule):
         if not isinstance(node.target, cst.Subscript):
             return
         operator = cst.Module([]).code_for_node(node.operator).strip()
-        if self.ctx.masks.mask_index(node.target):
+        if self.ctx.masks.mask_index(node.target) or self._mask_of_device_values(
+            node.target, node.value
+        ):
             self.report(node.target, self._message(node.target, operator))
         else:
             self._defer(node.target, operator)
@@ -203,6 +224,29 @@ class BooleanMaskWrite(HelperCallRule):
             return None
         return self.ctx.masks.any_mask(target)
 
+    def _mask_of_device_values(
+        self, target: cst.Subscript, value: cst.BaseExpression
+    ) -> cst.BaseExpression | None:
+        """`cur_labels[m] = output_label[m]`, `a[m] = f(b[m]) * 2`: the written value reads a
+        device tensor through the same mask. `index_put_` takes values on the written
+        tensor's device, and a list or numpy array takes no device tensor, so `x` is a
+        device tensor whatever else its kind, and the mask evidence the read has counts."""
+        if self.ctx.kind(target.value) is not Kind.UNKNOWN or self.ctx.kinds.is_dict(target.value):
+            return None
+        mask = self.ctx.masks.any_mask(target)
+        if mask is None:
+            return None
+        code = self.ctx.module.code_for_node
+        written = code(mask)
+        masks = self.ctx.masks
+        for node in descendants(value):
+            if type(node) is not cst.Subscript:
+                continue
+            read = masks.mask_index(node)
+            if read is not None and code(read) == written:
+                return mask
+        return None
+
     def _mask_of_copied_tensor(self, target: cst.Subscript) -> cst.BaseExpression | None:
         """`mask = mask.clone()`, then `mask[mask == 0] = inf`: a name of unknown kind that
         the function uses as a tensor (`.clone()` is a tensor's method) and rebinds only
@@ -229,11 +273,23 @@ class BooleanMaskWrite(HelperCallRule):
             return
         masks = self.ctx.masks
         if masks.computed_mask(target) is not None or masks.mask_of_itself(target) is not None:
-            self._pending.append((target, operator, function, params, self.ctx.site()))
+            self._pending.append((target, operator, function, params, frozenset(), self.ctx.site()))
+            return
+        # `mask = (dist < best) & self.ok(out)`, then `best[mask] = dist[mask]`: a mask
+        # compared from parameters, computed from tensors where a caller hands one a tensor,
+        # and then written through into a device tensor (no other value takes that index).
+        _, compared = masks.compared_mask(target)
+        compared = frozenset(name for name in compared if self.calls.is_param(name))
+        if compared:
+            self._pending.append((target, operator, function, params, compared, self.ctx.site()))
 
     def leave_Module(self, node: cst.Module) -> None:
-        for target, operator, function, params, site in self._pending:
-            if any(self.calls.holds_tensor(function, param) for param in params):
+        holds = self.calls.holds_tensor
+        for target, operator, function, params, compared, site in self._pending:
+            # A mask compared from a device tensor indexes only device tensors (a list or
+            # numpy array takes no device mask), whatever the callers hand the written one.
+            written = compared or params
+            if any(holds(function, name) for name in written):
                 self.report(target, self._message(target, operator), site=site)
 
     def _message(self, target: cst.Subscript, operator: str) -> str:
