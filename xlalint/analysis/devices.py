@@ -108,7 +108,8 @@ def probe_with_cuda_fallback(node: cst.BaseExpression, imports: ImportTable) -> 
 
 
 def device_string_type(node: cst.CSTNode) -> str | None:
-    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"` -> `"cuda"`; `"cpu"` -> `"cpu"`; else None.
+    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `"cuda:" + str(rank)` -> `"cuda"`; `"cpu"`
+    -> `"cpu"`; else None.
 
     Only whole strings count: `"use cuda for speed"` and `"torch.cuda.FloatTensor"` are not
     device strings."""
@@ -127,6 +128,17 @@ def device_string_type(node: cst.CSTNode) -> str | None:
             and parts[0].value[:-1] in DEVICE_TYPES
         ):
             return parts[0].value[:-1]
+    if (
+        type(node) is cst.BinaryOperation
+        and type(node.operator) is cst.Add
+        and type(node.left) is cst.SimpleString
+        and not isinstance(node.right, cst.SimpleString | cst.ConcatenatedString)
+        and isinstance(prefix := node.left.evaluated_value, str)
+        and prefix.endswith(":")
+        and prefix[:-1] in DEVICE_TYPES
+    ):
+        # `"cuda:" + str(gpu_id)`: `cuda:N` built by concatenation.
+        return prefix[:-1]
     template = _formatted_template(node)
     if template is not None:
         # `"cuda:{}".format(gpu)`, `"cuda:%d" % gpu`: `cuda:N` spelled the older ways.
