@@ -987,6 +987,17 @@ class DeviceChoices:
         function = next((a for a in path if type(a) is cst.FunctionDef), None)
         if not targets or function is None or type(block) is not cst.IndentedBlock:
             return False
+        if len(blocks) == len(tests):
+            # No `else`, and nothing else in the function (for `self.` attributes, the
+            # class) sets those names: the chain chooses no alternative device
+            # (rl-games' `if self.multi_gpu: self.device_name = "cuda:" + str(rank)`); the
+            # CUDA device its branch forces on that path is XLA302's finding.
+            class_def = next((a for a in path if type(a) is cst.ClassDef), None)
+            if all(
+                _set_only_in(target, node, class_def if target.startswith("self.") else function)
+                for target in targets
+            ):
+                return True
         handed = {p.name.value for p in parameters(function)}
         before = list(itertools.takewhile(lambda s: s is not node, block.body))  # type: ignore[attr-defined]
         return all(_holds_parameter(target, before, handed) for target in targets)
@@ -1013,6 +1024,28 @@ class DeviceChoices:
             ):
                 return True
         return False
+
+
+def _set_only_in(target: str, chain_node: cst.If, scope: cst.CSTNode | None) -> bool:
+    """No assignment in `scope` (a function, or a class for `self.` attributes) outside
+    `chain_node` binds `target`: the name holds nothing but what the chain sets."""
+    if scope is None:
+        return False
+    stack: list[cst.CSTNode] = [scope]
+    while stack:
+        current = stack.pop()
+        if current is chain_node:
+            continue
+        if type(current) is cst.Assign:
+            bound = [get_full_name_for_node(t.target) for t in current.targets]
+        elif type(current) in (cst.AnnAssign, cst.AugAssign):
+            bound = [get_full_name_for_node(current.target)]  # type: ignore[attr-defined]
+        else:
+            bound = []
+        if target in bound:
+            return False
+        stack.extend(children(current))
+    return True
 
 
 def _holds_parameter(target: str, before: list[cst.CSTNode], handed: set[str]) -> bool:

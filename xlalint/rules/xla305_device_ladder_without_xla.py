@@ -184,7 +184,10 @@ class DeviceLadderWithoutXla(Rule):
     chain sets holds a parameter before it (`self.device = device`, then `if self.is_ddp:
     self.device = torch.device("cuda", rank)` / `else: print(...)`): the chain is no
     ladder without XLA, and the CUDA device its DDP branch forces whatever was handed in
-    is XLA302's finding.
+    is XLA302's finding. The same for an `if` without `else` on a run setting (no
+    hardware probe) whose CUDA device sets a name nothing else in the function (for a
+    `self.` attribute, the class) sets (rl-games' `if self.multi_gpu: self.device_name =
+    "cuda:" + str(self.local_rank)`): it chooses no alternative.
     A test after the last branch that sets a device chooses nothing:
     `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
     generator's device. A device set on each pass of a loop under a GPU test (`if
