@@ -108,7 +108,8 @@ def probe_with_cuda_fallback(node: cst.BaseExpression, imports: ImportTable) -> 
 
 
 def device_string_type(node: cst.CSTNode) -> str | None:
-    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"` -> `"cuda"`; `"cpu"` -> `"cpu"`; else None.
+    """`"cuda"`, `"cuda:1"`, `f"cuda:{rank}"`, `"cuda:" + str(rank)` -> `"cuda"`; `"cpu"`
+    -> `"cpu"`; else None.
 
     Only whole strings count: `"use cuda for speed"` and `"torch.cuda.FloatTensor"` are not
     device strings."""
@@ -127,6 +128,17 @@ def device_string_type(node: cst.CSTNode) -> str | None:
             and parts[0].value[:-1] in DEVICE_TYPES
         ):
             return parts[0].value[:-1]
+    if (
+        type(node) is cst.BinaryOperation
+        and type(node.operator) is cst.Add
+        and type(node.left) is cst.SimpleString
+        and not isinstance(node.right, cst.SimpleString | cst.ConcatenatedString)
+        and isinstance(prefix := node.left.evaluated_value, str)
+        and prefix.endswith(":")
+        and prefix[:-1] in DEVICE_TYPES
+    ):
+        # `"cuda:" + str(gpu_id)`: `cuda:N` built by concatenation.
+        return prefix[:-1]
     template = _formatted_template(node)
     if template is not None:
         # `"cuda:{}".format(gpu)`, `"cuda:%d" % gpu`: `cuda:N` spelled the older ways.
@@ -986,6 +998,17 @@ class DeviceChoices:
         function = next((a for a in path if type(a) is cst.FunctionDef), None)
         if not targets or function is None or type(block) is not cst.IndentedBlock:
             return False
+        if len(blocks) == len(tests):
+            # No `else`, and nothing else in the function (for `self.` attributes, the
+            # class) sets those names: the chain chooses no alternative device
+            # (rl-games' `if self.multi_gpu: self.device_name = "cuda:" + str(rank)`); the
+            # CUDA device its branch forces on that path is XLA302's finding.
+            class_def = next((a for a in path if type(a) is cst.ClassDef), None)
+            if all(
+                _set_only_in(target, node, class_def if target.startswith("self.") else function)
+                for target in targets
+            ):
+                return True
         handed = {p.name.value for p in parameters(function)}
         before = list(itertools.takewhile(lambda s: s is not node, block.body))  # type: ignore[attr-defined]
         return all(_holds_parameter(target, before, handed) for target in targets)
@@ -1012,6 +1035,28 @@ class DeviceChoices:
             ):
                 return True
         return False
+
+
+def _set_only_in(target: str, chain_node: cst.If, scope: cst.CSTNode | None) -> bool:
+    """No assignment in `scope` (a function, or a class for `self.` attributes) outside
+    `chain_node` binds `target`: the name holds nothing but what the chain sets."""
+    if scope is None:
+        return False
+    stack: list[cst.CSTNode] = [scope]
+    while stack:
+        current = stack.pop()
+        if current is chain_node:
+            continue
+        if type(current) is cst.Assign:
+            bound = [get_full_name_for_node(t.target) for t in current.targets]
+        elif type(current) in (cst.AnnAssign, cst.AugAssign):
+            bound = [get_full_name_for_node(current.target)]  # type: ignore[attr-defined]
+        else:
+            bound = []
+        if target in bound:
+            return False
+        stack.extend(children(current))
+    return True
 
 
 def _holds_parameter(target: str, before: list[cst.CSTNode], handed: set[str]) -> bool:

@@ -23,6 +23,8 @@ from xlalint.analysis.legacy_api import modernize
 from xlalint.walk import descendants, target_names
 
 _BUILTINS = frozenset(dir(builtins))
+# What a relative star import is taken to bring under the name `DataLoader`.
+_TORCH_DATALOADER = "torch.utils.data.DataLoader"
 
 
 class ImportTable:
@@ -45,7 +47,8 @@ class ImportTable:
         """Record what an import binds; relative imports name this package's own modules,
         never torch's, and are left out, but for PyTorch handed on as `torch`. A star import
         (`from fastai.basics import *`) is taken to bring `torch` where nothing else binds
-        it: libraries built on PyTorch re-export it."""
+        it: libraries built on PyTorch re-export it; a relative one (the project's own
+        module) also torch's `DataLoader`."""
         for _, bound, target in import_aliases(node):
             if not target.startswith("."):
                 self._bindings[bound] = modernize(target)
@@ -57,6 +60,11 @@ class ImportTable:
             # `from fastai.basics import *`: libraries built on torch re-export it, and a
             # file that star-imports one uses `torch.` unbound otherwise.
             self._bindings.setdefault("torch", "torch")
+            if node.relative:
+                # `from .utils.tokenizer_utils import *` (trankit): the project's own
+                # module hands on what it imports, and a bare `DataLoader(...)` no other
+                # import binds is torch's (a library's star import may bring its own).
+                self._bindings.setdefault("DataLoader", _TORCH_DATALOADER)
 
     def add_top_level(self, module: cst.Module) -> None:
         """Read imports at module level, including those under `try:` and `if`."""

@@ -56,7 +56,9 @@ _CONSTANT = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
 class DataLoaderDropLast(Rule):
     """
     ## What it does
-    Flags a training `torch.utils.data.DataLoader` built without `drop_last=True`. A loader
+    Flags a training `torch.utils.data.DataLoader` built without `drop_last=True` (also a
+    bare `DataLoader` that a star import of the project's own module brings, trankit's
+    `from .utils.tokenizer_utils import *`, where no other import binds the name). A loader
     is a training loader when it shuffles (`shuffle=True`), draws from a random sampler
     (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, a `DistributedSampler`
     without `shuffle=False`), or is named for training: its variable, the function that

@@ -35,6 +35,8 @@ _COLLATE_FUNCTION = re.compile(r"collate", re.IGNORECASE)
 _COLLATOR_CLASS = re.compile(r"collat|batch_?(?:convert|er\b|ify|maker|builder)", re.IGNORECASE)
 # What a collator class collates in: `__call__`, or transformers' `DataCollatorMixin` hooks.
 _COLLATOR_METHODS = frozenset({"__call__", "torch_call", "numpy_call", "tf_call"})
+# What an iterator of batches makes each batch in (pix2tex's dataset, iterated directly).
+_NEXT_BATCH = "__next__"
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,10 @@ class DynamicPadding(Rule):
     name the caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
     curtail_to_shortest`, `__call__` or
     `torch_call` of a `*Collat*` class or of a class named for making batches
-    (`BatchConverter`), or a lambda passed as `collate_fn=`), in functions
+    (`BatchConverter`), or a lambda passed as `collate_fn=`), in the `__next__` of a class
+    that is its own iterator of batches and the methods it calls on `self` (pix2tex's
+    `Im2LatexDataset`: `return self.prepare_data(...)`, which pads with `pad_sequence`),
+    in functions
     that run every step (`forward`, `*_step`, functions called from a loop), and in loops
     whose passes run
     a model or sync (training, sampling, evaluation); not in a loop over prompts or
@@ -169,9 +174,24 @@ class DynamicPadding(Rule):
         # the function collates is known once the file is read): the node that pads with
         # it (where the finding goes), the site of the `max`, its function.
         self._longest: list[tuple[cst.CSTNode, Site, cst.FunctionDef]] = []
+        # (class, method): an iterator's `__next__` and the methods it calls on `self`,
+        # which make one batch a call (pix2tex's `Im2LatexDataset.prepare_data`).
+        self._batch_makers: set[tuple[str, str]] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node)
+        if node.name.value == _NEXT_BATCH and self.ctx.class_name is not None:
+            # `def __next__(self): ... return self.prepare_data(self.pairs[self.i - 1])`:
+            # an iterator of batches makes one a call, in itself and its own helpers.
+            self._batch_makers.add((self.ctx.class_name, _NEXT_BATCH))
+            for call in descendants(node.body):
+                if (
+                    type(call) is cst.Call
+                    and type(call.func) is cst.Attribute
+                    and type(call.func.value) is cst.Name
+                    and call.func.value.value == "self"
+                ):
+                    self._batch_makers.add((self.ctx.class_name, call.func.attr.value))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.pop()
@@ -408,6 +428,8 @@ class DynamicPadding(Rule):
         function = site.function
         if function is None:
             return False
+        if (function.class_name, function.name) in self._batch_makers:
+            return True
         if function.name in _COLLATOR_METHODS and function.class_name is not None:
             return _COLLATOR_CLASS.search(function.class_name) is not None
         return (

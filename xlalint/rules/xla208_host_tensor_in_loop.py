@@ -69,6 +69,8 @@ _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Builtins that give a host number from host numbers (`max(k_size / q_size, 1.0)`).
+_NUMBER_BUILTINS = frozenset({"max", "min", "abs", "round", "int", "float"})
 # Attributes of a tensor that are views of it, on its device (`z.real` of a complex `z`).
 _TENSOR_VIEWS = frozenset({"real", "imag", "data", "T", "mT", "H", "mH"})
 _BUFFER_HINT = (
@@ -122,9 +124,13 @@ class HostTensorInLoop(Rule):
     tensor's device, as `.to()` would; also through a name bound to one (mmyolo's
     task-aligned assigner: `idx = torch.zeros([2, b, n], dtype=torch.long)`, its rows
     filled from a range and the device labels, then `pred_scores[idx[0], idx[1]]` every
-    training step), reported once, at the factory. An index of a numpy array or of a host tensor
-    (`torch.zeros(4, 4)[torch.arange(4), 0]`), or of a value whose kind is not known, is
-    not flagged.
+    training step), or through names bound to arithmetic of such names with one another and
+    with host numbers (segment-anything's `get_rel_pos`: `q_coords = torch.arange(q)[:,
+    None] * max(k / q, 1.0)`, the same for `k_coords`, then `rel_pos[(q_coords -
+    k_coords).long()]`; `max`, `min`, `abs`, `round`, `int` and `float` of host numbers are
+    host numbers), reported once, at the (first) factory. An index of a numpy array or of a
+    host tensor (`torch.zeros(4, 4)[torch.arange(4), 0]`), or of a value whose kind is not
+    known, is not flagged.
 
     A constant built from number literals (`torch.LongTensor([0]).to(self.device)`,
     `torch.tensor([[1.0, -0.5]]).to(x.device)`, any depth of lists), from a list repeating
@@ -335,7 +341,7 @@ class HostTensorInLoop(Rule):
 
     def leave_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
-        factory = self._host_factory(node.value)
+        factory = self._host_factory(node.value) or self._derived_factory(node.value)
         names = self._host_names[-1]
         factories = self._host_factories[-1]
         for target in targets:
@@ -359,6 +365,25 @@ class HostTensorInLoop(Rule):
                     # are built there as well.)
                     names.pop(name, None)
                     factories.pop(name, None)
+
+    def _derived_factory(self, value: cst.BaseExpression) -> cst.Call | None:
+        """`relative_coords = (q_coords - k_coords) + (k - 1) * scale` with `q_coords` and
+        `k_coords` bound to host factories (segment-anything's `get_rel_pos`): arithmetic
+        of host tensors, with one another or with host numbers, is a host tensor too, built
+        from the first of those factories (where `device=` goes, as for the others)."""
+        head = self._chain_head(value)
+        if type(head) is cst.Name:
+            return self._host_factories[-1].get(head.value)
+        if type(head) is not cst.BinaryOperation or isinstance(head.operator, cst.MatrixMultiply):
+            return None
+        found: list[cst.Call] = []
+        for side in (head.left, head.right):
+            factory = self._host_factory(side) or self._derived_factory(side)
+            if factory is not None:
+                found.append(factory)
+            elif not self._host_number(side):
+                return None
+        return found[0] if found else None
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name):
@@ -714,7 +739,9 @@ class HostTensorInLoop(Rule):
             return self._host_number(expr.left) and self._host_number(expr.right)
         if isinstance(expr, cst.Call):
             qualified = self.ctx.qualified(expr.func) or ""
-            return qualified.startswith("math.") and all(
+            # `max(k_size / q_size, 1.0)`: a builtin of host numbers is one.
+            builtin = type(expr.func) is cst.Name and expr.func.value in _NUMBER_BUILTINS
+            return (qualified.startswith("math.") or builtin) and all(
                 self._host_number(a.value) for a in expr.args if not a.star
             )
         return False

@@ -22,6 +22,7 @@ from xlalint.analysis.devices import (
 from xlalint.analysis.guards import path_conditions
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
+from xlalint.walk import descendants
 
 _MAP_LOCATION_HINT = (
     'load to the host with `map_location="cpu"`, then move the model with `.to(torch_xla.device())`'
@@ -32,7 +33,7 @@ class CudaDeviceString(Rule):
     """
     ## What it does
     Flags the strings `"cuda"` and `"cuda:N"` (and `f"cuda:{rank}"`, `"cuda:{}".format(gpu)`,
-    `"cuda:%d" % gpu`) where they choose a device: `torch.device("cuda")`,
+    `"cuda:%d" % gpu`, `"cuda:" + str(gpu)`) where they choose a device: `torch.device("cuda")`,
     `torch.device("cuda", 0)`, `device="cuda"` arguments,
     `.to("cuda")`, `torch.set_default_device("cuda")`, `map_location="cuda"`, and values
     given to a device-like name (`device = "cuda"`, `device = args.device or "cuda"`,
@@ -57,6 +58,10 @@ class CudaDeviceString(Rule):
     parameter that its function only asks about and places nothing with
     (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
     `pin_memory`, or hands it to an autocast: XLA303's).
+    Also left alone: a string in the body of a `try:` that asks whether CUDA works and
+    answers with a literal (`device = torch.device("cuda:" + str(n))`, a tiny tensor moved
+    there, `return True`, with handlers that pass or return and never raise: cellpose's
+    `_use_gpu_torch`): on an XLA host the probe fails and its handler's path runs.
     Also left alone: `torch.device("cuda", device)` under `if isinstance(device, int):`
     with `device` a parameter (`load_model(file, model, device=0)`): CUDA only when the
     caller hands in an integer GPU index, its own choice of a GPU; a caller on an XLA host
@@ -287,10 +292,48 @@ class CudaDeviceString(Rule):
         first rung of one that sibling `if`s make, which XLA305 reports)."""
         if in_own_method(self.ctx.function, "cuda") or self.ctx.runs_without_xla:
             return False
+        if self._works_probe():
+            return False
         choices = self.ctx.device_choices
         return not (
             choices.in_ladder(self.ctx.ancestors()) or choices.opens_ladder(self.ctx.ancestors())
         )
+
+    def _works_probe(self) -> bool:
+        """The string is in the body of a `try:` that asks whether CUDA works and answers
+        with a literal (cellpose's `_use_gpu_torch`: `device = torch.device("cuda:" +
+        str(n))`, a tiny tensor moved there, `return True`; `except: pass`, then the next
+        probe): on an XLA host the move fails and the handler's path runs; nothing is
+        placed on CUDA beyond the probe's own tensor."""
+        below: cst.CSTNode | None = None
+        for ancestor in self.ctx.ancestors():
+            if type(ancestor) is cst.Try and below is ancestor.body:
+                break
+            if isinstance(ancestor, cst.FunctionDef | cst.ClassDef | cst.Lambda | cst.Module):
+                return False
+            below = ancestor
+        else:
+            return False
+        statements = ancestor.body.body
+        if not statements or not _returns_a_bool(statements[-1]):
+            return False
+        # No handler lets the failure out: each ends in a literal answer or falls through.
+        return all(
+            not any(type(n) is cst.Raise for n in descendants(handler.body))
+            for handler in ancestor.handlers
+        ) and bool(ancestor.handlers)
+
+
+def _returns_a_bool(statement: cst.BaseStatement) -> bool:
+    """`return True` / `return False` as the statement."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return False
+    returned = statement.body[0]
+    return (
+        type(returned) is cst.Return
+        and type(returned.value) is cst.Name
+        and returned.value.value in ("True", "False")
+    )
 
 
 def _is_int_test(test: cst.BaseExpression, name: str) -> bool:

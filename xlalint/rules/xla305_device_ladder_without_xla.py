@@ -57,6 +57,9 @@ from xlalint.walk import (
 if TYPE_CHECKING:
     from xlalint.context import FileContext
 
+# The keyword of a load (`torch.load`, `torch.jit.load`) that says where its tensors land.
+_MAP_LOCATION = "map_location"
+
 # The flag a fix sets where it makes the file import torch_xla only if it is installed.
 XLA_FLAG = "XLA_AVAILABLE"
 # Where a function's own `if` statements are not: expressions, nested functions and classes.
@@ -127,14 +130,15 @@ class DeviceLadderWithoutXla(Rule):
     then `return "cpu"`) makes one choice, what it returns: reported once, at its first
     ladder. `torch.device(torch.cuda.current_device())` is a CUDA device, and CUDA devices
     spelled the older ways count as CUDA (`"cuda:{}".format(gpu)`,
-    `"cuda:%d" % gpu`: `torch.device("cuda:{}".format(gpu)) if gpu >= 0 else
-    torch.device("cpu")` is a ladder). A list of every GPU's device made by a device
-    helper (`[gpu(i) for i in range(num_gpus())]` with `def gpu(i): return
-    torch.device(f"cuda:{i}")` and `num_gpus()` returning `torch.cuda.device_count()`,
-    also over `range(min(n, num_gpus()))`) chooses the devices to use: on an XLA host it is
-    empty, and its users fall back to the CPU. A list that spells the CUDA string itself
-    (`[torch.device(f"cuda:{d}") for d in ...]`) is XLA302's finding, one per cause; lists
-    of names or memory figures per GPU choose nothing. A chain whose branches pick lists
+    `"cuda:%d" % gpu`, `"cuda:" + str(gpu)`: `torch.device("cuda:{}".format(gpu)) if gpu
+    >= 0 else torch.device("cpu")` is a ladder, and so is garage's
+    `torch.device(("cuda:" + str(_GPU_ID)) if _USE_GPU else "cpu")`). A list of every
+    GPU's device made by a device helper (`[gpu(i) for i in range(num_gpus())]` with
+    `def gpu(i): return torch.device(f"cuda:{i}")` and `num_gpus()` returning
+    `torch.cuda.device_count()`, also over `range(min(n, num_gpus()))`) chooses the devices to use:
+    on an XLA host it is empty, and its users fall back to the CPU. A list that spells the CUDA
+    string itself (`[torch.device(f"cuda:{d}") for d in ...]`) is XLA302's finding, one per cause;
+    lists of names or memory figures per GPU choose nothing. A chain whose branches pick lists
     of devices, every element a device (`if torch.cuda.is_available(): return
     [f"cuda:{i}" for i in range(torch.cuda.device_count())]` / `else: return ["cpu"]`:
     FlagEmbedding's `get_target_devices`), is a ladder as one picking a single device is,
@@ -185,7 +189,10 @@ class DeviceLadderWithoutXla(Rule):
     chain sets holds a parameter before it (`self.device = device`, then `if self.is_ddp:
     self.device = torch.device("cuda", rank)` / `else: print(...)`): the chain is no
     ladder without XLA, and the CUDA device its DDP branch forces whatever was handed in
-    is XLA302's finding.
+    is XLA302's finding. The same for an `if` without `else` on a run setting (no
+    hardware probe) whose CUDA device sets a name nothing else in the function (for a
+    `self.` attribute, the class) sets (rl-games' `if self.multi_gpu: self.device_name =
+    "cuda:" + str(self.local_rank)`): it chooses no alternative.
     A test after the last branch that sets a device chooses nothing:
     `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
     generator's device. A device set on each pass of a loop under a GPU test (`if
@@ -196,6 +203,12 @@ class DeviceLadderWithoutXla(Rule):
     torch.device("cuda", torch.cuda.current_device())` / `return device`) passes XLA
     devices through. A ternary that fills part of a longer f-string
     (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
+    A ternary that only says where a load puts the tensors it reads, the `map_location`
+    of `torch.load` or `torch.jit.load` (`map_location="cpu" if not
+    torch.cuda.is_available() else None`), directly or through a name used for nothing
+    else, chooses no compute device: the weights are copied into a model placed
+    elsewhere, and the CPU is the right place to load them on an XLA host (a ladder
+    whose device also places the model is still reported).
     A ternary given to a CUDA scaler or autocast (`GradScaler("xpu" if ... else "cuda")`)
     is part of that call, which XLA303 reports; a ternary assigned to a name that its
     function only prints or compares (`print(f"Device: {device}")` in a benchmark report)
@@ -328,6 +341,8 @@ class DeviceLadderWithoutXla(Rule):
             return  # `f"{'cuda' if is_cuda else 'cpu'}_time_total"`: a key, not a device
         if self._argument_of_cuda_api():
             return  # `GradScaler("xpu" if ... else "cuda")`: XLA303 reports the call
+        if self._maps_a_load():
+            return  # `torch.load(f, map_location="cpu" if ... else None)`: where weights land
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
             return
@@ -364,6 +379,36 @@ class DeviceLadderWithoutXla(Rule):
         return isinstance(target, cst.Name) and only_examined(
             function, target.value, self.ctx.imports
         )
+
+    def _maps_a_load(self) -> bool:
+        """The ternary is where a load puts the tensors it reads: the `map_location` of
+        `torch.load`, `torch.jit.load` or `load_state_dict_from_url`, directly or through a
+        name its statement binds that the function uses only as a `map_location`. The
+        weights are then copied into a model that is placed elsewhere; on an XLA host the
+        CPU is the right place to load them to, once, and no computation runs there."""
+        ancestors = self.ctx.ancestors()
+        parent = next(ancestors, None)
+        if isinstance(parent, cst.Arg):
+            return parent.keyword is not None and parent.keyword.value == _MAP_LOCATION
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return False
+        target = parent.targets[0].target
+        function = next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
+        if function is None or not isinstance(target, cst.Name):
+            return False
+        mentions = uses = 0
+        for node in descendants(function.body):
+            if type(node) is cst.Name and node.value == target.value:
+                mentions += 1
+            elif (
+                type(node) is cst.Arg
+                and node.keyword is not None
+                and node.keyword.value == _MAP_LOCATION
+                and type(node.value) is cst.Name
+                and node.value.value == target.value
+            ):
+                uses += 1
+        return uses > 0 and mentions == uses + 1  # bound once, used only to map loads
 
     def _argument_of_cuda_api(self) -> bool:
         """The ternary being visited is an argument of a CUDA API call (a scaler or an
