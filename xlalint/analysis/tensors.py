@@ -45,7 +45,11 @@ from xlalint.analysis.records import (
 )
 from xlalint.analysis.returns import NumberReturns, _walk_body
 from xlalint.analysis.tensor_members import MODULE_MEMBERS, TENSOR_MEMBERS
-from xlalint.analysis.tensor_methods import ONLY_TENSOR_MATH, ONLY_TENSOR_MATH_WITH_ARGUMENTS
+from xlalint.analysis.tensor_methods import (
+    ONLY_TENSOR_MATH,
+    ONLY_TENSOR_MATH_WITH_ARGUMENTS,
+    ONLY_TENSOR_NORMS,
+)
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
     TRIVIA,
@@ -3248,10 +3252,18 @@ class TensorKinds:
             if receiver is Kind.UNKNOWN and (
                 method in ONLY_TENSOR_MATH_WITH_ARGUMENTS
                 or (method in ONLY_TENSOR_MATH and not node.args)
+                or (
+                    method in ONLY_TENSOR_NORMS
+                    and all(
+                        a.keyword is not None or type(a.value) in (cst.Integer, cst.Float)
+                        for a in node.args
+                    )
+                )
             ):
-                # `f0_mel = 1127 * (1 + f0 / 700).log()`, `(1 - r).clamp(min=0).sqrt()`:
-                # only a tensor has the method, so its result is one, on the receiver's
-                # device (a host value is known as one: `receiver is Kind.HOST` below).
+                # `f0_mel = 1127 * (1 + f0 / 700).log()`, `(1 - r).clamp(min=0).sqrt()`,
+                # `100 * h * d.norm() / norm_X`: only a tensor has the method, so its
+                # result is one, on the receiver's device (a host value is known as one:
+                # `receiver is Kind.HOST` below).
                 return Kind.TENSOR
             if _TO_DEVICE_METHOD.search(method):
                 # `device.tensor_to_device(t)`, `batch_to_device(b)`: a framework's device
