@@ -3133,6 +3133,11 @@ class TensorKinds:
 
     def _call(self, node: cst.Call) -> Kind:
         func = node.func
+        if _returns_torch_tensors(node):
+            # `self._tok(text, return_tensors="pt")`: a tokenizer's or processor's batch,
+            # built on the host; `.to(device)` of it hands back its tensors on the device
+            # (`inputs["input_ids"]` of `encoding.to(device)` is a device tensor).
+            return Kind.HOST
         qualified = self.imports.resolve(func)
         if qualified is not None:
             return self._qualified_call(qualified, node)
@@ -3691,6 +3696,18 @@ def _is_literal(node: cst.CSTNode) -> bool:
     if node_type is cst.UnaryOperation and type(node.operator) is cst.Minus:  # type: ignore[attr-defined]
         return _is_literal(node.expression)  # type: ignore[attr-defined]
     return node_type is cst.Name and node.value in _CONSTANTS  # type: ignore[attr-defined]
+
+
+def _returns_torch_tensors(call: cst.Call) -> bool:
+    """A call asked for torch tensors by Hugging Face's keyword (`return_tensors="pt"`)."""
+    for arg in call.args:
+        if (
+            arg.keyword is not None
+            and arg.keyword.value == "return_tensors"
+            and type(arg.value) is cst.SimpleString
+        ):
+            return arg.value.evaluated_value == "pt"
+    return False
 
 
 def moves_to_cpu(call: cst.Call) -> bool:
