@@ -874,10 +874,6 @@ class TensorKinds:
         self._self_dicts: list[set[str]] = [set()]
         # Per class being walked, the methods its body defines (`def restore_model`).
         self._class_methods: list[frozenset[str]] = [frozenset()]
-        # Per class being walked: is it an optimizer (`class LBFGS(torch.optim.Optimizer)`,
-        # or a subclass of such a class of this file)? `_optimizer_names`: those of the file.
-        self._optimizer_classes: list[bool] = [False]
-        self._optimizer_names: set[str] = set()
         self._class_tensor_returns: list[frozenset[str]] = [frozenset()]
         # Those annotated to return tensors only (`-> tuple[Tensor, Tensor]`).
         self._class_tensors_returns: list[frozenset[str]] = [frozenset()]
@@ -1165,15 +1161,6 @@ class TensorKinds:
             known = self._module_uses[-1] = frozenset(found)
         return name in known
 
-    def _in_optimizer_method(self) -> bool:
-        """The function being walked is a method of an optimizer class (a subclass of
-        torch's `Optimizer`, or of any class named as one, or of such a class of the file)."""
-        return (
-            bool(self._methods_walked)
-            and self._methods_walked[-1][0] is not None
-            and self._optimizer_classes[-1]
-        )
-
     def _in_module_method(self) -> bool:
         """The function being walked is a method of an `nn.Module` class of the module."""
         return bool(self._methods_walked) and self._methods_walked[-1][1]
@@ -1253,12 +1240,6 @@ class TensorKinds:
         module keeps on the host (`host_buffers`)."""
         if name is not None and module:
             self._module_classes.add(name)
-        optimizer = any(
-            base.endswith("Optimizer") or base in self._optimizer_names for base in bases
-        )
-        if optimizer and name is not None:
-            self._optimizer_names.add(name)
-        self._optimizer_classes.append(optimizer)
         inherited: dict[tuple[str, str], list[tuple[Kind, bool]]] = {}
         replaced: frozenset[str] | None = None
         for base in bases:
@@ -1354,7 +1335,6 @@ class TensorKinds:
         if self._class_names and self._class_names[-1] is not None:
             self._class_bindings[self._class_names[-1]] = bindings  # type: ignore[index]
         self._class_methods.pop()
-        self._optimizer_classes.pop()
         self._class_tensor_returns.pop()
         self._class_tensors_returns.pop()
         self._self_attributes.pop()
@@ -3184,12 +3164,6 @@ class TensorKinds:
                 return Kind.TENSOR
             if name == "self" and self._in_module_method():
                 return Kind.TENSOR  # `pi, action, value = self(state)`: the module's forward
-            if name == "closure" and name in self._frames[-1] and self._in_optimizer_method():
-                # `loss = closure()` in an optimizer's `step(self, closure)`, or in a method
-                # it hands the closure to (`_directional_evaluate(closure, x, t, d)`):
-                # torch.optim's protocol, a closure that re-evaluates the model and returns
-                # the loss, a device tensor.
-                return Kind.TENSOR
             if name in self._module_classes and self.lookup(name) is None:
                 return Kind.MODULE  # `Policy(env)` with `class Policy(nn.Module)` above
             returns = self.returns
