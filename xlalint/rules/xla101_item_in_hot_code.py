@@ -74,17 +74,12 @@ class ItemInHotCode(HelperReadRule):
     writing each entry of its second parameter into its first) holds, under each key, a
     value of that entry's kind: `f"{logs['gen_loss']:0.3f}"` formats a device tensor.
 
-    The closure an optimizer's `step(self, closure)` is handed (torch.optim's protocol,
-    in a subclass of `Optimizer` or of a class named as one) re-runs the model and returns
-    the loss: `float(closure())` there, or in a method of the optimizer `step` hands the
-    closure to (a line search's `_directional_evaluate(closure, x, t, d)`), reads the
-    device loss on every evaluation. A function of the module picked as a fallback
-    (`times_fn = default(times_fn, default_time_fn)` with `def default(v, d): return v if
-    exists(v) else d`, `fn or default_fn`, `f if flag else g`) runs where the name bound
-    to it is called: its reads are per step where that call is. A value bound in a `try`
-    body (`change = 100 * d.norm() / norm_x`) stays a device tensor after the statement
-    where a handler binds a host fallback (`except KeyError: change = 0.0`): the normal
-    path reads the tensor.
+    A function of the module picked as a fallback (`times_fn = default(times_fn,
+    default_time_fn)` with `def default(v, d): return v if exists(v) else d`, `fn or
+    default_fn`, `f if flag else g`) runs where the name bound to it is called: its reads
+    are per step where that call is. A value bound in a `try` body (`change = 100 *
+    d.norm() / norm_x`) stays a device tensor after the statement where a handler binds a
+    host fallback (`except KeyError: change = 0.0`): the normal path reads the tensor.
 
     A read in a loop or comprehension over the rows of a device tensor (`[target(o).cpu()
     .item() for target, o in zip(targets, outputs)]` of a model's outputs, or
