@@ -334,6 +334,9 @@ class FileContext:
         # `if` statements being walked: the kinds before each, and at the end of each of its
         # branches walked so far that goes on after the `if`.
         self._branches: list[tuple[cst.If, BranchState, list[BranchState]]] = []
+        # `try` statements (without `else`) being walked, as `_branches`: the kinds before
+        # each, and at the end of its body and of each handler walked so far that goes on.
+        self._tries: list[tuple[cst.Try, BranchState, list[BranchState]]] = []
 
     def _acts_beside_training(self, function: cst.CSTNode) -> bool:
         """A method without a loop of its own that runs a model, in a class another of whose
@@ -960,6 +963,8 @@ class FileContext:
         self._stack.append(node)
         self.parent_of[id(node)] = parent
         kind = type(node)
+        if kind is cst.Try or kind is cst.ExceptHandler or kind is cst.Finally:
+            self._enter_try_part(node, kind, parent)
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.append(parent)
         if (
@@ -1155,6 +1160,8 @@ class FileContext:
         self._stack.pop()
         parent = self._stack[-1] if self._stack else None
         kind = type(node)
+        if kind is cst.Try and self._tries and self._tries[-1][0] is node:
+            self._merge_try()
         if parent is not None and type(parent) in _LOOPS and _opens_a_pass(parent, node):
             self._frames[-1].loops.pop()
         if self._values is not None and kind in _VALUES_LEFT:
@@ -1246,6 +1253,36 @@ class FileContext:
             self._host_narrowed.append(
                 (block, [(name, self.kinds.narrow(name, Kind.HOST)) for name in names])
             )
+
+    def _enter_try_part(self, node: cst.CSTNode, kind: type, parent: cst.CSTNode | None) -> None:
+        """The paths through a `try` (without `else`) join after it, as an `if`'s branches
+        do: its body and each handler that goes on. A handler starts from the kinds before
+        the `try` and may bind a fallback (`except KeyError: change = 0.0` beside `change =
+        100 * d.norm() / norm_x` in the body): the name is a tensor on the normal path, not
+        the fallback's host value alone. The `finally` (or the end of the statement) runs
+        after the join."""
+        if kind is cst.Try:
+            if node.orelse is None and node.handlers:  # type: ignore[attr-defined]
+                self._tries.append((node, self.kinds.branch_state(), []))  # type: ignore[arg-type]
+            return
+        if not self._tries or self._tries[-1][0] is not parent:
+            return
+        if kind is cst.Finally:
+            self._merge_try()
+            return
+        _, before, ends = self._tries[-1]
+        handlers = parent.handlers  # type: ignore[union-attr]
+        index = next(i for i, handler in enumerate(handlers) if handler is node)
+        previous = parent.body if index == 0 else handlers[index - 1].body  # type: ignore[union-attr]
+        if not always_exits(previous):
+            ends.append(self.kinds.branch_state())
+        self.kinds.start_branch(before)
+
+    def _merge_try(self) -> None:
+        node, before, ends = self._tries.pop()
+        if not always_exits(node.handlers[-1].body):
+            ends.append(self.kinds.branch_state())
+        self.kinds.merge_branches(before, ends)
 
     def _narrow_entered(self, parent: cst.CSTNode, node: cst.CSTNode) -> None:
         """A branch where a test is known: the body (or `else`/`elif`) of an `if` or a

@@ -473,7 +473,60 @@ def own_module_function(func: cst.BaseExpression, module: cst.Module) -> str | N
 
 
 def table_functions(node: cst.BaseExpression, module: cst.Module) -> frozenset[str]:
-    """`FILTERS[name]` for a dispatch table of the module: the functions it may give."""
+    """`FILTERS[name]` for a dispatch table of the module: the functions it may give; and
+    a function of the module a value picks as a fallback (`fn = default(fn,
+    default_time_fn)`, `fn or default_time_fn`, `a if c else b`: `chosen_functions`)."""
     if type(node) is cst.Subscript and type(node.value) is cst.Name:
         return dispatch_tables(module).get(node.value.value, frozenset())
-    return frozenset()
+    return chosen_functions(node, module)
+
+
+def chosen_functions(node: cst.BaseExpression, module: cst.Module) -> frozenset[str]:
+    """The functions of the module, named bare, that `node` may hand back: an operand of
+    `or`/`and`, a branch of a conditional expression, or an argument of a function of
+    the module that hands back one of its parameters (`def default(v, d): return v if
+    exists(v) else d`). Calling the name bound to it may call any of them."""
+    functions = top_level_functions(module)
+    if not functions:
+        return frozenset()
+    found: set[str] = set()
+    pending = [node]
+    while pending:
+        value = pending.pop()
+        kind = type(value)
+        if kind is cst.Name:
+            if value.value in functions:  # type: ignore[attr-defined]
+                found.add(value.value)  # type: ignore[attr-defined]
+        elif kind is cst.BooleanOperation:
+            pending += [value.left, value.right]  # type: ignore[attr-defined]
+        elif kind is cst.IfExp:
+            pending += [value.body, value.orelse]  # type: ignore[attr-defined]
+        elif (
+            kind is cst.Call
+            and type(value.func) is cst.Name  # type: ignore[attr-defined]
+            and value.func.value in _choosers(module)  # type: ignore[attr-defined]
+        ):
+            pending += [a.value for a in value.args if not a.star]  # type: ignore[attr-defined]
+    return frozenset(found)
+
+
+@lint_memo.memo(16)
+def _choosers(module: cst.Module) -> frozenset[str]:
+    """Top-level functions whose one statement returns one of their parameters, or a
+    conditional choice between them (`return v if exists(v) else d`)."""
+    found = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        body = statement.body.body
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+            continue
+        small = body[0].body
+        if len(small) != 1 or not isinstance(small[0], cst.Return) or small[0].value is None:
+            continue
+        params = {p.name.value for p in statement.params.params}
+        value = small[0].value
+        branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        if all(isinstance(b, cst.Name) and b.value in params for b in branches):
+            found.add(statement.name.value)
+    return frozenset(found)

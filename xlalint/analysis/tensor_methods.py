@@ -49,3 +49,7 @@ ONLY_TENSOR_MATH = frozenset(
 ONLY_TENSOR_MATH_WITH_ARGUMENTS = frozenset(
     {"clamp", "clamp_min", "clamp_max", "softmax", "log_softmax", "logsumexp"}
 )  # fmt: skip
+# Norms: `x.norm()`, `x.norm(p="fro")`, `x.norm(2, dim=-1)` (numpy spells it
+# `np.linalg.norm(a)`); only without positional arguments other than a number, since a
+# module's layer norm is often an attribute called on its input (`self.norm(x)`).
+ONLY_TENSOR_NORMS = frozenset({"norm"})

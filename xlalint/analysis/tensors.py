@@ -45,7 +45,11 @@ from xlalint.analysis.records import (
 )
 from xlalint.analysis.returns import NumberReturns, _walk_body
 from xlalint.analysis.tensor_members import MODULE_MEMBERS, TENSOR_MEMBERS
-from xlalint.analysis.tensor_methods import ONLY_TENSOR_MATH, ONLY_TENSOR_MATH_WITH_ARGUMENTS
+from xlalint.analysis.tensor_methods import (
+    ONLY_TENSOR_MATH,
+    ONLY_TENSOR_MATH_WITH_ARGUMENTS,
+    ONLY_TENSOR_NORMS,
+)
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
     TRIVIA,
@@ -3109,6 +3113,11 @@ class TensorKinds:
 
     def _call(self, node: cst.Call) -> Kind:
         func = node.func
+        if _returns_torch_tensors(node):
+            # `self._tok(text, return_tensors="pt")`: a tokenizer's or processor's batch,
+            # built on the host; `.to(device)` of it hands back its tensors on the device
+            # (`inputs["input_ids"]` of `encoding.to(device)` is a device tensor).
+            return Kind.HOST
         qualified = self.imports.resolve(func)
         if qualified is not None:
             return self._qualified_call(qualified, node)
@@ -3222,10 +3231,18 @@ class TensorKinds:
             if receiver is Kind.UNKNOWN and (
                 method in ONLY_TENSOR_MATH_WITH_ARGUMENTS
                 or (method in ONLY_TENSOR_MATH and not node.args)
+                or (
+                    method in ONLY_TENSOR_NORMS
+                    and all(
+                        a.keyword is not None or type(a.value) in (cst.Integer, cst.Float)
+                        for a in node.args
+                    )
+                )
             ):
-                # `f0_mel = 1127 * (1 + f0 / 700).log()`, `(1 - r).clamp(min=0).sqrt()`:
-                # only a tensor has the method, so its result is one, on the receiver's
-                # device (a host value is known as one: `receiver is Kind.HOST` below).
+                # `f0_mel = 1127 * (1 + f0 / 700).log()`, `(1 - r).clamp(min=0).sqrt()`,
+                # `100 * h * d.norm() / norm_X`: only a tensor has the method, so its
+                # result is one, on the receiver's device (a host value is known as one:
+                # `receiver is Kind.HOST` below).
                 return Kind.TENSOR
             if _TO_DEVICE_METHOD.search(method):
                 # `device.tensor_to_device(t)`, `batch_to_device(b)`: a framework's device
@@ -3653,6 +3670,18 @@ def _is_literal(node: cst.CSTNode) -> bool:
     if node_type is cst.UnaryOperation and type(node.operator) is cst.Minus:  # type: ignore[attr-defined]
         return _is_literal(node.expression)  # type: ignore[attr-defined]
     return node_type is cst.Name and node.value in _CONSTANTS  # type: ignore[attr-defined]
+
+
+def _returns_torch_tensors(call: cst.Call) -> bool:
+    """A call asked for torch tensors by Hugging Face's keyword (`return_tensors="pt"`)."""
+    for arg in call.args:
+        if (
+            arg.keyword is not None
+            and arg.keyword.value == "return_tensors"
+            and type(arg.value) is cst.SimpleString
+        ):
+            return arg.value.evaluated_value == "pt"
+    return False
 
 
 def moves_to_cpu(call: cst.Call) -> bool:

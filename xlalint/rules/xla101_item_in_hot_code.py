@@ -74,6 +74,13 @@ class ItemInHotCode(HelperReadRule):
     writing each entry of its second parameter into its first) holds, under each key, a
     value of that entry's kind: `f"{logs['gen_loss']:0.3f}"` formats a device tensor.
 
+    A function of the module picked as a fallback (`times_fn = default(times_fn,
+    default_time_fn)` with `def default(v, d): return v if exists(v) else d`, `fn or
+    default_fn`, `f if flag else g`) runs where the name bound to it is called: its reads
+    are per step where that call is. A value bound in a `try` body (`change = 100 *
+    d.norm() / norm_x`) stays a device tensor after the statement where a handler binds a
+    host fallback (`except KeyError: change = 0.0`): the normal path reads the tensor.
+
     A read in a loop or comprehension over the rows of a device tensor (`[target(o).cpu()
     .item() for target, o in zip(targets, outputs)]` of a model's outputs, or
     `input_tensor[i].cpu()` for `i in range(batch_size)`) in a function that runs a model

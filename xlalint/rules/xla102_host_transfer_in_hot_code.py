@@ -124,7 +124,9 @@ class HostTransferInHotCode(HelperCallRule):
     it rebuilds on the host, `cam = torch.from_numpy(cam)` then `cam =
     transform.deaugment_mask(cam)`: that copy owes its callers nothing). Values with no
     such origin are not reported: a tokenizer's `return_tensors="pt"` output or a collate
-    function's batch is built on the host, and `.cpu()` of it copies nothing, nor does
+    function's batch is built on the host, and `.cpu()` of it copies nothing (once moved,
+    `encoding.to(device)`, also handed back by a helper of the module, its entries are
+    device tensors: `inputs["input_ids"].tolist()` copies back what was just sent), nor does
     `.to("cpu")` of a torch op whose inputs are all host tensors (`torch.stack([torch.
     from_numpy(t.audio) for t in tracks])`: a comprehension's elements are what it
     makes); an object's

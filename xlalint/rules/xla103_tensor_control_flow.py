@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from xlalint import lint_memo
 from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.guards import ends_in
 from xlalint.analysis.hotness import FunctionKey
@@ -49,22 +50,25 @@ _TENSOR_COMPARISONS = node_types(
 class TensorControlFlow(HelperReadRule):
     """
     ## What it does
-    Flags Python control flow that needs a tensor's value, in code that runs every step
-    (also a function that another module of the project calls every step, such as a
-    losses' shared input check called at the start of their `forward`):
-    the test of an `if`, `while`, `assert`, conditional expression or comprehension `if`;
-    the operands of `and`, `or` and `not`; `bool(t)`; and the builtins `min()`/`max()` on
-    tensors. Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python
-    numbers are not flagged, nor a per-step function's parameter that the function
-    compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
-    stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left
-    to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
-    torch.isnan(loss):`) is one condition, whose fix folds the tests into one device
-    expression: it is reported once, at its first tensor operand. A device tensor run
-    through `if not isinstance(v, torch.Tensor): v = torch.tensor(v)` (a guard for old
-    APIs that returned floats) is still the device tensor after it: the branch cannot run
-    for it. The same guard on a value of unknown kind (a helper's parameter) builds a host
-    tensor, and is left alone.
+    Flags Python control flow that needs a tensor's value, in code that runs every step (also a
+    function that another module of the project calls every step, such as a losses' shared input
+    check called at the start of their `forward`): the test of an `if`, `while`, `assert`,
+    conditional expression or comprehension `if`; the operands of `and`, `or` and `not`;
+    `bool(t)`; the builtins `min()`/`max()` on tensors; and a device tensor's membership test in
+    a list or tuple (`seq[-1] not in self.som_ids`, with the ids a display, a list comprehension
+    or `.tolist()` of a tensor), which compares it with each element and takes the truth of each
+    comparison (not in a set or a dict, looked up by hash, nor in a container the file shows
+    nothing of, such as an optimizer's `p in self.state`). Tests on shapes, dtypes, devices, `is
+    None`, `isinstance`, `len()` and Python numbers are not flagged, nor a per-step function's
+    parameter that the function compares with a string (`step(self, batch, stage)` testing
+    `stage == "train"`): a stage's name, not a tensor. Hand-written gradient clipping (`if
+    clip_coef < 1:`) is left to XLA105. An `and`/`or` chain of tensor tests (`if
+    torch.isinf(loss) or torch.isnan(loss):`) is one condition, whose fix folds the tests into
+    one device expression: it is reported once, at its first tensor operand. A device tensor run
+    through `if not isinstance(v, torch.Tensor): v = torch.tensor(v)` (a guard for old APIs that
+    returned floats) is still the device tensor after it: the branch cannot run for it. The same
+    guard on a value of unknown kind (a helper's parameter) builds a host tensor, and is left
+    alone.
 
     Per-step code includes the batch and step events of callback classes (a class whose
     name ends `Callback`, with methods named `on_batch_end`, `on_train_step_end`,
@@ -328,6 +332,8 @@ class TensorControlFlow(HelperReadRule):
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         self._check(node)
+        if self._tests_membership_on_host(node):
+            self.report(node, self.message.format(construct="`in`"))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node)
@@ -377,6 +383,22 @@ class TensorControlFlow(HelperReadRule):
             self.report(node, self.message.format(construct=f"`{func.value}()`"))
         elif (construct := self._sorts_on_tensor_keys(node)) is not None:
             self.report(node, self.message.format(construct=construct))
+
+    def _tests_membership_on_host(self, node: cst.Comparison) -> bool:
+        """`token not in self.som_ids` with `token = seq[-1]` a device tensor and the
+        ids a sequence (a list or tuple display, a list comprehension, or a name the file
+        binds only to such values or to `.tolist()` of a tensor): `list.__contains__`
+        takes the truth of `token == id` for each element until one holds, a read per
+        element. Not a set or dict (a lookup by hash, no comparison of values), nor a container
+        the file shows nothing of (`p in self.state`, parameters keyed by identity)."""
+        if len(node.comparisons) != 1:
+            return False
+        operator = type(node.comparisons[0].operator)
+        if operator is not cst.In and operator is not cst.NotIn:
+            return False
+        if not self.ctx.is_tensor(node.left):
+            return False
+        return _a_sequence(node.comparisons[0].comparator, self.ctx.module)
 
     def _compares_on_host(self, node: cst.Call) -> str | None:
         """`torch.allclose(a, b)`, `a.allclose(b)` of device tensors: the truth of
@@ -766,3 +788,66 @@ def _tests_class(test: cst.BaseExpression, name: str) -> bool:
         not in TENSOR_ANNOTATIONS
         for option in options
     )
+
+
+def _a_sequence(node: cst.BaseExpression, module: cst.Module) -> bool:
+    """A list or tuple, not a set or a mapping: a display or list comprehension, or a name
+    (or `self` attribute) every assignment of which in the module binds such a value or
+    `.tolist()` of a tensor (also as one target of an unpacking: `self.som_ids,
+    self.eom_ids = ids.tolist()`)."""
+    if isinstance(node, cst.List | cst.Tuple | cst.ListComp):
+        return True
+    if isinstance(node, cst.Name):
+        spelled = node.value
+    elif (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        spelled = f"self.{node.attr.value}"
+    else:
+        return False
+    values = _bound_values(module).get(spelled)
+    return bool(values) and all(values)
+
+
+@lint_memo.memo(16)
+def _bound_values(module: cst.Module) -> dict[str, list[bool]]:
+    """For each name and `self` attribute the module assigns: whether each assignment
+    binds a sequence (a display, a list comprehension, `.tolist()`)."""
+    found: dict[str, list[bool]] = {}
+
+    def spelled(target: cst.BaseExpression) -> str | None:
+        if isinstance(target, cst.Name):
+            return target.value
+        if (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+        ):
+            return f"self.{target.attr.value}"
+        return None
+
+    for current in descendants(module):
+        if type(current) is not cst.Assign:
+            continue
+        value = current.value  # type: ignore[attr-defined]
+        tolist = (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "tolist"
+        )
+        for target in current.targets:  # type: ignore[attr-defined]
+            target = target.target
+            if isinstance(target, cst.Tuple | cst.List):
+                for element in target.elements:
+                    name = spelled(element.value)
+                    if name is not None:
+                        found.setdefault(name, []).append(tolist)
+                continue
+            name = spelled(target)
+            if name is not None:
+                found.setdefault(name, []).append(
+                    tolist or isinstance(value, cst.List | cst.Tuple | cst.ListComp)
+                )
+    return found
