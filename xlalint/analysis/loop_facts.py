@@ -642,8 +642,17 @@ class _BodyScanner:
         counting: bool = False,
         returns_numbers: Callable[[cst.Call], bool] = lambda call: False,
         callables: frozenset[str] = frozenset(),
+        uncomputed: Callable[[cst.Call], tuple[frozenset[int], frozenset[int]]] = lambda call: (
+            frozenset(),
+            frozenset(),
+        ),
     ) -> None:
         self.imports = imports
+        # `preds, targets = self.evaluate_step(model, batch)` with a helper of this module
+        # whose every `return` hands back `preds.cpu(), _targets`: the positions of its
+        # result that hold a host copy or a value it was handed, nothing it computed on
+        # the device (`NumberReturns.uncomputed_positions`).
+        self.uncomputed = uncomputed
         # Parameters of the loop's function, callables its callers hand in (`posterior`,
         # `log_p`): called on data the pass moved to a device, they compute on it there.
         self.callables = callables
@@ -808,6 +817,28 @@ class _BodyScanner:
         if (augmented or keys & names) and _mentions_grad(names):
             self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
         sources = names | (keys if augmented or partial else set())
+        hosted, kept = (
+            self.uncomputed(value)  # type: ignore[arg-type]
+            if type(value) is cst.Call and type(target) in (cst.Tuple, cst.List) and not host
+            else (frozenset(), frozenset())
+        )
+        if kept and not any(type(e) is cst.StarredElement for e in target.elements):  # type: ignore[attr-defined]
+            # Each position of the helper's result on its own: a host copy is host, a
+            # value it was handed holds no result of its model call.
+            for i, element in enumerate(target.elements):  # type: ignore[attr-defined]
+                element_keys, element_partial = _state_keys(element.value)
+                self.facts.events.append(
+                    _Assign(
+                        frozenset(element_keys),
+                        frozenset(names | (element_keys if element_partial else set())),
+                        from_model and i not in kept,
+                        i in hosted,
+                        chooses and i not in kept,
+                        draws and i not in kept,
+                    )
+                )
+            self.assigned |= keys
+            return
         self.facts.events.append(
             _Assign(
                 frozenset(keys),
@@ -1251,6 +1282,22 @@ class LoopFacts:
             self._numbers = NumberReturns(self.module)
         return self._numbers.method(name) if method else self._numbers.function(name)
 
+    def _uncomputed_positions(self, call: cst.Call) -> tuple[frozenset[int], frozenset[int]]:
+        """`self.evaluate_step(model, batch)`: the positions of what a function (or a
+        method of this module's classes, called on `self`) returns that every definition
+        here fills with a host value, and those it fills with a host value or a value it
+        was handed (`NumberReturns.uncomputed_positions`)."""
+        func = call.func
+        if type(func) is cst.Name:
+            method, name = False, func.value  # type: ignore[attr-defined]
+        elif self_call(call):
+            method, name = True, func.attr.value  # type: ignore[attr-defined]
+        else:
+            return frozenset(), frozenset()
+        if self._numbers is None:
+            self._numbers = NumberReturns(self.module)
+        return self._numbers.uncomputed_positions(method, name)
+
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(
         self, node: Loop, ancestors: Iterable[cst.CSTNode], per_step_frame: bool
@@ -1319,6 +1366,7 @@ class LoopFacts:
                 isinstance(node, cst.For) and _counts(node),
                 self._returns_numbers,
                 _callable_parameters(site.function) if site is not None else frozenset(),
+                self._uncomputed_positions,
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
