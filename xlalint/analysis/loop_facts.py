@@ -519,6 +519,27 @@ def _constant(value: cst.BaseExpression) -> bool:
 # `nn.Module`'s mode.
 _MODE_METHODS = frozenset({"eval", "train"})
 _FORWARD_NAME = re.compile(r"^_*(\w+_)?forward$")
+# Methods that keep, log or write what they are handed rather than compute on it: a handed
+# object's call of one of them is no model call (`_BodyScanner._handed_callable`).
+_STORING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "add",
+        "update",
+        "put",
+        "put_nowait",
+        "write",
+        "log",
+        "info",
+        "debug",
+        "warning",
+        "add_scalar",
+        "add_scalars",
+        "save",
+    }
+)
 
 
 def _names_a_forward(func: cst.BaseExpression) -> bool:
@@ -1001,8 +1022,15 @@ class _BodyScanner:
         """`posterior(x)`, `log_p(theta, x)` after `theta, x = theta.to(device),
         x.to(device)`: a callable the loop's function is handed (a parameter) applied to
         the data the pass moved to a device: an estimator or network the caller chose,
-        computing on the device."""
+        computing on the device. So is a method of an object it is handed, applied to
+        such data (`adversary.predict(data)`, `adversary.perturb(data, label)`: an attack
+        or estimator the caller built), unless the method only stores or logs what it is
+        given (`results.append(x)`, `meter.update(x)`, `logger.log(x)`)."""
         func = call.func
+        if type(func) is cst.Attribute and type(func.value) is cst.Name:
+            if func.attr.value in _STORING_METHODS:  # type: ignore[attr-defined]
+                return False
+            func = func.value
         return (
             type(func) is cst.Name
             and func.value in self.callables  # type: ignore[attr-defined]

@@ -83,7 +83,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     theta, x = theta.to(device), x.to(device)`, in a loop of its own, not nested in
     another nor in a function training code calls) that runs the model on each batch (a
     model by its name, a callable the function is handed applied to the moved data,
-    `posterior(x)`, `log_p(theta, x)`, a part or method of one handed
+    `posterior(x)`, `log_p(theta, x)`, or a method of an object it is handed applied to
+    that data, `adversary.predict(data)`, `adversary.perturb(data, label)` (not one that
+    stores or logs it: `meter.update(x)`, `results.append(x)`), a part or method of one handed
     the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, a helper this file
     does not define handed a model and the batch, `self._transform(model=self.model,
     inputs=batch)`, `predict_fn(net, x)`, or a function or own
