@@ -42,7 +42,14 @@ from xlalint.analysis.members import _reach, is_property, member_values_in
 from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
-from xlalint.walk import children, code_children, descendants, last_name, target_names
+from xlalint.walk import (
+    binding_counts,
+    children,
+    code_children,
+    descendants,
+    last_name,
+    target_names,
+)
 
 Loop = cst.For | cst.While
 Scope = cst.For | cst.While | cst.FunctionDef
@@ -1621,7 +1628,37 @@ class LoopFacts:
             handed = self._handed_callees(node, call.func.value, class_def)
             if handed is not None:
                 return handed
+            wrapped = self._wrapped_local(node, call.func.value)
+            if wrapped is not None:
+                return wrapped
         return self.resolve(call, class_def)
+
+    def _wrapped_local(self, node: Scope, name: str) -> list[cst.FunctionDef] | None:
+        """`backwards(loss, opt)` with `backwards = partial(loss_backwards, self.fp16)`
+        bound once by the function around `node` (or `step = torch.compile(train_step)`):
+        the function of this module the wrapper runs. None where the function binds the
+        name otherwise, or not at all."""
+        function = self._function_of(node)
+        if function is None or binding_counts(function).get(name) != 1:
+            return None
+        for statement in descendants(function.body):
+            if type(statement) is not cst.Assign or len(statement.targets) != 1:  # type: ignore[attr-defined]
+                continue
+            target = statement.targets[0].target  # type: ignore[attr-defined]
+            if type(target) is not cst.Name or target.value != name:  # type: ignore[attr-defined]
+                continue
+            value = statement.value  # type: ignore[attr-defined]
+            if (
+                type(value) is not cst.Call
+                or not value.args
+                or self.imports.resolve(value.func) not in _FUNCTION_WRAPPERS
+                or value.args[0].keyword is not None
+                or value.args[0].star
+                or type(value.args[0].value) is not cst.Name
+            ):
+                return None
+            return self._functions.get(value.args[0].value.value, [])  # type: ignore[attr-defined]
+        return None
 
     def _handed_callees(
         self, node: Scope, name: str, class_def: cst.ClassDef | None
@@ -1815,6 +1852,29 @@ class LoopFacts:
     def steps_scheduler(self, node: Scope) -> bool:
         """A diffusion scheduler step in the body or in a function of this module it calls."""
         return self._through_calls("scheduler_step", node)
+
+    def accumulates_then_steps(self, node: Scope) -> bool:
+        """The body steps an optimizer itself (not in a loop of it) after loops of its own
+        that run backward and step none (`for i in range(accumulate_every): ...
+        backwards(loss, opt)`, then `opt.step()`): micro-batches accumulating the gradients
+        of one training step, which the body is, whoever calls it."""
+
+        def compute() -> bool:
+            facts = self.facts(node)
+            if not facts.steps_optimizer or iterates_optimizers(node, facts):
+                return False
+            loops = facts.child_loops
+            return any(self.runs_backward(loop) for loop in loops) and not any(
+                self.steps_optimizer(loop) for loop in loops
+            )
+
+        return self._memoized("accumulates", node, False, compute)
+
+    def runs_backward(self, node: Scope) -> bool:
+        """Autograd's backward in the body itself or in a function of this module it calls
+        (`backwards(loss, opt)` with `backwards = partial(loss_backwards, fp16)`), not in a
+        nested loop."""
+        return self._through_calls("backward", node)
 
     def _through_calls(self, fact: str, node: Scope) -> bool:
         """A `BodyFacts` flag of the body or of any function of this module it calls."""
