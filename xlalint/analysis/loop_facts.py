@@ -27,6 +27,7 @@ from typing import Protocol, TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import keyword_argument, parameter, parameters
 from xlalint.analysis.barrier_calls import (
     COMPILE_DECORATORS,
@@ -549,6 +550,31 @@ _STORING_METHODS = frozenset(
 )
 
 
+# Calls that run the callable they are handed first, again while it raises: `retry`'s
+# `retry_call(f, fargs, fkwargs, tries=3)`, redis' `call_with_retry(f, ...)`.
+_RETRYING = re.compile(r"^(retry_call|call_with_retry|call_with_retries)$")
+# The calls `_retried_callable` made, by id of the wrapper's call (kept beside it, so that
+# neither id is reused while the lint's analyses key calls by id); emptied after each lint.
+_RETRIED: dict[int, tuple[cst.Call, cst.Call]] = lint_memo.scratch()
+
+
+def _retried_callable(call: cst.Call) -> cst.Call | None:
+    """`retry_call(model.train, tries=3, exceptions=NanException)` -> `model.train()`: the
+    call a retrying wrapper makes of the function or method it is handed (the arguments
+    it hands on are left out). None for any other call."""
+    if last_name(call.func) is None or _RETRYING.match(last_name(call.func) or "") is None:
+        return None
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    target = call.args[0].value
+    if type(target) not in (cst.Name, cst.Attribute):
+        return None
+    found = _RETRIED.get(id(call))
+    if found is None or found[0] is not call:
+        found = _RETRIED[id(call)] = (call, cst.Call(func=target))
+    return found[1]
+
+
 def _names_a_forward(func: cst.BaseExpression) -> bool:
     """`forward`, `_forward`, `self._staged_forward`: a function or own method named for
     the forward pass (PyTorch's name for running a model)."""
@@ -907,6 +933,10 @@ class _BodyScanner:
     def call(self, call: cst.Call) -> None:
         facts = self.facts
         func = call.func
+        handed = _retried_callable(call)
+        if handed is not None:
+            # `retry_call(model.train, tries=3)`: the wrapper calls what it is handed, here.
+            self.call(handed)
         if last_name(func) in _CHOICES:
             self.choices += 1
         elif last_name(func) in _NOISE:
