@@ -16,6 +16,8 @@ from xlalint.rules._helper_calls import HelperReadRule
 from xlalint.walk import TRIVIA, descendants, node_types, target_names
 
 _MIN_MAX = frozenset({"min", "max"})
+# Builtins that take the truth of each item they iterate.
+_ANY_ALL = frozenset({"any", "all"})
 _HEAP_PUSHES = frozenset({"heapq.heappush", "heapq.heappushpop", "heapq.heapreplace"})
 _HEAP_SELECTIONS = frozenset({"heapq.nlargest", "heapq.nsmallest"})
 # Nodes whose `test` Python takes the truth value of, by how the message names them.
@@ -53,8 +55,10 @@ class TensorControlFlow(HelperReadRule):
     (also a function that another module of the project calls every step, such as a
     losses' shared input check called at the start of their `forward`):
     the test of an `if`, `while`, `assert`, conditional expression or comprehension `if`;
-    the operands of `and`, `or` and `not`; `bool(t)`; and the builtins `min()`/`max()` on
-    tensors. Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python
+    the operands of `and`, `or` and `not`; `bool(t)`; the builtins `min()`/`max()` on
+    tensors; and `any()`/`all()` of tensors, which take the truth of each
+    (`any(torch.isnan(l) for l in (gen_loss, disc_loss))`, `all([a > 0, b > 0])`).
+    Tests on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python
     numbers are not flagged, nor a per-step function's parameter that the function
     compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
     stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left
@@ -377,6 +381,34 @@ class TensorControlFlow(HelperReadRule):
             self.report(node, self.message.format(construct=f"`{func.value}()`"))
         elif (construct := self._sorts_on_tensor_keys(node)) is not None:
             self.report(node, self.message.format(construct=construct))
+        elif self._truth_of_each_tensor(node):
+            self.report(node, self.message.format(construct=f"`{func.value}()`"))  # type: ignore[attr-defined]
+
+    def _truth_of_each_tensor(self, node: cst.Call) -> bool:
+        """`any(torch.isnan(l) for l in (g_loss, d_loss))`, `all([a > 0, b > 0])`,
+        `any(t)`: the builtin takes the truth of each item it iterates, so items that are
+        tensors (a comprehension's element, a literal's elements, the rows of a tensor)
+        are each read on the host. `any(p.requires_grad for p in ...)` reads Python
+        values."""
+        func = node.func
+        if (
+            type(func) is not cst.Name
+            or func.value not in _ANY_ALL  # type: ignore[attr-defined]
+            or len(node.args) != 1
+            or node.args[0].keyword is not None
+            or node.args[0].star
+            or self.ctx.qualified(func) is not None
+        ):
+            return False
+        items = node.args[0].value
+        if type(items) in (cst.GeneratorExp, cst.ListComp, cst.SetComp):
+            return self.ctx.is_tensor(items.elt)  # type: ignore[attr-defined]
+        if type(items) in (cst.List, cst.Tuple, cst.Set):
+            return any(
+                type(e) is cst.Element and self.ctx.is_tensor(e.value)
+                for e in items.elements  # type: ignore[attr-defined]
+            )
+        return self.ctx.is_tensor(items)
 
     def _compares_on_host(self, node: cst.Call) -> str | None:
         """`torch.allclose(a, b)`, `a.allclose(b)` of device tensors: the truth of
