@@ -1894,11 +1894,25 @@ class LoopFacts:
             if not facts.steps_optimizer or iterates_optimizers(node, facts):
                 return False
             loops = facts.child_loops
-            return any(self.runs_backward(loop) for loop in loops) and not any(
+            return any(self._micro_batch_backward(node, loop) for loop in loops) and not any(
                 self.steps_optimizer(loop) for loop in loops
             )
 
         return self._memoized("accumulates", node, False, compute)
+
+    def _micro_batch_backward(self, scope: Scope, loop: Loop) -> bool:
+        """Each pass of `loop` runs backward, itself or through a function it calls that
+        does in its own body: one of the module's, or one `scope` defines (not another
+        function's nested `closure` that shares the name of the one `scope` hands
+        `optimizer.step(closure)`)."""
+        if self.facts(loop).backward:
+            return True
+        top = {id(s) for s in self.module.body}
+        return any(
+            (id(callee) in top or id(callee) in self._method_classes or _defines(scope, callee))  # type: ignore[arg-type]
+            and self.runs_backward(callee)
+            for callee in self._callees(loop)
+        )
 
     def runs_backward(self, node: Scope) -> bool:
         """Autograd's backward in the body itself or in a function of this module it calls
