@@ -53,7 +53,9 @@ class TensorControlFlow(HelperReadRule):
     ## What it does
     Flags Python control flow that needs a tensor's value, in code that runs every step
     (also a function that another module of the project calls every step, such as a
-    losses' shared input check called at the start of their `forward`):
+    losses' shared input check called at the start of their `forward`, and a function
+    registered as a tensor's gradient hook, `loss.register_hook(raise_if_nan)`, which runs
+    on every backward):
     the test of an `if`, `while`, `assert`, conditional expression or comprehension `if`;
     the operands of `and`, `or` and `not`; `bool(t)`; the builtins `min()`/`max()` on
     tensors; and `any()`/`all()` of tensors, which take the truth of each
