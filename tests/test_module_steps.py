@@ -616,3 +616,63 @@ def test_the_context_finds_called_names_as_the_plain_expression_does() -> None:
     for path in Path(xlalint.__file__).parent.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert _CALLED.findall(text) == plain.findall(text), path
+
+
+GAN_TRAINER = """\
+from functools import partial
+
+import torch
+
+
+def loss_backwards(fp16, loss, optimizer):
+    loss.backward()
+
+
+class Trainer:
+    def __init__(self, gan):
+        self.GAN = gan
+        self.steps = 0
+
+    def train(self):
+        backwards = partial(loss_backwards, False)
+        total_disc_loss = torch.tensor(0.0).cuda(self.rank)
+        self.GAN.D_opt.zero_grad()
+        for i in range(self.gradient_accumulate_every):
+            disc_loss = self.GAN.D(next(self.loader)).mean()
+            backwards(disc_loss, self.GAN.D_opt)
+            total_disc_loss += disc_loss.detach()
+        self.d_loss = float(total_disc_loss)
+        self.GAN.D_opt.step()
+        self.steps += 1
+"""
+
+GAN_CLI = """\
+import torch
+from retry.api import retry_call
+
+from gan.trainer import Trainer
+
+
+def run_training(gan, num_train_steps):
+    model = Trainer(gan)
+    while model.steps < num_train_steps:
+        retry_call(model.train, tries=3)
+"""
+
+
+def test_step_retried_through_another_modules_trainer(tmp_path: Path) -> None:
+    """lightweight-gan's and stylegan2's CLIs: `retry_call(model.train, ...)` runs, every
+    pass, a method of another module's class that steps its optimizers after loops of
+    micro-batches (backward through a `partial`); the loop is a training loop, and the
+    method's read after those loops runs every step."""
+    package = tmp_path / "gan"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "trainer.py").write_text(GAN_TRAINER)
+    (package / "cli.py").write_text(GAN_CLI)
+    assert _xla401([package / "cli.py"]) == [("cli.py", 9)]
+    settings = Settings(root=tmp_path, select=("XLA101",))
+    report = api.check_paths([package / "trainer.py"], settings, jobs=1, cache=None)
+    assert [d.start.row for d in report.diagnostics] == [23]
+    (package / "cli.py").write_text(GAN_CLI.replace("retry_call(model.train", "print(model.train"))
+    assert _xla401([package / "cli.py"]) == []

@@ -277,6 +277,7 @@ class FileContext:
             lambda loop: self.loops.steps_optimizer(loop),
             self._function_of_loop,
             lambda loop: self._step_passes.fixed_in_an_epoch(loop),
+            lambda scope: self.loops.accumulates_then_steps(scope),
         )
         # Whether a function computes on tensors it is handed (hot per call for some rules).
         self.data_parameters = DataParameters(module, self.imports, self.kinds.records)
@@ -1420,9 +1421,15 @@ class FileContext:
 
     def _trains_in_body(self, function: cst.CSTNode) -> bool:
         """A function whose own body (not a loop in it) runs backward: one training step,
-        whoever calls it (ignite's `update(engine, batch)`). An optimizer step alone can be
-        a one-off (priming an optimizer's state before loading a checkpoint)."""
-        return isinstance(function, cst.FunctionDef) and self.loops.facts(function).backward
+        whoever calls it (ignite's `update(engine, batch)`). So is one that runs backward
+        in a loop of its own that steps no optimizer and then steps the optimizer in its
+        own body (`for i in range(accumulate_every): ... loss.backward()`, then
+        `opt.step()`): micro-batches accumulating the gradients of its one step. An
+        optimizer step alone can be a one-off (priming an optimizer's state before loading
+        a checkpoint)."""
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        return self.loops.facts(function).backward or self.loops.accumulates_then_steps(function)
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module, hooks = (

@@ -238,11 +238,15 @@ class Epochs:
         steps_optimizer: Callable[[cst.For | cst.While], bool] | None = None,
         function_of: Callable[[cst.For | cst.While], cst.FunctionDef | None] | None = None,
         fixed_passes: Callable[[cst.For | cst.While], bool] | None = None,
+        accumulates: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
         # `StepPasses.fixed_in_an_epoch`: the loop's passes are fixed (a collection the
         # trainer holds) and none trains, samples or pulls a batch.
         self._fixed_passes = fixed_passes or (lambda loop: False)
+        # `LoopAnalysis.accumulates_then_steps`: the body steps the optimizer after loops
+        # of micro-batches that run backward (gradient accumulation), one step a call.
+        self._accumulates = accumulates or (lambda scope: False)
         # `LoopAnalysis.steps_optimizer`: a pass steps an optimizer, here or in a function
         # it calls (`self._fit_batch(x, y)`).
         self._steps_optimizer = steps_optimizer
@@ -604,11 +608,15 @@ class Epochs:
         steps too (a GAN's discriminator updates, a delayed policy's `for _ in
         range(policy_frequency)` updates) is part of that step, not a loop over batches.
         An epoch loop's leftover step after its batch loop (gradient accumulation) steps
-        the optimizer without running backward."""
+        the optimizer without running backward, after a batch loop that steps it too.
+        So is a body that steps the optimizer after loops of micro-batches that run
+        backward and step none (`for i in range(accumulate_every): ... loss.backward()`,
+        each pass taking `next(self.loader)`, then `opt.step()`): its code after those
+        loops runs once a step, not once an epoch."""
         if type(scope) not in (cst.FunctionDef, cst.For, cst.While):
             return False
         facts = self._facts(scope)  # type: ignore[arg-type]
-        return facts.backward and facts.steps_optimizer
+        return (facts.backward and facts.steps_optimizer) or self._accumulates(scope)
 
 
 # A batch size, by its words: `batch_size`, `bs`, `bsize`, `eval_batch_size`, `self.bs`.

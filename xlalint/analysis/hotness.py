@@ -439,10 +439,13 @@ def handed_only_settings(function: cst.CSTNode) -> bool:
     return type(function.params.star_arg) is not cst.Param and function.params.star_kwarg is None
 
 
-# `nn.Module` methods that register a function to run on every forward (or backward).
+# `nn.Module` methods that register a function to run on every forward (or backward), and
+# the tensor methods that register one to run when backward reaches the tensor
+# (`disc_loss.register_hook(raise_if_nan)` on every step's loss, `p.register_hook(clip)`
+# on a parameter: every backward).
 MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
-     "register_full_backward_pre_hook"}
+     "register_full_backward_pre_hook", "register_hook", "register_post_accumulate_grad_hook"}
 )  # fmt: skip
 
 

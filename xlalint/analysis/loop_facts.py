@@ -27,6 +27,7 @@ from typing import Protocol, TypeVar
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import keyword_argument, parameter, parameters
 from xlalint.analysis.barrier_calls import (
     COMPILE_DECORATORS,
@@ -42,7 +43,14 @@ from xlalint.analysis.members import _reach, is_property, member_values_in
 from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.returns import NumberReturns
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
-from xlalint.walk import children, code_children, descendants, last_name, target_names
+from xlalint.walk import (
+    binding_counts,
+    children,
+    code_children,
+    descendants,
+    last_name,
+    target_names,
+)
 
 Loop = cst.For | cst.While
 Scope = cst.For | cst.While | cst.FunctionDef
@@ -519,6 +527,52 @@ def _constant(value: cst.BaseExpression) -> bool:
 # `nn.Module`'s mode.
 _MODE_METHODS = frozenset({"eval", "train"})
 _FORWARD_NAME = re.compile(r"^_*(\w+_)?forward$")
+# Methods that keep, log or write what they are handed rather than compute on it: a handed
+# object's call of one of them is no model call (`_BodyScanner._handed_callable`).
+_STORING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "add",
+        "update",
+        "put",
+        "put_nowait",
+        "write",
+        "log",
+        "info",
+        "debug",
+        "warning",
+        "add_scalar",
+        "add_scalars",
+        "save",
+    }
+)
+
+
+# Calls that run the callable they are handed first, again while it raises: `retry`'s
+# `retry_call(f, fargs, fkwargs, tries=3)`, redis' `call_with_retry(f, ...)`.
+_RETRYING = re.compile(r"^(retry_call|call_with_retry|call_with_retries)$")
+# The calls `_retried_callable` made, by id of the wrapper's call (kept beside it, so that
+# neither id is reused while the lint's analyses key calls by id); emptied after each lint.
+_RETRIED: dict[int, tuple[cst.Call, cst.Call]] = lint_memo.scratch()
+
+
+def _retried_callable(call: cst.Call) -> cst.Call | None:
+    """`retry_call(model.train, tries=3, exceptions=NanException)` -> `model.train()`: the
+    call a retrying wrapper makes of the function or method it is handed (the arguments
+    it hands on are left out). None for any other call."""
+    if last_name(call.func) is None or _RETRYING.match(last_name(call.func) or "") is None:
+        return None
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    target = call.args[0].value
+    if type(target) not in (cst.Name, cst.Attribute):
+        return None
+    found = _RETRIED.get(id(call))
+    if found is None or found[0] is not call:
+        found = _RETRIED[id(call)] = (call, cst.Call(func=target))
+    return found[1]
 
 
 def _names_a_forward(func: cst.BaseExpression) -> bool:
@@ -642,8 +696,17 @@ class _BodyScanner:
         counting: bool = False,
         returns_numbers: Callable[[cst.Call], bool] = lambda call: False,
         callables: frozenset[str] = frozenset(),
+        uncomputed: Callable[[cst.Call], tuple[frozenset[int], frozenset[int]]] = lambda call: (
+            frozenset(),
+            frozenset(),
+        ),
     ) -> None:
         self.imports = imports
+        # `preds, targets = self.evaluate_step(model, batch)` with a helper of this module
+        # whose every `return` hands back `preds.cpu(), _targets`: the positions of its
+        # result that hold a host copy or a value it was handed, nothing it computed on
+        # the device (`NumberReturns.uncomputed_positions`).
+        self.uncomputed = uncomputed
         # Parameters of the loop's function, callables its callers hand in (`posterior`,
         # `log_p`): called on data the pass moved to a device, they compute on it there.
         self.callables = callables
@@ -808,6 +871,28 @@ class _BodyScanner:
         if (augmented or keys & names) and _mentions_grad(names):
             self.facts.updates_from_grad = True  # `w -= lr * w.grad`, `x = x + a * x.grad`
         sources = names | (keys if augmented or partial else set())
+        hosted, kept = (
+            self.uncomputed(value)  # type: ignore[arg-type]
+            if type(value) is cst.Call and type(target) in (cst.Tuple, cst.List) and not host
+            else (frozenset(), frozenset())
+        )
+        if kept and not any(type(e) is cst.StarredElement for e in target.elements):  # type: ignore[attr-defined]
+            # Each position of the helper's result on its own: a host copy is host, a
+            # value it was handed holds no result of its model call.
+            for i, element in enumerate(target.elements):  # type: ignore[attr-defined]
+                element_keys, element_partial = _state_keys(element.value)
+                self.facts.events.append(
+                    _Assign(
+                        frozenset(element_keys),
+                        frozenset(names | (element_keys if element_partial else set())),
+                        from_model and i not in kept,
+                        i in hosted,
+                        chooses and i not in kept,
+                        draws and i not in kept,
+                    )
+                )
+            self.assigned |= keys
+            return
         self.facts.events.append(
             _Assign(
                 frozenset(keys),
@@ -848,6 +933,10 @@ class _BodyScanner:
     def call(self, call: cst.Call) -> None:
         facts = self.facts
         func = call.func
+        handed = _retried_callable(call)
+        if handed is not None:
+            # `retry_call(model.train, tries=3)`: the wrapper calls what it is handed, here.
+            self.call(handed)
         if last_name(func) in _CHOICES:
             self.choices += 1
         elif last_name(func) in _NOISE:
@@ -970,8 +1059,15 @@ class _BodyScanner:
         """`posterior(x)`, `log_p(theta, x)` after `theta, x = theta.to(device),
         x.to(device)`: a callable the loop's function is handed (a parameter) applied to
         the data the pass moved to a device: an estimator or network the caller chose,
-        computing on the device."""
+        computing on the device. So is a method of an object it is handed, applied to
+        such data (`adversary.predict(data)`, `adversary.perturb(data, label)`: an attack
+        or estimator the caller built), unless the method only stores or logs what it is
+        given (`results.append(x)`, `meter.update(x)`, `logger.log(x)`)."""
         func = call.func
+        if type(func) is cst.Attribute and type(func.value) is cst.Name:
+            if func.attr.value in _STORING_METHODS:  # type: ignore[attr-defined]
+                return False
+            func = func.value
         return (
             type(func) is cst.Name
             and func.value in self.callables  # type: ignore[attr-defined]
@@ -1251,6 +1347,22 @@ class LoopFacts:
             self._numbers = NumberReturns(self.module)
         return self._numbers.method(name) if method else self._numbers.function(name)
 
+    def _uncomputed_positions(self, call: cst.Call) -> tuple[frozenset[int], frozenset[int]]:
+        """`self.evaluate_step(model, batch)`: the positions of what a function (or a
+        method of this module's classes, called on `self`) returns that every definition
+        here fills with a host value, and those it fills with a host value or a value it
+        was handed (`NumberReturns.uncomputed_positions`)."""
+        func = call.func
+        if type(func) is cst.Name:
+            method, name = False, func.value  # type: ignore[attr-defined]
+        elif self_call(call):
+            method, name = True, func.attr.value  # type: ignore[attr-defined]
+        else:
+            return frozenset(), frozenset()
+        if self._numbers is None:
+            self._numbers = NumberReturns(self.module)
+        return self._numbers.uncomputed_positions(method, name)
+
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(
         self, node: Loop, ancestors: Iterable[cst.CSTNode], per_step_frame: bool
@@ -1319,6 +1431,7 @@ class LoopFacts:
                 isinstance(node, cst.For) and _counts(node),
                 self._returns_numbers,
                 _callable_parameters(site.function) if site is not None else frozenset(),
+                self._uncomputed_positions,
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -1545,7 +1658,37 @@ class LoopFacts:
             handed = self._handed_callees(node, call.func.value, class_def)
             if handed is not None:
                 return handed
+            wrapped = self._wrapped_local(node, call.func.value)
+            if wrapped is not None:
+                return wrapped
         return self.resolve(call, class_def)
+
+    def _wrapped_local(self, node: Scope, name: str) -> list[cst.FunctionDef] | None:
+        """`backwards(loss, opt)` with `backwards = partial(loss_backwards, self.fp16)`
+        bound once by the function around `node` (or `step = torch.compile(train_step)`):
+        the function of this module the wrapper runs. None where the function binds the
+        name otherwise, or not at all."""
+        function = self._function_of(node)
+        if function is None or binding_counts(function).get(name) != 1:
+            return None
+        for statement in descendants(function.body):
+            if type(statement) is not cst.Assign or len(statement.targets) != 1:  # type: ignore[attr-defined]
+                continue
+            target = statement.targets[0].target  # type: ignore[attr-defined]
+            if type(target) is not cst.Name or target.value != name:  # type: ignore[attr-defined]
+                continue
+            value = statement.value  # type: ignore[attr-defined]
+            if (
+                type(value) is not cst.Call
+                or not value.args
+                or self.imports.resolve(value.func) not in _FUNCTION_WRAPPERS
+                or value.args[0].keyword is not None
+                or value.args[0].star
+                or type(value.args[0].value) is not cst.Name
+            ):
+                return None
+            return self._functions.get(value.args[0].value.value, [])  # type: ignore[attr-defined]
+        return None
 
     def _handed_callees(
         self, node: Scope, name: str, class_def: cst.ClassDef | None
@@ -1739,6 +1882,43 @@ class LoopFacts:
     def steps_scheduler(self, node: Scope) -> bool:
         """A diffusion scheduler step in the body or in a function of this module it calls."""
         return self._through_calls("scheduler_step", node)
+
+    def accumulates_then_steps(self, node: Scope) -> bool:
+        """The body steps an optimizer itself (not in a loop of it) after loops of its own
+        that run backward and step none (`for i in range(accumulate_every): ...
+        backwards(loss, opt)`, then `opt.step()`): micro-batches accumulating the gradients
+        of one training step, which the body is, whoever calls it."""
+
+        def compute() -> bool:
+            facts = self.facts(node)
+            if not facts.steps_optimizer or iterates_optimizers(node, facts):
+                return False
+            loops = facts.child_loops
+            return any(self._micro_batch_backward(node, loop) for loop in loops) and not any(
+                self.steps_optimizer(loop) for loop in loops
+            )
+
+        return self._memoized("accumulates", node, False, compute)
+
+    def _micro_batch_backward(self, scope: Scope, loop: Loop) -> bool:
+        """Each pass of `loop` runs backward, itself or through a function it calls that
+        does in its own body: one of the module's, or one `scope` defines (not another
+        function's nested `closure` that shares the name of the one `scope` hands
+        `optimizer.step(closure)`)."""
+        if self.facts(loop).backward:
+            return True
+        top = {id(s) for s in self.module.body}
+        return any(
+            (id(callee) in top or id(callee) in self._method_classes or _defines(scope, callee))  # type: ignore[arg-type]
+            and self.runs_backward(callee)
+            for callee in self._callees(loop)
+        )
+
+    def runs_backward(self, node: Scope) -> bool:
+        """Autograd's backward in the body itself or in a function of this module it calls
+        (`backwards(loss, opt)` with `backwards = partial(loss_backwards, fp16)`), not in a
+        nested loop."""
+        return self._through_calls("backward", node)
 
     def _through_calls(self, fact: str, node: Scope) -> bool:
         """A `BodyFacts` flag of the body or of any function of this module it calls."""

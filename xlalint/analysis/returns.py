@@ -170,6 +170,8 @@ class NumberReturns:
         self._answers: dict[tuple[bool, str], bool] = {}
         self._derived: dict[tuple[str, str], dict[int | None, frozenset[str]]] = {}
         self._host: dict[tuple[bool, str], frozenset[int]] = {}  # `host_positions`
+        # `uncomputed_positions`
+        self._kept: dict[tuple[bool, str], tuple[frozenset[int], frozenset[int]]] = {}
 
     def _scan(self) -> None:
         functions: dict[str, list[cst.FunctionDef]] = {}
@@ -229,6 +231,36 @@ class NumberReturns:
                 frozenset.intersection(*(p for _, p in found)) if len(widths) == 1 else frozenset()
             )
         return self._host[key]
+
+    def uncomputed_positions(
+        self, method: bool, name: str
+    ) -> tuple[frozenset[int], frozenset[int]]:
+        """The positions of the returned tuple where every definition of the name hands
+        back, on every `return`, a host value (`host_positions`, the first set), or a host
+        value or a value it was handed unchanged (the second: `_handed_positions`, `return
+        preds.cpu(), _targets` after `input_texts, targets = batch; _targets = targets`):
+        nothing the callee computed on the device is pending in them."""
+        if self._functions is None:
+            self._scan()
+        table = self._methods if method else self._functions
+        assert table is not None
+        definitions = table.get(name)
+        if not definitions:
+            return frozenset(), frozenset()
+        key = (method, name)
+        if key not in self._kept:
+            found = [_host_positions(d) for d in definitions]
+            widths = {width for width, _ in found}
+            if len(widths) != 1 or None in widths:
+                self._kept[key] = frozenset(), frozenset()
+            else:
+                handed = [_handed_positions(d) for d in definitions]
+                host = frozenset.intersection(*(p for _, p in found))
+                kept = frozenset.intersection(
+                    *(p | h for (_, p), h in zip(found, handed, strict=True))
+                )
+                self._kept[key] = host, kept
+        return self._kept[key]
 
     def definitions(self, method: bool, name: str) -> list[cst.FunctionDef]:
         """Every definition of the name among the module's methods, or its functions."""
@@ -405,4 +437,46 @@ def _host_positions(function: cst.FunctionDef) -> tuple[int | None, frozenset[in
     width = widths.pop()
     return width, frozenset(
         i for i in range(width) if all(_host_value(v.elements[i].value) for v in tuples)
+    )
+
+
+def _handed_positions(function: cst.FunctionDef) -> frozenset[int]:
+    """The positions of the tuple every `return` of `function` hands back where it returns
+    a value its caller handed it, unchanged: a parameter it never rebinds, or a local bound
+    once, in the function's own top-level statements, to a parameter or to an element
+    unpacked from one (`input_texts, targets = batch; _targets = targets`), read as the
+    statements run (a later `targets = targets.to(device)` leaves `_targets` alone)."""
+    returns = [n.value for n in _walk_body(function, expressions=False) if type(n) is cst.Return]
+    if not returns or any(type(v) is not cst.Tuple for v in returns):
+        return frozenset()
+    counts = binding_counts(function)
+    params = {p.name.value for p in parameters(function)}
+    handed = set(params)
+    for statement in function.body.body:
+        if type(statement) is not cst.SimpleStatementLine:
+            continue
+        for small in statement.body:
+            if type(small) is not cst.Assign or len(small.targets) != 1:
+                continue
+            target, value = small.targets[0].target, small.value
+            if type(value) is not cst.Name or value.value not in handed:
+                handed -= target_names(target)
+            elif type(target) is cst.Name or (
+                type(target) in (cst.Tuple, cst.List)
+                and all(type(e.value) is cst.Name for e in target.elements)  # type: ignore[attr-defined]
+            ):
+                handed |= target_names(target)
+    # A parameter bound nowhere in the body, a local bound only by that one statement.
+    handed = {name for name in handed if counts.get(name, 0) == (name not in params)}
+    tuples: list[cst.Tuple] = returns  # type: ignore[assignment]
+    width = len(tuples[0].elements)
+    if any(len(v.elements) != width for v in tuples):
+        return frozenset()
+    return frozenset(
+        i
+        for i in range(width)
+        if all(
+            type(v.elements[i].value) is cst.Name and v.elements[i].value.value in handed  # type: ignore[attr-defined]
+            for v in tuples
+        )
     )

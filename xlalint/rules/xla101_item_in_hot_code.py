@@ -286,7 +286,12 @@ class ItemInHotCode(HelperReadRule):
     whatever class it is in; one pulling batches (`next(val_iter)`) or counting steps
     does not. A function whose own body runs backward and steps an optimizer
     is one step whatever loops it holds (a GAN iteration's loop of discriminator updates):
-    `g_loss.item()` after that loop runs every step. So is each pass of a loop whose own
+    `g_loss.item()` after that loop runs every step. So is one whose own body steps an
+    optimizer after loops of micro-batches that run backward (directly, through a function
+    of the module or a `partial` of one) and step none: gradient accumulation, one step a
+    call (`float(total_disc_loss)` after `for i in range(self.gradient_accumulate_every):`
+    runs every step, though each micro-batch takes `next(self.loader)`); an epoch loop
+    whose batch loop steps too is not one. So is each pass of a loop whose own
     body runs backward and steps an optimizer (an RL script's critic update, with a loop
     of delayed policy updates inside): its code runs every step. A method without a loop of its own
     that runs a model, in a class another of whose methods runs backward in its own body

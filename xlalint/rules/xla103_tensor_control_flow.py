@@ -17,6 +17,8 @@ from xlalint.rules._helper_calls import HelperReadRule
 from xlalint.walk import TRIVIA, descendants, node_types, target_names
 
 _MIN_MAX = frozenset({"min", "max"})
+# Builtins that take the truth of each item they iterate.
+_ANY_ALL = frozenset({"any", "all"})
 _HEAP_PUSHES = frozenset({"heapq.heappush", "heapq.heappushpop", "heapq.heapreplace"})
 _HEAP_SELECTIONS = frozenset({"heapq.nlargest", "heapq.nsmallest"})
 # Nodes whose `test` Python takes the truth value of, by how the message names them.
@@ -52,23 +54,25 @@ class TensorControlFlow(HelperReadRule):
     ## What it does
     Flags Python control flow that needs a tensor's value, in code that runs every step (also a
     function that another module of the project calls every step, such as a losses' shared input
-    check called at the start of their `forward`): the test of an `if`, `while`, `assert`,
-    conditional expression or comprehension `if`; the operands of `and`, `or` and `not`;
-    `bool(t)`; the builtins `min()`/`max()` on tensors; and a device tensor's membership test in
-    a list or tuple (`seq[-1] not in self.som_ids`, with the ids a display, a list comprehension
-    or `.tolist()` of a tensor), which compares it with each element and takes the truth of each
-    comparison (not in a set or a dict, looked up by hash, nor in a container the file shows
-    nothing of, such as an optimizer's `p in self.state`). Tests on shapes, dtypes, devices, `is
-    None`, `isinstance`, `len()` and Python numbers are not flagged, nor a per-step function's
-    parameter that the function compares with a string (`step(self, batch, stage)` testing
-    `stage == "train"`): a stage's name, not a tensor. Hand-written gradient clipping (`if
-    clip_coef < 1:`) is left to XLA105. An `and`/`or` chain of tensor tests (`if
-    torch.isinf(loss) or torch.isnan(loss):`) is one condition, whose fix folds the tests into
-    one device expression: it is reported once, at its first tensor operand. A device tensor run
-    through `if not isinstance(v, torch.Tensor): v = torch.tensor(v)` (a guard for old APIs that
-    returned floats) is still the device tensor after it: the branch cannot run for it. The same
-    guard on a value of unknown kind (a helper's parameter) builds a host tensor, and is left
-    alone.
+    check called at the start of their `forward`, and a function registered as a tensor's
+    gradient hook, `loss.register_hook(raise_if_nan)`, which runs on every backward): the test of
+    an `if`, `while`, `assert`, conditional expression or comprehension `if`; the operands of
+    `and`, `or` and `not`; `bool(t)`; the builtins `min()`/`max()` on tensors; `any()`/`all()` of
+    tensors, which take the truth of each (`any(torch.isnan(l) for l in (gen_loss, disc_loss))`,
+    `all([a > 0, b > 0])`); and a device tensor's membership test in a list or tuple (`seq[-1]
+    not in self.som_ids`, with the ids a display, a list comprehension or `.tolist()` of a
+    tensor), which compares it with each element and takes the truth of each comparison (not in
+    a set or a dict, looked up by hash, nor in a container the file shows nothing of, such as an
+    optimizer's `p in self.state`). Tests on shapes, dtypes, devices, `is None`, `isinstance`,
+    `len()` and Python numbers are not flagged, nor a per-step function's parameter that the
+    function compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
+    stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left to
+    XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or torch.isnan(loss):`) is
+    one condition, whose fix folds the tests into one device expression: it is reported once, at
+    its first tensor operand. A device tensor run through `if not isinstance(v, torch.Tensor): v
+    = torch.tensor(v)` (a guard for old APIs that returned floats) is still the device tensor
+    after it: the branch cannot run for it. The same guard on a value of unknown kind (a
+    helper's parameter) builds a host tensor, and is left alone.
 
     Per-step code includes the batch and step events of callback classes (a class whose
     name ends `Callback`, with methods named `on_batch_end`, `on_train_step_end`,
@@ -383,6 +387,34 @@ class TensorControlFlow(HelperReadRule):
             self.report(node, self.message.format(construct=f"`{func.value}()`"))
         elif (construct := self._sorts_on_tensor_keys(node)) is not None:
             self.report(node, self.message.format(construct=construct))
+        elif self._truth_of_each_tensor(node):
+            self.report(node, self.message.format(construct=f"`{func.value}()`"))  # type: ignore[attr-defined]
+
+    def _truth_of_each_tensor(self, node: cst.Call) -> bool:
+        """`any(torch.isnan(l) for l in (g_loss, d_loss))`, `all([a > 0, b > 0])`,
+        `any(t)`: the builtin takes the truth of each item it iterates, so items that are
+        tensors (a comprehension's element, a literal's elements, the rows of a tensor)
+        are each read on the host. `any(p.requires_grad for p in ...)` reads Python
+        values."""
+        func = node.func
+        if (
+            type(func) is not cst.Name
+            or func.value not in _ANY_ALL  # type: ignore[attr-defined]
+            or len(node.args) != 1
+            or node.args[0].keyword is not None
+            or node.args[0].star
+            or self.ctx.qualified(func) is not None
+        ):
+            return False
+        items = node.args[0].value
+        if type(items) in (cst.GeneratorExp, cst.ListComp, cst.SetComp):
+            return self.ctx.is_tensor(items.elt)  # type: ignore[attr-defined]
+        if type(items) in (cst.List, cst.Tuple, cst.Set):
+            return any(
+                type(e) is cst.Element and self.ctx.is_tensor(e.value)
+                for e in items.elements  # type: ignore[attr-defined]
+            )
+        return self.ctx.is_tensor(items)
 
     def _tests_membership_on_host(self, node: cst.Comparison) -> bool:
         """`token not in self.som_ids` with `token = seq[-1]` a device tensor and the

@@ -148,7 +148,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     package's `__init__.py` re-exports (`from agilerl.algorithms import DQN`) counts, and
     a stub of the file's own (a `Protocol`'s `def learn(self, batch): ...`) does not stand
     for it. In the other module, an attribute the class binds to one of its methods
-    (`self._update_impl = self.update`) runs that method. A method that loops over batches
+    (`self._update_impl = self.update`) runs that method. A wrapper that retries what it
+    is handed calls it on the pass (`retry_call(model.train, tries=3)`, `retry`'s, as
+    lightweight-gan's and stylegan2's CLIs run each step; `call_with_retry(f)`), as a
+    direct call would. A method that loops over batches
     itself is an epoch, not a step (its own loop is the training loop), and a module
     that imports torch_xla or names XLA or TPUs tells nothing (its step may hold its
     barrier). A step that is chosen at run time is still not seen:

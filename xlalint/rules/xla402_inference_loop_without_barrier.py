@@ -83,7 +83,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     theta, x = theta.to(device), x.to(device)`, in a loop of its own, not nested in
     another nor in a function training code calls) that runs the model on each batch (a
     model by its name, a callable the function is handed applied to the moved data,
-    `posterior(x)`, `log_p(theta, x)`, a part or method of one handed
+    `posterior(x)`, `log_p(theta, x)`, or a method of an object it is handed applied to
+    that data, `adversary.predict(data)`, `adversary.perturb(data, label)` (not one that
+    stores or logs it: `meter.update(x)`, `results.append(x)`), a part or method of one handed
     the batch, `self.model.teacher(x)`, `self.model.get_maps(img)`, a helper this file
     does not define handed a model and the batch, `self._transform(model=self.model,
     inputs=batch)`, `predict_fn(net, x)`, or a function or own
@@ -113,10 +115,13 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     against 3 with `torch_xla.sync()` per step). What the pass brings back to the host
     carries nothing: a total of host numbers (`correct += n.item()`, or a helper of this
     module that returns Python numbers, `acc1, acc5 = accuracy(logits, y)`), outputs
-    copied with `.cpu()`, and state copied whole with `x.cpu()` or `x.tolist()`, which
-    leaves it as device data (8 steps compile 1 graph, as with a barrier; `x.item()`
-    compiles 9). A model result rebound to an attribute every pass (`self.state.outputs =
-    model(batch)`) is rebound, not carried.
+    copied with `.cpu()`, the positions of a helper's result that hold, on its every
+    `return`, a host copy or a value it was handed unchanged (`preds, targets =
+    self.evaluate_step(model, batch)` returning `preds.cpu(), _targets`, with `_targets`
+    the batch's targets from before it moved them), and state copied whole with `x.cpu()`
+    or `x.tolist()`, which leaves it as device data (8 steps compile 1 graph, as with a
+    barrier; `x.item()` compiles 9). A model result rebound to an attribute every pass
+    (`self.state.outputs = model(batch)`) is rebound, not carried.
 
     Not reported: evaluation loops whose results reach the host in the pass, or that carry
     nothing; chunks of one batch or rollout (`for
