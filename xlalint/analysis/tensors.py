@@ -2597,25 +2597,36 @@ class TensorKinds:
         targets, paths, shapes in loader:` moving `im` and `targets`), stays where the
         loader put it, on the host: `shapes[si]` reads the batch's list of image sizes. A
         device loader would have made the moves needless; a row used on the device without
-        a move would fail on any accelerator."""
+        a move would fail on any accelerator.
+
+        Rows of unknown kind (a batch of a dataset handed in as a parameter, `for i, (seq,
+        im) in enumerate(iter(dataset))`) are judged by the same move: a row the body moves
+        without rebinding it, and the rows unpacked beside it from one item (`seq`, beside
+        `im.to(device)`), come on the host; a row of another item of the target (a `zip`
+        partner) is left as it was."""
         if function is None:
             return
         frame = self._frames[-1]
         counts = binding_counts(function)
-        rows = {name for name in target_names(loop.target) if frame.get(name) is Kind.TENSOR}
-        if not rows:
+        names = target_names(loop.target)
+        rows = {name for name in names if frame.get(name) is Kind.TENSOR}
+        unknown = {name for name in names if frame.get(name, Kind.UNKNOWN) is Kind.UNKNOWN}
+        if not rows and not unknown:
             return
-        moves_a_row = any(
-            type(node) is cst.Call
+        moved = {
+            node.func.value.value
+            for node in descendants(loop.body)
+            if type(node) is cst.Call
             and type(node.func) is cst.Attribute
             and type(node.func.value) is cst.Name
-            and node.func.value.value in rows
+            and node.func.value.value in rows | unknown
             and self._copies_to_device(node)
-            for node in descendants(loop.body)
-        )
-        if not moves_a_row:
+        }
+        if not moved:
             return
-        for name in rows:
+        host = set(rows) if moved & rows else set()
+        host |= unknown & _unpacked_beside(loop.target, moved)
+        for name in host:
             if counts.get(name) == 1:
                 frame[name] = Kind.HOST
 
@@ -3684,3 +3695,22 @@ def _passes_through(call: cst.Call) -> bool:
     if type(func) is cst.Name and func.value in _COPYING_ITERATORS:  # type: ignore[attr-defined]
         return True
     return (get_full_name_for_node(func) or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS
+
+
+def _unpacked_beside(target: cst.BaseExpression, moved: set[str]) -> set[str]:
+    """The names of `moved`, and the plain names unpacked beside one of them from the same
+    tuple of a loop target (`seq` beside `im` in `i, (seq, im)`; not `i`, the other item)."""
+    found: set[str] = set()
+    if type(target) is cst.Name:
+        return {target.value} & moved  # type: ignore[attr-defined]
+    if type(target) not in (cst.Tuple, cst.List):
+        return found
+    elements = [e.value for e in target.elements]  # type: ignore[attr-defined]
+    plain = {e.value for e in elements if type(e) is cst.Name}  # type: ignore[attr-defined]
+    if plain & moved:
+        found |= plain
+    for element in elements:
+        if type(element) in (cst.Tuple, cst.List):
+            found |= _unpacked_beside(element, moved)
+    return found
+
