@@ -18,7 +18,13 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
-from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
+from xlalint.analysis.arguments import (
+    bind,
+    is_staticmethod,
+    parameters,
+    positional_params,
+    signature_of,
+)
 from xlalint.analysis.documented_types import (
     documented_host_parameters,
     documented_tensor_parameters,
@@ -28,6 +34,7 @@ from xlalint.analysis.guards import negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
+    converted_in_place_before,
     host_copy,
     host_parameters,
     moved_later,
@@ -1886,6 +1893,10 @@ class TensorKinds:
         )
         if None in host_values:
             kind = Kind.HOST  # `self.probs = self.evaluate()`, returning `tensor(p).float()`
+        if kind is Kind.UNKNOWN and self._hands_back_host_argument(value):
+            # `mask_data = self.postprocess(mask_data, ...)`, whose every `return` hands
+            # back the record it was given (edited in place): still the host record.
+            kind = Kind.HOST
         if kind is Kind.UNKNOWN and self._handed_on_as_array(value):
             # `mask = norm_img(mask)`, then `torch.from_numpy(mask)`: a numpy array, not a
             # tensor passed through the opaque call.
@@ -2133,6 +2144,39 @@ class TensorKinds:
             known = self._built_returns[(*key, arrays)] = found or frozenset()
         return known
 
+    def _hands_back_host_argument(self, value: cst.BaseExpression) -> bool:
+        """A call of a function of this module (`f(...)`) or a method of its classes
+        (`self.f(...)`) every definition of which hands back, on every `return`, one
+        parameter it never rebinds (`return mask_data`, after editing it in place), where
+        the call hands that parameter a host value: the call gives the host value back.
+        (A device tensor handed through an opaque call is kept as one already.)"""
+        if self.returns is None or type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Name and self.lookup(func.value) is None:
+            method, name = False, func.value
+        elif (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.value.value == "self"
+        ):
+            method, name = True, func.attr.value
+        else:
+            return False
+        definitions = self.returns.definitions(method, name)
+        if not definitions:
+            return False
+        for function in definitions:
+            returned = _returned_parameter(function)
+            if returned is None:
+                return False
+            through_instance = method and not is_staticmethod(function)
+            bound = bind(value, signature_of(function, through_instance))
+            argument = bound.get(returned) if bound is not None else None
+            if argument is None or self.of(argument) is not Kind.HOST:
+                return False
+        return True
+
     def _built_positions(
         self, function: cst.FunctionDef, arrays: bool = False
     ) -> frozenset[int | None]:
@@ -2198,6 +2242,10 @@ class TensorKinds:
         ):
             value = value.func.value
         if type(value) is cst.Name:
+            if arrays and converted_in_place_before(function, at, value.value):
+                # `data.to_numpy()`, then `return data`: a record whose fields it turned
+                # into numpy arrays in place.
+                return True
             assigned = value_before(function, at, value.value)
             if assigned is None or type(assigned) is cst.Name:
                 return False
@@ -3714,3 +3762,19 @@ def _unpacked_beside(target: cst.BaseExpression, moved: set[str]) -> set[str]:
             found |= _unpacked_beside(element, moved)
     return found
 
+
+def _returned_parameter(function: cst.FunctionDef) -> str | None:
+    """The parameter every `return` of `function` hands back by its name (one of them,
+    never rebound in the body, not a generator), or None."""
+    returns = [n for n in _walk_body(function, expressions=False) if type(n) is cst.Return]
+    if not returns or any(type(n) is cst.Yield for n in _walk_body(function)):
+        return None
+    names = {r.value.value for r in returns if type(r.value) is cst.Name}  # type: ignore[union-attr]
+    if len(names) != 1 or any(type(r.value) is not cst.Name for r in returns):
+        return None
+    (name,) = names
+    if name in ("self", "cls") or name in binding_counts(function):
+        return None
+    if not any(p.name.value == name for p in parameters(function)):
+        return None
+    return name
