@@ -3227,6 +3227,11 @@ class TensorKinds:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
             if name in self._tensors_functions and self.lookup(name) is None:
                 return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
+            if self.of(func) is Kind.MODULE and self._host_module_call(name, node):
+                # `loss = cross_entropy_loss(logits, word_tensor)` with `cross_entropy_loss =
+                # torch.nn.CrossEntropyLoss(...)` built here and never moved, handed host
+                # tensors: the module computes on the host.
+                return Kind.HOST
             if self.of(func) is Kind.MODULE or self._walked_as_module(name):
                 return Kind.TENSOR
             if self.lookup(name) is None and self._computes_from_tensors(node):
@@ -3428,6 +3433,24 @@ class TensorKinds:
                     or qualified.endswith("dtype")
                 )
         return False
+
+    def _host_module_call(self, name: str, call: cst.Call) -> bool:
+        """`name(...)` where `name` was last bound, in the function being walked, to a
+        `torch.nn` module built right there (`torch.nn.CrossEntropyLoss(reduction="none")`,
+        not moved: a move is another value), and every argument of the call is a host
+        value: a module that lives on the host computes on the host. (A module handed in,
+        kept on `self` or built elsewhere may have been moved with its model.)"""
+        function = self._function_nodes[-1]
+        values = [a.value for a in call.args]
+        if function is None or not values or any(a.star for a in call.args):
+            return False
+        built = value_before(function, call, name)
+        if type(built) is not cst.Call:
+            return False
+        qualified = self.imports.resolve(built.func)
+        if qualified is None or not NN_MODULE_CLASS.match(qualified):
+            return False
+        return all(self.of(value) is Kind.HOST for value in values)
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
         if qualified.startswith(_HOST_LIBRARIES) or other_library(qualified):
