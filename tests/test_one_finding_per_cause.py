@@ -170,3 +170,36 @@ def test_reads_a_masked_write_is_computed_from_are_the_writes_cause() -> None:
         (9, "XLA202"),
         (10, "XLA202"),
     ]
+
+
+MASK_AND_COMPLEMENT = """\
+    import torch
+
+    def training_step(d, w, t: float, steps: int):
+        close = d < t
+        large = d > 2 * t
+        for _ in range(steps):
+            near, far = d[close], d[~close]
+            both = torch.cat([w[close], w[torch.logical_not(close)], d[close.logical_not()]])
+            lt = w[close]
+            gt = w[~close]
+            mixed = d[close].sum() + d[~large].sum()
+        return near, far, both, lt, gt, mixed
+    """
+
+
+def test_a_mask_and_its_complement_in_one_statement_are_one_finding() -> None:
+    # The two counts add up to the whole and one `torch.where(m, ...)` keeps both shapes:
+    # one cause in one statement; in the next statement, or under another mask, a finding
+    # of its own.
+    text = textwrap.dedent(MASK_AND_COMPLEMENT)
+    result = lint_source(text, "train.py", [all_rules()["XLA202"]])
+    assert result.error is None
+    assert [(d.start.row, d.code) for d in result.diagnostics] == [
+        (7, "XLA202"),
+        (8, "XLA202"),
+        (9, "XLA202"),
+        (10, "XLA202"),
+        (11, "XLA202"),
+        (11, "XLA202"),
+    ]

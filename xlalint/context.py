@@ -89,7 +89,7 @@ from xlalint.analysis.tensors import (
     overridden_methods,
     tensor_returns,
 )
-from xlalint.analysis.type_tests import host_names, range_checked
+from xlalint.analysis.type_tests import host_names, normalised_to_class, range_checked
 from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.cst_parse import parse_module
@@ -1199,6 +1199,11 @@ class FileContext:
         if self._kept_tensors and self._kept_tensors[-1][0] is node:
             for name in self._kept_tensors.pop()[1]:
                 self.kinds.bind(cst.Name(name), Kind.TENSOR)
+        if kind is cst.If and (normalised := normalised_to_class(node, self.imports)) is not None:
+            # `if isinstance(audio, AudioLoader): ... else: audio = AudioLoader(audio)`:
+            # on every path the name holds an instance of that class from here on.
+            name, built = normalised
+            self.kinds.bind(cst.Name(name), self.kinds.of(built))
         while self._host_narrowed and self._host_narrowed[-1][0] is node:
             for name, narrowed in reversed(self._host_narrowed.pop()[1]):
                 self.kinds.restore(name, narrowed)

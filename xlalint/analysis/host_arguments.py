@@ -233,6 +233,47 @@ def _bindings_before(
                 yield statement, assigned
 
 
+# Methods a record of fields calls on itself to turn every field into a numpy array
+# (segment-anything's `MaskData.to_numpy()`): names that say numpy, which a model lacks.
+IN_PLACE_TO_NUMPY = frozenset({"to_numpy", "numpy"})
+
+
+def converted_in_place_before(function: cst.FunctionDef, node: cst.CSTNode, name: str) -> bool:
+    """Whether the statements before `node` (in the blocks around it) end the life of
+    `name`'s value with a statement that only calls `name.to_numpy()` (or `.numpy()`) and
+    drops the result, after the last binding of `name`: a call made for its effect, so
+    `name` is a record that converts its fields to numpy arrays in place (a tensor's
+    `.numpy()` hands back a new array and leaves the tensor as it was, so nobody writes it
+    alone), and what `name` holds from there on lives on the host."""
+    path = _path_to(function.body, node)  # type: ignore[arg-type]
+    if path is None:
+        return False
+    for block, index in reversed(path):
+        for statement in reversed(block[:index]):
+            if _converts_in_place(statement, name):
+                return True
+            if _assignment(statement, name) is not None:
+                return False
+    return False
+
+
+def _converts_in_place(statement: cst.CSTNode, name: str) -> bool:
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return False
+    line = statement.body[0]
+    if type(line) is not cst.Expr:
+        return False
+    call = line.value
+    return (
+        type(call) is cst.Call
+        and not call.args
+        and type(call.func) is cst.Attribute
+        and call.func.attr.value in IN_PLACE_TO_NUMPY
+        and type(call.func.value) is cst.Name
+        and call.func.value.value == name
+    )
+
+
 def _branch_copies(
     module: cst.Module, statement: cst.CSTNode, name: str, factories: bool
 ) -> bool | None:

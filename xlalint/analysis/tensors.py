@@ -18,7 +18,13 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
-from xlalint.analysis.arguments import bind, parameters, positional_params, signature_of
+from xlalint.analysis.arguments import (
+    bind,
+    is_staticmethod,
+    parameters,
+    positional_params,
+    signature_of,
+)
 from xlalint.analysis.documented_types import (
     documented_host_parameters,
     documented_tensor_parameters,
@@ -28,6 +34,7 @@ from xlalint.analysis.guards import negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
+    converted_in_place_before,
     host_copy,
     host_parameters,
     moved_later,
@@ -1890,6 +1897,10 @@ class TensorKinds:
         )
         if None in host_values:
             kind = Kind.HOST  # `self.probs = self.evaluate()`, returning `tensor(p).float()`
+        if kind is Kind.UNKNOWN and self._hands_back_host_argument(value):
+            # `mask_data = self.postprocess(mask_data, ...)`, whose every `return` hands
+            # back the record it was given (edited in place): still the host record.
+            kind = Kind.HOST
         if kind is Kind.UNKNOWN and self._handed_on_as_array(value):
             # `mask = norm_img(mask)`, then `torch.from_numpy(mask)`: a numpy array, not a
             # tensor passed through the opaque call.
@@ -2137,6 +2148,39 @@ class TensorKinds:
             known = self._built_returns[(*key, arrays)] = found or frozenset()
         return known
 
+    def _hands_back_host_argument(self, value: cst.BaseExpression) -> bool:
+        """A call of a function of this module (`f(...)`) or a method of its classes
+        (`self.f(...)`) every definition of which hands back, on every `return`, one
+        parameter it never rebinds (`return mask_data`, after editing it in place), where
+        the call hands that parameter a host value: the call gives the host value back.
+        (A device tensor handed through an opaque call is kept as one already.)"""
+        if self.returns is None or type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Name and self.lookup(func.value) is None:
+            method, name = False, func.value
+        elif (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.value.value == "self"
+        ):
+            method, name = True, func.attr.value
+        else:
+            return False
+        definitions = self.returns.definitions(method, name)
+        if not definitions:
+            return False
+        for function in definitions:
+            returned = _returned_parameter(function)
+            if returned is None:
+                return False
+            through_instance = method and not is_staticmethod(function)
+            bound = bind(value, signature_of(function, through_instance))
+            argument = bound.get(returned) if bound is not None else None
+            if argument is None or self.of(argument) is not Kind.HOST:
+                return False
+        return True
+
     def _built_positions(
         self, function: cst.FunctionDef, arrays: bool = False
     ) -> frozenset[int | None]:
@@ -2202,6 +2246,10 @@ class TensorKinds:
         ):
             value = value.func.value
         if type(value) is cst.Name:
+            if arrays and converted_in_place_before(function, at, value.value):
+                # `data.to_numpy()`, then `return data`: a record whose fields it turned
+                # into numpy arrays in place.
+                return True
             assigned = value_before(function, at, value.value)
             if assigned is None or type(assigned) is cst.Name:
                 return False
@@ -2601,25 +2649,36 @@ class TensorKinds:
         targets, paths, shapes in loader:` moving `im` and `targets`), stays where the
         loader put it, on the host: `shapes[si]` reads the batch's list of image sizes. A
         device loader would have made the moves needless; a row used on the device without
-        a move would fail on any accelerator."""
+        a move would fail on any accelerator.
+
+        Rows of unknown kind (a batch of a dataset handed in as a parameter, `for i, (seq,
+        im) in enumerate(iter(dataset))`) are judged by the same move: a row the body moves
+        without rebinding it, and the rows unpacked beside it from one item (`seq`, beside
+        `im.to(device)`), come on the host; a row of another item of the target (a `zip`
+        partner) is left as it was."""
         if function is None:
             return
         frame = self._frames[-1]
         counts = binding_counts(function)
-        rows = {name for name in target_names(loop.target) if frame.get(name) is Kind.TENSOR}
-        if not rows:
+        names = target_names(loop.target)
+        rows = {name for name in names if frame.get(name) is Kind.TENSOR}
+        unknown = {name for name in names if frame.get(name, Kind.UNKNOWN) is Kind.UNKNOWN}
+        if not rows and not unknown:
             return
-        moves_a_row = any(
-            type(node) is cst.Call
+        moved = {
+            node.func.value.value
+            for node in descendants(loop.body)
+            if type(node) is cst.Call
             and type(node.func) is cst.Attribute
             and type(node.func.value) is cst.Name
-            and node.func.value.value in rows
+            and node.func.value.value in rows | unknown
             and self._copies_to_device(node)
-            for node in descendants(loop.body)
-        )
-        if not moves_a_row:
+        }
+        if not moved:
             return
-        for name in rows:
+        host = set(rows) if moved & rows else set()
+        host |= unknown & _unpacked_beside(loop.target, moved)
+        for name in host:
             if counts.get(name) == 1:
                 frame[name] = Kind.HOST
 
@@ -3177,6 +3236,11 @@ class TensorKinds:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
             if name in self._tensors_functions and self.lookup(name) is None:
                 return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
+            if self.of(func) is Kind.MODULE and self._host_module_call(name, node):
+                # `loss = cross_entropy_loss(logits, word_tensor)` with `cross_entropy_loss =
+                # torch.nn.CrossEntropyLoss(...)` built here and never moved, handed host
+                # tensors: the module computes on the host.
+                return Kind.HOST
             if self.of(func) is Kind.MODULE or self._walked_as_module(name):
                 return Kind.TENSOR
             if self.lookup(name) is None and self._computes_from_tensors(node):
@@ -3386,6 +3450,24 @@ class TensorKinds:
                     or qualified.endswith("dtype")
                 )
         return False
+
+    def _host_module_call(self, name: str, call: cst.Call) -> bool:
+        """`name(...)` where `name` was last bound, in the function being walked, to a
+        `torch.nn` module built right there (`torch.nn.CrossEntropyLoss(reduction="none")`,
+        not moved: a move is another value), and every argument of the call is a host
+        value: a module that lives on the host computes on the host. (A module handed in,
+        kept on `self` or built elsewhere may have been moved with its model.)"""
+        function = self._function_nodes[-1]
+        values = [a.value for a in call.args]
+        if function is None or not values or any(a.star for a in call.args):
+            return False
+        built = value_before(function, call, name)
+        if type(built) is not cst.Call:
+            return False
+        qualified = self.imports.resolve(built.func)
+        if qualified is None or not NN_MODULE_CLASS.match(qualified):
+            return False
+        return all(self.of(value) is Kind.HOST for value in values)
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
         if qualified.startswith(_HOST_LIBRARIES) or other_library(qualified):
@@ -3713,3 +3795,38 @@ def _passes_through(call: cst.Call) -> bool:
     if type(func) is cst.Name and func.value in _COPYING_ITERATORS:  # type: ignore[attr-defined]
         return True
     return (get_full_name_for_node(func) or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS
+
+
+def _unpacked_beside(target: cst.BaseExpression, moved: set[str]) -> set[str]:
+    """The names of `moved`, and the plain names unpacked beside one of them from the same
+    tuple of a loop target (`seq` beside `im` in `i, (seq, im)`; not `i`, the other item)."""
+    found: set[str] = set()
+    if type(target) is cst.Name:
+        return {target.value} & moved  # type: ignore[attr-defined]
+    if type(target) not in (cst.Tuple, cst.List):
+        return found
+    elements = [e.value for e in target.elements]  # type: ignore[attr-defined]
+    plain = {e.value for e in elements if type(e) is cst.Name}  # type: ignore[attr-defined]
+    if plain & moved:
+        found |= plain
+    for element in elements:
+        if type(element) in (cst.Tuple, cst.List):
+            found |= _unpacked_beside(element, moved)
+    return found
+
+
+def _returned_parameter(function: cst.FunctionDef) -> str | None:
+    """The parameter every `return` of `function` hands back by its name (one of them,
+    never rebound in the body, not a generator), or None."""
+    returns = [n for n in _walk_body(function, expressions=False) if type(n) is cst.Return]
+    if not returns or any(type(n) is cst.Yield for n in _walk_body(function)):
+        return None
+    names = {r.value.value for r in returns if type(r.value) is cst.Name}  # type: ignore[union-attr]
+    if len(names) != 1 or any(type(r.value) is not cst.Name for r in returns):
+        return None
+    (name,) = names
+    if name in ("self", "cls") or name in binding_counts(function):
+        return None
+    if not any(p.name.value == name for p in parameters(function)):
+        return None
+    return name

@@ -14,7 +14,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.imports import ImportTable
-from xlalint.walk import node_types
+from xlalint.walk import children, node_types, target_names
 
 # Types whose values live on the host, by the last part of their name (`numbers.Integral`,
 # `np.ndarray`, `np.integer`). Not containers: a tuple or list may hold tensors (`if
@@ -169,3 +169,78 @@ def range_checked(test: cst.BaseExpression) -> list[str]:
             ):
                 return [side.value]
     return []
+
+
+def normalised_to_class(statement: cst.If, imports: ImportTable) -> tuple[str, cst.Call] | None:
+    """An `if` that makes a name an instance of one class on every path: `if
+    isinstance(x, C): ... else: x = C(...)`, or `if not isinstance(x, C): x = C(...)`
+    (the branch that fails the test ends by building the class from it; the other leaves
+    `x`, which the test proved a `C`, as it is). `(name, the construction)`, whose kind
+    is then the name's, whatever the name held before the test (`audio: Union[str,
+    Tensor, AudioLoader]`, an `AudioLoader` after it); None for anything else (an
+    `elif`, a test of several classes)."""
+    test = statement.test
+    positive = True
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, positive = test.expression, False
+    if not (
+        type(test) is cst.Call
+        and get_full_name_for_node(test.func) == "isinstance"
+        and len(test.args) == 2
+        and all(a.keyword is None and not a.star for a in test.args)
+        and type(test.args[0].value) is cst.Name
+        and type(test.args[1].value) in (cst.Name, cst.Attribute)
+    ):
+        return None
+    name = test.args[0].value.value  # type: ignore[attr-defined]
+    tested = imports.resolve(test.args[1].value) or get_full_name_for_node(test.args[1].value)
+    orelse = statement.orelse
+    if positive:
+        if type(orelse) is not cst.Else or _binds(statement.body, name):
+            return None
+        building = orelse.body
+    else:
+        if orelse is not None:
+            return None
+        building = statement.body
+    built = _last_binding(building, name)
+    if built is None or type(built) is not cst.Call or tested is None:
+        return None
+    constructor = imports.resolve(built.func) or get_full_name_for_node(built.func)
+    return (name, built) if constructor == tested else None
+
+
+def _last_binding(block: cst.BaseSuite, name: str) -> cst.BaseExpression | None:
+    """The value of `name = value`, the last statement of `block` that binds `name`, where
+    that statement stands in the block itself (not in a branch of it)."""
+    if type(block) is not cst.IndentedBlock:
+        return None
+    for statement in reversed(block.body):
+        if not _binds(statement, name):
+            continue
+        if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+            return None
+        line = statement.body[0]
+        if (
+            type(line) is cst.Assign
+            and len(line.targets) == 1
+            and type(line.targets[0].target) is cst.Name
+            and line.targets[0].target.value == name
+        ):
+            return line.value
+        return None
+    return None
+
+
+_BINDING_NODES = node_types(cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    """Whether `node` (a statement or block) assigns `name` anywhere in it."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) in _BINDING_NODES and name in target_names(current.target):  # type: ignore[attr-defined]
+            return True
+        stack.extend(children(current))
+    return False

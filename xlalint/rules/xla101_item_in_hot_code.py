@@ -159,6 +159,19 @@ class ItemInHotCode(HelperReadRule):
     (`self.module(mlx_batch)`), and their fields (`loss_output.kl_local_sum.item()` in an
     `MlxTrainingPlan` beside the file's torch plans).
 
+    Values known to live on the host are not flagged, whatever the code around them
+    computes on the device: the rows a loop unpacks beside a row it moves itself (`for i,
+    (seq, im) in enumerate(iter(dataset))` with `model.generate(im.to(device))`: the
+    dataset hands host tensors, so `seq` is one, as a loader's rows are); a record a helper
+    converts to numpy in place before handing it back (`data.to_numpy()`, then `return
+    data`: `mask_data["iou_preds"][idx].item()` reads a numpy scalar), and what a helper
+    hands back that is the record it was given (`return mask_data` on every path); what a
+    `torch.nn` module built in the function and never moved (`loss_fn =
+    torch.nn.CrossEntropyLoss(reduction="none")`) computes from host tensors only; and a
+    value a type test and its `else` make an instance of one class on every path (`if
+    isinstance(audio, AudioLoader): ... else: audio = AudioLoader(audio)`: the loader, not
+    the tensor its annotation allowed, and the offsets it hands back are numbers).
+
     A module's buffers are device tensors (`self.register_buffer("bank_ptr", ...)`, also
     with `tensor=`): `int(self.bank_ptr)` in the helper `forward` calls to update a memory
     bank reads the pointer on every step. A buffer registered as `None` is not one.

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import libcst as cst
 
 from xlalint import lint_memo
 from xlalint.analysis.clipping import clipping_test
 from xlalint.analysis.guards import ends_in
+from xlalint.analysis.host_reads import ReadRuns
 from xlalint.analysis.hotness import FunctionKey
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.masks import Evidence
@@ -30,6 +33,14 @@ _TESTED: dict[type[cst.CSTNode], str] = {
     cst.CompIf: "A comprehension `if`",
 }
 _TESTED_TYPES = tuple(_TESTED)
+# A comparison's complement, by its operator: the same truth value negated.
+_COMPLEMENTS: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
+    cst.LessThan: cst.GreaterThanEqual,
+    cst.LessThanEqual: cst.GreaterThan,
+    cst.NotEqual: cst.Equal,
+    cst.IsNot: cst.Is,
+    cst.NotIn: cst.In,
+}
 _LOOP_TYPES = (cst.For, cst.While)
 # What a function's own loops are not under (besides trivia).
 _NOT_OWN = TRIVIA | {cst.FunctionDef, cst.ClassDef, cst.Lambda}
@@ -114,7 +125,11 @@ class TensorControlFlow(HelperReadRule):
     not converged:`; compared: `if choice == 0:`, then `elif choice == 1:`), or in
     conditional expressions each in the `else` of the one before (`"#" if i == -1 else
     (DNA[i - 4] if i >= 4 else RNA[i])`), is one value read for one decision: reported
-    once, at the first test.
+    once, at the first test. So is the same test, or its complement, in the next statement
+    (`if probs[i] >= c and ...:`, then `if ... or probs[i] < c:`; `if converged:` twice):
+    the value read again in a run, one cause (another comparison of the tensor, `choice ==
+    0` then `choice > 1`, is a read of its own; so is a test after a `while` whose test
+    reads the value every pass, and one after a statement that rebinds what it reads).
 
     Input checks read the data on every call with new data: an `assert` on tensors, or
     an `if` whose body raises, in a function that computes on tensors handed to it (a
@@ -311,6 +326,10 @@ class TensorControlFlow(HelperReadRule):
         self._looping: dict[int, bool] = {}  # id(function) -> `_runs_a_loop`
         # (id of the first `if` of an if/elif chain, name) for names its tests read.
         self._chain_names: set[tuple[int, str]] = set()
+        # One truth value tested in a run of statements (`if probs[i] >= c and ...:`, then
+        # `if ... or probs[i] < c:`): one read, one cause (`host_reads.ReadRuns`).
+        self._runs = ReadRuns()
+        self._statements: dict[int, cst.CSTNode] = {}  # id(test) -> the statement holding it
         # Tests of a helper's parameters (or values computed from them) of unknown kind,
         # with the helper, those parameters and the `and`/`or` chain they sit in: reported
         # once the walk is over where some call hands one of them a device tensor.
@@ -515,9 +534,49 @@ class TensorControlFlow(HelperReadRule):
         fix = None
         if isinstance(parent, cst.IfExp) and parent.test is node:
             fix = self._where_fix(parent)
+        repeat_of = self._repeat_of(node, construct)
         self.report(
-            node, self.message.format(construct=construct), fix=fix, per_call=self._validates()
+            node,
+            self.message.format(construct=construct),
+            fix=fix,
+            per_call=self._validates(),
+            repeat_of=repeat_of,
         )
+
+    def _repeat_of(self, node: cst.BaseExpression, construct: str) -> cst.CSTNode | None:
+        """The test `node` repeats (`_tested_root`) in the statement before it, or None.
+        A `while` test is read on every pass, a cost of its own: it neither starts nor
+        joins a run (`while norm(r) > tol:` then `if norm(r) > tol:` after the loop). Nor
+        is a test a repeat where the statement holding the earlier one binds a name the
+        test reads after it (`if n > valid.sum(): valid = ...`, then `if n >
+        valid.sum():`): another value."""
+        if construct == _TESTED[cst.While]:
+            return None
+        statement = _statement_of(self.ctx.ancestors())
+        previous = self._runs.previous(self._tested_root(node), self.ctx.ancestors(), node)
+        if statement is not None:
+            self._statements[id(node)] = statement
+        earlier = self._statements.get(id(previous)) if previous is not None else None
+        if earlier is None:
+            return None
+        read = {n.value for n in (node, *descendants(node)) if type(n) is cst.Name}
+        if read & _bound_in(earlier):
+            return None
+        return previous
+
+    def _tested_root(self, node: cst.BaseExpression) -> str | None:
+        """The truth value a test reads, as written, the same for its complement: `probs[i]
+        >= c` and `probs[i] < c` (also `not t` and `t`) are one device bool, read once
+        and decided twice. Another comparison of the same tensor (`choice == 0`, then
+        `choice > 1`) is a graph of its own: another key."""
+        while type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
+            node = node.expression
+        code = self.ctx.module.code_for_node
+        if type(node) is cst.Comparison and len(node.comparisons) == 1:
+            operator = type(node.comparisons[0].operator)
+            canonical = _COMPLEMENTS.get(operator, operator)
+            return f"{code(node.left)} {canonical.__name__} {code(node.comparisons[0].comparator)}"
+        return code(node).strip("() ")
 
     def _note_forwarded(self, node: cst.Call) -> None:
         """A call that may run a helper of this module, with the arguments computed from
@@ -883,3 +942,26 @@ def _bound_values(module: cst.Module) -> dict[str, list[bool]]:
                     tolist or isinstance(value, cst.List | cst.Tuple | cst.ListComp)
                 )
     return found
+
+
+def _statement_of(ancestors: Iterable[cst.CSTNode]) -> cst.CSTNode | None:
+    """The statement of its block that holds the node whose ancestors (innermost first)
+    these are."""
+    child: cst.CSTNode | None = None
+    for ancestor in ancestors:
+        if type(ancestor) in (cst.IndentedBlock, cst.Module):
+            return child
+        child = ancestor
+    return None
+
+
+def _bound_in(statement: cst.CSTNode) -> set[str]:
+    """The names a statement binds anywhere in it (its branches and loops included)."""
+    names: set[str] = set()
+    for node in descendants(statement):
+        if type(node) in _BINDERS:
+            names |= target_names(node.target)  # type: ignore[attr-defined]
+    return names
+
+
+_BINDERS = node_types(cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)

@@ -92,7 +92,10 @@ class BooleanMaskRead(HelperCallRule):
     (`self.pos_idx = weights >= 0` in `__init__`) is a mask where it indexes a tensor.
     Reads of several tensors with the same mask in one statement (`return dists[good],
     idxs[good]`, `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first:
-    they select the same count, and one change keeps both shapes.
+    they select the same count, and one change keeps both shapes. So are reads under a mask
+    and its complement in one statement (`near, far = d[close], d[~close]`, also
+    `torch.logical_not(close)`, `close.logical_not()`): their counts add up to the whole,
+    and one `torch.where(close, ...)` keeps both shapes.
 
     A parameter with a shape-typed annotation declares its dtype: `Bool[Tensor, "b n"]`
     (jaxtyping), or the string-only form projects define over it (`face_mask: Bool['b
@@ -301,14 +304,16 @@ class BooleanMaskRead(HelperCallRule):
         return self._statement_key(index.value if isinstance(index, cst.Index) else mask)
 
     def _statement_key(self, mask: cst.BaseExpression) -> tuple[int, str] | None:
-        """The statement being walked and a mask as written in it."""
+        """The statement being walked and a mask as written in it, a complement by the mask
+        it negates (`dists[close], dists[~close]`: the two counts add up to the whole, and
+        one `torch.where(close, ...)` keeps both shapes: one cause)."""
         statement = next(
             (a for a in self.ctx.ancestors() if isinstance(a, _STATEMENTS)),
             None,
         )
         if statement is None:
             return None
-        return (id(statement), self.ctx.module.code_for_node(mask))
+        return (id(statement), self.ctx.module.code_for_node(_kept_side(mask, self.ctx)))
 
     def _given_tensor_method(self, node: cst.Subscript) -> bool:
         """`x[m].sigmoid()` with `x` of unknown kind (`_mask_of_handed_read`)."""
@@ -577,3 +582,28 @@ def _holds(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
 def _spelled(code: str, fallback: str = "x[mask]") -> str:
     """The code itself in the message when it is short and on one line."""
     return code if len(code) <= 40 and "\n" not in code else fallback
+
+
+def _kept_side(mask: cst.BaseExpression, ctx: FileContext) -> cst.BaseExpression:
+    """The mask a complement negates: `m` of `~m`, `torch.logical_not(m)`,
+    `m.logical_not()` (also `(~m)`); any other mask as it is."""
+    while True:
+        if type(mask) is cst.UnaryOperation and type(mask.operator) is cst.BitInvert:
+            mask = mask.expression
+        elif (
+            type(mask) is cst.Call
+            and type(mask.func) is cst.Attribute
+            and mask.func.attr.value == "logical_not"
+            and not mask.args
+        ):
+            mask = mask.func.value
+        elif (
+            type(mask) is cst.Call
+            and len(mask.args) == 1
+            and mask.args[0].keyword is None
+            and not mask.args[0].star
+            and ctx.qualified(mask.func) == "torch.logical_not"
+        ):
+            mask = mask.args[0].value
+        else:
+            return mask.with_changes(lpar=(), rpar=()) if hasattr(mask, "lpar") else mask
