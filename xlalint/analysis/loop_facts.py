@@ -1336,32 +1336,28 @@ class LoopFacts:
         """`accuracy(logits, y)`, `self._score(x)`: a function (or a method of this
         module's classes, called on `self`) whose every definition here returns Python
         numbers."""
-        func = call.func
-        if type(func) is cst.Name:
-            method, name = False, func.value  # type: ignore[attr-defined]
-        elif self_call(call):
-            method, name = True, func.attr.value  # type: ignore[attr-defined]
-        else:
+        called = _own_callee(call)
+        if called is None:
             return False
-        if self._numbers is None:
-            self._numbers = NumberReturns(self.module)
-        return self._numbers.method(name) if method else self._numbers.function(name)
+        method, name = called
+        return (
+            self._number_returns().method(name) if method else self._number_returns().function(name)
+        )
 
     def _uncomputed_positions(self, call: cst.Call) -> tuple[frozenset[int], frozenset[int]]:
         """`self.evaluate_step(model, batch)`: the positions of what a function (or a
         method of this module's classes, called on `self`) returns that every definition
         here fills with a host value, and those it fills with a host value or a value it
         was handed (`NumberReturns.uncomputed_positions`)."""
-        func = call.func
-        if type(func) is cst.Name:
-            method, name = False, func.value  # type: ignore[attr-defined]
-        elif self_call(call):
-            method, name = True, func.attr.value  # type: ignore[attr-defined]
-        else:
+        called = _own_callee(call)
+        if called is None:
             return frozenset(), frozenset()
+        return self._number_returns().uncomputed_positions(*called)
+
+    def _number_returns(self) -> NumberReturns:
         if self._numbers is None:
             self._numbers = NumberReturns(self.module)
-        return self._numbers.uncomputed_positions(method, name)
+        return self._numbers
 
     # -- registration, during the walk ----------------------------------------------------
     def register_loop(
@@ -2188,3 +2184,14 @@ def unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
             break
         expr = expr.args[0].value
     return expr
+
+
+def _own_callee(call: cst.Call) -> tuple[bool, str] | None:
+    """(is a method, name) of a call of a module function (`accuracy(x)`) or of a method
+    called on `self` (`self._score(x)`); None for any other call."""
+    func = call.func
+    if type(func) is cst.Name:
+        return False, func.value  # type: ignore[attr-defined]
+    if self_call(call):
+        return True, func.attr.value  # type: ignore[attr-defined]
+    return None

@@ -107,6 +107,18 @@ def _build_index(root: str) -> _Index:
     root's own modules and those of its packages (a script folder's files resolve no
     import of the project)."""
     importers: dict[str, list[str]] = {}
+    for path, stat in _indexed_files(root):
+        for imported in project_modules.module_imports(path, stat):
+            importers.setdefault(imported, []).append(path)
+    stamp = project_modules.tree_stamp(root)
+    return _Index(stamp, {k: tuple(v) for k, v in importers.items()})
+
+
+def _indexed_files(root: str) -> list[tuple[str, tuple[int, int]]]:
+    """The files the index reads under `root`, with their stats, in its order: the first
+    `MAX_INDEX_FILES` Python files of its package folders (a file that cannot be stat'ed
+    counts toward the cap and is left out)."""
+    files: list[tuple[str, tuple[int, int]]] = []
     count = 0
     for _, entries in project_modules.package_folders(root):
         for entry in entries:
@@ -114,10 +126,9 @@ def _build_index(root: str) -> _Index:
                 continue
             count += 1
             stat = project_modules.stat_key(entry.path)
-            for imported in project_modules.module_imports(entry.path, stat) if stat else ():
-                importers.setdefault(imported, []).append(entry.path)
-    stamp = project_modules.tree_stamp(root)
-    return _Index(stamp, {k: tuple(v) for k, v in importers.items()})
+            if stat is not None:
+                files.append((entry.path, stat))
+    return files
 
 
 # The callers of the first module a process asks about under a root, found without the
@@ -200,16 +211,7 @@ def _callers_unindexed(root: str, path: str) -> list[str]:
     text may name `path` or a package `__init__.py` importing it (for diffusers'
     `pipeline_stable_diffusion.py`, 263 of 1,105 files): the package `__init__.py`s first,
     to know which of them import `path`, then every file once, in the index's order."""
-    files: list[tuple[str, tuple[int, int]]] = []
-    count = 0  # as `_build_index` counts: a file that cannot be stat'ed counts too
-    for _, entries in project_modules.package_folders(root):
-        for entry in entries:
-            if not entry.name.endswith(".py") or count >= MAX_INDEX_FILES:
-                continue
-            count += 1
-            stat = project_modules.stat_key(entry.path)
-            if stat is not None:
-                files.append((entry.path, stat))
+    files = _indexed_files(root)
     asks = _may_import(path)
     inits = []  # the package `__init__.py`s that import `path` (its re-exports)
     for file, stat in files:
