@@ -194,11 +194,7 @@ class NumberReturns:
     def _every_definition(self, method: bool, name: str) -> bool:
         key = (method, name)
         if key not in self._answers:
-            if self._functions is None:
-                self._scan()
-            table = self._methods if method else self._functions
-            assert table is not None
-            definitions = table.get(name)
+            definitions = self.definitions(method, name)
             self._answers[key] = bool(definitions) and all(map(_returns_numbers, definitions))
         return self._answers[key]
 
@@ -216,11 +212,7 @@ class NumberReturns:
         (`_host_positions`): `env_step` returning `obs, torch.from_numpy(rewards),
         torch.from_numpy(dones), infos` on one path and `obs, rewards.cpu(), dones.cpu(),
         infos` on the other -> {1, 2}."""
-        if self._functions is None:
-            self._scan()
-        table = self._methods if method else self._functions
-        assert table is not None
-        definitions = table.get(name)
+        definitions = self.definitions(method, name)
         if not definitions:
             return frozenset()
         key = (method, name)
@@ -240,11 +232,7 @@ class NumberReturns:
         value or a value it was handed unchanged (the second: `_handed_positions`, `return
         preds.cpu(), _targets` after `input_texts, targets = batch; _targets = targets`):
         nothing the callee computed on the device is pending in them."""
-        if self._functions is None:
-            self._scan()
-        table = self._methods if method else self._functions
-        assert table is not None
-        definitions = table.get(name)
+        definitions = self.definitions(method, name)
         if not definitions:
             return frozenset(), frozenset()
         key = (method, name)
