@@ -17,7 +17,7 @@ from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, PendingReport
 from xlalint.rules._helper_calls import HelperReadRule
-from xlalint.walk import TRIVIA, descendants, node_types, target_names
+from xlalint.walk import TRIVIA, descendants, node_types, self_attribute, target_names
 
 _MIN_MAX = frozenset({"min", "max"})
 # Builtins that take the truth of each item they iterate.
@@ -888,18 +888,19 @@ def _a_sequence(node: cst.BaseExpression, module: cst.Module) -> bool:
     self.eom_ids = ids.tolist()`)."""
     if isinstance(node, cst.List | cst.Tuple | cst.ListComp):
         return True
-    if isinstance(node, cst.Name):
-        spelled = node.value
-    elif (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    ):
-        spelled = f"self.{node.attr.value}"
-    else:
+    spelled = _spelled(node)
+    if spelled is None:
         return False
     values = _bound_values(module).get(spelled)
     return bool(values) and all(values)
+
+
+def _spelled(node: cst.BaseExpression) -> str | None:
+    """`x` for a name, `self.x` for an attribute of the instance; None for anything else."""
+    if type(node) is cst.Name:
+        return node.value  # type: ignore[attr-defined]
+    attribute = self_attribute(node)
+    return None if attribute is None else f"self.{attribute}"
 
 
 @lint_memo.memo(16)
@@ -907,18 +908,6 @@ def _bound_values(module: cst.Module) -> dict[str, list[bool]]:
     """For each name and `self` attribute the module assigns: whether each assignment
     binds a sequence (a display, a list comprehension, `.tolist()`)."""
     found: dict[str, list[bool]] = {}
-
-    def spelled(target: cst.BaseExpression) -> str | None:
-        if isinstance(target, cst.Name):
-            return target.value
-        if (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
-            and target.value.value == "self"
-        ):
-            return f"self.{target.attr.value}"
-        return None
-
     for current in descendants(module):
         if type(current) is not cst.Assign:
             continue
@@ -932,11 +921,11 @@ def _bound_values(module: cst.Module) -> dict[str, list[bool]]:
             target = target.target
             if isinstance(target, cst.Tuple | cst.List):
                 for element in target.elements:
-                    name = spelled(element.value)
+                    name = _spelled(element.value)
                     if name is not None:
                         found.setdefault(name, []).append(tolist)
                 continue
-            name = spelled(target)
+            name = _spelled(target)
             if name is not None:
                 found.setdefault(name, []).append(
                     tolist or isinstance(value, cst.List | cst.Tuple | cst.ListComp)
