@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from xlalint.analysis.arguments import Signature, bind, parameter
+from xlalint.analysis.arguments import Signature, bind, keyword_argument, parameter
 from xlalint.analysis.host_reads import ReadRuns, read_root
 from xlalint.analysis.zero_dim import ZeroDimIndexes
 from xlalint.context import Kind
@@ -57,6 +57,12 @@ _SPLIT_SIGNATURE = Signature(
 # instead: `np.asarray(t)` cannot convert an XLA tensor; `np.mean(t)` calls `t.mean`.)
 _NUMPY_SPLITS = frozenset(
     f"numpy.{name}" for name in ("split", "array_split", "hsplit", "vsplit", "dsplit")
+)
+# `torch.normal(mean, std, size)`: with a size, both moments are Python floats.
+_NORMAL = "torch.normal"
+_NORMAL_SIGNATURE = Signature(
+    ("mean", "std", "size"), frozenset({"mean", "std", "size", "generator", "out", "dtype",
+                                        "layout", "device", "pin_memory", "requires_grad"})
 )
 _DISTRIBUTION_HINT = (
     "Pass `validate_args=False` (or call "
@@ -337,6 +343,8 @@ class HiddenHostRead(Rule):
                     self._check_data(positional[0])
             elif qualified.startswith(_DISTRIBUTIONS):
                 self._check_distribution(node, qualified, positional)
+            elif qualified == _NORMAL:
+                self._check_normal_scalars(node)
             elif qualified in _SIZED_FACTORIES:
                 self._check_sizes([*positional, *keywords])
             elif qualified in _RANGES:
@@ -405,6 +413,26 @@ class HiddenHostRead(Rule):
                 self.report(arg.value, self.message.format(use=use))
                 return  # one call, one cause
 
+    def _check_normal_scalars(self, node: cst.Call) -> None:
+        """`torch.normal(mean, std, size)`: given a size, only the overload of two Python
+        floats exists, so a tensor of the device as `mean` or `std` is read as a number
+        (`torch.normal(torch.tensor(0.0, device=d), torch.tensor(1.0, device=d), (n,))`).
+        Without a size, tensors there are the elementwise overloads, on the device."""
+        bound = bind(node, _NORMAL_SIGNATURE)
+        if bound is None or "size" not in bound:
+            return
+        for name in ("mean", "std"):
+            value = bound.get(name)
+            if (
+                value is not None
+                and not self._handed_in(value)
+                and self.ctx.kind(value) is Kind.TENSOR
+                and self.ctx.is_tensor(value)
+            ):
+                use = f"the Python float `{name}` of `torch.normal(mean, std, size)`"
+                self.report(value, self.message.format(use=use))
+                return  # one call, one cause
+
     def _handed_in(self, value: cst.BaseExpression) -> bool:
         """A parameter of the function, never rebound in it (`alpha=lr` in `step(params,
         grads, lr)`): taken for a tensor only by where it is, most often a Python number
@@ -448,8 +476,9 @@ class HiddenHostRead(Rule):
         device tensors with its arguments validated."""
         if not qualified.rsplit(".", 1)[-1][:1].isupper():
             return
-        if any(a.keyword is not None and a.keyword.value == "validate_args" for a in node.args):
-            return
+        validate = keyword_argument(node, "validate_args")
+        if validate is not None and not _is_true(validate.value):
+            return  # `validate_args=False`, or a setting whose value the file does not show
         values = [*positional, *(a.value for a in node.args if a.keyword is not None)]
         if any(self.ctx.is_tensor(value) for value in values):
             use = "the parameter of a validated distribution"
@@ -467,6 +496,11 @@ class HiddenHostRead(Rule):
                 self.report(size, self.message.format(use=use))
                 return True
         return False
+
+
+def _is_true(value: cst.BaseExpression) -> bool:
+    """The literal `True`: `validate_args=True` turns the checks on whatever the default."""
+    return type(value) is cst.Name and value.value == "True"
 
 
 def _element_indexed_by_tuple(node: cst.Subscript) -> bool:
