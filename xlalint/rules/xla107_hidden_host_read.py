@@ -98,8 +98,13 @@ class HiddenHostRead(Rule):
     `addmm` cost one `aten::_local_scalar_dense` and one device-to-host transfer per call,
     a host tensor none), or
     a parameter of a `torch.distributions` distribution built with argument validation on
-    (the default where Python runs without `-O`): `Categorical(probs)` checks `probs` on
-    the host when it is built and again in each `log_prob`. Indexing a tensor with a tensor
+    (the default where Python runs without `-O`, or asked for with `validate_args=True`;
+    not with `validate_args=False` or a setting the file does not show):
+    `Categorical(probs)` checks `probs` on the host when it is built and again in each
+    `log_prob`, `Uniform(low=torch.tensor(lo, device=d), high=..., validate_args=True)`
+    each bound when it is built; the mean or standard deviation of `torch.normal(mean,
+    std, size)` given a device tensor (with a size, the only overload takes two Python
+    floats; without one, tensors there are elementwise on the device). Indexing a tensor with a tensor
     (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
     index is a 0-dim integer tensor of the device, which PyTorch reads as a Python int
     (`x[i]` with `i = torch.argmax(scores)`, `scores.argmin()`, `(i % n).long()`, by
