@@ -61,8 +61,21 @@ _NUMPY_SPLITS = frozenset(
 # `torch.normal(mean, std, size)`: with a size, both moments are Python floats.
 _NORMAL = "torch.normal"
 _NORMAL_SIGNATURE = Signature(
-    ("mean", "std", "size"), frozenset({"mean", "std", "size", "generator", "out", "dtype",
-                                        "layout", "device", "pin_memory", "requires_grad"})
+    ("mean", "std", "size"),
+    frozenset(
+        {
+            "mean",
+            "std",
+            "size",
+            "generator",
+            "out",
+            "dtype",
+            "layout",
+            "device",
+            "pin_memory",
+            "requires_grad",
+        }
+    ),
 )
 _DISTRIBUTION_HINT = (
     "Pass `validate_args=False` (or call "
@@ -104,8 +117,8 @@ class HiddenHostRead(Rule):
     `log_prob`, `Uniform(low=torch.tensor(lo, device=d), high=..., validate_args=True)`
     each bound when it is built; the mean or standard deviation of `torch.normal(mean,
     std, size)` given a device tensor (with a size, the only overload takes two Python
-    floats; without one, tensors there are elementwise on the device). Indexing a tensor with a tensor
-    (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
+    floats; without one, tensors there are elementwise on the device). Indexing a tensor
+    with a tensor (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
     index is a 0-dim integer tensor of the device, which PyTorch reads as a Python int
     (`x[i]` with `i = torch.argmax(scores)`, `scores.argmin()`, `(i % n).long()`, by
     every plain assignment of a local name); `argmax` along a dim or a 1-element index
