@@ -42,9 +42,11 @@ from xlalint.analysis.hotness import (
     Site,
     batch_state,
     draws_a_figure,
+    handed_to_a_builtin,
     imported_base_names,
     makes_a_figure,
     per_step_hooks,
+    transformation_update,
     walks_a_collection,
 )
 from xlalint.analysis.import_guards import ImportGuards
@@ -1506,6 +1508,13 @@ class FileContext:
             # (`target_layer.register_forward_hook(self.save_activation)`): runs on every
             # forward.
             self.hot.add_module_hook(hook)
+        if (update := transformation_update(node)) is not None:
+            # `GradientTransformation(init_fn, update_fn)`: the optimizer's step runs the
+            # update on every step.
+            self.hot.add_module_hook(update)
+        if resolved is None and (mapped := handed_to_a_builtin(node)) is not None:
+            # `map(_vdot_kernel, leaves_x, leaves_y)`: the builtin calls the kernel here.
+            self.hot.add_call(self.site(), mapped)
         if resolved in SAVE_CALLS and self.function is not None:
             self.hot.add_saving_function(self.function.name)
         if self.function is not None and makes_a_figure(node, resolved):

@@ -38,6 +38,7 @@ from xlalint.analysis.hotness import (
     MODULE_HOOK_REGISTRATIONS,
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
+    names_a_transformation,
 )
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.analysis.tensors import ARRAY_DTYPE, REGISTERED_TENSORS, TENSOR_ANNOTATIONS
@@ -404,6 +405,8 @@ def _maybe_hot(
             return True  # computes on tensors it is handed: hot per call for some rules
         if features.identifiers & MODULE_HOOK_REGISTRATIONS:
             return True  # a function registered as a module hook runs on every forward
+        if names_a_transformation(features.identifiers):
+            return True  # a gradient transformation's update runs in every optimizer step
         return any(
             PER_STEP_FUNCTIONS.match(name)
             or name in _HOOKS

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from xlalint.analysis.arguments import parameters
+from xlalint.analysis.arguments import keyword_argument, parameters
 from xlalint.analysis.checkpoint_writers import feeds_the_call
 from xlalint.walk import code_children, descendants, last_name, only_return
 
@@ -447,6 +447,50 @@ MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
      "register_full_backward_pre_hook", "register_hook", "register_post_accumulate_grad_hook"}
 )  # fmt: skip
+
+
+# An optax-style gradient transformation (torchopt's and optax's `GradientTransformation(
+# init_fn, update_fn)`, `GradientTransformationExtraArgs`): a pair of functions, the first
+# building the optimizer's state once, the second run by the optimizer's `step` on every
+# step's gradients. The update is per step by that role, whatever its name.
+_GRADIENT_TRANSFORMATION = re.compile(r"^\w*GradientTransformation\w*$")
+
+
+def names_a_transformation(identifiers: Iterable[str]) -> bool:
+    """Whether code spelling `identifiers` may build a gradient transformation (the
+    screen's superset of `transformation_update`)."""
+    return any("GradientTransformation" in name for name in identifiers)
+
+
+def transformation_update(call: cst.Call) -> str | None:
+    """The function a gradient transformation's construction hands as its update
+    (`GradientTransformation(init_fn, update_fn)`, or `update=update_fn`), by its name."""
+    name = last_name(call.func)
+    if name is None or _GRADIENT_TRANSFORMATION.match(name) is None:
+        return None
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    by_keyword = keyword_argument(call, "update")
+    if by_keyword is not None:
+        update: cst.BaseExpression | None = by_keyword.value
+    else:
+        update = positional[1] if len(positional) == 2 else None
+    return update.value if type(update) is cst.Name else None
+
+
+# Builtins that call the function they are handed once per element (`map(kernel, xs, ys)`):
+# a call of it from where they run.
+_CALLING_BUILTINS = frozenset({"map", "filter"})
+
+
+def handed_to_a_builtin(call: cst.Call) -> str | None:
+    """`map(f, xs)`, `filter(f, xs)`: the function `f` they call for each element."""
+    func = call.func
+    if type(func) is not cst.Name or func.value not in _CALLING_BUILTINS or len(call.args) < 2:
+        return None
+    first = call.args[0]
+    if first.keyword is not None or first.star or type(first.value) is not cst.Name:
+        return None
+    return first.value.value
 
 
 class HotCode:
