@@ -16,6 +16,7 @@ from xlalint.analysis.devices import (
     is_device_name,
     positional_argument,
 )
+from xlalint.analysis.guards import local_values
 from xlalint.analysis.lazy_init import fills_persistent_state
 from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -69,6 +70,9 @@ _COPY_ONLY_KEYWORDS = frozenset({"non_blocking", "copy"})
 # Factory keywords whose meaning changes (or fails) when the tensor is made on the device.
 _HOST_ONLY_KEYWORDS = frozenset({"out", "pin_memory", "requires_grad", "layout"})
 _MOVES = frozenset({"to", "cuda", "type_as"})
+# Selections from a tensor by an index, which must be on the CPU or on the tensor's own
+# device: the result is where the tensor is.
+_SELECTIONS = frozenset({"index_select", "gather", "take", "take_along_dim", "masked_select"})
 # Builtins that give a host number from host numbers (`max(k_size / q_size, 1.0)`).
 _NUMBER_BUILTINS = frozenset({"max", "min", "abs", "round", "int", "float"})
 # Attributes of a tensor that are views of it, on its device (`z.real` of a complex `z`).
@@ -115,7 +119,16 @@ class HostTensorInLoop(Rule):
     per-step method moves (`X + self.P[:, :T].to(X.device)` in `forward`) is reported too:
     a plain attribute is not a buffer, so `model.to(device)` leaves it on the host, and
     `register_buffer(..., persistent=False)` moves it once. An attribute registered as a
-    buffer or assigned anything else is not.
+    buffer or assigned anything else is not. So is an attribute bound to a plain dict of
+    such tensors (`{k: torch.ones(n) for k in groups}`, or a local `group_reg = {}` whose
+    every entry the method writes from a host factory, `group_reg[g] = torch.ones(n) *
+    base_reg`), whose entries the class writes back only from host factories or from
+    arithmetic of an entry itself (`reg = self.group_reg[g]; reg = reg + d * imp.to(
+    reg.device)`): a dict is no module state, and its entries are copied on every move.
+    Such an attribute's entry or slice bound to a local (`gamma = self.group_reg[g]`), and
+    a selection from a host tensor (`torch.index_select(gamma, 0, idx)`, `.gather`,
+    `.take`: the index must be on the tensor's device, so the result is on the host), are
+    host tensors too, reported where they are moved, without a fix.
     A factory's result handed to a helper named for moving it to the device
     (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
     is moved the same way, and reported without a fix. So is a factory's result used
@@ -344,15 +357,18 @@ class HostTensorInLoop(Rule):
         factory = self._host_factory(node.value) or self._derived_factory(node.value)
         names = self._host_names[-1]
         factories = self._host_factories[-1]
+        source = None if factory is not None else self._host_source(node.value)
         for target in targets:
             if isinstance(target, cst.Name):
                 self._device_filled[-1].discard(target.value)
+                factories.pop(target.value, None)
                 if factory is not None:
                     names[target.value] = self._factory_name(factory)
                     factories[target.value] = factory
+                elif source is not None:
+                    names[target.value] = source
                 else:
                     names.pop(target.value, None)
-                    factories.pop(target.value, None)
             elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
                 name = target.value.value
                 if name in names and self.ctx.kind(node.value) is Kind.TENSOR:
@@ -365,6 +381,32 @@ class HostTensorInLoop(Rule):
                     # are built there as well.)
                     names.pop(name, None)
                     factories.pop(name, None)
+
+    def _host_source(self, value: cst.BaseExpression) -> str | None:
+        """The factory behind a host tensor that no factory call heads: an item or slice of
+        a host attribute (`gamma = self.group_reg[group]`, a dict of host factories'
+        tensors), or a selection from a host tensor (`torch.index_select(gamma, 0, idx)`,
+        `gamma.gather(0, idx)`: the index must be on the CPU or on `gamma`'s device, so the
+        result is on the host). No fix: the factory is elsewhere."""
+        attribute = self._host_attribute(value)
+        if attribute is not None:
+            return attribute[1]
+        head = self._chain_head(value)
+        if type(head) is cst.Name:
+            return self._host_names[-1].get(head.value)
+        if type(head) is not cst.Call:
+            return None
+        func = head.func
+        if type(func) is not cst.Attribute or func.attr.value not in _SELECTIONS:
+            return None
+        if self.ctx.qualified(func) == f"torch.{func.attr.value}":
+            first = positional_argument(head, 0)
+            selected = first.value if first is not None else None
+        else:
+            selected = func.value
+        if selected is None or self._host_factory(selected) is not None:
+            return None  # a factory's selection: its own chain, with a fix
+        return self._host_source(selected)
 
     def _derived_factory(self, value: cst.BaseExpression) -> cst.Call | None:
         """`relative_coords = (q_coords - k_coords) + (k - 1) * scale` with `q_coords` and
@@ -559,6 +601,9 @@ class HostTensorInLoop(Rule):
         buffer, or bound any other way too, is not one."""
         found: dict[str, str] = {}
         other: set[str] = set()
+        dicts: set[str] = set()
+        # `self.group_reg[g] = reg`: an entry of the attribute replaced, by method.
+        items: list[tuple[cst.FunctionDef, str, cst.BaseExpression]] = []
         for statement in node.body.body:
             if not isinstance(statement, cst.FunctionDef):
                 continue
@@ -577,15 +622,78 @@ class HostTensorInLoop(Rule):
                 for target in targets:
                     name = self_attribute(target)
                     if name is None:
+                        held = (
+                            self_attribute(target.value) if type(target) is cst.Subscript else None
+                        )
+                        if held is not None and value is not None:
+                            items.append((statement, held, value))
                         continue
                     qualified = (
                         self.ctx.qualified(value.func) if isinstance(value, cst.Call) else None
                     )
                     if isinstance(value, cst.Call) and _builds_on_host(value, qualified):
                         found.setdefault(name, f"{qualified}(...)")
+                    elif value is not None and (filled := self._host_dict(statement, value)):
+                        found.setdefault(name, filled)
+                        dicts.add(name)
                     else:
                         other.add(name)
+        for method, name, value in items:
+            # A dict's entries are its values: each one written must stay on the host (an
+            # in-place fill of a tensor attribute's rows is its own business, as before).
+            if name in dicts and not self._keeps_entry(method, name, value):
+                other.add(name)
         return {name: factory for name, factory in found.items() if name not in other}
+
+    def _host_dict(self, method: cst.FunctionDef, value: cst.BaseExpression) -> str | None:
+        """`{k: torch.ones(n) for k in groups}`, or a local dict every entry of which the
+        method writes from a host factory (`group_reg = {}`, then `group_reg[g] =
+        torch.ones(n) * base_reg` in a loop): a dict of host tensors, by its factory. A
+        plain dict is no module state: `model.to(device)` never moves its values."""
+        if type(value) is cst.DictComp:
+            factory = self._host_factory(value.value)
+            return None if factory is None else self._factory_name(factory)
+        if type(value) is not cst.Name:
+            return None
+        bound = local_values(method, value.value)
+        if not bound or not all(_empty_dict(v) for v in bound):
+            return None
+        factories = []
+        for child in descendants(method.body):
+            if type(child) is cst.AugAssign and _item_of(child.target, value.value):
+                return None
+            if type(child) is not cst.Assign:
+                continue
+            for target in child.targets:
+                if _item_of(target.target, value.value):
+                    factory = self._host_factory(child.value)
+                    if factory is None:
+                        return None
+                    factories.append(factory)
+        return self._factory_name(factories[0]) if factories else None
+
+    def _keeps_entry(self, method: cst.FunctionDef, name: str, value: cst.BaseExpression) -> bool:
+        """`self.group_reg[g] = reg`: an entry written back from a host factory, or from a
+        local computed by arithmetic from the attribute's own entry (`reg =
+        self.group_reg[g]`, then `reg = reg + delta * imp.to(reg.device)`): arithmetic of
+        a tensor of more than one element stays on its device (another device's operand
+        raises), so the entry stays on the host."""
+        if self._host_factory(value) is not None:
+            return True
+        if type(value) is not cst.Name:
+            return False
+        bound = local_values(method, value.value)
+        return bool(bound) and all(
+            (type(v) is cst.Subscript and self_attribute(v.value) == name)
+            or (
+                type(v) is cst.BinaryOperation
+                and any(
+                    type(side) is cst.Name and side.value == value.value
+                    for side in (v.left, v.right)
+                )
+            )
+            for v in bound
+        )
 
     def _host_attribute(self, receiver: cst.BaseExpression) -> tuple[str, str] | None:
         """`self.P[:, :T]` moved in a method: (`self.P`, its factory) for a host attribute."""
@@ -817,6 +925,27 @@ class HostTensorInLoop(Rule):
         return self.fix(
             "Build the tensor on the device: pass `device=` to the factory", (move, code)
         )
+
+
+def _empty_dict(value: cst.BaseExpression) -> bool:
+    """`{}` or `dict()`."""
+    if type(value) is cst.Dict:
+        return not value.elements
+    return (
+        type(value) is cst.Call
+        and type(value.func) is cst.Name
+        and value.func.value == "dict"
+        and not value.args
+    )
+
+
+def _item_of(target: cst.BaseExpression, name: str) -> bool:
+    """`name[...]` as an assignment's target."""
+    return (
+        type(target) is cst.Subscript
+        and type(target.value) is cst.Name
+        and target.value.value == name
+    )
 
 
 def _bound_names(node: cst.CSTNode) -> set[str]:
