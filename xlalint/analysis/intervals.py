@@ -4,7 +4,8 @@
 loop reads the device once per interval: with `self.log_interval = 100`, a sync every
 hundred steps of a total accumulated on the device, which is what the torch_xla docs
 recommend. Such a branch is not per-step code when the interval is known to be long: an
-integer of at least `SPARSE` (a literal, a constant, or every value this file assigns the
+integer of at least `SPARSE`, 20 passes (a sync every 20 steps is amortised, one every 10
+is still a cost; a literal, a constant, or every value this file assigns the
 name or `self.` attribute, a parameter's default, or, for a parameter without one,
 whatever every call of its function in this file hands it: `_train_epoch(loader,
 log_interval)` called only from `fit(..., log_interval=100)`, directly or as
@@ -12,7 +13,9 @@ log_interval)` called only from `fit(..., log_interval=100)`, directly or as
 (`max(1, len(loader) // 10)`: a few times per epoch). The test may sit in a local name
 (`should_log = step % self.log_frequency == 0`, then `if should_log:`) or in a predicate
 of the module the branch calls (`def divisible_by(num, den): return (num % den) == 0`,
-then `if divisible_by(step, self.val_every):`), and an attribute
+then `if divisible_by(step, self.val_every):`), also `or` one value of the counter it
+divides (`is_divisible(step, self.log_every) or step == (self.num_train_steps - 1)`: once
+more, on the last step; not `step % 100 == 0 or step < 10`), and an attribute
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts),
 and a setting read with a default (`self.log_interval = kwargs.get("log_interval", 50)`,
 `getattr(args, "log_every", 100)`) counts by that default, as a parameter's does.
@@ -61,7 +64,7 @@ from xlalint.walk import (
     target_names,
 )
 
-SPARSE = 50  # passes between two runs of the branch, at least
+SPARSE = 20  # passes between two runs of the branch, at least
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:
@@ -306,7 +309,7 @@ def sparse_test(
                 sparse_test(side, function, class_def, module, _seen)
                 for side in (test.left, test.right)
             )
-        return False
+        return _sparse_or_last(test, function, class_def, module, _seen)
     if isinstance(test, cst.Name) and function is not None and test.value not in _seen:
         # `should_log = step % self.log_frequency == 0` then `if should_log:`.
         values = local_values(function, test.value)
@@ -322,6 +325,72 @@ def sparse_test(
     if interval is None and type(test) is cst.Call:
         interval = _interval_handed_to_predicate(test, module)
     return interval is not None and long_interval(interval, function, class_def, module)
+
+
+def _or_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of `a or b or c`, however the parser nested them."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return [*_or_operands(test.left), *_or_operands(test.right)]
+    return [test]
+
+
+def _one_value_of(test: cst.BaseExpression, counters: set[str]) -> bool:
+    """`step == (self.num_train_steps - 1)`, `i + 1 == len(loader)`: an equality that
+    holds for one value of a counter named in `counters` (a plain name or `self.` attribute,
+    as code), so one pass of the loop that advances it."""
+    for side, _other in _equality_sides(test):
+        for node in (side, *descendants(side)):
+            if type(node) in (cst.Name, cst.Attribute) and _code(node) in counters:
+                return True
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return get_full_name_for_node(node) or ""
+
+
+def _counted(test: cst.BaseExpression, module: cst.Module) -> set[str]:
+    """The names (as code) a test divides by its interval: `step` in `step % n == 0` or
+    `(step + 1) % n == 0`, and in `divisible_by(step, n)` (what the module's predicate is
+    handed beside its divisor). The interval's own names are not counters."""
+    found: set[str] = set()
+    for node in (test, *descendants(test)):
+        counted: list[cst.CSTNode] = []
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo:
+            counted = [node.left]
+        elif type(node) is cst.Call:
+            interval = _interval_handed_to_predicate(node, module)
+            if interval is not None:
+                counted = [arg.value for arg in node.args if arg.value is not interval]
+        for part in counted:
+            found.update(
+                _code(inner)
+                for inner in (part, *descendants(part))
+                if type(inner) in (cst.Name, cst.Attribute) and _code(inner)
+            )
+    return found
+
+
+def _sparse_or_last(
+    test: cst.BooleanOperation,
+    function: cst.FunctionDef | None,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+    _seen: frozenset[str],
+) -> bool:
+    """`is_divisible(step, self.log_every) or step == (self.num_train_steps - 1)`: an
+    interval test, or one value of the counter it divides (the last step, the first): the
+    branch runs once every interval and once more, still amortised. Every operand must be
+    one or the other, with one interval at least (`step % 100 == 0 or step < 10` runs on
+    ten steps in a row)."""
+    operands = _or_operands(test)
+    sparse = [o for o in operands if sparse_test(o, function, class_def, module, _seen)]
+    if not sparse:
+        return False
+    counters = {name for o in sparse for name in _counted(o, module)}
+    return all(
+        any(o is s for s in sparse) or _one_value_of(o, counters) for o in operands
+    )
 
 
 def _interval_handed_to_predicate(call: cst.Call, module: cst.Module) -> cst.BaseExpression | None:
