@@ -597,7 +597,9 @@ class HotCode:
         """This file calls `name`, and every call is under a long interval or a run-once
         branch (`Site.sparse`), in a step closure, or (with `once`) in a function that
         runs once by name (`__init__` running a sanity check; not for the passes of a
-        loop: `main` calling `fit()` once runs its whole training loop)."""
+        loop: `main` calling `fit()` once runs its whole training loop) or outside the
+        batch loop of an epoch function or of a training run (`self.save_image(epoch, i)`
+        after `forward(self)`'s loops: one final save, `_once_per_epoch`)."""
         if self._callers_by_name is None:
             self._callers_by_name = {}
             for caller, callee in self._edges:
@@ -606,7 +608,11 @@ class HotCode:
         return bool(calls) and all(
             caller.sparse
             or caller.in_step_closure
-            or (once and caller.function is not None and caller.function.name in RUN_ONCE_FUNCTIONS)
+            or (
+                once
+                and caller.function is not None
+                and (caller.function.name in RUN_ONCE_FUNCTIONS or self._once_per_epoch(caller))
+            )
             for caller in calls
         )
 
