@@ -462,7 +462,7 @@ class HotCode:
         acts: Callable[[cst.CSTNode], bool] | None = None,
         step_loop: Callable[[cst.CSTNode], bool] | None = None,
         elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
-        runs_training: Callable[[cst.CSTNode], bool] | None = None,
+        runs_training: Callable[..., bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -819,18 +819,19 @@ class HotCode:
         default, and none is used as a tensor) and holds a batch loop that steps an
         optimizer on every pass: it runs the training, not one step of it. One handed
         the data it works on (an attack's `forward(images, labels)` optimizing the inputs
-        in a loop of its own) runs once per batch of its caller."""
-        return (
-            type(function) is cst.FunctionDef
-            and all(
-                p.default is not None
-                for p in parameters(function)
-                if p.name.value not in ("self", "cls")
-            )
-            and self._runs_training is not None
-            and self._runs_training(function)
-            and not (self._per_call is not None and self._per_call(function))
-        )
+        in a loop of its own) runs once per batch of its caller, unless the training it
+        holds walks a loader, itself or in a function of the module it calls (a
+        pipeline's `forward(data)` generating, filtering, then `self.finetune(...)` over
+        a `DataLoader` of what it kept): a step is one batch, never epochs over many."""
+        if type(function) is not cst.FunctionDef or self._runs_training is None:
+            return False
+        if self._per_call is not None and self._per_call(function):
+            return False
+        if all(
+            p.default is not None for p in parameters(function) if p.name.value not in ("self", "cls")
+        ):
+            return self._runs_training(function)
+        return self._runs_training(function, over_a_loader=True)
 
     def _reached_names(self, per_call: bool = False) -> set[str]:
         """Function names called, directly or transitively, from hot code (with
