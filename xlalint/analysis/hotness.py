@@ -828,7 +828,9 @@ class HotCode:
         if self._per_call is not None and self._per_call(function):
             return False
         if all(
-            p.default is not None for p in parameters(function) if p.name.value not in ("self", "cls")
+            p.default is not None
+            for p in parameters(function)
+            if p.name.value not in ("self", "cls")
         ):
             return self._runs_training(function)
         return self._runs_training(function, over_a_loader=True)

@@ -388,9 +388,7 @@ def _sparse_or_last(
     if not sparse:
         return False
     counters = {name for o in sparse for name in _counted(o, module)}
-    return all(
-        any(o is s for s in sparse) or _one_value_of(o, counters) for o in operands
-    )
+    return all(any(o is s for s in sparse) or _one_value_of(o, counters) for o in operands)
 
 
 def _interval_handed_to_predicate(call: cst.Call, module: cst.Module) -> cst.BaseExpression | None:
