@@ -19,9 +19,13 @@ more, on the last step; not `step % 100 == 0 or step < 10`), and an attribute
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts),
 and a setting read with a default (`self.log_interval = kwargs.get("log_interval", 50)`,
 `getattr(args, "log_every", 100)`) counts by that default, as a parameter's does.
-An interval whose value is not known here (`args.log_interval`, `cfg.train.log_every`) may
-be 1 and stays per step, as does one whose default is short (`log_interval=1`): a log
-interval that defaults to every step is per step. One named for checkpoints or evaluations
+A command-line option (`args.logging_steps`) counts by the default the project's parsers
+declare for it (`parser.add_argument("--logging_steps", type=int, default=100)`, in this
+file or in a script importing it: `module_callers.declared_defaults`), every declaration
+long. An interval whose value is not known here (`args.log_interval` that no parser
+declares with a default, `cfg.train.log_every`) may be 1 and stays per step, as does one
+whose default is short (`log_interval=1`): a log interval that defaults to every step is
+per step. One named for checkpoints or evaluations
 (`steps_per_checkpoint`, `cfg.eval_every`, `save_interval`) is long whatever its value:
 saving or evaluating a model every step is no run anyone configures. A branch gated by
 wall-clock time (`if time.time() - self.last_summary_time > interval:`) runs once that
@@ -45,7 +49,7 @@ its loop on every step).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -65,6 +69,9 @@ from xlalint.walk import (
 )
 
 SPARSE = 20  # passes between two runs of the branch, at least
+# The defaults the project declares for a command-line option, by its attribute name
+# (`module_callers.declared_defaults`); None for a declaration without an integer default.
+OptionDefaults = Callable[[str], Sequence[int | None]]
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:
@@ -230,8 +237,12 @@ def long_interval(
     class_def: cst.ClassDef | None,
     module: cst.Module,
     _depth: int = 0,
+    options: OptionDefaults | None = None,
 ) -> bool:
-    """Whether `interval` is known to be at least `SPARSE` passes."""
+    """Whether `interval` is known to be at least `SPARSE` passes. `options`: the
+    defaults the project declares for a command-line option (`args.logging_steps`, with
+    `parser.add_argument("--logging_steps", type=int, default=100)` in the script that
+    hands `args` in), where the caller can look them up."""
     if _long_value(interval) or _names_a_save_or_evaluation(interval):
         return True
     values: list[cst.BaseExpression] = []
@@ -260,6 +271,16 @@ def long_interval(
         and self_attribute(interval) is not None
     ):
         values = attribute_values(class_def, interval.attr.value)
+    elif (
+        options is not None
+        and type(interval) is cst.Attribute
+        and type(interval.value) is cst.Name
+        and interval.value.value != "self"
+    ):
+        # `args.logging_steps`: long where every declaration of the option defaults to a
+        # long interval (one without an integer default, or none at all, may be 1).
+        defaults = options(interval.attr.value)
+        return bool(defaults) and all(d is not None and d >= SPARSE for d in defaults)
     return bool(values) and all(_long_value(value) for value in values)
 
 
@@ -298,6 +319,7 @@ def sparse_test(
     class_def: cst.ClassDef | None,
     module: cst.Module,
     _seen: frozenset[str] = frozenset(),
+    options: OptionDefaults | None = None,
 ) -> bool:
     """Whether an `if` body under `test` runs only once every `SPARSE` passes or more:
     `step % 100 == 0`, a call of a predicate of the module that returns such a test of
@@ -306,17 +328,17 @@ def sparse_test(
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And):
             return any(
-                sparse_test(side, function, class_def, module, _seen)
+                sparse_test(side, function, class_def, module, _seen, options)
                 for side in (test.left, test.right)
             )
-        return _sparse_or_last(test, function, class_def, module, _seen)
+        return _sparse_or_last(test, function, class_def, module, _seen, options)
     if isinstance(test, cst.Name) and function is not None and test.value not in _seen:
         # `should_log = step % self.log_frequency == 0` then `if should_log:`.
         values = local_values(function, test.value)
         seen = _seen | {test.value}
         return bool(values) and all(
             isinstance(value, cst.Comparison | cst.UnaryOperation | cst.BooleanOperation)
-            and sparse_test(value, function, class_def, module, seen)
+            and sparse_test(value, function, class_def, module, seen, options)
             for value in values
         )
     if _wall_clock_gate(test):
@@ -324,7 +346,9 @@ def sparse_test(
     interval = _modulo_interval(test)
     if interval is None and type(test) is cst.Call:
         interval = _interval_handed_to_predicate(test, module)
-    return interval is not None and long_interval(interval, function, class_def, module)
+    return interval is not None and long_interval(
+        interval, function, class_def, module, options=options
+    )
 
 
 def _or_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -377,6 +401,7 @@ def _sparse_or_last(
     class_def: cst.ClassDef | None,
     module: cst.Module,
     _seen: frozenset[str],
+    options: OptionDefaults | None = None,
 ) -> bool:
     """`is_divisible(step, self.log_every) or step == (self.num_train_steps - 1)`: an
     interval test, or one value of the counter it divides (the last step, the first): the
@@ -384,7 +409,7 @@ def _sparse_or_last(
     one or the other, with one interval at least (`step % 100 == 0 or step < 10` runs on
     ten steps in a row)."""
     operands = _or_operands(test)
-    sparse = [o for o in operands if sparse_test(o, function, class_def, module, _seen)]
+    sparse = [o for o in operands if sparse_test(o, function, class_def, module, _seen, options)]
     if not sparse:
         return False
     counters = {name for o in sparse for name in _counted(o, module)}
