@@ -566,3 +566,52 @@ def test_the_first_module_asked_about_finds_its_callers_without_the_index(
     model = str(package / "model.py")
     assert module_callers._callers_under(root, model) == module_callers._callers(model, index)
     assert module_callers._indexes  # the second module asked about
+
+
+TRAIN_UTILS = """\
+import torch.nn.functional as F
+
+
+def train_one_epoch(args, model, loader, optimizer):
+    for num_steps, (x, y) in enumerate(loader):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if (num_steps + 1) % args.logging_steps == 0:
+            print(f"loss: {loss.item():.3f}")
+"""
+
+TRAIN_SCRIPT = """\
+import argparse
+
+from train_utils import train_one_epoch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--logging_steps", type=int, default=100, help="log every n steps")
+    args = parser.parse_args()
+    train_one_epoch(args, None, [], None)
+"""
+
+
+def test_a_log_interval_read_from_args_counts_by_the_scripts_default(tmp_path: Path) -> None:
+    """open-flamingo's `train_utils.py`: `args.logging_steps`, which `train.py` beside it
+    (`from train_utils import ...`, a script run from that folder) declares with a default
+    of 100, is a long interval; declared short, or not at all, it may be every step, and
+    editing the script's default re-lints the helper on a warm run."""
+    folder = tmp_path / "train"
+    folder.mkdir()
+    (folder / "train_utils.py").write_text(TRAIN_UTILS)
+    project_modules.forget_layout()
+    paths = [folder / "train_utils.py"]
+    assert _findings(paths) == [("XLA101", 10)]  # no parser declares the option
+    script = folder / "train.py"
+    script.write_text(TRAIN_SCRIPT)
+    project_modules.forget_layout()
+    cache = ResultCache(tmp_path / "cache")
+    assert _findings(paths, cache) == []
+    script.write_text(TRAIN_SCRIPT.replace("default=100", "default=1"))
+    assert _findings(paths, cache) == [("XLA101", 10)]
+    script.write_text(TRAIN_SCRIPT.replace('"--logging_steps"', '"--logging-steps"'))
+    assert _findings(paths, cache) == []

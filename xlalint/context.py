@@ -72,7 +72,7 @@ from xlalint.analysis.members import (
     own_module_function,
     table_functions,
 )
-from xlalint.analysis.module_callers import hot_elsewhere
+from xlalint.analysis.module_callers import declared_defaults, hot_elsewhere
 from xlalint.analysis.module_classes import base_names, is_module_class
 from xlalint.analysis.module_reads import Found, ModuleReads
 from xlalint.analysis.module_steps import ModuleSteps
@@ -262,6 +262,7 @@ class FileContext:
         self.module = module
         self.path = path
         self._elsewhere_reads: dict[int, tuple[cst.BaseExpression, Found] | None] = {}
+        self._options: dict[str, list[int | None]] = {}  # `_option_defaults`
         self.target = target  # the torch_xla release fixes write for (`target-version`)
         self._full_text = full_text
         # The file's text as linted (None: the layer over other modules stays out).
@@ -655,6 +656,17 @@ class FileContext:
         """Loops whose pass runs the node being visited, in its function, outermost first."""
         return tuple(self._frames[-1].loops)
 
+    def _option_defaults(self, option: str) -> list[int | None]:
+        """The defaults this file and the project's files importing it declare for the
+        command-line option read as `args.<option>` (`module_callers.declared_defaults`);
+        none where the layer over other modules stays out."""
+        found = self._options.get(option)
+        if found is None:
+            text = self._text
+            found = [] if text is None else declared_defaults(self.path, text, option)
+            self._options[option] = found
+        return found
+
     def _class_def(self) -> cst.ClassDef | None:
         """The innermost class the walk is in."""
         return next((n for n in reversed(self._stack) if isinstance(n, cst.ClassDef)), None)
@@ -1040,7 +1052,13 @@ class FileContext:
             if mentions_cuda(node.test, self.imports):
                 self._guarded.append(node)
             if kind is cst.If and may_be_sparse(node.test):
-                if sparse_test(node.test, self._frames[-1].node, self._class_def(), self.module):
+                if sparse_test(
+                    node.test,
+                    self._frames[-1].node,
+                    self._class_def(),
+                    self.module,
+                    options=self._option_defaults,
+                ):
                     self._sparse_ifs.add(id(node))
             elif kind is cst.If and type(node.test) is cst.Comparison:
                 function = self._frames[-1].node

@@ -36,11 +36,14 @@ not self.tpu:` or a predicate of this file that returns False on XLA before anyt
 else (`if self._use_closures():` with `if backend == "xla": return False` first), and a
 function or private method this file calls only from such branches; one also handed on
 as a callback, or exported in `__all__`, may run anywhere), and code under a log
-interval known to be long (`if step % 100 == 0:`, or past `if step % every != 0 or ...:
-return` with such an interval, a demo hook's early exit; an interval this file sets to 50 or
-more, by default too, also a setting read with such a default as `kwargs.get(
-"log_interval", 50)`, or that every call of its function here hands in so, as `fit(...,
-log_interval=100)` calling `_train_epoch(loader, log_interval)`, a fraction of a
+interval known to be long (`if step % 100 == 0:`, also `or` one value of the step it
+divides, `is_divisible(step, every) or step == last_step`, or past `if step % every != 0
+or ...: return` with such an interval, a demo hook's early exit; an interval this file
+sets to 20 or more, by default too, also a setting read with such a default as
+`kwargs.get("log_interval", 50)` or a command-line option the project's parser declares
+with one, `args.logging_steps` beside `add_argument("--logging_steps", default=100)`,
+or that every call of its function here hands in so, as `fit(..., log_interval=100)`
+calling `_train_epoch(loader, log_interval)`, a fraction of a
 loader's length such as `len(loader) // 10`, or an interval named for checkpoints or
 evaluations such as `steps_per_checkpoint` or `cfg.eval_every`, whatever its value: no
 run saves or evaluates a model every step), or gated by wall-clock time (`if

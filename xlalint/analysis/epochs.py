@@ -256,6 +256,7 @@ class Epochs:
         self._holds_batch: dict[int, bool] = {}  # `holds_batch_loop`
         self._holds_step: dict[int, bool] = {}  # `_holds_stepping_loop`
         self._holds_training: dict[int, bool] = {}  # `runs_training`
+        self._holds_loader_training: dict[int, bool] = {}  # `runs_training(over_a_loader)`
         self._calls_params: dict[int, frozenset[str]] = {}  # `_called_parameters`
         self._locals: dict[int, dict[str, cst.FunctionDef]] = {}  # `_local_functions`
         # The module's top-level functions: an epoch loop may run its batch loop in one
@@ -353,16 +354,30 @@ class Epochs:
             return True
         return self._holds(scope, self._holds_batch, self.is_batch_loop)
 
-    def runs_training(self, function: cst.CSTNode) -> bool:
+    def runs_training(self, function: cst.CSTNode, over_a_loader: bool = False) -> bool:
         """The function's body holds a batch loop that steps an optimizer on every pass
         (itself or through a function it calls), and the function is no training step of
         its own (`_one_step`): it is a training run, whatever its name says. A trainer
         module's `forward` (`trainer()` runs `while step < num_train_steps:` with a
         backward and an optimizer step per pass) reads `self.step.item()` once before its
-        loop; its loops are not parts of one step, as a model's `forward` loops are."""
+        loop; its loops are not parts of one step, as a model's `forward` loops are.
+        With `over_a_loader`, the batch loop must walk a loader (`for batch in dl:`,
+        `next()` of one): a pass over many batches, which no step of a caller's loop
+        holds, not an attack's `for _ in range(steps)` optimizing the inputs it is
+        handed."""
         if type(function) is not cst.FunctionDef or self._one_step(function):
             return False
+        if over_a_loader:
+            return self._holds(function, self._holds_loader_training, self._trains_over_loader)
         return self._holds(function, self._holds_training, self._trains_per_pass)
+
+    def _trains_over_loader(self, loop: cst.For | cst.While) -> bool:
+        """A loop over a loader whose passes step an optimizer."""
+        if not self._trains_per_pass(loop):
+            return False
+        if isinstance(loop, cst.For) and self._iterates_loader(loop):
+            return True
+        return any(loader_named(unwrap_iteration(arg)) for arg in self._facts(loop).next_of)
 
     def _trains_per_pass(self, loop: cst.For | cst.While) -> bool:
         """A batch loop whose passes step an optimizer (not a loop over the optimizers

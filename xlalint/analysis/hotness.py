@@ -506,7 +506,7 @@ class HotCode:
         acts: Callable[[cst.CSTNode], bool] | None = None,
         step_loop: Callable[[cst.CSTNode], bool] | None = None,
         elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
-        runs_training: Callable[[cst.CSTNode], bool] | None = None,
+        runs_training: Callable[..., bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -641,7 +641,9 @@ class HotCode:
         """This file calls `name`, and every call is under a long interval or a run-once
         branch (`Site.sparse`), in a step closure, or (with `once`) in a function that
         runs once by name (`__init__` running a sanity check; not for the passes of a
-        loop: `main` calling `fit()` once runs its whole training loop)."""
+        loop: `main` calling `fit()` once runs its whole training loop) or outside the
+        batch loop of an epoch function or of a training run (`self.save_image(epoch, i)`
+        after `forward(self)`'s loops: one final save, `_once_per_epoch`)."""
         if self._callers_by_name is None:
             self._callers_by_name = {}
             for caller, callee in self._edges:
@@ -650,7 +652,11 @@ class HotCode:
         return bool(calls) and all(
             caller.sparse
             or caller.in_step_closure
-            or (once and caller.function is not None and caller.function.name in RUN_ONCE_FUNCTIONS)
+            or (
+                once
+                and caller.function is not None
+                and (caller.function.name in RUN_ONCE_FUNCTIONS or self._once_per_epoch(caller))
+            )
             for caller in calls
         )
 
@@ -857,18 +863,21 @@ class HotCode:
         default, and none is used as a tensor) and holds a batch loop that steps an
         optimizer on every pass: it runs the training, not one step of it. One handed
         the data it works on (an attack's `forward(images, labels)` optimizing the inputs
-        in a loop of its own) runs once per batch of its caller."""
-        return (
-            type(function) is cst.FunctionDef
-            and all(
-                p.default is not None
-                for p in parameters(function)
-                if p.name.value not in ("self", "cls")
-            )
-            and self._runs_training is not None
-            and self._runs_training(function)
-            and not (self._per_call is not None and self._per_call(function))
-        )
+        in a loop of its own) runs once per batch of its caller, unless the training it
+        holds walks a loader, itself or in a function of the module it calls (a
+        pipeline's `forward(data)` generating, filtering, then `self.finetune(...)` over
+        a `DataLoader` of what it kept): a step is one batch, never epochs over many."""
+        if type(function) is not cst.FunctionDef or self._runs_training is None:
+            return False
+        if self._per_call is not None and self._per_call(function):
+            return False
+        if all(
+            p.default is not None
+            for p in parameters(function)
+            if p.name.value not in ("self", "cls")
+        ):
+            return self._runs_training(function)
+        return self._runs_training(function, over_a_loader=True)
 
     def _reached_names(self, per_call: bool = False) -> set[str]:
         """Function names called, directly or transitively, from hot code (with

@@ -4,7 +4,8 @@
 loop reads the device once per interval: with `self.log_interval = 100`, a sync every
 hundred steps of a total accumulated on the device, which is what the torch_xla docs
 recommend. Such a branch is not per-step code when the interval is known to be long: an
-integer of at least `SPARSE` (a literal, a constant, or every value this file assigns the
+integer of at least `SPARSE`, 20 passes (a sync every 20 steps is amortised, one every 10
+is still a cost; a literal, a constant, or every value this file assigns the
 name or `self.` attribute, a parameter's default, or, for a parameter without one,
 whatever every call of its function in this file hands it: `_train_epoch(loader,
 log_interval)` called only from `fit(..., log_interval=100)`, directly or as
@@ -12,13 +13,19 @@ log_interval)` called only from `fit(..., log_interval=100)`, directly or as
 (`max(1, len(loader) // 10)`: a few times per epoch). The test may sit in a local name
 (`should_log = step % self.log_frequency == 0`, then `if should_log:`) or in a predicate
 of the module the branch calls (`def divisible_by(num, den): return (num % den) == 0`,
-then `if divisible_by(step, self.val_every):`), and an attribute
+then `if divisible_by(step, self.val_every):`), also `or` one value of the counter it
+divides (`is_divisible(step, self.log_every) or step == (self.num_train_steps - 1)`: once
+more, on the last step; not `step % 100 == 0 or step < 10`), and an attribute
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts),
 and a setting read with a default (`self.log_interval = kwargs.get("log_interval", 50)`,
 `getattr(args, "log_every", 100)`) counts by that default, as a parameter's does.
-An interval whose value is not known here (`args.log_interval`, `cfg.train.log_every`) may
-be 1 and stays per step, as does one whose default is short (`log_interval=1`): a log
-interval that defaults to every step is per step. One named for checkpoints or evaluations
+A command-line option (`args.logging_steps`) counts by the default the project's parsers
+declare for it (`parser.add_argument("--logging_steps", type=int, default=100)`, in this
+file or in a script importing it: `module_callers.declared_defaults`), every declaration
+long. An interval whose value is not known here (`args.log_interval` that no parser
+declares with a default, `cfg.train.log_every`) may be 1 and stays per step, as does one
+whose default is short (`log_interval=1`): a log interval that defaults to every step is
+per step. One named for checkpoints or evaluations
 (`steps_per_checkpoint`, `cfg.eval_every`, `save_interval`) is long whatever its value:
 saving or evaluating a model every step is no run anyone configures. A branch gated by
 wall-clock time (`if time.time() - self.last_summary_time > interval:`) runs once that
@@ -42,7 +49,7 @@ its loop on every step).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -61,7 +68,10 @@ from xlalint.walk import (
     target_names,
 )
 
-SPARSE = 50  # passes between two runs of the branch, at least
+SPARSE = 20  # passes between two runs of the branch, at least
+# The defaults the project declares for a command-line option, by its attribute name
+# (`module_callers.declared_defaults`); None for a declaration without an integer default.
+OptionDefaults = Callable[[str], Sequence[int | None]]
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:
@@ -227,8 +237,12 @@ def long_interval(
     class_def: cst.ClassDef | None,
     module: cst.Module,
     _depth: int = 0,
+    options: OptionDefaults | None = None,
 ) -> bool:
-    """Whether `interval` is known to be at least `SPARSE` passes."""
+    """Whether `interval` is known to be at least `SPARSE` passes. `options`: the
+    defaults the project declares for a command-line option (`args.logging_steps`, with
+    `parser.add_argument("--logging_steps", type=int, default=100)` in the script that
+    hands `args` in), where the caller can look them up."""
     if _long_value(interval) or _names_a_save_or_evaluation(interval):
         return True
     values: list[cst.BaseExpression] = []
@@ -257,6 +271,16 @@ def long_interval(
         and self_attribute(interval) is not None
     ):
         values = attribute_values(class_def, interval.attr.value)
+    elif (
+        options is not None
+        and type(interval) is cst.Attribute
+        and type(interval.value) is cst.Name
+        and interval.value.value != "self"
+    ):
+        # `args.logging_steps`: long where every declaration of the option defaults to a
+        # long interval (one without an integer default, or none at all, may be 1).
+        defaults = options(interval.attr.value)
+        return bool(defaults) and all(d is not None and d >= SPARSE for d in defaults)
     return bool(values) and all(_long_value(value) for value in values)
 
 
@@ -295,6 +319,7 @@ def sparse_test(
     class_def: cst.ClassDef | None,
     module: cst.Module,
     _seen: frozenset[str] = frozenset(),
+    options: OptionDefaults | None = None,
 ) -> bool:
     """Whether an `if` body under `test` runs only once every `SPARSE` passes or more:
     `step % 100 == 0`, a call of a predicate of the module that returns such a test of
@@ -303,17 +328,17 @@ def sparse_test(
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And):
             return any(
-                sparse_test(side, function, class_def, module, _seen)
+                sparse_test(side, function, class_def, module, _seen, options)
                 for side in (test.left, test.right)
             )
-        return False
+        return _sparse_or_last(test, function, class_def, module, _seen, options)
     if isinstance(test, cst.Name) and function is not None and test.value not in _seen:
         # `should_log = step % self.log_frequency == 0` then `if should_log:`.
         values = local_values(function, test.value)
         seen = _seen | {test.value}
         return bool(values) and all(
             isinstance(value, cst.Comparison | cst.UnaryOperation | cst.BooleanOperation)
-            and sparse_test(value, function, class_def, module, seen)
+            and sparse_test(value, function, class_def, module, seen, options)
             for value in values
         )
     if _wall_clock_gate(test):
@@ -321,7 +346,74 @@ def sparse_test(
     interval = _modulo_interval(test)
     if interval is None and type(test) is cst.Call:
         interval = _interval_handed_to_predicate(test, module)
-    return interval is not None and long_interval(interval, function, class_def, module)
+    return interval is not None and long_interval(
+        interval, function, class_def, module, options=options
+    )
+
+
+def _or_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of `a or b or c`, however the parser nested them."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return [*_or_operands(test.left), *_or_operands(test.right)]
+    return [test]
+
+
+def _one_value_of(test: cst.BaseExpression, counters: set[str]) -> bool:
+    """`step == (self.num_train_steps - 1)`, `i + 1 == len(loader)`: an equality that
+    holds for one value of a counter named in `counters` (a plain name or `self.` attribute,
+    as code), so one pass of the loop that advances it."""
+    for side, _other in _equality_sides(test):
+        for node in (side, *descendants(side)):
+            if type(node) in (cst.Name, cst.Attribute) and _code(node) in counters:
+                return True
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return get_full_name_for_node(node) or ""
+
+
+def _counted(test: cst.BaseExpression, module: cst.Module) -> set[str]:
+    """The names (as code) a test divides by its interval: `step` in `step % n == 0` or
+    `(step + 1) % n == 0`, and in `divisible_by(step, n)` (what the module's predicate is
+    handed beside its divisor). The interval's own names are not counters."""
+    found: set[str] = set()
+    for node in (test, *descendants(test)):
+        counted: list[cst.CSTNode] = []
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo:
+            counted = [node.left]
+        elif type(node) is cst.Call:
+            interval = _interval_handed_to_predicate(node, module)
+            if interval is not None:
+                counted = [arg.value for arg in node.args if arg.value is not interval]
+        for part in counted:
+            found.update(
+                _code(inner)
+                for inner in (part, *descendants(part))
+                if type(inner) in (cst.Name, cst.Attribute) and _code(inner)
+            )
+    return found
+
+
+def _sparse_or_last(
+    test: cst.BooleanOperation,
+    function: cst.FunctionDef | None,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+    _seen: frozenset[str],
+    options: OptionDefaults | None = None,
+) -> bool:
+    """`is_divisible(step, self.log_every) or step == (self.num_train_steps - 1)`: an
+    interval test, or one value of the counter it divides (the last step, the first): the
+    branch runs once every interval and once more, still amortised. Every operand must be
+    one or the other, with one interval at least (`step % 100 == 0 or step < 10` runs on
+    ten steps in a row)."""
+    operands = _or_operands(test)
+    sparse = [o for o in operands if sparse_test(o, function, class_def, module, _seen, options)]
+    if not sparse:
+        return False
+    counters = {name for o in sparse for name in _counted(o, module)}
+    return all(any(o is s for s in sparse) or _one_value_of(o, counters) for o in operands)
 
 
 def _interval_handed_to_predicate(call: cst.Call, module: cst.Module) -> cst.BaseExpression | None:

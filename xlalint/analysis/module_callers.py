@@ -823,3 +823,82 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     return frozenset(
         n for n in _dispatched(own, found) & names if not converts_what_it_is_handed(own, n)
     )
+
+
+# -- command-line defaults the project declares --------------------------------------------
+
+# `parser.add_argument("--logging_steps", type=int, default=100)`: the option's spelling
+# (dashes or underscores) and its integer default, within one call.
+_ADD_ARGUMENT = re.compile(
+    r"add_argument\(\s*(?:['\"]-\w['\"]\s*,\s*)?['\"]--([\w-]+)['\"]([^()]*(?:\([^()]*\)[^()]*)*)\)"
+)
+_INT_DEFAULT = re.compile(r"\bdefault\s*=\s*(\d+)\s*(?:[,)]|$)")
+
+
+def _option_defaults(text: str) -> dict[str, list[int | None]]:
+    """The integer default of each `--option` a text declares with argparse (None for one
+    declared without an integer default), by its attribute name (`logging_steps`)."""
+    found: dict[str, list[int | None]] = {}
+    if "add_argument" not in text:
+        return found
+    for match in _ADD_ARGUMENT.finditer(text):
+        default = _INT_DEFAULT.search(match.group(2))
+        found.setdefault(match.group(1).replace("-", "_"), []).append(
+            int(default.group(1)) if default else None
+        )
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _option_defaults_at(path: str, stat: tuple[int, int]) -> dict[str, list[int | None]]:
+    text = project_modules.text_at(path, stat)
+    return {} if text is None else _option_defaults(text)
+
+
+def declared_defaults(filename: str, text: str, option: str) -> list[int | None]:
+    """The defaults the project declares for the command-line option `option` (read as
+    `args.logging_steps`): in the linted file's own text and in the files of its package
+    root that import it (the training script building the parser and handing `args` to
+    `train_one_epoch`, also a script beside it importing it by its bare name, `from
+    train_utils import train_one_epoch`), each a default per declaration (None: no integer
+    default). Empty
+    where none declares it, or the file is not on disk. The importers are noted for the
+    file's cache entry."""
+    found = list(_option_defaults(text).get(option, ()))
+    if not project_modules.is_on_disk(filename):
+        return found
+    own = os.path.abspath(filename)
+    root = project_modules.package_root(own)
+    callers = [*_callers_under(root, own), *_script_importers(own)]
+    project_modules.note((project_modules.tree(root),))
+    project_modules.note(callers, _stat)
+    for path in dict.fromkeys(callers):
+        stat = _stat(path)
+        if stat is not None:
+            found.extend(_option_defaults_at(path, stat).get(option, ()))
+    return found
+
+
+def _script_importers(path: str) -> list[str]:
+    """The scripts in `path`'s own folder that import it by its bare name (`from
+    train_utils import train_one_epoch`, `import train_utils`): run from that folder,
+    Python finds it beside them, as no import from the package root spells it."""
+    folder, name = os.path.split(path)
+    if not name.endswith(".py") or name == "__init__.py":
+        return []
+    stem = re.escape(name[:-3])
+    spelled = re.compile(rf"^[ \t]*(?:from[ \t]+{stem}[ \t]+import\b|import[ \t]+{stem}\b)", re.M)
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        other = os.path.join(folder, entry)
+        if not entry.endswith(".py") or other == path:
+            continue
+        stat = _stat(other)
+        text = None if stat is None else project_modules.text_at(other, stat)
+        if text is not None and spelled.search(text):
+            found.append(other)
+    return found

@@ -316,7 +316,13 @@ class ItemInHotCode(HelperReadRule):
     handed no data (a trainer module's `forward(self)`, which `trainer()` runs) and whose
     body holds a batch loop that steps an optimizer on every pass: it is a training run,
     and `step = self.step.item()` before that loop runs once per call (an attack's
-    `forward(images, labels)`, optimizing the batch it is handed, stays per step). A
+    `forward(images, labels)`, optimizing the batch it is handed, stays per step); one
+    handed data is a run too where that training walks a loader, in its body or in a
+    method it calls (a pipeline's `forward(data)` that generates and filters examples,
+    then `self.finetune(kept)` over a `DataLoader`: its filter's counts read once per call).
+    A method that runs the model beside the class's training step is not per step where
+    every call of it is under a long interval or after a batch loop (`forward(self)`'s one
+    final `self.save_image(epoch, i)`). A
     torchmetrics metric is one whatever name it was imported as (`MeanAveragePrecision as
     TorchmetricsMAP`), and a loop in one of its methods other than `update` (`compute`,
     once per evaluation) runs its passes once per call, whatever it walks.
