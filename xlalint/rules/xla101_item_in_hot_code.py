@@ -61,8 +61,9 @@ class ItemInHotCode(HelperReadRule):
     or comparison (`float(numerator) / float(denominator)`, `score[label].item() >=
     score.max().item()`): one host number or truth value, computed on the device and read
     once (`(numerator / denominator).item()`), and the reads one `return` hands back
-    together (`return loss, pred_acc.item(), stop_acc.item()`): returning the device
-    values is one fix. `t.cpu().item()`
+    together as the entries of a literal, nested or not (`return loss, pred_acc.item(),
+    stop_acc.item()`, `return {"loss": loss.item(), "q": q.mean().item()}`): returning
+    the device values is one fix. `t.cpu().item()`
     is one read of `t`, reported here rather than as XLA102.
 
     Other spellings of the same read: a format spec on a tensor (`f"{loss:0.3f}"`,
