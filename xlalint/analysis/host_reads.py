@@ -151,22 +151,28 @@ def arithmetic_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst
 
 
 def returned_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.CSTNode | None:
-    """The `return` statement whose tuple (or list) `read` is an element of (`return
-    loss, pred_acc.item(), stop_acc.item()`): the function hands its caller host numbers
-    together, one cause, whose fix returns the device values (or reads them stacked, once).
-    None for any other read."""
+    """The `return` statement whose value holds `read` as an entry of a literal: an
+    element of a tuple, list or set, or a value of a dict (`return loss, pred_acc.item(),
+    stop_acc.item()`, `return {"loss": loss.item(), "q": q.mean().item(), "priority":
+    td.abs().tolist()}`), nested or not: the function hands its caller host values
+    together, one cause, whose fix returns the device values (or reads them stacked,
+    once). None for any other read (one processed further on the host first, a key)."""
     child = read
-    outward = iter(ancestors)
-    element = next(outward, None)
-    if type(element) is not cst.Element or element.value is not child:  # type: ignore[attr-defined]
-        return None
-    sequence = next(outward, None)
-    if type(sequence) not in (cst.Tuple, cst.List):
-        return None
-    statement = next(outward, None)
-    if type(statement) is not cst.Return or statement.value is not sequence:  # type: ignore[attr-defined]
-        return None
-    return statement
+    for ancestor in ancestors:
+        kind = type(ancestor)
+        if kind is cst.Return:
+            return ancestor if ancestor.value is child else None  # type: ignore[attr-defined]
+        if kind in (cst.Element, cst.DictElement, cst.StarredElement):
+            if ancestor.value is not child:  # type: ignore[attr-defined]
+                return None  # a dict's key
+        elif kind not in _RETURNED_LITERALS:
+            return None
+        child = ancestor
+    return None
+
+
+# The literals whose entries a `return` hands back together.
+_RETURNED_LITERALS = frozenset({cst.Tuple, cst.List, cst.Set, cst.Dict})
 
 
 # What carries a value into one formatted argument: a tuple's or list's element, an

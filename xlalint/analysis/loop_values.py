@@ -459,7 +459,9 @@ class LoopValues:
 
 class TensorReads:
     """Which names hold a host value read from a tensor (`n = int(t)`, `k = t.item()`,
-    `lens = lengths.tolist()`), one function at a time."""
+    `lens = lengths.tolist()`), one function at a time, as a trip count takes it: a value
+    capped by a small literal (`min(3, n)`, at most FEW_COUNTS) counts as none, as it makes
+    a fixed handful of counts whatever the data."""
 
     def __init__(self, kinds: TensorKinds, imports: ImportTable) -> None:
         self.kinds = kinds
@@ -538,12 +540,34 @@ class TensorReads:
         if isinstance(func, cst.Name) and self.kinds.lookup(func.value) is None:
             if func.value in SHAPE_CALLS:
                 return False
+            if func.value == "min" and _capped_by_few(call):
+                # `num_gen_perms = min(3, max_perms)`: at most a handful of counts, so a
+                # handful of graphs, each compiled once, whatever the data.
+                return False
             if func.value in {"int", "float", "round", "abs", "min", "max", "sum", "bool"}:
                 return any(self._reads(a.value, names) for a in call.args if not a.keyword)
         return self.kinds.of(call) is Kind.TENSOR
 
 
 # -- helpers ----------------------------------------------------------------------------------
+# The largest cap, written as a literal, under which a count read from a tensor still takes
+# few enough values (0 to the cap) that their graphs are a fixed handful, each compiled once.
+FEW_COUNTS = 8
+
+
+def _capped_by_few(call: cst.Call) -> bool:
+    """`min(3, n)`: a `min` of positional values, one an integer literal no larger than
+    FEW_COUNTS, so the result, whatever the others are, takes at most that many values
+    above zero."""
+    for arg in call.args:
+        if arg.keyword is not None or arg.star:
+            return False
+    return any(
+        type(arg.value) is cst.Integer and arg.value.evaluated_value <= FEW_COUNTS
+        for arg in call.args
+    )
+
+
 def _counters(body: cst.BaseSuite) -> Iterator[cst.AugAssign]:
     """`name += n` and `name -= n` statements of one pass of a loop body, not those of
     nested loops (they count the nested passes) or definitions."""

@@ -57,6 +57,27 @@ MASK_NAME = re.compile(
     r"^((\w+_)?masks?|(\w+_)?(dones|terminals|terminated|truncated))$", re.IGNORECASE
 )
 
+# The special tokens a Hugging Face tokenizer names as strings (`SPECIAL_TOKENS_ATTRIBUTES`:
+# `tokenizer.eos_token` is "</s>"; the integers are the `*_token_id` attributes).
+_TOKEN_STRINGS = frozenset(
+    {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
+)
+
+
+def is_string(node: cst.BaseExpression) -> bool:
+    """A string: a literal (plain, concatenated or formatted), or a special token of an
+    object named as a tokenizer (`tokenizer.eos_token`, `self.tokenizer.pad_token`,
+    `processor.tokenizer.sep_token`), a string by the tokenizers' convention (its id is
+    `eos_token_id`)."""
+    if isinstance(node, cst.SimpleString | cst.ConcatenatedString | cst.FormattedString):
+        return True
+    if type(node) is not cst.Attribute or node.attr.value not in _TOKEN_STRINGS:
+        return False
+    owner = node.value
+    name = owner.attr.value if type(owner) is cst.Attribute else getattr(owner, "value", None)
+    return isinstance(name, str) and "tokenizer" in name.lower()
+
+
 _COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual,
                 cst.Equal, cst.NotEqual)  # fmt: skip
 _LOGICAL_BINARY = (cst.BitAnd, cst.BitOr, cst.BitXor)
@@ -310,6 +331,10 @@ class BooleanMasks:
             if not isinstance(target.operator, _COMPARISONS):
                 return Evidence.NONE
             operands = (node.left, target.comparator)
+            if any(is_string(o) for o in operands):
+                # `labels == tokenizer.eos_token`: a tensor compared with a string is
+                # Python's `False` (`!=`: `True`; an ordering raises), never a mask.
+                return Evidence.NONE
             if any(self._tensorish(o) for o in operands):
                 return Evidence.VALUE
             if all(self.kinds.of(o) is Kind.HOST for o in operands):

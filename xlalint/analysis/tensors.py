@@ -61,6 +61,7 @@ from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
     TRIVIA,
     binding_counts,
+    code_children,
     descendants,
     names_under,
     self_attribute,
@@ -2674,6 +2675,7 @@ class TensorKinds:
             and node.func.value.value in rows | unknown
             and self._copies_to_device(node)
         }
+        moved |= self._moved_by_callees(loop.body, rows | unknown)
         if not moved:
             return
         host = set(rows) if moved & rows else set()
@@ -2681,6 +2683,56 @@ class TensorKinds:
         for name in host:
             if counts.get(name) == 1:
                 frame[name] = Kind.HOST
+
+    def _moved_by_callees(self, body: cst.CSTNode, names: set[str]) -> set[str]:
+        """The names among `names` that the body hands, as they are, to a function of the
+        module that copies the parameter they bind to onto the device (`sample(model,
+        prime=prime, positions=positions)` with `prime = prime.to(device)` in `sample`):
+        the move is the body's, made one call down, and tells as much of where the loader
+        puts its rows."""
+        if self._module is None or not names:
+            return set()
+        functions = _module_functions(self._module)
+        found: set[str] = set()
+        for node in descendants(body):
+            if type(node) is not cst.Call or type(node.func) is not cst.Name:
+                continue
+            function = functions.get(node.func.value)
+            if function is None or self.lookup(node.func.value) is not None:
+                continue
+            bound = bind(node, signature_of(function, False))
+            if not bound:
+                continue
+            handed = {
+                param: value.value
+                for param, value in bound.items()
+                if type(value) is cst.Name and value.value in names
+            }
+            if handed:
+                found |= {handed[p] for p in self._parameters_moved(function) & handed.keys()}
+        return found
+
+    def _parameters_moved(self, function: cst.FunctionDef) -> frozenset[str]:
+        """The parameters of `function` that its own body (not a nested definition) copies
+        to the device: `prime.to(device)`, `x.cuda()`, with the parameter's name as the
+        receiver."""
+        names = {param.name.value for param in parameters(function)}
+        found: set[str] = set()
+        stack: list[cst.CSTNode] = [function.body]
+        while stack:
+            node = stack.pop()
+            if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                continue
+            if (
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
+                and node.func.value.value in names
+                and self._copies_to_device(node)
+            ):
+                found.add(node.func.value.value)
+            stack.extend(code_children(node))
+        return frozenset(found)
 
     def narrowed_to_tensor(self, test: cst.BaseExpression) -> list[str]:
         """Names that an `if` test checks to be tensors (`isinstance(v, torch.Tensor)`,
@@ -3795,6 +3847,16 @@ def _passes_through(call: cst.Call) -> bool:
     if type(func) is cst.Name and func.value in _COPYING_ITERATORS:  # type: ignore[attr-defined]
         return True
     return (get_full_name_for_node(func) or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS
+
+
+@lint_memo.memo(8)
+def _module_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """The module's top-level functions by name (the last definition of a name)."""
+    return {
+        statement.name.value: statement
+        for statement in module.body
+        if type(statement) is cst.FunctionDef
+    }
 
 
 def _unpacked_beside(target: cst.BaseExpression, moved: set[str]) -> set[str]:

@@ -61,8 +61,9 @@ class ItemInHotCode(HelperReadRule):
     or comparison (`float(numerator) / float(denominator)`, `score[label].item() >=
     score.max().item()`): one host number or truth value, computed on the device and read
     once (`(numerator / denominator).item()`), and the reads one `return` hands back
-    together (`return loss, pred_acc.item(), stop_acc.item()`): returning the device
-    values is one fix. `t.cpu().item()`
+    together as the entries of a literal, nested or not (`return loss, pred_acc.item(),
+    stop_acc.item()`, `return {"loss": loss.item(), "q": q.mean().item()}`): returning
+    the device values is one fix. `t.cpu().item()`
     is one read of `t`, reported here rather than as XLA102.
 
     Other spellings of the same read: a format spec on a tensor (`f"{loss:0.3f}"`,
@@ -162,7 +163,10 @@ class ItemInHotCode(HelperReadRule):
     Values known to live on the host are not flagged, whatever the code around them
     computes on the device: the rows a loop unpacks beside a row it moves itself (`for i,
     (seq, im) in enumerate(iter(dataset))` with `model.generate(im.to(device))`: the
-    dataset hands host tensors, so `seq` is one, as a loader's rows are); a record a helper
+    dataset hands host tensors, so `seq` is one, as a loader's rows are), or one it hands as
+    it is to a function of the module that moves the parameter it binds (`sample(model,
+    prime=prime, positions=positions)` with `prime = prime.to(device)` inside: `position.
+    item()` of a row of `positions` reads the host); a record a helper
     converts to numpy in place before handing it back (`data.to_numpy()`, then `return
     data`: `mask_data["iou_preds"][idx].item()` reads a numpy scalar), and what a helper
     hands back that is the record it was given (`return mask_data` on every path); what a

@@ -186,7 +186,10 @@ class HostTransferInHotCode(HelperCallRule):
     (a.cpu().numpy(), b.cpu().numpy()))`): the call needs its inputs on the host, and
     moving it (or them) after the loop is one fix. So are copies handed back by one
     `return` (`return dist.sample().cpu().numpy(), {k: v.cpu().numpy() for k, v in
-    info.items()}`): one caller receives them together. Copies processed further on the host,
+    info.items()}`): one caller receives them together; where that return's literal also
+    reads a device tensor as a number (`return {"loss": loss.item(), "priority":
+    td.abs().tolist()}`), XLA101 reports the return once, at the read, and the copy is
+    not reported. Copies processed further on the host,
     each handed on as an argument of its own (`metric(y.cpu().numpy(),
     pred.cpu().numpy().astype("float64"))`), are reported each.
 
@@ -415,6 +418,33 @@ class HostTransferInHotCode(HelperCallRule):
                 if len(names) > 1:
                     self._outputs.update(dict.fromkeys(names, id(node.value)))
 
+    def _returns_a_read(self, returned: cst.Return) -> bool:
+        """Whether an entry of the literal a `return` holding a copy hands back (nested or
+        not) reads a device tensor as a Python number (`.item()`, `float(t)`, `int(t)`):
+        XLA101 reports the reads one `return` hands back once, and the copy beside them
+        is the same cause."""
+        pending: list[cst.BaseExpression] = [returned.value] if returned.value else []
+        while pending:
+            value = pending.pop()
+            if type(value) in (cst.Tuple, cst.List, cst.Set, cst.Dict):
+                pending.extend(element.value for element in value.elements)  # type: ignore[attr-defined]
+                continue
+            if type(value) is not cst.Call:
+                continue
+            func = value.func
+            if type(func) is cst.Attribute and func.attr.value == "item" and not value.args:
+                if self.ctx.is_tensor(func.value):
+                    return True
+            elif (
+                type(func) is cst.Name
+                and func.value in ("float", "int")
+                and len(value.args) == 1
+                and value.args[0].keyword is None
+                and self.ctx.is_tensor(value.args[0].value)
+            ):
+                return True
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)
         self.report_read_elsewhere(node)
@@ -478,6 +508,11 @@ class HostTransferInHotCode(HelperCallRule):
             if returned is not None:
                 if id(returned) in self._handed:
                     return  # `return a.cpu().numpy(), b.cpu().numpy()`: one cause
+                if self._returns_a_read(returned):
+                    # `return {"loss": loss.item(), "priority": td.abs().tolist()}`: the
+                    # return's host values are one cause, XLA101's finding at its read.
+                    self._handed.add(id(returned))
+                    return
                 self._handed.add(id(returned))
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, message, end_node=node, repeat_of=repeat_of)

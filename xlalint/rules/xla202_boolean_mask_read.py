@@ -72,7 +72,9 @@ class BooleanMaskRead(HelperCallRule):
     torch.ones_like(left), left, up))`, `torch.cat`; a join with an index tensor is none),
     a name bound to one of those in the same function, or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
-    tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
+    tensor. A comparison with a string is Python's `False` (or `True`), no mask: a
+    literal, or a tokenizer's special token (`labels == tokenizer.eos_token`, the string
+    `"</s>"`; its id is `eos_token_id`). Integer indices (`argmax`, `topk`, `arange`), slices,
     and lists, dicts or numpy arrays indexed by anything are not flagged (a slice with a
     negative step, `image[:, :, ::-1][keep]`, is one: torch refuses it). Assignments
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask

@@ -37,7 +37,9 @@ class DataDependentTripCount(Rule):
     do Python arithmetic only (`while scale * 2 < limit:` after `scale = alpha.item()`).
     Nor is `range(n)` of a per-step function's parameter that the function also hands a
     tensor's shape as a dimension (`torch.zeros(B, n_sampling_times, K, L)`, `x.view(b, n,
-    -1)`, `x.repeat(1, n, 1)`): a count handed along with the batch, a Python int.
+    -1)`, `x.repeat(1, n, 1)`): a count handed along with the batch, a Python int. Nor is a
+    count capped by a small literal (`num_gen_perms = min(3, max_perms)`, a cap of at most
+    8): it takes a fixed handful of values, each graph compiled once, whatever the data.
 
     The read itself is reported by the host-sync rules, not here: XLA101 owns `.item()`,
     `int(t)` and `float(t)`, XLA107 a tensor passed to `range()` (its hidden `__index__`
