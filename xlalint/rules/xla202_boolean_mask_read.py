@@ -70,9 +70,16 @@ class BooleanMaskRead(HelperCallRule):
     dtype), the rows of a mask unpacked into names (`left, up = ((xy % 1 < t) & (xy >
     1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`), masks joined (`torch.stack((
     torch.ones_like(left), left, up))`, `torch.cat`; a join with an index tensor is none),
-    a name bound to one of those in the same function, or a name such as `mask`/
+    a name bound to one of those in the same function, a dict's entry under a literal key
+    bound to one (`params = {"keep": x > 0}` or `params["keep"] = x > 0`, then
+    `y[params["keep"]]`; an attribute's entry every binding of which in the class is one:
+    `self.params["selector"] = peaks > 0.0` in another method), or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
-    tensor. Integer indices (`argmax`, `topk`, `arange`), slices,
+    tensor. A value of unknown kind indexed by a comparison or test METHOD called on itself
+    (`sign[sign.gt(0)]`, `x[x.isnan()]`, or `keep = x.ne(pad)` with `x` not rebound since)
+    is a tensor: numbers, lists and numpy arrays have no `.gt`/`.isnan` (numpy spells them
+    `np.greater`, `np.isnan`); not in a file that imports pandas, whose objects have them
+    too. Integer indices (`argmax`, `topk`, `arange`), slices,
     and lists, dicts or numpy arrays indexed by anything are not flagged (a slice with a
     negative step, `image[:, :, ::-1][keep]`, is one: torch refuses it). Assignments
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
