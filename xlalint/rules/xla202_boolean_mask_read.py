@@ -138,6 +138,10 @@ class BooleanMaskRead(HelperCallRule):
     `per_token(x)` selects host elements (a name bound again after the `def` may hold
     anything when the nested function runs).
 
+    A branch that warns about a checked value and repairs it (`if torch.any(grad.isnan()):
+    logger.warning(...)`, then `grad[grad.isnan()] = 0.0`) runs when the value has gone
+    wrong, not every step: what it selects or writes there is not flagged.
+
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
     compiles graphs for static shapes, so PyTorch/XLA executes the pending graph, copies the

@@ -75,6 +75,10 @@ class BooleanMaskWrite(HelperCallRule):
     adv_img[mask]`) writes a device tensor (no other value takes a device mask); one the
     callers give numpy arrays is not flagged.
 
+    A branch that warns about a checked value and repairs it (`if torch.any(grad.isnan()):
+    logger.warning(...)`, then `grad[grad.isnan()] = 0.0`) runs when the value has gone
+    wrong, not every step: what it selects or writes there is not flagged.
+
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
     `True`, and finding those positions is `nonzero`, whose output size only the data
