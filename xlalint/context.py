@@ -771,6 +771,13 @@ class FileContext:
         return in_warning_branch(reversed(self._stack), self.imports)
 
     @property
+    def in_warned_repair(self) -> bool:
+        """In the body of an `if` that warns about a checked value and repairs it
+        (`if torch.any(grad.isnan()): logger.warning(...); grad[grad.isnan()] = 0.0`):
+        it runs when the value has gone wrong, not every step."""
+        return in_warning_branch(reversed(self._stack), self.imports, repairs=True)
+
+    @property
     def runs_without_xla(self) -> bool:
         """Whether the node being visited runs only where XLA is not in use: under a CUDA
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA

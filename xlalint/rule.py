@@ -325,6 +325,11 @@ class Rule:
         # the value has gone wrong: its reads are no per-step cost.
         if self.is_host_sync() and site is None and self.ctx.in_warning_branch:
             return
+        # A repair beside such a warning (`grad[grad.isnan()] = 0.0` under `if
+        # torch.any(grad.isnan()): logger.warning(...)`) runs then too: its recompile or
+        # data-dependent shape is no per-step cost.
+        if self.hot_only and not self.is_host_sync() and site is None and self.ctx.in_warned_repair:
+            return
         hint = hint or self.hint
         self.reports.append(
             PendingReport(

@@ -42,6 +42,7 @@ import libcst as cst
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import positional_parameters
+from xlalint.analysis.intervals import sparse_test
 from xlalint.analysis.loop_facts import BodyFacts, iterates_optimizers, unwrap_iteration
 from xlalint.walk import EXPRESSIONS, code_children, descendants, last_name, target_names
 
@@ -602,12 +603,62 @@ class Epochs:
             if in_epoch_loop and self._evaluates_by_batches(loop):
                 return False  # a test pass after the training loop: a step a pass
             if self.holds_batch_loop(loop):
+                if not self._holds_batch_loop_every_pass(loop):
+                    # `for t in range(max_timesteps): <rollout>; if t % update_every == 0:
+                    # self.learn(memories)`: the batch loop runs once every many passes;
+                    # each pass is a step of its own, not an epoch.
+                    return False
                 in_epoch_loop = True
             elif not (in_epoch_loop and self._fixed_passes(loop)):
                 return False
         if any(self._one_step(scope) for scope in scopes):
             return False
         return any(self.holds_batch_loop(scope) for scope in scopes)
+
+    def _holds_batch_loop_every_pass(self, loop: cst.For | cst.While) -> bool:
+        """`holds_batch_loop(loop)`, by a batch loop (or a call of a function holding one)
+        outside every branch of its body that runs once every many passes (`if time %
+        update_timesteps == 0:`, `intervals.sparse_test`). A loop over trials or folds
+        holds one on every pass."""
+        if isinstance(loop, cst.For) and _over_runs(loop):
+            return True
+        function = self._function_of(loop)
+        class_def = self._class_holding(function)
+        methods = self._methods_beside(loop)
+        local = self._local_functions(loop)
+        if local:
+            methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
+        stack: list[cst.CSTNode] = [loop.body]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind in _SCOPES:
+                continue
+            if kind in _LOOPS and self.is_batch_loop(node):  # type: ignore[arg-type]
+                return True
+            if kind is cst.If and self._module is not None:
+                branch: cst.If = node  # type: ignore[assignment]
+                if sparse_test(branch.test, function, class_def, self._module):
+                    if branch.orelse is not None:
+                        stack.append(branch.orelse)
+                    continue
+            if kind in EXPRESSIONS:
+                if self._calls_holder(node, methods, self._holds_batch, self.is_batch_loop):  # type: ignore[arg-type]
+                    return True
+                continue
+            stack.extend(code_children(node))
+        return False
+
+    def _class_holding(self, function: cst.FunctionDef | None) -> cst.ClassDef | None:
+        if function is None or self._module is None:
+            return None
+        for statement in self._module.body:
+            if type(statement) is cst.ClassDef and any(
+                item is function
+                for item in statement.body.body  # type: ignore[union-attr]
+            ):
+                return statement
+        return None
 
     def _evaluates_by_batches(self, loop: cst.For | cst.While) -> bool:
         """Inside an epoch loop, a loop by offsets one batch size apart whose pass runs

@@ -7,7 +7,8 @@ the source, so the rules of family 2 ask this module which indexes are masks.
 
 The answer comes with its `Evidence`: `VALUE` when the expression makes booleans from
 tensors (a comparison with a tensor, `isnan`, `&`/`|`/`~` of such masks, `.bool()`,
-`dtype=torch.bool`, or a name bound to one of those in the same function); `LIKELY` when it
+`dtype=torch.bool`, or a name, or a dict's entry under a literal key, bound to one of
+those in the same function); `LIKELY` when it
 compares values of unknown kind (`labels != -100`) or inverts/combines masks known by
 name; `NAME` when only the spelling says so (`mask`, `padding_mask`, `dones`); `NONE`
 otherwise. A name bound to anything else (a list, a `LongTensor`, `topk` indices) is not a
@@ -169,6 +170,9 @@ class _Binding:
     # A comparison of values of unknown kind (`mask = probs >= thresh`): the names it
     # compares, each with its version when the mask was bound (`mask_of_itself`).
     compared: tuple[tuple[str, int], ...] = ()
+    # A comparison method called on a name (`sign.gt(0)`): that name, with its version
+    # when the mask was bound (`tested_by_method`).
+    tested: tuple[str, int] | None = None
 
 
 class BooleanMasks:
@@ -243,6 +247,26 @@ class BooleanMasks:
         binding = self._binding(value)
         for target in targets:
             self._bind(target, binding)
+            if type(value) is cst.Dict:
+                self._bind_entries(target, value)
+
+    def _bind_entries(self, target: cst.BaseExpression, value: cst.Dict) -> None:
+        """`params = {"keep": x > 0, ...}`: each entry under a literal string key is bound
+        as `params["keep"] = x > 0` would be (a dict of masks read back by key)."""
+        container = dotted(target)
+        if container is None:
+            return
+        for element in value.elements:
+            if type(element) is not cst.DictElement:
+                continue
+            key = _literal_key(element.key)
+            if key is not None:
+                self._bind_entry(f"{container}[{key!r}]", self._binding(element.value))
+
+    def _bind_entry(self, key: str, binding: _Binding | None) -> None:
+        if binding is None or binding.evidence is Evidence.NAME:
+            binding = _Binding(Evidence.NONE)  # a key's spelling is no evidence
+        self._frames[-1][key] = binding
 
     def unbind(self, target: cst.BaseExpression) -> None:
         """`target` is rebound to something unknown (a loop variable, `with ... as`)."""
@@ -260,10 +284,12 @@ class BooleanMasks:
             return _Binding(evidence, compared=compared)
         if evidence is not Evidence.VALUE:
             return _Binding(evidence)
+        receiver = _tested_receiver(value)
+        tested = None if receiver is None else (receiver, self._versions[-1].get(receiver, 0))
         base = self._base(value)
         if not isinstance(base, str):
-            return _Binding(evidence)
-        return _Binding(evidence, base, self._versions_of(base), self._loop())
+            return _Binding(evidence, tested=tested)
+        return _Binding(evidence, base, self._versions_of(base), self._loop(), tested=tested)
 
     def _bind(self, target: cst.BaseExpression, binding: _Binding | None) -> None:
         """Record `target = <binding>`. Spelling is evidence only for the name that has it:
@@ -274,11 +300,21 @@ class BooleanMasks:
             for element in target.elements:
                 self._bind(element.value, None)
             return
+        if type(target) is cst.Subscript:
+            entry = _entry_key(target)
+            if entry is not None:
+                # `params["keep"] = x > 0`: the entry holds what was bound to it.
+                self._bind_entry(entry, binding)
+            return
         key = dotted(target)
         if key is None:
             return
         versions = self._versions[-1]
         versions[key] = versions.get(key, 0) + 1
+        frame = self._frames[-1]
+        prefix = f"{key}["
+        for stale in [k for k in frame if k.startswith(prefix)]:
+            del frame[stale]  # the container was rebound: its entries are gone
         if isinstance(target, cst.Name):
             if (
                 binding is not None
@@ -357,6 +393,15 @@ class BooleanMasks:
         if isinstance(node, cst.Call):
             return self._call_evidence(node)
         if isinstance(node, cst.Subscript):
+            entry = _entry_key(node)
+            if entry is not None:
+                bound = self._frames[-1].get(entry)
+                if bound is not None:
+                    return bound.evidence  # `params["keep"]`, bound in this function
+                if type(node.value) is cst.Attribute and _self_attribute(node.value):
+                    evidence = self._member_entry_evidence(node.value.attr.value, entry)
+                    if evidence is not Evidence.NONE:
+                        return evidence
             return self.evidence(node.value)  # `mask[:, None]`, `masks[i]`
         if isinstance(node, cst.IfExp):
             return min(self.evidence(node.body), self.evidence(node.orelse))
@@ -379,6 +424,25 @@ class BooleanMasks:
         module: cst.Module = stack[0]  # type: ignore[assignment]
         values = [v for v, _ in member_values_in(module, cls.name.value, attribute)]
         values += _registered(cls).get(attribute, [])
+        values = [v for v in values if not (type(v) is cst.Name and v.value == "None")]
+        if values and all(_made_as_mask(v, self.imports) for v in values):
+            return Evidence.LIKELY
+        return Evidence.NONE
+
+    def _member_entry_evidence(self, attribute: str, entry: str) -> Evidence:
+        """`self.params["selector"]` in a method, where the class's code binds every value
+        of that entry as booleans element for element (`self.params["selector"] = peaks >
+        0.0` in another method, or `self.params = {"selector": draw.to(dtype=torch.bool)}`;
+        `None` aside): a mask kept in a dict of the instance, computed there from values of
+        unknown kind here (`LIKELY`, as for an attribute)."""
+        stack = self._stack
+        if not stack or type(stack[0]) is not cst.Module:
+            return Evidence.NONE
+        cls = next((n for n in reversed(stack) if type(n) is cst.ClassDef), None)
+        if cls is None:
+            return Evidence.NONE
+        key = entry[len(f"self.{attribute}") :]
+        values = _member_entries(cls).get((attribute, key), [])
         values = [v for v in values if not (type(v) is cst.Name and v.value == "None")]
         if values and all(_made_as_mask(v, self.imports) for v in values):
             return Evidence.LIKELY
@@ -516,10 +580,35 @@ class BooleanMasks:
             if (
                 base_kind is Kind.UNKNOWN
                 and not self.kinds.is_dict(node.value)
+                and self.tested_by_method(index.value, node.value)
+            ):
+                return index.value  # `sign[sign.gt(0)]`: only a tensor has `.gt`
+            if (
+                base_kind is Kind.UNKNOWN
+                and not self.kinds.is_dict(node.value)
                 and self.kinds.of(index.value) is Kind.TENSOR
             ):
                 return index.value
         return None
+
+    def tested_by_method(self, mask: cst.BaseExpression, indexed: cst.BaseExpression) -> bool:
+        """`mask` is a comparison or test METHOD called on the indexed value itself
+        (`sign[sign.gt(0)]`, `x[x.isnan()]`), or a name bound to one while the indexed name
+        held what it holds now (`keep = x.ne(pad)`, then `x[keep]`). Python numbers,
+        lists and numpy arrays have no such methods (numpy spells them `np.greater(a, 0)`,
+        `np.isnan(a)`): the indexed value is a tensor. pandas objects have `.gt`/`.eq`...
+        too, so not in a file that imports pandas."""
+        name = dotted(indexed)
+        if name is None or self.imports.binds("pandas"):
+            return False
+        if type(mask) is cst.Name:
+            binding = self._frames[-1].get(mask.value)
+            return (
+                binding is not None
+                and binding.evidence is Evidence.VALUE
+                and binding.tested == (name, self._versions[-1].get(name, 0))
+            )
+        return _tested_receiver(mask) == name
 
     def computed_mask(self, node: cst.Subscript) -> cst.BaseExpression | None:
         """The index of `node` that is a mask computed from tensors (`VALUE` evidence),
@@ -705,6 +794,87 @@ def _compared_names(value: cst.BaseExpression) -> frozenset[str]:
     if type(value) is cst.UnaryOperation and isinstance(value.operator, cst.BitInvert):
         return _compared_names(value.expression)
     return frozenset()
+
+
+# Tests as tensor methods that numbers, lists and numpy arrays lack: the receiver of one
+# is a tensor (or a pandas object).
+_TEST_METHODS = frozenset(
+    {"eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
+     "not_equal", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "signbit",
+     "logical_not"}
+)  # fmt: skip
+
+
+def _tested_receiver(value: cst.BaseExpression) -> str | None:
+    """`sign.gt(0)`, `x.isnan()`, `self.buf.ne(pad)`: the plain name chain a test method
+    is called on; else None."""
+    if type(value) is not cst.Call or type(value.func) is not cst.Attribute:
+        return None
+    if value.func.attr.value not in _TEST_METHODS:
+        return None
+    return dotted(value.func.value)
+
+
+def _literal_key(node: cst.BaseExpression | None) -> str | None:
+    """A dict key written as a plain string literal (`"selector"`), else None."""
+    if type(node) is not cst.SimpleString:
+        return None
+    value = node.evaluated_value
+    return value if isinstance(value, str) else None
+
+
+def _entry_key(node: cst.Subscript) -> str | None:
+    """`params["keep"]`, `self.params["keep"]`: the entry of a plain name chain under a
+    literal string key, spelled as the frame keeps it; else None."""
+    if len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if type(index) is not cst.Index or index.star is not None:
+        return None
+    key = _literal_key(index.value)
+    container = dotted(node.value)
+    if key is None or container is None:
+        return None
+    return f"{container}[{key!r}]"
+
+
+def _self_attribute(node: cst.Attribute) -> bool:
+    return type(node.value) is cst.Name and node.value.value == "self"
+
+
+@lint_memo.memo(256)
+def _member_entries(cls: cst.ClassDef) -> dict[tuple[str, str], list[cst.BaseExpression]]:
+    """The values a class's code binds to entries of its attributes under literal string
+    keys, by (attribute, `['key']`): `self.params["k"] = v`, and the entries of a dict
+    literal bound to the attribute (`self.params = {"k": v}`)."""
+    found: dict[tuple[str, str], list[cst.BaseExpression]] = {}
+    for node in descendants(cls.body):
+        if type(node) is not cst.Assign:
+            continue
+        for target in node.targets:
+            target = target.target
+            if type(target) is cst.Subscript:
+                if type(target.value) is not cst.Attribute or not _self_attribute(target.value):
+                    continue
+                entry = _entry_key(target)
+                if entry is not None:
+                    attribute = target.value.attr.value
+                    key = entry[len(f"self.{attribute}") :]
+                    found.setdefault((attribute, key), []).append(node.value)
+            elif (
+                type(target) is cst.Attribute
+                and _self_attribute(target)
+                and type(node.value) is cst.Dict
+            ):
+                for element in node.value.elements:
+                    if type(element) is not cst.DictElement:
+                        continue
+                    key = _literal_key(element.key)
+                    if key is not None:
+                        found.setdefault((target.attr.value, f"[{key!r}]"), []).append(
+                            element.value
+                        )
+    return found
 
 
 @lint_memo.memo(256)

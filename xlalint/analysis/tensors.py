@@ -2391,7 +2391,7 @@ class TensorKinds:
         if (
             type(name) is cst.Name
             and type(value) is cst.Call
-            and _passes_through(value)  # type: ignore[arg-type]
+            and (_passes_through(value) or _pairs_items(value))  # type: ignore[arg-type]
             and value.args  # type: ignore[attr-defined]
             and value.args[0].keyword is None  # type: ignore[attr-defined]
             and not value.args[0].star  # type: ignore[attr-defined]
@@ -3836,6 +3836,18 @@ def _string_keyed(subscript: cst.Subscript) -> bool:
     return any(
         isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.SimpleString)
         for element in subscript.slice
+    )
+
+
+def _pairs_items(call: cst.Call) -> bool:
+    """`zip(a, b)`, `enumerate(xs)` bound to a name (`zipped = zip(self.param_groups,
+    grouped_grads)`, then `for i, (group, grads) in enumerate(zipped)`): iterating the name
+    yields what iterating the call does, each item's parts what `a`, `b` or `xs` yield."""
+    func = call.func
+    return (
+        type(func) is cst.Name
+        and func.value in ("zip", "enumerate")  # type: ignore[attr-defined]
+        and all(arg.keyword is None and not arg.star for arg in call.args)
     )
 
 

@@ -36,9 +36,11 @@ def is_warning(call: cst.Call, imports: ImportTable) -> bool:
     return receiver is not None and _LOGGER.search(receiver) is not None
 
 
-def _only_warns(block: cst.BaseSuite, imports: ImportTable) -> bool:
+def _only_warns(block: cst.BaseSuite, imports: ImportTable, repairs: bool = False) -> bool:
     """Every statement of the block is a warning call (at least one), or sets a flag to a
-    constant beside one (`force_summaries = True`: no work of its own)."""
+    constant beside one (`force_summaries = True`: no work of its own); with `repairs`,
+    also assignments beside the warning (`grad[grad.isnan()] = 0.0`: the checked value
+    repaired where the warning says it went wrong)."""
     lines = block.body if isinstance(block, cst.IndentedBlock) else (block,)
     warns = False
     for line in lines:
@@ -49,6 +51,8 @@ def _only_warns(block: cst.BaseSuite, imports: ImportTable) -> bool:
                 if not is_warning(small.value, imports):
                     return False
                 warns = True
+            elif repairs and type(small) in (cst.Assign, cst.AugAssign):
+                continue
             elif not _sets_a_flag(small):
                 return False
     return warns
@@ -70,10 +74,15 @@ def _sets_a_flag(statement: cst.BaseSmallStatement) -> bool:
     )
 
 
-def in_warning_branch(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
+def in_warning_branch(
+    path: Iterable[cst.CSTNode], imports: ImportTable, repairs: bool = False
+) -> bool:
     """Whether the node on `path` (it and its ancestors, innermost first) sits in the body
     of an `if` (without `else`) that only warns and whose test checks a value (a
-    comparison or a call, not a bare flag such as `if verbose:`)."""
+    comparison or a call, not a bare flag such as `if verbose:`); with `repairs`, one that
+    warns and repairs the value with assignments (`if torch.any(grad.isnan()):
+    logger.warning(...); grad[grad.isnan()] = 0.0`): it runs when the value has gone
+    wrong."""
     child: cst.CSTNode | None = None
     for ancestor in path:
         kind = type(ancestor)
@@ -82,7 +91,7 @@ def in_warning_branch(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool
                 child is ancestor.body  # type: ignore[attr-defined]
                 and ancestor.orelse is None  # type: ignore[attr-defined]
                 and any(isinstance(n, _CHECKS) for n in descendants(ancestor.test))  # type: ignore[attr-defined]
-                and _only_warns(ancestor.body, imports)  # type: ignore[attr-defined]
+                and _only_warns(ancestor.body, imports, repairs)  # type: ignore[attr-defined]
             )
         if kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Lambda:
             return False

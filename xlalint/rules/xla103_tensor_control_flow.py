@@ -210,7 +210,9 @@ class TensorControlFlow(HelperReadRule):
     one, so an adaptive solver's `while t < T:` and `if t + dt > T:` on times sliced from a
     parameter (`t, T = t_span[:1], t_span[-1]`) read the device on every pass, whoever calls
     the solver. So is `m.any()` of a mask made by tensor operations (`m = ~(err <=
-    tol).bool()`). So is an element of a device schedule walked as a list of its pairs
+    tol).bool()`), also kept in a dict under a literal key (`self.params["selector"] =
+    peaks > 0.0`, then `if self.params["selector"].any():`). So is an element of a device
+    schedule walked as a list of its pairs
     (`for sigma, sigma_next in list(zip(sigmas[:-1], sigmas[1:])):`, or a name bound to
     that list), then `if sigma_next != 0:` every sampling step. Values known to be on the
     host (a grid built by `torch.linspace` without a

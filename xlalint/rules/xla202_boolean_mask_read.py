@@ -70,11 +70,19 @@ class BooleanMaskRead(HelperCallRule):
     dtype), the rows of a mask unpacked into names (`left, up = ((xy % 1 < t) & (xy >
     1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`), masks joined (`torch.stack((
     torch.ones_like(left), left, up))`, `torch.cat`; a join with an index tensor is none),
-    a name bound to one of those in the same function, or a name such as `mask`/
+    a name bound to one of those in the same function, a dict's entry under a literal key
+    bound to one (`params = {"keep": x > 0}` or `params["keep"] = x > 0`, then
+    `y[params["keep"]]`; an attribute's entry every binding of which in the class is one:
+    `self.params["selector"] = peaks > 0.0` in another method), or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
     tensor. A comparison with a string is Python's `False` (or `True`), no mask: a
     literal, or a tokenizer's special token (`labels == tokenizer.eos_token`, the string
-    `"</s>"`; its id is `eos_token_id`). Integer indices (`argmax`, `topk`, `arange`), slices,
+    `"</s>"`; its id is `eos_token_id`).
+    A value of unknown kind indexed by a comparison or test METHOD called on itself
+    (`sign[sign.gt(0)]`, `x[x.isnan()]`, or `keep = x.ne(pad)` with `x` not rebound since)
+    is a tensor: numbers, lists and numpy arrays have no `.gt`/`.isnan` (numpy spells them
+    `np.greater`, `np.isnan`); not in a file that imports pandas, whose objects have them
+    too. Integer indices (`argmax`, `topk`, `arange`), slices,
     and lists, dicts or numpy arrays indexed by anything are not flagged (a slice with a
     negative step, `image[:, :, ::-1][keep]`, is one: torch refuses it). Assignments
     through a mask are XLA203's, and so is a masked copy or rewrite under the same mask
@@ -132,6 +140,10 @@ class BooleanMaskRead(HelperCallRule):
     atom_mask.cpu()` and `[indices] = token_index.cpu()`, `indices[mask]` in a nested
     `per_token(x)` selects host elements (a name bound again after the `def` may hold
     anything when the nested function runs).
+
+    A branch that warns about a checked value and repairs it (`if torch.any(grad.isnan()):
+    logger.warning(...)`, then `grad[grad.isnan()] = 0.0`) runs when the value has gone
+    wrong, not every step: what it selects or writes there is not flagged.
 
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA

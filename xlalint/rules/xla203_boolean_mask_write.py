@@ -25,8 +25,12 @@ class BooleanMaskWrite(HelperCallRule):
     Flags assignments through a boolean mask, `x[mask] = v` and `x[mask] += v`, to device
     tensors in code that runs every step. Masks are recognized as in XLA202 (comparisons of
     tensors, `isnan`, `&`/`|`/`~`, `.bool()`, rows unpacked from a mask and masks joined by
-    `torch.stack`/`torch.cat`, names bound to those, `mask`-like names and
-    batches of episode-end flags: `next_q[dones] = 0.0`); integer-index writes (`x[idx] = v`),
+    `torch.stack`/`torch.cat`, names bound to those, dict entries under a literal key bound to
+    those, `mask`-like names and batches of episode-end flags: `next_q[dones] = 0.0`), and a
+    value of unknown kind written under a comparison or test method called on itself
+    (`sign[sign.gt(0)] = etaplus` with `sign` computed from a gradient walked out of the
+    optimizer's groups: only tensors have `.gt`, unless the file imports pandas);
+    integer-index writes (`x[idx] = v`),
     slices, and lists, dicts or numpy arrays are not flagged: also a value an opaque call makes
     of a tensor (`mask = norm_img(mask)`) where the function hands that binding next to
     `torch.from_numpy` (only an array is taken there), what OpenCV hands back
@@ -70,6 +74,10 @@ class BooleanMaskWrite(HelperCallRule):
     and a write through it into any of the helper's parameters (`final_advs[mask] =
     adv_img[mask]`) writes a device tensor (no other value takes a device mask); one the
     callers give numpy arrays is not flagged.
+
+    A branch that warns about a checked value and repairs it (`if torch.any(grad.isnan()):
+    logger.warning(...)`, then `grad[grad.isnan()] = 0.0`) runs when the value has gone
+    wrong, not every step: what it selects or writes there is not flagged.
 
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
