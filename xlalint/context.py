@@ -292,6 +292,7 @@ class FileContext:
             # Other modules' per-step callers, where the file is on disk (`module_callers`).
             None if self._text is None else partial(hot_elsewhere, path),
             self.epochs.runs_training,
+            lambda loop: self.loops.steps_optimizer(loop),
         )
         self._stack: list[cst.CSTNode] = []
         # Loops the walk saw iterate a collection, or one tensor's rows (`StepPasses`).

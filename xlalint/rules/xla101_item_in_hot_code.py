@@ -276,6 +276,13 @@ class ItemInHotCode(HelperReadRule):
     title, `y.detach().cpu()` to plot) are what drawing needs. This holds for every rule
     that reports per-step costs (`.cpu()` copies, formatting).
 
+    A function whose every call in the file sits under a long interval (`if time %
+    update_timesteps == 0: self.learn(memories)`) runs seldom, but a loop of it whose
+    passes step an optimizer is a training loop all the same: each pass is a training
+    step, and `self.print(f"policy_loss: {loss.item():.3f}")` there reads the device on
+    every minibatch of the phase. Its code outside that loop, and its loops that step no
+    optimizer (an evaluation called as seldom), run once per phase.
+
     A read in a branch that clears its own flag (`if first: print(loss.item()); first =
     False`, `if not self.initted: ...; self.initted = True`) runs on the first pass only,
     and so do the functions called only from there; a flag the branch does not clear
