@@ -193,9 +193,14 @@ class TensorControlFlow(HelperReadRule):
     g1 * g2`, `d_norm = d.abs().max()`, `abs(gtd_new) <= -c2 * gtd`), reads the device
     where a per-step call hands that parameter a device tensor, directly or through the
     parameters of helpers in between (an optimizer's `step` handing `gtd =
-    flat_grad.dot(d)` to `_strong_wolfe`, which hands it on to `_cubic_interpolate`). It
-    is reported at the test, once for all callers. A helper handed only host values (a
-    Python number read once, `torch.from_numpy(...)`), or a device tensor only by a call
+    flat_grad.dot(d)` to `_strong_wolfe`, which hands it on to `_cubic_interpolate`). A
+    parameter the helper casts to a tensor first (`den = cast_tensor(den)`, `x =
+    torch.as_tensor(x)`, a function of any module named `as_tensor`, `to_tensor` or
+    `cast_tensor`, given no device) is still what it is handed: a cast hands a tensor back
+    as it is, so `assert (den >= 0).all()` in `safe_div` reads the device divisor a
+    rollout step hands it. It is reported at the test, once for all callers. A helper
+    handed only host values (a Python number read once, `torch.from_numpy(...)`), or a
+    device tensor only by a call
     that runs once (after the batch loop, in `__init__`), and a comparison with a string
     or `None`, are not.
 
