@@ -188,6 +188,13 @@ class TensorControlFlow(HelperReadRule):
     error_ratio <= 1:`), handed a device tensor; not one that hands back a number
     (`.item()`), a host copy in some `return`, or a generator's values.
 
+    An attribute that holds an instance of a module class of the file (built there, or
+    a parameter annotated with the class: `environment: BaseEnvironment`, then
+    `self.environment = environment`) runs that class's `forward` when called: where it
+    is annotated to return tensors (`-> tuple[Float[''], Float['...'], Bool['']]`), the
+    values unpacked from the call are device tensors, and `if done:` on every
+    environment step reads one.
+
     A helper's tests of what it is handed are judged by its calls: a test of a parameter
     of unknown kind, or of a value computed from one on the device (`d2_square = d1**2 -
     g1 * g2`, `d_norm = d.abs().max()`, `abs(gtd_new) <= -c2 * gtd`), reads the device
