@@ -3363,7 +3363,8 @@ class TensorKinds:
         with the class, `environment: BaseEnvironment`) whose `forward` is annotated to
         return a tensor (TENSOR) or tensors only (ITERABLE: `-> tuple[Float[''],
         Float['...'], Bool['']]`, each unpacked value one); None where that says nothing."""
-        module, class_name = self._module, self._class_names[-1]
+        module = self._module
+        class_name = self._class_names[-1] if self._class_names else None
         if module is None or class_name is None:
             return None
         classes = held_classes(module, class_name, attribute)
