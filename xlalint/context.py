@@ -17,7 +17,7 @@ from functools import cached_property, partial
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis import devices, reachability
+from xlalint.analysis import devices, named_lambdas, reachability
 from xlalint.analysis.arguments import parameters, positional_names
 from xlalint.analysis.cuda_flags import cuda_flag_places
 from xlalint.analysis.devices import DeviceChoices, device_helpers
@@ -281,6 +281,7 @@ class FileContext:
             self._function_of_loop,
             lambda loop: self._step_passes.fixed_in_an_epoch(loop),
             lambda scope: self.loops.accumulates_then_steps(scope),
+            lambda node: id(node) in self._sparse_ifs,
         )
         # Whether a function computes on tensors it is handed (hot per call for some rules).
         self.data_parameters = DataParameters(module, self.imports, self.kinds.records)
@@ -295,6 +296,7 @@ class FileContext:
             # Other modules' per-step callers, where the file is on disk (`module_callers`).
             None if self._text is None else partial(hot_elsewhere, path),
             self.epochs.runs_training,
+            lambda loop: self.loops.steps_optimizer(loop),
         )
         self._stack: list[cst.CSTNode] = []
         # Loops the walk saw iterate a collection, or one tensor's rows (`StepPasses`).
@@ -326,6 +328,9 @@ class FileContext:
         # on that device.
         self._device_withs: list[cst.With] = []
         self._default_lambdas: list[cst.Lambda] = []  # lambdas given as parameter defaults
+        # Lambdas a function binds to a name and calls (`named_lambdas.py`): the lambda,
+        # whether it runs in a frame of its own, and its parameters' narrowed kinds.
+        self._named_lambdas: list[tuple[cst.Lambda, bool, list[tuple[str, Narrowed]]]] = []
         # `if isinstance(v, torch.Tensor):` bodies: the names tested, the kind each has in
         # the body, and the kind to restore after it.
         self._narrowed: list[tuple[cst.CSTNode, list[tuple[str, Kind, Kind | None]]]] = []
@@ -1137,6 +1142,8 @@ class FileContext:
                 name = parent.name.value  # type: ignore[union-attr]
                 self._frames.append(_Frame(key=FunctionKey(None, name), module_call=False))
                 self._default_lambdas.append(node)
+            else:
+                self._enter_named_lambda(node, parent)  # type: ignore[arg-type]
         elif kind is cst.Return:
             # What a method of an nn.Module class returns: `agent.get_action(obs)` elsewhere.
             self.kinds.note_return(node.value)  # type: ignore[attr-defined]
@@ -1205,6 +1212,12 @@ class FileContext:
         if self._default_lambdas and self._default_lambdas[-1] is node:
             self._default_lambdas.pop()
             self._frames.pop()
+        if self._named_lambdas and self._named_lambdas[-1][0] is node:
+            _, framed, narrowed = self._named_lambdas.pop()
+            for name, before in narrowed:
+                self.kinds.restore(name, before)
+            if framed:
+                self._frames.pop()
         if self._device_withs and self._device_withs[-1] is node:
             self._device_withs.pop()
             self.kinds.device_contexts -= 1
@@ -1511,6 +1524,24 @@ class FileContext:
         ):
             self.hot.add_call(self.site(), node.attr.value)
 
+    def _enter_named_lambda(self, node: cst.Lambda, parent: cst.CSTNode | None) -> None:
+        """`detach_to_cpu_ = lambda t: t.detach().cpu()` in a function that calls it: its
+        parameters hold what the calls hand them (device tensors: `t` is one), and where it
+        is made outside the function's loops it runs where it is called, as a function of
+        that name (a frame of its own; `map(detach_to_cpu_, ...)` calls it)."""
+        frame = self._frames[-1]
+        name = named_lambdas.bound_name(node, parent)
+        if name is None or frame.node is None:
+            return
+        called, kinds = named_lambdas.handed_kinds(frame.node, name, node, self.kinds.of)
+        if not called:
+            return
+        narrowed = [(param, self.kinds.narrow(param, kind)) for param, kind in kinds.items()]
+        framed = not frame.loops
+        if framed:
+            self._frames.append(_Frame(key=FunctionKey(None, name), module_call=False))
+        self._named_lambdas.append((node, framed, narrowed))
+
     def _enter_call(self, node: cst.Call) -> None:
         func = node.func
         self.kinds.note_append(node)
@@ -1546,6 +1577,9 @@ class FileContext:
             self.hot.add_plotting_function(self.function.name)
         if type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
+            if func.value == "map" and node.args and type(node.args[0].value) is cst.Name:
+                # `map(detach_to_cpu_, tensors)` calls the function it is handed.
+                self.hot.add_call(self.site(), node.args[0].value.value)  # type: ignore[attr-defined]
         elif own := own_module_function(func, self.module):
             # `d2l.grad_clipping(net, 1)` with `d2l = sys.modules[__name__]`: this module's.
             self.hot.add_call(self.site(), own)

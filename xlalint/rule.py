@@ -29,6 +29,8 @@ DOCS_URL = "https://github.com/xlalint/xlalint/blob/main/docs/rules/{code}.md"
 # docs end "What it does" with it, so it is written once, beside the code that decides it.
 HOST_SYNC_REACH = """\
 Not reported: code an XLA host never reaches (a branch for CUDA or another accelerator,
+or under a flag CUDA decides: not one this file only ever clears, `self._use_cached = False`,
+which the class's users turn on,
 or for another framework in a library written for several (`elif backend_name ==
 "paddle":`),
 code after `assert device.type == "cuda"`, one where a test for XLA failed such as `if
@@ -74,7 +76,10 @@ alone (`valid_step` called as `if not (step % self.validate_every_step):
 self.valid_step(dl)`; not `forward` or `step`, which `__call__` or a framework runs),
 with the passes of their loops where every call is under the interval (a validation pass
 over a few batches every 100 steps; not a loop `main` runs once): one sync every so many
-steps is amortised over them. A loop over a loader inside the interval's own body (`for
+steps is amortised over them; a loop of theirs whose passes step an optimizer (PPO's
+`learn(memories)` called every `update_timesteps` rollout steps) trains on every pass,
+and its passes are steps of their own, as are the other passes of the loop that calls it
+there. A loop over a loader inside the interval's own body (`for
 valid_batch in self.valid_dataloader:` under `if divisible_by(self.steps,
 self.valid_every):`) walks a whole validation set: its passes are steps of their own.
 An interval that may be 1

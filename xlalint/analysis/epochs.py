@@ -240,6 +240,7 @@ class Epochs:
         function_of: Callable[[cst.For | cst.While], cst.FunctionDef | None] | None = None,
         fixed_passes: Callable[[cst.For | cst.While], bool] | None = None,
         accumulates: Callable[[cst.CSTNode], bool] | None = None,
+        sparse: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._facts = facts  # `LoopAnalysis.facts`: what one pass of a loop does
         # `StepPasses.fixed_in_an_epoch`: the loop's passes are fixed (a collection the
@@ -248,6 +249,10 @@ class Epochs:
         # `LoopAnalysis.accumulates_then_steps`: the body steps the optimizer after loops
         # of micro-batches that run backward (gradient accumulation), one step a call.
         self._accumulates = accumulates or (lambda scope: False)
+        # The context's branches taken once every many passes or once (`if time %
+        # update_timesteps == 0:`, `intervals.py`): a loop that runs a training phase only
+        # there is no epoch loop.
+        self._sparse = sparse or (lambda node: False)
         # `LoopAnalysis.steps_optimizer`: a pass steps an optimizer, here or in a function
         # it calls (`self._fit_batch(x, y)`).
         self._steps_optimizer = steps_optimizer
@@ -409,10 +414,14 @@ class Epochs:
             if local:
                 methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
             stack: list[cst.CSTNode] = [body]
+            in_loop = type(scope) in _LOOPS
             while stack:
                 node = stack.pop()
                 kind = type(node)
                 if kind in _SCOPES:
+                    continue
+                if in_loop and kind is cst.If and self._sparse(node):
+                    stack.extend(self._outside_the_branch(node))  # type: ignore[arg-type]
                     continue
                 if kind in _LOOPS and inner(node):  # type: ignore[arg-type]
                     cached = True
@@ -426,6 +435,15 @@ class Epochs:
                 stack.extend(code_children(node))
             memo[id(scope)] = cached
         return cached
+
+    @staticmethod
+    def _outside_the_branch(node: cst.If) -> list[cst.CSTNode]:
+        """What of a branch taken once every many passes runs on the other passes: its
+        test and its `else`. A loop whose passes run a training phase only there (PPO's
+        `if time % update_timesteps == 0: self.learn(memories)` after each rollout step)
+        is no epoch loop: each of its passes is a step of its own (a rollout step that
+        samples), and the phase's batch loop steps in its own passes."""
+        return [node.test] + ([node.orelse] if node.orelse is not None else [])
 
     def calls_a_holder(
         self,
@@ -445,6 +463,9 @@ class Epochs:
             node = stack.pop()
             kind = type(node)
             if kind in _SCOPES or kind in _LOOPS:
+                continue
+            if kind is cst.If and self._sparse(node):
+                stack.extend(self._outside_the_branch(node))  # type: ignore[arg-type]
                 continue
             if kind in EXPRESSIONS:
                 if self._calls_holder(node, methods, memo, inner):  # type: ignore[arg-type]

@@ -10,6 +10,10 @@ its module (every module-level assignment to a global): it is False on an XLA ho
 every assignment that can run there gives it a value that is false without CUDA, or when
 `__init__` ends by forcing it off whenever CUDA is not in use. One assignment of an unknown
 value (a config entry, a parameter, `True`) and the flag may be set anywhere: not known.
+Nor is a flag this module only ever sets to a falsy constant (`self._use_cached_vision_x =
+False`, reset in `__init__` and cleared elsewhere): nothing about CUDA decides it, and
+the code that uses the class (another module: `lang_encoder._use_cached_vision_x = True`)
+turns it on, on any host.
 """
 
 from __future__ import annotations
@@ -250,6 +254,16 @@ class FlagFacts:
         ]
         if not relevant:
             return False  # set elsewhere (a config, a caller): not known
+        if all(
+            not a.unreachable and a.key == key and falsy_constant(a.value) is True
+            for a in relevant
+            if a.value is not None
+        ) and all(a.value is not None for a in relevant):
+            # `self._use_cached_vision_x = False` and nothing else here: a state flag
+            # this module only clears, which its users turn on (`lang_encoder.
+            # _use_cached_vision_x = True` in another module), the same on every host. No
+            # fact about CUDA decides it.
+            return False
         forced = {
             id(init)
             for name in family

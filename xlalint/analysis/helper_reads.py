@@ -42,6 +42,10 @@ STAR = "*"  # the slot of a read of an element of `*args`
 # The usual spellings of the torch module (`import torch as th`), whose functions compute
 # on the device from their tensor arguments (`_sources`).
 _TORCH_NAMES = frozenset({"torch", "th"})
+# A function named for casting its argument to a tensor (`cast_tensor(den)` of
+# torch_einops_utils, a project's `as_tensor(x)`): `torch.as_tensor`'s contract, a tensor
+# handed back as it is, on its device; anything else made a tensor.
+_TENSOR_CASTS = frozenset({"as_tensor", "cast_tensor", "to_tensor", "cast_to_tensor"})
 # Namespaces whose functions look like methods (`th.sum(x)`): no receiver to follow.
 _MODULES = frozenset({*_TORCH_NAMES, "F", "np", "numpy", "math"})
 _TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
@@ -151,6 +155,9 @@ class HelperReads:
             and not _python_valued(root.func.attr.value)
         ):
             parts = [arg.value for arg in root.args if arg.keyword is None and not arg.star]
+        elif _casts_to_a_tensor(root):
+            # `den = cast_tensor(den)`, then `assert (den >= 0).all()`: the value handed.
+            parts = [root.args[0].value]  # type: ignore[attr-defined]
         else:
             return frozenset()
         found: set[str] = set()
@@ -275,6 +282,28 @@ class HelperReads:
 
 
 # Comparisons whose result is a Python bool whatever the operands hold.
+def _casts_to_a_tensor(node: cst.BaseExpression) -> bool:
+    """`cast_tensor(den)`, `utils.as_tensor(x)`: a call of a function named for casting
+    its one argument to a tensor (`_TENSOR_CASTS`), given no device to move it to."""
+    if type(node) is not cst.Call:
+        return False
+    func = node.func  # type: ignore[attr-defined]
+    name = (
+        func.value
+        if type(func) is cst.Name
+        else getattr(getattr(func, "attr", None), "value", None)
+    )
+    args = node.args  # type: ignore[attr-defined]
+    return (
+        name in _TENSOR_CASTS
+        and bool(args)
+        and args[0].keyword is None
+        and not args[0].star
+        and all(arg.keyword is not None for arg in args[1:])
+        and not any(arg.keyword is not None and arg.keyword.value == "device" for arg in args)
+    )
+
+
 _IDENTITY_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 
 

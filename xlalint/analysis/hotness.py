@@ -507,6 +507,7 @@ class HotCode:
         step_loop: Callable[[cst.CSTNode], bool] | None = None,
         elsewhere: Callable[[frozenset[str]], frozenset[str]] | None = None,
         runs_training: Callable[..., bool] | None = None,
+        trains_per_pass: Callable[[cst.CSTNode], bool] | None = None,
     ) -> None:
         self._extra = tuple(extra_hot_functions)
         self._per_epoch = per_epoch
@@ -521,6 +522,9 @@ class HotCode:
         # `Epochs.runs_training`: a function that holds a training loop is a training run,
         # even when its name declares it per step (a trainer module's `forward`).
         self._runs_training = runs_training
+        # `LoopFacts.steps_optimizer` of a loop: its passes are training steps, however
+        # often its function is called.
+        self._trains_per_pass = trains_per_pass
         self._elsewhere_known: dict[str, bool] = {}
         self._computing: dict[int, bool] = {}  # id(function): `per_call` said so
         self._generation_runs: dict[int, bool] = {}  # id(function): a generation run
@@ -951,18 +955,24 @@ class HotCode:
         rows) runs them on each call of its function: its body is hot where the function
         is, as code outside loops is. Nor are the passes of a function whose every call in
         this file runs under a long interval or once (`_driven_sparsely`: a trainer's
-        `valid_step` looping over a few validation batches every 100 steps)."""
+        `valid_step` looping over a few validation batches every 100 steps), unless the
+        loop steps an optimizer in its passes: a PPO `learn(memories)` called once every
+        `update_timesteps` environment steps runs its own training loop, and each of its
+        passes is a training step, however seldom the whole phase starts."""
         if not site.in_loop:
             return False
+        loops = [scope for scope in site.scopes if type(scope) in (cst.For, cst.While)]
         if site.function is not None and self._driven_sparsely(site.function.name, once=False):
             # `valid_step` called as `if not (step % self.validate_every_step):`: its
-            # loop's passes run once every so many steps, not every step.
-            return False
+            # loop's passes run once every so many steps, not every step; a training
+            # phase's batch loop steps the optimizer in each of them.
+            return self._trains_per_pass is not None and any(
+                self._trains_per_pass(loop) and (self._step_loop is None or self._step_loop(loop))
+                for loop in loops
+            )
         if self._step_loop is None:
             return True
-        return any(
-            self._step_loop(scope) for scope in site.scopes if type(scope) in (cst.For, cst.While)
-        )
+        return any(self._step_loop(scope) for scope in loops)
 
     def _hot_elsewhere(self, site: Site) -> bool:
         """Another module of the project calls the site's function every step

@@ -530,3 +530,60 @@ def _choosers(module: cst.Module) -> frozenset[str]:
         if all(isinstance(b, cst.Name) and b.value in params for b in branches):
             found.add(statement.name.value)
     return frozenset(found)
+
+
+def held_classes(module: cst.Module, class_name: str, attribute: str) -> frozenset[str]:
+    """The classes of the module whose instance `self.<attribute>` holds in the code of
+    class `class_name`, where every value the class's family assigns it says so: a
+    constructor call (`self.env = MockEnvironment(...)`), or a parameter of the assigning
+    method annotated with the class (`def __init__(self, *, environment:
+    BaseEnvironment): self.environment = environment`). Empty where any value says
+    nothing."""
+    classes = _walked(module).classes
+    values = member_values_in(module, class_name, attribute)
+    found: set[str] = set()
+    for value, function in values:
+        made = _constructed(value, classes)
+        if made:
+            found.update(made)
+            continue
+        annotated = _annotated_class(value, function, classes)
+        if annotated is None:
+            return frozenset()
+        found.add(annotated)
+    return frozenset(found)
+
+
+def _annotated_class(
+    value: cst.BaseExpression, function: cst.FunctionDef | None, classes: dict[str, cst.ClassDef]
+) -> str | None:
+    """The class of the module a parameter `value` of `function` is annotated with."""
+    if type(value) is not cst.Name or function is None:
+        return None
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value != value.value:  # type: ignore[attr-defined]
+            continue
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if type(annotation) is cst.Name and annotation.value in classes:  # type: ignore[union-attr]
+            return annotation.value  # type: ignore[union-attr]
+        return None
+    return None
+
+
+def class_method(module: cst.Module, class_name: str, name: str) -> cst.FunctionDef | None:
+    """The method `name` of class `class_name` of the module, defined there or inherited
+    from a base of the module (the first base, depth first, that defines it)."""
+    classes = _walked(module).classes
+    pending, seen = [class_name], set()
+    while pending:
+        current = pending.pop(0)
+        cls = classes.get(current)
+        if cls is None or current in seen:
+            continue
+        seen.add(current)
+        for statement in cls.body.body:
+            if type(statement) is cst.FunctionDef and statement.name.value == name:
+                return statement
+        pending.extend(b.value.value for b in cls.bases if type(b.value) is cst.Name)  # type: ignore[attr-defined]
+    return None

@@ -42,6 +42,7 @@ from xlalint.analysis.host_arguments import (
 )
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.index_loaders import loads_indices
+from xlalint.analysis.members import class_method, held_classes
 from xlalint.analysis.module_classes import NN_MODULE_CLASS, NN_TENSOR_CLASS
 from xlalint.analysis.records import (
     Record,
@@ -3400,10 +3401,36 @@ class TensorKinds:
                     return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
                 if method in _MODULE_WALKS:
                     return Kind.UNKNOWN  # `self.modules()`: the submodules
+                held = self._held_module_call(method)
+                if held is not None:
+                    return held
                 if names_model(method) and method not in self._class_methods[-1]:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    def _held_module_call(self, attribute: str) -> Kind | None:
+        """`self.environment(actions)` where the attribute holds an instance of module
+        classes of the file (`members.held_classes`: built there, or a parameter annotated
+        with the class, `environment: BaseEnvironment`) whose `forward` is annotated to
+        return a tensor (TENSOR) or tensors only (ITERABLE: `-> tuple[Float[''],
+        Float['...'], Bool['']]`, each unpacked value one); None where that says nothing."""
+        module = self._module
+        class_name = self._class_names[-1] if self._class_names else None
+        if module is None or class_name is None:
+            return None
+        classes = held_classes(module, class_name, attribute)
+        if not classes or not classes <= self._module_classes:
+            return None
+        kinds = set()
+        for name in classes:
+            forward = class_method(module, name, "forward")
+            if forward is None or forward.returns is None:
+                return None
+            kinds.add(_tensor_annotation(forward.returns.annotation))
+        if len(kinds) == 1 and (kind := kinds.pop()) in (Kind.TENSOR, Kind.ITERABLE):
+            return kind
+        return None
 
     def _host_inputs(self, call: cst.Call) -> bool:
         """Every positional argument of a torch call is a host value, and none names a

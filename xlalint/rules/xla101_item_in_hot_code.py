@@ -280,6 +280,17 @@ class ItemInHotCode(HelperReadRule):
     title, `y.detach().cpu()` to plot) are what drawing needs. This holds for every rule
     that reports per-step costs (`.cpu()` copies, formatting).
 
+    A function whose every call in the file sits under a long interval (`if time %
+    update_timesteps == 0: self.learn(memories)`) runs seldom, but a loop of it whose
+    passes step an optimizer is a training loop all the same: each pass is a training
+    step, and `self.print(f"policy_loss: {loss.item():.3f}")` there reads the device on
+    every minibatch of the phase. Its code outside that loop, and its loops that step no
+    optimizer (an evaluation called as seldom), run once per phase.
+    The loop that calls the phase under that interval is no epoch loop for it: each of
+    its passes (a rollout step) runs on its own. A lambda bound to a name and called
+    (`as_number = lambda t: t.item()`, then `history.append(as_number(loss))` in the
+    loop) reads what its calls hand it, where they are.
+
     A read in a branch that clears its own flag (`if first: print(loss.item()); first =
     False`, `if not self.initted: ...; self.initted = True`) runs on the first pass only,
     and so do the functions called only from there; a flag the branch does not clear

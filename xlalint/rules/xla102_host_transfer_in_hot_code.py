@@ -220,6 +220,16 @@ class HostTransferInHotCode(HelperCallRule):
     of a value the helper computes itself (`self.model(x).cpu()`), or made in a loop
     statement of the helper (a slice per row), stays where it is.
 
+    A lambda a function binds to a name and calls (`detach_to_cpu_ = lambda t:
+    rearrange(t.detach().cpu(), "1 ... -> ...")`, then `map(detach_to_cpu_, (sequence,
+    mask, reward))` or `detach_to_cpu_(x)`) is a helper written inline: its parameter
+    holds what those calls hand it (device tensors, where one is and none is a host
+    value), and it runs where they are, as a function of that name would. Its copy is
+    reported once, at the lambda: one call, one cause. A loop that runs a training phase
+    only under a long interval (`if time % update_timesteps == 0: self.learn(memories)`
+    after each rollout step) is no epoch loop: each of its passes is a step, and a copy of
+    the rollout's tensors there runs on every pass.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Copying a tensor to
     the host needs its value, so the pending graph is compiled and executed right there and

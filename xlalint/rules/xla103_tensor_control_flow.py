@@ -188,14 +188,26 @@ class TensorControlFlow(HelperReadRule):
     error_ratio <= 1:`), handed a device tensor; not one that hands back a number
     (`.item()`), a host copy in some `return`, or a generator's values.
 
+    An attribute that holds an instance of a module class of the file (built there, or
+    a parameter annotated with the class: `environment: BaseEnvironment`, then
+    `self.environment = environment`) runs that class's `forward` when called: where it
+    is annotated to return tensors (`-> tuple[Float[''], Float['...'], Bool['']]`), the
+    values unpacked from the call are device tensors, and `if done:` on every
+    environment step reads one.
+
     A helper's tests of what it is handed are judged by its calls: a test of a parameter
     of unknown kind, or of a value computed from one on the device (`d2_square = d1**2 -
     g1 * g2`, `d_norm = d.abs().max()`, `abs(gtd_new) <= -c2 * gtd`), reads the device
     where a per-step call hands that parameter a device tensor, directly or through the
     parameters of helpers in between (an optimizer's `step` handing `gtd =
-    flat_grad.dot(d)` to `_strong_wolfe`, which hands it on to `_cubic_interpolate`). It
-    is reported at the test, once for all callers. A helper handed only host values (a
-    Python number read once, `torch.from_numpy(...)`), or a device tensor only by a call
+    flat_grad.dot(d)` to `_strong_wolfe`, which hands it on to `_cubic_interpolate`). A
+    parameter the helper casts to a tensor first (`den = cast_tensor(den)`, `x =
+    torch.as_tensor(x)`, a function of any module named `as_tensor`, `to_tensor` or
+    `cast_tensor`, given no device) is still what it is handed: a cast hands a tensor back
+    as it is, so `assert (den >= 0).all()` in `safe_div` reads the device divisor a
+    rollout step hands it. It is reported at the test, once for all callers. A helper
+    handed only host values (a Python number read once, `torch.from_numpy(...)`), or a
+    device tensor only by a call
     that runs once (after the batch loop, in `__init__`), and a comparison with a string
     or `None`, are not.
 
