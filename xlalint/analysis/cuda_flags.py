@@ -19,7 +19,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import device_string_type, device_types, mentions_xla
 from xlalint.analysis.guards import falsy_constant, implied, local_values, module_assignments
-from xlalint.analysis.imports import ImportTable
+from xlalint.analysis.imports import ImportTable, import_aliases
 from xlalint.analysis.members import member_values_in
 from xlalint.walk import EXPRESSIONS, TRIVIA, children, descendants, self_attribute, target_names
 
@@ -142,6 +142,74 @@ def flag_properties(module: cst.Module, class_def: cst.ClassDef) -> dict[str, st
             if type(base.value) is cst.Name and base.value.value in classes:
                 pending.append(classes[base.value.value])
     return {name: read for name, read in found.items() if read is not None}
+
+
+def inherited_flag(module: cst.Module, class_def: cst.ClassDef, flag: str) -> bool:
+    """The flag is a base class's of another project module: neither the class nor a base
+    class of this module binds `self.<flag>` (an assignment, a tuple target, a property of
+    that name), and the class derives, itself or through such a base, from a class this
+    module imports from outside torch (ding's `DQNPolicy(Policy)`, whose `Policy` sets
+    `self._cuda` and the device beside it). That base chooses the device, and the `if
+    self.<flag>:` placements here follow its choice."""
+    classes = {node.name.value: node for node in module.body if type(node) is cst.ClassDef}
+    seen: set[int] = set()
+    pending = [class_def]
+    foreign = False
+    while pending:
+        klass = pending.pop(0)
+        if id(klass) in seen:
+            continue
+        seen.add(id(klass))
+        if _binds_attribute(klass, flag):
+            return False
+        for base in klass.bases:
+            value = base.value
+            if type(value) is cst.Name and value.value in classes:
+                pending.append(classes[value.value])
+                continue
+            head = (get_full_name_for_node(value) or "").split(".")[0]
+            target = _imported_names(module).get(head)
+            if target is not None and target.split(".")[0] not in ("torch", "builtins"):
+                foreign = True
+    return foreign
+
+
+def _imported_names(module: cst.Module) -> dict[str, str]:
+    """The names the module's top-level imports bind (also under `try:`/`if`), each with
+    what it imports: a relative import (`from .base_policy import Policy`) keeps its
+    leading dots."""
+    found: dict[str, str] = {}
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        statement = stack.pop()
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:  # type: ignore[attr-defined]
+                if type(small) in (cst.Import, cst.ImportFrom):
+                    for _, bound, target in import_aliases(small):  # type: ignore[arg-type]
+                        found[bound] = target
+        elif type(statement) in (cst.Try, cst.If, cst.Else, cst.ExceptHandler, cst.Finally):
+            stack.extend(n for n in descendants(statement) if type(n) is cst.SimpleStatementLine)
+    return found
+
+
+def _binds_attribute(class_def: cst.ClassDef, name: str) -> bool:
+    """A statement of the class binds `self.<name>` (`self.x = ...`, `self.x: bool = ...`,
+    `self.x, self.n = ...`, `self.x += ...`), or the class defines a method of that name."""
+    for node in descendants(class_def.body):
+        kind = type(node)
+        if kind is cst.FunctionDef and node.name.value == name:  # type: ignore[attr-defined]
+            return True
+        if kind is cst.AssignTarget or kind in (cst.AnnAssign, cst.AugAssign):
+            targets = [node.target]  # type: ignore[attr-defined]
+        else:
+            continue
+        while targets:
+            target = targets.pop()
+            if type(target) in (cst.Tuple, cst.List):
+                targets.extend(e.value for e in target.elements)  # type: ignore[attr-defined]
+            elif self_attribute(target) == name:
+                return True
+    return False
 
 
 def _returned_attribute(function: cst.FunctionDef) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import parameter, positional_names
+from xlalint.analysis.arguments import parameter, parameters, positional_names
 from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import call_sites
@@ -56,7 +56,9 @@ class LoopAnalysis(LoaderTracing):
         loop. Not step loops either: sweeps over a literal list of settings; loops inside
         `forward`, a `*_step` function or a module's `__call__` (part of one step's
         graph), unless they decode (`decodes`) or sample with fresh noise on every pass
-        (`draws_noise`: a diffusion sampler written as a module's `forward`); loops that
+        (`draws_noise`: a diffusion sampler written as a module's `forward`), or run with
+        autograd off the network their class was handed on the state they carry
+        (`_samples_handed_network`: a deterministic sampler wrapping its model); loops that
         only call `backward()`
         inside a step loop (micro-batches of gradient accumulation, gradient guidance of a
         sampler: the enclosing step is theirs, and a barrier anywhere in it counts); loops
@@ -71,7 +73,11 @@ class LoopAnalysis(LoaderTracing):
                 continue
             optimizes = site.per_step and self._optimizes_per_pass(site)
             if site.per_step and not (
-                self._asked_steps(site) or self.decodes(node) or self.draws_noise(node) or optimizes
+                self._asked_steps(site)
+                or self.decodes(node)
+                or self.draws_noise(node)
+                or self._samples_handed_network(site)
+                or optimizes
             ):
                 continue
             # A training step updates the weights: an optimizer step, or `backward()` with a
@@ -108,6 +114,60 @@ class LoopAnalysis(LoaderTracing):
             )
         self._step_loops = result
         return result
+
+    def _samples_handed_network(self, site: LoopSite) -> bool:
+        """A sampling run written as a module's `forward`: with gradients off (`@torch.
+        no_grad()`, `@torch.inference_mode()`, or the loop under `with torch.no_grad():`),
+        the loop calls a network its class was handed at construction (`self.net = net`
+        in `__init__`, not a layer the class builds), in its body or a loop nested in it,
+        on state the pass hands to the next (`v_pred = self.net(x_noisy, sigmas[i])`, then
+        `x_noisy = alphas[i + 1] * x_pred + ...`). Such a forward trains nothing, so its
+        loop is no part of one training step, and each pass runs the whole handed network
+        on what the last pass made: a step of its own, as a sampler's. A recurrent unroll
+        over the module's own cell (`h = self.cell(x[t], h)`), or a forward that keeps
+        gradients (an unrolled refinement trained end to end), stays one step's graph."""
+        node, function, class_def = site.node, site.function, site.class_def
+        if function is None or class_def is None or not self._gradients_off(function, node):
+            return False
+        handed = _handed_attributes(class_def)
+        return bool(handed) and self._feeds_handed(node, handed)
+
+    def _feeds_handed(self, node: Loop, handed: frozenset[str]) -> bool:
+        """A pass calls `self.<one of handed>` on state it hands to the next, in its own
+        body or in a nested sweep that continues that state (`_continues`: the resample
+        sweep of an inpainting step)."""
+        carried = self.carried(node)
+        for event in self.facts(node).events:
+            call = getattr(event, "call", None)
+            if (
+                call is not None
+                and isinstance(call.func, cst.Attribute)
+                and isinstance(call.func.value, cst.Name)
+                and call.func.value.value == "self"
+                and call.func.attr.value in handed
+                and event.inputs & carried  # type: ignore[union-attr]
+            ):
+                return True
+        return any(
+            self._continues(node, child) and self._feeds_handed(child, handed)
+            for child in self.facts(node).child_loops
+        )
+
+    def _gradients_off(self, function: cst.FunctionDef, node: Loop) -> bool:
+        """The loop runs with autograd off: its function is decorated `@torch.no_grad()`
+        (or `@torch.inference_mode()`), or the loop sits in a `with` block of one."""
+        if any(self._disables_grad(d.decorator) for d in function.decorators):
+            return True
+        return any(
+            isinstance(block, cst.With)
+            and any(self._disables_grad(item.item) for item in block.items)
+            and any(inner is node for inner in descendants(block.body))
+            for block in descendants(function.body)
+        )
+
+    def _disables_grad(self, expression: cst.BaseExpression) -> bool:
+        target = expression.func if isinstance(expression, cst.Call) else expression
+        return self.imports.resolve(target) in _GRADIENTS_OFF
 
     def _asked_steps(self, site: LoopSite) -> bool:
         """A loop in a per-step function that steps an optimizer on every pass, as many
@@ -451,6 +511,44 @@ def _second_order(call: cst.Call) -> bool:
             value = arg.value
             return not (type(value) is cst.Name and value.value == "False")
     return False
+
+
+_GRADIENTS_OFF = frozenset({"torch.no_grad", "torch.inference_mode"})
+
+
+def _handed_attributes(class_def: cst.ClassDef) -> frozenset[str]:
+    """The attributes a class's `__init__` binds, in its own body, to one of its
+    parameters as given (`self.net = net`): objects handed in at construction."""
+    init = next(
+        (
+            s
+            for s in class_def.body.body
+            if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"
+        ),
+        None,
+    )
+    if init is None:
+        return frozenset()
+    params = {p.name.value for p in parameters(init)} - {"self"}
+    found: set[str] = set()
+    for statement in init.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign)
+                and isinstance(small.value, cst.Name)
+                and small.value.value in params
+            ):
+                for target in small.targets:
+                    t = target.target
+                    if (
+                        isinstance(t, cst.Attribute)
+                        and isinstance(t.value, cst.Name)
+                        and t.value.value == "self"
+                    ):
+                        found.add(t.attr.value)
+    return frozenset(found)
 
 
 def _repeats(node: Loop) -> bool:

@@ -12,6 +12,8 @@ from xlalint.analysis.arguments import (
     append_keyword,
     bind,
     parameter,
+    parameters,
+    positional_names,
 )
 from xlalint.analysis.guards import local_values, module_values
 from xlalint.analysis.handed_functions import call_sites
@@ -93,7 +95,17 @@ class DataLoaderDropLast(Rule):
     parameter's). Options spread from a mapping that the function makes once with a call
     spelling them (`options = self._common_options(batch_size=bs, shuffle=shuffle,
     drop_last=drop_last)`, then `DataLoader(ds, **options)`) are judged as if passed
-    directly, also without a fix; a caller's `**kwargs` stays unknown.
+    directly, also without a fix; so are options a parameter's default spells
+    (`dataloader_kwargs: dict = dict(shuffle=True)`, then `DataLoader(ds, batch_size=bs,
+    **dataloader_kwargs)`: what the loader does unless a caller says otherwise), and a
+    function's own `**kwargs` that every call of it in this module leaves empty (`def
+    create_dataloader(data, batch_size, shuffle=True, **kwargs)`, only ever called as
+    `create_dataloader(memories, bs, device=device)`: its own options decide). A caller's
+    `**kwargs` that no call of the module shows, or that a call fills, stays unknown in the
+    helper; a call that fills it is judged instead, as the loader it builds (`def
+    FinetuneDataloader(ds, *args, **kwargs): return DataLoader(ds, *args, **kwargs)`,
+    called as `FinetuneDataloader(dataset, batch_size=8, shuffle=True)`: the caller's
+    training loader, flagged at the call, whose fix adds `drop_last=True` there).
 
     ## Why is this bad?
     Unless the dataset size is a multiple of the batch size, the last batch of every epoch
@@ -138,7 +150,9 @@ class DataLoaderDropLast(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.UNSAFE
     triggers = ("DataLoader",)
-    screen = ("DataLoader",)
+    # `~oader`: a call of a helper of the module that builds the loader (`FinetuneDataloader(
+    # ds, shuffle=True)`, `make_loader(...)`), judged at the caller.
+    screen = ("DataLoader", "~oader")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
@@ -161,10 +175,15 @@ class DataLoaderDropLast(Rule):
                     self._samplers[-1][target.target.value] = random
 
     def visit_Call(self, node: cst.Call) -> None:
+        wrapped = None
         if self.ctx.qualified(node.func) not in _DATALOADERS:
-            return
-        spread = self._spread_options(node)
-        args = bind(spread or node, _SIGNATURE)
+            # `FinetuneDataloader(ds, batch_size=8, shuffle=True)`: a helper of this
+            # module that hands what it is given on to its `DataLoader(..., **kwargs)`.
+            wrapped = self._wrapped_loader(node)
+            if wrapped is None:
+                return
+        spread = self._spread_options(node) if wrapped is None else None
+        args = bind(spread or wrapped or node, _SIGNATURE)
         if args is None or not _batches(
             args.get("batch_size"), self._function(), self._class_def(), self.ctx.module
         ):
@@ -221,25 +240,111 @@ class DataLoaderDropLast(Rule):
         return bool(words & _EVAL_WORDS) and not words & _TRAINING_WORDS
 
     def _spread_options(self, node: cst.Call) -> cst.Call | None:
-        """`DataLoader(ds, **options)` where this function assigns `options` once, from a
-        call that spells its keywords (`options = self._loader_options(batch_size=bs,
-        shuffle=shuffle, drop_last=drop_last)`, `dict(...)`): the loader as if built with
-        those keywords. None for any other call (`**kwargs` of the caller: unknown)."""
+        """`DataLoader(ds, **options)` with options known here: the loader as if built with
+        them. `options` is a local this function assigns once, from a call that spells its
+        keywords (`options = self._loader_options(batch_size=bs, shuffle=shuffle,
+        drop_last=drop_last)`, `dict(...)`); a parameter whose default spells them
+        (`dataloader_kwargs: dict = dict(shuffle=True)`: what the loader does unless the
+        caller says otherwise); or the function's own `**kwargs` where every call of the
+        function in this module puts nothing in it (`create_dataloader(data, bs,
+        device=device)`: the helper decides). None for any other call (a `**kwargs` some
+        caller fills, or one no call of this module shows: unknown)."""
         stars = [arg for arg in node.args if arg.star]
         if len(stars) != 1 or stars[0].star != "**" or type(stars[0].value) is not cst.Name:
             return None
         function = self.ctx.function_node
         if function is None:
             return None
-        values = local_values(function, stars[0].value.value)
-        if len(values) != 1 or type(values[0]) is not cst.Call:
-            return None
-        made: cst.Call = values[0]  # type: ignore[assignment]
-        keywords = [arg for arg in made.args if arg.keyword is not None and not arg.star]
-        if not keywords or len(keywords) != len(made.args):
-            return None
+        name = stars[0].value.value
         own = [arg for arg in node.args if not arg.star]
+        star_kwarg = function.params.star_kwarg
+        if isinstance(star_kwarg, cst.Param) and star_kwarg.name.value == name:
+            return node.with_changes(args=own) if self._kwargs_left_empty(function) else None
+        param = parameter(function, name)
+        if param is not None:
+            made = param.default
+        else:
+            values = local_values(function, name)
+            made = values[0] if len(values) == 1 else None
+        keywords = _spelled_keywords(made)
+        if not keywords:
+            return None
         return node.with_changes(args=[*own, *keywords])
+
+    def _kwargs_left_empty(self, function: cst.FunctionDef) -> bool:
+        """Every call of `function` in this module (at least one) binds all it passes to
+        named parameters, so its `**kwargs` is empty."""
+        ancestors = list(self.ctx.ancestors())
+        at = next((i for i, a in enumerate(ancestors) if a is function), None)
+        if at is None:
+            return False
+        is_method = at + 2 < len(ancestors) and isinstance(ancestors[at + 2], cst.ClassDef)
+        sites = call_sites(self.ctx.module).calls(function, is_method)
+        if not sites:
+            return False
+        for site in sites:
+            bound = _bind_to_helper(function, site.call, is_method)
+            if bound is None or bound[1] or bound[2]:
+                return False
+        return True
+
+    def _wrapped_loader(self, node: cst.Call) -> cst.Call | None:
+        """A call of a module-level function of this module that builds a `DataLoader`
+        handing on its own `**kwargs` (and `*args`), where this call fills them
+        (`FinetuneDataloader(dataset, batch_size=8, shuffle=True)` of `def
+        FinetuneDataloader(ds, *args, padding_value=0, **kwargs): return DataLoader(ds,
+        *args, collate_fn=..., **kwargs)`): the loader that call builds, its arguments put
+        in place of the helper's parameters. The caller chooses the loader's options, so
+        the finding is the caller's. None otherwise."""
+        if type(node.func) is not cst.Name:
+            return None
+        helpers = [
+            s
+            for s in self.ctx.module.body
+            if type(s) is cst.FunctionDef and s.name.value == node.func.value
+        ]
+        if len(helpers) != 1:
+            return None
+        helper = helpers[0]
+        kwargs = helper.params.star_kwarg
+        if not isinstance(kwargs, cst.Param):
+            return None
+        inner = [
+            call
+            for call in _calls_in(helper)
+            if any(a.star == "**" and _is_name(a.value, kwargs.name.value) for a in call.args)
+            and self.ctx.qualified(call.func) in _DATALOADERS
+        ]
+        if len(inner) != 1:
+            return None
+        bound = _bind_to_helper(helper, node, method=False)
+        if bound is None:
+            return None
+        values, extra_positional, extra_keywords = bound
+        if not extra_positional and not extra_keywords:
+            return None  # the helper's own options decide: judged there
+        star_arg = helper.params.star_arg
+        positional: list[cst.Arg] = []
+        keywords: list[cst.Arg] = []
+        for arg in inner[0].args:
+            if arg.star == "*":
+                forwarded = isinstance(star_arg, cst.Param) and _is_name(
+                    arg.value, star_arg.name.value
+                )
+                if not forwarded:
+                    return None
+                positional.extend(cst.Arg(value=v) for v in extra_positional)
+            elif arg.star == "**":
+                keywords.extend(extra_keywords)
+            else:
+                value = arg.value
+                if type(value) is cst.Name and (param := parameter(helper, value.value)):
+                    value = values.get(value.value, param.default)
+                    if value is None:
+                        return None
+                target = keywords if arg.keyword is not None else positional
+                target.append(arg.with_changes(value=value))
+        return node.with_changes(args=[*positional, *keywords])
 
     def _parameter_default_false(self, drop_last: cst.BaseExpression | None) -> bool:
         """`drop_last=drop_last` with `drop_last=False` the default of the function's
@@ -370,6 +475,70 @@ class DataLoaderDropLast(Rule):
             return self.fix(f"Set `drop_last={value}`", (drop_last, value))
         edit = append_keyword(node, self.ctx.module, "drop_last", value)
         return self.fix(f"Add `drop_last={value}`", edit) if edit else None
+
+
+def _spelled_keywords(made: cst.BaseExpression | None) -> list[cst.Arg]:
+    """The options a mapping's expression spells: a call's keywords (`dict(shuffle=True)`,
+    `self._options(batch_size=bs)`) or a dict literal's string keys; empty for anything
+    else (a mapping that also spreads another, or one keyed by names)."""
+    if type(made) is cst.Call:
+        keywords = [arg for arg in made.args if arg.keyword is not None and not arg.star]
+        return keywords if len(keywords) == len(made.args) else []
+    if type(made) is cst.Dict:
+        found = []
+        for element in made.elements:
+            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+                return []
+            key = element.key.evaluated_value
+            if not isinstance(key, str) or not key.isidentifier():
+                return []
+            found.append(cst.Arg(keyword=cst.Name(key), value=element.value))
+        return found
+    return []
+
+
+def _calls_in(function: cst.FunctionDef) -> Iterator[cst.Call]:
+    """The calls in `function`'s body, not in the definitions nested in it."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call:
+            yield node
+        if type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            stack.extend(children(node))
+
+
+def _bind_to_helper(
+    helper: cst.FunctionDef, call: cst.Call, method: bool
+) -> tuple[dict[str, cst.BaseExpression], list[cst.BaseExpression], list[cst.Arg]] | None:
+    """What `call` passes `helper`: the values of its named parameters, the positional
+    arguments past them (its `*args`) and the keywords no parameter names (its
+    `**kwargs`). None where the call spreads something (`*xs`, `**options`) or passes
+    more positionally than the helper can take."""
+    positional = positional_names(helper)
+    if method and positional:
+        positional = positional[1:]
+    named = {p.name.value for p in parameters(helper)}
+    values: dict[str, cst.BaseExpression] = {}
+    extra_positional: list[cst.BaseExpression] = []
+    extra_keywords: list[cst.Arg] = []
+    at = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if at < len(positional):
+                values[positional[at]] = arg.value
+            elif isinstance(helper.params.star_arg, cst.Param):
+                extra_positional.append(arg.value)
+            else:
+                return None
+            at += 1
+        elif arg.keyword.value in named:
+            values[arg.keyword.value] = arg.value
+        else:
+            extra_keywords.append(arg)
+    return values, extra_positional, extra_keywords
 
 
 def _batches(

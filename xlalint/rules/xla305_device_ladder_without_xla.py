@@ -13,6 +13,7 @@ from xlalint.analysis.cuda_flags import (
     cuda_flag_places,
     flag_placements,
     flag_properties,
+    inherited_flag,
     probe_placement,
     probes_availability,
     stays_on_the_cpu,
@@ -105,7 +106,12 @@ class DeviceLadderWithoutXla(Rule):
     (`.to(self.device)`) and mentions XLA nowhere in its code (its docstring does not
     count): reported once, at the first such `if`, unless the file has a ladder that tests
     something else (a script's `device = torch.device("cuda" if use_cuda else "cpu")`
-    that hands `use_cuda` to the class): that ladder is the program's choice. Other
+    that hands `use_cuda` to the class): that ladder is the program's choice, or unless
+    the flag is a base class's of another project module (neither the class nor a base
+    class of this module binds it, and the class derives from one the module imports from
+    outside torch: ding's `class DQNPolicy(Policy)` reading the `self._cuda` that
+    `base_policy.py` sets beside its device): that base chooses the device, in its own
+    file, and the placements here follow it. Other
     ladders on that flag (an autocast helper's `device = "cuda"` under `if
     self.use_cuda:`) follow that choice and are not reported: one finding per cause. A
     property of the class (or of a base class of the module) that hands back the flag
@@ -538,10 +544,12 @@ class DeviceLadderWithoutXla(Rule):
         flag = self._flag(node.test)
         if flag is None or not stays_on_the_cpu(node.orelse):
             return
-        _, placements = self._class_placements(flag)
+        class_def, placements = self._class_placements(flag)
         if not placements or placements[0] is not node or self._ladder_elsewhere(flag):
             return
         imports = self.ctx.imports
+        if class_def is not None and inherited_flag(self.ctx.module, class_def, flag):
+            return  # the base of another module that sets the flag chooses the device
         if any(
             isinstance(a, cst.If | cst.IfExp) and mentions_cuda(a.test, imports)
             for a in self.ctx.ancestors()

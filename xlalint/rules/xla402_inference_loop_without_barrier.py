@@ -46,7 +46,14 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     hands the model, outside the model, on each pass (`x = mean + sigma *
     torch.randn_like(mean)`, `mean` computed from `x`, before `x = self.denoiser(x,
     sigma)`; `sample += sigma * noise` after `self.diff_model(...)`): a diffusion or
-    Langevin sampler written as a module's `forward`. Noise added to a pass's own input
+    Langevin sampler written as a module's `forward`. So is a loop, with autograd off
+    (`@torch.no_grad()`, `@torch.inference_mode()`, or under `with torch.no_grad():`),
+    that calls a network its class was handed at construction (`self.net = net` in
+    `__init__`) on the state the pass hands to the next, itself or in a resample sweep
+    nested in it (`v_pred = self.net(x_noisy, sigmas[i])`, then `x_noisy = alphas[i + 1]
+    * x_pred + betas[i + 1] * noise_pred`): a deterministic sampler wrapping the model it
+    samples, whose forward trains nothing; a recurrent unroll over the module's own cell,
+    or a refinement loop that keeps gradients, stays one step. Noise added to a pass's own input
     (`self.rnn(x[t] + noise, h)`) or drawn for a latent no pass carries (`z = mu + std *
     torch.randn_like(std)`) is part of one step. A loop over as many passes as output
     positions (`for _ in range(max_new_tokens)`, `range(maxlen)`, `range(start,
