@@ -111,6 +111,12 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     # A `torch.distributions` distribution's `log_prob` is the likelihood loss of every
     # training step that fits one (a forecaster's negative log-likelihood).
     "Distribution": frozenset({"log_prob"}),
+    # A detection head (mmdet's protocol, which mmrotate, mmyolo and mmocr follow: a
+    # `*Head` class, `BaseDenseHead`, `RotatedBBoxHead`) is handed every training batch's
+    # features by its detector: `forward_train` (mmdet 2.x) and `loss` on each step,
+    # `loss_by_feat` from the base's `loss` (mmdet 3.x); what they reach in the file
+    # (`get_targets`, each image's `_get_targets_single`) runs per step with them.
+    "Head": frozenset({"forward_train", "loss", "loss_by_feat"}),
     # A loss scaler runs with every optimizer step: `scaler.step(opt)`, then
     # `scaler.update()` (torch's `GradScaler`, and subclasses that wrap its bookkeeping).
     "GradScaler": frozenset({"update", "unscale_"}),
