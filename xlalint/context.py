@@ -98,6 +98,7 @@ from xlalint.walk import (
     COMPREHENSIONS,
     TRIVIA,
     descendants,
+    last_name,
     self_attribute,
     target_names,
     top_level_functions,
@@ -1510,6 +1511,10 @@ class FileContext:
             self.hot.add_saving_function(self.function.name)
         if self.function is not None and makes_a_figure(node, resolved):
             self.hot.add_plotting_function(self.function.name)
+        if (applied := _applied_function(node)) is not None:
+            # `multi_apply(self._get_targets_single, anchors, flags)`, `map(self.f, xs)`:
+            # the applier calls the function it is handed on each item, here and now.
+            self.hot.add_call(self.site(), applied)
         if type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
         elif own := own_module_function(func, self.module):
@@ -1541,6 +1546,34 @@ class FileContext:
             # `h.asdict()` on the hypotheses of a search loop: a method of a record class
             # of the module (`analysis/records.py`), by its name as for `self.f()`.
             self.hot.add_call(self.site(), func.attr.value)
+
+
+# Calls that call the function handed as their first argument on each of the items the
+# others hold, before they return: `map`, `itertools.starmap`, and appliers by their name
+# (mmcv/mmdet's `multi_apply(func, *args)`, `tree_apply`, `apply_to_collection`). Not
+# registrations that keep it for later (hooks, step closures, `atexit.register`).
+_APPLIERS = re.compile(r"^(map|starmap|\w*_apply|apply_\w+)$")
+
+
+def _applied_function(call: cst.Call) -> str | None:
+    """The module function (`f`) or method of the class (`self.f`) that `call` applies to
+    items (`_APPLIERS`), by its name; None for any other call."""
+    name = last_name(call.func)
+    if name is None or _APPLIERS.match(name) is None or not call.args:
+        return None
+    first = call.args[0]
+    if first.keyword is not None or first.star:
+        return None
+    value = first.value
+    if type(value) is cst.Name:
+        return value.value
+    if (
+        type(value) is cst.Attribute
+        and type(value.value) is cst.Name
+        and value.value.value == "self"
+    ):
+        return value.attr.value
+    return None
 
 
 def _names_in_full_text(
