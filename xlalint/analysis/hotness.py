@@ -117,6 +117,10 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     # `loss_by_feat` from the base's `loss` (mmdet 3.x); what they reach in the file
     # (`get_targets`, each image's `_get_targets_single`) runs per step with them.
     "Head": frozenset({"forward_train", "loss", "loss_by_feat"}),
+    # A radiance field's sample estimator (nerfacc's `AbstractEstimator`: the occupancy
+    # grid, the proposal networks) is asked for each ray batch's samples by the training
+    # and rendering loops of another module: `sampling` runs every step.
+    "Estimator": frozenset({"sampling"}),
     # A loss scaler runs with every optimizer step: `scaler.step(opt)`, then
     # `scaler.update()` (torch's `GradScaler`, and subclasses that wrap its bookkeeping).
     "GradScaler": frozenset({"update", "unscale_"}),
