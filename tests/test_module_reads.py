@@ -607,3 +607,56 @@ def test_results_elsewhere_with_and_without_the_screen(
     screened = _check([package])
     monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
     assert _check([package]) == screened
+
+
+HEAD = """\
+import torch
+from torch import nn
+
+from .utils import to_numpy
+
+
+def pck_accuracy(output, target, mask):
+    return 0.0, 0.0, 0
+
+
+class HeatmapHead(nn.Module):
+    def loss(self, feats, gt_heatmaps, keypoint_weights):
+        pred = self.conv(feats)
+        loss = (pred - gt_heatmaps).pow(2).mean()
+        _, acc, _ = pck_accuracy(
+            output=to_numpy(pred),
+            target=to_numpy(gt_heatmaps),
+            mask=to_numpy(keypoint_weights) > 0,
+        )
+        logged = to_numpy(pred)
+        return loss, acc, logged
+
+
+class BaseHead(nn.Module):
+    def loss(self, feats, samples):
+        scores = self.fc(feats)
+        return self.loss_by_feat(scores, samples)
+
+    def loss_by_feat(self, scores: torch.Tensor, samples):
+        labels = torch.stack([s.label for s in samples]).to(scores.device)
+        top = topk_accuracy(scores.detach().cpu().numpy(), labels.detach().cpu().numpy())
+        return scores.sum() + top
+
+
+def topk_accuracy(scores, labels):
+    return float((scores.argmax(1) == labels).mean())
+"""
+
+
+def test_detection_head_loss_reads_one_finding_per_consuming_call(tmp_path: Path) -> None:
+    """A head's `loss` runs every step (a per-step hook): the device tensors it hands
+    another module's `to_numpy` for one accuracy call are one cause, reported at the
+    first (the three calls and the comparison in one argument list); a copy in the next
+    statement is another finding. A hook that copies what its own per-step
+    caller hands it (`loss_by_feat`) reports the copy where it is, not at the call."""
+    package = _package(tmp_path)
+    (package / "head.py").write_text(HEAD)
+    settings = Settings(root=tmp_path, select=("XLA102",))
+    report = api.check_paths([package / "head.py"], settings, jobs=1)
+    assert sorted(d.start.row for d in report.diagnostics) == [16, 20, 31]

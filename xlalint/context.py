@@ -40,9 +40,9 @@ from xlalint.analysis.hotness import (
     FunctionKey,
     HotCode,
     Site,
+    applied_function,
     batch_state,
     draws_a_figure,
-    handed_to_a_builtin,
     imported_base_names,
     makes_a_figure,
     per_step_hooks,
@@ -1568,18 +1568,16 @@ class FileContext:
             # `GradientTransformation(init_fn, update_fn)`: the optimizer's step runs the
             # update on every step.
             self.hot.add_module_hook(update)
-        if resolved is None and (mapped := handed_to_a_builtin(node)) is not None:
-            # `map(_vdot_kernel, leaves_x, leaves_y)`: the builtin calls the kernel here.
-            self.hot.add_call(self.site(), mapped)
         if resolved in SAVE_CALLS and self.function is not None:
             self.hot.add_saving_function(self.function.name)
         if self.function is not None and makes_a_figure(node, resolved):
             self.hot.add_plotting_function(self.function.name)
+        if (applied := applied_function(node)) is not None:
+            # `multi_apply(self._get_targets_single, anchors, flags)`, `map(kernel, xs)`:
+            # the applier calls the function it is handed on each item, here and now.
+            self.hot.add_call(self.site(), applied)
         if type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
-            if func.value == "map" and node.args and type(node.args[0].value) is cst.Name:
-                # `map(detach_to_cpu_, tensors)` calls the function it is handed.
-                self.hot.add_call(self.site(), node.args[0].value.value)  # type: ignore[attr-defined]
         elif own := own_module_function(func, self.module):
             # `d2l.grad_clipping(net, 1)` with `d2l = sys.modules[__name__]`: this module's.
             self.hot.add_call(self.site(), own)

@@ -390,15 +390,19 @@ def converts_handed(
     read: cst.CSTNode,
     ancestors: Iterable[cst.CSTNode],
     loops: Iterable[cst.CSTNode],
+    hook: bool = False,
 ) -> bool:
     """Whether a read of a parameter in `function` converts what the helper is handed,
     the cause of the per-step calls that hand it a device tensor (XLA101's and XLA102's
-    findings at the call): not in a function per step by its own name (`forward`), not a
+    findings at the call): not in a function per step by its own name (`forward`) or by
+    what it is (`hook`: a method a framework calls every step, a detection head's
+    `loss_by_feat`, which its own `loss` also calls), not a
     check of the input (`is_check`), not in a loop statement of the helper
     (`in_own_loop`). Those reads are reported where they are."""
     ancestors = tuple(ancestors)
     return (
-        not PER_STEP_FUNCTIONS.match(function.name)
+        not hook
+        and not PER_STEP_FUNCTIONS.match(function.name)
         and not is_check(read, ancestors)
         and not in_own_loop(loops)
         and not sizes_own_tensor(read, ancestors)

@@ -111,6 +111,16 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     # A `torch.distributions` distribution's `log_prob` is the likelihood loss of every
     # training step that fits one (a forecaster's negative log-likelihood).
     "Distribution": frozenset({"log_prob"}),
+    # A detection head (mmdet's protocol, which mmrotate, mmyolo and mmocr follow: a
+    # `*Head` class, `BaseDenseHead`, `RotatedBBoxHead`) is handed every training batch's
+    # features by its detector: `forward_train` (mmdet 2.x) and `loss` on each step,
+    # `loss_by_feat` from the base's `loss` (mmdet 3.x); what they reach in the file
+    # (`get_targets`, each image's `_get_targets_single`) runs per step with them.
+    "Head": frozenset({"forward_train", "loss", "loss_by_feat"}),
+    # A radiance field's sample estimator (nerfacc's `AbstractEstimator`: the occupancy
+    # grid, the proposal networks) is asked for each ray batch's samples by the training
+    # and rendering loops of another module: `sampling` runs every step.
+    "Estimator": frozenset({"sampling"}),
     # A loss scaler runs with every optimizer step: `scaler.step(opt)`, then
     # `scaler.update()` (torch's `GradScaler`, and subclasses that wrap its bookkeeping).
     "GradScaler": frozenset({"update", "unscale_"}),
@@ -477,20 +487,34 @@ def transformation_update(call: cst.Call) -> str | None:
     return update.value if type(update) is cst.Name else None
 
 
-# Builtins that call the function they are handed once per element (`map(kernel, xs, ys)`):
-# a call of it from where they run.
-_CALLING_BUILTINS = frozenset({"map", "filter"})
+# Calls that call the function handed as their first argument on each of the items the
+# others hold, before they return: `map`, `filter`, `itertools.starmap`, and appliers by
+# their name (mmcv/mmdet's `multi_apply(func, *args)`, `tree_apply`,
+# `apply_to_collection`). Not registrations that keep it for later (hooks, step closures,
+# `atexit.register`).
+_APPLIERS = re.compile(r"^(map|filter|starmap|\w*_apply|apply_\w+)$")
 
 
-def handed_to_a_builtin(call: cst.Call) -> str | None:
-    """`map(f, xs)`, `filter(f, xs)`: the function `f` they call for each element."""
-    func = call.func
-    if type(func) is not cst.Name or func.value not in _CALLING_BUILTINS or len(call.args) < 2:
+def applied_function(call: cst.Call) -> str | None:
+    """The module function (`f`) or method of the class (`self.f`) that `call` applies to
+    items (`map(kernel, xs, ys)`, `multi_apply(self._get_targets_single, anchors, flags)`),
+    by its name: a call of it from where the applier runs. None for any other call."""
+    name = last_name(call.func)
+    if name is None or _APPLIERS.match(name) is None or not call.args:
         return None
     first = call.args[0]
-    if first.keyword is not None or first.star or type(first.value) is not cst.Name:
+    if first.keyword is not None or first.star:
         return None
-    return first.value.value
+    value = first.value
+    if type(value) is cst.Name:
+        return value.value
+    if (
+        type(value) is cst.Attribute
+        and type(value.value) is cst.Name
+        and value.value.value == "self"
+    ):
+        return value.attr.value
+    return None
 
 
 class HotCode:

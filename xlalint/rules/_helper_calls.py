@@ -8,6 +8,7 @@ during the walk and asks it in `leave_Module`. Not a rule module: it defines no 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -43,6 +44,8 @@ class HelperCallRule(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self.calls = HelperCalls()
+        # Calls (by id) handed a read of another module's function already reported.
+        self._handed_elsewhere: set[int] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.calls.note_class(node)
@@ -192,6 +195,13 @@ class HelperCallRule(Rule):
         if found is None or found[1].read.code != self.code:
             return
         argument, where = found
+        consumer = _handed_to(self.ctx.ancestors())
+        if consumer is not None:
+            if id(consumer) in self._handed_elsewhere:
+                # `accuracy(to_numpy(pred), to_numpy(gt), to_numpy(w) > 0)`: the reads
+                # one call is handed are one cause, reported at the first.
+                return
+            self._handed_elsewhere.add(id(consumer))
         message = self.elsewhere_message.format(
             argument=spelled_argument(self.ctx.module.code_for_node(argument)),
             helper=where.function,
@@ -237,3 +247,17 @@ class HelperReadRule(HelperCallRule):
         while comp is not None:
             self._reads.bind_loop_target(comp.target, comp.iter)
             comp = comp.inner_for_in
+
+
+def _handed_to(ancestors: Iterable[cst.CSTNode]) -> cst.Call | None:
+    """The call whose argument holds the node whose `ancestors` (innermost first) these
+    are, directly or in an expression made from it (`to_numpy(w) > 0`); None outside any
+    argument of the statement."""
+    outward = iter(ancestors)
+    for ancestor in outward:
+        if isinstance(ancestor, cst.BaseStatement | cst.BaseSmallStatement | cst.Lambda):
+            return None
+        if type(ancestor) is cst.Arg:
+            call = next(outward, None)
+            return call if type(call) is cst.Call else None
+    return None

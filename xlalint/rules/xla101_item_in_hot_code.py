@@ -105,7 +105,8 @@ class ItemInHotCode(HelperReadRule):
     A check of the input (a read in the test of an `assert`, `if`, `while` or conditional
     expression: `assert targets.max().item() < n`)
     is the helper's own, reported at the read once, whichever call hands the value; a read
-    in a function per step by its own name (`forward`) stays where it is too, and so do a
+    in a function per step by its own name (`forward`) or by what it is (a hook a
+    framework calls every step) stays where it is too, and so do a
     read in a loop statement of the helper (`for i in range(batch): int(lens[i].item())`:
     its work per row), a read whose value sizes a tensor the helper builds or bounds its
     own loop (`max_len = seq_len.max().item()`, then `torch.arange(max_len, ...)`;
@@ -572,7 +573,9 @@ class ItemInHotCode(HelperReadRule):
         function = self.ctx.function
         if not flagged or function is None:
             return None
-        if not converts_handed(function, read, self.ctx.ancestors(), self.ctx.enclosing_loops):
+        if not converts_handed(
+            function, read, self.ctx.ancestors(), self.ctx.enclosing_loops, self.ctx.site().hook
+        ):
             return None
         slot = self._reads.slot(value)
         return None if slot is None else (function, slot)

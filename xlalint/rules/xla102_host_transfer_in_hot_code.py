@@ -204,14 +204,17 @@ class HostTransferInHotCode(HelperCallRule):
     costs the copy every step: the call is reported, naming the function and the file and
     line of its copy (not a copy of Python values only, one in a loop of that function,
     one in its branch for another device, `if mps: prediction = prediction.cpu()`, or one
-    that function makes only without a parameter the call passes). Reads that are Python
-    values (`.item()`, `float()`) are XLA101's.
+    that function makes only without a parameter the call passes). Such calls handed to
+    one call, directly or through an expression (`pck_accuracy(to_numpy(pred),
+    to_numpy(gt), to_numpy(w) > 0)`), are one cause, reported at the first. Reads that
+    are Python values (`.item()`, `float()`) are XLA101's.
 
     A copy of what a helper of the module is handed (`def update_meters(self, output,
     sample): output.detach().cpu()` kept for host meters, `actions.cpu().numpy()` handed
     back), or of a comparison or arithmetic of what it is handed (lpips'
     `compute_accuracy(d0, d1, judge)` copying `(d1 < d0).cpu().data.numpy()`), made where
-    the helper is not per step by its own name, is reported at each
+    the helper is not per step by its own name or by what it is (a hook a framework
+    calls every step: a detection head's `loss_by_feat`), is reported at each
     per-step call of the module that hands it a device tensor, naming the helper and the
     line of its copy, and not at the copy (README "Labelling": a conversion is the call's
     cause, where the caller can stop handing a device tensor); where no such call feeds it,
@@ -577,7 +580,7 @@ class HostTransferInHotCode(HelperCallRule):
             return  # what `report` would drop, checked now: the site is judged later
         direct = bool(self._handed_parameters(computed_root(receiver)))
         direct = direct and converts_handed(
-            function, node, self.ctx.ancestors(), self.ctx.enclosing_loops
+            function, node, self.ctx.ancestors(), self.ctx.enclosing_loops, self.ctx.site().hook
         )
         self._parameter_copies.append(
             _ParameterCopy(
@@ -660,7 +663,9 @@ class HostTransferInHotCode(HelperCallRule):
         params = self._handed_parameters(computed_root(receiver))
         if not params:
             return
-        if not converts_handed(function, node, self.ctx.ancestors(), self.ctx.enclosing_loops):
+        if not converts_handed(
+            function, node, self.ctx.ancestors(), self.ctx.enclosing_loops, self.ctx.site().hook
+        ):
             return
         if not self.reports or self.reports[-1].node is not attr:
             return

@@ -59,6 +59,9 @@ _DEVICE_AGNOSTIC = frozenset(
         "float", "double", "half", "bfloat16", "long", "int", "short", "bool", "byte",
         "unsqueeze", "squeeze", "view", "reshape", "expand", "repeat", "flatten", "t",
         "transpose", "permute", "contiguous", "flip", "fill_", "zero_",
+        # Shaped like another tensor, which lends only its size (`labels.view(1,
+        # -1).expand_as(scores)`, a class index per score).
+        "expand_as", "view_as", "reshape_as",
     }
 )  # fmt: skip
 # Elementwise math of one tensor, as `torch.exp(x)` or `x.exp()`: computed where `x` lives
@@ -95,7 +98,9 @@ class HostTensorInLoop(Rule):
     kaiser_window(n)`, an STFT's window) without `device=` (or with `device="cpu"`),
     followed by a move to a device, either chained
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
-    `pos.to(device)` in the loop; not where host data is written into it in between,
+    `pos.to(device)` in the loop, also through methods that act alike on either device,
+    `.view()`, `.reshape()`, `.expand_as(scores)`, to which another tensor lends only its
+    size; not where host data is written into it in between,
     `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build; device
     values written into its rows, `idx[1] = gt_labels.squeeze(-1)`, are copied to the host
     on the way, and built with `device=` the write stays there). A move is
