@@ -306,3 +306,75 @@ def test_a_check_that_forecasts_lints_a_text_its_screen_barely_cuts_whole(
     parses[:] = []
     run_cli("check", "-q", "--no-cache", "train.py")
     assert screened.text in parses and text not in parses
+
+
+HELPED_SCRIPT = """\
+import torch
+from helpers import scale, show
+
+
+def log(value):
+    show(value)
+
+
+model = torch.nn.Linear(4, 4).cuda()
+for batch in range(10):
+    out = scale(model(torch.ones(4).cuda()))
+    log(out)
+torch.save(model.state_dict(), "m.pt")
+"""
+
+HELPERS = """\
+import torch
+
+
+def scale(x):
+    return x * 2
+
+
+def show(x):
+    print(x.item())
+"""
+
+
+def test_the_forecast_reads_other_modules_in_the_checks_lint_scope(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check --no-cache` lints a file and forecasts its fixes in one `lint_memo` scope:
+    what the layers read from the disk (the modules it imports, its own module) is parsed
+    once for the check's lint and the fixer's lints of the fixed texts, not once per lint;
+    the memos are emptied when the file's forecast ends, and the words are those of a run
+    with a cache folder."""
+    from xlalint import lint_memo
+    from xlalint.analysis import project_modules
+
+    write(project, {"train.py": HELPED_SCRIPT, "helpers.py": HELPERS})
+    parsed: list[str] = []
+    real = project_modules._parse
+
+    def counting(path: str, text: str) -> object:
+        parsed.append(path)
+        return real(path, text)
+
+    cleared: list[bool] = []
+    real_clear = lint_memo.clear
+
+    def clearing() -> None:
+        cleared.append(True)
+        real_clear()
+
+    monkeypatch.setattr(project_modules, "_parse", counting)
+    monkeypatch.setattr(lint_memo, "clear", clearing)
+    cold = run_cli("check", "--no-cache", "train.py")
+    assert not lint_memo.in_lint()
+    assert _fixable(cold.stdout) > 0
+    # One scope for the file: the check's lint and the fixer's lints of the fixed texts
+    # (at least one here), emptied once, when the forecast ends.
+    assert cleared == [True]
+    assert any(p.endswith("helpers.py") for p in parsed)
+    assert len(parsed) == len(set(parsed))  # each module parsed once
+    cached = run_cli(
+        "check", "--cache-dir", str(project / ".cache"), "train.py",
+        env={"XLALINT_NO_CACHE": None},
+    )  # fmt: skip
+    assert cached.stdout == cold.stdout

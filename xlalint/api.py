@@ -342,19 +342,30 @@ def _keyed_lint_forecast_job(job: Job) -> tuple[str | None, FileResult, FixForec
     fixer run on it at once in the same worker (None for the others): it starts from this
     lint's result and, where the lint parsed the whole text, its tree; and it meets the
     summaries of other modules (callers, bases, helpers) that this worker made already,
-    which a pool of its own made again."""
-    path, rules, hot_functions, _, cache, line_length, target = job
-    whole: dict[str, cst.Module] = {}
-    key, result = _lint_file_keyed(Path(path), rules, hot_functions, cache, target, whole)
-    if not any(d.fix is not None for d in result.diagnostics):
-        return key, result, None
-    from xlalint.importer import ParsedTexts
+    which a pool of its own made again.
 
-    parsed = ParsedTexts()
-    for text, module in whole.items():
-        parsed.lend(text, module)
-    whole.clear()
-    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target, cache, parsed)
+    The lint and the fixer's lints of the fixed texts share one `lint_memo.lint_scope`:
+    what the layers learn from the disk (the file's own module as `module_reads` reads it,
+    the other modules' trees `project_modules` holds, stats) is the same for every text
+    of the file, and each lint of a fixed text made it again; memos keyed by libcst nodes
+    never meet another text's nodes, and those keyed by text see the fixed text's own."""
+    from xlalint import lint_memo
+
+    path, rules, hot_functions, _, cache, line_length, target = job
+    with lint_memo.lint_scope():
+        whole: dict[str, cst.Module] = {}
+        key, result = _lint_file_keyed(Path(path), rules, hot_functions, cache, target, whole)
+        if not any(d.fix is not None for d in result.diagnostics):
+            return key, result, None
+        from xlalint.importer import ParsedTexts
+
+        parsed = ParsedTexts()
+        for text, module in whole.items():
+            parsed.lend(text, module)
+        whole.clear()
+        forecast = _forecast_file(
+            Path(path), rules, hot_functions, line_length, target, cache, parsed
+        )
     return key, result, forecast
 
 

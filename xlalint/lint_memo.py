@@ -54,8 +54,10 @@ def in_lint() -> bool:
 
 @contextmanager
 def lint_scope() -> Iterator[None]:
-    """One file's lint: the memos are emptied when the outermost scope ends (a fix
-    forecast's lints of fixed texts nest in none, each is a scope of its own)."""
+    """One file's lint: the memos are emptied when the outermost scope ends. `check
+    --no-cache` opens one around a file's lint and its closing forecast's lints of the
+    fixed texts (`api._keyed_lint_forecast_job`); elsewhere a fixer's lint is a scope of
+    its own."""
     global _depth
     _depth += 1
     try:

@@ -50,7 +50,14 @@ def _transformed(module: cst.Module, imports: ImportTable) -> frozenset[str]:
     """The functions and methods of the module that another array library's transform
     decorates (`@jax.jit`, `@tf.function(jit_compile=True)`, `@partial(jax.jit,
     static_argnums=0)`, `@mx.compile`): called, they hand back that library's arrays. A
-    name also defined without one is left out."""
+    name also defined without one is left out.
+
+    Only a decorator that resolves into another library (or `functools.partial` of one)
+    counts, and every name resolves through what the imports bind: a module whose imports
+    so far bind no such library has none, and is not walked (the answer is memoised as
+    the walk's was, at the first question)."""
+    if not imports.binds_any(OTHER_ARRAY_LIBRARIES):
+        return frozenset()
     plain: set[str] = set()
     found: set[str] = set()
     for node in descendants(module):
@@ -130,9 +137,7 @@ class ForeignArrays:
         count = self.imports.binding_count()
         if count != self._imports_seen:
             self._imports_seen = count
-            self._imports_other = any(
-                self.imports.binds(library) for library in OTHER_ARRAY_LIBRARIES
-            )
+            self._imports_other = self.imports.binds_any(OTHER_ARRAY_LIBRARIES)
         return self._imports_other
 
     def holds(

@@ -140,6 +140,12 @@ class ImportTable:
         """How many names the imports read so far bind."""
         return len(self._bindings)
 
+    def binds_any(self, packages: Collection[str]) -> bool:
+        """Whether the file imports anything from one of the top-level `packages`: else no
+        name `resolve` answers (module-level aliases name torch's functions only) is
+        theirs."""
+        return any(target.split(".", 1)[0] in packages for target in self._bindings.values())
+
     def binds(self, qualified_prefix: str) -> bool:
         """Whether the file imports anything at or under `qualified_prefix`."""
         return any(
