@@ -415,19 +415,12 @@ class BooleanMasks:
         method: the attribute holds what every value bound to it makes, booleans (a
         comparison, `isnan`, `&`/`~` of those, `.bool()`; `None` aside), computed there from
         values of unknown kind here (`LIKELY`): a mask where it indexes a tensor."""
-        stack = self._stack
-        if not stack or type(stack[0]) is not cst.Module:
-            return Evidence.NONE
-        cls = next((n for n in reversed(stack) if type(n) is cst.ClassDef), None)
+        cls = self._enclosing_class()
         if cls is None:
             return Evidence.NONE
-        module: cst.Module = stack[0]  # type: ignore[assignment]
+        module: cst.Module = self._stack[0]  # type: ignore[assignment]
         values = [v for v, _ in member_values_in(module, cls.name.value, attribute)]
-        values += _registered(cls).get(attribute, [])
-        values = [v for v in values if not (type(v) is cst.Name and v.value == "None")]
-        if values and all(_made_as_mask(v, self.imports) for v in values):
-            return Evidence.LIKELY
-        return Evidence.NONE
+        return self._all_masks(values + _registered(cls).get(attribute, []))
 
     def _member_entry_evidence(self, attribute: str, entry: str) -> Evidence:
         """`self.params["selector"]` in a method, where the class's code binds every value
@@ -435,14 +428,22 @@ class BooleanMasks:
         0.0` in another method, or `self.params = {"selector": draw.to(dtype=torch.bool)}`;
         `None` aside): a mask kept in a dict of the instance, computed there from values of
         unknown kind here (`LIKELY`, as for an attribute)."""
-        stack = self._stack
-        if not stack or type(stack[0]) is not cst.Module:
-            return Evidence.NONE
-        cls = next((n for n in reversed(stack) if type(n) is cst.ClassDef), None)
+        cls = self._enclosing_class()
         if cls is None:
             return Evidence.NONE
         key = entry[len(f"self.{attribute}") :]
-        values = _member_entries(cls).get((attribute, key), [])
+        return self._all_masks(_member_entries(cls).get((attribute, key), []))
+
+    def _enclosing_class(self) -> cst.ClassDef | None:
+        """The class whose code is being walked, in a module's walk; None elsewhere."""
+        stack = self._stack
+        if not stack or type(stack[0]) is not cst.Module:
+            return None
+        return next((n for n in reversed(stack) if type(n) is cst.ClassDef), None)  # type: ignore[return-value]
+
+    def _all_masks(self, values: list[cst.BaseExpression]) -> Evidence:
+        """`LIKELY` where every value bound (`None` aside), and at least one, is made as
+        booleans element for element; otherwise no evidence."""
         values = [v for v in values if not (type(v) is cst.Name and v.value == "None")]
         if values and all(_made_as_mask(v, self.imports) for v in values):
             return Evidence.LIKELY
