@@ -420,7 +420,7 @@ class Epochs:
                 kind = type(node)
                 if kind in _SCOPES:
                     continue
-                if in_loop and kind is cst.If and self._sparse(node):
+                if in_loop and kind is cst.If and self._sparse_branch(node, scope):  # type: ignore[arg-type]
                     stack.extend(self._outside_the_branch(node))  # type: ignore[arg-type]
                     continue
                 if kind in _LOOPS and inner(node):  # type: ignore[arg-type]
@@ -435,6 +435,18 @@ class Epochs:
                 stack.extend(code_children(node))
             memo[id(scope)] = cached
         return cached
+
+    def _sparse_branch(self, node: cst.If, loop: cst.For | cst.While) -> bool:
+        """A branch of `loop`'s body taken once every many passes: one the walk judged so
+        (the context's sparse branches: intervals, first passes, counters reset), or an
+        interval test by its shape (`intervals.sparse_test`: `time % update_timesteps ==
+        0`, a local flag holding one), which holds before the walk reaches the branch."""
+        if self._sparse(node):
+            return True
+        if self._module is None:
+            return False
+        function = self._function_of(loop)
+        return sparse_test(node.test, function, self._class_holding(function), self._module)
 
     @staticmethod
     def _outside_the_branch(node: cst.If) -> list[cst.CSTNode]:
@@ -464,7 +476,7 @@ class Epochs:
             kind = type(node)
             if kind in _SCOPES or kind in _LOOPS:
                 continue
-            if kind is cst.If and self._sparse(node):
+            if kind is cst.If and self._sparse_branch(node, loop):  # type: ignore[arg-type]
                 stack.extend(self._outside_the_branch(node))  # type: ignore[arg-type]
                 continue
             if kind in EXPRESSIONS:
@@ -643,8 +655,6 @@ class Epochs:
         holds one on every pass."""
         if isinstance(loop, cst.For) and _over_runs(loop):
             return True
-        function = self._function_of(loop)
-        class_def = self._class_holding(function)
         methods = self._methods_beside(loop)
         local = self._local_functions(loop)
         if local:
@@ -657,12 +667,9 @@ class Epochs:
                 continue
             if kind in _LOOPS and self.is_batch_loop(node):  # type: ignore[arg-type]
                 return True
-            if kind is cst.If and self._module is not None:
-                branch: cst.If = node  # type: ignore[assignment]
-                if sparse_test(branch.test, function, class_def, self._module):
-                    if branch.orelse is not None:
-                        stack.append(branch.orelse)
-                    continue
+            if kind is cst.If and self._sparse_branch(node, loop):  # type: ignore[arg-type]
+                stack.extend(self._outside_the_branch(node))  # type: ignore[arg-type]
+                continue
             if kind in EXPRESSIONS:
                 if self._calls_holder(node, methods, self._holds_batch, self.is_batch_loop):  # type: ignore[arg-type]
                     return True
