@@ -409,10 +409,7 @@ class Epochs:
             memo[id(scope)] = False  # a function that calls itself
             cached = False
             body = scope.body if isinstance(scope, cst.FunctionDef | cst.For | cst.While) else scope
-            methods = self._methods_beside(scope)
-            local = self._local_functions(scope)
-            if local:
-                methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
+            methods = self._callables_beside(scope)
             stack: list[cst.CSTNode] = [body]
             in_loop = type(scope) in _LOOPS
             while stack:
@@ -457,6 +454,16 @@ class Epochs:
         samples), and the phase's batch loop steps in its own passes."""
         return [node.test] + ([node.orelse] if node.orelse is not None else [])
 
+    def _callables_beside(self, scope: cst.CSTNode) -> dict[str, cst.FunctionDef]:
+        """What a call in `scope` may run of this file: the methods beside it in its
+        class (`_methods_beside`) and the functions defined in its function (keyed
+        `"\0name"`, apart from methods of the same name)."""
+        methods = self._methods_beside(scope)
+        local = self._local_functions(scope)
+        if local:
+            methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
+        return methods
+
     def calls_a_holder(
         self,
         loop: cst.For | cst.While,
@@ -466,10 +473,7 @@ class Epochs:
         """A call in `loop`'s body (not in a nested loop or definition) runs a function
         of this module, or a method of the loop's class, that holds a loop for which
         `inner` holds (`memo`: the caller's, one per `inner`)."""
-        methods = self._methods_beside(loop)
-        local = self._local_functions(loop)
-        if local:
-            methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
+        methods = self._callables_beside(loop)
         stack: list[cst.CSTNode] = [loop.body]
         while stack:
             node = stack.pop()
@@ -655,10 +659,7 @@ class Epochs:
         holds one on every pass."""
         if isinstance(loop, cst.For) and _over_runs(loop):
             return True
-        methods = self._methods_beside(loop)
-        local = self._local_functions(loop)
-        if local:
-            methods = {**methods, **{f"\0{name}": f for name, f in local.items()}}
+        methods = self._callables_beside(loop)
         stack: list[cst.CSTNode] = [loop.body]
         while stack:
             node = stack.pop()
