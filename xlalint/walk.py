@@ -121,6 +121,9 @@ TRIVIA = node_types(
     cst.AssignEqual, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp,
     cst.BaseAugOp,
 )  # fmt: skip
+# What a walk of a body's own code skips: trivia, and the definitions nested in it (their
+# code runs when they are called, not where they are written).
+NOT_OWN = TRIVIA | {cst.FunctionDef, cst.ClassDef, cst.Lambda}
 
 
 Handlers = Mapping[type[cst.CSTNode], Sequence[Callback]]
@@ -427,6 +430,13 @@ def _imported(node: cst.Import | cst.ImportFrom) -> Iterator[str]:
 def top_level_functions(module: cst.Module) -> frozenset[str]:
     """The names of a module's top-level functions (calls by name, dispatch tables)."""
     return frozenset(s.name.value for s in module.body if isinstance(s, cst.FunctionDef))
+
+
+@lint_memo.memo(16)
+def top_level_definitions(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """A module's top-level functions by name (the last definition of a name wins, as
+    at run time). Shared: read it, do not change it."""
+    return {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
 
 
 # The comprehensions, each its own scope with its own `for` clauses.

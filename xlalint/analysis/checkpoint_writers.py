@@ -17,10 +17,9 @@ from __future__ import annotations
 import libcst as cst
 
 from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
-from xlalint.walk import TRIVIA, descendants, names_under, target_names
+from xlalint.walk import NOT_OWN, descendants, names_under, target_names
 
 # Nested definitions run when they are called, not as part of this function's body.
-_SKIPPED = TRIVIA | {cst.FunctionDef, cst.ClassDef, cst.Lambda}
 
 
 def _is_read(node: cst.CSTNode) -> bool:
@@ -36,7 +35,7 @@ def _is_read(node: cst.CSTNode) -> bool:
 def _calls_of(body: cst.CSTNode, callee: str) -> list[cst.Call]:
     """`callee(...)` and `self.callee(...)` in `body`."""
     found = []
-    for n in descendants(body, _SKIPPED):
+    for n in descendants(body, NOT_OWN):
         if not isinstance(n, cst.Call):
             continue
         func = n.func
@@ -63,10 +62,10 @@ def feeds_the_call(function: cst.FunctionDef, callee: str) -> bool:
     for call in calls:
         for arg in call.args:
             fed |= names_under(arg.value)
-            in_calls.update(id(n) for n in descendants(arg.value, _SKIPPED))
+            in_calls.update(id(n) for n in descendants(arg.value, NOT_OWN))
     _feeding(function, fed)
     read = False
-    for node in descendants(function.body, _SKIPPED):
+    for node in descendants(function.body, NOT_OWN):
         if not _is_read(node):
             continue
         read = True
@@ -78,9 +77,9 @@ def feeds_the_call(function: cst.FunctionDef, callee: str) -> bool:
 def _bound_to(read: cst.Call, function: cst.FunctionDef, fed: set[str]) -> bool:
     """The read is in the value of a plain assignment (`total = int(t.item())`) whose
     names all go into the saving call."""
-    for node in descendants(function.body, _SKIPPED):
+    for node in descendants(function.body, NOT_OWN):
         if isinstance(node, cst.Assign) and any(
-            n is read for n in descendants(node.value, _SKIPPED)
+            n is read for n in descendants(node.value, NOT_OWN)
         ):
             names = set().union(*(target_names(t.target) for t in node.targets))
             return bool(names) and names <= fed
@@ -91,7 +90,7 @@ def _feeding(function: cst.FunctionDef, fed: set[str]) -> None:
     """Add to `fed` the names the values of its names are computed from
     (`filepath = os.path.join(folder, f"checkpoint.{total_steps}.pt")` feeds `total_steps`
     into `self.save(filepath)`)."""
-    assigns = [n for n in descendants(function.body, _SKIPPED) if isinstance(n, cst.Assign)]
+    assigns = [n for n in descendants(function.body, NOT_OWN) if isinstance(n, cst.Assign)]
     changed = True
     while changed:
         changed = False

@@ -19,7 +19,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import device_string_type, device_types, mentions_xla
 from xlalint.analysis.guards import falsy_constant, implied, local_values, module_assignments
-from xlalint.analysis.imports import ImportTable, import_aliases
+from xlalint.analysis.imports import ImportTable, import_aliases, top_level_imports
 from xlalint.analysis.members import member_values_in
 from xlalint.walk import EXPRESSIONS, TRIVIA, children, descendants, self_attribute, target_names
 
@@ -155,6 +155,7 @@ def inherited_flag(module: cst.Module, class_def: cst.ClassDef, flag: str) -> bo
     seen: set[int] = set()
     pending = [class_def]
     foreign = False
+    imported: dict[str, str] | None = None  # `_imported_names`, read at the first import
     while pending:
         klass = pending.pop(0)
         if id(klass) in seen:
@@ -168,7 +169,9 @@ def inherited_flag(module: cst.Module, class_def: cst.ClassDef, flag: str) -> bo
                 pending.append(classes[value.value])
                 continue
             head = (get_full_name_for_node(value) or "").split(".")[0]
-            target = _imported_names(module).get(head)
+            if imported is None:
+                imported = _imported_names(module)
+            target = imported.get(head)
             if target is not None and target.split(".")[0] not in ("torch", "builtins"):
                 foreign = True
     return foreign
@@ -179,16 +182,9 @@ def _imported_names(module: cst.Module) -> dict[str, str]:
     what it imports: a relative import (`from .base_policy import Policy`) keeps its
     leading dots."""
     found: dict[str, str] = {}
-    stack: list[cst.CSTNode] = list(module.body)
-    while stack:
-        statement = stack.pop()
-        if type(statement) is cst.SimpleStatementLine:
-            for small in statement.body:  # type: ignore[attr-defined]
-                if type(small) in (cst.Import, cst.ImportFrom):
-                    for _, bound, target in import_aliases(small):  # type: ignore[arg-type]
-                        found[bound] = target
-        elif type(statement) in (cst.Try, cst.If, cst.Else, cst.ExceptHandler, cst.Finally):
-            stack.extend(n for n in descendants(statement) if type(n) is cst.SimpleStatementLine)
+    for statement in top_level_imports(module):
+        for _, bound, target in import_aliases(statement):
+            found[bound] = target
     return found
 
 

@@ -255,10 +255,12 @@ class FlagFacts:
         if not relevant:
             return False  # set elsewhere (a config, a caller): not known
         if all(
-            not a.unreachable and a.key == key and falsy_constant(a.value) is True
+            a.value is not None
+            and not a.unreachable
+            and a.key == key
+            and falsy_constant(a.value) is True
             for a in relevant
-            if a.value is not None
-        ) and all(a.value is not None for a in relevant):
+        ):
             # `self._use_cached_vision_x = False` and nothing else here: a state flag
             # this module only clears, which its users turn on (`lang_encoder.
             # _use_cached_vision_x = True` in another module), the same on every host. No

@@ -32,7 +32,7 @@ import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey
-from xlalint.walk import descendants, target_names
+from xlalint.walk import descendants, last_name, target_names
 
 # Builtins that turn a tensor into a Python number.
 _CONVERSIONS = frozenset({"float", "int"})
@@ -281,21 +281,14 @@ class HelperReads:
             scope.reader.star_read = read
 
 
-# Comparisons whose result is a Python bool whatever the operands hold.
 def _casts_to_a_tensor(node: cst.BaseExpression) -> bool:
     """`cast_tensor(den)`, `utils.as_tensor(x)`: a call of a function named for casting
     its one argument to a tensor (`_TENSOR_CASTS`), given no device to move it to."""
     if type(node) is not cst.Call:
         return False
-    func = node.func  # type: ignore[attr-defined]
-    name = (
-        func.value
-        if type(func) is cst.Name
-        else getattr(getattr(func, "attr", None), "value", None)
-    )
     args = node.args  # type: ignore[attr-defined]
     return (
-        name in _TENSOR_CASTS
+        last_name(node.func) in _TENSOR_CASTS  # type: ignore[attr-defined]
         and bool(args)
         and args[0].keyword is None
         and not args[0].star
@@ -304,6 +297,7 @@ def _casts_to_a_tensor(node: cst.BaseExpression) -> bool:
     )
 
 
+# Comparisons whose result is a Python bool whatever the operands hold.
 _IDENTITY_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 
 

@@ -165,14 +165,14 @@ def returned_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst.C
         if kind in (cst.Element, cst.DictElement, cst.StarredElement):
             if ancestor.value is not child:  # type: ignore[attr-defined]
                 return None  # a dict's key
-        elif kind not in _RETURNED_LITERALS:
+        elif kind not in RETURNED_LITERALS:
             return None
         child = ancestor
     return None
 
 
 # The literals whose entries a `return` hands back together.
-_RETURNED_LITERALS = frozenset({cst.Tuple, cst.List, cst.Set, cst.Dict})
+RETURNED_LITERALS = frozenset({cst.Tuple, cst.List, cst.Set, cst.Dict})
 
 
 # What carries a value into one formatted argument: a tuple's or list's element, an

@@ -68,15 +68,8 @@ class ImportTable:
 
     def add_top_level(self, module: cst.Module) -> None:
         """Read imports at module level, including those under `try:` and `if`."""
-        stack: list[cst.CSTNode] = list(module.body)
-        while stack:
-            stmt = stack.pop()
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Import | cst.ImportFrom):
-                        self.add(small)
-            elif isinstance(stmt, cst.Try | cst.If | cst.Else | cst.ExceptHandler | cst.Finally):
-                stack.extend(_child_statements(stmt))
+        for statement in top_level_imports(module):
+            self.add(statement)
         self._add_aliases(module)
 
     def _add_aliases(self, module: cst.Module) -> None:
@@ -312,6 +305,20 @@ def _own_module(value: cst.BaseExpression) -> bool:
         and isinstance(value.slice[0].slice.value, cst.Name)
         and value.slice[0].slice.value.value == "__name__"
     )
+
+
+def top_level_imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
+    """The module's imports at module level, including those under `try:` and `if` (not
+    in functions or classes: those bind names of their own scope)."""
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import | cst.ImportFrom):
+                    yield small
+        elif isinstance(stmt, cst.Try | cst.If | cst.Else | cst.ExceptHandler | cst.Finally):
+            stack.extend(_child_statements(stmt))
 
 
 def _child_statements(node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -26,6 +26,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
+from xlalint.analysis.arguments import parameter
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
 
@@ -560,14 +561,12 @@ def _annotated_class(
     """The class of the module a parameter `value` of `function` is annotated with."""
     if type(value) is not cst.Name or function is None:
         return None
-    params = function.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value != value.value:  # type: ignore[attr-defined]
-            continue
-        annotation = param.annotation.annotation if param.annotation is not None else None
-        if type(annotation) is cst.Name and annotation.value in classes:  # type: ignore[union-attr]
-            return annotation.value  # type: ignore[union-attr]
+    param = parameter(function, value.value)
+    if param is None or param.annotation is None:
         return None
+    annotation = param.annotation.annotation
+    if type(annotation) is cst.Name and annotation.value in classes:
+        return annotation.value
     return None
 
 

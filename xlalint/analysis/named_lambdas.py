@@ -98,13 +98,13 @@ def handed_kinds(
         for param, values in zip(params, handed, strict=False):
             for value in values:
                 kinds[param.name.value].extend(_kinds_of(value, function, kind_of))
-    handed: dict[str, Kind] = {}
+    verdicts: dict[str, Kind] = {}
     for param, found in kinds.items():
         if Kind.TENSOR in found and Kind.HOST not in found:
-            handed[param] = Kind.TENSOR
+            verdicts[param] = Kind.TENSOR
         elif found and all(kind is Kind.HOST for kind in found):
-            handed[param] = Kind.HOST  # `as_number(torch.tensor(lr))`: host values only
-    return called, handed
+            verdicts[param] = Kind.HOST  # `as_number(torch.tensor(lr))`: host values only
+    return called, verdicts
 
 
 def _kinds_of(

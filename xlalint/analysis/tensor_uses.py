@@ -32,7 +32,14 @@ from xlalint.analysis.masks import takes_tensors
 from xlalint.analysis.records import Record, annotated_record
 from xlalint.analysis.tensors import has_tensor_parameter
 from xlalint.analysis.type_tests import class_name
-from xlalint.walk import binding_counts, bound_names, code_children, descendants, target_names
+from xlalint.walk import (
+    binding_counts,
+    bound_names,
+    code_children,
+    descendants,
+    target_names,
+    top_level_definitions,
+)
 
 # Methods that tensors have and numpy arrays and sequences lack.
 TENSOR_METHODS = TENSOR_RESULT_METHODS | {
@@ -176,7 +183,6 @@ class DataParameters:
         self.module = module
         self.imports = imports
         self.records = records
-        self._functions: dict[str, cst.FunctionDef] | None = None
         self._known: dict[int, bool] = {}
         self._uses: dict[int, frozenset[str]] = {}
         self._bearers: dict[int, frozenset[str]] = {}
@@ -222,7 +228,7 @@ class DataParameters:
             return True
         if _fields_used(function, params, uses, self.imports):
             return True
-        functions = self._top_level()
+        functions = top_level_definitions(self.module)
         for node in _calls_by_name(function.body):
             callee = functions.get(node.func.value)  # type: ignore[attr-defined]
             if callee is None or callee is function or self.imports.resolve(node.func):
@@ -239,13 +245,6 @@ class DataParameters:
             return False
         found = annotated_record(param.annotation.annotation, self.records)
         return found is not None and not found[1] and bool(self.records[found[0]].tensors)
-
-    def _top_level(self) -> dict[str, cst.FunctionDef]:
-        if self._functions is None:
-            self._functions = {
-                s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)
-            }
-        return self._functions
 
 
 def _asserts_tensor_parameter(function: cst.FunctionDef, imports: ImportTable) -> bool:

@@ -67,6 +67,7 @@ from xlalint.walk import (
     names_under,
     self_attribute,
     target_names,
+    top_level_definitions,
 )
 
 
@@ -2693,7 +2694,7 @@ class TensorKinds:
         puts its rows."""
         if self._module is None or not names:
             return set()
-        functions = _module_functions(self._module)
+        functions = top_level_definitions(self._module)
         found: set[str] = set()
         for node in descendants(body):
             if type(node) is not cst.Call or type(node.func) is not cst.Name:
@@ -3886,16 +3887,6 @@ def _passes_through(call: cst.Call) -> bool:
     if type(func) is cst.Name and func.value in _COPYING_ITERATORS:  # type: ignore[attr-defined]
         return True
     return (get_full_name_for_node(func) or "").rsplit(".", 1)[-1] in _PASS_THROUGH_ITERATORS
-
-
-@lint_memo.memo(8)
-def _module_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
-    """The module's top-level functions by name (the last definition of a name)."""
-    return {
-        statement.name.value: statement
-        for statement in module.body
-        if type(statement) is cst.FunctionDef
-    }
 
 
 def _unpacked_beside(target: cst.BaseExpression, moved: set[str]) -> set[str]:

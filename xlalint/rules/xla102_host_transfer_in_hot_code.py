@@ -8,7 +8,7 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, parameter
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import computed_root, converts_handed
-from xlalint.analysis.host_reads import ReadRuns, consuming_call
+from xlalint.analysis.host_reads import RETURNED_LITERALS, ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
 from xlalint.context import Kind
@@ -439,7 +439,7 @@ class HostTransferInHotCode(HelperCallRule):
         pending: list[cst.BaseExpression] = [returned.value] if returned.value else []
         while pending:
             value = pending.pop()
-            if type(value) in (cst.Tuple, cst.List, cst.Set, cst.Dict):
+            if type(value) in RETURNED_LITERALS:
                 pending.extend(element.value for element in value.elements)  # type: ignore[attr-defined]
                 continue
             if type(value) is not cst.Call:

@@ -17,7 +17,7 @@ from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, PendingReport
 from xlalint.rules._helper_calls import HelperReadRule
-from xlalint.walk import TRIVIA, descendants, node_types, self_attribute, target_names
+from xlalint.walk import NOT_OWN, descendants, node_types, self_attribute, target_names
 
 _MIN_MAX = frozenset({"min", "max"})
 # Builtins that take the truth of each item they iterate.
@@ -42,8 +42,6 @@ _COMPLEMENTS: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
     cst.NotIn: cst.In,
 }
 _LOOP_TYPES = (cst.For, cst.While)
-# What a function's own loops are not under (besides trivia).
-_NOT_OWN = TRIVIA | {cst.FunctionDef, cst.ClassDef, cst.Lambda}
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 # Reductions of a mask to one truth value.
 _MASK_REDUCTIONS = frozenset({"any", "all"})
@@ -706,7 +704,7 @@ class TensorControlFlow(HelperReadRule):
         known = self._looping.get(id(function))
         if known is None:
             known = self._looping[id(function)] = any(
-                type(node) in _LOOP_TYPES for node in descendants(function.body, _NOT_OWN)
+                type(node) in _LOOP_TYPES for node in descendants(function.body, NOT_OWN)
             )
         return known
 

@@ -13,7 +13,8 @@ from xlalint.analysis.arguments import (
     bind,
     parameter,
     parameters,
-    positional_names,
+    signature_of,
+    star_arguments,
 )
 from xlalint.analysis.guards import local_values, module_values
 from xlalint.analysis.handed_functions import call_sites
@@ -21,7 +22,7 @@ from xlalint.analysis.intervals import attribute_values
 from xlalint.analysis.tensors import binding_key
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import children, self_attribute
+from xlalint.walk import NOT_OWN, children, descendants, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -499,13 +500,9 @@ def _spelled_keywords(made: cst.BaseExpression | None) -> list[cst.Arg]:
 
 def _calls_in(function: cst.FunctionDef) -> Iterator[cst.Call]:
     """The calls in `function`'s body, not in the definitions nested in it."""
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
+    for node in descendants(function.body, NOT_OWN):
         if type(node) is cst.Call:
             yield node
-        if type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            stack.extend(children(node))
 
 
 def _bind_to_helper(
@@ -515,30 +512,16 @@ def _bind_to_helper(
     arguments past them (its `*args`) and the keywords no parameter names (its
     `**kwargs`). None where the call spreads something (`*xs`, `**options`) or passes
     more positionally than the helper can take."""
-    positional = positional_names(helper)
-    if method and positional:
-        positional = positional[1:]
+    signature = signature_of(helper, method)
+    bound = bind(call, signature)
+    if bound is None:
+        return None
     named = {p.name.value for p in parameters(helper)}
-    values: dict[str, cst.BaseExpression] = {}
-    extra_positional: list[cst.BaseExpression] = []
-    extra_keywords: list[cst.Arg] = []
-    at = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if at < len(positional):
-                values[positional[at]] = arg.value
-            elif isinstance(helper.params.star_arg, cst.Param):
-                extra_positional.append(arg.value)
-            else:
-                return None
-            at += 1
-        elif arg.keyword.value in named:
-            values[arg.keyword.value] = arg.value
-        else:
-            extra_keywords.append(arg)
-    return values, extra_positional, extra_keywords
+    values = {name: value for name, value in bound.items() if name in named}
+    extra_keywords = [
+        arg for arg in call.args if arg.keyword is not None and arg.keyword.value not in named
+    ]
+    return values, star_arguments(call, signature), extra_keywords
 
 
 def _batches(

@@ -19,7 +19,7 @@ from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.reachability import exported_functions, exported_names
 from xlalint.rule import Rule
-from xlalint.walk import code_children, descendants
+from xlalint.walk import code_children, descendants, top_level_definitions
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -438,7 +438,7 @@ class CudaApi(Rule):
         """The module-level functions every use of whose name (at least one) sits in a
         class that captures a CUDA graph or in another such function."""
         module = self.ctx.module
-        functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        functions = top_level_definitions(module)
         exported = exported_functions(module, exported_names(module))
         # name -> where it is used: a class name (graph class or not) or a function's name,
         # None for module-level code.
