@@ -799,7 +799,8 @@ class FileContext:
     def _in_cuda_guarded_branch(self) -> bool:
         """Under an `if` (or ternary) whose test mentions CUDA, except in a branch whose
         test says there that a value is not on CUDA (`if not p.is_cuda: p.data =
-        p.data.cuda()`, the `else` of `if t.is_cuda:`, `if x.device.type != "cuda":`): an
+        p.data.cuda()`, the `else` of `if t.is_cuda:`, `if x.device.type != "cuda":`, `if
+        'cuda' not in str(orig_device):`): an
         XLA tensor is never `is_cuda`, so that branch is exactly what runs on an XLA host.
         (A failed probe, the `else` of `if torch.cuda.is_bf16_supported():`, says nothing
         of where values are.) Nor is a flag parameter on by

@@ -252,22 +252,49 @@ def counts_gpus(node: cst.BaseExpression, imports: ImportTable) -> bool:
     return False
 
 
+def _names_device(node: cst.BaseExpression) -> bool:
+    """`device`, `x.device`, `orig_device`, `self.device`: a name or attribute whose last
+    part is named for a device."""
+    return (get_full_name_for_node(node) or "").rsplit(".", 1)[-1].endswith("device")
+
+
+def _device_text(node: cst.BaseExpression) -> bool:
+    """What a placement test compares with "cuda": a device's type (`x.device.type`) or
+    its text (`str(x.device)`, `str(orig_device)` after `orig_device = logits.device`)."""
+    if type(node) is cst.Attribute:
+        return node.attr.value == "type" and _names_device(node.value)
+    return (
+        type(node) is cst.Call
+        and type(node.func) is cst.Name
+        and node.func.value == "str"
+        and len(node.args) == 1
+        and node.args[0].star == ""
+        and _names_device(node.args[0].value)
+    )
+
+
 def asks_placement(test: cst.BaseExpression) -> bool:
     """Whether a condition asks if a value lives on CUDA: `p.is_cuda`, `x.device.type ==
-    "cuda"` (not a flag, a probe or a comparison with None)."""
+    "cuda"`, or the device's text holding "cuda" (`'cuda' not in str(orig_device)`,
+    `"cuda" in str(x.device)`: an XLA device's text is `xla:0`, so such a test fails
+    there, and its `not in` branch is what an XLA host runs); not a flag, a probe or a
+    comparison with None."""
     if type(test) is cst.Attribute:
         return test.attr.value == "is_cuda"
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return False
-    sides = (test.left, test.comparisons[0].comparator)
+    comparison = test.comparisons[0]
+    sides = (test.left, comparison.comparator)
+    if isinstance(comparison.operator, cst.In | cst.NotIn):
+        # `"cuda" in str(device)`: the word inside the device's text.
+        return (
+            type(test.left) is cst.SimpleString
+            and test.left.evaluated_value == "cuda"
+            and _device_text(comparison.comparator)
+        )
     return any(
         type(side) is cst.SimpleString and side.evaluated_value == "cuda" for side in sides
-    ) and any(
-        type(side) is cst.Attribute
-        and side.attr.value == "type"
-        and (get_full_name_for_node(side.value) or "").rsplit(".", 1)[-1].endswith("device")
-        for side in sides
-    )
+    ) and any(_device_text(side) for side in sides)
 
 
 def asks_about_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:

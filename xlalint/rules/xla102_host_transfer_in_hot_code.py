@@ -46,6 +46,27 @@ def _returned_by(ancestors: Iterable[cst.CSTNode]) -> cst.Return | None:
     return None
 
 
+def _assigned_together(ancestors: Iterable[cst.CSTNode]) -> cst.Assign | None:
+    """The assignment whose tuple or list holds the copy as one of its elements
+    (`power, scale = self.power.cpu(), self.scale.cpu()`): the copies are bound together,
+    in one statement, for one computation after it, and keeping them on the device is one
+    fix. None for a copy in a lambda, a comprehension or a nested definition."""
+    previous: cst.CSTNode | None = None
+    for ancestor in ancestors:
+        kind = type(ancestor)
+        if kind is cst.Assign:
+            value = ancestor.value  # type: ignore[attr-defined]
+            if previous is value and type(value) in (cst.Tuple, cst.List):
+                return ancestor  # type: ignore[return-value]
+            return None
+        if kind in (cst.Lambda, cst.FunctionDef, cst.ClassDef) or isinstance(
+            ancestor, cst.BaseSmallStatement | cst.BaseCompoundStatement | cst.BaseComp
+        ):
+            return None
+        previous = ancestor
+    return None
+
+
 @dataclass(frozen=True)
 class _ParameterCopy:
     """A copy of a helper's parameter (or of a value of it), judged once the callers are
@@ -189,7 +210,11 @@ class HostTransferInHotCode(HelperCallRule):
     info.items()}`): one caller receives them together; where that return's literal also
     reads a device tensor as a number (`return {"loss": loss.item(), "priority":
     td.abs().tolist()}`), XLA101 reports the return once, at the read, and the copy is
-    not reported. Copies processed further on the host,
+    not reported. So are copies bound together by one assignment (`power, scale =
+    self.power.cpu(), self.scale.cpu()`): one statement, one fix. A branch taken where a
+    device's text does not name CUDA (`if 'cuda' not in str(orig_device): logits =
+    logits.cpu()`) is the branch an XLA host runs (its device's text is `xla:0`): its
+    copies count there. Copies processed further on the host,
     each handed on as an argument of its own (`metric(y.cpu().numpy(),
     pred.cpu().numpy().astype("float64"))`), are reported each.
 
@@ -527,6 +552,11 @@ class HostTransferInHotCode(HelperCallRule):
                     self._handed.add(id(returned))
                     return
                 self._handed.add(id(returned))
+            together = _assigned_together(self.ctx.ancestors())
+            if together is not None:
+                if id(together) in self._handed:
+                    return  # `a, b = x.cpu(), y.cpu()`: bound together, one cause
+                self._handed.add(id(together))
             # From the method name: in a chain split over lines, that is the line to blame.
             self.report(func.attr, message, end_node=node, repeat_of=repeat_of)
             self._helper_copy(func.attr, node, receiver, message)
