@@ -116,3 +116,49 @@ def _record_class(node: cst.ClassDef) -> bool:
         if isinstance(statement, cst.SimpleStatementLine):
             fields = fields or any(isinstance(s, cst.AnnAssign) for s in statement.body)
     return fields
+
+
+# `torch.nn` modules that hold no parameter and no buffer: activations, softmax, pooling,
+# dropout, reshaping, padding, and the losses and distances with no weight. `.cuda()` of
+# one moves nothing and initialises no CUDA (measured on an XLA host without CUDA:
+# `nn.LogSoftmax(dim=1).cuda()` returns, `nn.Linear(2, 2).cuda()` raises).
+_STATELESS_MODULES = re.compile(
+    r"(ReLU6?|LeakyReLU|RReLU|ELU|CELU|SELU|GELU|SiLU|Mish|GLU|Sigmoid|LogSigmoid|Hardsigmoid"
+    r"|Hardswish|Hardtanh|Hardshrink|Softshrink|Tanhshrink|Tanh|Softsign|Softplus|Threshold"
+    r"|Softmax2d|Softmax|Softmin|LogSoftmax"
+    r"|(Adaptive)?(Max|Avg)Pool[123]d|LPPool[12]d|MaxUnpool[123]d"
+    r"|Dropout[123]?d?|AlphaDropout|FeatureAlphaDropout"
+    r"|Identity|Flatten|Unflatten|Upsample(Nearest2d|Bilinear2d)?|PixelShuffle|PixelUnshuffle"
+    r"|ChannelShuffle|Fold|Unfold|(Zero|Constant|Reflection|Replication|Circular)Pad[123]d"
+    r"|MSELoss|L1Loss|SmoothL1Loss|HuberLoss|KLDivLoss|PoissonNLLLoss|GaussianNLLLoss"
+    r"|CosineEmbeddingLoss|MarginRankingLoss|HingeEmbeddingLoss|SoftMarginLoss"
+    r"|TripletMarginLoss|TripletMarginWithDistanceLoss|CTCLoss"
+    r"|CosineSimilarity|PairwiseDistance)"
+)
+# Losses that register their `weight` (and `pos_weight`) as buffers: stateless only when
+# built without one.
+_WEIGHTED_LOSSES = re.compile(
+    r"(CrossEntropyLoss|NLLLoss|BCELoss|BCEWithLogitsLoss|MultiLabelSoftMarginLoss"
+    r"|MultiMarginLoss|MultiLabelMarginLoss)"
+)
+_WEIGHTS = frozenset({"weight", "pos_weight"})
+
+
+def builds_stateless_module(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """Whether `node` builds a `torch.nn` module that holds no parameter or buffer
+    (`nn.LogSoftmax(dim=1)`, `nn.Dropout(0.1)`, `nn.CrossEntropyLoss()` without a
+    `weight`): moving it (`.cuda()`) moves nothing."""
+    if type(node) is not cst.Call:
+        return False
+    name = imports.resolve(node.func) or ""
+    prefix, _, last = name.rpartition(".")
+    if prefix not in ("torch.nn", "torch.nn.modules"):
+        return False
+    if _STATELESS_MODULES.fullmatch(last):
+        return True
+    if not _WEIGHTED_LOSSES.fullmatch(last):
+        return False
+    # `nn.CrossEntropyLoss(w)`: the first positional argument is the weight.
+    return not any(
+        a.star or a.keyword is None or a.keyword.value in _WEIGHTS for a in node.args
+    )

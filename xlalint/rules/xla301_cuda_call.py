@@ -9,8 +9,8 @@ from xlalint.analysis.devices import (
     is_super_call,
     xla_device_source,
 )
-from xlalint.analysis.guards import path_conditions
-from xlalint.analysis.module_classes import is_module_class
+from xlalint.analysis.guards import local_values, path_conditions
+from xlalint.analysis.module_classes import builds_stateless_module, is_module_class
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import descendants
@@ -54,6 +54,14 @@ class CudaCall(Rule):
     function, or handed in without a default keeps its call quiet, as above. A
     `torch.cuda` call in its arguments (`state["scale"].cuda(torch.cuda.current_device())`)
     is part of this finding, not an XLA303 of its own: the fix drops it with the move.
+    A `torch.nn` module that holds no parameter or buffer (activations, softmax, pooling,
+    dropout, `Flatten`, `Identity`, a loss built without `weight`) is left alone, built in
+    place (`nn.LogSoftmax(dim=1).cuda()`) or bound to a local name that only ever holds
+    one (`criterion = nn.MSELoss()`, then `criterion.cuda()`): `.cuda()` moves its tensors,
+    it has none, and it returns without touching CUDA (measured on an XLA host without
+    CUDA: `nn.LogSoftmax(dim=1).cuda()` returns, `nn.Linear(2, 2).cuda()` raises). A
+    module with state (`nn.PReLU()`, `nn.BatchNorm1d(n)`, `nn.CrossEntropyLoss(weight=w)`,
+    whose weight is a buffer) is flagged.
 
     ## Why is this bad?
     `.cuda()` places the value on a CUDA GPU. A TPU host has none, so the call fails, and
@@ -123,6 +131,8 @@ class CudaCall(Rule):
             return
         if not _fits_torch_cuda(node):
             return  # `quantizer.cuda(qtensor, meta=meta, device=d)`: some other `cuda()`
+        if self._moves_nothing(func.value):
+            return  # `nn.LogSoftmax(dim=1).cuda()`: no parameter, no buffer, no CUDA call
         if self.ctx.runs_without_xla:
             return
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
@@ -130,6 +140,20 @@ class CudaCall(Rule):
         if self._under_inherited_flag(node):
             return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
+
+    def _moves_nothing(self, receiver: cst.BaseExpression) -> bool:
+        """Whether the receiver is a `torch.nn` module that holds no parameter or buffer:
+        built here (`nn.Softmax(dim=1).cuda()`), or a local name every binding of which
+        builds one (`criterion = nn.MSELoss()`, then `criterion.cuda()`). `Module.cuda()`
+        moves the module's tensors; with none it returns at once, CUDA or not."""
+        imports = self.ctx.imports
+        if builds_stateless_module(receiver, imports):
+            return True
+        function = self.ctx.function_node
+        if type(receiver) is not cst.Name or function is None:
+            return False
+        values = local_values(function, receiver.value)
+        return bool(values) and all(builds_stateless_module(v, imports) for v in values)
 
     def _under_inherited_flag(self, node: cst.Call) -> bool:
         """Under `if self.use_gpu:` in a class whose bases all come from other modules,
