@@ -20,7 +20,9 @@ from xlalint.analysis.cuda_flags import (
 )
 from xlalint.analysis.devices import (
     ACCELERATOR,
+    AUTOCAST_CALLS,
     GPU_TYPES,
+    GRAD_SCALER_CALLS,
     TORCH_DEVICE,
     DeviceChoice,
     chain,
@@ -216,7 +218,10 @@ class DeviceLadderWithoutXla(Rule):
     elsewhere, and the CPU is the right place to load them on an XLA host (a ladder
     whose device also places the model is still reported).
     A ternary given to a CUDA scaler or autocast (`GradScaler("xpu" if ... else "cuda")`)
-    is part of that call, which XLA303 reports; a ternary assigned to a name that its
+    is part of that call, which XLA303 reports, and so is any autocast's or scaler's
+    device type (`torch.autocast(device_type="cuda" if not
+    torch.backends.mps.is_available() else "mps")`): it picks whose mixed precision the
+    region uses and places no value; a ternary assigned to a name that its
     function only prints or compares (`print(f"Device: {device}")` in a benchmark report)
     places nothing.
 
@@ -418,14 +423,28 @@ class DeviceLadderWithoutXla(Rule):
 
     def _argument_of_cuda_api(self) -> bool:
         """The ternary being visited is an argument of a CUDA API call (a scaler or an
-        autocast for a device): that call is the finding (XLA303), one per cause."""
+        autocast for a device): that call is the finding (XLA303), one per cause. So is
+        the device type of any autocast or scaler (`torch.autocast(device_type="cuda" if
+        not torch.backends.mps.is_available() else "mps", ...)`): it says which
+        device's mixed precision the region uses, and places nothing; the autocast is
+        judged as such (XLA303)."""
         ancestors = self.ctx.ancestors()
         parent, call = next(ancestors, None), next(ancestors, None)
-        return (
-            isinstance(parent, cst.Arg)
-            and isinstance(call, cst.Call)
-            and cuda_api_kind(call, self.ctx.imports) is not None
-        )
+        if not (isinstance(parent, cst.Arg) and isinstance(call, cst.Call)):
+            return False
+        imports = self.ctx.imports
+        if cuda_api_kind(call, imports) is not None:
+            return True
+        qualified = imports.resolve(call.func) or ""
+        if qualified in AUTOCAST_CALLS:
+            keyword = "device_type"
+        elif qualified in GRAD_SCALER_CALLS:
+            keyword = "device"
+        else:
+            return False
+        if parent.keyword is not None:
+            return parent.keyword.value == keyword
+        return not parent.star and next(iter(call.args), None) is parent
 
     def visit_Assign(self, node: cst.Assign) -> None:
         """`use_cuda = torch.cuda.is_available() and not args.cpu`, then `if use_cuda:
