@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.cuda_flags import (
     class_cuda_flag,
@@ -25,6 +26,7 @@ from xlalint.analysis.devices import (
     GRAD_SCALER_CALLS,
     TORCH_DEVICE,
     DeviceChoice,
+    DeviceChoices,
     chain,
     creates_xla_device,
     cuda_api_kind,
@@ -132,7 +134,12 @@ class DeviceLadderWithoutXla(Rule):
     chain holds a ladder setting the same name (`if platform.system() == "Darwin":` with
     `device = "mps"` / `else: device = "cpu"`, then `else: device = "cuda" if
     torch.cuda.is_available() else "cpu"`): the branches choose one device between them,
-    reported once, at the first ladder. A function that returns the
+    reported once, at the first ladder. So is an `if` that overrides, for the same name,
+    what a ternary before it in the same block chose (`self.device =
+    torch.device("cuda" if torch.cuda.is_available() else "cpu")`, then `if
+    torch.backends.mps.is_available(): self.device = torch.device("mps")`): one choice,
+    reported at the ternary (or not at all where the ternary asks for XLA first). A
+    function that returns the
     device through several ladders (`if torch.cuda.is_available(): return "cuda"`, then
     `if os.environ.get("ENABLE_MPS"): if torch.backends.mps.is_available(): return "mps"`,
     then `return "cpu"`) makes one choice, what it returns: reported once, at its first
@@ -650,6 +657,8 @@ class DeviceLadderWithoutXla(Rule):
         first_ladder = next(c for c in group if c.is_ladder)
         if first_ladder.node is not node:
             return
+        if _refines_a_ternary_before(node, siblings, self.ctx.device_choices):
+            return  # `device = "cuda" if ... else "cpu"`, then `if mps: device = "mps"`
         following = next((b for a, b in itertools.pairwise(siblings) if a is node), None)
         if len(group) == 1 and passes_through(node, following, self.ctx.imports):
             return
@@ -1057,6 +1066,51 @@ def _ladder_targets(node: cst.If | cst.IfExp, ancestors: list[cst.CSTNode]) -> f
         if not isinstance(ancestor, cst.Arg | cst.Call):
             return frozenset()
     return frozenset()
+
+
+def _set_names(node: cst.CSTNode) -> frozenset[str]:
+    """The names and attributes (`device`, `self.device`) the assignments of a statement,
+    or of an `if` chain's branches, set."""
+    statements: list[cst.CSTNode] = [node]
+    if isinstance(node, cst.If):
+        statements = [s for block in chain(node)[1] for s in getattr(block, "body", ())]
+    return frozenset(
+        name
+        for statement in statements
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+        if isinstance(small, cst.Assign)
+        for target in small.targets
+        if isinstance(target.target, cst.Name | cst.Attribute)
+        and (name := get_full_name_for_node(target.target))
+    )
+
+
+def _refines_a_ternary_before(
+    node: cst.If, siblings: Sequence[cst.CSTNode], choices: DeviceChoices
+) -> bool:
+    """`self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`, then
+    `if torch.backends.mps.is_available(): self.device = torch.device("mps")`: the `if`
+    overrides what a ternary before it in the same block chose, for the same name. The
+    two choose one device between them (what an XLA host gets is the ternary's choice):
+    one finding, at the ternary, or none where the ternary asks for XLA."""
+    names = _set_names(node)
+    if not names:
+        return False
+    for statement in siblings:
+        if statement is node:
+            return False
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.Assign):
+                continue
+            ternary = _assigned_ternary(small.value)
+            # Any device choice: one that asks for XLA first (`"xla" if XLA_AVAILABLE
+            # else "cpu"`) is not overridden on an XLA host either.
+            if ternary is not None and choices.of(ternary) and names & _set_names(statement):
+                return True
+    return False
 
 
 def _assigned_ternary(value: cst.BaseExpression) -> cst.IfExp | None:
