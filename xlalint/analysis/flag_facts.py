@@ -36,7 +36,7 @@ from xlalint.analysis.guards import (
 from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import base_names
-from xlalint.walk import bound_names, code_children, target_names
+from xlalint.walk import bound_names, code_children, descendants, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
@@ -518,3 +518,83 @@ def _uncalled_names(module: cst.Module) -> set[str]:
             found.add(node.value)
         stack.extend((c, node) for c in code_children(node))
     return found
+
+
+def _class_level_values(class_def: cst.ClassDef, name: str) -> list[cst.BaseExpression | None]:
+    """What the class body's own statements bind `name` to (`enable_autocast = False`);
+    None for a binding of another shape (unpacking, a `def` of that name)."""
+    values: list[cst.BaseExpression | None] = []
+    for statement in class_def.body.body:
+        if isinstance(statement, cst.FunctionDef | cst.ClassDef):
+            if statement.name.value == name:
+                values.append(None)
+            continue
+        if not isinstance(statement, cst.SimpleStatementLine):
+            # Bound under an `if` or a `try` of the class body: a value that varies.
+            if any(
+                type(n) in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)
+                and name in target_names(n.target)  # type: ignore[attr-defined]
+                for n in descendants(statement)
+            ):
+                values.append(None)
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    if isinstance(target.target, cst.Name):
+                        if target.target.value == name:
+                            values.append(small.value)
+                    elif name in target_names(target.target):
+                        values.append(None)
+            elif isinstance(small, cst.AnnAssign | cst.AugAssign):
+                if isinstance(small.target, cst.Name) and small.target.value == name:
+                    values.append(small.value if isinstance(small, cst.AnnAssign) else None)
+    return values
+
+
+def class_setting_left_off(
+    node: cst.BaseExpression, owner: cst.ClassDef | None, module: cst.Module
+) -> bool:
+    """Whether `node` reads a class attribute set once, in the class body, to a falsy
+    constant that no code of the module ever assigns again (`enable_autocast = False` in
+    `class CompositeModel`, then `autocast(enabled=self.enable_autocast)`): a setting of
+    the class as shipped, left off, so what it enables is off on every host. Not a flag any
+    code of the module writes (`self._use_cached_vision_x = False` in `__init__`, cleared
+    in a method: a state flag the class's users turn on), one another class of the module
+    binds (a subclass's `enable_autocast = True`), nor one set through `setattr`."""
+    if owner is None or not isinstance(node, cst.Attribute):
+        return False
+    key = attribute_key(node) or attribute_key(node, "cls") or attribute_key(node, owner.name.value)
+    if key is None or "." in key:
+        return False
+    values = _class_level_values(owner, key)
+    if not values or any(v is None or falsy_constant(v) is not True for v in values):
+        return False
+    for candidate in descendants(module):
+        kind = type(candidate)
+        if kind is cst.ClassDef and candidate is not owner:
+            if _class_level_values(candidate, key):  # type: ignore[arg-type]
+                return False
+        elif kind in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign):
+            target = candidate.target  # type: ignore[attr-defined]
+            if any(
+                isinstance(t, cst.Attribute) and t.attr.value == key for t in _targets(target)
+            ):
+                return False
+        elif kind is cst.Call and get_full_name_for_node(candidate.func) == "setattr":  # type: ignore[attr-defined]
+            return False
+    return True
+
+
+def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The targets of an assignment, unpacking tuples and lists (`a.x, b = ...`)."""
+    found: list[cst.BaseExpression] = []
+    stack = [target]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, cst.Tuple | cst.List):
+            stack.extend(e.value for e in t.elements)
+        else:
+            found.append(t)
+    return found
+

@@ -15,6 +15,7 @@ from xlalint.analysis.devices import (
     positional_argument,
     runs_without_xla,
 )
+from xlalint.analysis.flag_facts import class_setting_left_off
 from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.reachability import exported_functions, exported_names
@@ -119,8 +120,12 @@ def _disabled(
     imports: ImportTable,
     function: cst.FunctionDef | None,
     false_on_xla_host: Callable[[cst.BaseExpression], bool],
+    owner: cst.ClassDef | None = None,
+    module: cst.Module | None = None,
 ) -> bool:
-    """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere; or enabled
+    """`enabled=False`: a CUDA autocast or scaler that does nothing anywhere (also through
+    a class attribute set once to False in the class body and never again:
+    `flag_facts.class_setting_left_off`); or enabled
     only where a CUDA test holds (`autocast(enabled and device == "cuda")`), which an XLA
     host never passes, also through a local flag of the enclosing function
     (`scaler_enabled = precision == "fp16" and "cuda" in device`)."""
@@ -134,6 +139,10 @@ def _disabled(
         return True
     values = (lambda name: local_values(function, name)) if function is not None else None
     if implied(value, True, lambda t: mentions_cuda(t, imports), values) is True:
+        return True
+    # A setting of the class left off as shipped: `enable_autocast = False` in the class
+    # body, which no code of the module assigns again.
+    if module is not None and class_setting_left_off(value, owner, module):
         return True
     # A flag set far from here (another method, `__init__`, the module) that is False on
     # an XLA host: `enabled=self.enable_scaler` after `self.enable_scaler =
@@ -212,7 +221,11 @@ class CudaApi(Rule):
     autocast or scalers built with `enabled=False` (also as a decorator) or enabled only
     where a CUDA test holds (`autocast(enabled and device == "cuda")`, or through a local
     flag: `scaler_enabled = precision == "fp16" and "cuda" in device`, then
-    `GradScaler(device, enabled=scaler_enabled)`). Also left alone:
+    `GradScaler(device, enabled=scaler_enabled)`), or by a class attribute set once, in
+    the class body, to a falsy constant that no code of the module assigns again
+    (`enable_autocast = False`, then `autocast(enabled=self.enable_autocast)`: a setting
+    left off as shipped; one that `__init__`, a method, a subclass's body or `setattr`
+    writes is judged as the code sets it). Also left alone:
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
     (including the right side of `torch.cuda.is_available() and ...`, a count of GPUs that
     needs one, `if ngpu == 1:`, `device_count() > 0` or `config.total_visible_gpus > 0`,
@@ -370,7 +383,10 @@ class CudaApi(Rule):
             return
         if kind == "autocast":
             if _disabled(
-                node, qualified, self.ctx.imports, self._function(), self.ctx.false_on_xla_host
+                node, qualified, self.ctx.imports, self._function(),
+                self.ctx.false_on_xla_host,
+                self._owner(),
+                self.ctx.module,
             ):
                 return
             if _to_bfloat16(node, self.ctx):
@@ -380,7 +396,10 @@ class CudaApi(Rule):
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
             if self._on_device_type(node) or _disabled(
-                node, qualified, self.ctx.imports, self._function(), self.ctx.false_on_xla_host
+                node, qualified, self.ctx.imports, self._function(),
+                self.ctx.false_on_xla_host,
+                self._owner(),
+                self.ctx.module,
             ):
                 return
             message = (
@@ -514,6 +533,10 @@ class CudaApi(Rule):
 
     def _function(self) -> cst.FunctionDef | None:
         return next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+
+    def _owner(self) -> cst.ClassDef | None:
+        """The class whose method holds the call (None outside classes)."""
+        return next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
 
     def _decides(self) -> bool:
         """Whether the call's value feeds a comparison or condition in its statement."""
