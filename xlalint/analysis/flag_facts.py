@@ -546,9 +546,12 @@ def _class_level_values(class_def: cst.ClassDef, name: str) -> list[cst.BaseExpr
                             values.append(small.value)
                     elif name in target_names(target.target):
                         values.append(None)
-            elif isinstance(small, cst.AnnAssign | cst.AugAssign):
-                if isinstance(small.target, cst.Name) and small.target.value == name:
-                    values.append(small.value if isinstance(small, cst.AnnAssign) else None)
+            elif (
+                isinstance(small, cst.AnnAssign | cst.AugAssign)
+                and isinstance(small.target, cst.Name)
+                and small.target.value == name
+            ):
+                values.append(small.value if isinstance(small, cst.AnnAssign) else None)
     return values
 
 
@@ -577,9 +580,7 @@ def class_setting_left_off(
                 return False
         elif kind in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign):
             target = candidate.target  # type: ignore[attr-defined]
-            if any(
-                isinstance(t, cst.Attribute) and t.attr.value == key for t in _targets(target)
-            ):
+            if any(isinstance(t, cst.Attribute) and t.attr.value == key for t in _targets(target)):
                 return False
         elif kind is cst.Call and get_full_name_for_node(candidate.func) == "setattr":  # type: ignore[attr-defined]
             return False
@@ -597,4 +598,3 @@ def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
         else:
             found.append(t)
     return found
-

@@ -159,6 +159,4 @@ def builds_stateless_module(node: cst.BaseExpression, imports: ImportTable) -> b
     if not _WEIGHTED_LOSSES.fullmatch(last):
         return False
     # `nn.CrossEntropyLoss(w)`: the first positional argument is the weight.
-    return not any(
-        a.star or a.keyword is None or a.keyword.value in _WEIGHTS for a in node.args
-    )
+    return not any(a.star or a.keyword is None or a.keyword.value in _WEIGHTS for a in node.args)

@@ -383,7 +383,10 @@ class CudaApi(Rule):
             return
         if kind == "autocast":
             if _disabled(
-                node, qualified, self.ctx.imports, self._function(),
+                node,
+                qualified,
+                self.ctx.imports,
+                self._function(),
                 self.ctx.false_on_xla_host,
                 self._owner(),
                 self.ctx.module,
@@ -396,7 +399,10 @@ class CudaApi(Rule):
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
             if self._on_device_type(node) or _disabled(
-                node, qualified, self.ctx.imports, self._function(),
+                node,
+                qualified,
+                self.ctx.imports,
+                self._function(),
                 self.ctx.false_on_xla_host,
                 self._owner(),
                 self.ctx.module,
