@@ -397,6 +397,34 @@ def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     return any(implied(test, holds, asks, values) is True for test, holds in path_conditions(nodes))
 
 
+# A flag named for using the GPU (`use_gpu`, `on_gpu`, `with_gpus`, `useGPU`): not a count
+# (`n_gpu`), an index (`gpu`, `gpu_id`) or a setting of something kept on a GPU.
+_GPU_USE_FLAG = re.compile(r"^(?:use|using|on|with|enable|is)_?gpus?$", re.IGNORECASE)
+
+
+def gpu_use_parameter(test: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+    """Whether `test` is a parameter of `function` named for using the GPU (`use_gpu`,
+    `on_gpu`), handed in without a default or off by default, that the function never
+    rebinds: the callers' CUDA switch (vissl's `distributed_sinkhornknopp(..., use_gpu)`,
+    handed `self.use_gpu = get_cuda_device_index() > -1`), as a `use_cuda` parameter is.
+    On an XLA host there is no GPU to use, so its callers pass False, and a `.cuda()` it
+    guards runs only on CUDA hosts (XLA301 asks; a host tensor the branch would have
+    moved still reaches the device math after it there, so the per-step rules do not).
+    Not a flag on by default (`use_gpu=True`: the defaults take
+    the branch, `on_by_default`), nor an attribute set from configuration (`self.on_gpu =
+    not cfg.cpu`: judged by its value)."""
+    if type(test) is not cst.Name or function is None:
+        return False
+    if not _GPU_USE_FLAG.match(test.value):  # type: ignore[attr-defined]
+        return False
+    param = parameter(function, test.value)  # type: ignore[attr-defined]
+    if param is None or param.star:
+        return False
+    if param.default is not None and falsy_constant(param.default) is not True:
+        return False
+    return test.value not in _assigned_values(function)  # type: ignore[attr-defined]
+
+
 def on_by_default(test: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
     """Whether `test` is a flag parameter of `function` with a true default that the
     function never rebinds (`def create_feature_extractor(name, cuda=True)`, `use_gpu=1`):

@@ -9,7 +9,7 @@ from xlalint.analysis.devices import (
     is_super_call,
     xla_device_source,
 )
-from xlalint.analysis.guards import local_values, path_conditions
+from xlalint.analysis.guards import gpu_use_parameter, implied, local_values, path_conditions
 from xlalint.analysis.module_classes import builds_stateless_module, is_module_class
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -51,7 +51,10 @@ class CudaCall(Rule):
     never rebinds (`def create_feature_extractor(name, cuda=True)`, then `if cuda:
     extractor.cuda()`): no CUDA probe sets it, and a caller using the defaults on an XLA
     host takes the branch; a flag off by default (`cuda=False`), set from a probe in the
-    function, or handed in without a default keeps its call quiet, as above. A
+    function, or handed in without a default keeps its call quiet, as above; so does a
+    parameter named for using the GPU (`use_gpu`, `on_gpu`), handed in without a default
+    or off by default (`def distributed_sinkhornknopp(Q, ..., use_gpu): if use_gpu: r =
+    r.cuda()`): the callers' CUDA switch, False on a host without a GPU. A
     `torch.cuda` call in its arguments (`state["scale"].cuda(torch.cuda.current_device())`)
     is part of this finding, not an XLA303 of its own: the fix drops it with the move.
     A `torch.nn` module that holds no parameter or buffer (activations, softmax, pooling,
@@ -137,9 +140,23 @@ class CudaCall(Rule):
             return
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
             return  # a branch of a device ladder: XLA305 gives the ladder its XLA branch
+        if self._under_gpu_use_parameter(node):
+            return  # `def f(Q, use_gpu): if use_gpu: r = r.cuda()`: the callers' switch
         if self._under_inherited_flag(node):
             return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
+
+    def _under_gpu_use_parameter(self, node: cst.Call) -> bool:
+        """Under `if use_gpu:` with `use_gpu` a parameter named for using the GPU, handed
+        in without a default or off by default (`guards.gpu_use_parameter`): the callers
+        decide, and on an XLA host, with no GPU, they pass False."""
+        function = self.ctx.function_node
+        if function is None:
+            return False
+        return any(
+            implied(test, holds, lambda t: gpu_use_parameter(t, function)) is True
+            for test, holds in path_conditions((node, *self.ctx.ancestors()))
+        )
 
     def _moves_nothing(self, receiver: cst.BaseExpression) -> bool:
         """Whether the receiver is a `torch.nn` module that holds no parameter or buffer:
