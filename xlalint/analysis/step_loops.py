@@ -573,7 +573,12 @@ def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
     strides of a step and slices it at the loop's value, one chunk per pass, as a loader
     walks a dataset in batches. The strides may be bound to a name first (`batch_range =
     range(0, n, batch_size)`, then `for batch_start in batch_range:`), and the chunk
-    taken by the indices of the loop's value (`torch.arange(batch_start, batch_end)`)."""
+    taken by the indices of the loop's value (`torch.arange(batch_start, batch_end)`).
+    A loop over a count of batches walks the input the same way where both ends of its
+    slice are offsets the pass computes as a multiple of its index (`for k in
+    range(n_batches): x[k * bs : (k + 1) * bs]`, also through names the pass binds to
+    them first, `start = k * bs`, `end = min(start + bs, n)`); an index merely used in a
+    slice (`x[:, i]`, `h[i : i + 2]`) picks rows, not a batch."""
     iterated = unwrap_iteration(node.iter)
     if type(iterated) is cst.Name and function is not None:
         values = local_values(function, iterated.value)  # type: ignore[attr-defined]
@@ -582,11 +587,13 @@ def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
         isinstance(iterated, cst.Call)
         and isinstance(iterated.func, cst.Name)
         and iterated.func.value == "range"
-        and len(iterated.args) == 3
+        and 1 <= len(iterated.args) <= 3
         and isinstance(node.target, cst.Name)
     ):
         return False
     start = node.target.value
+    if len(iterated.args) < 3:
+        return _batches_by_count(node, start)
     for part in descendants(node.body):
         if type(part) is cst.Slice:  # type: ignore[comparison-overlap]
             bounds = (part.lower, part.upper)  # type: ignore[attr-defined]
@@ -595,6 +602,46 @@ def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
         else:
             continue
         if any(bound is not None and start in names_under(bound) for bound in bounds):
+            return True
+    return False
+
+
+def _batches_by_count(node: cst.For, index: str) -> bool:
+    """`for k in range(n_batches): x[k * bs : (k + 1) * bs]`: both ends of a slice (or of
+    `torch.arange`) are multiples of the pass's index, one batch a pass."""
+    offsets: set[str] = set()
+
+    def is_offset(expr: cst.BaseExpression) -> bool:
+        if type(expr) is cst.Name:
+            return expr.value in offsets
+        for part in (expr, *descendants(expr)):
+            if type(part) is cst.Name and part.value in offsets:
+                return True
+            if (
+                type(part) is cst.BinaryOperation
+                and type(part.operator) is cst.Multiply
+                and (index in names_under(part.left) or index in names_under(part.right))
+            ):
+                return True
+        return False
+
+    parts = list(descendants(node.body))
+    for part in parts:
+        if (
+            type(part) is cst.Assign
+            and len(part.targets) == 1
+            and type(part.targets[0].target) is cst.Name
+            and is_offset(part.value)
+        ):
+            offsets.add(part.targets[0].target.value)
+    for part in parts:
+        if type(part) is cst.Slice:
+            bounds = (part.lower, part.upper)
+        elif type(part) is cst.Call and last_name(part.func) == "arange" and len(part.args) >= 2:
+            bounds = (part.args[0].value, part.args[1].value)
+        else:
+            continue
+        if all(bound is not None and is_offset(bound) for bound in bounds):
             return True
     return False
 

@@ -137,7 +137,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
     len(x), bs):`, not nested in another loop, or over such a range bound to a name first)
     and slices it at the loop's value (`model(x[i : i + bs])`, a sliding window
-    `input_ids[:, begin:end]`, the indices `torch.arange(start, end)`) is such an
+    `input_ids[:, begin:end]`, the indices `torch.arange(start, end)`), or over a count
+    of batches slicing it at multiples of its index (`for k in range(n_batches):
+    x[k * bs : (k + 1) * bs]`, also through offsets the pass binds first, `start = k *
+    bs`; not a window the index picks by itself, `x[:, i : i + w]`) is such an
     evaluation loop too, a loader written by hand; not where the model takes a cache the
     previous pass handed over (`conv_cache=`, `past_key_values=`: one input decoded in
     pieces), nor in a function that training code of the module calls (its chunks are
