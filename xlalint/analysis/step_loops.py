@@ -22,6 +22,7 @@ from xlalint.analysis.loaders import LoaderTracing, Wrapping
 from xlalint.analysis.loop_facts import (
     Loop,
     LoopSite,
+    _Assign,
     iterates_optimizers,
     unwrap_iteration,
 )
@@ -458,7 +459,31 @@ class LoopAnalysis(LoaderTracing):
         state = self.model_state(child)
         if not state:
             return False
-        return bool(state - self.assigned_before(parent, child))
+        fresh = state & self.assigned_before(parent, child)
+        return bool(state - fresh) or any(self._window_of_carried(parent, name) for name in fresh)
+
+    def _window_of_carried(self, parent: Loop, window: str) -> bool:
+        """`window = buffer[start : start + w]` before the sweep, and the sweep's results
+        written back into `buffer` in place (`buffer[s:e, k] = window[0, r:, k]`), which the
+        next pass slices again: the window is fresh, but the buffer it views is state
+        `parent` hands from pass to pass (bark's fine-codebook windows, an inpainting
+        sampler's overlapping tiles). A buffer the pass rebinds whole starts anew."""
+        events, _ = self._state_events(parent)
+        assigns = [e for e in events if isinstance(e, _Assign)]
+        read_first = self.facts(parent).read_first
+        for event in assigns:
+            if window not in event.targets or event.from_model:
+                continue
+            for buffer in event.sources - {window}:
+                writes = [e for e in assigns if buffer in e.targets]
+                if (
+                    buffer in read_first
+                    and writes
+                    and all(buffer in e.sources and not e.host for e in writes)
+                    and any(window in e.sources for e in writes)
+                ):
+                    return True
+        return False
 
     def _holds_training(self, node: Loop) -> bool:
         """A loop nested in `node`, at any depth, steps an optimizer on each pass."""

@@ -75,7 +75,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     range(resample_times): images = denoise(unet(images, sigma))`, as inpainting samplers
     resample; corrector sweeps), the outer loop is reported and the sweep is part of its
     step: a barrier after the sweep gives every step the same graph of a few model calls.
-    A value copied to the host in the pass (`.cpu()`, `float(t)`) starts no device state,
+    So is a sweep over a window the pass slices from a buffer it writes the sweep's
+    results back into (`in_buffer = in_arr[s : s + 1024][None]`, the sweep, then
+    `in_arr[s:e, k] = in_buffer[0, r:, k]`): the next, overlapping window reads them, so
+    the buffer is state handed from step to step; a window of an input no pass writes
+    into, or of a buffer the pass builds anew, carries nothing. A value copied to the host
+    in the pass (`.cpu()`, `float(t)`) starts no device state,
     but a cast of a constant reads nothing: `logits[:, -1] = float("-inf")`, masking a
     token before sampling it, keeps the state on the device (audiolm's coarse and fine
     sampling loops, a quantizer sweep per time step).
