@@ -6,6 +6,7 @@ accumulation and a loop bounded by a syncing loader are no step loops of their o
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter, parameters, positional_names
 from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.guards import local_values
@@ -26,7 +28,15 @@ from xlalint.analysis.loop_facts import (
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import bound_names, descendants, last_name, names_under, target_names
+from xlalint.analysis.module_steps import grad_step_of
+from xlalint.walk import (
+    bound_names,
+    code_children,
+    descendants,
+    last_name,
+    names_under,
+    target_names,
+)
 
 
 @dataclass(frozen=True)
@@ -85,10 +95,14 @@ class LoopAnalysis(LoaderTracing):
             # hand-written update from the gradients. `for optim in optimizers:
             # init_state(optim)` steps each optimizer once; `for _ in range(n):
             # f.backward()` profiles a backward pass.
-            trains = optimizes or (
-                self.trains(node)
-                and (self.steps_optimizer(node) or self.updates_from_grads(node))
-                and not iterates_optimizers(node, self.facts(node))
+            trains = (
+                optimizes
+                or (
+                    self.trains(node)
+                    and (self.steps_optimizer(node) or self.updates_from_grads(node))
+                    and not iterates_optimizers(node, self.facts(node))
+                )
+                or self._carries_gradient_steps(site)
             )
             # A loop that holds a training loop (an RL update: a rollout, then epochs of
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
@@ -115,6 +129,32 @@ class LoopAnalysis(LoaderTracing):
             )
         self._step_loops = result
         return result
+
+    def _carries_gradient_steps(self, site: LoopSite) -> bool:
+        """Each pass hands the state it carries to a function that runs backward and hands
+        back that state updated from the gradient, and rebinds it (`adv_x =
+        fast_gradient_method(model_fn, adv_x, eps_iter, ...)`, a PGD loop; the function
+        of this module or of another module of the project): an iterative gradient
+        method whose step sits in the helper, one forward, backward and update a pass.
+        Not in a nested loop of the pass (its own step loop), nor where the name rebound
+        is the loop's item, new each pass (`for x in batches: x = fgsm(model, x, eps)`)."""
+        node, class_def, function = site.node, site.class_def, site.function
+        # The loop's own items are new each pass (`for x in batches: x = fgsm(model, x)`).
+        items = target_names(node.target) if isinstance(node, cst.For) else set()
+        for call, target in _rebinding_calls(node.body):
+            if target in items or target not in {
+                n for arg in call.args for n in names_under(arg.value)
+            }:
+                continue
+            functions = self._resolve_in(node, call, class_def)
+            if functions:
+                if any(_hands_back_gradient_step(fn) for fn in functions):
+                    return True
+            elif self.other_modules is not None and self.other_modules.grad_step(
+                call, class_def, function
+            ):
+                return True
+        return False
 
     def _samples_handed_network(self, site: LoopSite) -> bool:
         """A sampling run written as a module's `forward`: with gradients off (`@torch.
@@ -686,3 +726,41 @@ def _iterates_a_literal(node: Loop) -> bool:
     return isinstance(node, cst.For) and isinstance(
         unwrap_iteration(node.iter), cst.List | cst.Tuple | cst.Set
     )
+
+
+def _rebinding_calls(block: cst.BaseSuite) -> list[tuple[cst.Call, str]]:
+    """`x = f(...)` statements a pass runs itself (not in its nested loops or
+    definitions): each call with the one name it rebinds."""
+    found: list[tuple[cst.Call, str]] = []
+    stack: list[cst.CSTNode] = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.For | cst.While | cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            continue
+        if (
+            type(node) is cst.Assign
+            and len(node.targets) == 1
+            and type(node.targets[0].target) is cst.Name
+            and type(node.value) is cst.Call
+        ):
+            found.append((node.value, node.targets[0].target.value))
+            continue
+        if isinstance(node, cst.SimpleStatementLine):
+            stack.extend(node.body)
+        elif isinstance(node, cst.BaseSuite | cst.If | cst.Else | cst.With | cst.Try):
+            stack.extend(code_children(node))
+        elif isinstance(node, cst.ExceptHandler | cst.Finally):
+            stack.append(node.body)
+    return found
+
+
+@lint_memo.memo(64)
+def _hands_back_gradient_step(function: cst.FunctionDef) -> bool:
+    """A function of this module that runs backward and returns a value it updated from
+    the gradient (`module_steps.grad_step_of`, read from its source)."""
+    try:
+        tree = ast.parse(cst.Module(body=[]).code_for_node(function))
+    except SyntaxError:
+        return False
+    node = tree.body[0] if tree.body else None
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and grad_step_of(node)
