@@ -118,6 +118,75 @@ def test_imported_function_that_steps(tmp_path: Path) -> None:
     assert _xla401([package / "script.py"]) == [("script.py", 7)]
 
 
+GRADIENT_STEP = """\
+import torch
+
+
+def fast_gradient_method(model_fn, x, eps, y):
+    x = x.clone().detach().requires_grad_(True)
+    loss = torch.nn.functional.cross_entropy(model_fn(x), y)
+    loss.backward()
+    perturbation = optimize_linear(x.grad, eps)
+    adv_x = x + perturbation
+    return adv_x
+
+
+def optimize_linear(grad, eps):
+    return eps * torch.sign(grad)
+"""
+
+ATTACK = """\
+import torch
+
+from .fgm import fast_gradient_method
+
+
+def pgd(model_fn, x, eps, eps_iter, nb_iter, y):
+    adv_x = x
+    i = 0
+    while i < nb_iter:
+        adv_x = fast_gradient_method(model_fn, adv_x, eps_iter, y)
+        adv_x = x + torch.clamp(adv_x - x, -eps, eps)
+        i += 1
+    return adv_x
+
+
+def each(model_fn, batches, eps, y):
+    advs = []
+    for x in batches:
+        adv = fast_gradient_method(model_fn, x, eps, y)
+        advs.append(adv.cpu())
+    return advs
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("", "", [("pgd.py", 9)]),
+        # The gradient handed back as it is (a saliency map) updates no state.
+        ("    adv_x = x + perturbation\n", "    adv_x = perturbation\n", []),
+        # Backward nowhere: the helper reads a gradient some other code computed.
+        ("    loss.backward()\n", "", []),
+        # A module that knows XLA may hold its own barrier.
+        ("import torch\n", "import torch\nimport torch_xla\n", []),
+    ],
+)
+def test_gradient_step_handed_back_by_another_module(
+    tmp_path: Path, old: str, new: str, expected: list[tuple[str, int]]
+) -> None:
+    """An iterative gradient method (PGD) whose step, forward, backward and the update
+    from the gradient, is a function of another module that hands the updated state
+    back: the loop that rebinds it is a training loop; one that starts from each batch
+    anew (`each`) carries nothing."""
+    package = tmp_path / "attacks"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "fgm.py").write_text(GRADIENT_STEP.replace(old, new) if old else GRADIENT_STEP)
+    (package / "pgd.py").write_text(ATTACK)
+    assert _xla401([package / "pgd.py"]) == expected
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [

@@ -375,7 +375,7 @@ TRIGGERS = {
     "XLA305": ("cuda", "mps", "accelerator"),
     "XLA306": ("nccl", "NCCL"),
     "XLA307": ("compile",),
-    "XLA401": ("backward", "step", "update", "train_batch", "fit_batch"),
+    "XLA401": ("backward", "step", "update", "train_batch", "fit_batch", "grad"),
     "XLA402": ("torch",),
     "XLA403": ("DataLoader",),
     "XLA404": ("launch", "spawn"),

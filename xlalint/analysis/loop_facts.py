@@ -1302,6 +1302,13 @@ class OtherModules(Protocol):
 
     def joins(self, call: cst.Call, position: int) -> bool: ...
 
+    def grad_step(
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
+    ) -> bool: ...
+
 
 @dataclass(frozen=True)
 class LoopSite:

@@ -66,6 +66,8 @@ class _Function:
     # Positions of the parameters whose elements the function joins into one tensor
     # (`torch.cat([d[k] for d in dict_list])`, `torch.stack(outs)`): `_joined_params`.
     joins: tuple[int, ...] = ()
+    # Backward, then a value updated from a gradient handed back (`grad_step_of`).
+    grad_step: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,69 @@ def _function(node: Function) -> _Function:
         tuple(dict.fromkeys(self_calls)),
         tuple(dict.fromkeys(name_calls)),
         _joined_params(node),
+        grad_step_of(node),
+    )
+
+
+def _own_nodes(function: Function) -> Iterator[ast.AST]:
+    """The nodes one call of `function` runs once: not in its loops, comprehensions, or
+    the functions, lambdas and classes it defines."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED + _LOOPS):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def grad_step_of(function: Function) -> bool:
+    """One call runs `backward()` and returns a value it updated from a gradient:
+    `loss.backward()`, `adv_x = x + eps * x.grad.sign()` (or through a local,
+    `perturbation = optimize_linear(x.grad, eps)`, then `adv_x = x + perturbation`),
+    `return adv_x`: a gradient step (an attack's, a hand-written optimizer's) handed
+    back to the caller. The update adds (or subtracts) a value computed from the gradient
+    to one that is not; a gradient read only to measure it (`return total_norm` of
+    `p.grad.norm()`) updates nothing."""
+    nodes = list(_own_nodes(function))
+    if not any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in nodes
+    ):
+        return False
+    graded: set[str] = set()  # locals computed from a gradient
+    updated: set[str] = set()  # locals updated from one
+
+    def reads(expr: ast.AST, names: set[str], grad: bool) -> bool:
+        return any(
+            (grad and isinstance(n, ast.Attribute) and n.attr == "grad")
+            or (isinstance(n, ast.Name) and n.id in names)
+            for n in ast.walk(expr)
+        )
+
+    def is_update(expr: ast.AST) -> bool:
+        return any(
+            isinstance(n, ast.BinOp)
+            and isinstance(n.op, ast.Add | ast.Sub)
+            and reads(n.left, graded, True) != reads(n.right, graded, True)
+            for n in ast.walk(expr)
+        )
+
+    assigns = [n for n in nodes if isinstance(n, ast.Assign | ast.AnnAssign) and n.value]
+    for _ in range(2):
+        for node in assigns:
+            value = node.value
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if value is not None and (is_update(value) or reads(value, updated, False)):
+                updated |= names
+            elif value is not None and reads(value, graded, True):
+                graded |= names
+    return any(
+        isinstance(n, ast.Return)
+        and n.value is not None
+        and (is_update(n.value) or reads(n.value, updated, False))
+        for n in nodes
     )
 
 
@@ -354,6 +419,22 @@ class ModuleSteps:
         return any(
             not module.knows_xla and self._steps(module, target, owner, _CALL_DEPTH)
             for module, target, owner in self._targets(call, class_def, function)
+        )
+
+    def grad_step(
+        self,
+        call: cst.Call,
+        class_def: cst.ClassDef | None,
+        function: cst.FunctionDef | None = None,
+    ) -> bool:
+        """Whether `call`, which no function of the linted file answers, runs a function
+        of another project module that runs backward and hands back a value it updated
+        from the gradient (`grad_step_of`: cleverhans's `fast_gradient_method`)."""
+        if not self.imported:
+            return False
+        return any(
+            not module.knows_xla and target.grad_step
+            for module, target, _ in self._targets(call, class_def, function)
         )
 
     def joins(self, call: cst.Call, position: int) -> bool:

@@ -6,6 +6,7 @@ accumulation and a loop bounded by a syncing loader are no step loops of their o
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter, parameters, positional_names
 from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.guards import local_values
@@ -22,10 +24,19 @@ from xlalint.analysis.loaders import LoaderTracing, Wrapping
 from xlalint.analysis.loop_facts import (
     Loop,
     LoopSite,
+    _Assign,
     iterates_optimizers,
     unwrap_iteration,
 )
-from xlalint.walk import bound_names, descendants, last_name, names_under, target_names
+from xlalint.analysis.module_steps import grad_step_of
+from xlalint.walk import (
+    bound_names,
+    code_children,
+    descendants,
+    last_name,
+    names_under,
+    target_names,
+)
 
 
 @dataclass(frozen=True)
@@ -84,10 +95,14 @@ class LoopAnalysis(LoaderTracing):
             # hand-written update from the gradients. `for optim in optimizers:
             # init_state(optim)` steps each optimizer once; `for _ in range(n):
             # f.backward()` profiles a backward pass.
-            trains = optimizes or (
-                self.trains(node)
-                and (self.steps_optimizer(node) or self.updates_from_grads(node))
-                and not iterates_optimizers(node, self.facts(node))
+            trains = (
+                optimizes
+                or (
+                    self.trains(node)
+                    and (self.steps_optimizer(node) or self.updates_from_grads(node))
+                    and not iterates_optimizers(node, self.facts(node))
+                )
+                or self._carries_gradient_steps(site)
             )
             # A loop that holds a training loop (an RL update: a rollout, then epochs of
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
@@ -114,6 +129,32 @@ class LoopAnalysis(LoaderTracing):
             )
         self._step_loops = result
         return result
+
+    def _carries_gradient_steps(self, site: LoopSite) -> bool:
+        """Each pass hands the state it carries to a function that runs backward and hands
+        back that state updated from the gradient, and rebinds it (`adv_x =
+        fast_gradient_method(model_fn, adv_x, eps_iter, ...)`, a PGD loop; the function
+        of this module or of another module of the project): an iterative gradient
+        method whose step sits in the helper, one forward, backward and update a pass.
+        Not in a nested loop of the pass (its own step loop), nor where the name rebound
+        is the loop's item, new each pass (`for x in batches: x = fgsm(model, x, eps)`)."""
+        node, class_def, function = site.node, site.class_def, site.function
+        # The loop's own items are new each pass (`for x in batches: x = fgsm(model, x)`).
+        items = target_names(node.target) if isinstance(node, cst.For) else set()
+        for call, target in _rebinding_calls(node.body):
+            if target in items or target not in {
+                n for arg in call.args for n in names_under(arg.value)
+            }:
+                continue
+            functions = self._resolve_in(node, call, class_def)
+            if functions:
+                if any(_hands_back_gradient_step(fn) for fn in functions):
+                    return True
+            elif self.other_modules is not None and self.other_modules.grad_step(
+                call, class_def, function
+            ):
+                return True
+        return False
 
     def _samples_handed_network(self, site: LoopSite) -> bool:
         """A sampling run written as a module's `forward`: with gradients off (`@torch.
@@ -458,7 +499,31 @@ class LoopAnalysis(LoaderTracing):
         state = self.model_state(child)
         if not state:
             return False
-        return bool(state - self.assigned_before(parent, child))
+        fresh = state & self.assigned_before(parent, child)
+        return bool(state - fresh) or any(self._window_of_carried(parent, name) for name in fresh)
+
+    def _window_of_carried(self, parent: Loop, window: str) -> bool:
+        """`window = buffer[start : start + w]` before the sweep, and the sweep's results
+        written back into `buffer` in place (`buffer[s:e, k] = window[0, r:, k]`), which the
+        next pass slices again: the window is fresh, but the buffer it views is state
+        `parent` hands from pass to pass (bark's fine-codebook windows, an inpainting
+        sampler's overlapping tiles). A buffer the pass rebinds whole starts anew."""
+        events, _ = self._state_events(parent)
+        assigns = [e for e in events if isinstance(e, _Assign)]
+        read_first = self.facts(parent).read_first
+        for event in assigns:
+            if window not in event.targets or event.from_model:
+                continue
+            for buffer in event.sources - {window}:
+                writes = [e for e in assigns if buffer in e.targets]
+                if (
+                    buffer in read_first
+                    and writes
+                    and all(buffer in e.sources and not e.host for e in writes)
+                    and any(window in e.sources for e in writes)
+                ):
+                    return True
+        return False
 
     def _holds_training(self, node: Loop) -> bool:
         """A loop nested in `node`, at any depth, steps an optimizer on each pass."""
@@ -573,7 +638,12 @@ def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
     strides of a step and slices it at the loop's value, one chunk per pass, as a loader
     walks a dataset in batches. The strides may be bound to a name first (`batch_range =
     range(0, n, batch_size)`, then `for batch_start in batch_range:`), and the chunk
-    taken by the indices of the loop's value (`torch.arange(batch_start, batch_end)`)."""
+    taken by the indices of the loop's value (`torch.arange(batch_start, batch_end)`).
+    A loop over a count of batches walks the input the same way where both ends of its
+    slice are offsets the pass computes as a multiple of its index (`for k in
+    range(n_batches): x[k * bs : (k + 1) * bs]`, also through names the pass binds to
+    them first, `start = k * bs`, `end = min(start + bs, n)`); an index merely used in a
+    slice (`x[:, i]`, `h[i : i + 2]`) picks rows, not a batch."""
     iterated = unwrap_iteration(node.iter)
     if type(iterated) is cst.Name and function is not None:
         values = local_values(function, iterated.value)  # type: ignore[attr-defined]
@@ -582,11 +652,13 @@ def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
         isinstance(iterated, cst.Call)
         and isinstance(iterated.func, cst.Name)
         and iterated.func.value == "range"
-        and len(iterated.args) == 3
+        and 1 <= len(iterated.args) <= 3
         and isinstance(node.target, cst.Name)
     ):
         return False
     start = node.target.value
+    if len(iterated.args) < 3:
+        return _batches_by_count(node, start)
     for part in descendants(node.body):
         if type(part) is cst.Slice:  # type: ignore[comparison-overlap]
             bounds = (part.lower, part.upper)  # type: ignore[attr-defined]
@@ -595,6 +667,46 @@ def _chunks(node: cst.For, function: cst.FunctionDef | None) -> bool:
         else:
             continue
         if any(bound is not None and start in names_under(bound) for bound in bounds):
+            return True
+    return False
+
+
+def _batches_by_count(node: cst.For, index: str) -> bool:
+    """`for k in range(n_batches): x[k * bs : (k + 1) * bs]`: both ends of a slice (or of
+    `torch.arange`) are multiples of the pass's index, one batch a pass."""
+    offsets: set[str] = set()
+
+    def is_offset(expr: cst.BaseExpression) -> bool:
+        if type(expr) is cst.Name:
+            return expr.value in offsets
+        for part in (expr, *descendants(expr)):
+            if type(part) is cst.Name and part.value in offsets:
+                return True
+            if (
+                type(part) is cst.BinaryOperation
+                and type(part.operator) is cst.Multiply
+                and (index in names_under(part.left) or index in names_under(part.right))
+            ):
+                return True
+        return False
+
+    parts = list(descendants(node.body))
+    for part in parts:
+        if (
+            type(part) is cst.Assign
+            and len(part.targets) == 1
+            and type(part.targets[0].target) is cst.Name
+            and is_offset(part.value)
+        ):
+            offsets.add(part.targets[0].target.value)
+    for part in parts:
+        if type(part) is cst.Slice:
+            bounds = (part.lower, part.upper)
+        elif type(part) is cst.Call and last_name(part.func) == "arange" and len(part.args) >= 2:
+            bounds = (part.args[0].value, part.args[1].value)
+        else:
+            continue
+        if all(bound is not None and is_offset(bound) for bound in bounds):
             return True
     return False
 
@@ -614,3 +726,41 @@ def _iterates_a_literal(node: Loop) -> bool:
     return isinstance(node, cst.For) and isinstance(
         unwrap_iteration(node.iter), cst.List | cst.Tuple | cst.Set
     )
+
+
+def _rebinding_calls(block: cst.BaseSuite) -> list[tuple[cst.Call, str]]:
+    """`x = f(...)` statements a pass runs itself (not in its nested loops or
+    definitions): each call with the one name it rebinds."""
+    found: list[tuple[cst.Call, str]] = []
+    stack: list[cst.CSTNode] = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.For | cst.While | cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            continue
+        if (
+            type(node) is cst.Assign
+            and len(node.targets) == 1
+            and type(node.targets[0].target) is cst.Name
+            and type(node.value) is cst.Call
+        ):
+            found.append((node.value, node.targets[0].target.value))
+            continue
+        if isinstance(node, cst.SimpleStatementLine):
+            stack.extend(node.body)
+        elif isinstance(node, cst.BaseSuite | cst.If | cst.Else | cst.With | cst.Try):
+            stack.extend(code_children(node))
+        elif isinstance(node, cst.ExceptHandler | cst.Finally):
+            stack.append(node.body)
+    return found
+
+
+@lint_memo.memo(64)
+def _hands_back_gradient_step(function: cst.FunctionDef) -> bool:
+    """A function of this module that runs backward and returns a value it updated from
+    the gradient (`module_steps.grad_step_of`, read from its source)."""
+    try:
+        tree = ast.parse(cst.Module(body=[]).code_for_node(function))
+    except SyntaxError:
+        return False
+    node = tree.body[0] if tree.body else None
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and grad_step_of(node)

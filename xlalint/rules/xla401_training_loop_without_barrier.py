@@ -32,7 +32,13 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     ## What it does
     Flags a training loop (a loop whose body steps an optimizer, or calls `backward()` and
     updates tensors from their `.grad` by hand, itself or through a function of the same
-    module such as `train_step(batch)`) that reaches no graph barrier on each pass: no
+    module such as `train_step(batch)`; or that hands the state it carries to a function,
+    of this module or of another module of the project, that runs `backward()` and returns
+    that state updated from the gradient, and rebinds it: `adv_x =
+    fast_gradient_method(model_fn, adv_x, eps_iter, ...)` in a PGD loop, the helper
+    ending `return x + eps * x.grad.sign()`; not where it rebinds the loop's own item, new
+    each pass, nor where the helper hands back the gradient itself, a saliency map) that
+    reaches no graph barrier on each pass: no
     `torch_xla.sync()`, `xm.mark_step()` or `xm.optimizer_step(..., barrier=True)` in the
     body, in a nested loop or in a function it calls, and no batches from a loader that syncs
     (`pl.MpDeviceLoader`, `ParallelLoader.per_device_loader`, an `accelerator.prepare()`d
@@ -286,8 +292,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = Applicability.SAFE
     # `step` covers `optimizer.step()` and `train_step`; `update` and `_batch` name training
-    # steps defined in another module (`trainer.update(batch)`, `net.fit_batch(b)`).
-    triggers = ("backward", "step", "update", "train_batch", "fit_batch")
+    # steps defined in another module (`trainer.update(batch)`, `net.fit_batch(b)`);
+    # `grad` a gradient step another module hands back (`fast_gradient_method(...)`).
+    triggers = ("backward", "step", "update", "train_batch", "fit_batch", "grad")
 
     # Besides loops: a step function that an `Engine` runs, found where the engine is
     # built, and a step defined apart from that call (it calls `backward()`).

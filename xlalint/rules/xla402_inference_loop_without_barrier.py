@@ -75,7 +75,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     range(resample_times): images = denoise(unet(images, sigma))`, as inpainting samplers
     resample; corrector sweeps), the outer loop is reported and the sweep is part of its
     step: a barrier after the sweep gives every step the same graph of a few model calls.
-    A value copied to the host in the pass (`.cpu()`, `float(t)`) starts no device state,
+    So is a sweep over a window the pass slices from a buffer it writes the sweep's
+    results back into (`in_buffer = in_arr[s : s + 1024][None]`, the sweep, then
+    `in_arr[s:e, k] = in_buffer[0, r:, k]`): the next, overlapping window reads them, so
+    the buffer is state handed from step to step; a window of an input no pass writes
+    into, or of a buffer the pass builds anew, carries nothing. A value copied to the host
+    in the pass (`.cpu()`, `float(t)`) starts no device state,
     but a cast of a constant reads nothing: `logits[:, -1] = float("-inf")`, masking a
     token before sampling it, keeps the state on the device (audiolm's coarse and fine
     sampling loops, a quantizer sweep per time step).
@@ -137,7 +142,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
     len(x), bs):`, not nested in another loop, or over such a range bound to a name first)
     and slices it at the loop's value (`model(x[i : i + bs])`, a sliding window
-    `input_ids[:, begin:end]`, the indices `torch.arange(start, end)`) is such an
+    `input_ids[:, begin:end]`, the indices `torch.arange(start, end)`), or over a count
+    of batches slicing it at multiples of its index (`for k in range(n_batches):
+    x[k * bs : (k + 1) * bs]`, also through offsets the pass binds first, `start = k *
+    bs`; not a window the index picks by itself, `x[:, i : i + w]`) is such an
     evaluation loop too, a loader written by hand; not where the model takes a cache the
     previous pass handed over (`conv_cache=`, `past_key_values=`: one input decoded in
     pieces), nor in a function that training code of the module calls (its chunks are
