@@ -52,6 +52,8 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns, _walk_body
+from xlalint.analysis.tensor_members import HOST_ATTRIBUTES as TENSOR_HOST_ATTRIBUTES
+from xlalint.analysis.tensor_members import HOST_METHODS as TENSOR_HOST_METHODS
 from xlalint.analysis.tensor_members import MODULE_MEMBERS, TENSOR_MEMBERS
 from xlalint.analysis.tensor_methods import (
     ONLY_TENSOR_MATH,
@@ -96,20 +98,10 @@ class Kind(enum.Enum):
     UNKNOWN = "unknown"
 
 
-# Tensor attributes and methods whose result lives on the host.
-HOST_ATTRIBUTES = frozenset(
-    {
-        "shape", "dtype", "device", "ndim", "is_cuda", "is_xla", "is_leaf", "requires_grad",
-        "layout", "is_sparse", "is_quantized", "is_meta", "names", "name", "itemsize", "nbytes",
-    }
-)  # fmt: skip
-HOST_METHODS = frozenset(
-    {
-        "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
-        "storage_offset", "data_ptr", "get_device", "is_contiguous", "is_floating_point",
-        "is_complex", "is_pinned", "is_shared", "type", "__len__", "has_names", "untyped_storage",
-    }
-)  # fmt: skip
+# Tensor attributes and methods whose result lives on the host (`tensor_members.py`: the
+# whole metadata API of `torch.Tensor`), and `len()`'s hook.
+HOST_ATTRIBUTES = TENSOR_HOST_ATTRIBUTES
+HOST_METHODS = TENSOR_HOST_METHODS | {"__len__"}
 # Attributes that hold tensors whatever they hang off: parameters and their gradients.
 PARAMETER_ATTRIBUTES = frozenset({"grad", "weight", "bias"})
 # Attributes that view the tensor they hang off (where it lives).
@@ -2886,6 +2878,10 @@ class TensorKinds:
         previous = frame.get(name)
         frame[name] = kind
         return previous, self._bindings[-1].get(name, 0)
+
+    def times_bound(self, name: str) -> int:
+        """How many times the function being walked has bound `name` so far."""
+        return self._bindings[-1].get(name, 0)
 
     def restore(self, name: str, narrowed: Narrowed) -> None:
         """Undo `narrow` where the narrowing ends, unless the name was rebound meanwhile
