@@ -135,6 +135,50 @@ def host_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> l
     return [tested[0]]
 
 
+# The classes a failed type test shows a value is not (`torch.Tensor`, a subclass torch
+# spells: `nn.Parameter`), by the last part of their name, and torch's own predicate.
+_TENSOR_TYPES = frozenset({"Tensor", "Parameter"})
+_TENSOR_PREDICATES = frozenset({"torch.is_tensor"})
+
+
+def _tested_tensor(test: cst.BaseExpression, imports: ImportTable) -> str | None:
+    """The name a tensor test asks about: `isinstance(x, torch.Tensor)` (a tuple naming
+    `Tensor` among others too), `torch.is_tensor(x)`."""
+    if type(test) is not cst.Call:
+        return None
+    args = [a.value for a in test.args if a.keyword is None and not a.star]
+    if not args or not isinstance(args[0], cst.Name):
+        return None
+    spelled = get_full_name_for_node(test.func)
+    if spelled == "isinstance" and len(args) == 2:
+        names = {class_name(option, imports) for option in _options(args[1])}
+        return args[0].value if names & _TENSOR_TYPES else None
+    if len(args) == 1 and imports.resolve(test.func) in _TENSOR_PREDICATES:
+        return args[0].value
+    return None
+
+
+def non_tensor_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> list[str]:
+    """Names that `test` being `holds` shows to be no tensor: a failed tensor test (`not
+    isinstance(t, torch.Tensor) and float(t) == 1.0`, the `else` of `x.item() if
+    isinstance(x, Tensor) else float(x)`, after `if torch.is_tensor(v): return v`);
+    through `not`, both sides of a true `and` and of a false `or`. Not a kind: what is no
+    tensor may hold tensors (a list of losses), but a cast or `.item()` of the name itself
+    there reads a Python or numpy value, never a device tensor."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return non_tensor_names(test.expression, not holds, imports)
+    if type(test) is cst.BooleanOperation:
+        if isinstance(test.operator, cst.And) != holds:
+            return []
+        return non_tensor_names(test.left, holds, imports) + non_tensor_names(
+            test.right, holds, imports
+        )
+    if holds:
+        return []
+    name = _tested_tensor(test, imports)
+    return [] if name is None else [name]
+
+
 _ORDERINGS = node_types(cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 

@@ -117,7 +117,9 @@ class ItemInHotCode(HelperReadRule):
     Python numbers
     (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it
     or read it only where a type test made it a Python value (`if isinstance(alpha,
-    float): ... float(alpha)`: a tensor takes the other branch), and checks of the input
+    float): ... float(alpha)`: a tensor takes the other branch) or where a tensor test of
+    it failed (`not isinstance(t, torch.Tensor) and float(t) == 1.0`; the `else` of `x if
+    torch.is_tensor(x) else float(x)`: no tensor gets there), and checks of the input
     reported inside the helper. What the call hands over is a tensor when
     it comes out of a module: an `nn` class, or a class of the file derived from one
     (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
@@ -456,7 +458,9 @@ class ItemInHotCode(HelperReadRule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
-            flagged = self._reads_device_tensor(func.value)
+            flagged = self._reads_device_tensor(func.value) and not self.ctx.type_tested_host(
+                func.value
+            )
             withheld = self._withholds(node, func.value, flagged)
             if not self.ctx.type_tested_host(func.value):
                 self._reads.note_read(node, flagged and withheld is None, flagged)
@@ -476,7 +480,9 @@ class ItemInHotCode(HelperReadRule):
             and len(node.args) == 1
             and node.args[0].keyword is None
         ):
-            flagged = self.ctx.is_tensor(node.args[0].value)
+            flagged = self.ctx.is_tensor(node.args[0].value) and not self.ctx.type_tested_host(
+                node.args[0].value
+            )
             withheld = self._withholds(node, node.args[0].value, flagged)
             if not self.ctx.type_tested_host(node.args[0].value):
                 self._reads.note_read(node, flagged and withheld is None, flagged)
