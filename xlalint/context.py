@@ -1171,6 +1171,7 @@ class FileContext:
             for item in node.items:
                 if item.asname is not None:
                     self.kinds.note_wrapper(item.asname.name, item.item)
+                    self.kinds.note_opened(item.asname.name, item.item)
         if self._values is not None and kind in _VALUE_NODES:
             self._enter_values(node, kind, parent)
 

@@ -52,14 +52,16 @@ class ItemInHotCode(HelperReadRule):
     reductions of one value (`t.min().item()`, `t.max().item()`) and different fields of
     one batch (`batch["raw"]`, `batch["padded"]`) are values of their own. Of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
-    total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
-    one call (`self.update_k(real.item(), fake.item())`, scaled on the host on their way
-    in: `dict(loss=loss.item() / n, recon=recon.item() / n)`, or formatted into one of its
-    arguments: `log("%f %f" % (a.item(), b.item()))`) are one cause too, reported once, at
-    the first: the call needs its inputs on the host, and handing it the device values (or
-    moving it) is one fix. So are the reads that are operands of one arithmetic expression
-    or comparison (`float(numerator) / float(denominator)`, `score[label].item() >=
-    score.max().item()`): one host number or truth value, computed on the device and read
+    total + loss.item()`, and of what its own methods or rows compute from it: `v.item() if
+    v.numel() == 1 else v.max().item()`) one runs per pass, reported once, at the first.
+    Reads handed to one call (`self.update_k(real.item(), fake.item())`, scaled on the
+    host on their way in: `dict(loss=loss.item() / n, recon=recon.item() / n)`, or
+    formatted into one of its arguments: `log("%f %f" % (a.item(), b.item()))`) are one
+    cause too, reported once, at the first: the call needs its inputs on the host, and
+    handing it the device values (or moving it) is one fix. So are the reads that are
+    operands of one arithmetic expression or comparison (`float(numerator) /
+    float(denominator)`, `score[label].item() >= score.max().item()`): one host number or
+    truth value, computed on the device and read
     once (`(numerator / denominator).item()`), and the reads one `return` hands back
     together as the entries of a literal, nested or not (`return loss, pred_acc.item(),
     stop_acc.item()`, `return {"loss": loss.item(), "q": q.mean().item()}`): returning
@@ -222,6 +224,8 @@ class ItemInHotCode(HelperReadRule):
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
+    tensors safetensors reads from a file given no device (`safe_open(path,
+    framework="pt")`'s `get_tensor(key)`, `load_file(path)`'s values),
     arithmetic of those with each other and with Python numbers (`min(n, cap)` of numbers
     is one), values moved to where such a tensor lives (`total += n.to(total.device)`,
     `n.to(total)`, `torch.ones(n, device=total.device)`: the counter stays on the host), a
@@ -674,7 +678,11 @@ class ItemInHotCode(HelperReadRule):
         return False, repeat_of
 
     def _other_branch_reads(self, value: cst.BaseExpression, read: cst.Call) -> bool:
-        key = binding_key(value)
+        """Whether the other branch of the conditional expression `read` is in reads the
+        same tensor: itself, a row of it or what its own methods compute from it
+        (`v.item() if v.numel() == 1 else v.max().item()`): one of them runs per
+        evaluation, and one edit of the expression fixes both."""
+        key = binding_key(self._tensor_read(value))
         if key is None:
             return False
         child: cst.CSTNode = read
@@ -693,6 +701,25 @@ class ItemInHotCode(HelperReadRule):
                 return False
             child = ancestor
         return False
+
+    def _tensor_read(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        """The tensor a read of `value` reads: `v` of `v.max()`, `v[0].float()`, `-v`
+        (not `torch` of `torch.max(v)` nor `self` of `self.loss()`: functions, no tensor's
+        methods)."""
+        while True:
+            if (
+                type(value) is cst.Call
+                and type(value.func) is cst.Attribute
+                and self.ctx.qualified(value.func) is None
+                and not (type(value.func.value) is cst.Name and value.func.value.value == "self")
+            ):
+                value = value.func.value
+            elif type(value) is cst.Subscript:
+                value = value.value
+            elif type(value) is cst.UnaryOperation:
+                value = value.expression
+            else:
+                return value
 
     def _reads_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         # `t.cpu().item()` reads `t`: the copy and the read are one sync, reported here.
