@@ -203,3 +203,59 @@ def test_a_mask_and_its_complement_in_one_statement_are_one_finding() -> None:
         (11, "XLA202"),
         (11, "XLA202"),
     ]
+
+
+NONZERO_COPIES = """\
+    import torch
+
+    def train(model, loader, optimizer):
+        for input_ids, mask in loader:
+            loss = model(input_ids).mean()
+            loss.backward()
+            optimizer.step()
+            idx = [-1] + torch.where(input_ids == 5)[0].tolist() + [input_ids.shape[0]]
+            kept = torch.nonzero(mask == 0, as_tuple=False).view(-1).cpu()
+            rows = mask.argwhere().flatten().numpy()
+            last = int((input_ids > 3).nonzero().max().item())
+            total = torch.where(input_ids > 0)[0].sum().tolist()
+            print(idx, kept, rows, last, total)
+    """
+
+
+def nonzero_copies(codes: list[str]) -> list[tuple[int, str]]:
+    text = textwrap.dedent(NONZERO_COPIES)
+    result = lint_source(text, "train.py", [all_rules()[code] for code in codes])
+    assert result.error is None
+    return [(d.start.row, d.code) for d in result.diagnostics]
+
+
+def test_a_copy_of_a_nonzero_result_itself_is_the_nonzeros_finding() -> None:
+    # `torch.where(m)[0].tolist()`, `torch.nonzero(m).view(-1).cpu()`,
+    # `m.argwhere().flatten().numpy()`: the indices copied as they are, under rows and
+    # views, one edit of the expression fixing both. A reduction of them read on the host
+    # (`.max().item()`, `.sum().tolist()`) is a value of its own, reported beside it.
+    assert nonzero_copies(["XLA101", "XLA102", "XLA201"]) == [
+        (8, "XLA201"),
+        (9, "XLA201"),
+        (10, "XLA201"),
+        (11, "XLA101"),
+        (11, "XLA201"),
+        (12, "XLA201"),
+        (12, "XLA102"),
+    ]
+
+
+def test_the_copies_of_a_nonzero_result_come_back_without_the_nonzero_rule() -> None:
+    assert nonzero_copies(["XLA101", "XLA102"]) == [
+        (8, "XLA102"),
+        (9, "XLA102"),
+        (10, "XLA102"),
+        (11, "XLA101"),
+        (12, "XLA102"),
+    ]
+
+
+@pytest.mark.parametrize("code", [c for c, r in all_rules().items() if r.supersedes_copies])
+def test_codes_superseded_as_copies_are_real_rules(code: str) -> None:
+    for other in all_rules()[code].supersedes_copies:
+        assert other in all_rules() and other != code

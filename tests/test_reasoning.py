@@ -432,3 +432,25 @@ def test_names_that_say_model_used_as_data() -> None:
     assert isinstance(function, cst.FunctionDef)
     # `.to()` and `.float()` are a module's methods too: they say nothing.
     assert used_as_data(function) == {"heads", "neg_heads"}
+
+
+def test_tensor_metadata_lists_are_members_of_torch_tensor() -> None:
+    """The attributes and methods taken for host metadata are `torch.Tensor`'s own (the
+    generated member list), attributes and methods apart, and one list serves every
+    analysis that asks (the kinds, helper reads, reads in other modules)."""
+    from xlalint.analysis import helper_reads, param_reads, tensors
+    from xlalint.analysis.tensor_members import HOST_ATTRIBUTES, HOST_METHODS, TENSOR_MEMBERS
+
+    assert HOST_ATTRIBUTES <= TENSOR_MEMBERS
+    assert HOST_METHODS <= TENSOR_MEMBERS
+    assert not HOST_ATTRIBUTES & HOST_METHODS
+    # Data reads are not metadata.
+    assert not {"is_nonzero", "equal", "allclose", "item", "q_per_channel_scales"} & (
+        HOST_ATTRIBUTES | HOST_METHODS
+    )
+    assert {"is_nested", "is_quantized", "is_meta", "is_sparse", "layout"} <= HOST_ATTRIBUTES
+    assert {"is_inference", "is_complex", "is_signed", "dense_dim"} <= HOST_METHODS
+    assert tensors.HOST_ATTRIBUTES == HOST_ATTRIBUTES
+    assert HOST_METHODS <= tensors.HOST_METHODS
+    assert HOST_METHODS <= param_reads._SHAPE_METHODS
+    assert HOST_METHODS <= helper_reads._METADATA

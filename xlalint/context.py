@@ -91,7 +91,12 @@ from xlalint.analysis.tensors import (
     overridden_methods,
     tensor_returns,
 )
-from xlalint.analysis.type_tests import host_names, normalised_to_class, range_checked
+from xlalint.analysis.type_tests import (
+    host_names,
+    non_tensor_names,
+    normalised_to_class,
+    range_checked,
+)
 from xlalint.analysis.warning_branches import in_warning_branch
 from xlalint.analysis.xla_api import LATEST, Release, api_at
 from xlalint.cst_parse import parse_module
@@ -340,6 +345,10 @@ class FileContext:
         # (`analysis/type_tests.py`), innermost last: the node whose end ends the narrowing,
         # each name and what `TensorKinds.restore` needs there.
         self._host_narrowed: list[tuple[cst.CSTNode, list[tuple[str, Narrowed]]]] = []
+        # Names a failed tensor test showed to be no tensor (`type_tests.non_tensor_names`),
+        # innermost last: the node whose end ends it, each name and how many times it had
+        # been bound there (a rebinding ends it too).
+        self._not_tensors: list[tuple[cst.CSTNode, list[tuple[str, int]]]] = []
         # `if` statements being walked: the kinds before each, and at the end of each of its
         # branches walked so far that goes on after the `if`.
         self._branches: list[tuple[cst.If, BranchState, list[BranchState]]] = []
@@ -712,11 +721,18 @@ class FileContext:
 
     def type_tested_host(self, node: cst.BaseExpression) -> bool:
         """Whether `node` is a name a type test made a Python value here (`float(v)` under
-        `if isinstance(v, float):`), or a parameter a range check showed to be a count: a
-        helper reading it there reads no tensor it is handed."""
+        `if isinstance(v, float):`), a parameter a range check showed to be a count, or a
+        name a failed tensor test showed to be no tensor (`not isinstance(t, torch.Tensor)
+        and float(t) == 1.0`): a helper reading it there reads no tensor it is handed."""
         if type(node) is not cst.Name:
             return False
         name = node.value  # type: ignore[attr-defined]
+        if any(
+            name == tested and self.kinds.times_bound(name) == bound
+            for _, names in self._not_tensors
+            for tested, bound in names
+        ):
+            return True  # `not isinstance(t, torch.Tensor) and float(t) == 1.0`
         return (
             any(name == narrowed for _, names in self._host_narrowed for narrowed, _ in names)
             and self.kinds.lookup(name) is Kind.HOST
@@ -1156,6 +1172,7 @@ class FileContext:
             for item in node.items:
                 if item.asname is not None:
                     self.kinds.note_wrapper(item.asname.name, item.item)
+                    self.kinds.note_opened(item.asname.name, item.item)
         if self._values is not None and kind in _VALUE_NODES:
             self._enter_values(node, kind, parent)
 
@@ -1248,6 +1265,8 @@ class FileContext:
         while self._host_narrowed and self._host_narrowed[-1][0] is node:
             for name, narrowed in reversed(self._host_narrowed.pop()[1]):
                 self.kinds.restore(name, narrowed)
+        while self._not_tensors and self._not_tensors[-1][0] is node:
+            self._not_tensors.pop()
         if parent is not None and (kind is cst.If or kind is cst.SimpleStatementLine):
             self._narrow_after(node, kind, parent)
 
@@ -1258,6 +1277,11 @@ class FileContext:
         if names:
             self._host_narrowed.append(
                 (until, [(name, self.kinds.narrow(name, Kind.HOST)) for name in names])
+            )
+        others = non_tensor_names(test, holds, self.imports)
+        if others:
+            self._not_tensors.append(
+                (until, [(name, self.kinds.times_bound(name)) for name in others])
             )
 
     def _range_checks(self, node: cst.CSTNode, kind: type, block: cst.CSTNode) -> None:

@@ -23,6 +23,7 @@ from libcst.metadata import CodeRange
 
 from xlalint import screen
 from xlalint.analysis import project_modules
+from xlalint.analysis.host_reads import copied_value
 from xlalint.analysis.module_callers import hot_elsewhere
 from xlalint.analysis.xla_api import LATEST, Release
 from xlalint.context import FileContext
@@ -367,6 +368,9 @@ def _to_diagnostics(
     ]
     superseded = _superseded(spanned)
     enclosing = _enclosing(spanned)
+    copied = {
+        (code, id(report.node)) for report in pending for code in report.rule.supersedes_copies
+    }
     seen: set[tuple[str, Location, Location]] = set()
     diagnostics = []
     for report, start, end in spanned:
@@ -375,6 +379,7 @@ def _to_diagnostics(
             (code, start, end) in seen
             or (code, start, end) in superseded
             or _inside(code, start, end, enclosing)
+            or (copied and (code, id(copied_value(report.end_node))) in copied)
             or suppressions.suppresses(code, start.row)
         ):
             continue

@@ -261,6 +261,12 @@ class Rule:
     # (`t.cuda(torch.cuda.current_device())`: XLA301's fix drops the query with the
     # move). Only enabled rules take part, as for `supersedes`.
     supersedes_inside: ClassVar[tuple[str, ...]] = ()
+    # Codes whose findings copy or read this rule's flagged expression itself to the host,
+    # under its rows and views (`torch.where(m)[0].tolist()` of the one-argument
+    # `torch.where`: `host_reads.copied_value`): the same cause, one edit of the expression
+    # fixing both. Not a read of a value computed from it (`.nonzero().max().item()`).
+    # Only enabled rules take part, as for `supersedes`.
+    supersedes_copies: ClassVar[tuple[str, ...]] = ()
     # What a function must contain for this rule to find anything in it (`screen.py`):
     # identifiers (`"item"`), ast node types (`"<For>"`) or substrings of string constants
     # (`"'cuda"`); one match is enough. None: every function may hold a finding. A screen

@@ -32,6 +32,7 @@ import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, FunctionKey
+from xlalint.analysis.tensor_members import HOST_METHODS
 from xlalint.walk import descendants, last_name, target_names
 
 # Builtins that turn a tensor into a Python number.
@@ -51,11 +52,7 @@ _MODULES = frozenset({*_TORCH_NAMES, "F", "np", "numpy", "math"})
 _TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp)
 # Methods that read a tensor's metadata, or copy it off the device (`tolist`, `numpy`): a
 # chain through them leaves the tensor's data on the device.
-_METADATA = frozenset(
-    {"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
-     "get_device", "type", "data_ptr", "is_floating_point", "is_complex", "storage_offset",
-     "ndimension", "tolist", "numpy"}
-)  # fmt: skip
+_METADATA = HOST_METHODS | {"tolist", "numpy"}
 # Methods that build a new tensor from their arguments, taking only the receiver's device
 # and dtype (`value.new_tensor(factor)`): no value of the receiver's is carried.
 _NEW_FROM_ARGUMENTS = frozenset({"new_tensor", "new_zeros", "new_ones", "new_full", "new_empty"})

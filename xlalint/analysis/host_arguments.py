@@ -9,7 +9,9 @@ host (`cost_matrix = cost_matrix.cpu()` then `self._sanitize_cost_matrix(cost_ma
 tensor a factory builds without a device (to a private helper, `_update`, which only
 this module calls), a name each branch of an `if`/`else` binds to
 one of these, or what a function of the module returns as a host copy on every path:
-`loss = self.fit_batch(batch)` where `fit_batch` ends `return loss.detach().cpu()`), its
+`loss = self.fit_batch(batch)` where `fit_batch` ends `return loss.detach().cpu()`; or a
+Python value: a literal, `True`, or the caller's own parameter whose default is one and
+which it never rebinds, `forward_only=forward_only` from `forward_only=False`), its
 reads of that parameter (`if mask.all():`, `for periodic in pbc: if periodic:`) read host
 values: the transfer was paid, and is reported, at the copy. A helper this module never
 calls, or calls once with anything else, keeps what its annotation or use says.
@@ -24,12 +26,12 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
-from xlalint.analysis.arguments import is_staticmethod, positional_names
+from xlalint.analysis.arguments import is_staticmethod, parameters, positional_names
 from xlalint.analysis.guards import unpacked_value
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.members import is_property
 from xlalint.analysis.returns import _walk_body
-from xlalint.walk import code_children, target_names
+from xlalint.walk import binding_counts, code_children, target_names
 
 # Methods that hand back the values they are called on, on the same side of the bus.
 SAME_PLACE = frozenset({"detach", "clone", "contiguous", "float", "double", "long", "int"})
@@ -150,8 +152,12 @@ def _handed_copy(
         )
     ):
         value = value.value  # `vals[i]`: a view of `vals`, on its side of the bus
+    if _is_literal(value):
+        return False  # `forward_only=True`: a Python value, never a tensor
     if type(value) is not cst.Name:
         return copy_of(module, value, factories)
+    if _literal_parameter(caller, value.value):
+        return False  # `forward_only=forward_only`, the caller's own `forward_only=False`
     if value.value not in _copy_names(module, caller):
         return None
     name = value.value
@@ -164,6 +170,38 @@ def _handed_copy(
             continue
         return copy_of(module, assigned, factories)
     return None
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    """A Python literal: `True`, `0.5`, `-1`, `"mean"` (not `None`, which says nothing of
+    what a caller hands when it hands something)."""
+    if type(node) in (cst.Integer, cst.Float, cst.SimpleString):
+        return True
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        return type(node.expression) in (cst.Integer, cst.Float)
+    return type(node) is cst.Name and node.value in ("True", "False")
+
+
+def _literal_parameter(function: cst.FunctionDef, name: str) -> bool:
+    """`name` is a parameter of `function` with a literal default and no annotation, or
+    one naming a Python scalar (`forward_only=False`, `reduction: str = "mean"`), that its
+    body never rebinds: a Python value wherever the function hands it on (its own callers
+    pass what the default is: a flag, a number, a name)."""
+    for param in parameters(function):
+        if param.name.value != name:
+            continue
+        if param.default is None or not _is_literal(param.default):
+            return False
+        if param.annotation is not None and not (
+            type(param.annotation.annotation) is cst.Name
+            and param.annotation.annotation.value in _SCALAR_ANNOTATIONS
+        ):
+            return False
+        return name not in binding_counts(function)
+    return False
+
+
+_SCALAR_ANNOTATIONS = frozenset({"bool", "int", "float", "str"})
 
 
 # torch functions that join tensors, which must all be on one device.

@@ -28,6 +28,43 @@ from xlalint.analysis.tensors import binding_key
 _SAME_VALUE = frozenset({"cpu", "detach", "to", "clone", "float", "int", "long", "double"})
 
 
+# Methods that hand back a view of the values they are called on, reshaped or recast:
+# what they hand back is those values, element for element.
+_VIEWS = _SAME_VALUE | {"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous"}
+# Reads and copies of a value to the host: `t.item()`, `t.tolist()`, `t.cpu()`, `int(t)`.
+_COPIES = frozenset({"item", "tolist", "cpu", "numpy"})
+_CASTS = frozenset({"int", "float", "bool"})
+
+
+def copied_value(read: cst.CSTNode) -> cst.CSTNode | None:
+    """The expression a host read or copy (`read`, the call) takes the elements of, as
+    they are: under the read's own rows and views (`torch.where(m)[0]` of
+    `torch.where(m)[0].tolist()`, `torch.nonzero(m)` of `torch.nonzero(m).view(-1).cpu()`),
+    not a value computed from them (`x.nonzero().max()` of `.max().item()` is a reduction of
+    its own). None for anything but such a read."""
+    if type(read) is not cst.Call:
+        return None
+    func = read.func  # type: ignore[attr-defined]
+    args = read.args  # type: ignore[attr-defined]
+    if type(func) is cst.Attribute and func.attr.value in _COPIES:
+        value = func.value
+    elif type(func) is cst.Name and func.value in _CASTS and len(args) == 1:
+        value = args[0].value
+    else:
+        return None
+    while True:
+        if type(value) is cst.Subscript:
+            value = value.value
+        elif (
+            type(value) is cst.Call
+            and type(value.func) is cst.Attribute
+            and value.func.attr.value in _VIEWS
+        ):
+            value = value.func.value
+        else:
+            return value
+
+
 def read_root(expr: cst.BaseExpression) -> str | None:
     """The value a read takes: `cumsum` of `cumsum[i - 1]` and `t[0].cpu()`, `keep` of
     `-keep`, `src_len.sum()` of `src_len.sum().item()`. Reads of one value in a run wait

@@ -28,18 +28,13 @@ import ast
 from dataclasses import dataclass
 
 from xlalint.analysis.project_modules import dotted_name
+from xlalint.analysis.tensor_members import HOST_METHODS
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
-# Attributes and methods that read a tensor's metadata (host values), not its data.
-_SHAPE_ATTRIBUTES = frozenset(
-    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "names"}
-)
+# Methods that read a tensor's metadata (host values), not its data (`tensor_members.py`).
 _SAME_DATA_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "real", "imag"})
-_SHAPE_METHODS = frozenset(
-    {"size", "dim", "numel", "nelement", "element_size", "stride", "is_contiguous",
-     "get_device", "type", "data_ptr", "is_floating_point", "is_complex", "storage_offset"}
-)  # fmt: skip
+_SHAPE_METHODS = HOST_METHODS
 # Reads: a Python value (XLA101) or a host copy (XLA102).
 VALUE_BUILTINS = frozenset({"float", "int"})
 _VALUE_METHODS = frozenset({"item"})

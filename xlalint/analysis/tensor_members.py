@@ -90,6 +90,33 @@ set_submodule share_memory state_dict to to_empty train type xpu zero_grad
 MODULE_MEMBERS = frozenset(_MODULE_MEMBERS.split())
 
 
+# The members of `torch.Tensor` that answer about a tensor's metadata (shape, dtype,
+# layout, device, autograd and storage facts), not its data: values known on the host,
+# read without a graph execution. Attributes (torch's properties) first, then methods;
+# not `is_nonzero()`, `equal()` or `allclose()`, which read the data, nor the quantized
+# tensor's per-channel `q_per_channel_scales()`, tensors themselves. Every name is a
+# member of `TENSOR_MEMBERS` (tests/test_reasoning.py holds the lists to it).
+HOST_ATTRIBUTES = frozenset(
+    {
+        "shape", "dtype", "device", "ndim", "layout", "names", "name", "itemsize", "nbytes",
+        "requires_grad", "is_leaf", "retains_grad", "grad_fn", "output_nr",
+        "is_cuda", "is_cpu", "is_xla", "is_xpu", "is_mps", "is_mtia", "is_ipu", "is_maia",
+        "is_vulkan", "is_meta", "is_mkldnn", "is_nested", "is_quantized", "is_sparse",
+        "is_sparse_csr",
+    }
+)  # fmt: skip
+HOST_METHODS = frozenset(
+    {
+        "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
+        "storage_offset", "data_ptr", "get_device", "is_contiguous", "is_floating_point",
+        "is_complex", "is_pinned", "is_shared", "type", "has_names", "untyped_storage",
+        "storage_type", "is_inference", "is_conj", "is_neg", "is_signed", "is_coalesced",
+        "is_distributed", "is_same_size", "is_set_to", "dense_dim", "sparse_dim", "dim_order",
+        "qscheme", "q_scale", "q_zero_point", "q_per_channel_axis",
+    }
+)  # fmt: skip
+
+
 def main() -> None:  # pragma: no cover - needs torch
     import textwrap
 

@@ -52,6 +52,8 @@ from xlalint.analysis.records import (
     record_classes,
 )
 from xlalint.analysis.returns import NumberReturns, _walk_body
+from xlalint.analysis.tensor_members import HOST_ATTRIBUTES as TENSOR_HOST_ATTRIBUTES
+from xlalint.analysis.tensor_members import HOST_METHODS as TENSOR_HOST_METHODS
 from xlalint.analysis.tensor_members import MODULE_MEMBERS, TENSOR_MEMBERS
 from xlalint.analysis.tensor_methods import (
     ONLY_TENSOR_MATH,
@@ -96,20 +98,10 @@ class Kind(enum.Enum):
     UNKNOWN = "unknown"
 
 
-# Tensor attributes and methods whose result lives on the host.
-HOST_ATTRIBUTES = frozenset(
-    {
-        "shape", "dtype", "device", "ndim", "is_cuda", "is_xla", "is_leaf", "requires_grad",
-        "layout", "is_sparse", "is_quantized", "is_meta", "names", "name", "itemsize", "nbytes",
-    }
-)  # fmt: skip
-HOST_METHODS = frozenset(
-    {
-        "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
-        "storage_offset", "data_ptr", "get_device", "is_contiguous", "is_floating_point",
-        "is_complex", "is_pinned", "is_shared", "type", "__len__", "has_names", "untyped_storage",
-    }
-)  # fmt: skip
+# Tensor attributes and methods whose result lives on the host (`tensor_members.py`: the
+# whole metadata API of `torch.Tensor`), and `len()`'s hook.
+HOST_ATTRIBUTES = TENSOR_HOST_ATTRIBUTES
+HOST_METHODS = TENSOR_HOST_METHODS | {"__len__"}
 # Attributes that hold tensors whatever they hang off: parameters and their gradients.
 PARAMETER_ATTRIBUTES = frozenset({"grad", "weight", "bias"})
 # Attributes that view the tensor they hang off (where it lives).
@@ -2400,6 +2392,17 @@ class TensorKinds:
         ):
             self._wrappers[-1][name.value] = value  # type: ignore[attr-defined,assignment]
 
+    def note_opened(self, name: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`with safe_open(path, framework="pt") as f:`: a checkpoint reader's handle,
+        whose tensors (`f.get_tensor(key)`) are read to the host (`_HOST_CHECKPOINT_READERS`,
+        given no device)."""
+        if type(name) is not cst.Name or type(value) is not cst.Call:
+            return
+        if self.imports.resolve(value.func) in _HOST_CHECKPOINT_READERS and not (  # type: ignore[attr-defined]
+            self._names_a_device(value)  # type: ignore[arg-type]
+        ):
+            self.bind(name, Kind.HOST)
+
     def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for target in iterable`: what the loop variables hold."""
         name = iterable.value if type(iterable) is cst.Name else None  # type: ignore[attr-defined]
@@ -2886,6 +2889,10 @@ class TensorKinds:
         previous = frame.get(name)
         frame[name] = kind
         return previous, self._bindings[-1].get(name, 0)
+
+    def times_bound(self, name: str) -> int:
+        """How many times the function being walked has bound `name` so far."""
+        return self._bindings[-1].get(name, 0)
 
     def restore(self, name: str, narrowed: Narrowed) -> None:
         """Undo `narrow` where the narrowing ends, unless the name was rebound meanwhile
@@ -3531,6 +3538,15 @@ class TensorKinds:
                 )
         return False
 
+    def _names_a_device(self, call: cst.Call) -> bool:
+        """The call is given a `device=` other than the CPU (`load_file(p, device="cuda")`,
+        `device=rank`)."""
+        for arg in call.args:
+            if _is_keyword(arg, "device"):
+                value = arg.value
+                return not (type(value) is cst.SimpleString and value.evaluated_value == "cpu")
+        return False
+
     def _host_module_call(self, name: str, call: cst.Call) -> bool:
         """`name(...)` where `name` was last bound, in the function being walked, to a
         `torch.nn` module built right there (`torch.nn.CrossEntropyLoss(reduction="none")`,
@@ -3552,6 +3568,11 @@ class TensorKinds:
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
         if qualified.startswith(_HOST_LIBRARIES) or other_library(qualified):
             return Kind.HOST  # numpy's values; jax's, MLX's, TensorFlow's (no torch tensors)
+        if qualified in _HOST_CHECKPOINT_READERS and not self._names_a_device(node):
+            # `safe_open(path, framework="pt")`, `load_file(path)`: the tensors of a file,
+            # read to the CPU where no `device=` says otherwise (the handle's
+            # `get_tensor(key)` too).
+            return Kind.HOST
         if qualified == "functools.reduce" and node.args and node.args[0].keyword is None:
             # `reduce(torch.logical_or, checks)`: what the torch operation it folds with
             # returns, a tensor.
@@ -3663,6 +3684,13 @@ _SCALING = (cst.Multiply, cst.Divide, cst.Add)
 # Libraries that compute on the host only: numbers, and arrays OpenCV takes and hands back
 # as numpy arrays (`cv2.resize(image, size)` raises on a tensor).
 _HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.", "os.", "cv2.")
+# Readers of checkpoint files that hand back host tensors unless given a `device=`:
+# safetensors' handle (`safe_open(path, framework="pt")`: its `get_tensor(key)` is on the
+# CPU by default) and its loaders (`load_file(path)`, `load(data)`).
+_HOST_CHECKPOINT_READERS = frozenset(
+    {"safetensors.safe_open", "safetensors.torch.safe_open", "safetensors.torch.load_file",
+     "safetensors.torch.load"}
+)  # fmt: skip
 
 
 # What a function's own code is not under (besides trivia): nested definitions.

@@ -118,21 +118,69 @@ def host_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> l
     """Names that `test` being `holds` shows to be host values: a passed test against host
     types (`isinstance(step, int)`, `type(step) is int`, a failed `type(step) is not
     int`), or `all(isinstance(s, str) for s in keys)`; through `not`, both sides of a true
-    `and` and of a false `or`, nothing from one side of a true `or`. A failed tensor test
+    `and` and of a false `or`, and of a true `or` the names every side shows
+    (`isinstance(p, int) or isinstance(p, float)`: whichever held). A failed tensor test
     (the `else` of `isinstance(v, torch.Tensor)`) says nothing: what is not a tensor may
     hold tensors (a list of losses)."""
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         return host_names(test.expression, not holds, imports)
     if type(test) is cst.BooleanOperation:
+        left = host_names(test.left, holds, imports)
+        right = host_names(test.right, holds, imports)
         if isinstance(test.operator, cst.And) != holds:
-            return []
-        return host_names(test.left, holds, imports) + host_names(test.right, holds, imports)
+            return [name for name in left if name in right]  # whichever side decided
+        return left + right
     if holds and (collection := _all_elements(test, imports)) is not None:
         return [collection]
     tested = _tested(test, imports)
     if tested is None or tested[1] != holds:
         return []
     return [tested[0]]
+
+
+# The classes a failed type test shows a value is not (`torch.Tensor`, a subclass torch
+# spells: `nn.Parameter`), by the last part of their name, and torch's own predicate.
+_TENSOR_TYPES = frozenset({"Tensor", "Parameter"})
+_TENSOR_PREDICATES = frozenset({"torch.is_tensor"})
+
+
+def _tested_tensor(test: cst.BaseExpression, imports: ImportTable) -> str | None:
+    """The name a tensor test asks about: `isinstance(x, torch.Tensor)` (a tuple naming
+    `Tensor` among others too), `torch.is_tensor(x)`."""
+    if type(test) is not cst.Call:
+        return None
+    args = [a.value for a in test.args if a.keyword is None and not a.star]
+    if not args or not isinstance(args[0], cst.Name):
+        return None
+    spelled = get_full_name_for_node(test.func)
+    if spelled == "isinstance" and len(args) == 2:
+        names = {class_name(option, imports) for option in _options(args[1])}
+        return args[0].value if names & _TENSOR_TYPES else None
+    if len(args) == 1 and imports.resolve(test.func) in _TENSOR_PREDICATES:
+        return args[0].value
+    return None
+
+
+def non_tensor_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> list[str]:
+    """Names that `test` being `holds` shows to be no tensor: a failed tensor test (`not
+    isinstance(t, torch.Tensor) and float(t) == 1.0`, the `else` of `x.item() if
+    isinstance(x, Tensor) else float(x)`, after `if torch.is_tensor(v): return v`);
+    through `not`, both sides of a true `and` and of a false `or`, the names every side of
+    a true `or` shows. Not a kind: what is no
+    tensor may hold tensors (a list of losses), but a cast or `.item()` of the name itself
+    there reads a Python or numpy value, never a device tensor."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return non_tensor_names(test.expression, not holds, imports)
+    if type(test) is cst.BooleanOperation:
+        left = non_tensor_names(test.left, holds, imports)
+        right = non_tensor_names(test.right, holds, imports)
+        if isinstance(test.operator, cst.And) != holds:
+            return [name for name in left if name in right]  # whichever side decided
+        return left + right
+    if holds:
+        return []
+    name = _tested_tensor(test, imports)
+    return [] if name is None else [name]
 
 
 _ORDERINGS = node_types(cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)

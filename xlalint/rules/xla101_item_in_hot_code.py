@@ -52,14 +52,16 @@ class ItemInHotCode(HelperReadRule):
     reductions of one value (`t.min().item()`, `t.max().item()`) and different fields of
     one batch (`batch["raw"]`, `batch["padded"]`) are values of their own. Of reads of one value
     in the two branches of a conditional expression (`loss.item() if total is None else
-    total + loss.item()`) one runs per pass, reported once, at the first. Reads handed to
-    one call (`self.update_k(real.item(), fake.item())`, scaled on the host on their way
-    in: `dict(loss=loss.item() / n, recon=recon.item() / n)`, or formatted into one of its
-    arguments: `log("%f %f" % (a.item(), b.item()))`) are one cause too, reported once, at
-    the first: the call needs its inputs on the host, and handing it the device values (or
-    moving it) is one fix. So are the reads that are operands of one arithmetic expression
-    or comparison (`float(numerator) / float(denominator)`, `score[label].item() >=
-    score.max().item()`): one host number or truth value, computed on the device and read
+    total + loss.item()`, and of what its own methods or rows compute from it: `v.item() if
+    v.numel() == 1 else v.max().item()`) one runs per pass, reported once, at the first.
+    Reads handed to one call (`self.update_k(real.item(), fake.item())`, scaled on the
+    host on their way in: `dict(loss=loss.item() / n, recon=recon.item() / n)`, or
+    formatted into one of its arguments: `log("%f %f" % (a.item(), b.item()))`) are one
+    cause too, reported once, at the first: the call needs its inputs on the host, and
+    handing it the device values (or moving it) is one fix. So are the reads that are
+    operands of one arithmetic expression or comparison (`float(numerator) /
+    float(denominator)`, `score[label].item() >= score.max().item()`): one host number or
+    truth value, computed on the device and read
     once (`(numerator / denominator).item()`), and the reads one `return` hands back
     together as the entries of a literal, nested or not (`return loss, pred_acc.item(),
     stop_acc.item()`, `return {"loss": loss.item(), "q": q.mean().item()}`): returning
@@ -117,7 +119,9 @@ class ItemInHotCode(HelperReadRule):
     Python numbers
     (shapes, counts) or once per epoch, helpers that rebind the parameter before reading it
     or read it only where a type test made it a Python value (`if isinstance(alpha,
-    float): ... float(alpha)`: a tensor takes the other branch), and checks of the input
+    float): ... float(alpha)`: a tensor takes the other branch) or where a tensor test of
+    it failed (`not isinstance(t, torch.Tensor) and float(t) == 1.0`; the `else` of `x if
+    torch.is_tensor(x) else float(x)`: no tensor gets there), and checks of the input
     reported inside the helper. What the call hands over is a tensor when
     it comes out of a module: an `nn` class, or a class of the file derived from one
     (`class MaskedSoftmaxCELoss(nn.CrossEntropyLoss)`, then `l = loss(y_hat, y, lens)`;
@@ -220,6 +224,8 @@ class ItemInHotCode(HelperReadRule):
     Reads of tensors on the host are not flagged: tensors built without a device
     (`torch.zeros(n)`, `torch.randn(1, n)`, `torch.normal(0.0, std, size=(1,))`: a
     `size` makes `torch.normal` a factory), `torch.from_numpy(...)` and `.cpu()` copies,
+    tensors safetensors reads from a file given no device (`safe_open(path,
+    framework="pt")`'s `get_tensor(key)`, `load_file(path)`'s values),
     arithmetic of those with each other and with Python numbers (`min(n, cap)` of numbers
     is one), values moved to where such a tensor lives (`total += n.to(total.device)`,
     `n.to(total)`, `torch.ones(n, device=total.device)`: the counter stays on the host), a
@@ -456,7 +462,9 @@ class ItemInHotCode(HelperReadRule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
-            flagged = self._reads_device_tensor(func.value)
+            flagged = self._reads_device_tensor(func.value) and not self.ctx.type_tested_host(
+                func.value
+            )
             withheld = self._withholds(node, func.value, flagged)
             if not self.ctx.type_tested_host(func.value):
                 self._reads.note_read(node, flagged and withheld is None, flagged)
@@ -476,7 +484,9 @@ class ItemInHotCode(HelperReadRule):
             and len(node.args) == 1
             and node.args[0].keyword is None
         ):
-            flagged = self.ctx.is_tensor(node.args[0].value)
+            flagged = self.ctx.is_tensor(node.args[0].value) and not self.ctx.type_tested_host(
+                node.args[0].value
+            )
             withheld = self._withholds(node, node.args[0].value, flagged)
             if not self.ctx.type_tested_host(node.args[0].value):
                 self._reads.note_read(node, flagged and withheld is None, flagged)
@@ -668,7 +678,11 @@ class ItemInHotCode(HelperReadRule):
         return False, repeat_of
 
     def _other_branch_reads(self, value: cst.BaseExpression, read: cst.Call) -> bool:
-        key = binding_key(value)
+        """Whether the other branch of the conditional expression `read` is in reads the
+        same tensor: itself, a row of it or what its own methods compute from it
+        (`v.item() if v.numel() == 1 else v.max().item()`): one of them runs per
+        evaluation, and one edit of the expression fixes both."""
+        key = binding_key(self._tensor_read(value))
         if key is None:
             return False
         child: cst.CSTNode = read
@@ -687,6 +701,25 @@ class ItemInHotCode(HelperReadRule):
                 return False
             child = ancestor
         return False
+
+    def _tensor_read(self, value: cst.BaseExpression) -> cst.BaseExpression:
+        """The tensor a read of `value` reads: `v` of `v.max()`, `v[0].float()`, `-v`
+        (not `torch` of `torch.max(v)` nor `self` of `self.loss()`: functions, no tensor's
+        methods)."""
+        while True:
+            if (
+                type(value) is cst.Call
+                and type(value.func) is cst.Attribute
+                and self.ctx.qualified(value.func) is None
+                and not (type(value.func.value) is cst.Name and value.func.value.value == "self")
+            ):
+                value = value.func.value
+            elif type(value) is cst.Subscript:
+                value = value.value
+            elif type(value) is cst.UnaryOperation:
+                value = value.expression
+            else:
+                return value
 
     def _reads_device_tensor(self, receiver: cst.BaseExpression) -> bool:
         # `t.cpu().item()` reads `t`: the copy and the read are one sync, reported here.

@@ -73,7 +73,12 @@ class TensorControlFlow(HelperReadRule):
     tensor), which compares it with each element and takes the truth of each comparison (not in
     a set or a dict, looked up by hash, nor in a container the file shows nothing of, such as an
     optimizer's `p in self.state`). Tests on shapes, dtypes, devices, `is None`, `isinstance`,
-    `len()` and Python numbers are not flagged, nor a per-step function's parameter that the
+    `len()` and Python numbers are not flagged, nor on any other metadata `torch.Tensor`
+    keeps (`is_nested`, `is_sparse`, `layout`, `requires_grad`, `is_inference()`,
+    `is_complex()`: layout, storage and autograd flags known on the host), nor a per-step
+    function's parameter that every call of the module hands a Python literal or the
+    caller's own parameter with a literal default (`forward_only=forward_only` from
+    `forward_only=False`, then `assert forward_only`), nor a per-step function's parameter that the
     function compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
     stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left to
     XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or torch.isnan(loss):`) is

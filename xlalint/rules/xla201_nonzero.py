@@ -38,9 +38,13 @@ class Nonzero(Rule):
     hands back nothing): `merrors, _ = flow_error(...)`, then `(merrors > t).nonzero()`.
     The nonzero of a mask and then of the same mask or its complement in the next statement
     (`idx_a = mask.nonzero()`, `idx_b = (~mask).nonzero()`) is one cause, reported at the
-    first. A class's `__init__` is code that runs every step where per-step code builds the
-    class (a transform built from a mask buffer in `forward`, here or in another module of
-    the project): its `mask.nonzero()` is reported there.
+    first. A copy or read of the indices themselves, under their rows and views
+    (`torch.where(m)[0].tolist()`, `torch.nonzero(m).view(-1).cpu()`), is this finding's
+    cause too: it is reported here, not again as a host transfer (XLA101, XLA102), while
+    this rule is on; a read of a value computed from them (`m.nonzero().max().item()`) is
+    reported beside it. A class's `__init__` is code that runs every step where per-step
+    code builds the class (a transform built from a mask buffer in `forward`, here or in
+    another module of the project): its `mask.nonzero()` is reported there.
 
     ## Why is this bad?
     The result has one row per nonzero element, a count only the data knows. XLA compiles
@@ -108,6 +112,8 @@ class Nonzero(Rule):
     per_call = True
     needs_torch = True
     triggers = ("nonzero", "argwhere", "where")
+    # `torch.where(m)[0].tolist()`: the copy of the indices is the same cause.
+    supersedes_copies = ("XLA101", "XLA102")
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
