@@ -454,3 +454,39 @@ def test_tensor_metadata_lists_are_members_of_torch_tensor() -> None:
     assert HOST_METHODS <= tensors.HOST_METHODS
     assert HOST_METHODS <= param_reads._SHAPE_METHODS
     assert HOST_METHODS <= helper_reads._METADATA
+
+
+def test_the_cheap_look_at_an_interval_test_keeps_every_test_the_full_one_takes() -> None:
+    """The walk asks `sparse_test` only where `may_be_sparse` says it might: a test the
+    full reasoning takes but the cheap look misses is an interval the rules never see."""
+    from xlalint.analysis.intervals import may_be_sparse, sparse_test
+
+    module = cst.parse_module(
+        dedent(
+            """\
+            def divisible_by(num, den):
+                return (num % den) == 0
+
+            def fit(loader, step, last):
+                should_log = step % 100 == 0
+                should_learn = step % 50 == 0
+                is_last = step == last
+                if step % 100 == 0: pass
+                if should_log: pass
+                if should_learn and step > 0: pass
+                if step > 0 and should_log: pass
+                if should_log or is_last: pass
+                if step % 100 == 0 or is_last: pass
+                if divisible_by(step, 100): pass
+                if step > 0: pass
+                if should_log or step < 10: pass
+            """
+        )
+    )
+    function = next(
+        s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == "fit"
+    )
+    tests = [node.test for node in descendants(function) if isinstance(node, cst.If)]
+    taken = [sparse_test(test, function, None, module) for test in tests]
+    assert taken == [True, True, True, True, True, True, True, False, False]
+    assert all(may_be_sparse(test) for test, full in zip(tests, taken, strict=True) if full)

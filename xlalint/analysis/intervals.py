@@ -412,8 +412,30 @@ def _sparse_or_last(
     sparse = [o for o in operands if sparse_test(o, function, class_def, module, _seen, options)]
     if not sparse:
         return False
-    counters = {name for o in sparse for name in _counted(o, module)}
-    return all(any(o is s for s in sparse) or _one_value_of(o, counters) for o in operands)
+    counters = {
+        name for o in sparse for held in _held_tests(o, function) for name in _counted(held, module)
+    }
+    return all(
+        any(o is s for s in sparse)
+        or all(_one_value_of(held, counters) for held in _held_tests(o, function))
+        for o in operands
+    )
+
+
+def _held_tests(
+    test: cst.BaseExpression, function: cst.FunctionDef | None, _seen: frozenset[str] = frozenset()
+) -> list[cst.BaseExpression]:
+    """The tests a local name holds (`is_last = step == total - 1` then `... or is_last`),
+    followed through names bound to names; the test itself where it is no such name."""
+    if isinstance(test, cst.Name) and function is not None and test.value not in _seen:
+        values = local_values(function, test.value)
+        if values and all(
+            isinstance(value, cst.Name | cst.Comparison | cst.UnaryOperation | cst.BooleanOperation)
+            for value in values
+        ):
+            seen = _seen | {test.value}
+            return [held for value in values for held in _held_tests(value, function, seen)]
+    return [test]
 
 
 def _interval_handed_to_predicate(call: cst.Call, module: cst.Module) -> cst.BaseExpression | None:
@@ -471,10 +493,17 @@ def _wall_clock_gate(test: cst.BaseExpression) -> bool:
 
 
 def may_be_sparse(test: cst.BaseExpression) -> bool:
-    """A cheap first look: the test takes a remainder or a difference (an elapsed time)
-    somewhere, is a name (which may hold such a test), or calls a plain name (a predicate
-    of the module that may take one: `divisible_by(step, every)`)."""
-    return isinstance(test, cst.Name) or any(
+    """A cheap first look, true wherever `sparse_test` may be: the test takes a remainder
+    or a difference (an elapsed time) somewhere, is a name (which may hold such a test) or
+    has one as an operand of its `and`/`or` (`if should_learn and step > 0:`), or calls a
+    plain name (a predicate of the module that may take one: `divisible_by(step, every)`)."""
+    if isinstance(test, cst.Name):
+        return True
+    if isinstance(test, cst.BooleanOperation) and (
+        may_be_sparse(test.left) or may_be_sparse(test.right)
+    ):
+        return True
+    return any(
         (type(node) is cst.BinaryOperation and type(node.operator) in (cst.Modulo, cst.Subtract))
         or (type(node) is cst.Call and type(node.func) is cst.Name)  # type: ignore[attr-defined]
         for node in descendants(test)
