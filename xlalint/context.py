@@ -46,7 +46,9 @@ from xlalint.analysis.hotness import (
     imported_base_names,
     makes_a_figure,
     per_step_hooks,
+    rows_walked,
     transformation_update,
+    unbinds_a_tensor,
     walks_a_collection,
 )
 from xlalint.analysis.import_guards import ImportGuards
@@ -1115,7 +1117,9 @@ class FileContext:
             ):
                 self._frames[-1].collections.add(id(node))
                 self._collection_loops.add(id(node))
-            elif kind is cst.For and self.kinds.of(node.iter) is Kind.TENSOR:
+            elif kind is cst.For and (
+                self.kinds.of(rows_walked(node.iter)) is Kind.TENSOR or unbinds_a_tensor(node.iter)
+            ):
                 self._row_loops.add(id(node))  # one tensor's rows
             self.kinds.bind_loop_target(node.target, node.iter)
             if kind is cst.For:

@@ -173,6 +173,35 @@ SAVE_CALLS = frozenset(
 )  # fmt: skip
 
 
+def rows_walked(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """What a loop over `iterable` walks the rows of: the argument of `reversed`, `list`
+    or `tuple` (`reversed(nan_indices[:-1])`: a tensor's rows, last first), else
+    `iterable` itself. Not `enumerate`'s: a loop that numbers the rows it walks
+    (`for position, score in enumerate(scores)`) uses their positions, as a loop over a
+    count of them does, and keeps its passes."""
+    while (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value in ("reversed", "list", "tuple")
+        and len(iterable.args) == 1
+        and not iterable.args[0].star
+    ):
+        iterable = iterable.args[0].value
+    return iterable
+
+
+def unbinds_a_tensor(iterable: cst.BaseExpression) -> bool:
+    """`for p in x.unbind(dim=0)` (also under `reversed`, `list`, `tuple`):
+    the slices of one tensor, which only tensors unbind (numpy arrays have no `unbind`),
+    as many passes as that tensor has rows on every call, as `for row in x` is."""
+    iterable = rows_walked(iterable)
+    return (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Attribute
+        and iterable.func.attr.value == "unbind"
+    )
+
+
 def walks_a_collection(
     iterable: cst.BaseExpression, is_dict: Callable[[cst.BaseExpression], bool]
 ) -> bool:
