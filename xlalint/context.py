@@ -44,6 +44,7 @@ from xlalint.analysis.hotness import (
     batch_state,
     draws_a_figure,
     imported_base_names,
+    instance_call,
     makes_a_figure,
     per_step_hooks,
     rows_walked,
@@ -68,6 +69,7 @@ from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import (
+    called_classes,
     instance_method_call,
     is_property,
     member_method_call,
@@ -1595,6 +1597,11 @@ class FileContext:
             and func.value.value == "self"
         ):
             self.hot.add_call(self.site(), func.attr.value)
+            if self.class_name is not None:
+                # `self.early_stopper()`, the attribute holding an instance of a class of
+                # the module: a call of that class's instance (its `forward`).
+                for klass in called_classes(self.module, self.class_name, func.attr.value):
+                    self.hot.add_call(self.site(), instance_call(klass))
         elif member_method_call(func, self.module, self.class_name):
             # `self.decoder.update(...)`, the attribute holding an instance of a class of
             # the module (`analysis/members.py`): that class's method, by its name.

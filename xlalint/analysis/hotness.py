@@ -575,6 +575,12 @@ def applied_function(call: cst.Call) -> str | None:
     return None
 
 
+def instance_call(class_name: str) -> str:
+    """The call graph's name for calling an instance of the module's class `class_name`
+    (`self.early_stopper()`): what runs its `__call__`, a module's `forward`."""
+    return f"{class_name}.__call__"
+
+
 class HotCode:
     """Collects call edges while the file is walked, then answers `is_hot(site)`."""
 
@@ -712,6 +718,15 @@ class HotCode:
         if not self.per_step_by_itself(site):
             return False
         function = site.function
+        if (
+            function is not None
+            and function.name == "forward"
+            and function.class_name is not None
+            and self._driven_sparsely(instance_call(function.class_name))
+        ):
+            # `self.early_stopper()` only under `if not (self.steps % self.check_every)`:
+            # the module's own instance, called by this file once every so many steps.
+            return False
         if (
             site.module_call
             or site.hook
