@@ -44,9 +44,12 @@ from xlalint.analysis.hotness import (
     batch_state,
     draws_a_figure,
     imported_base_names,
+    instance_call,
     makes_a_figure,
     per_step_hooks,
+    rows_walked,
     transformation_update,
+    unbinds_a_tensor,
     walks_a_collection,
 )
 from xlalint.analysis.import_guards import ImportGuards
@@ -66,6 +69,7 @@ from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import BooleanMasks
 from xlalint.analysis.members import (
+    called_classes,
     instance_method_call,
     is_property,
     member_method_call,
@@ -782,7 +786,41 @@ class FileContext:
         if self._sparse_bodies:
             return not self._walks_batches_inside(self._sparse_bodies[-1])
         path = tuple(reversed(self._stack))
-        return past_interval_exit(path, self.module)
+        return past_interval_exit(path, self.module) or self._past_a_pass_over_a_loader()
+
+    def _past_a_pass_over_a_loader(self) -> bool:
+        """In a branch of a loop's pass, after a loop over a whole loader that trains
+        nothing (`for val_data in self.val_dataloader:` under `if is_valid_step:`, then
+        `val_loss.detach().item()` once the batches are summed): the branch runs a pass
+        over that loader, and what follows it runs once per such pass (a validation's
+        total), not on each step, however the branch's test is spelled."""
+        stack = self._stack
+        function = self.function_node
+        found = False
+        for at in range(len(stack) - 2, 0, -1):
+            holder, child = stack[at], stack[at + 1]
+            kind = type(holder)
+            if kind in _LOOPS or kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                return False
+            if found:
+                if kind is cst.If and child is holder.body:  # type: ignore[attr-defined]
+                    return True
+                continue
+            if kind is not cst.IndentedBlock:
+                continue
+            for statement in holder.body:  # type: ignore[attr-defined]
+                if statement is child:
+                    break
+                if any(
+                    walks_a_loader(node, function) and not _trains_in(node)  # type: ignore[arg-type]
+                    for node in (statement, *descendants(statement))
+                    if type(node) is cst.For
+                ):
+                    found = True
+                    break
+            if found and type(stack[at - 1]) is cst.If and stack[at - 1].body is holder:  # type: ignore[attr-defined]
+                return True
+        return False
 
     @property
     def in_warning_branch(self) -> bool:
@@ -1132,7 +1170,9 @@ class FileContext:
             ):
                 self._frames[-1].collections.add(id(node))
                 self._collection_loops.add(id(node))
-            elif kind is cst.For and self.kinds.of(node.iter) is Kind.TENSOR:
+            elif kind is cst.For and (
+                self.kinds.of(rows_walked(node.iter)) is Kind.TENSOR or unbinds_a_tensor(node.iter)
+            ):
                 self._row_loops.add(id(node))  # one tensor's rows
             self.kinds.bind_loop_target(node.target, node.iter)
             if kind is cst.For:
@@ -1616,6 +1656,11 @@ class FileContext:
             and func.value.value == "self"
         ):
             self.hot.add_call(self.site(), func.attr.value)
+            if self.class_name is not None:
+                # `self.early_stopper()`, the attribute holding an instance of a class of
+                # the module: a call of that class's instance (its `forward`).
+                for klass in called_classes(self.module, self.class_name, func.attr.value):
+                    self.hot.add_call(self.site(), instance_call(klass))
         elif member_method_call(func, self.module, self.class_name):
             # `self.decoder.update(...)`, the attribute holding an instance of a class of
             # the module (`analysis/members.py`): that class's method, by its name.
@@ -1632,6 +1677,17 @@ class FileContext:
             # `h.asdict()` on the hypotheses of a search loop: a method of a record class
             # of the module (`analysis/records.py`), by its name as for `self.f()`.
             self.hot.add_call(self.site(), func.attr.value)
+
+
+def _trains_in(loop: cst.For) -> bool:
+    """A pass of `loop` runs backward or steps an optimizer (`loss.backward()`,
+    `opt.step()`): a training phase, whose batches are steps, not a validation pass."""
+    return any(
+        type(node) is cst.Call
+        and type(node.func) is cst.Attribute
+        and node.func.attr.value in ("backward", "step")  # type: ignore[union-attr]
+        for node in descendants(loop.body)
+    )
 
 
 def _names_in_full_text(

@@ -57,6 +57,35 @@ INITIALISER = re.compile(r"_*(initiali[sz]e|init_weights|init_parameters|reset_p
 _CACHING = re.compile(r"cache", re.IGNORECASE)
 
 
+# A docstring telling callers to run the function once and keep what it returns
+# (torchcde's `natural_cubic_coeffs`: "Make sure to cache the result, and don't
+# reinstantiate it on every forward pass"; "Preprocess it with this function", "compute
+# once and reuse"): a preprocessing step over the data set, whose result the per-step code
+# is handed. Per-call costs are presumed for library functions no caller of the file
+# runs (`_computes_on_data`); such a function documents that its callers do not run it
+# per step, nor, through it, the helpers it calls.
+_RUN_ONCE_DOCUMENTED = re.compile(
+    r"\b(?:cache|save|store)\s+(?:the|its|this)\s+(?:results?|outputs?|return(?:ed)?\s+values?)"
+    r"|\b(?:don't|do\s+not|never|avoid)\s+(?:\w+\s+){1,2}(?:it|this)\s+(?:on\s+|in\s+)?every\s+"
+    r"(?:forward(?:\s+pass)?|step|batch|iteration|call)"
+    r"|\bpreprocess\s+(?:it|them|your\s+data|the\s+data(?:set)?)\s+with\s+this\s+function"
+    r"|\b(?:compute|call|run)\s+(?:it|this)\s+once\b",
+    re.IGNORECASE,
+)
+
+
+def documented_run_once(function: cst.CSTNode) -> bool:
+    """`function`'s docstring tells its callers to run it once and keep (cache, save) its
+    result rather than call it on every step or forward pass (`_RUN_ONCE_DOCUMENTED`)."""
+    if type(function) is not cst.FunctionDef:
+        return False
+    docstring = function.get_docstring(clean=False)
+    return (
+        docstring is not None
+        and _RUN_ONCE_DOCUMENTED.search(" ".join(docstring.split())) is not None
+    )
+
+
 def memoised(function: cst.CSTNode) -> bool:
     """`function` is decorated with a cache of its results (`_CACHING`)."""
     if type(function) is not cst.FunctionDef:
@@ -142,6 +171,35 @@ SAVE_CALLS = frozenset(
     {"torch.save", "torch_xla.core.xla_model.save", "safetensors.torch.save_file",
      "torch_xla.utils.serialization.save"}
 )  # fmt: skip
+
+
+def rows_walked(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """What a loop over `iterable` walks the rows of: the argument of `reversed`, `list`
+    or `tuple` (`reversed(nan_indices[:-1])`: a tensor's rows, last first), else
+    `iterable` itself. Not `enumerate`'s: a loop that numbers the rows it walks
+    (`for position, score in enumerate(scores)`) uses their positions, as a loop over a
+    count of them does, and keeps its passes."""
+    while (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
+        and iterable.func.value in ("reversed", "list", "tuple")
+        and len(iterable.args) == 1
+        and not iterable.args[0].star
+    ):
+        iterable = iterable.args[0].value
+    return iterable
+
+
+def unbinds_a_tensor(iterable: cst.BaseExpression) -> bool:
+    """`for p in x.unbind(dim=0)` (also under `reversed`, `list`, `tuple`):
+    the slices of one tensor, which only tensors unbind (numpy arrays have no `unbind`),
+    as many passes as that tensor has rows on every call, as `for row in x` is."""
+    iterable = rows_walked(iterable)
+    return (
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Attribute
+        and iterable.func.attr.value == "unbind"
+    )
 
 
 def walks_a_collection(
@@ -517,6 +575,12 @@ def applied_function(call: cst.Call) -> str | None:
     return None
 
 
+def instance_call(class_name: str) -> str:
+    """The call graph's name for calling an instance of the module's class `class_name`
+    (`self.early_stopper()`): what runs its `__call__`, a module's `forward`."""
+    return f"{class_name}.__call__"
+
+
 class HotCode:
     """Collects call edges while the file is walked, then answers `is_hot(site)`."""
 
@@ -655,6 +719,15 @@ class HotCode:
             return False
         function = site.function
         if (
+            function is not None
+            and function.name == "forward"
+            and function.class_name is not None
+            and self._driven_sparsely(instance_call(function.class_name))
+        ):
+            # `self.early_stopper()` only under `if not (self.steps % self.check_every)`:
+            # the module's own instance, called by this file once every so many steps.
+            return False
+        if (
             site.module_call
             or site.hook
             or function is None
@@ -775,6 +848,8 @@ class HotCode:
             return False
         if self._uncalled_initialiser(function.name):
             return False  # `initialize(self, x)` of a mixture: once, by its callers elsewhere
+        if documented_run_once(site.scopes[0]):
+            return False  # `natural_cubic_coeffs(x)`: "cache the result", run once per data set
         if function.name in self._callees() and not self._called_per_call(function.name):
             return False
         if function.name in self._saving_functions():
@@ -811,6 +886,7 @@ class HotCode:
                 and site.function.name != callee
                 and site.scopes
                 and not has_loop(site.scopes[0])
+                and not documented_run_once(site.scopes[0])
             ]
             callees = self._callees()
             found: set[str] = set()
@@ -985,6 +1061,8 @@ class HotCode:
         passes is a training step, however seldom the whole phase starts."""
         if not site.in_loop:
             return False
+        if site.scopes and self._preprocessing(site.scopes[0]):
+            return False  # `while True:` scanning times in a "cache the result" helper
         loops = [scope for scope in site.scopes if type(scope) in (cst.For, cst.While)]
         if site.function is not None and self._driven_sparsely(site.function.name, once=False):
             # `valid_step` called as `if not (step % self.validate_every_step):`: its
@@ -997,6 +1075,28 @@ class HotCode:
         if self._step_loop is None:
             return True
         return any(self._step_loop(scope) for scope in loops)
+
+    def _preprocessing(self, function: cst.CSTNode, depth: int = 0) -> bool:
+        """`function` is documented to run once, its result kept (`documented_run_once`:
+        "Make sure to cache the result"), or every call of it in this file is made by
+        such a function (`_logsignature_windows`, the private body of two documented
+        entry points): a preprocessing pass over the data set, whose loops walk the data
+        once (a `while True:` scanning for the next time stamp), not a loop of steps."""
+        if type(function) is not cst.FunctionDef or depth > 3:
+            return False
+        if documented_run_once(function):
+            return True
+        if self._callers_by_name is None:
+            self._callers_by_name = {}
+            for caller, callee in self._edges:
+                self._callers_by_name.setdefault(callee, []).append(caller)
+        calls = self._callers_by_name.get(function.name.value, [])
+        return bool(calls) and all(
+            caller.scopes
+            and caller.scopes[0] is not function
+            and self._preprocessing(caller.scopes[0], depth + 1)
+            for caller in calls
+        )
 
     def _hot_elsewhere(self, site: Site) -> bool:
         """Another module of the project calls the site's function every step

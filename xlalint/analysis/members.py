@@ -555,6 +555,25 @@ def held_classes(module: cst.Module, class_name: str, attribute: str) -> frozens
     return frozenset(found)
 
 
+def called_classes(module: cst.Module, class_name: str, attribute: str) -> frozenset[str]:
+    """The classes of the module whose instance `self.<attribute>(...)` calls, in the
+    code of class `class_name`: every value its family assigns the attribute constructs
+    one (`self.early_stopper = EarlyStopper(...)`), or is `None`, an optional part left
+    out (`self.early_stopper = None` before the `if` that builds it). Calling the
+    attribute runs that class's `__call__`, a module's `forward`. Empty where any value
+    says nothing, or none constructs."""
+    classes = _walked(module).classes
+    found: set[str] = set()
+    for value, _ in member_values_in(module, class_name, attribute):
+        if type(value) is cst.Name and value.value == "None":
+            continue
+        made = _constructed(value, classes)
+        if not made:
+            return frozenset()
+        found.update(made)
+    return frozenset(found)
+
+
 def _annotated_class(
     value: cst.BaseExpression, function: cst.FunctionDef | None, classes: dict[str, cst.ClassDef]
 ) -> str | None:

@@ -382,6 +382,15 @@ class ItemInHotCode(HelperReadRule):
     int(index.max()) + 1`, the `else` of `if dim_size is not None:` is dead, while the
     fill's own read stays reported.
 
+    A read in a branch of the training loop after a loop over a whole loader that trains
+    nothing (`for val_data in self.val_dataloader:` under `if is_valid_step:`, then
+    `val_loss.detach().item()`) runs once per pass over that loader, however the branch's
+    test is spelled: it is not flagged; reads before that loop or in its passes are. A
+    module of the file whose instance its owner keeps in an attribute (`self.early_stopper
+    = EarlyStopper(...)`) and calls only under a long interval (`if not (self.steps %
+    self.check_early_stop_every): self.early_stopper()`) or once runs its `forward` that
+    often: its reads are not per step.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Reading a tensor's
     value on the host forces the pending graph to compile and execute right there, then

@@ -269,6 +269,13 @@ class TensorControlFlow(HelperReadRule):
     step; the same methods on a value known to be on the host (`torch.tensor(edges).log()`)
     give a host value, and a `log` given arguments (`run.log({"loss": v})`) is a logger's.
 
+    A loop over one tensor's rows, however spelled (`for p in x.unbind(dim=0)`, `for i in
+    reversed(indices[:-1])`), runs its passes where its function runs, as `for row in x`
+    does: a per-channel helper is not made per step by it. A function documented to run
+    once, its result cached ("Make sure to cache the result"), and the private helpers
+    only such functions call, are preprocessing: their loops (a `while True:` scanning
+    time stamps) are no step loops, and their tests are not per call.
+
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
     branch on a concrete `True` or `False`, so taking a tensor's truth value forces the

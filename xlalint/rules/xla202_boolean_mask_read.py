@@ -145,6 +145,14 @@ class BooleanMaskRead(HelperCallRule):
     logger.warning(...)`, then `grad[grad.isnan()] = 0.0`) runs when the value has gone
     wrong, not every step: what it selects or writes there is not flagged.
 
+    A library function that no code of its file runs is judged per call with new data,
+    unless its docstring tells callers to run it once and keep the result ("Make sure to
+    cache the result, and don't reinstantiate it on every forward pass", "preprocess it
+    with this function", "compute it once"): a preprocessing step over the data set
+    (torchcde's spline coefficients), as are the private helpers only such functions
+    call, and the loops of those helpers. A per-step caller in the file still makes it
+    per step.
+
     ## Why is this bad?
     `x[mask]` has as many elements as the mask has `True`s, which only the data knows. XLA
     compiles graphs for static shapes, so PyTorch/XLA executes the pending graph, copies the

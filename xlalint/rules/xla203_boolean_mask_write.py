@@ -79,6 +79,14 @@ class BooleanMaskWrite(HelperCallRule):
     logger.warning(...)`, then `grad[grad.isnan()] = 0.0`) runs when the value has gone
     wrong, not every step: what it selects or writes there is not flagged.
 
+    A library function that no code of its file runs is judged per call with new data,
+    unless its docstring tells callers to run it once and keep the result ("Make sure to
+    cache the result, and don't reinstantiate it on every forward pass", "preprocess it
+    with this function", "compute it once"): a preprocessing step over the data set
+    (torchcde's spline coefficients), as are the private helpers only such functions
+    call, and the loops of those helpers. A per-step caller in the file still makes it
+    per step.
+
     ## Why is this bad?
     PyTorch turns `x[mask] = v` into an `index_put_` at the positions where the mask is
     `True`, and finding those positions is `nonzero`, whose output size only the data
