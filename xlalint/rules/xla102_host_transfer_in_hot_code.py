@@ -8,6 +8,7 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, parameter
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import computed_root, converts_handed
+from xlalint.analysis.host_arguments import moved_here
 from xlalint.analysis.host_reads import RETURNED_LITERALS, ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
@@ -112,8 +113,14 @@ class HostTransferInHotCode(HelperCallRule):
     value moved with `.to(device)`/`.cuda()` (a parameter first rebound to its move, also
     in a tuple of moves: ColBERT's `input_ids, attention_mask = input_ids.to(self.device),
     attention_mask.to(self.device)`, then `self.mask(input_ids, ...)` copying it back with
-    `.cpu().tolist()`), a loader's batch (also through a progress bar
-    bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y) in t`;
+    `.cpu().tolist()`; also a value of unknown kind the function itself moves, its name
+    last bound to the move before the copy: `seqlens = seqlens.to(self.device_name)`, then
+    `return seqlens.tolist()` in a helper handed the loader's host batch copies back what
+    it just sent, whatever its callers hand it, `.tolist()` included, as numpy arrays have
+    no `.to`; a move in a loop or a branch, which the copy may not read, is not enough
+    by itself), a loader's
+    batch (also through a progress bar bound to a name: `with tqdm(enumerate(loader)) as
+    t:`, then `for _, (x, y) in t`;
     not a row whose loop only copies it to the device, `labels.to(device)` in an expression
     with `labels` never rebound in the function: the loader hands host tensors), a
     result of a helper handed device tensors (`outputs = self._calculate_loss(model,
@@ -488,16 +495,21 @@ class HostTransferInHotCode(HelperCallRule):
         kind = self.ctx.kind(receiver)
         message = self.message.format(call=spelled)
         # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
-        if kind is Kind.TENSOR or (
-            kind is Kind.UNKNOWN
-            and _TRANSFERS[method]
-            and self.ctx.imports.binds("torch")
-            and (
-                self.ctx.kinds.computed_from_tensors(receiver)
-                or any(
-                    isinstance(r, cst.Name) and r.value in self._trained for r in _roots(receiver)
+        if (
+            kind is Kind.TENSOR
+            or (
+                kind is Kind.UNKNOWN
+                and _TRANSFERS[method]
+                and self.ctx.imports.binds("torch")
+                and (
+                    self.ctx.kinds.computed_from_tensors(receiver)
+                    or any(
+                        isinstance(r, cst.Name) and r.value in self._trained
+                        for r in _roots(receiver)
+                    )
                 )
             )
+            or (kind is Kind.UNKNOWN and self._moved_here(receiver, node))
         ):
             # `values.cpu()` then `indices.cpu()` of one `topk`: one cause.
             repeat_of = self._runs.previous(
@@ -532,6 +544,16 @@ class HostTransferInHotCode(HelperCallRule):
             self._helper_copy(func.attr, node, receiver, message)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
             self._defer_parameter_copy(func.attr, node, receiver, message)
+
+    def _moved_here(self, receiver: cst.BaseExpression, node: cst.Call) -> bool:
+        """`seqlens = seqlens.to(self.device_name)`, then `seqlens.tolist()`: a value the
+        function itself moved onto the device (`host_arguments.moved_here`) is a device
+        tensor when copied back, whatever it was handed (a loader's host batch, a value of
+        unknown kind); only tensors (and modules, known as such) have `.to(device)` and
+        `.cpu()`, and numpy arrays have no `.to`, so `.tolist()` counts too."""
+        if not self._function_nodes or not self.ctx.imports.binds("torch"):
+            return False
+        return moved_here(self._function_nodes[-1], node, receiver)
 
     def _note_backward(self, value: cst.BaseExpression) -> None:
         """`scaled.backward()`: `scaled` and every name it was computed from here hold the
