@@ -413,14 +413,19 @@ _ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Arg, cst.Call, cst.E
 def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> bool:
     """Whether `read` (with its ancestors, innermost first) becomes a size or bound of a
     tensor the helper builds itself, or of its own loop: `max_len = seq_len.max().item()`,
-    then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`. The read
+    then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`; also
+    through names bound from it (`size = (b, max_len)`, then `output_size=size`). The read
     serves the helper's own computation, as a check does, not a conversion of what it is
     handed: it is reported where it is."""
     child = read
     function: cst.FunctionDef | None = None
     name: str | None = None
     for ancestor in ancestors:
-        if type(ancestor) is cst.Call and child is not ancestor.func and _sized(ancestor):
+        if (
+            type(ancestor) is cst.Call
+            and child is not ancestor.func
+            and any(arg is child for arg in _size_arguments(ancestor))
+        ):
             return True
         if type(ancestor) is cst.Assign and name is None and function is None:
             targets = ancestor.targets
@@ -438,18 +443,51 @@ def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> boo
         child = ancestor
     if function is None or name is None:
         return False
-    for node in descendants(function.body):
-        if type(node) is cst.Call and _sized(node):
-            for arg in node.args:
-                if any(type(n) is cst.Name and n.value == name for n in descendants(arg.value)):
+    nodes = list(descendants(function.body))
+    # The read's name and the names bound from it (`size = (b, max_len)`), to a fixpoint.
+    names = {name}
+    grown = True
+    while grown:
+        grown = False
+        for node in nodes:
+            if type(node) is cst.Assign and len(node.targets) == 1:
+                target = node.targets[0].target
+                if (
+                    type(target) is cst.Name
+                    and target.value not in names
+                    and any(
+                        type(n) is cst.Name and n.value in names for n in descendants(node.value)
+                    )
+                ):
+                    names.add(target.value)
+                    grown = True
+    for node in nodes:
+        if type(node) is cst.Call:
+            for arg in _size_arguments(node):
+                if any(type(n) is cst.Name and n.value in names for n in descendants(arg.value)):
                     return True
     return False
 
 
-def _sized(call: cst.Call) -> bool:
+def _size_arguments(call: cst.Call) -> list[cst.Arg]:
+    """The arguments of `call` that are sizes or bounds: all of a factory's or a range's
+    (`torch.zeros(n, d)`, `range(n)`) or a shaping method's (`x.view(b, n)`,
+    `x.reshape(...)`, `x.expand(...)`), and a size handed by keyword to any call
+    (`torch.nested.to_padded_tensor(ids, padding=0, output_size=(b, max_len))`,
+    `F.interpolate(x, size=(h, w))`)."""
     func = call.func
     last = func.attr.value if type(func) is cst.Attribute else getattr(func, "value", None)
-    return last in _SIZED
+    if last in _SIZED or (type(func) is cst.Attribute and last in _SHAPING):
+        return list(call.args)
+    return [
+        arg for arg in call.args if arg.keyword is not None and arg.keyword.value in _SIZE_KEYWORDS
+    ]
+
+
+# Tensor methods whose arguments are all sizes of the tensor they hand back.
+_SHAPING = frozenset({"view", "reshape", "expand"})
+# Keywords that hand a call a size of what it builds.
+_SIZE_KEYWORDS = frozenset({"size", "shape", "output_size"})
 
 
 def in_own_loop(loops: Iterable[cst.CSTNode]) -> bool:

@@ -601,6 +601,38 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
     return frozenset(found)
 
 
+def moved_here(function: cst.FunctionDef, node: cst.CSTNode, value: cst.BaseExpression) -> bool:
+    """Whether `value`, read at `node`, is what `function` itself just moved onto the
+    device: a move written there (`lens.to(self.device).tolist()`), or a name whose last
+    binding before `node` is one (`seqlens = seqlens.to(self.device_name)`, `ids =
+    batch["ids"].cuda()`), through methods that keep the value (`.detach()`). Whatever
+    the value was before (a loader's host batch, a helper's parameter), after the move
+    it is on the device, and a copy of it back to the host is a round trip."""
+    while (
+        type(value) is cst.Call
+        and type(value.func) is cst.Attribute
+        and value.func.attr.value in _SAME_VALUE
+        and not value.args
+    ):
+        value = value.func.value
+    if type(value) is cst.Name:
+        bound = value_before(function, node, value.value)
+        if bound is None:
+            return False
+        value = bound
+    if type(value) is not cst.Call:
+        return False
+    func = value.func
+    if type(func) is cst.Attribute and func.attr.value in ("to", "cuda"):
+        return _moves_to_device(value, "")  # `batch["ids"].cuda()`: any receiver
+    first = value.args[0].value if value.args else None
+    return type(first) is cst.Name and _moves_to_device(value, first.value)
+
+
+# Methods that hand back the value they are called on, on its device.
+_SAME_VALUE = frozenset({"detach", "clone", "contiguous", "float", "long", "int", "double"})
+
+
 def _bound_to(
     target: cst.BaseExpression, value: cst.BaseExpression, name: str
 ) -> cst.BaseExpression | None:
@@ -618,7 +650,9 @@ def _moves_to_device(value: cst.BaseExpression | None, name: str) -> bool:
     if type(value) is not cst.Call:
         return False
     func = value.func
-    if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == name:
+    if type(func) is cst.Attribute and (
+        (type(func.value) is cst.Name and func.value.value == name) or not name
+    ):
         method = func.attr.value
         if method == "cuda":
             return True

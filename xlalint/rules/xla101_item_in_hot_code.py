@@ -112,8 +112,10 @@ class ItemInHotCode(HelperReadRule):
     read in a loop statement of the helper (`for i in range(batch): int(lens[i].item())`:
     its work per row), a read whose value sizes a tensor the helper builds or bounds its
     own loop (`max_len = seq_len.max().item()`, then `torch.arange(max_len, ...)`;
-    `x.new_zeros((int(n.item()) + 1, d))`: its own computation, not a conversion handed
-    back) and a read no per-step call of the module feeds. Helpers are found
+    `x.new_zeros((int(n.item()) + 1, d))`; also a shape it hands a shaping method,
+    `x.view(b, max_len)`, or any call by a size keyword, `torch.nested.to_padded_tensor(
+    ids, padding=0, output_size=(b, max_len))`: its own computation, not a conversion
+    handed back) and a read no per-step call of the module feeds. Helpers are found
     by name: `f(...)`, `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a
     class of the module (`metric = Accumulator(3)`). Not flagged: such helpers called with
     Python numbers

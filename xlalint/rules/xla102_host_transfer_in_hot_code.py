@@ -8,6 +8,7 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, parameter
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import computed_root, converts_handed
+from xlalint.analysis.host_arguments import moved_here
 from xlalint.analysis.host_reads import RETURNED_LITERALS, ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
@@ -15,7 +16,7 @@ from xlalint.context import Kind
 from xlalint.positions import positions_of
 from xlalint.rule import PendingReport
 from xlalint.rules._helper_calls import HelperCallRule, spelled_argument
-from xlalint.walk import descendants, names_under, target_names
+from xlalint.walk import binding_counts, descendants, names_under, target_names
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -133,13 +134,23 @@ class HostTransferInHotCode(HelperCallRule):
     value moved with `.to(device)`/`.cuda()` (a parameter first rebound to its move, also
     in a tuple of moves: ColBERT's `input_ids, attention_mask = input_ids.to(self.device),
     attention_mask.to(self.device)`, then `self.mask(input_ids, ...)` copying it back with
-    `.cpu().tolist()`), a loader's batch (also through a progress bar
-    bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y) in t`;
+    `.cpu().tolist()`; also a value of unknown kind the function itself moves, its name
+    last bound to the move before the copy: `seqlens = seqlens.to(self.device_name)`, then
+    `return seqlens.tolist()` in a helper handed the loader's host batch copies back what
+    it just sent, whatever its callers hand it, `.tolist()` included, as numpy arrays have
+    no `.to`; a move in a loop or a branch, which the copy may not read, is not enough
+    by itself), a loader's
+    batch (also through a progress bar bound to a name: `with tqdm(enumerate(loader)) as
+    t:`, then `for _, (x, y) in t`;
     not a row whose loop only copies it to the device, `labels.to(device)` in an expression
     with `labels` never rebound in the function: the loader hands host tensors), a
     result of a helper handed device tensors (`outputs = self._calculate_loss(model,
     inputs)`), a training step's
-    loss (a value `.backward()` is called on, and the values it was computed from), or a
+    loss (a value `.backward()` is called on, also through a grad scaler,
+    `scaler.scale(loss).backward()`, and the values it was computed from, wherever in the
+    step they are copied: a meter's `target.detach().cpu()` before the backward, `target`
+    bound once in the step and not moved onto the device there, which would show it
+    handed over on the host), or a
     helper's parameter that a call in the module hands a device tensor (or a value the
     helper computes from such a parameter: `correct = pred.eq(target)`; not past a value
     it rebuilds on the host, `cam = torch.from_numpy(cam)` then `cam =
@@ -352,6 +363,10 @@ class HostTransferInHotCode(HelperCallRule):
         self._helper_copies: list[tuple[_ParameterCopy, PendingReport]] = []
         # Parameters a helper also reads as numbers (`value.item()`): XLA101's calls.
         self._number_reads: set[tuple[FunctionKey, str]] = set()
+        # Copies of values of unknown kind met before the step's `.backward()`, held until
+        # their function ends (`_hold_until_backward`): the function, the names copied,
+        # the finding, and the call or `return` the copy is handed to (by id).
+        self._held: list[tuple[cst.FunctionDef, frozenset[str], PendingReport, int | None]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -362,6 +377,8 @@ class HostTransferInHotCode(HelperCallRule):
         self._trained = set()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._held:
+            self._release_held(node)
         super().leave_FunctionDef(node)
         if self._function_nodes:
             self._function_nodes.pop()
@@ -513,16 +530,21 @@ class HostTransferInHotCode(HelperCallRule):
         kind = self.ctx.kind(receiver)
         message = self.message.format(call=spelled)
         # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
-        if kind is Kind.TENSOR or (
-            kind is Kind.UNKNOWN
-            and _TRANSFERS[method]
-            and self.ctx.imports.binds("torch")
-            and (
-                self.ctx.kinds.computed_from_tensors(receiver)
-                or any(
-                    isinstance(r, cst.Name) and r.value in self._trained for r in _roots(receiver)
+        if (
+            kind is Kind.TENSOR
+            or (
+                kind is Kind.UNKNOWN
+                and _TRANSFERS[method]
+                and self.ctx.imports.binds("torch")
+                and (
+                    self.ctx.kinds.computed_from_tensors(receiver)
+                    or any(
+                        isinstance(r, cst.Name) and r.value in self._trained
+                        for r in _roots(receiver)
+                    )
                 )
             )
+            or (kind is Kind.UNKNOWN and self._moved_here(receiver, node))
         ):
             # `values.cpu()` then `indices.cpu()` of one `topk`: one cause.
             repeat_of = self._runs.previous(
@@ -562,10 +584,86 @@ class HostTransferInHotCode(HelperCallRule):
             self._helper_copy(func.attr, node, receiver, message)
         elif kind is Kind.UNKNOWN and _TRANSFERS[method] and self.ctx.imports.binds("torch"):
             self._defer_parameter_copy(func.attr, node, receiver, message)
+            self._hold_until_backward(func.attr, node, receiver, message)
+
+    def _moved_here(self, receiver: cst.BaseExpression, node: cst.Call) -> bool:
+        """`seqlens = seqlens.to(self.device_name)`, then `seqlens.tolist()`: a value the
+        function itself moved onto the device (`host_arguments.moved_here`) is a device
+        tensor when copied back, whatever it was handed (a loader's host batch, a value of
+        unknown kind); only tensors (and modules, known as such) have `.to(device)` and
+        `.cpu()`, and numpy arrays have no `.to`, so `.tolist()` counts too."""
+        if not self._function_nodes or not self.ctx.imports.binds("torch"):
+            return False
+        return moved_here(self._function_nodes[-1], node, receiver)
+
+    def _hold_until_backward(
+        self, attr: cst.CSTNode, node: cst.Call, receiver: cst.BaseExpression, message: str
+    ) -> None:
+        """`meter.update(out, target.detach().cpu())` before the step's
+        `loss.backward()`, `loss` computed from `target`: a value the training step's loss
+        is computed from is on the device wherever in the step it is copied, not only
+        after the `.backward()` the walk meets later. Held until the function ends, and
+        reported if its name (bound once in the function, not a parameter: the same value
+        at the copy and in the loss) is then among the loss's inputs (`_trained`). A name
+        the function moves onto the device itself (`crit(out, labels.to(device))`) is
+        handed in on the host, and its earlier copy copies nothing."""
+        function = self._function_nodes[-1] if self._function_nodes else None
+        if function is None or self.ctx.function is None:
+            return
+        counts = binding_counts(function)
+        names = frozenset(
+            root.value
+            for root in _roots(receiver)
+            if type(root) is cst.Name
+            and root.value not in _OBJECT_NAMES
+            and root.value not in self._trained
+            and counts.get(root.value) == 1
+            and not self.calls.is_param(root.value)
+        )
+        if not names or _moved_in(function, names):
+            return
+        before = len(self.reports)
+        self.report(attr, message, end_node=node)
+        if len(self.reports) == before:
+            return
+        ancestors = list(self.ctx.ancestors())
+        handed_to = consuming_call(node, iter(ancestors))
+        returned = _returned_by(ancestors)
+        together = handed_to if handed_to is not None else returned
+        self._held.append(
+            (function, names, self.reports.pop(), None if together is None else id(together))
+        )
+
+    def _release_held(self, function: cst.FunctionDef) -> None:
+        """Report the copies `_hold_until_backward` held in `function` whose values the
+        step's loss turned out to be computed from; one finding a call or `return`."""
+        kept = []
+        for held in self._held:
+            node, names, pending, together = held
+            if node is not function:
+                kept.append(held)
+                continue
+            if not names & self._trained:
+                continue
+            if together is not None:
+                if together in self._handed:
+                    continue
+                self._handed.add(together)
+            self.reports.append(pending)
+        self._held = kept
 
     def _note_backward(self, value: cst.BaseExpression) -> None:
         """`scaled.backward()`: `scaled` and every name it was computed from here hold the
-        step's loss, computed on the device with the model."""
+        step's loss, computed on the device with the model; so does the loss a grad scaler
+        scales for its backward (`scaler.scale(loss).backward()`)."""
+        if (
+            type(value) is cst.Call
+            and type(value.func) is cst.Attribute
+            and value.func.attr.value == "scale"
+            and value.args
+            and not value.args[0].star
+        ):
+            value = value.args[0].value
         stack = [r.value for r in _roots(value) if isinstance(r, cst.Name)]
         stack = [name for name in stack if name not in _OBJECT_NAMES]
         while stack:
@@ -816,6 +914,22 @@ def _roots(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
             expr = expr.value
         else:
             return [expr]
+
+
+def _moved_in(function: cst.FunctionDef, names: frozenset[str]) -> bool:
+    """Whether `function` moves one of `names` onto the device (`labels.to(device)`,
+    `labels.cuda()`): a value handed in on the host."""
+    for call in descendants(function.body):
+        if (
+            type(call) is cst.Call
+            and type(call.func) is cst.Attribute  # type: ignore[attr-defined]
+            and call.func.attr.value in ("to", "cuda")  # type: ignore[attr-defined]
+            and type(call.func.value) is cst.Name  # type: ignore[attr-defined]
+            and call.func.value.value in names  # type: ignore[attr-defined]
+            and moved_here(function, call, call)
+        ):
+            return True
+    return False
 
 
 def _private(name: str) -> bool:
