@@ -403,20 +403,25 @@ def converts_handed(
     )
 
 
-# Calls whose arguments are sizes or bounds: the tensor (or the loop) the helper makes.
+# Calls whose arguments are sizes or bounds: the tensor (or the loop) the helper makes, or
+# the pieces it splits a tensor into (`x[mask].split(lens.tolist())`: the sizes of its own
+# pieces, not a copy of what it is handed).
 _SIZED = frozenset(
     {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "linspace",
-     "new_zeros", "new_ones", "new_empty", "new_full", "range"}
+     "new_zeros", "new_ones", "new_empty", "new_full", "range", "split", "split_with_sizes",
+     "tensor_split"}
 )  # fmt: skip
-# Expressions a read passes through on its way to a size (`(int(n.item() + 1), dim)`).
+# Expressions a read passes through on its way to a size (`(int(n.item() + 1), dim)`, a
+# method of the copy: `counts.cpu().tolist()`).
 _ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Arg, cst.Call, cst.Element, cst.Tuple,
-               cst.List)  # fmt: skip
+               cst.List, cst.Attribute)  # fmt: skip
 
 
 def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> bool:
     """Whether `read` (with its ancestors, innermost first) becomes a size or bound of a
     tensor the helper builds itself, or of its own loop: `max_len = seq_len.max().item()`,
-    then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`. The read
+    then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`; the sizes
+    it splits a tensor into, `real_seq[mask].split(prompt_len.tolist())`. The read
     serves the helper's own computation, as a check does, not a conversion of what it is
     handed: it is reported where it is."""
     child = read
