@@ -421,7 +421,9 @@ def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> boo
     """Whether `read` (with its ancestors, innermost first) becomes a size or bound of a
     tensor the helper builds itself, or of its own loop: `max_len = seq_len.max().item()`,
     then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`; the sizes
-    it splits a tensor into, `real_seq[mask].split(prompt_len.tolist())`. The read
+    it splits a tensor into, `real_seq[mask].split(prompt_len.tolist())`; a position it
+    slices or indexes a tensor at, `stm = stop_token_indices.min().item()`, then
+    `codes[stm:] = 83`. The read
     serves the helper's own computation, as a check does, not a conversion of what it is
     handed: it is reported where it is."""
     child = read
@@ -430,6 +432,8 @@ def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> boo
     for ancestor in ancestors:
         if type(ancestor) is cst.Call and child is not ancestor.func and _sized(ancestor):
             return True
+        if type(ancestor) in (cst.Slice, cst.Index, cst.SubscriptElement):
+            return True  # `x[: int(n.item())]`: a position of the helper's own indexing
         if type(ancestor) is cst.Assign and name is None and function is None:
             targets = ancestor.targets
             if len(targets) == 1 and type(targets[0].target) is cst.Name:
@@ -450,6 +454,10 @@ def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> boo
         if type(node) is cst.Call and _sized(node):
             for arg in node.args:
                 if any(type(n) is cst.Name and n.value == name for n in descendants(arg.value)):
+                    return True
+        elif type(node) is cst.Subscript:
+            for element in node.slice:
+                if any(type(n) is cst.Name and n.value == name for n in descendants(element)):
                     return True
     return False
 
