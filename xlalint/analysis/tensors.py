@@ -1731,6 +1731,10 @@ class TensorKinds:
             if not rows:
                 return None
             return tuple(_join(self.of(row[i]) for row in rows) for i in range(len(rows[0])))
+        if type(value) is cst.ListComp and self.of(value.elt) is Kind.TENSOR:  # type: ignore[attr-defined]
+            # `input_ids = [ids[mask] for ids, mask in zip(input_ids, attention_mask)]`: a
+            # list of the device tensors the element makes (its targets are bound already).
+            return Kind.TENSOR
         return self.list_elements(value)
 
     def compared_kind(self, iterable: cst.BaseExpression) -> Kind:
