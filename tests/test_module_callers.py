@@ -615,3 +615,109 @@ def test_a_log_interval_read_from_args_counts_by_the_scripts_default(tmp_path: P
     assert _findings(paths, cache) == [("XLA101", 10)]
     script.write_text(TRAIN_SCRIPT.replace('"--logging_steps"', '"--logging-steps"'))
     assert _findings(paths, cache) == []
+
+
+# -- template methods: a base class elsewhere calls the override every step ----------------
+
+FINETUNE = """\
+import torch
+from torch import nn
+
+
+class Finetune(nn.Module):
+    def __init__(self, llm):
+        super().__init__()
+        self.llm = llm
+        self.setup_labels(llm)
+
+    def forward(self, data, data_samples=None, mode="loss"):
+        if mode == "loss":
+            return self.compute_loss(data, data_samples)
+        return self.predict(data)
+
+    def compute_loss(self, data, data_samples=None):
+        return self.llm(**data).loss
+
+    def predict(self, data):
+        return self.llm(**data).logits
+
+    def setup_labels(self, llm):
+        pass
+
+    def export(self, data):
+        pass
+"""
+
+DPO = """\
+import torch
+
+from {base_import}
+
+
+class DPO({base}):
+    def compute_loss(self, data, data_samples=None):
+        labels = data["labels"].clone()
+        labels[labels == -100] = 0
+        return self.llm(**data, labels=labels).loss
+
+    def setup_labels(self, llm):
+        labels = llm.labels.clone()
+        labels[labels == -100] = 0
+
+    def export(self, data):
+        labels = data["labels"].clone()
+        labels[labels == -100] = 0
+        return labels
+"""
+
+
+@pytest.mark.parametrize(
+    ("base_import", "base"),
+    [
+        (".finetune import Finetune", "Finetune"),
+        ("pkg.finetune import Finetune", "Finetune"),
+        ("pkg import finetune", "finetune.Finetune"),
+        # Two levels: the subclass's base derives from the class whose `forward` runs it.
+        (".middle import Middle", "Middle"),
+    ],
+)
+def test_a_method_a_base_elsewhere_calls_from_its_forward(
+    tmp_path: Path, base_import: str, base: str
+) -> None:
+    """mmengine's models: `forward(mode="loss")` of a base in another module runs
+    `self.compute_loss(data)` every step, so the subclass's override is per step; what the
+    base calls once (`setup_labels` from `__init__`) or never (`export`) is not."""
+    package = _package(
+        tmp_path,
+        finetune=FINETUNE,
+        middle="from .finetune import Finetune\n\n\nclass Middle(Finetune):\n    pass\n",
+        dpo=DPO.format(base_import=base_import, base=base),
+    )
+    names = frozenset({"DPO.compute_loss", "DPO.setup_labels", "DPO.export"})
+    assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == {"DPO.compute_loss"}
+    settings = Settings(root=tmp_path, select=("XLA203",))
+    report = api.check_paths([package / "dpo.py"], settings, jobs=1, cache=None)
+    assert sorted((d.code, d.start.row) for d in report.diagnostics) == [("XLA203", 9)]
+
+
+@pytest.mark.parametrize(
+    "finetune",
+    [
+        # The base's per-step code hands the method no tensor, or calls it only once.
+        FINETUNE.replace("self.compute_loss(data, data_samples)", "self.compute_loss(None)"),
+        FINETUNE.replace(
+            "        self.setup_labels(llm)\n", "        self.compute_loss(llm.dummy)\n"
+        ).replace("return self.compute_loss(data, data_samples)", "return self.llm(**data)"),
+        # Another class of the module runs it: not the subclass's base.
+        FINETUNE.replace("class Finetune(nn.Module)", "class Other(nn.Module)")
+        + "\n\nclass Finetune(nn.Module):\n    pass\n",
+    ],
+)
+def test_a_base_that_never_runs_the_override_per_step(tmp_path: Path, finetune: str) -> None:
+    package = _package(
+        tmp_path,
+        finetune=finetune,
+        dpo=DPO.format(base_import=".finetune import Finetune", base="Finetune"),
+    )
+    names = frozenset({"DPO.compute_loss", "DPO.setup_labels", "DPO.export"})
+    assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == set()

@@ -400,21 +400,28 @@ def converts_handed(
     )
 
 
-# Calls whose arguments are sizes or bounds: the tensor (or the loop) the helper makes.
+# Calls whose arguments are sizes or bounds: the tensor (or the loop) the helper makes, or
+# the pieces it splits a tensor into (`x[mask].split(lens.tolist())`: the sizes of its own
+# pieces, not a copy of what it is handed).
 _SIZED = frozenset(
     {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "linspace",
-     "new_zeros", "new_ones", "new_empty", "new_full", "range"}
+     "new_zeros", "new_ones", "new_empty", "new_full", "range", "split", "split_with_sizes",
+     "tensor_split"}
 )  # fmt: skip
-# Expressions a read passes through on its way to a size (`(int(n.item() + 1), dim)`).
+# Expressions a read passes through on its way to a size (`(int(n.item() + 1), dim)`, a
+# method of the copy: `counts.cpu().tolist()`).
 _ARITHMETIC = (cst.BinaryOperation, cst.UnaryOperation, cst.Arg, cst.Call, cst.Element, cst.Tuple,
-               cst.List)  # fmt: skip
+               cst.List, cst.Attribute)  # fmt: skip
 
 
 def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> bool:
     """Whether `read` (with its ancestors, innermost first) becomes a size or bound of a
     tensor the helper builds itself, or of its own loop: `max_len = seq_len.max().item()`,
     then `torch.arange(max_len, device=...)`; `torch.zeros(int(n.item()) + 1)`; also
-    through names bound from it (`size = (b, max_len)`, then `output_size=size`). The read
+    through names bound from it (`size = (b, max_len)`, then `output_size=size`); the sizes
+    it splits a tensor into, `real_seq[mask].split(prompt_len.tolist())`; a position it
+    slices or indexes a tensor at, `stm = stop_token_indices.min().item()`, then
+    `codes[stm:] = 83`. The read
     serves the helper's own computation, as a check does, not a conversion of what it is
     handed: it is reported where it is."""
     child = read
@@ -427,6 +434,8 @@ def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> boo
             and any(arg is child for arg in _size_arguments(ancestor))
         ):
             return True
+        if type(ancestor) in (cst.Slice, cst.Index, cst.SubscriptElement):
+            return True  # `x[: int(n.item())]`: a position of the helper's own indexing
         if type(ancestor) is cst.Assign and name is None and function is None:
             targets = ancestor.targets
             if len(targets) == 1 and type(targets[0].target) is cst.Name:
@@ -465,6 +474,10 @@ def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> boo
         if type(node) is cst.Call:
             for arg in _size_arguments(node):
                 if any(type(n) is cst.Name and n.value in names for n in descendants(arg.value)):
+                    return True
+        elif type(node) is cst.Subscript:
+            for element in node.slice:
+                if any(type(n) is cst.Name and n.value in names for n in descendants(element)):
                     return True
     return False
 

@@ -195,7 +195,7 @@ class BooleanMasks:
         for param in parameters(node):
             if param.annotation is None:
                 continue
-            dtype = array_dtype(param.annotation.annotation)
+            dtype = array_dtype(_required(param.annotation.annotation))
             if dtype is not None:
                 # `face_mask: Bool['b nf']`, `x: Float[Tensor, "b n"]`: the dtype is declared.
                 frame[param.name.value] = _Binding(
@@ -207,7 +207,7 @@ class BooleanMasks:
                 continue  # a string annotation: let the name speak
             if "BoolTensor" in names:
                 frame[param.name.value] = _Binding(Evidence.VALUE)
-            elif "Tensor" not in names:
+            elif "Tensor" not in names and "TensorType" not in names:
                 # `mask: list[bool]`, `attention_mask: torch.LongTensor`: not a bool tensor.
                 frame[param.name.value] = _Binding(Evidence.NONE)
         self._frames.append(frame)
@@ -1026,3 +1026,24 @@ def _names_in(node: cst.CSTNode) -> set[str]:
 
 def _is_keyword(arg: cst.Arg, name: str) -> bool:
     return arg.keyword is not None and arg.keyword.value == name
+
+
+def _required(annotation: cst.BaseExpression) -> cst.BaseExpression:
+    """The annotation of the value an optional parameter holds when it is given:
+    `Optional[TensorType["b", "n", bool]]`, `Bool[Tensor, "b n"] | None` -> the inner one."""
+    if (
+        type(annotation) is cst.Subscript
+        and type(annotation.value) is cst.Name
+        and annotation.value.value == "Optional"
+        and len(annotation.slice) == 1
+        and type(annotation.slice[0].slice) is cst.Index
+    ):
+        return annotation.slice[0].slice.value
+    if type(annotation) is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+        for side, other in (
+            (annotation.left, annotation.right),
+            (annotation.right, annotation.left),
+        ):
+            if type(other) is cst.Name and other.value == "None":
+                return side
+    return annotation

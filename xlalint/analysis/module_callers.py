@@ -39,7 +39,11 @@ parameter's annotation (darts' `likelihood: TorchLikelihood | None`, then `self.
 likelihood` and `self.likelihood.compute_loss(...)` in `training_step`): the method of that
 class or of any subclass of it in the module (whichever instance it is handed). A name
 bound to `partial(f, ...)` (`self.encode_text = partial(t5_encode_text, name=t5_name)`,
-then `self.encode_text(texts)` in `forward`) calls `f`.
+then `self.encode_text(texts)` in `forward`) calls `f`. A template method: a method of a
+class of the linted module that a base class of it in another module (its bases followed
+three levels) calls through `self` from per-step code, handing it a tensor (mmengine's
+`SupervisedFinetune.forward(data, mode="loss")` running `self.compute_loss(data)`, which
+`DPO` overrides elsewhere): per step, as Lightning's `training_step` is.
 
 The cache: every importer of the module and the root's package folders (one entry,
 `project_modules.tree`) are noted (`project_modules.note`) where the question is asked,
@@ -259,6 +263,11 @@ class _Caller:
     # `self.likelihood` -> `TorchLikelihood` (as spelled): an attribute bound to a parameter
     # annotated with a class, which may hold an instance of any subclass of it.
     handed: dict[str, str]
+    # Each class's bases (as spelled) and the `self.m` its per-step methods call handing a
+    # tensor, its own methods included (a template method: mmengine's `forward(mode=
+    # "loss")` calling `self.compute_loss(data)`, which a subclass elsewhere overrides).
+    class_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    template_calls: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -465,8 +474,18 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
         if _hands_a_tensor(call) and (spelled := _spelled(call)) is not None
     )
     self_calls: list[tuple[tuple[str, ...], frozenset[str], str]] = []
+    template_calls: dict[str, set[str]] = {}
     for index in per_step:
         item = defs[index]
+        if item.owner is not None:
+            template_calls.setdefault(item.owner.name, set()).update(
+                call.func.attr
+                for call in scans[index].calls
+                if isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self"
+                and _hands_a_tensor(call)
+            )
         if item.owner is None or not item.owner.bases:
             continue
         bases = tuple(b for b in map(project_modules.dotted_name, item.owner.bases) if b)
@@ -491,7 +510,20 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
         for target in node.targets:
             if (held := project_modules.dotted_name(target)) is not None:
                 built.setdefault(held, spelled)
-    return _Caller(bindings, calls, tuple(self_calls), built, _handed(assignments))
+    class_bases = {
+        node.name: tuple(b for b in map(project_modules.dotted_name, node.bases) if b)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+    return _Caller(
+        bindings,
+        calls,
+        tuple(self_calls),
+        built,
+        _handed(assignments),
+        class_bases,
+        {name: frozenset(called) for name, called in template_calls.items()},
+    )
 
 
 @dataclass
@@ -819,10 +851,63 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
         caller = _caller_at(path, stat)
         if caller is not None:
             found.update(_reached(own, path, caller))
+    found.update(_called_by_bases(own, names))
     # A conversion helper's read is reported at its callers' calls (`module_reads.py`).
     return frozenset(
         n for n in _dispatched(own, found) & names if not converts_what_it_is_handed(own, n)
     )
+
+
+_BASE_LEVELS = 3  # a class's bases followed this many levels into other modules
+
+
+def _called_by_bases(own: str, names: frozenset[str]) -> Iterator[str]:
+    """The methods (`"Class.m"`) of `own` that a base class of `Class` in another project
+    module calls through `self` from its per-step code: a template method. xtuner's
+    `SupervisedFinetune.forward(data, mode="loss")` runs `self.compute_loss(data)` every
+    training step (mmengine's `BaseModel.train_step` calls the model), so `DPO`'s
+    `compute_loss`, overriding it in another module, runs every step, as Lightning's
+    `training_step` does; so does a hook the base's per-step method calls (`self.
+    _shared_step(batch)`). The bases' modules are noted for the file's cache entry."""
+    asked: dict[str, set[str]] = {}
+    for name in names:
+        klass, _, method = name.rpartition(".")
+        if klass:
+            asked.setdefault(klass, set()).add(method)
+    stat = _stat(own) if asked else None
+    if not stat:
+        return
+    mine = _caller_at(own, stat)
+    if mine is None:
+        return
+    for klass, methods in asked.items():
+        level: list[tuple[str, _Caller, str]] = [(own, mine, klass)]
+        seen: set[tuple[str, str]] = set()
+        for _ in range(_BASE_LEVELS):
+            following: list[tuple[str, _Caller, str]] = []
+            for path, module, cls in level:
+                for base in module.class_bases.get(cls, ()):
+                    if "." not in base and base in module.class_bases:
+                        where: tuple[str, str] | None = (path, base)
+                    else:
+                        where = _target(path, module.bindings, base)
+                    if where is None or where in seen:
+                        continue
+                    seen.add(where)
+                    base_stat = _stat(where[0])
+                    if base_stat is None:
+                        continue
+                    project_modules.note((where[0],), _stat)
+                    held = module if where[0] == path else _caller_at(where[0], base_stat)
+                    if held is None or where[1] not in held.class_bases:
+                        continue
+                    if where[0] != own:
+                        for method in methods & held.template_calls.get(where[1], frozenset()):
+                            yield f"{klass}.{method}"
+                    following.append((where[0], held, where[1]))
+            level = following
+            if not level:
+                break
 
 
 # -- command-line defaults the project declares --------------------------------------------

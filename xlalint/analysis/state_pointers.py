@@ -11,9 +11,10 @@ attribute (`self.ptr = (self.ptr + bs) % size`) used as a bound directly.
 position. A position is read from an attribute of `self` (`int(self.p)`, `int(self.p[0])`,
 `self.p.item()`, or `self.p` itself) and the same method writes that attribute back from
 it plus something (`self.p[0] = ptr + n`, `self.p = (ptr + n) % k`, `self.p += n`,
-`self.p.add_(n)`). A reset alone (`self.p.zero_()`, `self.p = 0`) or a count read but
-never advanced here (`n = int(self.count)`) is the same value on every call, not a moving
-position.
+`self.p.add_(n)`), also through a local it advanced first (`ptr = (ptr + bs) % size`,
+then `self.p[0] = ptr`: MoCo's and NNCLR's queues). A reset alone (`self.p.zero_()`,
+`self.p = 0`) or a count read but never advanced here (`n = int(self.count)`) is the same
+value on every call, not a moving position.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def advanced_pointers(function: cst.FunctionDef) -> dict[str, str]:
     """Spellings in `function` (a method) of a position it reads from an attribute of
     `self` and advances there on every call: `{"ptr": "queue_ptr", "self.ptr": "ptr"}`."""
     reads: dict[str, str] = {}  # local name -> attribute it was read from
+    # local name -> attribute whose position it holds advanced (`ptr = (ptr + bs) % size`)
+    moved: dict[str, str] = {}
     advanced: set[str] = set()  # attributes written back advanced
     plain: set[str] = set()  # attributes whose position is advanced as `self.x = self.x + n`
     # Exact types: `isinstance` on libcst's nodes runs ABCMeta's check for every node.
@@ -38,12 +41,25 @@ def advanced_pointers(function: cst.FunctionDef) -> dict[str, str]:
         node_type = type(node)
         if node_type is cst.Assign:
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                local = node.targets[0].target.value
                 source = _position_source(node.value)
                 if source is not None:
-                    reads[node.targets[0].target.value] = source
+                    reads[local] = source
+                else:
+                    # `ptr = (ptr + bs) % size`, or in two steps (`new = ptr + bs`, then
+                    # `new = new % size`): the local holds the position advanced.
+                    names = set(value_names(node.value))
+                    carried = {moved[name] for name in names if name in moved}
+                    moved.pop(local, None)
+                    for attribute in set(reads.values()) | carried:
+                        if attribute in carried or _advances(node.value, attribute, reads):
+                            moved[local] = attribute
             for target in node.targets:
                 attribute = _written_attribute(target.target)
-                if attribute is not None and _advances(node.value, attribute, reads):
+                if attribute is not None and (
+                    _advances(node.value, attribute, reads)
+                    or (type(node.value) is cst.Name and moved.get(node.value.value) == attribute)
+                ):
                     advanced.add(attribute)
                     if self_attribute(target.target) is not None:
                         plain.add(attribute)

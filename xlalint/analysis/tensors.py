@@ -233,9 +233,13 @@ _OPTIONAL_TENSOR_NAME = re.compile(
     r"(^|_)(x|mask|states|embeds|embeddings|ids|latents|labels|logits|targets|input|inputs|"
     r"hidden|features|scores|sample|noise|pixel_values|image|images)$"
 )
+# torchtyping's `TensorType['b', 'n', int]` (a `torch.Tensor` subclass) is a tensor too.
 TENSOR_ANNOTATIONS = frozenset(
-    {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "HalfTensor", "Parameter"}
+    {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "HalfTensor", "Parameter", "TensorType"}
 )
+# The dtype word of torchtyping's `TensorType[..., bool]` by its dtype part (`bool`,
+# `torch.bool`, `int`, `torch.long`, `float`, `torch.float32`).
+_TENSOR_TYPE_DTYPES = {"bool": "Bool", "int": "Int", "float": "Float"}
 _HOST_ANNOTATIONS = frozenset(
     {"int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "set", "Dict", "List",
      "Tuple", "Set", "Sequence", "Mapping", "Callable", "Any", "ndarray", "Generator"}
@@ -689,6 +693,8 @@ def array_dtype(node: cst.BaseExpression) -> str | None:
     if type(node) is not cst.Subscript:
         return None
     base = node.value.attr if type(node.value) is cst.Attribute else node.value
+    if type(base) is cst.Name and base.value == "TensorType":
+        return _tensor_type_dtype(node)
     if type(base) is not cst.Name or ARRAY_DTYPE.match(base.value) is None:
         return None
     parts = [e.slice.value for e in node.slice if type(e.slice) is cst.Index]
@@ -701,6 +707,29 @@ def array_dtype(node: cst.BaseExpression) -> str | None:
     if len(parts) == 2 and _tensor_annotation(parts[0]) is Kind.TENSOR:
         return base.value  # `Float[Tensor, "b n d"]`
     return None
+
+
+def _tensor_type_dtype(node: cst.Subscript) -> str:
+    """torchtyping's `TensorType['b', 'n', int]`, `TensorType["batch", torch.bool]`: the
+    dtype word of its dtype part ("Bool", "Int", "Float"), "Shaped" where it names none."""
+    for element in node.slice:
+        part = element.slice.value if type(element.slice) is cst.Index else None
+        word = (
+            part.attr.value
+            if type(part) is cst.Attribute
+            else part.value
+            if type(part) is cst.Name
+            else None
+        )
+        if word is None:
+            continue
+        if word in _TENSOR_TYPE_DTYPES:
+            return _TENSOR_TYPE_DTYPES[word]
+        if word.startswith(("int", "uint", "long", "short")):
+            return "Int"
+        if word.startswith(("float", "double", "half", "bfloat")):
+            return "Float"
+    return "Shaped"
 
 
 def _tensor_annotation(node: cst.BaseExpression) -> Kind:
@@ -1694,6 +1723,10 @@ class TensorKinds:
             if not rows:
                 return None
             return tuple(_join(self.of(row[i]) for row in rows) for i in range(len(rows[0])))
+        if type(value) is cst.ListComp and self.of(value.elt) is Kind.TENSOR:  # type: ignore[attr-defined]
+            # `input_ids = [ids[mask] for ids, mask in zip(input_ids, attention_mask)]`: a
+            # list of the device tensors the element makes (its targets are bound already).
+            return Kind.TENSOR
         return self.list_elements(value)
 
     def compared_kind(self, iterable: cst.BaseExpression) -> Kind:

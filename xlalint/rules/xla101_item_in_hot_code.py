@@ -114,7 +114,9 @@ class ItemInHotCode(HelperReadRule):
     own loop (`max_len = seq_len.max().item()`, then `torch.arange(max_len, ...)`;
     `x.new_zeros((int(n.item()) + 1, d))`; also a shape it hands a shaping method,
     `x.view(b, max_len)`, or any call by a size keyword, `torch.nested.to_padded_tensor(
-    ids, padding=0, output_size=(b, max_len))`: its own computation, not a conversion
+    ids, padding=0, output_size=(b, max_len))`; the sizes it splits a tensor into,
+    `x[mask].split(lens.tolist())`; a position it slices or indexes at, `stm =
+    idx.min().item()`, then `codes[stm:] = 83`: its own computation, not a conversion
     handed back) and a read no per-step call of the module feeds. Helpers are found
     by name: `f(...)`, `self.f(...)`, and `obj.f(...)` where `obj` holds an instance of a
     class of the module (`metric = Accumulator(3)`). Not flagged: such helpers called with

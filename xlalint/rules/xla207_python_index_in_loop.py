@@ -169,12 +169,16 @@ class PythonIndexInLoop(Rule):
     A method that runs every step and reads a position from its instance, then writes it
     back advanced (a memory bank or queue: `ptr = int(self.bank_ptr)`, `self.bank[ptr : ptr
     + bs] = batch`, `self.bank_ptr[0] = ptr + bs`; or a plain int attribute, `self.ptr =
-    (self.ptr + bs) % size`), slices at a new offset on every call, with no loop in sight:
-    `size / bs` graphs before the position wraps. Reported at the slice of a tensor (an
-    attribute written with a tensor counts) at that position, not in the branch that tests
+    (self.ptr + bs) % size`; or advanced in a local first, `ptr = (ptr + bs) % size`, then
+    `self.queue_ptr[0] = ptr`, as MoCo's and NNCLR's queues do), slices at a new offset on
+    every call, with no loop in sight: `size / bs` graphs before the position wraps.
+    Reported once per method and position, at the first slice of a tensor (an attribute
+    written with a tensor counts) at it (the tensors written at that offset next,
+    `self.queue_y[ptr : ptr + bs] = y`, compile with it), not in the branch that tests
     the position (`if ptr + bs >= size:`, the wrap at the lap's end, one position). A
-    position read but not advanced in the method (`n = int(self.count)`), or a moving one
-    that indexes lists or numpy arrays, is left alone.
+    position read but not advanced in the method (`n = int(self.count)`; a local reset
+    before it is written back, `ptr = 0`), or a moving one that indexes lists or numpy
+    arrays, is left alone.
 
     Not flagged: lists, tuples, dicts, `nn.ModuleList`s (`self.layers[i]`) and numpy arrays;
     results of `x.split()`/`x.chunk()`/`x.unbind()` and names that say they hold several
@@ -330,7 +334,7 @@ class PythonIndexInLoop(Rule):
         self._candidates: list[_Candidate] = []
         self._calls: list[_HelperCall] = []
         self._pointer_cache: dict[int, dict[str, str]] = {}
-        self._pointer_statements: set[int] = set()
+        self._pointer_statements: set[tuple[int, str]] = set()  # (method, attribute)
         self._fresh: dict[int, set[str]] = {}  # id(loop) -> names its body binds afresh
 
     # -- walk ---------------------------------------------------------------------------------
@@ -582,12 +586,15 @@ class PythonIndexInLoop(Rule):
             spelled = _pointer_in(bound, pointers)
             if spelled is None:
                 continue
-            statement = self._statement()
-            if id(statement) in self._pointer_statements or self._at_lap_end(pointers):
+            # One cause per position and method: the tensors a call writes at the same
+            # offset (`self.queue[ptr:...] = z`, then `self.queue_y[ptr:...] = y`) compile
+            # with the one offset.
+            cause = (id(self._pointer_function()), pointers[spelled])
+            if cause in self._pointer_statements or self._at_lap_end(pointers):
                 return
             if not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
                 return
-            self._pointer_statements.add(id(statement))
+            self._pointer_statements.add(cause)
             self.report(
                 node,
                 self.pointer_message.format(index=spelled, attribute=pointers[spelled]),
@@ -632,9 +639,12 @@ class PythonIndexInLoop(Rule):
             )
         return False
 
+    def _pointer_function(self) -> cst.FunctionDef | None:
+        return next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+
     def _pointers(self) -> dict[str, str]:
         """`advanced_pointers` of the method being walked, once per method."""
-        function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
+        function = self._pointer_function()
         if function is None:
             return {}
         found = self._pointer_cache.get(id(function))
