@@ -1702,6 +1702,14 @@ class TensorKinds:
             if not rows:
                 return None
             return tuple(_join(self.of(row[i]) for row in rows) for i in range(len(rows[0])))
+        if type(value) is cst.ListComp:
+            # `input_ids = [ids[mask] for ids, mask in zip(input_ids, attention_mask)]`:
+            # each element is what the comprehension makes (its targets are bound by the
+            # time the assignment is), so iterating the list yields device tensors where
+            # that element is one. Only a tensor is taken: a host or unknown element
+            # leaves the list as it was read before.
+            element = self.of(value.elt)  # type: ignore[attr-defined]
+            return element if element is Kind.TENSOR else None
         return self.list_elements(value)
 
     def compared_kind(self, iterable: cst.BaseExpression) -> Kind:
