@@ -350,6 +350,8 @@ TRIGGERS = {
         "searchsorted",
         "multinomial",
         "repeat_interleave",
+        "bucketize",
+        "renorm",
         "equal",
     ),
     "XLA205": ("DataLoader",),
