@@ -476,8 +476,10 @@ def sizes_own_tensor(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> boo
                 if any(type(n) is cst.Name and n.value in names for n in descendants(arg.value)):
                     return True
         elif type(node) is cst.Subscript:
+            # A position is the read itself (`codes[stm:]`), not every name bound from it:
+            # rows of a host copy (`x = boxes[:, 0]`, then `x[x < 1]`) are data.
             for element in node.slice:
-                if any(type(n) is cst.Name and n.value in names for n in descendants(element)):
+                if any(type(n) is cst.Name and n.value == name for n in descendants(element)):
                     return True
     return False
 
