@@ -10,16 +10,20 @@ tests hold the walks to their new count and the answers to the old code's.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
-from xlalint import lint_memo
-from xlalint.analysis import intervals
+from xlalint import lint_memo, screen
+from xlalint.analysis import intervals, masks, tensor_uses
 from xlalint.analysis.loop_facts import loop_counter
 from xlalint.engine import lint_source
 from xlalint.registry import select_rules
 from xlalint.rules import xla305_device_ladder_without_xla as xla305
 from xlalint.walk import descendants, target_names
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def _nodes(module: cst.Module, kind: type[cst.CSTNode]) -> list[cst.CSTNode]:
@@ -213,3 +217,91 @@ def test_a_function_is_walked_once_for_the_loads_its_ternaries_map(
     assert (mentions["location"], maps["location"]) == (2, 1)
     assert (mentions["place"], maps["place"]) == (3, 1)
     assert maps["model"] == 0
+
+
+ARRAYS = """\
+import torch
+
+
+def load_mask(path):
+    mask = read_image(path)
+    mask = norm_img(mask)
+    mask = {call}(mask)
+    return mask.to("xla")
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "walks"), [("torch.from_numpy", 1), ("torch.as_tensor", 0), ("tensor", 0)]
+)
+def test_functions_are_walked_for_arrays_only_where_the_text_spells_from_numpy(
+    monkeypatch: pytest.MonkeyPatch, call: str, walks: int
+) -> None:
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")  # the function reaches libcst
+    text = ARRAYS.format(call=call)
+    assert tensor_uses.may_hand_arrays(text) == (walks > 0)
+    walked = _counting(monkeypatch, tensor_uses, "arrays_handed_on")
+    lint_source(text, "arrays.py", select_rules(["ALL"], [], []))
+    assert len(walked) == walks
+
+
+def test_every_array_only_function_spells_the_screened_word() -> None:
+    for name in tensor_uses._FROM_ARRAY:  # type: ignore[attr-defined]
+        assert name.rsplit(".", 1)[-1] == tensor_uses._FROM_ARRAY_WORD  # type: ignore[attr-defined]
+
+
+MEMBER_MASKS = """\
+import torch
+
+
+class Clipper(torch.nn.Module):
+    def __init__(self, weights):
+        super().__init__()
+        self.pos_idx = weights >= 0
+        {register}
+
+    def forward(self, x):
+        for step in range(10):
+            x[self.pos_idx] = 0
+            x[self.keep] = 1
+        return x
+"""
+
+
+@pytest.mark.parametrize(
+    ("register", "walks"),
+    [('self.register_buffer("keep", weights != 0)', True), ("self.keep = weights", False)],
+)
+def test_classes_are_walked_for_buffers_only_where_the_text_registers_one(
+    monkeypatch: pytest.MonkeyPatch, register: str, walks: bool
+) -> None:
+    text = MEMBER_MASKS.format(register=register)
+    walked = _counting(monkeypatch, masks, "_registered")
+    rules = select_rules(["XLA201", "XLA202", "XLA203"], [], [])
+    found = lint_source(text, "clipper.py", rules)
+    assert bool(walked) == walks
+    rows = [d.start.row for d in found.diagnostics]
+    assert 12 in rows  # `self.pos_idx`: bound to a comparison in `__init__`
+    assert (13 in rows) == walks  # `self.keep`: a registered comparison, or a plain value
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p
+        for code in ("XLA201", "XLA202", "XLA203", "XLA305", "XLA102", "XLA101")
+        for p in (FIXTURES / code).glob("*.py")
+    ),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_screened_walks_give_the_fixtures_the_same_findings(
+    monkeypatch: pytest.MonkeyPatch, path: Path
+) -> None:
+    """With the text screens off (every function and class walked), the same findings."""
+    text = path.read_text(encoding="utf-8")
+    rules = select_rules(["ALL"], [], [])
+    screened = lint_source(text, str(path), rules)
+    monkeypatch.setattr("xlalint.context.may_hand_arrays", lambda _text: True)
+    monkeypatch.setattr("xlalint.context.REGISTER_BUFFER", "")  # in every text
+    walked = lint_source(text, str(path), rules)
+    assert screened.diagnostics == walked.diagnostics
