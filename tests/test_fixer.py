@@ -890,3 +890,80 @@ def test_no_final_newline_stays_absent_when_the_last_import_goes() -> None:
     fixed file ends where its last remaining line does, still without one."""
     source = "xm.mark_step()\n\nimport torch_xla.core.xla_model as xm  # model API"
     assert fix(source, MarkStepToSync).text == "import torch_xla\ntorch_xla.sync()"
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(FIXTURES.rglob("*.py")),
+    ids=lambda p: str(p.relative_to(FIXTURES)),
+)
+def test_the_rules_that_offer_fixes_offer_alone_what_they_offer_beside_the_others(
+    path: Path,
+) -> None:
+    """The closing forecast lints each fixed text with the rules that may offer a fix
+    (`fixer.lint_fixes`): on every fixture, read whole as a fixed text is (the parse
+    guard's tree), they offer the very fixes that every rule run together offers, and no
+    other rule offers one."""
+    from xlalint.cst_parse import parse_module
+    from xlalint.diagnostics import FixAvailability
+    from xlalint.engine import lint_source, rules_for_text
+    from xlalint.registry import select_rules
+
+    text = path.read_text(encoding="utf-8")
+    rules = select_rules(["ALL"], [], [])
+    try:
+        module = parse_module(text)
+    except cst.ParserSyntaxError:
+        pytest.skip("no fixed text parses as this one")
+    every = lint_source(text, str(path), rules, module=module)
+    offering = fixer.offering_fixes(text, rules)
+    alone = fixer.lint_fixes(text, str(path), rules, module=module)
+    assert alone.error == every.error
+    assert [d for d in alone.diagnostics if d.fix] == [d for d in every.diagnostics if d.fix]
+    fixing = {d.code for d in every.diagnostics if d.fix}
+    assert fixing <= {rule.code for rule in offering}
+    assert all(
+        rule.fix_availability is FixAvailability.NONE
+        for rule in rules_for_text(text, rules)
+        if rule not in offering
+    )
+
+
+def test_no_rule_that_offers_no_fix_takes_findings_from_one_that_does() -> None:
+    """A lint by the rules that offer fixes runs no rule that could supersede their
+    findings (`Rule.supersedes`, `supersedes_inside`): none offers no fix."""
+    from xlalint.diagnostics import FixAvailability
+    from xlalint.registry import all_rules
+
+    rules = all_rules().values()
+    offering = {r.code for r in rules if r.fix_availability is not FixAvailability.NONE}
+    for rule in rules:
+        if rule.code not in offering:
+            assert not {*rule.supersedes, *rule.supersedes_inside} & offering, rule.code
+
+
+def test_a_lint_for_fixes_feeds_the_analyses_of_every_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`lint_fixes` runs fewer rules, but its walk feeds the analyses all of them use
+    (`Rule.uses`): an analysis fed or not never changes what another rule is told."""
+    from xlalint import engine
+    from xlalint.registry import select_rules
+
+    text = "import torch\nfor i in range(9):\n    y = loader[i].cuda()\n"
+    rules = select_rules(["XLA207", "XLA301"], [], [])  # XLA207 (no fix) uses them all
+    fed: list[frozenset[str]] = []
+    real = engine.FileContext
+
+    def recording(*args: object, uses: frozenset[str], **kwargs: object) -> object:
+        fed.append(frozenset(uses))
+        return real(*args, uses=uses, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "FileContext", recording)
+    found = fixer.lint_fixes(text, "t.py", rules)
+    assert [rule.code for rule in fixer.offering_fixes(text, rules)] == ["XLA301"]
+    assert fed == [frozenset({"loops", "masks", "loop_values"})]
+    assert {d.code for d in found.diagnostics} == {"XLA301"}

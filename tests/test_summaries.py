@@ -378,3 +378,61 @@ def test_the_forecast_reads_other_modules_in_the_checks_lint_scope(
         env={"XLALINT_NO_CACHE": None},
     )  # fmt: skip
     assert cached.stdout == cold.stdout
+
+
+@pytest.mark.parametrize("held_back", [False, True], ids=["all-applied", "one-code-held-back"])
+@pytest.mark.parametrize(
+    "example", ["train_xla_legacy.py", "mnist_2019.py", "train_cuda.py", "train_xla_slow.py"]
+)
+def test_the_forecast_lints_fixed_texts_with_the_rules_that_offer_fixes(
+    example: str, held_back: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forecast counts fixes: each text a fix makes is linted with the rules that may
+    offer a fix (`fixer.offering_fixes`), and the last one by all the rules only where a
+    marked fix was held back (then `kept` counts the findings left). The forecast is the
+    one lints by all the rules give, with every fix applied and with one code's held back."""
+    from xlalint import api, engine, fixer
+    from xlalint.config import Settings
+    from xlalint.diagnostics import FixAvailability
+
+    path = EXAMPLES / example
+    rules = api.enabled_rules(Settings(root=EXAMPLES))
+    if held_back:
+        # The fixer never takes the fixes of the file's first marked finding's code.
+        first = next(
+            d for d in engine.lint_source(path.read_text(), str(path), rules).diagnostics if d.fix
+        )
+        real_choose = fixer._choose
+
+        def holding_back(*args: object, **kwargs: object) -> list[Diagnostic]:
+            chosen = real_choose(*args, **kwargs)  # type: ignore[arg-type]
+            return [d for d in chosen if d.code != first.code]
+
+        monkeypatch.setattr(fixer, "_choose", holding_back)
+    linted: list[tuple[str, set[str]]] = []
+    real_lint = fixer.lint_source
+
+    def counting(text: str, filename: str, used: list, *args: object, **kw: object) -> FileResult:
+        linted.append((text, {rule.code for rule in used}))
+        return real_lint(text, filename, used, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fixer, "lint_source", counting)
+    alone: list[str] = []
+    real_all = api._all_remaining
+    monkeypatch.setattr(
+        api, "_all_remaining", lambda item, *a: alone.append(item.text) or real_all(item, *a)
+    )
+    forecast = api._forecast_file(path, rules, ())
+    offering = {
+        rule.code
+        for rule in rules
+        if rule.fix_availability is not FixAvailability.NONE or rule.decides_device
+    }
+    fixed = [codes for text, codes in linted if text != path.read_text()]
+    assert fixed and all(codes <= offering for codes in fixed)
+    assert (forecast.kept > 0) == held_back
+    assert len(alone) == held_back  # the last text, by all the rules (the file's own: its lint)
+    if held_back:  # a text the fixes changed, unless none applied (train_cuda.py's one)
+        assert (alone[0] != path.read_text()) == (forecast.safe > 0)
+    monkeypatch.setattr(fixer, "offering_fixes", lambda text, rules: rules)  # all, always
+    assert api._forecast_file(path, rules, ()) == forecast

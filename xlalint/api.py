@@ -257,10 +257,11 @@ def fix_source(
     target: Release = LATEST,
     lints: dict[str, FileResult] | None = None,
     parsed: ParsedTexts | None = None,
+    fixes_only: bool = False,
 ) -> FixOutcome | FileError:
     """Fix `raw` as the content of `path`, which need not exist (stdin). The outcome's
-    `error` is set when the text cannot be linted. `lints`, `parsed`: see
-    `fixer.fix_text`."""
+    `error` is set when the text cannot be linted. `lints`, `parsed`, `fixes_only`: see
+    `fixer.fix_text` (a notebook's fixer lints every text with all of `rules`)."""
     filename = str(path)
     try:
         if is_notebook(path):
@@ -287,6 +288,7 @@ def fix_source(
             target=target,
             lints=lints,
             parsed=parsed,
+            fixes_only=fixes_only,
         )
     except SourceError as error:
         return FileError(filename, str(error))
@@ -597,7 +599,11 @@ def _forecast_file(
             # in every round, reach the same texts and apply as many.
             forecast.unsafe = forecast.safe
             continue
-        item = fix_source(raw, path, rules, hot, unsafe, line_length, target, lints, parsed)
+        # The fixed texts are linted with the rules that may offer a fix alone: the
+        # forecast counts fixes (`fixer.fix_text`'s `fixes_only`).
+        item = fix_source(
+            raw, path, rules, hot, unsafe, line_length, target, lints, parsed, fixes_only=True
+        )
         if isinstance(item, FileError) or item.error is not None:
             return FixForecast()
         applied = sum(item.applied.values())
@@ -607,11 +613,36 @@ def _forecast_file(
         enabled = enabled_fixes(item, unsafe=False)
         marked = sum(1 for d in item.found if allowed(d.fix, False))
         unapplied = marked - (applied - sum(enabled.values()))
-        # Findings left beyond those that had no safe fix: marked ones the fixer kept.
-        beyond = len(item.remaining) - (len(item.found) - marked)
         forecast.marked, forecast.safe, forecast.enabled = marked, applied, enabled
-        forecast.kept = max(0, min(unapplied, beyond))
+        if unapplied > 0:
+            # Findings left beyond those that had no safe fix: marked ones the fixer kept.
+            # Only here does the count of every finding left matter (`kept` is 0 where
+            # nothing marked went unapplied): the fixed text's lint by all the rules.
+            remaining = _all_remaining(item, rules, hot, target, parsed)
+            if remaining is None:
+                return FixForecast()  # as where the fixer's own lint of it failed
+            beyond = len(remaining)
+            forecast.kept = max(0, min(unapplied, beyond - (len(item.found) - marked)))
     return forecast
+
+
+def _all_remaining(
+    item: FixOutcome,
+    rules: Sequence[type[Rule]],
+    hot: Sequence[str],
+    target: Release,
+    parsed: ParsedTexts,
+) -> list[Diagnostic] | None:
+    """The findings every rule makes in the fixer's last text: its `remaining` where the
+    text is the file's own (that lint ran with all the rules), else a lint by all of them
+    of the tree its parse guard made (None where that lint fails)."""
+    if is_notebook(Path(item.filename)) or item.text == item.original.text:
+        return item.remaining
+    from xlalint.engine import lint_source
+
+    module = parsed.known(item.text)
+    result = lint_source(item.text, item.filename, rules, hot, target, module)
+    return None if result.error is not None else result.diagnostics
 
 
 def _unsafe_only_fixes(lints: dict[str, FileResult]) -> bool:

@@ -67,7 +67,7 @@ from xlalint.analysis.intervals import (
 )
 from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
-from xlalint.analysis.masks import BooleanMasks
+from xlalint.analysis.masks import REGISTER_BUFFER, BooleanMasks
 from xlalint.analysis.members import (
     called_classes,
     instance_method_call,
@@ -86,7 +86,7 @@ from xlalint.analysis.settled_exits import in_settled_branch, past_settled_exit
 from xlalint.analysis.statements import always_exits, passes_left
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.step_passes import StepPasses
-from xlalint.analysis.tensor_uses import DataParameters
+from xlalint.analysis.tensor_uses import DataParameters, may_hand_arrays
 from xlalint.analysis.tensors import (
     BranchState,
     Kind,
@@ -280,6 +280,8 @@ class FileContext:
         self.imports = ImportTable()
         self.imports.add_top_level(module)
         self.kinds = TensorKinds(self.imports, NumberReturns(module), module)
+        if self._text is not None:
+            self.kinds.may_hand_arrays = may_hand_arrays(self._text)
         self._computed_elsewhere: dict[int, bool] = {}
         if self._text is not None and is_on_disk(self.path):
             self.kinds.elsewhere = self._result_elsewhere
@@ -321,6 +323,8 @@ class FileContext:
         self._masks = (
             BooleanMasks(self.imports, self.kinds, self._stack) if "masks" in uses else None
         )
+        if self._masks is not None and self._text is not None:
+            self._masks.may_register = REGISTER_BUFFER in self._text
         self._values = LoopValues(self.kinds) if "loop_values" in uses else None
         self._frames: list[_Frame] = [_Frame(key=None, module_call=False)]
         self._classes: list[tuple[str, bool, frozenset[str]]] = []

@@ -14,7 +14,7 @@ import re
 import sys
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -122,6 +122,7 @@ def lint_source(
     target: Release = LATEST,
     module: cst.Module | None = None,
     whole: dict[str, cst.Module] | None = None,
+    analyses: Collection[str] | None = None,
 ) -> FileResult:
     """Lint one file's decoded text with the given rule classes, for the torch_xla
     release `target`. `module`: libcst's tree of the whole of `text`, where the caller
@@ -129,11 +130,13 @@ def lint_source(
     (the findings are the same with and without the screen, `tests/test_screen.py`)
     rather than parsing the text a second time. `whole`: where the lint parsed all of
     `text` (the screen blanked nothing), it lends that tree as `whole[text]`, for a
-    fixer that goes on with the same text (`check`'s closing forecast)."""
+    fixer that goes on with the same text (`check`'s closing forecast). `analyses`: the
+    walk-time analyses to feed (`Rule.uses`), where not those of the rules that run (the
+    forecast's lint by the rules that offer fixes feeds those of all the rules)."""
     # The analyses' hand-written walks list each node's children once; their memos by
     # node go when the lint ends (`lint_memo`), with the trees they held.
     with shared_children(), lint_scope():
-        return _lint_source(text, filename, rules, hot_functions, target, module, whole)
+        return _lint_source(text, filename, rules, hot_functions, target, module, whole, analyses)
 
 
 ANALYSIS_RECURSED = (
@@ -149,6 +152,7 @@ def _lint_source(
     target: Release,
     parsed: cst.Module | None = None,
     whole: dict[str, cst.Module] | None = None,
+    analyses: Collection[str] | None = None,
 ) -> FileResult:
     active = rules_for_text(text, rules)
     verdict, tree = cpython_parse(text, filename)
@@ -195,11 +199,11 @@ def _lint_source(
     try:
         try:
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, target, True, full_text, text
+                module, filename, active, hot_functions, target, True, full_text, text, analyses
             )
         except WalkUnavailable:  # start over with fresh state on libcst's own walk
             ctx, instances = _analyse(
-                module, filename, active, hot_functions, target, False, full_text, text
+                module, filename, active, hot_functions, target, False, full_text, text, analyses
             )
     except RecursionError:
         # CPython vouched for the nesting above, so this is xlalint's own reasoning going
@@ -272,6 +276,7 @@ def _analyse(
     fast: bool,
     full_text: tuple[str, Sequence[tuple[int, int]]] | None = None,
     source: str | None = None,
+    analyses: Collection[str] | None = None,
 ) -> tuple[FileContext, list[Rule]]:
     """Walk `module` once, running every rule with a shared context. `full_text`: the
     file's text and the rows of the bodies the screen blanked, where `module` is the
@@ -286,7 +291,7 @@ def _analyse(
         full_text=text,
         text=source,
         blanked=blanked,
-        uses=analyses_used(rules),
+        uses=analyses_used(rules) if analyses is None else analyses,
     )
     instances = [rule(ctx) for rule in rules]
     visits, leaves = _dispatch_tables(instances)

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from xlalint.analysis.xla_api import LATEST, Release
-from xlalint.diagnostics import Diagnostic, FileResult, allowed
+from xlalint.diagnostics import Diagnostic, FileResult, FixAvailability, allowed
 from xlalint.edits import apply_edits_marking, edit_spans, spans_overlap, wrap_long_lines
-from xlalint.engine import lint_source
+from xlalint.engine import lint_source, rules_for_text
 from xlalint.importer import (
     ParsedTexts,
     add_imports,
@@ -29,7 +29,7 @@ from xlalint.importer import (
     left_unused,
     remove_unused_imports,
 )
-from xlalint.rule import Rule
+from xlalint.rule import Rule, analyses_used
 from xlalint.sources import Source
 
 MAX_ROUNDS = 10
@@ -149,6 +149,37 @@ def _apply(
         return edited  # does not parse: the caller's parse guard drops the culprit
 
 
+def offering_fixes(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """The rules of `rules` that `text` may trigger whose findings the fixer chooses from:
+    those that may offer a fix, and those that decide a device (their findings make the
+    moves' fixes one group or none: `engine.group_device_fixes`). A rule's findings do not
+    depend on which other rules run (it reads the context and the analyses, never another
+    rule) and no rule supersedes one that offers fixes, so a lint with these rules, whose
+    walk feeds the analyses all of `rules` use (`lint_fixes`), offers the fixes a lint
+    with all of `rules` offers (`tests/test_fixer.py` holds it on every fixture)."""
+    return [
+        rule
+        for rule in rules_for_text(text, rules)
+        if rule.fix_availability is not FixAvailability.NONE or rule.decides_device
+    ]
+
+
+def lint_fixes(
+    text: str,
+    filename: str,
+    rules: Sequence[type[Rule]],
+    hot_functions: Sequence[str] = (),
+    target: Release = LATEST,
+    module: cst.Module | None = None,
+) -> FileResult:
+    """`text` linted by the rules of `rules` that may offer a fix (`offering_fixes`), its
+    walk feeding the analyses all of `rules` that `text` may trigger use: the fixes of a
+    lint by all of `rules`, without the findings of the other rules."""
+    analyses = analyses_used(rules_for_text(text, rules))
+    offering = offering_fixes(text, rules)
+    return lint_source(text, filename, offering, hot_functions, target, module, analyses=analyses)
+
+
 def fix_text(
     source: Source,
     filename: str,
@@ -160,11 +191,15 @@ def fix_text(
     target: Release = LATEST,
     lints: dict[str, FileResult] | None = None,
     parsed: ParsedTexts | None = None,
+    fixes_only: bool = False,
 ) -> FixOutcome:
     """Fix `source` to a fixed point. `lints`: results of texts linted before with the same
     rules, shared by runs over one file (the forecast's safe and unsafe runs meet the same
     texts), and filled with this run's; `parsed`: the same for libcst's trees of the texts
-    the fixes' imports and the parse guard read."""
+    the fixes' imports and the parse guard read. `fixes_only` (the closing forecast, which
+    counts fixes): the texts the fixes make are linted with the rules that may offer a fix
+    alone (`lint_fixes`), enough to choose each round's fixes; `remaining` then holds
+    only their findings where the text changed (`lints` keeps those results)."""
     lints = {} if lints is None else lints
     parsed = ParsedTexts() if parsed is None else parsed
 
@@ -172,7 +207,10 @@ def fix_text(
         if text not in lints:
             # A fixed text was parsed whole by the parse guard: the lint reads that tree.
             module = parsed.known(text)
-            lints[text] = lint_source(text, filename, rules, hot_functions, target, module)
+            if fixes_only and text != source.text:
+                lints[text] = lint_fixes(text, filename, rules, hot_functions, target, module)
+            else:
+                lints[text] = lint_source(text, filename, rules, hot_functions, target, module)
         return lints[text]
 
     outcome = FixOutcome(filename, source, source.text)

@@ -54,6 +54,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
@@ -522,7 +523,7 @@ def runs_on_its_first_pass(node: cst.If, loops: Sequence[cst.CSTNode]) -> bool:
         return False
     loop = loops[0]
     counter = loop_counter(loop)
-    if counter is None or any(counter in target_names(t) for t in _bound_in(loop.body)):
+    if counter is None or counter in _names_bound_in(loop.body):
         return False
     tests = [node.test]
     while tests:
@@ -532,6 +533,14 @@ def runs_on_its_first_pass(node: cst.If, loops: Sequence[cst.CSTNode]) -> bool:
         elif first_pass_test(test, {counter}):
             return True
     return False
+
+
+# Asked for every `if` of a loop's body (each branch of a denoising loop asks of the same
+# loop): one walk of the body per lint answers them all. Nodes hash by identity.
+@lint_memo.memo(64)
+def _names_bound_in(block: cst.CSTNode) -> frozenset[str]:
+    """The names the assignments and loops anywhere in `block` bind (`_bound_in`)."""
+    return frozenset(name for target in _bound_in(block) for name in target_names(target))
 
 
 def _bound_in(block: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -852,32 +861,52 @@ def _flipped_through(
     """The switches that `if <name> is not None:` (or `if <name>:`) in `function` sets to
     a constant, where `name` is bound only by plain assignments, to None but in `body`."""
     in_body = {id(n) for n in descendants(body)}
-    for node in descendants(function.body):
-        if type(node) in _BINDING_STATEMENTS:
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else []
-            if isinstance(node, cst.AnnAssign | cst.AugAssign | cst.For):
-                targets = [node.target]
-            if isinstance(node, cst.With):
-                targets = [i.asname.name for i in node.items if i.asname is not None]
-            if not any(name in target_names(t) for t in targets):
-                continue
-            value = getattr(node, "value", None)
-            plain = (
-                isinstance(node, cst.Assign | cst.AnnAssign)
-                and len(targets) == 1
-                and isinstance(targets[0], cst.Name)
-            )
-            if not plain:
-                return []
-            if id(node) not in in_body and not (
-                isinstance(value, cst.Name) and value.value == "None"
-            ):
-                return []
+    bindings, ifs = _binding_statements(function)
+    for node, names, plain in bindings:
+        if name not in names:
+            continue
+        if not plain:
+            return []
+        value = getattr(node, "value", None)
+        if id(node) not in in_body and not (isinstance(value, cst.Name) and value.value == "None"):
+            return []
     found: list[tuple[cst.BaseExpression, object]] = []
-    for node in descendants(function.body):
-        if type(node) is cst.If and id(node) not in in_body and _tests_set(node.test, name):
+    for node in ifs:
+        if id(node) not in in_body and _tests_set(node.test, name):
             found.extend(_switches_set(node.body))
     return found
+
+
+# Asked for each name each branch of the function assigns (`_flips`): one walk of the
+# function per lint, not two per name. Nodes hash by identity.
+@lint_memo.memo(64)
+def _binding_statements(
+    function: cst.FunctionDef,
+) -> tuple[list[tuple[cst.CSTNode, frozenset[str], bool]], list[cst.If]]:
+    """The statements anywhere in `function`'s body that bind names (`_BINDING_STATEMENTS`),
+    in source order, each with the names it binds and whether it is a plain assignment (one
+    target, a name: `x = ...`, `x: T = ...`); and its `if` statements, in source order."""
+    bindings: list[tuple[cst.CSTNode, frozenset[str], bool]] = []
+    ifs: list[cst.If] = []
+    for node in descendants(function.body):
+        node_type = type(node)
+        if node_type is cst.If:
+            ifs.append(node)  # type: ignore[arg-type]
+        if node_type not in _BINDING_STATEMENTS:
+            continue
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else []
+        if isinstance(node, cst.AnnAssign | cst.AugAssign | cst.For):
+            targets = [node.target]
+        if isinstance(node, cst.With):
+            targets = [i.asname.name for i in node.items if i.asname is not None]
+        names = frozenset(n for target in targets for n in target_names(target))
+        plain = (
+            isinstance(node, cst.Assign | cst.AnnAssign)
+            and len(targets) == 1
+            and isinstance(targets[0], cst.Name)
+        )
+        bindings.append((node, names, plain))
+    return bindings, ifs
 
 
 def _tests_set(test: cst.BaseExpression, name: str) -> bool:

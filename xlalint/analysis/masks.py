@@ -186,6 +186,10 @@ class BooleanMasks:
         self.imports = imports
         self.kinds = kinds
         self._stack = stack
+        # False where the file's text never spells `register_buffer` (set by the context,
+        # which has the text): no class of it registers a buffer (`_registered` need not walk
+        # each one).
+        self.may_register = True
         self._frames: list[dict[str, _Binding]] = [{}]
         self._versions: list[dict[str, int]] = [{}]
 
@@ -420,7 +424,8 @@ class BooleanMasks:
             return Evidence.NONE
         module: cst.Module = self._stack[0]  # type: ignore[assignment]
         values = [v for v, _ in member_values_in(module, cls.name.value, attribute)]
-        return self._all_masks(values + _registered(cls).get(attribute, []))
+        registered = _registered(cls).get(attribute, []) if self.may_register else []
+        return self._all_masks(values + registered)
 
     def _member_entry_evidence(self, attribute: str, entry: str) -> Evidence:
         """`self.params["selector"]` in a method, where the class's code binds every value
@@ -878,6 +883,10 @@ def _member_entries(cls: cst.ClassDef) -> dict[tuple[str, str], list[cst.BaseExp
     return found
 
 
+# The method `_registered` looks for: a class whose code calls it spells it.
+REGISTER_BUFFER = "register_buffer"
+
+
 @lint_memo.memo(256)
 def _registered(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
     """The values a class's code registers as buffers by name (`self.register_buffer("m",
@@ -887,7 +896,7 @@ def _registered(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
         if not (
             type(node) is cst.Call
             and type(node.func) is cst.Attribute
-            and node.func.attr.value == "register_buffer"
+            and node.func.attr.value == REGISTER_BUFFER
             and type(node.func.value) is cst.Name
             and node.func.value.value == "self"
             and len(node.args) >= 2

@@ -354,6 +354,16 @@ def _calls_by_name(body: cst.CSTNode) -> list[cst.Call]:
 
 # Torch functions that take only a numpy array: `torch.from_numpy(a)` raises on a tensor.
 _FROM_ARRAY = frozenset({"torch.from_numpy"})
+# The word each of them ends with: a call resolves to one only through a name or an import
+# that spells it (the import table resolves spellings, it computes none).
+_FROM_ARRAY_WORD = "from_numpy"
+
+
+def may_hand_arrays(text: str) -> bool:
+    """Whether a function of the file whose text is `text` may hand a value to a torch
+    function that takes only a numpy array: where the text never spells its name,
+    `arrays_handed_on` finds nothing in any function, and need not walk them."""
+    return _FROM_ARRAY_WORD in text
 
 
 def arrays_handed_on(function: cst.FunctionDef, imports: ImportTable) -> frozenset[int]:

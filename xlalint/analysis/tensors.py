@@ -840,6 +840,10 @@ class TensorKinds:
         # on the device from a device tensor the call hands it (set by the context where
         # the file is on disk: `module_reads.result_from`).
         self.elsewhere: Callable[[cst.Call], bool] | None = None
+        # False where the file's text never spells `from_numpy` (set by the context, which
+        # has the text): no function of it hands a value to a torch function that takes only
+        # a numpy array (`tensor_uses.arrays_handed_on` need not walk each one).
+        self.may_hand_arrays: bool = True
         # The module's record classes with tensor fields (`analysis/records.py`), and per
         # frame the names known to hold one record or a list of them: (class, is_list).
         self._records: dict[str, Record] = (
@@ -2606,7 +2610,7 @@ class TensorKinds:
         """`value`, assigned to a name, is what the function hands next to a torch function
         that takes only a numpy array (`tensor_uses.arrays_handed_on`): an array."""
         function = self._function_nodes[-1]
-        if function is None:
+        if function is None or not self.may_hand_arrays:
             return False
         arrays = self._arrays[-1]
         if arrays is None:

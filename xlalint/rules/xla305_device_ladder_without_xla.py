@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis.cuda_flags import (
     class_cuda_flag,
     code_mentions_xla,
@@ -414,19 +416,10 @@ class DeviceLadderWithoutXla(Rule):
         function = next((a for a in ancestors if isinstance(a, cst.FunctionDef)), None)
         if function is None or not isinstance(target, cst.Name):
             return False
-        mentions = uses = 0
-        for node in descendants(function.body):
-            if type(node) is cst.Name and node.value == target.value:
-                mentions += 1
-            elif (
-                type(node) is cst.Arg
-                and node.keyword is not None
-                and node.keyword.value == _MAP_LOCATION
-                and type(node.value) is cst.Name
-                and node.value.value == target.value
-            ):
-                uses += 1
-        return uses > 0 and mentions == uses + 1  # bound once, used only to map loads
+        mentions, maps = _load_mappings(function)
+        uses = maps[target.value]
+        # Bound once, used only to map loads.
+        return uses > 0 and mentions[target.value] == uses + 1
 
     def _argument_of_cuda_api(self) -> bool:
         """The ternary being visited is an argument of a CUDA API call (a scaler or an
@@ -1293,3 +1286,24 @@ def _builds_a_name(fstring: cst.FormattedString) -> bool:
         isinstance(part, cst.FormattedStringText) and not part.value.startswith(":")
         for part in fstring.parts
     )
+
+
+# Asked for each device ternary a function assigns: one walk of the function per lint
+# answers them all. Nodes hash by identity.
+@lint_memo.memo(64)
+def _load_mappings(function: cst.FunctionDef) -> tuple[Counter[str], Counter[str]]:
+    """How often each name appears anywhere in `function`'s body (a keyword's name too),
+    and how often each is handed as a `map_location=` (`XLA305._maps_a_load`)."""
+    mentions: Counter[str] = Counter()
+    maps: Counter[str] = Counter()
+    for node in descendants(function.body):
+        if type(node) is cst.Name:
+            mentions[node.value] += 1  # type: ignore[attr-defined]
+        elif (
+            type(node) is cst.Arg
+            and node.keyword is not None  # type: ignore[attr-defined]
+            and node.keyword.value == _MAP_LOCATION  # type: ignore[attr-defined]
+            and type(node.value) is cst.Name  # type: ignore[attr-defined]
+        ):
+            maps[node.value.value] += 1  # type: ignore[attr-defined]
+    return mentions, maps
