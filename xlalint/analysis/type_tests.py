@@ -10,6 +10,8 @@ that stretch of code: every rule asking "is this a tensor here?" gets the same a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
@@ -122,20 +124,35 @@ def host_names(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> l
     (`isinstance(p, int) or isinstance(p, float)`: whichever held). A failed tensor test
     (the `else` of `isinstance(v, torch.Tensor)`) says nothing: what is not a tensor may
     hold tensors (a list of losses)."""
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return host_names(test.expression, not holds, imports)
-    if type(test) is cst.BooleanOperation:
-        left = host_names(test.left, holds, imports)
-        right = host_names(test.right, holds, imports)
-        if isinstance(test.operator, cst.And) != holds:
-            return [name for name in left if name in right]  # whichever side decided
-        return left + right
+    return _through_connectives(test, holds, lambda atom, h: _host_atom(atom, h, imports))
+
+
+def _host_atom(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> list[str]:
     if holds and (collection := _all_elements(test, imports)) is not None:
         return [collection]
     tested = _tested(test, imports)
     if tested is None or tested[1] != holds:
         return []
     return [tested[0]]
+
+
+def _through_connectives(
+    test: cst.BaseExpression,
+    holds: bool,
+    atom: Callable[[cst.BaseExpression, bool], list[str]],
+) -> list[str]:
+    """The names `test` being `holds` shows by `atom` (what one test that is no `not`,
+    `and` or `or` shows), through `not`, both sides of a true `and` and of a false `or`,
+    and of a true `or` or a false `and` the names every side shows (whichever decided)."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return _through_connectives(test.expression, not holds, atom)
+    if type(test) is cst.BooleanOperation:
+        left = _through_connectives(test.left, holds, atom)
+        right = _through_connectives(test.right, holds, atom)
+        if isinstance(test.operator, cst.And) != holds:
+            return [name for name in left if name in right]  # whichever side decided
+        return left + right
+    return atom(test, holds)
 
 
 # The classes a failed type test shows a value is not (`torch.Tensor`, a subclass torch
@@ -169,17 +186,11 @@ def non_tensor_names(test: cst.BaseExpression, holds: bool, imports: ImportTable
     a true `or` shows. Not a kind: what is no
     tensor may hold tensors (a list of losses), but a cast or `.item()` of the name itself
     there reads a Python or numpy value, never a device tensor."""
-    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        return non_tensor_names(test.expression, not holds, imports)
-    if type(test) is cst.BooleanOperation:
-        left = non_tensor_names(test.left, holds, imports)
-        right = non_tensor_names(test.right, holds, imports)
-        if isinstance(test.operator, cst.And) != holds:
-            return [name for name in left if name in right]  # whichever side decided
-        return left + right
-    if holds:
-        return []
-    name = _tested_tensor(test, imports)
+    return _through_connectives(test, holds, lambda atom, h: _non_tensor_atom(atom, h, imports))
+
+
+def _non_tensor_atom(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> list[str]:
+    name = None if holds else _tested_tensor(test, imports)
     return [] if name is None else [name]
 
 

@@ -382,15 +382,7 @@ class CudaApi(Rule):
         if kind in ("autocast", "scaler") and _alternative_spelling(node, kind, self.ctx):
             return
         if kind == "autocast":
-            if _disabled(
-                node,
-                qualified,
-                self.ctx.imports,
-                self._function(),
-                self.ctx.false_on_xla_host,
-                self._owner(),
-                self.ctx.module,
-            ):
+            if self._disabled(node, qualified):
                 return
             if _to_bfloat16(node, self.ctx):
                 message = f"`{qualified}` for CUDA with bfloat16 raises on an XLA host"
@@ -398,15 +390,7 @@ class CudaApi(Rule):
                 message = f"`{qualified}` for CUDA leaves XLA math in float32"
             self.report(node, message, hint=_AUTOCAST_HINT)
         elif kind == "scaler":
-            if self._on_device_type(node) or _disabled(
-                node,
-                qualified,
-                self.ctx.imports,
-                self._function(),
-                self.ctx.false_on_xla_host,
-                self._owner(),
-                self.ctx.module,
-            ):
+            if self._on_device_type(node) or self._disabled(node, qualified):
                 return
             message = (
                 f"`{qualified}` for CUDA stays enabled with torch_xla and reads the found-inf "
@@ -536,6 +520,18 @@ class CudaApi(Rule):
         if not values:
             values = [value]
         return all(_is_device_type(v) for v in values)
+
+    def _disabled(self, node: cst.Call, qualified: str) -> bool:
+        """`_disabled` for a call here: its function, class and the module's flags."""
+        return _disabled(
+            node,
+            qualified,
+            self.ctx.imports,
+            self._function(),
+            self.ctx.false_on_xla_host,
+            self._owner(),
+            self.ctx.module,
+        )
 
     def _function(self) -> cst.FunctionDef | None:
         return next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
