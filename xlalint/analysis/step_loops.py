@@ -30,8 +30,8 @@ from xlalint.analysis.loop_facts import (
 )
 from xlalint.analysis.module_steps import grad_step_of
 from xlalint.walk import (
+    NOT_OWN,
     bound_names,
-    code_children,
     descendants,
     last_name,
     names_under,
@@ -731,27 +731,18 @@ def _iterates_a_literal(node: Loop) -> bool:
 def _rebinding_calls(block: cst.BaseSuite) -> list[tuple[cst.Call, str]]:
     """`x = f(...)` statements a pass runs itself (not in its nested loops or
     definitions): each call with the one name it rebinds."""
-    found: list[tuple[cst.Call, str]] = []
-    stack: list[cst.CSTNode] = [block]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.For | cst.While | cst.FunctionDef | cst.ClassDef | cst.Lambda):
-            continue
-        if (
-            type(node) is cst.Assign
-            and len(node.targets) == 1
-            and type(node.targets[0].target) is cst.Name
-            and type(node.value) is cst.Call
-        ):
-            found.append((node.value, node.targets[0].target.value))
-            continue
-        if isinstance(node, cst.SimpleStatementLine):
-            stack.extend(node.body)
-        elif isinstance(node, cst.BaseSuite | cst.If | cst.Else | cst.With | cst.Try):
-            stack.extend(code_children(node))
-        elif isinstance(node, cst.ExceptHandler | cst.Finally):
-            stack.append(node.body)
-    return found
+    return [
+        (node.value, node.targets[0].target.value)
+        for node in descendants(block, _NOT_THE_PASS_OWN)
+        if type(node) is cst.Assign
+        and len(node.targets) == 1
+        and type(node.targets[0].target) is cst.Name
+        and type(node.value) is cst.Call
+    ]
+
+
+# What a pass does not run itself: nested definitions and the passes of its nested loops.
+_NOT_THE_PASS_OWN = NOT_OWN | {cst.For, cst.While}
 
 
 @lint_memo.memo(64)
