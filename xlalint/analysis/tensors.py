@@ -2715,7 +2715,7 @@ class TensorKinds:
             and type(node.func) is cst.Attribute
             and type(node.func.value) is cst.Name
             and node.func.value.value in rows | unknown
-            and self._copies_to_device(node)
+            and self.copies_to_device(node)
         }
         moved |= self._moved_by_callees(loop.body, rows | unknown)
         if not moved:
@@ -2770,7 +2770,7 @@ class TensorKinds:
                 and type(node.func) is cst.Attribute
                 and type(node.func.value) is cst.Name
                 and node.func.value.value in names
-                and self._copies_to_device(node)
+                and self.copies_to_device(node)
             ):
                 found.add(node.func.value.value)
             stack.extend(code_children(node))
@@ -3135,7 +3135,7 @@ class TensorKinds:
         call = value.value
         if not isinstance(call.func, cst.Attribute):
             return False
-        return self._copies_to_device(call)
+        return self.copies_to_device(call)
 
     def is_derived(self, node: cst.BaseExpression) -> bool:
         """Whether a name of unknown kind was computed from tensors by a helper xlalint
@@ -3415,7 +3415,7 @@ class TensorKinds:
                     return Kind.MODULE
                 return Kind.TENSOR
             if receiver is Kind.HOST:
-                if self._copies_to_device(node):
+                if self.copies_to_device(node):
                     return Kind.TENSOR  # a host tensor moved to the device
                 if method == "type_as" and node.args and self.of(node.args[0].value) is Kind.TENSOR:
                     return Kind.TENSOR  # `torch.zeros(1).type_as(self.bank_ptr)`: its device
@@ -3547,7 +3547,7 @@ class TensorKinds:
         kinds = held.values() if isinstance(held, dict) else held
         return all(kind is Kind.HOST for kind in kinds)
 
-    def _copies_to_device(self, call: cst.Call) -> bool:
+    def copies_to_device(self, call: cst.Call) -> bool:
         """`x.cuda()`, or `x.to(...)` to a device (`_moves_to_device`): a call of an
         attribute that copies its receiver to the device."""
         assert isinstance(call.func, cst.Attribute)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from xlalint.analysis.arguments import bind, keyword_argument, parameters, signature_of
-from xlalint.analysis.devices import device_arguments, positional_argument
+from xlalint.analysis.devices import positional_argument
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.hotness import Site
 from xlalint.context import Kind
@@ -188,7 +188,7 @@ class DataDependentShapeOp(Rule):
     device-to-host transfers; with `num_samples=1`, or `replacement=True` and no
     generator, none (so `torch.multinomial(probs, num_samples=1)` in a sampling loop is not
     reported); `sort`, `topk`, `kthvalue`, `cumsum` and `masked_fill` were not.
-    Measured again by hand for round 23 (5 calls each on the XLA CPU device, torch_xla
+    Measured again by hand in round 22 (5 calls each on the XLA CPU device, torch_xla
     2.9): `torch.bucketize` of 3 values (or of a 0-dim value) against 10 device knots, 5
     `aten::bucketize.Tensor` fallbacks and 5 device-to-host transfers; `x.renorm(p=1,
     dim=0, maxnorm=0.5)` and `torch.renorm` of a 4x8 tensor, 5 `aten::renorm` and 5;
@@ -343,19 +343,7 @@ class DataDependentShapeOp(Rule):
         method = repeats.func.attr.value
         if method in _RESHAPES:
             return self._device_repeats(repeats.func.value, depth + 1)
-        return method == "cuda" or (method == "to" and self._moves_to_device(repeats))
-
-    def _moves_to_device(self, call: cst.Call) -> bool:
-        """`.to(device)`, `.to(device=d)`: not `.to(torch.long)`, a dtype change in place."""
-        for arg in device_arguments(call, self.ctx.imports):
-            qualified = self.ctx.qualified(arg.value)
-            if (
-                qualified is None
-                or not qualified.startswith("torch.")
-                or qualified == ("torch.device")
-            ):
-                return True
-        return False
+        return self.ctx.kinds.copies_to_device(repeats)
 
 
 # Tensor methods that keep a moved value a tensor where it is (the repeats' shape only).
