@@ -222,7 +222,7 @@ class HiddenHostRead(Rule):
     `np.array_split`). A device tensor handed to numpy as an array is no read:
     `np.asarray(t)` raises (an XLA tensor does not convert to numpy) and `np.mean(t)` calls
     `t.mean`.
-    Measured by hand for round 23 (5 calls, XLA CPU device): `range(n + 1)` with `n =
+    Measured by hand in round 22 (5 calls, XLA CPU device): `range(n + 1)` with `n =
     (ids == k).sum()`, a 0-dim device sum, 5 `aten::_local_scalar_dense` and 5 transfers;
     `torch.zeros(g)` with `g` a 0-dim device tensor, 5 and 5. Such a count is a device
     tensor also where it is summed from a row of a list a comprehension built of device
