@@ -327,6 +327,16 @@ def descendants(
             stack.extend(reversed(known[1]))
 
 
+def flat_targets(targets: Iterable[cst.BaseExpression]) -> Iterator[cst.BaseExpression]:
+    """Assignment targets with tuples and lists unpacked, in order: `a, (b, c[i])` -> a, b,
+    c[i]; attributes and subscripts kept whole (what `target_names` leaves out)."""
+    for target in targets:
+        if isinstance(target, cst.Tuple | cst.List):
+            yield from flat_targets(element.value for element in target.elements)
+        else:
+            yield target
+
+
 def target_names(target: cst.CSTNode) -> set[str]:
     """Names bound by an assignment target (`a, (b, *c) = ...`); `self.x`/`x[i]` bind none."""
     kind = type(target)  # (exact types, as in `last_name`)

@@ -36,7 +36,7 @@ from xlalint.analysis.guards import (
 from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import base_names
-from xlalint.walk import bound_names, code_children, descendants, target_names
+from xlalint.walk import bound_names, code_children, descendants, flat_targets, target_names
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
@@ -579,22 +579,9 @@ def class_setting_left_off(
             if _class_level_values(candidate, key):  # type: ignore[arg-type]
                 return False
         elif kind in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign):
-            target = candidate.target  # type: ignore[attr-defined]
-            if any(isinstance(t, cst.Attribute) and t.attr.value == key for t in _targets(target)):
+            targets = flat_targets([candidate.target])  # type: ignore[attr-defined]
+            if any(isinstance(t, cst.Attribute) and t.attr.value == key for t in targets):
                 return False
         elif kind is cst.Call and get_full_name_for_node(candidate.func) == "setattr":  # type: ignore[attr-defined]
             return False
     return True
-
-
-def _targets(target: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The targets of an assignment, unpacking tuples and lists (`a.x, b = ...`)."""
-    found: list[cst.BaseExpression] = []
-    stack = [target]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, cst.Tuple | cst.List):
-            stack.extend(e.value for e in t.elements)
-        else:
-            found.append(t)
-    return found

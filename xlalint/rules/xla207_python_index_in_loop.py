@@ -22,7 +22,7 @@ from xlalint.analysis.value_names import value_names
 from xlalint.context import Kind
 from xlalint.positions import Positions, positions_of
 from xlalint.rule import Rule
-from xlalint.walk import descendants, last_name, self_attribute
+from xlalint.walk import descendants, flat_targets, last_name, self_attribute
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -668,7 +668,7 @@ class PythonIndexInLoop(Rule):
         # torch.max(probs[i], 0)`, later `conf = conf[keep]`): each pass starts it anew.
         loops = self.values.passes_walked()
         top = self._pass_top()
-        for target in _flat_targets(targets):
+        for target in flat_targets(targets):
             if not isinstance(target, cst.Name):
                 self._changed(target)
                 continue
@@ -921,15 +921,6 @@ def _instance_reads(bound: cst.BaseExpression) -> frozenset[str]:
         for node in descendants(bound)
         if (attribute := self_attribute(node)) is not None
     )
-
-
-def _flat_targets(targets: list[cst.BaseExpression]) -> Iterator[cst.BaseExpression]:
-    """Assignment targets with tuples and lists unpacked: `a, (b, c[i])` -> a, b, c[i]."""
-    for target in targets:
-        if isinstance(target, cst.Tuple | cst.List):
-            yield from _flat_targets([element.value for element in target.elements])
-        else:
-            yield target
 
 
 def _index_bounds(node: cst.Subscript) -> Iterator[cst.BaseExpression]:
