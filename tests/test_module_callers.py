@@ -721,3 +721,48 @@ def test_a_base_that_never_runs_the_override_per_step(tmp_path: Path, finetune: 
     )
     names = frozenset({"DPO.compute_loss", "DPO.setup_labels", "DPO.export"})
     assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == set()
+
+
+def test_bases_followed_without_summarising_modules_that_spell_no_method_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chase through the bases reads each base module's classes (`_classes_at`) and
+    summarises the per-step code (`_caller_at`) only of a module whose text spells a
+    method asked about: `middle.py` (which spells none) is followed, not summarised."""
+    package = _package(
+        tmp_path,
+        finetune=FINETUNE,
+        middle="from .finetune import Finetune\n\n\nclass Middle(Finetune):\n    pass\n",
+        dpo=DPO.format(base_import=".middle import Middle", base="Middle"),
+    )
+    summarised: list[str] = []
+    caller_at = module_callers._caller_at
+
+    def counted(path: str, stat: tuple[int, int]) -> object:
+        summarised.append(os.path.basename(path))
+        return caller_at(path, stat)
+
+    monkeypatch.setattr(module_callers, "_caller_at", counted)
+    names = frozenset({"DPO.compute_loss", "DPO.setup_labels", "DPO.export"})
+    assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == {"DPO.compute_loss"}
+    assert "middle.py" not in summarised and "dpo.py" not in summarised
+    assert "finetune.py" in summarised
+
+
+def test_a_base_spelling_the_method_in_another_unicode_form(tmp_path: Path) -> None:
+    """Python reads identifiers in NFKC form: `self.\uff43ompute_loss(...)` (a fullwidth
+    c) calls `compute_loss`, though the text never spells that word; such a text is
+    summarised."""
+    finetune = FINETUNE.replace(
+        "    def compute_loss(self, data, data_samples=None):\n"
+        "        return self.llm(**data).loss\n\n",
+        "",
+    ).replace("self.compute_loss(data, data_samples)", "self.\uff43ompute_loss(data)")
+    assert "compute_loss" not in finetune
+    package = _package(
+        tmp_path,
+        finetune=finetune,
+        dpo=DPO.format(base_import=".finetune import Finetune", base="Finetune"),
+    )
+    names = frozenset({"DPO.compute_loss"})
+    assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == {"DPO.compute_loss"}

@@ -56,6 +56,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import unicodedata
 from array import array
 from bisect import bisect_left
 from collections import deque
@@ -510,18 +511,13 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
         for target in node.targets:
             if (held := project_modules.dotted_name(target)) is not None:
                 built.setdefault(held, spelled)
-    class_bases = {
-        node.name: tuple(b for b in map(project_modules.dotted_name, node.bases) if b)
-        for node in tree.body
-        if isinstance(node, ast.ClassDef)
-    }
     return _Caller(
         bindings,
         calls,
         tuple(self_calls),
         built,
         _handed(assignments),
-        class_bases,
+        _class_bases(tree),
         {name: frozenset(called) for name, called in template_calls.items()},
     )
 
@@ -635,6 +631,47 @@ def _bindings_at(path: str, stat: tuple[int, int]) -> dict[str, tuple[int, str]]
     """What a module's import statements bind, from their text (no parse)."""
     text = project_modules.text_at(path, stat)
     return {} if text is None else project_modules.bindings(text)
+
+
+def _class_bases(tree: ast.Module) -> dict[str, tuple[str, ...]]:
+    """Each top-level class of a module with its bases, as spelled."""
+    return {
+        node.name: tuple(b for b in map(project_modules.dotted_name, node.bases) if b)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+
+
+@dataclass
+class _Classes:
+    """What following a class's bases through a module needs of it: its import bindings
+    and its classes' bases (`_Caller`'s, without the summary of its per-step code, which
+    `_called_by_bases` asks of a module only where its text spells a method asked about)."""
+
+    bindings: dict[str, tuple[int, str]]
+    class_bases: dict[str, tuple[str, ...]]
+
+
+@lru_cache(maxsize=2048)
+def _classes_at(path: str, stat: tuple[int, int]) -> _Classes | None:
+    """A module's `_Classes` (None where `_caller_at` is None: no text, or no parse)."""
+    text = project_modules.text_at(path, stat)
+    tree = None if text is None else project_modules.parse(path, text)
+    return None if tree is None else _Classes(_bindings_at(path, stat), _class_bases(tree))
+
+
+def _may_call(path: str, stat: tuple[int, int], methods: set[str]) -> bool:
+    """Whether a module's text may spell one of `methods` (`_words_at`): a `self.m(...)`
+    call its per-step code makes (`_Caller.template_calls`) spells `m` as a word. True
+    where a name is not ASCII (`_WORD` starts words at ASCII letters) or the text is not
+    in NFKC form (Python reads a fullwidth `m`, U+FF4D, as `m`: the call would not spell
+    the name)."""
+    if not all(method.isascii() for method in methods):
+        return True
+    text = project_modules.text_at(path, stat)
+    if text is None or not (text.isascii() or unicodedata.is_normalized("NFKC", text)):
+        return True
+    return _spells(_words_at(path, stat), frozenset(methods))
 
 
 # -- the answer ----------------------------------------------------------------------------
@@ -877,14 +914,14 @@ def _called_by_bases(own: str, names: frozenset[str]) -> Iterator[str]:
     stat = _stat(own) if asked else None
     if not stat:
         return
-    mine = _caller_at(own, stat)
+    mine = _classes_at(own, stat)
     if mine is None:
         return
     for klass, methods in asked.items():
-        level: list[tuple[str, _Caller, str]] = [(own, mine, klass)]
+        level: list[tuple[str, _Classes, str]] = [(own, mine, klass)]
         seen: set[tuple[str, str]] = set()
         for _ in range(_BASE_LEVELS):
-            following: list[tuple[str, _Caller, str]] = []
+            following: list[tuple[str, _Classes, str]] = []
             for path, module, cls in level:
                 for base in module.class_bases.get(cls, ()):
                     if "." not in base and base in module.class_bases:
@@ -898,11 +935,14 @@ def _called_by_bases(own: str, names: frozenset[str]) -> Iterator[str]:
                     if base_stat is None:
                         continue
                     project_modules.note((where[0],), _stat)
-                    held = module if where[0] == path else _caller_at(where[0], base_stat)
+                    held = module if where[0] == path else _classes_at(where[0], base_stat)
                     if held is None or where[1] not in held.class_bases:
                         continue
-                    if where[0] != own:
-                        for method in methods & held.template_calls.get(where[1], frozenset()):
+                    if where[0] != own and _may_call(where[0], base_stat, methods):
+                        summary = _caller_at(where[0], base_stat)
+                        if summary is None:  # not reached: `held` is of the same parse
+                            continue
+                        for method in methods & summary.template_calls.get(where[1], frozenset()):
                             yield f"{klass}.{method}"
                     following.append((where[0], held, where[1]))
             level = following
