@@ -666,12 +666,18 @@ def _may_call(path: str, stat: tuple[int, int], methods: set[str]) -> bool:
     where a name is not ASCII (`_WORD` starts words at ASCII letters) or the text is not
     in NFKC form (Python reads a fullwidth `m`, U+FF4D, as `m`: the call would not spell
     the name)."""
-    if not all(method.isascii() for method in methods):
-        return True
-    text = project_modules.text_at(path, stat)
-    if text is None or not (text.isascii() or unicodedata.is_normalized("NFKC", text)):
+    if not all(method.isascii() for method in methods) or not _spelled_as_read(path, stat):
         return True
     return _spells(_words_at(path, stat), frozenset(methods))
+
+
+@lru_cache(maxsize=4096)
+def _spelled_as_read(path: str, stat: tuple[int, int]) -> bool:
+    """Whether a module's text spells every identifier as Python reads it (ASCII, or in
+    NFKC form), once per path and stat: a base module is asked about for each of its
+    subclasses' files."""
+    text = project_modules.text_at(path, stat)
+    return text is not None and (text.isascii() or unicodedata.is_normalized("NFKC", text))
 
 
 # -- the answer ----------------------------------------------------------------------------
