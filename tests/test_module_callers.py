@@ -727,26 +727,34 @@ def test_bases_followed_without_summarising_modules_that_spell_no_method_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The chase through the bases reads each base module's classes (`_classes_at`) and
-    summarises the per-step code (`_caller_at`) only of a module whose text spells a
-    method asked about: `middle.py` (which spells none) is followed, not summarised."""
+    summarises the per-step code only of a module whose text spells a method asked about,
+    for its template calls alone (`_templates_at`, not a caller's whole summary):
+    `middle.py` (which spells none) is followed, not summarised."""
     package = _package(
         tmp_path,
         finetune=FINETUNE,
         middle="from .finetune import Finetune\n\n\nclass Middle(Finetune):\n    pass\n",
         dpo=DPO.format(base_import=".middle import Middle", base="Middle"),
     )
-    summarised: list[str] = []
-    caller_at = module_callers._caller_at
-
-    def counted(path: str, stat: tuple[int, int]) -> object:
-        summarised.append(os.path.basename(path))
-        return caller_at(path, stat)
-
-    monkeypatch.setattr(module_callers, "_caller_at", counted)
+    templates = _recording(monkeypatch, "_templates_at")
+    callers = _recording(monkeypatch, "_caller_at")
     names = frozenset({"DPO.compute_loss", "DPO.setup_labels", "DPO.export"})
     assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == {"DPO.compute_loss"}
-    assert "middle.py" not in summarised and "dpo.py" not in summarised
-    assert "finetune.py" in summarised
+    assert templates == ["finetune.py"]
+    assert callers == []  # no other module of the package imports dpo.py
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """Replace `module_callers.<name>(path, stat)` by a wrapper noting each file asked."""
+    asked: list[str] = []
+    original = getattr(module_callers, name)
+
+    def recorded(path: str, stat: tuple[int, int]) -> object:
+        asked.append(os.path.basename(path))
+        return original(path, stat)
+
+    monkeypatch.setattr(module_callers, name, recorded)
+    return asked
 
 
 def test_a_base_spelling_the_method_in_another_unicode_form(tmp_path: Path) -> None:
