@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -774,3 +775,24 @@ def test_a_base_spelling_the_method_in_another_unicode_form(tmp_path: Path) -> N
     )
     names = frozenset({"DPO.compute_loss"})
     assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == {"DPO.compute_loss"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        METRICS,
+        MODEL,
+        FINETUNE,
+        "x9 = 9abc + _y\u00e9 + \u00e9t\u00e9 + \uff43ompute + a.b.c(d) # ___ 1_000 __init__\n",
+        "",
+    ],
+)
+def test_the_words_of_a_text_are_the_expressions_words(tmp_path: Path, text: str) -> None:
+    """`_words_at` (distinct words hashed once, a possessive expression): the hashes of
+    the words `[A-Za-z_]\\w*` finds, as before."""
+    path = tmp_path / "m.py"
+    path.write_text(text, encoding="utf-8")
+    stat = project_modules.stat_key(str(path))
+    assert stat is not None
+    words = sorted({hash(w) & 0xFFFFFFFF for w in re.findall(r"[A-Za-z_]\w*", text)})
+    assert list(module_callers._words_at(str(path), stat)) == words
