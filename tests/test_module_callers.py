@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -721,3 +722,77 @@ def test_a_base_that_never_runs_the_override_per_step(tmp_path: Path, finetune: 
     )
     names = frozenset({"DPO.compute_loss", "DPO.setup_labels", "DPO.export"})
     assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == set()
+
+
+def test_bases_followed_without_summarising_modules_that_spell_no_method_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chase through the bases reads each base module's classes (`_classes_at`) and
+    summarises the per-step code only of a module whose text spells a method asked about,
+    for its template calls alone (`_templates_at`, not a caller's whole summary):
+    `middle.py` (which spells none) is followed, not summarised."""
+    package = _package(
+        tmp_path,
+        finetune=FINETUNE,
+        middle="from .finetune import Finetune\n\n\nclass Middle(Finetune):\n    pass\n",
+        dpo=DPO.format(base_import=".middle import Middle", base="Middle"),
+    )
+    templates = _recording(monkeypatch, "_templates_at")
+    callers = _recording(monkeypatch, "_caller_at")
+    names = frozenset({"DPO.compute_loss", "DPO.setup_labels", "DPO.export"})
+    assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == {"DPO.compute_loss"}
+    assert templates == ["finetune.py"]
+    assert callers == []  # no other module of the package imports dpo.py
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """Replace `module_callers.<name>(path, stat)` by a wrapper noting each file asked."""
+    asked: list[str] = []
+    original = getattr(module_callers, name)
+
+    def recorded(path: str, stat: tuple[int, int]) -> object:
+        asked.append(os.path.basename(path))
+        return original(path, stat)
+
+    monkeypatch.setattr(module_callers, name, recorded)
+    return asked
+
+
+def test_a_base_spelling_the_method_in_another_unicode_form(tmp_path: Path) -> None:
+    """Python reads identifiers in NFKC form: `self.\uff43ompute_loss(...)` (a fullwidth
+    c) calls `compute_loss`, though the text never spells that word; such a text is
+    summarised."""
+    finetune = FINETUNE.replace(
+        "    def compute_loss(self, data, data_samples=None):\n"
+        "        return self.llm(**data).loss\n\n",
+        "",
+    ).replace("self.compute_loss(data, data_samples)", "self.\uff43ompute_loss(data)")
+    assert "compute_loss" not in finetune
+    package = _package(
+        tmp_path,
+        finetune=finetune,
+        dpo=DPO.format(base_import=".finetune import Finetune", base="Finetune"),
+    )
+    names = frozenset({"DPO.compute_loss"})
+    assert module_callers.hot_elsewhere(str(package / "dpo.py"), names) == {"DPO.compute_loss"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        METRICS,
+        MODEL,
+        FINETUNE,
+        "x9 = 9abc + _y\u00e9 + \u00e9t\u00e9 + \uff43ompute + a.b.c(d) # ___ 1_000 __init__\n",
+        "",
+    ],
+)
+def test_the_words_of_a_text_are_the_expressions_words(tmp_path: Path, text: str) -> None:
+    """`_words_at` (distinct words hashed once, a possessive expression): the hashes of
+    the words `[A-Za-z_]\\w*` finds, as before."""
+    path = tmp_path / "m.py"
+    path.write_text(text, encoding="utf-8")
+    stat = project_modules.stat_key(str(path))
+    assert stat is not None
+    words = sorted({hash(w) & 0xFFFFFFFF for w in re.findall(r"[A-Za-z_]\w*", text)})
+    assert list(module_callers._words_at(str(path), stat)) == words

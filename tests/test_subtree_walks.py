@@ -305,3 +305,45 @@ def test_screened_walks_give_the_fixtures_the_same_findings(
     monkeypatch.setattr("xlalint.context.REGISTER_BUFFER", "")  # in every text
     walked = lint_source(text, str(path), rules)
     assert screened.diagnostics == walked.diagnostics
+
+
+VALIDATION = """\
+import torch
+
+
+def train(model, loader, val_loader, optimizer, is_valid_step):
+    for batch in loader:
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+        if is_valid_step:
+            total = 0.0
+            for val_batch in val_loader:
+                total = total + model(val_batch)
+            print(total.item())
+            print(loss.item())
+            print(total.item() + loss.item())
+"""
+
+
+def test_the_statements_before_each_site_are_walked_for_loader_passes_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`FileContext._past_a_pass_over_a_loader` asks of each statement before a site in
+    its block whether it holds a pass over a loader (`context._passes_over_a_loader`):
+    once per statement for all the sites after it, with the answers of a walk per site."""
+    from xlalint import context
+
+    rules = select_rules(["XLA101"], [], [])
+    asked = _counting(monkeypatch, context, "walks_a_loader")
+    found = lint_source(VALIDATION, "train.py", rules)
+    loops = [node for node in asked if type(node) is cst.For]
+    assert loops and len(loops) == len({id(node) for node in loops})
+    # The old code: the same walk for every site.
+    monkeypatch.setattr(context, "_passes_over_a_loader", context._passes_over_a_loader.__wrapped__)
+    again = lint_source(VALIDATION, "train.py", rules)
+    assert [(d.code, d.start.row) for d in found.diagnostics] == [
+        (d.code, d.start.row) for d in again.diagnostics
+    ]
+    assert [d.start.row for d in found.diagnostics] == [9]

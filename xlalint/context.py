@@ -17,6 +17,7 @@ from functools import cached_property, partial
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import lint_memo
 from xlalint.analysis import devices, named_lambdas, reachability
 from xlalint.analysis.arguments import parameters, positional_names
 from xlalint.analysis.cuda_flags import cuda_flag_places
@@ -815,11 +816,7 @@ class FileContext:
             for statement in holder.body:  # type: ignore[attr-defined]
                 if statement is child:
                     break
-                if any(
-                    walks_a_loader(node, function) and not _trains_in(node)  # type: ignore[arg-type]
-                    for node in (statement, *descendants(statement))
-                    if type(node) is cst.For
-                ):
+                if _passes_over_a_loader(statement, function):
                     found = True
                     break
             if found and type(stack[at - 1]) is cst.If and stack[at - 1].body is holder:  # type: ignore[attr-defined]
@@ -1681,6 +1678,20 @@ class FileContext:
             # `h.asdict()` on the hypotheses of a search loop: a method of a record class
             # of the module (`analysis/records.py`), by its name as for `self.f()`.
             self.hot.add_call(self.site(), func.attr.value)
+
+
+@lint_memo.memo(8192)
+def _passes_over_a_loader(statement: cst.CSTNode, function: cst.FunctionDef | None) -> bool:
+    """`statement` is or holds a loop over a whole loader that trains nothing
+    (`FileContext._past_a_pass_over_a_loader`, where `function` holds `statement`): asked
+    for the statements before each call site of a block, so each is walked once a lint,
+    not once per site after it (108,711 nodes yielded for 438 sites in a 1,107-line
+    pipeline)."""
+    return any(
+        walks_a_loader(node, function) and not _trains_in(node)  # type: ignore[arg-type]
+        for node in (statement, *descendants(statement))
+        if type(node) is cst.For
+    )
 
 
 def _trains_in(loop: cst.For) -> bool:

@@ -56,6 +56,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import unicodedata
 from array import array
 from bisect import bisect_left
 from collections import deque
@@ -263,11 +264,6 @@ class _Caller:
     # `self.likelihood` -> `TorchLikelihood` (as spelled): an attribute bound to a parameter
     # annotated with a class, which may hold an instance of any subclass of it.
     handed: dict[str, str]
-    # Each class's bases (as spelled) and the `self.m` its per-step methods call handing a
-    # tensor, its own methods included (a template method: mmengine's `forward(mode=
-    # "loss")` calling `self.compute_loss(data)`, which a subclass elsewhere overrides).
-    class_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    template_calls: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -391,7 +387,19 @@ def _spelled(call: ast.Call) -> str | None:
     return project_modules.dotted_name(func)
 
 
-def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
+@dataclass
+class _PerStep:
+    """A module's functions and methods (`defs`, with one `_Scan` each), the indexes of
+    those that run every step (`per_step`), and every call its per-step code makes
+    (`hot_calls`): what a caller's summary and a base's template calls read."""
+
+    defs: list[_Def]
+    scans: list[_Scan]
+    per_step: set[int]
+    hot_calls: list[ast.Call]
+
+
+def _per_step(tree: ast.Module) -> _PerStep:
     defs: list[_Def] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -466,6 +474,31 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
             name = _local_callee(call)
             if name is not None and name not in RUN_ONCE_FUNCTIONS:
                 pending.extend(by_name.get(name, ()))
+    return _PerStep(defs, scans, per_step, hot_calls)
+
+
+def _template_calls(code: _PerStep) -> dict[str, frozenset[str]]:
+    """Each class's `self.m` calls handing a tensor from its per-step methods, its own
+    methods included: a template method (mmengine's `forward(mode="loss")` calling
+    `self.compute_loss(data)`, which a subclass elsewhere overrides)."""
+    template_calls: dict[str, set[str]] = {}
+    for index in code.per_step:
+        item = code.defs[index]
+        if item.owner is not None:
+            template_calls.setdefault(item.owner.name, set()).update(
+                call.func.attr
+                for call in code.scans[index].calls
+                if isinstance(call.func, ast.Attribute)
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self"
+                and _hands_a_tensor(call)
+            )
+    return {name: frozenset(called) for name, called in template_calls.items()}
+
+
+def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
+    code = _per_step(tree)
+    defs, scans, per_step, hot_calls = code.defs, code.scans, code.per_step, code.hot_calls
     assignments = _assignments(tree)
     partials = _partials(assignments)
     calls = frozenset(
@@ -474,18 +507,8 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
         if _hands_a_tensor(call) and (spelled := _spelled(call)) is not None
     )
     self_calls: list[tuple[tuple[str, ...], frozenset[str], str]] = []
-    template_calls: dict[str, set[str]] = {}
     for index in per_step:
         item = defs[index]
-        if item.owner is not None:
-            template_calls.setdefault(item.owner.name, set()).update(
-                call.func.attr
-                for call in scans[index].calls
-                if isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Name)
-                and call.func.value.id == "self"
-                and _hands_a_tensor(call)
-            )
         if item.owner is None or not item.owner.bases:
             continue
         bases = tuple(b for b in map(project_modules.dotted_name, item.owner.bases) if b)
@@ -510,19 +533,12 @@ def _summary(tree: ast.Module, bindings: dict[str, tuple[int, str]]) -> _Caller:
         for target in node.targets:
             if (held := project_modules.dotted_name(target)) is not None:
                 built.setdefault(held, spelled)
-    class_bases = {
-        node.name: tuple(b for b in map(project_modules.dotted_name, node.bases) if b)
-        for node in tree.body
-        if isinstance(node, ast.ClassDef)
-    }
     return _Caller(
         bindings,
         calls,
         tuple(self_calls),
         built,
         _handed(assignments),
-        class_bases,
-        {name: frozenset(called) for name, called in template_calls.items()},
     )
 
 
@@ -635,6 +651,64 @@ def _bindings_at(path: str, stat: tuple[int, int]) -> dict[str, tuple[int, str]]
     """What a module's import statements bind, from their text (no parse)."""
     text = project_modules.text_at(path, stat)
     return {} if text is None else project_modules.bindings(text)
+
+
+def _class_bases(tree: ast.Module) -> dict[str, tuple[str, ...]]:
+    """Each top-level class of a module with its bases, as spelled."""
+    return {
+        node.name: tuple(b for b in map(project_modules.dotted_name, node.bases) if b)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+
+
+@dataclass
+class _Classes:
+    """What following a class's bases through a module needs of it: its import bindings
+    and its classes' bases (as spelled), without the summary of its per-step code, which
+    `_called_by_bases` asks of a module only where its text spells a method asked about
+    (`_templates_at`)."""
+
+    bindings: dict[str, tuple[int, str]]
+    class_bases: dict[str, tuple[str, ...]]
+
+
+@lru_cache(maxsize=2048)
+def _classes_at(path: str, stat: tuple[int, int]) -> _Classes | None:
+    """A module's `_Classes` (None where `_caller_at` is None: no text, or no parse)."""
+    text = project_modules.text_at(path, stat)
+    tree = None if text is None else project_modules.parse(path, text)
+    return None if tree is None else _Classes(_bindings_at(path, stat), _class_bases(tree))
+
+
+@lru_cache(maxsize=2048)
+def _templates_at(path: str, stat: tuple[int, int]) -> dict[str, frozenset[str]] | None:
+    """A base module's `_template_calls` (None where it has no text or does not parse):
+    its per-step code alone, without the assignments and calls a caller's summary
+    (`_caller_at`) also reads."""
+    text = project_modules.text_at(path, stat)
+    tree = None if text is None else project_modules.parse(path, text)
+    return None if tree is None else _template_calls(_per_step(tree))
+
+
+def _may_call(path: str, stat: tuple[int, int], methods: set[str]) -> bool:
+    """Whether a module's text may spell one of `methods` (`_words_at`): a `self.m(...)`
+    call its per-step code makes (`_template_calls`) spells `m` as a word. True
+    where a name is not ASCII (`_WORD` starts words at ASCII letters) or the text is not
+    in NFKC form (Python reads a fullwidth `m`, U+FF4D, as `m`: the call would not spell
+    the name)."""
+    if not all(method.isascii() for method in methods) or not _spelled_as_read(path, stat):
+        return True
+    return _spells(_words_at(path, stat), frozenset(methods))
+
+
+@lru_cache(maxsize=4096)
+def _spelled_as_read(path: str, stat: tuple[int, int]) -> bool:
+    """Whether a module's text spells every identifier as Python reads it (ASCII, or in
+    NFKC form), once per path and stat: a base module is asked about for each of its
+    subclasses' files."""
+    text = project_modules.text_at(path, stat)
+    return text is not None and (text.isascii() or unicodedata.is_normalized("NFKC", text))
 
 
 # -- the answer ----------------------------------------------------------------------------
@@ -789,7 +863,7 @@ def _dispatched(own: str, reached: set[str]) -> set[str]:
     return plain
 
 
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_WORD = re.compile(r"[A-Za-z_]\w*+")  # possessive: the same words, no backtracking state
 _HASH_BITS = 0xFFFFFFFF
 
 
@@ -801,7 +875,8 @@ def _words_at(path: str, stat: tuple[int, int]) -> array[int]:
     the words themselves held ~80 kB per large caller, a large share of a worker's memory
     on a large project."""
     text = project_modules.text_at(path, stat) or ""
-    return array("I", sorted({hash(word) & _HASH_BITS for word in _WORD.findall(text)}))
+    # Each distinct word hashed once (a module spells ~20x fewer words than it writes).
+    return array("I", sorted({hash(word) & _HASH_BITS for word in set(_WORD.findall(text))}))
 
 
 def _spells(words: array[int], names: frozenset[str]) -> bool:
@@ -877,14 +952,14 @@ def _called_by_bases(own: str, names: frozenset[str]) -> Iterator[str]:
     stat = _stat(own) if asked else None
     if not stat:
         return
-    mine = _caller_at(own, stat)
+    mine = _classes_at(own, stat)
     if mine is None:
         return
     for klass, methods in asked.items():
-        level: list[tuple[str, _Caller, str]] = [(own, mine, klass)]
+        level: list[tuple[str, _Classes, str]] = [(own, mine, klass)]
         seen: set[tuple[str, str]] = set()
         for _ in range(_BASE_LEVELS):
-            following: list[tuple[str, _Caller, str]] = []
+            following: list[tuple[str, _Classes, str]] = []
             for path, module, cls in level:
                 for base in module.class_bases.get(cls, ()):
                     if "." not in base and base in module.class_bases:
@@ -898,11 +973,14 @@ def _called_by_bases(own: str, names: frozenset[str]) -> Iterator[str]:
                     if base_stat is None:
                         continue
                     project_modules.note((where[0],), _stat)
-                    held = module if where[0] == path else _caller_at(where[0], base_stat)
+                    held = module if where[0] == path else _classes_at(where[0], base_stat)
                     if held is None or where[1] not in held.class_bases:
                         continue
-                    if where[0] != own:
-                        for method in methods & held.template_calls.get(where[1], frozenset()):
+                    if where[0] != own and _may_call(where[0], base_stat, methods):
+                        templates = _templates_at(where[0], base_stat)
+                        if templates is None:  # not reached: `held` is of the same parse
+                            continue
+                        for method in methods & templates.get(where[1], frozenset()):
                             yield f"{klass}.{method}"
                     following.append((where[0], held, where[1]))
             level = following
