@@ -103,8 +103,10 @@ def memoised(function: cst.CSTNode) -> bool:
 # so as often as the code that builds it runs (`HotCode._constructed_hot`).
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__"})
 # Methods a training framework calls once per step on a subclass, by the name its base class
-# ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
-# `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
+# ends with (so a subclass in another module of a project's `CustomDPOTrainer` gets them
+# too): the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
+# `training_step` and `prediction_step` on every batch, trl's trainers the methods of
+# `_TRL_TRAINER_STEPS` from those; an ignite or torchmetrics `Metric`
 # gets `update` with every batch's output; an mmengine optimizer wrapper's `update_params`
 # runs backward and the optimizer step of every iteration. A fastai `Callback` (and its
 # `ParamScheduler`) gets the batch events of every iteration; a Lightning `Callback` its
@@ -125,8 +127,23 @@ _LIGHTNING_BATCH_HOOKS = frozenset(
 # unknown attributes to (`self.pred` is `self.learn.pred`): the batch's inputs and targets,
 # the model's output and the loss, all on the device in its batch events.
 _FASTAI_BATCH_STATE = frozenset({"xb", "yb", "x", "y", "pred", "loss"})
+# The Hugging Face `Trainer`'s per-batch methods: `training_step` on every training batch,
+# `prediction_step` on every evaluation batch, both through `compute_loss`. Not `log`
+# (every `logging_steps`), `evaluate` (once per evaluation), `get_batch_samples` (it pulls
+# the batches of an accumulation window) nor the callbacks' hooks (`CALLBACK_STEP_HOOK`).
+_HF_TRAINER_STEPS = frozenset({"compute_loss", "training_step", "prediction_step"})
+# What TRL's trainers (subclasses of that `Trainer`) call from those on every batch, the
+# methods their subclasses override: the preference trainers' (`DPOTrainer`, `KTOTrainer`,
+# `ORPOTrainer`, `CPOTrainer`, `BCOTrainer`) `compute_loss` and `prediction_step` call
+# `get_batch_loss_metrics`, which calls `concatenated_forward`; `PPOTrainer.step` (a per-step
+# name already) calls `batched_forward_pass` for the policy and the reference model. A
+# subclass that calls `super().compute_loss(...)` runs its own overrides of these per
+# step, though no call in its file says so.
+_TRL_TRAINER_STEPS = frozenset(
+    {"get_batch_loss_metrics", "concatenated_forward", "batched_forward_pass"}
+)
 PER_STEP_HOOKS: dict[str, frozenset[str]] = {
-    "Trainer": frozenset({"compute_loss", "training_step", "prediction_step"}),
+    "Trainer": _HF_TRAINER_STEPS | _TRL_TRAINER_STEPS,
     "Metric": frozenset({"update"}),
     "OptimWrapper": frozenset({"update_params"}),
     "Callback": _FASTAI_BATCH_EVENTS | _LIGHTNING_BATCH_HOOKS,

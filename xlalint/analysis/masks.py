@@ -355,14 +355,22 @@ class BooleanMasks:
             binding = self._frames[-1].get(node.value)
             if binding is not None:
                 return binding.evidence
-            return Evidence.NAME if MASK_NAME.match(node.value) else Evidence.NONE
+            if MASK_NAME.match(node.value):
+                return Evidence.NAME
+            if self._split_by_complement(node, node.value):
+                return Evidence.LIKELY
+            return Evidence.NONE
         if type(node) is cst.Attribute:
             if node.attr.value in ("T", "mT", "data"):
                 return self.evidence(node.value)
             if self.imports.resolve(node) is None and MASK_NAME.match(node.attr.value):
                 return Evidence.NAME
             if type(node.value) is cst.Name and node.value.value == "self":
-                return self._member_evidence(node.attr.value)
+                evidence = self._member_evidence(node.attr.value)
+                if evidence is not Evidence.NONE:
+                    return evidence
+            if self._split_by_complement(node, dotted(node)):
+                return Evidence.LIKELY
             return Evidence.NONE
         if type(node) is cst.Comparison:
             if len(node.comparisons) != 1:
@@ -406,12 +414,27 @@ class BooleanMasks:
                     evidence = self._member_entry_evidence(node.value.attr.value, entry)
                     if evidence is not Evidence.NONE:
                         return evidence
+                if self._split_by_complement(node, entry):
+                    return Evidence.LIKELY  # `x[batch["tags"]]` beside `y[~batch["tags"]]`
             return self.evidence(node.value)  # `mask[:, None]`, `masks[i]`
         if isinstance(node, cst.IfExp):
             return min(self.evidence(node.body), self.evidence(node.orelse))
         if isinstance(node, cst.NamedExpr):
             return self.evidence(node.value)
         return Evidence.NONE
+
+    def _split_by_complement(self, node: cst.BaseExpression, spelling: str | None) -> bool:
+        """`node` (spelled `spelling`: a name, `self.flags`, `batch["kto_tags"]`) is one
+        whose complement indexes a value in the function being walked (`logits[tags]`
+        beside `logits[~tags]`, `torch.logical_not(tags)`, `tags.logical_not()`): splitting
+        rows in two by a value and its complement is what a boolean mask does. Not a
+        Python number's `~i` (`a[i] + a[~i]`: the i-th row from the end), nor a host value's."""
+        if spelling is None or self.imports.resolve(node) is not None:
+            return False
+        function = next((n for n in reversed(self._stack) if type(n) is cst.FunctionDef), None)
+        if function is None or spelling not in _complemented_indexes(function):
+            return False
+        return self.kinds.of(node) is not Kind.HOST
 
     def _member_evidence(self, attribute: str) -> Evidence:
         """`self.pos_idx` in a method, where the class's code binds `self.pos_idx = weights
@@ -846,6 +869,51 @@ def _entry_key(node: cst.Subscript) -> str | None:
 
 def _self_attribute(node: cst.Attribute) -> bool:
     return type(node.value) is cst.Name and node.value.value == "self"
+
+
+def _complement_of(index: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What `index` is the complement of: `~m`, `torch.logical_not(m)` (or any
+    `logical_not(m)`), `m.logical_not()`; else None."""
+    if type(index) is cst.UnaryOperation and isinstance(index.operator, cst.BitInvert):
+        return index.expression
+    if type(index) is not cst.Call:
+        return None
+    func = index.func
+    if type(func) is cst.Attribute and func.attr.value == "logical_not":
+        if not index.args:
+            return func.value  # `m.logical_not()`
+        if len(index.args) == 1 and not index.args[0].star:
+            return index.args[0].value  # `torch.logical_not(m)`
+    if type(func) is cst.Name and func.value == "logical_not" and len(index.args) == 1:
+        return index.args[0].value
+    return None
+
+
+def _spelling(node: cst.BaseExpression) -> str | None:
+    """A name chain (`tags`, `self.tags`) or its entry under a literal key
+    (`batch["kto_tags"]`), spelled as `evidence` looks it up; else None."""
+    if type(node) is cst.Subscript:
+        return _entry_key(node)
+    return dotted(node)
+
+
+@lint_memo.memo(256)
+def _complemented_indexes(function: cst.FunctionDef) -> frozenset[str]:
+    """The spellings of the values whose complement indexes something in `function`
+    (`y[~batch["tags"]]`, `x[:, torch.logical_not(keep)]`): `_split_by_complement`."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is not cst.Subscript:
+            continue
+        for element in node.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index) or index.star is not None:
+                continue
+            complemented = _complement_of(index.value)
+            spelling = _spelling(complemented) if complemented is not None else None
+            if spelling is not None:
+                found.add(spelling)
+    return frozenset(found)
 
 
 @lint_memo.memo(256)

@@ -196,6 +196,27 @@ _VERB_PREFIX = re.compile(
 )
 
 
+@lint_memo.memo(256)
+def unpacked_into_networks(function: cst.FunctionDef) -> frozenset[str]:
+    """The names `function` unpacks as the keyword arguments of a call of a network
+    (`model(**input_kwargs)`, `self.reward_model(**batch, return_dict=True)`: a callee
+    named as one, `names_model`)."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is not cst.Call:
+            continue
+        callee = node.func
+        name = callee.attr.value if type(callee) is cst.Attribute else None
+        if type(callee) is cst.Name:
+            name = callee.value
+        if name is None or not names_model(name):
+            continue
+        for arg in node.args:
+            if arg.star == "**" and type(arg.value) is cst.Name:
+                found.add(arg.value.value)
+    return frozenset(found)
+
+
 def names_model(name: str) -> bool:
     """`model`, `text_encoder`, `nets`: a name the file's code gives a network (not a
     function named for what it does with one: `get_model`, `train_model`)."""
@@ -872,6 +893,8 @@ class TensorKinds:
         # Dicts of tensors moved to the device, per frame:
         # `batch = {k: v.to(device) for k, v in batch.items()}`.
         self._tensor_dicts: list[set[str]] = [set()]
+        # The functions being walked, innermost last (None: the module's own code).
+        self._functions: list[cst.FunctionDef | None] = [None]
         # Parameters taken for tensors only by where they are (a per-step function's
         # unannotated parameters), per frame, until rebound: a guess that a use may undo.
         self._presumed: list[set[str]] = [set()]
@@ -1112,6 +1135,7 @@ class TensorKinds:
         self._sequences.append(sequences)
         self._derived.append(set())
         self._tensor_dicts.append(tensors)
+        self._functions.append(node)
         self._presumed.append(presumed)
         self._absent.append(set())
         self._bindings.append({})
@@ -1228,6 +1252,7 @@ class TensorKinds:
         self._sequences.pop()
         self._derived.pop()
         self._tensor_dicts.pop()
+        self._functions.pop()
         self._presumed.pop()
         self._absent.pop()
         self._bindings.pop()
@@ -2083,7 +2108,9 @@ class TensorKinds:
             if derived:
                 self._derived[-1].update(target_names(target))
             if isinstance(target, cst.Name) and (
-                self._moves_values(value) or self._copies_tensor_mapping(value)
+                self._moves_values(value)
+                or self._copies_tensor_mapping(value)
+                or self._fed_to_network(target.value, value)
             ):
                 self._tensor_dicts[-1].add(target.value)
             if isinstance(target, cst.Name) and scaled:
@@ -3125,6 +3152,27 @@ class TensorKinds:
         return name in _TENSOR_MAPPINGS and any(
             type(arg.value) is cst.Name and arg.value.value in self._tensor_dicts[-1]
             for arg in value.args
+        )
+
+    def _fed_to_network(self, name: str, value: cst.BaseExpression) -> bool:
+        """`input_kwargs = {k: v[i:j] for k, v in model_inputs.items()}` (or a dict
+        display) in a function that hands it whole to a network as its keyword arguments
+        (`model(**input_kwargs)`, `self.reward_model(**batch)`): the dict the function
+        builds holds the network's inputs, device tensors where the network runs, whatever
+        it was built from (an argument typed `dict[str, Any]`). Not one with an entry
+        known to be on the host (`{"ids": ids.cpu()}`), nor a dict bound otherwise (a
+        tokenizer's host batch is what its call says)."""
+        if type(value) is cst.DictComp:
+            entries: list[cst.BaseExpression] = [value.value]
+        elif type(value) is cst.Dict:
+            entries = [e.value for e in value.elements if type(e) is cst.DictElement]
+        else:
+            return False
+        function = self._functions[-1]
+        return (
+            function is not None
+            and name in unpacked_into_networks(function)
+            and not any(self.of(entry) is Kind.HOST for entry in entries)
         )
 
     def _moves_values(self, value: cst.BaseExpression) -> bool:

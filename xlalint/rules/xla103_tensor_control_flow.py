@@ -121,8 +121,12 @@ class TensorControlFlow(HelperReadRule):
     `self.loss`, `self.y`, `self.xb`, `self.yb` (or `self.learn.pred`) are the learner's
     tensors for the current batch, unless the callback binds that attribute itself; and
     a parameter declared `dict[str, torch.Tensor]` holds a tensor under each key (`if
-    (x["lengths"] < x["lengths"].max()).any():` in a step). Flags torch reports about
-    itself (`torch._C._get_cudnn_enabled()`) are Python bools.
+    (x["lengths"] < x["lengths"].max()).any():` in a step), and so does a dict the
+    function builds and hands whole to a network as its keyword arguments (`input_kwargs =
+    {k: v[i:j] for k, v in model_inputs.items()}`, then `model(**input_kwargs)`: `if
+    input_kwargs["attention_mask"][j, 0] == 0:`), unless an entry is known to be on the
+    host (`{"ids": ids.cpu()}`); one handed to any other call says nothing. Flags torch
+    reports about itself (`torch._C._get_cudnn_enabled()`) are Python bools.
 
     A name tested in an `if` and again in its `elif` (`if ... and converged:`, then `elif
     not converged:`; compared: `if choice == 0:`, then `elif choice == 1:`), or in

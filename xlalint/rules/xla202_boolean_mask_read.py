@@ -100,6 +100,12 @@ class BooleanMaskRead(HelperCallRule):
     (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
     causes of their own. An attribute the class binds to booleans in another method
     (`self.pos_idx = weights >= 0` in `__init__`) is a mask where it indexes a tensor.
+    So is a value (a name, an attribute, a dict's entry under a literal key) whose
+    complement indexes in the same function (`logits[batch["kto_tags"]]` beside
+    `logits[~batch["kto_tags"]]`, `torch.logical_not(labels)`, `labels.logical_not()`):
+    only booleans split rows in two by a value and its complement. Not a Python number's
+    `~i` (`a[i]` and `a[~i]`: a row and its mirror from the end), nor a name the function
+    binds to anything else (`order = torch.arange(n)`).
     Reads of several tensors with the same mask in one statement (`return dists[good],
     idxs[good]`, `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first:
     they select the same count, and one change keeps both shapes. So are reads under a mask
