@@ -660,3 +660,47 @@ def test_detection_head_loss_reads_one_finding_per_consuming_call(tmp_path: Path
     settings = Settings(root=tmp_path, select=("XLA102",))
     report = api.check_paths([package / "head.py"], settings, jobs=1)
     assert sorted(d.start.row for d in report.diagnostics) == [16, 20, 31]
+
+
+BRANCHES = """\
+import torch
+
+from .utils import diagonal_score, to_numpy
+
+
+def train(model, loader, optimizer, results):
+    for batch in loader:
+        out = model(batch)
+        out["energy"].sum().backward()
+        optimizer.step()
+        for prop in ("energy", "forces", "stress"):
+            key = "energy" if prop == "free_energy" else prop
+            if prop == "stress":
+                results[prop] = to_numpy(out[key].squeeze())
+            else:
+                results[prop] = to_numpy(out[key])
+            if prop == "forces":
+                results["score"] = diagonal_score(out[key])
+            elif prop == "stress":
+                results["score"] = diagonal_score(-out[key])
+            if prop == "energy":
+                results["grad"] = to_numpy(out["grad"])
+            else:
+                results["other"] = to_numpy(out["aux"])
+            results["again"] = to_numpy(out[key])
+"""
+
+
+def test_one_value_handed_in_both_branches_of_an_if_is_one_read(tmp_path: Path) -> None:
+    """The same value handed to a host-reading helper in the two branches of one `if`
+    (an `elif` included): one branch runs per pass, one cause, reported in the first.
+    Different values in the branches, or the value again after the `if`, are reads of
+    their own."""
+    package = _package(tmp_path, train=BRANCHES)
+    assert _check([package / "train.py"]) == [
+        ("train.py", 14, "XLA102"),
+        ("train.py", 18, "XLA101"),
+        ("train.py", 22, "XLA102"),
+        ("train.py", 24, "XLA102"),
+        ("train.py", 25, "XLA102"),
+    ]

@@ -1016,6 +1016,23 @@ class FileContext:
     def in_step_closure(self) -> bool:
         return bool(self._closure_calls)
 
+    def _calls_itself(self, func: cst.BaseExpression) -> bool:
+        """The call runs the function it is made in: a module function calling its own
+        name (`walk(child)` in `def walk(node)`), a method calling itself on `self`
+        (`self.encode(batch)` in `encode`)."""
+        function = self.function
+        if function is None:
+            return False
+        if type(func) is cst.Name:
+            return function.class_name is None and func.value == function.name
+        return (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.value.value == "self"
+            and function.class_name is not None
+            and func.attr.value == function.name
+        )
+
     def site(self) -> Site:
         frame = self._frames[-1]
         loops = frame.loops
@@ -1642,7 +1659,12 @@ class FileContext:
             # `multi_apply(self._get_targets_single, anchors, flags)`, `map(kernel, xs)`:
             # the applier calls the function it is handed on each item, here and now.
             self.hot.add_call(self.site(), applied)
-        if type(func) is cst.Name and resolved is None:
+        if self._calls_itself(func):
+            # `def encode(self, sentences): for batch in sentences: self.encode(batch)`: a
+            # recursion runs inside a call of the function, as often as its own callers
+            # call it; its loop over the input's parts makes no caller per step.
+            pass
+        elif type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
         elif own := own_module_function(func, self.module):
             # `d2l.grad_clipping(net, 1)` with `d2l = sys.modules[__name__]`: this module's.

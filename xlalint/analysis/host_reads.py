@@ -33,6 +33,9 @@ _SAME_VALUE = frozenset({"cpu", "detach", "to", "clone", "float", "int", "long",
 _VIEWS = _SAME_VALUE | {"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous"}
 # Reads and copies of a value to the host: `t.item()`, `t.tolist()`, `t.cpu()`, `int(t)`.
 _COPIES = frozenset({"item", "tolist", "cpu", "numpy"})
+# Attributes that hand back the values of the tensor they are read from, element for
+# element: `t.data` (the same storage, out of autograd), `t.T`, `t.mT` (a transposed view).
+_SAME_VALUE_ATTRIBUTES = frozenset({"data", "T", "mT"})
 _CASTS = frozenset({"int", "float", "bool"})
 
 
@@ -72,10 +75,18 @@ def read_root(expr: cst.BaseExpression) -> str | None:
     int(cumsum[b])` then `end = int(cumsum[e])`, `n = int(count.item())` then `if
     n != count.item():`, `x[:, -keep:]` then `y[:, -keep:]`. Different reductions of a
     value (`t.min()`, `t.max()`) are graphs of their own, and so are reads of values
-    computed from several (`a + b`): None."""
+    computed from several (`a + b`): None. A view of the same elements by an attribute
+    (`pred_dur[i].data`, `w.T`) reads the value it is taken of: `x[i, c:c +
+    int(pred_dur[i].data)] = 1` then `c += int(pred_dur[i].data)` is one run."""
     reductions = ""
     while True:
-        if isinstance(expr, cst.Subscript):
+        if (
+            isinstance(expr, cst.Attribute)
+            and expr.attr.value in _SAME_VALUE_ATTRIBUTES
+            and not (isinstance(expr.value, cst.Name) and expr.value.value == "self")
+        ):
+            expr = expr.value
+        elif isinstance(expr, cst.Subscript):
             key = _field(expr)
             if key is not None:
                 reductions = f"[{key}]{reductions}"
@@ -163,7 +174,9 @@ def arithmetic_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst
     `score[label].item() >= score.max().item()`, for either read. Its reads make one host
     number (or truth value) together: one cause, whose fix computes it on the device and
     reads it once (`(numerator / denominator).item()`, `(score[label] >=
-    score.max()).item()`). None where the read is no direct operand."""
+    score.max()).item()`). The operands of `and`/`or` make one truth value as well
+    (`torch.isinf(g).any().item() or torch.isnan(g).any().item()`, whose fix is `(a |
+    b).item()`). None where the read is no direct operand."""
     whole: cst.CSTNode | None = None
     child = read
     for ancestor in ancestors:
@@ -171,6 +184,9 @@ def arithmetic_whole(read: cst.CSTNode, ancestors: Iterable[cst.CSTNode]) -> cst
         if kind is cst.BinaryOperation:
             if type(ancestor.operator) not in _ARITHMETIC:  # type: ignore[attr-defined]
                 break
+            if ancestor.left is not child and ancestor.right is not child:  # type: ignore[attr-defined]
+                break
+        elif kind is cst.BooleanOperation:
             if ancestor.left is not child and ancestor.right is not child:  # type: ignore[attr-defined]
                 break
         elif kind is cst.ComparisonTarget:
@@ -260,3 +276,68 @@ def _statement(ancestors: Iterable[cst.CSTNode]) -> tuple[cst.CSTNode, int] | No
             return None
         child = ancestor
     return None
+
+
+def value_read(expr: cst.BaseExpression) -> str | None:
+    """The tensor an argument hands over, under its rows, views and methods: `out` of
+    `out[name]` and `out[name].squeeze()`, `v` of `-v` (`binding_key`), a field of its
+    own (`out["grad"]` and `out["aux"]` are two values); None for anything else (a call
+    of a function, arithmetic of several values)."""
+    fields = ""
+    while True:
+        if type(expr) is cst.Subscript:
+            key = _field(expr)
+            if key is not None:
+                fields = f"[{key}]{fields}"
+            expr = expr.value
+        elif type(expr) is cst.UnaryOperation:
+            expr = expr.expression
+        elif (
+            type(expr) is cst.Attribute
+            and expr.attr.value in _SAME_VALUE_ATTRIBUTES
+            and not (type(expr.value) is cst.Name and expr.value.value == "self")
+        ):
+            expr = expr.value
+        elif (
+            type(expr) is cst.Call
+            and type(expr.func) is cst.Attribute
+            and expr.func.attr.value in _VIEWS
+        ):
+            expr = expr.func.value
+        else:
+            key = binding_key(expr)
+            return None if key is None else key + fields
+
+
+class BranchReads:
+    """Reads of one value in the two branches of one `if` statement: one branch runs per
+    pass, so they are one read, one cause (`if prop == "stress": r[prop] =
+    to_numpy(out[key].squeeze())` / `else: r[prop] = to_numpy(out[key])`), and one edit
+    (read the value once, before the `if`, or keep it on the device) fixes both. The
+    conditional expression's branches are XLA101's own (`_other_branch_reads`). Fed read
+    by read in walk order; a read under an `elif` is in the `else` of every `if` above."""
+
+    def __init__(self) -> None:
+        # (id(if), "body" or "orelse") -> the keys read there, with what read them
+        self._seen: dict[tuple[int, str], set[tuple[str, str]]] = {}
+
+    def repeats(self, key: str | None, what: str, ancestors: Iterable[cst.CSTNode]) -> bool:
+        """Whether a read of `key` by `what` (the helper or the read's spelling) repeats one
+        in the other branch of an `if` around it; `ancestors` innermost first, up to the
+        function."""
+        if key is None:
+            return False
+        entry = (key, what)
+        repeat = False
+        child: cst.CSTNode | None = None
+        for ancestor in ancestors:
+            if isinstance(ancestor, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+                break
+            if type(ancestor) is cst.If and child is not None and child is not ancestor.test:
+                branch = "body" if child is ancestor.body else "orelse"
+                other = "orelse" if branch == "body" else "body"
+                if entry in self._seen.get((id(ancestor), other), ()):
+                    repeat = True
+                self._seen.setdefault((id(ancestor), branch), set()).add(entry)
+            child = ancestor
+        return repeat

@@ -15,6 +15,7 @@ import libcst as cst
 
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.helper_reads import HelperReads
+from xlalint.analysis.host_reads import BranchReads, value_read
 from xlalint.analysis.tensors import Kind
 from xlalint.rule import Rule
 from xlalint.walk import COMPREHENSIONS, descendants
@@ -46,6 +47,7 @@ class HelperCallRule(Rule):
         self.calls = HelperCalls()
         # Calls (by id) handed a read of another module's function already reported.
         self._handed_elsewhere: set[int] = set()
+        self._if_branches = BranchReads()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.calls.note_class(node)
@@ -195,6 +197,10 @@ class HelperCallRule(Rule):
         if found is None or found[1].read.code != self.code:
             return
         argument, where = found
+        if self._if_branches.repeats(value_read(argument), where.function, self.ctx.ancestors()):
+            # `if stress: to_numpy(out[k].squeeze())` / `else: to_numpy(out[k])`: one
+            # branch runs per pass, one read of the value, reported in the first.
+            return
         consumer = _handed_to(self.ctx.ancestors())
         if consumer is not None:
             if id(consumer) in self._handed_elsewhere:

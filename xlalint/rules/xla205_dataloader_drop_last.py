@@ -83,7 +83,10 @@ class DataLoaderDropLast(Rule):
     and not for training (`def with_val_data(self, x, y, batch_size=1, shuffle=True)`
     making `dataloader = DataLoader(dataset, batch_size, shuffle=shuffle)`), is never
     flagged: dropping samples there would change the metrics. Nor are loaders with a
-    `batch_sampler=` (other than `None`, its default), with
+    `batch_sampler=` (other than `None`, its default), with a random sampler that draws a
+    multiple of the batch size (`sampler=RandomSampler(ds, replacement=True,
+    num_samples=batch_size * iters)` beside `batch_size=batch_size`: the batch size, spelled
+    alike, a factor of the count, or literals that divide), whose batches are all full, with
     `batch_size=1`/`None` (or no batch size: the default is 1; also through an attribute
     or a local every assignment of which sets it so: `self.batch_size: int = 1`, then
     `batch_size=self.batch_size`, or a module-level constant named in capitals that is
@@ -159,12 +162,16 @@ class DataLoaderDropLast(Rule):
         super().__init__(ctx)
         # Per function: names bound to a sampler call, and whether it draws at random.
         self._samplers: list[dict[str, bool]] = [{}]
+        # Per function: names bound to a sampler call, and that call.
+        self._sampler_calls: list[dict[str, cst.Call]] = [{}]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._samplers.append({})
+        self._sampler_calls.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._samplers.pop()
+        self._sampler_calls.pop()
 
     def leave_Assign(self, node: cst.Assign) -> None:
         random = self._random_sampler(node.value)
@@ -172,8 +179,10 @@ class DataLoaderDropLast(Rule):
             if isinstance(target.target, cst.Name):
                 if random is None:
                     self._samplers[-1].pop(target.target.value, None)
+                    self._sampler_calls[-1].pop(target.target.value, None)
                 else:
                     self._samplers[-1][target.target.value] = random
+                    self._sampler_calls[-1][target.target.value] = node.value  # type: ignore[assignment]
 
     def visit_Call(self, node: cst.Call) -> None:
         wrapped = None
@@ -191,6 +200,8 @@ class DataLoaderDropLast(Rule):
             return
         if "batch_sampler" in args and not _is_name(args["batch_sampler"], "None"):
             return  # the batch sampler makes the batches (`batch_sampler=None`: the default)
+        if _whole_batches(self._sampler_call(args.get("sampler")), args.get("batch_size")):
+            return  # `RandomSampler(ds, replacement=True, num_samples=bs * iters)`: all full
         drop_last = args.get("drop_last")
         config = self._config_default_false(drop_last)
         default = self._parameter_default_false(drop_last)
@@ -460,6 +471,14 @@ class DataLoaderDropLast(Rule):
         )
         return not _is_name(shuffle, "False")
 
+    def _sampler_call(self, sampler: cst.BaseExpression | None) -> cst.Call | None:
+        """The sampler call `sampler` is, or the one the function bound its name to."""
+        if isinstance(sampler, cst.Call):
+            return sampler
+        if isinstance(sampler, cst.Name):
+            return self._sampler_calls[-1].get(sampler.value)
+        return None
+
     def _draws_at_random(self, sampler: cst.BaseExpression | None) -> bool:
         if sampler is None:
             return False
@@ -557,6 +576,40 @@ def _one_sample(batch_size: cst.BaseExpression | None, module: cst.Module, depth
         values = module_values(module, batch_size.value)
         return bool(values) and all(_one_sample(value, module, depth + 1) for value in values)
     return isinstance(batch_size, cst.Integer) and batch_size.evaluated_value == 1
+
+
+# Samplers that draw a set number of samples (`num_samples`), and its position.
+_COUNTED_SAMPLERS = {"RandomSampler": 2, "WeightedRandomSampler": 1}
+
+
+def _whole_batches(sampler: cst.Call | None, batch_size: cst.BaseExpression | None) -> bool:
+    """Whether `sampler` draws a number of samples that is a multiple of the loader's
+    batch size, so every batch of an epoch is full: `RandomSampler(ds, replacement=True,
+    num_samples=batch_size * iters)` with `batch_size=batch_size` (a product with the
+    batch size, spelled alike, as a factor), or literals that divide (`num_samples=512`,
+    `batch_size=64`)."""
+    if sampler is None or batch_size is None:
+        return False
+    name = (get_full_name_for_node(sampler.func) or "").rsplit(".", 1)[-1]
+    position = _COUNTED_SAMPLERS.get(name)
+    if position is None:
+        return False
+    signature = Signature((None,) * position + ("num_samples",), None, open_positional=True)
+    bound = bind(sampler, signature)
+    count = None if bound is None else bound.get("num_samples")
+    if count is None:
+        return False
+    if type(count) is cst.Integer and type(batch_size) is cst.Integer:
+        size = batch_size.evaluated_value
+        return size > 0 and count.evaluated_value % size == 0
+    factors: list[cst.BaseExpression] = [count]
+    while factors:
+        factor = factors.pop()
+        if factor.deep_equals(batch_size):
+            return True
+        if type(factor) is cst.BinaryOperation and type(factor.operator) is cst.Multiply:
+            factors += [factor.left, factor.right]
+    return False
 
 
 def _is_name(node: cst.BaseExpression | None, value: str) -> bool:
