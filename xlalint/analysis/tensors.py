@@ -3079,7 +3079,7 @@ class TensorKinds:
                 return Kind.TENSOR  # `hyp.scores[k]`: a dict field declared to hold tensors
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
-            return _join((self.of(node.left), self.of(node.right)))
+            return self._operation((node.left, node.right))
         if node_type is cst.UnaryOperation:
             if isinstance(node.operator, cst.Not):
                 return Kind.HOST
@@ -3089,7 +3089,7 @@ class TensorKinds:
                 type(t.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for t in node.comparisons
             ):
                 return Kind.HOST
-            return _join([self.of(node.left), *(self.of(t.comparator) for t in node.comparisons)])
+            return self._operation([node.left, *(t.comparator for t in node.comparisons)])
         if node_type is cst.IfExp:
             if (tracing := self.tests_tracing(node.test)) is not None:
                 # `torch.min(torch.tensor(hw)) if torch.jit.is_tracing() else min(hw)`: a
@@ -3106,6 +3106,17 @@ class TensorKinds:
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
+
+    def _operation(self, operands: Sequence[cst.BaseExpression]) -> Kind:
+        """The kind of an arithmetic, bitwise or comparison result: a tensor where an
+        operand is one; else on the host where an operand is a torch tensor made on the
+        host (`(query[i] != pad)` with `query = batch["ids"].cpu()`), whatever the others
+        are: PyTorch refuses to combine a host tensor with a device tensor (a 0-dim one
+        aside), so the operands of unknown kind are numbers or host tensors too."""
+        kind = _join(self.of(operand) for operand in operands)
+        if kind is Kind.UNKNOWN and any(self.is_host_tensor(operand) for operand in operands):
+            return Kind.HOST
+        return kind
 
     @property
     def records(self) -> dict[str, Record]:
