@@ -206,11 +206,13 @@ _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.I
 # Iterables of tensors that are tensors themselves, so indexing one gives a tensor.
 _SCHEDULE_NAME = re.compile(r"(timesteps|sigmas)$", re.IGNORECASE)
 # Parameters whose names say they count or index (`batch_idx`, `epoch_num`, `batch_no`,
-# `unet_number`, `step_counter`): Python ints, whatever function takes them.
+# `unet_number`, `step_counter`, a trainer's `iters`): Python ints, whatever function takes
+# them (not `data_iter`, an iterator).
 _INDEX_NAME = re.compile(
-    r"^(i|j|k|n|idx|index|step|steps|epoch|epochs|it|iteration|global_step|batch_idx|"
-    r"batch_index|\w+_idx|\w+_id|\w+_step|\w+_steps|\w+_epoch|\w+_epochs|num_\w+|\w+_num|"
-    r"\w+_no|\w+_number|\w+_counter|\w+_iteration|\w+_size)$"
+    r"^(i|j|k|n|idx|index|step|steps|epoch|epochs|it|iters|iteration|iterations|"
+    r"global_step|batch_idx|batch_index|\w+_idx|\w+_id|\w+_step|\w+_steps|\w+_epoch|"
+    r"\w+_epochs|num_\w+|\w+_num|\w+_no|\w+_number|\w+_counter|\w+_iters|"
+    r"\w+_iteration|\w+_iterations|\w+_size)$"
 )
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
 # `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
