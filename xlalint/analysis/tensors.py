@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -570,10 +571,31 @@ def _names_other_class(annotation: cst.Annotation | None) -> bool:
     return bool(types) and not any(names_model(t) or t.endswith("Loss") for t in types)
 
 
+@lru_cache(maxsize=256)
+def _parsed_reference(text: str) -> cst.BaseExpression | None:
+    try:
+        return cst.parse_expression(text.strip())
+    except (cst.ParserSyntaxError, ValueError):
+        return None
+
+
+def unquoted(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The type a forward reference spells (`"torch.Tensor"`, written in quotes where
+    torch is imported only under `TYPE_CHECKING`), parsed; any other annotation as it is
+    (a string that is no expression, jaxtyping's `"b n"`, too)."""
+    if type(node) in (cst.SimpleString, cst.ConcatenatedString):
+        text = node.evaluated_value  # type: ignore[attr-defined]
+        if isinstance(text, str) and (parsed := _parsed_reference(text)) is not None:
+            return parsed
+    return node
+
+
 def _maps_to_tensors(node: cst.BaseExpression) -> bool:
     """`dict[str, torch.Tensor]`, `Dict[str, Tensor]`, `Mapping[str, Tensor]` (also under
     `Optional`), or a tensordict (`TensorDictBase`, `TensorDict`): a mapping declared to
-    hold tensors, each value one."""
+    hold tensors, each value one (a part in quotes, `dict[str, "torch.Tensor"]`, is the
+    type it spells)."""
+    node = unquoted(node)
     if isinstance(node, cst.BinaryOperation):  # `dict[str, Tensor] | None`
         return _maps_to_tensors(node.left) or _maps_to_tensors(node.right)
     if isinstance(node, cst.Name | cst.Attribute):
@@ -738,7 +760,10 @@ def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
     `Tensor | None`, a shape-typed one: `Float[Tensor, "b n"]`, `Bool['b n']`); ITERABLE
     for a sequence of tensors (`Sequence[torch.Tensor]`, `tuple[Tensor, Tensor]`: each
-    element is one); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
+    element is one); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`). A
+    forward reference, `"torch.Tensor"` (also as a part: `Optional["Tensor"]`), is the
+    type it spells."""
+    node = unquoted(node)
     if isinstance(node, cst.BinaryOperation):
         return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
     if isinstance(node, cst.Subscript):
@@ -1801,12 +1826,14 @@ class TensorKinds:
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
         if param.annotation is not None:
-            if array_dtype(param.annotation.annotation) is not None:
+            # `x: "torch.Tensor"`: a forward reference names the type it spells.
+            annotation = unquoted(param.annotation.annotation)
+            if array_dtype(annotation) is not None:
                 return Kind.TENSOR  # `embed: Float['b n d']`, `x: Float[Tensor, "b n"]`
-            names = names_under(param.annotation.annotation)
+            names = names_under(annotation)
             if names & TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
-                return _tensor_annotation(param.annotation.annotation)
+                return _tensor_annotation(annotation)
             # Any other annotation names what the parameter is: a host type, or a class
             # such as `attn: Attention` whose attributes are not tensors. A dotted type is
             # named by its last part (`np.ndarray`: a numpy array, not a module `np`).
