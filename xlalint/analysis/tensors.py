@@ -828,6 +828,13 @@ def _positions(
     return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
 
 
+def _operands(node: cst.BinaryOperation | cst.Comparison) -> list[cst.BaseExpression]:
+    """The operands of an arithmetic, bitwise or comparison expression."""
+    if type(node) is cst.BinaryOperation:
+        return [node.left, node.right]
+    return [node.left, *(t.comparator for t in node.comparisons)]  # type: ignore[union-attr]
+
+
 def _join(kinds: Iterable[Kind]) -> Kind:
     """TENSOR if any part is a tensor; HOST only if every part is host."""
     seen = set(kinds)
@@ -2877,6 +2884,15 @@ class TensorKinds:
             # `target = tokens[:, a:b]` of a host tensor: a view of it, on the host too
             # (not `batch["x"]`, a field of a mapping).
             return not _string_keyed(value) and self.is_host_tensor(value.value)
+        if type(value) in (cst.BinaryOperation, cst.Comparison):
+            # `scores[i] - offset`, `(query[i] != pad) & keep`: an operation with a host
+            # tensor operand and no device one (`_operation`).
+            operands = _operands(value)
+            return self._operation(operands) is Kind.HOST and any(
+                self.is_host_tensor(operand) for operand in operands
+            )
+        if type(value) is cst.UnaryOperation and not isinstance(value.operator, cst.Not):
+            return self.is_host_tensor(value.expression)  # `~mask` of a host mask
         if type(value) is not cst.Call:
             return False
         func = value.func
@@ -3108,7 +3124,7 @@ class TensorKinds:
                 return Kind.TENSOR  # `hyp.scores[k]`: a dict field declared to hold tensors
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
-            return self._operation((node.left, node.right))
+            return self._operation(_operands(node))
         if node_type is cst.UnaryOperation:
             if isinstance(node.operator, cst.Not):
                 return Kind.HOST
@@ -3118,7 +3134,7 @@ class TensorKinds:
                 type(t.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for t in node.comparisons
             ):
                 return Kind.HOST
-            return self._operation([node.left, *(t.comparator for t in node.comparisons)])
+            return self._operation(_operands(node))
         if node_type is cst.IfExp:
             if (tracing := self.tests_tracing(node.test)) is not None:
                 # `torch.min(torch.tensor(hw)) if torch.jit.is_tracing() else min(hw)`: a
