@@ -3158,10 +3158,21 @@ class TensorKinds:
         host (`(query[i] != pad)` with `query = batch["ids"].cpu()`), whatever the others
         are: PyTorch refuses to combine a host tensor with a device tensor (a 0-dim one
         aside), so the operands of unknown kind are numbers or host tensors too."""
-        kind = _join(self.of(operand) for operand in operands)
-        if kind is Kind.UNKNOWN and any(self.is_host_tensor(operand) for operand in operands):
+        kinds = [self.of(operand) for operand in operands]
+        kind = _join(kinds)
+        if kind is Kind.UNKNOWN and any(
+            known is Kind.HOST and self.is_host_tensor(operand)
+            for operand, known in zip(operands, kinds, strict=True)
+        ):
             return Kind.HOST
         return kind
+
+    def accumulated(self, target: cst.BaseExpression, value: cst.BaseExpression) -> Kind:
+        """The kind `target op= value` leaves: the join of both, as before the host-operand
+        reasoning of `_operation`: a running total a host tensor starts as (`returns =
+        torch.zeros(n)`, then `returns += r`) takes what it accumulates, where a helper
+        may hand back a device value on one of its paths."""
+        return _join((self.of(target), self.of(value)))
 
     @property
     def records(self) -> dict[str, Record]:
