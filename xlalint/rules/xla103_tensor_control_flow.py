@@ -80,7 +80,9 @@ class TensorControlFlow(HelperReadRule):
     caller's own parameter with a literal default (`forward_only=forward_only` from
     `forward_only=False`, then `assert forward_only`), nor a per-step function's parameter that the
     function compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
-    stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left to
+    stage's name, not a tensor; nor one whose name says it counts steps or iterations
+    (`forward(self, iters, y)` testing `(iters + 1) % self.skip_update == 0`, `n_iters`,
+    `global_step`): the trainer's Python counter. Hand-written gradient clipping (`if clip_coef < 1:`) is left to
     XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or torch.isnan(loss):`) is
     one condition, whose fix folds the tests into one device expression: it is reported once, at
     its first tensor operand. A device tensor run through `if not isinstance(v, torch.Tensor): v
