@@ -999,6 +999,9 @@ class TensorKinds:
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
+        # Parameters annotated as tensors (`input: torch.Tensor`), and names bound to rows
+        # of them, per frame: tensors by the code's word, not by presumption.
+        self._declared: list[set[str]] = [set()]
         # Per frame, names last bound as one element of an unpacked tuple (`_, lengths =
         # self.embedder(x)`): taken for tensors by position only, so `max(lengths)` of one
         # says nothing (a tuple of tensors and `list[int]` lengths unpacks the same way).
@@ -1045,6 +1048,7 @@ class TensorKinds:
         presumed: set[str] = set()
         tensors: set[str] = set()
         typed: set[str] = set()
+        declared: set[str] = set()
         documented = documented_host_parameters(node)
         documented_tensors = documented_tensor_parameters(node)
         for index, param in enumerate(parameters(node)):
@@ -1066,6 +1070,8 @@ class TensorKinds:
                 frame[name] = Kind.TENSOR if tensor_params else Kind.UNKNOWN
             if frame[name] is Kind.TENSOR and param.annotation is None:
                 presumed.add(name)
+            elif frame[name] is Kind.TENSOR:
+                declared.add(name)
             if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
                 frame[name] = Kind.UNKNOWN
             if frame[name] is Kind.ITERABLE and param.annotation is not None:
@@ -1163,6 +1169,7 @@ class TensorKinds:
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
+        self._declared.append(declared)
         self._unpacked.append(set())
         self._host_computed.append(set())
         self._data_names.append(None)
@@ -1277,6 +1284,7 @@ class TensorKinds:
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
+        self._declared.pop()
         self._unpacked.pop()
         self._host_computed.pop()
         self._data_names.pop()
@@ -1883,6 +1891,7 @@ class TensorKinds:
             self._absent[-1].discard(target.value)
             self._scaled[-1].pop(target.value, None)
             self._typed[-1].discard(target.value)
+            self._declared[-1].discard(target.value)
             self._unpacked[-1].discard(target.value)
             self._host_computed[-1].discard(target.value)
             self._wrappers[-1].pop(target.value, None)
@@ -2106,7 +2115,10 @@ class TensorKinds:
                 # optional value says nothing of the value where present (any use of it
                 # as a value, `mask[:, idx]`, is on that path).
                 continue
+            declared = self._declared_tensor(value)
             self.bind(target, kind)
+            if declared and type(target) is cst.Name:
+                self._declared[-1].add(target.value)  # `input = input[0]`: a row of one
             if type(value) is cst.Name and value.value == "None":
                 # Noted for the branches of an `if` (`merge_branches`), where the name may
                 # be new in this one.
@@ -3297,6 +3309,11 @@ class TensorKinds:
             # name says a count or an index, as a parameter's would. (Not a camera's
             # `height`: a size per image may be a tensor.)
             return Kind.HOST
+        if base is Kind.TENSOR and attr not in TENSOR_MEMBERS and self._declared_tensor(node.value):
+            # `input.qtype` with `input: torch.Tensor`: the code says it is a tensor, and
+            # torch's Tensor has no such attribute: a tensor subclass's own Python field
+            # (optimum-quanto's qtype), no tensor value unless the code says so.
+            return Kind.UNKNOWN
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
         if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:
@@ -3325,6 +3342,15 @@ class TensorKinds:
         if names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
             return Kind.MODULE  # (`self.modules` is a method walking the submodules)
         return Kind.UNKNOWN
+
+    def _declared_tensor(self, node: cst.BaseExpression) -> bool:
+        """A parameter annotated as a tensor, a name bound to a row of one, or a row of
+        one (`input[0]`): a tensor by the code's word. A presumed one (a model's output,
+        a `forward`'s unannotated parameter) may be any object holding tensors
+        (`outputs.logits`, a graph batch's `batch.ptr`)."""
+        while type(node) is cst.Subscript:
+            node = node.value  # type: ignore[attr-defined]
+        return type(node) is cst.Name and node.value in self._declared[-1]  # type: ignore[attr-defined]
 
     def _own_method(self, node: cst.Attribute) -> bool:
         """`self.restore_model`, where the class being walked defines `def
