@@ -75,8 +75,10 @@ class TensorControlFlow(HelperReadRule):
     on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python numbers are not flagged,
     nor on any other metadata `torch.Tensor` keeps (`is_nested`, `is_sparse`, `layout`,
     `requires_grad`, `is_inference()`, `is_complex()`: layout, storage and autograd flags known on
-    the host), nor a per-step function's parameter that every call of the module hands a Python
-    literal or the caller's own parameter with a literal default (`forward_only=forward_only` from
+    the host), nor on a field torch's Tensor lacks of a value the code declares a tensor
+    (`input.qtype != self.qtype` with `input: torch.Tensor`: a tensor subclass's Python attribute),
+    nor a per-step function's parameter that every call of the module hands a Python literal or the
+    caller's own parameter with a literal default (`forward_only=forward_only` from
     `forward_only=False`, then `assert forward_only`), nor a per-step function's parameter that the
     function compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
     stage's name, not a tensor; nor one whose name says it counts steps or iterations
