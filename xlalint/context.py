@@ -1479,8 +1479,7 @@ class FileContext:
             self.kinds.bind_assignment([node.target], node.value)
         elif kind is cst.AugAssign:
             assert isinstance(node, cst.AugAssign)
-            self.kinds.bind(node.target, self.kinds.of(cst.BinaryOperation(
-                node.target, cst.Add(), node.value)))  # fmt: skip
+            self.kinds.bind(node.target, self.kinds.accumulated(node.target, node.value))
 
     def _bound_on_xla(self, targets: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
         """The targets whose binding here counts on an XLA host. An attribute of `self`

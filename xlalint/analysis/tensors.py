@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -227,11 +228,13 @@ _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.I
 # Iterables of tensors that are tensors themselves, so indexing one gives a tensor.
 _SCHEDULE_NAME = re.compile(r"(timesteps|sigmas)$", re.IGNORECASE)
 # Parameters whose names say they count or index (`batch_idx`, `epoch_num`, `batch_no`,
-# `unet_number`, `step_counter`): Python ints, whatever function takes them.
+# `unet_number`, `step_counter`, a trainer's `iters`): Python ints, whatever function takes
+# them (not `data_iter`, an iterator).
 _INDEX_NAME = re.compile(
-    r"^(i|j|k|n|idx|index|step|steps|epoch|epochs|it|iteration|global_step|batch_idx|"
-    r"batch_index|\w+_idx|\w+_id|\w+_step|\w+_steps|\w+_epoch|\w+_epochs|num_\w+|\w+_num|"
-    r"\w+_no|\w+_number|\w+_counter|\w+_iteration|\w+_size)$"
+    r"^(i|j|k|n|idx|index|step|steps|epoch|epochs|it|iters|iteration|iterations|"
+    r"global_step|batch_idx|batch_index|\w+_idx|\w+_id|\w+_step|\w+_steps|\w+_epoch|"
+    r"\w+_epochs|num_\w+|\w+_num|\w+_no|\w+_number|\w+_counter|\w+_iters|"
+    r"\w+_iteration|\w+_iterations|\w+_size)$"
 )
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
 # `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
@@ -589,10 +592,31 @@ def _names_other_class(annotation: cst.Annotation | None) -> bool:
     return bool(types) and not any(names_model(t) or t.endswith("Loss") for t in types)
 
 
+@lru_cache(maxsize=256)
+def _parsed_reference(text: str) -> cst.BaseExpression | None:
+    try:
+        return cst.parse_expression(text.strip())
+    except (cst.ParserSyntaxError, ValueError):
+        return None
+
+
+def unquoted(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The type a forward reference spells (`"torch.Tensor"`, written in quotes where
+    torch is imported only under `TYPE_CHECKING`), parsed; any other annotation as it is
+    (a string that is no expression, jaxtyping's `"b n"`, too)."""
+    if type(node) in (cst.SimpleString, cst.ConcatenatedString):
+        text = node.evaluated_value  # type: ignore[attr-defined]
+        if isinstance(text, str) and (parsed := _parsed_reference(text)) is not None:
+            return parsed
+    return node
+
+
 def _maps_to_tensors(node: cst.BaseExpression) -> bool:
     """`dict[str, torch.Tensor]`, `Dict[str, Tensor]`, `Mapping[str, Tensor]` (also under
     `Optional`), or a tensordict (`TensorDictBase`, `TensorDict`): a mapping declared to
-    hold tensors, each value one."""
+    hold tensors, each value one (a part in quotes, `dict[str, "torch.Tensor"]`, is the
+    type it spells)."""
+    node = unquoted(node)
     if isinstance(node, cst.BinaryOperation):  # `dict[str, Tensor] | None`
         return _maps_to_tensors(node.left) or _maps_to_tensors(node.right)
     if isinstance(node, cst.Name | cst.Attribute):
@@ -757,7 +781,10 @@ def _tensor_annotation(node: cst.BaseExpression) -> Kind:
     """TENSOR for an annotation naming a tensor (`Tensor`, `Optional[torch.FloatTensor]`,
     `Tensor | None`, a shape-typed one: `Float[Tensor, "b n"]`, `Bool['b n']`); ITERABLE
     for a sequence of tensors (`Sequence[torch.Tensor]`, `tuple[Tensor, Tensor]`: each
-    element is one); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`)."""
+    element is one); UNKNOWN for one that only holds tensors (`dict[str, Tensor]`). A
+    forward reference, `"torch.Tensor"` (also as a part: `Optional["Tensor"]`), is the
+    type it spells."""
+    node = unquoted(node)
     if isinstance(node, cst.BinaryOperation):
         return _join([_tensor_annotation(node.left), _tensor_annotation(node.right)])
     if isinstance(node, cst.Subscript):
@@ -820,6 +847,13 @@ def _positions(
     ):
         return []
     return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+
+
+def _operands(node: cst.BinaryOperation | cst.Comparison) -> list[cst.BaseExpression]:
+    """The operands of an arithmetic, bitwise or comparison expression."""
+    if type(node) is cst.BinaryOperation:
+        return [node.left, node.right]
+    return [node.left, *(t.comparator for t in node.comparisons)]  # type: ignore[union-attr]
 
 
 def _join(kinds: Iterable[Kind]) -> Kind:
@@ -988,6 +1022,9 @@ class TensorKinds:
         # Per frame, parameters annotated with a class whose name is no model's, until
         # rebound: their names (`stopping_criterion`) do not make them models.
         self._typed: list[set[str]] = [set()]
+        # Parameters annotated as tensors (`input: torch.Tensor`), and names bound to rows
+        # of them, per frame: tensors by the code's word, not by presumption.
+        self._declared: list[set[str]] = [set()]
         # Per frame, names last bound as one element of an unpacked tuple (`_, lengths =
         # self.embedder(x)`): taken for tensors by position only, so `max(lengths)` of one
         # says nothing (a tuple of tensors and `list[int]` lengths unpacks the same way).
@@ -1034,6 +1071,7 @@ class TensorKinds:
         presumed: set[str] = set()
         tensors: set[str] = set()
         typed: set[str] = set()
+        declared: set[str] = set()
         documented = documented_host_parameters(node)
         documented_tensors = documented_tensor_parameters(node)
         for index, param in enumerate(parameters(node)):
@@ -1055,6 +1093,8 @@ class TensorKinds:
                 frame[name] = Kind.TENSOR if tensor_params else Kind.UNKNOWN
             if frame[name] is Kind.TENSOR and param.annotation is None:
                 presumed.add(name)
+            elif frame[name] is Kind.TENSOR:
+                declared.add(name)
             if node.name.value == "step" and _ENVIRONMENT_ACTION.match(name):
                 frame[name] = Kind.UNKNOWN
             if frame[name] is Kind.ITERABLE and param.annotation is not None:
@@ -1153,6 +1193,7 @@ class TensorKinds:
         self._trained.append(None)
         self._module_uses.append(None)
         self._typed.append(typed)
+        self._declared.append(declared)
         self._unpacked.append(set())
         self._host_computed.append(set())
         self._data_names.append(None)
@@ -1268,6 +1309,7 @@ class TensorKinds:
         self._trained.pop()
         self._module_uses.pop()
         self._typed.pop()
+        self._declared.pop()
         self._unpacked.pop()
         self._host_computed.pop()
         self._data_names.pop()
@@ -1824,12 +1866,14 @@ class TensorKinds:
     def _param_kind(self, param: cst.Param, tensor_params: bool) -> Kind:
         name = param.name.value
         if param.annotation is not None:
-            if array_dtype(param.annotation.annotation) is not None:
+            # `x: "torch.Tensor"`: a forward reference names the type it spells.
+            annotation = unquoted(param.annotation.annotation)
+            if array_dtype(annotation) is not None:
                 return Kind.TENSOR  # `embed: Float['b n d']`, `x: Float[Tensor, "b n"]`
-            names = names_under(param.annotation.annotation)
+            names = names_under(annotation)
             if names & TENSOR_ANNOTATIONS:
                 # `dict[str, Tensor] | None` holds tensors but is not one.
-                return _tensor_annotation(param.annotation.annotation)
+                return _tensor_annotation(annotation)
             # Any other annotation names what the parameter is: a host type, or a class
             # such as `attn: Attention` whose attributes are not tensors. A dotted type is
             # named by its last part (`np.ndarray`: a numpy array, not a module `np`).
@@ -1872,6 +1916,7 @@ class TensorKinds:
             self._absent[-1].discard(target.value)
             self._scaled[-1].pop(target.value, None)
             self._typed[-1].discard(target.value)
+            self._declared[-1].discard(target.value)
             self._unpacked[-1].discard(target.value)
             self._host_computed[-1].discard(target.value)
             self._wrappers[-1].pop(target.value, None)
@@ -2095,7 +2140,10 @@ class TensorKinds:
                 # optional value says nothing of the value where present (any use of it
                 # as a value, `mask[:, idx]`, is on that path).
                 continue
+            declared = self._declared_tensor(value)
             self.bind(target, kind)
+            if declared and type(target) is cst.Name:
+                self._declared[-1].add(target.value)  # `input = input[0]`: a row of one
             if type(value) is cst.Name and value.value == "None":
                 # Noted for the branches of an `if` (`merge_branches`), where the name may
                 # be new in this one.
@@ -2875,6 +2923,15 @@ class TensorKinds:
             # `target = tokens[:, a:b]` of a host tensor: a view of it, on the host too
             # (not `batch["x"]`, a field of a mapping).
             return not _string_keyed(value) and self.is_host_tensor(value.value)
+        if type(value) in (cst.BinaryOperation, cst.Comparison):
+            # `scores[i] - offset`, `(query[i] != pad) & keep`: an operation with a host
+            # tensor operand and no device one (`_operation`).
+            operands = _operands(value)
+            return self._operation(operands) is Kind.HOST and any(
+                self.is_host_tensor(operand) for operand in operands
+            )
+        if type(value) is cst.UnaryOperation and not isinstance(value.operator, cst.Not):
+            return self.is_host_tensor(value.expression)  # `~mask` of a host mask
         if type(value) is not cst.Call:
             return False
         func = value.func
@@ -3106,7 +3163,7 @@ class TensorKinds:
                 return Kind.TENSOR  # `hyp.scores[k]`: a dict field declared to hold tensors
             return base if base in (Kind.TENSOR, Kind.HOST) else Kind.UNKNOWN
         if node_type is cst.BinaryOperation:
-            return _join((self.of(node.left), self.of(node.right)))
+            return self._operation(_operands(node))
         if node_type is cst.UnaryOperation:
             if isinstance(node.operator, cst.Not):
                 return Kind.HOST
@@ -3116,7 +3173,7 @@ class TensorKinds:
                 type(t.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for t in node.comparisons
             ):
                 return Kind.HOST
-            return _join([self.of(node.left), *(self.of(t.comparator) for t in node.comparisons)])
+            return self._operation(_operands(node))
         if node_type is cst.IfExp:
             if (tracing := self.tests_tracing(node.test)) is not None:
                 # `torch.min(torch.tensor(hw)) if torch.jit.is_tracing() else min(hw)`: a
@@ -3133,6 +3190,28 @@ class TensorKinds:
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
+
+    def _operation(self, operands: Sequence[cst.BaseExpression]) -> Kind:
+        """The kind of an arithmetic, bitwise or comparison result: a tensor where an
+        operand is one; else on the host where an operand is a torch tensor made on the
+        host (`(query[i] != pad)` with `query = batch["ids"].cpu()`), whatever the others
+        are: PyTorch refuses to combine a host tensor with a device tensor (a 0-dim one
+        aside), so the operands of unknown kind are numbers or host tensors too."""
+        kinds = [self.of(operand) for operand in operands]
+        kind = _join(kinds)
+        if kind is Kind.UNKNOWN and any(
+            known is Kind.HOST and self.is_host_tensor(operand)
+            for operand, known in zip(operands, kinds, strict=True)
+        ):
+            return Kind.HOST
+        return kind
+
+    def accumulated(self, target: cst.BaseExpression, value: cst.BaseExpression) -> Kind:
+        """The kind `target op= value` leaves: the join of both, as before the host-operand
+        reasoning of `_operation`: a running total a host tensor starts as (`returns =
+        torch.zeros(n)`, then `returns += r`) takes what it accumulates, where a helper
+        may hand back a device value on one of its paths."""
+        return _join((self.of(target), self.of(value)))
 
     @property
     def records(self) -> dict[str, Record]:
@@ -3278,6 +3357,11 @@ class TensorKinds:
             # name says a count or an index, as a parameter's would. (Not a camera's
             # `height`: a size per image may be a tensor.)
             return Kind.HOST
+        if base is Kind.TENSOR and attr not in TENSOR_MEMBERS and self._declared_tensor(node.value):
+            # `input.qtype` with `input: torch.Tensor`: the code says it is a tensor, and
+            # torch's Tensor has no such attribute: a tensor subclass's own Python field
+            # (optimum-quanto's qtype), no tensor value unless the code says so.
+            return Kind.UNKNOWN
         if base is Kind.TENSOR:
             return Kind.TENSOR  # .grad, .data, .T, .loss of a model output
         if base is Kind.HOST and attr in _VIEW_ATTRIBUTES and type(node.value) is cst.Call:
@@ -3306,6 +3390,15 @@ class TensorKinds:
         if names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
             return Kind.MODULE  # (`self.modules` is a method walking the submodules)
         return Kind.UNKNOWN
+
+    def _declared_tensor(self, node: cst.BaseExpression) -> bool:
+        """A parameter annotated as a tensor, a name bound to a row of one, or a row of
+        one (`input[0]`): a tensor by the code's word. A presumed one (a model's output,
+        a `forward`'s unannotated parameter) may be any object holding tensors
+        (`outputs.logits`, a graph batch's `batch.ptr`)."""
+        while type(node) is cst.Subscript:
+            node = node.value  # type: ignore[attr-defined]
+        return type(node) is cst.Name and node.value in self._declared[-1]  # type: ignore[attr-defined]
 
     def _own_method(self, node: cst.Attribute) -> bool:
         """`self.restore_model`, where the class being walked defines `def

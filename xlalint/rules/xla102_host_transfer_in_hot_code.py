@@ -193,7 +193,10 @@ class HostTransferInHotCode(HelperCallRule):
     torch.from_numpy(b))`) or the function's own parameters (a transform's `frames`,
     whose device its callers decide), nor a write into a tensor made on the device. A
     method annotated to return a tensor (`-> torch.Tensor`) returns one, however numeric
-    its arithmetic looks (`noise * 0.5 + (1 - noise) * p`).
+    its arithmetic looks (`noise * 0.5 + (1 - noise) * p`). So is an in-place copy into
+    such a tensor, `self.buffer.copy_(x.bmm(x.mT))` in a forward hook with `self.buffer =
+    torch.zeros(n, n)` made without a device, on the same evidence (not `copy_` into a
+    tensor made on the device, nor of host values).
 
     A copy inside a warning about a checked value (the body of an `if` that only warns,
     `if err.max() > tol: log.warning(f"{err.cpu()}")`) runs when the value has gone wrong,
@@ -411,6 +414,23 @@ class HostTransferInHotCode(HelperCallRule):
             message = self.write_message.format(host=spelled_argument(host))
             self.report(target, message, end_node=node.value)
 
+    def _copy_into_host_tensor(self, node: cst.Call, func: cst.Attribute) -> None:
+        """`self.buffer.copy_(out.bmm(out.mT))` with `self.buffer = torch.zeros(n)`: an
+        in-place copy of a device tensor into a tensor on the host is a device-to-host
+        copy, as an element write is (`visit_Assign`), on the same evidence."""
+        source = node.args[0].value if node.args and not node.args[0].star else None
+        if (
+            source is not None
+            and node.args[0].keyword is None
+            and self.ctx.kind(func.value) is Kind.HOST
+            and self.ctx.kinds.is_host_tensor(func.value)
+            and self.ctx.is_tensor(source)
+            and self._handed_device_tensors(source)
+        ):
+            host = self.ctx.module.code_for_node(func.value)
+            message = self.write_message.format(host=spelled_argument(host))
+            self.report(func.attr, message, end_node=node)
+
     def _handed_device_tensors(self, value: cst.BaseExpression) -> bool:
         """The written value is what a call makes of device tensors the function computed
         (a model's or helper's output, `self.probability(rews1, rews2)` with `rews1 =
@@ -507,6 +527,9 @@ class HostTransferInHotCode(HelperCallRule):
         self._note_number_read(node)
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._note_backward(func.value)
+        if isinstance(func, cst.Attribute) and func.attr.value == "copy_":
+            self._copy_into_host_tensor(node, func)
+            return
         if not isinstance(func, cst.Attribute) or func.attr.value not in _TRANSFERS:
             return
         method = func.attr.value

@@ -63,30 +63,33 @@ class TensorControlFlow(HelperReadRule):
     ## What it does
     Flags Python control flow that needs a tensor's value, in code that runs every step (also a
     function that another module of the project calls every step, such as a losses' shared input
-    check called at the start of their `forward`, and a function registered as a tensor's
-    gradient hook, `loss.register_hook(raise_if_nan)`, which runs on every backward): the test of
-    an `if`, `while`, `assert`, conditional expression or comprehension `if`; the operands of
-    `and`, `or` and `not`; `bool(t)`; the builtins `min()`/`max()` on tensors; `any()`/`all()` of
-    tensors, which take the truth of each (`any(torch.isnan(l) for l in (gen_loss, disc_loss))`,
-    `all([a > 0, b > 0])`); and a device tensor's membership test in a list or tuple (`seq[-1]
-    not in self.som_ids`, with the ids a display, a list comprehension or `.tolist()` of a
-    tensor), which compares it with each element and takes the truth of each comparison (not in
-    a set or a dict, looked up by hash, nor in a container the file shows nothing of, such as an
-    optimizer's `p in self.state`). Tests on shapes, dtypes, devices, `is None`, `isinstance`,
-    `len()` and Python numbers are not flagged, nor on any other metadata `torch.Tensor`
-    keeps (`is_nested`, `is_sparse`, `layout`, `requires_grad`, `is_inference()`,
-    `is_complex()`: layout, storage and autograd flags known on the host), nor a per-step
-    function's parameter that every call of the module hands a Python literal or the
+    check called at the start of their `forward`, and a function registered as a tensor's gradient
+    hook, `loss.register_hook(raise_if_nan)`, which runs on every backward): the test of an `if`,
+    `while`, `assert`, conditional expression or comprehension `if`; the operands of `and`, `or` and
+    `not`; `bool(t)`; the builtins `min()`/`max()` on tensors; `any()`/`all()` of tensors, which
+    take the truth of each (`any(torch.isnan(l) for l in (gen_loss, disc_loss))`, `all([a > 0, b >
+    0])`); and a device tensor's membership test in a list or tuple (`seq[-1] not in self.som_ids`,
+    with the ids a display, a list comprehension or `.tolist()` of a tensor), which compares it with
+    each element and takes the truth of each comparison (not in a set or a dict, looked up by hash,
+    nor in a container the file shows nothing of, such as an optimizer's `p in self.state`). Tests
+    on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python numbers are not flagged,
+    nor on any other metadata `torch.Tensor` keeps (`is_nested`, `is_sparse`, `layout`,
+    `requires_grad`, `is_inference()`, `is_complex()`: layout, storage and autograd flags known on
+    the host), nor on a field torch's Tensor lacks of a value the code declares a tensor
+    (`input.qtype != self.qtype` with `input: torch.Tensor`: a tensor subclass's Python attribute),
+    nor a per-step function's parameter that every call of the module hands a Python literal or the
     caller's own parameter with a literal default (`forward_only=forward_only` from
     `forward_only=False`, then `assert forward_only`), nor a per-step function's parameter that the
     function compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
-    stage's name, not a tensor. Hand-written gradient clipping (`if clip_coef < 1:`) is left to
-    XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or torch.isnan(loss):`) is
-    one condition, whose fix folds the tests into one device expression: it is reported once, at
-    its first tensor operand. A device tensor run through `if not isinstance(v, torch.Tensor): v
-    = torch.tensor(v)` (a guard for old APIs that returned floats) is still the device tensor
-    after it: the branch cannot run for it. The same guard on a value of unknown kind (a
-    helper's parameter) builds a host tensor, and is left alone.
+    stage's name, not a tensor; nor one whose name says it counts steps or iterations
+    (`forward(self, iters, y)` testing `(iters + 1) % self.skip_update == 0`, `n_iters`,
+    `global_step`): the trainer's Python counter. Hand-written gradient clipping (`if clip_coef <
+    1:`) is left to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
+    torch.isnan(loss):`) is one condition, whose fix folds the tests into one device expression: it
+    is reported once, at its first tensor operand. A device tensor run through `if not isinstance(v,
+    torch.Tensor): v = torch.tensor(v)` (a guard for old APIs that returned floats) is still the
+    device tensor after it: the branch cannot run for it. The same guard on a value of unknown kind
+    (a helper's parameter) builds a host tensor, and is left alone.
 
     Per-step code includes the batch and step events of callback classes (a class whose
     name ends `Callback`, with methods named `on_batch_end`, `on_train_step_end`,

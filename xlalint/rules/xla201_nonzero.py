@@ -36,6 +36,10 @@ class Nonzero(Rule):
     helper of the module builds with numpy on every `return` that hands back a value
     (`errors = np.array(...)`, then `return errors, flows`; a bare `return` on bad input
     hands back nothing): `merrors, _ = flow_error(...)`, then `(merrors > t).nonzero()`.
+    Nor is the `nonzero` of what a host copy's rows compute (`query = ids.detach().cpu()`,
+    then `(query[i] != self.pad_id).nonzero()`): PyTorch refuses to combine a host tensor
+    with a device tensor (a 0-dim one aside), so an operation with a host tensor operand
+    and no device one runs on the host, whatever its other operands are.
     The nonzero of a mask and then of the same mask or its complement in the next statement
     (`idx_a = mask.nonzero()`, `idx_b = (~mask).nonzero()`) is one cause, reported at the
     first. A copy or read of the indices themselves, under their rows and views
