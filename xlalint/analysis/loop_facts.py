@@ -666,6 +666,10 @@ class BodyFacts:
     barriers: list[cst.Call] = field(default_factory=list)
     optimizer_steps: list[cst.Call] = field(default_factory=list)  # xm's, without barrier
     model_calls: int = 0  # calls of a model (or of a function of this module that runs one)
+    # Model runs whose result the statement drops (`model(images)` alone on its line): the
+    # forward runs for what it leaves in the model's state, the statistics its hooks or
+    # norm layers collect, not for an output.
+    dropped_runs: int = 0
     calls: list[cst.Call] = field(default_factory=list)  # calls that may be this module's
     # Calls of imported functions that may be another project module's (not torch's).
     imported_calls: list[cst.Call] = field(default_factory=list)
@@ -815,6 +819,12 @@ class _BodyScanner:
             self.assign(node.target, node.value, augmented=True)
         elif isinstance(node, cst.Expr) and (key := _appended_to(node.value)) is not None:
             self.append(key, node.value)  # type: ignore[arg-type]
+        elif isinstance(node, cst.Expr) and type(node.value) is cst.Call:
+            events = len(self.facts.events)
+            self.expression(node)
+            last = self.facts.events[-1] if len(self.facts.events) > events else None
+            if isinstance(last, _ModelCall) and last.call is node.value:
+                self.facts.dropped_runs += 1
         else:
             self.expression(node)
 

@@ -320,6 +320,10 @@ class LoopAnalysis(LoaderTracing):
         """A loop over a data loader that runs the model on each batch and keeps the
         results on the device, reading nothing on the host per pass: the forward of every
         batch joins one pending graph, executed when the total is read after the loop.
+        So does a calibration pass, which drops the model's output (`model(images)` alone
+        on its line: `dropped_runs`): the forward is run for the state it leaves in the
+        model (statistics the hooks of a `with calibration_mode(model):` collect, norm
+        layers' running means), carried from batch to batch on the device.
         Chunks of one batch or rollout (`for mb in batch.split(n)`) are parts of a step."""
         node = site.node
         if not isinstance(node, cst.For):
@@ -334,6 +338,12 @@ class LoopAnalysis(LoaderTracing):
         )
         if not (chunks or self._over_a_loader(site)):
             return False
+        if not chunks and self.facts(node).dropped_runs:
+            # `with calibration_mode(model): for x, _ in loader: model(x.to(device))`: a
+            # pass that drops the model's output runs it for the state the forward leaves
+            # behind (observers' statistics, running means, a hook's sums or saved
+            # activations), which every batch carries to the next on the device.
+            return True
         appended = self.facts(node).appended
         return any(
             name not in appended or self._joined_in(site, name) for name in self.accumulated(node)
