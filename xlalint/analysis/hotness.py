@@ -104,7 +104,8 @@ def memoised(function: cst.CSTNode) -> bool:
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__"})
 # Methods a training framework calls once per step on a subclass, by the name its base class
 # ends with: the Hugging Face `Trainer` (and trl's trainers) calls `compute_loss` from
-# `training_step` and `prediction_step` on every batch; an ignite or torchmetrics `Metric`
+# `training_step` and `prediction_step` on every batch (trl's `PPOTrainer` its own step's
+# parts, below); an ignite or torchmetrics `Metric`
 # gets `update` with every batch's output; an mmengine optimizer wrapper's `update_params`
 # runs backward and the optimizer step of every iteration. A fastai `Callback` (and its
 # `ParamScheduler`) gets the batch events of every iteration; a Lightning `Callback` its
@@ -127,6 +128,14 @@ _LIGHTNING_BATCH_HOOKS = frozenset(
 _FASTAI_BATCH_STATE = frozenset({"xb", "yb", "x", "y", "pred", "loss"})
 PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "Trainer": frozenset({"compute_loss", "training_step", "prediction_step"}),
+    # trl's `PPOTrainer.step` (the classic one, `ppo_trainer.step(queries, responses,
+    # scores)`) runs, on every PPO step, the forward passes of the policy and the reference
+    # over the rollout in mini-batches (`batched_forward_pass`), the rewards and advantages
+    # from them, and the optimisation of each mini-batch (`train_minibatch`, its `loss`):
+    # a subclass that overrides them writes slices of one step.
+    "PPOTrainer": frozenset(
+        {"batched_forward_pass", "compute_rewards", "compute_advantages", "train_minibatch"}
+    ),
     "Metric": frozenset({"update"}),
     "OptimWrapper": frozenset({"update_params"}),
     "Callback": _FASTAI_BATCH_EVENTS | _LIGHTNING_BATCH_HOOKS,
