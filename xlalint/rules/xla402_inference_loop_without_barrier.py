@@ -56,7 +56,13 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     nested in it (`v_pred = self.net(x_noisy, sigmas[i])`, then `x_noisy = alphas[i + 1]
     * x_pred + betas[i + 1] * noise_pred`): a deterministic sampler wrapping the model it
     samples, whose forward trains nothing; a recurrent unroll over the module's own cell,
-    or a refinement loop that keeps gradients, stays one step. Noise added to a pass's own input
+    or a refinement loop that keeps gradients, stays one step. So is a loop whose step sits
+    in a helper of the module: each pass rebinds its state to what the helper hands back
+    (`x = self.step(x, fn=fn, sigma=sigmas[i], ...)`), and the helper runs the network it
+    is handed on the state and adds fresh noise to what it returns (`d = (x - fn(x,
+    sigma=sigma)) / sigma`, ..., `return x + torch.randn_like(x) * sigma_up`): a stochastic
+    sampler, in a `forward` too; a deterministic step (an ODE solver's `y =
+    self.rk4_step(func, y, t, dt)`) stays one step's graph. Noise added to a pass's own input
     (`self.rnn(x[t] + noise, h)`) or drawn for a latent no pass carries (`z = mu + std *
     torch.randn_like(std)`) is part of one step. A loop over as many passes as output
     positions (`for _ in range(max_new_tokens)`, `range(maxlen)`, `range(start,
