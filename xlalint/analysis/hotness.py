@@ -144,6 +144,12 @@ _TRL_TRAINER_STEPS = frozenset(
 )
 PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     "Trainer": _HF_TRAINER_STEPS | _TRL_TRAINER_STEPS,
+    # trl's `PPOTrainer.step` (the classic one, `ppo_trainer.step(queries, responses,
+    # scores)`) also runs, on every PPO step, the rewards and advantages from its forward
+    # passes (`batched_forward_pass`, a `Trainer` hook above) and the optimisation of each
+    # mini-batch (`train_minibatch`, its `loss`): a subclass that overrides them writes
+    # slices of one step.
+    "PPOTrainer": frozenset({"compute_rewards", "compute_advantages", "train_minibatch"}),
     "Metric": frozenset({"update"}),
     "OptimWrapper": frozenset({"update_params"}),
     "Callback": _FASTAI_BATCH_EVENTS | _LIGHTNING_BATCH_HOOKS,

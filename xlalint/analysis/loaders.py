@@ -44,7 +44,23 @@ _ACCELERATOR_PREPARE = frozenset(
 _NON_LOADER_CALLS = frozenset({"range", "zip", "len", "list", "tuple", "sorted", "reversed"})
 _LOADER_NAME = re.compile(r"loader|batches|data|(^|_)dl$", re.I)
 # `accelerate.utils.is_xpu_available`: a question about the host, not a loader's wrapper.
-_AVAILABILITY_PROBE = re.compile(r"\.is_\w+_available$")
+
+
+def _wraps_loaders(target: str) -> bool:
+    """An import of accelerate that prepares loaders (`_file_wraps_loaders`): the package
+    (`import accelerate`), `Accelerator`, or a name of its `data_loader` module."""
+    if target == "accelerate":
+        return True
+    parts = target.split(".")
+    return parts[0] == "accelerate" and (
+        parts[1] in _LOADER_WRAPPING_PARTS
+        or parts[-1] in ("Accelerator", "prepare_data_loader", "skip_first_batches")
+    )
+
+
+# accelerate's modules whose names prepare or wrap loaders; `utils`, `logging`, `hooks`,
+# `big_modeling` and the rest hold helpers (device probes, batch moves, model placement).
+_LOADER_WRAPPING_PARTS = frozenset({"Accelerator", "accelerator", "data_loader"})
 
 
 def is_accelerator_prepare(call: cst.Call) -> bool:
@@ -298,14 +314,15 @@ class LoaderTracing(LoopFacts):
         return loader
 
     def _file_wraps_loaders(self) -> bool:
-        """The file imports torch_xla's parallel loaders, or accelerate for more than
-        asking which hardware is installed: `from accelerate.utils import
-        is_xpu_available` picks a device and wraps nothing (llama-cookbook's plain
-        DataLoader loop), `from accelerate import Accelerator` prepares loaders."""
+        """The file imports torch_xla's parallel loaders, or what of accelerate wraps
+        loaders: the package itself, its `Accelerator` (`prepare`), its `data_loader`
+        module (`prepare_data_loader`, `skip_first_batches`). Its helpers wrap nothing:
+        `from accelerate.utils import is_xpu_available` picks a device (llama-cookbook's
+        plain DataLoader loop), `from accelerate.utils.operations import send_to_device`
+        moves a batch, `from accelerate.logging import get_logger` logs, and
+        `init_empty_weights`/`dispatch_model` place a model."""
         return self.imports.binds(PARALLEL_LOADER_MODULE) or any(
-            (target == "accelerate" or target.startswith("accelerate."))
-            and _AVAILABILITY_PROBE.search(target) is None
-            for target in self.imports.bindings.values()
+            _wraps_loaders(target) for target in self.imports.bindings.values()
         )
 
     def _wrapping_of_value(self, value: cst.BaseExpression) -> str:

@@ -666,6 +666,11 @@ class BodyFacts:
     barriers: list[cst.Call] = field(default_factory=list)
     optimizer_steps: list[cst.Call] = field(default_factory=list)  # xm's, without barrier
     model_calls: int = 0  # calls of a model (or of a function of this module that runs one)
+    # Model runs whose result the statement drops (`model(images)` alone on its line, a
+    # network called itself on the pass's data): the forward runs for what it leaves in
+    # the model's state, the statistics its hooks or norm layers collect, not for an
+    # output.
+    dropped_runs: int = 0
     calls: list[cst.Call] = field(default_factory=list)  # calls that may be this module's
     # Calls of imported functions that may be another project module's (not torch's).
     imported_calls: list[cst.Call] = field(default_factory=list)
@@ -815,6 +820,16 @@ class _BodyScanner:
             self.assign(node.target, node.value, augmented=True)
         elif isinstance(node, cst.Expr) and (key := _appended_to(node.value)) is not None:
             self.append(key, node.value)  # type: ignore[arg-type]
+        elif isinstance(node, cst.Expr) and type(node.value) is cst.Call:
+            events = len(self.facts.events)
+            self.expression(node)
+            last = self.facts.events[-1] if len(self.facts.events) > events else None
+            if (
+                isinstance(last, _ModelCall)
+                and last.call is node.value
+                and self._runs_a_network_on_data(node.value)
+            ):
+                self.facts.dropped_runs += 1
         else:
             self.expression(node)
 
@@ -1037,6 +1052,20 @@ class _BodyScanner:
         if runs:
             facts.model_calls += 1
             self._model_event(call)
+
+    def _runs_a_network_on_data(self, call: cst.Call) -> bool:
+        """`model(images)`, `self.model(x)`, `model_forward(model, inps)`: a network (or a
+        helper handed one) called itself on the pass's data, not a function or method of
+        this module (`self.test()`, which may keep or copy what it computes), nor a method
+        of a model object (`model.validation(loader)`, `self.model.train()`): routines that
+        do more than a forward."""
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+                return False
+        elif not isinstance(func, cst.Name):
+            return False
+        return self.runs_model(call) is None and self._hands_data(call)
 
     def _layer_of_pass(self, func: cst.BaseExpression) -> bool:
         """`self.ar_net[i](x)` in `for i in range(len(self.layers) + 1):`: the callee is

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -22,6 +22,7 @@ from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.loaders import LoaderTracing, Wrapping
 from xlalint.analysis.loop_facts import (
+    _NOISE,
     Loop,
     LoopSite,
     _Assign,
@@ -83,11 +84,13 @@ class LoopAnalysis(LoaderTracing):
             if _iterates_a_literal(node):
                 continue
             optimizes = site.per_step and self._optimizes_per_pass(site)
+            samples_in_helper = self._carries_sampling_steps(site)
             if site.per_step and not (
                 self._asked_steps(site)
                 or self.decodes(node)
                 or self.draws_noise(node)
                 or self._samples_handed_network(site)
+                or samples_in_helper
                 or optimizes
             ):
                 continue
@@ -108,7 +111,10 @@ class LoopAnalysis(LoaderTracing):
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
             # loops are the step loops, whatever state it hands from pass to pass.
             infers = (
-                self.infers(node) or self._sweeps_state(node) or self._counts_tokens(site)
+                self.infers(node)
+                or self._sweeps_state(node)
+                or self._counts_tokens(site)
+                or samples_in_helper
             ) and not self._holds_training(node)
             evaluates = not (trains or infers) and self._accumulates_batches(site)
             if not (trains or infers or evaluates):
@@ -153,6 +159,27 @@ class LoopAnalysis(LoaderTracing):
             elif self.other_modules is not None and self.other_modules.grad_step(
                 call, class_def, function
             ):
+                return True
+        return False
+
+    def _carries_sampling_steps(self, site: LoopSite) -> bool:
+        """Each pass rebinds the state it carries to what a function of this module hands
+        back from it (`x = self.step(x, fn=fn, sigma=sigmas[i], ...)`), where that function
+        calls a network it is handed on the state and adds fresh device noise to what it
+        returns (`d = (x - fn(x, sigma=sigma)) / sigma`, ..., `return x + torch.randn_like(x)
+        * sigma_up`: `_hands_back_noisy_step`): a stochastic sampler whose step sits in a
+        helper, one denoising step a pass, in a sampler's `forward` too. Not the loop's own
+        item rebound (new each pass), nor a deterministic step (an ODE solver's `y =
+        self.rk4_step(func, y, t, dt)` in a forward trained end to end is one graph)."""
+        node, class_def = site.node, site.class_def
+        items = target_names(node.target) if isinstance(node, cst.For) else set()
+        for call, target in _rebinding_calls(node.body):
+            if target in items or target not in {
+                n for arg in call.args for n in names_under(arg.value)
+            }:
+                continue
+            functions = self._resolve_in(node, call, class_def)
+            if any(_hands_back_noisy_step(fn) for fn in functions):
                 return True
         return False
 
@@ -320,6 +347,10 @@ class LoopAnalysis(LoaderTracing):
         """A loop over a data loader that runs the model on each batch and keeps the
         results on the device, reading nothing on the host per pass: the forward of every
         batch joins one pending graph, executed when the total is read after the loop.
+        So does a calibration pass, which drops the model's output (`model(images)` alone
+        on its line: `dropped_runs`): the forward is run for the state it leaves in the
+        model (statistics the hooks of a `with calibration_mode(model):` collect, norm
+        layers' running means), carried from batch to batch on the device.
         Chunks of one batch or rollout (`for mb in batch.split(n)`) are parts of a step."""
         node = site.node
         if not isinstance(node, cst.For):
@@ -334,6 +365,12 @@ class LoopAnalysis(LoaderTracing):
         )
         if not (chunks or self._over_a_loader(site)):
             return False
+        if not chunks and self.facts(node).dropped_runs:
+            # `with calibration_mode(model): for x, _ in loader: model(x.to(device))`: a
+            # pass that drops the model's output runs it for the state the forward leaves
+            # behind (observers' statistics, running means, a hook's sums or saved
+            # activations), which every batch carries to the next on the device.
+            return True
         appended = self.facts(node).appended
         return any(
             name not in appended or self._joined_in(site, name) for name in self.accumulated(node)
@@ -755,3 +792,68 @@ def _hands_back_gradient_step(function: cst.FunctionDef) -> bool:
         return False
     node = tree.body[0] if tree.body else None
     return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and grad_step_of(node)
+
+
+@lint_memo.memo(64)
+def _hands_back_noisy_step(function: cst.FunctionDef) -> bool:
+    """A function that calls a callable it is handed (one of its parameters: the denoiser
+    `fn`) and hands back, on its every `return` of a value, something computed from fresh
+    device noise it draws (`x_next = x + torch.randn_like(x) * sigma_up`; `epsilon =
+    torch.randn_like(x)` before `x_hat = x + s * epsilon` and `x_next = x_hat + ...`):
+    one step of a stochastic sampler."""
+    try:
+        tree = ast.parse(cst.Module(body=[]).code_for_node(function))
+    except SyntaxError:
+        return False
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+    params.discard("self")
+    own = list(_own_nodes(node))
+    if not any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
+        for n in own
+    ):
+        return False
+    assigns = sorted(
+        (n for n in own if isinstance(n, ast.Assign | ast.AugAssign)), key=lambda n: n.lineno
+    )
+    noisy: set[str] = set()
+    for _ in range(2):
+        for assign in assigns:
+            value_names = {n.id for n in ast.walk(assign.value) if isinstance(n, ast.Name)}
+            draws = any(
+                isinstance(n, ast.Call) and _callee_name(n.func) in _NOISE
+                for n in ast.walk(assign.value)
+            )
+            targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if draws or value_names & noisy:
+                noisy |= names
+    returns = [n for n in own if isinstance(n, ast.Return) and n.value is not None]
+    return bool(returns) and all(
+        any(isinstance(n, ast.Name) and n.id in noisy for n in ast.walk(r.value))
+        or any(
+            isinstance(n, ast.Call) and _callee_name(n.func) in _NOISE for n in ast.walk(r.value)
+        )
+        for r in returns
+        if r.value is not None
+    )
+
+
+def _callee_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of `function`'s body, not those of the definitions nested in it (their
+    bodies run elsewhere)."""
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            stack.extend(ast.iter_child_nodes(node))

@@ -46,8 +46,10 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     module's helpers that return it, iterator wrappers such as `CycleIterator(loader)`, and
     attributes set in another method: `dl = accelerator.prepare(dl); self.stream =
     cycle(dl)` in `__init__`; a loader handed in is taken for a prepared one in a file that
-    imports torch_xla's parallel loaders or accelerate, but not where it imports only
-    accelerate's hardware probes, `from accelerate.utils import is_xpu_available`).
+    imports torch_xla's parallel loaders or what of accelerate wraps loaders (the package,
+    `Accelerator`, `accelerate.data_loader`'s `prepare_data_loader`), but not where it
+    imports only accelerate's helpers: its hardware probes, `from accelerate.utils import
+    is_xpu_available`, `send_to_device`, `get_logger`, `init_empty_weights`).
     Batches pulled with `next()` in a loop nested in the pass count (`for _ in
     range(accumulate): data = next(self.stream)`: every step pulls at least one), and so do
     those pulled in a function of this module the pass calls (`while self.steps < n:

@@ -36,7 +36,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     in self._reachable_domains`), is a different model on each pass: such a loop walks the
     model's structure in one forward, not repeated steps of one model (`self.nets[-1](x)`
     on every pass still is one). A barrier behind `if XLA_AVAILABLE:` counts.
-    Loops inside `forward` or a `*_step` function are one step's graph and are not reported
+    Loops inside `forward`, a `*_step` function or a hook a framework calls from its step
+    (a Trainer's `compute_loss`; trl's `PPOTrainer.batched_forward_pass`, whose loop over
+    the rollout's mini-batches keeps their results only to join them) are one step's graph
+    and are not reported
     (a recurrent unroll over the input, `out, h = self.lstm(x, h)`), unless the loop decodes:
     the state it hands the model holds tokens or samples chosen from the model's scores
     (`outputs.append(Y.argmax(2))` before `self.decoder(outputs[-1], state)`; `y =
@@ -53,7 +56,13 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     nested in it (`v_pred = self.net(x_noisy, sigmas[i])`, then `x_noisy = alphas[i + 1]
     * x_pred + betas[i + 1] * noise_pred`): a deterministic sampler wrapping the model it
     samples, whose forward trains nothing; a recurrent unroll over the module's own cell,
-    or a refinement loop that keeps gradients, stays one step. Noise added to a pass's own input
+    or a refinement loop that keeps gradients, stays one step. So is a loop whose step sits
+    in a helper of the module: each pass rebinds its state to what the helper hands back
+    (`x = self.step(x, fn=fn, sigma=sigmas[i], ...)`), and the helper runs the network it
+    is handed on the state and adds fresh noise to what it returns (`d = (x - fn(x,
+    sigma=sigma)) / sigma`, ..., `return x + torch.randn_like(x) * sigma_up`): a stochastic
+    sampler, in a `forward` too; a deterministic step (an ODE solver's `y =
+    self.rk4_step(func, y, t, dt)`) stays one step's graph. Noise added to a pass's own input
     (`self.rnn(x[t] + noise, h)`) or drawn for a latent no pass carries (`z = mu + std *
     torch.randn_like(std)`) is part of one step. A loop over as many passes as output
     positions (`for _ in range(max_new_tokens)`, `range(maxlen)`, `range(start,
@@ -117,7 +126,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     arrays_defined:` whose block sets `arrays_defined = True`) and every pass
     writes (`all_q[s:e] = q`): what a block runs on the first pass only is carried by the
     later ones, not rebound by each. Every batch's forward then waits in one graph,
-    compiled and run when the total is read.
+    compiled and run when the total is read. So does a calibration pass over a loader that
+    drops the model's output (`with calibration_mode(model): for x, _ in loader:
+    model(x.to(device))`, a model handed to a helper with the batch, `model_forward(model,
+    inps)`): the forward runs for the state it leaves in the model, the statistics its
+    observers or forward hooks collect, norm layers' running means, a hook's saved
+    activations, carried from batch to batch on the device.
 
     A host read in the pass is no barrier: it executes the graph of the value it reads,
     and every other pending value stays lazy. A total kept on the device past each batch's
