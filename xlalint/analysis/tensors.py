@@ -2028,6 +2028,12 @@ class TensorKinds:
                 key = binding_key(target)
                 if key is not None and key.startswith("self."):
                     self._self_functions[-1].setdefault(key[5:], set()).add(function)
+            if kind is Kind.UNKNOWN and (packed := self._packed(target, value)):
+                # `target, _ = pack((target, sampled), "b *")`: one array joining the
+                # tensors it was handed, where they live; the shapes are host values.
+                for name, item_kind in packed:
+                    self.bind(name, item_kind)
+                continue
             if kind is Kind.UNKNOWN and (gathered := self._gathered(target, value)):
                 # `preds, refs = accelerator.gather_for_metrics((preds, labels))`: a
                 # collective hands back what it was given, element for element.
@@ -2397,6 +2403,39 @@ class TensorKinds:
             return False  # (most calls: no function of the module computes their result)
         found = self._helper_results(_RESULT, call)
         return found is not None and found[0][1] is Kind.TENSOR
+
+    def _packed(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]]:
+        """`packed, shapes = einops.pack([x, y], pattern)`: the packed array is a device
+        tensor where one input is, a host value where all are; the shapes are host values."""
+        if not (
+            type(target) in (cst.Tuple, cst.List)
+            and type(value) is cst.Call
+            and self.imports.resolve(value.func) == "einops.pack"
+            and value.args
+            and value.args[0].keyword is None
+            and isinstance(value.args[0].value, cst.Tuple | cst.List)
+        ):
+            return []
+        elements = [e.value for e in target.elements]
+        inputs = value.args[0].value.elements  # type: ignore[attr-defined]
+        if (
+            len(elements) != 2
+            or not inputs
+            or any(isinstance(e, cst.StarredElement) for e in inputs)
+        ):
+            return []
+        kinds = {self.of(e.value) for e in inputs}
+        if Kind.TENSOR in kinds:
+            # one device tensor among them: the join is made on the device (the others
+            # must be there too, or torch refuses to concatenate them)
+            kind = Kind.TENSOR
+        elif kinds == {Kind.HOST}:
+            kind = Kind.HOST
+        else:
+            return []
+        return [(elements[0], kind), (elements[1], Kind.HOST)]
 
     def _gathered(
         self, target: cst.BaseExpression, value: cst.BaseExpression
@@ -3603,6 +3642,15 @@ class TensorKinds:
         return all(self.of(value) is Kind.HOST for value in values)
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
+        if qualified in _EINOPS_REARRANGING:
+            # `rearrange(h, "b n -> n b")`, `repeat(...)`, `reduce(..., "mean")`: einops
+            # hands back an array of its input's own library, where the input lives (a
+            # device tensor in, a device tensor out; a numpy array in, one out).
+            if node.args and node.args[0].keyword is None and not node.args[0].star:
+                kind = self.of(node.args[0].value)
+                if kind is Kind.TENSOR or kind is Kind.HOST:
+                    return kind
+            return Kind.UNKNOWN
         if qualified.startswith(_HOST_LIBRARIES) or other_library(qualified):
             return Kind.HOST  # numpy's values; jax's, MLX's, TensorFlow's (no torch tensors)
         if qualified in _HOST_CHECKPOINT_READERS and not self._names_a_device(node):
@@ -3721,6 +3769,9 @@ _SCALING = (cst.Multiply, cst.Divide, cst.Add)
 # Libraries that compute on the host only: numbers, and arrays OpenCV takes and hands back
 # as numpy arrays (`cv2.resize(image, size)` raises on a tensor).
 _HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.", "os.", "cv2.")
+# einops' operations on one array: the result is an array of the input's library, on the
+# input's device (`einops.pack` hands back the packed array and the shapes: `_packed`).
+_EINOPS_REARRANGING = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
 # Readers of checkpoint files that hand back host tensors unless given a `device=`:
 # safetensors' handle (`safe_open(path, framework="pt")`: its `get_tensor(key)` is on the
 # CPU by default) and its loaders (`load_file(path)`, `load(data)`).
