@@ -102,6 +102,14 @@ class ItemInHotCode(HelperReadRule):
     knows it reads a tensor: by its own methods and rows (`self._sum +=
     values.sum().item()` with `values: torch.Tensor`), and by arithmetic, comparisons and
     `torch` functions of such values (`pred = logits < 0`, then `float(th.sum(pred))`).
+    Arithmetic of parameters converted (`math.sqrt(sigma_next**2 * (sigma**2 -
+    sigma_next**2) / sigma**2)`, `float(total / count)`, or a local bound to such
+    arithmetic: `sigma_hat = sigma + gamma * sigma`, then `math.sqrt(sigma_hat**2 -
+    sigma**2)`) reads the parameters whatever the helper's code knows of them (a `sigma:
+    float` annotation included): beside numbers, names and attributes, a device tensor
+    handed to one of them keeps the result on the device. A call or a row of a value of
+    unknown kind in the expression (`float(cfg.get("lr") * scale)`) may be anything, and
+    a string makes it formatting: not such arithmetic.
     One finding per call: two per-step calls are two findings, and a call handing several
     such parameters is one, standing for the conversions of each argument it hands over.
     A check of the input (a read in the test of an `assert`, `if`, `while` or conditional
