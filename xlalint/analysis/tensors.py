@@ -3642,15 +3642,6 @@ class TensorKinds:
         return all(self.of(value) is Kind.HOST for value in values)
 
     def _qualified_call(self, qualified: str, node: cst.Call) -> Kind:
-        if qualified in _EINOPS_REARRANGING:
-            # `rearrange(h, "b n -> n b")`, `repeat(...)`, `reduce(..., "mean")`: einops
-            # hands back an array of its input's own library, where the input lives (a
-            # device tensor in, a device tensor out; a numpy array in, one out).
-            if node.args and node.args[0].keyword is None and not node.args[0].star:
-                kind = self.of(node.args[0].value)
-                if kind is Kind.TENSOR or kind is Kind.HOST:
-                    return kind
-            return Kind.UNKNOWN
         if qualified.startswith(_HOST_LIBRARIES) or other_library(qualified):
             return Kind.HOST  # numpy's values; jax's, MLX's, TensorFlow's (no torch tensors)
         if qualified in _HOST_CHECKPOINT_READERS and not self._names_a_device(node):
@@ -3769,9 +3760,6 @@ _SCALING = (cst.Multiply, cst.Divide, cst.Add)
 # Libraries that compute on the host only: numbers, and arrays OpenCV takes and hands back
 # as numpy arrays (`cv2.resize(image, size)` raises on a tensor).
 _HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.", "os.", "cv2.")
-# einops' operations on one array: the result is an array of the input's library, on the
-# input's device (`einops.pack` hands back the packed array and the shapes: `_packed`).
-_EINOPS_REARRANGING = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
 # Readers of checkpoint files that hand back host tensors unless given a `device=`:
 # safetensors' handle (`safe_open(path, framework="pt")`: its `get_tensor(key)` is on the
 # CPU by default) and its loaders (`load_file(path)`, `load(data)`).
