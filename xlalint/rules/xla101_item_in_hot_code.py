@@ -43,7 +43,9 @@ class ItemInHotCode(HelperReadRule):
     in a row (in one statement or in statements that follow each other: `int(t[0].item()),
     int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n =
     int(count.item())` then `if n != count.item():`, the same reduction `lengths.sum()`
-    twice) are one cause with one fix, reading the value once into a name, reported once,
+    twice; an `if` test and the first statement of a branch it chooses, or its `elif`
+    tests: `if right_rf.item():` then `x = x[..., :-right_rf.item()]`) are one cause with
+    one fix, reading the value once into a name, reported once,
     at the first. The later reads are not free (measured by hand on the XLA CPU device: `a
     = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
     device-to-host transfers, against 10 and 5 for the first read alone), but the fix of
