@@ -1076,9 +1076,21 @@ class TensorKinds:
             and type(param.annotation.annotation) is cst.Name
             and param.annotation.annotation.value in _NUMBER_ANNOTATIONS
         ]
+        # Parameters presumed Python numbers by their names alone (`mel_input_length`,
+        # `count`, `idx`): indexed, they are not numbers either (`mel_input_length[bib]
+        # .item()`: the lengths of a batch).
+        numbers += [
+            param.name.value
+            for param in parameters(node)
+            if frame.get(param.name.value) is Kind.HOST
+            and param.annotation is None
+            and param.default is None
+            and (_INDEX_NAME.match(param.name.value) or _HOST_PARAM_NAME.match(param.name.value))
+        ]
         for name in indexed_numbers(node, numbers) if numbers else ():
             # `div = a / b`, then `div[div != div] = 0.0`, with `a: float`: no number has
-            # elements, so the annotation is wrong; the parameter holds what it is handed.
+            # elements, so the annotation (or the name) is wrong; the parameter holds what
+            # it is handed.
             frame[name] = Kind.UNKNOWN
         for name in sliced_backwards(node, presumed):
             # `image[:, :, ::-1]`: a numpy array handed to `forward`, not a tensor.

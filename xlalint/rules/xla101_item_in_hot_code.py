@@ -168,7 +168,9 @@ class ItemInHotCode(HelperReadRule):
     `.item()` exists on tensors and numpy values only: on a value of unknown kind it is
     reported in torch code, a file that imports torch or a function that runs backward
     in its own body (a trainer subclass whose module imports only its framework, reading
-    `loss_t.item()` in `forward_backward`); elsewhere it is not. A field of an object numpy
+    `loss_t.item()` in `forward_backward`); elsewhere it is not. A row of a parameter
+    named as a Python number is such a value (`mel_input_length[bib].item()` in
+    `forward`: a number has no rows). A field of an object numpy
     makes is a numpy value (`np.finfo(np.float32).eps.item()`): not flagged. Nor are the
     arrays of another array library (MLX, jax, TensorFlow, CuPy, `foreign_arrays.py`), never
     torch tensors on the device: what its functions return as the imports in force bind
