@@ -241,42 +241,6 @@ def test_a_package_that_re_exports_the_helper_whole(tmp_path: Path) -> None:
     assert found == [("XLA103", 24), ("XLA202", 26)]
 
 
-@pytest.mark.parametrize(
-    "spelled",
-    ["import pkg.metrics\n", "import pkg.metrics, pkg.other\n", "import pkg.metrics as _m, pkg\n"],
-)
-def test_a_helper_called_through_the_package_a_dotted_import_binds(
-    tmp_path: Path, spelled: str
-) -> None:
-    """acids-rave's `import rave.core`, then `rave.core.valid_signal_crop(x, *rf)` in
-    `training_step`: `import pkg.metrics` binds `pkg`, through which the helper is called."""
-    package = _package(
-        tmp_path,
-        model=(
-            "from torch import nn\n\n" + spelled + "\n\n"
-            "class Model(nn.Module):\n    def forward(self, x, y):\n"
-            "        return pkg.metrics.th_accuracy(x, y, -1)\n"
-        ),
-        other="def th_accuracy(a, b, c):\n    pass\n",
-    )
-    assert _findings([package / "metrics.py"]) == ACCURACY
-
-
-@pytest.mark.parametrize(
-    "caller",
-    [
-        # The package's other module, whose function has the same name.
-        "import pkg.other\n\n\ndef forward(x, y):\n    return pkg.other.th_accuracy(x, y, 0)\n",
-        # The helper through the package, but only after training: run once.
-        "import pkg.metrics\n\n\ndef evaluate(model, loader):\n    for x, y in loader:\n"
-        "        print(pkg.metrics.th_accuracy(model(x), y, -1))\n",
-    ],
-)
-def test_dotted_imports_hard_negatives(tmp_path: Path, caller: str) -> None:
-    package = _package(tmp_path, caller=caller, other="def th_accuracy(a, b, c):\n    pass\n")
-    assert _findings([package / "metrics.py"]) == []
-
-
 def test_a_method_of_an_instance_built_on_the_spot(tmp_path: Path) -> None:
     """gpytorch's kernel: `Interpolation().interpolate(self.grid, inputs)` in `forward`."""
     package = _package(

@@ -31,9 +31,7 @@ function no module calls per step is not hot.
 
 Resolution: `f(...)` bound by `from .m import f` (or through a package that re-exports
 it, by name or `from .m import *`), `m.f(...)` bound by `import pkg.m as m` / `from pkg
-import m`, `pkg.m.f(...)` by `import pkg.m` (which binds the package: acids-rave's
-`rave.core.valid_signal_crop(...)`); a method through a subclass the caller defines
-(`self.m(...)` in its per-step
+import m`; a method through a subclass the caller defines (`self.m(...)` in its per-step
 code, `m` not its own), through an instance of the class the caller builds
 (`self.acc = Accuracy(...)`, then `self.acc.update(...)`), one built on the spot
 (`Interpolation().interpolate(...)`), or one the caller is handed and keeps, typed by its
@@ -706,15 +704,6 @@ def _bound(own: str, caller_path: str, bindings: Bindings) -> frozenset[str]:
     found: set[str] = set()
     for name, (level, dotted) in bindings.items():
         if not names.intersection(dotted.split(".")):
-            resolved = project_modules.resolve(caller_path, level, dotted)
-            if (
-                resolved is not None
-                and os.path.basename(resolved) == "__init__.py"
-                and project_modules.within(os.path.dirname(own), os.path.dirname(resolved))
-            ):
-                # `import rave.core` binds `rave`, the package holding the module:
-                # `rave.core.valid_signal_crop(...)` reaches it through that name.
-                found.add("*")
             continue  # names neither the module nor one of its definitions
         if project_modules.resolve(caller_path, level, dotted) == own:
             found.add("*")
