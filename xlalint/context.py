@@ -36,6 +36,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.hotness import (
     ACTION_METHOD,
+    GLOBAL_MODULE_HOOK_REGISTRATIONS,
     MODULE_HOOK_REGISTRATIONS,
     SAVE_CALLS,
     FunctionKey,
@@ -110,6 +111,7 @@ from xlalint.walk import (
     COMPREHENSIONS,
     TRIVIA,
     descendants,
+    last_name,
     self_attribute,
     target_names,
     top_level_functions,
@@ -1637,14 +1639,21 @@ class FileContext:
                 self.hot.add_step_closure_callback(node.args[0].value.value)
             return
         if (
-            type(func) is cst.Attribute
-            and func.attr.value in MODULE_HOOK_REGISTRATIONS
+            (
+                (type(func) is cst.Attribute and func.attr.value in MODULE_HOOK_REGISTRATIONS)
+                or (
+                    type(func) in (cst.Name, cst.Attribute)
+                    and last_name(func) in GLOBAL_MODULE_HOOK_REGISTRATIONS
+                )
+            )
             and node.args
             and (hook := _hook_name(node.args[0].value)) is not None
         ):
             # `layer.key.register_forward_hook(save_to_cache)`, or a method of the class
-            # (`target_layer.register_forward_hook(self.save_activation)`): runs on every
-            # forward.
+            # (`target_layer.register_forward_hook(self.save_activation)`, also wrapped:
+            # `p.register_hook(partial(self._backward_hook, idx))`): runs on every
+            # forward; `register_module_forward_pre_hook(self.calibrate_input)`, on every
+            # module's; `queue_callback(self._final_callback)`, after every backward.
             self.hot.add_module_hook(hook)
         if (update := transformation_update(node)) is not None:
             # `GradientTransformation(init_fn, update_fn)`: the optimizer's step runs the
@@ -1814,7 +1823,16 @@ def _operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _hook_name(value: cst.BaseExpression) -> str | None:
-    """The function a hook registration hands over: `save_to_cache`, `self.save_activation`."""
+    """The function a hook registration hands over: `save_to_cache`, `self.save_activation`,
+    also bound to leading arguments: `functools.partial(self._backward_hook, idx)`."""
+    if (
+        type(value) is cst.Call
+        and last_name(value.func) == "partial"  # type: ignore[attr-defined]
+        and value.args  # type: ignore[attr-defined]
+        and value.args[0].keyword is None  # type: ignore[attr-defined]
+        and not value.args[0].star  # type: ignore[attr-defined]
+    ):
+        value = value.args[0].value  # type: ignore[attr-defined]
     if type(value) is cst.Name:
         return value.value  # type: ignore[attr-defined]
     return self_attribute(value)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from xlalint.analysis.hotness import (
     ACTION_METHOD,
     CALLBACK_STEP_HOOK,
+    GLOBAL_MODULE_HOOK_REGISTRATIONS,
     MODULE_HOOK_REGISTRATIONS,
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
@@ -403,7 +404,7 @@ def _maybe_hot(
             return True  # a policy's action method: once per environment step
         if features.tensor_parameter:
             return True  # computes on tensors it is handed: hot per call for some rules
-        if features.identifiers & MODULE_HOOK_REGISTRATIONS:
+        if features.identifiers & (MODULE_HOOK_REGISTRATIONS | GLOBAL_MODULE_HOOK_REGISTRATIONS):
             return True  # a function registered as a module hook runs on every forward
         if names_a_transformation(features.identifiers):
             return True  # a gradient transformation's update runs in every optimizer step

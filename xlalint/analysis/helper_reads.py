@@ -4,8 +4,9 @@ A loop that hands a device tensor to a helper which turns it into a Python numbe
 read every step, as if the loop had written `float(loss)` itself: a running-sum helper
 (`metric.add(loss * n, correct, n)` where `add` keeps `[a + float(b) for a, b in
 zip(self.data, args)]`), a logger that `.item()`s what it is given. Whether it costs depends
-on both ends: the helper reads the parameter itself (not a value it computed), and the
-caller passes a device tensor, not a Python number.
+on both ends: the helper reads the parameter itself (or arithmetic of parameters:
+`math.sqrt(sigma_next**2 * (sigma**2 - sigma_next**2) / sigma**2)`, a device tensor where
+one of them is handed one), and the caller passes a device tensor, not a Python number.
 
 `HelperReads` records the helper's side during the engine's single walk: for each function,
 the parameters it reads, and whether it reads the elements of its `*args` (a loop or a
@@ -85,6 +86,9 @@ class _Scope:
     # Locals computed on the device from parameters (`pred = logits < 0`), by those
     # parameters: a read of one converts what the helper was handed.
     derived: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Locals bound to arithmetic of parameters (`r = sigma**2 - sigma_next**2`), by those
+    # parameters: a device tensor wherever one of them is handed one (`_arithmetic_sources`).
+    arithmetic: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class HelperReads:
@@ -119,12 +123,49 @@ class HelperReads:
             return
         scope = self._scopes[-1]
         sources = self._sources(value) if value is not None else frozenset()
+        arithmetic = self._arithmetic_sources(value) if value is not None else frozenset()
         for target in targets:
             scope.elements -= target_names(target)
             for name in target_names(target):
                 scope.derived.pop(name, None)
+                scope.arithmetic.pop(name, None)
         if sources and len(targets) == 1 and isinstance(targets[0], cst.Name):
             scope.derived[targets[0].value] = sources
+        if arithmetic and len(targets) == 1 and isinstance(targets[0], cst.Name):
+            scope.arithmetic[targets[0].value] = arithmetic
+
+    def _arithmetic_sources(self, value: cst.BaseExpression) -> frozenset[str]:
+        """The parameters an arithmetic expression is computed from (`sigma_next**2 *
+        (sigma**2 - sigma_next**2) / sigma**2`, or a local bound to one), whatever their
+        kind: where a caller hands one of them a device tensor, the result is a device
+        tensor too (arithmetic with numbers, names and attributes keeps it there), so a
+        conversion of it (`math.sqrt(...)`, `float(...)`) reads what the call handed. Only
+        operators, numbers, names and attributes: a call or a row of an unknown value may
+        be anything (`float(cfg.get("lr") * 2)`), a string makes it formatting."""
+        if not self._scopes:
+            return frozenset()
+        scope = self._scopes[-1]
+        if not isinstance(value, cst.BinaryOperation | cst.UnaryOperation):
+            return frozenset()
+        found: set[str] = set()
+        pending: list[cst.BaseExpression] = [value]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, cst.BinaryOperation):
+                pending.extend((node.left, node.right))
+            elif isinstance(node, cst.UnaryOperation):
+                if isinstance(node.operator, cst.Not):
+                    return frozenset()
+                pending.append(node.expression)
+            elif isinstance(node, cst.Name):
+                param = self._calls.param(node)
+                if param is not None:
+                    found.add(param)
+                else:
+                    found |= scope.arithmetic.get(node.value, frozenset())
+            elif not isinstance(node, cst.Integer | cst.Float | cst.Attribute):
+                return frozenset()
+        return frozenset(found)
 
     def _sources(self, value: cst.BaseExpression) -> frozenset[str]:
         """The parameters a value is computed from on the device: the parameter (or a local
@@ -266,6 +307,12 @@ class HelperReads:
         scope = self._scopes[-1]
         read = HostRead(call, spelled, flagged)
         if tensor and (sources := self._sources(value)):
+            for source in sorted(sources):
+                scope.reader.reads.setdefault(source, read)
+            return
+        if sources := self._arithmetic_sources(value):
+            # `sqrt(sigma_next**2 * (sigma**2 - sigma_next**2) / sigma**2)` of parameters
+            # of unknown kind: a read of each, wherever a call hands it a device tensor.
             for source in sorted(sources):
                 scope.reader.reads.setdefault(source, read)
             return

@@ -237,14 +237,20 @@ _FORMATTED = frozenset(
 
 class ReadRuns:
     """Tells, read by read in walk order, which read of the same value a read repeats:
-    the one just before it, in the same statement or the statement before it in the same
-    block. The host-sync rules report the repeat with `repeat_of` that read, so that it
+    the one just before it, in the same statement (an `if` and its `elif` tests) or the
+    statement before it in the same block, or the read in the test of the `if` whose
+    branch the read's statement opens (`if right_rf.item():`, then `x = x[...,
+    :-right_rf.item()]`: that statement runs right after the test). The host-sync
+    rules report the repeat with `repeat_of` that read, so that it
     shows only where a `# noqa` suppresses that read: a suppressed read hands its run on
     to the next, as a `# noqa` on one line leaves the others reported."""
 
     def __init__(self) -> None:
         # root -> (id(block), statement index, the read)
         self._last: dict[str, tuple[int, int, cst.CSTNode]] = {}
+        # root -> the first read of it in each statement, by (id(block), statement index):
+        # where an `if` test read it, for the first statement of each branch
+        self._first: dict[str, dict[tuple[int, int], cst.CSTNode]] = {}
 
     def previous(
         self, root: str | None, ancestors: Iterable[cst.CSTNode], read: cst.CSTNode
@@ -252,15 +258,50 @@ class ReadRuns:
         """The read `read` repeats, or None. `ancestors`: of the read, innermost first."""
         if root is None:
             return None
+        ancestors = tuple(ancestors)
         where = _statement(ancestors)
         if where is None:
             return None
         block, index = where
         last = self._last.get(root)
         self._last[root] = (id(block), index, read)
+        firsts = self._first.setdefault(root, {})
+        earlier = firsts.setdefault((id(block), index), read)
         if last is not None and last[0] == id(block) and index - last[1] in (0, 1):
             return last[2]
+        if earlier is not read:
+            # `if total.item() > limit: ...` then `elif total.item() < -limit:`: the tests
+            # of one statement, a branch's reads between them.
+            return earlier
+        if index == 0 and (test := _tested_by(ancestors)) is not None and test in firsts:
+            # `if right_rf.item():`, then `x = x[..., : -right_rf.item()]` first in a
+            # branch it chooses (its `else` too): that statement runs right after the test.
+            return firsts[test]
         return None
+
+
+def _tested_by(ancestors: Iterable[cst.CSTNode]) -> tuple[int, int] | None:
+    """Where the `if` statement stands (id of its block, its position) whose branch holds
+    the read's statement: the test ran just before that branch's first statement."""
+    child: cst.CSTNode | None = None
+    branch = False
+    for ancestor in ancestors:
+        if isinstance(ancestor, cst.Lambda):
+            return None
+        if not branch:
+            if isinstance(ancestor, cst.IndentedBlock):
+                branch = True
+        elif isinstance(ancestor, cst.If | cst.Else):
+            pass  # the `if` (an `elif` chain's, through its `else`) holding the branch
+        elif isinstance(ancestor, cst.IndentedBlock | cst.Module) and isinstance(child, cst.If):
+            for index, statement in enumerate(ancestor.body):
+                if statement is child:
+                    return id(ancestor), index
+            return None
+        else:
+            return None
+        child = ancestor
+    return None
 
 
 def _statement(ancestors: Iterable[cst.CSTNode]) -> tuple[cst.CSTNode, int] | None:

@@ -533,10 +533,20 @@ def handed_only_settings(function: cst.CSTNode) -> bool:
 # `nn.Module` methods that register a function to run on every forward (or backward), and
 # the tensor methods that register one to run when backward reaches the tensor
 # (`disc_loss.register_hook(raise_if_nan)` on every step's loss, `p.register_hook(clip)`
-# on a parameter: every backward).
+# on a parameter: every backward); the autograd engine's `queue_callback(fn)`, which runs
+# `fn` at the end of the backward that queued it (from a gradient hook: every backward);
+# and torch's global module hooks (`GLOBAL_MODULE_HOOK_REGISTRATIONS`).
 MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
-     "register_full_backward_pre_hook", "register_hook", "register_post_accumulate_grad_hook"}
+     "register_full_backward_pre_hook", "register_hook", "register_post_accumulate_grad_hook",
+     "queue_callback"}
+)  # fmt: skip
+# `torch.nn.modules.module.register_module_forward_pre_hook(fn)` and its kin: functions
+# that register `fn` for the forward (or backward) of every module, so every step; called
+# by name, as they are imported (`from torch.nn.modules.module import ...`).
+GLOBAL_MODULE_HOOK_REGISTRATIONS = frozenset(
+    {"register_module_forward_hook", "register_module_forward_pre_hook",
+     "register_module_full_backward_hook", "register_module_full_backward_pre_hook"}
 )  # fmt: skip
 
 

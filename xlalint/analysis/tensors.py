@@ -1139,9 +1139,21 @@ class TensorKinds:
             and type(param.annotation.annotation) is cst.Name
             and param.annotation.annotation.value in _NUMBER_ANNOTATIONS
         ]
+        # Parameters presumed Python numbers by their names alone (`mel_input_length`,
+        # `count`, `idx`): indexed, they are not numbers either (`mel_input_length[bib]
+        # .item()`: the lengths of a batch).
+        numbers += [
+            param.name.value
+            for param in parameters(node)
+            if frame.get(param.name.value) is Kind.HOST
+            and param.annotation is None
+            and param.default is None
+            and (_INDEX_NAME.match(param.name.value) or _HOST_PARAM_NAME.match(param.name.value))
+        ]
         for name in indexed_numbers(node, numbers) if numbers else ():
             # `div = a / b`, then `div[div != div] = 0.0`, with `a: float`: no number has
-            # elements, so the annotation is wrong; the parameter holds what it is handed.
+            # elements, so the annotation (or the name) is wrong; the parameter holds what
+            # it is handed.
             frame[name] = Kind.UNKNOWN
         for name in sliced_backwards(node, presumed):
             # `image[:, :, ::-1]`: a numpy array handed to `forward`, not a tensor.
@@ -2098,6 +2110,12 @@ class TensorKinds:
                 key = binding_key(target)
                 if key is not None and key.startswith("self."):
                     self._self_functions[-1].setdefault(key[5:], set()).add(function)
+            if kind is Kind.UNKNOWN and (packed := self._packed(target, value)):
+                # `target, _ = pack((target, sampled), "b *")`: one array joining the
+                # tensors it was handed, where they live; the shapes are host values.
+                for name, item_kind in packed:
+                    self.bind(name, item_kind)
+                continue
             if kind is Kind.UNKNOWN and (gathered := self._gathered(target, value)):
                 # `preds, refs = accelerator.gather_for_metrics((preds, labels))`: a
                 # collective hands back what it was given, element for element.
@@ -2472,6 +2490,39 @@ class TensorKinds:
             return False  # (most calls: no function of the module computes their result)
         found = self._helper_results(_RESULT, call)
         return found is not None and found[0][1] is Kind.TENSOR
+
+    def _packed(
+        self, target: cst.BaseExpression, value: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Kind]]:
+        """`packed, shapes = einops.pack([x, y], pattern)`: the packed array is a device
+        tensor where one input is, a host value where all are; the shapes are host values."""
+        if not (
+            type(target) in (cst.Tuple, cst.List)
+            and type(value) is cst.Call
+            and self.imports.resolve(value.func) == "einops.pack"
+            and value.args
+            and value.args[0].keyword is None
+            and isinstance(value.args[0].value, cst.Tuple | cst.List)
+        ):
+            return []
+        elements = [e.value for e in target.elements]
+        inputs = value.args[0].value.elements  # type: ignore[attr-defined]
+        if (
+            len(elements) != 2
+            or not inputs
+            or any(isinstance(e, cst.StarredElement) for e in inputs)
+        ):
+            return []
+        kinds = {self.of(e.value) for e in inputs}
+        if Kind.TENSOR in kinds:
+            # one device tensor among them: the join is made on the device (the others
+            # must be there too, or torch refuses to concatenate them)
+            kind = Kind.TENSOR
+        elif kinds == {Kind.HOST}:
+            kind = Kind.HOST
+        else:
+            return []
+        return [(elements[0], kind), (elements[1], Kind.HOST)]
 
     def _gathered(
         self, target: cst.BaseExpression, value: cst.BaseExpression

@@ -43,7 +43,9 @@ class ItemInHotCode(HelperReadRule):
     in a row (in one statement or in statements that follow each other: `int(t[0].item()),
     int(t[1].item())`, `total += loss.item()` then `print(loss.item())`, `n =
     int(count.item())` then `if n != count.item():`, the same reduction `lengths.sum()`
-    twice) are one cause with one fix, reading the value once into a name, reported once,
+    twice; an `if` test and the first statement of a branch it chooses, or its `elif`
+    tests: `if right_rf.item():` then `x = x[..., :-right_rf.item()]`) are one cause with
+    one fix, reading the value once into a name, reported once,
     at the first. The later reads are not free (measured by hand on the XLA CPU device: `a
     = int(t.item())` then `abs(a - t.item())` over 5 steps cost 15 executions and 10
     device-to-host transfers, against 10 and 5 for the first read alone), but the fix of
@@ -102,6 +104,14 @@ class ItemInHotCode(HelperReadRule):
     knows it reads a tensor: by its own methods and rows (`self._sum +=
     values.sum().item()` with `values: torch.Tensor`), and by arithmetic, comparisons and
     `torch` functions of such values (`pred = logits < 0`, then `float(th.sum(pred))`).
+    Arithmetic of parameters converted (`math.sqrt(sigma_next**2 * (sigma**2 -
+    sigma_next**2) / sigma**2)`, `float(total / count)`, or a local bound to such
+    arithmetic: `sigma_hat = sigma + gamma * sigma`, then `math.sqrt(sigma_hat**2 -
+    sigma**2)`) reads the parameters whatever the helper's code knows of them (a `sigma:
+    float` annotation included): beside numbers, names and attributes, a device tensor
+    handed to one of them keeps the result on the device. A call or a row of a value of
+    unknown kind in the expression (`float(cfg.get("lr") * scale)`) may be anything, and
+    a string makes it formatting: not such arithmetic.
     One finding per call: two per-step calls are two findings, and a call handing several
     such parameters is one, standing for the conversions of each argument it hands over.
     A check of the input (a read in the test of an `assert`, `if`, `while` or conditional
@@ -158,7 +168,9 @@ class ItemInHotCode(HelperReadRule):
     `.item()` exists on tensors and numpy values only: on a value of unknown kind it is
     reported in torch code, a file that imports torch or a function that runs backward
     in its own body (a trainer subclass whose module imports only its framework, reading
-    `loss_t.item()` in `forward_backward`); elsewhere it is not. A field of an object numpy
+    `loss_t.item()` in `forward_backward`); elsewhere it is not. A row of a parameter
+    named as a Python number is such a value (`mel_input_length[bib].item()` in
+    `forward`: a number has no rows). A field of an object numpy
     makes is a numpy value (`np.finfo(np.float32).eps.item()`): not flagged. Nor are the
     arrays of another array library (MLX, jax, TensorFlow, CuPy, `foreign_arrays.py`), never
     torch tensors on the device: what its functions return as the imports in force bind
