@@ -122,7 +122,12 @@ class HiddenHostRead(Rule):
     `log_prob`, `Uniform(low=torch.tensor(lo, device=d), high=..., validate_args=True)`
     each bound when it is built; the mean or standard deviation of `torch.normal(mean,
     std, size)` given a device tensor (with a size, the only overload takes two Python
-    floats; without one, tensors there are elementwise on the device). Indexing a tensor
+    floats; without one, tensors there are elementwise on the device); or the input of
+    `F.one_hot` given no class count (`F.one_hot(t)`, `num_classes=-1`, or a name that is
+    -1 on some path: a ridge regression's `if num_classes is None: num_classes = -1`),
+    which sizes its output by `t.max() + 1`, read on the host (`one_hot` takes tensors
+    only, so an input of unknown kind in per-step code is the step's; a given count, a
+    literal or `logits.shape[-1]`, reads nothing). Indexing a tensor
     with a tensor (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
     index is a 0-dim integer tensor of the device, which PyTorch reads as a Python int
     (`x[i]` with `i = torch.argmax(scores)`, `scores.argmin()`, `(i % n).long()`, by
@@ -227,6 +232,10 @@ class HiddenHostRead(Rule):
     `np.array_split`). A device tensor handed to numpy as an array is no read:
     `np.asarray(t)` raises (an XLA tensor does not convert to numpy) and `np.mean(t)` calls
     `t.mean`.
+    Measured by hand in round 24 (5 calls, XLA CPU device): `F.one_hot(t)` and
+    `F.one_hot(t, num_classes=-1)` of a device tensor of 4 labels, 5
+    `aten::_local_scalar_dense` and 5 device-to-host transfers; `F.one_hot(t,
+    num_classes=4)`, none.
     Measured by hand in round 22 (5 calls, XLA CPU device): `range(n + 1)` with `n =
     (ids == k).sum()`, a 0-dim device sum, 5 `aten::_local_scalar_dense` and 5 transfers;
     `torch.zeros(g)` with `g` a 0-dim device tensor, 5 and 5. Such a count is a device
