@@ -547,6 +547,19 @@ def local_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpressio
     return list(_assigned_values(function).get(name) or ())
 
 
+def possible_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """The values `name` may hold somewhere in `function`: its parameter's default and
+    every value a plain `name = ...` assigns (a parameter reassigned on one path,
+    `num_classes = -1` under `if num_classes is None:`), where `local_values` answers
+    nothing for a parameter. Values bound any other way are not listed."""
+    found: list[cst.BaseExpression] = []
+    param = parameter(function, name)
+    if param is not None and param.default is not None:
+        found.append(param.default)
+    found += _assigned_values(function).get(name) or ()
+    return found
+
+
 def module_values(module: cst.Module, name: str) -> list[cst.BaseExpression]:
     """Every value a module-level `name = ...` assigns (`META_BATCH_SIZE = 1`, also in a
     module-level `if` or `try`); empty where the name is bound any other way too (an

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from xlalint.analysis.arguments import Signature, bind, keyword_argument, parameter
+from xlalint.analysis.guards import possible_values
 from xlalint.analysis.host_reads import ReadRuns, read_root
 from xlalint.analysis.zero_dim import ZeroDimIndexes
 from xlalint.context import Kind
@@ -77,6 +78,10 @@ _NORMAL_SIGNATURE = Signature(
         }
     ),
 )
+# `F.one_hot(tensor, num_classes=-1)`: with no class count (-1, the default) it reads
+# `tensor.max()` on the host to size its output.
+_ONE_HOT = "torch.nn.functional.one_hot"
+_ONE_HOT_SIGNATURE = Signature(("tensor", "num_classes"), frozenset({"tensor", "num_classes"}))
 _DISTRIBUTION_HINT = (
     "Pass `validate_args=False` (or call "
     "`torch.distributions.Distribution.set_default_validate_args(False)` once)"
@@ -117,7 +122,12 @@ class HiddenHostRead(Rule):
     `log_prob`, `Uniform(low=torch.tensor(lo, device=d), high=..., validate_args=True)`
     each bound when it is built; the mean or standard deviation of `torch.normal(mean,
     std, size)` given a device tensor (with a size, the only overload takes two Python
-    floats; without one, tensors there are elementwise on the device). Indexing a tensor
+    floats; without one, tensors there are elementwise on the device); or the input of
+    `F.one_hot` given no class count (`F.one_hot(t)`, `num_classes=-1`, or a name that is
+    -1 on some path: a ridge regression's `if num_classes is None: num_classes = -1`),
+    which sizes its output by `t.max() + 1`, read on the host (`one_hot` takes tensors
+    only, so an input of unknown kind in per-step code is the step's; a given count, a
+    literal or `logits.shape[-1]`, reads nothing). Indexing a tensor
     with a tensor (`x[idx]`) is advanced indexing on the device and is not flagged, unless the
     index is a 0-dim integer tensor of the device, which PyTorch reads as a Python int
     (`x[i]` with `i = torch.argmax(scores)`, `scores.argmin()`, `(i % n).long()`, by
@@ -222,6 +232,10 @@ class HiddenHostRead(Rule):
     `np.array_split`). A device tensor handed to numpy as an array is no read:
     `np.asarray(t)` raises (an XLA tensor does not convert to numpy) and `np.mean(t)` calls
     `t.mean`.
+    Measured by hand in round 24 (5 calls, XLA CPU device): `F.one_hot(t)` and
+    `F.one_hot(t, num_classes=-1)` of a device tensor of 4 labels, 5
+    `aten::_local_scalar_dense` and 5 device-to-host transfers; `F.one_hot(t,
+    num_classes=4)`, none.
     Measured by hand in round 22 (5 calls, XLA CPU device): `range(n + 1)` with `n =
     (ids == k).sum()`, a 0-dim device sum, 5 `aten::_local_scalar_dense` and 5 transfers;
     `torch.zeros(g)` with `g` a 0-dim device tensor, 5 and 5. Such a count is a device
@@ -260,6 +274,7 @@ class HiddenHostRead(Rule):
         "expand",
         "repeat",
         "new_",
+        "one_hot",
     )
 
     def __init__(self, ctx: FileContext) -> None:
@@ -370,6 +385,8 @@ class HiddenHostRead(Rule):
                 self._check_distribution(node, qualified, positional)
             elif qualified == _NORMAL:
                 self._check_normal_scalars(node)
+            elif qualified == _ONE_HOT:
+                self._check_one_hot(node)
             elif qualified in _SIZED_FACTORIES:
                 self._check_sizes([*positional, *keywords])
             elif qualified in _RANGES:
@@ -458,6 +475,34 @@ class HiddenHostRead(Rule):
                 self.report(value, self.message.format(use=use))
                 return  # one call, one cause
 
+    def _check_one_hot(self, node: cst.Call) -> None:
+        """`F.one_hot(labels)`, or `num_classes=n` where `n` may be -1 (its default, or a
+        value the function gives it on some path: `if num_classes is None: num_classes =
+        -1`): the class count is `labels.max() + 1`, read on the host to size the output.
+        A given count (`num_classes=10`, a parameter with another default) reads nothing."""
+        bound = bind(node, _ONE_HOT_SIGNATURE)
+        if bound is None:
+            return
+        labels = bound.get("tensor")
+        # `one_hot` takes a tensor only: one of unknown kind (a parameter) is a tensor, and
+        # in code that runs every step, the step's, as for XLA204's ops.
+        if labels is None or self.ctx.kind(labels) in (Kind.HOST, Kind.MODULE):
+            return
+        count = bound.get("num_classes")
+        if count is None or self._may_be_minus_one(count):
+            use = "`one_hot()`'s class count (its largest value, with no `num_classes`)"
+            self.report(labels, self.message.format(use=use))
+
+    def _may_be_minus_one(self, value: cst.BaseExpression) -> bool:
+        if _minus_one(value):
+            return True
+        function = self.ctx.function_node
+        return (
+            type(value) is cst.Name
+            and function is not None
+            and any(_minus_one(v) for v in possible_values(function, value.value))
+        )
+
     def _handed_in(self, value: cst.BaseExpression) -> bool:
         """A parameter of the function, never rebound in it (`alpha=lr` in `step(params,
         grads, lr)`): taken for a tensor only by where it is, most often a Python number
@@ -533,3 +578,13 @@ def _element_indexed_by_tuple(node: cst.Subscript) -> bool:
     indexed by several tensors at once. No list takes a tuple index, so the element is an
     array or a tensor (advanced indexing on the device), whatever the list it came from."""
     return isinstance(node.value, cst.Subscript) and len(node.slice) > 1
+
+
+def _minus_one(value: cst.BaseExpression) -> bool:
+    """The literal `-1`."""
+    return (
+        type(value) is cst.UnaryOperation
+        and isinstance(value.operator, cst.Minus)
+        and type(value.expression) is cst.Integer
+        and value.expression.evaluated_value == 1
+    )

@@ -9,19 +9,19 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis import tensor_methods
-from xlalint.analysis.arguments import keyword_argument, with_keyword
+from xlalint.analysis.arguments import keyword_argument, parameter, with_keyword
 from xlalint.analysis.devices import (
     XLA_DEVICE_CALLS,
     device_string_type,
     is_device_name,
     positional_argument,
 )
-from xlalint.analysis.guards import local_values
+from xlalint.analysis.guards import local_values, module_values
 from xlalint.analysis.lazy_init import fills_persistent_state
 from xlalint.analysis.tensors import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
-from xlalint.walk import descendants, self_attribute, target_names
+from xlalint.walk import bound_names, descendants, self_attribute, target_names
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -80,6 +80,9 @@ _SELECTIONS = frozenset({"index_select", "gather", "take", "take_along_dim", "ma
 _NUMBER_BUILTINS = frozenset({"max", "min", "abs", "round", "int", "float"})
 # Attributes of a tensor that are views of it, on its device (`z.real` of a complex `z`).
 _TENSOR_VIEWS = frozenset({"real", "imag", "data", "T", "mT", "H", "mH"})
+# Calls that build a tensor when the module is imported, on the host (or where a file was
+# saved, which is not the XLA device chosen after import).
+_IMPORT_BUILDERS = frozenset({"torch.load", "torch.from_numpy", "torch.tensor", "torch.as_tensor"})
 _BUFFER_HINT = (
     "Register it as a buffer (`self.register_buffer(..., persistent=False)`) so that it "
     "moves to the device with the module, once"
@@ -158,7 +161,24 @@ class HostTensorInLoop(Rule):
     same way: a device factory (`torch.full`, `torch.zeros`) builds it without a copy, while
     `torch.tensor(data, device=...)` still copies its data from the host, so it is reported
     with that hint and no fix, where the move is a `.to()`, `.cuda()` or `.type_as()` (not
-    when handed to a move helper, whose device is the helper's own).
+    when handed to a move helper, whose device is the helper's own). So is data counted by
+    a range whose bounds stay the same from pass to pass (`torch.FloatTensor([[range(1,
+    self.harmonic_num + 2)]]).to(f0.device)`, a sine generator's harmonics every forward;
+    `torch.tensor(list(range(k)))`): `torch.arange` builds it on the device (measured:
+    `torch.FloatTensor([[range(1, 9)]]).to(xla)` over 5 steps, 5 host-to-device transfers;
+    `torch.arange(1, 9, dtype=torch.float, device=xla)`, none).
+
+    A tensor the module builds at import (a module-level name bound once, at the module's
+    level, to `torch.load(...)` without a `map_location` naming a device, `torch.from_numpy
+    (...)`, `torch.tensor(...)`, or a host factory), moved in code that runs every step
+    (enformer's `TF_GAMMAS.to(device)` in every attention layer's forward) is reported
+    too: import runs before any XLA device is chosen, so the tensor is not on it, and each
+    move copies it again (measured: a module-level (3071, 32) table `.to(xla)` in each of
+    5 steps, 5 host-to-device transfers; moved once before the steps, none in them); a
+    buffer moves once. Not where a
+    function around the move binds the name itself (a parameter, a local), nor where the
+    module binds it twice or a function rebinds it through `global` (a cached device
+    copy).
 
     Not flagged: a move under an interval known to be long (`if step % 2000 == 0:`, or
     past `if step % self.demo_every != 0: return` with such an interval: a copy once every
@@ -183,7 +203,13 @@ class HostTensorInLoop(Rule):
     0-dim factories (`torch.zeros(())`, `torch.full([], v)`); random factories, whose
     device form draws other numbers; `.to(t)`/`.type_as(t)` with `t` a host tensor; and
     `arange`/`linspace`/`logspace` bounds or a `full` value that change every pass, which
-    the device form would bake into the graph (one compile per value). Nor is a move in
+    the device form would bake into the graph (one compile per value), but for the
+    argument that sets a range's length alone (`end` of `torch.arange(0, l)`, `steps` of
+    `linspace`): a changing length changes the tensor's shape, and the graph compiles for
+    each shape wherever the range is built, so the device form adds no compile (measured:
+    `torch.arange(0, l)` with `l` in 3, 4, 5, 3, 4 over 5 steps, 3 compiles either way,
+    and 5 host-to-device transfers on the host against none with `device=`; a duration
+    aligner's `torch.arange(0, l).to(ref_text.device)` per utterance is reported). Nor is a move in
     a function that caches its results by its arguments (`@functools.lru_cache`,
     `@functools.cache`, `cached_property`, a project's wrapper named for one such as
     `@lru_cache_unless_export`): a rotary table built for a sequence length is built and
@@ -273,6 +299,14 @@ class HostTensorInLoop(Rule):
         "`{factory}` builds a constant tensor on the host and copies it to the device every "
         "step; build it there with a device factory"
     )
+    module_message = (
+        "`{name}` (from `{factory}`) is a tensor the module builds at import, on the host: "
+        "moving it here copies it to the device every step"
+    )
+    module_hint = (
+        "Move it once: register it as a buffer of the module that uses it "
+        "(`self.register_buffer(..., persistent=False)`), or keep a device copy"
+    )
     moved_message = (
         "`{name}` (from `{factory}`) lives on the host and is copied to the device every "
         "step; build it there with `device=`"
@@ -314,8 +348,13 @@ class HostTensorInLoop(Rule):
     hot_only = True
     amortised = True  # a copy once every many steps (`if step % 2000 == 0:`) is no cost
     uses = ("loop_values",)
-    # A flagged file names one of the factories (an alias still imports it by name).
+    # A flagged file names one of the factories (an alias still imports it by name), or a
+    # constructor of data (`torch.tensor(...)`, `torch.FloatTensor(...)`).
     triggers = (
+        "tensor(",
+        "Tensor(",
+        "load(",
+        "from_numpy",
         "zeros",
         "ones",
         "empty",
@@ -464,6 +503,10 @@ class HostTensorInLoop(Rule):
                 name, factory_name = attribute
                 message = self.attribute_message.format(name=name, factory=factory_name)
                 self.report(node, message, hint=_BUFFER_HINT)
+            elif (module_tensor := self._module_tensor(self._chain_head(receiver))) is not None:
+                name, factory_name = module_tensor
+                message = self.module_message.format(name=name, factory=factory_name)
+                self.report(node, message, hint=self.module_hint)
             return
         if id(factory) in self._reported:
             return  # reported at the outer move of the same chain
@@ -700,6 +743,37 @@ class HostTensorInLoop(Rule):
             for v in bound
         )
 
+    def _module_tensor(self, receiver: cst.BaseExpression) -> tuple[str, str] | None:
+        """A module-level name, free in the functions around the move, that the module binds
+        once, at its level, to a tensor it builds at import (`TF_GAMMAS = torch.load(path)`,
+        `TABLE = torch.tensor(data)`, a host factory): import runs before any XLA device is
+        chosen, so the tensor is not on it, and each move copies it again. The name and
+        its builder; None otherwise (also for `torch.load(..., map_location=<a device>)`)."""
+        if type(receiver) is not cst.Name or not self._functions:
+            return None
+        name = receiver.value
+        for function in self._functions:
+            if name in bound_names(function) or parameter(function, name) is not None:
+                return None
+        values = module_values(self.ctx.module, name)
+        if len(values) != 1:
+            return None
+        head = self._chain_head(values[0])
+        if type(head) is not cst.Call:
+            return None
+        qualified = self.ctx.qualified(head.func)
+        if qualified in _IMPORT_BUILDERS:
+            location = keyword_argument(head, "map_location")
+            if location is not None and device_string_type(location.value) != "cpu":
+                return None  # loaded onto a device it names
+            device = keyword_argument(head, "device")
+            if device is not None and device_string_type(device.value) != "cpu":
+                return None
+            return name, f"{qualified}(...)"
+        if _builds_on_host(head, qualified) or qualified in _DATA_CONSTRUCTORS:
+            return name, f"{qualified}(...)"
+        return None
+
     def _host_attribute(self, receiver: cst.BaseExpression) -> tuple[str, str] | None:
         """`self.P[:, :T]` moved in a method: (`self.P`, its factory) for a host attribute."""
         if not self._classes or not self._functions:
@@ -865,6 +939,7 @@ class HostTensorInLoop(Rule):
         if qualified in _RANGES:
             keywords = ("start", "end", "step", "steps", "base")
             values = [*positional, *(a.value for a in factory.args if _keyword_in(a, keywords))]
+            values = [v for v in values if v is not _length_argument(factory, qualified)]
         elif qualified == "torch.full":
             values = [
                 *positional[1:2],
@@ -872,6 +947,9 @@ class HostTensorInLoop(Rule):
             ]
         elif positional and (repeated := _repeated_value(positional[0])) is not None:
             values = [repeated]  # `[v] * n`, built on the device as `torch.full((n,), v)`
+        elif positional and (bounds := _range_data(positional[0])) is not None:
+            # `[range(1, n)]`, built on the device as `torch.arange(1, n)`
+            values = [v for i, v in enumerate(bounds) if i != (0 if len(bounds) == 1 else 1)]
         else:
             return False
         return any(self.values.varies(value) for value in values)
@@ -982,6 +1060,7 @@ def _builds_on_host(factory: cst.Call, qualified: str | None) -> bool:
         if not (
             _number_literals(first.value)
             or _repeated_value(first.value) is not None
+            or _range_data(first.value) is not None
             or _legacy_sizes(factory, qualified)
         ):
             return False
@@ -1005,6 +1084,51 @@ def _repeated_value(value: cst.BaseExpression) -> cst.BaseExpression | None:
             ):
                 return item
     return None
+
+
+def _length_argument(factory: cst.Call, qualified: str) -> cst.BaseExpression | None:
+    """The argument of a range factory that sets its length alone: `end` of `arange(end)`
+    and `arange(start, end[, step])`, `steps` of `linspace`/`logspace`. Changing from pass
+    to pass, it changes the tensor's shape, and the graph that uses it compiles for each
+    shape wherever the tensor is built: the device form adds no compile (measured: `torch.
+    arange(0, l)` with `l` in 3, 4, 5, 3, 4 over 5 steps, 3 compiles either way, and 5
+    host-to-device transfers built on the host against none with `device=`)."""
+    positional = [a.value for a in factory.args if a.keyword is None and not a.star]
+    name = "end" if qualified == "torch.arange" else "steps"
+    keyword = keyword_argument(factory, name)
+    if keyword is not None:
+        return keyword.value
+    if qualified == "torch.arange":
+        return positional[0] if len(positional) == 1 else (positional[1] if positional else None)
+    return positional[2] if len(positional) > 2 else None
+
+
+def _range_data(value: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """`range(1, n + 2)`, `list(range(n))`, `[[range(1, k)]]` (a range in one-element
+    lists, at any depth): data counted from bounds, which `torch.arange(...)` builds on the
+    device from the bounds alone. The bounds, for the caller to judge whether they change
+    from pass to pass; None for any other data."""
+    while isinstance(value, cst.List | cst.Tuple) and len(value.elements) == 1:
+        element = value.elements[0]
+        if isinstance(element, cst.StarredElement):
+            return None
+        value = element.value
+    if (
+        type(value) is cst.Call
+        and type(value.func) is cst.Name
+        and value.func.value in ("list", "tuple")
+        and len(value.args) == 1
+    ):
+        value = value.args[0].value
+    if not (
+        type(value) is cst.Call
+        and type(value.func) is cst.Name
+        and value.func.value == "range"
+        and 1 <= len(value.args) <= 3
+        and all(a.keyword is None and not a.star for a in value.args)
+    ):
+        return None
+    return [a.value for a in value.args]
 
 
 def _legacy_sizes(factory: cst.Call, qualified: str) -> bool:
