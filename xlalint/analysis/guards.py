@@ -146,12 +146,26 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
     (`torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9)`); false
     for an `else`/`elif`, the left side of an `or`, or an earlier `if` whose body returns or
     raises (`if not torch.cuda.is_available(): return False`); true for an earlier `assert`
-    of the block (`assert device.type == "cuda"`: what follows runs only where it held)."""
+    of the block (`assert device.type == "cuda"`: what follows runs only where it held);
+    `count > 0` in the body of a loop over `range(count)` of a count of GPUs (`for i in
+    range(torch.cuda.device_count()):`, `[... for i in range(args.n_gpu)]`): a pass runs
+    only where there is a GPU to count, and on an XLA host the count is 0."""
     for child, parent in itertools.pairwise(path):
         if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             return
         if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:
             yield parent.test, child is parent.body
+        elif type(parent) is cst.For and child is parent.body:
+            count = _range_count(parent.iter)
+            if count is not None:
+                yield _positive(count), True
+        elif type(parent) in _COMPREHENSIONS and child is not parent.for_in:
+            comp_for: cst.CompFor | None = parent.for_in
+            while comp_for is not None:
+                count = _range_count(comp_for.iter)
+                if count is not None:
+                    yield _positive(count), True
+                comp_for = comp_for.inner_for_in
         elif type(parent) is cst.BooleanOperation and child is parent.right:
             yield parent.left, type(parent.operator) is cst.And
         elif type(parent) in (cst.IndentedBlock, cst.Module):
@@ -164,6 +178,35 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
                     for small in statement.body:
                         if type(small) is cst.Assert:
                             yield small.test, True  # past `assert dev.type == "cuda"`
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def _range_count(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`count` for `range(count)` or `range(0, count)` where `count` reads as a count of
+    GPUs (`torch.cuda.device_count()`, `ngpu`, `args.n_gpu`), else None."""
+    if type(iterable) is not cst.Call or get_full_name_for_node(iterable.func) != "range":
+        return None
+    args = iterable.args
+    if any(a.keyword is not None or a.star for a in args):
+        return None
+    if len(args) == 2 and type(args[0].value) is cst.Integer and args[0].value.value == "0":
+        args = args[1:]
+    if len(args) != 1:
+        return None
+    count = args[0].value
+    callee = count.func if type(count) is cst.Call else count
+    name = (get_full_name_for_node(callee) or "").rsplit(".", 1)[-1]
+    return count if name == "device_count" or _names_gpu_count(name) else None
+
+
+def _positive(count: cst.BaseExpression) -> cst.Comparison:
+    """`count > 0`: what a pass of a loop over `range(count)` knows."""
+    return cst.Comparison(
+        left=count,
+        comparisons=[cst.ComparisonTarget(operator=cst.GreaterThan(), comparator=cst.Integer("0"))],
+    )
 
 
 # How a guard leaves its function when its test holds.
