@@ -20,6 +20,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument, parameters
 from xlalint.analysis.guards import (
+    asks_about_backend_only,
     implied,
     mentions_cuda,
     path_conditions,
@@ -378,13 +379,14 @@ def _leaves(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether a condition asks about CUDA, MPS (`torch.backends.mps.is_available()`) or
-    torch's current accelerator (`torch.accelerator.is_available()`, `use_accel`)."""
+    torch's current accelerator (`torch.accelerator.is_available()`, `use_accel`); not one
+    that only asks whether the process group is NCCL (`guards.asks_about_backend_only`)."""
     for node in _leaves(test):
         if isinstance(node, cst.Name) and "mps" in node.value.lower():
             return True
         if isinstance(node, cst.SimpleString) and device_string_type(node) == "mps":
             return True
-    return mentions_cuda(test, imports)
+    return mentions_cuda(test, imports) and not asks_about_backend_only(test, imports)
 
 
 def names_xla(text: str) -> bool:

@@ -29,24 +29,50 @@ _ACCEL_FLAG = re.compile(r"(?:^|_)accel(?:$|_)", re.IGNORECASE)
 
 def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether a condition asks about CUDA: `torch.cuda.is_available()`, `args.cuda`,
-    `use_cuda`, `device.type == "cuda"`, `dist.get_backend() == "nccl"` (NCCL runs on
-    CUDA devices only); or about torch's current accelerator
+    `use_cuda`, `device.type == "cuda"`, `dist.get_backend() == "nccl"` or
+    `self.backend == dist.Backend.NCCL` (NCCL runs on CUDA devices only: a process group
+    that is NCCL exists only on a CUDA host); or about torch's current accelerator
     (`torch.accelerator.is_available()`, `use_accel`), which is never XLA: measured with
     torch_xla 2.9 imported, `torch.accelerator.is_available()` is False on an XLA host."""
+    return any(True for _ in cuda_mentions(test, imports))
+
+
+def cuda_mentions(test: cst.BaseExpression, imports: ImportTable) -> Iterator[cst.CSTNode]:
+    """The parts of a condition that ask about CUDA (`mentions_cuda`): probes, `"cuda"`
+    and `"nccl"` strings, names and attributes named for CUDA, `Backend.NCCL`."""
     for node in descendants(test):
         kind = type(node)
         if kind is cst.Call:
             if imports.resolve(node.func) in _CUDA_PROBES:  # type: ignore[attr-defined]
-                return True
+                yield node
         elif kind is cst.SimpleString:
             value = node.evaluated_value  # type: ignore[attr-defined]
             if isinstance(value, str) and (value in _CUDA_WORDS or value.startswith("cuda:")):
-                return True
+                yield node
         elif kind is cst.Name or kind is cst.Attribute:
             last = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
-            if "cuda" in last.lower() or _ACCEL_FLAG.search(last):
-                return True
-    return False
+            if "cuda" in last.lower() or last == "NCCL" or _ACCEL_FLAG.search(last):
+                yield node
+
+
+def names_nccl(node: cst.CSTNode) -> bool:
+    """`"nccl"` or `dist.Backend.NCCL`: the collective backend, not a device."""
+    if type(node) is cst.SimpleString:
+        return node.evaluated_value == "nccl"  # type: ignore[attr-defined]
+    if type(node) is cst.Attribute:
+        return node.attr.value == "NCCL"  # type: ignore[attr-defined]
+    return type(node) is cst.Name and node.value == "NCCL"  # type: ignore[attr-defined]
+
+
+def asks_about_backend_only(test: cst.BaseExpression, imports: ImportTable) -> bool:
+    """A condition whose every question about CUDA is whether the process group is NCCL
+    (`self.backend == dist.Backend.NCCL`, `dist.get_backend() == "nccl"`): it asks what the
+    collectives need (NCCL takes CUDA tensors), which on an XLA host is never NCCL; it
+    chooses no device of its own, so a device picked under it (`torch.device("cuda") if
+    self.backend == dist.Backend.NCCL else self._default_device`) is no device ladder: an
+    XLA run takes the other branch."""
+    mentions = list(cuda_mentions(test, imports))
+    return bool(mentions) and all(names_nccl(m) for m in mentions)
 
 
 # Accelerators other than CUDA and XLA, as a word or a camel-case part (`DeviceMPS`,
