@@ -450,6 +450,24 @@ def implied(
     return holds
 
 
+def favours_cuda(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> bool:
+    """Whether some question about CUDA in `test` leads to its branch where the test is
+    `holds`: CUDA in use helps take it (`use_cuda or args.force`, the body of `if
+    torch.cuda.is_available():`). Not where every such question only leads away from it,
+    as the body of `(not args.gloo or not torch.cuda.is_available()) and not args.cpu`:
+    there a host without CUDA takes the branch wherever a CUDA host does, and the test
+    keeps nothing off XLA. A question whose answer is not known either way (`ngpu < 2`)
+    counts as leading there."""
+    inner = negated(test)
+    if inner is not None:
+        return favours_cuda(inner, not holds, imports)
+    if type(test) is cst.BooleanOperation:
+        return favours_cuda(test.left, holds, imports) or favours_cuda(test.right, holds, imports)
+    if not asks_about_cuda(test, imports):
+        return False
+    return implied(test, holds, lambda t: asks_about_cuda(t, imports)) is not False
+
+
 def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` runs only where a CUDA test passed: under `if use_cuda:`,
     or after `if not torch.cuda.is_available(): return False`. A check that leaves on some
