@@ -331,13 +331,30 @@ def converts_to_cuda_tensor_type(call: cst.Call, imports: ImportTable) -> bool:
 # -- device ladders ---------------------------------------------------------------------------
 # A CUDA device index: `torch.device(torch.cuda.current_device())` is a CUDA device.
 _CURRENT_CUDA_DEVICE = "torch.cuda.current_device"
+# A process's rank or a GPU's number (`rank`, `local_rank`, `args.local_rank`, `gpu`,
+# `gpu_id`, `gpu_idx`): an integer wherever it names a device.
+_GPU_NUMBER = re.compile(r"^(?:\w+_)?rank$|^gpu(?:_?(?:id|idx|index|num))?$", re.IGNORECASE)
+
+
+def _gpu_number(node: cst.BaseExpression) -> bool:
+    """An integer that `torch.device` takes for a CUDA index: a literal (`0`), `int(...)`,
+    or a name or attribute for a rank or a GPU's number (`rank`, `args.local_rank`)."""
+    if type(node) is cst.Integer:
+        return True
+    if type(node) is cst.Call:
+        return type(node.func) is cst.Name and node.func.value == "int"
+    if type(node) in (cst.Name, cst.Attribute):
+        last = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
+        return _GPU_NUMBER.match(last) is not None
+    return False
 
 
 def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[str] | None:
     """The device types an expression selects, or None if it is not a device expression.
 
     `"cuda:0"` -> {cuda}; `torch.device("cpu")` -> {cpu}; `torch_xla.device()` -> {xla};
-    `torch.device(name)` -> {?}; `"cuda" if c else other` -> {cuda, ?}."""
+    `torch.device(rank)`, `torch.device(0)` -> {cuda}; `torch.device(name)` -> {?};
+    `"cuda" if c else other` -> {cuda, ?}."""
     if (kind := device_string_type(node)) is not None:
         return frozenset({kind})
     if isinstance(node, cst.Call):
@@ -354,6 +371,15 @@ def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[st
                 and imports.resolve(arg.value.func) == _CURRENT_CUDA_DEVICE
             ):
                 return frozenset({"cuda"})  # `torch.device(torch.cuda.current_device())`
+            if (
+                arg is not None
+                and arg.keyword is None
+                and len(node.args) == 1
+                and _gpu_number(arg.value)
+            ):
+                # `torch.device(rank)`: an integer alone is a CUDA index (`cuda:<rank>`,
+                # also with torch_xla imported: measured, torch 2.9).
+                return frozenset({"cuda"})
             inner = device_types(arg.value, imports) if arg is not None else None
             return inner or frozenset({UNKNOWN})
         return None
