@@ -485,7 +485,8 @@ _EXAMINED_ATTRIBUTES = frozenset({"type", "index"})
 def only_examined(function: cst.FunctionDef, name: str, imports: ImportTable) -> bool:
     """Whether `function` only examines its parameter `name` (at least once) and places
     nothing with it: comparisons (`device == "cuda"`), `device.type`, `str(device)`,
-    `getattr(device, "type", ...)`, queries (`get_backend(device).device_count()`) and the
+    `getattr(device, "type", ...)`, queries (`get_backend(device).device_count()`, not a
+    getter handed other values beside it: `get_model(cfg, device)` builds there) and the
     device type of an autocast or scaler (XLA303's). A `"cuda"` default of such a
     parameter picks no device: `build_dataloader(..., device="cuda")` only decides
     `pin_memory`. Any other use (`.to(device)`, `device=device`, passed on, stored,
@@ -528,11 +529,19 @@ def _examines(node: cst.Name, above: tuple[cst.CSTNode, ...], imports: ImportTab
         qualified = imports.resolve(call.func)
         return (
             callee in _EXAMINING_CALLS
-            or _QUERY_CALL.match(callee) is not None
+            or (_QUERY_CALL.match(callee) is not None and _asks_of(call, callee))
             or qualified in AUTOCAST_CALLS
             or qualified in GRAD_SCALER_CALLS
         )
     return False
+
+
+def _asks_of(call: cst.Call, callee: str) -> bool:
+    """A query's call asks about what it is handed: `is_*`/`has_*` answer yes or no, and
+    `get_*` handed the device alone (`get_backend(device)`); a `get_*` handed the device
+    among other values (`get_problem(rank, world_size, batch_size, device, model_name)`,
+    `get_model(cfg, device)`) builds what it gets there, which places it."""
+    return not callee.lstrip("_").startswith("get_") or len(call.args) == 1
 
 
 def creates_xla_device(node: cst.CSTNode, imports: ImportTable) -> bool:
