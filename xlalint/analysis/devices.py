@@ -598,6 +598,8 @@ class DeviceChoice:
 
 
 def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice | None:
+    if asks_about_backend_only(node.test, imports):
+        return None  # `torch.device("cuda") if backend == "nccl" else ...`: no choice
     types = device_types(node, imports)
     if types is None:
         return None
@@ -713,8 +715,13 @@ def if_device_choice(
 ) -> DeviceChoice | None:
     """The device choice made by an `if`/`elif`/`else` chain, if any branch assigns or
     returns a device expression (or a call of one of `helpers`, see `device_helpers`). A
-    nested `if` statement is a choice of its own and is not looked into."""
+    nested `if` statement is a choice of its own and is not looked into. A chain whose
+    every test asks only whether the process group is NCCL (`if dist.get_backend() ==
+    dist.Backend.NCCL: return torch.device("cuda")`) chooses no device: it gives the
+    collectives what NCCL needs, on CUDA hosts only (`guards.asks_about_backend_only`)."""
     tests, blocks = chain(node)
+    if tests and all(asks_about_backend_only(test, imports) for test in tests):
+        return None
     # Lists of devices only in a chain that asks what the host has (a list built where a
     # parameter is left out, `if devices is None:`, is the caller's choice and spells its
     # CUDA string itself: XLA302's).
