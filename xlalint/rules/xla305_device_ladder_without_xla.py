@@ -194,7 +194,10 @@ class DeviceLadderWithoutXla(Rule):
     failed: in the `else` of one (`if device == "xla": ... else: <ladder>`), or after one
     that returns or raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`).
     Also left alone: a choice between CUDA devices only (`"cuda:0" if rank == 0 else
-    "cuda:1"`) and guards that set no device; an `if` without `else` that, under a GPU
+    "cuda:1"`) and guards that set no device; a choice whose tests only ask whether the
+    process group is NCCL (`torch.device("cuda") if self.backend == dist.Backend.NCCL else
+    self._default_device`): it gives the collectives what NCCL needs, which only a CUDA
+    host creates; an `if` without `else` that, under a GPU
     test, sets only devices of unknown type (`if self.cuda and pipelined: self.last_device
     = torch.device(cfg.devices[-1])`): it configures the GPU path, and where the test
     fails the device chosen before stands; a ternary or an `if` without `else` that
