@@ -518,13 +518,48 @@ def on_by_default(test: cst.BaseExpression, function: cst.FunctionDef | None) ->
     the caller's switch, on unless turned off, which no CUDA probe sets. With the defaults
     an XLA host takes the branch it guards (`if cuda: model.cuda()` raises there), so it
     keeps nothing off XLA; a flag set from a probe (`use_cuda = torch.cuda.is_available()`)
-    or handed in without a default is judged as before."""
+    or handed in without a default is judged as before. So is a comparison of such a
+    parameter with its own default (`distributed_backend == "nccl"` in `def
+    __init__(..., distributed_backend: str = "nccl")`): the defaults decide it, and an XLA
+    host with the defaults takes what it guards."""
+    if function is not None and type(test) is cst.Comparison:
+        return _compares_with_default(test, function)
     if type(test) is not cst.Name or function is None:
         return False
     param = parameter(function, test.value)  # type: ignore[attr-defined]
     if param is None or param.default is None or falsy_constant(param.default) is not False:
         return False
     return test.value not in _assigned_values(function)  # type: ignore[attr-defined]
+
+
+def _literal(node: cst.BaseExpression) -> str | None:
+    """A string literal's value, or a dotted constant's name (`dist.Backend.NCCL`)."""
+    if type(node) is cst.SimpleString:
+        value = node.evaluated_value  # type: ignore[attr-defined]
+        return f"'{value}'" if isinstance(value, str) else None
+    if type(node) is cst.Attribute:
+        return get_full_name_for_node(node)
+    return None
+
+
+def _compares_with_default(test: cst.Comparison, function: cst.FunctionDef) -> bool:
+    """`name == <literal>` (or `!=`) where `name` is a parameter of `function` whose default
+    is that literal and which the function never rebinds."""
+    if len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal | cst.NotEqual):
+        return False
+    for side, other in ((test.left, target.comparator), (target.comparator, test.left)):
+        if type(side) is not cst.Name:
+            continue
+        param = parameter(function, side.value)
+        if param is None or param.default is None:
+            continue
+        literal = _literal(other)
+        if literal is not None and literal == _literal(param.default):
+            return side.value not in _assigned_values(function)
+    return False
 
 
 def mentions_host_device(test: cst.BaseExpression) -> bool:
