@@ -20,6 +20,7 @@ from libcst.helpers import get_full_name_for_node
 
 from xlalint.analysis.arguments import keyword_argument, parameters
 from xlalint.analysis.guards import (
+    asks_about_backend_only,
     implied,
     mentions_cuda,
     path_conditions,
@@ -330,13 +331,30 @@ def converts_to_cuda_tensor_type(call: cst.Call, imports: ImportTable) -> bool:
 # -- device ladders ---------------------------------------------------------------------------
 # A CUDA device index: `torch.device(torch.cuda.current_device())` is a CUDA device.
 _CURRENT_CUDA_DEVICE = "torch.cuda.current_device"
+# A process's rank or a GPU's number (`rank`, `local_rank`, `args.local_rank`, `gpu`,
+# `gpu_id`, `gpu_idx`): an integer wherever it names a device.
+_GPU_NUMBER = re.compile(r"^(?:\w+_)?rank$|^gpu(?:_?(?:id|idx|index|num))?$", re.IGNORECASE)
+
+
+def _gpu_number(node: cst.BaseExpression) -> bool:
+    """An integer that `torch.device` takes for a CUDA index: a literal (`0`), `int(...)`,
+    or a name or attribute for a rank or a GPU's number (`rank`, `args.local_rank`)."""
+    if type(node) is cst.Integer:
+        return True
+    if type(node) is cst.Call:
+        return type(node.func) is cst.Name and node.func.value == "int"
+    if type(node) in (cst.Name, cst.Attribute):
+        last = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
+        return _GPU_NUMBER.match(last) is not None
+    return False
 
 
 def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[str] | None:
     """The device types an expression selects, or None if it is not a device expression.
 
     `"cuda:0"` -> {cuda}; `torch.device("cpu")` -> {cpu}; `torch_xla.device()` -> {xla};
-    `torch.device(name)` -> {?}; `"cuda" if c else other` -> {cuda, ?}."""
+    `torch.device(rank)`, `torch.device(0)` -> {cuda}; `torch.device(name)` -> {?};
+    `"cuda" if c else other` -> {cuda, ?}."""
     if (kind := device_string_type(node)) is not None:
         return frozenset({kind})
     if isinstance(node, cst.Call):
@@ -353,6 +371,15 @@ def device_types(node: cst.BaseExpression, imports: ImportTable) -> frozenset[st
                 and imports.resolve(arg.value.func) == _CURRENT_CUDA_DEVICE
             ):
                 return frozenset({"cuda"})  # `torch.device(torch.cuda.current_device())`
+            if (
+                arg is not None
+                and arg.keyword is None
+                and len(node.args) == 1
+                and _gpu_number(arg.value)
+            ):
+                # `torch.device(rank)`: an integer alone is a CUDA index (`cuda:<rank>`,
+                # also with torch_xla imported: measured, torch 2.9).
+                return frozenset({"cuda"})
             inner = device_types(arg.value, imports) if arg is not None else None
             return inner or frozenset({UNKNOWN})
         return None
@@ -378,13 +405,14 @@ def _leaves(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 def probes_gpu(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether a condition asks about CUDA, MPS (`torch.backends.mps.is_available()`) or
-    torch's current accelerator (`torch.accelerator.is_available()`, `use_accel`)."""
+    torch's current accelerator (`torch.accelerator.is_available()`, `use_accel`); not one
+    that only asks whether the process group is NCCL (`guards.asks_about_backend_only`)."""
     for node in _leaves(test):
         if isinstance(node, cst.Name) and "mps" in node.value.lower():
             return True
         if isinstance(node, cst.SimpleString) and device_string_type(node) == "mps":
             return True
-    return mentions_cuda(test, imports)
+    return mentions_cuda(test, imports) and not asks_about_backend_only(test, imports)
 
 
 def names_xla(text: str) -> bool:
@@ -457,7 +485,8 @@ _EXAMINED_ATTRIBUTES = frozenset({"type", "index"})
 def only_examined(function: cst.FunctionDef, name: str, imports: ImportTable) -> bool:
     """Whether `function` only examines its parameter `name` (at least once) and places
     nothing with it: comparisons (`device == "cuda"`), `device.type`, `str(device)`,
-    `getattr(device, "type", ...)`, queries (`get_backend(device).device_count()`) and the
+    `getattr(device, "type", ...)`, queries (`get_backend(device).device_count()`, not a
+    getter handed other values beside it: `get_model(cfg, device)` builds there) and the
     device type of an autocast or scaler (XLA303's). A `"cuda"` default of such a
     parameter picks no device: `build_dataloader(..., device="cuda")` only decides
     `pin_memory`. Any other use (`.to(device)`, `device=device`, passed on, stored,
@@ -500,11 +529,19 @@ def _examines(node: cst.Name, above: tuple[cst.CSTNode, ...], imports: ImportTab
         qualified = imports.resolve(call.func)
         return (
             callee in _EXAMINING_CALLS
-            or _QUERY_CALL.match(callee) is not None
+            or (_QUERY_CALL.match(callee) is not None and _asks_of(call, callee))
             or qualified in AUTOCAST_CALLS
             or qualified in GRAD_SCALER_CALLS
         )
     return False
+
+
+def _asks_of(call: cst.Call, callee: str) -> bool:
+    """A query's call asks about what it is handed: `is_*`/`has_*` answer yes or no, and
+    `get_*` handed the device alone (`get_backend(device)`); a `get_*` handed the device
+    among other values (`get_problem(rank, world_size, batch_size, device, model_name)`,
+    `get_model(cfg, device)`) builds what it gets there, which places it."""
+    return not callee.lstrip("_").startswith("get_") or len(call.args) == 1
 
 
 def creates_xla_device(node: cst.CSTNode, imports: ImportTable) -> bool:
@@ -561,6 +598,8 @@ class DeviceChoice:
 
 
 def ifexp_device_choice(node: cst.IfExp, imports: ImportTable) -> DeviceChoice | None:
+    if asks_about_backend_only(node.test, imports):
+        return None  # `torch.device("cuda") if backend == "nccl" else ...`: no choice
     types = device_types(node, imports)
     if types is None:
         return None
@@ -676,8 +715,13 @@ def if_device_choice(
 ) -> DeviceChoice | None:
     """The device choice made by an `if`/`elif`/`else` chain, if any branch assigns or
     returns a device expression (or a call of one of `helpers`, see `device_helpers`). A
-    nested `if` statement is a choice of its own and is not looked into."""
+    nested `if` statement is a choice of its own and is not looked into. A chain whose
+    every test asks only whether the process group is NCCL (`if dist.get_backend() ==
+    dist.Backend.NCCL: return torch.device("cuda")`) chooses no device: it gives the
+    collectives what NCCL needs, on CUDA hosts only (`guards.asks_about_backend_only`)."""
     tests, blocks = chain(node)
+    if tests and all(asks_about_backend_only(test, imports) for test in tests):
+        return None
     # Lists of devices only in a chain that asks what the host has (a list built where a
     # parameter is left out, `if devices is None:`, is the caller's choice and spells its
     # CUDA string itself: XLA302's).

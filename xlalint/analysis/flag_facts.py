@@ -474,9 +474,13 @@ def _attributes(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _receiver(function: cst.FunctionDef | None) -> str | None:
-    """The name of a method's instance parameter (`self`)."""
+    """The name of a method's instance parameter (`self`); in `__new__`, the name its
+    body binds the instance it builds to (`self = super().__new__(cls)`: a singleton's
+    constructor sets its attributes there, as `__init__` does)."""
     if function is None:
         return None
+    if function.name.value == "__new__":
+        return _built_instance(function)
     params = positional_params(function)
     if not params:
         return None
@@ -486,6 +490,26 @@ def _receiver(function: cst.FunctionDef | None) -> str | None:
     ):
         return None
     return params[0].name.value
+
+
+def _built_instance(function: cst.FunctionDef) -> str | None:
+    """`self` for `self = super().__new__(cls)` (or `object.__new__(cls)`) among the
+    top-level statements of `__new__`."""
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Call)
+                and isinstance(small.value.func, cst.Attribute)
+                and small.value.func.attr.value == "__new__"
+            ):
+                return small.targets[0].target.value
+    return None
 
 
 def _is_local(function: cst.FunctionDef, name: str) -> bool:

@@ -29,24 +29,50 @@ _ACCEL_FLAG = re.compile(r"(?:^|_)accel(?:$|_)", re.IGNORECASE)
 
 def mentions_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """Whether a condition asks about CUDA: `torch.cuda.is_available()`, `args.cuda`,
-    `use_cuda`, `device.type == "cuda"`, `dist.get_backend() == "nccl"` (NCCL runs on
-    CUDA devices only); or about torch's current accelerator
+    `use_cuda`, `device.type == "cuda"`, `dist.get_backend() == "nccl"` or
+    `self.backend == dist.Backend.NCCL` (NCCL runs on CUDA devices only: a process group
+    that is NCCL exists only on a CUDA host); or about torch's current accelerator
     (`torch.accelerator.is_available()`, `use_accel`), which is never XLA: measured with
     torch_xla 2.9 imported, `torch.accelerator.is_available()` is False on an XLA host."""
+    return any(True for _ in cuda_mentions(test, imports))
+
+
+def cuda_mentions(test: cst.BaseExpression, imports: ImportTable) -> Iterator[cst.CSTNode]:
+    """The parts of a condition that ask about CUDA (`mentions_cuda`): probes, `"cuda"`
+    and `"nccl"` strings, names and attributes named for CUDA, `Backend.NCCL`."""
     for node in descendants(test):
         kind = type(node)
         if kind is cst.Call:
             if imports.resolve(node.func) in _CUDA_PROBES:  # type: ignore[attr-defined]
-                return True
+                yield node
         elif kind is cst.SimpleString:
             value = node.evaluated_value  # type: ignore[attr-defined]
             if isinstance(value, str) and (value in _CUDA_WORDS or value.startswith("cuda:")):
-                return True
+                yield node
         elif kind is cst.Name or kind is cst.Attribute:
             last = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
-            if "cuda" in last.lower() or _ACCEL_FLAG.search(last):
-                return True
-    return False
+            if "cuda" in last.lower() or last == "NCCL" or _ACCEL_FLAG.search(last):
+                yield node
+
+
+def names_nccl(node: cst.CSTNode) -> bool:
+    """`"nccl"` or `dist.Backend.NCCL`: the collective backend, not a device."""
+    if type(node) is cst.SimpleString:
+        return node.evaluated_value == "nccl"  # type: ignore[attr-defined]
+    if type(node) is cst.Attribute:
+        return node.attr.value == "NCCL"  # type: ignore[attr-defined]
+    return type(node) is cst.Name and node.value == "NCCL"  # type: ignore[attr-defined]
+
+
+def asks_about_backend_only(test: cst.BaseExpression, imports: ImportTable) -> bool:
+    """A condition whose every question about CUDA is whether the process group is NCCL
+    (`self.backend == dist.Backend.NCCL`, `dist.get_backend() == "nccl"`): it asks what the
+    collectives need (NCCL takes CUDA tensors), which on an XLA host is never NCCL; it
+    chooses no device of its own, so a device picked under it (`torch.device("cuda") if
+    self.backend == dist.Backend.NCCL else self._default_device`) is no device ladder: an
+    XLA run takes the other branch."""
+    mentions = list(cuda_mentions(test, imports))
+    return bool(mentions) and all(names_nccl(m) for m in mentions)
 
 
 # Accelerators other than CUDA and XLA, as a word or a camel-case part (`DeviceMPS`,
@@ -146,12 +172,26 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
     (`torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9)`); false
     for an `else`/`elif`, the left side of an `or`, or an earlier `if` whose body returns or
     raises (`if not torch.cuda.is_available(): return False`); true for an earlier `assert`
-    of the block (`assert device.type == "cuda"`: what follows runs only where it held)."""
+    of the block (`assert device.type == "cuda"`: what follows runs only where it held);
+    `count > 0` in the body of a loop over `range(count)` of a count of GPUs (`for i in
+    range(torch.cuda.device_count()):`, `[... for i in range(args.n_gpu)]`): a pass runs
+    only where there is a GPU to count, and on an XLA host the count is 0."""
     for child, parent in itertools.pairwise(path):
         if type(parent) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             return
         if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:
             yield parent.test, child is parent.body
+        elif type(parent) is cst.For and child is parent.body:
+            count = _range_count(parent.iter)
+            if count is not None:
+                yield _positive(count), True
+        elif type(parent) in _COMPREHENSIONS and child is not parent.for_in:
+            comp_for: cst.CompFor | None = parent.for_in
+            while comp_for is not None:
+                count = _range_count(comp_for.iter)
+                if count is not None:
+                    yield _positive(count), True
+                comp_for = comp_for.inner_for_in
         elif type(parent) is cst.BooleanOperation and child is parent.right:
             yield parent.left, type(parent.operator) is cst.And
         elif type(parent) in (cst.IndentedBlock, cst.Module):
@@ -164,6 +204,35 @@ def path_conditions(path: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.BaseExpre
                     for small in statement.body:
                         if type(small) is cst.Assert:
                             yield small.test, True  # past `assert dev.type == "cuda"`
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def _range_count(iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`count` for `range(count)` or `range(0, count)` where `count` reads as a count of
+    GPUs (`torch.cuda.device_count()`, `ngpu`, `args.n_gpu`), else None."""
+    if type(iterable) is not cst.Call or get_full_name_for_node(iterable.func) != "range":
+        return None
+    args = iterable.args
+    if any(a.keyword is not None or a.star for a in args):
+        return None
+    if len(args) == 2 and type(args[0].value) is cst.Integer and args[0].value.value == "0":
+        args = args[1:]
+    if len(args) != 1:
+        return None
+    count = args[0].value
+    callee = count.func if type(count) is cst.Call else count
+    name = (get_full_name_for_node(callee) or "").rsplit(".", 1)[-1]
+    return count if name == "device_count" or _names_gpu_count(name) else None
+
+
+def _positive(count: cst.BaseExpression) -> cst.Comparison:
+    """`count > 0`: what a pass of a loop over `range(count)` knows."""
+    return cst.Comparison(
+        left=count,
+        comparisons=[cst.ComparisonTarget(operator=cst.GreaterThan(), comparator=cst.Integer("0"))],
+    )
 
 
 # How a guard leaves its function when its test holds.
@@ -381,6 +450,24 @@ def implied(
     return holds
 
 
+def favours_cuda(test: cst.BaseExpression, holds: bool, imports: ImportTable) -> bool:
+    """Whether some question about CUDA in `test` leads to its branch where the test is
+    `holds`: CUDA in use helps take it (`use_cuda or args.force`, the body of `if
+    torch.cuda.is_available():`). Not where every such question only leads away from it,
+    as the body of `(not args.gloo or not torch.cuda.is_available()) and not args.cpu`:
+    there a host without CUDA takes the branch wherever a CUDA host does, and the test
+    keeps nothing off XLA. A question whose answer is not known either way (`ngpu < 2`)
+    counts as leading there."""
+    inner = negated(test)
+    if inner is not None:
+        return favours_cuda(inner, not holds, imports)
+    if type(test) is cst.BooleanOperation:
+        return favours_cuda(test.left, holds, imports) or favours_cuda(test.right, holds, imports)
+    if not asks_about_cuda(test, imports):
+        return False
+    return implied(test, holds, lambda t: asks_about_cuda(t, imports)) is not False
+
+
 def requires_cuda(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
     """Whether the code on `path` runs only where a CUDA test passed: under `if use_cuda:`,
     or after `if not torch.cuda.is_available(): return False`. A check that leaves on some
@@ -431,13 +518,48 @@ def on_by_default(test: cst.BaseExpression, function: cst.FunctionDef | None) ->
     the caller's switch, on unless turned off, which no CUDA probe sets. With the defaults
     an XLA host takes the branch it guards (`if cuda: model.cuda()` raises there), so it
     keeps nothing off XLA; a flag set from a probe (`use_cuda = torch.cuda.is_available()`)
-    or handed in without a default is judged as before."""
+    or handed in without a default is judged as before. So is a comparison of such a
+    parameter with its own default (`distributed_backend == "nccl"` in `def
+    __init__(..., distributed_backend: str = "nccl")`): the defaults decide it, and an XLA
+    host with the defaults takes what it guards."""
+    if function is not None and type(test) is cst.Comparison:
+        return _compares_with_default(test, function)
     if type(test) is not cst.Name or function is None:
         return False
     param = parameter(function, test.value)  # type: ignore[attr-defined]
     if param is None or param.default is None or falsy_constant(param.default) is not False:
         return False
     return test.value not in _assigned_values(function)  # type: ignore[attr-defined]
+
+
+def _literal(node: cst.BaseExpression) -> str | None:
+    """A string literal's value, or a dotted constant's name (`dist.Backend.NCCL`)."""
+    if type(node) is cst.SimpleString:
+        value = node.evaluated_value  # type: ignore[attr-defined]
+        return f"'{value}'" if isinstance(value, str) else None
+    if type(node) is cst.Attribute:
+        return get_full_name_for_node(node)
+    return None
+
+
+def _compares_with_default(test: cst.Comparison, function: cst.FunctionDef) -> bool:
+    """`name == <literal>` (or `!=`) where `name` is a parameter of `function` whose default
+    is that literal and which the function never rebinds."""
+    if len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal | cst.NotEqual):
+        return False
+    for side, other in ((test.left, target.comparator), (target.comparator, test.left)):
+        if type(side) is not cst.Name:
+            continue
+        param = parameter(function, side.value)
+        if param is None or param.default is None:
+            continue
+        literal = _literal(other)
+        if literal is not None and literal == _literal(param.default):
+            return side.value not in _assigned_values(function)
+    return False
 
 
 def mentions_host_device(test: cst.BaseExpression) -> bool:

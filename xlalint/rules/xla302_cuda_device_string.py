@@ -44,7 +44,12 @@ class CudaDeviceString(Rule):
     Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
     strings, comments and docstrings, strings under a CUDA guard (a count of GPUs that
     needs one, `if ngpu > 0:`, or a flag this file keeps False on an XLA host, as XLA303
-    describes, included; or after
+    describes, included, and a test that the process group is NCCL: `torch.device("cuda")
+    if self.backend == dist.Backend.NCCL else self._default_device`, which only a CUDA
+    host takes, and which is no device ladder either (not a backend setting compared with
+    its own default, `if distributed_backend == "nccl":` in `def __init__(...,
+    distributed_backend="nccl")`: an XLA host with the defaults takes that branch); or
+    after
     `if not torch.cuda.is_available(): return`), in code that runs only where a test for
     XLA failed (`if device == "xla": ... else: <here>`) or in a class's own `cuda()`
     method, the branches of a device ladder such as

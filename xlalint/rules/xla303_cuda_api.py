@@ -229,7 +229,11 @@ class CudaApi(Rule):
     the probes `torch.cuda.is_available()`/`is_initialized()`, anything under a CUDA guard
     (including the right side of `torch.cuda.is_available() and ...`, a count of GPUs that
     needs one, `if ngpu == 1:`, `device_count() > 0` or `config.total_visible_gpus > 0`,
-    but not `ngpu < 2` nor a count of something else, `n_gpu_layers > 0`, and a local
+    but not `ngpu < 2` nor a count of something else, `n_gpu_layers > 0`; the passes of a
+    loop over such a count, `for i in range(torch.cuda.device_count()):` or `[... for i in
+    range(args.n_gpu)]`, which run none where it is 0, but not code after the loop nor its
+    `else:`; a test that the process group is NCCL, `self.backend == dist.Backend.NCCL`,
+    which only a CUDA host creates; and a local
     flag assigned from one: `use_ids = dist.get_backend() == "nccl"`, then `if use_ids:`,
     also where other assignments only turn it off: `non_blocking, last =
     torch.cuda.is_available(), -1` ... `non_blocking = False`), under or enabled by a flag
@@ -241,7 +245,10 @@ class CudaApi(Rule):
     self.args.fp16 = False`, then `if self.args.fp16: scaler = GradScaler()` in `train`;
     also in the `else` of a CUDA test, and inside the flag's own test: `if self.use_amp:
     if torch.cuda.is_available(): ... else: self.use_amp = False`, which an XLA host leaves
-    with the flag off either way),
+    with the flag off either way; the instance a singleton's `__new__` builds, `self =
+    super().__new__(cls)`, counts as `self`: `self.profiler = None` in the `else` of
+    `if torch.cuda.is_available():` there, then `if self.profile and self.profiler:
+    profiler.start()`),
     such a module-level flag (`USE_AMP = torch.cuda.is_available() and ...`), or a
     parameter that every call in the file passes such a value (`_forward(model, batch,
     use_amp=amp and torch.cuda.is_available())`), or, for a function other modules may

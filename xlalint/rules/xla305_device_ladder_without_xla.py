@@ -145,7 +145,10 @@ class DeviceLadderWithoutXla(Rule):
     device through several ladders (`if torch.cuda.is_available(): return "cuda"`, then
     `if os.environ.get("ENABLE_MPS"): if torch.backends.mps.is_available(): return "mps"`,
     then `return "cpu"`) makes one choice, what it returns: reported once, at its first
-    ladder. `torch.device(torch.cuda.current_device())` is a CUDA device, and CUDA devices
+    ladder. `torch.device(torch.cuda.current_device())` is a CUDA device, so is an integer
+    alone, a literal or a rank or GPU number (`torch.device(rank)`, `torch.device(0)`,
+    `torch.device(args.local_rank)`: `cuda:<rank>`, with torch_xla imported too;
+    `torch.device("cpu") if args.cpu else torch.device(rank)` is a ladder), and CUDA devices
     spelled the older ways count as CUDA (`"cuda:{}".format(gpu)`,
     `"cuda:%d" % gpu`, `"cuda:" + str(gpu)`: `torch.device("cuda:{}".format(gpu)) if gpu
     >= 0 else torch.device("cpu")` is a ladder, and so is garage's
@@ -191,7 +194,10 @@ class DeviceLadderWithoutXla(Rule):
     failed: in the `else` of one (`if device == "xla": ... else: <ladder>`), or after one
     that returns or raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`).
     Also left alone: a choice between CUDA devices only (`"cuda:0" if rank == 0 else
-    "cuda:1"`) and guards that set no device; an `if` without `else` that, under a GPU
+    "cuda:1"`) and guards that set no device; a choice whose tests only ask whether the
+    process group is NCCL (`torch.device("cuda") if self.backend == dist.Backend.NCCL else
+    self._default_device`): it gives the collectives what NCCL needs, which only a CUDA
+    host creates; an `if` without `else` that, under a GPU
     test, sets only devices of unknown type (`if self.cuda and pipelined: self.last_device
     = torch.device(cfg.devices[-1])`): it configures the GPU path, and where the test
     fails the device chosen before stands; a ternary or an `if` without `else` that
@@ -232,7 +238,9 @@ class DeviceLadderWithoutXla(Rule):
     torch.backends.mps.is_available() else "mps")`): it picks whose mixed precision the
     region uses and places no value; a ternary assigned to a name that its
     function only prints or compares (`print(f"Device: {device}")` in a benchmark report)
-    places nothing.
+    or hands to a query about it alone (`get_backend(device)`) places nothing; handed to
+    a getter beside other values (`get_problem(rank, world_size, batch_size, device,
+    model_name)`) it places what that builds.
 
     ## Why is this bad?
     On an XLA host every GPU probe is false, so the ladder quietly picks the CPU (or, for a

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import libcst as cst
 
 from xlalint.analysis.devices import (
@@ -8,6 +10,7 @@ from xlalint.analysis.devices import (
     runs_without_xla,
     xla_string_source,
 )
+from xlalint.analysis.guards import favours_cuda, mentions_cuda
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import Rule
 
@@ -50,7 +53,11 @@ class NcclBackend(Rule):
     ternary, or as the fallback of a lookup (`{"npu": "hccl"}.get(device_type, "nccl")`).
     Left alone: comparisons (`if backend == "nccl":`), a choice that
     only CUDA machines make (`"nccl" if torch.cuda.is_available() else "gloo"`), code where
-    a test for XLA failed (`"xla" if use_tpu else "nccl"`), code under a CUDA guard, and the
+    a test for XLA failed (`"xla" if use_tpu else "nccl"`), code under a CUDA guard whose
+    question about CUDA leads to the string's branch (`"nccl" if use_cuda or args.force
+    else "gloo"`; not one a host without CUDA takes wherever a CUDA host does: `"nccl" if
+    (not args.gloo or not torch.cuda.is_available()) and not args.cpu else "gloo"`, or
+    the `else` of `if torch.cuda.is_available():`, both reported), and the
     GPU implementation of a device abstraction (`class DeviceGPU(Device): dist_backend =
     "nccl"`), whose framework picks its XLA sibling on a TPU host.
 
@@ -170,11 +177,27 @@ class NcclBackend(Rule):
     def _cuda_only(self, node: cst.SimpleString) -> bool:
         """Code that only CUDA machines run, or where a test for XLA failed (the string's
         own ternary counts: `"xla" if use_tpu else "nccl"`)."""
-        if in_own_method(self.ctx.function, "cuda") or self.ctx.under_cuda_guard:
+        if in_own_method(self.ctx.function, "cuda") or self._under_cuda_guard(node):
             return True
         if self.ctx.in_gpu_implementation:
             return True
         return runs_without_xla((node, *self.ctx.ancestors()), self.ctx.imports)
+
+    def _under_cuda_guard(self, node: cst.SimpleString) -> bool:
+        """Under an `if` or ternary whose test asks about CUDA in a way that leads to the
+        string's branch (`guards.favours_cuda`): not the body of `"nccl" if (not args.gloo
+        or not torch.cuda.is_available()) and not args.cpu else "gloo"`, which a host
+        without CUDA takes by default, nor the `else` of `if torch.cuda.is_available():`."""
+        if not self.ctx.under_cuda_guard:
+            return False
+        imports = self.ctx.imports
+        for child, parent in itertools.pairwise((node, *self.ctx.ancestors())):
+            if type(parent) in (cst.If, cst.IfExp) and child is not parent.test:
+                test = parent.test  # type: ignore[attr-defined]
+                holds = child is parent.body  # type: ignore[attr-defined]
+                if mentions_cuda(test, imports) and favours_cuda(test, holds, imports):
+                    return True
+        return False
 
 
 def _lookup_default(call: cst.Call, arg: cst.CSTNode) -> bool:
