@@ -269,8 +269,8 @@ class DataDependentShapeOp(Rule):
     (cross products in structure and mesh models, `nanmean` scalers, Dirichlet-loss
     `lgamma`, a determinant in a potential's stress), 5 borderline (opt-in Huber losses,
     a stress-only determinant, a float16 branch, an uncalled helper), 2 not costs (a
-    tokenizer's host tensors; a second `lgamma` of one formula). Two fallbacks in one statement are one
-    cause, reported at the first (`S.lgamma() - a.lgamma().sum()`).
+    tokenizer's host tensors; a second `lgamma` of one formula). Two fallbacks in one
+    statement are one cause, reported at the first (`S.lgamma() - a.lgamma().sum()`).
     Also measured then: `torch.equal` of two 0-dim device tensors, 5 `aten::equal` and 5;
     `torch.repeat_interleave(x, reps, dim=0)` with device repeats, 5
     `aten::repeat_interleave.Tensor` and 5; `kthvalue` and `scatter_reduce(...,
