@@ -19,6 +19,7 @@ scanned at most once (nested loops are summarised by their own scan).
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -635,6 +636,10 @@ class _Nested:
     loop: Loop
 
 
+# Python's builtin functions (`setattr`, `print`, `sorted`): never a network run.
+_BUILTINS = frozenset(dir(builtins))
+
+
 @dataclass
 class BodyFacts:
     """What one pass of a body does, not counting nested loops and definitions.
@@ -670,7 +675,7 @@ class BodyFacts:
     # network called itself on the pass's data): the forward runs for what it leaves in
     # the model's state, the statistics its hooks or norm layers collect, not for an
     # output.
-    dropped_runs: int = 0
+    dropped_runs: list[cst.Call] = field(default_factory=list)
     calls: list[cst.Call] = field(default_factory=list)  # calls that may be this module's
     # Calls of imported functions that may be another project module's (not torch's).
     imported_calls: list[cst.Call] = field(default_factory=list)
@@ -829,7 +834,7 @@ class _BodyScanner:
                 and last.call is node.value
                 and self._runs_a_network_on_data(node.value)
             ):
-                self.facts.dropped_runs += 1
+                self.facts.dropped_runs.append(node.value)
         else:
             self.expression(node)
 
@@ -1063,8 +1068,8 @@ class _BodyScanner:
         if isinstance(func, cst.Attribute):
             if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
                 return False
-        elif not isinstance(func, cst.Name):
-            return False
+        elif not isinstance(func, cst.Name) or func.value in _BUILTINS:
+            return False  # `setattr(model, name, layer)`: Python's own functions run no network
         return self.runs_model(call) is None and self._hands_data(call)
 
     def _layer_of_pass(self, func: cst.BaseExpression) -> bool:

@@ -350,7 +350,8 @@ class LoopAnalysis(LoaderTracing):
         So does a calibration pass, which drops the model's output (`model(images)` alone
         on its line: `dropped_runs`): the forward is run for the state it leaves in the
         model (statistics the hooks of a `with calibration_mode(model):` collect, norm
-        layers' running means), carried from batch to batch on the device.
+        layers' running means), carried from batch to batch on the device; not the
+        function's call of itself (a recursion over a model's children, no network run).
         Chunks of one batch or rollout (`for mb in batch.split(n)`) are parts of a step."""
         node = site.node
         if not isinstance(node, cst.For):
@@ -365,7 +366,11 @@ class LoopAnalysis(LoaderTracing):
         )
         if not (chunks or self._over_a_loader(site)):
             return False
-        if not chunks and self.facts(node).dropped_runs:
+        own_name = site.function.name.value if site.function is not None else None
+        if not chunks and any(
+            not (type(run.func) is cst.Name and run.func.value == own_name)
+            for run in self.facts(node).dropped_runs
+        ):
             # `with calibration_mode(model): for x, _ in loader: model(x.to(device))`: a
             # pass that drops the model's output runs it for the state the forward leaves
             # behind (observers' statistics, running means, a hook's sums or saved
