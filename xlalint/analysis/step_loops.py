@@ -144,20 +144,12 @@ class LoopAnalysis(LoaderTracing):
         method whose step sits in the helper, one forward, backward and update a pass.
         Not in a nested loop of the pass (its own step loop), nor where the name rebound
         is the loop's item, new each pass (`for x in batches: x = fgsm(model, x, eps)`)."""
-        node, class_def, function = site.node, site.class_def, site.function
-        # The loop's own items are new each pass (`for x in batches: x = fgsm(model, x)`).
-        items = target_names(node.target) if isinstance(node, cst.For) else set()
-        for call, target in _rebinding_calls(node.body):
-            if target in items or target not in {
-                n for arg in call.args for n in names_under(arg.value)
-            }:
-                continue
-            functions = self._resolve_in(node, call, class_def)
+        for call, functions in self._carried_state_calls(site):
             if functions:
                 if any(_hands_back_gradient_step(fn) for fn in functions):
                     return True
             elif self.other_modules is not None and self.other_modules.grad_step(
-                call, class_def, function
+                call, site.class_def, site.function
             ):
                 return True
         return False
@@ -171,17 +163,26 @@ class LoopAnalysis(LoaderTracing):
         helper, one denoising step a pass, in a sampler's `forward` too. Not the loop's own
         item rebound (new each pass), nor a deterministic step (an ODE solver's `y =
         self.rk4_step(func, y, t, dt)` in a forward trained end to end is one graph)."""
-        node, class_def = site.node, site.class_def
+        return any(
+            any(_hands_back_noisy_step(fn) for fn in functions)
+            for _, functions in self._carried_state_calls(site)
+        )
+
+    def _carried_state_calls(
+        self, site: LoopSite
+    ) -> Iterator[tuple[cst.Call, list[cst.FunctionDef]]]:
+        """The calls of a pass that take the state the loop carries and rebind it to what
+        they hand back (`x = step(x, ...)`), with the functions of this module each may
+        run. Not the loop's own item, new each pass (`for x in batches: x = fgsm(model,
+        x)`)."""
+        node = site.node
         items = target_names(node.target) if isinstance(node, cst.For) else set()
         for call, target in _rebinding_calls(node.body):
             if target in items or target not in {
                 n for arg in call.args for n in names_under(arg.value)
             }:
                 continue
-            functions = self._resolve_in(node, call, class_def)
-            if any(_hands_back_noisy_step(fn) for fn in functions):
-                return True
-        return False
+            yield call, self._resolve_in(node, call, site.class_def)
 
     def _samples_handed_network(self, site: LoopSite) -> bool:
         """A sampling run written as a module's `forward`: with gradients off (`@torch.
