@@ -371,3 +371,21 @@ def test_node_types_are_what_isinstance_accepts() -> None:
         for bases in groups:
             exact = walk.node_types(*bases)
             assert [type(n) in exact for n in nodes] == [isinstance(n, bases) for n in nodes]
+
+
+def test_name_assignments_lists_plain_name_bindings_of_the_block_in_order() -> None:
+    module = cst.parse_module(
+        "a = 1\n"
+        "b, c = 2, 3\n"
+        "d = e = 4\n"
+        "self.f = 5\n"
+        "g += 6\n"
+        "h = True; i = j\n"
+        "if k:\n"
+        "    nested = 7\n"
+    )
+    found = [
+        (name, cst.Module(body=[]).code_for_node(value))
+        for name, value in walk.name_assignments(module.body)
+    ]
+    assert found == [("a", "1"), ("h", "True"), ("i", "j")]

@@ -337,6 +337,23 @@ def flat_targets(targets: Iterable[cst.BaseExpression]) -> Iterator[cst.BaseExpr
             yield target
 
 
+def name_assignments(
+    statements: Iterable[cst.BaseStatement],
+) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """`name = value` among `statements` (one target, a plain name), in order, as (name,
+    value): the simple statements of a block, not those nested in its compound ones."""
+    for statement in statements:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+            ):
+                yield small.targets[0].target.value, small.value
+
+
 def target_names(target: cst.CSTNode) -> set[str]:
     """Names bound by an assignment target (`a, (b, *c) = ...`); `self.x`/`x[i]` bind none."""
     kind = type(target)  # (exact types, as in `last_name`)

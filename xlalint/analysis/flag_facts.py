@@ -36,7 +36,14 @@ from xlalint.analysis.guards import (
 from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import base_names
-from xlalint.walk import bound_names, code_children, descendants, flat_targets, target_names
+from xlalint.walk import (
+    bound_names,
+    code_children,
+    descendants,
+    flat_targets,
+    name_assignments,
+    target_names,
+)
 
 _Site = tuple[cst.Call, cst.FunctionDef | None, cst.ClassDef | None]
 _DEPTH = 4  # flags read through flags (`self.amp = self.fp16 and ...`), at most this deep
@@ -496,20 +503,16 @@ def _built_instance(function: cst.FunctionDef) -> str | None:
     """`self` for `self = super().__new__(cls)` (or `object.__new__(cls)`) among the
     top-level statements of `__new__`."""
     body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
-    for statement in body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Call)
-                and isinstance(small.value.func, cst.Attribute)
-                and small.value.func.attr.value == "__new__"
-            ):
-                return small.targets[0].target.value
-    return None
+    return next(
+        (
+            name
+            for name, value in name_assignments(body)
+            if isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "__new__"
+        ),
+        None,
+    )
 
 
 def _is_local(function: cst.FunctionDef, name: str) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from xlalint.analysis.imports import ImportTable
+from xlalint.walk import name_assignments
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,11 @@ class ImportGuards:
 
 
 def _true_flag(lines: list[cst.SimpleStatementLine]) -> str | None:
-    for line in lines:
-        for small in line.body:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Name)
-                and small.value.value == "True"
-            ):
-                return small.targets[0].target.value
-    return None
+    return next(
+        (
+            name
+            for name, value in name_assignments(lines)
+            if isinstance(value, cst.Name) and value.value == "True"
+        ),
+        None,
+    )

@@ -28,7 +28,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint import lint_memo
 from xlalint.analysis.arguments import parameter
 from xlalint.analysis.returns import _walk_body
-from xlalint.walk import EXPRESSIONS, code_children, top_level_functions
+from xlalint.walk import EXPRESSIONS, code_children, name_assignments, top_level_functions
 
 
 def is_property(function: cst.FunctionDef) -> bool:
@@ -430,19 +430,7 @@ def _table_values(value: cst.BaseExpression) -> list[cst.BaseExpression]:
 def own_module_names(module: cst.Module) -> frozenset[str]:
     """Module-level names bound to the module itself: `d2l = sys.modules[__name__]` (d2l's
     one-file library calls its own functions as `d2l.grad_clipping(net, 1)`)."""
-    found = set()
-    for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and _this_module(small.value)
-            ):
-                found.add(small.targets[0].target.value)
-    return frozenset(found)
+    return frozenset(name for name, value in name_assignments(module.body) if _this_module(value))
 
 
 def _this_module(value: cst.BaseExpression) -> bool:
