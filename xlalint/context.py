@@ -958,10 +958,17 @@ class FileContext:
         outermost = next((n for n in reversed(path) if type(n) is cst.FunctionDef), None)
         return outermost is not None and self._off_xla.never_on_xla(outermost)  # type: ignore[arg-type]
 
+    @property
+    def in_cuda_only_function(self) -> bool:
+        """`_in_cuda_only_function`, for rules that judge guards their own way (XLA306)."""
+        return self._in_cuda_only_function()
+
     def _in_cuda_only_function(self) -> bool:
-        """Inside a module-level function, or a private method, that this file calls only
-        under CUDA guards or failed XLA tests (`if not self.tpu:`), and does not export in
-        `__all__` (other modules may call its API anywhere)."""
+        """Inside a module-level function, or a method, that this file calls only
+        under CUDA guards or failed XLA tests (`if not self.tpu:`), or hands only to a
+        process spawner there (`mp.spawn(self.worker, ...)`), and does not export in
+        `__all__` (other modules may call its API anywhere); a public method only through
+        `self`."""
         outermost = next((node for node in self._stack if isinstance(node, cst.FunctionDef)), None)
         return outermost is not None and self._off_xla.never_on_xla(outermost)
 

@@ -26,15 +26,52 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
 
 
+# Calls that run a function they are handed in new processes or threads: the function
+# runs where the call does (`mp.spawn(self.worker, nprocs=torch.cuda.device_count())`).
+_SPAWNERS_BY_POSITION = frozenset(
+    {
+        "torch.multiprocessing.spawn",
+        "torch.multiprocessing.start_processes",
+        "torch.multiprocessing.spawn.spawn",
+        "torch.multiprocessing.spawn.start_processes",
+    }
+)
+_SPAWNERS_BY_TARGET = frozenset(
+    {"multiprocessing.Process", "torch.multiprocessing.Process", "threading.Thread"}
+)
+
+
 def _referenced_name(node: cst.CSTNode, functions: dict[str, list[cst.FunctionDef]]) -> str | None:
-    """The candidate a node refers to: `f` (a module-level function) or `obj._m` (a
-    private method, by name on any receiver)."""
+    """The candidate a node refers to: `f` (a module-level function) or `obj.m` (a
+    method, by name on any receiver: a public one counts only through `self`, which
+    `_index` checks)."""
     if type(node) is cst.Name and node.value in functions:  # type: ignore[attr-defined]
         return node.value  # type: ignore[attr-defined]
-    if type(node) is cst.Attribute and _private(node.attr.value):  # type: ignore[attr-defined]
+    if type(node) is cst.Attribute:
         name = node.attr.value  # type: ignore[attr-defined]
         return name if name in functions else None
     return None
+
+
+def _through_self(node: cst.CSTNode) -> bool:
+    """`self.m`: a reference to a method of the instance at hand."""
+    value = getattr(node, "value", None)
+    return type(value) is cst.Name and value.value == "self"  # type: ignore[attr-defined]
+
+
+def _spawner(imports: ImportTable, arg: cst.CSTNode, call: cst.CSTNode) -> bool:
+    """Whether `arg` hands `call` the function it runs in new processes or threads: the
+    first argument of `torch.multiprocessing.spawn` (or `fn=`), the `target=` of a
+    `Process` or `Thread`."""
+    if type(arg) is not cst.Arg or type(call) is not cst.Call:
+        return False
+    qualified = imports.resolve(call.func) or ""  # type: ignore[attr-defined]
+    keyword = arg.keyword.value if arg.keyword is not None else None  # type: ignore[attr-defined]
+    if qualified in _SPAWNERS_BY_POSITION:
+        if keyword is not None:
+            return keyword == "fn"
+        return call.args[0] is arg  # type: ignore[attr-defined]
+    return qualified in _SPAWNERS_BY_TARGET and keyword == "target"
 
 
 class OffXla:
@@ -50,7 +87,12 @@ class OffXla:
     anywhere. A function the module exports in `__all__` never is (other modules may call
     its API on XLA). The module's uses are indexed by one walk, on the first question about
     a function that has a name to look up; callers are judged only as far as an answer
-    needs them, and every answer is kept for the file. A method of a module-level class
+    needs them, and every answer is kept for the file. A function handed to a process
+    spawner (`mp.spawn(self.inference_with_ddp, ...)`, `Process(target=worker)`) runs
+    where the spawn does: that use counts as a call there. A public method counts too,
+    where every use of its name here is through `self` (`self.init_ddp(local_rank)` from
+    such workers alone): a use through another receiver (`trainer.init_ddp(0)`), or a
+    name handed on, may run anywhere. A method of a module-level class
     (public or not) is off XLA, too, when every use of its class's name here (at least one)
     is such a call, from such a function: the class is built only off XLA (`if device_type
     == "cuda": return CudaBatchTimingTracker()`), and named nowhere else (a base of
@@ -70,6 +112,7 @@ class OffXla:
         # candidate of by-name uses: module-level functions and private methods.
         self._functions: dict[str, cst.FunctionDef] = {}
         self._candidates: dict[str, list[cst.FunctionDef]] = {}
+        self._public: set[str] = set()  # names of public methods among the candidates
         # Each method of a module-level class (by `id`): the class's name. A class is a
         # candidate too, by its name (its uses are what builds its instances).
         self._method_class: dict[int, str] = {}
@@ -84,8 +127,13 @@ class OffXla:
                 for member in statement.body.body:
                     if isinstance(member, cst.FunctionDef):
                         self._method_class[id(member)] = statement.name.value
-                        if _private(member.name.value):
-                            self._candidates.setdefault(member.name.value, []).append(member)
+                        name = member.name.value
+                        if _private(name):
+                            self._candidates.setdefault(name, []).append(member)
+                        elif not name.startswith("__"):
+                            # A public method: judged by its uses through `self` alone.
+                            self._candidates.setdefault(name, []).append(member)
+                            self._public.add(name)
         self._exported: frozenset[int] | None = None
         self._exported_classes: frozenset[str] | None = None
         # name -> (guarded, name of the function the site is in) of each call / each use
@@ -174,9 +222,21 @@ class OffXla:
             else:
                 used = _referenced_name(node, candidates)
                 parent = path[-1] if path else None
+                if kind is cst.Attribute and used is not None and not _private(used):
+                    if used not in self._public:
+                        used = None  # `obj.f`: not the module-level function `f`
+                    elif not _through_self(node):
+                        # `trainer.fit(...)`: another object's method of that name, or
+                        # this class's reached from outside: it may run anywhere.
+                        uses.setdefault(used, []).append((False, user))
+                        used = None
                 if used is not None and not (kind is cst.Name and type(parent) is cst.Attribute):
                     if type(parent) is cst.Call and parent.func is node:  # type: ignore[attr-defined]
                         guarded = self._guarded((parent, *reversed(path[:-1])))
+                        uses.setdefault(used, []).append((guarded, user))
+                    elif len(path) > 1 and _spawner(self._imports, parent, path[-2]):  # type: ignore[arg-type]
+                        # `mp.spawn(self.worker, ...)`: the worker runs where the spawn does.
+                        guarded = self._guarded((path[-2], *reversed(path[:-2])))
                         uses.setdefault(used, []).append((guarded, user))
                     elif type(parent) is not cst.FunctionDef and type(parent) is not cst.ClassDef:
                         uses.setdefault(used, []).append((False, user))  # handed on

@@ -57,9 +57,12 @@ class NcclBackend(Rule):
     question about CUDA leads to the string's branch (`"nccl" if use_cuda or args.force
     else "gloo"`; not one a host without CUDA takes wherever a CUDA host does: `"nccl" if
     (not args.gloo or not torch.cuda.is_available()) and not args.cpu else "gloo"`, or
-    the `else` of `if torch.cuda.is_available():`, both reported), and the
+    the `else` of `if torch.cuda.is_available():`, both reported), the
     GPU implementation of a device abstraction (`class DeviceGPU(Device): dist_backend =
-    "nccl"`), whose framework picks its XLA sibling on a TPU host.
+    "nccl"`), whose framework picks its XLA sibling on a TPU host, and a function this
+    file reaches only off XLA (a worker it hands to `mp.spawn` only under `if
+    torch.cuda.device_count() and self.ddp:`, and the setup that worker calls through
+    `self`, `self.init_ddp(rank)`: `reachability.py`).
 
     ## Why is this bad?
     NCCL is NVIDIA's collective library. On an XLA host `init_process_group("nccl")`
@@ -179,7 +182,7 @@ class NcclBackend(Rule):
         own ternary counts: `"xla" if use_tpu else "nccl"`)."""
         if in_own_method(self.ctx.function, "cuda") or self._under_cuda_guard(node):
             return True
-        if self.ctx.in_gpu_implementation:
+        if self.ctx.in_gpu_implementation or self.ctx.in_cuda_only_function:
             return True
         return runs_without_xla((node, *self.ctx.ancestors()), self.ctx.imports)
 
