@@ -72,7 +72,9 @@ _NO_OPS = frozenset(
         "list_gpu_processes",  # a message string without pynvml
         "is_available",
         "is_initialized",
-        "stream",  # `with torch.cuda.stream(s)`: only `s` (a `Stream()`) reaches the runtime
+        # `with torch.cuda.stream(s)` does nothing where `s` is None; one handed a stream
+        # on every path is judged above (`_holds_a_stream`).
+        "stream",
     }
 )
 # Modules whose every function was measured or documented to do nothing without CUDA
@@ -91,6 +93,9 @@ _MEMORY_READS = {
     "is_bf16_supported": "False",
     "get_arch_list": "an empty list",
 }
+# Queries whose value is empty without CUDA, so that looking an entry up raises (measured:
+# `torch.cuda.memory_stats()["num_alloc_retries"]` raises KeyError on an XLA host).
+_EMPTY_WITHOUT_CUDA = frozenset({"memory_stats", "get_arch_list"})
 # Calls that capture a CUDA graph: a class making one is CUDA-only by construction.
 _GRAPH_CAPTURE = frozenset(
     {"torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.make_graphed_callables"}
@@ -207,8 +212,15 @@ class CudaApi(Rule):
     `GradScaler` (`torch.cuda.amp.GradScaler`, `torch.amp.GradScaler("cuda")`,
     `torch.GradScaler()`), conversions to legacy CUDA tensor types
     (`x.type(torch.cuda.FloatTensor)`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`),
-    and memory statistics (`memory_allocated()`, ...) or `is_bf16_supported()` where their
-    value decides something (a comparison or condition). Names are resolved through the
+    memory statistics (`memory_allocated()`, ...) or `is_bf16_supported()` where their
+    value decides something (a comparison or condition), an entry looked up in a query's
+    value that is empty without CUDA (`torch.cuda.memory_stats()["num_alloc_retries"]`,
+    also through a local name bound to it, raises KeyError; `get_arch_list()[0]`
+    IndexError; `.get(key, 0)` is left alone), and `with torch.cuda.stream(s)` where `s`
+    is a CUDA stream on every path (`self.stream = torch.cuda.Stream()` in `__init__`, none
+    of its bindings under a CUDA guard: entering the context asks the CUDA runtime for the
+    current stream, an edit of its own beside the `Stream()`; not where `s` is None off
+    CUDA, `torch.cuda.Stream() if cuda else None`). Names are resolved through the
     file's imports, so `from torch.cuda.amp import GradScaler` and `import torch.cuda as tc`
     are understood and a local `GradScaler` class is not.
 
@@ -376,6 +388,16 @@ class CudaApi(Rule):
         qualified = self.ctx.qualified(node.func) or ""
         function = qualified.rsplit(".", 1)[-1]
         if function in _MEMORY_READS and kind == "runtime":
+            if function in _EMPTY_WITHOUT_CUDA and self._indexed(node):
+                if not self._cuda_only():
+                    value = _MEMORY_READS[function]
+                    error = "KeyError" if function == "memory_stats" else "IndexError"
+                    message = (
+                        f"`{qualified}` returns {value} on an XLA host: looking an entry up "
+                        f"in it raises {error}"
+                    )
+                    self.report(node, message, hint=_MEMORY_HINT)
+                return
             # Its own `if` asks about CUDA by calling it, which guards nothing.
             if self._decides() and not self._cuda_only(own_test=node):
                 value = _MEMORY_READS[function]
@@ -404,6 +426,12 @@ class CudaApi(Rule):
                 "flag to the host every step"
             )
             self.report(node, message, hint=_SCALER_HINT)
+        elif function == "stream" and self._holds_a_stream(node):
+            message = (
+                f"`{qualified}` of a CUDA stream raises on an XLA host: entering it asks the "
+                "CUDA runtime for the current stream"
+            )
+            self.report(node, message, hint=_runtime_hint("Stream"))
         elif function in _NO_OPS or qualified.startswith(_NO_OP_MODULES):
             return
         elif function == "Event":
@@ -411,6 +439,73 @@ class CudaApi(Rule):
             self.report(node, message, hint=_runtime_hint(function))
         else:
             self.report(node, self.message.format(name=qualified), hint=_runtime_hint(function))
+
+    def _indexed(self, call: cst.Call) -> bool:
+        """Whether an entry of the call's value is looked up: `torch.cuda.memory_stats()
+        ["num_alloc_retries"]`, or through a local name bound to it alone (`stats =
+        torch.cuda.memory_stats()`, then `stats["allocated_bytes.all.peak"]`). Not
+        `.get(key, 0)`, which answers without the entry."""
+        parent = self.ctx.parent
+        if type(parent) is cst.Subscript and parent.value is call:
+            return True
+        function = self._function()
+        if not (
+            type(parent) is cst.Assign
+            and parent.value is call
+            and len(parent.targets) == 1
+            and type(parent.targets[0].target) is cst.Name
+            and function is not None
+        ):
+            return False
+        name = parent.targets[0].target.value
+        values = local_values(function, name)
+        if len(values) != 1:
+            return False  # bound to something else too: the entry may be there
+        return any(
+            type(node) is cst.Subscript
+            and type(node.value) is cst.Name
+            and node.value.value == name
+            for node in descendants(function)
+        )
+
+    def _holds_a_stream(self, call: cst.Call) -> bool:
+        """Whether `torch.cuda.stream(s)` is handed a CUDA stream wherever it runs: built
+        in place (`torch.cuda.stream(torch.cuda.Stream())`), or a name (in its function)
+        or `self` attribute (in its class) every binding of which builds one
+        (`self.stream = torch.cuda.Stream()` in `__init__`), none under a CUDA guard.
+        `torch.cuda.stream(None)` does nothing, and a stream that is None off CUDA
+        (`self._stream = torch.cuda.Stream() if cuda else None`) leaves the context a
+        no-op there."""
+        argument = positional_argument(call, 0) or keyword_argument(call, "stream")
+        if argument is None:
+            return False
+        value = argument.value
+        if type(value) is cst.Call:
+            return self._builds_stream(value)
+        if type(value) is cst.Name:
+            scope: cst.CSTNode | None = self._function()
+        elif (
+            type(value) is cst.Attribute
+            and type(value.value) is cst.Name
+            and value.value.value == "self"
+        ):
+            scope = self._owner()
+        else:
+            return False
+        if scope is None:
+            return False
+        bindings = _bindings(scope, self.ctx.module.code_for_node(value))
+        if not bindings:
+            return False
+        for bound, path in bindings:
+            if bound is None or not self._builds_stream(bound):
+                return False
+            if runs_without_xla(path, self.ctx.imports):
+                return False  # built only where CUDA is: None or unset elsewhere
+        return True
+
+    def _builds_stream(self, value: cst.BaseExpression) -> bool:
+        return type(value) is cst.Call and (self.ctx.qualified(value.func) or "") in _STREAMS
 
     def _in_cuda_graph_class(self) -> bool:
         """In a method of a class that captures a CUDA graph (`torch.cuda.CUDAGraph()`,
@@ -568,6 +663,52 @@ class CudaApi(Rule):
         if own_test is not None:
             return runs_without_xla((own_test, *self.ctx.ancestors()), self.ctx.imports)
         return self.ctx.runs_without_xla
+
+
+# Calls that hand back a CUDA stream (`torch.cuda.Stream()` itself raises without CUDA).
+_STREAMS = frozenset(
+    {
+        "torch.cuda.Stream",
+        "torch.cuda.ExternalStream",
+        "torch.cuda.current_stream",
+        "torch.cuda.default_stream",
+        "torch.cuda.streams.Stream",
+        "torch.cuda.streams.ExternalStream",
+    }
+)
+
+
+def _bindings(
+    scope: cst.CSTNode, target: str
+) -> list[tuple[cst.BaseExpression | None, tuple[cst.CSTNode, ...]]]:
+    """Each binding of the name or attribute spelled `target` in `scope` (a function or a
+    class): the value bound (None where it is not a plain assignment of one value: a
+    tuple's element, a loop variable, an augmented assignment) and the path from the
+    binding up to `scope` (innermost first), for its guards."""
+    module = cst.Module(body=[])
+    found: list[tuple[cst.BaseExpression | None, tuple[cst.CSTNode, ...]]] = []
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(scope, ())]
+    while stack:
+        node, path = stack.pop()
+        here = (node, *path)
+        kind = type(node)
+        if kind is cst.Assign:
+            for t in node.targets:  # type: ignore[attr-defined]
+                spelled = module.code_for_node(t.target)
+                if spelled == target:
+                    value = node.value if len(node.targets) == 1 else None  # type: ignore[attr-defined]
+                    found.append((value, here))
+                elif target in spelled and isinstance(t.target, cst.Tuple | cst.List):
+                    found.append((None, here))
+        elif kind is cst.AnnAssign or kind is cst.AugAssign:
+            if module.code_for_node(node.target) == target:  # type: ignore[attr-defined]
+                found.append((node.value if kind is cst.AnnAssign else None, here))  # type: ignore[attr-defined]
+        elif kind is cst.For or kind is cst.WithItem:
+            bound = node.target if kind is cst.For else getattr(node.asname, "name", None)  # type: ignore[attr-defined]
+            if bound is not None and target in module.code_for_node(bound):
+                found.append((None, here))
+        stack.extend((child, here) for child in code_children(node))
+    return found
 
 
 def _is_flag(test: cst.BaseExpression) -> bool:
