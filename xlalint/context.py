@@ -844,10 +844,20 @@ class FileContext:
         """Whether the node being visited runs only where XLA is not in use: under a CUDA
         guard, after `if not torch.cuda.is_available(): return`, or where a test for XLA
         failed (`if is_xla: ... else: <here>`). Device and dtype rules leave it alone."""
+        return self._runs_without_xla(host_tests=True)
+
+    @property
+    def moves_without_xla(self) -> bool:
+        """`runs_without_xla` for a move to CUDA (XLA301): a test that a value is on the
+        CPU (`param.cuda() if param.device.type == "cpu" else param`) guards nothing
+        there, since an XLA host holds host tensors too and takes that branch for them."""
+        return self._runs_without_xla(host_tests=False)
+
+    def _runs_without_xla(self, *, host_tests: bool) -> bool:
         return (
             self._in_cuda_guarded_branch()
             # The node itself too: the body of a ternary (`f() if use_cuda else None`).
-            or devices.runs_without_xla(reversed(self._stack), self.imports)
+            or devices.runs_without_xla(reversed(self._stack), self.imports, host_tests=host_tests)
             or self._in_cuda_only_function()
             or self.in_gpu_implementation
             or self._under_predicate_false_on_xla()

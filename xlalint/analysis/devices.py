@@ -457,20 +457,25 @@ def mentions_xla(node: cst.CSTNode, imports: ImportTable, *, modules: bool = Tru
     return False
 
 
-def runs_without_xla(path: Iterable[cst.CSTNode], imports: ImportTable) -> bool:
+def runs_without_xla(
+    path: Iterable[cst.CSTNode], imports: ImportTable, *, host_tests: bool = True
+) -> bool:
     """Whether the code on `path` (a node and its ancestors, innermost first) runs only
     where XLA is not in use: on CUDA machines (after `if not torch.cuda.is_available():
     return` or `assert device.type == "cuda"`, under `if use_cuda:`), under a test for
     another accelerator (`if device.type == "mps":`) or framework (`elif backend_name ==
     "paddle":` in a library written for several) or where a test for XLA failed (`if
     is_xla: xm.save(...) else: <here>`). Device rules leave such code alone: a TPU host
-    never runs it."""
+    never runs it. `host_tests=False`: a test that a value is on the CPU (`if
+    x.device.type == "cpu":`) is no guard, as for a move to CUDA (`param.cuda() if
+    param.device.type == "cpu" else param`): an XLA host has host tensors too, and that
+    branch is the move it must make to its own device."""
     nodes = list(path)
     return (
         requires_cuda(nodes, imports)
         or requires_other_accelerator(nodes)
         or requires_other_framework(nodes)
-        or requires_host_device(nodes)
+        or (host_tests and requires_host_device(nodes))
         or xla_ruled_out(nodes, imports)
     )
 

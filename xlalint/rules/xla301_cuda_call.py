@@ -47,7 +47,10 @@ class CudaCall(Rule):
     method of the same name). A test that says CUDA is not in use where the call runs is
     no guard: `if not p.is_cuda: p.data = p.data.cuda()` (an XLA tensor is never
     `is_cuda`, so an XLA host takes exactly this branch), the `else` of `if t.is_cuda:`,
-    `if x.device.type != "cuda":`. Nor is a flag parameter on by default that the function
+    `if x.device.type != "cuda":`; nor is a test that a value is on the CPU (`param.cuda()
+    if param.device.type == "cpu" else param`, `if t.device.type == "cpu": t = t.cuda()`):
+    an XLA host holds host tensors too (a state dict offloaded to the CPU) and takes that
+    branch for them. Nor is a flag parameter on by default that the function
     never rebinds (`def create_feature_extractor(name, cuda=True)`, then `if cuda:
     extractor.cuda()`): no CUDA probe sets it, and a caller using the defaults on an XLA
     host takes the branch; a flag off by default (`cuda=False`), set from a probe in the
@@ -136,7 +139,7 @@ class CudaCall(Rule):
             return  # `quantizer.cuda(qtensor, meta=meta, device=d)`: some other `cuda()`
         if self._moves_nothing(func.value):
             return  # `nn.LogSoftmax(dim=1).cuda()`: no parameter, no buffer, no CUDA call
-        if self.ctx.runs_without_xla:
+        if self.ctx.moves_without_xla:
             return
         if self.ctx.device_choices.in_ladder(self.ctx.ancestors()):
             return  # a branch of a device ladder: XLA305 gives the ladder its XLA branch
