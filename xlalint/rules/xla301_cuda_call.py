@@ -4,12 +4,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from xlalint.analysis.arguments import parameters
 from xlalint.analysis.devices import (
     in_own_method,
     is_super_call,
     xla_device_source,
 )
 from xlalint.analysis.guards import gpu_use_parameter, implied, local_values, path_conditions
+from xlalint.analysis.members import class_method, instance_methods
 from xlalint.analysis.module_classes import builds_stateless_module, is_module_class
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
@@ -35,7 +37,12 @@ class CudaCall(Rule):
     ... else: <cpu>`: XLA305 adds the XLA branch and the CUDA one stays for CUDA hosts), or after
     `if not torch.cuda.is_available(): return`, code that runs only where a test for XLA
     failed (`if is_xla: ... else: x.cuda()`), a class's own `cuda()` method (a wrapper
-    moving its parts for a caller that asked for CUDA), calls under a flag of `self` in
+    moving its parts for a caller that asked for CUDA), a call that runs a `cuda` method
+    of the module's own classes that places on the device it is handed (`self.cuda(
+    self.device)` in a class with `def cuda(self, device):` moving its parts with
+    `.to(device)`, also through a name bound to an instance: the device handed decides; a
+    `cuda(self)` that takes no device, or one deferring to `super().cuda(device)`, moves to
+    CUDA and its callers are reported), calls under a flag of `self` in
     a class whose bases all come from other modules (not a module class: a model's flags
     are its options, `if self.use_attention:`), where the class never assigns the
     flag (`if self.use_gpu: imgs = imgs.cuda()` in a subclass of an imported `Engine`
@@ -126,6 +133,7 @@ class CudaCall(Rule):
         super().__init__(ctx)
         self._classes: frozenset[str] | None = None
         self._assigned: dict[int, frozenset[str]] = {}
+        self._cuda_methods: list[cst.FunctionDef] | None = None  # the module's own `cuda`s
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -137,6 +145,8 @@ class CudaCall(Rule):
             return
         if not _fits_torch_cuda(node):
             return  # `quantizer.cuda(qtensor, meta=meta, device=d)`: some other `cuda()`
+        if self._reaches_own_placement(func.value):
+            return  # `self.cuda(self.device)`: the class's own `cuda(device)` places there
         if self._moves_nothing(func.value):
             return  # `nn.LogSoftmax(dim=1).cuda()`: no parameter, no buffer, no CUDA call
         if self.ctx.moves_without_xla:
@@ -148,6 +158,41 @@ class CudaCall(Rule):
         if self._under_inherited_flag(node):
             return
         self.report(func.attr, end_node=node, fix=self._to_xla_fix(node, func))
+
+    def _reaches_own_placement(self, receiver: cst.BaseExpression) -> bool:
+        """Whether `receiver.cuda(...)` runs a `cuda` method a class of this module defines
+        (or inherits from a base here) that places on the device its caller hands it:
+        `self.cuda(self.device)` in a class with `def cuda(self, device):` that moves
+        its parts with `.to(device)`. Such a method is no `Module.cuda()`: the device
+        handed decides (an XLA device on an XLA host), and a CUDA device spelled there
+        is XLA302's. Reached through `self` in the class, or through a name every
+        binding of which is an instance of the module's classes (`layer =
+        QuantLinear(...)`, then `layer.cuda(device)`), where every `cuda` of those
+        classes is such a method. A `cuda(self)` that takes no device (`return
+        Rigid(self._rots.cuda(), ...)`) or defers to `super().cuda(device)` moves to CUDA
+        as `Module.cuda()` does: the call is reported."""
+        if type(receiver) is not cst.Name:
+            return False
+        if self._cuda_methods is None:
+            self._cuda_methods = [
+                m
+                for c in descendants(self.ctx.module)
+                if type(c) is cst.ClassDef and isinstance(c.body, cst.IndentedBlock)
+                for m in c.body.body
+                if type(m) is cst.FunctionDef and m.name.value == "cuda"
+            ]
+        if not self._cuda_methods:
+            return False  # no class of this module defines `cuda`
+        module = self.ctx.module
+        function = self.ctx.function
+        if receiver.value == "self":
+            if function is None or function.class_name is None:
+                return False
+            method = class_method(module, function.class_name, "cuda")
+            return method is not None and _places_on_handed_device(method)
+        if "cuda" not in instance_methods(module).get(receiver.value, frozenset()):
+            return False
+        return all(_places_on_handed_device(m) for m in self._cuda_methods)
 
     def _under_gpu_use_parameter(self, node: cst.Call) -> bool:
         """Under `if use_gpu:` with `use_gpu` a parameter named for using the GPU, handed
@@ -279,6 +324,28 @@ _TORCH_CUDA_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})
 def _last(node: cst.BaseExpression) -> str:
     """`Engine` for `Engine` and `engine.Engine`."""
     return node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
+
+
+def _places_on_handed_device(method: cst.FunctionDef) -> bool:
+    """`def cuda(self, device):`: a parameter past `self` without a default, which the
+    body uses, and no `super().cuda(...)`: the method places on the device its caller
+    names (hqq's `HQQLinear.cuda`, moving its packed weights with `.to(device)`)."""
+    params = parameters(method)[1:]
+    required = [p.name.value for p in params if p.default is None]
+    if not required:
+        return False
+    used = False
+    for node in descendants(method.body):
+        if type(node) is cst.Name and node.value in required:
+            used = True
+        elif (
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and node.func.attr.value == "cuda"
+            and is_super_call(node.func.value)
+        ):
+            return False
+    return used
 
 
 def _fits_torch_cuda(call: cst.Call) -> bool:
