@@ -214,7 +214,12 @@ class ItemInHotCode(HelperReadRule):
     `layer.backward(dout)` with a positional gradient (a hand-written network's
     layers) says nothing. A module's `training_step` that returns a name (`return loss`,
     `return {"loss": loss}`) hands its framework (Lightning) the loss to run backward on:
-    that return counts as the backward.
+    that return counts as the backward. So does handing the name to a function of the
+    module, or a method of the class through `self`, that runs backward on the parameter
+    it binds and never rebinds (`self._backward_and_step(optimizer, loss)` with
+    `loss.backward()` inside): `trn_loss.append(float(loss.data))` before it reads the
+    device every batch; a value handed beside the loss, or to a parameter the helper
+    rebinds before its backward, is not known to.
 
     A function or method annotated to return tensors only (`-> Tuple[torch.Tensor,
     torch.Tensor]`) hands back a tensor in each position (`y, t = self._compute_y_and_t(
