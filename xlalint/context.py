@@ -38,6 +38,7 @@ from xlalint.analysis.hotness import (
     ACTION_METHOD,
     GLOBAL_MODULE_HOOK_REGISTRATIONS,
     MODULE_HOOK_REGISTRATIONS,
+    OPTIMISATION_STEP,
     SAVE_CALLS,
     FunctionKey,
     HotCode,
@@ -1555,10 +1556,21 @@ class FileContext:
         own body (`for i in range(accumulate_every): ... loss.backward()`, then
         `opt.step()`): micro-batches accumulating the gradients of its one step. An
         optimizer step alone can be a one-off (priming an optimizer's state before loading
-        a checkpoint)."""
+        a checkpoint), but a function named for one optimisation step (`optimize(opt)`,
+        `optimize_parameters()`) that steps an optimizer in its own body or through a
+        function of the module it calls (`self._optimize_normal(opt)` ending in
+        `opt.step()`), not in a loop of its own, is that step: the training loop that
+        calls it (often another module's, or a user's) calls it once a batch."""
         if not isinstance(function, cst.FunctionDef):
             return False
-        return self.loops.facts(function).backward or self.loops.accumulates_then_steps(function)
+        return (
+            self.loops.facts(function).backward
+            or self.loops.accumulates_then_steps(function)
+            or (
+                OPTIMISATION_STEP.match(function.name.value) is not None
+                and self.loops.steps_optimizer(function)
+            )
+        )
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module, hooks = (

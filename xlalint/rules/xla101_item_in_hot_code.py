@@ -347,7 +347,13 @@ class ItemInHotCode(HelperReadRule):
     of the module or a `partial` of one) and step none: gradient accumulation, one step a
     call (`float(total_disc_loss)` after `for i in range(self.gradient_accumulate_every):`
     runs every step, though each micro-batch takes `next(self.loader)`); an epoch loop
-    whose batch loop steps too is not one. So is each pass of a loop whose own
+    whose batch loop steps too is not one. So is a function named for one optimisation
+    step (`optimize(opt)`, `optimize_parameters()`, `optimize_model()`) that steps an
+    optimizer in its own body or through a function of the module it calls, not in a loop
+    of its own: guided diffusion's `MixedPrecisionTrainer.optimize` reads every
+    parameter's norm with `.item()` each step, whichever loop calls it; an optimizer step
+    in a function named otherwise (priming its state), or in `optimize`'s own loop (a
+    whole fit), makes no step of the function. So is each pass of a loop whose own
     body runs backward and steps an optimizer (an RL script's critic update, with a loop
     of delayed policy updates inside): its code runs every step. A method without a loop of its own
     that runs a model, in a class another of whose methods runs backward in its own body
