@@ -445,6 +445,7 @@ def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) ->
     if not names:
         return set()
     found: set[str] = set()
+    keyed: set[str] | None = None
     for node in descendants(function.body):
         if type(node) is not cst.Comparison:
             continue
@@ -456,7 +457,51 @@ def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) ->
             continue
         if not any(_strings(operand) for operand in operands):
             continue
-        found |= {o.value for o in operands if type(o) is cst.Name and o.value in names}
+        compared = {o.value for o in operands if type(o) is cst.Name and o.value in names}
+        if len(node.comparisons) == 1 and isinstance(  # type: ignore[attr-defined]
+            node.comparisons[0].operator,  # type: ignore[attr-defined]
+            cst.In | cst.NotIn,
+        ):
+            # `"labels" in inputs`: a key test where the function also looks the key up
+            # (`inputs["labels"]`, `inputs.pop("labels")`), which no string takes: a batch
+            # dict, not a name ("train" in stage, a substring test, still is one).
+            container = node.comparisons[0].comparator  # type: ignore[attr-defined]
+            if type(container) is cst.Name and container.value in compared:
+                if keyed is None:
+                    keyed = _looked_up_by_keys(function)
+                if container.value in keyed:
+                    compared.discard(container.value)
+        found |= compared
+    return found
+
+
+_KEY_METHODS = frozenset({"get", "pop", "keys", "items", "values", "setdefault"})
+
+
+def _looked_up_by_keys(function: cst.FunctionDef) -> set[str]:
+    """Names `function` subscripts with a string literal (`inputs["labels"]`) or calls a
+    mapping's method on (`inputs.pop("labels")`, `batch.items()`): mappings, never
+    strings."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is cst.Subscript:
+            value = node.value  # type: ignore[attr-defined]
+            elements = node.slice  # type: ignore[attr-defined]
+            if (
+                type(value) is cst.Name
+                and len(elements) == 1
+                and type(elements[0].slice) is cst.Index
+                and type(elements[0].slice.value) is cst.SimpleString
+            ):
+                found.add(value.value)
+        elif type(node) is cst.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if (
+                type(func) is cst.Attribute
+                and type(func.value) is cst.Name
+                and func.attr.value in _KEY_METHODS
+            ):
+                found.add(func.value.value)
     return found
 
 
