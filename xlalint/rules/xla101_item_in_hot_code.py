@@ -144,20 +144,22 @@ class ItemInHotCode(HelperReadRule):
 
     The same holds for a function of another module of the project that the file imports
     (`from ..dataclass_utils import asdict_as_float`, `utils.score(out)`, a static method
-    `ModelUtils.to_float(t)`, a method the class inherits from a class of another module)
-    and that reads the parameter a device tensor (or a value a call of unknown kind
-    computed from one) is handed to,
-    itself or through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
-    `maxs.mean().item()`), or in a function of its module it hands the value on to: the
-    call is reported, naming the function and the file and line of its read. Not when the
-    read checks the value (`assert torch.max(targets).item() < classes`, an `if` or
-    `while` test): a check is the function's own, reported once in its file, which
-    another module's per-step call makes hot. Nor when the read is only of Python values (`x if
-    isinstance(x, numbers.Number) else x.item()` reads a tensor, the other branch does
-    not), made only where the call leaves a parameter out (`if dim_size is None:`), in a
-    loop of that function (its own module judges the loop), or in a function per step by
-    its own name (`forward`: its file reports it). Its own file then does not report the
-    read a second time where the function reads nothing but its parameters.
+    `ModelUtils.to_float(t)`, a method the class inherits from a class of another module, or
+    a method of a parameter nobody annotated that is named as the one class of that name the
+    imported modules define or re-export: `logger.log("train/loss", loss, step)` with the
+    project's `Logger`, `value.item()` in its `log`) and that reads the parameter a device
+    tensor (or a value a call of unknown kind computed from one) is handed to, itself or
+    through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
+    `maxs.mean().item()`), or in a function of its module it hands the value on to: the call
+    is reported, naming the function and the file and line of its read. Not when the read
+    checks the value (`assert torch.max(targets).item() < classes`, an `if` or `while`
+    test): a check is the function's own, reported once in its file, which another module's
+    per-step call makes hot. Nor when the read is only of Python values (`x if isinstance(x,
+    numbers.Number) else x.item()` reads a tensor, the other branch does not), made only
+    where the call leaves a parameter out (`if dim_size is None:`), in a loop of that
+    function (its own module judges the loop), or in a function per step by its own name
+    (`forward`: its file reports it). Its own file then does not report the read a second
+    time where the function reads nothing but its parameters.
 
     Python's `math` functions read a device tensor as a float (`math.exp(-loss)`), and
     a helper of the module that puts its parameter into `torch.tensor([...])`'s data
