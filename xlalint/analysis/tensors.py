@@ -475,7 +475,7 @@ def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) ->
     return found
 
 
-_KEY_METHODS = frozenset({"get", "pop", "keys", "items", "values", "setdefault"})
+_MAPPING_METHODS = frozenset({"get", "pop", "keys", "items", "values", "setdefault"})
 
 
 def _looked_up_by_keys(function: cst.FunctionDef) -> set[str]:
@@ -499,7 +499,7 @@ def _looked_up_by_keys(function: cst.FunctionDef) -> set[str]:
             if (
                 type(func) is cst.Attribute
                 and type(func.value) is cst.Name
-                and func.attr.value in _KEY_METHODS
+                and func.attr.value in _MAPPING_METHODS
             ):
                 found.add(func.value.value)
     return found
