@@ -388,6 +388,45 @@ def test_folders_outside_a_package_are_no_namespace_portion(tmp_path: Path) -> N
     assert _findings([metrics]) == []
 
 
+def _under_a_namespace_root(root: Path, spelled: str) -> Path:
+    """instructlab-training's layout: `ns/` without an `__init__.py` around the package
+    `ns/pkg/`, whose modules import each other as `ns.pkg.m` (PEP 420 namespace package
+    at the top); `spelled` is the import prefix the trainer writes."""
+    package = root / "ns" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "metrics.py").write_text(METRICS)
+    (package / "train.py").write_text(TRAIN.replace("import pkg.metrics", f"import {spelled}"))
+    project_modules.forget_layout()
+    return package / "metrics.py"
+
+
+def test_a_caller_importing_through_a_namespace_root(tmp_path: Path) -> None:
+    """The topmost package's parent has no `__init__.py` and the modules spell it
+    (`import ns.pkg.metrics`): absolute imports start above it, as Python's do, so the
+    training loop's `meter.add(loss)` is found, and so is every import of the package."""
+    metrics = _under_a_namespace_root(tmp_path, "ns.pkg.metrics")
+    assert project_modules.package_root(str(metrics)) == str(tmp_path / "ns")
+    train = metrics.parent / "train.py"
+    stat = project_modules.stat_key(str(train))
+    assert project_modules.module_imports(str(train), stat) == (str(metrics),)
+    assert _findings([metrics]) == METER
+
+
+def test_imports_not_spelling_the_namespace_root_start_at_it(tmp_path: Path) -> None:
+    """The same layout, the trainer importing `pkg.metrics`: that resolves from the root
+    as before; `other.pkg.metrics`, naming a folder that is not the root, resolves to
+    nothing (another distribution's namespace), and the helper stays cold."""
+    metrics = _under_a_namespace_root(tmp_path, "pkg.metrics")
+    assert _findings([metrics]) == METER
+    (tmp_path / "other").mkdir()
+    metrics.parent.joinpath("train.py").write_text(
+        TRAIN.replace("import pkg.metrics", "import other.pkg.metrics")
+    )
+    project_modules.forget_layout()
+    assert _findings([metrics]) == []
+
+
 PARTIAL_MODEL = """\
 from functools import partial
 

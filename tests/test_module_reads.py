@@ -407,6 +407,108 @@ def test_a_method_inherited_from_another_modules_class(tmp_path: Path) -> None:
     assert _check([package / "embedders.py"]) == expected
 
 
+LOGGERS = """\
+import torch
+
+
+class Logger:
+    def __init__(self, log_frequency=1):
+        self.log_frequency = log_frequency
+        self.values = {}
+
+    def log(self, key, value, step, n=1):
+        if step % self.log_frequency != 0:
+            return
+        if type(value) == torch.Tensor:
+            value = value.item()
+        self.values[key] = value
+
+    def note(self, key, value):
+        self.values[key] = value
+
+
+class TrainMeter:
+    def update(self, value):
+        self.total = float(value)
+"""
+
+LOGGERS_INIT = "from .loggers import Logger, TrainMeter\n"
+
+AGENT = """\
+import logging
+
+import torch
+import torch.nn.functional as F
+
+from proj import utils
+
+
+class Agent:
+    def update_critic(self, obs, target, logger, step, train_meter):
+        loss = F.mse_loss(self.critic(obs), target)
+        logger.log("train/critic_loss", loss, step)  # expect
+        logger.log("train/entropy", -loss.mean(), step)  # expect
+        logger.note("train/loss", loss)
+        logger.log("train/target", self.target_entropy, step)
+        train_meter.update(loss.detach())  # expect
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+
+    def update_actor(self, obs, logger: logging.Logger, meter, step):
+        loss = self.actor(obs).mean()
+        logger.log(logging.INFO, loss)
+        meter.update(loss)
+        loss.backward()
+        self.optimizer.step()
+
+    def update_value(self, obs, logger, step):
+        logger = logger or utils.default_logger()
+        loss = self.value(obs).mean()
+        logger.log("train/value", loss, step)
+        loss.backward()
+        self.optimizer.step()
+"""
+
+
+def test_a_method_of_a_parameter_named_as_a_project_class(tmp_path: Path) -> None:
+    """`logger.log("train/critic_loss", loss, step)` where `logger` is a parameter nobody
+    annotated: the one class the imported modules define or re-export under that name
+    (`Logger`, `TrainMeter` for `train_meter`) reads what it is handed, so the call is
+    reported, naming the method. Not a method that keeps the value (`note`), nor a
+    parameter annotated as another class (`logging.Logger`), nor one no class of the
+    project is named for (`meter`), nor one the function rebinds."""
+    package = _package(tmp_path)
+    (package / "__init__.py").write_text(LOGGERS_INIT)
+    (package / "loggers.py").write_text(LOGGERS)
+    (package / "agent.py").write_text(AGENT)
+    expected = [
+        ("agent.py", row, "XLA101")
+        for row, line in enumerate(AGENT.splitlines(), start=1)
+        if line.endswith("# expect")
+    ]
+    settings = Settings(root=package, select=("XLA101", "XLA102", "XLA103"))
+    report = api.check_paths([package / "agent.py"], settings, jobs=1)
+    found = sorted((Path(d.filename).name, d.start.row, d.code) for d in report.diagnostics)
+    assert found == expected
+    assert "`Logger.log()`" in report.diagnostics[0].message
+
+
+def test_a_parameter_named_as_two_project_classes_is_left_alone(tmp_path: Path) -> None:
+    """Two imported modules each define a `Logger` reading what it is handed: which one
+    the callers hand is not said, and its calls are left alone (the one `TrainMeter`
+    still answers)."""
+    package = _package(tmp_path)
+    (package / "__init__.py").write_text(LOGGERS_INIT)
+    (package / "loggers.py").write_text(LOGGERS)
+    (package / "tb.py").write_text(LOGGERS.split("class TrainMeter")[0])
+    agent = AGENT.replace("from proj import utils", "from proj import tb, utils")
+    (package / "agent.py").write_text(agent)
+    settings = Settings(root=package, select=("XLA101",))
+    report = api.check_paths([package / "agent.py"], settings, jobs=1)
+    assert [d.start.row for d in report.diagnostics] == [16]
+
+
 def test_a_helper_that_copies_hands_back_a_host_value(tmp_path: Path) -> None:
     """`to_numpy(scale(x))` is one copy, `scale`'s: what a copying helper hands back is on
     the host, so the outer conversion reads nothing of the device."""

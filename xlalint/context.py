@@ -38,6 +38,7 @@ from xlalint.analysis.hotness import (
     ACTION_METHOD,
     GLOBAL_MODULE_HOOK_REGISTRATIONS,
     MODULE_HOOK_REGISTRATIONS,
+    OPTIMISATION_STEP,
     SAVE_CALLS,
     FunctionKey,
     HotCode,
@@ -110,6 +111,7 @@ from xlalint.screen import LINE
 from xlalint.walk import (
     COMPREHENSIONS,
     TRIVIA,
+    binding_counts,
     descendants,
     last_name,
     self_attribute,
@@ -529,10 +531,13 @@ class FileContext:
             return None
         own: str | None = None
         inherited: tuple[str, ...] = ()
+        instance: str | None = None
         if spelled.partition(".")[0] not in reads.bindings:
             own, inherited = self._own_callee(spelled)
             if own is None and not inherited:
-                return None
+                instance = self._named_instance(call.func)
+                if instance is None:
+                    return None
         passed = frozenset(
             arg.keyword.value if arg.keyword else position
             for position, arg in enumerate(call.args)
@@ -544,7 +549,10 @@ class FileContext:
             if not self._handed_a_device_value(arg.value):
                 continue
             at = arg.keyword.value if arg.keyword else position
-            if inherited:
+            if instance is not None:
+                method = spelled.rpartition(".")[2]
+                found = reads.read_named_instance(instance, method, at, passed)
+            elif inherited:
                 found = reads.read_inherited(inherited, spelled.partition(".")[2], at, passed)
             elif own is None:
                 found = reads.read(spelled, at, passed)
@@ -553,6 +561,27 @@ class FileContext:
             if found is not None:
                 return arg.value, found
         return None
+
+    def _named_instance(self, func: cst.BaseExpression) -> str | None:
+        """`logger` for `logger.log(...)` where `logger` is a parameter of the function
+        being walked that it neither annotates nor rebinds: an object its callers hand it,
+        of a class the file names only by the parameter's name (sac's `update_critic(self,
+        obs, ..., logger, step)` calling `logger.log("train_critic/loss", critic_loss,
+        step)`, the project's `Logger`)."""
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Name:
+            return None
+        node = self._frames[-1].node if self._frames else None
+        if node is None:
+            return None
+        name = func.value.value
+        if self.kinds.of(func.value) is Kind.TENSOR:
+            return None  # `out.copy_(t)`: a tensor's own method
+        param = next((p for p in parameters(node) if p.name.value == name), None)
+        if param is None or param.annotation is not None or name in ("self", "cls"):
+            return None
+        if binding_counts(node).get(name):
+            return None
+        return name
 
     def calls_name(self, name: str) -> bool:
         """Whether the file's text calls `name` other than in its `def` (`name(`,
@@ -1572,10 +1601,21 @@ class FileContext:
         own body (`for i in range(accumulate_every): ... loss.backward()`, then
         `opt.step()`): micro-batches accumulating the gradients of its one step. An
         optimizer step alone can be a one-off (priming an optimizer's state before loading
-        a checkpoint)."""
+        a checkpoint), but a function named for one optimisation step (`optimize(opt)`,
+        `optimize_parameters()`) that steps an optimizer in its own body or through a
+        function of the module it calls (`self._optimize_normal(opt)` ending in
+        `opt.step()`), not in a loop of its own, is that step: the training loop that
+        calls it (often another module's, or a user's) calls it once a batch."""
         if not isinstance(function, cst.FunctionDef):
             return False
-        return self.loops.facts(function).backward or self.loops.accumulates_then_steps(function)
+        return (
+            self.loops.facts(function).backward
+            or self.loops.accumulates_then_steps(function)
+            or (
+                OPTIMISATION_STEP.match(function.name.value) is not None
+                and self.loops.steps_optimizer(function)
+            )
+        )
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module, hooks = (

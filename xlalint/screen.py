@@ -37,6 +37,7 @@ from xlalint.analysis.hotness import (
     CALLBACK_STEP_HOOK,
     GLOBAL_MODULE_HOOK_REGISTRATIONS,
     MODULE_HOOK_REGISTRATIONS,
+    OPTIMISATION_STEP,
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
     names_a_transformation,
@@ -387,7 +388,8 @@ def _maybe_hot(
 ) -> set[int]:
     """The units where `HotCode.is_hot` may say yes: with a loop, a function declared per
     step (`forward`, `*_step`, a framework hook, configured `hot-functions`, `__call__` of
-    a class that may be an `nn.Module`, a policy's action method), one that runs backward
+    a class that may be an `nn.Module`, a policy's action method, a name for one
+    optimisation step: `optimize`, `optimize_parameters`), one that runs backward
     or is a method beside one that does, one with a lambda default, one with a parameter
     annotated as a tensor (hot per call for some rules), or one whose name is used in a
     loop or in another such unit (the call graph is by name, so any use of the name
@@ -410,6 +412,7 @@ def _maybe_hot(
             return True  # a gradient transformation's update runs in every optimizer step
         return any(
             PER_STEP_FUNCTIONS.match(name)
+            or OPTIMISATION_STEP.match(name)  # (one that steps an optimizer: the context's)
             or name in _HOOKS
             or CALLBACK_STEP_HOOK.match(name)
             or any(fnmatch.fnmatchcase(name, pattern) for pattern in hot_functions)

@@ -34,6 +34,12 @@ PER_STEP_FUNCTIONS = re.compile(
     r"^(forward|step|(?!\w*_per_step$)\w+_step|scale_model_input|training_step|"
     r"validation_step|test_step|predict_step)$"
 )
+# A function named for one optimisation step of its models (guided diffusion's
+# `MixedPrecisionTrainer.optimize(opt)`, pix2pix's `optimize_parameters()`, a DQN's
+# `optimize_model()`): a training step where it steps an optimizer in its own body
+# (`FileContext._trains_in_body`), the loop calling it once a batch often another
+# package's or a user's.
+OPTIMISATION_STEP = re.compile(r"^_*optimi[sz]e(_(parameters|params|models?|networks?))?$")
 # The action method of a reinforcement-learning policy or agent (`draw_action(state)`,
 # `get_actions(observations)`, `select_action`): the environment loop that calls it once
 # per environment step lives in another module (mushroom's `Core`, garage's sampler

@@ -262,6 +262,8 @@ class ModuleReads:
         self._bindings: dict[str, tuple[int, str]] | None = None
         self._allowed: frozenset[str] | None = None
         self._results: dict[str, Summary | None] = {}  # `result_from`, by spelling
+        # `read_named_instance`: (class, method) -> the method's module and name, if one.
+        self._instances: dict[tuple[str, str], tuple[_Module, str] | None] = {}
 
     @property
     def bindings(self) -> dict[str, tuple[int, str]]:
@@ -359,6 +361,48 @@ class ModuleReads:
             if located is not None:
                 return self._answer(*located, position, passed, own=True)
         return None
+
+    def read_named_instance(
+        self,
+        word: str,
+        method: str,
+        position: int | str,
+        passed: frozenset[int | str] = frozenset(),
+    ) -> Found | None:
+        """`read` for `logger.log("loss", loss, step)` where `logger` is a parameter nobody
+        annotated, named as a class of the project (`logger` for `Logger`, `meter` for
+        `Meter`, `train_logger` for `TrainLogger`): the class that a module the file imports
+        defines or re-exports (`from .logger import Logger` in the package's
+        `__init__.py`), the only one of that name among them, answers with its method."""
+        klass = "".join(part[:1].upper() + part[1:] for part in word.split("_") if part)
+        if not klass.isidentifier() or PER_STEP_FUNCTIONS.match(method):
+            return None
+        key = (klass, method)
+        if key not in self._instances:
+            self._instances[key] = self._named_class_method(klass, method)
+        located = self._instances[key]
+        return None if located is None else self._answer(*located, position, passed, own=True)
+
+    def _named_class_method(self, klass: str, method: str) -> tuple[_Module, str] | None:
+        if self._allowed is None:
+            self._may_read(self.filename, self.filename)
+        found: dict[str, tuple[_Module, str]] = {}
+        for path in sorted(self._allowed or ()):
+            module = module_summary(path)
+            if module is None or module.knows_xla:
+                continue
+            qualified = f"{klass}.{method}"
+            if qualified in module.functions:
+                found[f"{path}:{qualified}"] = (module, qualified)
+                continue
+            binding = module.bindings.get(klass)
+            if binding is not None and _parses(module):
+                located = self._locate(path, binding[0], f"{binding[1]}.{method}", 0)
+                if located is not None:
+                    found[f"{located[0].path}:{located[1]}"] = located
+        if len(found) != 1:
+            return None  # none, or two classes of that name: which one is not said
+        return next(iter(found.values()))
 
     def _answer(
         self,

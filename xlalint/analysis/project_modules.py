@@ -154,7 +154,19 @@ def _resolve_in(base: str, dotted: str, root: str) -> str | None:
     whose imports start from the same folder (`from diffusers.utils import x` anywhere,
     `from ...utils import x` at one depth), so each module is looked up once."""
     found = _module_file(base, dotted)
+    if found is None and base == root and _names_namespace_root(root, dotted):
+        # `instructlab/` without an `__init__.py` around the package `training/`: a
+        # namespace package (PEP 420) whose modules import `instructlab.training.model`,
+        # from the folder above it.
+        found = _module_file(os.path.dirname(root), dotted)
     return found if found is not None and _within(found, root) else None
+
+
+def _names_namespace_root(root: str, dotted: str) -> bool:
+    """Whether `dotted` starts with the name of `root` where `root` is a namespace
+    package's folder: no `__init__.py`, the parent of the topmost package folder."""
+    head = dotted.split(".", 1)[0]
+    return head == os.path.basename(root) and not _is_package(root)
 
 
 @lru_cache(maxsize=4096)

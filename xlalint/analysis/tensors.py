@@ -445,6 +445,7 @@ def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) ->
     if not names:
         return set()
     found: set[str] = set()
+    keyed: set[str] | None = None
     for node in descendants(function.body):
         if type(node) is not cst.Comparison:
             continue
@@ -456,7 +457,51 @@ def compared_with_strings(function: cst.FunctionDef, presumed: Iterable[str]) ->
             continue
         if not any(_strings(operand) for operand in operands):
             continue
-        found |= {o.value for o in operands if type(o) is cst.Name and o.value in names}
+        compared = {o.value for o in operands if type(o) is cst.Name and o.value in names}
+        if len(node.comparisons) == 1 and isinstance(  # type: ignore[attr-defined]
+            node.comparisons[0].operator,  # type: ignore[attr-defined]
+            cst.In | cst.NotIn,
+        ):
+            # `"labels" in inputs`: a key test where the function also looks the key up
+            # (`inputs["labels"]`, `inputs.pop("labels")`), which no string takes: a batch
+            # dict, not a name ("train" in stage, a substring test, still is one).
+            container = node.comparisons[0].comparator  # type: ignore[attr-defined]
+            if type(container) is cst.Name and container.value in compared:
+                if keyed is None:
+                    keyed = _looked_up_by_keys(function)
+                if container.value in keyed:
+                    compared.discard(container.value)
+        found |= compared
+    return found
+
+
+_MAPPING_METHODS = frozenset({"get", "pop", "keys", "items", "values", "setdefault"})
+
+
+def _looked_up_by_keys(function: cst.FunctionDef) -> set[str]:
+    """Names `function` subscripts with a string literal (`inputs["labels"]`) or calls a
+    mapping's method on (`inputs.pop("labels")`, `batch.items()`): mappings, never
+    strings."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is cst.Subscript:
+            value = node.value  # type: ignore[attr-defined]
+            elements = node.slice  # type: ignore[attr-defined]
+            if (
+                type(value) is cst.Name
+                and len(elements) == 1
+                and type(elements[0].slice) is cst.Index
+                and type(elements[0].slice.value) is cst.SimpleString
+            ):
+                found.add(value.value)
+        elif type(node) is cst.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if (
+                type(func) is cst.Attribute
+                and type(func.value) is cst.Name
+                and func.attr.value in _MAPPING_METHODS
+            ):
+                found.add(func.value.value)
     return found
 
 
@@ -1609,6 +1654,11 @@ class TensorKinds:
                         and not any(a.keyword is None for a in node.args)  # type: ignore[attr-defined]
                     ):
                         names[func.value.value] = index
+                    else:
+                        # `self._backward_and_step(optimizer, loss, model)`: a helper of
+                        # the module that runs backward on the parameter it binds.
+                        for name in self._handed_to_backward(node):  # type: ignore[arg-type]
+                            names[name] = index
                 elif kind is cst.Assign or kind is cst.AnnAssign:
                     value = node.value  # type: ignore[attr-defined]
                     if value is None:
@@ -1636,6 +1686,43 @@ class TensorKinds:
                         changed = True
         found = self._trained[-1] = (names, values)
         return found
+
+    def _handed_to_backward(self, call: cst.Call) -> tuple[str, ...]:
+        """The names `call` hands to a function of the module (`f(loss)`, or a method of
+        the class being walked through `self`) that runs autograd's backward on the
+        parameter each binds (`def _backward_and_step(self, optimizer, loss, model):
+        loss.backward()`): the step's loss, a tensor, handed to be trained on."""
+        func = call.func
+        module = self._module
+        if module is None or not call.args:
+            return ()
+        callee: cst.FunctionDef | None = None
+        method = False
+        if type(func) is cst.Name:
+            callee = _top_level_function(module, func.value)
+        elif (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.value.value == "self"
+            and self._class_names
+            and self._class_names[-1] is not None
+            and func.attr.value in self._class_methods[-1]
+        ):
+            callee = class_method(module, self._class_names[-1], func.attr.value)
+            method = callee is not None and not is_staticmethod(callee)
+        if callee is None:
+            return ()
+        trained = backward_parameters(callee)
+        if not trained:
+            return ()
+        bound = bind(call, signature_of(callee, method))
+        if bound is None:
+            return ()
+        return tuple(
+            value.value
+            for param, value in bound.items()
+            if param in trained and type(value) is cst.Name
+        )
 
     def _returns_its_loss(self, function: cst.FunctionDef | None) -> bool:
         """`training_step` of a module class (a `LightningModule`): what it returns is the
@@ -3924,6 +4011,41 @@ _HOST_CHECKPOINT_READERS = frozenset(
 
 # What a function's own code is not under (besides trivia): nested definitions.
 _NOT_OWN_CODE = frozenset({*TRIVIA, cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+def _top_level_function(module: cst.Module, name: str) -> cst.FunctionDef | None:
+    """The module's top-level function `name` (its last definition)."""
+    found = None
+    for statement in module.body:
+        if type(statement) is cst.FunctionDef and statement.name.value == name:
+            found = statement
+    return found
+
+
+@lint_memo.memo(1024)
+def backward_parameters(function: cst.FunctionDef) -> frozenset[str]:
+    """The parameters `function` runs autograd's backward on in its own code (`loss.
+    backward()`, keyword arguments at most; `layer.backward(dout)` of a hand-written
+    network says nothing) and never rebinds: handed a value, it trains on it, so the value
+    is a tensor (the step's loss)."""
+    names = {param.name.value for param in parameters(function)}
+    found: set[str] = set()
+    for node in descendants(function.body, _NOT_OWN_CODE):
+        if type(node) is not cst.Call:
+            continue
+        func = node.func  # type: ignore[attr-defined]
+        if (
+            type(func) is cst.Attribute
+            and func.attr.value == "backward"
+            and type(func.value) is cst.Name
+            and func.value.value in names
+            and not any(a.keyword is None for a in node.args)  # type: ignore[attr-defined]
+        ):
+            found.add(func.value.value)
+    if not found:
+        return frozenset()
+    counts = binding_counts(function)
+    return frozenset(name for name in found if not counts.get(name))
 
 
 def _returned_loss(value: cst.BaseExpression | None) -> tuple[str, ...]:

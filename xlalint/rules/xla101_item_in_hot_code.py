@@ -144,20 +144,22 @@ class ItemInHotCode(HelperReadRule):
 
     The same holds for a function of another module of the project that the file imports
     (`from ..dataclass_utils import asdict_as_float`, `utils.score(out)`, a static method
-    `ModelUtils.to_float(t)`, a method the class inherits from a class of another module)
-    and that reads the parameter a device tensor (or a value a call of unknown kind
-    computed from one) is handed to,
-    itself or through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
-    `maxs.mean().item()`), or in a function of its module it hands the value on to: the
-    call is reported, naming the function and the file and line of its read. Not when the
-    read checks the value (`assert torch.max(targets).item() < classes`, an `if` or
-    `while` test): a check is the function's own, reported once in its file, which
-    another module's per-step call makes hot. Nor when the read is only of Python values (`x if
-    isinstance(x, numbers.Number) else x.item()` reads a tensor, the other branch does
-    not), made only where the call leaves a parameter out (`if dim_size is None:`), in a
-    loop of that function (its own module judges the loop), or in a function per step by
-    its own name (`forward`: its file reports it). Its own file then does not report the
-    read a second time where the function reads nothing but its parameters.
+    `ModelUtils.to_float(t)`, a method the class inherits from a class of another module, or
+    a method of a parameter nobody annotated that is named as the one class of that name the
+    imported modules define or re-export: `logger.log("train/loss", loss, step)` with the
+    project's `Logger`, `value.item()` in its `log`) and that reads the parameter a device
+    tensor (or a value a call of unknown kind computed from one) is handed to, itself or
+    through values it computes from it (`maxs = alignments.max(dim=1)[0]`, then
+    `maxs.mean().item()`), or in a function of its module it hands the value on to: the call
+    is reported, naming the function and the file and line of its read. Not when the read
+    checks the value (`assert torch.max(targets).item() < classes`, an `if` or `while`
+    test): a check is the function's own, reported once in its file, which another module's
+    per-step call makes hot. Nor when the read is only of Python values (`x if isinstance(x,
+    numbers.Number) else x.item()` reads a tensor, the other branch does not), made only
+    where the call leaves a parameter out (`if dim_size is None:`), in a loop of that
+    function (its own module judges the loop), or in a function per step by its own name
+    (`forward`: its file reports it). Its own file then does not report the read a second
+    time where the function reads nothing but its parameters.
 
     Python's `math` functions read a device tensor as a float (`math.exp(-loss)`), and
     a helper of the module that puts its parameter into `torch.tensor([...])`'s data
@@ -214,7 +216,12 @@ class ItemInHotCode(HelperReadRule):
     `layer.backward(dout)` with a positional gradient (a hand-written network's
     layers) says nothing. A module's `training_step` that returns a name (`return loss`,
     `return {"loss": loss}`) hands its framework (Lightning) the loss to run backward on:
-    that return counts as the backward.
+    that return counts as the backward. So does handing the name to a function of the
+    module, or a method of the class through `self`, that runs backward on the parameter
+    it binds and never rebinds (`self._backward_and_step(optimizer, loss)` with
+    `loss.backward()` inside): `trn_loss.append(float(loss.data))` before it reads the
+    device every batch; a value handed beside the loss, or to a parameter the helper
+    rebinds before its backward, is not known to.
 
     A function or method annotated to return tensors only (`-> Tuple[torch.Tensor,
     torch.Tensor]`) hands back a tensor in each position (`y, t = self._compute_y_and_t(
@@ -342,7 +349,13 @@ class ItemInHotCode(HelperReadRule):
     of the module or a `partial` of one) and step none: gradient accumulation, one step a
     call (`float(total_disc_loss)` after `for i in range(self.gradient_accumulate_every):`
     runs every step, though each micro-batch takes `next(self.loader)`); an epoch loop
-    whose batch loop steps too is not one. So is each pass of a loop whose own
+    whose batch loop steps too is not one. So is a function named for one optimisation
+    step (`optimize(opt)`, `optimize_parameters()`, `optimize_model()`) that steps an
+    optimizer in its own body or through a function of the module it calls, not in a loop
+    of its own: guided diffusion's `MixedPrecisionTrainer.optimize` reads every
+    parameter's norm with `.item()` each step, whichever loop calls it; an optimizer step
+    in a function named otherwise (priming its state), or in `optimize`'s own loop (a
+    whole fit), makes no step of the function. So is each pass of a loop whose own
     body runs backward and steps an optimizer (an RL script's critic update, with a loop
     of delayed policy updates inside): its code runs every step. A method without a loop of its own
     that runs a model, in a class another of whose methods runs backward in its own body

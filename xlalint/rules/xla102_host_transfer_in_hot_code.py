@@ -237,7 +237,9 @@ class HostTransferInHotCode(HelperCallRule):
     to_numpy(t): return t.detach().cpu().numpy()` in `tools/torch_tools.py`, a static
     `ModelUtils.to_numpy(entropy)`, `from .data import to_numpy` re-exported by a package,
     or a method the class inherits from a class of another module, `self._convert_to_numpy(
-    embeddings)` in `class BaseEmbedder(AbsEmbedder)`; the value a device tensor, or one
+    embeddings)` in `class BaseEmbedder(AbsEmbedder)`, or a method of an unannotated
+    parameter named as the one project class of that name the imported modules define or
+    re-export, `meter.update(preds)` with the project's `Meter`; the value a device tensor, or one
     computed from a device tensor by a call of unknown kind, `scores =
     self.model.compute_score(q, p)`, not what a copying helper hands back)
     costs the copy every step: the call is reported, naming the function and the file and

@@ -80,8 +80,10 @@ class TensorControlFlow(HelperReadRule):
     nor a per-step function's parameter that every call of the module hands a Python literal or the
     caller's own parameter with a literal default (`forward_only=forward_only` from
     `forward_only=False`, then `assert forward_only`), nor a per-step function's parameter that the
-    function compares with a string (`step(self, batch, stage)` testing `stage == "train"`): a
-    stage's name, not a tensor; nor one whose name says it counts steps or iterations
+    function compares with a string (`step(self, batch, stage)` testing `stage == "train"`, or
+    `"train" in stage`): a stage's name, not a tensor (a key test of a parameter the function also
+    looks the key up in, `"labels" in inputs` with `inputs["labels"]`, is a batch dict's, whose
+    entries stay the step's tensors); nor one whose name says it counts steps or iterations
     (`forward(self, iters, y)` testing `(iters + 1) % self.skip_update == 0`, `n_iters`,
     `global_step`): the trainer's Python counter. Hand-written gradient clipping (`if clip_coef <
     1:`) is left to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
