@@ -60,6 +60,8 @@ from xlalint.analysis.tensor_methods import (
     ONLY_TENSOR_MATH,
     ONLY_TENSOR_MATH_WITH_ARGUMENTS,
     ONLY_TENSOR_NORMS,
+    ONLY_TENSOR_PREDICATES,
+    ONLY_TENSOR_SELECTIONS,
 )
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
@@ -3592,11 +3594,13 @@ class TensorKinds:
                         for a in node.args
                     )
                 )
+                or (method in ONLY_TENSOR_PREDICATES and not node.args)
+                or (method in ONLY_TENSOR_SELECTIONS and _a_count_at_most(node))
             ):
                 # `f0_mel = 1127 * (1 + f0 / 700).log()`, `(1 - r).clamp(min=0).sqrt()`,
-                # `100 * h * d.norm() / norm_X`: only a tensor has the method, so its
-                # result is one, on the receiver's device (a host value is known as one:
-                # `receiver is Kind.HOST` below).
+                # `100 * h * d.norm() / norm_X`, `values.topk(k)`, `reward.isnan()`: only
+                # a tensor has the method, so its result is one, on the receiver's device
+                # (a host value is known as one: `receiver is Kind.HOST` below).
                 return Kind.TENSOR
             if _TO_DEVICE_METHOD.search(method):
                 # `device.tensor_to_device(t)`, `batch_to_device(b)`: a framework's device
@@ -4179,3 +4183,19 @@ def _returned_parameter(function: cst.FunctionDef) -> str | None:
     if not any(p.name.value == name for p in parameters(function)):
         return None
     return name
+
+
+def _a_count_at_most(call: cst.Call) -> bool:
+    """`topk(k)`, `topk(k, -1)`, `topk(self.elite_num, dim=1)`: a count, perhaps a literal
+    dimension after it, and keywords; not a search index's `topk(query, k)`."""
+    positional = [a.value for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args) or not 1 <= len(positional) <= 2:
+        return False
+    return len(positional) == 1 or _an_integer(positional[1])
+
+
+def _an_integer(node: cst.BaseExpression) -> bool:
+    """`1`, `-1`: an integer literal."""
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        node = node.expression
+    return type(node) is cst.Integer

@@ -275,6 +275,12 @@ class TensorControlFlow(HelperReadRule):
     sde.sigma_t(t1)`, then `if noise_std > 0:` in a solver's `step`, reads the device every
     step; the same methods on a value known to be on the host (`torch.tensor(edges).log()`)
     give a host value, and a `log` given arguments (`run.log({"loss": v})`) is a logger's.
+    So do a selection only tensors make, given a count (`values.topk(k)`, `topk(k, dim=-1)`:
+    `best_values, elite_idx = values.topk(self.elite_num)` of what an objective handed in
+    returns, then `if best_values[0] > best_value:` on every planner iteration), and the
+    tests `.isnan()`, `.isinf()`, `.isfinite()` without arguments (numpy spells them
+    `np.isnan(a)`); a search index's `topk(query, k)` and a checker's `isnan(x)` are some
+    other object's.
 
     A loop over one tensor's rows, however spelled (`for p in x.unbind(dim=0)`, `for i in
     reversed(indices[:-1])`), runs its passes where its function runs, as `for row in x`
