@@ -17,7 +17,14 @@ from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, PendingReport
 from xlalint.rules._helper_calls import HelperReadRule
-from xlalint.walk import NOT_OWN, descendants, node_types, self_attribute, target_names
+from xlalint.walk import (
+    NOT_OWN,
+    binding_counts,
+    descendants,
+    node_types,
+    self_attribute,
+    target_names,
+)
 
 _MIN_MAX = frozenset({"min", "max"})
 # Builtins that take the truth of each item they iterate.
@@ -43,6 +50,8 @@ _COMPLEMENTS: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
 }
 _LOOP_TYPES = (cst.For, cst.While)
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+# Operations that combine two arrays element for element, a mask with a tensor included.
+_COMBINING = (*_ARITHMETIC, cst.BitAnd, cst.BitOr, cst.BitXor)
 # Reductions of a mask to one truth value.
 _MASK_REDUCTIONS = frozenset({"any", "all"})
 # Parents under which a node's truth may be taken (`bool(x)` is checked from the call).
@@ -233,7 +242,13 @@ class TensorControlFlow(HelperReadRule):
     parameter (`t, T = t_span[:1], t_span[-1]`) read the device on every pass, whoever calls
     the solver. So is `m.any()` of a mask made by tensor operations (`m = ~(err <=
     tol).bool()`), also kept in a dict under a literal key (`self.params["selector"] =
-    peaks > 0.0`, then `if self.params["selector"].any():`). So is an element of a device
+    peaks > 0.0`, then `if self.params["selector"].any():`), and of a mask of values of
+    unknown kind, bound once, that the function combines with a device tensor by arithmetic
+    or a bitwise operation (`penalty_mask = cvalue >= 0`, then `if penalty_mask.any():` and
+    `torch.mean(~penalty_mask * cbarrier)` with `cbarrier = torch.clamp(...)`): PyTorch
+    refuses to combine a host array or tensor with a device tensor, and a Python bool has
+    no `.any()`. A mask combined only with host values or values of unknown kind, or bound
+    again, may be numpy's. So is an element of a device
     schedule walked as a list of its pairs
     (`for sigma, sigma_next in list(zip(sigmas[:-1], sigmas[1:])):`, or a name bound to
     that list), then `if sigma_next != 0:` every sampling step. Values known to be on the
@@ -775,10 +790,42 @@ class TensorControlFlow(HelperReadRule):
             and not node.args
         ):
             receiver = node.func.value
-            return (
-                self.ctx.kind(receiver) is Kind.UNKNOWN
-                and self.ctx.masks.evidence(receiver) is Evidence.VALUE
+            if self.ctx.kind(receiver) is not Kind.UNKNOWN:
+                return False
+            evidence = self.ctx.masks.evidence(receiver)
+            return evidence is Evidence.VALUE or (
+                evidence is Evidence.LIKELY and self._combined_with_a_device_tensor(receiver)
             )
+        return False
+
+    def _combined_with_a_device_tensor(self, mask: cst.BaseExpression) -> bool:
+        """`penalty_mask` (or `~penalty_mask`), bound once in its function, which the
+        function combines by arithmetic or a bitwise operation with a name holding a device
+        tensor where the test stands (`~penalty_mask * cbarrier`, `cbarrier =
+        torch.clamp(...)`): PyTorch refuses to combine a host array or tensor with a device
+        tensor (0-dim ones aside), and a Python bool has no `.any()`, so the mask is on
+        the device."""
+        while type(mask) is cst.UnaryOperation and type(mask.operator) is cst.BitInvert:
+            mask = mask.expression
+        function = self.ctx.function_node
+        if type(mask) is not cst.Name or function is None:
+            return False
+        if binding_counts(function).get(mask.value, 0) != 1:
+            return False  # a parameter, or bound again: which value is combined is unclear
+        for current in descendants(function.body, NOT_OWN):
+            if type(current) is not cst.BinaryOperation or not isinstance(
+                current.operator, _COMBINING
+            ):
+                continue
+            sides = (_inverted_name(current.left), _inverted_name(current.right))
+            for this, other in (sides, sides[::-1]):
+                if (
+                    this == mask.value
+                    and other is not None
+                    and other != mask.value
+                    and self.ctx.kinds.lookup(other) is Kind.TENSOR
+                ):
+                    return True
         return False
 
     def _stacked(self, operand: cst.BaseExpression) -> bool:
@@ -886,6 +933,13 @@ class TensorControlFlow(HelperReadRule):
         if isinstance(branch, cst.UnaryOperation) and isinstance(branch.operator, cst.Minus):
             branch = branch.expression
         return isinstance(branch, cst.Integer | cst.Float) or self.ctx.is_tensor(branch)
+
+
+def _inverted_name(node: cst.BaseExpression) -> str | None:
+    """`m` of `m` or `~m`: the name an operand spells, under bitwise inversions."""
+    while type(node) is cst.UnaryOperation and type(node.operator) is cst.BitInvert:  # type: ignore[attr-defined]
+        node = node.expression  # type: ignore[attr-defined]
+    return node.value if type(node) is cst.Name else None  # type: ignore[attr-defined]
 
 
 def _is_none_or_string(node: cst.BaseExpression) -> bool:
