@@ -80,7 +80,11 @@ class TensorControlFlow(HelperReadRule):
     0])`); and a device tensor's membership test in a list or tuple (`seq[-1] not in self.som_ids`,
     with the ids a display, a list comprehension or `.tolist()` of a tensor), which compares it with
     each element and takes the truth of each comparison (not in a set or a dict, looked up by hash,
-    nor in a container the file shows nothing of, such as an optimizer's `p in self.state`). Tests
+    nor in a container the file shows nothing of, such as an optimizer's `p in self.state`); and
+    a value's membership test in a device tensor (`eos_token_id in ids`, `ignore_index not in
+    labels`: `Tensor.__contains__` is `(ids == v).any()`, read on the host as a Python bool
+    wherever it goes, an `or` chain of them bound to a name included; not a string key,
+    `"labels" in batch`, which looks up a mapping). Tests
     on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python numbers are not flagged,
     nor on any other metadata `torch.Tensor` keeps (`is_nested`, `is_sparse`, `layout`,
     `requires_grad`, `is_inference()`, `is_complex()`: layout, storage and autograd flags known on
@@ -409,6 +413,13 @@ class TensorControlFlow(HelperReadRule):
         self._check(node)
         if self._tests_membership_on_host(node):
             self.report(node, self.message.format(construct="`in`"))
+        elif self._tests_membership_in_a_tensor(node):
+            chain = self._boolean_chain()
+            if chain is not None:
+                if id(chain) in self._chains:
+                    return  # `a in ids or b in ids`: one condition, reported once
+                self._chains.add(id(chain))
+            self.report(node, self.message.format(construct="`in`"))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node)
@@ -502,6 +513,21 @@ class TensorControlFlow(HelperReadRule):
         if not self.ctx.is_tensor(node.left):
             return False
         return _a_sequence(node.comparisons[0].comparator, self.ctx.module)
+
+    def _tests_membership_in_a_tensor(self, node: cst.Comparison) -> bool:
+        """`eos_token_id in ids`, `ignore_index not in labels` with `ids` a device tensor:
+        `Tensor.__contains__` is `(ids == v).any()` read on the host as a Python bool,
+        whatever then takes it. Not a string key (`"labels" in batch`: a mapping, which a
+        tensor refuses), nor a comparison the truth test of which is reported already
+        (`_check`)."""
+        if len(node.comparisons) != 1:
+            return False
+        if type(node.comparisons[0].operator) not in (cst.In, cst.NotIn):
+            return False
+        left, container = node.left, node.comparisons[0].comparator
+        if _is_none_or_string(left) or isinstance(left, cst.Tuple | cst.List):
+            return False
+        return self.ctx.is_tensor(container) and not self.ctx.is_tensor(node)
 
     def _compares_on_host(self, node: cst.Call) -> str | None:
         """`torch.allclose(a, b)`, `a.allclose(b)` of device tensors: the truth of
