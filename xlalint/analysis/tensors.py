@@ -897,6 +897,9 @@ class TensorKinds:
         # on the device from a device tensor the call hands it (set by the context where
         # the file is on disk: `module_reads.result_from`).
         self.elsewhere: Callable[[cst.Call], bool] | None = None
+        # Whether an attribute of an imported object is a property another project module
+        # declares a tensor (`module_reads.tensor_property`); set by the context.
+        self.property_elsewhere: Callable[[cst.Attribute], bool] | None = None
         # False where the file's text never spells `from_numpy` (set by the context, which
         # has the text): no function of it hands a value to a torch function that takes only
         # a numpy array (`tensor_uses.arrays_handed_on` need not walk each one).
@@ -3395,7 +3398,11 @@ class TensorKinds:
             if qualified.startswith("torch.") and attr[:1].islower():
                 # torch.float32, torch.cuda, torch.nn...: dtypes and namespaces
                 return Kind.HOST
+            if self._tensor_property_elsewhere(node):
+                return Kind.TENSOR
             return Kind.UNKNOWN
+        if self._tensor_property_elsewhere(node):
+            return Kind.TENSOR
         if attr in HOST_ATTRIBUTES or (attr.startswith("__") and attr.endswith("__")):
             return Kind.HOST  # `.shape`, ...; `x.__class__.__name__` is Python metadata
         if (record := self._record_field(node)) is not None and attr in record.tensors:
@@ -3443,6 +3450,17 @@ class TensorKinds:
         if names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
             return Kind.MODULE  # (`self.modules` is a method walking the submodules)
         return Kind.UNKNOWN
+
+    def _tensor_property_elsewhere(self, node: cst.Attribute) -> bool:
+        """`sequence_parallel.real_position_ids` of an imported name (absolute or relative
+        import, not rebound in the function): a property of an object another project
+        module builds at its top level, declared `-> torch.Tensor` there."""
+        return (
+            self.property_elsewhere is not None
+            and type(node.value) is cst.Name
+            and self.lookup(node.value.value) is None  # type: ignore[attr-defined]
+            and self.property_elsewhere(node)
+        )
 
     def _declared_tensor(self, node: cst.BaseExpression) -> bool:
         """A parameter annotated as a tensor, a name bound to a row of one, or a row of

@@ -210,6 +210,13 @@ class TensorControlFlow(HelperReadRule):
     `torch.any(torch.isnan(t))`; `error_ratio = hairer_norm(error_scaled)`, then `if
     error_ratio <= 1:`), handed a device tensor; not one that hands back a number
     (`.item()`), a host copy in some `return`, or a generator's values.
+    So is a property declared to return a tensor (`@property def real_position_ids(self) ->
+    torch.Tensor`) of an object another project module builds once at its top level from
+    a class it defines (`sequence_parallel = SequenceParallel()`), imported by name (also
+    through a package's re-export): `position_ids = sequence_parallel.real_position_ids`,
+    then `if position_ids is not None and position_ids.min() == -1:`, reads the device
+    every step; a property declared a Python number or not annotated, or a name that module
+    binds more than once, is not.
 
     An attribute that holds an instance of a module class of the file (built there, or
     a parameter annotated with the class: `environment: BaseEnvironment`, then
