@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import libcst as cst
@@ -50,6 +51,8 @@ _COMPLEMENTS: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
 }
 _LOOP_TYPES = (cst.For, cst.While)
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+# Names of the values `Tensor.__contains__` is asked about: ids and indices.
+_ID_NAME = re.compile(r"^(?:\w+_)?(?:id|idx|index|token)$", re.IGNORECASE)
 # Operations that combine two arrays element for element, a mask with a tensor included.
 _COMBINING = (*_ARITHMETIC, cst.BitAnd, cst.BitOr, cst.BitXor)
 # Reductions of a mask to one truth value.
@@ -83,8 +86,10 @@ class TensorControlFlow(HelperReadRule):
     nor in a container the file shows nothing of, such as an optimizer's `p in self.state`); and
     a value's membership test in a device tensor (`eos_token_id in ids`, `ignore_index not in
     labels`: `Tensor.__contains__` is `(ids == v).any()`, read on the host as a Python bool
-    wherever it goes, an `or` chain of them bound to a name included; not a string key,
-    `"labels" in batch`, which looks up a mapping). Tests
+    wherever it goes, an `or` chain of them bound to a name included), where the value is
+    one a tensor can hold: a number, a tensor, a name that says an id or index; not a key
+    (`"labels" in batch`, `self.mask_key in info`, `src in emb`), which looks up a mapping
+    the code only presumes a tensor (a `forward`'s dict parameter, a dict of embeddings). Tests
     on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python numbers are not flagged,
     nor on any other metadata `torch.Tensor` keeps (`is_nested`, `is_sparse`, `layout`,
     `requires_grad`, `is_inference()`, `is_complex()`: layout, storage and autograd flags known on
@@ -524,15 +529,18 @@ class TensorControlFlow(HelperReadRule):
     def _tests_membership_in_a_tensor(self, node: cst.Comparison) -> bool:
         """`eos_token_id in ids`, `ignore_index not in labels` with `ids` a device tensor:
         `Tensor.__contains__` is `(ids == v).any()` read on the host as a Python bool,
-        whatever then takes it. Not a string key (`"labels" in batch`: a mapping, which a
-        tensor refuses), nor a comparison the truth test of which is reported already
-        (`_check`)."""
+        whatever then takes it. `Tensor.__contains__` takes only a number or a tensor, so
+        the value must be one: a number literal, a tensor, or a name that says an id or an
+        index (`eos_token_id`, `ignore_index`, `token`). A key (`"labels" in batch`,
+        `self.mask_key in info`, `src_node_type in node_embeddings`) looks up a mapping
+        the code only presumes a tensor (a `forward`'s parameter, a dict of embeddings).
+        Nor a comparison the truth test of which is reported already (`_check`)."""
         if len(node.comparisons) != 1:
             return False
         if type(node.comparisons[0].operator) not in (cst.In, cst.NotIn):
             return False
         left, container = node.left, node.comparisons[0].comparator
-        if _is_none_or_string(left) or isinstance(left, cst.Tuple | cst.List):
+        if not (_names_an_id(left) or self.ctx.is_tensor(left)):
             return False
         return self.ctx.is_tensor(container) and not self.ctx.is_tensor(node)
 
@@ -966,6 +974,18 @@ class TensorControlFlow(HelperReadRule):
         if isinstance(branch, cst.UnaryOperation) and isinstance(branch.operator, cst.Minus):
             branch = branch.expression
         return isinstance(branch, cst.Integer | cst.Float) or self.ctx.is_tensor(branch)
+
+
+def _names_an_id(node: cst.BaseExpression) -> bool:
+    """`3`, `-100`, `eos_token_id`, `self.config.pad_token_id`, `ignore_index`, `token`: a
+    number literal, or a name (the last of an attribute chain) that says an id or index."""
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:  # type: ignore[attr-defined]
+        node = node.expression  # type: ignore[attr-defined]
+    if type(node) in (cst.Integer, cst.Float):
+        return True
+    if type(node) is cst.Attribute:
+        node = node.attr  # type: ignore[attr-defined]
+    return type(node) is cst.Name and _ID_NAME.match(node.value) is not None  # type: ignore[attr-defined]
 
 
 def _inverted_name(node: cst.BaseExpression) -> str | None:
