@@ -806,3 +806,110 @@ def test_one_value_handed_in_both_branches_of_an_if_is_one_read(tmp_path: Path) 
         ("train.py", 24, "XLA102"),
         ("train.py", 25, "XLA102"),
     ]
+
+
+PARALLEL_STATE = """\
+from typing import Optional
+
+import torch
+
+
+class SequenceParallel:
+    def __init__(self):
+        self.extra_kwargs = {}
+        self.world_size = 1
+
+    @property
+    def real_position_ids(self) -> torch.Tensor:
+        return self.extra_kwargs.get("text_position_ids")
+
+    @property
+    def padding_mask(self) -> Optional[torch.Tensor]:
+        return self.extra_kwargs.get("padding_mask")
+
+    @property
+    def sp_world_size(self) -> int:
+        return self.world_size
+
+    @property
+    def enabled(self):
+        return self.world_size > 1
+
+    def pad(self, tensor, value):
+        return tensor
+
+
+class Registry:
+    @property
+    def scale(self) -> torch.Tensor:
+        return torch.ones(1)
+
+
+sequence_parallel = SequenceParallel()
+registry = Registry()
+registry = Registry()
+"""
+
+PARALLEL_LOSS = """\
+import torch.nn.functional as F
+
+from .parallel import sequence_parallel
+from .parallel.state import registry
+from .parallel.state import sequence_parallel as sp
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y, reduction="none")
+        position_ids = sequence_parallel.real_position_ids
+        if position_ids is not None and position_ids.min() == -1:
+            loss = loss[position_ids >= 0]
+        if sp.padding_mask.any():
+            loss = loss * 2
+        if sequence_parallel.sp_world_size > 1:
+            loss = loss / 2
+        if sequence_parallel.enabled:
+            loss = loss * 1
+        if registry.scale > 1:
+            loss = loss * 1
+        loss.mean().backward()
+        optimizer.step()
+"""
+
+
+def _parallel(root: Path, state: str = PARALLEL_STATE) -> Path:
+    package = root / "proj"
+    (package / "parallel").mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "parallel" / "__init__.py").write_text(
+        "from .state import SequenceParallel, sequence_parallel\n"
+    )
+    (package / "parallel" / "state.py").write_text(state)
+    (package / "loss.py").write_text(PARALLEL_LOSS)
+    return package
+
+
+def test_a_tensor_property_of_an_object_another_module_builds_is_a_tensor(
+    tmp_path: Path,
+) -> None:
+    """`sequence_parallel.real_position_ids` reads a property declared `-> torch.Tensor`
+    (or `Optional[torch.Tensor]`) of the object another project module builds once at its
+    top level, imported by name directly or through a package's re-export: testing it reads
+    the device every step. Not a property declared a Python number, nor one with no
+    annotation, nor one of a name the module binds twice (which object is unclear)."""
+    package = _parallel(tmp_path)
+    assert _check([package / "loss.py"]) == [("loss.py", 12, "XLA103"), ("loss.py", 14, "XLA103")]
+
+
+def test_tensor_properties_elsewhere_with_and_without_the_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = _parallel(tmp_path)
+    screened = _check([package / "loss.py"])
+    monkeypatch.setenv(screen.ENV_NO_SCREEN, "1")
+    assert _check([package / "loss.py"]) == screened
+
+
+def test_a_tensor_property_of_a_module_that_names_xla_tells_nothing(tmp_path: Path) -> None:
+    package = _parallel(tmp_path, "import torch_xla\n" + PARALLEL_STATE)
+    assert _check([package / "loss.py"]) == []

@@ -290,6 +290,7 @@ class FileContext:
         self._computed_elsewhere: dict[int, bool] = {}
         if self._text is not None and is_on_disk(self.path):
             self.kinds.elsewhere = self._result_elsewhere
+            self.kinds.property_elsewhere = self._property_elsewhere
         self.epochs = Epochs(
             lambda loop: self.loops.facts(loop),
             module,
@@ -616,6 +617,17 @@ class FileContext:
             self._computed_elsewhere[key] = False  # (an argument's kind may ask again)
             known = self._computed_elsewhere[key] = self._computes_elsewhere(call)
         return known
+
+    def _property_elsewhere(self, node: cst.Attribute) -> bool:
+        """Whether `node` (`sequence_parallel.real_position_ids`, an imported name and one
+        attribute) reads a property another project module declares to return a tensor,
+        of an object it builds at its top level (`module_reads.tensor_property`)."""
+        if type(node.value) is not cst.Name:
+            return False
+        reads = self._module_reads
+        if reads is None or node.value.value not in reads.bindings:  # type: ignore[attr-defined]
+            return False
+        return reads.tensor_property(f"{node.value.value}.{node.attr.value}")  # type: ignore[attr-defined]
 
     def _computes_elsewhere(self, call: cst.Call) -> bool:
         if type(call.func) not in (cst.Name, cst.Attribute):

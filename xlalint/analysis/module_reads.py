@@ -264,6 +264,7 @@ class ModuleReads:
         self._results: dict[str, Summary | None] = {}  # `result_from`, by spelling
         # `read_named_instance`: (class, method) -> the method's module and name, if one.
         self._instances: dict[tuple[str, str], tuple[_Module, str] | None] = {}
+        self._properties: dict[str, bool] = {}  # `tensor_property`, by spelling
 
     @property
     def bindings(self) -> dict[str, tuple[int, str]]:
@@ -324,6 +325,47 @@ class ModuleReads:
         if summary is None or summary.bound or not summary.returns:
             return None
         return summary
+
+    def tensor_property(self, spelled: str) -> bool:
+        """Whether `spelled` (`sequence_parallel.real_position_ids`, as the file writes it)
+        reads a property declared to return a tensor (`def real_position_ids(self) ->
+        torch.Tensor` under `@property`) of an object another project module builds once
+        at its top level (`sequence_parallel = SequenceParallel()`, of a class it
+        defines), imported by name (also through one re-export of a package's
+        `__init__.py`): reading it runs the property, whose value the code declares a
+        tensor. Not a module that names XLA."""
+        known = self._properties.get(spelled)
+        if known is None:
+            head, _, attribute = spelled.partition(".")
+            binding = self.bindings.get(head)
+            known = self._properties[spelled] = (
+                binding is not None
+                and bool(attribute)
+                and "." not in attribute
+                and self._instance_property(self.filename, *binding, attribute, 1)
+            )
+        return known
+
+    def _instance_property(
+        self, importer: str, level: int, dotted: str, attribute: str, reexports: int
+    ) -> bool:
+        parts = dotted.rsplit(".", 1)
+        if len(parts) != 2:
+            return False
+        path = project_modules.resolve(importer, level, parts[0])
+        if path is None or not self._may_read(path, importer):
+            return False
+        module = module_summary(path)
+        stat = project_modules.stat_key(path)
+        if module is None or module.knows_xla or stat is None:
+            return False
+        instances = _instance_properties(path, stat)
+        if parts[1] in instances:
+            return attribute in instances[parts[1]]
+        binding = module.bindings.get(parts[1])
+        if reexports > 0 and binding is not None:
+            return self._instance_property(path, *binding, attribute, reexports - 1)
+        return False
 
     def read_own(
         self, qualified: str, position: int | str, passed: frozenset[int | str] = frozenset()
@@ -489,3 +531,81 @@ class ModuleReads:
         level, dotted = binding
         found = self._locate(module.path, level, f"{dotted}.{rest}" if rest else dotted, 1)
         return None if found is None else self._reads(found[0], found[1], position, hops)
+
+
+# `name = Class(...)` at a module's top level (a whole line: no indentation).
+_TOP_LEVEL_INSTANCE = re.compile(r"^[A-Za-z_]\w*\s*=\s*[A-Za-z_]\w*\(", re.MULTILINE)
+
+
+@lru_cache(maxsize=2048)
+def _instance_properties(path: str, stat: tuple[int, int]) -> dict[str, frozenset[str]]:
+    """The objects a module builds once at its top level from a class it defines
+    (`sequence_parallel = SequenceParallel()`), with the properties of that class declared
+    to return a tensor (`@property def real_position_ids(self) -> torch.Tensor`). The
+    module is parsed only where its text builds such an object and declares a property."""
+    text = project_modules.text_at(path, stat)
+    if text is None or "@property" not in text or not _TOP_LEVEL_INSTANCE.search(text):
+        return {}
+    tree = project_modules.parse(path, text)
+    if tree is None:
+        return {}
+    properties: dict[str, frozenset[str]] = {}
+    built: dict[str, list[str | None]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            properties[node.name] = frozenset(
+                item.name
+                for item in node.body
+                if isinstance(item, ast.FunctionDef)
+                and any(isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list)
+                and item.returns is not None
+                and _tensor_annotation(item.returns)
+            )
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign | ast.AugAssign)
+            else []
+        )
+        for target in targets:
+            if isinstance(target, ast.Name):
+                value = getattr(node, "value", None)
+                built.setdefault(target.id, []).append(
+                    value.func.id
+                    if isinstance(node, ast.Assign)
+                    and isinstance(value, ast.Call)
+                    and isinstance(value.func, ast.Name)
+                    else None
+                )
+    return {
+        name: properties[classes[0]]
+        for name, classes in built.items()
+        if len(classes) == 1 and classes[0] in properties and properties[classes[0]]
+    }
+
+
+def _tensor_annotation(annotation: ast.expr) -> bool:
+    """`torch.Tensor`, `Tensor`, `Optional[Tensor]`, `Tensor | None`, or such a string."""
+    if isinstance(annotation, ast.Constant):
+        if not isinstance(annotation.value, str):
+            return False
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(annotation, ast.Attribute):
+        return annotation.attr == "Tensor"
+    if isinstance(annotation, ast.Name):
+        return annotation.id == "Tensor"
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        return any(_tensor_annotation(s) for s in sides) and all(
+            _tensor_annotation(s) or (isinstance(s, ast.Constant) and s.value is None)
+            for s in sides
+        )
+    if isinstance(annotation, ast.Subscript):
+        wrapper = annotation.value
+        named = wrapper.attr if isinstance(wrapper, ast.Attribute) else getattr(wrapper, "id", "")
+        return named == "Optional" and _tensor_annotation(annotation.slice)
+    return False

@@ -53,3 +53,11 @@ ONLY_TENSOR_MATH_WITH_ARGUMENTS = frozenset(
 # `np.linalg.norm(a)`); only without positional arguments other than a number, since a
 # module's layer norm is often an attribute called on its input (`self.norm(x)`).
 ONLY_TENSOR_NORMS = frozenset({"norm"})
+# Selections and tests only tensors have as methods: `values.topk(k)` hands back a tensor
+# of values and one of indices on the receiver's device (numpy selects with
+# `np.argpartition(a, k)`); `x.isnan()` without arguments is a mask on its device (numpy
+# spells it `np.isnan(a)`, Python `math.isnan(v)`). A search index's `topk(query, k)` or
+# a checker's `isnan(x)` is some other object's: the tests need no arguments, and the
+# selection at most a count and keywords (`topk(k, dim=-1)`).
+ONLY_TENSOR_SELECTIONS = frozenset({"topk", "kthvalue"})
+ONLY_TENSOR_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf"})

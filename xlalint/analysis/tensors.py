@@ -60,6 +60,8 @@ from xlalint.analysis.tensor_methods import (
     ONLY_TENSOR_MATH,
     ONLY_TENSOR_MATH_WITH_ARGUMENTS,
     ONLY_TENSOR_NORMS,
+    ONLY_TENSOR_PREDICATES,
+    ONLY_TENSOR_SELECTIONS,
 )
 from xlalint.analysis.type_tests import class_name
 from xlalint.walk import (
@@ -940,6 +942,9 @@ class TensorKinds:
         # on the device from a device tensor the call hands it (set by the context where
         # the file is on disk: `module_reads.result_from`).
         self.elsewhere: Callable[[cst.Call], bool] | None = None
+        # Whether an attribute of an imported object is a property another project module
+        # declares a tensor (`module_reads.tensor_property`); set by the context.
+        self.property_elsewhere: Callable[[cst.Attribute], bool] | None = None
         # False where the file's text never spells `from_numpy` (set by the context, which
         # has the text): no function of it hands a value to a torch function that takes only
         # a numpy array (`tensor_uses.arrays_handed_on` need not walk each one).
@@ -3480,7 +3485,11 @@ class TensorKinds:
             if qualified.startswith("torch.") and attr[:1].islower():
                 # torch.float32, torch.cuda, torch.nn...: dtypes and namespaces
                 return Kind.HOST
+            if self._tensor_property_elsewhere(node):
+                return Kind.TENSOR
             return Kind.UNKNOWN
+        if self._tensor_property_elsewhere(node):
+            return Kind.TENSOR
         if attr in HOST_ATTRIBUTES or (attr.startswith("__") and attr.endswith("__")):
             return Kind.HOST  # `.shape`, ...; `x.__class__.__name__` is Python metadata
         if (record := self._record_field(node)) is not None and attr in record.tensors:
@@ -3528,6 +3537,17 @@ class TensorKinds:
         if names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
             return Kind.MODULE  # (`self.modules` is a method walking the submodules)
         return Kind.UNKNOWN
+
+    def _tensor_property_elsewhere(self, node: cst.Attribute) -> bool:
+        """`sequence_parallel.real_position_ids` of an imported name (absolute or relative
+        import, not rebound in the function): a property of an object another project
+        module builds at its top level, declared `-> torch.Tensor` there."""
+        return (
+            self.property_elsewhere is not None
+            and type(node.value) is cst.Name
+            and self.lookup(node.value.value) is None  # type: ignore[attr-defined]
+            and self.property_elsewhere(node)
+        )
 
     def _declared_tensor(self, node: cst.BaseExpression) -> bool:
         """A parameter annotated as a tensor, a name bound to a row of one, or a row of
@@ -3679,11 +3699,13 @@ class TensorKinds:
                         for a in node.args
                     )
                 )
+                or (method in ONLY_TENSOR_PREDICATES and not node.args)
+                or (method in ONLY_TENSOR_SELECTIONS and _a_count_at_most(node))
             ):
                 # `f0_mel = 1127 * (1 + f0 / 700).log()`, `(1 - r).clamp(min=0).sqrt()`,
-                # `100 * h * d.norm() / norm_X`: only a tensor has the method, so its
-                # result is one, on the receiver's device (a host value is known as one:
-                # `receiver is Kind.HOST` below).
+                # `100 * h * d.norm() / norm_X`, `values.topk(k)`, `reward.isnan()`: only
+                # a tensor has the method, so its result is one, on the receiver's device
+                # (a host value is known as one: `receiver is Kind.HOST` below).
                 return Kind.TENSOR
             if _TO_DEVICE_METHOD.search(method):
                 # `device.tensor_to_device(t)`, `batch_to_device(b)`: a framework's device
@@ -4301,3 +4323,19 @@ def _returned_parameter(function: cst.FunctionDef) -> str | None:
     if not any(p.name.value == name for p in parameters(function)):
         return None
     return name
+
+
+def _a_count_at_most(call: cst.Call) -> bool:
+    """`topk(k)`, `topk(k, -1)`, `topk(self.elite_num, dim=1)`: a count, perhaps a literal
+    dimension after it, and keywords; not a search index's `topk(query, k)`."""
+    positional = [a.value for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args) or not 1 <= len(positional) <= 2:
+        return False
+    return len(positional) == 1 or _an_integer(positional[1])
+
+
+def _an_integer(node: cst.BaseExpression) -> bool:
+    """`1`, `-1`: an integer literal."""
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        node = node.expression
+    return type(node) is cst.Integer

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import libcst as cst
@@ -17,7 +18,14 @@ from xlalint.context import FileContext, Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, PendingReport
 from xlalint.rules._helper_calls import HelperReadRule
-from xlalint.walk import NOT_OWN, descendants, node_types, self_attribute, target_names
+from xlalint.walk import (
+    NOT_OWN,
+    binding_counts,
+    descendants,
+    node_types,
+    self_attribute,
+    target_names,
+)
 
 _MIN_MAX = frozenset({"min", "max"})
 # Builtins that take the truth of each item they iterate.
@@ -43,6 +51,10 @@ _COMPLEMENTS: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
 }
 _LOOP_TYPES = (cst.For, cst.While)
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+# Names of the values `Tensor.__contains__` is asked about: ids and indices.
+_ID_NAME = re.compile(r"^(?:\w+_)?(?:id|idx|index|token)$", re.IGNORECASE)
+# Operations that combine two arrays element for element, a mask with a tensor included.
+_COMBINING = (*_ARITHMETIC, cst.BitAnd, cst.BitOr, cst.BitXor)
 # Reductions of a mask to one truth value.
 _MASK_REDUCTIONS = frozenset({"any", "all"})
 # Parents under which a node's truth may be taken (`bool(x)` is checked from the call).
@@ -71,7 +83,13 @@ class TensorControlFlow(HelperReadRule):
     0])`); and a device tensor's membership test in a list or tuple (`seq[-1] not in self.som_ids`,
     with the ids a display, a list comprehension or `.tolist()` of a tensor), which compares it with
     each element and takes the truth of each comparison (not in a set or a dict, looked up by hash,
-    nor in a container the file shows nothing of, such as an optimizer's `p in self.state`). Tests
+    nor in a container the file shows nothing of, such as an optimizer's `p in self.state`); and
+    a value's membership test in a device tensor (`eos_token_id in ids`, `ignore_index not in
+    labels`: `Tensor.__contains__` is `(ids == v).any()`, read on the host as a Python bool
+    wherever it goes, an `or` chain of them bound to a name included), where the value is
+    one a tensor can hold: a number, a tensor, a name that says an id or index; not a key
+    (`"labels" in batch`, `self.mask_key in info`, `src in emb`), which looks up a mapping
+    the code only presumes a tensor (a `forward`'s dict parameter, a dict of embeddings). Tests
     on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python numbers are not flagged,
     nor on any other metadata `torch.Tensor` keeps (`is_nested`, `is_sparse`, `layout`,
     `requires_grad`, `is_inference()`, `is_complex()`: layout, storage and autograd flags known on
@@ -199,6 +217,13 @@ class TensorControlFlow(HelperReadRule):
     `torch.any(torch.isnan(t))`; `error_ratio = hairer_norm(error_scaled)`, then `if
     error_ratio <= 1:`), handed a device tensor; not one that hands back a number
     (`.item()`), a host copy in some `return`, or a generator's values.
+    So is a property declared to return a tensor (`@property def real_position_ids(self) ->
+    torch.Tensor`) of an object another project module builds once at its top level from
+    a class it defines (`sequence_parallel = SequenceParallel()`), imported by name (also
+    through a package's re-export): `position_ids = sequence_parallel.real_position_ids`,
+    then `if position_ids is not None and position_ids.min() == -1:`, reads the device
+    every step; a property declared a Python number or not annotated, or a name that module
+    binds more than once, is not.
 
     An attribute that holds an instance of a module class of the file (built there, or
     a parameter annotated with the class: `environment: BaseEnvironment`, then
@@ -235,7 +260,13 @@ class TensorControlFlow(HelperReadRule):
     parameter (`t, T = t_span[:1], t_span[-1]`) read the device on every pass, whoever calls
     the solver. So is `m.any()` of a mask made by tensor operations (`m = ~(err <=
     tol).bool()`), also kept in a dict under a literal key (`self.params["selector"] =
-    peaks > 0.0`, then `if self.params["selector"].any():`). So is an element of a device
+    peaks > 0.0`, then `if self.params["selector"].any():`), and of a mask of values of
+    unknown kind, bound once, that the function combines with a device tensor by arithmetic
+    or a bitwise operation (`penalty_mask = cvalue >= 0`, then `if penalty_mask.any():` and
+    `torch.mean(~penalty_mask * cbarrier)` with `cbarrier = torch.clamp(...)`): PyTorch
+    refuses to combine a host array or tensor with a device tensor, and a Python bool has
+    no `.any()`. A mask combined only with host values or values of unknown kind, or bound
+    again, may be numpy's. So is an element of a device
     schedule walked as a list of its pairs
     (`for sigma, sigma_next in list(zip(sigmas[:-1], sigmas[1:])):`, or a name bound to
     that list), then `if sigma_next != 0:` every sampling step. Values known to be on the
@@ -277,6 +308,12 @@ class TensorControlFlow(HelperReadRule):
     sde.sigma_t(t1)`, then `if noise_std > 0:` in a solver's `step`, reads the device every
     step; the same methods on a value known to be on the host (`torch.tensor(edges).log()`)
     give a host value, and a `log` given arguments (`run.log({"loss": v})`) is a logger's.
+    So do a selection only tensors make, given a count (`values.topk(k)`, `topk(k, dim=-1)`:
+    `best_values, elite_idx = values.topk(self.elite_num)` of what an objective handed in
+    returns, then `if best_values[0] > best_value:` on every planner iteration), and the
+    tests `.isnan()`, `.isinf()`, `.isfinite()` without arguments (numpy spells them
+    `np.isnan(a)`); a search index's `topk(query, k)` and a checker's `isnan(x)` are some
+    other object's.
 
     A loop over one tensor's rows, however spelled (`for p in x.unbind(dim=0)`, `for i in
     reversed(indices[:-1])`), runs its passes where its function runs, as `for row in x`
@@ -390,6 +427,13 @@ class TensorControlFlow(HelperReadRule):
         self._check(node)
         if self._tests_membership_on_host(node):
             self.report(node, self.message.format(construct="`in`"))
+        elif self._tests_membership_in_a_tensor(node):
+            chain = self._boolean_chain()
+            if chain is not None:
+                if id(chain) in self._chains:
+                    return  # `a in ids or b in ids`: one condition, reported once
+                self._chains.add(id(chain))
+            self.report(node, self.message.format(construct="`in`"))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node)
@@ -483,6 +527,24 @@ class TensorControlFlow(HelperReadRule):
         if not self.ctx.is_tensor(node.left):
             return False
         return _a_sequence(node.comparisons[0].comparator, self.ctx.module)
+
+    def _tests_membership_in_a_tensor(self, node: cst.Comparison) -> bool:
+        """`eos_token_id in ids`, `ignore_index not in labels` with `ids` a device tensor:
+        `Tensor.__contains__` is `(ids == v).any()` read on the host as a Python bool,
+        whatever then takes it. `Tensor.__contains__` takes only a number or a tensor, so
+        the value must be one: a number literal, a tensor, or a name that says an id or an
+        index (`eos_token_id`, `ignore_index`, `token`). A key (`"labels" in batch`,
+        `self.mask_key in info`, `src_node_type in node_embeddings`) looks up a mapping
+        the code only presumes a tensor (a `forward`'s parameter, a dict of embeddings).
+        Nor a comparison the truth test of which is reported already (`_check`)."""
+        if len(node.comparisons) != 1:
+            return False
+        if type(node.comparisons[0].operator) not in (cst.In, cst.NotIn):
+            return False
+        left, container = node.left, node.comparisons[0].comparator
+        if not (_names_an_id(left) or self.ctx.is_tensor(left)):
+            return False
+        return self.ctx.is_tensor(container) and not self.ctx.is_tensor(node)
 
     def _compares_on_host(self, node: cst.Call) -> str | None:
         """`torch.allclose(a, b)`, `a.allclose(b)` of device tensors: the truth of
@@ -771,10 +833,42 @@ class TensorControlFlow(HelperReadRule):
             and not node.args
         ):
             receiver = node.func.value
-            return (
-                self.ctx.kind(receiver) is Kind.UNKNOWN
-                and self.ctx.masks.evidence(receiver) is Evidence.VALUE
+            if self.ctx.kind(receiver) is not Kind.UNKNOWN:
+                return False
+            evidence = self.ctx.masks.evidence(receiver)
+            return evidence is Evidence.VALUE or (
+                evidence is Evidence.LIKELY and self._combined_with_a_device_tensor(receiver)
             )
+        return False
+
+    def _combined_with_a_device_tensor(self, mask: cst.BaseExpression) -> bool:
+        """`penalty_mask` (or `~penalty_mask`), bound once in its function, which the
+        function combines by arithmetic or a bitwise operation with a name holding a device
+        tensor where the test stands (`~penalty_mask * cbarrier`, `cbarrier =
+        torch.clamp(...)`): PyTorch refuses to combine a host array or tensor with a device
+        tensor (0-dim ones aside), and a Python bool has no `.any()`, so the mask is on
+        the device."""
+        while type(mask) is cst.UnaryOperation and type(mask.operator) is cst.BitInvert:
+            mask = mask.expression
+        function = self.ctx.function_node
+        if type(mask) is not cst.Name or function is None:
+            return False
+        if binding_counts(function).get(mask.value, 0) != 1:
+            return False  # a parameter, or bound again: which value is combined is unclear
+        for current in descendants(function.body, NOT_OWN):
+            if type(current) is not cst.BinaryOperation or not isinstance(
+                current.operator, _COMBINING
+            ):
+                continue
+            sides = (_inverted_name(current.left), _inverted_name(current.right))
+            for this, other in (sides, sides[::-1]):
+                if (
+                    this == mask.value
+                    and other is not None
+                    and other != mask.value
+                    and self.ctx.kinds.lookup(other) is Kind.TENSOR
+                ):
+                    return True
         return False
 
     def _stacked(self, operand: cst.BaseExpression) -> bool:
@@ -882,6 +976,25 @@ class TensorControlFlow(HelperReadRule):
         if isinstance(branch, cst.UnaryOperation) and isinstance(branch.operator, cst.Minus):
             branch = branch.expression
         return isinstance(branch, cst.Integer | cst.Float) or self.ctx.is_tensor(branch)
+
+
+def _names_an_id(node: cst.BaseExpression) -> bool:
+    """`3`, `-100`, `eos_token_id`, `self.config.pad_token_id`, `ignore_index`, `token`: a
+    number literal, or a name (the last of an attribute chain) that says an id or index."""
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:  # type: ignore[attr-defined]
+        node = node.expression  # type: ignore[attr-defined]
+    if type(node) in (cst.Integer, cst.Float):
+        return True
+    if type(node) is cst.Attribute:
+        node = node.attr  # type: ignore[attr-defined]
+    return type(node) is cst.Name and _ID_NAME.match(node.value) is not None  # type: ignore[attr-defined]
+
+
+def _inverted_name(node: cst.BaseExpression) -> str | None:
+    """`m` of `m` or `~m`: the name an operand spells, under bitwise inversions."""
+    while type(node) is cst.UnaryOperation and type(node.operator) is cst.BitInvert:  # type: ignore[attr-defined]
+        node = node.expression  # type: ignore[attr-defined]
+    return node.value if type(node) is cst.Name else None  # type: ignore[attr-defined]
 
 
 def _is_none_or_string(node: cst.BaseExpression) -> bool:
