@@ -8,6 +8,8 @@ This test reads xlalint's own sources and fails on the next such cache.
 from __future__ import annotations
 
 import ast
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,79 @@ def test_scratch_dicts_are_emptied_when_a_lint_ends() -> None:
             pass
         assert "tree" in kept
     assert kept == {}
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not was:
+            gc.disable()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_the_collector_is_off_for_the_outermost_scope_alone() -> None:
+    """A lint's objects live as long as it does: the cyclic collector waits for its end."""
+    with lint_memo.lint_scope():
+        assert not gc.isenabled()
+        with lint_memo.lint_scope():  # a nested scope ends: the collector stays off
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), lint_memo.lint_scope():
+        raise ValueError  # a lint that fails gives the collector back too
+    assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_collector_switched_off_outside_stays_off() -> None:
+    gc.disable()
+    with lint_memo.lint_scope():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_lint_runs_no_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's lint of a file (its parse, walk, analyses, positions): no cyclic
+    collection runs while it goes, however low the thresholds; they bring one after."""
+    from xlalint import engine
+    from xlalint.registry import select_rules
+
+    fixture = sorted((SOURCES.parent / "fixtures" / "XLA101").glob("*.py"))[0]
+    sample = fixture.read_text(encoding="utf-8")
+    rules = list(select_rules(["ALL"]))
+    engine.lint_source(sample, "warm.py", rules)  # rule imports and tables outside the count
+    collections: list[int] = []
+    during: list[int] = []
+    real = engine._lint_source
+
+    def linting(*args: object) -> object:
+        before = len(collections)
+        result = real(*args)  # type: ignore[arg-type]
+        during.extend(collections[before:])
+        return result
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    monkeypatch.setattr(engine, "_lint_source", linting)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at nearly every allocation, where it may run
+    gc.callbacks.append(count)
+    try:
+        result = engine.lint_source(sample, "sample.py", rules)
+        [[] for _ in range(10)]
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*thresholds)
+    assert result.error is None and result.diagnostics
+    assert during == []
+    assert collections
 
 
 def test_the_lent_tree_answers_only_for_the_text_it_was_parsed_from(tmp_path: Path) -> None:
