@@ -197,3 +197,65 @@ def test_a_lint_parses_each_module_once_while_their_texts_fit(
     with lint_memo.lint_scope():
         project_modules.parse(paths["a"], texts["a"])
     assert parsed[-1] == "a"  # the last lint's trees are gone
+
+
+def _alive(kind: type) -> int:
+    """How many objects of `kind` are alive (of a tree, with a body: not an empty module a
+    module of xlalint keeps as a constant)."""
+    return sum(
+        1 for found in gc.get_objects() if type(found) is kind and getattr(found, "body", True)
+    )
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_lint_leaves_no_cycle_holding_its_tree() -> None:
+    """The context, its analyses and the rules refer to one another: the engine lets them
+    go when the lint ends, with the tree the context holds, by reference counts alone."""
+    import libcst as cst
+
+    from xlalint.context import FileContext
+    from xlalint.engine import lint_source
+    from xlalint.registry import select_rules
+
+    sample = (SOURCES.parent / "examples" / "train_xla_legacy.py").read_text(encoding="utf-8")
+    rules = list(select_rules(["ALL"]))
+    gc.collect()
+    gc.disable()
+    try:
+        result = lint_source(sample, "train.py", rules)
+        contexts, trees = _alive(FileContext), _alive(cst.Module)
+    finally:
+        gc.enable()
+    assert result.diagnostics
+    assert (contexts, trees) == (0, 0)
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_checked_file_and_its_forecast_free_their_trees_before_the_collector_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check --no-cache`'s job (a lint, then the forecast's fixer on the fixed texts, in
+    one scope): no tree is alive when the scope gives the collector back."""
+    import libcst as cst
+
+    from xlalint import api
+    from xlalint.analysis.xla_api import LATEST
+    from xlalint.registry import select_rules
+
+    path = tmp_path / "train.py"
+    path.write_text((SOURCES.parent / "examples" / "train_xla_legacy.py").read_text("utf-8"))
+    seen: list[int] = []
+    real = gc.enable
+
+    def enable() -> None:
+        seen.append(_alive(cst.Module))
+        real()
+
+    monkeypatch.setattr(lint_memo.gc, "enable", enable)
+    gc.collect()
+    rules = tuple(select_rules(["ALL"]))
+    _, result, forecast = api._keyed_lint_forecast_job(
+        (str(path), rules, (), False, None, None, LATEST)
+    )
+    assert result.diagnostics and forecast is not None and forecast.safe
+    assert seen == [0]
