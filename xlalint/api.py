@@ -194,6 +194,9 @@ def _lint_raw(
         from xlalint.notebooks import lint_notebook
 
         return lint_notebook(raw, str(path), rules, hot_functions, target)
+    from xlalint.cst_import import import_libcst
+
+    import_libcst()  # (before the engine's modules import it)
     from xlalint.engine import lint_source
 
     return lint_source(decode(raw).text, str(path), rules, hot_functions, target, whole=whole)
