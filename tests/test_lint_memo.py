@@ -8,6 +8,8 @@ This test reads xlalint's own sources and fails on the next such cache.
 from __future__ import annotations
 
 import ast
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,6 +78,79 @@ def test_scratch_dicts_are_emptied_when_a_lint_ends() -> None:
     assert kept == {}
 
 
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not was:
+            gc.disable()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_the_collector_is_off_for_the_outermost_scope_alone() -> None:
+    """A lint's objects live as long as it does: the cyclic collector waits for its end."""
+    with lint_memo.lint_scope():
+        assert not gc.isenabled()
+        with lint_memo.lint_scope():  # a nested scope ends: the collector stays off
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), lint_memo.lint_scope():
+        raise ValueError  # a lint that fails gives the collector back too
+    assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_collector_switched_off_outside_stays_off() -> None:
+    gc.disable()
+    with lint_memo.lint_scope():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_lint_runs_no_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's lint of a file (its parse, walk, analyses, positions): no cyclic
+    collection runs while it goes, however low the thresholds; they bring one after."""
+    from xlalint import engine
+    from xlalint.registry import select_rules
+
+    fixture = sorted((SOURCES.parent / "fixtures" / "XLA101").glob("*.py"))[0]
+    sample = fixture.read_text(encoding="utf-8")
+    rules = list(select_rules(["ALL"]))
+    engine.lint_source(sample, "warm.py", rules)  # rule imports and tables outside the count
+    collections: list[int] = []
+    during: list[int] = []
+    real = engine._lint_source
+
+    def linting(*args: object) -> object:
+        before = len(collections)
+        result = real(*args)  # type: ignore[arg-type]
+        during.extend(collections[before:])
+        return result
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    monkeypatch.setattr(engine, "_lint_source", linting)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at nearly every allocation, where it may run
+    gc.callbacks.append(count)
+    try:
+        result = engine.lint_source(sample, "sample.py", rules)
+        [[] for _ in range(10)]
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*thresholds)
+    assert result.error is None and result.diagnostics
+    assert during == []
+    assert collections
+
+
 def test_the_lent_tree_answers_only_for_the_text_it_was_parsed_from(tmp_path: Path) -> None:
     """The engine lends its parse of the linted file to the layers that summarise modules
     from disk; a text that differs (a buffer not saved, a fixed text) is parsed anew."""
@@ -122,3 +197,65 @@ def test_a_lint_parses_each_module_once_while_their_texts_fit(
     with lint_memo.lint_scope():
         project_modules.parse(paths["a"], texts["a"])
     assert parsed[-1] == "a"  # the last lint's trees are gone
+
+
+def _alive(kind: type) -> int:
+    """How many objects of `kind` are alive (of a tree, with a body: not an empty module a
+    module of xlalint keeps as a constant)."""
+    return sum(
+        1 for found in gc.get_objects() if type(found) is kind and getattr(found, "body", True)
+    )
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_lint_leaves_no_cycle_holding_its_tree() -> None:
+    """The context, its analyses and the rules refer to one another: the engine lets them
+    go when the lint ends, with the tree the context holds, by reference counts alone."""
+    import libcst as cst
+
+    from xlalint.context import FileContext
+    from xlalint.engine import lint_source
+    from xlalint.registry import select_rules
+
+    sample = (SOURCES.parent / "examples" / "train_xla_legacy.py").read_text(encoding="utf-8")
+    rules = list(select_rules(["ALL"]))
+    gc.collect()
+    gc.disable()
+    try:
+        result = lint_source(sample, "train.py", rules)
+        contexts, trees = _alive(FileContext), _alive(cst.Module)
+    finally:
+        gc.enable()
+    assert result.diagnostics
+    assert (contexts, trees) == (0, 0)
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_checked_file_and_its_forecast_free_their_trees_before_the_collector_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check --no-cache`'s job (a lint, then the forecast's fixer on the fixed texts, in
+    one scope): no tree is alive when the scope gives the collector back."""
+    import libcst as cst
+
+    from xlalint import api
+    from xlalint.analysis.xla_api import LATEST
+    from xlalint.registry import select_rules
+
+    path = tmp_path / "train.py"
+    path.write_text((SOURCES.parent / "examples" / "train_xla_legacy.py").read_text("utf-8"))
+    seen: list[int] = []
+    real = gc.enable
+
+    def enable() -> None:
+        seen.append(_alive(cst.Module))
+        real()
+
+    monkeypatch.setattr(lint_memo.gc, "enable", enable)
+    gc.collect()
+    rules = tuple(select_rules(["ALL"]))
+    _, result, forecast = api._keyed_lint_forecast_job(
+        (str(path), rules, (), False, None, None, LATEST)
+    )
+    assert result.diagnostics and forecast is not None and forecast.safe
+    assert seen == [0]

@@ -835,3 +835,72 @@ def test_the_words_of_a_text_are_the_expressions_words(tmp_path: Path, text: str
     assert stat is not None
     words = sorted({hash(w) & 0xFFFFFFFF for w in re.findall(r"[A-Za-z_]\w*", text)})
     assert list(module_callers._words_at(str(path), stat)) == words
+
+
+def _word_probes(text: str) -> set[str]:
+    """The words of `text`, their parts and neighbours: what `_text_spells` may be asked."""
+    words = set(re.findall(r"[A-Za-z_]\w*", text))
+    probes = set(words)
+    for word in words:
+        probes |= {word[1:], word[:-1], word + "x", "x" + word, word[:3], word[2:]}
+    return {p for p in probes if p} | {"9abc", "abc", "bc", "t\u00e9", "ompute", "a.b", "1_000"}
+
+
+EDGES = [
+    "x9 = 9abc + _y\u00e9 + \u00e9t\u00e9 + \uff43ompute + a.b.c(d) # ___ 1_000 __init__\n",
+    "abc",
+    "9abc",
+    "x9abc abc9 \u00e9abc abc\u00e9 _abc abc_ a__bc 99_abc \u0661abc \u00b2abc",
+    "self.encode_prompt(x)\nencode_prompt2 = _encode_prompt + encode_prompt_\n",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", [METRICS, MODEL, FINETUNE, DPO, *EDGES])
+def test_a_text_searched_for_a_name_spells_the_words_the_expression_finds(text: str) -> None:
+    """`_text_spells` (a one-file check's first question about a module) answers what the
+    word list answers, for every word of the text and names that are parts of words."""
+    words = set(re.findall(r"[A-Za-z_]\w*", text))
+    for name in _word_probes(text):
+        assert module_callers._text_spells(text, frozenset({name})) == (name in words), name
+
+
+def test_the_sources_searched_for_names_spell_their_words() -> None:
+    """The same on xlalint's own modules (each name of a sample of each module's words)."""
+    import xlalint
+
+    for path in sorted(Path(xlalint.__file__).parent.rglob("*.py"))[::7]:
+        text = path.read_text(encoding="utf-8")
+        words = set(re.findall(r"[A-Za-z_]\w*", text))
+        for name in sorted(_word_probes(text))[::11]:
+            assert module_callers._text_spells(text, frozenset({name})) == (name in words), name
+
+
+def test_a_module_is_searched_for_two_sets_of_names_and_hashed_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module asked about for one or two sets of names (a one-file check's callers and
+    bases, by its lint and its forecast's) is searched; its words are hashed once a third
+    set is asked (a whole tree asks again and again), and answer from then on."""
+    path = tmp_path / "m.py"
+    path.write_text("def f(x):\n    return g(x)\n", encoding="utf-8")
+    stat = project_modules.stat_key(str(path))
+    assert stat is not None
+    hashed: list[str] = []
+    real = module_callers._words_at
+
+    def counting(at: str, key: tuple[int, int]) -> object:
+        hashed.append(at)
+        return real(at, key)
+
+    monkeypatch.setattr(module_callers, "_words_at", counting)
+    module_callers._searched.cache_clear()
+    asked = [frozenset({"g"}), frozenset({"h"}), frozenset({"g"}), frozenset({"h"})]
+    answers = [module_callers._may_spell(str(path), stat, names) for names in asked]
+    assert answers == [True, False, True, False]
+    assert hashed == []
+    answers = [module_callers._may_spell(str(path), stat, frozenset({n})) for n in "fxy"]
+    assert answers == [True, True, False]
+    assert hashed == [str(path)] * 3
+    assert module_callers._may_spell(str(path), stat, frozenset({"g"}))  # searched: kept
+    assert len(hashed) == 3

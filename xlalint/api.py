@@ -194,6 +194,9 @@ def _lint_raw(
         from xlalint.notebooks import lint_notebook
 
         return lint_notebook(raw, str(path), rules, hot_functions, target)
+    from xlalint.cst_import import import_libcst
+
+    import_libcst()  # (before the engine's modules import it)
     from xlalint.engine import lint_source
 
     return lint_source(decode(raw).text, str(path), rules, hot_functions, target, whole=whole)
@@ -353,21 +356,25 @@ def _keyed_lint_forecast_job(job: Job) -> tuple[str | None, FileResult, FixForec
     never meet another text's nodes, and those keyed by text see the fixed text's own."""
     from xlalint import lint_memo
 
-    path, rules, hot_functions, _, cache, line_length, target = job
     with lint_memo.lint_scope():
-        whole: dict[str, cst.Module] = {}
-        key, result = _lint_file_keyed(Path(path), rules, hot_functions, cache, target, whole)
-        if not any(d.fix is not None for d in result.diagnostics):
-            return key, result, None
-        from xlalint.importer import ParsedTexts
+        # (The trees go with the call's frame, before the scope's end lets the cyclic
+        # collector run again: it would go over them all.)
+        return _lint_forecast(job)
 
-        parsed = ParsedTexts()
-        for text, module in whole.items():
-            parsed.lend(text, module)
-        whole.clear()
-        forecast = _forecast_file(
-            Path(path), rules, hot_functions, line_length, target, cache, parsed
-        )
+
+def _lint_forecast(job: Job) -> tuple[str | None, FileResult, FixForecast | None]:
+    path, rules, hot_functions, _, cache, line_length, target = job
+    whole: dict[str, cst.Module] = {}
+    key, result = _lint_file_keyed(Path(path), rules, hot_functions, cache, target, whole)
+    if not any(d.fix is not None for d in result.diagnostics):
+        return key, result, None
+    from xlalint.importer import ParsedTexts
+
+    parsed = ParsedTexts()
+    for text, module in whole.items():
+        parsed.lend(text, module)
+    whole.clear()
+    forecast = _forecast_file(Path(path), rules, hot_functions, line_length, target, cache, parsed)
     return key, result, forecast
 
 

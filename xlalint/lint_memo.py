@@ -6,10 +6,20 @@ trees of earlier files (16 modules, 256 functions each), alive for the rest of a
 run: most of a cold run's peak memory. An answer about a node is worth nothing once the
 file's lint is over, so `memo` caches stay bounded as before within a lint and are emptied
 by `lint_scope` when the outermost lint ends (the engine's `lint_source`).
+
+The outermost scope also holds off CPython's cyclic garbage collector until it ends. A lint
+builds a libcst tree and its analyses' tables (hundreds of thousands of objects that live
+as long as the lint) while it allocates, so the collector ran its full collections over
+those very objects, finding almost nothing to free: 3 full and ~380 younger collections in
+a one-file check of diffusers' Stable Diffusion pipeline, 0.2 of its 1.3 CPU s (round 24).
+What a lint frees is freed by reference counts as before; the little it leaves in cycles
+(a context and its rules) waits for the first collection after the scope, as the
+collector's own thresholds bring it.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -57,8 +67,12 @@ def lint_scope() -> Iterator[None]:
     """One file's lint: the memos are emptied when the outermost scope ends. `check
     --no-cache` opens one around a file's lint and its closing forecast's lints of the
     fixed texts (`api._keyed_lint_forecast_job`); elsewhere a fixer's lint is a scope of
-    its own."""
+    its own. The cyclic garbage collector is off for the outermost scope (where it was on:
+    see the module's docstring), and back on once the memos are emptied."""
     global _depth
+    holds_collector = _depth == 0 and gc.isenabled()
+    if holds_collector:
+        gc.disable()
     _depth += 1
     try:
         yield
@@ -66,3 +80,5 @@ def lint_scope() -> Iterator[None]:
         _depth -= 1
         if _depth == 0:
             clear()
+        if holds_collector:
+            gc.enable()

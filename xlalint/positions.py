@@ -32,6 +32,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
+from xlalint import lint_memo
+
 # Rows as libcst's position tracking counts them: each with its line break.
 _ROW = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 
@@ -427,7 +429,8 @@ def focused_positions(
     return Positions(module, text, Focus.of(listed, parents, rows, tree))
 
 
-_last: list[tuple[cst.Module, Positions]] = []
+# The module being linted and its positions (emptied, with the tree, when the lint ends).
+_last: dict[str, tuple[cst.Module, Positions]] = lint_memo.scratch()
 
 
 def positions_of(
@@ -436,6 +439,7 @@ def positions_of(
     """`Positions(module, text, focus)`, computed once for the module being linted: the
     rules that name another node's line in a message (a helper's slice, its read) and the
     engine that places the findings share one codegen."""
-    if not _last or _last[0][0] is not module or (text is not None and _last[0][1].text != text):
-        _last[:] = [(module, Positions(module, text, focus))]
-    return _last[0][1]
+    last = _last.get("last")
+    if last is None or last[0] is not module or (text is not None and last[1].text != text):
+        last = _last["last"] = (module, Positions(module, text, focus))
+    return last[1]

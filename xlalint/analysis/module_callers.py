@@ -692,14 +692,14 @@ def _templates_at(path: str, stat: tuple[int, int]) -> dict[str, frozenset[str]]
 
 
 def _may_call(path: str, stat: tuple[int, int], methods: set[str]) -> bool:
-    """Whether a module's text may spell one of `methods` (`_words_at`): a `self.m(...)`
+    """Whether a module's text may spell one of `methods` (`_may_spell`): a `self.m(...)`
     call its per-step code makes (`_template_calls`) spells `m` as a word. True
     where a name is not ASCII (`_WORD` starts words at ASCII letters) or the text is not
     in NFKC form (Python reads a fullwidth `m`, U+FF4D, as `m`: the call would not spell
     the name)."""
     if not all(method.isascii() for method in methods) or not _spelled_as_read(path, stat):
         return True
-    return _spells(_words_at(path, stat), frozenset(methods))
+    return _may_spell(path, stat, frozenset(methods))
 
 
 @lru_cache(maxsize=4096)
@@ -889,6 +889,66 @@ def _spells(words: array[int], names: frozenset[str]) -> bool:
     return False
 
 
+def _may_spell(path: str, stat: tuple[int, int], names: frozenset[str]) -> bool:
+    """Whether a module's text spells one of `names` as a word (`_WORD`). For the first
+    `_SEARCHES` sets of names asked about a path and stat, its text is searched for them
+    (`_text_spells`, each answer kept); after that its word hashes answer (`_words_at`,
+    made then and kept for the run). A one-file check asks about each of its callers and
+    bases for one set of names (its lint and its forecast's lints alike), and hashing
+    every word of ~40 modules was 4% of it (round 24); a whole tree asks about a caller
+    for each module it imports. A word the hashes hold by chance only lets a module
+    through to the parse that decides, so both ways decide the same."""
+    searched = _searched(path, stat)
+    answer = searched.get(names)
+    if answer is None:
+        if len(searched) >= _SEARCHES:
+            return _spells(_words_at(path, stat), names)
+        answer = searched[names] = _text_spells(project_modules.text_at(path, stat) or "", names)
+    return answer
+
+
+_SEARCHES = 2
+
+
+@lru_cache(maxsize=4096)
+def _searched(path: str, stat: tuple[int, int]) -> dict[frozenset[str], bool]:
+    """The sets of names a module's text was searched for (`_may_spell`), with the answers."""
+    return {}
+
+
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def _text_spells(text: str, names: frozenset[str]) -> bool:
+    """Whether `_WORD.findall(text)` holds one of `names`, without listing the words: a
+    word runs from the first ASCII letter or underscore of a run of word characters to the
+    run's end (`9abc` spells `abc`; `x9abc` does not)."""
+    for name in names:
+        if _WORD.fullmatch(name) is None:
+            continue  # not one word: no word is spelled so
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if (end == len(text) or _WORD_CHARACTER.match(text, end) is None) and _starts_a_word(
+                text, at
+            ):
+                return True
+            at = text.find(name, at + 1)
+    return False
+
+
+def _starts_a_word(text: str, at: int) -> bool:
+    """Whether `_WORD`'s scan starts a word at `at` (an ASCII letter or underscore): no
+    ASCII letter or underscore comes before it in its run of word characters."""
+    before = at - 1
+    while before >= 0 and _WORD_CHARACTER.match(text, before) is not None:
+        character = text[before]
+        if character == "_" or ("a" <= character <= "z") or ("A" <= character <= "Z"):
+            return False
+        before -= 1
+    return True
+
+
 def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     """Of the functions (`"f"`) and methods (`"Class.m"`) of `filename` named in `names`,
     those that another module of its project calls every step (empty for a text without a
@@ -919,7 +979,7 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     project_modules.note(callers, _stat)
     for path in callers:
         stat = _stat(path)
-        if stat is None or not _spells(_words_at(path, stat), lasts):
+        if stat is None or not _may_spell(path, stat, lasts):
             continue
         if heads.isdisjoint(_bound(own, path, _bindings_at(path, stat))):
             continue  # binds neither the module nor a function or class asked about
