@@ -1613,6 +1613,12 @@ class LoopFacts:
                     found.extend(
                         local or [f for f in functions if any(f is s for s in self.module.body)]
                     )
+                    if not functions and scope is not None:
+                        # `decode = self.decode_sampled` (or `self.decode_greedy`), then
+                        # `self.decode_one_token = decode`: the methods the local holds.
+                        for method in _methods_bound_to(scope, value.value):
+                            if method != name:
+                                found.extend(self._own_methods(class_def, method))
                 elif (
                     isinstance(value, cst.Attribute)
                     and isinstance(value.value, cst.Name)
@@ -2137,6 +2143,51 @@ class LoopFacts:
             return tuple(found)
 
         return self._memoized("optimizer_steps", node, (), compute)
+
+
+def _methods_bound_to(scope: cst.FunctionDef, name: str) -> list[str]:
+    """The methods a local of `scope` holds where every binding of it (in `scope`'s own
+    code) is one of them: `fn = self.decode_sampled` in one branch, `fn =
+    self.decode_greedy` in the other (or `fn = self.a if flag else self.b`). Empty where
+    some binding holds anything else, or where the name is a parameter."""
+    if parameter(scope, name) is not None:
+        return []
+    methods: list[str] = []
+    pending: list[cst.CSTNode] = [scope.body]
+    while pending:
+        node = pending.pop()
+        for child in code_children(node):
+            kind = type(child)
+            if kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                continue
+            pending.append(child)
+            if kind is cst.AugAssign or kind is cst.AnnAssign:
+                target = child.target  # type: ignore[attr-defined]
+                if type(target) is cst.Name and target.value == name:  # type: ignore[attr-defined]
+                    return []
+            if kind is not cst.Assign:
+                continue
+            if not any(
+                name in target_names(t.target)
+                for t in child.targets  # type: ignore[attr-defined]
+            ):
+                continue
+            if len(child.targets) != 1 or type(child.targets[0].target) is not cst.Name:  # type: ignore[attr-defined]
+                return []
+            values = [child.value]  # type: ignore[attr-defined]
+            while values:
+                value = values.pop()
+                if type(value) is cst.IfExp:
+                    values.extend((value.body, value.orelse))  # type: ignore[attr-defined]
+                elif (
+                    type(value) is cst.Attribute
+                    and type(value.value) is cst.Name  # type: ignore[attr-defined]
+                    and value.value.value == "self"  # type: ignore[attr-defined]
+                ):
+                    methods.append(value.attr.value)  # type: ignore[attr-defined]
+                else:
+                    return []
+    return methods
 
 
 def _callable_parameters(function: cst.FunctionDef | None) -> frozenset[str]:

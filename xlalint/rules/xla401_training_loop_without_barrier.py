@@ -107,7 +107,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     or wrapped by `torch.compile`, `torch.jit.script`/`trace` or `functools.partial`
     (Keras' torch trainer: `self.train_function = torch.compile(one_step_on_data)`, a
     function nested in the method that assigns it, then `self.train_function(data)` on
-    every batch; a method, `self.step_fn = torch.compile(self.train_step)`);
+    every batch; a method, `self.step_fn = torch.compile(self.train_step)`, also through a
+    local every binding of which is one of the class's methods: `step = self.step_amp if
+    amp else self.step_plain`, then `self.step_fn = step`);
     `torch_xla.compile` syncs around what it wraps, so a step kept so is not followed.
     Keras 3's `optimizer.apply(grads, variables)` and
     `optimizer.apply_gradients(...)` are optimizer steps, and so is the `step()` of an

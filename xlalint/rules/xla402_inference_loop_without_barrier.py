@@ -26,7 +26,11 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     where its `__init__` makes torch.nn layers of its own (`self.classifier =
     nn.Linear(...)`; a loss, a wrapped model or a container, which any object may keep,
     does not count), so a greedy decoding loop calling `self._attention(seq, enc)` runs the
-    model. Applying a model runs it: latent diffusion's samplers call the denoiser as
+    model. So may a method the class keeps in an attribute (`self.decode_one_token =
+    decode`, the local bound to `self.decode_sampled` in one branch and to
+    `self.decode_greedy` in the other, every binding one of its methods): a token loop
+    calling it, itself or through a helper (`token = self.next_token(token)`), runs the
+    model those methods call. Applying a model runs it: latent diffusion's samplers call the denoiser as
     `self.model.apply_model(x, t, c)` (`apply_` and a model's name, not `apply_weight_norm`
     or `apply_lora_to_model`). A Markov chain's kernel counts as a model where it
     draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
