@@ -576,6 +576,17 @@ def _retried_callable(call: cst.Call) -> cst.Call | None:
     return found[1]
 
 
+def self_attribute_spelling(node: cst.BaseExpression) -> str | None:
+    """`self.estimator` -> `"self.estimator"`: an attribute of `self`, one level deep."""
+    if (
+        type(node) is cst.Attribute
+        and type(node.value) is cst.Name  # type: ignore[attr-defined]
+        and node.value.value == "self"  # type: ignore[attr-defined]
+    ):
+        return f"self.{node.attr.value}"  # type: ignore[attr-defined]
+    return None
+
+
 def _names_a_forward(func: cst.BaseExpression) -> bool:
     """`forward`, `_forward`, `self._staged_forward`: a function or own method named for
     the forward pass (PyTorch's name for running a model)."""
@@ -710,8 +721,14 @@ class _BodyScanner:
             frozenset(),
             frozenset(),
         ),
+        networks: frozenset[str] = frozenset(),
     ) -> None:
         self.imports = imports
+        # Networks handed in, by how the body spells them (`LoopFacts._handed_networks`):
+        # `obj_fun` annotated `Callable[[Tensor], Tensor]`, `self.estimator` bound in
+        # `__init__` from a parameter annotated `nn.Module`, `velocity_func` a `def` of
+        # the function that runs a model.
+        self.networks = networks
         # `preds, targets = self.evaluate_step(model, batch)` with a helper of this module
         # whose every `return` hands back `preds.cpu(), _targets`: the positions of its
         # result that hold a host copy or a value it was handed, nothing it computed on
@@ -1045,6 +1062,10 @@ class _BodyScanner:
                 or (_hands_a_model(call) and self._hands_data(call))
                 or self._handed_callable(call)
             )
+        # `obj_fun(population)`, `self.estimator.forward(x, t=t)`, `step_fn(velocity_func,
+        # xt, t0, dt)`: a network handed in, called itself or handed to a helper with what
+        # it runs on (`_runs_handed_network`).
+        runs = runs or self._runs_handed_network(call)
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
         # calls it by (ensembles call their members by names of their own).
@@ -1071,6 +1092,33 @@ class _BodyScanner:
         elif not isinstance(func, cst.Name) or func.value in _BUILTINS:
             return False  # `setattr(model, name, layer)`: Python's own functions run no network
         return self.runs_model(call) is None and self._hands_data(call)
+
+    def _runs_handed_network(self, call: cst.Call) -> bool:
+        """A network the code was handed, called: by its spelling in `networks`
+        (`obj_fun(population)`, `self.estimator(x)`), through a module's `forward` of a
+        part of an object (`self.estimator.forward(x, mask=mask)`: PyTorch's protocol for
+        running a module, whatever the part is called), or handed with other arguments to a
+        helper that runs it on them (`step_fn(velocity_func, xt, t0, dt)`: an ODE step)."""
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "forward":  # type: ignore[attr-defined]
+            receiver = func.value  # type: ignore[attr-defined]
+            if type(receiver) is cst.Name:
+                return receiver.value not in ("self", "cls", "super")  # type: ignore[attr-defined]
+            if self_attribute_spelling(receiver) is not None:
+                return True
+            func = receiver
+        if not self.networks:
+            return False
+        if get_full_name_for_node(func) in self.networks:
+            return True
+        handed = [
+            arg
+            for arg in call.args
+            if not arg.star
+            and type(arg.value) in (cst.Name, cst.Attribute)
+            and get_full_name_for_node(arg.value) in self.networks
+        ]
+        return bool(handed) and len(call.args) > len(handed)
 
     def _layer_of_pass(self, func: cst.BaseExpression) -> bool:
         """`self.ar_net[i](x)` in `for i in range(len(self.layers) + 1):`: the callee is
@@ -1469,6 +1517,10 @@ class LoopFacts:
                 self._returns_numbers,
                 _callable_parameters(site.function) if site is not None else frozenset(),
                 self._uncomputed_positions,
+                self._handed_networks(
+                    node if isinstance(node, cst.FunctionDef) else site and site.function,
+                    class_def,
+                ),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -1478,6 +1530,118 @@ class LoopFacts:
             cached.assigned = frozenset(scanner.assigned - items)
             self._facts[id(node)] = cached
         return cached
+
+    def _handed_networks(
+        self, function: cst.FunctionDef | None, class_def: cst.ClassDef | None
+    ) -> frozenset[str]:
+        """The networks a body may call that its code was handed, as it spells them: the
+        parameters of `function` annotated as a network (`obj_fun: Callable[[Tensor],
+        Tensor]`, `net: nn.Module`: `_annotated_network`), the attributes its class (or a
+        base of the module it hands its `__init__` arguments on to) binds in `__init__`
+        from such a parameter (`self.estimator = estimator`, `estimator: torch.nn.Module
+        = None`), and the functions `function` defines in its own code that run a model
+        (`def velocity_func(x, t): return self.velocity_model(x=x, t=t)`)."""
+        if function is None:
+            return frozenset()
+        key = ("networks", id(function))
+        cached = self._memo.get(key)
+        if isinstance(cached, frozenset):
+            return cached
+        self._memo[key] = frozenset()  # recursion guard: a nested def's own facts
+        found: set[str] = {
+            p.name.value
+            for p in parameters(function)
+            if p.annotation is not None and self._annotated_network(p.annotation.annotation)
+        }
+        if class_def is not None:
+            found |= {f"self.{a}" for a in self._network_attributes(class_def, 3)}
+        pending: list[cst.CSTNode] = [function.body]
+        while pending:
+            node = pending.pop()
+            for child in code_children(node):
+                if type(child) is cst.FunctionDef:
+                    if self.facts(child).model_calls:  # type: ignore[arg-type]
+                        found.add(child.name.value)  # type: ignore[attr-defined]
+                elif type(child) not in (cst.ClassDef, cst.Lambda):
+                    pending.append(child)
+        result = frozenset(found)
+        self._memo[key] = result
+        return result
+
+    def _network_attributes(self, class_def: cst.ClassDef, depth: int) -> frozenset[str]:
+        """Attributes `__init__` binds to a parameter annotated as a network, in the class
+        or, through `super().__init__(...)`, in its bases of this module."""
+        init = next(
+            (
+                s
+                for s in class_def.body.body
+                if type(s) is cst.FunctionDef and s.name.value == "__init__"  # type: ignore[attr-defined]
+            ),
+            None,
+        )
+        if init is None:
+            return frozenset()
+        annotated = {
+            p.name.value
+            for p in parameters(init)
+            if p.annotation is not None and self._annotated_network(p.annotation.annotation)
+        }
+        found: set[str] = set()
+        for node in descendants(init.body):
+            if (
+                type(node) is cst.Assign
+                and type(node.value) is cst.Name  # type: ignore[attr-defined]
+                and node.value.value in annotated  # type: ignore[attr-defined]
+            ):
+                for target in node.targets:  # type: ignore[attr-defined]
+                    spelled = self_attribute_spelling(target.target)
+                    if spelled is not None:
+                        found.add(spelled[len("self.") :])
+        if depth > 0:
+            names = {
+                type(b.value) is cst.Name and b.value.value  # type: ignore[attr-defined]
+                for b in class_def.bases
+                if b.keyword is None
+            }
+            for node in self.module.body:
+                if type(node) is cst.ClassDef and node.name.value in names:  # type: ignore[attr-defined]
+                    found |= self._network_attributes(node, depth - 1)  # type: ignore[arg-type]
+        return frozenset(found)
+
+    def _annotated_network(self, annotation: cst.BaseExpression) -> bool:
+        """`nn.Module`, a `torch.nn` module class, a model class of this module, or a
+        callable that returns a tensor (`Callable[[torch.Tensor], torch.Tensor]`), also
+        `Optional[...]` or `... | None` of one."""
+        if type(annotation) is cst.BinaryOperation:
+            sides = (annotation.left, annotation.right)  # type: ignore[attr-defined]
+            return any(
+                self._annotated_network(side)
+                for side in sides
+                if not (type(side) is cst.Name and side.value == "None")  # type: ignore[attr-defined]
+            )
+        if type(annotation) is cst.Subscript:
+            head = self.imports.resolve(annotation.value) or last_name(annotation.value) or ""  # type: ignore[attr-defined]
+            leaf = head.rsplit(".", 1)[-1]
+            elements = [
+                e.slice.value
+                for e in annotation.slice  # type: ignore[attr-defined]
+                if isinstance(e.slice, cst.Index)
+            ]
+            if leaf == "Optional" and elements:
+                return self._annotated_network(elements[0])
+            if leaf == "Callable" and len(elements) == 2:
+                returned = self.imports.resolve(elements[1]) or ""
+                return returned == "torch.Tensor"
+            return False
+        if type(annotation) not in (cst.Name, cst.Attribute):
+            return False
+        qualified = self.imports.resolve(annotation) or ""
+        leaf = qualified.rsplit(".", 1)[-1]
+        if qualified.startswith("torch.nn.") and leaf[:1].isupper() and "." not in qualified[9:]:
+            return True
+        if qualified.startswith("torch.nn.modules.") and leaf[:1].isupper():
+            return True
+        return type(annotation) is cst.Name and annotation.value in self.model_classes()  # type: ignore[attr-defined]
 
     def _submodules(self, class_def: cst.ClassDef | None) -> frozenset[str]:
         """`critic` for `self.critic = nn.Sequential(...)` in a model class: attributes the

@@ -30,7 +30,18 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     decode`, the local bound to `self.decode_sampled` in one branch and to
     `self.decode_greedy` in the other, every binding one of its methods): a token loop
     calling it, itself or through a helper (`token = self.next_token(token)`), runs the
-    model those methods call. Applying a model runs it: latent diffusion's samplers call the denoiser as
+    model those methods call. A network handed in runs whatever its name, where the code
+    says it is one: a parameter annotated as a module or as a callable that returns a
+    tensor (`obj_fun: Callable[[torch.Tensor], torch.Tensor]`, a planner's objective
+    that rolls the model out; not a callback annotated to return `None`), an attribute
+    `__init__` binds from such a parameter (`estimator: torch.nn.Module = None`, then
+    `self.estimator = estimator`, also in a base of the module that the subclass hands
+    its arguments on to), a part of an object called through its `forward`
+    (`self.estimator.forward(x, t=t)`: PyTorch's protocol for running a module), and a
+    function the loop's function defines that runs a model, handed with the state to a
+    step helper (`xt = step_fn(velocity_func, xt, t0, dt)`, an ODE solver's Euler or
+    midpoint step); an unannotated attribute called plainly (`self.transform(x)`) says
+    nothing. Applying a model runs it: latent diffusion's samplers call the denoiser as
     `self.model.apply_model(x, t, c)` (`apply_` and a model's name, not `apply_weight_norm`
     or `apply_lora_to_model`). A Markov chain's kernel counts as a model where it
     draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
