@@ -1402,6 +1402,9 @@ class LoopSite:
     parents: tuple[Loop, ...]  # enclosing loops of the same function, innermost first
     body_indent: str  # the absolute indentation of the loop body's statements
     per_step: bool  # inside `forward`, a `*_step` function or a module's `__call__`
+    # The function of the module or class whose code holds the loop, where `function` is
+    # one nested in it (`def get_adv_examples(x):` inside `forward`), else `function`.
+    outer: cst.FunctionDef | None = None
 
 
 class LoopFacts:
@@ -1456,6 +1459,7 @@ class LoopFacts:
         it. `per_step_frame`: the loop is in a module's `__call__` or a per-step hook of
         its class (`hotness.per_step_hooks`)."""
         function: cst.FunctionDef | None = None
+        outer: cst.FunctionDef | None = None
         class_def: cst.ClassDef | None = None
         parents: list[Loop] = []
         indents: list[str] = []
@@ -1468,17 +1472,22 @@ class LoopFacts:
                     parents.append(ancestor)
             elif isinstance(ancestor, cst.FunctionDef):
                 function = function or ancestor
+                if class_def is None:
+                    outer = ancestor
             elif isinstance(ancestor, cst.ClassDef):
                 class_def = class_def or ancestor
             child = ancestor
         body_indent = "".join(reversed(indents))
         if isinstance(node.body, cst.IndentedBlock):
             body_indent += _indent(node.body, self.module)
-        per_step = per_step_frame or (
-            function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None
+        # A function nested in `forward` (`def get_adv_examples(x):`, then called there)
+        # runs inside that forward, one step's graph as the forward's own loops are.
+        per_step = per_step_frame or any(
+            f is not None and PER_STEP_FUNCTIONS.match(f.name.value) is not None
+            for f in (function, outer)
         )
         self._sites[id(node)] = LoopSite(
-            node, function, class_def, tuple(parents), body_indent, per_step
+            node, function, class_def, tuple(parents), body_indent, per_step, outer or function
         )
 
     def register_function(self, node: cst.FunctionDef, owner: cst.ClassDef | None) -> None:

@@ -265,9 +265,16 @@ class LoopAnalysis(LoaderTracing):
         not the pending XLA graph). Each pass is a step of its own, not part of one
         forward's graph. Not a second-order inner loop (`create_graph=True`, as
         meta-learning adapts weights inside the outer step's graph), nor a `*_step`
-        function's sweep (`for _ in range(self.n_critic)`: part of its one step)."""
-        function = site.function
+        function's sweep (`for _ in range(self.n_critic)`: part of its one step). The loop
+        may sit in a function nested in the forward (`def get_adv_examples(x):`), which
+        runs there. Not in the forward of a part of another model of the module, which
+        keeps an instance and calls it in its own forward (`self.attacker = Attacker(model)`,
+        `adv = self.attacker(inp, target)` in `AttackerModel.forward`): the attack is the
+        inner maximisation of that model's step, its barrier the batch loop's."""
+        function = site.outer
         if function is None or function.name.value not in ("forward", "__call__"):
+            return False
+        if site.class_def is not None and self._part_of_a_forward(site.class_def):
             return False
         node = site.node
         facts = self.facts(node)
@@ -298,6 +305,48 @@ class LoopAnalysis(LoaderTracing):
             and any(target_names(t.target) & carried for t in assign.targets)
             for assign in updates
         )
+
+    def _part_of_a_forward(self, class_def: cst.ClassDef) -> bool:
+        """Another class of the module keeps an instance of `class_def` in an attribute
+        (`self.attacker = Attacker(model, dataset)`) and calls it in its `forward` or
+        `__call__` (`self.attacker(inp, target)`): `class_def`'s forward runs inside that
+        forward, a part of its one step."""
+        name = class_def.name.value
+        for other in self.module.body:
+            if type(other) is not cst.ClassDef or other is class_def:
+                continue
+            held: set[str] = set()
+            callers: list[cst.FunctionDef] = []
+            for method in other.body.body:  # type: ignore[attr-defined]
+                if type(method) is not cst.FunctionDef:
+                    continue
+                if method.name.value in ("forward", "__call__"):  # type: ignore[attr-defined]
+                    callers.append(method)  # type: ignore[arg-type]
+                for node in descendants(method):
+                    if (
+                        type(node) is cst.Assign
+                        and type(node.value) is cst.Call  # type: ignore[attr-defined]
+                        and last_name(node.value.func) == name  # type: ignore[attr-defined]
+                    ):
+                        for target in node.targets:  # type: ignore[attr-defined]
+                            t = target.target
+                            if (
+                                type(t) is cst.Attribute
+                                and type(t.value) is cst.Name
+                                and t.value.value == "self"
+                            ):
+                                held.add(t.attr.value)
+            if held and any(
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute  # type: ignore[attr-defined]
+                and type(node.func.value) is cst.Name  # type: ignore[attr-defined]
+                and node.func.value.value == "self"  # type: ignore[attr-defined]
+                and node.func.attr.value in held  # type: ignore[attr-defined]
+                for caller in callers
+                for node in descendants(caller)
+            ):
+                return True
+        return False
 
     def _counts_tokens(self, site: LoopSite) -> bool:
         """A loop over as many passes as tokens to generate (`for i in

@@ -51,7 +51,8 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     in self._reachable_domains`), is a different model on each pass: such a loop walks the
     model's structure in one forward, not repeated steps of one model (`self.nets[-1](x)`
     on every pass still is one). A barrier behind `if XLA_AVAILABLE:` counts.
-    Loops inside `forward`, a `*_step` function or a hook a framework calls from its step
+    Loops inside `forward`, a `*_step` function (also in a function nested in one and
+    called there) or a hook a framework calls from its step
     (a Trainer's `compute_loss`; trl's `PPOTrainer.batched_forward_pass`, whose loop over
     the rollout's mini-batches keeps their results only to join them) are one step's graph
     and are not reported
