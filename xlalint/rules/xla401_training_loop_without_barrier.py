@@ -194,7 +194,8 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     step, whose barrier is the batch loop's; measured, robustness's PGD: 6 compiles
     without a barrier per pass, 5 with one and more executions) stay part of one step.
     A loop in a function nested in `forward` or a `*_step` function runs there: it is one
-    step's graph as the forward's own loops are. On the XLA CPU device (a PGD loop over a two-layer MLP, measured by hand):
+    step's graph as the forward's own loops are. On the XLA CPU device (a PGD loop over a
+    two-layer MLP, measured by hand):
     without a barrier each run of 4 or of 8 steps is one graph holding every step,
     compiled anew for each count (1 compile, 1 execution); with `torch_xla.sync()` per
     step, 2 compiles on the first run of 4 and none for the 8 steps after. Loops
