@@ -428,8 +428,49 @@ class LoopAnalysis(LoaderTracing):
             return True
         appended = self.facts(node).appended
         return any(
-            name not in appended or self._joined_in(site, name) for name in self.accumulated(node)
+            name not in appended or self._joined_in(site, name)
+            for name in self.accumulated(node)
+            if not self._numpy_buffer(site.function, name)
         )
+
+    def _numpy_buffer(self, function: cst.FunctionDef | None, name: str) -> bool:
+        """`y_pred = np.zeros_like(y).astype(float)` before the loop, then `y_pred[te_idx]
+        = model_pred` in each pass: every binding of the name in the function makes a
+        numpy array, and a write into one copies what it is given to the host (numpy
+        reads the tensor's values): nothing stays pending on the device."""
+        if function is None or "." in name:
+            return False
+        found = False
+        for node in descendants(function.body):
+            if type(node) is cst.AugAssign:
+                if name in target_names(node.target):  # type: ignore[attr-defined]
+                    return False
+                continue
+            if type(node) is not cst.Assign or not any(
+                type(t.target) is cst.Name and t.target.value == name  # type: ignore[attr-defined]
+                for t in node.targets  # type: ignore[attr-defined]
+            ):
+                if type(node) is cst.Assign and any(
+                    name in target_names(t.target) and type(t.target) is not cst.Subscript
+                    for t in node.targets  # type: ignore[attr-defined]
+                ):
+                    return False  # unpacked, or bound beside other names
+                continue
+            value = node.value  # type: ignore[attr-defined]
+            # `np.zeros(n).astype(float)`, `np.empty(shape).reshape(-1, k)`: methods of the
+            # array a numpy function made.
+            while (
+                type(value) is cst.Call
+                and type(value.func) is cst.Attribute  # type: ignore[attr-defined]
+                and type(value.func.value) is cst.Call  # type: ignore[attr-defined]
+            ):
+                value = value.func.value  # type: ignore[attr-defined]
+            if type(value) is not cst.Call or not (
+                self.imports.resolve(value.func) or ""  # type: ignore[attr-defined]
+            ).startswith("numpy."):
+                return False
+            found = True
+        return found
 
     def _accumulates_items(self, site: LoopSite) -> bool:
         """A loop over a data loader whose pass runs the model on each item of its batch

@@ -160,7 +160,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     copied with `.cpu()`, the positions of a helper's result that hold, on its every
     `return`, a host copy or a value it was handed unchanged (`preds, targets =
     self.evaluate_step(model, batch)` returning `preds.cpu(), _targets`, with `_targets`
-    the batch's targets from before it moved them), and state copied whole with `x.cpu()`
+    the batch's targets from before it moved them), results written into a numpy array
+    that every binding of the function makes (`y_pred = np.zeros_like(y).astype(float)`,
+    then `y_pred[te_idx] = pred` per pass: numpy copies the values to the host), and
+    state copied whole with `x.cpu()`
     or `x.tolist()`, which leaves it as device data (8 steps compile 1 graph, as with a
     barrier; `x.item()` compiles 9). A model result rebound to an attribute every pass
     (`self.state.outputs = model(batch)`) is rebound, not carried.
