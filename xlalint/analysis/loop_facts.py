@@ -722,6 +722,7 @@ class _BodyScanner:
             frozenset(),
         ),
         networks: frozenset[str] = frozenset(),
+        network_functions: frozenset[str] = frozenset(),
     ) -> None:
         self.imports = imports
         # Networks handed in, by how the body spells them (`LoopFacts._handed_networks`):
@@ -729,6 +730,9 @@ class _BodyScanner:
         # `__init__` from a parameter annotated `nn.Module`, `velocity_func` a `def` of
         # the function that runs a model.
         self.networks = networks
+        # Those of them that are functions (a callable parameter, a `def` of the
+        # function), which a helper handed them with the state may run on it.
+        self.network_functions = network_functions
         # `preds, targets = self.evaluate_step(model, batch)` with a helper of this module
         # whose every `return` hands back `preds.cpu(), _targets`: the positions of its
         # result that hold a host copy or a value it was handed, nothing it computed on
@@ -1111,12 +1115,25 @@ class _BodyScanner:
             return False
         if get_full_name_for_node(func) in self.networks:
             return True
+        # A helper of the code's own, not Python's (`isinstance(module, nn.Linear)`,
+        # `setattr(cls, "forward", patched_forward)`) nor a library's (`MethodType(fn,
+        # obj)`, `partial(fn, x)`), which take the network without running it here.
+        if (type(func) is cst.Name and func.value in _BUILTINS) or self.imports.resolve(  # type: ignore[attr-defined]
+            func
+        ) is not None:
+            return False
+        # Only a function handed to a helper none of this module's functions answers
+        # (`step_fn = step_fns[method]`): a module object handed to one (`self.
+        # _get_target_parameters(model, target, state)`) may be read for its parameters.
+        if self.runs_model(call) is not None:
+            return False
         handed = [
             arg
             for arg in call.args
             if not arg.star
-            and type(arg.value) in (cst.Name, cst.Attribute)
-            and get_full_name_for_node(arg.value) in self.networks
+            and type(arg.value) is cst.Name
+            and arg.value.value in self.networks  # type: ignore[attr-defined]
+            and arg.value.value in self.network_functions  # type: ignore[attr-defined]
         ]
         return bool(handed) and len(call.args) > len(handed)
 
@@ -1526,7 +1543,7 @@ class LoopFacts:
                 self._returns_numbers,
                 _callable_parameters(site.function) if site is not None else frozenset(),
                 self._uncomputed_positions,
-                self._handed_networks(
+                *self._handed_networks(
                     node if isinstance(node, cst.FunctionDef) else site and site.function,
                     class_def,
                 ),
@@ -1542,8 +1559,9 @@ class LoopFacts:
 
     def _handed_networks(
         self, function: cst.FunctionDef | None, class_def: cst.ClassDef | None
-    ) -> frozenset[str]:
-        """The networks a body may call that its code was handed, as it spells them: the
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """The networks a body may call that its code was handed, as it spells them, and
+        those of them that are functions: the
         parameters of `function` annotated as a network (`obj_fun: Callable[[Tensor],
         Tensor]`, `net: nn.Module`: `_annotated_network`), the attributes its class (or a
         base of the module it hands its `__init__` arguments on to) binds in `__init__`
@@ -1551,17 +1569,21 @@ class LoopFacts:
         = None`), and the functions `function` defines in its own code that run a model
         (`def velocity_func(x, t): return self.velocity_model(x=x, t=t)`)."""
         if function is None:
-            return frozenset()
+            return frozenset(), frozenset()
         key = ("networks", id(function))
         cached = self._memo.get(key)
-        if isinstance(cached, frozenset):
+        if isinstance(cached, tuple):
             return cached
-        self._memo[key] = frozenset()  # recursion guard: a nested def's own facts
-        found: set[str] = {
-            p.name.value
-            for p in parameters(function)
-            if p.annotation is not None and self._annotated_network(p.annotation.annotation)
-        }
+        self._memo[key] = (frozenset(), frozenset())  # recursion guard: nested defs' facts
+        found: set[str] = set()
+        functions: set[str] = set()
+        for p in parameters(function):
+            if p.annotation is not None:
+                kind = self._annotated_network(p.annotation.annotation)
+                if kind:
+                    found.add(p.name.value)
+                    if kind == "function":
+                        functions.add(p.name.value)
         if class_def is not None:
             found |= {f"self.{a}" for a in self._network_attributes(class_def, 3)}
         pending: list[cst.CSTNode] = [function.body]
@@ -1571,9 +1593,10 @@ class LoopFacts:
                 if type(child) is cst.FunctionDef:
                     if self.facts(child).model_calls:  # type: ignore[arg-type]
                         found.add(child.name.value)  # type: ignore[attr-defined]
+                        functions.add(child.name.value)  # type: ignore[attr-defined]
                 elif type(child) not in (cst.ClassDef, cst.Lambda):
                     pending.append(child)
-        result = frozenset(found)
+        result = (frozenset(found), frozenset(functions))
         self._memo[key] = result
         return result
 
@@ -1617,17 +1640,18 @@ class LoopFacts:
                     found |= self._network_attributes(node, depth - 1)  # type: ignore[arg-type]
         return frozenset(found)
 
-    def _annotated_network(self, annotation: cst.BaseExpression) -> bool:
-        """`nn.Module`, a `torch.nn` module class, a model class of this module, or a
-        callable that returns a tensor (`Callable[[torch.Tensor], torch.Tensor]`), also
-        `Optional[...]` or `... | None` of one."""
+    def _annotated_network(self, annotation: cst.BaseExpression) -> str | None:
+        """`"module"` for `nn.Module`, a `torch.nn` module class or a model class of this
+        module, `"function"` for a callable that returns a tensor (`Callable[[torch.
+        Tensor], torch.Tensor]`), also `Optional[...]` or `... | None` of one; else None."""
         if type(annotation) is cst.BinaryOperation:
             sides = (annotation.left, annotation.right)  # type: ignore[attr-defined]
-            return any(
+            kinds = [
                 self._annotated_network(side)
                 for side in sides
                 if not (type(side) is cst.Name and side.value == "None")  # type: ignore[attr-defined]
-            )
+            ]
+            return next((k for k in kinds if k), None)
         if type(annotation) is cst.Subscript:
             head = self.imports.resolve(annotation.value) or last_name(annotation.value) or ""  # type: ignore[attr-defined]
             leaf = head.rsplit(".", 1)[-1]
@@ -1640,17 +1664,19 @@ class LoopFacts:
                 return self._annotated_network(elements[0])
             if leaf == "Callable" and len(elements) == 2:
                 returned = self.imports.resolve(elements[1]) or ""
-                return returned == "torch.Tensor"
-            return False
+                return "function" if returned == "torch.Tensor" else None
+            return None
         if type(annotation) not in (cst.Name, cst.Attribute):
-            return False
+            return None
         qualified = self.imports.resolve(annotation) or ""
         leaf = qualified.rsplit(".", 1)[-1]
         if qualified.startswith("torch.nn.") and leaf[:1].isupper() and "." not in qualified[9:]:
-            return True
+            return "module"
         if qualified.startswith("torch.nn.modules.") and leaf[:1].isupper():
-            return True
-        return type(annotation) is cst.Name and annotation.value in self.model_classes()  # type: ignore[attr-defined]
+            return "module"
+        if type(annotation) is cst.Name and annotation.value in self.model_classes():  # type: ignore[attr-defined]
+            return "module"
+        return None
 
     def _submodules(self, class_def: cst.ClassDef | None) -> frozenset[str]:
         """`critic` for `self.critic = nn.Sequential(...)` in a model class: attributes the

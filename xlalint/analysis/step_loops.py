@@ -26,6 +26,7 @@ from xlalint.analysis.loop_facts import (
     Loop,
     LoopSite,
     _Assign,
+    _ModelCall,
     iterates_optimizers,
     unwrap_iteration,
 )
@@ -111,7 +112,7 @@ class LoopAnalysis(LoaderTracing):
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
             # loops are the step loops, whatever state it hands from pass to pass.
             infers = (
-                self.infers(node)
+                (self.infers(node) and not self._solves_through_a_callable(site))
                 or self._sweeps_state(node)
                 or self._counts_tokens(site)
                 or samples_in_helper
@@ -304,6 +305,30 @@ class LoopAnalysis(LoaderTracing):
             names_under(assign.value) & gradients
             and any(target_names(t.target) & carried for t in assign.targets)
             for assign in updates
+        )
+
+    def _solves_through_a_callable(self, site: LoopSite) -> bool:
+        """Every model run of the pass is a call of a parameter annotated as a callable
+        that returns a tensor (`matrix_vector_dot_fn: Callable[[Tensor], Tensor]`), and
+        the state it hands on is not chosen from its results (`decodes`): an iterative
+        solve (conjugate gradient over a Hessian-vector product), whose operator need be
+        no network, not a search that picks elites by the callable's scores (`values.
+        topk(n)` of `obj_fun(population)`, a planner's CEM)."""
+        function = site.function
+        if function is None:
+            return False
+        _, functions = self._handed_networks(function, site.class_def)
+        callables = {name for name in functions if parameter(function, name) is not None}
+        if not callables:
+            return False
+        runs = [e for e in self.facts(site.node).events if isinstance(e, _ModelCall)]
+        return (
+            bool(runs)
+            and all(
+                type(e.call.func) is cst.Name and e.call.func.value in callables  # type: ignore[attr-defined]
+                for e in runs
+            )
+            and not self.decodes(site.node)
         )
 
     def _part_of_a_forward(self, class_def: cst.ClassDef) -> bool:

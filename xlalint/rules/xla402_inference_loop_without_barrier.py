@@ -33,7 +33,9 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     model those methods call. A network handed in runs whatever its name, where the code
     says it is one: a parameter annotated as a module or as a callable that returns a
     tensor (`obj_fun: Callable[[torch.Tensor], torch.Tensor]`, a planner's objective
-    that rolls the model out; not a callback annotated to return `None`), an attribute
+    that rolls the model out, where the pass picks its state by the callable's scores,
+    `values.topk(n)`; not a callback annotated to return `None`, nor a conjugate gradient
+    solve whose callable is an operator, `matrix_vector_dot_fn(p)`), an attribute
     `__init__` binds from such a parameter (`estimator: torch.nn.Module = None`, then
     `self.estimator = estimator`, also in a base of the module that the subclass hands
     its arguments on to), a part of an object called through its `forward`
