@@ -90,6 +90,25 @@ def test_absolute_import_of_the_base(tmp_path: Path) -> None:
     assert _xla401([package / "ppo.py"]) == [("ppo.py", POSITIVE_LINE)]
 
 
+def test_absolute_import_through_a_namespace_package(tmp_path: Path) -> None:
+    """PEP 420: `ns/` holds the package `agents/` and no `__init__.py` of its own (a
+    namespace shared by several distributions, as `instructlab/` is); absolute imports
+    spell it, `from ns.agents.base import AgentBase`, and find the base under it, also
+    through a `from` import of a submodule. A spelling that names another top package
+    finds nothing."""
+    namespace = tmp_path / "ns"
+    namespace.mkdir()
+    for spelled in ("from ns.agents.base import AgentBase", "from ns.agents import base"):
+        agent = AGENT.replace("from .base import AgentBase", spelled)
+        if spelled.endswith("import base"):
+            agent = agent.replace("(AgentBase)", "(base.AgentBase)")
+        package = _package(namespace, agent=agent)
+        assert _xla401([package / "ppo.py"]) == [("ppo.py", POSITIVE_LINE)]
+    agent = AGENT.replace("from .base import AgentBase", "from other.agents.base import AgentBase")
+    package = _package(namespace, agent=agent)
+    assert _xla401([package / "ppo.py"]) == []
+
+
 def test_base_of_the_base_two_modules_away(tmp_path: Path) -> None:
     package = _package(tmp_path)
     (package / "middle.py").write_text(

@@ -576,6 +576,17 @@ def _retried_callable(call: cst.Call) -> cst.Call | None:
     return found[1]
 
 
+def self_attribute_spelling(node: cst.BaseExpression) -> str | None:
+    """`self.estimator` -> `"self.estimator"`: an attribute of `self`, one level deep."""
+    if (
+        type(node) is cst.Attribute
+        and type(node.value) is cst.Name  # type: ignore[attr-defined]
+        and node.value.value == "self"  # type: ignore[attr-defined]
+    ):
+        return f"self.{node.attr.value}"  # type: ignore[attr-defined]
+    return None
+
+
 def _names_a_forward(func: cst.BaseExpression) -> bool:
     """`forward`, `_forward`, `self._staged_forward`: a function or own method named for
     the forward pass (PyTorch's name for running a model)."""
@@ -710,8 +721,18 @@ class _BodyScanner:
             frozenset(),
             frozenset(),
         ),
+        networks: frozenset[str] = frozenset(),
+        network_functions: frozenset[str] = frozenset(),
     ) -> None:
         self.imports = imports
+        # Networks handed in, by how the body spells them (`LoopFacts._handed_networks`):
+        # `obj_fun` annotated `Callable[[Tensor], Tensor]`, `self.estimator` bound in
+        # `__init__` from a parameter annotated `nn.Module`, `velocity_func` a `def` of
+        # the function that runs a model.
+        self.networks = networks
+        # Those of them that are functions (a callable parameter, a `def` of the
+        # function), which a helper handed them with the state may run on it.
+        self.network_functions = network_functions
         # `preds, targets = self.evaluate_step(model, batch)` with a helper of this module
         # whose every `return` hands back `preds.cpu(), _targets`: the positions of its
         # result that hold a host copy or a value it was handed, nothing it computed on
@@ -1045,6 +1066,10 @@ class _BodyScanner:
                 or (_hands_a_model(call) and self._hands_data(call))
                 or self._handed_callable(call)
             )
+        # `obj_fun(population)`, `self.estimator.forward(x, t=t)`, `step_fn(velocity_func,
+        # xt, t0, dt)`: a network handed in, called itself or handed to a helper with what
+        # it runs on (`_runs_handed_network`).
+        runs = runs or self._runs_handed_network(call)
         # `self.forward(*data)`, `_forward(estimators, *x)`, `self._staged_forward(i, *x)`:
         # a function or own method named for the forward pass runs the model, whatever it
         # calls it by (ensembles call their members by names of their own).
@@ -1071,6 +1096,46 @@ class _BodyScanner:
         elif not isinstance(func, cst.Name) or func.value in _BUILTINS:
             return False  # `setattr(model, name, layer)`: Python's own functions run no network
         return self.runs_model(call) is None and self._hands_data(call)
+
+    def _runs_handed_network(self, call: cst.Call) -> bool:
+        """A network the code was handed, called: by its spelling in `networks`
+        (`obj_fun(population)`, `self.estimator(x)`), through a module's `forward` of a
+        part of an object (`self.estimator.forward(x, mask=mask)`: PyTorch's protocol for
+        running a module, whatever the part is called), or handed with other arguments to a
+        helper that runs it on them (`step_fn(velocity_func, xt, t0, dt)`: an ODE step)."""
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "forward":  # type: ignore[attr-defined]
+            receiver = func.value  # type: ignore[attr-defined]
+            if type(receiver) is cst.Name:
+                return receiver.value not in ("self", "cls", "super")  # type: ignore[attr-defined]
+            if self_attribute_spelling(receiver) is not None:
+                return True
+            func = receiver
+        if not self.networks:
+            return False
+        if get_full_name_for_node(func) in self.networks:
+            return True
+        # A helper of the code's own, not Python's (`isinstance(module, nn.Linear)`,
+        # `setattr(cls, "forward", patched_forward)`) nor a library's (`MethodType(fn,
+        # obj)`, `partial(fn, x)`), which take the network without running it here.
+        if (type(func) is cst.Name and func.value in _BUILTINS) or self.imports.resolve(  # type: ignore[attr-defined]
+            func
+        ) is not None:
+            return False
+        # Only a function handed to a helper none of this module's functions answers
+        # (`step_fn = step_fns[method]`): a module object handed to one (`self.
+        # _get_target_parameters(model, target, state)`) may be read for its parameters.
+        if self.runs_model(call) is not None:
+            return False
+        handed = [
+            arg
+            for arg in call.args
+            if not arg.star
+            and type(arg.value) is cst.Name
+            and arg.value.value in self.networks  # type: ignore[attr-defined]
+            and arg.value.value in self.network_functions  # type: ignore[attr-defined]
+        ]
+        return bool(handed) and len(call.args) > len(handed)
 
     def _layer_of_pass(self, func: cst.BaseExpression) -> bool:
         """`self.ar_net[i](x)` in `for i in range(len(self.layers) + 1):`: the callee is
@@ -1354,6 +1419,9 @@ class LoopSite:
     parents: tuple[Loop, ...]  # enclosing loops of the same function, innermost first
     body_indent: str  # the absolute indentation of the loop body's statements
     per_step: bool  # inside `forward`, a `*_step` function or a module's `__call__`
+    # The function of the module or class whose code holds the loop, where `function` is
+    # one nested in it (`def get_adv_examples(x):` inside `forward`), else `function`.
+    outer: cst.FunctionDef | None = None
 
 
 class LoopFacts:
@@ -1408,6 +1476,7 @@ class LoopFacts:
         it. `per_step_frame`: the loop is in a module's `__call__` or a per-step hook of
         its class (`hotness.per_step_hooks`)."""
         function: cst.FunctionDef | None = None
+        outer: cst.FunctionDef | None = None
         class_def: cst.ClassDef | None = None
         parents: list[Loop] = []
         indents: list[str] = []
@@ -1420,17 +1489,22 @@ class LoopFacts:
                     parents.append(ancestor)
             elif isinstance(ancestor, cst.FunctionDef):
                 function = function or ancestor
+                if class_def is None:
+                    outer = ancestor
             elif isinstance(ancestor, cst.ClassDef):
                 class_def = class_def or ancestor
             child = ancestor
         body_indent = "".join(reversed(indents))
         if isinstance(node.body, cst.IndentedBlock):
             body_indent += _indent(node.body, self.module)
-        per_step = per_step_frame or (
-            function is not None and PER_STEP_FUNCTIONS.match(function.name.value) is not None
+        # A function nested in `forward` (`def get_adv_examples(x):`, then called there)
+        # runs inside that forward, one step's graph as the forward's own loops are.
+        per_step = per_step_frame or any(
+            f is not None and PER_STEP_FUNCTIONS.match(f.name.value) is not None
+            for f in (function, outer)
         )
         self._sites[id(node)] = LoopSite(
-            node, function, class_def, tuple(parents), body_indent, per_step
+            node, function, class_def, tuple(parents), body_indent, per_step, outer or function
         )
 
     def register_function(self, node: cst.FunctionDef, owner: cst.ClassDef | None) -> None:
@@ -1469,6 +1543,10 @@ class LoopFacts:
                 self._returns_numbers,
                 _callable_parameters(site.function) if site is not None else frozenset(),
                 self._uncomputed_positions,
+                *self._handed_networks(
+                    node if isinstance(node, cst.FunctionDef) else site and site.function,
+                    class_def,
+                ),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -1478,6 +1556,127 @@ class LoopFacts:
             cached.assigned = frozenset(scanner.assigned - items)
             self._facts[id(node)] = cached
         return cached
+
+    def _handed_networks(
+        self, function: cst.FunctionDef | None, class_def: cst.ClassDef | None
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """The networks a body may call that its code was handed, as it spells them, and
+        those of them that are functions: the
+        parameters of `function` annotated as a network (`obj_fun: Callable[[Tensor],
+        Tensor]`, `net: nn.Module`: `_annotated_network`), the attributes its class (or a
+        base of the module it hands its `__init__` arguments on to) binds in `__init__`
+        from such a parameter (`self.estimator = estimator`, `estimator: torch.nn.Module
+        = None`), and the functions `function` defines in its own code that run a model
+        (`def velocity_func(x, t): return self.velocity_model(x=x, t=t)`)."""
+        if function is None:
+            return frozenset(), frozenset()
+        key = ("networks", id(function))
+        cached = self._memo.get(key)
+        if isinstance(cached, tuple):
+            return cached
+        self._memo[key] = (frozenset(), frozenset())  # recursion guard: nested defs' facts
+        found: set[str] = set()
+        functions: set[str] = set()
+        for p in parameters(function):
+            if p.annotation is not None:
+                kind = self._annotated_network(p.annotation.annotation)
+                if kind:
+                    found.add(p.name.value)
+                    if kind == "function":
+                        functions.add(p.name.value)
+        if class_def is not None:
+            found |= {f"self.{a}" for a in self._network_attributes(class_def, 3)}
+        pending: list[cst.CSTNode] = [function.body]
+        while pending:
+            node = pending.pop()
+            for child in code_children(node):
+                if type(child) is cst.FunctionDef:
+                    if self.facts(child).model_calls:  # type: ignore[arg-type]
+                        found.add(child.name.value)  # type: ignore[attr-defined]
+                        functions.add(child.name.value)  # type: ignore[attr-defined]
+                elif type(child) not in (cst.ClassDef, cst.Lambda):
+                    pending.append(child)
+        result = (frozenset(found), frozenset(functions))
+        self._memo[key] = result
+        return result
+
+    def _network_attributes(self, class_def: cst.ClassDef, depth: int) -> frozenset[str]:
+        """Attributes `__init__` binds to a parameter annotated as a network, in the class
+        or, through `super().__init__(...)`, in its bases of this module."""
+        init = next(
+            (
+                s
+                for s in class_def.body.body
+                if type(s) is cst.FunctionDef and s.name.value == "__init__"  # type: ignore[attr-defined]
+            ),
+            None,
+        )
+        if init is None:
+            return frozenset()
+        annotated = {
+            p.name.value
+            for p in parameters(init)
+            if p.annotation is not None and self._annotated_network(p.annotation.annotation)
+        }
+        found: set[str] = set()
+        for node in descendants(init.body):
+            if (
+                type(node) is cst.Assign
+                and type(node.value) is cst.Name  # type: ignore[attr-defined]
+                and node.value.value in annotated  # type: ignore[attr-defined]
+            ):
+                for target in node.targets:  # type: ignore[attr-defined]
+                    spelled = self_attribute_spelling(target.target)
+                    if spelled is not None:
+                        found.add(spelled[len("self.") :])
+        if depth > 0:
+            names = {
+                type(b.value) is cst.Name and b.value.value  # type: ignore[attr-defined]
+                for b in class_def.bases
+                if b.keyword is None
+            }
+            for node in self.module.body:
+                if type(node) is cst.ClassDef and node.name.value in names:  # type: ignore[attr-defined]
+                    found |= self._network_attributes(node, depth - 1)  # type: ignore[arg-type]
+        return frozenset(found)
+
+    def _annotated_network(self, annotation: cst.BaseExpression) -> str | None:
+        """`"module"` for `nn.Module`, a `torch.nn` module class or a model class of this
+        module, `"function"` for a callable that returns a tensor (`Callable[[torch.
+        Tensor], torch.Tensor]`), also `Optional[...]` or `... | None` of one; else None."""
+        if type(annotation) is cst.BinaryOperation:
+            sides = (annotation.left, annotation.right)  # type: ignore[attr-defined]
+            kinds = [
+                self._annotated_network(side)
+                for side in sides
+                if not (type(side) is cst.Name and side.value == "None")  # type: ignore[attr-defined]
+            ]
+            return next((k for k in kinds if k), None)
+        if type(annotation) is cst.Subscript:
+            head = self.imports.resolve(annotation.value) or last_name(annotation.value) or ""  # type: ignore[attr-defined]
+            leaf = head.rsplit(".", 1)[-1]
+            elements = [
+                e.slice.value
+                for e in annotation.slice  # type: ignore[attr-defined]
+                if isinstance(e.slice, cst.Index)
+            ]
+            if leaf == "Optional" and elements:
+                return self._annotated_network(elements[0])
+            if leaf == "Callable" and len(elements) == 2:
+                returned = self.imports.resolve(elements[1]) or ""
+                return "function" if returned == "torch.Tensor" else None
+            return None
+        if type(annotation) not in (cst.Name, cst.Attribute):
+            return None
+        qualified = self.imports.resolve(annotation) or ""
+        leaf = qualified.rsplit(".", 1)[-1]
+        if qualified.startswith("torch.nn.") and leaf[:1].isupper() and "." not in qualified[9:]:
+            return "module"
+        if qualified.startswith("torch.nn.modules.") and leaf[:1].isupper():
+            return "module"
+        if type(annotation) is cst.Name and annotation.value in self.model_classes():  # type: ignore[attr-defined]
+            return "module"
+        return None
 
     def _submodules(self, class_def: cst.ClassDef | None) -> frozenset[str]:
         """`critic` for `self.critic = nn.Sequential(...)` in a model class: attributes the
@@ -1613,6 +1812,12 @@ class LoopFacts:
                     found.extend(
                         local or [f for f in functions if any(f is s for s in self.module.body)]
                     )
+                    if not functions and scope is not None:
+                        # `decode = self.decode_sampled` (or `self.decode_greedy`), then
+                        # `self.decode_one_token = decode`: the methods the local holds.
+                        for method in _methods_bound_to(scope, value.value):
+                            if method != name:
+                                found.extend(self._own_methods(class_def, method))
                 elif (
                     isinstance(value, cst.Attribute)
                     and isinstance(value.value, cst.Name)
@@ -2137,6 +2342,51 @@ class LoopFacts:
             return tuple(found)
 
         return self._memoized("optimizer_steps", node, (), compute)
+
+
+def _methods_bound_to(scope: cst.FunctionDef, name: str) -> list[str]:
+    """The methods a local of `scope` holds where every binding of it (in `scope`'s own
+    code) is one of them: `fn = self.decode_sampled` in one branch, `fn =
+    self.decode_greedy` in the other (or `fn = self.a if flag else self.b`). Empty where
+    some binding holds anything else, or where the name is a parameter."""
+    if parameter(scope, name) is not None:
+        return []
+    methods: list[str] = []
+    pending: list[cst.CSTNode] = [scope.body]
+    while pending:
+        node = pending.pop()
+        for child in code_children(node):
+            kind = type(child)
+            if kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                continue
+            pending.append(child)
+            if kind is cst.AugAssign or kind is cst.AnnAssign:
+                target = child.target  # type: ignore[attr-defined]
+                if type(target) is cst.Name and target.value == name:  # type: ignore[attr-defined]
+                    return []
+            if kind is not cst.Assign:
+                continue
+            if not any(
+                name in target_names(t.target)
+                for t in child.targets  # type: ignore[attr-defined]
+            ):
+                continue
+            if len(child.targets) != 1 or type(child.targets[0].target) is not cst.Name:  # type: ignore[attr-defined]
+                return []
+            values = [child.value]  # type: ignore[attr-defined]
+            while values:
+                value = values.pop()
+                if type(value) is cst.IfExp:
+                    values.extend((value.body, value.orelse))  # type: ignore[attr-defined]
+                elif (
+                    type(value) is cst.Attribute
+                    and type(value.value) is cst.Name  # type: ignore[attr-defined]
+                    and value.value.value == "self"  # type: ignore[attr-defined]
+                ):
+                    methods.append(value.attr.value)  # type: ignore[attr-defined]
+                else:
+                    return []
+    return methods
 
 
 def _callable_parameters(function: cst.FunctionDef | None) -> frozenset[str]:

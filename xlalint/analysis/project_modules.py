@@ -153,20 +153,19 @@ def _resolve_in(base: str, dotted: str, root: str) -> str | None:
     """`_resolve` past the folder of the importing file: shared by the files of a root
     whose imports start from the same folder (`from diffusers.utils import x` anywhere,
     `from ...utils import x` at one depth), so each module is looked up once."""
-    found = _module_file(base, dotted)
-    if found is None and base == root and _names_namespace_root(root, dotted):
-        # `instructlab/` without an `__init__.py` around the package `training/`: a
-        # namespace package (PEP 420) whose modules import `instructlab.training.model`,
-        # from the folder above it.
-        found = _module_file(os.path.dirname(root), dotted)
+    found = _module_file(_namespace_base(base, dotted, root), dotted)
     return found if found is not None and _within(found, root) else None
 
 
-def _names_namespace_root(root: str, dotted: str) -> bool:
-    """Whether `dotted` starts with the name of `root` where `root` is a namespace
-    package's folder: no `__init__.py`, the parent of the topmost package folder."""
-    head = dotted.split(".", 1)[0]
-    return head == os.path.basename(root) and not _is_package(root)
+def _namespace_base(base: str, dotted: str, root: str) -> str:
+    """Where an absolute import starts: the root, or, where the root is a namespace
+    package that the import names (PEP 420: `instructlab/` without an `__init__.py`
+    holding the package `training/`, imported as `instructlab.training.accelerator`),
+    the folder above it, as Python finds such a package on its path."""
+    if base != root or _is_package(root):
+        return base
+    first = dotted.split(".", 1)[0]
+    return os.path.dirname(root) if first and first == os.path.basename(root) else base
 
 
 @lru_cache(maxsize=4096)
@@ -174,9 +173,11 @@ def _is_folder(folder: str, level: int, dotted: str) -> bool:
     """Whether `dotted` (after `level` dots, seen from `folder`) is a folder on disk: the
     only place `from dotted import name` can find a submodule `name` (most `from`
     imports name a module's functions, or another project's: a stat, not one per name)."""
-    base = _start(folder, level)[0]
+    base, root = _start(folder, level)
+    if base is None:
+        return False
     parts = [p for p in dotted.split(".") if p]
-    return base is not None and os.path.isdir(os.path.join(base, *parts))
+    return os.path.isdir(os.path.join(_namespace_base(base, dotted, root), *parts))
 
 
 def bindings(text: str) -> dict[str, tuple[int, str]]:

@@ -26,6 +26,7 @@ from xlalint.analysis.loop_facts import (
     Loop,
     LoopSite,
     _Assign,
+    _ModelCall,
     iterates_optimizers,
     unwrap_iteration,
 )
@@ -111,7 +112,7 @@ class LoopAnalysis(LoaderTracing):
             # optimizer steps) is an epoch of its own, not a sampling step: its nested
             # loops are the step loops, whatever state it hands from pass to pass.
             infers = (
-                self.infers(node)
+                (self.infers(node) and not self._solves_through_a_callable(site))
                 or self._sweeps_state(node)
                 or self._counts_tokens(site)
                 or samples_in_helper
@@ -265,9 +266,16 @@ class LoopAnalysis(LoaderTracing):
         not the pending XLA graph). Each pass is a step of its own, not part of one
         forward's graph. Not a second-order inner loop (`create_graph=True`, as
         meta-learning adapts weights inside the outer step's graph), nor a `*_step`
-        function's sweep (`for _ in range(self.n_critic)`: part of its one step)."""
-        function = site.function
+        function's sweep (`for _ in range(self.n_critic)`: part of its one step). The loop
+        may sit in a function nested in the forward (`def get_adv_examples(x):`), which
+        runs there. Not in the forward of a part of another model of the module, which
+        keeps an instance and calls it in its own forward (`self.attacker = Attacker(model)`,
+        `adv = self.attacker(inp, target)` in `AttackerModel.forward`): the attack is the
+        inner maximisation of that model's step, its barrier the batch loop's."""
+        function = site.outer
         if function is None or function.name.value not in ("forward", "__call__"):
+            return False
+        if site.class_def is not None and self._part_of_a_forward(site.class_def):
             return False
         node = site.node
         facts = self.facts(node)
@@ -298,6 +306,72 @@ class LoopAnalysis(LoaderTracing):
             and any(target_names(t.target) & carried for t in assign.targets)
             for assign in updates
         )
+
+    def _solves_through_a_callable(self, site: LoopSite) -> bool:
+        """Every model run of the pass is a call of a parameter annotated as a callable
+        that returns a tensor (`matrix_vector_dot_fn: Callable[[Tensor], Tensor]`), and
+        the state it hands on is not chosen from its results (`decodes`): an iterative
+        solve (conjugate gradient over a Hessian-vector product), whose operator need be
+        no network, not a search that picks elites by the callable's scores (`values.
+        topk(n)` of `obj_fun(population)`, a planner's CEM)."""
+        function = site.function
+        if function is None:
+            return False
+        _, functions = self._handed_networks(function, site.class_def)
+        callables = {name for name in functions if parameter(function, name) is not None}
+        if not callables:
+            return False
+        runs = [e for e in self.facts(site.node).events if isinstance(e, _ModelCall)]
+        return (
+            bool(runs)
+            and all(
+                type(e.call.func) is cst.Name and e.call.func.value in callables  # type: ignore[attr-defined]
+                for e in runs
+            )
+            and not self.decodes(site.node)
+        )
+
+    def _part_of_a_forward(self, class_def: cst.ClassDef) -> bool:
+        """Another class of the module keeps an instance of `class_def` in an attribute
+        (`self.attacker = Attacker(model, dataset)`) and calls it in its `forward` or
+        `__call__` (`self.attacker(inp, target)`): `class_def`'s forward runs inside that
+        forward, a part of its one step."""
+        name = class_def.name.value
+        for other in self.module.body:
+            if type(other) is not cst.ClassDef or other is class_def:
+                continue
+            held: set[str] = set()
+            callers: list[cst.FunctionDef] = []
+            for method in other.body.body:  # type: ignore[attr-defined]
+                if type(method) is not cst.FunctionDef:
+                    continue
+                if method.name.value in ("forward", "__call__"):  # type: ignore[attr-defined]
+                    callers.append(method)  # type: ignore[arg-type]
+                for node in descendants(method):
+                    if (
+                        type(node) is cst.Assign
+                        and type(node.value) is cst.Call  # type: ignore[attr-defined]
+                        and last_name(node.value.func) == name  # type: ignore[attr-defined]
+                    ):
+                        for target in node.targets:  # type: ignore[attr-defined]
+                            t = target.target
+                            if (
+                                type(t) is cst.Attribute
+                                and type(t.value) is cst.Name
+                                and t.value.value == "self"
+                            ):
+                                held.add(t.attr.value)
+            if held and any(
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute  # type: ignore[attr-defined]
+                and type(node.func.value) is cst.Name  # type: ignore[attr-defined]
+                and node.func.value.value == "self"  # type: ignore[attr-defined]
+                and node.func.attr.value in held  # type: ignore[attr-defined]
+                for caller in callers
+                for node in descendants(caller)
+            ):
+                return True
+        return False
 
     def _counts_tokens(self, site: LoopSite) -> bool:
         """A loop over as many passes as tokens to generate (`for i in
@@ -379,8 +453,49 @@ class LoopAnalysis(LoaderTracing):
             return True
         appended = self.facts(node).appended
         return any(
-            name not in appended or self._joined_in(site, name) for name in self.accumulated(node)
+            name not in appended or self._joined_in(site, name)
+            for name in self.accumulated(node)
+            if not self._numpy_buffer(site.function, name)
         )
+
+    def _numpy_buffer(self, function: cst.FunctionDef | None, name: str) -> bool:
+        """`y_pred = np.zeros_like(y).astype(float)` before the loop, then `y_pred[te_idx]
+        = model_pred` in each pass: every binding of the name in the function makes a
+        numpy array, and a write into one copies what it is given to the host (numpy
+        reads the tensor's values): nothing stays pending on the device."""
+        if function is None or "." in name:
+            return False
+        found = False
+        for node in descendants(function.body):
+            if type(node) is cst.AugAssign:
+                if name in target_names(node.target):  # type: ignore[attr-defined]
+                    return False
+                continue
+            if type(node) is not cst.Assign or not any(
+                type(t.target) is cst.Name and t.target.value == name  # type: ignore[attr-defined]
+                for t in node.targets  # type: ignore[attr-defined]
+            ):
+                if type(node) is cst.Assign and any(
+                    name in target_names(t.target) and type(t.target) is not cst.Subscript
+                    for t in node.targets  # type: ignore[attr-defined]
+                ):
+                    return False  # unpacked, or bound beside other names
+                continue
+            value = node.value  # type: ignore[attr-defined]
+            # `np.zeros(n).astype(float)`, `np.empty(shape).reshape(-1, k)`: methods of the
+            # array a numpy function made.
+            while (
+                type(value) is cst.Call
+                and type(value.func) is cst.Attribute  # type: ignore[attr-defined]
+                and type(value.func.value) is cst.Call  # type: ignore[attr-defined]
+            ):
+                value = value.func.value  # type: ignore[attr-defined]
+            if type(value) is not cst.Call or not (
+                self.imports.resolve(value.func) or ""  # type: ignore[attr-defined]
+            ).startswith("numpy."):
+                return False
+            found = True
+        return found
 
     def _accumulates_items(self, site: LoopSite) -> bool:
         """A loop over a data loader whose pass runs the model on each item of its batch

@@ -26,7 +26,24 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     where its `__init__` makes torch.nn layers of its own (`self.classifier =
     nn.Linear(...)`; a loss, a wrapped model or a container, which any object may keep,
     does not count), so a greedy decoding loop calling `self._attention(seq, enc)` runs the
-    model. Applying a model runs it: latent diffusion's samplers call the denoiser as
+    model. So may a method the class keeps in an attribute (`self.decode_one_token =
+    decode`, the local bound to `self.decode_sampled` in one branch and to
+    `self.decode_greedy` in the other, every binding one of its methods): a token loop
+    calling it, itself or through a helper (`token = self.next_token(token)`), runs the
+    model those methods call. A network handed in runs whatever its name, where the code
+    says it is one: a parameter annotated as a module or as a callable that returns a
+    tensor (`obj_fun: Callable[[torch.Tensor], torch.Tensor]`, a planner's objective
+    that rolls the model out, where the pass picks its state by the callable's scores,
+    `values.topk(n)`; not a callback annotated to return `None`, nor a conjugate gradient
+    solve whose callable is an operator, `matrix_vector_dot_fn(p)`), an attribute
+    `__init__` binds from such a parameter (`estimator: torch.nn.Module = None`, then
+    `self.estimator = estimator`, also in a base of the module that the subclass hands
+    its arguments on to), a part of an object called through its `forward`
+    (`self.estimator.forward(x, t=t)`: PyTorch's protocol for running a module), and a
+    function the loop's function defines that runs a model, handed with the state to a
+    step helper (`xt = step_fn(velocity_func, xt, t0, dt)`, an ODE solver's Euler or
+    midpoint step); an unannotated attribute called plainly (`self.transform(x)`) says
+    nothing. Applying a model runs it: latent diffusion's samplers call the denoiser as
     `self.model.apply_model(x, t, c)` (`apply_` and a model's name, not `apply_weight_norm`
     or `apply_lora_to_model`). A Markov chain's kernel counts as a model where it
     draws the state it replaces (`params = kernel.sample(params)`; `buffer.sample(n)` and
@@ -36,7 +53,8 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     in self._reachable_domains`), is a different model on each pass: such a loop walks the
     model's structure in one forward, not repeated steps of one model (`self.nets[-1](x)`
     on every pass still is one). A barrier behind `if XLA_AVAILABLE:` counts.
-    Loops inside `forward`, a `*_step` function or a hook a framework calls from its step
+    Loops inside `forward`, a `*_step` function (also in a function nested in one and
+    called there) or a hook a framework calls from its step
     (a Trainer's `compute_loss`; trl's `PPOTrainer.batched_forward_pass`, whose loop over
     the rollout's mini-batches keeps their results only to join them) are one step's graph
     and are not reported
@@ -144,7 +162,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     copied with `.cpu()`, the positions of a helper's result that hold, on its every
     `return`, a host copy or a value it was handed unchanged (`preds, targets =
     self.evaluate_step(model, batch)` returning `preds.cpu(), _targets`, with `_targets`
-    the batch's targets from before it moved them), and state copied whole with `x.cpu()`
+    the batch's targets from before it moved them), results written into a numpy array
+    that every binding of the function makes (`y_pred = np.zeros_like(y).astype(float)`,
+    then `y_pred[te_idx] = pred` per pass: numpy copies the values to the host), and
+    state copied whole with `x.cpu()`
     or `x.tolist()`, which leaves it as device data (8 steps compile 1 graph, as with a
     barrier; `x.item()` compiles 9). A model result rebound to an attribute every pass
     (`self.state.outputs = model(batch)`) is rebound, not carried.
