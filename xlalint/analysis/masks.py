@@ -594,13 +594,15 @@ class BooleanMasks:
                 base_kind = self.kinds.of(node.value)
             if base_kind is Kind.TENSOR:
                 return index.value
+            sliced = _unsliced(node.value)
             if (
                 base_kind is Kind.UNKNOWN
-                and self.kinds.is_derived(node.value)
-                and not self.kinds.is_dict(node.value)
+                and self.kinds.is_derived(sliced)
+                and not self.kinds.is_dict(sliced)
             ):
                 # A helper's result computed from tensors, indexed by a mask: both agree
-                # that it is a tensor (`logprobs[padding_masks] = 1.0`).
+                # that it is a tensor (`logprobs[padding_masks] = 1.0`); so does a slice of
+                # it, which holds the same kind of value (`logps[:n][loss_mask[:n]]`).
                 return index.value
             if evidence is not Evidence.VALUE:
                 continue
@@ -869,6 +871,18 @@ def _entry_key(node: cst.Subscript) -> str | None:
 
 def _self_attribute(node: cst.Attribute) -> bool:
     return type(node.value) is cst.Name and node.value.value == "self"
+
+
+def _unsliced(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The value `value` slices, through any number of slicings (`x` of `x[:n]`,
+    `x[:, :n]`, `x[n:][:, 1:]`): a slice holds what its value holds (a tensor's slice is a
+    tensor, a list's a list). A subscript with an index that is no slice (`x[0]`,
+    `x["k"]`) picks an element, and is kept."""
+    while type(value) is cst.Subscript and all(
+        type(element.slice) is cst.Slice for element in value.slice
+    ):
+        value = value.value
+    return value
 
 
 def _complement_of(index: cst.BaseExpression) -> cst.BaseExpression | None:
