@@ -146,6 +146,8 @@ ZERO_DIM_REDUCTIONS = frozenset(
 )  # fmt: skip
 # Attributes of `torch.finfo(...)`/`torch.iinfo(...)`: Python numbers.
 _INFO_ATTRIBUTES = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution"})
+# numpy functions that build an array from data (not from sizes: `np.zeros(n)`).
+_NUMPY_ARRAYS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray"})
 _MATH_CONSTANTS = frozenset(
     {"math.inf", "math.nan", "math.pi", "math.e", "math.tau", "numpy.inf", "numpy.nan",
      "numpy.pi", "numpy.e"}
@@ -173,6 +175,9 @@ class _Binding:
     # A comparison method called on a name (`sign.gt(0)`): that name, with its version
     # when the mask was bound (`tested_by_method`).
     tested: tuple[str, int] | None = None
+    # Bound to a numpy array built from data (`np.array(flags)`): a host array, of booleans
+    # where it and its complement both index (`_split_by_complement`).
+    array: bool = False
 
 
 class BooleanMasks:
@@ -278,6 +283,12 @@ class BooleanMasks:
 
     def _binding(self, value: cst.BaseExpression) -> _Binding:
         evidence = self.evidence(value)
+        if (
+            evidence is Evidence.NONE
+            and type(value) is cst.Call
+            and self.imports.resolve(value.func) in _NUMPY_ARRAYS
+        ):
+            return _Binding(evidence, array=True)
         if evidence is Evidence.NONE and self._opaque_call(value):
             # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
             # unknown, so the name it is given is the evidence (kept only for mask names).
@@ -354,6 +365,10 @@ class BooleanMasks:
         if type(node) is cst.Name:
             binding = self._frames[-1].get(node.value)
             if binding is not None:
+                if binding.array and self._split_by_complement(node, node.value, host=True):
+                    # `flags = np.array(eq_flags)`, then `c[:, flags]` and `c[:, ~flags]`:
+                    # a host array of booleans, still a mask of the tensor it indexes.
+                    return Evidence.LIKELY
                 return binding.evidence
             if MASK_NAME.match(node.value):
                 return Evidence.NAME
@@ -423,18 +438,22 @@ class BooleanMasks:
             return self.evidence(node.value)
         return Evidence.NONE
 
-    def _split_by_complement(self, node: cst.BaseExpression, spelling: str | None) -> bool:
+    def _split_by_complement(
+        self, node: cst.BaseExpression, spelling: str | None, *, host: bool = False
+    ) -> bool:
         """`node` (spelled `spelling`: a name, `self.flags`, `batch["kto_tags"]`) is one
         whose complement indexes a value in the function being walked (`logits[tags]`
         beside `logits[~tags]`, `torch.logical_not(tags)`, `tags.logical_not()`): splitting
         rows in two by a value and its complement is what a boolean mask does. Not a
-        Python number's `~i` (`a[i] + a[~i]`: the i-th row from the end), nor a host value's."""
+        Python number's `~i` (`a[i] + a[~i]`: the i-th row from the end), nor a host value's,
+        unless (`host`) the caller knows it for a numpy array the function built from data
+        (`np.array(eq_flags)`): a host mask indexing a device tensor still runs `nonzero`."""
         if spelling is None or self.imports.resolve(node) is not None:
             return False
         function = next((n for n in reversed(self._stack) if type(n) is cst.FunctionDef), None)
         if function is None or spelling not in _complemented_indexes(function):
             return False
-        return self.kinds.of(node) is not Kind.HOST
+        return host or self.kinds.of(node) is not Kind.HOST
 
     def _member_evidence(self, attribute: str) -> Evidence:
         """`self.pos_idx` in a method, where the class's code binds `self.pos_idx = weights

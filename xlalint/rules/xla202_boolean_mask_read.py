@@ -105,7 +105,9 @@ class BooleanMaskRead(HelperCallRule):
     `logits[~batch["kto_tags"]]`, `torch.logical_not(labels)`, `labels.logical_not()`):
     only booleans split rows in two by a value and its complement. Not a Python number's
     `~i` (`a[i]` and `a[~i]`: a row and its mirror from the end), nor a name the function
-    binds to anything else (`order = torch.arange(n)`).
+    binds to anything else (`order = torch.arange(n)`), but a numpy array it builds from
+    data (`eq_flags = np.array(flags)`, then `c[:, eq_flags]` and `c[:, ~eq_flags]`): a
+    host boolean mask indexing a device tensor still costs a `nonzero` fallback per read.
     Reads of several tensors with the same mask in one statement (`return dists[good],
     idxs[good]`, `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first:
     they select the same count, and one change keeps both shapes. So are reads under a mask
