@@ -94,8 +94,9 @@ class BooleanMaskRead(HelperCallRule):
     reported once, at the write; also where the written value is of unknown kind
     (`cur_labels[m] = output_label[m]`: the device values make it a device tensor, XLA203's
     finding). So is a read handed alone to the call whose result is written back under the
-    same mask (`output[m] = self.penalty(d[m])`): a masked gather, compute and scatter in
-    one statement. A read under another mask, one handed to a call with other arguments
+    same mask (`output[m] = self.penalty(d[m])`), also cast or computed element for
+    element first (`x[m] = categorical(u[m].to(dtype=dt))`): a masked gather, compute and
+    scatter in one statement. A read under another mask, one handed to a call with other arguments
     (`self.penalty(d[m], scale)`), one a non-elementwise operation takes whole
     (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
     causes of their own. An attribute the class binds to booleans in another method
@@ -456,12 +457,26 @@ class BooleanMaskRead(HelperCallRule):
         the written value. The rows selected under the mask are computed and written back
         under it in one statement (as many as the write takes): one masked gather, compute
         and scatter, one cause, which XLA203 reports at the write (`torch.where(m,
-        self.penalty(d), out)` keeps every shape where the call works row for row)."""
-        ancestors = islice(self.ctx.ancestors(), 3)
-        arg, call, assign = (next(ancestors, None) for _ in range(3))
+        self.penalty(d), out)` keeps every shape where the call works row for row). So is
+        the read cast or computed element for element before it is handed
+        (`x[m] = categorical(u[m].to(dtype=dt))`, `.float()`): the same rows, one per
+        selected element."""
+        ancestors = self.ctx.ancestors()
+        handed: cst.BaseExpression = node
+        arg = next(ancestors, None)
+        while (
+            isinstance(arg, cst.Attribute)
+            and arg.value is handed
+            and arg.attr.value in _ELEMENTWISE
+        ):
+            method = next(ancestors, None)
+            if not (isinstance(method, cst.Call) and method.func is arg):
+                return None
+            handed, arg = method, next(ancestors, None)
+        call, assign = next(ancestors, None), next(ancestors, None)
         if not (
             isinstance(arg, cst.Arg)
-            and arg.value is node
+            and arg.value is handed
             and arg.keyword is None
             and not arg.star
             and isinstance(call, cst.Call)
