@@ -70,7 +70,10 @@ def package_root(filename: str) -> str:
     `__init__.py` inside a package (at most `NAMESPACE_DEPTH` folders below one) is a
     namespace portion of it, as Python imports it (facenet-pytorch's
     `facenet_pytorch/models/utils/detect_face.py`, with only `facenet_pytorch/__init__.py`,
-    is `facenet_pytorch.models.utils.detect_face`)."""
+    is `facenet_pytorch.models.utils.detect_face`). A topmost folder without one (a PEP 420
+    namespace package, `instructlab/` over the package `instructlab/training/`) is the root,
+    and absolute imports spelled through its name (`instructlab.training.model`) resolve
+    inside it (`_namespace_inner`)."""
     return _root_of(os.path.dirname(os.path.abspath(filename)))
 
 
@@ -154,7 +157,20 @@ def _resolve_in(base: str, dotted: str, root: str) -> str | None:
     whose imports start from the same folder (`from diffusers.utils import x` anywhere,
     `from ...utils import x` at one depth), so each module is looked up once."""
     found = _module_file(base, dotted)
+    if found is None and (inner := _namespace_inner(base, dotted, root)) is not None:
+        found = _module_file(base, inner)
     return found if found is not None and _within(found, root) else None
+
+
+def _namespace_inner(base: str, dotted: str, root: str) -> str | None:
+    """`training.model` for `instructlab.training.model` seen from a root named
+    `instructlab` that is no package itself (no `__init__.py`): a top-level namespace
+    package (PEP 420) whose packages import each other absolutely, through its name
+    (`from instructlab.training.model import Model`); None otherwise."""
+    head, _, inner = dotted.partition(".")
+    if base != root or not inner or head != os.path.basename(root) or _is_package(root):
+        return None
+    return inner
 
 
 @lru_cache(maxsize=4096)
@@ -162,9 +178,14 @@ def _is_folder(folder: str, level: int, dotted: str) -> bool:
     """Whether `dotted` (after `level` dots, seen from `folder`) is a folder on disk: the
     only place `from dotted import name` can find a submodule `name` (most `from`
     imports name a module's functions, or another project's: a stat, not one per name)."""
-    base = _start(folder, level)[0]
+    base, root = _start(folder, level)
+    if base is None:
+        return False
     parts = [p for p in dotted.split(".") if p]
-    return base is not None and os.path.isdir(os.path.join(base, *parts))
+    if os.path.isdir(os.path.join(base, *parts)):
+        return True
+    inner = _namespace_inner(base, dotted, root)
+    return inner is not None and os.path.isdir(os.path.join(base, *inner.split(".")))
 
 
 def bindings(text: str) -> dict[str, tuple[int, str]]:
