@@ -7,7 +7,7 @@ import libcst as cst
 
 from xlalint.analysis import tensor_methods
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.masks import atom, dotted, takes_tensors
+from xlalint.analysis.masks import Evidence, atom, dotted, takes_tensors
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -125,7 +125,10 @@ class BooleanMaskRead(HelperCallRule):
     (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
     same module hands it one (the decoding loop passes its buffers) or where the helper
     uses it as one (`p.gather(...)`, `p.view(...)`); a parameter the callers give numpy
-    arrays or lists is not flagged. So is a value the helper computes from such parameters
+    arrays or lists is not flagged. The mask may be a parameter too (or a name bound to
+    one: `dist_masked_tokens = masked_tokens`) where every call of the module hands it a
+    mask computed from tensors (`self.cal_dist_loss(d, t, tgt_tokens.ne(pad))`); one call
+    handing it positions (`topk` indices) leaves it unknown. So is a value the helper computes from such parameters
     by arithmetic alone (`error = pred - target`), and there a mask compared from the read
     value itself (`error[error == error]`, or a name bound to such a comparison while the
     read value held what it holds: `mask = probs >= thresh`, then `probs[mask]`) is
@@ -232,7 +235,14 @@ class BooleanMaskRead(HelperCallRule):
         super().__init__(ctx)
         # Masked reads of a helper's parameters, judged by its callers once walked.
         self._pending: list[
-            tuple[cst.Subscript, FunctionKey, frozenset[str], Site, tuple[int, str] | None]
+            tuple[
+                cst.Subscript,
+                FunctionKey,
+                frozenset[str],
+                Site,
+                tuple[int, str] | None,
+                frozenset[str],
+            ]
         ] = []
         # Reads of unknown kind given a tensor-only method (`x[m].sigmoid()`), reported
         # once the walk is over.
@@ -364,13 +374,26 @@ class BooleanMaskRead(HelperCallRule):
         if not params or function is None or self.ctx.kind(node.value) is not Kind.UNKNOWN:
             return
         mask = self.ctx.masks.computed_mask(node) or self.ctx.masks.mask_of_itself(node)
+        mask_params: frozenset[str] = frozenset()
+        if mask is None:
+            # `encoder_distance[dist_masked_tokens, :]` with `dist_masked_tokens =
+            # masked_tokens`, a parameter: a mask where every call hands it one.
+            for element in node.slice:
+                index = element.slice
+                if isinstance(index, cst.Index) and index.star is None:
+                    found = self.calls.sources(index.value) - params
+                    if found:
+                        mask, mask_params = index.value, found
+                        break
         if mask is not None:
             key = self._read_key(node, mask)
-            self._pending.append((node, function, params, self.ctx.site(), key))
+            self._pending.append((node, function, params, self.ctx.site(), key, mask_params))
 
     def leave_Module(self, node: cst.Module) -> None:
         code = self.ctx.module.code_for_node
-        for subscript, function, params, site, key in self._pending:
+        for subscript, function, params, site, key, mask_params in self._pending:
+            if mask_params and not any(self.calls.handed_mask(function, p) for p in mask_params):
+                continue
             if any(self.calls.holds_tensor(function, param) for param in params):
                 if key is not None:
                     self._read_masks.add(key)
@@ -385,6 +408,7 @@ class BooleanMaskRead(HelperCallRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)
+        self._note_mask_call(node)
         func = node.func
         qualified = self.ctx.qualified(func)
         if qualified == "torch.masked_select":
@@ -404,6 +428,22 @@ class BooleanMaskRead(HelperCallRule):
             self._read_masks.add(key)
         fix = self._masked_select_fix(node, source, mask) if mask is not None else None
         self.report(node, self.message.format(what="masked_select"), fix=fix)
+
+    def _note_mask_call(self, node: cst.Call) -> None:
+        """A call of a helper of this module, with its arguments that are masks computed
+        from tensors (`HelperCalls.handed_mask`)."""
+        if type(node.func) is cst.Name and self.ctx.qualified(node.func):
+            return
+        helper = self.calls.callee(node, self.ctx.function)
+        if helper is None or not self.ctx.defines_name(helper.name):
+            return
+        masks = self.ctx.masks
+        handed = frozenset(
+            id(arg.value)
+            for arg in node.args
+            if not arg.star and masks.evidence(arg.value) is Evidence.VALUE
+        )
+        self.calls.note_mask_call(node, helper, handed)
 
     def _copied_under_same_mask(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
         """`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: a masked copy, or a rewrite in
