@@ -146,6 +146,8 @@ ZERO_DIM_REDUCTIONS = frozenset(
 )  # fmt: skip
 # Attributes of `torch.finfo(...)`/`torch.iinfo(...)`: Python numbers.
 _INFO_ATTRIBUTES = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution"})
+# Python's types that torch takes as dtypes (`dtype=bool` is `torch.bool`).
+_PYTHON_DTYPES = frozenset({"bool", "int", "float", "complex"})
 # numpy functions that build an array from data (not from sizes: `np.zeros(n)`).
 _NUMPY_ARRAYS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray"})
 _MATH_CONSTANTS = frozenset(
@@ -545,7 +547,15 @@ class BooleanMasks:
         if not isinstance(func, cst.Attribute):
             return Evidence.NONE
         method = func.attr.value
-        if self.kinds.of(func.value) in (Kind.MODULE, Kind.HOST) and method != "bool":
+        receiver = self.kinds.of(func.value)
+        if (
+            receiver in (Kind.MODULE, Kind.HOST)
+            and method != "bool"
+            and not (
+                # `torch.zeros(n, dtype=bool).to(device)`: a host tensor's dtype travels.
+                method in _DTYPE_KEEPING_METHODS and self.kinds.is_host_tensor(func.value)
+            )
+        ):
             return Evidence.NONE
         if method in _BOOLEAN_OPS:
             return Evidence.VALUE
@@ -582,8 +592,12 @@ class BooleanMasks:
         return None
 
     def _dtype_name(self, node: cst.BaseExpression) -> str | None:
-        """`torch.bool` -> "bool", `torch.BoolTensor` -> "bool", `torch.float` -> "float"."""
+        """`torch.bool` -> "bool", `torch.BoolTensor` -> "bool", `torch.float` -> "float";
+        Python's own `bool`, `int`, `float` (torch takes them for its dtypes: `torch.zeros(n,
+        dtype=bool)` is a boolean tensor) -> "bool", "int", "float"."""
         qualified = self.imports.resolve(node) or ""
+        if not qualified and type(node) is cst.Name and node.value in _PYTHON_DTYPES:
+            return node.value
         module, _, name = qualified.rpartition(".")
         if module != "torch":
             if isinstance(node, cst.SimpleString) and "Tensor" in node.value:

@@ -65,7 +65,8 @@ class BooleanMaskRead(HelperCallRule):
     step (also in a function that another module of the project calls every step, such as
     a metric a model's `forward` computes). A mask is a comparison of tensors (`labels !=
     -100`), `isnan`/`isinf`/`isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a
-    `dtype=torch.bool` tensor, a
+    `dtype=torch.bool` tensor (or Python's `dtype=bool`, also built on the host and moved:
+    `torch.zeros(n, dtype=bool).to(device)`), a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), the rows of a mask unpacked into names (`left, up = ((xy % 1 < t) & (xy >
     1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`), masks joined (`torch.stack((
