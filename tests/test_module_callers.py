@@ -398,9 +398,7 @@ def _top_level_namespace(root: Path, spelled: str) -> Path:
 def test_absolute_imports_through_a_top_level_namespace_package(tmp_path: Path) -> None:
     likelihoods = _top_level_namespace(tmp_path, "ns.pkg")
     names = frozenset({"BetaLikelihood.compute_loss", "GammaTable.compute_loss"})
-    assert module_callers.hot_elsewhere(str(likelihoods), names) == {
-        "BetaLikelihood.compute_loss"
-    }
+    assert module_callers.hot_elsewhere(str(likelihoods), names) == {"BetaLikelihood.compute_loss"}
 
 
 def test_a_namespace_of_another_name_is_another_project(tmp_path: Path) -> None:

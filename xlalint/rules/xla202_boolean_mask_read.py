@@ -126,14 +126,14 @@ class BooleanMaskRead(HelperCallRule):
     (`tokens[eos_mask]` with `eos_mask = chosen.eq(eos)`) is a tensor where a call of the
     same module hands it one (the decoding loop passes its buffers) or where the helper
     uses it as one (`p.gather(...)`, `p.view(...)`); a parameter the callers give numpy
-    arrays or lists is not flagged. The mask may be a parameter too (or a name bound to
-    one: `dist_masked_tokens = masked_tokens`) where every call of the module hands it a
-    mask computed from tensors (`self.cal_dist_loss(d, t, tgt_tokens.ne(pad))`); one call
-    handing it positions (`topk` indices) leaves it unknown. So is a value the helper computes from such parameters
+    arrays or lists is not flagged. So is a value the helper computes from such parameters
     by arithmetic alone (`error = pred - target`), and there a mask compared from the read
     value itself (`error[error == error]`, or a name bound to such a comparison while the
     read value held what it holds: `mask = probs >= thresh`, then `probs[mask]`) is
-    computed from a tensor.
+    computed from a tensor. The mask may be a parameter too (or a name bound to one:
+    `dist_masked_tokens = masked_tokens`) where every call of the module hands it a mask
+    computed from tensors (`self.cal_dist_loss(d, t, tgt_tokens.ne(pad))`); one call
+    handing it positions (`topk` indices) leaves it unknown.
 
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
