@@ -222,10 +222,9 @@ class DataParameters:
         if self.records and any(self._holds_record(p) for p in parameters(function)):
             return True
         # Parameters the body rebinds may hold anything it made (`x = torch.as_tensor(x)`),
-        # though not before it rebinds them: a use as a tensor in the body's leading simple
-        # statements, up to the one that first rebinds it (its value is read before the
-        # binding), is a use of the value handed in (`mask = ~torch.isnan(y_true)`, then
-        # `y_true = y_true[mask]`).
+        # though not before it rebinds them: a use as a tensor in a leading statement that
+        # keeps them as handed is a use of the value handed in (`mask =
+        # ~torch.isnan(y_true)`, then `y_true = y_true[mask]`; `_used_before_rebound`).
         params = {p.name.value for p in parameters(function)} - {"self", "cls"}
         rebound = params & bound_names(function)
         if rebound and _used_before_rebound(function, rebound, self.imports):
@@ -261,20 +260,27 @@ def _used_before_rebound(
     function: cst.FunctionDef, rebound: set[str], imports: ImportTable
 ) -> bool:
     """One of the `rebound` parameters used as a tensor (`tensor_uses`) in the body's
-    leading simple statements before any of them binds it, or in the value of the one that
-    first does (`y = y[torch.isfinite(y)]` reads the `y` handed in). The walk stops at the
-    first compound statement (a branch or loop may bind it on one path only)."""
+    leading simple statements before the one that first binds it (`mask =
+    ~torch.isnan(y_true)` before `y_true = y_true[mask]`), in a function without a loop of
+    its own. Not in the rebinding statement itself, which may be the conversion the
+    rebinding is for (`x = torch.as_tensor(x)`, `g = g.unsqueeze(1)` shaping what any
+    caller hands), nor in a function that loops: a parameter its loop rebinds is the
+    loop's state (a sampler's `x = x + d * dt`), and the code before the loop runs once per
+    run of it, not once per batch. The walk stops at the first compound statement (a
+    branch may bind it on one path only)."""
     if not isinstance(function.body, cst.IndentedBlock):
+        return False
+    if any(isinstance(node, cst.For | cst.While) for node in descendants(function.body)):
         return False
     live = set(rebound)
     for statement in function.body.body:
         if not isinstance(statement, cst.SimpleStatementLine) or not live:
             return False
         for small in statement.body:
-            value = small.value if isinstance(small, cst.Assign | cst.AnnAssign) else small
-            if value is not None and live & _uses_in(value, imports):
+            bound = _bound_by_statement(small)
+            if (live - bound) & _uses_in(small, imports):
                 return True
-            live -= _bound_by_statement(small)
+            live -= bound
     return False
 
 
