@@ -356,6 +356,59 @@ def test_handed_instances_hard_negatives(tmp_path: Path, forecaster: str) -> Non
     assert _findings([package / "likelihoods.py"]) == []
 
 
+ANNOTATED_FORECASTER = FORECASTER.replace(
+    "likelihood: Likelihood | None = None", "likelihood=None"
+).replace("self.likelihood = likelihood", "self.likelihood: Likelihood = likelihood")
+
+
+def test_a_method_of_an_instance_declared_by_the_attributes_annotation(tmp_path: Path) -> None:
+    """instructlab's `BatchLossManager.__init__(self, model, ...)` binds `self.model: Model =
+    model` (the parameter unannotated) and calls `self.model.compute_loss(...)` in its
+    loop that runs backward: the attribute's own annotation declares the class."""
+    package = _package(tmp_path, likelihoods=LIKELIHOODS, forecaster=ANNOTATED_FORECASTER)
+    names = frozenset({"BetaLikelihood.compute_loss", "GammaTable.compute_loss"})
+    found = module_callers.hot_elsewhere(str(package / "likelihoods.py"), names)
+    assert found == {"BetaLikelihood.compute_loss"}
+
+
+def test_an_attribute_annotated_with_no_class_is_no_instance(tmp_path: Path) -> None:
+    forecaster = ANNOTATED_FORECASTER.replace(
+        "self.likelihood: Likelihood = likelihood", "self.likelihood: float = likelihood"
+    )
+    package = _package(tmp_path, likelihoods=LIKELIHOODS, forecaster=forecaster)
+    assert _findings([package / "likelihoods.py"]) == []
+
+
+def _top_level_namespace(root: Path, spelled: str) -> Path:
+    """instructlab-training's layout: `instructlab/` has no `__init__.py` (a PEP 420
+    namespace package), `instructlab/training/` is a package whose modules import each
+    other absolutely through the namespace (`from instructlab.training.model import
+    Model`)."""
+    package = root / "ns" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "likelihoods.py").write_text(LIKELIHOODS)
+    (package / "forecaster.py").write_text(
+        FORECASTER.replace("from pkg.likelihoods import", f"from {spelled}.likelihoods import")
+    )
+    project_modules.forget_layout()
+    return package / "likelihoods.py"
+
+
+def test_absolute_imports_through_a_top_level_namespace_package(tmp_path: Path) -> None:
+    likelihoods = _top_level_namespace(tmp_path, "ns.pkg")
+    names = frozenset({"BetaLikelihood.compute_loss", "GammaTable.compute_loss"})
+    assert module_callers.hot_elsewhere(str(likelihoods), names) == {"BetaLikelihood.compute_loss"}
+
+
+def test_a_namespace_of_another_name_is_another_project(tmp_path: Path) -> None:
+    """`from other.pkg.likelihoods import ...` seen from a root named `ns`: another
+    installed distribution's namespace, not this folder."""
+    likelihoods = _top_level_namespace(tmp_path, "other.pkg")
+    names = frozenset({"BetaLikelihood.compute_loss", "GammaTable.compute_loss"})
+    assert module_callers.hot_elsewhere(str(likelihoods), names) == set()
+
+
 def _namespace_package(root: Path) -> Path:
     """facenet-pytorch's layout: `pkg/__init__.py` only; `pkg/models/model.py` and
     `pkg/models/utils/metrics.py` are namespace portions of `pkg` (no `__init__.py`)."""

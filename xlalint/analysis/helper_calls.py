@@ -60,6 +60,9 @@ class HelperCalls:
         # Every call of a helper with its host-value arguments, for rules that ask
         # `host_only` (recorded by them alone: it costs a kind per argument of every call).
         self.host_calls: list[tuple[cst.Call, FunctionKey, frozenset[int]]] = []
+        # Every call of a helper with its boolean-mask arguments (masks computed from
+        # tensors), for rules that ask `handed_mask` (recorded by XLA202 alone).
+        self.mask_calls: list[tuple[cst.Call, FunctionKey, frozenset[int]]] = []
         # Calls that hand a helper values computed from the caller's own parameters, by
         # argument id (recorded by rules that ask `handed_tensor`): a helper's helper is
         # handed a device tensor where its caller is.
@@ -130,6 +133,10 @@ class HelperCalls:
         """A call of `helper` (its `callee`); `hosts`: ids of its host-value arguments."""
         self.host_calls.append((call, helper, hosts))
 
+    def note_mask_call(self, call: cst.Call, helper: FunctionKey, masks: frozenset[int]) -> None:
+        """A call of `helper` (its `callee`); `masks`: ids of its boolean-mask arguments."""
+        self.mask_calls.append((call, helper, masks))
+
     def note_method_call(self, call: cst.Call) -> None:
         """`p.gather(...)`, `p[a:b].view(...)`: a method only tensors have, on a parameter."""
         func = call.func
@@ -168,7 +175,11 @@ class HelperCalls:
 
     def _arithmetic_sources(self, value: cst.BaseExpression) -> frozenset[str]:
         """The parameters (or names computed from them) an arithmetic expression of them and
-        numbers reads; empty if it reads anything else or is no arithmetic."""
+        numbers reads, or a plain name of them stands for (`dist_masked_tokens =
+        masked_tokens`: the same value); empty if it reads anything else or is no
+        arithmetic."""
+        if isinstance(value, cst.Name):
+            return self.sources(value)
         if not isinstance(value, cst.BinaryOperation | cst.UnaryOperation):
             return frozenset()
         found: set[str] = set()
@@ -257,6 +268,26 @@ class HelperCalls:
                 if value is not None:
                     pending.extend((caller, source) for source in handed.get(id(value), ()))
         return False
+
+    def handed_mask(self, key: FunctionKey, param: str) -> bool:
+        """Whether the module calls `key` and every call that binds `param` hands it a
+        boolean mask computed from tensors (`self.cal_dist_loss(d, t, masked_tokens)` with
+        `masked_tokens = tgt_tokens.ne(pad)`): the parameter is that mask in the helper,
+        whatever it is named (needs `note_mask_call` for every call)."""
+        signature = self.signature(key)
+        if signature is None:
+            return False
+        found = False
+        for call, helper, masks in self.mask_calls:
+            if helper != key:
+                continue
+            value = _handed(call, signature, param)
+            if value is None:
+                continue
+            if id(value) not in masks:
+                return False
+            found = True
+        return found
 
     def host_only(self, key: FunctionKey, param: str) -> bool:
         """Whether the module calls `key` and every call hands `param` a host value (a

@@ -146,6 +146,10 @@ ZERO_DIM_REDUCTIONS = frozenset(
 )  # fmt: skip
 # Attributes of `torch.finfo(...)`/`torch.iinfo(...)`: Python numbers.
 _INFO_ATTRIBUTES = frozenset({"min", "max", "eps", "tiny", "smallest_normal", "resolution"})
+# Python's types that torch takes as dtypes (`dtype=bool` is `torch.bool`).
+_PYTHON_DTYPES = frozenset({"bool", "int", "float", "complex"})
+# numpy functions that build an array from data (not from sizes: `np.zeros(n)`).
+_NUMPY_ARRAYS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray"})
 _MATH_CONSTANTS = frozenset(
     {"math.inf", "math.nan", "math.pi", "math.e", "math.tau", "numpy.inf", "numpy.nan",
      "numpy.pi", "numpy.e"}
@@ -173,6 +177,9 @@ class _Binding:
     # A comparison method called on a name (`sign.gt(0)`): that name, with its version
     # when the mask was bound (`tested_by_method`).
     tested: tuple[str, int] | None = None
+    # Bound to a numpy array built from data (`np.array(flags)`): a host array, of booleans
+    # where it and its complement both index (`_split_by_complement`).
+    array: bool = False
 
 
 class BooleanMasks:
@@ -278,6 +285,12 @@ class BooleanMasks:
 
     def _binding(self, value: cst.BaseExpression) -> _Binding:
         evidence = self.evidence(value)
+        if (
+            evidence is Evidence.NONE
+            and type(value) is cst.Call
+            and self.imports.resolve(value.func) in _NUMPY_ARRAYS
+        ):
+            return _Binding(evidence, array=True)
         if evidence is Evidence.NONE and self._opaque_call(value):
             # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
             # unknown, so the name it is given is the evidence (kept only for mask names).
@@ -354,6 +367,10 @@ class BooleanMasks:
         if type(node) is cst.Name:
             binding = self._frames[-1].get(node.value)
             if binding is not None:
+                if binding.array and self._split_by_complement(node, node.value, host=True):
+                    # `flags = np.array(eq_flags)`, then `c[:, flags]` and `c[:, ~flags]`:
+                    # a host array of booleans, still a mask of the tensor it indexes.
+                    return Evidence.LIKELY
                 return binding.evidence
             if MASK_NAME.match(node.value):
                 return Evidence.NAME
@@ -423,18 +440,22 @@ class BooleanMasks:
             return self.evidence(node.value)
         return Evidence.NONE
 
-    def _split_by_complement(self, node: cst.BaseExpression, spelling: str | None) -> bool:
+    def _split_by_complement(
+        self, node: cst.BaseExpression, spelling: str | None, *, host: bool = False
+    ) -> bool:
         """`node` (spelled `spelling`: a name, `self.flags`, `batch["kto_tags"]`) is one
         whose complement indexes a value in the function being walked (`logits[tags]`
         beside `logits[~tags]`, `torch.logical_not(tags)`, `tags.logical_not()`): splitting
         rows in two by a value and its complement is what a boolean mask does. Not a
-        Python number's `~i` (`a[i] + a[~i]`: the i-th row from the end), nor a host value's."""
+        Python number's `~i` (`a[i] + a[~i]`: the i-th row from the end), nor a host value's,
+        unless (`host`) the caller knows it for a numpy array the function built from data
+        (`np.array(eq_flags)`): a host mask indexing a device tensor still runs `nonzero`."""
         if spelling is None or self.imports.resolve(node) is not None:
             return False
         function = next((n for n in reversed(self._stack) if type(n) is cst.FunctionDef), None)
         if function is None or spelling not in _complemented_indexes(function):
             return False
-        return self.kinds.of(node) is not Kind.HOST
+        return host or self.kinds.of(node) is not Kind.HOST
 
     def _member_evidence(self, attribute: str) -> Evidence:
         """`self.pos_idx` in a method, where the class's code binds `self.pos_idx = weights
@@ -526,7 +547,15 @@ class BooleanMasks:
         if not isinstance(func, cst.Attribute):
             return Evidence.NONE
         method = func.attr.value
-        if self.kinds.of(func.value) in (Kind.MODULE, Kind.HOST) and method != "bool":
+        receiver = self.kinds.of(func.value)
+        if (
+            receiver in (Kind.MODULE, Kind.HOST)
+            and method != "bool"
+            and not (
+                # `torch.zeros(n, dtype=bool).to(device)`: a host tensor's dtype travels.
+                method in _DTYPE_KEEPING_METHODS and self.kinds.is_host_tensor(func.value)
+            )
+        ):
             return Evidence.NONE
         if method in _BOOLEAN_OPS:
             return Evidence.VALUE
@@ -563,8 +592,12 @@ class BooleanMasks:
         return None
 
     def _dtype_name(self, node: cst.BaseExpression) -> str | None:
-        """`torch.bool` -> "bool", `torch.BoolTensor` -> "bool", `torch.float` -> "float"."""
+        """`torch.bool` -> "bool", `torch.BoolTensor` -> "bool", `torch.float` -> "float";
+        Python's own `bool`, `int`, `float` (torch takes them for its dtypes: `torch.zeros(n,
+        dtype=bool)` is a boolean tensor) -> "bool", "int", "float"."""
         qualified = self.imports.resolve(node) or ""
+        if not qualified and type(node) is cst.Name and node.value in _PYTHON_DTYPES:
+            return node.value
         module, _, name = qualified.rpartition(".")
         if module != "torch":
             if isinstance(node, cst.SimpleString) and "Tensor" in node.value:
@@ -594,13 +627,15 @@ class BooleanMasks:
                 base_kind = self.kinds.of(node.value)
             if base_kind is Kind.TENSOR:
                 return index.value
+            sliced = _unsliced(node.value)
             if (
                 base_kind is Kind.UNKNOWN
-                and self.kinds.is_derived(node.value)
-                and not self.kinds.is_dict(node.value)
+                and self.kinds.is_derived(sliced)
+                and not self.kinds.is_dict(sliced)
             ):
                 # A helper's result computed from tensors, indexed by a mask: both agree
-                # that it is a tensor (`logprobs[padding_masks] = 1.0`).
+                # that it is a tensor (`logprobs[padding_masks] = 1.0`); so does a slice of
+                # it, which holds the same kind of value (`logps[:n][loss_mask[:n]]`).
                 return index.value
             if evidence is not Evidence.VALUE:
                 continue
@@ -869,6 +904,18 @@ def _entry_key(node: cst.Subscript) -> str | None:
 
 def _self_attribute(node: cst.Attribute) -> bool:
     return type(node.value) is cst.Name and node.value.value == "self"
+
+
+def _unsliced(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The value `value` slices, through any number of slicings (`x` of `x[:n]`,
+    `x[:, :n]`, `x[n:][:, 1:]`): a slice holds what its value holds (a tensor's slice is a
+    tensor, a list's a list). A subscript with an index that is no slice (`x[0]`,
+    `x["k"]`) picks an element, and is kept."""
+    while type(value) is cst.Subscript and all(
+        type(element.slice) is cst.Slice for element in value.slice
+    ):
+        value = value.value
+    return value
 
 
 def _complement_of(index: cst.BaseExpression) -> cst.BaseExpression | None:

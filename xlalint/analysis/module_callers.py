@@ -36,7 +36,8 @@ code, `m` not its own), through an instance of the class the caller builds
 (`self.acc = Accuracy(...)`, then `self.acc.update(...)`), one built on the spot
 (`Interpolation().interpolate(...)`), or one the caller is handed and keeps, typed by its
 parameter's annotation (darts' `likelihood: TorchLikelihood | None`, then `self.likelihood =
-likelihood` and `self.likelihood.compute_loss(...)` in `training_step`): the method of that
+likelihood` and `self.likelihood.compute_loss(...)` in `training_step`) or by the
+attribute's own (`self.model: Model = model`): the method of that
 class or of any subclass of it in the module (whichever instance it is handed). A name
 bound to `partial(f, ...)` (`self.encode_text = partial(t5_encode_text, name=t5_name)`,
 then `self.encode_text(texts)` in `forward`) calls `f`. A template method: a method of a
@@ -554,6 +555,8 @@ class _Assignments:
     calls: list[ast.Assign] = field(default_factory=list)
     named: dict[int, list[ast.Assign]] = field(default_factory=dict)  # by id of a function
     functions: list[Function] = field(default_factory=list)
+    # `self.model: Model = model`: attributes bound with a class annotation of their own.
+    annotated: list[ast.AnnAssign] = field(default_factory=list)
 
 
 def _assignments(tree: ast.Module) -> _Assignments:
@@ -569,6 +572,9 @@ def _assignments(tree: ast.Module) -> _Assignments:
             elif value is ast.Name:
                 for owner in owners:
                     found.named.setdefault(owner, []).append(node)  # type: ignore[arg-type]
+        elif kind is ast.AnnAssign:
+            if owners and node.value is not None:  # type: ignore[attr-defined]
+                found.annotated.append(node)  # type: ignore[arg-type]
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             found.functions.append(node)  # type: ignore[arg-type]
             owners = (*owners, id(node))
@@ -599,8 +605,18 @@ def _partials(assignments: _Assignments) -> dict[str, str]:
 def _handed(assignments: _Assignments) -> dict[str, str]:
     """`self.likelihood = likelihood` in a method whose parameter is annotated with a class
     (`likelihood: TorchLikelihood | None = None`, `Optional[Loss]`): the attribute holds an
-    instance the caller is handed, of that class or of any subclass of it."""
+    instance the caller is handed, of that class or of any subclass of it. So does an
+    attribute a method binds with a class annotation of its own (`self.model: Model =
+    model`): it declares what the attribute holds, whatever the parameter's annotation."""
     handed: dict[str, str] = {}
+    for node in assignments.annotated:
+        held = project_modules.dotted_name(node.target)
+        if (
+            held is not None
+            and held.startswith("self.")
+            and (spelled := _annotated_class(node.annotation)) is not None
+        ):
+            handed.setdefault(held, spelled)
     for function in assignments.functions:
         arguments = function.args
         annotated = {

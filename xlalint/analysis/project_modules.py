@@ -70,7 +70,10 @@ def package_root(filename: str) -> str:
     `__init__.py` inside a package (at most `NAMESPACE_DEPTH` folders below one) is a
     namespace portion of it, as Python imports it (facenet-pytorch's
     `facenet_pytorch/models/utils/detect_face.py`, with only `facenet_pytorch/__init__.py`,
-    is `facenet_pytorch.models.utils.detect_face`)."""
+    is `facenet_pytorch.models.utils.detect_face`). A topmost folder without one (a PEP 420
+    namespace package, `instructlab/` over the package `instructlab/training/`) is the root,
+    and absolute imports spelled through its name (`instructlab.training.model`) resolve
+    inside it (`_namespace_base`)."""
     return _root_of(os.path.dirname(os.path.abspath(filename)))
 
 

@@ -14,7 +14,10 @@ asserted to be a tensor in the body (`assert isinstance(bboxes, torch.Tensor)`),
 parameter it uses as one (or a field of one: `torch.nonzero(assign_result.gt_inds > 0)`),
 or a parameter it
 hands to a function of this module that does (`std_statistics(x, mask)` calling
-`masked_mean(x=x, mask=mask)`). Library code of that kind runs once per call with new data
+`masked_mean(x=x, mask=mask)`). A parameter the body rebinds counts where the body uses it
+as a tensor before it rebinds it (`mask = ~torch.isnan(y_true)`, then `y_true =
+y_true[mask]`): that use is of the value handed in. Library code of that kind runs once
+per call with new data
 (`HotCode.is_hot(per_call=True)`). Answers are computed on demand, once per function.
 """
 
@@ -218,9 +221,15 @@ class DataParameters:
             return True
         if self.records and any(self._holds_record(p) for p in parameters(function)):
             return True
-        # Parameters the body rebinds may hold anything it made (`x = torch.as_tensor(x)`).
+        # Parameters the body rebinds may hold anything it made (`x = torch.as_tensor(x)`),
+        # though not before it rebinds them: a use as a tensor in a leading statement that
+        # keeps them as handed is a use of the value handed in (`mask =
+        # ~torch.isnan(y_true)`, then `y_true = y_true[mask]`; `_used_before_rebound`).
         params = {p.name.value for p in parameters(function)} - {"self", "cls"}
-        params -= bound_names(function)
+        rebound = params & bound_names(function)
+        if rebound and _used_before_rebound(function, rebound, self.imports):
+            return True
+        params -= rebound
         if not params:
             return False
         uses = self.uses(function)
@@ -245,6 +254,43 @@ class DataParameters:
             return False
         found = annotated_record(param.annotation.annotation, self.records)
         return found is not None and not found[1] and bool(self.records[found[0]].tensors)
+
+
+def _used_before_rebound(
+    function: cst.FunctionDef, rebound: set[str], imports: ImportTable
+) -> bool:
+    """One of the `rebound` parameters used as a tensor (`tensor_uses`) in the body's
+    leading simple statements before the one that first binds it (`mask =
+    ~torch.isnan(y_true)` before `y_true = y_true[mask]`), in a function without a loop of
+    its own. Not in the rebinding statement itself, which may be the conversion the
+    rebinding is for (`x = torch.as_tensor(x)`, `g = g.unsqueeze(1)` shaping what any
+    caller hands), nor in a function that loops: a parameter its loop rebinds is the
+    loop's state (a sampler's `x = x + d * dt`), and the code before the loop runs once per
+    run of it, not once per batch. The walk stops at the first compound statement (a
+    branch may bind it on one path only)."""
+    if not isinstance(function.body, cst.IndentedBlock):
+        return False
+    if any(isinstance(node, cst.For | cst.While) for node in descendants(function.body)):
+        return False
+    live = set(rebound)
+    for statement in function.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine) or not live:
+            return False
+        for small in statement.body:
+            bound = _bound_by_statement(small)
+            if (live - bound) & _uses_in(small, imports):
+                return True
+            live -= bound
+    return False
+
+
+def _bound_by_statement(small: cst.BaseSmallStatement) -> set[str]:
+    """The names a simple statement binds (`a = ...`, `a, b = ...`, `a += ...`)."""
+    if isinstance(small, cst.Assign):
+        return {n for t in small.targets for n in target_names(t.target)}
+    if isinstance(small, cst.AnnAssign | cst.AugAssign):
+        return set(target_names(small.target))
+    return set()
 
 
 def _asserts_tensor_parameter(function: cst.FunctionDef, imports: ImportTable) -> bool:

@@ -7,7 +7,7 @@ import libcst as cst
 
 from xlalint.analysis import tensor_methods
 from xlalint.analysis.hotness import FunctionKey, Site
-from xlalint.analysis.masks import atom, dotted, takes_tensors
+from xlalint.analysis.masks import Evidence, atom, dotted, takes_tensors
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -65,7 +65,8 @@ class BooleanMaskRead(HelperCallRule):
     step (also in a function that another module of the project calls every step, such as
     a metric a model's `forward` computes). A mask is a comparison of tensors (`labels !=
     -100`), `isnan`/`isinf`/`isfinite`/`logical_*`, `&`/`|`/`~` of masks, `.bool()`, a
-    `dtype=torch.bool` tensor, a
+    `dtype=torch.bool` tensor (or Python's `dtype=bool`, also built on the host and moved:
+    `torch.zeros(n, dtype=bool).to(device)`), a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), the rows of a mask unpacked into names (`left, up = ((xy % 1 < t) & (xy >
     1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`), masks joined (`torch.stack((
@@ -94,8 +95,9 @@ class BooleanMaskRead(HelperCallRule):
     reported once, at the write; also where the written value is of unknown kind
     (`cur_labels[m] = output_label[m]`: the device values make it a device tensor, XLA203's
     finding). So is a read handed alone to the call whose result is written back under the
-    same mask (`output[m] = self.penalty(d[m])`): a masked gather, compute and scatter in
-    one statement. A read under another mask, one handed to a call with other arguments
+    same mask (`output[m] = self.penalty(d[m])`), also cast or computed element for
+    element first (`x[m] = categorical(u[m].to(dtype=dt))`): a masked gather, compute and
+    scatter in one statement. A read under another mask, one handed to a call with other arguments
     (`self.penalty(d[m], scale)`), one a non-elementwise operation takes whole
     (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
     causes of their own. An attribute the class binds to booleans in another method
@@ -105,7 +107,9 @@ class BooleanMaskRead(HelperCallRule):
     `logits[~batch["kto_tags"]]`, `torch.logical_not(labels)`, `labels.logical_not()`):
     only booleans split rows in two by a value and its complement. Not a Python number's
     `~i` (`a[i]` and `a[~i]`: a row and its mirror from the end), nor a name the function
-    binds to anything else (`order = torch.arange(n)`).
+    binds to anything else (`order = torch.arange(n)`), but a numpy array it builds from
+    data (`eq_flags = np.array(flags)`, then `c[:, eq_flags]` and `c[:, ~eq_flags]`): a
+    host boolean mask indexing a device tensor still costs a `nonzero` fallback per read.
     Reads of several tensors with the same mask in one statement (`return dists[good],
     idxs[good]`, `a.masked_select(m) == b.masked_select(m)`) are one finding, at the first:
     they select the same count, and one change keeps both shapes. So are reads under a mask
@@ -126,7 +130,10 @@ class BooleanMaskRead(HelperCallRule):
     by arithmetic alone (`error = pred - target`), and there a mask compared from the read
     value itself (`error[error == error]`, or a name bound to such a comparison while the
     read value held what it holds: `mask = probs >= thresh`, then `probs[mask]`) is
-    computed from a tensor.
+    computed from a tensor. The mask may be a parameter too (or a name bound to one:
+    `dist_masked_tokens = masked_tokens`) where every call of the module hands it a mask
+    computed from tensors (`self.cal_dist_loss(d, t, tgt_tokens.ne(pad))`); one call
+    handing it positions (`topk` indices) leaves it unknown.
 
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
@@ -229,7 +236,14 @@ class BooleanMaskRead(HelperCallRule):
         super().__init__(ctx)
         # Masked reads of a helper's parameters, judged by its callers once walked.
         self._pending: list[
-            tuple[cst.Subscript, FunctionKey, frozenset[str], Site, tuple[int, str] | None]
+            tuple[
+                cst.Subscript,
+                FunctionKey,
+                frozenset[str],
+                Site,
+                tuple[int, str] | None,
+                frozenset[str],
+            ]
         ] = []
         # Reads of unknown kind given a tensor-only method (`x[m].sigmoid()`), reported
         # once the walk is over.
@@ -361,13 +375,26 @@ class BooleanMaskRead(HelperCallRule):
         if not params or function is None or self.ctx.kind(node.value) is not Kind.UNKNOWN:
             return
         mask = self.ctx.masks.computed_mask(node) or self.ctx.masks.mask_of_itself(node)
+        mask_params: frozenset[str] = frozenset()
+        if mask is None:
+            # `encoder_distance[dist_masked_tokens, :]` with `dist_masked_tokens =
+            # masked_tokens`, a parameter: a mask where every call hands it one.
+            for element in node.slice:
+                index = element.slice
+                if isinstance(index, cst.Index) and index.star is None:
+                    found = self.calls.sources(index.value) - params
+                    if found:
+                        mask, mask_params = index.value, found
+                        break
         if mask is not None:
             key = self._read_key(node, mask)
-            self._pending.append((node, function, params, self.ctx.site(), key))
+            self._pending.append((node, function, params, self.ctx.site(), key, mask_params))
 
     def leave_Module(self, node: cst.Module) -> None:
         code = self.ctx.module.code_for_node
-        for subscript, function, params, site, key in self._pending:
+        for subscript, function, params, site, key, mask_params in self._pending:
+            if mask_params and not any(self.calls.handed_mask(function, p) for p in mask_params):
+                continue
             if any(self.calls.holds_tensor(function, param) for param in params):
                 if key is not None:
                     self._read_masks.add(key)
@@ -382,6 +409,7 @@ class BooleanMaskRead(HelperCallRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)
+        self._note_mask_call(node)
         func = node.func
         qualified = self.ctx.qualified(func)
         if qualified == "torch.masked_select":
@@ -401,6 +429,22 @@ class BooleanMaskRead(HelperCallRule):
             self._read_masks.add(key)
         fix = self._masked_select_fix(node, source, mask) if mask is not None else None
         self.report(node, self.message.format(what="masked_select"), fix=fix)
+
+    def _note_mask_call(self, node: cst.Call) -> None:
+        """A call of a helper of this module, with its arguments that are masks computed
+        from tensors (`HelperCalls.handed_mask`)."""
+        if type(node.func) is cst.Name and self.ctx.qualified(node.func):
+            return
+        helper = self.calls.callee(node, self.ctx.function)
+        if helper is None or not self.ctx.defines_name(helper.name):
+            return
+        masks = self.ctx.masks
+        handed = frozenset(
+            id(arg.value)
+            for arg in node.args
+            if not arg.star and masks.evidence(arg.value) is Evidence.VALUE
+        )
+        self.calls.note_mask_call(node, helper, handed)
 
     def _copied_under_same_mask(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
         """`a[m] = b[m]`, `x[m] = torch.clamp(x[m], 0, 1)`: a masked copy, or a rewrite in
@@ -454,12 +498,26 @@ class BooleanMaskRead(HelperCallRule):
         the written value. The rows selected under the mask are computed and written back
         under it in one statement (as many as the write takes): one masked gather, compute
         and scatter, one cause, which XLA203 reports at the write (`torch.where(m,
-        self.penalty(d), out)` keeps every shape where the call works row for row)."""
-        ancestors = islice(self.ctx.ancestors(), 3)
-        arg, call, assign = (next(ancestors, None) for _ in range(3))
+        self.penalty(d), out)` keeps every shape where the call works row for row). So is
+        the read cast or computed element for element before it is handed
+        (`x[m] = categorical(u[m].to(dtype=dt))`, `.float()`): the same rows, one per
+        selected element."""
+        ancestors = self.ctx.ancestors()
+        handed: cst.BaseExpression = node
+        arg = next(ancestors, None)
+        while (
+            isinstance(arg, cst.Attribute)
+            and arg.value is handed
+            and arg.attr.value in _ELEMENTWISE
+        ):
+            method = next(ancestors, None)
+            if not (isinstance(method, cst.Call) and method.func is arg):
+                return None
+            handed, arg = method, next(ancestors, None)
+        call, assign = next(ancestors, None), next(ancestors, None)
         if not (
             isinstance(arg, cst.Arg)
-            and arg.value is node
+            and arg.value is handed
             and arg.keyword is None
             and not arg.star
             and isinstance(call, cst.Call)

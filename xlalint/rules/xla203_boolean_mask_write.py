@@ -48,7 +48,9 @@ class BooleanMaskWrite(HelperCallRule):
     elements a torch operation that takes only tensors computes from and writes back (`x[:,
     ~done] = torch.zeros_like(x[:, ~done])`, `x[m] = torch.clamp(x[m], 0, 1)`) is a tensor, so
     is a name the function uses as a tensor and rebinds only from itself (`mask = mask.clone()`,
-    then `mask[mask == 0] = inf`), and so is one the written value is cast to (`lprobs[lprobs !=
+    then `mask[mask == 0] = inf`), or written under a comparison with itself (`cbarrier[
+    cbarrier != cbarrier] = 0.0`, a NaN repaired in place, then `torch.clamp(cbarrier,
+    ...)`, however it is bound), and so is one the written value is cast to (`lprobs[lprobs !=
     lprobs] = torch.tensor(-math.inf).to(lprobs)`, `.type_as(x)`: a subscripted value is no
     device or dtype); `torch.tensor(...)`, numpy (`a[m] = np.clip(a[m], 0, 1)`) and other values
     written are not evidence. A name that says model (`heads`, `neg_heads`) is no model where
@@ -177,6 +179,7 @@ class BooleanMaskWrite(HelperCallRule):
                 or self._mask_of_matched_write(subscript, node.value)
                 or self._mask_of_copied_tensor(subscript)
                 or self._mask_of_device_values(subscript, node.value)
+                or self._mask_of_tensor_in_use(subscript)
             )
             if mask is None:
                 self._defer(subscript, "=")
@@ -262,6 +265,22 @@ class BooleanMaskWrite(HelperCallRule):
             if read is not None and code(read) == written:
                 return mask
         return None
+
+    def _mask_of_tensor_in_use(self, target: cst.Subscript) -> cst.BaseExpression | None:
+        """`cbarrier[cbarrier != cbarrier] = 0.0`, then `torch.clamp(cbarrier, ...)`: a name
+        of unknown kind written under a comparison with itself (NaN or `inf` repaired in
+        place) that the function hands to a torch operation taking only tensors or gives a
+        tensor-only method (`tensor_uses`): numbers and lists take no such mask, numpy
+        arrays no such operation, so it is a tensor, and the mask is computed from it."""
+        value = target.value
+        if type(value) is not cst.Name or self.ctx.kind(value) is not Kind.UNKNOWN:
+            return None
+        if self.ctx.kinds.is_dict(value) or self.calls.sources(value):
+            return None  # a helper's parameter: its callers say (`_defer`)
+        function = self.ctx.function_node
+        if function is None or value.value not in self.ctx.data_parameters.uses(function):
+            return None
+        return self.ctx.masks.mask_of_itself(target)
 
     def _mask_of_copied_tensor(self, target: cst.Subscript) -> cst.BaseExpression | None:
         """`mask = mask.clone()`, then `mask[mask == 0] = inf`: a name of unknown kind that
