@@ -12,6 +12,9 @@ handed: a parameter annotated as a tensor or as a record of tensors (a class of 
 module declaring tensor fields: a beam search's `running_hyps: BatchHypothesis`), or
 asserted to be a tensor in the body (`assert isinstance(bboxes, torch.Tensor)`), a
 parameter it uses as one (or a field of one: `torch.nonzero(assign_result.gt_inds > 0)`),
+or a local computed
+by arithmetic from a parameter that it uses as one (`diff = x - self.orig_input`, then
+`torch.clamp(self.orig_input + diff, 0, 1)`; not a count handed on as a later argument),
 or a parameter it
 hands to a function of this module that does (`std_statistics(x, mask)` calling
 `masked_mean(x=x, mask=mask)`). Library code of that kind runs once per call with new data
@@ -228,6 +231,8 @@ class DataParameters:
             return True
         if _fields_used(function, params, uses, self.imports):
             return True
+        if _derived_locals_used(function, params, self.imports):
+            return True
         functions = top_level_definitions(self.module)
         for node in _calls_by_name(function.body):
             callee = functions.get(node.func.value)  # type: ignore[attr-defined]
@@ -300,6 +305,41 @@ def _fields_used(
         ):
             return True
     return False
+
+
+def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: ImportTable) -> bool:
+    """A local computed by arithmetic from a parameter (`diff = x - self.orig_input`, also
+    through another such local) and then used as a tensor: the receiver of a method only
+    tensors have, or the first input of a torch operation that takes only tensors
+    (`torch.clamp(self.orig_input + diff, 0, 1)`). The parameter's data flows into tensor
+    code, as it does where the parameter itself is so used. Not a local only handed on as a
+    later argument (`torch.topk(x, k)` with `k = n // 2`: a count)."""
+    derived = set(params)
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+            continue
+        stack.extend(reversed(code_children(node)))  # in source order
+        if type(node) is not cst.Assign or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if type(target) is cst.Name and _through_operators(node.value, operands) & derived:
+            derived.add(target.value)
+    derived -= params
+    if not derived:
+        return False
+    if derived & tensor_receivers(function):
+        return True
+    return any(
+        derived & operands(node.args[0].value)
+        for node in descendants(function.body)
+        if type(node) is cst.Call
+        and node.args
+        and node.args[0].keyword is None
+        and not node.args[0].star
+        and takes_tensors(imports.resolve(node.func) or "")
+    )
 
 
 def _field_root(value: cst.BaseExpression) -> str | None:
