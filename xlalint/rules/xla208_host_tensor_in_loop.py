@@ -103,8 +103,10 @@ class HostTensorInLoop(Rule):
     (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
     `pos.to(device)` in the loop, also through methods that act alike on either device,
     `.view()`, `.reshape()`, `.expand_as(scores)`, to which another tensor lends only its
-    size; not where host data is written into it in between,
-    `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build; device
+    size, through casts, `.to(value.dtype)` or `.to(dtype=torch.float16)`, which name no
+    device, and through the chain's host arithmetic and elementwise math below, also of
+    the name, `torch.log(vdtype_max).to(value.device)`; not where host data is written
+    into it in between, `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build; device
     values written into its rows, `idx[1] = gt_labels.squeeze(-1)`, are copied to the host
     on the way, and built with `device=` the write stays there). A move is
     `.cuda()` or a `.to()` whose target is clearly a device: a device string other than
@@ -495,9 +497,11 @@ class HostTensorInLoop(Rule):
         if factory is None:
             if move != "type_as" and self._counter_tensor(node, receiver):
                 return
-            if isinstance(receiver, cst.Name) and receiver.value in self._host_names[-1]:
-                factory_name = self._host_names[-1][receiver.value]
-                message = self.moved_message.format(name=receiver.value, factory=factory_name)
+            # `m.to(device)`, also through the chain's math: `torch.log(m).to(device)`.
+            named = self._chain_head(receiver)
+            if isinstance(named, cst.Name) and named.value in self._host_names[-1]:
+                factory_name = self._host_names[-1][named.value]
+                message = self.moved_message.format(name=named.value, factory=factory_name)
                 self.report(node, message, hint=self._like_hint(like))
             elif (attribute := self._host_attribute(receiver)) is not None:
                 name, factory_name = attribute
@@ -883,6 +887,9 @@ class HostTensorInLoop(Rule):
                 # A `.type_as(t)` inside the chain is where the copy happens; the chain is
                 # reported once, at its outer move.
                 expr = expr.func.value
+            elif type(expr) is cst.Call and self._casts_only(expr):
+                # `.to(value.dtype)`, `.to(dtype=torch.float16)`: a cast, where it is.
+                expr = expr.func.value  # type: ignore[attr-defined]
             elif type(expr) is cst.BinaryOperation and (
                 self._host_number(expr.right) or self._host_number(expr.left)
             ):
@@ -894,6 +901,19 @@ class HostTensorInLoop(Rule):
                 expr = expr.expression
             else:
                 return expr, math
+
+    def _casts_only(self, call: cst.Call) -> bool:
+        """`.to(x.dtype)`, `.to(torch.float16)`, `.to(dtype=d)`: a `.to()` that names a
+        dtype and no device (nor a tensor, whose device it would take)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and call.args):
+            return False
+        kinds = self.ctx.kinds
+        return not (
+            kinds.copies_to_device(call)
+            or kinds.moves_to_cpu(call)
+            or any(a.star or _keyword_in(a, ("device", "other", "tensor")) for a in call.args)
+        )
 
     def _elementwise_operand(self, call: cst.Call) -> cst.BaseExpression | None:
         """`torch.exp(x)`, `x.exp()`, `torch.pow(x, 2)`: elementwise math of one tensor (and
