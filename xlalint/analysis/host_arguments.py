@@ -31,7 +31,7 @@ from xlalint.analysis.guards import unpacked_value
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.members import is_property
 from xlalint.analysis.returns import _walk_body
-from xlalint.walk import binding_counts, code_children, target_names
+from xlalint.walk import binding_counts, code_children, descendants, target_names
 
 # Methods that hand back the values they are called on, on the same side of the bus.
 SAME_PLACE = frozenset({"detach", "clone", "contiguous", "float", "double", "long", "int"})
@@ -310,6 +310,32 @@ def _converts_in_place(statement: cst.CSTNode, name: str) -> bool:
         and type(call.func.value) is cst.Name
         and call.func.value.value == name
     )
+
+
+def moved_in_place(function: cst.FunctionDef, name: str) -> bool:
+    """Whether `function` holds a statement that only moves `name` to a device and drops
+    the result (`prev_op.to(best_device)`, `layer.cuda()`): a tensor's `.to()` hands back
+    a new tensor and leaves the tensor where it was, so nobody writes it alone; a module's
+    moves its parameters in place. `name` is a module, and its `.cpu()` (also a statement
+    alone, after its work) moves it back, copying no value the step computed."""
+    return any(
+        _moves_alone(statement, name)
+        for statement in descendants(function.body)
+        if type(statement) is cst.SimpleStatementLine
+    )
+
+
+def _moves_alone(statement: cst.SimpleStatementLine, name: str) -> bool:
+    if len(statement.body) != 1 or type(statement.body[0]) is not cst.Expr:
+        return False
+    call = statement.body[0].value
+    if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
+        return False
+    method = call.func.attr.value
+    receiver = call.func.value
+    if method not in ("to", "cuda") or type(receiver) is not cst.Name or receiver.value != name:
+        return False
+    return method == "cuda" or _moves_to_device(call, name)
 
 
 def _branch_copies(

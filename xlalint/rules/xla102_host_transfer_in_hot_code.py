@@ -8,7 +8,7 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, parameter
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import computed_root, converts_handed
-from xlalint.analysis.host_arguments import moved_here
+from xlalint.analysis.host_arguments import moved_here, moved_in_place
 from xlalint.analysis.host_reads import RETURNED_LITERALS, ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
@@ -162,7 +162,13 @@ class HostTransferInHotCode(HelperCallRule):
     `.to("cpu")` of a torch op whose inputs are all host tensors (`torch.stack([torch.
     from_numpy(t.audio) for t in tracks])`: a comprehension's elements are what it
     makes); an object's
-    attributes and a dict's collected values do not show their device. A parameter
+    attributes and a dict's collected values do not show their device. Nor is `.cpu()`
+    (or `.to("cpu")`) of a name of unknown kind that the function moves with a statement
+    alone (`prev_op.to(best_device)`, `layer.cuda()`, the result dropped): a tensor's move
+    hands back a new tensor and leaves the old one where it was, so nobody writes it
+    alone, while a module moves its parameters in place; its `.cpu()` after the work moves
+    the module back (a quantiser's `layer.cpu()` per linear) and copies no value the step
+    computed. A parameter
     annotated as a tensor (`tokens: torch.Tensor`) says what it holds, not where: in a
     nested or private helper, whose callers are all in the module, it is on the host when
     every call hands it a host value (`tokens=torch.tensor(result.tokens)`, a slice of one).
@@ -551,6 +557,14 @@ class HostTransferInHotCode(HelperCallRule):
         elif method == "cpu" and self._names_a_device():
             return  # `to(x, d2l.cpu())`: the device to move to, not a copy
         kind = self.ctx.kind(receiver)
+        if (
+            kind is Kind.UNKNOWN
+            and method in ("cpu", "to")
+            and type(receiver) is cst.Name
+            and self._function_nodes
+            and moved_in_place(self._function_nodes[-1], receiver.value)
+        ):
+            return  # `prev_op.to(dev)` alone, then `prev_op.cpu()`: a module moved back
         message = self.message.format(call=spelled)
         # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
         if (
