@@ -593,8 +593,11 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
     statement that binds the name is the move. The caller hands them over on the host:
     until that statement they, and what is read from them (`(~batch["mask"]).sum()
     .item()` before the move), are host values. A parameter rebound to something else
-    first (`targets = zeros.scatter_(...)`, then `targets = targets.cuda()`) is left out."""
-    wanted = set(names)
+    first (`targets = zeros.scatter_(...)`, then `targets = targets.cuda()`) is left out,
+    and so is one the function calls or walks as a module (`model = model.to(device)`,
+    then `model.eval()` and `outputs = model(**inputs)`): no tensor is callable or has
+    `.eval()`, so what it moves is a module, handed over as one, not host data."""
+    wanted = set(names) - _called_or_walked(function)
     if not wanted:
         return frozenset()
     found: set[str] = set()
@@ -624,6 +627,34 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
         # Children in source order; the value of an assignment before its targets' use
         # after it is the same statement, so the order within one node does not matter.
         stack.extend(reversed(code_children(node)))
+    return frozenset(found)
+
+
+# Methods a module has and a tensor lacks (`tensor_members.MODULE_MEMBERS` less the
+# tensor's): calling one on a name shows it holds a module.
+_MODULE_ONLY = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "buffers", "named_buffers",
+     "modules", "named_modules", "children", "named_children", "state_dict",
+     "load_state_dict", "zero_grad"}
+)  # fmt: skip
+
+
+def _called_or_walked(function: cst.FunctionDef) -> frozenset[str]:
+    """The names `function` calls (`model(batch)`) or calls a module-only method on
+    (`model.eval()`), in its own body: callables and modules, never tensors."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is not cst.Call:
+            continue
+        func = node.func
+        if type(func) is cst.Name:
+            found.add(func.value)
+        elif (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.attr.value in _MODULE_ONLY
+        ):
+            found.add(func.value.value)
     return frozenset(found)
 
 

@@ -128,7 +128,9 @@ class HostTransferInHotCode(HelperCallRule):
 
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output (`self(state)` in a method of the
-    module itself runs its forward; also of a method of an `nn.Module`
+    module itself runs its forward; a model parameter the function rebinds to its move,
+    `model = model.to(self.device)`, then calls, is still the model, as no tensor is
+    callable or has `.eval()`: `item.cpu().numpy() for item in outputs` copies each row; also of a method of an `nn.Module`
     class of the module whose every `return` gives tensors, walked before the call:
     `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
     value moved with `.to(device)`/`.cuda()` (a parameter first rebound to its move, also
