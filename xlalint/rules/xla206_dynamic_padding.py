@@ -75,8 +75,11 @@ class DynamicPadding(Rule):
     and feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
     `torch.nn.utils.rnn.pad_sequence(...)`; a `pad(tensors, padding_value=...)` helper
-    without a fixed length; and a call handed the tokenizer with `padding=True` or
-    `"longest"` (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads
+    without a fixed length; a helper of the project named for padding (`pad_1d_tokens`,
+    `pad_2d`, `pad_coords`, imported from another module) handed a list it gathers from
+    the batch (`[item[0]["src_tokens"] for item in batch]`) and at most a pad value, with no
+    length keyword (`pad_to_length=`), further positional argument or literal bucket
+    size; and a call handed the tokenizer with `padding=True` or `"longest"` (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads
     with it). Not a batch-size probe, a `while` loop that stops after its first pass that
     does not fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once
     per run. The transformers collators that pad this
@@ -241,6 +244,11 @@ class DynamicPadding(Rule):
             # A helper that pads a list of tensors to the longest, like `pad_sequence`
             # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`).
             self._candidate(node, "`pad(...)`")
+            return
+        if _pads_a_gathered_list(node, self.ctx.qualified(func)):
+            # `pad_1d_tokens([item[0]["src_tokens"] for item in batch], self.padding_idx)`:
+            # a project's padding helper handed the batch's tensors and no length.
+            self._candidate(node, f"`{func.value}(...)`")  # type: ignore[attr-defined]
             return
         qualified = self.ctx.qualified(func)
         if qualified is not None:
@@ -648,6 +656,44 @@ def _pads_sequences(call: cst.Call) -> bool:
         return False
     bucket = keywords.get("pad_to_multiple_of")
     return not isinstance(bucket, cst.Integer)
+
+
+# A helper named for padding (`pad_1d_tokens`, `pad_2d`, `pad_coords`, `_pad_batch`).
+_PAD_HELPER = re.compile(r"^_*pad(_[a-z0-9_]+)?$")
+_ARRAY_LIBRARIES = frozenset(
+    {"torch", "numpy", "jax", "tensorflow", "paddle", "mlx", "cupy", "scipy", "keras"}
+)
+# Keywords that give a padding helper a length of its own.
+_LENGTH_KEYWORDS = frozenset(
+    {"max_length", "length", "size", "pad_to_length", "max_len", "target_length", "pad_len",
+     "pad_length", "to_length"}
+)  # fmt: skip
+
+
+def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
+    """A helper of the project named for padding (`pad_1d_tokens`, `pad_2d`; no library's
+    function, which the imports name) handed a list it gathers from the batch (a list
+    comprehension or display: `[item[0]["src_tokens"] for item in batch]`) and at most a
+    pad value besides (`pad_idx=0.0`): nothing gives it a length, so it pads to the
+    longest of the list, as `pad_sequence` does. A further positional argument may be a
+    length, and a length keyword (`pad_to_length=`) or a literal `pad_to_multiple=`
+    bucket size is one."""
+    func = call.func
+    if type(func) is not cst.Name or func.value == "pad" or not _PAD_HELPER.match(func.value):
+        return False
+    if qualified is not None and qualified.split(".", 1)[0] in _ARRAY_LIBRARIES:
+        return False  # `from torch.nn.functional import pad`: a library's own function
+    positional = [a for a in call.args if a.keyword is None]
+    if not positional or len(positional) > 2 or any(a.star for a in call.args):
+        return False
+    if type(positional[0].value) not in (cst.ListComp, cst.List):
+        return False
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    if keywords.keys() & _LENGTH_KEYWORDS:
+        return False
+    return not any(
+        isinstance(value, cst.Integer) for key, value in keywords.items() if "multiple" in key
+    )
 
 
 def _pads_to_longest(
