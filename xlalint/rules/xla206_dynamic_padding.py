@@ -56,62 +56,57 @@ class _Candidate:
 class DynamicPadding(Rule):
     """
     ## What it does
-    Flags padding to the longest example of each batch, where it runs per batch: in
-    collate functions (named `*collate*`, passed as `collate_fn=`, directly or through a
-    name the caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
-    curtail_to_shortest`, `__call__` or
-    `torch_call` of a `*Collat*` class or of a class named for making batches
-    (`BatchConverter`), or a lambda passed as `collate_fn=`), in the `__next__` of a class
-    that is its own iterator of batches and the methods it calls on `self` (pix2tex's
-    `Im2LatexDataset`: `return self.prepare_data(...)`, which pads with `pad_sequence`),
-    in functions
-    that run every step (`forward`, `*_step`, functions called from a loop), and in loops
-    whose passes run
-    a model or sync (training, sampling, evaluation); not in a loop over prompts or
-    tokenizers. A "longest" tokenizer call in a function that also tokenizes with
-    `padding="max_length"` is taken for a truncation check (diffusers'
-    `untruncated_ids = tokenizer(prompt, padding="longest")`), whose result stays on the
-    host, and is not flagged either. The forms: tokenizer, processor
-    and feature-extractor calls with `padding=True`, `padding="longest"` or
+    Flags padding to the longest example of each batch, where it runs per batch: in collate
+    functions (named `*collate*`, passed as `collate_fn=`, directly or through a name the
+    caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
+    curtail_to_shortest`, `__call__` or `torch_call` of a `*Collat*` class or of a class
+    named for making batches (`BatchConverter`), or a lambda passed as `collate_fn=`), in
+    the `__next__` of a class that is its own iterator of batches and the methods it calls
+    on `self` (pix2tex's `Im2LatexDataset`: `return self.prepare_data(...)`, which pads with
+    `pad_sequence`), in functions that run every step (`forward`, `*_step`, functions called
+    from a loop), and in loops whose passes run a model or sync (training, sampling,
+    evaluation); not in a loop over prompts or tokenizers. A "longest" tokenizer call in a
+    function that also tokenizes with `padding="max_length"` is taken for a truncation check
+    (diffusers' `untruncated_ids = tokenizer(prompt, padding="longest")`), whose result
+    stays on the host, and is not flagged either. The forms: tokenizer, processor and
+    feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
     `torch.nn.utils.rnn.pad_sequence(...)`; a `pad(tensors, padding_value=...)` helper
     without a fixed length; a helper of the project named for padding (`pad_1d_tokens`,
-    `pad_2d`, `pad_coords`, imported from another module) handed a list it gathers from
-    the batch (`[item[0]["src_tokens"] for item in batch]`) and at most a pad value, with no
-    length keyword (`pad_to_length=`), further positional argument or literal bucket
-    size; and a call handed the tokenizer with `padding=True` or `"longest"` (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads
-    with it). Not a batch-size probe, a `while` loop that stops after its first pass that
-    does not fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once
-    per run. The transformers collators that pad this
-    way by default (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
-    `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
-    a literal `pad_to_multiple_of=` (a few buckets of lengths) are not; a variable there
-    (`pad_to_multiple_of=self.pad_to_multiple_of`, None by default) is no bucketing.
-    `padding=self.padding` pads as the class's default says (a dataclass field `padding:
-    bool | str = True`, a class attribute, or an `__init__` parameter `padding="longest"`
-    stored as it is): a collator built with its defaults pads each batch to its longest
-    example; a setting without a default here (`self.padding = config.padding`) is the
-    builder's choice and is not flagged.
-    A collate function that pads to its batch's longest example by hand (`max_len =
-    max(len(x) for x in batch)`, `len(max(seqs, key=len))`, `lengths.amax()`,
-    `int(torch.max(lens))`, the longest tensor itself, `longest = max(tensors, key=lambda
-    t: t.shape[0])`, or a running maximum over the batch, `if len(x) > max_len: max_len =
-    len(x)`, then `torch.full((n, max_len), pad)`, `max_len - len(x)`,
-    `longest.new_ones(len(tensors), *longest.shape)` or a padding helper handed
-    `max_len=max_len`; or the longest handed straight to what pads,
+    `pad_2d`, `pad_coords`, imported from another module) handed a list it gathers from the
+    batch (`[item[0]["src_tokens"] for item in batch]`) and at most a pad value, with no
+    length keyword (`pad_to_length=`), further positional argument or literal bucket size;
+    and a call handed the tokenizer with `padding=True` or `"longest"`
+    (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads with it).
+    Not a batch-size probe, a `while` loop that stops after its first pass that does not
+    fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once per run.
+    The transformers collators that pad this way by default (`DataCollatorWithPadding`,
+    `DataCollatorForSeq2Seq`, `DataCollatorForTokenClassification`) are flagged where they
+    are built. Calls with a literal `pad_to_multiple_of=` (a few buckets of lengths) are
+    not; a variable there (`pad_to_multiple_of=self.pad_to_multiple_of`, None by default) is
+    no bucketing. `padding=self.padding` pads as the class's default says (a dataclass field
+    `padding: bool | str = True`, a class attribute, or an `__init__` parameter
+    `padding="longest"` stored as it is): a collator built with its defaults pads each batch
+    to its longest example; a setting without a default here (`self.padding =
+    config.padding`) is the builder's choice and is not flagged. A collate function that
+    pads to its batch's longest example by hand (`max_len = max(len(x) for x in batch)`,
+    `len(max(seqs, key=len))`, `lengths.amax()`, `int(torch.max(lens))`, the longest tensor
+    itself, `longest = max(tensors, key=lambda t: t.shape[0])`, or a running maximum over
+    the batch, `if len(x) > max_len: max_len = len(x)`, then `torch.full((n, max_len),
+    pad)`, `max_len - len(x)`, `longest.new_ones(len(tensors), *longest.shape)` or a padding
+    helper handed `max_len=max_len`; or the longest handed straight to what pads,
     `cuts.pad(num_frames=max(lens).item())`) is flagged where it pads: the first call or
-    arithmetic that sizes with the longest length, the statement a fixed length would
-    change (round 16's labels put it there, not at the `max`); not where the longest
-    length is only checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`,
-    an amount of padding to a fixed length. The same padding by hand in a loop whose passes
-    run a model is a collate written inline, and is flagged the same way (a forecaster's
-    `for i in range(num_batches):` rounding `max(q.context_length for q in query_batch)` up
-    to a patch length and padding every query to it before the model runs; the length an
-    item of the batch carries, `q.context_length`, `cut.num_frames`, counts as its length).
-    A function that pads several tensors this way
-    is reported once: it is one cause. The finding goes where a fixed length would: a
-    tokenizer call that takes the padding setting, else the padding by hand, else the first
-    padding call (`pad_sequence` takes no length).
+    arithmetic that sizes with the longest length, the statement a fixed length would change
+    (round 16's labels put it there, not at the `max`); not where the longest length is only
+    checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`, an amount of
+    padding to a fixed length. The same padding by hand in a loop whose passes run a model
+    is a collate written inline, and is flagged the same way (a forecaster's `for i in
+    range(num_batches):` rounding `max(q.context_length for q in query_batch)` up to a patch
+    length and padding every query to it before the model runs; the length an item of the
+    batch carries, `q.context_length`, `cut.num_frames`, counts as its length). A function
+    that pads several tensors this way is reported once: it is one cause. The finding goes
+    where a fixed length would: a tokenizer call that takes the padding setting, else the
+    padding by hand, else the first padding call (`pad_sequence` takes no length).
 
     ## Why is this bad?
     Each batch comes out as long as its longest example, so the sequence length changes
