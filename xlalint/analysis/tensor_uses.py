@@ -313,8 +313,17 @@ def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: I
     tensors have, or the first input of a torch operation that takes only tensors
     (`torch.clamp(self.orig_input + diff, 0, 1)`). The parameter's data flows into tensor
     code, as it does where the parameter itself is so used. Not a local only handed on as a
-    later argument (`torch.topk(x, k)` with `k = n // 2`: a count)."""
-    derived = set(params)
+    later argument (`torch.topk(x, k)` with `k = n // 2`: a count), nor one computed from a
+    parameter with a default other than None (`threshold=1e-2`, compared with a table in
+    `self.scores[i] > threshold`: a setting, not data)."""
+    settings = {
+        p.name.value
+        for p in parameters(function)
+        if p.default is not None
+        and not (type(p.default) is cst.Name and p.default.value == "None")
+    }
+    derived = set(params) - settings
+    seeds = set(derived)
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
@@ -326,7 +335,7 @@ def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: I
         target = node.targets[0].target
         if type(target) is cst.Name and _through_operators(node.value, operands) & derived:
             derived.add(target.value)
-    derived -= params
+    derived -= seeds
     if not derived:
         return False
     if derived & tensor_receivers(function):
