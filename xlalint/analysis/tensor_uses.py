@@ -319,8 +319,7 @@ def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: I
     settings = {
         p.name.value
         for p in parameters(function)
-        if p.default is not None
-        and not (type(p.default) is cst.Name and p.default.value == "None")
+        if p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None")
     }
     derived = set(params) - settings
     seeds = set(derived)
