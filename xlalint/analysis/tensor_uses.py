@@ -315,7 +315,12 @@ def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: I
     code, as it does where the parameter itself is so used. Not a local only handed on as a
     later argument (`torch.topk(x, k)` with `k = n // 2`: a count), nor one computed from a
     parameter with a default other than None (`threshold=1e-2`, compared with a table in
-    `self.scores[i] > threshold`: a setting, not data)."""
+    `self.scores[i] > threshold`: a setting, not data). Only in a function without loops of
+    its own, a step's straight-line math (an attack step's `project`, a loss): one that
+    loops (a sampler's `for i in trange(len(sigmas) - 1)`) is a run of steps, judged by
+    its loop, and its locals computed from the schedule are no data handed per step."""
+    if any(type(n) in (cst.For, cst.While) for n in _own_nodes(function.body)):
+        return False
     settings = {
         p.name.value
         for p in parameters(function)
@@ -348,6 +353,19 @@ def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: I
         and not node.args[0].star
         and takes_tensors(imports.resolve(node.func) or "")
     )
+
+
+def _own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes of `body`, not those of the functions, lambdas and classes it defines."""
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
+            continue
+        found.append(node)
+        stack.extend(code_children(node))
+    return found
 
 
 def _field_root(value: cst.BaseExpression) -> str | None:
