@@ -666,13 +666,13 @@ _LENGTH_KEYWORDS = frozenset(
 
 
 def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
-    """A helper of the project named for padding (`pad_1d_tokens`, `pad_2d`; no library's
-    function, which the imports name) handed a list it gathers from the batch (a list
-    comprehension or display: `[item[0]["src_tokens"] for item in batch]`) and at most a
-    pad value besides (`pad_idx=0.0`): nothing gives it a length, so it pads to the
-    longest of the list, as `pad_sequence` does. A further positional argument may be a
-    length, and a length keyword (`pad_to_length=`) or a literal `pad_to_multiple=`
-    bucket size is one."""
+    """A helper of the project named for padding (`pad_1d_tokens`, `pad_2d`; no
+    library's function, which the imports name) handed a list it gathers from the batch
+    (a list comprehension or display: `[item[0]["src_tokens"] for item in batch]`) and
+    at most a pad value besides (`pad_idx=0.0`, `self.padding_idx`; not `max_seq_len`):
+    nothing gives it a length, so it pads to the longest of the list, as `pad_sequence`
+    does. A further positional argument may be a length, and a length keyword
+    (`pad_to_length=`) or a literal `pad_to_multiple=` bucket size is one."""
     func = call.func
     if type(func) is not cst.Name or func.value == "pad" or not _PAD_HELPER.match(func.value):
         return False
@@ -683,12 +683,28 @@ def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
         return False
     if type(positional[0].value) not in (cst.ListComp, cst.List):
         return False
+    if len(positional) == 2 and not _pad_value(positional[1].value):
+        return False  # `pad_kv_caches(caches, max_seq_len)`: a length, not a pad value
     keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
     if keywords.keys() & _LENGTH_KEYWORDS:
         return False
     return not any(
         isinstance(value, cst.Integer) for key, value in keywords.items() if "multiple" in key
     )
+
+
+def _pad_value(value: cst.BaseExpression) -> bool:
+    """A pad value by its spelling: a number (`0.0`, `-1`), or a name or attribute named
+    for padding and not for a length (`self.padding_idx`, `pad_id`; not `max_pad_len`)."""
+    if type(value) is cst.UnaryOperation:
+        value = value.expression
+    if type(value) in (cst.Integer, cst.Float):
+        return True
+    name = value.attr.value if type(value) is cst.Attribute else getattr(value, "value", None)
+    if not isinstance(name, str):
+        return False
+    lowered = name.lower()
+    return "pad" in lowered and not any(w in lowered for w in ("len", "size", "multiple"))
 
 
 def _pads_to_longest(
