@@ -315,10 +315,12 @@ def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: I
     code, as it does where the parameter itself is so used. Not a local only handed on as a
     later argument (`torch.topk(x, k)` with `k = n // 2`: a count), nor one computed from a
     parameter with a default other than None (`threshold=1e-2`, compared with a table in
-    `self.scores[i] > threshold`: a setting, not data). Only in a function without loops of
-    its own, a step's straight-line math (an attack step's `project`, a loss): one that
-    loops (a sampler's `for i in trange(len(sigmas) - 1)`) is a run of steps, judged by
-    its loop, and its locals computed from the schedule are no data handed per step."""
+    `self.scores[i] > threshold`: a setting, not data), nor a local whose first binding is
+    not such arithmetic (`s_scale = f`, later `s_scale = s_scale ** (-exponent / 2.0)`).
+    Only in a function without loops of its own, a step's straight-line math (an attack
+    step's `project`, a loss): one that loops (a sampler's `for i in trange(len(sigmas) -
+    1)`) is a run of steps, judged by its loop, and its locals computed from the schedule
+    are no data handed per step."""
     if any(type(n) in (cst.For, cst.While) for n in _own_nodes(function.body)):
         return False
     settings = {
@@ -328,17 +330,29 @@ def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: I
     }
     derived = set(params) - settings
     seeds = set(derived)
+    # Only a local's first binding says what it carries: `s_scale = f`, then `s_scale =
+    # s_scale ** (-exponent / 2.0)`, is a table scaled by a setting, not the setting's data.
+    bound: set[str] = set()
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
             continue
         stack.extend(reversed(code_children(node)))  # in source order
-        if type(node) is not cst.Assign or len(node.targets) != 1:
-            continue
-        target = node.targets[0].target
-        if type(target) is cst.Name and _through_operators(node.value, operands) & derived:
-            derived.add(target.value)
+        kind = type(node)
+        if kind is cst.Assign and len(node.targets) == 1:  # type: ignore[attr-defined]
+            target = node.targets[0].target  # type: ignore[attr-defined]
+            if (
+                type(target) is cst.Name
+                and target.value not in bound
+                and _through_operators(node.value, operands) & derived  # type: ignore[attr-defined]
+            ):
+                derived.add(target.value)
+        if kind is cst.Assign:
+            for t in node.targets:  # type: ignore[attr-defined]
+                bound |= target_names(t.target)
+        elif kind in (cst.AugAssign, cst.AnnAssign, cst.For):
+            bound |= target_names(node.target)  # type: ignore[attr-defined]
     derived -= seeds
     if not derived:
         return False
