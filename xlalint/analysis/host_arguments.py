@@ -31,7 +31,7 @@ from xlalint.analysis.guards import unpacked_value
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.members import is_property
 from xlalint.analysis.returns import _walk_body
-from xlalint.walk import binding_counts, code_children, target_names
+from xlalint.walk import binding_counts, code_children, descendants, target_names
 
 # Methods that hand back the values they are called on, on the same side of the bus.
 SAME_PLACE = frozenset({"detach", "clone", "contiguous", "float", "double", "long", "int"})
@@ -312,6 +312,32 @@ def _converts_in_place(statement: cst.CSTNode, name: str) -> bool:
     )
 
 
+def moved_in_place(function: cst.FunctionDef, name: str) -> bool:
+    """Whether `function` holds a statement that only moves `name` to a device and drops
+    the result (`prev_op.to(best_device)`, `layer.cuda()`): a tensor's `.to()` hands back
+    a new tensor and leaves the tensor where it was, so nobody writes it alone; a module's
+    moves its parameters in place. `name` is a module, and its `.cpu()` (also a statement
+    alone, after its work) moves it back, copying no value the step computed."""
+    return any(
+        _moves_alone(statement, name)
+        for statement in descendants(function.body)
+        if type(statement) is cst.SimpleStatementLine
+    )
+
+
+def _moves_alone(statement: cst.SimpleStatementLine, name: str) -> bool:
+    if len(statement.body) != 1 or type(statement.body[0]) is not cst.Expr:
+        return False
+    call = statement.body[0].value
+    if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
+        return False
+    method = call.func.attr.value
+    receiver = call.func.value
+    if method not in ("to", "cuda") or type(receiver) is not cst.Name or receiver.value != name:
+        return False
+    return method == "cuda" or _moves_to_device(call, name)
+
+
 def _branch_copies(
     module: cst.Module, statement: cst.CSTNode, name: str, factories: bool
 ) -> bool | None:
@@ -567,8 +593,11 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
     statement that binds the name is the move. The caller hands them over on the host:
     until that statement they, and what is read from them (`(~batch["mask"]).sum()
     .item()` before the move), are host values. A parameter rebound to something else
-    first (`targets = zeros.scatter_(...)`, then `targets = targets.cuda()`) is left out."""
-    wanted = set(names)
+    first (`targets = zeros.scatter_(...)`, then `targets = targets.cuda()`) is left out,
+    and so is one the function calls or walks as a module (`model = model.to(device)`,
+    then `model.eval()` and `outputs = model(**inputs)`): no tensor is callable or has
+    `.eval()`, so what it moves is a module, handed over as one, not host data."""
+    wanted = set(names) - _called_or_walked(function)
     if not wanted:
         return frozenset()
     found: set[str] = set()
@@ -598,6 +627,34 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
         # Children in source order; the value of an assignment before its targets' use
         # after it is the same statement, so the order within one node does not matter.
         stack.extend(reversed(code_children(node)))
+    return frozenset(found)
+
+
+# Methods a module has and a tensor lacks (`tensor_members.MODULE_MEMBERS` less the
+# tensor's): calling one on a name shows it holds a module.
+_MODULE_ONLY = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "buffers", "named_buffers",
+     "modules", "named_modules", "children", "named_children", "state_dict",
+     "load_state_dict", "zero_grad"}
+)  # fmt: skip
+
+
+def _called_or_walked(function: cst.FunctionDef) -> frozenset[str]:
+    """The names `function` calls (`model(batch)`) or calls a module-only method on
+    (`model.eval()`), in its own body: callables and modules, never tensors."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if type(node) is not cst.Call:
+            continue
+        func = node.func
+        if type(func) is cst.Name:
+            found.add(func.value)
+        elif (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.attr.value in _MODULE_ONLY
+        ):
+            found.add(func.value.value)
     return frozenset(found)
 
 

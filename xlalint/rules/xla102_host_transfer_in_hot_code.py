@@ -8,7 +8,7 @@ import libcst as cst
 from xlalint.analysis.arguments import bind, parameter
 from xlalint.analysis.helper_calls import HelperCall
 from xlalint.analysis.helper_reads import computed_root, converts_handed
-from xlalint.analysis.host_arguments import moved_here
+from xlalint.analysis.host_arguments import moved_here, moved_in_place
 from xlalint.analysis.host_reads import RETURNED_LITERALS, ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
@@ -128,59 +128,64 @@ class HostTransferInHotCode(HelperCallRule):
 
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output (`self(state)` in a method of the
-    module itself runs its forward; also of a method of an `nn.Module`
-    class of the module whose every `return` gives tensors, walked before the call:
-    `action, _ = pg.get_action(obs)` with `pg = Policy(env)`), a tensor op on a device value, a
-    value moved with `.to(device)`/`.cuda()` (a parameter first rebound to its move, also
-    in a tuple of moves: ColBERT's `input_ids, attention_mask = input_ids.to(self.device),
-    attention_mask.to(self.device)`, then `self.mask(input_ids, ...)` copying it back with
-    `.cpu().tolist()`; also a value of unknown kind the function itself moves, its name
-    last bound to the move before the copy: `seqlens = seqlens.to(self.device_name)`, then
-    `return seqlens.tolist()` in a helper handed the loader's host batch copies back what
-    it just sent, whatever its callers hand it, `.tolist()` included, as numpy arrays have
-    no `.to`; a move in a loop or a branch, which the copy may not read, is not enough
-    by itself), a loader's
-    batch (also through a progress bar bound to a name: `with tqdm(enumerate(loader)) as
-    t:`, then `for _, (x, y) in t`;
-    not a row whose loop only copies it to the device, `labels.to(device)` in an expression
-    with `labels` never rebound in the function: the loader hands host tensors), a
-    result of a helper handed device tensors (`outputs = self._calculate_loss(model,
-    inputs)`), a training step's
-    loss (a value `.backward()` is called on, also through a grad scaler,
-    `scaler.scale(loss).backward()`, and the values it was computed from, wherever in the
-    step they are copied: a meter's `target.detach().cpu()` before the backward, `target`
-    bound once in the step and not moved onto the device there, which would show it
-    handed over on the host), or a
-    helper's parameter that a call in the module hands a device tensor (or a value the
-    helper computes from such a parameter: `correct = pred.eq(target)`; not past a value
-    it rebuilds on the host, `cam = torch.from_numpy(cam)` then `cam =
-    transform.deaugment_mask(cam)`: that copy owes its callers nothing). Values with no
-    such origin are not reported: a tokenizer's `return_tensors="pt"` output or a collate
-    function's batch is built on the host, and `.cpu()` of it copies nothing (once moved,
-    `encoding.to(device)`, also handed back by a helper of the module, its entries are
-    device tensors: `inputs["input_ids"].tolist()` copies back what was just sent), nor does
-    `.to("cpu")` of a torch op whose inputs are all host tensors (`torch.stack([torch.
-    from_numpy(t.audio) for t in tracks])`: a comprehension's elements are what it
-    makes); an object's
-    attributes and a dict's collected values do not show their device. A parameter
-    annotated as a tensor (`tokens: torch.Tensor`) says what it holds, not where: in a
-    nested or private helper, whose callers are all in the module, it is on the host when
-    every call hands it a host value (`tokens=torch.tensor(result.tokens)`, a slice of one).
-    An attribute built by a factory given no device stays a host tensor in every method
-    when the only move of it runs off XLA (`if self.gpu_beam_blocking: self.partial_hyps =
-    self.partial_hyps.cuda()`, a flag assigned `... and torch.cuda.is_available()`):
-    `self.partial_hyps.tolist()` copies nothing there. A move under the function's own
-    device choice (`use_cuda = next(self.model.parameters()).is_cuda`, then `if use_cuda:
-    self.ranks = self.ranks.cuda()`, XLA305's finding) is the device path a port gives
-    XLA, and counts. A helper of the module annotated to return a tensor (`-> Tensor`)
-    whose every `return` builds it on the host (`torch.linspace(lo, hi, 2 * n + 1)[1::2]`,
-    a view of a factory's tensor, its arithmetic with numbers, `edges[1:] / n`, or its
-    methods given numbers, `.repeat_interleave(4)`) hands back a host tensor:
-    `_bin_centers(0, 1, n).to(logits.device)` of a host `logits` copies nothing.
-    Measured on the XLA CPU device: `.cpu().numpy()` of a tensor made on the host, 5 times,
-    runs no graph and transfers nothing; a bare `.numpy()` of an XLA tensor copies nothing
-    either, it raises (`TypeError: can't convert xla:0 device type tensor to numpy`), so
-    where one is reported on a device tensor the port needs the `.cpu()` anyway.
+    module itself runs its forward; a model parameter the function rebinds to its move,
+    `model = model.to(self.device)`, then calls, is still the model, as no tensor is
+    callable or has `.eval()`: `item.cpu().numpy() for item in outputs` copies each row;
+    also of a method of an `nn.Module` class of the module whose every `return` gives
+    tensors, walked before the call: `action, _ = pg.get_action(obs)` with `pg =
+    Policy(env)`), a tensor op on a device value, a value moved with `.to(device)`/`.cuda()`
+    (a parameter first rebound to its move, also in a tuple of moves: ColBERT's `input_ids,
+    attention_mask = input_ids.to(self.device), attention_mask.to(self.device)`, then
+    `self.mask(input_ids, ...)` copying it back with `.cpu().tolist()`; also a value of
+    unknown kind the function itself moves, its name last bound to the move before the copy:
+    `seqlens = seqlens.to(self.device_name)`, then `return seqlens.tolist()` in a helper
+    handed the loader's host batch copies back what it just sent, whatever its callers hand
+    it, `.tolist()` included, as numpy arrays have no `.to`; a move in a loop or a branch,
+    which the copy may not read, is not enough by itself), a loader's batch (also through a
+    progress bar bound to a name: `with tqdm(enumerate(loader)) as t:`, then `for _, (x, y)
+    in t`; not a row whose loop only copies it to the device, `labels.to(device)` in an
+    expression with `labels` never rebound in the function: the loader hands host tensors),
+    a result of a helper handed device tensors (`outputs = self._calculate_loss(model,
+    inputs)`), a training step's loss (a value `.backward()` is called on, also through a
+    grad scaler, `scaler.scale(loss).backward()`, and the values it was computed from,
+    wherever in the step they are copied: a meter's `target.detach().cpu()` before the
+    backward, `target` bound once in the step and not moved onto the device there, which
+    would show it handed over on the host), or a helper's parameter that a call in the
+    module hands a device tensor (or a value the helper computes from such a parameter:
+    `correct = pred.eq(target)`; not past a value it rebuilds on the host, `cam =
+    torch.from_numpy(cam)` then `cam = transform.deaugment_mask(cam)`: that copy owes its
+    callers nothing). Values with no such origin are not reported: a tokenizer's
+    `return_tensors="pt"` output or a collate function's batch is built on the host, and
+    `.cpu()` of it copies nothing (once moved, `encoding.to(device)`, also handed back by a
+    helper of the module, its entries are device tensors: `inputs["input_ids"].tolist()`
+    copies back what was just sent), nor does `.to("cpu")` of a torch op whose inputs are
+    all host tensors (`torch.stack([torch. from_numpy(t.audio) for t in tracks])`: a
+    comprehension's elements are what it makes); an object's attributes and a dict's
+    collected values do not show their device. Nor is `.cpu()` (or `.to("cpu")`) of a name
+    of unknown kind that the function moves with a statement alone
+    (`prev_op.to(best_device)`, `layer.cuda()`, the result dropped): a tensor's move hands
+    back a new tensor and leaves the old one where it was, so nobody writes it alone, while
+    a module moves its parameters in place; its `.cpu()` after the work moves the module
+    back (a quantiser's `layer.cpu()` per linear) and copies no value the step computed. A
+    parameter annotated as a tensor (`tokens: torch.Tensor`) says what it holds, not where:
+    in a nested or private helper, whose callers are all in the module, it is on the host
+    when every call hands it a host value (`tokens=torch.tensor(result.tokens)`, a slice of
+    one). An attribute built by a factory given no device stays a host tensor in every
+    method when the only move of it runs off XLA (`if self.gpu_beam_blocking:
+    self.partial_hyps = self.partial_hyps.cuda()`, a flag assigned `... and
+    torch.cuda.is_available()`): `self.partial_hyps.tolist()` copies nothing there. A move
+    under the function's own device choice (`use_cuda =
+    next(self.model.parameters()).is_cuda`, then `if use_cuda: self.ranks =
+    self.ranks.cuda()`, XLA305's finding) is the device path a port gives XLA, and counts. A
+    helper of the module annotated to return a tensor (`-> Tensor`) whose every `return`
+    builds it on the host (`torch.linspace(lo, hi, 2 * n + 1)[1::2]`, a view of a factory's
+    tensor, its arithmetic with numbers, `edges[1:] / n`, or its methods given numbers,
+    `.repeat_interleave(4)`) hands back a host tensor: `_bin_centers(0, 1,
+    n).to(logits.device)` of a host `logits` copies nothing. Measured on the XLA CPU device:
+    `.cpu().numpy()` of a tensor made on the host, 5 times, runs no graph and transfers
+    nothing; a bare `.numpy()` of an XLA tensor copies nothing either, it raises
+    (`TypeError: can't convert xla:0 device type tensor to numpy`), so where one is reported
+    on a device tensor the port needs the `.cpu()` anyway.
 
     Writing a device tensor into an element of a tensor made on the host (`probs =
     torch.empty(n)` without a device, then `probs[i] = self.probability(rews1, rews2)`
@@ -553,6 +558,14 @@ class HostTransferInHotCode(HelperCallRule):
         elif method == "cpu" and self._names_a_device():
             return  # `to(x, d2l.cpu())`: the device to move to, not a copy
         kind = self.ctx.kind(receiver)
+        if (
+            kind is Kind.UNKNOWN
+            and method in ("cpu", "to")
+            and type(receiver) is cst.Name
+            and self._function_nodes
+            and moved_in_place(self._function_nodes[-1], receiver.value)
+        ):
+            return  # `prev_op.to(dev)` alone, then `prev_op.cpu()`: a module moved back
         message = self.message.format(call=spelled)
         # The receiver of `.numpy()` in `x.cpu().numpy()` is HOST: the chain reports once.
         if (

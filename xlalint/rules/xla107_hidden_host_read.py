@@ -86,6 +86,15 @@ _DISTRIBUTION_HINT = (
     "Pass `validate_args=False` (or call "
     "`torch.distributions.Distribution.set_default_validate_args(False)` once)"
 )
+# Distributions that build others inside with validation at its default, whatever their
+# own `validate_args` says: `Multinomial.__init__` builds a `Categorical` and a `Binomial`
+# (measured, torch_xla 2.9: `Multinomial(logits=f, validate_args=False)` 3 scalar reads per
+# construction, none after `set_default_validate_args(False)`).
+_VALIDATED_INSIDE = frozenset({"torch.distributions.Multinomial"})
+_INSIDE_HINT = (
+    "Call `torch.distributions.Distribution.set_default_validate_args(False)` once: "
+    "`validate_args=False` does not reach the distributions it builds inside"
+)
 
 
 class HiddenHostRead(Rule):
@@ -117,7 +126,9 @@ class HiddenHostRead(Rule):
     a host tensor none), or
     a parameter of a `torch.distributions` distribution built with argument validation on
     (the default where Python runs without `-O`, or asked for with `validate_args=True`;
-    not with `validate_args=False` or a setting the file does not show):
+    not with `validate_args=False` or a setting the file does not show, but for
+    `Multinomial`, whose `Categorical` and `Binomial` inside are validated at the default
+    whatever its own `validate_args` says):
     `Categorical(probs)` checks `probs` on the host when it is built and again in each
     `log_prob`, `Uniform(low=torch.tensor(lo, device=d), high=..., validate_args=True)`
     each bound when it is built; the mean or standard deviation of `torch.normal(mean,
@@ -547,12 +558,17 @@ class HiddenHostRead(Rule):
         if not qualified.rsplit(".", 1)[-1][:1].isupper():
             return
         validate = keyword_argument(node, "validate_args")
-        if validate is not None and not _is_true(validate.value):
+        inside = _canonical_distribution(qualified) in _VALIDATED_INSIDE
+        if validate is not None and not _is_true(validate.value) and not inside:
             return  # `validate_args=False`, or a setting whose value the file does not show
-        values = [*positional, *(a.value for a in node.args if a.keyword is not None)]
+        values = [
+            *positional,
+            *(a.value for a in node.args if a.keyword is not None and a is not validate),
+        ]
         if any(self.ctx.is_tensor(value) for value in values):
             use = "the parameter of a validated distribution"
-            self.report(node, self.message.format(use=use), hint=_DISTRIBUTION_HINT)
+            hint = _INSIDE_HINT if inside and validate is not None else _DISTRIBUTION_HINT
+            self.report(node, self.message.format(use=use), hint=hint)
 
     def _check_sizes(self, sizes: list[cst.BaseExpression], use: str = "a size") -> bool:
         """Report the first size that is a tensor: the sizes of one call (`torch.zeros(n,
@@ -566,6 +582,14 @@ class HiddenHostRead(Rule):
                 self.report(size, self.message.format(use=use))
                 return True
         return False
+
+
+def _canonical_distribution(qualified: str) -> str:
+    """`torch.distributions.multinomial.Multinomial` as `torch.distributions.Multinomial`."""
+    parts = qualified.split(".")
+    if len(parts) == 4 and parts[:2] == ["torch", "distributions"]:
+        return f"torch.distributions.{parts[3]}"
+    return qualified
 
 
 def _is_true(value: cst.BaseExpression) -> bool:

@@ -60,39 +60,39 @@ class DataLoaderDropLast(Rule):
     """
     ## What it does
     Flags a training `torch.utils.data.DataLoader` built without `drop_last=True` (also a
-    bare `DataLoader` that a star import of the project's own module brings, trankit's
-    `from .utils.tokenizer_utils import *`, where no other import binds the name). A loader
-    is a training loader when it shuffles (`shuffle=True`), draws from a random sampler
-    (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, a `DistributedSampler`
-    without `shuffle=False`), or is named for training: its variable, the function that
-    returns it (`train_dataloader`), its dataset (`train_ds`, `dataset["train"]`,
-    `MNIST(root, train=True)`), its sampler (`train_sampler`), or the dict key or keyword it
-    is passed as. A helper that shuffles by a training flag it takes
-    (`def load_array(arrays, batch_size, is_train=True)` returning `DataLoader(dataset,
-    batch_size, shuffle=is_train)`) builds the training loader where the flag is true, and
-    so does one whose `shuffle` parameter defaults to True (`def get_images_dataloader(
-    folder, *, batch_size, shuffle=True)` returning `DataLoader(ds, batch_size=batch_size,
-    shuffle=shuffle)`): by default it shuffles, as training loaders do. So
-    does a helper that reads `drop_last` from a configuration it takes, defaulting to
+    bare `DataLoader` that a star import of the project's own module brings, trankit's `from
+    .utils.tokenizer_utils import *`, where no other import binds the name). A loader is a
+    training loader when it shuffles (`shuffle=True`; or `shuffle=(sampler is None)` with
+    `sampler=sampler`, shuffling wherever no sampler is given, the sampler shuffling where
+    one is), draws from a random sampler (`RandomSampler`, `WeightedRandomSampler`,
+    `SubsetRandomSampler`, a `DistributedSampler` without `shuffle=False`), or is named for
+    training: its variable, the function that returns it (`train_dataloader`), its dataset
+    (`train_ds`, `dataset["train"]`, `MNIST(root, train=True)`), its sampler
+    (`train_sampler`), or the dict key or keyword it is passed as. A helper that shuffles by
+    a training flag it takes (`def load_array(arrays, batch_size, is_train=True)` returning
+    `DataLoader(dataset, batch_size, shuffle=is_train)`) builds the training loader where
+    the flag is true, and so does one whose `shuffle` parameter defaults to True (`def
+    get_images_dataloader( folder, *, batch_size, shuffle=True)` returning `DataLoader(ds,
+    batch_size=batch_size, shuffle=shuffle)`): by default it shuffles, as training loaders
+    do. So does a helper that reads `drop_last` from a configuration it takes, defaulting to
     False (`drop_last=config.get("drop_last", False)`), where this module calls it with a
     configuration named for training (`self._setup_dataloader_from_config(
     config=train_data_config)`): reported without a fix, since the default is the
-    configuration's to change and the helper builds the evaluation loaders too.
-    A loader named for evaluation (`val`, `eval`, `test`, `dev`, `predict`, `inference`,
-    `calib` in any of those names, `train=False`), or built by a function named for it
-    and not for training (`def with_val_data(self, x, y, batch_size=1, shuffle=True)`
-    making `dataloader = DataLoader(dataset, batch_size, shuffle=shuffle)`), is never
-    flagged: dropping samples there would change the metrics. Nor are loaders with a
-    `batch_sampler=` (other than `None`, its default), with a random sampler that draws a
-    multiple of the batch size (`sampler=RandomSampler(ds, replacement=True,
-    num_samples=batch_size * iters)` beside `batch_size=batch_size`: the batch size, spelled
-    alike, a factor of the count, or literals that divide), whose batches are all full, with
-    `batch_size=1`/`None` (or no batch size: the default is 1; also through an attribute
-    or a local every assignment of which sets it so: `self.batch_size: int = 1`, then
-    `batch_size=self.batch_size`, or a module-level constant named in capitals that is
-    only ever bound to 1: `META_BATCH_SIZE = 1`, then `self.meta_batch_size =
-    META_BATCH_SIZE`; not one set from a parameter, whatever its default: callers pass
-    their batch size), with `**kwargs`, or with a
+    configuration's to change and the helper builds the evaluation loaders too. A loader
+    named for evaluation (`val`, `eval`, `test`, `dev`, `predict`, `inference`, `calib` in
+    any of those names, `train=False`), or built by a function named for it and not for
+    training (`def with_val_data(self, x, y, batch_size=1, shuffle=True)` making `dataloader
+    = DataLoader(dataset, batch_size, shuffle=shuffle)`), is never flagged: dropping samples
+    there would change the metrics. Nor are loaders with a `batch_sampler=` (other than
+    `None`, its default), with a random sampler that draws a multiple of the batch size
+    (`sampler=RandomSampler(ds, replacement=True, num_samples=batch_size * iters)` beside
+    `batch_size=batch_size`: the batch size, spelled alike, a factor of the count, or
+    literals that divide), whose batches are all full, with `batch_size=1`/`None` (or no
+    batch size: the default is 1; also through an attribute or a local every assignment of
+    which sets it so: `self.batch_size: int = 1`, then `batch_size=self.batch_size`, or a
+    module-level constant named in capitals that is only ever bound to 1: `META_BATCH_SIZE =
+    1`, then `self.meta_batch_size = META_BATCH_SIZE`; not one set from a parameter,
+    whatever its default: callers pass their batch size), with `**kwargs`, or with a
     `drop_last=` that is neither the literal `False`, such a configuration default, nor a
     parameter of the function whose default is False (`def make_train_dataloader(self,
     shuffle=True, drop_last=False)`: reported without a fix, the default is the
@@ -107,9 +107,9 @@ class DataLoaderDropLast(Rule):
     `create_dataloader(memories, bs, device=device)`: its own options decide). A caller's
     `**kwargs` that no call of the module shows, or that a call fills, stays unknown in the
     helper; a call that fills it is judged instead, as the loader it builds (`def
-    FinetuneDataloader(ds, *args, **kwargs): return DataLoader(ds, *args, **kwargs)`,
-    called as `FinetuneDataloader(dataset, batch_size=8, shuffle=True)`: the caller's
-    training loader, flagged at the call, whose fix adds `drop_last=True` there).
+    FinetuneDataloader(ds, *args, **kwargs): return DataLoader(ds, *args, **kwargs)`, called
+    as `FinetuneDataloader(dataset, batch_size=8, shuffle=True)`: the caller's training
+    loader, flagged at the call, whose fix adds `drop_last=True` there).
 
     ## Why is this bad?
     Unless the dataset size is a multiple of the batch size, the last batch of every epoch
@@ -222,6 +222,7 @@ class DataLoaderDropLast(Rule):
             words & _TRAINING_WORDS
             or _split_is(args.get("dataset"), evaluation=False)
             or _is_name(args.get("shuffle"), "True")
+            or _shuffles_without_sampler(args.get("shuffle"), args.get("sampler"))
             or self._draws_at_random(args.get("sampler"))
             or flag is not None
             or (config is not None and self._called_with_training(config))
@@ -657,3 +658,21 @@ def _split_is(dataset: cst.BaseExpression | None, evaluation: bool) -> bool:
             if words & (_EVAL_WORDS if evaluation else _TRAINING_WORDS):
                 return True
     return False
+
+
+def _shuffles_without_sampler(
+    shuffle: cst.BaseExpression | None, sampler: cst.BaseExpression | None
+) -> bool:
+    """`shuffle=(self.sampler is None), sampler=self.sampler`: the loader shuffles wherever
+    it is given no sampler (a single process), and hands the shuffling to the sampler
+    where it is (a `DistributedSampler`): the training loader's idiom."""
+    if not isinstance(shuffle, cst.Comparison) or sampler is None:
+        return False
+    if len(shuffle.comparisons) != 1:
+        return False
+    target = shuffle.comparisons[0]
+    return (
+        isinstance(target.operator, cst.Is)
+        and _is_name(target.comparator, "None")
+        and shuffle.left.deep_equals(sampler)
+    )

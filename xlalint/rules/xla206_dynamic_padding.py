@@ -56,59 +56,57 @@ class _Candidate:
 class DynamicPadding(Rule):
     """
     ## What it does
-    Flags padding to the longest example of each batch, where it runs per batch: in
-    collate functions (named `*collate*`, passed as `collate_fn=`, directly or through a
-    name the caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
-    curtail_to_shortest`, `__call__` or
-    `torch_call` of a `*Collat*` class or of a class named for making batches
-    (`BatchConverter`), or a lambda passed as `collate_fn=`), in the `__next__` of a class
-    that is its own iterator of batches and the methods it calls on `self` (pix2tex's
-    `Im2LatexDataset`: `return self.prepare_data(...)`, which pads with `pad_sequence`),
-    in functions
-    that run every step (`forward`, `*_step`, functions called from a loop), and in loops
-    whose passes run
-    a model or sync (training, sampling, evaluation); not in a loop over prompts or
-    tokenizers. A "longest" tokenizer call in a function that also tokenizes with
-    `padding="max_length"` is taken for a truncation check (diffusers'
-    `untruncated_ids = tokenizer(prompt, padding="longest")`), whose result stays on the
-    host, and is not flagged either. The forms: tokenizer, processor
-    and feature-extractor calls with `padding=True`, `padding="longest"` or
+    Flags padding to the longest example of each batch, where it runs per batch: in collate
+    functions (named `*collate*`, passed as `collate_fn=`, directly or through a name the
+    caller binds to it, `collate_fn = pad_to_longest_fn if pad_to_longest else
+    curtail_to_shortest`, `__call__` or `torch_call` of a `*Collat*` class or of a class
+    named for making batches (`BatchConverter`), or a lambda passed as `collate_fn=`), in
+    the `__next__` of a class that is its own iterator of batches and the methods it calls
+    on `self` (pix2tex's `Im2LatexDataset`: `return self.prepare_data(...)`, which pads with
+    `pad_sequence`), in functions that run every step (`forward`, `*_step`, functions called
+    from a loop), and in loops whose passes run a model or sync (training, sampling,
+    evaluation); not in a loop over prompts or tokenizers. A "longest" tokenizer call in a
+    function that also tokenizes with `padding="max_length"` is taken for a truncation check
+    (diffusers' `untruncated_ids = tokenizer(prompt, padding="longest")`), whose result
+    stays on the host, and is not flagged either. The forms: tokenizer, processor and
+    feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
     `torch.nn.utils.rnn.pad_sequence(...)`; a `pad(tensors, padding_value=...)` helper
-    without a fixed length; and a call handed the tokenizer with `padding=True` or
-    `"longest"` (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads
-    with it). Not a batch-size probe, a `while` loop that stops after its first pass that
-    does not fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once
-    per run. The transformers collators that pad this
-    way by default (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
-    `DataCollatorForTokenClassification`) are flagged where they are built. Calls with
-    a literal `pad_to_multiple_of=` (a few buckets of lengths) are not; a variable there
-    (`pad_to_multiple_of=self.pad_to_multiple_of`, None by default) is no bucketing.
-    `padding=self.padding` pads as the class's default says (a dataclass field `padding:
-    bool | str = True`, a class attribute, or an `__init__` parameter `padding="longest"`
-    stored as it is): a collator built with its defaults pads each batch to its longest
-    example; a setting without a default here (`self.padding = config.padding`) is the
-    builder's choice and is not flagged.
-    A collate function that pads to its batch's longest example by hand (`max_len =
-    max(len(x) for x in batch)`, `len(max(seqs, key=len))`, `lengths.amax()`,
-    `int(torch.max(lens))`, the longest tensor itself, `longest = max(tensors, key=lambda
-    t: t.shape[0])`, or a running maximum over the batch, `if len(x) > max_len: max_len =
-    len(x)`, then `torch.full((n, max_len), pad)`, `max_len - len(x)`,
-    `longest.new_ones(len(tensors), *longest.shape)` or a padding helper handed
-    `max_len=max_len`; or the longest handed straight to what pads,
+    without a fixed length; a helper of the project named for padding (`pad_1d_tokens`,
+    `pad_2d`, `pad_coords`, imported from another module) handed a list it gathers from the
+    batch (`[item[0]["src_tokens"] for item in batch]`) and at most a pad value, with no
+    length keyword (`pad_to_length=`), further positional argument or literal bucket size;
+    and a call handed the tokenizer with `padding=True` or `"longest"`
+    (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads with it).
+    Not a batch-size probe, a `while` loop that stops after its first pass that does not
+    fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once per run.
+    The transformers collators that pad this way by default (`DataCollatorWithPadding`,
+    `DataCollatorForSeq2Seq`, `DataCollatorForTokenClassification`) are flagged where they
+    are built. Calls with a literal `pad_to_multiple_of=` (a few buckets of lengths) are
+    not; a variable there (`pad_to_multiple_of=self.pad_to_multiple_of`, None by default) is
+    no bucketing. `padding=self.padding` pads as the class's default says (a dataclass field
+    `padding: bool | str = True`, a class attribute, or an `__init__` parameter
+    `padding="longest"` stored as it is): a collator built with its defaults pads each batch
+    to its longest example; a setting without a default here (`self.padding =
+    config.padding`) is the builder's choice and is not flagged. A collate function that
+    pads to its batch's longest example by hand (`max_len = max(len(x) for x in batch)`,
+    `len(max(seqs, key=len))`, `lengths.amax()`, `int(torch.max(lens))`, the longest tensor
+    itself, `longest = max(tensors, key=lambda t: t.shape[0])`, or a running maximum over
+    the batch, `if len(x) > max_len: max_len = len(x)`, then `torch.full((n, max_len),
+    pad)`, `max_len - len(x)`, `longest.new_ones(len(tensors), *longest.shape)` or a padding
+    helper handed `max_len=max_len`; or the longest handed straight to what pads,
     `cuts.pad(num_frames=max(lens).item())`) is flagged where it pads: the first call or
-    arithmetic that sizes with the longest length, the statement a fixed length would
-    change (round 16's labels put it there, not at the `max`); not where the longest
-    length is only checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`,
-    an amount of padding to a fixed length. The same padding by hand in a loop whose passes
-    run a model is a collate written inline, and is flagged the same way (a forecaster's
-    `for i in range(num_batches):` rounding `max(q.context_length for q in query_batch)` up
-    to a patch length and padding every query to it before the model runs; the length an
-    item of the batch carries, `q.context_length`, `cut.num_frames`, counts as its length).
-    A function that pads several tensors this way
-    is reported once: it is one cause. The finding goes where a fixed length would: a
-    tokenizer call that takes the padding setting, else the padding by hand, else the first
-    padding call (`pad_sequence` takes no length).
+    arithmetic that sizes with the longest length, the statement a fixed length would change
+    (round 16's labels put it there, not at the `max`); not where the longest length is only
+    checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`, an amount of
+    padding to a fixed length. The same padding by hand in a loop whose passes run a model
+    is a collate written inline, and is flagged the same way (a forecaster's `for i in
+    range(num_batches):` rounding `max(q.context_length for q in query_batch)` up to a patch
+    length and padding every query to it before the model runs; the length an item of the
+    batch carries, `q.context_length`, `cut.num_frames`, counts as its length). A function
+    that pads several tensors this way is reported once: it is one cause. The finding goes
+    where a fixed length would: a tokenizer call that takes the padding setting, else the
+    padding by hand, else the first padding call (`pad_sequence` takes no length).
 
     ## Why is this bad?
     Each batch comes out as long as its longest example, so the sequence length changes
@@ -241,6 +239,11 @@ class DynamicPadding(Rule):
             # A helper that pads a list of tensors to the longest, like `pad_sequence`
             # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`).
             self._candidate(node, "`pad(...)`")
+            return
+        if _pads_a_gathered_list(node, self.ctx.qualified(func)):
+            # `pad_1d_tokens([item[0]["src_tokens"] for item in batch], self.padding_idx)`:
+            # a project's padding helper handed the batch's tensors and no length.
+            self._candidate(node, f"`{func.value}(...)`")  # type: ignore[attr-defined]
             return
         qualified = self.ctx.qualified(func)
         if qualified is not None:
@@ -648,6 +651,60 @@ def _pads_sequences(call: cst.Call) -> bool:
         return False
     bucket = keywords.get("pad_to_multiple_of")
     return not isinstance(bucket, cst.Integer)
+
+
+# A helper named for padding (`pad_1d_tokens`, `pad_2d`, `pad_coords`, `_pad_batch`).
+_PAD_HELPER = re.compile(r"^_*pad(_[a-z0-9_]+)?$")
+_ARRAY_LIBRARIES = frozenset(
+    {"torch", "numpy", "jax", "tensorflow", "paddle", "mlx", "cupy", "scipy", "keras"}
+)
+# Keywords that give a padding helper a length of its own.
+_LENGTH_KEYWORDS = frozenset(
+    {"max_length", "length", "size", "pad_to_length", "max_len", "target_length", "pad_len",
+     "pad_length", "to_length"}
+)  # fmt: skip
+
+
+def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
+    """A helper of the project named for padding (`pad_1d_tokens`, `pad_2d`; no
+    library's function, which the imports name) handed a list it gathers from the batch
+    (a list comprehension or display: `[item[0]["src_tokens"] for item in batch]`) and
+    at most a pad value besides (`pad_idx=0.0`, `self.padding_idx`; not `max_seq_len`):
+    nothing gives it a length, so it pads to the longest of the list, as `pad_sequence`
+    does. A further positional argument may be a length, and a length keyword
+    (`pad_to_length=`) or a literal `pad_to_multiple=` bucket size is one."""
+    func = call.func
+    if type(func) is not cst.Name or func.value == "pad" or not _PAD_HELPER.match(func.value):
+        return False
+    if qualified is not None and qualified.split(".", 1)[0] in _ARRAY_LIBRARIES:
+        return False  # `from torch.nn.functional import pad`: a library's own function
+    positional = [a for a in call.args if a.keyword is None]
+    if not positional or len(positional) > 2 or any(a.star for a in call.args):
+        return False
+    if type(positional[0].value) not in (cst.ListComp, cst.List):
+        return False
+    if len(positional) == 2 and not _pad_value(positional[1].value):
+        return False  # `pad_kv_caches(caches, max_seq_len)`: a length, not a pad value
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    if keywords.keys() & _LENGTH_KEYWORDS:
+        return False
+    return not any(
+        isinstance(value, cst.Integer) for key, value in keywords.items() if "multiple" in key
+    )
+
+
+def _pad_value(value: cst.BaseExpression) -> bool:
+    """A pad value by its spelling: a number (`0.0`, `-1`), or a name or attribute named
+    for padding and not for a length (`self.padding_idx`, `pad_id`; not `max_pad_len`)."""
+    if type(value) is cst.UnaryOperation:
+        value = value.expression
+    if type(value) in (cst.Integer, cst.Float):
+        return True
+    name = value.attr.value if type(value) is cst.Attribute else getattr(value, "value", None)
+    if not isinstance(name, str):
+        return False
+    lowered = name.lower()
+    return "pad" in lowered and not any(w in lowered for w in ("len", "size", "multiple"))
 
 
 def _pads_to_longest(

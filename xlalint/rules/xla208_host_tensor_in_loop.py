@@ -95,63 +95,62 @@ _MOVE_HELPER = re.compile(r"(^|_)(to|onto)_device$|^_*(move|send|put)_\w*(device
 class HostTensorInLoop(Rule):
     """
     ## What it does
-    Flags tensors built on the host and copied to the device in code that runs every
-    step: `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` and the window
-    functions (`torch.hann_window/hamming_window/blackman_window/bartlett_window/
-    kaiser_window(n)`, an STFT's window) without `device=` (or with `device="cpu"`),
-    followed by a move to a device, either chained
-    (`torch.arange(n).to(device)`) or on a name bound to one (`pos = torch.arange(n)`, then
-    `pos.to(device)` in the loop, also through methods that act alike on either device,
-    `.view()`, `.reshape()`, `.expand_as(scores)`, to which another tensor lends only its
-    size; not where host data is written into it in between,
-    `n[:k] = dropout[:k]` or `n += offsets`, which `device=` would not build; device
-    values written into its rows, `idx[1] = gt_labels.squeeze(-1)`, are copied to the host
-    on the way, and built with `device=` the write stays there). A move is
-    `.cuda()` or a `.to()` whose target is clearly a device: a device string other than
-    `"cpu"`, `torch.device(...)`, `torch_xla.device()`, or a name such as `device`,
-    `x.device`, `self.device`, `dev`; or `.to(t)` and `.type_as(t)` with `t` a tensor,
-    which give the host tensor `t`'s device and dtype
-    (beam search's `torch.zeros(bsz, n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`).
-    A name given to `.to()` whose `.device` the function reads is a tensor (`.to()` takes
-    a tensor, a device or a dtype, and only a tensor has a `.device`), also where it
-    comes from (a nested dict) says nothing; so is a view of it (`.to(z.real)`, `.data`,
-    `.T`: demucs' `ispectro` moves its window like `z.real`).
-    The chain may do host arithmetic by a number on the way, on either side
-    (`(torch.arange(bsz) * beam).unsqueeze(1).type_as(tokens).to(dev)`, `-math.log(p) *
-    torch.arange(half) / half`), and elementwise torch math of the tensor (`torch.exp(...)`,
-    `.sin()`, `torch.pow(t, 2)`: a timestep embedding's frequencies, `torch.exp(-math.log(
-    max_period) * torch.arange(half) / half).to(device)`, computed on the host and copied
-    on every call), and is reported once, at its outer move.
-    A module's attribute that every assignment in its class binds to such a factory
-    (`self.P = torch.zeros(1, max_len, d)` in `__init__`, filled in place) and that a
-    per-step method moves (`X + self.P[:, :T].to(X.device)` in `forward`) is reported too:
-    a plain attribute is not a buffer, so `model.to(device)` leaves it on the host, and
-    `register_buffer(..., persistent=False)` moves it once. An attribute registered as a
-    buffer or assigned anything else is not. So is an attribute bound to a plain dict of
-    such tensors (`{k: torch.ones(n) for k in groups}`, or a local `group_reg = {}` whose
-    every entry the method writes from a host factory, `group_reg[g] = torch.ones(n) *
-    base_reg`), whose entries the class writes back only from host factories or from
-    arithmetic of an entry itself (`reg = self.group_reg[g]; reg = reg + d * imp.to(
-    reg.device)`): a dict is no module state, and its entries are copied on every move.
-    Such an attribute's entry or slice bound to a local (`gamma = self.group_reg[g]`), and
-    a selection from a host tensor (`torch.index_select(gamma, 0, idx)`, `.gather`,
-    `.take`: the index must be on the tensor's device, so the result is on the host), are
-    host tensors too, reported where they are moved, without a fix.
-    A factory's result handed to a helper named for moving it to the device
-    (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`, `move_to_device(t)`)
-    is moved the same way, and reported without a fix. So is a factory's result used
-    directly as an index of a device tensor (`logprobs[torch.arange(n), next_tokens]`, a
-    decoder picking each row's chosen token): the indexing copies the index to the
-    tensor's device, as `.to()` would; also through a name bound to one (mmyolo's
-    task-aligned assigner: `idx = torch.zeros([2, b, n], dtype=torch.long)`, its rows
-    filled from a range and the device labels, then `pred_scores[idx[0], idx[1]]` every
-    training step), or through names bound to arithmetic of such names with one another and
-    with host numbers (segment-anything's `get_rel_pos`: `q_coords = torch.arange(q)[:,
-    None] * max(k / q, 1.0)`, the same for `k_coords`, then `rel_pos[(q_coords -
-    k_coords).long()]`; `max`, `min`, `abs`, `round`, `int` and `float` of host numbers are
-    host numbers), reported once, at the (first) factory. An index of a numpy array or of a
-    host tensor (`torch.zeros(4, 4)[torch.arange(4), 0]`), or of a value whose kind is not
-    known, is not flagged.
+    Flags tensors built on the host and copied to the device in code that runs every step:
+    `torch.zeros/ones/empty/full/arange/linspace/logspace/eye(...)` and the window functions
+    (`torch.hann_window/hamming_window/blackman_window/bartlett_window/ kaiser_window(n)`,
+    an STFT's window) without `device=` (or with `device="cpu"`), followed by a move to a
+    device, either chained (`torch.arange(n).to(device)`) or on a name bound to one (`pos =
+    torch.arange(n)`, then `pos.to(device)` in the loop, also through methods that act alike
+    on either device, `.view()`, `.reshape()`, `.expand_as(scores)`, to which another tensor
+    lends only its size, through casts, `.to(value.dtype)` or `.to(dtype=torch.float16)`,
+    which name no device, and through the chain's host arithmetic and elementwise math
+    below, also of the name, `torch.log(vdtype_max).to(value.device)`; not where host data
+    is written into it in between, `n[:k] = dropout[:k]` or `n += offsets`, which `device=`
+    would not build; device values written into its rows, `idx[1] = gt_labels.squeeze(-1)`,
+    are copied to the host on the way, and built with `device=` the write stays there). A
+    move is `.cuda()` or a `.to()` whose target is clearly a device: a device string other
+    than `"cpu"`, `torch.device(...)`, `torch_xla.device()`, or a name such as `device`,
+    `x.device`, `self.device`, `dev`; or `.to(t)` and `.type_as(t)` with `t` a tensor, which
+    give the host tensor `t`'s device and dtype (beam search's `torch.zeros(bsz,
+    n).to(src_tokens)`, `torch.arange(n).type_as(tokens)`). A name given to `.to()` whose
+    `.device` the function reads is a tensor (`.to()` takes a tensor, a device or a dtype,
+    and only a tensor has a `.device`), also where it comes from (a nested dict) says
+    nothing; so is a view of it (`.to(z.real)`, `.data`, `.T`: demucs' `ispectro` moves its
+    window like `z.real`). The chain may do host arithmetic by a number on the way, on
+    either side (`(torch.arange(bsz) * beam).unsqueeze(1).type_as(tokens).to(dev)`,
+    `-math.log(p) * torch.arange(half) / half`), and elementwise torch math of the tensor
+    (`torch.exp(...)`, `.sin()`, `torch.pow(t, 2)`: a timestep embedding's frequencies,
+    `torch.exp(-math.log( max_period) * torch.arange(half) / half).to(device)`, computed on
+    the host and copied on every call), and is reported once, at its outer move. A module's
+    attribute that every assignment in its class binds to such a factory (`self.P =
+    torch.zeros(1, max_len, d)` in `__init__`, filled in place) and that a per-step method
+    moves (`X + self.P[:, :T].to(X.device)` in `forward`) is reported too: a plain attribute
+    is not a buffer, so `model.to(device)` leaves it on the host, and `register_buffer(...,
+    persistent=False)` moves it once. An attribute registered as a buffer or assigned
+    anything else is not. So is an attribute bound to a plain dict of such tensors (`{k:
+    torch.ones(n) for k in groups}`, or a local `group_reg = {}` whose every entry the
+    method writes from a host factory, `group_reg[g] = torch.ones(n) * base_reg`), whose
+    entries the class writes back only from host factories or from arithmetic of an entry
+    itself (`reg = self.group_reg[g]; reg = reg + d * imp.to( reg.device)`): a dict is no
+    module state, and its entries are copied on every move. Such an attribute's entry or
+    slice bound to a local (`gamma = self.group_reg[g]`), and a selection from a host tensor
+    (`torch.index_select(gamma, 0, idx)`, `.gather`, `.take`: the index must be on the
+    tensor's device, so the result is on the host), are host tensors too, reported where
+    they are moved, without a fix. A factory's result handed to a helper named for moving it
+    to the device (`device.tensor_to_device(torch.zeros(1))`, `to_device(t, dev)`,
+    `move_to_device(t)`) is moved the same way, and reported without a fix. So is a
+    factory's result used directly as an index of a device tensor
+    (`logprobs[torch.arange(n), next_tokens]`, a decoder picking each row's chosen token):
+    the indexing copies the index to the tensor's device, as `.to()` would; also through a
+    name bound to one (mmyolo's task-aligned assigner: `idx = torch.zeros([2, b, n],
+    dtype=torch.long)`, its rows filled from a range and the device labels, then
+    `pred_scores[idx[0], idx[1]]` every training step), or through names bound to arithmetic
+    of such names with one another and with host numbers (segment-anything's `get_rel_pos`:
+    `q_coords = torch.arange(q)[:, None] * max(k / q, 1.0)`, the same for `k_coords`, then
+    `rel_pos[(q_coords - k_coords).long()]`; `max`, `min`, `abs`, `round`, `int` and `float`
+    of host numbers are host numbers), reported once, at the (first) factory. An index of a
+    numpy array or of a host tensor (`torch.zeros(4, 4)[torch.arange(4), 0]`), or of a value
+    whose kind is not known, is not flagged.
 
     A constant built from number literals (`torch.LongTensor([0]).to(self.device)`,
     `torch.tensor([[1.0, -0.5]]).to(x.device)`, any depth of lists), from a list repeating
@@ -495,9 +494,11 @@ class HostTensorInLoop(Rule):
         if factory is None:
             if move != "type_as" and self._counter_tensor(node, receiver):
                 return
-            if isinstance(receiver, cst.Name) and receiver.value in self._host_names[-1]:
-                factory_name = self._host_names[-1][receiver.value]
-                message = self.moved_message.format(name=receiver.value, factory=factory_name)
+            # `m.to(device)`, also through the chain's math: `torch.log(m).to(device)`.
+            named = self._chain_head(receiver)
+            if isinstance(named, cst.Name) and named.value in self._host_names[-1]:
+                factory_name = self._host_names[-1][named.value]
+                message = self.moved_message.format(name=named.value, factory=factory_name)
                 self.report(node, message, hint=self._like_hint(like))
             elif (attribute := self._host_attribute(receiver)) is not None:
                 name, factory_name = attribute
@@ -883,6 +884,9 @@ class HostTensorInLoop(Rule):
                 # A `.type_as(t)` inside the chain is where the copy happens; the chain is
                 # reported once, at its outer move.
                 expr = expr.func.value
+            elif type(expr) is cst.Call and self._casts_only(expr):
+                # `.to(value.dtype)`, `.to(dtype=torch.float16)`: a cast, where it is.
+                expr = expr.func.value  # type: ignore[attr-defined]
             elif type(expr) is cst.BinaryOperation and (
                 self._host_number(expr.right) or self._host_number(expr.left)
             ):
@@ -894,6 +898,19 @@ class HostTensorInLoop(Rule):
                 expr = expr.expression
             else:
                 return expr, math
+
+    def _casts_only(self, call: cst.Call) -> bool:
+        """`.to(x.dtype)`, `.to(torch.float16)`, `.to(dtype=d)`: a `.to()` that names a
+        dtype and no device (nor a tensor, whose device it would take)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and call.args):
+            return False
+        kinds = self.ctx.kinds
+        return not (
+            kinds.copies_to_device(call)
+            or kinds.moves_to_cpu(call)
+            or any(a.star or _keyword_in(a, ("device", "other", "tensor")) for a in call.args)
+        )
 
     def _elementwise_operand(self, call: cst.Call) -> cst.BaseExpression | None:
         """`torch.exp(x)`, `x.exp()`, `torch.pow(x, 2)`: elementwise math of one tensor (and
