@@ -796,3 +796,77 @@ def test_the_words_of_a_text_are_the_expressions_words(tmp_path: Path, text: str
     assert stat is not None
     words = sorted({hash(w) & 0xFFFFFFFF for w in re.findall(r"[A-Za-z_]\w*", text)})
     assert list(module_callers._words_at(str(path), stat)) == words
+
+
+EPOCHS = """\
+import pkg.metrics as metrics
+
+
+def train(model, optimizer, scheduler, loader, dev_loader, epochs):
+    meter = metrics.Meter()
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+        scheduler.step()
+        for x, y in dev_loader:
+            dev = model(x).sum()
+        meter.add(loss)
+"""
+
+
+@pytest.mark.parametrize(
+    "train",
+    [
+        EPOCHS,
+        # The epoch's own pass calls a scheduler's `step` only: still once per epoch.
+        EPOCHS.replace("        meter.add(loss)\n", "        meter.add(dev)\n"),
+        # A `while` over epochs, the batch loop stepping through a per-step method.
+        EPOCHS.replace("for epoch in range(epochs):", "while True:").replace(
+            "            loss.backward()\n            optimizer.step()\n",
+            "            loss = model.training_step(x)\n",
+        ),
+    ],
+)
+def test_calls_of_an_epoch_loop_after_its_batch_loop_are_per_epoch(
+    tmp_path: Path, train: str
+) -> None:
+    """neuromancer's `Trainer.train`: `self.logger.log_metrics(output, step=i)` after the
+    batch and dev loops, beside `lr_scheduler.step()`: the epoch loop's pass is no step,
+    its inner batch loop is."""
+    package = _package(tmp_path, train=train)
+    assert _findings([package / "metrics.py"]) == []
+
+
+@pytest.mark.parametrize(
+    "train",
+    [
+        # In the batch loop: every step.
+        EPOCHS.replace("            optimizer.step()\n", "            optimizer.step()\n"
+                       "            meter.add(loss)\n"),
+        # The epoch pass trains itself (a generator's step after the critic's loop).
+        EPOCHS.replace("        scheduler.step()\n",
+                       "        loss = model(x).mean()\n        loss.backward()\n"
+                       "        optimizer.step()\n"),
+        # A loop with no inner stepping loop whose pass calls a scheduler's `step`.
+        TRAIN.replace("        optimizer.step()\n", "        scheduler.step()\n"),
+    ],
+)
+def test_calls_of_a_pass_that_steps_are_per_step(tmp_path: Path, train: str) -> None:
+    package = _package(tmp_path, train=train)
+    assert _findings([package / "metrics.py"]) == METER
+
+
+@pytest.mark.parametrize("name", ["test_train.py", "train_test.py", "conftest.py"])
+def test_a_test_module_is_no_caller_per_step(tmp_path: Path, name: str) -> None:
+    """flow_matching's `tests/solver/test_riemannian_ode_solver.py`: `test_gradient`
+    calls `solver.sample(...)` then `result.sum().backward()`, a check that gradients
+    flow, run once per test run; the same code in a module of another name trains."""
+    package = _package(tmp_path)
+    (package / name).write_text(TRAIN)
+    project_modules.forget_layout()
+    assert _findings([package / "metrics.py"]) == []
+    (package / name).rename(package / "trainer.py")
+    project_modules.forget_layout()
+    assert _findings([package / "metrics.py"]) == METER

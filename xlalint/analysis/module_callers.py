@@ -26,7 +26,11 @@ hook of its class (`hotness.per_step_hooks`), a function that trains in its body
 a per-step method called in it, or a function of the caller's module that trains), and
 the caller's own functions that such code calls, transitively; not under a log interval
 (`if step % 100 == 0:`). Not per step: run-once names (`__init__`, `setup`, `main`),
-evaluation or plotting loops that step nothing. Absence of evidence stays cold: a
+evaluation or plotting loops that step nothing, the pass of an epoch loop around a loop
+that steps (a scheduler's `step` and `self.logger.log_metrics(output, step=i)` after the
+batch loop run once per epoch, unless that pass trains itself), and test modules
+(`test_*.py`, `*_test.py`, `conftest.py`: a test that runs `backward()` checks gradients
+once per test run). Absence of evidence stays cold: a
 function no module calls per step is not hot.
 
 Resolution: `f(...)` bound by `from .m import f` (or through a package that re-exports
@@ -283,6 +287,8 @@ class _Scan:
     calls: list[ast.Call]
     once: list[ast.Call]
     loops: list[tuple[list[ast.Call], list[ast.Call]]]  # (one pass, the whole body)
+    # For each loop, the indexes of the loops around it (outermost first).
+    outer: list[tuple[int, ...]] = field(default_factory=list)
 
 
 def _scan(statements: list[ast.stmt]) -> _Scan:
@@ -302,6 +308,7 @@ def _scan(statements: list[ast.stmt]) -> _Scan:
                     scan.loops[index][1].append(node)
         if isinstance(node, _LOOPS):
             scan.loops.append(([], []))
+            scan.outer.append(chain)
             inner = (*chain, len(scan.loops) - 1)
             head = [node.iter if isinstance(node, ast.For | ast.AsyncFor) else node.test]
             stack.extend((child, chain) for child in head)  # evaluated where the loop is
@@ -430,6 +437,10 @@ def _per_step(tree: ast.Module) -> _PerStep:
                 trains.add(name)
                 changed = True
 
+    def trains_per_pass(calls: list[ast.Call]) -> bool:
+        """One pass of a loop (`calls`: not its inner loops') trains."""
+        return any(_steps(node) or _local_callee(node) in trains for node in calls)
+
     def steps_per_pass(calls: list[ast.Call]) -> bool:
         """One pass of a loop (`calls`: not its inner loops') is a step: trains or steps."""
         for node in calls:
@@ -439,6 +450,18 @@ def _per_step(tree: ast.Module) -> _PerStep:
             if isinstance(func, ast.Attribute) and PER_STEP_FUNCTIONS.match(func.attr):
                 return True  # `scheduler.step(...)`, `model.training_step(batch)`
         return False
+
+    def stepping_loops(scan: _Scan) -> Iterator[list[ast.Call]]:
+        """The bodies of the loops of `scan` whose passes are steps. A loop around one
+        whose passes step is an epoch loop: what its own pass calls besides (a scheduler's
+        `step` after the batch loop, `self.logger.log_metrics(output, step=i)` once the
+        dev loop is done) runs once per epoch, not per step, unless the pass itself trains
+        (a generator's step after the discriminator's inner loop)."""
+        stepping = [steps_per_pass(one_pass) for one_pass, _ in scan.loops]
+        epochs = {k for j, outer in enumerate(scan.outer) if stepping[j] for k in outer}
+        for k, (one_pass, body) in enumerate(scan.loops):
+            if stepping[k] and (k not in epochs or trains_per_pass(one_pass)):
+                yield body
 
     hot_calls: list[ast.Call] = []
     pending: list[int] = []
@@ -453,9 +476,8 @@ def _per_step(tree: ast.Module) -> _PerStep:
     for index, scan in enumerate((module_scan, *scans)):
         if index and defs[index - 1].node.name in RUN_ONCE_FUNCTIONS - {"main"}:
             continue
-        for one_pass, body in scan.loops:
-            if steps_per_pass(one_pass):
-                hot_calls.extend(body)
+        for body in stepping_loops(scan):
+            hot_calls.extend(body)
     by_name: dict[str, list[int]] = {}
     for index, item in enumerate(defs):
         by_name.setdefault(item.node.name, []).append(index)
@@ -918,6 +940,8 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     found: set[str] = set()
     project_modules.note(callers, _stat)
     for path in callers:
+        if _test_module(path):
+            continue  # a test runs once per test run, whatever it checks (`backward()`)
         stat = _stat(path)
         if stat is None or not _spells(_words_at(path, stat), lasts):
             continue
@@ -931,6 +955,17 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     return frozenset(
         n for n in _dispatched(own, found) & names if not converts_what_it_is_handed(own, n)
     )
+
+
+# pytest's and unittest's test modules (`test_solver.py`, `solver_test.py`, `conftest.py`).
+_TEST_MODULE = re.compile(r"^(test_\w*|\w+_test|conftest)\.py$")
+
+
+def _test_module(path: str) -> bool:
+    """`path` is a test module by the test runners' naming: its tests run once per test run
+    (a `test_gradient` that calls `result.sum().backward()` checks that gradients flow; it
+    trains nothing), so no call from it is per step."""
+    return _TEST_MODULE.match(os.path.basename(path)) is not None
 
 
 _BASE_LEVELS = 3  # a class's bases followed this many levels into other modules
