@@ -843,12 +843,15 @@ def test_calls_of_an_epoch_loop_after_its_batch_loop_are_per_epoch(
     "train",
     [
         # In the batch loop: every step.
-        EPOCHS.replace("            optimizer.step()\n", "            optimizer.step()\n"
-                       "            meter.add(loss)\n"),
+        EPOCHS.replace(
+            "            optimizer.step()\n",
+            "            optimizer.step()\n            meter.add(loss)\n",
+        ),
         # The epoch pass trains itself (a generator's step after the critic's loop).
-        EPOCHS.replace("        scheduler.step()\n",
-                       "        loss = model(x).mean()\n        loss.backward()\n"
-                       "        optimizer.step()\n"),
+        EPOCHS.replace(
+            "        scheduler.step()\n",
+            "        loss = model(x).mean()\n        loss.backward()\n        optimizer.step()\n",
+        ),
         # A loop with no inner stepping loop whose pass calls a scheduler's `step`.
         TRAIN.replace("        optimizer.step()\n", "        scheduler.step()\n"),
     ],

@@ -131,9 +131,9 @@ class StepPasses:
         so the code of that function outside its step loop runs once per run, not every
         step. So is a loop over a constant table of host values (`for prompt in
         WARMUP_PROMPTS[:n]: self.generate(prompt)`, a literal list of prompts): a warm-up
-        generating once per entry. A loop over data (`for batch in loader: generate(batch)`), over the items
-        of a batch (`labels[i]`), or going on from its last pass (`running =
-        search_step(decoder, running)`) keeps its passes."""
+        generating once per entry. A loop over data (`for batch in loader:
+        generate(batch)`), over the items of a batch (`labels[i]`), or going on from its
+        last pass (`running = search_step(decoder, running)`) keeps its passes."""
         if type(loop) is not cst.For or type(loop.target) is not cst.Name:
             return False
         index = loop.target.value
