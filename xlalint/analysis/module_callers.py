@@ -1033,10 +1033,32 @@ _ADD_ARGUMENT = re.compile(
 _INT_DEFAULT = re.compile(r"\bdefault\s*=\s*(\d+)\s*(?:[,)]|$)")
 
 
+# The interval options of transformers' `TrainingArguments` (`Seq2SeqTrainingArguments`
+# and the dataclasses deriving from it inherit them) and their defaults: an
+# `HfArgumentParser` over such a dataclass declares them (`--logging_steps`, 500).
+_HF_TRAINING_INTERVALS: dict[str, int | None] = {"logging_steps": 500, "save_steps": 500}
+_HF_PARSER = re.compile(r"\bHfArgumentParser\s*\(")
+# A dataclass field the project declares with an integer default
+# (`logging_steps: int = 10`, `logging_steps: int = field(default=10, metadata=...)`).
+_INT_FIELD = re.compile(
+    r"^[ \t]+(\w+)[ \t]*:[ \t]*(?:Optional\[int\]|int)[ \t]*=[ \t]*"
+    r"(?:field\([^)]*?\bdefault[ \t]*=[ \t]*)?(\d+)\b",
+    re.MULTILINE,
+)
+
+
 def _option_defaults(text: str) -> dict[str, list[int | None]]:
     """The integer default of each `--option` a text declares with argparse (None for one
-    declared without an integer default), by its attribute name (`logging_steps`)."""
+    declared without an integer default), by its attribute name (`logging_steps`). A
+    text that builds an `HfArgumentParser` declares the options of the dataclasses it
+    parses: transformers' `TrainingArguments` intervals with the library's defaults
+    (`logging_steps`, 500), unless a dataclass of the text declares the field with a
+    default of its own (`logging_steps: int = field(default=10)`)."""
     found: dict[str, list[int | None]] = {}
+    if _HF_PARSER.search(text):
+        fields = {m.group(1): int(m.group(2)) for m in _INT_FIELD.finditer(text)}
+        for option, default in _HF_TRAINING_INTERVALS.items():
+            found[option] = [fields.get(option, default)]
     if "add_argument" not in text:
         return found
     for match in _ADD_ARGUMENT.finditer(text):
