@@ -859,17 +859,3 @@ def test_calls_of_an_epoch_loop_after_its_batch_loop_are_per_epoch(
 def test_calls_of_a_pass_that_steps_are_per_step(tmp_path: Path, train: str) -> None:
     package = _package(tmp_path, train=train)
     assert _findings([package / "metrics.py"]) == METER
-
-
-@pytest.mark.parametrize("name", ["test_train.py", "train_test.py", "conftest.py"])
-def test_a_test_module_is_no_caller_per_step(tmp_path: Path, name: str) -> None:
-    """flow_matching's `tests/solver/test_riemannian_ode_solver.py`: `test_gradient`
-    calls `solver.sample(...)` then `result.sum().backward()`, a check that gradients
-    flow, run once per test run; the same code in a module of another name trains."""
-    package = _package(tmp_path)
-    (package / name).write_text(TRAIN)
-    project_modules.forget_layout()
-    assert _findings([package / "metrics.py"]) == []
-    (package / name).rename(package / "trainer.py")
-    project_modules.forget_layout()
-    assert _findings([package / "metrics.py"]) == METER

@@ -28,10 +28,8 @@ the caller's own functions that such code calls, transitively; not under a log i
 (`if step % 100 == 0:`). Not per step: run-once names (`__init__`, `setup`, `main`),
 evaluation or plotting loops that step nothing, the pass of an epoch loop around a loop
 that steps (a scheduler's `step` and `self.logger.log_metrics(output, step=i)` after the
-batch loop run once per epoch, unless that pass trains itself), and test modules
-(`test_*.py`, `*_test.py`, `conftest.py`: a test that runs `backward()` checks gradients
-once per test run). Absence of evidence stays cold: a
-function no module calls per step is not hot.
+batch loop run once per epoch, unless that pass trains itself). Absence of evidence stays
+cold: a function no module calls per step is not hot.
 
 Resolution: `f(...)` bound by `from .m import f` (or through a package that re-exports
 it, by name or `from .m import *`), `m.f(...)` bound by `import pkg.m as m` / `from pkg
@@ -940,8 +938,6 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     found: set[str] = set()
     project_modules.note(callers, _stat)
     for path in callers:
-        if _test_module(path):
-            continue  # a test runs once per test run, whatever it checks (`backward()`)
         stat = _stat(path)
         if stat is None or not _spells(_words_at(path, stat), lasts):
             continue
@@ -955,17 +951,6 @@ def hot_elsewhere(filename: str, names: frozenset[str]) -> frozenset[str]:
     return frozenset(
         n for n in _dispatched(own, found) & names if not converts_what_it_is_handed(own, n)
     )
-
-
-# pytest's and unittest's test modules (`test_solver.py`, `solver_test.py`, `conftest.py`).
-_TEST_MODULE = re.compile(r"^(test_\w*|\w+_test|conftest)\.py$")
-
-
-def _test_module(path: str) -> bool:
-    """`path` is a test module by the test runners' naming: its tests run once per test run
-    (a `test_gradient` that calls `result.sum().backward()` checks that gradients flow; it
-    trains nothing), so no call from it is per step."""
-    return _TEST_MODULE.match(os.path.basename(path)) is not None
 
 
 _BASE_LEVELS = 3  # a class's bases followed this many levels into other modules
