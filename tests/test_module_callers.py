@@ -957,3 +957,66 @@ def test_a_module_is_searched_for_two_sets_of_names_and_hashed_after(
     assert hashed == [str(path)] * 3
     assert module_callers._may_spell(str(path), stat, frozenset({"g"}))  # searched: kept
     assert len(hashed) == 3
+
+
+EPOCHS = """\
+import pkg.metrics as metrics
+
+
+def train(model, optimizer, scheduler, loader, dev_loader, epochs):
+    meter = metrics.Meter()
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+        scheduler.step()
+        for x, y in dev_loader:
+            dev = model(x).sum()
+        meter.add(loss)
+"""
+
+
+@pytest.mark.parametrize(
+    "train",
+    [
+        EPOCHS,
+        # The epoch's own pass calls a scheduler's `step` only: still once per epoch.
+        EPOCHS.replace("        meter.add(loss)\n", "        meter.add(dev)\n"),
+        # A `while` over epochs, the batch loop stepping through a per-step method.
+        EPOCHS.replace("for epoch in range(epochs):", "while True:").replace(
+            "            loss.backward()\n            optimizer.step()\n",
+            "            loss = model.training_step(x)\n",
+        ),
+    ],
+)
+def test_calls_of_an_epoch_loop_after_its_batch_loop_are_per_epoch(
+    tmp_path: Path, train: str
+) -> None:
+    """neuromancer's `Trainer.train`: `self.logger.log_metrics(output, step=i)` after the
+    batch and dev loops, beside `lr_scheduler.step()`: the epoch loop's pass is no step,
+    its inner batch loop is."""
+    package = _package(tmp_path, train=train)
+    assert _findings([package / "metrics.py"]) == []
+
+
+@pytest.mark.parametrize(
+    "train",
+    [
+        # In the batch loop: every step.
+        EPOCHS.replace(
+            "            optimizer.step()\n",
+            "            optimizer.step()\n            meter.add(loss)\n",
+        ),
+        # The epoch pass trains itself (a generator's step after the critic's loop).
+        EPOCHS.replace(
+            "        scheduler.step()\n",
+            "        loss = model(x).mean()\n        loss.backward()\n        optimizer.step()\n",
+        ),
+        # A loop with no inner stepping loop whose pass calls a scheduler's `step`.
+        TRAIN.replace("        optimizer.step()\n", "        scheduler.step()\n"),
+    ],
+)
+def test_calls_of_a_pass_that_steps_are_per_step(tmp_path: Path, train: str) -> None:
+    package = _package(tmp_path, train=train)
+    assert _findings([package / "metrics.py"]) == METER

@@ -48,8 +48,19 @@ OPTIMISATION_STEP = re.compile(r"^_*optimi[sz]e(_(parameters|params|models?|netw
 # protocol: batching, tokenizing, then the step): an agent whose class trains acts beside
 # its training step by `FileContext._acts_beside_training`.
 ACTION_METHOD = re.compile(r"^_*(get|draw|select|choose|sample|compute|predict|take)_actions?$")
-RUN_ONCE_FUNCTIONS = frozenset(
-    {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}
+# Methods Python or a framework calls to show an object (`print(model)`, `repr(x)`,
+# `nn.Module.__repr__` asking each layer's `extra_repr`, a notebook's rich display): they
+# run when a person looks at the object, not in a step, so neither they nor their loops
+# (over a model's terms, its layers) run per step; a format spec of a device value there
+# (`f"{coef:.3f}"` in `SINDy.__str__`) is read once per printing.
+DISPLAY_METHODS = frozenset(
+    {"__str__", "__repr__", "extra_repr", "_repr_html_", "_repr_pretty_", "__rich_repr__"}
+)
+RUN_ONCE_FUNCTIONS = (
+    frozenset(
+        {"__init__", "setup", "set_timesteps", "configure_optimizers", "__post_init__", "main"}
+    )
+    | DISPLAY_METHODS
 )
 # Names that say a function initialises its object's state (a mixture's `initialize(x,
 # strategy)` seeding its components from samples by k-means, `reset_parameters`): where

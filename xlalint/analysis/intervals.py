@@ -22,7 +22,10 @@ and a setting read with a default (`self.log_interval = kwargs.get("log_interval
 A command-line option (`args.logging_steps`) counts by the default the project's parsers
 declare for it (`parser.add_argument("--logging_steps", type=int, default=100)`, in this
 file or in a script importing it: `module_callers.declared_defaults`), every declaration
-long. An interval whose value is not known here (`args.log_interval` that no parser
+long; a script that builds an `HfArgumentParser` declares transformers' `TrainingArguments`
+intervals with the library's defaults (`training_args.logging_steps`, 500 steps), or the
+default a dataclass of the script gives the field (`logging_steps: int =
+field(default=1)`). An interval whose value is not known here (`args.log_interval` that no parser
 declares with a default, `cfg.train.log_every`) may be 1 and stays per step, as does one
 whose default is short (`log_interval=1`): a log interval that defaults to every step is
 per step. One named for checkpoints or evaluations

@@ -26,8 +26,10 @@ hook of its class (`hotness.per_step_hooks`), a function that trains in its body
 a per-step method called in it, or a function of the caller's module that trains), and
 the caller's own functions that such code calls, transitively; not under a log interval
 (`if step % 100 == 0:`). Not per step: run-once names (`__init__`, `setup`, `main`),
-evaluation or plotting loops that step nothing. Absence of evidence stays cold: a
-function no module calls per step is not hot.
+evaluation or plotting loops that step nothing, the pass of an epoch loop around a loop
+that steps (a scheduler's `step` and `self.logger.log_metrics(output, step=i)` after the
+batch loop run once per epoch, unless that pass trains itself). Absence of evidence stays
+cold: a function no module calls per step is not hot.
 
 Resolution: `f(...)` bound by `from .m import f` (or through a package that re-exports
 it, by name or `from .m import *`), `m.f(...)` bound by `import pkg.m as m` / `from pkg
@@ -284,6 +286,8 @@ class _Scan:
     calls: list[ast.Call]
     once: list[ast.Call]
     loops: list[tuple[list[ast.Call], list[ast.Call]]]  # (one pass, the whole body)
+    # For each loop, the indexes of the loops around it (outermost first).
+    outer: list[tuple[int, ...]] = field(default_factory=list)
 
 
 def _scan(statements: list[ast.stmt]) -> _Scan:
@@ -303,6 +307,7 @@ def _scan(statements: list[ast.stmt]) -> _Scan:
                     scan.loops[index][1].append(node)
         if isinstance(node, _LOOPS):
             scan.loops.append(([], []))
+            scan.outer.append(chain)
             inner = (*chain, len(scan.loops) - 1)
             head = [node.iter if isinstance(node, ast.For | ast.AsyncFor) else node.test]
             stack.extend((child, chain) for child in head)  # evaluated where the loop is
@@ -431,6 +436,10 @@ def _per_step(tree: ast.Module) -> _PerStep:
                 trains.add(name)
                 changed = True
 
+    def trains_per_pass(calls: list[ast.Call]) -> bool:
+        """One pass of a loop (`calls`: not its inner loops') trains."""
+        return any(_steps(node) or _local_callee(node) in trains for node in calls)
+
     def steps_per_pass(calls: list[ast.Call]) -> bool:
         """One pass of a loop (`calls`: not its inner loops') is a step: trains or steps."""
         for node in calls:
@@ -440,6 +449,18 @@ def _per_step(tree: ast.Module) -> _PerStep:
             if isinstance(func, ast.Attribute) and PER_STEP_FUNCTIONS.match(func.attr):
                 return True  # `scheduler.step(...)`, `model.training_step(batch)`
         return False
+
+    def stepping_loops(scan: _Scan) -> Iterator[list[ast.Call]]:
+        """The bodies of the loops of `scan` whose passes are steps. A loop around one
+        whose passes step is an epoch loop: what its own pass calls besides (a scheduler's
+        `step` after the batch loop, `self.logger.log_metrics(output, step=i)` once the
+        dev loop is done) runs once per epoch, not per step, unless the pass itself trains
+        (a generator's step after the discriminator's inner loop)."""
+        stepping = [steps_per_pass(one_pass) for one_pass, _ in scan.loops]
+        epochs = {k for j, outer in enumerate(scan.outer) if stepping[j] for k in outer}
+        for k, (one_pass, body) in enumerate(scan.loops):
+            if stepping[k] and (k not in epochs or trains_per_pass(one_pass)):
+                yield body
 
     hot_calls: list[ast.Call] = []
     pending: list[int] = []
@@ -454,9 +475,8 @@ def _per_step(tree: ast.Module) -> _PerStep:
     for index, scan in enumerate((module_scan, *scans)):
         if index and defs[index - 1].node.name in RUN_ONCE_FUNCTIONS - {"main"}:
             continue
-        for one_pass, body in scan.loops:
-            if steps_per_pass(one_pass):
-                hot_calls.extend(body)
+        for body in stepping_loops(scan):
+            hot_calls.extend(body)
     by_name: dict[str, list[int]] = {}
     for index, item in enumerate(defs):
         by_name.setdefault(item.node.name, []).append(index)
@@ -1074,10 +1094,32 @@ _ADD_ARGUMENT = re.compile(
 _INT_DEFAULT = re.compile(r"\bdefault\s*=\s*(\d+)\s*(?:[,)]|$)")
 
 
+# The interval options of transformers' `TrainingArguments` (`Seq2SeqTrainingArguments`
+# and the dataclasses deriving from it inherit them) and their defaults: an
+# `HfArgumentParser` over such a dataclass declares them (`--logging_steps`, 500).
+_HF_TRAINING_INTERVALS: dict[str, int | None] = {"logging_steps": 500, "save_steps": 500}
+_HF_PARSER = re.compile(r"\bHfArgumentParser\s*\(")
+# A dataclass field the project declares with an integer default
+# (`logging_steps: int = 10`, `logging_steps: int = field(default=10, metadata=...)`).
+_INT_FIELD = re.compile(
+    r"^[ \t]+(\w+)[ \t]*:[ \t]*(?:Optional\[int\]|int)[ \t]*=[ \t]*"
+    r"(?:field\([^)]*?\bdefault[ \t]*=[ \t]*)?(\d+)\b",
+    re.MULTILINE,
+)
+
+
 def _option_defaults(text: str) -> dict[str, list[int | None]]:
     """The integer default of each `--option` a text declares with argparse (None for one
-    declared without an integer default), by its attribute name (`logging_steps`)."""
+    declared without an integer default), by its attribute name (`logging_steps`). A
+    text that builds an `HfArgumentParser` declares the options of the dataclasses it
+    parses: transformers' `TrainingArguments` intervals with the library's defaults
+    (`logging_steps`, 500), unless a dataclass of the text declares the field with a
+    default of its own (`logging_steps: int = field(default=10)`)."""
     found: dict[str, list[int | None]] = {}
+    if _HF_PARSER.search(text):
+        fields = {m.group(1): int(m.group(2)) for m in _INT_FIELD.finditer(text)}
+        for option, default in _HF_TRAINING_INTERVALS.items():
+            found[option] = [fields.get(option, default)]
     if "add_argument" not in text:
         return found
     for match in _ADD_ARGUMENT.finditer(text):

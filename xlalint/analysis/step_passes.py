@@ -9,7 +9,9 @@ host: a decoding check's `np.random.choice(np.arange(n), size=k)` sessions) whos
 passes do none of that themselves, pick no item by their index, nor go on from what
 the last one made, but call a function of the module that runs a step loop of its own
 (`for trunk_idx in range(num_trunk_samples): fold(...)`, a sampler of 200 denoising
-steps) runs a whole run per pass, as a loop over trials does. A loop over the
+steps) runs a whole run per pass, as a loop over trials does, and so does such a loop
+over a constant table or a literal list (a warm-up generating once per prompt of
+`WARMUP_PROMPTS[:n]`). A loop over the
 module's own structure (`for i in range(len(self.layers) - 1)`, `width =
 self.width_in[l]; for i in range(width)`), over a fixed collection of host values (a
 literal list of names, a module-level table), over the rows of one tensor or over the rows
@@ -127,16 +129,19 @@ class StepPasses:
         or loop of their own, and call a function of the module that runs a step loop of its own (a
         sampler's denoising steps): each pass is a whole run, as a pass over trials is,
         so the code of that function outside its step loop runs once per run, not every
-        step. A loop over data (`for batch in loader: generate(batch)`), over the items
-        of a batch (`labels[i]`), or going on from its last pass (`running =
-        search_step(decoder, running)`) keeps its passes."""
+        step. So is a loop over a constant table of host values (`for prompt in
+        WARMUP_PROMPTS[:n]: self.generate(prompt)`, a literal list of prompts): a warm-up
+        generating once per entry. A loop over data (`for batch in loader:
+        generate(batch)`), over the items of a batch (`labels[i]`), or going on from its
+        last pass (`running = search_step(decoder, running)`) keeps its passes."""
         if type(loop) is not cst.For or type(loop.target) is not cst.Name:
             return False
         index = loop.target.value
         iterable = unwrap_iteration(loop.iter)
         site = self._loops.site(loop)
-        if _STEP_COUNT.search(index) or not self._counted(
-            iterable, site.function if site is not None else None
+        if _STEP_COUNT.search(index) or not (
+            self._counted(iterable, site.function if site is not None else None)
+            or _constant_table(iterable)
         ):
             return False
         facts = self._loops.facts(loop)
@@ -382,6 +387,25 @@ def _handed_arrays(call: cst.Call) -> bool:
         and type(first.value.func) is cst.Attribute
         and first.value.func.attr.value in ("numpy", "tolist")
     )
+
+
+def _constant_table(node: cst.BaseExpression) -> bool:
+    """`WARMUP_PROMPTS`, `WARMUP_PROMPTS[:n]`, `["a cat", "a dog"]`: a module-level table
+    (a name in capitals), some of its first or last entries, or a literal list or tuple of
+    constants: host values the code fixes, each pass one of them, as many passes as the
+    table has (a warm-up generating once per prompt), not data that comes in."""
+    if type(node) is cst.Subscript and all(
+        type(element.slice) is cst.Slice for element in node.slice
+    ):
+        node = node.value
+    if type(node) is cst.Name:
+        return _CONSTANT.match(node.value) is not None
+    if type(node) in (cst.List, cst.Tuple):
+        return bool(node.elements) and all(
+            type(element.value) in (cst.SimpleString, cst.Integer, cst.Float)
+            for element in node.elements
+        )
+    return False
 
 
 def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int) -> bool:

@@ -615,6 +615,24 @@ def _arithmetic_of(value: cst.BaseExpression, derived: dict[str, set[str]]) -> s
     return found
 
 
+# A function named for collating a loader's samples (`collate_fn`, `pad_collate_fn`,
+# `collate_batch`), and the `__call__` of a collator class (`DataCollatorForSeq2Seq`).
+_COLLATE = re.compile(r"collat", re.IGNORECASE)
+
+
+def collates(function: cst.FunctionDef, method_of: str | None = None) -> bool:
+    """`function` collates a loader's samples into a batch: named for it (`collate_fn`,
+    `pad_collate_fn`), or the `__call__` of a class named for it (a `DataCollator`). A
+    `DataLoader` runs it on what its dataset hands out, host values (in its worker
+    processes, where no device is set up), before the training loop moves the batch it
+    returns: its parameters are host values, and its reads (`(item["labels"] !=
+    -100).sum().item()`, `item["input_ids"].tolist()`) read no device."""
+    name = function.name.value
+    if _COLLATE.search(name):
+        return True
+    return name == "__call__" and method_of is not None and _COLLATE.search(method_of) is not None
+
+
 def has_tensor_parameter(function: cst.CSTNode) -> bool:
     """A function with a parameter annotated as a tensor (or a sequence of tensors)."""
     if not isinstance(function, cst.FunctionDef):
@@ -1174,6 +1192,13 @@ class TensorKinds:
             # Every call of the function in this module hands it a host copy.
             frame[name] = Kind.HOST
             presumed.discard(name)
+        if collates(node, method_of):
+            # `pad_collate_fn(batch)`: the loader runs it on the dataset's samples, on the
+            # host (in its workers), before the training loop moves the batch it returns.
+            for name in frame:
+                frame[name] = Kind.HOST
+                dicts.add(name)
+                presumed.discard(name)
         unmoved = moved_later(node, [n for n in frame if n not in host_copies])
         for name in unmoved:
             # `batch = move_to_device(batch, self.device)` further down: handed over on the

@@ -50,6 +50,16 @@ _COMPLEMENTS: dict[type[cst.BaseCompOp], type[cst.BaseCompOp]] = {
     cst.NotIn: cst.In,
 }
 _LOOP_TYPES = (cst.For, cst.While)
+# Integrators of differential equations, which call the dynamics they are handed (a
+# function, an SDE object) on each of their own steps: torchdiffeq's `odeint` and
+# `odeint_adjoint`, torchsde's `sdeint`.
+_INTEGRATOR = re.compile(r"^_*(ode|sde)int\w*$")
+# Definitions are kept, their bodies skipped (`NOT_OWN` drops the definitions too).
+_NOT_OWN_BODIES = NOT_OWN - {cst.FunctionDef}
+# Calls that solve or integrate with a function the caller defines and hands them
+# (scipy's `solve_ivp(lambda t, x: ...)`, a solver object's `solve`/`integrate`): not
+# `torch.linalg.solve(A, b)`, one linear solve handed no function.
+_SOLVER = re.compile(r"^_*((ode|sde)int\w*|solve\w*|integrate\w*)$")
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 # Names of the values `Tensor.__contains__` is asked about: ids and indices.
 _ID_NAME = re.compile(r"^(?:\w+_)?(?:id|idx|index|token)$", re.IGNORECASE)
@@ -120,7 +130,12 @@ class TensorControlFlow(HelperReadRule):
     `fit_end`), and such names on a class that is no callback, are not per step. Nor is a
     torchmetrics metric's `compute`, which runs once after the batch loop that calls its
     `update`: a loop there over the metric's own buckets (`for i in range(self.n_buckets):
-    if self.bucket_totals[i] == 0: continue`) reads the state once per evaluation. The
+    if self.bucket_totals[i] == 0: continue`) reads the state once per evaluation. Nor is a
+    check of its input (an `assert`, an `if` that raises) in a function that runs a loop of its
+    own or a whole solve (torchdiffeq's `odeint(dynamics_func, y_init, time_grid)`, torchsde's
+    `sdeint`, a function it defines handed to `solve_ivp`): it runs once per run, before the
+    solver's steps, not per step (`assert time_grid[0] == 1.0` in flow_matching's
+    `compute_likelihood`). The
     `log_prob` of a subclass of a `torch.distributions` distribution is the likelihood
     loss of every step that fits one: its support check (`valid = reduce(
     torch.logical_or, checks)`, a fold with a torch operation, is a tensor; then `if not
@@ -394,6 +409,7 @@ class TensorControlFlow(HelperReadRule):
         self._chains: set[int] = set()  # ids of `and`/`or` chains reported already
         self._joined: dict[int, frozenset[str]] = {}  # id(function) -> stacked_names
         self._looping: dict[int, bool] = {}  # id(function) -> `_runs_a_loop`
+        self._solving: dict[int, bool] = {}  # id(function) -> `_runs_a_solve`
         # (id of the first `if` of an if/elif chain, name) for names its tests read.
         self._chain_names: set[tuple[int, str]] = set()
         # One truth value tested in a run of statements (`if probs[i] >= c and ...:`, then
@@ -773,6 +789,8 @@ class TensorControlFlow(HelperReadRule):
             return False  # only data handed in as declared tensors is checked per call
         if self._runs_a_loop(function):
             return False  # a check after a decoding loop runs once per call of it
+        if self._runs_a_solve(function):
+            return False  # a check before `odeint(dynamics, ...)`: once per solve
         for ancestor in self.ctx.ancestors():
             if isinstance(ancestor, cst.Assert):
                 return True
@@ -781,6 +799,43 @@ class TensorControlFlow(HelperReadRule):
             if isinstance(ancestor, cst.BaseStatement | cst.BaseSmallStatement):
                 return False
         return False
+
+    def _runs_a_solve(self, function: cst.FunctionDef) -> bool:
+        """The function runs an integrator (`odeint(dynamics_func, y_init, time_grid)`,
+        `sdeint(sde, y0, ts)`), or hands a function it defines (a nested `def`, a lambda)
+        to a solver (`solve_ivp(lambda t, x: ...)`, `integrate`): the solver's loop calls
+        the dynamics on every solver step, so the function is a whole solve, and a check
+        of its input (`assert time_grid[0] == 1.0`) runs once per solve, as one beside a
+        loop of its own does."""
+        known = self._solving.get(id(function))
+        if known is None:
+            nested = {
+                node.name.value
+                for node in descendants(function.body, _NOT_OWN_BODIES)
+                if type(node) is cst.FunctionDef
+            }
+            known = False
+            for node in descendants(function.body, NOT_OWN):
+                if type(node) is not cst.Call:
+                    continue
+                func = node.func
+                name = (
+                    func.value if type(func) is cst.Name
+                    else func.attr.value if type(func) is cst.Attribute
+                    else ""
+                )  # fmt: skip
+                if _INTEGRATOR.search(name) or (
+                    _SOLVER.search(name)
+                    and any(
+                        type(arg.value) is cst.Lambda
+                        or (type(arg.value) is cst.Name and arg.value.value in nested)
+                        for arg in node.args
+                    )
+                ):
+                    known = True
+                    break
+            self._solving[id(function)] = known
+        return known
 
     def _runs_a_loop(self, function: cst.FunctionDef) -> bool:
         """The function has a loop of its own (not in a nested function or class)."""
