@@ -12,9 +12,6 @@ handed: a parameter annotated as a tensor or as a record of tensors (a class of 
 module declaring tensor fields: a beam search's `running_hyps: BatchHypothesis`), or
 asserted to be a tensor in the body (`assert isinstance(bboxes, torch.Tensor)`), a
 parameter it uses as one (or a field of one: `torch.nonzero(assign_result.gt_inds > 0)`),
-or a local computed
-by arithmetic from a parameter that it uses as one (`diff = x - self.orig_input`, then
-`torch.clamp(self.orig_input + diff, 0, 1)`; not a count handed on as a later argument),
 or a parameter it
 hands to a function of this module that does (`std_statistics(x, mask)` calling
 `masked_mean(x=x, mask=mask)`). A parameter the body rebinds counts where the body uses it
@@ -240,8 +237,6 @@ class DataParameters:
             return True
         if _fields_used(function, params, uses, self.imports):
             return True
-        if _derived_locals_used(function, params, self.imports):
-            return True
         functions = top_level_definitions(self.module)
         for node in _calls_by_name(function.body):
             callee = functions.get(node.func.value)  # type: ignore[attr-defined]
@@ -351,81 +346,6 @@ def _fields_used(
         ):
             return True
     return False
-
-
-def _derived_locals_used(function: cst.FunctionDef, params: set[str], imports: ImportTable) -> bool:
-    """A local computed by arithmetic from a parameter (`diff = x - self.orig_input`, also
-    through another such local) and then used as a tensor: the receiver of a method only
-    tensors have, or the first input of a torch operation that takes only tensors
-    (`torch.clamp(self.orig_input + diff, 0, 1)`). The parameter's data flows into tensor
-    code, as it does where the parameter itself is so used. Not a local only handed on as a
-    later argument (`torch.topk(x, k)` with `k = n // 2`: a count), nor one computed from a
-    parameter with a default other than None (`threshold=1e-2`, compared with a table in
-    `self.scores[i] > threshold`: a setting, not data), nor a local whose first binding is
-    not such arithmetic (`s_scale = f`, later `s_scale = s_scale ** (-exponent / 2.0)`).
-    Only in a function without loops of its own, a step's straight-line math (an attack
-    step's `project`, a loss): one that loops (a sampler's `for i in trange(len(sigmas) -
-    1)`) is a run of steps, judged by its loop, and its locals computed from the schedule
-    are no data handed per step."""
-    if any(type(n) in (cst.For, cst.While) for n in _own_nodes(function.body)):
-        return False
-    settings = {
-        p.name.value
-        for p in parameters(function)
-        if p.default is not None and not (type(p.default) is cst.Name and p.default.value == "None")
-    }
-    derived = set(params) - settings
-    seeds = set(derived)
-    # Only a local's first binding says what it carries: `s_scale = f`, then `s_scale =
-    # s_scale ** (-exponent / 2.0)`, is a table scaled by a setting, not the setting's data.
-    bound: set[str] = set()
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
-            continue
-        stack.extend(reversed(code_children(node)))  # in source order
-        kind = type(node)
-        if kind is cst.Assign and len(node.targets) == 1:  # type: ignore[attr-defined]
-            target = node.targets[0].target  # type: ignore[attr-defined]
-            if (
-                type(target) is cst.Name
-                and target.value not in bound
-                and _through_operators(node.value, operands) & derived  # type: ignore[attr-defined]
-            ):
-                derived.add(target.value)
-        if kind is cst.Assign:
-            for t in node.targets:  # type: ignore[attr-defined]
-                bound |= target_names(t.target)
-        elif kind in (cst.AugAssign, cst.AnnAssign, cst.For):
-            bound |= target_names(node.target)  # type: ignore[attr-defined]
-    derived -= seeds
-    if not derived:
-        return False
-    if derived & tensor_receivers(function):
-        return True
-    return any(
-        derived & operands(node.args[0].value)
-        for node in descendants(function.body)
-        if type(node) is cst.Call
-        and node.args
-        and node.args[0].keyword is None
-        and not node.args[0].star
-        and takes_tensors(imports.resolve(node.func) or "")
-    )
-
-
-def _own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
-    """The nodes of `body`, not those of the functions, lambdas and classes it defines."""
-    found: list[cst.CSTNode] = []
-    stack: list[cst.CSTNode] = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef | cst.Lambda | cst.ClassDef):
-            continue
-        found.append(node)
-        stack.extend(code_children(node))
-    return found
 
 
 def _field_root(value: cst.BaseExpression) -> str | None:
