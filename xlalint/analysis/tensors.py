@@ -497,14 +497,18 @@ def _looked_up_by_keys(function: cst.FunctionDef) -> set[str]:
             ):
                 found.add(value.value)
         elif type(node) is cst.Call:
-            func = node.func  # type: ignore[attr-defined]
-            if (
-                type(func) is cst.Attribute
-                and type(func.value) is cst.Name
-                and func.attr.value in _MAPPING_METHODS
-            ):
-                found.add(func.value.value)
+            receiver = _receiver_of(node, _MAPPING_METHODS)  # type: ignore[arg-type]
+            if receiver is not None:
+                found.add(receiver)
     return found
+
+
+def _receiver_of(call: cst.Call, methods: frozenset[str] | set[str]) -> str | None:
+    """`x` in `x.method(...)` where `method` is one of `methods`, else None."""
+    func = call.func
+    if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value in methods:
+        return func.value.value
+    return None
 
 
 _STRING_COMPARISONS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
@@ -1338,13 +1342,9 @@ class TensorKinds:
                 for node in descendants(function.body, _NOT_OWN_CODE):
                     if type(node) is not cst.Call:
                         continue
-                    func = node.func  # type: ignore[attr-defined]
-                    if (
-                        type(func) is cst.Attribute
-                        and type(func.value) is cst.Name
-                        and func.attr.value in _MODULE_ONLY_METHODS
-                    ):
-                        found.add(func.value.value)
+                    receiver = _receiver_of(node, _MODULE_ONLY_METHODS)  # type: ignore[arg-type]
+                    if receiver is not None:
+                        found.add(receiver)
             known = self._module_uses[-1] = frozenset(found)
         return name in known
 
