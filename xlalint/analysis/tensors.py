@@ -1637,15 +1637,9 @@ class TensorKinds:
         it was scaled from (`adjusted = loss_tensor * step.size`, then `adjusted.backward()`:
         `loss_tensor` is the step's loss). Positional arguments
         (`layer.backward(dout)` of a hand-written network) say nothing."""
-        func = call.func
-        if (
-            type(func) is not cst.Attribute
-            or func.attr.value != "backward"  # type: ignore[attr-defined]
-            or type(func.value) is not cst.Name  # type: ignore[attr-defined]
-            or any(arg.keyword is None for arg in call.args)
-        ):
+        name = backward_receiver(call)
+        if name is None:
             return
-        name = func.value.value  # type: ignore[attr-defined]
         for trained in (name, *self._scaled[-1].get(name, ())):
             if self._frames[-1].get(trained) is Kind.UNKNOWN:
                 self._frames[-1][trained] = Kind.TENSOR
@@ -1676,14 +1670,9 @@ class TensorKinds:
                     for name in _returned_loss(node.value):  # type: ignore[attr-defined]
                         names[name] = index
                 elif kind is cst.Call:
-                    func = node.func  # type: ignore[attr-defined]
-                    if (
-                        type(func) is cst.Attribute
-                        and func.attr.value == "backward"
-                        and type(func.value) is cst.Name
-                        and not any(a.keyword is None for a in node.args)  # type: ignore[attr-defined]
-                    ):
-                        names[func.value.value] = index
+                    trained = backward_receiver(node)  # type: ignore[arg-type]
+                    if trained is not None:
+                        names[trained] = index
                     else:
                         # `self._backward_and_step(optimizer, loss, model)`: a helper of
                         # the module that runs backward on the parameter it binds.
@@ -1729,7 +1718,7 @@ class TensorKinds:
         callee: cst.FunctionDef | None = None
         method = False
         if type(func) is cst.Name:
-            callee = _top_level_function(module, func.value)
+            callee = top_level_definitions(module).get(func.value)
         elif (
             type(func) is cst.Attribute
             and type(func.value) is cst.Name
@@ -4060,13 +4049,18 @@ _HOST_CHECKPOINT_READERS = frozenset(
 _NOT_OWN_CODE = frozenset({*TRIVIA, cst.FunctionDef, cst.ClassDef, cst.Lambda})
 
 
-def _top_level_function(module: cst.Module, name: str) -> cst.FunctionDef | None:
-    """The module's top-level function `name` (its last definition)."""
-    found = None
-    for statement in module.body:
-        if type(statement) is cst.FunctionDef and statement.name.value == name:
-            found = statement
-    return found
+def backward_receiver(call: cst.Call) -> str | None:
+    """The name `call` runs autograd's backward on (`loss.backward()`, keyword arguments
+    at most: `layer.backward(dout)` of a hand-written network says nothing), else None."""
+    func = call.func
+    if (
+        type(func) is cst.Attribute
+        and func.attr.value == "backward"
+        and type(func.value) is cst.Name
+        and not any(a.keyword is None for a in call.args)
+    ):
+        return func.value.value
+    return None
 
 
 @lint_memo.memo(1024)
@@ -4078,17 +4072,10 @@ def backward_parameters(function: cst.FunctionDef) -> frozenset[str]:
     names = {param.name.value for param in parameters(function)}
     found: set[str] = set()
     for node in descendants(function.body, _NOT_OWN_CODE):
-        if type(node) is not cst.Call:
-            continue
-        func = node.func  # type: ignore[attr-defined]
-        if (
-            type(func) is cst.Attribute
-            and func.attr.value == "backward"
-            and type(func.value) is cst.Name
-            and func.value.value in names
-            and not any(a.keyword is None for a in node.args)  # type: ignore[attr-defined]
-        ):
-            found.add(func.value.value)
+        if type(node) is cst.Call:
+            trained = backward_receiver(node)  # type: ignore[arg-type]
+            if trained in names:
+                found.add(trained)  # type: ignore[arg-type]
     if not found:
         return frozenset()
     counts = binding_counts(function)
