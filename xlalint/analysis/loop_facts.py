@@ -50,6 +50,7 @@ from xlalint.walk import (
     code_children,
     descendants,
     last_name,
+    self_attribute,
     target_names,
 )
 
@@ -576,17 +577,6 @@ def _retried_callable(call: cst.Call) -> cst.Call | None:
     return found[1]
 
 
-def self_attribute_spelling(node: cst.BaseExpression) -> str | None:
-    """`self.estimator` -> `"self.estimator"`: an attribute of `self`, one level deep."""
-    if (
-        type(node) is cst.Attribute
-        and type(node.value) is cst.Name  # type: ignore[attr-defined]
-        and node.value.value == "self"  # type: ignore[attr-defined]
-    ):
-        return f"self.{node.attr.value}"  # type: ignore[attr-defined]
-    return None
-
-
 def _names_a_forward(func: cst.BaseExpression) -> bool:
     """`forward`, `_forward`, `self._staged_forward`: a function or own method named for
     the forward pass (PyTorch's name for running a model)."""
@@ -1108,7 +1098,7 @@ class _BodyScanner:
             receiver = func.value  # type: ignore[attr-defined]
             if type(receiver) is cst.Name:
                 return receiver.value not in ("self", "cls", "super")  # type: ignore[attr-defined]
-            if self_attribute_spelling(receiver) is not None:
+            if self_attribute(receiver) is not None:
                 return True
             func = receiver
         if not self.networks:
@@ -1626,9 +1616,9 @@ class LoopFacts:
                 and node.value.value in annotated  # type: ignore[attr-defined]
             ):
                 for target in node.targets:  # type: ignore[attr-defined]
-                    spelled = self_attribute_spelling(target.target)
-                    if spelled is not None:
-                        found.add(spelled[len("self.") :])
+                    attribute = self_attribute(target.target)
+                    if attribute is not None:
+                        found.add(attribute)
         if depth > 0:
             names = {
                 type(b.value) is cst.Name and b.value.value  # type: ignore[attr-defined]
@@ -2378,12 +2368,8 @@ def _methods_bound_to(scope: cst.FunctionDef, name: str) -> list[str]:
                 value = values.pop()
                 if type(value) is cst.IfExp:
                     values.extend((value.body, value.orelse))  # type: ignore[attr-defined]
-                elif (
-                    type(value) is cst.Attribute
-                    and type(value.value) is cst.Name  # type: ignore[attr-defined]
-                    and value.value.value == "self"  # type: ignore[attr-defined]
-                ):
-                    methods.append(value.attr.value)  # type: ignore[attr-defined]
+                elif (method := self_attribute(value)) is not None:
+                    methods.append(method)
                 else:
                     return []
     return methods

@@ -22,6 +22,7 @@ from xlalint.walk import (
     NOT_OWN,
     binding_counts,
     descendants,
+    last_name,
     node_types,
     self_attribute,
     target_names,
@@ -818,12 +819,7 @@ class TensorControlFlow(HelperReadRule):
             for node in descendants(function.body, NOT_OWN):
                 if type(node) is not cst.Call:
                     continue
-                func = node.func
-                name = (
-                    func.value if type(func) is cst.Name
-                    else func.attr.value if type(func) is cst.Attribute
-                    else ""
-                )  # fmt: skip
+                name = last_name(node.func) or ""
                 if _INTEGRATOR.search(name) or (
                     _SOLVER.search(name)
                     and any(

@@ -20,7 +20,7 @@ from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.reachability import exported_functions, exported_names
 from xlalint.rule import Rule
-from xlalint.walk import code_children, descendants, top_level_definitions
+from xlalint.walk import code_children, descendants, self_attribute, top_level_definitions
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -484,11 +484,7 @@ class CudaApi(Rule):
             return self._builds_stream(value)
         if type(value) is cst.Name:
             scope: cst.CSTNode | None = self._function()
-        elif (
-            type(value) is cst.Attribute
-            and type(value.value) is cst.Name
-            and value.value.value == "self"
-        ):
+        elif self_attribute(value) is not None:
             scope = self._owner()
         else:
             return False
