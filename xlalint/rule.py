@@ -39,9 +39,10 @@ else (`if self._use_closures():` with `if backend == "xla": return False` first)
 function or private method this file calls only from such branches; one also handed on
 as a callback, or exported in `__all__`, may run anywhere), and code under a log
 interval known to be long (`if step % 100 == 0:`, also `or` one value of the step it
-divides, `is_divisible(step, every) or step == last_step`, or past `if step % every != 0
-or ...: return` with such an interval, a demo hook's early exit; an interval this file
-sets to 20 or more, by default too, also a setting read with such a default as
+divides, `is_divisible(step, every) or step == last_step`, or of a name that moves with
+it, `batch_count = i + 1` then `i % 100 == 0 or batch_count == num_batches`, or past
+`if step % every != 0 or ...: return` with such an interval, a demo hook's early exit;
+an interval this file sets to 20 or more, by default too, also a setting read with such a default as
 `kwargs.get("log_interval", 50)` or a command-line option the project's parser declares
 with one, `args.logging_steps` beside `add_argument("--logging_steps", default=100)`,
 or that every call of its function here hands in so, as `fit(..., log_interval=100)`

@@ -15,7 +15,9 @@ log_interval)` called only from `fit(..., log_interval=100)`, directly or as
 of the module the branch calls (`def divisible_by(num, den): return (num % den) == 0`,
 then `if divisible_by(step, self.val_every):`), also `or` one value of the counter it
 divides (`is_divisible(step, self.log_every) or step == (self.num_train_steps - 1)`: once
-more, on the last step; not `step % 100 == 0 or step < 10`), and an attribute
+more, on the last step, also through a name bound to the counter shifted, `batch_count =
+i + 1` then `i % 100 == 0 or batch_count == num_batches`; not `step % 100 == 0 or step <
+10`), and an attribute
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts),
 and a setting read with a default (`self.log_interval = kwargs.get("log_interval", 50)`,
 `getattr(args, "log_every", 100)`) counts by that default, as a parameter's does.
@@ -362,15 +364,47 @@ def _or_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
-def _one_value_of(test: cst.BaseExpression, counters: set[str]) -> bool:
+def _one_value_of(
+    test: cst.BaseExpression, counters: set[str], function: cst.FunctionDef | None = None
+) -> bool:
     """`step == (self.num_train_steps - 1)`, `i + 1 == len(loader)`: an equality that
     holds for one value of a counter named in `counters` (a plain name or `self.` attribute,
-    as code), so one pass of the loop that advances it."""
+    as code), so one pass of the loop that advances it; also through a local name bound
+    only to the counter shifted (`batch_count = i + 1`, `step = epoch * n + i`: `_shifts`),
+    one value of which is one value of the counter."""
     for side, _other in _equality_sides(test):
         for node in (side, *descendants(side)):
             if type(node) in (cst.Name, cst.Attribute) and _code(node) in counters:
                 return True
+            if type(node) is cst.Name and _shifted_counter(node, counters, function, 0):
+                return True
     return False
+
+
+def _shifted_counter(
+    name: cst.Name, counters: set[str], function: cst.FunctionDef | None, depth: int
+) -> bool:
+    """`batch_count` with `batch_count = i + 1` (every plain assignment of the function,
+    and no other binding): a name that moves with the counter `i`, one value for one."""
+    if function is None or depth > 2:
+        return False
+    values = local_values(function, name.value)
+    return bool(values) and all(_shifts(value, counters, function, depth) for value in values)
+
+
+def _shifts(
+    value: cst.BaseExpression, counters: set[str], function: cst.FunctionDef | None, depth: int
+) -> bool:
+    """`i + 1`, `i - 1`, `num_batches_per_epoch * epoch + i`: a counter of `counters` (or
+    a name shifting one) plus or minus other values, which takes one value per value of
+    the counter. Not `i // 10`, `i % 7` or `i * 0`: many passes give one value."""
+    if type(value) is cst.BinaryOperation and type(value.operator) in (cst.Add, cst.Subtract):
+        return _shifts(value.left, counters, function, depth) or _shifts(
+            value.right, counters, function, depth
+        )
+    if type(value) in (cst.Name, cst.Attribute) and _code(value) in counters:
+        return True
+    return type(value) is cst.Name and _shifted_counter(value, counters, function, depth + 1)
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -421,7 +455,7 @@ def _sparse_or_last(
     }
     return all(
         any(o is s for s in sparse)
-        or all(_one_value_of(held, counters) for held in _held_tests(o, function))
+        or all(_one_value_of(held, counters, function) for held in _held_tests(o, function))
         for o in operands
     )
 
