@@ -18,7 +18,10 @@ literal list of names, a module-level table), over the rows of one tensor or ove
 of what a parameter holds, counted by that same object (`for i in range(kg.n_facts)`
 reading `kg.head_idx[i]`: a setup helper building lookup tables from a graph), or over the
 networks of an ensemble a parameter named for them hands in (`for m in extra_models`: one
-pass per member, each on the same input) runs the same
+pass per member, each on the same input), over the list a collective fills with one entry
+per process of the group (`dist.all_gather(tensor_list, tensor)`, `dist.gather`'s gather
+list: unpickling each rank's bytes), or over `zip(...)` of any of those (it stops at its
+shortest argument; not one zipped with a loader, which pulls a batch a pass) runs the same
 passes on every call of its function and trains nothing in them: its body runs every step
 only where its function does (`hotness.HotCode.is_hot`). That holds in functions outside
 classes, in the methods of a model class, whose per-step entry the file shows
@@ -425,12 +428,20 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
     if isinstance(node, cst.Name):
         if _CONSTANT.match(node.value):
             return True
+        if function is not None and _per_process_list(node.value, function):
+            return True
         values = local_values(function, node.value) if function is not None else []
         return bool(values) and all(_fixed_collection(v, function, depth + 1) for v in values)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
         args = [a.value for a in node.args if a.keyword is None and not a.star]
         if not args:
             return False
+        if node.func.value == "zip":
+            # `zip` stops at its shortest argument: one fixed argument fixes its passes,
+            # unless another pulls a batch on each of them (`zip(loader, range(n))`).
+            return not any(loader_named(unwrap_iteration(a)) for a in args) and any(
+                _fixed_iterable(a, function, depth + 1) for a in args
+            )
         if node.func.value in PASS_WRAPPERS:
             return all(_fixed_iterable(a, function, depth + 1) for a in args)
         if node.func.value == "range":  # not a bare literal count: `range(1000)` repeats
@@ -578,6 +589,41 @@ def _fixed_collection(
         starred = (cst.StarredElement, cst.StarredDictElement)
         return not any(isinstance(e, starred) for e in node.elements)
     return _fixed_iterable(node, function, depth)
+
+
+# Collectives that fill a list with one entry per process of the group, and the position
+# and keyword of that list: `dist.all_gather(tensor_list, tensor)`, `dist.gather(tensor,
+# gather_list, dst=0)`, `dist.all_gather_object(objects, obj)`.
+_GATHER_LISTS = {
+    "all_gather": (0, "tensor_list"),
+    "all_gather_object": (0, "object_list"),
+    "gather": (1, "gather_list"),
+    "gather_object": (1, "object_gather_list"),
+}
+
+
+def _per_process_list(name: str, function: cst.FunctionDef) -> bool:
+    """`tensor_list` handed to `dist.all_gather(tensor_list, tensor, group=group)` (or as
+    `dist.gather`'s gather list) in `function`: a collective fills it with one entry per
+    process of the group, so a loop over it (`for size, tensor in zip(size_list,
+    tensor_list)`, unpickling each rank's bytes) runs as many passes as there are
+    processes, on every call, not one per step of data."""
+    for node in descendants(function.body):
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+            continue
+        slot = _GATHER_LISTS.get(node.func.attr.value)
+        if slot is None:
+            continue
+        position, keyword = slot
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        handed = [
+            a.value for a in node.args if a.keyword is not None and a.keyword.value == keyword
+        ]
+        if position < len(positional):
+            handed.append(positional[position].value)
+        if any(type(value) is cst.Name and value.value == name for value in handed):
+            return True
+    return False
 
 
 def _fixed_count(node: cst.BaseExpression, function: cst.FunctionDef | None, depth: int) -> bool:
