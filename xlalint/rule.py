@@ -40,7 +40,9 @@ function or private method this file calls only from such branches; one also han
 as a callback, or exported in `__all__`, may run anywhere), and code under a log
 interval known to be long (`if step % 100 == 0:`, also `or` one value of the step it
 divides, `is_divisible(step, every) or step == last_step`, or of a name that moves with
-it, `batch_count = i + 1` then `i % 100 == 0 or batch_count == num_batches`, or past
+it, `batch_count = i + 1` then `i % 100 == 0 or batch_count == num_batches`, or a
+local flag that ends the loop where it holds, `stop or step % 100 == 0` before `if stop:
+break`, or past
 `if step % every != 0 or ...: return` with such an interval, a demo hook's early exit;
 an interval this file sets to 20 or more, by default too, also a setting read with such a default as
 `kwargs.get("log_interval", 50)` or a command-line option the project's parser declares

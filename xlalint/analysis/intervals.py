@@ -16,8 +16,9 @@ of the module the branch calls (`def divisible_by(num, den): return (num % den) 
 then `if divisible_by(step, self.val_every):`), also `or` one value of the counter it
 divides (`is_divisible(step, self.log_every) or step == (self.num_train_steps - 1)`: once
 more, on the last step, also through a name bound to the counter shifted, `batch_count =
-i + 1` then `i % 100 == 0 or batch_count == num_batches`; not `step % 100 == 0 or step <
-10`), and an attribute
+i + 1` then `i % 100 == 0 or batch_count == num_batches`, or a local flag that ends the
+loop on the pass it holds, `stop or step % every == 0` before `if stop: break`; not `step
+% 100 == 0 or step < 10`), and an attribute
 may be set from a parameter (`self.log_frequency = log_frequency`, whose default counts),
 and a setting read with a default (`self.log_interval = kwargs.get("log_interval", 50)`,
 `getattr(args, "log_every", 100)`) counts by that default, as a parameter's does.
@@ -65,6 +66,7 @@ from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.loop_facts import first_pass_test, loop_counter
 from xlalint.analysis.settled_exits import exits_before
+from xlalint.analysis.statements import _block_exit
 from xlalint.walk import (
     children,
     descendants,
@@ -455,9 +457,67 @@ def _sparse_or_last(
     }
     return all(
         any(o is s for s in sparse)
+        or _ends_its_loop(o, test, function)
         or all(_one_value_of(held, counters, function) for held in _held_tests(o, function))
         for o in operands
     )
+
+
+def _ends_its_loop(
+    operand: cst.BaseExpression, test: cst.BaseExpression, function: cst.FunctionDef | None
+) -> bool:
+    """`stop_on_max_steps_limit or step % self.logging_steps == 0`, where a later
+    statement of the block holding the test (or of a block around it, in the loop)
+    leaves the loop on that flag (`if stop_on_max_steps_limit: ...; break`): a local
+    flag, bound by plain assignments, that ends the loop on the pass it holds, so it
+    holds on one pass only, the last, as `step == last_step` does. Not where the test
+    sits in a loop nested inside that one (the flag would hold on every pass of the
+    inner loop)."""
+    if type(operand) is not cst.Name or function is None:
+        return False
+    name = operand.value
+    if not local_values(function, name):
+        return False
+    path = _path_to(function.body, test)
+    # From the test outwards: each block on the way, up to the body of the innermost
+    # loop around the test, and the statement of it that holds the test.
+    for depth in range(len(path) - 2, -1, -1):
+        block, statement = path[depth], path[depth + 1]
+        if type(block) is cst.IndentedBlock:
+            statements = list(block.body)
+            position = next(i for i, line in enumerate(statements) if line is statement)
+            if any(
+                type(later) is cst.If
+                and type(later.test) is cst.Name
+                and later.test.value == name
+                and _block_exit(later.body) is cst.Break
+                for later in statements[position + 1 :]
+            ):
+                return True
+        if type(block) in _NESTED:
+            return False
+    return False
+
+
+def _path_to(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode]:
+    """`root` and its descendants down to `target`, outermost first; empty where `target`
+    is not under `root` (nested definitions are not entered)."""
+    stack: list[tuple[cst.CSTNode, int]] = [(root, 0)]
+    path: list[cst.CSTNode] = []
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        path.append(node)
+        if node is target:
+            return path
+        if node is not root and type(node) in _SCOPES:
+            continue
+        stack.extend((child, depth + 1) for child in reversed(children(node)))
+    return []
+
+
+_NESTED = node_types(cst.For, cst.While)
+_SCOPES = node_types(cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def _held_tests(
