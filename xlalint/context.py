@@ -20,6 +20,7 @@ from libcst.helpers import get_full_name_for_node
 from xlalint import lint_memo
 from xlalint.analysis import devices, named_lambdas, reachability
 from xlalint.analysis.arguments import parameters, positional_names
+from xlalint.analysis.config_fields import field_default
 from xlalint.analysis.cuda_flags import cuda_flag_places
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs, takes_a_loader, walks_a_loader
@@ -722,10 +723,26 @@ class FileContext:
         """Loops whose pass runs the node being visited, in its function, outermost first."""
         return tuple(self._frames[-1].loops)
 
-    def _option_defaults(self, option: str) -> list[int | None]:
+    def _option_defaults(
+        self, option: str, settings: cst.BaseExpression | None = None
+    ) -> list[int | None]:
         """The defaults this file and the project's files importing it declare for the
         command-line option read as `args.<option>` (`module_callers.declared_defaults`);
-        none where the layer over other modules stays out."""
+        none where the layer over other modules stays out. With `settings`, the class a
+        settings object is annotated with (`TrainingParams`): the default that class
+        declares for the field `option`, in the project module the file's imports name
+        (`config_fields.field_default`; none where the class is not found)."""
+        if settings is not None:
+            qualified = self.imports.resolve(settings)
+            if qualified is None or self._text is None:
+                return []
+            key = f"{qualified}:{option}"
+            found = self._options.get(key)
+            if found is None:
+                default = field_default(self.path, qualified, option)
+                found = [] if default is None else [default]
+                self._options[key] = found
+            return found
         found = self._options.get(option)
         if found is None:
             text = self._text

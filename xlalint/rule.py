@@ -47,6 +47,8 @@ break`, or past
 an interval this file sets to 20 or more, by default too, also a setting read with such a default as
 `kwargs.get("log_interval", 50)` or a command-line option the project's parser declares
 with one, `args.logging_steps` beside `add_argument("--logging_steps", default=100)`,
+or a field of a settings object whose annotated class declares such a default,
+`self.params.logging_steps` with `args: TrainingParams` and `logging_steps: int = 50`,
 or that every call of its function here hands in so, as `fit(..., log_interval=100)`
 calling `_train_epoch(loader, log_interval)`, a fraction of a
 loader's length such as `len(loader) // 10`, or an interval named for checkpoints or

@@ -28,7 +28,12 @@ file or in a script importing it: `module_callers.declared_defaults`), every dec
 long; a script that builds an `HfArgumentParser` declares transformers' `TrainingArguments`
 intervals with the library's defaults (`training_args.logging_steps`, 500 steps), or the
 default a dataclass of the script gives the field (`logging_steps: int =
-field(default=1)`). An interval whose value is not known here (`args.log_interval` that no parser
+field(default=1)`). A field of a settings object (`self.params.logging_steps`, with
+`self.params = copy.deepcopy(args)` and `args: TrainingParams`; `cfg.log_every` with
+`cfg: TrainConfig`) counts by the default the annotated class declares for it
+(`logging_steps: int = 50`), in this module or in the project module its import names
+(`config_fields.field_default`, through a package's re-export). An interval whose
+value is not known here (`args.log_interval` that no parser
 declares with a default, `cfg.train.log_every`) may be 1 and stays per step, as does one
 whose default is short (`log_interval=1`): a log interval that defaults to every step is
 per step. One named for checkpoints or evaluations
@@ -65,6 +70,7 @@ from xlalint.analysis.arguments import parameter, positional_names
 from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.loop_facts import first_pass_test, loop_counter
+from xlalint.analysis.members import member_values_in
 from xlalint.analysis.settled_exits import exits_before
 from xlalint.analysis.statements import _block_exit
 from xlalint.walk import (
@@ -79,7 +85,9 @@ from xlalint.walk import (
 SPARSE = 20  # passes between two runs of the branch, at least
 # The defaults the project declares for a command-line option, by its attribute name
 # (`module_callers.declared_defaults`); None for a declaration without an integer default.
-OptionDefaults = Callable[[str], Sequence[int | None]]
+# With a settings class as well (`TrainingParams`, as the file spells it): the default
+# that class, in the project module the file's imports name, declares for the field.
+OptionDefaults = Callable[..., Sequence[int | None]]
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:
@@ -279,7 +287,21 @@ def long_interval(
         and self_attribute(interval) is not None
     ):
         values = attribute_values(class_def, interval.attr.value)
-    elif (
+    elif type(interval) is cst.Attribute and (
+        settings := _settings_class(interval.value, function, class_def, module)
+    ):
+        # `self.params.logging_steps` with `self.params = args`, `args: TrainingParams`:
+        # the default the settings class declares for the field (in this module, or, by
+        # `options`, in the project module its import names).
+        field = interval.attr.value
+        local = _local_field(module, settings, field)
+        if local is not None:
+            return _long_value(local)
+        if options is not None:
+            declared = options(field, settings)
+            if declared:
+                return all(d is not None and d >= SPARSE for d in declared)
+    if (
         options is not None
         and type(interval) is cst.Attribute
         and type(interval.value) is cst.Name
@@ -290,6 +312,112 @@ def long_interval(
         defaults = options(interval.attr.value)
         return bool(defaults) and all(d is not None and d >= SPARSE for d in defaults)
     return bool(values) and all(_long_value(value) for value in values)
+
+
+# Calls that copy a settings object whole: what they return is of the class handed in.
+_COPIES = frozenset({"copy.deepcopy", "copy.copy", "deepcopy", "copy"})
+
+
+def _settings_class(
+    holder: cst.BaseExpression,
+    function: cst.FunctionDef | None,
+    class_def: cst.ClassDef | None,
+    module: cst.Module,
+) -> cst.BaseExpression | None:
+    """The class a settings object is annotated with: `TrainingParams` for `args` in
+    `def fit(self, args: TrainingParams)`, or for `self.params` where every value the
+    class assigns it is such a parameter of the assigning method, as it is or copied
+    whole (`self.params = copy.deepcopy(args)`). `Optional[C]` and `C | None` are `C`."""
+    if type(holder) is cst.Name and function is not None:
+        return _annotated(function, holder.value)
+    attribute = self_attribute(holder)
+    if attribute is None or class_def is None:
+        return None
+    found: cst.BaseExpression | None = None
+    values = member_values_in(module, class_def.name.value, attribute)
+    for value, method in values:
+        while (
+            type(value) is cst.Call
+            and len(value.args) == 1
+            and (get_full_name_for_node(value.func) or "") in _COPIES
+        ):
+            value = value.args[0].value
+        if type(value) is not cst.Name or method is None:
+            return None
+        annotation = _annotated(method, value.value)
+        if annotation is None or (found is not None and not found.deep_equals(annotation)):
+            return None
+        found = annotation
+    return found
+
+
+def _annotated(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The class parameter `name` of `function` is annotated with (a name or a dotted
+    name; `Optional[C]`, `C | None` read as `C`)."""
+    param = parameter(function, name)
+    if param is None or param.annotation is None:
+        return None
+    annotation = param.annotation.annotation
+    if type(annotation) is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+        sides = [annotation.left, annotation.right]
+        kept = [side for side in sides if not (type(side) is cst.Name and side.value == "None")]
+        annotation = kept[0] if len(kept) == 1 else annotation
+    if (
+        type(annotation) is cst.Subscript
+        and (get_full_name_for_node(annotation.value) or "").endswith("Optional")
+        and len(annotation.slice) == 1
+        and type(annotation.slice[0].slice) is cst.Index
+    ):
+        annotation = annotation.slice[0].slice.value
+    if type(annotation) in (cst.Name, cst.Attribute):
+        return annotation
+    return None
+
+
+def _local_field(
+    module: cst.Module, settings: cst.BaseExpression, field: str, depth: int = 0
+) -> cst.BaseExpression | None:
+    """The value a class of this module named `settings` (or a base of it here) gives
+    `field` in its body (`logging_steps: int = 50`; of `field(default=50)`, the default);
+    None where the class is not this module's or declares no value for the field."""
+    if type(settings) is not cst.Name or depth > 3:
+        return None
+    class_def = next(
+        (s for s in module.body if type(s) is cst.ClassDef and s.name.value == settings.value),
+        None,
+    )
+    if class_def is None or type(class_def.body) is not cst.IndentedBlock:
+        return None
+    for line in class_def.body.body:
+        if type(line) is not cst.SimpleStatementLine:
+            continue
+        for small in line.body:
+            target, value = None, None
+            if type(small) is cst.AnnAssign:
+                target, value = small.target, small.value
+            elif type(small) is cst.Assign and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            if type(target) is cst.Name and target.value == field and value is not None:
+                return _field_default(value)
+    for base in class_def.bases:
+        found = _local_field(module, base.value, field, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _field_default(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`50` of `field(default=50)` (dataclasses', pydantic's `Field`); the value itself
+    otherwise."""
+    if type(value) is cst.Call and (get_full_name_for_node(value.func) or "").rsplit(".", 1)[
+        -1
+    ] in ("field", "Field"):
+        for arg in value.args:
+            if arg.keyword is not None and arg.keyword.value == "default":
+                return arg.value
+        if value.args and value.args[0].keyword is None:
+            return value.args[0].value
+    return value
 
 
 def _equality_sides(
