@@ -72,6 +72,7 @@ from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import REGISTER_BUFFER, BooleanMasks
 from xlalint.analysis.members import (
+    called_back,
     called_classes,
     instance_method_call,
     is_property,
@@ -1736,6 +1737,10 @@ class FileContext:
             # `multi_apply(self._get_targets_single, anchors, flags)`, `map(kernel, xs)`:
             # the applier calls the function it is handed on each item, here and now.
             self.hot.add_call(self.site(), applied)
+        for handed in called_back(node, self.module):
+            # `default(current_decay, self.get_current_decay)` with `default` calling `d()`:
+            # the callee runs the function it is handed, here and now.
+            self.hot.add_call(self.site(), handed)
         if self._calls_itself(func):
             # `def encode(self, sentences): for batch in sentences: self.encode(batch)`: a
             # recursion runs inside a call of the function, as often as its own callers
