@@ -51,6 +51,7 @@ from xlalint.analysis.hotness import (
     makes_a_figure,
     per_step_hooks,
     rows_walked,
+    takes_backward_gradients,
     transformation_update,
     unbinds_a_tensor,
     walks_a_collection,
@@ -1641,6 +1642,10 @@ class FileContext:
         key = FunctionKey(class_name if direct_method else None, node.name.value)
         module_call = direct_method and is_module and node.name.value == "__call__"
         hook = direct_method and node.name.value in hooks
+        if takes_backward_gradients(positional_names(node)):
+            # `sqrt_hessian(self, module, g_inp, g_out)`: handed a backward hook's
+            # arguments, it runs in every backward, as a registered hook does.
+            self.hot.add_module_hook(node.name.value)
         self._frames.append(_Frame(key=key, module_call=module_call, node=node, hook=hook))
         for param in (*node.params.params, *node.params.kwonly_params):
             if isinstance(param.default, cst.Name) and param.default.value in self._functions:
