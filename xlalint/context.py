@@ -52,6 +52,7 @@ from xlalint.analysis.hotness import (
     makes_a_figure,
     per_step_hooks,
     rows_walked,
+    takes_backward_gradients,
     transformation_update,
     unbinds_a_tensor,
     walks_a_collection,
@@ -73,6 +74,7 @@ from xlalint.analysis.lazy_init import fills_when_empty
 from xlalint.analysis.loop_values import LoopValues
 from xlalint.analysis.masks import REGISTER_BUFFER, BooleanMasks
 from xlalint.analysis.members import (
+    called_back,
     called_classes,
     instance_method_call,
     is_property,
@@ -1657,6 +1659,10 @@ class FileContext:
         key = FunctionKey(class_name if direct_method else None, node.name.value)
         module_call = direct_method and is_module and node.name.value == "__call__"
         hook = direct_method and node.name.value in hooks
+        if takes_backward_gradients(positional_names(node)):
+            # `sqrt_hessian(self, module, g_inp, g_out)`: handed a backward hook's
+            # arguments, it runs in every backward, as a registered hook does.
+            self.hot.add_module_hook(node.name.value)
         self._frames.append(_Frame(key=key, module_call=module_call, node=node, hook=hook))
         for param in (*node.params.params, *node.params.kwonly_params):
             if isinstance(param.default, cst.Name) and param.default.value in self._functions:
@@ -1753,6 +1759,10 @@ class FileContext:
             # `multi_apply(self._get_targets_single, anchors, flags)`, `map(kernel, xs)`:
             # the applier calls the function it is handed on each item, here and now.
             self.hot.add_call(self.site(), applied)
+        for handed in called_back(node, self.module):
+            # `default(current_decay, self.get_current_decay)` with `default` calling `d()`:
+            # the callee runs the function it is handed, here and now.
+            self.hot.add_call(self.site(), handed)
         if self._calls_itself(func):
             # `def encode(self, sentences): for batch in sentences: self.encode(batch)`: a
             # recursion runs inside a call of the function, as often as its own callers

@@ -41,6 +41,7 @@ from xlalint.analysis.hotness import (
     PER_STEP_FUNCTIONS,
     PER_STEP_HOOKS,
     names_a_transformation,
+    takes_backward_gradients,
 )
 from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.analysis.tensors import ARRAY_DTYPE, REGISTERED_TENSORS, TENSOR_ANNOTATIONS
@@ -98,6 +99,8 @@ class Features:
     functions: set[str] = field(default_factory=set)  # def names, nested ones too
     loop_identifiers: set[str] = field(default_factory=set)  # used in a loop
     lambda_default: bool = False  # a parameter defaults to a lambda (walked as a function)
+    # A def handed a backward hook's arguments (`module, g_inp, g_out`): every backward.
+    backward_hook: bool = False
     # A parameter annotated as a tensor (`preds: Tensor`): `HotCode.is_hot(per_call=True)`.
     tensor_parameter: bool = False
     reaching: bool = False
@@ -187,6 +190,9 @@ class Features:
                 arguments = child.args  # type: ignore[attr-defined]
                 defaults = (*arguments.defaults, *arguments.kw_defaults)
                 self.lambda_default |= any(isinstance(d, ast.Lambda) for d in defaults)
+                self.backward_hook |= takes_backward_gradients(
+                    [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+                )
             return child.name  # type: ignore[attr-defined,no-any-return]
         if kind in _REACHING:
             self.reaching = True
@@ -400,6 +406,8 @@ def _maybe_hot(
         features = unit.features
         if unit.module_call or features.lambda_default or "backward" in features.identifiers:
             return True
+        if features.backward_hook:
+            return True  # handed a backward hook's arguments: runs in every backward
         if unit.beside_training or unit.node.name == "__call__":
             return True  # may act once per environment step (beside a training step)
         if unit.owner is not None and ACTION_METHOD.fullmatch(unit.node.name):

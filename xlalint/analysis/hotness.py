@@ -193,6 +193,14 @@ PER_STEP_HOOKS: dict[str, frozenset[str]] = {
     # A loss scaler runs with every optimizer step: `scaler.step(opt)`, then
     # `scaler.update()` (torch's `GradScaler`, and subclasses that wrap its bookkeeping).
     "GradScaler": frozenset({"update", "unscale_"}),
+    # A moving average of a model's weights (ema-pytorch's `EMA`, `KarrasEMA`, `PostHocEMA`;
+    # ultralytics' `ModelEMA`, timm's `ModelEma`, torch-ema's `ExponentialMovingAverage`)
+    # moves its copy toward the trained weights once per optimizer step: the training loop
+    # that calls `ema.update()` after each `optimizer.step()` is the user's or another
+    # package's, so `update` is per step by the class's role.
+    "EMA": frozenset({"update"}),
+    "Ema": frozenset({"update"}),
+    "MovingAverage": frozenset({"update"}),
 }
 
 
@@ -552,19 +560,47 @@ def handed_only_settings(function: cst.CSTNode) -> bool:
 # (`disc_loss.register_hook(raise_if_nan)` on every step's loss, `p.register_hook(clip)`
 # on a parameter: every backward); the autograd engine's `queue_callback(fn)`, which runs
 # `fn` at the end of the backward that queued it (from a gradient hook: every backward);
-# and torch's global module hooks (`GLOBAL_MODULE_HOOK_REGISTRATIONS`).
+# an optimizer's step hooks (`optimizer.register_step_post_hook(hook)`, torch's
+# `Optimizer` API: run before or after every `step()`, an EMA's `hook(*_): self.update()`);
+# and torch's global module and optimizer hooks (`GLOBAL_MODULE_HOOK_REGISTRATIONS`).
 MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
      "register_full_backward_pre_hook", "register_hook", "register_post_accumulate_grad_hook",
-     "queue_callback"}
+     "queue_callback", "register_step_post_hook", "register_step_pre_hook"}
 )  # fmt: skip
 # `torch.nn.modules.module.register_module_forward_pre_hook(fn)` and its kin: functions
-# that register `fn` for the forward (or backward) of every module, so every step; called
-# by name, as they are imported (`from torch.nn.modules.module import ...`).
+# that register `fn` for the forward (or backward) of every module, so every step; and
+# `torch.optim.optimizer.register_optimizer_step_post_hook(fn)`, for every optimizer's
+# step; called by name, as they are imported (`from torch.nn.modules.module import ...`).
 GLOBAL_MODULE_HOOK_REGISTRATIONS = frozenset(
     {"register_module_forward_hook", "register_module_forward_pre_hook",
-     "register_module_full_backward_hook", "register_module_full_backward_pre_hook"}
+     "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+     "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"}
 )  # fmt: skip
+
+
+# The arguments torch hands a module's backward hook (`register_full_backward_hook(hook)`
+# calls `hook(module, grad_input, grad_output)`, a pre-hook `hook(module, grad_output)`),
+# as hooks and the helpers they hand them on to name them: backpack's derivatives
+# (`sqrt_hessian(self, module, g_inp, g_out)`, a check `_check_loss_has_not_been_modified(
+# cls, module, g_out)` they all call), reached through an extension's `backpropagate` and
+# a hook registered in another module. A module's output gradient exists only while a
+# backward runs through it, so a function handed one runs in every backward.
+_HOOKED_MODULE = frozenset({"module", "mod", "layer", "m"})
+_OUTPUT_GRADIENT = re.compile(r"^(grad|g)_?out(put)?s?$")
+
+
+def takes_backward_gradients(names: Sequence[str]) -> bool:
+    """Positional parameters `names` (a method's `self` or `cls` included) hand a module
+    and, after it, its output gradient (`module, grad_input, grad_output`; `module,
+    g_out`): a backward hook's arguments, so the function runs in every backward."""
+    module = None
+    for position, name in enumerate(names):
+        if module is None and name in _HOOKED_MODULE:
+            module = position
+        elif module is not None and _OUTPUT_GRADIENT.match(name):
+            return True
+    return False
 
 
 # An optax-style gradient transformation (torchopt's and optax's `GradientTransformation(

@@ -26,7 +26,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from xlalint import lint_memo
-from xlalint.analysis.arguments import parameter
+from xlalint.analysis.arguments import parameter, parameters, positional_names
 from xlalint.analysis.returns import _walk_body
 from xlalint.walk import EXPRESSIONS, code_children, name_assignments, top_level_functions
 
@@ -497,6 +497,79 @@ def chosen_functions(node: cst.BaseExpression, module: cst.Module) -> frozenset[
         ):
             pending += [a.value for a in value.args if not a.star]  # type: ignore[attr-defined]
     return frozenset(found)
+
+
+def called_back(call: cst.Call, module: cst.Module) -> frozenset[str]:
+    """The functions of the module (`f`) and methods of the calling class (`self.f`), by
+    name, that `call` hands to a parameter its callee calls in its own body, the callee a
+    top-level function of the module: `default(current_decay, self.get_current_decay)`
+    with `def default(val, d): return val if exists(val) else (d() if callable(d) else
+    d)`, or `run_with_retry(self._sync_step, n)` calling `fn()`. The callee runs them
+    there and then, so each is called from where `call` runs (a callee that only stores
+    or returns what it is handed calls nothing)."""
+    func = call.func
+    if type(func) is not cst.Name:
+        return frozenset()
+    called = _called_parameters(module).get(func.value)
+    if not called:
+        return frozenset()
+    names, positional = called
+    found: set[str] = set()
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            break  # which parameter the rest land on is unknown
+        if arg.keyword is not None:
+            landed: str | None = arg.keyword.value
+        else:
+            landed = positional[position] if position < len(positional) else None
+        if landed not in names:
+            continue
+        value = arg.value
+        if type(value) is cst.Name and value.value in top_level_functions(module):
+            found.add(value.value)
+        elif (
+            type(value) is cst.Attribute
+            and type(value.value) is cst.Name
+            and value.value.value == "self"
+        ):
+            found.add(value.attr.value)
+    return frozenset(found)
+
+
+@lint_memo.memo(16)
+def _called_parameters(module: cst.Module) -> dict[str, tuple[frozenset[str], list[str]]]:
+    """The module's top-level functions that call one of their parameters in their own
+    body (`d()`, `fn(batch)`; not in a nested definition, not a parameter the function
+    binds again): by name, those parameters and the function's positional parameters."""
+    found: dict[str, tuple[frozenset[str], list[str]]] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        names = {p.name.value for p in parameters(statement)}
+        called: set[str] = set()
+        rebound: set[str] = set()
+        stack: list[cst.CSTNode] = [statement.body]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                continue
+            if kind is cst.Call:
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is cst.Name and func.value in names:
+                    called.add(func.value)
+            elif kind in (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For):
+                targets = (
+                    [t.target for t in node.targets]  # type: ignore[attr-defined]
+                    if kind is cst.Assign
+                    else [node.target]  # type: ignore[attr-defined]
+                )
+                rebound |= {t.value for t in targets if type(t) is cst.Name}
+            stack.extend(code_children(node))
+        called -= rebound
+        if called:
+            found[statement.name.value] = (frozenset(called), positional_names(statement))
+    return found
 
 
 @lint_memo.memo(16)

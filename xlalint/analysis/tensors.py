@@ -31,7 +31,7 @@ from xlalint.analysis.documented_types import (
     documented_tensor_parameters,
 )
 from xlalint.analysis.foreign_arrays import ForeignArrays, other_library
-from xlalint.analysis.guards import negated
+from xlalint.analysis.guards import local_values, negated
 from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.host_arguments import (
     SAME_PLACE,
@@ -3330,6 +3330,10 @@ class TensorKinds:
                 type(t.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for t in node.comparisons
             ):
                 return Kind.HOST
+            if self._compares_with_none(node):
+                # `module.weight != None`: a tensor's `==`/`!=` hand a None operand back to
+                # Python, which compares identities: a bool, no element read.
+                return Kind.HOST
             return self._operation(_operands(node))
         if node_type is cst.IfExp:
             if (tracing := self.tests_tracing(node.test)) is not None:
@@ -3347,6 +3351,31 @@ class TensorKinds:
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         return self.of(node) is Kind.TENSOR
+
+    def _compares_with_none(self, node: cst.Comparison) -> bool:
+        """`x != None`, `None == x`, or with a local every assignment of which binds None
+        (`implemented_weight = None`, then `module.weight != implemented_weight`): one
+        equality test with None, which torch's tensors hand back to Python, and Python
+        answers by identity (a bool, whatever `x` is)."""
+        if len(node.comparisons) != 1:
+            return False
+        test = node.comparisons[0]
+        if type(test.operator) not in (cst.Equal, cst.NotEqual):
+            return False
+        function = self._functions[-1] if self._functions else None
+        for side in (node.left, test.comparator):
+            if type(side) is not cst.Name:
+                continue
+            if side.value == "None":
+                return True
+            if isinstance(function, cst.FunctionDef):
+                values = local_values(function, side.value)
+                if values and all(
+                    type(v) is cst.Name and v.value == "None"  # type: ignore[attr-defined]
+                    for v in values
+                ):
+                    return True
+        return False
 
     def _operation(self, operands: Sequence[cst.BaseExpression]) -> Kind:
         """The kind of an arithmetic, bitwise or comparison result: a tensor where an

@@ -82,7 +82,23 @@ class ItemInHotCode(HelperReadRule):
     A function of the module picked as a fallback (`times_fn = default(times_fn,
     default_time_fn)` with `def default(v, d): return v if exists(v) else d`, `fn or
     default_fn`, `f if flag else g`) runs where the name bound to it is called: its reads
-    are per step where that call is. A value bound in a `try` body (`change = 100 *
+    are per step where that call is. A function or method of the module handed to a
+    function of the module that calls it in its own body (`default(current_decay,
+    self.get_current_decay)` with `default` calling `d()`) runs where that call is; one
+    that only stores it (`registry.append(fn)`) runs nothing.
+
+    A moving average of a model's weights (a class named for one: `EMA`, `KarrasEMA`,
+    `ModelEma`, `ExponentialMovingAverage`) moves its copy once per optimizer step, called
+    by a loop of the user's or another package's: its `update` is per step, and
+    `self.step.item()` of the step buffer there reads the device every step. So is a
+    function registered as an optimizer's step hook (`optimizer.register_step_post_hook(
+    hook)`, `register_optimizer_step_pre_hook(fn)`), and one handed a backward hook's
+    arguments (`module, grad_input, grad_output`; backpack's `sqrt_hessian(self, module,
+    g_inp, g_out)` and the check `_check_loss_has_not_been_modified(cls, module, g_out)`
+    it calls): a module's output gradient exists only during a backward, so it runs in
+    every backward, wherever the hook that hands it on is registered.
+
+    A value bound in a `try` body (`change = 100 *
     d.norm() / norm_x`) stays a device tensor after the statement where a handler binds a
     host fallback (`except KeyError: change = 0.0`): the normal path reads the tensor.
 

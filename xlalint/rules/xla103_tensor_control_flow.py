@@ -102,6 +102,8 @@ class TensorControlFlow(HelperReadRule):
     (`"labels" in batch`, `self.mask_key in info`, `src in emb`), which looks up a mapping
     the code only presumes a tensor (a `forward`'s dict parameter, a dict of embeddings). Tests
     on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python numbers are not flagged,
+    nor an equality test with None (`module.weight != None`, or with a local bound only to
+    None: a tensor hands the comparison back to Python, which compares identities),
     nor on any other metadata `torch.Tensor` keeps (`is_nested`, `is_sparse`, `layout`,
     `requires_grad`, `is_inference()`, `is_complex()`: layout, storage and autograd flags known on
     the host), nor on a field torch's Tensor lacks of a value the code declares a tensor

@@ -115,7 +115,9 @@ class HiddenHostRead(Rule):
     (`torch.tensor([R], device=device)` reads `R`; so does a list
     the function appends device tensors to, `volumes.append(torch.dot(a, b))` then
     `torch.tensor(volumes)`: measured on the XLA CPU device, 4 volumes over 3 steps cost
-    12 `aten::_local_scalar_dense`, where `torch.stack(volumes)` stays on the device), or
+    12 `aten::_local_scalar_dense`, where `torch.stack(volumes)` stays on the device; and
+    a list comprehension whose element is a device tensor, `torch.as_tensor([torch.mean(
+    res) for res in scores], device=device)`), or
     a Scalar parameter of a torch operation given a tensor the file knows is on the
     device (`torch.add(self.atol, m, alpha=self.rtol)` with `rtol` a registered buffer,
     `x.add_(y, alpha=...)`, `beta=` of `addmm`, `value=` of `addcmul`; not a parameter of
@@ -540,6 +542,12 @@ class HiddenHostRead(Rule):
         if type(data) is cst.Name and data.value in self._device_lists[-1]:
             use = "an element of `torch.tensor()` data (a list of device tensors)"
             self.report(data, self.message.format(use=use))
+            return
+        if type(data) is cst.ListComp and self.ctx.is_tensor(data.elt):
+            # `torch.as_tensor([torch.mean(r) for r in scores], device=d)`: every element
+            # the comprehension makes is a device tensor, read as a Python number.
+            use = "an element of `torch.tensor()` data (a list of device tensors)"
+            self.report(data.elt, self.message.format(use=use))
             return
         if isinstance(data, cst.List | cst.Tuple):
             for element in data.elements:
