@@ -119,7 +119,12 @@ class HiddenHostRead(Rule):
     `x.new_full(size, fill_value)` given a device tensor (a diffusion sampler's
     `torch.full((b, 1, 1, 1), alphas[index], device=device)` with `alphas` a schedule
     kept on the device: the fill is a Scalar, read as a Python number on every call; not a
-    parameter of the function, most often a number), an argument of `range(...)`, the
+    parameter of the function, most often a number, nor a name in the branch a failed
+    tensor test takes, `else` of `if is_tensor(weight):`; nor an attribute a plain
+    sampler class binds through a `register_buffer` of its own that moves nothing,
+    `setattr(self, name, attr)`, which keeps a host schedule on the host; nor an element
+    of a value taken for tensors by its name alone, `sigmas[index]`), an argument
+    of `range(...)`, the
     split points of numpy's
     splits (`np.split(forces, indices_or_sections=batch.ptr[1:])`, `np.array_split`), an
     element of the data of
@@ -485,18 +490,26 @@ class HiddenHostRead(Rule):
         for value in (*positional[:3], *keywords):
             if (
                 not self._handed_in(value)
+                and not self.ctx.type_tested_host(value)
                 and self.ctx.kind(value) is Kind.TENSOR
                 and self.ctx.is_tensor(value)
             ):
                 self.report(value, self.message.format(use="a `torch.linspace()` bound"))
                 return  # one call, one cause
 
+    def _element_of_a_named_schedule(self, value: cst.BaseExpression) -> bool:
+        """`sigmas[index]` where `sigmas` is taken for tensors by its name alone (a
+        schedule: `sigmas`, `timesteps`): the name says what it holds, not where it
+        lives, and a sampler's schedule is as often a host array or tensor."""
+        return type(value) is cst.Subscript and self.ctx.kind(value.value) is Kind.ITERABLE
+
     def _check_fill(self, node: cst.Call, positional: list[cst.BaseExpression], name: str) -> None:
         """`torch.full((b, 1, 1, 1), alphas[index], device=d)` with `alphas` a schedule on
         the device: the fill value is a Scalar, so a 0-dim tensor there is read as a
         Python number on every call, as `.item()` would. Only a value the file knows is a
         device tensor, not a parameter taken for one by where it is (most fill values are
-        numbers)."""
+        numbers), nor a name a failed tensor test shows is none (the `else` of `if
+        is_tensor(weight):`), nor an element of a schedule known only by its name."""
         fill = positional[1] if len(positional) > 1 else None
         if fill is None:
             argument = keyword_argument(node, "fill_value")
@@ -504,6 +517,8 @@ class HiddenHostRead(Rule):
         if (
             fill is not None
             and not self._handed_in(fill)
+            and not self._element_of_a_named_schedule(fill)
+            and not self.ctx.type_tested_host(fill)
             and self.ctx.kind(fill) is Kind.TENSOR
             and self.ctx.is_tensor(fill)
         ):
