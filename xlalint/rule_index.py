@@ -337,6 +337,7 @@ TRIGGERS = {
         "repeat",
         "new_",
         "one_hot",
+        "linspace",
     ),
     "XLA201": ("nonzero", "argwhere", "where"),
     "XLA202": ("[", "masked_select"),

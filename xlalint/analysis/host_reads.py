@@ -304,6 +304,12 @@ def _tested_by(ancestors: Iterable[cst.CSTNode]) -> tuple[int, int] | None:
     return None
 
 
+def enclosing_statement(ancestors: Iterable[cst.CSTNode]) -> tuple[cst.CSTNode, int] | None:
+    """The block holding a node (`ancestors`: its ancestors, innermost first) and the
+    position in it of the statement holding the node; None inside a lambda."""
+    return _statement(ancestors)
+
+
 def _statement(ancestors: Iterable[cst.CSTNode]) -> tuple[cst.CSTNode, int] | None:
     """The block holding the read and the position in it of the statement holding it."""
     child: cst.CSTNode | None = None

@@ -731,6 +731,23 @@ def annotates_tensors(node: cst.BaseExpression) -> bool:
 
 
 @lint_memo.memo(64)
+def _registers_without_moving(node: cst.ClassDef) -> bool:
+    """Whether a class defines its own `register_buffer` whose body moves nothing to a
+    device (`setattr(self, name, attr)`, no `.to(...)`/`.cuda()`): a plain object's
+    registration binds the value where it is. One that moves its tensors (`attr =
+    attr.to(torch.device("cuda"))`) puts them on the device, as torch's does with the
+    module."""
+    for statement in node.body.body:
+        if type(statement) is cst.FunctionDef and statement.name.value == "register_buffer":
+            return not any(
+                type(current) is cst.Call
+                and type(current.func) is cst.Attribute  # type: ignore[attr-defined]
+                and current.func.attr.value in _MODULE_MOVES  # type: ignore[attr-defined]
+                for current in descendants(statement.body)
+            )
+    return False
+
+
 def _merges_entries(module: cst.Module, name: str) -> bool:
     """`name` is a function of `module` that writes each entry of its second parameter
     into its first: `for key, value in new.items(): log[key] = ... value ...`."""
@@ -1066,6 +1083,9 @@ class TensorKinds:
         self._self_classes: list[dict[str, str]] = [{}]
         # Per class being walked, the buffers it keeps on the host (`host_buffers`).
         self._host_buffers: list[frozenset[str]] = [frozenset()]
+        # Per class: whether it defines a `register_buffer` of its own that moves nothing
+        # (`setattr(self, name, attr)`): a plain object's, not torch's.
+        self._plain_registrations: list[bool] = [False]
         # Per function being walked: the class it is a method of (None if none), and
         # whether that class is an `nn.Module`.
         self._methods_walked: list[tuple[str | None, bool]] = []
@@ -1466,6 +1486,9 @@ class TensorKinds:
         self._host_buffers.append(
             self.host_buffers(node) if module and node is not None else frozenset()
         )
+        self._plain_registrations.append(
+            not module and node is not None and _registers_without_moving(node)
+        )
 
     def host_buffers(self, node: cst.ClassDef) -> frozenset[str]:
         """The buffers a trainer module keeps on the host: a module class whose methods
@@ -1533,6 +1556,7 @@ class TensorKinds:
         self._self_functions.pop()
         self._self_classes.pop()
         self._host_buffers.pop()
+        self._plain_registrations.pop()
         self.foreign.pop_class()
         if self._class_names:
             self._class_names.pop()
@@ -1792,6 +1816,15 @@ class TensorKinds:
             or (type(value) is cst.Name and value.value == "None")  # type: ignore[attr-defined]
             or type(value) in _CONTAINER_LITERALS
         ):
+            return
+        if (
+            func.attr.value == "register_buffer"  # type: ignore[attr-defined]
+            and self._plain_registrations[-1]
+            and self.of(value) is not Kind.TENSOR
+        ):
+            # A plain class's own `register_buffer` that only binds what it is handed
+            # (`setattr(self, name, attr)`, a sampler copied from a module's code): the
+            # attribute holds that value where it is, a host schedule on the host.
             return
         attribute = name.evaluated_value  # type: ignore[attr-defined]
         if isinstance(attribute, str) and attribute.isidentifier():

@@ -6,7 +6,7 @@ import libcst as cst
 
 from xlalint.analysis.arguments import Signature, bind, keyword_argument, parameter
 from xlalint.analysis.guards import possible_values
-from xlalint.analysis.host_reads import ReadRuns, read_root
+from xlalint.analysis.host_reads import ReadRuns, enclosing_statement, read_root
 from xlalint.analysis.zero_dim import ZeroDimIndexes
 from xlalint.context import Kind
 from xlalint.rule import Rule
@@ -23,6 +23,12 @@ _SIZED_FACTORIES = frozenset(
 _SIZE_ARGUMENT = {"torch.full": 0, "torch.reshape": 1}
 # `torch.arange(start, end, step)`: every bound is read as a Python number.
 _RANGES = frozenset({"torch.arange"})
+# `torch.linspace(start, end, steps)`: so are both ends (and the count) of the grid.
+_LINSPACE = "torch.linspace"
+_LINSPACE_KEYWORDS = frozenset({"start", "end", "steps"})
+# Factories whose fill value is a Scalar, read as a Python number: `torch.full(size,
+# fill_value)`, `torch.full_like(input, fill_value)`, `x.new_full(size, fill_value)`.
+_FILLED = frozenset({"torch.full", "torch.full_like"})
 # Tensor methods whose positional arguments are all sizes (or a tuple of sizes).
 _SIZED_METHODS = frozenset(
     {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty"}
@@ -106,7 +112,20 @@ class HiddenHostRead(Rule):
     `x.reshape(...)`, `x.expand(...)`, `x.repeat(...)`, `torch.ones/empty/full/rand/randn`;
     a namespace's function of such a name handed the tensor first, `d2l.reshape(x, shape)`,
     takes its sizes after it),
-    a bound of `torch.arange(...)`, an argument of `range(...)`, the split points of numpy's
+    a bound of `torch.arange(...)` or of `torch.linspace(...)` (both ends and the count: a
+    grid from `x.min()` to `x.max()`; as for a fill value, only a tensor the file knows is
+    on the device, not a parameter taken for one by where it is), the fill value of
+    `torch.full(size, fill_value)`, `torch.full_like(x, fill_value)` or
+    `x.new_full(size, fill_value)` given a device tensor (a diffusion sampler's
+    `torch.full((b, 1, 1, 1), alphas[index], device=device)` with `alphas` a schedule
+    kept on the device: the fill is a Scalar, read as a Python number on every call; not a
+    parameter of the function, most often a number, nor a name in the branch a failed
+    tensor test takes, `else` of `if is_tensor(weight):`; nor an attribute a plain
+    sampler class binds through a `register_buffer` of its own that moves nothing,
+    `setattr(self, name, attr)`, which keeps a host schedule on the host; nor an element
+    of a value taken for tensors by its name alone, `sigmas[index]`), an argument
+    of `range(...)`, the
+    split points of numpy's
     splits (`np.split(forces, indices_or_sections=batch.ptr[1:])`, `np.array_split`), an
     element of the data of
     `torch.tensor([...])` or of a legacy typed constructor's literal sequence
@@ -174,7 +193,11 @@ class HiddenHostRead(Rule):
     Slice bounds read from one tensor in a run (`rows[offsets[i] : offsets[i + 1]]`, then
     `cols[offsets[i] : offsets[i + 1]]` on the next line; `a[:, -keep:]` then `b[:,
     -keep:]`) are one cause with one fix, reading the bound once into a Python int: only
-    the run's first bound is reported, as XLA101 reports runs of reads of one value. The
+    the run's first bound is reported, as XLA101 reports runs of reads of one value. So are
+    the bounds one statement slices with, of whatever tensors (`torch.cat((h[i, start[i] :
+    end[i]], h[i, end[i] : end[i] + n[i]]))` over a statement's lines): one statement, one
+    fix (a gather with fixed-size indices, or the bounds read once), reported at the
+    first. The
     tensors one call reads as numbers (`range(offsets[i - 1], offsets[i])`, `torch.zeros(n,
     m)`) are one cause too, reported once, at the first, as XLA101 reports reads handed to
     one call.
@@ -245,6 +268,11 @@ class HiddenHostRead(Rule):
     `np.array_split`). A device tensor handed to numpy as an array is no read:
     `np.asarray(t)` raises (an XLA tensor does not convert to numpy) and `np.mean(t)` calls
     `t.mean`.
+    Measured by hand in round 25 (XLA CPU device): `torch.full((2, 1, 1, 1),
+    alphas[index], device=xla)` with `alphas` on the device, over 5 passes, 5
+    `aten::_local_scalar_dense` and 5 device-to-host transfers (a host `alphas`: none);
+    `torch.linspace(b[0], b[1], n)` with device bounds, 2 per call; slices of one
+    statement bounded by a batch's marker positions (batch 4), 16 transfers per forward.
     Measured by hand in round 24 (5 calls, XLA CPU device): `F.one_hot(t)` and
     `F.one_hot(t, num_classes=-1)` of a device tensor of 4 labels, 5
     `aten::_local_scalar_dense` and 5 device-to-host transfers; `F.one_hot(t,
@@ -288,6 +316,7 @@ class HiddenHostRead(Rule):
         "repeat",
         "new_",
         "one_hot",
+        "linspace",
     )
 
     def __init__(self, ctx: FileContext) -> None:
@@ -296,6 +325,8 @@ class HiddenHostRead(Rule):
         # Per function: lists it appends device tensors to (`volumes.append(torch.dot(a,
         # b))`), which `torch.tensor(volumes)` reads element by element.
         self._device_lists: list[set[str]] = [set()]
+        # The first tensor slice bound of each statement, by (id(block), position).
+        self._statement_bounds: dict[tuple[int, int], cst.CSTNode] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._device_lists.append(set())
@@ -312,12 +343,21 @@ class HiddenHostRead(Rule):
                     if bound is not None and self.ctx.is_tensor(bound):
                         # `x[offsets[i] : offsets[i + 1]]`, and the same bounds again on
                         # the next line: elements of one value read in a run, one cause.
+                        repeat_of = self._runs.previous(
+                            read_root(bound), self.ctx.ancestors(), bound
+                        )
+                        # `torch.cat((h[i, start[i] : end[i]], h[i, end[i] : end[i] +
+                        # n[i]]))`: the bounds one statement slices with, of whatever
+                        # tensors, are one cause with one fix (read them once, or gather
+                        # with fixed-size indices): reported at the first.
+                        where = enclosing_statement(self.ctx.ancestors())
+                        if where is not None:
+                            key = (id(where[0]), where[1])
+                            first = self._statement_bounds.setdefault(key, bound)
+                            if repeat_of is None and first is not bound:
+                                repeat_of = first
                         self.report(
-                            bound,
-                            self.message.format(use="a slice bound"),
-                            repeat_of=self._runs.previous(
-                                read_root(bound), self.ctx.ancestors(), bound
-                            ),
+                            bound, self.message.format(use="a slice bound"), repeat_of=repeat_of
                         )
             elif self.ctx.is_tensor(index.value):
                 if container is None:
@@ -404,9 +444,15 @@ class HiddenHostRead(Rule):
                 self._check_sizes([*positional, *keywords])
             elif qualified in _RANGES:
                 self._check_sizes([*positional, *keywords], "a `torch.arange()` bound")
+            elif qualified == _LINSPACE:
+                self._check_linspace(node, positional)
             elif qualified in _SIZE_ARGUMENT:
                 position = _SIZE_ARGUMENT[qualified]
-                self._check_sizes([*positional[position : position + 1], *keywords])
+                sized = self._check_sizes([*positional[position : position + 1], *keywords])
+                if not sized and qualified in _FILLED:  # one call, one cause
+                    self._check_fill(node, positional, qualified.rsplit(".", 1)[-1])
+            elif qualified in _FILLED:
+                self._check_fill(node, positional, qualified.rsplit(".", 1)[-1])
             return
         if type(func) is cst.Name:
             if func.value == "range":
@@ -431,7 +477,54 @@ class HiddenHostRead(Rule):
                 positional = positional[1:]
             self._check_sizes([*positional, *keywords])
         elif isinstance(func, cst.Attribute) and func.attr.value == "new_full":
-            self._check_sizes([*positional[:1], *keywords])
+            sized = self._check_sizes([*positional[:1], *keywords])
+            if not sized and self.ctx.is_tensor(func.value):
+                self._check_fill(node, positional, "new_full")
+
+    def _check_linspace(self, node: cst.Call, positional: list[cst.BaseExpression]) -> None:
+        """`torch.linspace(x.min(), x.max(), n)`: both ends and the count are Python
+        numbers, so a 0-dim tensor of the device there is read on every call. As for a
+        fill value, only a value the file knows is a device tensor: a parameter handed in
+        (`torch.linspace(0.0, span, n)`) is taken for a number."""
+        keywords = [
+            a.value for a in node.args if a.keyword and a.keyword.value in _LINSPACE_KEYWORDS
+        ]
+        for value in (*positional[:3], *keywords):
+            if (
+                not self._handed_in(value)
+                and not self.ctx.type_tested_host(value)
+                and self.ctx.kind(value) is Kind.TENSOR
+                and self.ctx.is_tensor(value)
+            ):
+                self.report(value, self.message.format(use="a `torch.linspace()` bound"))
+                return  # one call, one cause
+
+    def _element_of_a_named_schedule(self, value: cst.BaseExpression) -> bool:
+        """`sigmas[index]` where `sigmas` is taken for tensors by its name alone (a
+        schedule: `sigmas`, `timesteps`): the name says what it holds, not where it
+        lives, and a sampler's schedule is as often a host array or tensor."""
+        return type(value) is cst.Subscript and self.ctx.kind(value.value) is Kind.ITERABLE
+
+    def _check_fill(self, node: cst.Call, positional: list[cst.BaseExpression], name: str) -> None:
+        """`torch.full((b, 1, 1, 1), alphas[index], device=d)` with `alphas` a schedule on
+        the device: the fill value is a Scalar, so a 0-dim tensor there is read as a
+        Python number on every call, as `.item()` would. Only a value the file knows is a
+        device tensor, not a parameter taken for one by where it is (most fill values are
+        numbers), nor a name a failed tensor test shows is none (the `else` of `if
+        is_tensor(weight):`), nor an element of a schedule known only by its name."""
+        fill = positional[1] if len(positional) > 1 else None
+        if fill is None:
+            argument = keyword_argument(node, "fill_value")
+            fill = None if argument is None else argument.value
+        if (
+            fill is not None
+            and not self._handed_in(fill)
+            and not self._element_of_a_named_schedule(fill)
+            and not self.ctx.type_tested_host(fill)
+            and self.ctx.kind(fill) is Kind.TENSOR
+            and self.ctx.is_tensor(fill)
+        ):
+            self.report(fill, self.message.format(use=f"the fill value of `{name}()`"))
 
     def _check_scalar_keywords(self, node: cst.Call, qualified: str | None) -> None:
         """`torch.add(self.atol, m, alpha=self.rtol)`, `x.add_(y, alpha=lr)`,
