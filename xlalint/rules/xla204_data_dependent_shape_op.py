@@ -28,6 +28,13 @@ _FFT_HINT = (
     "Keep the transform out of the step (precompute it, or do it on the host once per "
     "batch), or accept the fallback: PyTorch/XLA has no lowering of the FFTs"
 )
+# The transforms of `torch.fft` (not its helpers `fftfreq`, `rfftfreq`, `fftshift`,
+# `ifftshift`, which build or roll tensors on the device); a tuple, so that the rule's
+# triggers keep one order in every process.
+_FFTS = (
+    "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+    "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+)  # fmt: skip
 _DYNAMIC = "; its output shape depends on the data, so every new shape compiles again"
 _OPS: dict[str, _Op] = {
     "unique": _Op(
@@ -153,12 +160,10 @@ _OPS: dict[str, _Op] = {
         "Compare against each id on the device: `(x[..., None] == ids).any(-1)`",
         torch_only_method=False,
     ),
-    # The complex-to-real FFTs: one `aten::_fft_c2r` fallback and one device-to-host
-    # transfer per call (round 25, 3 calls each of `irfft`, `irfft2`, `irfftn`, `hfft`).
-    "irfft": _Op("", _FFT_HINT, torch_only_method=False),
-    "irfft2": _Op("", _FFT_HINT, torch_only_method=False),
-    "irfftn": _Op("", _FFT_HINT, torch_only_method=False),
-    "hfft": _Op("", _FFT_HINT, torch_only_method=False),
+    # Every transform of `torch.fft` falls back, whatever its input: `aten::_fft_c2c`,
+    # `_fft_r2c` or `_fft_c2r`, one device-to-host transfer each (round 26, 3 calls of each
+    # on real and complex inputs; the Hermitian 2-D and n-D ones run two or three).
+    **{name: _Op("", _FFT_HINT, torch_only_method=False) for name in _FFTS},
 }
 
 # The modules an op is a function of, where not `torch` alone (`torch.linalg.cross` and
@@ -169,17 +174,13 @@ _MODULES: dict[str, frozenset[str]] = {
     "solve": frozenset({"torch.linalg"}),
     "det": frozenset({"torch", "torch.linalg"}),
     "isin_mps_friendly": frozenset({"transformers.pytorch_utils"}),
-    # `torch.irfft` (the old spelling) was removed in torch 1.8: it raises, falls back never.
-    "irfft": frozenset({"torch.fft"}),
-    "irfft2": frozenset({"torch.fft"}),
-    "irfftn": frozenset({"torch.fft"}),
-    "hfft": frozenset({"torch.fft"}),
+    # `torch.fft(x, signal_ndim)`, `torch.rfft`, `torch.irfft` (the old spellings) were
+    # removed in torch 1.8: they raise, fall back never.
+    **{name: frozenset({"torch.fft"}) for name in _FFTS},
 }
 # Ops that are functions only: no tensor method of that name (`.solve()` was removed;
 # `.isin()` is pandas', and the FFTs are functions of `torch.fft`).
-_FUNCTIONS_ONLY = frozenset(
-    {"huber_loss", "solve", "isin", "isin_mps_friendly", "irfft", "irfft2", "irfftn", "hfft"}
-)
+_FUNCTIONS_ONLY = frozenset({"huber_loss", "solve", "isin", "isin_mps_friendly", *_FFTS})
 # Ops of two tensor inputs.
 _TWO_INPUTS = frozenset(
     {"equal", "searchsorted", "bucketize", "huber_loss", "cross", "solve", "isin",
@@ -216,9 +217,12 @@ class DataDependentShapeOp(Rule):
     the call runs on the host; the same for `searchsorted`), `renorm`, `repeat_interleave`
     with a tensor of repeats, `torch.equal`, `torch.linalg.solve` (a function of
     `torch.linalg`; torch tensors have no `.solve()`), `torch.isin` (also as transformers'
-    `isin_mps_friendly`, which is `torch.isin` off MPS; not pandas' `.isin()`), and the
-    complex-to-real FFTs of `torch.fft` (`irfft`, `irfft2`, `irfftn`, `hfft`; not the
-    removed `torch.irfft`, which raises). Repeats are a tensor by their kind, or where the
+    `isin_mps_friendly`, which is `torch.isin` off MPS; not pandas' `.isin()`), and every
+    transform of `torch.fft`, of real or complex input (`fft`, `ifft`, `fft2`, `ifft2`,
+    `fftn`, `ifftn`, `rfft`, `irfft`, `rfft2`, `irfft2`, `rfftn`, `irfftn`, `hfft`, `ihfft`,
+    `hfft2`, `ihfft2`, `hfftn`, `ihfftn`; not its helpers `fftfreq`, `rfftfreq`,
+    `fftshift`, `ifftshift`, which stay on the device, nor the removed `torch.fft(x, n)`,
+    `torch.rfft`, `torch.irfft`, which raise). Repeats are a tensor by their kind, or where the
     code moves them to a device (`counts = batch.counts.to(device)`, then
     `torch.repeat_interleave(x, counts.view(-1))`): a Python int has no `.to`, so a moved
     value of unknown kind is a tensor (`.to(torch.long)`, a dtype change, moves nothing); so
@@ -321,9 +325,16 @@ class DataDependentShapeOp(Rule):
     `aten::isin.Tensor_Tensor` and 3 transfers (against a number, 3
     `aten::isin.Tensor_Scalar`); `torch.fft.irfft`, `irfft2`, `irfftn` and `hfft` of a
     complex device tensor, 3 `aten::_fft_c2r` and 3 each; `torch.repeat_interleave(x,
-    mask.sum(dim=-1), dim=0)`, 3 `aten::repeat_interleave.Tensor` and 3. (The other FFTs
-    fall back too, `aten::_fft_r2c` and `aten::_fft_c2c`, but are not reported yet: the
-    labelled projects have not been read for them.) A
+    mask.sum(dim=-1), dim=0)`, 3 `aten::repeat_interleave.Tensor` and 3. Measured in round
+    26 (3 calls each of a (4, 8, 8) device tensor, real and complex, XLA CPU device,
+    torch_xla 2.9): `fft` and `ifft`, 3 `aten::_fft_r2c` (real input) or 3
+    `aten::_fft_c2c` (complex) and 3 transfers; `fft2`, `ifft2`, `fftn`, `ifftn`, 3
+    `aten::_fft_c2c` and 3 either way; `rfft`, `rfft2`, `rfftn`, `ihfft`, 3
+    `aten::_fft_r2c` and 3; `irfft`, `irfft2`, `irfftn`, `hfft`, 3 `aten::_fft_c2r` and 3;
+    `hfft2` and `hfftn`, 3 `aten::_fft_c2c` and 3 `aten::_fft_c2r`, 6 transfers; `ihfft2`
+    and `ihfftn`, 3 each of `aten::_fft_c2c`, `aten::_fft_r2c` and
+    `aten::conj_physical.out`, 9 transfers: no transform of `torch.fft` has an XLA
+    lowering there. A
     wrapper
     that hands its own parameters on (`def multinomial(input, num_samples, replacement=False,
     *, generator=None)` calling `torch.multinomial(..., num_samples=num_samples,

@@ -70,8 +70,9 @@ class DataLoaderDropLast(Rule):
     (`train_ds`, `dataset["train"]`, `MNIST(root, train=True)`), its sampler
     (`train_sampler`), or the dict key or keyword it is passed as. A helper that shuffles by
     a training flag it takes (`def load_array(arrays, batch_size, is_train=True)` returning
-    `DataLoader(dataset, batch_size, shuffle=is_train)`) builds the training loader where
-    the flag is true, and so does one whose `shuffle` parameter defaults to True (`def
+    `DataLoader(dataset, batch_size, shuffle=is_train)`, also as one side of an `and`:
+    `shuffle=sampler is None and is_training`) builds the training loader where the flag
+    is true, and so does one whose `shuffle` parameter defaults to True (`def
     get_images_dataloader( folder, *, batch_size, shuffle=True)` returning `DataLoader(ds,
     batch_size=batch_size, shuffle=shuffle)`): by default it shuffles, as training loaders
     do. So does a helper that reads `drop_last` from a configuration it takes, defaulting to
@@ -203,6 +204,9 @@ class DataLoaderDropLast(Rule):
         if _whole_batches(self._sampler_call(args.get("sampler")), args.get("batch_size")):
             return  # `RandomSampler(ds, replacement=True, num_samples=bs * iters)`: all full
         drop_last = args.get("drop_last")
+        flag = self._training_flag(args.get("shuffle"))
+        if flag is not None and _is_name(drop_last, flag.value):
+            return  # `drop_last=is_training` beside `shuffle=... and is_training`
         config = self._config_default_false(drop_last)
         default = self._parameter_default_false(drop_last)
         if (
@@ -217,7 +221,6 @@ class DataLoaderDropLast(Rule):
             return
         if not words & _TRAINING_WORDS and self._built_for_evaluation():
             return  # `def with_val_data(self, x, y, shuffle=True)`: the validation loader
-        flag = self._training_flag(args.get("shuffle"))
         if not (
             words & _TRAINING_WORDS
             or _split_is(args.get("dataset"), evaluation=False)
@@ -402,10 +405,21 @@ class DataLoaderDropLast(Rule):
         handed = call_sites(self.ctx.module).handed(function, config, is_method)
         return any(set(_words_of(value)) & _TRAINING_WORDS for value in handed)
 
-    def _training_flag(self, shuffle: cst.BaseExpression | None) -> cst.Name | None:
+    def _training_flag(
+        self, shuffle: cst.BaseExpression | None, in_and: bool = False
+    ) -> cst.Name | None:
         """`shuffle=train` with `train` (`is_train`, `training`) a parameter of the function
         that builds the loader: a helper that builds the training loader where the flag is
-        true (`def load_array(data, batch_size, is_train=True)`)."""
+        true (`def load_array(data, batch_size, is_train=True)`). Also one side of an
+        `and` (`shuffle=sampler is None and is_training`, beside a `DistributedSampler`
+        made where `is_training`: it shuffles only where the flag is true, so the flag
+        still says which loader is the training one; there a side defaulting to True says
+        so only where it is named for shuffling, `shuffle and sampler is None`, not
+        `verbose and ...`)."""
+        if type(shuffle) is cst.BooleanOperation and type(shuffle.operator) is cst.And:
+            return self._training_flag(shuffle.left, True) or self._training_flag(
+                shuffle.right, True
+            )
         if not isinstance(shuffle, cst.Name):
             return None
         function = next((a for a in self.ctx.ancestors() if isinstance(a, cst.FunctionDef)), None)
@@ -416,6 +430,8 @@ class DataLoaderDropLast(Rule):
             return shuffle
         # `def get_loader(folder, *, batch_size, shuffle=True)`: it shuffles, as training
         # loaders do, unless its caller says otherwise.
+        if in_and and "shuffle" not in _words(shuffle.value):
+            return None
         return shuffle if param.default is not None and _is_name(param.default, "True") else None
 
     # -- helpers ------------------------------------------------------------------------------

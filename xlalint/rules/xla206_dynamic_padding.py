@@ -73,8 +73,10 @@ class DynamicPadding(Rule):
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
     `torch.nn.utils.rnn.pad_sequence(...)`; a `pad(tensors, padding_value=...)` helper
     without a fixed length; a helper of the project named for padding (`pad_1d_tokens`,
-    `pad_2d`, `pad_coords`, imported from another module) handed a list it gathers from the
-    batch (`[item[0]["src_tokens"] for item in batch]`) and at most a pad value, with no
+    `pad_2d`, `pad_coords`, `pad_sequences`, imported from another module) handed a list
+    it gathers from the batch (`[item[0]["src_tokens"] for item in batch]`, or a name that
+    says it holds a list of sequences, `sequences_list`, `seqs`, `token_lists`: a
+    collator's loop over the batch's keys) and at most a pad value (and a padding side), with no
     length keyword (`pad_to_length=`), further positional argument or literal bucket size;
     and a call handed the tokenizer with `padding=True` or `"longest"`
     (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads with it).
@@ -668,7 +670,9 @@ _LENGTH_KEYWORDS = frozenset(
 def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     """A helper of the project named for padding (`pad_1d_tokens`, `pad_2d`; no
     library's function, which the imports name) handed a list it gathers from the batch
-    (a list comprehension or display: `[item[0]["src_tokens"] for item in batch]`) and
+    (a list comprehension or display: `[item[0]["src_tokens"] for item in batch]`, or a
+    name for a list of sequences: `pad_sequences(sequences_list, padding_side=side,
+    padding_value=v)` in a collator's loop over the batch's keys) and
     at most a pad value besides (`pad_idx=0.0`, `self.padding_idx`; not `max_seq_len`):
     nothing gives it a length, so it pads to the longest of the list, as `pad_sequence`
     does. A further positional argument may be a length, and a length keyword
@@ -681,7 +685,9 @@ def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     positional = [a for a in call.args if a.keyword is None]
     if not positional or len(positional) > 2 or any(a.star for a in call.args):
         return False
-    if type(positional[0].value) not in (cst.ListComp, cst.List):
+    if type(positional[0].value) not in (cst.ListComp, cst.List) and not _names_a_list(
+        positional[0].value
+    ):
         return False
     if len(positional) == 2 and not _pad_value(positional[1].value):
         return False  # `pad_kv_caches(caches, max_seq_len)`: a length, not a pad value
@@ -691,6 +697,21 @@ def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     return not any(
         isinstance(value, cst.Integer) for key, value in keywords.items() if "multiple" in key
     )
+
+
+def _names_a_list(value: cst.BaseExpression) -> bool:
+    """`sequences_list`, `seqs`, `token_lists`: a name (or attribute) that says it holds a
+    list of sequences, whatever built it (a loop over the batch's keys handing each key's
+    tensors on)."""
+    name = value.attr.value if type(value) is cst.Attribute else getattr(value, "value", None)
+    if not isinstance(name, str):
+        return False
+    words = name.lower().split("_")
+    return bool(set(words) & _LIST_WORDS)
+
+
+# Words of a name for a list of sequences.
+_LIST_WORDS = frozenset({"list", "lists", "sequences", "seqs", "sequence_list"})
 
 
 def _pad_value(value: cst.BaseExpression) -> bool:

@@ -126,8 +126,10 @@ class HostTensorInLoop(Rule):
     torch.zeros(1, max_len, d)` in `__init__`, filled in place) and that a per-step method
     moves (`X + self.P[:, :T].to(X.device)` in `forward`) is reported too: a plain attribute
     is not a buffer, so `model.to(device)` leaves it on the host, and `register_buffer(...,
-    persistent=False)` moves it once. An attribute registered as a buffer or assigned
-    anything else is not. So is an attribute bound to a plain dict of such tensors (`{k:
+    persistent=False)` moves it once; also through a cast or reshape of the factory's
+    tensor (`self.idx_tensor = torch.arange(66).float()`, moved by `.type_as(predict)`
+    every forward). An attribute registered as a buffer or assigned anything else is not.
+    So is an attribute bound to a plain dict of such tensors (`{k:
     torch.ones(n) for k in groups}`, or a local `group_reg = {}` whose every entry the
     method writes from a host factory, `group_reg[g] = torch.ones(n) * base_reg`), whose
     entries the class writes back only from host factories or from arithmetic of an entry
@@ -165,7 +167,21 @@ class HostTensorInLoop(Rule):
     self.harmonic_num + 2)]]).to(f0.device)`, a sine generator's harmonics every forward;
     `torch.tensor(list(range(k)))`): `torch.arange` builds it on the device (measured:
     `torch.FloatTensor([[range(1, 9)]]).to(xla)` over 5 steps, 5 host-to-device transfers;
-    `torch.arange(1, 9, dtype=torch.float, device=xla)`, none).
+    `torch.arange(1, 9, dtype=torch.float, device=xla)`, none). So is a list the run's
+    settings hold (`torch.tensor(self.config.quantiles).to(x.device)`, `torch.as_tensor(
+    args.loss_weights).to(loss)`: a plural attribute of an object named for settings,
+    `config`, `cfg`, `args`, `hparams`, `opt`, `options`), the same data every step, also
+    through host math of it (`quant_prob = 0.5 - (0.5 - torch.tensor(...)).abs()`, then
+    `quant_prob /= quant_prob.sum()`: an update by a number literal or by a reduction of
+    itself keeps a host tensor what it was), reported with the hint to build it once (a
+    buffer): `device=` would still copy it (measured: `torch.tensor([0.1, 0.5,
+    0.9]).to(xla)` in each of 5 steps, 5 host-to-device transfers, with `device=` 5 too);
+    not a singular one (`args.temperature`, `config.eps`), a number whose 0-dim tensor is
+    a cached device scalar. And a join of host tensors (`torch.cat((torch.zeros(n, b, c),
+    torch.ones(n, b, 1)), dim=-1).to(x.device)`, also `torch.stack`, `torch.concat`,
+    `hstack`, `vstack`), every part of which a host factory builds, is one, reported
+    without a fix (measured: 5 steps, 5 host-to-device transfers; each part built with
+    `device=`, none).
 
     A tensor the module builds at import (a module-level name bound once, at the module's
     level, to `torch.load(...)` without a `map_location` naming a device, `torch.from_numpy
@@ -332,6 +348,16 @@ class HostTensorInLoop(Rule):
         "Build it on the device: `torch.full((1,), {name}, device=...)` (torch_xla keeps "
         "each scalar it has sent); `torch.tensor([{name}], device=...)` still copies the list"
     )
+    settings_hint = (
+        "The settings do not change: build the tensor once (a buffer, "
+        "`self.register_buffer(..., torch.tensor(...), persistent=False)`, or a device "
+        "tensor made before the loop); `torch.tensor(..., device=...)` still copies it "
+        "every step"
+    )
+    joined_message = (
+        "`{join}` joins tensors built on the host (`{factory}`) and the result is copied to "
+        "the device every step; build each there with `device=`"
+    )
     attribute_message = (
         "`{name}` (from `{factory}`) is a plain attribute, not a buffer: it stays on the host "
         "and is copied to the device every step"
@@ -425,6 +451,22 @@ class HostTensorInLoop(Rule):
                     names.pop(name, None)
                     factories.pop(name, None)
 
+    def _of_itself(self, value: cst.BaseExpression, name: str) -> bool:
+        """A number literal, or the host tensor `name` itself reduced or reshaped
+        (`w.sum()`): an update of `name` by it keeps it on the host, built from the same
+        data (`device=` would build it there). Not another name (`n += offsets`: host data
+        written in, which `device=` would not build)."""
+        if type(value) is cst.UnaryOperation:
+            value = value.expression
+        if type(value) in (cst.Integer, cst.Float):
+            return True
+        head = self._chain_head(value)
+        if type(head) is cst.Call and type(head.func) is cst.Attribute:
+            method = head.func.attr.value
+            if method in tensor_methods.REDUCTIONS and not head.args:
+                head = head.func.value
+        return type(head) is cst.Name and head.value == name
+
     def _host_source(self, value: cst.BaseExpression) -> str | None:
         """The factory behind a host tensor that no factory call heads: an item or slice of
         a host attribute (`gamma = self.group_reg[group]`, a dict of host factories'
@@ -472,6 +514,10 @@ class HostTensorInLoop(Rule):
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name):
+            if node.target.value in self._host_names[-1] and self._of_itself(
+                node.value, node.target.value
+            ):
+                return  # `w /= w.sum()`, `w *= 2`: still the host tensor, from its factory
             self._host_names[-1].pop(node.target.value, None)
             self._host_factories[-1].pop(node.target.value, None)
 
@@ -491,6 +537,18 @@ class HostTensorInLoop(Rule):
         factory = self._host_factory(receiver)
         if fills_persistent_state(self.ctx.ancestors()):
             return  # `if len(state) == 0: state["v"] = torch.zeros(n).to(p)`: once
+        if factory is None and (joined := self._joined_factories(receiver)) is not None:
+            # `torch.cat((torch.zeros(n, b, c), torch.ones(n, b, 1)), dim=-1).to(device)`:
+            # the join of host tensors is one; no fix (each factory needs its `device=`).
+            if fills_persistent_state(self.ctx.ancestors()) or id(joined[1]) in self._reported:
+                return
+            self._reported.add(id(joined[1]))
+            message = self.joined_message.format(
+                join=joined[0], factory=self._factory_name(joined[1])
+            )
+            hint = self._like_hint(like) or "Pass `device=` to each factory the join takes"
+            self.report(node, message, hint=hint)
+            return
         if factory is None:
             if move != "type_as" and self._counter_tensor(node, receiver):
                 return
@@ -499,7 +557,10 @@ class HostTensorInLoop(Rule):
             if isinstance(named, cst.Name) and named.value in self._host_names[-1]:
                 factory_name = self._host_names[-1][named.value]
                 message = self.moved_message.format(name=named.value, factory=factory_name)
-                self.report(node, message, hint=self._like_hint(like))
+                made = self._host_factories[-1].get(named.value)
+                settings = made is not None and self._settings_data(made)
+                hint = self.settings_hint if settings else self._like_hint(like)
+                self.report(node, message, hint=hint)
             elif (attribute := self._host_attribute(receiver)) is not None:
                 name, factory_name = attribute
                 message = self.attribute_message.format(name=name, factory=factory_name)
@@ -523,6 +584,8 @@ class HostTensorInLoop(Rule):
         template = self.literal_message if literal else self.message
         message = template.format(factory=self._factory_name(factory))
         hint = self.literal_hint if literal else self._like_hint(like)
+        if self._settings_data(factory):
+            hint = self.settings_hint
         self.report(node, message, fix=fix, hint=hint)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -677,10 +740,13 @@ class HostTensorInLoop(Rule):
                         if held is not None and value is not None:
                             items.append((statement, held, value))
                         continue
+                    # `self.idx_tensor = torch.arange(66).float()`: a cast or reshape of
+                    # the factory's tensor is where the factory built it.
+                    made = _agnostic_head(value) if value is not None else None
                     qualified = (
-                        self.ctx.qualified(value.func) if isinstance(value, cst.Call) else None
+                        self.ctx.qualified(made.func) if isinstance(made, cst.Call) else None
                     )
-                    if isinstance(value, cst.Call) and _builds_on_host(value, qualified):
+                    if isinstance(made, cst.Call) and _builds_on_host(made, qualified):
                         found.setdefault(name, f"{qualified}(...)")
                     elif value is not None and (filled := self._host_dict(statement, value)):
                         found.setdefault(name, filled)
@@ -840,6 +906,35 @@ class HostTensorInLoop(Rule):
     def _factory_name(self, factory: cst.Call) -> str:
         qualified = self.ctx.qualified(factory.func) or ""
         return f"{qualified}(...)"
+
+    def _settings_data(self, factory: cst.Call) -> bool:
+        """`torch.tensor(self.config.quantiles)`: a constructor of a list the settings hold."""
+        first = positional_argument(factory, 0)
+        return self._literal_data(factory) and first is not None and _settings_list(first.value)
+
+    def _joined_factories(self, expr: cst.BaseExpression) -> tuple[str, cst.Call] | None:
+        """`torch.cat((torch.zeros(n, b, c), torch.ones(n, b, 1)), dim=-1)` (also
+        `torch.stack`, `torch.concat`, ...) of tensors every one of which a host factory
+        builds: the join is on the host too. The join's name and the first factory."""
+        head = self._chain_head(expr)
+        if type(head) is not cst.Call:
+            return None
+        qualified = self.ctx.qualified(head.func)
+        if qualified not in _JOINS:
+            return None
+        first = positional_argument(head, 0)
+        parts = first.value if first is not None else None
+        if type(parts) not in (cst.List, cst.Tuple) or not parts.elements:  # type: ignore[union-attr]
+            return None
+        factories = []
+        for element in parts.elements:  # type: ignore[union-attr]
+            if isinstance(element, cst.StarredElement):
+                return None
+            factory = self._host_factory(element.value) or self._derived_factory(element.value)
+            if factory is None:
+                return None
+            factories.append(factory)
+        return qualified, factories[0]
 
     def _literal_data(self, factory: cst.Call) -> bool:
         return self.ctx.qualified(factory.func) in _DATA_CONSTRUCTORS
@@ -1065,6 +1160,54 @@ def _string_arguments(call: cst.Call) -> Iterator[str]:
                 yield value
 
 
+# Joins of tensors: where every part is on the host, so is the result.
+_JOINS = frozenset(
+    f"torch.{name}" for name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack")
+)
+
+
+def _settings_list(value: cst.BaseExpression) -> bool:
+    """`self.config.quantiles`, `args.weights`, `cfg.model.anchor_scales`: a list the run's
+    settings hold (an attribute, named in the plural, of an object named for them). It is
+    the same on every step, so a tensor of it built per step copies the same data to the
+    device every time, where one built once (a buffer) would not. A singular name
+    (`args.temperature`) is a number, whose 0-dim tensor torch_xla keeps as a cached
+    device scalar (measured: `torch.tensor(-math.inf).to(x)`, 1 transfer in 5 steps)."""
+    if type(value) is not cst.Attribute or not _plural(value.attr.value):
+        return False
+    root = value.value
+    while type(root) is cst.Attribute:
+        if root.attr.value.lower() in _SETTINGS_OBJECTS:
+            return True
+        root = root.value
+    return type(root) is cst.Name and root.value.lower() in _SETTINGS_OBJECTS
+
+
+# Names of the objects that hold a run's settings, and plural attribute names (`weights`,
+# `quantiles`, `betas`; not `bias`, `eps`, `loss`, `radius`, `axis`).
+_SETTINGS_OBJECTS = frozenset(
+    {"config", "cfg", "conf", "args", "hparams", "hps", "opt", "opts", "options", "settings"}
+)
+_PLURAL = re.compile(r"[^siu]s$")
+_SINGULAR_IN_S = frozenset({"bias", "eps", "alias", "gas"})
+
+
+def _plural(name: str) -> bool:
+    last = name.lower().rsplit("_", 1)[-1]
+    return bool(_PLURAL.search(last)) and last not in _SINGULAR_IN_S
+
+
+def _agnostic_head(value: cst.BaseExpression) -> cst.BaseExpression:
+    """What a chain of device-agnostic methods (`.float()`, `.view(1, -1)`) starts from."""
+    while (
+        type(value) is cst.Call
+        and type(value.func) is cst.Attribute
+        and value.func.attr.value in _DEVICE_AGNOSTIC
+    ):
+        value = value.func.value
+    return value
+
+
 def _builds_on_host(factory: cst.Call, qualified: str | None) -> bool:
     """A factory of `_FACTORIES` building a tensor of at least one dimension on the host, or
     a constructor given a non-empty list of number literals (`torch.LongTensor([0])`), a
@@ -1079,6 +1222,7 @@ def _builds_on_host(factory: cst.Call, qualified: str | None) -> bool:
             or _repeated_value(first.value) is not None
             or _range_data(first.value) is not None
             or _legacy_sizes(factory, qualified)
+            or _settings_list(first.value)
         ):
             return False
     elif qualified not in _FACTORIES or _zero_dimensional(factory):
