@@ -700,15 +700,17 @@ class ItemInHotCode(HelperReadRule):
             or arithmetic_whole(read, self.ctx.ancestors())
             or returned_whole(read, self.ctx.ancestors())
         )
-        if handed_to is not None and id(handed_to) in self._handed:
-            # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
-            # float(b)`, `a.item() >= b.max().item()`: one host value's operands; `return
-            # loss, a.item(), b.item()`: host numbers handed back together.
-            return True, None
         # Fields of one record read together (`float(self.score)`, then each value of
         # `self.scores`): one conversion of the record, one cause.
         root = self.ctx.kinds.record_root(value) or read_root(value)
         repeat_of = self._runs.previous(root, self.ctx.ancestors(), read)
+        if handed_to is not None and id(handed_to) in self._handed:
+            # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
+            # float(b)`, `a.item() >= b.max().item()`: one host value's operands; `return
+            # loss, a.item(), b.item()`: host numbers handed back together. The read still
+            # joins its value's run: `if a.item() == b.item():` then `elif a.item() !=
+            # b.item():` reads both values again, one cause with the `if` test.
+            return True, None
         if handed_to is not None and repeat_of is None:
             # A repeat claims no call: its value's run is reported already, the call's
             # other inputs are not.
