@@ -3296,6 +3296,15 @@ class TensorKinds:
             if self.foreign.any_known() and self.foreign.holds(node, self._is_module):
                 return Kind.HOST  # `grads["w"]` of another array library's result
             base = self.of(node.value)
+            if (
+                base is Kind.ITERABLE
+                and all(type(e.slice) is cst.Slice for e in node.slice)
+                and _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
+            ):
+                # `self.ddim_timesteps[:subset_end]`: a slice of a schedule is a shorter
+                # schedule, not one of its elements (a slice of anything else named for
+                # batches is no loader, which cannot be sliced: unknown, as an index is).
+                return Kind.ITERABLE
             if base is Kind.ITERABLE:
                 # `timesteps[i]` is a tensor, and so is a fixed element of a parameter
                 # annotated `Sequence[Tensor]` (`output[0]`: optimizers' parallel lists,
