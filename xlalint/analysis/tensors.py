@@ -241,12 +241,14 @@ _INDEX_NAME = re.compile(
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
 # `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
 # `labels_are_smoothed`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
-# a solver's or a norm's `order`),
+# a solver's or a norm's `order`; a mode switch, as `training` is: `inference`, `train`,
+# `test_mode`, `mode`),
 # not a tensor: per-step functions take tensors by default, and these would otherwise read
 # as tensors.
 _HOST_PARAM_NAME = re.compile(
     r"^(use_\w+|return_\w+|(\w+_)?(is|are|has)_\w+|do_\w+|output_attentions|output_hidden_states|"
-    r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
+    r"training|train|inference|(\w+_)?mode|verbose|"
+    r"H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
     r"max_\w+|min_\w+|count|\w+_count|order|device|dtype|\w+_type)$"
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
