@@ -39,6 +39,7 @@ from xlalint.analysis.host_arguments import (
     host_copy,
     host_parameters,
     moved_later,
+    moved_next,
     value_before,
 )
 from xlalint.analysis.imports import ImportTable
@@ -2914,6 +2915,32 @@ class TensorKinds:
             known = self._dict_values[-1][key] = {None: Kind.UNKNOWN}
         if known.get(str(index.value.evaluated_value), known[None]) is Kind.UNKNOWN:
             known[str(index.value.evaluated_value)] = Kind.TENSOR
+
+    def keep_host_until_moved(
+        self,
+        binding: cst.CSTNode,
+        targets: Sequence[cst.BaseExpression],
+        function: cst.FunctionDef | None,
+    ) -> None:
+        """A name of unknown kind this assignment or `for` binds, whose next binding in
+        the function is its own move onto the device (`batch = next(data_iter)`, then
+        `batch = {k: v.to(self.device) for k, v in batch.items()}`): the code moves it
+        itself, so it holds a host value (a loader's batch) until that move, as a
+        parameter its function first rebinds to its move does (`moved_later`). A loop's
+        target presumed a device tensor (a loader's batch) is judged the same way: a
+        device loader would have made the move needless."""
+        if function is None:
+            return
+        frame = self._frames[-1]
+        for name in {name for target in targets for name in target_names(target)}:
+            kind = frame.get(name, Kind.UNKNOWN)
+            if not (kind is Kind.UNKNOWN or (kind is Kind.TENSOR and type(binding) is cst.For)):
+                continue
+            if moved_next(function, binding, name):
+                frame[name] = Kind.HOST
+                self._dicts[-1].add(name)
+                # A batch dict's entries are the loader's host tensors too.
+                self._dict_values[-1][name] = {None: Kind.HOST}
 
     def keep_unmoved_rows_on_host(self, loop: cst.For, function: cst.FunctionDef | None) -> None:
         """`for inputs, labels in loader:` whose body copies `labels.to(device)` (or

@@ -184,7 +184,12 @@ class ItemInHotCode(HelperReadRule):
     `MlxTrainingPlan` beside the file's torch plans).
 
     Values known to live on the host are not flagged, whatever the code around them
-    computes on the device: the rows a loop unpacks beside a row it moves itself (`for i,
+    computes on the device: a batch whose next binding is its own move onto the device
+    (`batch = next(data_iter)`, then `num_tokens = batch["input_ids"].ne(pad).sum().item()`,
+    then `batch = {k: v.to(self.device) for k, v in batch.items()}`; `for x, y in loader:`
+    with `y = y.to(device)` after the read): the code moves it itself, so before the move it
+    is the loader's host batch (not a move in a loop of its own, a retry, nor one to the
+    CPU); the rows a loop unpacks beside a row it moves itself (`for i,
     (seq, im) in enumerate(iter(dataset))` with `model.generate(im.to(device))`: the
     dataset hands host tensors, so `seq` is one, as a loader's rows are), or one it hands as
     it is to a function of the module that moves the parameter it binds (`sample(model,
