@@ -7,12 +7,18 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import keyword_argument, parameter
+from xlalint.analysis.arguments import bind, keyword_argument, parameter, signature_of
 from xlalint.analysis.hotness import Site
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.statements import retries_until_success
 from xlalint.rule import Rule
-from xlalint.walk import children, descendants, names_under, self_attribute
+from xlalint.walk import (
+    TRIVIA,
+    children,
+    descendants,
+    self_attribute,
+    top_level_definitions,
+)
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -37,6 +43,10 @@ _COLLATOR_CLASS = re.compile(r"collat|batch_?(?:convert|er\b|ify|maker|builder)"
 _COLLATOR_METHODS = frozenset({"__call__", "torch_call", "numpy_call", "tf_call"})
 # What an iterator of batches makes each batch in (pix2tex's dataset, iterated directly).
 _NEXT_BATCH = "__next__"
+
+
+# What `_read_names` does not look into: trivia, and f-strings (their values become text).
+_TEXT_SKIP = TRIVIA | frozenset({cst.FormattedString})
 
 
 @dataclass(frozen=True)
@@ -98,7 +108,11 @@ class DynamicPadding(Rule):
     `cuts.pad(num_frames=max(lens).item())`) is flagged where it pads: the first call or
     arithmetic that sizes with the longest length, the statement a fixed length would change
     (round 16's labels put it there, not at the `max`); not where the longest length is only
-    checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`, an amount of
+    checked (`assert longest <= max_length`), kept (the running maximum's own `max(longest,
+    len(item))`), formatted into text (an f-string) or handed to a function of the module
+    that does only that with it (`self._update_max_lengths_and_log(max_input_ids_length=
+    longest)`, `self._collate(inputs, batch_max_length=longest)` naming it in an error
+    message), nor for `max(0, n - len(x))`, an amount of
     padding to a fixed length. The same padding by hand in a loop whose passes run a model
     is a collate written inline, and is flagged the same way (a forecaster's `for i in
     range(num_batches):` rounding `max(q.context_length for q in query_batch)` up to a patch
@@ -222,7 +236,7 @@ class DynamicPadding(Rule):
                 isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets
             )
         ):
-            sizing = _sizes_something(function, assign, {name})
+            sizing = _sizes_something(function, assign, {name}, self.ctx.module)
             if sizing is not None:
                 self._longest.append((sizing, self.ctx.site(), function))
 
@@ -347,7 +361,11 @@ class DynamicPadding(Rule):
                 targets = {
                     t.target.value for t in ancestor.targets if isinstance(t.target, cst.Name)
                 }
-                sizing = _sizes_something(function, ancestor, targets) if targets else None
+                sizing = (
+                    _sizes_something(function, ancestor, targets, self.ctx.module)
+                    if targets
+                    else None
+                )
                 if sizing is not None:
                     self._longest.append((sizing, self.ctx.site(), function))
                 return
@@ -563,18 +581,31 @@ def _converts(node: cst.CSTNode, value: cst.CSTNode) -> bool:
 
 
 def _sizes_something(
-    function: cst.FunctionDef, assign: cst.Assign, names: set[str]
+    function: cst.FunctionDef,
+    assign: cst.CSTNode | None,
+    names: set[str],
+    module: cst.Module | None = None,
+    depth: int = 0,
 ) -> cst.CSTNode | None:
-    """The first read of a name, after `assign`, in a call or arithmetic (`torch.full((n,
-    max_len), ...)`, `max_len - len(x)`), outside `assert`s and `if` tests: what sizes or
-    pads with it. None where nothing does."""
-    seen = False
+    """The first read of a name, after `assign` (from the start where None), in a call or
+    arithmetic (`torch.full((n, max_len), ...)`, `max_len - len(x)`), outside `assert`s,
+    `if` tests and the text of f-strings (`logger.error(f"longest: {max_len}")` sizes
+    nothing): what sizes or pads with it. Not the assignment's own value: a running
+    maximum, `longest = max(longest, len(item))`, reads the name to keep it. A call of a
+    function or method of the module (`self._collate(inputs, batch_max_length=longest)`,
+    `self._update_max_lengths_and_log(max_input_ids_length=longest)`) sizes with it only
+    where that function sizes with the parameter it binds (two calls deep). None where
+    nothing does."""
+    seen = assign is None
     stack: list[cst.CSTNode] = [function.body]
     order: list[cst.CSTNode] = []
     while stack:
         node = stack.pop()
-        if type(node) in (cst.Assert, cst.FunctionDef, cst.ClassDef):
+        if type(node) in (cst.Assert, cst.FunctionDef, cst.ClassDef, cst.FormattedString):
             continue
+        if node is assign:
+            order.append(node)
+            continue  # its value: the running maximum's own `max(longest, ...)`
         order.append(node)
         if type(node) in (cst.If, cst.While):
             stack.extend(reversed([c for c in children(node) if c is not node.test]))
@@ -584,7 +615,11 @@ def _sizes_something(
         if node is assign:
             seen = True
             continue
-        if seen and _sizes_with(node, names):
+        if (
+            seen
+            and _sizes_with(node, names)
+            and not _only_handed_to_own_function(node, names, function, module, depth)
+        ):
             # The innermost such node: `self.pad(tokens, max_len=n)`, not the
             # `ctxs.append(torch.LongTensor(...))` around it.
             inner: cst.CSTNode | None = node
@@ -598,11 +633,68 @@ def _sizes_something(
 
 
 def _sizes_with(node: cst.CSTNode, names: set[str]) -> bool:
-    """A call handed one of `names`, or arithmetic or a tuple of it."""
+    """A call handed one of `names`, or arithmetic or a tuple of it (not only as text of
+    an f-string)."""
     if type(node) not in (cst.Call, cst.BinaryOperation, cst.Tuple):
         return False
     parts = node.args if isinstance(node, cst.Call) else [node]
-    return any(names_under(part) & names for part in parts)
+    return any(_read_names(part) & names for part in parts)
+
+
+def _read_names(node: cst.CSTNode) -> set[str]:
+    """The names under `node` outside f-strings, whose values become text."""
+    return {
+        n.value  # type: ignore[attr-defined]
+        for n in descendants(node, skip=_TEXT_SKIP)
+        if type(n) is cst.Name
+    }
+
+
+def _only_handed_to_own_function(
+    node: cst.CSTNode,
+    names: set[str],
+    function: cst.FunctionDef,
+    module: cst.Module | None,
+    depth: int,
+) -> bool:
+    """`node` is a call of a function or method of the module that reads the names only
+    through parameters it does not size with (logging, bookkeeping)."""
+    if module is None or type(node) is not cst.Call or depth >= 2:
+        return False
+    callee = _own_callee(node, function, module)  # type: ignore[arg-type]
+    if callee is None:
+        return False
+    callee_function, is_method = callee
+    bound = bind(node, signature_of(callee_function, is_method))  # type: ignore[arg-type]
+    if bound is None:
+        return False
+    params = {param for param, value in bound.items() if _read_names(value) & names}
+    if not params:
+        return False
+    return _sizes_something(callee_function, None, params, module, depth + 1) is None
+
+
+def _own_callee(
+    call: cst.Call, function: cst.FunctionDef, module: cst.Module
+) -> tuple[cst.FunctionDef, bool] | None:
+    """The function of the module a call runs: `f(...)` of a top-level function, or
+    `self.m(...)` of a method of the class that defines `function`."""
+    func = call.func
+    if type(func) is cst.Name:
+        found = top_level_definitions(module).get(func.value)
+        return None if found is None else (found, False)
+    if not (
+        type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
+    ):
+        return None
+    for statement in module.body:
+        if type(statement) is not cst.ClassDef or type(statement.body) is not cst.IndentedBlock:
+            continue
+        methods = {s.name.value: s for s in statement.body.body if type(s) is cst.FunctionDef}
+        if any(m is function for m in methods.values()):
+            found = methods.get(func.attr.value)
+            return None if found is None else (found, True)
+    return None
 
 
 def _class_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
