@@ -73,8 +73,9 @@ class DynamicPadding(Rule):
     named for making batches (`BatchConverter`), or a lambda passed as `collate_fn=`), in
     the `__next__` of a class that is its own iterator of batches and the methods it calls
     on `self` (pix2tex's `Im2LatexDataset`: `return self.prepare_data(...)`, which pads with
-    `pad_sequence`), in functions that run every step (`forward`, `*_step`, functions called
-    from a loop), and in loops whose passes run a model or sync (training, sampling,
+    `pad_sequence`), as a collator's `__call__` does (`self._collate_simple(inputs,
+    ...)`), in functions that run every step (`forward`, `*_step`, functions called from a
+    loop), and in loops whose passes run a model or sync (training, sampling,
     evaluation); not in a loop over prompts or tokenizers. A "longest" tokenizer call in a
     function that also tokenizes with `padding="max_length"` is taken for a truncation check
     (diffusers' `untruncated_ids = tokenizer(prompt, padding="longest")`), whose result
@@ -82,13 +83,14 @@ class DynamicPadding(Rule):
     feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
     `torch.nn.utils.rnn.pad_sequence(...)`; a `pad(tensors, padding_value=...)` helper
-    without a fixed length; a helper of the project named for padding (`pad_1d_tokens`,
-    `pad_2d`, `pad_coords`, imported from another module) handed a list it gathers from the
-    batch (`[item[0]["src_tokens"] for item in batch]`) and at most a pad value, with no
-    length keyword (`pad_to_length=`), further positional argument or literal bucket size;
-    and a call handed the tokenizer with `padding=True` or `"longest"`
-    (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads with it).
-    Not a batch-size probe, a `while` loop that stops after its first pass that does not
+    without a fixed length, or any helper named for padding called so with one positional
+    argument (`pad_sequences(seqs, padding_side=..., padding_value=...)`); a helper of the
+    project named for padding (`pad_1d_tokens`, `pad_2d`, `pad_coords`, imported from
+    another module) handed a list it gathers from the batch (`[item[0]["src_tokens"] for item in
+    batch]`) and at most a pad value, with no length keyword (`pad_to_length=`), further positional
+    argument or literal bucket size; and a call handed the tokenizer with `padding=True` or
+    `"longest"` (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads with
+    it). Not a batch-size probe, a `while` loop that stops after its first pass that does not
     fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once per run.
     The transformers collators that pad this way by default (`DataCollatorWithPadding`,
     `DataCollatorForSeq2Seq`, `DataCollatorForTokenClassification`) are flagged where they
@@ -192,10 +194,15 @@ class DynamicPadding(Rule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node)
-        if node.name.value == _NEXT_BATCH and self.ctx.class_name is not None:
+        class_name = self.ctx.class_name
+        if class_name is not None and (
+            node.name.value == _NEXT_BATCH
+            or (node.name.value in _COLLATOR_METHODS and _COLLATOR_CLASS.search(class_name))
+        ):
             # `def __next__(self): ... return self.prepare_data(self.pairs[self.i - 1])`:
-            # an iterator of batches makes one a call, in itself and its own helpers.
-            self._batch_makers.add((self.ctx.class_name, _NEXT_BATCH))
+            # an iterator of batches makes one a call, in itself and its own helpers; so
+            # does a collator's `__call__` (`self._collate_simple(inputs, ...)`).
+            self._batch_makers.add((class_name, node.name.value))
             for call in descendants(node.body):
                 if (
                     type(call) is cst.Call
@@ -203,7 +210,7 @@ class DynamicPadding(Rule):
                     and type(call.func.value) is cst.Name
                     and call.func.value.value == "self"
                 ):
-                    self._batch_makers.add((self.ctx.class_name, call.func.attr.value))
+                    self._batch_makers.add((class_name, call.func.attr.value))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.pop()
@@ -249,10 +256,17 @@ class DynamicPadding(Rule):
             self._collate_fns.add(collate_fn.value.value)
             self._collate_fns |= _functions_bound(self._functions[-1], collate_fn.value.value)
         func = node.func
-        if type(func) is cst.Name and func.value == "pad" and _pads_sequences(node):
+        if (
+            type(func) is cst.Name
+            and _PAD_HELPER.match(func.value)
+            and _pads_sequences(node)
+            and (func.value == "pad" or sum(a.keyword is None for a in node.args) == 1)
+            and not _library_function(self.ctx.qualified(func))
+        ):
             # A helper that pads a list of tensors to the longest, like `pad_sequence`
-            # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`).
-            self._candidate(node, "`pad(...)`")
+            # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`, oumi's
+            # `pad_sequences(sequences, padding_side=..., padding_value=...)`).
+            self._candidate(node, f"`{func.value}(...)`")
             return
         if _pads_a_gathered_list(node, self.ctx.qualified(func)):
             # `pad_1d_tokens([item[0]["src_tokens"] for item in batch], self.padding_idx)`:
@@ -768,7 +782,7 @@ def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     func = call.func
     if type(func) is not cst.Name or func.value == "pad" or not _PAD_HELPER.match(func.value):
         return False
-    if qualified is not None and qualified.split(".", 1)[0] in _ARRAY_LIBRARIES:
+    if _library_function(qualified):
         return False  # `from torch.nn.functional import pad`: a library's own function
     positional = [a for a in call.args if a.keyword is None]
     if not positional or len(positional) > 2 or any(a.star for a in call.args):
@@ -783,6 +797,11 @@ def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     return not any(
         isinstance(value, cst.Integer) for key, value in keywords.items() if "multiple" in key
     )
+
+
+def _library_function(qualified: str | None) -> bool:
+    """A function of an array library (`torch.nn.functional.pad`), not a project's."""
+    return qualified is not None and qualified.split(".", 1)[0] in _ARRAY_LIBRARIES
 
 
 def _pad_value(value: cst.BaseExpression) -> bool:
