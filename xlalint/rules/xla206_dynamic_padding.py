@@ -114,7 +114,10 @@ class DynamicPadding(Rule):
     len(item))`), formatted into text (an f-string) or handed to a function of the module
     that does only that with it (`self._update_max_lengths_and_log(max_input_ids_length=
     longest)`, `self._collate(inputs, batch_max_length=longest)` naming it in an error
-    message), nor for `max(0, n - len(x))`, an amount of
+    message), nor where it is computed only under a setting of the class off by default
+    (`if self._pad_to_longest:` with `pad_to_longest=False` in `__init__`, a fixed
+    `max_seq_len` otherwise: built with its defaults the collator pads to a fixed length),
+    nor for `max(0, n - len(x))`, an amount of
     padding to a fixed length. The same padding by hand in a loop whose passes run a model
     is a collate written inline, and is flagged the same way (a forecaster's `for i in
     range(num_batches):` rounding `max(q.context_length for q in query_batch)` up to a patch
@@ -245,7 +248,7 @@ class DynamicPadding(Rule):
         ):
             sizing = _sizes_something(function, assign, {name}, self.ctx.module)
             if sizing is not None:
-                self._longest.append((sizing, self.ctx.site(), function))
+                self._note_longest(sizing, function)
 
     def visit_Call(self, node: cst.Call) -> None:
         if _takes_the_longest(node, self.ctx.imports):
@@ -381,7 +384,7 @@ class DynamicPadding(Rule):
                     else None
                 )
                 if sizing is not None:
-                    self._longest.append((sizing, self.ctx.site(), function))
+                    self._note_longest(sizing, function)
                 return
             if isinstance(ancestor, cst.Arg) and ancestor.value is value:
                 continue  # the call it is handed to comes next
@@ -394,8 +397,39 @@ class DynamicPadding(Rule):
                 and all(a.keyword is not None for a in node.args[1:])
                 and _PAD_CALLEE.search(get_full_name_for_node(ancestor.func) or "")
             ):
-                self._longest.append((ancestor, self.ctx.site(), function))
+                self._note_longest(ancestor, function)
             return
+
+    def _note_longest(self, sizing: cst.CSTNode, function: cst.FunctionDef) -> None:
+        """The longest length, computed here, pads at `sizing`: judged at the end of the
+        file, unless it is computed only under a setting of the class that is off by
+        default (`if self._pad_to_longest:` with `pad_to_longest: bool = False` in
+        `__init__`): a collator built with its defaults pads to its fixed length, and
+        padding to the longest is the builder's choice, as `padding=self.padding` with no
+        default here is."""
+        if self._under_setting_off_by_default():
+            return
+        self._longest.append((sizing, self.ctx.site(), function))
+
+    def _under_setting_off_by_default(self) -> bool:
+        child: cst.CSTNode | None = None
+        class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+        if class_def is None:
+            return False
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.FunctionDef | cst.ClassDef):
+                return False
+            if type(ancestor) is cst.If and child is ancestor.body:
+                attribute = self_attribute(ancestor.test)
+                default = (
+                    _class_default(class_def, attribute) or _stored_default(class_def, attribute)
+                    if attribute
+                    else None
+                )
+                if type(default) is cst.Name and default.value == "False":
+                    return True
+            child = ancestor
+        return False
 
     def _candidate(
         self, node: cst.Call, what: str, checks_truncation: bool = False, settable: bool = False
@@ -735,6 +769,27 @@ def _class_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | N
             param = parameter(statement, attr)
             if param is not None and param.default is not None and _stores(statement, attr):
                 return param.default
+    return None
+
+
+def _stored_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
+    """The default of the `__init__` parameter that `__init__` stores as it is under
+    another name (`self._pad_to_longest = pad_to_longest`)."""
+    body = class_def.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    for statement in body.body:
+        if not (isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__"):
+            continue
+        for node in descendants(statement.body):
+            if (
+                isinstance(node, cst.Assign)
+                and isinstance(node.value, cst.Name)
+                and any(self_attribute(t.target) == attr for t in node.targets)
+            ):
+                param = parameter(statement, node.value.value)
+                if param is not None and param.default is not None:
+                    return param.default
     return None
 
 
