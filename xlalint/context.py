@@ -1274,6 +1274,7 @@ class FileContext:
             self.kinds.bind_loop_target(node.target, node.iter)
             if kind is cst.For:
                 self.kinds.keep_unmoved_rows_on_host(node, self._frames[-1].node)  # type: ignore[arg-type]
+                self.kinds.keep_host_until_moved(node, [node.target], self._frames[-1].node)  # type: ignore[arg-type]
             if self._masks is not None:
                 self._masks.unbind(node.target)
         elif kind in COMPREHENSIONS:
@@ -1541,6 +1542,11 @@ class FileContext:
                 self._masks.bind_assignment([t.target for t in node.targets], node.value)
             self.kinds.bind_assignment(self._bound_on_xla([t.target for t in node.targets]),
                 node.value)  # fmt: skip
+            self.kinds.keep_host_until_moved(
+                node,
+                [t.target for t in node.targets],
+                self._frames[-1].node,  # type: ignore[arg-type]
+            )
         elif kind is cst.AnnAssign:
             assert isinstance(node, cst.AnnAssign)
             self.kinds.declare_attribute(node.target, node.annotation)

@@ -1067,7 +1067,11 @@ class DeviceChoices:
         followed in its block by an `if` device ladder without `else`: sibling `if`s form
         one ladder, reported at its first ladder `if` (XLA305), and this one is its first
         rung (`if device == "auto": device = "cuda"`, then `if device.type == "cuda" and
-        not torch.cuda.is_available(): return torch.device("cpu")`)."""
+        not torch.cuda.is_available(): return torch.device("cpu")`). A later ladder with an
+        `else` is a rung of the same ladder where its test examines the name this `if`
+        sets (`if device is None: device = "cuda"`, then `if device == "cuda": device =
+        torch.device(f"cuda:{torch.cuda.current_device()}") else: device =
+        torch.device(device)`): the value flows into it, one choice, reported there."""
         path = list(ancestors)
         for node, block in itertools.pairwise(path):
             if not isinstance(node, cst.If) or not isinstance(block, cst.IndentedBlock):
@@ -1075,11 +1079,15 @@ class DeviceChoices:
             if _chain_has_else(node) or self.of(node) is None:
                 continue
             later = itertools.dropwhile(lambda s, n=node: s is not n, block.body)
+            bound = _names_set_in(node)
             if any(
                 isinstance(s, cst.If)
                 and s is not node
-                and not _chain_has_else(s)
                 and self.is_ladder(s)
+                and (
+                    not _chain_has_else(s)
+                    or any(bound & _examined(test, self.imports) for test in chain(s)[0])
+                )
                 for s in later
             ):
                 return True
@@ -1120,6 +1128,19 @@ def _holds_parameter(target: str, before: list[cst.CSTNode], handed: set[str]) -
             if any(get_full_name_for_node(t.target) == target for t in small.targets):
                 return type(small.value) is cst.Name and small.value.value in handed
     return target in handed
+
+
+def _names_set_in(node: cst.If) -> set[str]:
+    """The names and attributes (`device`, `self.device`) the plain assignments of an
+    `if` chain's branches bind."""
+    found: set[str] = set()
+    for current in descendants(node):
+        if type(current) is cst.Assign:
+            for target in current.targets:  # type: ignore[attr-defined]
+                name = get_full_name_for_node(target.target)
+                if name is not None:
+                    found.add(name)
+    return found
 
 
 def _chain_has_else(node: cst.If) -> bool:

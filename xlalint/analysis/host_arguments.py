@@ -630,6 +630,83 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
     return frozenset(found)
 
 
+def moved_next(function: cst.FunctionDef, binding: cst.CSTNode, name: str) -> bool:
+    """Whether the binding of `name` the function makes next after `binding` (an
+    assignment or a `for`, in source order, in its own body) rebinds it to its move onto
+    the device (`batch = next(data_iter)`, then `batch = {k: v.to(self.device) for k, v in
+    batch.items()}`; `for x in loader:` then `x = x.to(device)`): what `binding` gives it
+    is on the host until then (a loader's batch: the code moves it itself), and so is what
+    is read from it before the move (`batch["input_ids"].ne(pad).sum().item()`, counted
+    on the CPU). Not a name the function calls or walks as a module (a model moved), nor
+    a move in a loop that `binding` is outside of (`for _ in range(retries): offsets =
+    offsets.to(device)`: after it the name may still hold the host value, or the moved
+    one)."""
+    if name in _called_or_walked(function):
+        return False
+    later = _next_bindings(function).get((id(binding), name))
+    if not (
+        later is not None
+        and type(later) is cst.Assign
+        and len(later.targets) == 1
+        and type(later.targets[0].target) is cst.Name
+        and _moves_to_device(later.value, name)
+    ):
+        return False
+    # A `for` binding its target runs inside its own loop.
+    around = _loops_around(function, binding) | (
+        {id(binding)} if type(binding) is cst.For else set()
+    )
+    return _loops_around(function, later) <= around
+
+
+def _loops_around(function: cst.FunctionDef, node: cst.CSTNode) -> set[int]:
+    """The ids of the loops of `function`'s own body around `node`."""
+    path: list[cst.CSTNode] = []
+
+    def find(current: cst.CSTNode) -> bool:
+        if current is node:
+            return True
+        if type(current) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return False
+        path.append(current)
+        if any(find(child) for child in code_children(current)):
+            return True
+        path.pop()
+        return False
+
+    find(function.body)
+    return {id(n) for n in path if type(n) in (cst.For, cst.While)}
+
+
+@lint_memo.memo(16)
+def _next_bindings(function: cst.FunctionDef) -> dict[tuple[int, str], cst.CSTNode]:
+    """For each binding node of the function's own body and each name it binds, the node
+    that binds that name next, in source order."""
+    last: dict[str, cst.CSTNode] = {}
+    found: dict[tuple[int, str], cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        node_type = type(node)
+        if node_type in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            continue
+        targets: list[cst.BaseExpression] = []
+        if node_type is cst.Assign:
+            targets = [t.target for t in node.targets]  # type: ignore[attr-defined]
+        elif node_type in (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For):
+            targets = [node.target]  # type: ignore[attr-defined]
+        elif node_type is cst.AsName:
+            targets = [node.name]  # type: ignore[attr-defined]
+        for target in targets:
+            for bound in target_names(target):
+                before = last.get(bound)
+                if before is not None:
+                    found[(id(before), bound)] = node
+                last[bound] = node
+        stack.extend(reversed(code_children(node)))
+    return found
+
+
 # Methods a module has and a tensor lacks (`tensor_members.MODULE_MEMBERS` less the
 # tensor's): calling one on a name shows it holds a module.
 _MODULE_ONLY = frozenset(
@@ -702,8 +779,11 @@ def _bound_to(
 
 
 def _moves_to_device(value: cst.BaseExpression | None, name: str) -> bool:
-    """`name.to(device)` (not to the host, nor a dtype by keyword), `name.cuda()`, or
-    `<...>to_device(name, ...)`."""
+    """`name.to(device)` (not to the host, nor a dtype by keyword), `name.cuda()`,
+    `<...>to_device(name, ...)`, or each entry of a dict moved (`{k: v.to(device) for k, v
+    in name.items()}`)."""
+    if type(value) is cst.DictComp and name:
+        return _moves_entries(value, name)
     if type(value) is not cst.Call:
         return False
     func = value.func
@@ -732,4 +812,34 @@ def _moves_to_device(value: cst.BaseExpression | None, name: str) -> bool:
         and value.args[0].keyword is None
         and type(value.args[0].value) is cst.Name
         and value.args[0].value.value == name
+        and not any(_names_cpu(arg.value) for arg in value.args[1:])
     )
+
+
+def _names_cpu(value: cst.BaseExpression) -> bool:
+    """`"cpu"`, `torch.device("cpu")`: the host, where a `to_device` helper moves nothing
+    onto an accelerator (`move_data_to_device(inputs, torch.device("cpu"))`)."""
+    if type(value) is cst.Call and value.args:
+        value = value.args[0].value
+    return type(value) is cst.SimpleString and "cpu" in str(value.evaluated_value)
+
+
+def _moves_entries(value: cst.DictComp, name: str) -> bool:
+    """`{k: v.to(device) for k, v in name.items()}`: every value of the dict `name`
+    moved onto the device, under its own key."""
+    clause = value.for_in
+    iterable = clause.iter
+    if (
+        clause.inner_for_in is not None
+        or clause.ifs
+        or type(iterable) is not cst.Call
+        or type(iterable.func) is not cst.Attribute
+        or iterable.func.attr.value != "items"
+        or type(iterable.func.value) is not cst.Name
+        or iterable.func.value.value != name
+        or type(clause.target) is not cst.Tuple
+        or len(clause.target.elements) != 2
+    ):
+        return False
+    entry = clause.target.elements[1].value
+    return type(entry) is cst.Name and _moves_to_device(value.value, entry.value)

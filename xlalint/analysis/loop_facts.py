@@ -1286,7 +1286,11 @@ def iterates_optimizers(node: Loop, facts: BodyFacts | None = None) -> bool:
         and isinstance(iterable.func, cst.Attribute)
         and iterable.func.attr.value in _DICT_VIEWS
     ):
-        iterable = iterable.func.value  # `optimizers.items()`: the optimizers' entries
+        # `optimizers.items()`: the optimizers' entries. An optimizer has no dict views,
+        # so a name for one optimizer read through them holds a dict of optimizers
+        # (`if isinstance(optimizer, dict): for o_ in optimizer.values(): scaler.step(o_)`).
+        name = _last_name(iterable.func.value) or ""
+        return bool(_OPTIMIZERS_NAME.match(name) or _OPTIMIZER_NAME.match(name))
     return _OPTIMIZERS_NAME.match(_last_name(iterable) or "") is not None
 
 

@@ -39,6 +39,7 @@ from xlalint.analysis.host_arguments import (
     host_copy,
     host_parameters,
     moved_later,
+    moved_next,
     value_before,
 )
 from xlalint.analysis.imports import ImportTable
@@ -241,12 +242,14 @@ _INDEX_NAME = re.compile(
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
 # `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
 # `labels_are_smoothed`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
-# a solver's or a norm's `order`),
+# a solver's or a norm's `order`; a mode switch, as `training` is: `inference`, `train`,
+# `test_mode`, `mode`),
 # not a tensor: per-step functions take tensors by default, and these would otherwise read
 # as tensors.
 _HOST_PARAM_NAME = re.compile(
     r"^(use_\w+|return_\w+|(\w+_)?(is|are|has)_\w+|do_\w+|output_attentions|output_hidden_states|"
-    r"training|verbose|H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
+    r"training|train|inference|(\w+_)?mode|verbose|"
+    r"H|W|height|width|depth|dim|\w+_dim|length|\w+_len|\w+_length|"
     r"max_\w+|min_\w+|count|\w+_count|order|device|dtype|\w+_type)$"
 )
 # Functions whose unannotated parameters hold tensors (plus `__call__` of an nn.Module).
@@ -2946,6 +2949,32 @@ class TensorKinds:
         if known.get(str(index.value.evaluated_value), known[None]) is Kind.UNKNOWN:
             known[str(index.value.evaluated_value)] = Kind.TENSOR
 
+    def keep_host_until_moved(
+        self,
+        binding: cst.CSTNode,
+        targets: Sequence[cst.BaseExpression],
+        function: cst.FunctionDef | None,
+    ) -> None:
+        """A name of unknown kind this assignment or `for` binds, whose next binding in
+        the function is its own move onto the device (`batch = next(data_iter)`, then
+        `batch = {k: v.to(self.device) for k, v in batch.items()}`): the code moves it
+        itself, so it holds a host value (a loader's batch) until that move, as a
+        parameter its function first rebinds to its move does (`moved_later`). A loop's
+        target presumed a device tensor (a loader's batch) is judged the same way: a
+        device loader would have made the move needless."""
+        if function is None:
+            return
+        frame = self._frames[-1]
+        for name in {name for target in targets for name in target_names(target)}:
+            kind = frame.get(name, Kind.UNKNOWN)
+            if not (kind is Kind.UNKNOWN or (kind is Kind.TENSOR and type(binding) is cst.For)):
+                continue
+            if moved_next(function, binding, name):
+                frame[name] = Kind.HOST
+                self._dicts[-1].add(name)
+                # A batch dict's entries are the loader's host tensors too.
+                self._dict_values[-1][name] = {None: Kind.HOST}
+
     def keep_unmoved_rows_on_host(self, loop: cst.For, function: cst.FunctionDef | None) -> None:
         """`for inputs, labels in loader:` whose body copies `labels.to(device)` (or
         `.cuda()`) without rebinding `labels`: the loader hands host tensors, since only a
@@ -3329,6 +3358,15 @@ class TensorKinds:
             if self.foreign.any_known() and self.foreign.holds(node, self._is_module):
                 return Kind.HOST  # `grads["w"]` of another array library's result
             base = self.of(node.value)
+            if (
+                base is Kind.ITERABLE
+                and all(type(e.slice) is cst.Slice for e in node.slice)
+                and _SCHEDULE_NAME.search(get_full_name_for_node(node.value) or "")
+            ):
+                # `self.ddim_timesteps[:subset_end]`: a slice of a schedule is a shorter
+                # schedule, not one of its elements (a slice of anything else named for
+                # batches is no loader, which cannot be sliced: unknown, as an index is).
+                return Kind.ITERABLE
             if base is Kind.ITERABLE:
                 # `timesteps[i]` is a tensor, and so is a fixed element of a parameter
                 # annotated `Sequence[Tensor]` (`output[0]`: optimizers' parallel lists,

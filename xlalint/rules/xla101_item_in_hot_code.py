@@ -200,7 +200,12 @@ class ItemInHotCode(HelperReadRule):
     `MlxTrainingPlan` beside the file's torch plans).
 
     Values known to live on the host are not flagged, whatever the code around them
-    computes on the device: the rows a loop unpacks beside a row it moves itself (`for i,
+    computes on the device: a batch whose next binding is its own move onto the device
+    (`batch = next(data_iter)`, then `num_tokens = batch["input_ids"].ne(pad).sum().item()`,
+    then `batch = {k: v.to(self.device) for k, v in batch.items()}`; `for x, y in loader:`
+    with `y = y.to(device)` after the read): the code moves it itself, so before the move it
+    is the loader's host batch (not a move in a loop of its own, a retry, nor one to the
+    CPU); the rows a loop unpacks beside a row it moves itself (`for i,
     (seq, im) in enumerate(iter(dataset))` with `model.generate(im.to(device))`: the
     dataset hands host tensors, so `seq` is one, as a loader's rows are), or one it hands as
     it is to a function of the module that moves the parameter it binds (`sample(model,
@@ -716,15 +721,17 @@ class ItemInHotCode(HelperReadRule):
             or arithmetic_whole(read, self.ctx.ancestors())
             or returned_whole(read, self.ctx.ancestors())
         )
-        if handed_to is not None and id(handed_to) in self._handed:
-            # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
-            # float(b)`, `a.item() >= b.max().item()`: one host value's operands; `return
-            # loss, a.item(), b.item()`: host numbers handed back together.
-            return True, None
         # Fields of one record read together (`float(self.score)`, then each value of
         # `self.scores`): one conversion of the record, one cause.
         root = self.ctx.kinds.record_root(value) or read_root(value)
         repeat_of = self._runs.previous(root, self.ctx.ancestors(), read)
+        if handed_to is not None and id(handed_to) in self._handed:
+            # `update_k(real.item(), fake.item())`: one call's inputs; `float(a) /
+            # float(b)`, `a.item() >= b.max().item()`: one host value's operands; `return
+            # loss, a.item(), b.item()`: host numbers handed back together. The read still
+            # joins its value's run: `if a.item() == b.item():` then `elif a.item() !=
+            # b.item():` reads both values again, one cause with the `if` test.
+            return True, None
         if handed_to is not None and repeat_of is None:
             # A repeat claims no call: its value's run is reported already, the call's
             # other inputs are not.

@@ -116,13 +116,18 @@ class TensorControlFlow(HelperReadRule):
     looks the key up in, `"labels" in inputs` with `inputs["labels"]`, is a batch dict's, whose
     entries stay the step's tensors); nor one whose name says it counts steps or iterations
     (`forward(self, iters, y)` testing `(iters + 1) % self.skip_update == 0`, `n_iters`,
-    `global_step`): the trainer's Python counter. Hand-written gradient clipping (`if clip_coef <
-    1:`) is left to XLA105. An `and`/`or` chain of tensor tests (`if torch.isinf(loss) or
-    torch.isnan(loss):`) is one condition, whose fix folds the tests into one device expression: it
-    is reported once, at its first tensor operand. A device tensor run through `if not isinstance(v,
-    torch.Tensor): v = torch.tensor(v)` (a guard for old APIs that returned floats) is still the
-    device tensor after it: the branch cannot run for it. The same guard on a value of unknown kind
-    (a helper's parameter) builds a host tensor, and is left alone.
+    `global_step`): the trainer's Python counter; nor one named as a mode switch, as
+    `training` is (`forward(self, img, inference)` testing `if not inference:`, `train`,
+    `test_mode`, `mode`): the caller's Python flag. A slice of a schedule
+    (`self.ddim_timesteps[:subset_end]`) is a shorter schedule, not one of its elements: its
+    length (`timesteps.shape[0]`) and the step positions counted from it are Python ints.
+    Hand-written gradient clipping (`if clip_coef < 1:`) is left to XLA105. An `and`/`or`
+    chain of tensor tests (`if torch.isinf(loss) or torch.isnan(loss):`) is one condition, whose fix
+    folds the tests into one device expression: it is reported once, at its first tensor operand. A
+    device tensor run through `if not isinstance(v, torch.Tensor): v = torch.tensor(v)` (a guard for
+    old APIs that returned floats) is still the device tensor after it: the branch cannot run for
+    it. The same guard on a value of unknown kind (a helper's parameter) builds a host tensor, and
+    is left alone.
 
     Per-step code includes the batch and step events of callback classes (a class whose
     name ends `Callback`, with methods named `on_batch_end`, `on_train_step_end`,

@@ -7,12 +7,18 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint.analysis.arguments import keyword_argument, parameter
+from xlalint.analysis.arguments import bind, keyword_argument, parameter, signature_of
 from xlalint.analysis.hotness import Site
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.statements import retries_until_success
 from xlalint.rule import Rule
-from xlalint.walk import children, descendants, names_under, self_attribute
+from xlalint.walk import (
+    TRIVIA,
+    children,
+    descendants,
+    self_attribute,
+    top_level_definitions,
+)
 
 if TYPE_CHECKING:
     from xlalint.context import FileContext
@@ -39,6 +45,10 @@ _COLLATOR_METHODS = frozenset({"__call__", "torch_call", "numpy_call", "tf_call"
 _NEXT_BATCH = "__next__"
 
 
+# What `_read_names` does not look into: trivia, and f-strings (their values become text).
+_TEXT_SKIP = TRIVIA | frozenset({cst.FormattedString})
+
+
 @dataclass(frozen=True)
 class _Candidate:
     node: cst.Call
@@ -63,8 +73,9 @@ class DynamicPadding(Rule):
     named for making batches (`BatchConverter`), or a lambda passed as `collate_fn=`), in
     the `__next__` of a class that is its own iterator of batches and the methods it calls
     on `self` (pix2tex's `Im2LatexDataset`: `return self.prepare_data(...)`, which pads with
-    `pad_sequence`), in functions that run every step (`forward`, `*_step`, functions called
-    from a loop), and in loops whose passes run a model or sync (training, sampling,
+    `pad_sequence`), as a collator's `__call__` does (`self._collate_simple(inputs,
+    ...)`), in functions that run every step (`forward`, `*_step`, functions called from a
+    loop), and in loops whose passes run a model or sync (training, sampling,
     evaluation); not in a loop over prompts or tokenizers. A "longest" tokenizer call in a
     function that also tokenizes with `padding="max_length"` is taken for a truncation check
     (diffusers' `untruncated_ids = tokenizer(prompt, padding="longest")`), whose result
@@ -72,15 +83,14 @@ class DynamicPadding(Rule):
     feature-extractor calls with `padding=True`, `padding="longest"` or
     `PaddingStrategy.LONGEST`; `tokenizer.pad(...)`, which pads to the longest by default;
     `torch.nn.utils.rnn.pad_sequence(...)`; a `pad(tensors, padding_value=...)` helper
-    without a fixed length; a helper of the project named for padding (`pad_1d_tokens`,
-    `pad_2d`, `pad_coords`, `pad_sequences`, imported from another module) handed a list
-    it gathers from the batch (`[item[0]["src_tokens"] for item in batch]`, or a name that
-    says it holds a list of sequences, `sequences_list`, `seqs`, `token_lists`: a
-    collator's loop over the batch's keys) and at most a pad value (and a padding side), with no
-    length keyword (`pad_to_length=`), further positional argument or literal bucket size;
-    and a call handed the tokenizer with `padding=True` or `"longest"`
-    (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads with it).
-    Not a batch-size probe, a `while` loop that stops after its first pass that does not
+    without a fixed length, or any helper named for padding called so with one positional
+    argument (`pad_sequences(seqs, padding_side=..., padding_value=...)`); a helper of the
+    project named for padding (`pad_1d_tokens`, `pad_2d`, `pad_coords`, imported from
+    another module) handed a list it gathers from the batch (`[item[0]["src_tokens"] for item in
+    batch]`) and at most a pad value, with no length keyword (`pad_to_length=`), further positional
+    argument or literal bucket size; and a call handed the tokenizer with `padding=True` or
+    `"longest"` (`pad_with_compat(self.tokenizer, batch, padding=True)`: a helper that pads with
+    it). Not a batch-size probe, a `while` loop that stops after its first pass that does not
     fail (`while flag is False: try: ...; flag = True`, or `break`): it pads once per run.
     The transformers collators that pad this way by default (`DataCollatorWithPadding`,
     `DataCollatorForSeq2Seq`, `DataCollatorForTokenClassification`) are flagged where they
@@ -100,7 +110,14 @@ class DynamicPadding(Rule):
     `cuts.pad(num_frames=max(lens).item())`) is flagged where it pads: the first call or
     arithmetic that sizes with the longest length, the statement a fixed length would change
     (round 16's labels put it there, not at the `max`); not where the longest length is only
-    checked (`assert longest <= max_length`), nor for `max(0, n - len(x))`, an amount of
+    checked (`assert longest <= max_length`), kept (the running maximum's own `max(longest,
+    len(item))`), formatted into text (an f-string) or handed to a function of the module
+    that does only that with it (`self._update_max_lengths_and_log(max_input_ids_length=
+    longest)`, `self._collate(inputs, batch_max_length=longest)` naming it in an error
+    message), nor where it is computed only under a setting of the class off by default
+    (`if self._pad_to_longest:` with `pad_to_longest=False` in `__init__`, a fixed
+    `max_seq_len` otherwise: built with its defaults the collator pads to a fixed length),
+    nor for `max(0, n - len(x))`, an amount of
     padding to a fixed length. The same padding by hand in a loop whose passes run a model
     is a collate written inline, and is flagged the same way (a forecaster's `for i in
     range(num_batches):` rounding `max(q.context_length for q in query_batch)` up to a patch
@@ -180,10 +197,15 @@ class DynamicPadding(Rule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append(node)
-        if node.name.value == _NEXT_BATCH and self.ctx.class_name is not None:
+        class_name = self.ctx.class_name
+        if class_name is not None and (
+            node.name.value == _NEXT_BATCH
+            or (node.name.value in _COLLATOR_METHODS and _COLLATOR_CLASS.search(class_name))
+        ):
             # `def __next__(self): ... return self.prepare_data(self.pairs[self.i - 1])`:
-            # an iterator of batches makes one a call, in itself and its own helpers.
-            self._batch_makers.add((self.ctx.class_name, _NEXT_BATCH))
+            # an iterator of batches makes one a call, in itself and its own helpers; so
+            # does a collator's `__call__` (`self._collate_simple(inputs, ...)`).
+            self._batch_makers.add((class_name, node.name.value))
             for call in descendants(node.body):
                 if (
                     type(call) is cst.Call
@@ -191,7 +213,7 @@ class DynamicPadding(Rule):
                     and type(call.func.value) is cst.Name
                     and call.func.value.value == "self"
                 ):
-                    self._batch_makers.add((self.ctx.class_name, call.func.attr.value))
+                    self._batch_makers.add((class_name, call.func.attr.value))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.pop()
@@ -224,9 +246,9 @@ class DynamicPadding(Rule):
                 isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets
             )
         ):
-            sizing = _sizes_something(function, assign, {name})
+            sizing = _sizes_something(function, assign, {name}, self.ctx.module)
             if sizing is not None:
-                self._longest.append((sizing, self.ctx.site(), function))
+                self._note_longest(sizing, function)
 
     def visit_Call(self, node: cst.Call) -> None:
         if _takes_the_longest(node, self.ctx.imports):
@@ -237,10 +259,17 @@ class DynamicPadding(Rule):
             self._collate_fns.add(collate_fn.value.value)
             self._collate_fns |= _functions_bound(self._functions[-1], collate_fn.value.value)
         func = node.func
-        if type(func) is cst.Name and func.value == "pad" and _pads_sequences(node):
+        if (
+            type(func) is cst.Name
+            and _PAD_HELPER.match(func.value)
+            and _pads_sequences(node)
+            and (func.value == "pad" or sum(a.keyword is None for a in node.args) == 1)
+            and not _library_function(self.ctx.qualified(func))
+        ):
             # A helper that pads a list of tensors to the longest, like `pad_sequence`
-            # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`).
-            self._candidate(node, "`pad(...)`")
+            # (trl's `pad(tensors, padding_value=..., pad_to_multiple_of=...)`, oumi's
+            # `pad_sequences(sequences, padding_side=..., padding_value=...)`).
+            self._candidate(node, f"`{func.value}(...)`")
             return
         if _pads_a_gathered_list(node, self.ctx.qualified(func)):
             # `pad_1d_tokens([item[0]["src_tokens"] for item in batch], self.padding_idx)`:
@@ -349,9 +378,13 @@ class DynamicPadding(Rule):
                 targets = {
                     t.target.value for t in ancestor.targets if isinstance(t.target, cst.Name)
                 }
-                sizing = _sizes_something(function, ancestor, targets) if targets else None
+                sizing = (
+                    _sizes_something(function, ancestor, targets, self.ctx.module)
+                    if targets
+                    else None
+                )
                 if sizing is not None:
-                    self._longest.append((sizing, self.ctx.site(), function))
+                    self._note_longest(sizing, function)
                 return
             if isinstance(ancestor, cst.Arg) and ancestor.value is value:
                 continue  # the call it is handed to comes next
@@ -364,8 +397,39 @@ class DynamicPadding(Rule):
                 and all(a.keyword is not None for a in node.args[1:])
                 and _PAD_CALLEE.search(get_full_name_for_node(ancestor.func) or "")
             ):
-                self._longest.append((ancestor, self.ctx.site(), function))
+                self._note_longest(ancestor, function)
             return
+
+    def _note_longest(self, sizing: cst.CSTNode, function: cst.FunctionDef) -> None:
+        """The longest length, computed here, pads at `sizing`: judged at the end of the
+        file, unless it is computed only under a setting of the class that is off by
+        default (`if self._pad_to_longest:` with `pad_to_longest: bool = False` in
+        `__init__`): a collator built with its defaults pads to its fixed length, and
+        padding to the longest is the builder's choice, as `padding=self.padding` with no
+        default here is."""
+        if self._under_setting_off_by_default():
+            return
+        self._longest.append((sizing, self.ctx.site(), function))
+
+    def _under_setting_off_by_default(self) -> bool:
+        child: cst.CSTNode | None = None
+        class_def = next((a for a in self.ctx.ancestors() if isinstance(a, cst.ClassDef)), None)
+        if class_def is None:
+            return False
+        for ancestor in self.ctx.ancestors():
+            if isinstance(ancestor, cst.FunctionDef | cst.ClassDef):
+                return False
+            if type(ancestor) is cst.If and child is ancestor.body:
+                attribute = self_attribute(ancestor.test)
+                default = (
+                    _class_default(class_def, attribute) or _stored_default(class_def, attribute)
+                    if attribute
+                    else None
+                )
+                if type(default) is cst.Name and default.value == "False":
+                    return True
+            child = ancestor
+        return False
 
     def _candidate(
         self, node: cst.Call, what: str, checks_truncation: bool = False, settable: bool = False
@@ -565,18 +629,31 @@ def _converts(node: cst.CSTNode, value: cst.CSTNode) -> bool:
 
 
 def _sizes_something(
-    function: cst.FunctionDef, assign: cst.Assign, names: set[str]
+    function: cst.FunctionDef,
+    assign: cst.CSTNode | None,
+    names: set[str],
+    module: cst.Module | None = None,
+    depth: int = 0,
 ) -> cst.CSTNode | None:
-    """The first read of a name, after `assign`, in a call or arithmetic (`torch.full((n,
-    max_len), ...)`, `max_len - len(x)`), outside `assert`s and `if` tests: what sizes or
-    pads with it. None where nothing does."""
-    seen = False
+    """The first read of a name, after `assign` (from the start where None), in a call or
+    arithmetic (`torch.full((n, max_len), ...)`, `max_len - len(x)`), outside `assert`s,
+    `if` tests and the text of f-strings (`logger.error(f"longest: {max_len}")` sizes
+    nothing): what sizes or pads with it. Not the assignment's own value: a running
+    maximum, `longest = max(longest, len(item))`, reads the name to keep it. A call of a
+    function or method of the module (`self._collate(inputs, batch_max_length=longest)`,
+    `self._update_max_lengths_and_log(max_input_ids_length=longest)`) sizes with it only
+    where that function sizes with the parameter it binds (two calls deep). None where
+    nothing does."""
+    seen = assign is None
     stack: list[cst.CSTNode] = [function.body]
     order: list[cst.CSTNode] = []
     while stack:
         node = stack.pop()
-        if type(node) in (cst.Assert, cst.FunctionDef, cst.ClassDef):
+        if type(node) in (cst.Assert, cst.FunctionDef, cst.ClassDef, cst.FormattedString):
             continue
+        if node is assign:
+            order.append(node)
+            continue  # its value: the running maximum's own `max(longest, ...)`
         order.append(node)
         if type(node) in (cst.If, cst.While):
             stack.extend(reversed([c for c in children(node) if c is not node.test]))
@@ -586,7 +663,11 @@ def _sizes_something(
         if node is assign:
             seen = True
             continue
-        if seen and _sizes_with(node, names):
+        if (
+            seen
+            and _sizes_with(node, names)
+            and not _only_handed_to_own_function(node, names, function, module, depth)
+        ):
             # The innermost such node: `self.pad(tokens, max_len=n)`, not the
             # `ctxs.append(torch.LongTensor(...))` around it.
             inner: cst.CSTNode | None = node
@@ -600,11 +681,68 @@ def _sizes_something(
 
 
 def _sizes_with(node: cst.CSTNode, names: set[str]) -> bool:
-    """A call handed one of `names`, or arithmetic or a tuple of it."""
+    """A call handed one of `names`, or arithmetic or a tuple of it (not only as text of
+    an f-string)."""
     if type(node) not in (cst.Call, cst.BinaryOperation, cst.Tuple):
         return False
     parts = node.args if isinstance(node, cst.Call) else [node]
-    return any(names_under(part) & names for part in parts)
+    return any(_read_names(part) & names for part in parts)
+
+
+def _read_names(node: cst.CSTNode) -> set[str]:
+    """The names under `node` outside f-strings, whose values become text."""
+    return {
+        n.value  # type: ignore[attr-defined]
+        for n in descendants(node, skip=_TEXT_SKIP)
+        if type(n) is cst.Name
+    }
+
+
+def _only_handed_to_own_function(
+    node: cst.CSTNode,
+    names: set[str],
+    function: cst.FunctionDef,
+    module: cst.Module | None,
+    depth: int,
+) -> bool:
+    """`node` is a call of a function or method of the module that reads the names only
+    through parameters it does not size with (logging, bookkeeping)."""
+    if module is None or type(node) is not cst.Call or depth >= 2:
+        return False
+    callee = _own_callee(node, function, module)  # type: ignore[arg-type]
+    if callee is None:
+        return False
+    callee_function, is_method = callee
+    bound = bind(node, signature_of(callee_function, is_method))  # type: ignore[arg-type]
+    if bound is None:
+        return False
+    params = {param for param, value in bound.items() if _read_names(value) & names}
+    if not params:
+        return False
+    return _sizes_something(callee_function, None, params, module, depth + 1) is None
+
+
+def _own_callee(
+    call: cst.Call, function: cst.FunctionDef, module: cst.Module
+) -> tuple[cst.FunctionDef, bool] | None:
+    """The function of the module a call runs: `f(...)` of a top-level function, or
+    `self.m(...)` of a method of the class that defines `function`."""
+    func = call.func
+    if type(func) is cst.Name:
+        found = top_level_definitions(module).get(func.value)
+        return None if found is None else (found, False)
+    if not (
+        type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
+    ):
+        return None
+    for statement in module.body:
+        if type(statement) is not cst.ClassDef or type(statement.body) is not cst.IndentedBlock:
+            continue
+        methods = {s.name.value: s for s in statement.body.body if type(s) is cst.FunctionDef}
+        if any(m is function for m in methods.values()):
+            found = methods.get(func.attr.value)
+            return None if found is None else (found, True)
+    return None
 
 
 def _class_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
@@ -631,6 +769,27 @@ def _class_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | N
             param = parameter(statement, attr)
             if param is not None and param.default is not None and _stores(statement, attr):
                 return param.default
+    return None
+
+
+def _stored_default(class_def: cst.ClassDef, attr: str) -> cst.BaseExpression | None:
+    """The default of the `__init__` parameter that `__init__` stores as it is under
+    another name (`self._pad_to_longest = pad_to_longest`)."""
+    body = class_def.body
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    for statement in body.body:
+        if not (isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__"):
+            continue
+        for node in descendants(statement.body):
+            if (
+                isinstance(node, cst.Assign)
+                and isinstance(node.value, cst.Name)
+                and any(self_attribute(t.target) == attr for t in node.targets)
+            ):
+                param = parameter(statement, node.value.value)
+                if param is not None and param.default is not None:
+                    return param.default
     return None
 
 
@@ -670,9 +829,7 @@ _LENGTH_KEYWORDS = frozenset(
 def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     """A helper of the project named for padding (`pad_1d_tokens`, `pad_2d`; no
     library's function, which the imports name) handed a list it gathers from the batch
-    (a list comprehension or display: `[item[0]["src_tokens"] for item in batch]`, or a
-    name for a list of sequences: `pad_sequences(sequences_list, padding_side=side,
-    padding_value=v)` in a collator's loop over the batch's keys) and
+    (a list comprehension or display: `[item[0]["src_tokens"] for item in batch]`) and
     at most a pad value besides (`pad_idx=0.0`, `self.padding_idx`; not `max_seq_len`):
     nothing gives it a length, so it pads to the longest of the list, as `pad_sequence`
     does. A further positional argument may be a length, and a length keyword
@@ -680,14 +837,12 @@ def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     func = call.func
     if type(func) is not cst.Name or func.value == "pad" or not _PAD_HELPER.match(func.value):
         return False
-    if qualified is not None and qualified.split(".", 1)[0] in _ARRAY_LIBRARIES:
+    if _library_function(qualified):
         return False  # `from torch.nn.functional import pad`: a library's own function
     positional = [a for a in call.args if a.keyword is None]
     if not positional or len(positional) > 2 or any(a.star for a in call.args):
         return False
-    if type(positional[0].value) not in (cst.ListComp, cst.List) and not _names_a_list(
-        positional[0].value
-    ):
+    if type(positional[0].value) not in (cst.ListComp, cst.List):
         return False
     if len(positional) == 2 and not _pad_value(positional[1].value):
         return False  # `pad_kv_caches(caches, max_seq_len)`: a length, not a pad value
@@ -699,19 +854,9 @@ def _pads_a_gathered_list(call: cst.Call, qualified: str | None) -> bool:
     )
 
 
-def _names_a_list(value: cst.BaseExpression) -> bool:
-    """`sequences_list`, `seqs`, `token_lists`: a name (or attribute) that says it holds a
-    list of sequences, whatever built it (a loop over the batch's keys handing each key's
-    tensors on)."""
-    name = value.attr.value if type(value) is cst.Attribute else getattr(value, "value", None)
-    if not isinstance(name, str):
-        return False
-    words = name.lower().split("_")
-    return bool(set(words) & _LIST_WORDS)
-
-
-# Words of a name for a list of sequences.
-_LIST_WORDS = frozenset({"list", "lists", "sequences", "seqs", "sequence_list"})
+def _library_function(qualified: str | None) -> bool:
+    """A function of an array library (`torch.nn.functional.pad`), not a project's."""
+    return qualified is not None and qualified.split(".", 1)[0] in _ARRAY_LIBRARIES
 
 
 def _pad_value(value: cst.BaseExpression) -> bool:

@@ -59,7 +59,10 @@ class CudaDeviceString(Rule):
     path and reported here), also the first rung of a
     ladder that sibling `if`s make (`if device == "auto": device = "cuda"` before
     `if device.type == "cuda" and not torch.cuda.is_available(): return
-    torch.device("cpu")`: one ladder, one finding), and the default of a
+    torch.device("cpu")`: one ladder, one finding; also before an `if`/`else` ladder whose
+    test examines the name the first rung sets, `if device is None: device = "cuda"`, then
+    `if device == "cuda": device = torch.device(f"cuda:{torch.cuda.current_device()}")
+    else: device = torch.device(device)`: the default flows into it), and the default of a
     parameter that its function only asks about and places nothing with
     (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
     `pin_memory`, or hands it to an autocast: XLA303's).

@@ -171,7 +171,9 @@ class TrainingLoopWithoutBarrier(BarrierLoopRule):
     reads as well).
 
     Not training loops: loops over optimizers or losses (`for opt in optimizers:
-    opt.step()`, `for name in self._optimizers:`, `for k in self.optimizers.keys():`, and
+    opt.step()`, `for name in self._optimizers:`, `for k in self.optimizers.keys():`, the
+    entries of a dict a name for one optimizer holds, `for o_ in optimizer.values():
+    scaler.step(o_)` (an optimizer has no `values()`), and
     loops over keys of any name that fetch each optimizer by the key, `for name in
     step_names: self._optimizers[name].step()`, or bind it first, `optimizer =
     self.optimizers[group]` before `scaler.step(optimizer)`; `optimizers["main"].step()` or
