@@ -283,6 +283,17 @@ class BooleanMasks:
         """`target` is rebound to something unknown (a loop variable, `with ... as`)."""
         self._bind(target, None)
 
+    def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for target in iterable:`. The rows of a mask are masks: `for keep in masks`,
+        `for pred, keep in zip(preds, conf > t)` (each name paired with its iterable),
+        `for i, keep in enumerate(mask)`, `for keep in mask.unbind(0)` each bind a row of
+        booleans (computed from tensors where the mask was), as `keep = mask[i]` would."""
+        self._bind(target, None)
+        for name, rows in _loop_rows(target, iterable):
+            evidence = self.evidence(rows)
+            if evidence > Evidence.NAME:  # a spelling speaks for the name that has it only
+                self._bind(name, _Binding(evidence))
+
     def _binding(self, value: cst.BaseExpression) -> _Binding:
         evidence = self.evidence(value)
         if (
@@ -1171,3 +1182,31 @@ def _required(annotation: cst.BaseExpression) -> cst.BaseExpression:
             if type(other) is cst.Name and other.value == "None":
                 return side
     return annotation
+
+
+def _loop_rows(
+    target: cst.BaseExpression, iterable: cst.BaseExpression
+) -> list[tuple[cst.Name, cst.BaseExpression]]:
+    """The names a `for` target binds to rows of one iterable each, with that iterable:
+    `for m in masks` (and `masks.unbind(0)`, `masks.split(1)`: parts of its dtype), `for a,
+    m in zip(xs, masks)` (one name per iterable), `for i, m in enumerate(masks)`."""
+    if type(iterable) is cst.Call and not any(a.star or a.keyword for a in iterable.args):
+        func = iterable.func
+        args = [a.value for a in iterable.args]
+        if type(func) is cst.Name and func.value in ("zip", "enumerate"):
+            if type(target) not in (cst.Tuple, cst.List):
+                return []
+            names = [e.value for e in target.elements]  # type: ignore[attr-defined]
+            if func.value == "enumerate":
+                if len(args) != 1 or len(names) != 2:
+                    return []
+                names, args = names[1:], args
+            elif len(names) != len(args):
+                return []
+            found: list[tuple[cst.Name, cst.BaseExpression]] = []
+            for name, rows in zip(names, args, strict=True):
+                found.extend(_loop_rows(name, rows))
+            return found
+        if type(func) is cst.Attribute and func.attr.value in _SPLITTING_METHODS:
+            iterable = func.value
+    return [(target, iterable)] if type(target) is cst.Name else []

@@ -69,7 +69,9 @@ class BooleanMaskRead(HelperCallRule):
     `torch.zeros(n, dtype=bool).to(device)`), a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), the rows of a mask unpacked into names (`left, up = ((xy % 1 < t) & (xy >
-    1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`), masks joined (`torch.stack((
+    1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`) or walked by a loop (`for pred,
+    keep in zip(preds, conf > t)`, `for i, keep in enumerate(mask)`, `for keep in mask`),
+    masks joined (`torch.stack((
     torch.ones_like(left), left, up))`, `torch.cat`; a join with an index tensor is none),
     a name bound to one of those in the same function, a dict's entry under a literal key
     bound to one (`params = {"keep": x > 0}` or `params["keep"] = x > 0`, then
