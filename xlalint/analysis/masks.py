@@ -180,6 +180,9 @@ class _Binding:
     # Bound to a numpy array built from data (`np.array(flags)`): a host array, of booleans
     # where it and its complement both index (`_split_by_complement`).
     array: bool = False
+    # `NAME` evidence carried from a mask's name to a row or a move of it (`sample_keep =
+    # keep_mask[i]`, `keep = sample_keep.to(device)`): kept whatever the new name says.
+    carried: bool = False
 
 
 class BooleanMasks:
@@ -306,6 +309,8 @@ class BooleanMasks:
             # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
             # unknown, so the name it is given is the evidence (kept only for mask names).
             return _Binding(Evidence.NAME)
+        if evidence is Evidence.NAME and self._row_of_named_mask(value):
+            return _Binding(evidence, carried=True)
         if evidence is Evidence.LIKELY and type(value) in (cst.Comparison, cst.BinaryOperation):
             versions = self._versions[-1]
             compared = tuple((n, versions.get(n, 0)) for n in _compared_names(value))
@@ -347,6 +352,7 @@ class BooleanMasks:
             if (
                 binding is not None
                 and binding.evidence is Evidence.NAME
+                and not binding.carried
                 and not MASK_NAME.match(target.value)
             ):
                 binding = _Binding(Evidence.NONE)
@@ -354,6 +360,49 @@ class BooleanMasks:
                 self._frames[-1].pop(target.value, None)
             else:
                 self._frames[-1][target.value] = binding
+
+    def _row_of_named_mask(self, value: cst.BaseExpression) -> bool:
+        """`keep_mask[i]`, `keep_mask[:, 0]`, `sample_keep.to(device=x.device)`: a row (at
+        a Python position: a literal, a host number, a slice) or a move of a value named as
+        a mask (or of a name already so carried): booleans as much as the mask is, whatever
+        the name they are bound to says. Not a gather by a value of unknown kind
+        (`ids = order_mask[perm]`), which may be positions of another dtype."""
+        for _ in range(20):
+            if type(value) is cst.Call:
+                func = value.func
+                if type(func) is not cst.Attribute or func.attr.value not in _DTYPE_KEEPING_METHODS:
+                    return False
+                value = func.value
+            elif type(value) is cst.Subscript:
+                if not all(self._python_position(element.slice) for element in value.slice):
+                    return False
+                value = value.value
+            elif type(value) is cst.Name:
+                binding = self._frames[-1].get(value.value)
+                if binding is not None:
+                    return binding.carried
+                return MASK_NAME.match(value.value) is not None
+            elif type(value) is cst.Attribute:
+                return self.imports.resolve(value) is None and bool(
+                    MASK_NAME.match(value.attr.value)
+                )
+            else:
+                return False
+        return False
+
+    def _python_position(self, index: cst.BaseSlice) -> bool:
+        """An index that picks rows by position: a slice, an integer literal (`-1`), `None`,
+        or a host value (a loop's counter)."""
+        if type(index) is cst.Slice:
+            return True
+        if type(index) is not cst.Index or index.star is not None:
+            return False
+        value = index.value
+        if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
+            value = value.expression
+        if type(value) is cst.Integer or (type(value) is cst.Name and value.value == "None"):
+            return True
+        return type(value) is cst.Name and self.kinds.of(value) is Kind.HOST
 
     def _versions_of(self, dotted: str) -> tuple[tuple[str, int], ...]:
         parts = dotted.split(".")

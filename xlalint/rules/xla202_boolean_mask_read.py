@@ -78,9 +78,12 @@ class BooleanMaskRead(HelperCallRule):
     `y[params["keep"]]`; an attribute's entry every binding of which in the class is one:
     `self.params["selector"] = peaks > 0.0` in another method), or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
-    tensor. A comparison with a string is Python's `False` (or `True`), no mask: a
-    literal, or a tokenizer's special token (`labels == tokenizer.eos_token`, the string
-    `"</s>"`; its id is `eos_token_id`).
+    tensor, and a row of one at a Python position or a move of it, whatever name it is
+    bound to (`sample_keep = keep_mask[i]`, `keep = sample_keep.to(device=x.device)`; not
+    a gather by a value of unknown kind, `ids = order_mask[perm]`). A comparison with a
+    string is Python's `False` (or `True`), no mask: a literal, or a tokenizer's special
+    token (`labels == tokenizer.eos_token`, the string `"</s>"`; its id is
+    `eos_token_id`).
     A value of unknown kind indexed by a comparison or test METHOD called on itself
     (`sign[sign.gt(0)]`, `x[x.isnan()]`, or `keep = x.ne(pad)` with `x` not rebound since)
     is a tensor: numbers, lists and numpy arrays have no `.gt`/`.isnan` (numpy spells them
