@@ -907,11 +907,18 @@ def takes_tensors(qualified: str) -> bool:
 
 def _compared_names(value: cst.BaseExpression) -> frozenset[str]:
     """The plain names compared in a comparison, or in the comparisons `&`, `|`, `^` or `~`
-    combine (`(dist < best) & ok` -> dist, best)."""
+    combine (`(dist < best) & ok` -> dist, best), also through a row of one at a position
+    (`gt_classes[i] > -1` -> gt_classes: a row of a tensor is a tensor)."""
     if type(value) is cst.Comparison:
         if len(value.comparisons) != 1:
             return frozenset()
-        operands = (value.left, value.comparisons[0].comparator)
+        operands = [value.left, value.comparisons[0].comparator]
+        for index, operand in enumerate(operands):
+            if type(operand) is cst.Subscript and all(
+                type(e.slice) is cst.Index and type(e.slice.value) in (cst.Name, cst.Integer)
+                for e in operand.slice
+            ):
+                operands[index] = operand.value
         return frozenset(o.value for o in operands if type(o) is cst.Name)
     if type(value) is cst.BinaryOperation and isinstance(value.operator, _LOGICAL_BINARY):
         return _compared_names(value.left) | _compared_names(value.right)

@@ -138,7 +138,14 @@ class BooleanMaskRead(HelperCallRule):
     computed from a tensor. The mask may be a parameter too (or a name bound to one:
     `dist_masked_tokens = masked_tokens`) where every call of the module hands it a mask
     computed from tensors (`self.cal_dist_loss(d, t, tgt_tokens.ne(pad))`); one call
-    handing it positions (`topk` indices) leaves it unknown.
+    handing it positions (`topk` indices) leaves it unknown. A mask compared from a
+    parameter, or from a row of one, read from another parameter's row (`valid =
+    gt_classes[i] > -1`, then `gt_boxes[i][valid]`, per image of a batch) is computed on
+    the device where a call of the module hands the compared parameter a tensor, or,
+    where no call of the module runs the helper, where another module of the project
+    calls it every step with its data (effdet's bench handing its targets to
+    `batch_label_anchors`); reads of several rows with one mask in one statement are one
+    finding.
 
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
@@ -247,6 +254,7 @@ class BooleanMaskRead(HelperCallRule):
                 frozenset[str],
                 Site,
                 tuple[int, str] | None,
+                frozenset[str],
                 frozenset[str],
             ]
         ] = []
@@ -381,6 +389,15 @@ class BooleanMaskRead(HelperCallRule):
             return
         mask = self.ctx.masks.computed_mask(node) or self.ctx.masks.mask_of_itself(node)
         mask_params: frozenset[str] = frozenset()
+        compared: frozenset[str] = frozenset()
+        if mask is None:
+            # `valid = gt_classes[i] > -1`, then `gt_boxes[i][valid]`: a mask compared from
+            # parameters (or their rows), computed from tensors where a caller hands one a
+            # tensor; a device mask indexes only tensors (a list takes no tensor index).
+            found, names = self.ctx.masks.compared_mask(node)
+            compared = frozenset(name for name in names if self.calls.is_param(name))
+            if compared:
+                mask = found
         if mask is None:
             # `encoder_distance[dist_masked_tokens, :]` with `dist_masked_tokens =
             # masked_tokens`, a parameter: a mask where every call hands it one.
@@ -393,15 +410,23 @@ class BooleanMaskRead(HelperCallRule):
                         break
         if mask is not None:
             key = self._read_key(node, mask)
-            self._pending.append((node, function, params, self.ctx.site(), key, mask_params))
+            self._pending.append(
+                (node, function, params, self.ctx.site(), key, mask_params, compared)
+            )
 
     def leave_Module(self, node: cst.Module) -> None:
         code = self.ctx.module.code_for_node
-        for subscript, function, params, site, key, mask_params in self._pending:
+        for subscript, function, params, site, key, mask_params, compared in self._pending:
             if mask_params and not any(self.calls.handed_mask(function, p) for p in mask_params):
                 continue
-            if any(self.calls.holds_tensor(function, param) for param in params):
+            if (
+                self.compared_on_device(function, compared)
+                if compared
+                else any(self.calls.holds_tensor(function, param) for param in params)
+            ):
                 if key is not None:
+                    if key in self._read_masks:
+                        continue  # `return a[i][m], b[i][m]`: one finding per mask per statement
                     self._read_masks.add(key)
                 self.report(
                     subscript, self.message.format(what=_spelled(code(subscript))), site=site
