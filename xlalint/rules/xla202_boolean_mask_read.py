@@ -99,10 +99,12 @@ class BooleanMaskRead(HelperCallRule):
     (`torch.where(m, f(y, g), y)` drops the write and every such read), so one cause,
     reported once, at the write; also where the written value is of unknown kind
     (`cur_labels[m] = output_label[m]`: the device values make it a device tensor, XLA203's
-    finding). So is a read handed alone to the call whose result is written back under the
-    same mask (`output[m] = self.penalty(d[m])`), also cast or computed element for
-    element first (`x[m] = categorical(u[m].to(dtype=dt))`): a masked gather, compute and
-    scatter in one statement. A read under another mask, one handed to a call with other arguments
+    finding), and where both are a helper's values that its callers judge
+    (`final_advs[m] = adv_img[m]` with `m` compared from its parameters). So is a read
+    handed alone to the call whose result is written back under the same mask (`output[m]
+    = self.penalty(d[m])`), also cast or computed element for element first (`x[m] =
+    categorical(u[m].to(dtype=dt))`): a masked gather, compute and scatter in one
+    statement. A read under another mask, one handed to a call with other arguments
     (`self.penalty(d[m], scale)`), one a non-elementwise operation takes whole
     (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
     causes of their own. An attribute the class binds to booleans in another method
@@ -408,7 +410,7 @@ class BooleanMaskRead(HelperCallRule):
                     if found:
                         mask, mask_params = index.value, found
                         break
-        if mask is not None:
+        if mask is not None and not self._written_under_same_mask(node, mask):
             key = self._read_key(node, mask)
             self._pending.append(
                 (node, function, params, self.ctx.site(), key, mask_params, compared)
@@ -522,6 +524,28 @@ class BooleanMaskRead(HelperCallRule):
             if index is not None and code(index) == code(mask):
                 return True
         return False
+
+    def _written_under_same_mask(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
+        """`final_advs[mask] = adv_img[mask]` in a helper, with both of unknown kind: a
+        masked copy into a parameter, which XLA203 judges by the helper's callers and
+        reports at the write (one cause, as `_copied_under_same_mask` for known tensors)."""
+        assign = self._elementwise_statement(node) or self._handed_to_value_call(node)
+        if assign is None:
+            return False
+        code = self.ctx.module.code_for_node
+        targets = (
+            [t.target for t in assign.targets]
+            if isinstance(assign, cst.Assign)
+            else [assign.target]
+        )
+        return any(
+            isinstance(written, cst.Subscript)
+            and any(
+                isinstance(element.slice, cst.Index) and code(element.slice.value) == code(mask)
+                for element in written.slice
+            )
+            for written in targets
+        )
 
     def _handed_to_value_call(self, node: cst.Subscript) -> cst.Assign | None:
         """`out[m] = self.penalty(d[m])`: the read handed, alone, to the call whose result is
