@@ -308,3 +308,74 @@ def test_data_dependent_ops_have_hints_and_no_fix() -> None:
     assert "shape depends on the data" in diagnostics[0].message
     assert "shape depends on the data" not in diagnostics[1].message
     assert "kthvalue" in (diagnostics[1].hint or "")
+
+
+_LABELER = """\
+import torch
+
+
+class AnchorLabeler:
+    def __init__(self, anchors):
+        self.anchors = anchors
+
+    def batch_label_anchors(self, gt_boxes, gt_classes):
+        labels = []
+        for i in range(len(gt_boxes)):
+            valid_idx = gt_classes[i] > -1
+            labels.append((gt_boxes[i][valid_idx], gt_classes[i][valid_idx]))
+        return labels
+"""
+
+_BENCH = """\
+from torch import nn
+
+from .anchors import AnchorLabeler
+
+
+class DetBenchTrain(nn.Module):
+    def __init__(self, model, anchors):
+        super().__init__()
+        self.model = model
+        self.anchor_labeler = AnchorLabeler(anchors)
+
+    def forward(self, x, target):
+        out = self.model(x)
+        labels = self.anchor_labeler.batch_label_anchors(target["bbox"], target["cls"])
+        return out, labels
+"""
+
+
+@pytest.mark.parametrize(
+    ("bench", "expected"),
+    [
+        # Another module's `forward` hands the batch's targets every step.
+        (_BENCH, [("XLA202", 12)]),
+        # Built and labelled once, from paths and settings: no per-step data.
+        (
+            _BENCH.replace(
+                "        labels = self.anchor_labeler.batch_label_anchors("
+                'target["bbox"], target["cls"])\n',
+                "        labels = None\n",
+            ),
+            [],
+        ),
+    ],
+)
+def test_helper_rows_masked_for_a_per_step_caller_elsewhere(
+    tmp_path, bench: str, expected: list[tuple[str, int]]
+) -> None:
+    """`gt_boxes[i][gt_classes[i] > -1]` in a method no code of its file calls, which
+    another module's `forward` calls with its batch (effdet's `batch_label_anchors`)."""
+    from xlalint import api
+    from xlalint.analysis import project_modules
+    from xlalint.config import Settings
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "anchors.py").write_text(_LABELER)
+    (package / "bench.py").write_text(bench)
+    project_modules.forget_layout()
+    settings = Settings(root=tmp_path, select=("XLA202", "XLA203"))
+    report = api.check_paths([package / "anchors.py"], settings, jobs=1, cache=None)
+    assert sorted((d.code, d.start.row) for d in report.diagnostics) == expected

@@ -1276,7 +1276,7 @@ class FileContext:
                 self.kinds.keep_unmoved_rows_on_host(node, self._frames[-1].node)  # type: ignore[arg-type]
                 self.kinds.keep_host_until_moved(node, [node.target], self._frames[-1].node)  # type: ignore[arg-type]
             if self._masks is not None:
-                self._masks.unbind(node.target)
+                self._masks.bind_loop_target(node.target, node.iter)
         elif kind in COMPREHENSIONS:
             # Python runs a comprehension's `for` clauses before its element, but the walk
             # meets the element first: bind the targets now, so that `h` in `[float(h.score)

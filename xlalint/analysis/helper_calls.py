@@ -156,6 +156,10 @@ class HelperCalls:
         as one, or a call hands it one."""
         return param in self.used_as_tensors.get(key, ()) or bool(self.tensor_sites(key, param))
 
+    def called_here(self, key: FunctionKey) -> bool:
+        """Whether a call of this module may run `key` (as names tell: `callee`)."""
+        return any(call.helper == key for call in self.calls)
+
     def param(self, node: cst.BaseExpression) -> str | None:
         """The parameter `node` is, if it is one of the function being walked, not rebound."""
         if not self._scopes or not isinstance(node, cst.Name):
@@ -166,6 +170,13 @@ class HelperCalls:
         """The parameters `node` is (a parameter not rebound) or is computed from by
         arithmetic alone (`result = a / b`, then `result[result != result] = 0.0`): it is a
         tensor where a caller hands one of them a tensor."""
+        if (
+            type(node) is cst.Subscript
+            and len(node.slice) == 1
+            and type(node.slice[0].slice) is cst.Index
+            and type(node.slice[0].slice.value) in (cst.Name, cst.Integer)
+        ):
+            node = node.value  # `gt_boxes[i]`: a row of a tensor is a tensor
         if not self._scopes or not isinstance(node, cst.Name):
             return frozenset()
         scope = self._scopes[-1]

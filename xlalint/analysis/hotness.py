@@ -895,6 +895,24 @@ class HotCode:
             known = self._elsewhere_known[key] = klass in self._elsewhere(frozenset({klass}))
         return known
 
+    def called_from_elsewhere(self, function: FunctionKey) -> bool:
+        """Another module of the project calls `function` itself every step, handing it
+        values that may be tensors (`module_callers.hot_elsewhere`: effdet's
+        `DetBenchTrain.forward` calling `self.anchor_labeler.batch_label_anchors(
+        target["bbox"], target["cls"])`): its parameters are that module's per-step data.
+        Not a function only this file's hot functions reach."""
+        if self._elsewhere is None or function.name in RUN_ONCE_FUNCTIONS:
+            return False
+        qualified = (
+            f"{function.class_name}.{function.name}" if function.class_name else function.name
+        )
+        key = f"{qualified}!"
+        known = self._elsewhere_known.get(key)
+        if known is None:
+            found = qualified in self._elsewhere(frozenset({qualified}))
+            known = self._elsewhere_known[key] = found
+        return known
+
     def _trains(self, site: Site) -> bool:
         """The site's function trains in its own body (backward, an optimizer step): it is
         one training step, whoever calls it (unless it runs once, as `main` does). So is a

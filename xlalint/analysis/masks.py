@@ -180,6 +180,9 @@ class _Binding:
     # Bound to a numpy array built from data (`np.array(flags)`): a host array, of booleans
     # where it and its complement both index (`_split_by_complement`).
     array: bool = False
+    # `NAME` evidence carried from a mask's name to a row or a move of it (`sample_keep =
+    # keep_mask[i]`, `keep = sample_keep.to(device)`): kept whatever the new name says.
+    carried: bool = False
 
 
 class BooleanMasks:
@@ -283,6 +286,17 @@ class BooleanMasks:
         """`target` is rebound to something unknown (a loop variable, `with ... as`)."""
         self._bind(target, None)
 
+    def bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for target in iterable:`. The rows of a mask are masks: `for keep in masks`,
+        `for pred, keep in zip(preds, conf > t)` (each name paired with its iterable),
+        `for i, keep in enumerate(mask)`, `for keep in mask.unbind(0)` each bind a row of
+        booleans (computed from tensors where the mask was), as `keep = mask[i]` would."""
+        self._bind(target, None)
+        for name, rows in _loop_rows(target, iterable):
+            evidence = self.evidence(rows)
+            if evidence > Evidence.NAME:  # a spelling speaks for the name that has it only
+                self._bind(name, _Binding(evidence))
+
     def _binding(self, value: cst.BaseExpression) -> _Binding:
         evidence = self.evidence(value)
         if (
@@ -295,6 +309,8 @@ class BooleanMasks:
             # `penalty_mask = rlhf.get_reward_penalty_mask(...)`: what a helper returns is
             # unknown, so the name it is given is the evidence (kept only for mask names).
             return _Binding(Evidence.NAME)
+        if evidence is Evidence.NAME and self._row_of_named_mask(value):
+            return _Binding(evidence, carried=True)
         if evidence is Evidence.LIKELY and type(value) in (cst.Comparison, cst.BinaryOperation):
             versions = self._versions[-1]
             compared = tuple((n, versions.get(n, 0)) for n in _compared_names(value))
@@ -336,6 +352,7 @@ class BooleanMasks:
             if (
                 binding is not None
                 and binding.evidence is Evidence.NAME
+                and not binding.carried
                 and not MASK_NAME.match(target.value)
             ):
                 binding = _Binding(Evidence.NONE)
@@ -343,6 +360,49 @@ class BooleanMasks:
                 self._frames[-1].pop(target.value, None)
             else:
                 self._frames[-1][target.value] = binding
+
+    def _row_of_named_mask(self, value: cst.BaseExpression) -> bool:
+        """`keep_mask[i]`, `keep_mask[:, 0]`, `sample_keep.to(device=x.device)`: a row (at
+        a Python position: a literal, a host number, a slice) or a move of a value named as
+        a mask (or of a name already so carried): booleans as much as the mask is, whatever
+        the name they are bound to says. Not a gather by a value of unknown kind
+        (`ids = order_mask[perm]`), which may be positions of another dtype."""
+        for _ in range(20):
+            if type(value) is cst.Call:
+                func = value.func
+                if type(func) is not cst.Attribute or func.attr.value not in _DTYPE_KEEPING_METHODS:
+                    return False
+                value = func.value
+            elif type(value) is cst.Subscript:
+                if not all(self._python_position(element.slice) for element in value.slice):
+                    return False
+                value = value.value
+            elif type(value) is cst.Name:
+                binding = self._frames[-1].get(value.value)
+                if binding is not None:
+                    return binding.carried
+                return MASK_NAME.match(value.value) is not None
+            elif type(value) is cst.Attribute:
+                return self.imports.resolve(value) is None and bool(
+                    MASK_NAME.match(value.attr.value)
+                )
+            else:
+                return False
+        return False
+
+    def _python_position(self, index: cst.BaseSlice) -> bool:
+        """An index that picks rows by position: a slice, an integer literal (`-1`), `None`,
+        or a host value (a loop's counter)."""
+        if type(index) is cst.Slice:
+            return True
+        if type(index) is not cst.Index or index.star is not None:
+            return False
+        value = index.value
+        if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
+            value = value.expression
+        if type(value) is cst.Integer or (type(value) is cst.Name and value.value == "None"):
+            return True
+        return type(value) is cst.Name and self.kinds.of(value) is Kind.HOST
 
     def _versions_of(self, dotted: str) -> tuple[tuple[str, int], ...]:
         parts = dotted.split(".")
@@ -847,11 +907,18 @@ def takes_tensors(qualified: str) -> bool:
 
 def _compared_names(value: cst.BaseExpression) -> frozenset[str]:
     """The plain names compared in a comparison, or in the comparisons `&`, `|`, `^` or `~`
-    combine (`(dist < best) & ok` -> dist, best)."""
+    combine (`(dist < best) & ok` -> dist, best), also through a row of one at a position
+    (`gt_classes[i] > -1` -> gt_classes: a row of a tensor is a tensor)."""
     if type(value) is cst.Comparison:
         if len(value.comparisons) != 1:
             return frozenset()
-        operands = (value.left, value.comparisons[0].comparator)
+        operands = [value.left, value.comparisons[0].comparator]
+        for index, operand in enumerate(operands):
+            if type(operand) is cst.Subscript and all(
+                type(e.slice) is cst.Index and type(e.slice.value) in (cst.Name, cst.Integer)
+                for e in operand.slice
+            ):
+                operands[index] = operand.value
         return frozenset(o.value for o in operands if type(o) is cst.Name)
     if type(value) is cst.BinaryOperation and isinstance(value.operator, _LOGICAL_BINARY):
         return _compared_names(value.left) | _compared_names(value.right)
@@ -1171,3 +1238,31 @@ def _required(annotation: cst.BaseExpression) -> cst.BaseExpression:
             if type(other) is cst.Name and other.value == "None":
                 return side
     return annotation
+
+
+def _loop_rows(
+    target: cst.BaseExpression, iterable: cst.BaseExpression
+) -> list[tuple[cst.Name, cst.BaseExpression]]:
+    """The names a `for` target binds to rows of one iterable each, with that iterable:
+    `for m in masks` (and `masks.unbind(0)`, `masks.split(1)`: parts of its dtype), `for a,
+    m in zip(xs, masks)` (one name per iterable), `for i, m in enumerate(masks)`."""
+    if type(iterable) is cst.Call and not any(a.star or a.keyword for a in iterable.args):
+        func = iterable.func
+        args = [a.value for a in iterable.args]
+        if type(func) is cst.Name and func.value in ("zip", "enumerate"):
+            if type(target) not in (cst.Tuple, cst.List):
+                return []
+            names = [e.value for e in target.elements]  # type: ignore[attr-defined]
+            if func.value == "enumerate":
+                if len(args) != 1 or len(names) != 2:
+                    return []
+                names, args = names[1:], args
+            elif len(names) != len(args):
+                return []
+            found: list[tuple[cst.Name, cst.BaseExpression]] = []
+            for name, rows in zip(names, args, strict=True):
+                found.extend(_loop_rows(name, rows))
+            return found
+        if type(func) is cst.Attribute and func.attr.value in _SPLITTING_METHODS:
+            iterable = func.value
+    return [(target, iterable)] if type(target) is cst.Name else []

@@ -21,6 +21,7 @@ from xlalint.rule import Rule
 from xlalint.walk import COMPREHENSIONS, descendants
 
 if TYPE_CHECKING:
+    from xlalint.analysis.hotness import FunctionKey
     from xlalint.context import FileContext
 
 
@@ -184,6 +185,21 @@ class HelperCallRule(Rule):
             id(arg.value) for arg in node.args if not arg.star and self.on_device(arg.value)
         )
         self.calls.note_call(node, self.ctx.function, tensors, self.ctx.site())
+
+    def compared_on_device(self, function: FunctionKey, compared: frozenset[str]) -> bool:
+        """Whether a mask the helper `function` compares from its parameters `compared`
+        (`valid = gt_classes[i] > -1`) is computed from a device tensor: a call of this
+        module hands one of them a tensor (or the helper uses it as one), or, where no
+        call of this module runs the helper, another module calls it every step with its
+        data (`HotCode.called_from_elsewhere`: effdet's bench hands its batch's targets to
+        `batch_label_anchors`)."""
+        if any(self.calls.holds_tensor(function, name) for name in compared):
+            return True
+        return (
+            bool(compared)
+            and not self.calls.called_here(function)
+            and self.ctx.hot.called_from_elsewhere(function)
+        )
 
     def on_device(self, value: cst.BaseExpression) -> bool:
         """Whether an argument is taken for a device tensor handed to the helper."""

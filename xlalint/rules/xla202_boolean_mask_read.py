@@ -69,16 +69,21 @@ class BooleanMaskRead(HelperCallRule):
     `torch.zeros(n, dtype=bool).to(device)`), a
     mask reshaped or padded (`F.pad(m, (1, -1), value=False)` shifts it and keeps its
     dtype), the rows of a mask unpacked into names (`left, up = ((xy % 1 < t) & (xy >
-    1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`), masks joined (`torch.stack((
+    1)).T`, `ok_x, ok_y = torch.isfinite(p).unbind(-1)`) or walked by a loop (`for pred,
+    keep in zip(preds, conf > t)`, `for i, keep in enumerate(mask)`, `for keep in mask`),
+    masks joined (`torch.stack((
     torch.ones_like(left), left, up))`, `torch.cat`; a join with an index tensor is none),
     a name bound to one of those in the same function, a dict's entry under a literal key
     bound to one (`params = {"keep": x > 0}` or `params["keep"] = x > 0`, then
     `y[params["keep"]]`; an attribute's entry every binding of which in the class is one:
     `self.params["selector"] = peaks > 0.0` in another method), or a name such as `mask`/
     `padding_mask` (or a batch of episode-end flags: `dones`, `terminated`) indexing a
-    tensor. A comparison with a string is Python's `False` (or `True`), no mask: a
-    literal, or a tokenizer's special token (`labels == tokenizer.eos_token`, the string
-    `"</s>"`; its id is `eos_token_id`).
+    tensor, and a row of one at a Python position or a move of it, whatever name it is
+    bound to (`sample_keep = keep_mask[i]`, `keep = sample_keep.to(device=x.device)`; not
+    a gather by a value of unknown kind, `ids = order_mask[perm]`). A comparison with a
+    string is Python's `False` (or `True`), no mask: a literal, or a tokenizer's special
+    token (`labels == tokenizer.eos_token`, the string `"</s>"`; its id is
+    `eos_token_id`).
     A value of unknown kind indexed by a comparison or test METHOD called on itself
     (`sign[sign.gt(0)]`, `x[x.isnan()]`, or `keep = x.ne(pad)` with `x` not rebound since)
     is a tensor: numbers, lists and numpy arrays have no `.gt`/`.isnan` (numpy spells them
@@ -94,10 +99,12 @@ class BooleanMaskRead(HelperCallRule):
     (`torch.where(m, f(y, g), y)` drops the write and every such read), so one cause,
     reported once, at the write; also where the written value is of unknown kind
     (`cur_labels[m] = output_label[m]`: the device values make it a device tensor, XLA203's
-    finding). So is a read handed alone to the call whose result is written back under the
-    same mask (`output[m] = self.penalty(d[m])`), also cast or computed element for
-    element first (`x[m] = categorical(u[m].to(dtype=dt))`): a masked gather, compute and
-    scatter in one statement. A read under another mask, one handed to a call with other arguments
+    finding), and where both are a helper's values that its callers judge
+    (`final_advs[m] = adv_img[m]` with `m` compared from its parameters). So is a read
+    handed alone to the call whose result is written back under the same mask (`output[m]
+    = self.penalty(d[m])`), also cast or computed element for element first (`x[m] =
+    categorical(u[m].to(dtype=dt))`): a masked gather, compute and scatter in one
+    statement. A read under another mask, one handed to a call with other arguments
     (`self.penalty(d[m], scale)`), one a non-elementwise operation takes whole
     (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
     causes of their own. An attribute the class binds to booleans in another method
@@ -133,7 +140,14 @@ class BooleanMaskRead(HelperCallRule):
     computed from a tensor. The mask may be a parameter too (or a name bound to one:
     `dist_masked_tokens = masked_tokens`) where every call of the module hands it a mask
     computed from tensors (`self.cal_dist_loss(d, t, tgt_tokens.ne(pad))`); one call
-    handing it positions (`topk` indices) leaves it unknown.
+    handing it positions (`topk` indices) leaves it unknown. A mask compared from a
+    parameter, or from a row of one, read from another parameter's row (`valid =
+    gt_classes[i] > -1`, then `gt_boxes[i][valid]`, per image of a batch) is computed on
+    the device where a call of the module hands the compared parameter a tensor, or,
+    where no call of the module runs the helper, where another module of the project
+    calls it every step with its data (effdet's bench handing its targets to
+    `batch_label_anchors`); reads of several rows with one mask in one statement are one
+    finding.
 
     A value of unknown kind read through a mask and handed, as the first argument, to a
     torch operation that takes only tensors (`th.mean(entropy[mask])`, `th.mean(-log_prob[
@@ -242,6 +256,7 @@ class BooleanMaskRead(HelperCallRule):
                 frozenset[str],
                 Site,
                 tuple[int, str] | None,
+                frozenset[str],
                 frozenset[str],
             ]
         ] = []
@@ -376,6 +391,15 @@ class BooleanMaskRead(HelperCallRule):
             return
         mask = self.ctx.masks.computed_mask(node) or self.ctx.masks.mask_of_itself(node)
         mask_params: frozenset[str] = frozenset()
+        compared: frozenset[str] = frozenset()
+        if mask is None:
+            # `valid = gt_classes[i] > -1`, then `gt_boxes[i][valid]`: a mask compared from
+            # parameters (or their rows), computed from tensors where a caller hands one a
+            # tensor; a device mask indexes only tensors (a list takes no tensor index).
+            found, names = self.ctx.masks.compared_mask(node)
+            compared = frozenset(name for name in names if self.calls.is_param(name))
+            if compared:
+                mask = found
         if mask is None:
             # `encoder_distance[dist_masked_tokens, :]` with `dist_masked_tokens =
             # masked_tokens`, a parameter: a mask where every call hands it one.
@@ -386,17 +410,25 @@ class BooleanMaskRead(HelperCallRule):
                     if found:
                         mask, mask_params = index.value, found
                         break
-        if mask is not None:
+        if mask is not None and not self._written_under_same_mask(node, mask):
             key = self._read_key(node, mask)
-            self._pending.append((node, function, params, self.ctx.site(), key, mask_params))
+            self._pending.append(
+                (node, function, params, self.ctx.site(), key, mask_params, compared)
+            )
 
     def leave_Module(self, node: cst.Module) -> None:
         code = self.ctx.module.code_for_node
-        for subscript, function, params, site, key, mask_params in self._pending:
+        for subscript, function, params, site, key, mask_params, compared in self._pending:
             if mask_params and not any(self.calls.handed_mask(function, p) for p in mask_params):
                 continue
-            if any(self.calls.holds_tensor(function, param) for param in params):
+            if (
+                self.compared_on_device(function, compared)
+                if compared
+                else any(self.calls.holds_tensor(function, param) for param in params)
+            ):
                 if key is not None:
+                    if key in self._read_masks:
+                        continue  # `return a[i][m], b[i][m]`: one finding per mask per statement
                     self._read_masks.add(key)
                 self.report(
                     subscript, self.message.format(what=_spelled(code(subscript))), site=site
@@ -492,6 +524,28 @@ class BooleanMaskRead(HelperCallRule):
             if index is not None and code(index) == code(mask):
                 return True
         return False
+
+    def _written_under_same_mask(self, node: cst.Subscript, mask: cst.BaseExpression) -> bool:
+        """`final_advs[mask] = adv_img[mask]` in a helper, with both of unknown kind: a
+        masked copy into a parameter, which XLA203 judges by the helper's callers and
+        reports at the write (one cause, as `_copied_under_same_mask` for known tensors)."""
+        assign = self._elementwise_statement(node) or self._handed_to_value_call(node)
+        if assign is None:
+            return False
+        code = self.ctx.module.code_for_node
+        targets = (
+            [t.target for t in assign.targets]
+            if isinstance(assign, cst.Assign)
+            else [assign.target]
+        )
+        return any(
+            isinstance(written, cst.Subscript)
+            and any(
+                isinstance(element.slice, cst.Index) and code(element.slice.value) == code(mask)
+                for element in written.slice
+            )
+            for written in targets
+        )
 
     def _handed_to_value_call(self, node: cst.Subscript) -> cst.Assign | None:
         """`out[m] = self.penalty(d[m])`: the read handed, alone, to the call whose result is

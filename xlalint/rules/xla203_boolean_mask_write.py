@@ -71,8 +71,10 @@ class BooleanMaskWrite(HelperCallRule):
     (`cur_labels[mask] = output_label[mask]`, `a[m] = f(b[m]) * 2`, `a[m] += b[m]`) is a
     device tensor: `index_put_` takes values on the written tensor's device, and lists and
     numpy arrays take no device tensor. In a helper, a mask that compares its parameters,
-    alone or combined (`mask = (dist < best) & self.ok(out)`), is computed on the device
-    where a call of the same module hands one of the compared parameters a device tensor,
+    alone or combined (`mask = (dist < best) & self.ok(out)`), or a row of one (`valid =
+    cls[i] > -1`), is computed on the device where a call of the same module hands one of
+    the compared parameters a device tensor (or, where no call of the module runs the
+    helper, another module of the project calls it every step with its data),
     and a write through it into any of the helper's parameters (`final_advs[mask] =
     adv_img[mask]`) writes a device tensor (no other value takes a device mask); one the
     callers give numpy arrays is not flagged.
@@ -323,8 +325,11 @@ class BooleanMaskWrite(HelperCallRule):
         for target, operator, function, params, compared, site in self._pending:
             # A mask compared from a device tensor indexes only device tensors (a list or
             # numpy array takes no device mask), whatever the callers hand the written one.
-            written = compared or params
-            if any(holds(function, name) for name in written):
+            if (
+                self.compared_on_device(function, compared)
+                if compared
+                else any(holds(function, name) for name in params)
+            ):
                 self.report(target, self._message(target, operator), site=site)
 
     def _message(self, target: cst.Subscript, operator: str) -> str:
