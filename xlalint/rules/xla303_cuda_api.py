@@ -264,7 +264,13 @@ class CudaApi(Rule):
     such a module-level flag (`USE_AMP = torch.cuda.is_available() and ...`), or a
     parameter that every call in the file passes such a value (`_forward(model, batch,
     use_amp=amp and torch.cuda.is_available())`), or, for a function other modules may
-    call, whose default is tied to CUDA (`half=torch.cuda.is_available()`). One
+    call, whose default is tied to CUDA (`half=torch.cuda.is_available()`). Also left
+    alone: code under `if event is not None:` (or `if event:`, or after `if event is None:
+    return`) where the value is None on any XLA host: a call of a function of the module
+    every `return` of which that an XLA host can reach returns None (`if
+    torch.device(device).type != "cuda" or not torch.cuda.is_available(): return None`,
+    then `return torch.cuda.Event()`), directly, through a local name bound only to such
+    values or an attribute of the class every assignment of which is one. One
     assignment of an unknown value anywhere (a configuration entry, a parameter, `True`,
     the holding object replaced after the forcing, a `global` rebinding) and the flag may
     be on: the call is reported. Also left alone: code in a
