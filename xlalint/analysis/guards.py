@@ -344,7 +344,9 @@ def _device_text(node: cst.BaseExpression) -> bool:
 
 def asks_placement(test: cst.BaseExpression) -> bool:
     """Whether a condition asks if a value lives on CUDA: `p.is_cuda`, `x.device.type ==
-    "cuda"`, or the device's text holding "cuda" (`'cuda' not in str(orig_device)`,
+    "cuda"`, a value's device against a CUDA device (`attr.device != torch.device("cuda")`:
+    a tensor's `.device`, never CUDA on an XLA host), or the device's text holding "cuda"
+    (`'cuda' not in str(orig_device)`,
     `"cuda" in str(x.device)`: an XLA device's text is `xla:0`, so such a test fails
     there, and its `not in` branch is what an XLA host runs); not a flag, a probe or a
     comparison with None."""
@@ -361,9 +363,26 @@ def asks_placement(test: cst.BaseExpression) -> bool:
             and test.left.evaluated_value == "cuda"
             and _device_text(comparison.comparator)
         )
-    return any(
-        type(side) is cst.SimpleString and side.evaluated_value == "cuda" for side in sides
-    ) and any(_device_text(side) for side in sides)
+    if any(type(side) is cst.SimpleString and side.evaluated_value == "cuda" for side in sides):
+        return any(_device_text(side) for side in sides)
+    # `attr.device != torch.device("cuda")`: where a value lives, against a CUDA device.
+    return any(_cuda_device(side) for side in sides) and any(
+        type(side) is cst.Attribute and side.attr.value == "device" for side in sides
+    )
+
+
+def _cuda_device(node: cst.BaseExpression) -> bool:
+    """`torch.device("cuda")`, `torch.device("cuda:0")`, `torch.device("cuda", 0)`: a CUDA
+    device built from its literal type."""
+    if type(node) is not cst.Call or not node.args:
+        return False
+    if (get_full_name_for_node(node.func) or "").rsplit(".", 1)[-1] != "device":
+        return False
+    first = node.args[0].value
+    if type(first) is not cst.SimpleString:
+        return False
+    value = first.evaluated_value
+    return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
 
 
 def asks_about_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:

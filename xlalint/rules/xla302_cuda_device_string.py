@@ -44,7 +44,9 @@ class CudaDeviceString(Rule):
     Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
     strings, comments and docstrings, strings under a CUDA guard (a count of GPUs that
     needs one, `if ngpu > 0:`, or a flag this file keeps False on an XLA host, as XLA303
-    describes, included, and a test that the process group is NCCL: `torch.device("cuda")
+    describes, included, but not the branch of a test that says a value is not on CUDA,
+    `if attr.device != torch.device("cuda"): attr = attr.to(torch.device("cuda"))`, which
+    an XLA tensor always takes; and a test that the process group is NCCL: `torch.device("cuda")
     if self.backend == dist.Backend.NCCL else self._default_device`, which only a CUDA
     host takes, and which is no device ladder either (not a backend setting compared with
     its own default, `if distributed_backend == "nccl":` in `def __init__(...,
