@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -446,6 +446,60 @@ class CudaApi(Rule):
         else:
             self.report(node, self.message.format(name=qualified), hint=_runtime_hint(function))
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`autocast = torch.cuda.amp.autocast if args.precision == "amp" else suppress`,
+        then `with autocast():` (open_clip's training loop): a name bound to the CUDA
+        autocast or scaler itself, not to a call of it, is that API wherever the name is
+        called. Reported at the reference, where some call of the name in its scope (the
+        function, or the module for a module-level name) would build the CUDA object
+        enabled (`_disabled` judged with the call's own arguments)."""
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name:
+            return
+        name = node.targets[0].target.value
+        references = list(_references(node.value, (node,)))
+        if not references:
+            return
+        calls: list[cst.Call] | None = None
+        for reference, path in references:
+            if self.ctx.qualified(reference) is None:
+                continue
+            if calls is None:
+                scope = self._function() or self.ctx.module
+                calls = [
+                    c
+                    for c in descendants(scope)
+                    if type(c) is cst.Call and type(c.func) is cst.Name and c.func.value == name
+                ]
+            kind = None
+            for call in calls:
+                spelled = call.with_changes(func=reference)
+                found = cuda_api_kind(spelled, self.ctx.imports)
+                if found not in ("autocast", "scaler"):
+                    continue
+                qualified = self.ctx.qualified(reference) or ""
+                if not self._disabled(spelled, qualified):
+                    kind = found
+                    break
+            if kind is None:
+                continue
+            if self._cuda_only() or runs_without_xla(
+                (*path, *self.ctx.ancestors()), self.ctx.imports
+            ):
+                continue
+            qualified = self.ctx.qualified(reference) or ""
+            if kind == "autocast":
+                message = (
+                    f"`{name}` is `{qualified}`: each `{name}()` is CUDA autocast, which "
+                    "leaves XLA math in float32"
+                )
+                self.report(reference, message, hint=_AUTOCAST_HINT)
+            else:
+                message = (
+                    f"`{name}` is `{qualified}`: the CUDA scaler it builds stays enabled with "
+                    "torch_xla and reads the found-inf flag to the host every step"
+                )
+                self.report(reference, message, hint=_SCALER_HINT)
+
     def _indexed(self, call: cst.Call) -> bool:
         """Whether an entry of the call's value is looked up: `torch.cuda.memory_stats()
         ["num_alloc_retries"]`, or through a local name bound to it alone (`stats =
@@ -711,6 +765,20 @@ def _bindings(
                 found.append((None, here))
         stack.extend((child, here) for child in code_children(node))
     return found
+
+
+def _references(
+    value: cst.BaseExpression, path: tuple[cst.CSTNode, ...]
+) -> Iterator[tuple[cst.BaseExpression, tuple[cst.CSTNode, ...]]]:
+    """The names and attributes an assigned value hands on uncalled (`torch.cuda.amp.
+    autocast`), itself or as a branch of a conditional expression, each with its path up
+    to the assignment (innermost first)."""
+    if type(value) in (cst.Name, cst.Attribute):
+        yield value, (value, *path)
+    elif type(value) is cst.IfExp:
+        inner = (value, *path)
+        yield from _references(value.body, inner)  # type: ignore[attr-defined]
+        yield from _references(value.orelse, inner)  # type: ignore[attr-defined]
 
 
 def _is_flag(test: cst.BaseExpression) -> bool:
