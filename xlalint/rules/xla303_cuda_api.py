@@ -210,7 +210,10 @@ class CudaApi(Rule):
     `reset_peak_memory_stats`, `memory_summary`, `Stream`, `current_stream`, `Event`, ...),
     CUDA autocast (`torch.cuda.amp.autocast()`, `torch.autocast("cuda", ...)`), the CUDA
     `GradScaler` (`torch.cuda.amp.GradScaler`, `torch.amp.GradScaler("cuda")`,
-    `torch.GradScaler()`), conversions to legacy CUDA tensor types
+    `torch.GradScaler()`), also through a name bound to the API itself and called later
+    (`autocast = torch.cuda.amp.autocast if args.precision == "amp" else suppress`, then
+    `with autocast():`, reported at the reference where a call of the name builds it
+    enabled), conversions to legacy CUDA tensor types
     (`x.type(torch.cuda.FloatTensor)`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`),
     memory statistics (`memory_allocated()`, ...) or `is_bf16_supported()` where their
     value decides something (a comparison or condition), an entry looked up in a query's
