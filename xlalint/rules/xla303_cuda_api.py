@@ -11,12 +11,13 @@ from xlalint.analysis.devices import (
     converts_to_cuda_tensor_type,
     cuda_api_kind,
     in_own_method,
+    is_cuda_string,
     keyword_argument,
     positional_argument,
     runs_without_xla,
 )
 from xlalint.analysis.flag_facts import class_setting_left_off
-from xlalint.analysis.guards import implied, local_values, mentions_cuda
+from xlalint.analysis.guards import asks_about_cuda, implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.reachability import exported_functions, exported_names
 from xlalint.rule import Rule
@@ -298,8 +299,12 @@ class CudaApi(Rule):
     branches) is one finding, on the first spelling. A scaler built for the type of the
     device the program holds (`self._device_type = torch.device(self.device).type`, then
     `torch.amp.GradScaler(device=self._device_type)`) is the XLA scaler on an XLA host and
-    is left alone, and so is its fallback spelling for old torch in the other branch; a
-    device from elsewhere (`GradScaler(device=device)`) is still judged as CUDA's.
+    is left alone, and so is its fallback spelling for old torch in the other branch, and
+    one built for the host's own type chosen by CUDA's availability (`self.device_type =
+    "cuda" if torch.cuda.is_available() else "cpu"`, in that method or another of the
+    class): an XLA host takes the other branch, not the CUDA scaler; a
+    device from elsewhere (`GradScaler(device=device)`), or a type that is CUDA's on a
+    path an XLA host may take (`"cuda" if args.gpu else "cpu"`), is still judged as CUDA's.
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -675,12 +680,38 @@ class CudaApi(Rule):
         if type(value) is cst.Name and function is not None:
             values = local_values(function, value.value)
         elif type(value) is cst.Attribute and function is not None:
-            values = _attribute_values(function, self.ctx.module.code_for_node(value))
+            target = self.ctx.module.code_for_node(value)
+            values = _attribute_values(function, target)
+            owner = self._owner()
+            if not values and owner is not None and target.startswith("self."):
+                values = _attribute_values(owner, target)  # set in another method
         else:
             values = []
         if not values:
             values = [value]
-        return all(_is_device_type(v) for v in values)
+        return all(self._host_device_type(v, function) for v in values)
+
+    def _host_device_type(self, value: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+        """A device type that is not CUDA's on an XLA host: the type of a device the
+        program holds (`torch.device(self.device).type`), a literal other than CUDA's, or
+        the branch an XLA host takes of a choice by CUDA's availability (`"cuda" if
+        torch.cuda.is_available() else "cpu"`: `"cpu"` there, the host's own device type,
+        not the CUDA scaler)."""
+        if _is_device_type(value):
+            return True
+        if type(value) is cst.SimpleString:
+            return isinstance(value.evaluated_value, str) and not is_cuda_string(value)
+        if type(value) is not cst.IfExp:
+            return False
+        imports = self.ctx.imports
+        values = (lambda name: local_values(function, name)) if function is not None else None
+        asks = lambda t: asks_about_cuda(t, imports)  # noqa: E731
+        branches = []
+        if implied(value.test, True, asks, values) is not True:
+            branches.append(value.body)  # an XLA host may take the body
+        if implied(value.test, False, asks, values) is not True:
+            branches.append(value.orelse)
+        return bool(branches) and all(self._host_device_type(b, function) for b in branches)
 
     def _disabled(self, node: cst.Call, qualified: str) -> bool:
         """`_disabled` for a call here: its function, class and the module's flags."""
@@ -800,9 +831,11 @@ def _is_device_type(value: cst.BaseExpression) -> bool:
     return type(value) is cst.Attribute and value.attr.value == "type"
 
 
-def _attribute_values(function: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
-    """The values plain assignments in `function` give the attribute spelled `target`
-    (`self._device_type = ...`)."""
+def _attribute_values(
+    function: cst.FunctionDef | cst.ClassDef, target: str
+) -> list[cst.BaseExpression]:
+    """The values plain assignments in `function` (or every method of a class) give the
+    attribute spelled `target` (`self._device_type = ...`)."""
     values: list[cst.BaseExpression] = []
     module = cst.Module(body=[])
     for node in descendants(function.body):
