@@ -20,6 +20,7 @@ from xlalint.analysis.devices import (
     xla_string_source,
 )
 from xlalint.analysis.guards import path_conditions
+from xlalint.analysis.handed_functions import default_never_used
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import descendants
@@ -64,7 +65,11 @@ class CudaDeviceString(Rule):
     torch.device("cpu")`: one ladder, one finding), and the default of a
     parameter that its function only asks about and places nothing with
     (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
-    `pin_memory`, or hands it to an autocast: XLA303's).
+    `pin_memory`, or hands it to an autocast: XLA303's), and the default of a parameter of
+    a private function or method that every call of its name in the module replaces
+    (`def _compute_dist(self, batch, device="cuda")`, always called with the solver's
+    device; not where a call leaves it out, spreads `**kwargs`, or the name is handed on
+    uncalled).
     Also left alone: a string in the body of a `try:` that asks whether CUDA works and
     answers with a literal (`device = torch.device("cuda:" + str(n))`, a tiny tensor moved
     there, `return True`, with handlers that pass or return and never raise: cellpose's
@@ -245,7 +250,19 @@ class CudaDeviceString(Rule):
                 function, node.name.value, self.ctx.imports
             ):
                 return  # `def build_loader(..., device="cuda")` only asks about the device
+            if isinstance(function, cst.FunctionDef) and default_never_used(
+                self.ctx.module, function, node.name.value, self._is_method(function)
+            ):
+                return  # `def _compute_dist(self, batch, device="cuda")`: every caller hands one
             self._strings(node.default, argument=False)
+
+    def _is_method(self, function: cst.FunctionDef) -> bool:
+        """Whether `function` (an ancestor of the node being visited) is a method: defined
+        directly in a class body."""
+        ancestors = list(self.ctx.ancestors())
+        at = next((i for i, a in enumerate(ancestors) if a is function), None)
+        owner = ancestors[at + 2] if at is not None and at + 2 < len(ancestors) else None
+        return type(owner) is cst.ClassDef
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = node.key
