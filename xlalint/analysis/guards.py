@@ -385,6 +385,30 @@ def _cuda_device(node: cst.BaseExpression) -> bool:
     return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
 
 
+# Accelerators a value may be found on, other than XLA (and the CPU, where an XLA host
+# keeps its host tensors).
+_HELD_ACCELERATORS = frozenset({"cuda", "mps", "npu", "xpu", "hpu"})
+
+
+def asks_held_accelerator(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks if a value the program holds lives on an accelerator other
+    than XLA: a placement test for CUDA (`asks_placement`), or a device's type compared
+    with another accelerator's (`expected_device.type == "npu"`, `torch.device(d).type
+    == "xpu"`). An XLA host's values are never there."""
+    if asks_placement(test):
+        return True
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal | cst.NotEqual):
+        return False
+    sides = (test.left, comparison.comparator)
+    return any(
+        type(side) is cst.SimpleString and side.evaluated_value in _HELD_ACCELERATORS
+        for side in sides
+    ) and any(_device_text(side) for side in sides)
+
+
 def asks_about_cuda(test: cst.BaseExpression, imports: ImportTable) -> bool:
     """`mentions_cuda`, or a comparison of a count of GPUs (`if ngpu == 1:`)."""
     if mentions_cuda(test, imports):

@@ -207,7 +207,16 @@ class DeviceLadderWithoutXla(Rule):
     values of what they examine (also narrowed by an `and`: `if self.device.type == "mps"
     and do_3D:`) and whose `else` sets the same name to that value itself (`if device ==
     "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad = device`): an XLA
-    device is kept as given.
+    device is kept as given. So are `if` chains without `else` (or with one that only
+    raises again) whose every branch is taken only for a value already found on another
+    accelerator, its device's type compared with that accelerator's (`if
+    expected_device.type == "cuda" and torch.cuda.is_available(): current =
+    torch.device("cuda", torch.cuda.current_device())`, `if torch.device(inp_device).type
+    == "cuda" and "out of memory" in str(exc): canonical_device = torch.device("cpu")`):
+    they test where a value is, and an XLA host, whose values are on XLA, runs no branch;
+    not where the name they set is given a known device elsewhere in the function
+    (`device = "cpu"`, then `if model.device.type == "cuda": device = "cuda"`), nor where a
+    branch returns.
     So is the device the caller handed in, where a branch selects none and the name the
     chain sets holds a parameter before it (`self.device = device`, then `if self.is_ddp:
     self.device = torch.device("cuda", rank)` / `else: print(...)`): the chain is no
@@ -658,6 +667,9 @@ class DeviceLadderWithoutXla(Rule):
         first_ladder = next(c for c in group if c.is_ladder)
         if first_ladder.node is not node:
             return
+        ancestors = list(self.ctx.ancestors())
+        if all(choices.follows_placement(c.node, ancestors) for c in group):
+            return  # every branch is for a value found on another accelerator: no choice
         if _refines_a_ternary_before(node, siblings, self.ctx.device_choices):
             return  # `device = "cuda" if ... else "cpu"`, then `if mps: device = "mps"`
         following = next((b for a, b in itertools.pairwise(siblings) if a is node), None)
