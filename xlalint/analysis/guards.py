@@ -75,6 +75,69 @@ def asks_about_backend_only(test: cst.BaseExpression, imports: ImportTable) -> b
     return bool(mentions) and all(names_nccl(m) for m in mentions)
 
 
+# The process group backends of `torch.distributed` that a program may assert it has
+# (`dist.Backend.GLOO` spelled as a constant too).
+_COLLECTIVE_BACKENDS = frozenset({"gloo", "nccl", "mpi", "ucc"})
+
+
+def _backend_names(node: cst.BaseExpression) -> frozenset[str] | None:
+    """`{"gloo"}` for `"gloo"` or `dist.Backend.GLOO`; every name of a literal list, tuple
+    or set of such; None for anything else."""
+    if type(node) is cst.SimpleString:
+        value = node.evaluated_value  # type: ignore[attr-defined]
+        return frozenset({value}) if value in _COLLECTIVE_BACKENDS else None
+    if type(node) is cst.Attribute:
+        value = node.attr.value.lower()  # type: ignore[attr-defined]
+        owner = get_full_name_for_node(node.value) or ""  # type: ignore[attr-defined]
+        return frozenset({value}) if owner.endswith("Backend") and value in _COLLECTIVE_BACKENDS else None
+    if type(node) in (cst.List, cst.Tuple, cst.Set):
+        names: set[str] = set()
+        for element in node.elements:  # type: ignore[attr-defined]
+            found = _backend_names(element.value)
+            if found is None:
+                return None
+            names |= found
+        return frozenset(names) or None
+    return None
+
+
+def _backend_question(test: cst.BaseExpression) -> tuple[str, cst.BaseOperator] | None:
+    """`("backend", ==)` for `backend == "gloo"` (either side, `!=`, `in`, `not in` a
+    literal list of backend names): which name it asks about, and how."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    for subject, names in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+        if type(subject) in (cst.Name, cst.Attribute) and _backend_names(names) is not None:
+            name = get_full_name_for_node(subject)
+            if name is not None:
+                return name, comparison.operator
+    return None
+
+
+def follows_asserted_backend(test: cst.BaseExpression, path: Iterable[cst.CSTNode]) -> bool:
+    """Whether every question of `test` is which process group backend a name holds
+    (`backend == "gloo"`), where a condition known on `path` (a node and its ancestors,
+    innermost first) already keeps that name to named backends none of which is XLA's
+    (`assert backend in ["gloo", "nccl"]`, or the code after `if backend not in (...):
+    raise`): detectron2's `torch.device("cpu" if backend == "gloo" else "cuda")` gives the
+    collectives what their backend needs (NCCL, on CUDA hosts only, takes CUDA tensors),
+    and an XLA run's process group never reaches it."""
+    questions = [_backend_question(c) for c in conjuncts(test)]
+    if not questions or any(q is None for q in questions):
+        return False
+    subjects = {q[0] for q in questions if q is not None}
+    kept: set[str] = set()
+    for condition, holds in path_conditions(path):
+        question = _backend_question(condition)
+        if question is None:
+            continue
+        name, operator = question
+        if (type(operator) is cst.In and holds) or (type(operator) is cst.NotIn and not holds):
+            kept.add(name)
+    return subjects <= kept
+
+
 # Accelerators other than CUDA and XLA, as a word or a camel-case part (`DeviceMPS`,
 # `is_hpu_installed`, `"mps"`, `torch.backends.mps`), not inside another word.
 _OTHER_ACCELERATOR = re.compile(
