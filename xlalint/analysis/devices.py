@@ -1066,16 +1066,16 @@ class DeviceChoices:
 
     def follows_placement(self, node: cst.If, ancestors: Iterable[cst.CSTNode]) -> bool:
         """An `if` chain without `else` (or with one that only raises) whose every branch is
-    taken only for a value found
-        on another accelerator (`if expected_device.type == "cuda" and
-        torch.cuda.is_available(): current = torch.device("cuda",
-        torch.cuda.current_device())`; `if torch.device(inp_device).type == "cuda" and "out
-        of memory" in str(exc): canonical_device = torch.device("cpu")`): it tests where a
-        value already is, and on an XLA host, whose values are on XLA, no branch runs, so
-        it chooses nothing there. Only where no other assignment in the function (the
-        class, for `self.` attributes) gives the names it sets a known device: otherwise
-        that value (`device = "cpu"`, then `if model.device.type == "cuda": device =
-        "cuda"`) is the XLA host's choice. `ancestors`: of `node`, innermost first."""
+        taken only for a value found
+            on another accelerator (`if expected_device.type == "cuda" and
+            torch.cuda.is_available(): current = torch.device("cuda",
+            torch.cuda.current_device())`; `if torch.device(inp_device).type == "cuda" and "out
+            of memory" in str(exc): canonical_device = torch.device("cpu")`): it tests where a
+            value already is, and on an XLA host, whose values are on XLA, no branch runs, so
+            it chooses nothing there. Only where no other assignment in the function (the
+            class, for `self.` attributes) gives the names it sets a known device: otherwise
+            that value (`device = "cpu"`, then `if model.device.type == "cuda": device =
+            "cuda"`) is the XLA host's choice. `ancestors`: of `node`, innermost first."""
         tests, blocks = chain(node)
         if len(blocks) > len(tests):
             # An `else` that only raises again (`else: raise` in an `except`) is no path
@@ -1149,12 +1149,14 @@ def _chooses_elsewhere(
                     types = device_types(current.value, imports)  # type: ignore[attr-defined]
                     if types and types - {UNKNOWN}:
                         return True
-        elif kind in (cst.AnnAssign, cst.AugAssign):
-            if get_full_name_for_node(current.target) == target:  # type: ignore[attr-defined]
-                value = current.value  # type: ignore[attr-defined]
-                types = device_types(value, imports) if value is not None else None
-                if kind is cst.AugAssign or (types and types - {UNKNOWN}):
-                    return True
+        elif (
+            kind in (cst.AnnAssign, cst.AugAssign)
+            and get_full_name_for_node(current.target) == target  # type: ignore[attr-defined]
+        ):
+            value = current.value  # type: ignore[attr-defined]
+            types = device_types(value, imports) if value is not None else None
+            if kind is cst.AugAssign or (types and types - {UNKNOWN}):
+                return True
         stack.extend(children(current))
     return False
 

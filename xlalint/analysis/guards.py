@@ -89,7 +89,11 @@ def _backend_names(node: cst.BaseExpression) -> frozenset[str] | None:
     if type(node) is cst.Attribute:
         value = node.attr.value.lower()  # type: ignore[attr-defined]
         owner = get_full_name_for_node(node.value) or ""  # type: ignore[attr-defined]
-        return frozenset({value}) if owner.endswith("Backend") and value in _COLLECTIVE_BACKENDS else None
+        return (
+            frozenset({value})
+            if owner.endswith("Backend") and value in _COLLECTIVE_BACKENDS
+            else None
+        )
     if type(node) in (cst.List, cst.Tuple, cst.Set):
         names: set[str] = set()
         for element in node.elements:  # type: ignore[attr-defined]

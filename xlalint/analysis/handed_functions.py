@@ -147,7 +147,9 @@ def call_sites(module: cst.Module) -> CallSites:
     return CallSites(module)
 
 
-def default_never_used(module: cst.Module, function: cst.FunctionDef, name: str, method: bool) -> bool:
+def default_never_used(
+    module: cst.Module, function: cst.FunctionDef, name: str, method: bool
+) -> bool:
     """Whether the default of the parameter `name` of a private function or method
     (`def _compute_dist(self, batch, device="cuda")`) is never used: every call of its name
     in the module (at least one; for a method, through any receiver) hands that parameter

@@ -691,7 +691,9 @@ class CudaApi(Rule):
             values = [value]
         return all(self._host_device_type(v, function) for v in values)
 
-    def _host_device_type(self, value: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
+    def _host_device_type(
+        self, value: cst.BaseExpression, function: cst.FunctionDef | None
+    ) -> bool:
         """A device type that is not CUDA's on an XLA host: the type of a device the
         program holds (`torch.device(self.device).type`), a literal other than CUDA's, or
         the branch an XLA host takes of a choice by CUDA's availability (`"cuda" if
