@@ -178,7 +178,8 @@ class FlagFacts:
         (`reachability.returns_none_on_xla`: `self._cuda_event_for(device)`), a local name
         every binding of which is such a value (`event = self._cuda_event_for(device)`),
         or an attribute of the class every assignment of which that can run on XLA is
-        (`self._hessian_ready_event = None` in `__init__`, `= event` in a method)."""
+        (`self._hessian_ready_event = None` in `__init__`, `= event` in a method); not a
+        name or attribute this module only ever binds to `None` (set elsewhere)."""
         if depth > _DEPTH:
             return False
         if type(node) is cst.Name and node.value == "None":
@@ -191,7 +192,7 @@ class FlagFacts:
             if parameter(function, node.value, star=True) is not None:
                 return False
             assigned = local_values(function, node.value)
-            return bool(assigned) and all(
+            return _not_only_none(assigned) and all(
                 self.none_on_xla(v, function, owner, depth + 1) for v in assigned
             )
         receiver = _receiver(function)
@@ -204,7 +205,10 @@ class FlagFacts:
             for a in self._class_assignments(name)
             if a.key == key or key.startswith(a.key + ".")
         ]
-        return bool(relevant) and all(
+        # A state attribute this module only ever sets to None (`self._neural_net = None`)
+        # is set elsewhere (a subclass, a caller): not known, as for falsy flags.
+        reachable = [a.value for a in relevant if not a.unreachable]
+        return _not_only_none(reachable) and all(
             a.unreachable
             or (
                 a.key == key
@@ -501,6 +505,12 @@ class FlagFacts:
                     next_top = child if node is method.body else None
                 stack.append((child, inner, next_top))
         return found
+
+
+def _not_only_none(values: list[cst.BaseExpression | None]) -> bool:
+    """Some value other than the literal `None` (a call that returns None on XLA): a name
+    or attribute only ever bound to `None` here says nothing of XLA."""
+    return any(not (type(v) is cst.Name and v.value == "None") for v in values)
 
 
 def _bound(

@@ -334,7 +334,9 @@ def returns_none_on_xla(function: cst.FunctionDef, imports: ImportTable) -> bool
             value = node.value  # type: ignore[attr-defined]
             if value is None or (type(value) is cst.Name and value.value == "None"):
                 continue
-            if not runs_without_xla((node, *reversed(path)), imports):
+            # A test that a value is on the CPU keeps nothing off XLA: its host tensors
+            # take that branch too.
+            if not runs_without_xla((node, *reversed(path)), imports, host_tests=False):
                 return False
             guarded_value = True
             continue

@@ -11,13 +11,12 @@ from xlalint.analysis.devices import (
     converts_to_cuda_tensor_type,
     cuda_api_kind,
     in_own_method,
-    is_cuda_string,
     keyword_argument,
     positional_argument,
     runs_without_xla,
 )
 from xlalint.analysis.flag_facts import class_setting_left_off
-from xlalint.analysis.guards import asks_about_cuda, implied, local_values, mentions_cuda
+from xlalint.analysis.guards import implied, local_values, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.reachability import exported_functions, exported_names
 from xlalint.rule import Rule
@@ -214,7 +213,9 @@ class CudaApi(Rule):
     `torch.GradScaler()`), also through a name bound to the API itself and called later
     (`autocast = torch.cuda.amp.autocast if args.precision == "amp" else suppress`, then
     `with autocast():`, reported at the reference where a call of the name builds it
-    enabled), conversions to legacy CUDA tensor types
+    enabled; not a name a module-level `if` imports per accelerator, `if
+    is_npu_available(): from torch.npu.amp import GradScaler` ... `else: from
+    torch.cuda.amp import GradScaler`), conversions to legacy CUDA tensor types
     (`x.type(torch.cuda.FloatTensor)`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`),
     memory statistics (`memory_allocated()`, ...) or `is_bf16_supported()` where their
     value decides something (a comparison or condition), an entry looked up in a query's
@@ -299,12 +300,12 @@ class CudaApi(Rule):
     branches) is one finding, on the first spelling. A scaler built for the type of the
     device the program holds (`self._device_type = torch.device(self.device).type`, then
     `torch.amp.GradScaler(device=self._device_type)`) is the XLA scaler on an XLA host and
-    is left alone, and so is its fallback spelling for old torch in the other branch, and
-    one built for the host's own type chosen by CUDA's availability (`self.device_type =
-    "cuda" if torch.cuda.is_available() else "cpu"`, in that method or another of the
-    class): an XLA host takes the other branch, not the CUDA scaler; a
-    device from elsewhere (`GradScaler(device=device)`), or a type that is CUDA's on a
-    path an XLA host may take (`"cuda" if args.gpu else "cpu"`), is still judged as CUDA's.
+    is left alone (also where another method of the class sets it), and so is its
+    fallback spelling for old torch in the other branch; a
+    device from elsewhere (`GradScaler(device=device)`) is still judged as CUDA's, and so
+    is a type chosen by CUDA's availability (`"cuda" if torch.cuda.is_available() else
+    "cpu"`): the CPU scaler an XLA host then gets, enabled, reads its found-inf flag to
+    the host every step too (measured, brevitas).
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -470,6 +471,11 @@ class CudaApi(Rule):
         calls: list[cst.Call] | None = None
         for reference, path in references:
             if self.ctx.qualified(reference) is None:
+                continue
+            if type(reference) is cst.Name and _imported_by_a_test(self.ctx.module, reference):
+                # `if is_npu_available(): from torch.npu.amp import GradScaler` ... `else:
+                # from torch.cuda.amp import GradScaler`: the name is the scaler of the
+                # accelerator the module found, which the import chain decides.
                 continue
             if calls is None:
                 scope = self._function() or self.ctx.module
@@ -689,31 +695,7 @@ class CudaApi(Rule):
             values = []
         if not values:
             values = [value]
-        return all(self._host_device_type(v, function) for v in values)
-
-    def _host_device_type(
-        self, value: cst.BaseExpression, function: cst.FunctionDef | None
-    ) -> bool:
-        """A device type that is not CUDA's on an XLA host: the type of a device the
-        program holds (`torch.device(self.device).type`), a literal other than CUDA's, or
-        the branch an XLA host takes of a choice by CUDA's availability (`"cuda" if
-        torch.cuda.is_available() else "cpu"`: `"cpu"` there, the host's own device type,
-        not the CUDA scaler)."""
-        if _is_device_type(value):
-            return True
-        if type(value) is cst.SimpleString:
-            return isinstance(value.evaluated_value, str) and not is_cuda_string(value)
-        if type(value) is not cst.IfExp:
-            return False
-        imports = self.ctx.imports
-        values = (lambda name: local_values(function, name)) if function is not None else None
-        asks = lambda t: asks_about_cuda(t, imports)  # noqa: E731
-        branches = []
-        if implied(value.test, True, asks, values) is not True:
-            branches.append(value.body)  # an XLA host may take the body
-        if implied(value.test, False, asks, values) is not True:
-            branches.append(value.orelse)
-        return bool(branches) and all(self._host_device_type(b, function) for b in branches)
+        return all(_is_device_type(v) for v in values)
 
     def _disabled(self, node: cst.Call, qualified: str) -> bool:
         """`_disabled` for a call here: its function, class and the module's flags."""
@@ -815,6 +797,20 @@ def _references(
         inner = (value, *path)
         yield from _references(value.body, inner)  # type: ignore[attr-defined]
         yield from _references(value.orelse, inner)  # type: ignore[attr-defined]
+
+
+def _imported_by_a_test(module: cst.Module, name: cst.Name) -> bool:
+    """Whether a module-level `if` binds `name` by an import (an import chosen per
+    accelerator: `if is_npu_available(): from torch.npu.amp import GradScaler`)."""
+    for statement in module.body:
+        if type(statement) is not cst.If:
+            continue
+        for node in descendants(statement):
+            if type(node) is cst.ImportAlias:
+                bound = node.asname.name if node.asname is not None else node.name
+                if type(bound) is cst.Name and bound.value == name.value:
+                    return True
+    return False
 
 
 def _is_flag(test: cst.BaseExpression) -> bool:
