@@ -975,13 +975,15 @@ class FileContext:
         use_cuda: self.args.fp16 = False`)."""
         path = [node for node in reversed(self._stack) if type(node) is not cst.Lambda]
         return any(
-            reachability.false_on_xla(test, holds, self._xla_predicates, self.false_on_xla_host)
+            reachability.false_on_xla(
+                test, holds, self._xla_predicates, self.false_on_xla_host, self.none_on_xla_host
+            )
             for test, holds in path_conditions(path)
         )
 
     @cached_property
     def _flag_facts(self) -> FlagFacts:
-        return FlagFacts(self.module, self.imports)
+        return FlagFacts(self.module, self.imports, self._xla_predicates)
 
     def _flag_guarded(self, path: tuple[cst.CSTNode, ...]) -> bool:
         """Whether the code at `path` (a node and its ancestors, innermost first) sits
@@ -991,8 +993,11 @@ class FileContext:
         def flag_false(node: cst.BaseExpression) -> bool:
             return facts.false_on_xla(node, function, owner)
 
+        def none(node: cst.BaseExpression) -> bool:
+            return facts.none_on_xla(node, function, owner)
+
         return any(
-            reachability.false_on_xla(test, holds, self._xla_predicates, flag_false)
+            reachability.false_on_xla(test, holds, self._xla_predicates, flag_false, none)
             for test, holds in path_conditions(path)
         )
 
@@ -1000,6 +1005,12 @@ class FileContext:
         """Whether `node`, read where the walk is, is false on any XLA host: a value true
         only with CUDA, or a flag of this class or module that is (`flag_facts`)."""
         return self._flag_facts.false_on_xla(node, *_scope(tuple(reversed(self._stack))))
+
+    def none_on_xla_host(self, node: cst.BaseExpression) -> bool:
+        """Whether `node`, read where the walk is, is None on any XLA host: the result of
+        a function of the module that returns None unless CUDA is in use, directly or
+        through a local name or an attribute of the class (`flag_facts.none_on_xla`)."""
+        return self._flag_facts.none_on_xla(node, *_scope(tuple(reversed(self._stack))))
 
     @property
     def in_gpu_implementation(self) -> bool:

@@ -21,6 +21,8 @@ from libcst.helpers import get_full_name_for_node
 from xlalint.analysis.arguments import keyword_argument, parameters
 from xlalint.analysis.guards import (
     asks_about_backend_only,
+    asks_held_accelerator,
+    ends_in,
     implied,
     mentions_cuda,
     path_conditions,
@@ -1062,6 +1064,50 @@ class DeviceChoices:
         before = list(itertools.takewhile(lambda s: s is not node, block.body))  # type: ignore[attr-defined]
         return all(_holds_parameter(target, before, handed) for target in targets)
 
+    def follows_placement(self, node: cst.If, ancestors: Iterable[cst.CSTNode]) -> bool:
+        """An `if` chain without `else` (or with one that only raises) whose every branch is
+        taken only for a value found
+            on another accelerator (`if expected_device.type == "cuda" and
+            torch.cuda.is_available(): current = torch.device("cuda",
+            torch.cuda.current_device())`; `if torch.device(inp_device).type == "cuda" and "out
+            of memory" in str(exc): canonical_device = torch.device("cpu")`): it tests where a
+            value already is, and on an XLA host, whose values are on XLA, no branch runs, so
+            it chooses nothing there. Only where no other assignment in the function (the
+            class, for `self.` attributes) gives the names it sets a known device: otherwise
+            that value (`device = "cpu"`, then `if model.device.type == "cuda": device =
+            "cuda"`) is the XLA host's choice. `ancestors`: of `node`, innermost first."""
+        tests, blocks = chain(node)
+        if len(blocks) > len(tests):
+            # An `else` that only raises again (`else: raise` in an `except`) is no path
+            # that goes on with a device.
+            if not ends_in(blocks[-1], (cst.Raise,)) or any(
+                device_types(value, self.imports) for value, _ in _selections(blocks[-1])
+            ):
+                return False
+            blocks = blocks[:-1]
+        if not all(implied(test, True, asks_held_accelerator) is True for test in tests):
+            return False
+        targets: set[str] = set()
+        for block in blocks:
+            for value, assigned in _selections(block):
+                if device_types(value, self.imports) is None:
+                    continue
+                if assigned is None:
+                    return False  # returned: the code after the chain is its `else`
+                for target in assigned:
+                    name = get_full_name_for_node(target)
+                    if name is None:
+                        return False
+                    targets.add(name)
+        path = list(ancestors)
+        function = next((a for a in path if type(a) is cst.FunctionDef), None)
+        class_def = next((a for a in path if type(a) is cst.ClassDef), None)
+        for target in targets:
+            scope = class_def if target.startswith("self.") else function
+            if scope is None or _chooses_elsewhere(target, node, scope, self.imports):
+                return False
+        return True
+
     def opens_ladder(self, ancestors: Iterable[cst.CSTNode]) -> bool:
         """Whether the node is in an `if` without `else` that selects a device and is
         followed in its block by an `if` device ladder without `else`: sibling `if`s form
@@ -1092,6 +1138,35 @@ class DeviceChoices:
             ):
                 return True
         return False
+
+
+def _chooses_elsewhere(
+    target: str, chain_node: cst.If, scope: cst.CSTNode, imports: ImportTable
+) -> bool:
+    """Whether an assignment in `scope` outside `chain_node` gives `target` a device of a
+    known type (`device = "cpu"`), or a value of another shape (unpacking, `+=`)."""
+    stack: list[cst.CSTNode] = [scope]
+    while stack:
+        current = stack.pop()
+        if current is chain_node:
+            continue
+        kind = type(current)
+        if kind is cst.Assign:
+            for assign_target in current.targets:  # type: ignore[attr-defined]
+                if get_full_name_for_node(assign_target.target) == target:
+                    types = device_types(current.value, imports)  # type: ignore[attr-defined]
+                    if types and types - {UNKNOWN}:
+                        return True
+        elif (
+            kind in (cst.AnnAssign, cst.AugAssign)
+            and get_full_name_for_node(current.target) == target  # type: ignore[attr-defined]
+        ):
+            value = current.value  # type: ignore[attr-defined]
+            types = device_types(value, imports) if value is not None else None
+            if kind is cst.AugAssign or (types and types - {UNKNOWN}):
+                return True
+        stack.extend(children(current))
+    return False
 
 
 def _set_only_in(target: str, chain_node: cst.If, scope: cst.CSTNode | None) -> bool:

@@ -36,6 +36,7 @@ from xlalint.analysis.guards import (
 from xlalint.analysis.handed_functions import CallSite, call_sites
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.module_classes import base_names
+from xlalint.analysis.reachability import XlaPredicates
 from xlalint.walk import (
     bound_names,
     code_children,
@@ -72,8 +73,12 @@ def attribute_key(node: cst.BaseExpression, receiver: str = "self") -> str | Non
 class FlagFacts:
     """The module's attribute and global flags, and whether each is False on an XLA host."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+    def __init__(
+        self, module: cst.Module, imports: ImportTable, predicates: XlaPredicates | None = None
+    ) -> None:
         self._imports = imports
+        # The module's functions whose value on XLA is known (`returns_none_on_xla`).
+        self._predicates = predicates
         self._classes: dict[str, cst.ClassDef] = {}
         self._bases: dict[str, list[str]] = {}
         # Module-level assignments to names; a name rebound through `global` in a
@@ -123,6 +128,8 @@ class FlagFacts:
         constant = falsy_constant(node)
         if constant is not None:
             return constant
+        if type(node) is cst.Call and self._returns_none(node):
+            return True  # `self._cuda_event_for(device)`: None unless CUDA is in use
         values = (lambda name: local_values(function, name)) if function is not None else None
         if on_by_default(node, function):
             return False  # `cuda=True`: on unless the caller turns it off
@@ -155,6 +162,61 @@ class FlagFacts:
         if key is not None and owner is not None:
             return self._attribute_false(key, owner.name.value, depth)
         return False
+
+    def _returns_none(self, call: cst.Call) -> bool:
+        return self._predicates is not None and self._predicates.none_on_xla(call)
+
+    def none_on_xla(
+        self,
+        node: cst.BaseExpression,
+        function: cst.FunctionDef | None,
+        owner: cst.ClassDef | None,
+        depth: int = 0,
+    ) -> bool:
+        """Whether `node`, read in `function` (a method of `owner`), is None on any XLA
+        host: `None`, a call of a function of the module that returns None there
+        (`reachability.returns_none_on_xla`: `self._cuda_event_for(device)`), a local name
+        every binding of which is such a value (`event = self._cuda_event_for(device)`),
+        or an attribute of the class every assignment of which that can run on XLA is
+        (`self._hessian_ready_event = None` in `__init__`, `= event` in a method); not a
+        name or attribute this module only ever binds to `None` (set elsewhere)."""
+        if depth > _DEPTH:
+            return False
+        if type(node) is cst.Name and node.value == "None":
+            return True
+        if type(node) is cst.Call:
+            return self._returns_none(node)
+        if type(node) is cst.Name:
+            if function is None or not _is_local(function, node.value):
+                return False
+            if parameter(function, node.value, star=True) is not None:
+                return False
+            assigned = local_values(function, node.value)
+            return _not_only_none(assigned) and all(
+                self.none_on_xla(v, function, owner, depth + 1) for v in assigned
+            )
+        receiver = _receiver(function)
+        key = attribute_key(node, receiver) if receiver else None
+        if key is None or owner is None:
+            return False
+        relevant = [
+            a
+            for name in self._family(owner.name.value)
+            for a in self._class_assignments(name)
+            if a.key == key or key.startswith(a.key + ".")
+        ]
+        # A state attribute this module only ever sets to None (`self._neural_net = None`)
+        # is set elsewhere (a subclass, a caller): not known, as for falsy flags.
+        reachable = [a.value for a in relevant if not a.unreachable]
+        return _not_only_none(reachable) and all(
+            a.unreachable
+            or (
+                a.key == key
+                and a.value is not None
+                and self.none_on_xla(a.value, a.function, self._owner_of(a.function), depth + 1)
+            )
+            for a in relevant
+        )
 
     def _ternary_false(
         self,
@@ -443,6 +505,12 @@ class FlagFacts:
                     next_top = child if node is method.body else None
                 stack.append((child, inner, next_top))
         return found
+
+
+def _not_only_none(values: list[cst.BaseExpression | None]) -> bool:
+    """Some value other than the literal `None` (a call that returns None on XLA): a name
+    or attribute only ever bound to `None` here says nothing of XLA."""
+    return any(not (type(v) is cst.Name and v.value == "None") for v in values)
 
 
 def _bound(

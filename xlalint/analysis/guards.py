@@ -75,6 +75,73 @@ def asks_about_backend_only(test: cst.BaseExpression, imports: ImportTable) -> b
     return bool(mentions) and all(names_nccl(m) for m in mentions)
 
 
+# The process group backends of `torch.distributed` that a program may assert it has
+# (`dist.Backend.GLOO` spelled as a constant too).
+_COLLECTIVE_BACKENDS = frozenset({"gloo", "nccl", "mpi", "ucc"})
+
+
+def _backend_names(node: cst.BaseExpression) -> frozenset[str] | None:
+    """`{"gloo"}` for `"gloo"` or `dist.Backend.GLOO`; every name of a literal list, tuple
+    or set of such; None for anything else."""
+    if type(node) is cst.SimpleString:
+        value = node.evaluated_value  # type: ignore[attr-defined]
+        return frozenset({value}) if value in _COLLECTIVE_BACKENDS else None
+    if type(node) is cst.Attribute:
+        value = node.attr.value.lower()  # type: ignore[attr-defined]
+        owner = get_full_name_for_node(node.value) or ""  # type: ignore[attr-defined]
+        return (
+            frozenset({value})
+            if owner.endswith("Backend") and value in _COLLECTIVE_BACKENDS
+            else None
+        )
+    if type(node) in (cst.List, cst.Tuple, cst.Set):
+        names: set[str] = set()
+        for element in node.elements:  # type: ignore[attr-defined]
+            found = _backend_names(element.value)
+            if found is None:
+                return None
+            names |= found
+        return frozenset(names) or None
+    return None
+
+
+def _backend_question(test: cst.BaseExpression) -> tuple[str, cst.BaseOperator] | None:
+    """`("backend", ==)` for `backend == "gloo"` (either side, `!=`, `in`, `not in` a
+    literal list of backend names): which name it asks about, and how."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    for subject, names in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+        if type(subject) in (cst.Name, cst.Attribute) and _backend_names(names) is not None:
+            name = get_full_name_for_node(subject)
+            if name is not None:
+                return name, comparison.operator
+    return None
+
+
+def follows_asserted_backend(test: cst.BaseExpression, path: Iterable[cst.CSTNode]) -> bool:
+    """Whether every question of `test` is which process group backend a name holds
+    (`backend == "gloo"`), where a condition known on `path` (a node and its ancestors,
+    innermost first) already keeps that name to named backends none of which is XLA's
+    (`assert backend in ["gloo", "nccl"]`, or the code after `if backend not in (...):
+    raise`): detectron2's `torch.device("cpu" if backend == "gloo" else "cuda")` gives the
+    collectives what their backend needs (NCCL, on CUDA hosts only, takes CUDA tensors),
+    and an XLA run's process group never reaches it."""
+    questions = [_backend_question(c) for c in conjuncts(test)]
+    if not questions or any(q is None for q in questions):
+        return False
+    subjects = {q[0] for q in questions if q is not None}
+    kept: set[str] = set()
+    for condition, holds in path_conditions(path):
+        question = _backend_question(condition)
+        if question is None:
+            continue
+        name, operator = question
+        if (type(operator) is cst.In and holds) or (type(operator) is cst.NotIn and not holds):
+            kept.add(name)
+    return subjects <= kept
+
+
 # Accelerators other than CUDA and XLA, as a word or a camel-case part (`DeviceMPS`,
 # `is_hpu_installed`, `"mps"`, `torch.backends.mps`), not inside another word.
 _OTHER_ACCELERATOR = re.compile(
@@ -344,7 +411,9 @@ def _device_text(node: cst.BaseExpression) -> bool:
 
 def asks_placement(test: cst.BaseExpression) -> bool:
     """Whether a condition asks if a value lives on CUDA: `p.is_cuda`, `x.device.type ==
-    "cuda"`, or the device's text holding "cuda" (`'cuda' not in str(orig_device)`,
+    "cuda"`, a value's device against a CUDA device (`attr.device != torch.device("cuda")`:
+    a tensor's `.device`, never CUDA on an XLA host), or the device's text holding "cuda"
+    (`'cuda' not in str(orig_device)`,
     `"cuda" in str(x.device)`: an XLA device's text is `xla:0`, so such a test fails
     there, and its `not in` branch is what an XLA host runs); not a flag, a probe or a
     comparison with None."""
@@ -361,8 +430,49 @@ def asks_placement(test: cst.BaseExpression) -> bool:
             and test.left.evaluated_value == "cuda"
             and _device_text(comparison.comparator)
         )
+    if any(type(side) is cst.SimpleString and side.evaluated_value == "cuda" for side in sides):
+        return any(_device_text(side) for side in sides)
+    # `attr.device != torch.device("cuda")`: where a value lives, against a CUDA device.
+    return any(_cuda_device(side) for side in sides) and any(
+        type(side) is cst.Attribute and side.attr.value == "device" for side in sides
+    )
+
+
+def _cuda_device(node: cst.BaseExpression) -> bool:
+    """`torch.device("cuda")`, `torch.device("cuda:0")`, `torch.device("cuda", 0)`: a CUDA
+    device built from its literal type."""
+    if type(node) is not cst.Call or not node.args:
+        return False
+    if (get_full_name_for_node(node.func) or "").rsplit(".", 1)[-1] != "device":
+        return False
+    first = node.args[0].value
+    if type(first) is not cst.SimpleString:
+        return False
+    value = first.evaluated_value
+    return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
+
+
+# Accelerators a value may be found on, other than XLA (and the CPU, where an XLA host
+# keeps its host tensors).
+_HELD_ACCELERATORS = frozenset({"cuda", "mps", "npu", "xpu", "hpu"})
+
+
+def asks_held_accelerator(test: cst.BaseExpression) -> bool:
+    """Whether a condition asks if a value the program holds lives on an accelerator other
+    than XLA: a placement test for CUDA (`asks_placement`), or a device's type compared
+    with another accelerator's (`expected_device.type == "npu"`, `torch.device(d).type
+    == "xpu"`). An XLA host's values are never there."""
+    if asks_placement(test):
+        return True
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    if not isinstance(comparison.operator, cst.Equal | cst.NotEqual):
+        return False
+    sides = (test.left, comparison.comparator)
     return any(
-        type(side) is cst.SimpleString and side.evaluated_value == "cuda" for side in sides
+        type(side) is cst.SimpleString and side.evaluated_value in _HELD_ACCELERATORS
+        for side in sides
     ) and any(_device_text(side) for side in sides)
 
 

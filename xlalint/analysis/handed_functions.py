@@ -15,7 +15,7 @@ import libcst as cst
 
 from xlalint import lint_memo
 from xlalint.analysis.arguments import positional_names
-from xlalint.walk import code_children
+from xlalint.walk import code_children, descendants
 
 
 def positional_parameters(function: cst.FunctionDef, method: bool) -> list[str]:
@@ -145,3 +145,38 @@ class CallSite(NamedTuple):
 def call_sites(module: cst.Module) -> CallSites:
     """The (lazily built) call index of `module`."""
     return CallSites(module)
+
+
+def default_never_used(
+    module: cst.Module, function: cst.FunctionDef, name: str, method: bool
+) -> bool:
+    """Whether the default of the parameter `name` of a private function or method
+    (`def _compute_dist(self, batch, device="cuda")`) is never used: every call of its name
+    in the module (at least one; for a method, through any receiver) hands that parameter
+    a value, by keyword or position, and the name is never handed on uncalled (a callback
+    may be called without it). Other modules should not call a private function, so the
+    callers here decide what it gets: the default is no choice of the program's."""
+    called = function.name.value
+    if not called.startswith("_") or called.endswith("__"):
+        return False
+    index = call_sites(module)
+    sites = index.named(called, method)
+    if not sites:
+        return False
+    if any(a.star for site in sites for a in site.call.args):
+        return False  # `*args` / `**kwargs`: what they hand is not known
+    if len(index.handed_from(function, name, method)) != len(sites):
+        return False
+    # The callees of those calls (`self._compute_dist` and its `_compute_dist`), and the
+    # names of definitions so named (other classes may define their own).
+    known = {id(site.call.func) for site in sites}
+    known |= {id(site.call.func.attr) for site in sites if type(site.call.func) is cst.Attribute}
+    for node in descendants(module):
+        kind = type(node)
+        if kind is cst.FunctionDef and node.name.value == called:  # type: ignore[attr-defined]
+            known.add(id(node.name))  # type: ignore[attr-defined]
+        elif kind is cst.Name and node.value == called and id(node) not in known:  # type: ignore[attr-defined]
+            return False  # `fn = _compute_dist`: handed on, called elsewhere
+        elif kind is cst.Attribute and node.attr.value == called and id(node) not in known:  # type: ignore[attr-defined]
+            return False
+    return True

@@ -314,6 +314,37 @@ def returns_cuda_test(function: cst.FunctionDef, imports: ImportTable) -> bool:
     )
 
 
+def returns_none_on_xla(function: cst.FunctionDef, imports: ImportTable) -> bool:
+    """Whether `function` hands back None wherever an XLA host runs it: every `return` of
+    its own body that can run there returns None (or nothing), and at least one that
+    returns a value runs only off XLA (`if torch.device(d).type != "cuda" or not
+    torch.cuda.is_available(): return None`, then `return torch.cuda.Event()`: gptqmodel's
+    `_cuda_event_for`). A value it hands back is then None on XLA, and `if event is not
+    None:` guards what needs CUDA as the test inside the function did. Not a generator."""
+    guarded_value = False
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(function.body, (function,))]
+    while stack:
+        node, path = stack.pop()
+        kind = type(node)
+        if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+            continue
+        if kind in (cst.Yield, cst.Await):
+            return False
+        if kind is cst.Return:
+            value = node.value  # type: ignore[attr-defined]
+            if value is None or (type(value) is cst.Name and value.value == "None"):
+                continue
+            # A test that a value is on the CPU keeps nothing off XLA: its host tensors
+            # take that branch too.
+            if not runs_without_xla((node, *reversed(path)), imports, host_tests=False):
+                return False
+            guarded_value = True
+            continue
+        inner = (*path, node)
+        stack.extend((child, inner) for child in code_children(node))
+    return guarded_value
+
+
 def _returned_constant(block: cst.BaseSuite) -> bool | None:
     """`True`/`False` for a block that is only `return True`/`return False`."""
     statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
@@ -328,23 +359,48 @@ def _returned_constant(block: cst.BaseSuite) -> bool | None:
     return _constant(small.value)
 
 
+def _none_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
+    """`(x, True)` for `x is not None`, `(x, False)` for `x is None` (either side)."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if type(comparison.operator) not in (cst.Is, cst.IsNot):
+        return None
+    left, right = test.left, comparison.comparator
+    if type(right) is cst.Name and right.value == "None":
+        subject = left
+    elif type(left) is cst.Name and left.value == "None":
+        subject = right
+    else:
+        return None
+    return subject, type(comparison.operator) is cst.IsNot
+
+
 def false_on_xla(
     test: cst.BaseExpression,
     holds: bool,
     predicates: XlaPredicates,
     flag_false: Callable[[cst.BaseExpression], bool] | None = None,
+    none_on_xla: Callable[[cst.BaseExpression], bool] | None = None,
 ) -> bool:
     """Whether the branch of `test` taken when it is `holds` never runs on XLA: `if
     self._use_closures():` with a predicate that returns False there, or `if
     self.args.fp16:` with a flag the module keeps False there (`flag_false`, from
-    `flag_facts`)."""
+    `flag_facts`), or the branch where a value is not None (`if event is not None:`, the
+    code after `if event is None: return`) of a value that is None on XLA (`none_on_xla`:
+    `event = self._cuda_event_for(device)`, a function that returns None unless CUDA is
+    in use, `returns_none_on_xla`)."""
     inner = negated(test)
     if inner is not None:
-        return false_on_xla(inner, not holds, predicates, flag_false)
+        return false_on_xla(inner, not holds, predicates, flag_false, none_on_xla)
     if isinstance(test, cst.BooleanOperation) and holds == isinstance(test.operator, cst.And):
-        return false_on_xla(test.left, holds, predicates, flag_false) or false_on_xla(
-            test.right, holds, predicates, flag_false
+        return false_on_xla(test.left, holds, predicates, flag_false, none_on_xla) or false_on_xla(
+            test.right, holds, predicates, flag_false, none_on_xla
         )
+    none_test = _none_test(test)
+    if none_test is not None:
+        subject, not_none = none_test
+        return holds == not_none and none_on_xla is not None and none_on_xla(subject)
     if isinstance(test, cst.Call) and not test.args:
         answer = predicates.on_xla(test)
         return answer is not None and answer != holds
@@ -375,6 +431,7 @@ class XlaPredicates:
                         self._methods.setdefault(member.name.value, []).append(member)
         self._answers: dict[int, bool | None] = {}
         self._cuda_tests: dict[int, bool] = {}  # id(function): `returns_cuda_test`
+        self._none: dict[int, bool] = {}  # id(function): `returns_none_on_xla`
 
     def _candidates(self, call: cst.Call) -> list[cst.FunctionDef] | None:
         func = call.func
@@ -400,6 +457,20 @@ class XlaPredicates:
                 self._answers[id(function)] = value_on_xla(function, self._imports)
             answers.add(self._answers[id(function)])
         return answers.pop() if len(answers) == 1 else None
+
+    def none_on_xla(self, call: cst.Call) -> bool:
+        """`f(...)` or `self.f(...)`, whatever its arguments, where every definition of
+        that name here returns None on XLA (`returns_none_on_xla`)."""
+        candidates = self._candidates(call)
+        if not candidates:
+            return False
+        for function in candidates:
+            known = self._none.get(id(function))
+            if known is None:
+                known = self._none[id(function)] = returns_none_on_xla(function, self._imports)
+            if not known:
+                return False
+        return True
 
     def tests_cuda(self, call: cst.Call) -> bool:
         """`f(...)` or `self.f(...)`, whatever its arguments, where every definition of

@@ -20,6 +20,7 @@ from xlalint.analysis.devices import (
     xla_string_source,
 )
 from xlalint.analysis.guards import path_conditions
+from xlalint.analysis.handed_functions import default_never_used
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix, Rule
 from xlalint.walk import descendants
@@ -44,7 +45,9 @@ class CudaDeviceString(Rule):
     Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
     strings, comments and docstrings, strings under a CUDA guard (a count of GPUs that
     needs one, `if ngpu > 0:`, or a flag this file keeps False on an XLA host, as XLA303
-    describes, included, and a test that the process group is NCCL: `torch.device("cuda")
+    describes, included, but not the branch of a test that says a value is not on CUDA,
+    `if attr.device != torch.device("cuda"): attr = attr.to(torch.device("cuda"))`, which
+    an XLA tensor always takes; and a test that the process group is NCCL: `torch.device("cuda")
     if self.backend == dist.Backend.NCCL else self._default_device`, which only a CUDA
     host takes, and which is no device ladder either (not a backend setting compared with
     its own default, `if distributed_backend == "nccl":` in `def __init__(...,
@@ -65,7 +68,11 @@ class CudaDeviceString(Rule):
     else: device = torch.device(device)`: the default flows into it), and the default of a
     parameter that its function only asks about and places nothing with
     (`def build_dataloader(..., device="cuda")` that reads `device.type` to decide
-    `pin_memory`, or hands it to an autocast: XLA303's).
+    `pin_memory`, or hands it to an autocast: XLA303's), and the default of a parameter of
+    a private function or method that every call of its name in the module replaces
+    (`def _compute_dist(self, batch, device="cuda")`, always called with the solver's
+    device; not where a call leaves it out, spreads `**kwargs`, or the name is handed on
+    uncalled).
     Also left alone: a string in the body of a `try:` that asks whether CUDA works and
     answers with a literal (`device = torch.device("cuda:" + str(n))`, a tiny tensor moved
     there, `return True`, with handlers that pass or return and never raise: cellpose's
@@ -246,7 +253,19 @@ class CudaDeviceString(Rule):
                 function, node.name.value, self.ctx.imports
             ):
                 return  # `def build_loader(..., device="cuda")` only asks about the device
+            if isinstance(function, cst.FunctionDef) and default_never_used(
+                self.ctx.module, function, node.name.value, self._is_method(function)
+            ):
+                return  # `def _compute_dist(self, batch, device="cuda")`: every caller hands one
             self._strings(node.default, argument=False)
+
+    def _is_method(self, function: cst.FunctionDef) -> bool:
+        """Whether `function` (an ancestor of the node being visited) is a method: defined
+        directly in a class body."""
+        ancestors = list(self.ctx.ancestors())
+        at = next((i for i, a in enumerate(ancestors) if a is function), None)
+        owner = ancestors[at + 2] if at is not None and at + 2 < len(ancestors) else None
+        return type(owner) is cst.ClassDef
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         key = node.key

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -210,7 +210,12 @@ class CudaApi(Rule):
     `reset_peak_memory_stats`, `memory_summary`, `Stream`, `current_stream`, `Event`, ...),
     CUDA autocast (`torch.cuda.amp.autocast()`, `torch.autocast("cuda", ...)`), the CUDA
     `GradScaler` (`torch.cuda.amp.GradScaler`, `torch.amp.GradScaler("cuda")`,
-    `torch.GradScaler()`), conversions to legacy CUDA tensor types
+    `torch.GradScaler()`), also through a name bound to the API itself and called later
+    (`autocast = torch.cuda.amp.autocast if args.precision == "amp" else suppress`, then
+    `with autocast():`, reported at the reference where a call of the name builds it
+    enabled; not a name a module-level `if` imports per accelerator, `if
+    is_npu_available(): from torch.npu.amp import GradScaler` ... `else: from
+    torch.cuda.amp import GradScaler`), conversions to legacy CUDA tensor types
     (`x.type(torch.cuda.FloatTensor)`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`),
     memory statistics (`memory_allocated()`, ...) or `is_bf16_supported()` where their
     value decides something (a comparison or condition), an entry looked up in a query's
@@ -264,7 +269,13 @@ class CudaApi(Rule):
     such a module-level flag (`USE_AMP = torch.cuda.is_available() and ...`), or a
     parameter that every call in the file passes such a value (`_forward(model, batch,
     use_amp=amp and torch.cuda.is_available())`), or, for a function other modules may
-    call, whose default is tied to CUDA (`half=torch.cuda.is_available()`). One
+    call, whose default is tied to CUDA (`half=torch.cuda.is_available()`). Also left
+    alone: code under `if event is not None:` (or `if event:`, or after `if event is None:
+    return`) where the value is None on any XLA host: a call of a function of the module
+    every `return` of which that an XLA host can reach returns None (`if
+    torch.device(device).type != "cuda" or not torch.cuda.is_available(): return None`,
+    then `return torch.cuda.Event()`), directly, through a local name bound only to such
+    values or an attribute of the class every assignment of which is one. One
     assignment of an unknown value anywhere (a configuration entry, a parameter, `True`,
     the holding object replaced after the forcing, a `global` rebinding) and the flag may
     be on: the call is reported. Also left alone: code in a
@@ -289,8 +300,12 @@ class CudaApi(Rule):
     branches) is one finding, on the first spelling. A scaler built for the type of the
     device the program holds (`self._device_type = torch.device(self.device).type`, then
     `torch.amp.GradScaler(device=self._device_type)`) is the XLA scaler on an XLA host and
-    is left alone, and so is its fallback spelling for old torch in the other branch; a
-    device from elsewhere (`GradScaler(device=device)`) is still judged as CUDA's.
+    is left alone (also where another method of the class sets it), and so is its
+    fallback spelling for old torch in the other branch; a
+    device from elsewhere (`GradScaler(device=device)`) is still judged as CUDA's, and so
+    is a type chosen by CUDA's availability (`"cuda" if torch.cuda.is_available() else
+    "cpu"`): the CPU scaler an XLA host then gets, enabled, reads its found-inf flag to
+    the host every step too (measured, brevitas).
 
     ## Why is this bad?
     Without a CUDA driver most `torch.cuda` calls raise `RuntimeError: Found no NVIDIA
@@ -439,6 +454,65 @@ class CudaApi(Rule):
             self.report(node, message, hint=_runtime_hint(function))
         else:
             self.report(node, self.message.format(name=qualified), hint=_runtime_hint(function))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`autocast = torch.cuda.amp.autocast if args.precision == "amp" else suppress`,
+        then `with autocast():` (open_clip's training loop): a name bound to the CUDA
+        autocast or scaler itself, not to a call of it, is that API wherever the name is
+        called. Reported at the reference, where some call of the name in its scope (the
+        function, or the module for a module-level name) would build the CUDA object
+        enabled (`_disabled` judged with the call's own arguments)."""
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name:
+            return
+        name = node.targets[0].target.value
+        references = list(_references(node.value, (node,)))
+        if not references:
+            return
+        calls: list[cst.Call] | None = None
+        for reference, path in references:
+            if self.ctx.qualified(reference) is None:
+                continue
+            if type(reference) is cst.Name and _imported_by_a_test(self.ctx.module, reference):
+                # `if is_npu_available(): from torch.npu.amp import GradScaler` ... `else:
+                # from torch.cuda.amp import GradScaler`: the name is the scaler of the
+                # accelerator the module found, which the import chain decides.
+                continue
+            if calls is None:
+                scope = self._function() or self.ctx.module
+                calls = [
+                    c
+                    for c in descendants(scope)
+                    if type(c) is cst.Call and type(c.func) is cst.Name and c.func.value == name
+                ]
+            kind = None
+            for call in calls:
+                spelled = call.with_changes(func=reference)
+                found = cuda_api_kind(spelled, self.ctx.imports)
+                if found not in ("autocast", "scaler"):
+                    continue
+                qualified = self.ctx.qualified(reference) or ""
+                if not self._disabled(spelled, qualified):
+                    kind = found
+                    break
+            if kind is None:
+                continue
+            if self._cuda_only() or runs_without_xla(
+                (*path, *self.ctx.ancestors()), self.ctx.imports
+            ):
+                continue
+            qualified = self.ctx.qualified(reference) or ""
+            if kind == "autocast":
+                message = (
+                    f"`{name}` is `{qualified}`: each `{name}()` is CUDA autocast, which "
+                    "leaves XLA math in float32"
+                )
+                self.report(reference, message, hint=_AUTOCAST_HINT)
+            else:
+                message = (
+                    f"`{name}` is `{qualified}`: the CUDA scaler it builds stays enabled with "
+                    "torch_xla and reads the found-inf flag to the host every step"
+                )
+                self.report(reference, message, hint=_SCALER_HINT)
 
     def _indexed(self, call: cst.Call) -> bool:
         """Whether an entry of the call's value is looked up: `torch.cuda.memory_stats()
@@ -612,7 +686,11 @@ class CudaApi(Rule):
         if type(value) is cst.Name and function is not None:
             values = local_values(function, value.value)
         elif type(value) is cst.Attribute and function is not None:
-            values = _attribute_values(function, self.ctx.module.code_for_node(value))
+            target = self.ctx.module.code_for_node(value)
+            values = _attribute_values(function, target)
+            owner = self._owner()
+            if not values and owner is not None and target.startswith("self."):
+                values = _attribute_values(owner, target)  # set in another method
         else:
             values = []
         if not values:
@@ -707,6 +785,34 @@ def _bindings(
     return found
 
 
+def _references(
+    value: cst.BaseExpression, path: tuple[cst.CSTNode, ...]
+) -> Iterator[tuple[cst.BaseExpression, tuple[cst.CSTNode, ...]]]:
+    """The names and attributes an assigned value hands on uncalled (`torch.cuda.amp.
+    autocast`), itself or as a branch of a conditional expression, each with its path up
+    to the assignment (innermost first)."""
+    if type(value) in (cst.Name, cst.Attribute):
+        yield value, (value, *path)
+    elif type(value) is cst.IfExp:
+        inner = (value, *path)
+        yield from _references(value.body, inner)  # type: ignore[attr-defined]
+        yield from _references(value.orelse, inner)  # type: ignore[attr-defined]
+
+
+def _imported_by_a_test(module: cst.Module, name: cst.Name) -> bool:
+    """Whether a module-level `if` binds `name` by an import (an import chosen per
+    accelerator: `if is_npu_available(): from torch.npu.amp import GradScaler`)."""
+    for statement in module.body:
+        if type(statement) is not cst.If:
+            continue
+        for node in descendants(statement):
+            if type(node) is cst.ImportAlias:
+                bound = node.asname.name if node.asname is not None else node.name
+                if type(bound) is cst.Name and bound.value == name.value:
+                    return True
+    return False
+
+
 def _is_flag(test: cst.BaseExpression) -> bool:
     """`use_graphs`, `not self.cfg.cuda_graphs`, `a and b` of such: a switch set from
     outside, not a comparison of the object's own state."""
@@ -723,9 +829,11 @@ def _is_device_type(value: cst.BaseExpression) -> bool:
     return type(value) is cst.Attribute and value.attr.value == "type"
 
 
-def _attribute_values(function: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
-    """The values plain assignments in `function` give the attribute spelled `target`
-    (`self._device_type = ...`)."""
+def _attribute_values(
+    function: cst.FunctionDef | cst.ClassDef, target: str
+) -> list[cst.BaseExpression]:
+    """The values plain assignments in `function` (or every method of a class) give the
+    attribute spelled `target` (`self._device_type = ...`)."""
     values: list[cst.BaseExpression] = []
     module = cst.Module(body=[])
     for node in descendants(function.body):

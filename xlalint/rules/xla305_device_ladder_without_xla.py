@@ -47,7 +47,7 @@ from xlalint.analysis.devices import (
     xla_ruled_out,
     xla_string_source,
 )
-from xlalint.analysis.guards import counts_gpus, mentions_cuda
+from xlalint.analysis.guards import counts_gpus, follows_asserted_backend, mentions_cuda
 from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.statements import last_line_end
 from xlalint.diagnostics import Applicability, FixAvailability
@@ -197,7 +197,11 @@ class DeviceLadderWithoutXla(Rule):
     "cuda:1"`) and guards that set no device; a choice whose tests only ask whether the
     process group is NCCL (`torch.device("cuda") if self.backend == dist.Backend.NCCL else
     self._default_device`): it gives the collectives what NCCL needs, which only a CUDA
-    host creates; an `if` without `else` that, under a GPU
+    host creates; likewise a choice by the backend after the code has kept it to named
+    backends none of which is XLA's (`assert backend in ["gloo", "nccl"]`, or `if backend
+    not in (...): raise`, then detectron2's `torch.device("cpu" if backend == "gloo" else
+    "cuda")`: an XLA run's process group never gets there; without that assertion, the
+    `else` is an XLA run's and picks CUDA); an `if` without `else` that, under a GPU
     test, sets only devices of unknown type (`if self.cuda and pipelined: self.last_device
     = torch.device(cfg.devices[-1])`): it configures the GPU path, and where the test
     fails the device chosen before stands; a ternary or an `if` without `else` that
@@ -207,7 +211,16 @@ class DeviceLadderWithoutXla(Rule):
     values of what they examine (also narrowed by an `and`: `if self.device.type == "mps"
     and do_3D:`) and whose `else` sets the same name to that value itself (`if device ==
     "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad = device`): an XLA
-    device is kept as given.
+    device is kept as given. So are `if` chains without `else` (or with one that only
+    raises again) whose every branch is taken only for a value already found on another
+    accelerator, its device's type compared with that accelerator's (`if
+    expected_device.type == "cuda" and torch.cuda.is_available(): current =
+    torch.device("cuda", torch.cuda.current_device())`, `if torch.device(inp_device).type
+    == "cuda" and "out of memory" in str(exc): canonical_device = torch.device("cpu")`):
+    they test where a value is, and an XLA host, whose values are on XLA, runs no branch;
+    not where the name they set is given a known device elsewhere in the function
+    (`device = "cpu"`, then `if model.device.type == "cuda": device = "cuda"`), nor where a
+    branch returns.
     So is the device the caller handed in, where a branch selects none and the name the
     chain sets holds a parameter before it (`self.device = device`, then `if self.is_ddp:
     self.device = torch.device("cuda", rank)` / `else: print(...)`): the chain is no
@@ -374,6 +387,8 @@ class DeviceLadderWithoutXla(Rule):
         choice = self.ctx.device_choices.of(node)
         if choice is None or not choice.is_ladder:
             return
+        if follows_asserted_backend(node.test, (node, *self.ctx.ancestors())):
+            return  # `"cpu" if backend == "gloo" else "cuda"` after `assert backend in [...]`
         # After the ladder test: it reads the whole function, and most ternaries are none.
         if self._only_examined():
             return  # `device = ...ladder...` only printed or compared: nothing placed
@@ -658,6 +673,15 @@ class DeviceLadderWithoutXla(Rule):
         first_ladder = next(c for c in group if c.is_ladder)
         if first_ladder.node is not node:
             return
+        ancestors = list(self.ctx.ancestors())
+        if all(choices.follows_placement(c.node, ancestors) for c in group):
+            return  # every branch is for a value found on another accelerator: no choice
+        if all(
+            follows_asserted_backend(test, (c.node, *ancestors))
+            for c in group
+            for test in chain(c.node)[0]
+        ):
+            return  # the device follows a process group backend asserted before
         if _refines_a_ternary_before(node, siblings, self.ctx.device_choices):
             return  # `device = "cuda" if ... else "cpu"`, then `if mps: device = "mps"`
         following = next((b for a, b in itertools.pairwise(siblings) if a is node), None)
