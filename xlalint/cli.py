@@ -16,7 +16,12 @@ from pathlib import Path
 
 import click
 
-from xlalint import __version__
+from xlalint import __version__, dataclass_code
+
+# Before xlalint's modules make their dataclasses: their generated methods' code, and
+# libcst's, from the user's cache folder (`dataclass_code`; round 25).
+dataclass_code.install_for_process()
+
 from xlalint.api import (
     CheckReport,
     FixForecast,
