@@ -16,11 +16,12 @@ from pathlib import Path
 
 import click
 
-from xlalint import __version__, dataclass_code
+from xlalint import __version__, code_store
 
-# Before xlalint's modules make their dataclasses: their generated methods' code, and
-# libcst's, from the user's cache folder (`dataclass_code`; round 25).
-dataclass_code.install_for_process()
+# Before xlalint's modules make their dataclasses and compile their expressions: the
+# generated methods' code and the expressions' programs, xlalint's and libcst's, from the
+# user's cache folder (`code_store`; round 25).
+code_store.install_for_process()
 
 from xlalint.api import (
     CheckReport,

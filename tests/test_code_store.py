@@ -1,20 +1,24 @@
-"""The dataclasses' generated methods' code kept on disk (`xlalint/dataclass_code.py`):
-the classes are the ones their own compile makes, function for function, whether the file
-is missing, read back, corrupt or cannot be written; a process that finds every text
-compiles none; the command line holds the store for its whole process."""
+"""What a process compiles at start-up, kept on disk (`xlalint/code_store.py`): the
+dataclasses' classes are the ones their own compile makes, function for function, whether
+the file is missing, read back, corrupt or cannot be written; a process that finds every
+text compiles none; the command line holds the store for its whole process; the programs
+of expressions compiled at import are `re`'s own, and no other expression is kept."""
 
 from __future__ import annotations
 
+import _sre
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import BAD, ROOT
 
-from xlalint import dataclass_code
+from xlalint import code_store
 
 # libcst's node classes and xlalint's engine (its own dataclasses), described method by
 # method, and how many texts were compiled from source while they were made.
@@ -78,6 +82,12 @@ def _dump(how: str, **env: str) -> dict[str, object]:
     return json.loads(run.stdout)
 
 
+def _own_compile(pattern: str | bytes, flags: int) -> re.Pattern[Any]:
+    """`re`'s own compile (this process may hold the store: the command line's import)."""
+    own = code_store._re_compile or re._compiler.compile  # type: ignore[attr-defined]
+    return own(pattern, flags)  # type: ignore[no-any-return]
+
+
 def _files(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.marshal")) if folder.is_dir() else []
 
@@ -115,10 +125,10 @@ def test_a_corrupt_file_is_read_as_empty_and_written_again(
     path.write_bytes(bytes(data))
     again = _dump("store", XLALINT_CODE_CACHE_DIR=str(folder))
     assert again["found"] == plain["found"]
-    assert dataclass_code._read(path)  # written whole again
+    assert code_store._read(path)  # written whole again
     path.write_bytes(b"not a marshal file")
     assert _dump("store", XLALINT_CODE_CACHE_DIR=str(folder))["found"] == plain["found"]
-    assert dataclass_code._read(tmp_path / "missing.marshal") == {}
+    assert code_store._read(tmp_path / "missing.marshal") == {}
 
 
 def test_an_unwritable_folder_compiles_as_dataclasses_would(
@@ -177,44 +187,104 @@ def test_the_command_line_holds_the_store_for_its_process(tmp_path: Path) -> Non
     first, compiled_first = check()
     assert "XLA101" in first and compiled_first > 500  # libcst's texts and xlalint's
     (path,) = _files(folder)
-    assert len(dataclass_code._read(path)) >= compiled_first
+    assert len(code_store._read(path)) >= compiled_first
+    written = path.read_bytes()
     second, compiled_second = check()
     assert second == first
     assert compiled_second == 0  # every dataclass of the run, xlalint's own too
+    assert path.read_bytes() == written  # nothing new: not written again
+    # The expressions xlalint's modules (and libcst's, the standard library's) compile at
+    # import, each program `re`'s own compile's.
+    programs = {k: v for k, v in code_store._read(path).items() if type(k) is tuple}
+    assert len(programs) > 100
+    for (pattern, flags), program in programs.items():
+        own = _own_compile(pattern, flags)
+        made = _sre.compile(pattern, *program)
+        assert made == own and made.groupindex == own.groupindex and made.groups == own.groups
 
 
 def test_the_file_is_named_by_the_versions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(dataclass_code.ENV_DIR, str(tmp_path))
-    monkeypatch.delenv(dataclass_code.ENV_OFF, raising=False)
-    path = dataclass_code.store_path()
+    monkeypatch.setenv(code_store.ENV_DIR, str(tmp_path))
+    monkeypatch.delenv(code_store.ENV_OFF, raising=False)
+    path = code_store.store_path()
     assert path is not None and path.parent == tmp_path
     assert path.name.endswith(f"-{sys.implementation.cache_tag}.marshal")
     with monkeypatch.context() as other:
         other.setattr("xlalint.__version__", "0.0.0-other")
-        assert dataclass_code.store_path() != path
+        assert code_store.store_path() != path
     with monkeypatch.context() as other:
-        other.setattr(dataclass_code, "_libcst_version", lambda: "9.9.9")
-        assert dataclass_code.store_path() != path
-    assert dataclass_code.store_path() == path
-    monkeypatch.setenv(dataclass_code.ENV_OFF, "1")
-    assert dataclass_code.store_path() is None
+        other.setattr(code_store, "_libcst_version", lambda: "9.9.9")
+        assert code_store.store_path() != path
+    assert code_store.store_path() == path
+    monkeypatch.setenv(code_store.ENV_OFF, "1")
+    assert code_store.store_path() is None
 
 
 def test_the_default_folder_is_the_users_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(dataclass_code.ENV_DIR, raising=False)
-    monkeypatch.delenv(dataclass_code.ENV_OFF, raising=False)
+    monkeypatch.delenv(code_store.ENV_DIR, raising=False)
+    monkeypatch.delenv(code_store.ENV_OFF, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/cache")
     if sys.platform not in ("win32", "darwin"):
-        assert dataclass_code.cache_folder() == Path("/somewhere/cache/xlalint/dataclass-code")
+        assert code_store.cache_folder() == Path("/somewhere/cache/xlalint/code")
 
 
 def test_a_store_compiles_each_text_once(tmp_path: Path) -> None:
-    store = dataclass_code.CodeStore(tmp_path / "s.marshal")
+    store = code_store.CodeStore(tmp_path / "s.marshal")
     text = "def __create_fn__():\n    def f(self): return 1\n    return f\n"
     code = store.code(text)
     assert store.code(text) is code and store.compiled == 1
     assert code == compile(text, "<string>", "exec", dont_inherit=True)
     store.save()
-    again = dataclass_code.CodeStore(tmp_path / "s.marshal")
+    again = code_store.CodeStore(tmp_path / "s.marshal")
     assert again.code(text) == code and again.compiled == 0
     again.save()  # nothing new: not written
+
+
+KEPT = """
+import re, sys
+from pathlib import Path
+from xlalint import code_store
+own = re._compiler.compile
+if not code_store._compiles_as_known():
+    print("unknown")
+    sys.exit(0)
+assert code_store.install(Path(sys.argv[1]))
+try:
+    module = (
+        "import re\\n"
+        "TOP = re.compile(r'(?P<round>r[0-9]+)_kept_at_import')\\n"
+        "def later(word):\\n"
+        "    return re.compile(word + r'_made_at_run_time')\\n"
+        "LATER = later('x25')\\n"
+    )
+    exec(compile(module, "<module>", "exec"), {"__name__": "kept_at_import"})
+finally:
+    code_store.uninstall()
+assert re._compiler.compile is own
+print("done")
+"""
+
+
+def test_expressions_compiled_at_import_are_kept(tmp_path: Path) -> None:
+    """An expression a module compiles at its top level is kept, its program `re`'s own;
+    one compiled inside a function (from names, at run time) is not; a kept one is read
+    back as the same pattern, and `re` has its compile back after `uninstall`."""
+    path = tmp_path / "store.marshal"
+    run = subprocess.run(
+        [sys.executable, "-c", KEPT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env(),
+    )
+    if run.stdout.strip() == "unknown":
+        pytest.skip("`re` compiles otherwise here")
+    assert run.stdout.strip() == "done"
+    programs = {k: v for k, v in code_store._read(path).items() if type(k) is tuple}
+    assert list(programs) == [("(?P<round>r[0-9]+)_kept_at_import", 0)]
+    (program,) = programs.values()
+    made = _sre.compile("(?P<round>r[0-9]+)_kept_at_import", *program)
+    own = _own_compile("(?P<round>r[0-9]+)_kept_at_import", 0)
+    assert made == own and made.groupindex == {"round": 1}
+    store = code_store.CodeStore(path)
+    assert store.program("(?P<round>r[0-9]+)_kept_at_import", 0) == program
