@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import _sre
 import json
+import marshal
 import os
 import re
 import subprocess
@@ -86,6 +87,11 @@ def _own_compile(pattern: str | bytes, flags: int) -> re.Pattern[Any]:
     """`re`'s own compile (this process may hold the store: the command line's import)."""
     own = code_store._re_compile or re._compiler.compile  # type: ignore[attr-defined]
     return own(pattern, flags)  # type: ignore[no-any-return]
+
+
+def _entries(path: Path) -> dict[Any, Any]:
+    """The file's entries, each read (the file holds each marshalled on its own)."""
+    return {key: marshal.loads(entry) for key, entry in code_store._read(path).items()}
 
 
 def _files(folder: Path) -> list[Path]:
@@ -195,7 +201,7 @@ def test_the_command_line_holds_the_store_for_its_process(tmp_path: Path) -> Non
     assert path.read_bytes() == written  # nothing new: not written again
     # The expressions xlalint's modules (and libcst's, the standard library's) compile at
     # import, each program `re`'s own compile's.
-    programs = {k: v for k, v in code_store._read(path).items() if type(k) is tuple}
+    programs = {k: v for k, v in _entries(path).items() if type(k) is tuple}
     assert len(programs) > 100
     for (pattern, flags), program in programs.items():
         own = _own_compile(pattern, flags)
@@ -235,9 +241,17 @@ def test_a_store_compiles_each_text_once(tmp_path: Path) -> None:
     assert store.code(text) is code and store.compiled == 1
     assert code == compile(text, "<string>", "exec", dont_inherit=True)
     store.save()
+    assert set(code_store._read(tmp_path / "s.marshal")) == {text}  # each entry as bytes
     again = code_store.CodeStore(tmp_path / "s.marshal")
     assert again.code(text) == code and again.compiled == 0
+    assert again.code(text) is again.code(text)  # read once
     again.save()  # nothing new: not written
+    # An entry that does not read back is made again, and the file written whole.
+    code_store._write(tmp_path / "s.marshal", {text: b"not marshal"})
+    broken = code_store.CodeStore(tmp_path / "s.marshal")
+    assert broken.code(text) == code and broken.compiled == 1
+    broken.save()
+    assert _entries(tmp_path / "s.marshal") == {text: code}
 
 
 KEPT = """
@@ -280,7 +294,7 @@ def test_expressions_compiled_at_import_are_kept(tmp_path: Path) -> None:
     if run.stdout.strip() == "unknown":
         pytest.skip("`re` compiles otherwise here")
     assert run.stdout.strip() == "done"
-    programs = {k: v for k, v in code_store._read(path).items() if type(k) is tuple}
+    programs = {k: v for k, v in _entries(path).items() if type(k) is tuple}
     assert list(programs) == [("(?P<round>r[0-9]+)_kept_at_import", 0)]
     (program,) = programs.values()
     made = _sre.compile("(?P<round>r[0-9]+)_kept_at_import", *program)

@@ -55,7 +55,7 @@ import xlalint
 
 ENV_DIR = "XLALINT_CODE_CACHE_DIR"
 ENV_OFF = "XLALINT_NO_CODE_CACHE"
-_FORMAT = b"xlalint-code-store-1\n"
+_FORMAT = b"xlalint-code-store-2\n"
 _CHECKSUM = 4  # bytes of CRC-32 after the format line, over the marshalled payload
 
 # A kept expression: (flags, code, groups - 1, groupindex, indexgroup), `_sre.compile`'s
@@ -66,36 +66,47 @@ Program = tuple[int, list[int], int, dict[str, int], tuple[Any, ...]]
 class CodeStore:
     """Code objects by the text `dataclasses` compiled them from, and expressions'
     programs by (pattern, flags): those read from `path` (on the first asked about) and
-    those made since."""
+    those made since. The file holds each entry marshalled on its own, and an entry is
+    read (`marshal.loads`) when first asked for: the entries a process does not use stay
+    bytes (the file's size in memory, not its objects': ~1.3 against ~4 MB)."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        # key -> the entry's marshalled bytes (as read) or the entry (asked for, or made)
         self.codes: dict[Any, Any] | None = None
         self.compiled = 0  # entries made here (not found in the file)
 
-    def _entries(self) -> dict[Any, Any]:
+    def _entry(self, key: Any) -> Any:
         codes = self.codes
         if codes is None:
             codes = self.codes = _read(self.path)
-        return codes
+        found = codes.get(key)
+        if type(found) is bytes:
+            try:
+                found = marshal.loads(found)
+            except Exception:  # corrupt: made again
+                found = None
+            codes[key] = found
+        return found
 
     def code(self, text: str) -> CodeType:
-        codes = self._entries()
-        code = codes.get(text)
+        code = self._entry(text)
         if type(code) is not CodeType:
             # `exec` of a text compiles it with the flags of the code calling it:
             # `dataclasses` has none (no `from __future__ import annotations`); this
             # module's are not inherited.
-            code = codes[text] = compile(text, "<string>", "exec", dont_inherit=True)
+            code = compile(text, "<string>", "exec", dont_inherit=True)
+            self.codes[text] = code  # type: ignore[index]
             self.compiled += 1
         return code
 
     def program(self, pattern: str | bytes, flags: int) -> Program | None:
-        found = self._entries().get((pattern, flags))
+        found = self._entry((pattern, flags))
         return found if type(found) is tuple and len(found) == 5 else None
 
     def keep_program(self, pattern: str | bytes, flags: int, program: Program) -> None:
-        self._entries()[(pattern, flags)] = program
+        self._entry((pattern, flags))
+        self.codes[(pattern, flags)] = program  # type: ignore[index]
         self.compiled += 1
 
     def save(self) -> None:
@@ -104,7 +115,7 @@ class CodeStore:
             return
         self.compiled = 0
         codes = dict(_read(self.path))  # what another process may have added meanwhile
-        codes.update(self.codes)
+        codes.update((k, v) for k, v in self.codes.items() if v is not None)
         _write(self.path, codes)
 
 
@@ -127,7 +138,9 @@ def _read(path: Path | None) -> dict[Any, Any]:
 
 def _write(path: Path, codes: dict[Any, Any]) -> None:
     try:
-        payload = marshal.dumps(codes)
+        payload = marshal.dumps(
+            {key: v if type(v) is bytes else marshal.dumps(v) for key, v in codes.items()}
+        )
         checksum = binascii.crc32(payload).to_bytes(_CHECKSUM, "big")
         path.parent.mkdir(parents=True, exist_ok=True)
         scratch = path.with_name(f".{path.name}.{os.getpid()}")
