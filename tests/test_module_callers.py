@@ -661,6 +661,54 @@ def test_the_first_module_asked_about_finds_its_callers_without_the_index(
     assert module_callers._indexes  # the second module asked about
 
 
+def test_a_module_only_comments_and_code_spell_has_no_imports_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose text spells the module's name only on comment lines or in code (`#
+    Copied from pkg.metrics.th_accuracy`) is not resolved for the callers question; one
+    spelling it on an import's first line or inside a parenthesised list of names (a
+    comment there too: `_imports_of` reads the list whole) is, and the callers are the
+    index's."""
+    package = _package(tmp_path, model=MODEL, train=TRAIN)
+    (package / "copied.py").write_text("# Copied from pkg.metrics.th_accuracy\nx = metrics\n")
+    (package / "call.py").write_text("f(1)\ny = metrics.th_accuracy\n")
+    (package / "listed.py").write_text("from . import (  # the\n    metrics,\n)\n")
+    (package / "remarked.py").write_text("from . import (\n    # metrics\n    model,\n)\n")
+    (package / "opened.py").write_text("f = g(\n    metrics\n)\n")  # not an import: asked
+    project_modules.forget_layout()
+    root = str(tmp_path)
+    index = module_callers._build_index(root)
+    for module in sorted(str(path) for path in tmp_path.rglob("*.py")):
+        assert module_callers._callers_unindexed(root, module) == module_callers._callers(
+            module, index
+        ), module
+    resolved: list[str] = []
+    real = project_modules.imports_of
+
+    def recording(filename: str, text: str) -> list[str]:
+        resolved.append(os.path.basename(filename))
+        return real(filename, text)
+
+    monkeypatch.setattr(project_modules, "imports_of", recording)
+    metrics = str(package / "metrics.py")
+    module_callers._callers_unindexed(root, metrics)
+    assert "copied.py" not in resolved and "call.py" not in resolved
+    assert {"listed.py", "remarked.py", "opened.py", "model.py", "train.py"} <= set(resolved)
+
+
+def test_every_import_of_xlalints_sources_is_spelled_where_the_callers_question_looks() -> None:
+    """Each module an import statement of xlalint's sources and tests resolves to passes
+    the text test that decides which files' imports the callers question resolves."""
+    files = [*Path(xlalint.__file__).parent.rglob("*.py"), *Path(__file__).parent.glob("*.py")]
+    pairs = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for target in project_modules.imports_of(str(path), text):
+            pairs += 1
+            assert module_callers._may_import(target)(str(path), text), (path, target)
+    assert pairs > 500
+
+
 TRAIN_UTILS = """\
 import torch.nn.functional as F
 

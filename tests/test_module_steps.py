@@ -4,6 +4,7 @@ entry keeps of what a file consulted."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 import xlalint
 from xlalint import api, screen
-from xlalint.analysis import project_modules
+from xlalint.analysis import module_steps, project_modules
 from xlalint.cache import ResultCache
 from xlalint.config import Settings
 
@@ -764,3 +765,46 @@ def test_step_retried_through_another_modules_trainer(tmp_path: Path) -> None:
     assert [d.start.row for d in report.diagnostics] == [23]
     (package / "cli.py").write_text(GAN_CLI.replace("retry_call(model.train", "print(model.train"))
     assert _xla401([package / "cli.py"]) == []
+
+
+def _unscreened(path: str, tree: ast.Module, text: str) -> object:
+    real = module_steps._function
+    try:
+        module_steps._function = lambda node, backward=True, joins=True: real(node)  # type: ignore[assignment]
+        return module_steps._summary(path, tree, text)
+    finally:
+        module_steps._function = real
+
+
+def test_a_summary_screened_by_its_text_is_the_whole_summary() -> None:
+    """A module's summary skips the walks for `backward` and for joins where its text never
+    spells them, with the same summary: on xlalint's sources, and its tests, and on
+    texts that spell them only in a non-ASCII form (NFKC reads a fullwidth `b` as `b`)."""
+    root = Path(xlalint.__file__).parent.parent
+    paths = [*root.joinpath("xlalint").rglob("*.py"), *root.joinpath("tests").rglob("*.py")]
+    compared = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        compared += 1
+        assert module_steps._summary(str(path), tree, text) == _unscreened(str(path), tree, text)
+    assert compared > 200
+    texts = {
+        "plain": GRADIENT_STEP,
+        "fullwidth backward": GRADIENT_STEP.replace(".backward(", ".\uff42ackward("),
+        "fullwidth cat": "import torch\ndef gather(outs):\n    return torch.\uff43at(outs)\n",
+        "joins": "import torch\ndef gather(outs):\n    return torch.stack(outs)\n",
+    }
+    for name, text in texts.items():
+        tree = ast.parse(text)
+        summary = module_steps._summary("m.py", tree, text)
+        assert summary == _unscreened("m.py", tree, text), name
+    for name in ("plain", "fullwidth backward"):
+        fgm = module_steps._summary("m.py", ast.parse(texts[name]), texts[name])
+        assert fgm.functions["fast_gradient_method"].grad_step, name
+    for name in ("fullwidth cat", "joins"):
+        gather = module_steps._summary("m.py", ast.parse(texts[name]), texts[name])
+        assert gather.functions["gather"].joins == (0,), name

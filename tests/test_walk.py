@@ -246,6 +246,56 @@ def test_descendants_leave_out_skipped_subtrees() -> None:
     assert [node for node in kept if type(node) is cst.Name] == names
 
 
+SAMPLE_TEXTS = [
+    (ROOT / "examples" / "train_xla_slow.py").read_text(encoding="utf-8"),
+    (ROOT / "xlalint" / "walk.py").read_text(encoding="utf-8"),
+]
+
+
+def test_a_root_walked_again_reads_back_its_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the engine lints (`shared_children`), the nodes under a root walked a second
+    time are kept and later walks read them back: the same nodes in the same order as a
+    walk, each root walked at most twice; another `skip` and a walk outside the block keep
+    nothing; an entry left by a node whose id another took is not read."""
+    made: list[int] = []
+    real = walk._descendants
+
+    def counting(node: cst.CSTNode, skip: frozenset[type[cst.CSTNode]] = walk.TRIVIA) -> object:
+        made.append(id(node))
+        return real(node, skip)
+
+    monkeypatch.setattr(walk, "_descendants", counting)
+    for module in [cst.parse_module(TRICKY), *map(cst.parse_module, SAMPLE_TEXTS)]:
+        functions = [n for n in real(module) if type(n) is cst.FunctionDef]
+        roots = [module, *functions[:20]]
+        expected = {id(root): list(map(id, real(root))) for root in roots}
+        with walk.shared_children():
+            made.clear()
+            for _ in range(4):
+                for root in roots:
+                    assert list(map(id, walk.descendants(root))) == expected[id(root)]
+                    # A walk left early reads no further (and changes nothing kept).
+                    next(iter(walk.descendants(root)))
+            assert all(made.count(id(root)) <= 2 for root in roots)
+            everything = list(map(id, real(module, frozenset())))
+            assert list(map(id, walk.descendants(module, frozenset()))) == everything
+            assert list(map(id, walk.descendants(module, frozenset()))) == everything
+            assert walk._walked is not None and all(
+                len(entry) == 2 for entry in walk._walked.values()
+            )
+        assert walk._walked is None
+        made.clear()
+        for _ in range(3):
+            list(walk.descendants(module))
+        assert made.count(id(module)) == 3  # outside the block, nothing is kept
+    first, second = cst.parse_module("f(a, b)\ng(c)\n").body
+    with walk.shared_children():
+        assert walk._walked is not None
+        walk._walked[id(second)] = [first, tuple(real(first))]  # a stale entry
+        assert list(map(id, walk.descendants(second))) == list(map(id, real(second)))
+        assert list(map(id, walk.descendants(second))) == list(map(id, real(second)))
+
+
 def test_the_field_table_is_what_libcst_source_says() -> None:
     """`walk_fields.py` is current for the installed libcst (regenerate it with `python -m
     xlalint.walk` after upgrading libcst); under another release the walk reads libcst's

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import click
 
-from xlalint import __version__
+from xlalint import __version__, code_store
+
+# Before xlalint's modules make their dataclasses and compile their expressions: the
+# generated methods' code and the expressions' programs, xlalint's and libcst's, from the
+# user's cache folder (`code_store`; round 25).
+code_store.install_for_process()
+
 from xlalint.api import (
     CheckReport,
     FixForecast,

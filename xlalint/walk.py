@@ -211,18 +211,27 @@ def _listed(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
 _shared: dict[int, list[Any]] | None = None
 
 
+# The analyses' own walks start again and again at the same roots (a function's body:
+# the host arguments it hands on, the attributes it reads from the host, the names it
+# trains, the masks it complements... ~8 walks each): while the engine lints a file, a root
+# walked a second time has its nodes kept in visiting order (`descendants`), and each walk
+# after reads them back. By id, as `_shared`: [node, None (walked once) or its nodes].
+_walked: dict[int, list[Any]] | None = None
+
+
 @contextmanager
 def shared_children() -> Iterator[None]:
     """List each node's children once while in this block (one file's lint: the table
-    holds the nodes it met and goes with the block)."""
-    global _shared
-    outer = _shared
+    holds the nodes it met and goes with the block), and the nodes under each root walked
+    more than once (`descendants`)."""
+    global _shared, _walked
+    outer, outer_walked = _shared, _walked
     if outer is None:
-        _shared = {}
+        _shared, _walked = {}, {}
     try:
         yield
     finally:
-        _shared = outer
+        _shared, _walked = outer, outer_walked
 
 
 def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
@@ -305,7 +314,25 @@ def descendants(
 ) -> Iterator[cst.CSTNode]:
     """`node` and every node under it, in visiting order, except under (and including)
     nodes whose type is in `skip`: by default whitespace, comments and punctuation, which
-    hold no names, calls or strings. The cheap `libcst.matchers.findall` for a type test."""
+    hold no names, calls or strings. The cheap `libcst.matchers.findall` for a type test.
+    While the engine lints a file, the nodes under a root walked (with the default `skip`)
+    a second time are kept, and later walks of it read them back (`_walked`)."""
+    walked = _walked
+    if walked is None or skip is not TRIVIA:
+        return _descendants(node, skip)
+    entry = walked.get(id(node))
+    if entry is None or entry[0] is not node:
+        walked[id(node)] = [node, None]
+        return _descendants(node, skip)
+    found = entry[1]
+    if found is None:
+        found = entry[1] = tuple(_descendants(node, skip))
+    return iter(found)
+
+
+def _descendants(
+    node: cst.CSTNode, skip: frozenset[type[cst.CSTNode]] = TRIVIA
+) -> Iterator[cst.CSTNode]:
     shared = _shared
     trivia = skip is TRIVIA
     stack = [node]

@@ -190,12 +190,38 @@ def _may_import(path: str) -> Callable[[str, str], bool]:
     if name == "__init__.py":
         word = os.path.basename(folder)
         return lambda file, text: (
-            _names(text, word) or project_modules.within(os.path.dirname(file), folder)
+            _names_in_imports(text, word) or project_modules.within(os.path.dirname(file), folder)
         )
     if name.endswith(".py"):
         word = name[:-3]
-        return lambda file, text: _names(text, word)
+        return lambda file, text: _names_in_imports(text, word)
     return lambda file, text: False  # only `.py` files are resolved
+
+
+def _names_in_imports(text: str, word: str) -> bool:
+    """`_names(text, word)` where that spelling may sit in one of the text's import
+    statements (`project_modules._IMPORT`, the statements `_imports_of` reads: every name
+    it resolves is spelled in one): on a line that starts with `from` or `import` (a
+    statement's first line, which holds all of it but a parenthesised list of names), or
+    after a `(` that no `)` closes before it (such a list holds no `)`; the `(` of a call
+    or a string only lets more through). A word that only comment lines and other code
+    spell names no import, and the file's imports are not resolved (round 25: 203 of the
+    204 diffusers files that spell `pipeline_stable_diffusion`, in `# Copied from`
+    comments)."""
+    at = text.find(word)
+    if at == -1 or not word.isidentifier():
+        return at != -1
+    size = len(word)
+    while at != -1:
+        after = text[at + size : at + size + 1]
+        if not (after.isalnum() or after == "_"):
+            line = text[text.rfind("\n", 0, at) + 1 : at].lstrip(" \t")
+            if line.startswith(("from", "import")):
+                return True
+            if text.find("(", text.rfind(")", 0, at) + 1, at) != -1:
+                return True
+        at = text.find(word, at + 1)
+    return False
 
 
 def _names(text: str, word: str) -> bool:

@@ -93,16 +93,23 @@ class _Module:
 
 
 def _summary(path: str, tree: ast.Module, text: str) -> _Module:
+    # Text screens (round 25): in an ASCII text every name is spelled as the tree reads it
+    # (elsewhere NFKC may read a fullwidth letter as its ASCII one), so a text that never spells
+    # `backward` runs it in no function, and one that spells no join (`_JOIN_WORD`) joins
+    # nothing: those walks are skipped, with the answers they would give.
+    ascii = text.isascii()
+    backward = not ascii or "backward" in text
+    joins = not ascii or _JOIN_WORD.search(text) is not None
     functions: dict[str, _Function] = {}
     classes: dict[str, _Class] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            functions.setdefault(node.name, _function(node))
+            functions.setdefault(node.name, _function(node, backward, joins))
         elif isinstance(node, ast.ClassDef):
             methods: dict[str, _Function] = {}
             for item in node.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    methods.setdefault(item.name, _function(item))
+                    methods.setdefault(item.name, _function(item, backward, joins))
             bases = tuple(b for b in map(project_modules.dotted_name, node.bases) if b is not None)
             classes.setdefault(node.name, _Class(node.name, bases, methods, _bound(node)))
     # XLA or TPUs named anywhere in the text, comments included: the cautious reading.
@@ -150,7 +157,9 @@ def _bound(class_def: ast.ClassDef) -> dict[str, tuple[str, ...]]:
     return {attribute: tuple(dict.fromkeys(methods)) for attribute, methods in bound.items()}
 
 
-def _function(node: Function) -> _Function:
+def _function(node: Function, backward: bool = True, joins: bool = True) -> _Function:
+    """`node`'s summary; `backward` False: its module's text never spells `backward`,
+    `joins` False: nor a join (`_summary`'s screens), so neither is looked for."""
     steps = False
     self_calls: list[str] = []
     name_calls: list[str] = []
@@ -167,8 +176,8 @@ def _function(node: Function) -> _Function:
         steps,
         tuple(dict.fromkeys(self_calls)),
         tuple(dict.fromkeys(name_calls)),
-        _joined_params(node),
-        grad_step_of(node),
+        _joined_params(node) if joins else (),
+        grad_step_of(node) if backward else False,
     )
 
 
@@ -235,6 +244,7 @@ def grad_step_of(function: Function) -> bool:
 
 
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+_JOIN_WORD = re.compile(r"\b(?:" + "|".join(sorted(_JOINS)) + r")\b")
 
 
 def _joined_params(node: Function) -> tuple[int, ...]:
