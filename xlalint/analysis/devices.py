@@ -1032,18 +1032,9 @@ class DeviceChoices:
             # `if not torch.cuda.is_available(): device = "cpu"`: the hardware decides, and
             # on an XLA host the branch that selects runs, not the one that keeps.
             return False
-        targets: set[str] = set()
-        for block in blocks:
-            for value, assigned in _selections(block):
-                if device_types(value, self.imports) is None:
-                    continue
-                if assigned is None:
-                    return False  # a branch returns a device: the function's choice
-                for target in assigned:
-                    name = get_full_name_for_node(target)
-                    if name is None:
-                        return False
-                    targets.add(name)
+        targets = self._device_targets(blocks)
+        if targets is None:
+            return False  # a branch returns a device: the function's choice
         path = iter(ancestors)
         block = next(path, None)
         function = next((a for a in path if type(a) is cst.FunctionDef), None)
@@ -1087,18 +1078,9 @@ class DeviceChoices:
             blocks = blocks[:-1]
         if not all(implied(test, True, asks_held_accelerator) is True for test in tests):
             return False
-        targets: set[str] = set()
-        for block in blocks:
-            for value, assigned in _selections(block):
-                if device_types(value, self.imports) is None:
-                    continue
-                if assigned is None:
-                    return False  # returned: the code after the chain is its `else`
-                for target in assigned:
-                    name = get_full_name_for_node(target)
-                    if name is None:
-                        return False
-                    targets.add(name)
+        targets = self._device_targets(blocks)
+        if targets is None:
+            return False  # returned: the code after the chain is its `else`
         path = list(ancestors)
         function = next((a for a in path if type(a) is cst.FunctionDef), None)
         class_def = next((a for a in path if type(a) is cst.ClassDef), None)
@@ -1107,6 +1089,24 @@ class DeviceChoices:
             if scope is None or _chooses_elsewhere(target, node, scope, self.imports):
                 return False
         return True
+
+    def _device_targets(self, blocks: list[cst.BaseSuite]) -> set[str] | None:
+        """The names a chain's blocks set to a device (`device = "cuda"`, `self.device =
+        torch.device(...)`); None where a block returns a device, or sets one through a
+        target with no name (`devices[i] = ...`)."""
+        targets: set[str] = set()
+        for block in blocks:
+            for value, assigned in _selections(block):
+                if device_types(value, self.imports) is None:
+                    continue
+                if assigned is None:
+                    return None
+                for target in assigned:
+                    name = get_full_name_for_node(target)
+                    if name is None:
+                        return None
+                    targets.add(name)
+        return targets
 
     def opens_ladder(self, ancestors: Iterable[cst.CSTNode]) -> bool:
         """Whether the node is in an `if` without `else` that selects a device and is

@@ -608,13 +608,7 @@ def moved_later(function: cst.FunctionDef, names: Iterable[str]) -> frozenset[st
         node_type = type(node)
         if node_type in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
-        targets: list[cst.BaseExpression] = []
-        if node_type is cst.Assign:
-            targets = [t.target for t in node.targets]  # type: ignore[attr-defined]
-        elif node_type in (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For):
-            targets = [node.target]  # type: ignore[attr-defined]
-        elif node_type is cst.AsName:
-            targets = [node.name]  # type: ignore[attr-defined]
+        targets = _assigned_targets(node)
         for target in targets:
             for name in target_names(target) & wanted - seen:
                 seen.add(name)
@@ -690,14 +684,7 @@ def _next_bindings(function: cst.FunctionDef) -> dict[tuple[int, str], cst.CSTNo
         node_type = type(node)
         if node_type in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             continue
-        targets: list[cst.BaseExpression] = []
-        if node_type is cst.Assign:
-            targets = [t.target for t in node.targets]  # type: ignore[attr-defined]
-        elif node_type in (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For):
-            targets = [node.target]  # type: ignore[attr-defined]
-        elif node_type is cst.AsName:
-            targets = [node.name]  # type: ignore[attr-defined]
-        for target in targets:
+        for target in _assigned_targets(node):
             for bound in target_names(target):
                 before = last.get(bound)
                 if before is not None:
@@ -843,3 +830,16 @@ def _moves_entries(value: cst.DictComp, name: str) -> bool:
         return False
     entry = clause.target.elements[1].value
     return type(entry) is cst.Name and _moves_to_device(value.value, entry.value)
+
+
+def _assigned_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets a node binds names through: an assignment's (each of `a = b = ...`), an
+    augmented, annotated or walrus assignment's, a `for` loop's, and an `as` clause's."""
+    node_type = type(node)
+    if node_type is cst.Assign:
+        return [t.target for t in node.targets]  # type: ignore[attr-defined]
+    if node_type in (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For):
+        return [node.target]  # type: ignore[attr-defined]
+    if node_type is cst.AsName:
+        return [node.name]  # type: ignore[attr-defined]
+    return []
