@@ -22,7 +22,6 @@ decoded is a miss, never an error.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import json
@@ -48,6 +47,7 @@ from xlalint.diagnostics import (
 )
 from xlalint.registry import rule_ids
 from xlalint.rule import Rule
+from xlalint.writer import replace_bytes
 
 CACHE_DIR_NAME = ".xlalint_cache"
 ENV_CACHE_DIR = "XLALINT_CACHE_DIR"
@@ -166,16 +166,7 @@ class ResultCache:
         try:
             self._prepare()
             data = json.dumps(value, separators=(",", ":")).encode()
-            import tempfile  # only a miss writes: a warm run never needs it
-
-            handle, temporary = tempfile.mkstemp(dir=self.entries, prefix=".tmp-")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(data)
-                os.replace(temporary, self.entries / f"{key}.json")
-            except BaseException:
-                _unlink(temporary)
-                raise
+            replace_bytes(self.entries / f"{key}.json", data)
         except OSError:
             pass  # read-only or full: lint without caching
 
@@ -238,11 +229,6 @@ def _prefix(rules: tuple[str, ...], hot_functions: tuple[str, ...], target: Rele
     """`rules`: the rules' ids (`registry.rule_ids`), so that a key never imports a rule."""
     parts = [code_fingerprint(), *sorted(rules), f"target:{target}", "hot:", *hot_functions]
     return hashlib.blake2b("\0".join(parts).encode(), digest_size=32).digest()
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
 
 
 # -- serialization: exact, compact, no filename (the key already fixes it) ----------------

@@ -143,14 +143,9 @@ def _write(path: Path, codes: dict[Any, Any]) -> None:
         )
         checksum = binascii.crc32(payload).to_bytes(_CHECKSUM, "big")
         path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = path.with_name(f".{path.name}.{os.getpid()}")
-        try:
-            with open(scratch, "wb") as file:
-                file.write(_FORMAT + checksum + payload)
-            os.replace(scratch, path)
-        finally:
-            if scratch.exists():
-                scratch.unlink()
+        from xlalint.writer import replace_bytes  # at exit, once: not at start-up
+
+        replace_bytes(path, _FORMAT + checksum + payload)
     except Exception:  # an unwritable folder, a full disk: compile again next time
         pass
 

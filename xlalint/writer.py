@@ -31,18 +31,26 @@ def write_atomic(path: Path, expected: bytes, content: bytes) -> None:
     if not os.access(path, os.W_OK):
         raise WriteError("read-only; not written")
     target = path.resolve()  # write through a symbolic link, not over it
-    import tempfile  # only a fix that writes needs it, not a check
-
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        replace_bytes(target, content, mode=mode)
     except OSError as error:  # e.g. a read-only folder
         raise WriteError(f"could not be written: {error.strerror or error}") from None
+
+
+def replace_bytes(target: Path, content: bytes, mode: int | None = None) -> None:
+    """Write `content` to a temporary file beside `target` (`mode`, if given) and rename
+    it over `target`: a reader sees the old bytes or the new, never part of either, and no
+    temporary file is left behind. Raises OSError (a read-only folder, a full disk)."""
+    import tempfile  # only a run that writes needs it
+
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(content)
-        os.chmod(temporary, mode)
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, target)
-    except OSError as error:
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        raise WriteError(f"could not be written: {error.strerror or error}") from None
+        raise
