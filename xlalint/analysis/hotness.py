@@ -449,6 +449,11 @@ class FunctionKey:
     class_name: str | None
     name: str
 
+    @property
+    def qualified(self) -> str:
+        """`Class.method`, or the function's name: as `module_callers` names it."""
+        return f"{self.class_name}.{self.name}" if self.class_name else self.name
+
 
 @dataclass(frozen=True)
 class Site:
@@ -889,11 +894,7 @@ class HotCode:
             return True
         if self._elsewhere is None or klass in self._closure_callbacks:
             return False
-        key = f"{klass}()"
-        known = self._elsewhere_known.get(key)
-        if known is None:
-            known = self._elsewhere_known[key] = klass in self._elsewhere(frozenset({klass}))
-        return known
+        return self._called_elsewhere(klass, key=f"{klass}()")
 
     def called_from_elsewhere(self, function: FunctionKey) -> bool:
         """Another module of the project calls `function` itself every step, handing it
@@ -903,14 +904,15 @@ class HotCode:
         Not a function only this file's hot functions reach."""
         if self._elsewhere is None or function.name in RUN_ONCE_FUNCTIONS:
             return False
-        qualified = (
-            f"{function.class_name}.{function.name}" if function.class_name else function.name
-        )
-        key = f"{qualified}!"
+        return self._called_elsewhere(function.qualified, key=f"{function.qualified}!")
+
+    def _called_elsewhere(self, name: str, key: str) -> bool:
+        """Whether another module's per-step code calls `name` (a function, `Class.m`, or
+        a class built: `module_callers.hot_elsewhere`), asked once per `key`."""
         known = self._elsewhere_known.get(key)
         if known is None:
-            found = qualified in self._elsewhere(frozenset({qualified}))
-            known = self._elsewhere_known[key] = found
+            assert self._elsewhere is not None
+            known = self._elsewhere_known[key] = name in self._elsewhere(frozenset({name}))
         return known
 
     def _trains(self, site: Site) -> bool:
@@ -1217,7 +1219,7 @@ class HotCode:
             return False
         if site.scopes and converts_a_parameter(site.scopes[0]):
             return False
-        qualified = f"{function.class_name}.{name}" if function.class_name else name
+        qualified = function.qualified
         known = self._elsewhere_known.get(qualified)
         if known is None:
             found = self._elsewhere(frozenset(self._callers_of(qualified, name)))
