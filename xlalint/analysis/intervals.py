@@ -72,7 +72,7 @@ from xlalint.analysis.handed_functions import call_sites
 from xlalint.analysis.loop_facts import first_pass_test, loop_counter
 from xlalint.analysis.members import member_values_in
 from xlalint.analysis.settled_exits import exits_before
-from xlalint.analysis.statements import _block_exit
+from xlalint.analysis.statements import block_exit
 from xlalint.walk import (
     children,
     descendants,
@@ -618,7 +618,7 @@ def _ends_its_loop(
                 type(later) is cst.If
                 and type(later.test) is cst.Name
                 and later.test.value == name
-                and _block_exit(later.body) is cst.Break
+                and block_exit(later.body) is cst.Break
                 for later in statements[position + 1 :]
             ):
                 return True

@@ -63,7 +63,7 @@ _BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite)
 _SCOPES = node_types(cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def _block_exit(block: cst.BaseSuite) -> type[cst.Break | cst.Return] | None:
+def block_exit(block: cst.BaseSuite) -> type[cst.Break | cst.Return] | None:
     """`break` or `return` when it is the last statement of `block`: whatever of the
     block runs, runs once, and control then leaves the loop (or the function)."""
     last: cst.CSTNode | None = block.body[-1] if block.body else None
@@ -93,7 +93,7 @@ def passes_left(path: Iterable[cst.CSTNode], depth: int) -> tuple[int, int]:
             break
         kind = type(node)
         if block is not None and not (kind is cst.For or kind is cst.While):
-            exit_kind = _block_exit(block)
+            exit_kind = block_exit(block)
             if exit_kind is not None:
                 return inside, 1 if exit_kind is cst.Break else depth - inside
         block = None
@@ -144,7 +144,7 @@ def _exit_flag(test: cst.BaseExpression) -> str | None:
 
 def _ends_the_loop(block: cst.BaseSuite, flag: str | None) -> bool:
     """`block` ends in `break`, or in `flag = True` for the flag the loop's test reads."""
-    if _block_exit(block) is cst.Break:
+    if block_exit(block) is cst.Break:
         return True
     last = block.body[-1] if block.body else None
     if isinstance(last, cst.SimpleStatementLine):
