@@ -925,17 +925,38 @@ _RESULT = cst.Name("_")
 
 def _positions(
     target: cst.BaseExpression, value: cst.BaseExpression
-) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+) -> list[tuple[cst.BaseExpression, cst.BaseExpression | cst.StarredElement]]:
     """`a, b = x, y`: the pairs `(a, x)`, `(b, y)` when both sides are literal tuples or
-    lists of one length, without starred elements; else none."""
+    lists and the target has no starred element; else none. A starred value element
+    (`grad, lr, beta1, beta2, wd = p.grad, group["lr"], *group["betas"], group["wd"]`)
+    spreads over the targets left between the elements before and after it, each paired
+    with that `StarredElement` (an element of what it unpacks); the elements before the
+    first star and after the last keep their own values. None where the lengths cannot
+    match."""
     if not (type(target) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List)):
         return []
-    elements = (*target.elements, *value.elements)
-    if len(target.elements) != len(value.elements) or any(
-        isinstance(e, cst.StarredElement) for e in elements
-    ):
+    targets = target.elements  # type: ignore[attr-defined]
+    values = value.elements  # type: ignore[attr-defined]
+    if any(isinstance(e, cst.StarredElement) for e in targets):
         return []
-    return [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+    stars = [i for i, e in enumerate(values) if isinstance(e, cst.StarredElement)]
+    if not stars:
+        if len(targets) != len(values):
+            return []
+        return [(t.value, v.value) for t, v in zip(targets, values, strict=True)]
+    front, back = stars[0], len(values) - stars[-1] - 1
+    if len(stars) != 1 or front + back > len(targets):
+        return []  # (two stars: which targets each fills is unknown)
+    star = values[front]
+    spread = len(targets) - front - back
+    return [
+        *((t.value, v.value) for t, v in zip(targets[:front], values[:front], strict=True)),
+        *((t.value, star) for t in targets[front : front + spread]),
+        *(
+            (t.value, v.value)
+            for t, v in zip(targets[front + spread :], values[front + 1 :], strict=True)
+        ),
+    ]
 
 
 def _operands(node: cst.BinaryOperation | cst.Comparison) -> list[cst.BaseExpression]:
@@ -2283,7 +2304,10 @@ class TensorKinds:
                 # `x, h, w = hidden, height, width`: each name gets its own value's kind
                 # (all read before any is bound, as in `a, b = b, a`).
                 kinds = [
-                    (name, self.of(item), self._computed_from_tensors(item)) for name, item in pairs
+                    (name, self._unpacked_kind(item.value), False)
+                    if isinstance(item, cst.StarredElement)
+                    else (name, self.of(item), self._computed_from_tensors(item))
+                    for name, item in pairs
                 ]
                 for name, item_kind, from_tensors in kinds:
                     self.bind(name, item_kind)
@@ -2339,6 +2363,13 @@ class TensorKinds:
                         # `loss = self.compute(x)`, then `print(loss.item())`, then
                         # `loss.backward()`: the step's loss from its binding on.
                         self._frames[-1][name] = Kind.TENSOR
+
+    def _unpacked_kind(self, iterable: cst.BaseExpression) -> Kind:
+        """The kind of one element a starred `*iterable` spreads over a tuple's names: a
+        tensor's rows (or an iterable of tensors) are tensors; otherwise the iterable's
+        own kind (a host value's elements are host values, an unknown one's unknown)."""
+        kind = self.of(iterable)
+        return Kind.TENSOR if kind in (Kind.TENSOR, Kind.ITERABLE) else kind
 
     def _note_host_tensor(self, target: cst.BaseExpression) -> None:
         """`target` is bound to a torch tensor made on the host."""
