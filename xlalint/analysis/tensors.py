@@ -239,6 +239,9 @@ _INDEX_NAME = re.compile(
     r"\w+_epochs|num_\w+|\w+_num|\w+_no|\w+_number|\w+_counter|\w+_iters|"
     r"\w+_iteration|\w+_iterations|\w+_size)$"
 )
+# Names of the position of a loader among a combined loader's (`dataloader_idx`, Lightning's
+# `(batch, batch_idx, dataloader_idx)` items): a Python int, even unpacked from a batch.
+_LOADER_INDEX_NAME = re.compile(r"^(\w+_)?(data)?loader_(idx|index|id|i|no|num)$")
 # Parameters whose names say they hold a Python flag, size or kind (`use_cache`,
 # `return_dict`, `is_causal`, a predicate about something named first: `target_is_real`,
 # `labels_are_smoothed`, `H`, `W`, `seq_len`, `hidden_dim`, `max_norm`, `layer_type`,
@@ -964,6 +967,17 @@ def _operands(node: cst.BinaryOperation | cst.Comparison) -> list[cst.BaseExpres
     if type(node) is cst.BinaryOperation:
         return [node.left, node.right]
     return [node.left, *(t.comparator for t in node.comparisons)]  # type: ignore[union-attr]
+
+
+def _compares_with_a_string(node: cst.Comparison) -> bool:
+    """`mode == "train"`, `"val" != split`: one equality test with a string literal."""
+    if len(node.comparisons) != 1:
+        return False
+    test = node.comparisons[0]
+    return type(test.operator) in (cst.Equal, cst.NotEqual) and any(
+        type(side) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+        for side in (node.left, test.comparator)
+    )
 
 
 def _join(kinds: Iterable[Kind]) -> Kind:
@@ -2102,6 +2116,15 @@ class TensorKinds:
                 value = element.value
                 if isinstance(value, cst.StarredElement):
                     value = value.value
+                if (
+                    element_kind is Kind.TENSOR
+                    and type(value) is cst.Name
+                    and _LOADER_INDEX_NAME.match(value.value)
+                ):
+                    # `batch, _, dataloader_idx = batch_packed`: the position of the loader
+                    # a combined loader's item came from, a Python int beside the batch.
+                    self.bind(value, Kind.HOST)
+                    continue
                 self.bind(value, element_kind)
                 if isinstance(value, cst.Name):
                     self._unpacked[-1].add(value.value)
@@ -3435,6 +3458,11 @@ class TensorKinds:
             if self._compares_with_none(node):
                 # `module.weight != None`: a tensor's `==`/`!=` hand a None operand back to
                 # Python, which compares identities: a bool, no element read.
+                return Kind.HOST
+            if _compares_with_a_string(node):
+                # `mode == "train"`: a tensor's `==`/`!=` refuse a string operand, which
+                # Python then answers by identity (a bool, no element read): whatever
+                # `mode` was taken for, the test reads no device value.
                 return Kind.HOST
             return self._operation(_operands(node))
         if node_type is cst.IfExp:

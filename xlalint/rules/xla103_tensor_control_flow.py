@@ -103,7 +103,13 @@ class TensorControlFlow(HelperReadRule):
     the code only presumes a tensor (a `forward`'s dict parameter, a dict of embeddings). Tests
     on shapes, dtypes, devices, `is None`, `isinstance`, `len()` and Python numbers are not flagged,
     nor an equality test with None (`module.weight != None`, or with a local bound only to
-    None: a tensor hands the comparison back to Python, which compares identities),
+    None: a tensor hands the comparison back to Python, which compares identities), nor
+    one with a string literal (`mode == "train"`, whatever `mode` was unpacked from: a
+    tensor refuses the string, and Python compares identities), nor the position of a loader
+    among a combined loader's unpacked beside a batch (`batch, _, dataloader_idx =
+    batch_packed`: a Python int), nor a name a star spreads a Python value over in a tuple
+    assignment (`grad, lr, beta1, beta2 = p.grad, group["lr"], *group["betas"]`: each name
+    takes its own value's kind, not the tuple's),
     nor on any other metadata `torch.Tensor` keeps (`is_nested`, `is_sparse`, `layout`,
     `requires_grad`, `is_inference()`, `is_complex()`: layout, storage and autograd flags known on
     the host), nor on a field torch's Tensor lacks of a value the code declares a tensor
