@@ -62,6 +62,10 @@ RUN_ONCE_FUNCTIONS = (
     )
     | DISPLAY_METHODS
 )
+# A module-level function pytest collects (`test`, `test_equivariance`): the runner calls
+# it once; one backward in its body (checking a gradient) is no training step. Not a
+# method (Lightning's `test_step` runs per batch), nor one the file itself calls.
+_TEST_FUNCTION = re.compile(r"test(_\w+)?$")
 # Names that say a function initialises its object's state (a mixture's `initialize(x,
 # strategy)` seeding its components from samples by k-means, `reset_parameters`): where
 # the file never calls one, its callers elsewhere run it once, not with every batch (where
@@ -927,6 +931,12 @@ class HotCode:
             return False
         if function.name in RUN_ONCE_FUNCTIONS:
             return False
+        if (
+            _TEST_FUNCTION.match(function.name)
+            and function.class_name is None
+            and function.name not in self._callees()
+        ):
+            return False  # `def test(): ... loss.backward(); assert ...`: pytest runs it once
         if function.name in self._saving_functions() or function.name in self._plotting:
             return self._step_function(site.scopes[0])
         return self._step_function(site.scopes[0]) or (

@@ -349,7 +349,11 @@ class TensorControlFlow(HelperReadRule):
     does: a per-channel helper is not made per step by it. A function documented to run
     once, its result cached ("Make sure to cache the result"), and the private helpers
     only such functions call, are preprocessing: their loops (a `while True:` scanning
-    time stamps) are no step loops, and their tests are not per call.
+    time stamps) are no step loops, and their tests are not per call. A module-level
+    function pytest collects (`def test():`, `test_equivariance`) that this file never
+    calls runs once per test run: one `loss.backward()` in it checks that gradients flow,
+    and does not make its checks (`assert error.abs().max() < 1e-10`) per step (a
+    `test_step` method, a framework's per-batch hook, still is).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
