@@ -76,6 +76,7 @@ from xlalint.analysis.masks import REGISTER_BUFFER, BooleanMasks
 from xlalint.analysis.members import (
     called_back,
     called_classes,
+    calls_own_instance,
     instance_method_call,
     is_property,
     member_method_call,
@@ -1785,6 +1786,14 @@ class FileContext:
             # recursion runs inside a call of the function, as often as its own callers
             # call it; its loop over the input's parts makes no caller per step.
             pass
+        elif (
+            type(func) is cst.Name
+            and func.value == "self"
+            and calls_own_instance(self.module, self.class_name)
+        ):
+            # `self("alphas_cumprod", t, shape)` in a schedule's method: the object calls
+            # itself, so the `__call__` its class defines runs as often as the method does.
+            self.hot.add_call(self.site(), "__call__")
         elif type(func) is cst.Name and resolved is None:
             self.hot.add_call(self.site(), func.value)
         elif own := own_module_function(func, self.module):

@@ -137,6 +137,13 @@ def _methods(name: str, classes: dict[str, cst.ClassDef], depth: int = 0) -> set
     return methods
 
 
+def calls_own_instance(module: cst.Module, class_name: str | None) -> bool:
+    """`self(...)` in the code of class `class_name` runs a `__call__` the class defines
+    or inherits from a class of the module (a schedule's `self("alphas_cumprod", t,
+    shape)` in its `q_sample`); not where the call is nn.Module's, running `forward`."""
+    return class_name is not None and "__call__" in _methods(class_name, _walked(module).classes)
+
+
 def member_method_call(
     func: cst.BaseExpression, module: cst.Module, class_name: str | None
 ) -> bool:

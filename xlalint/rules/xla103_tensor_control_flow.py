@@ -353,7 +353,12 @@ class TensorControlFlow(HelperReadRule):
     function pytest collects (`def test():`, `test_equivariance`) that this file never
     calls runs once per test run: one `loss.backward()` in it checks that gradients flow,
     and does not make its checks (`assert error.abs().max() < 1e-10`) per step (a
-    `test_step` method, a framework's per-batch hook, still is).
+    `test_step` method, a framework's per-batch hook, still is). An object that calls
+    itself (`self("alphas_cumprod", t, shape)` in a schedule's `q_sample`) runs the
+    `__call__` its class defines or inherits as often as that method runs: a test of the
+    device timestep there (`if (t != t_floor).any():`) is read on every lookup of a
+    per-step caller (an nn.Module's `self(x)`, with no `__call__` of its own, runs its
+    `forward`, and makes no other class's `__call__` per step).
 
     ## Why is this bad?
     XLA records operations lazily and runs them as one compiled graph. Python can only
