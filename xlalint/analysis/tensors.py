@@ -22,6 +22,7 @@ from xlalint import lint_memo
 from xlalint.analysis.arguments import (
     bind,
     is_staticmethod,
+    parameter,
     parameters,
     positional_params,
     signature_of,
@@ -2387,6 +2388,22 @@ class TensorKinds:
                         # `loss.backward()`: the step's loss from its binding on.
                         self._frames[-1][name] = Kind.TENSOR
 
+    def _defaults_to_a_tensor_function(self, name: str) -> bool:
+        """`name` is a parameter of the function being walked, not rebound, whose default
+        is a function of this module declared to return a tensor (`decode_one_token=
+        decode_one_token_ar` with `def decode_one_token_ar(...) -> torch.Tensor`): the
+        default states what every function handed in instead returns."""
+        function = self._function_nodes[-1]
+        if function is None or self._bindings[-1].get(name, 0):
+            return False
+        param = parameter(function, name)
+        return (
+            param is not None
+            and type(param.default) is cst.Name
+            and param.default.value in self._tensor_functions
+            and self.lookup(param.default.value) is None
+        )
+
     def _unpacked_kind(self, iterable: cst.BaseExpression) -> Kind:
         """The kind of one element a starred `*iterable` spreads over a tuple's names: a
         tensor's rows (or an iterable of tensors) are tensors; otherwise the iterable's
@@ -3804,6 +3821,10 @@ class TensorKinds:
                 return Kind.HOST
             if name in self._tensor_functions and self.lookup(name) is None:
                 return Kind.TENSOR  # `def dqn_loss(...) -> Tensor` of this module
+            if self._defaults_to_a_tensor_function(name):
+                # `decode_one_token(...)` with `decode_one_token=decode_one_token_ar`, a
+                # function of this module declared `-> torch.Tensor`.
+                return Kind.TENSOR
             if name in self._tensors_functions and self.lookup(name) is None:
                 return Kind.ITERABLE  # `def split(...) -> tuple[Tensor, Tensor]`
             if self.of(func) is Kind.MODULE and self._host_module_call(name, node):

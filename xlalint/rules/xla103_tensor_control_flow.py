@@ -342,7 +342,12 @@ class TensorControlFlow(HelperReadRule):
     returns, then `if best_values[0] > best_value:` on every planner iteration), and the
     tests `.isnan()`, `.isinf()`, `.isfinite()` without arguments (numpy spells them
     `np.isnan(a)`); a search index's `topk(query, k)` and a checker's `isnan(x)` are some
-    other object's.
+    other object's. A function handed in by a parameter whose default is a function of the
+    module declared to return a tensor (`decode_n_tokens(..., decode_one_token=
+    decode_one_token_ar)` with `def decode_one_token_ar(...) -> torch.Tensor`) returns one:
+    the token it samples, tested for the end token every pass (`if cur_token[0, 0, -1] ==
+    eos_id: break`), is read on the host each time; a default declared to return anything
+    else, or none, says nothing.
 
     A loop over one tensor's rows, however spelled (`for p in x.unbind(dim=0)`, `for i in
     reversed(indices[:-1])`), runs its passes where its function runs, as `for row in x`
