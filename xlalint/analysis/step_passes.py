@@ -652,8 +652,33 @@ def _fixed_count(node: cst.BaseExpression, function: cst.FunctionDef | None, dep
         return False
     if isinstance(node, cst.Name) and function is not None:
         values = local_values(function, node.value)
-        return bool(values) and all(_fixed_count(v, function, depth + 1) for v in values)
+        if not values:
+            return _index_of_fixed_counts(node.value, function, depth)
+        return all(_fixed_count(v, function, depth + 1) for v in values)
     return False
+
+
+def _index_of_fixed_counts(name: str, function: cst.FunctionDef, depth: int) -> bool:
+    """`j in range(i)` inside `for i in range(self.num_nodes)`: `name` is bound only as
+    the index of loops of the function over a `range` of fixed counts, so it is below a
+    fixed count too, and a `range` of it (the nodes before node `i` of a cell) runs as
+    many passes per call as the cell has, a triangle of fixed passes."""
+    loops = [
+        node
+        for node in descendants(function.body)
+        if type(node) is cst.For and type(node.target) is cst.Name and node.target.value == name
+    ]
+    return bool(loops) and all(
+        type(loop.iter) is cst.Call
+        and type(loop.iter.func) is cst.Name
+        and loop.iter.func.value == "range"
+        and bool(loop.iter.args)
+        and all(
+            arg.keyword is None and not arg.star and _fixed_count(arg.value, function, depth + 1)
+            for arg in loop.iter.args
+        )
+        for loop in loops
+    )
 
 
 def _self_held(node: cst.BaseExpression) -> bool:
