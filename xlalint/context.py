@@ -24,7 +24,7 @@ from xlalint.analysis.config_fields import field_default
 from xlalint.analysis.cuda_flags import cuda_flag_places
 from xlalint.analysis.devices import DeviceChoices, device_helpers
 from xlalint.analysis.epochs import Epochs, takes_a_loader, walks_a_loader
-from xlalint.analysis.error_paths import handles_a_failure
+from xlalint.analysis.error_paths import compatibility_probe, handles_a_failure
 from xlalint.analysis.flag_facts import FlagFacts
 from xlalint.analysis.guards import (
     asks_placement,
@@ -1093,13 +1093,22 @@ class FileContext:
     def in_failure_handler(self) -> bool:
         """The node being visited is in the body of a handler that recovers from a failed
         computation (`except RuntimeError:` around a solve, with a fallback on the CPU,
-        `analysis/error_paths.py`): it runs when that computation fails, not every step."""
+        `analysis/error_paths.py`): it runs when that computation fails, not every step;
+        or the `except TypeError:` fallback of a `try` that only calls torch on tensors,
+        for a torch release without that signature (`error_paths.compatibility_probe`)."""
         stack = self._stack
         return any(
             type(node) is cst.ExceptHandler
             and depth + 1 < len(stack)
             and stack[depth + 1] is node.body
-            and handles_a_failure(node)
+            and (
+                handles_a_failure(node)
+                or (
+                    depth > 0
+                    and type(stack[depth - 1]) is cst.Try
+                    and compatibility_probe(node, stack[depth - 1], self.qualified, self.is_tensor)
+                )
+            )
             for depth, node in enumerate(stack)
         )
 

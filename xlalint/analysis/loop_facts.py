@@ -641,6 +641,44 @@ class _Nested:
 _BUILTINS = frozenset(dir(builtins))
 
 
+def first_match(searched: cst.BaseExpression) -> bool:
+    """`next(filter(lambda t: t[1] == j, weights))`, `next(i for i, w in enumerate(ws) if
+    w > t)`: `next()` of a filter or a generator expression finds the first item of a
+    value in hand that passes a test, a lookup, not a batch pulled from a loader (unless
+    what it searches is a loader or an iterator made with `iter()`, whose next item it
+    takes)."""
+    if type(searched) is cst.GeneratorExp:
+        searched_values = []
+        clause: cst.CompFor | None = searched.for_in
+        while clause is not None:
+            searched_values.append(clause.iter)
+            clause = clause.inner_for_in
+    elif (
+        type(searched) is cst.Call
+        and type(searched.func) is cst.Name
+        and searched.func.value == "filter"
+        and len(searched.args) == 2
+    ):
+        searched_values = [searched.args[1].value]
+    else:
+        return False
+    return not any(_pulls_items(value) for value in searched_values)
+
+
+# Names of what hands out batches one at a time: a loader, a data stream, an iterator.
+_PULLED_NAME = re.compile(r"loader|(^|_)dl$|(^|_)ds$|(^|_)data(set)?$|^dataset|iter|stream", re.I)
+
+
+def _pulls_items(value: cst.BaseExpression) -> bool:
+    """`iter(loader)`, `self.train_loader`, `enumerate(data_iter)`: a source of batches,
+    wherever the searched expression names one."""
+    return any(
+        (type(node) is cst.Name and _PULLED_NAME.search(node.value) is not None)
+        or (type(node) is cst.Attribute and _PULLED_NAME.search(node.attr.value) is not None)
+        for node in (value, *descendants(value))
+    )
+
+
 @dataclass
 class BodyFacts:
     """What one pass of a body does, not counting nested loops and definitions.
@@ -1021,7 +1059,12 @@ class _BodyScanner:
                 spelled_module = get_full_name_for_node(func.value)
                 if spelled_module is not None:
                     self.modules.add(spelled_module)
-        elif isinstance(func, cst.Name) and func.value == "next" and call.args:
+        elif (
+            isinstance(func, cst.Name)
+            and func.value == "next"
+            and call.args
+            and not first_match(call.args[0].value)
+        ):
             facts.next_of.append(call.args[0].value)
         if (
             not resolved

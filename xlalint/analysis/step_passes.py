@@ -54,7 +54,12 @@ from xlalint.analysis.arguments import parameter
 from xlalint.analysis.epochs import Epochs, loader_named
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.handed_functions import call_sites
-from xlalint.analysis.hotness import INITIALISER, PASS_WRAPPERS, RUN_ONCE_FUNCTIONS
+from xlalint.analysis.hotness import (
+    INITIALISER,
+    PASS_WRAPPERS,
+    PER_STEP_FUNCTIONS,
+    RUN_ONCE_FUNCTIONS,
+)
 from xlalint.analysis.loop_facts import unwrap_iteration
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
@@ -294,7 +299,12 @@ class StepPasses:
         """`function` runs once per object: by name (`__init__`, `setup`; not `main`,
         a whole program's run), as an initialiser no call of the file reaches (`initialize`,
         `reset_parameters`: `hotness.INITIALISER`), or because every call of it in the
-        module is in such a function (a method's as `self.m(...)` from its own class)."""
+        module is in such a function (a method's as `self.m(...)` from its own class, or
+        through an attribute holding its object, `self._quantizer.add_tuning_scale()`,
+        where no other class of the module defines that name). A method that hands back
+        the model it is handed (`def prepare(self, model): ...; return model`, a
+        quantizer's `prepare` or `convert`: `transforms_a_model`) prepares the model
+        once, before its steps, and runs once too."""
         if function is None or depth > 2 or self._module is None:
             return False
         name = function.name.value
@@ -302,16 +312,24 @@ class StepPasses:
             return False
         if name in RUN_ONCE_FUNCTIONS:
             return True
+        if transforms_a_model(function):
+            return True
         sites = call_sites(self._module)
         if class_def is not None:
             calls = sites.named(name, method=True)
             if not calls:
                 return INITIALISER.fullmatch(name) is not None
             return all(
-                self_attribute(site.call.func) is not None
-                and site.method_of is class_def
+                (
+                    (self_attribute(site.call.func) is not None and site.method_of is class_def)
+                    or (
+                        type(site.call.func) is cst.Attribute
+                        and type(site.call.func.value) is cst.Attribute
+                        and self._only_class_defining(name, class_def)
+                    )
+                )
                 and site.function is not function
-                and self._runs_once(site.function, class_def, depth + 1)
+                and self._runs_once(site.function, site.method_of, depth + 1)
                 for site in calls
             )
         calls = sites.named(name, method=False)
@@ -319,6 +337,18 @@ class StepPasses:
             site.function is not function
             and self._runs_once(site.function, site.method_of, depth + 1)
             for site in calls
+        )
+
+    def _only_class_defining(self, name: str, class_def: cst.ClassDef) -> bool:
+        """`class_def` is the one class of the module defining a method `name`."""
+        assert self._module is not None
+        return all(
+            node is class_def
+            or not any(
+                type(item) is cst.FunctionDef and item.name.value == name for item in node.body.body
+            )
+            for node in self._module.body
+            if type(node) is cst.ClassDef
         )
 
     def steps_in_passes(self, loop: Loop) -> bool:
@@ -652,8 +682,66 @@ def _fixed_count(node: cst.BaseExpression, function: cst.FunctionDef | None, dep
         return False
     if isinstance(node, cst.Name) and function is not None:
         values = local_values(function, node.value)
-        return bool(values) and all(_fixed_count(v, function, depth + 1) for v in values)
+        if not values:
+            return _index_of_fixed_counts(node.value, function, depth)
+        return all(_fixed_count(v, function, depth + 1) for v in values)
     return False
+
+
+def _index_of_fixed_counts(name: str, function: cst.FunctionDef, depth: int) -> bool:
+    """`j in range(i)` inside `for i in range(self.num_nodes)`: `name` is bound only as
+    the index of loops of the function over a `range` of fixed counts, so it is below a
+    fixed count too, and a `range` of it (the nodes before node `i` of a cell) runs as
+    many passes per call as the cell has, a triangle of fixed passes."""
+    loops = [
+        node
+        for node in descendants(function.body)
+        if type(node) is cst.For and type(node.target) is cst.Name and node.target.value == name
+    ]
+    return bool(loops) and all(
+        type(loop.iter) is cst.Call
+        and type(loop.iter.func) is cst.Name
+        and loop.iter.func.value == "range"
+        and bool(loop.iter.args)
+        and all(
+            arg.keyword is None and not arg.star and _fixed_count(arg.value, function, depth + 1)
+            for arg in loop.iter.args
+        )
+        for loop in loops
+    )
+
+
+def transforms_a_model(function: cst.FunctionDef) -> bool:
+    """`def prepare(self, model, *args): ...; return model` (also through a local bound
+    to it, `float_model = model`): every `return` hands back the network the function is
+    handed (a parameter named as one), so the function prepares, converts or wraps a
+    model, once per model, not once per step. Not a per-step name (`forward`)."""
+    if PER_STEP_FUNCTIONS.match(function.name.value):
+        return False
+    handed = {
+        param.name.value
+        for param in (*function.params.posonly_params, *function.params.params)
+        if names_model(param.name.value)
+    }
+    if not handed:
+        return False
+    returns: list[cst.Return] = []
+    for node in descendants(function.body):
+        if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+            continue
+        if type(node) is cst.Return:
+            returns.append(node)
+        elif (
+            type(node) is cst.Assign
+            and type(node.value) is cst.Name
+            and node.value.value in handed
+            and len(node.targets) == 1
+            and type(node.targets[0].target) is cst.Name
+        ):
+            handed.add(node.targets[0].target.value)
+    return bool(returns) and all(
+        type(r.value) is cst.Name and r.value.value in handed for r in returns
+    )
 
 
 def _self_held(node: cst.BaseExpression) -> bool:

@@ -460,6 +460,8 @@ class PythonIndexInLoop(Rule):
         if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
             return
         self.reads.note(node, loops, self.ctx.module.code_for_node(node.value))
+        if self.ctx.in_failure_handler:
+            return  # a fallback run when a computation fails (or on an old torch) only
         self._candidates.append(
             _Candidate(
                 node,
