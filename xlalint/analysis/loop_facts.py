@@ -185,6 +185,12 @@ def _through_a_model(func: cst.BaseExpression) -> bool:
     )
 
 
+def runs_a_named_model(call: cst.Call) -> bool:
+    """`model(x)`, `self.net(x)`, `model.encode(padded)`: a call of a value named a model,
+    or of a part or method of one, handed something to run on."""
+    return bool(call.args) and (_is_model_callee(call.func) or _through_a_model(call.func))
+
+
 def _hands_a_model(call: cst.Call) -> bool:
     """`self._transform(model=self.model, inputs=batch)`, `predict(net, x)`: a function
     handed a model by name runs it on what else it is handed (`evaluate(model, loader)`,

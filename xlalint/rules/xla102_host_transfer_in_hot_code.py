@@ -126,6 +126,18 @@ class HostTransferInHotCode(HelperCallRule):
     it is handed (`input_tensor: torch.Tensor`) as well as in per-step code. A summary
     that runs no model (`finalize(sum_logprobs, tokens)` after decoding) is not.
 
+    A tensor the function builds on the device from Python values the host holds (`lengths =
+    torch.tensor([a.shape[-1] for a in audios], device=model.device)`: numbers, a list of
+    them, a comprehension of them), bound once, then copied back through its own methods and
+    rows (`lengths.cpu()`, `sizes.tolist()`), is a device round trip for what the host had.
+    In a function that runs a model on what it is handed (`model.encode(padded)`,
+    `self.net(x)`, in its own body, not in a loop there) it is paid on every call, whoever
+    calls it: a server's `batch_encode` per request. Not in a function that runs backward,
+    takes a data loader (its code outside the pass runs once per pass), runs once by its
+    name (`__init__`), or runs no model (a collate helper, judged by its callers); nor where
+    the data holds a tensor (`torch.cat([offsets, torch.tensor([n], device=d)])`) or the
+    name is bound again.
+
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output (`self(state)` in a method of the
     module itself runs its forward; a model parameter the function rebinds to its move,
