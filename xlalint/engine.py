@@ -242,6 +242,7 @@ def _results(
         for rule in instances
         for report in rule.reports
         if not rule.hot_only
+        or report.every_call
         or ctx.hot.is_hot(report.site, per_call=rule.per_call or report.per_call)
     ]
     if not pending:

@@ -226,6 +226,9 @@ class PendingReport:
     site: Site
     # Judged as `per_call` rules are (`HotCode.is_hot(per_call=True)`), whatever the rule.
     per_call: bool = False
+    # A cost paid on every call of its function, whoever calls it (a device round trip of
+    # host values in a function that runs a model): kept whatever hot code says.
+    every_call: bool = False
     # A read that repeats this earlier one (`analysis/host_reads.ReadRuns`): one cause,
     # shown only where a `# noqa` suppresses the earlier read.
     repeat_of: cst.CSTNode | None = None
@@ -300,6 +303,7 @@ class Rule:
         hint: str | None = None,
         site: Site | None = None,
         per_call: bool = False,
+        every_call: bool = False,
         repeat_of: cst.CSTNode | None = None,
     ) -> None:
         """Report a finding at `node` (through `end_node`). `site` is where the walk was
@@ -310,7 +314,8 @@ class Rule:
         always-taken exit skips or in a branch a filled-in default settles against
         (`analysis/settled_exits.py`). With `per_call`, the
         finding is judged as a `per_call` rule's would be (a cost paid on every call with
-        new data). With `repeat_of`, the finding repeats the read at that node and shows
+        new data); with `every_call`, a cost paid on every call of its function, kept
+        whoever calls it. With `repeat_of`, the finding repeats the read at that node and shows
         only where a `# noqa` suppresses that read. The message
         and hint name torch_xla 2.9's APIs; at an older target they are respelled as that
         release has them."""
@@ -357,6 +362,7 @@ class Rule:
                 hint=None if hint is None else respell(hint, self.ctx.target),
                 site=site or self.ctx.site(),
                 per_call=per_call,
+                every_call=every_call,
                 repeat_of=repeat_of,
             )
         )

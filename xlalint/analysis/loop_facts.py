@@ -43,7 +43,7 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.members import _reach, is_property, member_values_in
 from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.returns import NumberReturns
-from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS
+from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS, snake_cased
 from xlalint.walk import (
     binding_counts,
     children,
@@ -169,9 +169,12 @@ def _is_model_callee(func: cst.BaseExpression) -> bool:
     if isinstance(func, cst.Attribute) and func.attr.value == "forward":
         func = func.value
     name = _last_name(func)
-    if name is not None and _APPLIES_A_MODEL.match(name):
+    if name is None:
+        return False
+    name = snake_cased(name)
+    if _APPLIES_A_MODEL.match(name):
         return True
-    return name is not None and bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
+    return bool(_MODEL_NAME.search(name)) and not _VERB_PREFIX.match(name)
 
 
 def _through_a_model(func: cst.BaseExpression) -> bool:
@@ -183,6 +186,12 @@ def _through_a_model(func: cst.BaseExpression) -> bool:
         and func.attr.value != "forward"
         and _is_model_callee(func.value)
     )
+
+
+def runs_a_named_model(call: cst.Call) -> bool:
+    """`model(x)`, `self.net(x)`, `model.encode(padded)`: a call of a value named a model,
+    or of a part or method of one, handed something to run on."""
+    return bool(call.args) and (_is_model_callee(call.func) or _through_a_model(call.func))
 
 
 def _hands_a_model(call: cst.Call) -> bool:

@@ -224,8 +224,24 @@ def unpacked_into_networks(function: cst.FunctionDef) -> frozenset[str]:
 
 def names_model(name: str) -> bool:
     """`model`, `text_encoder`, `nets`: a name the file's code gives a network (not a
-    function named for what it does with one: `get_model`, `train_model`)."""
+    function named for what it does with one: `get_model`, `train_model`). A camelCase
+    name reads as its words (`netNetwork`, `bodyModel`; `getModel` a function)."""
+    name = snake_cased(name)
     return _MODEL_NAME.search(name) is not None and _VERB_PREFIX.match(name) is None
+
+
+_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_cased(name: str) -> str:
+    """A camelCase name (one starting with a lowercase letter: `netNetwork`, `bodyModel`,
+    `getModel`) spelled with its words apart, as snake case does (`net_Network`), so the
+    name patterns read its last word; a PascalCase name (`RidgeDecoder`, a class, not an
+    instance of one) and any other name as they are."""
+    stripped = name.lstrip("_")
+    if not stripped[:1].islower() or stripped.islower():
+        return name
+    return _CAMEL_HUMP.sub("_", name)
 
 
 _LOADER_NAME = re.compile(r"(loader|dataloader|batches|timesteps|sigmas)$", re.IGNORECASE)

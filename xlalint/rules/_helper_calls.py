@@ -13,12 +13,21 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from xlalint.analysis.epochs import takes_a_loader
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.helper_reads import HelperReads
 from xlalint.analysis.host_reads import BranchReads, value_read
+from xlalint.analysis.hotness import RUN_ONCE_FUNCTIONS
+from xlalint.analysis.loop_facts import runs_a_named_model
 from xlalint.analysis.tensors import Kind
 from xlalint.rule import Rule
-from xlalint.walk import COMPREHENSIONS, descendants
+from xlalint.walk import (
+    COMPREHENSIONS,
+    TRIVIA,
+    binding_counts,
+    descendants,
+    name_assignments,
+)
 
 if TYPE_CHECKING:
     from xlalint.analysis.hotness import FunctionKey
@@ -27,6 +36,44 @@ if TYPE_CHECKING:
 
 # Builtins whose items are the items (or rows) of what they are handed.
 _ROW_ITERATORS = frozenset({"zip", "enumerate", "reversed", "list", "tqdm"})
+# Definitions whose bodies run when they are called, not where they stand.
+_NESTED_SCOPES = TRIVIA | {cst.FunctionDef, cst.Lambda, cst.ClassDef}
+# Factories that build a tensor from the Python data they are handed.
+_HOST_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.LongTensor"})
+# Builtins that read their argument's value (`int(t)`), as `.item()` does.
+_VALUE_READS = frozenset({"int", "float", "bool"})
+
+
+def _read_name(node: cst.CSTNode | None) -> str | None:
+    """The name whose tensor a host read or copy reads (`lengths` of `lengths.max().
+    item()`, `int(lengths.max())`, `sizes.tolist()`, `x[0].cpu()`), through its own
+    methods and rows; None where anything else enters (`(a - b).max()`, a call's
+    arguments)."""
+    if type(node) is not cst.Call:
+        return None
+    func = node.func  # type: ignore[attr-defined]
+    if type(func) is cst.Attribute:
+        value: cst.BaseExpression = func.value  # type: ignore[attr-defined]
+    elif type(func) is cst.Name and func.value in _VALUE_READS and len(node.args) == 1:  # type: ignore[attr-defined]
+        value = node.args[0].value  # type: ignore[attr-defined]
+    else:
+        return None
+    while True:
+        kind = type(value)
+        if kind is cst.Name:
+            return value.value  # type: ignore[attr-defined]
+        if kind is cst.Call and type(value.func) is cst.Attribute:  # type: ignore[attr-defined]
+            if any(type(a.value) not in _PLAIN_ARGUMENTS for a in value.args):  # type: ignore[attr-defined]
+                return None
+            value = value.func.value  # type: ignore[attr-defined]
+        elif kind is cst.Subscript:
+            value = value.value  # type: ignore[attr-defined]
+        else:
+            return None
+
+
+# Arguments of a method of the read tensor that bring no other tensor in (`max(dim=1)`).
+_PLAIN_ARGUMENTS = (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation)
 
 
 def spelled_argument(code: str) -> str:
@@ -83,7 +130,81 @@ class HelperCallRule(Rule):
             and self._runs_a_model()
         ):
             kwargs["per_call"] = True
+        elif (
+            self.per_row_reads
+            and kwargs.get("site") is None
+            # (XLA102 reports a copy at its method's name, through the call.)
+            and self._round_trip(node if type(node) is cst.Call else kwargs.get("end_node"))
+            and self._runs_a_named_model()
+        ):
+            # Each call pays the round trip for what the host had, whoever calls it.
+            kwargs["every_call"] = True
         super().report(node, message, **kwargs)
+
+    def _runs_a_named_model(self) -> bool:
+        """The function being walked is an inference on what it is handed: it runs a
+        model in its own body, as `_runs_a_model` says, or calls a value named a model, or
+        a method of one, on something (`model.encode(padded, audio_lengths=lengths)`);
+        it runs no backward and takes no data loader (an epoch function's code outside
+        its loop runs once per pass over the data), nor runs once by its name
+        (`__init__`)."""
+        function = self.ctx.function_node
+        if (
+            function is None
+            or function.name.value in RUN_ONCE_FUNCTIONS
+            or self.ctx.in_loop
+            or takes_a_loader(function)
+            or self.ctx.loops.runs_backward(function)
+        ):
+            return False
+        return self._runs_a_model() or any(
+            type(n) is cst.Call and runs_a_named_model(n)
+            for n in descendants(function.body, _NESTED_SCOPES)
+        )
+
+    def _round_trip(self, node: cst.CSTNode | None) -> bool:
+        """The read copies back a tensor the function built on the device from Python
+        values the host holds (`lengths = torch.tensor([a.shape[-1] for a in audios],
+        device=model.device)`, then `lengths.max().item()`), through its own methods
+        and rows: a device round trip for what the host had, on every call."""
+        function = self.ctx.function_node
+        name = _read_name(node)
+        if function is None or name is None or binding_counts(function).get(name) != 1:
+            return False
+        for bound, value in name_assignments(function.body.body):  # type: ignore[attr-defined]
+            if bound == name:
+                return self._built_on_device_from_host_values(value)
+        return False
+
+    def _built_on_device_from_host_values(self, value: cst.BaseExpression) -> bool:
+        """`torch.tensor(data, device=...)` (`torch.as_tensor`, `torch.LongTensor` given a
+        device) whose data holds no tensor: Python numbers, a list of them or one built
+        by a comprehension of them."""
+        if (
+            type(value) is not cst.Call
+            or self.ctx.qualified(value.func) not in _HOST_DATA_FACTORIES
+        ):
+            return False
+        device = next(
+            (a.value for a in value.args if a.keyword is not None and a.keyword.value == "device"),
+            None,
+        )
+        positional = [a for a in value.args if a.keyword is None]
+        if device is None or len(positional) != 1 or positional[0].star:
+            return False
+        if type(device) is cst.SimpleString and "cpu" in device.value:
+            return False
+        data = positional[0].value
+        if type(data) in (cst.List, cst.Tuple):
+            items = [e.value for e in data.elements]  # type: ignore[attr-defined]
+        elif type(data) in (cst.ListComp, cst.GeneratorExp):
+            items = [data.elt]  # type: ignore[attr-defined]
+        else:
+            items = [data]
+        return all(
+            type(item) is not cst.StarredElement and self.ctx.kind(item) is not Kind.TENSOR
+            for item in items
+        )
 
     def _runs_a_model(self) -> bool:
         """The function being walked runs a model itself (`outputs = self.model(x)`): each

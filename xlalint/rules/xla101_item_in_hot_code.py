@@ -110,6 +110,18 @@ class ItemInHotCode(HelperReadRule):
     it is handed (`input_tensor: torch.Tensor`) as well as in per-step code. A summary
     that runs no model (`finalize(sum_logprobs, tokens)` after decoding) is not.
 
+    A tensor the function builds on the device from Python values the host holds (`lengths =
+    torch.tensor([a.shape[-1] for a in audios], device=model.device)`: numbers, a list of
+    them, a comprehension of them), bound once, then read back through its own methods and
+    rows (`lengths.max().item()`, `int(lengths.max())`), is a device round trip for what the
+    host had. In a function that runs a model on what it is handed (`model.encode(padded)`,
+    `self.net(x)`, in its own body, not in a loop there) it is paid on every call, whoever
+    calls it: a server's `batch_encode` per request. Not in a function that runs backward,
+    takes a data loader (its code outside the pass runs once per pass), runs once by its
+    name (`__init__`), or runs no model (a collate helper, judged by its callers); nor where
+    the data holds a tensor (`torch.cat([offsets, torch.tensor([n], device=d)])`) or the
+    name is bound again.
+
     A device tensor handed, in code that runs every step, to a function of the same module
     that converts that very parameter (`float(p)`, `int(p)`, `p.item()`, or each element of
     its `*args`) costs the same read: the call is reported, naming the helper and the line

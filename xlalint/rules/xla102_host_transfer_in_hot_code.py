@@ -11,6 +11,7 @@ from xlalint.analysis.helper_reads import computed_root, converts_handed
 from xlalint.analysis.host_arguments import moved_here, moved_in_place
 from xlalint.analysis.host_reads import RETURNED_LITERALS, ReadRuns, consuming_call
 from xlalint.analysis.hotness import FunctionKey, Site
+from xlalint.analysis.loop_facts import runs_a_named_model
 from xlalint.analysis.tensor_members import TENSOR_MEMBERS
 from xlalint.context import Kind
 from xlalint.positions import positions_of
@@ -126,6 +127,18 @@ class HostTransferInHotCode(HelperCallRule):
     it is handed (`input_tensor: torch.Tensor`) as well as in per-step code. A summary
     that runs no model (`finalize(sum_logprobs, tokens)` after decoding) is not.
 
+    A tensor the function builds on the device from Python values the host holds (`lengths =
+    torch.tensor([a.shape[-1] for a in audios], device=model.device)`: numbers, a list of
+    them, a comprehension of them), bound once, then copied back through its own methods and
+    rows (`lengths.cpu()`, `sizes.tolist()`), is a device round trip for what the host had.
+    In a function that runs a model on what it is handed (`model.encode(padded)`,
+    `self.net(x)`, in its own body, not in a loop there) it is paid on every call, whoever
+    calls it: a server's `batch_encode` per request. Not in a function that runs backward,
+    takes a data loader (its code outside the pass runs once per pass), runs once by its
+    name (`__init__`), or runs no model (a collate helper, judged by its callers); nor where
+    the data holds a tensor (`torch.cat([offsets, torch.tensor([n], device=d)])`) or the
+    name is bound again.
+
     A copy costs only when the value is on the device, so a copy is reported only with
     evidence that it is: a model's or module's output (`self(state)` in a method of the
     module itself runs its forward; a model parameter the function rebinds to its move,
@@ -218,6 +231,11 @@ class HostTransferInHotCode(HelperCallRule):
     (`values.cpu()` then `indices.cpu()` of one `torch.topk`) are one cause with one fix,
     reported once, at the first. Measured on the XLA CPU device, 5 steps: the two copies
     cost 15 executions and 10 device-to-host transfers, against 5 and none without them.
+    The outputs of a network's forward (`paf, heatmap = self.model(data)`, `mean, logvar =
+    net.encode(x)`: a value named a network, in camelCase too, `self.netNetwork`, or its
+    method) are not one operation's: they are heads of one graph, and each copy executes it
+    anew (measured on the XLA CPU device, two heads copied one by one: 2 executions a call,
+    1 with a sync first), so each copy is a cause of its own.
     So are copies handed to one call as its arguments (`tree.update(ids.cpu(),
     probs.cpu())`, `top_k_accuracy(scores.detach().cpu().numpy(), labels.cpu().numpy(),
     k)`: `.numpy()` hands back the copy as it is; also through host arithmetic: `f(a=x.cpu()
@@ -493,7 +511,11 @@ class HostTransferInHotCode(HelperCallRule):
                 else:
                     self._from_params.pop(name, None)
                 self._outputs.pop(name, None)
-        if len(node.targets) == 1 and isinstance(node.value, cst.Call):
+        if (
+            len(node.targets) == 1
+            and isinstance(node.value, cst.Call)
+            and not self._runs_a_network(node.value)
+        ):
             target = node.targets[0].target
             if isinstance(target, cst.Tuple | cst.List):
                 names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
@@ -709,6 +731,14 @@ class HostTransferInHotCode(HelperCallRule):
             if name not in self._trained:
                 self._trained.add(name)
                 stack.extend(self._inputs.get(name, ()))
+
+    def _runs_a_network(self, call: cst.Call) -> bool:
+        """`self.model(data)`, `net.encode(x)`: a network's forward (a value named a
+        model, or its method, handed something), whose outputs (`paf, heatmap =
+        self.model(data)`) are heads of one graph, not one operation's outputs: each copy
+        executes that graph anew (measured on the XLA CPU device, two heads copied one by
+        one: 2 executions a call, 1 with a sync first), and is a cause of its own."""
+        return runs_a_named_model(call)
 
     def _outputs_root(self, receiver: cst.BaseExpression) -> str | None:
         """The operation whose outputs `receiver` is one of (a name unpacked from its call,
