@@ -172,7 +172,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
 
     Not reported: evaluation loops whose results reach the host in the pass, or that carry
     nothing; chunks of one batch or rollout (`for
-    mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; sizes
+    mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; walks
+    over a network's own parts (`model.named_modules()`, `net.parameters()`,
+    `model.state_dict().items()`) that move each part to a device (`m.to(model_device)`
+    after packing a quantized layer): layers, not batches from the host; sizes
     (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
     len(x), bs):`, not nested in another loop, or over such a range bound to a name first)
