@@ -729,6 +729,8 @@ def _method_call(node: cst.BaseExpression) -> str | None:
     if type(node) is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
         return node.func.attr.value  # type: ignore[attr-defined]
     return None
+
+
 # A count of output positions: `max_new_tokens`, `maxlen`, `max_length`, `max_gen_len`,
 # `max_decode_len`; not `max_steps` (a training or rollout bound), `num_layers`, `n`.
 _TOKEN_COUNT = re.compile(
