@@ -52,7 +52,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     or that its item keys (`generators[domain](outputs[f"real_{domain}"])` in `for domain
     in self._reachable_domains`), is a different model on each pass: such a loop walks the
     model's structure in one forward, not repeated steps of one model (`self.nets[-1](x)`
-    on every pass still is one). A barrier behind `if XLA_AVAILABLE:` counts.
+    on every pass still is one). So is the layer a loop over a network's layers hands to
+    a helper that runs it, as `block(x)` runs it (`text, image =
+    gradient_checkpoint_forward(block, image=image, text=text)` in `for block in
+    dit.transformer_blocks`, also over a slice of a layer list, `reversed(self.up_blocks)`
+    or `model.children()`); a helper handed the model itself (`run(unet, latents, t)` in
+    a loop over timesteps) still runs one model a pass. A barrier behind `if XLA_AVAILABLE:` counts.
     Loops inside `forward`, a `*_step` function (also in a function nested in one and
     called there) or a hook a framework calls from its step
     (a Trainer's `compute_loss`; trl's `PPOTrainer.batched_forward_pass`, whose loop over
