@@ -1233,8 +1233,27 @@ class _BodyScanner:
             # scheduler on nothing, an epoch or a metric.
             self.facts.scheduler_step = True
             self._model_event(call)
+        elif _hands_a_diffusion_scheduler(call):
+            # `self.step(self.scheduler, noise_pred=noise_pred, **inputs_shared)`: a
+            # pipeline's step helper handed the scheduler with the model's output steps it.
+            self.facts.scheduler_step = True
+            self._model_event(call)
         elif spelled is not None and not call.args:
             self.stepped.add(spelled)  # an optimizer if its gradients are zeroed here
+
+
+def _hands_a_diffusion_scheduler(call: cst.Call) -> bool:
+    """`pipe.step(pipe.scheduler, progress_id=i, noise_pred=noise_pred, **inputs)`: a
+    `step` handed, first, a scheduler named as a diffusion one (not `lr_scheduler`, not a
+    `warmup` one) and what a diffusion scheduler steps on besides (two arguments or
+    more: the model's output, the timestep or its index, the state): the helper steps
+    that scheduler, as `scheduler.step(noise_pred, t, latents)` does. An LR scheduler's
+    step takes it alone or with an epoch (`self.step(self.scheduler, epoch)`)."""
+    first = next((arg for arg in call.args if arg.keyword is None), None)
+    if first is None or first.star or len(call.args) < 3:
+        return False
+    name = _last_name(first.value) or ""
+    return bool(_SCHEDULER_NAME.search(name)) and not _LR_SCHEDULER_NAME.search(name)
 
 
 _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")

@@ -10,7 +10,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     """
     ## What it does
     Flags a sampling or generation loop that reaches no graph barrier on each pass: a loop
-    that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`), or that
+    that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`, or a step
+    helper handed it first with what it steps on, `self.step(self.scheduler,
+    noise_pred=noise_pred, **inputs)` of a pipeline's base class; not an LR scheduler's,
+    `self.step(self.scheduler, epoch)`), or that
     feeds a model (`model`, `unet`, `transformer`, `denoiser`, a recurrent `rnn`/`lstm`/
     `gru`, a network named in one word ending in `net`: `nnet`, `convnet`, ...) with state
     it carried over from the previous pass (`x = model(x, t)`; `ids = torch.cat([ids,
