@@ -577,7 +577,8 @@ class LoopAnalysis(LoaderTracing):
         whose items the pass moves to a device (`for theta, x in pairs: theta, x =
         theta.to(device), x.to(device)`): batches from the host, as a loader's are; not
         in a loop (the crops or views of one batch), nor a walk over a network's own
-        parts (`model.named_modules()`: moving a layer is no batch), nor in a function
+        parts (`model.named_modules()`: moving a layer is no batch) or over a sampler's
+        schedule (`scheduler.timesteps`: a timestep is no batch), nor in a function
         training code of the module calls (parts of a training step)."""
         loader = self.iterated_loader(site)
         if loader is None:
@@ -591,6 +592,7 @@ class LoopAnalysis(LoaderTracing):
                 or (
                     not site.parents
                     and not _walks_module_parts(loader)
+                    and not _walks_a_schedule(loader)
                     and self.moves_batches(site)
                     and not self._called_in_training(site.function)
                 )
@@ -722,6 +724,23 @@ def _walks_module_parts(iterated: cst.BaseExpression) -> bool:
     if _method_call(node) in ("items", "values", "keys"):
         node, walks = node.func.value, frozenset({"state_dict"})  # type: ignore[attr-defined]
     return _method_call(node) in walks
+
+
+# A diffusion sampler's schedule: `scheduler.timesteps`, `self.sigmas`, `timesteps[:n]`.
+_SCHEDULE = re.compile(r"(^|_)(timesteps|sigmas)$", re.I)
+
+
+def _walks_a_schedule(iterated: cst.BaseExpression) -> bool:
+    """`for progress_id, timestep in enumerate(pipe.scheduler.timesteps)`: the loop walks
+    a sampler's schedule of timesteps or noise levels. Moving its element to a device
+    (`timestep.unsqueeze(0).to(device=pipe.device)`) moves a number the model is
+    conditioned on, not a batch from the host: a loop over a schedule samples (judged
+    by the state it carries) or sums a loss over timesteps, and is no data loader."""
+    node = iterated
+    while type(node) is cst.Subscript:
+        node = node.value  # type: ignore[attr-defined]
+    name = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
+    return _SCHEDULE.search(name) is not None
 
 
 def _method_call(node: cst.BaseExpression) -> str | None:

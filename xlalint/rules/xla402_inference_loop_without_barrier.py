@@ -183,7 +183,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; walks
     over a network's own parts (`model.named_modules()`, `net.parameters()`,
     `model.state_dict().items()`) that move each part to a device (`m.to(model_device)`
-    after packing a quantized layer): layers, not batches from the host; sizes
+    after packing a quantized layer): layers, not batches from the host; loops over a
+    sampler's schedule that move each timestep to a device and sum a loss over it (`for
+    t in pipe.scheduler.timesteps: t = t.to(device)`, a distillation loss over a teacher
+    trajectory: a timestep is no batch, the total is one training step's graph); sizes
     (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
     len(x), bs):`, not nested in another loop, or over such a range bound to a name first)
