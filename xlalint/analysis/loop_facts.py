@@ -760,8 +760,12 @@ class _BodyScanner:
         ),
         networks: frozenset[str] = frozenset(),
         network_functions: frozenset[str] = frozenset(),
+        walks_layers: bool = False,
     ) -> None:
         self.imports = imports
+        # The loop walks a network's layers (`for block in dit.transformer_blocks`,
+        # `model.children()`): its item is the layer each pass runs (`_walks_layers`).
+        self.walks_layers = walks_layers
         # Networks handed in, by how the body spells them (`LoopFacts._handed_networks`):
         # `obj_fun` annotated `Callable[[Tensor], Tensor]`, `self.estimator` bound in
         # `__init__` from a parameter annotated `nn.Module`, `velocity_func` a `def` of
@@ -1088,6 +1092,12 @@ class _BodyScanner:
             facts.imported_calls.append(call)
         if resolved or on_item:
             return
+        if self.walks_layers and _hands_first(call, self.items):
+            # `text, image = checkpoint_forward(block, image=image, text=text)` in `for
+            # block in dit.transformer_blocks:`: a helper handed the pass's layer runs that
+            # layer, as `block(x)` does: a different layer each pass, the network's
+            # structure walked in one forward, not repeated steps of one model.
+            return
         local = isinstance(func, cst.Name) and func.value in self.assigned
         runs = None if local else self.runs_model(call)
         if not local:
@@ -1275,8 +1285,27 @@ class _BodyScanner:
             # scheduler on nothing, an epoch or a metric.
             self.facts.scheduler_step = True
             self._model_event(call)
+        elif _hands_a_diffusion_scheduler(call):
+            # `self.step(self.scheduler, noise_pred=noise_pred, **inputs_shared)`: a
+            # pipeline's step helper handed the scheduler with the model's output steps it.
+            self.facts.scheduler_step = True
+            self._model_event(call)
         elif spelled is not None and not call.args:
             self.stepped.add(spelled)  # an optimizer if its gradients are zeroed here
+
+
+def _hands_a_diffusion_scheduler(call: cst.Call) -> bool:
+    """`pipe.step(pipe.scheduler, progress_id=i, noise_pred=noise_pred, **inputs)`: a
+    `step` handed, first, a scheduler named as a diffusion one (not `lr_scheduler`, not a
+    `warmup` one) and what a diffusion scheduler steps on besides (two arguments or
+    more: the model's output, the timestep or its index, the state): the helper steps
+    that scheduler, as `scheduler.step(noise_pred, t, latents)` does. An LR scheduler's
+    step takes it alone or with an epoch (`self.step(self.scheduler, epoch)`)."""
+    first = next((arg for arg in call.args if arg.keyword is None), None)
+    if first is None or first.star or len(call.args) < 3:
+        return False
+    name = _last_name(first.value) or ""
+    return bool(_SCHEDULER_NAME.search(name)) and not _LR_SCHEDULER_NAME.search(name)
 
 
 _STEP_FUNCTION = re.compile(r"^(\w+_)?step$")
@@ -1593,6 +1622,7 @@ class LoopFacts:
                     node if isinstance(node, cst.FunctionDef) else site and site.function,
                     class_def,
                 ),
+                walks_layers=isinstance(node, cst.For) and _walks_layers(node),
             )
             if isinstance(node, cst.While):
                 scanner.expression(node.test)
@@ -2505,6 +2535,44 @@ def _decorator_func(decorator: cst.Decorator) -> cst.BaseExpression:
 
 def _indent(block: cst.IndentedBlock, module: cst.Module) -> str:
     return block.indent if block.indent is not None else module.default_indent
+
+
+# A network's list of its layers, by the name models give it: `layers`, `blocks`,
+# `transformer_blocks`, `down_blocks`, `stages`, `resblocks`.
+_LAYER_LIST = re.compile(r"(^|_)(layers|blocks|stages|resblocks)$")
+# `nn.Module` methods that walk its submodules.
+_SUBMODULE_WALKS = frozenset({"children", "modules", "named_children", "named_modules"})
+
+
+def _walks_layers(loop: cst.For) -> bool:
+    """`for block in dit.transformer_blocks`, `enumerate(self.layers[:n])`,
+    `reversed(self.up_blocks)`, `model.children()`: the loop walks a network's layers,
+    one layer a pass."""
+    iterated = unwrap_iteration(loop.iter)
+    if (
+        type(iterated) is cst.Call
+        and type(iterated.func) is cst.Name  # type: ignore[attr-defined]
+        and iterated.func.value == "reversed"  # type: ignore[attr-defined]
+        and len(iterated.args) == 1  # type: ignore[attr-defined]
+    ):
+        iterated = iterated.args[0].value  # type: ignore[attr-defined]
+    if type(iterated) is cst.Subscript:
+        iterated = iterated.value  # type: ignore[attr-defined]
+    if type(iterated) is cst.Call and type(iterated.func) is cst.Attribute:  # type: ignore[attr-defined]
+        return iterated.func.attr.value in _SUBMODULE_WALKS  # type: ignore[attr-defined]
+    name = _last_name(iterated)
+    return name is not None and _LAYER_LIST.search(name) is not None
+
+
+def _hands_first(call: cst.Call, items: set[str]) -> bool:
+    """The call's first positional argument is one of the loop's items, as it stands."""
+    first = next((arg for arg in call.args if arg.keyword is None), None)
+    return (
+        first is not None
+        and not first.star
+        and type(first.value) is cst.Name
+        and first.value.value in items  # type: ignore[attr-defined]
+    )
 
 
 def unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:

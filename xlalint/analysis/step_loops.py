@@ -576,8 +576,10 @@ class LoopAnalysis(LoaderTracing):
         """The loop iterates a `DataLoader`, a value named like one, or data of any name
         whose items the pass moves to a device (`for theta, x in pairs: theta, x =
         theta.to(device), x.to(device)`): batches from the host, as a loader's are; not
-        in a loop (the crops or views of one batch) nor in a function training code of
-        the module calls (parts of a training step)."""
+        in a loop (the crops or views of one batch), nor a walk over a network's own
+        parts (`model.named_modules()`: moving a layer is no batch) or over a sampler's
+        schedule (`scheduler.timesteps`: a timestep is no batch), nor in a function
+        training code of the module calls (parts of a training step)."""
         loader = self.iterated_loader(site)
         if loader is None:
             return False
@@ -589,6 +591,8 @@ class LoopAnalysis(LoaderTracing):
                 or self._wraps_named(site, loader)
                 or (
                     not site.parents
+                    and not _walks_module_parts(loader)
+                    and not _walks_a_schedule(loader)
                     and self.moves_batches(site)
                     and not self._called_in_training(site.function)
                 )
@@ -700,6 +704,52 @@ class LoopAnalysis(LoaderTracing):
 
 
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+# `nn.Module` methods that walk a network's own submodules, parameters or buffers.
+_MODULE_PART_WALKS = frozenset(
+    {
+        "modules", "named_modules", "children", "named_children",
+        "parameters", "named_parameters", "buffers", "named_buffers",
+    }
+)  # fmt: skip
+
+
+def _walks_module_parts(iterated: cst.BaseExpression) -> bool:
+    """`model.named_modules()`, `net.parameters()`, `model.state_dict().items()`: the
+    loop walks a network's own layers, weights or buffers, as many passes as the network
+    has parts. Moving such an item to a device (`m.to(model_device)` after packing a
+    quantized layer) moves a layer, not a batch from the host: the walk is no data loader
+    written by hand, however its passes use the model."""
+    walks = _MODULE_PART_WALKS
+    node = iterated
+    if _method_call(node) in ("items", "values", "keys"):
+        node, walks = node.func.value, frozenset({"state_dict"})  # type: ignore[attr-defined]
+    return _method_call(node) in walks
+
+
+# A diffusion sampler's schedule: `scheduler.timesteps`, `self.sigmas`, `timesteps[:n]`.
+_SCHEDULE = re.compile(r"(^|_)(timesteps|sigmas)$", re.I)
+
+
+def _walks_a_schedule(iterated: cst.BaseExpression) -> bool:
+    """`for progress_id, timestep in enumerate(pipe.scheduler.timesteps)`: the loop walks
+    a sampler's schedule of timesteps or noise levels. Moving its element to a device
+    (`timestep.unsqueeze(0).to(device=pipe.device)`) moves a number the model is
+    conditioned on, not a batch from the host: a loop over a schedule samples (judged
+    by the state it carries) or sums a loss over timesteps, and is no data loader."""
+    node = iterated
+    while type(node) is cst.Subscript:
+        node = node.value  # type: ignore[attr-defined]
+    name = (get_full_name_for_node(node) or "").rsplit(".", 1)[-1]
+    return _SCHEDULE.search(name) is not None
+
+
+def _method_call(node: cst.BaseExpression) -> str | None:
+    """The method `node` calls (`items` of `sd.items()`), or None."""
+    if type(node) is cst.Call and type(node.func) is cst.Attribute:  # type: ignore[attr-defined]
+        return node.func.attr.value  # type: ignore[attr-defined]
+    return None
+
+
 # A count of output positions: `max_new_tokens`, `maxlen`, `max_length`, `max_gen_len`,
 # `max_decode_len`; not `max_steps` (a training or rollout bound), `num_layers`, `n`.
 _TOKEN_COUNT = re.compile(

@@ -1136,6 +1136,10 @@ class TensorKinds:
         # `forward` gives.
         self._host_forwards: set[str] = set()
         self._self_classes: list[dict[str, str]] = [{}]
+        # Per class being walked, whether each attribute it assigns holds an
+        # `nn.ModuleDict` on every assignment (`self.metrics = nn.ModuleDict(metrics)`):
+        # the values of its `items()`/`values()` are modules.
+        self._self_module_dicts: list[dict[str, bool]] = [{}]
         # Per class being walked, the buffers it keeps on the host (`host_buffers`).
         self._host_buffers: list[frozenset[str]] = [frozenset()]
         # Per class: whether it defines a `register_buffer` of its own that moves nothing
@@ -1536,6 +1540,7 @@ class TensorKinds:
         self._self_host_tensors.append(host_tensors)
         self._self_functions.append({})
         self._self_classes.append({})
+        self._self_module_dicts.append({})
         self._class_names.append(name)
         self.foreign.push_class()
         self._host_buffers.append(
@@ -1610,6 +1615,7 @@ class TensorKinds:
         self._self_host_tensors.pop()
         self._self_functions.pop()
         self._self_classes.pop()
+        self._self_module_dicts.pop()
         self._host_buffers.pop()
         self._plain_registrations.pop()
         self.foreign.pop_class()
@@ -2245,6 +2251,11 @@ class TensorKinds:
                     self._self_classes[-1][attribute] = built
                 elif self._self_classes[-1].get(attribute) != built:
                     self._self_classes[-1][attribute] = ""  # assigned something else too
+                module_dicts = self._self_module_dicts[-1]
+                module_dicts[attribute] = module_dicts.get(attribute, True) and (
+                    type(value) is cst.Call
+                    and self.imports.resolve(value.func) == "torch.nn.ModuleDict"
+                )
         values: dict[str | None, Kind] | None = None
         if (
             type(value) is cst.Dict
@@ -2880,6 +2891,11 @@ class TensorKinds:
                     self.bind(target.elements[1].value, Kind.TENSOR)
                     return
                 values = self._values_of(iterable.func.value)
+                if method in ("items", "values") and self._module_dict(iterable.func.value):
+                    # `for name, metric in self.metrics.items()` with `self.metrics =
+                    # nn.ModuleDict(metrics)`: each value is a module, and calling one on
+                    # tensors (`metric(y_hat, y)`) gives a tensor.
+                    values = Kind.MODULE
                 # The values of a mapping a helper computed from device tensors (`M, masks =
                 # net.forward_masks(x)`) were computed there too.
                 derived = values is Kind.UNKNOWN and self._computed_from_tensors(
@@ -3199,6 +3215,12 @@ class TensorKinds:
             if any(class_name(option, self.imports) in TENSOR_ANNOTATIONS for option in options):
                 return subject.value
         return None
+
+    def _module_dict(self, mapping: cst.BaseExpression) -> bool:
+        """`self.metrics` where every assignment of the class being walked makes it an
+        `nn.ModuleDict`."""
+        attribute = self_attribute(mapping)
+        return attribute is not None and self._self_module_dicts[-1].get(attribute, False)
 
     def _values_of(
         self, mapping: cst.BaseExpression, item: cst.BaseExpression | None = None

@@ -50,9 +50,12 @@ class PrintInHotCode(Rule):
     `print(...)`, `logging`/`logger`/`log` calls, tqdm's `set_postfix`/`set_description`
     and tensorboard's `add_scalar`/`add_scalars` when an argument is a tensor or formats
     one, Lightning's `self.log(...)`/`self.log_dict(...)` of a tensor with
-    `prog_bar=True`, and f-strings, `str()`, `repr()`, `format()`, `.format()` and `%`
-    formatting of tensors anywhere in the step. Printing strings and Python numbers is not
-    flagged (a `loss.item()` read for printing is XLA101's finding), nor is code inside an
+    `prog_bar=True` (also a metric's value from the `nn.ModuleDict` the module keeps its
+    metrics in: `for name, metric in self.metrics.items(): self.log(name, metric(y_hat,
+    y), prog_bar=True)`, each value a module, its call a device tensor), and f-strings,
+    `str()`, `repr()`, `format()`, `.format()` and `%` formatting of tensors anywhere in
+    the step. Printing strings and Python numbers is not flagged (a `loss.item()` read for
+    printing is XLA101's finding), nor is code inside an
     `xm.add_step_closure(...)` callback, a `raise` or an `assert` message, a warning in the
     branch that runs only when a test finds NaN or infinite values (`if not
     torch.isfinite(grad_norm): logger.warning(f"grad norm {grad_norm}")`, or the `else` of

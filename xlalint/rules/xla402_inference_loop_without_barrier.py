@@ -10,7 +10,10 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     """
     ## What it does
     Flags a sampling or generation loop that reaches no graph barrier on each pass: a loop
-    that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`), or that
+    that steps a diffusion scheduler (`scheduler.step(noise_pred, t, latents)`, or a step
+    helper handed it first with what it steps on, `self.step(self.scheduler,
+    noise_pred=noise_pred, **inputs)` of a pipeline's base class; not an LR scheduler's,
+    `self.step(self.scheduler, epoch)`), or that
     feeds a model (`model`, `unet`, `transformer`, `denoiser`, a recurrent `rnn`/`lstm`/
     `gru`, a network named in one word ending in `net`: `nnet`, `convnet`, ...) with state
     it carried over from the previous pass (`x = model(x, t)`; `ids = torch.cat([ids,
@@ -52,7 +55,12 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
     or that its item keys (`generators[domain](outputs[f"real_{domain}"])` in `for domain
     in self._reachable_domains`), is a different model on each pass: such a loop walks the
     model's structure in one forward, not repeated steps of one model (`self.nets[-1](x)`
-    on every pass still is one). A barrier behind `if XLA_AVAILABLE:` counts.
+    on every pass still is one). So is the layer a loop over a network's layers hands to
+    a helper that runs it, as `block(x)` runs it (`text, image =
+    gradient_checkpoint_forward(block, image=image, text=text)` in `for block in
+    dit.transformer_blocks`, also over a slice of a layer list, `reversed(self.up_blocks)`
+    or `model.children()`); a helper handed the model itself (`run(unet, latents, t)` in
+    a loop over timesteps) still runs one model a pass. A barrier behind `if XLA_AVAILABLE:` counts.
     Loops inside `forward`, a `*_step` function (also in a function nested in one and
     called there) or a hook a framework calls from its step
     (a Trainer's `compute_loss`; trl's `PPOTrainer.batched_forward_pass`, whose loop over
@@ -172,7 +180,13 @@ class InferenceLoopWithoutBarrier(BarrierLoopRule):
 
     Not reported: evaluation loops whose results reach the host in the pass, or that carry
     nothing; chunks of one batch or rollout (`for
-    mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; sizes
+    mb in batch.split(n)`) and loops over an ensemble's networks, parts of one step; walks
+    over a network's own parts (`model.named_modules()`, `net.parameters()`,
+    `model.state_dict().items()`) that move each part to a device (`m.to(model_device)`
+    after packing a quantized layer): layers, not batches from the host; loops over a
+    sampler's schedule that move each timestep to a device and sum a loss over it (`for
+    t in pipe.scheduler.timesteps: t = t.to(device)`, a distillation loss over a teacher
+    trajectory: a timestep is no batch, the total is one training step's graph); sizes
     (`n += x.size(0)`), Python ints. Other evaluation loops are left to XLA403 (iterate them
     with `MpDeviceLoader`). A loop that walks an input in strides (`for i in range(0,
     len(x), bs):`, not nested in another loop, or over such a range bound to a name first)
