@@ -188,7 +188,11 @@ class PythonIndexInLoop(Rule):
     one pass alone takes, a test of the pass's index against a constant (`if i == 0:`) or
     of a name the pass rebinds against the literal it held before the loop (the prefill
     under `if prev_pos == 0:`, with `prev_pos = 0` before the loop and `prev_pos =
-    cur_pos` in its pass; `if last is None:`): one value per run of the loop; loops traced into a
+    cur_pos` in its pass; `if last is None:`): one value per run of the loop; loops whose
+    source fixes their passes at a handful (8 at most: `for axis in range(3)`, `range(1,
+    4)`, a literal tuple of axes, `enumerate([0, 2])`), whose few graphs are each compiled
+    once and reused on every later run (a count the source does not spell, `range(1,
+    num_codebooks)`, is not known to be few); loops traced into a
     single graph (a loop inside `forward` without a barrier unrolls the same way every step
     and compiles once); and helpers called with a constant or a tensor index, helpers that
     index a list or numpy array they are passed, or that compute with the int on the host
@@ -455,6 +459,8 @@ class PythonIndexInLoop(Rule):
                 index = index or bound
         if index is not None:
             loops -= self._one_pass_loops()
+            # `for axis in range(3)`: a handful of values, each graph compiled once.
+            loops = frozenset(loop for loop in loops if not self.values.few_passes(loop))
             if not loops:
                 return  # `if prev_pos == 0:` in a decode loop: its first pass only
         if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
@@ -846,6 +852,7 @@ class PythonIndexInLoop(Rule):
                 if passed:
                     loops |= passed
                     varying = varying or value
+            loops = frozenset(loop for loop in loops if not self.values.few_passes(loop))
             if loops and varying is not None:
                 found.append((index, varying, loops))
         return found
