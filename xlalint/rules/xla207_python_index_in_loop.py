@@ -115,7 +115,10 @@ class PythonIndexInLoop(Rule):
     directly (`tokens[idx].tolist()`) or through names bound earlier in the pass (`row =
     tokens[k, begin:]`, then `row.tolist()`; `a = logprobs[k, t:].logsumexp(-1)`, then `if a
     > b:`; a `for` target of `zip(*x[i].topk(k))`, then `token.item()`), as in per-row loops
-    of a decoding step. A boolean-mask index (`x[mask]`, `out[mask] = v`) is such a read of
+    of a decoding step. A subscript inside an explicit `.item()` (`diag[start:end].max()
+    .item()`, `int(torch.multinomial(w[b], 1).item())`) is that read's own graph, and
+    reading once outside the loop fixes both: where XLA101 is on and reports the read, the
+    finding is XLA101's alone. A boolean-mask index (`x[mask]`, `out[mask] = v`) is such a read of
     its mask, which is copied to the host for `nonzero`: a mask computed from the row (`best
     = overlaps[i, :] == gt_max[i]`, then `assigned[best] = i + 1`, as in the per-box loops
     of an assigner) is a graph per value of `i`. So is a Python list indexed with a tensor
