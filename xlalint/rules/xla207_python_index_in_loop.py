@@ -135,7 +135,13 @@ class PythonIndexInLoop(Rule):
     reported once at the first: the slice read and written back (`x[:, : i + 1] =
     torch.index_select(x[:, : i + 1], 0, idx)`), a write and a read (`values[step] =
     agent(obs[step])`), two slices handed to one call (`search.step(scores[:, :step],
-    tokens[:, : step + 1])`); one device index made for the pass fixes them together.
+    tokens[:, : step + 1])`); one device index made for the pass fixes them together. So is
+    the same subscript again later in a pass that only its host reads execute, into the
+    same read (`above = (cumsum[-1] - cumsum[i]) / m`, `below = cumsum[i] / (i + 1)`, then
+    `if above < below:`): one value of the one graph that read executes, reported at its
+    first; other subscripts (`logprobs[k, t:]` beside `logprobs[k, :t]`), or the same one
+    read by another read (`x[k].argmax().item()`, then `x[k].argmin().item()`), stay
+    findings of their own.
 
     A row handed to a function of the same module (or a method of the class) that reads it
     on the host is read in the pass too: `self._attack_one(images, labels[idx])` where the
@@ -524,19 +530,34 @@ class PythonIndexInLoop(Rule):
                     self.reads.read_later(flow, call.loops)
         reported: set[tuple[int, str]] = set()
         statements: set[int] = set()
+        # The host reads of the subscripts reported for them, by the subscript's loops and
+        # text: the same subscript again in one read (`a = s[i] / k`, `b = (s[-1] - s[i]) /
+        # m`, then `if a < b:`) is one value.
+        values: dict[tuple[frozenset[Loop], str], frozenset[int]] = {}
         code = self.ctx.module.code_for_node
         for candidate in self._candidates:
             # A host read in the pass does not count: `X[i]` with a `.item()` of an unrelated
             # value is still compiled once (see the evidence above).
-            if any(
+            every_pass = any(
                 self.values.executes_every_pass(loop, self.ctx.loops, reads=False)
                 for loop in candidate.loops
-            ) or self.reads.read_per_value(candidate.node):
+            )
+            if every_pass or self.reads.read_per_value(candidate.node):
                 # One statement is one cause, fixed by one edit (one device index for the
                 # pass): reported once, at its first loop-int subscript.
-                if candidate.statement is not None:
-                    if id(candidate.statement) in statements:
+                if candidate.statement is not None and id(candidate.statement) in statements:
+                    continue
+                # In a pass that executes only where a host read needs a value, the same
+                # subscript again in a value that read reads (`cumsum[i]` in both sides of
+                # `if above < below:`) is the one value of the one graph it executes:
+                # reported at the first. Read by another read, it is in that read's graph.
+                if not every_pass:
+                    value = (frozenset(candidate.loops), code(candidate.node))
+                    reads = self.reads.reads_of(candidate.node)
+                    if reads & values.get(value, frozenset()):
                         continue
+                    values[value] = values.get(value, frozenset()) | reads
+                if candidate.statement is not None:
                     statements.add(id(candidate.statement))
                 self.report(
                     candidate.node, self.message.format(index=candidate.index), site=candidate.site
