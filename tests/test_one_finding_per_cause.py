@@ -259,3 +259,48 @@ def test_the_copies_of_a_nonzero_result_come_back_without_the_nonzero_rule() -> 
 def test_codes_superseded_as_copies_are_real_rules(code: str) -> None:
     for other in all_rules()[code].supersedes_copies:
         assert other in all_rules() and other != code
+
+
+ROW_READ = """\
+    import torch
+    import torch_xla
+
+    def mine(loader, model, groupsize: int, n: int):
+        for x in loader:
+            weights = model(x.to("xla")).softmax(-1)
+            picks = []
+            for b in range(n):
+                picks.append(int(torch.multinomial(weights[b], 1).item())){noqa}
+                top = weights[b * groupsize : (b + 1) * groupsize].max().item()
+                if weights[b + 1].sum() > top:
+                    picks.append(b)
+            model(x[picks]).sum().backward()
+            torch_xla.sync()
+    """
+
+
+def row_read_findings(codes: list[str], noqa: str = "") -> list[tuple[int, str]]:
+    text = textwrap.dedent(ROW_READ.format(noqa=noqa))
+    result = lint_source(text, "mine.py", [all_rules()[code] for code in codes])
+    assert result.error is None
+    return sorted((d.start.row, d.code) for d in result.diagnostics)
+
+
+def test_a_loop_int_subscript_inside_an_item_read_is_the_reads_finding() -> None:
+    # `int(torch.multinomial(w[b], 1).item())`, `w[a:b].max().item()`: the per-index graph
+    # is the read's own; one read before the loop fixes both. A subscript the read does not
+    # hold (`if weights[b + 1].sum() > top:`) is still XLA207's.
+    assert row_read_findings(["XLA101", "XLA207"]) == [
+        (9, "XLA101"),
+        (10, "XLA101"),
+        (11, "XLA207"),
+    ]
+
+
+def test_the_subscripts_inside_the_reads_come_back_without_the_read_rule() -> None:
+    assert row_read_findings(["XLA207"]) == [(9, "XLA207"), (10, "XLA207"), (11, "XLA207")]
+
+
+def test_silencing_the_read_does_not_bring_back_the_subscript_inside_it() -> None:
+    found = row_read_findings(["XLA101", "XLA207"], noqa="  # noqa: XLA101")
+    assert (9, "XLA207") not in found and (10, "XLA101") in found

@@ -229,15 +229,17 @@ def test_xla207_needs_a_loop_that_runs_the_device_every_pass() -> None:
         import torch
         import torch_xla
 
-        def run(X, steps):
+        def run(X, steps, width):
             for step in range(steps):
                 acc = X[0]
-                for i in range(4):
+                for i in range(width):
                     acc = acc + X[i]
                 torch_xla.sync()
         """
     X = "X = torch.randn(8, 16).to(torch_xla.device())\n"
-    source = dedent(unrolled).replace("def run(X, steps):\n", f"def run(steps):\n    {X}")
+    source = dedent(unrolled).replace(
+        "def run(X, steps, width):\n", f"def run(steps, width):\n    {X}"
+    )
     assert lint(source, "XLA207") == []  # the inner loop unrolls into each step's graph
     stepping = source.replace("acc = acc + X[i]", "acc = acc + X[i]\n            torch_xla.sync()")
     [diagnostic] = lint(stepping, "XLA207")

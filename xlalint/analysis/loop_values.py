@@ -375,6 +375,18 @@ class LoopValues:
                     found.add(loop)
         return frozenset(found)
 
+    @staticmethod
+    def few_passes(loop: Loop) -> bool:
+        """Whether the loop's source fixes its passes at a handful (FEW_COUNTS at most),
+        whatever the data: `for k in range(3)`, `range(1, 4)`, `reversed(range(2))`,
+        `enumerate((a, b))`, `for axis in (0, 1, 2)`. Its index takes those few values on
+        every run, so a graph per value is a fixed handful, each compiled once and reused on
+        every later run of the loop, not a compile per step."""
+        if not isinstance(loop, cst.For):
+            return False
+        count = _literal_count(loop.iter)
+        return count is not None and count <= FEW_COUNTS
+
     def instance_ints(self) -> dict[str, frozenset[Loop]]:
         """Attributes of the instance that hold the index of a pass being walked here
         (`for self.step_nr in range(...)`), by their spelling (`self.step_nr`)."""
@@ -566,6 +578,42 @@ def _capped_by_few(call: cst.Call) -> bool:
         type(arg.value) is cst.Integer and arg.value.evaluated_value <= FEW_COUNTS
         for arg in call.args
     )
+
+
+def _literal_count(iterable: cst.BaseExpression) -> int | None:
+    """How many items an iterable written with literals alone yields (`range(3)`,
+    `range(0, 6, 2)`, `(0, 1, 2)`, `enumerate([a, b])`, `reversed(range(4))`): None where
+    the count is not spelled in the source (`range(n)`, `range(len(x))`, a name)."""
+    if isinstance(iterable, cst.List | cst.Tuple):
+        if any(isinstance(e, cst.StarredElement) for e in iterable.elements):
+            return None
+        return len(iterable.elements)
+    if not isinstance(iterable, cst.Call) or not iterable.args:
+        return None
+    if any(arg.keyword is not None or arg.star for arg in iterable.args):
+        return None
+    name = _callee_name(iterable)
+    if name in _RANGES:
+        bounds = [_literal_int(arg.value) for arg in iterable.args]
+        if len(bounds) > 3 or any(b is None for b in bounds) or bounds[2:] == [0]:
+            return None
+        return len(range(*bounds))  # type: ignore[arg-type]
+    if (name == "enumerate" or name in _LIST_WRAPPERS) and len(iterable.args) == 1:
+        return _literal_count(iterable.args[0].value)
+    return None
+
+
+def _literal_int(value: cst.BaseExpression) -> int | None:
+    """`3`, `-1`: an integer literal's value."""
+    if type(value) is cst.Integer:
+        return int(value.evaluated_value)
+    if (
+        type(value) is cst.UnaryOperation
+        and isinstance(value.operator, cst.Minus)
+        and type(value.expression) is cst.Integer
+    ):
+        return -int(value.expression.evaluated_value)
+    return None
 
 
 def _counters(body: cst.BaseSuite) -> Iterator[cst.AugAssign]:

@@ -75,6 +75,7 @@ class PassReads:
         self._reads: list[_Read] = []
         self._changed: dict[Loop, set[str]] = {}  # loop -> names written or rebound in it
         self._decided: set[int] | None = None
+        self._read_by: dict[int, frozenset[int]] = {}
 
     # -- feeding --------------------------------------------------------------------------
     def push_function(self) -> None:
@@ -155,9 +156,17 @@ class PassReads:
             self._decided = self._decide()
         return id(node) in self._decided
 
+    def reads_of(self, node: cst.Subscript) -> frozenset[int]:
+        """The host reads (numbered in walk order) that execute `node` once per value of its
+        int: a subscript that two of them read is in the graph of each."""
+        if self._decided is None:
+            self._decided = self._decide()
+        return self._read_by.get(id(node), frozenset())
+
     def _decide(self) -> set[int]:
         decided: set[int] = set()
-        for read in self._reads:
+        read_by: dict[int, set[int]] = {}
+        for number, read in enumerate(self._reads):
             for found in read.flow.ids:
                 noted = self._by_id[found]
                 loops = noted.loops & read.loops
@@ -165,6 +174,8 @@ class PassReads:
                     read.flow.reads_changed(loop, self._changed.get(loop, set())) for loop in loops
                 ):
                     decided.add(found)
+                    read_by.setdefault(found, set()).add(number)
+        self._read_by = {found: frozenset(numbers) for found, numbers in read_by.items()}
         return decided
 
     def _flow(self, value: cst.CSTNode, inside: list[Noted], read: set[str] | None = None) -> Flow:

@@ -504,6 +504,10 @@ class ItemInHotCode(HelperReadRule):
     needs_torch = True
     # "import": a call of another project module's function that reads what it is handed.
     triggers = (".item(", "float(", "int(", "import")
+    # `x[i].max().item()` in a loop over `i`: the loop-int subscript the read reads is the
+    # read's own graph, one per value of `i` because the read executes it in each pass;
+    # reading once outside the loop (or on the device) fixes both: one cause.
+    supersedes_inside = ("XLA207",)
 
     helper_message = (
         "`{argument}` is handed to `{helper}()`, which reads it on the host with `{read}` "

@@ -115,7 +115,10 @@ class PythonIndexInLoop(Rule):
     directly (`tokens[idx].tolist()`) or through names bound earlier in the pass (`row =
     tokens[k, begin:]`, then `row.tolist()`; `a = logprobs[k, t:].logsumexp(-1)`, then `if a
     > b:`; a `for` target of `zip(*x[i].topk(k))`, then `token.item()`), as in per-row loops
-    of a decoding step. A boolean-mask index (`x[mask]`, `out[mask] = v`) is such a read of
+    of a decoding step. A subscript inside an explicit `.item()` (`diag[start:end].max()
+    .item()`, `int(torch.multinomial(w[b], 1).item())`) is that read's own graph, and
+    reading once outside the loop fixes both: where XLA101 is on and reports the read, the
+    finding is XLA101's alone. A boolean-mask index (`x[mask]`, `out[mask] = v`) is such a read of
     its mask, which is copied to the host for `nonzero`: a mask computed from the row (`best
     = overlaps[i, :] == gt_max[i]`, then `assigned[best] = i + 1`, as in the per-box loops
     of an assigner) is a graph per value of `i`. So is a Python list indexed with a tensor
@@ -132,7 +135,13 @@ class PythonIndexInLoop(Rule):
     reported once at the first: the slice read and written back (`x[:, : i + 1] =
     torch.index_select(x[:, : i + 1], 0, idx)`), a write and a read (`values[step] =
     agent(obs[step])`), two slices handed to one call (`search.step(scores[:, :step],
-    tokens[:, : step + 1])`); one device index made for the pass fixes them together.
+    tokens[:, : step + 1])`); one device index made for the pass fixes them together. So is
+    the same subscript again later in a pass that only its host reads execute, into the
+    same read (`above = (cumsum[-1] - cumsum[i]) / m`, `below = cumsum[i] / (i + 1)`, then
+    `if above < below:`): one value of the one graph that read executes, reported at its
+    first; other subscripts (`logprobs[k, t:]` beside `logprobs[k, :t]`), or the same one
+    read by another read (`x[k].argmax().item()`, then `x[k].argmin().item()`), stay
+    findings of their own.
 
     A row handed to a function of the same module (or a method of the class) that reads it
     on the host is read in the pass too: `self._attack_one(images, labels[idx])` where the
@@ -188,7 +197,11 @@ class PythonIndexInLoop(Rule):
     one pass alone takes, a test of the pass's index against a constant (`if i == 0:`) or
     of a name the pass rebinds against the literal it held before the loop (the prefill
     under `if prev_pos == 0:`, with `prev_pos = 0` before the loop and `prev_pos =
-    cur_pos` in its pass; `if last is None:`): one value per run of the loop; loops traced into a
+    cur_pos` in its pass; `if last is None:`): one value per run of the loop; loops whose
+    source fixes their passes at a handful (8 at most: `for axis in range(3)`, `range(1,
+    4)`, a literal tuple of axes, `enumerate([0, 2])`), whose few graphs are each compiled
+    once and reused on every later run (a count the source does not spell, `range(1,
+    num_codebooks)`, is not known to be few); loops traced into a
     single graph (a loop inside `forward` without a barrier unrolls the same way every step
     and compiles once); and helpers called with a constant or a tensor index, helpers that
     index a list or numpy array they are passed, or that compute with the int on the host
@@ -455,6 +468,8 @@ class PythonIndexInLoop(Rule):
                 index = index or bound
         if index is not None:
             loops -= self._one_pass_loops()
+            # `for axis in range(3)`: a handful of values, each graph compiled once.
+            loops = frozenset(loop for loop in loops if not self.values.few_passes(loop))
             if not loops:
                 return  # `if prev_pos == 0:` in a decode loop: its first pass only
         if index is None or not (self._indexes_a_tensor(node) or self._written_with_tensor(node)):
@@ -517,19 +532,34 @@ class PythonIndexInLoop(Rule):
                     self.reads.read_later(flow, call.loops)
         reported: set[tuple[int, str]] = set()
         statements: set[int] = set()
+        # The host reads of the subscripts reported for them, by the subscript's loops and
+        # text: the same subscript again in one read (`a = s[i] / k`, `b = (s[-1] - s[i]) /
+        # m`, then `if a < b:`) is one value.
+        values: dict[tuple[frozenset[Loop], str], frozenset[int]] = {}
         code = self.ctx.module.code_for_node
         for candidate in self._candidates:
             # A host read in the pass does not count: `X[i]` with a `.item()` of an unrelated
             # value is still compiled once (see the evidence above).
-            if any(
+            every_pass = any(
                 self.values.executes_every_pass(loop, self.ctx.loops, reads=False)
                 for loop in candidate.loops
-            ) or self.reads.read_per_value(candidate.node):
+            )
+            if every_pass or self.reads.read_per_value(candidate.node):
                 # One statement is one cause, fixed by one edit (one device index for the
                 # pass): reported once, at its first loop-int subscript.
-                if candidate.statement is not None:
-                    if id(candidate.statement) in statements:
+                if candidate.statement is not None and id(candidate.statement) in statements:
+                    continue
+                # In a pass that executes only where a host read needs a value, the same
+                # subscript again in a value that read reads (`cumsum[i]` in both sides of
+                # `if above < below:`) is the one value of the one graph it executes:
+                # reported at the first. Read by another read, it is in that read's graph.
+                if not every_pass:
+                    value = (frozenset(candidate.loops), code(candidate.node))
+                    reads = self.reads.reads_of(candidate.node)
+                    if reads & values.get(value, frozenset()):
                         continue
+                    values[value] = values.get(value, frozenset()) | reads
+                if candidate.statement is not None:
                     statements.add(id(candidate.statement))
                 self.report(
                     candidate.node, self.message.format(index=candidate.index), site=candidate.site
@@ -848,6 +878,7 @@ class PythonIndexInLoop(Rule):
                 if passed:
                     loops |= passed
                     varying = varying or value
+            loops = frozenset(loop for loop in loops if not self.values.few_passes(loop))
             if loops and varying is not None:
                 found.append((index, varying, loops))
         return found
