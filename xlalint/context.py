@@ -37,6 +37,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.hotness import (
     ACTION_METHOD,
+    AUTOGRAD_FUNCTION_HOOKS,
     GLOBAL_MODULE_HOOK_REGISTRATIONS,
     MODULE_HOOK_REGISTRATIONS,
     OPTIMISATION_STEP,
@@ -45,6 +46,7 @@ from xlalint.analysis.hotness import (
     HotCode,
     Site,
     applied_function,
+    autograd_function_hooks,
     batch_state,
     draws_a_figure,
     imported_base_names,
@@ -1203,9 +1205,11 @@ class FileContext:
                 for statement in node.body.body
                 if isinstance(statement, cst.FunctionDef)
             )
-            imported = imported_base_names(self.imports.resolve(b.value) for b in node.bases)
+            resolved = [self.imports.resolve(b.value) for b in node.bases]
+            imported = imported_base_names(resolved)
             hooks = per_step_hooks([node.name.value, *bases, *imported], methods).union(
-                *(self._class_hooks.get(base, frozenset()) for base in bases)
+                autograd_function_hooks(resolved),
+                *(self._class_hooks.get(base, frozenset()) for base in bases),
             )
             self._class_hooks[node.name.value] = hooks
             is_module = is_module_class(node, self.imports, self.kinds.module_classes)
@@ -1691,6 +1695,9 @@ class FileContext:
             module_method=direct_method and is_module,
             method_of=class_name if direct_method else None,
             batch_state=batch_state(node.name.value, hooks) if direct_method else frozenset(),
+            autograd_backward=direct_method
+            and node.name.value == "backward"
+            and hooks >= AUTOGRAD_FUNCTION_HOOKS,
         )
         if self._masks is not None:
             self._masks.push_function(node)

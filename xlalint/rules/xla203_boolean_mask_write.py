@@ -29,8 +29,11 @@ class BooleanMaskWrite(HelperCallRule):
     those, `mask`-like names and batches of episode-end flags: `next_q[dones] = 0.0`), and a
     value of unknown kind written under a comparison or test method called on itself
     (`sign[sign.gt(0)] = etaplus` with `sign` computed from a gradient walked out of the
-    optimizer's groups: only tensors have `.gt`, unless the file imports pandas);
-    integer-index writes (`x[idx] = v`),
+    optimizer's groups: only tensors have `.gt`, unless the file imports pandas); the
+    gradients a custom autograd function's `backward` is handed are device tensors, and
+    autograd runs it every step (`grad_output[torch.abs(target) > 1] = 0` in `backward` of
+    a `torch.autograd.Function`; not a `backward` of a class of the file's own or of
+    another library, however named); integer-index writes (`x[idx] = v`),
     slices, and lists, dicts or numpy arrays are not flagged: also a value an opaque call makes
     of a tensor (`mask = norm_img(mask)`) where the function hands that binding next to
     `torch.from_numpy` (only an array is taken there), what OpenCV hands back
