@@ -1187,6 +1187,8 @@ class FileContext:
             self.loops.register_loop(node, self.ancestors(), per_step_frame)  # type: ignore[arg-type]
         if kind is cst.Attribute and self._class_properties[-1]:
             self._read_property(node)  # type: ignore[arg-type]
+        if kind is cst.Subscript and self._masks is not None:
+            self._masks.note_index(node)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             if self._values is not None and kind in _VALUE_NODES:
                 self._enter_values(node, kind, parent)
