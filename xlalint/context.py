@@ -1210,7 +1210,9 @@ class FileContext:
             resolved = [self.imports.resolve(b.value) for b in node.bases]
             imported = imported_base_names(resolved)
             hooks = per_step_hooks([node.name.value, *bases, *imported], methods).union(
-                autograd_function_hooks(resolved),
+                autograd_function_hooks(resolved)
+                if node.name.value not in self._exported_applies
+                else frozenset(),
                 *(self._class_hooks.get(base, frozenset()) for base in bases),
             )
             self._class_hooks[node.name.value] = hooks
@@ -1670,6 +1672,26 @@ class FileContext:
                 and self.loops.steps_optimizer(function)
             )
         )
+
+    @cached_property
+    def _exported_applies(self) -> frozenset[str]:
+        """Classes whose `apply` the module binds to a name of its own at its top level
+        (`_norm = _Norm.apply`): a custom autograd function handed to other modules as a
+        plain function, whose backward runs where their calls of it are differentiated,
+        which this file cannot see (pymde's `_norm`, for distances after a fit)."""
+        found: set[str] = set()
+        for statement in self.module.body:
+            if type(statement) is not cst.SimpleStatementLine:
+                continue
+            for small in statement.body:
+                value = small.value if type(small) is cst.Assign else None
+                if (
+                    type(value) is cst.Attribute
+                    and value.attr.value == "apply"
+                    and type(value.value) is cst.Name
+                ):
+                    found.add(value.value.value)
+        return frozenset(found)
 
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module, hooks = (

@@ -34,7 +34,9 @@ class BooleanMaskWrite(HelperCallRule):
     gradients a custom autograd function's `backward` is handed are device tensors, and
     autograd runs it every step (`grad_output[torch.abs(target) > 1] = 0` in `backward` of
     a `torch.autograd.Function`; not a `backward` of a class of the file's own or of
-    another library, however named); integer-index writes (`x[idx] = v`),
+    another library, however named, nor of a function whose `apply` the module binds to a
+    name for other modules, `_norm = _Norm.apply`: their calls say whether it is
+    differentiated); integer-index writes (`x[idx] = v`),
     slices, and lists, dicts or numpy arrays are not flagged: also a value an opaque call makes
     of a tensor (`mask = norm_img(mask)`) where the function hands that binding next to
     `torch.from_numpy` (only an array is taken there), what OpenCV hands back
