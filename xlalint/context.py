@@ -37,6 +37,7 @@ from xlalint.analysis.guards import (
 )
 from xlalint.analysis.hotness import (
     ACTION_METHOD,
+    AUTOGRAD_FUNCTION_HOOKS,
     GLOBAL_MODULE_HOOK_REGISTRATIONS,
     MODULE_HOOK_REGISTRATIONS,
     OPTIMISATION_STEP,
@@ -45,6 +46,7 @@ from xlalint.analysis.hotness import (
     HotCode,
     Site,
     applied_function,
+    autograd_function_hooks,
     batch_state,
     draws_a_figure,
     imported_base_names,
@@ -1195,6 +1197,8 @@ class FileContext:
             self.loops.register_loop(node, self.ancestors(), per_step_frame)  # type: ignore[arg-type]
         if kind is cst.Attribute and self._class_properties[-1]:
             self._read_property(node)  # type: ignore[arg-type]
+        if kind is cst.Subscript and self._masks is not None:
+            self._masks.note_index(node)  # type: ignore[arg-type]
         if kind not in _ENTERED:
             if self._values is not None and kind in _VALUE_NODES:
                 self._enter_values(node, kind, parent)
@@ -1213,9 +1217,13 @@ class FileContext:
                 for statement in node.body.body
                 if isinstance(statement, cst.FunctionDef)
             )
-            imported = imported_base_names(self.imports.resolve(b.value) for b in node.bases)
+            resolved = [self.imports.resolve(b.value) for b in node.bases]
+            imported = imported_base_names(resolved)
             hooks = per_step_hooks([node.name.value, *bases, *imported], methods).union(
-                *(self._class_hooks.get(base, frozenset()) for base in bases)
+                autograd_function_hooks(resolved)
+                if node.name.value not in self._exported_applies
+                else frozenset(),
+                *(self._class_hooks.get(base, frozenset()) for base in bases),
             )
             self._class_hooks[node.name.value] = hooks
             is_module = is_module_class(node, self.imports, self.kinds.module_classes)
@@ -1675,6 +1683,26 @@ class FileContext:
             )
         )
 
+    @cached_property
+    def _exported_applies(self) -> frozenset[str]:
+        """Classes whose `apply` the module binds to a name of its own at its top level
+        (`_norm = _Norm.apply`): a custom autograd function handed to other modules as a
+        plain function, whose backward runs where their calls of it are differentiated,
+        which this file cannot see (pymde's `_norm`, for distances after a fit)."""
+        found: set[str] = set()
+        for statement in self.module.body:
+            if type(statement) is not cst.SimpleStatementLine:
+                continue
+            for small in statement.body:
+                value = small.value if type(small) is cst.Assign else None
+                if (
+                    type(value) is cst.Attribute
+                    and value.attr.value == "apply"
+                    and type(value.value) is cst.Name
+                ):
+                    found.add(value.value.value)
+        return frozenset(found)
+
     def _enter_function(self, node: cst.FunctionDef) -> None:
         class_name, is_module, hooks = (
             self._classes[-1] if self._classes else (None, False, frozenset())
@@ -1701,6 +1729,9 @@ class FileContext:
             module_method=direct_method and is_module,
             method_of=class_name if direct_method else None,
             batch_state=batch_state(node.name.value, hooks) if direct_method else frozenset(),
+            autograd_backward=direct_method
+            and node.name.value == "backward"
+            and hooks >= AUTOGRAD_FUNCTION_HOOKS,
         )
         if self._masks is not None:
             self._masks.push_function(node)

@@ -364,6 +364,8 @@ TRIGGERS = {
         "nanmean",
         "isin",
         "isin_mps_friendly",
+        "adaptive_max_pool3d",
+        "interpolate",
         "fft",
         "ifft",
         "fft2",

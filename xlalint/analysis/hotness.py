@@ -418,6 +418,26 @@ def imported_base_names(qualified: Iterable[str | None]) -> list[str]:
     return names
 
 
+# A custom autograd function (`class ClampRound(torch.autograd.Function)`): autograd runs
+# its `backward` in every backward pass through a graph its `apply` built, as it runs its
+# `forward` (per step by its name) in every forward; the gradients it is handed
+# (`grad_output`) are device tensors. By the base's qualified name alone: a class named
+# `*Function` of another library (a loss or activation "function") is no such thing.
+AUTOGRAD_FUNCTIONS = frozenset(
+    {"torch.autograd.Function", "torch.autograd.function.Function",
+     "torch.autograd.function.InplaceFunction"}
+)  # fmt: skip
+AUTOGRAD_FUNCTION_HOOKS = frozenset({"backward"})
+
+
+def autograd_function_hooks(qualified_bases: Iterable[str | None]) -> frozenset[str]:
+    """`backward`, for a class deriving from `torch.autograd.Function` (`AUTOGRAD_FUNCTIONS`,
+    as the file's imports resolve its bases); nothing otherwise."""
+    if any(name in AUTOGRAD_FUNCTIONS for name in qualified_bases if name):
+        return AUTOGRAD_FUNCTION_HOOKS
+    return frozenset()
+
+
 def per_step_hooks(base_names: Iterable[str], method_names: Iterable[str] = ()) -> frozenset[str]:
     """The per-step hooks a class overrides, from the last names of its bases, or its own
     name (`SFTTrainer` -> the Trainer's hooks; a `FusedLogitsWarper` is a logits warper

@@ -202,6 +202,9 @@ class BooleanMasks:
         self.may_register = True
         self._frames: list[dict[str, _Binding]] = [{}]
         self._versions: list[dict[str, int]] = [{}]
+        # Per function frame: the bindings of mask names seen indexing a device tensor
+        # (`grads[sel]`), by identity (a rebinding makes a new one): `note_index`.
+        self._indexing: list[dict[int, _Binding]] = [{}]
 
     # -- frames and bindings (called by FileContext during the walk) ----------------------
     def push_function(self, node: cst.FunctionDef) -> None:
@@ -226,10 +229,40 @@ class BooleanMasks:
                 frame[param.name.value] = _Binding(Evidence.NONE)
         self._frames.append(frame)
         self._versions.append({})
+        self._indexing.append({})
 
     def pop_function(self) -> None:
         self._frames.pop()
         self._versions.pop()
+        self._indexing.pop()
+
+    def note_index(self, node: cst.Subscript) -> None:
+        """`grads[sel]` with `grads` a device tensor and `sel` a name bound to a value
+        computed like booleans (`sel = (info["radii"] > 0.0).all(dim=-1)`): that binding
+        of `sel` is a device mask from here on (`_indexes_tensors`). Called by the context
+        on every subscript it enters, whichever of XLA201-203 run."""
+        frame = self._frames[-1]
+        for element in node.slice:
+            index = element.slice
+            if type(index) is not cst.Index or type(index.value) is not cst.Name:
+                continue
+            binding = frame.get(index.value.value)
+            if (
+                binding is not None
+                and binding.evidence >= Evidence.LIKELY
+                and id(binding) not in self._indexing[-1]
+                and self.kinds.of(node.value) is Kind.TENSOR
+            ):
+                self._indexing[-1][id(binding)] = binding
+
+    def _indexes_tensors(self, mask: cst.BaseExpression) -> bool:
+        """`mask` is a name whose current binding has indexed a device tensor in this
+        function (`note_index`): a device boolean tensor, which indexes only tensors (a
+        list takes no tensor index, and a numpy array would copy it to the host)."""
+        if type(mask) is not cst.Name:
+            return False
+        binding = self._frames[-1].get(mask.value)
+        return binding is not None and id(binding) in self._indexing[-1]
 
     def bind_assignment(
         self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression
@@ -696,6 +729,14 @@ class BooleanMasks:
                 # A helper's result computed from tensors, indexed by a mask: both agree
                 # that it is a tensor (`logprobs[padding_masks] = 1.0`); so does a slice of
                 # it, which holds the same kind of value (`logps[:n][loss_mask[:n]]`).
+                return index.value
+            if (
+                base_kind is Kind.UNKNOWN
+                and not self.kinds.is_dict(sliced)
+                and self._indexes_tensors(index.value)
+            ):
+                # `grads[sel]`, then `info["radii"][sel]`: a mask that indexed a device
+                # tensor is one, and indexes a tensor again (another read, its own cause).
                 return index.value
             if evidence is not Evidence.VALUE:
                 continue

@@ -1205,10 +1205,14 @@ class TensorKinds:
         module_method: bool = False,
         method_of: str | None = None,
         batch_state: frozenset[str] = frozenset(),
+        autograd_backward: bool = False,
     ) -> None:
         """Enter a function; `batch_state`: the attributes of `self` (or of `self.learn`)
         that its framework fills with the current batch's device tensors (a fastai
-        callback's `self.pred` in `after_pred`: `hotness.batch_state`)."""
+        callback's `self.pred` in `after_pred`: `hotness.batch_state`); `autograd_backward`:
+        the function is the `backward` of a custom autograd function, whose positional
+        parameters after `ctx` are the output gradients autograd hands it, device tensors
+        (`def backward(ctx, grad_output: Any)`: whatever the annotation says)."""
         frame: dict[str, Kind] = {}
         positional = positional_params(node)
         # Not callback hooks (`on_prediction_step(self, args, state, control)`): they get
@@ -1260,6 +1264,12 @@ class TensorKinds:
                 tensors.add(name)  # `x: dict[str, torch.Tensor]`: `x["lengths"]` is one
             if frame[name] is Kind.UNKNOWN and _names_other_class(param.annotation):
                 typed.add(name)  # `stopping_criterion: StoppingCriterion`: no loss module
+        if autograd_backward:
+            for param in positional[1:]:
+                frame[param.name.value] = Kind.TENSOR
+                declared.add(param.name.value)
+                presumed.discard(param.name.value)
+                typed.discard(param.name.value)
         hook_output = self._forward_hook_output(node, in_class)
         if hook_output is not None and frame.get(hook_output) is not Kind.HOST:
             # `def save_activation(self, module, input, output)` registered with

@@ -96,7 +96,10 @@ class ItemInHotCode(HelperReadRule):
     arguments (`module, grad_input, grad_output`; backpack's `sqrt_hessian(self, module,
     g_inp, g_out)` and the check `_check_loss_has_not_been_modified(cls, module, g_out)`
     it calls): a module's output gradient exists only during a backward, so it runs in
-    every backward, wherever the hook that hands it on is registered.
+    every backward, wherever the hook that hands it on is registered. So does the
+    `backward` of a custom autograd function (`class Round(torch.autograd.Function)`), in
+    every backward through a graph its `apply` built; the gradients it is handed
+    (`grad_output`) are device tensors.
 
     A value bound in a `try` body (`change = 100 *
     d.norm() / norm_x`) stays a device tensor after the statement where a handler binds a

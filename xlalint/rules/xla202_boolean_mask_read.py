@@ -107,7 +107,11 @@ class BooleanMaskRead(HelperCallRule):
     statement. A read under another mask, one handed to a call with other arguments
     (`self.penalty(d[m], scale)`), one a non-elementwise operation takes whole
     (`y[m].cumsum(0)`, `.scatter(...)`, `torch.sort`), and a read in the next statement are
-    causes of their own. An attribute the class binds to booleans in another method
+    causes of their own. A name bound to a value computed like booleans that has indexed
+    a device tensor (`sel = (info["radii"] > 0).all(dim=-1)`, then `grads[sel]`) is a
+    device mask, and a value of unknown kind it indexes after, under the same binding, is
+    a tensor (`info["radii"][sel]` in the next statement: another `nonzero`, its own cause;
+    a list takes no tensor index). An attribute the class binds to booleans in another method
     (`self.pos_idx = weights >= 0` in `__init__`) is a mask where it indexes a tensor.
     So is a value (a name, an attribute, a dict's entry under a literal key) whose
     complement indexes in the same function (`logits[batch["kto_tags"]]` beside

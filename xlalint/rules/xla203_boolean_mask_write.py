@@ -6,6 +6,7 @@ import libcst as cst
 
 from xlalint.analysis.hotness import FunctionKey, Site
 from xlalint.analysis.masks import atom, dotted, is_scalar, takes_tensors
+from xlalint.analysis.stacked_values import stacked_names
 from xlalint.context import Kind
 from xlalint.diagnostics import Applicability, FixAvailability
 from xlalint.rule import NodeFix
@@ -29,8 +30,13 @@ class BooleanMaskWrite(HelperCallRule):
     those, `mask`-like names and batches of episode-end flags: `next_q[dones] = 0.0`), and a
     value of unknown kind written under a comparison or test method called on itself
     (`sign[sign.gt(0)] = etaplus` with `sign` computed from a gradient walked out of the
-    optimizer's groups: only tensors have `.gt`, unless the file imports pandas);
-    integer-index writes (`x[idx] = v`),
+    optimizer's groups: only tensors have `.gt`, unless the file imports pandas); the
+    gradients a custom autograd function's `backward` is handed are device tensors, and
+    autograd runs it every step (`grad_output[torch.abs(target) > 1] = 0` in `backward` of
+    a `torch.autograd.Function`; not a `backward` of a class of the file's own or of
+    another library, however named, nor of a function whose `apply` the module binds to a
+    name for other modules, `_norm = _Norm.apply`: their calls say whether it is
+    differentiated); integer-index writes (`x[idx] = v`),
     slices, and lists, dicts or numpy arrays are not flagged: also a value an opaque call makes
     of a tensor (`mask = norm_img(mask)`) where the function hands that binding next to
     `torch.from_numpy` (only an array is taken there), what OpenCV hands back
@@ -50,7 +56,9 @@ class BooleanMaskWrite(HelperCallRule):
     is a name the function uses as a tensor and rebinds only from itself (`mask = mask.clone()`,
     then `mask[mask == 0] = inf`), or written under a comparison with itself (`cbarrier[
     cbarrier != cbarrier] = 0.0`, a NaN repaired in place, then `torch.clamp(cbarrier,
-    ...)`, however it is bound), and so is one the written value is cast to (`lprobs[lprobs !=
+    ...)`, however it is bound, or then collected into a list the function hands to a torch
+    join: `a[a < 0] = 0`, `codebooks.append(a)`, `torch.stack(codebooks)`), and so is one
+    the written value is cast to (`lprobs[lprobs !=
     lprobs] = torch.tensor(-math.inf).to(lprobs)`, `.type_as(x)`: a subscripted value is no
     device or dtype); `torch.tensor(...)`, numpy (`a[m] = np.clip(a[m], 0, 1)`) and other values
     written are not evidence. A name that says model (`heads`, `neg_heads`) is no model where
@@ -272,17 +280,27 @@ class BooleanMaskWrite(HelperCallRule):
         """`cbarrier[cbarrier != cbarrier] = 0.0`, then `torch.clamp(cbarrier, ...)`: a name
         of unknown kind written under a comparison with itself (NaN or `inf` repaired in
         place) that the function hands to a torch operation taking only tensors or gives a
-        tensor-only method (`tensor_uses`): numbers and lists take no such mask, numpy
-        arrays no such operation, so it is a tensor, and the mask is computed from it."""
+        tensor-only method (`tensor_uses`), or collects into a list it hands to a torch join
+        (`a[a < 0] = 0`, then `codebooks.append(a)` and `torch.stack(codebooks)`:
+        `stacked_values`, as `torch.stack` takes only tensors): numbers and lists take no
+        such mask, numpy arrays no such operation, so it is a tensor, and the mask is
+        computed from it."""
         value = target.value
         if type(value) is not cst.Name or self.ctx.kind(value) is not Kind.UNKNOWN:
             return None
         if self.ctx.kinds.is_dict(value) or self.calls.sources(value):
             return None  # a helper's parameter: its callers say (`_defer`)
         function = self.ctx.function_node
-        if function is None or value.value not in self.ctx.data_parameters.uses(function):
+        if function is None:
             return None
-        return self.ctx.masks.mask_of_itself(target)
+        mask = self.ctx.masks.mask_of_itself(target)
+        if mask is None:
+            return None
+        if value.value in self.ctx.data_parameters.uses(function) or value.value in stacked_names(
+            function, self.ctx.imports
+        ):
+            return mask
+        return None
 
     def _mask_of_copied_tensor(self, target: cst.Subscript) -> cst.BaseExpression | None:
         """`mask = mask.clone()`, then `mask[mask == 0] = inf`: a name of unknown kind that

@@ -9,9 +9,11 @@ from xlalint.analysis.arguments import bind, keyword_argument, parameters, signa
 from xlalint.analysis.devices import positional_argument
 from xlalint.analysis.guards import local_values
 from xlalint.analysis.hotness import Site
+from xlalint.analysis.tensor_uses import TENSOR_METHODS
 from xlalint.context import Kind
+from xlalint.lint_memo import memo
 from xlalint.rule import Rule
-from xlalint.walk import bound_names
+from xlalint.walk import bound_names, descendants
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,26 @@ _OPS: dict[str, _Op] = {
         "Compare against each id on the device: `(x[..., None] == ids).any(-1)`",
         torch_only_method=False,
     ),
+    # Measured in round 27 (3 forward and backward steps of a (1, 2, 4, 6, 6) device
+    # tensor, XLA CPU device, torch_xla 2.9): `F.adaptive_max_pool3d`, 3
+    # `aten::adaptive_max_pool3d` and 3 `aten::adaptive_max_pool3d_backward` fallbacks, 6
+    # transfers (`adaptive_avg_pool3d` and `max_pool3d`: none); `F.interpolate` of 5-D
+    # maps in mode "nearest" (the default) or "nearest-exact", by a size or by a scale,
+    # 3 `aten::upsample_nearest3d` (`_upsample_nearest_exact3d`) and 3 of their backward,
+    # 6 transfers (`nn.Upsample` the same); "trilinear", only its backward (3).
+    "adaptive_max_pool3d": _Op(
+        "",
+        "`F.adaptive_avg_pool3d` stays on the device; for an output size that divides the "
+        "input, `F.max_pool3d(x, kernel_size=k, stride=k)` does too",
+        torch_only_method=False,
+    ),
+    "interpolate": _Op(
+        " (nearest interpolation of 5-D maps: `upsample_nearest3d`, forward and backward)",
+        "Resize the spatial dims as 4-D maps (`x.flatten(1, 2)`, `F.interpolate` by "
+        "(h, w), then `unflatten`) where the depth keeps its size, or repeat by integer "
+        "scales on the device: `x.repeat_interleave(s, dim=-1)` with a Python int",
+        torch_only_method=False,
+    ),
     # Every transform of `torch.fft` falls back, whatever its input: `aten::_fft_c2c`,
     # `_fft_r2c` or `_fft_c2r`, one device-to-host transfer each (round 26, 3 calls of each
     # on real and complex inputs; the Hermitian 2-D and n-D ones run two or three).
@@ -174,13 +196,18 @@ _MODULES: dict[str, frozenset[str]] = {
     "solve": frozenset({"torch.linalg"}),
     "det": frozenset({"torch", "torch.linalg"}),
     "isin_mps_friendly": frozenset({"transformers.pytorch_utils"}),
+    "adaptive_max_pool3d": frozenset({"torch.nn.functional"}),
+    "interpolate": frozenset({"torch.nn.functional"}),
     # `torch.fft(x, signal_ndim)`, `torch.rfft`, `torch.irfft` (the old spellings) were
     # removed in torch 1.8: they raise, fall back never.
     **{name: frozenset({"torch.fft"}) for name in _FFTS},
 }
 # Ops that are functions only: no tensor method of that name (`.solve()` was removed;
 # `.isin()` is pandas', and the FFTs are functions of `torch.fft`).
-_FUNCTIONS_ONLY = frozenset({"huber_loss", "solve", "isin", "isin_mps_friendly", *_FFTS})
+_FUNCTIONS_ONLY = frozenset(
+    {"huber_loss", "solve", "isin", "isin_mps_friendly", "adaptive_max_pool3d", "interpolate",
+     *_FFTS}
+)  # fmt: skip
 # Ops of two tensor inputs.
 _TWO_INPUTS = frozenset(
     {"equal", "searchsorted", "bucketize", "huber_loss", "cross", "solve", "isin",
@@ -222,7 +249,12 @@ class DataDependentShapeOp(Rule):
     `fftn`, `ifftn`, `rfft`, `irfft`, `rfft2`, `irfft2`, `rfftn`, `irfftn`, `hfft`, `ihfft`,
     `hfft2`, `ihfft2`, `hfftn`, `ihfftn`; not its helpers `fftfreq`, `rfftfreq`,
     `fftshift`, `ifftshift`, which stay on the device, nor the removed `torch.fft(x, n)`,
-    `torch.rfft`, `torch.irfft`, which raise). Repeats are a tensor by their kind, or where the
+    `torch.rfft`, `torch.irfft`, which raise), `F.adaptive_max_pool3d` (not
+    `adaptive_avg_pool3d`), and `F.interpolate` of 5-D maps in a nearest mode (the
+    default, or `"nearest-exact"`): a size or scale of three entries (`F.interpolate(fmap,
+    (f, h, w))`, `scale_factor=(1, 2, 2)`); not of another length, nor a number for a
+    scale (`scale_factor=2`: the rank is unknown there), nor a linear or `"area"` mode.
+    Repeats are a tensor by their kind, or where the
     code moves them to a device (`counts = batch.counts.to(device)`, then
     `torch.repeat_interleave(x, counts.view(-1))`): a Python int has no `.to`, so a moved
     value of unknown kind is a tensor (`.to(torch.long)`, a dtype change, moves nothing); so
@@ -234,12 +266,14 @@ class DataDependentShapeOp(Rule):
     (`.bincount()`, `.searchsorted()`) or is given a keyword only torch's takes
     (`bboxes.unique(dim=0)`, `.unique( return_counts=True)`: pandas' `Series.unique()` takes
     no argument, and numpy arrays have no `unique` method; not `.median(dim=-1)`, taken
-    mostly of predictions already moved back to the host). Calls on numpy arrays, pandas
-    objects and CPU tensors made here, `repeat_interleave` by a Python int, and calls in a
-    `raise` (`raise ValueError(f"found {torch.unique(t)}")`, which runs once, when the step
-    fails), or in a block that ends in one, are not flagged. Nor are calls on a method's
-    parameter that every call of it in the module hands a host copy, through its instances
-    too (a sum tree's `update_ids(data_ids, prob)`, called as
+    mostly of predictions already moved back to the host), and `.unique()` of a name its
+    function calls a method only tensors have on (`pos_inds = pos_inds.unique()`, then
+    `pos_inds.numel()`: pandas' `unique` hands back a numpy array, which has no `numel`).
+    Calls on numpy arrays, pandas objects and CPU tensors made here, `repeat_interleave` by
+    a Python int, and calls in a `raise` (`raise ValueError(f"found {torch.unique(t)}")`,
+    which runs once, when the step fails), or in a block that ends in one, are not flagged.
+    Nor are calls on a method's parameter that every call of it in the module hands a host
+    copy, through its instances too (a sum tree's `update_ids(data_ids, prob)`, called as
     `sum_tree.update_ids(ids.cpu(), prob.cpu())`): the copy is XLA102's finding. Nor are
     calls in a nested function on host tensors its enclosing function binds once before the
     `def` (`[indices] = token_index.cpu()`, then `torch.bincount(indices[mask])` in `def
@@ -334,7 +368,15 @@ class DataDependentShapeOp(Rule):
     `hfft2` and `hfftn`, 3 `aten::_fft_c2c` and 3 `aten::_fft_c2r`, 6 transfers; `ihfft2`
     and `ihfftn`, 3 each of `aten::_fft_c2c`, `aten::_fft_r2c` and
     `aten::conj_physical.out`, 9 transfers: no transform of `torch.fft` has an XLA
-    lowering there. A
+    lowering there. Measured in round 27 (3 forward and backward steps of a (1, 2, 4, 6, 6)
+    device tensor, XLA CPU device, torch_xla 2.9): `F.interpolate` to a size of three
+    entries, or by `scale_factor` (and `nn.Upsample(scale_factor=(1, 2, 2))`), 3
+    `aten::upsample_nearest3d` and 3 `aten::upsample_nearest3d_backward`, 6 transfers;
+    `mode="nearest-exact"`, 3 `aten::_upsample_nearest_exact3d` and 3 of its backward;
+    `mode="trilinear"`, 3 `aten::upsample_trilinear3d_backward` alone (not reported: an
+    inference loop pays nothing); `F.adaptive_max_pool3d`, 3 `aten::adaptive_max_pool3d`
+    and 3 of its backward, 6 transfers; `F.adaptive_avg_pool3d` and `F.max_pool3d`, none;
+    `.unique()` of a device tensor, 3 `aten::_unique2` and 3 transfers. A
     wrapper
     that hands its own parameters on (`def multinomial(input, num_samples, replacement=False,
     *, generator=None)` calling `torch.multinomial(..., num_samples=num_samples,
@@ -392,6 +434,8 @@ class DataDependentShapeOp(Rule):
     def _report(self, node: cst.Call, spelled: str, name: str) -> None:
         method = spelled[0] == "."
         if name == "multinomial" and not _multinomial_falls_back(node, method=method):
+            return
+        if name == "interpolate" and not _nearest_of_volumes(node):
             return
         if any(isinstance(a, cst.Raise) for a in self.ctx.ancestors()):
             return  # in a `raise` (its message): runs once, when the step fails
@@ -477,10 +521,24 @@ class DataDependentShapeOp(Rule):
             return True
         return (
             kind is Kind.UNKNOWN
-            and (_OPS[name].torch_only_method or _torch_only_call(node, name))
+            and (
+                _OPS[name].torch_only_method
+                or _torch_only_call(node, name)
+                or (name == "unique" and self._used_as_tensor(receiver))
+            )
             and self.ctx.imports.binds("torch")
             and not (isinstance(receiver, cst.Name) and receiver.value == "self")
         )
+
+    def _used_as_tensor(self, receiver: cst.BaseExpression) -> bool:
+        """`pos_inds = pos_inds.unique()`, then `pos_inds.numel()`: a name its function
+        calls a method only tensors have on (`tensor_uses.TENSOR_METHODS`, `numel`): pandas'
+        `Series.unique()` hands back a numpy array, which has none of them, so the name
+        holds tensors there and its `.unique()` is torch's."""
+        function = self.ctx.function_node
+        if type(receiver) is not cst.Name or function is None:
+            return False
+        return receiver.value in _tensor_method_receivers(function)
 
     def _device_repeats(self, repeats: cst.BaseExpression, depth: int = 0) -> bool:
         """Repeats are a Python int or a tensor. A tensor of the device by its kind, or a
@@ -512,6 +570,26 @@ class DataDependentShapeOp(Rule):
 # Tensor methods that keep a moved value a tensor where it is (the repeats' shape only).
 _RESHAPES = frozenset({"view", "reshape", "flatten", "long", "int", "contiguous", "squeeze"})
 _REPEATS_DEPTH = 4
+
+
+# Methods only tensors have (numpy arrays, pandas objects and sequences lack them).
+_TENSOR_ONLY_USES = TENSOR_METHODS | {"numel", "nelement"}
+
+
+@memo(64)
+def _tensor_method_receivers(function: cst.FunctionDef) -> frozenset[str]:
+    """Names `function` (its nested functions included) calls a method of
+    `_TENSOR_ONLY_USES` on."""
+    found: set[str] = set()
+    for node in descendants(function.body):
+        if (
+            type(node) is cst.Call
+            and type(node.func) is cst.Attribute
+            and type(node.func.value) is cst.Name
+            and node.func.attr.value in _TENSOR_ONLY_USES
+        ):
+            found.add(node.func.value.value)
+    return frozenset(found)
 
 
 def _torch_only_call(node: cst.Call, name: str) -> bool:
@@ -562,6 +640,35 @@ def _through(
         return default if default is not None else cst.Name("UNKNOWN")
 
     return value
+
+
+# The modes whose 3-D kernels fall back in the forward too (`upsample_nearest3d`,
+# `_upsample_nearest_exact3d`); "trilinear" falls back in its backward alone, and "area" is
+# an adaptive average pool, which stays on the device.
+_NEAREST_MODES = frozenset({"nearest", "nearest-exact"})
+
+
+def _nearest_of_volumes(node: cst.Call) -> bool:
+    """`F.interpolate(fmap, (f, h, w))`, `F.interpolate(x, scale_factor=(1, 2, 2),
+    mode="nearest")`: a size or scale of three entries resizes the three spatial dims of
+    a 5-D map, in a nearest mode (the default). A size or scale of another length, or a
+    number (`scale_factor=2`: the map's rank unknown here), or another mode, is not."""
+    mode = _keyword(node, "mode")
+    if mode is None:
+        mode = _positional(node, 3)
+    if mode is not None and not (
+        isinstance(mode, cst.SimpleString) and mode.evaluated_value in _NEAREST_MODES
+    ):
+        return False
+    for keyword, position in (("size", 1), ("scale_factor", 2)):
+        value = _keyword(node, keyword)
+        if value is None:
+            value = _positional(node, position)
+        if isinstance(value, cst.Tuple | cst.List):
+            return len(value.elements) == 3 and not any(
+                isinstance(e, cst.StarredElement) for e in value.elements
+            )
+    return False
 
 
 def _multinomial_falls_back(
