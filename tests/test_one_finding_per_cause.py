@@ -259,3 +259,109 @@ def test_the_copies_of_a_nonzero_result_come_back_without_the_nonzero_rule() -> 
 def test_codes_superseded_as_copies_are_real_rules(code: str) -> None:
     for other in all_rules()[code].supersedes_copies:
         assert other in all_rules() and other != code
+
+
+HOST_TENSORS_MOVED = """\
+    import torch
+
+    class Memory:
+        def __init__(self, length, dim):
+            self.bank = torch.zeros(length, dim)
+
+        def update(self, model, loader, optimizer, idx, device):
+            for batch in loader:
+                loss = model(batch).mean()
+                loss.backward()
+                optimizer.step()
+                rows = self.bank[idx, :].cuda().permute(1, 0){noqa}
+                zeros = torch.zeros((idx.shape[0],), dtype=torch.int64).cuda()
+                size = torch.LongTensor([0]).cuda(non_blocking=True)
+                ones = torch.ones(idx.shape[0]).to(device)
+                kept = self.bank[idx, :].to(device)
+            return rows, zeros, size, ones, kept
+    """
+
+
+def host_move_findings(codes: list[str], noqa: str = "") -> list[tuple[int, str]]:
+    text = textwrap.dedent(HOST_TENSORS_MOVED.format(noqa=noqa))
+    result = lint_source(text, "memory.py", [all_rules()[code] for code in codes])
+    assert result.error is None
+    return sorted((d.start.row, d.code) for d in result.diagnostics)
+
+
+def test_a_host_tensor_moved_by_cuda_is_the_moves_finding() -> None:
+    # `torch.zeros(n).cuda()`, `self.bank[idx].cuda()`: the host tensor is built or kept
+    # on the host and moved by the `.cuda()` XLA301 reports; its fix (a move to the XLA
+    # device, then `device=`) is one edit of that move: one cause, XLA301's. Moved by
+    # `.to(device)`, the upload is XLA208's alone.
+    assert host_move_findings(["XLA208", "XLA301"]) == [
+        (12, "XLA301"),
+        (13, "XLA301"),
+        (14, "XLA301"),
+        (15, "XLA208"),
+        (16, "XLA208"),
+    ]
+
+
+def test_host_tensors_moved_by_cuda_come_back_without_the_move_rule() -> None:
+    assert host_move_findings(["XLA208"]) == [
+        (12, "XLA208"),
+        (13, "XLA208"),
+        (14, "XLA208"),
+        (15, "XLA208"),
+        (16, "XLA208"),
+    ]
+
+
+def test_silencing_the_cuda_move_does_not_bring_back_the_host_tensor() -> None:
+    found = host_move_findings(["XLA208", "XLA301"], noqa="  # noqa: XLA301")
+    assert found == [(13, "XLA301"), (14, "XLA301"), (15, "XLA208"), (16, "XLA208")]
+
+
+CUDA_AUTOCAST_DTYPES = """\
+    import torch
+    from torch.cuda.amp import autocast
+
+    @torch.autocast(device_type="cuda", dtype=torch.half)
+    def decode(model, codes):
+        return model(codes)
+
+    def generate(model, loader):
+        for batch in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                out = model(batch)
+            with autocast(dtype=torch.float16):
+                out = model(out)
+            with torch.autocast("cuda"):
+                out = model(out.to(torch.float16))
+            yield out
+    """
+
+
+def autocast_findings(codes: list[str]) -> list[tuple[int, str]]:
+    text = textwrap.dedent(CUDA_AUTOCAST_DTYPES)
+    result = lint_source(text, "serve.py", [all_rules()[code] for code in codes])
+    assert result.error is None
+    return sorted((d.start.row, d.code) for d in result.diagnostics)
+
+
+def test_the_float16_of_a_cuda_autocast_is_the_autocasts_finding() -> None:
+    # The dtype a CUDA autocast asks for never takes effect on an XLA device; the one edit
+    # (`torch.autocast("xla", dtype=torch.bfloat16)`) fixes both. A float16 cast of its
+    # own, inside the block, is XLA304's.
+    assert autocast_findings(["XLA303", "XLA304"]) == [
+        (4, "XLA303"),
+        (10, "XLA303"),
+        (12, "XLA303"),
+        (14, "XLA303"),
+        (15, "XLA304"),
+    ]
+
+
+def test_the_float16_of_a_cuda_autocast_comes_back_without_the_autocast_rule() -> None:
+    assert autocast_findings(["XLA304"]) == [
+        (4, "XLA304"),
+        (10, "XLA304"),
+        (12, "XLA304"),
+        (15, "XLA304"),
+    ]

@@ -399,7 +399,7 @@ def _to_diagnostics(
         for report in pending
     ]
     superseded = _superseded(spanned)
-    enclosing = _enclosing(spanned)
+    enclosing = _enclosing(spanned, positions)
     copied = {
         (code, id(report.node)) for report in pending for code in report.rule.supersedes_copies
     }
@@ -448,11 +448,18 @@ def _superseded(
 
 def _enclosing(
     spanned: Iterable[tuple[PendingReport, Location, Location]],
+    positions: Positions,
 ) -> list[tuple[frozenset[str], Location, Location]]:
     """The spans of findings whose rule replaces the findings of other codes inside them
-    (`Rule.supersedes_inside`), with those codes."""
+    (`Rule.supersedes_inside`), with those codes: the finding's span widened to the whole
+    expression it ends at (`end_node`), so that XLA301's `.cuda(...)`, reported from the
+    attribute on, encloses the receiver it moves (`torch.zeros(n).cuda()`)."""
     return [
-        (frozenset(report.rule.supersedes_inside), start, end)
+        (
+            frozenset(report.rule.supersedes_inside),
+            min(start, _start(positions[report.end_node]), key=lambda at: (at.row, at.column)),
+            end,
+        )
         for report, start, end in spanned
         if report.rule.supersedes_inside
     ]

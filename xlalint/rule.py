@@ -264,7 +264,10 @@ class Rule:
     # Codes whose findings inside this rule's finding's span are the same cause: the
     # CUDA device query in the arguments of the `.cuda(...)` move it steers
     # (`t.cuda(torch.cuda.current_device())`: XLA301's fix drops the query with the
-    # move). Only enabled rules take part, as for `supersedes`.
+    # move), or inside the whole expression its finding ends at (`end_node`): the host
+    # tensor a `.cuda()` moves (`torch.zeros(n).cuda()`, XLA208's upload) is the move's
+    # cause, one edit of the move fixing both. Only enabled rules take part, as for
+    # `supersedes`.
     supersedes_inside: ClassVar[tuple[str, ...]] = ()
     # Codes whose findings copy or read this rule's flagged expression itself to the host,
     # under its rows and views (`torch.where(m)[0].tolist()` of the one-argument
