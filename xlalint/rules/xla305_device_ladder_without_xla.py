@@ -194,7 +194,9 @@ class DeviceLadderWithoutXla(Rule):
     failed: in the `else` of one (`if device == "xla": ... else: <ladder>`), or after one
     that returns or raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`).
     Also left alone: a choice between CUDA devices only (`"cuda:0" if rank == 0 else
-    "cuda:1"`) and guards that set no device; a choice whose tests only ask whether the
+    "cuda:1"`, or a helper's `if device_index is None: return "cuda"` then `return
+    f"cuda:{device_index}"`, whose tests ask about no device or backend: every branch and
+    the return after them one GPU backend's) and guards that set no device; a choice whose tests only ask whether the
     process group is NCCL (`torch.device("cuda") if self.backend == dist.Backend.NCCL else
     self._default_device`): it gives the collectives what NCCL needs, which only a CUDA
     host creates; likewise a choice by the backend after the code has kept it to named
@@ -703,6 +705,8 @@ class DeviceLadderWithoutXla(Rule):
                     return  # the function's device is one choice, reported at its first rung
         if any("xla" in c.types for c in group) or any(mentions_xla(n, imports) for n in scope):
             return
+        if any(c.returns for c in group) and self._one_backend(group, siblings):
+            return  # `if index is None: return "cuda"`, then `return f"cuda:{index}"`
         if self._xla_ruled_out(node):
             return
         types = frozenset().union(*(c.types for c in group))
@@ -832,6 +836,23 @@ class DeviceLadderWithoutXla(Rule):
             if choices.is_ladder(ladder) and names & _ladder_targets(ladder, [candidate]):
                 return True
         return False
+
+    def _one_backend(self, group: Sequence[DeviceChoice], siblings: Sequence[cst.CSTNode]) -> bool:
+        """`if device_index is None: return "cuda"`, then `return f"cuda:{device_index}"`:
+        every branch of a helper's `if`s and the return after them select devices of one
+        GPU backend, under tests that ask about no device or backend (an index's `None`
+        test): a choice between that backend's devices, not a ladder, as `"cuda:0" if rank
+        == 0 else "cuda:1"` is none (the CUDA strings are XLA302's)."""
+        after = self._returned_after(siblings, group[-1].node)
+        types = frozenset().union(*(c.types for c in group)) | after
+        if not after or len(types) != 1 or not types <= GPU_TYPES:
+            return False
+        imports = self.ctx.imports
+        return not any(
+            probes_gpu(test, imports) or mentions_cuda(test, imports) or self._flag(test)
+            for c in group
+            for test in chain(c.node)[0]
+        )
 
     def _returned_after(self, siblings: Sequence[cst.CSTNode], last: cst.CSTNode) -> frozenset[str]:
         """The device a helper returns after its ladder's `if`s (`return cpu()`): the
