@@ -209,6 +209,9 @@ class HostTensorInLoop(Rule):
     that is handed the device or a tensor it computes from (`torch.ones(n) * weights`),
     nor one that may return something else (`None`), nor a generator, nor an imported one.
 
+    A host tensor moved by `.cuda()` (`torch.zeros(n).cuda()`, `self.bank[idx].cuda()`) is
+    XLA301's finding on that move while XLA301 is enabled: one cause, one edit of the move.
+
     Not flagged: a move under an interval known to be long (`if step % 2000 == 0:`, or
     past `if step % self.demo_every != 0: return` with such an interval: a copy once every
     so many steps is amortised, as a host read is there); a move in the block that fills
