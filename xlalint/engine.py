@@ -451,18 +451,21 @@ def _enclosing(
     positions: Positions,
 ) -> list[tuple[frozenset[str], Location, Location]]:
     """The spans of findings whose rule replaces the findings of other codes inside them
-    (`Rule.supersedes_inside`), with those codes: the finding's span widened to the whole
-    expression it ends at (`end_node`), so that XLA301's `.cuda(...)`, reported from the
-    attribute on, encloses the receiver it moves (`torch.zeros(n).cuda()`)."""
-    return [
-        (
-            frozenset(report.rule.supersedes_inside),
-            min(start, _start(positions[report.end_node]), key=lambda at: (at.row, at.column)),
-            end,
-        )
+    (`Rule.supersedes_inside`), with those codes; and, for the codes a move's finding
+    replaces in the value it moves (`Rule.supersedes_moved`), the whole expression it ends
+    at (`end_node`): XLA301's `.cuda(...)`, reported from the attribute on, encloses the
+    receiver it moves (`torch.zeros(n).cuda()`)."""
+    spans = [
+        (frozenset(report.rule.supersedes_inside), start, end)
         for report, start, end in spanned
         if report.rule.supersedes_inside
     ]
+    spans += [
+        (frozenset(report.rule.supersedes_moved), _start(positions[report.end_node]), end)
+        for report, _, end in spanned
+        if report.rule.supersedes_moved
+    ]
+    return spans
 
 
 def _inside(

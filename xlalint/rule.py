@@ -264,11 +264,14 @@ class Rule:
     # Codes whose findings inside this rule's finding's span are the same cause: the
     # CUDA device query in the arguments of the `.cuda(...)` move it steers
     # (`t.cuda(torch.cuda.current_device())`: XLA301's fix drops the query with the
-    # move), or inside the whole expression its finding ends at (`end_node`): the host
-    # tensor a `.cuda()` moves (`torch.zeros(n).cuda()`, XLA208's upload) is the move's
-    # cause, one edit of the move fixing both. Only enabled rules take part, as for
-    # `supersedes`.
+    # move). Only enabled rules take part, as for `supersedes`.
     supersedes_inside: ClassVar[tuple[str, ...]] = ()
+    # Codes whose findings in the value this rule's move moves (the whole expression its
+    # finding ends at, `end_node`) are the same cause: the host tensor a `.cuda()` moves
+    # (`torch.zeros(n).cuda()`, XLA208's upload), one edit of the move fixing both. Not a
+    # device query in the value (`torch.zeros(n, device=torch.cuda.current_device())`),
+    # which the move's fix leaves. Only enabled rules take part, as for `supersedes`.
+    supersedes_moved: ClassVar[tuple[str, ...]] = ()
     # Codes whose findings copy or read this rule's flagged expression itself to the host,
     # under its rows and views (`torch.where(m)[0].tolist()` of the one-argument
     # `torch.where`: `host_reads.copied_value`): the same cause, one edit of the expression

@@ -1315,6 +1315,12 @@ class HostTensorInLoop(Rule):
                 first = value.args[0].value if value.args else None
                 return first is None or device_string_type(first) != "cpu"
             return False
+        if (
+            type(value) is cst.Attribute
+            and value.attr.value == "device"
+            and self.ctx.kind(value.value) is Kind.HOST
+        ):
+            return False  # `.to(logits.device)` after `logits = logits.cpu()`: the CPU
         return is_device_name(value)
 
     def _device_fix(

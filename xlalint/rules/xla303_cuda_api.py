@@ -385,10 +385,6 @@ class CudaApi(Rule):
     screen = ("~cuda", "~GradScaler", "'cuda")
     # `torch.cuda.synchronize()` in a loop: that it raises says more than that it blocks.
     supersedes = ("XLA106",)
-    # `@torch.autocast(device_type="cuda", dtype=torch.half)`: the float16 a CUDA autocast
-    # asks for never takes effect on an XLA device, and the one edit (an XLA autocast in
-    # bfloat16) fixes both: XLA304's finding on its dtype is this finding's cause.
-    supersedes_inside = ("XLA304",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -77,9 +77,7 @@ class Float16(Rule):
     dtype=torch.half): self.dtype = dtype`, then only `if self.dtype == torch.half:` in
     the class): the callers choose the dtype. A default that also reaches a cast, a call,
     a return, or an attribute nothing in the class reads (`model.dtype`, read by others)
-    is reported. The dtype of a CUDA autocast (`@torch.autocast(device_type="cuda",
-    dtype=torch.half)`) is XLA303's finding on that autocast while XLA303 is enabled: the
-    float16 never takes effect on an XLA device, and the one edit fixes both.
+    is reported.
 
     ## Why is this bad?
     TPUs compute natively in bfloat16 and float32; float16 is not their native
