@@ -934,7 +934,8 @@ def test_the_rules_that_offer_fixes_offer_alone_what_they_offer_beside_the_other
 
 def test_no_rule_that_offers_no_fix_takes_findings_from_one_that_does() -> None:
     """A lint by the rules that offer fixes runs no rule that could supersede their
-    findings (`Rule.supersedes`, `supersedes_inside`): none offers no fix."""
+    findings (`Rule.supersedes`, `supersedes_inside`, `supersedes_moved`): none offers no
+    fix."""
     from xlalint.diagnostics import FixAvailability
     from xlalint.registry import all_rules
 
@@ -942,7 +943,9 @@ def test_no_rule_that_offers_no_fix_takes_findings_from_one_that_does() -> None:
     offering = {r.code for r in rules if r.fix_availability is not FixAvailability.NONE}
     for rule in rules:
         if rule.code not in offering:
-            assert not {*rule.supersedes, *rule.supersedes_inside} & offering, rule.code
+            assert (
+                not {*rule.supersedes, *rule.supersedes_inside, *rule.supersedes_moved} & offering
+            ), rule.code
 
 
 def test_a_lint_for_fixes_feeds_the_analyses_of_every_rule(

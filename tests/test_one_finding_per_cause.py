@@ -304,3 +304,60 @@ def test_the_subscripts_inside_the_reads_come_back_without_the_read_rule() -> No
 def test_silencing_the_read_does_not_bring_back_the_subscript_inside_it() -> None:
     found = row_read_findings(["XLA101", "XLA207"], noqa="  # noqa: XLA101")
     assert (9, "XLA207") not in found and (10, "XLA101") in found
+
+
+HOST_TENSORS_MOVED = """\
+    import torch
+
+    class Memory:
+        def __init__(self, length, dim):
+            self.bank = torch.zeros(length, dim)
+
+        def update(self, model, loader, optimizer, idx, device):
+            for batch in loader:
+                loss = model(batch).mean()
+                loss.backward()
+                optimizer.step()
+                rows = self.bank[idx, :].cuda().permute(1, 0){noqa}
+                zeros = torch.zeros((idx.shape[0],), dtype=torch.int64).cuda()
+                size = torch.LongTensor([0]).cuda(non_blocking=True)
+                ones = torch.ones(idx.shape[0]).to(device)
+                kept = self.bank[idx, :].to(device)
+            return rows, zeros, size, ones, kept
+    """
+
+
+def host_move_findings(codes: list[str], noqa: str = "") -> list[tuple[int, str]]:
+    text = textwrap.dedent(HOST_TENSORS_MOVED.format(noqa=noqa))
+    result = lint_source(text, "memory.py", [all_rules()[code] for code in codes])
+    assert result.error is None
+    return sorted((d.start.row, d.code) for d in result.diagnostics)
+
+
+def test_a_host_tensor_moved_by_cuda_is_the_moves_finding() -> None:
+    # `torch.zeros(n).cuda()`, `self.bank[idx].cuda()`: the host tensor is built or kept
+    # on the host and moved by the `.cuda()` XLA301 reports; its fix (a move to the XLA
+    # device, then `device=`) is one edit of that move: one cause, XLA301's. Moved by
+    # `.to(device)`, the upload is XLA208's alone.
+    assert host_move_findings(["XLA208", "XLA301"]) == [
+        (12, "XLA301"),
+        (13, "XLA301"),
+        (14, "XLA301"),
+        (15, "XLA208"),
+        (16, "XLA208"),
+    ]
+
+
+def test_host_tensors_moved_by_cuda_come_back_without_the_move_rule() -> None:
+    assert host_move_findings(["XLA208"]) == [
+        (12, "XLA208"),
+        (13, "XLA208"),
+        (14, "XLA208"),
+        (15, "XLA208"),
+        (16, "XLA208"),
+    ]
+
+
+def test_silencing_the_cuda_move_does_not_bring_back_the_host_tensor() -> None:
+    found = host_move_findings(["XLA208", "XLA301"], noqa="  # noqa: XLA301")
+    assert found == [(13, "XLA301"), (14, "XLA301"), (15, "XLA208"), (16, "XLA208")]

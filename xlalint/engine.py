@@ -400,7 +400,7 @@ def _to_diagnostics(
         for report in pending
     ]
     superseded = _superseded(spanned)
-    enclosing = _enclosing(spanned)
+    enclosing = _enclosing(spanned, positions)
     copied = {
         (code, id(report.node)) for report in pending for code in report.rule.supersedes_copies
     }
@@ -449,14 +449,24 @@ def _superseded(
 
 def _enclosing(
     spanned: Iterable[tuple[PendingReport, Location, Location]],
+    positions: Positions,
 ) -> list[tuple[frozenset[str], Location, Location]]:
     """The spans of findings whose rule replaces the findings of other codes inside them
-    (`Rule.supersedes_inside`), with those codes."""
-    return [
+    (`Rule.supersedes_inside`), with those codes; and, for the codes a move's finding
+    replaces in the value it moves (`Rule.supersedes_moved`), the whole expression it ends
+    at (`end_node`): XLA301's `.cuda(...)`, reported from the attribute on, encloses the
+    receiver it moves (`torch.zeros(n).cuda()`)."""
+    spans = [
         (frozenset(report.rule.supersedes_inside), start, end)
         for report, start, end in spanned
         if report.rule.supersedes_inside
     ]
+    spans += [
+        (frozenset(report.rule.supersedes_moved), _start(positions[report.end_node]), end)
+        for report, _, end in spanned
+        if report.rule.supersedes_moved
+    ]
+    return spans
 
 
 def _inside(

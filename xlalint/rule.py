@@ -269,6 +269,12 @@ class Rule:
     # (`t.cuda(torch.cuda.current_device())`: XLA301's fix drops the query with the
     # move). Only enabled rules take part, as for `supersedes`.
     supersedes_inside: ClassVar[tuple[str, ...]] = ()
+    # Codes whose findings in the value this rule's move moves (the whole expression its
+    # finding ends at, `end_node`) are the same cause: the host tensor a `.cuda()` moves
+    # (`torch.zeros(n).cuda()`, XLA208's upload), one edit of the move fixing both. Not a
+    # device query in the value (`torch.zeros(n, device=torch.cuda.current_device())`),
+    # which the move's fix leaves. Only enabled rules take part, as for `supersedes`.
+    supersedes_moved: ClassVar[tuple[str, ...]] = ()
     # Codes whose findings copy or read this rule's flagged expression itself to the host,
     # under its rows and views (`torch.where(m)[0].tolist()` of the one-argument
     # `torch.where`: `host_reads.copied_value`): the same cause, one edit of the expression

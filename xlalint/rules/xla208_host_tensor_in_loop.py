@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -76,6 +76,8 @@ _MOVES = frozenset({"to", "cuda", "type_as"})
 # Selections from a tensor by an index, which must be on the CPU or on the tensor's own
 # device: the result is where the tensor is.
 _SELECTIONS = frozenset({"index_select", "gather", "take", "take_along_dim", "masked_select"})
+# Tensor methods whose result is no tensor (a number, a list, an array).
+_NOT_TENSORS = frozenset({"item", "tolist", "numpy", "size", "dim", "numel", "nelement"})
 # Builtins that give a host number from host numbers (`max(k_size / q_size, 1.0)`).
 _NUMBER_BUILTINS = frozenset({"max", "min", "abs", "round", "int", "float"})
 # Attributes of a tensor that are views of it, on its device (`z.real` of a complex `z`).
@@ -194,6 +196,21 @@ class HostTensorInLoop(Rule):
     function around the move binds the name itself (a parameter, a local), nor where the
     module binds it twice or a function rebinds it through `global` (a cached device
     copy).
+
+    A tensor a helper of the module hands back, built on the host, is moved the same way
+    (fish-speech's `mask = self.make_window_limited_mask(T)`, then `mask.to(x.device)`
+    every forward, the helper building `torch.tril(torch.ones(T, T))` and an `arange`
+    compared with another; `sinusoid_frequencies(n).to(t.device)`): a function of the
+    module's top level, or a method of the class through `self`, defined once and not
+    decorated, whose every `return` hands back a tensor its body builds from host
+    factories and numbers alone (through its names in the order it binds them, torch
+    functions, methods, arithmetic and comparisons of such tensors), reported at the
+    caller's move without a fix (the helper should build it with `device=`). Not a helper
+    that is handed the device or a tensor it computes from (`torch.ones(n) * weights`),
+    nor one that may return something else (`None`), nor a generator, nor an imported one.
+
+    A host tensor moved by `.cuda()` (`torch.zeros(n).cuda()`, `self.bank[idx].cuda()`) is
+    XLA301's finding on that move while XLA301 is enabled: one cause, one edit of the move.
 
     Not flagged: a move under an interval known to be long (`if step % 2000 == 0:`, or
     past `if step % self.demo_every != 0: return` with such an interval: a copy once every
@@ -326,6 +343,10 @@ class HostTensorInLoop(Rule):
         "`{name}` (from `{factory}`) lives on the host and is copied to the device every "
         "step; build it there with `device=`"
     )
+    helper_message = (
+        "`{name}` (from `{helper}`, which builds it on the host) is copied to the device every "
+        "step; build it there: hand the helper the device for its factories' `device=`"
+    )
     index_message = (
         "`{factory}` builds an index on the host: indexing {tensor} with it copies it to the "
         "device every step; build it there with `device=`"
@@ -407,18 +428,24 @@ class HostTensorInLoop(Rule):
         self._classes: list[cst.ClassDef] = []
         # Per class (by id): host attributes (see `_host_attributes`).
         self._attributes: dict[int, dict[str, str]] = {}
+        # Per function: names bound to a host tensor a helper of this module builds and
+        # hands back (`mask = self.make_mask(n)`); by the helper's id, whether it does.
+        self._helper_names: list[set[str]] = [set()]
+        self._host_helpers: dict[int, bool] = {}
 
     # -- walk ---------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._host_names.append({})
         self._host_factories.append({})
         self._device_filled.append(set())
+        self._helper_names.append(set())
         self._functions.append(node)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._host_names.pop()
         self._host_factories.pop()
         self._device_filled.pop()
+        self._helper_names.pop()
         self._functions.pop()
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -427,11 +454,16 @@ class HostTensorInLoop(Rule):
         names = self._host_names[-1]
         factories = self._host_factories[-1]
         source = None if factory is not None else self._host_source(node.value)
+        helper = None if factory is not None or source is not None else self._helper(node.value)
         for target in targets:
             if isinstance(target, cst.Name):
                 self._device_filled[-1].discard(target.value)
                 factories.pop(target.value, None)
-                if factory is not None:
+                self._helper_names[-1].discard(target.value)
+                if helper is not None:
+                    names[target.value] = helper
+                    self._helper_names[-1].add(target.value)
+                elif factory is not None:
                     names[target.value] = self._factory_name(factory)
                     factories[target.value] = factory
                 elif source is not None:
@@ -554,7 +586,15 @@ class HostTensorInLoop(Rule):
                 return
             # `m.to(device)`, also through the chain's math: `torch.log(m).to(device)`.
             named = self._chain_head(receiver)
-            if isinstance(named, cst.Name) and named.value in self._host_names[-1]:
+            if isinstance(named, cst.Name) and named.value in self._helper_names[-1]:
+                helper = self._host_names[-1][named.value]
+                message = self.helper_message.format(name=named.value, helper=helper)
+                self.report(node, message, hint=self._like_hint(like))
+            elif (helper := self._helper(receiver)) is not None:
+                # `self.make_mask(n).to(device)`: the helper's host tensor, moved at once.
+                message = self.helper_message.format(name=helper, helper=helper)
+                self.report(node, message, hint=self._like_hint(like))
+            elif isinstance(named, cst.Name) and named.value in self._host_names[-1]:
                 factory_name = self._host_names[-1][named.value]
                 message = self.moved_message.format(name=named.value, factory=factory_name)
                 made = self._host_factories[-1].get(named.value)
@@ -902,6 +942,190 @@ class HostTensorInLoop(Rule):
             self.report(call, message, hint=f"{self.hint}, or build it where `{name}` puts it")
         return True
 
+    # -- helpers of the module that build on the host ----------------------------------------
+    def _helper(self, value: cst.BaseExpression) -> str | None:
+        """`mask = self.make_window_limited_mask(n)`, `pos = build_positions(n)`: a call of a
+        function this module defines (a method of the enclosing class, through `self`)
+        whose every `return` hands back a tensor its body builds on the host, from host
+        factories and numbers alone (`torch.tril(torch.ones(n, n))`, an `arange` compared
+        with another, `.bool()[None, None]`): the call's spelling, else None. Its caller's
+        move copies that tensor every call; `device=` in the helper would build it there."""
+        head = self._chain_head(value)
+        if type(head) is not cst.Call:
+            return None
+        function = self._own_function(head.func)
+        if function is None:
+            return None
+        known = self._host_helpers.get(id(function))
+        if known is None:
+            known = self._host_helpers[id(function)] = self._returns_host_tensor(function)
+        if not known:
+            return None
+        return f"{get_full_name_for_node(head.func)}(...)"
+
+    def _own_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+        """The one definition `func` names: `f` a function of the module's top level,
+        `self.m` a method of the class being walked (defined once, not a property)."""
+        if type(func) is cst.Name:
+            if self.ctx.qualified(func) is not None:
+                return None  # an import
+            body: Sequence[cst.CSTNode] = self.ctx.module.body
+            name = func.value
+        elif self_attribute(func) is not None and self._classes:
+            body = self._classes[-1].body.body
+            name = self_attribute(func)  # type: ignore[assignment]
+        else:
+            return None
+        found = [
+            s
+            for s in body
+            if (type(s) in (cst.FunctionDef, cst.ClassDef) and s.name.value == name)  # type: ignore[attr-defined]
+            or (type(s) is cst.SimpleStatementLine and name in _assigned_names(s))
+        ]
+        if len(found) != 1 or type(found[0]) is not cst.FunctionDef:
+            return None
+        function = found[0]
+        if function.decorators or function.asynchronous:
+            return None
+        return function
+
+    def _returns_host_tensor(self, function: cst.FunctionDef) -> bool:
+        """Whether every `return` of `function` hands back a tensor its body builds on the
+        host: from a host factory, through methods, torch functions, arithmetic and
+        comparisons of such tensors and of numbers (the parameters annotated `int`, `float`
+        or `bool`, local names bound to numbers, `x.shape[i]`). Names are followed in the
+        order the body binds them; a generator, or a `return` of anything else (a
+        parameter, a device tensor, a value moved or built with `device=`), says no."""
+        host: set[str] = set()
+        numbers: set[str] = set()
+        for param in function.params.params:
+            annotation = param.annotation.annotation if param.annotation else None
+            if type(annotation) is cst.Name and annotation.value in ("int", "float", "bool"):
+                numbers.add(param.name.value)
+        returned: list[cst.BaseExpression] = []
+        for statement in _statements(function.body):
+            if type(statement) is cst.Return:
+                if statement.value is None:
+                    return False
+                returned.append(statement.value)
+            elif type(statement) is cst.Assign:
+                built = self._host_built(statement.value, host, numbers)
+                number = not built and self._helper_number(statement.value, numbers)
+                for target in (t.target for t in statement.targets):
+                    if type(target) is not cst.Name:
+                        continue
+                    name = target.value
+                    host.discard(name)
+                    numbers.discard(name)
+                    if built:
+                        host.add(name)
+                    elif number:
+                        numbers.add(name)
+            elif type(statement) is cst.AugAssign and type(statement.target) is cst.Name:
+                name = statement.target.value
+                if not (
+                    name in host
+                    and (
+                        self._host_built(statement.value, host, numbers)
+                        or self._helper_number(statement.value, numbers)
+                    )
+                ):
+                    host.discard(name)
+                    numbers.discard(name)
+            elif type(statement) in (cst.Expr, cst.Yield) and any(
+                type(n) in (cst.Yield, cst.Await) for n in descendants(statement)
+            ):
+                return False
+        return bool(returned) and all(self._host_built(v, host, numbers) for v in returned)
+
+    def _host_built(self, expr: cst.BaseExpression, host: set[str], numbers: set[str]) -> bool:
+        """A tensor built on the host from host factories and numbers, in a helper's body
+        (`host`: its names bound so)."""
+        kind = type(expr)
+        if kind is cst.Name:
+            return expr.value in host  # type: ignore[attr-defined]
+        if kind is cst.Subscript:
+            return self._host_built(expr.value, host, numbers)  # type: ignore[attr-defined]
+        if kind is cst.UnaryOperation:
+            return self._host_built(expr.expression, host, numbers)  # type: ignore[attr-defined]
+        if kind is cst.BinaryOperation:
+            operands = [expr.left, expr.right]  # type: ignore[attr-defined]
+        elif kind is cst.Comparison:
+            comparisons = expr.comparisons  # type: ignore[attr-defined]
+            operands = [expr.left, *(c.comparator for c in comparisons)]  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            if self._host_factory(expr) is not None:
+                return True
+            func = expr.func  # type: ignore[attr-defined]
+            if any(a.star or _keyword_in(a, ("device", "out")) for a in expr.args):  # type: ignore[attr-defined]
+                return False
+            values = [a.value for a in expr.args]  # type: ignore[attr-defined]
+            qualified = self.ctx.qualified(func) or ""
+            if qualified.startswith("torch.") and qualified.count(".") == 1:
+                operands = values  # `torch.tril(mask)`, `torch.where(m, a, b)`
+            elif type(func) is cst.Attribute:
+                method = func.attr.value
+                if method in _MOVES and not (method == "to" and self._casts_only(expr)):  # type: ignore[arg-type]
+                    return False
+                if method in _NOT_TENSORS:
+                    return False
+                if not self._host_built(func.value, host, numbers):
+                    return False
+                operands = values
+                return all(
+                    self._host_built(v, host, numbers) or self._helper_number(v, numbers)
+                    for v in operands
+                )
+            else:
+                return False
+        else:
+            return False
+        built = [self._host_built(v, host, numbers) for v in operands]
+        return any(built) and all(
+            b or self._helper_number(v, numbers) for b, v in zip(built, operands, strict=True)
+        )
+
+    def _helper_number(self, expr: cst.BaseExpression, numbers: set[str]) -> bool:
+        """A Python number in a helper's body: a literal, a name bound to one (a parameter
+        annotated as one), an attribute not known as a tensor (`self.window_size`), a
+        size (`x.shape[1]`, `x.size(1)`, `len(x)`), `math`/builtin calls and arithmetic
+        of numbers."""
+        kind = type(expr)
+        if kind in (cst.Integer, cst.Float):
+            return True
+        if kind is cst.Name:
+            return expr.value in numbers or expr.value in ("True", "False")  # type: ignore[attr-defined]
+        if kind is cst.Attribute:
+            return type(expr.value) is cst.Name and self._host_number(expr)  # type: ignore[attr-defined]
+        if kind is cst.Subscript:
+            value = expr.value  # type: ignore[attr-defined]
+            return type(value) is cst.Attribute and value.attr.value == "shape"
+        if kind is cst.UnaryOperation:
+            return self._helper_number(expr.expression, numbers)  # type: ignore[attr-defined]
+        if kind is cst.BinaryOperation:
+            return self._helper_number(expr.left, numbers) and self._helper_number(  # type: ignore[attr-defined]
+                expr.right,  # type: ignore[attr-defined]
+                numbers,
+            )
+        if kind is cst.BooleanOperation:
+            return self._helper_number(expr.left, numbers) and self._helper_number(  # type: ignore[attr-defined]
+                expr.right,  # type: ignore[attr-defined]
+                numbers,
+            )
+        if kind is cst.Call:
+            func = expr.func  # type: ignore[attr-defined]
+            if type(func) is cst.Attribute and func.attr.value == "size":
+                return True
+            if type(func) is cst.Name and func.value == "len":
+                return True
+            qualified = self.ctx.qualified(func) or ""
+            builtin = type(func) is cst.Name and func.value in _NUMBER_BUILTINS
+            arguments = expr.args  # type: ignore[attr-defined]
+            return (qualified.startswith("math.") or builtin) and all(
+                self._helper_number(a.value, numbers) for a in arguments if not a.star
+            )
+        return False
+
     # -- helpers ------------------------------------------------------------------------------
     def _factory_name(self, factory: cst.Call) -> str:
         qualified = self.ctx.qualified(factory.func) or ""
@@ -1091,6 +1315,12 @@ class HostTensorInLoop(Rule):
                 first = value.args[0].value if value.args else None
                 return first is None or device_string_type(first) != "cpu"
             return False
+        if (
+            type(value) is cst.Attribute
+            and value.attr.value == "device"
+            and self.ctx.kind(value.value) is Kind.HOST
+        ):
+            return False  # `.to(logits.device)` after `logits = logits.cpu()`: the CPU
         return is_device_name(value)
 
     def _device_fix(
@@ -1120,6 +1350,44 @@ class HostTensorInLoop(Rule):
         return self.fix(
             "Build the tensor on the device: pass `device=` to the factory", (move, code)
         )
+
+
+def _statements(block: cst.BaseSuite) -> Iterator[cst.CSTNode]:
+    """The small statements of a block and of the blocks nested in it (not of nested
+    definitions), in the order of the source."""
+    if not isinstance(block, cst.IndentedBlock):
+        yield from block.body  # type: ignore[union-attr]  # `if x: return y` on one line
+        return
+    for statement in block.body:
+        if type(statement) is cst.SimpleStatementLine:
+            yield from statement.body
+        elif type(statement) not in (cst.FunctionDef, cst.ClassDef):
+            yield from _compound_statements(statement)
+
+
+def _assigned_names(line: cst.SimpleStatementLine) -> set[str]:
+    """The names a line's assignments bind (`make_mask = build_mask`)."""
+    names: set[str] = set()
+    for small in line.body:
+        if type(small) is cst.Assign:
+            for target in small.targets:
+                names |= target_names(target.target)
+        elif type(small) in (cst.AnnAssign, cst.AugAssign):
+            names |= target_names(small.target)  # type: ignore[attr-defined]
+    return names
+
+
+def _compound_statements(statement: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The small statements of an `if`/`for`/`while`/`with`/`try` and its other branches."""
+    for field in ("body", "handlers", "orelse", "finalbody"):
+        part = getattr(statement, field, None)
+        for inner in part if isinstance(part, tuple | list) else (part,):
+            if isinstance(inner, cst.BaseSuite):
+                yield from _statements(inner)
+            elif type(inner) is cst.If:
+                yield from _compound_statements(inner)  # an `elif`
+            elif inner is not None and isinstance(getattr(inner, "body", None), cst.BaseSuite):
+                yield from _statements(inner.body)  # `else:`, `except:`, `finally:`
 
 
 def _empty_dict(value: cst.BaseExpression) -> bool:

@@ -128,6 +128,9 @@ class CudaCall(Rule):
     screen = ("~cuda",)
     # `t.cuda(torch.cuda.current_device())`: the device query steers this move, one cause.
     supersedes_inside = ("XLA303",)
+    # `torch.zeros(n).cuda()`, `self.bank[idx].cuda()`: the host tensor this call moves is
+    # the move's own cause (XLA208's upload), one edit of the move fixing both.
+    supersedes_moved = ("XLA208",)
 
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)

@@ -30,6 +30,11 @@ _MAP_LOCATION_HINT = (
 )
 
 
+# Methods that declare a command-line option with a `default=`.
+_OPTION_DECLARATIONS = frozenset({"add_argument", "add_option", "addoption"})
+_CLICK_OPTIONS = frozenset({"click.option", "click.decorators.option"})
+
+
 class CudaDeviceString(Rule):
     """
     ## What it does
@@ -39,7 +44,8 @@ class CudaDeviceString(Rule):
     `.to("cuda")`, `torch.set_default_device("cuda")`, `map_location="cuda"`, and values
     given to a device-like name (`device = "cuda"`, `device = args.device or "cuda"`,
     `def run(device="cuda")`, `{"device": "cuda"}`,
-    `add_argument("--device", default="cuda")`, or a configuration's device entry whose
+    `add_argument("--device", default="cuda")`, `@click.option("--device",
+    default="cuda")` (or optparse's `add_option`), or a configuration's device entry whose
     default is CUDA: `config.get("device", "cuda:0")`).
 
     Left alone: comparisons (`device.type == "cuda"` checks, it does not choose), words in
@@ -145,7 +151,7 @@ class CudaDeviceString(Rule):
             if strings and self._may_report():
                 for string in strings:
                     self.report(string, self._message(string), hint=_MAP_LOCATION_HINT)
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument":
+        if self._declares_an_option(node):
             self._argparse_default(node)
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
             self._mapping_default(node)
@@ -222,6 +228,16 @@ class CudaDeviceString(Rule):
             holds and _is_int_test(test, name)
             for test, holds in path_conditions((node, *self.ctx.ancestors()))
         )
+
+    def _declares_an_option(self, node: cst.Call) -> bool:
+        """Whether `node` declares a command-line option whose default the command takes
+        unless told otherwise: argparse's `add_argument`, optparse's `add_option`,
+        pytest's `addoption`, click's `@click.option(...)` (also `from click import
+        option`)."""
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _OPTION_DECLARATIONS:
+            return True
+        return self.ctx.qualified(func) in _CLICK_OPTIONS
 
     def _argparse_default(self, node: cst.Call) -> None:
         options = [
