@@ -696,6 +696,48 @@ def test_a_module_only_comments_and_code_spell_has_no_imports_resolved(
     assert {"listed.py", "remarked.py", "opened.py", "model.py", "train.py"} <= set(resolved)
 
 
+def test_the_callers_question_decodes_only_the_files_whose_bytes_spell_the_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose bytes do not hold the module's name (nor, for a package
+    `__init__.py`, sit in its folder) is not decoded by the callers question: its text
+    could not pass the test (`_may_import_raw` False where `_may_import` is, on invalid
+    UTF-8 around the name too); the callers are the index's."""
+    package = _package(tmp_path, model=MODEL, train=TRAIN)
+    (package / "far.py").write_bytes(b"import os\n# caf\xe9\n")
+    (package / "broken.py").write_bytes(b"from .\xff\xfemetrics import th_accuracy\n")
+    (package / "split.py").write_bytes(b"from .met\xc3rics import th_accuracy\n")
+    (package / "wide.py").write_bytes("from .metrics import th_accuracy\n".encode("utf-16"))
+    project_modules.forget_layout()
+    root = str(tmp_path)
+    index = module_callers._build_index(root)
+    for module in sorted(str(path) for path in tmp_path.rglob("*.py")):
+        assert module_callers._callers_unindexed(root, module) == module_callers._callers(
+            module, index
+        ), module
+    decoded: list[str] = []
+    real = project_modules.decoded
+
+    def recording(raw: bytes) -> str:
+        decoded.append(real(raw))
+        return decoded[-1]
+
+    monkeypatch.setattr(project_modules, "decoded", recording)
+    metrics = str(package / "metrics.py")
+    module_callers._callers_unindexed(root, metrics)
+    assert all("metrics" in text for text in decoded)
+    assert not any("caf" in text or "met\ufffdrics" in text for text in decoded)
+    assert any("\ufffd\ufffdmetrics" in text for text in decoded)
+    files = [*Path(xlalint.__file__).parent.rglob("*.py"), *tmp_path.rglob("*.py")]
+    targets = [metrics, str(package / "__init__.py"), str(package / "mét.py"), str(tmp_path)]
+    for path in files:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8", "replace")
+        for target in targets:
+            if not module_callers._may_import_raw(target)(str(path), raw):
+                assert not module_callers._may_import(target)(str(path), text), (path, target)
+
+
 def test_every_import_of_xlalints_sources_is_spelled_where_the_callers_question_looks() -> None:
     """Each module an import statement of xlalint's sources and tests resolves to passes
     the text test that decides which files' imports the callers question resolves."""

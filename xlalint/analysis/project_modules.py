@@ -262,7 +262,18 @@ def text_at(path: str, stat: tuple[int, int]) -> str | None:
     """A module's text (UTF-8, as nearly all are), read once its stat has been taken
     (the key of the caller's cache: no second stat); None if it cannot be read."""
     raw = _read(path, stat)
-    return None if raw is None else raw.decode("utf-8", "replace")
+    return None if raw is None else decoded(raw)
+
+
+def bytes_at(path: str, stat: tuple[int, int]) -> bytes | None:
+    """A module's bytes, as `text_at` reads them (None where it gives None), for a caller
+    that may rule the text out before decoding it (`decoded`)."""
+    return _read(path, stat)
+
+
+def decoded(raw: bytes) -> str:
+    """The text `text_at` gives for a module's bytes."""
+    return raw.decode("utf-8", "replace")
 
 
 @lru_cache(maxsize=8192)
