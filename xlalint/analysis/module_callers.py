@@ -67,7 +67,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from xlalint import lint_memo
+from xlalint import ast_nodes, lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
 from xlalint.analysis.members import _reach
@@ -387,7 +387,7 @@ def _scan(statements: list[ast.stmt]) -> _Scan:
         if isinstance(node, ast.If) and _interval(node.test):
             stack.extend((child, chain) for child in (*reversed(node.orelse), node.test))
             continue
-        stack.extend((child, chain) for child in ast.iter_child_nodes(node))
+        stack.extend((child, chain) for child in ast_nodes.children(node))
     return scan
 
 
@@ -668,7 +668,7 @@ def _assignments(tree: ast.Module) -> _Assignments:
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             found.functions.append(node)  # type: ignore[arg-type]
             owners = (*owners, id(node))
-        todo.extend((child, owners) for child in ast.iter_child_nodes(node))
+        todo.extend((child, owners) for child in ast_nodes.children(node))
     return found
 
 

@@ -33,6 +33,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import ast_nodes
 from xlalint.analysis import project_modules
 from xlalint.analysis.devices import names_xla
 from xlalint.analysis.loop_facts import (
@@ -190,7 +191,7 @@ def _own_nodes(function: Function) -> Iterator[ast.AST]:
         if isinstance(node, _NESTED + _LOOPS):
             continue
         yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_nodes.children(node))
 
 
 def grad_step_of(function: Function) -> bool:
@@ -214,7 +215,7 @@ def grad_step_of(function: Function) -> bool:
         return any(
             (grad and isinstance(n, ast.Attribute) and n.attr == "grad")
             or (isinstance(n, ast.Name) and n.id in names)
-            for n in ast.walk(expr)
+            for n in ast_nodes.walk(expr)
         )
 
     def is_update(expr: ast.AST) -> bool:
@@ -222,7 +223,7 @@ def grad_step_of(function: Function) -> bool:
             isinstance(n, ast.BinOp)
             and isinstance(n.op, ast.Add | ast.Sub)
             and reads(n.left, graded, True) != reads(n.right, graded, True)
-            for n in ast.walk(expr)
+            for n in ast_nodes.walk(expr)
         )
 
     assigns = [n for n in nodes if isinstance(n, ast.Assign | ast.AnnAssign) and n.value]
@@ -230,7 +231,7 @@ def grad_step_of(function: Function) -> bool:
         for node in assigns:
             value = node.value
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            names = {n.id for t in targets for n in ast_nodes.walk(t) if isinstance(n, ast.Name)}
             if value is not None and (is_update(value) or reads(value, updated, False)):
                 updated |= names
             elif value is not None and reads(value, graded, True):
@@ -258,7 +259,7 @@ def _joined_params(node: Function) -> tuple[int, ...]:
     if not names:
         return ()
     joined: set[str] = set()
-    for call in ast.walk(node):
+    for call in ast_nodes.walk(node):
         if not (isinstance(call, ast.Call) and call.args and _last(call.func) in _JOINS):
             continue
         first = call.args[0]
@@ -310,7 +311,7 @@ def _pass_calls(function: Function) -> Iterator[ast.Call]:
             continue
         if isinstance(node, ast.Call):
             yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_nodes.children(node))
 
 
 def _last(node: ast.expr) -> str:
@@ -325,7 +326,7 @@ def _over_optimizers(loop: ast.For | ast.AsyncFor) -> bool:
     """`for opt in optimizers:`, `for k, v in self.optimizers.items():`, or a loop over
     keys that fetches each optimizer (`optimizer = self.optimizers[group]`): the loop
     `loop_facts.iterates_optimizers` counts as part of one step."""
-    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    targets = {n.id for n in ast_nodes.walk(loop.target) if isinstance(n, ast.Name)}
     if any(names_optimizer(name) for name in targets):
         return True
     iterable = loop.iter
@@ -344,7 +345,7 @@ def _over_optimizers(loop: ast.For | ast.AsyncFor) -> bool:
         and isinstance(node.slice, ast.Name)
         and node.slice.id in targets
         for statement in loop.body
-        for node in ast.walk(statement)
+        for node in ast_nodes.walk(statement)
     )
 
 
