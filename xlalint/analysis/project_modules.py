@@ -375,6 +375,27 @@ def parse(path: str, text: str) -> ast.Module | None:
     return _parsed(path, text) if lint_memo.in_lint() else _parse(path, text)
 
 
+_NOT_HELD = object()
+
+
+def held(path: str, text: str) -> ast.Module | object | None:
+    """The tree `parse(path, text)` would give without parsing: the linted file's own
+    (`lend`), or one the lint in progress holds (None: the text does not parse);
+    `_NOT_HELD` where it would have to parse."""
+    lent = _lent.get(path)
+    if lent is not None and lent[0] == text:
+        return lent[1]
+    kept = _trees.get(path) if lint_memo.in_lint() else None
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    return _NOT_HELD
+
+
+def not_held(tree: ast.Module | object | None) -> bool:
+    """Whether `held` found no tree (it gave `_NOT_HELD`)."""
+    return tree is _NOT_HELD
+
+
 # The trees of other modules parsed in the lint in progress, by path, with their texts:
 # the most recently asked stay while their texts add up to `_HELD_TEXT` (the newest
 # always does). A lint's layers meet the same base module a few modules apart: in a
