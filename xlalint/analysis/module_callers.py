@@ -288,7 +288,7 @@ def _callers_unindexed(root: str, path: str) -> list[str]:
             if (
                 text is not None
                 and asks(file, text)
-                and path in project_modules.imports_of(file, text)
+                and project_modules.imports_among(file, text, (path,))
             ):
                 inits.append(file)
     targets = [path, *inits]
@@ -299,7 +299,7 @@ def _callers_unindexed(root: str, path: str) -> list[str]:
         text = _text_if(file, stat, raw_tests)
         if text is None or not any(test(file, text) for test in tests):
             continue
-        imported = project_modules.imports_of(file, text)
+        imported = project_modules.imports_among(file, text, targets)
         for target in targets:
             if target in imported:
                 importers[target].append(file)

@@ -27,7 +27,7 @@ import hashlib
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -232,6 +232,50 @@ def _imports_of(filename: str, text: str) -> list[str]:
                 found.append(path)
     own = os.path.abspath(filename)
     return list(dict.fromkeys(p for p in found if p != own))
+
+
+def imports_among(filename: str, text: str, targets: Collection[str]) -> set[str]:
+    """`set(imports_of(filename, text)) & set(targets)`, resolving only the imports that
+    may name one of `targets` (the callers question asks which of a few modules a file
+    imports): `_module_file` finds `.../m.py` or `.../m/__init__.py` only for a dotted name
+    whose last part is `m` (`pkg.__init__` finds `pkg/__init__.py` as a module file), and
+    the starting folder's `__init__.py` for one with no part (`from . import x`), so an
+    import spelled otherwise cannot resolve to a target."""
+    words: set[str] = set()
+    bare = False  # a target is a package `__init__.py`: `from . import x` may name it
+    for target in targets:
+        folder, name = os.path.split(target)
+        if name.endswith(".py"):
+            words.add(name[:-3])
+        if name == "__init__.py":
+            words.add(os.path.basename(folder))
+            bare = True
+
+    def may(dotted: str) -> bool:
+        parts = [part for part in dotted.split(".") if part]
+        return parts[-1] in words if parts else bare
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(filename)), "")
+    found: set[str] = set()
+    for match in _import_statements(text):
+        dots, module, names, plain = match.groups()
+        if plain is not None:
+            for part in plain.split(","):
+                dotted = part.split(" as ")[0].strip()
+                if dotted and may(dotted) and (path := _resolve(folder, 0, dotted)):
+                    found.add(path)
+            continue
+        level = len(dots or "")
+        if may(module) and (path := _resolve(folder, level, module)):
+            found.add(path)
+        subs = [name for name in _NAME.findall(names.replace(" as ", " ")) if name in words]
+        if not subs or not _is_folder(folder, level, module):
+            continue
+        for name in subs:
+            if path := _resolve(folder, level, f"{module}.{name}" if module else name):
+                found.add(path)
+    found.discard(os.path.abspath(filename))
+    return found & set(targets)
 
 
 def imports_of(filename: str, text: str) -> list[str]:
