@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import xlalint
-from xlalint import api, screen
+from xlalint import api, lint_memo, screen
 from xlalint.analysis import module_steps, project_modules
 from xlalint.cache import ResultCache
 from xlalint.config import Settings
@@ -854,3 +854,24 @@ def test_a_modules_functions_are_summarised_when_asked_and_all_when_it_is_let_go
     )
     assert let_go == every
     assert let_go.functions._nodes == {}  # type: ignore[attr-defined]
+
+
+def test_the_summaries_a_lint_left_unmade_are_made_when_the_next_lint_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The nodes a module's summary holds for the functions not asked about are let go
+    (every summary made) when the next file's lint starts, not only when the module
+    leaves the held ones: no tree of one lint's modules outlives the next's start."""
+    monkeypatch.setattr(module_steps, "_held", deque())
+    monkeypatch.setattr(module_steps, "_held_text", 0)
+    path = Path(xlalint.__file__).parent / "analysis" / "module_steps.py"
+    text = path.read_text(encoding="utf-8")
+    with lint_memo.lint_scope():
+        summary = module_steps._summary(str(path), ast.parse(text), text)
+        assert summary.functions["_summary"].name == "_summary"
+    assert summary.functions._nodes  # type: ignore[attr-defined]
+    with lint_memo.lint_scope():
+        assert summary.functions._nodes == {}  # type: ignore[attr-defined]
+        assert all(not c.methods._nodes for c in summary.classes.values())  # type: ignore[attr-defined]
+        assert len(module_steps._held) == 0
+    assert summary == _complete(module_steps._summary(str(path), ast.parse(text), text))

@@ -34,7 +34,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint import ast_nodes
+from xlalint import ast_nodes, lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.devices import names_xla
 from xlalint.analysis.loop_facts import (
@@ -76,9 +76,11 @@ class _Functions(Mapping[str, _Function]):
     """A module's functions (or a class's methods) by name, the first definition of each,
     each summarised (`_function`) when first asked: a lint asks about the few its calls
     name (round 26: a one-file check of a diffusers pipeline summarised every function of
-    six modules, ~3% of its CPU, for a handful). The nodes are held only while the module
-    is among the last summarised (`_holding`); then every summary is made, as before, and
-    the nodes are dropped."""
+    six modules, ~3% of its instructions, for a handful). The nodes are held until the
+    next lint starts, or the module is no longer among the last summarised (`_holding`);
+    then every summary is made, as before, and the nodes are dropped: a run of many files
+    makes the same summaries as when each module was summarised whole, and keeps no tree
+    from one lint to the next; a one-file check makes only those it asks."""
 
     def __init__(self, nodes: dict[str, Function], backward: bool, joins: bool) -> None:
         self._nodes = nodes
@@ -177,10 +179,24 @@ def _holding(functions: list[_Functions], size: int) -> None:
     _held.append((functions, size))
     _held_text += size
     while _held_text > _HELD_TEXT and _held:
-        oldest, oldest_size = _held.popleft()
-        _held_text -= oldest_size
-        for mapping in oldest:
-            mapping.complete()
+        _let_go()
+
+
+def _let_go() -> None:
+    """Complete the oldest module held."""
+    global _held_text
+    oldest, oldest_size = _held.popleft()
+    _held_text -= oldest_size
+    for mapping in oldest:
+        mapping.complete()
+
+
+def _let_all_go() -> None:
+    while _held:
+        _let_go()
+
+
+lint_memo.on_start(_let_all_go)  # no node of one lint's modules outlives the next's start
 
 
 def _ast_self_attribute(node: ast.expr) -> str | None:
