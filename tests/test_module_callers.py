@@ -1222,3 +1222,24 @@ def test_the_imports_among_a_few_modules_are_those_the_whole_resolution_finds(
                 target,
             )
         assert project_modules.imports_among(file, text, files) == every & set(files), file
+
+
+def test_a_module_is_read_to_its_end_whatever_its_size_since_the_stat(tmp_path: Path) -> None:
+    """`project_modules._read` gives `open(path, "rb").read()`'s bytes: a file grown or
+    shrunk since its stat was taken, an empty one, one larger than a read's chunk; None
+    for a missing file or a folder."""
+    path = tmp_path / "m.py"
+    for before, after in [
+        (b"x = 1\n", b"x = 1\ny = 2\n"),
+        (b"x = 1\ny = 2\n", b"x = 1\n"),
+        (b"", b""),
+        (b"", b"x = 1\n"),
+        (b"a" * 10, b"b" * 200_000),
+    ]:
+        path.write_bytes(before)
+        stat = project_modules.stat_key(str(path))
+        assert stat is not None
+        path.write_bytes(after)
+        assert project_modules._read(str(path), stat) == after
+    assert project_modules._read(str(tmp_path / "gone.py"), (1, 1)) is None
+    assert project_modules._read(str(tmp_path), (1, 1)) is None

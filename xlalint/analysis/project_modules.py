@@ -293,13 +293,25 @@ def stat_key(path: str) -> tuple[int, int] | None:
 
 
 def _read(path: str, stat: tuple[int, int]) -> bytes | None:
+    """The file's bytes up to its end, as `open(path, "rb").read()` gives them, in four
+    system calls rather than seven (no buffered reader, which also asks whether the file
+    is a terminal and for its size): the one-file callers question reads every module of
+    its root (1,105 for diffusers)."""
     if stat[0] > _MAX_BYTES:
         return None
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     except OSError:
         return None
+    try:
+        chunks = [os.read(handle, stat[0] + 1)]  # its size at the stat, and one more byte
+        while chunks[-1]:  # to its end, whatever its size now
+            chunks.append(os.read(handle, max(stat[0], 1 << 16)))
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
 
 
 def text_at(path: str, stat: tuple[int, int]) -> str | None:
