@@ -7,6 +7,7 @@ import ast
 import json
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -645,13 +646,13 @@ def test_the_first_module_asked_about_finds_its_callers_without_the_index(
     ]  # fmt: skip
 
     resolved: list[str] = []
-    real = project_modules.imports_of
+    real = project_modules.imports_among
 
-    def recording(filename: str, text: str) -> list[str]:
+    def recording(filename: str, text: str, targets: Collection[str]) -> set[str]:
         resolved.append(os.path.relpath(filename, root))
-        return real(filename, text)
+        return real(filename, text, targets)
 
-    monkeypatch.setattr(project_modules, "imports_of", recording)
+    monkeypatch.setattr(project_modules, "imports_among", recording)
     project_modules.forget_layout()
     assert module_callers._callers_under(root, metrics) == module_callers._callers(metrics, index)
     assert module_callers._indexes == {}
@@ -684,13 +685,13 @@ def test_a_module_only_comments_and_code_spell_has_no_imports_resolved(
             module, index
         ), module
     resolved: list[str] = []
-    real = project_modules.imports_of
+    real = project_modules.imports_among
 
-    def recording(filename: str, text: str) -> list[str]:
+    def recording(filename: str, text: str, targets: Collection[str]) -> set[str]:
         resolved.append(os.path.basename(filename))
-        return real(filename, text)
+        return real(filename, text, targets)
 
-    monkeypatch.setattr(project_modules, "imports_of", recording)
+    monkeypatch.setattr(project_modules, "imports_among", recording)
     metrics = str(package / "metrics.py")
     module_callers._callers_unindexed(root, metrics)
     assert "copied.py" not in resolved and "call.py" not in resolved
