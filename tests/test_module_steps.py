@@ -7,12 +7,13 @@ from __future__ import annotations
 import ast
 import json
 import os
+from collections import deque
 from pathlib import Path
 
 import pytest
 
 import xlalint
-from xlalint import api, screen
+from xlalint import api, lint_memo, screen
 from xlalint.analysis import module_steps, project_modules
 from xlalint.cache import ResultCache
 from xlalint.config import Settings
@@ -771,9 +772,16 @@ def _unscreened(path: str, tree: ast.Module, text: str) -> object:
     real = module_steps._function
     try:
         module_steps._function = lambda node, backward=True, joins=True: real(node)  # type: ignore[assignment]
-        return module_steps._summary(path, tree, text)
+        return _complete(module_steps._summary(path, tree, text))
     finally:
         module_steps._function = real
+
+
+def _complete(summary: module_steps._Module) -> module_steps._Module:
+    """`summary` with every function's summary made (they are made as asked)."""
+    for functions in (summary.functions, *(c.methods for c in summary.classes.values())):
+        functions.complete()  # type: ignore[attr-defined]
+    return summary
 
 
 def test_a_summary_screened_by_its_text_is_the_whole_summary() -> None:
@@ -808,3 +816,62 @@ def test_a_summary_screened_by_its_text_is_the_whole_summary() -> None:
     for name in ("fullwidth cat", "joins"):
         gather = module_steps._summary("m.py", ast.parse(texts[name]), texts[name])
         assert gather.functions["gather"].joins == (0,), name
+
+
+def test_a_modules_functions_are_summarised_when_asked_and_all_when_it_is_let_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A summary makes the summary of a function or method only when asked for it (round
+    26), the same one as when every function was summarised at once; a module let go
+    from the held ones (`_HELD_TEXT`) has every summary made and keeps no node."""
+    root = Path(xlalint.__file__).parent
+    made: list[str] = []
+    real = module_steps._function
+
+    def recording(node: ast.AST, backward: bool = True, joins: bool = True) -> object:
+        made.append(node.name)  # type: ignore[attr-defined]
+        return real(node, backward, joins)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module_steps, "_function", recording)
+    monkeypatch.setattr(module_steps, "_held", deque())  # none held by other tests
+    monkeypatch.setattr(module_steps, "_held_text", 0)
+    path = root / "analysis" / "module_steps.py"
+    text = path.read_text(encoding="utf-8")
+    summary = module_steps._summary(str(path), ast.parse(text), text)
+    assert made == []
+    assert "_summary" in summary.functions and "_Functions" in summary.classes
+    assert summary.functions["_summary"].name == "_summary"
+    assert "complete" in summary.classes["_Functions"].methods
+    assert made == ["_summary"]
+    every = _complete(module_steps._summary(str(path), ast.parse(text), text))
+    assert dict(summary.functions) == dict(every.functions)
+    assert summary == every
+    monkeypatch.setattr(module_steps, "_HELD_TEXT", 0)
+    made.clear()
+    let_go = module_steps._summary(str(path), ast.parse(text), text)
+    assert sorted(made) == sorted(
+        [*every.functions, *(m for c in every.classes.values() for m in c.methods)]
+    )
+    assert let_go == every
+    assert let_go.functions._nodes == {}  # type: ignore[attr-defined]
+
+
+def test_the_summaries_a_lint_left_unmade_are_made_when_the_next_lint_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The nodes a module's summary holds for the functions not asked about are let go
+    (every summary made) when the next file's lint starts, not only when the module
+    leaves the held ones: no tree of one lint's modules outlives the next's start."""
+    monkeypatch.setattr(module_steps, "_held", deque())
+    monkeypatch.setattr(module_steps, "_held_text", 0)
+    path = Path(xlalint.__file__).parent / "analysis" / "module_steps.py"
+    text = path.read_text(encoding="utf-8")
+    with lint_memo.lint_scope():
+        summary = module_steps._summary(str(path), ast.parse(text), text)
+        assert summary.functions["_summary"].name == "_summary"
+    assert summary.functions._nodes  # type: ignore[attr-defined]
+    with lint_memo.lint_scope():
+        assert summary.functions._nodes == {}  # type: ignore[attr-defined]
+        assert all(not c.methods._nodes for c in summary.classes.values())  # type: ignore[attr-defined]
+        assert len(module_steps._held) == 0
+    assert summary == _complete(module_steps._summary(str(path), ast.parse(text), text))

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 _memos: list[Any] = []
 _scratch: list[dict[Any, Any]] = []
+_starting: list[Callable[[], None]] = []
 _depth = 0
 
 
@@ -57,6 +58,13 @@ def clear() -> None:
         found.clear()
 
 
+def on_start(callback: Callable[[], None]) -> None:
+    """Run `callback` when a file's lint starts (the outermost scope opens): what the
+    last lint left to finish for the layers, finished only if another lint comes
+    (`module_steps` makes the summaries a one-file check never asked for only then)."""
+    _starting.append(callback)
+
+
 def in_lint() -> bool:
     """Whether a file's lint is in progress (its memos will be emptied)."""
     return _depth > 0
@@ -75,6 +83,9 @@ def lint_scope() -> Iterator[None]:
         gc.disable()
     _depth += 1
     try:
+        if _depth == 1:
+            for callback in _starting:
+                callback()
         yield
     finally:
         _depth -= 1

@@ -32,6 +32,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from xlalint import ast_nodes
 from xlalint.analysis.hotness import (
     ACTION_METHOD,
     CALLBACK_STEP_HOOK,
@@ -166,7 +167,7 @@ class Features:
                         and type(n.value) is ast.Name  # type: ignore[attr-defined]
                         and ARRAY_DTYPE.match(n.value.id) is not None  # type: ignore[attr-defined]
                     )
-                    for n in ast.walk(annotation)
+                    for n in ast_nodes.walk(annotation)
                 )
             return child.arg  # type: ignore[attr-defined,no-any-return]
         if kind is ast.keyword:
@@ -461,7 +462,7 @@ def _record_classes(tree: ast.Module) -> set[str]:
             if type(statement) is ast.AnnAssign and any(
                 (type(n) is ast.Name and n.id in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
                 or (type(n) is ast.Attribute and n.attr in TENSOR_ANNOTATIONS)  # type: ignore[attr-defined]
-                for n in ast.walk(statement.annotation)  # type: ignore[attr-defined]
+                for n in ast_nodes.walk(statement.annotation)  # type: ignore[attr-defined]
             ):
                 found.add(node.name)  # type: ignore[attr-defined]
                 break
@@ -500,14 +501,14 @@ def _computing_on_parameters(
             and any(
                 (type(n) is ast.Name and n.id in records)  # type: ignore[attr-defined]
                 or (type(n) is ast.Constant and n.value in records)  # type: ignore[attr-defined]
-                for n in ast.walk(a.annotation)
+                for n in ast_nodes.walk(a.annotation)
             )
             for a in every
         ):
             direct.add(index)
             continue
         names: set[str] = set()
-        nodes = list(ast.walk(unit.node))
+        nodes = list(ast_nodes.walk(unit.node))
         for node in nodes:  # locals bound to a parameter's field (`priors = inst.priors`)
             if type(node) is ast.Assign and len(node.targets) == 1:  # type: ignore[attr-defined]
                 target = node.targets[0]  # type: ignore[attr-defined]
@@ -565,7 +566,7 @@ def _names_torch(call: ast.AST, torch_roots: set[str]) -> bool:
     """Whether a call's arguments name something under torch (`torch.Tensor`, or a
     `Tensor` imported from it)."""
     for arg in call.args:  # type: ignore[attr-defined]
-        for node in ast.walk(arg):
+        for node in ast_nodes.walk(arg):
             if type(node) is ast.Name and node.id == "Tensor":  # type: ignore[attr-defined]
                 return True
             if type(node) is ast.Attribute:
@@ -689,7 +690,7 @@ def _moves_self(node: Unit) -> bool:
         and n.func.attr in _SELF_MOVES  # type: ignore[attr-defined]
         and type(n.func.value) is ast.Name  # type: ignore[attr-defined]
         and n.func.value.id == "self"  # type: ignore[attr-defined]
-        for n in ast.walk(node)
+        for n in ast_nodes.walk(node)
     )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 
+from xlalint import ast_nodes
 from xlalint.analysis import project_modules
 
 _FOLLOWED = 3  # modules followed through re-exports, at most
@@ -64,7 +65,7 @@ def _tree(path: str) -> ast.Module | None:
 def _reexported(path: str, tree: ast.Module, name: str) -> str | None:
     """The module a `from X import name` at the top of `tree` (also inside a `try:` or
     `if`) takes `name` from, resolved from `path`."""
-    for node in ast.walk(tree):
+    for node in ast_nodes.walk(tree):
         if isinstance(node, ast.ImportFrom) and any(
             alias.name == name and alias.asname in (None, name) for alias in node.names
         ):

@@ -59,7 +59,9 @@ from __future__ import annotations
 import ast
 import os
 import re
+import symtable
 import unicodedata
+import warnings
 from array import array
 from bisect import bisect_left
 from collections import deque
@@ -67,7 +69,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from xlalint import lint_memo
+from xlalint import ast_nodes, lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.hotness import PER_STEP_FUNCTIONS, RUN_ONCE_FUNCTIONS, per_step_hooks
 from xlalint.analysis.members import _reach
@@ -186,16 +188,46 @@ def _may_import(path: str) -> Callable[[str, str], bool]:
     last part, which the text spells; a package's `__init__.py` by its folder's name, or
     by a bare relative import (`from . import x`, `from .. import x`) from a file in that
     folder or under it (or, at the root, `import __init__`)."""
-    folder, name = os.path.split(path)
-    if name == "__init__.py":
-        word = os.path.basename(folder)
+    word, folder = _import_word(path)
+    if word is None:
+        return lambda file, text: False  # only `.py` files are resolved
+    if folder is not None:
         return lambda file, text: (
             _names_in_imports(text, word) or project_modules.within(os.path.dirname(file), folder)
         )
+    return lambda file, text: _names_in_imports(text, word)
+
+
+def _import_word(path: str) -> tuple[str | None, str | None]:
+    """The word `_may_import(path)`'s text test looks for (None: no file passes), and for
+    a package `__init__.py` its folder, whose files pass by their path alone."""
+    folder, name = os.path.split(path)
+    if name == "__init__.py":
+        return os.path.basename(folder), folder
     if name.endswith(".py"):
-        word = name[:-3]
-        return lambda file, text: _names_in_imports(text, word)
-    return lambda file, text: False  # only `.py` files are resolved
+        return name[:-3], None
+    return None, None
+
+
+def _may_import_raw(path: str) -> Callable[[str, bytes], bool]:
+    """`_may_import(path)` answered False from a file's bytes where it surely fails, so
+    the text is not decoded: a word of ASCII letters, digits and underscores that the
+    bytes do not hold is not in the text `project_modules.text_at` decodes from them
+    (UTF-8 with `replace`: an ASCII byte always decodes to its own character, and an
+    ASCII character comes from no other byte), and `_names_in_imports` needs the word
+    spelled. True means: decode, and ask `_may_import`. Round 26: 850 of the 1,105
+    files a one-file check of a diffusers pipeline reads never spell its module's name."""
+    word, folder = _import_word(path)
+    if word is None:
+        return lambda file, raw: False
+    if not word.isascii():
+        return lambda file, raw: True
+    spelled = word.encode("ascii")
+    if folder is not None:
+        return lambda file, raw: (
+            spelled in raw or project_modules.within(os.path.dirname(file), folder)
+        )
+    return lambda file, raw: spelled in raw
 
 
 def _names_in_imports(text: str, word: str) -> bool:
@@ -244,27 +276,30 @@ def _callers_unindexed(root: str, path: str) -> list[str]:
     """`_callers(path, _build_index(root))`, resolving the imports of only the files whose
     text may name `path` or a package `__init__.py` importing it (for diffusers'
     `pipeline_stable_diffusion.py`, 263 of 1,105 files): the package `__init__.py`s first,
-    to know which of them import `path`, then every file once, in the index's order."""
+    to know which of them import `path`, then every file once, in the index's order. A
+    file whose bytes rule out every test (`_may_import_raw`) is not decoded."""
     files = _indexed_files(root)
     asks = _may_import(path)
+    asks_raw = _may_import_raw(path)
     inits = []  # the package `__init__.py`s that import `path` (its re-exports)
     for file, stat in files:
         if os.path.basename(file) == "__init__.py":
-            text = project_modules.text_at(file, stat)
+            text = _text_if(file, stat, (asks_raw,))
             if (
                 text is not None
                 and asks(file, text)
-                and path in project_modules.imports_of(file, text)
+                and project_modules.imports_among(file, text, (path,))
             ):
                 inits.append(file)
     targets = [path, *inits]
     tests = [_may_import(target) for target in targets]
+    raw_tests = [_may_import_raw(target) for target in targets]
     importers: dict[str, list[str]] = {target: [] for target in targets}
     for file, stat in files:
-        text = project_modules.text_at(file, stat)
+        text = _text_if(file, stat, raw_tests)
         if text is None or not any(test(file, text) for test in tests):
             continue
-        imported = project_modules.imports_of(file, text)
+        imported = project_modules.imports_among(file, text, targets)
         for target in targets:
             if target in imported:
                 importers[target].append(file)
@@ -274,6 +309,17 @@ def _callers_unindexed(root: str, path: str) -> list[str]:
             found.update(dict.fromkeys(importers.get(importer, ())))
     found.pop(path, None)
     return list(found)[:MAX_CALLERS]
+
+
+def _text_if(
+    file: str, stat: tuple[int, int], tests: list[Callable[[str, bytes], bool]] | tuple
+) -> str | None:
+    """`project_modules.text_at(file, stat)` where one of `tests` (`_may_import_raw`) may
+    pass on the file's bytes; None where none can (or it cannot be read)."""
+    raw = project_modules.bytes_at(file, stat)
+    if raw is None or not any(test(file, raw) for test in tests):
+        return None
+    return project_modules.decoded(raw)
 
 
 # -- what a caller calls every step ---------------------------------------------------------
@@ -343,7 +389,7 @@ def _scan(statements: list[ast.stmt]) -> _Scan:
         if isinstance(node, ast.If) and _interval(node.test):
             stack.extend((child, chain) for child in (*reversed(node.orelse), node.test))
             continue
-        stack.extend((child, chain) for child in ast.iter_child_nodes(node))
+        stack.extend((child, chain) for child in ast_nodes.children(node))
     return scan
 
 
@@ -624,7 +670,7 @@ def _assignments(tree: ast.Module) -> _Assignments:
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             found.functions.append(node)  # type: ignore[arg-type]
             owners = (*owners, id(node))
-        todo.extend((child, owners) for child in ast.iter_child_nodes(node))
+        todo.extend((child, owners) for child in ast_nodes.children(node))
     return found
 
 
@@ -737,10 +783,85 @@ class _Classes:
 
 @lru_cache(maxsize=2048)
 def _classes_at(path: str, stat: tuple[int, int]) -> _Classes | None:
-    """A module's `_Classes` (None where `_caller_at` is None: no text, or no parse)."""
+    """A module's `_Classes` (None where `_caller_at` is None: no text, or no parse). Its
+    classes' bases come from the tree the lint holds, else from its top-level class
+    statements alone (`_top_level_class_bases`): the chase of a class's bases reads
+    whole modules for a few lines each (round 26: 66 ms of parses in a one-file check of
+    a diffusers pipeline, `lora_pipeline.py`'s 327 kB for its classes' headers)."""
     text = project_modules.text_at(path, stat)
-    tree = None if text is None else project_modules.parse(path, text)
-    return None if tree is None else _Classes(_bindings_at(path, stat), _class_bases(tree))
+    if text is None:
+        return None
+    tree = project_modules.held(path, text)
+    if project_modules.not_held(tree):
+        bases = _top_level_class_bases(path, text)
+    else:
+        bases = None if tree is None else _class_bases(tree)  # type: ignore[arg-type]
+    return None if bases is None else _Classes(_bindings_at(path, stat), bases)
+
+
+def _top_level_class_bases(path: str, text: str) -> dict[str, tuple[str, ...]] | None:
+    """`_class_bases(project_modules.parse(path, text))` (None where it does not parse),
+    without building the module's whole tree: CPython's `symtable` parses the text (the
+    same parser, without the tree's Python objects: about a third of `ast.parse`'s
+    cost) and names its module-level classes with their lines; those whose `class` starts
+    its line (only form feeds before it, which reset the indentation: a class in an `if`
+    or `try` block is indented, and no other statement can precede one on its line) are
+    the tree's top-level ones, and each one's header alone is parsed for its bases. Where
+    `symtable` fails (it also rejects what only the compiler checks, such as `nonlocal`
+    at module level) or a header does not read as expected, the module is parsed whole."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = symtable.symtable(text, path, "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        table = None
+    if table is not None:
+        # The parser's lines: `\r\n` and a lone `\r` end a line as `\n` does.
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        bases: dict[str, tuple[str, ...]] | None = {}
+        for child in table.get_children():
+            if child.get_type() != "class":
+                continue
+            found = _class_header(lines, child.get_lineno(), child.get_name())
+            if found is False:
+                bases = None
+                break
+            if found is not None and bases is not None:
+                bases[child.get_name()] = found
+        if bases is not None:
+            return bases
+    tree = project_modules.parse(path, text)
+    return None if tree is None else _class_bases(tree)
+
+
+def _class_header(lines: list[str], row: int, name: str) -> tuple[str, ...] | bool | None:
+    """The bases (as spelled) of the class statement `name` on line `row` (1-based) if it
+    is a top-level statement, None if it is not, False if its header does not read as
+    the class: the shortest run of lines from `row` that parses as the statement, with a
+    body of its own (`class A(B): pass`) or one added (`class A(\n    B,\n):`)."""
+    if row < 1 or row > len(lines):
+        return False
+    line = lines[row - 1]
+    start = len(line) - len(line.lstrip(" \t\f"))
+    if line[:start].rpartition("\f")[2] or not line.startswith("class", start):
+        return None  # indented (a nested block's), or not a `class` line
+    header = [line[start:]]
+    for end in range(row, len(lines) + 1):
+        if end > row:
+            header.append(lines[end - 1])
+        text = "\n".join(header)
+        for candidate in (text + "\n pass", text):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    statement = ast.parse(candidate).body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            node = statement[0] if len(statement) == 1 else None
+            if not isinstance(node, ast.ClassDef) or node.name != name:
+                return False
+            return tuple(b for b in map(project_modules.dotted_name, node.bases) if b)
+    return False
 
 
 @lru_cache(maxsize=2048)

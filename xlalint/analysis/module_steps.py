@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from xlalint import ast_nodes, lint_memo
 from xlalint.analysis import project_modules
 from xlalint.analysis.devices import names_xla
 from xlalint.analysis.loop_facts import (
@@ -70,11 +72,53 @@ class _Function:
     grad_step: bool = False
 
 
+class _Functions(Mapping[str, _Function]):
+    """A module's functions (or a class's methods) by name, the first definition of each,
+    each summarised (`_function`) when first asked: a lint asks about the few its calls
+    name (round 26: a one-file check of a diffusers pipeline summarised every function of
+    six modules, ~3% of its instructions, for a handful). The nodes are held until the
+    next lint starts, or the module is no longer among the last summarised (`_holding`);
+    then every summary is made, as before, and the nodes are dropped: a run of many files
+    makes the same summaries as when each module was summarised whole, and keeps no tree
+    from one lint to the next; a one-file check makes only those it asks."""
+
+    def __init__(self, nodes: dict[str, Function], backward: bool, joins: bool) -> None:
+        self._nodes = nodes
+        self._made: dict[str, _Function] = {}
+        self._backward = backward
+        self._joins = joins
+
+    def __getitem__(self, key: str) -> _Function:
+        made = self._made.get(key)
+        if made is None:
+            node = self._nodes.get(key)
+            if node is None:
+                raise KeyError(key)
+            made = self._made[key] = _function(node, self._backward, self._joins)
+        return made
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._nodes or key in self._made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._nodes) if self._nodes else list(self._made))
+
+    def __len__(self) -> int:
+        return len(self._nodes) if self._nodes else len(self._made)
+
+    def complete(self) -> None:
+        """Make every summary and drop the nodes."""
+        for key in self._nodes:
+            self[key]
+        self._made = {key: self._made[key] for key in self._nodes} if self._nodes else self._made
+        self._nodes = {}
+
+
 @dataclass(frozen=True)
 class _Class:
     name: str
     bases: tuple[str, ...]  # as spelled: `AgentBase`, `base.AgentBase`
-    methods: dict[str, _Function]
+    methods: Mapping[str, _Function]
     # `self._update_impl = self.update` in a method: the attribute holds bound methods of
     # the instance, so `self._update_impl(...)` runs one of them.
     bound: dict[str, tuple[str, ...]]
@@ -86,7 +130,7 @@ class _Module:
     bind (name -> (dots, dotted target))."""
 
     path: str
-    functions: dict[str, _Function]
+    functions: Mapping[str, _Function]
     classes: dict[str, _Class]
     bindings: dict[str, tuple[int, str]]
     knows_xla: bool
@@ -100,21 +144,59 @@ def _summary(path: str, tree: ast.Module, text: str) -> _Module:
     ascii = text.isascii()
     backward = not ascii or "backward" in text
     joins = not ascii or _JOIN_WORD.search(text) is not None
-    functions: dict[str, _Function] = {}
+    functions: dict[str, Function] = {}
     classes: dict[str, _Class] = {}
+    every = [_Functions(functions, backward, joins)]
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            functions.setdefault(node.name, _function(node, backward, joins))
-        elif isinstance(node, ast.ClassDef):
-            methods: dict[str, _Function] = {}
+            functions.setdefault(node.name, node)
+        elif isinstance(node, ast.ClassDef) and node.name not in classes:
+            methods: dict[str, Function] = {}
             for item in node.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    methods.setdefault(item.name, _function(item, backward, joins))
+                    methods.setdefault(item.name, item)
             bases = tuple(b for b in map(project_modules.dotted_name, node.bases) if b is not None)
-            classes.setdefault(node.name, _Class(node.name, bases, methods, _bound(node)))
+            every.append(_Functions(methods, backward, joins))
+            classes[node.name] = _Class(node.name, bases, every[-1], _bound(node))
     # XLA or TPUs named anywhere in the text, comments included: the cautious reading.
     knows_xla = names_xla(text)
-    return _Module(path, functions, classes, project_modules.bindings(text), knows_xla)
+    _holding(every, len(text))
+    return _Module(path, every[0], classes, project_modules.bindings(text), knows_xla)
+
+
+# The modules whose function nodes are held while their summaries are made as asked, with
+# the length of their texts: at most `_HELD_TEXT` characters (a tree is ~22 times its
+# text); the oldest are completed (every summary made, the nodes dropped), so a whole-tree
+# run makes no more summaries than when each module was summarised whole
+# (`module_reads._holding` holds the same way).
+_HELD_TEXT = 512 * 1024
+_held: deque[tuple[list[_Functions], int]] = deque()
+_held_text = 0
+
+
+def _holding(functions: list[_Functions], size: int) -> None:
+    global _held_text
+    _held.append((functions, size))
+    _held_text += size
+    while _held_text > _HELD_TEXT and _held:
+        _let_go()
+
+
+def _let_go() -> None:
+    """Complete the oldest module held."""
+    global _held_text
+    oldest, oldest_size = _held.popleft()
+    _held_text -= oldest_size
+    for mapping in oldest:
+        mapping.complete()
+
+
+def _let_all_go() -> None:
+    while _held:
+        _let_go()
+
+
+lint_memo.on_start(_let_all_go)  # no node of one lint's modules outlives the next's start
 
 
 def _ast_self_attribute(node: ast.expr) -> str | None:
@@ -190,7 +272,7 @@ def _own_nodes(function: Function) -> Iterator[ast.AST]:
         if isinstance(node, _NESTED + _LOOPS):
             continue
         yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_nodes.children(node))
 
 
 def grad_step_of(function: Function) -> bool:
@@ -214,7 +296,7 @@ def grad_step_of(function: Function) -> bool:
         return any(
             (grad and isinstance(n, ast.Attribute) and n.attr == "grad")
             or (isinstance(n, ast.Name) and n.id in names)
-            for n in ast.walk(expr)
+            for n in ast_nodes.walk(expr)
         )
 
     def is_update(expr: ast.AST) -> bool:
@@ -222,7 +304,7 @@ def grad_step_of(function: Function) -> bool:
             isinstance(n, ast.BinOp)
             and isinstance(n.op, ast.Add | ast.Sub)
             and reads(n.left, graded, True) != reads(n.right, graded, True)
-            for n in ast.walk(expr)
+            for n in ast_nodes.walk(expr)
         )
 
     assigns = [n for n in nodes if isinstance(n, ast.Assign | ast.AnnAssign) and n.value]
@@ -230,7 +312,7 @@ def grad_step_of(function: Function) -> bool:
         for node in assigns:
             value = node.value
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            names = {n.id for t in targets for n in ast_nodes.walk(t) if isinstance(n, ast.Name)}
             if value is not None and (is_update(value) or reads(value, updated, False)):
                 updated |= names
             elif value is not None and reads(value, graded, True):
@@ -258,7 +340,7 @@ def _joined_params(node: Function) -> tuple[int, ...]:
     if not names:
         return ()
     joined: set[str] = set()
-    for call in ast.walk(node):
+    for call in ast_nodes.walk(node):
         if not (isinstance(call, ast.Call) and call.args and _last(call.func) in _JOINS):
             continue
         first = call.args[0]
@@ -310,7 +392,7 @@ def _pass_calls(function: Function) -> Iterator[ast.Call]:
             continue
         if isinstance(node, ast.Call):
             yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(ast_nodes.children(node))
 
 
 def _last(node: ast.expr) -> str:
@@ -325,7 +407,7 @@ def _over_optimizers(loop: ast.For | ast.AsyncFor) -> bool:
     """`for opt in optimizers:`, `for k, v in self.optimizers.items():`, or a loop over
     keys that fetches each optimizer (`optimizer = self.optimizers[group]`): the loop
     `loop_facts.iterates_optimizers` counts as part of one step."""
-    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    targets = {n.id for n in ast_nodes.walk(loop.target) if isinstance(n, ast.Name)}
     if any(names_optimizer(name) for name in targets):
         return True
     iterable = loop.iter
@@ -344,7 +426,7 @@ def _over_optimizers(loop: ast.For | ast.AsyncFor) -> bool:
         and isinstance(node.slice, ast.Name)
         and node.slice.id in targets
         for statement in loop.body
-        for node in ast.walk(statement)
+        for node in ast_nodes.walk(statement)
     )
 
 

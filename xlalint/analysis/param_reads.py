@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from xlalint import ast_nodes
 from xlalint.analysis.project_modules import dotted_name
 from xlalint.analysis.tensor_members import HOST_METHODS
 
@@ -388,7 +389,7 @@ def _block(
             none_true, none_false = _tested_none(test, params)
             _expression(test, hosts, unless, found)
             device = _names_a_device(test) or any(
-                isinstance(n, ast.Name) and n.id in flags for n in ast.walk(test)
+                isinstance(n, ast.Name) and n.id in flags for n in ast_nodes.walk(test)
             )
             if not device:  # a branch for a CUDA, MPS or CPU device does not run on XLA
                 _block(statement.body, hosts | on_true, unless | none_true, scope, found)
@@ -402,7 +403,7 @@ def _block(
             for field in ("body", "orelse", "finalbody")
             if isinstance(getattr(statement, field, None), list)
         ]
-        for child in ast.iter_child_nodes(statement):
+        for child in ast_nodes.children(statement):
             if isinstance(child, ast.expr):
                 _expression(child, hosts, unless, found)
             elif isinstance(child, ast.ExceptHandler):
@@ -420,7 +421,7 @@ _DEVICE_ATTRIBUTES = frozenset({"is_cuda", "is_mps", "is_cpu"})
 def _names_a_device(expr: ast.expr) -> bool:
     """`"mps" in x.device.type`, `x.is_cuda`, `torch.cuda.is_available()`: a test of which
     device the value is on, whose branch is another device's (on XLA it is neither)."""
-    for node in ast.walk(expr):
+    for node in ast_nodes.walk(expr):
         if isinstance(node, ast.Constant) and node.value in _DEVICE_TYPES:
             return True
         if isinstance(node, ast.Attribute) and node.attr in _DEVICE_ATTRIBUTES:
@@ -452,7 +453,7 @@ def _expression(
             continue
         if isinstance(current, ast.Call):
             found.append((current, held, unless))
-        stack.extend((child, held) for child in ast.iter_child_nodes(current))
+        stack.extend((child, held) for child in ast_nodes.children(current))
 
 
 def _tested_none(test: ast.expr, params: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -504,7 +505,7 @@ def _in_tests(nodes: list[ast.AST]) -> frozenset[int]:
     found: set[int] = set()
     for child in nodes:
         if isinstance(child, ast.Assert | ast.If | ast.While | ast.IfExp):
-            found.update(id(n) for n in ast.walk(child.test))
+            found.update(id(n) for n in ast_nodes.walk(child.test))
     return frozenset(found)
 
 
@@ -518,7 +519,7 @@ def _body_nodes(node: Function) -> list[ast.AST]:
         if isinstance(current, _NESTED):
             continue
         found.append(current)
-        stack.extend(ast.iter_child_nodes(current))
+        stack.extend(ast_nodes.children(current))
     return found
 
 

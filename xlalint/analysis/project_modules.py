@@ -27,7 +27,7 @@ import hashlib
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -234,6 +234,50 @@ def _imports_of(filename: str, text: str) -> list[str]:
     return list(dict.fromkeys(p for p in found if p != own))
 
 
+def imports_among(filename: str, text: str, targets: Collection[str]) -> set[str]:
+    """`set(imports_of(filename, text)) & set(targets)`, resolving only the imports that
+    may name one of `targets` (the callers question asks which of a few modules a file
+    imports): `_module_file` finds `.../m.py` or `.../m/__init__.py` only for a dotted name
+    whose last part is `m` (`pkg.__init__` finds `pkg/__init__.py` as a module file), and
+    the starting folder's `__init__.py` for one with no part (`from . import x`), so an
+    import spelled otherwise cannot resolve to a target."""
+    words: set[str] = set()
+    bare = False  # a target is a package `__init__.py`: `from . import x` may name it
+    for target in targets:
+        folder, name = os.path.split(target)
+        if name.endswith(".py"):
+            words.add(name[:-3])
+        if name == "__init__.py":
+            words.add(os.path.basename(folder))
+            bare = True
+
+    def may(dotted: str) -> bool:
+        parts = [part for part in dotted.split(".") if part]
+        return parts[-1] in words if parts else bare
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(filename)), "")
+    found: set[str] = set()
+    for match in _import_statements(text):
+        dots, module, names, plain = match.groups()
+        if plain is not None:
+            for part in plain.split(","):
+                dotted = part.split(" as ")[0].strip()
+                if dotted and may(dotted) and (path := _resolve(folder, 0, dotted)):
+                    found.add(path)
+            continue
+        level = len(dots or "")
+        if may(module) and (path := _resolve(folder, level, module)):
+            found.add(path)
+        subs = [name for name in _NAME.findall(names.replace(" as ", " ")) if name in words]
+        if not subs or not _is_folder(folder, level, module):
+            continue
+        for name in subs:
+            if path := _resolve(folder, level, f"{module}.{name}" if module else name):
+                found.add(path)
+    found.discard(os.path.abspath(filename))
+    return found & set(targets)
+
+
 def imports_of(filename: str, text: str) -> list[str]:
     """The project files that the import statements of `text` name, as the file
     `filename` (`module_imports` without its memo, for a text already read)."""
@@ -249,20 +293,48 @@ def stat_key(path: str) -> tuple[int, int] | None:
 
 
 def _read(path: str, stat: tuple[int, int]) -> bytes | None:
+    """The file's bytes up to its end, as `open(path, "rb").read()` gives them, in four
+    system calls rather than nine (no buffered reader, which also asks whether the file
+    is a terminal, for its size twice and its position twice): the one-file callers
+    question reads every module of its root (1,105 for diffusers). The end is read in a
+    small buffer: a file's bytes are not copied again where it has not grown."""
     if stat[0] > _MAX_BYTES:
         return None
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     except OSError:
         return None
+    try:
+        data = os.read(handle, stat[0] + 1)  # its size at the stat, and one more byte
+        more = os.read(handle, 1 << 12)  # its end (or what it grew by since the stat)
+        if not more:
+            return data
+        chunks = [data, more]
+        while chunks[-1]:
+            chunks.append(os.read(handle, 1 << 16))
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
 
 
 def text_at(path: str, stat: tuple[int, int]) -> str | None:
     """A module's text (UTF-8, as nearly all are), read once its stat has been taken
     (the key of the caller's cache: no second stat); None if it cannot be read."""
     raw = _read(path, stat)
-    return None if raw is None else raw.decode("utf-8", "replace")
+    return None if raw is None else decoded(raw)
+
+
+def bytes_at(path: str, stat: tuple[int, int]) -> bytes | None:
+    """A module's bytes, as `text_at` reads them (None where it gives None), for a caller
+    that may rule the text out before decoding it (`decoded`)."""
+    return _read(path, stat)
+
+
+def decoded(raw: bytes) -> str:
+    """The text `text_at` gives for a module's bytes."""
+    return raw.decode("utf-8", "replace")
 
 
 @lru_cache(maxsize=8192)
@@ -362,6 +434,27 @@ def parse(path: str, text: str) -> ast.Module | None:
     if lent is not None and lent[0] == text:
         return lent[1]
     return _parsed(path, text) if lint_memo.in_lint() else _parse(path, text)
+
+
+_NOT_HELD = object()
+
+
+def held(path: str, text: str) -> ast.Module | object | None:
+    """The tree `parse(path, text)` would give without parsing: the linted file's own
+    (`lend`), or one the lint in progress holds (None: the text does not parse);
+    `_NOT_HELD` where it would have to parse."""
+    lent = _lent.get(path)
+    if lent is not None and lent[0] == text:
+        return lent[1]
+    kept = _trees.get(path) if lint_memo.in_lint() else None
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    return _NOT_HELD
+
+
+def not_held(tree: ast.Module | object | None) -> bool:
+    """Whether `held` found no tree (it gave `_NOT_HELD`)."""
+    return tree is _NOT_HELD
 
 
 # The trees of other modules parsed in the lint in progress, by path, with their texts:

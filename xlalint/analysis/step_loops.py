@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from xlalint import lint_memo
+from xlalint import ast_nodes, lint_memo
 from xlalint.analysis.arguments import parameter, parameters, positional_names
 from xlalint.analysis.epochs import loader_named
 from xlalint.analysis.guards import local_values
@@ -993,20 +993,21 @@ def _hands_back_noisy_step(function: cst.FunctionDef) -> bool:
     noisy: set[str] = set()
     for _ in range(2):
         for assign in assigns:
-            value_names = {n.id for n in ast.walk(assign.value) if isinstance(n, ast.Name)}
+            value_names = {n.id for n in ast_nodes.walk(assign.value) if isinstance(n, ast.Name)}
             draws = any(
                 isinstance(n, ast.Call) and _callee_name(n.func) in _NOISE
-                for n in ast.walk(assign.value)
+                for n in ast_nodes.walk(assign.value)
             )
             targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
-            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            names = {n.id for t in targets for n in ast_nodes.walk(t) if isinstance(n, ast.Name)}
             if draws or value_names & noisy:
                 noisy |= names
     returns = [n for n in own if isinstance(n, ast.Return) and n.value is not None]
     return bool(returns) and all(
-        any(isinstance(n, ast.Name) and n.id in noisy for n in ast.walk(r.value))
+        any(isinstance(n, ast.Name) and n.id in noisy for n in ast_nodes.walk(r.value))
         or any(
-            isinstance(n, ast.Call) and _callee_name(n.func) in _NOISE for n in ast.walk(r.value)
+            isinstance(n, ast.Call) and _callee_name(n.func) in _NOISE
+            for n in ast_nodes.walk(r.value)
         )
         for r in returns
         if r.value is not None
@@ -1022,9 +1023,9 @@ def _callee_name(func: ast.expr) -> str | None:
 def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
     """The nodes of `function`'s body, not those of the definitions nested in it (their
     bodies run elsewhere)."""
-    stack = list(ast.iter_child_nodes(function))
+    stack = list(ast_nodes.children(function))
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(ast_nodes.children(node))
