@@ -26,7 +26,7 @@ def test_children_and_walks_are_asts_own_on_xlalints_sources_and_tests() -> None
         assert all(a is b for a, b in zip(walked, expected, strict=True)), path
         for node in expected:
             nodes += 1
-            mine, theirs = ast_nodes.children(node), list(ast.iter_child_nodes(node))
+            mine, theirs = ast_nodes.child_nodes(node), list(ast.iter_child_nodes(node))
             assert len(mine) == len(theirs) and all(
                 a is b for a, b in zip(mine, theirs, strict=True)
             ), (path, ast.dump(node)[:80])
@@ -38,11 +38,11 @@ def test_a_hand_built_node_with_fields_left_unset() -> None:
     skips them."""
     name = ast.Name(id="x", ctx=ast.Load())
     partial = ast.Call(func=name)  # no `args`, no `keywords`
-    assert ast_nodes.children(partial) == [name]
+    assert ast_nodes.child_nodes(partial) == [name]
     assert list(ast_nodes.walk(partial)) == list(ast.walk(partial))
-    assert ast_nodes.children(ast.Load()) == []
+    assert ast_nodes.child_nodes(ast.Load()) == []
     joined = ast.BinOp(left=name, op=ast.Add(), right=ast.Constant(1))
-    assert ast_nodes.children(joined) == list(ast.iter_child_nodes(joined))
+    assert ast_nodes.child_nodes(joined) == list(ast.iter_child_nodes(joined))
 
 
 def test_the_layers_walk_cpythons_trees_through_ast_nodes() -> None:

@@ -34,7 +34,7 @@ def _reader(kind: type) -> Callable[[Any], tuple[Any, ...]] | None:
     return read
 
 
-def children(node: ast.AST) -> list[ast.AST]:
+def child_nodes(node: ast.AST) -> list[ast.AST]:
     """`list(ast.iter_child_nodes(node))`: the nodes in `node`'s fields, in field order,
     a list field's nodes in its order."""
     kind = type(node)
@@ -64,5 +64,5 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     todo = deque([node])
     while todo:
         node = todo.popleft()
-        todo.extend(children(node))
+        todo.extend(child_nodes(node))
         yield node

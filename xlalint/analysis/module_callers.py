@@ -389,7 +389,7 @@ def _scan(statements: list[ast.stmt]) -> _Scan:
         if isinstance(node, ast.If) and _interval(node.test):
             stack.extend((child, chain) for child in (*reversed(node.orelse), node.test))
             continue
-        stack.extend((child, chain) for child in ast_nodes.children(node))
+        stack.extend((child, chain) for child in ast_nodes.child_nodes(node))
     return scan
 
 
@@ -670,7 +670,7 @@ def _assignments(tree: ast.Module) -> _Assignments:
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             found.functions.append(node)  # type: ignore[arg-type]
             owners = (*owners, id(node))
-        todo.extend((child, owners) for child in ast_nodes.children(node))
+        todo.extend((child, owners) for child in ast_nodes.child_nodes(node))
     return found
 
 

@@ -272,7 +272,7 @@ def _own_nodes(function: Function) -> Iterator[ast.AST]:
         if isinstance(node, _NESTED + _LOOPS):
             continue
         yield node
-        stack.extend(ast_nodes.children(node))
+        stack.extend(ast_nodes.child_nodes(node))
 
 
 def grad_step_of(function: Function) -> bool:
@@ -392,7 +392,7 @@ def _pass_calls(function: Function) -> Iterator[ast.Call]:
             continue
         if isinstance(node, ast.Call):
             yield node
-        stack.extend(ast_nodes.children(node))
+        stack.extend(ast_nodes.child_nodes(node))
 
 
 def _last(node: ast.expr) -> str:

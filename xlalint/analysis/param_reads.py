@@ -403,7 +403,7 @@ def _block(
             for field in ("body", "orelse", "finalbody")
             if isinstance(getattr(statement, field, None), list)
         ]
-        for child in ast_nodes.children(statement):
+        for child in ast_nodes.child_nodes(statement):
             if isinstance(child, ast.expr):
                 _expression(child, hosts, unless, found)
             elif isinstance(child, ast.ExceptHandler):
@@ -453,7 +453,7 @@ def _expression(
             continue
         if isinstance(current, ast.Call):
             found.append((current, held, unless))
-        stack.extend((child, held) for child in ast_nodes.children(current))
+        stack.extend((child, held) for child in ast_nodes.child_nodes(current))
 
 
 def _tested_none(test: ast.expr, params: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -519,7 +519,7 @@ def _body_nodes(node: Function) -> list[ast.AST]:
         if isinstance(current, _NESTED):
             continue
         found.append(current)
-        stack.extend(ast_nodes.children(current))
+        stack.extend(ast_nodes.child_nodes(current))
     return found
 
 

@@ -1023,9 +1023,9 @@ def _callee_name(func: ast.expr) -> str | None:
 def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
     """The nodes of `function`'s body, not those of the definitions nested in it (their
     bodies run elsewhere)."""
-    stack = list(ast_nodes.children(function))
+    stack = list(ast_nodes.child_nodes(function))
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            stack.extend(ast_nodes.children(node))
+            stack.extend(ast_nodes.child_nodes(node))
