@@ -602,6 +602,18 @@ def test_a_helper_of_a_constructor_built_every_step_elsewhere_is_hot(tmp_path: P
     assert _findings([package / "splits.py"]) == [("XLA201", 10)]
 
 
+def _assert_unindexed_answers_are_the_index(root: str, modules: list[str]) -> module_callers._Index:
+    """The callers question asked without the index finds, for every module, the callers
+    the index of `root` finds, in its order."""
+    project_modules.forget_layout()
+    index = module_callers._build_index(root)
+    for module in modules:
+        assert module_callers._callers_unindexed(root, module) == module_callers._callers(
+            module, index
+        ), module
+    return index
+
+
 def test_the_first_module_asked_about_finds_its_callers_without_the_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -622,14 +634,9 @@ def test_the_first_module_asked_about_finds_its_callers_without_the_index(
     (tmp_path / "script.py").write_text("from pkg import Meter\n")
     (tmp_path / "other.py").write_text("import os\n")
     (tmp_path / "tools.py").write_text("import metrics_tools\n")  # `metrics`, as a prefix
-    project_modules.forget_layout()
     root = str(tmp_path)
-    index = module_callers._build_index(root)
     modules = sorted(str(path) for path in tmp_path.rglob("*.py"))
-    for module in modules:
-        assert module_callers._callers_unindexed(root, module) == module_callers._callers(
-            module, index
-        ), module
+    index = _assert_unindexed_answers_are_the_index(root, modules)
     (package / "gone.py").symlink_to(tmp_path / "nowhere.py")  # counted, not read
     for cap in (3, 7):  # the files beyond the index's cap are no callers either way
         monkeypatch.setattr(module_callers, "MAX_INDEX_FILES", cap)
@@ -677,13 +684,10 @@ def test_a_module_only_comments_and_code_spell_has_no_imports_resolved(
     (package / "listed.py").write_text("from . import (  # the\n    metrics,\n)\n")
     (package / "remarked.py").write_text("from . import (\n    # metrics\n    model,\n)\n")
     (package / "opened.py").write_text("f = g(\n    metrics\n)\n")  # not an import: asked
-    project_modules.forget_layout()
     root = str(tmp_path)
-    index = module_callers._build_index(root)
-    for module in sorted(str(path) for path in tmp_path.rglob("*.py")):
-        assert module_callers._callers_unindexed(root, module) == module_callers._callers(
-            module, index
-        ), module
+    _assert_unindexed_answers_are_the_index(
+        root, sorted(str(path) for path in tmp_path.rglob("*.py"))
+    )
     resolved: list[str] = []
     real = project_modules.imports_among
 
@@ -710,13 +714,10 @@ def test_the_callers_question_decodes_only_the_files_whose_bytes_spell_the_name(
     (package / "broken.py").write_bytes(b"from .\xff\xfemetrics import th_accuracy\n")
     (package / "split.py").write_bytes(b"from .met\xc3rics import th_accuracy\n")
     (package / "wide.py").write_bytes("from .metrics import th_accuracy\n".encode("utf-16"))
-    project_modules.forget_layout()
     root = str(tmp_path)
-    index = module_callers._build_index(root)
-    for module in sorted(str(path) for path in tmp_path.rglob("*.py")):
-        assert module_callers._callers_unindexed(root, module) == module_callers._callers(
-            module, index
-        ), module
+    _assert_unindexed_answers_are_the_index(
+        root, sorted(str(path) for path in tmp_path.rglob("*.py"))
+    )
     decoded: list[str] = []
     real = project_modules.decoded
 
