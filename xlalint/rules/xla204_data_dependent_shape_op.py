@@ -148,7 +148,7 @@ _OPS: dict[str, _Op] = {
         "Divide `torch.nan_to_num(x, nan=0.0).sum(dim)` by `(~x.isnan()).sum(dim)` on the device",
         torch_only_method=True,
     ),
-    # Measured in round 25 (3 calls each, XLA CPU device, torch_xla 2.9): one
+    # Measured in round 24 (3 calls each, XLA CPU device, torch_xla 2.9): one
     # `aten::isin.Tensor_Tensor` (`aten::isin.Tensor_Scalar` for a number) fallback and one
     # device-to-host transfer per call; transformers' `isin_mps_friendly` is `torch.isin`
     # off MPS.
@@ -162,7 +162,7 @@ _OPS: dict[str, _Op] = {
         "Compare against each id on the device: `(x[..., None] == ids).any(-1)`",
         torch_only_method=False,
     ),
-    # Measured in round 27 (3 forward and backward steps of a (1, 2, 4, 6, 6) device
+    # Measured in round 26 (3 forward and backward steps of a (1, 2, 4, 6, 6) device
     # tensor, XLA CPU device, torch_xla 2.9): `F.adaptive_max_pool3d`, 3
     # `aten::adaptive_max_pool3d` and 3 `aten::adaptive_max_pool3d_backward` fallbacks, 6
     # transfers (`adaptive_avg_pool3d` and `max_pool3d`: none); `F.interpolate` of 5-D
@@ -183,7 +183,7 @@ _OPS: dict[str, _Op] = {
         torch_only_method=False,
     ),
     # Every transform of `torch.fft` falls back, whatever its input: `aten::_fft_c2c`,
-    # `_fft_r2c` or `_fft_c2r`, one device-to-host transfer each (round 26, 3 calls of each
+    # `_fft_r2c` or `_fft_c2r`, one device-to-host transfer each (round 25, 3 calls of each
     # on real and complex inputs; the Hermitian 2-D and n-D ones run two or three).
     **{name: _Op("", _FFT_HINT, torch_only_method=False) for name in _FFTS},
 }
@@ -354,7 +354,7 @@ class DataDependentShapeOp(Rule):
     Also measured then: `torch.equal` of two 0-dim device tensors, 5 `aten::equal` and 5;
     `torch.repeat_interleave(x, reps, dim=0)` with device repeats, 5
     `aten::repeat_interleave.Tensor` and 5; `kthvalue` and `scatter_reduce(...,
-    reduce="amax")`, no fallback and no transfer. Measured in round 25 (3 calls each,
+    reduce="amax")`, no fallback and no transfer. Measured in round 24 (3 calls each,
     XLA CPU device, torch_xla 2.9): `torch.isin` of a device tensor against device ids, 3
     `aten::isin.Tensor_Tensor` and 3 transfers (against a number, 3
     `aten::isin.Tensor_Scalar`); `torch.fft.irfft`, `irfft2`, `irfftn` and `hfft` of a
@@ -368,7 +368,7 @@ class DataDependentShapeOp(Rule):
     `hfft2` and `hfftn`, 3 `aten::_fft_c2c` and 3 `aten::_fft_c2r`, 6 transfers; `ihfft2`
     and `ihfftn`, 3 each of `aten::_fft_c2c`, `aten::_fft_r2c` and
     `aten::conj_physical.out`, 9 transfers: no transform of `torch.fft` has an XLA
-    lowering there. Measured in round 27 (3 forward and backward steps of a (1, 2, 4, 6, 6)
+    lowering there. Measured in round 26 (3 forward and backward steps of a (1, 2, 4, 6, 6)
     device tensor, XLA CPU device, torch_xla 2.9): `F.interpolate` to a size of three
     entries, or by `scale_factor` (and `nn.Upsample(scale_factor=(1, 2, 2))`), 3
     `aten::upsample_nearest3d` and 3 `aten::upsample_nearest3d_backward`, 6 transfers;
