@@ -231,7 +231,10 @@ def _may_import_raw(path: str) -> Callable[[str, bytes], bool]:
 
 
 def _names_in_imports(text: str, word: str) -> bool:
-    """`_names(text, word)` where that spelling may sit in one of the text's import
+    """Whether `text` may name the module `word` in an import: spells it (an identifier
+    once not followed by a word character: each part an import resolves ends there, so
+    `pipeline_stable_diffusion` is not named by `..._img2img`), where that spelling may
+    sit in one of the text's import
     statements (`project_modules._IMPORT`, the statements `_imports_of` reads: every name
     it resolves is spelled in one): on a line that starts with `from` or `import` (a
     statement's first line, which holds all of it but a parenthesised list of names), or
@@ -252,22 +255,6 @@ def _names_in_imports(text: str, word: str) -> bool:
                 return True
             if text.find("(", text.rfind(")", 0, at) + 1, at) != -1:
                 return True
-        at = text.find(word, at + 1)
-    return False
-
-
-def _names(text: str, word: str) -> bool:
-    """Whether `text` may name the module `word` in an import: spells it, and, for an
-    identifier, once not followed by a word character (each part an import resolves
-    ends there: `pipeline_stable_diffusion` is not named by `..._img2img`)."""
-    at = text.find(word)
-    if at == -1 or not word.isidentifier():
-        return at != -1
-    size = len(word)
-    while at != -1:
-        after = text[at + size : at + size + 1]
-        if not (after.isalnum() or after == "_"):
-            return True
         at = text.find(word, at + 1)
     return False
 
