@@ -500,16 +500,8 @@ class BooleanMaskRead(HelperCallRule):
                 code = self.ctx.module.code_for_node
                 if any(code(t.target) == code(node) for t in assign.targets):
                     return True
-        assign = self._elementwise_statement(node) or self._handed_to_value_call(node)
-        if assign is None:
-            return False
         code = self.ctx.module.code_for_node
-        targets = (
-            [t.target for t in assign.targets]
-            if isinstance(assign, cst.Assign)
-            else [assign.target]
-        )
-        for written in targets:
+        for written in self._targets_written_from(node):
             if not isinstance(written, cst.Subscript):
                 continue
             kind = self.ctx.kind(written.value)
@@ -533,23 +525,26 @@ class BooleanMaskRead(HelperCallRule):
         """`final_advs[mask] = adv_img[mask]` in a helper, with both of unknown kind: a
         masked copy into a parameter, which XLA203 judges by the helper's callers and
         reports at the write (one cause, as `_copied_under_same_mask` for known tensors)."""
-        assign = self._elementwise_statement(node) or self._handed_to_value_call(node)
-        if assign is None:
-            return False
         code = self.ctx.module.code_for_node
-        targets = (
-            [t.target for t in assign.targets]
-            if isinstance(assign, cst.Assign)
-            else [assign.target]
-        )
         return any(
             isinstance(written, cst.Subscript)
             and any(
                 isinstance(element.slice, cst.Index) and code(element.slice.value) == code(mask)
                 for element in written.slice
             )
-            for written in targets
+            for written in self._targets_written_from(node)
         )
+
+    def _targets_written_from(self, node: cst.Subscript) -> list[cst.BaseAssignTargetExpression]:
+        """The targets of the statement that writes `node`'s read back element for element
+        (`_elementwise_statement`) or hands it to the call whose result it writes
+        (`_handed_to_value_call`); none where no such statement holds the read."""
+        assign = self._elementwise_statement(node) or self._handed_to_value_call(node)
+        if assign is None:
+            return []
+        if isinstance(assign, cst.Assign):
+            return [t.target for t in assign.targets]
+        return [assign.target]
 
     def _handed_to_value_call(self, node: cst.Subscript) -> cst.Assign | None:
         """`out[m] = self.penalty(d[m])`: the read handed, alone, to the call whose result is
