@@ -43,7 +43,7 @@ from xlalint.analysis.imports import ImportTable
 from xlalint.analysis.members import _reach, is_property, member_values_in
 from xlalint.analysis.module_classes import is_module_class
 from xlalint.analysis.returns import NumberReturns
-from xlalint.analysis.tensors import HOST_CASTS, TO_HOST_METHODS, snake_cased
+from xlalint.analysis.tensors import HOST_CASTS, MODULE_WALKS, TO_HOST_METHODS, snake_cased
 from xlalint.walk import (
     binding_counts,
     children,
@@ -2540,8 +2540,6 @@ def _indent(block: cst.IndentedBlock, module: cst.Module) -> str:
 # A network's list of its layers, by the name models give it: `layers`, `blocks`,
 # `transformer_blocks`, `down_blocks`, `stages`, `resblocks`.
 _LAYER_LIST = re.compile(r"(^|_)(layers|blocks|stages|resblocks)$")
-# `nn.Module` methods that walk its submodules.
-_SUBMODULE_WALKS = frozenset({"children", "modules", "named_children", "named_modules"})
 
 
 def _walks_layers(loop: cst.For) -> bool:
@@ -2559,7 +2557,7 @@ def _walks_layers(loop: cst.For) -> bool:
     if type(iterated) is cst.Subscript:
         iterated = iterated.value  # type: ignore[attr-defined]
     if type(iterated) is cst.Call and type(iterated.func) is cst.Attribute:  # type: ignore[attr-defined]
-        return iterated.func.attr.value in _SUBMODULE_WALKS  # type: ignore[attr-defined]
+        return iterated.func.attr.value in MODULE_WALKS  # type: ignore[attr-defined]
     name = _last_name(iterated)
     return name is not None and _LAYER_LIST.search(name) is not None
 

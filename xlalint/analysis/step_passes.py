@@ -63,7 +63,7 @@ from xlalint.analysis.hotness import (
 from xlalint.analysis.loop_facts import unwrap_iteration
 from xlalint.analysis.step_loops import LoopAnalysis
 from xlalint.analysis.structural_loops import structural_iterable
-from xlalint.analysis.tensors import names_model
+from xlalint.analysis.tensors import MODULE_WALKS, names_model
 from xlalint.walk import descendants, self_attribute, target_names
 
 Loop = cst.For | cst.While
@@ -481,10 +481,6 @@ def _fixed_iterable(node: cst.BaseExpression, function: cst.FunctionDef | None, 
     return False
 
 
-# A network's views of its parts, as many as it has.
-_MODULE_PARTS = frozenset({"children", "named_children", "modules", "named_modules"})
-
-
 def _parts_of_a_handed_model(node: cst.BaseExpression, function: cst.FunctionDef | None) -> bool:
     """`model.layers`, `net.blocks`, `model.children()`: the parts of a network a
     parameter hands in (named as one: `model`, `net`, `encoder`), as many passes as the
@@ -506,7 +502,7 @@ def _parts_of_a_handed_model(node: cst.BaseExpression, function: cst.FunctionDef
     if (
         type(node) is cst.Call
         and type(node.func) is cst.Attribute
-        and node.func.attr.value in _MODULE_PARTS
+        and node.func.attr.value in MODULE_WALKS
         and not node.args
     ):
         node = node.func.value

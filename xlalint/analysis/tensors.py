@@ -298,9 +298,9 @@ _MODULE_CHAINING = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "flo
                               "double", "requires_grad_", "xla", "type"})  # fmt: skip
 _MODULE_ITERABLES = frozenset({"parameters", "buffers"})
 # `nn.Module` methods that walk its submodules (named for modules, not models' outputs).
-_MODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
+MODULE_WALKS = frozenset({"modules", "children", "named_modules", "named_children"})
 # Methods only an `nn.Module` has: a value the code calls one on is a module.
-_MODULE_ONLY_METHODS = _MODULE_ITERABLES | _MODULE_WALKS | {"named_parameters", "named_buffers"}
+_MODULE_ONLY_METHODS = _MODULE_ITERABLES | MODULE_WALKS | {"named_parameters", "named_buffers"}
 _HOST_BUILTINS = frozenset(
     {
         "len", "int", "float", "bool", "str", "repr", "isinstance", "hasattr", "range",
@@ -3772,7 +3772,7 @@ class TensorKinds:
             return Kind.UNKNOWN
         if _LOADER_NAME.search(attr):
             return Kind.ITERABLE
-        if names_model(attr) and not self._own_method(node) and attr not in _MODULE_WALKS:
+        if names_model(attr) and not self._own_method(node) and attr not in MODULE_WALKS:
             return Kind.MODULE  # (`self.modules` is a method walking the submodules)
         return Kind.UNKNOWN
 
@@ -3987,7 +3987,7 @@ class TensorKinds:
                     return Kind.TENSOR  # `def _compute_loss(self, batch) -> torch.Tensor`
                 if method in self._class_tensors_returns[-1]:
                     return Kind.ITERABLE  # `def _compute_y_and_t(...) -> Tuple[Tensor, Tensor]`
-                if method in _MODULE_WALKS:
+                if method in MODULE_WALKS:
                     return Kind.UNKNOWN  # `self.modules()`: the submodules
                 held = self._held_module_call(method)
                 if held is not None:
