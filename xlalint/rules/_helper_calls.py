@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from xlalint.analysis.arguments import keyword_argument
 from xlalint.analysis.epochs import takes_a_loader
 from xlalint.analysis.helper_calls import HelperCalls
 from xlalint.analysis.helper_reads import HelperReads
@@ -185,10 +186,8 @@ class HelperCallRule(Rule):
             or self.ctx.qualified(value.func) not in _HOST_DATA_FACTORIES
         ):
             return False
-        device = next(
-            (a.value for a in value.args if a.keyword is not None and a.keyword.value == "device"),
-            None,
-        )
+        device_arg = keyword_argument(value, "device")
+        device = device_arg.value if device_arg is not None else None
         positional = [a for a in value.args if a.keyword is None]
         if device is None or len(positional) != 1 or positional[0].star:
             return False
