@@ -188,67 +188,75 @@ class DeviceLadderWithoutXla(Rule):
 
     Left alone: a ladder where any condition or branch mentions XLA or TPUs (`torch_xla`,
     `xm.xla_device()`, `xr.`, `"xla"`, `use_tpu`); for a helper function that returns the
-    device, anywhere in that function. A method that returns the device, in a class that creates
-    the XLA device in another method (`xm.xla_device()`, `torch_xla.device()`): the class
-    decides when that fallback runs. A ladder reached only where a test for XLA failed: in the
-    `else` of one (`if device == "xla": ... else: <ladder>`), or after one that returns or
-    raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`). Also left alone: a
-    choice between CUDA devices only (`"cuda:0" if rank == 0 else "cuda:1"`, or a helper's `if
-    device_index is None: return "cuda"` then `return f"cuda:{device_index}"`, whose tests ask
-    about no device or backend: every branch and the return after them one GPU backend's) and
-    guards that set no device; a choice whose tests only ask whether the process group is NCCL
-    (`torch.device("cuda") if self.backend == dist.Backend.NCCL else self._default_device`): it
-    gives the collectives what NCCL needs, which only a CUDA host creates; likewise a choice by
-    the backend after the code has kept it to named backends none of which is XLA's (`assert
-    backend in ["gloo", "nccl"]`, or `if backend not in (...): raise`, then detectron2's
-    `torch.device("cpu" if backend == "gloo" else "cuda")`: an XLA run's process group never
-    gets there; without that assertion, the `else` is an XLA run's and picks CUDA); an `if`
-    without `else` that, under a GPU test, sets only devices of unknown type (`if self.cuda and
-    pipelined: self.last_device = torch.device(cfg.devices[-1])`): it configures the GPU path,
-    and where the test fails the device chosen before stands; a ternary or an `if` without
-    `else` that remaps the value its test examines and passes every other one through (`"cpu" if
-    device == "mps" else device`, `if device_map == "cuda": device_map = f"cuda:{rank}"`), and
-    an `if` whose tests list values of what they examine (also narrowed by an `and`: `if
-    self.device.type == "mps" and do_3D:`) and whose `else` sets the same name to that value
-    itself (`if device == "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad =
-    device`): an XLA device is kept as given. So are `if` chains without `else` (or with one
-    that only raises again) whose every branch is taken only for a value already found on
-    another accelerator, its device's type compared with that accelerator's (`if
-    expected_device.type == "cuda" and torch.cuda.is_available(): current = torch.device("cuda",
-    torch.cuda.current_device())`, `if torch.device(inp_device).type == "cuda" and "out of
-    memory" in str(exc): canonical_device = torch.device("cpu")`): they test where a value is,
-    and an XLA host, whose values are on XLA, runs no branch; not where the name they set is
-    given a known device elsewhere in the function (`device = "cpu"`, then `if model.device.type
-    == "cuda": device = "cuda"`), nor where a branch returns. So is the device the caller handed
-    in, where a branch selects none and the name the chain sets holds a parameter before it
-    (`self.device = device`, then `if self.is_ddp: self.device = torch.device("cuda", rank)` /
-    `else: print(...)`): the chain is no ladder without XLA, and the CUDA device its DDP branch
-    forces whatever was handed in is XLA302's finding. The same for an `if` without `else` on a
-    run setting (no hardware probe) whose CUDA device sets a name nothing else in the function
-    (for a `self.` attribute, the class) sets (rl-games' `if self.multi_gpu: self.device_name =
-    "cuda:" + str(self.local_rank)`): it chooses no alternative. A test after the last branch
-    that sets a device chooses nothing: `if gen == "cpu": rand_device = "cpu"` / `elif gen ==
-    "cuda": raise ...` follows the generator's device. A device set on each pass of a loop under
-    a GPU test (`if torch.cuda.is_available(): for i in range(torch.cuda.device_count()): device
-    = torch.device(f"cuda:{i}")`, to log each GPU's memory statistics) names every GPU in turn
-    and chooses none. An `if` that returns a device only for some values of what it tests and
-    the value itself after it (`if device.index is None: return torch.device("cuda",
-    torch.cuda.current_device())` / `return device`) passes XLA devices through. A ternary that
-    fills part of a longer f-string (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a
-    name, not a device. A ternary that only says where a load puts the tensors it reads, the
-    `map_location` of `torch.load` or `torch.jit.load` (`map_location="cpu" if not
-    torch.cuda.is_available() else None`), directly or through a name used for nothing else,
-    chooses no compute device: the weights are copied into a model placed elsewhere, and the CPU
-    is the right place to load them on an XLA host (a ladder whose device also places the model
-    is still reported). A ternary given to a CUDA scaler or autocast (`GradScaler("xpu" if ...
-    else "cuda")`) is part of that call, which XLA303 reports, and so is any autocast's or
-    scaler's device type (`torch.autocast(device_type="cuda" if not
-    torch.backends.mps.is_available() else "mps")`): it picks whose mixed precision the region
-    uses and places no value; a ternary assigned to a name that its function only prints or
-    compares (`print(f"Device: {device}")` in a benchmark report) or hands to a query about it
-    alone (`get_backend(device)`) places nothing; handed to a getter beside other values
-    (`get_problem(rank, world_size, batch_size, device, model_name)`) it places what that
-    builds.
+    device, anywhere in that function. A method that returns the device, in a class that
+    creates the XLA device in another method (`xm.xla_device()`, `torch_xla.device()`): the
+    class decides when that fallback runs. A ladder reached only where a test for XLA
+    failed: in the `else` of one (`if device == "xla": ... else: <ladder>`), or after one
+    that returns or raises (`if isinstance(strategy, XLAStrategy): return XLAPrecision()`).
+    Also left alone: a choice between CUDA devices only (`"cuda:0" if rank == 0 else
+    "cuda:1"`, or a helper's `if device_index is None: return "cuda"` then `return
+    f"cuda:{device_index}"`, whose tests ask about no device or backend: every branch and
+    the return after them one GPU backend's) and guards that set no device; a choice
+    whose tests only ask whether the process group is NCCL (`torch.device("cuda") if
+    self.backend == dist.Backend.NCCL else
+    self._default_device`): it gives the collectives what NCCL needs, which only a CUDA
+    host creates; likewise a choice by the backend after the code has kept it to named
+    backends none of which is XLA's (`assert backend in ["gloo", "nccl"]`, or `if backend
+    not in (...): raise`, then detectron2's `torch.device("cpu" if backend == "gloo" else
+    "cuda")`: an XLA run's process group never gets there; without that assertion, the
+    `else` is an XLA run's and picks CUDA); an `if` without `else` that, under a GPU
+    test, sets only devices of unknown type (`if self.cuda and pipelined: self.last_device
+    = torch.device(cfg.devices[-1])`): it configures the GPU path, and where the test
+    fails the device chosen before stands; a ternary or an `if` without `else` that
+    remaps the value its test examines and passes every other one through
+    (`"cpu" if device == "mps" else device`,
+    `if device_map == "cuda": device_map = f"cuda:{rank}"`), and an `if` whose tests list
+    values of what they examine (also narrowed by an `and`: `if self.device.type == "mps"
+    and do_3D:`) and whose `else` sets the same name to that value itself (`if device ==
+    "cuda": device_vad = f"cuda:{device_index}"` / `else: device_vad = device`): an XLA
+    device is kept as given. So are `if` chains without `else` (or with one that only
+    raises again) whose every branch is taken only for a value already found on another
+    accelerator, its device's type compared with that accelerator's (`if
+    expected_device.type == "cuda" and torch.cuda.is_available(): current =
+    torch.device("cuda", torch.cuda.current_device())`, `if torch.device(inp_device).type
+    == "cuda" and "out of memory" in str(exc): canonical_device = torch.device("cpu")`):
+    they test where a value is, and an XLA host, whose values are on XLA, runs no branch;
+    not where the name they set is given a known device elsewhere in the function
+    (`device = "cpu"`, then `if model.device.type == "cuda": device = "cuda"`), nor where a
+    branch returns.
+    So is the device the caller handed in, where a branch selects none and the name the
+    chain sets holds a parameter before it (`self.device = device`, then `if self.is_ddp:
+    self.device = torch.device("cuda", rank)` / `else: print(...)`): the chain is no
+    ladder without XLA, and the CUDA device its DDP branch forces whatever was handed in
+    is XLA302's finding. The same for an `if` without `else` on a run setting (no
+    hardware probe) whose CUDA device sets a name nothing else in the function (for a
+    `self.` attribute, the class) sets (rl-games' `if self.multi_gpu: self.device_name =
+    "cuda:" + str(self.local_rank)`): it chooses no alternative.
+    A test after the last branch that sets a device chooses nothing:
+    `if gen == "cpu": rand_device = "cpu"` / `elif gen == "cuda": raise ...` follows the
+    generator's device. A device set on each pass of a loop under a GPU test (`if
+    torch.cuda.is_available(): for i in range(torch.cuda.device_count()): device =
+    torch.device(f"cuda:{i}")`, to log each GPU's memory statistics) names every GPU in
+    turn and chooses none. An `if` that returns a device only for some values of what it
+    tests and the value itself after it (`if device.index is None: return
+    torch.device("cuda", torch.cuda.current_device())` / `return device`) passes XLA
+    devices through. A ternary that fills part of a longer f-string
+    (`f"{'cuda' if is_cuda else 'cpu'}_time_total"`) builds a name, not a device.
+    A ternary that only says where a load puts the tensors it reads, the `map_location`
+    of `torch.load` or `torch.jit.load` (`map_location="cpu" if not
+    torch.cuda.is_available() else None`), directly or through a name used for nothing
+    else, chooses no compute device: the weights are copied into a model placed
+    elsewhere, and the CPU is the right place to load them on an XLA host (a ladder
+    whose device also places the model is still reported).
+    A ternary given to a CUDA scaler or autocast (`GradScaler("xpu" if ... else "cuda")`)
+    is part of that call, which XLA303 reports, and so is any autocast's or scaler's
+    device type (`torch.autocast(device_type="cuda" if not
+    torch.backends.mps.is_available() else "mps")`): it picks whose mixed precision the
+    region uses and places no value; a ternary assigned to a name that its
+    function only prints or compares (`print(f"Device: {device}")` in a benchmark report)
+    or hands to a query about it alone (`get_backend(device)`) places nothing; handed to
+    a getter beside other values (`get_problem(rank, world_size, batch_size, device,
+    model_name)`) it places what that builds.
 
     ## Why is this bad?
     On an XLA host every GPU probe is false, so the ladder quietly picks the CPU (or, for a
